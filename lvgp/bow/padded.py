@@ -1,0 +1,151 @@
+"""Padded word-index sets: lvgp's input format for bag-of-words documents.
+
+A corpus of ``n`` documents is an ``n x L`` ``torch.long`` tensor. Row ``i`` holds the
+word ids of document ``i`` (a multiset: a word that occurs three times appears three
+times), in any order, and the remaining entries equal :data:`PAD`. ``L`` is the
+width, at least the length of the longest document. Batched corpora are
+``... x n x L``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+#: The single padding constant of lvgp: entries equal to ``PAD`` are not words.
+PAD: int = -1
+
+
+def _rows_text(rows: torch.Tensor | np.ndarray, limit: int = 10) -> str:
+    rows = [int(r) for r in np.asarray(rows).reshape(-1)]
+    shown = ", ".join(str(r) for r in rows[:limit])
+    more = f", ... ({len(rows)} rows in all)" if len(rows) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def _flat_row_index(mask_rows: torch.Tensor) -> torch.Tensor:
+    """Row numbers (last axis) where a ``... x n`` mask is ``True``, over all batches."""
+    return torch.unique(mask_rows.nonzero()[:, -1])
+
+
+def check_padded(
+    x: torch.Tensor,
+    name: str = "x",
+    num_words: int | None = None,
+    allow_empty: bool = False,
+) -> torch.Tensor:
+    """Validate a padded word-index tensor and return it unchanged.
+
+    Args:
+        x: ``... x n x L`` integer tensor of word ids padded with :data:`PAD`.
+        name: the argument name used in error messages.
+        num_words: if given, every id must lie in ``[0, num_words)``.
+        allow_empty: whether rows that hold only padding are allowed.
+
+    Raises:
+        TypeError: ``x`` is not an integer tensor.
+        ValueError: ``x`` has fewer than 2 dimensions, holds negative ids other than
+            :data:`PAD`, ids ``>= num_words``, or (unless ``allow_empty``) empty
+            documents; the message names the offending rows.
+    """
+    if not torch.is_tensor(x):
+        raise TypeError(f"{name} must be a torch.long tensor of word ids padded with lvgp.PAD; got {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must hold integer word ids (torch.long, padded with lvgp.PAD={PAD}); got dtype {x.dtype}. "
+            "Encode texts with lvgp.Vocabulary.encode or counts with lvgp.counts_to_padded."
+        )
+    if x.dim() < 2:
+        raise ValueError(f"{name} must be an (n x L) padded word-index tensor; got shape {tuple(x.shape)}")
+    bad = (x < 0) & (x != PAD)
+    if bad.any():
+        rows = _flat_row_index(bad.any(-1))
+        raise ValueError(
+            f"{name} holds negative word ids other than the padding value lvgp.PAD={PAD} in rows {_rows_text(rows)}"
+        )
+    if num_words is not None and x.numel() and int(x.max()) >= num_words:
+        rows = _flat_row_index((x >= num_words).any(-1))
+        raise ValueError(
+            f"{name} holds word ids >= num_words={num_words} (largest {int(x.max())}) in rows {_rows_text(rows)}"
+        )
+    if not allow_empty:
+        empty = (x == PAD).all(-1)
+        if empty.any():
+            rows = _flat_row_index(empty)
+            raise ValueError(f"{name} holds empty documents (only padding) in rows {_rows_text(rows)}")
+    return x
+
+
+def pad_to_width(x: torch.Tensor, width: int) -> torch.Tensor:
+    """Pad the last dimension of a padded tensor with :data:`PAD` up to ``width``."""
+    extra = width - x.shape[-1]
+    if extra < 0:
+        raise ValueError(f"cannot pad a tensor of width {x.shape[-1]} to the smaller width {width}")
+    if extra == 0:
+        return x
+    return torch.cat([x, x.new_full((*x.shape[:-1], extra), PAD)], dim=-1)
+
+
+def pad_to_common_width(x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad ``x1`` and ``x2`` to the larger of their two widths (padding does not
+    change any LDK value)."""
+    width = max(x1.shape[-1], x2.shape[-1])
+    return pad_to_width(x1, width), pad_to_width(x2, width)
+
+
+def document_lengths(x: torch.Tensor) -> torch.Tensor:
+    """``... x n`` number of words (with repetition) of each document."""
+    return (x != PAD).sum(-1)
+
+
+def counts_to_padded(counts, name: str = "X") -> torch.Tensor:
+    """Convert a document-term count matrix to a padded word-index tensor.
+
+    Args:
+        counts: ``n x V`` scipy.sparse matrix or numpy array of non-negative integer
+            counts (e.g. the output of ``sklearn.feature_extraction.text.CountVectorizer``).
+
+    Returns:
+        ``n x L`` long tensor where word ``v`` appears ``counts[i, v]`` times in row ``i``
+        and ``L`` is the largest row sum; documents with no words are all :data:`PAD`.
+    """
+    if sp.issparse(counts):
+        csr = sp.csr_matrix(counts)
+    else:
+        arr = np.asarray(counts)
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D document-term count matrix; got shape {arr.shape}")
+        csr = sp.csr_matrix(arr)
+    data = csr.data
+    if data.size and (not np.all(np.isfinite(data)) or np.any(data < 0) or np.any(data != np.round(data))):
+        bad_entries = ~np.isfinite(data) | (data < 0) | (data != np.round(data))
+        rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))[bad_entries]
+        raise ValueError(
+            f"{name} must hold non-negative integer counts (a tf-idf or normalised matrix is not a bag of words); "
+            f"offending rows {_rows_text(np.unique(rows))}"
+        )
+    csr.sum_duplicates()
+    reps = csr.data.astype(np.int64)
+    lengths = np.asarray(csr.sum(axis=1)).ravel().astype(np.int64)
+    width = max(int(lengths.max()) if lengths.size else 0, 1)
+    out = np.full((csr.shape[0], width), PAD, dtype=np.int64)
+    word_ids = np.repeat(csr.indices.astype(np.int64), reps)
+    doc_ids = np.repeat(np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr)), reps)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    positions = np.arange(word_ids.size) - np.repeat(starts, lengths)
+    out[doc_ids, positions] = word_ids
+    return torch.from_numpy(out)
+
+
+def padded_to_counts(x: torch.Tensor, num_words: int) -> sp.csr_matrix:
+    """``n x num_words`` scipy.sparse CSR count matrix of a padded ``n x L`` tensor."""
+    check_padded(x, "x", num_words=num_words, allow_empty=True)
+    if x.dim() != 2:
+        raise ValueError(f"x must be a 2-D (n x L) padded tensor; got shape {tuple(x.shape)}")
+    arr = x.cpu().numpy()
+    rows, cols = np.nonzero(arr != PAD)
+    data = np.ones(rows.size, dtype=np.float64)
+    mat = sp.csr_matrix((data, (rows, arr[rows, cols])), shape=(arr.shape[0], num_words))
+    mat.sum_duplicates()
+    return mat

@@ -1,0 +1,313 @@
+"""Texts to padded word-index sets."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from ..warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning
+from .padded import PAD, _rows_text
+
+_TOKEN = re.compile(r"[^\W\d_]+")  # runs of letters (any alphabet), no digits or underscores
+_FORMAT = "lvgp.Vocabulary/1"
+
+
+def _is_pretokenized(doc) -> bool:
+    return isinstance(doc, (list, tuple)) and all(isinstance(t, str) for t in doc)
+
+
+class Vocabulary:
+    """A word <-> id mapping fitted on training texts.
+
+    Tokenization of a string: lower-case (if ``lowercase``), split into runs of letters
+    (digits, punctuation and underscores separate tokens), drop tokens shorter than
+    ``min_token_len`` and stop words. A document given as a list of strings is taken
+    as already tokenized: its tokens are used verbatim (no lower-casing, stop-word or
+    length filter), so callers keep full control over tokenization.
+
+    Word ids are assigned in alphabetical order (as scikit-learn's ``CountVectorizer``
+    does), after the ``min_df``/``max_df``/``max_features`` filters.
+
+    Args:
+        min_df: keep words occurring in at least this many training documents (int)
+            or this fraction of them (float in (0, 1]).
+        max_df: drop words occurring in more than this many documents (int) or this
+            fraction (float). ``1.0`` keeps all.
+        max_features: keep only the most frequent words (by corpus frequency, ties
+            broken alphabetically).
+        stop_words: ``"english"`` (scikit-learn's list), ``None``, or an iterable of words.
+        min_token_len: shortest token kept.
+        lowercase: lower-case strings before tokenizing.
+
+    Example:
+        >>> vocab = Vocabulary(min_token_len=2).fit(["good good film", "bad film"])
+        >>> vocab.words
+        ['bad', 'film', 'good']
+        >>> vocab.encode(["good film", "bad"])
+        tensor([[ 2,  1],
+                [ 0, -1]])
+    """
+
+    def __init__(
+        self,
+        min_df: int | float = 1,
+        max_df: int | float = 1.0,
+        max_features: int | None = None,
+        stop_words: str | Iterable[str] | None = "english",
+        min_token_len: int = 3,
+        lowercase: bool = True,
+    ):
+        self.min_df = min_df
+        self.max_df = max_df
+        self.max_features = max_features
+        self.stop_words = stop_words
+        self.min_token_len = min_token_len
+        self.lowercase = lowercase
+        self._words: list[str] | None = None
+        self._index: dict[str, int] | None = None
+
+    # ------------------------------------------------------------------ tokenizing
+    def _stop_set(self) -> frozenset[str]:
+        if self.stop_words is None:
+            return frozenset()
+        if isinstance(self.stop_words, str):
+            if self.stop_words != "english":
+                raise ValueError(f"stop_words must be 'english', None or a list of words; got {self.stop_words!r}")
+            return ENGLISH_STOP_WORDS
+        return frozenset(self.stop_words)
+
+    def tokenize(self, doc: str | Sequence[str]) -> list[str]:
+        """Tokens of one document (see the class docstring for the rules)."""
+        if _is_pretokenized(doc):
+            return list(doc)
+        if not isinstance(doc, str):
+            raise TypeError(f"a document must be a string or a list of string tokens; got {type(doc).__name__}")
+        text = doc.lower() if self.lowercase else doc
+        stop = self._stop_set()
+        return [t for t in _TOKEN.findall(text) if len(t) >= self.min_token_len and t not in stop]
+
+    def _tokenize_all(self, docs, name: str) -> list[list[str]]:
+        if isinstance(docs, str):
+            raise TypeError(f"{name} must be a sequence of documents, not a single string")
+        return [self.tokenize(d) for d in docs]
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, docs: Iterable[str | Sequence[str]]) -> Vocabulary:
+        """Learn the vocabulary from training documents; returns ``self``."""
+        tokens = self._tokenize_all(docs, "docs")
+        n = len(tokens)
+        if n == 0:
+            raise ValueError("docs is empty: a vocabulary needs at least one training document")
+        df = Counter()
+        tf = Counter()
+        for toks in tokens:
+            tf.update(toks)
+            df.update(set(toks))
+        lo = self.min_df if isinstance(self.min_df, int) else int(np.ceil(self.min_df * n))
+        hi = self.max_df if isinstance(self.max_df, int) else int(np.floor(self.max_df * n))
+        kept = [w for w, c in df.items() if lo <= c <= hi]
+        if self.max_features is not None and len(kept) > self.max_features:
+            kept.sort(key=lambda w: (-tf[w], w))
+            kept = kept[: self.max_features]
+        if not kept:
+            raise ValueError(
+                f"no word survives the vocabulary filters (min_df={self.min_df}, max_df={self.max_df}, "
+                f"min_token_len={self.min_token_len}, stop_words={self.stop_words!r}) on {n} documents"
+            )
+        self._set_words(sorted(kept))
+        return self
+
+    def _set_words(self, words: list[str]) -> None:
+        if len(set(words)) != len(words):
+            raise ValueError("vocabulary words must be unique")
+        self._words = list(words)
+        self._index = {w: i for i, w in enumerate(self._words)}
+
+    @classmethod
+    def from_words(cls, words: Iterable[str], **options) -> Vocabulary:
+        """A fitted vocabulary with the given words (ids in the given order)."""
+        vocab = cls(**options)
+        vocab._set_words(list(words))
+        return vocab
+
+    def _check_fitted(self) -> None:
+        if self._words is None:
+            raise RuntimeError("this Vocabulary is not fitted yet: call fit(docs) first")
+
+    @property
+    def is_fitted(self) -> bool:
+        return self._words is not None
+
+    @property
+    def words(self) -> list[str]:
+        """The words, position = id."""
+        self._check_fitted()
+        return list(self._words)
+
+    def __len__(self) -> int:
+        self._check_fitted()
+        return len(self._words)
+
+    def __contains__(self, word: str) -> bool:
+        self._check_fitted()
+        return word in self._index
+
+    def index(self, word: str) -> int:
+        """The id of ``word`` (``KeyError`` if unknown)."""
+        self._check_fitted()
+        return self._index[word]
+
+    def __repr__(self) -> str:
+        size = len(self._words) if self._words is not None else "unfitted"
+        return f"Vocabulary(size={size}, min_df={self.min_df}, max_features={self.max_features})"
+
+    # ------------------------------------------------------------------ encoding
+    def _known_ids(self, docs) -> list[list[int]]:
+        """Ids of the known words of each document; unknown words are dropped with an
+        :class:`UnseenWordsWarning` counting tokens, distinct words and documents."""
+        self._check_fitted()
+        index = self._index
+        out, dropped_tokens, dropped_types, dropped_docs = [], 0, set(), 0
+        for toks in self._tokenize_all(docs, "docs"):
+            ids = [index[t] for t in toks if t in index]
+            if len(ids) != len(toks):
+                unseen = [t for t in toks if t not in index]
+                dropped_tokens += len(unseen)
+                dropped_types.update(unseen)
+                dropped_docs += 1
+            out.append(ids)
+        if dropped_tokens:
+            warnings.warn(
+                f"dropped {dropped_tokens} tokens ({len(dropped_types)} distinct words) not in the vocabulary, "
+                f"in {dropped_docs} of {len(out)} documents",
+                UnseenWordsWarning,
+                stacklevel=3,
+            )
+        return out
+
+    def encode(
+        self,
+        docs: Iterable[str | Sequence[str]],
+        max_len: int | None = None,
+        on_empty: str = "raise",
+    ) -> torch.Tensor:
+        """Encode documents as an ``n x L`` ``torch.long`` tensor padded with :data:`lvgp.PAD`.
+
+        Repeated words repeat (a multiset). Words not in the vocabulary are dropped
+        with an :class:`~lvgp.warnings.UnseenWordsWarning` that counts the affected
+        tokens and documents.
+
+        Args:
+            docs: strings, or lists of tokens.
+            max_len: the width ``L``. ``None``: the longest encoded document (at least 1).
+                Documents longer than ``max_len`` keep their first ``max_len`` words, with
+                a :class:`~lvgp.warnings.TruncationWarning` that counts them.
+            on_empty: what to do with a document that has no known word: ``"raise"`` a
+                ``ValueError`` naming the rows (default), or ``"keep"`` it as a row of
+                padding only (with an :class:`~lvgp.warnings.EmptyDocumentsWarning`); the
+                models treat such rows explicitly (e.g. ``GPLVSMRegressor.predict``
+                returns the prior predictive for them).
+        """
+        if on_empty not in ("raise", "keep"):
+            raise ValueError(f"on_empty must be 'raise' or 'keep'; got {on_empty!r}")
+        ids = self._known_ids(docs)
+        empty = [i for i, row in enumerate(ids) if not row]
+        if empty:
+            if on_empty == "raise":
+                raise ValueError(
+                    f"{len(empty)} documents have no word in the vocabulary after tokenizing "
+                    f"(rows {_rows_text(empty)}); pass on_empty='keep' to keep them as padding-only rows"
+                )
+            warnings.warn(
+                f"{len(empty)} of {len(ids)} documents have no word in the vocabulary (rows {_rows_text(empty)}); "
+                "kept as padding-only rows",
+                EmptyDocumentsWarning,
+                stacklevel=2,
+            )
+        longest = max((len(r) for r in ids), default=0)
+        width = max(longest, 1) if max_len is None else int(max_len)
+        if width < 1:
+            raise ValueError(f"max_len must be a positive integer; got {max_len!r}")
+        too_long = [len(r) - width for r in ids if len(r) > width]
+        if too_long:
+            warnings.warn(
+                f"truncated {len(too_long)} documents longer than max_len={width} "
+                f"({sum(too_long)} tokens dropped)",
+                TruncationWarning,
+                stacklevel=2,
+            )
+        out = np.full((len(ids), width), PAD, dtype=np.int64)
+        for i, row in enumerate(ids):
+            row = row[:width]
+            out[i, : len(row)] = row
+        return torch.from_numpy(out)
+
+    def fit_encode(self, docs, max_len: int | None = None, on_empty: str = "raise") -> torch.Tensor:
+        """``fit(docs)`` then ``encode(docs)``."""
+        docs = list(docs)
+        return self.fit(docs).encode(docs, max_len=max_len, on_empty=on_empty)
+
+    def counts(self, docs) -> sp.csr_matrix:
+        """``n x len(self)`` sparse document-term count matrix (unseen words dropped with a warning)."""
+        ids = self._known_ids(docs)
+        rows = np.repeat(np.arange(len(ids)), [len(r) for r in ids])
+        cols = np.fromiter((i for r in ids for i in r), dtype=np.int64, count=int(rows.size))
+        mat = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(len(ids), len(self)))
+        mat.sum_duplicates()
+        return mat
+
+    def decode(self, x: torch.Tensor) -> list[list[str]]:
+        """The words of each row of an ``n x L`` padded tensor (padding skipped)."""
+        self._check_fitted()
+        if x.dim() != 2:
+            raise ValueError(f"x must be a 2-D (n x L) padded tensor; got shape {tuple(x.shape)}")
+        words = self._words
+        bad = (x != PAD) & ((x < 0) | (x >= len(words)))
+        if bad.any():
+            raise ValueError(f"x holds ids outside [0, {len(words)}) in rows {_rows_text(bad.any(-1).nonzero()[:, 0])}")
+        return [[words[i] for i in row if i != PAD] for row in x.tolist()]
+
+    # ------------------------------------------------------------------ persistence
+    def get_config(self) -> dict:
+        stop = self.stop_words if self.stop_words is None or isinstance(self.stop_words, str) else sorted(self.stop_words)
+        return {
+            "min_df": self.min_df,
+            "max_df": self.max_df,
+            "max_features": self.max_features,
+            "stop_words": stop,
+            "min_token_len": self.min_token_len,
+            "lowercase": self.lowercase,
+        }
+
+    def to_dict(self) -> dict:
+        """A plain (JSON-able) description: options and words."""
+        return {"format": _FORMAT, "config": self.get_config(), "words": self.words}
+
+    @classmethod
+    def from_dict(cls, state: dict) -> Vocabulary:
+        if not isinstance(state, dict) or state.get("format") != _FORMAT:
+            raise ValueError(f"not a saved lvgp Vocabulary (expected format {_FORMAT!r})")
+        return cls.from_words(state["words"], **state["config"])
+
+    def save(self, path: str | Path) -> None:
+        """Write the vocabulary as JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocabulary:
+        """Read a vocabulary written by :meth:`save`."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Vocabulary) and self.get_config() == other.get_config() and self._words == other._words
+
+    __hash__ = None

@@ -1,0 +1,41 @@
+"""Exact (Cholesky-based) numerics for exact GPs, and clear errors when they fail.
+
+gpytorch switches to conjugate gradients and stochastic Lanczos log-determinants above
+800 points. lvgp's exact models evaluate inside :func:`exact_numerics`, which forces
+Cholesky factorizations at any size. A covariance that is not numerically positive
+definite is retried by linear_operator's ``psd_safe_cholesky`` with diagonal jitter
+``1e-8, 1e-7, 1e-6`` (float64; each retry emits a ``NumericalWarning``); if that still
+fails, lvgp raises :class:`CovarianceError` saying which model and what to change.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+
+import gpytorch
+from linear_operator.utils.errors import NotPSDError
+
+
+class CovarianceError(RuntimeError):
+    """The training covariance could not be factorized (not positive definite even with jitter)."""
+
+
+@contextmanager
+def exact_numerics():
+    """Force Cholesky-based solves and log-determinants at every size."""
+    with ExitStack() as stack:
+        stack.enter_context(gpytorch.settings.max_cholesky_size(2**62))
+        stack.enter_context(
+            gpytorch.settings.fast_computations(covar_root_decomposition=False, log_prob=False, solves=False)
+        )
+        stack.enter_context(gpytorch.settings.cholesky_max_tries(3))
+        yield
+
+
+@contextmanager
+def covariance_errors(what: str, hint: str):
+    """Turn linear_operator's ``NotPSDError`` into a :class:`CovarianceError` naming ``what``."""
+    try:
+        yield
+    except NotPSDError as err:
+        raise CovarianceError(f"{what}: the covariance matrix is not positive definite even with jitter ({err}). {hint}") from err

@@ -1,0 +1,199 @@
+"""Gradient-based fitting shared by lvgp's models: L-BFGS (scipy's L-BFGS-B, the
+Liu & Nocedal code the GP-LVSM paper uses) or Adam, with a progress bar, optional
+early stopping on a validation score, and clean interruption (Ctrl-C keeps the best
+parameters seen so far)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+import torch
+from tqdm.auto import tqdm
+
+OPTIMIZERS = ("lbfgs", "adam")
+
+
+@dataclass
+class FitResult:
+    """What happened during fitting."""
+
+    n_iter: int = 0
+    converged: bool = False
+    message: str = ""
+    loss_curve: list[float] = field(default_factory=list)
+    validation_curve: list[float] = field(default_factory=list)
+    best_iter: int | None = None
+    interrupted: bool = False
+    stopped_early: bool = False
+
+
+class _Params:
+    """Flat float64 view of a list of parameters (for scipy)."""
+
+    def __init__(self, params: Sequence[torch.nn.Parameter]):
+        self.params = list(params)
+
+    def get(self) -> np.ndarray:
+        return torch.cat([p.detach().reshape(-1) for p in self.params]).cpu().double().numpy()
+
+    def set(self, x: np.ndarray) -> None:
+        offset = 0
+        with torch.no_grad():
+            for p in self.params:
+                k = p.numel()
+                p.copy_(torch.from_numpy(x[offset : offset + k]).view_as(p).to(p))
+                offset += k
+
+    def grad(self) -> np.ndarray:
+        return (
+            torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self.params])
+            .cpu()
+            .double()
+            .numpy()
+        )
+
+    def snapshot(self) -> list[torch.Tensor]:
+        return [p.detach().clone() for p in self.params]
+
+    def restore(self, values: list[torch.Tensor]) -> None:
+        with torch.no_grad():
+            for p, v in zip(self.params, values):
+                p.copy_(v)
+
+
+class _EarlyStop(Exception):
+    pass
+
+
+def minimize(
+    params: Sequence[torch.nn.Parameter],
+    objective: Callable[[], torch.Tensor],
+    *,
+    method: str = "lbfgs",
+    max_iter: int = 500,
+    lr: float = 0.01,
+    tol: float = 1e-7,
+    validate: Callable[[], float] | None = None,
+    n_iter_no_change: int = 10,
+    verbose: bool = False,
+    desc: str = "fit",
+) -> FitResult:
+    """Minimize ``objective()`` (a scalar tensor) over ``params``.
+
+    Args:
+        method: ``"lbfgs"`` (scipy L-BFGS-B with exact gradients; converged when the
+            relative decrease of the objective falls below ``tol`` or the projected
+            gradient vanishes) or ``"adam"`` (``lr``; converged when the best objective of
+            the last ``n_iter_no_change`` iterations improves by less than ``tol`` relative).
+        validate: a score to *minimize* on held-out data, evaluated every iteration; when
+            given, fitting stops after ``n_iter_no_change`` iterations without improvement
+            and the parameters of the best iteration are restored.
+        verbose: show a tqdm progress bar.
+
+    A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
+    if given, else by objective) are kept and ``result.interrupted`` is set.
+    """
+    if method not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {method!r}")
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1; got {max_iter}")
+    flat = _Params([p for p in params if p.requires_grad])
+    result = FitResult()
+    best = {"score": math.inf, "values": flat.snapshot(), "iter": 0}
+    bar = tqdm(total=max_iter, desc=desc, disable=not verbose, leave=False)
+
+    def evaluate() -> torch.Tensor:
+        for p in flat.params:
+            p.grad = None
+        loss = objective()
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"the objective became {loss.item()} at iteration {result.n_iter}: the parameters diverged "
+                "(try a smaller learning rate, a larger rho, or the other optimizer)"
+            )
+        loss.backward()
+        return loss
+
+    def end_of_iteration(loss: float) -> None:
+        result.n_iter += 1
+        result.loss_curve.append(loss)
+        postfix = {"loss": f"{loss:.5g}"}
+        score = loss
+        if validate is not None:
+            score = float(validate())
+            result.validation_curve.append(score)
+            postfix["val"] = f"{score:.4g}"
+        if score < best["score"]:
+            best.update(score=score, values=flat.snapshot(), iter=result.n_iter)
+        bar.set_postfix(postfix)
+        bar.update(1)
+        if validate is not None and result.n_iter - best["iter"] >= n_iter_no_change:
+            result.stopped_early = True
+            raise _EarlyStop
+
+    try:
+        if method == "lbfgs":
+            _run_lbfgs(flat, evaluate, end_of_iteration, max_iter, tol, result)
+        else:
+            _run_adam(flat, evaluate, end_of_iteration, max_iter, lr, tol, n_iter_no_change, result)
+    except _EarlyStop:
+        result.converged = True
+        result.message = f"early stopping: no validation improvement in {n_iter_no_change} iterations"
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.message = f"interrupted at iteration {result.n_iter}"
+        warnings.warn(
+            f"fitting interrupted at iteration {result.n_iter}; keeping the parameters of iteration {best['iter']}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    finally:
+        bar.close()
+    if validate is not None or result.interrupted:
+        flat.restore(best["values"])
+        result.best_iter = best["iter"]
+    return result
+
+
+def _run_lbfgs(flat: _Params, evaluate, end_of_iteration, max_iter: int, tol: float, result: FitResult) -> None:
+    def fun(x):
+        flat.set(x)
+        loss = evaluate()
+        return loss.item(), flat.grad()
+
+    def callback(intermediate_result):
+        flat.set(intermediate_result.x)
+        end_of_iteration(float(intermediate_result.fun))
+
+    res = scipy.optimize.minimize(
+        fun,
+        flat.get(),
+        jac=True,
+        method="L-BFGS-B",
+        callback=callback,
+        options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9, "maxcor": 20},
+    )
+    flat.set(res.x)
+    result.converged = bool(res.success)
+    result.message = str(res.message)
+
+
+def _run_adam(flat: _Params, evaluate, end_of_iteration, max_iter, lr, tol, window, result: FitResult) -> None:
+    opt = torch.optim.Adam(flat.params, lr=lr)
+    for _ in range(max_iter):
+        loss = evaluate().item()
+        opt.step()
+        end_of_iteration(loss)
+        curve = result.loss_curve
+        if len(curve) > 2 * window:
+            before, recent = min(curve[:-window]), min(curve[-window:])
+            if before - recent <= tol * max(1.0, abs(before)):
+                result.converged = True
+                result.message = f"relative improvement below tol={tol} over {window} iterations"
+                return
+    result.message = f"reached max_iter={max_iter}"
