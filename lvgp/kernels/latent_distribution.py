@@ -63,9 +63,8 @@ def _hyperparameter(name: str, doc: str) -> property:
 
     def fget(self):
         raw = self._parameters.get(f"raw_{name}")
-        if raw is None:
-            which, choice = _USED_BY[name]
-            raise AttributeError(f"{name} is only defined for {which}={choice!r}")
+        if raw is None:  # nn.Module.__getattr__ takes over; see LatentDistributionKernel.__getattr__
+            raise AttributeError(name)
         return getattr(self, f"raw_{name}_constraint").transform(raw)
 
     def fset(self, value):
@@ -439,12 +438,20 @@ class LatentDistributionKernel(Kernel):
     def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params):
         """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly and padding
         ``x1``/``x2`` of different widths to a common width (padding changes no value)."""
-        check_padded(x1, "x1", self.num_words, allow_empty=True)
+        # with active_dims, emptiness is only known after column selection (checked in forward)
+        allow_empty = self.active_dims is not None
+        check_padded(x1, "x1", self.num_words, allow_empty=allow_empty)
         if x2 is not None:
-            check_padded(x2, "x2", self.num_words, allow_empty=True)
+            check_padded(x2, "x2", self.num_words, allow_empty=allow_empty)
             if x1.shape[-1] != x2.shape[-1]:
                 x1, x2 = pad_to_common_width(x1, x2)
         return super().__call__(x1, x2, diag=diag, **params)
+
+    def __getattr__(self, name: str):
+        if name in _USED_BY:
+            which, choice = _USED_BY[name]
+            raise AttributeError(f"{name} is only defined for {which}={choice!r}")
+        return super().__getattr__(name)
 
     def extra_repr(self) -> str:
         return (

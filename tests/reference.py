@@ -1,0 +1,114 @@
+"""Slow, direct loop implementations of the papers' equations: the independent references
+the vectorised library code is tested against. Plain Python/numpy, float64."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PAD = -1
+
+
+def words(doc) -> list[int]:
+    return [int(w) for w in doc if int(w) != PAD]
+
+
+def embedding_kernel(kind: str, xs: np.ndarray, xt: np.ndarray, gamma=1.0, a=1.0, b=2) -> float:
+    """Thesis eqs. 3.6-3.8."""
+    if kind == "linear":
+        return float(xs @ xt)
+    if kind == "rbf":
+        return math.exp(-gamma / 2 * float(((xs - xt) ** 2).sum()))
+    if kind == "poly":
+        return float(xs @ xt + a) ** b
+    raise ValueError(kind)
+
+
+def ldk_linear(X: np.ndarray, di, dj, kind: str, **hp) -> float:
+    """Eq. 3.9: (1 / |D_i||D_j|) sum_{s in D_i} sum_{t in D_j} k(x_s, x_t)."""
+    di, dj = words(di), words(dj)
+    total = 0.0
+    for s in di:
+        for t in dj:
+            total += embedding_kernel(kind, X[s], X[t], **{k: v for k, v in hp.items() if k in ("gamma", "a", "b")})
+    return total / (len(di) * len(dj))
+
+
+def ldk(X, di, dj, embedding: str, level2: str, gamma=1.0, a=1.0, b=2, zeta=1.0, c=1.0, d=2) -> float:
+    """Eqs. 3.9-3.11 for one pair of documents."""
+    hp = dict(gamma=gamma, a=a, b=b)
+    lin = ldk_linear(X, di, dj, embedding, **hp)
+    if level2 == "linear":
+        return lin
+    if level2 == "poly":
+        return (lin + c) ** d
+    if level2 == "rbf":
+        dist = ldk_linear(X, di, di, embedding, **hp) - 2 * lin + ldk_linear(X, dj, dj, embedding, **hp)
+        return math.exp(-zeta / 2 * dist)
+    raise ValueError(level2)
+
+
+def ldk_gram(X, docs1, docs2, embedding, level2, **hp) -> np.ndarray:
+    docs1, docs2 = np.asarray(docs1), np.asarray(docs2)
+    out = np.zeros((len(docs1), len(docs2)))
+    for i, di in enumerate(docs1):
+        for j, dj in enumerate(docs2):
+            out[i, j] = ldk(X, di, dj, embedding, level2, **hp)
+    return out
+
+
+def grad_lin_lin(X, di, dj, m) -> np.ndarray:
+    """Eq. 3.12: d K_LIN-LIN(X_i, X_j) / d x_m."""
+    di, dj = words(di), words(dj)
+    g = np.zeros(X.shape[1])
+    for s in di:
+        for t in dj:
+            if m == s and m != t:
+                g += X[t]
+            elif m == t and m != s:
+                g += X[s]
+            elif m == t and m == s:
+                g += 2 * X[m]
+    return g / (len(di) * len(dj))
+
+
+def grad_rbf_lin(X, di, dj, m, gamma) -> np.ndarray:
+    """Eq. 3.15: d K_RBF-LIN(X_i, X_j) / d x_m."""
+    di, dj = words(di), words(dj)
+    g = np.zeros(X.shape[1])
+    for s in di:
+        for t in dj:
+            k = embedding_kernel("rbf", X[s], X[t], gamma=gamma)
+            if m == s and m != t:
+                g += k * gamma * (X[t] - X[s])
+            elif m == t and m != s:
+                g += k * gamma * (X[s] - X[t])
+    return g / (len(di) * len(dj))
+
+
+def gplvsm_log_posterior(K_ldk, y, outputscale, noise, mean, X, rho) -> float:
+    """Eq. 11 / thesis eq. 5.17 + Gaussian prior, including all constants:
+    sum_b log N(y_b | mean_b, alpha^-1 K_ldk + beta^-1 I) + sum_v log N(x_v | 0, rho^-1 I)."""
+    y = np.atleast_2d(np.asarray(y, dtype=float).T)  # B x n
+    n = y.shape[1]
+    K = outputscale * K_ldk + noise * np.eye(n)
+    sign, logdet = np.linalg.slogdet(K)
+    assert sign > 0
+    total = 0.0
+    for b in range(y.shape[0]):
+        r = y[b] - np.atleast_1d(mean)[b if np.size(mean) > 1 else 0]
+        total += -0.5 * r @ np.linalg.solve(K, r) - 0.5 * logdet - 0.5 * n * math.log(2 * math.pi)
+    prior = -0.5 * rho * float((X**2).sum()) + 0.5 * X.size * math.log(rho / (2 * math.pi))
+    return total + prior
+
+
+def gp_predict(K_train, K_cross, K_test_diag, y, outputscale, noise, mean):
+    """Eqs. 19 and 21 with K of eq. 8 (noise on the training diagonal and on K_**):
+    mean_* = mu + k_*^T K^-1 (y - mu), var_* = K_** - k_*^T K^-1 k_*."""
+    n = K_train.shape[0]
+    K = outputscale * K_train + noise * np.eye(n)
+    k_star = outputscale * K_cross  # n_test x n
+    pred_mean = mean + k_star @ np.linalg.solve(K, y - mean)
+    pred_var = outputscale * K_test_diag + noise - np.einsum("ij,ji->i", k_star, np.linalg.solve(K, k_star.T))
+    return pred_mean, pred_var

@@ -1,0 +1,356 @@
+"""LatentDistributionKernel: against the loop reference of thesis eqs. 3.9-3.11, its
+gradients, invariants, gpytorch's own kernel test-suite, composition and bad input."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+import unittest
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from gpytorch.kernels import RBFKernel, ScaleKernel
+from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
+from torch.func import functional_call
+
+from lvgp import PAD, LatentDistributionKernel
+
+from . import reference as ref
+
+@pytest.fixture(autouse=True)
+def float64_default():
+    """Build kernels directly in float64 (gpytorch creates parameters in the default dtype)."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+COMBOS = list(itertools.product(["linear", "rbf", "poly"], repeat=2))
+HP = dict(gamma=0.7, a=0.5, b=3, zeta=1.3, c=0.4, d=2)
+V, Q = 12, 3
+
+
+def gram_at(kernel, latent, *xs):
+    """The kernel's dense Gram with ``latent`` substituted, evaluated eagerly (a lazy
+    gpytorch kernel tensor would evaluate after functional_call restored the parameters)."""
+    with gpytorch.settings.lazily_evaluate_kernels(False):
+        return functional_call(kernel, {"raw_latent": latent}, xs).to_dense()
+
+
+def make_kernel(embedding="rbf", level2="linear", **kwargs):
+    options = {**HP, "seed": 1, **kwargs}
+    return LatentDistributionKernel(V, Q, embedding, level2, **options).double()
+
+
+def kernel_hp(kernel) -> dict:
+    """The kernel's actual hyper-parameter values (set in float32 at construction)."""
+    hp = {"b": kernel.b, "d": kernel.d}
+    for name in ("gamma", "a", "zeta", "c"):
+        try:
+            hp[name] = getattr(kernel, name).item()
+        except AttributeError:
+            pass
+    return hp
+
+
+def ref_gram(kernel, x1, x2):
+    X = kernel.latent.detach().numpy()
+    return torch.from_numpy(ref.ldk_gram(X, x1.numpy(), x2.numpy(), kernel.embedding_name, kernel.level2, **kernel_hp(kernel)))
+
+
+# rows with repeated words, padding in different places, lengths 1..4
+X1 = torch.tensor([[0, 1, 1, PAD], [2, 3, 4, 5], [6, PAD, PAD, PAD], [PAD, 7, 7, 7]])
+X2 = torch.tensor([[7, 8, PAD], [0, 0, 11], [1, PAD, PAD], [9, 10, 2], [3, 3, 3]])  # L2 != L1
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_matches_loop_reference(embedding, level2):
+    k = make_kernel(embedding, level2)
+    with torch.no_grad():
+        torch.testing.assert_close(k(X1, X2).to_dense(), ref_gram(k, X1, X2), rtol=0, atol=1e-9)
+        torch.testing.assert_close(k(X1).to_dense(), ref_gram(k, X1, X1), rtol=0, atol=1e-9)
+        torch.testing.assert_close(k(X2, X1).to_dense(), ref_gram(k, X2, X1), rtol=0, atol=1e-9)
+        # diag, for x1 == x2 and for two different sets with as many documents
+        torch.testing.assert_close(k(X1, diag=True), ref_gram(k, X1, X1).diagonal(), rtol=0, atol=1e-9)
+        x2 = X2[:4]
+        torch.testing.assert_close(k(X1, x2, diag=True), ref_gram(k, X1, x2).diagonal(), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_batched_inputs_and_batched_kernel(embedding, level2):
+    g = torch.Generator().manual_seed(0)
+    xb = torch.randint(0, V, (2, 3, 5), generator=g)
+    xb[..., 3:] = PAD
+    xb[0, 1, 1:] = PAD
+    k = make_kernel(embedding, level2)
+    with torch.no_grad():
+        out = k(xb, X2).to_dense()
+        assert out.shape == (2, 3, X2.shape[0])
+        for i in range(2):
+            torch.testing.assert_close(out[i], ref_gram(k, xb[i], X2), rtol=0, atol=1e-9)
+        # a kernel with batch_shape [2] has separate latent vectors per batch member
+        kb = make_kernel(embedding, level2, batch_shape=torch.Size([2]))
+        kb.latent = torch.randn(2, V, Q, dtype=torch.float64, generator=g)
+        out = kb(xb).to_dense()
+        diag = kb(xb, diag=True)
+        for i in range(2):
+            single = make_kernel(embedding, level2, latent_init=kb.latent[i].detach())
+            torch.testing.assert_close(out[i], ref_gram(single, xb[i], xb[i]), rtol=0, atol=1e-9)
+            torch.testing.assert_close(diag[i], ref_gram(single, xb[i], xb[i]).diagonal(), rtol=0, atol=1e-9)
+
+
+def test_gpytorch_embedding_kernel_matches_builtin_rbf():
+    emb = RBFKernel().double()
+    emb.lengthscale = 0.7**-0.5  # gamma = 1 / lengthscale^2
+    k_custom = LatentDistributionKernel(V, Q, emb, "rbf", zeta=1.3, seed=1).double()
+    k_builtin = make_kernel("rbf", "rbf")
+    with torch.no_grad():
+        torch.testing.assert_close(k_custom(X1, X2).to_dense(), k_builtin(X1, X2).to_dense(), rtol=0, atol=1e-12)
+        torch.testing.assert_close(k_custom(X1, diag=True), k_builtin(X1, diag=True), rtol=0, atol=1e-12)
+    # its parameters are part of the kernel and get gradients
+    k_custom(X1, X2).to_dense().sum().backward()
+    assert emb.raw_lengthscale.grad is not None and k_custom.raw_latent.grad is not None
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_gradients_match_finite_differences(embedding, level2):
+    k = make_kernel(embedding, level2)
+    latent = k.raw_latent.detach().clone().requires_grad_(True)
+
+    def gram(lat):
+        return gram_at(k, lat, X1, X2)
+
+    def self_gram(lat):
+        return gram_at(k, lat, X1)
+
+    assert torch.autograd.functional.jacobian(gram, latent).abs().sum() > 0  # the check is not vacuous
+    assert torch.autograd.gradcheck(gram, (latent,), eps=1e-6, atol=1e-6)
+    assert torch.autograd.gradcheck(self_gram, (latent,), eps=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("embedding", ["linear", "rbf"])
+def test_gradients_match_thesis_closed_forms(embedding):
+    """Eq. 3.12 (LIN-LIN) and eq. 3.15 (RBF-LIN)."""
+    k = make_kernel(embedding, "linear")
+    X = k.latent.detach().numpy()
+    jac = torch.autograd.functional.jacobian(lambda lat: gram_at(k, lat, X1, X2), k.raw_latent.detach().clone())
+    assert jac.abs().sum() > 0  # n1 x n2 x V x q
+    for i, j in itertools.product(range(X1.shape[0]), range(X2.shape[0])):
+        for m in range(V):
+            if embedding == "linear":
+                expected = ref.grad_lin_lin(X, X1[i].numpy(), X2[j].numpy(), m)
+            else:
+                expected = ref.grad_rbf_lin(X, X1[i].numpy(), X2[j].numpy(), m, k.gamma.item())
+            np.testing.assert_allclose(jac[i, j, m].numpy(), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_symmetric_and_positive_semidefinite(embedding, level2):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(0, V, (30, 6), generator=g)
+    x[::3, 4:] = PAD
+    k = make_kernel(embedding, level2)
+    with torch.no_grad():
+        K = k(x).to_dense()
+    torch.testing.assert_close(K, K.mT, rtol=1e-13, atol=1e-13)
+    eig = torch.linalg.eigvalsh(K)
+    assert eig.min() >= -1e-9 * max(1.0, eig.max().item())
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_padding_and_word_order_invariance(embedding, level2):
+    k = make_kernel(embedding, level2)
+    g = torch.Generator().manual_seed(4)
+    perm = torch.stack([torch.randperm(X1.shape[1], generator=g) for _ in range(X1.shape[0])])
+    shuffled = X1.gather(1, perm)  # words (and padding) moved within every row
+    wider = torch.cat([X1, torch.full((X1.shape[0], 3), PAD)], dim=1)
+    with torch.no_grad():
+        base = k(X1, X2).to_dense()
+        torch.testing.assert_close(k(shuffled, X2).to_dense(), base, rtol=0, atol=1e-12)
+        torch.testing.assert_close(k(wider, X2).to_dense(), base, rtol=0, atol=1e-12)
+        torch.testing.assert_close(k(wider, diag=True), k(X1, diag=True), rtol=0, atol=1e-12)
+
+
+def test_duplicate_documents_and_single_word_documents():
+    k = make_kernel("rbf", "rbf")
+    x = torch.tensor([[4, PAD], [4, PAD], [4, 4]])  # {4}, {4}, {4, 4} are the same distribution
+    with torch.no_grad():
+        torch.testing.assert_close(k(x).to_dense(), torch.ones(3, 3, dtype=torch.float64), rtol=0, atol=1e-12)
+
+
+class TestLDKWithGPyTorchSuite(BaseKernelTestCase, unittest.TestCase):
+    """gpytorch's own kernel tests with word-index data factories (as botorch does for
+    its categorical kernel). Widths are >= 9 so the active-dims tests keep every row non-empty."""
+
+    seed = 0
+
+    def create_kernel_no_ard(self, **kwargs):
+        return LatentDistributionKernel(40, 2, "rbf", "rbf", seed=0, **kwargs)
+
+    @staticmethod
+    def _docs(*shape):
+        x = torch.randint(0, 40, shape)
+        x[..., -1] = torch.where(torch.rand(shape[:-1]) < 0.5, PAD, x[..., -1])
+        return x
+
+    def create_data_no_batch(self):
+        return self._docs(50, 10)
+
+    def create_data_single_batch(self):
+        return self._docs(2, 3, 4)
+
+    def create_data_double_batch(self):
+        return self._docs(3, 2, 20, 4)
+
+
+def test_hyperparameters_are_settable_constrained_properties():
+    k = LatentDistributionKernel(V, Q, "poly", "rbf", a=0.3, b=3, zeta=2.0)
+    assert math.isclose(k.a.item(), 0.3, rel_tol=1e-6) and math.isclose(k.zeta.item(), 2.0, rel_tol=1e-6)
+    k.zeta = 0.5
+    assert math.isclose(k.zeta.item(), 0.5, rel_tol=1e-6)
+    assert k.b == 3
+    with pytest.raises(AttributeError, match="gamma is only defined for embedding='rbf'"):
+        _ = k.gamma
+    with pytest.raises(ValueError, match="b must be a positive integer"):
+        k.b = 1.5
+    with pytest.raises(ValueError, match="d must be a positive integer"):
+        LatentDistributionKernel(V, Q, "rbf", "poly", d=0)
+    assert {n for n, _ in k.named_parameters()} == {"raw_a", "raw_zeta", "raw_latent"}
+    with pytest.raises(ValueError, match="embedding must be one of"):
+        LatentDistributionKernel(V, Q, "cosine")
+    with pytest.raises(ValueError, match="level2 must be one of"):
+        LatentDistributionKernel(V, Q, "rbf", "laplace")
+
+
+def test_latent_prior_and_initialization():
+    k = LatentDistributionKernel(500, 4, rho=25.0, seed=0)
+    assert math.isclose(k.rho, 25.0, rel_tol=1e-6)
+    # initialised from the prior N(0, 1/rho): standard deviation 0.2
+    assert abs(k.latent.std().item() - 0.2) < 0.01
+    # the registered prior is log N(x | 0, 1/rho) summed over all entries
+    prior, closure, _ = k._priors["latent_prior"]
+    X = k.latent.detach().double()
+    expected = (-0.5 * 25.0 * X.pow(2) + 0.5 * math.log(25.0 / (2 * math.pi))).sum()
+    torch.testing.assert_close(prior.log_prob(closure(k)).sum().double(), expected, rtol=1e-5, atol=1e-3)
+    k.rho = 4.0
+    assert math.isclose(k.rho, 4.0, rel_tol=1e-6)
+    # seeded initialisation is reproducible; an array initialisation is taken as given
+    again = LatentDistributionKernel(500, 4, rho=25.0, seed=0)
+    torch.testing.assert_close(again.latent, k.latent)
+    init = np.arange(500 * 4, dtype=float).reshape(500, 4)
+    torch.testing.assert_close(LatentDistributionKernel(500, 4, latent_init=init).latent.double(), torch.from_numpy(init))
+    with pytest.raises(ValueError, match="latent must have shape"):
+        LatentDistributionKernel(500, 4, latent_init=np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="rho must be a positive"):
+        LatentDistributionKernel(500, 4, rho=0.0)
+    assert LatentDistributionKernel(5, 2, rho=None).rho is None
+
+
+def test_composition_scale_sum_product():
+    k_rbf = make_kernel("rbf", "linear")
+    k_lin = make_kernel("linear", "poly", seed=2)
+    scaled = ScaleKernel(k_rbf).double()
+    scaled.outputscale = 2.5
+    with torch.no_grad():
+        a, b = k_rbf(X1, X1).to_dense(), k_lin(X1, X1).to_dense()
+        torch.testing.assert_close(scaled(X1).to_dense(), 2.5 * a)
+        torch.testing.assert_close((scaled + k_lin)(X1).to_dense(), 2.5 * a + b)
+        torch.testing.assert_close((k_rbf * k_lin)(X1).to_dense(), a * b)
+        torch.testing.assert_close((scaled + k_lin)(X1, diag=True), 2.5 * a.diagonal() + b.diagonal())
+        # different widths through a composite: pad first (composites check widths before LDK sees them)
+        from lvgp.bow.padded import pad_to_common_width
+
+        p1, p2 = pad_to_common_width(X1, X2)
+        torch.testing.assert_close((scaled + k_lin)(p1, p2).to_dense(), 2.5 * k_rbf(X1, X2).to_dense() + k_lin(X1, X2).to_dense())
+
+
+def test_exact_gp_with_exact_marginal_log_likelihood_is_eq_11():
+    """Inside a plain gpytorch ExactGP, n * ExactMarginalLogLikelihood = log p(y|X) + log p(X|rho) (eq. 11 with constants)."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(0, V, (25, 5), generator=g)
+    x[::2, 3:] = PAD
+    y = torch.randn(25, generator=g, dtype=torch.float64)
+
+    class Model(gpytorch.models.ExactGP):
+        def __init__(self):
+            super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood())
+            self.mean_module = gpytorch.means.ConstantMean()
+            self.covar_module = ScaleKernel(LatentDistributionKernel(V, Q, rho=3.0, seed=0))
+
+        def forward(self, inp):
+            return gpytorch.distributions.MultivariateNormal(self.mean_module(inp), self.covar_module(inp))
+
+    model = Model().double()
+    mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
+    model.train()
+    value = mll(model(x), y) * 25
+    ldk = model.covar_module.base_kernel
+    with torch.no_grad():
+        K_ldk = ldk(x).to_dense().numpy()
+    expected = ref.gplvsm_log_posterior(
+        K_ldk,
+        y.numpy(),
+        model.covar_module.outputscale.item(),
+        model.likelihood.noise.item(),
+        model.mean_module.constant.item(),
+        ldk.latent.detach().numpy(),
+        3.0,
+    )
+    assert abs(value.item() - expected) < 1e-8
+    # and training it moves the latent vectors and improves the objective
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(20):
+        opt.zero_grad()
+        loss = -mll(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_bad_input_names_the_argument_and_rows():
+    k = make_kernel()
+    with pytest.raises(TypeError, match="x1 must hold integer word ids"):
+        k(X1.double())
+    with pytest.raises(TypeError, match="x2 must hold integer word ids"):
+        k(X1, X2.float())
+    bad = X1.clone()
+    bad[2, 1] = -5
+    with pytest.raises(ValueError, match=r"x1 holds negative word ids other than the padding value .* rows \[2\]"):
+        k(bad)
+    bad = X2.clone()
+    bad[1, 0] = V
+    with pytest.raises(ValueError, match=r"x2 holds word ids >= num_words=12 .* rows \[1\]"):
+        k(X1, bad)
+    bad = X1.clone()
+    bad[3] = PAD
+    with pytest.raises(ValueError, match=r"x1 holds empty documents \(only padding\) in rows \[3\]"):
+        k(bad)
+    with pytest.raises(ValueError, match="padded word-index tensor"):
+        k(torch.tensor([1, 2, 3]))
+
+
+def test_pickle_and_state_dict_roundtrip():
+    k = make_kernel("poly", "rbf")
+    again = pickle.loads(pickle.dumps(k))
+    with torch.no_grad():
+        torch.testing.assert_close(again(X1, X2).to_dense(), k(X1, X2).to_dense(), rtol=0, atol=0)
+    fresh = make_kernel("poly", "rbf", seed=99)
+    fresh.load_state_dict(k.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(X1, X2).to_dense(), k(X1, X2).to_dense(), rtol=0, atol=0)
+
+
+def test_squared_mmd_is_eq_3_3():
+    k = make_kernel("rbf", "linear")
+    with torch.no_grad():
+        D = k.squared_mmd(X1, X2)
+    lin = ref_gram(k, X1, X2)
+    s1 = ref_gram(k, X1, X1).diagonal()
+    s2 = ref_gram(k, X2, X2).diagonal()
+    torch.testing.assert_close(D, s1[:, None] + s2[None, :] - 2 * lin, rtol=0, atol=1e-12)
