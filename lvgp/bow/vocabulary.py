@@ -199,6 +199,7 @@ class Vocabulary:
         docs: Iterable[str | Sequence[str]],
         max_len: int | None = None,
         on_empty: str = "raise",
+        name: str = "docs",
     ) -> torch.Tensor:
         """Encode documents as an ``n x L`` ``torch.long`` tensor padded with :data:`lvgp.PAD`.
 
@@ -224,11 +225,11 @@ class Vocabulary:
         if empty:
             if on_empty == "raise":
                 raise ValueError(
-                    f"{len(empty)} documents have no word in the vocabulary after tokenizing "
+                    f"{name}: {len(empty)} documents have no word in the vocabulary after tokenizing "
                     f"(rows {_rows_text(empty)}); pass on_empty='keep' to keep them as padding-only rows"
                 )
             warnings.warn(
-                f"{len(empty)} of {len(ids)} documents have no word in the vocabulary (rows {_rows_text(empty)}); "
+                f"{name}: {len(empty)} of {len(ids)} documents have no word in the vocabulary (rows {_rows_text(empty)}); "
                 "kept as padding-only rows",
                 EmptyDocumentsWarning,
                 stacklevel=2,
@@ -289,13 +290,15 @@ class Vocabulary:
         }
 
     def to_dict(self) -> dict:
-        """A plain (JSON-able) description: options and words."""
-        return {"format": _FORMAT, "config": self.get_config(), "words": self.words}
+        """A plain (JSON-able) description: options and words (``None`` if not fitted)."""
+        return {"format": _FORMAT, "config": self.get_config(), "words": self._words}
 
     @classmethod
     def from_dict(cls, state: dict) -> Vocabulary:
         if not isinstance(state, dict) or state.get("format") != _FORMAT:
             raise ValueError(f"not a saved lvgp Vocabulary (expected format {_FORMAT!r})")
+        if state["words"] is None:
+            return cls(**state["config"])
         return cls.from_words(state["words"], **state["config"])
 
     def save(self, path: str | Path) -> None:

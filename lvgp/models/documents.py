@@ -79,13 +79,12 @@ class DocumentEncoder:
                 self.vocabulary = copy.deepcopy(template) if template is not None else Vocabulary()
                 self.vocabulary.fit(docs)
             self.num_words = len(self.vocabulary)
-            return self.vocabulary.encode(docs, on_empty="raise")
+            return self.vocabulary.encode(docs, on_empty="raise", name=name)
         if self.kind == "counts":
             self.num_words = int(X.shape[1])
             x = counts_to_padded(X, name)
         else:
-            x = X.long()
-            check_padded(x, name)
+            x = check_padded(X, name).long()  # integer ids only: floats are an error, not rounded
             if x.dim() != 2:
                 raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
             largest = int(x.max()) + 1 if x.numel() else 0
@@ -106,15 +105,14 @@ class DocumentEncoder:
                 raise TypeError(f"{name} is text, but the estimator was fitted on {self.kind} without a vocabulary")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", EmptyDocumentsWarning)  # the estimator reports them itself
-                return self.vocabulary.encode(list(X), on_empty="keep")
+                return self.vocabulary.encode(list(X), on_empty="keep", name=name)
         if kind == "counts":
             if X.shape[1] != self.num_words:
                 raise ValueError(
                     f"{name} has {X.shape[1]} columns but the estimator was fitted on {self.num_words} words"
                 )
             return counts_to_padded(X, name)
-        x = X.long()
-        check_padded(x, name, self.num_words, allow_empty=True)
+        x = check_padded(X, name, self.num_words, allow_empty=True).long()
         if x.dim() != 2:
             raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
         return x

@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 
 import gpytorch
+import torch
 from linear_operator.utils.errors import NotPSDError
 
 
@@ -39,3 +40,15 @@ def covariance_errors(what: str, hint: str):
         yield
     except NotPSDError as err:
         raise CovarianceError(f"{what}: the covariance matrix is not positive definite even with jitter ({err}). {hint}") from err
+
+
+@contextmanager
+def default_dtype(dtype):
+    """Temporarily set torch's default dtype (gpytorch builds parameters in it, so models
+    built inside ``default_dtype(torch.float64)`` never pass through float32)."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)

@@ -1,0 +1,8 @@
+"""Models built on the latent distribution kernel."""
+
+from .exact import LogPosterior, SharedKernelExactGP
+from .gplvsm import GPLVSM
+from .numerics import CovarianceError, exact_numerics
+from .regressor import GPLVSMRegressor
+
+__all__ = ["GPLVSM", "GPLVSMRegressor", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]

@@ -1,0 +1,285 @@
+"""Shared machinery of lvgp's exact-GP regressors (scikit-learn estimators): input
+encoding, target standardization, MAP fitting with progress and early stopping,
+block-wise prediction, and safe persistence."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from gpytorch.utils.warnings import GPInputWarning
+from sklearn.utils.validation import check_is_fitted, check_random_state
+
+from ..bow.vocabulary import Vocabulary
+from ..warnings import EmptyDocumentsWarning
+from .documents import DocumentEncoder, check_targets_array, empty_rows
+from .exact import LogPosterior, SharedKernelExactGP
+from .numerics import covariance_errors, exact_numerics
+from .optimize import OPTIMIZERS, FitResult, minimize
+
+_PREDICT_BLOCK = 2048
+
+
+class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
+    """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
+    style) with at least the fitting options used here (``optimizer``, ``max_iter``,
+    ``lr``, ``tol``, ``early_stopping``, ``validation_fraction``, ``n_iter_no_change``,
+    ``normalize_y``, ``vocabulary``, ``num_words``, ``random_state``, ``verbose``,
+    ``noise_init``, ``outputscale_init``) and implement :meth:`_model_inputs` and
+    :meth:`_build_model`."""
+
+    _name = "GP"
+    _fit_hint = "Try a larger noise_init."
+    #: whether documents without any known word are predicted with the prior (else the model handles them)
+    _empty_documents_use_prior = True
+
+    # ------------------------------------------------------------------ subclass hooks
+    def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Model inputs for an ``n x L`` padded tensor."""
+        raise NotImplementedError
+
+    def _build_model(self, inputs: torch.Tensor, targets: torch.Tensor, seed: int) -> SharedKernelExactGP:
+        """A float64 model on the training inputs and standardized targets."""
+        raise NotImplementedError
+
+    def _init_hyperparameters(self, model: SharedKernelExactGP) -> None:
+        # float64 tensors: gpytorch's setters turn Python floats into float32 first
+        model.likelihood.noise = torch.tensor(self.noise_init, dtype=torch.float64)
+        model.covar_module.outputscale = torch.tensor(self.outputscale_init, dtype=torch.float64)
+
+    # ------------------------------------------------------------------ fitting
+    def _check_params(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in (0, 1); got {self.validation_fraction}")
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit on training documents ``X`` (texts, counts or a padded tensor) and targets
+        ``y`` (``n`` or ``n x B``). ``X_val``/``y_val``: a validation set for early
+        stopping (otherwise ``early_stopping=True`` holds out ``validation_fraction``)."""
+        self._check_params()
+        self._encoder = DocumentEncoder(self.vocabulary, self.num_words)
+        x = self._encoder.fit_transform(X)
+        n = x.shape[0]
+        y = check_targets_array(y, n)
+        self.vocabulary_ = self._encoder.vocabulary
+        self.num_words_ = self._encoder.num_words
+        if self._encoder.kind == "counts":
+            self.n_features_in_ = self.num_words_
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(2**31 - 1))
+
+        x_val = y_val_arr = None
+        if X_val is not None or y_val is not None:
+            if X_val is None or y_val is None:
+                raise ValueError("pass both X_val and y_val, or neither")
+            x_val = self._encoder.transform(X_val, "X_val")
+            y_val_arr = check_targets_array(y_val, x_val.shape[0], "y_val")
+        elif self.early_stopping:
+            n_val = max(1, int(round(self.validation_fraction * n)))
+            if n - n_val < 2:
+                raise ValueError(f"early stopping needs more than {n} training documents")
+            perm = rng.permutation(n)
+            val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+            x_val, y_val_arr = x[torch.from_numpy(val_idx)], y[val_idx]
+            x, y = x[torch.from_numpy(train_idx)], y[train_idx]
+
+        self.y_mean_ = y.mean(0) if self.normalize_y else np.zeros(y.shape[1:])
+        y_std = y.std(0) if self.normalize_y else np.ones(y.shape[1:])
+        self.y_std_ = np.where(y_std > 0, y_std, 1.0)
+        targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
+        model = self._build_model(self._model_inputs(x), targets, seed)
+        self.model_, self.likelihood_ = model, model.likelihood
+        mll = LogPosterior(model.likelihood, model)
+        model.train()
+        train_inputs = model.train_inputs[0]
+
+        def objective():
+            with covariance_errors(f"{self._name} training", self._fit_hint):
+                return -mll(model(train_inputs), model.train_targets)
+
+        validate = None
+        if x_val is not None:
+            validate = self._validation_score(x_val, y_val_arr)
+        result = minimize(
+            [p for p in model.parameters() if p.requires_grad],
+            objective,
+            method=self.optimizer,
+            max_iter=self.max_iter,
+            lr=self.lr,
+            tol=self.tol,
+            validate=validate,
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose,
+            desc=self._name,
+        )
+        self._set_fit_result(result)
+        model.eval()
+        return self
+
+    def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray):
+        """RMSE (standardized units) of the posterior mean on a validation set, as a closure."""
+        keep = ~empty_rows(x_val) if self._empty_documents_use_prior else torch.ones(x_val.shape[0], dtype=torch.bool)
+        if not keep.all():
+            warnings.warn(
+                f"{int((~keep).sum())} validation documents have no known word and are left out of early stopping",
+                EmptyDocumentsWarning,
+                stacklevel=3,
+            )
+        inputs = self._model_inputs(x_val[keep])
+        target = torch.from_numpy(np.asarray((y_val[keep.numpy()] - self.y_mean_) / self.y_std_))
+        model = self.model_
+
+        def score() -> float:
+            model.eval()
+            try:
+                with torch.no_grad():
+                    mean = model(inputs).mean
+            finally:
+                model.train()
+            mean = mean if mean.dim() == 1 else mean.mT
+            return float(torch.sqrt(torch.mean((mean - target) ** 2)))
+
+        return score
+
+    def _set_fit_result(self, result: FitResult, warn: bool = True) -> None:
+        self.fit_result_ = result
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.loss_curve_ = list(result.loss_curve)
+        self.validation_curve_ = list(result.validation_curve)
+        if warn and not result.converged and not result.interrupted:
+            warnings.warn(
+                f"{self._name} did not converge in {result.n_iter} iterations ({result.message}); "
+                "increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, X, return_std: bool = False, include_noise: bool = True):
+        r"""Predictive mean (GP-LVSM paper eq. 19) and, with ``return_std``, standard
+        deviation (eq. 21).
+
+        Eq. 21 uses :math:`K_{**}` of eq. 8, which includes the noise :math:`\beta^{-1}`:
+        the default ``include_noise=True`` gives the standard deviation of a new target
+        :math:`y_*`; ``include_noise=False`` that of the latent :math:`f_*`.
+
+        Unseen words are dropped with a counted :class:`~lvgp.warnings.UnseenWordsWarning`.
+        For models whose kernel needs at least one word (GP-LVSM), documents without any
+        known word carry no information: they get the prior mean and the prior standard
+        deviation of an average training document (``outputscale * mean(diag K(train))``,
+        plus noise), with an :class:`~lvgp.warnings.EmptyDocumentsWarning` counting them.
+
+        Returns:
+            ``mean`` (``n`` or ``n x B``) or ``(mean, std)``, numpy, in target units.
+        """
+        check_is_fitted(self, "model_")
+        x = self._encoder.transform(X)
+        empty = empty_rows(x) if self._empty_documents_use_prior else torch.zeros(x.shape[0], dtype=torch.bool)
+        model, lik = self.model_, self.likelihood_
+        model.eval()
+        shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
+        mean = torch.empty(shape, dtype=torch.float64)
+        var = torch.empty(shape, dtype=torch.float64)
+        noise = lik.noise.detach().reshape(()) if include_noise else 0.0
+        rows = torch.nonzero(~empty)[:, 0]
+        with (
+            torch.no_grad(),
+            exact_numerics(),
+            covariance_errors(f"{self._name} prediction", self._fit_hint),
+            warnings.catch_warnings(),
+        ):
+            # predicting at the training documents is legitimate (e.g. training error)
+            warnings.simplefilter("ignore", GPInputWarning)
+            for start in range(0, rows.numel(), _PREDICT_BLOCK):
+                idx = rows[start : start + _PREDICT_BLOCK]
+                dist = model(self._model_inputs(x[idx]))
+                m, v = dist.mean, dist.variance
+                if m.dim() == 2:
+                    m, v = m.mT, v.mT
+                mean[idx], var[idx] = m, v.clamp_min(0) + noise
+            if empty.any():
+                warnings.warn(
+                    f"{int(empty.sum())} of {x.shape[0]} documents have no known word: predicted with the prior",
+                    EmptyDocumentsWarning,
+                    stacklevel=2,
+                )
+                train_inputs = model.train_inputs[0]
+                prior_var = model.covar_module(train_inputs, diag=True).mean()
+                mean[empty] = model.mean_module(train_inputs[:1]).reshape(-1).to(mean.dtype)
+                var[empty] = prior_var + noise
+        mean = mean.numpy() * self.y_std_ + self.y_mean_
+        if not return_std:
+            return mean
+        return mean, np.sqrt(var.numpy()) * self.y_std_
+
+    # ------------------------------------------------------------------ persistence
+    def _saved_params(self) -> dict:
+        """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
+        params = self.get_params(deep=False)
+        if params.get("vocabulary") is not None:
+            params["vocabulary"] = params["vocabulary"].to_dict()
+        return params
+
+    @classmethod
+    def _restored_params(cls, params: dict) -> dict:
+        params = dict(params)
+        if params.get("vocabulary") is not None:
+            params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
+        return params
+
+    @classmethod
+    def _format(cls) -> str:
+        return f"lvgp.{cls.__name__}/1"
+
+    def save(self, path: str | Path) -> None:
+        """Save the fitted estimator (parameters, vocabulary, training data) with
+        ``torch.save``; :meth:`load` reads it back with ``weights_only=True`` (no
+        arbitrary unpickling) and predicts bit-identically."""
+        check_is_fitted(self, "model_")
+        payload = {
+            "format": self._format(),
+            "params": self._saved_params(),
+            "encoder": self._encoder.to_dict(),
+            "train_inputs": self.model_.train_inputs[0].clone(),
+            "train_targets": self.model_.train_targets.clone(),
+            "y_mean": torch.as_tensor(self.y_mean_),
+            "y_std": torch.as_tensor(self.y_std_),
+            "state_dict": self.model_.state_dict(),
+            "fit": {
+                "n_iter": self.n_iter_,
+                "converged": self.converged_,
+                "message": self.fit_result_.message,
+                "loss_curve": self.loss_curve_,
+                "validation_curve": self.validation_curve_,
+            },
+        }
+        torch.save(payload, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path):
+        """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``)."""
+        payload = torch.load(Path(path), weights_only=True)
+        if not isinstance(payload, dict) or payload.get("format") != cls._format():
+            raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
+        est = cls(**cls._restored_params(payload["params"]))
+        est._encoder = DocumentEncoder.from_dict(payload["encoder"])
+        est.vocabulary_ = est._encoder.vocabulary
+        est.num_words_ = est._encoder.num_words
+        if est._encoder.kind == "counts":
+            est.n_features_in_ = est.num_words_
+        est.y_mean_ = payload["y_mean"].numpy()
+        est.y_std_ = payload["y_std"].numpy()
+        targets = payload["train_targets"]
+        model = est._build_model(payload["train_inputs"], targets if targets.dim() == 1 else targets.mT, seed=0)
+        model.load_state_dict(payload["state_dict"])
+        model.eval()
+        est.model_, est.likelihood_ = model, model.likelihood
+        est._set_fit_result(FitResult(**payload["fit"]), warn=False)
+        return est

@@ -1,0 +1,307 @@
+"""GP-LVSM: the model against direct implementations of eqs. 11, 19, 21 and 5.17, the
+estimator's scikit-learn behaviour, persistence, and bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import gpytorch
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.base import clone
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+
+from lvgp import GPLVSM, PAD, GPLVSMRegressor, LogPosterior, Vocabulary
+from lvgp.baselines import GPRBFRegressor
+from lvgp.datasets import make_synonym_regression
+from lvgp.models.numerics import CovarianceError, covariance_errors, default_dtype
+from lvgp.models.optimize import minimize
+from lvgp.warnings import EmptyDocumentsWarning, UnseenWordsWarning
+
+from . import reference as ref
+
+V = 15
+
+
+def random_docs(n, width, seed, num_words=V):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, num_words, (n, width), generator=g)
+    lengths = torch.randint(1, width + 1, (n,), generator=g)
+    x[torch.arange(width)[None, :] >= lengths[:, None]] = PAD
+    return x
+
+
+def perturbed_model(x, y, seed=0, **kwargs):
+    """A float64 GP-LVSM with non-default hyper-parameters."""
+    with default_dtype(torch.float64):  # float64 from construction on (priors included)
+        model = GPLVSM(x, y, num_words=V, latent_dim=2, rho=2.0, seed=seed, **kwargs)
+    model.likelihood.noise = torch.tensor(0.3, dtype=torch.float64)  # a Python float would pass through float32
+    model.covar_module.outputscale = torch.tensor(1.7, dtype=torch.float64)
+    if hasattr(model.mean_module, "constant"):
+        model.mean_module.constant = torch.full_like(model.mean_module.constant, 0.25)
+    return model
+
+
+def ldk_reference(model, a, b):
+    ldk = model.ldk
+    return ref.ldk_gram(ldk.latent.detach().numpy(), a.numpy(), b.numpy(), "rbf", "linear", gamma=ldk.gamma.item())
+
+
+def test_training_objective_is_eq_11():
+    x = random_docs(20, 5, 0)
+    y = torch.randn(20, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    model = perturbed_model(x, y)
+    model.train()
+    value = LogPosterior(model.likelihood, model)(model(x), y) * 20
+    expected = ref.gplvsm_log_posterior(ldk_reference(model, x, x), y.numpy(), 1.7, 0.3, 0.25, model.ldk.latent.detach().numpy(), 2.0)
+    assert abs(value.item() - expected) < 1e-9
+    # for one output it is gpytorch's ExactMarginalLogLikelihood
+    exact = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)(model(x), y) * 20
+    assert abs(exact.item() - expected) < 1e-9
+
+
+def test_multi_output_objective_is_eq_5_17_with_the_prior_once():
+    x = random_docs(18, 4, 2)
+    y = torch.randn(18, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    model = perturbed_model(x, y)
+    model.train()
+    value = LogPosterior(model.likelihood, model)(model(x), model.train_targets) * 18
+    expected = ref.gplvsm_log_posterior(
+        ldk_reference(model, x, x), y.numpy(), 1.7, 0.3, np.full(3, 0.25), model.ldk.latent.detach().numpy(), 2.0
+    )
+    assert abs(value.item() - expected) < 1e-9
+
+
+@pytest.mark.parametrize("outputs", [None, 2])
+def test_predictive_mean_and_variance_are_eqs_19_and_21(outputs):
+    x = random_docs(25, 6, 4)
+    shape = (25,) if outputs is None else (25, outputs)
+    y = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    model = perturbed_model(x, y)
+    x_test = random_docs(7, 9, 6)  # wider than the training documents
+    model.eval()
+    with torch.no_grad():
+        pred = model.likelihood(model(x_test))
+    K = ldk_reference(model, x, x)
+    K_cross = ldk_reference(model, x_test, x)
+    K_diag = np.diag(ldk_reference(model, x_test, x_test))
+    ys = y.numpy().reshape(25, -1)
+    for b in range(ys.shape[1]):
+        mean, var = ref.gp_predict(K, K_cross, K_diag, ys[:, b], 1.7, 0.3, 0.25)
+        got_mean = pred.mean if outputs is None else pred.mean[b]
+        got_var = pred.variance if outputs is None else pred.variance[b]
+        np.testing.assert_allclose(got_mean.numpy(), mean, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got_var.numpy(), var, rtol=0, atol=1e-9)
+
+
+def test_multi_output_training_matches_single_output_fits():
+    """With the kernel frozen, each output's mean/noise-free predictions equal a single-output model's."""
+    x = random_docs(30, 5, 7)
+    y = torch.randn(30, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    multi = perturbed_model(x, y)
+    multi.eval()
+    x_test = random_docs(5, 5, 9)
+    with torch.no_grad():
+        m_pred = multi(x_test)
+        for b in range(2):
+            single = perturbed_model(x, y[:, b])
+            single.load_state_dict({k: v for k, v in multi.state_dict().items() if "mean_module" not in k}, strict=False)
+            single.eval()
+            s_pred = single(x_test)
+            torch.testing.assert_close(m_pred.mean[b], s_pred.mean, rtol=0, atol=1e-10)
+            torch.testing.assert_close(m_pred.variance[b], s_pred.variance, rtol=0, atol=1e-10)
+
+
+def test_gplvsm_beats_gp_rbf_when_disjoint_word_groups_carry_the_same_signal():
+    corpus = make_synonym_regression(n=300, words_per_polarity=8, noise=0.05, random_state=0)
+    train, test = slice(0, 150), slice(150, None)
+    X_train, X_test = corpus.texts[train], corpus.texts[test]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gplvsm = GPLVSMRegressor(latent_dim=2, rho=1.0, max_iter=150, random_state=0).fit(X_train, corpus.y[train])
+        gprbf = GPRBFRegressor().fit(X_train, corpus.y[train])
+    rmse_ldk = np.sqrt(np.mean((gplvsm.predict(X_test) - corpus.y[test]) ** 2))
+    rmse_bow = np.sqrt(np.mean((gprbf.predict(X_test) - corpus.y[test]) ** 2))
+    assert rmse_ldk < 0.75 * rmse_bow, (rmse_ldk, rmse_bow)
+    # the learned word map puts the two groups' synonyms together: positive words of group 1
+    # are closer to positive words of group 0 than to its negative words
+    W, words = gplvsm.word_vectors_, gplvsm.vocabulary_.words
+    centre = {
+        (pol, g): W[[words.index(w) for w in getattr(corpus, f"{pol}_words")[g]]].mean(0)
+        for pol in ("positive", "negative")
+        for g in (0, 1)
+    }
+    assert np.linalg.norm(centre["positive", 1] - centre["positive", 0]) < np.linalg.norm(
+        centre["positive", 1] - centre["negative", 0]
+    )
+
+
+# ---------------------------------------------------------------------------- estimator
+
+TEXTS = [
+    "great film lovely acting",
+    "awful film terrible plot",
+    "lovely story great cast",
+    "terrible acting awful story",
+    "great great plot",
+    "awful cast film",
+    "lovely lovely film",
+    "terrible plot story",
+]
+Y = np.array([1.0, -1.0, 0.9, -1.1, 1.2, -0.8, 1.0, -0.9])
+SMALL = dict(latent_dim=2, max_iter=15, random_state=0, vocabulary=Vocabulary(min_token_len=2))
+
+
+@pytest.fixture(autouse=True)
+def quiet_convergence():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*did not converge.*")
+        yield
+
+
+def test_estimator_follows_sklearn_conventions():
+    est = GPLVSMRegressor(**SMALL)
+    assert est.fit(TEXTS, Y) is est
+    params = est.get_params()
+    assert params["latent_dim"] == 2 and params["rho"] == 1.0
+    twin = clone(est)
+    assert not hasattr(twin, "model_") and twin.get_params()["max_iter"] == 15
+    assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
+    assert isinstance(est.n_iter_, int) and len(est.loss_curve_) == est.n_iter_
+    assert est.model_.ldk.latent.dtype == torch.float64
+    mean, std = est.predict(TEXTS, return_std=True)
+    assert mean.shape == std.shape == (8,) and np.all(std > 0)
+    assert est.score(TEXTS, Y) > 0.5
+    _, std_f = est.predict(TEXTS, return_std=True, include_noise=False)
+    assert np.all(std_f < std)
+
+
+def test_grid_search_and_pipeline():
+    grid = GridSearchCV(GPLVSMRegressor(**SMALL), {"latent_dim": [1, 2], "rho": [0.1, 10.0]}, cv=2, error_score="raise")
+    grid.fit(TEXTS, Y)
+    assert set(grid.best_params_) == {"latent_dim", "rho"}
+    pipe = make_pipeline(CountVectorizer(), GPLVSMRegressor(latent_dim=2, max_iter=15, random_state=0))
+    pipe.fit(TEXTS, Y)
+    assert pipe.predict(TEXTS).shape == (8,)
+    assert pipe[-1].n_features_in_ == len(pipe[0].vocabulary_)
+
+
+def test_padded_and_count_inputs_give_the_same_fit():
+    vocab = Vocabulary(min_token_len=2).fit(TEXTS)
+    padded = vocab.encode(TEXTS)
+    counts = vocab.counts(TEXTS)
+    a = GPLVSMRegressor(latent_dim=2, max_iter=10, random_state=1).fit(padded, Y)
+    b = GPLVSMRegressor(latent_dim=2, max_iter=10, random_state=1).fit(counts, Y)
+    np.testing.assert_allclose(a.predict(padded), b.predict(counts), rtol=1e-9, atol=1e-9)
+    assert a.num_words_ == b.num_words_ == len(vocab)
+
+
+def test_multi_output_estimator():
+    Y2 = np.stack([Y, -2 * Y + 1], axis=1)
+    est = GPLVSMRegressor(**SMALL).fit(TEXTS, Y2)
+    mean, std = est.predict(TEXTS, return_std=True)
+    assert mean.shape == std.shape == (8, 2)
+    assert np.corrcoef(mean[:, 0], Y)[0, 1] > 0.8 and np.corrcoef(mean[:, 1], Y)[0, 1] < -0.8
+
+
+def test_save_load_is_bit_identical(tmp_path):
+    est = GPLVSMRegressor(**SMALL).fit(TEXTS, Y)
+    path = tmp_path / "model.pt"
+    est.save(path)
+    loaded = GPLVSMRegressor.load(path)
+    queries = TEXTS + ["great story", "awful lovely plot"]
+    m1, s1 = est.predict(queries, return_std=True)
+    m2, s2 = loaded.predict(queries, return_std=True)
+    assert np.array_equal(m1, m2) and np.array_equal(s1, s2)
+    assert loaded.vocabulary_ == est.vocabulary_ and loaded.get_params()["rho"] == est.rho
+    assert loaded.n_iter_ == est.n_iter_
+    torch.save({"format": "something else"}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a saved GPLVSMRegressor"):
+        GPLVSMRegressor.load(tmp_path / "other.pt")
+
+
+def test_early_stopping_keeps_the_best_iterate():
+    corpus = make_synonym_regression(n=120, noise=0.05, random_state=1)
+    est = GPLVSMRegressor(latent_dim=2, max_iter=60, optimizer="adam", lr=0.05, n_iter_no_change=5, random_state=0)
+    est.fit(corpus.texts[:80], corpus.y[:80], X_val=corpus.texts[80:], y_val=corpus.y[80:])
+    curve = est.validation_curve_
+    assert len(curve) == est.n_iter_ and est.fit_result_.best_iter == int(np.argmin(curve)) + 1
+    pred = est.predict(corpus.texts[80:])
+    val_rmse = np.sqrt(np.mean(((pred - corpus.y[80:]) / est.y_std_) ** 2))
+    assert abs(val_rmse - min(curve)) < 1e-9
+    held = GPLVSMRegressor(latent_dim=2, max_iter=20, early_stopping=True, random_state=0).fit(corpus.texts, corpus.y)
+    assert len(held.validation_curve_) == held.n_iter_
+
+
+def test_unseen_words_and_empty_documents_at_prediction():
+    est = GPLVSMRegressor(**SMALL).fit(TEXTS, Y)
+    with pytest.warns(UnseenWordsWarning, match="dropped 3 tokens .* in 2 of 3 documents"):
+        with pytest.warns(EmptyDocumentsWarning, match="1 of 3 documents have no known word: predicted with the prior"):
+            mean, std = est.predict(["great zebra", "quantum physics", "awful plot"], return_std=True)
+    assert np.isfinite(mean).all() and np.isfinite(std).all()
+    prior_mean = est.model_.mean_module.constant.item() * est.y_std_ + est.y_mean_
+    assert abs(mean[1] - prior_mean) < 1e-12
+    assert std[1] > std[2]
+
+
+def test_bad_input_gives_clear_errors():
+    est = GPLVSMRegressor(**SMALL)
+    with pytest.raises(ValueError, match=r"y holds NaN or infinite values in rows \[2\]"):
+        est.fit(TEXTS, np.where(np.arange(8) == 2, np.nan, Y))
+    with pytest.raises(ValueError, match="y has 7 rows but X has 8 documents"):
+        est.fit(TEXTS, Y[:7])
+    with pytest.raises(ValueError, match=r"X: 1 documents have no word in the vocabulary .*rows \[1\]"):
+        est.fit(["great film", "the and of", "awful plot"], [1.0, 0.0, -1.0])
+    with pytest.raises(TypeError, match="not a single string"):
+        est.fit("great film", [1.0])
+    with pytest.raises(TypeError, match="numeric regression targets"):
+        est.fit(TEXTS, ["a"] * 8)
+    bad = torch.tensor([[0, 1], [2, -3]])
+    with pytest.raises(ValueError, match=r"negative word ids other than the padding value .* rows \[1\]"):
+        GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(bad, [1.0, 2.0])
+    with pytest.raises(TypeError, match="integer word ids"):
+        GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(torch.ones(2, 3), [1.0, 2.0])
+    with pytest.raises(ValueError, match="non-negative integer counts"):
+        GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(sp.csr_matrix(np.array([[0.5, 1.0], [1.0, 0.0]])), [1.0, 2.0])
+    fitted = GPLVSMRegressor(latent_dim=2, max_iter=5, num_words=6).fit(torch.tensor([[0, 1], [2, 3], [4, 5]]), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"X holds word ids >= num_words=6 .* rows \[0\]"):
+        fitted.predict(torch.tensor([[6, 1]]))
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        GPLVSMRegressor(optimizer="sgd").fit(TEXTS, Y)
+
+
+def test_minimize_stops_cleanly_on_interrupt():
+    p = torch.nn.Parameter(torch.tensor([3.0], dtype=torch.float64))
+    calls = {"n": 0}
+
+    def objective():
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt
+        return (p - 1.0).pow(2).sum()
+
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        result = minimize([p], objective, method="adam", lr=0.1, max_iter=100)
+    assert result.interrupted and result.n_iter == 5 and result.best_iter == 5
+    assert p.item() < 3.0
+
+
+def test_covariance_failure_is_a_clear_error():
+    class Broken(gpytorch.kernels.Kernel):
+        def forward(self, x1, x2, diag=False, **params):
+            n = x1.shape[-2]
+            out = -torch.eye(n, dtype=torch.float64)  # negative definite: no jitter rescues it
+            return out.diagonal() if diag else out
+
+    x = random_docs(6, 3, 0)
+    model = GPLVSM(x, torch.zeros(6, dtype=torch.float64), num_words=V, kernel=Broken()).double()
+    mll = LogPosterior(model.likelihood, model)
+    with pytest.raises(CovarianceError, match="test model: the covariance matrix is not positive definite"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with covariance_errors("test model", "hint"):
+                mll(model(x), model.train_targets)

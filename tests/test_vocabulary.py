@@ -1,0 +1,116 @@
+"""Vocabulary and padded word-index sets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from lvgp import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
+from lvgp.bow.padded import check_padded
+from lvgp.warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning
+
+DOCS = [
+    "The film was GREAT, great acting!",
+    "An awful film; awful plot & bad acting (1999).",
+    "Great plot, but the ending was bad.",
+]
+
+
+def test_tokenization_rules():
+    vocab = Vocabulary()
+    assert vocab.tokenize("The film was GREAT, great acting!") == ["film", "great", "great", "acting"]
+    assert vocab.tokenize("x1 ab abc_def 12abc über") == ["abc", "def", "abc", "über"]
+    assert Vocabulary(min_token_len=1, stop_words=None).tokenize("a b the") == ["a", "b", "the"]
+    assert Vocabulary(stop_words=["film"]).tokenize("the film") == ["the"]
+    assert Vocabulary(lowercase=False).tokenize("Great great") == ["Great", "great"]
+    # pre-tokenized documents are taken verbatim
+    assert vocab.tokenize(["The", "a", "x"]) == ["The", "a", "x"]
+    with pytest.raises(ValueError, match="stop_words must be"):
+        Vocabulary(stop_words="german").tokenize("x")
+    with pytest.raises(TypeError, match="a document must be a string"):
+        vocab.tokenize(3)
+
+
+def test_fit_filters_and_alphabetical_ids():
+    vocab = Vocabulary().fit(DOCS)
+    assert vocab.words == ["acting", "awful", "bad", "ending", "film", "great", "plot"]
+    assert len(vocab) == 7 and "plot" in vocab and vocab.index("plot") == 6
+    assert Vocabulary(min_df=2).fit(DOCS).words == ["acting", "bad", "film", "great", "plot"]
+    assert Vocabulary(max_df=2).fit(DOCS).words == ["acting", "awful", "bad", "ending", "film", "great", "plot"]
+    assert Vocabulary(max_df=0.5).fit(DOCS).words == ["awful", "ending"]
+    # max_features keeps the most frequent words (corpus counts: great 3, then 2 each; ties alphabetical)
+    assert Vocabulary(max_features=2).fit(DOCS).words == ["acting", "great"]
+    with pytest.raises(ValueError, match="no word survives"):
+        Vocabulary(min_df=4).fit(DOCS)
+    with pytest.raises(ValueError, match="at least one training document"):
+        Vocabulary().fit([])
+    with pytest.raises(RuntimeError, match="not fitted"):
+        Vocabulary().encode(DOCS)
+
+
+def test_encode_is_a_padded_multiset_and_decodes_back():
+    vocab = Vocabulary().fit(DOCS)
+    x = vocab.encode(DOCS)
+    assert x.dtype == torch.long and x.shape == (3, 6)
+    assert x[0].tolist() == [4, 5, 5, 0, PAD, PAD]  # film great great acting
+    assert vocab.decode(x) == [
+        ["film", "great", "great", "acting"],
+        ["awful", "film", "awful", "plot", "bad", "acting"],
+        ["great", "plot", "ending", "bad"],
+    ]
+    assert vocab.encode(DOCS, max_len=8).shape == (3, 8)
+    check_padded(x, num_words=len(vocab))
+
+
+def test_encode_counts_unseen_words_and_handles_empty_documents():
+    vocab = Vocabulary().fit(DOCS)
+    with pytest.warns(UnseenWordsWarning, match=r"dropped 3 tokens \(2 distinct words\) not in the vocabulary, in 2 of 3 documents"):
+        x = vocab.encode(["great zebra zebra", "plot", "awful unicorn"])
+    assert vocab.decode(x) == [["great"], ["plot"], ["awful"]]
+    with pytest.raises(ValueError, match=r"docs: 2 documents have no word in the vocabulary .*rows \[0, 2\]"):
+        with pytest.warns(UnseenWordsWarning):
+            vocab.encode(["zebra", "plot", "the of and"])
+    with pytest.warns(EmptyDocumentsWarning, match=r"1 of 2 documents have no word .*rows \[0\]"):
+        x = vocab.encode(["the of", "plot"], on_empty="keep")
+    assert (x[0] == PAD).all()
+    with pytest.warns(TruncationWarning, match=r"truncated 1 documents longer than max_len=2 \(2 tokens dropped\)"):
+        x = vocab.encode(DOCS[:1] + ["plot"], max_len=2)
+    assert x.shape == (2, 2)
+
+
+def test_counts_and_padded_conversions_roundtrip():
+    vocab = Vocabulary().fit(DOCS)
+    counts = vocab.counts(DOCS)
+    assert counts.shape == (3, 7) and counts[0, vocab.index("great")] == 2
+    padded = counts_to_padded(counts)
+    assert (padded_to_counts(padded, 7) != counts).nnz == 0
+    assert (padded_to_counts(vocab.encode(DOCS), 7) != counts).nnz == 0
+    dense = counts_to_padded(np.array([[0, 2, 1], [0, 0, 0]]))
+    assert dense.shape == (2, 3) and sorted(dense[0].tolist()) == [1, 1, 2]
+    assert (dense[1] == PAD).all()
+    with pytest.raises(ValueError, match=r"non-negative integer counts .*rows \[1\]"):
+        counts_to_padded(sp.csr_matrix(np.array([[1.0, 0.0], [0.5, 1.0]])))
+    with pytest.raises(ValueError, match=r"non-negative integer counts .*rows \[0\]"):
+        counts_to_padded(np.array([[-1, 0]]))
+
+
+def test_padding_helpers():
+    a = torch.tensor([[1, PAD]])
+    b = torch.tensor([[2, 3, 4]])
+    pa, pb = pad_to_common_width(a, b)
+    assert pa.tolist() == [[1, PAD, PAD]] and pb is b
+    with pytest.raises(ValueError, match="smaller width"):
+        pad_to_width(b, 2)
+
+
+def test_save_load_and_dict_roundtrip(tmp_path):
+    vocab = Vocabulary(min_df=1, stop_words=["film"], min_token_len=4).fit(DOCS)
+    vocab.save(tmp_path / "vocab.json")
+    again = Vocabulary.load(tmp_path / "vocab.json")
+    assert again == vocab and again.words == vocab.words
+    assert torch.equal(again.encode(DOCS[:1]), vocab.encode(DOCS[:1]))
+    assert not Vocabulary.from_dict(Vocabulary(min_df=3).to_dict()).is_fitted
+    with pytest.raises(ValueError, match="not a saved lvgp Vocabulary"):
+        Vocabulary.from_dict({"format": "x"})
