@@ -1,0 +1,1 @@
+"""Comparative studies and the command-line interface."""

@@ -1,0 +1,26 @@
+"""Every notebook executes top to bottom in smoke mode (``CI`` set in the environment)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+def test_notebooks_are_built_from_their_sources():
+    sources = sorted((NOTEBOOKS[0].parent / "src").glob("[0-9]*.py")) if NOTEBOOKS else []
+    assert [p.stem for p in sources] == [p.stem for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs_in_smoke_mode(path, monkeypatch, tmp_path):
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("LVGP_RESULTS", str(tmp_path))
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
