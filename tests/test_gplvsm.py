@@ -98,6 +98,20 @@ def test_predictive_mean_and_variance_are_eqs_19_and_21(outputs):
         np.testing.assert_allclose(got_var.numpy(), var, rtol=0, atol=1e-9)
 
 
+def test_training_continues_after_predicting_on_wider_documents():
+    """Early stopping alternates training steps and predictions on (possibly wider) dev documents."""
+    x = random_docs(20, 4, 10)
+    y = torch.randn(20, dtype=torch.float64, generator=torch.Generator().manual_seed(11))
+    model = perturbed_model(x, y)
+    mll = LogPosterior(model.likelihood, model)
+    before = mll(model(x), y).item()
+    model.eval()
+    with torch.no_grad():
+        model(random_docs(3, 9, 12))  # wider than the training documents
+    model.train()
+    assert mll(model(x), y).item() == before  # the original training tensor is still accepted
+
+
 def test_multi_output_training_matches_single_output_fits():
     """With the kernel frozen, each output's mean/noise-free predictions equal a single-output model's."""
     x = random_docs(30, 5, 7)

@@ -77,9 +77,12 @@ class GPLVSM(SharedKernelExactGP):
         raise AttributeError("the covariance module holds no LatentDistributionKernel")
 
     def __call__(self, *inputs: Tensor, **kwargs):
-        if not self.training and self.train_inputs is not None:
+        if self.train_inputs is not None:
+            # Inputs and stored training inputs are padded to a common width, in both
+            # modes: predicting on wider documents widens the stored training inputs
+            # (padding changes no kernel value, so cached prediction terms stay valid),
+            # and later training calls with the original tensor still match them.
             width = max(t.shape[-1] for t in (*self.train_inputs, *inputs))
             inputs = tuple(pad_to_width(t, width) for t in inputs)
-            # padding changes no kernel value, so cached prediction terms stay valid
             self.train_inputs = tuple(pad_to_width(t, width) for t in self.train_inputs)
         return super().__call__(*inputs, **kwargs)

@@ -1,0 +1,124 @@
+"""Ridge, lasso and elastic net on bag-of-words vectors, with the regularization chosen
+on a development split -- the GP-LVSM paper's linear baselines ("we choose the parameters
+for these regularizers so as to minimize the prediction errors on development data")."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import ElasticNet, Lasso, Ridge
+from sklearn.model_selection import KFold
+from sklearn.utils.validation import check_is_fitted
+
+from ..bow.padded import padded_to_counts
+from ..bow.vocabulary import Vocabulary
+from ..models.documents import DocumentEncoder, check_targets_array
+
+KINDS = ("ridge", "lasso", "elasticnet")
+FEATURES = ("counts", "frequencies")
+_DEFAULT_ALPHAS = {
+    "ridge": np.logspace(-3, 4, 15),
+    "lasso": np.logspace(-5, 0, 16),
+    "elasticnet": np.logspace(-5, 0, 16),
+}
+
+
+class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
+    """Ridge, lasso or elastic net on bag-of-words vectors, regularization chosen on dev.
+
+    Args:
+        kind: ``"ridge"``, ``"lasso"`` or ``"elasticnet"``.
+        alphas: regularization strengths to try (defaults per kind, log-spaced).
+        l1_ratios: elastic-net mixing values to try.
+        features: ``"counts"`` (the paper's ``vec(d)``) or ``"frequencies"`` (counts / length).
+        vocabulary, num_words: as for :class:`~lvgp.GPLVSMRegressor`.
+        cv: folds used to choose the regularization when ``fit`` gets no dev split.
+
+    ``fit(X, y, X_dev, y_dev)`` fits every candidate on ``(X, y)``, keeps the one with the
+    lowest dev RMSE (the model stays fitted on ``X`` only). Fitted: ``alpha_``,
+    ``l1_ratio_``, ``coef_`` (one weight per word), ``intercept_``, ``dev_rmse_``,
+    ``search_`` (every candidate's dev RMSE).
+    """
+
+    def __init__(
+        self,
+        kind: str = "ridge",
+        alphas=None,
+        l1_ratios=(0.1, 0.5, 0.9),
+        features: str = "counts",
+        vocabulary: Vocabulary | None = None,
+        num_words: int | None = None,
+        cv: int = 5,
+    ):
+        self.kind = kind
+        self.alphas = alphas
+        self.l1_ratios = l1_ratios
+        self.features = features
+        self.vocabulary = vocabulary
+        self.num_words = num_words
+        self.cv = cv
+
+    def _features(self, x):
+        counts = padded_to_counts(x, self._encoder.num_words)
+        if self.features == "frequencies":
+            lengths = np.asarray(counts.sum(axis=1)).ravel()
+            counts = counts.multiply(1.0 / np.maximum(lengths, 1)[:, None]).tocsr()
+        return counts
+
+    def _candidates(self):
+        alphas = _DEFAULT_ALPHAS[self.kind] if self.alphas is None else self.alphas
+        ratios = self.l1_ratios if self.kind == "elasticnet" else (None,)
+        return [(float(a), r) for a in alphas for r in ratios]
+
+    def _make(self, alpha, ratio):
+        if self.kind == "ridge":
+            return Ridge(alpha=alpha)
+        if self.kind == "lasso":
+            return Lasso(alpha=alpha, max_iter=20000)
+        return ElasticNet(alpha=alpha, l1_ratio=ratio, max_iter=20000)
+
+    def _score(self, model, F_train, y_train, F_eval, y_eval) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(F_train, y_train)
+        return float(np.sqrt(np.mean((model.predict(F_eval) - y_eval) ** 2)))
+
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
+        if self.features not in FEATURES:
+            raise ValueError(f"features must be one of {FEATURES}; got {self.features!r}")
+        self._encoder = DocumentEncoder(self.vocabulary, self.num_words)
+        F = self._features(self._encoder.fit_transform(X))
+        y = check_targets_array(y, F.shape[0])
+        self.vocabulary_ = self._encoder.vocabulary
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("pass both X_dev and y_dev, or neither")
+        self.search_ = {}
+        candidates = self._candidates()
+        if X_dev is not None:
+            F_dev = self._features(self._encoder.transform(X_dev, "X_dev"))
+            y_dev = check_targets_array(y_dev, F_dev.shape[0], "y_dev")
+            for alpha, ratio in candidates:
+                self.search_[(alpha, ratio)] = self._score(self._make(alpha, ratio), F, y, F_dev, y_dev)
+        else:
+            folds = list(KFold(self.cv, shuffle=True, random_state=0).split(np.arange(F.shape[0])))
+            for alpha, ratio in candidates:
+                self.search_[(alpha, ratio)] = float(
+                    np.mean([self._score(self._make(alpha, ratio), F[a], y[a], F[b], y[b]) for a, b in folds])
+                )
+        (self.alpha_, self.l1_ratio_), self.dev_rmse_ = min(self.search_.items(), key=lambda kv: kv[1])
+        self.model_ = self._make(self.alpha_, self.l1_ratio_)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.model_.fit(F, y)
+        self.coef_ = self.model_.coef_
+        self.intercept_ = self.model_.intercept_
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict(self._features(self._encoder.transform(X)))

