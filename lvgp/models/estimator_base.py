@@ -42,9 +42,24 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         """Model inputs for an ``n x L`` padded tensor."""
         raise NotImplementedError
 
-    def _build_model(self, inputs: torch.Tensor, targets: torch.Tensor, seed: int) -> SharedKernelExactGP:
-        """A float64 model on the training inputs and standardized targets."""
+    def _build_model(
+        self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None
+    ) -> SharedKernelExactGP:
+        """A float64 model on the training inputs and standardized targets (``state_dict``:
+        the saved state :meth:`load` will restore, for models whose shapes depend on it)."""
         raise NotImplementedError
+
+    def _validation_interval(self) -> int:
+        return 1
+
+    def _latent_samples(self, purpose: str) -> int:
+        """Monte Carlo samples of the latent quantities per objective evaluation or
+        prediction (``purpose``: ``"train"``, ``"predict"`` or ``"validate"``); 1 for
+        point-estimated models."""
+        return 1
+
+    def _draw_latent_sample(self, generator: torch.Generator | None) -> None:
+        """Fix one sample of the latent quantities (``None``: back to their means)."""
 
     def _init_hyperparameters(self, model: SharedKernelExactGP) -> None:
         # float64 tensors: gpytorch's setters turn Python floats into float32 first
@@ -73,6 +88,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             self.n_features_in_ = self.num_words_
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(2**31 - 1))
+        self._sample_seed = int(rng.randint(2**31 - 1))  # Monte Carlo predictions (variational models)
 
         x_val = y_val_arr = None
         if X_val is not None or y_val is not None:
@@ -99,9 +115,12 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         model.train()
         train_inputs = model.train_inputs[0]
 
+        samples = self._latent_samples("train")
+
         def objective():
+            # a Monte Carlo average for variational models (each training forward draws a sample)
             with covariance_errors(f"{self._name} training", self._fit_hint):
-                return -mll(model(train_inputs), model.train_targets)
+                return -sum(mll(model(train_inputs), model.train_targets) for _ in range(samples)) / samples
 
         validate = None
         if x_val is not None:
@@ -114,6 +133,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             lr=self.lr,
             tol=self.tol,
             validate=validate,
+            validation_interval=self._validation_interval(),
             n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
             desc=self._name,
@@ -123,7 +143,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         return self
 
     def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray):
-        """RMSE (standardized units) of the posterior mean on a validation set, as a closure."""
+        """RMSE (standardized units) of the predictive mean on a validation set, as a closure."""
         keep = ~empty_rows(x_val) if self._empty_documents_use_prior else torch.ones(x_val.shape[0], dtype=torch.bool)
         if not keep.all():
             warnings.warn(
@@ -131,21 +151,60 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
                 EmptyDocumentsWarning,
                 stacklevel=3,
             )
-        inputs = self._model_inputs(x_val[keep])
+        x_keep = x_val[keep]
         target = torch.from_numpy(np.asarray((y_val[keep.numpy()] - self.y_mean_) / self.y_std_))
         model = self.model_
 
         def score() -> float:
             model.eval()
             try:
-                with torch.no_grad():
-                    mean = model(inputs).mean
+                mean, _ = self._moments(x_keep, self._latent_samples("validate"))
             finally:
                 model.train()
-            mean = mean if mean.dim() == 1 else mean.mT
             return float(torch.sqrt(torch.mean((mean - target) ** 2)))
 
         return score
+
+    def _moments(self, x: torch.Tensor, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predictive mean and variance of the latent f (standardized units), ``n`` or
+        ``n x B``, for non-empty padded documents ``x``: exact GP moments, or with
+        ``samples > 1`` the moments of the equal-weight mixture over Monte Carlo samples of
+        the latent quantities (mean of means; mean of variances plus variance of means).
+        Samples come from a generator seeded at fit time, so predictions are reproducible."""
+        model = self.model_
+        shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
+        first = torch.zeros(shape, dtype=torch.float64)
+        second = torch.zeros(shape, dtype=torch.float64)
+        variance = torch.zeros(shape, dtype=torch.float64)
+        generator = torch.Generator().manual_seed(self._sample_seed) if samples > 1 else None
+        with (
+            torch.no_grad(),
+            exact_numerics(),
+            covariance_errors(f"{self._name} prediction", self._fit_hint),
+            warnings.catch_warnings(),
+        ):
+            # predicting at the training documents is legitimate (e.g. training error)
+            warnings.simplefilter("ignore", GPInputWarning)
+            try:
+                for _ in range(samples):
+                    if generator is not None:
+                        self._draw_latent_sample(generator)
+                        model.prediction_strategy = None  # the training covariance changed
+                    for start in range(0, x.shape[0], _PREDICT_BLOCK):
+                        rows = slice(start, start + _PREDICT_BLOCK)
+                        dist = model(self._model_inputs(x[rows]))
+                        m, v = dist.mean, dist.variance
+                        if m.dim() == 2:
+                            m, v = m.mT, v.mT
+                        first[rows] += m
+                        second[rows] += m * m
+                        variance[rows] += v.clamp_min(0)
+            finally:
+                if generator is not None:
+                    self._draw_latent_sample(None)
+                    model.prediction_strategy = None
+        mean = first / samples
+        return mean, variance / samples + (second / samples - mean * mean).clamp_min(0)
 
     def _set_fit_result(self, result: FitResult, warn: bool = True) -> None:
         self.fit_result_ = result
@@ -189,27 +248,16 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         var = torch.empty(shape, dtype=torch.float64)
         noise = lik.noise.detach().reshape(()) if include_noise else 0.0
         rows = torch.nonzero(~empty)[:, 0]
-        with (
-            torch.no_grad(),
-            exact_numerics(),
-            covariance_errors(f"{self._name} prediction", self._fit_hint),
-            warnings.catch_warnings(),
-        ):
-            # predicting at the training documents is legitimate (e.g. training error)
-            warnings.simplefilter("ignore", GPInputWarning)
-            for start in range(0, rows.numel(), _PREDICT_BLOCK):
-                idx = rows[start : start + _PREDICT_BLOCK]
-                dist = model(self._model_inputs(x[idx]))
-                m, v = dist.mean, dist.variance
-                if m.dim() == 2:
-                    m, v = m.mT, v.mT
-                mean[idx], var[idx] = m, v.clamp_min(0) + noise
-            if empty.any():
-                warnings.warn(
-                    f"{int(empty.sum())} of {x.shape[0]} documents have no known word: predicted with the prior",
-                    EmptyDocumentsWarning,
-                    stacklevel=2,
-                )
+        if rows.numel():
+            m, v = self._moments(x[rows], self._latent_samples("predict"))
+            mean[rows], var[rows] = m, v + noise
+        if empty.any():
+            warnings.warn(
+                f"{int(empty.sum())} of {x.shape[0]} documents have no known word: predicted with the prior",
+                EmptyDocumentsWarning,
+                stacklevel=2,
+            )
+            with torch.no_grad(), exact_numerics():
                 train_inputs = model.train_inputs[0]
                 prior_var = model.covar_module(train_inputs, diag=True).mean()
                 mean[empty] = model.mean_module(train_inputs[:1]).reshape(-1).to(mean.dtype)
@@ -251,6 +299,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             "train_targets": self.model_.train_targets.clone(),
             "y_mean": torch.as_tensor(self.y_mean_),
             "y_std": torch.as_tensor(self.y_std_),
+            "sample_seed": self._sample_seed,
             "state_dict": self.model_.state_dict(),
             "fit": {
                 "n_iter": self.n_iter_,
@@ -276,8 +325,11 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             est.n_features_in_ = est.num_words_
         est.y_mean_ = payload["y_mean"].numpy()
         est.y_std_ = payload["y_std"].numpy()
+        est._sample_seed = payload["sample_seed"]
         targets = payload["train_targets"]
-        model = est._build_model(payload["train_inputs"], targets if targets.dim() == 1 else targets.mT, seed=0)
+        model = est._build_model(
+            payload["train_inputs"], targets if targets.dim() == 1 else targets.mT, seed=0, state_dict=payload["state_dict"]
+        )
         model.load_state_dict(payload["state_dict"])
         model.eval()
         est.model_, est.likelihood_ = model, model.likelihood

@@ -79,6 +79,7 @@ def minimize(
     lr: float = 0.01,
     tol: float = 1e-7,
     validate: Callable[[], float] | None = None,
+    validation_interval: int = 1,
     n_iter_no_change: int = 10,
     verbose: bool = False,
     desc: str = "fit",
@@ -90,9 +91,10 @@ def minimize(
             relative decrease of the objective falls below ``tol`` or the projected
             gradient vanishes) or ``"adam"`` (``lr``; converged when the best objective of
             the last ``n_iter_no_change`` iterations improves by less than ``tol`` relative).
-        validate: a score to *minimize* on held-out data, evaluated every iteration; when
-            given, fitting stops after ``n_iter_no_change`` iterations without improvement
-            and the parameters of the best iteration are restored.
+        validate: a score to *minimize* on held-out data, evaluated every
+            ``validation_interval`` iterations; when given, fitting stops after
+            ``n_iter_no_change`` iterations without improvement and the parameters of the
+            best evaluated iteration are restored.
         verbose: show a tqdm progress bar.
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
@@ -125,9 +127,11 @@ def minimize(
         postfix = {"loss": f"{loss:.5g}"}
         score = loss
         if validate is not None:
-            score = float(validate())
-            result.validation_curve.append(score)
-            postfix["val"] = f"{score:.4g}"
+            score = math.inf
+            if result.n_iter % validation_interval == 0:
+                score = float(validate())
+                result.validation_curve.append(score)
+                postfix["val"] = f"{score:.4g}"
         if score < best["score"]:
             best.update(score=score, values=flat.snapshot(), iter=result.n_iter)
         bar.set_postfix(postfix)

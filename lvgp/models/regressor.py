@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 import torch
+from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.vocabulary import Vocabulary
+from ..datasets.loaders import load_word_embeddings
+from ..kernels.document_length import DocumentLengthKernel
+from ..kernels.latent_distribution import LatentDistributionKernel
+from ..warnings import MissingEmbeddingsWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 from .numerics import default_dtype
@@ -17,9 +23,23 @@ from .numerics import default_dtype
 class GPLVSMRegressor(ExactGPRegressorBase):
     r"""GP-LVSM regression on bag-of-words documents (Yoshikawa et al., AAAI 2015).
 
-    Fits the latent word vectors :math:`\mathbf X`, the output scale :math:`\alpha^{-1}`,
-    the noise :math:`\beta^{-1}` and the mean by maximizing the log posterior of eq. 11
-    (:class:`~lvgp.LogPosterior`), then predicts with eqs. 19 and 21.
+    Default (the paper): fits the latent word vectors :math:`\mathbf X`, the output scale
+    :math:`\alpha^{-1}`, the noise :math:`\beta^{-1}` and the mean by maximizing the log
+    posterior of eq. 11 (:class:`~lvgp.LogPosterior`), then predicts with eqs. 19 and 21.
+
+    Three extensions (not in the papers, each off by default) address what a plain MAP fit
+    does on short real texts -- overfitting of the ~``V q`` free word coordinates, and the
+    length normalization of the mean embedding:
+
+    * ``variational=True``: a Gaussian posterior :math:`q(\mathbf X)` replaces the point
+      estimate, its KL to the prior replaces the MAP penalty (as in the Bayesian GP-LVM),
+      and the expected log likelihood is estimated by reparameterized Monte Carlo samples
+      (Adam); predictions are the moments of the mixture over ``predict_samples`` draws.
+    * ``word_embeddings``: the latent means are tied to pretrained word vectors,
+      :math:`\mu_v = W e_v + \delta_v`, with the projection :math:`W` learned and the prior
+      on the residual :math:`\delta_v` (words without a vector keep a free residual).
+    * ``length_kernel=True``: LDK times :class:`~lvgp.kernels.DocumentLengthKernel`
+      (:math:`(|D_i||D_j|)^p`, :math:`p` learned in [0, 1]).
 
     Args:
         latent_dim: :math:`q`, dimensionality of the word vectors.
@@ -44,10 +64,24 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the
             training texts; fitted: used as is); ``None`` uses ``Vocabulary()``.
         num_words: for padded-tensor input, the vocabulary size (default: largest id + 1).
-        latent_init: initial word vectors: ``None`` (draws from the prior), a
-            ``num_words x latent_dim`` array, or a callable ``f(words, num_words, latent_dim)``
-            returning one (``words`` is the vocabulary's word list, or ``None``).
-        random_state: seed for the initialization and the validation split.
+        latent_init: initial word vectors: ``None`` (draws from the prior, or zero residuals
+            with ``word_embeddings``), a ``num_words x latent_dim`` array, or a callable
+            ``f(words, num_words, latent_dim)`` returning one (``words``: the vocabulary's
+            word list, or ``None``).
+        variational: fit a Gaussian posterior over the word vectors (needs ``optimizer="adam"``).
+        latent_scale_init: initial posterior standard deviation, as a fraction of the prior's.
+        elbo_samples: Monte Carlo samples per objective evaluation (variational).
+        predict_samples: Monte Carlo samples per prediction (variational); validation
+            during early stopping uses a quarter of them.
+        word_embeddings: ``None``, the name of an embedding known to
+            :func:`lvgp.datasets.load_word_embeddings` (e.g. ``"glove-6b-50d"``), or a
+            :class:`~lvgp.datasets.WordEmbeddings`; needs text input. Vectors are scaled to
+            unit mean norm; vocabulary words without one are counted in a
+            :class:`~lvgp.warnings.MissingEmbeddingsWarning`.
+        length_kernel: multiply LDK by a learned document-length kernel.
+        validation_interval: evaluate the validation score every this many iterations
+            (default 1, or 10 for variational models).
+        random_state: seed for the initialization, the validation split and Monte Carlo samples.
         verbose: show a progress bar during fitting.
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
@@ -72,7 +106,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         gamma: float = 1.0,
         train_gamma: bool = False,
         kernel_options: dict | None = None,
-        noise_init: float = 0.1,
+        noise_init: float = 0.5,
         outputscale_init: float = 1.0,
         optimizer: str = "lbfgs",
         max_iter: int = 300,
@@ -85,6 +119,13 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         latent_init: np.ndarray | Callable | None = None,
+        variational: bool = False,
+        latent_scale_init: float = 0.5,
+        elbo_samples: int = 1,
+        predict_samples: int = 32,
+        word_embeddings=None,
+        length_kernel: bool = False,
+        validation_interval: int | None = None,
         random_state: int | None = None,
         verbose: bool = False,
     ):
@@ -109,6 +150,13 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.latent_init = latent_init
+        self.variational = variational
+        self.latent_scale_init = latent_scale_init
+        self.elbo_samples = elbo_samples
+        self.predict_samples = predict_samples
+        self.word_embeddings = word_embeddings
+        self.length_kernel = length_kernel
+        self.validation_interval = validation_interval
         self.random_state = random_state
         self.verbose = verbose
 
@@ -133,40 +181,95 @@ class GPLVSMRegressor(ExactGPRegressorBase):
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
-    def _build_model(self, inputs: torch.Tensor, targets: torch.Tensor, seed: int) -> GPLVSM:
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.variational and self.optimizer != "adam":
+            raise ValueError("variational=True has a stochastic (Monte Carlo) objective: use optimizer='adam'")
+        for name in ("elbo_samples", "predict_samples"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
+
+    def _word_features(self) -> np.ndarray | None:
+        if self.word_embeddings is None:
+            return None
+        if self.vocabulary_ is None:
+            raise ValueError("word_embeddings needs text input (a vocabulary maps words to their vectors)")
+        embeddings = self.word_embeddings
+        if isinstance(embeddings, str):
+            embeddings = load_word_embeddings(embeddings)
+        vectors, found = embeddings.lookup(self.vocabulary_.words)
+        if not found.any():
+            raise ValueError(f"no vocabulary word has a vector in {getattr(embeddings, 'name', 'word_embeddings')}")
+        if not found.all():
+            warnings.warn(
+                f"{int((~found).sum())} of {found.size} vocabulary words have no vector in "
+                f"{getattr(embeddings, 'name', 'word_embeddings')}: their latent means are free residuals",
+                MissingEmbeddingsWarning,
+                stacklevel=4,
+            )
+        vectors = np.asarray(vectors, dtype=np.float64)
+        return vectors / np.linalg.norm(vectors[found], axis=1).mean()
+
+    def _build_model(self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None) -> GPLVSM:
         if not isinstance(self.embedding, str):
             raise TypeError("GPLVSMRegressor takes embedding='linear', 'rbf' or 'poly'; use GPLVSM for custom kernels")
         options = dict(self.kernel_options or {})
         if self.embedding == "rbf":
             options.setdefault("gamma", self.gamma)
+        if state_dict is not None:  # loading: the saved features fix the shapes, the state the values
+            features = next((v for k, v in state_dict.items() if k.endswith("word_features")), None)
+        else:
+            features = self._word_features()
         with default_dtype(torch.float64):
-            model = GPLVSM(
-                inputs,
-                targets,
-                num_words=self.num_words_,
-                latent_dim=self.latent_dim,
+            ldk = LatentDistributionKernel(
+                self.num_words_,
+                self.latent_dim,
                 embedding=self.embedding,
                 level2=self.level2,
                 rho=self.rho,
-                mean=self.mean,
-                latent_init=self._initial_latent(),
+                latent_init=self._initial_latent() if state_dict is None else None,
                 seed=seed,
+                word_features=features,
+                variational=self.variational,
+                latent_scale_init=self.latent_scale_init,
                 **options,
             )
+            inner = ldk * DocumentLengthKernel() if self.length_kernel else ldk
+            model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=ScaleKernel(inner))
         self._init_hyperparameters(model)
         if self.embedding == "rbf" and not self.train_gamma:
-            model.ldk.raw_gamma.requires_grad_(False)
+            ldk.raw_gamma.requires_grad_(False)
+        if self.variational:
+            ldk.sample_generator = torch.Generator().manual_seed(seed + 1)
         return model
+
+    def _validation_interval(self) -> int:
+        if self.validation_interval is not None:
+            return int(self.validation_interval)
+        return 10 if self.variational else 1
+
+    def _latent_samples(self, purpose: str) -> int:
+        if not self.variational:
+            return 1
+        return {"train": self.elbo_samples, "predict": self.predict_samples}.get(purpose, max(1, self.predict_samples // 4))
+
+    def _draw_latent_sample(self, generator: torch.Generator | None) -> None:
+        if generator is None:
+            self.model_.ldk.use_latent_mean()
+        else:
+            self.model_.ldk.resample_latent(generator)
 
     @property
     def word_vectors_(self) -> np.ndarray:
-        """``num_words x latent_dim`` latent word vectors."""
+        """``num_words x latent_dim`` latent word vectors (posterior means if variational)."""
         check_is_fitted(self, "model_")
-        return self.model_.ldk.latent.detach().cpu().numpy().copy()
+        return self.model_.ldk.latent_mean.detach().cpu().numpy().copy()
 
     def _saved_params(self) -> dict:
         params = super()._saved_params()
         params["latent_init"] = None  # shaped only the initial state, which the saved parameters supersede
+        if params["word_embeddings"] is not None and not isinstance(params["word_embeddings"], str):
+            params["word_embeddings"] = getattr(params["word_embeddings"], "name", "custom")  # saved as features
         options = params.get("kernel_options") or {}
         if any(not isinstance(v, (int, float, str, bool, type(None))) for v in options.values()):
             raise TypeError("save() supports plain-valued kernel_options only (no prior or constraint objects)")

@@ -1,0 +1,153 @@
+"""lvgp's extensions of GP-LVSM (not in the papers): word vectors tied to pretrained
+features, a variational posterior over the word vectors, and the document-length kernel."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from gpytorch.kernels import ScaleKernel
+
+from lvgp import GPLVSM, PAD, GPLVSMRegressor, LatentDistributionKernel, LogPosterior
+from lvgp.datasets import WordEmbeddings, make_synonym_regression
+from lvgp.kernels import DocumentLengthKernel
+from lvgp.models.numerics import default_dtype
+from lvgp.warnings import MissingEmbeddingsWarning
+
+from . import reference as ref
+
+V, Q = 10, 2
+X1 = torch.tensor([[0, 1, 1, PAD], [2, 3, 4, 5], [6, PAD, PAD, PAD], [7, 8, 9, 9]])
+
+
+@pytest.fixture(autouse=True)
+def float64_default():
+    with default_dtype(torch.float64):
+        yield
+
+
+def test_word_features_tie_the_latent_means_to_a_learned_projection():
+    feats = torch.randn(V, 5, generator=torch.Generator().manual_seed(0))
+    k = LatentDistributionKernel(V, Q, "rbf", "linear", word_features=feats, rho=4.0, seed=0)
+    torch.testing.assert_close(k.latent, feats @ k.projection + k.latent_residual)
+    assert torch.count_nonzero(k.latent_residual) == 0  # the projected features carry the initial layout
+    # the Gram is LDK at those vectors (loop reference), and gradients reach the projection
+    with torch.no_grad():
+        K = k(X1).to_dense().numpy()
+    np.testing.assert_allclose(K, ref.ldk_gram(k.latent.detach().numpy(), X1.numpy(), X1.numpy(), "rbf", "linear"), atol=1e-12)
+    proj = k.projection.detach().clone().requires_grad_(True)
+
+    def gram(p):
+        with gpytorch.settings.lazily_evaluate_kernels(False):
+            return torch.func.functional_call(k, {"projection": p}, (X1,)).to_dense()
+
+    assert torch.autograd.gradcheck(gram, (proj,), eps=1e-6, atol=1e-6)
+    # the MAP prior is on the residual only
+    prior, closure, _ = k._priors["latent_prior"]
+    assert torch.equal(closure(k), k.latent_residual)
+    # setting latent sets the means
+    target = torch.randn(V, Q, generator=torch.Generator().manual_seed(1))
+    k.latent = target
+    torch.testing.assert_close(k.latent, target)
+    with pytest.raises(ValueError, match=r"word_features must have shape \(num_words, h\)"):
+        LatentDistributionKernel(V, Q, word_features=torch.zeros(3, 5))
+
+
+def test_variational_kernel_samples_in_training_and_uses_means_in_eval():
+    k = LatentDistributionKernel(V, Q, "rbf", "linear", rho=2.0, variational=True, seed=0)
+    assert not list(k.named_priors())  # the prior acts through the KL, not as a gpytorch prior
+    k.train()
+    with torch.no_grad():
+        a = k(X1).to_dense()
+        b = k(X1).to_dense()
+    assert not torch.allclose(a, b)  # each training evaluation is a new Monte Carlo sample
+    k.eval()
+    assert torch.count_nonzero(k.latent_noise) == 0
+    torch.testing.assert_close(k.latent, k.latent_mean)
+    g = torch.Generator().manual_seed(5)
+    k.resample_latent(g)
+    expected = k.latent_mean + k.latent_scale * torch.randn(V, Q, generator=torch.Generator().manual_seed(5))
+    torch.testing.assert_close(k.latent, expected)
+    k.use_latent_mean()
+    torch.testing.assert_close(k.latent, k.latent_mean)
+    with pytest.raises(ValueError, match="need a prior"):
+        LatentDistributionKernel(V, Q, variational=True, rho=None)
+    with pytest.raises(AttributeError, match="point-estimated"):
+        LatentDistributionKernel(V, Q).resample_latent()
+
+
+def test_latent_kl_is_the_gaussian_kl():
+    k = LatentDistributionKernel(V, Q, rho=3.0, variational=True, seed=0)
+    k.latent_scale = torch.rand(V, Q, generator=torch.Generator().manual_seed(2)) + 0.1
+    q = torch.distributions.Normal(k.latent_residual, k.latent_scale)
+    p = torch.distributions.Normal(torch.zeros(V, Q), torch.full((V, Q), 3.0**-0.5))
+    torch.testing.assert_close(k.latent_kl(), torch.distributions.kl_divergence(q, p).sum())
+
+
+def test_exact_mll_of_a_variational_model_is_the_monte_carlo_elbo():
+    """n * ExactMarginalLogLikelihood = log N(y | mu, K(X_sample)) - KL(q || p) (the added loss term)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(0, V, (15, 4), generator=g)
+    y = torch.randn(15, generator=g)
+    ldk = LatentDistributionKernel(V, Q, rho=2.0, variational=True, seed=0)
+    ldk.sample_generator = torch.Generator().manual_seed(9)
+    model = GPLVSM(x, y, num_words=V, kernel=ScaleKernel(ldk))
+    model.train()
+    value = LogPosterior(model.likelihood, model)(model(x), y) * 15  # the forward drew a sample
+    sample = ldk.latent.detach().numpy()
+    K = ref.ldk_gram(sample, x.numpy(), x.numpy(), "rbf", "linear")
+    loglik = ref.gplvsm_log_posterior(
+        K, y.numpy(), model.covar_module.outputscale.item(), model.likelihood.noise.item(),
+        model.mean_module.constant.item(), np.zeros((1, 1)), 1.0,
+    ) - (-0.5 * math.log(2 * math.pi))  # gplvsm_log_posterior adds the log prior of the (here 1x1 zero) X
+    assert abs(value.item() - (loglik - ldk.latent_kl().item())) < 1e-8
+
+
+def test_document_length_kernel():
+    k = DocumentLengthKernel(exponent=0.7)
+    lengths = torch.tensor([3.0, 4.0, 1.0, 4.0])
+    with torch.no_grad():
+        torch.testing.assert_close(k(X1).to_dense(), torch.outer(lengths, lengths) ** 0.7)
+        torch.testing.assert_close(k(X1, diag=True), lengths**1.4)
+        product = (LatentDistributionKernel(V, Q, seed=0) * k)(X1).to_dense()
+    assert torch.linalg.eigvalsh(product).min() > -1e-10
+    with pytest.raises(ValueError, match=r"exponent must lie in Interval\(0.000E\+00, 1.000E\+00\); got"):
+        k.exponent = 1.5  # outside the [0, 1] constraint
+
+
+def small_embeddings() -> WordEmbeddings:
+    corpus = make_synonym_regression(n=10, random_state=0)
+    words = [w for group in corpus.positive_words + corpus.negative_words for w in group] + corpus.neutral_words[:-5]
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(words), 8))
+    return WordEmbeddings("toy", words, vectors)
+
+
+def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
+    corpus = make_synonym_regression(n=60, noise=0.05, random_state=2)
+    est = GPLVSMRegressor(
+        latent_dim=2, rho=0.5, variational=True, optimizer="adam", lr=0.05, max_iter=25,
+        word_embeddings=small_embeddings(), length_kernel=True, predict_samples=6, random_state=0,
+    )
+    with pytest.warns(MissingEmbeddingsWarning, match="5 of .* vocabulary words have no vector in toy"):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*did not converge.*")
+            est.fit(corpus.texts[:40], corpus.y[:40])
+    mean, std = est.predict(corpus.texts[40:], return_std=True)
+    again_mean, again_std = est.predict(corpus.texts[40:], return_std=True)
+    assert np.array_equal(mean, again_mean) and np.array_equal(std, again_std)  # seeded Monte Carlo
+    # the mixture's variance exceeds the average of the per-sample variances' noise-free part
+    _, std_f = est.predict(corpus.texts[40:], return_std=True, include_noise=False)
+    assert np.all(std_f > 0) and np.all(std_f < std)
+    path = tmp_path / "vb.pt"
+    est.save(path)
+    loaded = GPLVSMRegressor.load(path)
+    m2, s2 = loaded.predict(corpus.texts[40:], return_std=True)
+    assert np.array_equal(m2, mean) and np.array_equal(s2, std)
+    assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
+    with pytest.raises(ValueError, match="use optimizer='adam'"):
+        GPLVSMRegressor(variational=True).fit(corpus.texts[:10], corpus.y[:10])
