@@ -96,4 +96,4 @@ class GPRBFRegressor(ExactGPRegressorBase):
     @property
     def gamma_(self) -> float:
         """Fitted :math:`\\gamma = 1/\\ell^2`."""
-        return float(self.model_.covar_module.base_kernel.lengthscale.reshape(()) ** -2)
+        return float(self.model_.covar_module.base_kernel.lengthscale.detach().reshape(()) ** -2)

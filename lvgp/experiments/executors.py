@@ -1,0 +1,102 @@
+"""Where a study's cells run: one interface, several engines.
+
+A study is a list of *cells* (one model fit each: method x split x hyper-parameters). An
+executor runs ``fn(context, cell)`` for every cell and yields ``(cell, result, error)``
+as cells finish -- ``error`` is the formatted traceback of a cell that raised, and the
+other cells go on. ``context`` (what every cell needs: the study specification, from which
+workers load and split the data themselves) reaches each worker once, not once per cell.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any
+
+Cell = dict
+Outcome = tuple[Cell, Any, str | None]
+
+
+def _call(fn: Callable, context: Any, cell: Cell) -> tuple[Any, str | None]:
+    try:
+        return fn(context, cell), None
+    except Exception:  # noqa: BLE001 - a failing cell is reported, the study goes on
+        return None, traceback.format_exc()
+
+
+class Executor(ABC):
+    """Runs cells; see the module docstring."""
+
+    @abstractmethod
+    def run(self, fn: Callable[[Any, Cell], Any], context: Any, cells: list[Cell]) -> Iterator[Outcome]:
+        """Yield ``(cell, result, error)`` for every cell, in completion order."""
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class InProcessExecutor(Executor):
+    """Cells one after the other in this process (the default)."""
+
+    def run(self, fn, context, cells):
+        for cell in cells:
+            result, error = _call(fn, context, cell)
+            yield cell, result, error
+
+    def describe(self) -> str:
+        return "in-process"
+
+
+# ------------------------------------------------------------------ local processes
+
+_WORKER_CONTEXT: dict[str, Any] = {}
+
+
+def _init_worker(context: Any, threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    _WORKER_CONTEXT["context"] = context
+
+
+def _run_in_worker(fn: Callable, cell: Cell) -> tuple[Any, str | None]:
+    return _call(fn, _WORKER_CONTEXT["context"], cell)
+
+
+class ProcessExecutor(Executor):
+    """Cells in ``jobs`` local processes (``--jobs J``). Each worker receives the context
+    once (pool initializer) and uses ``cpu_count // jobs`` torch threads."""
+
+    def __init__(self, jobs: int):
+        if jobs < 1:
+            raise ValueError(f"jobs must be >= 1; got {jobs}")
+        self.jobs = jobs
+
+    def run(self, fn, context, cells):
+        threads = max(1, (os.cpu_count() or 1) // self.jobs)
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)) as pool:
+            futures = {pool.submit(_run_in_worker, fn, cell): cell for cell in cells}
+            for future in cf.as_completed(futures):
+                cell = futures[future]
+                try:
+                    result, error = future.result()
+                except Exception:  # noqa: BLE001 - e.g. a worker process died
+                    result, error = None, traceback.format_exc()
+                yield cell, result, error
+
+    def describe(self) -> str:
+        return f"{self.jobs} local processes"
+
+
+def make_executor(jobs: int = 1, ray: str | None = None) -> Executor:
+    """The executor for ``--jobs``/``--ray``."""
+    if ray is not None:
+        from .ray_executor import RayExecutor
+
+        return RayExecutor(ray)
+    return InProcessExecutor() if jobs <= 1 else ProcessExecutor(jobs)

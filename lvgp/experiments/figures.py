@@ -1,0 +1,88 @@
+"""Figures of the regression study, like the GP-LVSM paper's Figs. 2-4."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; notebooks display the PNGs
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .regression import LABELS  # noqa: E402
+
+GP_METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse")
+
+
+def _baselines(ax, records: list[dict]) -> None:
+    for i, method in enumerate(m for m in LABELS if m not in GP_METHODS):
+        vals = [r["rmse"] for r in records if r["method"] == method]
+        if vals:
+            ax.axhline(np.mean(vals), ls="--", lw=1, color=f"C{i + 3}", label=f"{LABELS[method]} (selected on dev)")
+
+
+def _curve(cells: list[dict], records: list[dict], out: Path, vary: str, fixed: str, fixed_value: float, xlabel: str, log: bool):
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    plotted = False
+    for i, method in enumerate(GP_METHODS):
+        mine = [c for c in cells if c["method"] == method and vary in c.get("params", {})]
+        if not mine:
+            continue
+        values = sorted({c["params"][fixed] for c in mine})
+        at = min(values, key=lambda v: abs(np.log(v) - np.log(fixed_value)) if fixed == "rho" else abs(v - fixed_value))
+        xs = sorted({c["params"][vary] for c in mine if c["params"][fixed] == at})
+        if len(xs) < 2:
+            continue
+        stats = [[c["test_rmse"] for c in mine if c["params"][fixed] == at and c["params"][vary] == x] for x in xs]
+        ax.errorbar(xs, [np.mean(s) for s in stats], yerr=[np.std(s) for s in stats], marker="o", capsize=3,
+                    color=f"C{i}", label=f"{LABELS[method]} ({fixed}={at:g})")
+        plotted = True
+    _baselines(ax, records)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test RMSE (standardized)")
+    if not plotted:
+        ax.text(0.5, 0.5, f"no GP-LVSM grid over {vary} in this study", ha="center", transform=ax.transAxes)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def rmse_vs_q(cells, records, out: Path, rho: float = 10.0) -> None:
+    """Paper Fig. 2: test RMSE against the latent dimensionality at fixed rho."""
+    _curve(cells, records, out, "q", "rho", rho, "latent dimensionality q", log=False)
+
+
+def rmse_vs_rho(cells, records, out: Path, q: int = 2) -> None:
+    """Paper Fig. 3: test RMSE against the regularizer rho at fixed q."""
+    _curve(cells, records, out, "rho", "q", q, "regularizer rho", log=True)
+
+
+def word_map(cells, out: Path, n_words: int = 60) -> None:
+    """Paper Fig. 4: 2-D latent vectors of frequent training words (split 0, the q=2 fit
+    chosen on dev), coloured by the sign of the word's ridge coefficient."""
+    fig, ax = plt.subplots(figsize=(7, 6))
+    candidates = [c for c in cells if c["method"] in GP_METHODS and "word_vectors" in c]
+    if not candidates:
+        ax.text(0.5, 0.5, "no q=2 GP-LVSM fit on split 0 in this study", ha="center", transform=ax.transAxes)
+    else:
+        best = min(candidates, key=lambda c: (GP_METHODS.index(c["method"]), c["dev_rmse"]))
+        ridge = next((c for c in cells if c["method"] == "ridge" and "coef" in c), None)
+        coef = ridge["coef"] if ridge else {}
+        words = sorted(best["word_counts"], key=lambda w: -best["word_counts"][w])[:n_words]
+        xy = np.array([best["word_vectors"][w] for w in words])
+        colours = ["tab:blue" if coef.get(w, 0) > 0 else "tab:red" if coef.get(w, 0) < 0 else "tab:gray" for w in words]
+        ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=12)
+        for (x, y), w, col in zip(xy, words, colours):
+            ax.annotate(w, (x, y), fontsize=7, color=col, xytext=(2, 2), textcoords="offset points")
+        ax.set_title(
+            f"{LABELS[best['method']]} word vectors (split 0, q=2, rho={best['params']['rho']:g}); "
+            "blue/red: positive/negative ridge coefficient",
+            fontsize=8,
+        )
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)

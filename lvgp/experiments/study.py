@@ -1,0 +1,113 @@
+"""A study directory: one JSON file per finished cell (so studies resume), failures with
+their tracebacks, and the loop that runs the missing cells through an executor."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .executors import Executor, InProcessExecutor
+
+
+def cell_key(cell: dict) -> str:
+    """A stable, readable file-system key: ``method/split3/q=2_rho=10``."""
+    params = cell.get("params", {})
+    slug = "_".join(f"{k}={_fmt(v)}" for k, v in sorted(params.items())) or "default"
+    slug = re.sub(r"[^A-Za-z0-9_.=+-]", "-", slug)
+    if len(slug) > 80:
+        slug = slug[:60] + "-" + hashlib.sha1(slug.encode()).hexdigest()[:12]
+    extra = "".join(f"/{k}{cell[k]}" for k in ("train_size",) if k in cell)
+    return f"{cell['method']}{extra}/split{cell['split']}/{slug}"
+
+
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return None if not math.isfinite(float(obj)) else float(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    return obj
+
+
+def write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(_jsonable(obj), indent=1))
+    tmp.replace(path)  # atomic: an interrupted study never leaves a half-written cell
+
+
+class StudyDirectory:
+    """``DIR/cells/<key>.json`` (results), ``DIR/cells/<key>.error.txt`` (failures)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.cells = self.root / "cells"
+
+    def result_path(self, cell: dict) -> Path:
+        return self.cells / f"{cell_key(cell)}.json"
+
+    def error_path(self, cell: dict) -> Path:
+        return self.cells / f"{cell_key(cell)}.error.txt"
+
+    def load(self, cell: dict) -> dict | None:
+        path = self.result_path(cell)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def save(self, cell: dict, result: dict) -> None:
+        write_json(self.result_path(cell), {**cell, **result})
+        self.error_path(cell).unlink(missing_ok=True)
+
+    def save_failure(self, cell: dict, error: str) -> None:
+        path = self.error_path(cell)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(error)
+
+
+def run_study(
+    fn: Callable[[Any, dict], dict],
+    context: Any,
+    cells: list[dict],
+    directory: StudyDirectory,
+    executor: Executor | None = None,
+    progress: bool = True,
+) -> tuple[list[dict], list[tuple[dict, str]]]:
+    """Run the cells not yet done; return all finished cell records and the failures.
+
+    Cells already in ``directory`` are not recomputed. A failing cell is written to
+    ``<key>.error.txt`` with its traceback; the others complete.
+    """
+    executor = executor or InProcessExecutor()
+    done, todo = [], []
+    for cell in cells:
+        record = directory.load(cell)
+        (done if record is not None else todo).append(record if record is not None else cell)
+    failures = []
+    bar = tqdm(total=len(cells), initial=len(done), desc="cells", disable=not progress)
+    for cell, result, error in executor.run(fn, context, todo):
+        if error is None:
+            directory.save(cell, result)
+            done.append(directory.load(cell))
+        else:
+            directory.save_failure(cell, error)
+            failures.append((cell, error))
+        bar.update(1)
+        bar.set_postfix(failed=len(failures))
+    bar.close()
+    return done, failures

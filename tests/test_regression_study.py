@@ -1,0 +1,118 @@
+"""The regression study runner end to end on a tiny synthetic TSV, and its bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from lvgp.datasets import make_synonym_regression
+from lvgp.experiments.cli import main
+from lvgp.experiments.executors import ProcessExecutor
+from lvgp.experiments.regression import RegressionStudy, make_cells, run_regression_study
+from lvgp.experiments.study import StudyDirectory, run_study
+
+
+@pytest.fixture
+def tsv(tmp_path):
+    corpus = make_synonym_regression(n=90, noise=0.05, random_state=0)
+    path = tmp_path / "toy.tsv"
+    lines = ["id\ttext\ttarget"] + [f"{i}\t{t}\t{y:.5f}" for i, (t, y) in enumerate(zip(corpus.texts, corpus.y))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+ARGS = [
+    "--splits", "2", "--train-size", "40", "--dev-size", "20", "--latent-dims", "1,2", "--rhos", "1,10",
+    "--max-iter", "15", "--min-df", "1", "--quiet",
+]
+
+
+def test_study_writes_records_table_figures_and_resumes(tsv, tmp_path, capsys):
+    out = tmp_path / "study"
+    assert main(["compare", "regression", "--dataset", str(tsv), *ARGS, "--out", str(out)]) == 0
+    records = json.loads((out / "results.json").read_text())
+    assert {r["method"] for r in records} == {"gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet"}
+    assert len(records) == 5 * 2
+    for r in records:
+        assert {"method", "split", "rmse", "dev_rmse", "hyperparameters", "fit_seconds", "n_test"} <= set(r)
+        assert r["n_train"] + r["dropped_empty_train"] == 40 and r["n_dev"] == 20 and r["n_test"] == 30
+    gp = [r for r in records if r["method"] == "gplvsm"]
+    assert all(set(r["hyperparameters"]) == {"q", "rho"} for r in gp)
+    grid = json.loads((out / "grid.json").read_text())
+    assert len([c for c in grid if c["method"] == "gplvsm"]) == 2 * 2 * 2
+    # the chosen cell is the dev-best one, never the test-best
+    for r in gp:
+        cells = [c for c in grid if c["method"] == "gplvsm" and c["split"] == r["split"]]
+        assert r["dev_rmse"] == min(c["dev_rmse"] for c in cells)
+    table = (out / "table.md").read_text()
+    assert "| data set | GP-LVSM | GP regression | Ridge | Lasso | Elastic net |" in table and "**" in table
+    for name in ("rmse_vs_q.png", "rmse_vs_rho.png", "word_map.png"):
+        assert (out / name).stat().st_size > 1000
+    assert "GP-LVSM" in capsys.readouterr().out
+    # resumption: a second run recomputes nothing (cell files untouched)
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json")}
+    assert main(["compare", "regression", "--dataset", str(tsv), *ARGS, "--out", str(out)]) == 0
+    assert stamps == {p: p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json")}
+    # a deleted cell is recomputed, the others are not
+    victim = next(iter(stamps))
+    victim.unlink()
+    assert main(["compare", "regression", "--dataset", str(tsv), *ARGS, "--out", str(out)]) == 0
+    assert victim.exists()
+
+
+def _flaky(context, cell):
+    if cell["split"] == 1:
+        raise RuntimeError("boom in split 1")
+    return {"value": cell["split"]}
+
+
+def test_a_failing_cell_is_reported_and_the_others_complete(tmp_path):
+    directory = StudyDirectory(tmp_path)
+    cells = [{"method": "m", "split": s, "params": {}} for s in range(3)]
+    done, failures = run_study(_flaky, None, cells, directory, progress=False)
+    assert sorted(r["split"] for r in done) == [0, 2]
+    assert len(failures) == 1 and "boom in split 1" in failures[0][1]
+    assert "RuntimeError: boom in split 1" in directory.error_path(cells[1]).read_text()
+
+
+def test_local_processes_give_the_same_results_as_in_process(tsv, tmp_path):
+    study = RegressionStudy(
+        dataset=str(tsv), splits=1, train_size=40, dev_size=20, latent_dims=(2,), rhos=(1.0,), max_iter=10, min_df=1,
+        methods=("gplvsm", "ridge"),
+    )
+    a = run_regression_study(study, tmp_path / "a", progress=False)["records"]
+    b = run_regression_study(study, tmp_path / "b", ProcessExecutor(2), progress=False)["records"]
+    key = lambda r: (r["method"], r["split"])  # noqa: E731
+    assert [(key(r), r["rmse"]) for r in sorted(a, key=key)] == [(key(r), r["rmse"]) for r in sorted(b, key=key)]
+
+
+def test_cells_cover_the_grid():
+    study = RegressionStudy(dataset="x", splits=3, methods=("gplvsm", "ridge"), latent_dims=(1, 2), rhos=(0.1, 1, 10))
+    cells = make_cells(study)
+    assert len(cells) == 3 * (2 * 3) + 3
+
+
+@pytest.mark.parametrize(
+    "content,extra,message",
+    [
+        ("text\tscore\na b\t1\n", [], "missing column"),
+        ("text\ttarget\ngood film\t1.0\nbad film\tn/a\n", [], "non-numeric or missing 'target' on lines \\[3\\]"),
+        (None, ["--train-size", "80", "--dev-size", "20"], "the split is larger than the data"),
+        (None, ["--methods", "gplvsm,magic"], "unknown method 'magic'"),
+    ],
+)
+def test_bad_input_gives_clear_errors(tmp_path, tsv, content, extra, message):
+    path = tsv
+    if content is not None:
+        path = tmp_path / "bad.tsv"
+        path.write_text(content)
+    args = ["compare", "regression", "--dataset", str(path), "--out", str(tmp_path / "o"), "--quiet", "--splits", "1",
+            "--train-size", "1" if content else "40", "--dev-size", "1" if content else "20", *extra]
+    proc = subprocess.run([sys.executable, "-m", "lvgp", *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "lvgp: error:" in proc.stderr
+    assert re.search(message, proc.stderr), proc.stderr
