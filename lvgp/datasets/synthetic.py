@@ -65,3 +65,65 @@ def make_synonym_regression(
         ys.append((2 * polarity.sum() - m) / length + noise * rng.standard_normal())
         groups.append(g)
     return SyntheticCorpus(texts, np.asarray(ys), np.asarray(groups), pos, neg, neutral)
+
+
+@dataclass
+class TopicCorpus:
+    """Documents drawn from (supervised) LDA, with the truth that generated them."""
+
+    docs: np.ndarray  #: n x L word ids padded with -1
+    y: np.ndarray  #: responses
+    topics: np.ndarray  #: K x V topic-word distributions
+    eta: np.ndarray  #: response coefficients
+    zbar: np.ndarray  #: n x K empirical topic frequencies
+    theta: np.ndarray  #: n x K topic proportions
+
+
+def make_slda_corpus(
+    n_docs: int = 500,
+    n_topics: int = 5,
+    vocab_size: int = 100,
+    doc_len: tuple[int, int] = (40, 80),
+    alpha: float | None = None,
+    topic_concentration: float = 0.1,
+    eta: np.ndarray | None = None,
+    response: str = "gaussian",
+    sigma: float = 0.1,
+    random_state: int | None = None,
+) -> TopicCorpus:
+    """Draw documents and responses from the sLDA generative process (Blei & McAuliffe 2007):
+    theta ~ Dir(alpha), z_n ~ Mult(theta), w_n ~ Mult(beta_{z_n}), y ~ GLM(eta^T zbar).
+
+    ``response``: ``"gaussian"`` (N(eta^T zbar, sigma^2)), ``"bernoulli"`` (logistic),
+    ``"categorical"`` (softmax over the rows of a C x K ``eta``) or ``"poisson"`` (log link).
+    Topics are Dirichlet(``topic_concentration``) draws (sparse, distinguishable).
+    """
+    rng = np.random.default_rng(random_state)
+    K, V = n_topics, vocab_size
+    alpha = 1.0 / K if alpha is None else alpha
+    topics = rng.dirichlet(np.full(V, topic_concentration), size=K)
+    if eta is None:
+        eta = np.linspace(-2.0, 2.0, K) if response != "categorical" else rng.normal(0, 3.0, size=(3, K))
+    eta = np.asarray(eta, dtype=float)
+    lengths = rng.integers(doc_len[0], doc_len[1] + 1, size=n_docs)
+    docs = np.full((n_docs, lengths.max()), -1, dtype=np.int64)
+    zbar = np.zeros((n_docs, K))
+    theta = rng.dirichlet(np.full(K, alpha), size=n_docs)
+    for d in range(n_docs):
+        z = rng.choice(K, size=lengths[d], p=theta[d])
+        docs[d, : lengths[d]] = [rng.choice(V, p=topics[k]) for k in z]
+        zbar[d] = np.bincount(z, minlength=K) / lengths[d]
+    lin = zbar @ eta.T if eta.ndim == 2 else zbar @ eta
+    if response == "gaussian":
+        y = lin + sigma * rng.standard_normal(n_docs)
+    elif response == "bernoulli":
+        y = (rng.random(n_docs) < 1 / (1 + np.exp(-lin))).astype(float)
+    elif response == "poisson":
+        y = rng.poisson(np.exp(lin)).astype(float)
+    elif response == "categorical":
+        p = np.exp(lin - lin.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        y = np.array([rng.choice(p.shape[1], p=row) for row in p])
+    else:
+        raise ValueError(f"response must be gaussian, bernoulli, categorical or poisson; got {response!r}")
+    return TopicCorpus(docs, y, topics, eta, zbar, theta)

@@ -1,0 +1,330 @@
+"""scikit-learn estimators for supervised LDA and its baselines.
+
+``SLDARegressor`` / ``SLDAClassifier`` fit sLDA by Pyro SVI (``inference="svi"``, every GLM
+response) or, for a Gaussian response, by the paper's variational EM (``inference="em"``).
+``LDARegression`` is the paper's two-stage baseline: unsupervised LDA (variational EM),
+then least squares on the documents' expected topic frequencies.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import pyro
+import torch
+from pyro.infer import SVI, Trace_ELBO
+from pyro.optim import ClippedAdam
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.linear_model import LinearRegression
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.validation import check_is_fitted, check_random_state
+from tqdm.auto import tqdm
+
+from ...bow.padded import PAD
+from ...bow.vocabulary import Vocabulary
+from ...models.documents import DocumentEncoder, check_targets_array
+from .em import SupervisedLDAEM
+from .pyro_model import SupervisedLDA
+
+INFERENCE = ("svi", "em")
+
+
+def _check_docs(x: torch.Tensor, name: str = "X") -> np.ndarray:
+    empty = (x == PAD).all(-1)
+    if empty.any():
+        rows = torch.nonzero(empty)[:, 0][:10].tolist()
+        raise ValueError(f"{name} holds empty documents (no word in the vocabulary) in rows {rows}")
+    return x.numpy()
+
+
+class _TopicModelBase(BaseEstimator):
+    """Shared input handling, SVI loop and inspection."""
+
+    _response = "gaussian"
+
+    def _encode_fit(self, X) -> np.ndarray:
+        self._encoder = DocumentEncoder(self.vocabulary, None)
+        x = self._encoder.fit_transform(X)
+        self.vocabulary_ = self._encoder.vocabulary
+        self.n_words_ = self._encoder.num_words
+        return _check_docs(x)
+
+    def _encode(self, X) -> np.ndarray:
+        check_is_fitted(self, "engine_")
+        return self._encoder.transform(X).numpy()
+
+    def _words(self) -> list[str]:
+        return self.vocabulary_.words if self.vocabulary_ is not None else [str(i) for i in range(self.n_words_)]
+
+    def _fit_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None = None) -> None:
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(2**31 - 1))
+        pyro.set_rng_seed(seed)
+        pyro.clear_param_store()
+        torch_gen = np.random.default_rng(seed)
+        model = SupervisedLDA(
+            self.n_words_, self.n_topics, response=self._response, n_classes=n_classes, alpha=self.alpha,
+            learn_alpha=self.learn_alpha, sweeps=self.sweeps,
+        ).double()
+        if self._response == "gaussian":
+            model.sigma = torch.tensor(float(y.std()) if len(y) > 1 and y.std() > 0 else 1.0, dtype=torch.float64)
+        svi = SVI(model.model, model.guide, ClippedAdam({"lr": self.lr, "clip_norm": 10.0}), Trace_ELBO())
+        ids_all = torch.from_numpy(x)
+        n = len(x)
+        batch = min(self.batch_size, n)
+        self.loss_curve_ = []
+        self.converged_ = False
+        bar = tqdm(total=self.max_epochs, desc="sLDA", disable=not self.verbose, leave=False)
+        try:
+            for epoch in range(self.max_epochs):
+                order = torch.from_numpy(torch_gen.permutation(n))
+                total = 0.0
+                for start in range(0, n, batch):
+                    idx = order[start : start + batch]
+                    total += svi.step(ids_all[idx], y[idx], n_docs=n)
+                per_doc = total / math.ceil(n / batch) / n
+                self.loss_curve_.append(per_doc)
+                bar.update(1)
+                bar.set_postfix(loss=f"{per_doc:.4g}")
+                window = self.n_iter_no_change
+                if len(self.loss_curve_) > 2 * window:
+                    before, recent = min(self.loss_curve_[:-window]), min(self.loss_curve_[-window:])
+                    if before - recent <= self.tol * abs(before):
+                        self.converged_ = True
+                        break
+        except KeyboardInterrupt:
+            warnings.warn(f"sLDA fitting interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=3)
+        finally:
+            bar.close()
+        self.n_iter_ = len(self.loss_curve_)
+        self.model_ = model
+        eta = model.eta.detach().double().numpy()
+        self.alpha_ = float(model.alpha.detach())
+        self.engine_ = SupervisedLDAEM.from_parameters(model.log_beta(), self.alpha_, eta, self._seen(x))
+        if self._response == "gaussian":
+            self.engine_.sigma2_ = float(model.sigma.detach() ** 2)
+
+    def _seen(self, x: np.ndarray) -> np.ndarray:
+        return np.bincount(x[x != PAD], minlength=self.n_words_) > 0
+
+    def transform(self, X) -> np.ndarray:
+        """Expected topic frequencies E_q[z-bar] (n x K), from the E-step without the response."""
+        return self.engine_.transform(self._encode(X))
+
+    def heldout_log_likelihood_per_word(self, X) -> float:
+        """Variational lower bound of the held-out per-word log likelihood."""
+        return self.engine_.heldout_log_likelihood_per_word(self._encode(X))
+
+    def _top_words(self, n_words: int) -> list[list[str]]:
+        words = np.array(self._words())
+        return [words[np.argsort(-row)[:n_words]].tolist() for row in self.engine_.log_beta_]
+
+
+class SLDARegressor(RegressorMixin, _TopicModelBase):
+    """Supervised LDA regression (Gaussian or Poisson response).
+
+    Args:
+        n_topics: K.
+        response: ``"gaussian"`` or ``"poisson"`` (non-negative integer targets).
+        inference: ``"svi"`` (Pyro, mini-batches) or ``"em"`` (the paper's variational EM;
+            Gaussian only).
+        alpha, learn_alpha: Dirichlet parameter (default 1/K, fixed).
+        max_epochs, batch_size, lr, sweeps, tol, n_iter_no_change: SVI settings (epochs over the
+            documents; converged when the best epoch loss of the last ``n_iter_no_change`` epochs
+            improves by less than ``tol`` relative).
+        em_max_iter: EM iterations (``inference="em"``).
+        vocabulary: as for the other lvgp estimators (texts); counts or padded tensors also work.
+        random_state, verbose.
+
+    Fitted: ``topics_`` (per topic: top words and eta, sorted by eta), ``eta_``,
+    ``engine_`` (the fitted parameters' inference engine), ``loss_curve_``, ``n_iter_``.
+    """
+
+    def __init__(
+        self,
+        n_topics: int = 10,
+        response: str = "gaussian",
+        inference: str = "svi",
+        alpha: float | None = None,
+        learn_alpha: bool = False,
+        max_epochs: int = 200,
+        batch_size: int = 256,
+        lr: float = 0.02,
+        sweeps: int = 10,
+        tol: float = 1e-5,
+        n_iter_no_change: int = 10,
+        em_max_iter: int = 100,
+        vocabulary: Vocabulary | None = None,
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
+        self.n_topics = n_topics
+        self.response = response
+        self.inference = inference
+        self.alpha = alpha
+        self.learn_alpha = learn_alpha
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.sweeps = sweeps
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.em_max_iter = em_max_iter
+        self.vocabulary = vocabulary
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @property
+    def _response(self) -> str:
+        return self.response
+
+    def fit(self, X, y):
+        if self.response not in ("gaussian", "poisson"):
+            raise ValueError(f"response must be 'gaussian' or 'poisson' for a regressor; got {self.response!r}")
+        if self.inference not in INFERENCE:
+            raise ValueError(f"inference must be one of {INFERENCE}; got {self.inference!r}")
+        if self.inference == "em" and self.response != "gaussian":
+            raise ValueError("inference='em' implements the paper's Gaussian response only; use inference='svi'")
+        x = self._encode_fit(X)
+        y = check_targets_array(y, len(x))
+        if y.ndim != 1:
+            raise ValueError("y must be one response per document")
+        if self.response == "poisson" and (np.any(y < 0) or np.any(y != np.round(y))):
+            raise ValueError("a Poisson response needs non-negative integer counts in y")
+        start = time.perf_counter()
+        if self.inference == "em":
+            self.engine_ = SupervisedLDAEM(
+                self.n_topics, alpha=self.alpha, learn_alpha=self.learn_alpha, max_iter=self.em_max_iter,
+                random_state=self.random_state,
+            ).fit(x, y, vocab_size=self.n_words_)
+            self.loss_curve_ = [-e for e in self.engine_.result_.elbo]
+            self.n_iter_, self.converged_ = self.engine_.result_.n_iter, self.engine_.result_.converged
+            self.alpha_ = self.engine_.alpha
+        else:
+            self._fit_svi(x, torch.from_numpy(y))
+        self.fit_seconds_ = time.perf_counter() - start
+        self.eta_ = self.engine_.eta_
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        zbar = self.transform(X)
+        lin = zbar @ self.eta_
+        return np.exp(lin) if self.response == "poisson" else lin
+
+    @property
+    def topics_(self) -> list[dict]:
+        """Per topic: its 10 most probable words and its eta, sorted by eta."""
+        check_is_fitted(self, "engine_")
+        rows = [{"eta": float(e), "words": w} for e, w in zip(self.eta_, self._top_words(10))]
+        return sorted(rows, key=lambda r: r["eta"])
+
+
+class SLDAClassifier(ClassifierMixin, _TopicModelBase):
+    """Supervised LDA classification by Pyro SVI: a Bernoulli (two classes) or categorical
+    softmax (more) response. Same settings as :class:`SLDARegressor` (no ``inference="em"``:
+    the paper's closed-form E-step is for the Gaussian response)."""
+
+    def __init__(
+        self,
+        n_topics: int = 10,
+        alpha: float | None = None,
+        learn_alpha: bool = False,
+        max_epochs: int = 200,
+        batch_size: int = 256,
+        lr: float = 0.02,
+        sweeps: int = 10,
+        tol: float = 1e-5,
+        n_iter_no_change: int = 10,
+        vocabulary: Vocabulary | None = None,
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.learn_alpha = learn_alpha
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.sweeps = sweeps
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.vocabulary = vocabulary
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        x = self._encode_fit(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != len(x):
+            raise ValueError(f"y must hold one label per document ({len(x)}); got shape {y.shape}")
+        self._labels = LabelEncoder().fit(y)
+        self.classes_ = self._labels.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
+        self._response = "bernoulli" if len(self.classes_) == 2 else "categorical"
+        codes = torch.from_numpy(self._labels.transform(y)).to(torch.float64 if self._response == "bernoulli" else torch.long)
+        start = time.perf_counter()
+        self._fit_svi(x, codes, n_classes=len(self.classes_) if self._response == "categorical" else None)
+        self.fit_seconds_ = time.perf_counter() - start
+        self.eta_ = self.engine_.eta_
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        zbar = self.transform(X)
+        if self._response == "bernoulli":
+            p = 1 / (1 + np.exp(-(zbar @ self.eta_)))
+            return np.stack([1 - p, p], axis=1)
+        lin = zbar @ self.eta_.T
+        lin -= lin.max(1, keepdims=True)
+        p = np.exp(lin)
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    @property
+    def topics_(self) -> list[dict]:
+        """Per topic: its 10 most probable words and its eta (one per class beyond the first
+        for a categorical response)."""
+        check_is_fitted(self, "engine_")
+        eta = self.eta_ if self.eta_.ndim == 2 else self.eta_[None, :]
+        return [{"eta": eta[:, k].tolist(), "words": w} for k, w in enumerate(self._top_words(10))]
+
+
+class LDARegression(RegressorMixin, _TopicModelBase):
+    """The paper's two-stage baseline: unsupervised LDA by variational EM, then least squares
+    of the response on the expected topic frequencies E_q[z-bar] (from the E-step)."""
+
+    def __init__(
+        self,
+        n_topics: int = 10,
+        alpha: float | None = None,
+        em_max_iter: int = 100,
+        vocabulary: Vocabulary | None = None,
+        random_state: int | None = None,
+    ):
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.em_max_iter = em_max_iter
+        self.vocabulary = vocabulary
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        x = self._encode_fit(X)
+        y = check_targets_array(y, len(x))
+        start = time.perf_counter()
+        self.engine_ = SupervisedLDAEM(
+            self.n_topics, alpha=self.alpha, supervised=False, init="random", max_iter=self.em_max_iter,
+            random_state=self.random_state,
+        ).fit(x, vocab_size=self.n_words_)
+        features = self.engine_.transform(x)
+        # topic frequencies sum to one, so the intercept is absorbed: no intercept (like eta in sLDA)
+        self.regression_ = LinearRegression(fit_intercept=False).fit(features, y)
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        return self.regression_.predict(self.transform(X))
