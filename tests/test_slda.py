@@ -140,3 +140,29 @@ def test_bad_input_gives_clear_errors():
         SLDARegressor(2, inference="em", response="poisson").fit(texts, [1, 2, 3, 1, 0, 2])
     with pytest.raises(ValueError, match="n_topics must be >= 2"):
         SupervisedLDAEM(1)
+
+
+def test_topic_study_and_regression_methods_end_to_end(tmp_path):
+    from lvgp.datasets import make_synonym_regression
+    from lvgp.experiments.cli import main
+
+    data = make_synonym_regression(n=80, noise=0.05, random_state=3)
+    tsv = tmp_path / "toy.tsv"
+    tsv.write_text("text\ttarget\n" + "".join(f"{t}\t{y:.4f}\n" for t, y in zip(data.texts, data.y)))
+    out = tmp_path / "topics"
+    assert main(["compare", "topics", "--dataset", str(tsv), "--folds", "3", "--topics", "2,3", "--max-iter", "5",
+                 "--min-df", "1", "--out", str(out), "--quiet"]) == 0
+    import json
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert {(r["method"], r["K"]) for r in summary} == {("slda", 2), ("slda", 3), ("lda-regression", 2),
+                                                        ("lda-regression", 3), ("lasso", None)}
+    assert all(len(r["pr2_per_fold"]) == 3 for r in summary)
+    assert (out / "pr2_vs_K.png").stat().st_size > 1000 and "| K |" in (out / "table.md").read_text()
+    reg = tmp_path / "reg"
+    assert main(["compare", "regression", "--dataset", str(tsv), "--splits", "1", "--train-size", "40",
+                 "--dev-size", "20", "--methods", "slda,lda-regression", "--topics", "2,3", "--min-df", "1",
+                 "--out", str(reg), "--quiet"]) == 0
+    records = json.loads((reg / "results.json").read_text())
+    assert {r["method"] for r in records} == {"slda", "lda-regression"}
+    assert all(r["hyperparameters"]["K"] in (2, 3) for r in records)

@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--dev-size", type=int, default=1000)
     reg.add_argument("--test-size", type=int, default=None, help="default: all remaining documents")
     reg.add_argument("--methods", default="gplvsm,gp-rbf,ridge,lasso,elasticnet",
-                     help="comma-separated, from: gplvsm, gplvsm-vb, gp-rbf, ridge, lasso, elasticnet")
+                     help="comma-separated, from: gplvsm, gplvsm-vb, gp-rbf, ridge, lasso, elasticnet, slda, lda-regression")
+    reg.add_argument("--topics", default="5,10,20,30", help="grid over the number of topics of slda and lda-regression")
+    reg.add_argument("--slda-inference", default="em", choices=("em", "svi"))
     reg.add_argument("--latent-dims", default="1,2,4,6,8,10", help="GP-LVSM grid over q")
     reg.add_argument("--rhos", default="0.01,0.1,1,10,100", help="GP-LVSM grid over rho")
     reg.add_argument("--vb-latent-dims", default="2", help="grid over q of gplvsm-vb")
@@ -49,6 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--out", required=True, help="output directory (created; reused to resume)")
     reg.add_argument("--quiet", action="store_true", help="no progress bar")
     reg.set_defaults(run=_run_regression)
+
+    top = studies.add_parser(
+        "topics",
+        help="sLDA vs LDA+regression vs lasso: K-fold predictive R^2 against the number of topics (sLDA paper, Fig. 2)",
+    )
+    top.add_argument("--dataset", required=True, help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv")
+    top.add_argument("--folds", type=int, default=5)
+    top.add_argument("--topics", default="5,10,20,30")
+    top.add_argument("--methods", default="slda,lda-regression,lasso")
+    top.add_argument("--inference", default="em", choices=("em", "svi"), help="sLDA inference")
+    top.add_argument("--max-iter", type=int, default=100, help="EM iterations")
+    top.add_argument("--min-df", type=int, default=2)
+    top.add_argument("--seed", type=int, default=0)
+    top.add_argument("--jobs", type=int, default=1)
+    top.add_argument("--ray", default=None, metavar="ADDRESS")
+    top.add_argument("--out", required=True)
+    top.add_argument("--quiet", action="store_true")
+    top.set_defaults(run=_run_topics)
     return parser
 
 
@@ -86,11 +106,32 @@ def _run_regression(args: argparse.Namespace) -> int:
         vb_latent_dims=_ints(args.vb_latent_dims),
         vb_rhos=_floats(args.vb_rhos),
         methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        topics=_ints(args.topics),
+        slda_inference=args.slda_inference,
     )
     summary = run_regression_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
     print(summary["table"])
     for cell, error in summary["failures"]:
         print(f"FAILED {cell}: {error.strip().splitlines()[-1]}")
+    return 1 if summary["failures"] else 0
+
+
+def _run_topics(args: argparse.Namespace) -> int:
+    from .executors import make_executor
+    from .topics import TopicStudy, run_topic_study
+
+    study = TopicStudy(
+        dataset=args.dataset,
+        folds=args.folds,
+        topics=_ints(args.topics),
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        inference=args.inference,
+        seed=args.seed,
+        min_df=args.min_df,
+        max_iter=args.max_iter,
+    )
+    summary = run_topic_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
+    print(summary["table"])
     return 1 if summary["failures"] else 0
 
 

@@ -26,7 +26,7 @@ from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, load_review_snippets, read_regression_tsv
 
 DATASETS = ("amazon-snippets", "amazon-reviews", "movie-snippets")
-METHODS = ("gplvsm", "gplvsm-vb", "gp-rbf", "ridge", "lasso", "elasticnet")
+METHODS = ("gplvsm", "gplvsm-vb", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
 LABELS = {
     "gplvsm": "GP-LVSM",
     "gplvsm-vb": "GP-LVSM (VB+GloVe+len)",
@@ -60,6 +60,8 @@ class RegressionStudy:
     vb_latent_dims: tuple[int, ...] = (2,)
     vb_rhos: tuple[float, ...] = (0.1, 0.3, 1.0)
     embeddings: str = "glove-6b-50d"
+    topics: tuple[int, ...] = (5, 10, 20, 30)
+    slda_inference: str = "em"
     methods: tuple[str, ...] = ("gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet")
 
 
@@ -145,6 +147,8 @@ def make_cells(study: RegressionStudy) -> list[dict]:
                 grid = [{"q": q, "rho": r} for q in study.latent_dims for r in study.rhos]
             elif method == "gplvsm-vb":
                 grid = [{"q": q, "rho": r} for q in study.vb_latent_dims for r in study.vb_rhos]
+            elif method in ("slda", "lda-regression"):
+                grid = [{"K": k} for k in study.topics]
             else:
                 grid = [{}]
             cells += [{"method": method, "split": split, "params": params} for params in grid]
@@ -175,6 +179,14 @@ def _estimator(study: RegressionStudy, cell: dict, data: SplitData):
         )
     if method == "gp-rbf":
         return GPRBFRegressor(vocabulary=data.vocabulary, random_state=seed)
+    if method == "slda":
+        from ..baselines.slda import SLDARegressor
+
+        return SLDARegressor(params["K"], inference=study.slda_inference, vocabulary=data.vocabulary, random_state=seed)
+    if method == "lda-regression":
+        from ..baselines.slda import LDARegression
+
+        return LDARegression(params["K"], vocabulary=data.vocabulary, random_state=seed)
     return DevTunedLinearRegression(kind=method, vocabulary=data.vocabulary)
 
 

@@ -1,0 +1,175 @@
+"""The supervised-topic-model study (Blei & McAuliffe 2007, Fig. 2 left): K-fold
+cross-validated predictive R^2 of sLDA, LDA+regression and the lasso against the number of
+topics.
+
+Protocol: the documents are split into ``folds`` folds at random (seeded); for each fold,
+the vocabulary is fitted on the other folds (stop words, tokens shorter than 3 letters and
+words in fewer than ``min_df`` training documents removed; documents left without words are
+removed from that fold's training set and counted); each model is fitted on the other folds
+and predicts the held-out fold. pR^2 = 1 - sum (y - yhat)^2 / sum (y - ybar)^2 over all
+out-of-fold predictions (the paper's definition), and per fold for the spread. The lasso
+uses each document's word frequencies with the complexity chosen by 5-fold CV within the
+training folds, as in the paper.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..bow.vocabulary import Vocabulary
+from .regression import _cached_corpus
+
+METHODS = ("slda", "lda-regression", "lasso")
+LABELS = {"slda": "sLDA", "lda-regression": "LDA+regression", "lasso": "Lasso (word frequencies)"}
+
+
+@dataclass(frozen=True)
+class TopicStudy:
+    dataset: str
+    folds: int = 5
+    topics: tuple[int, ...] = (5, 10, 20, 30)
+    methods: tuple[str, ...] = METHODS
+    inference: str = "em"
+    seed: int = 0
+    min_df: int = 2
+    max_iter: int = 100
+
+
+@functools.lru_cache(maxsize=16)
+def prepare_fold(study: TopicStudy, fold: int):
+    corpus = _cached_corpus(study.dataset)
+    n = len(corpus)
+    if study.folds < 2 or study.folds > n:
+        raise ValueError(f"--folds must be between 2 and the number of documents ({n}); got {study.folds}")
+    assignment = np.random.default_rng([study.seed, 20070101]).permutation(n) % study.folds
+    test = np.flatnonzero(assignment == fold)
+    train = np.flatnonzero(assignment != fold)
+    texts = corpus.texts
+    vocab = Vocabulary(min_df=study.min_df, min_token_len=3).fit([texts[i] for i in train])
+    keep = np.array([any(w in vocab for w in vocab.tokenize(texts[i])) for i in train])
+    train = train[keep]
+    return vocab, [texts[i] for i in train], corpus.y[train], [texts[i] for i in test], corpus.y[test], int((~keep).sum())
+
+
+def make_cells(study: TopicStudy) -> list[dict]:
+    cells = []
+    for method in study.methods:
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+        for fold in range(study.folds):
+            grid = [{}] if method == "lasso" else [{"K": k} for k in study.topics]
+            cells += [{"method": method, "split": fold, "params": p} for p in grid]
+    return cells
+
+
+def run_cell(study: TopicStudy, cell: dict) -> dict:
+    from ..baselines.linear import DevTunedLinearRegression
+    from ..baselines.slda import LDARegression, SLDARegressor
+
+    vocab, x_train, y_train, x_test, y_test, dropped = prepare_fold(study, cell["split"])
+    method, seed = cell["method"], 1000 * study.seed + cell["split"]
+    if method == "slda":
+        model = SLDARegressor(cell["params"]["K"], inference=study.inference, vocabulary=vocab, em_max_iter=study.max_iter,
+                              random_state=seed)
+    elif method == "lda-regression":
+        model = LDARegression(cell["params"]["K"], vocabulary=vocab, em_max_iter=study.max_iter, random_state=seed)
+    else:
+        model = DevTunedLinearRegression("lasso", features="frequencies", vocabulary=vocab, cv=5)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(x_train, y_train)
+        seconds = time.perf_counter() - start
+        pred = model.predict(x_test)
+        record = {"y_true": y_test.tolist(), "y_pred": np.asarray(pred).tolist(), "fit_seconds": seconds,
+                  "n_train": len(x_train), "n_test": len(x_test), "dropped_empty_train": dropped}
+        if method != "lasso":
+            record["heldout_loglik_per_word"] = model.heldout_log_likelihood_per_word(x_test)
+    record["pr2"] = float(1 - np.sum((y_test - pred) ** 2) / np.sum((y_test - y_test.mean()) ** 2))
+    return record
+
+
+def summarize(cells: list[dict], study: TopicStudy) -> list[dict]:
+    """One record per method and K (lasso: K=None): pooled out-of-fold pR^2 and the folds'."""
+    groups: dict[tuple, list[dict]] = {}
+    for c in cells:
+        groups.setdefault((c["method"], c["params"].get("K")), []).append(c)
+    out = []
+    for (method, k), members in sorted(groups.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1] or 0)):
+        y = np.concatenate([m["y_true"] for m in members])
+        p = np.concatenate([m["y_pred"] for m in members])
+        out.append({
+            "method": method, "K": k, "folds": len(members),
+            "pr2": float(1 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2)),
+            "pr2_per_fold": [m["pr2"] for m in sorted(members, key=lambda m: m["split"])],
+            "fit_seconds_mean": float(np.mean([m["fit_seconds"] for m in members])),
+            **({"heldout_loglik_per_word": float(np.mean([m["heldout_loglik_per_word"] for m in members]))}
+               if "heldout_loglik_per_word" in members[0] else {}),
+        })
+    return out
+
+
+def table(summary: list[dict], study: TopicStudy) -> str:
+    lines = [f"| K | {' | '.join(LABELS[m] for m in study.methods)} |", "|---|" + "---|" * len(study.methods)]
+    for k in study.topics:
+        row = []
+        best = max((r["pr2"] for r in summary if r["K"] in (k, None)), default=None)
+        for m in study.methods:
+            r = next((r for r in summary if r["method"] == m and r["K"] in ((None,) if m == "lasso" else (k,))), None)
+            if r is None:
+                row.append("–")
+                continue
+            text = f"{r['pr2']:.3f} ± {np.std(r['pr2_per_fold']):.3f}"
+            row.append(f"**{text}**" if r["pr2"] == best else text)
+        lines.append(f"| {k} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + (
+        f"\n\n{study.dataset}: out-of-fold predictive R^2 pooled over {study.folds} folds (± std over folds); "
+        f"sLDA by {'variational EM' if study.inference == 'em' else 'Pyro SVI'}; best per row in bold.\n"
+    )
+
+
+def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .study import StudyDirectory, run_study, write_json
+
+    out = Path(out)
+    _cached_corpus(study.dataset)
+    write_json(out / "study.json", {"kind": "topics", **study.__dict__})
+    cells, failures = run_study(run_cell, study, make_cells(study), StudyDirectory(out), executor, progress)
+    summary = summarize(cells, study)
+    write_json(out / "results.json", [
+        {"method": c["method"], "split": c["split"], "K": c["params"].get("K"), "pr2": c["pr2"],
+         "fit_seconds": c["fit_seconds"], "n_train": c["n_train"], "n_test": c["n_test"]}
+        for c in cells
+    ])
+    write_json(out / "summary.json", summary)
+    text = table(summary, study)
+    if failures:
+        text += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt).\n"
+    (out / "table.md").write_text(text)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for i, method in enumerate(study.methods):
+        rows = [r for r in summary if r["method"] == method]
+        if method == "lasso" and rows:
+            ax.axhline(rows[0]["pr2"], color=f"C{i}", ls="--", label=LABELS[method])
+        elif rows:
+            ax.errorbar([r["K"] for r in rows], [r["pr2"] for r in rows], yerr=[np.std(r["pr2_per_fold"]) for r in rows],
+                        marker="o", capsize=3, color=f"C{i}", label=LABELS[method])
+    ax.set_xlabel("number of topics K")
+    ax.set_ylabel("predictive R^2 (out of fold)")
+    ax.set_title(study.dataset)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "pr2_vs_K.png", dpi=120)
+    plt.close(fig)
+    return {"summary": summary, "failures": failures, "table": text}
