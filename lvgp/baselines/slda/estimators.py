@@ -60,10 +60,15 @@ class _TopicModelBase(BaseEstimator):
         return self.vocabulary_.words if self.vocabulary_ is not None else [str(i) for i in range(self.n_words_)]
 
     def _fit_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None = None) -> None:
+        # module-local parameters: Pyro would otherwise sync PyroModule parameters with its
+        # global param store by name, across models of one process
+        with pyro.settings.context(module_local_params=True):
+            self._run_svi(x, y, n_classes)
+
+    def _run_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None) -> None:
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(2**31 - 1))
         pyro.set_rng_seed(seed)
-        pyro.clear_param_store()
         torch_gen = np.random.default_rng(seed)
         model = SupervisedLDA(
             self.n_words_, self.n_topics, response=self._response, n_classes=n_classes, alpha=self.alpha,

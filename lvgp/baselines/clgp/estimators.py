@@ -1,0 +1,412 @@
+"""Distribution estimation and imputation for multivariate categorical data: the CLGP and
+LGM (Pyro) and the frequency baselines of Gal et al. (2015), section 5.2.
+
+Data are ``n x D`` integer codes (``-1`` = missing) with ``cardinalities[d]`` values in
+column ``d``; :class:`CategoricalTable` makes them from strings. Every model offers
+``fit(codes)`` and ``predict_proba(codes)``: for each column, the probabilities of its
+values in each row given the row's observed entries (imputation).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pyro
+import torch
+from pyro.infer import TraceMeanField_ELBO
+from sklearn.base import BaseEstimator
+from tqdm.auto import tqdm
+
+from .model import CategoricalLatentGP
+
+MISSING = -1
+
+
+class CategoricalTable:
+    """Strings (``None`` = missing) <-> integer codes, column by column. Categories are
+    sorted (numerically when every value of a column is a number, else as strings).
+
+    Fit it on every value the columns can take (e.g. the whole data set): the set of
+    categories is domain knowledge, not a frequency estimate, and a test value outside it
+    could only be given probability zero.
+    """
+
+    def fit(self, columns: list[str], values: np.ndarray) -> CategoricalTable:
+        self.columns = list(columns)
+        self.categories = []
+        for j, name in enumerate(self.columns):
+            seen = sorted({v for v in values[:, j] if v is not None}, key=_sort_key)
+            if not seen:
+                raise ValueError(f"column {name!r} has no observed value (all missing)")
+            if len(seen) < 2:
+                raise ValueError(f"column {name!r} takes a single value ({seen[0]!r}): nothing to model; drop it")
+            self.categories.append(seen)
+        return self
+
+    @property
+    def cardinalities(self) -> list[int]:
+        return [len(c) for c in self.categories]
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        codes = np.full(values.shape, MISSING, dtype=np.int64)
+        for j, cats in enumerate(self.categories):
+            index = {v: i for i, v in enumerate(cats)}
+            for i, v in enumerate(values[:, j]):
+                if v is None:
+                    continue
+                if v not in index:
+                    raise ValueError(f"column {self.columns[j]!r} row {i}: value {v!r} is not a known category")
+                codes[i, j] = index[v]
+        return codes
+
+
+def _sort_key(v: str):
+    try:
+        return (0, float(v), v)
+    except ValueError:
+        return (1, 0.0, v)
+
+
+def check_codes(codes: np.ndarray, cardinalities: list[int], name: str = "codes") -> np.ndarray:
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[1] != len(cardinalities):
+        raise ValueError(f"{name} must be n x {len(cardinalities)}; got shape {codes.shape}")
+    if not np.issubdtype(codes.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer codes (-1 = missing); got {codes.dtype}")
+    bad = (codes < MISSING) | (codes >= np.asarray(cardinalities))
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        raise ValueError(f"{name} holds codes outside [-1, K_d) at (row, column) {list(zip(rows[:5], cols[:5]))}")
+    return codes
+
+
+# ------------------------------------------------------------------ frequency baselines
+
+
+class _FrequencyModel(BaseEstimator):
+    def fit(self, codes: np.ndarray, cardinalities: list[int]):
+        self.cardinalities_ = list(cardinalities)
+        self.codes_ = check_codes(codes, cardinalities)
+        return self
+
+    def _counts(self, d: int) -> np.ndarray:
+        col = self.codes_[:, d]
+        return np.bincount(col[col >= 0], minlength=self.cardinalities_[d]).astype(float)
+
+
+class UniformModel(_FrequencyModel):
+    """Every value equally likely."""
+
+    def predict_proba(self, codes):
+        return [np.full((len(codes), k), 1.0 / k) for k in self.cardinalities_]
+
+
+class MultinomialModel(_FrequencyModel):
+    """Marginal frequencies of the training data (no smoothing: an unseen value gets 0)."""
+
+    def predict_proba(self, codes):
+        out = []
+        for d, k in enumerate(self.cardinalities_):
+            c = self._counts(d)
+            out.append(np.tile(c / c.sum(), (len(codes), 1)))
+        return out
+
+
+class UnigramDirichletMultinomial(_FrequencyModel):
+    """Posterior predictive of a Dirichlet(alpha)-multinomial per column: (n_k + a) / (n + K a)."""
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def predict_proba(self, codes):
+        out = []
+        for d, k in enumerate(self.cardinalities_):
+            c = self._counts(d)
+            out.append(np.tile((c + self.alpha) / (c.sum() + k * self.alpha), (len(codes), 1)))
+        return out
+
+
+class BigramDirichletMultinomial(_FrequencyModel):
+    """A Dirichlet(alpha)-multinomial of column d conditioned on one other observed column e:
+    (n_{d=k, e=j} + a) / (n_{e=j} + K_d a).
+
+    Which e: for each column d, the other columns are ranked by their empirical mutual
+    information with d on the training rows (where both are observed); a row uses the
+    highest-ranked column it has observed. A row with no other observed column falls back
+    to the unigram model.
+    """
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def fit(self, codes, cardinalities):
+        super().fit(codes, cardinalities)
+        D = len(cardinalities)
+        self.partners_ = []
+        for d in range(D):
+            scores = [(self._mutual_information(d, e), e) for e in range(D) if e != d]
+            self.partners_.append([e for _, e in sorted(scores, reverse=True)])
+        return self
+
+    def _joint(self, d: int, e: int) -> np.ndarray:
+        both = (self.codes_[:, d] >= 0) & (self.codes_[:, e] >= 0)
+        joint = np.zeros((self.cardinalities_[d], self.cardinalities_[e]))
+        np.add.at(joint, (self.codes_[both, d], self.codes_[both, e]), 1.0)
+        return joint
+
+    def _mutual_information(self, d: int, e: int) -> float:
+        joint = self._joint(d, e)
+        if joint.sum() == 0:
+            return -np.inf
+        p = joint / joint.sum()
+        pd, pe = p.sum(1, keepdims=True), p.sum(0, keepdims=True)
+        nz = p > 0
+        return float((p[nz] * np.log(p[nz] / (pd @ pe)[nz])).sum())
+
+    def predict_proba(self, codes):
+        codes = check_codes(codes, self.cardinalities_)
+        out = []
+        for d, k in enumerate(self.cardinalities_):
+            c = self._counts(d)
+            probs = np.tile((c + self.alpha) / (c.sum() + k * self.alpha), (len(codes), 1))
+            for i, row in enumerate(codes):
+                e = next((e for e in self.partners_[d] if row[e] >= 0), None)
+                if e is not None:
+                    column = self._joint(d, e)[:, row[e]]
+                    probs[i] = (column + self.alpha) / (column.sum() + k * self.alpha)
+            out.append(probs)
+        return out
+
+
+# ------------------------------------------------------------------ CLGP and LGM
+
+
+class CLGP(BaseEstimator):
+    """The categorical latent Gaussian process (``covariance="rbf"``) or the linear LGM
+    (``covariance="linear"``), fitted by maximizing the Monte Carlo ELBO.
+
+    Args:
+        latent_dim, num_inducing: Q and M.
+        covariance: ``"rbf"`` (CLGP) or ``"linear"`` (LGM: no KL on U).
+        samples: Monte Carlo samples of (X, U, F) per ELBO evaluation (vectorized).
+        optimizer: ``"rmsprop"`` (the paper) or ``"adam"``; ``lr`` its step size.
+        max_iter: iterations over the training data (full batch).
+        init: initial latent means: ``"pca"`` (the first Q principal components of the
+            one-hot rows, missing entries at their column means, scaled to unit variance;
+            the usual GP-LVM initialization, and inducing inputs on a random subset of them) or
+            ``"random"`` (N(0, I) as in the paper's section 5).
+        lengthscale_init: initial ARD length-scales (the paper: 0.1, relative to its random
+            initialization; 1.0 matches unit-variance PCA coordinates).
+        kl_warmup: fraction of ``max_iter`` over which the weight of KL(q(x)||p(x)) rises
+            linearly from 0 to 1 (then the objective is the exact ELBO). Without it the
+            optimizer tends to collapse q(x) onto the prior first (an uninformative local
+            optimum the KL makes cheap); 0 disables it.
+        impute_iter: iterations fitting q(x) of new rows (global parameters fixed).
+        predict_samples: Monte Carlo samples for predictive probabilities.
+        random_state, verbose.
+
+    ``fit(codes, cardinalities)`` learns from ``n x D`` codes (-1 = missing, masked out
+    of the likelihood); ``predict_proba(codes)`` infers q(x) for each new row from its
+    observed entries with the global parameters fixed, then returns, per column, the
+    predictive probabilities of its values. Fitted: ``model_``, ``elbo_curve_`` (per
+    observed entry), ``latent_means_`` (n x Q).
+    """
+
+    def __init__(
+        self,
+        latent_dim: int = 2,
+        num_inducing: int = 50,
+        covariance: str = "rbf",
+        samples: int = 5,
+        optimizer: str = "rmsprop",
+        lr: float = 0.01,
+        max_iter: int = 500,
+        init: str = "pca",
+        lengthscale_init: float = 1.0,
+        kl_warmup: float = 0.5,
+        impute_iter: int = 300,
+        predict_samples: int = 200,
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
+        self.latent_dim = latent_dim
+        self.num_inducing = num_inducing
+        self.covariance = covariance
+        self.samples = samples
+        self.optimizer = optimizer
+        self.lr = lr
+        self.max_iter = max_iter
+        self.init = init
+        self.lengthscale_init = lengthscale_init
+        self.kl_warmup = kl_warmup
+        self.impute_iter = impute_iter
+        self.predict_samples = predict_samples
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _elbo(self):
+        return TraceMeanField_ELBO(num_particles=self.samples, vectorize_particles=True, max_plate_nesting=1)
+
+    # Pyro syncs PyroModule parameters with its *global* param store by name, so a second
+    # model in one process would silently adopt the first one's tensors; every use of the
+    # model runs with module-local parameters instead.
+    _local_params = staticmethod(lambda: pyro.settings.context(module_local_params=True))
+
+    def _optimize(self, params, loss_fn, iters: int, desc: str, warmup: int = 0) -> list[float]:
+        if self.optimizer == "rmsprop":
+            opt = torch.optim.RMSprop(params, lr=self.lr)
+        elif self.optimizer == "adam":
+            opt = torch.optim.Adam(params, lr=self.lr)
+        else:
+            raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {self.optimizer!r}")
+        curve = []
+        bar = tqdm(range(iters), desc=desc, disable=not self.verbose, leave=False)
+        try:
+            for it in bar:
+                # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
+                self.model_.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
+                opt.zero_grad()
+                loss = loss_fn()
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"the ELBO became {loss.item()} after {len(curve)} iterations; lower lr")
+                loss.backward()
+                opt.step()
+                curve.append(loss.item())
+                bar.set_postfix(loss=f"{curve[-1]:.4g}")
+        except KeyboardInterrupt:
+            warnings.warn(f"{desc} interrupted after {len(curve)} iterations", RuntimeWarning, stacklevel=3)
+        return curve
+
+    def fit(self, codes: np.ndarray, cardinalities: list[int]):
+        with self._local_params():
+            return self._fit(codes, cardinalities)
+
+    def _fit(self, codes: np.ndarray, cardinalities: list[int]):
+        codes = check_codes(codes, cardinalities)
+        observed = codes >= 0
+        if not observed.any(0).all():
+            raise ValueError(f"columns {np.flatnonzero(~observed.any(0)).tolist()} have no observed value")
+        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        pyro.set_rng_seed(seed)
+        self.cardinalities_ = list(cardinalities)
+        self.model_ = CategoricalLatentGP(
+            self.cardinalities_, len(codes), self.latent_dim, self.num_inducing, self.covariance, seed=seed,
+            lengthscale_init=self.lengthscale_init,
+        ).double()
+        if self.init == "pca":
+            self._pca = _OneHotPCA(self.cardinalities_, self.latent_dim).fit(codes)
+            with torch.no_grad():
+                self.model_.x_loc = torch.from_numpy(self._pca.transform(codes))
+                if self.covariance == "rbf":  # inducing inputs on a random subset of the latent means
+                    rows = np.random.default_rng(seed).choice(len(codes), self.num_inducing, replace=len(codes) < self.num_inducing)
+                    self.model_.inducing = torch.from_numpy(self._pca.transform(codes[rows]))
+        elif self.init != "random":
+            raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
+        y, mask = torch.from_numpy(codes), torch.from_numpy(observed)
+        elbo = self._elbo()
+        n_obs = float(observed.sum())
+        start = time.perf_counter()
+        self.elbo_curve_ = [
+            -v / n_obs
+            for v in self._optimize(
+                list(self.model_.parameters()),
+                lambda: elbo.differentiable_loss(self.model_.model, self.model_.guide, y, mask),
+                self.max_iter,
+                "CLGP" if self.covariance == "rbf" else "LGM",
+                warmup=int(self.kl_warmup * self.max_iter),
+            )
+        ]
+        self.fit_seconds_ = time.perf_counter() - start
+        self.latent_means_ = self.model_.x_loc.detach().numpy().copy()
+        self._new_rows = 0
+        return self
+
+    def infer_rows(self, codes: np.ndarray) -> str:
+        """Fit q(x) of new rows from their observed entries, the global parameters fixed;
+        returns the name under which the rows' q(x) is stored."""
+        with self._local_params():
+            return self._infer_rows(codes)
+
+    def _infer_rows(self, codes: np.ndarray) -> str:
+        codes = check_codes(codes, self.cardinalities_)
+        self._new_rows += 1
+        name = f"new{self._new_rows}"
+        init = self._pca.transform(codes) if self.init == "pca" else None
+        self.model_.add_rows(name, len(codes), seed=self._new_rows, init=init)
+        self.model_.double()
+        trainable = [p for n, p in self.model_.named_parameters() if n.startswith((f"x_loc_{name}", f"x_scale_{name}"))]
+        y, mask = torch.from_numpy(codes), torch.from_numpy(codes >= 0)
+        elbo = self._elbo()
+        self._optimize(
+            trainable,
+            lambda: elbo.differentiable_loss(
+                lambda: self.model_.model(y, mask, rows=name), lambda: self.model_.guide(y, mask, rows=name)
+            ),
+            self.impute_iter,
+            "impute",
+        )
+        return name
+
+    def predict_proba(self, codes: np.ndarray) -> list[np.ndarray]:
+        name = self.infer_rows(codes)
+        g = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**31 - 1)))
+        probs = self.model_.predictive_probabilities(name, len(codes), self.predict_samples, generator=g)
+        return [p.numpy() for p in probs]
+
+
+class _OneHotPCA:
+    """Principal components of one-hot encoded rows (missing entries at the column mean)."""
+
+    def __init__(self, cardinalities: list[int], n_components: int):
+        self.cardinalities, self.n_components = cardinalities, n_components
+
+    def _one_hot(self, codes: np.ndarray) -> np.ndarray:
+        blocks = []
+        for d, k in enumerate(self.cardinalities):
+            block = np.zeros((len(codes), k))
+            seen = codes[:, d] >= 0
+            block[np.flatnonzero(seen), codes[seen, d]] = 1.0
+            block[~seen] = self.means[d] if hasattr(self, "means") else 1.0 / k
+            blocks.append(block)
+        return np.concatenate(blocks, axis=1)
+
+    def fit(self, codes: np.ndarray) -> _OneHotPCA:
+        self.means = []
+        for d, k in enumerate(self.cardinalities):
+            col = codes[:, d]
+            self.means.append(np.bincount(col[col >= 0], minlength=k) / max(1, (col >= 0).sum()))
+        data = self._one_hot(codes)
+        self.center = data.mean(0)
+        _, _, vt = np.linalg.svd(data - self.center, full_matrices=False)
+        self.components = vt[: self.n_components]
+        scores = (data - self.center) @ self.components.T
+        self.scale = scores.std(0) + 1e-12
+        return self
+
+    def transform(self, codes: np.ndarray) -> np.ndarray:
+        return ((self._one_hot(codes) - self.center) @ self.components.T) / self.scale
+
+
+def hide_one_value(codes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The imputation protocol: in every row hide one observed value chosen at random.
+    Returns the partially observed rows, and the hidden columns and values."""
+    partial = codes.copy()
+    columns = np.empty(len(codes), dtype=int)
+    for i, row in enumerate(codes):
+        observed = np.flatnonzero(row >= 0)
+        if len(observed) < 2:
+            raise ValueError(f"row {i} has fewer than two observed values: nothing is left to impute from")
+        columns[i] = rng.choice(observed)
+    values = codes[np.arange(len(codes)), columns]
+    partial[np.arange(len(codes)), columns] = MISSING
+    return partial, columns, values
+
+
+def imputation_perplexity(model, partial: np.ndarray, columns: np.ndarray, values: np.ndarray) -> float:
+    """exp(-mean log p(hidden value | the rest of its row)) -- the paper's test perplexity."""
+    probs = model.predict_proba(partial)
+    p = np.array([probs[d][i, v] for i, (d, v) in enumerate(zip(columns, values))])
+    with np.errstate(divide="ignore"):
+        return float(np.exp(-np.mean(np.log(p))))

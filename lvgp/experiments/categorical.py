@@ -1,0 +1,203 @@
+"""The categorical imputation study (Gal, Chen & Ghahramani 2015, sections 5.1-5.2).
+
+Data sets: ``breast-cancer`` (the Wisconsin data in ``../shared/data``: 683 complete rows,
+nine attributes valued 1..10 and the class; the ``Id`` column and the 16 incomplete rows
+are dropped), ``xor`` (the paper's relation embedding: 25 copies of each XOR triplet for
+training, the four triplets with their third value hidden for testing), or a CSV of
+categorical columns (an empty cell is missing; rows with missing cells stay in training
+with those cells masked out of the likelihood).
+
+Per split (breast cancer, CSV): a random 75/25 train/test partition; in every test row one
+observed value is hidden at random and predicted from the rest of the row. The categories
+of each column are taken from the whole table (the domain), their frequencies from the
+training rows only. Test perplexity = exp(-mean log p(hidden value)). XOR has a fixed
+train/test set; its "splits" are repetitions with different seeds.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..baselines.clgp import (
+    CLGP,
+    BigramDirichletMultinomial,
+    CategoricalTable,
+    MultinomialModel,
+    UniformModel,
+    UnigramDirichletMultinomial,
+    hide_one_value,
+)
+from ..datasets.loaders import read_categorical_csv, shared_data_path
+
+DATASETS = ("breast-cancer", "xor")
+METHODS = ("clgp", "lgm", "uniform", "multinomial", "unigram-dm", "bigram-dm")
+LABELS = {"clgp": "CLGP", "lgm": "LGM", "uniform": "Uniform", "multinomial": "Multinomial",
+          "unigram-dm": "Uni-Dir-Mult", "bigram-dm": "Bi-Dir-Mult"}
+
+
+@dataclass(frozen=True)
+class CategoricalStudy:
+    dataset: str
+    drop_columns: tuple[str, ...] = ()
+    splits: int = 3
+    methods: tuple[str, ...] = METHODS
+    latent_dim: int = 2
+    inducing: int = 50
+    samples: int = 5
+    max_iter: int = 1000
+    lr: float = 0.05
+    optimizer: str = "adam"
+    alpha: float = 1.0
+    seed: int = 0
+    color_by: str | None = None
+
+
+@functools.lru_cache(maxsize=4)
+def load_table(dataset: str, drop_columns: tuple[str, ...]) -> tuple[list[str], np.ndarray, int]:
+    """Column names, string values (None = missing), and the number of dropped rows."""
+    if dataset == "breast-cancer":
+        path = shared_data_path("breast_cancer_wisconsin.csv")
+        if path is None:
+            raise FileNotFoundError(
+                "breast-cancer reads ../shared/data/breast_cancer_wisconsin.csv, which is not here; pass its path instead"
+            )
+        columns, values = read_categorical_csv(path, drop_columns=tuple(drop_columns) or ("Id",))
+        complete = np.array([all(v is not None for v in row) for row in values])
+        return columns, values[complete], int((~complete).sum())
+    if dataset == "xor":
+        return ["a", "b", "a_xor_b"], np.array([[str(a), str(b), str(a ^ b)] for a in (0, 1) for b in (0, 1)], dtype=object), 0
+    columns, values = read_categorical_csv(dataset, drop_columns=drop_columns)
+    return columns, values, 0
+
+
+@functools.lru_cache(maxsize=16)
+def prepare_split(study: CategoricalStudy, split: int):
+    """(train codes, test partial codes, hidden columns, hidden values, table, columns, dropped rows)."""
+    columns, values, dropped = load_table(study.dataset, study.drop_columns)
+    table = CategoricalTable().fit(columns, values)
+    codes = table.encode(values)
+    rng = np.random.default_rng([study.seed, split, 2015])
+    if study.dataset == "xor":
+        train = np.repeat(codes, 25, axis=0)
+        partial = codes.copy()
+        partial[:, 2] = -1
+        return train, partial, np.full(4, 2), codes[:, 2], table, columns, dropped
+    if len(codes) < 8:
+        raise ValueError(f"{study.dataset}: {len(codes)} rows are too few for a 75/25 split")
+    perm = rng.permutation(len(codes))
+    n_train = int(round(0.75 * len(codes)))
+    train, test = codes[perm[:n_train]], codes[perm[n_train:]]
+    partial, hidden_cols, hidden_vals = hide_one_value(test, rng)
+    return train, partial, hidden_cols, hidden_vals, table, columns, dropped
+
+
+def make_cells(study: CategoricalStudy) -> list[dict]:
+    for m in study.methods:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
+    return [{"method": m, "split": s, "params": {}} for m in study.methods for s in range(study.splits)]
+
+
+def _model(study: CategoricalStudy, method: str, split: int):
+    if method in ("clgp", "lgm"):
+        return CLGP(
+            latent_dim=study.latent_dim, num_inducing=study.inducing, covariance="rbf" if method == "clgp" else "linear",
+            samples=study.samples, max_iter=study.max_iter, lr=study.lr, optimizer=study.optimizer,
+            random_state=1000 * study.seed + split,
+        )
+    return {"uniform": UniformModel(), "multinomial": MultinomialModel(),
+            "unigram-dm": UnigramDirichletMultinomial(study.alpha), "bigram-dm": BigramDirichletMultinomial(study.alpha)}[method]
+
+
+def run_cell(study: CategoricalStudy, cell: dict) -> dict:
+    train, partial, cols, vals, table, columns, dropped = prepare_split(study, cell["split"])
+    model = _model(study, cell["method"], cell["split"])
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train, table.cardinalities)
+        seconds = time.perf_counter() - start
+        probs = model.predict_proba(partial)
+    p = np.array([probs[d][i, v] for i, (d, v) in enumerate(zip(cols, vals))])
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p)
+    record = {
+        "perplexity": float(np.exp(-np.mean(log_p))),
+        "mean_log_p": float(np.mean(log_p)),
+        "fit_seconds": seconds,
+        "n_train": int(len(train)),
+        "n_test": int(len(partial)),
+        "dropped_incomplete_rows": dropped,
+    }
+    if cell["method"] in ("clgp", "lgm"):
+        record["elbo_per_entry"] = model.elbo_curve_[-1]
+        if cell["split"] == 0:
+            colour = columns.index(study.color_by) if study.color_by in columns else len(columns) - 1
+            record["latent_means"] = model.latent_means_.round(4).tolist()
+            record["colour_column"] = columns[colour]
+            record["colour_values"] = [table.categories[colour][c] if c >= 0 else None for c in train[:, colour]]
+    return record
+
+
+def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
+    methods = [m for m in METHODS if any(r["method"] == m for r in records)]
+    lines = ["| split | " + " | ".join(LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
+    per = {m: {r["split"]: r["perplexity"] for r in records if r["method"] == m} for m in methods}
+    for s in range(study.splits):
+        row = [per[m].get(s) for m in methods]
+        best = min((v for v in row if v is not None), default=None)
+        lines.append(f"| {s + 1} | " + " | ".join(
+            "–" if v is None else (f"**{v:.3f}**" if v == best else f"{v:.3f}") for v in row) + " |")
+    means = {m: (np.mean(list(per[m].values())), np.std(list(per[m].values()))) for m in methods if per[m]}
+    best = min(v[0] for v in means.values())
+    lines.append("| mean ± std | " + " | ".join(
+        (f"**{means[m][0]:.3f} ± {means[m][1]:.3f}**" if means[m][0] == best else f"{means[m][0]:.3f} ± {means[m][1]:.3f}")
+        for m in methods) + " |")
+    return "\n".join(lines) + (
+        f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
+        f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "
+        f"latent dimension {study.latent_dim}, {study.inducing} inducing points, {study.samples} Monte Carlo samples.\n"
+    )
+
+
+def run_categorical_study(study: CategoricalStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .study import StudyDirectory, run_study, write_json
+
+    out = Path(out)
+    prepare_split(study, 0)  # bad input fails here, before any cell runs
+    write_json(out / "study.json", {"kind": "categorical", **study.__dict__})
+    cells, failures = run_study(run_cell, study, make_cells(study), StudyDirectory(out), executor, progress)
+    records = [{k: v for k, v in c.items() if k not in ("latent_means", "colour_values", "params")} for c in cells]
+    records.sort(key=lambda r: (METHODS.index(r["method"]), r["split"]))
+    write_json(out / "results.json", records)
+    text = table_markdown(records, study) if records else "no finished cells\n"
+    if failures:
+        text += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt).\n"
+    (out / "table.md").write_text(text)
+    latent = [c for c in cells if "latent_means" in c]
+    fig, axes = plt.subplots(1, max(1, len(latent)), figsize=(5 * max(1, len(latent)), 4.5), squeeze=False)
+    for ax, c in zip(axes[0], sorted(latent, key=lambda c: METHODS.index(c["method"]))):
+        xy = np.asarray(c["latent_means"])
+        labels = np.array([str(v) for v in c["colour_values"]])
+        for i, value in enumerate(sorted(set(labels), key=lambda v: (len(v), v))):
+            sel = labels == value
+            ax.scatter(xy[sel, 0], xy[sel, -1], s=8, color=f"C{i % 10}", label=value)
+        ax.set_title(f"{LABELS[c['method']]}: means of q(x), split 1, coloured by {c['colour_column']}", fontsize=8)
+        ax.legend(fontsize=6, markerscale=2)
+    if not latent:
+        axes[0][0].text(0.5, 0.5, "no CLGP/LGM fit in this study", ha="center")
+    fig.tight_layout()
+    fig.savefig(out / "latent_space.png", dpi=120)
+    plt.close(fig)
+    return {"records": records, "failures": failures, "table": text}
