@@ -4,6 +4,8 @@
   over padded word-index sets (:class:`Vocabulary` makes them from texts; :data:`PAD` pads).
 * :class:`GPLVSM` / :class:`GPLVSMRegressor` -- GP-LVSM as a gpytorch ``ExactGP`` and as a
   scikit-learn estimator, trained by MAP (:class:`LogPosterior`).
+* :class:`SLDARegressor` / :class:`SLDAClassifier` -- supervised LDA (Pyro SVI or the paper's EM).
+* :class:`CLGP` -- the categorical latent GP (and its linear LGM) for categorical tables.
 * :mod:`lvgp.baselines` -- the baselines of the comparative studies.
 """
 
@@ -13,6 +15,24 @@ from .kernels import LatentDistributionKernel
 from .models import GPLVSM, CovarianceError, GPLVSMRegressor, LogPosterior, SharedKernelExactGP, exact_numerics
 
 __version__ = "0.1.0"
+
+# Pyro-based models are imported on first use: ``import lvgp`` stays light.
+_LAZY = {
+    "SLDARegressor": "lvgp.baselines.slda",
+    "SLDAClassifier": "lvgp.baselines.slda",
+    "LDARegression": "lvgp.baselines.slda",
+    "CLGP": "lvgp.baselines.clgp",
+    "GPRBFRegressor": "lvgp.baselines",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lvgp' has no attribute {name!r}")
+
 
 __all__ = [
     "PAD",
@@ -29,4 +49,5 @@ __all__ = [
     "CovarianceError",
     "exact_numerics",
     "warnings",
+    *_LAZY,
 ]

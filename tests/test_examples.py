@@ -14,6 +14,7 @@ EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLES = {
     "gpytorch_composition.py": [],
     "estimator_quickstart.py": [],
+    "slda_quickstart.py": [],
 }
 
 

@@ -22,5 +22,8 @@ def test_notebook_runs_in_smoke_mode(path, monkeypatch, tmp_path):
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("LVGP_RESULTS", str(tmp_path))
+    # one intra-op thread in the kernel: with several busy-waiting OpenMP threads a kernel
+    # process slows down tenfold whenever another process holds a core (measured: 37 s vs 3 s)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()

@@ -13,11 +13,13 @@ from .loaders import (
     read_regression_tsv,
 )
 from .registry import DataUnavailableError, data_home
-from .synthetic import SyntheticCorpus, make_synonym_regression
+from .synthetic import SyntheticCorpus, TopicCorpus, make_slda_corpus, make_synonym_regression
 
 __all__ = [
     "SyntheticCorpus",
     "make_synonym_regression",
+    "make_slda_corpus",
+    "TopicCorpus",
     "RegressionCorpus",
     "ClassificationCorpus",
     "WordEmbeddings",

@@ -17,6 +17,7 @@ train/test set; its "splits" are repetitions with different seeds.
 from __future__ import annotations
 
 import functools
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -130,6 +131,9 @@ def run_cell(study: CategoricalStudy, cell: dict) -> dict:
     record = {
         "perplexity": float(np.exp(-np.mean(log_p))),
         "mean_log_p": float(np.mean(log_p)),
+        # a hidden value given probability 0 (possible for the unsmoothed multinomial) makes the
+        # perplexity infinite; results.json stores it as null (JSON has no infinity)
+        "zero_probability_values": int((p == 0).sum()),
         "fit_seconds": seconds,
         "n_train": int(len(train)),
         "n_test": int(len(partial)),
@@ -148,21 +152,32 @@ def run_cell(study: CategoricalStudy, cell: dict) -> dict:
 def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
     methods = [m for m in METHODS if any(r["method"] == m for r in records)]
     lines = ["| split | " + " | ".join(LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
-    per = {m: {r["split"]: r["perplexity"] for r in records if r["method"] == m} for m in methods}
+    def value(r):  # null in JSON = an infinite perplexity
+        return math.inf if r["perplexity"] is None else r["perplexity"]
+
+    def fmt(v, bold):
+        text = "∞" if math.isinf(v) else f"{v:.3f}"
+        return f"**{text}**" if bold else text
+
+    per = {m: {r["split"]: value(r) for r in records if r["method"] == m} for m in methods}
     for s in range(study.splits):
         row = [per[m].get(s) for m in methods]
         best = min((v for v in row if v is not None), default=None)
-        lines.append(f"| {s + 1} | " + " | ".join(
-            "–" if v is None else (f"**{v:.3f}**" if v == best else f"{v:.3f}") for v in row) + " |")
-    means = {m: (np.mean(list(per[m].values())), np.std(list(per[m].values()))) for m in methods if per[m]}
+        lines.append(f"| {s + 1} | " + " | ".join("–" if v is None else fmt(v, v == best) for v in row) + " |")
+    means = {}
+    for m in methods:
+        v = np.array(list(per[m].values()))
+        means[m] = (math.inf, math.nan) if np.isinf(v).any() else (v.mean(), v.std())
     best = min(v[0] for v in means.values())
     lines.append("| mean ± std | " + " | ".join(
-        (f"**{means[m][0]:.3f} ± {means[m][1]:.3f}**" if means[m][0] == best else f"{means[m][0]:.3f} ± {means[m][1]:.3f}")
+        fmt(means[m][0], means[m][0] == best) if math.isinf(means[m][0])
+        else (f"**{means[m][0]:.3f} ± {means[m][1]:.3f}**" if means[m][0] == best else f"{means[m][0]:.3f} ± {means[m][1]:.3f}")
         for m in methods) + " |")
     return "\n".join(lines) + (
         f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
         f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "
-        f"latent dimension {study.latent_dim}, {study.inducing} inducing points, {study.samples} Monte Carlo samples.\n"
+        f"latent dimension {study.latent_dim}, {study.inducing} inducing points, {study.samples} Monte Carlo samples. "
+        "∞: some hidden value got probability 0 (the unsmoothed multinomial on a value unseen in training).\n"
     )
 
 

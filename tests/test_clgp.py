@@ -1,0 +1,230 @@
+"""The categorical latent GP and LGM (Gal, Chen & Ghahramani 2015): the Monte Carlo ELBO is
+unbiased, the sparse prior with inducing inputs at the data is the full GP prior, the
+analytic KL agrees with a Monte Carlo KL, imputation on data drawn from the model beats the
+frequency baselines, the frequency baselines match their closed forms, bad input, and the
+``lvgp compare categorical`` study end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyro
+import pytest
+import torch
+from pyro.infer import Trace_ELBO, TraceMeanField_ELBO
+
+from lvgp.baselines.clgp import (
+    CLGP,
+    BigramDirichletMultinomial,
+    CategoricalTable,
+    MultinomialModel,
+    UniformModel,
+    UnigramDirichletMultinomial,
+    hide_one_value,
+    imputation_perplexity,
+)
+from lvgp.baselines.clgp.model import CategoricalLatentGP
+from lvgp.datasets.loaders import read_categorical_csv
+
+
+@pytest.fixture(autouse=True)
+def clean_param_store():
+    pyro.clear_param_store()
+    with pyro.settings.context(module_local_params=True):
+        yield
+    pyro.clear_param_store()
+
+
+def small_model(covariance="rbf", n=30, cards=(3, 4, 2), M=7, seed=0):
+    torch.manual_seed(seed)
+    model = CategoricalLatentGP(list(cards), n, latent_dim=2, num_inducing=M, covariance=covariance, seed=seed,
+                                lengthscale_init=1.0).double()
+    with torch.no_grad():  # a non-trivial q(U) so that the test exercises every term
+        for d in range(len(cards)):
+            if covariance == "rbf":
+                model.__setattr__(f"v_loc_{d}", torch.randn(cards[d], M, dtype=torch.float64))
+                model.__setattr__(f"v_tril_{d}", torch.eye(M, dtype=torch.float64) * 0.5
+                                  + 0.1 * torch.randn(M, M, dtype=torch.float64).tril(-1))
+            else:
+                model.__setattr__(f"weight_{d}", torch.randn(cards[d], 2, dtype=torch.float64))
+    rng = np.random.default_rng(seed)
+    y = torch.from_numpy(np.stack([rng.integers(0, k, n) for k in cards], 1))
+    mask = torch.from_numpy(rng.random((n, len(cards))) > 0.2)
+    return model, y, mask
+
+
+@pytest.mark.parametrize("covariance", ["rbf", "linear"])
+def test_monte_carlo_elbo_is_unbiased(covariance):
+    model, y, mask = small_model(covariance)
+    one = TraceMeanField_ELBO(num_particles=1, max_plate_nesting=1)
+    many = TraceMeanField_ELBO(num_particles=20000, vectorize_particles=True, max_plate_nesting=1)
+    with torch.no_grad():
+        small = np.array([one.differentiable_loss(model.model, model.guide, y, mask).item() for _ in range(1000)])
+        large = many.differentiable_loss(model.model, model.guide, y, mask).item()
+    stderr = small.std() / math.sqrt(len(small))
+    assert abs(small.mean() - large) < 4 * stderr + 1e-3 * abs(large), (small.mean(), large, stderr)
+
+
+def test_analytic_kl_matches_monte_carlo_kl():
+    """TraceMeanField_ELBO (analytic KL of X and U) and Trace_ELBO (everything by Monte
+    Carlo) estimate the same ELBO."""
+    model, y, mask = small_model("rbf")
+    analytic = TraceMeanField_ELBO(num_particles=20000, vectorize_particles=True, max_plate_nesting=1)
+    mc = Trace_ELBO(num_particles=20000, vectorize_particles=True, max_plate_nesting=1)
+    with torch.no_grad():
+        a = analytic.differentiable_loss(model.model, model.guide, y, mask).item()
+        b = mc.differentiable_loss(model.model, model.guide, y, mask).item()
+    assert abs(a - b) < 0.01 * abs(a), (a, b)
+
+
+def test_inducing_inputs_at_the_data_give_the_full_gp_prior():
+    """M = N, Z = X: f = W^T v with v ~ N(0, I) has covariance W^T W = K_XX and the
+    conditional variances vanish; for M < N the diagonal is still k(x, x)."""
+    n = 12
+    model = CategoricalLatentGP([3], n, latent_dim=2, num_inducing=n, jitter=1e-10, seed=0, lengthscale_init=0.8).double()
+    x = torch.randn(n, 2, dtype=torch.float64)
+    with torch.no_grad():
+        model.inducing = x.clone()
+        model.signal_variance = torch.tensor(1.7, dtype=torch.float64)
+    w, var = model.conditional(x)
+    full = model.kernel(x, x)
+    torch.testing.assert_close(w.mT @ w, full, atol=1e-7, rtol=1e-7)
+    assert var.max() < 1e-7
+    # an independent reference: the ARD RBF by loops
+    ls = model.lengthscale.detach()
+    for i in range(n):
+        for j in range(n):
+            ref = 1.7 * math.exp(-0.5 * float((((x[i] - x[j]) / ls) ** 2).sum()))
+            assert abs(full[i, j].item() - ref) < 1e-12
+    # fewer inducing points: the implied prior variance is still k(x, x) = sigma_f^2
+    model.M = 5
+    with torch.no_grad():
+        model.inducing = torch.randn(5, 2, dtype=torch.float64)
+    model._cache = None
+    w, var = model.conditional(x)
+    torch.testing.assert_close(w.pow(2).sum(0) + var, torch.full((n,), 1.7, dtype=torch.float64))
+
+
+def generative_data(n=320, D=6, K=4, seed=0):
+    """Rows drawn from the CLGP's generative process with a smooth 2-D latent structure."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 2))
+    centres = rng.standard_normal((D, K, 2)) * 1.5
+    codes = np.empty((n, D), dtype=np.int64)
+    for d in range(D):
+        logits = -2.0 * ((x[:, None, :] - centres[d][None]) ** 2).sum(-1)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        codes[:, d] = [rng.choice(K, p=row) for row in p]
+    return codes, [K] * D
+
+
+def test_clgp_imputation_beats_the_frequency_baselines_on_data_from_the_model():
+    codes, cards = generative_data()
+    train, test = codes[:240], codes[240:]
+    partial, cols, vals = hide_one_value(test, np.random.default_rng(1))
+    clgp = CLGP(num_inducing=20, samples=3, optimizer="adam", lr=0.05, max_iter=250, impute_iter=150,
+                predict_samples=100, random_state=0).fit(train, cards)
+    assert np.isfinite(clgp.elbo_curve_).all() and clgp.elbo_curve_[-1] > clgp.elbo_curve_[0]
+    ppl = imputation_perplexity(clgp, partial, cols, vals)
+    multinomial = imputation_perplexity(MultinomialModel().fit(train, cards), partial, cols, vals)
+    bigram = imputation_perplexity(BigramDirichletMultinomial().fit(train, cards), partial, cols, vals)
+    assert ppl < 0.8 * multinomial, (ppl, multinomial)
+    assert ppl < bigram, (ppl, bigram)
+
+
+def test_lgm_fits_and_imputes():
+    codes, cards = generative_data(n=160, D=4, K=3, seed=2)
+    partial, cols, vals = hide_one_value(codes[120:], np.random.default_rng(0))
+    lgm = CLGP(covariance="linear", samples=3, optimizer="adam", lr=0.05, max_iter=150, impute_iter=100,
+               predict_samples=50, random_state=0).fit(codes[:120], cards)
+    probs = lgm.predict_proba(partial)
+    for p, k in zip(probs, cards):
+        assert p.shape == (40, k)
+        np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-9)
+    assert imputation_perplexity(lgm, partial, cols, vals) < 3.0  # uniform is 3
+
+
+def test_clgp_is_reproducible_and_independent_of_other_models():
+    codes, cards = generative_data(n=60, D=3, K=3, seed=3)
+    kwargs = dict(num_inducing=8, samples=2, optimizer="adam", lr=0.05, max_iter=20, random_state=5)
+    a = CLGP(**kwargs).fit(codes, cards)
+    CLGP(**{**kwargs, "random_state": 6}).fit(codes, cards)  # another model in between
+    b = CLGP(**kwargs).fit(codes, cards)
+    np.testing.assert_array_equal(a.latent_means_, b.latent_means_)
+    assert a.elbo_curve_ == b.elbo_curve_
+
+
+def test_frequency_baselines_closed_forms():
+    codes = np.array([[0, 1], [0, 1], [1, 0], [0, -1], [2, 1]])
+    cards = [3, 2]
+    uni = UnigramDirichletMultinomial(alpha=0.5).fit(codes, cards).predict_proba(codes[:1])
+    np.testing.assert_allclose(uni[0][0], (np.array([3, 1, 1]) + 0.5) / (5 + 1.5))
+    np.testing.assert_allclose(uni[1][0], (np.array([1, 3]) + 0.5) / (4 + 1.0))
+    multi = MultinomialModel().fit(codes, cards).predict_proba(codes[:2])
+    np.testing.assert_allclose(multi[0], [[0.6, 0.2, 0.2]] * 2)
+    np.testing.assert_allclose(UniformModel().fit(codes, cards).predict_proba(codes[:1])[0], [[1 / 3] * 3])
+    # bigram: column 0 conditioned on column 1 (its only partner) when column 1 is observed
+    bi = BigramDirichletMultinomial(alpha=1.0).fit(codes, cards)
+    query = np.array([[-1, 1], [-1, -1]])
+    p = bi.predict_proba(query)[0]
+    joint_given_1 = np.array([2, 0, 1])  # rows with column 1 == 1: values 0, 0, 2
+    np.testing.assert_allclose(p[0], (joint_given_1 + 1.0) / (3 + 3.0))
+    np.testing.assert_allclose(p[1], (np.array([3, 1, 1]) + 1.0) / (5 + 3.0))  # partner missing: unigram DM
+
+
+def test_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="single value"):
+        CategoricalTable().fit(["a", "b"], np.array([["x", "1"], ["x", "2"]], dtype=object))
+    with pytest.raises(ValueError, match="all missing"):
+        CategoricalTable().fit(["a", "b"], np.array([[None, "1"], [None, "2"]], dtype=object))
+    binary = tmp_path / "data.csv"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    with pytest.raises(ValueError, match="not a"):
+        read_categorical_csv(binary)
+    jsonl = tmp_path / "pairs.csv"
+    jsonl.write_text('{"a": 1}\n{"a": 2}\n')
+    with pytest.raises(ValueError, match="not a CSV"):
+        read_categorical_csv(jsonl)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("a,b\n1,2\n3\n")
+    with pytest.raises(ValueError, match="lines \\[3\\]"):
+        read_categorical_csv(ragged)
+    with pytest.raises(ValueError, match="outside"):
+        CLGP(max_iter=1).fit(np.array([[0, 5], [1, 0]]), [2, 2])
+    with pytest.raises(ValueError, match="no observed value"):
+        CLGP(max_iter=1).fit(np.array([[0, -1], [1, -1]]), [2, 2])
+    with pytest.raises(TypeError, match="integer"):
+        CLGP(max_iter=1).fit(np.array([[0.0, 1.0]]), [2, 2])
+    with pytest.raises(ValueError, match="optimizer"):
+        CLGP(max_iter=1, optimizer="sgd").fit(np.array([[0, 1], [1, 0]]), [2, 2])
+
+
+def test_compare_categorical_cli(tmp_path):
+    from lvgp.experiments.cli import main
+
+    csv = tmp_path / "table.csv"
+    codes, _ = generative_data(n=60, D=4, K=3, seed=4)
+    lines = ["Id,colour,size,shape,kind"] + [f"{i}," + ",".join("abc"[c] for c in row) for i, row in enumerate(codes)]
+    lines[5] = lines[5].rsplit(",", 1)[0] + ","  # one missing cell: masked, not dropped
+    csv.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "study"
+    argv = ["compare", "categorical", "--dataset", str(csv), "--drop-columns", "Id", "--splits", "2",
+            "--methods", "clgp,lgm,multinomial,bigram-dm", "--inducing", "8", "--samples", "2", "--max-iter", "15",
+            "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = json.loads((out / "results.json").read_text())
+    assert {(r["method"], r["split"]) for r in records} == {(m, s) for m in ("clgp", "lgm", "multinomial", "bigram-dm")
+                                                            for s in (0, 1)}
+    for r in records:  # null = infinite (the unsmoothed multinomial can give a hidden value probability 0)
+        assert (r["perplexity"] is None and r["method"] == "multinomial" and r["zero_probability_values"] > 0) or (
+            r["perplexity"] >= 1 and r["zero_probability_values"] == 0), r
+    assert "CLGP" in (out / "table.md").read_text()
+    assert (out / "latent_space.png").stat().st_size > 1000
+    assert main(argv) == 0  # resumes: nothing to recompute
+    assert json.loads((out / "results.json").read_text()) == records
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "categorical", "--dataset", str(tmp_path / "missing.csv"), "--out", str(out)])
+    assert exit_info.value.code == 2
