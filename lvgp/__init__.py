@@ -5,6 +5,7 @@
 * :class:`GPLVSM` / :class:`GPLVSMRegressor` -- GP-LVSM as a gpytorch ``ExactGP`` and as a
   scikit-learn estimator, trained by MAP (:class:`LogPosterior`).
 * :class:`SLDARegressor` / :class:`SLDAClassifier` -- supervised LDA (Pyro SVI or the paper's EM).
+* :class:`GPEmbeddingLogisticRegression` -- logistic regression on GP-smoothed word vectors.
 * :class:`CLGP` -- the categorical latent GP (and its linear LGM) for categorical tables.
 * :mod:`lvgp.baselines` -- the baselines of the comparative studies.
 """
@@ -22,6 +23,7 @@ _LAZY = {
     "SLDAClassifier": "lvgp.baselines.slda",
     "LDARegression": "lvgp.baselines.slda",
     "CLGP": "lvgp.baselines.clgp",
+    "GPEmbeddingLogisticRegression": "lvgp.baselines.gp_embedding",
     "GPRBFRegressor": "lvgp.baselines",
 }
 

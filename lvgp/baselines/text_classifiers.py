@@ -1,0 +1,198 @@
+"""Text classification baselines of the covariate-embedding paper (Andrade et al. 2018,
+section 3), as scikit-learn classifiers on raw texts.
+
+* :class:`BowClassifier` -- L2 logistic regression (``model="logreg"``) or a linear SVM
+  (``model="svm"``) on L2-normalized tf-idf word vectors.
+* :class:`MeanEmbeddingClassifier` -- logistic regression on the mean word embedding of a
+  document (Le & Mikolov's average; words without a vector skipped).
+* :class:`BagOfClustersClassifier` -- k-means over the embeddings of the training words;
+  a document becomes tf-idf weighted counts of its words' clusters; logistic regression.
+
+Every regularization constant is chosen by stratified cross-validation on the training
+documents (over ``Cs``; when a class has a single training document, the largest ``C``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.cluster import KMeans
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+from sklearn.utils.validation import check_is_fitted
+
+from ..bow.vocabulary import Vocabulary
+from ..warnings import UnseenWordsWarning
+
+__all__ = ["BowClassifier", "MeanEmbeddingClassifier", "BagOfClustersClassifier", "tuned_linear_classifier"]
+
+
+def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_state=None):
+    """Fit logistic regression or a linear SVM with C chosen by stratified CV (accuracy)."""
+    base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000)
+    smallest = int(np.bincount(np.unique(y, return_inverse=True)[1]).min())
+    folds = min(3, smallest)
+    if folds < 2:
+        return base.set_params(C=float(Cs[-1])).fit(features, y)
+    cv = StratifiedKFold(folds, shuffle=True, random_state=random_state or 0)
+    return GridSearchCV(base, {"C": list(Cs)}, cv=cv).fit(features, y).best_estimator_
+
+
+def _check_texts(X, y=None):
+    if isinstance(X, str):
+        raise TypeError("X must be a list of texts, not a single string")
+    X = list(X)
+    empty = [i for i, t in enumerate(X) if not isinstance(t, str) or not t.strip()]
+    if empty:
+        raise ValueError(f"X: empty documents (or non-strings) at rows {empty[:10]}")
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(f"y must hold one label per document: {len(X)} documents, y of shape {y.shape}")
+        if len(np.unique(y)) < 2:
+            raise ValueError(f"y has a single class ({y[0]!r}); a classifier needs at least two")
+    return X, y
+
+
+class _TextClassifier(ClassifierMixin, BaseEstimator):
+    def _vocab(self, texts):
+        return Vocabulary(min_df=1).fit(texts)
+
+    def _counts(self, texts) -> sp.csr_matrix:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnseenWordsWarning)  # unseen test words: not features of a BoW model
+            return self.vocabulary_.counts(texts)
+
+    def fit(self, X, y):
+        X, y = _check_texts(X, y)
+        self.vocabulary_ = self._vocab(X)
+        features = self._fit_features(X)
+        self.model_ = tuned_linear_classifier(features, y, self._model_name, self.Cs, self.random_state)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        X, _ = _check_texts(X)
+        return self.model_.predict(self._features(X))
+
+    def decision_function(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.decision_function(self._features(_check_texts(X)[0]))
+
+    _model_name = "logreg"
+
+
+class BowClassifier(_TextClassifier):
+    """Logistic regression (``model="logreg"``) or linear SVM (``"svm"``) on tf-idf vectors."""
+
+    def __init__(self, model: str = "logreg", Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
+        self.model = model
+        self.Cs = Cs
+        self.random_state = random_state
+
+    @property
+    def _model_name(self):
+        if self.model not in ("logreg", "svm"):
+            raise ValueError(f"model must be 'logreg' or 'svm'; got {self.model!r}")
+        return self.model
+
+    def _fit_features(self, X):
+        self.tfidf_ = TfidfTransformer().fit(self._counts(X))
+        return self._features(X)
+
+    def _features(self, X):
+        return self.tfidf_.transform(self._counts(X))
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        if self.model != "logreg":
+            raise AttributeError("predict_proba needs model='logreg'")
+        return self.model_.predict_proba(self._features(_check_texts(X)[0]))
+
+
+class _EmbeddingClassifier(_TextClassifier):
+    def _table(self):
+        from ..datasets.loaders import WordEmbeddings, load_word_embeddings
+
+        if isinstance(self.embeddings, WordEmbeddings):
+            return self.embeddings
+        return load_word_embeddings(self.embeddings)
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(self._features(_check_texts(X)[0]))
+
+
+class MeanEmbeddingClassifier(_EmbeddingClassifier):
+    """Logistic regression on the standardized mean of a document's word vectors; test
+    words without a vector are skipped (a document with none gets the zero vector)."""
+
+    def __init__(self, embeddings="glove-6b-50d", Cs=(0.01, 0.1, 1.0, 10.0), random_state=None):
+        self.embeddings = embeddings
+        self.Cs = Cs
+        self.random_state = random_state
+
+    def _fit_features(self, X):
+        table = self._table()
+        self._tokenizer = self.vocabulary_
+        self._lookup = table
+        self.scaler_ = StandardScaler()
+        return self.scaler_.fit_transform(self._means(X))
+
+    def _means(self, X) -> np.ndarray:
+        out = np.zeros((len(X), self._lookup.vectors.shape[1]))
+        for i, text in enumerate(X):
+            rows = [self._lookup.index[w] for w in self._tokenizer.tokenize(text) if w in self._lookup.index]
+            if rows:
+                out[i] = self._lookup.vectors[rows].mean(0)
+        return out
+
+    def _features(self, X):
+        return self.scaler_.transform(self._means(X))
+
+
+class BagOfClustersClassifier(_EmbeddingClassifier):
+    """k-means (``n_clusters``) over the embeddings of the training words; documents become
+    tf-idf weighted cluster counts (test words with a vector go to their nearest cluster)."""
+
+    def __init__(self, embeddings="glove-6b-50d", n_clusters: int = 100, Cs=(0.1, 1.0, 10.0, 100.0),
+                 random_state=None):
+        self.embeddings = embeddings
+        self.n_clusters = n_clusters
+        self.Cs = Cs
+        self.random_state = random_state
+
+    def _fit_features(self, X):
+        table = self._table()
+        words = self.vocabulary_.words
+        vectors, found = table.lookup(words)
+        if found.sum() < 2:
+            raise ValueError("too few training words have an embedding for bag-of-clusters")
+        k = min(self.n_clusters, int(found.sum()))
+        self.kmeans_ = KMeans(k, n_init=3, random_state=self.random_state or 0).fit(vectors[found])
+        self._lookup = table
+        self._tokenizer = self.vocabulary_
+        self.tfidf_ = TfidfTransformer().fit(self._cluster_counts(X))
+        return self._features(X)
+
+    def _cluster_counts(self, X) -> sp.csr_matrix:
+        tokens = [[w for w in self._tokenizer.tokenize(t) if w in self._lookup.index] for t in X]
+        vocab = sorted({w for doc in tokens for w in doc})
+        if not vocab:
+            return sp.csr_matrix((len(X), self.kmeans_.n_clusters))
+        cluster = dict(zip(vocab, self.kmeans_.predict(self._lookup.lookup(vocab)[0])))
+        rows = [i for i, doc in enumerate(tokens) for _ in doc]
+        cols = [cluster[w] for doc in tokens for w in doc]
+        mat = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(X), self.kmeans_.n_clusters))
+        mat.sum_duplicates()
+        return mat
+
+    def _features(self, X):
+        return self.tfidf_.transform(self._cluster_counts(X))

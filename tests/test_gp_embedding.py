@@ -1,0 +1,246 @@
+"""GP covariate-embedding logistic regression (Andrade et al. 2018) and the text
+classification baselines: S against a dense solve, gradients by finite differences, the
+new-covariate block update against recomputing S, a synthetic problem where smoothing over
+embeddings must help, scikit-learn conventions, bad input, and the classification study."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyro
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.base import clone
+
+from lvgp import Vocabulary
+from lvgp.baselines.gp_embedding import (
+    CovariateSmoother,
+    GPEmbeddingLogisticRegression,
+    extended_smoothed_weights,
+    ppmi_svd_embeddings,
+    rbf_covariance,
+    smoothed_weights,
+    smoothing_matrix,
+)
+from lvgp.baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
+from lvgp.datasets.loaders import WordEmbeddings
+from lvgp.experiments.classification import stratified_sample
+
+D = torch.float64
+
+
+@pytest.fixture(autouse=True)
+def clean_param_store():
+    pyro.clear_param_store()
+    yield
+    pyro.clear_param_store()
+
+
+def test_smoothing_matrix_matches_a_dense_solve_and_a_loop_kernel():
+    g = torch.Generator().manual_seed(0)
+    e = torch.randn(40, 3, generator=g, dtype=D)
+    l, s = torch.tensor(1.1, dtype=D), torch.tensor(0.6, dtype=D)
+    k = rbf_covariance(e, e, l)
+    for i in range(0, 40, 7):
+        for j in range(0, 40, 5):
+            assert abs(k[i, j].item() - np.exp(-0.5 * float(((e[i] - e[j]) ** 2).sum()) / 1.1**2)) < 1e-12
+    dense = k @ np.linalg.inv(k.numpy() + 0.36 * np.eye(40))
+    np.testing.assert_allclose(smoothing_matrix(e, l, s).numpy(), dense, atol=1e-10)
+    psi = torch.randn(40, 2, generator=g, dtype=D)
+    weights, _ = smoothed_weights(e, l, s, psi)
+    np.testing.assert_allclose(weights.numpy(), dense @ psi.numpy(), atol=1e-10)
+
+
+def test_new_covariates_block_update_equals_recomputing_S():
+    g = torch.Generator().manual_seed(1)
+    e, new = torch.randn(60, 4, generator=g, dtype=D), torch.randn(9, 4, generator=g, dtype=D)
+    l, s = torch.tensor(1.5, dtype=D), torch.tensor(0.4, dtype=D)
+    psi = torch.randn(60, 3, generator=g, dtype=D)
+    _, chol = smoothed_weights(e, l, s, psi)
+    fast = extended_smoothed_weights(e, new, l, s, psi, chol)
+    full = smoothing_matrix(torch.cat([e, new]), l, s) @ torch.cat([psi, torch.zeros(9, 3, dtype=D)])
+    torch.testing.assert_close(fast, full, atol=1e-10, rtol=1e-9)
+
+
+def test_objective_gradients_in_l_and_sigma_match_finite_differences():
+    g = torch.Generator().manual_seed(2)
+    p, n = 25, 30
+    e = torch.randn(p, 3, generator=g, dtype=D)
+    x = (torch.rand(n, p, generator=g, dtype=D) < 0.15).to(D)
+    y = torch.randint(0, 3, (n,), generator=g)
+    psi, bias = torch.randn(p, 3, generator=g, dtype=D), torch.randn(3, generator=g, dtype=D)
+
+    def objective(log_l, log_s):
+        weights, chol = smoothed_weights(e, log_l.exp(), log_s.exp(), psi)
+        logits = x @ weights + bias
+        label = torch.distributions.Categorical(logits=logits).log_prob(y).sum()
+        return label + CovariateSmoother.covariate_log_likelihood(x, chol)
+
+    theta = (torch.tensor(0.2, dtype=D, requires_grad=True), torch.tensor(-0.3, dtype=D, requires_grad=True))
+    assert torch.autograd.gradcheck(objective, theta)
+    # and the covariate likelihood against a direct multivariate-normal evaluation (a^2 fixed at its optimum)
+    k = rbf_covariance(e, e, torch.tensor(1.2, dtype=D)) + 0.5**2 * torch.eye(p, dtype=D)
+    a2 = torch.einsum("ip,pq,iq->", x, torch.linalg.inv(k), x) / (n * p)
+    direct = torch.distributions.MultivariateNormal(torch.zeros(p, dtype=D), a2 * k).log_prob(x).sum()
+    torch.testing.assert_close(CovariateSmoother.covariate_log_likelihood(x, torch.linalg.cholesky(k)), direct)
+
+
+def clustered_documents(n=300, p=300, h=2, words=8, seed=0):
+    """Documents whose words cluster around a point in embedding space; the label is the side
+    of that point: a word's class signal is shared by its embedding neighbours."""
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(p, h))
+    rows, cols, y = [], [], []
+    for i in range(n):
+        centre = rng.normal(size=h)
+        prob = np.exp(-((emb - centre) ** 2).sum(1) / 0.3)
+        chosen = rng.choice(p, size=words, p=prob / prob.sum())
+        rows += [i] * words
+        cols += list(chosen)
+        y.append(int(centre[0] > 0))
+    x = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, p))
+    x.sum_duplicates()
+    return x, np.array(y), emb
+
+
+def test_smoothing_helps_with_few_labels_and_needs_the_covariate_likelihood():
+    x, y, emb = clustered_documents()
+    train, test = slice(0, 40), slice(100, 300)
+    model = GPEmbeddingLogisticRegression(embeddings=emb, random_state=0).fit(x[train], y[train])
+    smoothed = np.mean(model.predict(x[test]) == y[test])
+    label_only = GPEmbeddingLogisticRegression(embeddings=emb, covariate_likelihood=False, random_state=0)
+    label_only.fit(x[train], y[train])
+    def texts(rows):
+        return [" ".join("wd" + chr(97 + j // 26) + chr(97 + j % 26) for j in row.indices) for row in rows]
+
+    bow = BowClassifier().fit(texts(x[train]), y[train])
+    bow_acc = np.mean(bow.predict(texts(x[test])) == y[test])
+    assert smoothed > bow_acc + 0.08, (smoothed, bow_acc)
+    assert model.noise_ > 0.1 and model.lengthscale_ > 0.1  # real smoothing
+    assert label_only.noise_ < 0.05  # the label likelihood alone drifts to S = I (see the docstring)
+    proba = model.predict_proba(x[test])
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert set(model.top_words(3)) == {0, 1}
+
+
+def glove_like(words, h=8, seed=0):
+    """A WordEmbeddings table where words sharing a first letter lie close together."""
+    rng = np.random.default_rng(seed)
+    centres = {c: rng.normal(size=h) * 3 for c in "abcdefghijklmnopqrstuvwxyz"}
+    vectors = np.stack([centres[w[0]] + 0.3 * rng.normal(size=h) for w in words])
+    return WordEmbeddings("toy", list(words), vectors)
+
+
+def letter_corpus(n, seed, letters_pos="pqr", letters_neg="fgh", vocab=None):
+    rng = np.random.default_rng(seed)
+    vocab = vocab or [a + b + c for a in letters_pos + letters_neg for b in "aeiou" for c in "klmn"]
+    pos = [w for w in vocab if w[0] in letters_pos]
+    neg = [w for w in vocab if w[0] in letters_neg]
+    texts, labels = [], []
+    for i in range(n):
+        label = i % 2
+        pool = pos if label else neg
+        texts.append(" ".join(rng.choice(pool, 5)))
+        labels.append("pos" if label else "neg")
+    return texts, np.array(labels), vocab
+
+
+def test_text_input_new_words_and_estimator_conventions():
+    texts, labels, vocab = letter_corpus(120, 0)
+    table = glove_like(vocab + ["zzz"])
+    train_words_only = Vocabulary(min_df=1).fit(texts[:12]).words  # (stop words such as "him" go)
+    model = GPEmbeddingLogisticRegression(embeddings=table, random_state=0)
+    assert model.fit(texts[:12], labels[:12]) is model
+    assert set(model.words_) == set(train_words_only)
+    assert list(model.classes_) == ["neg", "pos"]
+    # test documents made only of words never seen in training: the block update gives them weights
+    unseen = [w for w in vocab if w not in set(train_words_only)]
+    new_docs = [" ".join([w for w in unseen if w[0] in "pqr"][:4]), " ".join([w for w in unseen if w[0] in "fgh"][:4])]
+    assert list(model.predict(new_docs)) == ["pos", "neg"]
+    no_new = clone(model).set_params(new_words=False).fit(texts[:12], labels[:12])
+    with pytest.warns(Warning, match="neither training words"):
+        assert np.allclose(no_new.predict_proba(new_docs), no_new.predict_proba(new_docs)[0])  # no information
+    params = model.get_params()
+    assert params["embeddings"] is table and "C" in params
+    assert np.mean(model.predict(texts[12:]) == labels[12:]) > 0.9
+
+
+def test_missing_words_policies():
+    texts, labels, vocab = letter_corpus(60, 1)
+    table = glove_like([w for w in vocab if not w.endswith("k")])
+    with pytest.warns(Warning, match="no embedding and are dropped"):
+        dropped = GPEmbeddingLogisticRegression(embeddings=table, random_state=0).fit(texts, labels)
+    assert not any(w.endswith("k") for w in dropped.words_)
+    learned = GPEmbeddingLogisticRegression(embeddings=table, missing_words="ppmi", random_state=0).fit(texts, labels)
+    assert any(w.endswith("k") for w in learned.words_)
+    assert np.isfinite(learned.embeddings_).all()
+    # two groups of three words that co-occur within their group only
+    docs = np.array([[1, 1, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0], [1, 0, 1, 0, 0, 0], [1, 1, 1, 0, 0, 0],
+                     [0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 0, 1], [0, 0, 0, 1, 1, 1]])
+    vectors = ppmi_svd_embeddings(sp.csr_matrix(docs), 2, random_state=0)
+    assert vectors.shape == (6, 2)
+    cos = vectors @ vectors.T / np.outer(np.linalg.norm(vectors, axis=1), np.linalg.norm(vectors, axis=1))
+    assert cos[0, 1] > 0.99 and cos[0, 2] > 0.99 and abs(cos[0, 3]) < 0.01
+
+
+def test_variational_posterior_runs():
+    x, y, emb = clustered_documents(n=120, p=80, seed=3)
+    model = GPEmbeddingLogisticRegression(embeddings=emb, posterior="normal", max_iter=60, predict_samples=10,
+                                          random_state=0).fit(x[:60], y[:60])
+    proba = model.predict_proba(x[60:])
+    assert proba.shape == (60, 2) and np.allclose(proba.sum(1), 1)
+
+
+def test_bad_input():
+    texts, labels, vocab = letter_corpus(20, 2)
+    table = glove_like(vocab)
+    with pytest.raises(ValueError, match="single class"):
+        GPEmbeddingLogisticRegression(embeddings=table).fit(texts, ["a"] * 20)
+    with pytest.raises(ValueError, match="unknown embedding"):
+        GPEmbeddingLogisticRegression(embeddings="word2vec-xyz").fit(texts, labels)
+    with pytest.raises(ValueError, match="rows \\[3\\]"):
+        GPEmbeddingLogisticRegression(embeddings=table).fit(texts[:3] + ["  "] + texts[4:], labels)
+    with pytest.raises(ValueError, match="one label per document"):
+        GPEmbeddingLogisticRegression(embeddings=table).fit(texts, labels[:5])
+    with pytest.raises(TypeError, match="p x h array"):
+        GPEmbeddingLogisticRegression(embeddings="glove-6b-50d").fit(sp.csr_matrix(np.eye(4)), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="single class"):
+        BowClassifier().fit(texts, ["a"] * 20)
+    with pytest.raises(ValueError, match="empty documents"):
+        BowClassifier().fit(texts[:19] + [""], labels)
+
+
+def test_embedding_baselines():
+    texts, labels, vocab = letter_corpus(80, 4)
+    table = glove_like(vocab)
+    for model in (MeanEmbeddingClassifier(embeddings=table), BagOfClustersClassifier(embeddings=table, n_clusters=6),
+                  BowClassifier(model="svm")):
+        model.fit(texts[:40], labels[:40])
+        assert np.mean(model.predict(texts[40:]) == labels[40:]) > 0.9, model
+
+
+def test_stratified_sample_keeps_every_class():
+    labels = np.array(["a"] * 90 + ["b"] * 9 + ["c"] * 1)
+    idx = stratified_sample(labels, 10, np.random.default_rng(0))
+    assert len(idx) == 10 and set(labels[idx]) == {"a", "b", "c"}
+    with pytest.raises(ValueError, match="exceeds"):
+        stratified_sample(labels, 101, np.random.default_rng(0))
+
+
+def test_compare_classification_cli_on_a_tsv(tmp_path):
+    from lvgp.experiments.cli import main
+
+    texts, labels, _ = letter_corpus(80, 5)
+    path = tmp_path / "data.tsv"
+    path.write_text("text\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in zip(texts, labels)))
+    out = tmp_path / "study"
+    argv = ["compare", "classification", "--dataset", str(path), "--train-sizes", "10,20", "--splits", "2",
+            "--methods", "logreg,svm,slda", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = json.loads((out / "results.json").read_text())
+    assert len(records) == 3 * 2 * 2
+    assert all({"method", "split", "train_size", "accuracy", "macro_f1"} <= set(r) for r in records)
+    assert (out / "accuracy_vs_train_size.png").stat().st_size > 1000
+    assert "LogReg" in (out / "table.md").read_text()
