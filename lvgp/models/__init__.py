@@ -2,7 +2,8 @@
 
 from .exact import LogPosterior, SharedKernelExactGP
 from .gplvsm import GPLVSM
+from .matching import LDKMatcher
 from .numerics import CovarianceError, exact_numerics
 from .regressor import GPLVSMRegressor
 
-__all__ = ["GPLVSM", "GPLVSMRegressor", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]
+__all__ = ["GPLVSM", "GPLVSMRegressor", "LDKMatcher", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]
