@@ -35,8 +35,8 @@ class ClassificationStudy:
     methods: tuple[str, ...] = DEFAULT_METHODS
     test_size: int | None = None
     embeddings: str = "glove-6b-50d"
-    max_features: int = 5000
-    max_iter: int = 50
+    max_features: int = 2000
+    max_iter: int = 30
     seed: int = 0
 
 

@@ -6,6 +6,15 @@ import argparse
 import sys
 
 
+def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every study shares: seed, executor, output directory, progress."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="run cells in J local processes")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)")
+    parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lvgp",
@@ -45,11 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--max-iter", type=int, default=300, help="L-BFGS iterations of gplvsm (early-stopped on dev)")
     reg.add_argument("--vb-max-iter", type=int, default=400, help="Adam iterations of gplvsm-vb (early-stopped on dev)")
     reg.add_argument("--min-df", type=int, default=2, help="vocabulary: minimum document frequency in train")
-    reg.add_argument("--seed", type=int, default=0)
-    reg.add_argument("--jobs", type=int, default=1, help="run cells in J local processes")
-    reg.add_argument("--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)")
-    reg.add_argument("--out", required=True, help="output directory (created; reused to resume)")
-    reg.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_runner_arguments(reg)
     reg.set_defaults(run=_run_regression)
 
     top = studies.add_parser(
@@ -63,11 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--inference", default="em", choices=("em", "svi"), help="sLDA inference")
     top.add_argument("--max-iter", type=int, default=100, help="EM iterations")
     top.add_argument("--min-df", type=int, default=2)
-    top.add_argument("--seed", type=int, default=0)
-    top.add_argument("--jobs", type=int, default=1)
-    top.add_argument("--ray", default=None, metavar="ADDRESS")
-    top.add_argument("--out", required=True)
-    top.add_argument("--quiet", action="store_true")
+    _add_runner_arguments(top)
     top.set_defaults(run=_run_topics)
 
     cat = studies.add_parser(
@@ -86,11 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--optimizer", default="adam", choices=("adam", "rmsprop"))
     cat.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration of the DM baselines")
     cat.add_argument("--color-by", default=None, help="column colouring latent_space.png (default: the last)")
-    cat.add_argument("--seed", type=int, default=0)
-    cat.add_argument("--jobs", type=int, default=1)
-    cat.add_argument("--ray", default=None, metavar="ADDRESS")
-    cat.add_argument("--out", required=True)
-    cat.add_argument("--quiet", action="store_true")
+    _add_runner_arguments(cat)
     cat.set_defaults(run=_run_categorical)
 
     cls = studies.add_parser(
@@ -105,13 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     cls.add_argument("--methods", default="gp-embed-logreg,logreg,mean-embedding,bag-of-clusters,svm",
                      help="also: slda (supervised LDA, 20 topics, softmax response)")
     cls.add_argument("--test-size", type=int, default=None, help="subsample the test documents (default: all)")
-    cls.add_argument("--max-features", type=int, default=5000, help="covariates of the GP model (most frequent words)")
-    cls.add_argument("--max-iter", type=int, default=50, help="L-BFGS iterations of the GP model")
-    cls.add_argument("--seed", type=int, default=0)
-    cls.add_argument("--jobs", type=int, default=1)
-    cls.add_argument("--ray", default=None, metavar="ADDRESS")
-    cls.add_argument("--out", required=True)
-    cls.add_argument("--quiet", action="store_true")
+    cls.add_argument("--max-features", type=int, default=2000, help="covariates of the GP model (most frequent words)")
+    cls.add_argument("--max-iter", type=int, default=30, help="L-BFGS iterations of the GP model")
+    _add_runner_arguments(cls)
     cls.set_defaults(run=_run_classification)
 
     mat = studies.add_parser(
@@ -136,11 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     mat.add_argument("--min-df", type=int, default=2)
     mat.add_argument("--max-iter", type=int, default=300, help="L-BFGS iterations of LDK")
     mat.add_argument("--keep-families", action="store_true", help="do not group near-duplicate descriptions")
-    mat.add_argument("--seed", type=int, default=0)
-    mat.add_argument("--jobs", type=int, default=1)
-    mat.add_argument("--ray", default=None, metavar="ADDRESS")
-    mat.add_argument("--out", required=True)
-    mat.add_argument("--quiet", action="store_true")
+    _add_runner_arguments(mat)
     mat.set_defaults(run=_run_matching)
     return parser
 

@@ -30,6 +30,7 @@ matrices (a word's vector is its loading on the first ``q`` components, standard
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
+from ..warnings import UnseenWordsWarning
 from .optimize import minimize
 
 __all__ = ["LDKMatcher", "precision_at"]
@@ -133,9 +135,11 @@ class LDKMatcher(BaseEstimator):
             raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
         self.source_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(source)
         self.target_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(target)
-        xs, xt = self._encode(source, target)
+        with warnings.catch_warnings():  # training words below min_df are filtered by design, not "unseen"
+            warnings.simplefilter("ignore", UnseenWordsWarning)
+            xs, xt = self._encode(source, target)
+            init = self._pca_init(source, target) if self.init == "pca" else None
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
-        init = self._pca_init(source, target) if self.init == "pca" else None
         self.kernel_ = LatentDistributionKernel(
             len(self.source_vocabulary_) + len(self.target_vocabulary_), self.latent_dim, "rbf", "linear",
             gamma=self.gamma, rho=self.rho if self.rho > 0 else None, latent_init=init, seed=seed,
