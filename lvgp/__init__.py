@@ -7,6 +7,7 @@
 * :class:`SLDARegressor` / :class:`SLDAClassifier` -- supervised LDA (Pyro SVI or the paper's EM).
 * :class:`GPEmbeddingLogisticRegression` -- logistic regression on GP-smoothed word vectors.
 * :class:`CLGP` -- the categorical latent GP (and its linear LGM) for categorical tables.
+* :class:`SparseGPLVSMRegressor` -- sparse variational GP-LVSM (inducing documents, mini-batch SVI) for large n.
 * :class:`LDKMatcher` -- cross-domain matching of documents (e.g. across languages) with LDK.
 * :mod:`lvgp.baselines` -- the baselines of the comparative studies.
 """
@@ -14,7 +15,16 @@
 from . import warnings
 from .bow import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
 from .kernels import LatentDistributionKernel
-from .models import GPLVSM, CovarianceError, GPLVSMRegressor, LDKMatcher, LogPosterior, SharedKernelExactGP, exact_numerics
+from .models import (
+    GPLVSM,
+    CovarianceError,
+    GPLVSMRegressor,
+    LDKMatcher,
+    LogPosterior,
+    SharedKernelExactGP,
+    SparseGPLVSMRegressor,
+    exact_numerics,
+)
 
 __version__ = "0.1.0"
 
@@ -48,6 +58,7 @@ __all__ = [
     "GPLVSM",
     "GPLVSMRegressor",
     "LDKMatcher",
+    "SparseGPLVSMRegressor",
     "LogPosterior",
     "SharedKernelExactGP",
     "CovarianceError",

@@ -356,3 +356,19 @@ def test_squared_mmd_is_eq_3_3():
     s1 = ref_gram(k, X1, X1).diagonal()
     s2 = ref_gram(k, X2, X2).diagonal()
     torch.testing.assert_close(D, s1[:, None] + s2[None, :] - 2 * lin, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("embedding", ["linear", "rbf", "poly"])
+def test_self_inner_matches_the_reference_and_its_gradient(embedding):
+    """The word-level diag(C G C^T) path of squared norms equals the loop reference (and the
+    padded paired path), values and gradients, on long, heavily padded documents."""
+    k = make_kernel(embedding, "linear")
+    long_docs = torch.full((3, 40), PAD)
+    long_docs[0, :30] = torch.arange(30) % V
+    long_docs[1, 5:7] = torch.tensor([3, 3])
+    long_docs[2, :1] = 11
+    with torch.no_grad():
+        torch.testing.assert_close(k.self_inner(long_docs), ref_gram(k, long_docs, long_docs).diagonal(), rtol=0, atol=1e-10)
+    g1 = torch.autograd.grad(k.self_inner(long_docs).sum(), k.raw_latent)[0]
+    g2 = torch.autograd.grad(k.paired_inner(long_docs, long_docs).sum(), k.raw_latent)[0]
+    torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from lvgp.datasets import make_synonym_regression
@@ -116,3 +117,10 @@ def test_bad_input_gives_clear_errors(tmp_path, tsv, content, extra, message):
     assert proc.returncode == 2, proc.stderr
     assert "lvgp: error:" in proc.stderr
     assert re.search(message, proc.stderr), proc.stderr
+
+
+def test_sparse_gplvsm_runs_as_a_study_method(tsv, tmp_path):
+    study = RegressionStudy(dataset=str(tsv), splits=1, train_size=40, dev_size=20, vb_latent_dims=(2,), vb_rhos=(1.0,),
+                            min_df=1, methods=("gplvsm-sparse",), sparse_inducing=8, sparse_epochs=3)
+    records = run_regression_study(study, tmp_path, progress=False)["records"]
+    assert len(records) == 1 and records[0]["method"] == "gplvsm-sparse" and np.isfinite(records[0]["rmse"])

@@ -49,8 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--slda-inference", default="em", choices=("em", "svi"))
     reg.add_argument("--latent-dims", default="1,2,4,6,8,10", help="GP-LVSM grid over q")
     reg.add_argument("--rhos", default="0.01,0.1,1,10,100", help="GP-LVSM grid over rho")
-    reg.add_argument("--vb-latent-dims", default="2", help="grid over q of gplvsm-vb")
-    reg.add_argument("--vb-rhos", default="0.1,0.3,1", help="grid over rho of gplvsm-vb")
+    reg.add_argument("--vb-latent-dims", default="2", help="grid over q of gplvsm-vb (and gplvsm-sparse)")
+    reg.add_argument("--vb-rhos", default="0.1,0.3,1", help="grid over rho of gplvsm-vb (and gplvsm-sparse)")
+    reg.add_argument("--sparse-inducing", type=int, default=64, help="inducing documents of gplvsm-sparse")
+    reg.add_argument("--sparse-epochs", type=int, default=30, help="SVI epochs of gplvsm-sparse")
     reg.add_argument("--max-iter", type=int, default=300, help="L-BFGS iterations of gplvsm (early-stopped on dev)")
     reg.add_argument("--vb-max-iter", type=int, default=400, help="Adam iterations of gplvsm-vb (early-stopped on dev)")
     reg.add_argument("--min-df", type=int, default=2, help="vocabulary: minimum document frequency in train")
@@ -170,6 +172,8 @@ def _run_regression(args: argparse.Namespace) -> int:
         methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
         topics=_ints(args.topics),
         slda_inference=args.slda_inference,
+        sparse_inducing=args.sparse_inducing,
+        sparse_epochs=args.sparse_epochs,
     )
     summary = run_regression_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
     print(summary["table"])

@@ -26,7 +26,7 @@ from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, load_review_snippets, read_regression_tsv
 
 DATASETS = ("amazon-snippets", "amazon-reviews", "movie-snippets")
-METHODS = ("gplvsm", "gplvsm-vb", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
+METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
 LABELS = {
     "gplvsm": "GP-LVSM",
     "gplvsm-vb": "GP-LVSM (VB+GloVe+len)",
@@ -58,6 +58,8 @@ class RegressionStudy:
     latent_dims: tuple[int, ...] = (1, 2, 4, 6, 8, 10)
     rhos: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0, 100.0)
     vb_latent_dims: tuple[int, ...] = (2,)
+    sparse_inducing: int = 64
+    sparse_epochs: int = 30
     vb_rhos: tuple[float, ...] = (0.1, 0.3, 1.0)
     embeddings: str = "glove-6b-50d"
     topics: tuple[int, ...] = (5, 10, 20, 30)
@@ -145,7 +147,7 @@ def make_cells(study: RegressionStudy) -> list[dict]:
         for split in range(study.splits):
             if method == "gplvsm":
                 grid = [{"q": q, "rho": r} for q in study.latent_dims for r in study.rhos]
-            elif method == "gplvsm-vb":
+            elif method in ("gplvsm-vb", "gplvsm-sparse"):  # the sparse model shares the (smaller) VB grid
                 grid = [{"q": q, "rho": r} for q in study.vb_latent_dims for r in study.vb_rhos]
             elif method in ("slda", "lda-regression"):
                 grid = [{"K": k} for k in study.topics]
@@ -177,6 +179,11 @@ def _estimator(study: RegressionStudy, cell: dict, data: SplitData):
             lr=0.05, max_iter=study.vb_max_iter, word_embeddings=study.embeddings, length_kernel=True,
             predict_samples=16, n_iter_no_change=100, random_state=seed,
         )
+    if method == "gplvsm-sparse":
+        from ..models.sparse import SparseGPLVSMRegressor
+
+        return SparseGPLVSMRegressor(latent_dim=params["q"], rho=params["rho"], vocabulary=data.vocabulary,
+                                     num_inducing=study.sparse_inducing, max_epochs=study.sparse_epochs, random_state=seed)
     if method == "gp-rbf":
         return GPRBFRegressor(vocabulary=data.vocabulary, random_state=seed)
     if method == "slda":
@@ -197,7 +204,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # counted warnings (unseen words, convergence) go to the record below
-        if cell["method"].startswith("gplvsm"):
+        if cell["method"] in ("gplvsm", "gplvsm-vb"):
             est.fit(data.train_texts, data.y_train, X_val=data.dev_texts, y_val=data.y_dev)
         elif cell["method"] in ("ridge", "lasso", "elasticnet"):
             est.fit(data.train_texts, data.y_train, X_dev=data.dev_texts, y_dev=data.y_dev)

@@ -5,5 +5,6 @@ from .gplvsm import GPLVSM
 from .matching import LDKMatcher
 from .numerics import CovarianceError, exact_numerics
 from .regressor import GPLVSMRegressor
+from .sparse import SparseGPLVSMRegressor
 
-__all__ = ["GPLVSM", "GPLVSMRegressor", "LDKMatcher", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]
+__all__ = ["GPLVSM", "GPLVSMRegressor", "LDKMatcher", "SparseGPLVSMRegressor", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.padded import PAD
@@ -115,11 +116,11 @@ class LDKMatcher(BaseEstimator):
 
         f = sp.hstack([frequencies(self.source_vocabulary_, source), frequencies(self.target_vocabulary_, target)]).toarray()
         f -= f.mean(0)
-        _, _, vt = np.linalg.svd(f, full_matrices=False)
         q = self.latent_dim
+        k = min(q, min(f.shape) - 1)
+        _, _, vt = randomized_svd(f, k, random_state=0)  # only the first q components are needed
         loadings = np.zeros((f.shape[1], q))
-        k = min(q, vt.shape[0])
-        loadings[:, :k] = vt[:k].T
+        loadings[:, :k] = vt.T
         return loadings / (loadings.std(0, keepdims=True) + 1e-12)
 
     # ------------------------------------------------------------------ fit

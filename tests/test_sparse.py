@@ -1,0 +1,139 @@
+"""Sparse variational GP-LVSM: with every training document as an inducing point it is the
+exact GP-LVSM (GPflow-style equivalence: the ELBO at the optimal q(v) equals the exact log
+marginal likelihood, trained ELBOs never exceed it, predictions coincide), mini-batch
+training learns, and the estimator's input handling."""
+
+from __future__ import annotations
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+
+from lvgp import GPLVSMRegressor, LatentDistributionKernel, Vocabulary
+from lvgp.datasets import make_synonym_regression
+from lvgp.models.numerics import exact_numerics
+from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor, choose_inducing_documents
+from lvgp.warnings import EmptyDocumentsWarning
+
+
+class ExactLDK(gpytorch.models.ExactGP):
+    def __init__(self, x, y, likelihood, kernel):
+        super().__init__(x, y, likelihood)
+        self.mean_module = gpytorch.means.ConstantMean()
+        self.covar_module = gpytorch.kernels.ScaleKernel(kernel)
+
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+
+def setup(n=40):
+    corpus = make_synonym_regression(n=n, noise=0.1, random_state=0)
+    vocab = Vocabulary(min_df=1).fit(corpus.texts)
+    x = vocab.encode(corpus.texts)
+    y = torch.as_tensor((corpus.y - corpus.y.mean()) / corpus.y.std())
+    kernel = LatentDistributionKernel(len(vocab), 2, "rbf", "linear", rho=1.0, seed=0).double()
+    # a tiny jitter: K has eigenvalues near 1e-6 here, and the bound loosens by O(jitter / lambda_min)
+    # (measured: gap 5e-3 per datum with jitter 1e-6, 1e-6 with 1e-8, 6e-10 with 1e-10)
+    sparse = SparseGPLVSM(x, kernel, jitter=1e-10).double()
+    likelihood = gpytorch.likelihoods.GaussianLikelihood().double()
+    likelihood.noise = torch.tensor(0.3, dtype=torch.float64)
+    sparse.covar_module.outputscale = torch.tensor(1.3, dtype=torch.float64)
+    exact = ExactLDK(x, y, likelihood, kernel).double()
+    exact.covar_module = sparse.covar_module  # the very same kernel, hyper-parameters and word vectors
+    exact.mean_module = sparse.mean_module
+    return x, y, sparse, exact, likelihood
+
+
+def set_optimal_q(sparse, x, y, noise):
+    """The optimal whitened q(v) for Z = X (Titsias 2009): q(u) = p(f | y)."""
+    with torch.no_grad():
+        k = sparse.covar_module(x).to_dense()
+        jitter = sparse.variational_strategy.jitter_val
+        chol = torch.linalg.cholesky(k + jitter * torch.eye(len(k), dtype=k.dtype))
+        solve = torch.linalg.solve(k + noise * torch.eye(len(k), dtype=k.dtype), torch.eye(len(k), dtype=k.dtype))
+        mean_u = k @ solve @ (y - sparse.mean_module.constant)
+        cov_u = k - k @ solve @ k
+        m_v = torch.linalg.solve_triangular(chol, mean_u[:, None], upper=False)[:, 0]
+        a = torch.linalg.solve_triangular(chol, cov_u, upper=False)
+        s_v = torch.linalg.solve_triangular(chol, a.mT, upper=False)
+        s_v = 0.5 * (s_v + s_v.mT) + 1e-12 * torch.eye(len(k), dtype=k.dtype)
+        dist = sparse.variational_strategy._variational_distribution
+        dist.variational_mean.copy_(m_v)
+        dist.chol_variational_covar.copy_(torch.linalg.cholesky(s_v))
+        sparse.variational_strategy.variational_params_initialized.fill_(1)
+
+
+def test_all_documents_as_inducing_points_recover_the_exact_gp():
+    x, y, sparse, exact, likelihood = setup()
+    n = len(y)
+    with exact_numerics():
+        exact.train(), likelihood.train()
+        exact_mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, exact)(exact(x), y).item()
+        set_optimal_q(sparse, x, y, likelihood.noise.item())
+        sparse.train()
+        elbo = gpytorch.mlls.VariationalELBO(likelihood, sparse, num_data=n)(sparse(x), y).item()
+        assert elbo <= exact_mll + 1e-6
+        assert abs(elbo - exact_mll) < 1e-7 * abs(exact_mll), (elbo, exact_mll)
+        # predictions at new documents coincide
+        exact.eval(), sparse.eval(), likelihood.eval()
+        with torch.no_grad():
+            test = x[:10].flip(-1)
+            pe, ps = exact(test), sparse(test)
+        torch.testing.assert_close(ps.mean, pe.mean, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ps.variance, pe.variance, atol=1e-5, rtol=1e-4)
+
+
+def test_trained_elbo_stays_below_the_exact_log_marginal_likelihood():
+    x, y, sparse, exact, likelihood = setup(30)
+    n = len(y)
+    mll = gpytorch.mlls.VariationalELBO(likelihood, sparse, num_data=n)
+    opt = torch.optim.Adam(sparse.variational_strategy._variational_distribution.parameters(), lr=0.05)
+    sparse.train(), likelihood.train()
+    with exact_numerics():
+        for _ in range(150):
+            opt.zero_grad()
+            loss = -mll(sparse(x), y)
+            loss.backward()
+            opt.step()
+        elbo = mll(sparse(x), y).item()
+        exact.train()
+        exact_mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, exact)(exact(x), y).item()
+    assert elbo <= exact_mll + 1e-8
+    assert exact_mll - elbo < 0.05 * abs(exact_mll)
+
+
+def test_regressor_learns_with_minibatches_and_handles_input():
+    corpus = make_synonym_regression(n=400, noise=0.05, random_state=2)
+    train, test = slice(0, 300), slice(300, 400)
+    reg = SparseGPLVSMRegressor(latent_dim=2, num_inducing=32, batch_size=64, max_epochs=25, lr=0.03, random_state=0)
+    reg.fit(corpus.texts[train], corpus.y[train])
+    assert len(reg.inducing_indices_) == 32 and reg.loss_curve_[-1] < reg.loss_curve_[0]
+    mean, std = reg.predict(corpus.texts[test], return_std=True)
+    rmse = np.sqrt(np.mean((mean - corpus.y[test]) ** 2))
+    assert rmse < 0.6 * corpus.y[test].std(), rmse
+    assert np.all(std > 0)
+    with pytest.warns(EmptyDocumentsWarning):
+        m2 = reg.predict(["qqqq zzzz"] + list(corpus.texts[test][:2]))
+    assert np.isfinite(m2).all()
+    with pytest.raises(ValueError, match="y"):
+        SparseGPLVSMRegressor().fit(corpus.texts[:5], corpus.y[:4])
+
+
+def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
+    corpus = make_synonym_regression(n=200, random_state=3)
+    vocab = Vocabulary(min_df=1).fit(corpus.texts)
+    x = vocab.encode(corpus.texts)
+    idx = choose_inducing_documents(x, len(vocab), 20, "kmeans++", seed=0)
+    assert len(set(idx.tolist())) == 20
+    assert list(choose_inducing_documents(x, len(vocab), 500, "kmeans++", seed=0)) == list(range(200))
+
+
+def test_sparse_and_exact_estimators_agree_roughly_on_the_same_data():
+    corpus = make_synonym_regression(n=160, noise=0.05, random_state=4)
+    exact = GPLVSMRegressor(latent_dim=2, max_iter=60, random_state=0).fit(corpus.texts[:120], corpus.y[:120])
+    sparse = SparseGPLVSMRegressor(latent_dim=2, num_inducing=120, batch_size=120, max_epochs=150, lr=0.03,
+                                   random_state=0).fit(corpus.texts[:120], corpus.y[:120])
+    e = np.sqrt(np.mean((exact.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
+    s = np.sqrt(np.mean((sparse.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
+    assert s < 1.5 * e + 0.05 * corpus.y.std(), (s, e)
