@@ -54,6 +54,8 @@ BENCHMARKS_DIR = EXAMPLES_DIR.parent / "benchmarks"
 BENCHMARKS = {
     "ldk_gram.py": "speed-up",
     "clgp_step.py": "ratio to N=",
+    "sparse_gplvsm.py": "ratio us/doc",
+    "ldk_random_features.py": "memory ratio",
     "slda_tomotopy.py": "held-out pR^2",
 }
 NEEDS_DATA = {"slda_tomotopy.py"}

@@ -13,8 +13,10 @@ from sklearn.utils.validation import check_is_fitted
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import load_word_embeddings
 from ..kernels.document_length import DocumentLengthKernel
+from ..bow.padded import PAD
 from ..kernels.latent_distribution import LatentDistributionKernel
-from ..warnings import MissingEmbeddingsWarning
+from ..kernels.random_features import RandomFeatureLDK
+from ..warnings import MemoryBudgetWarning, MissingEmbeddingsWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 from .numerics import default_dtype
@@ -81,6 +83,12 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         length_kernel: multiply LDK by a learned document-length kernel.
         validation_interval: evaluate the validation score every this many iterations
             (default 1, or 10 for variational models).
+        approximation: ``"auto"`` (the exact LDK unless the Gram of the distinct training
+            words would exceed ``memory_budget_gib``: then an approximation, with a
+            ``MemoryBudgetWarning``), ``"exact"``, ``"rff"`` (random Fourier features, RBF
+            embedding) or ``"nystrom"`` (landmark words); see :class:`lvgp.kernels.RandomFeatureLDK`.
+        num_features: D of the approximation.
+        memory_budget_gib: the budget of ``approximation="auto"``.
         random_state: seed for the initialization, the validation split and Monte Carlo samples.
         verbose: show a progress bar during fitting.
 
@@ -126,6 +134,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         word_embeddings=None,
         length_kernel: bool = False,
         validation_interval: int | None = None,
+        approximation: str = "auto",
+        num_features: int = 2048,
+        memory_budget_gib: float = 4.0,
         random_state: int | None = None,
         verbose: bool = False,
     ):
@@ -157,6 +168,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         self.word_embeddings = word_embeddings
         self.length_kernel = length_kernel
         self.validation_interval = validation_interval
+        self.approximation = approximation
+        self.num_features = num_features
+        self.memory_budget_gib = memory_budget_gib
         self.random_state = random_state
         self.verbose = verbose
 
@@ -220,8 +234,11 @@ class GPLVSMRegressor(ExactGPRegressorBase):
             features = next((v for k, v in state_dict.items() if k.endswith("word_features")), None)
         else:
             features = self._word_features()
+        kind = self._kernel_kind(inputs)
+        if kind != "exact":
+            options.update(features=kind, num_features=self.num_features, feature_seed=seed)
         with default_dtype(torch.float64):
-            ldk = LatentDistributionKernel(
+            ldk = (LatentDistributionKernel if kind == "exact" else RandomFeatureLDK)(
                 self.num_words_,
                 self.latent_dim,
                 embedding=self.embedding,
@@ -242,6 +259,26 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         if self.variational:
             ldk.sample_generator = torch.Generator().manual_seed(seed + 1)
         return model
+
+    def _kernel_kind(self, inputs: torch.Tensor) -> str:
+        """``"exact"``, ``"rff"`` or ``"nystrom"``: with ``approximation="auto"``, the exact LDK
+        unless the Gram of the distinct training words (u^2 float64 entries, about four live
+        copies with autograd) would exceed ``memory_budget_gib``; then random Fourier features
+        (RBF embedding) or Nystrom landmarks (other embeddings), with a warning."""
+        if self.approximation in ("exact", "rff", "nystrom"):
+            return self.approximation
+        if self.approximation != "auto":
+            raise ValueError(f"approximation must be 'auto', 'exact', 'rff' or 'nystrom'; got {self.approximation!r}")
+        u = int(torch.unique(inputs[inputs != PAD]).numel())
+        need = 4 * 8 * u**2 / 2**30
+        if need <= self.memory_budget_gib:
+            return "exact"
+        kind = "rff" if self.embedding == "rbf" else "nystrom"
+        warnings.warn(
+            f"the exact LDK over {u} distinct training words needs about {need:.1f} GiB (> memory_budget_gib="
+            f"{self.memory_budget_gib}); using the {kind} approximation with num_features={self.num_features} "
+            "(set approximation='exact' to insist)", MemoryBudgetWarning, stacklevel=5)
+        return kind
 
     def _validation_interval(self) -> int:
         if self.validation_interval is not None:

@@ -1,0 +1,101 @@
+"""LDK with random Fourier features / Nystrom landmarks: unbiasedness and convergence of the
+approximation to the exact LDK as D grows, exactness of Nystrom with every word as a
+landmark, gradients, and use inside a gpytorch model."""
+
+from __future__ import annotations
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from torch.func import functional_call
+
+from lvgp import PAD, LatentDistributionKernel
+from lvgp.kernels import RandomFeatureLDK, gram_approximation_error
+
+V, Q = 30, 2
+
+
+def docs(n=25, width=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, V, (n, width), generator=g)
+    x[torch.arange(width)[None, :] >= torch.randint(1, width + 1, (n,), generator=g)[:, None]] = PAD
+    return x
+
+
+def pair(level2="linear", **kwargs):
+    exact = LatentDistributionKernel(V, Q, "rbf", level2, gamma=0.8, seed=0).double()
+    approx = RandomFeatureLDK(V, Q, "rbf", level2, gamma=0.8, seed=0, **kwargs).double()
+    approx.load_state_dict(exact.state_dict(), strict=False)
+    return exact, approx
+
+
+@pytest.mark.parametrize("level2", ["linear", "rbf", "poly"])
+def test_rff_error_shrinks_like_one_over_sqrt_d(level2):
+    x = docs()
+    errors = [gram_approximation_error(*pair(level2, features="rff", num_features=d, feature_seed=1), x)
+              for d in (64, 1024, 16384)]
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[2] < 0.03
+
+
+def test_rff_is_unbiased():
+    x = docs(8)
+    exact, _ = pair()
+    mean = sum(pair(features="rff", num_features=64, feature_seed=s)[1](x).to_dense() for s in range(300)) / 300
+    k = exact(x).to_dense().detach()
+    assert float((mean.detach() - k).abs().max()) < 0.02
+
+
+def test_nystrom_with_every_word_as_landmark_is_exact():
+    x = docs()
+    exact, approx = pair("rbf", features="nystrom", num_features=V, jitter=1e-12)
+    assert gram_approximation_error(exact, approx, x) < 1e-6
+    exact, approx = pair(features="nystrom", num_features=10)
+    assert 0 < gram_approximation_error(exact, approx, x) < 1
+
+
+def test_gradients_flow_to_latent_vectors_and_gamma():
+    x = docs(6)
+    _, approx = pair(features="rff", num_features=32)
+    torch.autograd.gradcheck(lambda lat: _gram_with(approx, lat, x), (approx.raw_latent.detach().clone().requires_grad_(),))
+    approx(x).to_dense().sum().backward()
+    assert approx.raw_gamma.grad is not None and torch.isfinite(approx.raw_latent.grad).all()
+
+
+def _gram_with(kernel, latent, x):
+    """The Gram with ``latent`` substituted, evaluated eagerly (see tests/test_ldk.py)."""
+    with gpytorch.settings.lazily_evaluate_kernels(False):
+        return functional_call(kernel, {"raw_latent": latent}, (x,)).to_dense()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="RBF"):
+        RandomFeatureLDK(V, Q, "poly", features="rff")
+    with pytest.raises(ValueError, match="features"):
+        RandomFeatureLDK(V, Q, features="orf")
+    with pytest.raises(ValueError, match="landmarks exceed"):
+        RandomFeatureLDK(V, Q, features="nystrom", num_features=V + 1)
+    with pytest.raises(ValueError, match="unbatched"):
+        RandomFeatureLDK(V, Q, batch_shape=torch.Size([2]))
+    assert np.isfinite(RandomFeatureLDK(V, Q, num_features=8)(docs()).to_dense().detach().numpy()).all()
+
+
+def test_regressor_switches_to_random_features_over_the_memory_budget(tmp_path):
+    from lvgp import GPLVSMRegressor
+    from lvgp.datasets import make_synonym_regression
+    from lvgp.warnings import MemoryBudgetWarning
+
+    corpus = make_synonym_regression(n=80, random_state=0)
+    with pytest.warns(MemoryBudgetWarning, match="rff approximation"):
+        reg = GPLVSMRegressor(max_iter=5, memory_budget_gib=1e-9, num_features=64, random_state=0)
+        reg.fit(corpus.texts[:60], corpus.y[:60])
+    assert isinstance(reg.model_.covar_module.base_kernel, RandomFeatureLDK)
+    pred = reg.predict(corpus.texts[60:])
+    assert np.isfinite(pred).all()
+    reg.save(tmp_path / "rff.pt")
+    with pytest.warns(MemoryBudgetWarning):
+        again = GPLVSMRegressor.load(tmp_path / "rff.pt")
+    assert np.array_equal(again.predict(corpus.texts[60:]), pred)
+    exact = GPLVSMRegressor(max_iter=5, random_state=0).fit(corpus.texts[:60], corpus.y[:60])
+    assert not isinstance(exact.model_.covar_module.base_kernel, RandomFeatureLDK)
