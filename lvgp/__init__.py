@@ -8,6 +8,8 @@
 * :class:`GPEmbeddingLogisticRegression` -- logistic regression on GP-smoothed word vectors.
 * :class:`CLGP` -- the categorical latent GP (and its linear LGM) for categorical tables.
 * :class:`SparseGPLVSMRegressor` -- sparse variational GP-LVSM (inducing documents, mini-batch SVI) for large n.
+* :class:`LatentSMMClassifier` / :class:`LDKGPClassifier` -- classification with LDK (latent
+  support measure machine; variational GP classification).
 * :class:`LDKMatcher` -- cross-domain matching of documents (e.g. across languages) with LDK.
 * :mod:`lvgp.baselines` -- the baselines of the comparative studies.
 """
@@ -19,7 +21,9 @@ from .models import (
     GPLVSM,
     CovarianceError,
     GPLVSMRegressor,
+    LDKGPClassifier,
     LDKMatcher,
+    LatentSMMClassifier,
     LogPosterior,
     SharedKernelExactGP,
     SparseGPLVSMRegressor,
@@ -58,6 +62,8 @@ __all__ = [
     "GPLVSM",
     "GPLVSMRegressor",
     "LDKMatcher",
+    "LatentSMMClassifier",
+    "LDKGPClassifier",
     "SparseGPLVSMRegressor",
     "LogPosterior",
     "SharedKernelExactGP",

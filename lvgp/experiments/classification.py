@@ -20,9 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-METHODS = ("gp-embed-logreg", "logreg", "mean-embedding", "bag-of-clusters", "svm", "slda")
+METHODS = ("gp-embed-logreg", "logreg", "mean-embedding", "bag-of-clusters", "svm", "slda", "latent-smm", "ldk-gpc",
+           "svm-rbf", "svm-poly")
 LABELS = {"gp-embed-logreg": "GP covariate embedding", "logreg": "LogReg (BoW)", "mean-embedding": "Mean embedding",
-          "bag-of-clusters": "Bag of clusters", "svm": "Linear SVM (BoW)", "slda": "sLDA (20 topics)"}
+          "bag-of-clusters": "Bag of clusters", "svm": "Linear SVM (BoW)", "slda": "sLDA (20 topics)",
+          "latent-smm": "Latent SMM", "ldk-gpc": "GP classifier (LDK)", "svm-rbf": "RBF SVM (BoW)",
+          "svm-poly": "Quadratic SVM (BoW)"}
 DEFAULT_METHODS = METHODS[:5]
 BUILTIN = ("20ng", "r8", "r52")
 
@@ -114,11 +117,56 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
         from ..baselines.slda import SLDAClassifier
 
         return SLDAClassifier(20, random_state=seed)
+    if method == "latent-smm":
+        from ..models.latent_smm import LatentSMMClassifier
+
+        return _DevSelected(LatentSMMClassifier(latent_dim=2, rho=0.1, max_outer=30, random_state=seed),
+                            {"C": [0.5, 2.0, 8.0]}, seed)
+    if method == "ldk-gpc":
+        from ..models.gpc import LDKGPClassifier
+
+        return LDKGPClassifier(latent_dim=2, rho=1.0, num_inducing=128, max_epochs=100, random_state=seed)
+    if method in ("svm-rbf", "svm-poly"):
+        from ..baselines.text_classifiers import KernelSVMClassifier
+
+        return KernelSVMClassifier(kernel="rbf" if method == "svm-rbf" else "poly", random_state=seed)
     if method in ("logreg", "svm"):
         return BowClassifier(model=method, random_state=seed)
     if method == "mean-embedding":
         return MeanEmbeddingClassifier(embeddings=study.embeddings, random_state=seed)
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
+
+
+class _DevSelected:
+    """Choose hyper-parameters on a stratified 25% dev part of the training sample, then refit
+    on all of it (the thesis chooses on development data; used where inner cross-validation
+    would cost too many non-convex fits)."""
+
+    def __init__(self, estimator, grid: dict, seed: int):
+        self.estimator, self.grid, self.seed = estimator, grid, seed
+
+    def fit(self, X, y):
+        from sklearn.base import clone
+        from sklearn.model_selection import ParameterGrid, train_test_split
+
+        X, y = list(X), np.asarray(y)
+        counts = np.unique(y, return_counts=True)[1]
+        settings = list(ParameterGrid(self.grid))
+        if counts.min() >= 2 and len(settings) > 1:
+            tr, dv = train_test_split(np.arange(len(y)), test_size=0.25, stratify=y, random_state=self.seed)
+            scores = []
+            for params in settings:
+                model = clone(self.estimator).set_params(**params).fit([X[i] for i in tr], y[tr])
+                scores.append(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
+            best = settings[int(np.argmax(scores))]
+        else:
+            best = settings[0]
+        self.best_params_ = best
+        self.model_ = clone(self.estimator).set_params(**best).fit(X, y)
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
 
 
 def run_cell(study: ClassificationStudy, cell: dict) -> dict:
@@ -141,6 +189,8 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
         "n_test": len(y_test),
         "n_classes_train": int(len(np.unique(y_train))),
     }
+    if hasattr(model, "best_params_"):
+        record["chosen"] = model.best_params_
     if cell["method"] == "gp-embed-logreg":
         record.update(lengthscale=model.lengthscale_, noise=model.noise_, C=model.C_, n_covariates=len(model.words_))
     return record

@@ -1,10 +1,12 @@
 """Models built on the latent distribution kernel."""
 
 from .exact import LogPosterior, SharedKernelExactGP
+from .gpc import LDKGPClassifier
 from .gplvsm import GPLVSM
+from .latent_smm import LatentSMMClassifier
 from .matching import LDKMatcher
 from .numerics import CovarianceError, exact_numerics
 from .regressor import GPLVSMRegressor
 from .sparse import SparseGPLVSMRegressor
 
-__all__ = ["GPLVSM", "GPLVSMRegressor", "LDKMatcher", "SparseGPLVSMRegressor", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]
+__all__ = ["GPLVSM", "GPLVSMRegressor", "LDKMatcher", "SparseGPLVSMRegressor", "LatentSMMClassifier", "LDKGPClassifier", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]
