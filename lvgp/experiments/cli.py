@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError) as err:  # bad input: a clear message, not a traceback
+    except (ValueError, FileNotFoundError, ImportError) as err:  # bad input or a missing extra: a clear message
         parser.exit(2, f"lvgp: error: {err}\n")
 
 
