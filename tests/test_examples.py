@@ -56,6 +56,7 @@ BENCHMARKS = {
     "clgp_step.py": "ratio to N=",
     "sparse_gplvsm.py": "ratio us/doc",
     "ldk_random_features.py": "memory ratio",
+    "scale_out.py": "identical step losses",
     "slda_tomotopy.py": "held-out pR^2",
 }
 NEEDS_DATA = {"slda_tomotopy.py"}

@@ -112,17 +112,22 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         batch_size: documents per step; max_epochs: passes over the data; lr: Adam step size.
         noise_init, outputscale_init: initial noise variance and output scale (standardized targets).
         vocabulary, num_words: input handling as for the exact estimator.
+        distributed, world_size: data-parallel training in ``world_size`` local processes under
+            ``torch.distributed`` (gloo, loopback); each step's global batch is shared among
+            them and the gradients all-reduced, so the trajectory is that of a single process
+            with the same ``batch_size`` (up to floating-point summation order).
         random_state, verbose (tqdm progress bar over epochs).
 
     Fitted: ``model_``, ``likelihood_``, ``inducing_indices_``, ``loss_curve_`` (negative
-    ELBO per datum and epoch), ``word_vectors_``, ``fit_seconds_``.
+    ELBO per datum and epoch), ``step_losses_`` (per step), ``word_vectors_``, ``fit_seconds_``.
     Ctrl-C stops training after the current step and keeps the parameters reached.
     """
 
     def __init__(self, latent_dim: int = 2, rho: float = 1.0, num_inducing: int = 64, batch_size: int = 256,
                  max_epochs: int = 20, lr: float = 0.02, embedding: str = "rbf", level2: str = "linear",
                  inducing: str = "kmeans++", noise_init: float = 0.5, outputscale_init: float = 1.0,
-                 vocabulary=None, num_words: int | None = None, random_state: int | None = None, verbose: bool = False):
+                 vocabulary=None, num_words: int | None = None, distributed: bool = False, world_size: int = 2,
+                 random_state: int | None = None, verbose: bool = False):
         self.latent_dim = latent_dim
         self.rho = rho
         self.num_inducing = num_inducing
@@ -136,16 +141,17 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.outputscale_init = outputscale_init
         self.vocabulary = vocabulary
         self.num_words = num_words
+        self.distributed = distributed
+        self.world_size = world_size
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build(self, x: torch.Tensor, seed: int) -> None:
-        self.inducing_indices_ = choose_inducing_documents(x, self.encoder_.num_words, self.num_inducing, self.inducing,
-                                                           seed)
+    def _build(self, x: torch.Tensor, seed: int, num_words: int) -> None:
+        """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
+        self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         inducing = x[self.inducing_indices_]
         inducing = inducing[:, : int((inducing != PAD).sum(-1).max())]
-        kernel = LatentDistributionKernel(self.encoder_.num_words, self.latent_dim, self.embedding, self.level2,
-                                          rho=self.rho, seed=seed)
+        kernel = LatentDistributionKernel(num_words, self.latent_dim, self.embedding, self.level2, rho=self.rho, seed=seed)
         self.model_ = SparseGPLVSM(inducing, kernel).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
         self.likelihood_.noise = torch.tensor(self.noise_init, dtype=torch.float64)
@@ -157,6 +163,8 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         if self.batch_size < 1 or self.num_inducing < 1 or self.max_epochs < 1:
             raise ValueError("batch_size, num_inducing and max_epochs must be positive")
+        if self.distributed and self.world_size < 2:
+            raise ValueError(f"distributed=True needs world_size >= 2; got {self.world_size}")
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words)
         x = self.encoder_.fit_transform(X, "X")
         y = check_targets_array(y, x.shape[0])
@@ -165,8 +173,26 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.y_mean_, self.y_std_ = float(y.mean()), float(y.std() or 1.0)
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        start = time.perf_counter()
+        if self.distributed:
+            self._fit_distributed(x, targets, seed)
+        else:
+            self._train(x, targets, seed, self.encoder_.num_words)
+        self.fit_seconds_ = time.perf_counter() - start
+        self.model_.eval()
+        self.likelihood_.eval()
+        return self
+
+    def _train(self, x: torch.Tensor, targets: torch.Tensor, seed: int, num_words: int, rank: int = 0,
+               world_size: int = 1) -> None:
+        """Mini-batch SVI. With ``world_size > 1`` (inside ``torch.distributed``), every process
+        draws the same global batches and takes its share ``batch[rank::world_size]``; the
+        gradients, weighted by each share's size, are summed by all-reduce, so every step
+        follows the gradient of the single-process objective on the global batch -- the
+        likelihood term averaged over the batch, the KL of q(v) and the latent-vector prior
+        (replicated in every process, weights summing to one) counted once."""
         torch.manual_seed(seed)
-        self._build(x, seed)
+        self._build(x, seed, num_words)
         n = x.shape[0]
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
@@ -174,15 +200,17 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         g = torch.Generator().manual_seed(seed)
         self.model_.train()
         self.likelihood_.train()
-        self.loss_curve_ = []
-        start = time.perf_counter()
-        bar = tqdm(range(self.max_epochs), desc="sparse GP-LVSM", disable=not self.verbose)
+        self.loss_curve_, self.step_losses_ = [], []
+        if world_size > 1:
+            import torch.distributed as dist
+        bar = tqdm(range(self.max_epochs), desc="sparse GP-LVSM", disable=not self.verbose or rank != 0)
         try:
             with exact_numerics():
                 for _ in bar:
                     total, perm = 0.0, torch.randperm(n, generator=g)
                     for b in range(0, n, self.batch_size):
-                        idx = perm[b: b + self.batch_size]
+                        batch = perm[b: b + self.batch_size]
+                        idx = batch[rank::world_size]
                         xb = x[idx]
                         xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))]
                         opt.zero_grad()
@@ -190,16 +218,40 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
                         if not torch.isfinite(loss):
                             raise FloatingPointError(f"the ELBO became {loss.item()}; lower lr")
                         loss.backward()
+                        if world_size > 1:
+                            share = len(idx) / len(batch)
+                            for p in params:
+                                p.grad.mul_(share)
+                                dist.all_reduce(p.grad)
+                            loss = loss.detach() * share
+                            dist.all_reduce(loss)
                         opt.step()
-                        total += loss.item() * len(idx)
+                        self.step_losses_.append(loss.item())
+                        total += loss.item() * len(batch)
                     self.loss_curve_.append(total / n)
                     bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
         except KeyboardInterrupt:
             warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=2)
-        self.fit_seconds_ = time.perf_counter() - start
-        self.model_.eval()
-        self.likelihood_.eval()
-        return self
+
+    def _fit_distributed(self, x: torch.Tensor, targets: torch.Tensor, seed: int) -> None:
+        import socket
+        import tempfile
+
+        import torch.multiprocessing as mp
+
+        with socket.socket() as sock:  # a free loopback port for the process group
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        with tempfile.TemporaryDirectory() as tmp:
+            out = f"{tmp}/rank0.pt"
+            mp.start_processes(_distributed_worker, args=(self.world_size, port, self.get_params(), x, targets, seed,
+                                                          self.encoder_.num_words, out),
+                               nprocs=self.world_size, join=True, start_method="spawn")
+            state = torch.load(out, weights_only=True)
+        self._build(x, seed, self.encoder_.num_words)
+        self.model_.load_state_dict(state["model"])
+        self.likelihood_.load_state_dict(state["likelihood"])
+        self.loss_curve_, self.step_losses_ = state["loss_curve"], state["step_losses"]
 
     @property
     def word_vectors_(self) -> np.ndarray:
@@ -235,3 +287,20 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         if not return_std:
             return mean_np
         return mean_np, std.numpy() * self.y_std_
+
+
+def _distributed_worker(rank: int, world_size: int, port: int, params: dict, x: torch.Tensor, targets: torch.Tensor,
+                        seed: int, num_words: int, out: str) -> None:
+    """One process of a distributed fit (module level: spawn pickles it by reference)."""
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    try:
+        est = SparseGPLVSMRegressor(**{**params, "distributed": False})
+        est._train(x, targets, seed, num_words, rank=rank, world_size=world_size)
+        if rank == 0:
+            torch.save({"model": est.model_.state_dict(), "likelihood": est.likelihood_.state_dict(),
+                        "loss_curve": est.loss_curve_, "step_losses": est.step_losses_}, out)
+    finally:
+        dist.destroy_process_group()
