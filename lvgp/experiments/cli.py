@@ -136,6 +136,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _methods(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(m.strip() for m in args.methods.split(",") if m.strip())
+
+
+def _execute(runner, study, args: argparse.Namespace) -> int:
+    """Run a study with the executor the options ask for; print its table; 1 if cells failed."""
+    from .executors import make_executor
+
+    summary = runner(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
+    print(summary["table"])
+    for cell, error in summary["failures"]:
+        print(f"FAILED {cell}: {error.strip().splitlines()[-1]}")
+    return 1 if summary["failures"] else 0
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -152,7 +167,6 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def _run_regression(args: argparse.Namespace) -> int:
-    from .executors import make_executor
     from .regression import RegressionStudy, run_regression_study
 
     study = RegressionStudy(
@@ -169,82 +183,68 @@ def _run_regression(args: argparse.Namespace) -> int:
         rhos=_floats(args.rhos),
         vb_latent_dims=_ints(args.vb_latent_dims),
         vb_rhos=_floats(args.vb_rhos),
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=_methods(args),
         topics=_ints(args.topics),
         slda_inference=args.slda_inference,
         sparse_inducing=args.sparse_inducing,
         sparse_epochs=args.sparse_epochs,
     )
-    summary = run_regression_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
-    print(summary["table"])
-    for cell, error in summary["failures"]:
-        print(f"FAILED {cell}: {error.strip().splitlines()[-1]}")
-    return 1 if summary["failures"] else 0
+    return _execute(run_regression_study, study, args)
 
 
 def _run_topics(args: argparse.Namespace) -> int:
-    from .executors import make_executor
     from .topics import TopicStudy, run_topic_study
 
     study = TopicStudy(
         dataset=args.dataset,
         folds=args.folds,
         topics=_ints(args.topics),
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=_methods(args),
         inference=args.inference,
         seed=args.seed,
         min_df=args.min_df,
         max_iter=args.max_iter,
     )
-    summary = run_topic_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
-    print(summary["table"])
-    return 1 if summary["failures"] else 0
+    return _execute(run_topic_study, study, args)
 
 
 def _run_classification(args: argparse.Namespace) -> int:
     from .classification import ClassificationStudy, run_classification_study
-    from .executors import make_executor
 
     study = ClassificationStudy(
         dataset=args.dataset,
         train_sizes=_ints(args.train_sizes),
         splits=args.splits,
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=_methods(args),
         test_size=args.test_size,
         max_features=args.max_features,
         max_iter=args.max_iter,
         seed=args.seed,
     )
-    summary = run_classification_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
-    print(summary["table"])
-    return 1 if summary["failures"] else 0
+    return _execute(run_classification_study, study, args)
 
 
 def _run_matching(args: argparse.Namespace) -> int:
-    from .executors import make_executor
     from .matching import MatchingStudy, run_matching_study
 
     study = MatchingStudy(
         pairs=args.pairs, source=args.source, target=args.target, train=args.train, dev=args.dev, test=args.test,
-        sets=args.sets, methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        sets=args.sets, methods=_methods(args),
         latent_dims=_ints(args.latent_dims), rhos=_floats(args.rhos), gammas=_floats(args.gammas),
         cca_components=_ints(args.cca_components), cca_regs=_floats(args.cca_regs), min_df=args.min_df,
         max_iter=args.max_iter, dedupe_families=not args.keep_families, seed=args.seed,
     )
-    summary = run_matching_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
-    print(summary["table"])
-    return 1 if summary["failures"] else 0
+    return _execute(run_matching_study, study, args)
 
 
 def _run_categorical(args: argparse.Namespace) -> int:
     from .categorical import CategoricalStudy, run_categorical_study
-    from .executors import make_executor
 
     study = CategoricalStudy(
         dataset=args.dataset,
         drop_columns=tuple(c.strip() for c in args.drop_columns.split(",") if c.strip()),
         splits=args.splits,
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=_methods(args),
         latent_dim=args.latent_dim,
         inducing=args.inducing,
         samples=args.samples,
@@ -255,9 +255,7 @@ def _run_categorical(args: argparse.Namespace) -> int:
         seed=args.seed,
         color_by=args.color_by,
     )
-    summary = run_categorical_study(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
-    print(summary["table"])
-    return 1 if summary["failures"] else 0
+    return _execute(run_categorical_study, study, args)
 
 
 def main(argv: list[str] | None = None) -> int:
