@@ -187,18 +187,16 @@ def run_categorical_study(study: CategoricalStudy, out: str | Path, executor=Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import StudyDirectory, run_study, write_json
+    from .study import execute_study, failure_note, write_json
 
     out = Path(out)
     prepare_split(study, 0)  # bad input fails here, before any cell runs
-    write_json(out / "study.json", {"kind": "categorical", **study.__dict__})
-    cells, failures = run_study(run_cell, study, make_cells(study), StudyDirectory(out), executor, progress)
+    cells, failures = execute_study("categorical", study, run_cell, make_cells(study), out, executor, progress)
     records = [{k: v for k, v in c.items() if k not in ("latent_means", "colour_values", "params")} for c in cells]
     records.sort(key=lambda r: (METHODS.index(r["method"]), r["split"]))
     write_json(out / "results.json", records)
     text = table_markdown(records, study) if records else "no finished cells\n"
-    if failures:
-        text += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt).\n"
+    text += failure_note(failures)
     (out / "table.md").write_text(text)
     latent = [c for c in cells if "latent_means" in c]
     fig, axes = plt.subplots(1, max(1, len(latent)), figsize=(5 * max(1, len(latent)), 4.5), squeeze=False)

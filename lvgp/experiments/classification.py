@@ -226,19 +226,17 @@ def run_classification_study(study: ClassificationStudy, out: str | Path, execut
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import StudyDirectory, run_study, write_json
+    from .study import execute_study, failure_note, write_json
 
     out = Path(out)
     for n in study.train_sizes:  # bad input fails here, before any cell runs
         prepare(study, 0, n)
-    write_json(out / "study.json", {"kind": "classification", **study.__dict__})
-    cells, failures = run_study(run_cell, study, make_cells(study), StudyDirectory(out), executor, progress)
+    cells, failures = execute_study("classification", study, run_cell, make_cells(study), out, executor, progress)
     records = sorted(({k: v for k, v in c.items() if k != "params"} for c in cells),
                      key=lambda r: (METHODS.index(r["method"]), r["train_size"], r["split"]))
     write_json(out / "results.json", records)
     text = table_markdown(records, study) if records else "no finished cells\n"
-    if failures:
-        text += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt).\n"
+    text += failure_note(failures)
     (out / "table.md").write_text(text)
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for i, m in enumerate(study.methods):

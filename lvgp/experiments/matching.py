@@ -185,19 +185,17 @@ def run_matching_study(study: MatchingStudy, out: str | Path, executor=None, pro
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import StudyDirectory, run_study, write_json
+    from .study import execute_study, failure_note, write_json
 
     out = Path(out)
     prepare(study, 0)  # bad input fails here, before any cell runs
-    write_json(out / "study.json", {"kind": "matching", **study.__dict__})
-    cells, failures = run_study(run_cell, study, make_cells(study), StudyDirectory(out), executor, progress)
+    cells, failures = execute_study("matching", study, run_cell, make_cells(study), out, executor, progress)
     selected = select(cells)
     records = [{k: v for k, v in r.items() if k != "examples"} for r in selected]
     write_json(out / "results.json", records)
     write_json(out / "grid.json", [{k: v for k, v in c.items() if k not in ("examples", "test_ranks")} for c in cells])
     text = table_markdown(records, study) if records else "no finished cells\n"
-    if failures:
-        text += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt).\n"
+    text += failure_note(failures)
     examples = [r for r in selected if "examples" in r and r["method"] == "ldk"]
     if examples:
         text += "\nExample retrievals (LDK, set 1, the dev-selected setting; first line of each text):\n\n"

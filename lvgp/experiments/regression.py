@@ -301,19 +301,16 @@ def run_regression_study(study: RegressionStudy, out: str | Path, executor=None,
     """Run (or resume) the study into ``out``: ``results.json`` (one record per method and
     split), ``grid.json`` (every cell), ``table.md`` and the figures. Returns a summary."""
     from .figures import rmse_vs_q, rmse_vs_rho, word_map
-    from .study import StudyDirectory, run_study, write_json
+    from .study import execute_study, failure_note, write_json
 
     out = Path(out)
     check_sizes(study, len(_cached_corpus(study.dataset)))
-    directory = StudyDirectory(out)
-    write_json(out / "study.json", {"kind": "regression", **{k: v for k, v in study.__dict__.items()}})
-    cells, failures = run_study(run_cell, study, make_cells(study), directory, executor, progress)
+    cells, failures = execute_study("regression", study, run_cell, make_cells(study), out, executor, progress)
     records = select(cells)
     write_json(out / "results.json", records)
     write_json(out / "grid.json", [{k: v for k, v in c.items() if k not in ("word_vectors", "word_counts", "coef")} for c in cells])
     table = summary_table(records, study.dataset) if records else "no finished cells\n"
-    if failures:
-        table += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt); rerun to retry them.\n"
+    table += failure_note(failures)
     (out / "table.md").write_text(table)
     rmse_vs_q(cells, records, out / "rmse_vs_q.png")
     rmse_vs_rho(cells, records, out / "rmse_vs_rho.png")

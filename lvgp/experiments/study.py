@@ -111,3 +111,18 @@ def run_study(
         bar.set_postfix(failed=len(failures))
     bar.close()
     return done, failures
+
+
+def execute_study(kind: str, study, run_cell: Callable[[Any, dict], dict], cells: list[dict], out: Path,
+                  executor: Executor | None = None, progress: bool = True) -> tuple[list[dict], list[tuple[dict, str]]]:
+    """Record the study's settings in ``out/study.json`` (with its ``kind``) and run (or
+    resume) its cells into ``out/cells``; the shared first half of every ``run_*_study``."""
+    write_json(out / "study.json", {"kind": kind, **study.__dict__})
+    return run_study(run_cell, study, cells, StudyDirectory(out), executor, progress)
+
+
+def failure_note(failures: list) -> str:
+    """The line every ``table.md`` ends with when cells failed (empty otherwise)."""
+    if not failures:
+        return ""
+    return f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt); rerun to retry them.\n"

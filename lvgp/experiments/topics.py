@@ -140,12 +140,11 @@ def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import StudyDirectory, run_study, write_json
+    from .study import execute_study, failure_note, write_json
 
     out = Path(out)
     _cached_corpus(study.dataset)
-    write_json(out / "study.json", {"kind": "topics", **study.__dict__})
-    cells, failures = run_study(run_cell, study, make_cells(study), StudyDirectory(out), executor, progress)
+    cells, failures = execute_study("topics", study, run_cell, make_cells(study), out, executor, progress)
     summary = summarize(cells, study)
     write_json(out / "results.json", [
         {"method": c["method"], "split": c["split"], "K": c["params"].get("K"), "pr2": c["pr2"],
@@ -154,8 +153,7 @@ def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress:
     ])
     write_json(out / "summary.json", summary)
     text = table(summary, study)
-    if failures:
-        text += f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt).\n"
+    text += failure_note(failures)
     (out / "table.md").write_text(text)
     fig, ax = plt.subplots(figsize=(5, 4))
     for i, method in enumerate(study.methods):
