@@ -24,10 +24,15 @@ How the guide treats the per-document variables (and why):
   Bernoulli/categorical with the probit-style correction :math:`\sigma(m/\sqrt{1+\pi v/8})`,
   Poisson with rate :math:`\exp(m + v/2)` -- second-order approximations in the spirit of
   the paper's eq. 19.
-* :math:`\theta_d` has an **amortized** Dirichlet guide: a small network maps the document's
-  word frequencies to the concentration. With mini-batches a per-document parameter would
-  be updated only when its document is drawn; amortization shares strength across
-  documents and costs nothing per document.
+* :math:`\theta_d` has a Dirichlet guide :math:`\mathrm{Dir}(\gamma_d)` whose :math:`\gamma_d`
+  is **computed, not learned**: ``sweeps`` rounds of the paper's closed-form coordinate
+  ascent (eqs. 6-7) at the current global parameters, without gradient
+  (:meth:`local_dirichlet`) -- the local step of stochastic variational inference (Hoffman
+  et al., 2013). With mini-batches a stored per-document parameter would be updated only
+  when its document is drawn, and an amortized encoder adds an amortization gap and
+  parameters of its own; the local optimum needs neither and costs ``O(sweeps L K)`` per
+  document. Since :math:`\gamma_d` (nearly) maximizes the bound, the gradient of the ELBO
+  through it vanishes to first order, so stopping the gradient there is sound.
 
 Prediction follows eqs. 12-13 and 22: the variational E-step for :math:`\phi` *without* the
 response terms (the same coordinate ascent as the EM reference), then
