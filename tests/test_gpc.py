@@ -38,5 +38,16 @@ def test_multiclass_softmax_and_bad_input():
     proba = clf.predict_proba(corpus.texts[100:])
     assert proba.shape == (50, 3) and np.allclose(proba.sum(1), 1)
     assert np.mean(clf.predict(corpus.texts[100:]) == y[100:]) > 0.5  # chance: 1/3; measured 0.56
+    # the softmax predictive probabilities (own Monte Carlo over the latent marginals) agree
+    # with gpytorch's SoftmaxLikelihood marginal within Monte Carlo error
+    import gpytorch
+    import torch
+
+    clf.set_params(n_mc_samples=4000)
+    ours = clf.predict_proba(corpus.texts[100:110])
+    x = clf.encoder_.transform(corpus.texts[100:110], "X")
+    with torch.no_grad(), gpytorch.settings.num_likelihood_samples(4000):
+        theirs = clf.likelihood_(clf.model_(x)).probs.mean(0).numpy()
+    assert np.abs(ours - theirs).max() < 0.03
     with pytest.raises(ValueError, match="single class"):
         LDKGPClassifier().fit(corpus.texts[:10], [0] * 10)

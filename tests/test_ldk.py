@@ -372,3 +372,25 @@ def test_self_inner_matches_the_reference_and_its_gradient(embedding):
     g1 = torch.autograd.grad(k.self_inner(long_docs).sum(), k.raw_latent)[0]
     g2 = torch.autograd.grad(k.paired_inner(long_docs, long_docs).sum(), k.raw_latent)[0]
     torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("embedding,level2", [("rbf", "linear"), ("rbf", "rbf"), ("poly", "poly")])
+def test_inputs_repeated_over_a_batch_are_evaluated_once(embedding, level2, monkeypatch):
+    """gpytorch expands inputs over a multi-output model's batch (IndependentMultitask
+    strategies): the kernel must not form the word Gram once per batch element."""
+    k = make_kernel(embedding, level2)
+    calls = []
+    original = type(k).embedding_gram
+    monkeypatch.setattr(type(k), "embedding_gram", lambda self, a, b: calls.append(1) or original(self, a, b))
+    with torch.no_grad():
+        full, diag, cross = k(X1).to_dense(), k(X1, diag=True), k(X1, X2).to_dense()
+        for x1 in (X1.expand(6, *X1.shape), X1.expand(6, *X1.shape).contiguous()):
+            calls.clear()
+            torch.testing.assert_close(k(x1).to_dense(), full.expand(6, 4, 4), rtol=0, atol=0)
+            assert len(calls) == 1
+            torch.testing.assert_close(k(x1, diag=True), diag.expand(6, 4), rtol=0, atol=0)
+            torch.testing.assert_close(k(x1, X2.expand(6, *X2.shape)).to_dense(), cross.expand(6, 4, 5), rtol=0, atol=0)
+        # batch elements that differ are still evaluated separately and correctly
+        mixed = torch.stack([X1, X1.flip(0)])
+        out = k(mixed, X2).to_dense()
+        torch.testing.assert_close(out[1], ref_gram(k, X1.flip(0), X2), rtol=0, atol=1e-9)

@@ -120,12 +120,16 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     if method == "latent-smm":
         from ..models.latent_smm import LatentSMMClassifier
 
+        # the thesis (sec. 4.4): "experimentally the best C exhibits a large value, e.g. C >= 2^5";
+        # on r8 (100 docs) C=0.5 underfits (train accuracy 0.81) while C=32 fits and tests best
         return _DevSelected(LatentSMMClassifier(latent_dim=2, rho=0.1, max_outer=30, random_state=seed),
-                            {"C": [0.5, 2.0, 8.0]}, seed)
+                            {"C": [2.0, 8.0, 32.0, 128.0]}, seed)
     if method == "ldk-gpc":
         from ..models.gpc import LDKGPClassifier
 
-        return LDKGPClassifier(latent_dim=2, rho=1.0, num_inducing=128, max_epochs=100, random_state=seed)
+        # 100 Adam steps left the softmax SVGP underfitting its own training sample (train
+        # accuracy 0.76 on 50 r8 documents); 300 steps at lr 0.05 and a weaker prior fit better
+        return LDKGPClassifier(latent_dim=2, rho=0.1, num_inducing=128, max_epochs=300, lr=0.05, random_state=seed)
     if method in ("svm-rbf", "svm-poly"):
         from ..baselines.text_classifiers import KernelSVMClassifier
 

@@ -82,6 +82,18 @@ def _sandwich(i1: Tensor, w1: Tensor, gram: Tensor, i2: Tensor, w2: Tensor, symm
     return F.embedding_bag(i2, left.mT.contiguous(), per_sample_weights=w2, mode="sum").mT
 
 
+def _single_batch(x: Tensor) -> Tensor | None:
+    """The ``n x L`` documents of a batched ``*b x n x L`` input whose batch elements are all
+    the same (gpytorch expands inputs over a multi-output model's batch: ``IndependentMultitask``
+    strategies, batched ``ScaleKernel``), else ``None``. Costs one comparison of the ids."""
+    if x.dim() <= 2:
+        return None
+    flat = x.reshape(-1, *x.shape[-2:])
+    if all(st == 0 for st in x.stride()[:-2]) or bool((flat == flat[:1]).all()):
+        return flat[0]
+    return None
+
+
 class NegativeLatentKL(AddedLossTerm):
     r"""The :math:`-\mathrm{KL}(q(\mathbf X)\|p(\mathbf X))` of a variational LDK, as a gpytorch
     added loss term. gpytorch's ``ExactMarginalLogLikelihood`` *adds* such terms to the log
@@ -510,6 +522,17 @@ class LatentDistributionKernel(Kernel):
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
         if not same:
             check_padded(x2, "x2", self.num_words)
+        # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
+        # classifier): the word Gram and its gradient are formed once, not once per element
+        single1 = _single_batch(x1)
+        single2 = single1 if same else _single_batch(x2)
+        if (single1 is not None or x1.dim() <= 2) and (single2 is not None or x2.dim() <= 2) and (
+                single1 is not None or single2 is not None):
+            a = x1 if single1 is None else single1
+            b = a if same else (x2 if single2 is None else single2)
+            out = self.forward(a, b, diag=diag)
+            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - (1 if diag else 2)])
+            return out.expand(*batch, *out.shape[out.dim() - (1 if diag else 2):])
         if diag:
             if x1.shape[-2] != x2.shape[-2]:
                 raise ValueError(f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}")

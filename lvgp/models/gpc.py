@@ -56,6 +56,9 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         latent_dim, rho, gamma, level2: the LDK (RBF embedding) and its prior precision.
         num_inducing: inducing documents (k-means++ seeded among the training documents).
         max_epochs, batch_size (``None``: full batch), lr: Adam.
+        n_mc_samples: Monte Carlo draws of the latent functions for the softmax predictive
+            probabilities (the same draws for every document, so a document's probabilities
+            do not depend on what it is predicted with).
         vocabulary, num_words, random_state, verbose.
 
     Fitted: ``classes_``, ``model_``, ``likelihood_``, ``loss_curve_``, ``word_vectors_``.
@@ -63,7 +66,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, latent_dim: int = 2, rho: float = 1.0, gamma: float = 1.0, level2: str = "linear",
                  num_inducing: int = 128, max_epochs: int = 200, batch_size: int | None = None, lr: float = 0.03,
-                 vocabulary=None, num_words: int | None = None, random_state: int | None = None, verbose: bool = False):
+                 n_mc_samples: int = 256, vocabulary=None, num_words: int | None = None, random_state: int | None = None, verbose: bool = False):
         self.latent_dim = latent_dim
         self.rho = rho
         self.gamma = gamma
@@ -72,6 +75,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
+        self.n_mc_samples = n_mc_samples
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
@@ -146,15 +150,22 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
             warnings.warn(f"{int(empty.sum())} documents have no known word: given the training class frequencies",
                           EmptyDocumentsWarning, stacklevel=2)
         rows = torch.nonzero(~empty).ravel()
-        with torch.no_grad(), exact_numerics(), gpytorch.settings.num_likelihood_samples(256):
+        # softmax: E[softmax(f)] by Monte Carlo over the per-document marginals of the C
+        # independent latent GPs (what the likelihood needs; gpytorch's SoftmaxLikelihood would
+        # expand the lazy multitask covariance over the samples: GBs for long documents)
+        eps = torch.randn(self.n_mc_samples, 1, len(self.classes_), dtype=torch.float64,
+                          generator=torch.Generator().manual_seed(0))
+        with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b: b + block]
                 xb = x[idx][:, : max(1, int((x[idx] != PAD).sum(-1).max()))]
-                pred = self.likelihood_(self.model_(xb))
+                f = self.model_(xb)
                 if len(self.classes_) == 2:
-                    out[idx] = torch.stack([1 - pred.probs, pred.probs], dim=-1)
+                    probs = self.likelihood_(f).probs  # the probit integral is closed-form
+                    out[idx] = torch.stack([1 - probs, probs], dim=-1)
                 else:
-                    out[idx] = pred.probs.mean(0)
+                    samples = f.mean + f.variance.clamp_min(0).sqrt() * eps  # S x n x C
+                    out[idx] = torch.softmax(samples, dim=-1).mean(0)
         return out.numpy()
 
     def predict(self, X) -> np.ndarray:
