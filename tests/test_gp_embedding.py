@@ -26,7 +26,7 @@ from lvgp.baselines.gp_embedding import (
 )
 from lvgp.baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
 from lvgp.datasets.loaders import WordEmbeddings
-from lvgp.experiments.classification import stratified_sample
+from lvgp.experiments.classification import dev_split, stratified_sample
 
 D = torch.float64
 
@@ -227,6 +227,16 @@ def test_stratified_sample_keeps_every_class():
     assert len(idx) == 10 and set(labels[idx]) == {"a", "b", "c"}
     with pytest.raises(ValueError, match="exceeds"):
         stratified_sample(labels, 101, np.random.default_rng(0))
+
+
+def test_dev_split_keeps_singleton_classes_in_training():
+    """Singleton classes (r8's smallest at 50-200 documents) must not disable dev selection."""
+    labels = np.array(list("aaaabbbbbbcd"))
+    train, dev = dev_split(labels, 0)
+    assert len(dev) == 3 and set(labels[dev]) == {"a", "b"} and {"c", "d"} <= set(labels[train])
+    assert sorted(np.concatenate([train, dev])) == list(range(12))
+    train, dev = dev_split(np.array(list("abcd")), 0)  # nothing to split: all for training
+    assert len(dev) == 0 and len(train) == 4
 
 
 def test_compare_classification_cli_on_a_tsv(tmp_path):

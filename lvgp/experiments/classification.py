@@ -141,6 +141,23 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
 
 
+def dev_split(y: np.ndarray, seed: int, dev_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified train/dev indices of a training sample. Classes with a single document (r8's
+    smallest classes at 50-200 training documents) stay in the training part; the others are
+    split stratified. Returns an empty dev part when no class has two documents."""
+    from sklearn.model_selection import train_test_split
+
+    y = np.asarray(y)
+    classes, counts = np.unique(y, return_counts=True)
+    splittable = np.isin(y, classes[counts >= 2])
+    rows = np.flatnonzero(splittable)
+    try:
+        tr, dv = train_test_split(rows, test_size=dev_fraction, stratify=y[rows], random_state=seed)
+    except ValueError:  # too few documents for one per class on each side
+        return np.arange(len(y)), np.array([], dtype=int)
+    return np.sort(np.concatenate([tr, np.flatnonzero(~splittable)])), dv
+
+
 class _DevSelected:
     """Choose hyper-parameters on a stratified 25% dev part of the training sample, then refit
     on all of it (the thesis chooses on development data; used where inner cross-validation
@@ -151,13 +168,12 @@ class _DevSelected:
 
     def fit(self, X, y):
         from sklearn.base import clone
-        from sklearn.model_selection import ParameterGrid, train_test_split
+        from sklearn.model_selection import ParameterGrid
 
         X, y = list(X), np.asarray(y)
-        counts = np.unique(y, return_counts=True)[1]
         settings = list(ParameterGrid(self.grid))
-        if counts.min() >= 2 and len(settings) > 1:
-            tr, dv = train_test_split(np.arange(len(y)), test_size=0.25, stratify=y, random_state=self.seed)
+        tr, dv = dev_split(y, self.seed)
+        if len(dv) and len(settings) > 1:
             scores = []
             for params in settings:
                 model = clone(self.estimator).set_params(**params).fit([X[i] for i in tr], y[tr])
@@ -165,6 +181,8 @@ class _DevSelected:
             best = settings[int(np.argmax(scores))]
         else:
             best = settings[0]
+            warnings.warn(f"no development documents to choose among {len(settings)} settings: using {best}",
+                          RuntimeWarning, stacklevel=2)
         self.best_params_ = best
         self.model_ = clone(self.estimator).set_params(**best).fit(X, y)
         return self
