@@ -26,7 +26,8 @@ from lvgp.baselines.gp_embedding import (
 )
 from lvgp.baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
 from lvgp.datasets.loaders import WordEmbeddings
-from lvgp.experiments.classification import dev_split, stratified_sample
+from lvgp.baselines.model_selection import dev_split, stratified_folds
+from lvgp.experiments.classification import stratified_sample
 
 D = torch.float64
 
@@ -237,6 +238,26 @@ def test_dev_split_keeps_singleton_classes_in_training():
     assert sorted(np.concatenate([train, dev])) == list(range(12))
     train, dev = dev_split(np.array(list("abcd")), 0)  # nothing to split: all for training
     assert len(dev) == 0 and len(train) == 4
+
+
+def test_stratified_folds_keep_rare_classes_in_training():
+    from sklearn.model_selection import StratifiedKFold
+
+    labels = np.array(list("aaaaaabbbbbbbbbcddd"))  # c: a single document
+    folds = stratified_folds(labels, 3, 0)
+    assert len(folds) == 3
+    tested = np.concatenate([te for _, te in folds])
+    assert sorted(tested) == sorted(np.flatnonzero(labels != "c"))  # every other row scored once
+    for train, test in folds:
+        assert "c" in set(labels[train]) and not set(train) & set(test)
+    assert len(stratified_folds(labels[:-1], 3, 0)) == 2  # d with two documents: two folds
+    # without rare classes: exactly scikit-learn's StratifiedKFold
+    balanced = np.repeat(list("abc"), 5)
+    ours = stratified_folds(balanced, 3, 4)
+    theirs = StratifiedKFold(3, shuffle=True, random_state=4).split(np.zeros(15), balanced)
+    for (tr1, te1), (tr2, te2) in zip(ours, theirs):
+        assert list(tr1) == list(tr2) and list(te1) == list(te2)
+    assert stratified_folds(np.array(list("abc")), 3) == []
 
 
 def test_compare_classification_cli_on_a_tsv(tmp_path):

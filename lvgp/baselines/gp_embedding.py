@@ -74,13 +74,13 @@ from pyro.infer.autoguide import AutoDelta, AutoNormal
 from pyro.nn import PyroModule, PyroParam
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
 from ..bow.vocabulary import Vocabulary
 from ..models.numerics import CovarianceError
 from ..warnings import UnseenWordsWarning
+from .model_selection import stratified_folds
 
 __all__ = [
     "GPEmbeddingLogisticRegression",
@@ -474,13 +474,11 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
     def _choose_C(self, z: np.ndarray, y: np.ndarray) -> float:
         """C maximizing the cross-validated log likelihood over ``Cs``; when the best is the
         largest (smallest) value, the grid is extended by factors of 10 (at most 3 times)."""
-        smallest = np.bincount(y).min()
-        folds = min(self.cv, int(smallest))
-        if folds < 2:
-            warnings.warn(f"a class has a single training document: C cannot be cross-validated; using C={max(self.Cs)}",
+        cv = stratified_folds(y, self.cv, 0)  # classes with a single document stay in training
+        if not cv:
+            warnings.warn(f"too few documents per class to cross-validate C; using C={max(self.Cs)}",
                           RuntimeWarning, stacklevel=3)
             return float(max(self.Cs))
-        cv = list(StratifiedKFold(folds, shuffle=True, random_state=0).split(z, y))
 
         def score(c: float) -> float:
             ll = 0.0

@@ -22,13 +22,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.vocabulary import Vocabulary
 from ..warnings import UnseenWordsWarning
+from .model_selection import stratified_folds
 
 __all__ = ["BowClassifier", "KernelSVMClassifier", "MeanEmbeddingClassifier", "BagOfClustersClassifier",
            "tuned_linear_classifier"]
@@ -37,12 +38,21 @@ __all__ = ["BowClassifier", "KernelSVMClassifier", "MeanEmbeddingClassifier", "B
 def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_state=None):
     """Fit logistic regression or a linear SVM with C chosen by stratified CV (accuracy)."""
     base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000)
-    smallest = int(np.bincount(np.unique(y, return_inverse=True)[1]).min())
-    folds = min(3, smallest)
-    if folds < 2:
-        return base.set_params(C=float(Cs[-1])).fit(features, y)
-    cv = StratifiedKFold(folds, shuffle=True, random_state=random_state or 0)
-    return GridSearchCV(base, {"C": list(Cs)}, cv=cv).fit(features, y).best_estimator_
+    return _grid_search(base, {"C": list(Cs)}, features, y, random_state)
+
+
+def _grid_search(base, grid: dict, features, y: np.ndarray, random_state=None):
+    """``GridSearchCV`` over :func:`~lvgp.baselines.model_selection.stratified_folds` (rare
+    classes stay in training); with too few documents for two folds, the last grid values
+    are used, with a warning."""
+    folds = stratified_folds(y, 3, random_state or 0)
+    if not folds:
+        fixed = {name: values[-1] for name, values in grid.items()}
+        warnings.warn(f"too few documents per class to cross-validate; using {fixed}", RuntimeWarning, stacklevel=3)
+        return base.set_params(**fixed).fit(features, y)
+    with warnings.catch_warnings():  # a fold may lack a rare class; scoring by accuracy is still defined
+        warnings.simplefilter("ignore", UserWarning)
+        return GridSearchCV(base, grid, cv=folds).fit(features, y).best_estimator_
 
 
 def _check_texts(X, y=None):
@@ -144,12 +154,7 @@ class KernelSVMClassifier(_TextClassifier):
         grid = {"C": list(self.Cs)}
         if self.kernel == "rbf":
             grid["gamma"] = list(self.gammas)
-        folds = min(3, int(np.bincount(np.unique(y, return_inverse=True)[1]).min()))
-        if folds < 2:
-            self.model_ = base.set_params(C=float(self.Cs[-1]), gamma="scale").fit(features, y)
-        else:
-            cv = StratifiedKFold(folds, shuffle=True, random_state=self.random_state or 0)
-            self.model_ = GridSearchCV(base, grid, cv=cv).fit(features, y).best_estimator_
+        self.model_ = _grid_search(base, grid, features, y, self.random_state)
         self.classes_ = self.model_.classes_
         return self
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..baselines.model_selection import dev_split
+
 METHODS = ("gp-embed-logreg", "logreg", "mean-embedding", "bag-of-clusters", "svm", "slda", "latent-smm", "ldk-gpc",
            "svm-rbf", "svm-poly")
 LABELS = {"gp-embed-logreg": "GP covariate embedding", "logreg": "LogReg (BoW)", "mean-embedding": "Mean embedding",
@@ -139,23 +141,6 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     if method == "mean-embedding":
         return MeanEmbeddingClassifier(embeddings=study.embeddings, random_state=seed)
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
-
-
-def dev_split(y: np.ndarray, seed: int, dev_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified train/dev indices of a training sample. Classes with a single document (r8's
-    smallest classes at 50-200 training documents) stay in the training part; the others are
-    split stratified. Returns an empty dev part when no class has two documents."""
-    from sklearn.model_selection import train_test_split
-
-    y = np.asarray(y)
-    classes, counts = np.unique(y, return_counts=True)
-    splittable = np.isin(y, classes[counts >= 2])
-    rows = np.flatnonzero(splittable)
-    try:
-        tr, dv = train_test_split(rows, test_size=dev_fraction, stratify=y[rows], random_state=seed)
-    except ValueError:  # too few documents for one per class on each side
-        return np.arange(len(y)), np.array([], dtype=int)
-    return np.sort(np.concatenate([tr, np.flatnonzero(~splittable)])), dv
 
 
 class _DevSelected:

@@ -1,0 +1,54 @@
+"""Cross-validation splits for small, imbalanced training samples (r8 at 50-200 documents
+has classes with a single document).
+
+scikit-learn's ``StratifiedKFold`` cannot put a singleton class in every training fold, and
+the naive fallback -- skip model selection, use a fixed value -- silently turns "C chosen by
+CV" into "C fixed". Here classes with fewer documents than folds stay in the training part
+of every fold (they are never scored); the other documents are split stratified. With no
+documents for any fold, callers get ``[]`` and must say what they do instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold, train_test_split
+
+__all__ = ["stratified_folds", "dev_split"]
+
+
+def _splittable(y: np.ndarray, minimum: int) -> np.ndarray:
+    classes, counts = np.unique(y, return_counts=True)
+    return np.isin(y, classes[counts >= minimum])
+
+
+def stratified_folds(y, n_folds: int = 3, random_state: int | None = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(train, test)`` index pairs of a stratified ``k``-fold split, ``k = min(n_folds,
+    smallest count among classes with at least 2 documents)``; rarer classes are always in
+    training. Identical to ``StratifiedKFold(k, shuffle=True)`` when every class has ``k``
+    documents. ``[]`` when fewer than two folds are possible."""
+    y = np.asarray(y)
+    classes, counts = np.unique(y, return_counts=True)
+    counts = counts[counts >= 2]
+    if len(counts) == 0:
+        return []
+    k = int(min(n_folds, counts.min()))
+    if k < 2:
+        return []
+    keep = _splittable(y, k)
+    rows, always = np.flatnonzero(keep), np.flatnonzero(~keep)
+    folds = StratifiedKFold(k, shuffle=True, random_state=random_state).split(rows, y[rows])
+    return [(np.sort(np.concatenate([rows[tr], always])), rows[te]) for tr, te in folds]
+
+
+def dev_split(y, random_state: int | None = 0, dev_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified train/dev indices; classes with a single document stay in training. Returns
+    an empty dev part when no stratified split is possible. Identical to
+    ``train_test_split(stratify=y)`` when every class has two documents."""
+    y = np.asarray(y)
+    keep = _splittable(y, 2)
+    rows = np.flatnonzero(keep)
+    try:
+        tr, dv = train_test_split(rows, test_size=dev_fraction, stratify=y[rows], random_state=random_state)
+    except ValueError:  # too few documents for one per class on each side
+        return np.arange(len(y)), np.array([], dtype=int)
+    return np.sort(np.concatenate([tr, np.flatnonzero(~keep)])), dv
