@@ -275,6 +275,14 @@ def test_compare_classification_cli_on_a_tsv(tmp_path):
     assert all({"method", "split", "train_size", "accuracy", "macro_f1"} <= set(r) for r in records)
     assert (out / "accuracy_vs_train_size.png").stat().st_size > 1000
     assert "LogReg" in (out / "table.md").read_text()
+    # --report-only: tables from the finished cells, nothing run (mean-embedding shows as missing)
+    cells_before = sorted(out.rglob("cells/**/*.json"))
+    argv = ["compare", "classification", "--dataset", str(path), "--train-sizes", "10,20", "--splits", "2",
+            "--methods", "logreg,svm,mean-embedding", "--out", str(out), "--quiet", "--report-only"]
+    assert main(argv) == 0
+    assert sorted(out.rglob("cells/**/*.json")) == cells_before
+    assert len(json.loads((out / "results.json").read_text())) == 8
+    assert "Mean embedding" not in (out / "table.md").read_text()
     # every other classifier plugs into the same runner (one small cell each)
     others = tmp_path / "others"
     argv = ["compare", "classification", "--dataset", str(path), "--train-sizes", "16", "--splits", "1",

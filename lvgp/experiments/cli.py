@@ -13,6 +13,8 @@ def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)")
     parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run no cell: write the tables and figures from the cells already in --out")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,8 +146,11 @@ def _execute(runner, study, args: argparse.Namespace) -> int:
     """Run a study with the executor the options ask for; print its table; 1 if cells failed."""
     from .executors import make_executor
 
-    summary = runner(study, args.out, make_executor(args.jobs, args.ray), progress=not args.quiet)
+    executor = make_executor(args.jobs, args.ray, args.report_only)
+    summary = runner(study, args.out, executor, progress=not args.quiet)
     print(summary["table"])
+    if getattr(executor, "skipped", 0):
+        print(f"report only: {executor.skipped} cells not run (shown as '–' or left out of the means)")
     for cell, error in summary["failures"]:
         print(f"FAILED {cell}: {error.strip().splitlines()[-1]}")
     return 1 if summary["failures"] else 0

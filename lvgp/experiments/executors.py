@@ -93,8 +93,25 @@ class ProcessExecutor(Executor):
         return f"{self.jobs} local processes"
 
 
-def make_executor(jobs: int = 1, ray: str | None = None) -> Executor:
-    """The executor for ``--jobs``/``--ray``."""
+class ReportOnlyExecutor(Executor):
+    """Runs nothing (``--report-only``): the study writes its tables and figures from the
+    cells already finished; ``skipped`` counts the cells left out."""
+
+    def __init__(self):
+        self.skipped = 0
+
+    def run(self, fn, context, cells):
+        self.skipped += len(cells)
+        return iter(())
+
+    def describe(self) -> str:
+        return "report-only"
+
+
+def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = False) -> Executor:
+    """The executor for ``--jobs``/``--ray``/``--report-only``."""
+    if report_only:
+        return ReportOnlyExecutor()
     if ray is not None:
         from .ray_executor import RayExecutor
 
