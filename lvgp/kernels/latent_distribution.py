@@ -516,23 +516,24 @@ class LatentDistributionKernel(Kernel):
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params) -> Tensor:
         if last_dim_is_batch:
             raise NotImplementedError("LatentDistributionKernel does not support last_dim_is_batch")
+        # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
+        # classifier): the word Gram and its gradient are formed once, not once per element
+        single1 = _single_batch(x1)
+        single2 = single1 if x2 is x1 else _single_batch(x2)
+        if (single1 is not None or x1.dim() <= 2) and (single2 is not None or x2.dim() <= 2) and (
+                single1 is not None or single2 is not None):
+            a = x1 if single1 is None else single1
+            b = a if x2 is x1 else (x2 if single2 is None else single2)
+            out = self.forward(a, b, diag=diag)
+            tail = 1 if diag else 2
+            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
+            return out.expand(*batch, *out.shape[out.dim() - tail:])
         if self.variational and self.training:
             self.resample_latent(self.sample_generator)  # like dropout: each training evaluation is one MC sample
         check_padded(x1, "x1", self.num_words)
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
         if not same:
             check_padded(x2, "x2", self.num_words)
-        # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
-        # classifier): the word Gram and its gradient are formed once, not once per element
-        single1 = _single_batch(x1)
-        single2 = single1 if same else _single_batch(x2)
-        if (single1 is not None or x1.dim() <= 2) and (single2 is not None or x2.dim() <= 2) and (
-                single1 is not None or single2 is not None):
-            a = x1 if single1 is None else single1
-            b = a if same else (x2 if single2 is None else single2)
-            out = self.forward(a, b, diag=diag)
-            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - (1 if diag else 2)])
-            return out.expand(*batch, *out.shape[out.dim() - (1 if diag else 2):])
         if diag:
             if x1.shape[-2] != x2.shape[-2]:
                 raise ValueError(f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}")
