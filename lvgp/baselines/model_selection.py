@@ -16,11 +16,6 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 __all__ = ["stratified_folds", "dev_split"]
 
 
-def _splittable(y: np.ndarray, minimum: int) -> np.ndarray:
-    classes, counts = np.unique(y, return_counts=True)
-    return np.isin(y, classes[counts >= minimum])
-
-
 def stratified_folds(y, n_folds: int = 3, random_state: int | None = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(train, test)`` index pairs of a stratified ``k``-fold split, ``k = min(n_folds,
     smallest count among classes with at least 2 documents)``; rarer classes are always in
@@ -28,13 +23,12 @@ def stratified_folds(y, n_folds: int = 3, random_state: int | None = 0) -> list[
     documents. ``[]`` when fewer than two folds are possible."""
     y = np.asarray(y)
     classes, counts = np.unique(y, return_counts=True)
-    counts = counts[counts >= 2]
-    if len(counts) == 0:
+    if not (counts >= 2).any():
         return []
-    k = int(min(n_folds, counts.min()))
+    k = int(min(n_folds, counts[counts >= 2].min()))
     if k < 2:
         return []
-    keep = _splittable(y, k)
+    keep = np.isin(y, classes[counts >= k])
     rows, always = np.flatnonzero(keep), np.flatnonzero(~keep)
     folds = StratifiedKFold(k, shuffle=True, random_state=random_state).split(rows, y[rows])
     return [(np.sort(np.concatenate([rows[tr], always])), rows[te]) for tr, te in folds]
@@ -45,7 +39,8 @@ def dev_split(y, random_state: int | None = 0, dev_fraction: float = 0.25) -> tu
     an empty dev part when no stratified split is possible. Identical to
     ``train_test_split(stratify=y)`` when every class has two documents."""
     y = np.asarray(y)
-    keep = _splittable(y, 2)
+    classes, counts = np.unique(y, return_counts=True)
+    keep = np.isin(y, classes[counts >= 2])
     rows = np.flatnonzero(keep)
     try:
         tr, dv = train_test_split(rows, test_size=dev_fraction, stratify=y[rows], random_state=random_state)

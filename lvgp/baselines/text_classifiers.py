@@ -38,21 +38,18 @@ __all__ = ["BowClassifier", "KernelSVMClassifier", "MeanEmbeddingClassifier", "B
 def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_state=None):
     """Fit logistic regression or a linear SVM with C chosen by stratified CV (accuracy)."""
     base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000)
-    return _grid_search(base, {"C": list(Cs)}, features, y, random_state)
+    return _grid_search(base, {"C": list(Cs)}, {"C": float(Cs[-1])}, features, y, random_state)
 
 
-def _grid_search(base, grid: dict, features, y: np.ndarray, random_state=None):
+def _grid_search(base, grid: dict, fallback: dict, features, y: np.ndarray, random_state=None):
     """``GridSearchCV`` over :func:`~lvgp.baselines.model_selection.stratified_folds` (rare
-    classes stay in training); with too few documents for two folds, the last grid values
-    are used, with a warning."""
+    classes stay in training); with too few documents for two folds, ``fallback``'s
+    settings, with a warning."""
     folds = stratified_folds(y, 3, random_state or 0)
     if not folds:
-        fixed = {name: values[-1] for name, values in grid.items()}
-        warnings.warn(f"too few documents per class to cross-validate; using {fixed}", RuntimeWarning, stacklevel=3)
-        return base.set_params(**fixed).fit(features, y)
-    with warnings.catch_warnings():  # a fold may lack a rare class; scoring by accuracy is still defined
-        warnings.simplefilter("ignore", UserWarning)
-        return GridSearchCV(base, grid, cv=folds).fit(features, y).best_estimator_
+        warnings.warn(f"too few documents per class to cross-validate; using {fallback}", RuntimeWarning, stacklevel=3)
+        return base.set_params(**fallback).fit(features, y)
+    return GridSearchCV(base, grid, cv=folds).fit(features, y).best_estimator_
 
 
 def _check_texts(X, y=None):
@@ -154,7 +151,8 @@ class KernelSVMClassifier(_TextClassifier):
         grid = {"C": list(self.Cs)}
         if self.kernel == "rbf":
             grid["gamma"] = list(self.gammas)
-        self.model_ = _grid_search(base, grid, features, y, self.random_state)
+        fallback = {"C": float(self.Cs[-1]), "gamma": "scale"}
+        self.model_ = _grid_search(base, grid, fallback, features, y, self.random_state)
         self.classes_ = self.model_.classes_
         return self
 

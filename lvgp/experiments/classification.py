@@ -157,17 +157,18 @@ class _DevSelected:
 
         X, y = list(X), np.asarray(y)
         settings = list(ParameterGrid(self.grid))
-        tr, dv = dev_split(y, self.seed)
-        if len(dv) and len(settings) > 1:
-            scores = []
-            for params in settings:
-                model = clone(self.estimator).set_params(**params).fit([X[i] for i in tr], y[tr])
-                scores.append(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
-            best = settings[int(np.argmax(scores))]
-        else:
-            best = settings[0]
-            warnings.warn(f"no development documents to choose among {len(settings)} settings: using {best}",
-                          RuntimeWarning, stacklevel=2)
+        best = settings[0]
+        if len(settings) > 1:
+            tr, dv = dev_split(y, self.seed)
+            if len(dv):
+                scores = []
+                for params in settings:
+                    model = clone(self.estimator).set_params(**params).fit([X[i] for i in tr], y[tr])
+                    scores.append(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
+                best = settings[int(np.argmax(scores))]
+            else:
+                warnings.warn(f"no development documents to choose among {len(settings)} settings: using {best}",
+                              RuntimeWarning, stacklevel=2)
         self.best_params_ = best
         self.model_ = clone(self.estimator).set_params(**best).fit(X, y)
         return self
