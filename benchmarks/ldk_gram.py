@@ -120,11 +120,15 @@ def main(argv=None) -> int:
     print(f"LDK Gram, RBF-LIN, q=2, float64, n={n}, V={vocab}, documents of 5..{max_len} words; forward+backward")
     print(f"  lvgp (C G C^T, embedding_bag):  {res['lvgp_s'] * 1000:10.1f} ms")
     print(f"  padded double sum (reference):  {res['double_sum_s'] * 1000:10.1f} ms")
-    print(f"  speed-up: {res['speedup']:.0f}x   max |K diff| {res['max_abs_diff_K']:.1e}   max |grad diff| {res['max_abs_diff_grad']:.1e}")
+    print(
+        f"  speed-up: {res['speedup']:.0f}x   max |K diff| {res['max_abs_diff_K']:.1e}   max |grad diff| {res['max_abs_diff_grad']:.1e}"
+    )
 
-    sizes = [(500, 2000), (1000, 2000)] if args.quick else [
-        (n, v) for v in (2000, 10000) for n in (500, 1000, 2000, 4000, 8000)
-    ]
+    sizes = (
+        [(500, 2000), (1000, 2000)]
+        if args.quick
+        else [(n, v) for v in (2000, 10000) for n in (500, 1000, 2000, 4000, 8000)]
+    )
     print("\nscaling (lvgp only; each size in a fresh process; peak RSS of that process, torch import included)")
     print(f"{'n':>6} {'V':>6} {'distinct':>8} {'fwd+bwd s':>10} {'peak RSS MiB':>13}")
     for n_docs, v in sizes:
@@ -135,7 +139,9 @@ def main(argv=None) -> int:
             check=True,
         )
         row = json.loads(out.stdout)
-        print(f"{row['n']:>6} {row['V']:>6} {row['distinct_words']:>8} {row['seconds']:>10.3f} {row['peak_rss_mib']:>13.0f}")
+        print(
+            f"{row['n']:>6} {row['V']:>6} {row['distinct_words']:>8} {row['seconds']:>10.3f} {row['peak_rss_mib']:>13.0f}"
+        )
     return 0
 
 

@@ -38,8 +38,9 @@ def zipf_docs(n: int, vocab: int, lengths: tuple[int, int], seed: int) -> torch.
 def make(kind: str, vocab: int, d: int, feature_seed: int = 0):
     if kind == "exact":
         return LatentDistributionKernel(vocab, 2, "rbf", "linear", seed=0).double()
-    return RandomFeatureLDK(vocab, 2, "rbf", "linear", seed=0, features=kind, num_features=d,
-                            feature_seed=feature_seed).double()
+    return RandomFeatureLDK(
+        vocab, 2, "rbf", "linear", seed=0, features=kind, num_features=d, feature_seed=feature_seed
+    ).double()
 
 
 def child(kind: str, n: int, vocab: int, d: int) -> dict:
@@ -49,8 +50,12 @@ def child(kind: str, n: int, vocab: int, d: int) -> dict:
     gram = kernel(x).to_dense()
     gram.sum().backward()
     seconds = time.perf_counter() - start
-    return {"kind": kind, "seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "distinct_words": int(torch.unique(x[x != PAD]).numel())}
+    return {
+        "kind": kind,
+        "seconds": seconds,
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "distinct_words": int(torch.unique(x[x != PAD]).numel()),
+    }
 
 
 def main(argv=None) -> int:
@@ -71,7 +76,7 @@ def main(argv=None) -> int:
     print(f"Gram error against D (n={n1}, V={v1}, q=2, RBF embedding, linear level 2), relative Frobenius norm,")
     print(f"mean (std) over {seeds} draws of the features / landmarks; Nystrom's D is capped at V")
     print(f"{'D':>6}  {'RFF rel. error':>16}  {'Nystrom rel. error':>18}")
-    for d in ((64, 256) if args.quick else (64, 256, 1024, 4096)):
+    for d in (64, 256) if args.quick else (64, 256, 1024, 4096):
         row = []
         for kind in ("rff", "nystrom"):
             errors = []
@@ -88,19 +93,32 @@ def main(argv=None) -> int:
     print(f"\nforward+backward of the Gram, n={n2} documents, V={v2}, fresh process each")
     rows = []
     for kind in ("exact", "rff", "nystrom"):
-        out = subprocess.run([sys.executable, __file__, "--child", kind, str(n2), str(v2), str(d2)],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", kind, str(n2), str(v2), str(d2)], capture_output=True, text=True
+        )
         if out.returncode != 0:
-            rows.append({"kind": kind, "seconds": float("nan"), "peak_mib": float("nan"), "distinct_words": -1,
-                         "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"})
+            rows.append(
+                {
+                    "kind": kind,
+                    "seconds": float("nan"),
+                    "peak_mib": float("nan"),
+                    "distinct_words": -1,
+                    "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed",
+                }
+            )
         else:
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     base = rows[0]
-    print(f"{'kernel':>8}  {'D':>5}  {'seconds':>8}  {'speed-up':>8}  {'peak MiB':>9}  {'memory ratio':>12}  distinct words")
+    print(
+        f"{'kernel':>8}  {'D':>5}  {'seconds':>8}  {'speed-up':>8}  {'peak MiB':>9}  {'memory ratio':>12}  distinct words"
+    )
     for r in rows:
         d = "-" if r["kind"] == "exact" else str(d2)
-        print(f"{r['kind']:>8}  {d:>5}  {r['seconds']:8.2f}  {base['seconds'] / r['seconds']:8.1f}  {r['peak_mib']:9.0f}  "
-              f"{r['peak_mib'] / base['peak_mib']:12.2f}  {r['distinct_words']}" + (f"  ({r['error']})" if "error" in r else ""))
+        print(
+            f"{r['kind']:>8}  {d:>5}  {r['seconds']:8.2f}  {base['seconds'] / r['seconds']:8.1f}  {r['peak_mib']:9.0f}  "
+            f"{r['peak_mib'] / base['peak_mib']:12.2f}  {r['distinct_words']}"
+            + (f"  ({r['error']})" if "error" in r else "")
+        )
     return 0
 
 

@@ -31,9 +31,17 @@ def study_timings(quick: bool) -> tuple[float, float, int]:
     corpus = make_synonym_regression(n=400, noise=0.1, random_state=0)
     path = tmp / "data.tsv"
     path.write_text("text\ttarget\n" + "".join(f"{t}\t{y:.6f}\n" for t, y in zip(corpus.texts, corpus.y)))
-    study = RegressionStudy(dataset=str(path), splits=1 if quick else 4, train_size=150, dev_size=100,
-                            latent_dims=(1, 2) if quick else (1, 2, 4), rhos=(0.1, 1.0, 10.0), max_iter=20, min_df=1,
-                            methods=("gplvsm", "ridge"))
+    study = RegressionStudy(
+        dataset=str(path),
+        splits=1 if quick else 4,
+        train_size=150,
+        dev_size=100,
+        latent_dims=(1, 2) if quick else (1, 2, 4),
+        rhos=(0.1, 1.0, 10.0),
+        max_iter=20,
+        min_df=1,
+        methods=("gplvsm", "ridge"),
+    )
     n_cells = len(make_cells(study))
     start = time.perf_counter()
     run_regression_study(study, tmp / "inprocess", InProcessExecutor(), progress=False)
@@ -63,11 +71,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     local, ray_seconds, cells = study_timings(args.quick)
-    print(f"study of {cells} cells: in-process {local:.1f} s, Ray with 2 local workers {ray_seconds:.1f} s "
-          f"(ratio in-process / Ray {local / ray_seconds:.2f}; Ray includes starting the instance)")
+    print(
+        f"study of {cells} cells: in-process {local:.1f} s, Ray with 2 local workers {ray_seconds:.1f} s "
+        f"(ratio in-process / Ray {local / ray_seconds:.2f}; Ray includes starting the instance)"
+    )
     one, two, n = epoch_timings(args.quick)
-    print(f"sparse GP-LVSM epoch, n={n}: 1 process {one:.1f} s, 2 processes {two:.1f} s "
-          f"(ratio {one / two:.2f}; 2 processes include spawning them), identical step losses")
+    print(
+        f"sparse GP-LVSM epoch, n={n}: 1 process {one:.1f} s, 2 processes {two:.1f} s "
+        f"(ratio {one / two:.2f}; 2 processes include spawning them), identical step losses"
+    )
     return 0
 
 

@@ -64,17 +64,31 @@ def main(argv=None) -> int:
     ridge = DevTunedLinearRegression("ridge", features="frequencies", vocabulary=vocab)
     start = time.perf_counter()
     ridge.fit(train_tokens, y_train)
-    rows.append(("ridge on word frequencies (5-fold CV alpha)", time.perf_counter() - start, pr2(y_test, ridge.predict(test_tokens))))
+    rows.append(
+        (
+            "ridge on word frequencies (5-fold CV alpha)",
+            time.perf_counter() - start,
+            pr2(y_test, ridge.predict(test_tokens)),
+        )
+    )
 
     for inference in ("em", "svi"):
-        model = SLDARegressor(K, inference=inference, vocabulary=vocab, random_state=0,
-                              em_max_iter=10 if args.quick else 100, max_epochs=5 if args.quick else 300)
+        model = SLDARegressor(
+            K,
+            inference=inference,
+            vocabulary=vocab,
+            random_state=0,
+            em_max_iter=10 if args.quick else 100,
+            max_epochs=5 if args.quick else 300,
+        )
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(train_tokens, y_train)
         seconds = time.perf_counter() - start
-        rows.append((f"lvgp sLDA, {inference} ({model.n_iter_} iterations)", seconds, pr2(y_test, model.predict(test_tokens))))
+        rows.append(
+            (f"lvgp sLDA, {inference} ({model.n_iter_} iterations)", seconds, pr2(y_test, model.predict(test_tokens)))
+        )
 
     try:
         import tomotopy as tp
@@ -91,7 +105,9 @@ def main(argv=None) -> int:
         docs = [mdl.make_doc(tokens) for tokens in test_tokens]
         mdl.infer(docs, workers=2)
         pred = np.array([mdl.estimate(doc)[0] for doc in docs])
-        rows.append((f"tomotopy 0.14 SLDAModel (Gibbs, {iterations} iterations, 2 workers)", seconds, pr2(y_test, pred)))
+        rows.append(
+            (f"tomotopy 0.14 SLDAModel (Gibbs, {iterations} iterations, 2 workers)", seconds, pr2(y_test, pred))
+        )
 
     width = max(len(r[0]) for r in rows)
     print(f"\n{'method':<{width}}  fit seconds  held-out pR^2")

@@ -48,17 +48,25 @@ def main(argv=None) -> int:
     sizes = [500, 2000] if args.quick else [int(s) for s in args.sizes.split(",")]
     rows = []
     for n in sizes:  # a fresh process per size: peak memory is per run
-        out = subprocess.run([sys.executable, __file__, "--child", str(n), "--epochs", str(args.epochs)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", str(n), "--epochs", str(args.epochs)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     base = rows[0]
     print("sparse GP-LVSM, M=64, batch 256, q=2, one process per size")
-    print(f"{'n':>7}  {'s/epoch':>8}  {'us/doc':>7}  {'ratio us/doc':>12}  {'peak MiB':>9}  {'ratio MiB':>9}  {'RMSE/std':>8}")
+    print(
+        f"{'n':>7}  {'s/epoch':>8}  {'us/doc':>7}  {'ratio us/doc':>12}  {'peak MiB':>9}  {'ratio MiB':>9}  {'RMSE/std':>8}"
+    )
     for r in rows:
         per_doc = 1e6 * r["seconds_per_epoch"] / r["n"]
         base_per_doc = 1e6 * base["seconds_per_epoch"] / base["n"]
-        print(f"{r['n']:>7}  {r['seconds_per_epoch']:8.1f}  {per_doc:7.0f}  {per_doc / base_per_doc:12.2f}  "
-              f"{r['peak_mib']:9.0f}  {r['peak_mib'] / base['peak_mib']:9.2f}  {r['train_rmse_over_std']:8.3f}")
+        print(
+            f"{r['n']:>7}  {r['seconds_per_epoch']:8.1f}  {per_doc:7.0f}  {per_doc / base_per_doc:12.2f}  "
+            f"{r['peak_mib']:9.0f}  {r['peak_mib'] / base['peak_mib']:9.2f}  {r['train_rmse_over_std']:8.3f}"
+        )
     return 0
 
 

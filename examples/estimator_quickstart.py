@@ -1,6 +1,6 @@
 """GP-LVSM as a scikit-learn estimator: fit, predict with uncertainty, tune, save, reload.
 
-    python examples/estimator_quickstart.py [--tiny]
+python examples/estimator_quickstart.py [--tiny]
 """
 
 from __future__ import annotations

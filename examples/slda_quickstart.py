@@ -41,18 +41,22 @@ def main(argv=None):
         texts, y = np.array(data.texts, dtype=object), data.y
         n_topics = 10
     else:
-        corpus = make_slda_corpus(n_docs=150 if args.tiny else 800, n_topics=4, vocab_size=200, sigma=0.2, random_state=0)
+        corpus = make_slda_corpus(
+            n_docs=150 if args.tiny else 800, n_topics=4, vocab_size=200, sigma=0.2, random_state=0
+        )
         texts, y = np.array(synthetic_texts(corpus), dtype=object), corpus.y
         n_topics = 4
     n = min(len(y), 300 if args.tiny else 4000)
     rng = np.random.default_rng(0)
     idx = rng.permutation(len(y))[:n]
-    train, test = idx[: int(0.8 * n)], idx[int(0.8 * n):]
+    train, test = idx[: int(0.8 * n)], idx[int(0.8 * n) :]
     em_iter, epochs = (5, 5) if args.tiny else (100, 200)
 
     print(f"{len(train)} training / {len(test)} test documents, K = {n_topics}")
     models = {
-        "sLDA, variational EM (the paper)": SLDARegressor(n_topics, inference="em", em_max_iter=em_iter, random_state=0),
+        "sLDA, variational EM (the paper)": SLDARegressor(
+            n_topics, inference="em", em_max_iter=em_iter, random_state=0
+        ),
         "sLDA, Pyro SVI": SLDARegressor(n_topics, inference="svi", max_epochs=epochs, random_state=0),
         "LDA + linear regression": LDARegression(n_topics, em_max_iter=em_iter, random_state=0),
     }

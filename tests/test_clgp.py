@@ -39,14 +39,17 @@ def clean_param_store():
 
 def small_model(covariance="rbf", n=30, cards=(3, 4, 2), M=7, seed=0):
     torch.manual_seed(seed)
-    model = CategoricalLatentGP(list(cards), n, latent_dim=2, num_inducing=M, covariance=covariance, seed=seed,
-                                lengthscale_init=1.0).double()
+    model = CategoricalLatentGP(
+        list(cards), n, latent_dim=2, num_inducing=M, covariance=covariance, seed=seed, lengthscale_init=1.0
+    ).double()
     with torch.no_grad():  # a non-trivial q(U) so that the test exercises every term
         for d in range(len(cards)):
             if covariance == "rbf":
                 model.__setattr__(f"v_loc_{d}", torch.randn(cards[d], M, dtype=torch.float64))
-                model.__setattr__(f"v_tril_{d}", torch.eye(M, dtype=torch.float64) * 0.5
-                                  + 0.1 * torch.randn(M, M, dtype=torch.float64).tril(-1))
+                model.__setattr__(
+                    f"v_tril_{d}",
+                    torch.eye(M, dtype=torch.float64) * 0.5 + 0.1 * torch.randn(M, M, dtype=torch.float64).tril(-1),
+                )
             else:
                 model.__setattr__(f"weight_{d}", torch.randn(cards[d], 2, dtype=torch.float64))
     rng = np.random.default_rng(seed)
@@ -83,7 +86,9 @@ def test_inducing_inputs_at_the_data_give_the_full_gp_prior():
     """M = N, Z = X: f = W^T v with v ~ N(0, I) has covariance W^T W = K_XX and the
     conditional variances vanish; for M < N the diagonal is still k(x, x)."""
     n = 12
-    model = CategoricalLatentGP([3], n, latent_dim=2, num_inducing=n, jitter=1e-10, seed=0, lengthscale_init=0.8).double()
+    model = CategoricalLatentGP(
+        [3], n, latent_dim=2, num_inducing=n, jitter=1e-10, seed=0, lengthscale_init=0.8
+    ).double()
     x = torch.randn(n, 2, dtype=torch.float64)
     with torch.no_grad():
         model.inducing = x.clone()
@@ -125,8 +130,16 @@ def test_clgp_imputation_beats_the_frequency_baselines_on_data_from_the_model():
     codes, cards = generative_data()
     train, test = codes[:240], codes[240:]
     partial, cols, vals = hide_one_value(test, np.random.default_rng(1))
-    clgp = CLGP(num_inducing=20, samples=3, optimizer="adam", lr=0.05, max_iter=250, impute_iter=150,
-                predict_samples=100, random_state=0).fit(train, cards)
+    clgp = CLGP(
+        num_inducing=20,
+        samples=3,
+        optimizer="adam",
+        lr=0.05,
+        max_iter=250,
+        impute_iter=150,
+        predict_samples=100,
+        random_state=0,
+    ).fit(train, cards)
     assert np.isfinite(clgp.elbo_curve_).all() and clgp.elbo_curve_[-1] > clgp.elbo_curve_[0]
     ppl = imputation_perplexity(clgp, partial, cols, vals)
     multinomial = imputation_perplexity(MultinomialModel().fit(train, cards), partial, cols, vals)
@@ -138,8 +151,16 @@ def test_clgp_imputation_beats_the_frequency_baselines_on_data_from_the_model():
 def test_lgm_fits_and_imputes():
     codes, cards = generative_data(n=160, D=4, K=3, seed=2)
     partial, cols, vals = hide_one_value(codes[120:], np.random.default_rng(0))
-    lgm = CLGP(covariance="linear", samples=3, optimizer="adam", lr=0.05, max_iter=150, impute_iter=100,
-               predict_samples=50, random_state=0).fit(codes[:120], cards)
+    lgm = CLGP(
+        covariance="linear",
+        samples=3,
+        optimizer="adam",
+        lr=0.05,
+        max_iter=150,
+        impute_iter=100,
+        predict_samples=50,
+        random_state=0,
+    ).fit(codes[:120], cards)
     probs = lgm.predict_proba(partial)
     for p, k in zip(probs, cards):
         assert p.shape == (40, k)
@@ -211,16 +232,36 @@ def test_compare_categorical_cli(tmp_path):
     lines[5] = lines[5].rsplit(",", 1)[0] + ","  # one missing cell: masked, not dropped
     csv.write_text("\n".join(lines) + "\n")
     out = tmp_path / "study"
-    argv = ["compare", "categorical", "--dataset", str(csv), "--drop-columns", "Id", "--splits", "2",
-            "--methods", "clgp,lgm,multinomial,bigram-dm", "--inducing", "8", "--samples", "2", "--max-iter", "15",
-            "--out", str(out), "--quiet"]
+    argv = [
+        "compare",
+        "categorical",
+        "--dataset",
+        str(csv),
+        "--drop-columns",
+        "Id",
+        "--splits",
+        "2",
+        "--methods",
+        "clgp,lgm,multinomial,bigram-dm",
+        "--inducing",
+        "8",
+        "--samples",
+        "2",
+        "--max-iter",
+        "15",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
-    assert {(r["method"], r["split"]) for r in records} == {(m, s) for m in ("clgp", "lgm", "multinomial", "bigram-dm")
-                                                            for s in (0, 1)}
+    assert {(r["method"], r["split"]) for r in records} == {
+        (m, s) for m in ("clgp", "lgm", "multinomial", "bigram-dm") for s in (0, 1)
+    }
     for r in records:  # null = infinite (the unsmoothed multinomial can give a hidden value probability 0)
         assert (r["perplexity"] is None and r["method"] == "multinomial" and r["zero_probability_values"] > 0) or (
-            r["perplexity"] >= 1 and r["zero_probability_values"] == 0), r
+            r["perplexity"] >= 1 and r["zero_probability_values"] == 0
+        ), r
     assert "CLGP" in (out / "table.md").read_text()
     assert (out / "latent_space.png").stat().st_size > 1000
     assert main(argv) == 0  # resumes: nothing to recompute

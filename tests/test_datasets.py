@@ -18,8 +18,8 @@ from lvgp.datasets import (
     read_categorical_csv,
     read_classification_tsv,
     read_regression_tsv,
+    registry,
 )
-from lvgp.datasets import registry
 from lvgp.datasets.loaders import shared_data_path
 
 
@@ -74,8 +74,11 @@ def test_offline_and_not_cached_is_a_clear_error(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, 1, "", "ERROR: Could not find a version (network unreachable)")
 
     monkeypatch.setattr(subprocess, "run", offline)
-    with pytest.raises(DataUnavailableError, match=r"(?s)not cached and `pip download` failed.*pip download --no-deps "
-                       r"--no-binary :all: vaderSentiment==3.3.2 -d DIR.*LVGP_DATA"):
+    with pytest.raises(
+        DataUnavailableError,
+        match=r"(?s)not cached and `pip download` failed.*pip download --no-deps "
+        r"--no-binary :all: vaderSentiment==3.3.2 -d DIR.*LVGP_DATA",
+    ):
         load_review_snippets("amazon")
 
 

@@ -42,7 +42,10 @@ def test_cli_help():
 @pytest.mark.network
 def test_demo_runs_on_real_data(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "lvgp", "demo", "--tiny", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900
+        [sys.executable, "-m", "lvgp", "demo", "--tiny", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert out.returncode == 0, out.stderr
     assert "Amazon review snippets" in out.stdout and "GP-LVSM (VB+GloVe+len)" in out.stdout
@@ -71,7 +74,8 @@ def test_every_benchmark_is_listed():
     [pytest.param(s, marks=pytest.mark.network) if s in NEEDS_DATA else s for s in sorted(BENCHMARKS)],
 )
 def test_benchmark_runs_in_quick_mode(script):
-    out = subprocess.run([sys.executable, str(BENCHMARKS_DIR / script), "--quick"], capture_output=True, text=True,
-                         timeout=900)
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS_DIR / script), "--quick"], capture_output=True, text=True, timeout=900
+    )
     assert out.returncode == 0, out.stderr
     assert BENCHMARKS[script] in out.stdout

@@ -38,7 +38,9 @@ def test_word_features_tie_the_latent_means_to_a_learned_projection():
     # the Gram is LDK at those vectors (loop reference), and gradients reach the projection
     with torch.no_grad():
         K = k(X1).to_dense().numpy()
-    np.testing.assert_allclose(K, ref.ldk_gram(k.latent.detach().numpy(), X1.numpy(), X1.numpy(), "rbf", "linear"), atol=1e-12)
+    np.testing.assert_allclose(
+        K, ref.ldk_gram(k.latent.detach().numpy(), X1.numpy(), X1.numpy(), "rbf", "linear"), atol=1e-12
+    )
     proj = k.projection.detach().clone().requires_grad_(True)
 
     def gram(p):
@@ -101,8 +103,13 @@ def test_exact_mll_of_a_variational_model_is_the_monte_carlo_elbo():
     sample = ldk.latent.detach().numpy()
     K = ref.ldk_gram(sample, x.numpy(), x.numpy(), "rbf", "linear")
     loglik = ref.gplvsm_log_posterior(
-        K, y.numpy(), model.covar_module.outputscale.item(), model.likelihood.noise.item(),
-        model.mean_module.constant.item(), np.zeros((1, 1)), 1.0,
+        K,
+        y.numpy(),
+        model.covar_module.outputscale.item(),
+        model.likelihood.noise.item(),
+        model.mean_module.constant.item(),
+        np.zeros((1, 1)),
+        1.0,
     ) - (-0.5 * math.log(2 * math.pi))  # gplvsm_log_posterior adds the log prior of the (here 1x1 zero) X
     assert abs(value.item() - (loglik - ldk.latent_kl().item())) < 1e-8
 
@@ -130,8 +137,16 @@ def small_embeddings() -> WordEmbeddings:
 def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
     corpus = make_synonym_regression(n=60, noise=0.05, random_state=2)
     est = GPLVSMRegressor(
-        latent_dim=2, rho=0.5, variational=True, optimizer="adam", lr=0.05, max_iter=25,
-        word_embeddings=small_embeddings(), length_kernel=True, predict_samples=6, random_state=0,
+        latent_dim=2,
+        rho=0.5,
+        variational=True,
+        optimizer="adam",
+        lr=0.05,
+        max_iter=25,
+        word_embeddings=small_embeddings(),
+        length_kernel=True,
+        predict_samples=6,
+        random_state=0,
     )
     with pytest.warns(MissingEmbeddingsWarning, match="5 of .* vocabulary words have no vector in toy"):
         with warnings.catch_warnings():

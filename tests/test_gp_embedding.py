@@ -24,9 +24,9 @@ from lvgp.baselines.gp_embedding import (
     smoothed_weights,
     smoothing_matrix,
 )
+from lvgp.baselines.model_selection import dev_split, stratified_folds
 from lvgp.baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
 from lvgp.datasets.loaders import WordEmbeddings
-from lvgp.baselines.model_selection import dev_split, stratified_folds
 from lvgp.experiments.classification import stratified_sample
 
 D = torch.float64
@@ -113,6 +113,7 @@ def test_smoothing_helps_with_few_labels_and_needs_the_covariate_likelihood():
     smoothed = np.mean(model.predict(x[test]) == y[test])
     label_only = GPEmbeddingLogisticRegression(embeddings=emb, covariate_likelihood=False, random_state=0)
     label_only.fit(x[train], y[train])
+
     def texts(rows):
         return [" ".join("wd" + chr(97 + j // 26) + chr(97 + j % 26) for j in row.indices) for row in rows]
 
@@ -178,8 +179,18 @@ def test_missing_words_policies():
     assert any(w.endswith("k") for w in learned.words_)
     assert np.isfinite(learned.embeddings_).all()
     # two groups of three words that co-occur within their group only
-    docs = np.array([[1, 1, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0], [1, 0, 1, 0, 0, 0], [1, 1, 1, 0, 0, 0],
-                     [0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 0, 1], [0, 0, 0, 1, 1, 1]])
+    docs = np.array(
+        [
+            [1, 1, 0, 0, 0, 0],
+            [0, 1, 1, 0, 0, 0],
+            [1, 0, 1, 0, 0, 0],
+            [1, 1, 1, 0, 0, 0],
+            [0, 0, 0, 1, 1, 0],
+            [0, 0, 0, 0, 1, 1],
+            [0, 0, 0, 1, 0, 1],
+            [0, 0, 0, 1, 1, 1],
+        ]
+    )
     vectors = ppmi_svd_embeddings(sp.csr_matrix(docs), 2, random_state=0)
     assert vectors.shape == (6, 2)
     cos = vectors @ vectors.T / np.outer(np.linalg.norm(vectors, axis=1), np.linalg.norm(vectors, axis=1))
@@ -188,8 +199,9 @@ def test_missing_words_policies():
 
 def test_variational_posterior_runs():
     x, y, emb = clustered_documents(n=120, p=80, seed=3)
-    model = GPEmbeddingLogisticRegression(embeddings=emb, posterior="normal", max_iter=60, predict_samples=10,
-                                          random_state=0).fit(x[:60], y[:60])
+    model = GPEmbeddingLogisticRegression(
+        embeddings=emb, posterior="normal", max_iter=60, predict_samples=10, random_state=0
+    ).fit(x[:60], y[:60])
     proba = model.predict_proba(x[60:])
     assert proba.shape == (60, 2) and np.allclose(proba.sum(1), 1)
 
@@ -216,8 +228,11 @@ def test_bad_input():
 def test_embedding_baselines():
     texts, labels, vocab = letter_corpus(80, 4)
     table = glove_like(vocab)
-    for model in (MeanEmbeddingClassifier(embeddings=table), BagOfClustersClassifier(embeddings=table, n_clusters=6),
-                  BowClassifier(model="svm")):
+    for model in (
+        MeanEmbeddingClassifier(embeddings=table),
+        BagOfClustersClassifier(embeddings=table, n_clusters=6),
+        BowClassifier(model="svm"),
+    ):
         model.fit(texts[:40], labels[:40])
         assert np.mean(model.predict(texts[40:]) == labels[40:]) > 0.9, model
 
@@ -267,8 +282,21 @@ def test_compare_classification_cli_on_a_tsv(tmp_path):
     path = tmp_path / "data.tsv"
     path.write_text("text\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in zip(texts, labels)))
     out = tmp_path / "study"
-    argv = ["compare", "classification", "--dataset", str(path), "--train-sizes", "10,20", "--splits", "2",
-            "--methods", "logreg,svm", "--out", str(out), "--quiet"]
+    argv = [
+        "compare",
+        "classification",
+        "--dataset",
+        str(path),
+        "--train-sizes",
+        "10,20",
+        "--splits",
+        "2",
+        "--methods",
+        "logreg,svm",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
     assert len(records) == 2 * 2 * 2
@@ -277,16 +305,43 @@ def test_compare_classification_cli_on_a_tsv(tmp_path):
     assert "LogReg" in (out / "table.md").read_text()
     # --report-only: tables from the finished cells, nothing run (mean-embedding shows as missing)
     cells_before = sorted(out.rglob("cells/**/*.json"))
-    argv = ["compare", "classification", "--dataset", str(path), "--train-sizes", "10,20", "--splits", "2",
-            "--methods", "logreg,svm,mean-embedding", "--out", str(out), "--quiet", "--report-only"]
+    argv = [
+        "compare",
+        "classification",
+        "--dataset",
+        str(path),
+        "--train-sizes",
+        "10,20",
+        "--splits",
+        "2",
+        "--methods",
+        "logreg,svm,mean-embedding",
+        "--out",
+        str(out),
+        "--quiet",
+        "--report-only",
+    ]
     assert main(argv) == 0
     assert sorted(out.rglob("cells/**/*.json")) == cells_before
     assert len(json.loads((out / "results.json").read_text())) == 8
     assert "Mean embedding" not in (out / "table.md").read_text()
     # every other classifier plugs into the same runner (one small cell each)
     others = tmp_path / "others"
-    argv = ["compare", "classification", "--dataset", str(path), "--train-sizes", "16", "--splits", "1",
-            "--methods", "slda,svm-rbf,svm-poly,latent-smm,ldk-gpc", "--out", str(others), "--quiet"]
+    argv = [
+        "compare",
+        "classification",
+        "--dataset",
+        str(path),
+        "--train-sizes",
+        "16",
+        "--splits",
+        "1",
+        "--methods",
+        "slda,svm-rbf,svm-poly,latent-smm,ldk-gpc",
+        "--out",
+        str(others),
+        "--quiet",
+    ]
     assert main(argv) == 0
     records = json.loads((others / "results.json").read_text())
     assert sorted(r["method"] for r in records) == sorted(["slda", "svm-rbf", "svm-poly", "latent-smm", "ldk-gpc"])

@@ -57,7 +57,9 @@ def test_training_objective_is_eq_11():
     model = perturbed_model(x, y)
     model.train()
     value = LogPosterior(model.likelihood, model)(model(x), y) * 20
-    expected = ref.gplvsm_log_posterior(ldk_reference(model, x, x), y.numpy(), 1.7, 0.3, 0.25, model.ldk.latent.detach().numpy(), 2.0)
+    expected = ref.gplvsm_log_posterior(
+        ldk_reference(model, x, x), y.numpy(), 1.7, 0.3, 0.25, model.ldk.latent.detach().numpy(), 2.0
+    )
     assert abs(value.item() - expected) < 1e-9
     # for one output it is gpytorch's ExactMarginalLogLikelihood
     exact = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)(model(x), y) * 20
@@ -123,7 +125,9 @@ def test_multi_output_training_matches_single_output_fits():
         m_pred = multi(x_test)
         for b in range(2):
             single = perturbed_model(x, y[:, b])
-            single.load_state_dict({k: v for k, v in multi.state_dict().items() if "mean_module" not in k}, strict=False)
+            single.load_state_dict(
+                {k: v for k, v in multi.state_dict().items() if "mean_module" not in k}, strict=False
+            )
             single.eval()
             s_pred = single(x_test)
             torch.testing.assert_close(m_pred.mean[b], s_pred.mean, rtol=0, atol=1e-10)
@@ -280,8 +284,12 @@ def test_bad_input_gives_clear_errors():
     with pytest.raises(TypeError, match="integer word ids"):
         GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(torch.ones(2, 3), [1.0, 2.0])
     with pytest.raises(ValueError, match="non-negative integer counts"):
-        GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(sp.csr_matrix(np.array([[0.5, 1.0], [1.0, 0.0]])), [1.0, 2.0])
-    fitted = GPLVSMRegressor(latent_dim=2, max_iter=5, num_words=6).fit(torch.tensor([[0, 1], [2, 3], [4, 5]]), [1.0, 2.0, 3.0])
+        GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(
+            sp.csr_matrix(np.array([[0.5, 1.0], [1.0, 0.0]])), [1.0, 2.0]
+        )
+    fitted = GPLVSMRegressor(latent_dim=2, max_iter=5, num_words=6).fit(
+        torch.tensor([[0, 1], [2, 3], [4, 5]]), [1.0, 2.0, 3.0]
+    )
     with pytest.raises(ValueError, match=r"X holds word ids >= num_words=6 .* rows \[0\]"):
         fitted.predict(torch.tensor([[6, 1]]))
     with pytest.raises(ValueError, match="optimizer must be one of"):

@@ -20,6 +20,7 @@ from lvgp import PAD, LatentDistributionKernel
 
 from . import reference as ref
 
+
 @pytest.fixture(autouse=True)
 def float64_default():
     """Build kernels directly in float64 (gpytorch creates parameters in the default dtype)."""
@@ -59,7 +60,9 @@ def kernel_hp(kernel) -> dict:
 
 def ref_gram(kernel, x1, x2):
     X = kernel.latent.detach().numpy()
-    return torch.from_numpy(ref.ldk_gram(X, x1.numpy(), x2.numpy(), kernel.embedding_name, kernel.level2, **kernel_hp(kernel)))
+    return torch.from_numpy(
+        ref.ldk_gram(X, x1.numpy(), x2.numpy(), kernel.embedding_name, kernel.level2, **kernel_hp(kernel))
+    )
 
 
 # rows with repeated words, padding in different places, lengths 1..4
@@ -244,7 +247,9 @@ def test_latent_prior_and_initialization():
     again = LatentDistributionKernel(500, 4, rho=25.0, seed=0)
     torch.testing.assert_close(again.latent, k.latent)
     init = np.arange(500 * 4, dtype=float).reshape(500, 4)
-    torch.testing.assert_close(LatentDistributionKernel(500, 4, latent_init=init).latent.double(), torch.from_numpy(init))
+    torch.testing.assert_close(
+        LatentDistributionKernel(500, 4, latent_init=init).latent.double(), torch.from_numpy(init)
+    )
     with pytest.raises(ValueError, match="latent must have shape"):
         LatentDistributionKernel(500, 4, latent_init=np.zeros((3, 4)))
     with pytest.raises(ValueError, match="rho must be a positive"):
@@ -267,7 +272,9 @@ def test_composition_scale_sum_product():
         from lvgp.bow.padded import pad_to_common_width
 
         p1, p2 = pad_to_common_width(X1, X2)
-        torch.testing.assert_close((scaled + k_lin)(p1, p2).to_dense(), 2.5 * k_rbf(X1, X2).to_dense() + k_lin(X1, X2).to_dense())
+        torch.testing.assert_close(
+            (scaled + k_lin)(p1, p2).to_dense(), 2.5 * k_rbf(X1, X2).to_dense() + k_lin(X1, X2).to_dense()
+        )
 
 
 def test_exact_gp_with_exact_marginal_log_likelihood_is_eq_11():
@@ -368,7 +375,9 @@ def test_self_inner_matches_the_reference_and_its_gradient(embedding):
     long_docs[1, 5:7] = torch.tensor([3, 3])
     long_docs[2, :1] = 11
     with torch.no_grad():
-        torch.testing.assert_close(k.self_inner(long_docs), ref_gram(k, long_docs, long_docs).diagonal(), rtol=0, atol=1e-10)
+        torch.testing.assert_close(
+            k.self_inner(long_docs), ref_gram(k, long_docs, long_docs).diagonal(), rtol=0, atol=1e-10
+        )
     g1 = torch.autograd.grad(k.self_inner(long_docs).sum(), k.raw_latent)[0]
     g2 = torch.autograd.grad(k.paired_inner(long_docs, long_docs).sum(), k.raw_latent)[0]
     torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)

@@ -49,8 +49,12 @@ def loop_objective(matcher: LDKMatcher, source, target) -> float:
         return sum(k(latent[f], latent[g]) for f in a for g in b) / (len(a) * len(b))
 
     n = len(source)
-    d = np.array([[mean_inner(xs[i], xs[i]) + mean_inner(xt[j], xt[j]) - 2 * mean_inner(xs[i], xt[j])
-                   for j in range(n)] for i in range(n)])
+    d = np.array(
+        [
+            [mean_inner(xs[i], xs[i]) + mean_inner(xt[j], xt[j]) - 2 * mean_inner(xs[i], xt[j]) for j in range(n)]
+            for i in range(n)
+        ]
+    )
     nll = sum(d[i, i] + math.log(np.exp(-d[i]).sum()) for i in range(n))
     return nll + 0.5 * matcher.rho * float((latent**2).sum())
 
@@ -143,10 +147,36 @@ def test_bad_input(tmp_path):
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps({"en": s, "de": t}) + "\n" for s, t in zip(source, target)))
     with pytest.raises(SystemExit) as info:
-        main(["compare", "matching", "--pairs", str(path), "--source", "en", "--target", "fr", "--out", str(tmp_path / "o")])
+        main(
+            [
+                "compare",
+                "matching",
+                "--pairs",
+                str(path),
+                "--source",
+                "en",
+                "--target",
+                "fr",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
     assert info.value.code == 2
     with pytest.raises(SystemExit) as info:  # fewer pairs than requested
-        main(["compare", "matching", "--pairs", str(path), "--source", "en", "--target", "de", "--out", str(tmp_path / "o")])
+        main(
+            [
+                "compare",
+                "matching",
+                "--pairs",
+                str(path),
+                "--source",
+                "en",
+                "--target",
+                "de",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
     assert info.value.code == 2
 
 
@@ -165,10 +195,42 @@ def test_compare_matching_cli(tmp_path):
         for i, (s, t) in enumerate(zip(source, target)):
             fh.write(json.dumps({"id": str(i), "src": f"doc {i}\n{s}", "tgt": t}) + "\n")
     out = tmp_path / "study"
-    argv = ["compare", "matching", "--pairs", str(path), "--source", "src", "--target", "tgt", "--train", "50",
-            "--dev", "15", "--test", "20", "--sets", "2", "--latent-dims", "4", "--rhos", "0.01", "--gammas", "1",
-            "--cca-components", "4", "--cca-regs", "0.1", "--max-iter", "30", "--min-df", "1", "--keep-families",
-            "--out", str(out), "--quiet"]
+    argv = [
+        "compare",
+        "matching",
+        "--pairs",
+        str(path),
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--train",
+        "50",
+        "--dev",
+        "15",
+        "--test",
+        "20",
+        "--sets",
+        "2",
+        "--latent-dims",
+        "4",
+        "--rhos",
+        "0.01",
+        "--gammas",
+        "1",
+        "--cca-components",
+        "4",
+        "--cca-regs",
+        "0.1",
+        "--max-iter",
+        "30",
+        "--min-df",
+        "1",
+        "--keep-families",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
     assert {(r["method"], r["set"]) for r in records} == {(m, s) for m in ("ldk", "cca", "kcca") for s in (0, 1)}

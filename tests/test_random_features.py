@@ -33,8 +33,10 @@ def pair(level2="linear", **kwargs):
 @pytest.mark.parametrize("level2", ["linear", "rbf", "poly"])
 def test_rff_error_shrinks_like_one_over_sqrt_d(level2):
     x = docs()
-    errors = [gram_approximation_error(*pair(level2, features="rff", num_features=d, feature_seed=1), x)
-              for d in (64, 1024, 16384)]
+    errors = [
+        gram_approximation_error(*pair(level2, features="rff", num_features=d, feature_seed=1), x)
+        for d in (64, 1024, 16384)
+    ]
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 0.03
 
@@ -58,7 +60,9 @@ def test_nystrom_with_every_word_as_landmark_is_exact():
 def test_gradients_flow_to_latent_vectors_and_gamma():
     x = docs(6)
     _, approx = pair(features="rff", num_features=32)
-    torch.autograd.gradcheck(lambda lat: _gram_with(approx, lat, x), (approx.raw_latent.detach().clone().requires_grad_(),))
+    torch.autograd.gradcheck(
+        lambda lat: _gram_with(approx, lat, x), (approx.raw_latent.detach().clone().requires_grad_(),)
+    )
     approx(x).to_dense().sum().backward()
     assert approx.raw_gamma.grad is not None and torch.isfinite(approx.raw_latent.grad).all()
 

@@ -24,8 +24,9 @@ def ray_cluster():
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
     os.environ.setdefault("RAY_worker_niceness", "0")  # as RayExecutor("local") does
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}}
+    )
     yield
     ray.shutdown()
 
@@ -43,13 +44,23 @@ def tsv(tmp_path):
 
 
 def test_ray_study_matches_in_process(ray_cluster, tsv, tmp_path):
-    study = RegressionStudy(dataset=str(tsv), splits=2, train_size=50, dev_size=30, latent_dims=(1, 2), rhos=(1.0,),
-                            max_iter=8, min_df=1, methods=("gplvsm", "ridge"))
+    study = RegressionStudy(
+        dataset=str(tsv),
+        splits=2,
+        train_size=50,
+        dev_size=30,
+        latent_dims=(1, 2),
+        rhos=(1.0,),
+        max_iter=8,
+        min_df=1,
+        methods=("gplvsm", "ridge"),
+    )
     a = run_regression_study(study, tmp_path / "local", InProcessExecutor(), progress=False)["records"]
     b = run_regression_study(study, tmp_path / "ray", RayExecutor("local"), progress=False)["records"]
     key = lambda r: (r["method"], r["split"])  # noqa: E731
-    assert [(key(r), r["rmse"], r["hyperparameters"]) for r in sorted(a, key=key)] == \
-        [(key(r), r["rmse"], r["hyperparameters"]) for r in sorted(b, key=key)]
+    assert [(key(r), r["rmse"], r["hyperparameters"]) for r in sorted(a, key=key)] == [
+        (key(r), r["rmse"], r["hyperparameters"]) for r in sorted(b, key=key)
+    ]
 
 
 def _dies_once(marker_dir: str, cell: dict):

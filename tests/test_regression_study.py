@@ -27,8 +27,21 @@ def tsv(tmp_path):
 
 
 ARGS = [
-    "--splits", "2", "--train-size", "40", "--dev-size", "20", "--latent-dims", "1,2", "--rhos", "1,10",
-    "--max-iter", "15", "--min-df", "1", "--quiet",
+    "--splits",
+    "2",
+    "--train-size",
+    "40",
+    "--dev-size",
+    "20",
+    "--latent-dims",
+    "1,2",
+    "--rhos",
+    "1,10",
+    "--max-iter",
+    "15",
+    "--min-df",
+    "1",
+    "--quiet",
 ]
 
 
@@ -82,7 +95,14 @@ def test_a_failing_cell_is_reported_and_the_others_complete(tmp_path):
 
 def test_local_processes_give_the_same_results_as_in_process(tsv, tmp_path):
     study = RegressionStudy(
-        dataset=str(tsv), splits=1, train_size=40, dev_size=20, latent_dims=(2,), rhos=(1.0,), max_iter=10, min_df=1,
+        dataset=str(tsv),
+        splits=1,
+        train_size=40,
+        dev_size=20,
+        latent_dims=(2,),
+        rhos=(1.0,),
+        max_iter=10,
+        min_df=1,
         methods=("gplvsm", "ridge"),
     )
     a = run_regression_study(study, tmp_path / "a", progress=False)["records"]
@@ -111,8 +131,22 @@ def test_bad_input_gives_clear_errors(tmp_path, tsv, content, extra, message):
     if content is not None:
         path = tmp_path / "bad.tsv"
         path.write_text(content)
-    args = ["compare", "regression", "--dataset", str(path), "--out", str(tmp_path / "o"), "--quiet", "--splits", "1",
-            "--train-size", "1" if content else "40", "--dev-size", "1" if content else "20", *extra]
+    args = [
+        "compare",
+        "regression",
+        "--dataset",
+        str(path),
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+        "--splits",
+        "1",
+        "--train-size",
+        "1" if content else "40",
+        "--dev-size",
+        "1" if content else "20",
+        *extra,
+    ]
     proc = subprocess.run([sys.executable, "-m", "lvgp", *args], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert "lvgp: error:" in proc.stderr
@@ -120,7 +154,17 @@ def test_bad_input_gives_clear_errors(tmp_path, tsv, content, extra, message):
 
 
 def test_sparse_gplvsm_runs_as_a_study_method(tsv, tmp_path):
-    study = RegressionStudy(dataset=str(tsv), splits=1, train_size=40, dev_size=20, vb_latent_dims=(2,), vb_rhos=(1.0,),
-                            min_df=1, methods=("gplvsm-sparse",), sparse_inducing=8, sparse_epochs=3)
+    study = RegressionStudy(
+        dataset=str(tsv),
+        splits=1,
+        train_size=40,
+        dev_size=20,
+        vb_latent_dims=(2,),
+        vb_rhos=(1.0,),
+        min_df=1,
+        methods=("gplvsm-sparse",),
+        sparse_inducing=8,
+        sparse_epochs=3,
+    )
     records = run_regression_study(study, tmp_path, progress=False)["records"]
     assert len(records) == 1 and records[0]["method"] == "gplvsm-sparse" and np.isfinite(records[0]["rmse"])

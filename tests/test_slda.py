@@ -111,8 +111,14 @@ def test_bernoulli_categorical_and_poisson_responses_run_end_to_end():
 
 
 def test_estimator_conventions_and_topics_on_texts():
-    texts = ["good great fine film", "bad awful poor film", "great good plot", "awful bad plot", "fine good acting",
-             "poor awful acting"] * 5
+    texts = [
+        "good great fine film",
+        "bad awful poor film",
+        "great good plot",
+        "awful bad plot",
+        "fine good acting",
+        "poor awful acting",
+    ] * 5
     y = np.array([1.0, -1.0, 1.0, -1.0, 0.8, -0.9] * 5)
     model = SLDARegressor(2, inference="em", random_state=0)
     assert clone(model).get_params() == model.get_params()
@@ -150,19 +156,67 @@ def test_topic_study_and_regression_methods_end_to_end(tmp_path):
     tsv = tmp_path / "toy.tsv"
     tsv.write_text("text\ttarget\n" + "".join(f"{t}\t{y:.4f}\n" for t, y in zip(data.texts, data.y)))
     out = tmp_path / "topics"
-    assert main(["compare", "topics", "--dataset", str(tsv), "--folds", "3", "--topics", "2,3", "--max-iter", "5",
-                 "--min-df", "1", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "topics",
+                "--dataset",
+                str(tsv),
+                "--folds",
+                "3",
+                "--topics",
+                "2,3",
+                "--max-iter",
+                "5",
+                "--min-df",
+                "1",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     import json
 
     summary = json.loads((out / "summary.json").read_text())
-    assert {(r["method"], r["K"]) for r in summary} == {("slda", 2), ("slda", 3), ("lda-regression", 2),
-                                                        ("lda-regression", 3), ("lasso", None)}
+    assert {(r["method"], r["K"]) for r in summary} == {
+        ("slda", 2),
+        ("slda", 3),
+        ("lda-regression", 2),
+        ("lda-regression", 3),
+        ("lasso", None),
+    }
     assert all(len(r["pr2_per_fold"]) == 3 for r in summary)
     assert (out / "pr2_vs_K.png").stat().st_size > 1000 and "| K |" in (out / "table.md").read_text()
     reg = tmp_path / "reg"
-    assert main(["compare", "regression", "--dataset", str(tsv), "--splits", "1", "--train-size", "40",
-                 "--dev-size", "20", "--methods", "slda,lda-regression", "--topics", "2,3", "--min-df", "1",
-                 "--out", str(reg), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "regression",
+                "--dataset",
+                str(tsv),
+                "--splits",
+                "1",
+                "--train-size",
+                "40",
+                "--dev-size",
+                "20",
+                "--methods",
+                "slda,lda-regression",
+                "--topics",
+                "2,3",
+                "--min-df",
+                "1",
+                "--out",
+                str(reg),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     records = json.loads((reg / "results.json").read_text())
     assert {r["method"] for r in records} == {"slda", "lda-regression"}
     assert all(r["hyperparameters"]["K"] in (2, 3) for r in records)

@@ -132,8 +132,9 @@ def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
 def test_sparse_and_exact_estimators_agree_roughly_on_the_same_data():
     corpus = make_synonym_regression(n=160, noise=0.05, random_state=4)
     exact = GPLVSMRegressor(latent_dim=2, max_iter=60, random_state=0).fit(corpus.texts[:120], corpus.y[:120])
-    sparse = SparseGPLVSMRegressor(latent_dim=2, num_inducing=120, batch_size=120, max_epochs=150, lr=0.03,
-                                   random_state=0).fit(corpus.texts[:120], corpus.y[:120])
+    sparse = SparseGPLVSMRegressor(
+        latent_dim=2, num_inducing=120, batch_size=120, max_epochs=150, lr=0.03, random_state=0
+    ).fit(corpus.texts[:120], corpus.y[:120])
     e = np.sqrt(np.mean((exact.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
     s = np.sqrt(np.mean((sparse.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
     assert s < 1.5 * e + 0.05 * corpus.y.std(), (s, e)

@@ -66,7 +66,9 @@ def test_encode_is_a_padded_multiset_and_decodes_back():
 
 def test_encode_counts_unseen_words_and_handles_empty_documents():
     vocab = Vocabulary().fit(DOCS)
-    with pytest.warns(UnseenWordsWarning, match=r"dropped 3 tokens \(2 distinct words\) not in the vocabulary, in 2 of 3 documents"):
+    with pytest.warns(
+        UnseenWordsWarning, match=r"dropped 3 tokens \(2 distinct words\) not in the vocabulary, in 2 of 3 documents"
+    ):
         x = vocab.encode(["great zebra zebra", "plot", "awful unicorn"])
     assert vocab.decode(x) == [["great"], ["plot"], ["awful"]]
     with pytest.raises(ValueError, match=r"docs: 2 documents have no word in the vocabulary .*rows \[0, 2\]"):

@@ -80,8 +80,14 @@ class KernelCCAMatcher(BaseEstimator):
     Fitted: ``correlations_`` (canonical correlations, descending).
     """
 
-    def __init__(self, kernel: str = "linear", n_components: int = 10, reg: float = 0.1, gamma: float | None = None,
-                 min_df: int = 1):
+    def __init__(
+        self,
+        kernel: str = "linear",
+        n_components: int = 10,
+        reg: float = 0.1,
+        gamma: float | None = None,
+        min_df: int = 1,
+    ):
         self.kernel = kernel
         self.n_components = n_components
         self.reg = reg
@@ -93,7 +99,9 @@ class KernelCCAMatcher(BaseEstimator):
             raise ValueError(f"kernel must be 'linear' or 'rbf'; got {self.kernel!r}")
         source, target = list(source_texts), list(target_texts)
         if len(source) != len(target):
-            raise ValueError(f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}")
+            raise ValueError(
+                f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
+            )
         if self.n_components < 1 or self.n_components > len(source):
             raise ValueError(f"n_components must be in [1, {len(source)}]; got {self.n_components}")
         self.source_ = _Side(source, self.kernel, self.gamma, self.min_df)

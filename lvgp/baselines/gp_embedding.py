@@ -177,8 +177,15 @@ class CovariateSmoother(PyroModule):
         lengthscale, noise: initial l and sigma; ``min_noise`` bounds sigma from below.
     """
 
-    def __init__(self, embeddings: Tensor, n_outputs: int, prior_variance: float, lengthscale: float, noise: float,
-                 min_noise: float = 1e-3):
+    def __init__(
+        self,
+        embeddings: Tensor,
+        n_outputs: int,
+        prior_variance: float,
+        lengthscale: float,
+        noise: float,
+        min_noise: float = 1e-3,
+    ):
         super().__init__()
         self.register_buffer("embeddings", embeddings)
         self.n_outputs = n_outputs
@@ -207,8 +214,9 @@ class CovariateSmoother(PyroModule):
 
     def model(self, x: Tensor, y: Tensor | None = None, covariate_likelihood: bool = True):
         p, dtype = self.embeddings.shape[0], self.embeddings.dtype
-        psi = pyro.sample("psi", dist.Normal(torch.zeros(p, self.n_outputs, dtype=dtype),
-                                             math.sqrt(self.prior_variance)).to_event(2))
+        psi = pyro.sample(
+            "psi", dist.Normal(torch.zeros(p, self.n_outputs, dtype=dtype), math.sqrt(self.prior_variance)).to_event(2)
+        )
         bias = pyro.sample("bias", dist.Normal(torch.zeros(self.n_outputs, dtype=dtype), 10.0).to_event(1))
         logits, chol = self.logits(x, psi, bias)
         if covariate_likelihood:
@@ -361,7 +369,9 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             counts, emb = self._fit_text_input(list(X))
         empty = np.flatnonzero(np.asarray(counts.sum(1)).ravel() == 0)
         if len(empty):
-            raise ValueError(f"X: documents with no covariate left (no word with an embedding) at rows {empty[:10].tolist()}")
+            raise ValueError(
+                f"X: documents with no covariate left (no word with an embedding) at rows {empty[:10].tolist()}"
+            )
         df = np.asarray((counts > 0).sum(0)).ravel()
         self.idf_ = np.log((1 + counts.shape[0]) / (1 + df)) + 1.0
         self._idf_unseen = math.log(1 + counts.shape[0]) + 1.0
@@ -399,8 +409,10 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def _fit_text_input(self, texts: list[str]):
         template = self.vocabulary or Vocabulary(min_df=1)
-        vocab = Vocabulary(**{k: getattr(template, k) for k in ("min_df", "max_df", "stop_words", "min_token_len", "lowercase")},
-                           max_features=self.max_features).fit(texts)
+        vocab = Vocabulary(
+            **{k: getattr(template, k) for k in ("min_df", "max_df", "stop_words", "min_token_len", "lowercase")},
+            max_features=self.max_features,
+        ).fit(texts)
         table = self._embedding_table()
         if table is None:
             raise TypeError("for text input, embeddings must be a name such as 'glove-6b-50d' or a WordEmbeddings")
@@ -412,16 +424,20 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             missing = [w for w, f in zip(words, found) if not f]
             tokens = int(np.asarray(counts[:, ~found].sum()))
             if self.missing_words == "drop":
-                warnings.warn(f"{len(missing)} training words ({tokens} tokens) have no embedding and are dropped "
-                              f"(e.g. {missing[:5]}); missing_words='ppmi' learns vectors for them", UnseenWordsWarning,
-                              stacklevel=3)
+                warnings.warn(
+                    f"{len(missing)} training words ({tokens} tokens) have no embedding and are dropped "
+                    f"(e.g. {missing[:5]}); missing_words='ppmi' learns vectors for them",
+                    UnseenWordsWarning,
+                    stacklevel=3,
+                )
                 words = [w for w, f in zip(words, found) if f]
                 vectors, counts = vectors[found], counts[:, found]
             else:
                 vectors[~found] = self._ppmi_vectors(vocab, texts, vectors, found)
         self.words_ = list(words)
-        self.vocabulary_ = Vocabulary.from_words(self.words_, **{k: getattr(vocab, k) for k in
-                                                                 ("stop_words", "min_token_len", "lowercase")})
+        self.vocabulary_ = Vocabulary.from_words(
+            self.words_, **{k: getattr(vocab, k) for k in ("stop_words", "min_token_len", "lowercase")}
+        )
         self._table = table
         return sp.csr_matrix(counts), vectors
 
@@ -447,7 +463,9 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             raise TypeError("for count-matrix input, embeddings must be a p x h array (row j = column j of X)")
         emb = np.asarray(emb, dtype=np.float64)
         if emb.ndim != 2 or emb.shape[0] != counts.shape[1]:
-            raise ValueError(f"embeddings must be {counts.shape[1]} x h for X with {counts.shape[1]} columns; got {emb.shape}")
+            raise ValueError(
+                f"embeddings must be {counts.shape[1]} x h for X with {counts.shape[1]} columns; got {emb.shape}"
+            )
         self.words_ = [str(j) for j in range(counts.shape[1])]
         self.vocabulary_ = None
         self._table = None
@@ -476,8 +494,9 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         largest (smallest) value, the grid is extended by factors of 10 (at most 3 times)."""
         cv = stratified_folds(y, self.cv, 0)  # classes with a single document stay in training
         if not cv:
-            warnings.warn(f"too few documents per class to cross-validate C; using C={max(self.Cs)}",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"too few documents per class to cross-validate C; using C={max(self.Cs)}", RuntimeWarning, stacklevel=3
+            )
             return float(max(self.Cs))
 
         def score(c: float) -> float:
@@ -520,8 +539,14 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         curve = []
         try:
             if self.posterior == "map":  # deterministic objective: -log p(y, Psi, b | theta)
-                opt = torch.optim.LBFGS(params, max_iter=self.max_iter, line_search_fn="strong_wolfe",
-                                        tolerance_grad=1e-9, tolerance_change=1e-12, history_size=20)
+                opt = torch.optim.LBFGS(
+                    params,
+                    max_iter=self.max_iter,
+                    line_search_fn="strong_wolfe",
+                    tolerance_grad=1e-9,
+                    tolerance_change=1e-12,
+                    history_size=20,
+                )
 
                 def closure():
                     opt.zero_grad()
@@ -572,8 +597,12 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             ranked = sorted(freq, key=lambda w: (-freq[w], w))
             new_words = ranked[: self.max_new_words]
             if len(ranked) > len(new_words):
-                warnings.warn(f"{len(ranked) - len(new_words)} new words with an embedding beyond max_new_words="
-                              f"{self.max_new_words} are dropped", UnseenWordsWarning, stacklevel=3)
+                warnings.warn(
+                    f"{len(ranked) - len(new_words)} new words with an embedding beyond max_new_words="
+                    f"{self.max_new_words} are dropped",
+                    UnseenWordsWarning,
+                    stacklevel=3,
+                )
         index = {w: i for i, w in enumerate(self.words_ + new_words)}
         rows, cols, unknown = [], [], 0
         for i, doc in enumerate(tokens):
@@ -585,8 +614,11 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                     rows.append(i)
                     cols.append(j)
         if unknown:
-            warnings.warn(f"{unknown} test tokens are neither training words nor words with an embedding; dropped",
-                          UnseenWordsWarning, stacklevel=3)
+            warnings.warn(
+                f"{unknown} test tokens are neither training words nor words with an embedding; dropped",
+                UnseenWordsWarning,
+                stacklevel=3,
+            )
         counts = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(texts), len(index)))
         counts.sum_duplicates()
         idf = np.concatenate([self.idf_, np.full(len(new_words), self._idf_unseen)])

@@ -31,8 +31,13 @@ from ..bow.vocabulary import Vocabulary
 from ..warnings import UnseenWordsWarning
 from .model_selection import stratified_folds
 
-__all__ = ["BowClassifier", "KernelSVMClassifier", "MeanEmbeddingClassifier", "BagOfClustersClassifier",
-           "tuned_linear_classifier"]
+__all__ = [
+    "BowClassifier",
+    "KernelSVMClassifier",
+    "MeanEmbeddingClassifier",
+    "BagOfClustersClassifier",
+    "tuned_linear_classifier",
+]
 
 
 def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_state=None):
@@ -131,8 +136,13 @@ class KernelSVMClassifier(_TextClassifier):
     kernel) chosen by stratified cross-validation over the thesis's grids
     (C in 2^-3, 2^-1, ..., 2^7; gamma in 10^-3 ... 10^3); one-versus-one multi-class."""
 
-    def __init__(self, kernel: str = "rbf", Cs=tuple(2.0**k for k in range(-3, 8, 2)),
-                 gammas=tuple(10.0**k for k in range(-3, 4)), random_state=None):
+    def __init__(
+        self,
+        kernel: str = "rbf",
+        Cs=tuple(2.0**k for k in range(-3, 8, 2)),
+        gammas=tuple(10.0**k for k in range(-3, 4)),
+        random_state=None,
+    ):
         self.kernel = kernel
         self.Cs = Cs
         self.gammas = gammas
@@ -205,8 +215,7 @@ class BagOfClustersClassifier(_EmbeddingClassifier):
     """k-means (``n_clusters``) over the embeddings of the training words; documents become
     tf-idf weighted cluster counts (test words with a vector go to their nearest cluster)."""
 
-    def __init__(self, embeddings="glove-6b-50d", n_clusters: int = 100, Cs=(0.1, 1.0, 10.0, 100.0),
-                 random_state=None):
+    def __init__(self, embeddings="glove-6b-50d", n_clusters: int = 100, Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
         self.embeddings = embeddings
         self.n_clusters = n_clusters
         self.Cs = Cs

@@ -1,6 +1,14 @@
 """Bag-of-words documents as padded word-index sets."""
 
-from .padded import PAD, check_padded, counts_to_padded, document_lengths, pad_to_common_width, pad_to_width, padded_to_counts
+from .padded import (
+    PAD,
+    check_padded,
+    counts_to_padded,
+    document_lengths,
+    pad_to_common_width,
+    pad_to_width,
+    padded_to_counts,
+)
 from .vocabulary import Vocabulary
 
 __all__ = [

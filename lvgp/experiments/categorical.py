@@ -38,8 +38,14 @@ from ..datasets.loaders import read_categorical_csv, shared_data_path
 
 DATASETS = ("breast-cancer", "xor")
 METHODS = ("clgp", "lgm", "uniform", "multinomial", "unigram-dm", "bigram-dm")
-LABELS = {"clgp": "CLGP", "lgm": "LGM", "uniform": "Uniform", "multinomial": "Multinomial",
-          "unigram-dm": "Uni-Dir-Mult", "bigram-dm": "Bi-Dir-Mult"}
+LABELS = {
+    "clgp": "CLGP",
+    "lgm": "LGM",
+    "uniform": "Uniform",
+    "multinomial": "Multinomial",
+    "unigram-dm": "Uni-Dir-Mult",
+    "bigram-dm": "Bi-Dir-Mult",
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,11 @@ def load_table(dataset: str, drop_columns: tuple[str, ...]) -> tuple[list[str], 
         complete = np.array([all(v is not None for v in row) for row in values])
         return columns, values[complete], int((~complete).sum())
     if dataset == "xor":
-        return ["a", "b", "a_xor_b"], np.array([[str(a), str(b), str(a ^ b)] for a in (0, 1) for b in (0, 1)], dtype=object), 0
+        return (
+            ["a", "b", "a_xor_b"],
+            np.array([[str(a), str(b), str(a ^ b)] for a in (0, 1) for b in (0, 1)], dtype=object),
+            0,
+        )
     columns, values = read_categorical_csv(dataset, drop_columns=drop_columns)
     return columns, values, 0
 
@@ -108,12 +118,21 @@ def make_cells(study: CategoricalStudy) -> list[dict]:
 def _model(study: CategoricalStudy, method: str, split: int):
     if method in ("clgp", "lgm"):
         return CLGP(
-            latent_dim=study.latent_dim, num_inducing=study.inducing, covariance="rbf" if method == "clgp" else "linear",
-            samples=study.samples, max_iter=study.max_iter, lr=study.lr, optimizer=study.optimizer,
+            latent_dim=study.latent_dim,
+            num_inducing=study.inducing,
+            covariance="rbf" if method == "clgp" else "linear",
+            samples=study.samples,
+            max_iter=study.max_iter,
+            lr=study.lr,
+            optimizer=study.optimizer,
             random_state=1000 * study.seed + split,
         )
-    return {"uniform": UniformModel(), "multinomial": MultinomialModel(),
-            "unigram-dm": UnigramDirichletMultinomial(study.alpha), "bigram-dm": BigramDirichletMultinomial(study.alpha)}[method]
+    return {
+        "uniform": UniformModel(),
+        "multinomial": MultinomialModel(),
+        "unigram-dm": UnigramDirichletMultinomial(study.alpha),
+        "bigram-dm": BigramDirichletMultinomial(study.alpha),
+    }[method]
 
 
 def run_cell(study: CategoricalStudy, cell: dict) -> dict:
@@ -152,6 +171,7 @@ def run_cell(study: CategoricalStudy, cell: dict) -> dict:
 def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
     methods = [m for m in METHODS if any(r["method"] == m for r in records)]
     lines = ["| split | " + " | ".join(LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
+
     def value(r):  # null in JSON = an infinite perplexity
         return math.inf if r["perplexity"] is None else r["perplexity"]
 
@@ -169,10 +189,20 @@ def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
         v = np.array(list(per[m].values()))
         means[m] = (math.inf, math.nan) if np.isinf(v).any() else (v.mean(), v.std())
     best = min(v[0] for v in means.values())
-    lines.append("| mean ± std | " + " | ".join(
-        fmt(means[m][0], means[m][0] == best) if math.isinf(means[m][0])
-        else (f"**{means[m][0]:.3f} ± {means[m][1]:.3f}**" if means[m][0] == best else f"{means[m][0]:.3f} ± {means[m][1]:.3f}")
-        for m in methods) + " |")
+    lines.append(
+        "| mean ± std | "
+        + " | ".join(
+            fmt(means[m][0], means[m][0] == best)
+            if math.isinf(means[m][0])
+            else (
+                f"**{means[m][0]:.3f} ± {means[m][1]:.3f}**"
+                if means[m][0] == best
+                else f"{means[m][0]:.3f} ± {means[m][1]:.3f}"
+            )
+            for m in methods
+        )
+        + " |"
+    )
     return "\n".join(lines) + (
         f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
         f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "

@@ -22,12 +22,30 @@ import numpy as np
 
 from ..baselines.model_selection import dev_split
 
-METHODS = ("gp-embed-logreg", "logreg", "mean-embedding", "bag-of-clusters", "svm", "slda", "latent-smm", "ldk-gpc",
-           "svm-rbf", "svm-poly")
-LABELS = {"gp-embed-logreg": "GP covariate embedding", "logreg": "LogReg (BoW)", "mean-embedding": "Mean embedding",
-          "bag-of-clusters": "Bag of clusters", "svm": "Linear SVM (BoW)", "slda": "sLDA (20 topics)",
-          "latent-smm": "Latent SMM", "ldk-gpc": "GP classifier (LDK)", "svm-rbf": "RBF SVM (BoW)",
-          "svm-poly": "Quadratic SVM (BoW)"}
+METHODS = (
+    "gp-embed-logreg",
+    "logreg",
+    "mean-embedding",
+    "bag-of-clusters",
+    "svm",
+    "slda",
+    "latent-smm",
+    "ldk-gpc",
+    "svm-rbf",
+    "svm-poly",
+)
+LABELS = {
+    "gp-embed-logreg": "GP covariate embedding",
+    "logreg": "LogReg (BoW)",
+    "mean-embedding": "Mean embedding",
+    "bag-of-clusters": "Bag of clusters",
+    "svm": "Linear SVM (BoW)",
+    "slda": "sLDA (20 topics)",
+    "latent-smm": "Latent SMM",
+    "ldk-gpc": "GP classifier (LDK)",
+    "svm-rbf": "RBF SVM (BoW)",
+    "svm-poly": "Quadratic SVM (BoW)",
+}
 DEFAULT_METHODS = METHODS[:5]
 BUILTIN = ("20ng", "r8", "r52")
 
@@ -72,7 +90,9 @@ def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -
         take[np.argmax(np.where(take > floor, take - share, -np.inf))] -= 1
     while take.sum() < size:
         take[np.argmax(np.where(take < counts, share - take, -np.inf))] += 1
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(codes == c), t, replace=False) for c, t in enumerate(take)]))
+    return np.sort(
+        np.concatenate([rng.choice(np.flatnonzero(codes == c), t, replace=False) for c, t in enumerate(take)])
+    )
 
 
 @functools.lru_cache(maxsize=32)
@@ -92,7 +112,9 @@ def prepare(study: ClassificationStudy, split: int, train_size: int):
         if n_test < 1:
             raise ValueError(f"{study.dataset}: {len(pool_labels)} documents leave none for testing")
         test, rest = order[:n_test], order[n_test:]
-        train = rest[stratified_sample(pool_labels[rest], train_size, np.random.default_rng([study.seed, split, train_size]))]
+        train = rest[
+            stratified_sample(pool_labels[rest], train_size, np.random.default_rng([study.seed, split, train_size]))
+        ]
         x_test, y_test = [pool_texts[i] for i in test], pool_labels[test]
     if study.test_size and study.dataset in BUILTIN and study.test_size < len(y_test):
         keep = np.sort(np.random.default_rng([study.seed, split]).choice(len(y_test), study.test_size, replace=False))
@@ -104,8 +126,12 @@ def make_cells(study: ClassificationStudy) -> list[dict]:
     for m in study.methods:
         if m not in METHODS:
             raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
-    return [{"method": m, "split": s, "params": {"train_size": n}}
-            for m in study.methods for n in study.train_sizes for s in range(study.splits)]
+    return [
+        {"method": m, "split": s, "params": {"train_size": n}}
+        for m in study.methods
+        for n in study.train_sizes
+        for s in range(study.splits)
+    ]
 
 
 def make_model(study: ClassificationStudy, method: str, seed: int):
@@ -113,8 +139,9 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     from ..baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
 
     if method == "gp-embed-logreg":
-        return GPEmbeddingLogisticRegression(embeddings=study.embeddings, max_features=study.max_features,
-                                             max_iter=study.max_iter, random_state=seed)
+        return GPEmbeddingLogisticRegression(
+            embeddings=study.embeddings, max_features=study.max_features, max_iter=study.max_iter, random_state=seed
+        )
     if method == "slda":
         from ..baselines.slda import SLDAClassifier
 
@@ -124,8 +151,11 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
 
         # the thesis (sec. 4.4): "experimentally the best C exhibits a large value, e.g. C >= 2^5";
         # on r8 (100 docs) C=0.5 underfits its training sample (train accuracy 0.81)
-        return _DevSelected(LatentSMMClassifier(latent_dim=2, rho=0.1, max_outer=30, random_state=seed),
-                            {"C": [2.0, 8.0, 32.0, 128.0]}, seed)
+        return _DevSelected(
+            LatentSMMClassifier(latent_dim=2, rho=0.1, max_outer=30, random_state=seed),
+            {"C": [2.0, 8.0, 32.0, 128.0]},
+            seed,
+        )
     if method == "ldk-gpc":
         from ..models.gpc import LDKGPClassifier
 
@@ -167,8 +197,11 @@ class _DevSelected:
                     scores.append(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
                 best = settings[int(np.argmax(scores))]
             else:
-                warnings.warn(f"no development documents to choose among {len(settings)} settings: using {best}",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"no development documents to choose among {len(settings)} settings: using {best}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         self.best_params_ = best
         self.model_ = clone(self.estimator).set_params(**best).fit(X, y)
         return self
@@ -240,8 +273,10 @@ def run_classification_study(study: ClassificationStudy, out: str | Path, execut
     for n in study.train_sizes:  # bad input fails here, before any cell runs
         prepare(study, 0, n)
     cells, failures = execute_study("classification", study, run_cell, make_cells(study), out, executor, progress)
-    records = sorted(({k: v for k, v in c.items() if k != "params"} for c in cells),
-                     key=lambda r: (METHODS.index(r["method"]), r["train_size"], r["split"]))
+    records = sorted(
+        ({k: v for k, v in c.items() if k != "params"} for c in cells),
+        key=lambda r: (METHODS.index(r["method"]), r["train_size"], r["split"]),
+    )
     write_json(out / "results.json", records)
     text = table_markdown(records, study) if records else "no finished cells\n"
     text += failure_note(failures)
@@ -252,8 +287,15 @@ def run_classification_study(study: ClassificationStudy, out: str | Path, execut
         if not sizes:
             continue
         acc = [[r["accuracy"] for r in records if r["method"] == m and r["train_size"] == n] for n in sizes]
-        ax.errorbar(sizes, [np.mean(a) for a in acc], yerr=[np.std(a) for a in acc], marker="o", capsize=3,
-                    color=f"C{i}", label=LABELS[m])
+        ax.errorbar(
+            sizes,
+            [np.mean(a) for a in acc],
+            yerr=[np.std(a) for a in acc],
+            marker="o",
+            capsize=3,
+            color=f"C{i}",
+            label=LABELS[m],
+        )
     ax.set_xscale("log")
     ax.set_xlabel("labelled training documents")
     ax.set_ylabel("test accuracy")

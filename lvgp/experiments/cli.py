@@ -10,11 +10,16 @@ def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every study shares: seed, executor, output directory, progress."""
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="run cells in J local processes")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)")
+    parser.add_argument(
+        "--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)"
+    )
     parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--report-only", action="store_true",
-                        help="run no cell: write the tables and figures from the cells already in --out")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run no cell: write the tables and figures from the cells already in --out",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,14 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
         "statistics, hyper-parameters chosen on dev, test RMSE in standardized units. Resumable: cells already in "
         "--out are not recomputed.",
     )
-    reg.add_argument("--dataset", required=True, help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv "
-                     "(a header with 'text' and 'target' columns)")
+    reg.add_argument(
+        "--dataset",
+        required=True,
+        help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv (a header with 'text' and 'target' columns)",
+    )
     reg.add_argument("--splits", type=int, default=5)
     reg.add_argument("--train-size", type=int, default=1000)
     reg.add_argument("--dev-size", type=int, default=1000)
     reg.add_argument("--test-size", type=int, default=None, help="default: all remaining documents")
-    reg.add_argument("--methods", default="gplvsm,gp-rbf,ridge,lasso,elasticnet",
-                     help="comma-separated, from: gplvsm, gplvsm-vb, gp-rbf, ridge, lasso, elasticnet, slda, lda-regression")
+    reg.add_argument(
+        "--methods",
+        default="gplvsm,gp-rbf,ridge,lasso,elasticnet",
+        help="comma-separated, from: gplvsm, gplvsm-vb, gp-rbf, ridge, lasso, elasticnet, slda, lda-regression",
+    )
     reg.add_argument("--topics", default="5,10,20,30", help="grid over the number of topics of slda and lda-regression")
     reg.add_argument("--slda-inference", default="em", choices=("em", "svi"))
     reg.add_argument("--latent-dims", default="1,2,4,6,8,10", help="GP-LVSM grid over q")
@@ -79,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         "categorical",
         help="CLGP vs LGM vs frequency models: imputation perplexity on categorical data (Gal et al. 2015)",
     )
-    cat.add_argument("--dataset", required=True, help="breast-cancer, xor, or PATH.csv (categorical columns; empty = missing)")
+    cat.add_argument(
+        "--dataset", required=True, help="breast-cancer, xor, or PATH.csv (categorical columns; empty = missing)"
+    )
     cat.add_argument("--drop-columns", default="", help="comma-separated columns to ignore (e.g. Id)")
     cat.add_argument("--splits", type=int, default=3)
     cat.add_argument("--methods", default="clgp,lgm,uniform,multinomial,unigram-dm,bigram-dm")
@@ -103,8 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     cls.add_argument("--dataset", required=True, help="20ng, r8, r52, or PATH.tsv (columns text and label)")
     cls.add_argument("--train-sizes", default="50,100,200,500")
     cls.add_argument("--splits", type=int, default=5)
-    cls.add_argument("--methods", default="gp-embed-logreg,logreg,mean-embedding,bag-of-clusters,svm",
-                     help="also: slda (supervised LDA, 20 topics, softmax response)")
+    cls.add_argument(
+        "--methods",
+        default="gp-embed-logreg,logreg,mean-embedding,bag-of-clusters,svm",
+        help="also: slda (supervised LDA, 20 topics, softmax response)",
+    )
     cls.add_argument("--test-size", type=int, default=None, help="subsample the test documents (default: all)")
     cls.add_argument("--max-features", type=int, default=2000, help="covariates of the GP model (most frequent words)")
     cls.add_argument("--max-iter", type=int, default=30, help="L-BFGS iterations of the GP model")
@@ -233,11 +249,23 @@ def _run_matching(args: argparse.Namespace) -> int:
     from .matching import MatchingStudy, run_matching_study
 
     study = MatchingStudy(
-        pairs=args.pairs, source=args.source, target=args.target, train=args.train, dev=args.dev, test=args.test,
-        sets=args.sets, methods=_methods(args),
-        latent_dims=_ints(args.latent_dims), rhos=_floats(args.rhos), gammas=_floats(args.gammas),
-        cca_components=_ints(args.cca_components), cca_regs=_floats(args.cca_regs), min_df=args.min_df,
-        max_iter=args.max_iter, dedupe_families=not args.keep_families, seed=args.seed,
+        pairs=args.pairs,
+        source=args.source,
+        target=args.target,
+        train=args.train,
+        dev=args.dev,
+        test=args.test,
+        sets=args.sets,
+        methods=_methods(args),
+        latent_dims=_ints(args.latent_dims),
+        rhos=_floats(args.rhos),
+        gammas=_floats(args.gammas),
+        cca_components=_ints(args.cca_components),
+        cca_regs=_floats(args.cca_regs),
+        min_df=args.min_df,
+        max_iter=args.max_iter,
+        dedupe_families=not args.keep_families,
+        seed=args.seed,
     )
     return _execute(run_matching_study, study, args)
 

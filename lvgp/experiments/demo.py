@@ -40,7 +40,11 @@ def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -
     width = max(len(LABELS[r["method"]]) for r in rows)
     print(f"\n{'method':<{width}}  test RMSE  dev RMSE  fit s  chosen")
     for r in rows:
-        chosen = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["hyperparameters"].items())
-        print(f"{LABELS[r['method']]:<{width}}  {r['rmse']:9.4f}  {r['dev_rmse']:8.4f}  {r['fit_seconds']:5.0f}  {chosen}")
+        chosen = ", ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["hyperparameters"].items()
+        )
+        print(
+            f"{LABELS[r['method']]:<{width}}  {r['rmse']:9.4f}  {r['dev_rmse']:8.4f}  {r['fit_seconds']:5.0f}  {chosen}"
+        )
     print(f"\n(RMSE of standardized ratings; figures in {out})")
     return rows

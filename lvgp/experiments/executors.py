@@ -79,7 +79,9 @@ class ProcessExecutor(Executor):
     def run(self, fn, context, cells):
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)) as pool:
+        with cf.ProcessPoolExecutor(
+            self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
+        ) as pool:
             futures = {pool.submit(_run_in_worker, fn, cell): cell for cell in cells}
             for future in cf.as_completed(futures):
                 cell = futures[future]

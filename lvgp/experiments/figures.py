@@ -22,7 +22,9 @@ def _baselines(ax, records: list[dict]) -> None:
             ax.axhline(np.mean(vals), ls="--", lw=1, color=f"C{i + 3}", label=f"{LABELS[method]} (selected on dev)")
 
 
-def _curve(cells: list[dict], records: list[dict], out: Path, vary: str, fixed: str, fixed_value: float, xlabel: str, log: bool):
+def _curve(
+    cells: list[dict], records: list[dict], out: Path, vary: str, fixed: str, fixed_value: float, xlabel: str, log: bool
+):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     plotted = False
     for i, method in enumerate(GP_METHODS):
@@ -35,8 +37,15 @@ def _curve(cells: list[dict], records: list[dict], out: Path, vary: str, fixed: 
         if len(xs) < 2:
             continue
         stats = [[c["test_rmse"] for c in mine if c["params"][fixed] == at and c["params"][vary] == x] for x in xs]
-        ax.errorbar(xs, [np.mean(s) for s in stats], yerr=[np.std(s) for s in stats], marker="o", capsize=3,
-                    color=f"C{i}", label=f"{LABELS[method]} ({fixed}={at:g})")
+        ax.errorbar(
+            xs,
+            [np.mean(s) for s in stats],
+            yerr=[np.std(s) for s in stats],
+            marker="o",
+            capsize=3,
+            color=f"C{i}",
+            label=f"{LABELS[method]} ({fixed}={at:g})",
+        )
         plotted = True
     _baselines(ax, records)
     if log:

@@ -81,8 +81,10 @@ def prepare(study: MatchingStudy, set_index: int):
     if min(study.train, study.dev, study.test) < 2:
         raise ValueError("--train, --dev and --test must each be at least 2 pairs")
     if need > len(pool):
-        raise ValueError(f"{study.pairs}: {len(pool)} usable pairs ({len(src)} in the file"
-                         f"{', one per family' if study.dedupe_families else ''}) but train + dev + test = {need}")
+        raise ValueError(
+            f"{study.pairs}: {len(pool)} usable pairs ({len(src)} in the file"
+            f"{', one per family' if study.dedupe_families else ''}) but train + dev + test = {need}"
+        )
     chosen = rng.permutation(pool)[:need]
     parts = np.split(chosen, [study.train, study.train + study.dev])
 
@@ -109,12 +111,22 @@ def _model(study: MatchingStudy, method: str, params: dict, seed: int):
     if method == "ldk":
         from ..models.matching import LDKMatcher
 
-        return LDKMatcher(latent_dim=params["q"], rho=params["rho"], gamma=params["gamma"], min_df=study.min_df,
-                          max_iter=study.max_iter, random_state=seed)
+        return LDKMatcher(
+            latent_dim=params["q"],
+            rho=params["rho"],
+            gamma=params["gamma"],
+            min_df=study.min_df,
+            max_iter=study.max_iter,
+            random_state=seed,
+        )
     from ..baselines.cca import KernelCCAMatcher
 
-    return KernelCCAMatcher(kernel="linear" if method == "cca" else "rbf", n_components=params["components"],
-                            reg=params["reg"], min_df=study.min_df)
+    return KernelCCAMatcher(
+        kernel="linear" if method == "cca" else "rbf",
+        n_components=params["components"],
+        reg=params["reg"],
+        min_df=study.min_df,
+    )
 
 
 def run_cell(study: MatchingStudy, cell: dict) -> dict:
@@ -141,8 +153,10 @@ def run_cell(study: MatchingStudy, cell: dict) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             d = model.distances(test[0][:5], test[1])
-        record["examples"] = [{"source": test[0][i], "true_target": test[1][i],
-                               "retrieved": [test[1][j] for j in np.argsort(d[i])[:3]]} for i in range(len(d))]
+        record["examples"] = [
+            {"source": test[0][i], "true_target": test[1][i], "retrieved": [test[1][j] for j in np.argsort(d[i])[:3]]}
+            for i in range(len(d))
+        ]
     return record
 
 
@@ -155,9 +169,17 @@ def select(cells: list[dict]) -> list[dict]:
             best[key] = c
     out = []
     for (method, split), c in sorted(best.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1])):
-        out.append({"method": method, "set": split, "hyperparameters": c["params"], "dev_score": c["dev_score"],
-                    "precision_at": {int(k): v for k, v in c["precision_at"].items()}, "fit_seconds": c["fit_seconds"],
-                    **({"examples": c["examples"]} if "examples" in c else {})})
+        out.append(
+            {
+                "method": method,
+                "set": split,
+                "hyperparameters": c["params"],
+                "dev_score": c["dev_score"],
+                "precision_at": {int(k): v for k, v in c["precision_at"].items()},
+                "fit_seconds": c["fit_seconds"],
+                **({"examples": c["examples"]} if "examples" in c else {}),
+            }
+        )
     return out
 
 
@@ -168,8 +190,10 @@ def table_markdown(records: list[dict], study: MatchingStudy) -> str:
     for r in rs:
         stats = {m: [x["precision_at"][r] for x in records if x["method"] == m] for m in methods}
         best = max(np.mean(v) for v in stats.values())
-        cells = [(f"**{np.mean(v):.3f} ± {np.std(v):.3f}**" if np.mean(v) == best else f"{np.mean(v):.3f} ± {np.std(v):.3f}")
-                 for v in stats.values()]
+        cells = [
+            (f"**{np.mean(v):.3f} ± {np.std(v):.3f}**" if np.mean(v) == best else f"{np.mean(v):.3f} ± {np.std(v):.3f}")
+            for v in stats.values()
+        ]
         lines.append(f"| {r} | " + " | ".join(cells) + " |")
     n_sets = len({r["set"] for r in records})
     return "\n".join(lines) + (
@@ -202,7 +226,8 @@ def run_matching_study(study: MatchingStudy, out: str | Path, executor=None, pro
         for e in examples[0]["examples"][:3]:
             first = [t.split("\n")[0][:70] for t in [e["source"], e["true_target"], *e["retrieved"]]]
             text += f"- source: {first[0]}\n  - true target: {first[1]}\n" + "".join(
-                f"  - retrieved {k + 1}: {t}\n" for k, t in enumerate(first[2:]))
+                f"  - retrieved {k + 1}: {t}\n" for k, t in enumerate(first[2:])
+            )
     (out / "table.md").write_text(text)
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for i, m in enumerate(METHODS):

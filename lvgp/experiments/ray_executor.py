@@ -44,8 +44,9 @@ class RayExecutor(Executor):
             # Ray nices its workers by default; a local study should get a fair share of the
             # machine (measured: importing torch took 4 minutes in a niced worker beside busy processes)
             os.environ.setdefault("RAY_worker_niceness", "0")
-            ray.init(num_cpus=self.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                     runtime_env=env)
+            ray.init(
+                num_cpus=self.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False, runtime_env=env
+            )
             return ray, True
         ray.init(address=self.address, log_to_driver=False, runtime_env=env)
         return ray, True

@@ -170,20 +170,39 @@ def _estimator(study: RegressionStudy, cell: dict, data: SplitData):
     seed = 1000 * study.seed + cell["split"]
     if method == "gplvsm":
         return GPLVSMRegressor(
-            latent_dim=params["q"], rho=params["rho"], vocabulary=data.vocabulary, max_iter=study.max_iter,
-            n_iter_no_change=20, random_state=seed,
+            latent_dim=params["q"],
+            rho=params["rho"],
+            vocabulary=data.vocabulary,
+            max_iter=study.max_iter,
+            n_iter_no_change=20,
+            random_state=seed,
         )
     if method == "gplvsm-vb":
         return GPLVSMRegressor(
-            latent_dim=params["q"], rho=params["rho"], vocabulary=data.vocabulary, variational=True, optimizer="adam",
-            lr=0.05, max_iter=study.vb_max_iter, word_embeddings=study.embeddings, length_kernel=True,
-            predict_samples=16, n_iter_no_change=100, random_state=seed,
+            latent_dim=params["q"],
+            rho=params["rho"],
+            vocabulary=data.vocabulary,
+            variational=True,
+            optimizer="adam",
+            lr=0.05,
+            max_iter=study.vb_max_iter,
+            word_embeddings=study.embeddings,
+            length_kernel=True,
+            predict_samples=16,
+            n_iter_no_change=100,
+            random_state=seed,
         )
     if method == "gplvsm-sparse":
         from ..models.sparse import SparseGPLVSMRegressor
 
-        return SparseGPLVSMRegressor(latent_dim=params["q"], rho=params["rho"], vocabulary=data.vocabulary,
-                                     num_inducing=study.sparse_inducing, max_epochs=study.sparse_epochs, random_state=seed)
+        return SparseGPLVSMRegressor(
+            latent_dim=params["q"],
+            rho=params["rho"],
+            vocabulary=data.vocabulary,
+            num_inducing=study.sparse_inducing,
+            max_epochs=study.sparse_epochs,
+            random_state=seed,
+        )
     if method == "gp-rbf":
         return GPRBFRegressor(vocabulary=data.vocabulary, random_state=seed)
     if method == "slda":
@@ -253,14 +272,18 @@ def select(cells: list[dict]) -> list[dict]:
         if key not in best or c["dev_rmse"] < best[key]["dev_rmse"]:
             best[key] = c
     records = []
-    for key, c in sorted(best.items(), key=lambda kv: (list(LABELS).index(kv[0][0]) if kv[0][0] in LABELS else 99, kv[0][1])):
+    for key, c in sorted(
+        best.items(), key=lambda kv: (list(LABELS).index(kv[0][0]) if kv[0][0] in LABELS else 99, kv[0][1])
+    ):
         records.append(
             {
                 "method": c["method"],
                 "split": c["split"],
                 "rmse": c["test_rmse"],
                 "dev_rmse": c["dev_rmse"],
-                "hyperparameters": {k: v for k, v in {**c.get("params", {}), **c.get("chosen", {})}.items() if v is not None},
+                "hyperparameters": {
+                    k: v for k, v in {**c.get("params", {}), **c.get("chosen", {})}.items() if v is not None
+                },
                 "fit_seconds": c["fit_seconds"],
                 "grid_fit_seconds": totals[key],
                 "n_train": c["n_train"],
@@ -308,7 +331,10 @@ def run_regression_study(study: RegressionStudy, out: str | Path, executor=None,
     cells, failures = execute_study("regression", study, run_cell, make_cells(study), out, executor, progress)
     records = select(cells)
     write_json(out / "results.json", records)
-    write_json(out / "grid.json", [{k: v for k, v in c.items() if k not in ("word_vectors", "word_counts", "coef")} for c in cells])
+    write_json(
+        out / "grid.json",
+        [{k: v for k, v in c.items() if k not in ("word_vectors", "word_counts", "coef")} for c in cells],
+    )
     table = summary_table(records, study.dataset) if records else "no finished cells\n"
     table += failure_note(failures)
     (out / "table.md").write_text(table)

@@ -113,8 +113,15 @@ def run_study(
     return done, failures
 
 
-def execute_study(kind: str, study, run_cell: Callable[[Any, dict], dict], cells: list[dict], out: Path,
-                  executor: Executor | None = None, progress: bool = True) -> tuple[list[dict], list[tuple[dict, str]]]:
+def execute_study(
+    kind: str,
+    study,
+    run_cell: Callable[[Any, dict], dict],
+    cells: list[dict],
+    out: Path,
+    executor: Executor | None = None,
+    progress: bool = True,
+) -> tuple[list[dict], list[tuple[dict, str]]]:
     """Record the study's settings in ``out/study.json`` (with its ``kind``) and run (or
     resume) its cells into ``out/cells``; the shared first half of every ``run_*_study``."""
     write_json(out / "study.json", {"kind": kind, **study.__dict__})

@@ -54,7 +54,14 @@ def prepare_fold(study: TopicStudy, fold: int):
     vocab = Vocabulary(min_df=study.min_df, min_token_len=3).fit([texts[i] for i in train])
     keep = np.array([any(w in vocab for w in vocab.tokenize(texts[i])) for i in train])
     train = train[keep]
-    return vocab, [texts[i] for i in train], corpus.y[train], [texts[i] for i in test], corpus.y[test], int((~keep).sum())
+    return (
+        vocab,
+        [texts[i] for i in train],
+        corpus.y[train],
+        [texts[i] for i in test],
+        corpus.y[test],
+        int((~keep).sum()),
+    )
 
 
 def make_cells(study: TopicStudy) -> list[dict]:
@@ -75,8 +82,13 @@ def run_cell(study: TopicStudy, cell: dict) -> dict:
     vocab, x_train, y_train, x_test, y_test, dropped = prepare_fold(study, cell["split"])
     method, seed = cell["method"], 1000 * study.seed + cell["split"]
     if method == "slda":
-        model = SLDARegressor(cell["params"]["K"], inference=study.inference, vocabulary=vocab, em_max_iter=study.max_iter,
-                              random_state=seed)
+        model = SLDARegressor(
+            cell["params"]["K"],
+            inference=study.inference,
+            vocabulary=vocab,
+            em_max_iter=study.max_iter,
+            random_state=seed,
+        )
     elif method == "lda-regression":
         model = LDARegression(cell["params"]["K"], vocabulary=vocab, em_max_iter=study.max_iter, random_state=seed)
     else:
@@ -87,8 +99,14 @@ def run_cell(study: TopicStudy, cell: dict) -> dict:
         model.fit(x_train, y_train)
         seconds = time.perf_counter() - start
         pred = model.predict(x_test)
-        record = {"y_true": y_test.tolist(), "y_pred": np.asarray(pred).tolist(), "fit_seconds": seconds,
-                  "n_train": len(x_train), "n_test": len(x_test), "dropped_empty_train": dropped}
+        record = {
+            "y_true": y_test.tolist(),
+            "y_pred": np.asarray(pred).tolist(),
+            "fit_seconds": seconds,
+            "n_train": len(x_train),
+            "n_test": len(x_test),
+            "dropped_empty_train": dropped,
+        }
         if method != "lasso":
             record["heldout_loglik_per_word"] = model.heldout_log_likelihood_per_word(x_test)
     record["pr2"] = float(1 - np.sum((y_test - pred) ** 2) / np.sum((y_test - y_test.mean()) ** 2))
@@ -104,14 +122,21 @@ def summarize(cells: list[dict], study: TopicStudy) -> list[dict]:
     for (method, k), members in sorted(groups.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1] or 0)):
         y = np.concatenate([m["y_true"] for m in members])
         p = np.concatenate([m["y_pred"] for m in members])
-        out.append({
-            "method": method, "K": k, "folds": len(members),
-            "pr2": float(1 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2)),
-            "pr2_per_fold": [m["pr2"] for m in sorted(members, key=lambda m: m["split"])],
-            "fit_seconds_mean": float(np.mean([m["fit_seconds"] for m in members])),
-            **({"heldout_loglik_per_word": float(np.mean([m["heldout_loglik_per_word"] for m in members]))}
-               if "heldout_loglik_per_word" in members[0] else {}),
-        })
+        out.append(
+            {
+                "method": method,
+                "K": k,
+                "folds": len(members),
+                "pr2": float(1 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2)),
+                "pr2_per_fold": [m["pr2"] for m in sorted(members, key=lambda m: m["split"])],
+                "fit_seconds_mean": float(np.mean([m["fit_seconds"] for m in members])),
+                **(
+                    {"heldout_loglik_per_word": float(np.mean([m["heldout_loglik_per_word"] for m in members]))}
+                    if "heldout_loglik_per_word" in members[0]
+                    else {}
+                ),
+            }
+        )
     return out
 
 
@@ -146,11 +171,21 @@ def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress:
     _cached_corpus(study.dataset)
     cells, failures = execute_study("topics", study, run_cell, make_cells(study), out, executor, progress)
     summary = summarize(cells, study)
-    write_json(out / "results.json", [
-        {"method": c["method"], "split": c["split"], "K": c["params"].get("K"), "pr2": c["pr2"],
-         "fit_seconds": c["fit_seconds"], "n_train": c["n_train"], "n_test": c["n_test"]}
-        for c in cells
-    ])
+    write_json(
+        out / "results.json",
+        [
+            {
+                "method": c["method"],
+                "split": c["split"],
+                "K": c["params"].get("K"),
+                "pr2": c["pr2"],
+                "fit_seconds": c["fit_seconds"],
+                "n_train": c["n_train"],
+                "n_test": c["n_test"],
+            }
+            for c in cells
+        ],
+    )
     write_json(out / "summary.json", summary)
     text = table(summary, study)
     text += failure_note(failures)
@@ -161,8 +196,15 @@ def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress:
         if method == "lasso" and rows:
             ax.axhline(rows[0]["pr2"], color=f"C{i}", ls="--", label=LABELS[method])
         elif rows:
-            ax.errorbar([r["K"] for r in rows], [r["pr2"] for r in rows], yerr=[np.std(r["pr2_per_fold"]) for r in rows],
-                        marker="o", capsize=3, color=f"C{i}", label=LABELS[method])
+            ax.errorbar(
+                [r["K"] for r in rows],
+                [r["pr2"] for r in rows],
+                yerr=[np.std(r["pr2_per_fold"]) for r in rows],
+                marker="o",
+                capsize=3,
+                color=f"C{i}",
+                label=LABELS[method],
+            )
     ax.set_xlabel("number of topics K")
     ax.set_ylabel("predictive R^2 (out of fold)")
     ax.set_title(study.dataset)

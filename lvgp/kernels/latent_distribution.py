@@ -45,7 +45,12 @@ EMBEDDINGS = ("linear", "rbf", "poly")
 LEVEL2_KERNELS = ("linear", "rbf", "poly")
 
 # Which hyper-parameter each kernel choice uses: name -> (embedding or level-2 choice).
-_USED_BY = {"gamma": ("embedding", "rbf"), "a": ("embedding", "poly"), "zeta": ("level2", "rbf"), "c": ("level2", "poly")}
+_USED_BY = {
+    "gamma": ("embedding", "rbf"),
+    "a": ("embedding", "poly"),
+    "zeta": ("level2", "rbf"),
+    "c": ("level2", "poly"),
+}
 # Entries of per-document L1 x L2 Gram blocks evaluated at once (bounds memory of the diagonal path).
 _BLOCK_ENTRIES = 2**22
 
@@ -283,7 +288,9 @@ class LatentDistributionKernel(Kernel):
             raise ValueError("word_features holds non-finite values")
         self.register_buffer("word_features", feats.expand(*self.batch_shape, *feats.shape).clone())
         mean_sq = feats.pow(2).sum(-1).mean().clamp_min(1e-12)
-        projection = torch.randn(*self.batch_shape, feats.shape[1], self.latent_dim, generator=generator, dtype=feats.dtype)
+        projection = torch.randn(
+            *self.batch_shape, feats.shape[1], self.latent_dim, generator=generator, dtype=feats.dtype
+        )
         self.register_parameter("projection", nn.Parameter(projection / mean_sq.sqrt()))
 
     # ------------------------------------------------------------------ parameters
@@ -349,7 +356,9 @@ class LatentDistributionKernel(Kernel):
         """Draw a new sample of the latent vectors from q(X) (used until the next call)."""
         self._check_variational()
         with torch.no_grad():
-            self.latent_noise.copy_(torch.randn(self.latent_noise.shape, generator=generator, dtype=self.latent_noise.dtype))
+            self.latent_noise.copy_(
+                torch.randn(self.latent_noise.shape, generator=generator, dtype=self.latent_noise.dtype)
+            )
 
     def use_latent_mean(self) -> None:
         """Evaluate the kernel at the means of q(X) (the default in eval mode)."""
@@ -520,14 +529,17 @@ class LatentDistributionKernel(Kernel):
         # classifier): the word Gram and its gradient are formed once, not once per element
         single1 = _single_batch(x1)
         single2 = single1 if x2 is x1 else _single_batch(x2)
-        if (single1 is not None or x1.dim() <= 2) and (single2 is not None or x2.dim() <= 2) and (
-                single1 is not None or single2 is not None):
+        if (
+            (single1 is not None or x1.dim() <= 2)
+            and (single2 is not None or x2.dim() <= 2)
+            and (single1 is not None or single2 is not None)
+        ):
             a = x1 if single1 is None else single1
             b = a if x2 is x1 else (x2 if single2 is None else single2)
             out = self.forward(a, b, diag=diag)
             tail = 1 if diag else 2
             batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
-            return out.expand(*batch, *out.shape[out.dim() - tail:])
+            return out.expand(*batch, *out.shape[out.dim() - tail :])
         if self.variational and self.training:
             self.resample_latent(self.sample_generator)  # like dropout: each training evaluation is one MC sample
         check_padded(x1, "x1", self.num_words)
@@ -536,7 +548,9 @@ class LatentDistributionKernel(Kernel):
             check_padded(x2, "x2", self.num_words)
         if diag:
             if x1.shape[-2] != x2.shape[-2]:
-                raise ValueError(f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}")
+                raise ValueError(
+                    f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}"
+                )
             if same and self.level2 == "rbf":
                 batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
                 return torch.ones(*batch, x1.shape[-2], dtype=self.raw_latent.dtype, device=x1.device)

@@ -51,9 +51,20 @@ class RandomFeatureLDK(LatentDistributionKernel):
     Unbatched kernels only (``batch_shape`` must be empty).
     """
 
-    def __init__(self, num_words: int, latent_dim: int, embedding="rbf", level2: str = "linear", *,
-                 features: str = "rff", num_features: int = 1024, landmarks=None, feature_seed: int = 0,
-                 jitter: float = 1e-8, **kwargs):
+    def __init__(
+        self,
+        num_words: int,
+        latent_dim: int,
+        embedding="rbf",
+        level2: str = "linear",
+        *,
+        features: str = "rff",
+        num_features: int = 1024,
+        landmarks=None,
+        feature_seed: int = 0,
+        jitter: float = 1e-8,
+        **kwargs,
+    ):
         super().__init__(num_words, latent_dim, embedding, level2, **kwargs)
         if len(self.batch_shape):
             raise ValueError("RandomFeatureLDK supports unbatched kernels only")

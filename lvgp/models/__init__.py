@@ -9,4 +9,15 @@ from .numerics import CovarianceError, exact_numerics
 from .regressor import GPLVSMRegressor
 from .sparse import SparseGPLVSMRegressor
 
-__all__ = ["GPLVSM", "GPLVSMRegressor", "LDKMatcher", "SparseGPLVSMRegressor", "LatentSMMClassifier", "LDKGPClassifier", "LogPosterior", "SharedKernelExactGP", "CovarianceError", "exact_numerics"]
+__all__ = [
+    "GPLVSM",
+    "GPLVSMRegressor",
+    "LDKMatcher",
+    "SparseGPLVSMRegressor",
+    "LatentSMMClassifier",
+    "LDKGPClassifier",
+    "LogPosterior",
+    "SharedKernelExactGP",
+    "CovarianceError",
+    "exact_numerics",
+]

@@ -151,5 +151,7 @@ def check_targets_array(y, n: int, name: str = "y") -> np.ndarray:
     bad = ~np.isfinite(arr.reshape(n, -1)).all(-1)
     if bad.any():
         rows = np.flatnonzero(bad)
-        raise ValueError(f"{name} holds NaN or infinite values in rows {rows[:10].tolist()}{' ...' if rows.size > 10 else ''}")
+        raise ValueError(
+            f"{name} holds NaN or infinite values in rows {rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
+        )
     return arr

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from gpytorch.utils.warnings import GPInputWarning
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from gpytorch.utils.warnings import GPInputWarning
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ..bow.vocabulary import Vocabulary
@@ -328,7 +328,10 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         est._sample_seed = payload["sample_seed"]
         targets = payload["train_targets"]
         model = est._build_model(
-            payload["train_inputs"], targets if targets.dim() == 1 else targets.mT, seed=0, state_dict=payload["state_dict"]
+            payload["train_inputs"],
+            targets if targets.dim() == 1 else targets.mT,
+            seed=0,
+            state_dict=payload["state_dict"],
         )
         model.load_state_dict(payload["state_dict"])
         model.eval()

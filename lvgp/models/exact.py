@@ -65,7 +65,9 @@ class SharedKernelExactGP(gpytorch.models.ExactGP):
         _check_targets(train_y, train_x.shape[0])
         self.num_outputs = 1 if train_y.dim() == 1 else train_y.shape[1]
         targets = train_y if train_y.dim() == 1 else train_y.mT.contiguous()
-        super().__init__(train_x, targets, likelihood if likelihood is not None else gpytorch.likelihoods.GaussianLikelihood())
+        super().__init__(
+            train_x, targets, likelihood if likelihood is not None else gpytorch.likelihoods.GaussianLikelihood()
+        )
         batch = torch.Size([self.num_outputs]) if self.num_outputs > 1 else torch.Size()
         if mean == "constant":
             self.mean_module = ConstantMean(batch_shape=batch)

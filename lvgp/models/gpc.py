@@ -64,9 +64,22 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
     Fitted: ``classes_``, ``model_``, ``likelihood_``, ``loss_curve_``, ``word_vectors_``.
     """
 
-    def __init__(self, latent_dim: int = 2, rho: float = 1.0, gamma: float = 1.0, level2: str = "linear",
-                 num_inducing: int = 128, max_epochs: int = 200, batch_size: int | None = None, lr: float = 0.03,
-                 n_mc_samples: int = 256, vocabulary=None, num_words: int | None = None, random_state: int | None = None, verbose: bool = False):
+    def __init__(
+        self,
+        latent_dim: int = 2,
+        rho: float = 1.0,
+        gamma: float = 1.0,
+        level2: str = "linear",
+        num_inducing: int = 128,
+        max_epochs: int = 200,
+        batch_size: int | None = None,
+        lr: float = 0.03,
+        n_mc_samples: int = 256,
+        vocabulary=None,
+        num_words: int | None = None,
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
         self.latent_dim = latent_dim
         self.rho = rho
         self.gamma = gamma
@@ -96,8 +109,9 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         torch.manual_seed(seed)
         idx = choose_inducing_documents(x, self.encoder_.num_words, self.num_inducing, "kmeans++", seed)
         inducing = x[idx][:, : int((x[idx] != PAD).sum(-1).max())]
-        kernel = LatentDistributionKernel(self.encoder_.num_words, self.latent_dim, "rbf", self.level2, gamma=self.gamma,
-                                          rho=self.rho, seed=seed)
+        kernel = LatentDistributionKernel(
+            self.encoder_.num_words, self.latent_dim, "rbf", self.level2, gamma=self.gamma, rho=self.rho, seed=seed
+        )
         kernel.raw_gamma.requires_grad_(False)
         binary = n_classes == 2
         self.model_ = _LDKClassificationGP(inducing, kernel, 1 if binary else n_classes).double()
@@ -105,7 +119,9 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
             self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood().double()
             targets = torch.from_numpy(codes.astype(np.float64))
         else:
-            self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False).double()
+            self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(
+                num_classes=n_classes, mixing_weights=False
+            ).double()
             targets = torch.from_numpy(codes)
         n = x.shape[0]
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
@@ -120,7 +136,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
                 for _ in tqdm(range(self.max_epochs), desc="LDK GP classifier", disable=not self.verbose):
                     perm, total = torch.randperm(n, generator=g), 0.0
                     for b in range(0, n, batch):
-                        rows = perm[b: b + batch]
+                        rows = perm[b : b + batch]
                         xb = x[rows][:, : max(1, int((x[rows] != PAD).sum(-1).max()))]
                         opt.zero_grad()
                         loss = -mll(self.model_(xb), targets[rows])
@@ -147,17 +163,21 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         empty = (x == PAD).all(-1)
         out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)))
         if empty.any():
-            warnings.warn(f"{int(empty.sum())} documents have no known word: given the training class frequencies",
-                          EmptyDocumentsWarning, stacklevel=2)
+            warnings.warn(
+                f"{int(empty.sum())} documents have no known word: given the training class frequencies",
+                EmptyDocumentsWarning,
+                stacklevel=2,
+            )
         rows = torch.nonzero(~empty).ravel()
         # softmax: E[softmax(f)] by Monte Carlo over the per-document marginals of the C
         # independent latent GPs (what the likelihood needs; gpytorch's SoftmaxLikelihood would
         # expand the lazy multitask covariance over the samples: GBs for long documents)
-        eps = torch.randn(self.n_mc_samples, 1, len(self.classes_), dtype=torch.float64,
-                          generator=torch.Generator().manual_seed(0))
+        eps = torch.randn(
+            self.n_mc_samples, 1, len(self.classes_), dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+        )
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
-                idx = rows[b: b + block]
+                idx = rows[b : b + block]
                 xb = x[idx][:, : max(1, int((x[idx] != PAD).sum(-1).max()))]
                 f = self.model_(xb)
                 if len(self.classes_) == 2:

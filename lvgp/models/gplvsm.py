@@ -63,7 +63,9 @@ class GPLVSM(SharedKernelExactGP):
             raise ValueError(f"train_x must be an (n x L) padded tensor; got shape {tuple(train_x.shape)}")
         if kernel is None:
             kernel = ScaleKernel(
-                LatentDistributionKernel(num_words, latent_dim, embedding=embedding, level2=level2, rho=rho, **kernel_options)
+                LatentDistributionKernel(
+                    num_words, latent_dim, embedding=embedding, level2=level2, rho=rho, **kernel_options
+                )
             )
         super().__init__(train_x, train_y, likelihood, kernel, mean=mean)
         self.num_words = num_words

@@ -61,10 +61,22 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
     ``word_vectors_``, ``n_iter_``, ``fit_seconds_``.
     """
 
-    def __init__(self, latent_dim: int = 2, rho: float = 0.1, C: float = 1.0, gamma: float = 1.0,
-                 learn_gamma: bool = False, level2: str = "linear", max_outer: int = 50, step: float = 0.1,
-                 tol: float = 1e-5, vocabulary=None, num_words: int | None = None, random_state: int | None = None,
-                 verbose: bool = False):
+    def __init__(
+        self,
+        latent_dim: int = 2,
+        rho: float = 0.1,
+        C: float = 1.0,
+        gamma: float = 1.0,
+        learn_gamma: bool = False,
+        level2: str = "linear",
+        max_outer: int = 50,
+        step: float = 0.1,
+        tol: float = 1e-5,
+        vocabulary=None,
+        num_words: int | None = None,
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
         self.latent_dim = latent_dim
         self.rho = rho
         self.C = C
@@ -88,8 +100,14 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
             labels = np.where(self._y[rows] == c1, 1, -1)
             svc = SVC(C=self.C, kernel="precomputed").fit(gram[np.ix_(rows, rows)], labels)
             sign = 1.0 if svc.classes_[1] == 1 else -1.0  # sklearn's dual_coef_ is for classes_[1] positive
-            machines.append({"support": rows[svc.support_], "coef": sign * svc.dual_coef_[0],
-                             "intercept": sign * svc.intercept_[0], "pair": (c1, c2)})
+            machines.append(
+                {
+                    "support": rows[svc.support_],
+                    "coef": sign * svc.dual_coef_[0],
+                    "intercept": sign * svc.intercept_[0],
+                    "pair": (c1, c2),
+                }
+            )
         return machines
 
     def _objective(self, gram: torch.Tensor, machines: list[dict], latent: torch.Tensor) -> torch.Tensor:
@@ -121,8 +139,9 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
         self._pairs = list(itertools.combinations(range(len(self.classes_)), 2))
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
-        self.kernel_ = LatentDistributionKernel(self.encoder_.num_words, self.latent_dim, "rbf", self.level2,
-                                                gamma=self.gamma, rho=None, seed=seed).double()
+        self.kernel_ = LatentDistributionKernel(
+            self.encoder_.num_words, self.latent_dim, "rbf", self.level2, gamma=self.gamma, rho=None, seed=seed
+        ).double()
         with torch.no_grad():  # the N(0, 1/rho) scale of the thesis's prior as the initial spread
             self.kernel_.latent = self.kernel_.latent * (1.0 / max(self.rho, 1e-2)) ** 0.5 / 3
         self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
@@ -166,8 +185,9 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
                 if decrease < self.tol:
                     break
         except KeyboardInterrupt:
-            warnings.warn(f"latent SMM interrupted after {len(self.objective_curve_) - 1} steps", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"latent SMM interrupted after {len(self.objective_curve_) - 1} steps", RuntimeWarning, stacklevel=2
+            )
         self.machines_ = machines
         self.n_iter_ = len(self.objective_curve_) - 1
         self.fit_seconds_ = time.perf_counter() - start
@@ -187,8 +207,11 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         empty = (x == PAD).all(-1)
         cross = np.zeros((x.shape[0], self._x.shape[0]))
         if empty.any():  # the zero mean embedding: K(empty, .) = 0, the decision is the offset alone
-            warnings.warn(f"{int(empty.sum())} documents have no known word: decided by the offsets b alone",
-                          EmptyDocumentsWarning, stacklevel=2)
+            warnings.warn(
+                f"{int(empty.sum())} documents have no known word: decided by the offsets b alone",
+                EmptyDocumentsWarning,
+                stacklevel=2,
+            )
         if (~empty).any():
             with torch.no_grad():
                 cross[(~empty).numpy()] = self.kernel_(x[~empty], self._x).to_dense().numpy()

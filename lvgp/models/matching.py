@@ -86,10 +86,21 @@ class LDKMatcher(BaseEstimator):
     known words raises a ``ValueError`` naming its row.
     """
 
-    def __init__(self, latent_dim: int = 8, rho: float = 0.01, gamma: float = 1.0, learn_gamma: bool = False,
-                 batch_size: int | None = None, max_iter: int = 300, lr: float = 0.05, min_df: int = 1,
-                 max_features: int | None = None, init: str = "pca", random_state: int | None = None,
-                 verbose: bool = False):
+    def __init__(
+        self,
+        latent_dim: int = 8,
+        rho: float = 0.01,
+        gamma: float = 1.0,
+        learn_gamma: bool = False,
+        batch_size: int | None = None,
+        max_iter: int = 300,
+        lr: float = 0.05,
+        min_df: int = 1,
+        max_features: int | None = None,
+        init: str = "pca",
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
         self.latent_dim = latent_dim
         self.rho = rho
         self.gamma = gamma
@@ -114,7 +125,9 @@ class LDKMatcher(BaseEstimator):
             counts = vocab.counts(texts)
             return sp.diags(1.0 / np.maximum(np.asarray(counts.sum(1)).ravel(), 1)) @ counts
 
-        f = sp.hstack([frequencies(self.source_vocabulary_, source), frequencies(self.target_vocabulary_, target)]).toarray()
+        f = sp.hstack(
+            [frequencies(self.source_vocabulary_, source), frequencies(self.target_vocabulary_, target)]
+        ).toarray()
         f -= f.mean(0)
         q = self.latent_dim
         k = min(q, min(f.shape) - 1)
@@ -127,7 +140,9 @@ class LDKMatcher(BaseEstimator):
     def fit(self, source_texts, target_texts):
         source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
         if len(source) != len(target):
-            raise ValueError(f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}")
+            raise ValueError(
+                f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
+            )
         if len(source) < 2:
             raise ValueError("matching needs at least two training pairs")
         if self.rho < 0:
@@ -142,8 +157,14 @@ class LDKMatcher(BaseEstimator):
             init = self._pca_init(source, target) if self.init == "pca" else None
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
         self.kernel_ = LatentDistributionKernel(
-            len(self.source_vocabulary_) + len(self.target_vocabulary_), self.latent_dim, "rbf", "linear",
-            gamma=self.gamma, rho=self.rho if self.rho > 0 else None, latent_init=init, seed=seed,
+            len(self.source_vocabulary_) + len(self.target_vocabulary_),
+            self.latent_dim,
+            "rbf",
+            "linear",
+            gamma=self.gamma,
+            rho=self.rho if self.rho > 0 else None,
+            latent_init=init,
+            seed=seed,
         ).double()
         if not self.learn_gamma:
             self.kernel_.raw_gamma.requires_grad_(False)
@@ -151,8 +172,14 @@ class LDKMatcher(BaseEstimator):
         n = len(source)
         start = time.perf_counter()
         if self.batch_size is None:
-            result = minimize(params, lambda: self._loss(xs, xt), method="lbfgs", max_iter=self.max_iter,
-                              verbose=self.verbose, desc="LDK matching")
+            result = minimize(
+                params,
+                lambda: self._loss(xs, xt),
+                method="lbfgs",
+                max_iter=self.max_iter,
+                verbose=self.verbose,
+                desc="LDK matching",
+            )
         else:
             g = torch.Generator().manual_seed(seed)
             batches = max(1, n // self.batch_size)
@@ -161,17 +188,25 @@ class LDKMatcher(BaseEstimator):
             def minibatch_loss():
                 if order["step"] == batches:
                     order["perm"], order["step"] = torch.randperm(n, generator=g), 0
-                idx = order["perm"][order["step"] * self.batch_size: (order["step"] + 1) * self.batch_size]
+                idx = order["perm"][order["step"] * self.batch_size : (order["step"] + 1) * self.batch_size]
                 order["step"] += 1
                 return self._loss(xs[idx], xt[idx], scale=n / len(idx))
 
-            result = minimize(params, minibatch_loss, method="adam", lr=self.lr, max_iter=self.max_iter * batches,
-                              tol=0.0, verbose=self.verbose, desc="LDK matching")
+            result = minimize(
+                params,
+                minibatch_loss,
+                method="adam",
+                lr=self.lr,
+                max_iter=self.max_iter * batches,
+                tol=0.0,
+                verbose=self.verbose,
+                desc="LDK matching",
+            )
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         latent = self.kernel_.latent.detach()
         self.source_vectors_ = latent[: len(self.source_vocabulary_)].numpy()
-        self.target_vectors_ = latent[len(self.source_vocabulary_):].numpy()
+        self.target_vectors_ = latent[len(self.source_vocabulary_) :].numpy()
         return self
 
     def _loss(self, xs: torch.Tensor, xt: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
@@ -201,4 +236,3 @@ class LDKMatcher(BaseEstimator):
         if d.shape[0] != d.shape[1]:
             raise ValueError("true_target_ranks needs aligned pairs (as many sources as targets)")
         return (d < d.diagonal()[:, None]).sum(1)
-

@@ -39,7 +39,9 @@ def covariance_errors(what: str, hint: str):
     try:
         yield
     except NotPSDError as err:
-        raise CovarianceError(f"{what}: the covariance matrix is not positive definite even with jitter ({err}). {hint}") from err
+        raise CovarianceError(
+            f"{what}: the covariance matrix is not positive definite even with jitter ({err}). {hint}"
+        ) from err
 
 
 @contextmanager

@@ -10,10 +10,10 @@ import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
+from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import load_word_embeddings
 from ..kernels.document_length import DocumentLengthKernel
-from ..bow.padded import PAD
 from ..kernels.latent_distribution import LatentDistributionKernel
 from ..kernels.random_features import RandomFeatureLDK
 from ..warnings import MemoryBudgetWarning, MissingEmbeddingsWarning
@@ -224,7 +224,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         vectors = np.asarray(vectors, dtype=np.float64)
         return vectors / np.linalg.norm(vectors[found], axis=1).mean()
 
-    def _build_model(self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None) -> GPLVSM:
+    def _build_model(
+        self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None
+    ) -> GPLVSM:
         if not isinstance(self.embedding, str):
             raise TypeError("GPLVSMRegressor takes embedding='linear', 'rbf' or 'poly'; use GPLVSM for custom kernels")
         options = dict(self.kernel_options or {})
@@ -277,7 +279,10 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         warnings.warn(
             f"the exact LDK over {u} distinct training words needs about {need:.1f} GiB (> memory_budget_gib="
             f"{self.memory_budget_gib}); using the {kind} approximation with num_features={self.num_features} "
-            "(set approximation='exact' to insist)", MemoryBudgetWarning, stacklevel=5)
+            "(set approximation='exact' to insist)",
+            MemoryBudgetWarning,
+            stacklevel=5,
+        )
         return kind
 
     def _validation_interval(self) -> int:
@@ -288,7 +293,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
     def _latent_samples(self, purpose: str) -> int:
         if not self.variational:
             return 1
-        return {"train": self.elbo_samples, "predict": self.predict_samples}.get(purpose, max(1, self.predict_samples // 4))
+        return {"train": self.elbo_samples, "predict": self.predict_samples}.get(
+            purpose, max(1, self.predict_samples // 4)
+        )
 
     def _draw_latent_sample(self, generator: torch.Generator | None) -> None:
         if generator is None:

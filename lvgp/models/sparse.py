@@ -55,8 +55,13 @@ class _PaddedVariationalStrategy(VariationalStrategy):
 
     def forward(self, x, inducing_points, inducing_values, variational_inducing_covar=None, **kwargs):
         width = max(x.shape[-1], inducing_points.shape[-1])
-        return super().forward(pad_to_width(x, width), pad_to_width(inducing_points, width), inducing_values,
-                               variational_inducing_covar, **kwargs)
+        return super().forward(
+            pad_to_width(x, width),
+            pad_to_width(inducing_points, width),
+            inducing_values,
+            variational_inducing_covar,
+            **kwargs,
+        )
 
 
 class SparseGPLVSM(gpytorch.models.ApproximateGP):
@@ -66,8 +71,9 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
     def __init__(self, inducing: torch.Tensor, kernel: LatentDistributionKernel, jitter: float = 1e-6):
         distribution = CholeskyVariationalDistribution(inducing.shape[0], dtype=torch.float64)
         # jitter given explicitly: gpytorch would look it up by the (long) dtype of the inducing inputs
-        strategy = _PaddedVariationalStrategy(self, inducing, distribution, learn_inducing_locations=False,
-                                              jitter_val=jitter)
+        strategy = _PaddedVariationalStrategy(
+            self, inducing, distribution, learn_inducing_locations=False, jitter_val=jitter
+        )
         super().__init__(strategy)
         self.mean_module = gpytorch.means.ConstantMean()
         self.covar_module = gpytorch.kernels.ScaleKernel(kernel)
@@ -123,11 +129,26 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
     Ctrl-C stops training after the current step and keeps the parameters reached.
     """
 
-    def __init__(self, latent_dim: int = 2, rho: float = 1.0, num_inducing: int = 64, batch_size: int = 256,
-                 max_epochs: int = 20, lr: float = 0.02, embedding: str = "rbf", level2: str = "linear",
-                 inducing: str = "kmeans++", noise_init: float = 0.5, outputscale_init: float = 1.0,
-                 vocabulary=None, num_words: int | None = None, distributed: bool = False, world_size: int = 2,
-                 random_state: int | None = None, verbose: bool = False):
+    def __init__(
+        self,
+        latent_dim: int = 2,
+        rho: float = 1.0,
+        num_inducing: int = 64,
+        batch_size: int = 256,
+        max_epochs: int = 20,
+        lr: float = 0.02,
+        embedding: str = "rbf",
+        level2: str = "linear",
+        inducing: str = "kmeans++",
+        noise_init: float = 0.5,
+        outputscale_init: float = 1.0,
+        vocabulary=None,
+        num_words: int | None = None,
+        distributed: bool = False,
+        world_size: int = 2,
+        random_state: int | None = None,
+        verbose: bool = False,
+    ):
         self.latent_dim = latent_dim
         self.rho = rho
         self.num_inducing = num_inducing
@@ -151,7 +172,9 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         inducing = x[self.inducing_indices_]
         inducing = inducing[:, : int((inducing != PAD).sum(-1).max())]
-        kernel = LatentDistributionKernel(num_words, self.latent_dim, self.embedding, self.level2, rho=self.rho, seed=seed)
+        kernel = LatentDistributionKernel(
+            num_words, self.latent_dim, self.embedding, self.level2, rho=self.rho, seed=seed
+        )
         self.model_ = SparseGPLVSM(inducing, kernel).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
         self.likelihood_.noise = torch.tensor(self.noise_init, dtype=torch.float64)
@@ -183,8 +206,9 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.likelihood_.eval()
         return self
 
-    def _train(self, x: torch.Tensor, targets: torch.Tensor, seed: int, num_words: int, rank: int = 0,
-               world_size: int = 1) -> None:
+    def _train(
+        self, x: torch.Tensor, targets: torch.Tensor, seed: int, num_words: int, rank: int = 0, world_size: int = 1
+    ) -> None:
         """Mini-batch SVI. With ``world_size > 1`` (inside ``torch.distributed``), every process
         draws the same global batches and takes its share ``batch[rank::world_size]``; the
         gradients, weighted by each share's size, are summed by all-reduce, so every step
@@ -209,7 +233,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
                 for _ in bar:
                     total, perm = 0.0, torch.randperm(n, generator=g)
                     for b in range(0, n, self.batch_size):
-                        batch = perm[b: b + self.batch_size]
+                        batch = perm[b : b + self.batch_size]
                         idx = batch[rank::world_size]
                         xb = x[idx]
                         xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))]
@@ -244,9 +268,13 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
             port = sock.getsockname()[1]
         with tempfile.TemporaryDirectory() as tmp:
             out = f"{tmp}/rank0.pt"
-            mp.start_processes(_distributed_worker, args=(self.world_size, port, self.get_params(), x, targets, seed,
-                                                          self.encoder_.num_words, out),
-                               nprocs=self.world_size, join=True, start_method="spawn")
+            mp.start_processes(
+                _distributed_worker,
+                args=(self.world_size, port, self.get_params(), x, targets, seed, self.encoder_.num_words, out),
+                nprocs=self.world_size,
+                join=True,
+                start_method="spawn",
+            )
             state = torch.load(out, weights_only=True)
         self._build(x, seed, self.encoder_.num_words)
         self.model_.load_state_dict(state["model"])
@@ -270,15 +298,18 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         rows = torch.nonzero(~empty).ravel()
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
-                idx = rows[b: b + block]
+                idx = rows[b : b + block]
                 xb = x[idx]
                 xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))]
                 f = self.model_(xb)
                 out = self.likelihood_(f) if include_noise else f
                 mean[idx], std[idx] = out.mean, out.variance.clamp_min(0).sqrt()
             if empty.any():
-                warnings.warn(f"{int(empty.sum())} documents have no known word; predicted with the prior",
-                              EmptyDocumentsWarning, stacklevel=2)
+                warnings.warn(
+                    f"{int(empty.sum())} documents have no known word; predicted with the prior",
+                    EmptyDocumentsWarning,
+                    stacklevel=2,
+                )
                 z = self.model_.variational_strategy.inducing_points
                 prior_var = self.model_.covar_module(z, diag=True).mean()
                 mean[empty] = self.model_.mean_module.constant.detach()
@@ -289,8 +320,17 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         return mean_np, std.numpy() * self.y_std_
 
 
-def _distributed_worker(rank: int, world_size: int, port: int, params: dict, x: torch.Tensor, targets: torch.Tensor,
-                        seed: int, num_words: int, out: str) -> None:
+def _distributed_worker(
+    rank: int,
+    world_size: int,
+    port: int,
+    params: dict,
+    x: torch.Tensor,
+    targets: torch.Tensor,
+    seed: int,
+    num_words: int,
+    out: str,
+) -> None:
     """One process of a distributed fit (module level: spawn pickles it by reference)."""
     import torch.distributed as dist
 
@@ -300,7 +340,14 @@ def _distributed_worker(rank: int, world_size: int, port: int, params: dict, x: 
         est = SparseGPLVSMRegressor(**{**params, "distributed": False})
         est._train(x, targets, seed, num_words, rank=rank, world_size=world_size)
         if rank == 0:
-            torch.save({"model": est.model_.state_dict(), "likelihood": est.likelihood_.state_dict(),
-                        "loss_curve": est.loss_curve_, "step_losses": est.step_losses_}, out)
+            torch.save(
+                {
+                    "model": est.model_.state_dict(),
+                    "likelihood": est.likelihood_.state_dict(),
+                    "loss_curve": est.loss_curve_,
+                    "step_losses": est.step_losses_,
+                },
+                out,
+            )
     finally:
         dist.destroy_process_group()

@@ -43,6 +43,7 @@ print(texts[train[0]], "->", round(y[train[0]], 2))
 # %% [markdown]
 # ## GP-LVSM as in the paper (MAP), early-stopped on the development set
 
+
 # %%
 def rmse(model, idx):
     return float(np.sqrt(np.mean((model.predict(list(texts[idx])) - y[idx]) ** 2)))
@@ -65,8 +66,17 @@ plt.show()
 
 # %%
 vb = GPLVSMRegressor(
-    latent_dim=2, rho=0.3, vocabulary=vocab, variational=True, optimizer="adam", lr=0.05, max_iter=vb_iter,
-    word_embeddings="glove-6b-50d", length_kernel=True, predict_samples=8 if smoke_test else 16, random_state=0,
+    latent_dim=2,
+    rho=0.3,
+    vocabulary=vocab,
+    variational=True,
+    optimizer="adam",
+    lr=0.05,
+    max_iter=vb_iter,
+    word_embeddings="glove-6b-50d",
+    length_kernel=True,
+    predict_samples=8 if smoke_test else 16,
+    random_state=0,
 )
 vb.fit(list(texts[train]), y[train], X_val=list(texts[dev]), y_val=y[dev])
 print(f"GP-LVSM (variational) test RMSE {rmse(vb, test):.3f}")
@@ -83,7 +93,9 @@ coverage = np.mean(np.abs(err) <= 1.96 * std)
 print(f"95% interval coverage on test: {coverage:.3f}")
 order = np.argsort(std)
 bins = np.array_split(order, 5)
-plt.plot([std[b].mean() for b in bins], [np.sqrt(np.mean(err[b] ** 2)) for b in bins], "o-", label="RMSE per std quintile")
+plt.plot(
+    [std[b].mean() for b in bins], [np.sqrt(np.mean(err[b] ** 2)) for b in bins], "o-", label="RMSE per std quintile"
+)
 plt.plot([std.min(), std.max()], [std.min(), std.max()], "k--", lw=1, label="ideal")
 plt.xlabel("predictive std")
 plt.ylabel("RMSE")

@@ -60,9 +60,16 @@ print(f"{len(train)} training rows; {len(test)} test rows, one value hidden in e
 # per step); the KL of q(x) is warmed up over the first half.
 
 # %%
-settings = dict(num_inducing=10 if smoke_test else 50, samples=2 if smoke_test else 5, optimizer="adam", lr=0.05,
-                max_iter=30 if smoke_test else 1000, impute_iter=20 if smoke_test else 300,
-                predict_samples=20 if smoke_test else 200, random_state=0)
+settings = dict(
+    num_inducing=10 if smoke_test else 50,
+    samples=2 if smoke_test else 5,
+    optimizer="adam",
+    lr=0.05,
+    max_iter=30 if smoke_test else 1000,
+    impute_iter=20 if smoke_test else 300,
+    predict_samples=20 if smoke_test else 200,
+    random_state=0,
+)
 clgp = CLGP(covariance="rbf", **settings).fit(train, table.cardinalities)
 lgm = CLGP(covariance="linear", **settings).fit(train, table.cardinalities)
 print(f"CLGP: {clgp.fit_seconds_:.1f} s, final ELBO per observed entry {clgp.elbo_curve_[-1]:.3f}")
@@ -86,8 +93,10 @@ models = {
     "Uni-Dir-Mult": UnigramDirichletMultinomial(),
     "Bi-Dir-Mult": BigramDirichletMultinomial(),
 }
-scores = {name: imputation_perplexity(m.fit(train, table.cardinalities), partial, hidden_columns, hidden_values)
-          for name, m in models.items()}
+scores = {
+    name: imputation_perplexity(m.fit(train, table.cardinalities), partial, hidden_columns, hidden_values)
+    for name, m in models.items()
+}
 scores["LGM"] = imputation_perplexity(lgm, partial, hidden_columns, hidden_values)
 scores["CLGP"] = imputation_perplexity(clgp, partial, hidden_columns, hidden_values)
 for name, value in sorted(scores.items(), key=lambda kv: kv[1]):
@@ -117,8 +126,13 @@ fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 for ax, (name, model) in zip(axes, [("CLGP", clgp), ("LGM", lgm)]):
     for i, value in enumerate(sorted(set(labels))):
         sel = labels == value
-        ax.scatter(model.latent_means_[sel, 0], model.latent_means_[sel, 1], s=8, color=f"C{i}",
-                   label=f"{columns[label_column]} = {value}")
+        ax.scatter(
+            model.latent_means_[sel, 0],
+            model.latent_means_[sel, 1],
+            s=8,
+            color=f"C{i}",
+            label=f"{columns[label_column]} = {value}",
+        )
     ax.set_title(f"{name}: means of q(x)")
     ax.legend()
 plt.show()

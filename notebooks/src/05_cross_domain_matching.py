@@ -33,8 +33,14 @@ smoke_test = "CI" in os.environ
 # %%
 path = shared_data_path("debian_descriptions_en_de.jsonl.gz")
 assert path is not None, "this notebook reads ../shared/data/debian_descriptions_en_de.jsonl.gz"
-study = MatchingStudy(str(path), "en", "de", train=150 if smoke_test else 1000, dev=20 if smoke_test else 100,
-                      test=40 if smoke_test else 100)
+study = MatchingStudy(
+    str(path),
+    "en",
+    "de",
+    train=150 if smoke_test else 1000,
+    dev=20 if smoke_test else 100,
+    test=40 if smoke_test else 100,
+)
 (train_en, train_de), _, (test_en, test_de), _ = prepare(study, 0)
 print(len(train_en), "training pairs; e.g.:")
 print(train_en[0].split("\n")[0], "<->", train_de[0].split("\n")[0])
@@ -45,8 +51,10 @@ print(train_en[0].split("\n")[0], "<->", train_de[0].split("\n")[0])
 # %%
 ldk = LDKMatcher(latent_dim=8, rho=0.01, gamma=1.0, min_df=2, max_iter=15 if smoke_test else 300, random_state=0)
 ldk.fit(train_en, train_de)
-print(f"LDK: {ldk.fit_seconds_:.1f} s, {ldk.n_iter_} L-BFGS iterations, "
-      f"{len(ldk.source_vocabulary_)} English and {len(ldk.target_vocabulary_)} German words")
+print(
+    f"LDK: {ldk.fit_seconds_:.1f} s, {ldk.n_iter_} L-BFGS iterations, "
+    f"{len(ldk.source_vocabulary_)} English and {len(ldk.target_vocabulary_)} German words"
+)
 cca = KernelCCAMatcher(kernel="linear", n_components=16, reg=0.1, min_df=2).fit(train_en, train_de)
 kcca = KernelCCAMatcher(kernel="rbf", n_components=16, reg=0.1, min_df=2).fit(train_en, train_de)
 

@@ -292,7 +292,12 @@ class CLGP(BaseEstimator):
         pyro.set_rng_seed(seed)
         self.cardinalities_ = list(cardinalities)
         self.model_ = CategoricalLatentGP(
-            self.cardinalities_, len(codes), self.latent_dim, self.num_inducing, self.covariance, seed=seed,
+            self.cardinalities_,
+            len(codes),
+            self.latent_dim,
+            self.num_inducing,
+            self.covariance,
+            seed=seed,
             lengthscale_init=self.lengthscale_init,
         ).double()
         if self.init == "pca":
@@ -300,7 +305,9 @@ class CLGP(BaseEstimator):
             with torch.no_grad():
                 self.model_.x_loc = torch.from_numpy(self._pca.transform(codes))
                 if self.covariance == "rbf":  # inducing inputs on a random subset of the latent means
-                    rows = np.random.default_rng(seed).choice(len(codes), self.num_inducing, replace=len(codes) < self.num_inducing)
+                    rows = np.random.default_rng(seed).choice(
+                        len(codes), self.num_inducing, replace=len(codes) < self.num_inducing
+                    )
                     self.model_.inducing = torch.from_numpy(self._pca.transform(codes[rows]))
         elif self.init != "random":
             raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")

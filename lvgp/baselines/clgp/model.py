@@ -152,12 +152,16 @@ class CategoricalLatentGP(PyroModule):
         n = y.shape[0]
         dtype = self.x_loc.dtype
         with pyro.plate(f"rows_{rows}", n, dim=-1), pyro.poutine.scale(scale=self.kl_x_weight):
-            x = pyro.sample(f"x_{rows}", dist.Normal(torch.zeros(n, self.Q, dtype=dtype), 1.0, validate_args=False).to_event(1))
+            x = pyro.sample(
+                f"x_{rows}", dist.Normal(torch.zeros(n, self.Q, dtype=dtype), 1.0, validate_args=False).to_event(1)
+            )
         for d, k in enumerate(self.cardinalities):
             u = None
             if self.covariance == "rbf":
                 eye = torch.eye(self.M, dtype=dtype)
-                prior = dist.MultivariateNormal(torch.zeros(k, self.M, dtype=dtype), scale_tril=eye, validate_args=False)
+                prior = dist.MultivariateNormal(
+                    torch.zeros(k, self.M, dtype=dtype), scale_tril=eye, validate_args=False
+                )
                 u = pyro.sample(f"v_{d}", prior.to_event(1))
             mean, sd = self.function_moments(d, x, u)
             with pyro.plate(f"rows_{rows}_{d}", n, dim=-1):
@@ -197,10 +201,17 @@ class CategoricalLatentGP(PyroModule):
         ``init``: their initial means (default N(0, I) draws)."""
         g = torch.Generator().manual_seed(seed) if seed is not None else None
         dtype = self.x_loc.dtype
-        loc = torch.randn(n_rows, self.Q, generator=g, dtype=dtype) if init is None else torch.as_tensor(init, dtype=dtype)
+        loc = (
+            torch.randn(n_rows, self.Q, generator=g, dtype=dtype)
+            if init is None
+            else torch.as_tensor(init, dtype=dtype)
+        )
         setattr(self, f"x_loc_{name}", PyroParam(loc))
-        setattr(self, f"x_scale_{name}", PyroParam(torch.full((n_rows, self.Q), 0.1, dtype=dtype),
-                                                   constraint=dist.constraints.positive))
+        setattr(
+            self,
+            f"x_scale_{name}",
+            PyroParam(torch.full((n_rows, self.Q), 0.1, dtype=dtype), constraint=dist.constraints.positive),
+        )
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()

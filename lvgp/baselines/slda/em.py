@@ -114,10 +114,14 @@ class SupervisedLDAEM:
         log_beta = self.log_beta_[:, ids].transpose(1, 2, 0)  # D x L x K
         safe_phi = np.where(phi > 0, phi, 1.0)
         elbo = (
-            gammaln(K * alpha) - K * gammaln(alpha) + ((alpha - 1) * dig).sum(1)  # E log p(theta)
+            gammaln(K * alpha)
+            - K * gammaln(alpha)
+            + ((alpha - 1) * dig).sum(1)  # E log p(theta)
             + np.einsum("dnk,dk->d", phi, dig)  # E log p(z | theta)
             + np.einsum("dnk,dnk->d", phi, log_beta * mask[:, :, None])  # E log p(w | z)
-            - gammaln(gamma.sum(1)) + gammaln(gamma).sum(1) - ((gamma - 1) * dig).sum(1)  # H(q(theta))
+            - gammaln(gamma.sum(1))
+            + gammaln(gamma).sum(1)
+            - ((gamma - 1) * dig).sum(1)  # H(q(theta))
             - np.einsum("dnk,dnk->d", phi, np.log(safe_phi))  # H(q(z))
         )
         if y is not None:
@@ -126,7 +130,9 @@ class SupervisedLDAEM:
             ez = total / lengths[:, None]
             # eta^T E[zbar zbar^T] eta via eq. 5 without forming K x K matrices
             quad = ((total @ eta) ** 2 - ((phi @ eta) ** 2).sum(1) + total @ (eta * eta)) / lengths**2
-            elbo += -0.5 * np.log(2 * np.pi * self.sigma2_) - (y**2 - 2 * y * (ez @ self.eta_) + quad) / (2 * self.sigma2_)
+            elbo += -0.5 * np.log(2 * np.pi * self.sigma2_) - (y**2 - 2 * y * (ez @ self.eta_) + quad) / (
+                2 * self.sigma2_
+            )
         return elbo
 
     def e_step(self, x, y=None, init: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -251,7 +257,9 @@ class SupervisedLDAEM:
         return self
 
     @classmethod
-    def from_parameters(cls, log_beta: np.ndarray, alpha: float, eta=None, seen_words=None, **options) -> SupervisedLDAEM:
+    def from_parameters(
+        cls, log_beta: np.ndarray, alpha: float, eta=None, seen_words=None, **options
+    ) -> SupervisedLDAEM:
         """An inference engine for fitted parameters (e.g. from the Pyro model): E-steps,
         ``transform``, held-out likelihood. ``eta`` may be ``C x K`` (categorical)."""
         K, V = log_beta.shape

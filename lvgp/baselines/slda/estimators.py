@@ -71,8 +71,13 @@ class _TopicModelBase(BaseEstimator):
         pyro.set_rng_seed(seed)
         torch_gen = np.random.default_rng(seed)
         model = SupervisedLDA(
-            self.n_words_, self.n_topics, response=self._response, n_classes=n_classes, alpha=self.alpha,
-            learn_alpha=self.learn_alpha, sweeps=self.sweeps,
+            self.n_words_,
+            self.n_topics,
+            response=self._response,
+            n_classes=n_classes,
+            alpha=self.alpha,
+            learn_alpha=self.learn_alpha,
+            sweeps=self.sweeps,
         ).double()
         if self._response == "gaussian":
             model.sigma = torch.tensor(float(y.std()) if len(y) > 1 and y.std() > 0 else 1.0, dtype=torch.float64)
@@ -101,7 +106,9 @@ class _TopicModelBase(BaseEstimator):
                         self.converged_ = True
                         break
         except KeyboardInterrupt:
-            warnings.warn(f"sLDA fitting interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"sLDA fitting interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=3
+            )
         finally:
             bar.close()
         self.n_iter_ = len(self.loss_curve_)
@@ -202,7 +209,10 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         start = time.perf_counter()
         if self.inference == "em":
             self.engine_ = SupervisedLDAEM(
-                self.n_topics, alpha=self.alpha, learn_alpha=self.learn_alpha, max_iter=self.em_max_iter,
+                self.n_topics,
+                alpha=self.alpha,
+                learn_alpha=self.learn_alpha,
+                max_iter=self.em_max_iter,
                 random_state=self.random_state,
             ).fit(x, y, vocab_size=self.n_words_)
             self.loss_curve_ = [-e for e in self.engine_.result_.elbo]
@@ -270,7 +280,9 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         if len(self.classes_) < 2:
             raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
         self._response = "bernoulli" if len(self.classes_) == 2 else "categorical"
-        codes = torch.from_numpy(self._labels.transform(y)).to(torch.float64 if self._response == "bernoulli" else torch.long)
+        codes = torch.from_numpy(self._labels.transform(y)).to(
+            torch.float64 if self._response == "bernoulli" else torch.long
+        )
         start = time.perf_counter()
         self._fit_svi(x, codes, n_classes=len(self.classes_) if self._response == "categorical" else None)
         self.fit_seconds_ = time.perf_counter() - start
@@ -322,7 +334,11 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         y = check_targets_array(y, len(x))
         start = time.perf_counter()
         self.engine_ = SupervisedLDAEM(
-            self.n_topics, alpha=self.alpha, supervised=False, init="random", max_iter=self.em_max_iter,
+            self.n_topics,
+            alpha=self.alpha,
+            supervised=False,
+            init="random",
+            max_iter=self.em_max_iter,
             random_state=self.random_state,
         ).fit(x, vocab_size=self.n_words_)
         features = self.engine_.transform(x)

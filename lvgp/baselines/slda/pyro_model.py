@@ -165,10 +165,16 @@ class SupervisedLDA(PyroModule):
             eta, s2 = self.eta, self.sigma**2
             lin = (y.unsqueeze(-1) / (n * s2)) * eta
         for _ in range(self.sweeps):
-            logits = torch.digamma(gamma).unsqueeze(1) - torch.digamma(gamma.sum(-1, keepdim=True)).unsqueeze(1) + log_beta_w
+            logits = (
+                torch.digamma(gamma).unsqueeze(1) - torch.digamma(gamma.sum(-1, keepdim=True)).unsqueeze(1) + log_beta_w
+            )
             if use_y:
                 rest = (phi.sum(1, keepdim=True) - phi) @ eta  # eta^T phi_{-j}, B x L
-                logits = logits + lin.unsqueeze(1) - (2 * rest.unsqueeze(-1) * eta + eta * eta) / (2 * n.unsqueeze(-1) ** 2 * s2)
+                logits = (
+                    logits
+                    + lin.unsqueeze(1)
+                    - (2 * rest.unsqueeze(-1) * eta + eta * eta) / (2 * n.unsqueeze(-1) ** 2 * s2)
+                )
             phi = torch.softmax(logits, -1) * mask.unsqueeze(-1)
             gamma = alpha + phi.sum(1)
         return gamma
