@@ -67,10 +67,10 @@ def compare(n: int, vocab: int, max_len: int, repeats: int) -> dict:
         kernel.zero_grad()
         K = kernel(x).to_dense()
         K.sum().backward()
-        return K.detach(), kernel.raw_latent.grad.clone()
+        return K.detach(), kernel.word_vectors.raw_latent.grad.clone()
 
     def naive_fn():
-        return double_sum_gram_and_grad(kernel.raw_latent, x, kernel.gamma.item())
+        return double_sum_gram_and_grad(kernel.word_vectors.raw_latent, x, kernel.gamma.item())
 
     t_lvgp, K_lvgp, g_lvgp = timed(lvgp_fn, repeats)
     t_naive, K_naive, g_naive = timed(naive_fn, 1)

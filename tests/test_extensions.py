@@ -33,24 +33,25 @@ def float64_default():
 def test_word_features_tie_the_latent_means_to_a_learned_projection():
     feats = torch.randn(V, 5, generator=torch.Generator().manual_seed(0))
     k = LatentDistributionKernel(V, Q, "rbf", "linear", word_features=feats, rho=4.0, seed=0)
-    torch.testing.assert_close(k.latent, feats @ k.projection + k.latent_residual)
-    assert torch.count_nonzero(k.latent_residual) == 0  # the projected features carry the initial layout
+    wv = k.word_vectors
+    torch.testing.assert_close(k.latent, feats @ wv.projection + wv.residual)
+    assert torch.count_nonzero(wv.residual) == 0  # the projected features carry the initial layout
     # the Gram is LDK at those vectors (loop reference), and gradients reach the projection
     with torch.no_grad():
         K = k(X1).to_dense().numpy()
     np.testing.assert_allclose(
         K, ref.ldk_gram(k.latent.detach().numpy(), X1.numpy(), X1.numpy(), "rbf", "linear"), atol=1e-12
     )
-    proj = k.projection.detach().clone().requires_grad_(True)
+    proj = wv.projection.detach().clone().requires_grad_(True)
 
     def gram(p):
         with gpytorch.settings.lazily_evaluate_kernels(False):
-            return torch.func.functional_call(k, {"projection": p}, (X1,)).to_dense()
+            return torch.func.functional_call(k, {"word_vectors.projection": p}, (X1,)).to_dense()
 
     assert torch.autograd.gradcheck(gram, (proj,), eps=1e-6, atol=1e-6)
     # the MAP prior is on the residual only
-    prior, closure, _ = k._priors["latent_prior"]
-    assert torch.equal(closure(k), k.latent_residual)
+    prior, closure, _ = wv._priors["latent_prior"]
+    assert torch.equal(closure(wv), wv.residual)
     # setting latent sets the means
     target = torch.randn(V, Q, generator=torch.Generator().manual_seed(1))
     k.latent = target
@@ -68,26 +69,27 @@ def test_variational_kernel_samples_in_training_and_uses_means_in_eval():
         b = k(X1).to_dense()
     assert not torch.allclose(a, b)  # each training evaluation is a new Monte Carlo sample
     k.eval()
-    assert torch.count_nonzero(k.latent_noise) == 0
-    torch.testing.assert_close(k.latent, k.latent_mean)
+    wv = k.word_vectors
+    assert torch.count_nonzero(wv.latent_noise) == 0
+    torch.testing.assert_close(k.latent, wv.mean)
     g = torch.Generator().manual_seed(5)
-    k.resample_latent(g)
-    expected = k.latent_mean + k.latent_scale * torch.randn(V, Q, generator=torch.Generator().manual_seed(5))
+    wv.resample(g)
+    expected = wv.mean + wv.latent_scale * torch.randn(V, Q, generator=torch.Generator().manual_seed(5))
     torch.testing.assert_close(k.latent, expected)
-    k.use_latent_mean()
-    torch.testing.assert_close(k.latent, k.latent_mean)
+    wv.use_mean()
+    torch.testing.assert_close(k.latent, wv.mean)
     with pytest.raises(ValueError, match="need a prior"):
         LatentDistributionKernel(V, Q, variational=True, rho=None)
-    with pytest.raises(AttributeError, match="point-estimated"):
-        LatentDistributionKernel(V, Q).resample_latent()
+    assert not hasattr(LatentDistributionKernel(V, Q).word_vectors, "resample")  # point estimates
 
 
 def test_latent_kl_is_the_gaussian_kl():
     k = LatentDistributionKernel(V, Q, rho=3.0, variational=True, seed=0)
-    k.latent_scale = torch.rand(V, Q, generator=torch.Generator().manual_seed(2)) + 0.1
-    q = torch.distributions.Normal(k.latent_residual, k.latent_scale)
+    wv = k.word_vectors
+    wv.latent_scale = torch.rand(V, Q, generator=torch.Generator().manual_seed(2)) + 0.1
+    q = torch.distributions.Normal(wv.residual, wv.latent_scale)
     p = torch.distributions.Normal(torch.zeros(V, Q), torch.full((V, Q), 3.0**-0.5))
-    torch.testing.assert_close(k.latent_kl(), torch.distributions.kl_divergence(q, p).sum())
+    torch.testing.assert_close(wv.kl(), torch.distributions.kl_divergence(q, p).sum())
 
 
 def test_exact_mll_of_a_variational_model_is_the_monte_carlo_elbo():
@@ -96,7 +98,7 @@ def test_exact_mll_of_a_variational_model_is_the_monte_carlo_elbo():
     x = torch.randint(0, V, (15, 4), generator=g)
     y = torch.randn(15, generator=g)
     ldk = LatentDistributionKernel(V, Q, rho=2.0, variational=True, seed=0)
-    ldk.sample_generator = torch.Generator().manual_seed(9)
+    ldk.word_vectors.sample_generator = torch.Generator().manual_seed(9)
     model = GPLVSM(x, y, num_words=V, kernel=ScaleKernel(ldk))
     model.train()
     value = LogPosterior(model.likelihood, model)(model(x), y) * 15  # the forward drew a sample
@@ -111,7 +113,7 @@ def test_exact_mll_of_a_variational_model_is_the_monte_carlo_elbo():
         np.zeros((1, 1)),
         1.0,
     ) - (-0.5 * math.log(2 * math.pi))  # gplvsm_log_posterior adds the log prior of the (here 1x1 zero) X
-    assert abs(value.item() - (loglik - ldk.latent_kl().item())) < 1e-8
+    assert abs(value.item() - (loglik - ldk.word_vectors.kl().item())) < 1e-8
 
 
 def test_document_length_kernel():

@@ -1,13 +1,27 @@
-"""GP classification with LDK: binary probabilities calibrated on a synthetic task whose
-true class probabilities are known, multi-class softmax, bad input."""
+"""GP classification with LDK.
+
+Dirichlet inference: the transformed labels and noise are Milios et al.'s closed forms, the
+objective is the sum of the classes' exact log marginal likelihoods (against a numpy
+reference on the loop LDK) plus the word vectors' log prior once, multi-class accuracy on a
+synthetic task, deterministic probabilities. Variational inference: binary probabilities
+calibrated on a task whose true class probabilities are known, multi-class softmax against
+gpytorch's own marginal. Bad input."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
+import gpytorch
 import numpy as np
 import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from lvgp.datasets import make_synonym_regression
 from lvgp.models.gpc import LDKGPClassifier
+
+from . import reference as ref
 
 
 def calibrated_task(n, seed):
@@ -19,9 +33,67 @@ def calibrated_task(n, seed):
     return corpus.texts, y, p
 
 
-def test_binary_probabilities_are_calibrated():
+def three_classes(n, seed):
+    corpus = make_synonym_regression(n=n, noise=0.0, random_state=seed)
+    return corpus.texts, np.digitize(corpus.y, np.quantile(corpus.y, [1 / 3, 2 / 3]))
+
+
+def test_dirichlet_objective_is_the_sum_of_exact_marginal_likelihoods_plus_the_prior():
+    x, y = three_classes(30, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LDKGPClassifier(latent_dim=2, rho=0.5, max_iter=3, random_state=0).fit(x, y)
+    lik, model = clf.likelihood_, clf.model_
+    codes = np.searchsorted(clf.classes_, y)
+    # Milios et al. (2018): alpha = 1[y = c] + eps, sigma^2 = log(1 / alpha + 1), y~ = log alpha - sigma^2 / 2
+    alpha = np.where(np.arange(3)[None, :] == codes[:, None], 1.01, 0.01)
+    sigma2 = np.log(1 / alpha + 1)
+    np.testing.assert_allclose(lik.transformed_targets.numpy(), (np.log(alpha) - sigma2 / 2).T, rtol=1e-12)
+    extra = lik.second_noise.detach().numpy().reshape(3, 1)  # learned per class
+    np.testing.assert_allclose(lik.noise.detach().numpy() - extra, sigma2.T, rtol=1e-10)
+    # the objective: sum_c log N(y~_c | m_c, s_c K + diag(sigma2_c) + s2_c) - rho/2 ||X||^2 (once)
+    train = model.train_inputs[0]
+    vectors = model.ldk.latent.detach().numpy()
+    K = ref.ldk_gram(vectors, train.numpy(), train.numpy(), "rbf", "linear", gamma=model.ldk.gamma.item())
+    total = 0.0
+    for c in range(3):
+        cov = model.covar_module.outputscale[c].item() * K + np.diag(sigma2[:, c] + extra[c, 0])
+        diff = lik.transformed_targets[c].numpy() - model.mean_module.constant[c].item()
+        _, logdet = np.linalg.slogdet(cov)
+        total += -0.5 * (diff @ np.linalg.solve(cov, diff) + logdet + 30 * math.log(2 * math.pi))
+    total -= 0.5 * 0.5 * (model.ldk.word_vectors.residual.detach().numpy() ** 2).sum()
+    model.train()
+    lik.train()
+    with torch.no_grad():
+        ours = lik(model(train)).log_prob(lik.transformed_targets).sum() - model.ldk.word_vectors.penalty()
+    assert abs(ours.item() - total) < 1e-8 * abs(total)
+
+
+def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
+    x, y = three_classes(240, 5)
+    clf = LDKGPClassifier(latent_dim=2, rho=0.1, max_iter=60, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(x[:120], y[:120])
+    accuracy = np.mean(clf.predict(x[120:]) == y[120:])
+    assert accuracy > 0.6, accuracy  # chance 1/3
+    first = clf.predict_proba(x[120:])
+    clf.predict_proba(x[:50])  # other data in between changes nothing
+    np.testing.assert_array_equal(first, clf.predict_proba(x[120:]))
+    assert np.allclose(first.sum(1), 1) and first.shape == (120, 3)
+    with pytest.warns(UserWarning, match="no known word"):
+        empty = clf.predict_proba(["", "qqqq zzzz"])
+    np.testing.assert_allclose(empty, np.tile(clf.class_prior_, (2, 1)))
+
+
+def test_variational_binary_probabilities_are_calibrated():
     x, y, p = calibrated_task(700, 0)
-    clf = LDKGPClassifier(num_inducing=64, max_epochs=60, batch_size=128, lr=0.03, random_state=0).fit(x[:400], y[:400])
+    clf = LDKGPClassifier(
+        inference="variational", num_inducing=64, max_epochs=60, batch_size=128, lr=0.03, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(x[:400], y[:400])
     proba = clf.predict_proba(x[400:])[:, 1]
     assert np.all((proba > 0) & (proba < 1))
     # reliability: in bins of predicted probability, the mean prediction is close to the true mean probability
@@ -31,23 +103,26 @@ def test_binary_probabilities_are_calibrated():
     assert np.mean(clf.predict(x[400:]) == y[400:]) > 0.7
 
 
-def test_multiclass_softmax_and_bad_input():
-    corpus = make_synonym_regression(n=150, noise=0.0, random_state=1)
-    y = np.digitize(corpus.y, np.quantile(corpus.y, [1 / 3, 2 / 3]))
-    clf = LDKGPClassifier(num_inducing=32, max_epochs=200, lr=0.05, random_state=0).fit(corpus.texts[:100], y[:100])
-    proba = clf.predict_proba(corpus.texts[100:])
+def test_variational_multiclass_softmax_and_bad_input():
+    x, y = three_classes(150, 1)
+    clf = LDKGPClassifier(inference="variational", num_inducing=32, max_epochs=200, lr=0.05, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(x[:100], y[:100])
+    proba = clf.predict_proba(x[100:])
     assert proba.shape == (50, 3) and np.allclose(proba.sum(1), 1)
-    assert np.mean(clf.predict(corpus.texts[100:]) == y[100:]) > 0.5  # chance: 1/3; measured 0.56
+    assert np.mean(clf.predict(x[100:]) == y[100:]) > 0.5  # chance: 1/3
     # the softmax predictive probabilities (own Monte Carlo over the latent marginals) agree
     # with gpytorch's SoftmaxLikelihood marginal within Monte Carlo error
-    import gpytorch
-    import torch
-
     clf.set_params(n_mc_samples=4000)
-    ours = clf.predict_proba(corpus.texts[100:110])
-    x = clf.encoder_.transform(corpus.texts[100:110], "X")
+    ours = clf.predict_proba(x[100:110])
+    xx = clf.encoder_.transform(x[100:110], "X")
     with torch.no_grad(), gpytorch.settings.num_likelihood_samples(4000):
-        theirs = clf.likelihood_(clf.model_(x)).probs.mean(0).numpy()
+        theirs = clf.likelihood_(clf.model_(xx)).probs.mean(0).numpy()
     assert np.abs(ours - theirs).max() < 0.03
     with pytest.raises(ValueError, match="single class"):
-        LDKGPClassifier().fit(corpus.texts[:10], [0] * 10)
+        LDKGPClassifier().fit(x[:10], [0] * 10)
+    with pytest.raises(ValueError, match="inference must be one of"):
+        LDKGPClassifier(inference="laplace").fit(x[:10], y[:10])
+    with pytest.raises(ValueError, match="rho must be positive"):
+        LDKGPClassifier(rho=0).fit(x[:10], y[:10])

@@ -1,18 +1,23 @@
-"""Latent SMM (thesis ch. 4): the objective of eq. 4.19 never increases across outer
-iterations, the dual matches scikit-learn's SVM on the same Gram, synonyms unseen together
-in training are classified through their learned vectors better than by a BoW SVM, and
-one-versus-one multi-class."""
+"""Latent SMM (thesis ch. 4): the one-vs-one duals from one LIBSVM call equal separate
+per-pair SVMs, the gradient is Danskin's (finite differences of g = max_A L), the objective of
+eq. 4.19 never increases, the (gamma, rho) -> rho/gamma equivalence, synonyms unseen together
+in training are classified through their learned vectors better than by a BoW SVM, pretrained
+embeddings carry synonyms never seen in training, and bad input."""
 
 from __future__ import annotations
+
+import itertools
+import warnings
 
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.svm import SVC
 
 from lvgp.datasets import make_synonym_regression
-from lvgp.models.latent_smm import LatentSMMClassifier
+from lvgp.models.latent_smm import LatentSMMClassifier, equivalent_rho, pairwise_duals
 
 
 def synonym_classification(n, seed):
@@ -20,24 +25,91 @@ def synonym_classification(n, seed):
     return corpus.texts, np.where(corpus.y > np.median(corpus.y), "pos", "neg")
 
 
-def test_objective_never_increases_and_duals_match_sklearn():
-    x, y = synonym_classification(80, 0)
-    smm = LatentSMMClassifier(latent_dim=2, rho=0.1, C=1.0, max_outer=15, random_state=0).fit(x, y)
+def three_classes(n, seed):
+    corpus = make_synonym_regression(n=n, noise=0.0, random_state=seed)
+    return corpus.texts, np.digitize(corpus.y, np.quantile(corpus.y, [1 / 3, 2 / 3]))
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_one_libsvm_call_gives_every_pairwise_machine(k):
+    rng = np.random.default_rng(k)
+    feats = rng.normal(size=(60, 5))
+    gram = feats @ feats.T
+    y = rng.integers(0, k, 60)
+    svc = SVC(C=2.0, kernel="precomputed", tol=1e-8, decision_function_shape="ovo").fit(gram, y)
+    beta, intercept, pairs = pairwise_duals(svc, 60)
+    assert pairs == list(itertools.combinations(range(k), 2))
+    for p, (i, j) in enumerate(pairs):
+        rows = np.flatnonzero((y == i) | (y == j))
+        labels = np.where(y[rows] == i, 1, -1)
+        alone = SVC(C=2.0, kernel="precomputed", tol=1e-8).fit(gram[np.ix_(rows, rows)], labels)
+        sign = 1.0 if alone.classes_[1] == 1 else -1.0  # scikit-learn is positive for classes_[1]
+        expected = np.zeros(60)
+        expected[rows[alone.support_]] = sign * alone.dual_coef_[0]
+        np.testing.assert_allclose(beta[:, p], expected, atol=1e-6)
+        np.testing.assert_allclose(intercept[p], sign * alone.intercept_[0], atol=1e-6)
+        # the machine is positive for class i on its own training rows
+        decision = gram[rows] @ beta[:, p] + intercept[p]
+        assert np.mean(np.sign(decision) == labels) > 0.5
+
+
+def test_gradient_is_danskins_and_objective_never_increases():
+    x, y = three_classes(40, 0)
+    smm = LatentSMMClassifier(latent_dim=2, rho=0.5, C=1.0, max_iter=1, svm_tol=1e-10, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smm.fit(x, y)
+    raw = smm.kernel_.word_vectors.raw_latent
+    smm.kernel_.zero_grad()
+    smm._objective(smm._x).backward()
+    grad = raw.grad.clone()
+
+    def g() -> float:
+        with torch.no_grad():
+            return smm._objective(smm._x).item()
+
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        v, w = rng.integers(raw.shape[0]), rng.integers(raw.shape[1])
+        with torch.no_grad():
+            raw[v, w] += 1e-5
+            up = g()
+            raw[v, w] -= 2e-5
+            down = g()
+            raw[v, w] += 1e-5
+        assert abs((up - down) / 2e-5 - grad[v, w].item()) < 1e-4 * max(1.0, abs(grad[v, w].item()))
+    # L-BFGS on g: the objective of eq. 4.19 decreases monotonically over iterations
+    smm.set_params(max_iter=15, svm_tol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smm.fit(x, y)
     curve = np.array(smm.objective_curve_)
-    assert len(curve) >= 3 and np.all(np.diff(curve) <= 1e-9)
-    # the stored machine is scikit-learn's SVM on the final Gram (decision values agree)
+    assert len(curve) >= 5 and np.all(np.diff(curve) <= 1e-6 * np.abs(curve[:-1])) and curve[-1] < 0.8 * curve[0]
+    # the stored machine is LIBSVM on the final Gram
     with torch.no_grad():
         gram = smm.kernel_(smm._x).to_dense().numpy()
-    labels = np.where(smm._y == 0, 1, -1)
-    svc = SVC(C=1.0, kernel="precomputed").fit(gram, labels)
-    ours = smm.decision_function(x)[:, 0]
-    np.testing.assert_allclose(ours, svc.decision_function(gram) * (1 if svc.classes_[1] == 1 else -1), atol=1e-6)
+    np.testing.assert_allclose(smm.svc_.decision_function(gram), smm.decision_function(x), atol=1e-10)
+
+
+def test_gamma_and_rho_act_only_through_their_ratio():
+    x, y = synonym_classification(60, 3)
+    fits = []
+    for gamma, rho in [(1.0, 0.2), (4.0, 0.8)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            smm = LatentSMMClassifier(latent_dim=2, rho=rho, gamma=gamma, C=2.0, max_iter=10, random_state=0)
+            fits.append(smm.fit(x, y))
+    assert equivalent_rho(0.8, 4.0) == 0.2
+    np.testing.assert_allclose(fits[0].objective_curve_, fits[1].objective_curve_, rtol=1e-6)
+    np.testing.assert_allclose(fits[0].decision_function(x), fits[1].decision_function(x), atol=1e-6)
 
 
 def test_latent_smm_beats_the_bow_svm_on_synonyms():
     x, y = synonym_classification(300, 1)
     train, test = slice(0, 60), slice(60, 300)
-    smm = LatentSMMClassifier(latent_dim=2, rho=0.1, C=1.0, max_outer=40, random_state=0).fit(x[train], y[train])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smm = LatentSMMClassifier(latent_dim=2, rho=0.1, C=1.0, max_iter=60, random_state=0).fit(x[train], y[train])
     smm_acc = np.mean(smm.predict(x[test]) == y[test])
     vec = CountVectorizer().fit(x[train])
     svm = SVC(kernel="rbf", C=1.0, gamma="scale").fit(vec.transform(x[train]), y[train])
@@ -46,13 +118,18 @@ def test_latent_smm_beats_the_bow_svm_on_synonyms():
 
 
 def test_multiclass_one_versus_one_and_bad_input():
-    corpus = make_synonym_regression(n=90, noise=0.0, random_state=2)
-    y = np.digitize(corpus.y, np.quantile(corpus.y, [1 / 3, 2 / 3]))
-    smm = LatentSMMClassifier(max_outer=5, random_state=0).fit(corpus.texts, y)
-    assert smm.decision_function(corpus.texts).shape == (90, 3) and len(smm.pairs_) == 3
-    assert set(smm.predict(corpus.texts)) <= {0, 1, 2}
-    assert np.mean(smm.predict(corpus.texts) == y) > 0.5
+    x, y = three_classes(90, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smm = LatentSMMClassifier(max_iter=20, random_state=0).fit(x, y)
+    assert smm.decision_function(x).shape == (90, 3) and len(smm.pairs_) == 3
+    assert set(smm.predict(x)) <= {0, 1, 2}
+    assert np.mean(smm.predict(x) == y) > 0.5
     with pytest.raises(ValueError, match="single class"):
-        LatentSMMClassifier().fit(corpus.texts[:10], [1] * 10)
+        LatentSMMClassifier().fit(x[:10], [1] * 10)
     with pytest.raises(ValueError, match="one label per document"):
-        LatentSMMClassifier().fit(corpus.texts[:10], [1, 2])
+        LatentSMMClassifier().fit(x[:10], [1, 2])
+    with pytest.raises(ValueError, match=r"missing labels \(None or NaN\) in rows \[1\]"):
+        LatentSMMClassifier().fit(x[:3], [1.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match="C > 0"):
+        LatentSMMClassifier(C=0).fit(x, y)

@@ -39,7 +39,7 @@ def gram_at(kernel, latent, *xs):
     """The kernel's dense Gram with ``latent`` substituted, evaluated eagerly (a lazy
     gpytorch kernel tensor would evaluate after functional_call restored the parameters)."""
     with gpytorch.settings.lazily_evaluate_kernels(False):
-        return functional_call(kernel, {"raw_latent": latent}, xs).to_dense()
+        return functional_call(kernel, {"word_vectors.raw_latent": latent}, xs).to_dense()
 
 
 def make_kernel(embedding="rbf", level2="linear", **kwargs):
@@ -116,13 +116,13 @@ def test_gpytorch_embedding_kernel_matches_builtin_rbf():
         torch.testing.assert_close(k_custom(X1, diag=True), k_builtin(X1, diag=True), rtol=0, atol=1e-12)
     # its parameters are part of the kernel and get gradients
     k_custom(X1, X2).to_dense().sum().backward()
-    assert emb.raw_lengthscale.grad is not None and k_custom.raw_latent.grad is not None
+    assert emb.raw_lengthscale.grad is not None and k_custom.word_vectors.raw_latent.grad is not None
 
 
 @pytest.mark.parametrize("embedding,level2", COMBOS)
 def test_gradients_match_finite_differences(embedding, level2):
     k = make_kernel(embedding, level2)
-    latent = k.raw_latent.detach().clone().requires_grad_(True)
+    latent = k.word_vectors.raw_latent.detach().clone().requires_grad_(True)
 
     def gram(lat):
         return gram_at(k, lat, X1, X2)
@@ -140,7 +140,9 @@ def test_gradients_match_thesis_closed_forms(embedding):
     """Eq. 3.12 (LIN-LIN) and eq. 3.15 (RBF-LIN)."""
     k = make_kernel(embedding, "linear")
     X = k.latent.detach().numpy()
-    jac = torch.autograd.functional.jacobian(lambda lat: gram_at(k, lat, X1, X2), k.raw_latent.detach().clone())
+    jac = torch.autograd.functional.jacobian(
+        lambda lat: gram_at(k, lat, X1, X2), k.word_vectors.raw_latent.detach().clone()
+    )
     assert jac.abs().sum() > 0  # n1 x n2 x V x q
     for i, j in itertools.product(range(X1.shape[0]), range(X2.shape[0])):
         for m in range(V):
@@ -224,7 +226,7 @@ def test_hyperparameters_are_settable_constrained_properties():
         k.b = 1.5
     with pytest.raises(ValueError, match="d must be a positive integer"):
         LatentDistributionKernel(V, Q, "rbf", "poly", d=0)
-    assert {n for n, _ in k.named_parameters()} == {"raw_a", "raw_zeta", "raw_latent"}
+    assert {n for n, _ in k.named_parameters()} == {"raw_a", "raw_zeta", "word_vectors.raw_latent"}
     with pytest.raises(ValueError, match="embedding must be one of"):
         LatentDistributionKernel(V, Q, "cosine")
     with pytest.raises(ValueError, match="level2 must be one of"):
@@ -237,10 +239,10 @@ def test_latent_prior_and_initialization():
     # initialised from the prior N(0, 1/rho): standard deviation 0.2
     assert abs(k.latent.std().item() - 0.2) < 0.01
     # the registered prior is log N(x | 0, 1/rho) summed over all entries
-    prior, closure, _ = k._priors["latent_prior"]
+    prior, closure, _ = k.word_vectors._priors["latent_prior"]
     X = k.latent.detach().double()
     expected = (-0.5 * 25.0 * X.pow(2) + 0.5 * math.log(25.0 / (2 * math.pi))).sum()
-    torch.testing.assert_close(prior.log_prob(closure(k)).sum().double(), expected, rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(prior.log_prob(closure(k.word_vectors)).sum().double(), expected, rtol=1e-5, atol=1e-3)
     k.rho = 4.0
     assert math.isclose(k.rho, 4.0, rel_tol=1e-6)
     # seeded initialisation is reproducible; an array initialisation is taken as given
@@ -378,8 +380,8 @@ def test_self_inner_matches_the_reference_and_its_gradient(embedding):
         torch.testing.assert_close(
             k.self_inner(long_docs), ref_gram(k, long_docs, long_docs).diagonal(), rtol=0, atol=1e-10
         )
-    g1 = torch.autograd.grad(k.self_inner(long_docs).sum(), k.raw_latent)[0]
-    g2 = torch.autograd.grad(k.paired_inner(long_docs, long_docs).sum(), k.raw_latent)[0]
+    g1 = torch.autograd.grad(k.self_inner(long_docs).sum(), k.word_vectors.raw_latent)[0]
+    g2 = torch.autograd.grad(k.paired_inner(long_docs, long_docs).sum(), k.word_vectors.raw_latent)[0]
     torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
 
 

@@ -64,7 +64,7 @@ def test_objective_matches_loops_and_finite_differences():
     m = LDKMatcher(latent_dim=2, rho=0.1, gamma=0.7, max_iter=1, init="random", random_state=0).fit(source, target)
     xs, xt = m._encode(source, target)
     assert abs(m._loss(xs, xt).item() - loop_objective(m, source, target)) < 1e-9
-    raw = m.kernel_.raw_latent
+    raw = m.kernel_.word_vectors.raw_latent
     start = raw.detach().clone()
     grad = torch.autograd.grad(m._loss(xs, xt), raw)[0]
 

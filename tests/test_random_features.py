@@ -61,16 +61,16 @@ def test_gradients_flow_to_latent_vectors_and_gamma():
     x = docs(6)
     _, approx = pair(features="rff", num_features=32)
     torch.autograd.gradcheck(
-        lambda lat: _gram_with(approx, lat, x), (approx.raw_latent.detach().clone().requires_grad_(),)
+        lambda lat: _gram_with(approx, lat, x), (approx.word_vectors.raw_latent.detach().clone().requires_grad_(),)
     )
     approx(x).to_dense().sum().backward()
-    assert approx.raw_gamma.grad is not None and torch.isfinite(approx.raw_latent.grad).all()
+    assert approx.raw_gamma.grad is not None and torch.isfinite(approx.word_vectors.raw_latent.grad).all()
 
 
 def _gram_with(kernel, latent, x):
     """The Gram with ``latent`` substituted, evaluated eagerly (see tests/test_ldk.py)."""
     with gpytorch.settings.lazily_evaluate_kernels(False):
-        return functional_call(kernel, {"raw_latent": latent}, (x,)).to_dense()
+        return functional_call(kernel, {"word_vectors.raw_latent": latent}, (x,)).to_dense()
 
 
 def test_bad_arguments():

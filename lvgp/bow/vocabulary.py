@@ -171,28 +171,41 @@ class Vocabulary:
         return f"Vocabulary(size={size}, min_df={self.min_df}, max_features={self.max_features})"
 
     # ------------------------------------------------------------------ encoding
-    def _known_ids(self, docs) -> list[list[int]]:
-        """Ids of the known words of each document; unknown words are dropped with an
-        :class:`UnseenWordsWarning` counting tokens, distinct words and documents."""
+    def _known_ids(self, docs, extend=None, stacklevel: int = 3) -> tuple[list[list[int]], list[str]]:
+        """Ids of the known words of each document, and the words appended by ``extend``.
+
+        ``extend``: a container of words (e.g. :class:`~lvgp.datasets.WordEmbeddings`); unknown
+        tokens found in it get new ids ``len(self), len(self) + 1, ...`` (in order of first
+        appearance; the second return value lists them). The other unknown tokens are dropped
+        with an :class:`UnseenWordsWarning` counting tokens, distinct words and documents."""
         self._check_fitted()
         index = self._index
+        added: dict[str, int] = {}
         out, dropped_tokens, dropped_types, dropped_docs = [], 0, set(), 0
         for toks in self._tokenize_all(docs, "docs"):
-            ids = [index[t] for t in toks if t in index]
-            if len(ids) != len(toks):
-                unseen = [t for t in toks if t not in index]
-                dropped_tokens += len(unseen)
-                dropped_types.update(unseen)
+            ids, lost = [], 0
+            for t in toks:
+                i = index.get(t)
+                if i is None and extend is not None and t in extend:
+                    i = added.setdefault(t, len(index) + len(added))
+                if i is None:
+                    lost += 1
+                    dropped_types.add(t)
+                else:
+                    ids.append(i)
+            if lost:
+                dropped_tokens += lost
                 dropped_docs += 1
             out.append(ids)
         if dropped_tokens:
+            without = " without a pretrained vector" if extend is not None else ""
             warnings.warn(
-                f"dropped {dropped_tokens} tokens ({len(dropped_types)} distinct words) not in the vocabulary, "
+                f"dropped {dropped_tokens} tokens ({len(dropped_types)} distinct words) not in the vocabulary{without}, "
                 f"in {dropped_docs} of {len(out)} documents",
                 UnseenWordsWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
-        return out
+        return out, list(added)
 
     def encode(
         self,
@@ -218,9 +231,26 @@ class Vocabulary:
                 models treat such rows explicitly (e.g. ``GPLVSMRegressor.predict``
                 returns the prior predictive for them).
         """
+        return self._encode(docs, max_len, on_empty, name)[0]
+
+    def encode_extended(
+        self,
+        docs: Iterable[str | Sequence[str]],
+        extend,
+        max_len: int | None = None,
+        on_empty: str = "raise",
+        name: str = "docs",
+    ) -> tuple[torch.Tensor, list[str]]:
+        """As :meth:`encode`, but words not in the vocabulary that are in ``extend`` (a container
+        of words, e.g. pretrained :class:`~lvgp.datasets.WordEmbeddings`) are kept as new ids
+        ``len(self), len(self) + 1, ...``; returns the tensor and those words in id order.
+        The :class:`~lvgp.warnings.UnseenWordsWarning` counts only the words dropped (in neither)."""
+        return self._encode(docs, max_len, on_empty, name, extend)
+
+    def _encode(self, docs, max_len, on_empty, name, extend=None) -> tuple[torch.Tensor, list[str]]:
         if on_empty not in ("raise", "keep"):
             raise ValueError(f"on_empty must be 'raise' or 'keep'; got {on_empty!r}")
-        ids = self._known_ids(docs)
+        ids, added = self._known_ids(docs, extend, stacklevel=5)
         empty = [i for i, row in enumerate(ids) if not row]
         if empty:
             if on_empty == "raise":
@@ -232,7 +262,7 @@ class Vocabulary:
                 f"{name}: {len(empty)} of {len(ids)} documents have no word in the vocabulary (rows {_rows_text(empty)}); "
                 "kept as padding-only rows",
                 EmptyDocumentsWarning,
-                stacklevel=2,
+                stacklevel=4,
             )
         longest = max((len(r) for r in ids), default=0)
         width = max(longest, 1) if max_len is None else int(max_len)
@@ -243,13 +273,13 @@ class Vocabulary:
             warnings.warn(
                 f"truncated {len(too_long)} documents longer than max_len={width} ({sum(too_long)} tokens dropped)",
                 TruncationWarning,
-                stacklevel=2,
+                stacklevel=4,
             )
         out = np.full((len(ids), width), PAD, dtype=np.int64)
         for i, row in enumerate(ids):
             row = row[:width]
             out[i, : len(row)] = row
-        return torch.from_numpy(out)
+        return torch.from_numpy(out), added
 
     def fit_encode(self, docs, max_len: int | None = None, on_empty: str = "raise") -> torch.Tensor:
         """``fit(docs)`` then ``encode(docs)``."""
@@ -258,7 +288,7 @@ class Vocabulary:
 
     def counts(self, docs) -> sp.csr_matrix:
         """``n x len(self)`` sparse document-term count matrix (unseen words dropped with a warning)."""
-        ids = self._known_ids(docs)
+        ids, _ = self._known_ids(docs)
         rows = np.repeat(np.arange(len(ids)), [len(r) for r in ids])
         cols = np.fromiter((i for r in ids for i in r), dtype=np.int64, count=int(rows.size))
         mat = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(len(ids), len(self)))

@@ -152,7 +152,7 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
         # the thesis (sec. 4.4): "experimentally the best C exhibits a large value, e.g. C >= 2^5";
         # on r8 (100 docs) C=0.5 underfits its training sample (train accuracy 0.81)
         return _DevSelected(
-            LatentSMMClassifier(latent_dim=2, rho=0.1, max_outer=30, random_state=seed),
+            LatentSMMClassifier(latent_dim=2, rho=0.1, max_iter=30, random_state=seed),
             {"C": [2.0, 8.0, 32.0, 128.0]},
             seed,
         )

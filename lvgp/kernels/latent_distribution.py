@@ -23,23 +23,30 @@ evaluated as two sparse products (``torch.nn.functional.embedding_bag``) in
 :math:`O(\mathrm{nnz}_2 u_1 + \mathrm{nnz}_1 n_2 + u_1 u_2 q)`. With the linear embedding
 kernel the mean embeddings are explicit: :math:`K = (C_1 X)(C_2 X)^\top`. Self-similarities
 (the diagonal, and the level-2 RBF's :math:`K(i,i)` terms) use each document's own
-:math:`L \times L` Gram, :math:`O(n L^2 q)`.
+:math:`L \times L` Gram, :math:`O(n L^2 q)`, or for unbatched inputs the Gram of their
+distinct words. The built-in RBF embedding Gram is one fused operation (a single
+:math:`u_1 \times u_2` buffer forward, the analytic gradient backward).
+
+The latent vectors are a module of their own (:mod:`lvgp.kernels.word_vectors`: point, MAP,
+variational, optionally tied to pretrained embeddings); the kernel computes Grams from
+whatever vectors that module gives it.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import torch
 import torch.nn.functional as F
 from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
-from gpytorch.mlls import AddedLossTerm
-from gpytorch.priors import NormalPrior, Prior
-from torch import Tensor, nn
+from gpytorch.module import Module
+from gpytorch.priors import Prior
+from torch import Tensor
 
 from ..bow.padded import PAD, check_padded, pad_to_common_width
-from ._hyper import constrained_property, get_attribute, register_constrained, set_attribute
+from ._hyper import constrained_property, register_constrained
+from .word_vectors import NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
+
+__all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "rbf_gram"]
 
 EMBEDDINGS = ("linear", "rbf", "poly")
 LEVEL2_KERNELS = ("linear", "rbf", "poly")
@@ -55,6 +62,45 @@ _USED_BY = {
 _BLOCK_ENTRIES = 2**22
 
 
+class _FusedRBFGram(torch.autograd.Function):
+    r""":math:`G_{st} = \exp(-\frac\gamma2\|\mathbf a_s - \mathbf b_t\|^2)` for ``m1 x q`` and ``m2 x q``
+    inputs and a 0-dim :math:`\gamma`, in one ``m1 x m2`` buffer (the elementwise steps in place);
+    backward from the closed form :math:`\partial G_{st}/\partial\mathbf a_s = -\gamma(\mathbf a_s - \mathbf b_t)G_{st}`
+    (thesis eq. 3.20), two matrix products instead of autograd's chain of ``m1 x m2`` temporaries."""
+
+    @staticmethod
+    def forward(ctx, xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+        gram = xa @ xb.mT
+        gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+        gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
+        ctx.save_for_backward(xa, xb, gamma, gram)
+        return gram
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        xa, xb, gamma, gram = ctx.saved_tensors
+        weighted = grad * gram
+        grad_a = grad_b = grad_gamma = None
+        if ctx.needs_input_grad[0]:
+            grad_a = gamma * (weighted @ xb - weighted.sum(-1).unsqueeze(-1) * xa)
+        if ctx.needs_input_grad[1]:
+            grad_b = gamma * (weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xb)
+        if ctx.needs_input_grad[2]:
+            sq = (xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)).clamp_min(0)
+            grad_gamma = -0.5 * (weighted * sq).sum()
+        return grad_a, grad_b, grad_gamma
+
+
+def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+    r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7): ``... x m1 x q``,
+    ``... x m2 x q`` -> ``... x m1 x m2``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
+    inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`)."""
+    if xa.dim() == 2 and xb.dim() == 2 and gamma.numel() == 1:
+        return _FusedRBFGram.apply(xa, xb, gamma.reshape(()))
+    sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)
+    return torch.exp(-0.5 * gamma * sq.clamp_min(0))
+
+
 def _gather_rows(table: Tensor, idx: Tensor) -> Tensor:
     """``table[..., idx, :]`` with broadcasting batch dims: table ``*kb x V x q``, idx ``*b x m`` -> ``*B x m x q``."""
     if table.dim() == 2:
@@ -68,7 +114,7 @@ def _gather_rows(table: Tensor, idx: Tensor) -> Tensor:
 def _word_weights(x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """Ids with padding replaced by 0, and weights ``1/|D_i|`` per word (0 on padding)."""
     mask = x != PAD
-    weights = mask.to(dtype) / mask.sum(-1, keepdim=True).to(dtype)
+    weights = mask.to(dtype) / mask.sum(-1, keepdim=True).clamp_min(1).to(dtype)
     return torch.where(mask, x, torch.zeros_like(x)), weights
 
 
@@ -79,6 +125,8 @@ def _sandwich(i1: Tensor, w1: Tensor, gram: Tensor, i2: Tensor, w2: Tensor, symm
     nnz1, nnz2 = i1.numel(), i2.numel()
     n1, n2 = i1.shape[0], i2.shape[0]
     u1, u2 = gram.shape
+    if n1 == 0 or n2 == 0:
+        return gram.new_zeros(n1, n2)
     if nnz2 * u1 + nnz1 * n2 <= nnz1 * u2 + nnz2 * n1:
         gram_t = gram if symmetric else gram.mT.contiguous()
         right = F.embedding_bag(i2, gram_t, per_sample_weights=w2, mode="sum")  # n2 x u1: C2 G^T
@@ -99,36 +147,27 @@ def _single_batch(x: Tensor) -> Tensor | None:
     return None
 
 
-class NegativeLatentKL(AddedLossTerm):
-    r"""The :math:`-\mathrm{KL}(q(\mathbf X)\|p(\mathbf X))` of a variational LDK, as a gpytorch
-    added loss term. gpytorch's ``ExactMarginalLogLikelihood`` *adds* such terms to the log
-    likelihood before dividing by ``n``, so with it (and :class:`lvgp.LogPosterior`) the
-    objective is the Monte Carlo ELBO divided by ``n``."""
-
-    def __init__(self, kernel: LatentDistributionKernel):
-        super().__init__()
-        self.kernel = kernel
-
-    def loss(self, *params) -> Tensor:
-        return -self.kernel.latent_kl()
-
-
 class LatentDistributionKernel(Kernel):
     r"""The latent distribution kernel between bag-of-words documents (thesis eqs. 3.1-3.11).
 
-    Inputs are padded word-index sets: ``... x n x L`` ``torch.long`` tensors whose entries
-    are word ids in ``[0, num_words)`` or :data:`lvgp.PAD` (see :class:`lvgp.Vocabulary`).
-    ``x1`` and ``x2`` may have different widths ``L1 != L2``. Like gpytorch's kernels
-    there is no output scale: wrap in :class:`gpytorch.kernels.ScaleKernel` (GP-LVSM's
-    :math:`\alpha^{-1}`).
+    Inputs are padded word-index sets: ``... x n x L`` integer tensors whose entries are word
+    ids in ``[0, num_words)`` or :data:`lvgp.PAD` (see :class:`lvgp.Vocabulary`). ``x1`` and
+    ``x2`` may have different widths ``L1 != L2``. Like gpytorch's kernels there is no output
+    scale: wrap in :class:`gpytorch.kernels.ScaleKernel` (GP-LVSM's :math:`\alpha^{-1}`).
 
     Args:
-        num_words: vocabulary size :math:`V`.
-        latent_dim: latent dimensionality :math:`q`.
+        num_words: vocabulary size :math:`V` (may be omitted when ``word_vectors`` is given).
+        latent_dim: latent dimensionality :math:`q` (likewise).
         embedding: ``"linear"`` (eq. 3.6), ``"rbf"`` (eq. 3.7), ``"poly"`` (eq. 3.8), or a
             gpytorch :class:`~gpytorch.kernels.Kernel` instance acting on ``R^q`` (its
             parameters become part of this kernel).
         level2: ``"linear"`` (eq. 3.9), ``"rbf"`` (eq. 3.11) or ``"poly"`` (eq. 3.10).
+        word_vectors: the latent vectors, a :class:`~lvgp.kernels.WordVectors` module
+            (:class:`~lvgp.kernels.PointWordVectors`, :class:`~lvgp.kernels.MAPWordVectors`,
+            :class:`~lvgp.kernels.VariationalWordVectors`, optionally tied to pretrained
+            embeddings); may be shared with other kernels. ``None``: built from ``rho``,
+            ``variational``, ``word_features``, ``latent_init``, ``seed`` and
+            ``latent_scale_init`` (:func:`~lvgp.kernels.word_vectors.make_word_vectors`).
         gamma: RBF embedding bandwidth :math:`\gamma > 0` (initial value).
         a: polynomial embedding bias :math:`a` (initial value).
         b: polynomial embedding degree (a fixed positive integer, not trained).
@@ -136,12 +175,16 @@ class LatentDistributionKernel(Kernel):
         c: polynomial level-2 bias :math:`c` (initial value).
         d: polynomial level-2 degree (a fixed positive integer, not trained).
         rho: precision :math:`\rho` of the Gaussian prior :math:`\mathcal N(0, \rho^{-1} I)` on
-            every latent vector, registered as the gpytorch prior ``latent_prior``; ``None``
-            registers no prior. See the note on MAP training below.
+            every latent vector (registered as the gpytorch prior ``latent_prior`` of the word
+            vectors); ``None``: no prior. See the note on MAP training below.
         latent_init: initial latent vectors, a ``num_words x q`` (or ``*batch_shape x
-            num_words x q``) array, e.g. projected pretrained word embeddings. ``None``:
-            draws from the prior :math:`\mathcal N(0, \rho^{-1} I)` (``N(0, I)`` without prior).
+            num_words x q``) array. ``None``: draws from the prior :math:`\mathcal N(0, \rho^{-1} I)`
+            (``N(0, I)`` without prior).
         seed: seed of the random initialization (``None`` uses torch's global generator).
+        word_features: ``num_words x h`` pretrained embeddings the vectors are tied to
+            (:math:`\mathbf x_v = W\mathbf e_v + \boldsymbol\delta_v`).
+        variational: a Gaussian posterior over the vectors (:class:`~lvgp.kernels.VariationalWordVectors`).
+        latent_scale_init: its initial standard deviation, as a fraction of the prior's.
         gamma_prior, a_prior, zeta_prior, c_prior: optional gpytorch priors.
         gamma_constraint, zeta_constraint: default :class:`~gpytorch.constraints.Positive`.
         a_constraint, c_constraint: default :class:`~gpytorch.constraints.Positive`. The
@@ -181,11 +224,12 @@ class LatentDistributionKernel(Kernel):
 
     def __init__(
         self,
-        num_words: int,
-        latent_dim: int,
+        num_words: int | None = None,
+        latent_dim: int | None = None,
         embedding: str | Kernel = "rbf",
         level2: str = "linear",
         *,
+        word_vectors: WordVectors | None = None,
         gamma: float = 1.0,
         a: float = 1.0,
         b: int = 2,
@@ -209,26 +253,19 @@ class LatentDistributionKernel(Kernel):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(num_words, int) or num_words < 1:
-            raise ValueError(f"num_words must be a positive integer; got {num_words!r}")
-        if not isinstance(latent_dim, int) or latent_dim < 1:
-            raise ValueError(f"latent_dim must be a positive integer; got {latent_dim!r}")
         if isinstance(embedding, Kernel):
             self.embedding = embedding
             self.embedding_name = type(embedding).__name__
-        elif embedding in EMBEDDINGS:
+        elif isinstance(embedding, str) and embedding in EMBEDDINGS:
             self.embedding = None
             self.embedding_name = embedding
         else:
             raise ValueError(f"embedding must be one of {EMBEDDINGS} or a gpytorch Kernel; got {embedding!r}")
         if level2 not in LEVEL2_KERNELS:
             raise ValueError(f"level2 must be one of {LEVEL2_KERNELS}; got {level2!r}")
-        self.num_words = num_words
-        self.latent_dim = latent_dim
         self.level2 = level2
         self.b = b
         self.d = d
-
         hypers = {
             "gamma": (gamma, gamma_constraint, gamma_prior),
             "a": (a, a_constraint, a_prior),
@@ -239,160 +276,72 @@ class LatentDistributionKernel(Kernel):
             which, choice = _USED_BY[name]
             if (self.embedding_name if which == "embedding" else self.level2) == choice:
                 register_constrained(self, name, value, constraint or Positive(), prior, self.batch_shape)
-
-        latent_shape = torch.Size([*self.batch_shape, num_words, latent_dim])
-        generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        self.register_parameter("raw_latent", nn.Parameter(torch.zeros(latent_shape)))
-        self._init_word_features(word_features, generator)
-        self.variational = bool(variational)
-        if rho is not None:
-            rho = self._check_rho(rho)
-        if self.variational:
-            if rho is None:
-                raise ValueError("variational latent vectors need a prior: pass a precision rho")
-            # the prior enters through the KL of q(X) (an added loss term), not as a gpytorch prior
-            self.latent_prior = NormalPrior(0.0, rho**-0.5)
-            if not latent_scale_init > 0:
-                raise ValueError(f"latent_scale_init must be positive; got {latent_scale_init!r}")
-            register_constrained(self, "latent_scale", latent_scale_init * rho**-0.5, Positive(), None, latent_shape)
-            self.register_buffer("latent_noise", torch.zeros(latent_shape))
-            #: generator of the training-mode samples (``None``: torch's global generator)
-            self.sample_generator = None
-            self.register_added_loss_term("latent_kl")
-            self.update_added_loss_term("latent_kl", NegativeLatentKL(self))
-        elif rho is not None:
-            self.register_prior(
-                "latent_prior",
-                NormalPrior(0.0, rho**-0.5),
-                partial(get_attribute, "latent_residual"),
-                partial(set_attribute, "latent_residual"),
+        if word_vectors is None:
+            if num_words is None or latent_dim is None:
+                raise ValueError("pass num_words and latent_dim, or a word_vectors module")
+            word_vectors = make_word_vectors(
+                num_words,
+                latent_dim,
+                rho=rho,
+                variational=variational,
+                word_features=word_features,
+                init=latent_init,
+                seed=seed,
+                scale_init=latent_scale_init,
+                batch_shape=self.batch_shape,
             )
-        if latent_init is None:
-            scale = 1.0 if rho is None or self.word_features is not None else rho**-0.5
-            if self.word_features is not None:
-                scale = 0.0  # the projected features carry the initial layout
-            self.latent_residual = torch.randn(latent_shape, generator=generator, dtype=self.raw_latent.dtype) * scale
+        elif not isinstance(word_vectors, WordVectors):
+            raise TypeError(
+                f"word_vectors must be an lvgp.kernels.WordVectors module; got {type(word_vectors).__name__}"
+            )
         else:
-            self.latent = latent_init
+            for name, value in (("num_words", num_words), ("latent_dim", latent_dim)):
+                if value is not None and value != getattr(word_vectors, name):
+                    raise ValueError(f"{name}={value} disagrees with the word_vectors' {getattr(word_vectors, name)}")
+            try:
+                torch.broadcast_shapes(word_vectors.batch_shape, self.batch_shape)
+            except RuntimeError:
+                raise ValueError(
+                    f"word_vectors batch shape {tuple(word_vectors.batch_shape)} does not broadcast with the "
+                    f"kernel's {tuple(self.batch_shape)}"
+                ) from None
+        self.word_vectors = word_vectors
 
-    def _init_word_features(self, word_features, generator) -> None:
-        if word_features is None:
-            self.word_features = None
-            return
-        feats = torch.as_tensor(word_features, dtype=self.raw_latent.dtype)
-        if feats.dim() != 2 or feats.shape[0] != self.num_words:
-            raise ValueError(
-                f"word_features must have shape (num_words, h) = ({self.num_words}, h); got {tuple(feats.shape)}"
-            )
-        if not torch.isfinite(feats).all():
-            raise ValueError("word_features holds non-finite values")
-        self.register_buffer("word_features", feats.expand(*self.batch_shape, *feats.shape).clone())
-        mean_sq = feats.pow(2).sum(-1).mean().clamp_min(1e-12)
-        projection = torch.randn(
-            *self.batch_shape, feats.shape[1], self.latent_dim, generator=generator, dtype=feats.dtype
-        )
-        self.register_parameter("projection", nn.Parameter(projection / mean_sq.sqrt()))
-
-    # ------------------------------------------------------------------ parameters
-    @staticmethod
-    def _check_rho(rho) -> float:
-        rho = float(rho)
-        if not rho > 0 or rho == float("inf"):
-            raise ValueError(f"rho must be a positive finite precision; got {rho!r}")
-        return rho
-
-    def _projected(self) -> Tensor | int:
-        return self.word_features @ self.projection if self.word_features is not None else 0
+    # ------------------------------------------------------------------ the word vectors
+    @property
+    def num_words(self) -> int:
+        """Word ids the kernel accepts now: the vocabulary, plus words of an active
+        :meth:`~lvgp.kernels.WordVectors.extra_words` block."""
+        return self.word_vectors.num_words_in_use
 
     @property
-    def latent_residual(self) -> Tensor:
-        r"""The free part of the latent means (all of them without ``word_features``);
-        the prior :math:`\mathcal N(0, \rho^{-1} I)` is placed on it."""
-        return self.raw_latent
-
-    @latent_residual.setter
-    def latent_residual(self, value) -> None:
-        value = torch.as_tensor(value, dtype=self.raw_latent.dtype, device=self.raw_latent.device)
-        shape = self.raw_latent.shape
-        if value.shape[-2:] != shape[-2:]:
-            raise ValueError(
-                f"latent must have shape (num_words, latent_dim) = {tuple(shape[-2:])}; got {tuple(value.shape)}"
-            )
-        if not torch.isfinite(value).all():
-            raise ValueError("latent holds non-finite values")
-        with torch.no_grad():
-            self.raw_latent.copy_(value.expand(shape))
-
-    @property
-    def latent_mean(self) -> Tensor:
-        """Latent word vectors at their mean: ``word_features @ projection + latent_residual``."""
-        return self._projected() + self.raw_latent
+    def latent_dim(self) -> int:
+        return self.word_vectors.latent_dim
 
     @property
     def latent(self) -> Tensor:
-        """The latent word vectors the kernel uses, ``*batch_shape x num_words x latent_dim``:
-        the means, or with ``variational=True`` the current sample
-        ``latent_mean + latent_scale * latent_noise``. Setting it sets the means."""
-        if self.variational:
-            return self.latent_mean + self.latent_scale * self.latent_noise
-        return self.latent_mean
+        """The latent word vectors the kernel evaluates, ``*batch_shape x num_words x latent_dim``
+        (:attr:`lvgp.kernels.WordVectors.vectors`). Setting it sets the vectors' means."""
+        return self.word_vectors.vectors
 
     @latent.setter
     def latent(self, value) -> None:
-        value = torch.as_tensor(value, dtype=self.raw_latent.dtype, device=self.raw_latent.device)
-        with torch.no_grad():
-            self.latent_residual = value - self._projected()
+        self.word_vectors.vectors = value
 
-    latent_scale = constrained_property(
-        "latent_scale", "Standard deviations of q(X) (``variational=True``), ``*batch_shape x num_words x latent_dim``."
-    )
-
-    # ------------------------------------------------------------------ variational latent vectors
-    def _check_variational(self) -> None:
-        if not self.variational:
-            raise AttributeError("this kernel has point-estimated latent vectors (variational=False)")
-
-    def resample_latent(self, generator: torch.Generator | None = None) -> None:
-        """Draw a new sample of the latent vectors from q(X) (used until the next call)."""
-        self._check_variational()
-        with torch.no_grad():
-            self.latent_noise.copy_(
-                torch.randn(self.latent_noise.shape, generator=generator, dtype=self.latent_noise.dtype)
-            )
-
-    def use_latent_mean(self) -> None:
-        """Evaluate the kernel at the means of q(X) (the default in eval mode)."""
-        self._check_variational()
-        self.latent_noise.zero_()
-
-    def latent_kl(self) -> Tensor:
-        r""":math:`\mathrm{KL}(q(\mathbf X)\,\|\,p(\mathbf X))` with :math:`q(x_{vk}) = \mathcal N(\mu_{vk},
-        s_{vk}^2)` on the residuals and :math:`p = \mathcal N(0, \rho^{-1})`, summed:
-        :math:`\frac12\sum[\rho(\mu^2 + s^2) - 1 - \log(\rho s^2)]`."""
-        self._check_variational()
-        rho = self.latent_prior.scale.pow(-2)
-        var = self.latent_scale.pow(2)
-        return 0.5 * (rho * (self.raw_latent.pow(2) + var) - 1 - torch.log(rho * var)).sum()
-
-    def train(self, mode: bool = True):
-        """As ``nn.Module.train``; a variational kernel returns to its means in eval mode."""
-        out = super().train(mode)
-        if self.variational and not mode:
-            self.latent_noise.zero_()
-        return out
+    @property
+    def variational(self) -> bool:
+        return isinstance(self.word_vectors, VariationalWordVectors)
 
     @property
     def rho(self) -> float | None:
         """Precision of the Gaussian prior on the latent vectors (``None``: no prior)."""
-        if not hasattr(self, "latent_prior"):
-            return None
-        return float(self.latent_prior.scale.pow(-2))
+        return self.word_vectors.rho
 
     @rho.setter
     def rho(self, value: float) -> None:
-        if not hasattr(self, "latent_prior"):
-            raise AttributeError("this kernel was built with rho=None and has no latent prior")
-        self.latent_prior.scale.fill_(self._check_rho(value) ** -0.5)
+        if self.word_vectors.rho is None:
+            raise AttributeError("this kernel's word vectors have no prior (rho=None)")
+        self.word_vectors.rho = value
 
     @property
     def b(self) -> int:
@@ -423,6 +372,10 @@ class LatentDistributionKernel(Kernel):
         value = getattr(self, name)
         return value.view(*value.shape, *([1] * extra_dims))
 
+    @property
+    def _linear_embedding(self) -> bool:
+        return self.embedding is None and self.embedding_name == "linear"
+
     # ------------------------------------------------------------------ computation
     def embedding_gram(self, xa: Tensor, xb: Tensor) -> Tensor:
         """Embedding kernel between latent vectors: ``... x m1 x q``, ``... x m2 x q`` -> ``... x m1 x m2``.
@@ -435,55 +388,62 @@ class LatentDistributionKernel(Kernel):
             return xa @ xb.mT
         if self.embedding_name == "poly":
             return (xa @ xb.mT + self._scalar("a")).pow(self.b)
-        sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)
-        return torch.exp(-0.5 * self._scalar("gamma") * sq.clamp_min(0))
+        return rbf_gram(xa, xb, self._scalar("gamma"))
 
-    def _mean_vectors(self, x: Tensor) -> Tensor:
+    def _mean_vectors(self, x: Tensor, latent: Tensor) -> Tensor:
         """Explicit kernel mean embeddings ``C X`` for the linear embedding kernel: ``*B x n x q``."""
-        ids, weights = _word_weights(x, self.raw_latent.dtype)
-        vectors = _gather_rows(self.latent, ids.flatten(-2)).unflatten(-2, ids.shape[-2:])
+        ids, weights = _word_weights(x, latent.dtype)
+        vectors = _gather_rows(latent, ids.flatten(-2)).unflatten(-2, ids.shape[-2:])
         return (weights.unsqueeze(-1) * vectors).sum(-2)
 
-    def paired_inner(self, x1: Tensor, x2: Tensor) -> Tensor:
+    def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
         r"""Row-wise :math:`\langle m(\mathbf X^{(1)}_i), m(\mathbf X^{(2)}_i)\rangle` (eq. 3.2):
-        ``*b1 x n x L1`` and ``*b2 x n x L2`` -> ``*B x n``. Costs :math:`O(n L_1 L_2 q)`."""
-        if self.embedding is None and self.embedding_name == "linear":
-            return (self._mean_vectors(x1) * self._mean_vectors(x2)).sum(-1)
-        dtype = self.raw_latent.dtype
-        ids1, w1 = _word_weights(x1, dtype)
-        ids2, w2 = _word_weights(x2, dtype)
+        ``*b1 x n x L1`` and ``*b2 x n x L2`` -> ``*B x n``. Costs :math:`O(n L_1 L_2 q)`.
+        ``latent``: the vectors to use (default :attr:`latent`)."""
+        latent = self.latent if latent is None else latent
+        if self._linear_embedding:
+            return (self._mean_vectors(x1, latent) * self._mean_vectors(x2, latent)).sum(-1)
+        ids1, w1 = _word_weights(x1, latent.dtype)
+        ids2, w2 = _word_weights(x2, latent.dtype)
         n = x1.shape[-2]
         step = max(1, _BLOCK_ENTRIES // max(1, x1.shape[-1] * x2.shape[-1]))
         out = []
         for start in range(0, n, step):
             sl = slice(start, start + step)
-            v1 = _gather_rows(self.latent, ids1[..., sl, :].flatten(-2)).unflatten(-2, ids1[..., sl, :].shape[-2:])
-            v2 = _gather_rows(self.latent, ids2[..., sl, :].flatten(-2)).unflatten(-2, ids2[..., sl, :].shape[-2:])
+            v1 = _gather_rows(latent, ids1[..., sl, :].flatten(-2)).unflatten(-2, ids1[..., sl, :].shape[-2:])
+            v2 = _gather_rows(latent, ids2[..., sl, :].flatten(-2)).unflatten(-2, ids2[..., sl, :].shape[-2:])
             # documents to the front, so the kernel's batch shape meets the data's batch dims
             gram = self.embedding_gram(v1.movedim(-3, 0), v2.movedim(-3, 0)).movedim(0, -3)
             out.append(((w1[..., sl, :].unsqueeze(-1) * gram).sum(-2) * w2[..., sl, :]).sum(-1))
+        if not out:
+            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], latent.shape[:-2])
+            return latent.new_zeros(*batch, 0)
         return torch.cat(out, dim=-1)
 
-    def self_inner(self, x: Tensor) -> Tensor:
+    def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         r""":math:`\|m(\mathbf X_i)\|^2` for every document (``*b x n x L`` -> ``*B x n``), through
         the Gram of the distinct words, :math:`\mathrm{diag}(C G C^\top)`: :math:`O(\mathrm{nnz}\,u)`
         for :math:`u` distinct words instead of :meth:`paired_inner`'s :math:`O(n L^2 q)` (long padded
         documents); used for unbatched inputs."""
-        if x.dim() != 2 or self.raw_latent.dim() != 2 or (self.embedding is None and self.embedding_name == "linear"):
-            return self.paired_inner(x, x)
-        ids, w = _word_weights(x, self.raw_latent.dtype)
+        latent = self.latent if latent is None else latent
+        if x.dim() != 2 or latent.dim() != 2 or self._linear_embedding or x.shape[0] == 0:
+            return self.paired_inner(x, x, latent)
+        ids, w = _word_weights(x, latent.dtype)
         words, local = torch.unique(ids, return_inverse=True)
-        v = self.latent.index_select(-2, words)
+        v = latent.index_select(-2, words)
         left = F.embedding_bag(local, self.embedding_gram(v, v), per_sample_weights=w, mode="sum")  # n x u: C G
         return (left.gather(-1, local) * w).sum(-1)
 
-    def mean_embedding_gram(self, x1: Tensor, x2: Tensor, symmetric: bool = False) -> Tensor:
+    def mean_embedding_gram(
+        self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
+    ) -> Tensor:
         r""":math:`K_{*\text{-LIN}}` (eq. 3.9) between all documents: ``*b1 x n1 x L1``,
         ``*b2 x n2 x L2`` -> ``*B x n1 x n2``. ``symmetric`` asserts ``x1 == x2``."""
-        if self.embedding is None and self.embedding_name == "linear":
-            m1 = self._mean_vectors(x1)
-            return m1 @ (m1 if symmetric else self._mean_vectors(x2)).mT
-        dtype = self.raw_latent.dtype
+        latent = self.latent if latent is None else latent
+        if self._linear_embedding:
+            m1 = self._mean_vectors(x1, latent)
+            return m1 @ (m1 if symmetric else self._mean_vectors(x2, latent)).mT
+        dtype = latent.dtype
         ids1, w1 = _word_weights(x1, dtype)
         words1, local1 = torch.unique(ids1, return_inverse=True)
         if symmetric:
@@ -491,40 +451,49 @@ class LatentDistributionKernel(Kernel):
         else:
             ids2, w2 = _word_weights(x2, dtype)
             words2, local2 = torch.unique(ids2, return_inverse=True)
-        v1 = self.latent.index_select(-2, words1)
-        gram = self.embedding_gram(v1, v1 if symmetric else self.latent.index_select(-2, words2))
+        v1 = latent.index_select(-2, words1)
+        gram = self.embedding_gram(v1, v1 if symmetric else latent.index_select(-2, words2))
         batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], gram.shape[:-2])
         gram_symmetric = symmetric and self.embedding is None
-        parts = []
-        flat = (
-            local1.expand(*batch, *local1.shape[-2:]).reshape(-1, *local1.shape[-2:]),
-            w1.expand(*batch, *w1.shape[-2:]).reshape(-1, *w1.shape[-2:]),
-            gram.expand(*batch, *gram.shape[-2:]).reshape(-1, *gram.shape[-2:]),
-            local2.expand(*batch, *local2.shape[-2:]).reshape(-1, *local2.shape[-2:]),
-            w2.expand(*batch, *w2.shape[-2:]).reshape(-1, *w2.shape[-2:]),
-        )
-        for i1, ww1, g, i2, ww2 in zip(*flat):
-            parts.append(_sandwich(i1, ww1, g, i2, ww2, gram_symmetric))
+
+        def flat(t: Tensor) -> Tensor:
+            return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
+
+        parts = [
+            _sandwich(i1, ww1, g, i2, ww2, gram_symmetric)
+            for i1, ww1, g, i2, ww2 in zip(flat(local1), flat(w1), flat(gram), flat(local2), flat(w2))
+        ]
+        if not parts:
+            return gram.new_zeros(*batch, x1.shape[-2], x2.shape[-2])
         return torch.stack(parts).view(*batch, x1.shape[-2], x2.shape[-2])
 
     def squared_mmd(self, x1: Tensor, x2: Tensor) -> Tensor:
         r"""Squared RKHS distance between mean embeddings, eq. 3.3: ``*B x n1 x n2``."""
-        check_padded(x1, "x1", self.num_words)
-        check_padded(x2, "x2", self.num_words)
+        x1 = self._check(x1, "x1")
+        x2 = self._check(x2, "x2")
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        lin = self.mean_embedding_gram(x1, x2, symmetric=same)
-        return self._distance(lin, x1, x2, same)
+        latent = self.latent
+        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
+        return self._distance(lin, x1, x2, same, latent)
 
-    def _distance(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool) -> Tensor:
+    def _distance(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> Tensor:
         if same:
             s1 = s2 = lin.diagonal(dim1=-2, dim2=-1)
         else:
-            s1, s2 = self.self_inner(x1), self.self_inner(x2)
+            s1, s2 = self.self_inner(x1, latent), self.self_inner(x2, latent)
         return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
+
+    def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
+        """The one input check: a padded integer tensor of ids below :attr:`num_words` (any
+        integer dtype, returned as ``torch.long``)."""
+        check_padded(x, name, self.num_words, allow_empty=allow_empty)
+        return x if x.dtype == torch.long else x.long()
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params) -> Tensor:
         if last_dim_is_batch:
             raise NotImplementedError("LatentDistributionKernel does not support last_dim_is_batch")
+        if self.active_dims is not None:  # emptiness is known only after the column selection
+            x1, x2 = self._check(x1, "x1"), self._check(x2, "x2")
         # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
         # classifier): the word Gram and its gradient are formed once, not once per element
         single1 = _single_batch(x1)
@@ -540,12 +509,9 @@ class LatentDistributionKernel(Kernel):
             tail = 1 if diag else 2
             batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
             return out.expand(*batch, *out.shape[out.dim() - tail :])
-        if self.variational and self.training:
-            self.resample_latent(self.sample_generator)  # like dropout: each training evaluation is one MC sample
-        check_padded(x1, "x1", self.num_words)
+        self.word_vectors.sample_for_training()
+        latent = self.latent
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        if not same:
-            check_padded(x2, "x2", self.num_words)
         if diag:
             if x1.shape[-2] != x2.shape[-2]:
                 raise ValueError(
@@ -553,32 +519,54 @@ class LatentDistributionKernel(Kernel):
                 )
             if same and self.level2 == "rbf":
                 batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
-                return torch.ones(*batch, x1.shape[-2], dtype=self.raw_latent.dtype, device=x1.device)
-            lin = self.self_inner(x1) if same else self.paired_inner(x1, x2)
+                return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
+            lin = self.self_inner(x1, latent) if same else self.paired_inner(x1, x2, latent)
             if self.level2 == "linear":
                 return lin
             if self.level2 == "poly":
                 return (lin + self._scalar("c", 1)).pow(self.d)
-            dist = (self.self_inner(x1) + self.self_inner(x2) - 2 * lin).clamp_min(0)
+            dist = (self.self_inner(x1, latent) + self.self_inner(x2, latent) - 2 * lin).clamp_min(0)
             return torch.exp(-0.5 * self._scalar("zeta", 1) * dist)
-        lin = self.mean_embedding_gram(x1, x2, symmetric=same)
+        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
         if self.level2 == "linear":
             return lin
         if self.level2 == "poly":
             return (lin + self._scalar("c")).pow(self.d)
-        return torch.exp(-0.5 * self._scalar("zeta") * self._distance(lin, x1, x2, same))
+        return torch.exp(-0.5 * self._scalar("zeta") * self._distance(lin, x1, x2, same, latent))
 
     def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params):
-        """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly and padding
-        ``x1``/``x2`` of different widths to a common width (padding changes no value)."""
+        """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly (any integer
+        dtype), padding ``x1``/``x2`` of different widths to a common width (padding changes no
+        value), and computing ``diag=True`` directly: gpytorch's ``Kernel.__call__`` takes the
+        diagonal of any output shaped like ``x1``'s Gram, which misreads a batched kernel's
+        ``b x n`` diagonal when ``b == n``."""
         # with active_dims, emptiness is only known after column selection (checked in forward)
         allow_empty = self.active_dims is not None
-        check_padded(x1, "x1", self.num_words, allow_empty=allow_empty)
+        x1 = self._check(x1, "x1", allow_empty)
         if x2 is not None:
-            check_padded(x2, "x2", self.num_words, allow_empty=allow_empty)
+            x2 = self._check(x2, "x2", allow_empty)
             if x1.shape[-1] != x2.shape[-1]:
                 x1, x2 = pad_to_common_width(x1, x2)
+        if diag:
+            if self.active_dims is not None:
+                x1 = x1.index_select(-1, self.active_dims)
+                x2 = x1 if x2 is None else x2.index_select(-1, self.active_dims)
+            return Module.__call__(self, x1, x1 if x2 is None else x2, diag=True, **params)
         return super().__call__(x1, x2, diag=diag, **params)
+
+    def expand_batch(self, *sizes) -> LatentDistributionKernel:
+        """As gpytorch's ``Kernel.expand_batch``, word vectors included."""
+        new = super().expand_batch(*sizes)
+        if new is not self and len(self.word_vectors.batch_shape):
+            new.word_vectors = self.word_vectors.expand_batch(new.batch_shape)
+        return new
+
+    def __getitem__(self, index) -> LatentDistributionKernel:
+        """As gpytorch's ``Kernel.__getitem__`` (index the batch), word vectors included."""
+        new = super().__getitem__(index)
+        if new is not self and len(self.word_vectors.batch_shape):
+            new.word_vectors = self.word_vectors[index]
+        return new
 
     def __getattr__(self, name: str):
         if name in _USED_BY:
@@ -587,7 +575,4 @@ class LatentDistributionKernel(Kernel):
         return super().__getattr__(name)
 
     def extra_repr(self) -> str:
-        return (
-            f"num_words={self.num_words}, latent_dim={self.latent_dim}, embedding={self.embedding_name!r}, "
-            f"level2={self.level2!r}, rho={self.rho}"
-        )
+        return f"embedding={self.embedding_name!r}, level2={self.level2!r}"

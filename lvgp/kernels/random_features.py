@@ -76,7 +76,7 @@ class RandomFeatureLDK(LatentDistributionKernel):
             raise ValueError(f"num_features must be a positive integer; got {num_features!r}")
         self.features, self.num_features, self.jitter = features, num_features, jitter
         g = torch.Generator().manual_seed(feature_seed)
-        dtype = self.raw_latent.dtype
+        dtype = self.word_vectors.dtype
         if features == "rff":
             self.register_buffer("rff_weights", torch.randn(latent_dim, num_features, generator=g, dtype=dtype))
             self.register_buffer("rff_phases", 2 * math.pi * torch.rand(num_features, generator=g, dtype=dtype))
@@ -90,35 +90,39 @@ class RandomFeatureLDK(LatentDistributionKernel):
                 raise ValueError("landmarks must be a 1-D tensor of word ids in [0, num_words)")
             self.register_buffer("landmarks", landmarks)
 
-    def word_features_map(self, vectors: Tensor) -> Tensor:
-        """phi of latent vectors: ``m x q`` -> ``m x D``."""
+    def word_features_map(self, vectors: Tensor, latent: Tensor | None = None) -> Tensor:
+        """phi of latent vectors: ``m x q`` -> ``m x D`` (``latent``: the table the Nystrom
+        landmarks are read from, default :attr:`latent`)."""
         if self.features == "rff":
             proj = (self._scalar("gamma").sqrt() * vectors) @ self.rff_weights + self.rff_phases
             return math.sqrt(2.0 / self.rff_weights.shape[1]) * torch.cos(proj)
-        z = self.latent.index_select(-2, self.landmarks)
+        z = (self.latent if latent is None else latent).index_select(-2, self.landmarks)
         kzz = self.embedding_gram(z, z)
         scale = kzz.diagonal().mean().detach()
         chol = torch.linalg.cholesky(kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype))
         return torch.linalg.solve_triangular(chol, self.embedding_gram(z, vectors), upper=False).mT
 
-    def document_features(self, x: Tensor) -> Tensor:
+    def document_features(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         """Approximate kernel mean embeddings: ``n x L`` padded -> ``n x D``."""
         if x.dim() != 2:
             raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
-        ids, w = _word_weights(x, self.raw_latent.dtype)
+        latent = self.latent if latent is None else latent
+        ids, w = _word_weights(x, latent.dtype)
         words, local = torch.unique(ids, return_inverse=True)
-        phi = self.word_features_map(self.latent.index_select(-2, words))
+        phi = self.word_features_map(latent.index_select(-2, words), latent)
         return F.embedding_bag(local, phi, per_sample_weights=w, mode="sum")
 
-    def mean_embedding_gram(self, x1: Tensor, x2: Tensor, symmetric: bool = False) -> Tensor:
-        f1 = self.document_features(x1)
-        return f1 @ (f1 if symmetric else self.document_features(x2)).mT
+    def mean_embedding_gram(
+        self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
+    ) -> Tensor:
+        f1 = self.document_features(x1, latent)
+        return f1 @ (f1 if symmetric else self.document_features(x2, latent)).mT
 
-    def paired_inner(self, x1: Tensor, x2: Tensor) -> Tensor:
-        return (self.document_features(x1) * self.document_features(x2)).sum(-1)
+    def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
+        return (self.document_features(x1, latent) * self.document_features(x2, latent)).sum(-1)
 
-    def self_inner(self, x: Tensor) -> Tensor:
-        return self.document_features(x).pow(2).sum(-1)
+    def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
+        return self.document_features(x, latent).pow(2).sum(-1)
 
 
 @torch.no_grad()

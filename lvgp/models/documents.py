@@ -1,4 +1,4 @@
-"""What lvgp's scikit-learn estimators accept as ``X``, and its conversion to padded tensors.
+r"""What lvgp's scikit-learn estimators accept as ``X``, and its conversion to padded tensors.
 
 * texts: a list (or 1-D array) of strings, or of token lists -> a :class:`~lvgp.Vocabulary`
   is fitted on the training texts;
@@ -11,20 +11,29 @@ Unseen words at prediction time: texts drop unknown words with an
 training number of columns; padded ids must be below the training ``num_words``.
 Documents left without any known word are kept as padding-only rows and the estimator
 says (with a warning) how it predicts them.
+
+Pretrained word embeddings (``word_embeddings``, text input): the encoder gives the
+vocabulary's words their vectors (:attr:`DocumentEncoder.word_features`, to tie latent word
+vectors to, :mod:`lvgp.kernels.word_vectors`), and at prediction time
+:meth:`DocumentEncoder.predicting` keeps words never seen in training that have a pretrained
+vector: they enter with their embedding-implied latent vector :math:`W\mathbf e_v`, and the
+``UnseenWordsWarning`` counts only the words without any vector.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from ..bow.padded import PAD, check_padded, counts_to_padded
+from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded
 from ..bow.vocabulary import Vocabulary
-from ..warnings import EmptyDocumentsWarning
+from ..warnings import EmptyDocumentsWarning, MissingEmbeddingsWarning
 
 KINDS = ("texts", "counts", "padded")
 
@@ -51,6 +60,36 @@ def input_kind(X) -> str:
     )
 
 
+def resolve_embeddings(word_embeddings):
+    """``None``, a :class:`~lvgp.datasets.WordEmbeddings`, or the name of one known to
+    :func:`lvgp.datasets.load_word_embeddings` (loaded, cached per process)."""
+    if word_embeddings is None or not isinstance(word_embeddings, str):
+        return word_embeddings
+    from ..datasets.loaders import load_word_embeddings
+
+    return load_word_embeddings(word_embeddings)
+
+
+def embedding_features(words: list[str], embeddings, stacklevel: int = 3) -> tuple[np.ndarray, float]:
+    """Pretrained vectors of ``words`` (``len(words) x h`` float64; zero rows for words without
+    one, counted in a :class:`~lvgp.warnings.MissingEmbeddingsWarning`) divided by their mean
+    norm, and that norm (to scale vectors of later words alike)."""
+    name = getattr(embeddings, "name", "word_embeddings")
+    vectors, found = embeddings.lookup(words)
+    if not found.any():
+        raise ValueError(f"no vocabulary word has a vector in {name}")
+    if not found.all():
+        warnings.warn(
+            f"{int((~found).sum())} of {found.size} vocabulary words have no vector in {name}: "
+            "their latent vectors are free residuals",
+            MissingEmbeddingsWarning,
+            stacklevel=stacklevel,
+        )
+    vectors = np.asarray(vectors, dtype=np.float64)
+    scale = float(np.linalg.norm(vectors[found], axis=1).mean()) or 1.0
+    return vectors / scale, scale
+
+
 class DocumentEncoder:
     """Fitted conversion of estimator inputs to padded word-index tensors.
 
@@ -58,14 +97,20 @@ class DocumentEncoder:
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (fitted: used as is;
             unfitted: a copy is fitted on the training texts) or ``None`` for the default.
         num_words: for padded input, the vocabulary size (default: largest id + 1).
+        word_embeddings: ``None``, a :class:`~lvgp.datasets.WordEmbeddings` or the name of one
+            (e.g. ``"glove-6b-50d"``); needs text input. Fitting sets :attr:`word_features`.
     """
 
-    def __init__(self, vocabulary: Vocabulary | None = None, num_words: int | None = None):
+    def __init__(self, vocabulary: Vocabulary | None = None, num_words: int | None = None, word_embeddings=None):
         self.vocabulary_template = vocabulary
         self.num_words_option = num_words
+        self.word_embeddings = word_embeddings
         self.kind: str | None = None
         self.vocabulary: Vocabulary | None = None
         self.num_words: int | None = None
+        #: ``num_words x h`` pretrained vectors of the vocabulary (scaled to unit mean norm), or ``None``
+        self.word_features: np.ndarray | None = None
+        self.feature_scale: float | None = None
 
     def fit_transform(self, X, name: str = "X") -> torch.Tensor:
         """Fit on training documents and encode them (empty documents raise)."""
@@ -79,7 +124,16 @@ class DocumentEncoder:
                 self.vocabulary = copy.deepcopy(template) if template is not None else Vocabulary()
                 self.vocabulary.fit(docs)
             self.num_words = len(self.vocabulary)
-            return self.vocabulary.encode(docs, on_empty="raise", name=name)
+            x = self.vocabulary.encode(docs, on_empty="raise", name=name)
+            if self.word_embeddings is not None:
+                self.word_features, self.feature_scale = embedding_features(
+                    self.vocabulary.words, resolve_embeddings(self.word_embeddings), stacklevel=4
+                )
+            return x
+        if self.word_embeddings is not None:
+            raise ValueError(
+                f"word_embeddings needs text input (a vocabulary maps words to vectors); {name} is {self.kind}"
+            )
         if self.kind == "counts":
             self.num_words = int(X.shape[1])
             x = counts_to_padded(X, name)
@@ -117,19 +171,71 @@ class DocumentEncoder:
             raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
         return x
 
+    @contextlib.contextmanager
+    def predicting(self, X, word_vectors=None, name: str = "X") -> Iterator[torch.Tensor]:
+        """Encode documents for prediction (a context manager yielding the padded tensor).
+
+        With pretrained embeddings and ``word_vectors`` (a :class:`~lvgp.kernels.WordVectors`
+        tied to :attr:`word_features`), words never seen in training that have a vector are
+        kept: inside the block they are extra words of ``word_vectors`` (ids from
+        ``num_words``) with their embedding-implied vectors; nothing is stored. Otherwise as
+        :meth:`transform`."""
+        embeddings = self._available_embeddings()
+        if embeddings is None or word_vectors is None or word_vectors.word_features is None or self.kind != "texts":
+            yield self.transform(X, name)
+            return
+        if isinstance(X, str):
+            raise TypeError(f"{name} must be a sequence of documents, not a single string")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)  # the estimator reports them itself
+            x, added = self.vocabulary.encode_extended(list(X), embeddings, on_empty="keep", name=name)
+        if not added:
+            yield x
+            return
+        vectors, _ = embeddings.lookup(added)
+        with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / self.feature_scale):
+            yield x
+
+    def _available_embeddings(self):
+        if self.word_embeddings is None or self.feature_scale is None:
+            return None
+        try:
+            return resolve_embeddings(self.word_embeddings)
+        except Exception as err:  # e.g. offline after loading a saved model: unseen words are then dropped
+            warnings.warn(f"pretrained embeddings unavailable ({err}); unseen words are dropped", RuntimeWarning, 3)
+            return None
+
     def to_dict(self) -> dict:
+        """Plain values and tensors (``torch.load(weights_only=True)`` reads them back): a named
+        embedding is saved by name, a custom :class:`~lvgp.datasets.WordEmbeddings` whole (its
+        words and vectors), so that a reloaded model maps unseen words exactly as before."""
+        embeddings = self.word_embeddings
+        if embeddings is not None and not isinstance(embeddings, str):
+            embeddings = {
+                "name": getattr(embeddings, "name", "custom"),
+                "words": list(embeddings.words),
+                "vectors": torch.as_tensor(np.asarray(embeddings.vectors)),
+            }
         return {
             "kind": self.kind,
             "num_words": self.num_words,
             "vocabulary": self.vocabulary.to_dict() if self.vocabulary is not None else None,
+            "word_embeddings": embeddings,
+            "feature_scale": self.feature_scale,
         }
 
     @classmethod
     def from_dict(cls, state: dict) -> DocumentEncoder:
-        enc = cls()
+        embeddings = state.get("word_embeddings")
+        if isinstance(embeddings, dict):
+            from ..datasets.loaders import WordEmbeddings
+
+            embeddings = WordEmbeddings(embeddings["name"], embeddings["words"], embeddings["vectors"].numpy())
+        enc = cls(word_embeddings=embeddings)
         enc.kind = state["kind"]
         enc.num_words = state["num_words"]
         enc.vocabulary = Vocabulary.from_dict(state["vocabulary"]) if state["vocabulary"] is not None else None
+        enc.feature_scale = state.get("feature_scale")
         return enc
 
 
@@ -155,3 +261,23 @@ def check_targets_array(y, n: int, name: str = "y") -> np.ndarray:
             f"{name} holds NaN or infinite values in rows {rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
         )
     return arr
+
+
+def check_labels(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Validate class labels: one per document (``n``), no missing values, at least two
+    classes. Returns ``(classes, codes)`` as ``np.unique(y, return_inverse=True)``."""
+    arr = np.asarray(y)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"{name} must hold one label per document: {n} documents, {name} of shape {arr.shape}")
+    if arr.dtype.kind == "f" or arr.dtype == object:
+        missing = np.array([v is None or (isinstance(v, float) and v != v) for v in arr.tolist()])
+        if missing.any():
+            rows = np.flatnonzero(missing)
+            raise ValueError(f"{name} holds missing labels (None or NaN) in rows {_rows_text(rows)}")
+    try:
+        classes, codes = np.unique(arr, return_inverse=True)
+    except TypeError as err:
+        raise TypeError(f"{name} mixes label types that cannot be ordered ({err})") from None
+    if len(classes) < 2:
+        raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs at least two")
+    return classes, codes.reshape(-1)

@@ -61,6 +61,15 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
     def _draw_latent_sample(self, generator: torch.Generator | None) -> None:
         """Fix one sample of the latent quantities (``None``: back to their means)."""
 
+    def _word_embeddings(self):
+        """Pretrained embeddings the encoder looks words up in (``None``: none)."""
+        return None
+
+    def _word_vectors(self):
+        """The fitted model's word-vector module whose extra words take unseen words with
+        pretrained vectors at prediction time (``None``: unseen words are dropped)."""
+        return None
+
     def _init_hyperparameters(self, model: SharedKernelExactGP) -> None:
         # float64 tensors: gpytorch's setters turn Python floats into float32 first
         model.likelihood.noise = torch.tensor(self.noise_init, dtype=torch.float64)
@@ -78,7 +87,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         ``y`` (``n`` or ``n x B``). ``X_val``/``y_val``: a validation set for early
         stopping (otherwise ``early_stopping=True`` holds out ``validation_fraction``)."""
         self._check_params()
-        self._encoder = DocumentEncoder(self.vocabulary, self.num_words)
+        self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self._encoder.fit_transform(X)
         n = x.shape[0]
         y = check_targets_array(y, n)
@@ -229,7 +238,9 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         the default ``include_noise=True`` gives the standard deviation of a new target
         :math:`y_*`; ``include_noise=False`` that of the latent :math:`f_*`.
 
-        Unseen words are dropped with a counted :class:`~lvgp.warnings.UnseenWordsWarning`.
+        Unseen words are dropped with a counted :class:`~lvgp.warnings.UnseenWordsWarning`,
+        except, for models tied to pretrained embeddings, words that have a pretrained vector:
+        they enter with their embedding-implied latent vector (:meth:`DocumentEncoder.predicting`).
         For models whose kernel needs at least one word (GP-LVSM), documents without any
         known word carry no information: they get the prior mean and the prior standard
         deviation of an average training document (``outputscale * mean(diag K(train))``,
@@ -239,7 +250,15 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             ``mean`` (``n`` or ``n x B``) or ``(mean, std)``, numpy, in target units.
         """
         check_is_fitted(self, "model_")
-        x = self._encoder.transform(X)
+        with self._encoder.predicting(X, self._word_vectors()) as x:
+            mean, var = self._predict_encoded(x, include_noise)
+        mean = mean.numpy() * self.y_std_ + self.y_mean_
+        if not return_std:
+            return mean
+        return mean, np.sqrt(var.numpy()) * self.y_std_
+
+    def _predict_encoded(self, x: torch.Tensor, include_noise: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predictive mean and variance (standardized units) of padded documents ``x``."""
         empty = empty_rows(x) if self._empty_documents_use_prior else torch.zeros(x.shape[0], dtype=torch.bool)
         model, lik = self.model_, self.likelihood_
         model.eval()
@@ -255,17 +274,14 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             warnings.warn(
                 f"{int(empty.sum())} of {x.shape[0]} documents have no known word: predicted with the prior",
                 EmptyDocumentsWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
             with torch.no_grad(), exact_numerics():
                 train_inputs = model.train_inputs[0]
                 prior_var = model.covar_module(train_inputs, diag=True).mean()
                 mean[empty] = model.mean_module(train_inputs[:1]).reshape(-1).to(mean.dtype)
                 var[empty] = prior_var + noise
-        mean = mean.numpy() * self.y_std_ + self.y_mean_
-        if not return_std:
-            return mean
-        return mean, np.sqrt(var.numpy()) * self.y_std_
+        return mean, var
 
     # ------------------------------------------------------------------ persistence
     def _saved_params(self) -> dict:

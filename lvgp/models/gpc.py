@@ -1,14 +1,31 @@
-r"""GP classification with the latent distribution kernel (variational, gpytorch).
+r"""GP classification with the latent distribution kernel.
 
-Binary: :math:`p(y=1\mid f) = \Phi(f)` (gpytorch's ``BernoulliLikelihood``, probit), one latent
-GP. Multi-class: :math:`C` independent latent GPs sharing one LDK (the same word vectors, a
-separate output scale and mean per class) and the softmax likelihood. Each GP is a
-whitened SVGP on inducing documents (training documents, all of them when
-``num_inducing >= n``; see :mod:`lvgp.models.sparse` for why inducing inputs are documents),
-trained with the word vectors and the kernel parameters by maximizing the ELBO plus the
-:math:`\mathcal N(0, \rho^{-1}I)` prior on the word vectors (Adam, full batch or mini-batches).
-Predictive probabilities integrate the latent functions' posterior (Gauss-Hermite for the
-probit, Monte Carlo for the softmax).
+Two inferences, one estimator (:class:`LDKGPClassifier`); in both, :math:`C` latent GPs (one
+per class; one for a binary probit) share one LDK -- the same word vectors -- with a separate
+output scale and constant mean per class, and the word vectors carry the
+:math:`\mathcal N(0, \rho^{-1}I)` prior of GP-LVSM.
+
+* ``inference="dirichlet"`` (default): Dirichlet-based GP classification (Milios, Camoriano,
+  Michiardi, Rosasco & Filippone, NeurIPS 2018; gpytorch's ``DirichletClassificationLikelihood``).
+  The one-hot labels become regression targets in log space,
+  :math:`\tilde y_{ic} = \log\alpha_{ic} - \sigma^2_{ic}/2` with
+  :math:`\alpha_{ic} = \mathbb 1[y_i = c] + \alpha_\epsilon` and fixed heteroscedastic noise
+  :math:`\sigma^2_{ic} = \log(1/\alpha_{ic} + 1)` (moment matching of the Dirichlet's gamma
+  marginals), plus a learned homoscedastic noise per class. Each class is then an *exact* GP regression,
+  so the word vectors, output scales, means and noise are fitted by L-BFGS on the exact log
+  marginal likelihood plus the log prior of the word vectors (as GP-LVSM, eq. 11) -- no
+  variational parameters, no stochastic optimizer. Class probabilities are
+  :math:`\mathbb E[\exp f_c / \sum_{c'} \exp f_{c'}]` under the GPs' predictive marginals (Monte Carlo
+  with fixed draws: predictions are a deterministic function of the model and the input).
+* ``inference="variational"``: the likelihood is the softmax (probit for two classes) and each GP a
+  whitened SVGP on inducing documents (training documents, k-means++ seeded; see
+  :mod:`lvgp.models.sparse`). The variational distributions take natural-gradient steps
+  (gpytorch's ``NaturalVariationalDistribution`` with ``NGD``), the word vectors and kernel
+  parameters Adam steps on the same ELBO; mini-batches when ``batch_size`` is set. This is the
+  scalable option (memory and time independent of ``n`` per step).
+
+Both tie the word vectors to pretrained embeddings on request (``word_embeddings``); words unseen
+in training that have an embedding then enter prediction with their embedding-implied vectors.
 """
 
 from __future__ import annotations
@@ -19,25 +36,50 @@ import warnings
 import gpytorch
 import numpy as np
 import torch
-from gpytorch.variational import CholeskyVariationalDistribution, IndependentMultitaskVariationalStrategy
+from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from ..bow.padded import PAD
-from ..kernels import LatentDistributionKernel
+from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder
-from .numerics import exact_numerics
+from .documents import DocumentEncoder, check_labels
+from .gplvsm import PaddedInputsMixin
+from .numerics import covariance_errors, default_dtype, exact_numerics
+from .optimize import minimize
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 
-__all__ = ["LDKGPClassifier"]
+__all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES"]
+
+INFERENCES = ("dirichlet", "variational")
+
+
+class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
+    """``C`` exact GPs (batch shape ``C``) on the Dirichlet-transformed labels of
+    ``likelihood`` (a :class:`gpytorch.likelihoods.DirichletClassificationLikelihood`), sharing
+    ``kernel`` (an LDK) under per-class output scales and constant means."""
+
+    def __init__(self, train_x: torch.Tensor, likelihood, kernel: LatentDistributionKernel):
+        targets = likelihood.transformed_targets  # C x n
+        super().__init__(train_x, targets, likelihood)
+        batch = torch.Size([targets.shape[0]])
+        self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch)
+        self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=batch)
+
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    @property
+    def ldk(self) -> LatentDistributionKernel:
+        return self.covar_module.base_kernel
 
 
 class _LDKClassificationGP(gpytorch.models.ApproximateGP):
     def __init__(self, inducing: torch.Tensor, kernel: LatentDistributionKernel, n_latent: int, jitter: float = 1e-6):
         batch = torch.Size([n_latent]) if n_latent > 1 else torch.Size([])
-        dist = CholeskyVariationalDistribution(inducing.shape[0], batch_shape=batch, dtype=torch.float64)
+        dist = NaturalVariationalDistribution(inducing.shape[0], batch_shape=batch)
         strategy = _PaddedVariationalStrategy(self, inducing, dist, learn_inducing_locations=False, jitter_val=jitter)
         if n_latent > 1:
             strategy = IndependentMultitaskVariationalStrategy(strategy, num_tasks=n_latent)
@@ -49,143 +91,265 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
+def _trim(x: torch.Tensor) -> torch.Tensor:
+    """Rows of padded documents cut to their longest document (at least one column)."""
+    return x[:, : max(1, int((x != PAD).sum(-1).max()))]
+
+
 class LDKGPClassifier(ClassifierMixin, BaseEstimator):
-    """Variational GP classifier with LDK (binary probit or multi-class softmax).
+    r"""GP classifier with LDK (see the module docstring for the two inferences).
 
     Args:
-        latent_dim, rho, gamma, level2: the LDK (RBF embedding) and its prior precision.
-        num_inducing: inducing documents (k-means++ seeded among the training documents).
-        max_epochs, batch_size (``None``: full batch), lr: Adam.
-        n_mc_samples: Monte Carlo draws of the latent functions for the softmax predictive
-            probabilities (the same draws for every document, so a document's probabilities
-            do not depend on what it is predicted with).
+        inference: ``"dirichlet"`` (exact GPs on Dirichlet-transformed labels, L-BFGS) or
+            ``"variational"`` (softmax/probit SVGP: natural gradients for q(u), Adam for the rest).
+        latent_dim, rho, gamma, level2: the LDK (RBF embedding) and the prior precision of the word vectors.
+        word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings`
+            or a name) the latent vectors are tied to (text input).
+        alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
+            :math:`\alpha_\epsilon`, 0.01 as they suggest).
+        max_iter, tol: L-BFGS budget and relative tolerance (Dirichlet).
+        num_inducing, max_epochs, batch_size (``None``: full batch), lr, ngd_lr: variational inference.
+        n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
+            same draws for every document and call).
         vocabulary, num_words, random_state, verbose.
 
-    Fitted: ``classes_``, ``model_``, ``likelihood_``, ``loss_curve_``, ``word_vectors_``.
+    Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
+    ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``. A ``ConvergenceWarning``
+    says when the budget ends before the convergence criterion (L-BFGS's, or for the variational
+    inference a relative change of the epoch loss below ``tol`` over 10 epochs).
     """
 
     def __init__(
         self,
+        inference: str = "dirichlet",
         latent_dim: int = 2,
-        rho: float = 1.0,
+        rho: float = 0.1,
         gamma: float = 1.0,
         level2: str = "linear",
+        word_embeddings=None,
+        alpha_epsilon: float = 0.01,
+        max_iter: int = 100,
+        tol: float = 1e-6,
         num_inducing: int = 128,
         max_epochs: int = 200,
         batch_size: int | None = None,
         lr: float = 0.03,
+        ngd_lr: float = 0.1,
         n_mc_samples: int = 256,
         vocabulary=None,
         num_words: int | None = None,
         random_state: int | None = None,
         verbose: bool = False,
     ):
+        self.inference = inference
         self.latent_dim = latent_dim
         self.rho = rho
         self.gamma = gamma
         self.level2 = level2
+        self.word_embeddings = word_embeddings
+        self.alpha_epsilon = alpha_epsilon
+        self.max_iter = max_iter
+        self.tol = tol
         self.num_inducing = num_inducing
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
+        self.ngd_lr = ngd_lr
         self.n_mc_samples = n_mc_samples
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words)
-        x = self.encoder_.fit_transform(X, "X")
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != x.shape[0]:
-            raise ValueError(f"y must hold one label per document: {x.shape[0]} documents, y of shape {y.shape}")
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        self.class_prior_ = np.bincount(codes) / len(codes)
-        n_classes = len(self.classes_)
-        if n_classes < 2:
-            raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
-        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
-        torch.manual_seed(seed)
-        idx = choose_inducing_documents(x, self.encoder_.num_words, self.num_inducing, "kmeans++", seed)
-        inducing = x[idx][:, : int((x[idx] != PAD).sum(-1).max())]
-        kernel = LatentDistributionKernel(
-            self.encoder_.num_words, self.latent_dim, "rbf", self.level2, gamma=self.gamma, rho=self.rho, seed=seed
+    def _check_params(self) -> None:
+        if self.inference not in INFERENCES:
+            raise ValueError(f"inference must be one of {INFERENCES}; got {self.inference!r}")
+        for name in ("rho", "gamma", "alpha_epsilon", "lr", "ngd_lr"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
+        for name in ("max_iter", "num_inducing", "max_epochs", "n_mc_samples"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}")
+        if self.batch_size is not None and int(self.batch_size) < 1:
+            raise ValueError(f"batch_size must be a positive integer or None; got {self.batch_size!r}")
+
+    def _kernel(self, seed: int) -> LatentDistributionKernel:
+        vectors = make_word_vectors(
+            self.encoder_.num_words,
+            self.latent_dim,
+            rho=self.rho,
+            word_features=self.encoder_.word_features,
+            seed=seed,
         )
-        kernel.raw_gamma.requires_grad_(False)
+        kernel = LatentDistributionKernel(embedding="rbf", level2=self.level2, word_vectors=vectors, gamma=self.gamma)
+        kernel.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
+        return kernel
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
+        self._check_params()
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
+        x = self.encoder_.fit_transform(X, "X")
+        self.classes_, codes = check_labels(y, x.shape[0])
+        self.class_prior_ = np.bincount(codes) / len(codes)
+        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        start = time.perf_counter()
+        with default_dtype(torch.float64):
+            if self.inference == "dirichlet":
+                self._fit_dirichlet(x, codes, seed)
+            else:
+                # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
+                # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(seed)
+                    self._fit_variational(x, codes, seed)
+        self.fit_seconds_ = time.perf_counter() - start
+        self.model_.eval()
+        self.likelihood_.eval()
+        return self
+
+    def _fit_dirichlet(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+        targets = torch.from_numpy(codes)
+        likelihood = gpytorch.likelihoods.DirichletClassificationLikelihood(
+            targets, alpha_epsilon=self.alpha_epsilon, learn_additional_noise=True, dtype=torch.float64
+        )
+        likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
+        self.likelihood_ = likelihood
+        self.model_ = DirichletLDKGP(x, likelihood, self._kernel(seed))
+        model, n = self.model_, x.shape[0]
+        model.train()
+        likelihood.train()
+
+        def objective() -> torch.Tensor:
+            # sum over classes of the exact log marginal likelihood, plus the word vectors' log
+            # prior once (gpytorch's ExactMarginalLogLikelihood would add it once per class), / n
+            with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
+                loglik = likelihood(model(x)).log_prob(likelihood.transformed_targets).sum()
+            return -(loglik - model.ldk.word_vectors.penalty()) / n
+
+        result = minimize(
+            [p for p in model.parameters() if p.requires_grad],
+            objective,
+            method="lbfgs",
+            max_iter=int(self.max_iter),
+            tol=self.tol,
+            verbose=self.verbose,
+            desc="LDK GP classifier",
+        )
+        self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
+        if not result.converged and not result.interrupted:
+            warnings.warn(
+                f"the Dirichlet GP classifier did not converge in {result.n_iter} L-BFGS iterations "
+                f"({result.message}); increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _fit_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+        n_classes = len(self.classes_)
+        idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
-        self.model_ = _LDKClassificationGP(inducing, kernel, 1 if binary else n_classes).double()
+        self.model_ = _LDKClassificationGP(_trim(x[idx]), self._kernel(seed), 1 if binary else n_classes)
         if binary:
-            self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood().double()
+            self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
             targets = torch.from_numpy(codes.astype(np.float64))
         else:
-            self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(
-                num_classes=n_classes, mixing_weights=False
-            ).double()
+            self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
             targets = torch.from_numpy(codes)
         n = x.shape[0]
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
-        opt = torch.optim.Adam(list(self.model_.parameters()) + list(self.likelihood_.parameters()), lr=self.lr)
-        batch = n if self.batch_size is None else self.batch_size
+        natural = list(self.model_.variational_parameters())
+        natural_ids = {id(p) for p in natural}
+        others = [
+            p
+            for p in [*self.model_.parameters(), *self.likelihood_.parameters()]
+            if p.requires_grad and id(p) not in natural_ids
+        ]
+        ngd = gpytorch.optim.NGD(natural, num_data=n, lr=self.ngd_lr)
+        adam = torch.optim.Adam(others, lr=self.lr)
+        batch = n if self.batch_size is None else int(self.batch_size)
         g = torch.Generator().manual_seed(seed)
-        self.model_.train(), self.likelihood_.train()
+        self.model_.train()
+        self.likelihood_.train()
         self.loss_curve_ = []
-        start = time.perf_counter()
+        self.converged_ = False
+        window = 10
         try:
             with exact_numerics():
-                for _ in tqdm(range(self.max_epochs), desc="LDK GP classifier", disable=not self.verbose):
+                for _ in tqdm(range(int(self.max_epochs)), desc="LDK GP classifier", disable=not self.verbose):
                     perm, total = torch.randperm(n, generator=g), 0.0
                     for b in range(0, n, batch):
                         rows = perm[b : b + batch]
-                        xb = x[rows][:, : max(1, int((x[rows] != PAD).sum(-1).max()))]
-                        opt.zero_grad()
-                        loss = -mll(self.model_(xb), targets[rows])
+                        ngd.zero_grad()
+                        adam.zero_grad()
+                        loss = -mll(self.model_(_trim(x[rows])), targets[rows])
+                        if not torch.isfinite(loss):
+                            raise FloatingPointError(f"the ELBO became {loss.item()}; lower lr or ngd_lr")
                         loss.backward()
-                        opt.step()
+                        ngd.step()
+                        adam.step()
                         total += loss.item() * len(rows)
                     self.loss_curve_.append(total / n)
+                    curve = self.loss_curve_
+                    if len(curve) > 2 * window:
+                        before, recent = min(curve[:-window]), min(curve[-window:])
+                        if before - recent <= self.tol * max(1.0, abs(before)):
+                            self.converged_ = True
+                            break
         except KeyboardInterrupt:
-            warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=2)
-        self.fit_seconds_ = time.perf_counter() - start
-        self.model_.eval(), self.likelihood_.eval()
-        return self
+            warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=3)
+        else:
+            if not self.converged_:
+                warnings.warn(
+                    f"the variational GP classifier did not converge in {self.max_epochs} epochs; increase max_epochs",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+        self.n_iter_ = len(self.loss_curve_)
 
     @property
     def word_vectors_(self) -> np.ndarray:
+        """``num_words x latent_dim`` learned word vectors."""
         check_is_fitted(self, "model_")
-        return self.model_.covar_module.base_kernel.latent.detach().numpy().copy()
+        return self.model_.covar_module.base_kernel.word_vectors.mean.detach().numpy().copy()
 
+    # ------------------------------------------------------------------ predict
     def predict_proba(self, X, block: int = 1024) -> np.ndarray:
         """``n x n_classes`` predictive probabilities (latent posterior integrated out); a
         document without any known word gets the training class frequencies (with a warning)."""
         check_is_fitted(self, "model_")
-        x = self.encoder_.transform(X, "X")
-        empty = (x == PAD).all(-1)
-        out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)))
-        if empty.any():
-            warnings.warn(
-                f"{int(empty.sum())} documents have no known word: given the training class frequencies",
-                EmptyDocumentsWarning,
-                stacklevel=2,
+        kernel = self.model_.covar_module.base_kernel
+        with self.encoder_.predicting(X, kernel.word_vectors) as x:
+            empty = (x == PAD).all(-1)
+            out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)))
+            if empty.any():
+                warnings.warn(
+                    f"{int(empty.sum())} of {x.shape[0]} documents have no known word: given the training class "
+                    "frequencies",
+                    EmptyDocumentsWarning,
+                    stacklevel=2,
+                )
+            rows = torch.nonzero(~empty).ravel()
+            n_classes = len(self.classes_)
+            # E[softmax(f)] by Monte Carlo over the per-document marginals of the C latent GPs, with
+            # the same draws for every document (gpytorch's SoftmaxLikelihood would expand the lazy
+            # multitask covariance over the samples: GBs for long documents)
+            eps = torch.randn(
+                self.n_mc_samples, 1, n_classes, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
             )
-        rows = torch.nonzero(~empty).ravel()
-        # softmax: E[softmax(f)] by Monte Carlo over the per-document marginals of the C
-        # independent latent GPs (what the likelihood needs; gpytorch's SoftmaxLikelihood would
-        # expand the lazy multitask covariance over the samples: GBs for long documents)
-        eps = torch.randn(
-            self.n_mc_samples, 1, len(self.classes_), dtype=torch.float64, generator=torch.Generator().manual_seed(0)
-        )
-        with torch.no_grad(), exact_numerics():
-            for b in range(0, len(rows), block):
-                idx = rows[b : b + block]
-                xb = x[idx][:, : max(1, int((x[idx] != PAD).sum(-1).max()))]
-                f = self.model_(xb)
-                if len(self.classes_) == 2:
-                    probs = self.likelihood_(f).probs  # the probit integral is closed-form
-                    out[idx] = torch.stack([1 - probs, probs], dim=-1)
-                else:
-                    samples = f.mean + f.variance.clamp_min(0).sqrt() * eps  # S x n x C
-                    out[idx] = torch.softmax(samples, dim=-1).mean(0)
+            with torch.no_grad(), exact_numerics():
+                for b in range(0, len(rows), block):
+                    idx = rows[b : b + block]
+                    f = self.model_(_trim(x[idx]))
+                    if self.inference == "variational" and n_classes == 2:
+                        probs = self.likelihood_(f).probs  # the probit integral is closed-form
+                        out[idx] = torch.stack([1 - probs, probs], dim=-1)
+                        continue
+                    mean, var = f.mean, f.variance.clamp_min(0)
+                    if self.inference == "dirichlet":  # batch C x n -> n x C
+                        mean, var = mean.mT, var.mT
+                    out[idx] = torch.softmax(mean + var.sqrt() * eps, dim=-1).mean(0)
         return out.numpy()
 
     def predict(self, X) -> np.ndarray:

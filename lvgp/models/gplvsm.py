@@ -21,7 +21,23 @@ from ..kernels.latent_distribution import LatentDistributionKernel
 from .exact import SharedKernelExactGP
 
 
-class GPLVSM(SharedKernelExactGP):
+class PaddedInputsMixin:
+    """For exact GPs over padded documents: inputs and the stored training inputs are padded
+    to a common width before gpytorch concatenates them."""
+
+    def __call__(self, *inputs: Tensor, **kwargs):
+        if self.train_inputs is not None:
+            # Inputs and stored training inputs are padded to a common width, in both
+            # modes: predicting on wider documents widens the stored training inputs
+            # (padding changes no kernel value, so cached prediction terms stay valid),
+            # and later training calls with the original tensor still match them.
+            width = max(t.shape[-1] for t in (*self.train_inputs, *inputs))
+            inputs = tuple(pad_to_width(t, width) for t in inputs)
+            self.train_inputs = tuple(pad_to_width(t, width) for t in self.train_inputs)
+        return super().__call__(*inputs, **kwargs)
+
+
+class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
     r"""GP-LVSM as an exact gpytorch GP over padded word-index documents.
 
     Args:
@@ -77,14 +93,3 @@ class GPLVSM(SharedKernelExactGP):
             if isinstance(module, LatentDistributionKernel):
                 return module
         raise AttributeError("the covariance module holds no LatentDistributionKernel")
-
-    def __call__(self, *inputs: Tensor, **kwargs):
-        if self.train_inputs is not None:
-            # Inputs and stored training inputs are padded to a common width, in both
-            # modes: predicting on wider documents widens the stored training inputs
-            # (padding changes no kernel value, so cached prediction terms stay valid),
-            # and later training calls with the original tensor still match them.
-            width = max(t.shape[-1] for t in (*self.train_inputs, *inputs))
-            inputs = tuple(pad_to_width(t, width) for t in inputs)
-            self.train_inputs = tuple(pad_to_width(t, width) for t in self.train_inputs)
-        return super().__call__(*inputs, **kwargs)

@@ -8,17 +8,29 @@ vectors are learned. The primal (eq. 4.18) becomes the min-max problem (eq. 4.19
     - \tfrac12\sum_{ij} a_i a_j y_i y_j K(m(X_i), m(X_j)) + \tfrac\rho2\sum_t\|\mathbf x_t\|^2,
     \quad 0\le a_i\le C,\ \sum_i a_i y_i = 0.
 
-For fixed :math:`X, \theta` the inner maximization is the SVM dual (eq. 4.20; scikit-learn's
-``SVC(kernel="precomputed")``, i.e. LIBSVM as in the thesis). For fixed :math:`\bar A`, eq. 4.21
-is minimized over :math:`X, \theta` by gradient steps (eq. 4.22; autograd through LDK). By
-Danskin's theorem :math:`\nabla g = \nabla_{X,\theta} L(\bar A, X, \theta)` at the dual optimum, so each
-outer iteration is a gradient step on :math:`g` itself; lvgp accepts a step only if the new
-dual optimum lowers :math:`g` (halving the step otherwise), so the objective of eq. 4.19 never
-increases across outer iterations (the thesis alternates without this safeguard).
+For fixed :math:`X, \theta` the inner maximization is the SVM dual (eq. 4.20), solved by LIBSVM
+(scikit-learn's ``SVC(kernel="precomputed")``, as in the thesis). The thesis alternates it with a
+quasi-Newton minimization of eq. 4.21 over :math:`X, \theta` at fixed :math:`\bar A`. lvgp runs the
+quasi-Newton method (L-BFGS) on :math:`g` itself: by Danskin's theorem
+:math:`\nabla g = \nabla_{X,\theta} L(\bar A, X, \theta)` at the dual optimum :math:`\bar A` (the
+gradient of eq. 4.21, eq. 4.22), so every evaluation of :math:`g` solves the duals and every
+gradient is that of eq. 4.21 at them -- the alternation, with L-BFGS's line search accepting only
+steps that lower :math:`g` (the objective of eq. 4.19 never increases; fixing :math:`\bar A` for a
+whole inner minimization can overshoot, since eq. 4.21 rewards growing the margin terms of
+support vectors that the next dual drops).
 
 Multi-class: one-versus-one (as in the thesis); the pairwise machines share the word vectors,
-and :math:`g` is the sum of their dual objectives plus one prior term. Prediction (eq. 4.23):
-each pair votes by the sign of its decision function; ties go to the larger summed decision value.
+and :math:`g` is the sum of their dual objectives plus one prior term. All :math:`k(k-1)/2` duals come
+from one LIBSVM call on the full Gram (LIBSVM trains one-vs-one internally), not one call per pair.
+Prediction (eq. 4.23): each pair votes by the sign of its decision function; LIBSVM's voting.
+
+Word vectors (:mod:`lvgp.kernels.word_vectors`): free, or tied to pretrained embeddings
+(``word_embeddings``: :math:`\mathbf x_v = W\mathbf e_v + \boldsymbol\delta_v` with the penalty on
+:math:`\boldsymbol\delta`; words unseen in training that have an embedding enter prediction with
+:math:`W\mathbf e_v`). Initialization draws from the prior :math:`\mathcal N(0, \rho^{-1} I)` (the
+projected embeddings at the same scale): with the RBF embedding kernel the model then depends on
+:math:`(\gamma, \rho)` only through :math:`\rho/\gamma` (substitute :math:`\mathbf z = \sqrt\gamma\,\mathbf x`),
+which :func:`equivalent_rho` uses to share fits across a :math:`(\gamma, \rho)` grid.
 """
 
 from __future__ import annotations
@@ -30,48 +42,91 @@ import warnings
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
 from ..bow.padded import PAD
-from ..kernels import LatentDistributionKernel
+from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder
+from .documents import DocumentEncoder, check_labels
+from .numerics import default_dtype
+from .optimize import minimize
 
-__all__ = ["LatentSMMClassifier"]
+__all__ = ["LatentSMMClassifier", "equivalent_rho", "pairwise_duals"]
+
+
+def equivalent_rho(rho: float, gamma: float) -> float:
+    r"""The :math:`\rho` that, at :math:`\gamma = 1`, gives the same latent SMM as :math:`(\gamma, \rho)`
+    with a fixed RBF embedding bandwidth and prior-scaled initialization: :math:`\rho/\gamma`
+    (the substitution :math:`\mathbf z = \sqrt\gamma\,\mathbf x` maps one model onto the other)."""
+    return rho / gamma
+
+
+def pairwise_duals(svc: SVC, n: int) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    r"""The one-vs-one machines of a fitted multi-class ``SVC``: an ``n x P`` matrix whose column
+    ``p`` holds :math:`a_i y_i` of pair ``p`` (zero off its support vectors), the ``P`` offsets,
+    and the pairs ``(i, j)`` of class indices, each machine positive for class ``i``.
+
+    LIBSVM's layout (scikit-learn ``SVC.dual_coef_``): for the pair ``(i, j)``, the coefficients
+    of class ``i``'s support vectors are in row ``j - 1`` and those of class ``j``'s in row ``i``;
+    scikit-learn negates them for two classes (positive for ``classes_[1]`` there)."""
+    k = len(svc.classes_)
+    starts = np.concatenate([[0], np.cumsum(svc.n_support_)])
+    pairs = list(itertools.combinations(range(k), 2))
+    beta = np.zeros((n, len(pairs)))
+    for p, (i, j) in enumerate(pairs):
+        si, sj = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
+        beta[svc.support_[si], p] = svc.dual_coef_[j - 1, si]
+        beta[svc.support_[sj], p] = svc.dual_coef_[i, sj]
+    intercept = np.asarray(svc.intercept_, dtype=np.float64).copy()
+    if k == 2:
+        beta, intercept = -beta, -intercept
+    return beta, intercept, pairs
 
 
 class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
-    """Latent SMM.
+    r"""Latent support measure machine (thesis ch. 4): an SVM on kernel mean embeddings of
+    learned latent word vectors.
 
     Args:
-        latent_dim: q.  rho: weight of the L2 term on the latent vectors (eq. 4.18a).
-        C: SVM box constraint.  gamma: RBF embedding bandwidth (initial value).
-        learn_gamma: include gamma in the gradient steps (theta of eq. 4.21).
-        level2: level-2 kernel (``"linear"`` in the thesis's experiments).
-        max_outer: outer iterations (dual solve + accepted gradient step).
-        step: initial step size of the gradient steps on (X, theta); halved on rejection,
-            grown by 1.5 after an accepted step.
-        tol: stop when the relative decrease of the objective falls below it.
+        latent_dim: :math:`q`.
+        rho: weight of the L2 term on the latent vectors (eq. 4.18a; on their residuals when tied
+            to ``word_embeddings``); ``0``: no penalty.
+        C: SVM box constraint.
+        gamma: RBF embedding bandwidth (eq. 3.7).
+        learn_gamma: include gamma in the minimization (theta of eq. 4.21). Off by default: with
+            the prior it only rescales the latent space (see the module docstring).
+        level2: level-2 kernel (``"linear"`` in the thesis's experiments; ``"rbf"``, ``"poly"``).
+        word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
+            or the name of one, e.g. ``"glove-6b-50d"``; text input) the latent vectors are tied to.
+        max_iter: L-BFGS iterations on eq. 4.19.
+        tol: relative decrease of the objective at which L-BFGS stops.
+        svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
+            dual optimum only).
         vocabulary, num_words: input handling as for the other lvgp estimators.
-        random_state, verbose.
+        random_state: seed of the initialization.
+        verbose: progress bar.
 
-    Fitted: ``classes_``, ``objective_curve_`` (eq. 4.19 after each accepted step),
-    ``word_vectors_``, ``n_iter_``, ``fit_seconds_``.
+    Fitted: ``classes_``, ``kernel_`` (the LDK with the learned word vectors), ``svc_`` (LIBSVM
+    on the final training Gram), ``objective_curve_`` (eq. 4.19 per L-BFGS iteration),
+    ``n_iter_``, ``converged_``, ``word_vectors_``, ``fit_seconds_``, ``n_evaluations_``.
+    A ``ConvergenceWarning`` says when ``max_iter`` ends the fit first; Ctrl-C keeps the
+    best vectors so far.
     """
 
     def __init__(
         self,
         latent_dim: int = 2,
         rho: float = 0.1,
-        C: float = 1.0,
+        C: float = 32.0,
         gamma: float = 1.0,
         learn_gamma: bool = False,
         level2: str = "linear",
-        max_outer: int = 50,
-        step: float = 0.1,
-        tol: float = 1e-5,
+        word_embeddings=None,
+        max_iter: int = 300,
+        tol: float = 1e-6,
+        svm_tol: float = 1e-5,
         vocabulary=None,
         num_words: int | None = None,
         random_state: int | None = None,
@@ -83,152 +138,146 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         self.gamma = gamma
         self.learn_gamma = learn_gamma
         self.level2 = level2
-        self.max_outer = max_outer
-        self.step = step
+        self.word_embeddings = word_embeddings
+        self.max_iter = max_iter
         self.tol = tol
+        self.svm_tol = svm_tol
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ the dual
-    def _solve_duals(self, gram: np.ndarray) -> list[dict]:
-        """One SVC per class pair on the precomputed Gram: support rows and a_i y_i."""
-        machines = []
-        for c1, c2 in self._pairs:
-            rows = np.flatnonzero((self._y == c1) | (self._y == c2))
-            labels = np.where(self._y[rows] == c1, 1, -1)
-            svc = SVC(C=self.C, kernel="precomputed").fit(gram[np.ix_(rows, rows)], labels)
-            sign = 1.0 if svc.classes_[1] == 1 else -1.0  # sklearn's dual_coef_ is for classes_[1] positive
-            machines.append(
-                {
-                    "support": rows[svc.support_],
-                    "coef": sign * svc.dual_coef_[0],
-                    "intercept": sign * svc.intercept_[0],
-                    "pair": (c1, c2),
-                }
-            )
-        return machines
+    def _svc(self, gram: np.ndarray) -> SVC:
+        return SVC(C=self.C, kernel="precomputed", tol=self.svm_tol, decision_function_shape="ovo").fit(gram, self._y)
 
-    def _objective(self, gram: torch.Tensor, machines: list[dict], latent: torch.Tensor) -> torch.Tensor:
-        """Eq. 4.19b summed over the pairwise machines (``gram`` may carry gradients)."""
-        total = 0.5 * self.rho * latent.pow(2).sum()
-        for m in machines:
-            coef = torch.from_numpy(m["coef"])
-            sv = torch.from_numpy(m["support"])
-            total = total + coef.abs().sum() - 0.5 * coef @ gram[sv][:, sv] @ coef
-        return total
-
-    def _gram(self, x: torch.Tensor) -> torch.Tensor:
-        return self.kernel_(x).to_dense()
-
-    def _params(self) -> list[torch.Tensor]:
-        return [p for p in self.kernel_.parameters() if p.requires_grad]
+    def _objective(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`g` of eq. 4.19 as a tensor whose value is :math:`g(X, \theta)` and whose gradient is
+        Danskin's, :math:`\nabla_{X,\theta}L(\bar A, X, \theta)` (eq. 4.22) at the dual optimum :math:`\bar A`."""
+        gram = self.kernel_(x).to_dense()
+        svc = self._svc(gram.detach().numpy())
+        beta = torch.from_numpy(pairwise_duals(svc, len(self._y))[0])
+        self._last_svc = svc
+        margin = 0.5 * (beta * (gram @ beta)).sum()  # sum over pairs of 1/2 sum_ij a_i a_j y_i y_j K_ij
+        return beta.abs().sum() - margin + self.kernel_.word_vectors.penalty()
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
-        if self.rho < 0 or self.C <= 0:
+        """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
+        if not self.rho >= 0 or not self.C > 0:
             raise ValueError(f"rho must be >= 0 and C > 0; got rho={self.rho}, C={self.C}")
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words)
+        if not self.gamma > 0:
+            raise ValueError(f"gamma must be > 0; got {self.gamma}")
+        if int(self.max_iter) < 1:
+            raise ValueError(f"max_iter must be >= 1; got {self.max_iter}")
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X")
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != x.shape[0]:
-            raise ValueError(f"y must hold one label per document: {x.shape[0]} documents, y of shape {y.shape}")
-        self.classes_, self._y = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
-        self._pairs = list(itertools.combinations(range(len(self.classes_)), 2))
+        self.classes_, self._y = check_labels(y, x.shape[0])
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
-        self.kernel_ = LatentDistributionKernel(
-            self.encoder_.num_words, self.latent_dim, "rbf", self.level2, gamma=self.gamma, rho=None, seed=seed
-        ).double()
-        with torch.no_grad():  # the N(0, 1/rho) scale of the thesis's prior as the initial spread
-            self.kernel_.latent = self.kernel_.latent * (1.0 / max(self.rho, 1e-2)) ** 0.5 / 3
+        # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
+        # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
+        # invariant to rescaling its variables)
+        fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, equivalent_rho(self.rho, self.gamma))
+        scale = fit_rho**-0.5 if fit_rho > 0 else 1.0  # initial draws from the prior
+        with default_dtype(torch.float64):
+            vectors = make_word_vectors(
+                self.encoder_.num_words,
+                self.latent_dim,
+                rho=fit_rho if fit_rho > 0 else None,
+                word_features=self.encoder_.word_features,
+                seed=seed,
+                init_scale=scale,
+                projection_scale=scale,
+            )
+            self.kernel_ = LatentDistributionKernel(
+                embedding="rbf", level2=self.level2, word_vectors=vectors, gamma=fit_gamma
+            ).double()
         self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
         self._x = x
+        self.n_evaluations_ = 0
+
+        initial: list[float] = []
+
+        def objective() -> torch.Tensor:
+            self.n_evaluations_ += 1
+            value = self._objective(x)
+            if not initial:  # L-BFGS-B evaluates the starting point first
+                initial.append(value.item())
+            return value
+
         start = time.perf_counter()
-        params = self._params()
+        params = [p for p in self.kernel_.parameters() if p.requires_grad]
+        result = minimize(
+            params,
+            objective,
+            method="lbfgs",
+            max_iter=int(self.max_iter),
+            tol=self.tol,
+            verbose=self.verbose,
+            desc="latent SMM",
+        )
         with torch.no_grad():
-            gram = self._gram(x)
-        machines = self._solve_duals(gram.numpy())
-        value = self._objective(gram, machines, self.kernel_.latent).item()
-        self.objective_curve_, step = [value], self.step
-        bar = tqdm(range(self.max_outer), desc="latent SMM", disable=not self.verbose)
-        try:
-            for _ in bar:
-                for p in params:
-                    p.grad = None
-                self._objective(self._gram(x), machines, self.kernel_.latent).backward()  # eq. 4.22
-                saved = [p.detach().clone() for p in params]
-                grads = [p.grad.detach().clone() for p in params]
-                accepted = False
-                for _ in range(20):  # backtracking on g = max_A L
-                    with torch.no_grad():
-                        for p, s, g in zip(params, saved, grads):
-                            p.copy_(s - step * g)
-                        gram = self._gram(x)
-                        trial = self._solve_duals(gram.numpy())
-                        new_value = self._objective(gram, trial, self.kernel_.latent).item()
-                    if new_value <= value:
-                        accepted = True
-                        break
-                    step *= 0.5
-                if not accepted:
-                    with torch.no_grad():
-                        for p, s in zip(params, saved):
-                            p.copy_(s)
-                    break
-                decrease = (value - new_value) / max(abs(value), 1e-12)
-                machines, value, step = trial, new_value, step * 1.5
-                self.objective_curve_.append(value)
-                bar.set_postfix(objective=f"{value:.4g}")
-                if decrease < self.tol:
-                    break
-        except KeyboardInterrupt:
-            warnings.warn(
-                f"latent SMM interrupted after {len(self.objective_curve_) - 1} steps", RuntimeWarning, stacklevel=2
-            )
-        self.machines_ = machines
-        self.n_iter_ = len(self.objective_curve_) - 1
+            final = self._objective(x).item()  # the duals at the final vectors
+            if fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same kernel values
+                shrink = self.gamma**-0.5
+                vectors.raw_latent.mul_(shrink)
+                if vectors.word_features is not None:
+                    vectors.projection.mul_(shrink)
+                if self.rho > 0:
+                    vectors.rho = self.rho
+                self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64)
+        self.svc_ = self._last_svc
+        del self._last_svc
+        self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
         self.fit_seconds_ = time.perf_counter() - start
+        if not result.converged and not result.interrupted:
+            warnings.warn(
+                f"latent SMM did not converge in {result.n_iter} L-BFGS iterations ({result.message}); "
+                "increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
     @property
     def word_vectors_(self) -> np.ndarray:
+        """``num_words x latent_dim`` learned word vectors."""
         check_is_fitted(self, "kernel_")
-        return self.kernel_.latent.detach().numpy().copy()
+        return self.kernel_.word_vectors.mean.detach().numpy().copy()
 
     # ------------------------------------------------------------------ predict
+    def _cross_gram(self, X) -> np.ndarray:
+        """``n x n_train`` kernel values of new documents against the training documents; documents
+        without any known word have the zero mean embedding (``K = 0``: decided by the offsets alone)."""
+        check_is_fitted(self, "svc_")
+        with self.encoder_.predicting(X, self.kernel_.word_vectors) as x:
+            empty = (x == PAD).all(-1)
+            cross = np.zeros((x.shape[0], self._x.shape[0]))
+            if empty.any():
+                warnings.warn(
+                    f"{int(empty.sum())} of {x.shape[0]} documents have no known word: decided by the offsets b alone",
+                    EmptyDocumentsWarning,
+                    stacklevel=3,
+                )
+            if (~empty).any():
+                with torch.no_grad():
+                    cross[(~empty).numpy()] = self.kernel_(x[~empty], self._x).to_dense().numpy()
+        return cross
+
     def decision_function(self, X) -> np.ndarray:
         """Pairwise decision values (eq. 4.23 before the sign): ``n x n_pairs``, positive for
         the first class of each pair (``pairs_``)."""
-        check_is_fitted(self, "machines_")
-        x = self.encoder_.transform(X, "X")
-        empty = (x == PAD).all(-1)
-        cross = np.zeros((x.shape[0], self._x.shape[0]))
-        if empty.any():  # the zero mean embedding: K(empty, .) = 0, the decision is the offset alone
-            warnings.warn(
-                f"{int(empty.sum())} documents have no known word: decided by the offsets b alone",
-                EmptyDocumentsWarning,
-                stacklevel=2,
-            )
-        if (~empty).any():
-            with torch.no_grad():
-                cross[(~empty).numpy()] = self.kernel_(x[~empty], self._x).to_dense().numpy()
-        return np.stack([cross[:, m["support"]] @ m["coef"] + m["intercept"] for m in self.machines_], axis=1)
+        values = self.svc_.decision_function(self._cross_gram(X))
+        return -values[:, None] if values.ndim == 1 else values  # two classes: sklearn is positive for classes_[1]
 
     @property
     def pairs_(self) -> list[tuple]:
-        return [(self.classes_[a], self.classes_[b]) for a, b in self._pairs]
+        """The class pairs of :meth:`decision_function`'s columns."""
+        check_is_fitted(self, "svc_")
+        return [(self.classes_[a], self.classes_[b]) for a, b in itertools.combinations(range(len(self.classes_)), 2)]
 
     def predict(self, X) -> np.ndarray:
-        values = self.decision_function(X)
-        votes = np.zeros((len(values), len(self.classes_)))
-        strength = np.zeros_like(votes)
-        for k, (a, b) in enumerate(self._pairs):
-            win_a = values[:, k] > 0
-            votes[win_a, a] += 1
-            votes[~win_a, b] += 1
-            strength[:, a] += values[:, k]
-            strength[:, b] -= values[:, k]
-        return self.classes_[np.argmax(votes + 1e-6 * np.tanh(strength), axis=1)]  # ties: summed decision values
+        """One-vs-one voting of the pairwise machines (LIBSVM's)."""
+        return self.classes_[self.svc_.predict(self._cross_gram(X))]

@@ -12,11 +12,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
-from ..datasets.loaders import load_word_embeddings
 from ..kernels.document_length import DocumentLengthKernel
 from ..kernels.latent_distribution import LatentDistributionKernel
 from ..kernels.random_features import RandomFeatureLDK
-from ..warnings import MemoryBudgetWarning, MissingEmbeddingsWarning
+from ..warnings import MemoryBudgetWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 from .numerics import default_dtype
@@ -203,26 +202,11 @@ class GPLVSMRegressor(ExactGPRegressorBase):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
 
-    def _word_features(self) -> np.ndarray | None:
-        if self.word_embeddings is None:
-            return None
-        if self.vocabulary_ is None:
-            raise ValueError("word_embeddings needs text input (a vocabulary maps words to their vectors)")
-        embeddings = self.word_embeddings
-        if isinstance(embeddings, str):
-            embeddings = load_word_embeddings(embeddings)
-        vectors, found = embeddings.lookup(self.vocabulary_.words)
-        if not found.any():
-            raise ValueError(f"no vocabulary word has a vector in {getattr(embeddings, 'name', 'word_embeddings')}")
-        if not found.all():
-            warnings.warn(
-                f"{int((~found).sum())} of {found.size} vocabulary words have no vector in "
-                f"{getattr(embeddings, 'name', 'word_embeddings')}: their latent means are free residuals",
-                MissingEmbeddingsWarning,
-                stacklevel=4,
-            )
-        vectors = np.asarray(vectors, dtype=np.float64)
-        return vectors / np.linalg.norm(vectors[found], axis=1).mean()
+    def _word_embeddings(self):
+        return self.word_embeddings
+
+    def _word_vectors(self):
+        return self.model_.ldk.word_vectors
 
     def _build_model(
         self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None
@@ -235,7 +219,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         if state_dict is not None:  # loading: the saved features fix the shapes, the state the values
             features = next((v for k, v in state_dict.items() if k.endswith("word_features")), None)
         else:
-            features = self._word_features()
+            features = self._encoder.word_features
         kind = self._kernel_kind(inputs)
         if kind != "exact":
             options.update(features=kind, num_features=self.num_features, feature_seed=seed)
@@ -259,7 +243,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         if self.embedding == "rbf" and not self.train_gamma:
             ldk.raw_gamma.requires_grad_(False)
         if self.variational:
-            ldk.sample_generator = torch.Generator().manual_seed(seed + 1)
+            ldk.word_vectors.sample_generator = torch.Generator().manual_seed(seed + 1)
         return model
 
     def _kernel_kind(self, inputs: torch.Tensor) -> str:
@@ -299,15 +283,15 @@ class GPLVSMRegressor(ExactGPRegressorBase):
 
     def _draw_latent_sample(self, generator: torch.Generator | None) -> None:
         if generator is None:
-            self.model_.ldk.use_latent_mean()
+            self.model_.ldk.word_vectors.use_mean()
         else:
-            self.model_.ldk.resample_latent(generator)
+            self.model_.ldk.word_vectors.resample(generator)
 
     @property
     def word_vectors_(self) -> np.ndarray:
         """``num_words x latent_dim`` latent word vectors (posterior means if variational)."""
         check_is_fitted(self, "model_")
-        return self.model_.ldk.latent_mean.detach().cpu().numpy().copy()
+        return self.model_.ldk.word_vectors.mean.detach().cpu().numpy().copy()
 
     def _saved_params(self) -> dict:
         params = super()._saved_params()

@@ -349,5 +349,8 @@ def _distributed_worker(
                 },
                 out,
             )
+        # both ranks leave together: a rank tearing gloo down while the other still has a
+        # collective in flight aborts the process ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
