@@ -226,7 +226,7 @@ def test_compare_matching_cli(tmp_path):
         "30",
         "--min-df",
         "1",
-        "--keep-families",
+        "--no-dedupe-families",
         "--out",
         str(out),
         "--quiet",

@@ -35,6 +35,7 @@ from ..baselines.clgp import (
     hide_one_value,
 )
 from ..datasets.loaders import read_categorical_csv, shared_data_path
+from .study import option
 
 DATASETS = ("breast-cancer", "xor")
 METHODS = ("clgp", "lgm", "uniform", "multinomial", "unigram-dm", "bigram-dm")
@@ -50,19 +51,19 @@ LABELS = {
 
 @dataclass(frozen=True)
 class CategoricalStudy:
-    dataset: str
-    drop_columns: tuple[str, ...] = ()
-    splits: int = 3
-    methods: tuple[str, ...] = METHODS
-    latent_dim: int = 2
-    inducing: int = 50
-    samples: int = 5
-    max_iter: int = 1000
-    lr: float = 0.05
-    optimizer: str = "adam"
-    alpha: float = 1.0
-    seed: int = 0
-    color_by: str | None = None
+    dataset: str = option(help="breast-cancer, xor, or PATH.csv (categorical columns; empty = missing)")
+    drop_columns: tuple[str, ...] = option((), "columns to ignore (e.g. Id)")
+    splits: int = option(3, "random train/test splits (repetitions for xor)")
+    methods: tuple[str, ...] = option(METHODS)
+    latent_dim: int = option(2, "Q of CLGP and LGM")
+    inducing: int = option(50, "inducing points M of CLGP")
+    samples: int = option(5, "Monte Carlo samples per ELBO evaluation")
+    max_iter: int = option(1000, "optimizer iterations of CLGP and LGM")
+    lr: float = option(0.05, "learning rate of CLGP and LGM")
+    optimizer: str = option("adam", "optimizer of CLGP and LGM", choices=("adam", "rmsprop"))
+    alpha: float = option(1.0, "Dirichlet concentration of the DM baselines")
+    seed: int = option(0, "seed of the splits and the methods")
+    color_by: str | None = option(None, "column colouring latent_space.png (default: the last)")
 
 
 @functools.lru_cache(maxsize=4)

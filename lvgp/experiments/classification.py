@@ -1,18 +1,28 @@
-"""The text classification study (Andrade et al. 2018, section 3): accuracy and macro-F1
-against the number of labelled training documents.
+"""The text classification study (Andrade et al. 2018, section 3; thesis ch. 4.5): accuracy
+and macro-F1 against the number of labelled training documents.
 
 Protocol: for every split and training size, a stratified sample of ``train_size``
 documents is drawn from the data set's training part (seeded by split and size; each class
 gets at least one document when ``train_size`` allows it) and every method is fitted on it;
 testing uses the standard test split (20ng, r8, r52) or, for a TSV, every document not
 drawn for training at that size (up to ``test_size`` of them, drawn once per split).
-Embeddings: GloVe 6B 50d. Hyper-parameters are chosen by cross-validation inside the
-training sample only.
+
+The thesis's protocol (``--min-df-fraction 0.01``): words in fewer than that fraction of the
+training documents are removed -- for every method of the cell, by giving each the texts
+reduced to the words that pass (tokenized as :class:`~lvgp.Vocabulary` does: lower-case
+letters, at least 3, no English stop words). Training documents left empty are dropped and
+test documents left empty kept (each method's documented empty-document policy applies);
+both are counted in the cell's record. The LDK classifiers choose every hyper-parameter of
+the thesis's grids on a stratified 25% dev part of the training sample (q, rho, gamma and C
+for the latent SMM; q and rho for the GP classifier) and refit on the whole sample; the
+baselines choose theirs by cross-validation inside the sample. Embeddings: GloVe 6B 50d.
+Every warning raised while a method fits and predicts is counted in the cell's record.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 import warnings
 from dataclasses import dataclass
@@ -21,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..baselines.model_selection import dev_split
+from .study import option, recorded_warnings
 
 METHODS = (
     "gp-embed-logreg",
@@ -30,7 +41,9 @@ METHODS = (
     "svm",
     "slda",
     "latent-smm",
+    "latent-smm-glove",
     "ldk-gpc",
+    "ldk-gpc-glove",
     "svm-rbf",
     "svm-poly",
 )
@@ -42,28 +55,42 @@ LABELS = {
     "svm": "Linear SVM (BoW)",
     "slda": "sLDA (20 topics)",
     "latent-smm": "Latent SMM",
+    "latent-smm-glove": "Latent SMM (GloVe-tied)",
     "ldk-gpc": "GP classifier (LDK)",
+    "ldk-gpc-glove": "GP classifier (LDK, GloVe-tied)",
     "svm-rbf": "RBF SVM (BoW)",
     "svm-poly": "Quadratic SVM (BoW)",
 }
 DEFAULT_METHODS = METHODS[:5]
 BUILTIN = ("20ng", "r8", "r52")
+#: the thesis's grids (sec. 4.5): C in 2^-3, 2^-1, ..., 2^7; gamma in 10^-3 ... 10^3; rho; q
+THESIS_CS = tuple(2.0**k for k in range(-3, 8, 2))
+THESIS_GAMMAS = tuple(10.0**k for k in range(-3, 4))
+THESIS_RHOS = (0.01, 0.1, 1.0)
+THESIS_LATENT_DIMS = (2, 3, 4)
 
 
 @dataclass(frozen=True)
 class ClassificationStudy:
-    dataset: str
-    train_sizes: tuple[int, ...] = (50, 100, 200, 500)
-    splits: int = 5
-    methods: tuple[str, ...] = DEFAULT_METHODS
-    test_size: int | None = None
-    embeddings: str = "glove-6b-50d"
-    max_features: int = 2000
-    max_iter: int = 30
-    seed: int = 0
+    dataset: str = option(help="20ng, r8, r52, or PATH.tsv (columns text and label)")
+    train_sizes: tuple[int, ...] = option((50, 100, 200, 500), "training sample sizes")
+    splits: int = option(5, "stratified training samples per size")
+    methods: tuple[str, ...] = option(DEFAULT_METHODS)
+    test_size: int | None = option(None, "subsample the test documents (default: all)")
+    min_df_fraction: float = option(
+        0.0, "remove words in fewer than this fraction of the training documents, for every method (thesis: 0.01)"
+    )
+    embeddings: str = option("glove-6b-50d", "pretrained word vectors of the embedding and -glove methods")
+    max_features: int = option(2000, "covariates of gp-embed-logreg (most frequent words)")
+    max_iter: int = option(30, "L-BFGS iterations of gp-embed-logreg")
+    ldk_max_iter: int = option(50, "L-BFGS iterations of every latent-smm and ldk-gpc fit")
+    latent_dims: tuple[int, ...] = option(THESIS_LATENT_DIMS, "grid over q of the LDK classifiers")
+    rhos: tuple[float, ...] = option(THESIS_RHOS, "grid over rho of the LDK classifiers")
+    gammas: tuple[float, ...] = option(THESIS_GAMMAS, "grid over the RBF embedding bandwidth of latent-smm")
+    smm_cs: tuple[float, ...] = option(THESIS_CS, "grid over C of latent-smm")
+    seed: int = option(0, "seed of the samples and the methods")
 
 
-@functools.lru_cache(maxsize=4)
 def load_corpus(dataset: str):
     from ..datasets.loaders import load_text_classification, read_classification_tsv
 
@@ -122,6 +149,31 @@ def prepare(study: ClassificationStudy, split: int, train_size: int):
     return [pool_texts[i] for i in train], pool_labels[train], x_test, y_test
 
 
+@functools.lru_cache(maxsize=32)
+def prepare_cell(study: ClassificationStudy, split: int, train_size: int):
+    """:func:`prepare`'s texts after the study's vocabulary cut (``min_df_fraction``), and what
+    the cut did: ``x_train, y_train, x_test, y_test, info``."""
+    x_train, y_train, x_test, y_test = prepare(study, split, train_size)
+    if not study.min_df_fraction > 0:
+        return x_train, y_train, x_test, y_test, {}
+    from ..bow.vocabulary import Vocabulary
+
+    vocab = Vocabulary(min_df=float(study.min_df_fraction)).fit(x_train)
+
+    def cut(texts):
+        return [" ".join(t for t in vocab.tokenize(doc) if t in vocab) for doc in texts]
+
+    x_train, x_test = cut(x_train), cut(x_test)
+    keep = np.array([bool(t) for t in x_train])
+    info = {
+        "min_df_fraction": study.min_df_fraction,
+        "vocabulary_size": len(vocab),
+        "dropped_empty_train": int((~keep).sum()),
+        "empty_test": int(sum(not t for t in x_test)),
+    }
+    return [t for t, k in zip(x_train, keep) if k], y_train[keep], x_test, y_test, info
+
+
 def make_cells(study: ClassificationStudy) -> list[dict]:
     for m in study.methods:
         if m not in METHODS:
@@ -146,22 +198,29 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
         from ..baselines.slda import SLDAClassifier
 
         return SLDAClassifier(20, random_state=seed)
-    if method == "latent-smm":
-        from ..models.latent_smm import LatentSMMClassifier
+    glove = study.embeddings if method.endswith("-glove") else None
+    if method.startswith("latent-smm"):
+        from ..models.latent_smm import LatentSMMClassifier, equivalent_rho
 
-        # the thesis (sec. 4.4): "experimentally the best C exhibits a large value, e.g. C >= 2^5";
-        # on r8 (100 docs) C=0.5 underfits its training sample (train accuracy 0.81)
-        return _DevSelected(
-            LatentSMMClassifier(latent_dim=2, rho=0.1, max_iter=30, random_state=seed),
-            {"C": [2.0, 8.0, 32.0, 128.0]},
-            seed,
-        )
-    if method == "ldk-gpc":
+        smm = LatentSMMClassifier(max_iter=study.ldk_max_iter, word_embeddings=glove, random_state=seed)
+        grid = {
+            "latent_dim": sorted(study.latent_dims),
+            "rho": sorted(study.rhos, reverse=True),
+            "gamma": sorted(study.gammas),
+            "C": sorted(study.smm_cs),
+        }
+
+        def canonical(params: dict) -> dict:  # the same fit (exactly): gamma 1 and rho / gamma
+            return {**params, "rho": float(f"{equivalent_rho(params['rho'], params['gamma']):.12g}"), "gamma": 1.0}
+
+        return DevSelected(smm, grid, seed, canonical)
+    if method.startswith("ldk-gpc"):
         from ..models.gpc import LDKGPClassifier
 
-        # 100 Adam steps left the softmax SVGP underfitting its own training sample (train
-        # accuracy 0.76 on 50 r8 documents); 300 steps at lr 0.05 and a weaker prior fit better
-        return LDKGPClassifier(latent_dim=2, rho=0.1, num_inducing=128, max_epochs=300, lr=0.05, random_state=seed)
+        gpc = LDKGPClassifier(max_iter=study.ldk_max_iter, word_embeddings=glove, random_state=seed)
+        return DevSelected(
+            gpc, {"latent_dim": sorted(study.latent_dims), "rho": sorted(study.rhos, reverse=True)}, seed
+        )
     if method in ("svm-rbf", "svm-poly"):
         from ..baselines.text_classifiers import KernelSVMClassifier
 
@@ -173,37 +232,57 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
 
 
-class _DevSelected:
+class DevSelected:
     """Choose hyper-parameters on a stratified 25% dev part of the training sample, then refit
     on all of it (the thesis chooses on development data; used where inner cross-validation
-    would cost too many non-convex fits)."""
+    would cost too many non-convex fits).
 
-    def __init__(self, estimator, grid: dict, seed: int):
-        self.estimator, self.grid, self.seed = estimator, grid, seed
+    ``grid``: name -> values; settings are tried in the order of ``itertools.product`` over the
+    given value lists (the last varies fastest), and ties in dev accuracy go to the first, so
+    list values from the most regularized. ``canonical``: maps a setting to an *exactly*
+    equivalent one (e.g. the latent SMM's (gamma, rho) -> (1, rho / gamma)); each distinct
+    canonical setting is fitted once and its score shared by the settings it stands for.
+    (scikit-learn's ``GridSearchCV`` with a predefined split would refit every equivalent
+    setting, hence this small loop.)
+
+    Fitted: ``best_params_`` (a grid setting), ``fitted_params_`` (its canonical form, what was
+    refit), ``dev_scores_`` (canonical setting, dev accuracy), ``model_``, ``selection_seconds_``.
+    """
+
+    def __init__(self, estimator, grid: dict, seed: int, canonical=None):
+        self.estimator, self.grid, self.seed, self.canonical = estimator, grid, seed, canonical
 
     def fit(self, X, y):
         from sklearn.base import clone
-        from sklearn.model_selection import ParameterGrid
 
         X, y = list(X), np.asarray(y)
-        settings = list(ParameterGrid(self.grid))
+        names = list(self.grid)
+        settings = [dict(zip(names, values)) for values in itertools.product(*(self.grid[k] for k in names))]
+        canonical = self.canonical or (lambda params: params)
+        start = time.perf_counter()
         best = settings[0]
+        self.dev_scores_ = []
         if len(settings) > 1:
             tr, dv = dev_split(y, self.seed)
             if len(dv):
-                scores = []
+                scores: dict[tuple, float] = {}
                 for params in settings:
-                    model = clone(self.estimator).set_params(**params).fit([X[i] for i in tr], y[tr])
-                    scores.append(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
-                best = settings[int(np.argmax(scores))]
+                    key = tuple(sorted(canonical(params).items()))
+                    if key not in scores:
+                        model = clone(self.estimator).set_params(**dict(key)).fit([X[i] for i in tr], y[tr])
+                        scores[key] = float(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
+                        self.dev_scores_.append((dict(key), scores[key]))
+                best = max(settings, key=lambda params: scores[tuple(sorted(canonical(params).items()))])
             else:
                 warnings.warn(
                     f"no development documents to choose among {len(settings)} settings: using {best}",
                     RuntimeWarning,
                     stacklevel=2,
                 )
+        self.selection_seconds_ = time.perf_counter() - start
         self.best_params_ = best
-        self.model_ = clone(self.estimator).set_params(**best).fit(X, y)
+        self.fitted_params_ = canonical(best)
+        self.model_ = clone(self.estimator).set_params(**self.fitted_params_).fit(X, y)
         return self
 
     def predict(self, X):
@@ -214,11 +293,10 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
     from sklearn.metrics import accuracy_score, f1_score
 
     size = cell["params"]["train_size"]
-    x_train, y_train, x_test, y_test = prepare(study, cell["split"], size)
+    x_train, y_train, x_test, y_test, cut = prepare_cell(study, cell["split"], size)
     model = make_model(study, cell["method"], 1000 * study.seed + cell["split"])
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with recorded_warnings() as warned:
+        start = time.perf_counter()
         model.fit(x_train, y_train)
         seconds = time.perf_counter() - start
         pred = model.predict(x_test)
@@ -227,11 +305,22 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
         "accuracy": float(accuracy_score(y_test, pred)),
         "macro_f1": float(f1_score(y_test, pred, average="macro", labels=np.unique(np.concatenate([y_test, y_train])))),
         "fit_seconds": seconds,
+        "n_train": len(y_train),
         "n_test": len(y_test),
         "n_classes_train": int(len(np.unique(y_train))),
+        **cut,
+        "warnings": warned,
     }
-    if hasattr(model, "best_params_"):
+    if isinstance(model, DevSelected):
+        record.update(
+            chosen=model.best_params_, fitted=model.fitted_params_, selection_seconds=model.selection_seconds_
+        )
+        record["dev_scores"] = [{**params, "dev_accuracy": score} for params, score in model.dev_scores_]
+        model = model.model_
+    elif hasattr(model, "best_params_"):
         record["chosen"] = model.best_params_
+    if hasattr(model, "n_iter_") and hasattr(model, "converged_"):
+        record.update(n_iter=int(model.n_iter_), converged=bool(model.converged_))
     if cell["method"] == "gp-embed-logreg":
         record.update(lengthscale=model.lengthscale_, noise=model.noise_, C=model.C_, n_covariates=len(model.words_))
     return record

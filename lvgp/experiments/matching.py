@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .study import option
+
 METHODS = ("ldk", "cca", "kcca")
 LABELS = {"ldk": "LDK matching", "cca": "CCA", "kcca": "Kernel CCA"}
 MAX_R = 50
@@ -35,23 +37,23 @@ MAX_R = 50
 
 @dataclass(frozen=True)
 class MatchingStudy:
-    pairs: str
-    source: str
-    target: str
-    train: int = 1000
-    dev: int = 100
-    test: int = 100
-    sets: int = 10
-    methods: tuple[str, ...] = METHODS
-    latent_dims: tuple[int, ...] = (8, 10, 12)
-    rhos: tuple[float, ...] = (0.0, 0.01, 0.1)
-    gammas: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0, 1000.0)
-    cca_components: tuple[int, ...] = (8, 16, 32, 64)
-    cca_regs: tuple[float, ...] = (0.01, 0.1, 1.0)
-    min_df: int = 2
-    max_iter: int = 300
-    dedupe_families: bool = True
-    seed: int = 0
+    pairs: str = option(help="JSON-lines file (optionally .gz) of aligned pairs")
+    source: str = option(help="key of the source text in each line")
+    target: str = option(help="key of the target text in each line")
+    train: int = option(1000, "training pairs per set")
+    dev: int = option(100, "development pairs per set (the setting with the best dev score is reported)")
+    test: int = option(100, "test pairs per set")
+    sets: int = option(10, "random train/dev/test sets")
+    methods: tuple[str, ...] = option(METHODS)
+    latent_dims: tuple[int, ...] = option((8, 10, 12), "LDK grid over q")
+    rhos: tuple[float, ...] = option((0.0, 0.01, 0.1), "LDK grid over rho")
+    gammas: tuple[float, ...] = option((0.1, 1.0, 10.0, 100.0, 1000.0), "LDK grid over the RBF bandwidth gamma")
+    cca_components: tuple[int, ...] = option((8, 16, 32, 64), "CCA/KCCA grid over the latent dimension")
+    cca_regs: tuple[float, ...] = option((0.01, 0.1, 1.0), "CCA/KCCA grid over the relative regularization")
+    min_df: int = option(2, "vocabulary of each side: minimum document frequency in train")
+    max_iter: int = option(300, "L-BFGS iterations of LDK")
+    dedupe_families: bool = option(True, "draw one pair per description family (near duplicates never straddle splits)")
+    seed: int = option(0, "seed of the sets and the methods")
 
 
 def family_key(text: str, words: int = 12) -> str:

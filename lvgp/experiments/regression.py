@@ -24,6 +24,7 @@ import numpy as np
 
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, load_review_snippets, read_regression_tsv
+from .study import option
 
 DATASETS = ("amazon-snippets", "amazon-reviews", "movie-snippets")
 METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
@@ -45,26 +46,28 @@ class RegressionStudy:
     """Everything a worker needs to rebuild any split (the data itself is loaded from the
     registry cache or the TSV path by each worker once)."""
 
-    dataset: str
-    splits: int = 5
-    train_size: int = 1000
-    dev_size: int = 1000
-    test_size: int | None = None  # None: all remaining documents
-    seed: int = 0
-    min_df: int = 2
-    min_token_len: int = 3
-    max_iter: int = 300
-    vb_max_iter: int = 400
-    latent_dims: tuple[int, ...] = (1, 2, 4, 6, 8, 10)
-    rhos: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0, 100.0)
-    vb_latent_dims: tuple[int, ...] = (2,)
-    sparse_inducing: int = 64
-    sparse_epochs: int = 30
-    vb_rhos: tuple[float, ...] = (0.1, 0.3, 1.0)
-    embeddings: str = "glove-6b-50d"
-    topics: tuple[int, ...] = (5, 10, 20, 30)
-    slda_inference: str = "em"
-    methods: tuple[str, ...] = ("gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet")
+    dataset: str = option(
+        help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv (a header with 'text' and 'target' columns)"
+    )
+    splits: int = option(5, "random train/dev/test splits")
+    train_size: int = option(1000, "training documents per split")
+    dev_size: int = option(1000, "development documents per split (hyper-parameters are chosen on them)")
+    test_size: int | None = option(None, "test documents per split (default: all remaining documents)")
+    seed: int = option(0, "seed of the splits and the methods")
+    min_df: int = option(2, "vocabulary: minimum document frequency in train")
+    min_token_len: int = option(3, "vocabulary: shortest token kept")
+    max_iter: int = option(300, "L-BFGS iterations of gplvsm (early-stopped on dev)")
+    vb_max_iter: int = option(400, "Adam iterations of gplvsm-vb (early-stopped on dev)")
+    latent_dims: tuple[int, ...] = option((1, 2, 4, 6, 8, 10), "gplvsm grid over q")
+    rhos: tuple[float, ...] = option((0.01, 0.1, 1.0, 10.0, 100.0), "gplvsm grid over rho")
+    vb_latent_dims: tuple[int, ...] = option((2,), "grid over q of gplvsm-vb and gplvsm-sparse")
+    sparse_inducing: int = option(64, "inducing documents of gplvsm-sparse")
+    sparse_epochs: int = option(30, "SVI epochs of gplvsm-sparse")
+    vb_rhos: tuple[float, ...] = option((0.1, 0.3, 1.0), "grid over rho of gplvsm-vb and gplvsm-sparse")
+    embeddings: str = option("glove-6b-50d", "pretrained word vectors of gplvsm-vb")
+    topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
+    slda_inference: str = option("em", "sLDA inference", choices=("em", "svi"))
+    methods: tuple[str, ...] = option(("gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet"))
 
 
 def load_corpus(dataset: str) -> RegressionCorpus:

@@ -3,11 +3,17 @@ their tracebacks, and the loop that runs the missing cells through an executor."
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import dataclasses
 import hashlib
 import json
 import math
 import re
-from collections.abc import Callable
+import types
+import typing
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +134,79 @@ def execute_study(
     return run_study(run_cell, study, cells, StudyDirectory(out), executor, progress)
 
 
+@contextlib.contextmanager
+def recorded_warnings() -> Iterator[dict]:
+    """Record every warning raised inside, for a cell's JSON: ``{category: {"count", "first"}}``
+    (the number of warnings of each category and the first message), filled on exit. Nothing is
+    ignored: convergence, unseen-word and empty-document warnings end up in the record."""
+    summary: dict[str, dict] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield summary
+    for w in caught:
+        entry = summary.setdefault(w.category.__name__, {"count": 0, "first": str(w.message)[:300]})
+        entry["count"] += 1
+
+
 def failure_note(failures: list) -> str:
     """The line every ``table.md`` ends with when cells failed (empty otherwise)."""
     if not failures:
         return ""
     return f"\n**{len(failures)} cells failed** (tracebacks in cells/**/*.error.txt); rerun to retry them.\n"
+
+
+# ------------------------------------------------------------------ study definitions -> command-line options
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> Any:
+    """A study setting: a dataclass field whose ``help`` (and ``choices``) the CLI shows.
+    ``default=MISSING`` makes a required option."""
+    return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+def _split_list(kind: type):
+    def parse(text: str) -> tuple:
+        return tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+
+    parse.__name__ = f"comma-separated {kind.__name__}s"
+    return parse
+
+
+def add_study_options(parser: argparse.ArgumentParser, study_cls: type, methods: tuple[str, ...]) -> None:
+    """One ``--name`` option per field of the study dataclass: its type from the annotation
+    (``int``, ``float``, ``str``, ``bool`` as ``--x/--no-x``, ``tuple[...]`` as a comma-separated
+    list, ``X | None``), its default from the field, its help from the field's metadata; the
+    ``--methods`` help lists ``methods``. The options cannot drift from the definitions."""
+    hints = typing.get_type_hints(study_cls)
+    for field in dataclasses.fields(study_cls):
+        kind, name = hints[field.name], "--" + field.name.replace("_", "-")
+        help_text = field.metadata.get("help", "")
+        if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:  # X | None
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        kwargs: dict[str, Any] = {}
+        if field.default is dataclasses.MISSING:
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = field.default
+        if typing.get_origin(kind) is tuple:
+            kwargs["type"] = _split_list(typing.get_args(kind)[0])
+            if field.default is not dataclasses.MISSING:
+                shown = ",".join(str(v) for v in field.default)
+                kwargs["default"] = field.default
+                help_text = f"{help_text} (default: {shown or 'none'})".strip()
+        elif kind is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = kind
+            if field.default is not dataclasses.MISSING and "default" not in help_text:
+                help_text = f"{help_text} (default: {field.default})".strip()
+        if field.name == "methods":
+            help_text = f"comma-separated, from: {', '.join(methods)}. " + help_text
+        if "choices" in field.metadata:
+            kwargs["choices"] = field.metadata["choices"]
+        parser.add_argument(name, help=help_text, **kwargs)
+
+
+def study_from_options(study_cls: type, args: argparse.Namespace):
+    """The study dataclass from the parsed options of :func:`add_study_options`."""
+    return study_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(study_cls)})

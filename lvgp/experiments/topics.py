@@ -24,6 +24,7 @@ import numpy as np
 
 from ..bow.vocabulary import Vocabulary
 from .regression import _cached_corpus
+from .study import option
 
 METHODS = ("slda", "lda-regression", "lasso")
 LABELS = {"slda": "sLDA", "lda-regression": "LDA+regression", "lasso": "Lasso (word frequencies)"}
@@ -31,14 +32,14 @@ LABELS = {"slda": "sLDA", "lda-regression": "LDA+regression", "lasso": "Lasso (w
 
 @dataclass(frozen=True)
 class TopicStudy:
-    dataset: str
-    folds: int = 5
-    topics: tuple[int, ...] = (5, 10, 20, 30)
-    methods: tuple[str, ...] = METHODS
-    inference: str = "em"
-    seed: int = 0
-    min_df: int = 2
-    max_iter: int = 100
+    dataset: str = option(help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv")
+    folds: int = option(5, "cross-validation folds (predictive R^2 pooled over the out-of-fold predictions)")
+    topics: tuple[int, ...] = option((5, 10, 20, 30), "numbers of topics K")
+    methods: tuple[str, ...] = option(METHODS)
+    inference: str = option("em", "sLDA inference", choices=("em", "svi"))
+    seed: int = option(0, "seed of the folds and the methods")
+    min_df: int = option(2, "vocabulary: minimum document frequency in the training folds")
+    max_iter: int = option(100, "EM iterations")
 
 
 @functools.lru_cache(maxsize=16)

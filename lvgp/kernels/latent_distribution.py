@@ -34,6 +34,8 @@ whatever vectors that module gives it.
 
 from __future__ import annotations
 
+import typing
+
 import torch
 import torch.nn.functional as F
 from gpytorch.constraints import Interval, Positive
@@ -118,21 +120,53 @@ def _word_weights(x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     return torch.where(mask, x, torch.zeros_like(x)), weights
 
 
-def _sandwich(i1: Tensor, w1: Tensor, gram: Tensor, i2: Tensor, w2: Tensor, symmetric: bool) -> Tensor:
-    r""":math:`C_1 G C_2^\top` for one batch element: ``i*, w*`` are ``n* x L*`` local word
-    indices and weights, ``gram`` is ``u1 x u2``. Two ``embedding_bag`` products, in the
-    cheaper order."""
-    nnz1, nnz2 = i1.numel(), i2.numel()
-    n1, n2 = i1.shape[0], i2.shape[0]
+class _Bags(typing.NamedTuple):
+    """Documents as bags of distinct words for ``embedding_bag``'s offsets form: ``index``
+    (local word ids, document after document), ``offsets`` (where each document starts),
+    ``weights`` (count / document length); no padding, repeated words merged."""
+
+    index: Tensor
+    offsets: Tensor
+    weights: Tensor
+    n: int
+
+
+def _bags(local: Tensor, weights: Tensor) -> _Bags:
+    """Bags of one ``n x L`` tensor of local word ids and their ``1/|D_i|`` weights (0 on
+    padding). Padding costs a long corpus nothing: ``embedding_bag`` over a padded ``n x L``
+    input reads a Gram row for every padding slot (20ng documents after the 1% cut: ~470 slots
+    for ~55 tokens)."""
+    n, width = local.shape
+    keep = weights > 0
+    rows = torch.arange(n, device=local.device).unsqueeze(-1).expand(n, width)[keep]
+    size = int(local.max()) + 1 if local.numel() else 1
+    keys, inverse = torch.unique(rows * size + local[keep], return_inverse=True)
+    summed = torch.zeros(len(keys), dtype=weights.dtype, device=weights.device).index_add_(0, inverse, weights[keep])
+    counts = torch.bincount(keys // size, minlength=n)
+    offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
+    return _Bags(keys % size, offsets, summed, n)
+
+
+def _bag_product(bags: _Bags, table: Tensor) -> Tensor:
+    """``C @ table`` for the bags' ``n x u`` weight matrix ``C``: ``n x table.shape[1]``."""
+    if bags.index.numel() == 0:
+        return table.new_zeros(bags.n, table.shape[1])
+    return F.embedding_bag(bags.index, table, bags.offsets, per_sample_weights=bags.weights, mode="sum")
+
+
+def _sandwich(bags1: _Bags, gram: Tensor, bags2: _Bags, symmetric: bool) -> Tensor:
+    r""":math:`C_1 G C_2^\top` for one batch element (``gram`` is ``u1 x u2``): two
+    ``embedding_bag`` products, in the cheaper order."""
+    nnz1, nnz2 = bags1.index.numel(), bags2.index.numel()
+    n1, n2 = bags1.n, bags2.n
     u1, u2 = gram.shape
     if n1 == 0 or n2 == 0:
         return gram.new_zeros(n1, n2)
     if nnz2 * u1 + nnz1 * n2 <= nnz1 * u2 + nnz2 * n1:
-        gram_t = gram if symmetric else gram.mT.contiguous()
-        right = F.embedding_bag(i2, gram_t, per_sample_weights=w2, mode="sum")  # n2 x u1: C2 G^T
-        return F.embedding_bag(i1, right.mT.contiguous(), per_sample_weights=w1, mode="sum")  # n1 x n2
-    left = F.embedding_bag(i1, gram.contiguous(), per_sample_weights=w1, mode="sum")  # n1 x u2: C1 G
-    return F.embedding_bag(i2, left.mT.contiguous(), per_sample_weights=w2, mode="sum").mT
+        right = _bag_product(bags2, gram if symmetric else gram.mT.contiguous())  # n2 x u1: C2 G^T
+        return _bag_product(bags1, right.mT.contiguous())  # n1 x n2
+    left = _bag_product(bags1, gram.contiguous())  # n1 x u2: C1 G
+    return _bag_product(bags2, left.mT.contiguous()).mT
 
 
 def _single_batch(x: Tensor) -> Tensor | None:
@@ -431,8 +465,12 @@ class LatentDistributionKernel(Kernel):
         ids, w = _word_weights(x, latent.dtype)
         words, local = torch.unique(ids, return_inverse=True)
         v = latent.index_select(-2, words)
-        left = F.embedding_bag(local, self.embedding_gram(v, v), per_sample_weights=w, mode="sum")  # n x u: C G
-        return (left.gather(-1, local) * w).sum(-1)
+        bags = _bags(local, w)
+        left = _bag_product(bags, self.embedding_gram(v, v))  # n x u: C G
+        rows = torch.repeat_interleave(
+            torch.arange(bags.n), torch.diff(bags.offsets, append=bags.offsets.new_tensor([len(bags.index)]))
+        )
+        return torch.zeros(bags.n, dtype=left.dtype).index_add_(0, rows, left[rows, bags.index] * bags.weights)
 
     def mean_embedding_gram(
         self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
@@ -459,10 +497,11 @@ class LatentDistributionKernel(Kernel):
         def flat(t: Tensor) -> Tensor:
             return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
 
-        parts = [
-            _sandwich(i1, ww1, g, i2, ww2, gram_symmetric)
-            for i1, ww1, g, i2, ww2 in zip(flat(local1), flat(w1), flat(gram), flat(local2), flat(w2))
-        ]
+        parts = []
+        for i1, ww1, g, i2, ww2 in zip(flat(local1), flat(w1), flat(gram), flat(local2), flat(w2)):
+            bags1 = _bags(i1, ww1)
+            bags2 = bags1 if symmetric else _bags(i2, ww2)
+            parts.append(_sandwich(bags1, g, bags2, gram_symmetric))
         if not parts:
             return gram.new_zeros(*batch, x1.shape[-2], x2.shape[-2])
         return torch.stack(parts).view(*batch, x1.shape[-2], x2.shape[-2])

@@ -117,6 +117,9 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
             (``"kmeans++"`` or ``"random"``) among the training documents.
         batch_size: documents per step; max_epochs: passes over the data; lr: Adam step size.
         noise_init, outputscale_init: initial noise variance and output scale (standardized targets).
+        word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings` or a
+            name) the latent vectors are tied to, as in :class:`~lvgp.GPLVSMRegressor` (text input);
+            unseen words with a vector enter prediction with their embedding-implied vectors.
         vocabulary, num_words: input handling as for the exact estimator.
         distributed, world_size: data-parallel training in ``world_size`` local processes under
             ``torch.distributed`` (gloo, loopback); each step's global batch is shared among
@@ -142,6 +145,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         inducing: str = "kmeans++",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
+        word_embeddings=None,
         vocabulary=None,
         num_words: int | None = None,
         distributed: bool = False,
@@ -160,6 +164,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.inducing = inducing
         self.noise_init = noise_init
         self.outputscale_init = outputscale_init
+        self.word_embeddings = word_embeddings
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.distributed = distributed
@@ -167,13 +172,19 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build(self, x: torch.Tensor, seed: int, num_words: int) -> None:
+    def _build(self, x: torch.Tensor, seed: int, num_words: int, word_features=None) -> None:
         """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
         self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         inducing = x[self.inducing_indices_]
         inducing = inducing[:, : int((inducing != PAD).sum(-1).max())]
         kernel = LatentDistributionKernel(
-            num_words, self.latent_dim, self.embedding, self.level2, rho=self.rho, seed=seed
+            num_words,
+            self.latent_dim,
+            self.embedding,
+            self.level2,
+            rho=self.rho,
+            seed=seed,
+            word_features=word_features,
         )
         self.model_ = SparseGPLVSM(inducing, kernel).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
@@ -188,7 +199,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("batch_size, num_inducing and max_epochs must be positive")
         if self.distributed and self.world_size < 2:
             raise ValueError(f"distributed=True needs world_size >= 2; got {self.world_size}")
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words)
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X")
         y = check_targets_array(y, x.shape[0])
         if y.ndim != 1:
@@ -200,14 +211,38 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         if self.distributed:
             self._fit_distributed(x, targets, seed)
         else:
-            self._train(x, targets, seed, self.encoder_.num_words)
+            self._train(x, targets, seed, self.encoder_.num_words, self.encoder_.word_features)
         self.fit_seconds_ = time.perf_counter() - start
         self.model_.eval()
         self.likelihood_.eval()
         return self
 
     def _train(
-        self, x: torch.Tensor, targets: torch.Tensor, seed: int, num_words: int, rank: int = 0, world_size: int = 1
+        self,
+        x: torch.Tensor,
+        targets: torch.Tensor,
+        seed: int,
+        num_words: int,
+        word_features=None,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        """:meth:`_train_steps` with torch's global generator seeded inside a forked scope (gpytorch
+        draws the variational mean's initial jitter from it): reproducible fits, and the caller's
+        random stream is left as it was."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self._train_steps(x, targets, seed, num_words, word_features, rank, world_size)
+
+    def _train_steps(
+        self,
+        x: torch.Tensor,
+        targets: torch.Tensor,
+        seed: int,
+        num_words: int,
+        word_features,
+        rank: int,
+        world_size: int,
     ) -> None:
         """Mini-batch SVI. With ``world_size > 1`` (inside ``torch.distributed``), every process
         draws the same global batches and takes its share ``batch[rank::world_size]``; the
@@ -215,8 +250,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         follows the gradient of the single-process objective on the global batch -- the
         likelihood term averaged over the batch, the KL of q(v) and the latent-vector prior
         (replicated in every process, weights summing to one) counted once."""
-        torch.manual_seed(seed)
-        self._build(x, seed, num_words)
+        self._build(x, seed, num_words, word_features)
         n = x.shape[0]
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
@@ -270,13 +304,23 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
             out = f"{tmp}/rank0.pt"
             mp.start_processes(
                 _distributed_worker,
-                args=(self.world_size, port, self.get_params(), x, targets, seed, self.encoder_.num_words, out),
+                args=(
+                    self.world_size,
+                    port,
+                    self.get_params(),
+                    x,
+                    targets,
+                    seed,
+                    self.encoder_.num_words,
+                    self.encoder_.word_features,
+                    out,
+                ),
                 nprocs=self.world_size,
                 join=True,
                 start_method="spawn",
             )
             state = torch.load(out, weights_only=True)
-        self._build(x, seed, self.encoder_.num_words)
+        self._build(x, seed, self.encoder_.num_words, self.encoder_.word_features)
         self.model_.load_state_dict(state["model"])
         self.likelihood_.load_state_dict(state["likelihood"])
         self.loss_curve_, self.step_losses_ = state["loss_curve"], state["step_losses"]
@@ -291,7 +335,10 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         Documents without any known word get the prior: the constant mean and the prior
         standard deviation of an average inducing document (with an ``EmptyDocumentsWarning``)."""
         check_is_fitted(self, "model_")
-        x = self.encoder_.transform(X, "X")
+        with self.encoder_.predicting(X, self.model_.covar_module.base_kernel.word_vectors) as x:
+            return self._predict_encoded(x, return_std, include_noise, block)
+
+    def _predict_encoded(self, x: torch.Tensor, return_std: bool, include_noise: bool, block: int):
         empty = (x == PAD).all(-1)
         mean = torch.empty(x.shape[0], dtype=torch.float64)
         std = torch.empty(x.shape[0], dtype=torch.float64)
@@ -308,7 +355,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
                 warnings.warn(
                     f"{int(empty.sum())} documents have no known word; predicted with the prior",
                     EmptyDocumentsWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
                 z = self.model_.variational_strategy.inducing_points
                 prior_var = self.model_.covar_module(z, diag=True).mean()
@@ -329,6 +376,7 @@ def _distributed_worker(
     targets: torch.Tensor,
     seed: int,
     num_words: int,
+    word_features,
     out: str,
 ) -> None:
     """One process of a distributed fit (module level: spawn pickles it by reference)."""
@@ -338,7 +386,7 @@ def _distributed_worker(
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
     try:
         est = SparseGPLVSMRegressor(**{**params, "distributed": False})
-        est._train(x, targets, seed, num_words, rank=rank, world_size=world_size)
+        est._train(x, targets, seed, num_words, word_features, rank=rank, world_size=world_size)
         if rank == 0:
             torch.save(
                 {

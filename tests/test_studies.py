@@ -1,0 +1,124 @@
+"""The study machinery shared by every ``lvgp compare``: options generated from the study
+definitions (they cannot drift), warnings recorded per cell, the thesis's vocabulary cut, and
+dev selection over a grid with exactly equivalent settings fitted once."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+from lvgp.experiments import classification
+from lvgp.experiments.cli import STUDIES, _study_module, build_parser
+from lvgp.experiments.study import recorded_warnings
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_every_study_setting_is_an_option_with_its_default(name):
+    parser = build_parser()
+    module = _study_module(name)
+    study_cls = getattr(module, STUDIES[name][1])
+    required = [f for f in dataclasses.fields(study_cls) if f.default is dataclasses.MISSING]
+    argv = ["compare", name, "--out", "x"]
+    for f in required:
+        argv += ["--" + f.name.replace("_", "-"), "v"]
+    args = parser.parse_args(argv)
+    for f in dataclasses.fields(study_cls):
+        if f.default is not dataclasses.MISSING:
+            assert getattr(args, f.name) == f.default, f.name
+    # the --methods help names every method the study knows
+    sub = parser._subparsers._group_actions[0].choices["compare"]._subparsers._group_actions[0].choices[name]
+    help_text = " ".join(" ".join(a.help.split()) for a in sub._actions if a.dest == "methods")
+    for method in module.METHODS:
+        assert method in help_text.replace("- ", "-"), method
+
+
+def test_list_and_boolean_options_parse():
+    args = build_parser().parse_args(
+        [
+            "compare",
+            "matching",
+            "--pairs",
+            "p",
+            "--source",
+            "en",
+            "--target",
+            "de",
+            "--out",
+            "o",
+            "--gammas",
+            "1,10",
+            "--no-dedupe-families",
+            "--methods",
+            "ldk,cca",
+        ]
+    )
+    assert args.gammas == (1.0, 10.0) and args.dedupe_families is False and args.methods == ("ldk", "cca")
+
+
+def test_recorded_warnings_counts_each_category_and_keeps_the_first_message():
+    with recorded_warnings() as warned:
+        warnings.warn("first", RuntimeWarning)
+        warnings.warn("second", RuntimeWarning)
+        warnings.warn("other", UserWarning)
+    assert warned == {"RuntimeWarning": {"count": 2, "first": "first"}, "UserWarning": {"count": 1, "first": "other"}}
+
+
+def test_vocabulary_cut_applies_to_every_method_and_counts_emptied_documents(monkeypatch):
+    train = ["apple banana cherry", "apple banana", "apple zebra", "quokka", "banana apple"] * 2
+    labels = np.array(["a", "b", "a", "b", "a"] * 2)
+    test = ["apple quokka", "walrus", "banana"]
+    monkeypatch.setattr(
+        classification, "prepare", lambda study, split, size: (train, labels, test, np.array(["a"] * 3))
+    )
+    study = classification.ClassificationStudy("toy", min_df_fraction=0.3)
+    x_train, y_train, x_test, _, info = classification.prepare_cell(study, 0, 10)
+    # words in fewer than 30% of the 10 training documents go: cherry, zebra (2 each), quokka (2)
+    assert info == {"min_df_fraction": 0.3, "vocabulary_size": 2, "dropped_empty_train": 2, "empty_test": 1}
+    assert x_test == ["apple", "", "banana"] and len(x_train) == len(y_train) == 8
+    assert all(set(t.split()) <= {"apple", "banana"} for t in x_train)
+    classification.prepare_cell.cache_clear()
+
+
+class _Recorder:
+    """A stand-in estimator: predicts the first class unless C >= 1; records its fits."""
+
+    fits: list = []
+
+    def __init__(self, C=1.0, rho=1.0, gamma=1.0):
+        self.C, self.rho, self.gamma = C, rho, gamma
+
+    def get_params(self, deep=True):
+        return {"C": self.C, "rho": self.rho, "gamma": self.gamma}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            setattr(self, k, v)
+        return self
+
+    def fit(self, X, y):
+        _Recorder.fits.append(self.get_params())
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.array([x.split()[0] if self.C >= 1 and self.rho / self.gamma <= 1 else self.classes_[0] for x in X])
+
+
+def test_dev_selection_fits_each_equivalent_setting_once_and_prefers_the_first_of_ties():
+    X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b")]
+    y = np.array([x.split()[0] for x in X])
+    grid = {"rho": [1.0, 0.1], "gamma": [0.1, 1.0], "C": [0.5, 2.0]}
+    _Recorder.fits = []
+    selected = classification.DevSelected(
+        _Recorder(), grid, 0, lambda p: {**p, "rho": float(f"{p['rho'] / p['gamma']:.12g}"), "gamma": 1.0}
+    ).fit(X, y)
+    # 8 settings, 6 distinct canonical ones (rho/gamma in 10, 1, 1, 0.1 for each C), plus the refit
+    assert len(_Recorder.fits) == 6 + 1
+    assert len(selected.dev_scores_) == 6
+    # perfect dev accuracy needs C >= 1 and rho/gamma <= 1; the first such setting in grid order wins
+    assert selected.best_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
+    assert selected.fitted_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
+    assert _Recorder.fits[-1] == {"C": 2.0, "rho": 1.0, "gamma": 1.0}
