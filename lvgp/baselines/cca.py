@@ -26,6 +26,7 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.vocabulary import Vocabulary
+from ..models.matching import dual_cca
 
 __all__ = ["KernelCCAMatcher"]
 
@@ -59,12 +60,6 @@ class _Side:
         x = self.tfidf.transform(self.vocabulary.counts(texts))
         raw = self._raw(x)
         return raw - raw.mean(1, keepdims=True) - self.col_means[None, :] + self.mean
-
-
-def _regularized_projection(gram: np.ndarray, reg: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    values, vectors = np.linalg.eigh(gram)
-    values = np.clip(values, 0, None)
-    return values, vectors, (vectors * (values / (values + reg))) @ vectors.T
 
 
 class KernelCCAMatcher(BaseEstimator):
@@ -106,16 +101,9 @@ class KernelCCAMatcher(BaseEstimator):
             raise ValueError(f"n_components must be in [1, {len(source)}]; got {self.n_components}")
         self.source_ = _Side(source, self.kernel, self.gamma, self.min_df)
         self.target_ = _Side(target, self.kernel, self.gamma, self.min_df)
-        k, l = self.source_.gram, self.target_.gram
-        kappa_k = self.reg * max(np.trace(k) / len(k), 1e-12)
-        kappa_l = self.reg * max(np.trace(l) / len(l), 1e-12)
-        _, _, r_k = _regularized_projection(k, kappa_k)
-        _, _, r_l = _regularized_projection(l, kappa_l)
-        a, corr, bt = np.linalg.svd(r_k @ r_l)
-        c = self.n_components
-        self.correlations_ = corr[:c]
-        self.alpha_ = np.linalg.solve(k + kappa_k * np.eye(len(k)), a[:, :c])
-        self.beta_ = np.linalg.solve(l + kappa_l * np.eye(len(l)), bt[:c].T)
+        self.alpha_, self.beta_, self.correlations_ = dual_cca(
+            self.source_.gram, self.target_.gram, self.reg, self.n_components
+        )
         return self
 
     def transform(self, source_texts=None, target_texts=None):

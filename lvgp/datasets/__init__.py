@@ -13,11 +13,12 @@ from .loaders import (
     read_regression_tsv,
 )
 from .registry import DataUnavailableError, data_home
-from .synthetic import SyntheticCorpus, TopicCorpus, make_slda_corpus, make_synonym_regression
+from .synthetic import SyntheticCorpus, TopicCorpus, make_slda_corpus, make_synonym_regression, synonym_embeddings
 
 __all__ = [
     "SyntheticCorpus",
     "make_synonym_regression",
+    "synonym_embeddings",
     "make_slda_corpus",
     "TopicCorpus",
     "RegressionCorpus",

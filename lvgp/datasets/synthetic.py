@@ -127,3 +127,31 @@ def make_slda_corpus(
     else:
         raise ValueError(f"response must be gaussian, bernoulli, categorical or poisson; got {response!r}")
     return TopicCorpus(docs, y, topics, eta, zbar, theta)
+
+
+def synonym_embeddings(
+    corpus: SyntheticCorpus, dim: int = 8, noise: float = 0.3, synonym_noise: float = 0.05, random_state=None
+):
+    """Pretrained-like word vectors for a :func:`make_synonym_regression` corpus, and a synonym
+    for every signal word that the corpus never uses.
+
+    A word's vector carries its score (+1, -1, 0) in the first coordinate and Gaussian noise
+    (``noise``) in the other ``dim - 1``, as pretrained embeddings carry meaning; each signal word
+    ``w`` gets a synonym ``"syn" + w`` whose vector is ``w``'s plus ``N(0, synonym_noise^2)``.
+
+    Returns:
+        ``(embeddings, synonyms)``: a :class:`~lvgp.datasets.WordEmbeddings` over the corpus's
+        words and the synonyms, and the dict signal word -> synonym. Rewrite documents with
+        ``" ".join(synonyms.get(w, w) for w in doc.split())``.
+    """
+    from .loaders import WordEmbeddings
+
+    rng = np.random.default_rng(random_state)
+    scores = {w: 1.0 for g in corpus.positive_words for w in g}
+    scores.update({w: -1.0 for g in corpus.negative_words for w in g})
+    scores.update({w: 0.0 for w in corpus.neutral_words})
+    vectors = {w: np.concatenate([[s], noise * rng.standard_normal(dim - 1)]) for w, s in scores.items()}
+    synonyms = {w: "syn" + w for w, s in scores.items() if s != 0}
+    for w, syn in synonyms.items():
+        vectors[syn] = vectors[w] + synonym_noise * rng.standard_normal(dim)
+    return WordEmbeddings("synthetic", list(vectors), np.array(list(vectors.values()))), synonyms

@@ -171,6 +171,21 @@ class WordVectors(gpytorch.Module):
         with torch.no_grad():
             self.residual = value - self._projected(self.word_features)
 
+    def fit_projection(self, vectors) -> None:
+        r"""Start from a given layout (``num_words x q``, e.g. PCA loadings): the projection
+        :math:`W` by least squares so that :math:`W\mathbf e_v` explains the layout as far as the
+        embeddings go, the residuals of words *with* a vector at the prior mean 0 (as in every
+        tied model: what an unseen word could not have starts at nothing), those of words without
+        one at their layout position."""
+        if self.word_features is None:
+            raise ValueError("fit_projection needs word_features")
+        target = torch.as_tensor(vectors, dtype=self.dtype)
+        found = self.word_features.abs().sum(-1) > 0
+        solution = torch.linalg.lstsq(self.word_features[found], target[found]).solution
+        with torch.no_grad():
+            self.projection.copy_(solution.expand_as(self.projection))
+        self.residual = torch.where(found.unsqueeze(-1), torch.zeros_like(target), target)
+
     @property
     def num_words_in_use(self) -> int:
         """``num_words`` plus the words appended by an active :meth:`extra_words`."""

@@ -24,11 +24,26 @@ Optimization: L-BFGS on the full objective (the default, as in the thesis, for u
 thousand pairs), or Adam on mini-batches of ``batch_size`` pairs whose targets serve as each
 other's negatives (sampled negatives; the loss is rescaled to the full data).
 Initialization as in the thesis: PCA of the concatenated source and target word-frequency
-matrices (a word's vector is its loading on the first ``q`` components, standardized).
+matrices (a word's vector is its loading on the first ``q`` components, standardized); or from
+what tf-idf CCA already knows (``init="cca"``: the canonical weights of regularized linear CCA
+on the training pairs) or from the joint SVD of the cross-covariance of the paired frequency
+matrices (``init="svd"``, partial least squares).
+
+Beyond the thesis (off by default): ``tie_identical_tokens`` gives a token spelled identically in
+both languages (package names, numbers, technical terms) one latent vector; ``source_embeddings``
+/ ``target_embeddings`` tie the vectors to pretrained embeddings of each language where one
+exists (:math:`\mathbf x_v = W\mathbf e_v + \boldsymbol\delta_v`, :mod:`lvgp.kernels.word_vectors`),
+and words unseen in training that have an embedding enter ranking with :math:`W\mathbf e_v`.
+
+With the RBF kernel fixed, the model depends on :math:`(\gamma, \rho)` only through
+:math:`\rho/\gamma` (substitute :math:`\mathbf z = \sqrt\gamma\,\mathbf x`; the initial layouts are
+given in :math:`\mathbf z`): the fit runs at :math:`\gamma = 1`, :math:`\rho/\gamma` and maps back, so
+every :math:`(\gamma, \rho)` with the same ratio gives the identical matcher.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 
@@ -36,16 +51,21 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
-from ..kernels import LatentDistributionKernel
+from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import UnseenWordsWarning
+from .documents import embedding_features, resolve_embeddings
+from .numerics import default_dtype
 from .optimize import minimize
 
-__all__ = ["LDKMatcher", "precision_at"]
+__all__ = ["LDKMatcher", "precision_at", "dual_cca", "INITS"]
+
+INITS = ("pca", "random", "cca", "svd")
 
 
 def precision_at(ranks: np.ndarray, max_r: int = 50) -> dict[int, float]:
@@ -53,6 +73,27 @@ def precision_at(ranks: np.ndarray, max_r: int = 50) -> dict[int, float]:
     true target: the fraction of queries whose true target is among the first R."""
     ranks = np.asarray(ranks)
     return {r: float(np.mean(ranks < r)) for r in range(1, max_r + 1)}
+
+
+def dual_cca(k: np.ndarray, l: np.ndarray, reg: float, components: int):  # noqa: E741
+    r"""Regularized CCA in the dual (Bach & Jordan 2002; Hardoon et al. 2004) from centred Gram
+    matrices ``k`` (source) and ``l`` (target) of the training pairs: the singular vectors of
+    :math:`R_K R_L`, :math:`R_K = K(K+\kappa I)^{-1}`, with :math:`\kappa` = ``reg`` times the mean
+    eigenvalue of each Gram. Returns the dual directions ``alpha``, ``beta`` (``n x components``)
+    and the canonical correlations."""
+
+    def projection(gram):
+        kappa = reg * max(np.trace(gram) / len(gram), 1e-12)
+        values, vectors = np.linalg.eigh(gram)
+        values = np.clip(values, 0, None)
+        return kappa, (vectors * (values / (values + kappa))) @ vectors.T
+
+    kappa_k, r_k = projection(k)
+    kappa_l, r_l = projection(l)
+    a, corr, bt = np.linalg.svd(r_k @ r_l)
+    alpha = np.linalg.solve(k + kappa_k * np.eye(len(k)), a[:, :components])
+    beta = np.linalg.solve(l + kappa_l * np.eye(len(l)), bt[:components].T)
+    return alpha, beta, corr[:components]
 
 
 def _texts(X, name: str) -> list:
@@ -64,26 +105,45 @@ def _texts(X, name: str) -> list:
     return X
 
 
+def _standardized(loadings: np.ndarray) -> np.ndarray:
+    return loadings / (loadings.std(0, keepdims=True) + 1e-12)
+
+
 class LDKMatcher(BaseEstimator):
     """Matching source documents to target documents (e.g. across languages) with LDK.
 
     Args:
         latent_dim: q.
         rho: precision of the Gaussian prior on every latent vector (0: no prior).
-        gamma: RBF embedding kernel bandwidth (eq. 6.12's gamma); ``learn_gamma`` fits it too.
+        gamma: RBF embedding kernel bandwidth (eq. 6.12's gamma); ``learn_gamma`` fits it too
+            (then the fit runs in the given parameterization, without the rho/gamma collapse).
+        tie_identical_tokens: a token spelled identically on both sides has one latent vector.
+        init: ``"pca"`` (the thesis), ``"cca"`` (regularized linear CCA on tf-idf, the canonical
+            weights of the first q directions), ``"svd"`` (the SVD of the cross-covariance of the
+            paired word frequencies) or ``"random"`` (draws from the prior).
+        source_embeddings, target_embeddings: ``None`` or pretrained word vectors of each side
+            (:class:`~lvgp.datasets.WordEmbeddings` or a name; of one dimension when both are
+            given) the latent vectors are tied to.
         batch_size: ``None`` for the full softmax with L-BFGS (default); an integer for Adam on
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
+        n_iter_no_change: with validation pairs (``fit(..., source_val=, target_val=)``), stop when
+            their mean Precision@R over R = 1..50 (eq. 6.15, the area under the precision curve, as
+            the study's dev score) has not improved for this many iterations, and keep the best
+            iterate. (Eq. 6.8's loss on the validation pairs keeps falling after their precision
+            peaks: it rewards confident rankings, not correct ones.)
         lr: Adam step size.
         min_df, max_features: vocabulary filters of each side (fitted on the training texts).
-        init: ``"pca"`` (the thesis) or ``"random"`` (N(0, 1/rho) draws).
         random_state, verbose.
 
-    Fitted: ``source_vocabulary_``, ``target_vocabulary_``, ``kernel_`` (the LDK over both
-    vocabularies), ``source_vectors_``/``target_vectors_`` (``V x q``), ``loss_curve_``.
+    Fitted: ``source_vocabulary_``, ``target_vocabulary_``, ``target_ids_`` (kernel id of each
+    target word), ``kernel_`` (the LDK over both vocabularies), ``source_vectors_`` /
+    ``target_vectors_`` (``V x q``), ``shared_tokens_`` (how many target words are tied),
+    ``loss_curve_``, ``validation_curve_``, ``best_iter_``, ``n_iter_``, ``converged_``, ``fit_seconds_``.
 
-    Unseen words at ranking time are dropped with a counted warning; a document left without
-    known words raises a ``ValueError`` naming its row.
+    Unseen words at ranking time are dropped with a counted warning (except words with a
+    pretrained vector, see above); a document left without known words raises a ``ValueError``
+    naming its row.
     """
 
     def __init__(
@@ -92,12 +152,16 @@ class LDKMatcher(BaseEstimator):
         rho: float = 0.01,
         gamma: float = 1.0,
         learn_gamma: bool = False,
+        tie_identical_tokens: bool = False,
+        init: str = "pca",
+        source_embeddings=None,
+        target_embeddings=None,
         batch_size: int | None = None,
         max_iter: int = 300,
+        n_iter_no_change: int = 10,
         lr: float = 0.05,
         min_df: int = 1,
         max_features: int | None = None,
-        init: str = "pca",
         random_state: int | None = None,
         verbose: bool = False,
     ):
@@ -105,90 +169,204 @@ class LDKMatcher(BaseEstimator):
         self.rho = rho
         self.gamma = gamma
         self.learn_gamma = learn_gamma
+        self.tie_identical_tokens = tie_identical_tokens
+        self.init = init
+        self.source_embeddings = source_embeddings
+        self.target_embeddings = target_embeddings
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.n_iter_no_change = n_iter_no_change
         self.lr = lr
         self.min_df = min_df
         self.max_features = max_features
-        self.init = init
         self.random_state = random_state
         self.verbose = verbose
 
-    # ------------------------------------------------------------------ encoding
+    # ------------------------------------------------------------------ vocabularies and encoding
+    def _layout(self) -> None:
+        """Kernel ids: source words first; target words after them, or a tied source word's id."""
+        vs = len(self.source_vocabulary_)
+        ids, extra = np.empty(len(self.target_vocabulary_), dtype=np.int64), 0
+        for j, word in enumerate(self.target_vocabulary_.words):
+            if self.tie_identical_tokens and word in self.source_vocabulary_:
+                ids[j] = self.source_vocabulary_.index(word)
+            else:
+                ids[j] = vs + extra
+                extra += 1
+        self.target_ids_ = ids
+        self.shared_tokens_ = len(ids) - extra
+        self.num_words_ = vs + extra
+
+    def _target_to_kernel(self, xt: torch.Tensor, extra_ids: np.ndarray | None = None) -> torch.Tensor:
+        table = torch.from_numpy(
+            self.target_ids_ if extra_ids is None else np.concatenate([self.target_ids_, extra_ids])
+        )
+        return torch.where(xt == PAD, xt, table[xt.clamp_min(0)])
+
     def _encode(self, source, target) -> tuple[torch.Tensor, torch.Tensor]:
         xs = self.source_vocabulary_.encode(source, name="source_texts")
         xt = self.target_vocabulary_.encode(target, name="target_texts")
-        return xs, torch.where(xt == PAD, xt, xt + len(self.source_vocabulary_))
+        return xs, self._target_to_kernel(xt)
 
-    def _pca_init(self, source, target) -> np.ndarray:
-        def frequencies(vocab, texts):
+    def _side_features(self, side: str, embeddings, words: list[str]) -> np.ndarray | None:
+        """Scaled pretrained vectors of one side's words (the scale is kept for unseen words)."""
+        if embeddings is None:
+            return None
+        features, self.feature_scales_[side] = embedding_features(words, resolve_embeddings(embeddings), stacklevel=5)
+        return features
+
+    def _word_features(self) -> np.ndarray | None:
+        """``num_words x h`` features: source words from the source embeddings, untied target
+        words from the target embeddings, a tied word from the source's (else the target's)."""
+        self.feature_scales_: dict[str, float] = {}
+        fs = self._side_features("source", self.source_embeddings, self.source_vocabulary_.words)
+        ft = self._side_features("target", self.target_embeddings, self.target_vocabulary_.words)
+        if fs is None and ft is None:
+            return None
+        if fs is not None and ft is not None and fs.shape[1] != ft.shape[1]:
+            raise ValueError(
+                f"source_embeddings ({fs.shape[1]}-d) and target_embeddings ({ft.shape[1]}-d) must have one dimension"
+            )
+        h = (fs if fs is not None else ft).shape[1]
+        out = np.zeros((self.num_words_, h))
+        vs = len(self.source_vocabulary_)
+        if fs is not None:
+            out[:vs] = fs
+        if ft is not None:
+            for j, k in enumerate(self.target_ids_):
+                if k >= vs or not out[k].any():
+                    out[k] = ft[j]
+        return out
+
+    def _frequencies(self, source, target) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        def rows(vocab, texts):
             counts = vocab.counts(texts)
             return sp.diags(1.0 / np.maximum(np.asarray(counts.sum(1)).ravel(), 1)) @ counts
 
-        f = sp.hstack(
-            [frequencies(self.source_vocabulary_, source), frequencies(self.target_vocabulary_, target)]
-        ).toarray()
-        f -= f.mean(0)
+        return rows(self.source_vocabulary_, source), rows(self.target_vocabulary_, target)
+
+    def _merge(self, source_part: np.ndarray, target_part: np.ndarray) -> np.ndarray:
+        """Per-word loadings of both sides in kernel ids (tied words: the mean of both)."""
+        out = np.zeros((self.num_words_, source_part.shape[1]))
+        counts = np.zeros(self.num_words_)
+        vs = len(self.source_vocabulary_)
+        out[:vs], counts[:vs] = source_part, 1
+        np.add.at(out, self.target_ids_, target_part)
+        np.add.at(counts, self.target_ids_, 1)
+        return out / counts[:, None]
+
+    def _initial_layout(self, source, target) -> np.ndarray | None:
+        """The initial word vectors (``num_words x q``, unit standard deviation per dimension)."""
+        if self.init == "random":
+            return None
         q = self.latent_dim
-        k = min(q, min(f.shape) - 1)
-        _, _, vt = randomized_svd(f, k, random_state=0)  # only the first q components are needed
-        loadings = np.zeros((f.shape[1], q))
-        loadings[:, :k] = vt.T
-        return loadings / (loadings.std(0, keepdims=True) + 1e-12)
+        fs, ft = self._frequencies(source, target)
+        if self.init == "pca":
+            f = sp.hstack([fs, ft]).toarray()
+            f -= f.mean(0)
+            k = min(q, min(f.shape) - 1)
+            _, _, vt = randomized_svd(f, k, random_state=0)  # only the first q components are needed
+            loadings = np.zeros((f.shape[1], q))
+            loadings[:, :k] = vt.T
+            vs = fs.shape[1]
+            return _standardized(self._merge(loadings[:vs], loadings[vs:]))
+        if self.init == "svd":  # the joint SVD of the cross-covariance: partial least squares
+            cs, ct = fs.toarray(), ft.toarray()
+            cross = (cs - cs.mean(0)).T @ (ct - ct.mean(0))
+            k = min(q, min(cross.shape) - 1)
+            u, sigma, vt = randomized_svd(cross, k, random_state=0)
+            left, right = np.zeros((cross.shape[0], q)), np.zeros((cross.shape[1], q))
+            left[:, :k], right[:, :k] = u * np.sqrt(sigma), vt.T * np.sqrt(sigma)
+            return _standardized(self._merge(left, right))
+        # "cca": the primal weights F^T alpha of regularized linear CCA on centred tf-idf vectors
+        ts = TfidfTransformer().fit_transform(self.source_vocabulary_.counts(source)).toarray()
+        tt = TfidfTransformer().fit_transform(self.target_vocabulary_.counts(target)).toarray()
+        ts -= ts.mean(0)
+        tt -= tt.mean(0)
+        components = min(q, len(ts) - 1)
+        alpha, beta, _ = dual_cca(ts @ ts.T, tt @ tt.T, reg=0.1, components=components)
+        left, right = np.zeros((ts.shape[1], q)), np.zeros((tt.shape[1], q))
+        left[:, :components], right[:, :components] = ts.T @ alpha, tt.T @ beta
+        return _standardized(self._merge(left, right))
 
     # ------------------------------------------------------------------ fit
-    def fit(self, source_texts, target_texts):
+    def _check_params(self, n: int) -> None:
+        if n < 2:
+            raise ValueError("matching needs at least two training pairs")
+        if not self.rho >= 0:
+            raise ValueError(f"rho must be >= 0; got {self.rho}")
+        if not self.gamma > 0:
+            raise ValueError(f"gamma must be > 0; got {self.gamma}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
+        if int(self.max_iter) < 1:
+            raise ValueError(f"max_iter must be >= 1; got {self.max_iter}")
+        if self.batch_size is not None and int(self.batch_size) < 2:
+            raise ValueError(f"batch_size must be None or at least 2 (in-batch negatives); got {self.batch_size}")
+
+    def fit(self, source_texts, target_texts, source_val=None, target_val=None):
+        """Fit on aligned training pairs (``source_texts[i]`` matches ``target_texts[i]``);
+        ``source_val``/``target_val``: aligned validation pairs for early stopping."""
         source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
         if len(source) != len(target):
             raise ValueError(
                 f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
             )
-        if len(source) < 2:
-            raise ValueError("matching needs at least two training pairs")
-        if self.rho < 0:
-            raise ValueError(f"rho must be >= 0; got {self.rho}")
-        if self.init not in ("pca", "random"):
-            raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
+        self._check_params(len(source))
         self.source_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(source)
         self.target_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(target)
+        self._layout()
         with warnings.catch_warnings():  # training words below min_df are filtered by design, not "unseen"
             warnings.simplefilter("ignore", UnseenWordsWarning)
             xs, xt = self._encode(source, target)
-            init = self._pca_init(source, target) if self.init == "pca" else None
+            layout = self._initial_layout(source, target)
+        features = self._word_features()
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
-        self.kernel_ = LatentDistributionKernel(
-            len(self.source_vocabulary_) + len(self.target_vocabulary_),
-            self.latent_dim,
-            "rbf",
-            "linear",
-            gamma=self.gamma,
-            rho=self.rho if self.rho > 0 else None,
-            latent_init=init,
-            seed=seed,
-        ).double()
-        if not self.learn_gamma:
-            self.kernel_.raw_gamma.requires_grad_(False)
+        # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
+        fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, self.rho / self.gamma)
+        with default_dtype(torch.float64):
+            vectors = make_word_vectors(
+                self.num_words_,
+                self.latent_dim,
+                rho=fit_rho if fit_rho > 0 else None,
+                word_features=features,
+                seed=seed,
+                init_scale=fit_rho**-0.5 if fit_rho > 0 else 1.0,
+            )
+            if layout is not None:
+                if features is not None:  # the layout as far as the embeddings explain it
+                    vectors.fit_projection(layout)
+                else:
+                    vectors.vectors = layout
+            self.kernel_ = LatentDistributionKernel(
+                embedding="rbf", level2="linear", word_vectors=vectors, gamma=fit_gamma
+            ).double()
+        self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
+        validation = self._validation(source_val, target_val)
         start = time.perf_counter()
         if self.batch_size is None:
             result = minimize(
                 params,
                 lambda: self._loss(xs, xt),
                 method="lbfgs",
-                max_iter=self.max_iter,
+                max_iter=int(self.max_iter),
+                validate=validation,
+                n_iter_no_change=int(self.n_iter_no_change),
                 verbose=self.verbose,
                 desc="LDK matching",
             )
         else:
             g = torch.Generator().manual_seed(seed)
-            batches = max(1, n // self.batch_size)
+            batch = int(self.batch_size)
+            batches = max(1, n // batch)
             order = {"perm": torch.randperm(n, generator=g), "step": 0}
 
             def minibatch_loss():
                 if order["step"] == batches:
                     order["perm"], order["step"] = torch.randperm(n, generator=g), 0
-                idx = order["perm"][order["step"] * self.batch_size : (order["step"] + 1) * self.batch_size]
+                idx = order["perm"][order["step"] * batch : (order["step"] + 1) * batch]
                 order["step"] += 1
                 return self._loss(xs[idx], xt[idx], scale=n / len(idx))
 
@@ -197,33 +375,92 @@ class LDKMatcher(BaseEstimator):
                 minibatch_loss,
                 method="adam",
                 lr=self.lr,
-                max_iter=self.max_iter * batches,
+                max_iter=int(self.max_iter) * batches,
                 tol=0.0,
+                validate=validation,
+                validation_interval=batches,
+                n_iter_no_change=int(self.n_iter_no_change) * batches,
                 verbose=self.verbose,
                 desc="LDK matching",
             )
+        if fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same distances
+            with torch.no_grad():
+                shrink = self.gamma**-0.5
+                vectors.raw_latent.mul_(shrink)
+                if features is not None:
+                    vectors.projection.mul_(shrink)
+                if self.rho > 0:
+                    vectors.rho = self.rho
+                self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64)
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
-        latent = self.kernel_.latent.detach()
-        self.source_vectors_ = latent[: len(self.source_vocabulary_)].numpy()
-        self.target_vectors_ = latent[len(self.source_vocabulary_) :].numpy()
+        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
+        latent = self.kernel_.word_vectors.mean.detach().numpy()
+        self.source_vectors_ = latent[: len(self.source_vocabulary_)].copy()
+        self.target_vectors_ = latent[self.target_ids_].copy()
         return self
+
+    def _validation(self, source_val, target_val):
+        """Minus the mean validation Precision@1..50 as a closure for :func:`minimize`, or ``None``."""
+        if source_val is None and target_val is None:
+            return None
+        if source_val is None or target_val is None:
+            raise ValueError("pass both source_val and target_val, or neither")
+        sv, tv = _texts(source_val, "source_val"), _texts(target_val, "target_val")
+        if len(sv) != len(tv):
+            raise ValueError(f"source_val and target_val must be aligned pairs; got {len(sv)} and {len(tv)}")
+        with warnings.catch_warnings():  # unseen validation words: dropped by the documented policy
+            warnings.simplefilter("ignore", UnseenWordsWarning)
+            xs = self.source_vocabulary_.encode(sv, on_empty="keep", name="source_val")
+            xt = self._target_to_kernel(self.target_vocabulary_.encode(tv, on_empty="keep", name="target_val"))
+
+        def score() -> float:
+            with torch.no_grad():
+                d = self.kernel_.squared_mmd(xs, xt)
+            ranks = (d < d.diagonal().unsqueeze(1)).sum(1).numpy()
+            return -float(np.mean(list(precision_at(ranks, min(50, len(ranks))).values())))
+
+        return score
 
     def _loss(self, xs: torch.Tensor, xt: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
         """Eq. 6.8 (the softmax terms over the given pairs, times ``scale``)."""
         d = self.kernel_.squared_mmd(xs, xt)
         nll = (d.diagonal() + torch.logsumexp(-d, dim=1)).sum() * scale
-        if self.rho > 0:
-            nll = nll + 0.5 * self.rho * self.kernel_.latent.pow(2).sum()
-        return nll
+        return nll + self.kernel_.word_vectors.penalty()
 
     # ------------------------------------------------------------------ predict
     def distances(self, source_texts, target_texts) -> np.ndarray:
         """Eq. 6.4 between every source and every target document: ``n_s x n_t``."""
         check_is_fitted(self, "kernel_")
         source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
-        xs, xt = self._encode(source, target)
-        with torch.no_grad():
+        vectors = self.kernel_.word_vectors
+        es = resolve_embeddings(self.source_embeddings) if vectors.word_features is not None else None
+        et = resolve_embeddings(self.target_embeddings) if vectors.word_features is not None else None
+        if es is None and et is None:
+            xs, xt = self._encode(source, target)
+            with torch.no_grad():
+                return self.kernel_.squared_mmd(xs, xt).numpy()
+        # words unseen in training that have a vector on their side enter with W e_v
+        xs, added_s = self.source_vocabulary_.encode_extended(source, es or (), name="source_texts")
+        vs = len(self.source_vocabulary_)
+        xs = torch.where(xs >= vs, xs + (self.num_words_ - vs), xs)  # new source words come after all trained ones
+        xt_local, added_t = self.target_vocabulary_.encode_extended(target, et or (), name="target_texts")
+        # extra words: the source's first (ids from num_words_), then the target's (tied to an
+        # identical source extra word when tokens are tied)
+        rows = [es.lookup(added_s)[0] / self.feature_scales_["source"]] if added_s else []
+        target_extra, own = [], []
+        for word in added_t:
+            if self.tie_identical_tokens and word in added_s:
+                target_extra.append(self.num_words_ + added_s.index(word))
+            else:
+                target_extra.append(self.num_words_ + len(added_s) + len(own))
+                own.append(word)
+        if own:
+            rows.append(et.lookup(own)[0] / self.feature_scales_["target"])
+        xt = self._target_to_kernel(xt_local, np.array(target_extra, dtype=np.int64))
+        with contextlib.ExitStack() as stack, torch.no_grad():
+            if rows:
+                stack.enter_context(vectors.extra_words(np.concatenate(rows).astype(np.float64)))
             return self.kernel_.squared_mmd(xs, xt).numpy()
 
     def rank(self, source_texts, target_texts) -> np.ndarray:
