@@ -405,3 +405,20 @@ def test_inputs_repeated_over_a_batch_are_evaluated_once(embedding, level2, monk
         mixed = torch.stack([X1, X1.flip(0)])
         out = k(mixed, X2).to_dense()
         torch.testing.assert_close(out[1], ref_gram(k, X1.flip(0), X2), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_word_weights_give_the_weighted_empirical_measure(embedding, level2):
+    weights = torch.linspace(0.5, 3.0, V)
+    k = make_kernel(embedding, level2, word_weights=weights)
+    X = k.latent.detach().numpy()
+    expected = ref.ldk_gram(X, X1.numpy(), X2.numpy(), embedding, level2, weights=weights.numpy(), **kernel_hp(k))
+    with torch.no_grad():
+        torch.testing.assert_close(k(X1, X2).to_dense(), torch.from_numpy(expected), rtol=1e-10, atol=1e-12)
+        full = k(X1).to_dense()
+        torch.testing.assert_close(k(X1, diag=True), full.diagonal(), rtol=1e-10, atol=1e-12)
+    uniform = make_kernel(embedding, level2, word_weights=torch.ones(V))
+    with torch.no_grad():
+        torch.testing.assert_close(uniform(X1, X2).to_dense(), make_kernel(embedding, level2)(X1, X2).to_dense())
+    with pytest.raises(ValueError, match="positive finite weights"):
+        make_kernel(embedding, level2, word_weights=torch.zeros(V))

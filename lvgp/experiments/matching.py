@@ -65,6 +65,11 @@ class MatchingStudy:
     cca_regs: tuple[float, ...] = option((0.01, 0.1, 1.0), "CCA/KCCA grid over the relative regularization")
     min_df: int = option(2, "vocabulary of each side: minimum document frequency in train")
     max_iter: int = option(300, "L-BFGS iterations of LDK")
+    word_weighting: str = option(
+        "uniform",
+        "LDK documents as the uniform (thesis) or idf-weighted measure of their words",
+        choices=("uniform", "idf"),
+    )
     early_stopping: bool = option(
         True, "LDK methods stop when their dev Precision@1..50 has not improved for 10 iterations (the thesis: off)"
     )
@@ -139,6 +144,7 @@ def _model(study: MatchingStudy, method: str, params: dict, seed: int):
             min_df=study.min_df,
             max_iter=study.max_iter,
             random_state=seed,
+            word_weighting=study.word_weighting,
             **LDK_OPTIONS[method],
         )
     from ..baselines.cca import KernelCCAMatcher

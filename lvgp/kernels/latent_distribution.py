@@ -113,11 +113,14 @@ def _gather_rows(table: Tensor, idx: Tensor) -> Tensor:
     return table.gather(-2, idx)
 
 
-def _word_weights(x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """Ids with padding replaced by 0, and weights ``1/|D_i|`` per word (0 on padding)."""
+def _word_weights(x: Tensor, dtype: torch.dtype, table: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Ids with padding replaced by 0, and each word's share of its document (0 on padding):
+    ``1/|D_i|`` (the thesis's empirical measure), or with a per-word ``table`` of weights
+    ``table[v] / sum of the document's weights``."""
     mask = x != PAD
-    weights = mask.to(dtype) / mask.sum(-1, keepdim=True).clamp_min(1).to(dtype)
-    return torch.where(mask, x, torch.zeros_like(x)), weights
+    ids = torch.where(mask, x, torch.zeros_like(x))
+    weights = mask.to(dtype) if table is None else table.to(dtype)[ids] * mask
+    return ids, weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
 
 
 class _Bags(typing.NamedTuple):
@@ -202,6 +205,13 @@ class LatentDistributionKernel(Kernel):
             embeddings); may be shared with other kernels. ``None``: built from ``rho``,
             ``variational``, ``word_features``, ``latent_init``, ``seed`` and
             ``latent_scale_init`` (:func:`~lvgp.kernels.word_vectors.make_word_vectors`).
+        word_weights: ``None`` (the thesis: a document is the uniform empirical measure of its
+            words' vectors, eq. 3.1) or ``num_words`` positive weights (e.g. inverse document
+            frequencies, :func:`lvgp.models.documents.idf_weights`): a document is then the
+            weighted measure :math:`\sum_{s\in D_i} w_s\,k(\cdot, \mathbf x_s) / \sum_{s\in D_i} w_s`,
+            still a kernel mean embedding of a probability measure. Words appended by
+            :meth:`~lvgp.kernels.WordVectors.extra_words` get the largest weight (an idf-like
+            weight of a word in no training document).
         gamma: RBF embedding bandwidth :math:`\gamma > 0` (initial value).
         a: polynomial embedding bias :math:`a` (initial value).
         b: polynomial embedding degree (a fixed positive integer, not trained).
@@ -264,6 +274,7 @@ class LatentDistributionKernel(Kernel):
         level2: str = "linear",
         *,
         word_vectors: WordVectors | None = None,
+        word_weights=None,
         gamma: float = 1.0,
         a: float = 1.0,
         b: int = 2,
@@ -340,6 +351,20 @@ class LatentDistributionKernel(Kernel):
                     f"kernel's {tuple(self.batch_shape)}"
                 ) from None
         self.word_vectors = word_vectors
+        if word_weights is None:
+            self.word_weights = None
+        else:
+            weights = torch.as_tensor(word_weights, dtype=word_vectors.dtype)
+            if weights.shape != (word_vectors.num_words,) or not torch.isfinite(weights).all() or (weights <= 0).any():
+                raise ValueError(f"word_weights must be {word_vectors.num_words} positive finite weights")
+            self.register_buffer("word_weights", weights)
+
+    def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """:func:`_word_weights` with this kernel's word weights (extended over extra words)."""
+        table = self.word_weights
+        if table is not None and self.num_words > len(table):
+            table = torch.cat([table, table.max().expand(self.num_words - len(table))])
+        return _word_weights(x, dtype, table)
 
     # ------------------------------------------------------------------ the word vectors
     @property
@@ -426,7 +451,7 @@ class LatentDistributionKernel(Kernel):
 
     def _mean_vectors(self, x: Tensor, latent: Tensor) -> Tensor:
         """Explicit kernel mean embeddings ``C X`` for the linear embedding kernel: ``*B x n x q``."""
-        ids, weights = _word_weights(x, latent.dtype)
+        ids, weights = self._weights(x, latent.dtype)
         vectors = _gather_rows(latent, ids.flatten(-2)).unflatten(-2, ids.shape[-2:])
         return (weights.unsqueeze(-1) * vectors).sum(-2)
 
@@ -437,8 +462,8 @@ class LatentDistributionKernel(Kernel):
         latent = self.latent if latent is None else latent
         if self._linear_embedding:
             return (self._mean_vectors(x1, latent) * self._mean_vectors(x2, latent)).sum(-1)
-        ids1, w1 = _word_weights(x1, latent.dtype)
-        ids2, w2 = _word_weights(x2, latent.dtype)
+        ids1, w1 = self._weights(x1, latent.dtype)
+        ids2, w2 = self._weights(x2, latent.dtype)
         n = x1.shape[-2]
         step = max(1, _BLOCK_ENTRIES // max(1, x1.shape[-1] * x2.shape[-1]))
         out = []
@@ -462,7 +487,7 @@ class LatentDistributionKernel(Kernel):
         latent = self.latent if latent is None else latent
         if x.dim() != 2 or latent.dim() != 2 or self._linear_embedding or x.shape[0] == 0:
             return self.paired_inner(x, x, latent)
-        ids, w = _word_weights(x, latent.dtype)
+        ids, w = self._weights(x, latent.dtype)
         words, local = torch.unique(ids, return_inverse=True)
         v = latent.index_select(-2, words)
         bags = _bags(local, w)
@@ -482,12 +507,12 @@ class LatentDistributionKernel(Kernel):
             m1 = self._mean_vectors(x1, latent)
             return m1 @ (m1 if symmetric else self._mean_vectors(x2, latent)).mT
         dtype = latent.dtype
-        ids1, w1 = _word_weights(x1, dtype)
+        ids1, w1 = self._weights(x1, dtype)
         words1, local1 = torch.unique(ids1, return_inverse=True)
         if symmetric:
             ids2, w2, words2, local2 = ids1, w1, words1, local1
         else:
-            ids2, w2 = _word_weights(x2, dtype)
+            ids2, w2 = self._weights(x2, dtype)
             words2, local2 = torch.unique(ids2, return_inverse=True)
         v1 = latent.index_select(-2, words1)
         gram = self.embedding_gram(v1, v1 if symmetric else latent.index_select(-2, words2))

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .latent_distribution import LatentDistributionKernel, _word_weights
+from .latent_distribution import LatentDistributionKernel
 
 __all__ = ["RandomFeatureLDK", "gram_approximation_error", "FEATURE_MAPS"]
 
@@ -107,7 +107,7 @@ class RandomFeatureLDK(LatentDistributionKernel):
         if x.dim() != 2:
             raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
         latent = self.latent if latent is None else latent
-        ids, w = _word_weights(x, latent.dtype)
+        ids, w = self._weights(x, latent.dtype)
         words, local = torch.unique(ids, return_inverse=True)
         phi = self.word_features_map(latent.index_select(-2, words), latent)
         return F.embedding_bag(local, phi, per_sample_weights=w, mode="sum")

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded
+from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded, padded_to_counts
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, MissingEmbeddingsWarning
 
@@ -281,3 +281,20 @@ def check_labels(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     if len(classes) < 2:
         raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs at least two")
     return classes, codes.reshape(-1)
+
+
+WORD_WEIGHTINGS = ("uniform", "idf")
+
+
+def word_weights(x: torch.Tensor, num_words: int, weighting: str) -> np.ndarray | None:
+    """Per-word weights of a kernel mean embedding (:class:`~lvgp.LatentDistributionKernel`'s
+    ``word_weights``) from padded training documents ``x``: ``None`` for ``"uniform"`` (the
+    thesis), or for ``"idf"`` scikit-learn's smoothed inverse document frequencies
+    :math:`\\ln\\frac{1+n}{1+\\mathrm{df}_v} + 1` (``TfidfTransformer.idf_``)."""
+    if weighting not in WORD_WEIGHTINGS:
+        raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {weighting!r}")
+    if weighting == "uniform":
+        return None
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    return TfidfTransformer(smooth_idf=True).fit(padded_to_counts(x, num_words)).idf_

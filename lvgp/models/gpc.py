@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 from ..bow.padded import PAD
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder, check_labels
+from .documents import DocumentEncoder, check_labels, word_weights
 from .gplvsm import PaddedInputsMixin
 from .numerics import covariance_errors, default_dtype, exact_numerics
 from .optimize import minimize
@@ -105,6 +105,8 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         latent_dim, rho, gamma, level2: the LDK (RBF embedding) and the prior precision of the word vectors.
         word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings`
             or a name) the latent vectors are tied to (text input).
+        word_weighting: ``"uniform"`` (a document is the mean of its words' vectors) or ``"idf"``
+            (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
             :math:`\alpha_\epsilon`, 0.01 as they suggest).
         max_iter, tol: L-BFGS budget and relative tolerance (Dirichlet).
@@ -127,6 +129,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         gamma: float = 1.0,
         level2: str = "linear",
         word_embeddings=None,
+        word_weighting: str = "uniform",
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
         tol: float = 1e-6,
@@ -147,6 +150,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         self.gamma = gamma
         self.level2 = level2
         self.word_embeddings = word_embeddings
+        self.word_weighting = word_weighting
         self.alpha_epsilon = alpha_epsilon
         self.max_iter = max_iter
         self.tol = tol
@@ -173,7 +177,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         if self.batch_size is not None and int(self.batch_size) < 1:
             raise ValueError(f"batch_size must be a positive integer or None; got {self.batch_size!r}")
 
-    def _kernel(self, seed: int) -> LatentDistributionKernel:
+    def _kernel(self, seed: int, x: torch.Tensor) -> LatentDistributionKernel:
         vectors = make_word_vectors(
             self.encoder_.num_words,
             self.latent_dim,
@@ -181,7 +185,13 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
             word_features=self.encoder_.word_features,
             seed=seed,
         )
-        kernel = LatentDistributionKernel(embedding="rbf", level2=self.level2, word_vectors=vectors, gamma=self.gamma)
+        kernel = LatentDistributionKernel(
+            embedding="rbf",
+            level2=self.level2,
+            word_vectors=vectors,
+            word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
+            gamma=self.gamma,
+        )
         kernel.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
         return kernel
 
@@ -216,7 +226,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         )
         likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
         self.likelihood_ = likelihood
-        self.model_ = DirichletLDKGP(x, likelihood, self._kernel(seed))
+        self.model_ = DirichletLDKGP(x, likelihood, self._kernel(seed, x))
         model, n = self.model_, x.shape[0]
         model.train()
         likelihood.train()
@@ -250,7 +260,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
-        self.model_ = _LDKClassificationGP(_trim(x[idx]), self._kernel(seed), 1 if binary else n_classes)
+        self.model_ = _LDKClassificationGP(_trim(x[idx]), self._kernel(seed, x), 1 if binary else n_classes)
         if binary:
             self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
             targets = torch.from_numpy(codes.astype(np.float64))

@@ -49,7 +49,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..bow.padded import PAD
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder, check_labels
+from .documents import DocumentEncoder, check_labels, word_weights
 from .numerics import default_dtype
 from .optimize import minimize
 
@@ -98,6 +98,8 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         learn_gamma: include gamma in the minimization (theta of eq. 4.21). Off by default: with
             the prior it only rescales the latent space (see the module docstring).
         level2: level-2 kernel (``"linear"`` in the thesis's experiments; ``"rbf"``, ``"poly"``).
+        word_weighting: ``"uniform"`` (the thesis: a document is the mean of its words' vectors) or
+            ``"idf"`` (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
             or the name of one, e.g. ``"glove-6b-50d"``; text input) the latent vectors are tied to.
         max_iter: L-BFGS iterations on eq. 4.19.
@@ -124,6 +126,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         learn_gamma: bool = False,
         level2: str = "linear",
         word_embeddings=None,
+        word_weighting: str = "uniform",
         max_iter: int = 300,
         tol: float = 1e-6,
         svm_tol: float = 1e-5,
@@ -139,6 +142,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         self.learn_gamma = learn_gamma
         self.level2 = level2
         self.word_embeddings = word_embeddings
+        self.word_weighting = word_weighting
         self.max_iter = max_iter
         self.tol = tol
         self.svm_tol = svm_tol
@@ -190,7 +194,11 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
                 projection_scale=scale,
             )
             self.kernel_ = LatentDistributionKernel(
-                embedding="rbf", level2=self.level2, word_vectors=vectors, gamma=fit_gamma
+                embedding="rbf",
+                level2=self.level2,
+                word_vectors=vectors,
+                word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
+                gamma=fit_gamma,
             ).double()
         self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
         self._x = x

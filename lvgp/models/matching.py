@@ -55,11 +55,11 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from ..bow.padded import PAD
+from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import UnseenWordsWarning
-from .documents import embedding_features, resolve_embeddings
+from .documents import embedding_features, resolve_embeddings, word_weights
 from .numerics import default_dtype
 from .optimize import minimize
 
@@ -121,6 +121,9 @@ class LDKMatcher(BaseEstimator):
         init: ``"pca"`` (the thesis), ``"cca"`` (regularized linear CCA on tf-idf, the canonical
             weights of the first q directions), ``"svd"`` (the SVD of the cross-covariance of the
             paired word frequencies) or ``"random"`` (draws from the prior).
+        word_weighting: ``"uniform"`` (the thesis) or ``"idf"``: a document is the idf-weighted
+            measure of its words' vectors (idf over the training documents of both sides; see
+            :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         source_embeddings, target_embeddings: ``None`` or pretrained word vectors of each side
             (:class:`~lvgp.datasets.WordEmbeddings` or a name; of one dimension when both are
             given) the latent vectors are tied to.
@@ -154,6 +157,7 @@ class LDKMatcher(BaseEstimator):
         learn_gamma: bool = False,
         tie_identical_tokens: bool = False,
         init: str = "pca",
+        word_weighting: str = "uniform",
         source_embeddings=None,
         target_embeddings=None,
         batch_size: int | None = None,
@@ -171,6 +175,7 @@ class LDKMatcher(BaseEstimator):
         self.learn_gamma = learn_gamma
         self.tie_identical_tokens = tie_identical_tokens
         self.init = init
+        self.word_weighting = word_weighting
         self.source_embeddings = source_embeddings
         self.target_embeddings = target_embeddings
         self.batch_size = batch_size
@@ -338,8 +343,9 @@ class LDKMatcher(BaseEstimator):
                     vectors.fit_projection(layout)
                 else:
                     vectors.vectors = layout
+            weights = word_weights(torch.cat(pad_to_common_width(xs, xt)), self.num_words_, self.word_weighting)
             self.kernel_ = LatentDistributionKernel(
-                embedding="rbf", level2="linear", word_vectors=vectors, gamma=fit_gamma
+                embedding="rbf", level2="linear", word_vectors=vectors, word_weights=weights, gamma=fit_gamma
             ).double()
         self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
