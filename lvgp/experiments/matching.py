@@ -50,9 +50,12 @@ MAX_R = 50
 
 @dataclass(frozen=True)
 class MatchingStudy:
-    pairs: str = option(help="JSON-lines file (optionally .gz) of aligned pairs")
-    source: str = option(help="key of the source text in each line")
-    target: str = option(help="key of the target text in each line")
+    pairs: str = option(
+        help="wagtail-de (English/German messages of wagtail's gettext catalogs, from the package registry) or a "
+        "JSON-lines file (optionally .gz) of aligned pairs, e.g. Debian's package descriptions"
+    )
+    source: str = option("en", "key of the source text in each line of a pairs file")
+    target: str = option("de", "key of the target text in each line of a pairs file")
     train: int = option(1000, "training pairs per set")
     dev: int = option(100, "development pairs per set (the setting with the best dev score is reported)")
     test: int = option(100, "test pairs per set")
@@ -82,10 +85,17 @@ def family_key(text: str, words: int = 12) -> str:
     return " ".join(re.sub(r"\W+", " ", body.lower()).split()[:words])
 
 
+BUILTIN_PAIRS = ("wagtail-de",)
+
+
 @functools.lru_cache(maxsize=4)
 def load_pairs(path: str, source: str, target: str):
-    from ..datasets.loaders import read_aligned_pairs
+    from ..datasets.loaders import load_gettext_pairs, read_aligned_pairs
 
+    if path in BUILTIN_PAIRS:
+        if (source, target) != ("en", "de"):
+            raise ValueError(f"{path} pairs English (source 'en') with German (target 'de')")
+        return load_gettext_pairs(path)
     return read_aligned_pairs(path, source, target)
 
 

@@ -26,19 +26,18 @@ from lvgp.baselines.clgp import (
     hide_one_value,
     imputation_perplexity,
 )
-from lvgp.datasets.loaders import read_categorical_csv, shared_data_path
+from lvgp.datasets import load_breast_cancer
 
 smoke_test = "CI" in os.environ
 
 # %% [markdown]
 # ## The data: 683 complete rows, nine attributes valued 1..10 and the class
-# Every value is read as a category. The categories of each column come from the whole table
-# (the domain); their frequencies only from the training rows.
+# The original Wisconsin table (R's `MASS::biopsy`, fetched once from the package registry and
+# cached). Every value is read as a category. The categories of each column come from the whole
+# table (the domain); their frequencies only from the training rows.
 
 # %%
-path = shared_data_path("breast_cancer_wisconsin.csv")
-assert path is not None, "this notebook reads ../shared/data/breast_cancer_wisconsin.csv"
-columns, values = read_categorical_csv(path, drop_columns=["Id"])
+columns, values = load_breast_cancer()
 complete = np.array([all(v is not None for v in row) for row in values])
 values = values[complete]
 table = CategoricalTable().fit(columns, values)
