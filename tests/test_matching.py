@@ -309,3 +309,16 @@ def test_gamma_and_rho_act_only_through_their_ratio():
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-9)
     np.testing.assert_allclose(a.distances(src, tgt), b.distances(src, tgt), atol=1e-10)
     np.testing.assert_allclose(a.source_vectors_, b.source_vectors_ * np.sqrt(10.0), atol=1e-10)
+
+
+def test_pairs_with_an_empty_document_are_ranked_last():
+    src, tgt = bilingual_corpus(40, seed=3)
+    m = LDKMatcher(latent_dim=2, rho=0.1, max_iter=5, random_state=0).fit(src[:30], tgt[:30])
+    test_src, test_tgt = list(src[30:]), list(tgt[30:])
+    test_src[2] = "unknown words only"
+    with pytest.warns(UserWarning, match="1 of 10 pairs have a document without any known word: ranked last"):
+        ranks = m.true_target_ranks(test_src, test_tgt)
+    assert ranks[2] == 9
+    with pytest.raises(ValueError, match=r"rows \[2\]"):
+        m.distances(test_src, test_tgt)
+    assert np.isfinite(m.distances(test_src, test_tgt, on_empty="keep")).all()

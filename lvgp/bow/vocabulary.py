@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import sys
+import unicodedata
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -17,7 +20,25 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from ..warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning
 from .padded import PAD, _rows_text
 
-_TOKEN = re.compile(r"[^\W\d_]+")  # runs of letters (any alphabet), no digits or underscores
+
+@functools.lru_cache(maxsize=1)
+def _token_pattern() -> re.Pattern:
+    """Runs of letters of any alphabet with their combining marks (Unicode category M: Hindi
+    vowel signs, the dot of a lower-cased "İ"), starting with a letter; digits, underscores and
+    punctuation separate tokens. Python's ``re`` has no ``\\p{M}``: the class of combining marks
+    is built once from :mod:`unicodedata` (about 0.2 s)."""
+    ranges, start, prev = [], None, None
+    for cp in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(cp))[0] == "M":
+            start = cp if start is None else start
+            prev = cp
+        elif start is not None:
+            ranges.append((start, prev))
+            start = None
+    marks = "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+    return re.compile(rf"[^\W\d_](?:[^\W\d_]|[{marks}])*")
+
+
 _FORMAT = "lvgp.Vocabulary/1"
 
 
@@ -28,9 +49,10 @@ def _is_pretokenized(doc) -> bool:
 class Vocabulary:
     """A word <-> id mapping fitted on training texts.
 
-    Tokenization of a string: lower-case (if ``lowercase``), split into runs of letters
-    (digits, punctuation and underscores separate tokens), drop tokens shorter than
-    ``min_token_len`` and stop words. A document given as a list of strings is taken
+    Tokenization of a string: Unicode NFC normalization (so that "é" written as "e" plus a
+    combining accent is one letter), lower-case (if ``lowercase``), split into runs of letters of
+    any alphabet with their combining marks (digits, punctuation and underscores separate
+    tokens), drop tokens shorter than ``min_token_len`` (in code points) and stop words. A document given as a list of strings is taken
     as already tokenized: its tokens are used verbatim (no lower-casing, stop-word or
     length filter), so callers keep full control over tokenization.
 
@@ -91,9 +113,10 @@ class Vocabulary:
             return list(doc)
         if not isinstance(doc, str):
             raise TypeError(f"a document must be a string or a list of string tokens; got {type(doc).__name__}")
-        text = doc.lower() if self.lowercase else doc
+        text = unicodedata.normalize("NFC", doc)
+        text = text.lower() if self.lowercase else text
         stop = self._stop_set()
-        return [t for t in _TOKEN.findall(text) if len(t) >= self.min_token_len and t not in stop]
+        return [t for t in _token_pattern().findall(text) if len(t) >= self.min_token_len and t not in stop]
 
     def _tokenize_all(self, docs, name: str) -> list[list[str]]:
         if isinstance(docs, str):
@@ -101,8 +124,33 @@ class Vocabulary:
         return [self.tokenize(d) for d in docs]
 
     # ------------------------------------------------------------------ fitting
+    def _check_options(self) -> None:
+        def count_or_fraction(name: str, value) -> None:
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} must be an int (documents) or a float (fraction); got {value!r}")
+            if isinstance(value, (int, np.integer)) and value < 1 or isinstance(value, float) and not 0 < value <= 1:
+                raise ValueError(
+                    f"{name} must be a positive number of documents or a fraction in (0, 1]; got {value!r}"
+                )
+
+        count_or_fraction("min_df", self.min_df)
+        count_or_fraction("max_df", self.max_df)
+        if self.max_features is not None and (
+            isinstance(self.max_features, bool)
+            or not isinstance(self.max_features, (int, np.integer))
+            or self.max_features < 1
+        ):
+            raise ValueError(f"max_features must be None or a positive integer; got {self.max_features!r}")
+        if (
+            isinstance(self.min_token_len, bool)
+            or not isinstance(self.min_token_len, (int, np.integer))
+            or self.min_token_len < 1
+        ):
+            raise ValueError(f"min_token_len must be a positive integer; got {self.min_token_len!r}")
+
     def fit(self, docs: Iterable[str | Sequence[str]]) -> Vocabulary:
         """Learn the vocabulary from training documents; returns ``self``."""
+        self._check_options()
         tokens = self._tokenize_all(docs, "docs")
         n = len(tokens)
         if n == 0:

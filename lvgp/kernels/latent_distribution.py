@@ -531,10 +531,11 @@ class LatentDistributionKernel(Kernel):
             return gram.new_zeros(*batch, x1.shape[-2], x2.shape[-2])
         return torch.stack(parts).view(*batch, x1.shape[-2], x2.shape[-2])
 
-    def squared_mmd(self, x1: Tensor, x2: Tensor) -> Tensor:
-        r"""Squared RKHS distance between mean embeddings, eq. 3.3: ``*B x n1 x n2``."""
-        x1 = self._check(x1, "x1")
-        x2 = self._check(x2, "x2")
+    def squared_mmd(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
+        r"""Squared RKHS distance between mean embeddings, eq. 3.3: ``*B x n1 x n2``. With
+        ``allow_empty``, a padding-only row is the zero measure (distance: the other's norm)."""
+        x1 = self._check(x1, "x1", allow_empty)
+        x2 = self._check(x2, "x2", allow_empty)
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
         latent = self.latent
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)

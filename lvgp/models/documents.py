@@ -115,6 +115,8 @@ class DocumentEncoder:
     def fit_transform(self, X, name: str = "X") -> torch.Tensor:
         """Fit on training documents and encode them (empty documents raise)."""
         self.kind = input_kind(X)
+        if (X.shape[0] if hasattr(X, "shape") else len(X)) == 0:
+            raise ValueError(f"{name} holds no documents: fitting needs at least one")
         if self.kind == "texts":
             docs = list(X)
             template = self.vocabulary_template

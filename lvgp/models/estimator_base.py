@@ -20,6 +20,7 @@ from .documents import DocumentEncoder, check_targets_array, empty_rows
 from .exact import LogPosterior, SharedKernelExactGP
 from .numerics import covariance_errors, exact_numerics
 from .optimize import OPTIMIZERS, FitResult, minimize
+from .validation import check_number, standardization
 
 _PREDICT_BLOCK = 2048
 
@@ -81,6 +82,11 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in (0, 1); got {self.validation_fraction}")
+        for name in ("noise_init", "outputscale_init", "lr"):
+            check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
+        check_number("tol", self.tol, minimum=0)
+        check_number("max_iter", self.max_iter, integer=True, minimum=1)
+        check_number("n_iter_no_change", self.n_iter_no_change, integer=True, minimum=1)
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and targets
@@ -114,10 +120,13 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             x_val, y_val_arr = x[torch.from_numpy(val_idx)], y[val_idx]
             x, y = x[torch.from_numpy(train_idx)], y[train_idx]
 
-        self.y_mean_ = y.mean(0) if self.normalize_y else np.zeros(y.shape[1:])
-        y_std = y.std(0) if self.normalize_y else np.ones(y.shape[1:])
-        self.y_std_ = np.where(y_std > 0, y_std, 1.0)
+        if self.normalize_y:
+            self.y_mean_, self.y_std_ = standardization(y)
+        else:
+            self.y_mean_, self.y_std_ = np.zeros(y.shape[1:]), np.ones(y.shape[1:])
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
+        if not torch.isfinite(targets).all():
+            raise ValueError("y is too large to fit without standardization: pass normalize_y=True")
         model = self._build_model(self._model_inputs(x), targets, seed)
         self.model_, self.likelihood_ = model, model.likelihood
         mll = LogPosterior(model.likelihood, model)

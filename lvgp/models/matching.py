@@ -58,7 +58,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
-from ..warnings import UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .documents import embedding_features, resolve_embeddings, word_weights
 from .numerics import default_dtype
 from .optimize import minimize
@@ -208,9 +208,9 @@ class LDKMatcher(BaseEstimator):
         )
         return torch.where(xt == PAD, xt, table[xt.clamp_min(0)])
 
-    def _encode(self, source, target) -> tuple[torch.Tensor, torch.Tensor]:
-        xs = self.source_vocabulary_.encode(source, name="source_texts")
-        xt = self.target_vocabulary_.encode(target, name="target_texts")
+    def _encode(self, source, target, on_empty: str = "raise") -> tuple[torch.Tensor, torch.Tensor]:
+        xs = self.source_vocabulary_.encode(source, name="source_texts", on_empty=on_empty)
+        xt = self.target_vocabulary_.encode(target, name="target_texts", on_empty=on_empty)
         return xs, self._target_to_kernel(xt)
 
     def _side_features(self, side: str, embeddings, words: list[str]) -> np.ndarray | None:
@@ -422,7 +422,7 @@ class LDKMatcher(BaseEstimator):
 
         def score() -> float:
             with torch.no_grad():
-                d = self.kernel_.squared_mmd(xs, xt)
+                d = self.kernel_.squared_mmd(xs, xt, allow_empty=True)
             ranks = (d < d.diagonal().unsqueeze(1)).sum(1).numpy()
             return -float(np.mean(list(precision_at(ranks, min(50, len(ranks))).values())))
 
@@ -435,22 +435,26 @@ class LDKMatcher(BaseEstimator):
         return nll + self.kernel_.word_vectors.penalty()
 
     # ------------------------------------------------------------------ predict
-    def distances(self, source_texts, target_texts) -> np.ndarray:
-        """Eq. 6.4 between every source and every target document: ``n_s x n_t``."""
+    def distances(self, source_texts, target_texts, on_empty: str = "raise") -> np.ndarray:
+        """Eq. 6.4 between every source and every target document: ``n_s x n_t``. A document
+        without any known word raises a ``ValueError`` naming its row, or with
+        ``on_empty="keep"`` is the zero measure (its distances are the other documents' norms)."""
         check_is_fitted(self, "kernel_")
         source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
         vectors = self.kernel_.word_vectors
         es = resolve_embeddings(self.source_embeddings) if vectors.word_features is not None else None
         et = resolve_embeddings(self.target_embeddings) if vectors.word_features is not None else None
         if es is None and et is None:
-            xs, xt = self._encode(source, target)
+            xs, xt = self._encode(source, target, on_empty)
             with torch.no_grad():
-                return self.kernel_.squared_mmd(xs, xt).numpy()
+                return self.kernel_.squared_mmd(xs, xt, allow_empty=on_empty == "keep").numpy()
         # words unseen in training that have a vector on their side enter with W e_v
-        xs, added_s = self.source_vocabulary_.encode_extended(source, es or (), name="source_texts")
+        xs, added_s = self.source_vocabulary_.encode_extended(source, es or (), name="source_texts", on_empty=on_empty)
         vs = len(self.source_vocabulary_)
         xs = torch.where(xs >= vs, xs + (self.num_words_ - vs), xs)  # new source words come after all trained ones
-        xt_local, added_t = self.target_vocabulary_.encode_extended(target, et or (), name="target_texts")
+        xt_local, added_t = self.target_vocabulary_.encode_extended(
+            target, et or (), name="target_texts", on_empty=on_empty
+        )
         # extra words: the source's first (ids from num_words_), then the target's (tied to an
         # identical source extra word when tokens are tied)
         rows = [es.lookup(added_s)[0] / self.feature_scales_["source"]] if added_s else []
@@ -467,15 +471,42 @@ class LDKMatcher(BaseEstimator):
         with contextlib.ExitStack() as stack, torch.no_grad():
             if rows:
                 stack.enter_context(vectors.extra_words(np.concatenate(rows).astype(np.float64)))
-            return self.kernel_.squared_mmd(xs, xt).numpy()
+            return self.kernel_.squared_mmd(xs, xt, allow_empty=on_empty == "keep").numpy()
 
     def rank(self, source_texts, target_texts) -> np.ndarray:
         """For every source document, the target indices from nearest to farthest: ``n_s x n_t``."""
         return np.argsort(self.distances(source_texts, target_texts), axis=1, kind="stable")
 
     def true_target_ranks(self, source_texts, target_texts) -> np.ndarray:
-        """0-based rank of target i among all targets for source i (aligned test pairs)."""
-        d = self.distances(source_texts, target_texts)
-        if d.shape[0] != d.shape[1]:
+        """0-based rank of target i among all targets for source i (aligned test pairs). A pair
+        whose source or true target has no known word cannot be matched: it gets the worst rank
+        ``n - 1`` (counted in an :class:`~lvgp.warnings.EmptyDocumentsWarning`), never a tie in its
+        favour."""
+        source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
+        if len(source) != len(target):
             raise ValueError("true_target_ranks needs aligned pairs (as many sources as targets)")
-        return (d < d.diagonal()[:, None]).sum(1)
+        with warnings.catch_warnings():  # counted below, once, for the pairs
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            d = self.distances(source, target, on_empty="keep")
+        empty = self._empty(source, self.source_vocabulary_) | self._empty(target, self.target_vocabulary_)
+        ranks = (d < d.diagonal()[:, None]).sum(1)
+        if empty.any():
+            warnings.warn(
+                f"{int(empty.sum())} of {len(ranks)} pairs have a document without any known word: ranked last",
+                EmptyDocumentsWarning,
+                stacklevel=2,
+            )
+            ranks[empty] = len(ranks) - 1
+        return ranks
+
+    def _empty(self, texts: list, vocabulary: Vocabulary) -> np.ndarray:
+        """Documents with no word the model can place (in the vocabulary, or with a pretrained
+        vector when embeddings are tied)."""
+        embeddings = self.source_embeddings if vocabulary is self.source_vocabulary_ else self.target_embeddings
+        table = resolve_embeddings(embeddings) if self.kernel_.word_vectors.word_features is not None else None
+        return np.array(
+            [
+                not any(t in vocabulary or (table is not None and t in table) for t in vocabulary.tokenize(doc))
+                for doc in texts
+            ]
+        )

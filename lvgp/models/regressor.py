@@ -19,6 +19,7 @@ from ..warnings import MemoryBudgetWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 from .numerics import default_dtype
+from .validation import check_number
 
 
 class GPLVSMRegressor(ExactGPRegressorBase):
@@ -196,6 +197,12 @@ class GPLVSMRegressor(ExactGPRegressorBase):
 
     def _check_params(self) -> None:
         super()._check_params()
+        check_number("latent_dim", self.latent_dim, integer=True, minimum=1)
+        check_number("rho", self.rho, minimum=0, exclusive_minimum=True)
+        check_number("gamma", self.gamma, minimum=0, exclusive_minimum=True)
+        check_number("latent_scale_init", self.latent_scale_init, minimum=0, exclusive_minimum=True)
+        check_number("num_features", self.num_features, integer=True, minimum=1)
+        check_number("memory_budget_gib", self.memory_budget_gib, minimum=0, exclusive_minimum=True)
         if self.variational and self.optimizer != "adam":
             raise ValueError("variational=True has a stochastic (Monte Carlo) objective: use optimizer='adam'")
         for name in ("elbo_samples", "predict_samples"):

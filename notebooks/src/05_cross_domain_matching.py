@@ -37,7 +37,7 @@ smoke_test = "CI" in os.environ
 pairs = os.environ.get("LVGP_PAIRS", "wagtail-de")
 study = MatchingStudy(
     pairs,
-    train=150 if smoke_test else 600,
+    train=150 if smoke_test else 700,
     dev=20 if smoke_test else 100,
     test=40 if smoke_test else 100,
 )
@@ -52,7 +52,7 @@ print(train_en[0].split("\n")[0], "<->", train_de[0].split("\n")[0])
 # technical terms), started from tf-idf CCA's solution and with idf-weighted documents.
 
 # %%
-budget = dict(min_df=2, max_iter=15 if smoke_test else 300, random_state=0)
+budget = dict(min_df=1, max_iter=15 if smoke_test else 300, random_state=0)
 ldk = LDKMatcher(latent_dim=8, rho=0.01, gamma=1.0, **budget).fit(train_en, train_de)
 tied = LDKMatcher(latent_dim=8, rho=0.01, tie_identical_tokens=True, init="cca", word_weighting="idf", **budget).fit(
     train_en, train_de
@@ -62,8 +62,8 @@ print(
     f"{len(ldk.source_vocabulary_)} English and {len(ldk.target_vocabulary_)} German words; "
     f"tied: {tied.shared_tokens_} tokens shared"
 )
-cca = KernelCCAMatcher(kernel="linear", n_components=16, reg=0.1, min_df=2).fit(train_en, train_de)
-kcca = KernelCCAMatcher(kernel="rbf", n_components=16, reg=0.1, min_df=2).fit(train_en, train_de)
+cca = KernelCCAMatcher(kernel="linear", n_components=16, reg=0.1, min_df=1).fit(train_en, train_de)
+kcca = KernelCCAMatcher(kernel="rbf", n_components=16, reg=0.1, min_df=1).fit(train_en, train_de)
 
 # %% [markdown]
 # ## Precision@R on the test pairs (eq. 6.15)

@@ -1,0 +1,59 @@
+"""Argument checks shared by lvgp's estimators (a clear ``ValueError``/``TypeError`` naming the
+argument, instead of a failure deep inside torch, gpytorch or scipy), and target
+standardization that cannot overflow."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["check_number", "standardization"]
+
+
+def check_number(
+    name: str,
+    value,
+    *,
+    integer: bool = False,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+    allow_none: bool = False,
+) -> None:
+    """Raise unless ``value`` is a finite real (an integer if ``integer``) within the bounds.
+
+    Example: ``check_number("noise_init", 0.0, minimum=0, exclusive_minimum=True)`` raises
+    ``ValueError: noise_init must be > 0; got 0.0``.
+    """
+    if value is None and allow_none:
+        return
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        what = "an integer" if integer else "a real number"
+        raise TypeError(f"{name} must be {what}{' or None' if allow_none else ''}; got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
+        raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}; got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}; got {value!r}")
+
+
+def standardization(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and standard deviation of finite targets ``y`` (``n`` or ``n x B``),
+    computed on ``y / max|y|`` so that neither overflows (targets of 1e200 standardize like
+    targets of 1); a constant column gets standard deviation 1. Raises ``ValueError`` if the
+    standardized targets would not be finite."""
+    y = np.asarray(y, dtype=np.float64)
+    scale = np.max(np.abs(y), axis=0) if len(y) else np.ones(y.shape[1:])
+    scale = np.where(scale > 0, scale, 1.0)
+    scaled = y / scale
+    mean = scaled.mean(0)
+    std = scaled.std(0)
+    std = np.where(std > 0, std, 1.0)
+    standardized = (scaled - mean) / std
+    if not np.isfinite(standardized).all():
+        raise ValueError("the targets cannot be standardized in float64 (too large or too small a spread)")
+    return mean * scale, np.where(scaled.std(0) > 0, std * scale, 1.0)
