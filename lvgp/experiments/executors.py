@@ -31,12 +31,12 @@ def _call(fn: Callable, context: Any, cell: Cell) -> tuple[Any, str | None]:
 class Executor(ABC):
     """Runs cells; see the module docstring."""
 
+    #: cells not run (the report-only executor counts them)
+    skipped: int = 0
+
     @abstractmethod
     def run(self, fn: Callable[[Any, Cell], Any], context: Any, cells: list[Cell]) -> Iterator[Outcome]:
         """Yield ``(cell, result, error)`` for every cell, in completion order."""
-
-    def describe(self) -> str:
-        return type(self).__name__
 
 
 class InProcessExecutor(Executor):
@@ -46,9 +46,6 @@ class InProcessExecutor(Executor):
         for cell in cells:
             result, error = _call(fn, context, cell)
             yield cell, result, error
-
-    def describe(self) -> str:
-        return "in-process"
 
 
 # ------------------------------------------------------------------ local processes
@@ -91,9 +88,6 @@ class ProcessExecutor(Executor):
                     result, error = None, traceback.format_exc()
                 yield cell, result, error
 
-    def describe(self) -> str:
-        return f"{self.jobs} local processes"
-
 
 class ReportOnlyExecutor(Executor):
     """Runs nothing (``--report-only``): the study writes its tables and figures from the
@@ -105,9 +99,6 @@ class ReportOnlyExecutor(Executor):
     def run(self, fn, context, cells):
         self.skipped += len(cells)
         return iter(())
-
-    def describe(self) -> str:
-        return "report-only"
 
 
 def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = False) -> Executor:

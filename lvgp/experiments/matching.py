@@ -24,6 +24,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ LABELS = {
     "kcca": "Kernel CCA",
 }
 #: what each LDK method switches on beyond the thesis's model (PCA start, separate vocabularies)
-LDK_OPTIONS = {
+LDK_OPTIONS: dict[str, dict[str, Any]] = {
     "ldk": {},
     "ldk-cca": {"init": "cca"},
     "ldk-tied-pca": {"tie_identical_tokens": True},

@@ -70,6 +70,3 @@ class RayExecutor(Executor):
         finally:
             if started:
                 ray.shutdown()
-
-    def describe(self) -> str:
-        return f"Ray ({self.address})"

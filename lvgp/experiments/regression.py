@@ -19,6 +19,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class RegressionStudy:
     rhos: tuple[float, ...] = option((0.01, 0.1, 1.0, 10.0, 100.0), "gplvsm grid over rho")
     vb_latent_dims: tuple[int, ...] = option((2,), "grid over q of gplvsm-vb and gplvsm-sparse")
     sparse_inducing: int = option(64, "inducing documents of gplvsm-sparse")
-    sparse_epochs: int = option(30, "SVI epochs of gplvsm-sparse")
+    sparse_epochs: int | None = option(None, "cap on the SVI epochs of gplvsm-sparse (default: its step budget alone)")
     vb_rhos: tuple[float, ...] = option((0.1, 0.3, 1.0), "grid over rho of gplvsm-vb and gplvsm-sparse")
     embeddings: str = option("glove-6b-50d", "pretrained word vectors of gplvsm-vb")
     topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
@@ -235,7 +236,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
         seconds = time.perf_counter() - start
         dev_rmse = _rmse(est.predict(data.dev_texts), data.y_dev)
         test_rmse = _rmse(est.predict(data.test_texts), data.y_test)
-    record = {
+    record: dict[str, Any] = {
         "dev_rmse": dev_rmse,
         "test_rmse": test_rmse,
         "fit_seconds": seconds,

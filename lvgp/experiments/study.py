@@ -100,16 +100,23 @@ def run_study(
     ``<key>.error.txt`` with its traceback; the others complete.
     """
     executor = executor or InProcessExecutor()
-    done, todo = [], []
+    done: list[dict] = []
+    todo: list[dict] = []
     for cell in cells:
         record = directory.load(cell)
-        (done if record is not None else todo).append(record if record is not None else cell)
-    failures = []
+        if record is not None:
+            done.append(record)
+        else:
+            todo.append(cell)
+    failures: list[tuple[dict, str]] = []
     bar = tqdm(total=len(cells), initial=len(done), desc="cells", disable=not progress)
     for cell, result, error in executor.run(fn, context, todo):
         if error is None:
             directory.save(cell, result)
-            done.append(directory.load(cell))
+            saved = directory.load(cell)  # as JSON stores it, like the cells of earlier runs
+            if saved is None:
+                raise RuntimeError(f"the record of {cell_key(cell)} was not written")
+            done.append(saved)
         else:
             directory.save_failure(cell, error)
             failures.append((cell, error))

@@ -4,6 +4,7 @@ gpytorch's per-parameter property/setter boilerplate)."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import torch
 from gpytorch.constraints import Interval
@@ -11,12 +12,12 @@ from gpytorch.priors import Prior
 from torch import nn
 
 
-def get_attribute(name: str, module: nn.Module):
+def get_attribute(name: str, module: nn.Module) -> Any:
     """Closure for gpytorch priors (picklable, unlike a lambda)."""
     return getattr(module, name)
 
 
-def set_attribute(name: str, module: nn.Module, value) -> None:
+def set_attribute(name: str, module: nn.Module, value: Any) -> None:
     """Setting closure for gpytorch priors (picklable, unlike a lambda)."""
     setattr(module, name, value)
 
@@ -28,15 +29,17 @@ def constrained_property(name: str, doc: str) -> property:
     a module's ``__getattr__`` can explain why.
     """
 
-    def fget(self):
+    def raw_parameter(self: nn.Module) -> torch.Tensor:
         raw = self._parameters.get(f"raw_{name}")
         if raw is None:
             raise AttributeError(name)
-        return getattr(self, f"raw_{name}_constraint").transform(raw)
+        return raw
 
-    def fset(self, value):
-        fget(self)
-        raw = self._parameters[f"raw_{name}"]
+    def fget(self: nn.Module) -> torch.Tensor:
+        return getattr(self, f"raw_{name}_constraint").transform(raw_parameter(self))
+
+    def fset(self: nn.Module, value: Any) -> None:
+        raw = raw_parameter(self)
         constraint = getattr(self, f"raw_{name}_constraint")
         value = torch.as_tensor(value, dtype=raw.dtype, device=raw.device)
         if not torch.isfinite(value).all() or not constraint.check(value):
@@ -48,7 +51,7 @@ def constrained_property(name: str, doc: str) -> property:
 
 
 def register_constrained(
-    module, name: str, value, constraint: Interval, prior: Prior | None, shape: torch.Size
+    module: Any, name: str, value: Any, constraint: Interval, prior: Prior | None, shape: torch.Size
 ) -> None:
     """Register ``raw_<name>`` of ``shape`` with its constraint and optional prior, set to ``value``."""
     module.register_parameter(f"raw_{name}", nn.Parameter(torch.zeros(shape)))

@@ -14,6 +14,8 @@ PSD kernel). Not in the papers: an lvgp extension, off in ``GPLVSMRegressor`` by
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
@@ -39,8 +41,8 @@ class DocumentLengthKernel(Kernel):
         exponent: float = 0.5,
         exponent_constraint: Interval | None = None,
         exponent_prior: Prior | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         register_constrained(
             self, "exponent", exponent, exponent_constraint or Interval(0.0, 1.0), exponent_prior, self.batch_shape
@@ -48,7 +50,7 @@ class DocumentLengthKernel(Kernel):
 
     exponent = constrained_property("exponent", "The exponent p, shape ``batch_shape``.")
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
         check_padded(x1, "x1")
         check_padded(x2, "x2")
         p = self.exponent.view(*self.batch_shape, 1)
@@ -59,7 +61,7 @@ class DocumentLengthKernel(Kernel):
             return l1 * l2
         return l1.unsqueeze(-1) * l2.unsqueeze(-2)
 
-    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params):
+    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
         if x2 is not None and x1.shape[-1] != x2.shape[-1]:
             x1, x2 = pad_to_common_width(x1, x2)
         return super().__call__(x1, x2, diag=diag, **params)

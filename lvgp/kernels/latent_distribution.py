@@ -35,6 +35,7 @@ whatever vectors that module gives it.
 from __future__ import annotations
 
 import typing
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -44,9 +45,10 @@ from gpytorch.module import Module
 from gpytorch.priors import Prior
 from torch import Tensor
 
+from .._typing import TensorLike
 from ..bow.padded import PAD, check_padded, pad_to_common_width
 from ._hyper import constrained_property, register_constrained
-from .word_vectors import NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
+from .word_vectors import MAPWordVectors, NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
 
 __all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "rbf_gram"]
 
@@ -71,7 +73,7 @@ class _FusedRBFGram(torch.autograd.Function):
     (thesis eq. 3.20), two matrix products instead of autograd's chain of ``m1 x m2`` temporaries."""
 
     @staticmethod
-    def forward(ctx, xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+    def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
         gram = xa @ xb.mT
         gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
         gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
@@ -79,7 +81,7 @@ class _FusedRBFGram(torch.autograd.Function):
         return gram
 
     @staticmethod
-    def backward(ctx, grad: Tensor):
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
         xa, xb, gamma, gram = ctx.saved_tensors
         weighted = grad * gram
         grad_a = grad_b = grad_gamma = None
@@ -124,11 +126,11 @@ def _word_weights(x: Tensor, dtype: torch.dtype, table: Tensor | None = None) ->
 
 
 class _Bags(typing.NamedTuple):
-    """Documents as bags of distinct words for ``embedding_bag``'s offsets form: ``index``
+    """Documents as bags of distinct words for ``embedding_bag``'s offsets form: ``words``
     (local word ids, document after document), ``offsets`` (where each document starts),
     ``weights`` (count / document length); no padding, repeated words merged."""
 
-    index: Tensor
+    words: Tensor
     offsets: Tensor
     weights: Tensor
     n: int
@@ -152,15 +154,15 @@ def _bags(local: Tensor, weights: Tensor) -> _Bags:
 
 def _bag_product(bags: _Bags, table: Tensor) -> Tensor:
     """``C @ table`` for the bags' ``n x u`` weight matrix ``C``: ``n x table.shape[1]``."""
-    if bags.index.numel() == 0:
+    if bags.words.numel() == 0:
         return table.new_zeros(bags.n, table.shape[1])
-    return F.embedding_bag(bags.index, table, bags.offsets, per_sample_weights=bags.weights, mode="sum")
+    return F.embedding_bag(bags.words, table, bags.offsets, per_sample_weights=bags.weights, mode="sum")
 
 
 def _sandwich(bags1: _Bags, gram: Tensor, bags2: _Bags, symmetric: bool) -> Tensor:
     r""":math:`C_1 G C_2^\top` for one batch element (``gram`` is ``u1 x u2``): two
     ``embedding_bag`` products, in the cheaper order."""
-    nnz1, nnz2 = bags1.index.numel(), bags2.index.numel()
+    nnz1, nnz2 = bags1.words.numel(), bags2.words.numel()
     n1, n2 = bags1.n, bags2.n
     u1, u2 = gram.shape
     if n1 == 0 or n2 == 0:
@@ -274,7 +276,7 @@ class LatentDistributionKernel(Kernel):
         level2: str = "linear",
         *,
         word_vectors: WordVectors | None = None,
-        word_weights=None,
+        word_weights: TensorLike | None = None,
         gamma: float = 1.0,
         a: float = 1.0,
         b: int = 2,
@@ -282,9 +284,9 @@ class LatentDistributionKernel(Kernel):
         c: float = 1.0,
         d: int = 2,
         rho: float | None = 1.0,
-        latent_init=None,
+        latent_init: TensorLike | None = None,
         seed: int | None = None,
-        word_features=None,
+        word_features: TensorLike | None = None,
         variational: bool = False,
         latent_scale_init: float = 0.5,
         gamma_prior: Prior | None = None,
@@ -295,8 +297,8 @@ class LatentDistributionKernel(Kernel):
         zeta_constraint: Interval | None = None,
         c_prior: Prior | None = None,
         c_constraint: Interval | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if isinstance(embedding, Kernel):
             self.embedding = embedding
@@ -340,9 +342,9 @@ class LatentDistributionKernel(Kernel):
                 f"word_vectors must be an lvgp.kernels.WordVectors module; got {type(word_vectors).__name__}"
             )
         else:
-            for name, value in (("num_words", num_words), ("latent_dim", latent_dim)):
-                if value is not None and value != getattr(word_vectors, name):
-                    raise ValueError(f"{name}={value} disagrees with the word_vectors' {getattr(word_vectors, name)}")
+            for name, given in (("num_words", num_words), ("latent_dim", latent_dim)):
+                if given is not None and given != getattr(word_vectors, name):
+                    raise ValueError(f"{name}={given} disagrees with the word_vectors' {getattr(word_vectors, name)}")
             try:
                 torch.broadcast_shapes(word_vectors.batch_shape, self.batch_shape)
             except RuntimeError:
@@ -384,7 +386,7 @@ class LatentDistributionKernel(Kernel):
         return self.word_vectors.vectors
 
     @latent.setter
-    def latent(self, value) -> None:
+    def latent(self, value: TensorLike) -> None:
         self.word_vectors.vectors = value
 
     @property
@@ -398,7 +400,7 @@ class LatentDistributionKernel(Kernel):
 
     @rho.setter
     def rho(self, value: float) -> None:
-        if self.word_vectors.rho is None:
+        if not isinstance(self.word_vectors, MAPWordVectors):
             raise AttributeError("this kernel's word vectors have no prior (rho=None)")
         self.word_vectors.rho = value
 
@@ -421,7 +423,7 @@ class LatentDistributionKernel(Kernel):
         self._d = self._check_degree("d", value)
 
     @staticmethod
-    def _check_degree(name: str, value) -> int:
+    def _check_degree(name: str, value: int) -> int:
         if isinstance(value, bool) or int(value) != value or int(value) < 1:
             raise ValueError(f"{name} must be a positive integer degree; got {value!r}")
         return int(value)
@@ -493,9 +495,9 @@ class LatentDistributionKernel(Kernel):
         bags = _bags(local, w)
         left = _bag_product(bags, self.embedding_gram(v, v))  # n x u: C G
         rows = torch.repeat_interleave(
-            torch.arange(bags.n), torch.diff(bags.offsets, append=bags.offsets.new_tensor([len(bags.index)]))
+            torch.arange(bags.n), torch.diff(bags.offsets, append=bags.offsets.new_tensor([len(bags.words)]))
         )
-        return torch.zeros(bags.n, dtype=left.dtype).index_add_(0, rows, left[rows, bags.index] * bags.weights)
+        return torch.zeros(bags.n, dtype=left.dtype).index_add_(0, rows, left[rows, bags.words] * bags.weights)
 
     def mean_embedding_gram(
         self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
@@ -503,6 +505,9 @@ class LatentDistributionKernel(Kernel):
         r""":math:`K_{*\text{-LIN}}` (eq. 3.9) between all documents: ``*b1 x n1 x L1``,
         ``*b2 x n2 x L2`` -> ``*B x n1 x n2``. ``symmetric`` asserts ``x1 == x2``."""
         latent = self.latent if latent is None else latent
+        if x1.shape[-2] == 0 or x2.shape[-2] == 0:
+            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], latent.shape[:-2], self.batch_shape)
+            return latent.new_zeros(*batch, x1.shape[-2], x2.shape[-2])
         if self._linear_embedding:
             m1 = self._mean_vectors(x1, latent)
             return m1 @ (m1 if symmetric else self._mean_vectors(x2, latent)).mT
@@ -554,7 +559,9 @@ class LatentDistributionKernel(Kernel):
         check_padded(x, name, self.num_words, allow_empty=allow_empty)
         return x if x.dtype == torch.long else x.long()
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params) -> Tensor:
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params: Any
+    ) -> Tensor:
         if last_dim_is_batch:
             raise NotImplementedError("LatentDistributionKernel does not support last_dim_is_batch")
         if self.active_dims is not None:  # emptiness is known only after the column selection
@@ -599,7 +606,7 @@ class LatentDistributionKernel(Kernel):
             return (lin + self._scalar("c")).pow(self.d)
         return torch.exp(-0.5 * self._scalar("zeta") * self._distance(lin, x1, x2, same, latent))
 
-    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params):
+    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
         """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly (any integer
         dtype), padding ``x1``/``x2`` of different widths to a common width (padding changes no
         value), and computing ``diag=True`` directly: gpytorch's ``Kernel.__call__`` takes the
@@ -619,21 +626,21 @@ class LatentDistributionKernel(Kernel):
             return Module.__call__(self, x1, x1 if x2 is None else x2, diag=True, **params)
         return super().__call__(x1, x2, diag=diag, **params)
 
-    def expand_batch(self, *sizes) -> LatentDistributionKernel:
+    def expand_batch(self, *sizes: Any) -> LatentDistributionKernel:
         """As gpytorch's ``Kernel.expand_batch``, word vectors included."""
         new = super().expand_batch(*sizes)
         if new is not self and len(self.word_vectors.batch_shape):
             new.word_vectors = self.word_vectors.expand_batch(new.batch_shape)
         return new
 
-    def __getitem__(self, index) -> LatentDistributionKernel:
+    def __getitem__(self, index: Any) -> LatentDistributionKernel:
         """As gpytorch's ``Kernel.__getitem__`` (index the batch), word vectors included."""
         new = super().__getitem__(index)
         if new is not self and len(self.word_vectors.batch_shape):
             new.word_vectors = self.word_vectors[index]
         return new
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         if name in _USED_BY:
             which, choice = _USED_BY[name]
             raise AttributeError(f"{name} is only defined for {which}={choice!r}")

@@ -24,11 +24,14 @@ vectors (:math:`O(n_1 n_2 D)`), with memory :math:`O((u + n) D)`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from .._typing import TensorLike
 from .latent_distribution import LatentDistributionKernel
 
 __all__ = ["RandomFeatureLDK", "gram_approximation_error", "FEATURE_MAPS"]
@@ -55,16 +58,16 @@ class RandomFeatureLDK(LatentDistributionKernel):
         self,
         num_words: int,
         latent_dim: int,
-        embedding="rbf",
+        embedding: str | Kernel = "rbf",
         level2: str = "linear",
         *,
         features: str = "rff",
         num_features: int = 1024,
-        landmarks=None,
+        landmarks: TensorLike | None = None,
         feature_seed: int = 0,
         jitter: float = 1e-8,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(num_words, latent_dim, embedding, level2, **kwargs)
         if len(self.batch_shape):
             raise ValueError("RandomFeatureLDK supports unbatched kernels only")

@@ -34,6 +34,7 @@ import contextlib
 import copy
 from collections.abc import Iterator
 from functools import partial
+from typing import Any
 
 import gpytorch
 import torch
@@ -42,12 +43,13 @@ from gpytorch.mlls import AddedLossTerm
 from gpytorch.priors import NormalPrior
 from torch import Tensor, nn
 
+from .._typing import TensorLike
 from ._hyper import constrained_property, get_attribute, register_constrained, set_attribute
 
 __all__ = ["WordVectors", "PointWordVectors", "MAPWordVectors", "VariationalWordVectors", "make_word_vectors"]
 
 
-def _check_rho(rho) -> float:
+def _check_rho(rho: float) -> float:
     rho = float(rho)
     if not rho > 0 or rho == float("inf"):
         raise ValueError(f"rho must be a positive finite precision; got {rho!r}")
@@ -78,8 +80,8 @@ class WordVectors(gpytorch.Module):
         latent_dim: int,
         *,
         batch_shape: torch.Size = torch.Size(),
-        word_features=None,
-        init=None,
+        word_features: TensorLike | None = None,
+        init: TensorLike | None = None,
         init_scale: float = 1.0,
         projection_scale: float = 1.0,
         seed: int | None = None,
@@ -103,7 +105,9 @@ class WordVectors(gpytorch.Module):
         else:
             self.vectors = init
 
-    def _init_word_features(self, word_features, generator, projection_scale: float) -> None:
+    def _init_word_features(
+        self, word_features: TensorLike | None, generator: torch.Generator | None, projection_scale: float
+    ) -> None:
         if word_features is None:
             self.word_features = None
             return
@@ -133,7 +137,7 @@ class WordVectors(gpytorch.Module):
         return self.raw_latent
 
     @residual.setter
-    def residual(self, value) -> None:
+    def residual(self, value: TensorLike) -> None:
         value = torch.as_tensor(value, dtype=self.dtype, device=self.raw_latent.device)
         shape = self.raw_latent.shape
         if value.shape[-2:] != shape[-2:]:
@@ -166,12 +170,15 @@ class WordVectors(gpytorch.Module):
         return self.mean
 
     @vectors.setter
-    def vectors(self, value) -> None:
+    def vectors(self, value: TensorLike) -> None:
+        self._set_means(value)
+
+    def _set_means(self, value: TensorLike) -> None:
         value = torch.as_tensor(value, dtype=self.dtype, device=self.raw_latent.device)
         with torch.no_grad():
             self.residual = value - self._projected(self.word_features)
 
-    def fit_projection(self, vectors) -> None:
+    def fit_projection(self, vectors: TensorLike) -> None:
         r"""Start from a given layout (``num_words x q``, e.g. PCA loadings): the projection
         :math:`W` by least squares so that :math:`W\mathbf e_v` explains the layout as far as the
         embeddings go, the residuals of words *with* a vector at the prior mean 0 (as in every
@@ -206,7 +213,7 @@ class WordVectors(gpytorch.Module):
 
     # ------------------------------------------------------------------ unseen words
     @contextlib.contextmanager
-    def extra_words(self, features) -> Iterator[int]:
+    def extra_words(self, features: TensorLike) -> Iterator[int]:
         r"""Temporarily append words unseen in training that have pretrained vectors
         (``U x h``, in the same units as ``word_features``): inside the block they are word ids
         ``num_words .. num_words + U - 1`` with vectors :math:`W\mathbf e_v` (the residual at the
@@ -248,7 +255,7 @@ class WordVectors(gpytorch.Module):
         new.batch_shape = batch_shape
         return new
 
-    def __getitem__(self, index) -> WordVectors:
+    def __getitem__(self, index: Any) -> WordVectors:
         """A copy with every batched parameter and buffer indexed over the batch dimensions
         (what gpytorch's ``Kernel.__getitem__`` does to a kernel's own parameters)."""
         if not len(self.batch_shape):
@@ -278,7 +285,9 @@ class MAPWordVectors(WordVectors):
         rho: the prior precision :math:`\rho`; other arguments as for :class:`WordVectors`.
     """
 
-    def __init__(self, num_words: int, latent_dim: int, rho: float = 1.0, *, init_scale: float | None = None, **kwargs):
+    def __init__(
+        self, num_words: int, latent_dim: int, rho: float = 1.0, *, init_scale: float | None = None, **kwargs: Any
+    ) -> None:
         rho = _check_rho(rho)
         super().__init__(num_words, latent_dim, init_scale=rho**-0.5 if init_scale is None else init_scale, **kwargs)
         self._register_prior(rho)
@@ -309,11 +318,11 @@ class NegativeLatentKL(AddedLossTerm):
     dividing by ``n``, so with it (and :class:`lvgp.LogPosterior`) the objective is the Monte Carlo
     ELBO divided by ``n``."""
 
-    def __init__(self, word_vectors: VariationalWordVectors):
+    def __init__(self, word_vectors: VariationalWordVectors) -> None:
         super().__init__()
         self.word_vectors = word_vectors
 
-    def loss(self, *params) -> Tensor:
+    def loss(self, *params: Any) -> Tensor:
         return -self.word_vectors.kl()
 
 
@@ -329,7 +338,9 @@ class VariationalWordVectors(MAPWordVectors):
         other arguments as for :class:`WordVectors`.
     """
 
-    def __init__(self, num_words: int, latent_dim: int, rho: float = 1.0, *, scale_init: float = 0.5, **kwargs):
+    def __init__(
+        self, num_words: int, latent_dim: int, rho: float = 1.0, *, scale_init: float = 0.5, **kwargs: Any
+    ) -> None:
         super().__init__(num_words, latent_dim, rho, **kwargs)
         if not scale_init > 0:
             raise ValueError(f"latent_scale_init must be positive; got {scale_init!r}")
@@ -357,8 +368,8 @@ class VariationalWordVectors(MAPWordVectors):
         return self.mean + noise
 
     @vectors.setter
-    def vectors(self, value) -> None:
-        WordVectors.vectors.fset(self, value)
+    def vectors(self, value: TensorLike) -> None:
+        self._set_means(value)
 
     def resample(self, generator: torch.Generator | None = None) -> None:
         """Draw a new sample of the vectors from q(X) (used until the next call)."""
@@ -382,7 +393,7 @@ class VariationalWordVectors(MAPWordVectors):
     def penalty(self) -> Tensor:
         return self.kl()
 
-    def train(self, mode: bool = True):
+    def train(self, mode: bool = True) -> VariationalWordVectors:
         """As ``nn.Module.train``; in eval mode the vectors return to their means."""
         out = super().train(mode)
         if not mode:
@@ -396,8 +407,8 @@ def make_word_vectors(
     *,
     rho: float | None = 1.0,
     variational: bool = False,
-    word_features=None,
-    init=None,
+    word_features: TensorLike | None = None,
+    init: TensorLike | None = None,
     seed: int | None = None,
     scale_init: float = 0.5,
     init_scale: float | None = None,
@@ -406,7 +417,7 @@ def make_word_vectors(
 ) -> WordVectors:
     """The variant the flags ask for: :class:`VariationalWordVectors` (``variational=True``, needs
     ``rho``), :class:`MAPWordVectors` (``rho`` given) or :class:`PointWordVectors` (``rho=None``)."""
-    common = dict(
+    common: dict[str, Any] = dict(
         batch_shape=batch_shape, word_features=word_features, init=init, seed=seed, projection_scale=projection_scale
     )
     if variational:

@@ -26,19 +26,25 @@ import contextlib
 import copy
 import warnings
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .._typing import Documents, TensorLike
 from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded, padded_to_counts
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, MissingEmbeddingsWarning
 
+if TYPE_CHECKING:
+    from ..datasets.loaders import WordEmbeddings
+    from ..kernels.word_vectors import WordVectors
+
 KINDS = ("texts", "counts", "padded")
 
 
-def input_kind(X) -> str:
+def input_kind(X: Documents) -> str:
     """``"texts"``, ``"counts"`` or ``"padded"`` (``TypeError`` for anything else)."""
     if torch.is_tensor(X):
         return "padded"
@@ -60,7 +66,15 @@ def input_kind(X) -> str:
     )
 
 
-def resolve_embeddings(word_embeddings):
+@overload
+def resolve_embeddings(word_embeddings: None) -> None: ...
+
+
+@overload
+def resolve_embeddings(word_embeddings: str | WordEmbeddings) -> WordEmbeddings: ...
+
+
+def resolve_embeddings(word_embeddings: str | WordEmbeddings | None) -> WordEmbeddings | None:
     """``None``, a :class:`~lvgp.datasets.WordEmbeddings`, or the name of one known to
     :func:`lvgp.datasets.load_word_embeddings` (loaded, cached per process)."""
     if word_embeddings is None or not isinstance(word_embeddings, str):
@@ -70,7 +84,7 @@ def resolve_embeddings(word_embeddings):
     return load_word_embeddings(word_embeddings)
 
 
-def embedding_features(words: list[str], embeddings, stacklevel: int = 3) -> tuple[np.ndarray, float]:
+def embedding_features(words: list[str], embeddings: WordEmbeddings, stacklevel: int = 3) -> tuple[np.ndarray, float]:
     """Pretrained vectors of ``words`` (``len(words) x h`` float64; zero rows for words without
     one, counted in a :class:`~lvgp.warnings.MissingEmbeddingsWarning`) divided by their mean
     norm, and that norm (to scale vectors of later words alike)."""
@@ -101,18 +115,24 @@ class DocumentEncoder:
             (e.g. ``"glove-6b-50d"``); needs text input. Fitting sets :attr:`word_features`.
     """
 
-    def __init__(self, vocabulary: Vocabulary | None = None, num_words: int | None = None, word_embeddings=None):
+    def __init__(
+        self,
+        vocabulary: Vocabulary | None = None,
+        num_words: int | None = None,
+        word_embeddings: str | WordEmbeddings | None = None,
+    ) -> None:
         self.vocabulary_template = vocabulary
         self.num_words_option = num_words
         self.word_embeddings = word_embeddings
         self.kind: str | None = None
         self.vocabulary: Vocabulary | None = None
-        self.num_words: int | None = None
+        #: the vocabulary size once fitted (0 before)
+        self.num_words: int = 0
         #: ``num_words x h`` pretrained vectors of the vocabulary (scaled to unit mean norm), or ``None``
         self.word_features: np.ndarray | None = None
         self.feature_scale: float | None = None
 
-    def fit_transform(self, X, name: str = "X") -> torch.Tensor:
+    def fit_transform(self, X: Documents, name: str = "X") -> torch.Tensor:
         """Fit on training documents and encode them (empty documents raise)."""
         self.kind = input_kind(X)
         if (X.shape[0] if hasattr(X, "shape") else len(X)) == 0:
@@ -143,14 +163,14 @@ class DocumentEncoder:
             x = check_padded(X, name).long()  # integer ids only: floats are an error, not rounded
             if x.dim() != 2:
                 raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
+            if self.num_words_option is not None:
+                check_padded(x, name, self.num_words_option, allow_empty=True)  # names the rows of bad ids
             largest = int(x.max()) + 1 if x.numel() else 0
-            if self.num_words_option is not None and largest > self.num_words_option:
-                raise ValueError(f"{name} holds word id {largest - 1} >= num_words={self.num_words_option}")
             self.num_words = int(self.num_words_option or largest)
         check_padded(x, name, self.num_words)
         return x
 
-    def transform(self, X, name: str = "X") -> torch.Tensor:
+    def transform(self, X: Documents, name: str = "X") -> torch.Tensor:
         """Encode documents with the fitted state; documents without known words become
         padding-only rows (see :func:`empty_rows`)."""
         if self.kind is None:
@@ -174,7 +194,9 @@ class DocumentEncoder:
         return x
 
     @contextlib.contextmanager
-    def predicting(self, X, word_vectors=None, name: str = "X") -> Iterator[torch.Tensor]:
+    def predicting(
+        self, X: Documents, word_vectors: WordVectors | None = None, name: str = "X"
+    ) -> Iterator[torch.Tensor]:
         """Encode documents for prediction (a context manager yielding the padded tensor).
 
         With pretrained embeddings and ``word_vectors`` (a :class:`~lvgp.kernels.WordVectors`
@@ -183,7 +205,14 @@ class DocumentEncoder:
         ``num_words``) with their embedding-implied vectors; nothing is stored. Otherwise as
         :meth:`transform`."""
         embeddings = self._available_embeddings()
-        if embeddings is None or word_vectors is None or word_vectors.word_features is None or self.kind != "texts":
+        if (
+            embeddings is None
+            or word_vectors is None
+            or word_vectors.word_features is None
+            or self.kind != "texts"
+            or self.vocabulary is None
+            or self.feature_scale is None
+        ):
             yield self.transform(X, name)
             return
         if isinstance(X, str):
@@ -198,7 +227,7 @@ class DocumentEncoder:
         with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / self.feature_scale):
             yield x
 
-    def _available_embeddings(self):
+    def _available_embeddings(self) -> WordEmbeddings | None:
         if self.word_embeddings is None or self.feature_scale is None:
             return None
         try:
@@ -211,7 +240,7 @@ class DocumentEncoder:
         """Plain values and tensors (``torch.load(weights_only=True)`` reads them back): a named
         embedding is saved by name, a custom :class:`~lvgp.datasets.WordEmbeddings` whole (its
         words and vectors), so that a reloaded model maps unseen words exactly as before."""
-        embeddings = self.word_embeddings
+        embeddings: Any = self.word_embeddings
         if embeddings is not None and not isinstance(embeddings, str):
             embeddings = {
                 "name": getattr(embeddings, "name", "custom"),
@@ -246,7 +275,7 @@ def empty_rows(x: torch.Tensor) -> torch.Tensor:
     return (x == PAD).all(-1)
 
 
-def check_targets_array(y, n: int, name: str = "y") -> np.ndarray:
+def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
     """Validate regression targets: numeric, finite, ``n`` rows; returns float64 ``(n,)`` or ``(n, B)``."""
     try:
         arr = np.asarray(y, dtype=np.float64)
@@ -265,7 +294,7 @@ def check_targets_array(y, n: int, name: str = "y") -> np.ndarray:
     return arr
 
 
-def check_labels(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Validate class labels: one per document (``n``), no missing values, at least two
     classes. Returns ``(classes, codes)`` as ``np.unique(y, return_inverse=True)``."""
     arr = np.asarray(y)

@@ -5,7 +5,9 @@ block-wise prediction, and safe persistence."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
@@ -14,6 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
+from .._typing import Documents, TensorLike
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
 from .documents import DocumentEncoder, check_targets_array, empty_rows
@@ -21,6 +24,9 @@ from .exact import LogPosterior, SharedKernelExactGP
 from .numerics import covariance_errors, exact_numerics
 from .optimize import OPTIMIZERS, FitResult, minimize
 from .validation import check_number, standardization
+
+if TYPE_CHECKING:
+    from ..kernels.word_vectors import WordVectors
 
 _PREDICT_BLOCK = 2048
 
@@ -62,11 +68,11 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
     def _draw_latent_sample(self, generator: torch.Generator | None) -> None:
         """Fix one sample of the latent quantities (``None``: back to their means)."""
 
-    def _word_embeddings(self):
+    def _word_embeddings(self) -> Any:
         """Pretrained embeddings the encoder looks words up in (``None``: none)."""
         return None
 
-    def _word_vectors(self):
+    def _word_vectors(self) -> WordVectors | None:
         """The fitted model's word-vector module whose extra words take unseen words with
         pretrained vectors at prediction time (``None``: unseen words are dropped)."""
         return None
@@ -88,7 +94,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         check_number("max_iter", self.max_iter, integer=True, minimum=1)
         check_number("n_iter_no_change", self.n_iter_no_change, integer=True, minimum=1)
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X: Documents, y: TensorLike, X_val: Documents | None = None, y_val: TensorLike | None = None) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and targets
         ``y`` (``n`` or ``n x B``). ``X_val``/``y_val``: a validation set for early
         stopping (otherwise ``early_stopping=True`` holds out ``validation_fraction``)."""
@@ -96,7 +102,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self._encoder.fit_transform(X)
         n = x.shape[0]
-        y = check_targets_array(y, n)
+        y_train = check_targets_array(y, n)
         self.vocabulary_ = self._encoder.vocabulary
         self.num_words_ = self._encoder.num_words
         if self._encoder.kind == "counts":
@@ -105,7 +111,8 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         seed = int(rng.randint(2**31 - 1))
         self._sample_seed = int(rng.randint(2**31 - 1))  # Monte Carlo predictions (variational models)
 
-        x_val = y_val_arr = None
+        x_val: torch.Tensor | None = None
+        y_val_arr: np.ndarray | None = None
         if X_val is not None or y_val is not None:
             if X_val is None or y_val is None:
                 raise ValueError("pass both X_val and y_val, or neither")
@@ -117,14 +124,14 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
                 raise ValueError(f"early stopping needs more than {n} training documents")
             perm = rng.permutation(n)
             val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-            x_val, y_val_arr = x[torch.from_numpy(val_idx)], y[val_idx]
-            x, y = x[torch.from_numpy(train_idx)], y[train_idx]
+            x_val, y_val_arr = x[torch.from_numpy(val_idx)], y_train[val_idx]
+            x, y_train = x[torch.from_numpy(train_idx)], y_train[train_idx]
 
         if self.normalize_y:
-            self.y_mean_, self.y_std_ = standardization(y)
+            self.y_mean_, self.y_std_ = standardization(y_train)
         else:
-            self.y_mean_, self.y_std_ = np.zeros(y.shape[1:]), np.ones(y.shape[1:])
-        targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
+            self.y_mean_, self.y_std_ = np.zeros(y_train.shape[1:]), np.ones(y_train.shape[1:])
+        targets = torch.from_numpy((y_train - self.y_mean_) / self.y_std_)
         if not torch.isfinite(targets).all():
             raise ValueError("y is too large to fit without standardization: pass normalize_y=True")
         model = self._build_model(self._model_inputs(x), targets, seed)
@@ -135,13 +142,13 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
 
         samples = self._latent_samples("train")
 
-        def objective():
+        def objective() -> torch.Tensor:
             # a Monte Carlo average for variational models (each training forward draws a sample)
             with covariance_errors(f"{self._name} training", self._fit_hint):
                 return -sum(mll(model(train_inputs), model.train_targets) for _ in range(samples)) / samples
 
         validate = None
-        if x_val is not None:
+        if x_val is not None and y_val_arr is not None:
             validate = self._validation_score(x_val, y_val_arr)
         result = minimize(
             [p for p in model.parameters() if p.requires_grad],
@@ -160,7 +167,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         model.eval()
         return self
 
-    def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray):
+    def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray) -> Callable[[], float]:
         """RMSE (standardized units) of the predictive mean on a validation set, as a closure."""
         keep = ~empty_rows(x_val) if self._empty_documents_use_prior else torch.ones(x_val.shape[0], dtype=torch.bool)
         if not keep.all():
@@ -239,7 +246,9 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
             )
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, X, return_std: bool = False, include_noise: bool = True):
+    def predict(
+        self, X: Documents, return_std: bool = False, include_noise: bool = True
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         r"""Predictive mean (GP-LVSM paper eq. 19) and, with ``return_std``, standard
         deviation (eq. 21).
 
@@ -337,7 +346,7 @@ class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
         torch.save(payload, Path(path))
 
     @classmethod
-    def load(cls, path: str | Path):
+    def load(cls, path: str | Path) -> Self:
         """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``)."""
         payload = torch.load(Path(path), weights_only=True)
         if not isinstance(payload, dict) or payload.get("format") != cls._format():

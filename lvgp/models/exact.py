@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import gpytorch
 import torch
@@ -86,7 +87,7 @@ class SharedKernelExactGP(gpytorch.models.ExactGP):
             covar = covar.expand(self.num_outputs, *covar.shape[-2:])
         return MultivariateNormal(mean, covar)
 
-    def __call__(self, *inputs: Tensor, **kwargs):
+    def __call__(self, *inputs: Tensor, **kwargs: Any) -> Any:
         with exact_numerics():
             return super().__call__(*inputs, **kwargs)
 
@@ -104,7 +105,7 @@ class LogPosterior(ExactMarginalLogLikelihood):
     of eq. 5.17 it is derived from has one per output, which is what is computed here.
     """
 
-    def forward(self, function_dist: MultivariateNormal, target: Tensor, *params, **kwargs) -> Tensor:
+    def forward(self, function_dist: MultivariateNormal, target: Tensor, *params: Any, **kwargs: Any) -> Tensor:
         if not isinstance(function_dist, MultivariateNormal):
             raise TypeError("LogPosterior needs the MultivariateNormal returned by the model")
         n = function_dist.event_shape.numel()

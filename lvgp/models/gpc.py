@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING, Self
 
 import gpytorch
 import numpy as np
@@ -42,7 +43,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
+from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
+from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from .documents import DocumentEncoder, check_labels, word_weights
@@ -50,6 +53,9 @@ from .gplvsm import PaddedInputsMixin
 from .numerics import covariance_errors, default_dtype, exact_numerics
 from .optimize import minimize
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
+
+if TYPE_CHECKING:
+    from ..datasets.loaders import WordEmbeddings
 
 __all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES"]
 
@@ -61,14 +67,19 @@ class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
     ``likelihood`` (a :class:`gpytorch.likelihoods.DirichletClassificationLikelihood`), sharing
     ``kernel`` (an LDK) under per-class output scales and constant means."""
 
-    def __init__(self, train_x: torch.Tensor, likelihood, kernel: LatentDistributionKernel):
+    def __init__(
+        self,
+        train_x: torch.Tensor,
+        likelihood: gpytorch.likelihoods.DirichletClassificationLikelihood,
+        kernel: LatentDistributionKernel,
+    ) -> None:
         targets = likelihood.transformed_targets  # C x n
         super().__init__(train_x, targets, likelihood)
         batch = torch.Size([targets.shape[0]])
         self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch)
         self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=batch)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
     @property
@@ -87,7 +98,7 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
         self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch)
         self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=batch)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
@@ -128,7 +139,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         rho: float = 0.1,
         gamma: float = 1.0,
         level2: str = "linear",
-        word_embeddings=None,
+        word_embeddings: str | WordEmbeddings | None = None,
         word_weighting: str = "uniform",
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
@@ -139,7 +150,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         lr: float = 0.03,
         ngd_lr: float = 0.1,
         n_mc_samples: int = 256,
-        vocabulary=None,
+        vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
         verbose: bool = False,
@@ -196,7 +207,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         return kernel
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y):
+    def fit(self, X: Documents, y: TensorLike) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
         self._check_params()
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
@@ -325,7 +336,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         return self.model_.covar_module.base_kernel.word_vectors.mean.detach().numpy().copy()
 
     # ------------------------------------------------------------------ predict
-    def predict_proba(self, X, block: int = 1024) -> np.ndarray:
+    def predict_proba(self, X: Documents, block: int = 1024) -> np.ndarray:
         """``n x n_classes`` predictive probabilities (latent posterior integrated out); a
         document without any known word gets the training class frequencies (with a warning)."""
         check_is_fitted(self, "model_")
@@ -362,5 +373,5 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
                     out[idx] = torch.softmax(mean + var.sqrt() * eps, dim=-1).mean(0)
         return out.numpy()
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Documents) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

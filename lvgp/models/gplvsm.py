@@ -12,6 +12,8 @@ the noise and are independent given them (eq. 5.17).
 
 from __future__ import annotations
 
+from typing import Any
+
 import gpytorch
 from gpytorch.kernels import Kernel, ScaleKernel
 from torch import Tensor
@@ -25,7 +27,9 @@ class PaddedInputsMixin:
     """For exact GPs over padded documents: inputs and the stored training inputs are padded
     to a common width before gpytorch concatenates them."""
 
-    def __call__(self, *inputs: Tensor, **kwargs):
+    train_inputs: tuple[Tensor, ...] | None
+
+    def __call__(self, *inputs: Tensor, **kwargs: Any) -> Any:
         if self.train_inputs is not None:
             # Inputs and stored training inputs are padded to a common width, in both
             # modes: predicting on wider documents widens the stored training inputs
@@ -34,7 +38,7 @@ class PaddedInputsMixin:
             width = max(t.shape[-1] for t in (*self.train_inputs, *inputs))
             inputs = tuple(pad_to_width(t, width) for t in inputs)
             self.train_inputs = tuple(pad_to_width(t, width) for t in self.train_inputs)
-        return super().__call__(*inputs, **kwargs)
+        return super().__call__(*inputs, **kwargs)  # type: ignore[misc]  # a mixin of ExactGP subclasses
 
 
 class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
@@ -72,8 +76,8 @@ class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
         rho: float | None = 1.0,
         mean: str = "constant",
         kernel: Kernel | None = None,
-        **kernel_options,
-    ):
+        **kernel_options: Any,
+    ) -> None:
         check_padded(train_x, "train_x", num_words)
         if train_x.dim() != 2:
             raise ValueError(f"train_x must be an (n x L) padded tensor; got shape {tuple(train_x.shape)}")

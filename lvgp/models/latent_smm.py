@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 import torch
@@ -46,12 +47,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
+from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
-from ..kernels import LatentDistributionKernel, make_word_vectors
+from ..bow.vocabulary import Vocabulary
+from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from .documents import DocumentEncoder, check_labels, word_weights
 from .numerics import default_dtype
 from .optimize import minimize
+
+if TYPE_CHECKING:
+    from ..datasets.loaders import WordEmbeddings
 
 __all__ = ["LatentSMMClassifier", "equivalent_rho", "pairwise_duals"]
 
@@ -125,12 +131,12 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         gamma: float = 1.0,
         learn_gamma: bool = False,
         level2: str = "linear",
-        word_embeddings=None,
+        word_embeddings: str | WordEmbeddings | None = None,
         word_weighting: str = "uniform",
         max_iter: int = 300,
         tol: float = 1e-6,
         svm_tol: float = 1e-5,
-        vocabulary=None,
+        vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
         verbose: bool = False,
@@ -166,7 +172,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         return beta.abs().sum() - margin + self.kernel_.word_vectors.penalty()
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y):
+    def fit(self, X: Documents, y: TensorLike) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
         if not self.rho >= 0 or not self.C > 0:
             raise ValueError(f"rho must be >= 0 and C > 0; got rho={self.rho}, C={self.C}")
@@ -231,7 +237,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
                 vectors.raw_latent.mul_(shrink)
                 if vectors.word_features is not None:
                     vectors.projection.mul_(shrink)
-                if self.rho > 0:
+                if isinstance(vectors, MAPWordVectors):
                     vectors.rho = self.rho
                 self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64)
         self.svc_ = self._last_svc
@@ -256,7 +262,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         return self.kernel_.word_vectors.mean.detach().numpy().copy()
 
     # ------------------------------------------------------------------ predict
-    def _cross_gram(self, X) -> np.ndarray:
+    def _cross_gram(self, X: Documents) -> np.ndarray:
         """``n x n_train`` kernel values of new documents against the training documents; documents
         without any known word have the zero mean embedding (``K = 0``: decided by the offsets alone)."""
         check_is_fitted(self, "svc_")
@@ -274,7 +280,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
                     cross[(~empty).numpy()] = self.kernel_(x[~empty], self._x).to_dense().numpy()
         return cross
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: Documents) -> np.ndarray:
         """Pairwise decision values (eq. 4.23 before the sign): ``n x n_pairs``, positive for
         the first class of each pair (``pairs_``)."""
         values = self.svc_.decision_function(self._cross_gram(X))
@@ -286,6 +292,6 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "svc_")
         return [(self.classes_[a], self.classes_[b]) for a, b in itertools.combinations(range(len(self.classes_)), 2)]
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Documents) -> np.ndarray:
         """One-vs-one voting of the pairwise machines (LIBSVM's)."""
         return self.classes_[self.svc_.predict(self._cross_gram(X))]

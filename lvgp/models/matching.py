@@ -44,24 +44,31 @@ every :math:`(\gamma, \rho)` with the same ratio gives the identical matcher.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
-from ..kernels import LatentDistributionKernel, make_word_vectors
+from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .documents import embedding_features, resolve_embeddings, word_weights
 from .numerics import default_dtype
 from .optimize import minimize
+
+if TYPE_CHECKING:
+    from ..datasets.loaders import WordEmbeddings
 
 __all__ = ["LDKMatcher", "precision_at", "dual_cca", "INITS"]
 
@@ -75,14 +82,19 @@ def precision_at(ranks: np.ndarray, max_r: int = 50) -> dict[int, float]:
     return {r: float(np.mean(ranks < r)) for r in range(1, max_r + 1)}
 
 
-def dual_cca(k: np.ndarray, l: np.ndarray, reg: float, components: int):  # noqa: E741
+def dual_cca(
+    k: np.ndarray,
+    l: np.ndarray,  # noqa: E741
+    reg: float,
+    components: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Regularized CCA in the dual (Bach & Jordan 2002; Hardoon et al. 2004) from centred Gram
     matrices ``k`` (source) and ``l`` (target) of the training pairs: the singular vectors of
     :math:`R_K R_L`, :math:`R_K = K(K+\kappa I)^{-1}`, with :math:`\kappa` = ``reg`` times the mean
     eigenvalue of each Gram. Returns the dual directions ``alpha``, ``beta`` (``n x components``)
     and the canonical correlations."""
 
-    def projection(gram):
+    def projection(gram: np.ndarray) -> tuple[float, np.ndarray]:
         kappa = reg * max(np.trace(gram) / len(gram), 1e-12)
         values, vectors = np.linalg.eigh(gram)
         values = np.clip(values, 0, None)
@@ -96,13 +108,19 @@ def dual_cca(k: np.ndarray, l: np.ndarray, reg: float, components: int):  # noqa
     return alpha, beta, corr[:components]
 
 
-def _texts(X, name: str) -> list:
+def _texts(X: Sequence[str], name: str) -> list[str]:
     if isinstance(X, str):
         raise TypeError(f"{name} must be a list of texts, not a single string")
     X = list(X)
     if not X:
         raise ValueError(f"{name} is empty")
     return X
+
+
+@dataclasses.dataclass
+class _BatchOrder:
+    perm: torch.Tensor
+    step: int
 
 
 def _standardized(loadings: np.ndarray) -> np.ndarray:
@@ -130,6 +148,10 @@ class LDKMatcher(BaseEstimator):
         batch_size: ``None`` for the full softmax with L-BFGS (default); an integer for Adam on
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
+        tol: convergence: L-BFGS stops when an iteration lowers eq. 6.8 by less than this
+            (relative); Adam when the best mini-batch loss of the last ``n_iter_no_change`` epochs
+            improves by less than this on the epochs before. A ``ConvergenceWarning`` says when
+            ``max_iter`` ends the fit first.
         n_iter_no_change: with validation pairs (``fit(..., source_val=, target_val=)``), stop when
             their mean Precision@R over R = 1..50 (eq. 6.15, the area under the precision curve, as
             the study's dev score) has not improved for this many iterations, and keep the best
@@ -158,10 +180,11 @@ class LDKMatcher(BaseEstimator):
         tie_identical_tokens: bool = False,
         init: str = "pca",
         word_weighting: str = "uniform",
-        source_embeddings=None,
-        target_embeddings=None,
+        source_embeddings: str | WordEmbeddings | None = None,
+        target_embeddings: str | WordEmbeddings | None = None,
         batch_size: int | None = None,
         max_iter: int = 300,
+        tol: float = 1e-6,
         n_iter_no_change: int = 10,
         lr: float = 0.05,
         min_df: int = 1,
@@ -180,6 +203,7 @@ class LDKMatcher(BaseEstimator):
         self.target_embeddings = target_embeddings
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.lr = lr
         self.min_df = min_df
@@ -208,12 +232,14 @@ class LDKMatcher(BaseEstimator):
         )
         return torch.where(xt == PAD, xt, table[xt.clamp_min(0)])
 
-    def _encode(self, source, target, on_empty: str = "raise") -> tuple[torch.Tensor, torch.Tensor]:
+    def _encode(
+        self, source: list[str], target: list[str], on_empty: str = "raise"
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         xs = self.source_vocabulary_.encode(source, name="source_texts", on_empty=on_empty)
         xt = self.target_vocabulary_.encode(target, name="target_texts", on_empty=on_empty)
         return xs, self._target_to_kernel(xt)
 
-    def _side_features(self, side: str, embeddings, words: list[str]) -> np.ndarray | None:
+    def _side_features(self, side: str, embeddings: str | WordEmbeddings | None, words: list[str]) -> np.ndarray | None:
         """Scaled pretrained vectors of one side's words (the scale is kept for unseen words)."""
         if embeddings is None:
             return None
@@ -232,7 +258,7 @@ class LDKMatcher(BaseEstimator):
             raise ValueError(
                 f"source_embeddings ({fs.shape[1]}-d) and target_embeddings ({ft.shape[1]}-d) must have one dimension"
             )
-        h = (fs if fs is not None else ft).shape[1]
+        h = fs.shape[1] if fs is not None else ft.shape[1]  # type: ignore[union-attr]  # one of them is set
         out = np.zeros((self.num_words_, h))
         vs = len(self.source_vocabulary_)
         if fs is not None:
@@ -243,8 +269,8 @@ class LDKMatcher(BaseEstimator):
                     out[k] = ft[j]
         return out
 
-    def _frequencies(self, source, target) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-        def rows(vocab, texts):
+    def _frequencies(self, source: list[str], target: list[str]) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        def rows(vocab: Vocabulary, texts: list[str]) -> sp.csr_matrix:
             counts = vocab.counts(texts)
             return sp.diags(1.0 / np.maximum(np.asarray(counts.sum(1)).ravel(), 1)) @ counts
 
@@ -260,7 +286,7 @@ class LDKMatcher(BaseEstimator):
         np.add.at(counts, self.target_ids_, 1)
         return out / counts[:, None]
 
-    def _initial_layout(self, source, target) -> np.ndarray | None:
+    def _initial_layout(self, source: list[str], target: list[str]) -> np.ndarray | None:
         """The initial word vectors (``num_words x q``, unit standard deviation per dimension)."""
         if self.init == "random":
             return None
@@ -309,7 +335,13 @@ class LDKMatcher(BaseEstimator):
         if self.batch_size is not None and int(self.batch_size) < 2:
             raise ValueError(f"batch_size must be None or at least 2 (in-batch negatives); got {self.batch_size}")
 
-    def fit(self, source_texts, target_texts, source_val=None, target_val=None):
+    def fit(
+        self,
+        source_texts: Sequence[str],
+        target_texts: Sequence[str],
+        source_val: Sequence[str] | None = None,
+        target_val: Sequence[str] | None = None,
+    ) -> Self:
         """Fit on aligned training pairs (``source_texts[i]`` matches ``target_texts[i]``);
         ``source_val``/``target_val``: aligned validation pairs for early stopping."""
         source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
@@ -358,6 +390,7 @@ class LDKMatcher(BaseEstimator):
                 lambda: self._loss(xs, xt),
                 method="lbfgs",
                 max_iter=int(self.max_iter),
+                tol=self.tol,
                 validate=validation,
                 n_iter_no_change=int(self.n_iter_no_change),
                 verbose=self.verbose,
@@ -367,13 +400,13 @@ class LDKMatcher(BaseEstimator):
             g = torch.Generator().manual_seed(seed)
             batch = int(self.batch_size)
             batches = max(1, n // batch)
-            order = {"perm": torch.randperm(n, generator=g), "step": 0}
+            order = _BatchOrder(torch.randperm(n, generator=g), 0)
 
-            def minibatch_loss():
-                if order["step"] == batches:
-                    order["perm"], order["step"] = torch.randperm(n, generator=g), 0
-                idx = order["perm"][order["step"] * batch : (order["step"] + 1) * batch]
-                order["step"] += 1
+            def minibatch_loss() -> torch.Tensor:
+                if order.step == batches:
+                    order.perm, order.step = torch.randperm(n, generator=g), 0
+                idx = order.perm[order.step * batch : (order.step + 1) * batch]
+                order.step += 1
                 return self._loss(xs[idx], xt[idx], scale=n / len(idx))
 
             result = minimize(
@@ -382,7 +415,7 @@ class LDKMatcher(BaseEstimator):
                 method="adam",
                 lr=self.lr,
                 max_iter=int(self.max_iter) * batches,
-                tol=0.0,
+                tol=self.tol,
                 validate=validation,
                 validation_interval=batches,
                 n_iter_no_change=int(self.n_iter_no_change) * batches,
@@ -395,18 +428,27 @@ class LDKMatcher(BaseEstimator):
                 vectors.raw_latent.mul_(shrink)
                 if features is not None:
                     vectors.projection.mul_(shrink)
-                if self.rho > 0:
+                if isinstance(vectors, MAPWordVectors):
                     vectors.rho = self.rho
                 self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64)
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
+        if not result.converged and not result.interrupted:
+            warnings.warn(
+                f"LDK matching did not converge in {result.n_iter} L-BFGS iterations ({result.message}); "
+                "increase max_iter, or pass validation pairs to stop early",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         latent = self.kernel_.word_vectors.mean.detach().numpy()
         self.source_vectors_ = latent[: len(self.source_vocabulary_)].copy()
         self.target_vectors_ = latent[self.target_ids_].copy()
         return self
 
-    def _validation(self, source_val, target_val):
+    def _validation(
+        self, source_val: Sequence[str] | None, target_val: Sequence[str] | None
+    ) -> Callable[[], float] | None:
         """Minus the mean validation Precision@1..50 as a closure for :func:`minimize`, or ``None``."""
         if source_val is None and target_val is None:
             return None
@@ -435,7 +477,9 @@ class LDKMatcher(BaseEstimator):
         return nll + self.kernel_.word_vectors.penalty()
 
     # ------------------------------------------------------------------ predict
-    def distances(self, source_texts, target_texts, on_empty: str = "raise") -> np.ndarray:
+    def distances(
+        self, source_texts: Sequence[str], target_texts: Sequence[str], on_empty: str = "raise"
+    ) -> np.ndarray:
         """Eq. 6.4 between every source and every target document: ``n_s x n_t``. A document
         without any known word raises a ``ValueError`` naming its row, or with
         ``on_empty="keep"`` is the zero measure (its distances are the other documents' norms)."""
@@ -457,15 +501,16 @@ class LDKMatcher(BaseEstimator):
         )
         # extra words: the source's first (ids from num_words_), then the target's (tied to an
         # identical source extra word when tokens are tied)
-        rows = [es.lookup(added_s)[0] / self.feature_scales_["source"]] if added_s else []
-        target_extra, own = [], []
+        rows = [es.lookup(added_s)[0] / self.feature_scales_["source"]] if es is not None and added_s else []
+        target_extra: list[int] = []
+        own: list[str] = []
         for word in added_t:
             if self.tie_identical_tokens and word in added_s:
                 target_extra.append(self.num_words_ + added_s.index(word))
             else:
                 target_extra.append(self.num_words_ + len(added_s) + len(own))
                 own.append(word)
-        if own:
+        if et is not None and own:
             rows.append(et.lookup(own)[0] / self.feature_scales_["target"])
         xt = self._target_to_kernel(xt_local, np.array(target_extra, dtype=np.int64))
         with contextlib.ExitStack() as stack, torch.no_grad():
@@ -473,11 +518,11 @@ class LDKMatcher(BaseEstimator):
                 stack.enter_context(vectors.extra_words(np.concatenate(rows).astype(np.float64)))
             return self.kernel_.squared_mmd(xs, xt, allow_empty=on_empty == "keep").numpy()
 
-    def rank(self, source_texts, target_texts) -> np.ndarray:
+    def rank(self, source_texts: Sequence[str], target_texts: Sequence[str]) -> np.ndarray:
         """For every source document, the target indices from nearest to farthest: ``n_s x n_t``."""
         return np.argsort(self.distances(source_texts, target_texts), axis=1, kind="stable")
 
-    def true_target_ranks(self, source_texts, target_texts) -> np.ndarray:
+    def true_target_ranks(self, source_texts: Sequence[str], target_texts: Sequence[str]) -> np.ndarray:
         """0-based rank of target i among all targets for source i (aligned test pairs). A pair
         whose source or true target has no known word cannot be matched: it gets the worst rank
         ``n - 1`` (counted in an :class:`~lvgp.warnings.EmptyDocumentsWarning`), never a tie in its
@@ -499,7 +544,7 @@ class LDKMatcher(BaseEstimator):
             ranks[empty] = len(ranks) - 1
         return ranks
 
-    def _empty(self, texts: list, vocabulary: Vocabulary) -> np.ndarray:
+    def _empty(self, texts: list[str], vocabulary: Vocabulary) -> np.ndarray:
         """Documents with no word the model can place (in the vocabulary, or with a pretrained
         vector when embeddings are tied)."""
         embeddings = self.source_embeddings if vocabulary is self.source_vocabulary_ else self.target_embeddings

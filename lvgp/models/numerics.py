@@ -10,6 +10,7 @@ fails, lvgp raises :class:`CovarianceError` saying which model and what to chang
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 import gpytorch
@@ -22,7 +23,7 @@ class CovarianceError(RuntimeError):
 
 
 @contextmanager
-def exact_numerics():
+def exact_numerics() -> Iterator[None]:
     """Force Cholesky-based solves and log-determinants at every size."""
     with ExitStack() as stack:
         stack.enter_context(gpytorch.settings.max_cholesky_size(2**62))
@@ -34,7 +35,7 @@ def exact_numerics():
 
 
 @contextmanager
-def covariance_errors(what: str, hint: str):
+def covariance_errors(what: str, hint: str) -> Iterator[None]:
     """Turn linear_operator's ``NotPSDError`` into a :class:`CovarianceError` naming ``what``."""
     try:
         yield
@@ -45,7 +46,7 @@ def covariance_errors(what: str, hint: str):
 
 
 @contextmanager
-def default_dtype(dtype):
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
     """Temporarily set torch's default dtype (gpytorch builds parameters in it, so models
     built inside ``default_dtype(torch.float64)`` never pass through float32)."""
     old = torch.get_default_dtype()

@@ -70,6 +70,15 @@ class _EarlyStop(Exception):
     pass
 
 
+@dataclass
+class _Best:
+    """The best iterate seen (by validation score, else by objective)."""
+
+    score: float
+    values: list[torch.Tensor]
+    iter: int
+
+
 def minimize(
     params: Sequence[torch.nn.Parameter],
     objective: Callable[[], torch.Tensor],
@@ -106,7 +115,7 @@ def minimize(
         raise ValueError(f"max_iter must be >= 1; got {max_iter}")
     flat = _Params([p for p in params if p.requires_grad])
     result = FitResult()
-    best = {"score": math.inf, "values": flat.snapshot(), "iter": 0}
+    best = _Best(math.inf, flat.snapshot(), 0)
     bar = tqdm(total=max_iter, desc=desc, disable=not verbose, leave=False)
 
     def evaluate() -> torch.Tensor:
@@ -132,11 +141,11 @@ def minimize(
                 score = float(validate())
                 result.validation_curve.append(score)
                 postfix["val"] = f"{score:.4g}"
-        if score < best["score"]:
-            best.update(score=score, values=flat.snapshot(), iter=result.n_iter)
+        if score < best.score:
+            best.score, best.values, best.iter = score, flat.snapshot(), result.n_iter
         bar.set_postfix(postfix)
         bar.update(1)
-        if validate is not None and result.n_iter - best["iter"] >= n_iter_no_change:
+        if validate is not None and result.n_iter - best.iter >= n_iter_no_change:
             result.stopped_early = True
             raise _EarlyStop
 
@@ -152,25 +161,32 @@ def minimize(
         result.interrupted = True
         result.message = f"interrupted at iteration {result.n_iter}"
         warnings.warn(
-            f"fitting interrupted at iteration {result.n_iter}; keeping the parameters of iteration {best['iter']}",
+            f"fitting interrupted at iteration {result.n_iter}; keeping the parameters of iteration {best.iter}",
             RuntimeWarning,
             stacklevel=2,
         )
     finally:
         bar.close()
     if validate is not None or result.interrupted:
-        flat.restore(best["values"])
-        result.best_iter = best["iter"]
+        flat.restore(best.values)
+        result.best_iter = best.iter
     return result
 
 
-def _run_lbfgs(flat: _Params, evaluate, end_of_iteration, max_iter: int, tol: float, result: FitResult) -> None:
-    def fun(x):
+def _run_lbfgs(
+    flat: _Params,
+    evaluate: Callable[[], torch.Tensor],
+    end_of_iteration: Callable[[float], None],
+    max_iter: int,
+    tol: float,
+    result: FitResult,
+) -> None:
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         flat.set(x)
         loss = evaluate()
         return loss.item(), flat.grad()
 
-    def callback(intermediate_result):
+    def callback(intermediate_result: scipy.optimize.OptimizeResult) -> None:
         flat.set(intermediate_result.x)
         end_of_iteration(float(intermediate_result.fun))
 
@@ -187,7 +203,16 @@ def _run_lbfgs(flat: _Params, evaluate, end_of_iteration, max_iter: int, tol: fl
     result.message = str(res.message)
 
 
-def _run_adam(flat: _Params, evaluate, end_of_iteration, max_iter, lr, tol, window, result: FitResult) -> None:
+def _run_adam(
+    flat: _Params,
+    evaluate: Callable[[], torch.Tensor],
+    end_of_iteration: Callable[[float], None],
+    max_iter: int,
+    lr: float,
+    tol: float,
+    window: int,
+    result: FitResult,
+) -> None:
     opt = torch.optim.Adam(flat.params, lr=lr)
     for _ in range(max_iter):
         loss = evaluate().item()

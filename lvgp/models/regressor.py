@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -20,6 +21,10 @@ from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 from .numerics import default_dtype
 from .validation import check_number
+
+if TYPE_CHECKING:
+    from ..datasets.loaders import WordEmbeddings
+    from ..kernels.word_vectors import WordVectors
 
 
 class GPLVSMRegressor(ExactGPRegressorBase):
@@ -131,7 +136,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         latent_scale_init: float = 0.5,
         elbo_samples: int = 1,
         predict_samples: int = 32,
-        word_embeddings=None,
+        word_embeddings: str | WordEmbeddings | None = None,
         length_kernel: bool = False,
         validation_interval: int | None = None,
         approximation: str = "auto",
@@ -209,10 +214,10 @@ class GPLVSMRegressor(ExactGPRegressorBase):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
 
-    def _word_embeddings(self):
+    def _word_embeddings(self) -> Any:
         return self.word_embeddings
 
-    def _word_vectors(self):
+    def _word_vectors(self) -> WordVectors:
         return self.model_.ldk.word_vectors
 
     def _build_model(

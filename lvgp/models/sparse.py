@@ -31,20 +31,28 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
 import numpy as np
 import torch
 from gpytorch.variational import CholeskyVariationalDistribution, VariationalStrategy
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
+from .._typing import Documents, TensorLike
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
+from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
 from ..warnings import EmptyDocumentsWarning
 from .documents import DocumentEncoder, check_targets_array
 from .numerics import exact_numerics
+from .validation import check_number, standardization
+
+if TYPE_CHECKING:
+    from ..datasets.loaders import WordEmbeddings
 
 __all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "choose_inducing_documents"]
 
@@ -53,7 +61,14 @@ class _PaddedVariationalStrategy(VariationalStrategy):
     """``VariationalStrategy`` for padded word-index inputs: the inducing documents and the
     batch are padded to a common width before gpytorch concatenates them."""
 
-    def forward(self, x, inducing_points, inducing_values, variational_inducing_covar=None, **kwargs):
+    def forward(
+        self,
+        x: torch.Tensor,
+        inducing_points: torch.Tensor,
+        inducing_values: torch.Tensor,
+        variational_inducing_covar: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         width = max(x.shape[-1], inducing_points.shape[-1])
         return super().forward(
             pad_to_width(x, width),
@@ -78,7 +93,7 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
         self.mean_module = gpytorch.means.ConstantMean()
         self.covar_module = gpytorch.kernels.ScaleKernel(kernel)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
@@ -115,7 +130,12 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         latent_dim, rho, embedding, level2: as for :class:`~lvgp.GPLVSMRegressor`.
         num_inducing: M inducing documents (see the module docstring), chosen by ``inducing``
             (``"kmeans++"`` or ``"random"``) among the training documents.
-        batch_size: documents per step; max_epochs: passes over the data; lr: Adam step size.
+        batch_size: documents per step; lr: Adam step size.
+        max_steps: the budget in Adam steps (whatever ``n``: 2000 steps are 500 epochs of 1,000
+            documents at batch 256, or 10 epochs of 50,000); max_epochs: an optional cap on passes.
+        tol, convergence_window: training stops (converged) when the mean loss of the last
+            ``convergence_window`` steps is less than ``tol`` (relative) below the mean of the
+            window before; when the budget ends first, a ``ConvergenceWarning`` says so.
         noise_init, outputscale_init: initial noise variance and output scale (standardized targets).
         word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings` or a
             name) the latent vectors are tied to, as in :class:`~lvgp.GPLVSMRegressor` (text input);
@@ -128,7 +148,8 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         random_state, verbose (tqdm progress bar over epochs).
 
     Fitted: ``model_``, ``likelihood_``, ``inducing_indices_``, ``loss_curve_`` (negative
-    ELBO per datum and epoch), ``step_losses_`` (per step), ``word_vectors_``, ``fit_seconds_``.
+    ELBO per datum and epoch), ``step_losses_`` (per step), ``n_iter_`` (steps), ``converged_``,
+    ``word_vectors_``, ``fit_seconds_``.
     Ctrl-C stops training after the current step and keeps the parameters reached.
     """
 
@@ -138,15 +159,18 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         rho: float = 1.0,
         num_inducing: int = 64,
         batch_size: int = 256,
-        max_epochs: int = 20,
+        max_steps: int = 2000,
+        max_epochs: int | None = None,
+        tol: float = 1e-3,
+        convergence_window: int = 100,
         lr: float = 0.02,
         embedding: str = "rbf",
         level2: str = "linear",
         inducing: str = "kmeans++",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
-        word_embeddings=None,
-        vocabulary=None,
+        word_embeddings: str | WordEmbeddings | None = None,
+        vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         distributed: bool = False,
         world_size: int = 2,
@@ -157,7 +181,10 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.rho = rho
         self.num_inducing = num_inducing
         self.batch_size = batch_size
+        self.max_steps = max_steps
         self.max_epochs = max_epochs
+        self.tol = tol
+        self.convergence_window = convergence_window
         self.lr = lr
         self.embedding = embedding
         self.level2 = level2
@@ -172,7 +199,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build(self, x: torch.Tensor, seed: int, num_words: int, word_features=None) -> None:
+    def _build(self, x: torch.Tensor, seed: int, num_words: int, word_features: np.ndarray | None = None) -> None:
         """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
         self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         inducing = x[self.inducing_indices_]
@@ -194,9 +221,16 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         if hasattr(kernel, "raw_gamma"):
             kernel.raw_gamma.requires_grad_(False)
 
-    def fit(self, X, y):
-        if self.batch_size < 1 or self.num_inducing < 1 or self.max_epochs < 1:
-            raise ValueError("batch_size, num_inducing and max_epochs must be positive")
+    def _check_params(self) -> None:
+        for name in ("latent_dim", "num_inducing", "batch_size", "max_steps", "convergence_window"):
+            check_number(name, getattr(self, name), integer=True, minimum=1)
+        check_number("max_epochs", self.max_epochs, integer=True, minimum=1, allow_none=True)
+        for name in ("rho", "lr", "noise_init", "outputscale_init"):
+            check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
+        check_number("tol", self.tol, minimum=0)
+
+    def fit(self, X: Documents, y: TensorLike) -> Self:
+        self._check_params()
         if self.distributed and self.world_size < 2:
             raise ValueError(f"distributed=True needs world_size >= 2; got {self.world_size}")
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
@@ -204,7 +238,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         y = check_targets_array(y, x.shape[0])
         if y.ndim != 1:
             raise ValueError("SparseGPLVSMRegressor takes one target per document (y of shape n)")
-        self.y_mean_, self.y_std_ = float(y.mean()), float(y.std() or 1.0)
+        self.y_mean_, self.y_std_ = (float(v) for v in standardization(y))
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
         seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
         start = time.perf_counter()
@@ -223,7 +257,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         targets: torch.Tensor,
         seed: int,
         num_words: int,
-        word_features=None,
+        word_features: np.ndarray | None = None,
         rank: int = 0,
         world_size: int = 1,
     ) -> None:
@@ -240,7 +274,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         targets: torch.Tensor,
         seed: int,
         num_words: int,
-        word_features,
+        word_features: np.ndarray | None,
         rank: int,
         world_size: int,
     ) -> None:
@@ -258,14 +292,18 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         g = torch.Generator().manual_seed(seed)
         self.model_.train()
         self.likelihood_.train()
-        self.loss_curve_, self.step_losses_ = [], []
+        self.loss_curve_: list[float] = []
+        self.step_losses_: list[float] = []
         if world_size > 1:
             import torch.distributed as dist
-        bar = tqdm(range(self.max_epochs), desc="sparse GP-LVSM", disable=not self.verbose or rank != 0)
+        bar = tqdm(total=int(self.max_steps), desc="sparse GP-LVSM", disable=not self.verbose or rank != 0)
+        self.converged_, window, epochs = False, int(self.convergence_window), 0
         try:
             with exact_numerics():
-                for _ in bar:
-                    total, perm = 0.0, torch.randperm(n, generator=g)
+                while len(self.step_losses_) < self.max_steps and not self.converged_:
+                    if self.max_epochs is not None and epochs >= self.max_epochs:
+                        break
+                    total, seen, perm = 0.0, 0, torch.randperm(n, generator=g)
                     for b in range(0, n, self.batch_size):
                         batch = perm[b : b + self.batch_size]
                         idx = batch[rank::world_size]
@@ -285,11 +323,31 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
                             dist.all_reduce(loss)
                         opt.step()
                         self.step_losses_.append(loss.item())
-                        total += loss.item() * len(batch)
-                    self.loss_curve_.append(total / n)
+                        total, seen = total + loss.item() * len(batch), seen + len(batch)
+                        bar.update(1)
+                        steps = len(self.step_losses_)
+                        if steps % window == 0 and steps >= 2 * window:  # every rank sees the same losses
+                            before = float(np.mean(self.step_losses_[-2 * window : -window]))
+                            recent = float(np.mean(self.step_losses_[-window:]))
+                            self.converged_ = before - recent <= self.tol * abs(before)
+                        if self.converged_ or steps >= self.max_steps:
+                            break
+                    epochs += 1
+                    self.loss_curve_.append(total / seen)
                     bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
         except KeyboardInterrupt:
-            warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"training interrupted after {len(self.step_losses_)} steps", RuntimeWarning, stacklevel=2)
+        else:
+            if not self.converged_ and rank == 0:
+                warnings.warn(
+                    f"sparse GP-LVSM did not converge in {len(self.step_losses_)} steps ({epochs} epochs): the mean "
+                    f"loss of the last {window} steps still fell by more than tol={self.tol}; increase max_steps",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+        finally:
+            bar.close()
+        self.n_iter_ = len(self.step_losses_)
 
     def _fit_distributed(self, x: torch.Tensor, targets: torch.Tensor, seed: int) -> None:
         import socket
@@ -324,13 +382,16 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         self.model_.load_state_dict(state["model"])
         self.likelihood_.load_state_dict(state["likelihood"])
         self.loss_curve_, self.step_losses_ = state["loss_curve"], state["step_losses"]
+        self.converged_, self.n_iter_ = state["converged"], len(state["step_losses"])
 
     @property
     def word_vectors_(self) -> np.ndarray:
         check_is_fitted(self, "model_")
         return self.model_.covar_module.base_kernel.latent.detach().numpy().copy()
 
-    def predict(self, X, return_std: bool = False, include_noise: bool = True, block: int = 1024):
+    def predict(
+        self, X: Documents, return_std: bool = False, include_noise: bool = True, block: int = 1024
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Posterior predictive mean (and standard deviation) in the original target units.
         Documents without any known word get the prior: the constant mean and the prior
         standard deviation of an average inducing document (with an ``EmptyDocumentsWarning``)."""
@@ -338,7 +399,9 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         with self.encoder_.predicting(X, self.model_.covar_module.base_kernel.word_vectors) as x:
             return self._predict_encoded(x, return_std, include_noise, block)
 
-    def _predict_encoded(self, x: torch.Tensor, return_std: bool, include_noise: bool, block: int):
+    def _predict_encoded(
+        self, x: torch.Tensor, return_std: bool, include_noise: bool, block: int
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         empty = (x == PAD).all(-1)
         mean = torch.empty(x.shape[0], dtype=torch.float64)
         std = torch.empty(x.shape[0], dtype=torch.float64)
@@ -376,7 +439,7 @@ def _distributed_worker(
     targets: torch.Tensor,
     seed: int,
     num_words: int,
-    word_features,
+    word_features: np.ndarray | None,
     out: str,
 ) -> None:
     """One process of a distributed fit (module level: spawn pickles it by reference)."""
@@ -394,6 +457,7 @@ def _distributed_worker(
                     "likelihood": est.likelihood_.state_dict(),
                     "loss_curve": est.loss_curve_,
                     "step_losses": est.step_losses_,
+                    "converged": est.converged_,
                 },
                 out,
             )

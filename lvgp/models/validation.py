@@ -14,7 +14,7 @@ __all__ = ["check_number", "standardization"]
 
 def check_number(
     name: str,
-    value,
+    value: object,
     *,
     integer: bool = False,
     minimum: float | None = None,
@@ -33,11 +33,12 @@ def check_number(
     if isinstance(value, bool) or not isinstance(value, kind):
         what = "an integer" if integer else "a real number"
         raise TypeError(f"{name} must be {what}{' or None' if allow_none else ''}; got {value!r}")
-    if not math.isfinite(float(value)):
+    number = float(value)  # a numbers.Real, checked above
+    if not math.isfinite(number):
         raise ValueError(f"{name} must be finite; got {value!r}")
-    if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
+    if minimum is not None and (number <= minimum if exclusive_minimum else number < minimum):
         raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}; got {value!r}")
-    if maximum is not None and value > maximum:
+    if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be <= {maximum}; got {value!r}")
 
 
