@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pyro
 import pytest
 import torch
 from pyro.infer import Trace_ELBO, TraceMeanField_ELBO
+from sklearn.exceptions import ConvergenceWarning
 
 from lvgp.baselines.clgp import (
     CLGP,
@@ -166,6 +168,49 @@ def test_lgm_fits_and_imputes():
         assert p.shape == (40, k)
         np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-9)
     assert imputation_perplexity(lgm, partial, cols, vals) < 3.0  # uniform is 3
+
+
+def test_vectorized_elbo_equals_pyros_in_expectation():
+    """The ELBO used for fitting (all variables and particles in one batch) against Pyro's
+    TraceMeanField_ELBO of the model and guide: equal means over many Monte Carlo draws."""
+    import pyro
+    from pyro.infer import TraceMeanField_ELBO
+
+    from lvgp.baselines.clgp.model import CategoricalLatentGP
+
+    codes, cards = generative_data(n=40, D=3, K=3, seed=4)
+    codes[3, 1] = -1
+    y = torch.from_numpy(codes)
+    observed = y >= 0
+    for covariance in ("rbf", "linear"):
+        with pyro.settings.context(module_local_params=True):
+            model = CategoricalLatentGP(cards, 40, 2, 8, covariance, seed=1).double()
+            with torch.no_grad():  # away from the initialization, so that every term matters
+                for name, param in model.named_parameters():
+                    if name.startswith(("x_loc", "v_loc", "weight", "bias", "inducing")):
+                        param.add_(0.3 * torch.randn(param.shape, generator=torch.Generator().manual_seed(2)))
+            elbo = TraceMeanField_ELBO(num_particles=2000, vectorize_particles=True, max_plate_nesting=1)
+            reference = [-elbo.differentiable_loss(model.model, model.guide, y, observed).item() for _ in range(3)]
+            g = torch.Generator().manual_seed(3)
+            ours = [model.elbo(y, observed, samples=2000, generator=g).item() for _ in range(3)]
+        tolerance = 4 * (np.std(reference) + np.std(ours) + 0.05)
+        assert abs(np.mean(ours) - np.mean(reference)) < tolerance, (covariance, ours, reference)
+
+
+def test_predictions_are_a_pure_function_of_the_model_and_the_input():
+    codes, cards = generative_data(n=80, D=3, K=3, seed=6)
+    clgp = CLGP(num_inducing=8, samples=2, optimizer="adam", lr=0.05, max_iter=30, impute_iter=20, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clgp.fit(codes[:60], cards)
+    state = {k: v.clone() for k, v in clgp.model_.state_dict().items()}
+    first = clgp.predict_proba(codes[60:])
+    clgp.predict_proba(codes[:10])  # other rows in between
+    second = clgp.predict_proba(codes[60:])
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+    after = clgp.model_.state_dict()
+    assert set(after) == set(state) and all(torch.equal(after[k], state[k]) for k in state)
 
 
 def test_clgp_is_reproducible_and_independent_of_other_models():

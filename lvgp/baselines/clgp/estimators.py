@@ -9,16 +9,21 @@ values in each row given the row's observed entries (imputation).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
+from typing import Self
 
 import numpy as np
 import pyro
 import torch
 from pyro.infer import TraceMeanField_ELBO
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
+from ...models.validation import check_number
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -108,7 +113,7 @@ class MultinomialModel(_FrequencyModel):
 
     def predict_proba(self, codes):
         out = []
-        for d, k in enumerate(self.cardinalities_):
+        for d in range(len(self.cardinalities_)):
             c = self._counts(d)
             out.append(np.tile(c / c.sum(), (len(codes), 1)))
         return out
@@ -205,13 +210,20 @@ class CLGP(BaseEstimator):
             optimum the KL makes cheap); 0 disables it.
         impute_iter: iterations fitting q(x) of new rows (global parameters fixed).
         predict_samples: Monte Carlo samples for predictive probabilities.
+        restarts: independent fits from different random starts; the one with the best final
+            training ELBO is kept (never chosen by test data).
+        tol: after the warm-up, fitting stops when the mean loss of the last 50 steps is less than
+            ``tol`` (relative) below the 50 before; a ``ConvergenceWarning`` when ``max_iter`` ends it.
         random_state, verbose.
 
     ``fit(codes, cardinalities)`` learns from ``n x D`` codes (-1 = missing, masked out
     of the likelihood); ``predict_proba(codes)`` infers q(x) for each new row from its
     observed entries with the global parameters fixed, then returns, per column, the
     predictive probabilities of its values. Fitted: ``model_``, ``elbo_curve_`` (per
-    observed entry), ``latent_means_`` (n x Q).
+    observed entry), ``latent_means_`` (n x Q), ``restart_elbos_``, ``n_iter_``, ``converged_``.
+    The ELBO is evaluated by :meth:`CategoricalLatentGP.elbo` (all variables and Monte Carlo
+    particles in one batch; Pyro's ``TraceMeanField_ELBO`` of the model and guide in
+    expectation), with random numbers from local generators seeded by ``random_state``.
     """
 
     def __init__(
@@ -228,6 +240,9 @@ class CLGP(BaseEstimator):
         kl_warmup: float = 0.5,
         impute_iter: int = 300,
         predict_samples: int = 200,
+        restarts: int = 1,
+        alternate: bool = False,
+        tol: float = 1e-4,
         random_state: int | None = None,
         verbose: bool = False,
     ):
@@ -243,55 +258,123 @@ class CLGP(BaseEstimator):
         self.kl_warmup = kl_warmup
         self.impute_iter = impute_iter
         self.predict_samples = predict_samples
+        self.restarts = restarts
+        self.alternate = alternate
+        self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
 
-    def _elbo(self):
+    def _elbo(self) -> TraceMeanField_ELBO:
+        """Pyro's ELBO of :meth:`CategoricalLatentGP.model` / ``guide`` (the reference the
+        vectorized :meth:`CategoricalLatentGP.elbo` used for fitting is tested against)."""
         return TraceMeanField_ELBO(num_particles=self.samples, vectorize_particles=True, max_plate_nesting=1)
 
     # Pyro syncs PyroModule parameters with its *global* param store by name, so a second
-    # model in one process would silently adopt the first one's tensors; every use of the
-    # model runs with module-local parameters instead.
+    # model in one process would silently adopt the first one's tensors; every use of a model
+    # runs with module-local parameters instead.
     _local_params = staticmethod(lambda: pyro.settings.context(module_local_params=True))
 
-    def _optimize(self, params, loss_fn, iters: int, desc: str, warmup: int = 0) -> list[float]:
-        if self.optimizer == "rmsprop":
-            opt = torch.optim.RMSprop(params, lr=self.lr)
-        elif self.optimizer == "adam":
-            opt = torch.optim.Adam(params, lr=self.lr)
-        else:
+    def _check_params(self) -> None:
+        for name in ("latent_dim", "num_inducing", "samples", "max_iter", "impute_iter", "predict_samples", "restarts"):
+            check_number(name, getattr(self, name), integer=True, minimum=1)
+        check_number("lr", self.lr, minimum=0, exclusive_minimum=True)
+        check_number("kl_warmup", self.kl_warmup, minimum=0, maximum=1)
+        check_number("tol", self.tol, minimum=0)
+        if self.optimizer not in ("rmsprop", "adam"):
             raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {self.optimizer!r}")
-        curve = []
+        if self.init not in ("pca", "random"):
+            raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
+
+    def _optimize(
+        self,
+        model: CategoricalLatentGP,
+        params: list[torch.Tensor],
+        loss_fn,
+        iters: int,
+        desc: str,
+        warmup: int = 0,
+        latent: list[torch.Tensor] | None = None,
+    ) -> tuple[list[float], bool]:
+        """Adam or RMSprop on ``loss_fn`` (a negative Monte Carlo ELBO) for at most ``iters``
+        steps; after the KL warm-up, converged when the mean loss of the last 50 steps is
+        less than ``tol`` (relative) below the mean of the 50 before. With ``latent`` (the q(x)
+        parameters, among ``params``), every iteration first steps the other parameters with
+        q(x) fixed, then q(x) with the others fixed (the paper's section 4 schedule)."""
+        make = torch.optim.RMSprop if self.optimizer == "rmsprop" else torch.optim.Adam
+        if latent:
+            ids = {id(t) for t in latent}
+            steps = [make([t for t in params if id(t) not in ids], lr=self.lr), make(latent, lr=self.lr)]
+        else:
+            steps = [make(params, lr=self.lr)]
+        curve: list[float] = []
+        window, converged = 50, False
         bar = tqdm(range(iters), desc=desc, disable=not self.verbose, leave=False)
         try:
             for it in bar:
                 # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
-                self.model_.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
-                opt.zero_grad()
-                loss = loss_fn()
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"the ELBO became {loss.item()} after {len(curve)} iterations; lower lr")
-                loss.backward()
-                opt.step()
+                model.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
+                for opt in steps:
+                    for group in steps:
+                        group.zero_grad()
+                    loss = loss_fn()
+                    if not torch.isfinite(loss):
+                        raise FloatingPointError(
+                            f"the ELBO became {loss.item()} after {len(curve)} iterations; lower lr"
+                        )
+                    loss.backward()
+                    opt.step()
                 curve.append(loss.item())
                 bar.set_postfix(loss=f"{curve[-1]:.4g}")
+                if it + 1 >= warmup + 2 * window and (it + 1) % window == 0:
+                    before, recent = np.mean(curve[-2 * window : -window]), np.mean(curve[-window:])
+                    if before - recent <= self.tol * abs(before):
+                        converged = True
+                        break
         except KeyboardInterrupt:
             warnings.warn(f"{desc} interrupted after {len(curve)} iterations", RuntimeWarning, stacklevel=3)
-        return curve
+            converged = True  # the user stopped it: no convergence warning on top
+        finally:
+            model.kl_x_weight = 1.0
+        return curve, converged
 
-    def fit(self, codes: np.ndarray, cardinalities: list[int]):
-        with self._local_params():
-            return self._fit(codes, cardinalities)
-
-    def _fit(self, codes: np.ndarray, cardinalities: list[int]):
+    def fit(self, codes: np.ndarray, cardinalities: list[int]) -> Self:
+        """Fit on ``n x D`` codes (-1 = missing). With ``restarts > 1``, that many fits from
+        different random starts; the one with the best final training ELBO is kept."""
+        self._check_params()
         codes = check_codes(codes, cardinalities)
         observed = codes >= 0
         if not observed.any(0).all():
             raise ValueError(f"columns {np.flatnonzero(~observed.any(0)).tolist()} have no observed value")
-        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
-        pyro.set_rng_seed(seed)
         self.cardinalities_ = list(cardinalities)
-        self.model_ = CategoricalLatentGP(
+        seeds = np.random.default_rng(self.random_state).integers(2**31 - 1, size=self.restarts + 1)
+        self._predict_seed = int(seeds[-1])
+        start = time.perf_counter()
+        best = None
+        self.restart_elbos_ = []
+        with self._local_params():
+            for seed in seeds[:-1]:
+                run = self._fit_once(codes, observed, int(seed))
+                self.restart_elbos_.append(run["final_elbo"])
+                if best is None or run["final_elbo"] > best["final_elbo"]:
+                    best = run
+        assert best is not None
+        self.model_, self.elbo_curve_, self.converged_ = best["model"], best["curve"], best["converged"]
+        self.n_iter_ = len(self.elbo_curve_)
+        self.fit_seconds_ = time.perf_counter() - start
+        self.latent_means_ = self.model_.x_loc.detach().numpy().copy()
+        if not self.converged_:
+            warnings.warn(
+                f"{'CLGP' if self.covariance == 'rbf' else 'LGM'} did not converge in {self.max_iter} iterations; "
+                "increase max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _fit_once(self, codes: np.ndarray, observed: np.ndarray, seed: int) -> dict:
+        """One fit from the start that ``seed`` draws; every random number comes from local
+        generators (none from torch's, numpy's or Python's global state)."""
+        model = CategoricalLatentGP(
             self.cardinalities_,
             len(codes),
             self.latent_dim,
@@ -303,63 +386,71 @@ class CLGP(BaseEstimator):
         if self.init == "pca":
             self._pca = _OneHotPCA(self.cardinalities_, self.latent_dim).fit(codes)
             with torch.no_grad():
-                self.model_.x_loc = torch.from_numpy(self._pca.transform(codes))
+                model.x_loc = torch.from_numpy(self._pca.transform(codes))
                 if self.covariance == "rbf":  # inducing inputs on a random subset of the latent means
                     rows = np.random.default_rng(seed).choice(
                         len(codes), self.num_inducing, replace=len(codes) < self.num_inducing
                     )
-                    self.model_.inducing = torch.from_numpy(self._pca.transform(codes[rows]))
-        elif self.init != "random":
-            raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
+                    model.inducing = torch.from_numpy(self._pca.transform(codes[rows]))
         y, mask = torch.from_numpy(codes), torch.from_numpy(observed)
-        elbo = self._elbo()
+        generator = torch.Generator().manual_seed(seed)
         n_obs = float(observed.sum())
-        start = time.perf_counter()
-        self.elbo_curve_ = [
-            -v / n_obs
-            for v in self._optimize(
-                list(self.model_.parameters()),
-                lambda: elbo.differentiable_loss(self.model_.model, self.model_.guide, y, mask),
-                self.max_iter,
-                "CLGP" if self.covariance == "rbf" else "LGM",
-                warmup=int(self.kl_warmup * self.max_iter),
-            )
-        ]
-        self.fit_seconds_ = time.perf_counter() - start
-        self.latent_means_ = self.model_.x_loc.detach().numpy().copy()
-        self._new_rows = 0
-        return self
+        curve, converged = self._optimize(
+            model,
+            list(model.parameters()),
+            lambda: -model.elbo(y, mask, self.samples, generator=generator),
+            self.max_iter,
+            "CLGP" if self.covariance == "rbf" else "LGM",
+            warmup=int(self.kl_warmup * self.max_iter),
+            latent=[p for n, p in model.named_parameters() if n.startswith(("x_loc", "x_scale"))]
+            if self.alternate
+            else None,
+        )
+        with torch.no_grad():  # the final ELBO, with many samples (restarts are compared by it)
+            final = float(np.mean([model.elbo(y, mask, 20, generator=generator).item() for _ in range(5)])) / n_obs
+        return {"model": model, "curve": [-v / n_obs for v in curve], "converged": converged, "final_elbo": final}
 
-    def infer_rows(self, codes: np.ndarray) -> str:
-        """Fit q(x) of new rows from their observed entries, the global parameters fixed;
-        returns the name under which the rows' q(x) is stored."""
+    def infer_rows(self, codes: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """q(x) of new rows, fitted to their observed entries with the global parameters fixed:
+        their means and standard deviations (``n x Q``). Nothing is stored in the model, and the
+        Monte Carlo draws come from a generator seeded at fit time: the result is a function of
+        the fitted model and ``codes`` alone."""
+        check_is_fitted(self, "model_")
         with self._local_params():
             return self._infer_rows(codes)
 
-    def _infer_rows(self, codes: np.ndarray) -> str:
+    def _infer_rows(self, codes: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         codes = check_codes(codes, self.cardinalities_)
-        self._new_rows += 1
-        name = f"new{self._new_rows}"
-        init = self._pca.transform(codes) if self.init == "pca" else None
-        self.model_.add_rows(name, len(codes), seed=self._new_rows, init=init)
-        self.model_.double()
-        trainable = [p for n, p in self.model_.named_parameters() if n.startswith((f"x_loc_{name}", f"x_scale_{name}"))]
+        model = self.model_
+        dtype = model.x_loc.dtype
+        init = self._pca.transform(codes) if self.init == "pca" else np.zeros((len(codes), self.latent_dim))
+        loc = torch.tensor(init, dtype=dtype, requires_grad=True)
+        raw_scale = torch.full((len(codes), self.latent_dim), math.log(0.1), dtype=dtype, requires_grad=True)
         y, mask = torch.from_numpy(codes), torch.from_numpy(codes >= 0)
-        elbo = self._elbo()
-        self._optimize(
-            trainable,
-            lambda: elbo.differentiable_loss(
-                lambda: self.model_.model(y, mask, rows=name), lambda: self.model_.guide(y, mask, rows=name)
-            ),
-            self.impute_iter,
-            "impute",
-        )
-        return name
+        generator = torch.Generator().manual_seed(self._predict_seed)
+        frozen = [p for p in model.parameters() if p.requires_grad]
+        for p in frozen:
+            p.requires_grad_(False)
+        try:
+            self._optimize(
+                model,
+                [loc, raw_scale],
+                lambda: -model.elbo(y, mask, self.samples, x_loc=loc, x_scale=raw_scale.exp(), generator=generator),
+                self.impute_iter,
+                "impute",
+            )
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+        return loc.detach(), raw_scale.detach().exp()
 
     def predict_proba(self, codes: np.ndarray) -> list[np.ndarray]:
-        name = self.infer_rows(codes)
-        g = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**31 - 1)))
-        probs = self.model_.predictive_probabilities(name, len(codes), self.predict_samples, generator=g)
+        """Per column, ``n x K_d`` predictive probabilities of each row's values given its
+        observed entries (a pure function of the fitted model and ``codes``)."""
+        loc, scale = self.infer_rows(codes)
+        g = torch.Generator().manual_seed(self._predict_seed + 1)
+        with self._local_params():
+            probs = self.model_.predictive_probabilities(loc, scale, self.predict_samples, generator=g)
         return [p.numpy() for p in probs]
 
 

@@ -147,14 +147,13 @@ class CategoricalLatentGP(PyroModule):
 
     # ------------------------------------------------------------------ model and guide
     @pyro_method
-    def model(self, y: Tensor, observed: Tensor, rows: str = "train"):
-        """``y``: ``n x D`` long codes (anything where missing); ``observed``: ``n x D`` bool."""
+    def model(self, y: Tensor, observed: Tensor) -> None:
+        """``y``: ``n x D`` long codes of the training rows (anything where missing);
+        ``observed``: ``n x D`` bool."""
         n = y.shape[0]
         dtype = self.x_loc.dtype
-        with pyro.plate(f"rows_{rows}", n, dim=-1), pyro.poutine.scale(scale=self.kl_x_weight):
-            x = pyro.sample(
-                f"x_{rows}", dist.Normal(torch.zeros(n, self.Q, dtype=dtype), 1.0, validate_args=False).to_event(1)
-            )
+        with pyro.plate("rows", n, dim=-1), pyro.poutine.scale(scale=self.kl_x_weight):
+            x = pyro.sample("x", dist.Normal(torch.zeros(n, self.Q, dtype=dtype), 1.0, validate_args=False).to_event(1))
         for d, k in enumerate(self.cardinalities):
             u = None
             if self.covariance == "rbf":
@@ -164,22 +163,21 @@ class CategoricalLatentGP(PyroModule):
                 )
                 u = pyro.sample(f"v_{d}", prior.to_event(1))
             mean, sd = self.function_moments(d, x, u)
-            with pyro.plate(f"rows_{rows}_{d}", n, dim=-1):
+            with pyro.plate(f"rows_{d}", n, dim=-1):
                 f = mean
                 if sd is not None:
-                    f = pyro.sample(f"f_{rows}_{d}", dist.Normal(mean, sd, validate_args=False).to_event(1))
+                    f = pyro.sample(f"f_{d}", dist.Normal(mean, sd, validate_args=False).to_event(1))
                 pyro.sample(
-                    f"y_{rows}_{d}",
+                    f"y_{d}",
                     dist.Categorical(logits=f, validate_args=False).mask(observed[:, d]),
                     obs=y[:, d].clamp(0, k - 1),
                 )
 
     @pyro_method
-    def guide(self, y: Tensor, observed: Tensor, rows: str = "train"):
+    def guide(self, y: Tensor, observed: Tensor) -> None:
         n = y.shape[0]
-        loc, scale = self._x_params(rows)
-        with pyro.plate(f"rows_{rows}", n, dim=-1), pyro.poutine.scale(scale=self.kl_x_weight):
-            x = pyro.sample(f"x_{rows}", dist.Normal(loc, scale, validate_args=False).to_event(1))
+        with pyro.plate("rows", n, dim=-1), pyro.poutine.scale(scale=self.kl_x_weight):
+            x = pyro.sample("x", dist.Normal(self.x_loc, self.x_scale, validate_args=False).to_event(1))
         if self.covariance == "linear":
             return
         for d in range(len(self.cardinalities)):
@@ -188,37 +186,85 @@ class CategoricalLatentGP(PyroModule):
             )
             u = pyro.sample(f"v_{d}", q_v.to_event(1))
             mean, sd = self.function_moments(d, x, u)
-            with pyro.plate(f"rows_{rows}_{d}", n, dim=-1):
-                pyro.sample(f"f_{rows}_{d}", dist.Normal(mean, sd, validate_args=False).to_event(1))
+            with pyro.plate(f"rows_{d}", n, dim=-1):
+                pyro.sample(f"f_{d}", dist.Normal(mean, sd, validate_args=False).to_event(1))
 
-    def _x_params(self, rows: str) -> tuple[Tensor, Tensor]:
-        if rows == "train":
-            return self.x_loc, self.x_scale
-        return getattr(self, f"x_loc_{rows}"), getattr(self, f"x_scale_{rows}")
-
-    def add_rows(self, name: str, n_rows: int, seed: int | None = None, init=None) -> None:
-        """Variational parameters q(x) for another set of rows (e.g. test rows to impute);
-        ``init``: their initial means (default N(0, I) draws)."""
-        g = torch.Generator().manual_seed(seed) if seed is not None else None
+    # ------------------------------------------------------------------ the ELBO, vectorized
+    def _stacked_v(self) -> tuple[Tensor, Tensor, Tensor]:
+        """q(V) of all variables at once: means ``D x K x M`` (categories padded to ``K =
+        max K_d``), Cholesky factors ``D x M x M``, and the ``D x K`` mask of real categories."""
+        k_max = max(self.cardinalities)
         dtype = self.x_loc.dtype
-        loc = (
-            torch.randn(n_rows, self.Q, generator=g, dtype=dtype)
-            if init is None
-            else torch.as_tensor(init, dtype=dtype)
-        )
-        setattr(self, f"x_loc_{name}", PyroParam(loc))
-        setattr(
-            self,
-            f"x_scale_{name}",
-            PyroParam(torch.full((n_rows, self.Q), 0.1, dtype=dtype), constraint=dist.constraints.positive),
-        )
+        locs, valid = [], torch.zeros(len(self.cardinalities), k_max, dtype=torch.bool)
+        for d, k in enumerate(self.cardinalities):
+            loc = getattr(self, f"v_loc_{d}")
+            locs.append(torch.cat([loc, loc.new_zeros(k_max - k, self.M)]) if k < k_max else loc)
+            valid[d, :k] = True
+        trils = torch.stack([getattr(self, f"v_tril_{d}") for d in range(len(self.cardinalities))])
+        return torch.stack(locs).to(dtype), trils, valid
+
+    def elbo(
+        self,
+        y: Tensor,
+        observed: Tensor,
+        samples: int = 5,
+        x_loc: Tensor | None = None,
+        x_scale: Tensor | None = None,
+        kl_x_weight: float | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        r"""A Monte Carlo estimate of the ELBO (module docstring), all variables and ``samples``
+        particles in one batch: the same estimator Pyro's ``TraceMeanField_ELBO`` computes from
+        :meth:`model` and :meth:`guide` (analytic KLs of q(x) and q(V); reparameterized samples of
+        x, V and F for the expected log likelihood; the F terms cancel), without its per-site
+        tracing (five times faster on the breast-cancer table; tested equal in expectation).
+        ``x_loc``/``x_scale``: q(x) of other rows (imputation), default the training rows';
+        ``kl_x_weight``: default the module's (warm-up)."""
+        x_loc = self.x_loc if x_loc is None else x_loc
+        x_scale = self.x_scale if x_scale is None else x_scale
+        weight = self.kl_x_weight if kl_x_weight is None else kl_x_weight
+        dtype = x_loc.dtype
+        n = x_loc.shape[0]
+        x = x_loc + x_scale * torch.randn(samples, *x_loc.shape, generator=generator, dtype=dtype)  # S x n x Q
+        codes = y.clamp_min(0)
+        if self.covariance == "linear":
+            loglik = x.new_zeros(())
+            for d, k in enumerate(self.cardinalities):
+                f = x @ getattr(self, f"weight_{d}").mT + getattr(self, f"bias_{d}")  # S x n x K_d
+                logp = torch.log_softmax(f, -1).gather(
+                    -1, codes[:, d].clamp_max(k - 1).expand(samples, n).unsqueeze(-1)
+                )
+                loglik = loglik + (logp.squeeze(-1) * observed[:, d]).sum()
+            kl_v = x.new_zeros(())
+        else:
+            self._cache = None
+            w, var = self.conditional(x)  # S x M x n, S x n
+            self._cache = None
+            locs, trils, valid = self._stacked_v()  # D x K x M, D x M x M, D x K
+            eps_v = torch.randn(samples, *locs.shape, generator=generator, dtype=dtype)
+            v = locs + eps_v @ trils.mT  # S x D x K x M
+            mean = torch.einsum("smn,sdkm->sndk", w, v)
+            f = mean + var.sqrt()[..., None, None] * torch.randn(mean.shape, generator=generator, dtype=dtype)
+            f = f.masked_fill(~valid, -math.inf)
+            logp = torch.log_softmax(f, -1).gather(-1, codes.expand(samples, n, -1).unsqueeze(-1)).squeeze(-1)
+            loglik = (logp * observed).sum()
+            # KL(N(m, S S^T) || N(0, I)) per category, S shared by a variable's K_d categories
+            trace = trils.pow(2).sum((-2, -1))  # D
+            logdet = 2 * torch.log(trils.diagonal(dim1=-2, dim2=-1).abs()).sum(-1)  # D
+            counts = valid.sum(-1).to(dtype)
+            kl_v = 0.5 * (counts * (trace - self.M - logdet) + locs.pow(2).sum((-2, -1))).sum()
+        kl_x = 0.5 * (x_loc.pow(2) + x_scale.pow(2) - 1 - 2 * torch.log(x_scale)).sum()
+        return loglik / samples - kl_v - weight * kl_x
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
-    def predictive_probabilities(self, rows: str, n_rows: int, samples: int = 100, generator=None) -> list[Tensor]:
-        """Monte Carlo estimates of p(y_nd = k | data) for every row and variable:
-        the average over samples of x ~ q(x_n), U ~ q(U), F ~ p(F | x, U) of softmax(f_nd)."""
-        loc, scale = self._x_params(rows)
+    def predictive_probabilities(
+        self, loc: Tensor, scale: Tensor, samples: int = 100, generator: torch.Generator | None = None
+    ) -> list[Tensor]:
+        """Monte Carlo estimates of p(y_nd = k | data) for every row of q(x) = N(``loc``,
+        ``scale``^2) and variable: the average over samples of x ~ q(x_n), U ~ q(U),
+        F ~ p(F | x, U) of softmax(f_nd)."""
+        n_rows = loc.shape[0]
         out = [torch.zeros(n_rows, k, dtype=loc.dtype) for k in self.cardinalities]
         for _ in range(samples):
             x = loc + scale * torch.randn(loc.shape, generator=generator, dtype=loc.dtype)
@@ -231,13 +277,3 @@ class CategoricalLatentGP(PyroModule):
                 f = mean if sd is None else mean + sd * torch.randn(mean.shape, generator=generator, dtype=loc.dtype)
                 out[d] += torch.softmax(f, -1)
         return [p / samples for p in out]
-
-
-def log_perplexity(probabilities: Tensor) -> float:
-    """log of exp(-mean log p): the mean negative log probability of the true values."""
-    return float(-torch.log(probabilities.clamp_min(1e-300)).mean())
-
-
-def perplexity(probabilities) -> float:
-    """exp(-mean log p) of the probabilities given to the true hidden values."""
-    return math.exp(log_perplexity(torch.as_tensor(probabilities)))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
-from ...warnings import UnseenWordsWarning
+from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning
 
 PAD = -1
 
@@ -308,6 +308,15 @@ class SupervisedLDAEM:
         """The variational lower bound of log p(w) of held-out documents, per word (words
         unseen in training are left out, with a warning)."""
         x, nonempty = self._known(x)
+        if not nonempty.any():
+            raise ValueError("no held-out document has a word seen in training: the per-word likelihood is undefined")
+        if not nonempty.all():
+            warnings.warn(
+                f"{int((~nonempty).sum())} of {len(x)} held-out documents have no word seen in training and are "
+                "left out of the per-word likelihood",
+                EmptyDocumentsWarning,
+                stacklevel=3,
+            )
         x = x[nonempty]
         ids, mask, lengths = _as_docs(x)
         phi, gamma = self.e_step(x, None)

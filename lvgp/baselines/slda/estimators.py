@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from typing import Self
 
 import numpy as np
 import pyro
@@ -18,14 +19,18 @@ import torch
 from pyro.infer import SVI, Trace_ELBO
 from pyro.optim import ClippedAdam
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted, check_random_state
 from tqdm.auto import tqdm
 
+from ..._random import seeded_torch
+from ..._typing import Documents, TensorLike
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
-from ...models.documents import DocumentEncoder, check_targets_array
+from ...models.documents import DocumentEncoder, check_labels, check_targets_array
+from ...models.validation import check_number, standardization
+from ...warnings import EmptyDocumentsWarning
 from .em import SupervisedLDAEM
 from .pyro_model import SupervisedLDA
 
@@ -52,9 +57,26 @@ class _TopicModelBase(BaseEstimator):
         self.n_words_ = self._encoder.num_words
         return _check_docs(x)
 
-    def _encode(self, X) -> np.ndarray:
+    def _encode(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "engine_")
-        return self._encoder.transform(X).numpy()
+        x = self._encoder.transform(X)
+        empty = (x == PAD).all(-1)
+        if empty.any():
+            warnings.warn(
+                f"{int(empty.sum())} of {len(x)} documents have no word seen in training: given the prior topic "
+                "proportions alpha / sum(alpha)",
+                EmptyDocumentsWarning,
+                stacklevel=3,
+            )
+        return x.numpy()
+
+    def _check_common(self) -> None:
+        check_number("n_topics", self.n_topics, integer=True, minimum=1)
+        for name in ("max_epochs", "batch_size", "sweeps", "n_iter_no_change"):
+            check_number(name, getattr(self, name), integer=True, minimum=1)
+        check_number("lr", self.lr, minimum=0, exclusive_minimum=True)
+        check_number("tol", self.tol, minimum=0)
+        check_number("alpha", self.alpha, minimum=0, exclusive_minimum=True, allow_none=True)
 
     def _words(self) -> list[str]:
         return self.vocabulary_.words if self.vocabulary_ is not None else [str(i) for i in range(self.n_words_)]
@@ -68,8 +90,14 @@ class _TopicModelBase(BaseEstimator):
     def _run_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None) -> None:
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(2**31 - 1))
-        pyro.set_rng_seed(seed)
-        torch_gen = np.random.default_rng(seed)
+        # pyro samples from torch's global generator: seed it inside a forked scope, so fits are
+        # reproducible and the caller's random streams (torch, numpy, random) are left as they were
+        with seeded_torch(seed):
+            self._svi_epochs(x, y, n_classes, np.random.default_rng(seed))
+
+    def _svi_epochs(
+        self, x: np.ndarray, y: torch.Tensor, n_classes: int | None, order_rng: np.random.Generator
+    ) -> None:
         model = SupervisedLDA(
             self.n_words_,
             self.n_topics,
@@ -87,14 +115,19 @@ class _TopicModelBase(BaseEstimator):
         batch = min(self.batch_size, n)
         self.loss_curve_ = []
         self.converged_ = False
+        # warm starts of the local step: every document's gamma from its previous visit
+        gammas = torch.full((n, self.n_topics), float(model.alpha), dtype=torch.float64) + torch.from_numpy(
+            (x != PAD).sum(1, keepdims=True) / self.n_topics
+        )
         bar = tqdm(total=self.max_epochs, desc="sLDA", disable=not self.verbose, leave=False)
         try:
-            for epoch in range(self.max_epochs):
-                order = torch.from_numpy(torch_gen.permutation(n))
+            for _ in range(self.max_epochs):
+                order = torch.from_numpy(order_rng.permutation(n))
                 total = 0.0
                 for start in range(0, n, batch):
                     idx = order[start : start + batch]
-                    total += svi.step(ids_all[idx], y[idx], n_docs=n)
+                    total += svi.step(ids_all[idx], y[idx], n_docs=n, gamma_init=gammas[idx])
+                    gammas[idx] = model.last_gamma
                 per_doc = total / math.ceil(n / batch) / n
                 self.loss_curve_.append(per_doc)
                 bar.update(1)
@@ -145,8 +178,11 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
             Gaussian only).
         alpha, learn_alpha: Dirichlet parameter (default 1/K, fixed).
         max_epochs, batch_size, lr, sweeps, tol, n_iter_no_change: SVI settings (epochs over the
-            documents; converged when the best epoch loss of the last ``n_iter_no_change`` epochs
-            improves by less than ``tol`` relative).
+            documents; ``sweeps`` coordinate-ascent rounds of each document's local step, warm-started
+            from the document's previous visit; converged when the best epoch loss of the last
+            ``n_iter_no_change`` epochs improves by less than ``tol`` relative). Longer training
+            lowers held-out pR^2 on review sentences (movie snippets, K=20: 0.354 after 20 epochs,
+            0.321 after 79), hence the loose default ``tol``.
         em_max_iter: EM iterations (``inference="em"``).
         vocabulary: as for the other lvgp estimators (texts); counts or padded tensors also work.
         random_state, verbose.
@@ -165,9 +201,9 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         max_epochs: int = 200,
         batch_size: int = 256,
         lr: float = 0.02,
-        sweeps: int = 10,
-        tol: float = 1e-5,
-        n_iter_no_change: int = 10,
+        sweeps: int = 3,
+        tol: float = 1e-3,
+        n_iter_no_change: int = 3,
         em_max_iter: int = 100,
         vocabulary: Vocabulary | None = None,
         random_state: int | None = None,
@@ -193,7 +229,9 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
     def _response(self) -> str:
         return self.response
 
-    def fit(self, X, y):
+    def fit(self, X: Documents, y: TensorLike) -> Self:
+        self._check_common()
+        check_number("em_max_iter", self.em_max_iter, integer=True, minimum=1)
         if self.response not in ("gaussian", "poisson"):
             raise ValueError(f"response must be 'gaussian' or 'poisson' for a regressor; got {self.response!r}")
         if self.inference not in INFERENCE:
@@ -206,6 +244,11 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
             raise ValueError("y must be one response per document")
         if self.response == "poisson" and (np.any(y < 0) or np.any(y != np.round(y))):
             raise ValueError("a Poisson response needs non-negative integer counts in y")
+        # a Gaussian response is fitted standardized (any location and scale, constant targets
+        # included); eta_ and predictions are in the original units: z-bar sums to one, so
+        # eta_ = std * eta + mean maps the model exactly
+        self.y_mean_, self.y_std_ = standardization(y) if self.response == "gaussian" else (0.0, 1.0)
+        y = (y - self.y_mean_) / self.y_std_
         start = time.perf_counter()
         if self.inference == "em":
             self.engine_ = SupervisedLDAEM(
@@ -221,10 +264,16 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         else:
             self._fit_svi(x, torch.from_numpy(y))
         self.fit_seconds_ = time.perf_counter() - start
-        self.eta_ = self.engine_.eta_
+        self.eta_ = self.engine_.eta_ * self.y_std_ + self.y_mean_
+        if not self.converged_:
+            warnings.warn(
+                f"sLDA ({self.inference}) did not converge in {self.n_iter_} iterations; increase its budget",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Documents) -> np.ndarray:
         zbar = self.transform(X)
         lin = zbar @ self.eta_
         return np.exp(lin) if self.response == "poisson" else lin
@@ -250,9 +299,9 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         max_epochs: int = 200,
         batch_size: int = 256,
         lr: float = 0.02,
-        sweeps: int = 10,
-        tol: float = 1e-5,
-        n_iter_no_change: int = 10,
+        sweeps: int = 3,
+        tol: float = 1e-3,
+        n_iter_no_change: int = 3,
         vocabulary: Vocabulary | None = None,
         random_state: int | None = None,
         verbose: bool = False,
@@ -270,23 +319,22 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X: Documents, y: TensorLike) -> Self:
+        self._check_common()
         x = self._encode_fit(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != len(x):
-            raise ValueError(f"y must hold one label per document ({len(x)}); got shape {y.shape}")
-        self._labels = LabelEncoder().fit(y)
-        self.classes_ = self._labels.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
+        self.classes_, labels = check_labels(y, len(x))
         self._response = "bernoulli" if len(self.classes_) == 2 else "categorical"
-        codes = torch.from_numpy(self._labels.transform(y)).to(
-            torch.float64 if self._response == "bernoulli" else torch.long
-        )
+        codes = torch.from_numpy(labels).to(torch.float64 if self._response == "bernoulli" else torch.long)
         start = time.perf_counter()
         self._fit_svi(x, codes, n_classes=len(self.classes_) if self._response == "categorical" else None)
         self.fit_seconds_ = time.perf_counter() - start
         self.eta_ = self.engine_.eta_
+        if not self.converged_:
+            warnings.warn(
+                f"sLDA (svi) did not converge in {self.n_iter_} epochs; increase max_epochs",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -329,7 +377,9 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         self.vocabulary = vocabulary
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X: Documents, y: TensorLike) -> Self:
+        check_number("n_topics", self.n_topics, integer=True, minimum=1)
+        check_number("em_max_iter", self.em_max_iter, integer=True, minimum=1)
         x = self._encode_fit(X)
         y = check_targets_array(y, len(x))
         start = time.perf_counter()

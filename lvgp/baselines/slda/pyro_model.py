@@ -26,8 +26,9 @@ How the guide treats the per-document variables (and why):
   the paper's eq. 19.
 * :math:`\theta_d` has a Dirichlet guide :math:`\mathrm{Dir}(\gamma_d)` whose :math:`\gamma_d`
   is **computed, not learned**: ``sweeps`` rounds of the paper's closed-form coordinate
-  ascent (eqs. 6-7) at the current global parameters, without gradient
-  (:meth:`local_dirichlet`) -- the local step of stochastic variational inference (Hoffman
+  ascent (eqs. 6-7) at the current global parameters, warm-started from the document's
+  :math:`\gamma_d` of its previous visit (the estimators keep one per document), without
+  gradient (:meth:`local_dirichlet`) -- the local step of stochastic variational inference (Hoffman
   et al., 2013). With mini-batches a stored per-document parameter would be updated only
   when its document is drawn, and an amortized encoder adds an amortization gap and
   parameters of its own; the local optimum needs neither and costs ``O(sweeps L K)`` per
@@ -77,7 +78,7 @@ class SupervisedLDA(PyroModule):
         n_classes: int | None = None,
         alpha: float | None = None,
         learn_alpha: bool = False,
-        sweeps: int = 10,
+        sweeps: int = 3,
     ):
         super().__init__()
         if response not in RESPONSES:
@@ -135,7 +136,13 @@ class SupervisedLDA(PyroModule):
 
     # ------------------------------------------------------------------ model and guide
     @pyro_method
-    def model(self, ids: torch.Tensor, y: torch.Tensor | None = None, n_docs: int | None = None):
+    def model(
+        self,
+        ids: torch.Tensor,
+        y: torch.Tensor | None = None,
+        n_docs: int | None = None,
+        gamma_init: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         mask = ids >= 0
         beta = self.topics
         alpha = self.alpha.expand(self.K)
@@ -149,17 +156,22 @@ class SupervisedLDA(PyroModule):
             return pyro.sample("y", self.response_distribution(mean, var), obs=y)
 
     @torch.no_grad()
-    def local_dirichlet(self, ids: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
+    def local_dirichlet(
+        self, ids: torch.Tensor, y: torch.Tensor | None = None, gamma_init: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """gamma_d of q(theta_d) = Dir(gamma_d): ``sweeps`` rounds of the paper's closed-form
         coordinate ascent (eqs. 6-7, all words of a document updated together from the
-        previous round's phi) at the current global parameters. The Gaussian response's
-        terms of eq. 7 enter when ``y`` is given; other responses use the LDA updates."""
+        previous round's phi) at the current global parameters, starting from ``gamma_init``
+        (a warm start: the document's gamma of the previous epoch) or the uniform
+        ``alpha + N/K``. The Gaussian response's terms of eq. 7 enter when ``y`` is given;
+        other responses use the LDA updates. The result is kept in ``last_gamma``."""
         mask = (ids >= 0).to(self.topic_logits.dtype)
         n = mask.sum(-1, keepdim=True).clamp_min(1)
         log_beta_w = torch.log_softmax(self.topic_logits, -1)[:, ids.clamp_min(0)].permute(1, 2, 0)  # B x L x K
         alpha = self.alpha.expand(self.K)
-        gamma = alpha + n / self.K
-        phi = mask.unsqueeze(-1).expand(*mask.shape, self.K) / self.K
+        gamma = alpha + n / self.K if gamma_init is None else gamma_init.to(mask.dtype)
+        log_theta = torch.digamma(gamma) - torch.digamma(gamma.sum(-1, keepdim=True))
+        phi = torch.softmax(log_theta.unsqueeze(1) + log_beta_w, -1) * mask.unsqueeze(-1)
         use_y = y is not None and self.response == "gaussian"
         if use_y:
             eta, s2 = self.eta, self.sigma**2
@@ -177,12 +189,19 @@ class SupervisedLDA(PyroModule):
                 )
             phi = torch.softmax(logits, -1) * mask.unsqueeze(-1)
             gamma = alpha + phi.sum(1)
+        self.last_gamma = gamma
         return gamma
 
     @pyro_method
-    def guide(self, ids: torch.Tensor, y: torch.Tensor | None = None, n_docs: int | None = None):
+    def guide(
+        self,
+        ids: torch.Tensor,
+        y: torch.Tensor | None = None,
+        n_docs: int | None = None,
+        gamma_init: torch.Tensor | None = None,
+    ) -> None:
         with pyro.plate("documents", n_docs or ids.shape[0], subsample_size=ids.shape[0]):
-            pyro.sample("theta", dist.Dirichlet(self.local_dirichlet(ids, y)))
+            pyro.sample("theta", dist.Dirichlet(self.local_dirichlet(ids, y, gamma_init)))
 
     # ------------------------------------------------------------------ prediction
     def glm_mean(self, zbar: torch.Tensor) -> torch.Tensor:
