@@ -28,6 +28,7 @@ from lvgp.baselines.model_selection import dev_split, stratified_folds
 from lvgp.baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
 from lvgp.datasets.loaders import WordEmbeddings
 from lvgp.experiments.classification import stratified_sample
+from lvgp.warnings import EmptyDocumentsWarning
 
 D = torch.float64
 
@@ -42,26 +43,26 @@ def clean_param_store():
 def test_smoothing_matrix_matches_a_dense_solve_and_a_loop_kernel():
     g = torch.Generator().manual_seed(0)
     e = torch.randn(40, 3, generator=g, dtype=D)
-    l, s = torch.tensor(1.1, dtype=D), torch.tensor(0.6, dtype=D)
-    k = rbf_covariance(e, e, l)
+    ls, s = torch.tensor(1.1, dtype=D), torch.tensor(0.6, dtype=D)
+    k = rbf_covariance(e, e, ls)
     for i in range(0, 40, 7):
         for j in range(0, 40, 5):
             assert abs(k[i, j].item() - np.exp(-0.5 * float(((e[i] - e[j]) ** 2).sum()) / 1.1**2)) < 1e-12
     dense = k @ np.linalg.inv(k.numpy() + 0.36 * np.eye(40))
-    np.testing.assert_allclose(smoothing_matrix(e, l, s).numpy(), dense, atol=1e-10)
+    np.testing.assert_allclose(smoothing_matrix(e, ls, s).numpy(), dense, atol=1e-10)
     psi = torch.randn(40, 2, generator=g, dtype=D)
-    weights, _ = smoothed_weights(e, l, s, psi)
+    weights, _ = smoothed_weights(e, ls, s, psi)
     np.testing.assert_allclose(weights.numpy(), dense @ psi.numpy(), atol=1e-10)
 
 
 def test_new_covariates_block_update_equals_recomputing_S():
     g = torch.Generator().manual_seed(1)
     e, new = torch.randn(60, 4, generator=g, dtype=D), torch.randn(9, 4, generator=g, dtype=D)
-    l, s = torch.tensor(1.5, dtype=D), torch.tensor(0.4, dtype=D)
+    ls, s = torch.tensor(1.5, dtype=D), torch.tensor(0.4, dtype=D)
     psi = torch.randn(60, 3, generator=g, dtype=D)
-    _, chol = smoothed_weights(e, l, s, psi)
-    fast = extended_smoothed_weights(e, new, l, s, psi, chol)
-    full = smoothing_matrix(torch.cat([e, new]), l, s) @ torch.cat([psi, torch.zeros(9, 3, dtype=D)])
+    _, chol = smoothed_weights(e, ls, s, psi)
+    fast = extended_smoothed_weights(e, new, ls, s, psi, chol)
+    full = smoothing_matrix(torch.cat([e, new]), ls, s) @ torch.cat([psi, torch.zeros(9, 3, dtype=D)])
     torch.testing.assert_close(fast, full, atol=1e-10, rtol=1e-9)
 
 
@@ -235,6 +236,10 @@ def test_embedding_baselines():
     ):
         model.fit(texts[:40], labels[:40])
         assert np.mean(model.predict(texts[40:]) == labels[40:]) > 0.9, model
+        # an empty test document is the zero feature vector: predicted, with a warning counting it
+        with pytest.warns(EmptyDocumentsWarning, match="1 of 3 documents are empty"):
+            pred = model.predict(texts[40:42] + [""])
+        assert len(pred) == 3 and pred[-1] in model.classes_
 
 
 def test_stratified_sample_keeps_every_class():

@@ -28,7 +28,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.vocabulary import Vocabulary
-from ..warnings import UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .model_selection import stratified_folds
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
 
 def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_state=None):
     """Fit logistic regression or a linear SVM with C chosen by stratified CV (accuracy)."""
-    base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000)
+    base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000, random_state=0)
     return _grid_search(base, {"C": list(Cs)}, {"C": float(Cs[-1])}, features, y, random_state)
 
 
@@ -58,12 +58,27 @@ def _grid_search(base, grid: dict, fallback: dict, features, y: np.ndarray, rand
 
 
 def _check_texts(X, y=None):
+    """Texts as a list; ``y`` (when given: fitting) as an array of one label per text.
+
+    Fitting rejects empty texts (``ValueError`` naming the rows). At prediction an empty
+    text is the zero feature vector, so it gets the classifier's intercept-only (prior-like)
+    prediction; an :class:`~lvgp.warnings.EmptyDocumentsWarning` counts them."""
     if isinstance(X, str):
         raise TypeError("X must be a list of texts, not a single string")
     X = list(X)
-    empty = [i for i, t in enumerate(X) if not isinstance(t, str) or not t.strip()]
+    bad = [i for i, t in enumerate(X) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"X: non-string documents at rows {bad[:10]}")
+    empty = [i for i, t in enumerate(X) if not t.strip()]
+    if empty and y is not None:
+        raise ValueError(f"X: empty documents at rows {empty[:10]} (drop them before fitting)")
     if empty:
-        raise ValueError(f"X: empty documents (or non-strings) at rows {empty[:10]}")
+        warnings.warn(
+            f"{len(empty)} of {len(X)} documents are empty (rows {empty[:10]}); they are predicted "
+            "from the zero feature vector (the intercept)",
+            EmptyDocumentsWarning,
+            stacklevel=3,
+        )
     if y is not None:
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(X):
@@ -157,7 +172,7 @@ class KernelSVMClassifier(_TextClassifier):
         self.vocabulary_ = self._vocab(X)
         self.tfidf_ = TfidfTransformer().fit(self._counts(X))
         features = self._features(X)
-        base = SVC(kernel=self.kernel, degree=2, coef0=1.0)
+        base = SVC(kernel=self.kernel, degree=2, coef0=1.0, random_state=0)  # not numpy's global seed
         grid = {"C": list(self.Cs)}
         if self.kernel == "rbf":
             grid["gamma"] = list(self.gammas)
