@@ -43,6 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
+from .._random import seeded_torch
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
@@ -222,8 +223,7 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
             else:
                 # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
                 # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
-                with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(seed)
+                with seeded_torch(seed):
                     self._fit_variational(x, codes, seed)
         self.fit_seconds_ = time.perf_counter() - start
         self.model_.eval()

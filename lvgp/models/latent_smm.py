@@ -159,7 +159,9 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ the dual
     def _svc(self, gram: np.ndarray) -> SVC:
-        return SVC(C=self.C, kernel="precomputed", tol=self.svm_tol, decision_function_shape="ovo").fit(gram, self._y)
+        # a fixed random_state: LIBSVM would otherwise draw its seed from numpy's global state
+        svc = SVC(C=self.C, kernel="precomputed", tol=self.svm_tol, decision_function_shape="ovo", random_state=0)
+        return svc.fit(gram, self._y)
 
     def _objective(self, x: torch.Tensor) -> torch.Tensor:
         r""":math:`g` of eq. 4.19 as a tensor whose value is :math:`g(X, \theta)` and whose gradient is

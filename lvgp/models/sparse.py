@@ -42,6 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
+from .._random import seeded_torch
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
@@ -264,8 +265,7 @@ class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
         """:meth:`_train_steps` with torch's global generator seeded inside a forked scope (gpytorch
         draws the variational mean's initial jitter from it): reproducible fits, and the caller's
         random stream is left as it was."""
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with seeded_torch(seed):
             self._train_steps(x, targets, seed, num_words, word_features, rank, world_size)
 
     def _train_steps(
@@ -443,6 +443,9 @@ def _distributed_worker(
     out: str,
 ) -> None:
     """One process of a distributed fit (module level: spawn pickles it by reference)."""
+    import os
+    import sys
+
     import torch.distributed as dist
 
     torch.set_num_threads(1)
@@ -461,8 +464,13 @@ def _distributed_worker(
                 },
                 out,
             )
-        # both ranks leave together: a rank tearing gloo down while the other still has a
-        # collective in flight aborts the process ("terminate called without an active exception")
+        # Both ranks leave together and skip the C++ teardown: destroying gloo's pairs while the
+        # peer closes its sockets aborts a process at random ("terminate called without an active
+        # exception"; seen on CI, never locally). Everything is saved, so exit without destructors.
         dist.barrier()
-    finally:
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
