@@ -8,7 +8,13 @@ import sys
 
 def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every study shares: executor, output directory, progress."""
-    parser.add_argument("--jobs", type=int, default=1, help="run cells in J local processes (one thread each)")
+    parser.add_argument("--jobs", type=int, default=1, help="run cells in J local processes")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads per cell (default: cores // jobs; set 1 when other processes share the cores)",
+    )
     parser.add_argument(
         "--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)"
     )
@@ -102,7 +108,7 @@ def _execute(runner, study, args: argparse.Namespace) -> int:
     """Run a study with the executor the options ask for; print its table; 1 if cells failed."""
     from .executors import make_executor
 
-    executor = make_executor(args.jobs, args.ray, args.report_only)
+    executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
     summary = runner(study, args.out, executor, progress=not args.quiet)
     print(summary["table"])
     if getattr(executor, "skipped", 0):

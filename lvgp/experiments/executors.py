@@ -40,12 +40,26 @@ class Executor(ABC):
 
 
 class InProcessExecutor(Executor):
-    """Cells one after the other in this process (the default)."""
+    """Cells one after the other in this process (the default), with ``threads`` torch threads
+    (``None``: torch's default, every core)."""
+
+    def __init__(self, threads: int | None = None):
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1; got {threads}")
+        self.threads = threads
 
     def run(self, fn, context, cells):
-        for cell in cells:
-            result, error = _call(fn, context, cell)
-            yield cell, result, error
+        import torch
+
+        previous = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            for cell in cells:
+                result, error = _call(fn, context, cell)
+                yield cell, result, error
+        finally:
+            torch.set_num_threads(previous)
 
 
 # ------------------------------------------------------------------ local processes
@@ -66,15 +80,18 @@ def _run_in_worker(fn: Callable, cell: Cell) -> tuple[Any, str | None]:
 
 class ProcessExecutor(Executor):
     """Cells in ``jobs`` local processes (``--jobs J``). Each worker receives the context
-    once (pool initializer) and uses ``cpu_count // jobs`` torch threads."""
+    once (pool initializer) and uses ``threads`` torch threads (default ``cpu_count // jobs``:
+    more would make the workers' OpenMP threads spin against each other)."""
 
-    def __init__(self, jobs: int):
+    def __init__(self, jobs: int, threads: int | None = None):
         if jobs < 1:
             raise ValueError(f"jobs must be >= 1; got {jobs}")
-        self.jobs = jobs
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1; got {threads}")
+        self.jobs, self.threads = jobs, threads
 
     def run(self, fn, context, cells):
-        threads = max(1, (os.cpu_count() or 1) // self.jobs)
+        threads = self.threads or max(1, (os.cpu_count() or 1) // self.jobs)
         ctx = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(
             self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
@@ -101,12 +118,14 @@ class ReportOnlyExecutor(Executor):
         return iter(())
 
 
-def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = False) -> Executor:
-    """The executor for ``--jobs``/``--ray``/``--report-only``."""
+def make_executor(
+    jobs: int = 1, ray: str | None = None, report_only: bool = False, threads: int | None = None
+) -> Executor:
+    """The executor for ``--jobs``/``--ray``/``--report-only``/``--threads``."""
     if report_only:
         return ReportOnlyExecutor()
     if ray is not None:
         from .ray_executor import RayExecutor
 
-        return RayExecutor(ray)
-    return InProcessExecutor() if jobs <= 1 else ProcessExecutor(jobs)
+        return RayExecutor(ray, threads_per_cell=threads or 1)
+    return InProcessExecutor(threads) if jobs <= 1 else ProcessExecutor(jobs, threads)
