@@ -60,9 +60,9 @@ def test_list_and_boolean_options_parse():
 
 def test_recorded_warnings_counts_each_category_and_keeps_the_first_message():
     with recorded_warnings() as warned:
-        warnings.warn("first", RuntimeWarning)
-        warnings.warn("second", RuntimeWarning)
-        warnings.warn("other", UserWarning)
+        warnings.warn("first", RuntimeWarning, stacklevel=1)
+        warnings.warn("second", RuntimeWarning, stacklevel=1)
+        warnings.warn("other", UserWarning, stacklevel=1)
     assert warned == {"RuntimeWarning": {"count": 2, "first": "first"}, "UserWarning": {"count": 1, "first": "other"}}
 
 

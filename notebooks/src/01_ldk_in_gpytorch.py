@@ -87,7 +87,7 @@ mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
 losses = []
 model.train()
-for step in range(n_steps):
+for _ in range(n_steps):
     optimizer.zero_grad()
     loss = -mll(model(x[:n_train]), y[:n_train])
     loss.backward()
