@@ -74,6 +74,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyro
@@ -83,7 +84,7 @@ import scipy.sparse as sp
 import torch
 from pyro.infer import SVI, Trace_ELBO
 from pyro.infer.autoguide import AutoDelta, AutoNormal
-from pyro.nn import PyroModule, PyroParam
+from pyro.nn import PyroModule
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -99,6 +100,7 @@ from ..bow.vocabulary import Vocabulary
 from ..models.numerics import CovarianceError
 from ..models.optimize import minimize
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from ._pyro import pyro_param
 from .model_selection import stratified_folds
 
 __all__ = [
@@ -251,8 +253,8 @@ class CovariateSmoother(PyroModule):
         self.n_outputs = n_outputs
         self.prior_variance = prior_variance
         dtype = embeddings.dtype
-        self.lengthscale = PyroParam(torch.tensor(lengthscale, dtype=dtype), constraint=dist.constraints.positive)
-        self.noise = PyroParam(torch.tensor(noise, dtype=dtype), constraint=dist.constraints.greater_than(min_noise))
+        self.lengthscale = pyro_param(torch.tensor(lengthscale, dtype=dtype), constraint=dist.constraints.positive)
+        self.noise = pyro_param(torch.tensor(noise, dtype=dtype), constraint=dist.constraints.greater_than(min_noise))
 
     def logits(self, x: Tensor, psi: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
         """``x``: ``n x p`` (sparse or dense) -> ``n x n_outputs`` logits (eq. 3 then the GLM),
@@ -329,6 +331,9 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
     ``smoothed_weights_`` (``p x C``: S_theta Psi, the effective weight of each observed word),
     ``top_words(n)``, ``loss_curve_``, ``fit_seconds_``.
     """
+
+    vocabulary_: Vocabulary | None
+    _map_converged: bool
 
     def __init__(
         self,
@@ -613,12 +618,12 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         bounded Brent on log l around the starting one (``learn_theta``)."""
         self.loss_curve_: list[float] = []
         self._map_converged = True
-        best = {"value": math.inf}
+        best: dict[str, Any] = {"value": math.inf}
 
         def at(log_l: float) -> float:
             same = abs(math.log(cov.lengthscale) - log_l) < 1e-12
             c = cov if same else EigenCovariance(e, math.exp(log_l), x)
-            start = best if "psi" in best else {"psi": psi, "bias": bias, "noise": noise}
+            start: dict[str, Any] = best if "psi" in best else {"psi": psi, "bias": bias, "noise": noise}
             value, p_, b_, s_ = self._map_at(c, y, n_out, start["psi"], start["bias"], start["noise"])
             if value < best["value"]:
                 best.update(value=value, psi=p_, bias=b_, noise=s_, lengthscale=c.lengthscale)
@@ -675,6 +680,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             model.lengthscale_unconstrained.requires_grad_(False)
             model.noise_unconstrained.requires_grad_(False)
         model_fn = functools.partial(model.model, covariate_likelihood=self.covariate_likelihood)
+        self.guide_: AutoDelta | AutoNormal
         if self.posterior == "map":
             self.guide_ = AutoDelta(model_fn, init_loc_fn=init_to_value(values=init_values))
         else:
@@ -703,7 +709,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
                 opt.step(closure)
             else:
-                svi = SVI(model_fn, self.guide_, pyro.optim.Adam({"lr": self.lr}), elbo)
+                adam = pyro.optim.Adam({"lr": self.lr})  # type: ignore[attr-defined]  # generated at import
+                svi = SVI(model_fn, self.guide_, adam, elbo)
                 for _ in range(self.max_iter):
                     curve.append(svi.step(x, y))
         except KeyboardInterrupt:
@@ -817,7 +824,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             logits = self.decision_function(X)
             return self._probabilities(logits[:, None] if logits.ndim == 1 else logits)
         x, new_vectors = self._transform(X)
-        out = 0.0
+        probabilities = []
         # the posterior draws are seeded from random_state: predictions are reproducible, and
         # the caller's torch stream is untouched
         seed = derive_seed(self.random_state) + 1
@@ -825,8 +832,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             for _ in range(self.predict_samples):
                 draw = self.guide_()
                 weights = self._effective_weights(draw["psi"], new_vectors)
-                out = out + self._probabilities(np.asarray(x @ weights.numpy()) + draw["bias"].numpy())
-        return out / self.predict_samples
+                probabilities.append(self._probabilities(np.asarray(x @ weights.numpy()) + draw["bias"].numpy()))
+        return np.mean(probabilities, axis=0)
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

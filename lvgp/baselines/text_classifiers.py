@@ -114,7 +114,9 @@ class _TextClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         return self.model_.decision_function(self._features(_check_texts(X)[0]))
 
-    _model_name = "logreg"
+    @property
+    def _model_name(self) -> str:
+        return "logreg"
 
 
 class BowClassifier(_TextClassifier):
@@ -154,8 +156,8 @@ class KernelSVMClassifier(_TextClassifier):
     def __init__(
         self,
         kernel: str = "rbf",
-        Cs=tuple(2.0**k for k in range(-3, 8, 2)),
-        gammas=tuple(10.0**k for k in range(-3, 4)),
+        Cs=(0.125, 0.5, 2.0, 8.0, 32.0, 128.0),
+        gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0),
         random_state=None,
     ):
         self.kernel = kernel

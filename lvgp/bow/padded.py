@@ -95,7 +95,7 @@ def pad_to_common_width(x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tenso
 
 
 def document_lengths(x: torch.Tensor) -> torch.Tensor:
-    """``... x n`` number of words (with repetition) of each document."""
+    """Number of words (with repetition) of each document: a ``(..., n)`` tensor."""
     return (x != PAD).sum(-1)
 
 

@@ -335,7 +335,7 @@ class VariationalWordVectors(MAPWordVectors):
     Args:
         rho: prior precision (required).
         scale_init: initial posterior standard deviation, as a fraction of the prior's.
-        other arguments as for :class:`WordVectors`.
+        **kwargs: the other arguments, as for :class:`WordVectors`.
     """
 
     def __init__(

@@ -52,8 +52,10 @@ import math
 import pyro
 import pyro.distributions as dist
 import torch
-from pyro.nn import PyroModule, PyroParam, pyro_method
+from pyro.nn import PyroModule, pyro_method
 from torch import Tensor
+
+from .._pyro import pyro_param
 
 COVARIANCES = ("rbf", "linear")
 
@@ -93,19 +95,19 @@ class CategoricalLatentGP(PyroModule):
         self.covariance = covariance
         self.jitter = jitter
         self.Q, self.M = Q, M
-        self.x_loc = PyroParam(torch.randn(n_rows, Q, generator=g))
-        self.x_scale = PyroParam(torch.full((n_rows, Q), 0.1), constraint=dist.constraints.positive)
+        self.x_loc = pyro_param(torch.randn(n_rows, Q, generator=g))
+        self.x_scale = pyro_param(torch.full((n_rows, Q), 0.1), constraint=dist.constraints.positive)
         if covariance == "rbf":
-            self.inducing = PyroParam(torch.randn(M, Q, generator=g))
-            self.signal_variance = PyroParam(torch.tensor(1.0), constraint=dist.constraints.positive)
-            self.lengthscale = PyroParam(torch.full((Q,), lengthscale_init), constraint=dist.constraints.positive)
+            self.inducing = pyro_param(torch.randn(M, Q, generator=g))
+            self.signal_variance = pyro_param(torch.tensor(1.0), constraint=dist.constraints.positive)
+            self.lengthscale = pyro_param(torch.full((Q,), lengthscale_init), constraint=dist.constraints.positive)
         for d, k in enumerate(self.cardinalities):
             if covariance == "rbf":
-                setattr(self, f"v_loc_{d}", PyroParam(0.01 * torch.randn(k, M, generator=g)))
-                setattr(self, f"v_tril_{d}", PyroParam(torch.eye(M), constraint=dist.constraints.lower_cholesky))
+                setattr(self, f"v_loc_{d}", pyro_param(0.01 * torch.randn(k, M, generator=g)))
+                setattr(self, f"v_tril_{d}", pyro_param(torch.eye(M), constraint=dist.constraints.lower_cholesky))
             else:
-                setattr(self, f"weight_{d}", PyroParam(0.01 * torch.randn(k, Q, generator=g)))
-                setattr(self, f"bias_{d}", PyroParam(torch.zeros(k)))
+                setattr(self, f"weight_{d}", pyro_param(0.01 * torch.randn(k, Q, generator=g)))
+                setattr(self, f"bias_{d}", pyro_param(torch.zeros(k)))
         self._cache: tuple | None = None
         #: weight of the KL of q(x) in the ELBO (1 = the ELBO; < 1 during a warm-up)
         self.kl_x_weight = 1.0
@@ -138,6 +140,8 @@ class CategoricalLatentGP(PyroModule):
         LGM) of f_d given x and (CLGP) a sample of the whitened V_d."""
         if self.covariance == "linear":
             return x @ getattr(self, f"weight_{d}").mT + getattr(self, f"bias_{d}"), None
+        if v is None:
+            raise ValueError("the CLGP's function moments need a sample of V")
         w, var = self.conditional(x)
         if v.dim() > 2:
             # vectorized particles: V (a site outside the rows plate) has batch shape (S, 1),
@@ -186,6 +190,7 @@ class CategoricalLatentGP(PyroModule):
             )
             u = pyro.sample(f"v_{d}", q_v.to_event(1))
             mean, sd = self.function_moments(d, x, u)
+            assert sd is not None  # the CLGP (rbf) branch: only the LGM has no F noise
             with pyro.plate(f"rows_{d}", n, dim=-1):
                 pyro.sample(f"f_{d}", dist.Normal(mean, sd, validate_args=False).to_event(1))
 
@@ -262,7 +267,7 @@ class CategoricalLatentGP(PyroModule):
         self, loc: Tensor, scale: Tensor, samples: int = 100, generator: torch.Generator | None = None
     ) -> list[Tensor]:
         """Monte Carlo estimates of p(y_nd = k | data) for every row of q(x) = N(``loc``,
-        ``scale``^2) and variable: the average over samples of x ~ q(x_n), U ~ q(U),
+        ``scale**2``) and variable: the average over samples of x ~ q(x_n), U ~ q(U),
         F ~ p(F | x, U) of softmax(f_nd)."""
         n_rows = loc.shape[0]
         out = [torch.zeros(n_rows, k, dtype=loc.dtype) for k in self.cardinalities]

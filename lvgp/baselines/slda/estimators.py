@@ -191,6 +191,9 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
     ``engine_`` (the fitted parameters' inference engine), ``loss_curve_``, ``n_iter_``.
     """
 
+    y_mean_: np.ndarray
+    y_std_: np.ndarray
+
     def __init__(
         self,
         n_topics: int = 10,
@@ -225,10 +228,6 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    @property
-    def _response(self) -> str:
-        return self.response
-
     def fit(self, X: Documents, y: TensorLike) -> Self:
         self._check_common()
         check_number("em_max_iter", self.em_max_iter, integer=True, minimum=1)
@@ -238,6 +237,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
             raise ValueError(f"inference must be one of {INFERENCE}; got {self.inference!r}")
         if self.inference == "em" and self.response != "gaussian":
             raise ValueError("inference='em' implements the paper's Gaussian response only; use inference='svi'")
+        self._response = self.response
         x = self._encode_fit(X)
         y = check_targets_array(y, len(x))
         if y.ndim != 1:
@@ -247,7 +247,8 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         # a Gaussian response is fitted standardized (any location and scale, constant targets
         # included); eta_ and predictions are in the original units: z-bar sums to one, so
         # eta_ = std * eta + mean maps the model exactly
-        self.y_mean_, self.y_std_ = standardization(y) if self.response == "gaussian" else (0.0, 1.0)
+        unit = (np.zeros(()), np.ones(()))
+        self.y_mean_, self.y_std_ = standardization(y) if self.response == "gaussian" else unit
         y = (y - self.y_mean_) / self.y_std_
         start = time.perf_counter()
         if self.inference == "em":

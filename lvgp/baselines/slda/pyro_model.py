@@ -49,7 +49,9 @@ import pyro
 import pyro.distributions as dist
 import torch
 import torch.nn.functional as F
-from pyro.nn import PyroModule, PyroParam, pyro_method
+from pyro.nn import PyroModule, pyro_method
+
+from .._pyro import pyro_param
 
 RESPONSES = ("gaussian", "bernoulli", "categorical", "poisson")
 
@@ -87,15 +89,15 @@ class SupervisedLDA(PyroModule):
             raise ValueError("a categorical response needs n_classes >= 2")
         self.V, self.K, self.response = vocab_size, n_topics, response
         self.n_classes = n_classes
-        self.topic_logits = PyroParam(0.01 * torch.randn(n_topics, vocab_size))
-        eta_shape = (n_classes, n_topics) if response == "categorical" else (n_topics,)
+        self.topic_logits = pyro_param(0.01 * torch.randn(n_topics, vocab_size))
+        eta_shape: tuple[int, ...] = (int(n_classes or 0), n_topics) if response == "categorical" else (n_topics,)
         eta0 = torch.linspace(-1, 1, n_topics) if response != "categorical" else 0.01 * torch.randn(eta_shape)
-        self.eta = PyroParam(eta0.expand(eta_shape).clone())
+        self.eta = pyro_param(eta0.expand(eta_shape).clone())
         if response == "gaussian":
-            self.sigma = PyroParam(torch.tensor(1.0), constraint=dist.constraints.positive)
+            self.sigma = pyro_param(torch.tensor(1.0), constraint=dist.constraints.positive)
         alpha = 1.0 / n_topics if alpha is None else float(alpha)
         if learn_alpha:
-            self.alpha = PyroParam(torch.tensor(alpha), constraint=dist.constraints.positive)
+            self.alpha = pyro_param(torch.tensor(alpha), constraint=dist.constraints.positive)
         else:
             self.register_buffer("alpha", torch.tensor(alpha))
         self.sweeps = sweeps
@@ -123,7 +125,7 @@ class SupervisedLDA(PyroModule):
             return means.squeeze(-1), var.squeeze(-1)
         return means, var
 
-    def response_distribution(self, mean: torch.Tensor, var: torch.Tensor) -> dist.Distribution:
+    def response_distribution(self, mean: torch.Tensor, var: torch.Tensor) -> dist.TorchDistribution:
         """p(y | theta, w) with z summed out, to second order (see the module docstring)."""
         if self.response == "gaussian":
             return dist.Normal(mean, (self.sigma**2 + var).sqrt())
@@ -174,6 +176,7 @@ class SupervisedLDA(PyroModule):
         phi = torch.softmax(log_theta.unsqueeze(1) + log_beta_w, -1) * mask.unsqueeze(-1)
         use_y = y is not None and self.response == "gaussian"
         if use_y:
+            assert y is not None
             eta, s2 = self.eta, self.sigma**2
             lin = (y.unsqueeze(-1) / (n * s2)) * eta
         for _ in range(self.sweeps):
