@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lvgp-installed
 
-.PHONY: setup demo test test-fast benchmarks clean
+.PHONY: setup demo lint test test-fast notebooks docs benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,11 +21,28 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m lvgp demo
 
-test: $(STAMP)
+# ruff (lint and format) and mypy, configured in pyproject.toml; part of `make test` (CI)
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy lvgp
+
+# the Sphinx site (API from the docstrings, the notebooks as tutorials, the studies' results),
+# warnings as errors; part of `make test` (CI)
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+test: lint docs
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not network"
+
+# the notebooks from their jupytext (percent-format) sources in notebooks/src; outputs kept
+notebooks: $(STAMP)
+	for src in notebooks/src/[0-9]*.py; do \
+	  $(PY) -m jupytext --quiet --from py:percent --to ipynb --update -o notebooks/$$(basename $$src .py).ipynb $$src; \
+	done
 
 benchmarks: $(STAMP)
 	$(PY) benchmarks/ldk_gram.py
