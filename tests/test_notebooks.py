@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -12,8 +13,14 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 
 
 def test_notebooks_are_built_from_their_sources():
+    """Every notebook is its ``notebooks/src`` jupytext (percent-format) source, cell for cell
+    (kind and text): edit the source, then ``make notebooks``."""
     sources = sorted((NOTEBOOKS[0].parent / "src").glob("[0-9]*.py")) if NOTEBOOKS else []
     assert [p.stem for p in sources] == [p.stem for p in NOTEBOOKS]
+    for src, path in zip(sources, NOTEBOOKS):
+        expected = [(c.cell_type, c.source) for c in jupytext.read(src, fmt="py:percent").cells]
+        committed = [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
+        assert committed == expected, f"{path.name} is stale: run `make notebooks`"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
