@@ -118,13 +118,18 @@ def counts_to_padded(counts, name: str = "X") -> torch.Tensor:
             raise ValueError(f"{name} must be a 2-D document-term count matrix; got shape {arr.shape}")
         csr = sp.csr_matrix(arr)
     data = csr.data
-    if data.size and (not np.all(np.isfinite(data)) or np.any(data < 0) or np.any(data != np.round(data))):
-        bad_entries = ~np.isfinite(data) | (data < 0) | (data != np.round(data))
-        rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))[bad_entries]
-        raise ValueError(
-            f"{name} must hold non-negative integer counts (a tf-idf or normalised matrix is not a bag of words); "
-            f"offending rows {_rows_text(np.unique(rows))}"
-        )
+    row_of_entry = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+    # three messages, worded as scikit-learn's own checks word them
+    for bad_entries, problem in (
+        (~np.isfinite(data), f"{name} contains NaN or infinity"),
+        (data < 0, f"Negative values in data passed to {name}"),
+        (data != np.round(data), f"{name} holds values that are not whole numbers"),
+    ):
+        if data.size and bad_entries.any():
+            raise ValueError(
+                f"{problem}: a bag of words holds non-negative integer counts (a tf-idf or normalised matrix is "
+                f"not one); offending rows {_rows_text(np.unique(row_of_entry[bad_entries]))}"
+            )
     csr.sum_duplicates()
     reps = csr.data.astype(np.int64)
     lengths = np.asarray(csr.sum(axis=1)).ravel().astype(np.int64)

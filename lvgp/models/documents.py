@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.utils.multiclass import check_classification_targets
 
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded, padded_to_counts
@@ -102,6 +103,20 @@ def embedding_features(words: list[str], embeddings: WordEmbeddings, stacklevel:
     vectors = np.asarray(vectors, dtype=np.float64)
     scale = float(np.linalg.norm(vectors[found], axis=1).mean()) or 1.0
     return vectors / scale, scale
+
+
+class BagOfWordsInputMixin:
+    """scikit-learn tags of an estimator of bag-of-words documents: it accepts texts, sparse
+    count matrices, and dense arrays of non-negative integer counts (scikit-learn's common
+    checks then generate count data: ``categorical`` and ``positive_only``)."""
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.string = True
+        tags.input_tags.sparse = True
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        return tags
 
 
 class DocumentEncoder:
@@ -277,6 +292,8 @@ def empty_rows(x: torch.Tensor) -> torch.Tensor:
 
 def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
     """Validate regression targets: numeric, finite, ``n`` rows; returns float64 ``(n,)`` or ``(n, B)``."""
+    if y is None:
+        raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
     try:
         arr = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -297,6 +314,8 @@ def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
 def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Validate class labels: one per document (``n``), no missing values, at least two
     classes. Returns ``(classes, codes)`` as ``np.unique(y, return_inverse=True)``."""
+    if y is None:
+        raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
     arr = np.asarray(y)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must hold one label per document: {n} documents, {name} of shape {arr.shape}")
@@ -305,12 +324,14 @@ def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np
         if missing.any():
             rows = np.flatnonzero(missing)
             raise ValueError(f"{name} holds missing labels (None or NaN) in rows {_rows_text(rows)}")
+    if arr.dtype.kind == "f":
+        check_classification_targets(arr)  # continuous values: "Unknown label type: continuous"
     try:
         classes, codes = np.unique(arr, return_inverse=True)
     except TypeError as err:
         raise TypeError(f"{name} mixes label types that cannot be ordered ({err})") from None
     if len(classes) < 2:
-        raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs at least two")
+        raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs more than one class")
     return classes, codes.reshape(-1)
 
 

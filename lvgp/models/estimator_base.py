@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state
 from .._typing import Documents, TensorLike
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder, check_targets_array, empty_rows
+from .documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array, empty_rows
 from .exact import LogPosterior, SharedKernelExactGP
 from .numerics import covariance_errors, exact_numerics
 from .optimize import OPTIMIZERS, FitResult, minimize
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 _PREDICT_BLOCK = 2048
 
 
-class ExactGPRegressorBase(RegressorMixin, BaseEstimator):
+class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
     style) with at least the fitting options used here (``optimizer``, ``max_iter``,
     ``lr``, ``tol``, ``early_stopping``, ``validation_fraction``, ``n_iter_no_change``,

@@ -49,7 +49,7 @@ from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder, check_labels, word_weights
+from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, word_weights
 from .gplvsm import PaddedInputsMixin
 from .numerics import covariance_errors, default_dtype, exact_numerics
 from .optimize import minimize
@@ -108,7 +108,7 @@ def _trim(x: torch.Tensor) -> torch.Tensor:
     return x[:, : max(1, int((x != PAD).sum(-1).max()))]
 
 
-class LDKGPClassifier(ClassifierMixin, BaseEstimator):
+class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     r"""GP classifier with LDK (see the module docstring for the two inferences).
 
     Args:
@@ -374,4 +374,5 @@ class LDKGPClassifier(ClassifierMixin, BaseEstimator):
         return out.numpy()
 
     def predict(self, X: Documents) -> np.ndarray:
+        check_is_fitted(self, "model_")
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

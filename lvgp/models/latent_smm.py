@@ -52,7 +52,7 @@ from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder, check_labels, word_weights
+from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, word_weights
 from .numerics import default_dtype
 from .optimize import minimize
 
@@ -91,7 +91,7 @@ def pairwise_duals(svc: SVC, n: int) -> tuple[np.ndarray, np.ndarray, list[tuple
     return beta, intercept, pairs
 
 
-class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
+class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     r"""Latent support measure machine (thesis ch. 4): an SVM on kernel mean embeddings of
     learned latent word vectors.
 
@@ -285,6 +285,7 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X: Documents) -> np.ndarray:
         """Pairwise decision values (eq. 4.23 before the sign): ``n x n_pairs``, positive for
         the first class of each pair (``pairs_``)."""
+        check_is_fitted(self, "svc_")
         values = self.svc_.decision_function(self._cross_gram(X))
         return -values[:, None] if values.ndim == 1 else values  # two classes: sklearn is positive for classes_[1]
 
@@ -296,4 +297,5 @@ class LatentSMMClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Documents) -> np.ndarray:
         """One-vs-one voting of the pairwise machines (LIBSVM's)."""
+        check_is_fitted(self, "svc_")
         return self.classes_[self.svc_.predict(self._cross_gram(X))]

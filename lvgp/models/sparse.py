@@ -48,7 +48,7 @@ from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
 from ..warnings import EmptyDocumentsWarning
-from .documents import DocumentEncoder, check_targets_array
+from .documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array
 from .numerics import exact_numerics
 from .validation import check_number, standardization
 
@@ -124,7 +124,7 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     return np.sort(np.array(chosen))
 
 
-class SparseGPLVSMRegressor(RegressorMixin, BaseEstimator):
+class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
 
     Args:

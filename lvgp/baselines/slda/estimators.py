@@ -28,7 +28,7 @@ from ..._random import seeded_torch
 from ..._typing import Documents, TensorLike
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
-from ...models.documents import DocumentEncoder, check_labels, check_targets_array
+from ...models.documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, check_targets_array
 from ...models.validation import check_number, standardization
 from ...warnings import EmptyDocumentsWarning
 from .em import SupervisedLDAEM
@@ -45,7 +45,7 @@ def _check_docs(x: torch.Tensor, name: str = "X") -> np.ndarray:
     return x.numpy()
 
 
-class _TopicModelBase(BaseEstimator):
+class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
     """Shared input handling, SVI loop and inspection."""
 
     _response = "gaussian"
@@ -155,13 +155,26 @@ class _TopicModelBase(BaseEstimator):
     def _seen(self, x: np.ndarray) -> np.ndarray:
         return np.bincount(x[x != PAD], minlength=self.n_words_) > 0
 
+    def __sklearn_tags__(self):
+        from sklearn.utils import TransformerTags
+
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = TransformerTags()  # transform(): documents -> topic frequencies
+        return tags
+
     def transform(self, X) -> np.ndarray:
         """Expected topic frequencies E_q[z-bar] (n x K), from the E-step without the response."""
-        return self.engine_.transform(self._encode(X))
+        x = self._encode(X)  # checks that the model is fitted
+        return self.engine_.transform(x)
+
+    def fit_transform(self, X, y) -> np.ndarray:
+        """``fit(X, y)``, then the topic frequencies of ``X`` (:meth:`transform`)."""
+        return self.fit(X, y).transform(X)
 
     def heldout_log_likelihood_per_word(self, X) -> float:
         """Variational lower bound of the held-out per-word log likelihood."""
-        return self.engine_.heldout_log_likelihood_per_word(self._encode(X))
+        x = self._encode(X)
+        return self.engine_.heldout_log_likelihood_per_word(x)
 
     def _top_words(self, n_words: int) -> list[list[str]]:
         words = np.array(self._words())
@@ -349,7 +362,8 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         return p / p.sum(1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # checks that the model is fitted
+        return self.classes_[np.argmax(proba, axis=1)]
 
     @property
     def topics_(self) -> list[dict]:
@@ -399,4 +413,5 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         return self
 
     def predict(self, X) -> np.ndarray:
-        return self.regression_.predict(self.transform(X))
+        z = self.transform(X)  # checks that the model is fitted
+        return self.regression_.predict(z)
