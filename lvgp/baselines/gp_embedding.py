@@ -97,6 +97,7 @@ from torch import Tensor
 
 from .._random import derive_seed, seeded_torch
 from ..bow.vocabulary import Vocabulary
+from ..models.documents import check_labels
 from ..models.numerics import CovarianceError
 from ..models.optimize import minimize
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
@@ -424,9 +425,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.missing_words not in ("drop", "ppmi"):
             raise ValueError(f"missing_words must be 'drop' or 'ppmi'; got {self.missing_words!r}")
         is_counts, y = self._check_inputs(X, y)
-        self.classes_, y_codes = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has a single class ({self.classes_[0]!r}); a classifier needs at least two")
+        self.classes_, y_codes = check_labels(y, len(y))
         start = time.perf_counter()
         if is_counts:
             counts, emb = self._fit_counts_input(X)

@@ -28,6 +28,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.vocabulary import Vocabulary
+from ..models.documents import check_labels
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .model_selection import stratified_folds
 
@@ -80,11 +81,8 @@ def _check_texts(X, y=None):
             stacklevel=3,
         )
     if y is not None:
+        check_labels(y, len(X))  # the shared label policy (shape, missing labels, two classes)
         y = np.asarray(y)
-        if y.ndim != 1 or len(y) != len(X):
-            raise ValueError(f"y must hold one label per document: {len(X)} documents, y of shape {y.shape}")
-        if len(np.unique(y)) < 2:
-            raise ValueError(f"y has a single class ({y[0]!r}); a classifier needs at least two")
     return X, y
 
 
