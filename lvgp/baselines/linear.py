@@ -37,7 +37,7 @@ class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
         vocabulary, num_words: as for :class:`~lvgp.GPLVSMRegressor`.
         cv: folds used to choose the regularization when ``fit`` gets no dev split.
 
-    ``fit(X, y, X_dev, y_dev)`` fits every candidate on ``(X, y)``, keeps the one with the
+    ``fit(X, y, X_val, y_val)`` (the validation keywords of every lvgp estimator) fits every candidate on ``(X, y)``, keeps the one with the
     lowest dev RMSE (the model stays fitted on ``X`` only). Fitted: ``alpha_``,
     ``l1_ratio_``, ``coef_`` (one weight per word), ``intercept_``, ``dev_rmse_``,
     ``search_`` (every candidate's dev RMSE).
@@ -86,7 +86,7 @@ class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
             model.fit(F_train, y_train)
         return float(np.sqrt(np.mean((model.predict(F_eval) - y_eval) ** 2)))
 
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y, X_val=None, y_val=None):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
         if self.features not in FEATURES:
@@ -95,15 +95,15 @@ class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
         F = self._features(self._encoder.fit_transform(X))
         y = check_targets_array(y, F.shape[0])
         self.vocabulary_ = self._encoder.vocabulary
-        if (X_dev is None) != (y_dev is None):
-            raise ValueError("pass both X_dev and y_dev, or neither")
+        if (X_val is None) != (y_val is None):
+            raise ValueError("pass both X_val and y_val, or neither")
         self.search_ = {}
         candidates = self._candidates()
-        if X_dev is not None:
-            F_dev = self._features(self._encoder.transform(X_dev, "X_dev"))
-            y_dev = check_targets_array(y_dev, F_dev.shape[0], "y_dev")
+        if X_val is not None:
+            F_val = self._features(self._encoder.transform(X_val, "X_val"))
+            y_val = check_targets_array(y_val, F_val.shape[0], "y_val")
             for alpha, ratio in candidates:
-                self.search_[(alpha, ratio)] = self._score(self._make(alpha, ratio), F, y, F_dev, y_dev)
+                self.search_[(alpha, ratio)] = self._score(self._make(alpha, ratio), F, y, F_val, y_val)
         else:
             folds = list(KFold(self.cv, shuffle=True, random_state=0).split(np.arange(F.shape[0])))
             for alpha, ratio in candidates:

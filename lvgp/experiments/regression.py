@@ -25,7 +25,7 @@ import numpy as np
 
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, load_review_snippets, read_regression_tsv
-from .study import option
+from .study import option, recorded_warnings
 
 DATASETS = ("amazon-snippets", "amazon-reviews", "movie-snippets")
 METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
@@ -225,12 +225,11 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     data = prepare_split(study, cell["split"])
     est = _estimator(study, cell, data)
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # counted warnings (unseen words, convergence) go to the record below
+    with recorded_warnings() as warned:  # unseen words, convergence, ...: counted in the record
         if cell["method"] in ("gplvsm", "gplvsm-vb"):
             est.fit(data.train_texts, data.y_train, X_val=data.dev_texts, y_val=data.y_dev)
         elif cell["method"] in ("ridge", "lasso", "elasticnet"):
-            est.fit(data.train_texts, data.y_train, X_dev=data.dev_texts, y_dev=data.y_dev)
+            est.fit(data.train_texts, data.y_train, X_val=data.dev_texts, y_val=data.y_dev)
         else:
             est.fit(data.train_texts, data.y_train)
         seconds = time.perf_counter() - start
@@ -245,6 +244,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
         "n_test": len(data.test_texts),
         "vocabulary_size": len(data.vocabulary),
         "dropped_empty_train": data.dropped_empty_train,
+        "warnings": warned,
     }
     if hasattr(est, "n_iter_"):
         record.update(n_iter=est.n_iter_, converged=bool(est.converged_))

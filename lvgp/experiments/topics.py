@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from ..bow.vocabulary import Vocabulary
 from .regression import _cached_corpus
-from .study import option
+from .study import option, recorded_warnings
 
 METHODS = ("slda", "lda-regression", "lasso")
 LABELS = {"slda": "sLDA", "lda-regression": "LDA+regression", "lasso": "Lasso (word frequencies)"}
@@ -95,8 +94,7 @@ def run_cell(study: TopicStudy, cell: dict) -> dict:
     else:
         model = DevTunedLinearRegression("lasso", features="frequencies", vocabulary=vocab, cv=5)
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with recorded_warnings() as warned:
         model.fit(x_train, y_train)
         seconds = time.perf_counter() - start
         pred = model.predict(x_test)
@@ -110,6 +108,7 @@ def run_cell(study: TopicStudy, cell: dict) -> dict:
         }
         if method != "lasso":
             record["heldout_loglik_per_word"] = model.heldout_log_likelihood_per_word(x_test)
+    record["warnings"] = warned
     record["pr2"] = float(1 - np.sum((y_test - pred) ** 2) / np.sum((y_test - y_test.mean()) ** 2))
     return record
 
