@@ -394,19 +394,16 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             return self.embeddings
         return None
 
-    def _check_inputs(self, X, y):
+    def _check_inputs(self, X) -> tuple[bool, int]:
+        """Whether ``X`` is a count matrix (else texts), and its number of documents."""
         if isinstance(X, str):
             raise TypeError("X must be a list of texts or a count matrix, not a single string")
         is_counts = sp.issparse(X) or isinstance(X, np.ndarray)
-        n = X.shape[0] if is_counts else len(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != n:
-            raise ValueError(f"y must hold one label per document: {n} documents, y of shape {y.shape}")
         if not is_counts:
             empty = [i for i, t in enumerate(X) if not isinstance(t, str) or not t.strip()]
             if empty:
                 raise ValueError(f"X: empty documents (or non-strings) at rows {empty[:10]}")
-        return is_counts, y
+        return is_counts, X.shape[0] if is_counts else len(X)
 
     def _weights_of(self, counts: sp.csr_matrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
         """Counts, or L2-normalized tf-idf with the training idf (extended by ``idf`` for the
@@ -424,8 +421,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError(f"posterior must be 'map' or 'normal'; got {self.posterior!r}")
         if self.missing_words not in ("drop", "ppmi"):
             raise ValueError(f"missing_words must be 'drop' or 'ppmi'; got {self.missing_words!r}")
-        is_counts, y = self._check_inputs(X, y)
-        self.classes_, y_codes = check_labels(y, len(y))
+        is_counts, n = self._check_inputs(X)
+        self.classes_, y_codes = check_labels(y, n)
         start = time.perf_counter()
         if is_counts:
             counts, emb = self._fit_counts_input(X)

@@ -13,7 +13,6 @@ import numpy as np
 import torch
 from gpytorch.utils.warnings import GPInputWarning
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._typing import Documents, TensorLike
@@ -237,13 +236,8 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         self.converged_ = result.converged
         self.loss_curve_ = list(result.loss_curve)
         self.validation_curve_ = list(result.validation_curve)
-        if warn and not result.converged and not result.interrupted:
-            warnings.warn(
-                f"{self._name} did not converge in {result.n_iter} iterations ({result.message}); "
-                "increase max_iter or tol",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        if warn:
+            result.warn_if_unconverged(self._name, stacklevel=3)
 
     # ------------------------------------------------------------------ prediction
     def predict(

@@ -43,7 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from .._random import seeded_torch
+from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
@@ -215,7 +215,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         x = self.encoder_.fit_transform(X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
-        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        seed = derive_seed(self.random_state)
         start = time.perf_counter()
         with default_dtype(torch.float64):
             if self.inference == "dirichlet":
@@ -259,13 +259,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             desc="LDK GP classifier",
         )
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
-        if not result.converged and not result.interrupted:
-            warnings.warn(
-                f"the Dirichlet GP classifier did not converge in {result.n_iter} L-BFGS iterations "
-                f"({result.message}); increase max_iter or tol",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=3)
 
     def _fit_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
         n_classes = len(self.classes_)

@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Self
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
+from .._random import derive_seed
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
@@ -185,7 +185,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X")
         self.classes_, self._y = check_labels(y, x.shape[0])
-        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
         # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
         # invariant to rescaling its variables)
@@ -248,13 +248,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.fit_seconds_ = time.perf_counter() - start
-        if not result.converged and not result.interrupted:
-            warnings.warn(
-                f"latent SMM did not converge in {result.n_iter} L-BFGS iterations ({result.message}); "
-                "increase max_iter or tol",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        result.warn_if_unconverged("latent SMM", unit="L-BFGS iterations", stacklevel=2)
         return self
 
     @property

@@ -54,11 +54,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
+from .._random import derive_seed
 from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
@@ -358,7 +358,7 @@ class LDKMatcher(BaseEstimator):
             xs, xt = self._encode(source, target)
             layout = self._initial_layout(source, target)
         features = self._word_features()
-        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
         fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, self.rho / self.gamma)
         with default_dtype(torch.float64):
@@ -434,13 +434,12 @@ class LDKMatcher(BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
-        if not result.converged and not result.interrupted:
-            warnings.warn(
-                f"LDK matching did not converge in {result.n_iter} L-BFGS iterations ({result.message}); "
-                "increase max_iter, or pass validation pairs to stop early",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        result.warn_if_unconverged(
+            "LDK matching",
+            "increase max_iter, or pass validation pairs to stop early",
+            unit="L-BFGS iterations",
+            stacklevel=2,
+        )
         latent = self.kernel_.word_vectors.mean.detach().numpy()
         self.source_vectors_ = latent[: len(self.source_vocabulary_)].copy()
         self.target_vectors_ = latent[self.target_ids_].copy()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
 OPTIMIZERS = ("lbfgs", "adam")
@@ -30,6 +31,19 @@ class FitResult:
     best_iter: int | None = None
     interrupted: bool = False
     stopped_early: bool = False
+
+    def warn_if_unconverged(
+        self, what: str, advice: str = "increase max_iter or tol", unit: str = "iterations", stacklevel: int = 2
+    ) -> None:
+        """A ``ConvergenceWarning`` when the budget ended the fit (not convergence, not Ctrl-C):
+        "``what`` did not converge in N ``unit`` (why); ``advice``". ``stacklevel`` as for
+        ``warnings.warn`` called where this is called."""
+        if not self.converged and not self.interrupted:
+            warnings.warn(
+                f"{what} did not converge in {self.n_iter} {unit} ({self.message}); {advice}",
+                ConvergenceWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 class _Params:

@@ -42,7 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from .._random import seeded_torch
+from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
@@ -241,7 +241,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             raise ValueError("SparseGPLVSMRegressor takes one target per document (y of shape n)")
         self.y_mean_, self.y_std_ = (float(v) for v in standardization(y))
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
-        seed = int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        seed = derive_seed(self.random_state)
         start = time.perf_counter()
         if self.distributed:
             self._fit_distributed(x, targets, seed)
