@@ -8,7 +8,9 @@ that still cannot apply are listed below with the reason; every other check must
 Not checked here, and why: ``LDKMatcher`` fits pairs of corpora (``fit(source, target)``),
 ``CLGP`` a categorical table with its cardinalities (``fit(codes, cardinalities)``), and
 ``GPEmbeddingLogisticRegression`` needs a word-embedding row per count column, which the
-generated data cannot supply; their conventions are tested in their own test files.
+generated data cannot supply, and the text classifiers of ``lvgp.baselines.text_classifiers``
+(study baselines) take raw texts only, never the numeric arrays the checks generate; their
+conventions are tested in their own test files.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import lvgp
+from lvgp.baselines.linear import DevTunedLinearRegression
 
 EMPTY_DOCUMENTS = (
     "the generated counts have all-zero rows: fitting on empty documents is an error by policy "
@@ -73,6 +76,7 @@ EXTRA = {
     "SLDARegressor": TOPIC_MODEL,
     "SLDAClassifier": TOPIC_MODEL,
     "LDARegression": TOPIC_MODEL,
+    "DevTunedLinearRegression": {"check_n_features_in": NO_N_FEATURES_IN},
 }
 
 ESTIMATORS = [
@@ -84,6 +88,7 @@ ESTIMATORS = [
     lvgp.SLDARegressor(n_topics=2, max_epochs=2, random_state=0),
     lvgp.SLDAClassifier(n_topics=2, max_epochs=2, random_state=0),
     lvgp.LDARegression(n_topics=2, em_max_iter=3, random_state=0),
+    DevTunedLinearRegression("elasticnet", alphas=(0.01, 0.1), cv=2),
 ]
 
 

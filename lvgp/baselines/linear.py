@@ -7,15 +7,16 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet, Lasso, Ridge
-from sklearn.model_selection import KFold
+from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
 from sklearn.utils.validation import check_is_fitted
 
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
-from ..models.documents import DocumentEncoder, check_targets_array
+from ..models.documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array
 
 KINDS = ("ridge", "lasso", "elasticnet")
 FEATURES = ("counts", "frequencies")
@@ -26,7 +27,7 @@ _DEFAULT_ALPHAS = {
 }
 
 
-class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
+class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Ridge, lasso or elastic net on bag-of-words vectors, regularization chosen on dev.
 
     Args:
@@ -37,8 +38,10 @@ class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
         vocabulary, num_words: as for :class:`~lvgp.GPLVSMRegressor`.
         cv: folds used to choose the regularization when ``fit`` gets no dev split.
 
-    ``fit(X, y, X_val, y_val)`` (the validation keywords of every lvgp estimator) fits every candidate on ``(X, y)``, keeps the one with the
-    lowest dev RMSE (the model stays fitted on ``X`` only). Fitted: ``alpha_``,
+    ``fit(X, y, X_val, y_val)`` (the validation keywords of every lvgp estimator) scores every
+    candidate with scikit-learn's ``GridSearchCV``: fitted on ``(X, y)`` and scored on the dev
+    rows (a ``PredefinedSplit``), or ``cv`` shuffled folds of ``X`` without a dev split. The
+    lowest dev RMSE wins and is refit on ``X`` only. Fitted: ``alpha_``,
     ``l1_ratio_``, ``coef_`` (one weight per word), ``intercept_``, ``dev_rmse_``,
     ``search_`` (every candidate's dev RMSE).
     """
@@ -80,12 +83,6 @@ class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
             return Lasso(alpha=alpha, max_iter=20000)
         return ElasticNet(alpha=alpha, l1_ratio=ratio, max_iter=20000)
 
-    def _score(self, model, F_train, y_train, F_eval, y_eval) -> float:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(F_train, y_train)
-        return float(np.sqrt(np.mean((model.predict(F_eval) - y_eval) ** 2)))
-
     def fit(self, X, y, X_val=None, y_val=None):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
@@ -97,19 +94,32 @@ class DevTunedLinearRegression(RegressorMixin, BaseEstimator):
         self.vocabulary_ = self._encoder.vocabulary
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
-        self.search_ = {}
-        candidates = self._candidates()
         if X_val is not None:
             F_val = self._features(self._encoder.transform(X_val, "X_val"))
             y_val = check_targets_array(y_val, F_val.shape[0], "y_val")
-            for alpha, ratio in candidates:
-                self.search_[(alpha, ratio)] = self._score(self._make(alpha, ratio), F, y, F_val, y_val)
+            # train rows never score, dev rows are the one test fold
+            split = PredefinedSplit(np.r_[np.full(F.shape[0], -1), np.zeros(F_val.shape[0], dtype=int)])
+            F_search, y_search = sparse.vstack([F, F_val]).tocsr(), np.r_[y, y_val]
         else:
-            folds = list(KFold(self.cv, shuffle=True, random_state=0).split(np.arange(F.shape[0])))
-            for alpha, ratio in candidates:
-                self.search_[(alpha, ratio)] = float(
-                    np.mean([self._score(self._make(alpha, ratio), F[a], y[a], F[b], y[b]) for a, b in folds])
-                )
+            split = KFold(self.cv, shuffle=True, random_state=0)
+            F_search, y_search = F, y
+        candidates = self._candidates()
+        search = GridSearchCV(
+            self._make(*candidates[0]),
+            [{"alpha": [a], **({"l1_ratio": [r]} if r is not None else {})} for a, r in candidates],
+            scoring="neg_root_mean_squared_error",
+            cv=split,
+            refit=False,  # refit below on (X, y) only: the dev rows stay held out
+            error_score="raise",
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            search.fit(F_search, y_search)
+        results = search.cv_results_
+        self.search_ = {
+            (float(p["alpha"]), p.get("l1_ratio")): float(-score)
+            for p, score in zip(results["params"], results["mean_test_score"])
+        }
         (self.alpha_, self.l1_ratio_), self.dev_rmse_ = min(self.search_.items(), key=lambda kv: kv[1])
         self.model_ = self._make(self.alpha_, self.l1_ratio_)
         with warnings.catch_warnings():

@@ -1,0 +1,76 @@
+"""The dev-tuned linear baselines against a hand loop over the same candidates, and the
+text classifiers' scikit-learn conventions (they take raw texts only, so scikit-learn's
+generated-array checks in test_sklearn_checks.py cannot run on them)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import ElasticNet, Ridge
+from sklearn.model_selection import GridSearchCV
+
+from lvgp.baselines.linear import DevTunedLinearRegression
+from lvgp.baselines.text_classifiers import BowClassifier, KernelSVMClassifier
+
+
+def word_corpus(n, seed=0):
+    rng = np.random.default_rng(seed)
+    docs = [[int(w) for w in rng.integers(0, 30, size=rng.integers(3, 10))] for _ in range(n)]
+    y = np.array([np.mean(d) / 10 + rng.normal(0, 0.1) for d in docs])
+    texts = [" ".join("wd" + chr(97 + w // 26) + chr(97 + w % 26) for w in d) for d in docs]
+    return texts, y
+
+
+def counts_of(model, texts):
+    return model.vocabulary_.counts(texts)
+
+
+@pytest.mark.parametrize("kind", ["ridge", "elasticnet"])
+def test_dev_choice_matches_a_hand_loop_and_the_model_never_sees_the_dev_rows(kind):
+    texts, y = word_corpus(90)
+    alphas, ratios = (0.01, 0.1, 1.0, 10.0), (0.2, 0.8)
+    model = DevTunedLinearRegression(kind, alphas=alphas, l1_ratios=ratios).fit(texts[:60], y[:60], texts[60:], y[60:])
+    F, F_val = counts_of(model, texts[:60]), counts_of(model, texts[60:])
+    reference = {}
+    for a in alphas:
+        for r in ratios if kind == "elasticnet" else (None,):
+            m = Ridge(alpha=a) if r is None else ElasticNet(alpha=a, l1_ratio=r, max_iter=20000)
+            m.fit(F, y[:60])
+            reference[(a, r)] = float(np.sqrt(np.mean((m.predict(F_val) - y[60:]) ** 2)))
+    assert model.search_.keys() == reference.keys()
+    np.testing.assert_allclose([model.search_[k] for k in reference], list(reference.values()), rtol=1e-6)
+    best = min(reference, key=reference.get)
+    assert (model.alpha_, model.l1_ratio_) == best
+    refit = (
+        Ridge(alpha=best[0]) if best[1] is None else ElasticNet(alpha=best[0], l1_ratio=best[1], max_iter=20000)
+    ).fit(F, y[:60])
+    np.testing.assert_allclose(model.predict(texts[60:]), refit.predict(F_val), rtol=1e-6, atol=1e-9)
+
+
+def test_without_a_dev_split_the_folds_choose_and_bad_arguments_are_named():
+    texts, y = word_corpus(60)
+    model = DevTunedLinearRegression("ridge", alphas=(0.01, 1.0, 100.0), cv=3).fit(texts, y)
+    assert model.alpha_ in (0.01, 1.0, 100.0) and len(model.search_) == 3
+    with pytest.raises(ValueError, match="both X_val and y_val"):
+        DevTunedLinearRegression().fit(texts, y, X_val=texts)
+    with pytest.raises(ValueError, match="kind"):
+        DevTunedLinearRegression("lars").fit(texts, y)
+
+
+@pytest.mark.parametrize("estimator", [BowClassifier(Cs=(1.0,)), KernelSVMClassifier(kernel="rbf", random_state=0)])
+def test_text_classifiers_follow_scikit_learn_conventions(estimator):
+    texts, y = word_corpus(60)
+    labels = np.where(y > np.median(y), "high", "low")
+    with pytest.raises(NotFittedError):
+        clone(estimator).predict(texts)
+    assert clone(estimator).get_params() == estimator.get_params()
+    fitted = clone(estimator).fit(texts, labels)
+    assert fitted is not None and set(fitted.classes_) == {"high", "low"}
+    assert not hasattr(estimator, "model_")  # fit on the clone left the prototype unfitted
+    key = "Cs" if isinstance(estimator, BowClassifier) else "kernel"
+    values = [(0.1,), (10.0,)] if key == "Cs" else ["rbf", "poly"]
+    search = GridSearchCV(estimator, {key: values}, cv=2).fit(texts, labels)
+    assert search.best_params_[key] in values
+    assert search.predict(texts[:5]).shape == (5,)
