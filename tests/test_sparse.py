@@ -14,6 +14,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import GPLVSMRegressor, LatentDistributionKernel, Vocabulary
+from lvgp.bow.padded import PAD
 from lvgp.datasets import make_synonym_regression
 from lvgp.models.numerics import exact_numerics
 from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor, choose_inducing_documents
@@ -124,12 +125,30 @@ def test_regressor_learns_with_minibatches_and_handles_input():
 
 
 def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
+    """10 topics with disjoint vocabularies (documents of one topic are near each other, those
+    of two topics orthogonal): 10 k-means++ documents hit every topic, for every seed, while
+    10 random documents miss at least one topic for most seeds."""
+    rng = np.random.default_rng(0)
+    topics = np.repeat(np.arange(10), [60, 40, 30, 20, 10, 10, 10, 10, 5, 5])  # unbalanced
+    width = 6
+    x = torch.full((len(topics), width), PAD, dtype=torch.long)
+    for i, t in enumerate(topics):
+        # three words of the topic's own four, the first one repeated
+        words = 4 * t + np.r_[0, 0, 0, rng.choice(np.arange(1, 4), 3, replace=False)]
+        x[i] = torch.as_tensor(words)
+    random_misses = 0
+    for seed in range(10):
+        idx = choose_inducing_documents(x, 40, 10, "kmeans++", seed=seed)
+        assert len(set(idx.tolist())) == 10
+        assert set(topics[idx].tolist()) == set(range(10)), (seed, topics[idx])
+        random_idx = choose_inducing_documents(x, 40, 10, "random", seed=seed)
+        random_misses += len(set(topics[random_idx].tolist())) < 10
+    assert random_misses >= 8  # the test can tell covering from not covering
     corpus = make_synonym_regression(n=200, random_state=3)
     vocab = Vocabulary(min_df=1).fit(corpus.texts)
-    x = vocab.encode(corpus.texts)
-    idx = choose_inducing_documents(x, len(vocab), 20, "kmeans++", seed=0)
-    assert len(set(idx.tolist())) == 20
-    assert list(choose_inducing_documents(x, len(vocab), 500, "kmeans++", seed=0)) == list(range(200))
+    assert list(choose_inducing_documents(vocab.encode(corpus.texts), len(vocab), 500, "kmeans++", seed=0)) == list(
+        range(200)
+    )
 
 
 def test_sparse_and_exact_estimators_agree_roughly_on_the_same_data():

@@ -38,7 +38,9 @@ import numpy as np
 import torch
 from gpytorch.variational import CholeskyVariationalDistribution, VariationalStrategy
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.cluster import kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
@@ -100,28 +102,19 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
 
 def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: str, seed: int) -> np.ndarray:
     """Indices of ``m`` inducing documents among the rows of ``x`` (``n x L`` padded):
-    ``"kmeans++"`` seeding on L2-normalized word-frequency vectors, or ``"random"``."""
+    ``"kmeans++"`` (scikit-learn's greedy :func:`~sklearn.cluster.kmeans_plusplus` seeding on
+    L2-normalized word-count vectors, so the squared distance is ``2 - 2 cos``) or
+    ``"random"``."""
     n = x.shape[0]
-    rng = np.random.default_rng(seed)
     if m >= n:
         return np.arange(n)
     if method == "random":
-        return np.sort(rng.choice(n, m, replace=False))
+        return np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
     if method != "kmeans++":
         raise ValueError(f"inducing must be 'kmeans++' or 'random'; got {method!r}")
-    counts = padded_to_counts(x, num_words).astype(np.float64)
-    norms = np.sqrt(np.asarray(counts.multiply(counts).sum(1)).ravel())
-    from scipy.sparse import diags
-
-    feats = diags(1.0 / np.maximum(norms, 1e-12)) @ counts
-    chosen = [int(rng.integers(n))]
-    dist = np.asarray(2 - 2 * (feats @ feats[chosen[0]].T).toarray().ravel()).clip(0)
-    for _ in range(m - 1):
-        p = dist / dist.sum() if dist.sum() > 0 else np.full(n, 1 / n)
-        nxt = int(rng.choice(n, p=p))
-        chosen.append(nxt)
-        dist = np.minimum(dist, (2 - 2 * (feats @ feats[nxt].T).toarray().ravel()).clip(0))
-    return np.sort(np.array(chosen))
+    features = normalize(padded_to_counts(x, num_words).astype(np.float64))
+    _, chosen = kmeans_plusplus(features, m, random_state=seed)
+    return np.sort(chosen)
 
 
 class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
