@@ -11,8 +11,8 @@ import numpy as np
 import pyro
 import pytest
 import scipy.sparse as sp
-from scipy.special import expit
 import torch
+from scipy.special import expit
 from sklearn.base import clone
 
 from lvgp import Vocabulary
