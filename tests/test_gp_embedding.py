@@ -213,9 +213,7 @@ def test_variational_predictions_are_the_posterior_expectation_of_the_sigmoid():
     np.testing.assert_allclose(proba.sum(1), 1)
     np.testing.assert_array_equal(proba, model.predict_proba(x[60:]))  # seeded: a pure function
     with torch.no_grad():
-        mu, s, mb, sb = (
-            t.detach() for name in ("psi", "bias") for t in model.guide_._get_loc_and_scale(name)
-        )
+        mu, s, mb, sb = (t.detach() for name in ("psi", "bias") for t in model.guide_._get_loc_and_scale(name))
         m = model.model_
         smoothing, _ = smoothed_weights(m.embeddings, m.lengthscale, m.noise, torch.eye(80, dtype=D))
     weights_of_words = model._transform(x[60:])[0].toarray()  # tf-idf document weights, n x p

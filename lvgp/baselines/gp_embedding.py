@@ -97,6 +97,7 @@ from torch import Tensor
 
 from .._random import derive_seed, seeded_torch
 from ..bow.vocabulary import Vocabulary
+from ..kernels.latent_distribution import rbf_gram
 from ..models.documents import check_labels
 from ..models.numerics import CovarianceError
 from ..models.optimize import minimize
@@ -116,10 +117,10 @@ __all__ = [
 
 
 def rbf_covariance(a: Tensor, b: Tensor, lengthscale: Tensor) -> Tensor:
-    """K_l between embeddings ``a`` (``p x h``) and ``b`` (``r x h``): ``p x r``."""
-    a, b = a / lengthscale, b / lengthscale
-    sq = a.pow(2).sum(-1, keepdim=True) + b.pow(2).sum(-1) - 2 * a @ b.mT
-    return torch.exp(-0.5 * sq.clamp_min(0))
+    """K_l between embeddings ``a`` (``p x h``) and ``b`` (``r x h``): ``p x r``; the LDK's
+    :func:`~lvgp.kernels.latent_distribution.rbf_gram` on inputs scaled by the lengthscale
+    (tests/test_library_references.py checks it against gpytorch's ``RBFKernel``)."""
+    return rbf_gram(a / lengthscale, b / lengthscale, torch.ones((), dtype=a.dtype))
 
 
 def _cholesky(matrix: Tensor, what: str) -> Tensor:

@@ -98,7 +98,10 @@ class _FusedRBFGram(torch.autograd.Function):
 def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
     r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7): ``... x m1 x q``,
     ``... x m2 x q`` -> ``... x m1 x m2``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
-    inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`)."""
+    inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`). Not gpytorch's
+    ``RBFKernel``: that owns its lengthscale as a module parameter and has no fused backward
+    (tests/test_library_references.py checks the two agree); the CLGP and the GP
+    covariate-embedding baseline use this one too."""
     if xa.dim() == 2 and xb.dim() == 2 and gamma.numel() == 1:
         return _FusedRBFGram.apply(xa, xb, gamma.reshape(()))
     sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)

@@ -55,6 +55,7 @@ import torch
 from pyro.nn import PyroModule, pyro_method
 from torch import Tensor
 
+from ...kernels.latent_distribution import rbf_gram
 from .._pyro import pyro_param
 
 COVARIANCES = ("rbf", "linear")
@@ -115,15 +116,16 @@ class CategoricalLatentGP(PyroModule):
     # ------------------------------------------------------------------ covariance
     def kernel(self, a: Tensor, b: Tensor) -> Tensor:
         """ARD RBF covariance: ``... x n x Q``, ``... x m x Q`` -> ``... x n x m``."""
-        a, b = a / self.lengthscale, b / self.lengthscale
-        sq = a.pow(2).sum(-1).unsqueeze(-1) + b.pow(2).sum(-1).unsqueeze(-2) - 2 * a @ b.mT
-        return self.signal_variance * torch.exp(-0.5 * sq.clamp_min(0))
+        unit = torch.ones((), dtype=a.dtype)
+        return self.signal_variance * rbf_gram(a / self.lengthscale, b / self.lengthscale, unit)
 
     def conditional(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """For latent points ``x`` (``... x n x Q``): W = L_MM^-1 K_Mn (``... x M x n``), so that
         the conditional mean of f is W^T v for whitened v, and the conditional variances
         k_nn - k_Mn^T K_MM^-1 k_Mn = k_nn - ||W_:n||^2 (``... x n``) -- shared by all variables.
-        The guide and the replayed model see the same sample of ``x``: the result is reused."""
+        The guide and the replayed model see the same sample of ``x``: the result is reused.
+        Not ``pyro.contrib.gp.util.conditional``: x comes in batches of particles (``S x n x Q``),
+        which its 2-d kernels cannot take (tests/test_library_references.py checks the two agree)."""
         if self._cache is not None and self._cache[0] is x:
             return self._cache[1]
         z = self.inducing
