@@ -117,9 +117,10 @@ def profile_table(text: str) -> str:
 
 
 def smm_data(quick: bool) -> dict:
-    from lvgp.experiments.classification import load_corpus, stratified_sample
+    from lvgp.datasets import load_corpus
+    from lvgp.experiments.classification import stratified_sample
 
-    corpus = load_corpus("20ng")
+    corpus = load_corpus("20ng", "classification")
     size = 60 if quick else 200
     train = stratified_sample(corpus.train_labels, size, np.random.default_rng([0, 0, size, 2018]))
     rest = np.setdiff1d(np.arange(len(corpus.train_labels)), train)

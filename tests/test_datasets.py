@@ -156,3 +156,23 @@ def test_gettext_pairs_from_the_registry_and_the_committed_fixture():
     assert fixture == (ids[:300], en[:300], de[:300])
     with pytest.raises(ValueError, match="unknown gettext pairs"):
         load_gettext_pairs("django-fr")
+
+
+def test_one_corpus_loader_for_every_study(tmp_path):
+    from lvgp.datasets import CORPORA, corpus_names, load_corpus
+
+    assert corpus_names("regression") == ("amazon-snippets", "amazon-reviews", "movie-snippets")
+    assert corpus_names("classification") == ("20ng", "r8", "r52")
+    assert set(CORPORA) == set(corpus_names("regression") + corpus_names("classification"))
+    with pytest.raises(ValueError, match="'r8' is a classification corpus"):
+        load_corpus("r8", "regression")
+    with pytest.raises(ValueError, match="dataset must be one of"):
+        load_corpus("no-such-corpus", "classification")
+    with pytest.raises(ValueError, match="task must be one of"):
+        load_corpus("r8", "topics")  # type: ignore[call-overload]
+    path = tmp_path / "tiny.tsv"
+    path.write_text("text\ttarget\tlabel\ngood film\t4.5\tpos\nbad plot\t1.0\tneg\n")
+    regression = load_corpus(path, "regression")
+    np.testing.assert_allclose(regression.y, [4.5, 1.0])
+    classification = load_corpus(str(path), "classification")
+    assert list(classification.train_labels) == ["pos", "neg"] and classification.train_texts[0] == "good film"

@@ -1,10 +1,13 @@
 """Data sets: synthetic corpora with known structure, and (see the loaders) real data."""
 
 from .loaders import (
+    CORPORA,
     ClassificationCorpus,
     RegressionCorpus,
     WordEmbeddings,
+    corpus_names,
     load_breast_cancer,
+    load_corpus,
     load_gettext_pairs,
     load_review_snippets,
     load_text_classification,
@@ -26,6 +29,9 @@ __all__ = [
     "RegressionCorpus",
     "ClassificationCorpus",
     "WordEmbeddings",
+    "CORPORA",
+    "corpus_names",
+    "load_corpus",
     "load_breast_cancer",
     "load_gettext_pairs",
     "load_review_snippets",

@@ -11,8 +11,10 @@ import json
 import tarfile
 import zipfile
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 
@@ -412,3 +414,42 @@ def read_aligned_pairs(path: str | Path, source: str, target: str) -> tuple[list
     if not ids:
         raise ValueError(f"{path}: no pairs")
     return ids, src, tgt
+
+
+# ------------------------------------------------------------------ one entry point for the studies
+
+#: built-in text corpora by name: their task and how to load them
+CORPORA: dict[str, tuple[str, Callable[[], RegressionCorpus | ClassificationCorpus]]] = {
+    "amazon-snippets": ("regression", lambda: load_review_snippets("amazon")),
+    "amazon-reviews": ("regression", lambda: load_review_snippets("amazon", level="review")),
+    "movie-snippets": ("regression", lambda: load_review_snippets("movie")),
+    **{name: ("classification", functools.partial(load_text_classification, name)) for name in _CLASSIFICATION},
+}
+TASKS = ("regression", "classification")
+
+
+def corpus_names(task: str) -> tuple[str, ...]:
+    """The built-in corpora of a task (``"regression"`` or ``"classification"``)."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}; got {task!r}")
+    return tuple(name for name, (kind, _) in CORPORA.items() if kind == task)
+
+
+@overload
+def load_corpus(name: str | Path, task: Literal["regression"]) -> RegressionCorpus: ...
+@overload
+def load_corpus(name: str | Path, task: Literal["classification"]) -> ClassificationCorpus: ...
+def load_corpus(name: str | Path, task: str) -> RegressionCorpus | ClassificationCorpus:
+    """A corpus for a study of ``task``: a built-in one by name (:data:`CORPORA`), or the
+    task's TSV format from a path (:func:`read_regression_tsv`,
+    :func:`read_classification_tsv`). The one loader every study goes through."""
+    names = corpus_names(task)
+    if isinstance(name, str) and name in CORPORA:
+        kind, load = CORPORA[name]
+        if kind != task:
+            raise ValueError(f"{name!r} is a {kind} corpus; the {task} corpora are {names}")
+        return load()
+    path = Path(name)
+    if path.suffix.lower() in (".tsv", ".txt") or path.exists():
+        return read_regression_tsv(path) if task == "regression" else read_classification_tsv(path)
+    raise ValueError(f"dataset must be one of {names} or a .tsv path; got {str(name)!r}")

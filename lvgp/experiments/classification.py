@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..baselines.model_selection import dev_split
+from ..datasets.loaders import corpus_names, load_corpus
 from .study import option, recorded_warnings
 
 METHODS = (
@@ -62,7 +63,7 @@ LABELS = {
     "svm-poly": "Quadratic SVM (BoW)",
 }
 DEFAULT_METHODS = METHODS[:5]
-BUILTIN = ("20ng", "r8", "r52")
+BUILTIN = corpus_names("classification")
 #: the thesis's grids (sec. 4.5): C in 2^-3, 2^-1, ..., 2^7; gamma in 10^-3 ... 10^3; rho; q
 THESIS_CS = tuple(2.0**k for k in range(-3, 8, 2))
 THESIS_GAMMAS = tuple(10.0**k for k in range(-3, 4))
@@ -91,15 +92,6 @@ class ClassificationStudy:
     seed: int = option(0, "seed of the samples and the methods")
 
 
-def load_corpus(dataset: str):
-    from ..datasets.loaders import load_text_classification, read_classification_tsv
-
-    if dataset in BUILTIN:
-        return load_text_classification(dataset)
-    corpus = read_classification_tsv(dataset)
-    return corpus
-
-
 def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` indices with class proportions kept (largest remainders), at least one per
     class when ``size`` >= the number of classes."""
@@ -124,7 +116,7 @@ def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -
 
 @functools.lru_cache(maxsize=32)
 def prepare(study: ClassificationStudy, split: int, train_size: int):
-    corpus = load_corpus(study.dataset)
+    corpus = load_corpus(study.dataset, "classification")
     if study.dataset in BUILTIN:
         pool_texts, pool_labels = corpus.train_texts, corpus.train_labels
         test_texts, test_labels = corpus.test_texts, corpus.test_labels

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..bow.vocabulary import Vocabulary
-from ..datasets.loaders import RegressionCorpus, load_review_snippets, read_regression_tsv
+from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from .study import option, recorded_warnings
 
-DATASETS = ("amazon-snippets", "amazon-reviews", "movie-snippets")
+DATASETS = corpus_names("regression")
 METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
 LABELS = {
     "gplvsm": "GP-LVSM",
@@ -69,19 +69,6 @@ class RegressionStudy:
     topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
     slda_inference: str = option("em", "sLDA inference", choices=("em", "svi"))
     methods: tuple[str, ...] = option(("gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet"))
-
-
-def load_corpus(dataset: str) -> RegressionCorpus:
-    if dataset == "amazon-snippets":
-        return load_review_snippets("amazon")
-    if dataset == "amazon-reviews":
-        return load_review_snippets("amazon", level="review")
-    if dataset == "movie-snippets":
-        return load_review_snippets("movie")
-    path = Path(dataset)
-    if path.suffix.lower() in (".tsv", ".txt") or path.exists():
-        return read_regression_tsv(path)
-    raise ValueError(f"--dataset must be one of {DATASETS} or a .tsv path; got {dataset!r}")
 
 
 @dataclass
@@ -137,7 +124,7 @@ def prepare_split(study: RegressionStudy, split: int) -> SplitData:
 
 @functools.lru_cache(maxsize=4)
 def _cached_corpus(dataset: str) -> RegressionCorpus:
-    return load_corpus(dataset)
+    return load_corpus(dataset, "regression")
 
 
 # ------------------------------------------------------------------ cells
