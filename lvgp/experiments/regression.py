@@ -25,6 +25,7 @@ import numpy as np
 
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
+from ..warnings import UnseenWordsWarning
 from .study import option, recorded_warnings
 
 DATASETS = corpus_names("regression")
@@ -242,7 +243,8 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     if cell["method"].startswith("gplvsm") and cell["params"].get("q") == 2 and cell["split"] == 0:
         record["word_vectors"] = dict(zip(data.vocabulary.words, est.word_vectors_.round(5).tolist()))
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # training words below min_df are not in the vocabulary, by design
+            # training words below min_df are not in the vocabulary, by design (counted above)
+            warnings.simplefilter("ignore", UnseenWordsWarning)
             counts = np.asarray(data.vocabulary.counts(data.train_texts).sum(axis=0)).ravel()
         record["word_counts"] = dict(zip(data.vocabulary.words, counts.astype(int).tolist()))
     if cell["method"] == "gp-rbf":
