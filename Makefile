@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lvgp-installed
 
-.PHONY: setup demo lint test test-fast notebooks docs benchmarks clean
+.PHONY: setup demo lint test test-fast notebooks notebooks-run docs benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ notebooks: $(STAMP)
 	for src in notebooks/src/[0-9]*.py; do \
 	  $(PY) -m jupytext --quiet --from py:percent --to ipynb --update -o notebooks/$$(basename $$src .py).ipynb $$src; \
 	done
+
+# run them in full on real data, in place, so they are committed with outputs and figures
+notebooks-run: notebooks
+	$(PY) notebooks/execute.py
 
 benchmarks: $(STAMP)
 	$(PY) benchmarks/ldk_gram.py

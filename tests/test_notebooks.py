@@ -1,4 +1,5 @@
-"""Every notebook executes top to bottom in smoke mode (``CI`` set in the environment)."""
+"""Every notebook is its jupytext source, is committed with the outputs of a full real-data
+run, and executes top to bottom in smoke mode (``CI`` set in the environment)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,27 @@ def test_notebooks_are_built_from_their_sources():
         expected = [(c.cell_type, c.source) for c in jupytext.read(src, fmt="py:percent").cells]
         committed = [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
         assert committed == expected, f"{path.name} is stale: run `make notebooks`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_notebook_carries_a_full_run(path):
+    """The committed notebook is what ``make notebooks-run`` (notebooks/execute.py) left: a
+    full, non-smoke run on real data, every code cell executed once, in order, in one kernel,
+    without an error, and every figure cell with its figure."""
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata.get("lvgp", {}).get("executed") == "full", f"{path.name}: run `make notebooks-run`"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), f"{path.name}: cells not run top to bottom: {counts}"
+    for i, cell in enumerate(code, start=1):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"{path.name} cell {i}: {errors[0].ename}: {errors[0].evalue}"
+        if "plt." in cell.source or "display(Image" in cell.source:
+            assert any("image/png" in o.get("data", {}) for o in cell.outputs), f"{path.name} cell {i}: no figure"
+        if "print(" in cell.source:
+            assert any(o.output_type == "stream" and o.name == "stdout" for o in cell.outputs), (
+                f"{path.name} cell {i}: printed nothing"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

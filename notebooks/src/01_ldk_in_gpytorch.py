@@ -11,18 +11,26 @@
 
 # %%
 import os
+import warnings
 
 import gpytorch
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from tqdm import TqdmWarning
 
-import lvgp
-from lvgp.datasets import make_synonym_regression
-
+# without ipywidgets, progress bars are text: no need to say so in every output
+warnings.filterwarnings("ignore", category=TqdmWarning)
 smoke_test = "CI" in os.environ
+# intra-op threads, set deliberately: OpenMP threads spinning against another busy process
+# slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own
+torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
 torch.set_default_dtype(torch.float64)
 n_docs, n_steps = (60, 10) if smoke_test else (300, 400)
+
+# %%
+import lvgp
+from lvgp.datasets import make_synonym_regression
 
 # %% [markdown]
 # ## Documents as padded word-index sets

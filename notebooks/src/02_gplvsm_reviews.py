@@ -15,15 +15,23 @@ import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
+from tqdm import TqdmWarning
 
-from lvgp import GPLVSMRegressor, Vocabulary
-from lvgp.baselines.linear import DevTunedLinearRegression
-from lvgp.datasets import load_review_snippets
-
+# without ipywidgets, progress bars are text: no need to say so in every output
+warnings.filterwarnings("ignore", category=TqdmWarning)
 smoke_test = "CI" in os.environ
+# intra-op threads, set deliberately: OpenMP threads spinning against another busy process
+# slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own
+torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
 n_train, n_dev, n_test = (150, 100, 200) if smoke_test else (1000, 1000, 1708)
 max_iter, vb_iter = (15, 15) if smoke_test else (300, 400)
 warnings.filterwarnings("ignore", message=".*did not converge.*")
+
+# %%
+from lvgp import GPLVSMRegressor, Vocabulary
+from lvgp.baselines.linear import DevTunedLinearRegression
+from lvgp.datasets import load_review_snippets
 
 # %%
 corpus = load_review_snippets("amazon")

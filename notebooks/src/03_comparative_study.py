@@ -11,15 +11,24 @@
 # %%
 import json
 import os
+import warnings
 from pathlib import Path
 
+import torch
 from IPython.display import Image, Markdown, display
+from tqdm import TqdmWarning
 
+# without ipywidgets, progress bars are text: no need to say so in every output
+warnings.filterwarnings("ignore", category=TqdmWarning)
+smoke_test = "CI" in os.environ
+# intra-op threads, set deliberately: OpenMP threads spinning against another busy process
+# slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own
+torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
+out = Path(os.environ.get("LVGP_RESULTS", "runs")) / "notebook-study"
+
+# %%
 from lvgp.experiments.executors import InProcessExecutor
 from lvgp.experiments.regression import RegressionStudy, run_regression_study
-
-smoke_test = "CI" in os.environ
-out = Path(os.environ.get("LVGP_RESULTS", "runs")) / "notebook-study"
 
 # %%
 study = RegressionStudy(

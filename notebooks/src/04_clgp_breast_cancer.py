@@ -12,10 +12,21 @@
 
 # %%
 import os
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
+from tqdm import TqdmWarning
 
+# without ipywidgets, progress bars are text: no need to say so in every output
+warnings.filterwarnings("ignore", category=TqdmWarning)
+smoke_test = "CI" in os.environ
+# intra-op threads, set deliberately: OpenMP threads spinning against another busy process
+# slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own
+torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
+
+# %%
 from lvgp.baselines.clgp import (
     CLGP,
     BigramDirichletMultinomial,
@@ -27,8 +38,6 @@ from lvgp.baselines.clgp import (
     imputation_perplexity,
 )
 from lvgp.datasets import load_breast_cancer
-
-smoke_test = "CI" in os.environ
 
 # %% [markdown]
 # ## The data: 683 complete rows, nine attributes valued 1..10 and the class

@@ -16,16 +16,25 @@
 
 # %%
 import os
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
+from tqdm import TqdmWarning
 
+# without ipywidgets, progress bars are text: no need to say so in every output
+warnings.filterwarnings("ignore", category=TqdmWarning)
+smoke_test = "CI" in os.environ
+# intra-op threads, set deliberately: OpenMP threads spinning against another busy process
+# slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own
+torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
+
+# %%
 from lvgp import LDKMatcher
 from lvgp.baselines.cca import KernelCCAMatcher
 from lvgp.experiments.matching import MatchingStudy, prepare
 from lvgp.models.matching import precision_at
-
-smoke_test = "CI" in os.environ
 
 # %% [markdown]
 # ## Data: one pair per family of near duplicates
