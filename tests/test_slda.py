@@ -220,3 +220,18 @@ def test_topic_study_and_regression_methods_end_to_end(tmp_path):
     records = json.loads((reg / "results.json").read_text())
     assert {r["method"] for r in records} == {"slda", "lda-regression"}
     assert all(r["hyperparameters"]["K"] in (2, 3) for r in records)
+
+
+@pytest.mark.parametrize("inference", ["em", "svi"])
+def test_targets_are_standardized_inside_and_predictions_come_back_in_their_units(corpus, inference):
+    """A constant target (once a LinAlgError in the EM) fits and is predicted exactly; an
+    affine change of the targets (y -> 1000 + 50 y) changes the predictions the same way."""
+    x = torch.from_numpy(corpus.docs[:200])
+    settings = dict(inference=inference, batch_size=100, lr=0.05, max_epochs=40, em_max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        constant = SLDARegressor(4, **settings).fit(x, np.full(200, 100.0))
+        np.testing.assert_allclose(constant.predict(x[:20]), 100.0, atol=0.05)
+        base = SLDARegressor(4, **settings).fit(x, corpus.y[:200])
+        shifted = SLDARegressor(4, **settings).fit(x, 1000 + 50 * corpus.y[:200])
+        np.testing.assert_allclose(shifted.predict(x), 1000 + 50 * base.predict(x), rtol=1e-5, atol=1e-3)
