@@ -28,7 +28,6 @@ import cProfile
 import io
 import json
 import os
-import pstats
 import subprocess
 import sys
 import tarfile
@@ -39,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _profile import profile_table, stats_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,20 +102,6 @@ def run_before(code: str, package: Path, args: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def profile_table(text: str) -> str:
-    """cProfile's top lines as markdown rows: own seconds, calls, function."""
-    rows = []
-    for line in text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[0].replace("/", "").isdigit() and parts[1].replace(".", "").isdigit():
-            name = parts[5].replace(str(ROOT) + "/", "")
-            name = name.split("site-packages/")[-1]
-            if "/before/lvgp/" in name:  # the extracted package of the code before
-                name = "(before) lvgp/" + name.split("/before/lvgp/", 1)[1]
-            rows.append(f"| {float(parts[1]):.2f} | {parts[0]} | `{name}` |")
-    return "| own s | calls | function |\n|---|---|---|\n" + "\n".join(rows)
-
-
 def smm_data(quick: bool) -> dict:
     from lvgp.datasets import load_corpus
     from lvgp.experiments.classification import stratified_sample
@@ -174,9 +160,7 @@ def part_smm(args, package: Path, tmp: Path) -> None:
         if reach is not None:
             note += f"; below the objective of 'before' after {reach:.2f} s ({before['seconds'] / reach:.0f}x faster)"
         rows.append((label, seconds, m.objective_curve_[-1], acc, note))
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(8)
-        profiles[label] = out.getvalue()
+        profiles[label] = stats_text(prof, 8)
     print("| fit | seconds | objective g | held-out accuracy | notes |\n|---|---|---|---|---|")
     for label, seconds, objective, acc, note in rows:
         ratio = f" ({before['seconds'] / seconds:.1f}x)" if label != rows[0][0] else ""
