@@ -321,3 +321,22 @@ def test_pairs_with_an_empty_document_are_ranked_last():
     with pytest.raises(ValueError, match=r"rows \[2\]"):
         m.distances(test_src, test_tgt)
     assert np.isfinite(m.distances(test_src, test_tgt, on_empty="keep")).all()
+
+
+def test_pairs_with_a_side_without_tokens_are_not_usable(tmp_path):
+    """'will do nothing' is English stop words only: no bag of words on that side, so the
+    study's splits never draw it (the models would raise on an empty document)."""
+    from lvgp.experiments.matching import MatchingStudy, prepare
+
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"id": i, "en": f"alpha{chr(97 + i)} beta{chr(97 + i)} gamma", "de": f"eins{chr(97 + i)} zwei"}
+        for i in range(12)
+    ]
+    rows.append({"id": 99, "en": "will do nothing", "de": "wird nichts tun"})
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    study = MatchingStudy(str(path), source="en", target="de", train=8, dev=2, test=2, dedupe_families=False)
+    (train, _), (dev, _), (test, _), ids = prepare(study, 0)
+    assert "will do nothing" not in train + dev + test and len(train + dev + test) == 12
+    with pytest.raises(ValueError, match="1 with an empty side"):
+        prepare(MatchingStudy(str(path), source="en", target="de", train=9, dev=2, test=2, dedupe_families=False), 0)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bow.vocabulary import Vocabulary
 from .study import option, recorded_warnings
 
 METHODS = ("ldk", "ldk-cca", "ldk-tied-pca", "ldk-tied", "cca", "kcca")
@@ -104,19 +105,24 @@ def load_pairs(path: str, source: str, target: str):
 def prepare(study: MatchingStudy, set_index: int):
     ids, src, tgt = load_pairs(study.pairs, study.source, study.target)
     rng = np.random.default_rng([study.seed, set_index, 2016])
+    # a pair one of whose texts has no token at all (e.g. "will do nothing": stop words only)
+    # is no bag of words on that side: it is not usable (the models raise on empty documents)
+    tokenizer = Vocabulary()
+    usable = [i for i in range(len(src)) if tokenizer.tokenize(src[i]) and tokenizer.tokenize(tgt[i])]
     if study.dedupe_families:
         families: dict[str, list[int]] = {}
-        for i, text in enumerate(src):
-            families.setdefault(family_key(text), []).append(i)
+        for i in usable:
+            families.setdefault(family_key(src[i]), []).append(i)
         pool = np.array([members[rng.integers(len(members))] for members in families.values()])
     else:
-        pool = np.arange(len(src))
+        pool = np.array(usable)
     need = study.train + study.dev + study.test
     if min(study.train, study.dev, study.test) < 2:
         raise ValueError("--train, --dev and --test must each be at least 2 pairs")
     if need > len(pool):
         raise ValueError(
-            f"{study.pairs}: {len(pool)} usable pairs ({len(src)} in the file"
+            f"{study.pairs}: {len(pool)} usable pairs ({len(src)} in the file, {len(src) - len(usable)} with an "
+            "empty side"
             f"{', one per family' if study.dedupe_families else ''}) but train + dev + test = {need}"
         )
     chosen = rng.permutation(pool)[:need]
