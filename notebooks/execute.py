@@ -24,12 +24,35 @@ from nbclient import NotebookClient
 HERE = Path(__file__).resolve().parent
 
 
+def coalesce_streams(cell) -> None:
+    """Consecutive stdout/stderr outputs merged into one, each line as a terminal shows it:
+    a progress bar redraws itself with carriage returns, so only its last state is kept."""
+    merged: list = []
+    for output in cell.get("outputs", []):
+        if (
+            output.output_type == "stream"
+            and merged
+            and merged[-1].output_type == "stream"
+            and merged[-1].name == output.name
+        ):
+            merged[-1].text += output.text
+        else:
+            merged.append(output)
+    for output in merged:
+        if output.output_type == "stream":
+            output.text = "\n".join(line.rsplit("\r", 1)[-1] for line in output.text.split("\n"))
+    cell.outputs = merged
+
+
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         NotebookClient(nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": scratch}}).execute()
     seconds = time.perf_counter() - start
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            coalesce_streams(cell)
     nb.metadata["lvgp"] = {"executed": "full", "seconds": round(seconds, 1)}
     nbformat.write(nb, path)
     return seconds
