@@ -16,6 +16,7 @@ import torch
 from lvgp.baselines.cca import KernelCCAMatcher
 from lvgp.experiments.matching import family_key
 from lvgp.models.matching import LDKMatcher, precision_at
+from lvgp.warnings import EmptyDocumentsWarning
 
 
 def bilingual_corpus(n, seed=0, vocab=40, topics=6, length=12):
@@ -340,3 +341,14 @@ def test_pairs_with_a_side_without_tokens_are_not_usable(tmp_path):
     assert "will do nothing" not in train + dev + test and len(train + dev + test) == 12
     with pytest.raises(ValueError, match="1 with an empty side"):
         prepare(MatchingStudy(str(path), source="en", target="de", train=9, dev=2, test=2, dedupe_families=False), 0)
+
+
+def test_rank_keeps_an_empty_target_when_asked():
+    en = ["apple banana cherry", "banana cherry date", "cherry date elder", "date elder figs"] * 3
+    de = ["apfel banane kirsche", "banane kirsche dattel", "kirsche dattel holunder", "dattel holunder feige"] * 3
+    model = LDKMatcher(latent_dim=2, max_iter=5, random_state=0).fit(en, de)
+    with pytest.raises(ValueError, match="target_texts"):
+        model.rank(en[:2], de[:3] + ["zzzz qqqq"])
+    with pytest.warns(EmptyDocumentsWarning):
+        ranking = model.rank(en[:2], de[:3] + ["zzzz qqqq"], on_empty="keep")
+    assert ranking.shape == (2, 4)

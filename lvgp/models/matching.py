@@ -517,9 +517,10 @@ class LDKMatcher(BaseEstimator):
                 stack.enter_context(vectors.extra_words(np.concatenate(rows).astype(np.float64)))
             return self.kernel_.squared_mmd(xs, xt, allow_empty=on_empty == "keep").numpy()
 
-    def rank(self, source_texts: Sequence[str], target_texts: Sequence[str]) -> np.ndarray:
-        """For every source document, the target indices from nearest to farthest: ``n_s x n_t``."""
-        return np.argsort(self.distances(source_texts, target_texts), axis=1, kind="stable")
+    def rank(self, source_texts: Sequence[str], target_texts: Sequence[str], on_empty: str = "raise") -> np.ndarray:
+        """For every source document, the target indices from nearest to farthest: ``n_s x n_t``
+        (``on_empty`` as for :meth:`distances`)."""
+        return np.argsort(self.distances(source_texts, target_texts, on_empty), axis=1, kind="stable")
 
     def true_target_ranks(self, source_texts: Sequence[str], target_texts: Sequence[str]) -> np.ndarray:
         """0-based rank of target i among all targets for source i (aligned test pairs). A pair

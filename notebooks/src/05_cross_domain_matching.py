@@ -93,7 +93,8 @@ plt.show()
 # ## What LDK retrieves, and which German words lie nearest to English ones
 
 # %%
-ranking = ldk.rank(test_en[:3], test_de)
+# a German text with no word seen in training is the empty measure here (with a warning), not an error
+ranking = ldk.rank(test_en[:3], test_de, on_empty="keep")
 for i in range(3):
     print("EN:", test_en[i].split("\n")[0])
     for j in ranking[i][:2]:
