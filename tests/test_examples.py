@@ -57,13 +57,14 @@ BENCHMARKS_DIR = EXAMPLES_DIR.parent / "benchmarks"
 BENCHMARKS = {
     "ldk_gram.py": "speed-up",
     "clgp_step.py": "ratio to N=",
+    "clgp_fit.py": "fit speed-up",
     "sparse_gplvsm.py": "ratio us/doc",
     "ldk_random_features.py": "memory ratio",
     "scale_out.py": "identical step losses",
     "slda_tomotopy.py": "held-out pR^2",
     "ldk_classifiers.py": "held-out accuracy",
 }
-NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py"}
+NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py", "clgp_fit.py"}
 
 
 def test_every_benchmark_is_listed():

@@ -1,0 +1,135 @@
+"""One CLGP fit at the categorical study's breast-cancer settings, the code before the speed
+work (commit 9dad77b, extracted with ``git archive``) against today's, in one run; then
+today's fit with one intra-op thread against torch's default while another process keeps
+one core busy.
+
+Setting: split 0 of ``lvgp compare categorical --dataset breast-cancer`` (512 training rows,
+10 columns), Q = 2, M = 50, 5 Monte Carlo samples, Adam (lr 0.05), at most 1,000 iterations.
+Each fit runs in a subprocess of its own; it prints fit seconds, iterations, the held-out
+perplexity of the hidden values, and the ratios.
+
+    python benchmarks/clgp_fit.py [--quick] [--before COMMIT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE = "9dad77b"  # the last commit before the CLGP speed work
+
+# runs in a subprocess with the package to time first on sys.path; prints one JSON line
+_FIT = r"""
+import json, sys, time, warnings
+import numpy as np, torch
+args = json.loads(sys.argv[1])
+if args["threads"]:
+    torch.set_num_threads(args["threads"])
+warnings.simplefilter("ignore")
+from lvgp.baselines.clgp import CLGP
+data = np.load(args["data"])
+model = CLGP(latent_dim=2, num_inducing=50, samples=5, optimizer="adam", lr=0.05, max_iter=args["max_iter"],
+             predict_samples=args["predict_samples"], impute_iter=args["impute_iter"], random_state=0)
+start = time.perf_counter()
+model.fit(data["train"], [int(k) for k in data["cardinalities"]])
+seconds = time.perf_counter() - start
+probs = model.predict_proba(data["partial"])
+p = np.array([probs[d][i, v] for i, (d, v) in enumerate(zip(data["cols"], data["vals"]))])
+print(json.dumps({"seconds": seconds, "iterations": int(getattr(model, "n_iter_", args["max_iter"])),
+                  "perplexity": float(np.exp(-np.mean(np.log(p)))), "threads": torch.get_num_threads()}))
+"""
+
+
+def extract(commit: str, into: Path) -> Path:
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "lvgp"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def fit(package: Path, args: dict, omp_threads: str | None = "1") -> dict:
+    env = {**os.environ, "PYTHONPATH": str(package)}
+    env.pop("OMP_NUM_THREADS", None)
+    if omp_threads is not None:
+        env["OMP_NUM_THREADS"] = omp_threads
+    # cwd: ``python -c`` puts the working directory first on sys.path
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIT, json.dumps(args)], capture_output=True, text=True, env=env, cwd=package
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the fit failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _spin(stop) -> None:
+    """A competing process: keeps one core busy until told to stop."""
+    x = 0.0
+    while not stop.is_set():
+        for i in range(100_000):
+            x += i * 1e-9
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="20 iterations, few samples (for the tests)")
+    parser.add_argument("--before", default=BEFORE, help=f"commit of the code before (default {BEFORE})")
+    args = parser.parse_args(argv)
+
+    from lvgp.experiments.categorical import CategoricalStudy, prepare_split
+
+    train, partial, cols, vals, table, _, _ = prepare_split(CategoricalStudy("breast-cancer"), 0)
+    settings = {
+        "max_iter": 20 if args.quick else 1000,
+        "predict_samples": 20 if args.quick else 200,
+        "impute_iter": 20 if args.quick else 300,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        data = tmp_path / "data.npz"
+        np.savez(data, train=train, partial=partial, cols=cols, vals=vals, cardinalities=table.cardinalities)
+        settings["data"] = str(data)
+        before_pkg = extract(args.before, tmp_path / "before")
+        print(f"breast cancer split 0: {len(train)} training rows, {len(partial)} test rows; one thread per fit")
+        before = fit(before_pkg, {**settings, "threads": 1})
+        now = fit(ROOT, {**settings, "threads": 1})
+        print("\n| code | fit seconds | iterations | s/iteration | held-out perplexity |\n|---|---|---|---|---|")
+        for label, r in ((f"before ({args.before})", before), ("now", now)):
+            print(
+                f"| {label} | {r['seconds']:.1f} | {r['iterations']} | {r['seconds'] / r['iterations']:.3f} "
+                f"| {r['perplexity']:.3f} |"
+            )
+        per_iteration = (before["seconds"] / before["iterations"]) / (now["seconds"] / now["iterations"])
+        print(f"\nfit speed-up {before['seconds'] / now['seconds']:.1f}x; per iteration {per_iteration:.1f}x")
+
+        # today's fit next to a process that keeps one core busy: one thread vs torch's default
+        stop = multiprocessing.Event()
+        spinner = multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
+        spinner.start()
+        try:
+            time.sleep(0.5)
+            busy_one = fit(ROOT, {**settings, "threads": 1})
+            busy_default = fit(ROOT, {**settings, "threads": 0}, omp_threads=None)
+        finally:
+            stop.set()
+            spinner.join()
+        print("\nWith one core kept busy by another process:\n")
+        print("| torch threads | fit seconds | ratio to 1 thread |\n|---|---|---|")
+        for r in (busy_one, busy_default):
+            print(f"| {r['threads']} | {r['seconds']:.1f} | {r['seconds'] / busy_one['seconds']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
