@@ -58,6 +58,7 @@ BENCHMARKS = {
     "ldk_gram.py": "speed-up",
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",
+    "clgp_xor.py": "final ELBO",
     "sparse_gplvsm.py": "ratio us/doc",
     "ldk_random_features.py": "memory ratio",
     "scale_out.py": "identical step losses",
