@@ -40,8 +40,9 @@ if args["threads"]:
 warnings.simplefilter("ignore")
 from lvgp.baselines.clgp import CLGP
 data = np.load(args["data"])
+extra = {"dtype": args["dtype"]} if "dtype" in args else {}  # the code before had no dtype (float64)
 model = CLGP(latent_dim=2, num_inducing=50, samples=5, optimizer="adam", lr=0.05, max_iter=args["max_iter"],
-             predict_samples=args["predict_samples"], impute_iter=args["impute_iter"], random_state=0)
+             predict_samples=args["predict_samples"], impute_iter=args["impute_iter"], random_state=0, **extra)
 start = time.perf_counter()
 model.fit(data["train"], [int(k) for k in data["cardinalities"]])
 seconds = time.perf_counter() - start
@@ -104,14 +105,23 @@ def main(argv=None) -> int:
         print(f"breast cancer split 0: {len(train)} training rows, {len(partial)} test rows; one thread per fit")
         before = fit(before_pkg, {**settings, "threads": 1})
         now = fit(ROOT, {**settings, "threads": 1})
+        now64 = fit(ROOT, {**settings, "threads": 1, "dtype": "float64"})
         print("\n| code | fit seconds | iterations | s/iteration | held-out perplexity |\n|---|---|---|---|---|")
-        for label, r in ((f"before ({args.before})", before), ("now", now)):
+        rows = (
+            (f"before ({args.before}, float64)", before),
+            ("now (float32, the default)", now),
+            ("now, float64", now64),
+        )
+        for label, r in rows:
             print(
                 f"| {label} | {r['seconds']:.1f} | {r['iterations']} | {r['seconds'] / r['iterations']:.3f} "
                 f"| {r['perplexity']:.3f} |"
             )
         per_iteration = (before["seconds"] / before["iterations"]) / (now["seconds"] / now["iterations"])
-        print(f"\nfit speed-up {before['seconds'] / now['seconds']:.1f}x; per iteration {per_iteration:.1f}x")
+        print(
+            f"\nfit speed-up {before['seconds'] / now['seconds']:.1f}x; per iteration {per_iteration:.1f}x; "
+            f"float64 now {before['seconds'] / now64['seconds']:.1f}x"
+        )
 
         # today's fit next to a process that keeps one core busy: one thread vs torch's default
         stop = multiprocessing.Event()
