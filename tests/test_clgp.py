@@ -314,3 +314,13 @@ def test_compare_categorical_cli(tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         main(["compare", "categorical", "--dataset", str(tmp_path / "missing.csv"), "--out", str(out)])
     assert exit_info.value.code == 2
+
+
+def test_paired_note_compares_clgp_and_lgm_split_by_split():
+    from lvgp.experiments.categorical import paired_note
+
+    per = {"clgp": {0: 2.5, 1: 2.7, 2: 2.3}, "lgm": {0: 2.6, 1: 2.6, 2: 2.5}}
+    note = paired_note(per)
+    assert "-0.100, +0.100, -0.200" in note and "mean -0.067" in note and "lower on 2 of 3 splits" in note
+    assert "standard error 0.088" in note  # std 0.153 / sqrt(3)
+    assert paired_note({"clgp": {0: 2.5}, "lgm": {0: 2.6}}) == ""  # one split: no spread to report

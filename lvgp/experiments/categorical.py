@@ -220,11 +220,32 @@ def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
         )
         + " |"
     )
-    return "\n".join(lines) + (
-        f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
-        f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "
-        f"latent dimension {study.latent_dim}, {study.inducing} inducing points, {study.samples} Monte Carlo samples. "
-        "∞: some hidden value got probability 0 (the unsmoothed multinomial on a value unseen in training).\n"
+    return (
+        "\n".join(lines)
+        + paired_note(per)
+        + (
+            f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
+            f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "
+            f"latent dimension {study.latent_dim}, {study.inducing} inducing points, {study.samples} Monte Carlo samples. "
+            "∞: some hidden value got probability 0 (the unsmoothed multinomial on a value unseen in training).\n"
+        )
+    )
+
+
+def paired_note(per: dict[str, dict[int, float]], a: str = "clgp", b: str = "lgm") -> str:
+    """CLGP against LGM on the same splits: the per-split differences, their mean, standard
+    deviation and standard error, and how many splits each wins (a paired comparison: the
+    splits' own difficulty cancels)."""
+    common = sorted(set(per.get(a, {})) & set(per.get(b, {})))
+    diffs = np.array([per[a][s] - per[b][s] for s in common])
+    if len(diffs) < 2 or not np.isfinite(diffs).all():
+        return ""
+    se = diffs.std(ddof=1) / math.sqrt(len(diffs))
+    listed = ", ".join(f"{d:+.3f}" for d in diffs)
+    return (
+        f"\n\nPaired, {LABELS[a]} − {LABELS[b]} per split: {listed}; mean {diffs.mean():+.3f}, "
+        f"std {diffs.std(ddof=1):.3f}, standard error {se:.3f}; {LABELS[a]} lower on {int((diffs < 0).sum())} "
+        f"of {len(diffs)} splits."
     )
 
 
