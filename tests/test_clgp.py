@@ -324,3 +324,18 @@ def test_paired_note_compares_clgp_and_lgm_split_by_split():
     assert "-0.100, +0.100, -0.200" in note and "mean -0.067" in note and "lower on 2 of 3 splits" in note
     assert "standard error 0.088" in note  # std 0.153 / sqrt(3)
     assert paired_note({"clgp": {0: 2.5}, "lgm": {0: 2.6}}) == ""  # one split: no spread to report
+
+
+def test_log_softmax_at_equals_torch_log_softmax_and_its_gradient():
+    from lvgp.baselines.clgp.model import log_softmax_at
+
+    g = torch.Generator().manual_seed(0)
+    logits = (5 * torch.randn(3, 7, 4, 6, generator=g, dtype=torch.float64)).requires_grad_()
+    masked = logits.masked_fill(torch.tensor([True] * 5 + [False]), -math.inf)  # padded categories
+    index = torch.randint(0, 5, (3, 7, 4), generator=g)
+    expected = torch.log_softmax(masked, -1).gather(-1, index.unsqueeze(-1)).squeeze(-1)
+    torch.testing.assert_close(log_softmax_at(masked, index), expected)
+    weights = torch.randn(3, 7, 4, generator=g, dtype=torch.float64)
+    (ours,) = torch.autograd.grad((log_softmax_at(masked, index) * weights).sum(), logits, retain_graph=True)
+    (reference,) = torch.autograd.grad((expected * weights).sum(), logits)
+    torch.testing.assert_close(ours, reference)

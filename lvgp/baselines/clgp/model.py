@@ -61,6 +61,16 @@ from .._pyro import pyro_param
 COVARIANCES = ("rbf", "linear")
 
 
+def log_softmax_at(logits: Tensor, index: Tensor) -> Tensor:
+    """``log_softmax(logits, -1)`` at ``index`` only: ``logits[..., index] - logsumexp(logits)``
+    (``... x K`` and ``...`` long -> ``...``). The same values as ``torch.log_softmax`` then
+    ``gather``, computed from the running maximum directly: with few categories (K = 10) torch's
+    log_softmax kernel and its backward cost 5x more (benchmarks/README.md, CLGP)."""
+    top = logits.detach().amax(-1, keepdim=True)
+    log_norm = top.squeeze(-1) + torch.log(torch.exp(logits - top).sum(-1))
+    return logits.gather(-1, index.unsqueeze(-1)).squeeze(-1) - log_norm
+
+
 class CategoricalLatentGP(PyroModule):
     """CLGP (``covariance="rbf"``) or LGM (``covariance="linear"``, point-estimated U).
 
@@ -238,10 +248,8 @@ class CategoricalLatentGP(PyroModule):
             loglik = x.new_zeros(())
             for d, k in enumerate(self.cardinalities):
                 f = x @ getattr(self, f"weight_{d}").mT + getattr(self, f"bias_{d}")  # S x n x K_d
-                logp = torch.log_softmax(f, -1).gather(
-                    -1, codes[:, d].clamp_max(k - 1).expand(samples, n).unsqueeze(-1)
-                )
-                loglik = loglik + (logp.squeeze(-1) * observed[:, d]).sum()
+                logp = log_softmax_at(f, codes[:, d].clamp_max(k - 1).expand(samples, n))
+                loglik = loglik + (logp * observed[:, d]).sum()
             kl_v = x.new_zeros(())
         else:
             self._cache = None
@@ -253,7 +261,7 @@ class CategoricalLatentGP(PyroModule):
             mean = torch.einsum("smn,sdkm->sndk", w, v)
             f = mean + var.sqrt()[..., None, None] * torch.randn(mean.shape, generator=generator, dtype=dtype)
             f = f.masked_fill(~valid, -math.inf)
-            logp = torch.log_softmax(f, -1).gather(-1, codes.expand(samples, n, -1).unsqueeze(-1)).squeeze(-1)
+            logp = log_softmax_at(f, codes.expand(samples, n, -1))
             loglik = (logp * observed).sum()
             # KL(N(m, S S^T) || N(0, I)) per category, S shared by a variable's K_d categories
             trace = trils.pow(2).sum((-2, -1))  # D
