@@ -280,6 +280,19 @@ def test_dev_split_keeps_singleton_classes_in_training():
     assert len(dev) == 0 and len(train) == 4
 
 
+def test_dev_split_with_more_classes_than_a_quarter_of_the_documents():
+    """20ng at 50 documents: 20 classes of 2-3 documents, 25% would be 13 dev documents for 20
+    classes; the dev part then takes one document of every class (and training keeps one)."""
+    labels = np.repeat(np.arange(20), [3] * 10 + [2] * 10)
+    train, dev = dev_split(labels, 0)
+    assert len(dev) == 20 and set(labels[dev]) == set(labels[train]) == set(range(20))
+    assert sorted(np.concatenate([train, dev])) == list(range(50))
+    train, dev = dev_split(np.repeat(np.arange(8), [10, 8, 6, 6, 6, 6, 4, 4]), 0)  # r8-like: 25% as before
+    assert len(dev) == 13
+    train, dev = dev_split(np.array(list("aabbc")), 0)  # 2 classes with 2: one each way
+    assert len(dev) == 2
+
+
 def test_stratified_folds_keep_rare_classes_in_training():
     from sklearn.model_selection import StratifiedKFold
 

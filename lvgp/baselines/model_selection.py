@@ -35,15 +35,20 @@ def stratified_folds(y, n_folds: int = 3, random_state: int | None = 0) -> list[
 
 
 def dev_split(y, random_state: int | None = 0, dev_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified train/dev indices; classes with a single document stay in training. Returns
-    an empty dev part when no stratified split is possible. Identical to
-    ``train_test_split(stratify=y)`` when every class has two documents."""
+    """Stratified train/dev indices; classes with a single document stay in training. Identical
+    to ``train_test_split(stratify=y)`` when every class has two documents. When
+    ``dev_fraction`` of the documents is fewer than the classes (e.g. 50 documents of 20
+    classes), the dev part takes one document per class instead, as long as the training part
+    keeps one too; an empty dev part only when even that is impossible."""
     y = np.asarray(y)
     classes, counts = np.unique(y, return_counts=True)
     keep = np.isin(y, classes[counts >= 2])
     rows = np.flatnonzero(keep)
+    n_classes = int((counts >= 2).sum())
     try:
         tr, dv = train_test_split(rows, test_size=dev_fraction, stratify=y[rows], random_state=random_state)
     except ValueError:  # too few documents for one per class on each side
-        return np.arange(len(y)), np.array([], dtype=int)
+        if n_classes < 2 or len(rows) < 2 * n_classes:
+            return np.arange(len(y)), np.array([], dtype=int)
+        tr, dv = train_test_split(rows, test_size=n_classes, stratify=y[rows], random_state=random_state)
     return np.sort(np.concatenate([tr, np.flatnonzero(~keep)])), dv
