@@ -59,13 +59,14 @@ BENCHMARKS = {
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",
     "clgp_xor.py": "final ELBO",
+    "gp_embedding_fit.py": "fit speed-up",
     "sparse_gplvsm.py": "ratio us/doc",
     "ldk_random_features.py": "memory ratio",
     "scale_out.py": "identical step losses",
     "slda_tomotopy.py": "held-out pR^2",
     "ldk_classifiers.py": "held-out accuracy",
 }
-NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py", "clgp_fit.py"}
+NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py", "clgp_fit.py", "gp_embedding_fit.py"}
 
 
 def test_every_benchmark_is_listed():

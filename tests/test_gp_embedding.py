@@ -383,3 +383,22 @@ def test_compare_classification_cli_on_a_tsv(tmp_path):
     assert main(argv) == 0
     records = json.loads((others / "results.json").read_text())
     assert sorted(r["method"] for r in records) == sorted(["slda", "svm-rbf", "svm-poly", "latent-smm", "ldk-gpc"])
+
+
+def test_C_search_scores_folds_that_miss_a_class():
+    """A class with two documents lands in one fold's held-out part only: that fold's training
+    part lacks it. The held-out log likelihood gives it 1e-12 instead of NaN; with
+    scikit-learn's neg_log_loss every C scored NaN and the search took the smallest C."""
+    from sklearn.linear_model import LogisticRegression
+
+    from lvgp.baselines.gp_embedding import heldout_log_likelihood
+
+    rng = np.random.default_rng(0)
+    y = np.array([0] * 20 + [1] * 20 + [2] * 2)
+    z = rng.normal(size=(42, 5)) + 3 * np.eye(5)[np.minimum(y, 4)]
+    model = LogisticRegression().fit(z[y < 2], y[y < 2])
+    score = heldout_log_likelihood(model, z, y)
+    expected = np.log(model.predict_proba(z[y < 2])[np.arange(40), y[y < 2]]).sum() + 2 * np.log(1e-12)
+    assert np.isfinite(score) and np.isclose(score, expected)
+    chooser = GPEmbeddingLogisticRegression(embeddings=np.eye(5), Cs=(0.01, 1.0, 100.0))
+    assert chooser._choose_C(z, y) >= 1.0  # separable classes: not the smallest C

@@ -123,6 +123,20 @@ def rbf_covariance(a: Tensor, b: Tensor, lengthscale: Tensor) -> Tensor:
     return rbf_gram(a / lengthscale, b / lengthscale, torch.ones((), dtype=a.dtype))
 
 
+def heldout_log_likelihood(estimator, X, y) -> float:
+    """Summed log-probability of the held-out labels (a ``GridSearchCV`` scorer). A class absent
+    from the fold's training part (rare classes stay in training, so a held-out document's
+    class can be missing there) gets probability 1e-12 instead of making the score undefined:
+    scikit-learn's ``neg_log_loss`` raises on such a fold, and ``GridSearchCV`` then scores
+    every C as NaN and picks the first, i.e. the smallest."""
+    y = np.asarray(y)
+    proba = np.full(len(y), 1e-12)
+    known = np.isin(y, estimator.classes_)
+    columns = np.searchsorted(estimator.classes_, y[known])
+    proba[known] = estimator.predict_proba(X[known])[np.arange(known.sum()), columns]
+    return float(np.log(np.clip(proba, 1e-12, 1)).sum())
+
+
 def _cholesky(matrix: Tensor, what: str) -> Tensor:
     chol, info = torch.linalg.cholesky_ex(matrix)
     if int(info) != 0:
@@ -657,9 +671,13 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             z = u * sv
         grid = sorted(float(c) for c in self.Cs)
         for _ in range(4):
-            search = GridSearchCV(LogisticRegression(max_iter=2000), {"C": grid}, cv=folds, scoring="neg_log_loss").fit(
-                z, y
-            )
+            search = GridSearchCV(
+                LogisticRegression(max_iter=2000),
+                {"C": grid},
+                cv=folds,
+                scoring=heldout_log_likelihood,
+                error_score="raise",  # a failing fold must not rank a C silently (a NaN score ranks first)
+            ).fit(z, y)
             best = float(search.best_params_["C"])
             if best == grid[-1] and len(grid) < len(self.Cs) + 3:
                 grid = grid + [best * 10]
