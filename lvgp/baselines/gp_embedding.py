@@ -203,7 +203,6 @@ class EigenCovariance:
 
     def __init__(self, embeddings: Tensor, lengthscale: float, x: sp.csr_matrix, search: bool = False):
         self.lengthscale = float(lengthscale)
-        self.search = search
         k = rbf_covariance(embeddings, embeddings, torch.tensor(self.lengthscale, dtype=embeddings.dtype))
         if search:
             # a length-scale search only ranks candidates: a float32 decomposition (2.2x faster at
@@ -485,11 +484,10 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         bias0 = torch.from_numpy(np.atleast_1d(init.intercept_)[:n_out].copy())
         targets = torch.from_numpy(y_codes.astype(np.float64 if n_out == 1 else np.int64))
         if self.posterior == "map":
-            psi, bias, lengthscale, noise = self._fit_map(e, x, cov, targets, n_out, psi0, bias0, noise)
+            psi, bias, noise, final = self._fit_map(e, x, cov, targets, n_out, psi0, bias0, noise)
+            lengthscale = final.lengthscale
             self.model_ = CovariateSmoother(e, n_out, self.C_, lengthscale, noise, self.min_noise)
             self._psi, self.bias_ = psi, bias
-            final = cov if cov.lengthscale == lengthscale else self._exact_cov
-            del self._exact_cov  # p x p: not part of the fitted model
             s2 = torch.tensor(noise**2, dtype=e.dtype)
             self.smoothed_weights_ = final.u @ (final.shrinkage(s2).unsqueeze(-1) * (final.u.mT @ psi))
             self._solver = functools.partial(final.solve, s2=s2)
@@ -637,12 +635,12 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         psi: Tensor,
         bias: Tensor,
         noise: float,
-    ) -> tuple[Tensor, Tensor, float, float]:
+    ) -> tuple[Tensor, Tensor, float, EigenCovariance]:
         """The joint MAP: inner L-BFGS over (sigma, Psi, b) at a length-scale (:meth:`_map_at`),
-        bounded Brent on log l around the starting one (``learn_theta``)."""
+        bounded Brent on log l around the starting one (``learn_theta``). Returns Psi, b, sigma
+        and the float64 decomposition at the chosen length-scale."""
         self.loss_curve_: list[float] = []
         self._map_converged = True
-        self._exact_cov = cov
         best: dict[str, Any] = {"value": math.inf}
 
         def at(log_l: float) -> float:
@@ -651,7 +649,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             start: dict[str, Any] = best if "psi" in best else {"psi": psi, "bias": bias, "noise": noise}
             value, p_, b_, s_ = self._map_at(c, y, n_out, start["psi"], start["bias"], start["noise"])
             if value < best["value"]:
-                best.update(value=value, psi=p_, bias=b_, noise=s_, lengthscale=c.lengthscale)
+                best.update(value=value, psi=p_, bias=b_, noise=s_, lengthscale=c.lengthscale, cov=c)
             return value
 
         center = math.log(cov.lengthscale)
@@ -665,14 +663,14 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                 _, best["psi"], best["bias"], best["noise"] = self._map_at(
                     exact, y, n_out, best["psi"], best["bias"], best["noise"]
                 )
-                self._exact_cov = exact
+                best["cov"] = exact
         if not self._map_converged:
             warnings.warn(
                 f"the MAP fit did not converge in max_iter={self.max_iter} L-BFGS iterations; increase max_iter",
                 ConvergenceWarning,
                 stacklevel=4,
             )
-        return best["psi"], best["bias"], best["lengthscale"], best["noise"]
+        return best["psi"], best["bias"], best["noise"], best["cov"]
 
     def _choose_C(self, z: np.ndarray, y: np.ndarray) -> float:
         """C maximizing the cross-validated log likelihood over ``Cs`` (scikit-learn's
