@@ -6,9 +6,8 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _before import ROOT
 
 
 def profile_table(text: str) -> str:

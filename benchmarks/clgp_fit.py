@@ -14,20 +14,14 @@ perplexity of the hidden values, and the ratios.
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import multiprocessing
-import os
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _before import ROOT, extract, run_code
 
-ROOT = Path(__file__).resolve().parent.parent
 BEFORE = "9dad77b"  # the last commit before the CLGP speed work
 
 # runs in a subprocess with the package to time first on sys.path; prints one JSON line
@@ -53,25 +47,8 @@ print(json.dumps({"seconds": seconds, "iterations": int(getattr(model, "n_iter_"
 """
 
 
-def extract(commit: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "lvgp"], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def fit(package: Path, args: dict, omp_threads: str | None = "1") -> dict:
-    env = {**os.environ, "PYTHONPATH": str(package)}
-    env.pop("OMP_NUM_THREADS", None)
-    if omp_threads is not None:
-        env["OMP_NUM_THREADS"] = omp_threads
-    # cwd: ``python -c`` puts the working directory first on sys.path
-    proc = subprocess.run(
-        [sys.executable, "-c", _FIT, json.dumps(args)], capture_output=True, text=True, env=env, cwd=package
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the fit failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_code(_FIT, package, args, omp_threads)
 
 
 def _spin(stop) -> None:

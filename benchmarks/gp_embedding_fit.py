@@ -11,18 +11,13 @@ Prints fit seconds, r8 test accuracy, the speed-up, and cProfile's top functions
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import os
-import subprocess
-import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from _before import ROOT, extract, run_code
 
-ROOT = Path(__file__).resolve().parent.parent
 BEFORE = "05211e8"  # the last commit before the eigenbasis MAP (e57765f)
 
 # runs in a subprocess with the package to time first on sys.path; prints one JSON line
@@ -47,25 +42,11 @@ print(json.dumps({"seconds": seconds, "accuracy": accuracy, "words": len(model.w
 """
 
 
-def extract(commit: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "lvgp"], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def fit(package: Path, args: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(package), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-c", _FIT, json.dumps(args)], capture_output=True, text=True, env=env, cwd=package
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the fit failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_code(_FIT, package, args)
 
 
 def main(argv=None) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _profile import profile_table
 
     from lvgp.datasets import load_corpus

@@ -25,12 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import json
-import os
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 import warnings
@@ -38,9 +33,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _before import extract, run_code
 from _profile import profile_table, stats_text
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # runs inside the subprocess with the old package on sys.path; prints one JSON line
 _BEFORE_SMM = r"""
@@ -83,23 +77,8 @@ print(json.dumps({"seconds": seconds, "accuracy": float(np.mean(m.predict(data["
 """
 
 
-def extract(commit: str, into: Path) -> Path:
-    """The ``lvgp`` package at ``commit`` (``git archive``) under ``into``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "lvgp"], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def run_before(code: str, package: Path, args: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(package), "OMP_NUM_THREADS": "1"}
-    # cwd: ``python -c`` puts the working directory first on sys.path, where the current lvgp may be
-    proc = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env, cwd=package
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the code before failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_code(code, package, args)
 
 
 def smm_data(quick: bool) -> dict:

@@ -1,0 +1,40 @@
+"""'Before' against 'now' in one run: the ``lvgp`` package of an earlier commit, extracted with
+``git archive``, and a script run against it (or against today's tree) in a subprocess, so
+that both are timed under the same load. Shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def extract(commit: str, into: Path) -> Path:
+    """The ``lvgp`` package at ``commit`` (``git archive``) under ``into``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "lvgp"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def run_code(code: str, package: Path, args: dict, omp_threads: str | None = "1") -> dict:
+    """Run ``code`` (``python -c``, ``args`` as JSON in ``sys.argv[1]``) with ``package`` first
+    on the path; the last line it prints is parsed as JSON. ``omp_threads=None`` leaves
+    ``OMP_NUM_THREADS`` unset (torch's default)."""
+    env = {**os.environ, "PYTHONPATH": str(package)}
+    env.pop("OMP_NUM_THREADS", None)
+    if omp_threads is not None:
+        env["OMP_NUM_THREADS"] = omp_threads
+    # cwd: ``python -c`` puts the working directory first on sys.path, where the current lvgp may be
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env, cwd=package
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the run against {package} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
