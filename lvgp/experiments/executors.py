@@ -17,6 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..models.validation import check_number
+
 Cell = dict
 Outcome = tuple[Cell, Any, str | None]
 
@@ -44,8 +46,7 @@ class InProcessExecutor(Executor):
     (``None``: torch's default, every core)."""
 
     def __init__(self, threads: int | None = None):
-        if threads is not None and threads < 1:
-            raise ValueError(f"threads must be >= 1; got {threads}")
+        check_number("threads", threads, integer=True, minimum=1, allow_none=True)
         self.threads = threads
 
     def run(self, fn, context, cells):
@@ -84,10 +85,8 @@ class ProcessExecutor(Executor):
     more would make the workers' OpenMP threads spin against each other)."""
 
     def __init__(self, jobs: int, threads: int | None = None):
-        if jobs < 1:
-            raise ValueError(f"jobs must be >= 1; got {jobs}")
-        if threads is not None and threads < 1:
-            raise ValueError(f"threads must be >= 1; got {threads}")
+        check_number("jobs", jobs, integer=True, minimum=1)
+        check_number("threads", threads, integer=True, minimum=1, allow_none=True)
         self.jobs, self.threads = jobs, threads
 
     def run(self, fn, context, cells):

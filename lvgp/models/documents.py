@@ -290,10 +290,15 @@ def empty_rows(x: torch.Tensor) -> torch.Tensor:
     return (x == PAD).all(-1)
 
 
-def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
-    """Validate regression targets: numeric, finite, ``n`` rows; returns float64 ``(n,)`` or ``(n, B)``."""
+def _require_target(y: object, name: str) -> None:
+    """scikit-learn's wording for a missing target."""
     if y is None:
         raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
+
+
+def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
+    """Validate regression targets: numeric, finite, ``n`` rows; returns float64 ``(n,)`` or ``(n, B)``."""
+    _require_target(y, name)
     try:
         arr = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -314,8 +319,7 @@ def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
 def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Validate class labels: one per document (``n``), no missing values, at least two
     classes. Returns ``(classes, codes)`` as ``np.unique(y, return_inverse=True)``."""
-    if y is None:
-        raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
+    _require_target(y, name)
     arr = np.asarray(y)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must hold one label per document: {n} documents, {name} of shape {arr.shape}")

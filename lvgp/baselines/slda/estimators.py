@@ -70,6 +70,11 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
             )
         return x.numpy()
 
+    def _warn_if_unconverged(self, what: str, unit: str, hint: str) -> None:
+        """A ``ConvergenceWarning``, pointing at the caller of ``fit``, when the budget ended the fit."""
+        if not self.converged_:
+            warnings.warn(f"{what} did not converge in {self.n_iter_} {unit}; {hint}", ConvergenceWarning, stacklevel=3)
+
     def _check_common(self) -> None:
         check_number("n_topics", self.n_topics, integer=True, minimum=1)
         for name in ("max_epochs", "batch_size", "sweeps", "n_iter_no_change"):
@@ -279,12 +284,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
             self._fit_svi(x, torch.from_numpy(y))
         self.fit_seconds_ = time.perf_counter() - start
         self.eta_ = self.engine_.eta_ * self.y_std_ + self.y_mean_
-        if not self.converged_:
-            warnings.warn(
-                f"sLDA ({self.inference}) did not converge in {self.n_iter_} iterations; increase its budget",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        self._warn_if_unconverged(f"sLDA ({self.inference})", "iterations", "increase its budget")
         return self
 
     def predict(self, X: Documents) -> np.ndarray:
@@ -343,12 +343,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         self._fit_svi(x, codes, n_classes=len(self.classes_) if self._response == "categorical" else None)
         self.fit_seconds_ = time.perf_counter() - start
         self.eta_ = self.engine_.eta_
-        if not self.converged_:
-            warnings.warn(
-                f"sLDA (svi) did not converge in {self.n_iter_} epochs; increase max_epochs",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        self._warn_if_unconverged("sLDA (svi)", "epochs", "increase max_epochs")
         return self
 
     def predict_proba(self, X) -> np.ndarray:
