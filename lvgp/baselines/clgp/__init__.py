@@ -8,6 +8,7 @@ from .estimators import (
     MultinomialModel,
     UniformModel,
     UnigramDirichletMultinomial,
+    hide_each_value,
     hide_one_value,
     imputation_perplexity,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "MultinomialModel",
     "UnigramDirichletMultinomial",
     "BigramDirichletMultinomial",
+    "hide_each_value",
     "hide_one_value",
     "imputation_perplexity",
 ]

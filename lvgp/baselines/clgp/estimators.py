@@ -18,7 +18,7 @@ import numpy as np
 import pyro
 import torch
 from pyro.infer import TraceMeanField_ELBO
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
@@ -190,6 +190,14 @@ class BigramDirichletMultinomial(_FrequencyModel):
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _JITTER = {"float64": 1e-6, "float32": 1e-4}  # added to K_MM's diagonal
+LATENT_SCALES = ("auto", "paper", "joint")
+
+
+def paper_scale_step(iteration: int) -> float:
+    """The step size of the paper code's gradient ascent on log s (q(x)'s standard deviations) at
+    ``iteration`` (0-based): learning rate 1e-2 times its ``learning_rate_adapt`` 0.2 times the decay
+    100 / (t + 100) (``CLGP_opt.opt_one_step``, github.com/yaringal/CLGP)."""
+    return 1e-2 * 0.2 * 100 / (iteration + 100)
 
 
 class CLGP(BaseEstimator):
@@ -208,6 +216,22 @@ class CLGP(BaseEstimator):
             ``"random"`` (N(0, I) as in the paper's section 5).
         lengthscale_init: initial ARD length-scales (the paper: 0.1, relative to its random
             initialization; 1.0 matches unit-variance PCA coordinates).
+        latent_scale: how the standard deviations s of q(x) (training rows, and new rows at
+            imputation) are fitted. ``"auto"`` (default): whichever of the two rules below
+            imputes better on a dev split of the training rows (20%, one observed value hidden
+            per dev row; the other 80% fitted), then refit on every row with it (three fits in
+            all; every observed value of a dev row is hidden in turn, one at a time, so that the
+            choice rests on many imputations; the choice and the dev perplexities are kept as ``latent_scale_`` and
+            ``latent_scale_dev_perplexity_``; a tie goes to ``"joint"``). ``"paper"``: as in the paper's code
+            (``CLGP_theano_opt.py`` of github.com/yaringal/CLGP), plain gradient ascent on
+            log s with the decaying step ``0.002 * 100 / (t + 100)`` at iteration t, while
+            everything else takes the ``optimizer``'s steps; s then stays near its start (0.1):
+            about 0.12 after 1,000 iterations on XOR. ``"joint"``: s takes the ``optimizer``'s
+            steps like every other parameter, so the ELBO is maximized over s too. The two are
+            different estimators: on XOR (section 5.1.1) ``"paper"`` reaches the paper's
+            perplexity (1.03) and ``"joint"`` a better ELBO with a worse perplexity (1.29),
+            because the ELBO's own optimum encodes the rows vaguely (results/README.md,
+            "Categorical imputation"; ``benchmarks/clgp_xor.py --bound``).
         kl_warmup: fraction of ``max_iter`` over which the weight of KL(q(x)||p(x)) rises
             linearly from 0 to 1 (then the objective is the exact ELBO). Without it the
             optimizer tends to collapse q(x) onto the prior first (an uninformative local
@@ -228,7 +252,8 @@ class CLGP(BaseEstimator):
     of the likelihood); ``predict_proba(codes)`` infers q(x) for each new row from its
     observed entries with the global parameters fixed, then returns, per column, the
     predictive probabilities of its values. Fitted: ``model_``, ``elbo_curve_`` (per
-    observed entry), ``latent_means_`` (n x Q), ``restart_elbos_``, ``n_iter_``, ``converged_``.
+    observed entry), ``latent_means_`` (n x Q), ``restart_elbos_``, ``n_iter_``, ``converged_``,
+    ``latent_scale_`` (the rule used for q(x)'s scales) and ``latent_scale_dev_perplexity_``.
     The ELBO is evaluated by :meth:`CategoricalLatentGP.elbo` (all variables and Monte Carlo
     particles in one batch; Pyro's ``TraceMeanField_ELBO`` of the model and guide in
     expectation), with random numbers from local generators seeded by ``random_state``.
@@ -245,6 +270,7 @@ class CLGP(BaseEstimator):
         max_iter: int = 500,
         init: str = "pca",
         lengthscale_init: float = 1.0,
+        latent_scale: str = "auto",
         kl_warmup: float = 0.5,
         impute_iter: int = 300,
         predict_samples: int = 200,
@@ -264,6 +290,7 @@ class CLGP(BaseEstimator):
         self.max_iter = max_iter
         self.init = init
         self.lengthscale_init = lengthscale_init
+        self.latent_scale = latent_scale
         self.kl_warmup = kl_warmup
         self.impute_iter = impute_iter
         self.predict_samples = predict_samples
@@ -294,6 +321,8 @@ class CLGP(BaseEstimator):
             raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {self.optimizer!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}; got {self.dtype!r}")
+        if self.latent_scale not in LATENT_SCALES:
+            raise ValueError(f"latent_scale must be one of {LATENT_SCALES}; got {self.latent_scale!r}")
         if self.init not in ("pca", "random"):
             raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
 
@@ -306,18 +335,26 @@ class CLGP(BaseEstimator):
         desc: str,
         warmup: int = 0,
         latent: list[torch.Tensor] | None = None,
+        scales: list[torch.Tensor] | None = None,
     ) -> tuple[list[float], bool]:
         """Adam or RMSprop on ``loss_fn`` (a negative Monte Carlo ELBO) for at most ``iters``
         steps; after the KL warm-up, converged when the mean loss of the last 50 steps is
         less than ``tol`` (relative) below the mean of the 50 before. With ``latent`` (the q(x)
         parameters, among ``params``), every iteration first steps the other parameters with
-        q(x) fixed, then q(x) with the others fixed (the paper's section 4 schedule)."""
+        q(x) fixed, then q(x) with the others fixed (the paper's section 4 schedule). ``scales``
+        (the unconstrained log standard deviations of q(x), among ``params``) take
+        :func:`paper_scale_step` gradient steps when ``latent_scale="paper"``."""
         make = torch.optim.RMSprop if self.optimizer == "rmsprop" else torch.optim.Adam
-        if latent:
-            ids = {id(t) for t in latent}
-            steps = [make([t for t in params if id(t) not in ids], lr=self.lr), make(latent, lr=self.lr)]
-        else:
-            steps = [make(params, lr=self.lr)]
+        slow = {id(t) for t in scales} if scales and self._scale_rule() == "paper" else set()
+        latent_ids = {id(t) for t in latent or []}
+        groups = [[t for t in params if id(t) not in latent_ids]] + ([list(latent)] if latent else [])
+        steps: list[list[torch.optim.Optimizer]] = []
+        for group in groups:
+            fast = [t for t in group if id(t) not in slow]
+            steps.append([make(fast, lr=self.lr)] if fast else [])
+            if any(id(t) in slow for t in group):
+                steps[-1].append(torch.optim.SGD([t for t in group if id(t) in slow], lr=paper_scale_step(0)))
+        everything = [opt for phase in steps for opt in phase]
         curve: list[float] = []
         window, converged = 50, False
         bar = tqdm(range(iters), desc=desc, disable=not self.verbose, leave=False)
@@ -325,16 +362,19 @@ class CLGP(BaseEstimator):
             for it in bar:
                 # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
                 model.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
-                for opt in steps:
-                    for group in steps:
-                        group.zero_grad()
+                for phase in steps:
+                    for opt in everything:
+                        opt.zero_grad()
+                        if isinstance(opt, torch.optim.SGD):
+                            opt.param_groups[0]["lr"] = paper_scale_step(it)
                     loss = loss_fn()
                     if not torch.isfinite(loss):
                         raise FloatingPointError(
                             f"the ELBO became {loss.item()} after {len(curve)} iterations; lower lr"
                         )
                     loss.backward()
-                    opt.step()
+                    for opt in phase:
+                        opt.step()
                 curve.append(loss.item())
                 bar.set_postfix(loss=f"{curve[-1]:.4g}")
                 if it + 1 >= warmup + 2 * window and (it + 1) % window == 0:
@@ -358,9 +398,13 @@ class CLGP(BaseEstimator):
         if not observed.any(0).all():
             raise ValueError(f"columns {np.flatnonzero(~observed.any(0)).tolist()} have no observed value")
         self.cardinalities_ = list(cardinalities)
+        start = time.perf_counter()  # fit_seconds_ includes the dev fits of latent_scale="auto"
+        if self.latent_scale == "auto":
+            self.latent_scale_, self.latent_scale_dev_perplexity_ = self._select_latent_scale(codes)
+        else:
+            self.latent_scale_, self.latent_scale_dev_perplexity_ = self.latent_scale, {}
         seeds = np.random.default_rng(self.random_state).integers(2**31 - 1, size=self.restarts + 1)
         self._predict_seed = int(seeds[-1])
-        start = time.perf_counter()
         best = None
         self.restart_elbos_ = []
         with self._local_params():
@@ -382,6 +426,33 @@ class CLGP(BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def _scale_rule(self) -> str:
+        """The rule for q(x)'s scales in use: the fitted choice once ``fit`` has made it."""
+        return getattr(self, "latent_scale_", self.latent_scale)
+
+    def _select_latent_scale(self, codes: np.ndarray) -> tuple[str, dict[str, float]]:
+        """``latent_scale="auto"``: fit each rule on 80% of the rows and impute each observed value
+        of the other 20% (rows with at least two observed values) from the rest of its row; the
+        lower dev perplexity wins, ``"joint"`` on a tie or when fewer than 5 rows can be held out."""
+        rng = np.random.default_rng(self.random_state)
+        usable = np.flatnonzero((codes >= 0).sum(1) >= 2)
+        n_dev = int(round(0.2 * len(codes)))
+        if min(n_dev, len(usable)) < 5:
+            return "joint", {}
+        dev = rng.choice(usable, n_dev, replace=False)
+        rest = np.setdiff1d(np.arange(len(codes)), dev)
+        if not (codes[rest] >= 0).any(0).all():
+            return "joint", {}  # the 80% would miss a column entirely
+        partial, columns, values = hide_each_value(codes[dev])
+        scores = {}
+        for rule in ("paper", "joint"):
+            trial = clone(self).set_params(latent_scale=rule, verbose=False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit warns, if it must
+                trial.fit(codes[rest], self.cardinalities_)
+            scores[rule] = imputation_perplexity(trial, partial, columns, values)
+        return ("paper" if scores["paper"] < scores["joint"] else "joint"), scores
 
     def _fit_once(self, codes: np.ndarray, observed: np.ndarray, seed: int) -> dict:
         """One fit from the start that ``seed`` draws; every random number comes from local
@@ -418,6 +489,7 @@ class CLGP(BaseEstimator):
             latent=[p for n, p in model.named_parameters() if n.startswith(("x_loc", "x_scale"))]
             if self.alternate
             else None,
+            scales=[p for n, p in model.named_parameters() if n.startswith("x_scale")],
         )
         with torch.no_grad():  # the final ELBO, with many samples (restarts are compared by it)
             final = float(np.mean([model.elbo(y, mask, 20, generator=generator).item() for _ in range(5)])) / n_obs
@@ -451,6 +523,7 @@ class CLGP(BaseEstimator):
                 lambda: -model.elbo(y, mask, self.samples, x_loc=loc, x_scale=raw_scale.exp(), generator=generator),
                 self.impute_iter,
                 "impute",
+                scales=[raw_scale],
             )
         finally:
             for p in frozen:
@@ -515,6 +588,18 @@ def hide_one_value(codes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndar
     values = codes[np.arange(len(codes)), columns]
     partial[np.arange(len(codes)), columns] = MISSING
     return partial, columns, values
+
+
+def hide_each_value(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every observed value of every row hidden in turn: one partially observed copy of a row per
+    observed value (rows need two observed values), with the hidden columns and values, as
+    :func:`hide_one_value` returns them."""
+    rows, columns = np.nonzero(codes >= 0)
+    partial = codes[rows].copy()
+    partial[np.arange(len(rows)), columns] = MISSING
+    if ((partial >= 0).sum(1) < 1).any():
+        raise ValueError("hide_each_value: every row needs at least two observed values")
+    return partial, columns, codes[rows, columns]
 
 
 def imputation_perplexity(model, partial: np.ndarray, columns: np.ndarray, values: np.ndarray) -> float:
