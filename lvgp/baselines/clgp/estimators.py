@@ -350,11 +350,13 @@ class CLGP(BaseEstimator):
         latent_ids = {id(t) for t in latent or []}
         groups = [[t for t in params if id(t) not in latent_ids]] + ([list(latent)] if latent else [])
         steps: list[list[torch.optim.Optimizer]] = []
+        scale_steps: list[torch.optim.Optimizer] = []  # plain SGD on the slow scales, step size set per iteration
         for group in groups:
             fast = [t for t in group if id(t) not in slow]
             steps.append([make(fast, lr=self.lr)] if fast else [])
             if any(id(t) in slow for t in group):
-                steps[-1].append(torch.optim.SGD([t for t in group if id(t) in slow], lr=paper_scale_step(0)))
+                scale_steps.append(torch.optim.SGD([t for t in group if id(t) in slow], lr=paper_scale_step(0)))
+                steps[-1].append(scale_steps[-1])
         everything = [opt for phase in steps for opt in phase]
         curve: list[float] = []
         window, converged = 50, False
@@ -363,11 +365,11 @@ class CLGP(BaseEstimator):
             for it in bar:
                 # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
                 model.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
+                for opt in scale_steps:
+                    opt.param_groups[0]["lr"] = paper_scale_step(it)
                 for phase in steps:
                     for opt in everything:
                         opt.zero_grad()
-                        if isinstance(opt, torch.optim.SGD):
-                            opt.param_groups[0]["lr"] = paper_scale_step(it)
                     loss = loss_fn()
                     if not torch.isfinite(loss):
                         raise FloatingPointError(
