@@ -122,3 +122,19 @@ def test_dev_selection_fits_each_equivalent_setting_once_and_prefers_the_first_o
     assert selected.best_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
     assert selected.fitted_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
     assert _Recorder.fits[-1] == {"C": 2.0, "rho": 1.0, "gamma": 1.0}
+
+
+def test_dev_selection_by_k_folds_scores_every_document_once_per_setting():
+    X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b")]
+    y = np.array([x.split()[0] for x in X])
+    grid = {"rho": [1.0, 0.1], "gamma": [1.0], "C": [0.5, 2.0]}
+    _Recorder.fits = []
+    selected = classification.DevSelected(_Recorder(), grid, 0, folds=4).fit(X, y)
+    # 4 settings x 4 folds, plus the refit; each fold trains on 3/4 of the 24 documents
+    assert len(_Recorder.fits) == 4 * 4 + 1
+    assert [score for _, score in selected.dev_scores_] == [0.5, 1.0, 0.5, 1.0]  # C < 1 predicts "a"
+    assert selected.best_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
+    # folds=1 is the single dev part: one fit per setting
+    _Recorder.fits = []
+    classification.DevSelected(_Recorder(), grid, 0, folds=1).fit(X, y)
+    assert len(_Recorder.fits) == 4 + 1

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..baselines.model_selection import dev_split
+from ..baselines.model_selection import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
 from .study import option, recorded_warnings
 
@@ -89,6 +89,9 @@ class ClassificationStudy:
     rhos: tuple[float, ...] = option(THESIS_RHOS, "grid over rho of the LDK classifiers")
     gammas: tuple[float, ...] = option(THESIS_GAMMAS, "grid over the RBF embedding bandwidth of latent-smm")
     smm_cs: tuple[float, ...] = option(THESIS_CS, "grid over C of latent-smm")
+    dev_folds: int = option(
+        1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"
+    )
     seed: int = option(0, "seed of the samples and the methods")
 
 
@@ -205,13 +208,16 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
         def canonical(params: dict) -> dict:  # the same fit (exactly): gamma 1 and rho / gamma
             return {**params, "rho": float(f"{equivalent_rho(params['rho'], params['gamma']):.12g}"), "gamma": 1.0}
 
-        return DevSelected(smm, grid, seed, canonical)
+        return DevSelected(smm, grid, seed, canonical, folds=study.dev_folds)
     if method.startswith("ldk-gpc"):
         from ..models.gpc import LDKGPClassifier
 
         gpc = LDKGPClassifier(max_iter=study.ldk_max_iter, word_embeddings=glove, random_state=seed)
         return DevSelected(
-            gpc, {"latent_dim": sorted(study.latent_dims), "rho": sorted(study.rhos, reverse=True)}, seed
+            gpc,
+            {"latent_dim": sorted(study.latent_dims), "rho": sorted(study.rhos, reverse=True)},
+            seed,
+            folds=study.dev_folds,
         )
     if method in ("svm-rbf", "svm-poly"):
         from ..baselines.text_classifiers import KernelSVMClassifier
@@ -237,12 +243,29 @@ class DevSelected:
     (scikit-learn's ``GridSearchCV`` with a predefined split would refit every equivalent
     setting, hence this small loop.)
 
+    ``folds``: 1 (the thesis) scores each setting on one stratified 25% dev part; ``k > 1``
+    scores it by stratified ``k``-fold cross-validation inside the sample
+    (:func:`~lvgp.baselines.model_selection.stratified_folds`): dev accuracy is then pooled over
+    every scored document, ``k`` fits per setting. At 100 documents one dev part holds 25 of
+    them, and its accuracy moves in steps of 0.04: too coarse to tell settings apart.
+
     Fitted: ``best_params_`` (a grid setting), ``fitted_params_`` (its canonical form, what was
     refit), ``dev_scores_`` (canonical setting, dev accuracy), ``model_``, ``selection_seconds_``.
     """
 
-    def __init__(self, estimator, grid: dict, seed: int, canonical=None):
+    def __init__(self, estimator, grid: dict, seed: int, canonical=None, folds: int = 1):
         self.estimator, self.grid, self.seed, self.canonical = estimator, grid, seed, canonical
+        self.folds = folds
+
+    def _dev_parts(self, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(train, dev) index pairs: one dev part, or the ``folds`` folds (one dev part when no
+        two folds are possible); ``[]`` when there is nothing to score on."""
+        if int(self.folds) > 1:
+            parts = stratified_folds(y, int(self.folds), self.seed)
+            if parts:
+                return parts
+        tr, dv = dev_split(y, self.seed)
+        return [(tr, dv)] if len(dv) else []
 
     def fit(self, X, y):
         from sklearn.base import clone
@@ -255,14 +278,17 @@ class DevSelected:
         best = settings[0]
         self.dev_scores_ = []
         if len(settings) > 1:
-            tr, dv = dev_split(y, self.seed)
-            if len(dv):
+            parts = self._dev_parts(y)
+            if parts:
                 scores: dict[tuple, float] = {}
                 for params in settings:
                     key = tuple(sorted(canonical(params).items()))
                     if key not in scores:
-                        model = clone(self.estimator).set_params(**dict(key)).fit([X[i] for i in tr], y[tr])
-                        scores[key] = float(np.mean(model.predict([X[i] for i in dv]) == y[dv]))
+                        hits = []
+                        for tr, dv in parts:
+                            model = clone(self.estimator).set_params(**dict(key)).fit([X[i] for i in tr], y[tr])
+                            hits.append(model.predict([X[i] for i in dv]) == y[dv])
+                        scores[key] = float(np.mean(np.concatenate(hits)))
                         self.dev_scores_.append((dict(key), scores[key]))
                 best = max(settings, key=lambda params: scores[tuple(sorted(canonical(params).items()))])
             else:
