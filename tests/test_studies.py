@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator
 
 from lvgp.experiments import classification
 from lvgp.experiments.cli import STUDIES, _study_module, build_parser
@@ -138,3 +139,34 @@ def test_dev_selection_by_k_folds_scores_every_document_once_per_setting():
     _Recorder.fits = []
     classification.DevSelected(_Recorder(), grid, 0, folds=1).fit(X, y)
     assert len(_Recorder.fits) == 4 + 1
+
+
+class _Confident(BaseEstimator):
+    """Predicts a document's first word, with probability ``confidence`` (ties in accuracy)."""
+
+    def __init__(self, confidence=0.6):
+        self.confidence = confidence
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        hit = np.array([[x.split()[0] == c for c in self.classes_] for x in X], dtype=float)
+        return hit * self.confidence + (1 - hit) * (1 - self.confidence) / (len(self.classes_) - 1)
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def test_dev_selection_by_log_likelihood_separates_settings_that_tie_in_accuracy():
+    X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b", "c")]
+    y = np.array([x.split()[0] for x in X])
+    grid = {"confidence": [0.6, 0.9, 0.99999]}
+    by_accuracy = classification.DevSelected(_Confident(), grid, 0, folds=3).fit(X, y)
+    assert by_accuracy.best_params_ == {"confidence": 0.6}  # all perfect: the first wins
+    by_loglik = classification.DevSelected(_Confident(), grid, 0, folds=3, scoring="log-likelihood").fit(X, y)
+    assert by_loglik.best_params_ == {"confidence": 0.99999}
+    assert [s for _, s in by_loglik.dev_scores_] == pytest.approx(np.log([0.6, 0.9, 0.99999]))
+    with pytest.raises(ValueError, match="scoring"):
+        classification.DevSelected(_Confident(), grid, 0, scoring="auc")

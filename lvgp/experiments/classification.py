@@ -92,6 +92,12 @@ class ClassificationStudy:
     dev_folds: int = option(
         1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"
     )
+    dev_scoring: str = option(
+        "accuracy",
+        "what the LDK GP classifiers' selection maximizes on dev: accuracy (the thesis) or log-likelihood "
+        "(mean log predictive probability of the true class); the latent SMM always uses accuracy",
+        choices=("accuracy", "log-likelihood"),
+    )
     seed: int = option(0, "seed of the samples and the methods")
 
 
@@ -218,6 +224,7 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
             {"latent_dim": sorted(study.latent_dims), "rho": sorted(study.rhos, reverse=True)},
             seed,
             folds=study.dev_folds,
+            scoring=study.dev_scoring,
         )
     if method in ("svm-rbf", "svm-poly"):
         from ..baselines.text_classifiers import KernelSVMClassifier
@@ -228,6 +235,9 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     if method == "mean-embedding":
         return MeanEmbeddingClassifier(embeddings=study.embeddings, random_state=seed)
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
+
+
+DEV_SCORINGS = ("accuracy", "log-likelihood")
 
 
 class DevSelected:
@@ -246,16 +256,30 @@ class DevSelected:
     ``folds``: 1 (the thesis) scores each setting on one stratified 25% dev part; ``k > 1``
     scores it by stratified ``k``-fold cross-validation inside the sample
     (:func:`~lvgp.baselines.model_selection.stratified_folds`): dev accuracy is then pooled over
-    every scored document, ``k`` fits per setting. At 100 documents one dev part holds 25 of
+    every scored document, ``k`` fits per setting. ``scoring``: ``"accuracy"`` (the thesis) or
+    ``"log-likelihood"`` (the mean log predictive probability of the true class; needs
+    ``predict_proba``), which separates settings that tie in accuracy. At 100 documents one dev part holds 25 of
     them, and its accuracy moves in steps of 0.04: too coarse to tell settings apart.
 
     Fitted: ``best_params_`` (a grid setting), ``fitted_params_`` (its canonical form, what was
     refit), ``dev_scores_`` (canonical setting, dev accuracy), ``model_``, ``selection_seconds_``.
     """
 
-    def __init__(self, estimator, grid: dict, seed: int, canonical=None, folds: int = 1):
+    def __init__(self, estimator, grid: dict, seed: int, canonical=None, folds: int = 1, scoring: str = "accuracy"):
+        if scoring not in DEV_SCORINGS:
+            raise ValueError(f"scoring must be one of {DEV_SCORINGS}; got {scoring!r}")
         self.estimator, self.grid, self.seed, self.canonical = estimator, grid, seed, canonical
-        self.folds = folds
+        self.folds, self.scoring = folds, scoring
+
+    def _dev_scores(self, model, X: list, y: np.ndarray) -> np.ndarray:
+        """Per-document dev scores of a fitted model: hits (accuracy) or the log predictive
+        probability of the true class (floored at 1e-300 for a class the model never saw)."""
+        if self.scoring == "accuracy":
+            return (model.predict(X) == y).astype(float)
+        proba = model.predict_proba(X)
+        column = {c: j for j, c in enumerate(model.classes_)}
+        p = np.array([proba[i, column[c]] if c in column else 0.0 for i, c in enumerate(y)])
+        return np.log(np.maximum(p, 1e-300))
 
     def _dev_parts(self, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(train, dev) index pairs: one dev part, or the ``folds`` folds (one dev part when no
@@ -284,11 +308,11 @@ class DevSelected:
                 for params in settings:
                     key = tuple(sorted(canonical(params).items()))
                     if key not in scores:
-                        hits = []
+                        per_document = []
                         for tr, dv in parts:
                             model = clone(self.estimator).set_params(**dict(key)).fit([X[i] for i in tr], y[tr])
-                            hits.append(model.predict([X[i] for i in dv]) == y[dv])
-                        scores[key] = float(np.mean(np.concatenate(hits)))
+                            per_document.append(self._dev_scores(model, [X[i] for i in dv], y[dv]))
+                        scores[key] = float(np.mean(np.concatenate(per_document)))
                         self.dev_scores_.append((dict(key), scores[key]))
                 best = max(settings, key=lambda params: scores[tuple(sorted(canonical(params).items()))])
             else:
@@ -333,7 +357,8 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
         record.update(
             chosen=model.best_params_, fitted=model.fitted_params_, selection_seconds=model.selection_seconds_
         )
-        record["dev_scores"] = [{**params, "dev_accuracy": score} for params, score in model.dev_scores_]
+        name = "dev_" + model.scoring.replace("-", "_")
+        record["dev_scores"] = [{**params, name: score} for params, score in model.dev_scores_]
         model = model.model_
     elif hasattr(model, "best_params_"):
         record["chosen"] = model.best_params_
