@@ -65,8 +65,9 @@ BENCHMARKS = {
     "scale_out.py": "identical step losses",
     "slda_tomotopy.py": "held-out pR^2",
     "ldk_classifiers.py": "held-out accuracy",
+    "ldk_gpc_convergence.py": "held-out accuracy against",
 }
-NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py", "clgp_fit.py", "gp_embedding_fit.py"}
+NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py", "ldk_gpc_convergence.py", "clgp_fit.py", "gp_embedding_fit.py"}
 
 
 def test_every_benchmark_is_listed():
