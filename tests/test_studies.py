@@ -170,3 +170,5 @@ def test_dev_selection_by_log_likelihood_separates_settings_that_tie_in_accuracy
     assert [s for _, s in by_loglik.dev_scores_] == pytest.approx(np.log([0.6, 0.9, 0.99999]))
     with pytest.raises(ValueError, match="scoring"):
         classification.DevSelected(_Confident(), grid, 0, scoring="auc")
+    with pytest.raises(ValueError, match="folds"):
+        classification.DevSelected(_Confident(), grid, 0, folds=0)

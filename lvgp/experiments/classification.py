@@ -14,7 +14,9 @@ letters, at least 3, no English stop words). Training documents left empty are d
 test documents left empty kept (each method's documented empty-document policy applies);
 both are counted in the cell's record. The LDK classifiers choose every hyper-parameter of
 the thesis's grids on a stratified 25% dev part of the training sample (q, rho, gamma and C
-for the latent SMM; q and rho for the GP classifier) and refit on the whole sample; the
+for the latent SMM; q and rho for the GP classifier; ``--dev-folds k`` uses stratified k-fold
+CV instead, ``--dev-scoring log-likelihood`` scores the GP classifiers by their log predictive
+probability of the true class) and refit on the whole sample; the
 baselines choose theirs by cross-validation inside the sample. Embeddings: GloVe 6B 50d.
 Every warning raised while a method fits and predicts is counted in the cell's record.
 """
@@ -255,19 +257,21 @@ class DevSelected:
 
     ``folds``: 1 (the thesis) scores each setting on one stratified 25% dev part; ``k > 1``
     scores it by stratified ``k``-fold cross-validation inside the sample
-    (:func:`~lvgp.baselines.model_selection.stratified_folds`): dev accuracy is then pooled over
-    every scored document, ``k`` fits per setting. ``scoring``: ``"accuracy"`` (the thesis) or
+    (:func:`~lvgp.baselines.model_selection.stratified_folds`), the score pooled over every
+    scored document, ``k`` fits per setting. (At 100 documents one dev part holds 25 of them,
+    and its accuracy moves in steps of 0.04.) ``scoring``: ``"accuracy"`` (the thesis) or
     ``"log-likelihood"`` (the mean log predictive probability of the true class; needs
-    ``predict_proba``), which separates settings that tie in accuracy. At 100 documents one dev part holds 25 of
-    them, and its accuracy moves in steps of 0.04: too coarse to tell settings apart.
+    ``predict_proba``), which separates settings that tie in accuracy.
 
     Fitted: ``best_params_`` (a grid setting), ``fitted_params_`` (its canonical form, what was
-    refit), ``dev_scores_`` (canonical setting, dev accuracy), ``model_``, ``selection_seconds_``.
+    refit), ``dev_scores_`` (canonical setting, dev score), ``model_``, ``selection_seconds_``.
     """
 
     def __init__(self, estimator, grid: dict, seed: int, canonical=None, folds: int = 1, scoring: str = "accuracy"):
         if scoring not in DEV_SCORINGS:
             raise ValueError(f"scoring must be one of {DEV_SCORINGS}; got {scoring!r}")
+        if int(folds) != folds or folds < 1:
+            raise ValueError(f"folds must be a positive integer (1: one dev part); got {folds!r}")
         self.estimator, self.grid, self.seed, self.canonical = estimator, grid, seed, canonical
         self.folds, self.scoring = folds, scoring
 
