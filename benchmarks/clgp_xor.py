@@ -3,8 +3,9 @@ final training ELBO for several optimizer settings, three seeds each (results/RE
 "Categorical imputation", reads these numbers), and the ELBO's own optimum for any decoder.
 
 The settings whose name does not start with ``paper`` fit q(x)'s standard deviations like every
-other parameter (``latent_scale="joint"``); ``paper`` is the estimator's default, the paper
-code's slow gradient ascent on them (``latent_scale="paper"``).
+other parameter (``latent_scale="joint"``); ``paper`` uses the paper code's slow gradient
+ascent on them (``latent_scale="paper"``). The estimator's default, ``"auto"``, chooses between
+the two on dev rows and is not run here.
 
 ``--bound`` needs no fit: it takes the best decoder there is (each variable's value predicted
 from the exact posterior over the four patterns given x) and the four patterns coded in q(x) as

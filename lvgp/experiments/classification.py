@@ -50,6 +50,7 @@ METHODS = (
     "svm-rbf",
     "svm-poly",
 )
+DEV_SCORINGS = ("accuracy", "log-likelihood")  # what DevSelected maximizes on dev
 LABELS = {
     "gp-embed-logreg": "GP covariate embedding",
     "logreg": "LogReg (BoW)",
@@ -98,7 +99,7 @@ class ClassificationStudy:
         "accuracy",
         "what the LDK GP classifiers' selection maximizes on dev: accuracy (the thesis) or log-likelihood "
         "(mean log predictive probability of the true class); the latent SMM always uses accuracy",
-        choices=("accuracy", "log-likelihood"),
+        choices=DEV_SCORINGS,
     )
     seed: int = option(0, "seed of the samples and the methods")
 
@@ -237,9 +238,6 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
     if method == "mean-embedding":
         return MeanEmbeddingClassifier(embeddings=study.embeddings, random_state=seed)
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
-
-
-DEV_SCORINGS = ("accuracy", "log-likelihood")
 
 
 class DevSelected:
