@@ -5,7 +5,8 @@ objective is the sum of the classes' exact log marginal likelihoods (against a n
 reference on the loop LDK) plus the word vectors' log prior once, multi-class accuracy on a
 synthetic task, deterministic probabilities. Variational inference: binary probabilities
 calibrated on a task whose true class probabilities are known, multi-class softmax against
-gpytorch's own marginal. Bad input."""
+gpytorch's own marginal. Early stopping: the held-out score against a fit rebuilt by hand,
+the final model against a plain fit with the chosen budget. Bad input."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from lvgp import Vocabulary
 from lvgp.datasets import make_synonym_regression
 from lvgp.models.gpc import LDKGPClassifier
 
@@ -126,3 +128,54 @@ def test_variational_multiclass_softmax_and_bad_input():
         LDKGPClassifier(inference="laplace").fit(x[:10], y[:10])
     with pytest.raises(ValueError, match="rho must be positive"):
         LDKGPClassifier(rho=0).fit(x[:10], y[:10])
+
+
+def test_early_stopping_scores_a_held_out_part_and_refits_all_documents_for_the_best_iteration():
+    from lvgp._random import derive_seed
+    from lvgp.baselines.model_selection import dev_split
+
+    x, y = three_classes(90, 2)
+    kw = dict(latent_dim=2, rho=0.1, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LDKGPClassifier(early_stopping=True, max_iter=40, n_iter_no_change=4, **kw).fit(x, y)
+        best, curve = clf.best_iter_, clf.validation_curve_
+        assert 1 <= best <= 40 and len(curve) >= best
+        assert best == int(np.argmin(curve)) + 1  # scored after every iteration
+        assert len(curve) == 40 or len(curve) == best + 4  # the budget, or n_iter_no_change past the best
+        # reference 1: the held-out fit, rebuilt by hand, scores min(curve) on the held-out part
+        _, codes = np.unique(y, return_inverse=True)
+        train, dev = dev_split(codes, derive_seed(3), 0.25)
+        probe = LDKGPClassifier(max_iter=best, **kw).fit([x[i] for i in train], y[train])
+        proba = probe.predict_proba([x[i] for i in dev])
+        nll = -np.mean(np.log(proba[np.arange(len(dev)), y[dev]]))
+        assert abs(nll - min(curve)) < 1e-6 * abs(nll)
+        # reference 2: the final model is a plain fit on all documents with best_iter iterations
+        plain = LDKGPClassifier(max_iter=best, **kw).fit(x, y)
+    assert clf.n_iter_ == plain.n_iter_ <= best
+    np.testing.assert_allclose(clf.predict_proba(x[:20]), plain.predict_proba(x[:20]), rtol=1e-10)
+    assert plain.best_iter_ is None and plain.validation_curve_ == []
+
+
+def test_early_stopping_inputs_and_variational_epochs():
+    x, y = three_classes(60, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        # padded input: the held-out part may hold the largest word id
+        ids = Vocabulary().fit(x).encode(x)
+        clf = LDKGPClassifier(early_stopping=True, max_iter=15, n_iter_no_change=3, random_state=0).fit(ids, y)
+        assert clf.encoder_.num_words == int(ids.max()) + 1 and clf.best_iter_ >= 1
+        var = LDKGPClassifier(
+            inference="variational",
+            num_inducing=16,
+            early_stopping=True,
+            max_epochs=12,
+            n_iter_no_change=3,
+            random_state=0,
+        ).fit(x, y)
+    assert 1 <= var.best_iter_ <= 12 and var.best_iter_ == int(np.argmin(var.validation_curve_)) + 1
+    assert var.n_iter_ == var.best_iter_  # the refit runs exactly the chosen number of epochs
+    with pytest.warns(UserWarning, match="no validation part"):
+        LDKGPClassifier(early_stopping=True, max_iter=3).fit(x[:3], [0, 1, 2])
+    with pytest.raises(ValueError, match="validation_fraction"):
+        LDKGPClassifier(early_stopping=True, validation_fraction=1.5).fit(x, y)

@@ -172,3 +172,13 @@ def test_dev_selection_by_log_likelihood_separates_settings_that_tie_in_accuracy
         classification.DevSelected(_Confident(), grid, 0, scoring="auc")
     with pytest.raises(ValueError, match="folds"):
         classification.DevSelected(_Confident(), grid, 0, folds=0)
+
+
+def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
+    study = classification.ClassificationStudy(
+        dataset="r8", latent_dims=(8, 2), rhos=(0.1, 1.0), alpha_epsilons=(0.001, 0.1), dev_folds=4
+    )
+    selected = classification.make_model(study, "ldk-gpc-glove", seed=3)
+    assert selected.grid == {"latent_dim": [2, 8], "rho": [1.0, 0.1], "alpha_epsilon": [0.1, 0.001]}
+    assert selected.folds == 4 and selected.estimator.word_embeddings == study.embeddings
+    assert classification.ClassificationStudy(dataset="r8").alpha_epsilons == (0.01,)  # Milios et al.'s default

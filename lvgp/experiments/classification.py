@@ -90,6 +90,9 @@ class ClassificationStudy:
     ldk_max_iter: int = option(50, "L-BFGS iterations of every latent-smm and ldk-gpc fit")
     latent_dims: tuple[int, ...] = option(THESIS_LATENT_DIMS, "grid over q of the LDK classifiers")
     rhos: tuple[float, ...] = option(THESIS_RHOS, "grid over rho of the LDK classifiers")
+    alpha_epsilons: tuple[float, ...] = option(
+        (0.01,), "grid over the Dirichlet pseudo-count alpha_epsilon of ldk-gpc (Milios et al.'s default: 0.01)"
+    )
     gammas: tuple[float, ...] = option(THESIS_GAMMAS, "grid over the RBF embedding bandwidth of latent-smm")
     smm_cs: tuple[float, ...] = option(THESIS_CS, "grid over C of latent-smm")
     dev_folds: int = option(
@@ -224,7 +227,11 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
         gpc = LDKGPClassifier(max_iter=study.ldk_max_iter, word_embeddings=glove, random_state=seed)
         return DevSelected(
             gpc,
-            {"latent_dim": sorted(study.latent_dims), "rho": sorted(study.rhos, reverse=True)},
+            {
+                "latent_dim": sorted(study.latent_dims),
+                "rho": sorted(study.rhos, reverse=True),
+                "alpha_epsilon": sorted(study.alpha_epsilons, reverse=True),
+            },
             seed,
             folds=study.dev_folds,
             scoring=study.dev_scoring,

@@ -285,6 +285,18 @@ class DocumentEncoder:
         return enc
 
 
+def take_documents(X: Documents, rows: np.ndarray) -> Documents:
+    """The documents ``rows`` (integer indices) of ``X``, in the same input kind."""
+    rows = np.asarray(rows, dtype=np.int64)
+    kind = input_kind(X)
+    if kind == "padded":
+        return X[torch.from_numpy(rows)]
+    if kind == "counts":
+        return X.tocsr()[rows] if sp.issparse(X) else np.asarray(X)[rows]
+    docs = list(X)
+    return [docs[i] for i in rows]
+
+
 def empty_rows(x: torch.Tensor) -> torch.Tensor:
     """Boolean mask of padding-only rows of an ``n x L`` tensor."""
     return (x == PAD).all(-1)

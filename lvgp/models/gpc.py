@@ -30,8 +30,10 @@ in training that have an embedding then enter prediction with their embedding-im
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Self
 
 import gpytorch
@@ -48,8 +50,8 @@ from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
-from ..warnings import EmptyDocumentsWarning
-from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, word_weights
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, take_documents, word_weights
 from .gplvsm import PaddedInputsMixin
 from .numerics import covariance_errors, default_dtype, exact_numerics
 from .optimize import minimize
@@ -122,13 +124,24 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
             :math:`\alpha_\epsilon`, 0.01 as they suggest).
         max_iter, tol: L-BFGS budget and relative tolerance (Dirichlet).
+        early_stopping: choose the budget on held-out documents instead: a stratified
+            ``validation_fraction`` of the training documents
+            (:func:`~lvgp.baselines.model_selection.dev_split`) is held out, a fit on the rest
+            is scored after every L-BFGS iteration (variational: every epoch) by the mean
+            negative log predictive probability of the true class, and stops after
+            ``n_iter_no_change`` iterations without improvement; the classifier is then refit
+            on *all* documents for the best iteration count (``best_iter_``), up to ``max_iter``
+            (``max_epochs``). The MAP word vectors over-fit the marginal likelihood when
+            converged (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
         num_inducing, max_epochs, batch_size (``None``: full batch), lr, ngd_lr: variational inference.
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call).
         vocabulary, num_words, random_state, verbose.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
-    ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``. A ``ConvergenceWarning``
+    ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
+    ``validation_curve_`` (the held-out fit's; ``None`` and ``[]`` without early stopping;
+    ``fit_seconds_`` includes the held-out fit). A ``ConvergenceWarning``
     says when the budget ends before the convergence criterion (L-BFGS's, or for the variational
     inference a relative change of the epoch loss below ``tol`` over 10 epochs).
     """
@@ -145,6 +158,9 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
         tol: float = 1e-6,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.25,
+        n_iter_no_change: int = 10,
         num_inducing: int = 128,
         max_epochs: int = 200,
         batch_size: int | None = None,
@@ -166,6 +182,9 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.alpha_epsilon = alpha_epsilon
         self.max_iter = max_iter
         self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.num_inducing = num_inducing
         self.max_epochs = max_epochs
         self.batch_size = batch_size
@@ -183,7 +202,9 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         for name in ("rho", "gamma", "alpha_epsilon", "lr", "ngd_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
-        for name in ("max_iter", "num_inducing", "max_epochs", "n_mc_samples"):
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in (0, 1); got {self.validation_fraction!r}")
+        for name in ("max_iter", "num_inducing", "max_epochs", "n_mc_samples", "n_iter_no_change"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}")
         if self.batch_size is not None and int(self.batch_size) < 1:
@@ -211,26 +232,93 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X: Documents, y: TensorLike) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
         self._check_params()
+        start = time.perf_counter()
+        budget: int | None = None
+        curve: list[float] = []
+        if self.early_stopping:
+            budget, curve = self._early_stopping_budget(X, y)
+        self._fit(X, y, budget)
+        self.best_iter_, self.validation_curve_ = budget, curve
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def _early_stopping_budget(self, X: Documents, y: TensorLike) -> tuple[int | None, list[float]]:
+        """The best iteration count (and the validation curve) of a fit on a stratified part of
+        ``X`` scored on the rest; ``(None, [])`` with a warning when no part can be held out."""
+        from sklearn.base import clone
+
+        from ..baselines.model_selection import dev_split
+
+        encoder = DocumentEncoder(self.vocabulary, self.num_words)
+        n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split
+        _, codes = check_labels(y, n)
+        train, dev = dev_split(codes, derive_seed(self.random_state), float(self.validation_fraction))
+        if not len(dev):
+            warnings.warn(
+                f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
+                "fitted with the full budget (max_iter / max_epochs)",
+                UserWarning,
+                stacklevel=3,
+            )
+            return None, []
+        probe = clone(self).set_params(early_stopping=False, verbose=False)
+        if encoder.kind == "padded":
+            probe.set_params(num_words=encoder.num_words)  # the held-out part may hold the largest id
+        labels = np.asarray(y)
+        probe._fit(take_documents(X, train), labels[train], validation=(take_documents(X, dev), labels[dev]))
+        return probe.best_iter_, probe.validation_curve_
+
+    def _fit(self, X: Documents, y: TensorLike, budget: int | None = None, validation: tuple | None = None) -> None:
+        """Fit with ``budget`` L-BFGS iterations (epochs) instead of ``max_iter`` (``max_epochs``),
+        or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
         seed = derive_seed(self.random_state)
-        start = time.perf_counter()
+        self.validation_curve_, self.best_iter_ = [], None
         with default_dtype(torch.float64):
+            validate = None if validation is None else self._validation_loss(*validation)
             if self.inference == "dirichlet":
-                self._fit_dirichlet(x, codes, seed)
+                self._fit_dirichlet(x, codes, seed, budget, validate)
             else:
                 # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
                 # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
                 with seeded_torch(seed):
-                    self._fit_variational(x, codes, seed)
-        self.fit_seconds_ = time.perf_counter() - start
+                    self._fit_variational(x, codes, seed, budget, validate)
         self.model_.eval()
         self.likelihood_.eval()
-        return self
 
-    def _fit_dirichlet(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+    def _validation_loss(self, X_dev: Documents, y_dev: np.ndarray) -> Callable[[], float]:
+        """Mean negative log predictive probability of the true class on ``(X_dev, y_dev)``
+        under the current parameters (floored at 1e-300 for a class never seen in training)."""
+
+        def loss() -> float:
+            column = {c: j for j, c in enumerate(self.classes_)}
+            cols = np.array([column.get(c, -1) for c in y_dev])
+            self.model_.eval()
+            self.likelihood_.eval()
+            try:
+                with warnings.catch_warnings():  # counted once by the final model's predictions, not per iteration
+                    warnings.simplefilter("ignore", UnseenWordsWarning)
+                    warnings.simplefilter("ignore", EmptyDocumentsWarning)
+                    proba = self.predict_proba(X_dev)
+            finally:
+                self.model_.train()
+                self.likelihood_.train()
+            p = np.where(cols >= 0, proba[np.arange(len(cols)), np.maximum(cols, 0)], 0.0)
+            return float(-np.mean(np.log(np.maximum(p, 1e-300))))
+
+        return loss
+
+    def _fit_dirichlet(
+        self,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
         targets = torch.from_numpy(codes)
         likelihood = gpytorch.likelihoods.DirichletClassificationLikelihood(
             targets, alpha_epsilon=self.alpha_epsilon, learn_additional_noise=True, dtype=torch.float64
@@ -253,15 +341,26 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             [p for p in model.parameters() if p.requires_grad],
             objective,
             method="lbfgs",
-            max_iter=int(self.max_iter),
+            max_iter=int(self.max_iter if budget is None else budget),
             tol=self.tol,
+            validate=validate,
+            n_iter_no_change=int(self.n_iter_no_change),
             verbose=self.verbose,
             desc="LDK GP classifier",
         )
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
-        result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=3)
+        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
+        if budget is None:  # a chosen budget ends the fit by design
+            result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
 
-    def _fit_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+    def _fit_variational(
+        self,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
@@ -290,9 +389,11 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.loss_curve_ = []
         self.converged_ = False
         window = 10
+        epochs = int(self.max_epochs if budget is None else budget)
+        best_loss, best_state = float("inf"), None
         try:
             with exact_numerics():
-                for _ in tqdm(range(int(self.max_epochs)), desc="LDK GP classifier", disable=not self.verbose):
+                for epoch in tqdm(range(epochs), desc="LDK GP classifier", disable=not self.verbose):
                     perm, total = torch.randperm(n, generator=g), 0.0
                     for b in range(0, n, batch):
                         rows = perm[b : b + batch]
@@ -306,6 +407,15 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                         adam.step()
                         total += loss.item() * len(rows)
                     self.loss_curve_.append(total / n)
+                    if validate is not None:
+                        self.validation_curve_.append(validate())
+                        if self.validation_curve_[-1] < best_loss:
+                            best_loss, self.best_iter_ = self.validation_curve_[-1], epoch + 1
+                            best_state = copy.deepcopy((self.model_.state_dict(), self.likelihood_.state_dict()))
+                        elif epoch + 1 - self.best_iter_ >= int(self.n_iter_no_change):
+                            self.converged_ = True  # early stopping
+                            break
+                        continue
                     curve = self.loss_curve_
                     if len(curve) > 2 * window:
                         before, recent = min(curve[:-window]), min(curve[-window:])
@@ -313,15 +423,18 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                             self.converged_ = True
                             break
         except KeyboardInterrupt:
-            warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=3)
+            warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=4)
         else:
-            if not self.converged_:
+            if not self.converged_ and budget is None:
                 warnings.warn(
                     f"the variational GP classifier did not converge in {self.max_epochs} epochs; increase max_epochs",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
         self.n_iter_ = len(self.loss_curve_)
+        if best_state is not None:  # the best validated epoch's parameters
+            self.model_.load_state_dict(best_state[0])
+            self.likelihood_.load_state_dict(best_state[1])
 
     @property
     def word_vectors_(self) -> np.ndarray:
