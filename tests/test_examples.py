@@ -66,8 +66,16 @@ BENCHMARKS = {
     "slda_tomotopy.py": "held-out pR^2",
     "ldk_classifiers.py": "held-out accuracy",
     "ldk_gpc_convergence.py": "held-out accuracy against",
+    "gpc_features_vs_svm.py": "Dirichlet GPC, linear kernel on tf-idf",
 }
-NEEDS_DATA = {"slda_tomotopy.py", "ldk_classifiers.py", "ldk_gpc_convergence.py", "clgp_fit.py", "gp_embedding_fit.py"}
+NEEDS_DATA = {
+    "slda_tomotopy.py",
+    "ldk_classifiers.py",
+    "ldk_gpc_convergence.py",
+    "clgp_fit.py",
+    "gp_embedding_fit.py",
+    "gpc_features_vs_svm.py",
+}
 
 
 def test_every_benchmark_is_listed():

@@ -182,3 +182,18 @@ def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
     assert selected.grid == {"latent_dim": [2, 8], "rho": [1.0, 0.1], "alpha_epsilon": [0.1, 0.001]}
     assert selected.folds == 4 and selected.estimator.word_embeddings == study.embeddings
     assert classification.ClassificationStudy(dataset="r8").alpha_epsilons == (0.01,)  # Milios et al.'s default
+
+
+def test_in_process_cells_run_with_the_given_threads_in_torch_and_the_blas_pools():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from lvgp.experiments.executors import InProcessExecutor
+
+    def counts(context, cell):
+        return torch.get_num_threads(), {pool["num_threads"] for pool in threadpool_info()}
+
+    before = counts(None, None)
+    [(_, inside, error)] = list(InProcessExecutor(threads=1).run(counts, None, [{"method": "m", "split": 0}]))
+    assert error is None and inside == (1, {1})
+    assert counts(None, None) == before  # restored

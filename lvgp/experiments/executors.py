@@ -41,26 +41,42 @@ class Executor(ABC):
         """Yield ``(cell, result, error)`` for every cell, in completion order."""
 
 
+def _limit_threads(threads: int) -> Callable[[], None]:
+    """Use ``threads`` threads in torch and in the BLAS/OpenMP pools numpy, scipy and
+    scikit-learn call (threadpoolctl); returns the function that restores the previous counts.
+    (Pinning only torch left scipy's L-BFGS on a multi-threaded BLAS: a long fit's rounding,
+    hence its path, then depended on the machine's load.)"""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    limiter = threadpool_limits(limits=threads)
+
+    def restore() -> None:
+        limiter.restore_original_limits()
+        torch.set_num_threads(previous)
+
+    return restore
+
+
 class InProcessExecutor(Executor):
-    """Cells one after the other in this process (the default), with ``threads`` torch threads
-    (``None``: torch's default, every core)."""
+    """Cells one after the other in this process (the default), with ``threads`` threads in torch
+    and the BLAS pools (``None``: the libraries' defaults, every core)."""
 
     def __init__(self, threads: int | None = None):
         check_number("threads", threads, integer=True, minimum=1, allow_none=True)
         self.threads = threads
 
     def run(self, fn, context, cells):
-        import torch
-
-        previous = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
+        restore = _limit_threads(self.threads) if self.threads is not None else None
         try:
             for cell in cells:
                 result, error = _call(fn, context, cell)
                 yield cell, result, error
         finally:
-            torch.set_num_threads(previous)
+            if restore is not None:
+                restore()
 
 
 # ------------------------------------------------------------------ local processes
@@ -69,9 +85,7 @@ _WORKER_CONTEXT: dict[str, Any] = {}
 
 
 def _init_worker(context: Any, threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
+    _limit_threads(threads)  # for the worker's lifetime
     _WORKER_CONTEXT["context"] = context
 
 
