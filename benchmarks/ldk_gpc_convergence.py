@@ -1,11 +1,12 @@
 """Does the LDK GP classifier gain from a converged optimizer? Test accuracy against the
 L-BFGS budget at fixed settings.
 
-r8 at 100 training documents (``--train-size``; the classification study's 3 samples under the thesis's 1%
-word cut, the standard test split), the GloVe-tied Dirichlet GP classifier with rho = 0.1 and
-q in {2, 8}: each fit with the study's budget (50 L-BFGS iterations), 200, to convergence
-(``--converge-iter``), and with early stopping (``early_stopping=True``: the budget chosen on
-a held-out quarter of the training documents, then a refit on all of them). Printed per budget: mean test accuracy, the per-sample accuracies, the
+r8 at 100 training documents (``--train-size``; the classification study's 3 samples under
+the thesis's 1% word cut, the standard test split), the GloVe-tied Dirichlet GP classifier
+with rho = 0.1 and q in {2, 8}: each fit with the study's budget (50 L-BFGS iterations), 200,
+to convergence (``--converge-iter``), and with early stopping (``early_stopping=True``: the
+budget chosen on a held-out quarter of the training documents, then a refit on all of them).
+Printed per budget: mean test accuracy, the per-sample accuracies, the
 final objective (negative log marginal likelihood plus log prior, per document) and the
 iterations used. Accuracy is not a timing: this is a diagnostic of the MAP objective, recorded
 in benchmarks/README.md.

@@ -14,8 +14,9 @@ letters, at least 3, no English stop words). Training documents left empty are d
 test documents left empty kept (each method's documented empty-document policy applies);
 both are counted in the cell's record. The LDK classifiers choose every hyper-parameter of
 the thesis's grids on a stratified 25% dev part of the training sample (q, rho, gamma and C
-for the latent SMM; q and rho for the GP classifier; ``--dev-folds k`` uses stratified k-fold
-CV instead, ``--dev-scoring log-likelihood`` scores the GP classifiers by their log predictive
+for the latent SMM; q and rho for the GP classifier, and its Dirichlet pseudo-count with
+``--alpha-epsilons``; ``--dev-folds k`` uses stratified k-fold CV instead,
+``--dev-scoring log-likelihood`` scores the GP classifiers by their log predictive
 probability of the true class) and refit on the whole sample; the
 baselines choose theirs by cross-validation inside the sample. Embeddings: GloVe 6B 50d.
 Every warning raised while a method fits and predicts is counted in the cell's record.
