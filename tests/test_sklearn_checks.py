@@ -85,6 +85,7 @@ ESTIMATORS = [
     lvgp.SparseGPLVSMRegressor(num_inducing=4, batch_size=16, max_steps=5, random_state=0),
     lvgp.LatentSMMClassifier(max_iter=3, random_state=0),
     lvgp.LDKGPClassifier(max_iter=3, random_state=0),
+    lvgp.LDKGPClassifier(max_iter=3, early_stopping=True, n_iter_no_change=2, random_state=0),
     lvgp.SLDARegressor(n_topics=2, max_epochs=2, random_state=0),
     lvgp.SLDAClassifier(n_topics=2, max_epochs=2, random_state=0),
     lvgp.LDARegression(n_topics=2, em_max_iter=3, random_state=0),
