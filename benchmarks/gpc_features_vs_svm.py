@@ -58,6 +58,7 @@ class _LinearDirichletGP(gpytorch.models.ExactGP):
 
 def linear_dirichlet_gpc(x_train, codes, x_test, alpha_epsilon: float, max_iter: int) -> np.ndarray:
     """Predicted class codes of the Dirichlet GP classifier with a linear kernel."""
+    from lvgp.models.gpc import expected_softmax
     from lvgp.models.optimize import minimize
 
     x = torch.as_tensor(x_train, dtype=torch.float64)
@@ -75,9 +76,7 @@ def linear_dirichlet_gpc(x_train, codes, x_test, alpha_epsilon: float, max_iter:
     model.eval()
     with torch.no_grad():
         f = model(torch.as_tensor(x_test, dtype=torch.float64))
-        mean, std = f.mean.mT, f.variance.clamp_min(0).sqrt().mT
-        eps = torch.randn(256, 1, mean.shape[-1], dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-        return torch.softmax(mean + std * eps, dim=-1).mean(0).argmax(-1).numpy()
+        return expected_softmax(f.mean.mT, f.variance.mT, 256).argmax(-1).numpy()
 
 
 def svm_on_learned_ldk(ldk, x_train, y_train, x_test, seed: int) -> np.ndarray:

@@ -286,10 +286,9 @@ class DevSelected:
         probability of the true class (floored at 1e-300 for a class the model never saw)."""
         if self.scoring == "accuracy":
             return (model.predict(X) == y).astype(float)
-        proba = model.predict_proba(X)
-        column = {c: j for j, c in enumerate(model.classes_)}
-        p = np.array([proba[i, column[c]] if c in column else 0.0 for i, c in enumerate(y)])
-        return np.log(np.maximum(p, 1e-300))
+        from ..models.documents import true_class_log_proba
+
+        return true_class_log_proba(model.predict_proba(X), model.classes_, y)
 
     def _dev_parts(self, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(train, dev) index pairs: one dev part, or the ``folds`` folds (one dev part when no

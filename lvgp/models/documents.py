@@ -351,6 +351,16 @@ def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np
     return classes, codes.reshape(-1)
 
 
+def true_class_log_proba(proba: np.ndarray, classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-document log predictive probability of the true class: ``proba`` is ``n x C`` over
+    ``classes``; a label not in ``classes`` (never seen in training) counts as probability 0,
+    floored at 1e-300 like every probability."""
+    column = {c: j for j, c in enumerate(classes)}
+    cols = np.array([column.get(c, -1) for c in y], dtype=np.int64)
+    p = np.where(cols >= 0, proba[np.arange(len(cols)), np.maximum(cols, 0)], 0.0)
+    return np.log(np.maximum(p, 1e-300))
+
+
 WORD_WEIGHTINGS = ("uniform", "idf")
 
 

@@ -51,7 +51,14 @@ from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, take_documents, word_weights
+from .documents import (
+    BagOfWordsInputMixin,
+    DocumentEncoder,
+    check_labels,
+    take_documents,
+    true_class_log_proba,
+    word_weights,
+)
 from .gplvsm import PaddedInputsMixin
 from .numerics import covariance_errors, default_dtype, exact_numerics
 from .optimize import minimize
@@ -103,6 +110,16 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+
+def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> torch.Tensor:
+    r"""``n x C`` class probabilities :math:`\mathbb E[\mathrm{softmax}(f)]` under independent
+    Gaussian marginals ``mean``, ``var`` (``n x C``) of the ``C`` latent functions, by Monte
+    Carlo with ``n_samples`` fixed draws (seed 0), the same for every document and call: a
+    deterministic function of its inputs. (gpytorch's ``SoftmaxLikelihood`` would expand the
+    lazy multitask covariance over the samples: GBs for long documents.)"""
+    eps = torch.randn(n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=torch.Generator().manual_seed(0))
+    return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
 
 
 def _trim(x: torch.Tensor) -> torch.Tensor:
@@ -296,8 +313,6 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         under the current parameters (floored at 1e-300 for a class never seen in training)."""
 
         def loss() -> float:
-            column = {c: j for j, c in enumerate(self.classes_)}
-            cols = np.array([column.get(c, -1) for c in y_dev])
             self.model_.eval()
             self.likelihood_.eval()
             try:
@@ -308,8 +323,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             finally:
                 self.model_.train()
                 self.likelihood_.train()
-            p = np.where(cols >= 0, proba[np.arange(len(cols)), np.maximum(cols, 0)], 0.0)
-            return float(-np.mean(np.log(np.maximum(p, 1e-300))))
+            return float(-np.mean(true_class_log_proba(proba, self.classes_, y_dev)))
 
         return loss
 
@@ -462,12 +476,6 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 )
             rows = torch.nonzero(~empty).ravel()
             n_classes = len(self.classes_)
-            # E[softmax(f)] by Monte Carlo over the per-document marginals of the C latent GPs, with
-            # the same draws for every document (gpytorch's SoftmaxLikelihood would expand the lazy
-            # multitask covariance over the samples: GBs for long documents)
-            eps = torch.randn(
-                self.n_mc_samples, 1, n_classes, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
-            )
             with torch.no_grad(), exact_numerics():
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
@@ -476,10 +484,10 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                         probs = self.likelihood_(f).probs  # the probit integral is closed-form
                         out[idx] = torch.stack([1 - probs, probs], dim=-1)
                         continue
-                    mean, var = f.mean, f.variance.clamp_min(0)
+                    mean, var = f.mean, f.variance
                     if self.inference == "dirichlet":  # batch C x n -> n x C
                         mean, var = mean.mT, var.mT
-                    out[idx] = torch.softmax(mean + var.sqrt() * eps, dim=-1).mean(0)
+                    out[idx] = expected_softmax(mean, var, self.n_mc_samples)
         return out.numpy()
 
     def predict(self, X: Documents) -> np.ndarray:
