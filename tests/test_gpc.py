@@ -20,8 +20,8 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import Vocabulary
-from lvgp.datasets import make_synonym_regression
-from lvgp.models.gpc import LDKGPClassifier
+from lvgp.datasets import make_synonym_regression, synonym_embeddings
+from lvgp.models.gpc import LDKGPClassifier, tied_projection_scale
 
 from . import reference as ref
 
@@ -86,6 +86,24 @@ def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     with pytest.warns(UserWarning, match="no known word"):
         empty = clf.predict_proba(["", "qqqq zzzz"])
     np.testing.assert_allclose(empty, np.tile(clf.class_prior_, (2, 1)))
+
+
+@pytest.mark.parametrize("latent_dim", [2, 4, 16, 64])
+def test_tied_word_vectors_start_at_a_squared_norm_that_does_not_grow_with_q(latent_dim):
+    """GloVe-tied vectors start as W e_v with W drawn at tied_projection_scale(q): mean squared
+    norm about min(q, 4), so the RBF word kernel does not start near the identity at large q;
+    up to q = 4 the scale is 1, the draw of make_word_vectors' default."""
+    corpus = make_synonym_regression(n=60, noise=0.0, random_state=0)
+    embeddings, _ = synonym_embeddings(corpus, random_state=0)
+    clf = LDKGPClassifier(latent_dim=latent_dim, word_embeddings=embeddings, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(corpus.texts, (corpus.y > np.median(corpus.y)).astype(int))
+    x = clf.encoder_.transform(corpus.texts)
+    start = clf._kernel(0, x).word_vectors.vectors.detach()
+    mean_sq = float(start.pow(2).sum(-1).mean())
+    assert 0.5 * min(latent_dim, 4) < mean_sq < 2 * min(latent_dim, 4), mean_sq
+    assert tied_projection_scale(latent_dim) == (1.0 if latent_dim <= 4 else (4 / latent_dim) ** 0.5)
 
 
 def test_variational_binary_probabilities_are_calibrated():
