@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -91,6 +93,22 @@ def test_a_failing_cell_is_reported_and_the_others_complete(tmp_path):
     assert sorted(r["split"] for r in done) == [0, 2]
     assert len(failures) == 1 and "boom in split 1" in failures[0][1]
     assert "RuntimeError: boom in split 1" in directory.error_path(cells[1]).read_text()
+
+
+def test_every_cell_record_says_which_code_produced_it(tmp_path):
+    import lvgp
+    from lvgp.experiments.study import provenance
+
+    directory = StudyDirectory(tmp_path)
+    done, _ = run_study(_flaky, None, [{"method": "m", "split": 0, "params": {}}], directory, progress=False)
+    record = done[0]["provenance"]
+    assert record == provenance() and record["lvgp"] == lvgp.__version__
+    root = Path(lvgp.__file__).resolve().parent.parent
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if (root / ".git").exists() and head.returncode == 0:  # imported from a checkout: its commit
+        assert record["git_commit"] == head.stdout.strip() and isinstance(record["git_dirty"], bool)
+    else:  # an installed copy: no commit is claimed
+        assert record["git_commit"] is None
 
 
 def test_local_processes_give_the_same_results_as_in_process(tsv, tmp_path):

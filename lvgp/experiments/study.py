@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import math
+import platform
 import re
+import subprocess
 import types
 import typing
 import warnings
@@ -59,6 +62,39 @@ def write_json(path: Path, obj) -> None:
     tmp.replace(path)  # atomic: an interrupted study never leaves a half-written cell
 
 
+@functools.cache
+def provenance() -> dict:
+    """What produced a record: lvgp's version and, when lvgp is imported from a git checkout,
+    its commit and whether tracked files differ from it (``git_dirty``); torch and Python
+    versions. Stored in every cell record and in ``study.json``, so that cells copied between
+    studies or run across code changes can be told apart."""
+    import torch
+
+    import lvgp
+
+    root = Path(lvgp.__file__).resolve().parent.parent
+    commit, dirty = None, None
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+
+    try:  # only the checkout lvgp itself lives in (not a repository around site-packages)
+        if Path(git("rev-parse", "--show-toplevel")).resolve() == root:
+            commit = git("rev-parse", "HEAD")
+            dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {
+        "lvgp": lvgp.__version__,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
 class StudyDirectory:
     """``DIR/cells/<key>.json`` (results), ``DIR/cells/<key>.error.txt`` (failures)."""
 
@@ -77,7 +113,7 @@ class StudyDirectory:
         return json.loads(path.read_text()) if path.exists() else None
 
     def save(self, cell: dict, result: dict) -> None:
-        write_json(self.result_path(cell), {**cell, **result})
+        write_json(self.result_path(cell), {**cell, **result, "provenance": provenance()})
         self.error_path(cell).unlink(missing_ok=True)
 
     def save_failure(self, cell: dict, error: str) -> None:
@@ -137,7 +173,7 @@ def execute_study(
 ) -> tuple[list[dict], list[tuple[dict, str]]]:
     """Record the study's settings in ``out/study.json`` (with its ``kind``) and run (or
     resume) its cells into ``out/cells``; the shared first half of every ``run_*_study``."""
-    write_json(out / "study.json", {"kind": kind, **study.__dict__})
+    write_json(out / "study.json", {"kind": kind, **study.__dict__, "provenance": provenance()})
     return run_study(run_cell, study, cells, StudyDirectory(out), executor, progress)
 
 
