@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-
 from pathlib import Path
 
 import numpy as np
