@@ -197,3 +197,18 @@ def test_in_process_cells_run_with_the_given_threads_in_torch_and_the_blas_pools
     [(_, inside, error)] = list(InProcessExecutor(threads=1).run(counts, None, [{"method": "m", "split": 0}]))
     assert error is None and inside == (1, {1})
     assert counts(None, None) == before  # restored
+
+
+def test_a_partial_study_table_says_how_many_samples_each_mean_covers():
+    from lvgp.experiments.classification import ClassificationStudy, table_markdown
+
+    study = ClassificationStudy("r8", methods=("svm", "logreg"), train_sizes=(50, 100), splits=3)
+    records = [{"method": "svm", "train_size": 50, "split": s, "accuracy": 0.8 + s / 100} for s in range(3)]
+    records.append({"method": "logreg", "train_size": 50, "split": 0, "accuracy": 0.9})
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in table_markdown(records, study).splitlines()
+        if line.startswith("| ")
+    }
+    assert "| 0.810 ± 0.008 |" in rows["50"] and "**0.900 ± 0.000** (1 of 3)" in rows["50"]
+    assert rows["100"].count("–") == 2

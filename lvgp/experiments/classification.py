@@ -394,11 +394,13 @@ def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
                 cells.append("–")
                 continue
             text = f"{stats[m][0]:.3f} ± {stats[m][1]:.3f}"
-            cells.append(f"**{text}**" if stats[m][0] == best else text)
+            text = f"**{text}**" if stats[m][0] == best else text
+            cells.append(text if stats[m][2] == study.splits else f"{text} ({stats[m][2]} of {study.splits})")
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + (
         f"\n\n{study.dataset}: test accuracy, mean ± std over {study.splits} stratified training samples per size "
-        "(macro-F1 in results.json); best per row in bold.\n"
+        "(macro-F1 in results.json); best per row in bold; '(k of n)': a mean over the k samples run so far, "
+        "'–': none run.\n"
     )
 
 
