@@ -32,7 +32,8 @@ import warnings
 import gpytorch
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
+
+from lvgp.experiments.executors import limit_threads
 
 
 class _Dot(gpytorch.kernels.Kernel):
@@ -107,8 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one sample, 20 documents (the test suite runs this)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    threadpool_limits(1)  # scipy's L-BFGS on one BLAS thread too: its path must not depend on the machine's load
+    limit_threads(1)  # torch and the BLAS pools: scipy's L-BFGS path must not depend on the machine's load
     warnings.simplefilter("ignore")  # the fixed L-BFGS budgets warn by design
 
     from sklearn.feature_extraction.text import TfidfTransformer

@@ -23,8 +23,8 @@ import time
 import warnings
 
 import numpy as np
-import torch
-from threadpoolctl import threadpool_limits
+
+from lvgp.experiments.executors import limit_threads
 
 
 def main() -> None:
@@ -33,8 +33,7 @@ def main() -> None:
     parser.add_argument("--converge-iter", type=int, default=1000)
     parser.add_argument("--train-size", type=int, default=100)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    threadpool_limits(1)  # scipy's L-BFGS on one BLAS thread too: its path must not depend on the machine's load
+    limit_threads(1)  # torch and the BLAS pools: scipy's L-BFGS path must not depend on the machine's load
     warnings.simplefilter("ignore")  # the unconverged budgets warn by design
 
     from lvgp.experiments.classification import ClassificationStudy, prepare_cell

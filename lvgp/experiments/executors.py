@@ -41,7 +41,7 @@ class Executor(ABC):
         """Yield ``(cell, result, error)`` for every cell, in completion order."""
 
 
-def _limit_threads(threads: int) -> Callable[[], None]:
+def limit_threads(threads: int) -> Callable[[], None]:
     """Use ``threads`` threads in torch and in the BLAS/OpenMP pools numpy, scipy and
     scikit-learn call (threadpoolctl); returns the function that restores the previous counts.
     (Pinning only torch left scipy's L-BFGS on a multi-threaded BLAS: a long fit's rounding,
@@ -69,7 +69,7 @@ class InProcessExecutor(Executor):
         self.threads = threads
 
     def run(self, fn, context, cells):
-        restore = _limit_threads(self.threads) if self.threads is not None else None
+        restore = limit_threads(self.threads) if self.threads is not None else None
         try:
             for cell in cells:
                 result, error = _call(fn, context, cell)
@@ -85,7 +85,7 @@ _WORKER_CONTEXT: dict[str, Any] = {}
 
 
 def _init_worker(context: Any, threads: int) -> None:
-    _limit_threads(threads)  # for the worker's lifetime
+    limit_threads(threads)  # for the worker's lifetime
     _WORKER_CONTEXT["context"] = context
 
 
