@@ -212,3 +212,25 @@ def test_a_partial_study_table_says_how_many_samples_each_mean_covers():
     }
     assert "| 0.810 ± 0.008 |" in rows["50"] and "**0.900 ± 0.000** (1 of 3)" in rows["50"]
     assert rows["100"].count("–") == 2
+
+
+def test_partial_regression_matching_and_categorical_tables_say_how_many_samples_each_mean_covers():
+    from lvgp.experiments import categorical, matching, regression
+
+    rmse = [{"method": "ridge", "split": s, "rmse": 0.8 + s / 100} for s in range(3)]
+    rmse.append({"method": "gp-rbf", "split": 0, "rmse": 0.7})
+    text = regression.summary_table(rmse, "toy", splits=3)
+    assert "| 0.810 ± 0.008 |" in text and "**0.700 ± 0.000** (1 of 3)" in text
+
+    study = matching.MatchingStudy("pairs.jsonl", sets=4)
+    ranks = {1: 0.5, 5: 0.6, 10: 0.7, 20: 0.8, 50: 0.9}
+    records = [{"method": "cca", "set": s, "precision_at": ranks} for s in range(4)]
+    records += [{"method": "ldk", "set": s, "precision_at": {r: p / 2 for r, p in ranks.items()}} for s in range(2)]
+    row = next(line for line in matching.table_markdown(records, study).splitlines() if line.startswith("| 1 |"))
+    assert row == "| 1 | 0.250 ± 0.000 (2 of 4) | **0.500 ± 0.000** |"
+
+    study = categorical.CategoricalStudy("xor", splits=3, methods=("uniform", "multinomial"))
+    records = [{"method": "uniform", "split": s, "perplexity": 2.0} for s in range(3)]
+    records.append({"method": "multinomial", "split": 1, "perplexity": 1.5})
+    mean_row = next(line for line in categorical.table_markdown(records, study).splitlines() if "mean ± std |" in line)
+    assert mean_row == "| mean ± std | 2.000 ± 0.000 | **1.500 ± 0.000** (1 of 3) |"

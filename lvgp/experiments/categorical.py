@@ -39,7 +39,7 @@ from ..baselines.clgp import (
 )
 from ..baselines.clgp.estimators import LATENT_SCALES
 from ..datasets.loaders import load_breast_cancer, read_categorical_csv
-from .study import option, recorded_warnings
+from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
 
 DATASETS = ("breast-cancer", "xor")
 METHODS = ("clgp", "lgm", "uniform", "multinomial", "unigram-dm", "bigram-dm")
@@ -212,21 +212,14 @@ def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
         row = [per[m].get(s) for m in methods]
         best = min((v for v in row if v is not None), default=None)
         lines.append(f"| {s + 1} | " + " | ".join("–" if v is None else fmt(v, v == best) for v in row) + " |")
-    means = {}
-    for m in methods:
-        v = np.array(list(per[m].values()))
-        means[m] = (math.inf, math.nan) if np.isinf(v).any() else (v.mean(), v.std())
-    best = min(v[0] for v in means.values())
+    means = {m: np.mean(list(per[m].values())) for m in methods}  # inf when any split's is
+    best = min(means.values())
     lines.append(
         "| mean ± std | "
         + " | ".join(
-            fmt(means[m][0], means[m][0] == best)
-            if math.isinf(means[m][0])
-            else (
-                f"**{means[m][0]:.3f} ± {means[m][1]:.3f}**"
-                if means[m][0] == best
-                else f"{means[m][0]:.3f} ± {means[m][1]:.3f}"
-            )
+            fmt(means[m], means[m] == best)
+            if math.isinf(means[m])
+            else mean_cell(list(per[m].values()), study.splits, bold=means[m] == best)
             for m in methods
         )
         + " |"
@@ -239,7 +232,8 @@ def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
             f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
             f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "
             f"latent dimension {study.latent_dim}, {study.inducing} inducing points, {study.samples} Monte Carlo samples. "
-            "∞: some hidden value got probability 0 (the unsmoothed multinomial on a value unseen in training).\n"
+            "∞: some hidden value got probability 0 (the unsmoothed multinomial on a value unseen in training); "
+            f"{PARTIAL_NOTE}, '–': not run.\n"
         )
     )
 

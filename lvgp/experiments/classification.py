@@ -35,7 +35,7 @@ import numpy as np
 
 from ..baselines.model_selection import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
-from .study import option, recorded_warnings
+from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
 
 METHODS = (
     "gp-embed-logreg",
@@ -386,21 +386,18 @@ def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
         for m in methods:
             acc = [r["accuracy"] for r in records if r["method"] == m and r["train_size"] == n]
             if acc:
-                stats[m] = (np.mean(acc), np.std(acc), len(acc))
-        best = max((v[0] for v in stats.values()), default=None)
+                stats[m] = acc
+        best = max((np.mean(v) for v in stats.values()), default=None)
         cells = []
         for m in methods:
             if m not in stats:
                 cells.append("–")
                 continue
-            text = f"{stats[m][0]:.3f} ± {stats[m][1]:.3f}"
-            text = f"**{text}**" if stats[m][0] == best else text
-            cells.append(text if stats[m][2] == study.splits else f"{text} ({stats[m][2]} of {study.splits})")
+            cells.append(mean_cell(stats[m], study.splits, bold=np.mean(stats[m]) == best))
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + (
         f"\n\n{study.dataset}: test accuracy, mean ± std over {study.splits} stratified training samples per size "
-        "(macro-F1 in results.json); best per row in bold; '(k of n)': a mean over the k samples run so far, "
-        "'–': none run.\n"
+        f"(macro-F1 in results.json); best per row in bold; {PARTIAL_NOTE}, '–': none run.\n"
     )
 
 

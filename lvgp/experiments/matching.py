@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..bow.vocabulary import Vocabulary
-from .study import option, recorded_warnings
+from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
 
 METHODS = ("ldk", "ldk-cca", "ldk-tied-pca", "ldk-tied", "cca", "kcca")
 LABELS = {
@@ -237,16 +237,12 @@ def table_markdown(records: list[dict], study: MatchingStudy) -> str:
     for r in rs:
         stats = {m: [x["precision_at"][r] for x in records if x["method"] == m] for m in methods}
         best = max(np.mean(v) for v in stats.values())
-        cells = [
-            (f"**{np.mean(v):.3f} ± {np.std(v):.3f}**" if np.mean(v) == best else f"{np.mean(v):.3f} ± {np.std(v):.3f}")
-            for v in stats.values()
-        ]
+        cells = [mean_cell(v, study.sets, bold=np.mean(v) == best) for v in stats.values()]
         lines.append(f"| {r} | " + " | ".join(cells) + " |")
-    n_sets = len({r["set"] for r in records})
     return "\n".join(lines) + (
         f"\n\nPrecision@R on {study.test} test pairs (all test targets ranked for each test source), mean ± std over "
-        f"{n_sets} sets of {study.train} training / {study.dev} dev pairs; hyper-parameters chosen on dev; "
-        f"{'one pair per description family' if study.dedupe_families else 'no family grouping'}.\n"
+        f"{study.sets} sets of {study.train} training / {study.dev} dev pairs ({PARTIAL_NOTE}); hyper-parameters "
+        f"chosen on dev; {'one pair per description family' if study.dedupe_families else 'no family grouping'}.\n"
     )
 
 

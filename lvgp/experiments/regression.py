@@ -26,7 +26,7 @@ import numpy as np
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
-from .study import option, recorded_warnings
+from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
 
 DATASETS = corpus_names("regression")
 METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
@@ -289,23 +289,15 @@ def select(cells: list[dict]) -> list[dict]:
     return records
 
 
-def summary_table(records: list[dict], dataset: str) -> str:
+def summary_table(records: list[dict], dataset: str, splits: int) -> str:
     methods = [m for m in LABELS if any(r["method"] == m for r in records)]
-    stats = {}
-    for m in methods:
-        vals = np.array([r["rmse"] for r in records if r["method"] == m])
-        stats[m] = (vals.mean(), vals.std(), len(vals))
-    best = min(stats, key=lambda m: stats[m][0])
+    rmse = {m: [r["rmse"] for r in records if r["method"] == m] for m in methods}
+    best = min(rmse, key=lambda m: np.mean(rmse[m]))
     header = "| data set | " + " | ".join(LABELS[m] for m in methods) + " |"
     rule = "|---|" + "---|" * len(methods)
-    cells = []
-    for m in methods:
-        mean, std, k = stats[m]
-        text = f"{mean:.3f} ± {std:.3f}"
-        cells.append(f"**{text}**" if m == best else text)
-    splits = max(s[2] for s in stats.values())
+    cells = [mean_cell(rmse[m], splits, bold=m == best) for m in methods]
     return "\n".join([header, rule, f"| {dataset} | " + " | ".join(cells) + " |"]) + (
-        f"\n\nTest RMSE (standardized targets), mean ± std over {splits} splits; best mean in bold. "
+        f"\n\nTest RMSE (standardized targets), mean ± std over {splits} splits ({PARTIAL_NOTE}); best mean in bold. "
         "Hyper-parameters chosen on the dev split.\n"
     )
 
@@ -328,7 +320,7 @@ def run_regression_study(study: RegressionStudy, out: str | Path, executor=None,
         out / "grid.json",
         [{k: v for k, v in c.items() if k not in ("word_vectors", "word_counts", "coef")} for c in cells],
     )
-    table = summary_table(records, study.dataset) if records else "no finished cells\n"
+    table = summary_table(records, study.dataset, study.splits) if records else "no finished cells\n"
     table += failure_note(failures)
     (out / "table.md").write_text(table)
     rmse_vs_q(cells, records, out / "rmse_vs_q.png")

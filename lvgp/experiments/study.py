@@ -41,6 +41,17 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
+def mean_cell(values, expected: int, bold: bool = False) -> str:
+    """One results-table cell: ``mean ± std`` of ``values``, bold when ``bold``, and marked
+    ``(k of n)`` when only k of the study's ``expected`` samples are in (a partial or resumed study)."""
+    text = f"{np.mean(values):.3f} ± {np.std(values):.3f}"
+    text = f"**{text}**" if bold else text
+    return text if len(values) >= expected else f"{text} ({len(values)} of {expected})"
+
+
+PARTIAL_NOTE = "'(k of n)': a mean over the k samples run so far"
+
+
 def _jsonable(obj):
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
