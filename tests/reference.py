@@ -39,7 +39,7 @@ def ldk_linear(X: np.ndarray, di, dj, kind: str, weights=None, **hp) -> float:
 
 
 def ldk(X, di, dj, embedding: str, level2: str, gamma=1.0, a=1.0, b=2, zeta=1.0, c=1.0, d=2, weights=None) -> float:
-    """Eqs. 3.9-3.11 for one pair of documents (``weights``: per-word weights of the measures)."""
+    """Eqs. 3.9-3.11 (and the normalized linear kernel, "cosine") for one pair of documents (``weights``: per-word weights of the measures)."""
     hp = dict(gamma=gamma, a=a, b=b, weights=weights)
     lin = ldk_linear(X, di, dj, embedding, **hp)
     if level2 == "linear":
@@ -49,6 +49,8 @@ def ldk(X, di, dj, embedding: str, level2: str, gamma=1.0, a=1.0, b=2, zeta=1.0,
     if level2 == "rbf":
         dist = ldk_linear(X, di, di, embedding, **hp) - 2 * lin + ldk_linear(X, dj, dj, embedding, **hp)
         return math.exp(-zeta / 2 * dist)
+    if level2 == "cosine":
+        return lin / math.sqrt(ldk_linear(X, di, di, embedding, **hp) * ldk_linear(X, dj, dj, embedding, **hp))
     raise ValueError(level2)
 
 

@@ -17,6 +17,7 @@ from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 from torch.func import functional_call
 
 from lvgp import PAD, LatentDistributionKernel
+from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS
 
 from . import reference as ref
 
@@ -30,7 +31,7 @@ def float64_default():
     torch.set_default_dtype(old)
 
 
-COMBOS = list(itertools.product(["linear", "rbf", "poly"], repeat=2))
+COMBOS = list(itertools.product(EMBEDDINGS, LEVEL2_KERNELS))
 HP = dict(gamma=0.7, a=0.5, b=3, zeta=1.3, c=0.4, d=2)
 V, Q = 12, 3
 
@@ -422,3 +423,17 @@ def test_word_weights_give_the_weighted_empirical_measure(embedding, level2):
         torch.testing.assert_close(uniform(X1, X2).to_dense(), make_kernel(embedding, level2)(X1, X2).to_dense())
     with pytest.raises(ValueError, match="positive finite weights"):
         make_kernel(embedding, level2, word_weights=torch.zeros(V))
+
+
+def test_cosine_level2_with_one_hot_word_vectors_is_the_cosine_of_count_vectors():
+    """Closed form: with a linear embedding kernel and x_v = e_v (q = V), a document's mean
+    embedding is its term-frequency vector, so the "cosine" level-2 kernel is the cosine
+    similarity of the two documents' word counts."""
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    from lvgp.bow.padded import padded_to_counts
+
+    k = LatentDistributionKernel(V, V, "linear", "cosine", latent_init=torch.eye(V, dtype=torch.float64)).double()
+    expected = cosine_similarity(padded_to_counts(X1, V), padded_to_counts(X2, V))
+    torch.testing.assert_close(k(X1, X2).to_dense(), torch.from_numpy(expected), rtol=0, atol=1e-12)
+    torch.testing.assert_close(k(X1, diag=True), torch.ones(len(X1), dtype=torch.float64), rtol=0, atol=1e-12)

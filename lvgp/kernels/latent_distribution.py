@@ -53,7 +53,7 @@ from .word_vectors import MAPWordVectors, NegativeLatentKL, VariationalWordVecto
 __all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "rbf_gram"]
 
 EMBEDDINGS = ("linear", "rbf", "poly")
-LEVEL2_KERNELS = ("linear", "rbf", "poly")
+LEVEL2_KERNELS = ("linear", "rbf", "poly", "cosine")
 
 # Which hyper-parameter each kernel choice uses: name -> (embedding or level-2 choice).
 _USED_BY = {
@@ -106,6 +106,12 @@ def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
         return _FusedRBFGram.apply(xa, xb, gamma.reshape(()))
     sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)
     return torch.exp(-0.5 * gamma * sq.clamp_min(0))
+
+
+def _inverse_norm(self_inner: Tensor) -> Tensor:
+    r""":math:`1/\|\mu\|` from :math:`\langle\mu,\mu\rangle` (floored at the dtype's smallest normal
+    number: a zero embedding, possible only with a degenerate embedding kernel, gives 0, not NaN)."""
+    return self_inner.clamp_min(torch.finfo(self_inner.dtype).tiny).rsqrt()
 
 
 def _gather_rows(table: Tensor, idx: Tensor) -> Tensor:
@@ -203,7 +209,11 @@ class LatentDistributionKernel(Kernel):
         embedding: ``"linear"`` (eq. 3.6), ``"rbf"`` (eq. 3.7), ``"poly"`` (eq. 3.8), or a
             gpytorch :class:`~gpytorch.kernels.Kernel` instance acting on ``R^q`` (its
             parameters become part of this kernel).
-        level2: ``"linear"`` (eq. 3.9), ``"rbf"`` (eq. 3.11) or ``"poly"`` (eq. 3.10).
+        level2: ``"linear"`` (eq. 3.9), ``"rbf"`` (eq. 3.11), ``"poly"`` (eq. 3.10), or ``"cosine"``:
+            the linear kernel normalized, :math:`\langle\mu_i,\mu_j\rangle / (\|\mu_i\|\,\|\mu_j\|)`
+            (not in the thesis; the mean embeddings' analogue of L2-normalized tf vectors: with
+            the linear level-2 kernel a document's norm shrinks with its number of distinct
+            words, so long documents get small kernel values).
         word_vectors: the latent vectors, a :class:`~lvgp.kernels.WordVectors` module
             (:class:`~lvgp.kernels.PointWordVectors`, :class:`~lvgp.kernels.MAPWordVectors`,
             :class:`~lvgp.kernels.VariationalWordVectors`, optionally tied to pretrained
@@ -592,7 +602,7 @@ class LatentDistributionKernel(Kernel):
                 raise ValueError(
                     f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}"
                 )
-            if same and self.level2 == "rbf":
+            if same and self.level2 in ("rbf", "cosine"):
                 batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
                 return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
             lin = self.self_inner(x1, latent) if same else self.paired_inner(x1, x2, latent)
@@ -600,6 +610,8 @@ class LatentDistributionKernel(Kernel):
                 return lin
             if self.level2 == "poly":
                 return (lin + self._scalar("c", 1)).pow(self.d)
+            if self.level2 == "cosine":
+                return lin * _inverse_norm(self.self_inner(x1, latent)) * _inverse_norm(self.self_inner(x2, latent))
             dist = (self.self_inner(x1, latent) + self.self_inner(x2, latent) - 2 * lin).clamp_min(0)
             return torch.exp(-0.5 * self._scalar("zeta", 1) * dist)
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
@@ -607,6 +619,12 @@ class LatentDistributionKernel(Kernel):
             return lin
         if self.level2 == "poly":
             return (lin + self._scalar("c")).pow(self.d)
+        if self.level2 == "cosine":
+            if same:
+                s1 = s2 = _inverse_norm(lin.diagonal(dim1=-2, dim2=-1))
+            else:
+                s1, s2 = _inverse_norm(self.self_inner(x1, latent)), _inverse_norm(self.self_inner(x2, latent))
+            return lin * s1.unsqueeze(-1) * s2.unsqueeze(-2)
         return torch.exp(-0.5 * self._scalar("zeta") * self._distance(lin, x1, x2, same, latent))
 
     def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:

@@ -103,7 +103,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         gamma: RBF embedding bandwidth (eq. 3.7).
         learn_gamma: include gamma in the minimization (theta of eq. 4.21). Off by default: with
             the prior it only rescales the latent space (see the module docstring).
-        level2: level-2 kernel (``"linear"`` in the thesis's experiments; ``"rbf"``, ``"poly"``).
+        level2: level-2 kernel (``"linear"`` in the thesis's experiments; ``"rbf"``, ``"poly"``, ``"cosine"``).
         word_weighting: ``"uniform"`` (the thesis: a document is the mean of its words' vectors) or
             ``"idf"`` (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
