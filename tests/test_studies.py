@@ -179,9 +179,30 @@ def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
         dataset="r8", latent_dims=(8, 2), rhos=(0.1, 1.0), alpha_epsilons=(0.001, 0.1), dev_folds=4
     )
     selected = classification.make_model(study, "ldk-gpc-glove", seed=3)
-    assert selected.grid == {"latent_dim": [2, 8], "rho": [1.0, 0.1], "alpha_epsilon": [0.1, 0.001]}
+    assert selected.grid == {
+        "latent_dim": [2, 8],
+        "rho": [1.0, 0.1],
+        "alpha_epsilon": [0.1, 0.001],
+        "level2": ["linear"],  # the thesis's, by default
+    }
     assert selected.folds == 4 and selected.estimator.word_embeddings == study.embeddings
     assert classification.ClassificationStudy(dataset="r8").alpha_epsilons == (0.01,)  # Milios et al.'s default
+
+
+def test_level2_kernels_of_the_ldk_classifiers_are_a_grid_and_checked():
+    study = classification.ClassificationStudy(dataset="r8", level2s=("cosine", "linear"))
+    for method in ("latent-smm", "ldk-gpc"):
+        assert classification.make_model(study, method, seed=0).grid["level2"] == ["cosine", "linear"]
+    # the latent SMM's (gamma, rho) -> (1, rho / gamma) equivalence keeps the level-2 choice
+    smm = classification.make_model(study, "latent-smm", seed=0)
+    assert smm.canonical({"rho": 1.0, "gamma": 10.0, "level2": "cosine"}) == {
+        "rho": 0.1,
+        "gamma": 1.0,
+        "level2": "cosine",
+    }
+    for bad in (("cosin",), ()):
+        with pytest.raises(ValueError, match="level2s"):
+            classification.make_cells(classification.ClassificationStudy(dataset="r8", level2s=bad))
 
 
 def test_in_process_cells_run_with_the_given_threads_in_torch_and_the_blas_pools():

@@ -95,6 +95,11 @@ class ClassificationStudy:
         (0.01,), "grid over the Dirichlet pseudo-count alpha_epsilon of ldk-gpc (Milios et al.'s default: 0.01)"
     )
     gammas: tuple[float, ...] = option(THESIS_GAMMAS, "grid over the RBF embedding bandwidth of latent-smm")
+    level2s: tuple[str, ...] = option(
+        ("linear",),
+        "grid over the level-2 kernel of the LDK classifiers: linear (the thesis), cosine (the linear one "
+        "normalized), rbf, poly; several are chosen on dev",
+    )
     smm_cs: tuple[float, ...] = option(THESIS_CS, "grid over C of latent-smm")
     dev_folds: int = option(
         1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"
@@ -183,9 +188,14 @@ def prepare_cell(study: ClassificationStudy, split: int, train_size: int):
 
 
 def make_cells(study: ClassificationStudy) -> list[dict]:
+    from ..kernels import LEVEL2_KERNELS
+
     for m in study.methods:
         if m not in METHODS:
             raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
+    unknown = [k for k in study.level2s if k not in LEVEL2_KERNELS]
+    if unknown or not study.level2s:
+        raise ValueError(f"level2s must name level-2 kernels from {LEVEL2_KERNELS}; got {study.level2s!r}")
     return [
         {"method": m, "split": s, "params": {"train_size": n}}
         for m in study.methods
@@ -216,6 +226,7 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
             "rho": sorted(study.rhos, reverse=True),
             "gamma": sorted(study.gammas),
             "C": sorted(study.smm_cs),
+            "level2": list(study.level2s),
         }
 
         def canonical(params: dict) -> dict:  # the same fit (exactly): gamma 1 and rho / gamma
@@ -232,6 +243,7 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
                 "latent_dim": sorted(study.latent_dims),
                 "rho": sorted(study.rhos, reverse=True),
                 "alpha_epsilon": sorted(study.alpha_epsilons, reverse=True),
+                "level2": list(study.level2s),
             },
             seed,
             folds=study.dev_folds,
