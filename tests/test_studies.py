@@ -184,12 +184,13 @@ def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
         "rho": [1.0, 0.1],
         "alpha_epsilon": [0.1, 0.001],
         "level2": ["linear"],  # the thesis's, by default
+        "word_weighting": ["uniform"],
     }
     assert selected.folds == 4 and selected.estimator.word_embeddings == study.embeddings
     assert classification.ClassificationStudy(dataset="r8").alpha_epsilons == (0.01,)  # Milios et al.'s default
 
 
-def test_level2_kernels_of_the_ldk_classifiers_are_a_grid_and_checked():
+def test_level2_kernels_and_word_weights_of_the_ldk_classifiers_are_grids_and_checked():
     study = classification.ClassificationStudy(dataset="r8", level2s=("cosine", "linear"))
     for method in ("latent-smm", "ldk-gpc"):
         assert classification.make_model(study, method, seed=0).grid["level2"] == ["cosine", "linear"]
@@ -203,6 +204,10 @@ def test_level2_kernels_of_the_ldk_classifiers_are_a_grid_and_checked():
     for bad in (("cosin",), ()):
         with pytest.raises(ValueError, match="level2s"):
             classification.make_cells(classification.ClassificationStudy(dataset="r8", level2s=bad))
+    with pytest.raises(ValueError, match="word_weightings"):
+        classification.make_cells(classification.ClassificationStudy(dataset="r8", word_weightings=("tfidf",)))
+    study = classification.ClassificationStudy(dataset="r8", word_weightings=("idf",))
+    assert classification.make_model(study, "ldk-gpc-glove", seed=0).grid["word_weighting"] == ["idf"]
 
 
 def test_in_process_cells_run_with_the_given_threads_in_torch_and_the_blas_pools():

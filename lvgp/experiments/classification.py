@@ -100,6 +100,11 @@ class ClassificationStudy:
         "grid over the level-2 kernel of the LDK classifiers: linear (the thesis), cosine (the linear one "
         "normalized), rbf, poly; several are chosen on dev",
     )
+    word_weightings: tuple[str, ...] = option(
+        ("uniform",),
+        "grid over the LDK classifiers' word weights in a document's mean embedding: uniform (the thesis) or idf; "
+        "several are chosen on dev",
+    )
     smm_cs: tuple[float, ...] = option(THESIS_CS, "grid over C of latent-smm")
     dev_folds: int = option(
         1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"
@@ -189,13 +194,15 @@ def prepare_cell(study: ClassificationStudy, split: int, train_size: int):
 
 def make_cells(study: ClassificationStudy) -> list[dict]:
     from ..kernels import LEVEL2_KERNELS
+    from ..models.documents import WORD_WEIGHTINGS
 
     for m in study.methods:
         if m not in METHODS:
             raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
-    unknown = [k for k in study.level2s if k not in LEVEL2_KERNELS]
-    if unknown or not study.level2s:
-        raise ValueError(f"level2s must name level-2 kernels from {LEVEL2_KERNELS}; got {study.level2s!r}")
+    for name, known in (("level2s", LEVEL2_KERNELS), ("word_weightings", WORD_WEIGHTINGS)):
+        values = getattr(study, name)
+        if not values or any(v not in known for v in values):
+            raise ValueError(f"{name} must name values from {known}; got {values!r}")
     return [
         {"method": m, "split": s, "params": {"train_size": n}}
         for m in study.methods
@@ -227,6 +234,7 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
             "gamma": sorted(study.gammas),
             "C": sorted(study.smm_cs),
             "level2": list(study.level2s),
+            "word_weighting": list(study.word_weightings),
         }
 
         def canonical(params: dict) -> dict:  # the same fit (exactly): gamma 1 and rho / gamma
@@ -244,6 +252,7 @@ def make_model(study: ClassificationStudy, method: str, seed: int):
                 "rho": sorted(study.rhos, reverse=True),
                 "alpha_epsilon": sorted(study.alpha_epsilons, reverse=True),
                 "level2": list(study.level2s),
+                "word_weighting": list(study.word_weightings),
             },
             seed,
             folds=study.dev_folds,
