@@ -133,3 +133,36 @@ def test_multiclass_one_versus_one_and_bad_input():
         LatentSMMClassifier().fit(x[:3], [1.0, np.nan, 2.0])
     with pytest.raises(ValueError, match="C > 0"):
         LatentSMMClassifier(C=0).fit(x, y)
+
+
+def test_under_a_weak_prior_the_prior_scaled_start_is_an_svm_on_term_frequencies():
+    """Closed form: with rho = 1e-8 the initial vectors (std 1e4) are so far apart that the RBF
+    word kernel is the identity and its gradient vanishes, so the latent SMM is the SVM on the
+    documents' L1-normalized term frequencies (the identity kernel's mean embeddings). A fixed
+    ``init_scale`` keeps the words within the kernel's reach, and the vectors are learned."""
+    from sklearn.preprocessing import normalize
+
+    from lvgp.bow.padded import padded_to_counts
+
+    x, y = three_classes(90, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        frozen = LatentSMMClassifier(rho=1e-8, C=8.0, max_iter=5, random_state=0).fit(x, y)
+        learned = LatentSMMClassifier(rho=1e-8, C=8.0, max_iter=5, init_scale=1.0, random_state=0).fit(x, y)
+    tf = normalize(padded_to_counts(frozen.encoder_.transform(x), frozen.encoder_.num_words), norm="l1")
+    gram = (tf @ tf.T).toarray()
+    svm = SVC(C=8.0, kernel="precomputed", decision_function_shape="ovo", tol=frozen.svm_tol).fit(gram, y)
+    # the same duals up to LIBSVM's stopping tolerance (svm_tol)
+    np.testing.assert_allclose(frozen.decision_function(x), svm.decision_function(gram), atol=1e-4)
+    np.testing.assert_array_equal(frozen.predict(x), svm.predict(gram))
+
+    def largest_word_similarity(smm):  # the largest off-diagonal entry of the learned word Gram
+        with torch.no_grad():
+            gram = smm.kernel_.embedding_gram(smm.kernel_.latent, smm.kernel_.latent)
+            return float((gram - torch.diag_embed(gram.diagonal())).max())
+
+    # only the prior term moves the vectors (it shrinks them); the word kernel stays the identity
+    assert largest_word_similarity(frozen) < 1e-12
+    assert largest_word_similarity(learned) > 0.5
+    with pytest.raises(ValueError, match="init_scale"):
+        LatentSMMClassifier(init_scale=0.0).fit(x, y)

@@ -108,6 +108,13 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             ``"idf"`` (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
             or the name of one, e.g. ``"glove-6b-50d"``; text input) the latent vectors are tied to.
+        init_scale: standard deviation of the initial word vectors (or of the projected embeddings)
+            in units where gamma = 1, i.e. of :math:`\sqrt\gamma\,\mathbf x_v`. ``None`` (default): the
+            prior's, :math:`\sqrt{\gamma/\rho}`, which makes the fit depend on :math:`(\gamma, \rho)`
+            only through :math:`\rho/\gamma`. Under a weak prior that draw spreads the words so far
+            apart that the RBF word kernel starts (and, its gradient vanishing, stays) at the identity:
+            the machine is then an SVM on term frequencies. A number sets the scale for every
+            (gamma, rho), so that the equivalence no longer holds.
         max_iter: L-BFGS iterations on eq. 4.19.
         tol: relative decrease of the objective at which L-BFGS stops.
         svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
@@ -133,6 +140,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         level2: str = "linear",
         word_embeddings: str | WordEmbeddings | None = None,
         word_weighting: str = "uniform",
+        init_scale: float | None = None,
         max_iter: int = 300,
         tol: float = 1e-6,
         svm_tol: float = 1e-5,
@@ -149,6 +157,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.level2 = level2
         self.word_embeddings = word_embeddings
         self.word_weighting = word_weighting
+        self.init_scale = init_scale
         self.max_iter = max_iter
         self.tol = tol
         self.svm_tol = svm_tol
@@ -182,6 +191,8 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"gamma must be > 0; got {self.gamma}")
         if int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1; got {self.max_iter}")
+        if self.init_scale is not None and not self.init_scale > 0:
+            raise ValueError(f"init_scale must be > 0 or None; got {self.init_scale}")
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X")
         self.classes_, self._y = check_labels(y, x.shape[0])
@@ -190,7 +201,10 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
         # invariant to rescaling its variables)
         fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, equivalent_rho(self.rho, self.gamma))
-        scale = fit_rho**-0.5 if fit_rho > 0 else 1.0  # initial draws from the prior
+        if self.init_scale is not None:
+            scale = float(self.init_scale)
+        else:
+            scale = fit_rho**-0.5 if fit_rho > 0 else 1.0  # initial draws from the prior
         with default_dtype(torch.float64):
             vectors = make_word_vectors(
                 self.encoder_.num_words,
