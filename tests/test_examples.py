@@ -67,6 +67,7 @@ BENCHMARKS = {
     "ldk_classifiers.py": "held-out accuracy",
     "ldk_gpc_convergence.py": "held-out accuracy against",
     "gpc_features_vs_svm.py": "Dirichlet GPC, linear kernel on tf-idf",
+    "latent_smm_word_kernel.py": "identity word kernel",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
@@ -75,6 +76,7 @@ NEEDS_DATA = {
     "clgp_fit.py",
     "gp_embedding_fit.py",
     "gpc_features_vs_svm.py",
+    "latent_smm_word_kernel.py",
 }
 
 
