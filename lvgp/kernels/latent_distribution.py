@@ -559,11 +559,16 @@ class LatentDistributionKernel(Kernel):
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
         return self._distance(lin, x1, x2, same, latent)
 
-    def _distance(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> Tensor:
+    def _squared_norms(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> tuple[Tensor, Tensor]:
+        r""":math:`\langle\mu,\mu\rangle` of the documents of ``x1`` and of ``x2``, given their Gram
+        ``lin`` (its diagonal when ``x1`` and ``x2`` are the same documents)."""
         if same:
-            s1 = s2 = lin.diagonal(dim1=-2, dim2=-1)
-        else:
-            s1, s2 = self.self_inner(x1, latent), self.self_inner(x2, latent)
+            s = lin.diagonal(dim1=-2, dim2=-1)
+            return s, s
+        return self.self_inner(x1, latent), self.self_inner(x2, latent)
+
+    def _distance(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> Tensor:
+        s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
         return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
 
     def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
@@ -620,11 +625,8 @@ class LatentDistributionKernel(Kernel):
         if self.level2 == "poly":
             return (lin + self._scalar("c")).pow(self.d)
         if self.level2 == "cosine":
-            if same:
-                s1 = s2 = _inverse_norm(lin.diagonal(dim1=-2, dim2=-1))
-            else:
-                s1, s2 = _inverse_norm(self.self_inner(x1, latent)), _inverse_norm(self.self_inner(x2, latent))
-            return lin * s1.unsqueeze(-1) * s2.unsqueeze(-2)
+            s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
+            return lin * _inverse_norm(s1).unsqueeze(-1) * _inverse_norm(s2).unsqueeze(-2)
         return torch.exp(-0.5 * self._scalar("zeta") * self._distance(lin, x1, x2, same, latent))
 
     def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:

@@ -109,12 +109,13 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
             or the name of one, e.g. ``"glove-6b-50d"``; text input) the latent vectors are tied to.
         init_scale: standard deviation of the initial word vectors (or of the projected embeddings)
-            in units where gamma = 1, i.e. of :math:`\sqrt\gamma\,\mathbf x_v`. ``None`` (default): the
-            prior's, :math:`\sqrt{\gamma/\rho}`, which makes the fit depend on :math:`(\gamma, \rho)`
-            only through :math:`\rho/\gamma`. Under a weak prior that draw spreads the words so far
-            apart that the RBF word kernel starts (and, its gradient vanishing, stays) at the identity:
-            the machine is then an SVM on term frequencies. A number sets the scale for every
-            (gamma, rho), so that the equivalence no longer holds.
+            as fitted: of :math:`\sqrt\gamma\,\mathbf x_v` (of :math:`\mathbf x_v` with
+            ``learn_gamma``). ``None`` (default): the prior's, :math:`\sqrt{\gamma/\rho}`, which
+            makes the fit depend on :math:`(\gamma, \rho)` only through :math:`\rho/\gamma`. Under a
+            weak prior that draw spreads the words so far apart that the RBF word kernel starts (and,
+            its gradient vanishing, stays) at the identity: the machine is then an SVM on term
+            frequencies. A number sets the scale for every (gamma, rho), so that the equivalence no
+            longer holds.
         max_iter: L-BFGS iterations on eq. 4.19.
         tol: relative decrease of the objective at which L-BFGS stops.
         svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
