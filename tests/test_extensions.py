@@ -14,7 +14,7 @@ from gpytorch.kernels import ScaleKernel
 
 from lvgp import GPLVSM, PAD, GPLVSMRegressor, LatentDistributionKernel, LogPosterior
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
-from lvgp.kernels import DocumentLengthKernel
+from lvgp.kernels import DocumentLengthKernel, make_word_vectors
 from lvgp.models.numerics import default_dtype
 from lvgp.warnings import MissingEmbeddingsWarning
 
@@ -32,7 +32,7 @@ def float64_default():
 
 def test_word_features_tie_the_latent_means_to_a_learned_projection():
     feats = torch.randn(V, 5, generator=torch.Generator().manual_seed(0))
-    k = LatentDistributionKernel(V, Q, "rbf", "linear", word_features=feats, rho=4.0, seed=0)
+    k = LatentDistributionKernel(word_vectors=make_word_vectors(V, Q, rho=4.0, word_features=feats, seed=0))
     wv = k.word_vectors
     torch.testing.assert_close(k.latent, feats @ wv.projection + wv.residual)
     assert torch.count_nonzero(wv.residual) == 0  # the projected features carry the initial layout
@@ -57,11 +57,11 @@ def test_word_features_tie_the_latent_means_to_a_learned_projection():
     k.latent = target
     torch.testing.assert_close(k.latent, target)
     with pytest.raises(ValueError, match=r"word_features must have shape \(num_words, h\)"):
-        LatentDistributionKernel(V, Q, word_features=torch.zeros(3, 5))
+        make_word_vectors(V, Q, word_features=torch.zeros(3, 5))
 
 
 def test_variational_kernel_samples_in_training_and_uses_means_in_eval():
-    k = LatentDistributionKernel(V, Q, "rbf", "linear", rho=2.0, variational=True, seed=0)
+    k = LatentDistributionKernel(word_vectors=make_word_vectors(V, Q, rho=2.0, variational=True, seed=0))
     assert not list(k.named_priors())  # the prior acts through the KL, not as a gpytorch prior
     k.train()
     with torch.no_grad():
@@ -79,12 +79,12 @@ def test_variational_kernel_samples_in_training_and_uses_means_in_eval():
     wv.use_mean()
     torch.testing.assert_close(k.latent, wv.mean)
     with pytest.raises(ValueError, match="need a prior"):
-        LatentDistributionKernel(V, Q, variational=True, rho=None)
+        make_word_vectors(V, Q, variational=True, rho=None)
     assert not hasattr(LatentDistributionKernel(V, Q).word_vectors, "resample")  # point estimates
 
 
 def test_latent_kl_is_the_gaussian_kl():
-    k = LatentDistributionKernel(V, Q, rho=3.0, variational=True, seed=0)
+    k = LatentDistributionKernel(word_vectors=make_word_vectors(V, Q, rho=3.0, variational=True, seed=0))
     wv = k.word_vectors
     wv.latent_scale = torch.rand(V, Q, generator=torch.Generator().manual_seed(2)) + 0.1
     q = torch.distributions.Normal(wv.residual, wv.latent_scale)
@@ -97,7 +97,7 @@ def test_exact_mll_of_a_variational_model_is_the_monte_carlo_elbo():
     g = torch.Generator().manual_seed(3)
     x = torch.randint(0, V, (15, 4), generator=g)
     y = torch.randn(15, generator=g)
-    ldk = LatentDistributionKernel(V, Q, rho=2.0, variational=True, seed=0)
+    ldk = LatentDistributionKernel(word_vectors=make_word_vectors(V, Q, rho=2.0, variational=True, seed=0))
     ldk.word_vectors.sample_generator = torch.Generator().manual_seed(9)
     model = GPLVSM(x, y, num_words=V, kernel=ScaleKernel(ldk))
     model.train()

@@ -17,7 +17,7 @@ from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 from torch.func import functional_call
 
 from lvgp import PAD, LatentDistributionKernel
-from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS
+from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS, make_word_vectors
 
 from . import reference as ref
 
@@ -43,26 +43,30 @@ def gram_at(kernel, latent, *xs):
         return functional_call(kernel, {"word_vectors.raw_latent": latent}, xs).to_dense()
 
 
-def make_kernel(embedding="rbf", level2="linear", **kwargs):
+def make_kernel(embedding="rbf", level2="linear", latent_init=None, **kwargs):
     options = {**HP, "seed": 1, **kwargs}
-    return LatentDistributionKernel(V, Q, embedding, level2, **options).double()
+    kernel = LatentDistributionKernel(V, Q, embedding, level2, **options).double()
+    if latent_init is not None:
+        kernel.latent = latent_init
+    return kernel
 
 
 def kernel_hp(kernel) -> dict:
     """The kernel's actual hyper-parameter values (set in float32 at construction)."""
-    hp = {"b": kernel.b, "d": kernel.d}
-    for name in ("gamma", "a", "zeta", "c"):
+    hp = {}
+    for name in ("gamma", "a", "b", "zeta", "c", "d"):
         try:
-            hp[name] = getattr(kernel, name).item()
-        except AttributeError:
-            pass
+            value = getattr(kernel, name)
+        except AttributeError:  # a hyper-parameter of an embedding or level-2 kernel not chosen
+            continue
+        hp[name] = value if isinstance(value, int) else value.item()
     return hp
 
 
 def ref_gram(kernel, x1, x2):
     X = kernel.latent.detach().numpy()
     return torch.from_numpy(
-        ref.ldk_gram(X, x1.numpy(), x2.numpy(), kernel.embedding_name, kernel.level2, **kernel_hp(kernel))
+        ref.ldk_gram(X, x1.numpy(), x2.numpy(), kernel.embedding_name, kernel.level2.name, **kernel_hp(kernel))
     )
 
 
@@ -219,7 +223,7 @@ def test_hyperparameters_are_settable_constrained_properties():
     k.zeta = 0.5
     assert math.isclose(k.zeta.item(), 0.5, rel_tol=1e-6)
     assert k.b == 3
-    with pytest.raises(AttributeError, match="gamma is only defined for embedding='rbf'"):
+    with pytest.raises(AttributeError, match="gamma is not a hyper-parameter of embedding='poly'"):
         _ = k.gamma
     with pytest.raises(ValueError, match="zeta must lie in Positive"):
         k.zeta = -1.0
@@ -227,7 +231,7 @@ def test_hyperparameters_are_settable_constrained_properties():
         k.b = 1.5
     with pytest.raises(ValueError, match="d must be a positive integer"):
         LatentDistributionKernel(V, Q, "rbf", "poly", d=0)
-    assert {n for n, _ in k.named_parameters()} == {"raw_a", "raw_zeta", "word_vectors.raw_latent"}
+    assert {n for n, _ in k.named_parameters()} == {"embedding.raw_a", "level2.raw_zeta", "word_vectors.raw_latent"}
     with pytest.raises(ValueError, match="embedding must be one of"):
         LatentDistributionKernel(V, Q, "cosine")
     with pytest.raises(ValueError, match="level2 must be one of"):
@@ -251,10 +255,13 @@ def test_latent_prior_and_initialization():
     torch.testing.assert_close(again.latent, k.latent)
     init = np.arange(500 * 4, dtype=float).reshape(500, 4)
     torch.testing.assert_close(
-        LatentDistributionKernel(500, 4, latent_init=init).latent.double(), torch.from_numpy(init)
+        LatentDistributionKernel(word_vectors=make_word_vectors(500, 4, init=init)).latent.double(),
+        torch.from_numpy(init),
     )
     with pytest.raises(ValueError, match="latent must have shape"):
-        LatentDistributionKernel(500, 4, latent_init=np.zeros((3, 4)))
+        make_word_vectors(500, 4, init=np.zeros((3, 4)))
+    with pytest.raises(TypeError, match=r"unknown arguments \['latent_init'\] \(latent_init: build the vectors"):
+        LatentDistributionKernel(500, 4, latent_init=init)
     with pytest.raises(ValueError, match="rho must be a positive"):
         LatentDistributionKernel(500, 4, rho=0.0)
     assert LatentDistributionKernel(5, 2, rho=None).rho is None
@@ -433,7 +440,8 @@ def test_cosine_level2_with_one_hot_word_vectors_is_the_cosine_of_count_vectors(
 
     from lvgp.bow.padded import padded_to_counts
 
-    k = LatentDistributionKernel(V, V, "linear", "cosine", latent_init=torch.eye(V, dtype=torch.float64)).double()
+    k = LatentDistributionKernel(V, V, "linear", "cosine").double()
+    k.latent = torch.eye(V, dtype=torch.float64)
     expected = cosine_similarity(padded_to_counts(X1, V), padded_to_counts(X2, V))
     torch.testing.assert_close(k(X1, X2).to_dense(), torch.from_numpy(expected), rtol=0, atol=1e-12)
     torch.testing.assert_close(k(X1, diag=True), torch.ones(len(X1), dtype=torch.float64), rtol=0, atol=1e-12)

@@ -64,7 +64,7 @@ def test_gradients_flow_to_latent_vectors_and_gamma():
         lambda lat: _gram_with(approx, lat, x), (approx.word_vectors.raw_latent.detach().clone().requires_grad_(),)
     )
     approx(x).to_dense().sum().backward()
-    assert approx.raw_gamma.grad is not None and torch.isfinite(approx.word_vectors.raw_latent.grad).all()
+    assert approx.embedding.raw_gamma.grad is not None and torch.isfinite(approx.word_vectors.raw_latent.grad).all()
 
 
 def _gram_with(kernel, latent, x):

@@ -1,7 +1,9 @@
 """Kernels over padded word-index sets, and the latent word vectors they embed documents with."""
 
 from .document_length import DocumentLengthKernel
-from .latent_distribution import EMBEDDINGS, LEVEL2_KERNELS, LatentDistributionKernel, rbf_gram
+from .embedding import EMBEDDINGS, EmbeddingKernel, LinearEmbedding, PolyEmbedding, RBFEmbedding, rbf_gram
+from .latent_distribution import LatentDistributionKernel
+from .level2 import LEVEL2_KERNELS, CosineLevel2, Level2Kernel, LinearLevel2, PolyLevel2, RBFLevel2
 from .random_features import RandomFeatureLDK, gram_approximation_error
 from .word_vectors import (
     MAPWordVectors,
@@ -17,6 +19,15 @@ __all__ = [
     "RandomFeatureLDK",
     "gram_approximation_error",
     "DocumentLengthKernel",
+    "EmbeddingKernel",
+    "LinearEmbedding",
+    "RBFEmbedding",
+    "PolyEmbedding",
+    "Level2Kernel",
+    "LinearLevel2",
+    "PolyLevel2",
+    "RBFLevel2",
+    "CosineLevel2",
     "WordVectors",
     "PointWordVectors",
     "MAPWordVectors",

@@ -1,10 +1,12 @@
-"""One small helper for constrained, settable kernel hyper-parameters (instead of
-gpytorch's per-parameter property/setter boilerplate)."""
+"""Small helpers for kernel hyper-parameters: constrained, settable parameters (instead of
+gpytorch's per-parameter property/setter boilerplate), and batch indexing / expansion of a
+module's own tensors."""
 
 from __future__ import annotations
 
+import copy
 from functools import partial
-from typing import Any
+from typing import Any, Self
 
 import torch
 from gpytorch.constraints import Interval
@@ -59,3 +61,46 @@ def register_constrained(
     if prior is not None:
         module.register_prior(f"{name}_prior", prior, partial(get_attribute, name), partial(set_attribute, name))
     setattr(module, name, value)
+
+
+def check_degree(name: str, value: Any) -> int:
+    """A fixed polynomial degree: a positive integer (``ValueError`` naming ``name`` otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or int(value) < 1:
+        raise ValueError(f"{name} must be a positive integer degree; got {value!r}")
+    return int(value)
+
+
+class BatchedTensorsMixin:
+    """``expand_batch`` and ``__getitem__`` (over the batch dimensions) for a module that is not
+    a gpytorch ``Kernel`` -- what gpytorch's ``Kernel.expand_batch`` / ``Kernel.__getitem__`` do to
+    a kernel's own parameters -- applied to the module's own parameters and buffers, except those
+    named in ``_unbatched`` (shared by the batch members)."""
+
+    batch_shape: torch.Size
+    _unbatched: tuple[str, ...] = ()
+
+    def _batched_tensors(self) -> list[torch.Tensor]:
+        own = [*self.named_parameters(recurse=False), *self.named_buffers(recurse=False)]  # type: ignore[attr-defined]
+        return [t for name, t in own if name not in self._unbatched and t is not None]
+
+    def expand_batch(self, batch_shape: torch.Size) -> Self:
+        """A copy whose batched tensors are expanded to ``batch_shape``."""
+        batch_shape = torch.Size(batch_shape)
+        if batch_shape == self.batch_shape:
+            return self
+        new = copy.deepcopy(self)
+        for tensor in new._batched_tensors():
+            tensor.data = tensor.data.expand(*batch_shape, *tensor.shape[len(self.batch_shape) :])
+        new.batch_shape = batch_shape
+        return new
+
+    def __getitem__(self, index: Any) -> Self:
+        """A copy with every batched tensor indexed over the batch dimensions."""
+        if not len(self.batch_shape):
+            return self
+        new = copy.deepcopy(self)
+        index = index if isinstance(index, tuple) else (index,)
+        for tensor in new._batched_tensors():
+            tensor.data = tensor.data[index]
+        new.batch_shape = torch.zeros(self.batch_shape)[index].shape  # batch shapes are small
+        return new

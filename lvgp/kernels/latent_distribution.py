@@ -16,183 +16,50 @@ with the embedding kernel :math:`k` linear (eq. 3.6), RBF
 :math:`\exp(-\frac{\gamma}{2}\|\mathbf x_s - \mathbf x_t\|^2)` (eq. 3.7), polynomial
 :math:`(\mathbf x_s^\top \mathbf x_t + a)^b` (eq. 3.8), or any gpytorch kernel on :math:`\mathbb R^q`.
 
-Computation (never the :math:`O(n_1 n_2 L_1 L_2 q)` double sum): with :math:`C` the
-:math:`n \times u` matrix of normalised word counts over the :math:`u` distinct words
-present and :math:`G` their embedding Gram, :math:`K_{*\text{-LIN}} = C_1 G C_2^\top`,
-evaluated as two sparse products (``torch.nn.functional.embedding_bag``) in
-:math:`O(\mathrm{nnz}_2 u_1 + \mathrm{nnz}_1 n_2 + u_1 u_2 q)`. With the linear embedding
-kernel the mean embeddings are explicit: :math:`K = (C_1 X)(C_2 X)^\top`. Self-similarities
-(the diagonal, and the level-2 RBF's :math:`K(i,i)` terms) use each document's own
-:math:`L \times L` Gram, :math:`O(n L^2 q)`, or for unbatched inputs the Gram of their
-distinct words. The built-in RBF embedding Gram is one fused operation (a single
-:math:`u_1 \times u_2` buffer forward, the analytic gradient backward).
-
-The latent vectors are a module of their own (:mod:`lvgp.kernels.word_vectors`: point, MAP,
-variational, optionally tied to pretrained embeddings); the kernel computes Grams from
-whatever vectors that module gives it.
+The parts live in their own modules: the word vectors (:mod:`lvgp.kernels.word_vectors`: point,
+MAP, variational, optionally tied to pretrained embeddings; :func:`~lvgp.kernels.make_word_vectors`
+makes them), the embedding kernels (:mod:`lvgp.kernels.embedding`), the level-2 kernels
+(:mod:`lvgp.kernels.level2`) and the mean-embedding arithmetic (:mod:`lvgp.kernels.mean_embedding`:
+sparse products, never the :math:`O(n_1 n_2 L_1 L_2 q)` double sum). This module puts them together
+as a gpytorch kernel.
 """
 
 from __future__ import annotations
 
-import typing
+import copy
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 from gpytorch.module import Module
-from gpytorch.priors import Prior
 from torch import Tensor
 
 from .._typing import TensorLike
-from ..bow.padded import PAD, check_padded, pad_to_common_width
-from ._hyper import constrained_property, register_constrained
+from ..bow.padded import check_padded, pad_to_common_width
+from . import mean_embedding as me
+from .embedding import EMBEDDINGS, EmbeddingKernel, rbf_gram
+from .level2 import LEVEL2_KERNELS, Level2Kernel, make_level2
 from .word_vectors import MAPWordVectors, NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
 
 __all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "rbf_gram"]
 
-EMBEDDINGS = ("linear", "rbf", "poly")
-LEVEL2_KERNELS = ("linear", "rbf", "poly", "cosine")
-
-# Which hyper-parameter each kernel choice uses: name -> (embedding or level-2 choice).
-_USED_BY = {
-    "gamma": ("embedding", "rbf"),
-    "a": ("embedding", "poly"),
-    "zeta": ("level2", "rbf"),
-    "c": ("level2", "poly"),
+#: keyword arguments of gpytorch's ``Kernel`` that the LDK accepts
+_KERNEL_OPTIONS = ("batch_shape", "active_dims", "eps")
+#: thesis hyper-parameter name -> where it lives (for the properties and their error messages)
+_HYPERPARAMETERS = {
+    "gamma": "embedding",
+    "a": "embedding",
+    "b": "embedding",
+    "zeta": "level2",
+    "c": "level2",
+    "d": "level2",
 }
-# Entries of per-document L1 x L2 Gram blocks evaluated at once (bounds memory of the diagonal path).
-_BLOCK_ENTRIES = 2**22
+#: arguments the LDK took before make_word_vectors became the only factory of word vectors
+_WORD_VECTOR_OPTIONS = ("latent_init", "word_features", "variational", "latent_scale_init")
 
 
-class _FusedRBFGram(torch.autograd.Function):
-    r""":math:`G_{st} = \exp(-\frac\gamma2\|\mathbf a_s - \mathbf b_t\|^2)` for ``m1 x q`` and ``m2 x q``
-    inputs and a 0-dim :math:`\gamma`, in one ``m1 x m2`` buffer (the elementwise steps in place);
-    backward from the closed form :math:`\partial G_{st}/\partial\mathbf a_s = -\gamma(\mathbf a_s - \mathbf b_t)G_{st}`
-    (thesis eq. 3.20), two matrix products instead of autograd's chain of ``m1 x m2`` temporaries."""
-
-    @staticmethod
-    def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
-        gram = xa @ xb.mT
-        gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
-        gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
-        ctx.save_for_backward(xa, xb, gamma, gram)
-        return gram
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-        xa, xb, gamma, gram = ctx.saved_tensors
-        weighted = grad * gram
-        grad_a = grad_b = grad_gamma = None
-        if ctx.needs_input_grad[0]:
-            grad_a = gamma * (weighted @ xb - weighted.sum(-1).unsqueeze(-1) * xa)
-        if ctx.needs_input_grad[1]:
-            grad_b = gamma * (weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xb)
-        if ctx.needs_input_grad[2]:
-            sq = (xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)).clamp_min(0)
-            grad_gamma = -0.5 * (weighted * sq).sum()
-        return grad_a, grad_b, grad_gamma
-
-
-def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
-    r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7): ``... x m1 x q``,
-    ``... x m2 x q`` -> ``... x m1 x m2``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
-    inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`). Not gpytorch's
-    ``RBFKernel``: that owns its lengthscale as a module parameter and has no fused backward
-    (tests/test_library_references.py checks the two agree); the CLGP and the GP
-    covariate-embedding baseline use this one too."""
-    if xa.dim() == 2 and xb.dim() == 2 and gamma.numel() == 1:
-        return _FusedRBFGram.apply(xa, xb, gamma.reshape(()))
-    sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)
-    return torch.exp(-0.5 * gamma * sq.clamp_min(0))
-
-
-def _inverse_norm(self_inner: Tensor) -> Tensor:
-    r""":math:`1/\|\mu\|` from :math:`\langle\mu,\mu\rangle` (floored at the dtype's smallest normal
-    number: a zero embedding, possible only with a degenerate embedding kernel, gives 0, not NaN)."""
-    return self_inner.clamp_min(torch.finfo(self_inner.dtype).tiny).rsqrt()
-
-
-def _gather_rows(table: Tensor, idx: Tensor) -> Tensor:
-    """``table[..., idx, :]`` with broadcasting batch dims: table ``*kb x V x q``, idx ``*b x m`` -> ``*B x m x q``."""
-    if table.dim() == 2:
-        return table[idx]
-    batch = torch.broadcast_shapes(table.shape[:-2], idx.shape[:-1])
-    table = table.expand(*batch, *table.shape[-2:])
-    idx = idx.expand(*batch, idx.shape[-1]).unsqueeze(-1).expand(*batch, idx.shape[-1], table.shape[-1])
-    return table.gather(-2, idx)
-
-
-def _word_weights(x: Tensor, dtype: torch.dtype, table: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """Ids with padding replaced by 0, and each word's share of its document (0 on padding):
-    ``1/|D_i|`` (the thesis's empirical measure), or with a per-word ``table`` of weights
-    ``table[v] / sum of the document's weights``."""
-    mask = x != PAD
-    ids = torch.where(mask, x, torch.zeros_like(x))
-    weights = mask.to(dtype) if table is None else table.to(dtype)[ids] * mask
-    return ids, weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
-
-
-class _Bags(typing.NamedTuple):
-    """Documents as bags of distinct words for ``embedding_bag``'s offsets form: ``words``
-    (local word ids, document after document), ``offsets`` (where each document starts),
-    ``weights`` (count / document length); no padding, repeated words merged."""
-
-    words: Tensor
-    offsets: Tensor
-    weights: Tensor
-    n: int
-
-
-def _bags(local: Tensor, weights: Tensor) -> _Bags:
-    """Bags of one ``n x L`` tensor of local word ids and their ``1/|D_i|`` weights (0 on
-    padding). Padding costs a long corpus nothing: ``embedding_bag`` over a padded ``n x L``
-    input reads a Gram row for every padding slot (20ng documents after the 1% cut: ~470 slots
-    for ~55 tokens)."""
-    n, width = local.shape
-    keep = weights > 0
-    rows = torch.arange(n, device=local.device).unsqueeze(-1).expand(n, width)[keep]
-    size = int(local.max()) + 1 if local.numel() else 1
-    keys, inverse = torch.unique(rows * size + local[keep], return_inverse=True)
-    summed = torch.zeros(len(keys), dtype=weights.dtype, device=weights.device).index_add_(0, inverse, weights[keep])
-    counts = torch.bincount(keys // size, minlength=n)
-    offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
-    return _Bags(keys % size, offsets, summed, n)
-
-
-def _bag_product(bags: _Bags, table: Tensor) -> Tensor:
-    """``C @ table`` for the bags' ``n x u`` weight matrix ``C``: ``n x table.shape[1]``."""
-    if bags.words.numel() == 0:
-        return table.new_zeros(bags.n, table.shape[1])
-    return F.embedding_bag(bags.words, table, bags.offsets, per_sample_weights=bags.weights, mode="sum")
-
-
-def _sandwich(bags1: _Bags, gram: Tensor, bags2: _Bags, symmetric: bool) -> Tensor:
-    r""":math:`C_1 G C_2^\top` for one batch element (``gram`` is ``u1 x u2``): two
-    ``embedding_bag`` products, in the cheaper order."""
-    nnz1, nnz2 = bags1.words.numel(), bags2.words.numel()
-    n1, n2 = bags1.n, bags2.n
-    u1, u2 = gram.shape
-    if n1 == 0 or n2 == 0:
-        return gram.new_zeros(n1, n2)
-    if nnz2 * u1 + nnz1 * n2 <= nnz1 * u2 + nnz2 * n1:
-        right = _bag_product(bags2, gram if symmetric else gram.mT.contiguous())  # n2 x u1: C2 G^T
-        return _bag_product(bags1, right.mT.contiguous())  # n1 x n2
-    left = _bag_product(bags1, gram.contiguous())  # n1 x u2: C1 G
-    return _bag_product(bags2, left.mT.contiguous()).mT
-
-
-def _single_batch(x: Tensor) -> Tensor | None:
-    """The ``n x L`` documents of a batched ``*b x n x L`` input whose batch elements are all
-    the same (gpytorch expands inputs over a multi-output model's batch: ``IndependentMultitask``
-    strategies, batched ``ScaleKernel``), else ``None``. Costs one comparison of the ids."""
-    if x.dim() <= 2:
-        return None
-    flat = x.reshape(-1, *x.shape[-2:])
-    if all(st == 0 for st in x.stride()[:-2]) or bool((flat == flat[:1]).all()):
-        return flat[0]
-    return None
+def _option_names(classes: Any) -> set[str]:
+    return {name for cls in classes for name in cls.options}
 
 
 class LatentDistributionKernel(Kernel):
@@ -206,20 +73,22 @@ class LatentDistributionKernel(Kernel):
     Args:
         num_words: vocabulary size :math:`V` (may be omitted when ``word_vectors`` is given).
         latent_dim: latent dimensionality :math:`q` (likewise).
-        embedding: ``"linear"`` (eq. 3.6), ``"rbf"`` (eq. 3.7), ``"poly"`` (eq. 3.8), or a
-            gpytorch :class:`~gpytorch.kernels.Kernel` instance acting on ``R^q`` (its
-            parameters become part of this kernel).
-        level2: ``"linear"`` (eq. 3.9), ``"rbf"`` (eq. 3.11), ``"poly"`` (eq. 3.10), or ``"cosine"``:
-            the linear kernel normalized, :math:`\langle\mu_i,\mu_j\rangle / (\|\mu_i\|\,\|\mu_j\|)`
-            (not in the thesis; the mean embeddings' analogue of L2-normalized tf vectors: with
-            the linear level-2 kernel a document's norm shrinks with its number of distinct
-            words, so long documents get small kernel values).
-        word_vectors: the latent vectors, a :class:`~lvgp.kernels.WordVectors` module
-            (:class:`~lvgp.kernels.PointWordVectors`, :class:`~lvgp.kernels.MAPWordVectors`,
-            :class:`~lvgp.kernels.VariationalWordVectors`, optionally tied to pretrained
-            embeddings); may be shared with other kernels. ``None``: built from ``rho``,
-            ``variational``, ``word_features``, ``latent_init``, ``seed`` and
-            ``latent_scale_init`` (:func:`~lvgp.kernels.word_vectors.make_word_vectors`).
+        embedding: ``"linear"`` (eq. 3.6), ``"rbf"`` (eq. 3.7), ``"poly"`` (eq. 3.8)
+            (:data:`~lvgp.kernels.embedding.EMBEDDINGS`), or a gpytorch
+            :class:`~gpytorch.kernels.Kernel` instance acting on ``R^q`` (its parameters become part
+            of this kernel).
+        level2: ``"linear"`` (eq. 3.9), ``"rbf"`` (eq. 3.11), ``"poly"`` (eq. 3.10), ``"cosine"``
+            (the linear kernel normalized; not in the thesis), or a
+            :class:`~lvgp.kernels.level2.Level2Kernel` (:data:`~lvgp.kernels.level2.LEVEL2_KERNELS`).
+        word_vectors: the latent vectors, a :class:`~lvgp.kernels.WordVectors` module (point, MAP,
+            variational, optionally tied to pretrained embeddings; made by
+            :func:`~lvgp.kernels.make_word_vectors`); may be shared with other kernels. ``None``:
+            ``make_word_vectors(num_words, latent_dim, rho=rho, seed=seed)``, MAP vectors drawn from
+            their prior.
+        rho: precision :math:`\rho` of the Gaussian prior :math:`\mathcal N(0, \rho^{-1} I)` of the
+            default word vectors (registered as their gpytorch prior ``latent_prior``); ``None``: no
+            prior. See the note on MAP training below.
+        seed: seed of the default word vectors' random initialization (``None``: torch's global generator).
         word_weights: ``None`` (the thesis: a document is the uniform empirical measure of its
             words' vectors, eq. 3.1) or ``num_words`` positive weights (e.g. inverse document
             frequencies, :func:`lvgp.models.documents.idf_weights`): a document is then the
@@ -227,31 +96,15 @@ class LatentDistributionKernel(Kernel):
             still a kernel mean embedding of a probability measure. Words appended by
             :meth:`~lvgp.kernels.WordVectors.extra_words` get the largest weight (an idf-like
             weight of a word in no training document).
-        gamma: RBF embedding bandwidth :math:`\gamma > 0` (initial value).
-        a: polynomial embedding bias :math:`a` (initial value).
-        b: polynomial embedding degree (a fixed positive integer, not trained).
-        zeta: RBF level-2 bandwidth :math:`\zeta > 0` (initial value).
-        c: polynomial level-2 bias :math:`c` (initial value).
-        d: polynomial level-2 degree (a fixed positive integer, not trained).
-        rho: precision :math:`\rho` of the Gaussian prior :math:`\mathcal N(0, \rho^{-1} I)` on
-            every latent vector (registered as the gpytorch prior ``latent_prior`` of the word
-            vectors); ``None``: no prior. See the note on MAP training below.
-        latent_init: initial latent vectors, a ``num_words x q`` (or ``*batch_shape x
-            num_words x q``) array. ``None``: draws from the prior :math:`\mathcal N(0, \rho^{-1} I)`
-            (``N(0, I)`` without prior).
-        seed: seed of the random initialization (``None`` uses torch's global generator).
-        word_features: ``num_words x h`` pretrained embeddings the vectors are tied to
-            (:math:`\mathbf x_v = W\mathbf e_v + \boldsymbol\delta_v`).
-        variational: a Gaussian posterior over the vectors (:class:`~lvgp.kernels.VariationalWordVectors`).
-        latent_scale_init: its initial standard deviation, as a fraction of the prior's.
-        gamma_prior, a_prior, zeta_prior, c_prior: optional gpytorch priors.
-        gamma_constraint, zeta_constraint: default :class:`~gpytorch.constraints.Positive`.
-        a_constraint, c_constraint: default :class:`~gpytorch.constraints.Positive`. The
-            thesis allows any real bias; a non-negative bias keeps the kernel positive
-            semi-definite for every degree. Pass ``Interval(-inf, inf)``-like constraints to
-            lift it.
-        batch_shape, active_dims: as for any gpytorch kernel. With a batch shape, every
-            batch member has its own latent vectors (``*batch_shape x V x q``).
+        **options: the hyper-parameters of the chosen embedding and level-2 kernels under the
+            thesis's names, passed on to them: ``gamma`` (RBF embedding bandwidth), ``a``, ``b``
+            (polynomial embedding bias and fixed degree), ``zeta`` (RBF level-2 bandwidth), ``c``,
+            ``d`` (polynomial level-2 bias and fixed degree), each hyper-parameter's ``*_prior`` and
+            ``*_constraint`` (default :class:`~gpytorch.constraints.Positive`); those of kernels not
+            chosen are ignored. And gpytorch's ``batch_shape`` (with a batch shape, every batch
+            member has its own latent vectors, ``*batch_shape x V x q``), ``active_dims``, ``eps``.
+
+    The hyper-parameters are settable properties under the thesis's names (``k.gamma = 0.5``).
 
     MAP training: gpytorch's :class:`~gpytorch.mlls.ExactMarginalLogLikelihood` returns
     :math:`(\log p(\mathbf y \mid \mathbf X, \dots) + \sum \log p(\text{priors})) / n`. With
@@ -276,80 +129,44 @@ class LatentDistributionKernel(Kernel):
 
     has_lengthscale = False
 
-    gamma = constrained_property("gamma", "RBF embedding bandwidth (eq. 3.7), shape ``batch_shape``.")
-    a = constrained_property("a", "Polynomial embedding bias (eq. 3.8), shape ``batch_shape``.")
-    zeta = constrained_property("zeta", "RBF level-2 bandwidth (eq. 3.11), shape ``batch_shape``.")
-    c = constrained_property("c", "Polynomial level-2 bias (eq. 3.10), shape ``batch_shape``.")
-
     def __init__(
         self,
         num_words: int | None = None,
         latent_dim: int | None = None,
         embedding: str | Kernel = "rbf",
-        level2: str = "linear",
+        level2: str | Level2Kernel = "linear",
         *,
         word_vectors: WordVectors | None = None,
-        word_weights: TensorLike | None = None,
-        gamma: float = 1.0,
-        a: float = 1.0,
-        b: int = 2,
-        zeta: float = 1.0,
-        c: float = 1.0,
-        d: int = 2,
         rho: float | None = 1.0,
-        latent_init: TensorLike | None = None,
         seed: int | None = None,
-        word_features: TensorLike | None = None,
-        variational: bool = False,
-        latent_scale_init: float = 0.5,
-        gamma_prior: Prior | None = None,
-        gamma_constraint: Interval | None = None,
-        a_prior: Prior | None = None,
-        a_constraint: Interval | None = None,
-        zeta_prior: Prior | None = None,
-        zeta_constraint: Interval | None = None,
-        c_prior: Prior | None = None,
-        c_constraint: Interval | None = None,
-        **kwargs: Any,
+        word_weights: TensorLike | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        embedding_options = _option_names(EMBEDDINGS.values())
+        level2_options = _option_names(LEVEL2_KERNELS.values())
+        unknown = set(options) - embedding_options - level2_options - set(_KERNEL_OPTIONS)
+        if unknown:
+            moved = sorted(unknown & set(_WORD_VECTOR_OPTIONS))
+            advice = (
+                f" ({', '.join(moved)}: build the vectors with lvgp.kernels.make_word_vectors(...) and pass "
+                "word_vectors=)"
+                if moved
+                else ""
+            )
+            raise TypeError(f"LatentDistributionKernel got unknown arguments {sorted(unknown)}{advice}")
+        super().__init__(**{k: v for k, v in options.items() if k in _KERNEL_OPTIONS})
         if isinstance(embedding, Kernel):
             self.embedding = embedding
-            self.embedding_name = type(embedding).__name__
         elif isinstance(embedding, str) and embedding in EMBEDDINGS:
-            self.embedding = None
-            self.embedding_name = embedding
+            cls = EMBEDDINGS[embedding]
+            self.embedding = cls(**{k: v for k, v in options.items() if k in cls.options}, batch_shape=self.batch_shape)
         else:
-            raise ValueError(f"embedding must be one of {EMBEDDINGS} or a gpytorch Kernel; got {embedding!r}")
-        if level2 not in LEVEL2_KERNELS:
-            raise ValueError(f"level2 must be one of {LEVEL2_KERNELS}; got {level2!r}")
-        self.level2 = level2
-        self.b = b
-        self.d = d
-        hypers = {
-            "gamma": (gamma, gamma_constraint, gamma_prior),
-            "a": (a, a_constraint, a_prior),
-            "zeta": (zeta, zeta_constraint, zeta_prior),
-            "c": (c, c_constraint, c_prior),
-        }
-        for name, (value, constraint, prior) in hypers.items():
-            which, choice = _USED_BY[name]
-            if (self.embedding_name if which == "embedding" else self.level2) == choice:
-                register_constrained(self, name, value, constraint or Positive(), prior, self.batch_shape)
+            raise ValueError(f"embedding must be one of {tuple(EMBEDDINGS)} or a gpytorch Kernel; got {embedding!r}")
+        self.level2 = make_level2(level2, self.batch_shape, options)
         if word_vectors is None:
             if num_words is None or latent_dim is None:
                 raise ValueError("pass num_words and latent_dim, or a word_vectors module")
-            word_vectors = make_word_vectors(
-                num_words,
-                latent_dim,
-                rho=rho,
-                variational=variational,
-                word_features=word_features,
-                init=latent_init,
-                seed=seed,
-                scale_init=latent_scale_init,
-                batch_shape=self.batch_shape,
-            )
+            word_vectors = make_word_vectors(num_words, latent_dim, rho=rho, seed=seed, batch_shape=self.batch_shape)
         elif not isinstance(word_vectors, WordVectors):
             raise TypeError(
                 f"word_vectors must be an lvgp.kernels.WordVectors module; got {type(word_vectors).__name__}"
@@ -375,13 +192,14 @@ class LatentDistributionKernel(Kernel):
             self.register_buffer("word_weights", weights)
 
     def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """:func:`_word_weights` with this kernel's word weights (extended over extra words)."""
+        """:func:`~lvgp.kernels.mean_embedding.document_weights` with this kernel's word weights
+        (extended over extra words)."""
         table = self.word_weights
         if table is not None and self.num_words > len(table):
             table = torch.cat([table, table.max().expand(self.num_words - len(table))])
-        return _word_weights(x, dtype, table)
+        return me.document_weights(x, dtype, table)
 
-    # ------------------------------------------------------------------ the word vectors
+    # ------------------------------------------------------------------ parts and hyper-parameters
     @property
     def num_words(self) -> int:
         """Word ids the kernel accepts now: the vocabulary, plus words of an active
@@ -418,99 +236,66 @@ class LatentDistributionKernel(Kernel):
         self.word_vectors.rho = value
 
     @property
-    def b(self) -> int:
-        """Polynomial embedding degree (eq. 3.8); fixed, not trained."""
-        return self._b
-
-    @b.setter
-    def b(self, value: int) -> None:
-        self._b = self._check_degree("b", value)
+    def embedding_name(self) -> str:
+        """``"linear"``, ``"rbf"``, ``"poly"``, or the class name of a custom embedding kernel."""
+        return getattr(self.embedding, "name", type(self.embedding).__name__)
 
     @property
-    def d(self) -> int:
-        """Polynomial level-2 degree (eq. 3.10); fixed, not trained."""
-        return self._d
-
-    @d.setter
-    def d(self, value: int) -> None:
-        self._d = self._check_degree("d", value)
-
-    @staticmethod
-    def _check_degree(name: str, value: int) -> int:
-        if isinstance(value, bool) or int(value) != value or int(value) < 1:
-            raise ValueError(f"{name} must be a positive integer degree; got {value!r}")
-        return int(value)
-
-    def _scalar(self, name: str, extra_dims: int = 2) -> Tensor:
-        """Hyper-parameter viewed with ``extra_dims`` trailing singleton dims for broadcasting."""
-        value = getattr(self, name)
-        return value.view(*value.shape, *([1] * extra_dims))
+    def _builtin_embedding(self) -> bool:
+        return isinstance(self.embedding, EmbeddingKernel)
 
     @property
-    def _linear_embedding(self) -> bool:
-        return self.embedding is None and self.embedding_name == "linear"
+    def _explicit(self) -> bool:
+        """The mean embeddings are explicit vectors (linear embedding kernel)."""
+        return self._builtin_embedding and self.embedding.explicit
 
-    # ------------------------------------------------------------------ computation
+    def __getattr__(self, name: str) -> Any:
+        owner = _HYPERPARAMETERS.get(name)
+        if owner is not None:  # the thesis's names of the embedding and level-2 hyper-parameters
+            part = super().__getattr__(owner)
+            try:
+                return getattr(part, name)
+            except AttributeError:
+                choice = getattr(part, "name", type(part).__name__)
+                raise AttributeError(f"{name} is not a hyper-parameter of {owner}={choice!r}") from None
+        return super().__getattr__(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        owner = _HYPERPARAMETERS.get(name)
+        if owner is not None and owner in self._modules:
+            part = self._modules[owner]
+            if not hasattr(part, name):
+                choice = getattr(part, "name", type(part).__name__)
+                raise AttributeError(f"{name} is not a hyper-parameter of {owner}={choice!r}")
+            setattr(part, name, value)
+            return
+        super().__setattr__(name, value)
+
+    # ------------------------------------------------------------------ the inner products
     def embedding_gram(self, xa: Tensor, xb: Tensor) -> Tensor:
         """Embedding kernel between latent vectors: ``... x m1 x q``, ``... x m2 x q`` -> ``... x m1 x m2``.
 
         The kernel's batch shape broadcasts against the trailing batch dimensions, as in gpytorch.
         """
-        if self.embedding is not None:
-            return self.embedding(xa, xb).to_dense()
-        if self.embedding_name == "linear":
-            return xa @ xb.mT
-        if self.embedding_name == "poly":
-            return (xa @ xb.mT + self._scalar("a")).pow(self.b)
-        return rbf_gram(xa, xb, self._scalar("gamma"))
-
-    def _mean_vectors(self, x: Tensor, latent: Tensor) -> Tensor:
-        """Explicit kernel mean embeddings ``C X`` for the linear embedding kernel: ``*B x n x q``."""
-        ids, weights = self._weights(x, latent.dtype)
-        vectors = _gather_rows(latent, ids.flatten(-2)).unflatten(-2, ids.shape[-2:])
-        return (weights.unsqueeze(-1) * vectors).sum(-2)
+        if self._builtin_embedding:
+            return self.embedding.gram(xa, xb)
+        return self.embedding(xa, xb).to_dense()
 
     def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
         r"""Row-wise :math:`\langle m(\mathbf X^{(1)}_i), m(\mathbf X^{(2)}_i)\rangle` (eq. 3.2):
         ``*b1 x n x L1`` and ``*b2 x n x L2`` -> ``*B x n``. Costs :math:`O(n L_1 L_2 q)`.
         ``latent``: the vectors to use (default :attr:`latent`)."""
         latent = self.latent if latent is None else latent
-        if self._linear_embedding:
-            return (self._mean_vectors(x1, latent) * self._mean_vectors(x2, latent)).sum(-1)
         ids1, w1 = self._weights(x1, latent.dtype)
         ids2, w2 = self._weights(x2, latent.dtype)
-        n = x1.shape[-2]
-        step = max(1, _BLOCK_ENTRIES // max(1, x1.shape[-1] * x2.shape[-1]))
-        out = []
-        for start in range(0, n, step):
-            sl = slice(start, start + step)
-            v1 = _gather_rows(latent, ids1[..., sl, :].flatten(-2)).unflatten(-2, ids1[..., sl, :].shape[-2:])
-            v2 = _gather_rows(latent, ids2[..., sl, :].flatten(-2)).unflatten(-2, ids2[..., sl, :].shape[-2:])
-            # documents to the front, so the kernel's batch shape meets the data's batch dims
-            gram = self.embedding_gram(v1.movedim(-3, 0), v2.movedim(-3, 0)).movedim(0, -3)
-            out.append(((w1[..., sl, :].unsqueeze(-1) * gram).sum(-2) * w2[..., sl, :]).sum(-1))
-        if not out:
-            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], latent.shape[:-2])
-            return latent.new_zeros(*batch, 0)
-        return torch.cat(out, dim=-1)
+        return me.paired_inner(ids1, w1, ids2, w2, latent, self.embedding_gram, self._explicit)
 
     def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         r""":math:`\|m(\mathbf X_i)\|^2` for every document (``*b x n x L`` -> ``*B x n``), through
-        the Gram of the distinct words, :math:`\mathrm{diag}(C G C^\top)`: :math:`O(\mathrm{nnz}\,u)`
-        for :math:`u` distinct words instead of :meth:`paired_inner`'s :math:`O(n L^2 q)` (long padded
-        documents); used for unbatched inputs."""
+        the Gram of the distinct words (:func:`~lvgp.kernels.mean_embedding.self_inner`)."""
         latent = self.latent if latent is None else latent
-        if x.dim() != 2 or latent.dim() != 2 or self._linear_embedding or x.shape[0] == 0:
-            return self.paired_inner(x, x, latent)
         ids, w = self._weights(x, latent.dtype)
-        words, local = torch.unique(ids, return_inverse=True)
-        v = latent.index_select(-2, words)
-        bags = _bags(local, w)
-        left = _bag_product(bags, self.embedding_gram(v, v))  # n x u: C G
-        rows = torch.repeat_interleave(
-            torch.arange(bags.n), torch.diff(bags.offsets, append=bags.offsets.new_tensor([len(bags.words)]))
-        )
-        return torch.zeros(bags.n, dtype=left.dtype).index_add_(0, rows, left[rows, bags.words] * bags.weights)
+        return me.self_inner(ids, w, latent, self.embedding_gram, self._explicit)
 
     def mean_embedding_gram(
         self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
@@ -518,46 +303,20 @@ class LatentDistributionKernel(Kernel):
         r""":math:`K_{*\text{-LIN}}` (eq. 3.9) between all documents: ``*b1 x n1 x L1``,
         ``*b2 x n2 x L2`` -> ``*B x n1 x n2``. ``symmetric`` asserts ``x1 == x2``."""
         latent = self.latent if latent is None else latent
-        if x1.shape[-2] == 0 or x2.shape[-2] == 0:
-            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], latent.shape[:-2], self.batch_shape)
-            return latent.new_zeros(*batch, x1.shape[-2], x2.shape[-2])
-        if self._linear_embedding:
-            m1 = self._mean_vectors(x1, latent)
-            return m1 @ (m1 if symmetric else self._mean_vectors(x2, latent)).mT
-        dtype = latent.dtype
-        ids1, w1 = self._weights(x1, dtype)
-        words1, local1 = torch.unique(ids1, return_inverse=True)
-        if symmetric:
-            ids2, w2, words2, local2 = ids1, w1, words1, local1
-        else:
-            ids2, w2 = self._weights(x2, dtype)
-            words2, local2 = torch.unique(ids2, return_inverse=True)
-        v1 = latent.index_select(-2, words1)
-        gram = self.embedding_gram(v1, v1 if symmetric else latent.index_select(-2, words2))
-        batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], gram.shape[:-2])
-        gram_symmetric = symmetric and self.embedding is None
-
-        def flat(t: Tensor) -> Tensor:
-            return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
-
-        parts = []
-        for i1, ww1, g, i2, ww2 in zip(flat(local1), flat(w1), flat(gram), flat(local2), flat(w2)):
-            bags1 = _bags(i1, ww1)
-            bags2 = bags1 if symmetric else _bags(i2, ww2)
-            parts.append(_sandwich(bags1, g, bags2, gram_symmetric))
-        if not parts:
-            return gram.new_zeros(*batch, x1.shape[-2], x2.shape[-2])
-        return torch.stack(parts).view(*batch, x1.shape[-2], x2.shape[-2])
-
-    def squared_mmd(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
-        r"""Squared RKHS distance between mean embeddings, eq. 3.3: ``*B x n1 x n2``. With
-        ``allow_empty``, a padding-only row is the zero measure (distance: the other's norm)."""
-        x1 = self._check(x1, "x1", allow_empty)
-        x2 = self._check(x2, "x2", allow_empty)
-        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        latent = self.latent
-        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
-        return self._distance(lin, x1, x2, same, latent)
+        ids1, w1 = self._weights(x1, latent.dtype)
+        ids2, w2 = (ids1, w1) if symmetric else self._weights(x2, latent.dtype)
+        return me.mean_embedding_gram(
+            ids1,
+            w1,
+            ids2,
+            w2,
+            latent,
+            self.embedding_gram,
+            self._explicit,
+            symmetric=symmetric,
+            gram_symmetric=self._builtin_embedding,
+            batch_shape=self.batch_shape,
+        )
 
     def _squared_norms(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> tuple[Tensor, Tensor]:
         r""":math:`\langle\mu,\mu\rangle` of the documents of ``x1`` and of ``x2``, given their Gram
@@ -567,10 +326,18 @@ class LatentDistributionKernel(Kernel):
             return s, s
         return self.self_inner(x1, latent), self.self_inner(x2, latent)
 
-    def _distance(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> Tensor:
+    def squared_mmd(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
+        r"""Squared RKHS distance between mean embeddings, eq. 3.3: ``*B x n1 x n2``. With
+        ``allow_empty``, a padding-only row is the zero measure (distance: the other's norm)."""
+        x1 = self._check(x1, "x1", allow_empty)
+        x2 = self._check(x2, "x2", allow_empty)
+        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        latent = self.latent
+        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
         s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
         return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
 
+    # ------------------------------------------------------------------ the kernel
     def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
         """The one input check: a padded integer tensor of ids below :attr:`num_words` (any
         integer dtype, returned as ``torch.long``)."""
@@ -586,8 +353,8 @@ class LatentDistributionKernel(Kernel):
             x1, x2 = self._check(x1, "x1"), self._check(x2, "x2")
         # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
         # classifier): the word Gram and its gradient are formed once, not once per element
-        single1 = _single_batch(x1)
-        single2 = single1 if x2 is x1 else _single_batch(x2)
+        single1 = me.single_batch(x1)
+        single2 = single1 if x2 is x1 else me.single_batch(x2)
         if (
             (single1 is not None or x1.dim() <= 2)
             and (single2 is not None or x2.dim() <= 2)
@@ -602,32 +369,27 @@ class LatentDistributionKernel(Kernel):
         self.word_vectors.sample_for_training()
         latent = self.latent
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        level2 = self.level2
         if diag:
             if x1.shape[-2] != x2.shape[-2]:
                 raise ValueError(
                     f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}"
                 )
-            if same and self.level2 in ("rbf", "cosine"):
+            if same and level2.unit_diagonal:
                 batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
                 return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
             lin = self.self_inner(x1, latent) if same else self.paired_inner(x1, x2, latent)
-            if self.level2 == "linear":
-                return lin
-            if self.level2 == "poly":
-                return (lin + self._scalar("c", 1)).pow(self.d)
-            if self.level2 == "cosine":
-                return lin * _inverse_norm(self.self_inner(x1, latent)) * _inverse_norm(self.self_inner(x2, latent))
-            dist = (self.self_inner(x1, latent) + self.self_inner(x2, latent) - 2 * lin).clamp_min(0)
-            return torch.exp(-0.5 * self._scalar("zeta", 1) * dist)
+            s1 = s2 = None
+            if level2.needs_norms:
+                s1, s2 = (lin, lin) if same else (self.self_inner(x1, latent), self.self_inner(x2, latent))
+                s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-1)
+            return level2(lin.unsqueeze(-1), s1, s2).squeeze(-1)
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
-        if self.level2 == "linear":
-            return lin
-        if self.level2 == "poly":
-            return (lin + self._scalar("c")).pow(self.d)
-        if self.level2 == "cosine":
+        s1 = s2 = None
+        if level2.needs_norms:
             s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
-            return lin * _inverse_norm(s1).unsqueeze(-1) * _inverse_norm(s2).unsqueeze(-2)
-        return torch.exp(-0.5 * self._scalar("zeta") * self._distance(lin, x1, x2, same, latent))
+            s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
+        return level2(lin, s1, s2)
 
     def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
         """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly (any integer
@@ -649,25 +411,53 @@ class LatentDistributionKernel(Kernel):
             return Module.__call__(self, x1, x1 if x2 is None else x2, diag=True, **params)
         return super().__call__(x1, x2, diag=diag, **params)
 
-    def expand_batch(self, *sizes: Any) -> LatentDistributionKernel:
-        """As gpytorch's ``Kernel.expand_batch``, word vectors included."""
-        new = super().expand_batch(*sizes)
-        if new is not self and len(self.word_vectors.batch_shape):
-            new.word_vectors = self.word_vectors.expand_batch(new.batch_shape)
+    # ------------------------------------------------------------------ batches and persistence
+    def _rebatch(self, new: LatentDistributionKernel, change: Any) -> LatentDistributionKernel:
+        """The parts gpytorch's ``expand_batch`` / ``__getitem__`` do not know: the level-2 kernel
+        and the word vectors rebatched by ``change``; the word weights (one per word, shared by
+        the batch members) as they were."""
+        if self.word_weights is not None:
+            new.word_weights = self.word_weights.clone()
+        new.level2 = change(self.level2)
+        if len(self.word_vectors.batch_shape):
+            new.word_vectors = change(self.word_vectors)
         return new
+
+    def expand_batch(self, *sizes: Any) -> LatentDistributionKernel:
+        """As gpytorch's ``Kernel.expand_batch``, level-2 kernel and word vectors included."""
+        new = super().expand_batch(*sizes)
+        if new is self:
+            return new
+        return self._rebatch(new, lambda part: part.expand_batch(new.batch_shape))
 
     def __getitem__(self, index: Any) -> LatentDistributionKernel:
-        """As gpytorch's ``Kernel.__getitem__`` (index the batch), word vectors included."""
-        new = super().__getitem__(index)
-        if new is not self and len(self.word_vectors.batch_shape):
-            new.word_vectors = self.word_vectors[index]
-        return new
+        """As gpytorch's ``Kernel.__getitem__`` (index the batch): the kernel's own parameters,
+        the embedding kernel, the level-2 kernel and the word vectors."""
+        if not len(self.batch_shape):
+            return self
+        index = index if isinstance(index, tuple) else (index,)
+        new = copy.deepcopy(self)
+        for name, param in self.named_parameters(recurse=False):
+            getattr(new, name).data = param.data[index]
+        new._batch_shape = torch.zeros(self.batch_shape)[index].shape  # batch shapes are small
+        new.embedding = self.embedding[index]
+        return self._rebatch(new, lambda part: part[index])
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _USED_BY:
-            which, choice = _USED_BY[name]
-            raise AttributeError(f"{name} is only defined for {which}={choice!r}")
-        return super().__getattr__(name)
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
+        """Reads state dicts saved before the embedding and level-2 kernels were modules of their
+        own (lvgp 0.1.0: ``raw_gamma`` for ``embedding.raw_gamma``, ``raw_zeta`` for ``level2.raw_zeta``)."""
+        for name in ("gamma", "a", "zeta", "c"):
+            owner = _HYPERPARAMETERS[name]
+            for key in list(state_dict):
+                local = key[len(prefix) :]
+                if key.startswith(prefix) and (
+                    local == f"raw_{name}"
+                    or local.startswith(f"raw_{name}_constraint.")
+                    or local.startswith(f"{name}_prior.")
+                ):
+                    state_dict[f"{prefix}{owner}.{local}"] = state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
-        return f"embedding={self.embedding_name!r}, level2={self.level2!r}"
+        weights = ", word_weights" if self.word_weights is not None else ""
+        return f"num_words={self.word_vectors.num_words}, latent_dim={self.latent_dim}{weights}"

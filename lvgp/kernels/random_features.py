@@ -32,6 +32,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from .._typing import TensorLike
+from .embedding import RBFEmbedding
 from .latent_distribution import LatentDistributionKernel
 
 __all__ = ["RandomFeatureLDK", "gram_approximation_error", "FEATURE_MAPS"]
@@ -56,8 +57,8 @@ class RandomFeatureLDK(LatentDistributionKernel):
 
     def __init__(
         self,
-        num_words: int,
-        latent_dim: int,
+        num_words: int | None = None,
+        latent_dim: int | None = None,
         embedding: str | Kernel = "rbf",
         level2: str = "linear",
         *,
@@ -73,11 +74,12 @@ class RandomFeatureLDK(LatentDistributionKernel):
             raise ValueError("RandomFeatureLDK supports unbatched kernels only")
         if features not in FEATURE_MAPS:
             raise ValueError(f"features must be one of {FEATURE_MAPS}; got {features!r}")
-        if features == "rff" and (self.embedding is not None or self.embedding_name != "rbf"):
+        if features == "rff" and not isinstance(self.embedding, RBFEmbedding):
             raise ValueError("random Fourier features approximate the RBF embedding kernel: use embedding='rbf'")
         if not isinstance(num_features, int) or num_features < 1:
             raise ValueError(f"num_features must be a positive integer; got {num_features!r}")
         self.features, self.num_features, self.jitter = features, num_features, jitter
+        num_words, latent_dim = self.word_vectors.num_words, self.latent_dim
         g = torch.Generator().manual_seed(feature_seed)
         dtype = self.word_vectors.dtype
         if features == "rff":
@@ -97,7 +99,7 @@ class RandomFeatureLDK(LatentDistributionKernel):
         """phi of latent vectors: ``m x q`` -> ``m x D`` (``latent``: the table the Nystrom
         landmarks are read from, default :attr:`latent`)."""
         if self.features == "rff":
-            proj = (self._scalar("gamma").sqrt() * vectors) @ self.rff_weights + self.rff_phases
+            proj = (self.embedding._hyper("gamma").sqrt() * vectors) @ self.rff_weights + self.rff_phases
             return math.sqrt(2.0 / self.rff_weights.shape[1]) * torch.cos(proj)
         z = (self.latent if latent is None else latent).index_select(-2, self.landmarks)
         kzz = self.embedding_gram(z, z)

@@ -31,7 +31,6 @@ gpytorch counts its prior once.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -44,7 +43,7 @@ from gpytorch.priors import NormalPrior
 from torch import Tensor, nn
 
 from .._typing import TensorLike
-from ._hyper import constrained_property, get_attribute, register_constrained, set_attribute
+from ._hyper import BatchedTensorsMixin, constrained_property, get_attribute, register_constrained, set_attribute
 
 __all__ = ["WordVectors", "PointWordVectors", "MAPWordVectors", "VariationalWordVectors", "make_word_vectors"]
 
@@ -56,7 +55,7 @@ def _check_rho(rho: float) -> float:
     return rho
 
 
-class WordVectors(gpytorch.Module):
+class WordVectors(BatchedTensorsMixin, gpytorch.Module):
     r"""Base class: ``num_words`` latent vectors of dimension ``latent_dim`` (point estimates).
 
     Args:
@@ -98,6 +97,7 @@ class WordVectors(gpytorch.Module):
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.register_parameter("raw_latent", nn.Parameter(torch.zeros(shape)))
         self._extra: Tensor | None = None
+        self._unbatched = ("word_features",)  # shared by the batch members
         self._init_word_features(word_features, generator, projection_scale)
         if init is None:
             scale = 0.0 if self.word_features is not None else float(init_scale)
@@ -235,37 +235,6 @@ class WordVectors(gpytorch.Module):
             yield self.num_words
         finally:
             self._extra = None
-
-    def _batched_tensors(self, module: WordVectors) -> list[Tensor]:
-        return [
-            t
-            for name, t in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]
-            if name != "word_features"
-        ]  # word_features are shared by the batch members
-
-    def expand_batch(self, batch_shape: torch.Size) -> WordVectors:
-        """A copy whose batched parameters and buffers are expanded to ``batch_shape`` (what
-        gpytorch's ``Kernel.expand_batch`` does to a kernel's own parameters)."""
-        batch_shape = torch.Size(batch_shape)
-        if batch_shape == self.batch_shape:
-            return self
-        new = copy.deepcopy(self)
-        for tensor in self._batched_tensors(new):
-            tensor.data = tensor.data.expand(*batch_shape, *tensor.shape[len(self.batch_shape) :])
-        new.batch_shape = batch_shape
-        return new
-
-    def __getitem__(self, index: Any) -> WordVectors:
-        """A copy with every batched parameter and buffer indexed over the batch dimensions
-        (what gpytorch's ``Kernel.__getitem__`` does to a kernel's own parameters)."""
-        if not len(self.batch_shape):
-            return self
-        new = copy.deepcopy(self)
-        index = index if isinstance(index, tuple) else (index,)
-        for tensor in self._batched_tensors(new):
-            tensor.data = tensor.data[index]
-        new.batch_shape = new.raw_latent.shape[:-2]
-        return new
 
     def extra_repr(self) -> str:
         tied = f", tied to {self.word_features.shape[1]}-d features" if self.word_features is not None else ""

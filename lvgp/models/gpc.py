@@ -259,7 +259,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
             gamma=self.gamma,
         )
-        kernel.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
+        kernel.embedding.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
         return kernel
 
     # ------------------------------------------------------------------ fit

@@ -223,7 +223,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
                 gamma=fit_gamma,
             ).double()
-        self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
+        self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
         self._x = x
         self.n_evaluations_ = 0
 

@@ -379,7 +379,7 @@ class LDKMatcher(BaseEstimator):
             self.kernel_ = LatentDistributionKernel(
                 embedding="rbf", level2="linear", word_vectors=vectors, word_weights=weights, gamma=fit_gamma
             ).double()
-        self.kernel_.raw_gamma.requires_grad_(self.learn_gamma)
+        self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
         validation = self._validation(source_val, target_val)

@@ -16,6 +16,7 @@ from ..bow.vocabulary import Vocabulary
 from ..kernels.document_length import DocumentLengthKernel
 from ..kernels.latent_distribution import LatentDistributionKernel
 from ..kernels.random_features import RandomFeatureLDK
+from ..kernels.word_vectors import make_word_vectors
 from ..warnings import MemoryBudgetWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
@@ -236,24 +237,24 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         if kind != "exact":
             options.update(features=kind, num_features=self.num_features, feature_seed=seed)
         with default_dtype(torch.float64):
-            ldk = (LatentDistributionKernel if kind == "exact" else RandomFeatureLDK)(
+            vectors = make_word_vectors(
                 self.num_words_,
                 self.latent_dim,
-                embedding=self.embedding,
-                level2=self.level2,
                 rho=self.rho,
-                latent_init=self._initial_latent() if state_dict is None else None,
-                seed=seed,
-                word_features=features,
                 variational=self.variational,
-                latent_scale_init=self.latent_scale_init,
-                **options,
+                word_features=features,
+                init=self._initial_latent() if state_dict is None else None,
+                seed=seed,
+                scale_init=self.latent_scale_init,
+            )
+            ldk = (LatentDistributionKernel if kind == "exact" else RandomFeatureLDK)(
+                embedding=self.embedding, level2=self.level2, word_vectors=vectors, **options
             )
             inner = ldk * DocumentLengthKernel() if self.length_kernel else ldk
             model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=ScaleKernel(inner))
         self._init_hyperparameters(model)
         if self.embedding == "rbf" and not self.train_gamma:
-            ldk.raw_gamma.requires_grad_(False)
+            ldk.embedding.raw_gamma.requires_grad_(False)
         if self.variational:
             ldk.word_vectors.sample_generator = torch.Generator().manual_seed(seed + 1)
         return model

@@ -48,7 +48,7 @@ from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
-from ..kernels import LatentDistributionKernel
+from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from .documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array
 from .numerics import exact_numerics
@@ -198,22 +198,15 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         inducing = x[self.inducing_indices_]
         inducing = inducing[:, : int((inducing != PAD).sum(-1).max())]
-        kernel = LatentDistributionKernel(
-            num_words,
-            self.latent_dim,
-            self.embedding,
-            self.level2,
-            rho=self.rho,
-            seed=seed,
-            word_features=word_features,
-        )
+        vectors = make_word_vectors(num_words, self.latent_dim, rho=self.rho, word_features=word_features, seed=seed)
+        kernel = LatentDistributionKernel(embedding=self.embedding, level2=self.level2, word_vectors=vectors)
         self.model_ = SparseGPLVSM(inducing, kernel).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
         self.likelihood_.noise = torch.tensor(self.noise_init, dtype=torch.float64)
         self.model_.covar_module.outputscale = torch.tensor(self.outputscale_init, dtype=torch.float64)
         # gamma is kept fixed (as in GPLVSMRegressor: the RBF embedding depends on sqrt(gamma) x only)
-        if hasattr(kernel, "raw_gamma"):
-            kernel.raw_gamma.requires_grad_(False)
+        if hasattr(kernel.embedding, "raw_gamma"):
+            kernel.embedding.raw_gamma.requires_grad_(False)
 
     def _check_params(self) -> None:
         for name in ("latent_dim", "num_inducing", "batch_size", "max_steps", "convergence_window"):

@@ -1,0 +1,114 @@
+"""What the comparative studies know: every study, and every method each study can run.
+
+A **method** is one entry (:class:`Method`): its name on the command line, its label in tables
+and figures, a factory that builds the unfitted estimator for one cell, and the cell-level
+hyper-parameter grid the study chooses from on dev data. Registering a method makes it known to
+its study's ``--methods``, to the tables and to the figures; nothing else is edited::
+
+    from lvgp.experiments.registry import register_method
+
+    @register_method("classification", "my-svm", "My SVM (BoW)")
+    def my_svm(study, cell, data):
+        return MySVMClassifier(random_state=study.cell_seed(cell))
+
+A **study** is a frozen dataclass of options that subclasses :class:`~lvgp.experiments.study.Study`
+and is registered with :func:`register_study`; the CLI (``lvgp compare KIND``) lists the
+registered studies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Method", "register_method", "methods", "method", "default_methods", "register_study", "studies"]
+
+#: ``build(study, cell, data)``: the unfitted estimator of one cell (``data``: what the study
+#: prepared for the cell's split, e.g. its vocabulary)
+Factory = Callable[[Any, dict, Any], Any]
+
+
+def _one_setting(study: Any) -> list[dict]:
+    return [{}]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method of one study.
+
+    Attributes:
+        name: its name on the command line (``--methods``) and in the records.
+        label: its name in tables and figures.
+        build: ``build(study, cell, data)`` -> the unfitted estimator of the cell.
+        grid: ``grid(study)`` -> the cell-level hyper-parameter settings (one cell each; the study
+            chooses among them on dev data); default one setting, ``{}`` (a method that chooses
+            its own hyper-parameters inside ``fit``).
+        default: part of the study's default ``--methods``.
+        description: one line for the documentation.
+    """
+
+    name: str
+    label: str
+    build: Factory
+    grid: Callable[[Any], list[dict]] = _one_setting
+    default: bool = False
+    description: str = ""
+
+
+_METHODS: dict[str, dict[str, Method]] = {}
+_STUDIES: dict[str, type] = {}
+
+
+def register_method(
+    tasks: str | tuple[str, ...],
+    name: str,
+    label: str,
+    *,
+    grid: Callable[[Any], list[dict]] | None = None,
+    default: bool = False,
+    description: str = "",
+) -> Callable[[Factory], Factory]:
+    """Decorator: register ``build`` as method ``name`` of the study kind(s) ``tasks``."""
+
+    def decorate(build: Factory) -> Factory:
+        for task in (tasks,) if isinstance(tasks, str) else tasks:
+            known = _METHODS.setdefault(task, {})
+            if name in known and known[name].build is not build:
+                raise ValueError(f"method {name!r} is already registered for the {task} study")
+            known[name] = Method(name, label, build, grid or _one_setting, default, description)
+        return build
+
+    return decorate
+
+
+def methods(task: str) -> dict[str, Method]:
+    """The methods of the study kind ``task``, in registration order."""
+    studies()  # the built-in studies register their methods when imported
+    return dict(_METHODS.get(task, {}))
+
+
+def method(task: str, name: str) -> Method:
+    """Method ``name`` of ``task`` (``ValueError`` naming the known ones otherwise)."""
+    known = methods(task)
+    if name not in known:
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(known)}")
+    return known[name]
+
+
+def default_methods(task: str) -> tuple[str, ...]:
+    """The names of ``task``'s methods registered with ``default=True``."""
+    return tuple(name for name, m in _METHODS.get(task, {}).items() if m.default)
+
+
+def register_study(cls: type) -> type:
+    """Class decorator: register a study class under its ``kind``."""
+    _STUDIES[cls.kind] = cls  # type: ignore[attr-defined]
+    return cls
+
+
+def studies() -> dict[str, type]:
+    """Every registered study class by kind (the built-in ones are imported on first use)."""
+    from . import categorical, classification, matching, regression, topics  # noqa: F401  (they register)
+
+    return dict(_STUDIES)

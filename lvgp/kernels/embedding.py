@@ -1,0 +1,197 @@
+r"""Embedding kernels: the kernel :math:`k(\mathbf x_s, \mathbf x_t)` between latent word vectors
+whose mean embeddings :class:`~lvgp.LatentDistributionKernel` compares (thesis eqs. 3.6-3.8).
+
+Each is a gpytorch :class:`~gpytorch.kernels.Kernel` on :math:`\mathbb R^q` (usable on its own)
+with a :meth:`EmbeddingKernel.gram` fast path that the LDK calls directly, and with its own
+hyper-parameters (constrained, with optional priors, settable under the thesis's names):
+
+* :class:`LinearEmbedding` -- :math:`\mathbf x_s^\top\mathbf x_t` (eq. 3.6); its mean embeddings
+  are explicit vectors, so the LDK never forms a word Gram;
+* :class:`RBFEmbedding` -- :math:`\exp(-\frac\gamma2\|\mathbf x_s - \mathbf x_t\|^2)` (eq. 3.7), one fused
+  operation (:func:`rbf_gram`);
+* :class:`PolyEmbedding` -- :math:`(\mathbf x_s^\top\mathbf x_t + a)^b` (eq. 3.8).
+
+Any other gpytorch kernel on :math:`\mathbb R^q` can be the embedding kernel too (the LDK then
+calls it like any gpytorch kernel). Adding a built-in one: a subclass with ``name``, its
+hyper-parameters registered in ``__init__``, :meth:`~EmbeddingKernel.gram` and
+:meth:`~EmbeddingKernel.self_similarity`, and a row in :data:`EMBEDDINGS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from gpytorch.constraints import Interval, Positive
+from gpytorch.kernels import Kernel
+from gpytorch.priors import Prior
+from torch import Tensor
+
+from ._hyper import check_degree, constrained_property, register_constrained
+
+__all__ = ["EmbeddingKernel", "LinearEmbedding", "RBFEmbedding", "PolyEmbedding", "EMBEDDINGS", "rbf_gram"]
+
+
+class _FusedRBFGram(torch.autograd.Function):
+    r""":math:`G_{st} = \exp(-\frac\gamma2\|\mathbf a_s - \mathbf b_t\|^2)` for ``m1 x q`` and ``m2 x q``
+    inputs and a 0-dim :math:`\gamma`, in one ``m1 x m2`` buffer (the elementwise steps in place);
+    backward from the closed form :math:`\partial G_{st}/\partial\mathbf a_s = -\gamma(\mathbf a_s - \mathbf b_t)G_{st}`
+    (thesis eq. 3.20), two matrix products instead of autograd's chain of ``m1 x m2`` temporaries."""
+
+    @staticmethod
+    def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+        gram = xa @ xb.mT
+        gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+        gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
+        ctx.save_for_backward(xa, xb, gamma, gram)
+        return gram
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+        xa, xb, gamma, gram = ctx.saved_tensors
+        weighted = grad * gram
+        grad_a = grad_b = grad_gamma = None
+        if ctx.needs_input_grad[0]:
+            grad_a = gamma * (weighted @ xb - weighted.sum(-1).unsqueeze(-1) * xa)
+        if ctx.needs_input_grad[1]:
+            grad_b = gamma * (weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xb)
+        if ctx.needs_input_grad[2]:
+            sq = (xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)).clamp_min(0)
+            grad_gamma = -0.5 * (weighted * sq).sum()
+        return grad_a, grad_b, grad_gamma
+
+
+def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+    r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7): ``... x m1 x q``,
+    ``... x m2 x q`` -> ``... x m1 x m2``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
+    inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`). Not gpytorch's
+    ``RBFKernel``: that owns its lengthscale as a module parameter and has no fused backward
+    (tests/test_library_references.py checks the two agree); the CLGP and the GP
+    covariate-embedding baseline use this one too."""
+    if xa.dim() == 2 and xb.dim() == 2 and gamma.numel() == 1:
+        return _FusedRBFGram.apply(xa, xb, gamma.reshape(()))
+    sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)
+    return torch.exp(-0.5 * gamma * sq.clamp_min(0))
+
+
+class EmbeddingKernel(Kernel):
+    """Base class of the built-in embedding kernels (module docstring).
+
+    Subclasses set ``name`` and implement :meth:`gram` (``... x m1 x q``, ``... x m2 x q`` ->
+    ``... x m1 x m2``, the kernel's batch shape broadcasting against the trailing batch
+    dimensions) and :meth:`self_similarity` (:math:`k(\\mathbf x, \\mathbf x)`, ``... x m``).
+    """
+
+    has_lengthscale = False
+    #: the name the LDK's ``embedding=`` argument knows it by
+    name: ClassVar[str]
+    #: keyword arguments of ``__init__`` that the LDK routes here from its own keywords
+    options: ClassVar[tuple[str, ...]] = ()
+    #: the mean embeddings are explicit vectors (``C X``): the LDK forms no word Gram
+    explicit = False
+
+    def gram(self, xa: Tensor, xb: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def self_similarity(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def _hyper(self, name: str, extra_dims: int = 2) -> Tensor:
+        """Hyper-parameter viewed with ``extra_dims`` trailing singleton dims for broadcasting."""
+        value = getattr(self, name)
+        return value.view(*value.shape, *([1] * extra_dims))
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
+        gram = self.gram(x1, x2)
+        return gram.diagonal(dim1=-2, dim2=-1) if diag else gram
+
+
+class LinearEmbedding(EmbeddingKernel):
+    r""":math:`k(\mathbf x_s, \mathbf x_t) = \mathbf x_s^\top\mathbf x_t` (eq. 3.6): a document's kernel
+    mean embedding is the weighted mean of its words' vectors."""
+
+    name = "linear"
+    explicit = True
+
+    def gram(self, xa: Tensor, xb: Tensor) -> Tensor:
+        return xa @ xb.mT
+
+    def self_similarity(self, x: Tensor) -> Tensor:
+        return x.pow(2).sum(-1)
+
+
+class RBFEmbedding(EmbeddingKernel):
+    r""":math:`k(\mathbf x_s, \mathbf x_t) = \exp(-\frac\gamma2\|\mathbf x_s - \mathbf x_t\|^2)` (eq. 3.7).
+
+    Args:
+        gamma: the bandwidth :math:`\gamma > 0` (initial value).
+        gamma_prior: an optional gpytorch prior on :math:`\gamma`.
+        gamma_constraint: default :class:`~gpytorch.constraints.Positive`.
+    """
+
+    name = "rbf"
+    options = ("gamma", "gamma_prior", "gamma_constraint")
+    gamma = constrained_property("gamma", "RBF embedding bandwidth (eq. 3.7), shape ``batch_shape``.")
+
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        gamma_prior: Prior | None = None,
+        gamma_constraint: Interval | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        register_constrained(self, "gamma", gamma, gamma_constraint or Positive(), gamma_prior, self.batch_shape)
+
+    def gram(self, xa: Tensor, xb: Tensor) -> Tensor:
+        return rbf_gram(xa, xb, self._hyper("gamma"))
+
+    def self_similarity(self, x: Tensor) -> Tensor:
+        return x.new_ones(x.shape[:-1])
+
+
+class PolyEmbedding(EmbeddingKernel):
+    r""":math:`k(\mathbf x_s, \mathbf x_t) = (\mathbf x_s^\top\mathbf x_t + a)^b` (eq. 3.8).
+
+    Args:
+        a: the bias :math:`a` (initial value).
+        b: the degree (a fixed positive integer, not trained).
+        a_prior: an optional gpytorch prior on :math:`a`.
+        a_constraint: default :class:`~gpytorch.constraints.Positive`. The thesis allows any real
+            bias; a non-negative bias keeps the kernel positive semi-definite for every degree.
+    """
+
+    name = "poly"
+    options = ("a", "b", "a_prior", "a_constraint")
+    a = constrained_property("a", "Polynomial embedding bias (eq. 3.8), shape ``batch_shape``.")
+
+    def __init__(
+        self,
+        a: float = 1.0,
+        b: int = 2,
+        a_prior: Prior | None = None,
+        a_constraint: Interval | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.b = b
+        register_constrained(self, "a", a, a_constraint or Positive(), a_prior, self.batch_shape)
+
+    @property
+    def b(self) -> int:
+        """Polynomial embedding degree (eq. 3.8); fixed, not trained."""
+        return self._b
+
+    @b.setter
+    def b(self, value: int) -> None:
+        self._b = check_degree("b", value)
+
+    def gram(self, xa: Tensor, xb: Tensor) -> Tensor:
+        return (xa @ xb.mT + self._hyper("a")).pow(self.b)
+
+    def self_similarity(self, x: Tensor) -> Tensor:
+        return (x.pow(2).sum(-1) + self._hyper("a", 1)).pow(self.b)
+
+
+#: the built-in embedding kernels by name (``LatentDistributionKernel(embedding=name)``)
+EMBEDDINGS: dict[str, type[EmbeddingKernel]] = {cls.name: cls for cls in (LinearEmbedding, RBFEmbedding, PolyEmbedding)}
