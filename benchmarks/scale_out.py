@@ -25,7 +25,7 @@ def study_timings(quick: bool) -> tuple[float, float, int]:
     from lvgp.datasets import make_synonym_regression
     from lvgp.experiments.executors import InProcessExecutor
     from lvgp.experiments.ray_executor import RayExecutor
-    from lvgp.experiments.regression import RegressionStudy, make_cells, run_regression_study
+    from lvgp.experiments.regression import RegressionStudy
 
     tmp = Path(tempfile.mkdtemp())
     corpus = make_synonym_regression(n=400, noise=0.1, random_state=0)
@@ -42,12 +42,12 @@ def study_timings(quick: bool) -> tuple[float, float, int]:
         min_df=1,
         methods=("gplvsm", "ridge"),
     )
-    n_cells = len(make_cells(study))
+    n_cells = len(study.cells())
     start = time.perf_counter()
-    run_regression_study(study, tmp / "inprocess", InProcessExecutor(), progress=False)
+    study.run(tmp / "inprocess", InProcessExecutor(), progress=False)
     local = time.perf_counter() - start
     start = time.perf_counter()
-    run_regression_study(study, tmp / "ray", RayExecutor("local", num_cpus=2), progress=False)
+    study.run(tmp / "ray", RayExecutor("local", num_cpus=2), progress=False)
     ray_seconds = time.perf_counter() - start
     return local, ray_seconds, n_cells
 

@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 
 from lvgp.experiments.executors import InProcessExecutor  # noqa: E402
 from lvgp.experiments.ray_executor import RayExecutor  # noqa: E402
-from lvgp.experiments.regression import RegressionStudy, run_regression_study  # noqa: E402
+from lvgp.experiments.regression import RegressionStudy  # noqa: E402
 from lvgp.experiments.study import StudyDirectory, run_study  # noqa: E402
 
 
@@ -55,8 +55,8 @@ def test_ray_study_matches_in_process(ray_cluster, tsv, tmp_path):
         min_df=1,
         methods=("gplvsm", "ridge"),
     )
-    a = run_regression_study(study, tmp_path / "local", InProcessExecutor(), progress=False)["records"]
-    b = run_regression_study(study, tmp_path / "ray", RayExecutor("local"), progress=False)["records"]
+    a = study.run(tmp_path / "local", InProcessExecutor(), progress=False)["records"]
+    b = study.run(tmp_path / "ray", RayExecutor("local"), progress=False)["records"]
     key = lambda r: (r["method"], r["split"])  # noqa: E731
     assert [(key(r), r["rmse"], r["hyperparameters"]) for r in sorted(a, key=key)] == [
         (key(r), r["rmse"], r["hyperparameters"]) for r in sorted(b, key=key)

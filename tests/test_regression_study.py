@@ -14,7 +14,7 @@ import pytest
 from lvgp.datasets import make_synonym_regression
 from lvgp.experiments.cli import main
 from lvgp.experiments.executors import ProcessExecutor
-from lvgp.experiments.regression import RegressionStudy, make_cells, run_regression_study
+from lvgp.experiments.regression import RegressionStudy
 from lvgp.experiments.study import StudyDirectory, run_study
 
 
@@ -122,15 +122,15 @@ def test_local_processes_give_the_same_results_as_in_process(tsv, tmp_path):
         min_df=1,
         methods=("gplvsm", "ridge"),
     )
-    a = run_regression_study(study, tmp_path / "a", progress=False)["records"]
-    b = run_regression_study(study, tmp_path / "b", ProcessExecutor(2), progress=False)["records"]
+    a = study.run(tmp_path / "a", progress=False)["records"]
+    b = study.run(tmp_path / "b", ProcessExecutor(2), progress=False)["records"]
     key = lambda r: (r["method"], r["split"])  # noqa: E731
     assert [(key(r), r["rmse"]) for r in sorted(a, key=key)] == [(key(r), r["rmse"]) for r in sorted(b, key=key)]
 
 
 def test_cells_cover_the_grid():
     study = RegressionStudy(dataset="x", splits=3, methods=("gplvsm", "ridge"), latent_dims=(1, 2), rhos=(0.1, 1, 10))
-    cells = make_cells(study)
+    cells = study.cells()
     assert len(cells) == 3 * (2 * 3) + 3
 
 
@@ -183,5 +183,5 @@ def test_sparse_gplvsm_runs_as_a_study_method(tsv, tmp_path):
         sparse_inducing=8,
         sparse_epochs=3,
     )
-    records = run_regression_study(study, tmp_path, progress=False)["records"]
+    records = study.run(tmp_path, progress=False)["records"]
     assert len(records) == 1 and records[0]["method"] == "gplvsm-sparse" and np.isfinite(records[0]["rmse"])

@@ -5,22 +5,25 @@ dev selection over a grid with exactly equivalent settings fitted once."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
 
-from lvgp.experiments import classification
-from lvgp.experiments.cli import STUDIES, _study_module, build_parser
+from lvgp.experiments import classification, registry
+from lvgp.experiments.cli import build_parser, main
+from lvgp.experiments.registry import methods, register_method, studies
 from lvgp.experiments.study import recorded_warnings
 
 
-@pytest.mark.parametrize("name", sorted(STUDIES))
+@pytest.mark.parametrize("name", sorted(studies()))
 def test_every_study_setting_is_an_option_with_its_default(name):
     parser = build_parser()
-    module = _study_module(name)
-    study_cls = getattr(module, STUDIES[name][1])
+    study_cls = studies()[name]
     required = [f for f in dataclasses.fields(study_cls) if f.default is dataclasses.MISSING]
     argv = ["compare", name, "--out", "x"]
     for f in required:
@@ -32,7 +35,7 @@ def test_every_study_setting_is_an_option_with_its_default(name):
     # the --methods help names every method the study knows
     sub = parser._subparsers._group_actions[0].choices["compare"]._subparsers._group_actions[0].choices[name]
     help_text = " ".join(" ".join(a.help.split()) for a in sub._actions if a.dest == "methods")
-    for method in module.METHODS:
+    for method in methods(name):
         assert method in help_text.replace("- ", "-"), method
 
 
@@ -178,7 +181,7 @@ def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
     study = classification.ClassificationStudy(
         dataset="r8", latent_dims=(8, 2), rhos=(0.1, 1.0), alpha_epsilons=(0.001, 0.1), dev_folds=4
     )
-    selected = classification.make_model(study, "ldk-gpc-glove", seed=3)
+    selected = study.estimator({"method": "ldk-gpc-glove", "split": 3})
     assert selected.grid == {
         "latent_dim": [2, 8],
         "rho": [1.0, 0.1],
@@ -193,9 +196,9 @@ def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
 def test_level2_kernels_and_word_weights_of_the_ldk_classifiers_are_grids_and_checked():
     study = classification.ClassificationStudy(dataset="r8", level2s=("cosine", "linear"))
     for method in ("latent-smm", "ldk-gpc"):
-        assert classification.make_model(study, method, seed=0).grid["level2"] == ["cosine", "linear"]
+        assert study.estimator({"method": method, "split": 0}).grid["level2"] == ["cosine", "linear"]
     # the latent SMM's (gamma, rho) -> (1, rho / gamma) equivalence keeps the level-2 choice
-    smm = classification.make_model(study, "latent-smm", seed=0)
+    smm = study.estimator({"method": "latent-smm", "split": 0})
     assert smm.canonical({"rho": 1.0, "gamma": 10.0, "level2": "cosine"}) == {
         "rho": 0.1,
         "gamma": 1.0,
@@ -203,11 +206,11 @@ def test_level2_kernels_and_word_weights_of_the_ldk_classifiers_are_grids_and_ch
     }
     for bad in (("cosin",), ()):
         with pytest.raises(ValueError, match="level2s"):
-            classification.make_cells(classification.ClassificationStudy(dataset="r8", level2s=bad))
+            classification.ClassificationStudy(dataset="r8", level2s=bad).validate()
     with pytest.raises(ValueError, match="word_weightings"):
-        classification.make_cells(classification.ClassificationStudy(dataset="r8", word_weightings=("tfidf",)))
+        classification.ClassificationStudy(dataset="r8", word_weightings=("tfidf",)).validate()
     study = classification.ClassificationStudy(dataset="r8", word_weightings=("idf",))
-    assert classification.make_model(study, "ldk-gpc-glove", seed=0).grid["word_weighting"] == ["idf"]
+    assert study.estimator({"method": "ldk-gpc-glove", "split": 0}).grid["word_weighting"] == ["idf"]
 
 
 def test_in_process_cells_run_with_the_given_threads_in_torch_and_the_blas_pools():
@@ -245,7 +248,7 @@ def test_partial_regression_matching_and_categorical_tables_say_how_many_samples
 
     rmse = [{"method": "ridge", "split": s, "rmse": 0.8 + s / 100} for s in range(3)]
     rmse.append({"method": "gp-rbf", "split": 0, "rmse": 0.7})
-    text = regression.summary_table(rmse, "toy", splits=3)
+    text = regression.summary_table(rmse, regression.RegressionStudy("toy", splits=3))
     assert "| 0.810 ± 0.008 |" in text and "**0.700 ± 0.000** (1 of 3)" in text
 
     study = matching.MatchingStudy("pairs.jsonl", sets=4)
@@ -260,3 +263,61 @@ def test_partial_regression_matching_and_categorical_tables_say_how_many_samples
     records.append({"method": "multinomial", "split": 1, "perplexity": 1.5})
     mean_row = next(line for line in categorical.table_markdown(records, study).splitlines() if "mean ± std |" in line)
     assert mean_row == "| mean ± std | 2.000 ± 0.000 | **1.500 ± 0.000** (1 of 3) |"
+
+
+COMMITTED = sorted(p.parent for p in (Path(__file__).resolve().parent.parent / "results").glob("*/*/study.json"))
+
+
+@pytest.mark.parametrize("directory", COMMITTED, ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_every_committed_study_regenerates_its_table(directory, tmp_path):
+    """``--report-only`` on a committed study (settings from study.json, no cells/): the table
+    from results.json, unchanged."""
+    copy = tmp_path / directory.name
+    shutil.copytree(directory, copy, ignore=shutil.ignore_patterns("*.png"))
+    (copy / "table.md").unlink()
+    kind = json.loads((copy / "study.json").read_text())["kind"]
+    assert main(["compare", kind, "--report-only", "--out", str(copy)]) == 0
+    assert (copy / "table.md").read_text() == (directory / "table.md").read_text()
+
+
+class _Majority(ClassifierMixin, BaseEstimator):
+    """A toy classifier: the most frequent training label."""
+
+    def fit(self, X, y):
+        labels, counts = np.unique(np.asarray(y), return_counts=True)
+        self.classes_, self.label_ = labels, labels[np.argmax(counts)]
+        return self
+
+    def predict(self, X):
+        return np.full(len(list(X)), self.label_)
+
+
+@pytest.fixture
+def toy_method():
+    register_method("classification", "toy-majority", "Majority class")(lambda study, cell, data: _Majority())
+    yield "toy-majority"
+    registry._METHODS["classification"].pop("toy-majority")
+
+
+def test_a_registered_method_runs_in_a_study_end_to_end(toy_method, tmp_path, capsys):
+    """One registry entry makes a method known to the CLI, the cells, the table and the figure."""
+    rng = np.random.default_rng(0)
+    words = {"pos": "good great fine nice", "neg": "bad awful poor dull"}
+    lines = ["text\tlabel"]
+    for i in range(40):
+        label = "pos" if i % 3 else "neg"
+        lines.append(" ".join(rng.choice(words[label].split(), 4)) + f"\t{label}")
+    tsv = tmp_path / "toy.tsv"
+    tsv.write_text("\n".join(lines) + "\n")
+    argv = ["compare", "classification", "--dataset", str(tsv), "--train-sizes", "12", "--splits", "2"]
+    argv += ["--test-size", "10", "--methods", f"{toy_method},logreg", "--out", str(tmp_path / "out"), "--quiet"]
+    assert main(argv) == 0
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "| train size | Majority class | LogReg (BoW) |" in table
+    records = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [r["method"] for r in records] == ["logreg"] * 2 + [toy_method] * 2  # in registration order
+    assert all(0 <= r["accuracy"] <= 1 for r in records)
+    assert (tmp_path / "out" / "accuracy_vs_train_size.png").stat().st_size > 0
+    with pytest.raises(SystemExit):
+        main(["compare", "classification", "--help"])
+    assert toy_method in capsys.readouterr().out

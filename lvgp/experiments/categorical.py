@@ -39,26 +39,50 @@ from ..baselines.clgp import (
 )
 from ..baselines.clgp.estimators import LATENT_SCALES
 from ..datasets.loaders import load_breast_cancer, read_categorical_csv
-from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
+from .registry import default_methods, methods, register_method, register_study
+from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 
 DATASETS = ("breast-cancer", "xor")
-METHODS = ("clgp", "lgm", "uniform", "multinomial", "unigram-dm", "bigram-dm")
-LABELS = {
-    "clgp": "CLGP",
-    "lgm": "LGM",
-    "uniform": "Uniform",
-    "multinomial": "Multinomial",
-    "unigram-dm": "Uni-Dir-Mult",
-    "bigram-dm": "Bi-Dir-Mult",
-}
 
 
+def _clgp(covariance: str):
+    def build(study, cell, data):
+        return CLGP(
+            latent_dim=study.latent_dim,
+            num_inducing=study.inducing,
+            covariance=covariance,
+            samples=study.samples,
+            max_iter=study.max_iter,
+            lr=study.lr,
+            optimizer=study.optimizer,
+            latent_scale=study.latent_scale,
+            random_state=study.cell_seed(cell),
+        )
+
+    return build
+
+
+register_method("categorical", "clgp", "CLGP", default=True)(_clgp("rbf"))
+register_method("categorical", "lgm", "LGM", default=True)(_clgp("linear"))
+register_method("categorical", "uniform", "Uniform", default=True)(lambda study, cell, data: UniformModel())
+register_method("categorical", "multinomial", "Multinomial", default=True)(lambda study, cell, data: MultinomialModel())
+register_method("categorical", "unigram-dm", "Uni-Dir-Mult", default=True)(
+    lambda study, cell, data: UnigramDirichletMultinomial(study.alpha)
+)
+register_method("categorical", "bigram-dm", "Bi-Dir-Mult", default=True)(
+    lambda study, cell, data: BigramDirichletMultinomial(study.alpha)
+)
+
+
+@register_study
 @dataclass(frozen=True)
-class CategoricalStudy:
+class CategoricalStudy(Study):
+    kind = "categorical"
+    help = "CLGP vs LGM vs frequency models: imputation perplexity on categorical data (Gal et al. 2015)"
     dataset: str = option(help="breast-cancer, xor, or PATH.csv (categorical columns; empty = missing)")
     drop_columns: tuple[str, ...] = option((), "columns to ignore (e.g. Id)")
     splits: int = option(3, "random train/test splits (repetitions for xor)")
-    methods: tuple[str, ...] = option(METHODS)
+    methods: tuple[str, ...] = option(default_methods("categorical"))
     latent_dim: int = option(2, "Q of CLGP and LGM")
     inducing: int = option(50, "inducing points M of CLGP")
     samples: int = option(5, "Monte Carlo samples per ELBO evaluation")
@@ -74,6 +98,27 @@ class CategoricalStudy:
     alpha: float = option(1.0, "Dirichlet concentration of the DM baselines")
     seed: int = option(0, "seed of the splits and the methods")
     color_by: str | None = option(None, "column colouring latent_space.png (default: the last)")
+
+    @property
+    def n_splits(self) -> int:
+        return self.splits
+
+    def validate(self) -> None:
+        super().validate()
+        prepare_split(self, 0)  # bad input fails here, before any cell runs
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        records = [{k: v for k, v in c.items() if k not in ("latent_means", "colour_values", "params")} for c in cells]
+        return sorted(records, key=lambda r: (self.method_order(r["method"]), r["split"]))
+
+    def table(self, records: list[dict]) -> str:
+        return table_markdown(records, self)
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        latent_space_figure([c for c in cells if "latent_means" in c], self, out / "latent_space.png")
 
 
 @functools.lru_cache(maxsize=4)
@@ -132,37 +177,9 @@ def prepare_split(study: CategoricalStudy, split: int):
     return codes[train_rows], partial, hidden_cols, hidden_vals, table, columns, counts
 
 
-def make_cells(study: CategoricalStudy) -> list[dict]:
-    for m in study.methods:
-        if m not in METHODS:
-            raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
-    return [{"method": m, "split": s, "params": {}} for m in study.methods for s in range(study.splits)]
-
-
-def _model(study: CategoricalStudy, method: str, split: int):
-    if method in ("clgp", "lgm"):
-        return CLGP(
-            latent_dim=study.latent_dim,
-            num_inducing=study.inducing,
-            covariance="rbf" if method == "clgp" else "linear",
-            samples=study.samples,
-            max_iter=study.max_iter,
-            lr=study.lr,
-            optimizer=study.optimizer,
-            latent_scale=study.latent_scale,
-            random_state=1000 * study.seed + split,
-        )
-    return {
-        "uniform": UniformModel(),
-        "multinomial": MultinomialModel(),
-        "unigram-dm": UnigramDirichletMultinomial(study.alpha),
-        "bigram-dm": BigramDirichletMultinomial(study.alpha),
-    }[method]
-
-
 def run_cell(study: CategoricalStudy, cell: dict) -> dict:
     train, partial, cols, vals, table, columns, counts = prepare_split(study, cell["split"])
-    model = _model(study, cell["method"], cell["split"])
+    model = study.method(cell["method"]).build(study, cell, None)
     with recorded_warnings() as warned:
         start = time.perf_counter()
         model.fit(train, table.cardinalities)
@@ -197,8 +214,8 @@ def run_cell(study: CategoricalStudy, cell: dict) -> dict:
 
 
 def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
-    methods = [m for m in METHODS if any(r["method"] == m for r in records)]
-    lines = ["| split | " + " | ".join(LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
+    methods = sorted({r["method"] for r in records}, key=study.method_order)
+    lines = ["| split | " + " | ".join(study.label(m) for m in methods) + " |", "|---|" + "---|" * len(methods)]
 
     def value(r):  # null in JSON = an infinite perplexity
         return math.inf if r["perplexity"] is None else r["perplexity"]
@@ -227,7 +244,7 @@ def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
     return (
         "\n".join(lines)
         + paired_note(per)
-        + scale_note(records)
+        + scale_note(records, study)
         + (
             f"\n\n{study.dataset}: test-set perplexity of the hidden values (lower is better; 1 = always right), "
             f"{study.splits} {'repetitions' if study.dataset == 'xor' else 'random 75/25 splits'}; "
@@ -238,7 +255,7 @@ def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
     )
 
 
-def scale_note(records: list[dict]) -> str:
+def scale_note(records: list[dict], study: CategoricalStudy) -> str:
     """Which rule fitted q(x)'s scales in each CLGP/LGM cell (``latent_scale="auto"`` chooses per
     split on a dev split of the training rows), split numbers from 1 as in the table."""
     parts = []
@@ -248,7 +265,7 @@ def scale_note(records: list[dict]) -> str:
             chosen.setdefault(r["latent_scale"], []).append(r["split"] + 1)
         if chosen:
             parts.append(
-                f"{LABELS[m]} "
+                f"{study.label(m)} "
                 + ", ".join(f"{rule} on split(s) {', '.join(map(str, s))}" for rule, s in chosen.items())
             )
     return (
@@ -266,43 +283,34 @@ def paired_note(per: dict[str, dict[int, float]], a: str = "clgp", b: str = "lgm
         return ""
     se = diffs.std(ddof=1) / math.sqrt(len(diffs))
     listed = ", ".join(f"{d:+.3f}" for d in diffs)
+    la, lb = methods("categorical")[a].label, methods("categorical")[b].label
     return (
-        f"\n\nPaired, {LABELS[a]} − {LABELS[b]} per split: {listed}; mean {diffs.mean():+.3f}, "
-        f"std {diffs.std(ddof=1):.3f}, standard error {se:.3f}; {LABELS[a]} lower on {int((diffs < 0).sum())} "
+        f"\n\nPaired, {la} − {lb} per split: {listed}; mean {diffs.mean():+.3f}, "
+        f"std {diffs.std(ddof=1):.3f}, standard error {se:.3f}; {la} lower on {int((diffs < 0).sum())} "
         f"of {len(diffs)} splits."
     )
 
 
-def run_categorical_study(study: CategoricalStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
+def latent_space_figure(latent: list[dict], study: CategoricalStudy, path: Path) -> None:
+    """The means of q(x) of the first split's CLGP/LGM fits, coloured by a column."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import execute_study, failure_note, write_json
-
-    out = Path(out)
-    prepare_split(study, 0)  # bad input fails here, before any cell runs
-    cells, failures = execute_study("categorical", study, run_cell, make_cells(study), out, executor, progress)
-    records = [{k: v for k, v in c.items() if k not in ("latent_means", "colour_values", "params")} for c in cells]
-    records.sort(key=lambda r: (METHODS.index(r["method"]), r["split"]))
-    write_json(out / "results.json", records)
-    text = table_markdown(records, study) if records else "no finished cells\n"
-    text += failure_note(failures)
-    (out / "table.md").write_text(text)
-    latent = [c for c in cells if "latent_means" in c]
     fig, axes = plt.subplots(1, max(1, len(latent)), figsize=(5 * max(1, len(latent)), 4.5), squeeze=False)
-    for ax, c in zip(axes[0], sorted(latent, key=lambda c: METHODS.index(c["method"]))):
+    for ax, c in zip(axes[0], sorted(latent, key=lambda c: study.method_order(c["method"]))):
         xy = np.asarray(c["latent_means"])
         labels = np.array([str(v) for v in c["colour_values"]])
         for i, value in enumerate(sorted(set(labels), key=lambda v: (len(v), v))):
             sel = labels == value
             ax.scatter(xy[sel, 0], xy[sel, -1], s=8, color=f"C{i % 10}", label=value)
-        ax.set_title(f"{LABELS[c['method']]}: means of q(x), split 1, coloured by {c['colour_column']}", fontsize=8)
+        ax.set_title(
+            f"{study.label(c['method'])}: means of q(x), split 1, coloured by {c['colour_column']}", fontsize=8
+        )
         ax.legend(fontsize=6, markerscale=2)
     if not latent:
         axes[0][0].text(0.5, 0.5, "no CLGP/LGM fit in this study", ha="center")
     fig.tight_layout()
-    fig.savefig(out / "latent_space.png", dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-    return {"records": records, "failures": failures, "table": text}

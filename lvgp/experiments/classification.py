@@ -35,38 +35,10 @@ import numpy as np
 
 from ..baselines.model_selection import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
-from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
+from .registry import default_methods, register_method, register_study
+from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 
-METHODS = (
-    "gp-embed-logreg",
-    "logreg",
-    "mean-embedding",
-    "bag-of-clusters",
-    "svm",
-    "slda",
-    "latent-smm",
-    "latent-smm-glove",
-    "ldk-gpc",
-    "ldk-gpc-glove",
-    "svm-rbf",
-    "svm-poly",
-)
 DEV_SCORINGS = ("accuracy", "log-likelihood")  # what DevSelected maximizes on dev
-LABELS = {
-    "gp-embed-logreg": "GP covariate embedding",
-    "logreg": "LogReg (BoW)",
-    "mean-embedding": "Mean embedding",
-    "bag-of-clusters": "Bag of clusters",
-    "svm": "Linear SVM (BoW)",
-    "slda": "sLDA (20 topics)",
-    "latent-smm": "Latent SMM",
-    "latent-smm-glove": "Latent SMM (GloVe-tied)",
-    "ldk-gpc": "GP classifier (LDK)",
-    "ldk-gpc-glove": "GP classifier (LDK, GloVe-tied)",
-    "svm-rbf": "RBF SVM (BoW)",
-    "svm-poly": "Quadratic SVM (BoW)",
-}
-DEFAULT_METHODS = METHODS[:5]
 BUILTIN = corpus_names("classification")
 #: the thesis's grids (sec. 4.5): C in 2^-3, 2^-1, ..., 2^7; gamma in 10^-3 ... 10^3; rho; q
 THESIS_CS = tuple(2.0**k for k in range(-3, 8, 2))
@@ -75,12 +47,150 @@ THESIS_RHOS = (0.01, 0.1, 1.0)
 THESIS_LATENT_DIMS = (2, 3, 4)
 
 
+# ------------------------------------------------------------------ the methods (in table order)
+@register_method("classification", "gp-embed-logreg", "GP covariate embedding", default=True)
+def _gp_embed_logreg(study, cell, data):
+    from ..baselines.gp_embedding import GPEmbeddingLogisticRegression
+
+    return GPEmbeddingLogisticRegression(
+        embeddings=study.embeddings,
+        max_features=study.max_features,
+        max_iter=study.max_iter,
+        random_state=study.cell_seed(cell),
+    )
+
+
+@register_method("classification", "logreg", "LogReg (BoW)", default=True)
+def _logreg(study, cell, data):
+    from ..baselines.text_classifiers import BowClassifier
+
+    return BowClassifier(model="logreg", random_state=study.cell_seed(cell))
+
+
+@register_method("classification", "mean-embedding", "Mean embedding", default=True)
+def _mean_embedding(study, cell, data):
+    from ..baselines.text_classifiers import MeanEmbeddingClassifier
+
+    return MeanEmbeddingClassifier(embeddings=study.embeddings, random_state=study.cell_seed(cell))
+
+
+@register_method("classification", "bag-of-clusters", "Bag of clusters", default=True)
+def _bag_of_clusters(study, cell, data):
+    from ..baselines.text_classifiers import BagOfClustersClassifier
+
+    return BagOfClustersClassifier(embeddings=study.embeddings, random_state=study.cell_seed(cell))
+
+
+@register_method("classification", "svm", "Linear SVM (BoW)", default=True)
+def _svm(study, cell, data):
+    from ..baselines.text_classifiers import BowClassifier
+
+    return BowClassifier(model="svm", random_state=study.cell_seed(cell))
+
+
+@register_method("classification", "slda", "sLDA (20 topics)")
+def _slda(study, cell, data):
+    from ..baselines.slda import SLDAClassifier
+
+    return SLDAClassifier(20, random_state=study.cell_seed(cell))
+
+
+def _smm_grid(study) -> dict[str, list]:
+    return {
+        "latent_dim": sorted(study.latent_dims),
+        "rho": sorted(study.rhos, reverse=True),
+        "gamma": sorted(study.gammas),
+        "C": sorted(study.smm_cs),
+        "level2": list(study.level2s),
+        "word_weighting": list(study.word_weightings),
+    }
+
+
+def _smm_canonical(params: dict) -> dict:
+    """The same latent SMM fit (exactly): gamma 1 and rho / gamma."""
+    from ..models.latent_smm import equivalent_rho
+
+    return {**params, "rho": float(f"{equivalent_rho(params['rho'], params['gamma']):.12g}"), "gamma": 1.0}
+
+
+def _latent_smm(glove: bool):
+    def build(study, cell, data):
+        from ..models.latent_smm import LatentSMMClassifier
+
+        return LatentSMMClassifier(
+            max_iter=study.ldk_max_iter,
+            word_embeddings=study.embeddings if glove else None,
+            random_state=study.cell_seed(cell),
+        )
+
+    return build
+
+
+register_method("classification", "latent-smm", "Latent SMM", dev_grid=_smm_grid, canonical=_smm_canonical)(
+    _latent_smm(glove=False)
+)
+register_method(
+    "classification", "latent-smm-glove", "Latent SMM (GloVe-tied)", dev_grid=_smm_grid, canonical=_smm_canonical
+)(_latent_smm(glove=True))
+
+
+def _gpc_grid(study) -> dict[str, list]:
+    return {
+        "latent_dim": sorted(study.latent_dims),
+        "rho": sorted(study.rhos, reverse=True),
+        "alpha_epsilon": sorted(study.alpha_epsilons, reverse=True),
+        "level2": list(study.level2s),
+        "word_weighting": list(study.word_weightings),
+    }
+
+
+def _ldk_gpc(glove: bool):
+    def build(study, cell, data):
+        from ..models.gpc import LDKGPClassifier
+
+        return LDKGPClassifier(
+            max_iter=study.ldk_max_iter,
+            word_embeddings=study.embeddings if glove else None,
+            random_state=study.cell_seed(cell),
+        )
+
+    return build
+
+
+register_method("classification", "ldk-gpc", "GP classifier (LDK)", dev_grid=_gpc_grid)(_ldk_gpc(glove=False))
+register_method("classification", "ldk-gpc-glove", "GP classifier (LDK, GloVe-tied)", dev_grid=_gpc_grid)(
+    _ldk_gpc(glove=True)
+)
+
+
+def _kernel_svm(kernel: str):
+    def build(study, cell, data):
+        from ..baselines.text_classifiers import KernelSVMClassifier
+
+        return KernelSVMClassifier(kernel=kernel, random_state=study.cell_seed(cell))
+
+    return build
+
+
+register_method("classification", "svm-rbf", "RBF SVM (BoW)")(_kernel_svm("rbf"))
+register_method("classification", "svm-poly", "Quadratic SVM (BoW)")(_kernel_svm("poly"))
+
+
+@register_study
 @dataclass(frozen=True)
-class ClassificationStudy:
+class ClassificationStudy(Study):
+    kind = "classification"
+    help = "LDK classifiers, GP covariate-embedding logistic regression and BoW baselines against the training size"
+    description = (
+        "Per split and size: a stratified training sample from the training part; the standard test split (20ng, r8, "
+        "r52) or the held-out rest of a TSV for testing; baselines tuned by CV inside the sample, the LDK classifiers "
+        "on a dev part of it. --min-df-fraction 0.01 applies the thesis's vocabulary cut to every method."
+    )
+
     dataset: str = option(help="20ng, r8, r52, or PATH.tsv (columns text and label)")
     train_sizes: tuple[int, ...] = option((50, 100, 200, 500), "training sample sizes")
     splits: int = option(5, "stratified training samples per size")
-    methods: tuple[str, ...] = option(DEFAULT_METHODS)
+    methods: tuple[str, ...] = option(default_methods("classification"))
     test_size: int | None = option(None, "subsample the test documents (default: all)")
     min_df_fraction: float = option(
         0.0, "remove words in fewer than this fraction of the training documents, for every method (thesis: 0.01)"
@@ -116,6 +226,61 @@ class ClassificationStudy:
         choices=DEV_SCORINGS,
     )
     seed: int = option(0, "seed of the samples and the methods")
+
+    @property
+    def n_splits(self) -> int:
+        return self.splits
+
+    def validate(self) -> None:
+        from ..kernels import LEVEL2_KERNELS
+        from ..models.documents import WORD_WEIGHTINGS
+
+        super().validate()
+        for name, known in (("level2s", LEVEL2_KERNELS), ("word_weightings", WORD_WEIGHTINGS)):
+            values = getattr(self, name)
+            if not values or any(v not in known for v in values):
+                raise ValueError(f"{name} must name values from {tuple(known)}; got {values!r}")
+        for n in self.train_sizes:  # bad input fails here, before any cell runs
+            prepare(self, 0, n)
+
+    def cells(self) -> list[dict]:
+        return [
+            {"method": m, "split": s, "params": {"train_size": n}}
+            for m in self.methods
+            for n in self.train_sizes
+            for s in range(self.splits)
+        ]
+
+    def estimator(self, cell: dict):
+        """The cell's estimator: the method's, inside :class:`DevSelected` when it has a dev grid."""
+        method = self.method(cell["method"])
+        model = method.build(self, cell, None)
+        if method.dev_grid is None:
+            return model
+        return DevSelected(
+            model,
+            method.dev_grid(self),
+            self.cell_seed(cell),
+            method.canonical,
+            folds=self.dev_folds,
+            # the study's scoring for classifiers with probabilities; accuracy for the latent SMM
+            scoring=self.dev_scoring if hasattr(model, "predict_proba") else "accuracy",
+        )
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        return sorted(
+            ({k: v for k, v in c.items() if k != "params"} for c in cells),
+            key=lambda r: (self.method_order(r["method"]), r["train_size"], r["split"]),
+        )
+
+    def table(self, records: list[dict]) -> str:
+        return table_markdown(records, self)
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        accuracy_figure(records, self, out / "accuracy_vs_train_size.png")
 
 
 def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -190,83 +355,6 @@ def prepare_cell(study: ClassificationStudy, split: int, train_size: int):
         "empty_test": int(sum(not t for t in x_test)),
     }
     return [t for t, k in zip(x_train, keep) if k], y_train[keep], x_test, y_test, info
-
-
-def make_cells(study: ClassificationStudy) -> list[dict]:
-    from ..kernels import LEVEL2_KERNELS
-    from ..models.documents import WORD_WEIGHTINGS
-
-    for m in study.methods:
-        if m not in METHODS:
-            raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
-    for name, known in (("level2s", LEVEL2_KERNELS), ("word_weightings", WORD_WEIGHTINGS)):
-        values = getattr(study, name)
-        if not values or any(v not in known for v in values):
-            raise ValueError(f"{name} must name values from {known}; got {values!r}")
-    return [
-        {"method": m, "split": s, "params": {"train_size": n}}
-        for m in study.methods
-        for n in study.train_sizes
-        for s in range(study.splits)
-    ]
-
-
-def make_model(study: ClassificationStudy, method: str, seed: int):
-    from ..baselines.gp_embedding import GPEmbeddingLogisticRegression
-    from ..baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
-
-    if method == "gp-embed-logreg":
-        return GPEmbeddingLogisticRegression(
-            embeddings=study.embeddings, max_features=study.max_features, max_iter=study.max_iter, random_state=seed
-        )
-    if method == "slda":
-        from ..baselines.slda import SLDAClassifier
-
-        return SLDAClassifier(20, random_state=seed)
-    glove = study.embeddings if method.endswith("-glove") else None
-    if method.startswith("latent-smm"):
-        from ..models.latent_smm import LatentSMMClassifier, equivalent_rho
-
-        smm = LatentSMMClassifier(max_iter=study.ldk_max_iter, word_embeddings=glove, random_state=seed)
-        grid = {
-            "latent_dim": sorted(study.latent_dims),
-            "rho": sorted(study.rhos, reverse=True),
-            "gamma": sorted(study.gammas),
-            "C": sorted(study.smm_cs),
-            "level2": list(study.level2s),
-            "word_weighting": list(study.word_weightings),
-        }
-
-        def canonical(params: dict) -> dict:  # the same fit (exactly): gamma 1 and rho / gamma
-            return {**params, "rho": float(f"{equivalent_rho(params['rho'], params['gamma']):.12g}"), "gamma": 1.0}
-
-        return DevSelected(smm, grid, seed, canonical, folds=study.dev_folds)
-    if method.startswith("ldk-gpc"):
-        from ..models.gpc import LDKGPClassifier
-
-        gpc = LDKGPClassifier(max_iter=study.ldk_max_iter, word_embeddings=glove, random_state=seed)
-        return DevSelected(
-            gpc,
-            {
-                "latent_dim": sorted(study.latent_dims),
-                "rho": sorted(study.rhos, reverse=True),
-                "alpha_epsilon": sorted(study.alpha_epsilons, reverse=True),
-                "level2": list(study.level2s),
-                "word_weighting": list(study.word_weightings),
-            },
-            seed,
-            folds=study.dev_folds,
-            scoring=study.dev_scoring,
-        )
-    if method in ("svm-rbf", "svm-poly"):
-        from ..baselines.text_classifiers import KernelSVMClassifier
-
-        return KernelSVMClassifier(kernel="rbf" if method == "svm-rbf" else "poly", random_state=seed)
-    if method in ("logreg", "svm"):
-        return BowClassifier(model=method, random_state=seed)
-    if method == "mean-embedding":
-        return MeanEmbeddingClassifier(embeddings=study.embeddings, random_state=seed)
-    return BagOfClustersClassifier(embeddings=study.embeddings, random_state=seed)
 
 
 class DevSelected:
@@ -366,7 +454,7 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
 
     size = cell["params"]["train_size"]
     x_train, y_train, x_test, y_test, cut = prepare_cell(study, cell["split"], size)
-    model = make_model(study, cell["method"], 1000 * study.seed + cell["split"])
+    model = study.estimator(cell)
     with recorded_warnings() as warned:
         start = time.perf_counter()
         model.fit(x_train, y_train)
@@ -401,7 +489,7 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
 
 def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
     methods = [m for m in study.methods if any(r["method"] == m for r in records)]
-    lines = ["| train size | " + " | ".join(LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
+    lines = ["| train size | " + " | ".join(study.label(m) for m in methods) + " |", "|---|" + "---|" * len(methods)]
     for n in study.train_sizes:
         stats = {}
         for m in methods:
@@ -422,26 +510,13 @@ def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
     )
 
 
-def run_classification_study(study: ClassificationStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
+def accuracy_figure(records: list[dict], study: ClassificationStudy, path: Path) -> None:
+    """Test accuracy against the training size, one line per method (mean ± std over samples)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import execute_study, failure_note, write_json
-
-    out = Path(out)
-    for n in study.train_sizes:  # bad input fails here, before any cell runs
-        prepare(study, 0, n)
-    cells, failures = execute_study("classification", study, run_cell, make_cells(study), out, executor, progress)
-    records = sorted(
-        ({k: v for k, v in c.items() if k != "params"} for c in cells),
-        key=lambda r: (METHODS.index(r["method"]), r["train_size"], r["split"]),
-    )
-    write_json(out / "results.json", records)
-    text = table_markdown(records, study) if records else "no finished cells\n"
-    text += failure_note(failures)
-    (out / "table.md").write_text(text)
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for i, m in enumerate(study.methods):
         sizes = [n for n in study.train_sizes if any(r["method"] == m and r["train_size"] == n for r in records)]
@@ -455,7 +530,7 @@ def run_classification_study(study: ClassificationStudy, out: str | Path, execut
             marker="o",
             capsize=3,
             color=f"C{i}",
-            label=LABELS[m],
+            label=study.label(m),
         )
     ax.set_xscale("log")
     ax.set_xlabel("labelled training documents")
@@ -463,6 +538,5 @@ def run_classification_study(study: ClassificationStudy, out: str | Path, execut
     ax.set_title(study.dataset)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "accuracy_vs_train_size.png", dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-    return {"records": records, "failures": failures, "table": text}

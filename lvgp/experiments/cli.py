@@ -27,64 +27,29 @@ def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-#: study name -> (module, study class, runner, method list, help, description)
-STUDIES = {
-    "regression": (
-        "regression",
-        "RegressionStudy",
-        "run_regression_study",
-        "GP-LVSM vs baselines on review ratings (the GP-LVSM paper's Table 2 protocol)",
-        "Per split: disjoint train/dev/test, vocabulary from train, targets standardized with train statistics, "
-        "hyper-parameters chosen on dev, test RMSE in standardized units. Resumable: cells already in --out are not "
-        "recomputed.",
-    ),
-    "topics": (
-        "topics",
-        "TopicStudy",
-        "run_topic_study",
-        "sLDA vs LDA+regression vs lasso: K-fold predictive R^2 against the number of topics (sLDA paper, Fig. 2)",
-        None,
-    ),
-    "categorical": (
-        "categorical",
-        "CategoricalStudy",
-        "run_categorical_study",
-        "CLGP vs LGM vs frequency models: imputation perplexity on categorical data (Gal et al. 2015)",
-        None,
-    ),
-    "classification": (
-        "classification",
-        "ClassificationStudy",
-        "run_classification_study",
-        "LDK classifiers, GP covariate-embedding logistic regression and BoW baselines against the training size",
-        "Per split and size: a stratified training sample from the training part; the standard test split (20ng, r8, "
-        "r52) or the held-out rest of a TSV for testing; baselines tuned by CV inside the sample, the LDK classifiers "
-        "on a dev part of it. --min-df-fraction 0.01 applies the thesis's vocabulary cut to every method.",
-    ),
-    "matching": (
-        "matching",
-        "MatchingStudy",
-        "run_matching_study",
-        "cross-domain document matching: LDK vs CCA and kernel CCA (thesis ch. 6)",
-        "Per set: disjoint train/dev/test pairs (one per description family), every grid setting fitted on train, "
-        "the best by dev mean Precision@1..50 reported on test. Resumable.",
-    ),
-}
+def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = False, threads: int | None = None):
+    """The executor for ``--jobs``/``--ray``/``--report-only``/``--threads``."""
+    from .executors import InProcessExecutor, ProcessExecutor, ReportOnlyExecutor
 
+    if report_only:
+        return ReportOnlyExecutor()
+    if ray is not None:
+        from .ray_executor import RayExecutor
 
-def _study_module(name: str):
-    import importlib
-
-    return importlib.import_module(f"lvgp.experiments.{STUDIES[name][0]}")
+        return RayExecutor(ray, threads_per_cell=threads or 1)
+    return InProcessExecutor(threads) if jobs <= 1 else ProcessExecutor(jobs, threads)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    from .registry import methods, studies
     from .study import add_study_options
 
     parser = argparse.ArgumentParser(
         prog="lvgp",
         description="Gaussian-process models for bag-of-words data (LDK, GP-LVSM) and comparative studies.",
     )
+    parser.add_argument("--version", action="version", version=f"lvgp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="fit GP-LVSM against baselines on real review data and print a table")
@@ -94,28 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_run_demo)
 
     compare = sub.add_parser("compare", help="comparative studies: every method on the same splits of real data")
-    studies = compare.add_subparsers(dest="study", metavar="STUDY")
-    for name, (_, cls_name, _, help_text, description) in STUDIES.items():
-        module = _study_module(name)
-        study_parser = studies.add_parser(name, help=help_text, description=description or help_text)
-        add_study_options(study_parser, getattr(module, cls_name), module.METHODS)
+    kinds = compare.add_subparsers(dest="study", metavar="STUDY")
+    for name, cls in sorted(studies().items()):
+        study_parser = kinds.add_parser(name, help=cls.help, description=cls.description or cls.help)
+        add_study_options(study_parser, cls, tuple(methods(name)))
         _add_runner_arguments(study_parser)
-        study_parser.set_defaults(run=_run_study, study_name=name)
+        study_parser.set_defaults(run=_run_study, study_class=cls)
     return parser
-
-
-def _execute(runner, study, args: argparse.Namespace) -> int:
-    """Run a study with the executor the options ask for; print its table; 1 if cells failed."""
-    from .executors import make_executor
-
-    executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
-    summary = runner(study, args.out, executor, progress=not args.quiet)
-    print(summary["table"])
-    if getattr(executor, "skipped", 0):
-        print(f"report only: {executor.skipped} cells not run (shown as '–' or left out of the means)")
-    for cell, error in summary["failures"]:
-        print(f"FAILED {cell}: {error.strip().splitlines()[-1]}")
-    return 1 if summary["failures"] else 0
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -126,12 +76,34 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_study(args: argparse.Namespace) -> int:
-    from .study import study_from_options
+    """Run a study with the executor the options ask for; print its table; 1 if cells failed.
+    ``--report-only`` takes the study's settings from ``--out/study.json`` where there is one (the
+    other options are then ignored); on a directory without ``cells/`` (a committed study) it
+    rewrites the table from ``results.json``."""
+    from pathlib import Path
 
-    _, cls_name, runner, _, _ = STUDIES[args.study_name]
-    module = _study_module(args.study_name)
-    study = study_from_options(getattr(module, cls_name), args)
-    return _execute(getattr(module, runner), study, args)
+    from .study import load_study, study_from_options
+
+    out = Path(args.out)
+    if args.report_only and (out / "study.json").exists():
+        study = load_study(out)
+        if type(study) is not args.study_class:
+            raise ValueError(f"{out}/study.json is a {study.kind} study, not {args.study_class.kind}")
+    else:
+        study = study_from_options(args.study_class, args)
+    if args.report_only and not (out / "cells").is_dir() and (out / "results.json").exists():
+        summary = study.report(out)
+        print(summary["table"])
+        print("report only: no cells/ in --out, so the table was rewritten from results.json (figures need the cells)")
+        return 0
+    executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
+    summary = study.run(args.out, executor, progress=not args.quiet)
+    print(summary["table"])
+    if getattr(executor, "skipped", 0):
+        print(f"report only: {executor.skipped} cells not run (shown as '–' or left out of the means)")
+    for cell, error in summary["failures"]:
+        print(f"FAILED {cell}: {error.strip().splitlines()[-1]}")
+    return 1 if summary["failures"] else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .executors import InProcessExecutor
-from .regression import LABELS, RegressionStudy, run_regression_study
+from .regression import RegressionStudy
 
 
 def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -> list[dict]:
@@ -38,16 +38,16 @@ def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -
         f"Amazon review snippets (Hutto & Gilbert 2014): one split, {study.train_size} train / {study.dev_size} dev / "
         f"{study.test_size or 'remaining'} test sentences; hyper-parameters chosen on dev; results in {out}"
     )
-    summary = run_regression_study(study, out, InProcessExecutor(), progress=True)
+    summary = study.run(out, InProcessExecutor(), progress=True)
     rows = summary["records"]
-    width = max(len(LABELS[r["method"]]) for r in rows)
+    width = max(len(study.label(r["method"])) for r in rows)
     print(f"\n{'method':<{width}}  test RMSE  dev RMSE  fit s  chosen")
     for r in rows:
         chosen = ", ".join(
             f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["hyperparameters"].items()
         )
         print(
-            f"{LABELS[r['method']]:<{width}}  {r['rmse']:9.4f}  {r['dev_rmse']:8.4f}  {r['fit_seconds']:5.0f}  {chosen}"
+            f"{study.label(r['method']):<{width}}  {r['rmse']:9.4f}  {r['dev_rmse']:8.4f}  {r['fit_seconds']:5.0f}  {chosen}"
         )
     print(f"\n(RMSE of standardized ratings; figures in {out})")
     return rows

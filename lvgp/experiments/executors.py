@@ -129,16 +129,3 @@ class ReportOnlyExecutor(Executor):
     def run(self, fn, context, cells):
         self.skipped += len(cells)
         return iter(())
-
-
-def make_executor(
-    jobs: int = 1, ray: str | None = None, report_only: bool = False, threads: int | None = None
-) -> Executor:
-    """The executor for ``--jobs``/``--ray``/``--report-only``/``--threads``."""
-    if report_only:
-        return ReportOnlyExecutor()
-    if ray is not None:
-        from .ray_executor import RayExecutor
-
-        return RayExecutor(ray, threads_per_cell=threads or 1)
-    return InProcessExecutor(threads) if jobs <= 1 else ProcessExecutor(jobs, threads)

@@ -10,20 +10,30 @@ matplotlib.use("Agg")  # files only; notebooks display the PNGs
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .regression import LABELS  # noqa: E402
+from .registry import methods  # noqa: E402
 
 GP_METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse")
 
 
-def _baselines(ax, records: list[dict]) -> None:
-    for i, method in enumerate(m for m in LABELS if m not in GP_METHODS):
+def _baselines(ax, records: list[dict], study) -> None:
+    for i, method in enumerate(m for m in methods(study.kind) if m not in GP_METHODS):
         vals = [r["rmse"] for r in records if r["method"] == method]
         if vals:
-            ax.axhline(np.mean(vals), ls="--", lw=1, color=f"C{i + 3}", label=f"{LABELS[method]} (selected on dev)")
+            ax.axhline(
+                np.mean(vals), ls="--", lw=1, color=f"C{i + 3}", label=f"{study.label(method)} (selected on dev)"
+            )
 
 
 def _curve(
-    cells: list[dict], records: list[dict], out: Path, vary: str, fixed: str, fixed_value: float, xlabel: str, log: bool
+    cells: list[dict],
+    records: list[dict],
+    out: Path,
+    study,
+    vary: str,
+    fixed: str,
+    fixed_value: float,
+    xlabel: str,
+    log: bool,
 ):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     plotted = False
@@ -44,10 +54,10 @@ def _curve(
             marker="o",
             capsize=3,
             color=f"C{i}",
-            label=f"{LABELS[method]} ({fixed}={at:g})",
+            label=f"{study.label(method)} ({fixed}={at:g})",
         )
         plotted = True
-    _baselines(ax, records)
+    _baselines(ax, records, study)
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
@@ -60,17 +70,17 @@ def _curve(
     plt.close(fig)
 
 
-def rmse_vs_q(cells, records, out: Path, rho: float = 10.0) -> None:
+def rmse_vs_q(cells, records, out: Path, study, rho: float = 10.0) -> None:
     """Paper Fig. 2: test RMSE against the latent dimensionality at fixed rho."""
-    _curve(cells, records, out, "q", "rho", rho, "latent dimensionality q", log=False)
+    _curve(cells, records, out, study, "q", "rho", rho, "latent dimensionality q", log=False)
 
 
-def rmse_vs_rho(cells, records, out: Path, q: int = 2) -> None:
+def rmse_vs_rho(cells, records, out: Path, study, q: int = 2) -> None:
     """Paper Fig. 3: test RMSE against the regularizer rho at fixed q."""
-    _curve(cells, records, out, "rho", "q", q, "regularizer rho", log=True)
+    _curve(cells, records, out, study, "rho", "q", q, "regularizer rho", log=True)
 
 
-def word_map(cells, out: Path, n_words: int = 60) -> None:
+def word_map(cells, out: Path, study, n_words: int = 60) -> None:
     """Paper Fig. 4: 2-D latent vectors of frequent training words (split 0, the q=2 fit
     chosen on dev), coloured by the sign of the word's ridge coefficient."""
     fig, ax = plt.subplots(figsize=(7, 6))
@@ -88,7 +98,7 @@ def word_map(cells, out: Path, n_words: int = 60) -> None:
         for (x, y), w, col in zip(xy, words, colours):
             ax.annotate(w, (x, y), fontsize=7, color=col, xytext=(2, 2), textcoords="offset points")
         ax.set_title(
-            f"{LABELS[best['method']]} word vectors (split 0, q=2, rho={best['params']['rho']:g}); "
+            f"{study.label(best['method'])} word vectors (split 0, q=2, rho={best['params']['rho']:g}); "
             "blue/red: positive/negative ridge coefficient",
             fontsize=8,
         )

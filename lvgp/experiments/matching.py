@@ -20,6 +20,7 @@ pairs. The grouping is on by default (``dedupe_families``).
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -29,29 +30,79 @@ from typing import Any
 import numpy as np
 
 from ..bow.vocabulary import Vocabulary
-from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
+from .registry import default_methods, methods, register_method, register_study
+from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
 
-METHODS = ("ldk", "ldk-cca", "ldk-tied-pca", "ldk-tied", "cca", "kcca")
-LABELS = {
-    "ldk": "LDK matching",
-    "ldk-cca": "LDK (CCA start)",
-    "ldk-tied-pca": "LDK (tied tokens)",
-    "ldk-tied": "LDK (tied tokens, CCA start)",
-    "cca": "CCA",
-    "kcca": "Kernel CCA",
-}
-#: what each LDK method switches on beyond the thesis's model (PCA start, separate vocabularies)
-LDK_OPTIONS: dict[str, dict[str, Any]] = {
-    "ldk": {},
-    "ldk-cca": {"init": "cca"},
-    "ldk-tied-pca": {"tie_identical_tokens": True},
-    "ldk-tied": {"tie_identical_tokens": True, "init": "cca"},
-}
 MAX_R = 50
 
 
+def _ldk_grid(study) -> list[dict]:
+    # with the RBF bandwidth fixed, LDK matching depends on (rho, gamma) only through rho / gamma
+    # (LDKMatcher fits at gamma 1 and rho / gamma): one cell per distinct ratio
+    ratios = sorted({float(f"{r / g:.12g}") for r in study.rhos for g in study.gammas}, reverse=True)
+    return [{"q": q, "rho": r, "gamma": 1.0} for q in study.latent_dims for r in ratios]
+
+
+def _cca_grid(study) -> list[dict]:
+    return [{"components": c, "reg": r} for c in study.cca_components for r in study.cca_regs]
+
+
+def _ldk(**options: Any):
+    """An LDK matcher with ``options`` switched on beyond the thesis's model (PCA start, separate vocabularies)."""
+
+    def build(study, cell, data):
+        from ..models.matching import LDKMatcher
+
+        params = cell["params"]
+        return LDKMatcher(
+            latent_dim=params["q"],
+            rho=params["rho"],
+            gamma=params["gamma"],
+            min_df=study.min_df,
+            max_iter=study.max_iter,
+            random_state=study.cell_seed(cell),
+            word_weighting=study.word_weighting,
+            **options,
+        )
+
+    return build
+
+
+register_method("matching", "ldk", "LDK matching", grid=_ldk_grid, uses_dev=True, default=True)(_ldk())
+register_method("matching", "ldk-cca", "LDK (CCA start)", grid=_ldk_grid, uses_dev=True)(_ldk(init="cca"))
+register_method("matching", "ldk-tied-pca", "LDK (tied tokens)", grid=_ldk_grid, uses_dev=True)(
+    _ldk(tie_identical_tokens=True)
+)
+register_method("matching", "ldk-tied", "LDK (tied tokens, CCA start)", grid=_ldk_grid, uses_dev=True, default=True)(
+    _ldk(tie_identical_tokens=True, init="cca")
+)
+
+
+def _cca(kernel: str):
+    def build(study, cell, data):
+        from ..baselines.cca import KernelCCAMatcher
+
+        return KernelCCAMatcher(
+            kernel=kernel, n_components=cell["params"]["components"], reg=cell["params"]["reg"], min_df=study.min_df
+        )
+
+    return build
+
+
+register_method("matching", "cca", "CCA", grid=_cca_grid, default=True)(_cca("linear"))
+register_method("matching", "kcca", "Kernel CCA", grid=_cca_grid, default=True)(_cca("rbf"))
+
+
+@register_study
 @dataclass(frozen=True)
-class MatchingStudy:
+class MatchingStudy(Study):
+    kind = "matching"
+    help = "cross-domain document matching: LDK vs CCA and kernel CCA (thesis ch. 6)"
+    description = (
+        "Per set: disjoint train/dev/test pairs (one per description family), every grid setting fitted on train, "
+        "the best by dev mean Precision@1..50 reported on test. Resumable."
+    )
+
     pairs: str = option(
         help="wagtail-de (English/German messages of wagtail's gettext catalogs, from the package registry) or a "
         "JSON-lines file (optionally .gz) of aligned pairs, e.g. Debian's package descriptions"
@@ -62,7 +113,7 @@ class MatchingStudy:
     dev: int = option(100, "development pairs per set (the setting with the best dev score is reported)")
     test: int = option(100, "test pairs per set")
     sets: int = option(10, "random train/dev/test sets")
-    methods: tuple[str, ...] = option(("ldk", "ldk-tied", "cca", "kcca"))
+    methods: tuple[str, ...] = option(default_methods("matching"))
     latent_dims: tuple[int, ...] = option((8, 10, 12), "LDK grid over q")
     rhos: tuple[float, ...] = option((0.0, 0.01, 0.1), "LDK grid over rho")
     gammas: tuple[float, ...] = option((0.1, 1.0, 10.0, 100.0, 1000.0), "LDK grid over the RBF bandwidth gamma")
@@ -80,6 +131,38 @@ class MatchingStudy:
     )
     dedupe_families: bool = option(True, "draw one pair per description family (near duplicates never straddle splits)")
     seed: int = option(0, "seed of the sets and the methods")
+
+    @property
+    def n_splits(self) -> int:
+        return self.sets
+
+    def validate(self) -> None:
+        super().validate()
+        prepare(self, 0)  # bad input fails here, before any cell runs
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        return select(cells, self)
+
+    def table(self, records: list[dict]) -> str:
+        return table_markdown(records, self)
+
+    def committed_records(self, out: Path) -> list[dict]:
+        records = json.loads((out / "results.json").read_text())
+        for r in records:  # JSON object keys are strings
+            r["precision_at"] = {int(k): v for k, v in r["precision_at"].items()}
+        return records
+
+    def write_outputs(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        write_json(out / "results.json", records)
+        write_json(
+            out / "grid.json", [{k: v for k, v in c.items() if k not in ("examples", "test_ranks")} for c in cells]
+        )
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        precision_figure(records, self, out / "precision_vs_R.png")
 
 
 def family_key(text: str, words: int = 12) -> str:
@@ -134,52 +217,13 @@ def prepare(study: MatchingStudy, set_index: int):
     return texts(parts[0]), texts(parts[1]), texts(parts[2]), [ids[i] for i in parts[2]]
 
 
-def make_cells(study: MatchingStudy) -> list[dict]:
-    cells = []
-    for m in study.methods:
-        if m not in METHODS:
-            raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
-        if m in LDK_OPTIONS:
-            # with the RBF bandwidth fixed, LDK matching depends on (rho, gamma) only through rho / gamma
-            # (LDKMatcher fits at gamma 1 and rho / gamma): one cell per distinct ratio
-            ratios = sorted({float(f"{r / g:.12g}") for r in study.rhos for g in study.gammas}, reverse=True)
-            grid = [{"q": q, "rho": r, "gamma": 1.0} for q in study.latent_dims for r in ratios]
-        else:
-            grid = [{"components": c, "reg": r} for c in study.cca_components for r in study.cca_regs]
-        cells += [{"method": m, "split": s, "params": p} for s in range(study.sets) for p in grid]
-    return cells
-
-
-def _model(study: MatchingStudy, method: str, params: dict, seed: int):
-    if method in LDK_OPTIONS:
-        from ..models.matching import LDKMatcher
-
-        return LDKMatcher(
-            latent_dim=params["q"],
-            rho=params["rho"],
-            gamma=params["gamma"],
-            min_df=study.min_df,
-            max_iter=study.max_iter,
-            random_state=seed,
-            word_weighting=study.word_weighting,
-            **LDK_OPTIONS[method],
-        )
-    from ..baselines.cca import KernelCCAMatcher
-
-    return KernelCCAMatcher(
-        kernel="linear" if method == "cca" else "rbf",
-        n_components=params["components"],
-        reg=params["reg"],
-        min_df=study.min_df,
-    )
-
-
 def run_cell(study: MatchingStudy, cell: dict) -> dict:
     from ..models.matching import precision_at
 
     train, dev, test, test_ids = prepare(study, cell["split"])
-    model = _model(study, cell["method"], cell["params"], 1000 * study.seed + cell["split"])
-    stop_on_dev = cell["method"] in LDK_OPTIONS and study.early_stopping
+    method = study.method(cell["method"])
+    model = method.build(study, cell, None)
+    stop_on_dev = method.uses_dev and study.early_stopping
     with recorded_warnings() as warned:
         start = time.perf_counter()
         model.fit(*train, *(dev if stop_on_dev else ()))
@@ -195,7 +239,7 @@ def run_cell(study: MatchingStudy, cell: dict) -> dict:
         "n_train": len(train[0]),
         "warnings": warned,
     }
-    if cell["method"] in LDK_OPTIONS:
+    if hasattr(model, "shared_tokens_"):
         record.update(n_iter=model.n_iter_, best_iter=model.best_iter_, shared_tokens=model.shared_tokens_)
     if cell["split"] == 0:  # a few retrievals of set 1, shown for the setting dev selects
         with recorded_warnings():  # the same documents' warnings are in the record already
@@ -207,15 +251,16 @@ def run_cell(study: MatchingStudy, cell: dict) -> dict:
     return record
 
 
-def select(cells: list[dict]) -> list[dict]:
-    """Per (method, set) the cell with the best dev score (never test)."""
+def select(cells: list[dict], study: MatchingStudy) -> list[dict]:
+    """Per (method, set) the cell with the best dev score (never test); the first set's example
+    retrievals of the LDK matcher stay with its record."""
     best: dict = {}
     for c in cells:
         key = (c["method"], c["split"])
         if key not in best or c["dev_score"] > best[key]["dev_score"]:
             best[key] = c
     out = []
-    for (method, split), c in sorted(best.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1])):
+    for (method, split), c in sorted(best.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1])):
         out.append(
             {
                 "method": method,
@@ -231,58 +276,57 @@ def select(cells: list[dict]) -> list[dict]:
 
 
 def table_markdown(records: list[dict], study: MatchingStudy) -> str:
-    methods = [m for m in METHODS if any(r["method"] == m for r in records)]
+    methods = sorted({r["method"] for r in records}, key=study.method_order)
     rs = (1, 5, 10, 20, 50)
-    lines = ["| R | " + " | ".join(LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
+    lines = ["| R | " + " | ".join(study.label(m) for m in methods) + " |", "|---|" + "---|" * len(methods)]
     for r in rs:
         stats = {m: [x["precision_at"][r] for x in records if x["method"] == m] for m in methods}
         best = max(np.mean(v) for v in stats.values())
         cells = [mean_cell(v, study.sets, bold=np.mean(v) == best) for v in stats.values()]
         lines.append(f"| {r} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + (
-        f"\n\nPrecision@R on {study.test} test pairs (all test targets ranked for each test source), mean ± std over "
-        f"{study.sets} sets of {study.train} training / {study.dev} dev pairs ({PARTIAL_NOTE}); hyper-parameters "
-        f"chosen on dev; {'one pair per description family' if study.dedupe_families else 'no family grouping'}.\n"
+    return (
+        "\n".join(lines)
+        + (
+            f"\n\nPrecision@R on {study.test} test pairs (all test targets ranked for each test source), mean ± std over "
+            f"{study.sets} sets of {study.train} training / {study.dev} dev pairs ({PARTIAL_NOTE}); hyper-parameters "
+            f"chosen on dev; {'one pair per description family' if study.dedupe_families else 'no family grouping'}.\n"
+        )
+        + examples_note(records)
     )
 
 
-def run_matching_study(study: MatchingStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
+def examples_note(records: list[dict]) -> str:
+    """A few retrievals of the first set by the LDK matcher (its dev-selected setting), when the
+    records carry them."""
+    examples = [r for r in records if "examples" in r and r["method"] == "ldk"]
+    if not examples:
+        return ""
+    text = "\nExample retrievals (LDK, set 1, the dev-selected setting; first line of each text):\n\n"
+    for e in examples[0]["examples"][:3]:
+        first = [t.split("\n")[0][:70] for t in [e["source"], e["true_target"], *e["retrieved"]]]
+        text += f"- source: {first[0]}\n  - true target: {first[1]}\n" + "".join(
+            f"  - retrieved {k + 1}: {t}\n" for k, t in enumerate(first[2:])
+        )
+    return text
+
+
+def precision_figure(records: list[dict], study: MatchingStudy, path: Path) -> None:
+    """Mean test Precision@R against R, one line per method."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import execute_study, failure_note, write_json
-
-    out = Path(out)
-    prepare(study, 0)  # bad input fails here, before any cell runs
-    cells, failures = execute_study("matching", study, run_cell, make_cells(study), out, executor, progress)
-    selected = select(cells)
-    records = [{k: v for k, v in r.items() if k != "examples"} for r in selected]
-    write_json(out / "results.json", records)
-    write_json(out / "grid.json", [{k: v for k, v in c.items() if k not in ("examples", "test_ranks")} for c in cells])
-    text = table_markdown(records, study) if records else "no finished cells\n"
-    text += failure_note(failures)
-    examples = [r for r in selected if "examples" in r and r["method"] == "ldk"]
-    if examples:
-        text += "\nExample retrievals (LDK, set 1, the dev-selected setting; first line of each text):\n\n"
-        for e in examples[0]["examples"][:3]:
-            first = [t.split("\n")[0][:70] for t in [e["source"], e["true_target"], *e["retrieved"]]]
-            text += f"- source: {first[0]}\n  - true target: {first[1]}\n" + "".join(
-                f"  - retrieved {k + 1}: {t}\n" for k, t in enumerate(first[2:])
-            )
-    (out / "table.md").write_text(text)
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for i, m in enumerate(METHODS):
+    for i, m in enumerate(methods("matching")):
         rows = [r for r in records if r["method"] == m]
         if rows:
             curve = np.mean([[r["precision_at"][k] for k in range(1, MAX_R + 1)] for r in rows], axis=0)
-            ax.plot(range(1, MAX_R + 1), curve, color=f"C{i}", label=LABELS[m])
+            ax.plot(range(1, MAX_R + 1), curve, color=f"C{i}", label=study.label(m))
     ax.set_xlabel("R")
     ax.set_ylabel("Precision@R")
     ax.set_title(Path(study.pairs).name)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "precision_vs_R.png", dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-    return {"records": records, "failures": failures, "table": text}

@@ -44,6 +44,13 @@ class Method:
         grid: ``grid(study)`` -> the cell-level hyper-parameter settings (one cell each; the study
             chooses among them on dev data); default one setting, ``{}`` (a method that chooses
             its own hyper-parameters inside ``fit``).
+        dev_grid: ``dev_grid(study)`` -> ``{name: values}``, a grid the estimator's settings are
+            chosen from on dev data *inside* the cell (the classification study's
+            :class:`~lvgp.experiments.classification.DevSelected`); ``None``: none.
+        canonical: maps a ``dev_grid`` setting to an exactly equivalent one (fitted once for all
+            the settings it stands for), or ``None``.
+        uses_dev: the estimator's ``fit`` takes the split's dev data (early stopping, tuning)
+            where the study has a dev split.
         default: part of the study's default ``--methods``.
         description: one line for the documentation.
     """
@@ -52,12 +59,15 @@ class Method:
     label: str
     build: Factory
     grid: Callable[[Any], list[dict]] = _one_setting
+    dev_grid: Callable[[Any], dict[str, list]] | None = None
+    canonical: Callable[[dict], dict] | None = None
+    uses_dev: bool = False
     default: bool = False
     description: str = ""
 
 
 _METHODS: dict[str, dict[str, Method]] = {}
-_STUDIES: dict[str, type] = {}
+_STUDIES: dict[str, Any] = {}
 
 
 def register_method(
@@ -66,17 +76,23 @@ def register_method(
     label: str,
     *,
     grid: Callable[[Any], list[dict]] | None = None,
+    dev_grid: Callable[[Any], dict[str, list]] | None = None,
+    canonical: Callable[[dict], dict] | None = None,
+    uses_dev: bool = False,
     default: bool = False,
     description: str = "",
 ) -> Callable[[Factory], Factory]:
-    """Decorator: register ``build`` as method ``name`` of the study kind(s) ``tasks``."""
+    """Decorator: register ``build`` as method ``name`` of the study kind(s) ``tasks`` (the other
+    arguments are :class:`Method`'s)."""
 
     def decorate(build: Factory) -> Factory:
         for task in (tasks,) if isinstance(tasks, str) else tasks:
             known = _METHODS.setdefault(task, {})
             if name in known and known[name].build is not build:
                 raise ValueError(f"method {name!r} is already registered for the {task} study")
-            known[name] = Method(name, label, build, grid or _one_setting, default, description)
+            known[name] = Method(
+                name, label, build, grid or _one_setting, dev_grid, canonical, uses_dev, default, description
+            )
         return build
 
     return decorate
@@ -107,7 +123,7 @@ def register_study(cls: type) -> type:
     return cls
 
 
-def studies() -> dict[str, type]:
+def studies() -> dict[str, Any]:
     """Every registered study class by kind (the built-in ones are imported on first use)."""
     from . import categorical, classification, matching, regression, topics  # noqa: F401  (they register)
 

@@ -26,27 +26,126 @@ import numpy as np
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
-from .study import PARTIAL_NOTE, mean_cell, option, recorded_warnings
+from .registry import default_methods, register_method, register_study
+from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
 
 DATASETS = corpus_names("regression")
-METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse", "gp-rbf", "ridge", "lasso", "elasticnet", "slda", "lda-regression")
-LABELS = {
-    "gplvsm": "GP-LVSM",
-    "gplvsm-vb": "GP-LVSM (VB+GloVe+len)",
-    "gp-rbf": "GP regression",
-    "ridge": "Ridge",
-    "lasso": "Lasso",
-    "elasticnet": "Elastic net",
-    "gplvsm-sparse": "GP-LVSM (sparse)",
-    "slda": "sLDA",
-    "lda-regression": "LDA+regression",
-}
 
 
+# ------------------------------------------------------------------ the methods (in table order)
+def _gplvsm_grid(study) -> list[dict]:
+    return [{"q": q, "rho": r} for q in study.latent_dims for r in study.rhos]
+
+
+def _vb_grid(study) -> list[dict]:  # the sparse model shares the (smaller) VB grid
+    return [{"q": q, "rho": r} for q in study.vb_latent_dims for r in study.vb_rhos]
+
+
+def _topic_grid(study) -> list[dict]:
+    return [{"K": k} for k in study.topics]
+
+
+@register_method("regression", "gplvsm", "GP-LVSM", grid=_gplvsm_grid, uses_dev=True, default=True)
+def _gplvsm(study, cell, data):
+    from ..models.regressor import GPLVSMRegressor
+
+    return GPLVSMRegressor(
+        latent_dim=cell["params"]["q"],
+        rho=cell["params"]["rho"],
+        vocabulary=data.vocabulary,
+        max_iter=study.max_iter,
+        n_iter_no_change=20,
+        random_state=study.cell_seed(cell),
+    )
+
+
+@register_method("regression", "gplvsm-vb", "GP-LVSM (VB+GloVe+len)", grid=_vb_grid, uses_dev=True)
+def _gplvsm_vb(study, cell, data):
+    from ..models.regressor import GPLVSMRegressor
+
+    return GPLVSMRegressor(
+        latent_dim=cell["params"]["q"],
+        rho=cell["params"]["rho"],
+        vocabulary=data.vocabulary,
+        variational=True,
+        optimizer="adam",
+        lr=0.05,
+        max_iter=study.vb_max_iter,
+        word_embeddings=study.embeddings,
+        length_kernel=True,
+        predict_samples=16,
+        n_iter_no_change=100,
+        random_state=study.cell_seed(cell),
+    )
+
+
+@register_method("regression", "gp-rbf", "GP regression", default=True)
+def _gp_rbf(study, cell, data):
+    from ..baselines import GPRBFRegressor
+
+    return GPRBFRegressor(vocabulary=data.vocabulary, random_state=study.cell_seed(cell))
+
+
+def _linear(kind: str):
+    def build(study, cell, data):
+        from ..baselines.linear import DevTunedLinearRegression
+
+        return DevTunedLinearRegression(kind=kind, vocabulary=data.vocabulary)
+
+    return build
+
+
+register_method("regression", "ridge", "Ridge", uses_dev=True, default=True)(_linear("ridge"))
+register_method("regression", "lasso", "Lasso", uses_dev=True, default=True)(_linear("lasso"))
+register_method("regression", "elasticnet", "Elastic net", uses_dev=True, default=True)(_linear("elasticnet"))
+
+
+@register_method("regression", "gplvsm-sparse", "GP-LVSM (sparse)", grid=_vb_grid)
+def _gplvsm_sparse(study, cell, data):
+    from ..models.sparse import SparseGPLVSMRegressor
+
+    return SparseGPLVSMRegressor(
+        latent_dim=cell["params"]["q"],
+        rho=cell["params"]["rho"],
+        vocabulary=data.vocabulary,
+        num_inducing=study.sparse_inducing,
+        max_epochs=study.sparse_epochs,
+        random_state=study.cell_seed(cell),
+    )
+
+
+@register_method("regression", "slda", "sLDA", grid=_topic_grid)
+def _slda(study, cell, data):
+    from ..baselines.slda import SLDARegressor
+
+    return SLDARegressor(
+        cell["params"]["K"],
+        inference=study.slda_inference,
+        vocabulary=data.vocabulary,
+        random_state=study.cell_seed(cell),
+    )
+
+
+@register_method("regression", "lda-regression", "LDA+regression", grid=_topic_grid)
+def _lda_regression(study, cell, data):
+    from ..baselines.slda import LDARegression
+
+    return LDARegression(cell["params"]["K"], vocabulary=data.vocabulary, random_state=study.cell_seed(cell))
+
+
+@register_study
 @dataclass(frozen=True)
-class RegressionStudy:
+class RegressionStudy(Study):
     """Everything a worker needs to rebuild any split (the data itself is loaded from the
     registry cache or the TSV path by each worker once)."""
+
+    kind = "regression"
+    help = "GP-LVSM vs baselines on review ratings (the GP-LVSM paper's Table 2 protocol)"
+    description = (
+        "Per split: disjoint train/dev/test, vocabulary from train, targets standardized with train statistics, "
+        "hyper-parameters chosen on dev, test RMSE in standardized units. Resumable: cells already in --out are not "
+        "recomputed."
+    )
 
     dataset: str = option(
         help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv (a header with 'text' and 'target' columns)"
@@ -69,7 +168,38 @@ class RegressionStudy:
     embeddings: str = option("glove-6b-50d", "pretrained word vectors of gplvsm-vb")
     topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
     slda_inference: str = option("em", "sLDA inference", choices=("em", "svi"))
-    methods: tuple[str, ...] = option(("gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet"))
+    methods: tuple[str, ...] = option(default_methods("regression"))
+
+    @property
+    def n_splits(self) -> int:
+        return self.splits
+
+    def validate(self) -> None:
+        super().validate()
+        check_sizes(self, len(_cached_corpus(self.dataset)))
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        return select(cells, self)
+
+    def table(self, records: list[dict]) -> str:
+        return summary_table(records, self)
+
+    def write_outputs(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        write_json(out / "results.json", records)
+        write_json(
+            out / "grid.json",
+            [{k: v for k, v in c.items() if k not in ("word_vectors", "word_counts", "coef")} for c in cells],
+        )
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        from .figures import rmse_vs_q, rmse_vs_rho, word_map
+
+        rmse_vs_q(cells, records, out / "rmse_vs_q.png", self)
+        rmse_vs_rho(cells, records, out / "rmse_vs_rho.png", self)
+        word_map(cells, out / "word_map.png", self)
 
 
 @dataclass
@@ -131,92 +261,18 @@ def _cached_corpus(dataset: str) -> RegressionCorpus:
 # ------------------------------------------------------------------ cells
 
 
-def make_cells(study: RegressionStudy) -> list[dict]:
-    cells = []
-    for method in study.methods:
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-        for split in range(study.splits):
-            if method == "gplvsm":
-                grid = [{"q": q, "rho": r} for q in study.latent_dims for r in study.rhos]
-            elif method in ("gplvsm-vb", "gplvsm-sparse"):  # the sparse model shares the (smaller) VB grid
-                grid = [{"q": q, "rho": r} for q in study.vb_latent_dims for r in study.vb_rhos]
-            elif method in ("slda", "lda-regression"):
-                grid = [{"K": k} for k in study.topics]
-            else:
-                grid = [{}]
-            cells += [{"method": method, "split": split, "params": params} for params in grid]
-    return cells
-
-
 def _rmse(pred, y) -> float:
     return float(np.sqrt(np.mean((np.asarray(pred) - y) ** 2)))
-
-
-def _estimator(study: RegressionStudy, cell: dict, data: SplitData):
-    from ..baselines import GPRBFRegressor
-    from ..baselines.linear import DevTunedLinearRegression
-    from ..models.regressor import GPLVSMRegressor
-
-    method, params = cell["method"], cell["params"]
-    seed = 1000 * study.seed + cell["split"]
-    if method == "gplvsm":
-        return GPLVSMRegressor(
-            latent_dim=params["q"],
-            rho=params["rho"],
-            vocabulary=data.vocabulary,
-            max_iter=study.max_iter,
-            n_iter_no_change=20,
-            random_state=seed,
-        )
-    if method == "gplvsm-vb":
-        return GPLVSMRegressor(
-            latent_dim=params["q"],
-            rho=params["rho"],
-            vocabulary=data.vocabulary,
-            variational=True,
-            optimizer="adam",
-            lr=0.05,
-            max_iter=study.vb_max_iter,
-            word_embeddings=study.embeddings,
-            length_kernel=True,
-            predict_samples=16,
-            n_iter_no_change=100,
-            random_state=seed,
-        )
-    if method == "gplvsm-sparse":
-        from ..models.sparse import SparseGPLVSMRegressor
-
-        return SparseGPLVSMRegressor(
-            latent_dim=params["q"],
-            rho=params["rho"],
-            vocabulary=data.vocabulary,
-            num_inducing=study.sparse_inducing,
-            max_epochs=study.sparse_epochs,
-            random_state=seed,
-        )
-    if method == "gp-rbf":
-        return GPRBFRegressor(vocabulary=data.vocabulary, random_state=seed)
-    if method == "slda":
-        from ..baselines.slda import SLDARegressor
-
-        return SLDARegressor(params["K"], inference=study.slda_inference, vocabulary=data.vocabulary, random_state=seed)
-    if method == "lda-regression":
-        from ..baselines.slda import LDARegression
-
-        return LDARegression(params["K"], vocabulary=data.vocabulary, random_state=seed)
-    return DevTunedLinearRegression(kind=method, vocabulary=data.vocabulary)
 
 
 def run_cell(study: RegressionStudy, cell: dict) -> dict:
     """Fit one method on one split with one hyper-parameter setting; dev and test RMSE."""
     data = prepare_split(study, cell["split"])
-    est = _estimator(study, cell, data)
+    method = study.method(cell["method"])
+    est = method.build(study, cell, data)
     start = time.perf_counter()
     with recorded_warnings() as warned:  # unseen words, convergence, ...: counted in the record
-        if cell["method"] in ("gplvsm", "gplvsm-vb"):
-            est.fit(data.train_texts, data.y_train, X_val=data.dev_texts, y_val=data.y_dev)
-        elif cell["method"] in ("ridge", "lasso", "elasticnet"):
+        if method.uses_dev:
             est.fit(data.train_texts, data.y_train, X_val=data.dev_texts, y_val=data.y_dev)
         else:
             est.fit(data.train_texts, data.y_train)
@@ -255,7 +311,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
 # ------------------------------------------------------------------ aggregation
 
 
-def select(cells: list[dict]) -> list[dict]:
+def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
     """One record per (method, split): the cell with the lowest dev RMSE (never test)."""
     best: dict[tuple, dict] = {}
     totals: dict[tuple, float] = {}
@@ -265,9 +321,7 @@ def select(cells: list[dict]) -> list[dict]:
         if key not in best or c["dev_rmse"] < best[key]["dev_rmse"]:
             best[key] = c
     records = []
-    for key, c in sorted(
-        best.items(), key=lambda kv: (list(LABELS).index(kv[0][0]) if kv[0][0] in LABELS else 99, kv[0][1])
-    ):
+    for key, c in sorted(best.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1])):
         records.append(
             {
                 "method": c["method"],
@@ -289,41 +343,15 @@ def select(cells: list[dict]) -> list[dict]:
     return records
 
 
-def summary_table(records: list[dict], dataset: str, splits: int) -> str:
-    methods = [m for m in LABELS if any(r["method"] == m for r in records)]
+def summary_table(records: list[dict], study: RegressionStudy) -> str:
+    dataset, splits = study.dataset, study.splits
+    methods = sorted({r["method"] for r in records}, key=study.method_order)
     rmse = {m: [r["rmse"] for r in records if r["method"] == m] for m in methods}
     best = min(rmse, key=lambda m: np.mean(rmse[m]))
-    header = "| data set | " + " | ".join(LABELS[m] for m in methods) + " |"
+    header = "| data set | " + " | ".join(study.label(m) for m in methods) + " |"
     rule = "|---|" + "---|" * len(methods)
     cells = [mean_cell(rmse[m], splits, bold=m == best) for m in methods]
     return "\n".join([header, rule, f"| {dataset} | " + " | ".join(cells) + " |"]) + (
         f"\n\nTest RMSE (standardized targets), mean ± std over {splits} splits ({PARTIAL_NOTE}); best mean in bold. "
         "Hyper-parameters chosen on the dev split.\n"
     )
-
-
-# ------------------------------------------------------------------ the whole study
-
-
-def run_regression_study(study: RegressionStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
-    """Run (or resume) the study into ``out``: ``results.json`` (one record per method and
-    split), ``grid.json`` (every cell), ``table.md`` and the figures. Returns a summary."""
-    from .figures import rmse_vs_q, rmse_vs_rho, word_map
-    from .study import execute_study, failure_note, write_json
-
-    out = Path(out)
-    check_sizes(study, len(_cached_corpus(study.dataset)))
-    cells, failures = execute_study("regression", study, run_cell, make_cells(study), out, executor, progress)
-    records = select(cells)
-    write_json(out / "results.json", records)
-    write_json(
-        out / "grid.json",
-        [{k: v for k, v in c.items() if k not in ("word_vectors", "word_counts", "coef")} for c in cells],
-    )
-    table = summary_table(records, study.dataset, study.splits) if records else "no finished cells\n"
-    table += failure_note(failures)
-    (out / "table.md").write_text(table)
-    rmse_vs_q(cells, records, out / "rmse_vs_q.png")
-    rmse_vs_rho(cells, records, out / "rmse_vs_rho.png")
-    word_map(cells, out / "word_map.png")
-    return {"records": records, "failures": failures, "table": table}

@@ -18,12 +18,14 @@ import typing
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from . import registry
 from .executors import Executor, InProcessExecutor
+from .registry import Method
 
 
 def cell_key(cell: dict) -> str:
@@ -173,19 +175,138 @@ def run_study(
     return done, failures
 
 
-def execute_study(
-    kind: str,
-    study,
-    run_cell: Callable[[Any, dict], dict],
-    cells: list[dict],
-    out: Path,
-    executor: Executor | None = None,
-    progress: bool = True,
-) -> tuple[list[dict], list[tuple[dict, str]]]:
-    """Record the study's settings in ``out/study.json`` (with its ``kind``) and run (or
-    resume) its cells into ``out/cells``; the shared first half of every ``run_*_study``."""
-    write_json(out / "study.json", {"kind": kind, **study.__dict__, "provenance": provenance()})
-    return run_study(run_cell, study, cells, StudyDirectory(out), executor, progress)
+def _run_cell(study: Study, cell: dict) -> dict:
+    """What executors run for every cell (module level: process and Ray workers import it)."""
+    return study.run_cell(cell)
+
+
+class Study:
+    """The interface of a comparative study: a frozen dataclass of options (fields made with
+    :func:`option`, among them ``methods`` and ``seed``) that subclasses this class, is registered
+    with :func:`~lvgp.experiments.registry.register_study`, and implements the task's steps:
+
+    * :meth:`validate` -- bad input fails here, before any cell runs (the base checks ``methods``);
+    * :meth:`cells` -- one cell per method, split and cell-level setting (the base: the methods'
+      registered grids over :attr:`n_splits` splits);
+    * :meth:`run_cell` -- fit one cell and return its record (what ``cells/<key>.json`` holds);
+    * :meth:`summarize` -- the records of ``results.json`` from all finished cells (settings chosen
+      on dev data, never on test);
+    * :meth:`table` -- ``table.md`` from those records;
+    * :meth:`write_outputs`, :meth:`figures` -- further files (``grid.json``, figures).
+
+    :meth:`run` is the skeleton every study shares: write ``study.json``, run (or resume) the cells
+    through an executor, summarize, write the files. The methods a study can run come from the
+    method registry (:mod:`lvgp.experiments.registry`), labels included.
+    """
+
+    kind: ClassVar[str]
+    #: one line for ``lvgp compare --help``
+    help: ClassVar[str] = ""
+    #: the paragraph of ``lvgp compare KIND --help`` (default: ``help``)
+    description: ClassVar[str | None] = None
+    methods: tuple[str, ...]
+    seed: int
+
+    # ------------------------------------------------------------------ methods
+    def method(self, name: str) -> Method:
+        """The registered method ``name`` of this study (``ValueError`` naming the known ones)."""
+        return registry.method(self.kind, name)
+
+    def label(self, name: str) -> str:
+        """The table and figure label of method ``name``."""
+        return registry.methods(self.kind)[name].label
+
+    def method_order(self, name: str) -> int:
+        """Registration order of method ``name``: how records and table columns are sorted."""
+        return list(registry.methods(self.kind)).index(name)
+
+    def cell_seed(self, cell: dict) -> int:
+        """The seed of a cell's estimator: a function of the study's seed and the cell's split."""
+        return 1000 * self.seed + cell["split"]
+
+    # ------------------------------------------------------------------ the steps
+    @property
+    def n_splits(self) -> int:
+        """How many splits (folds, sets, repetitions) the study runs."""
+        raise NotImplementedError
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` for bad options (the base: unknown methods)."""
+        for name in self.methods:
+            self.method(name)
+
+    def cells(self) -> list[dict]:
+        """Every cell: method x split x the method's registered grid."""
+        return [
+            {"method": m, "split": s, "params": params}
+            for m in self.methods
+            for s in range(self.n_splits)
+            for params in self.method(m).grid(self)
+        ]
+
+    def run_cell(self, cell: dict) -> dict:
+        raise NotImplementedError
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        raise NotImplementedError
+
+    def table(self, records: list[dict]) -> str:
+        raise NotImplementedError
+
+    def write_outputs(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        """``results.json`` (the records) and any further JSON files."""
+        write_json(out / "results.json", records)
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        """The study's figures (default: none)."""
+
+    def committed_records(self, out: Path) -> list[dict]:
+        """The records of a study directory without ``cells/`` (as committed): ``results.json``."""
+        return json.loads((out / "results.json").read_text())
+
+    # ------------------------------------------------------------------ the skeleton
+    def run(self, out: str | Path, executor: Executor | None = None, progress: bool = True) -> dict:
+        """Run (or resume) the study into ``out``: ``study.json``, ``cells/``, ``results.json``,
+        ``table.md`` and the figures. Returns ``{"records", "failures", "table", "cells"}``."""
+        out = Path(out)
+        self.validate()
+        write_json(out / "study.json", {"kind": self.kind, **self.__dict__, "provenance": provenance()})
+        cells, failures = run_study(_run_cell, self, self.cells(), StudyDirectory(out), executor, progress)
+        records = self.summarize(cells)
+        self.write_outputs(out, cells, records)
+        text = (self.table(records) if records else "no finished cells\n") + failure_note(failures)
+        (out / "table.md").write_text(text)
+        self.figures(out, cells, records)
+        return {"records": records, "failures": failures, "table": text, "cells": cells}
+
+    def report(self, out: str | Path) -> dict:
+        """``table.md`` of a study directory: from its cells when ``cells/`` exists (as
+        ``--report-only``), else from its committed ``results.json`` (figures need the cells)."""
+        out = Path(out)
+        if (out / "cells").is_dir():
+            from .executors import ReportOnlyExecutor
+
+            return self.run(out, ReportOnlyExecutor(), progress=False)
+        records = self.committed_records(out)
+        text = self.table(records) if records else "no finished cells\n"
+        (out / "table.md").write_text(text)
+        return {"records": records, "failures": [], "table": text, "cells": []}
+
+
+def load_study(directory: str | Path) -> Study:
+    """The study whose ``study.json`` is in ``directory`` (options added since it was written take
+    their defaults; lists become the tuples the options are)."""
+    settings = json.loads((Path(directory) / "study.json").read_text())
+    cls = registry.studies()[settings.pop("kind")]
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in settings:
+            value = settings[field.name]
+            values[field.name] = tuple(value) if isinstance(value, list) else value
+    unknown = set(settings) - {f.name for f in dataclasses.fields(cls)} - {"provenance"}
+    if unknown:
+        raise ValueError(f"{directory}/study.json has options this version does not know: {sorted(unknown)}")
+    return cls(**values)
 
 
 @contextlib.contextmanager
@@ -238,8 +359,9 @@ def add_study_options(parser: argparse.ArgumentParser, study_cls: type, methods:
         if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:  # X | None
             kind = next(a for a in typing.get_args(kind) if a is not type(None))
         kwargs: dict[str, Any] = {}
-        if field.default is dataclasses.MISSING:
-            kwargs["required"] = True
+        if field.default is dataclasses.MISSING:  # required, except with --report-only (study.json has it)
+            kwargs["default"] = None
+            help_text = f"(required) {help_text}"
         else:
             kwargs["default"] = field.default
         if typing.get_origin(kind) is tuple:
@@ -262,5 +384,13 @@ def add_study_options(parser: argparse.ArgumentParser, study_cls: type, methods:
 
 
 def study_from_options(study_cls: type, args: argparse.Namespace):
-    """The study dataclass from the parsed options of :func:`add_study_options`."""
+    """The study dataclass from the parsed options of :func:`add_study_options` (``ValueError``
+    naming a required option that is missing)."""
+    missing = [
+        "--" + f.name.replace("_", "-")
+        for f in dataclasses.fields(study_cls)
+        if f.default is dataclasses.MISSING and getattr(args, f.name) is None
+    ]
+    if missing:
+        raise ValueError(f"the following arguments are required: {', '.join(missing)}")
     return study_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(study_cls)})

@@ -15,6 +15,7 @@ training folds, as in the paper.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,23 +23,84 @@ from pathlib import Path
 import numpy as np
 
 from ..bow.vocabulary import Vocabulary
+from .registry import default_methods, register_method, register_study
 from .regression import _cached_corpus
-from .study import option, recorded_warnings
-
-METHODS = ("slda", "lda-regression", "lasso")
-LABELS = {"slda": "sLDA", "lda-regression": "LDA+regression", "lasso": "Lasso (word frequencies)"}
+from .study import Study, option, recorded_warnings, write_json
 
 
+def _topic_grid(study) -> list[dict]:
+    return [{"K": k} for k in study.topics]
+
+
+@register_method("topics", "slda", "sLDA", grid=_topic_grid, default=True)
+def _slda(study, cell, data):
+    from ..baselines.slda import SLDARegressor
+
+    return SLDARegressor(
+        cell["params"]["K"],
+        inference=study.inference,
+        vocabulary=data[0],
+        em_max_iter=study.max_iter,
+        random_state=study.cell_seed(cell),
+    )
+
+
+@register_method("topics", "lda-regression", "LDA+regression", grid=_topic_grid, default=True)
+def _lda_regression(study, cell, data):
+    from ..baselines.slda import LDARegression
+
+    return LDARegression(
+        cell["params"]["K"], vocabulary=data[0], em_max_iter=study.max_iter, random_state=study.cell_seed(cell)
+    )
+
+
+@register_method("topics", "lasso", "Lasso (word frequencies)", default=True)
+def _lasso(study, cell, data):
+    from ..baselines.linear import DevTunedLinearRegression
+
+    return DevTunedLinearRegression("lasso", features="frequencies", vocabulary=data[0], cv=5)
+
+
+@register_study
 @dataclass(frozen=True)
-class TopicStudy:
+class TopicStudy(Study):
+    kind = "topics"
+    help = "sLDA vs LDA+regression vs lasso: K-fold predictive R^2 against the number of topics (sLDA paper, Fig. 2)"
     dataset: str = option(help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv")
     folds: int = option(5, "cross-validation folds (predictive R^2 pooled over the out-of-fold predictions)")
     topics: tuple[int, ...] = option((5, 10, 20, 30), "numbers of topics K")
-    methods: tuple[str, ...] = option(METHODS)
+    methods: tuple[str, ...] = option(default_methods("topics"))
     inference: str = option("em", "sLDA inference", choices=("em", "svi"))
     seed: int = option(0, "seed of the folds and the methods")
     min_df: int = option(2, "vocabulary: minimum document frequency in the training folds")
     max_iter: int = option(100, "EM iterations")
+
+    @property
+    def n_splits(self) -> int:
+        return self.folds
+
+    def validate(self) -> None:
+        super().validate()
+        _cached_corpus(self.dataset)
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        return summarize(cells, self)
+
+    def table(self, records: list[dict]) -> str:
+        return table(records, self)
+
+    def write_outputs(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        write_json(out / "results.json", [_per_fold_record(c) for c in cells])
+        write_json(out / "summary.json", records)
+
+    def committed_records(self, out: Path) -> list[dict]:
+        return json.loads((out / "summary.json").read_text())
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        pr2_figure(records, self, out / "pr2_vs_K.png")
 
 
 @functools.lru_cache(maxsize=16)
@@ -64,35 +126,11 @@ def prepare_fold(study: TopicStudy, fold: int):
     )
 
 
-def make_cells(study: TopicStudy) -> list[dict]:
-    cells = []
-    for method in study.methods:
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-        for fold in range(study.folds):
-            grid = [{}] if method == "lasso" else [{"K": k} for k in study.topics]
-            cells += [{"method": method, "split": fold, "params": p} for p in grid]
-    return cells
-
-
 def run_cell(study: TopicStudy, cell: dict) -> dict:
-    from ..baselines.linear import DevTunedLinearRegression
-    from ..baselines.slda import LDARegression, SLDARegressor
-
-    vocab, x_train, y_train, x_test, y_test, dropped = prepare_fold(study, cell["split"])
-    method, seed = cell["method"], 1000 * study.seed + cell["split"]
-    if method == "slda":
-        model = SLDARegressor(
-            cell["params"]["K"],
-            inference=study.inference,
-            vocabulary=vocab,
-            em_max_iter=study.max_iter,
-            random_state=seed,
-        )
-    elif method == "lda-regression":
-        model = LDARegression(cell["params"]["K"], vocabulary=vocab, em_max_iter=study.max_iter, random_state=seed)
-    else:
-        model = DevTunedLinearRegression("lasso", features="frequencies", vocabulary=vocab, cv=5)
+    data = prepare_fold(study, cell["split"])
+    vocab, x_train, y_train, x_test, y_test, dropped = data
+    method = cell["method"]
+    model = study.method(method).build(study, cell, data)
     start = time.perf_counter()
     with recorded_warnings() as warned:
         model.fit(x_train, y_train)
@@ -119,7 +157,7 @@ def summarize(cells: list[dict], study: TopicStudy) -> list[dict]:
     for c in cells:
         groups.setdefault((c["method"], c["params"].get("K")), []).append(c)
     out = []
-    for (method, k), members in sorted(groups.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1] or 0)):
+    for (method, k), members in sorted(groups.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1] or 0)):
         y = np.concatenate([m["y_true"] for m in members])
         p = np.concatenate([m["y_pred"] for m in members])
         out.append(
@@ -141,7 +179,7 @@ def summarize(cells: list[dict], study: TopicStudy) -> list[dict]:
 
 
 def table(summary: list[dict], study: TopicStudy) -> str:
-    lines = [f"| K | {' | '.join(LABELS[m] for m in study.methods)} |", "|---|" + "---|" * len(study.methods)]
+    lines = [f"| K | {' | '.join(study.label(m) for m in study.methods)} |", "|---|" + "---|" * len(study.methods)]
     for k in study.topics:
         row = []
         best = max((r["pr2"] for r in summary if r["K"] in (k, None)), default=None)
@@ -159,42 +197,30 @@ def table(summary: list[dict], study: TopicStudy) -> str:
     )
 
 
-def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress: bool = True) -> dict:
+def _per_fold_record(c: dict) -> dict:
+    return {
+        "method": c["method"],
+        "split": c["split"],
+        "K": c["params"].get("K"),
+        "pr2": c["pr2"],
+        "fit_seconds": c["fit_seconds"],
+        "n_train": c["n_train"],
+        "n_test": c["n_test"],
+    }
+
+
+def pr2_figure(summary: list[dict], study: TopicStudy, path: Path) -> None:
+    """Pooled out-of-fold pR^2 against K per method (the lasso, which has no K, as a line)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .study import execute_study, failure_note, write_json
-
-    out = Path(out)
-    _cached_corpus(study.dataset)
-    cells, failures = execute_study("topics", study, run_cell, make_cells(study), out, executor, progress)
-    summary = summarize(cells, study)
-    write_json(
-        out / "results.json",
-        [
-            {
-                "method": c["method"],
-                "split": c["split"],
-                "K": c["params"].get("K"),
-                "pr2": c["pr2"],
-                "fit_seconds": c["fit_seconds"],
-                "n_train": c["n_train"],
-                "n_test": c["n_test"],
-            }
-            for c in cells
-        ],
-    )
-    write_json(out / "summary.json", summary)
-    text = table(summary, study)
-    text += failure_note(failures)
-    (out / "table.md").write_text(text)
     fig, ax = plt.subplots(figsize=(5, 4))
     for i, method in enumerate(study.methods):
         rows = [r for r in summary if r["method"] == method]
         if method == "lasso" and rows:
-            ax.axhline(rows[0]["pr2"], color=f"C{i}", ls="--", label=LABELS[method])
+            ax.axhline(rows[0]["pr2"], color=f"C{i}", ls="--", label=study.label(method))
         elif rows:
             ax.errorbar(
                 [r["K"] for r in rows],
@@ -203,13 +229,12 @@ def run_topic_study(study: TopicStudy, out: str | Path, executor=None, progress:
                 marker="o",
                 capsize=3,
                 color=f"C{i}",
-                label=LABELS[method],
+                label=study.label(method),
             )
     ax.set_xlabel("number of topics K")
     ax.set_ylabel("predictive R^2 (out of fold)")
     ax.set_title(study.dataset)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "pr2_vs_K.png", dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-    return {"summary": summary, "failures": failures, "table": text}

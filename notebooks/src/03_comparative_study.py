@@ -28,7 +28,7 @@ out = Path(os.environ.get("LVGP_RESULTS", "runs")) / "notebook-study"
 
 # %%
 from lvgp.experiments.executors import InProcessExecutor
-from lvgp.experiments.regression import RegressionStudy, run_regression_study
+from lvgp.experiments.regression import RegressionStudy
 
 # %%
 study = RegressionStudy(
@@ -42,7 +42,7 @@ study = RegressionStudy(
     max_iter=15 if smoke_test else 300,
     methods=("gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet"),
 )
-summary = run_regression_study(study, out, InProcessExecutor())
+summary = study.run(out, InProcessExecutor())
 
 # %% [markdown]
 # ## The table (mean ± std of test RMSE over splits; best in bold)
@@ -68,5 +68,5 @@ for name in ("rmse_vs_q.png", "rmse_vs_rho.png", "word_map.png"):
 # Running it again resumes: finished cells are read from `out/cells` and not refitted.
 
 # %%
-again = run_regression_study(study, out, InProcessExecutor(), progress=False)
+again = study.run(out, InProcessExecutor(), progress=False)
 print(len(again["records"]), "records, nothing recomputed")
