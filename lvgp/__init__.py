@@ -1,7 +1,9 @@
 """lvgp: Gaussian-process models for bag-of-words data.
 
 * :class:`LatentDistributionKernel` -- the latent distribution kernel (LDK), a gpytorch kernel
-  over padded word-index sets (:class:`Vocabulary` makes them from texts; :data:`PAD` pads).
+  over padded word-index sets (:class:`Vocabulary` makes them from texts; :data:`PAD` pads);
+  ``identity_weight`` puts the bag of words inside it. :class:`BagOfWordsKernel` -- the tf(-idf)
+  kernel on its own.
 * :class:`GPLVSM` / :class:`GPLVSMRegressor` -- GP-LVSM as a gpytorch ``ExactGP`` and as a
   scikit-learn estimator, trained by MAP (:class:`LogPosterior`).
 * :class:`SLDARegressor` / :class:`SLDAClassifier` -- supervised LDA (Pyro SVI or the paper's EM).
@@ -16,7 +18,7 @@
 
 from . import warnings
 from .bow import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
-from .kernels import LatentDistributionKernel
+from .kernels import BagOfWordsKernel, LatentDistributionKernel
 from .models import (
     GPLVSM,
     CovarianceError,
@@ -59,6 +61,7 @@ __all__ = [
     "pad_to_width",
     "pad_to_common_width",
     "LatentDistributionKernel",
+    "BagOfWordsKernel",
     "GPLVSM",
     "GPLVSMRegressor",
     "LDKMatcher",

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from lvgp import GPLVSMRegressor, SparseGPLVSMRegressor, Vocabulary
+from lvgp.base.validation import standardization
 from lvgp.datasets import make_synonym_regression
-from lvgp.models.validation import standardization
 
 
 @pytest.fixture(scope="module")

@@ -232,8 +232,8 @@ class ClassificationStudy(Study):
         return self.splits
 
     def validate(self) -> None:
+        from ..bow.weighting import WORD_WEIGHTINGS
         from ..kernels import LEVEL2_KERNELS
-        from ..models.documents import WORD_WEIGHTINGS
 
         super().validate()
         for name, known in (("level2s", LEVEL2_KERNELS), ("word_weightings", WORD_WEIGHTINGS)):

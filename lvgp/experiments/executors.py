@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..models.validation import check_number
+from ..base.validation import check_number
 
 Cell = dict
 Outcome = tuple[Cell, Any, str | None]

@@ -1,5 +1,7 @@
 """Kernels over padded word-index sets, and the latent word vectors they embed documents with."""
 
+from .bag_of_words import BagOfWordsKernel
+from .document import DocumentKernel
 from .document_length import DocumentLengthKernel
 from .embedding import EMBEDDINGS, EmbeddingKernel, LinearEmbedding, PolyEmbedding, RBFEmbedding, rbf_gram
 from .latent_distribution import LatentDistributionKernel
@@ -16,6 +18,8 @@ from .word_vectors import (
 
 __all__ = [
     "LatentDistributionKernel",
+    "BagOfWordsKernel",
+    "DocumentKernel",
     "RandomFeatureLDK",
     "gram_approximation_error",
     "DocumentLengthKernel",

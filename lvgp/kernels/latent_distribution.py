@@ -16,6 +16,16 @@ with the embedding kernel :math:`k` linear (eq. 3.6), RBF
 :math:`\exp(-\frac{\gamma}{2}\|\mathbf x_s - \mathbf x_t\|^2)` (eq. 3.7), polynomial
 :math:`(\mathbf x_s^\top \mathbf x_t + a)^b` (eq. 3.8), or any gpytorch kernel on :math:`\mathbb R^q`.
 
+**A word kernel that contains the identity** (not in the thesis; ``identity_weight``): the word
+kernel :math:`k_w(v, w) = \lambda\,\delta_{vw} + k(\mathbf x_v, \mathbf x_w)` adds the bag of words
+to the latent part. The inner product of two documents' embeddings gains
+:math:`\lambda\langle\phi_i,\phi_j\rangle`, with :math:`\phi_i` the document's (word-weighted)
+measure of its words, and every level-2 kernel acts on the sum (the cosine normalizes the whole
+kernel). With the latent part at zero the kernel *is* the tf (-idf) kernel of
+:class:`~lvgp.kernels.BagOfWordsKernel`; the latent vectors can only add word similarity to it.
+The identity part is a sparse product of the documents' weight matrices
+(:func:`~lvgp.kernels.mean_embedding.bag_of_words_inner`), never a ``V x V`` matrix.
+
 The parts live in their own modules: the word vectors (:mod:`lvgp.kernels.word_vectors`: point,
 MAP, variational, optionally tied to pretrained embeddings; :func:`~lvgp.kernels.make_word_vectors`
 makes them), the embedding kernels (:mod:`lvgp.kernels.embedding`), the level-2 kernels
@@ -26,19 +36,20 @@ as a gpytorch kernel.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
+from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
-from gpytorch.module import Module
+from gpytorch.priors import Prior
 from torch import Tensor
 
 from .._typing import TensorLike
-from ..bow.padded import check_padded, pad_to_common_width
 from . import mean_embedding as me
+from ._hyper import constrained_property, register_constrained
+from .document import DocumentKernel
 from .embedding import EMBEDDINGS, EmbeddingKernel, rbf_gram
-from .level2 import LEVEL2_KERNELS, Level2Kernel, make_level2
+from .level2 import LEVEL2_KERNELS, Level2Kernel
 from .word_vectors import MAPWordVectors, NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
 
 __all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "rbf_gram"]
@@ -62,7 +73,7 @@ def _option_names(classes: Any) -> set[str]:
     return {name for cls in classes for name in cls.options}
 
 
-class LatentDistributionKernel(Kernel):
+class LatentDistributionKernel(DocumentKernel):
     r"""The latent distribution kernel between bag-of-words documents (thesis eqs. 3.1-3.11).
 
     Inputs are padded word-index sets: ``... x n x L`` integer tensors whose entries are word
@@ -95,7 +106,13 @@ class LatentDistributionKernel(Kernel):
             weighted measure :math:`\sum_{s\in D_i} w_s\,k(\cdot, \mathbf x_s) / \sum_{s\in D_i} w_s`,
             still a kernel mean embedding of a probability measure. Words appended by
             :meth:`~lvgp.kernels.WordVectors.extra_words` get the largest weight (an idf-like
-            weight of a word in no training document).
+            weight of a word in no training document). Stored scaled by a power of two (exact),
+            so that the largest lies in ``[0.5, 1)``.
+        identity_weight: ``None`` (the thesis's word kernel) or the initial :math:`\lambda > 0` of the
+            word kernel :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)` (module docstring), a
+            gpytorch parameter of shape ``batch_shape``.
+        identity_weight_prior: an optional gpytorch prior on :math:`\lambda`.
+        identity_weight_constraint: default :class:`~gpytorch.constraints.Positive`.
         **options: the hyper-parameters of the chosen embedding and level-2 kernels under the
             thesis's names, passed on to them: ``gamma`` (RBF embedding bandwidth), ``a``, ``b``
             (polynomial embedding bias and fixed degree), ``zeta`` (RBF level-2 bandwidth), ``c``,
@@ -127,7 +144,9 @@ class LatentDistributionKernel(Kernel):
         torch.Size([2, 2])
     """
 
-    has_lengthscale = False
+    identity_weight = constrained_property(
+        "identity_weight", r"The weight :math:`\lambda` of the identity word kernel, shape ``batch_shape``."
+    )
 
     def __init__(
         self,
@@ -140,6 +159,9 @@ class LatentDistributionKernel(Kernel):
         rho: float | None = 1.0,
         seed: int | None = None,
         word_weights: TensorLike | None = None,
+        identity_weight: float | None = None,
+        identity_weight_prior: Prior | None = None,
+        identity_weight_constraint: Interval | None = None,
         **options: Any,
     ) -> None:
         embedding_options = _option_names(EMBEDDINGS.values())
@@ -154,7 +176,11 @@ class LatentDistributionKernel(Kernel):
                 else ""
             )
             raise TypeError(f"LatentDistributionKernel got unknown arguments {sorted(unknown)}{advice}")
-        super().__init__(**{k: v for k, v in options.items() if k in _KERNEL_OPTIONS})
+        super().__init__(
+            level2,
+            level2_options={k: v for k, v in options.items() if k in level2_options},
+            **{k: v for k, v in options.items() if k in _KERNEL_OPTIONS},
+        )
         if isinstance(embedding, Kernel):
             self.embedding = embedding
         elif isinstance(embedding, str) and embedding in EMBEDDINGS:
@@ -162,7 +188,6 @@ class LatentDistributionKernel(Kernel):
             self.embedding = cls(**{k: v for k, v in options.items() if k in cls.options}, batch_shape=self.batch_shape)
         else:
             raise ValueError(f"embedding must be one of {tuple(EMBEDDINGS)} or a gpytorch Kernel; got {embedding!r}")
-        self.level2 = make_level2(level2, self.batch_shape, options)
         if word_vectors is None:
             if num_words is None or latent_dim is None:
                 raise ValueError("pass num_words and latent_dim, or a word_vectors module")
@@ -183,21 +208,16 @@ class LatentDistributionKernel(Kernel):
                     f"kernel's {tuple(self.batch_shape)}"
                 ) from None
         self.word_vectors = word_vectors
-        if word_weights is None:
-            self.word_weights = None
-        else:
-            weights = torch.as_tensor(word_weights, dtype=word_vectors.dtype)
-            if weights.shape != (word_vectors.num_words,) or not torch.isfinite(weights).all() or (weights <= 0).any():
-                raise ValueError(f"word_weights must be {word_vectors.num_words} positive finite weights")
-            self.register_buffer("word_weights", weights)
-
-    def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """:func:`~lvgp.kernels.mean_embedding.document_weights` with this kernel's word weights
-        (extended over extra words)."""
-        table = self.word_weights
-        if table is not None and self.num_words > len(table):
-            table = torch.cat([table, table.max().expand(self.num_words - len(table))])
-        return me.document_weights(x, dtype, table)
+        self._set_word_weights(word_weights, word_vectors.num_words, word_vectors.dtype)
+        if identity_weight is not None:
+            register_constrained(
+                self,
+                "identity_weight",
+                identity_weight,
+                identity_weight_constraint or Positive(),
+                identity_weight_prior,
+                self.batch_shape,
+            )
 
     # ------------------------------------------------------------------ parts and hyper-parameters
     @property
@@ -250,6 +270,10 @@ class LatentDistributionKernel(Kernel):
         return self._builtin_embedding and self.embedding.explicit
 
     def __getattr__(self, name: str) -> Any:
+        if name == "identity_weight":
+            raise AttributeError(
+                "identity_weight: this kernel's word kernel has no identity part (identity_weight=None)"
+            )
         owner = _HYPERPARAMETERS.get(name)
         if owner is not None:  # the thesis's names of the embedding and level-2 hyper-parameters
             part = super().__getattr__(owner)
@@ -281,30 +305,31 @@ class LatentDistributionKernel(Kernel):
             return self.embedding.gram(xa, xb)
         return self.embedding(xa, xb).to_dense()
 
-    def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
-        r"""Row-wise :math:`\langle m(\mathbf X^{(1)}_i), m(\mathbf X^{(2)}_i)\rangle` (eq. 3.2):
-        ``*b1 x n x L1`` and ``*b2 x n x L2`` -> ``*B x n``. Costs :math:`O(n L_1 L_2 q)`.
-        ``latent``: the vectors to use (default :attr:`latent`)."""
-        latent = self.latent if latent is None else latent
-        ids1, w1 = self._weights(x1, latent.dtype)
-        ids2, w2 = self._weights(x2, latent.dtype)
+    def _forward_state(self) -> Tensor:
+        """The vectors of this evaluation (a variational module draws its training sample here)."""
+        self.word_vectors.sample_for_training()
+        return self.latent
+
+    def _identity(self, extra_dims: int) -> Tensor:
+        r""":math:`\lambda` viewed with ``extra_dims`` trailing singleton dims for broadcasting."""
+        value = self.identity_weight
+        return value.view(*value.shape, *([1] * extra_dims))
+
+    @property
+    def has_identity(self) -> bool:
+        """Whether the word kernel contains the identity (``identity_weight`` was given)."""
+        return "raw_identity_weight" in self._parameters
+
+    # the latent part (RandomFeatureLDK replaces these three)
+    def _latent_paired(self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor) -> Tensor:
         return me.paired_inner(ids1, w1, ids2, w2, latent, self.embedding_gram, self._explicit)
 
-    def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
-        r""":math:`\|m(\mathbf X_i)\|^2` for every document (``*b x n x L`` -> ``*B x n``), through
-        the Gram of the distinct words (:func:`~lvgp.kernels.mean_embedding.self_inner`)."""
-        latent = self.latent if latent is None else latent
-        ids, w = self._weights(x, latent.dtype)
+    def _latent_self(self, ids: Tensor, w: Tensor, latent: Tensor) -> Tensor:
         return me.self_inner(ids, w, latent, self.embedding_gram, self._explicit)
 
-    def mean_embedding_gram(
-        self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
+    def _latent_gram(
+        self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor, symmetric: bool
     ) -> Tensor:
-        r""":math:`K_{*\text{-LIN}}` (eq. 3.9) between all documents: ``*b1 x n1 x L1``,
-        ``*b2 x n2 x L2`` -> ``*B x n1 x n2``. ``symmetric`` asserts ``x1 == x2``."""
-        latent = self.latent if latent is None else latent
-        ids1, w1 = self._weights(x1, latent.dtype)
-        ids2, w2 = (ids1, w1) if symmetric else self._weights(x2, latent.dtype)
         return me.mean_embedding_gram(
             ids1,
             w1,
@@ -318,130 +343,51 @@ class LatentDistributionKernel(Kernel):
             batch_shape=self.batch_shape,
         )
 
-    def _squared_norms(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> tuple[Tensor, Tensor]:
-        r""":math:`\langle\mu,\mu\rangle` of the documents of ``x1`` and of ``x2``, given their Gram
-        ``lin`` (its diagonal when ``x1`` and ``x2`` are the same documents)."""
-        if same:
-            s = lin.diagonal(dim1=-2, dim2=-1)
-            return s, s
-        return self.self_inner(x1, latent), self.self_inner(x2, latent)
+    def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
+        r"""Row-wise :math:`\langle m(\mathbf X^{(1)}_i), m(\mathbf X^{(2)}_i)\rangle` (eq. 3.2, plus
+        :math:`\lambda\langle\phi^{(1)}_i,\phi^{(2)}_i\rangle` with the identity part): ``*b1 x n x L1``
+        and ``*b2 x n x L2`` -> ``*B x n``. Costs :math:`O(n L_1 L_2 q)`. ``latent``: the vectors to
+        use (default :attr:`latent`)."""
+        latent = self.latent if latent is None else latent
+        ids1, w1 = self._weights(x1, latent.dtype)
+        ids2, w2 = self._weights(x2, latent.dtype)
+        out = self._latent_paired(ids1, w1, ids2, w2, latent)
+        if self.has_identity:
+            out = out + self._identity(1) * me.bag_of_words_paired(ids1, w1, ids2, w2)
+        return out
 
-    def squared_mmd(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
-        r"""Squared RKHS distance between mean embeddings, eq. 3.3: ``*B x n1 x n2``. With
-        ``allow_empty``, a padding-only row is the zero measure (distance: the other's norm)."""
-        x1 = self._check(x1, "x1", allow_empty)
-        x2 = self._check(x2, "x2", allow_empty)
-        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        latent = self.latent
-        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
-        s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
-        return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
+    def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
+        r""":math:`\|m(\mathbf X_i)\|^2` for every document (``*b x n x L`` -> ``*B x n``), through
+        the Gram of the distinct words (:func:`~lvgp.kernels.mean_embedding.self_inner`), plus
+        :math:`\lambda\|\phi_i\|^2` with the identity part."""
+        latent = self.latent if latent is None else latent
+        ids, w = self._weights(x, latent.dtype)
+        out = self._latent_self(ids, w, latent)
+        if self.has_identity:
+            out = out + self._identity(1) * me.bag_of_words_self(ids, w)
+        return out
 
-    # ------------------------------------------------------------------ the kernel
-    def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
-        """The one input check: a padded integer tensor of ids below :attr:`num_words` (any
-        integer dtype, returned as ``torch.long``)."""
-        check_padded(x, name, self.num_words, allow_empty=allow_empty)
-        return x if x.dtype == torch.long else x.long()
-
-    def forward(
-        self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params: Any
+    def mean_embedding_gram(
+        self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
     ) -> Tensor:
-        if last_dim_is_batch:
-            raise NotImplementedError("LatentDistributionKernel does not support last_dim_is_batch")
-        if self.active_dims is not None:  # emptiness is known only after the column selection
-            x1, x2 = self._check(x1, "x1"), self._check(x2, "x2")
-        # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
-        # classifier): the word Gram and its gradient are formed once, not once per element
-        single1 = me.single_batch(x1)
-        single2 = single1 if x2 is x1 else me.single_batch(x2)
-        if (
-            (single1 is not None or x1.dim() <= 2)
-            and (single2 is not None or x2.dim() <= 2)
-            and (single1 is not None or single2 is not None)
-        ):
-            a = x1 if single1 is None else single1
-            b = a if x2 is x1 else (x2 if single2 is None else single2)
-            out = self.forward(a, b, diag=diag)
-            tail = 1 if diag else 2
-            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
-            return out.expand(*batch, *out.shape[out.dim() - tail :])
-        self.word_vectors.sample_for_training()
-        latent = self.latent
-        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        level2 = self.level2
-        if diag:
-            if x1.shape[-2] != x2.shape[-2]:
-                raise ValueError(
-                    f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}"
-                )
-            if same and level2.unit_diagonal:
-                batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
-                return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
-            lin = self.self_inner(x1, latent) if same else self.paired_inner(x1, x2, latent)
-            s1 = s2 = None
-            if level2.needs_norms:
-                s1, s2 = (lin, lin) if same else (self.self_inner(x1, latent), self.self_inner(x2, latent))
-                s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-1)
-            return level2(lin.unsqueeze(-1), s1, s2).squeeze(-1)
-        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
-        s1 = s2 = None
-        if level2.needs_norms:
-            s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
-            s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
-        return level2(lin, s1, s2)
-
-    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
-        """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly (any integer
-        dtype), padding ``x1``/``x2`` of different widths to a common width (padding changes no
-        value), and computing ``diag=True`` directly: gpytorch's ``Kernel.__call__`` takes the
-        diagonal of any output shaped like ``x1``'s Gram, which misreads a batched kernel's
-        ``b x n`` diagonal when ``b == n``."""
-        # with active_dims, emptiness is only known after column selection (checked in forward)
-        allow_empty = self.active_dims is not None
-        x1 = self._check(x1, "x1", allow_empty)
-        if x2 is not None:
-            x2 = self._check(x2, "x2", allow_empty)
-            if x1.shape[-1] != x2.shape[-1]:
-                x1, x2 = pad_to_common_width(x1, x2)
-        if diag:
-            if self.active_dims is not None:
-                x1 = x1.index_select(-1, self.active_dims)
-                x2 = x1 if x2 is None else x2.index_select(-1, self.active_dims)
-            return Module.__call__(self, x1, x1 if x2 is None else x2, diag=True, **params)
-        return super().__call__(x1, x2, diag=diag, **params)
+        r""":math:`K_{*\text{-LIN}}` (eq. 3.9, plus :math:`\lambda\langle\phi_i,\phi_j\rangle` with the
+        identity part) between all documents: ``*b1 x n1 x L1``, ``*b2 x n2 x L2`` -> ``*B x n1 x n2``.
+        ``symmetric`` asserts ``x1 == x2``."""
+        latent = self.latent if latent is None else latent
+        ids1, w1 = self._weights(x1, latent.dtype)
+        ids2, w2 = (ids1, w1) if symmetric else self._weights(x2, latent.dtype)
+        out = self._latent_gram(ids1, w1, ids2, w2, latent, symmetric)
+        if self.has_identity:
+            out = out + self._identity(2) * me.bag_of_words_inner(ids1, w1, ids2, w2, symmetric)
+        return out
 
     # ------------------------------------------------------------------ batches and persistence
-    def _rebatch(self, new: LatentDistributionKernel, change: Any) -> LatentDistributionKernel:
-        """The parts gpytorch's ``expand_batch`` / ``__getitem__`` do not know: the level-2 kernel
-        and the word vectors rebatched by ``change``; the word weights (one per word, shared by
-        the batch members) as they were."""
-        if self.word_weights is not None:
-            new.word_weights = self.word_weights.clone()
-        new.level2 = change(self.level2)
+    def _rebatch(self, new: DocumentKernel, change: Any) -> DocumentKernel:
+        """The base's, and the word vectors rebatched."""
+        new = super()._rebatch(new, change)
         if len(self.word_vectors.batch_shape):
             new.word_vectors = change(self.word_vectors)
         return new
-
-    def expand_batch(self, *sizes: Any) -> LatentDistributionKernel:
-        """As gpytorch's ``Kernel.expand_batch``, level-2 kernel and word vectors included."""
-        new = super().expand_batch(*sizes)
-        if new is self:
-            return new
-        return self._rebatch(new, lambda part: part.expand_batch(new.batch_shape))
-
-    def __getitem__(self, index: Any) -> LatentDistributionKernel:
-        """As gpytorch's ``Kernel.__getitem__`` (index the batch): the kernel's own parameters,
-        the embedding kernel, the level-2 kernel and the word vectors."""
-        if not len(self.batch_shape):
-            return self
-        index = index if isinstance(index, tuple) else (index,)
-        new = copy.deepcopy(self)
-        for name, param in self.named_parameters(recurse=False):
-            getattr(new, name).data = param.data[index]
-        new._batch_shape = torch.zeros(self.batch_shape)[index].shape  # batch shapes are small
-        new.embedding = self.embedding[index]
-        return self._rebatch(new, lambda part: part[index])
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
         """Reads state dicts saved before the embedding and level-2 kernels were modules of their
@@ -460,4 +406,5 @@ class LatentDistributionKernel(Kernel):
 
     def extra_repr(self) -> str:
         weights = ", word_weights" if self.word_weights is not None else ""
-        return f"num_words={self.word_vectors.num_words}, latent_dim={self.latent_dim}{weights}"
+        identity = ", identity part" if self.has_identity else ""
+        return f"num_words={self.word_vectors.num_words}, latent_dim={self.latent_dim}{weights}{identity}"

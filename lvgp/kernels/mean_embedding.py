@@ -227,32 +227,66 @@ def mean_embedding_gram(
 def bag_of_words_inner(ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, symmetric: bool = False) -> Tensor:
     r""":math:`\langle\phi_i,\phi_j\rangle = \sum_v w_{iv} w_{jv}` between the weighted word measures of
     all documents (the identity word kernel :math:`\delta_{vw}`): ``*b1 x n1 x L1``, ``*b2 x n2 x L2``
-    -> ``*B x n1 x n2``. A sparse product of the two ``n x u`` weight matrices over the :math:`u`
-    distinct words present (never a ``V x V`` or ``n x V`` matrix): its cost is
-    :math:`\sum_v \mathrm{df}^{(1)}_v\,\mathrm{df}^{(2)}_v`. Constant in every parameter, so computed
-    without autograd."""
+    -> ``*B x n1 x n2``. The sparse product :math:`C_1 C_2^\top` of the two weight matrices over the
+    :math:`u` distinct words present, by ``embedding_bag`` against dense blocks of :math:`C_2^\top`
+    (at most ``2**24`` entries each): :math:`O(\mathrm{nnz}_1 n_2 + u\,n_2)`, never a ``V x V``
+    matrix. Constant in every parameter, so computed without autograd."""
     batch = torch.broadcast_shapes(ids1.shape[:-2], ids2.shape[:-2])
     n1, n2 = ids1.shape[-2], ids2.shape[-2]
     with torch.no_grad():
-        words, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
+        _, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
         local1 = inverse[: ids1.numel()].view(ids1.shape)
         local2 = inverse[ids1.numel() :].view(ids2.shape)
-        u = len(words)
+        u = int(inverse.max()) + 1 if inverse.numel() else 1
 
         def flat(t: Tensor) -> Tensor:
             return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
 
         parts = []
         for i1, ww1, i2, ww2 in zip(flat(local1), flat(w1), flat(local2), flat(w2)):
-            m1 = _sparse_rows(bags(i1, ww1), u)
-            m2 = m1 if symmetric else _sparse_rows(bags(i2, ww2), u)
-            parts.append(torch.sparse.mm(m1, m2.t()).to_dense())
+            bags1 = bags(i1, ww1)
+            bags2 = bags1 if symmetric else bags(i2, ww2)
+            rows2 = bags2.rows()
+            out = ww1.new_zeros(n1, n2)
+            step = max(1, 2**24 // u)
+            for start in range(0, n2, step):
+                width = min(step, n2 - start)
+                inside = (rows2 >= start) & (rows2 < start + width)
+                block = ww1.new_zeros(u, width)
+                block[bags2.words[inside], rows2[inside] - start] = bags2.weights[inside]
+                out[:, start : start + width] = bag_product(bags1, block)
+            parts.append(out)
         if not parts:
             return w1.new_zeros(*batch, n1, n2)
         return torch.stack(parts).view(*batch, n1, n2)
 
 
-def _sparse_rows(b: Bags, u: int) -> Tensor:
-    """The bags' ``n x u`` weight matrix as a sparse COO tensor."""
-    index = torch.stack([b.rows(), b.words])
-    return torch.sparse_coo_tensor(index, b.weights, (b.n, u), is_coalesced=True)
+def bag_of_words_paired(ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor) -> Tensor:
+    r"""Row-wise :math:`\langle\phi^{(1)}_i,\phi^{(2)}_i\rangle = \sum_{s,t} w_{is} w_{it} [v_s = v_t]`:
+    ``*b1 x n x L1``, ``*b2 x n x L2`` -> ``*B x n`` (repeated words need no merging: the double sum
+    over occurrences adds up their weights), in blocks of at most ``_BLOCK_ENTRIES`` comparisons."""
+    n = ids1.shape[-2]
+    step = max(1, _BLOCK_ENTRIES // max(1, ids1.shape[-1] * ids2.shape[-1]))
+    out = []
+    with torch.no_grad():
+        for start in range(0, n, step):
+            sl = slice(start, start + step)
+            match = ids1[..., sl, :].unsqueeze(-1) == ids2[..., sl, :].unsqueeze(-2)
+            weights = w1[..., sl, :].unsqueeze(-1) * w2[..., sl, :].unsqueeze(-2)
+            out.append((weights * match).sum((-2, -1)))
+    if not out:
+        return w1.new_zeros(*torch.broadcast_shapes(ids1.shape[:-2], ids2.shape[:-2]), 0)
+    return torch.cat(out, dim=-1)
+
+
+def bag_of_words_self(ids: Tensor, w: Tensor) -> Tensor:
+    r""":math:`\|\phi_i\|^2 = \sum_v w_{iv}^2` of every document's weighted word measure (repeated
+    words merged first): ``*b x n x L`` -> ``*b x n``, :math:`O(\mathrm{nnz})`."""
+    with torch.no_grad():
+        flat_ids, flat_w = ids.reshape(-1, ids.shape[-1]), w.reshape(-1, w.shape[-1])
+        if flat_ids.shape[0] == 0:
+            return w.new_zeros(ids.shape[:-1])
+        words, local = torch.unique(flat_ids, return_inverse=True)
+        b = bags(local, flat_w)
+        out = torch.zeros(b.n, dtype=w.dtype, device=w.device).index_add_(0, b.rows(), b.weights.pow(2))
+        return out.view(ids.shape[:-1])

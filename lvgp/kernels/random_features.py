@@ -107,27 +107,40 @@ class RandomFeatureLDK(LatentDistributionKernel):
         chol = torch.linalg.cholesky(kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype))
         return torch.linalg.solve_triangular(chol, self.embedding_gram(z, vectors), upper=False).mT
 
+    def _features(self, ids: Tensor, w: Tensor, latent: Tensor) -> Tensor:
+        words, local = torch.unique(ids, return_inverse=True)
+        phi = self.word_features_map(latent.index_select(-2, words), latent)
+        return F.embedding_bag(local, phi, per_sample_weights=w, mode="sum")
+
     def document_features(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         """Approximate kernel mean embeddings: ``n x L`` padded -> ``n x D``."""
         if x.dim() != 2:
             raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
         latent = self.latent if latent is None else latent
         ids, w = self._weights(x, latent.dtype)
-        words, local = torch.unique(ids, return_inverse=True)
-        phi = self.word_features_map(latent.index_select(-2, words), latent)
-        return F.embedding_bag(local, phi, per_sample_weights=w, mode="sum")
+        return self._features(ids, w, latent)
 
-    def mean_embedding_gram(
-        self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
+    # the latent part of the inner products from the explicit features (the identity part, if
+    # any, is added by LatentDistributionKernel exactly)
+    def _latent_gram(
+        self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor, symmetric: bool
     ) -> Tensor:
-        f1 = self.document_features(x1, latent)
-        return f1 @ (f1 if symmetric else self.document_features(x2, latent)).mT
+        self._unbatched(ids1, ids2)
+        f1 = self._features(ids1, w1, latent)
+        return f1 @ (f1 if symmetric else self._features(ids2, w2, latent)).mT
 
-    def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
-        return (self.document_features(x1, latent) * self.document_features(x2, latent)).sum(-1)
+    def _latent_paired(self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor) -> Tensor:
+        self._unbatched(ids1, ids2)
+        return (self._features(ids1, w1, latent) * self._features(ids2, w2, latent)).sum(-1)
 
-    def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
-        return self.document_features(x, latent).pow(2).sum(-1)
+    def _latent_self(self, ids: Tensor, w: Tensor, latent: Tensor) -> Tensor:
+        self._unbatched(ids)
+        return self._features(ids, w, latent).pow(2).sum(-1)
+
+    @staticmethod
+    def _unbatched(*ids: Tensor) -> None:
+        if any(i.dim() != 2 for i in ids):
+            raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
 
 
 @torch.no_grad()

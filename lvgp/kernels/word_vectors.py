@@ -43,6 +43,7 @@ from gpytorch.priors import NormalPrior
 from torch import Tensor, nn
 
 from .._typing import TensorLike
+from ..base.validation import check_number
 from ._hyper import BatchedTensorsMixin, constrained_property, get_attribute, register_constrained, set_attribute
 
 __all__ = ["WordVectors", "PointWordVectors", "MAPWordVectors", "VariationalWordVectors", "make_word_vectors"]
@@ -86,12 +87,10 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         seed: int | None = None,
     ):
         super().__init__()
-        if isinstance(num_words, bool) or not isinstance(num_words, int) or num_words < 1:
-            raise ValueError(f"num_words must be a positive integer; got {num_words!r}")
-        if isinstance(latent_dim, bool) or not isinstance(latent_dim, int) or latent_dim < 1:
-            raise ValueError(f"latent_dim must be a positive integer; got {latent_dim!r}")
-        self.num_words = num_words
-        self.latent_dim = latent_dim
+        check_number("num_words", num_words, integer=True, minimum=1)
+        check_number("latent_dim", latent_dim, integer=True, minimum=1)
+        self.num_words = int(num_words)
+        self.latent_dim = int(latent_dim)
         self.batch_shape = torch.Size(batch_shape)
         shape = torch.Size([*self.batch_shape, num_words, latent_dim])
         generator = torch.Generator().manual_seed(seed) if seed is not None else None

@@ -34,7 +34,7 @@ import torch
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._typing import Documents, TensorLike
-from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded, padded_to_counts
+from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, MissingEmbeddingsWarning
 
@@ -359,20 +359,3 @@ def true_class_log_proba(proba: np.ndarray, classes: np.ndarray, y: np.ndarray) 
     cols = np.array([column.get(c, -1) for c in y], dtype=np.int64)
     p = np.where(cols >= 0, proba[np.arange(len(cols)), np.maximum(cols, 0)], 0.0)
     return np.log(np.maximum(p, 1e-300))
-
-
-WORD_WEIGHTINGS = ("uniform", "idf")
-
-
-def word_weights(x: torch.Tensor, num_words: int, weighting: str) -> np.ndarray | None:
-    """Per-word weights of a kernel mean embedding (:class:`~lvgp.LatentDistributionKernel`'s
-    ``word_weights``) from padded training documents ``x``: ``None`` for ``"uniform"`` (the
-    thesis), or for ``"idf"`` scikit-learn's smoothed inverse document frequencies
-    :math:`\\ln\\frac{1+n}{1+\\mathrm{df}_v} + 1` (``TfidfTransformer.idf_``)."""
-    if weighting not in WORD_WEIGHTINGS:
-        raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {weighting!r}")
-    if weighting == "uniform":
-        return None
-    from sklearn.feature_extraction.text import TfidfTransformer
-
-    return TfidfTransformer(smooth_idf=True).fit(padded_to_counts(x, num_words)).idf_

@@ -16,13 +16,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._typing import Documents, TensorLike
+from ..base.validation import check_number, standardization
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
 from .documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array, empty_rows
 from .exact import LogPosterior, SharedKernelExactGP
 from .numerics import covariance_errors, exact_numerics
 from .optimize import OPTIMIZERS, FitResult, minimize
-from .validation import check_number, standardization
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors

@@ -49,6 +49,7 @@ from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
+from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .documents import (
@@ -57,7 +58,6 @@ from .documents import (
     check_labels,
     take_documents,
     true_class_log_proba,
-    word_weights,
 )
 from .gplvsm import PaddedInputsMixin
 from .numerics import covariance_errors, default_dtype, exact_numerics

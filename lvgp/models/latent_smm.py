@@ -50,9 +50,10 @@ from .._random import derive_seed
 from .._typing import Documents, TensorLike
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
+from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, word_weights
+from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels
 from .numerics import default_dtype
 from .optimize import minimize
 

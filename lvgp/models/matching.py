@@ -61,9 +61,10 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed
 from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
+from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .documents import embedding_features, resolve_embeddings, word_weights
+from .documents import embedding_features, resolve_embeddings
 from .numerics import default_dtype
 from .optimize import minimize
 

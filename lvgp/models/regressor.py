@@ -11,6 +11,7 @@ import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.validation import check_number
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..kernels.document_length import DocumentLengthKernel
@@ -21,7 +22,6 @@ from ..warnings import MemoryBudgetWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 from .numerics import default_dtype
-from .validation import check_number
 
 if TYPE_CHECKING:
     from ..datasets.loaders import WordEmbeddings

@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from ...models.validation import check_number
+from ...base.validation import check_number
 from .model import CategoricalLatentGP
 
 MISSING = -1

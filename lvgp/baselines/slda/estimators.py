@@ -26,10 +26,10 @@ from tqdm.auto import tqdm
 
 from ..._random import seeded_torch
 from ..._typing import Documents, TensorLike
+from ...base.validation import check_number, standardization
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
 from ...models.documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, check_targets_array
-from ...models.validation import check_number, standardization
 from ...warnings import EmptyDocumentsWarning
 from .em import SupervisedLDAEM
 from .pyro_model import SupervisedLDA

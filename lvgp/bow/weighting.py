@@ -1,0 +1,34 @@
+r"""Per-word weights of a document's measure: uniform (the thesis: each occurrence counts once)
+or inverse document frequencies, so that a document is the tf-idf weighted measure of its
+words (the weights of :class:`~lvgp.LatentDistributionKernel` and
+:class:`~lvgp.kernels.BagOfWordsKernel`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .padded import padded_to_counts
+
+__all__ = ["WORD_WEIGHTINGS", "idf_weights", "word_weights"]
+
+WORD_WEIGHTINGS = ("uniform", "idf")
+
+
+def idf_weights(x: torch.Tensor, num_words: int) -> np.ndarray:
+    r"""scikit-learn's smoothed inverse document frequencies of padded training documents ``x``
+    (``n x L``): :math:`\ln\frac{1+n}{1+\mathrm{df}_v} + 1` for every word id below ``num_words``
+    (``TfidfTransformer(smooth_idf=True).idf_``), a ``num_words`` float64 array."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    return TfidfTransformer(smooth_idf=True).fit(padded_to_counts(x, num_words)).idf_
+
+
+def word_weights(x: torch.Tensor, num_words: int, weighting: str) -> np.ndarray | None:
+    """The weights ``weighting`` names, from padded training documents ``x``: ``None`` for
+    ``"uniform"`` (the thesis), :func:`idf_weights` for ``"idf"``."""
+    if weighting not in WORD_WEIGHTINGS:
+        raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {weighting!r}")
+    if weighting == "uniform":
+        return None
+    return idf_weights(x, num_words)

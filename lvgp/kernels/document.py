@@ -1,0 +1,244 @@
+r"""What every kernel between documents as (weighted) measures of their words shares: the input
+checks of padded word-index sets, the word weights of the measures, the level-2 kernel
+(:mod:`lvgp.kernels.level2`) applied to inner products of the documents' embeddings, ``diag``,
+batches and different widths. :class:`~lvgp.LatentDistributionKernel` (embeddings in the RKHS of a
+kernel on latent word vectors) and :class:`~lvgp.kernels.BagOfWordsKernel` (the word measures
+themselves) are its subclasses; each supplies the three inner products
+(:meth:`DocumentKernel.mean_embedding_gram`, :meth:`~DocumentKernel.paired_inner`,
+:meth:`~DocumentKernel.self_inner`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from gpytorch.kernels import Kernel
+from gpytorch.module import Module
+from torch import Tensor
+
+from .._typing import TensorLike
+from ..bow.padded import check_padded, pad_to_common_width
+from . import mean_embedding as me
+from .level2 import Level2Kernel, make_level2
+
+__all__ = ["DocumentKernel", "check_word_weights"]
+
+
+def check_word_weights(word_weights: TensorLike, num_words: int, dtype: torch.dtype) -> Tensor:
+    """``num_words`` positive finite weights as a tensor, scaled by the power of two that brings
+    the largest into ``[0.5, 1)``: the measures normalize the weights per document, so their scale
+    is immaterial, and scaling by a power of two is exact (the same measures to the last bit),
+    while weights near the limits of the dtype (1e308, 1e-320) would otherwise overflow or
+    underflow the normalization."""
+    if isinstance(word_weights, str):
+        raise TypeError(
+            f"word_weights must be None or {num_words} positive weights, not the name {word_weights!r}: for idf "
+            "weights pass lvgp.bow.weighting.idf_weights(x_train, num_words)"
+        )
+    try:
+        weights = torch.as_tensor(np.asarray(word_weights, dtype=np.float64)).to(dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"word_weights must be {num_words} positive finite weights ({err})") from None
+    if weights.shape != (num_words,) or not torch.isfinite(weights).all() or (weights <= 0).any():
+        raise ValueError(f"word_weights must be {num_words} positive finite weights")
+    scaled = torch.ldexp(weights, -torch.frexp(weights.max()).exponent)
+    if (scaled <= 0).any() or not torch.isfinite(scaled).all():
+        raise ValueError(
+            f"word_weights span more orders of magnitude than {dtype} holds (largest {float(weights.max()):.3g}, "
+            f"smallest {float(weights.min()):.3g})"
+        )
+    return scaled
+
+
+class DocumentKernel(Kernel):
+    r"""Base class of kernels between documents as weighted measures of their words (module
+    docstring). Inputs are padded word-index sets: ``... x n x L`` integer tensors of word ids in
+    ``[0, num_words)`` padded with :data:`lvgp.PAD`; ``x1`` and ``x2`` may have different widths.
+
+    Args:
+        level2: the level-2 kernel, a name of :data:`~lvgp.kernels.level2.LEVEL2_KERNELS` or a
+            :class:`~lvgp.kernels.level2.Level2Kernel`.
+        word_weights: ``None`` (a document is the uniform empirical measure of its words: term
+            frequencies) or ``num_words`` positive weights, e.g. inverse document frequencies
+            (:func:`lvgp.bow.weighting.idf_weights`): a document is then the weighted measure
+            :math:`\phi_{iv} \propto \mathrm{count}_{iv} w_v`, normalized to sum to one (tf-idf).
+        level2_options: the level-2 kernel's hyper-parameters (``zeta``, ``c``, ``d`` and their
+            priors and constraints), when ``level2`` is a name.
+        **kwargs: gpytorch's ``batch_shape``, ``active_dims``, ``eps``.
+    """
+
+    has_lengthscale = False
+
+    def __init__(self, level2: str | Level2Kernel = "linear", **kwargs: Any) -> None:
+        level2_options = kwargs.pop("level2_options", {})
+        super().__init__(**kwargs)
+        self.level2 = make_level2(level2, self.batch_shape, level2_options)
+
+    def _set_word_weights(self, word_weights: TensorLike | None, num_words: int, dtype: torch.dtype) -> None:
+        if word_weights is None:
+            self.word_weights = None
+        else:
+            self.register_buffer("word_weights", check_word_weights(word_weights, num_words, dtype))
+
+    # ------------------------------------------------------------------ what subclasses supply
+    @property
+    def num_words(self) -> int:
+        """Word ids the kernel accepts (ids must lie in ``[0, num_words)``)."""
+        raise NotImplementedError
+
+    def _forward_state(self) -> Tensor:
+        """Called once per evaluation before any inner product; returns what the inner products
+        take as ``latent`` (the word vectors of this evaluation), or a tensor of the kernel's
+        dtype and device."""
+        raise NotImplementedError
+
+    def mean_embedding_gram(
+        self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
+    ) -> Tensor:
+        r""":math:`\langle\mu_i,\mu_j\rangle` between all documents: ``*b1 x n1 x L1``,
+        ``*b2 x n2 x L2`` -> ``*B x n1 x n2`` (``symmetric`` asserts ``x1 == x2``)."""
+        raise NotImplementedError
+
+    def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
+        r"""Row-wise :math:`\langle\mu^{(1)}_i,\mu^{(2)}_i\rangle`: ``*b1 x n x L1``, ``*b2 x n x L2`` -> ``*B x n``."""
+        raise NotImplementedError
+
+    def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
+        r""":math:`\|\mu_i\|^2` for every document: ``*b x n x L`` -> ``*B x n``."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ shared
+    def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """:func:`~lvgp.kernels.mean_embedding.document_weights` with this kernel's word weights
+        (extended over ids beyond the table with its largest weight: words of no training document)."""
+        table = self.word_weights
+        if table is not None and self.num_words > len(table):
+            table = torch.cat([table, table.max().expand(self.num_words - len(table))])
+        return me.document_weights(x, dtype, table)
+
+    def _squared_norms(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> tuple[Tensor, Tensor]:
+        r""":math:`\langle\mu,\mu\rangle` of the documents of ``x1`` and of ``x2``, given their Gram
+        ``lin`` (its diagonal when ``x1`` and ``x2`` are the same documents)."""
+        if same:
+            s = lin.diagonal(dim1=-2, dim2=-1)
+            return s, s
+        return self.self_inner(x1, latent), self.self_inner(x2, latent)
+
+    def squared_mmd(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
+        r"""Squared RKHS distance between the documents' embeddings, :math:`\|\mu_i - \mu_j\|^2`
+        (thesis eq. 3.3): ``*B x n1 x n2``. With ``allow_empty``, a padding-only row is the zero
+        measure (distance: the other's norm)."""
+        x1 = self._check(x1, "x1", allow_empty)
+        x2 = self._check(x2, "x2", allow_empty)
+        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        latent = self._forward_state()
+        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
+        s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
+        return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
+
+    def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
+        """The one input check: a padded integer tensor of ids below :attr:`num_words` (any
+        integer dtype, returned as ``torch.long``)."""
+        check_padded(x, name, self.num_words, allow_empty=allow_empty)
+        return x if x.dtype == torch.long else x.long()
+
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params: Any
+    ) -> Tensor:
+        if last_dim_is_batch:
+            raise NotImplementedError(f"{type(self).__name__} does not support last_dim_is_batch")
+        if self.active_dims is not None:  # emptiness is known only after the column selection
+            x1, x2 = self._check(x1, "x1"), self._check(x2, "x2")
+        # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
+        # classifier): the word Gram and its gradient are formed once, not once per element
+        single1 = me.single_batch(x1)
+        single2 = single1 if x2 is x1 else me.single_batch(x2)
+        if (
+            (single1 is not None or x1.dim() <= 2)
+            and (single2 is not None or x2.dim() <= 2)
+            and (single1 is not None or single2 is not None)
+        ):
+            a = x1 if single1 is None else single1
+            b = a if x2 is x1 else (x2 if single2 is None else single2)
+            out = self.forward(a, b, diag=diag)
+            tail = 1 if diag else 2
+            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
+            return out.expand(*batch, *out.shape[out.dim() - tail :])
+        latent = self._forward_state()
+        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        level2 = self.level2
+        if diag:
+            if x1.shape[-2] != x2.shape[-2]:
+                raise ValueError(
+                    f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}"
+                )
+            if same and level2.unit_diagonal:
+                batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
+                return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
+            lin = self.self_inner(x1, latent) if same else self.paired_inner(x1, x2, latent)
+            s1 = s2 = None
+            if level2.needs_norms:
+                s1, s2 = (lin, lin) if same else (self.self_inner(x1, latent), self.self_inner(x2, latent))
+                s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-1)
+            return level2(lin.unsqueeze(-1), s1, s2).squeeze(-1)
+        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
+        s1 = s2 = None
+        if level2.needs_norms:
+            s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
+            s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
+        return level2(lin, s1, s2)
+
+    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
+        """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly (any integer
+        dtype), padding ``x1``/``x2`` of different widths to a common width (padding changes no
+        value), and computing ``diag=True`` directly: gpytorch's ``Kernel.__call__`` takes the
+        diagonal of any output shaped like ``x1``'s Gram, which misreads a batched kernel's
+        ``b x n`` diagonal when ``b == n``."""
+        # with active_dims, emptiness is only known after column selection (checked in forward)
+        allow_empty = self.active_dims is not None
+        x1 = self._check(x1, "x1", allow_empty)
+        if x2 is not None:
+            x2 = self._check(x2, "x2", allow_empty)
+            if x1.shape[-1] != x2.shape[-1]:
+                x1, x2 = pad_to_common_width(x1, x2)
+        if diag:
+            if self.active_dims is not None:
+                x1 = x1.index_select(-1, self.active_dims)
+                x2 = x1 if x2 is None else x2.index_select(-1, self.active_dims)
+            return Module.__call__(self, x1, x1 if x2 is None else x2, diag=True, **params)
+        return super().__call__(x1, x2, diag=diag, **params)
+
+    # ------------------------------------------------------------------ batches
+    def _rebatch(self, new: DocumentKernel, change: Any) -> DocumentKernel:
+        """The parts gpytorch's ``expand_batch`` / ``__getitem__`` do not know: the level-2 kernel
+        rebatched by ``change``; the word weights (one per word, shared by the batch members) as
+        they were."""
+        if self.word_weights is not None:
+            new.word_weights = self.word_weights.clone()
+        new.level2 = change(self.level2)
+        return new
+
+    def expand_batch(self, *sizes: Any) -> DocumentKernel:
+        """As gpytorch's ``Kernel.expand_batch``, the level-2 kernel included."""
+        new = super().expand_batch(*sizes)
+        if new is self:
+            return new
+        return self._rebatch(new, lambda part: part.expand_batch(new.batch_shape))
+
+    def __getitem__(self, index: Any) -> DocumentKernel:
+        """As gpytorch's ``Kernel.__getitem__`` (index the batch): the kernel's own parameters and
+        its parts."""
+        if not len(self.batch_shape):
+            return self
+        index = index if isinstance(index, tuple) else (index,)
+        new = copy.deepcopy(self)
+        for name, param in self.named_parameters(recurse=False):
+            getattr(new, name).data = param.data[index]
+        new._batch_shape = torch.zeros(self.batch_shape)[index].shape  # batch shapes are small
+        for name, sub in self.named_children():
+            if isinstance(sub, Kernel):
+                setattr(new, name, sub[index])
+        return self._rebatch(new, lambda part: part[index])

@@ -1,0 +1,262 @@
+"""The bag of words inside LDK (issue 26): the word kernel lambda * delta + k(x_v, x_w), and the
+BagOfWordsKernel on its own. Closed forms against scikit-learn's tf-idf, the loop reference of the
+combined kernel, finite-difference gradients, gpytorch's kernel test-suite, composition."""
+
+from __future__ import annotations
+
+import itertools
+import unittest
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from gpytorch.kernels import ScaleKernel
+from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.preprocessing import normalize
+from torch.func import functional_call
+
+from lvgp import PAD, LatentDistributionKernel, Vocabulary
+from lvgp.bow.padded import pad_to_common_width
+from lvgp.bow.weighting import idf_weights
+from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS, BagOfWordsKernel, make_word_vectors
+
+from . import reference as ref
+
+TEXTS = [
+    "the cat sat on the mat with another cat",
+    "a dog sat on a log",
+    "cats and dogs are pets",
+    "the mat was red and the log was brown",
+    "stock markets fell sharply today",
+    "markets rallied as stock prices rose",
+    "the dog chased the cat around the mat",
+]
+
+
+@pytest.fixture(autouse=True)
+def float64_default():
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    vocab = Vocabulary().fit(TEXTS)
+    return vocab, vocab.encode(TEXTS)
+
+
+def sklearn_gram(vocab, weighting: str, norm: str) -> np.ndarray:
+    """scikit-learn's vectorizer on the same tokens and vocabulary, rows normalized by ``norm``, linear kernel."""
+    options = dict(vocabulary=vocab.words, tokenizer=vocab.tokenize, lowercase=False, token_pattern=None)
+    if weighting == "idf":
+        features = TfidfVectorizer(norm=None, smooth_idf=True, **options).fit_transform(TEXTS)
+    else:
+        features = CountVectorizer(**options).fit_transform(TEXTS)
+    features = normalize(features, norm=norm)
+    return (features @ features.T).toarray()
+
+
+@pytest.mark.parametrize("weighting,level2", list(itertools.product(["tf", "idf"], ["linear", "cosine"])))
+def test_closed_form_the_identity_word_kernel_is_scikit_learns_tfidf_kernel(corpus, weighting, level2):
+    """With the latent part at zero (linear embedding of zero vectors) or at the identity (RBF
+    embedding of vectors far apart), LDK's Gram is the linear kernel of scikit-learn's tf(-idf)
+    vectors, L1-normalized (linear level 2, times lambda) or L2-normalized (cosine), to 1e-10; the
+    BagOfWordsKernel is the same kernel on its own."""
+    vocab, x = corpus
+    weights = idf_weights(x, len(vocab)) if weighting == "idf" else None
+    expected = sklearn_gram(vocab, weighting, "l1" if level2 == "linear" else "l2")
+    lam = 0.7
+    zero = LatentDistributionKernel(len(vocab), 3, "linear", level2, word_weights=weights, identity_weight=lam)
+    zero.latent = torch.zeros(len(vocab), 3)
+    far = LatentDistributionKernel(len(vocab), 3, "rbf", level2, word_weights=weights, identity_weight=lam)
+    far.latent = 1e6 * torch.eye(len(vocab), 3) + 1e6 * torch.arange(len(vocab)).unsqueeze(-1)  # far apart
+    bow = BagOfWordsKernel(len(vocab), level2, word_weights=weights)
+    with torch.no_grad():
+        scale = lam if level2 == "linear" else 1.0
+        np.testing.assert_allclose(zero(x).to_dense().numpy(), scale * expected, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(bow(x).to_dense().numpy(), expected, rtol=0, atol=1e-10)
+        # vectors far apart: the word kernel is (lambda + 1) delta
+        scale = lam + 1 if level2 == "linear" else 1.0
+        np.testing.assert_allclose(far(x).to_dense().numpy(), scale * expected, rtol=0, atol=1e-10)
+        # the cross-Gram and the diagonal from their own paths
+        np.testing.assert_allclose(bow(x[:3], x[3:]).to_dense().numpy(), expected[:3, 3:], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(bow(x, diag=True).numpy(), np.diag(expected), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(bow(x[:3], x[3:6], diag=True).numpy(), np.diag(expected[:3, 3:6]), atol=1e-10)
+
+
+COMBOS = list(itertools.product(EMBEDDINGS, LEVEL2_KERNELS))
+HP = dict(gamma=0.7, a=0.5, b=3, zeta=1.3, c=0.4, d=2)
+V, Q = 12, 3
+X1 = torch.tensor([[0, 1, 1, PAD], [2, 3, 4, 5], [6, PAD, PAD, PAD], [PAD, 7, 7, 7]])
+X2 = torch.tensor([[7, 8, PAD], [0, 0, 11], [1, PAD, PAD], [9, 10, 2], [3, 3, 3]])
+
+
+def plus_kernel(embedding, level2, weights=None, lam=0.6, **kwargs):
+    return LatentDistributionKernel(
+        V, Q, embedding, level2, seed=1, word_weights=weights, identity_weight=lam, **HP, **kwargs
+    )
+
+
+def ref_gram(kernel, x1, x2, weights=None):
+    hp = {name: getattr(kernel, name) for name in HP if hasattr(kernel.embedding, name) or hasattr(kernel.level2, name)}
+    hp = {k: (v if isinstance(v, int) else v.item()) for k, v in hp.items()}
+    X = kernel.latent.detach().numpy()
+    return torch.from_numpy(
+        ref.ldk_gram(
+            X,
+            x1.numpy(),
+            x2.numpy(),
+            kernel.embedding_name,
+            kernel.level2.name,
+            weights=weights,
+            identity=kernel.identity_weight.item(),
+            **hp,
+        )
+    )
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_combined_word_kernel_matches_the_loop_reference(embedding, level2, weighted):
+    weights = torch.linspace(0.5, 3.0, V) if weighted else None
+    k = plus_kernel(embedding, level2, weights)
+    w = None if weights is None else weights.numpy()
+    with torch.no_grad():
+        torch.testing.assert_close(k(X1, X2).to_dense(), ref_gram(k, X1, X2, w), rtol=0, atol=1e-9)
+        torch.testing.assert_close(k(X1).to_dense(), ref_gram(k, X1, X1, w), rtol=0, atol=1e-9)
+        torch.testing.assert_close(k(X1, diag=True), ref_gram(k, X1, X1, w).diagonal(), rtol=0, atol=1e-9)
+        torch.testing.assert_close(k(X1, X2[:4], diag=True), ref_gram(k, X1, X2[:4], w).diagonal(), rtol=0, atol=1e-9)
+        torch.testing.assert_close(k.squared_mmd(X1, X2), _mmd(k, X1, X2, w), rtol=0, atol=1e-9)
+
+
+def _mmd(k, x1, x2, w):
+    """Squared distances of the linear-level-2 embeddings from the loop reference."""
+    linear = plus_kernel(k.embedding_name, "linear", None if w is None else torch.from_numpy(w))
+    linear.latent = k.latent.detach()
+    s1 = ref_gram(linear, x1, x1, w).diagonal()
+    s2 = ref_gram(linear, x2, x2, w).diagonal()
+    return (s1[:, None] + s2[None, :] - 2 * ref_gram(linear, x1, x2, w)).clamp_min(0)
+
+
+@pytest.mark.parametrize("embedding,level2", COMBOS)
+def test_gradients_in_the_vectors_and_lambda_match_finite_differences(embedding, level2):
+    k = plus_kernel(embedding, level2)
+    latent = k.word_vectors.raw_latent.detach().clone().requires_grad_(True)
+    raw_lambda = k.raw_identity_weight.detach().clone().requires_grad_(True)
+
+    def gram(lat, lam):
+        with gpytorch.settings.lazily_evaluate_kernels(False):
+            state = {"word_vectors.raw_latent": lat, "raw_identity_weight": lam}
+            return functional_call(k, state, (X1, X2)).to_dense()
+
+    jac = torch.autograd.functional.jacobian(gram, (latent, raw_lambda))
+    assert jac[1].abs().sum() > 0  # lambda moves the kernel: the check is not vacuous
+    assert torch.autograd.gradcheck(gram, (latent, raw_lambda), eps=1e-6, atol=1e-6)
+
+
+def test_identity_weight_is_a_constrained_parameter_with_a_prior():
+    prior = gpytorch.priors.GammaPrior(2.0, 2.0)
+    k = LatentDistributionKernel(V, Q, identity_weight=0.5, identity_weight_prior=prior)
+    assert abs(k.identity_weight.item() - 0.5) < 1e-12
+    assert any(name == "identity_weight_prior" for name, *_ in k.named_priors())
+    with pytest.raises(ValueError, match="identity_weight must lie in Positive"):
+        k.identity_weight = -1.0
+    plain = LatentDistributionKernel(V, Q)
+    assert not plain.has_identity
+    with pytest.raises(AttributeError, match="no identity part"):
+        _ = plain.identity_weight
+
+
+def test_sum_of_scaled_kernels_is_the_combined_kernel_with_lambda_their_ratio():
+    """ScaleKernel(BagOfWordsKernel) + ScaleKernel(LDK) with the linear level-2 kernel equals
+    ScaleKernel(LDK with identity part) with lambda = the ratio of the two scales."""
+    ldk = LatentDistributionKernel(V, Q, "rbf", "linear", seed=2)
+    bow = BagOfWordsKernel(V)
+    s_ldk, s_bow = ScaleKernel(ldk), ScaleKernel(bow)
+    s_ldk.outputscale, s_bow.outputscale = 1.5, 0.6
+    plus = ScaleKernel(LatentDistributionKernel(V, Q, "rbf", "linear", seed=2, identity_weight=0.6 / 1.5))
+    plus.outputscale = 1.5
+    x1, x2 = pad_to_common_width(X1, X2)  # composites check widths before the kernels see the inputs
+    with torch.no_grad():
+        torch.testing.assert_close((s_bow + s_ldk)(x1, x2).to_dense(), plus(x1, x2).to_dense(), rtol=1e-12, atol=1e-12)
+
+
+def test_the_identity_part_builds_no_vocabulary_sized_matrix():
+    """Ids up to 10^9: the bag-of-words kernel works on the words present only."""
+    big = 10**9
+    x = torch.tensor([[big - 1, 5, 5, PAD], [5, 17, PAD, PAD], [big - 1, 17, 3, PAD]])
+    k = BagOfWordsKernel(big, "cosine")
+    with torch.no_grad():
+        K = k(x).to_dense()
+    counts = np.array([[1, 2, 0, 0], [0, 1, 1, 0], [1, 0, 1, 1]], dtype=float)  # words big-1, 5, 17, 3
+    counts = normalize(counts)
+    np.testing.assert_allclose(K.numpy(), counts @ counts.T, atol=1e-12)
+
+
+def test_bag_of_words_kernel_arguments_and_features(corpus):
+    vocab, x = corpus
+    with pytest.raises(TypeError, match="word_weights must be None or .* not the name 'idf'"):
+        BagOfWordsKernel(len(vocab), word_weights="idf")
+    with pytest.raises(ValueError, match="positive finite weights"):
+        BagOfWordsKernel(len(vocab), word_weights=np.zeros(len(vocab)))
+    with pytest.raises(TypeError, match="num_words must be an integer"):
+        BagOfWordsKernel(2.5)
+    with pytest.raises(ValueError, match="num_words must be >= 1"):
+        BagOfWordsKernel(0)
+    with pytest.raises(TypeError, match="unknown arguments"):
+        BagOfWordsKernel(3, gamma=2.0)
+    assert BagOfWordsKernel(np.int64(3)).num_words == 3
+    weights = idf_weights(x, len(vocab))
+    phi = BagOfWordsKernel(len(vocab), word_weights=weights).features(x).to_dense().numpy()
+    options = dict(vocabulary=vocab.words, tokenizer=vocab.tokenize, lowercase=False, token_pattern=None)
+    tfidf = TfidfVectorizer(norm="l1", **options).fit_transform(TEXTS).toarray()
+    np.testing.assert_allclose(phi, tfidf, atol=1e-12)
+
+
+class TestBagOfWordsKernelWithGPyTorchSuite(BaseKernelTestCase, unittest.TestCase):
+    """gpytorch's own kernel tests with word-index data (as for the LDK)."""
+
+    seed = 0
+
+    def create_kernel_no_ard(self, **kwargs):
+        return BagOfWordsKernel(40, "rbf", zeta=2.0, **kwargs)
+
+    @staticmethod
+    def _docs(*shape):
+        x = torch.randint(0, 40, shape)
+        x[..., -1] = torch.where(torch.rand(shape[:-1]) < 0.5, PAD, x[..., -1])
+        return x
+
+    def create_data_no_batch(self):
+        return self._docs(50, 10)
+
+    def create_data_single_batch(self):
+        return self._docs(2, 3, 4)
+
+    def create_data_double_batch(self):
+        return self._docs(3, 2, 20, 4)
+
+
+class TestLDKWithIdentityPartWithGPyTorchSuite(TestBagOfWordsKernelWithGPyTorchSuite):
+    def create_kernel_no_ard(self, **kwargs):
+        return LatentDistributionKernel(40, 2, "rbf", "rbf", seed=0, identity_weight=0.5, **kwargs)
+
+
+def test_word_vectors_with_an_identity_part_in_a_batched_kernel():
+    """A batched LDK with the identity part: lambda per batch member, indexing and expanding keep it."""
+    k = LatentDistributionKernel(V, Q, "rbf", "cosine", identity_weight=0.5, batch_shape=torch.Size([2]), seed=0)
+    k.identity_weight = torch.tensor([0.5, 2.0])
+    with torch.no_grad():
+        full = k(X1).to_dense()
+        for i in range(2):
+            vectors = make_word_vectors(V, Q, init=k.latent[i].detach())
+            single = LatentDistributionKernel(
+                embedding="rbf", level2="cosine", word_vectors=vectors, identity_weight=[0.5, 2.0][i]
+            )
+            torch.testing.assert_close(full[i], single(X1).to_dense(), rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(k[i](X1).to_dense(), full[i], rtol=1e-12, atol=1e-12)
+        assert k.expand_batch(torch.Size([3, 2])).identity_weight.shape == (3, 2)
