@@ -32,7 +32,10 @@ args = json.loads(sys.argv[1])
 if args["threads"]:
     torch.set_num_threads(args["threads"])
 warnings.simplefilter("ignore")
-from lvgp.baselines.clgp import CLGP
+try:
+    from lvgp.models.clgp import CLGP
+except ImportError:  # before lvgp 0.2 the CLGP lived in lvgp.baselines
+    from lvgp.baselines.clgp import CLGP
 data = np.load(args["data"])
 # the code before had neither option: float64, and q(x)'s scales fitted by Adam (latent_scale="joint")
 extra = {k: args[k] for k in ("dtype", "latent_scale") if k in args}

@@ -19,7 +19,7 @@ import pyro
 import torch
 from pyro.infer import TraceMeanField_ELBO
 
-from lvgp.baselines.clgp.model import CategoricalLatentGP
+from lvgp.models.clgp.model import CategoricalLatentGP
 
 
 def step_seconds(n: int, repeats: int, D: int = 10, K: int = 10, M: int = 50, Q: int = 2, samples: int = 5) -> float:

@@ -32,8 +32,8 @@ import warnings
 import numpy as np
 import torch
 
-from lvgp.baselines.clgp import CLGP
 from lvgp.experiments.categorical import CategoricalStudy, prepare_split
+from lvgp.models.clgp import CLGP
 
 STUDY = dict(optimizer="adam", lr=0.05, max_iter=1000, latent_scale="joint")
 SETTINGS = {

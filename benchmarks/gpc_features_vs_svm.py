@@ -59,8 +59,8 @@ class _LinearDirichletGP(gpytorch.models.ExactGP):
 
 def linear_dirichlet_gpc(x_train, codes, x_test, alpha_epsilon: float, max_iter: int) -> np.ndarray:
     """Predicted class codes of the Dirichlet GP classifier with a linear kernel."""
+    from lvgp.base.fitting import minimize
     from lvgp.models.gpc import expected_softmax
-    from lvgp.models.optimize import minimize
 
     x = torch.as_tensor(x_train, dtype=torch.float64)
     likelihood = gpytorch.likelihoods.DirichletClassificationLikelihood(
@@ -85,7 +85,7 @@ def svm_on_learned_ldk(ldk, x_train, y_train, x_test, seed: int) -> np.ndarray:
     from sklearn.model_selection import GridSearchCV
     from sklearn.svm import SVC
 
-    from lvgp.baselines.model_selection import stratified_folds
+    from lvgp.base.splits import stratified_folds
     from lvgp.bow.padded import PAD
 
     kernel = ldk.model_.ldk

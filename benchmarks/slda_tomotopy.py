@@ -23,8 +23,8 @@ from _profile import profiled
 
 from lvgp import Vocabulary
 from lvgp.baselines.linear import DevTunedLinearRegression
-from lvgp.baselines.slda import SLDARegressor
 from lvgp.datasets import load_review_snippets
+from lvgp.models.slda import SLDARegressor
 
 
 def pr2(y, pred) -> float:

@@ -17,8 +17,8 @@ import warnings
 import numpy as np
 
 from lvgp import SLDAClassifier, SLDARegressor
-from lvgp.baselines.slda import LDARegression
 from lvgp.datasets import load_review_snippets, make_slda_corpus
+from lvgp.models.slda import LDARegression
 
 
 def synthetic_texts(corpus) -> list[str]:

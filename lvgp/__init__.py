@@ -17,6 +17,7 @@
 """
 
 from . import warnings
+from ._version import __version__ as __version__
 from .bow import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
 from .kernels import BagOfWordsKernel, LatentDistributionKernel
 from .models import (
@@ -32,14 +33,12 @@ from .models import (
     exact_numerics,
 )
 
-__version__ = "0.1.0"
-
 # Pyro-based models are imported on first use: ``import lvgp`` stays light.
 _LAZY = {
-    "SLDARegressor": "lvgp.baselines.slda",
-    "SLDAClassifier": "lvgp.baselines.slda",
-    "LDARegression": "lvgp.baselines.slda",
-    "CLGP": "lvgp.baselines.clgp",
+    "SLDARegressor": "lvgp.models.slda",
+    "SLDAClassifier": "lvgp.models.slda",
+    "LDARegression": "lvgp.models.slda",
+    "CLGP": "lvgp.models.clgp",
     "GPEmbeddingLogisticRegression": "lvgp.baselines.gp_embedding",
     "GPRBFRegressor": "lvgp.baselines",
 }

@@ -17,18 +17,15 @@ import torch
 from pyro.infer import Trace_ELBO, TraceMeanField_ELBO
 from sklearn.exceptions import ConvergenceWarning
 
-from lvgp.baselines.clgp import (
-    CLGP,
+from lvgp.baselines.frequency import (
     BigramDirichletMultinomial,
-    CategoricalTable,
     MultinomialModel,
     UniformModel,
     UnigramDirichletMultinomial,
-    hide_one_value,
-    imputation_perplexity,
 )
-from lvgp.baselines.clgp.model import CategoricalLatentGP
 from lvgp.datasets.loaders import read_categorical_csv
+from lvgp.models.clgp import CLGP, CategoricalTable, hide_one_value, imputation_perplexity
+from lvgp.models.clgp.model import CategoricalLatentGP
 
 
 @pytest.fixture(autouse=True)
@@ -176,7 +173,7 @@ def test_vectorized_elbo_equals_pyros_in_expectation():
     import pyro
     from pyro.infer import TraceMeanField_ELBO
 
-    from lvgp.baselines.clgp.model import CategoricalLatentGP
+    from lvgp.models.clgp.model import CategoricalLatentGP
 
     codes, cards = generative_data(n=40, D=3, K=3, seed=4)
     codes[3, 1] = -1
@@ -276,7 +273,7 @@ def test_paper_latent_scale_takes_the_paper_codes_gradient_steps():
     take Adam's steps, exactly as torch.optim.Adam alone takes them."""
     from types import SimpleNamespace
 
-    from lvgp.baselines.clgp.estimators import paper_scale_step
+    from lvgp.models.clgp.estimators import paper_scale_step
 
     assert paper_scale_step(0) == pytest.approx(0.002) and paper_scale_step(100) == pytest.approx(0.001)
     fast, slow = torch.tensor([3.0], requires_grad=True), torch.tensor([2.0], requires_grad=True)
@@ -397,7 +394,7 @@ def test_paired_note_compares_clgp_and_lgm_split_by_split():
 
 
 def test_log_softmax_at_equals_torch_log_softmax_and_its_gradient():
-    from lvgp.baselines.clgp.model import log_softmax_at
+    from lvgp.models.clgp.model import log_softmax_at
 
     g = torch.Generator().manual_seed(0)
     logits = (5 * torch.randn(3, 7, 4, 6, generator=g, dtype=torch.float64)).requires_grad_()

@@ -13,9 +13,9 @@ import torch
 from gpytorch.kernels import ScaleKernel
 
 from lvgp import GPLVSM, PAD, GPLVSMRegressor, LatentDistributionKernel, LogPosterior
+from lvgp.base.numerics import default_dtype
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
 from lvgp.kernels import DocumentLengthKernel, make_word_vectors
-from lvgp.models.numerics import default_dtype
 from lvgp.warnings import MissingEmbeddingsWarning
 
 from . import reference as ref

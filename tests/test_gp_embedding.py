@@ -16,6 +16,7 @@ from scipy.special import expit
 from sklearn.base import clone
 
 from lvgp import Vocabulary
+from lvgp.base.splits import dev_split, stratified_folds
 from lvgp.baselines.gp_embedding import (
     CovariateSmoother,
     GPEmbeddingLogisticRegression,
@@ -25,7 +26,6 @@ from lvgp.baselines.gp_embedding import (
     smoothed_weights,
     smoothing_matrix,
 )
-from lvgp.baselines.model_selection import dev_split, stratified_folds
 from lvgp.baselines.text_classifiers import BagOfClustersClassifier, BowClassifier, MeanEmbeddingClassifier
 from lvgp.datasets.loaders import WordEmbeddings
 from lvgp.experiments.classification import stratified_sample

@@ -150,7 +150,7 @@ def test_variational_multiclass_softmax_and_bad_input():
 
 def test_early_stopping_scores_a_held_out_part_and_refits_all_documents_for_the_best_iteration():
     from lvgp._random import derive_seed
-    from lvgp.baselines.model_selection import dev_split
+    from lvgp.base.splits import dev_split
 
     x, y = three_classes(90, 2)
     kw = dict(latent_dim=2, rho=0.1, random_state=3)

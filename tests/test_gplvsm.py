@@ -16,10 +16,10 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
 from lvgp import GPLVSM, PAD, GPLVSMRegressor, LogPosterior, Vocabulary
+from lvgp.base.fitting import minimize
+from lvgp.base.numerics import CovarianceError, covariance_errors, default_dtype
 from lvgp.baselines import GPRBFRegressor
 from lvgp.datasets import make_synonym_regression
-from lvgp.models.numerics import CovarianceError, covariance_errors, default_dtype
-from lvgp.models.optimize import minimize
 from lvgp.warnings import EmptyDocumentsWarning, UnseenWordsWarning
 
 from . import reference as ref

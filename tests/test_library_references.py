@@ -20,9 +20,9 @@ import pyro.contrib.gp as gp
 import pytest
 import torch
 
-from lvgp.baselines.clgp.model import CategoricalLatentGP
 from lvgp.baselines.gp_embedding import rbf_covariance
 from lvgp.kernels.latent_distribution import rbf_gram
+from lvgp.models.clgp.model import CategoricalLatentGP
 
 D = torch.float64
 

@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lvgp import PAD, GPLVSMRegressor, LatentDistributionKernel
-from lvgp.models.numerics import default_dtype
+from lvgp.base.numerics import default_dtype
 
 from . import reference as ref
 

@@ -12,9 +12,9 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 
-from lvgp.baselines.slda import LDARegression, SLDAClassifier, SLDARegressor, SupervisedLDAEM
-from lvgp.baselines.slda.em import expected_zbar_outer
 from lvgp.datasets.synthetic import make_slda_corpus
+from lvgp.models.slda import LDARegression, SLDAClassifier, SLDARegressor, SupervisedLDAEM
+from lvgp.models.slda.em import expected_zbar_outer
 
 
 @pytest.fixture(autouse=True)

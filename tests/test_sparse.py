@@ -14,9 +14,9 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import GPLVSMRegressor, LatentDistributionKernel, Vocabulary
+from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD
 from lvgp.datasets import make_synonym_regression
-from lvgp.models.numerics import exact_numerics
 from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor, choose_inducing_documents
 from lvgp.warnings import EmptyDocumentsWarning
 

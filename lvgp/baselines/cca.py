@@ -25,8 +25,8 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.linalg import dual_cca
 from ..bow.vocabulary import Vocabulary
-from ..models.matching import dual_cca
 
 __all__ = ["KernelCCAMatcher"]
 

@@ -96,14 +96,14 @@ from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
 from .._random import derive_seed, seeded_torch
+from ..base.fitting import minimize
+from ..base.numerics import CovarianceError
+from ..base.pyro import pyro_param
+from ..base.splits import stratified_folds
+from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
 from ..kernels.latent_distribution import rbf_gram
-from ..models.documents import check_labels
-from ..models.numerics import CovarianceError
-from ..models.optimize import minimize
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from ._pyro import pyro_param
-from .model_selection import stratified_folds
 
 __all__ = [
     "GPEmbeddingLogisticRegression",

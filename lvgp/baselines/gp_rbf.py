@@ -15,11 +15,11 @@ import math
 import torch
 from gpytorch.kernels import RBFKernel, ScaleKernel
 
+from ..base.numerics import default_dtype
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
 from ..models.estimator_base import ExactGPRegressorBase
 from ..models.exact import SharedKernelExactGP
-from ..models.numerics import default_dtype
 
 
 class GPRBFRegressor(ExactGPRegressorBase):

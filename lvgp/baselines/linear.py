@@ -14,9 +14,10 @@ from sklearn.linear_model import ElasticNet, Lasso, Ridge
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.targets import check_targets_array
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
-from ..models.documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array
 
 KINDS = ("ridge", "lasso", "elasticnet")
 FEATURES = ("counts", "frequencies")

@@ -27,10 +27,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.splits import stratified_folds
+from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
-from ..models.documents import check_labels
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .model_selection import stratified_folds
 
 __all__ = [
     "BowClassifier",
@@ -48,7 +48,7 @@ def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_stat
 
 
 def _grid_search(base, grid: dict, fallback: dict, features, y: np.ndarray, random_state=None):
-    """``GridSearchCV`` over :func:`~lvgp.baselines.model_selection.stratified_folds` (rare
+    """``GridSearchCV`` over :func:`~lvgp.base.splits.stratified_folds` (rare
     classes stay in training); with too few documents for two folds, ``fallback``'s
     settings, with a warning."""
     folds = stratified_folds(y, 3, random_state or 0)

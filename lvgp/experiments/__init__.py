@@ -1,1 +1,7 @@
-"""Comparative studies and the command-line interface."""
+"""Comparative studies and the command-line interface.
+
+Importing the package registers the built-in studies and their methods
+(:mod:`lvgp.experiments.registry`): regression, topics, categorical, classification, matching.
+"""
+
+from . import categorical, classification, matching, regression, topics  # noqa: F401  (they register)

@@ -28,17 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..baselines.clgp import (
-    CLGP,
+from ..baselines.frequency import (
     BigramDirichletMultinomial,
-    CategoricalTable,
     MultinomialModel,
     UniformModel,
     UnigramDirichletMultinomial,
-    hide_one_value,
 )
-from ..baselines.clgp.estimators import LATENT_SCALES
 from ..datasets.loaders import load_breast_cancer, read_categorical_csv
+from ..models.clgp import CLGP, CategoricalTable, hide_one_value
+from ..models.clgp.estimators import LATENT_SCALES
 from .registry import default_methods, methods, register_method, register_study
 from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..baselines.model_selection import dev_split, stratified_folds
+from ..base.splits import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
 from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
@@ -90,7 +90,7 @@ def _svm(study, cell, data):
 
 @register_method("classification", "slda", "sLDA (20 topics)")
 def _slda(study, cell, data):
-    from ..baselines.slda import SLDAClassifier
+    from ..models.slda import SLDAClassifier
 
     return SLDAClassifier(20, random_state=study.cell_seed(cell))
 
@@ -372,7 +372,7 @@ class DevSelected:
 
     ``folds``: 1 (the thesis) scores each setting on one stratified 25% dev part; ``k > 1``
     scores it by stratified ``k``-fold cross-validation inside the sample
-    (:func:`~lvgp.baselines.model_selection.stratified_folds`), the score pooled over every
+    (:func:`~lvgp.base.splits.stratified_folds`), the score pooled over every
     scored document, ``k`` fits per setting. (At 100 documents one dev part holds 25 of them,
     and its accuracy moves in steps of 0.04.) ``scoring``: ``"accuracy"`` (the thesis) or
     ``"log-likelihood"`` (the mean log predictive probability of the true class; needs
@@ -395,7 +395,7 @@ class DevSelected:
         probability of the true class (floored at 1e-300 for a class the model never saw)."""
         if self.scoring == "accuracy":
             return (model.predict(X) == y).astype(float)
-        from ..models.documents import true_class_log_proba
+        from ..base.targets import true_class_log_proba
 
         return true_class_log_proba(model.predict_proba(X), model.classes_, y)
 

@@ -41,7 +41,7 @@ def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = Fal
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._version import __version__
     from .registry import methods, studies
     from .study import add_study_options
 

@@ -100,7 +100,6 @@ def register_method(
 
 def methods(task: str) -> dict[str, Method]:
     """The methods of the study kind ``task``, in registration order."""
-    studies()  # the built-in studies register their methods when imported
     return dict(_METHODS.get(task, {}))
 
 
@@ -124,7 +123,6 @@ def register_study(cls: type) -> type:
 
 
 def studies() -> dict[str, Any]:
-    """Every registered study class by kind (the built-in ones are imported on first use)."""
-    from . import categorical, classification, matching, regression, topics  # noqa: F401  (they register)
-
+    """Every registered study class by kind (the package ``lvgp.experiments`` registers the
+    built-in ones when it is imported)."""
     return dict(_STUDIES)

@@ -116,7 +116,7 @@ def _gplvsm_sparse(study, cell, data):
 
 @register_method("regression", "slda", "sLDA", grid=_topic_grid)
 def _slda(study, cell, data):
-    from ..baselines.slda import SLDARegressor
+    from ..models.slda import SLDARegressor
 
     return SLDARegressor(
         cell["params"]["K"],
@@ -128,7 +128,7 @@ def _slda(study, cell, data):
 
 @register_method("regression", "lda-regression", "LDA+regression", grid=_topic_grid)
 def _lda_regression(study, cell, data):
-    from ..baselines.slda import LDARegression
+    from ..models.slda import LDARegression
 
     return LDARegression(cell["params"]["K"], vocabulary=data.vocabulary, random_state=study.cell_seed(cell))
 

@@ -83,9 +83,9 @@ def provenance() -> dict:
     studies or run across code changes can be told apart."""
     import torch
 
-    import lvgp
+    from .._version import __version__
 
-    root = Path(lvgp.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent.parent.parent  # the directory lvgp is imported from
     commit, dirty = None, None
 
     def git(*args: str) -> str:
@@ -100,7 +100,7 @@ def provenance() -> dict:
     except (OSError, subprocess.SubprocessError):
         pass
     return {
-        "lvgp": lvgp.__version__,
+        "lvgp": __version__,
         "git_commit": commit,
         "git_dirty": dirty,
         "torch": torch.__version__,

@@ -34,7 +34,7 @@ def _topic_grid(study) -> list[dict]:
 
 @register_method("topics", "slda", "sLDA", grid=_topic_grid, default=True)
 def _slda(study, cell, data):
-    from ..baselines.slda import SLDARegressor
+    from ..models.slda import SLDARegressor
 
     return SLDARegressor(
         cell["params"]["K"],
@@ -47,7 +47,7 @@ def _slda(study, cell, data):
 
 @register_method("topics", "lda-regression", "LDA+regression", grid=_topic_grid, default=True)
 def _lda_regression(study, cell, data):
-    from ..baselines.slda import LDARegression
+    from ..models.slda import LDARegression
 
     return LDARegression(
         cell["params"]["K"], vocabulary=data[0], em_max_iter=study.max_iter, random_state=study.cell_seed(cell)

@@ -102,7 +102,7 @@ class LatentDistributionKernel(DocumentKernel):
         seed: seed of the default word vectors' random initialization (``None``: torch's global generator).
         word_weights: ``None`` (the thesis: a document is the uniform empirical measure of its
             words' vectors, eq. 3.1) or ``num_words`` positive weights (e.g. inverse document
-            frequencies, :func:`lvgp.models.documents.idf_weights`): a document is then the
+            frequencies, :func:`lvgp.bow.weighting.idf_weights`): a document is then the
             weighted measure :math:`\sum_{s\in D_i} w_s\,k(\cdot, \mathbf x_s) / \sum_{s\in D_i} w_s`,
             still a kernel mean embedding of a probability measure. Words appended by
             :meth:`~lvgp.kernels.WordVectors.extra_words` get the largest weight (an idf-like

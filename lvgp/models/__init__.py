@@ -1,11 +1,11 @@
 """Models built on the latent distribution kernel."""
 
+from ..base.numerics import CovarianceError, exact_numerics
 from .exact import LogPosterior, SharedKernelExactGP
 from .gpc import LDKGPClassifier
 from .gplvsm import GPLVSM
 from .latent_smm import LatentSMMClassifier
 from .matching import LDKMatcher
-from .numerics import CovarianceError, exact_numerics
 from .regressor import GPLVSMRegressor
 from .sparse import SparseGPLVSMRegressor
 

@@ -16,13 +16,14 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._typing import Documents, TensorLike
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
+from ..base.fitting import OPTIMIZERS, FitResult, minimize
+from ..base.numerics import covariance_errors, exact_numerics
+from ..base.targets import check_targets_array
 from ..base.validation import check_number, standardization
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
-from .documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array, empty_rows
 from .exact import LogPosterior, SharedKernelExactGP
-from .numerics import covariance_errors, exact_numerics
-from .optimize import OPTIMIZERS, FitResult, minimize
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors

@@ -13,8 +13,8 @@ from gpytorch.means import ConstantMean, Mean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from .documents import check_targets_array
-from .numerics import exact_numerics
+from ..base.numerics import exact_numerics
+from ..base.targets import check_targets_array
 
 MEANS = ("constant", "zero")
 
@@ -51,7 +51,7 @@ class SharedKernelExactGP(gpytorch.models.ExactGP):
         mean: ``"constant"`` (learned, one per output) or ``"zero"``.
 
     Train with :class:`LogPosterior`. Evaluation runs in
-    :func:`~lvgp.models.numerics.exact_numerics` (Cholesky at every size). The
+    :func:`~lvgp.base.numerics.exact_numerics` (Cholesky at every size). The
     predictive distributions of multi-output models have batch shape ``B``.
     """
 

@@ -47,21 +47,16 @@ from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
+from ..base.fitting import minimize
+from ..base.numerics import covariance_errors, default_dtype, exact_numerics
+from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .documents import (
-    BagOfWordsInputMixin,
-    DocumentEncoder,
-    check_labels,
-    take_documents,
-    true_class_log_proba,
-)
 from .gplvsm import PaddedInputsMixin
-from .numerics import covariance_errors, default_dtype, exact_numerics
-from .optimize import minimize
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 
 if TYPE_CHECKING:
@@ -159,7 +154,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         max_iter, tol: L-BFGS budget and relative tolerance (Dirichlet).
         early_stopping: choose the budget on held-out documents instead: a stratified
             ``validation_fraction`` of the training documents
-            (:func:`~lvgp.baselines.model_selection.dev_split`) is held out, a fit on the rest
+            (:func:`~lvgp.base.splits.dev_split`) is held out, a fit on the rest
             is scored after every L-BFGS iteration (variational: every epoch) by the mean
             negative log predictive probability of the true class, and stops after
             ``n_iter_no_change`` iterations without improvement; the classifier is then refit
@@ -281,7 +276,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         ``X`` scored on the rest; ``(None, [])`` with a warning when no part can be held out."""
         from sklearn.base import clone
 
-        from ..baselines.model_selection import dev_split
+        from ..base.splits import dev_split
 
         encoder = DocumentEncoder(self.vocabulary, self.num_words)
         n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split

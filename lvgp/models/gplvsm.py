@@ -57,7 +57,7 @@ class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
     Train with :class:`~lvgp.LogPosterior` (the MAP objective of eq. 11) and predict as
     with any ``ExactGP``: ``model.eval(); likelihood(model(x_test))`` gives eqs. 19 and 21
     (test inputs may be wider or narrower than ``train_x``). Evaluation runs in
-    :func:`~lvgp.models.numerics.exact_numerics` (Cholesky at every size).
+    :func:`~lvgp.base.numerics.exact_numerics` (Cholesky at every size).
 
     Multi-output models keep ``train_targets`` as ``B x n``; their predictive
     distributions have batch shape ``B``.

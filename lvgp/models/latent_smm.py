@@ -48,14 +48,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
 from .._typing import Documents, TensorLike
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.fitting import minimize
+from ..base.numerics import default_dtype
+from ..base.targets import check_labels
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import BagOfWordsInputMixin, DocumentEncoder, check_labels
-from .numerics import default_dtype
-from .optimize import minimize
 
 if TYPE_CHECKING:
     from ..datasets.loaders import WordEmbeddings

@@ -59,19 +59,20 @@ from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
+from ..base.embeddings import embedding_features, resolve_embeddings
+from ..base.fitting import minimize
+from ..base.linalg import dual_cca
+from ..base.numerics import default_dtype
 from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .documents import embedding_features, resolve_embeddings
-from .numerics import default_dtype
-from .optimize import minimize
 
 if TYPE_CHECKING:
     from ..datasets.loaders import WordEmbeddings
 
-__all__ = ["LDKMatcher", "precision_at", "dual_cca", "INITS"]
+__all__ = ["LDKMatcher", "precision_at", "INITS"]
 
 INITS = ("pca", "random", "cca", "svd")
 
@@ -81,32 +82,6 @@ def precision_at(ranks: np.ndarray, max_r: int = 50) -> dict[int, float]:
     true target: the fraction of queries whose true target is among the first R."""
     ranks = np.asarray(ranks)
     return {r: float(np.mean(ranks < r)) for r in range(1, max_r + 1)}
-
-
-def dual_cca(
-    k: np.ndarray,
-    l: np.ndarray,  # noqa: E741
-    reg: float,
-    components: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""Regularized CCA in the dual (Bach & Jordan 2002; Hardoon et al. 2004) from centred Gram
-    matrices ``k`` (source) and ``l`` (target) of the training pairs: the singular vectors of
-    :math:`R_K R_L`, :math:`R_K = K(K+\kappa I)^{-1}`, with :math:`\kappa` = ``reg`` times the mean
-    eigenvalue of each Gram. Returns the dual directions ``alpha``, ``beta`` (``n x components``)
-    and the canonical correlations."""
-
-    def projection(gram: np.ndarray) -> tuple[float, np.ndarray]:
-        kappa = reg * max(np.trace(gram) / len(gram), 1e-12)
-        values, vectors = np.linalg.eigh(gram)
-        values = np.clip(values, 0, None)
-        return kappa, (vectors * (values / (values + kappa))) @ vectors.T
-
-    kappa_k, r_k = projection(k)
-    kappa_l, r_l = projection(l)
-    a, corr, bt = np.linalg.svd(r_k @ r_l)
-    alpha = np.linalg.solve(k + kappa_k * np.eye(len(k)), a[:, :components])
-    beta = np.linalg.solve(l + kappa_l * np.eye(len(l)), bt[:components].T)
-    return alpha, beta, corr[:components]
 
 
 def _texts(X: Sequence[str], name: str) -> list[str]:

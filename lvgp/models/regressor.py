@@ -11,6 +11,7 @@ import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.numerics import default_dtype
 from ..base.validation import check_number
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
@@ -21,7 +22,6 @@ from ..kernels.word_vectors import make_word_vectors
 from ..warnings import MemoryBudgetWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
-from .numerics import default_dtype
 
 if TYPE_CHECKING:
     from ..datasets.loaders import WordEmbeddings

@@ -46,13 +46,14 @@ from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.numerics import exact_numerics
+from ..base.targets import check_targets_array
 from ..base.validation import check_number, standardization
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..warnings import EmptyDocumentsWarning
-from .documents import BagOfWordsInputMixin, DocumentEncoder, check_targets_array
-from .numerics import exact_numerics
 
 if TYPE_CHECKING:
     from ..datasets.loaders import WordEmbeddings

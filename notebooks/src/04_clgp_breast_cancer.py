@@ -27,17 +27,14 @@ smoke_test = "CI" in os.environ
 torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
 
 # %%
-from lvgp.baselines.clgp import (
-    CLGP,
+from lvgp.baselines.frequency import (
     BigramDirichletMultinomial,
-    CategoricalTable,
     MultinomialModel,
     UniformModel,
     UnigramDirichletMultinomial,
-    hide_one_value,
-    imputation_perplexity,
 )
 from lvgp.datasets import load_breast_cancer
+from lvgp.models.clgp import CLGP, CategoricalTable, hide_one_value, imputation_perplexity
 
 # %% [markdown]
 # ## The data: 683 complete rows, nine attributes valued 1..10 and the class

@@ -55,8 +55,8 @@ import torch
 from pyro.nn import PyroModule, pyro_method
 from torch import Tensor
 
+from ...base.pyro import pyro_param
 from ...kernels.latent_distribution import rbf_gram
-from .._pyro import pyro_param
 
 COVARIANCES = ("rbf", "linear")
 

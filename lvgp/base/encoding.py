@@ -26,21 +26,23 @@ import contextlib
 import copy
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.utils.multiclass import check_classification_targets
 
-from .._typing import Documents, TensorLike
-from ..bow.padded import PAD, _rows_text, check_padded, counts_to_padded
+from .._typing import Documents
+from ..bow.padded import PAD, check_padded, counts_to_padded
 from ..bow.vocabulary import Vocabulary
-from ..warnings import EmptyDocumentsWarning, MissingEmbeddingsWarning
+from ..warnings import EmptyDocumentsWarning
+from .embeddings import embedding_features, resolve_embeddings
 
 if TYPE_CHECKING:
     from ..datasets.loaders import WordEmbeddings
     from ..kernels.word_vectors import WordVectors
+
+__all__ = ["KINDS", "input_kind", "BagOfWordsInputMixin", "DocumentEncoder", "take_documents", "empty_rows"]
 
 KINDS = ("texts", "counts", "padded")
 
@@ -65,44 +67,6 @@ def input_kind(X: Documents) -> str:
         "X must be a list of texts (strings or token lists), a document-term count matrix "
         f"(scipy.sparse or numpy), or a padded torch.long tensor; got {type(X).__name__}"
     )
-
-
-@overload
-def resolve_embeddings(word_embeddings: None) -> None: ...
-
-
-@overload
-def resolve_embeddings(word_embeddings: str | WordEmbeddings) -> WordEmbeddings: ...
-
-
-def resolve_embeddings(word_embeddings: str | WordEmbeddings | None) -> WordEmbeddings | None:
-    """``None``, a :class:`~lvgp.datasets.WordEmbeddings`, or the name of one known to
-    :func:`lvgp.datasets.load_word_embeddings` (loaded, cached per process)."""
-    if word_embeddings is None or not isinstance(word_embeddings, str):
-        return word_embeddings
-    from ..datasets.loaders import load_word_embeddings
-
-    return load_word_embeddings(word_embeddings)
-
-
-def embedding_features(words: list[str], embeddings: WordEmbeddings, stacklevel: int = 3) -> tuple[np.ndarray, float]:
-    """Pretrained vectors of ``words`` (``len(words) x h`` float64; zero rows for words without
-    one, counted in a :class:`~lvgp.warnings.MissingEmbeddingsWarning`) divided by their mean
-    norm, and that norm (to scale vectors of later words alike)."""
-    name = getattr(embeddings, "name", "word_embeddings")
-    vectors, found = embeddings.lookup(words)
-    if not found.any():
-        raise ValueError(f"no vocabulary word has a vector in {name}")
-    if not found.all():
-        warnings.warn(
-            f"{int((~found).sum())} of {found.size} vocabulary words have no vector in {name}: "
-            "their latent vectors are free residuals",
-            MissingEmbeddingsWarning,
-            stacklevel=stacklevel,
-        )
-    vectors = np.asarray(vectors, dtype=np.float64)
-    scale = float(np.linalg.norm(vectors[found], axis=1).mean()) or 1.0
-    return vectors / scale, scale
 
 
 class BagOfWordsInputMixin:
@@ -300,62 +264,3 @@ def take_documents(X: Documents, rows: np.ndarray) -> Documents:
 def empty_rows(x: torch.Tensor) -> torch.Tensor:
     """Boolean mask of padding-only rows of an ``n x L`` tensor."""
     return (x == PAD).all(-1)
-
-
-def _require_target(y: object, name: str) -> None:
-    """scikit-learn's wording for a missing target."""
-    if y is None:
-        raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
-
-
-def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
-    """Validate regression targets: numeric, finite, ``n`` rows; returns float64 ``(n,)`` or ``(n, B)``."""
-    _require_target(y, name)
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be numeric regression targets ({err})") from err
-    if arr.ndim not in (1, 2):
-        raise ValueError(f"{name} must have shape (n,) or (n, num_outputs); got {arr.shape}")
-    if arr.shape[0] != n:
-        raise ValueError(f"{name} has {arr.shape[0]} rows but X has {n} documents")
-    bad = ~np.isfinite(arr.reshape(n, -1)).all(-1)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        raise ValueError(
-            f"{name} holds NaN or infinite values in rows {rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
-        )
-    return arr
-
-
-def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
-    """Validate class labels: one per document (``n``), no missing values, at least two
-    classes. Returns ``(classes, codes)`` as ``np.unique(y, return_inverse=True)``."""
-    _require_target(y, name)
-    arr = np.asarray(y)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ValueError(f"{name} must hold one label per document: {n} documents, {name} of shape {arr.shape}")
-    if arr.dtype.kind == "f" or arr.dtype == object:
-        missing = np.array([v is None or (isinstance(v, float) and v != v) for v in arr.tolist()])
-        if missing.any():
-            rows = np.flatnonzero(missing)
-            raise ValueError(f"{name} holds missing labels (None or NaN) in rows {_rows_text(rows)}")
-    if arr.dtype.kind == "f":
-        check_classification_targets(arr)  # continuous values: "Unknown label type: continuous"
-    try:
-        classes, codes = np.unique(arr, return_inverse=True)
-    except TypeError as err:
-        raise TypeError(f"{name} mixes label types that cannot be ordered ({err})") from None
-    if len(classes) < 2:
-        raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs more than one class")
-    return classes, codes.reshape(-1)
-
-
-def true_class_log_proba(proba: np.ndarray, classes: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-document log predictive probability of the true class: ``proba`` is ``n x C`` over
-    ``classes``; a label not in ``classes`` (never seen in training) counts as probability 0,
-    floored at 1e-300 like every probability."""
-    column = {c: j for j, c in enumerate(classes)}
-    cols = np.array([column.get(c, -1) for c in y], dtype=np.int64)
-    p = np.where(cols >= 0, proba[np.arange(len(cols)), np.maximum(cols, 0)], 0.0)
-    return np.log(np.maximum(p, 1e-300))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 import pyro
@@ -26,10 +26,11 @@ from tqdm.auto import tqdm
 
 from ..._random import seeded_torch
 from ..._typing import Documents, TensorLike
+from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ...base.targets import check_labels, check_targets_array
 from ...base.validation import check_number, standardization
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
-from ...models.documents import BagOfWordsInputMixin, DocumentEncoder, check_labels, check_targets_array
 from ...warnings import EmptyDocumentsWarning
 from .em import SupervisedLDAEM
 from .pyro_model import SupervisedLDA
@@ -50,7 +51,7 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
 
     _response = "gaussian"
 
-    def _encode_fit(self, X) -> np.ndarray:
+    def _encode_fit(self, X: Documents) -> np.ndarray:
         self._encoder = DocumentEncoder(self.vocabulary, None)
         x = self._encoder.fit_transform(X)
         self.vocabulary_ = self._encoder.vocabulary
@@ -160,23 +161,23 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
     def _seen(self, x: np.ndarray) -> np.ndarray:
         return np.bincount(x[x != PAD], minlength=self.n_words_) > 0
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         from sklearn.utils import TransformerTags
 
         tags = super().__sklearn_tags__()
         tags.transformer_tags = TransformerTags()  # transform(): documents -> topic frequencies
         return tags
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Documents) -> np.ndarray:
         """Expected topic frequencies E_q[z-bar] (n x K), from the E-step without the response."""
         x = self._encode(X)  # checks that the model is fitted
         return self.engine_.transform(x)
 
-    def fit_transform(self, X, y) -> np.ndarray:
+    def fit_transform(self, X: Documents, y: TensorLike) -> np.ndarray:
         """``fit(X, y)``, then the topic frequencies of ``X`` (:meth:`transform`)."""
         return self.fit(X, y).transform(X)
 
-    def heldout_log_likelihood_per_word(self, X) -> float:
+    def heldout_log_likelihood_per_word(self, X: Documents) -> float:
         """Variational lower bound of the held-out per-word log likelihood."""
         x = self._encode(X)
         return self.engine_.heldout_log_likelihood_per_word(x)
@@ -346,7 +347,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         self._warn_if_unconverged("sLDA (svi)", "epochs", "increase max_epochs")
         return self
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: Documents) -> np.ndarray:
         zbar = self.transform(X)
         if self._response == "bernoulli":
             p = 1 / (1 + np.exp(-(zbar @ self.eta_)))
@@ -356,7 +357,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         p = np.exp(lin)
         return p / p.sum(1, keepdims=True)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Documents) -> np.ndarray:
         proba = self.predict_proba(X)  # checks that the model is fitted
         return self.classes_[np.argmax(proba, axis=1)]
 
@@ -407,6 +408,6 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Documents) -> np.ndarray:
         z = self.transform(X)  # checks that the model is fitted
         return self.regression_.predict(z)

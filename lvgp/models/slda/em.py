@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
@@ -107,7 +108,15 @@ class SupervisedLDAEM:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ E-step
-    def doc_elbo(self, ids, mask, lengths, phi, gamma, y=None) -> np.ndarray:
+    def doc_elbo(
+        self,
+        ids: np.ndarray,
+        mask: np.ndarray,
+        lengths: np.ndarray,
+        phi: np.ndarray,
+        gamma: np.ndarray,
+        y: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The per-document ELBO of eq. 2 (without the response term when ``y`` is None)."""
         K, alpha = self.K, self.alpha
         dig = digamma(gamma) - digamma(gamma.sum(1, keepdims=True))  # E[log theta]
@@ -135,7 +144,9 @@ class SupervisedLDAEM:
             )
         return elbo
 
-    def e_step(self, x, y=None, init: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def e_step(
+        self, x: np.ndarray, y: np.ndarray | None = None, init: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Coordinate ascent (eqs. 6-7) for every document; the response terms only when ``y``
         is given. ``init``: (phi, gamma) to start from (EM warm-starts each E-step from the
         previous one, so the ELBO can only increase). Returns phi (D x L x K, zero on
@@ -151,7 +162,7 @@ class SupervisedLDAEM:
             phi, gamma = init[0].copy(), self.alpha + init[0].sum(1)
         n = lengths.astype(float)[:, None]
         supervised = y is not None
-        if supervised:
+        if y is not None:
             eta, s2 = self.eta_, self.sigma2_
             lin = (y[:, None] / (n * s2)) * eta[None, :]  # (y / N sigma^2) eta
             quad_scale = 1.0 / (2 * n**2 * s2)
@@ -183,13 +194,16 @@ class SupervisedLDAEM:
         return phi, gamma
 
     # ------------------------------------------------------------------ M-step and fitting
-    def _m_step(self, ids, mask, lengths, phi, y):
+    def _m_step(
+        self, ids: np.ndarray, mask: np.ndarray, lengths: np.ndarray, phi: np.ndarray, y: np.ndarray | None
+    ) -> None:
         counts = np.zeros((self.K, self.vocab_size_))
         np.add.at(counts.T, ids[mask], phi[mask])  # eq. 8: expected counts of topic-word
         # a floor of 1e-100 keeps log beta finite where phi underflowed to 0 (changes nothing else)
         counts += 1e-100
         self.log_beta_ = np.log(counts / counts.sum(1, keepdims=True))
         if self.supervised:
+            assert y is not None
             ea = phi.sum(1) / lengths[:, None]  # E[A], rows phi-bar_d
             eata = expected_zbar_outer(phi, mask, lengths).sum(0)  # E[A^T A]
             self.eta_ = np.linalg.solve(eata, ea.T @ y)  # eq. 10
@@ -197,7 +211,7 @@ class SupervisedLDAEM:
         if self.learn_alpha:
             self._update_alpha(phi, lengths)
 
-    def _update_alpha(self, phi, lengths, iters: int = 20) -> None:
+    def _update_alpha(self, phi: np.ndarray, lengths: np.ndarray, iters: int = 20) -> None:
         """Newton's method on a symmetric alpha (Blei et al. 2003, A.4.2), in log space."""
         gamma = self.alpha + phi.sum(1)
         ss = (digamma(gamma) - digamma(gamma.sum(1, keepdims=True))).sum()
@@ -213,7 +227,7 @@ class SupervisedLDAEM:
                 break
         self.alpha = float(np.clip(math.exp(log_a), 1e-6, 1e3))
 
-    def _initialize(self, ids, mask, y):
+    def _initialize(self, ids: np.ndarray, mask: np.ndarray, y: np.ndarray | None) -> None:
         rng = np.random.default_rng(self.random_state)
         K, V = self.K, self.vocab_size_
         if self.init == "paper":
@@ -225,6 +239,7 @@ class SupervisedLDAEM:
             raise ValueError(f"init must be 'paper' or 'random'; got {self.init!r}")
         if self.supervised:
             self.eta_ = np.linspace(-1, 1, K) if K > 1 else np.zeros(1)  # a grid on [-1, 1]
+            assert y is not None
             self.sigma2_ = float(np.var(y)) if np.var(y) > 0 else 1.0
 
     def fit(self, x: np.ndarray, y: np.ndarray | None = None, vocab_size: int | None = None) -> SupervisedLDAEM:
@@ -258,7 +273,12 @@ class SupervisedLDAEM:
 
     @classmethod
     def from_parameters(
-        cls, log_beta: np.ndarray, alpha: float, eta=None, seen_words=None, **options
+        cls,
+        log_beta: np.ndarray,
+        alpha: float,
+        eta: np.ndarray | None = None,
+        seen_words: np.ndarray | None = None,
+        **options: Any,
     ) -> SupervisedLDAEM:
         """An inference engine for fitted parameters (e.g. from the Pyro model): E-steps,
         ``transform``, held-out likelihood. ``eta`` may be ``C x K`` (categorical)."""
@@ -272,7 +292,7 @@ class SupervisedLDAEM:
         return engine
 
     # ------------------------------------------------------------------ prediction
-    def _known(self, x) -> tuple[np.ndarray, np.ndarray]:
+    def _known(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Held-out documents with words never seen in training dropped (counted in an
         UnseenWordsWarning), and a mask of the documents that keep at least one word."""
         x = np.asarray(x)
@@ -289,7 +309,7 @@ class SupervisedLDAEM:
         x = np.where(unseen, PAD, x)
         return x, (x != PAD).any(1)
 
-    def transform(self, x) -> np.ndarray:
+    def transform(self, x: np.ndarray) -> np.ndarray:
         """E_q[z-bar] (D x K) from the E-step without the response (eqs. 12-13). A document
         with no word seen in training gets the prior mean of z-bar, alpha / sum(alpha)."""
         x, nonempty = self._known(x)
@@ -300,11 +320,11 @@ class SupervisedLDAEM:
             out[nonempty] = phi.sum(1) / lengths[:, None]
         return out
 
-    def predict(self, x) -> np.ndarray:
+    def predict(self, x: np.ndarray) -> np.ndarray:
         r""":math:`\eta^\top\mathbb E_q[\bar Z]` (eq. 13)."""
         return self.transform(x) @ self.eta_
 
-    def heldout_log_likelihood_per_word(self, x) -> float:
+    def heldout_log_likelihood_per_word(self, x: np.ndarray) -> float:
         """The variational lower bound of log p(w) of held-out documents, per word (words
         unseen in training are left out, with a warning)."""
         x, nonempty = self._known(x)

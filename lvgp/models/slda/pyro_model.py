@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from pyro.nn import PyroModule, pyro_method
 
-from .._pyro import pyro_param
+from ...base.pyro import pyro_param
 
 RESPONSES = ("gaussian", "bernoulli", "categorical", "poisson")
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Self
+from collections.abc import Callable
+from typing import Any, Self
 
 import numpy as np
 import pyro
@@ -67,7 +68,7 @@ class CategoricalTable:
         return codes
 
 
-def _sort_key(v: str):
+def _sort_key(v: str) -> tuple:
     try:
         return (0, float(v), v)
     except ValueError:
@@ -85,104 +86,6 @@ def check_codes(codes: np.ndarray, cardinalities: list[int], name: str = "codes"
         rows, cols = np.nonzero(bad)
         raise ValueError(f"{name} holds codes outside [-1, K_d) at (row, column) {list(zip(rows[:5], cols[:5]))}")
     return codes
-
-
-# ------------------------------------------------------------------ frequency baselines
-
-
-class _FrequencyModel(BaseEstimator):
-    def fit(self, codes: np.ndarray, cardinalities: list[int]):
-        self.cardinalities_ = list(cardinalities)
-        self.codes_ = check_codes(codes, cardinalities)
-        return self
-
-    def _counts(self, d: int) -> np.ndarray:
-        col = self.codes_[:, d]
-        return np.bincount(col[col >= 0], minlength=self.cardinalities_[d]).astype(float)
-
-
-class UniformModel(_FrequencyModel):
-    """Every value equally likely."""
-
-    def predict_proba(self, codes):
-        return [np.full((len(codes), k), 1.0 / k) for k in self.cardinalities_]
-
-
-class MultinomialModel(_FrequencyModel):
-    """Marginal frequencies of the training data (no smoothing: an unseen value gets 0)."""
-
-    def predict_proba(self, codes):
-        out = []
-        for d in range(len(self.cardinalities_)):
-            c = self._counts(d)
-            out.append(np.tile(c / c.sum(), (len(codes), 1)))
-        return out
-
-
-class UnigramDirichletMultinomial(_FrequencyModel):
-    """Posterior predictive of a Dirichlet(alpha)-multinomial per column: (n_k + a) / (n + K a)."""
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
-
-    def predict_proba(self, codes):
-        out = []
-        for d, k in enumerate(self.cardinalities_):
-            c = self._counts(d)
-            out.append(np.tile((c + self.alpha) / (c.sum() + k * self.alpha), (len(codes), 1)))
-        return out
-
-
-class BigramDirichletMultinomial(_FrequencyModel):
-    """A Dirichlet(alpha)-multinomial of column d conditioned on one other observed column e:
-    (n_{d=k, e=j} + a) / (n_{e=j} + K_d a).
-
-    Which e: for each column d, the other columns are ranked by their empirical mutual
-    information with d on the training rows (where both are observed); a row uses the
-    highest-ranked column it has observed. A row with no other observed column falls back
-    to the unigram model.
-    """
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
-
-    def fit(self, codes, cardinalities):
-        super().fit(codes, cardinalities)
-        D = len(cardinalities)
-        self.partners_ = []
-        for d in range(D):
-            scores = [(self._mutual_information(d, e), e) for e in range(D) if e != d]
-            self.partners_.append([e for _, e in sorted(scores, reverse=True)])
-        return self
-
-    def _joint(self, d: int, e: int) -> np.ndarray:
-        both = (self.codes_[:, d] >= 0) & (self.codes_[:, e] >= 0)
-        joint = np.zeros((self.cardinalities_[d], self.cardinalities_[e]))
-        np.add.at(joint, (self.codes_[both, d], self.codes_[both, e]), 1.0)
-        return joint
-
-    def _mutual_information(self, d: int, e: int) -> float:
-        joint = self._joint(d, e)
-        if joint.sum() == 0:
-            return -np.inf
-        p = joint / joint.sum()
-        pd, pe = p.sum(1, keepdims=True), p.sum(0, keepdims=True)
-        nz = p > 0
-        return float((p[nz] * np.log(p[nz] / (pd @ pe)[nz])).sum())
-
-    def predict_proba(self, codes):
-        codes = check_codes(codes, self.cardinalities_)
-        out = []
-        for d, k in enumerate(self.cardinalities_):
-            c = self._counts(d)
-            probs = np.tile((c + self.alpha) / (c.sum() + k * self.alpha), (len(codes), 1))
-            for i, row in enumerate(codes):
-                e = next((e for e in self.partners_[d] if row[e] >= 0), None)
-                if e is not None:
-                    column = self._joint(d, e)[:, row[e]]
-                    probs[i] = (column + self.alpha) / (column.sum() + k * self.alpha)
-            out.append(probs)
-        return out
 
 
 # ------------------------------------------------------------------ CLGP and LGM
@@ -331,7 +234,7 @@ class CLGP(BaseEstimator):
         self,
         model: CategoricalLatentGP,
         params: list[torch.Tensor],
-        loss_fn,
+        loss_fn: Callable[[], torch.Tensor],
         iters: int,
         desc: str,
         warmup: int = 0,
@@ -605,7 +508,7 @@ def hide_each_value(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return partial, columns, codes[rows, columns]
 
 
-def imputation_perplexity(model, partial: np.ndarray, columns: np.ndarray, values: np.ndarray) -> float:
+def imputation_perplexity(model: Any, partial: np.ndarray, columns: np.ndarray, values: np.ndarray) -> float:
     """exp(-mean log p(hidden value | the rest of its row)) -- the paper's test perplexity."""
     probs = model.predict_proba(partial)
     p = np.array([probs[d][i, v] for i, (d, v) in enumerate(zip(columns, values))])

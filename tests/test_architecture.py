@@ -1,0 +1,108 @@
+"""The layering of the package (issue 30): every import -- at module level or inside a function --
+points down the layers, and no two modules import each other, directly or around a circle.
+
+Layers, bottom to top: the root utilities (``_typing``, ``_random``, ``_version``, ``warnings``),
+``bow``, ``datasets``, ``base``, ``kernels``, ``models``, ``baselines``, ``experiments``.
+Imports under ``if TYPE_CHECKING:`` are annotations only and not counted."""
+
+from __future__ import annotations
+
+import ast
+import collections
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "lvgp"
+LAYERS = ["_typing", "_random", "_version", "warnings", "bow", "datasets", "base", "kernels", "models", "baselines"]
+LAYERS += ["experiments", "__main__", "lvgp"]
+RANK = {name: i for i, name in enumerate(LAYERS)}
+RANK.update({"_typing": 0, "_random": 0, "_version": 0, "warnings": 0})
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(tree: ast.AST):
+    """Import nodes outside ``if TYPE_CHECKING:`` blocks."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            skip.update(id(n) for n in ast.walk(node))
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skip]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module(p): p for p in ROOT.rglob("*.py")}
+    edges: dict[str, set[str]] = collections.defaultdict(set)
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in _runtime_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                targets = [target] + [f"{target}.{a.name}" for a in node.names]
+            else:
+                targets = [a.name for a in node.names]
+            for t in targets:
+                # the module imported: the longest prefix that is a module of the package
+                while t and t not in modules:
+                    t = t.rsplit(".", 1)[0] if "." in t else ""
+                if t and t != name:
+                    edges[name].add(t)
+    return edges
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "lvgp"
+
+
+def test_no_import_runs_back_up_the_layers():
+    upward = sorted(
+        (source, target)
+        for source, targets in _graph().items()
+        for target in targets
+        if RANK[_area(target)] > RANK[_area(source)]
+    )
+    assert upward == []
+
+
+def test_no_import_circles():
+    """No cycle among the modules (package ``__init__`` files re-export their submodules, so the
+    edges from a submodule to its own package's ``__init__`` are left out)."""
+    edges = _graph()
+    edges = {
+        m: {t for t in ts if not (t and m.startswith(t + "."))}  # a submodule importing its package
+        for m, ts in edges.items()
+    }
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt) :] + [nxt] if nxt in path else [node, nxt])
+            elif state.get(nxt) is None:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    # a package __init__ importing its submodules and a submodule importing a sibling through the
+    # package is not a cycle of logic: keep only cycles that do not pass through an __init__
+    packages = {_module(p) for p in ROOT.rglob("__init__.py")}
+    real = [c for c in cycles if not any(m in packages for m in c[:-1])]
+    assert real == [], real
+
+
+@pytest.mark.parametrize("package", ["base", "kernels", "models", "baselines", "experiments"])
+def test_each_layer_is_a_package(package):
+    assert (ROOT / package / "__init__.py").exists()
