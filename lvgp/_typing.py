@@ -13,4 +13,7 @@ TensorLike: TypeAlias = torch.Tensor | np.ndarray | ArrayLike
 #: texts (strings or token lists), a scipy.sparse / numpy count matrix, or a padded torch.long tensor
 Documents: TypeAlias = Any
 
-__all__ = ["TensorLike", "Documents"]
+#: an estimator's ``word_embeddings``: a name, a ``WordEmbeddings`` table, ``"corpus"``, a tuple of these, or None
+EmbeddingsSpec: TypeAlias = Any
+
+__all__ = ["TensorLike", "Documents", "EmbeddingsSpec"]

@@ -16,12 +16,12 @@ from scipy.special import expit
 from sklearn.base import clone
 
 from lvgp import Vocabulary
+from lvgp.base.embeddings import ppmi_svd_embeddings
 from lvgp.base.splits import dev_split, stratified_folds
 from lvgp.baselines.gp_embedding import (
     CovariateSmoother,
     GPEmbeddingLogisticRegression,
     extended_smoothed_weights,
-    ppmi_svd_embeddings,
     rbf_covariance,
     smoothed_weights,
     smoothing_matrix,

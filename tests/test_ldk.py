@@ -445,3 +445,24 @@ def test_cosine_level2_with_one_hot_word_vectors_is_the_cosine_of_count_vectors(
     expected = cosine_similarity(padded_to_counts(X1, V), padded_to_counts(X2, V))
     torch.testing.assert_close(k(X1, X2).to_dense(), torch.from_numpy(expected), rtol=0, atol=1e-12)
     torch.testing.assert_close(k(X1, diag=True), torch.ones(len(X1), dtype=torch.float64), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("embedding,level2", [("rbf", "linear"), ("poly", "cosine"), ("linear", "rbf")])
+def test_diagonal_of_long_documents_against_others_goes_through_the_words_gram(embedding, level2):
+    """``diag=True`` of two different sets of long, heavily padded documents: the paired inner
+    products through the Gram of their distinct words (fewer entries than the documents' own
+    L1 x L2 blocks) equal the loop reference, values and gradients."""
+    k = make_kernel(embedding, level2)
+    g = torch.Generator().manual_seed(9)
+    a, b = torch.full((3, 60), PAD), torch.full((3, 45), PAD)
+    a[:, :50] = torch.randint(0, V, (3, 50), generator=g)
+    b[:, :40] = torch.randint(0, V, (3, 40), generator=g)
+    with torch.no_grad():
+        torch.testing.assert_close(k(a, b, diag=True), ref_gram(k, a, b).diagonal(), rtol=0, atol=1e-10)
+    latent = k.word_vectors.raw_latent.detach().clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(
+        lambda lat: functional_call(k, {"word_vectors.raw_latent": lat}, (a, b), {"diag": True}),
+        (latent,),
+        eps=1e-6,
+        atol=1e-6,
+    )

@@ -318,6 +318,14 @@ def test_a_registered_method_runs_in_a_study_end_to_end(toy_method, tmp_path, ca
     assert [r["method"] for r in records] == ["logreg"] * 2 + [toy_method] * 2  # in registration order
     assert all(0 <= r["accuracy"] <= 1 for r in records)
     assert (tmp_path / "out" / "accuracy_vs_train_size.png").stat().st_size > 0
+    # calibration: recorded for the methods that give probabilities, with a table and a diagram
+    for r in records:
+        assert ("log_loss" in r) == (r["method"] == "logreg")
+        if r["method"] == "logreg":
+            assert r["log_loss"] > 0 and 0 <= r["ece"] <= 1 and sum(r["reliability"]["count"]) == r["n_test"]
+    log_loss_table = table.split("none run.")[1]
+    assert "Test log loss" in log_loss_table and "| train size | LogReg (BoW) |" in log_loss_table
+    assert (tmp_path / "out" / "reliability.png").stat().st_size > 0
     with pytest.raises(SystemExit):
         main(["compare", "classification", "--help"])
     assert toy_method in capsys.readouterr().out

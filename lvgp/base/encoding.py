@@ -36,10 +36,9 @@ from .._typing import Documents
 from ..bow.padded import PAD, check_padded, counts_to_padded
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
-from .embeddings import embedding_features, resolve_embeddings
+from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, needs_texts, resolve_embeddings
 
 if TYPE_CHECKING:
-    from ..datasets.loaders import WordEmbeddings
     from ..kernels.word_vectors import WordVectors
 
 __all__ = ["KINDS", "input_kind", "BagOfWordsInputMixin", "DocumentEncoder", "take_documents", "empty_rows"]
@@ -90,19 +89,23 @@ class DocumentEncoder:
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (fitted: used as is;
             unfitted: a copy is fitted on the training texts) or ``None`` for the default.
         num_words: for padded input, the vocabulary size (default: largest id + 1).
-        word_embeddings: ``None``, a :class:`~lvgp.datasets.WordEmbeddings` or the name of one
-            (e.g. ``"glove-6b-50d"``); needs text input. Fitting sets :attr:`word_features`.
+        word_embeddings: ``None`` or a specification of word embeddings
+            (:mod:`lvgp.base.embeddings`: a name such as ``"glove-6b-50d"``, a
+            :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"``, or a tuple of these); needs
+            text input. Fitting sets :attr:`word_features`.
     """
 
     def __init__(
         self,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
-        word_embeddings: str | WordEmbeddings | None = None,
+        word_embeddings: Any = None,
     ) -> None:
         self.vocabulary_template = vocabulary
         self.num_words_option = num_words
         self.word_embeddings = word_embeddings
+        #: the table ``word_embeddings`` resolved to (``None`` until needed)
+        self.embeddings: Any = None
         self.kind: str | None = None
         self.vocabulary: Vocabulary | None = None
         #: the vocabulary size once fitted (0 before)
@@ -110,12 +113,16 @@ class DocumentEncoder:
         #: ``num_words x h`` pretrained vectors of the vocabulary (scaled to unit mean norm), or ``None``
         self.word_features: np.ndarray | None = None
         self.feature_scale: float | None = None
+        #: how many unlabeled documents the word embeddings were learned from (``"corpus"``)
+        self.n_unlabeled: int = 0
 
-    def fit_transform(self, X: Documents, name: str = "X") -> torch.Tensor:
-        """Fit on training documents and encode them (empty documents raise)."""
+    def fit_transform(self, X: Documents, name: str = "X", unlabeled: Documents | None = None) -> torch.Tensor:
+        """Fit on training documents and encode them (empty documents raise). ``unlabeled``:
+        further texts for ``word_embeddings="corpus"`` (the vectors are learned from ``X`` and them)."""
         self.kind = input_kind(X)
         if (X.shape[0] if hasattr(X, "shape") else len(X)) == 0:
             raise ValueError(f"{name} holds no documents: fitting needs at least one")
+        extra = self._unlabeled(unlabeled)
         if self.kind == "texts":
             docs = list(X)
             template = self.vocabulary_template
@@ -127,8 +134,9 @@ class DocumentEncoder:
             self.num_words = len(self.vocabulary)
             x = self.vocabulary.encode(docs, on_empty="raise", name=name)
             if self.word_embeddings is not None:
+                self.embeddings = resolve_embeddings(self.word_embeddings, docs + extra, self.vocabulary)
                 self.word_features, self.feature_scale = embedding_features(
-                    self.vocabulary.words, resolve_embeddings(self.word_embeddings), stacklevel=4
+                    self.vocabulary.words, self.embeddings, stacklevel=4
                 )
             return x
         if self.word_embeddings is not None:
@@ -148,6 +156,25 @@ class DocumentEncoder:
             self.num_words = int(self.num_words_option or largest)
         check_padded(x, name, self.num_words)
         return x
+
+    def _unlabeled(self, unlabeled: Documents | None) -> list:
+        """The unlabeled texts (``[]`` for ``None``); they feed ``word_embeddings="corpus"`` only."""
+        if unlabeled is None:
+            return []
+        if isinstance(unlabeled, str):
+            raise TypeError("unlabeled must be a sequence of texts, not a single string")
+        if input_kind(unlabeled) != "texts":
+            raise TypeError("unlabeled must be texts (strings or token lists): they extend the word embeddings")
+        docs = list(unlabeled)
+        if docs and not needs_texts(self.word_embeddings):
+            warnings.warn(
+                f"{len(docs)} unlabeled documents are not used: they feed word_embeddings='corpus' only",
+                UserWarning,
+                stacklevel=4,
+            )
+            return []
+        self.n_unlabeled = len(docs)
+        return docs
 
     def transform(self, X: Documents, name: str = "X") -> torch.Tensor:
         """Encode documents with the fitted state; documents without known words become
@@ -206,46 +233,43 @@ class DocumentEncoder:
         with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / self.feature_scale):
             yield x
 
-    def _available_embeddings(self) -> WordEmbeddings | None:
+    def _available_embeddings(self) -> Any:
         if self.word_embeddings is None or self.feature_scale is None:
             return None
-        try:
-            return resolve_embeddings(self.word_embeddings)
-        except Exception as err:  # e.g. offline after loading a saved model: unseen words are then dropped
-            warnings.warn(f"pretrained embeddings unavailable ({err}); unseen words are dropped", RuntimeWarning, 3)
-            return None
+        if self.embeddings is None:  # a named table of a reloaded model, loaded when first needed
+            try:
+                self.embeddings = resolve_embeddings(self.word_embeddings)
+            except Exception as err:  # e.g. offline after loading a saved model: unseen words are then dropped
+                warnings.warn(f"pretrained embeddings unavailable ({err}); unseen words are dropped", RuntimeWarning, 3)
+                return None
+        return self.embeddings
 
     def to_dict(self) -> dict:
-        """Plain values and tensors (``torch.load(weights_only=True)`` reads them back): a named
-        embedding is saved by name, a custom :class:`~lvgp.datasets.WordEmbeddings` whole (its
-        words and vectors), so that a reloaded model maps unseen words exactly as before."""
-        embeddings: Any = self.word_embeddings
-        if embeddings is not None and not isinstance(embeddings, str):
-            embeddings = {
-                "name": getattr(embeddings, "name", "custom"),
-                "words": list(embeddings.words),
-                "vectors": torch.as_tensor(np.asarray(embeddings.vectors)),
-            }
+        """Plain values and tensors (``torch.load(weights_only=True)`` reads them back): named
+        embeddings by name, a custom or corpus-learned table whole (its words and vectors), so that
+        a reloaded model maps unseen words exactly as before."""
         return {
             "kind": self.kind,
             "num_words": self.num_words,
             "vocabulary": self.vocabulary.to_dict() if self.vocabulary is not None else None,
-            "word_embeddings": embeddings,
+            "word_embeddings": embeddings_to_dict(self.word_embeddings, self.embeddings),
             "feature_scale": self.feature_scale,
+            "word_features": None if self.word_features is None else torch.as_tensor(self.word_features),
+            "n_unlabeled": self.n_unlabeled,
         }
 
     @classmethod
     def from_dict(cls, state: dict) -> DocumentEncoder:
-        embeddings = state.get("word_embeddings")
-        if isinstance(embeddings, dict):
-            from ..datasets.loaders import WordEmbeddings
-
-            embeddings = WordEmbeddings(embeddings["name"], embeddings["words"], embeddings["vectors"].numpy())
-        enc = cls(word_embeddings=embeddings)
+        spec, table = embeddings_from_dict(state.get("word_embeddings"))
+        enc = cls(word_embeddings=spec)
+        enc.embeddings = table
         enc.kind = state["kind"]
         enc.num_words = state["num_words"]
         enc.vocabulary = Vocabulary.from_dict(state["vocabulary"]) if state["vocabulary"] is not None else None
         enc.feature_scale = state.get("feature_scale")
+        features = state.get("word_features")  # saved since lvgp 0.2
+        enc.word_features = None if features is None else features.numpy()
+        enc.n_unlabeled = state.get("n_unlabeled", 0)
         return enc
 
 

@@ -96,6 +96,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
 from .._random import derive_seed, seeded_torch
+from ..base.embeddings import ppmi_svd_embeddings
 from ..base.fitting import minimize
 from ..base.numerics import CovarianceError
 from ..base.pyro import pyro_param
@@ -112,7 +113,6 @@ __all__ = [
     "smoothing_matrix",
     "smoothed_weights",
     "extended_smoothed_weights",
-    "ppmi_svd_embeddings",
 ]
 
 
@@ -231,27 +231,6 @@ class EigenCovariance:
     def solve(self, rhs: Tensor, s2: Tensor) -> Tensor:
         """(K_l + sigma^2 I)^-1 rhs."""
         return self.u @ ((self.u.mT @ rhs) / (self.lam + s2).unsqueeze(-1))
-
-
-def ppmi_svd_embeddings(counts: sp.spmatrix, dim: int, random_state: int | None = None) -> np.ndarray:
-    """Word vectors from unlabeled documents: truncated SVD of the positive pointwise mutual
-    information of document-level co-occurrence. ``counts``: ``n x p`` document-term
-    counts; returns ``p x dim`` (rows scaled by the square roots of the singular values)."""
-    from sklearn.utils.extmath import randomized_svd
-
-    binary = (sp.csr_matrix(counts) > 0).astype(np.float64)
-    co = (binary.T @ binary).tocoo()  # p x p co-occurrence (documents containing both)
-    total = co.data.sum()
-    row = np.asarray(binary.T @ binary.sum(1)).ravel()  # marginal weight of each word
-    with np.errstate(divide="ignore"):
-        pmi = np.log(co.data * total / (row[co.row] * row[co.col]))
-    keep = (pmi > 0) & (co.row != co.col)
-    ppmi = sp.csr_matrix((pmi[keep], (co.row[keep], co.col[keep])), shape=co.shape)
-    k = max(1, min(dim, min(ppmi.shape) - 1))
-    u, s, _ = randomized_svd(ppmi, k, random_state=random_state)
-    out = np.zeros((ppmi.shape[0], dim))
-    out[:, :k] = u * np.sqrt(s)
-    return out
 
 
 class CovariateSmoother(PyroModule):

@@ -2,7 +2,8 @@
 section 3), as scikit-learn classifiers on raw texts.
 
 * :class:`BowClassifier` -- L2 logistic regression (``model="logreg"``) or a linear SVM
-  (``model="svm"``) on L2-normalized tf-idf word vectors.
+  (``model="svm"``) on L2-normalized tf-idf word vectors; the SVM's probabilities are Platt's
+  (sigmoids fitted by internal cross-validation), its predictions its own.
 * :class:`MeanEmbeddingClassifier` -- logistic regression on the mean word embedding of a
   document (Le & Mikolov's average; words without a vector skipped).
 * :class:`BagOfClustersClassifier` -- k-means over the embeddings of the training words;
@@ -45,6 +46,28 @@ def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_stat
     """Fit logistic regression or a linear SVM with C chosen by stratified CV (accuracy)."""
     base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000, random_state=0)
     return _grid_search(base, {"C": list(Cs)}, {"C": float(Cs[-1])}, features, y, random_state)
+
+
+def platt_scaling(svm, features, y: np.ndarray, random_state=None):
+    """Platt's probabilities for a fitted linear SVM: scikit-learn's ``CalibratedClassifierCV``
+    (``method="sigmoid"``) over :func:`~lvgp.base.splits.stratified_folds` of the training documents
+    (a clone of the SVM with its chosen C on each training part, the sigmoids on the held-out part;
+    their average); with too few documents for two folds, sigmoids fitted on the training decision
+    values themselves (``cv="prefit"``-like, with a warning)."""
+    from sklearn.base import clone
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.frozen import FrozenEstimator
+
+    folds = stratified_folds(y, 3, random_state or 0)
+    if not folds:
+        warnings.warn(
+            "too few documents per class to cross-validate Platt scaling; sigmoids fitted on the "
+            "training decision values",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return CalibratedClassifierCV(FrozenEstimator(svm), method="sigmoid").fit(features, y)
+    return CalibratedClassifierCV(clone(svm), method="sigmoid", cv=folds).fit(features, y)
 
 
 def _grid_search(base, grid: dict, fallback: dict, features, y: np.ndarray, random_state=None):
@@ -131,18 +154,27 @@ class BowClassifier(_TextClassifier):
             raise ValueError(f"model must be 'logreg' or 'svm'; got {self.model!r}")
         return self.model
 
+    def _features(self, X):
+        return self.tfidf_.transform(self._counts(X))
+
     def _fit_features(self, X):
         self.tfidf_ = TfidfTransformer().fit(self._counts(X))
         return self._features(X)
 
-    def _features(self, X):
-        return self.tfidf_.transform(self._counts(X))
+    def fit(self, X, y):
+        super().fit(X, y)
+        if self.model == "svm":
+            self.calibrated_ = platt_scaling(self.model_, self._features(_check_texts(X)[0]), np.asarray(y))
+        return self
 
     def predict_proba(self, X):
+        """Class probabilities: logistic regression's own, or for the SVM Platt's sigmoids of its
+        decision values (:func:`platt_scaling`; the SVM's predictions stay its own argmax)."""
         check_is_fitted(self, "model_")
-        if self.model != "logreg":
-            raise AttributeError("predict_proba needs model='logreg'")
-        return self.model_.predict_proba(self._features(_check_texts(X)[0]))
+        features = self._features(_check_texts(X)[0])
+        if self.model == "svm":
+            return self.calibrated_.predict_proba(features)
+        return self.model_.predict_proba(features)
 
 
 class KernelSVMClassifier(_TextClassifier):

@@ -30,9 +30,11 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.splits import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
@@ -176,6 +178,71 @@ register_method("classification", "svm-rbf", "RBF SVM (BoW)")(_kernel_svm("rbf")
 register_method("classification", "svm-poly", "Quadratic SVM (BoW)")(_kernel_svm("poly"))
 
 
+# ------------------------------------------------------------------ LDK that contains the bag of words
+def plus_embeddings(study) -> str | tuple[str, str]:
+    """The -plus methods' word vectors: GloVe, and with ``--unlabeled pool`` also vectors learned
+    from the training and unlabeled documents (``"corpus"``)."""
+    return (study.embeddings, "corpus") if study.unlabeled == "pool" else study.embeddings
+
+
+#: what the -plus methods share: the word kernel lambda*delta + x_v^T x_w (a linear embedding of
+#: GloVe-tied vectors: explicit mean embeddings, no word Gram), idf weights, the cosine level 2
+PLUS_KERNEL: dict[str, Any] = dict(embedding="linear", level2="cosine", word_weighting="idf", latent_dim=16)
+
+
+def _plus_gpc_grid(study) -> dict[str, list]:
+    return {"rho": [10.0, 0.1], "alpha_epsilon": [0.01, 0.001]}
+
+
+@register_method(
+    "classification",
+    "ldk-gpc-plus",
+    "GP classifier (LDK+BoW)",
+    dev_grid=_plus_gpc_grid,
+    uses_unlabeled=True,
+    description="Dirichlet GP classifier; lambda, the output scales and the GloVe map fitted by the marginal likelihood",
+)
+def _ldk_gpc_plus(study, cell, data):
+    from ..models.gpc import LDKGPClassifier
+
+    return LDKGPClassifier(
+        **PLUS_KERNEL,
+        identity_weight="balanced",
+        word_embeddings=plus_embeddings(study),
+        max_iter=study.ldk_max_iter,
+        random_state=study.cell_seed(cell),
+    )
+
+
+#: lambda of the latent SMM's word kernel, chosen on dev: from where the two parts weigh alike in a
+#: document's self-similarity (about 1 with unit-scale tied vectors) to the bag-of-words limit
+PLUS_SMM_IDENTITY_WEIGHTS = (1.0, 30.0, 1e6)
+
+
+def _plus_smm_grid(study) -> dict[str, list]:
+    return {"C": sorted(study.smm_cs), "identity_weight": list(PLUS_SMM_IDENTITY_WEIGHTS)}
+
+
+@register_method(
+    "classification",
+    "latent-smm-plus",
+    "Latent SMM (LDK+BoW)",
+    dev_grid=_plus_smm_grid,
+    uses_unlabeled=True,
+    description="latent SMM with lambda and C chosen on dev; lambda = 1e6 is the SVM on tf-idf",
+)
+def _latent_smm_plus(study, cell, data):
+    from ..models.latent_smm import LatentSMMClassifier
+
+    return LatentSMMClassifier(
+        **PLUS_KERNEL,
+        rho=1.0,
+        word_embeddings=plus_embeddings(study),
+        max_iter=study.ldk_max_iter,
+        random_state=study.cell_seed(cell),
+    )
+
+
 @register_study
 @dataclass(frozen=True)
 class ClassificationStudy(Study):
@@ -224,6 +291,12 @@ class ClassificationStudy(Study):
         "what the LDK GP classifiers' selection maximizes on dev: accuracy (the thesis) or log-likelihood "
         "(mean log predictive probability of the true class); the latent SMM always uses accuracy",
         choices=DEV_SCORINGS,
+    )
+    unlabeled: str = option(
+        "none",
+        "unlabeled documents for the methods that learn word vectors from them (the -plus methods' 'corpus' "
+        "vectors): none, or pool (the rest of the training split, never test documents)",
+        choices=("none", "pool"),
     )
     seed: int = option(0, "seed of the samples and the methods")
 
@@ -281,6 +354,7 @@ class ClassificationStudy(Study):
 
     def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
         accuracy_figure(records, self, out / "accuracy_vs_train_size.png")
+        reliability_figure(records, self, out / "reliability.png")
 
 
 def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -305,31 +379,46 @@ def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -
     )
 
 
+def _sample(study: ClassificationStudy, split: int, train_size: int):
+    """The corpus, the training pool's texts and labels, the indices drawn for training, and the
+    test indices of a TSV corpus (``None`` for a built-in one: its standard test split)."""
+    corpus = load_corpus(study.dataset, "classification")
+    pool_texts, pool_labels = corpus.train_texts, corpus.train_labels
+    if study.dataset in BUILTIN:
+        rng = np.random.default_rng([study.seed, split, train_size, 2018])
+        return corpus, pool_texts, pool_labels, stratified_sample(pool_labels, train_size, rng), None
+    rng = np.random.default_rng([study.seed, split, 2018])
+    order = rng.permutation(len(pool_labels))
+    n_test = study.test_size or (len(pool_labels) - max(study.train_sizes))
+    if n_test < 1:
+        raise ValueError(f"{study.dataset}: {len(pool_labels)} documents leave none for testing")
+    test, rest = order[:n_test], order[n_test:]
+    train = rest[
+        stratified_sample(pool_labels[rest], train_size, np.random.default_rng([study.seed, split, train_size]))
+    ]
+    return corpus, pool_texts, pool_labels, train, test
+
+
 @functools.lru_cache(maxsize=32)
 def prepare(study: ClassificationStudy, split: int, train_size: int):
-    corpus = load_corpus(study.dataset, "classification")
-    if study.dataset in BUILTIN:
-        pool_texts, pool_labels = corpus.train_texts, corpus.train_labels
-        test_texts, test_labels = corpus.test_texts, corpus.test_labels
-        rng = np.random.default_rng([study.seed, split, train_size, 2018])
-        train = stratified_sample(pool_labels, train_size, rng)
-        x_test, y_test = list(test_texts), np.asarray(test_labels)
+    corpus, pool_texts, pool_labels, train, test = _sample(study, split, train_size)
+    if test is None:
+        x_test, y_test = list(corpus.test_texts), np.asarray(corpus.test_labels)
     else:
-        pool_texts, pool_labels = corpus.train_texts, corpus.train_labels
-        rng = np.random.default_rng([study.seed, split, 2018])
-        order = rng.permutation(len(pool_labels))
-        n_test = study.test_size or (len(pool_labels) - max(study.train_sizes))
-        if n_test < 1:
-            raise ValueError(f"{study.dataset}: {len(pool_labels)} documents leave none for testing")
-        test, rest = order[:n_test], order[n_test:]
-        train = rest[
-            stratified_sample(pool_labels[rest], train_size, np.random.default_rng([study.seed, split, train_size]))
-        ]
         x_test, y_test = [pool_texts[i] for i in test], pool_labels[test]
     if study.test_size and study.dataset in BUILTIN and study.test_size < len(y_test):
         keep = np.sort(np.random.default_rng([study.seed, split]).choice(len(y_test), study.test_size, replace=False))
         x_test, y_test = [x_test[i] for i in keep], y_test[keep]
     return [pool_texts[i] for i in train], pool_labels[train], x_test, y_test
+
+
+@functools.lru_cache(maxsize=8)
+def unlabeled_pool(study: ClassificationStudy, split: int, train_size: int) -> list[str]:
+    """``--unlabeled pool``: the training part's documents not drawn for training (their labels
+    unused), never a test document."""
+    _, pool_texts, _, train, test = _sample(study, split, train_size)
+    taken = set(train.tolist()) | (set() if test is None else set(test.tolist()))
+    return [t for i, t in enumerate(pool_texts) if i not in taken]
 
 
 @functools.lru_cache(maxsize=32)
@@ -409,10 +498,13 @@ class DevSelected:
         tr, dv = dev_split(y, self.seed)
         return [(tr, dv)] if len(dv) else []
 
-    def fit(self, X, y):
+    def fit(self, X, y, unlabeled=None):
+        """Choose on dev, then refit on all of ``X``; ``unlabeled`` texts are passed to every fit
+        (``fit(..., unlabeled=...)``: the estimator learns word vectors from them)."""
         from sklearn.base import clone
 
         X, y = list(X), np.asarray(y)
+        extra = {} if unlabeled is None else {"unlabeled": unlabeled}
         names = list(self.grid)
         settings = [dict(zip(names, values)) for values in itertools.product(*(self.grid[k] for k in names))]
         canonical = self.canonical or (lambda params: params)
@@ -428,7 +520,8 @@ class DevSelected:
                     if key not in scores:
                         per_document = []
                         for tr, dv in parts:
-                            model = clone(self.estimator).set_params(**dict(key)).fit([X[i] for i in tr], y[tr])
+                            model = clone(self.estimator).set_params(**dict(key))
+                            model.fit([X[i] for i in tr], y[tr], **extra)
                             per_document.append(self._dev_scores(model, [X[i] for i in dv], y[dv]))
                         scores[key] = float(np.mean(np.concatenate(per_document)))
                         self.dev_scores_.append((dict(key), scores[key]))
@@ -442,8 +535,18 @@ class DevSelected:
         self.selection_seconds_ = time.perf_counter() - start
         self.best_params_ = best
         self.fitted_params_ = canonical(best)
-        self.model_ = clone(self.estimator).set_params(**self.fitted_params_).fit(X, y)
+        self.model_ = clone(self.estimator).set_params(**self.fitted_params_).fit(X, y, **extra)
         return self
+
+    @property
+    def classes_(self):
+        return self.model_.classes_
+
+    def __getattr__(self, name: str):
+        # predict_proba exactly when the chosen model has one (hasattr tells the study)
+        if name == "predict_proba" and "model_" in self.__dict__ and hasattr(self.model_, "predict_proba"):
+            return self.model_.predict_proba
+        raise AttributeError(name)
 
     def predict(self, X):
         return self.model_.predict(X)
@@ -455,11 +558,16 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
     size = cell["params"]["train_size"]
     x_train, y_train, x_test, y_test, cut = prepare_cell(study, cell["split"], size)
     model = study.estimator(cell)
+    unlabeled = None
+    if study.unlabeled == "pool" and study.method(cell["method"]).uses_unlabeled:
+        unlabeled = unlabeled_pool(study, cell["split"], size)
+        cut = {**cut, "unlabeled": "pool", "n_unlabeled": len(unlabeled)}
     with recorded_warnings() as warned:
         start = time.perf_counter()
-        model.fit(x_train, y_train)
+        model.fit(x_train, y_train, **({} if unlabeled is None else {"unlabeled": unlabeled}))
         seconds = time.perf_counter() - start
         pred = model.predict(x_test)
+        proba = model.predict_proba(x_test) if hasattr(model, "predict_proba") else None
     record = {
         "train_size": size,
         "accuracy": float(accuracy_score(y_test, pred)),
@@ -471,6 +579,10 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
         **cut,
         "warnings": warned,
     }
+    if proba is not None:  # calibration: every method that gives probabilities
+        bins = reliability_bins(proba, model.classes_, y_test)
+        record.update(log_loss=log_loss(proba, model.classes_, y_test), ece=expected_calibration_error(bins))
+        record["reliability"] = bins
     if isinstance(model, DevSelected):
         record.update(
             chosen=model.best_params_, fitted=model.fitted_params_, selection_seconds=model.selection_seconds_
@@ -487,27 +599,96 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
     return record
 
 
-def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
-    methods = [m for m in study.methods if any(r["method"] == m for r in records)]
+def _metric_table(
+    records: list[dict], study: ClassificationStudy, key: str, higher_is_better: bool, extra=None
+) -> tuple[list[str], list[str]]:
+    """Rows of ``key`` (mean ± std over samples) per training size and method, the best per row in
+    bold; ``extra(values_of_records)`` appends to a cell. Returns the table's lines and its methods."""
+    methods = [m for m in study.methods if any(r["method"] == m and r.get(key) is not None for r in records)]
     lines = ["| train size | " + " | ".join(study.label(m) for m in methods) + " |", "|---|" + "---|" * len(methods)]
+    pick = max if higher_is_better else min
     for n in study.train_sizes:
         stats = {}
         for m in methods:
-            acc = [r["accuracy"] for r in records if r["method"] == m and r["train_size"] == n]
-            if acc:
-                stats[m] = acc
-        best = max((np.mean(v) for v in stats.values()), default=None)
+            rows = [r for r in records if r["method"] == m and r["train_size"] == n and r.get(key) is not None]
+            if rows:
+                stats[m] = rows
+        best = pick((np.mean([r[key] for r in v]) for v in stats.values()), default=None)
         cells = []
         for m in methods:
             if m not in stats:
                 cells.append("–")
                 continue
-            cells.append(mean_cell(stats[m], study.splits, bold=np.mean(stats[m]) == best))
+            values = [r[key] for r in stats[m]]
+            cell = mean_cell(values, study.splits, bold=np.mean(values) == best)
+            cells.append(cell + (extra(stats[m]) if extra else ""))
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + (
+    return lines, methods
+
+
+def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
+    """The accuracy table; where methods recorded probabilities, a table of their test log loss
+    with the expected calibration error of the pooled samples."""
+    lines, _ = _metric_table(records, study, "accuracy", higher_is_better=True)
+    text = "\n".join(lines) + (
         f"\n\n{study.dataset}: test accuracy, mean ± std over {study.splits} stratified training samples per size "
         f"(macro-F1 in results.json); best per row in bold; {PARTIAL_NOTE}, '–': none run.\n"
     )
+    if not any(r.get("log_loss") is not None for r in records):
+        return text
+
+    def pooled_ece(rows: list[dict]) -> str:
+        binned = [r["reliability"] for r in rows if "reliability" in r]
+        if not binned:
+            return ""
+        summed = {k: np.sum([b[k] for b in binned], axis=0) for k in ("count", "confidence", "correct")}
+        return f" [{expected_calibration_error(summed):.3f}]"
+
+    lines, _ = _metric_table(records, study, "log_loss", higher_is_better=False, extra=pooled_ece)
+    return text + (
+        "\n"
+        + "\n".join(lines)
+        + "\n\nTest log loss (mean negative log probability of the true class; lower is better), "
+        f"mean ± std over the samples, and in brackets the expected calibration error of the pooled samples "
+        f"({ECE_BINS} equal-width confidence bins); the linear SVM's probabilities are Platt's.\n"
+    )
+
+
+def reliability_figure(records: list[dict], study: ClassificationStudy, path: Path) -> None:
+    """Reliability diagrams, one panel per training size: accuracy against confidence in the
+    equal-width bins, the samples pooled, for every method that gives probabilities."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [n for n in study.train_sizes if any(r["train_size"] == n and "reliability" in r for r in records)]
+    if not sizes:
+        return
+    fig, axes = plt.subplots(1, len(sizes), figsize=(3.6 * len(sizes), 3.8), squeeze=False, sharey=True)
+    for ax, n in zip(axes[0], sizes):
+        ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
+        for i, m in enumerate(study.methods):
+            binned = [
+                r["reliability"] for r in records if r["method"] == m and r["train_size"] == n and "reliability" in r
+            ]
+            if not binned:
+                continue
+            count = np.sum([b["count"] for b in binned], axis=0)
+            keep = count > 0
+            conf = np.sum([b["confidence"] for b in binned], axis=0)[keep] / count[keep]
+            acc = np.sum([b["correct"] for b in binned], axis=0)[keep] / count[keep]
+            ax.plot(conf, acc, marker="o", ms=3, lw=1, color=f"C{i}", label=study.label(m))
+        ax.set_title(f"{n} training documents", fontsize=9)
+        ax.set_xlabel("confidence")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{study.dataset}: reliability ({ECE_BINS} confidence bins, samples pooled)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def accuracy_figure(records: list[dict], study: ClassificationStudy, path: Path) -> None:

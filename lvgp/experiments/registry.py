@@ -51,6 +51,8 @@ class Method:
             the settings it stands for), or ``None``.
         uses_dev: the estimator's ``fit`` takes the split's dev data (early stopping, tuning)
             where the study has a dev split.
+        uses_unlabeled: the estimator's ``fit`` takes unlabeled documents (``unlabeled=``) when the
+            study offers them (``--unlabeled pool``).
         default: part of the study's default ``--methods``.
         description: one line for the documentation.
     """
@@ -62,6 +64,7 @@ class Method:
     dev_grid: Callable[[Any], dict[str, list]] | None = None
     canonical: Callable[[dict], dict] | None = None
     uses_dev: bool = False
+    uses_unlabeled: bool = False
     default: bool = False
     description: str = ""
 
@@ -79,6 +82,7 @@ def register_method(
     dev_grid: Callable[[Any], dict[str, list]] | None = None,
     canonical: Callable[[dict], dict] | None = None,
     uses_dev: bool = False,
+    uses_unlabeled: bool = False,
     default: bool = False,
     description: str = "",
 ) -> Callable[[Factory], Factory]:
@@ -91,7 +95,16 @@ def register_method(
             if name in known and known[name].build is not build:
                 raise ValueError(f"method {name!r} is already registered for the {task} study")
             known[name] = Method(
-                name, label, build, grid or _one_setting, dev_grid, canonical, uses_dev, default, description
+                name,
+                label,
+                build,
+                grid or _one_setting,
+                dev_grid,
+                canonical,
+                uses_dev,
+                uses_unlabeled,
+                default,
+                description,
             )
         return build
 

@@ -79,6 +79,30 @@ def _gplvsm_vb(study, cell, data):
     )
 
 
+@register_method(
+    "regression",
+    "gplvsm-plus",
+    "GP-LVSM (LDK+BoW, GloVe)",
+    grid=_vb_grid,
+    uses_dev=True,
+    description="GP-LVSM whose word kernel contains the bag of words; GloVe-tied vectors, idf weights",
+)
+def _gplvsm_plus(study, cell, data):
+    from ..models.regressor import GPLVSMRegressor
+
+    return GPLVSMRegressor(
+        latent_dim=cell["params"]["q"],
+        rho=cell["params"]["rho"],
+        vocabulary=data.vocabulary,
+        word_embeddings=study.embeddings,
+        word_weighting="idf",
+        identity_weight="balanced",
+        max_iter=study.max_iter,
+        n_iter_no_change=20,
+        random_state=study.cell_seed(cell),
+    )
+
+
 @register_method("regression", "gp-rbf", "GP regression", default=True)
 def _gp_rbf(study, cell, data):
     from ..baselines import GPRBFRegressor

@@ -136,7 +136,12 @@ def single_batch(x: Tensor) -> Tensor | None:
 
 
 def mean_vectors(ids: Tensor, weights: Tensor, latent: Tensor) -> Tensor:
-    """Explicit kernel mean embeddings ``C X`` (linear embedding kernel): ``*B x n x q``."""
+    r"""Explicit kernel mean embeddings ``C X`` (linear embedding kernel): ``*B x n x q``. Unbatched
+    inputs go through their bags of distinct words (``embedding_bag``: no work for padding or
+    repeated words, :math:`O(\mathrm{nnz}\,q)`); batched ones gather every padded position."""
+    if ids.dim() == 2 and latent.dim() == 2:
+        words, local = torch.unique(ids, return_inverse=True)
+        return bag_product(bags(local, weights), latent.index_select(0, words))
     vectors = gather_rows(latent, ids.flatten(-2)).unflatten(-2, ids.shape[-2:])
     return (weights.unsqueeze(-1) * vectors).sum(-2)
 
@@ -148,6 +153,16 @@ def paired_inner(
     ``*b2 x n x L2`` documents -> ``*B x n``, in blocks of at most ``_BLOCK_ENTRIES`` Gram entries."""
     if explicit:
         return (mean_vectors(ids1, w1, latent) * mean_vectors(ids2, w2, latent)).sum(-1)
+    if ids1.dim() == 2 and ids2.dim() == 2 and latent.dim() == 2 and ids1.shape[0]:
+        words, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
+        if len(words) ** 2 < ids1.shape[0] * ids1.shape[1] * ids2.shape[1]:  # long documents: the words' Gram
+            v = latent.index_select(-2, words)
+            left = bag_product(bags(inverse[: ids1.numel()].view(ids1.shape), w1), gram(v, v))  # n x u: C1 G
+            b2 = bags(inverse[ids1.numel() :].view(ids2.shape), w2)
+            rows = b2.rows()
+            return torch.zeros(b2.n, dtype=left.dtype, device=left.device).index_add_(
+                0, rows, left[rows, b2.words] * b2.weights
+            )
     n = ids1.shape[-2]
     step = max(1, _BLOCK_ENTRIES // max(1, ids1.shape[-1] * ids2.shape[-1]))
     out = []

@@ -32,10 +32,19 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from .._typing import TensorLike
+from ..bow.padded import PAD
+from . import mean_embedding as me
 from .embedding import RBFEmbedding
 from .latent_distribution import LatentDistributionKernel
 
-__all__ = ["RandomFeatureLDK", "gram_approximation_error", "FEATURE_MAPS"]
+__all__ = [
+    "RandomFeatureLDK",
+    "gram_approximation_error",
+    "FEATURE_MAPS",
+    "APPROXIMATIONS",
+    "frequent_words",
+    "make_ldk",
+]
 
 FEATURE_MAPS = ("rff", "nystrom")
 
@@ -149,3 +158,95 @@ def gram_approximation_error(exact: LatentDistributionKernel, approx: LatentDist
     share latent vectors and hyper-parameters)."""
     k = exact(x).to_dense()
     return float(torch.linalg.norm(approx(x).to_dense() - k) / torch.linalg.norm(k))
+
+
+APPROXIMATIONS = ("auto", "exact", "rff", "nystrom")
+
+
+def frequent_words(x: Tensor, m: int) -> Tensor:
+    """Ids of the ``m`` words that occur in the most documents of padded ``x`` (ties: smaller id
+    first): Nystrom landmarks that cover the corpus."""
+    mask = x != PAD
+    present = x[mask]
+    if not present.numel():
+        return present.new_zeros(0)
+    size = int(present.max()) + 1
+    rows = torch.arange(x.shape[0], device=x.device).unsqueeze(-1).expand_as(x)[mask]
+    df = torch.bincount(torch.unique(rows * size + present) % size, minlength=size)  # documents per word
+    order = torch.argsort(-df, stable=True)  # most documents first, ties by id
+    return order[df[order] > 0][:m].sort().values
+
+
+def make_ldk(
+    word_vectors: Any,
+    x: Tensor,
+    *,
+    approximation: str = "exact",
+    num_features: int = 512,
+    max_exact_words: int = 2048,
+    feature_seed: int = 0,
+    **options: Any,
+) -> LatentDistributionKernel:
+    r"""The LDK of a model trained on padded documents ``x``: exact, or with the embedding kernel
+    replaced by a feature map (:class:`RandomFeatureLDK`) -- ``"rff"``, ``"nystrom"`` (landmarks: the
+    ``num_features`` words in most training documents, :func:`frequent_words`), or ``"auto"``: exact
+    unless more than ``max_exact_words`` distinct words are in the training documents (the exact word
+    Gram costs their number squared per evaluation), then Nystrom. A linear embedding kernel is
+    always exact (its mean embeddings are explicit). ``options``: the LDK's other arguments;
+    ``identity_weight="balanced"`` starts :math:`\lambda` at :func:`balanced_identity_weight`."""
+    balanced = options.get("identity_weight") == "balanced"
+    if balanced:
+        options["identity_weight"] = 1.0
+    kernel = _make_ldk(word_vectors, x, approximation, num_features, max_exact_words, feature_seed, options)
+    if balanced:
+        kernel.identity_weight = balanced_identity_weight(kernel, x)
+    return kernel
+
+
+def _make_ldk(
+    word_vectors: Any,
+    x: Tensor,
+    approximation: str,
+    num_features: int,
+    max_exact_words: int,
+    feature_seed: int,
+    options: dict,
+) -> LatentDistributionKernel:
+    if approximation not in APPROXIMATIONS:
+        raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
+    embedding = options.get("embedding", "rbf")
+    kind = approximation
+    if approximation == "auto":
+        distinct = int(torch.unique(x[x != -1]).numel())
+        kind = "nystrom" if distinct > max_exact_words and embedding != "linear" else "exact"
+    if kind == "exact":
+        return LatentDistributionKernel(word_vectors=word_vectors, **options)
+    landmarks = frequent_words(x, num_features) if kind == "nystrom" else None
+    return RandomFeatureLDK(
+        word_vectors=word_vectors,
+        features=kind,
+        num_features=int(num_features) if landmarks is None else len(landmarks),
+        landmarks=landmarks,
+        feature_seed=feature_seed,
+        **options,
+    )
+
+
+@torch.no_grad()
+def balanced_identity_weight(kernel: LatentDistributionKernel, x: Tensor) -> float:
+    r"""The :math:`\lambda` at which the identity part and the latent part of ``kernel`` contribute
+    equally, on average, to the self-similarities of the documents ``x``:
+    :math:`\overline{\|m(\mathbf X_i)\|^2} / \overline{\|\phi_i\|^2}` at the kernel's current vectors
+    (``identity_weight="balanced"`` of the LDK estimators)."""
+    ids, w = kernel._weights(x, kernel.latent.dtype)
+    latent = kernel._latent_self(ids, w, kernel.latent).mean()
+    words = me.bag_of_words_self(ids, w).mean()
+    return float(latent / words) if latent > 0 and words > 0 else 1.0
+
+
+def identity_start(identity_weight: float | str | None) -> float | None:
+    """The ``identity_weight`` an LDK is built with: the estimators' ``"balanced"`` starts at 1 and
+    is then set by :func:`balanced_identity_weight`."""
+    if isinstance(identity_weight, str):
+        return 1.0
+    return identity_weight

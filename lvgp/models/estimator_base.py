@@ -94,13 +94,21 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         check_number("max_iter", self.max_iter, integer=True, minimum=1)
         check_number("n_iter_no_change", self.n_iter_no_change, integer=True, minimum=1)
 
-    def fit(self, X: Documents, y: TensorLike, X_val: Documents | None = None, y_val: TensorLike | None = None) -> Self:
+    def fit(
+        self,
+        X: Documents,
+        y: TensorLike,
+        X_val: Documents | None = None,
+        y_val: TensorLike | None = None,
+        unlabeled: Documents | None = None,
+    ) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and targets
         ``y`` (``n`` or ``n x B``). ``X_val``/``y_val``: a validation set for early
-        stopping (otherwise ``early_stopping=True`` holds out ``validation_fraction``)."""
+        stopping (otherwise ``early_stopping=True`` holds out ``validation_fraction``).
+        ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
-        x = self._encoder.fit_transform(X)
+        x = self._encoder.fit_transform(X, unlabeled=unlabeled)
         n = x.shape[0]
         y_train = check_targets_array(y, n)
         self.vocabulary_ = self._encoder.vocabulary

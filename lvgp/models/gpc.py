@@ -46,7 +46,7 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
-from .._typing import Documents, TensorLike
+from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -55,12 +55,13 @@ from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
+from ..kernels.random_features import make_ldk
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .gplvsm import PaddedInputsMixin
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 
 if TYPE_CHECKING:
-    from ..datasets.loaders import WordEmbeddings
+    pass
 
 __all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES"]
 
@@ -141,12 +142,24 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     Args:
         inference: ``"dirichlet"`` (exact GPs on Dirichlet-transformed labels, L-BFGS) or
             ``"variational"`` (softmax/probit SVGP: natural gradients for q(u), Adam for the rest).
-        latent_dim, rho, gamma, level2: the LDK (RBF embedding) and the prior precision of the word vectors.
+        latent_dim, rho, gamma, level2: the LDK and the prior precision of the word vectors.
+        embedding: the LDK's embedding kernel, ``"rbf"`` (the thesis; bandwidth ``gamma``, fixed),
+            ``"linear"`` (explicit mean embeddings: no word Gram, the fast choice for large
+            vocabularies) or ``"poly"``.
+        approximation, num_features: ``"auto"`` (default: the exact LDK unless the training
+            documents hold more than 2,048 distinct words, then Nystrom with the ``num_features``
+            words in most documents as landmarks), ``"exact"``, ``"nystrom"`` or ``"rff"``
+            (:func:`lvgp.kernels.random_features.make_ldk`); ``kernel_kind_`` says which was used.
         word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings`
             or a name) the latent vectors are tied to (text input); the projection starts at
             :func:`tied_projection_scale` (initial squared norms about ``min(q, 4)``).
         word_weighting: ``"uniform"`` (a document is the mean of its words' vectors) or ``"idf"``
             (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
+        identity_weight: ``None`` or the initial :math:`\lambda` of the word kernel
+            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)`, which contains the bag of words:
+            :math:`\lambda`, the classes' output scales (the latent part's scale relative to it) and the
+            embedding map are fitted by the classifier's own objective (the marginal likelihood, or the
+            ELBO), not by a grid.
         alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
             :math:`\alpha_\epsilon`, 0.01 as they suggest). Tune it with the other
             hyper-parameters: on r8 at 50-200 training documents, 0.001 classified better and
@@ -181,8 +194,12 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         rho: float = 0.1,
         gamma: float = 1.0,
         level2: str = "linear",
-        word_embeddings: str | WordEmbeddings | None = None,
+        embedding: str = "rbf",
+        approximation: str = "auto",
+        num_features: int = 512,
+        word_embeddings: EmbeddingsSpec = None,
         word_weighting: str = "uniform",
+        identity_weight: float | str | None = None,
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
         tol: float = 1e-6,
@@ -205,8 +222,12 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.rho = rho
         self.gamma = gamma
         self.level2 = level2
+        self.embedding = embedding
+        self.approximation = approximation
+        self.num_features = num_features
         self.word_embeddings = word_embeddings
         self.word_weighting = word_weighting
+        self.identity_weight = identity_weight
         self.alpha_epsilon = alpha_epsilon
         self.max_iter = max_iter
         self.tol = tol
@@ -247,31 +268,41 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             seed=seed,
             projection_scale=tied_projection_scale(self.latent_dim),
         )
-        kernel = LatentDistributionKernel(
-            embedding="rbf",
+        kernel = make_ldk(
+            vectors,
+            x,
+            approximation=self.approximation,
+            num_features=self.num_features,
+            feature_seed=seed,
+            embedding=self.embedding,
             level2=self.level2,
-            word_vectors=vectors,
             word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
+            identity_weight=self.identity_weight,
             gamma=self.gamma,
         )
-        kernel.embedding.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
+        self.kernel_kind_ = getattr(kernel, "features", "exact")
+        if self.embedding == "rbf":
+            kernel.embedding.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
         return kernel
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Documents, y: TensorLike) -> Self:
-        """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
+    def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
+        """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
+        ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
         start = time.perf_counter()
         budget: int | None = None
         curve: list[float] = []
         if self.early_stopping:
-            budget, curve = self._early_stopping_budget(X, y)
-        self._fit(X, y, budget)
+            budget, curve = self._early_stopping_budget(X, y, unlabeled)
+        self._fit(X, y, budget, unlabeled=unlabeled)
         self.best_iter_, self.validation_curve_ = budget, curve
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _early_stopping_budget(self, X: Documents, y: TensorLike) -> tuple[int | None, list[float]]:
+    def _early_stopping_budget(
+        self, X: Documents, y: TensorLike, unlabeled: Documents | None = None
+    ) -> tuple[int | None, list[float]]:
         """The best iteration count (and the validation curve) of a fit on a stratified part of
         ``X`` scored on the rest; ``(None, [])`` with a warning when no part can be held out."""
         from sklearn.base import clone
@@ -294,14 +325,26 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         if encoder.kind == "padded":
             probe.set_params(num_words=encoder.num_words)  # the held-out part may hold the largest id
         labels = np.asarray(y)
-        probe._fit(take_documents(X, train), labels[train], validation=(take_documents(X, dev), labels[dev]))
+        probe._fit(
+            take_documents(X, train),
+            labels[train],
+            validation=(take_documents(X, dev), labels[dev]),
+            unlabeled=unlabeled,
+        )
         return probe.best_iter_, probe.validation_curve_
 
-    def _fit(self, X: Documents, y: TensorLike, budget: int | None = None, validation: tuple | None = None) -> None:
+    def _fit(
+        self,
+        X: Documents,
+        y: TensorLike,
+        budget: int | None = None,
+        validation: tuple | None = None,
+        unlabeled: Documents | None = None,
+    ) -> None:
         """Fit with ``budget`` L-BFGS iterations (epochs) instead of ``max_iter`` (``max_epochs``),
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
-        x = self.encoder_.fit_transform(X, "X")
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
         seed = derive_seed(self.random_state)

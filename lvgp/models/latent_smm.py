@@ -47,7 +47,7 @@ from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
-from .._typing import Documents, TensorLike
+from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
 from ..base.numerics import default_dtype
@@ -55,11 +55,12 @@ from ..base.targets import check_labels
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
-from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
+from ..kernels import MAPWordVectors, make_word_vectors
+from ..kernels.random_features import make_ldk
 from ..warnings import EmptyDocumentsWarning
 
 if TYPE_CHECKING:
-    from ..datasets.loaders import WordEmbeddings
+    pass
 
 __all__ = ["LatentSMMClassifier", "equivalent_rho", "pairwise_duals"]
 
@@ -106,10 +107,20 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         learn_gamma: include gamma in the minimization (theta of eq. 4.21). Off by default: with
             the prior it only rescales the latent space (see the module docstring).
         level2: level-2 kernel (``"linear"`` in the thesis's experiments; ``"rbf"``, ``"poly"``, ``"cosine"``).
+        embedding: the embedding kernel, ``"rbf"`` (the thesis; bandwidth ``gamma``) or ``"linear"``
+            (explicit mean embeddings, no word Gram: fast for large vocabularies; ``gamma`` unused).
+        approximation, num_features: ``"auto"`` (default: the exact LDK unless the training
+            documents hold more than 2,048 distinct words, then Nystrom with the ``num_features``
+            words in most documents as landmarks), ``"exact"``, ``"nystrom"`` or ``"rff"``
+            (:func:`lvgp.kernels.random_features.make_ldk`); ``kernel_kind_`` says which was used.
         word_weighting: ``"uniform"`` (the thesis: a document is the mean of its words' vectors) or
             ``"idf"`` (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
             or the name of one, e.g. ``"glove-6b-50d"``; text input) the latent vectors are tied to.
+        identity_weight: ``None`` (the thesis) or :math:`\lambda` of the word kernel
+            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)`, which contains the bag of words
+            (fixed: a larger kernel only enlarges the margin, so the min-max objective cannot choose
+            it; choose it on dev data with the other settings).
         init_scale: standard deviation of the initial word vectors (or of the projected embeddings)
             as fitted: of :math:`\sqrt\gamma\,\mathbf x_v` (of :math:`\mathbf x_v` with
             ``learn_gamma``). ``None`` (default): the prior's, :math:`\sqrt{\gamma/\rho}`, which
@@ -141,8 +152,12 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         gamma: float = 1.0,
         learn_gamma: bool = False,
         level2: str = "linear",
-        word_embeddings: str | WordEmbeddings | None = None,
+        embedding: str = "rbf",
+        approximation: str = "auto",
+        num_features: int = 512,
+        word_embeddings: EmbeddingsSpec = None,
         word_weighting: str = "uniform",
+        identity_weight: float | str | None = None,
         init_scale: float | None = None,
         max_iter: int = 300,
         tol: float = 1e-6,
@@ -158,8 +173,12 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.gamma = gamma
         self.learn_gamma = learn_gamma
         self.level2 = level2
+        self.embedding = embedding
+        self.approximation = approximation
+        self.num_features = num_features
         self.word_embeddings = word_embeddings
         self.word_weighting = word_weighting
+        self.identity_weight = identity_weight
         self.init_scale = init_scale
         self.max_iter = max_iter
         self.tol = tol
@@ -186,8 +205,9 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         return beta.abs().sum() - margin + self.kernel_.word_vectors.penalty()
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Documents, y: TensorLike) -> Self:
-        """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``."""
+    def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
+        """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
+        ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         if not self.rho >= 0 or not self.C > 0:
             raise ValueError(f"rho must be >= 0 and C > 0; got rho={self.rho}, C={self.C}")
         if not self.gamma > 0:
@@ -197,13 +217,19 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         if self.init_scale is not None and not self.init_scale > 0:
             raise ValueError(f"init_scale must be > 0 or None; got {self.init_scale}")
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
-        x = self.encoder_.fit_transform(X, "X")
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, self._y = check_labels(y, x.shape[0])
         seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
         # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
         # invariant to rescaling its variables)
-        fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, equivalent_rho(self.rho, self.gamma))
+        if self.embedding not in ("rbf", "linear"):
+            raise ValueError(f"embedding must be 'rbf' or 'linear'; got {self.embedding!r}")
+        rbf = self.embedding == "rbf"
+        if rbf and not self.learn_gamma:
+            fit_gamma, fit_rho = 1.0, equivalent_rho(self.rho, self.gamma)
+        else:
+            fit_gamma, fit_rho = self.gamma, self.rho
         if self.init_scale is not None:
             scale = float(self.init_scale)
         else:
@@ -218,14 +244,23 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 init_scale=scale,
                 projection_scale=scale,
             )
-            self.kernel_ = LatentDistributionKernel(
-                embedding="rbf",
+            self.kernel_ = make_ldk(
+                vectors,
+                x,
+                approximation=self.approximation,
+                num_features=self.num_features,
+                feature_seed=seed,
+                embedding=self.embedding,
                 level2=self.level2,
-                word_vectors=vectors,
                 word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
+                identity_weight=self.identity_weight,
                 gamma=fit_gamma,
             ).double()
-        self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
+            self.kernel_kind_ = getattr(self.kernel_, "features", "exact")
+            if self.identity_weight is not None:
+                self.kernel_.raw_identity_weight.requires_grad_(False)
+        if rbf:
+            self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
         self._x = x
         self.n_evaluations_ = 0
 
@@ -251,7 +286,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         )
         with torch.no_grad():
             final = self._objective(x).item()  # the duals at the final vectors
-            if fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same kernel values
+            if rbf and fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same kernel values
                 shrink = self.gamma**-0.5
                 vectors.raw_latent.mul_(shrink)
                 if vectors.word_features is not None:

@@ -48,7 +48,7 @@ import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,6 +59,7 @@ from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
+from .._typing import EmbeddingsSpec
 from ..base.embeddings import embedding_features, resolve_embeddings
 from ..base.fitting import minimize
 from ..base.linalg import dual_cca
@@ -67,10 +68,11 @@ from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
+from ..kernels.random_features import balanced_identity_weight, identity_start
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 
 if TYPE_CHECKING:
-    from ..datasets.loaders import WordEmbeddings
+    pass
 
 __all__ = ["LDKMatcher", "precision_at", "INITS"]
 
@@ -104,7 +106,7 @@ def _standardized(loadings: np.ndarray) -> np.ndarray:
 
 
 class LDKMatcher(BaseEstimator):
-    """Matching source documents to target documents (e.g. across languages) with LDK.
+    r"""Matching source documents to target documents (e.g. across languages) with LDK.
 
     Args:
         latent_dim: q.
@@ -118,9 +120,14 @@ class LDKMatcher(BaseEstimator):
         word_weighting: ``"uniform"`` (the thesis) or ``"idf"``: a document is the idf-weighted
             measure of its words' vectors (idf over the training documents of both sides; see
             :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
-        source_embeddings, target_embeddings: ``None`` or pretrained word vectors of each side
-            (:class:`~lvgp.datasets.WordEmbeddings` or a name; of one dimension when both are
-            given) the latent vectors are tied to.
+        source_embeddings, target_embeddings: ``None`` or word vectors of each side the latent
+            vectors are tied to (:mod:`lvgp.base.embeddings`: a name, a
+            :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"`` -- learned from that side's training
+            texts --, or a tuple of these; of one dimension when both are given).
+        identity_weight: ``None`` (the thesis) or the initial :math:`\lambda` of the word kernel
+            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf y_w)`, fitted with the vectors by eq. 6.8.
+            The identity part compares words by their kernel ids, so across the two sides it acts on
+            tokens tied by ``tie_identical_tokens``.
         batch_size: ``None`` for the full softmax with L-BFGS (default); an integer for Adam on
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
@@ -156,8 +163,9 @@ class LDKMatcher(BaseEstimator):
         tie_identical_tokens: bool = False,
         init: str = "pca",
         word_weighting: str = "uniform",
-        source_embeddings: str | WordEmbeddings | None = None,
-        target_embeddings: str | WordEmbeddings | None = None,
+        source_embeddings: EmbeddingsSpec = None,
+        target_embeddings: EmbeddingsSpec = None,
+        identity_weight: float | str | None = None,
         batch_size: int | None = None,
         max_iter: int = 300,
         tol: float = 1e-6,
@@ -177,6 +185,7 @@ class LDKMatcher(BaseEstimator):
         self.word_weighting = word_weighting
         self.source_embeddings = source_embeddings
         self.target_embeddings = target_embeddings
+        self.identity_weight = identity_weight
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.tol = tol
@@ -215,19 +224,22 @@ class LDKMatcher(BaseEstimator):
         xt = self.target_vocabulary_.encode(target, name="target_texts", on_empty=on_empty)
         return xs, self._target_to_kernel(xt)
 
-    def _side_features(self, side: str, embeddings: str | WordEmbeddings | None, words: list[str]) -> np.ndarray | None:
-        """Scaled pretrained vectors of one side's words (the scale is kept for unseen words)."""
+    def _side_features(self, side: str, embeddings: Any, vocabulary: Vocabulary, texts: list[str]) -> np.ndarray | None:
+        """Scaled vectors of one side's words (the table and the scale are kept for unseen words)."""
         if embeddings is None:
             return None
-        features, self.feature_scales_[side] = embedding_features(words, resolve_embeddings(embeddings), stacklevel=5)
+        table = resolve_embeddings(embeddings, texts, vocabulary)
+        self.embedding_tables_[side] = table
+        features, self.feature_scales_[side] = embedding_features(vocabulary.words, table, stacklevel=5)
         return features
 
-    def _word_features(self) -> np.ndarray | None:
+    def _word_features(self, source: list[str], target: list[str]) -> np.ndarray | None:
         """``num_words x h`` features: source words from the source embeddings, untied target
         words from the target embeddings, a tied word from the source's (else the target's)."""
         self.feature_scales_: dict[str, float] = {}
-        fs = self._side_features("source", self.source_embeddings, self.source_vocabulary_.words)
-        ft = self._side_features("target", self.target_embeddings, self.target_vocabulary_.words)
+        self.embedding_tables_: dict[str, Any] = {}
+        fs = self._side_features("source", self.source_embeddings, self.source_vocabulary_, source)
+        ft = self._side_features("target", self.target_embeddings, self.target_vocabulary_, target)
         if fs is None and ft is None:
             return None
         if fs is not None and ft is not None and fs.shape[1] != ft.shape[1]:
@@ -333,7 +345,7 @@ class LDKMatcher(BaseEstimator):
             warnings.simplefilter("ignore", UnseenWordsWarning)
             xs, xt = self._encode(source, target)
             layout = self._initial_layout(source, target)
-        features = self._word_features()
+        features = self._word_features(source, target)
         seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
         fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, self.rho / self.gamma)
@@ -353,8 +365,17 @@ class LDKMatcher(BaseEstimator):
                     vectors.vectors = layout
             weights = word_weights(torch.cat(pad_to_common_width(xs, xt)), self.num_words_, self.word_weighting)
             self.kernel_ = LatentDistributionKernel(
-                embedding="rbf", level2="linear", word_vectors=vectors, word_weights=weights, gamma=fit_gamma
+                embedding="rbf",
+                level2="linear",
+                word_vectors=vectors,
+                word_weights=weights,
+                identity_weight=identity_start(self.identity_weight),
+                gamma=fit_gamma,
             ).double()
+            if self.identity_weight == "balanced":
+                self.kernel_.identity_weight = balanced_identity_weight(
+                    self.kernel_, torch.cat(pad_to_common_width(xs, xt))
+                )
         self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
@@ -461,8 +482,8 @@ class LDKMatcher(BaseEstimator):
         check_is_fitted(self, "kernel_")
         source, target = _texts(source_texts, "source_texts"), _texts(target_texts, "target_texts")
         vectors = self.kernel_.word_vectors
-        es = resolve_embeddings(self.source_embeddings) if vectors.word_features is not None else None
-        et = resolve_embeddings(self.target_embeddings) if vectors.word_features is not None else None
+        es = self.embedding_tables_.get("source") if vectors.word_features is not None else None
+        et = self.embedding_tables_.get("target") if vectors.word_features is not None else None
         if es is None and et is None:
             xs, xt = self._encode(source, target, on_empty)
             with torch.no_grad():
@@ -523,8 +544,8 @@ class LDKMatcher(BaseEstimator):
     def _empty(self, texts: list[str], vocabulary: Vocabulary) -> np.ndarray:
         """Documents with no word the model can place (in the vocabulary, or with a pretrained
         vector when embeddings are tied)."""
-        embeddings = self.source_embeddings if vocabulary is self.source_vocabulary_ else self.target_embeddings
-        table = resolve_embeddings(embeddings) if self.kernel_.word_vectors.word_features is not None else None
+        side = "source" if vocabulary is self.source_vocabulary_ else "target"
+        table = self.embedding_tables_.get(side) if self.kernel_.word_vectors.word_features is not None else None
         return np.array(
             [
                 not any(t in vocabulary or (table is not None and t in table) for t in vocabulary.tokenize(doc))

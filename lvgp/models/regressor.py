@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
+from .._typing import EmbeddingsSpec
+from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.numerics import default_dtype
-from ..base.validation import check_number
+from ..base.validation import check_identity_weight, check_number
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
+from ..bow.weighting import WORD_WEIGHTINGS, word_weights
 from ..kernels.document_length import DocumentLengthKernel
 from ..kernels.latent_distribution import LatentDistributionKernel
-from ..kernels.random_features import RandomFeatureLDK
+from ..kernels.random_features import RandomFeatureLDK, balanced_identity_weight, identity_start
 from ..kernels.word_vectors import make_word_vectors
 from ..warnings import MemoryBudgetWarning
 from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
 
 if TYPE_CHECKING:
-    from ..datasets.loaders import WordEmbeddings
     from ..kernels.word_vectors import WordVectors
 
 
@@ -82,11 +85,20 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         predict_samples: Monte Carlo samples per prediction (variational); validation
             during early stopping uses a quarter of them.
         word_embeddings: ``None``, the name of an embedding known to
-            :func:`lvgp.datasets.load_word_embeddings` (e.g. ``"glove-6b-50d"``), or a
-            :class:`~lvgp.datasets.WordEmbeddings`; needs text input. Vectors are scaled to
+            :func:`lvgp.datasets.load_word_embeddings` (e.g. ``"glove-6b-50d"``), a
+            :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"`` (vectors learned from the training
+            texts and ``fit(..., unlabeled=...)``), or a tuple of these (:mod:`lvgp.base.embeddings`);
+            needs text input. Vectors are scaled to
             unit mean norm; vocabulary words without one are counted in a
             :class:`~lvgp.warnings.MissingEmbeddingsWarning`.
         length_kernel: multiply LDK by a learned document-length kernel.
+        identity_weight: ``None`` (the paper's word kernel) or the initial :math:`\lambda` of the word
+            kernel :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)`, which contains the bag of
+            words (:class:`~lvgp.LatentDistributionKernel`); fitted with the other parameters.
+            ``"balanced"``: start where both parts weigh alike in the training documents'
+            self-similarities (:func:`~lvgp.kernels.random_features.balanced_identity_weight`).
+        word_weighting: ``"uniform"`` (the paper: a document is the mean of its words) or ``"idf"``
+            (the idf-weighted measure, idf from the training documents).
         validation_interval: evaluate the validation score every this many iterations
             (default 1, or 10 for variational models).
         approximation: ``"auto"`` (the exact LDK unless the Gram of the distinct training
@@ -137,8 +149,10 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         latent_scale_init: float = 0.5,
         elbo_samples: int = 1,
         predict_samples: int = 32,
-        word_embeddings: str | WordEmbeddings | None = None,
+        word_embeddings: EmbeddingsSpec = None,
         length_kernel: bool = False,
+        identity_weight: float | str | None = None,
+        word_weighting: str = "uniform",
         validation_interval: int | None = None,
         approximation: str = "auto",
         num_features: int = 2048,
@@ -173,6 +187,8 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         self.predict_samples = predict_samples
         self.word_embeddings = word_embeddings
         self.length_kernel = length_kernel
+        self.identity_weight = identity_weight
+        self.word_weighting = word_weighting
         self.validation_interval = validation_interval
         self.approximation = approximation
         self.num_features = num_features
@@ -209,6 +225,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         check_number("latent_scale_init", self.latent_scale_init, minimum=0, exclusive_minimum=True)
         check_number("num_features", self.num_features, integer=True, minimum=1)
         check_number("memory_budget_gib", self.memory_budget_gib, minimum=0, exclusive_minimum=True)
+        check_identity_weight(self.identity_weight)
+        if self.word_weighting not in WORD_WEIGHTINGS:
+            raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {self.word_weighting!r}")
         if self.variational and self.optimizer != "adam":
             raise ValueError("variational=True has a stochastic (Monte Carlo) objective: use optimizer='adam'")
         for name in ("elbo_samples", "predict_samples"):
@@ -229,10 +248,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         options = dict(self.kernel_options or {})
         if self.embedding == "rbf":
             options.setdefault("gamma", self.gamma)
-        if state_dict is not None:  # loading: the saved features fix the shapes, the state the values
-            features = next((v for k, v in state_dict.items() if k.endswith("word_features")), None)
-        else:
-            features = self._encoder.word_features
+        features = self._encoder.word_features
+        if state_dict is not None and features is None:  # a file of lvgp 0.1, whose encoder did not save them
+            features = next((v for k, v in state_dict.items() if k.endswith("word_vectors.word_features")), None)
         kind = self._kernel_kind(inputs)
         if kind != "exact":
             options.update(features=kind, num_features=self.num_features, feature_seed=seed)
@@ -248,8 +266,15 @@ class GPLVSMRegressor(ExactGPRegressorBase):
                 scale_init=self.latent_scale_init,
             )
             ldk = (LatentDistributionKernel if kind == "exact" else RandomFeatureLDK)(
-                embedding=self.embedding, level2=self.level2, word_vectors=vectors, **options
+                embedding=self.embedding,
+                level2=self.level2,
+                word_vectors=vectors,
+                word_weights=word_weights(inputs, self.num_words_, self.word_weighting),
+                identity_weight=identity_start(self.identity_weight),
+                **options,
             )
+            if self.identity_weight == "balanced" and state_dict is None:
+                ldk.identity_weight = balanced_identity_weight(ldk, inputs)
             inner = ldk * DocumentLengthKernel() if self.length_kernel else ldk
             model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=ScaleKernel(inner))
         self._init_hyperparameters(model)
@@ -309,9 +334,28 @@ class GPLVSMRegressor(ExactGPRegressorBase):
     def _saved_params(self) -> dict:
         params = super()._saved_params()
         params["latent_init"] = None  # shaped only the initial state, which the saved parameters supersede
-        if params["word_embeddings"] is not None and not isinstance(params["word_embeddings"], str):
-            params["word_embeddings"] = getattr(params["word_embeddings"], "name", "custom")  # saved as features
+        params["word_embeddings"] = spec_to_plain(params["word_embeddings"])  # a table of one's own whole
         options = params.get("kernel_options") or {}
         if any(not isinstance(v, (int, float, str, bool, type(None))) for v in options.values()):
             raise TypeError("save() supports plain-valued kernel_options only (no prior or constraint objects)")
         return params
+
+    @classmethod
+    def _restored_params(cls, params: dict) -> dict:
+        params = super()._restored_params(params)
+        params["word_embeddings"] = spec_from_plain(params.get("word_embeddings"))
+        return params
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        est = super().load(path)
+        # files of lvgp 0.1 saved a custom embedding table's name in place of the parameter; the
+        # table itself travelled with the encoder: restore the parameter from it (refitting works)
+        table = est._encoder.embeddings
+        if (
+            isinstance(est.word_embeddings, str)
+            and table is not None
+            and getattr(table, "name", None) == est.word_embeddings
+        ):
+            est.word_embeddings = table
+        return est

@@ -45,18 +45,20 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
-from .._typing import Documents, TensorLike
+from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.numerics import exact_numerics
 from ..base.targets import check_targets_array
-from ..base.validation import check_number, standardization
+from ..base.validation import check_identity_weight, check_number, standardization
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
+from ..bow.weighting import WORD_WEIGHTINGS, word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
+from ..kernels.random_features import balanced_identity_weight, identity_start
 from ..warnings import EmptyDocumentsWarning
 
 if TYPE_CHECKING:
-    from ..datasets.loaders import WordEmbeddings
+    pass
 
 __all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "choose_inducing_documents"]
 
@@ -119,7 +121,7 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
 
 
 class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
-    """Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
+    r"""Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
 
     Args:
         latent_dim, rho, embedding, level2: as for :class:`~lvgp.GPLVSMRegressor`.
@@ -132,9 +134,13 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             ``convergence_window`` steps is less than ``tol`` (relative) below the mean of the
             window before; when the budget ends first, a ``ConvergenceWarning`` says so.
         noise_init, outputscale_init: initial noise variance and output scale (standardized targets).
-        word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings` or a
-            name) the latent vectors are tied to, as in :class:`~lvgp.GPLVSMRegressor` (text input);
-            unseen words with a vector enter prediction with their embedding-implied vectors.
+        word_embeddings: ``None`` or word vectors the latent vectors are tied to, as in
+            :class:`~lvgp.GPLVSMRegressor` (a name, a :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"``
+            or a tuple; text input); unseen words with a vector enter prediction with their
+            embedding-implied vectors.
+        identity_weight: ``None`` or the initial :math:`\lambda` of the word kernel
+            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)` (fitted by the ELBO).
+        word_weighting: ``"uniform"`` or ``"idf"`` (the documents' measures; idf from the training documents).
         vocabulary, num_words: input handling as for the exact estimator.
         distributed, world_size: data-parallel training in ``world_size`` local processes under
             ``torch.distributed`` (gloo, loopback); each step's global batch is shared among
@@ -164,7 +170,9 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         inducing: str = "kmeans++",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
-        word_embeddings: str | WordEmbeddings | None = None,
+        word_embeddings: EmbeddingsSpec = None,
+        identity_weight: float | str | None = None,
+        word_weighting: str = "uniform",
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         distributed: bool = False,
@@ -187,6 +195,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.noise_init = noise_init
         self.outputscale_init = outputscale_init
         self.word_embeddings = word_embeddings
+        self.identity_weight = identity_weight
+        self.word_weighting = word_weighting
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.distributed = distributed
@@ -200,7 +210,15 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         inducing = x[self.inducing_indices_]
         inducing = inducing[:, : int((inducing != PAD).sum(-1).max())]
         vectors = make_word_vectors(num_words, self.latent_dim, rho=self.rho, word_features=word_features, seed=seed)
-        kernel = LatentDistributionKernel(embedding=self.embedding, level2=self.level2, word_vectors=vectors)
+        kernel = LatentDistributionKernel(
+            embedding=self.embedding,
+            level2=self.level2,
+            word_vectors=vectors,
+            word_weights=word_weights(x, num_words, self.word_weighting),
+            identity_weight=identity_start(self.identity_weight),
+        )
+        if self.identity_weight == "balanced":
+            kernel.identity_weight = balanced_identity_weight(kernel, x)
         self.model_ = SparseGPLVSM(inducing, kernel).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
         self.likelihood_.noise = torch.tensor(self.noise_init, dtype=torch.float64)
@@ -216,13 +234,18 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         for name in ("rho", "lr", "noise_init", "outputscale_init"):
             check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
         check_number("tol", self.tol, minimum=0)
+        check_identity_weight(self.identity_weight)
+        if self.word_weighting not in WORD_WEIGHTINGS:
+            raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {self.word_weighting!r}")
 
-    def fit(self, X: Documents, y: TensorLike) -> Self:
+    def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
+        """Fit on training documents ``X`` and targets ``y`` (``unlabeled``: further texts that
+        ``word_embeddings="corpus"`` learns word vectors from)."""
         self._check_params()
         if self.distributed and self.world_size < 2:
             raise ValueError(f"distributed=True needs world_size >= 2; got {self.world_size}")
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
-        x = self.encoder_.fit_transform(X, "X")
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         y = check_targets_array(y, x.shape[0])
         if y.ndim != 1:
             raise ValueError("SparseGPLVSMRegressor takes one target per document (y of shape n)")

@@ -1,0 +1,243 @@
+"""Every LDK model with the word kernel that contains the bag of words (issue 26): each against an
+independent reference where one exists (a GP regression computed by hand from the loop reference
+of the kernel, the SVM on tf-idf, identical-token matching), word vectors learned from the corpus
+and unlabeled documents, and the calibration metrics of the classification study."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.preprocessing import normalize
+from sklearn.svm import SVC
+
+from lvgp import GPLVSMRegressor, LatentSMMClassifier, LDKGPClassifier, LDKMatcher, SparseGPLVSMRegressor
+from lvgp.base.embeddings import CombinedEmbeddings, corpus_embeddings
+from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
+from lvgp.bow.padded import padded_to_counts
+from lvgp.bow.vocabulary import Vocabulary
+from lvgp.bow.weighting import idf_weights
+from lvgp.datasets import WordEmbeddings
+from lvgp.kernels.random_features import balanced_identity_weight
+from lvgp.warnings import UnseenWordsWarning
+
+from . import reference as ref
+
+POS, NEG = "good great fine nice superb".split(), "bad awful poor dull terrible".split()
+NEUTRAL = "film plot acting music story scene cast".split()
+
+
+def reviews(n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    texts = [" ".join(rng.choice(POS if label else NEG, 2).tolist() + rng.choice(NEUTRAL, 4).tolist()) for label in y]
+    return texts, y
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def test_gplvsm_with_the_identity_part_predicts_the_gp_of_its_kernel():
+    """Eqs. 19 and 21 computed by hand from the loop reference of the combined word kernel (idf
+    weights, lambda fitted) equal the estimator's predictions."""
+    texts, y = reviews(30)
+    reg = GPLVSMRegressor(identity_weight=0.5, word_weighting="idf", max_iter=15, random_state=0).fit(texts, y)
+    ldk = reg.model_.ldk
+    assert ldk.has_identity and abs(ldk.identity_weight.item() - 0.5) > 1e-6  # fitted, not left where it started
+    x = reg._encoder.transform(texts)
+    test = ["great film", "awful plot acting", "superb superb music"]
+    xs = reg._encoder.transform(test)
+    X = ldk.latent.detach().numpy()
+    hp = dict(gamma=ldk.gamma.item(), weights=ldk.word_weights.numpy(), identity=ldk.identity_weight.item())
+    k_train = ref.ldk_gram(X, x.numpy(), x.numpy(), "rbf", "linear", **hp)
+    k_cross = ref.ldk_gram(X, xs.numpy(), x.numpy(), "rbf", "linear", **hp)
+    k_test = np.diag(ref.ldk_gram(X, xs.numpy(), xs.numpy(), "rbf", "linear", **hp))
+    targets = (y - reg.y_mean_) / reg.y_std_
+    mean, var = ref.gp_predict(
+        k_train,
+        k_cross,
+        k_test,
+        targets,
+        reg.model_.covar_module.outputscale.item(),
+        reg.likelihood_.noise.item(),
+        reg.model_.mean_module.constant.item(),
+    )
+    pred, std = reg.predict(test, return_std=True)
+    np.testing.assert_allclose(pred, mean * reg.y_std_ + reg.y_mean_, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(std, np.sqrt(var) * reg.y_std_, rtol=1e-7, atol=1e-8)
+
+
+def test_balanced_start_weighs_both_parts_alike():
+    texts, y = reviews(20)
+    reg = GPLVSMRegressor(identity_weight="balanced", max_iter=1, random_state=0)
+    model = reg.fit(texts, y).model_  # one iteration: lambda near its start
+    ldk = model.ldk
+    x = reg._encoder.transform(texts)
+    with torch.no_grad():
+        ids, w = ldk._weights(x, torch.float64)
+        latent = ldk._latent_self(ids, w, ldk.latent).mean()
+        from lvgp.kernels.mean_embedding import bag_of_words_self
+
+        bow = bag_of_words_self(ids, w).mean()
+    assert balanced_identity_weight(ldk, x) == pytest.approx(float(latent / bow))
+    with pytest.raises(ValueError, match="identity_weight must be None, a positive number or 'balanced'"):
+        GPLVSMRegressor(identity_weight="half").fit(texts, y)
+    with pytest.raises(ValueError, match="identity_weight must be > 0"):
+        GPLVSMRegressor(identity_weight=0.0).fit(texts, y)
+
+
+def test_sparse_and_gp_classifier_fit_lambda_by_their_objectives():
+    texts, y = reviews(40)
+    sparse = SparseGPLVSMRegressor(identity_weight=1.0, word_weighting="idf", max_steps=40, random_state=0).fit(
+        texts, y.astype(float)
+    )
+    kernel = sparse.model_.covar_module.base_kernel
+    assert kernel.has_identity and kernel.word_weights is not None
+    assert abs(kernel.identity_weight.item() - 1.0) > 1e-4 and np.isfinite(sparse.predict(texts[:5])).all()
+    gpc = LDKGPClassifier(identity_weight=1.0, embedding="linear", level2="cosine", max_iter=20, random_state=0)
+    gpc.fit(texts, y)
+    assert gpc.kernel_kind_ == "exact" and abs(gpc.model_.ldk.identity_weight.item() - 1.0) > 1e-4
+    proba = gpc.predict_proba(texts[:7])
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-12)
+    assert (gpc.predict(texts) == y).mean() > 0.9
+
+
+def test_latent_smm_in_the_bag_of_words_limit_is_the_svm_on_tfidf():
+    """Closed form: with lambda = 1e8 and the cosine level-2 kernel the latent part is negligible,
+    and lambda stays where it was put (it is chosen on dev, not by the min-max objective): the latent
+    SMM is LIBSVM on the cosine kernel of L2-normalized tf-idf vectors."""
+    texts, y = reviews(40, seed=3)
+    smm = LatentSMMClassifier(
+        identity_weight=1e8,
+        level2="cosine",
+        word_weighting="idf",
+        embedding="linear",
+        C=2.0,
+        max_iter=5,
+        random_state=0,
+    ).fit(texts, y)
+    assert smm.kernel_.identity_weight.item() == pytest.approx(1e8)
+    x = smm.encoder_.transform(texts)
+    counts = padded_to_counts(x, smm.encoder_.num_words)
+    tfidf = normalize(TfidfTransformer().fit_transform(counts))
+    gram = (tfidf @ tfidf.T).toarray()
+    svm = SVC(C=2.0, kernel="precomputed", decision_function_shape="ovo", tol=smm.svm_tol).fit(gram, y)
+    np.testing.assert_allclose(smm.decision_function(texts), -svm.decision_function(gram)[:, None], atol=1e-4)
+    np.testing.assert_array_equal(smm.predict(texts), svm.predict(gram))
+
+
+def test_matching_identity_part_acts_on_tied_tokens():
+    """With tied tokens the identity word kernel compares a source and a target document through
+    their shared tokens: identical token lists match perfectly. Without tying, the two sides share
+    no ids, and the identity part cannot link them."""
+    texts, _ = reviews(30, seed=4)
+    tied = LDKMatcher(identity_weight=1.0, tie_identical_tokens=True, latent_dim=2, max_iter=20, random_state=0)
+    tied.fit(texts, texts)
+    assert tied.kernel_.has_identity and abs(tied.kernel_.identity_weight.item() - 1.0) > 1e-4
+    assert (tied.true_target_ranks(texts, texts) == 0).mean() > 0.8
+    # the identity part alone: zero latent vectors, and the distance of identical documents is zero
+    with torch.no_grad():
+        tied.kernel_.word_vectors.raw_latent.zero_()
+        d = tied.distances(texts[:5], texts[:5])
+    assert np.allclose(np.diag(d), 0.0, atol=1e-12) and (d + np.eye(5) > 1e-6).all()
+    untied = LDKMatcher(identity_weight=1.0, latent_dim=2, max_iter=1, random_state=0).fit(texts, texts)
+    assert untied.shared_tokens_ == 0
+    with torch.no_grad():
+        untied.kernel_.word_vectors.raw_latent.zero_()
+        d = untied.distances(texts[:5], texts[:5])
+    # no cross term: d(i, j) = |phi_i|^2 + |phi_j|^2, the sides share no word ids
+    np.testing.assert_allclose(d - d[:, :1] - d[:1, :] + d[0, 0], 0.0, atol=1e-12)
+
+
+def test_corpus_embeddings_cover_words_of_the_unlabeled_documents():
+    texts, y = reviews(40)
+    extra = ["the soundtrack was superb", "a dreadful soundtrack", "dreadful acting and a dreadful plot"] * 5
+    vocab = Vocabulary().fit(texts)
+    table = corpus_embeddings(texts + extra, vocab, dim=4)
+    assert "dreadful" in table and "soundtrack" in table and "dreadful" not in vocab
+    assert set(vocab.words) <= set(table.words) | {w for w in vocab.words if w not in table}
+    reg = GPLVSMRegressor(word_embeddings="corpus", max_iter=5, random_state=0)
+    reg.fit(texts, y.astype(float), unlabeled=extra)
+    assert reg._encoder.n_unlabeled == len(extra) and reg._encoder.word_features is not None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg.predict(["dreadful soundtrack"])  # both words only in the unlabeled documents: they have vectors
+    assert not [w for w in caught if issubclass(w.category, UnseenWordsWarning)]
+    # several tables side by side: dimensions add up, a word found in either is found
+    own = WordEmbeddings("own", POS, np.eye(5))
+    both = GPLVSMRegressor(word_embeddings=("corpus", own), max_iter=3, random_state=0)
+    both.fit(texts, y.astype(float), unlabeled=extra)
+    assert isinstance(both._encoder.embeddings, CombinedEmbeddings)
+    assert both._encoder.word_features.shape[1] == both._encoder.embeddings.dim
+    with pytest.warns(UserWarning, match="unlabeled documents are not used"):
+        GPLVSMRegressor(max_iter=2, random_state=0).fit(texts, y.astype(float), unlabeled=extra)
+
+
+def test_a_model_with_corpus_vectors_reloads_and_refits(tmp_path):
+    texts, y = reviews(30)
+    extra = ["the soundtrack was superb", "a dreadful soundtrack"] * 5
+    own = WordEmbeddings("own", POS + NEG, np.random.default_rng(0).normal(size=(10, 3)))
+    reg = GPLVSMRegressor(word_embeddings=("corpus", own), max_iter=3, random_state=0)
+    reg.fit(texts, y.astype(float), unlabeled=extra)
+    reg.save(tmp_path / "m.pt")
+    again = GPLVSMRegressor.load(tmp_path / "m.pt")
+    test = ["dreadful soundtrack", "great film"]
+    np.testing.assert_array_equal(again.predict(test), reg.predict(test))
+    assert again.word_embeddings[0] == "corpus" and again.word_embeddings[1].words == own.words
+    refit = clone(again).fit(texts, y.astype(float), unlabeled=extra)
+    np.testing.assert_allclose(refit.predict(test), reg.predict(test), rtol=1e-10)
+
+
+def test_calibration_metrics_closed_forms():
+    classes = np.array(["a", "b"])
+    proba = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
+    y = np.array(["a", "b", "b", "b"])
+    assert log_loss(proba, classes, y) == pytest.approx(-np.mean(np.log([0.9, 0.2, 0.7, 0.4])))
+    bins = reliability_bins(proba, classes, y, bins=5)
+    # confidences 0.9 (right), 0.8 (wrong), 0.7 (right), 0.6 (wrong): bins [0.8,1): 2, [0.6,0.8): 2
+    assert bins["count"] == [0, 0, 0, 2, 2]
+    expected = (abs(0.9 + 0.8 - 1) + abs(0.7 + 0.6 - 1)) / 4
+    assert expected_calibration_error(bins) == pytest.approx(expected)
+    assert log_loss(np.array([[1.0, 0.0]]), classes, np.array(["c"])) == pytest.approx(-np.log(1e-300))
+
+
+def test_the_svm_baselines_probabilities_are_platts_and_its_predictions_its_own():
+    from lvgp.baselines.text_classifiers import BowClassifier
+
+    texts, y = reviews(60, seed=5)
+    labels = np.where(y == 1, "pos", np.where(np.arange(60) % 3 == 0, "neu", "neg"))
+    svm = BowClassifier("svm", random_state=0).fit(texts, labels)
+    test = texts[:20]
+    proba = svm.predict_proba(test)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(svm.predict(test), svm.model_.predict(svm._features(test)))
+    assert list(svm.calibrated_.classes_) == list(svm.classes_)
+
+
+def test_unlabeled_pool_holds_neither_training_nor_test_documents(tmp_path):
+    from lvgp.experiments.classification import ClassificationStudy, _sample, unlabeled_pool
+
+    rng = np.random.default_rng(0)
+    lines = ["text\tlabel"] + [f"{' '.join(rng.choice(POS + NEG + NEUTRAL, 5))} d{i}\t{'ab'[i % 2]}" for i in range(60)]
+    (tmp_path / "c.tsv").write_text("\n".join(lines) + "\n")
+    study = ClassificationStudy(dataset=str(tmp_path / "c.tsv"), train_sizes=(10,), test_size=20, unlabeled="pool")
+    _, texts, _, train, test = _sample(study, 0, 10)
+    pool = unlabeled_pool(study, 0, 10)
+    assert len(pool) == 60 - 10 - 20
+    assert not set(pool) & ({texts[i] for i in train} | {texts[i] for i in test})
+
+
+def test_idf_weights_are_scikit_learns():
+    texts, _ = reviews(25)
+    vocab = Vocabulary().fit(texts)
+    x = vocab.encode(texts)
+    np.testing.assert_allclose(idf_weights(x, len(vocab)), TfidfTransformer().fit(vocab.counts(texts)).idf_)
