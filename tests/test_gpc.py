@@ -144,7 +144,7 @@ def test_variational_multiclass_softmax_and_bad_input():
         LDKGPClassifier().fit(x[:10], [0] * 10)
     with pytest.raises(ValueError, match="inference must be one of"):
         LDKGPClassifier(inference="laplace").fit(x[:10], y[:10])
-    with pytest.raises(ValueError, match="rho must be positive"):
+    with pytest.raises(ValueError, match="rho must be > 0"):
         LDKGPClassifier(rho=0).fit(x[:10], y[:10])
 
 

@@ -131,7 +131,7 @@ def test_multiclass_one_versus_one_and_bad_input():
         LatentSMMClassifier().fit(x[:10], [1, 2])
     with pytest.raises(ValueError, match=r"missing labels \(None or NaN\) in rows \[1\]"):
         LatentSMMClassifier().fit(x[:3], [1.0, np.nan, 2.0])
-    with pytest.raises(ValueError, match="C > 0"):
+    with pytest.raises(ValueError, match="C must be > 0"):
         LatentSMMClassifier(C=0).fit(x, y)
 
 

@@ -466,3 +466,29 @@ def test_diagonal_of_long_documents_against_others_goes_through_the_words_gram(e
         eps=1e-6,
         atol=1e-6,
     )
+
+
+def test_document_sets_are_cached_safely():
+    """The kernel keeps what it derives from the documents it is evaluated on (the same training
+    documents at every optimizer step) -- and never serves it for other documents: an in-place
+    change, another tensor of the same shape, a copy of the kernel."""
+    k = make_kernel("rbf", "cosine", identity_weight=0.5)
+    x = X1.clone()
+    with torch.no_grad():
+        first = k(x).to_dense()
+        assert torch.equal(k(x).to_dense(), first)  # served from the cache, the same values
+        assert len(k._document_sets) == 1
+        x[0, 0] = 9  # in place: the version changes
+        torch.testing.assert_close(k(x).to_dense(), ref_gram_identity(k, x), rtol=0, atol=1e-9)
+        other = X1.flip(0).clone()  # same shape, other documents
+        torch.testing.assert_close(k(other).to_dense(), ref_gram_identity(k, other), rtol=0, atol=1e-9)
+        for _ in range(10):
+            k(torch.randint(0, V, (3, 4)))
+    assert len(k._document_sets) <= 4  # a few sets at most
+    assert "_document_sets" not in pickle.loads(pickle.dumps(k)).__dict__
+
+
+def ref_gram_identity(kernel, x):
+    X = kernel.latent.detach().numpy()
+    hp = {**kernel_hp(kernel), "identity": kernel.identity_weight.item()}
+    return torch.from_numpy(ref.ldk_gram(X, x.numpy(), x.numpy(), kernel.embedding_name, kernel.level2.name, **hp))

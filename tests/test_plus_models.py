@@ -83,11 +83,11 @@ def test_balanced_start_weighs_both_parts_alike():
     ldk = model.ldk
     x = reg._encoder.transform(texts)
     with torch.no_grad():
-        ids, w = ldk._weights(x, torch.float64)
-        latent = ldk._latent_self(ids, w, ldk.latent).mean()
-        from lvgp.kernels.mean_embedding import bag_of_words_self
+        from lvgp.kernels.mean_embedding import DocumentSet, bag_of_words_self
 
-        bow = bag_of_words_self(ids, w).mean()
+        documents = DocumentSet(*ldk._weights(x, torch.float64))
+        latent = ldk._latent_self(documents, ldk.latent).mean()
+        bow = bag_of_words_self(documents).mean()
     assert balanced_identity_weight(ldk, x) == pytest.approx(float(latent / bow))
     with pytest.raises(ValueError, match="identity_weight must be None, a positive number or 'balanced'"):
         GPLVSMRegressor(identity_weight="half").fit(texts, y)

@@ -25,6 +25,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.constraints import Integer, Options, Real, check_params
 from ..base.linalg import dual_cca
 from ..bow.vocabulary import Vocabulary
 
@@ -89,9 +90,16 @@ class KernelCCAMatcher(BaseEstimator):
         self.gamma = gamma
         self.min_df = min_df
 
+    _parameter_constraints: dict[str, list] = {
+        "kernel": [Options("linear", "rbf")],
+        "n_components": [Integer(1)],
+        "reg": [Real(0, open_low=True)],
+        "gamma": [None, Real(0, open_low=True)],
+        "min_df": [Integer(1), Real(0, 1, open_low=True)],
+    }
+
     def fit(self, source_texts, target_texts):
-        if self.kernel not in ("linear", "rbf"):
-            raise ValueError(f"kernel must be 'linear' or 'rbf'; got {self.kernel!r}")
+        check_params(self)
         source, target = list(source_texts), list(target_texts)
         if len(source) != len(target):
             raise ValueError(

@@ -8,13 +8,17 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..base.constraints import Real, check_params
 from ..models.clgp.estimators import check_codes
 
 __all__ = ["UniformModel", "MultinomialModel", "UnigramDirichletMultinomial", "BigramDirichletMultinomial"]
 
 
 class _FrequencyModel(BaseEstimator):
+    _parameter_constraints: dict[str, list] = {}
+
     def fit(self, codes: np.ndarray, cardinalities: list[int]):
+        check_params(self)
         self.cardinalities_ = list(cardinalities)
         self.codes_ = check_codes(codes, cardinalities)
         return self
@@ -45,6 +49,8 @@ class MultinomialModel(_FrequencyModel):
 class UnigramDirichletMultinomial(_FrequencyModel):
     """Posterior predictive of a Dirichlet(alpha)-multinomial per column: (n_k + a) / (n + K a)."""
 
+    _parameter_constraints = {"alpha": [Real(0, open_low=True)]}
+
     def __init__(self, alpha: float = 1.0):
         self.alpha = alpha
 
@@ -65,6 +71,8 @@ class BigramDirichletMultinomial(_FrequencyModel):
     highest-ranked column it has observed. A row with no other observed column falls back
     to the unigram model.
     """
+
+    _parameter_constraints = {"alpha": [Real(0, open_low=True)]}
 
     def __init__(self, alpha: float = 1.0):
         self.alpha = alpha

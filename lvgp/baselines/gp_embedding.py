@@ -96,6 +96,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
 from .._random import derive_seed, seeded_torch
+from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.embeddings import ppmi_svd_embeddings
 from ..base.fitting import minimize
 from ..base.numerics import CovarianceError
@@ -419,13 +420,30 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         return sp.csr_matrix(normalize(x.multiply((self.idf_ if idf is None else idf)[None, :])))
 
     # ------------------------------------------------------------------ fit
+    _parameter_constraints: dict[str, list] = {
+        **{k: v for k, v in FITTING.items() if k not in ("tol", "n_iter_no_change")},
+        "embeddings": [Embeddings(), Instance(np.ndarray, name="a p x h array (count-matrix input)")],
+        "missing_words": [Options("drop", "ppmi")],
+        "unlabeled_texts": [None, Instance(list, tuple, name="a list of texts")],
+        "features": [Options("tfidf", "counts")],
+        "C": [Options("auto"), Real(0, open_low=True)],
+        "Cs": [Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")],
+        "cv": [Integer(2)],
+        "lengthscale": [None, Real(0, open_low=True)],
+        "noise": [Real(0, open_low=True)],
+        "min_noise": [Real(0, open_low=True)],
+        "learn_theta": [Boolean()],
+        "covariate_likelihood": [Boolean()],
+        "posterior": [Options("map", "normal")],
+        "new_words": [Boolean()],
+        "max_new_words": [Integer(0)],
+        "vocabulary": [None, Instance(Vocabulary, name="an lvgp.Vocabulary")],
+        "max_features": [None, Integer(1)],
+        "predict_samples": [Integer(1)],
+    }
+
     def fit(self, X, y):
-        if self.features not in ("tfidf", "counts"):
-            raise ValueError(f"features must be 'tfidf' or 'counts'; got {self.features!r}")
-        if self.posterior not in ("map", "normal"):
-            raise ValueError(f"posterior must be 'map' or 'normal'; got {self.posterior!r}")
-        if self.missing_words not in ("drop", "ppmi"):
-            raise ValueError(f"missing_words must be 'drop' or 'ppmi'; got {self.missing_words!r}")
+        check_params(self)
         is_counts, n = self._check_inputs(X)
         self.classes_, y_codes = check_labels(y, n)
         start = time.perf_counter()

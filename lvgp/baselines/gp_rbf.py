@@ -15,6 +15,7 @@ import math
 import torch
 from gpytorch.kernels import RBFKernel, ScaleKernel
 
+from ..base.constraints import Real
 from ..base.numerics import default_dtype
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
@@ -37,6 +38,10 @@ class GPRBFRegressor(ExactGPRegressorBase):
 
     _name = "GP-RBF"
     _empty_documents_use_prior = False
+    _parameter_constraints = {
+        **ExactGPRegressorBase._parameter_constraints,
+        "gamma_init": [None, Real(0, open_low=True)],
+    }
 
     def __init__(
         self,

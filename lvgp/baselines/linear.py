@@ -14,6 +14,7 @@ from sklearn.linear_model import ElasticNet, Lasso, Ridge
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.constraints import Instance, Integer, Options, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.targets import check_targets_array
 from ..bow.padded import padded_to_counts
@@ -84,11 +85,17 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
             return Lasso(alpha=alpha, max_iter=20000)
         return ElasticNet(alpha=alpha, l1_ratio=ratio, max_iter=20000)
 
+    _parameter_constraints: dict[str, list] = {
+        "kind": [Options(*KINDS)],
+        "alphas": [None, Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")],
+        "l1_ratios": [Instance(list, tuple, np.ndarray, name="a sequence of numbers in (0, 1]")],
+        "features": [Options(*FEATURES)],
+        **documents_input(),
+        "cv": [Integer(2)],
+    }
+
     def fit(self, X, y, X_val=None, y_val=None):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
-        if self.features not in FEATURES:
-            raise ValueError(f"features must be one of {FEATURES}; got {self.features!r}")
+        check_params(self)
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words)
         F = self._features(self._encoder.fit_transform(X))
         y = check_targets_array(y, F.shape[0])

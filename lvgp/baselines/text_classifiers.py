@@ -28,6 +28,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
+from ..base.constraints import Embeddings, Instance, Integer, Options, RandomState, check_params
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
@@ -119,6 +120,7 @@ class _TextClassifier(ClassifierMixin, BaseEstimator):
             return self.vocabulary_.counts(texts)
 
     def fit(self, X, y):
+        check_params(self)
         X, y = _check_texts(X, y)
         self.vocabulary_ = self._vocab(X)
         features = self._fit_features(X)
@@ -140,8 +142,17 @@ class _TextClassifier(ClassifierMixin, BaseEstimator):
         return "logreg"
 
 
+_CS = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
+
+
 class BowClassifier(_TextClassifier):
     """Logistic regression (``model="logreg"``) or linear SVM (``"svm"``) on tf-idf vectors."""
+
+    _parameter_constraints: dict[str, list] = {
+        "model": [Options("logreg", "svm")],
+        "Cs": [_CS],
+        "random_state": [RandomState()],
+    }
 
     def __init__(self, model: str = "logreg", Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
         self.model = model
@@ -183,6 +194,13 @@ class KernelSVMClassifier(_TextClassifier):
     kernel) chosen by stratified cross-validation over the thesis's grids
     (C in 2^-3, 2^-1, ..., 2^7; gamma in 10^-3 ... 10^3); one-versus-one multi-class."""
 
+    _parameter_constraints: dict[str, list] = {
+        "kernel": [Options("rbf", "poly")],
+        "Cs": [_CS],
+        "gammas": [_CS],
+        "random_state": [RandomState()],
+    }
+
     def __init__(
         self,
         kernel: str = "rbf",
@@ -198,8 +216,7 @@ class KernelSVMClassifier(_TextClassifier):
     def fit(self, X, y):
         from sklearn.svm import SVC
 
-        if self.kernel not in ("rbf", "poly"):
-            raise ValueError(f"kernel must be 'rbf' or 'poly'; got {self.kernel!r}")
+        check_params(self)
         X, y = _check_texts(X, y)
         self.vocabulary_ = self._vocab(X)
         self.tfidf_ = TfidfTransformer().fit(self._counts(X))
@@ -218,6 +235,12 @@ class KernelSVMClassifier(_TextClassifier):
 
 
 class _EmbeddingClassifier(_TextClassifier):
+    _parameter_constraints: dict[str, list] = {
+        "embeddings": [Embeddings()],
+        "Cs": [_CS],
+        "random_state": [RandomState()],
+    }
+
     def _table(self):
         from ..datasets.loaders import WordEmbeddings, load_word_embeddings
 
@@ -261,6 +284,8 @@ class MeanEmbeddingClassifier(_EmbeddingClassifier):
 class BagOfClustersClassifier(_EmbeddingClassifier):
     """k-means (``n_clusters``) over the embeddings of the training words; documents become
     tf-idf weighted cluster counts (test words with a vector go to their nearest cluster)."""
+
+    _parameter_constraints = {**_EmbeddingClassifier._parameter_constraints, "n_clusters": [Integer(1)]}
 
     def __init__(self, embeddings="glove-6b-50d", n_clusters: int = 100, Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
         self.embeddings = embeddings

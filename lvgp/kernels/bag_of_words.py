@@ -85,28 +85,27 @@ class BagOfWordsKernel(DocumentKernel):
     def _forward_state(self) -> Tensor:
         return self._probe
 
-    def _ids_and_weights(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        return self._weights(x, self._probe.dtype)
+    def _documents(self, x: Tensor) -> me.DocumentSet:
+        return self._prepare(x, self._probe.dtype)
 
     def mean_embedding_gram(
         self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
     ) -> Tensor:
-        ids1, w1 = self._ids_and_weights(x1)
-        ids2, w2 = (ids1, w1) if symmetric else self._ids_and_weights(x2)
-        return me.bag_of_words_inner(ids1, w1, ids2, w2, symmetric)
+        d1 = self._documents(x1)
+        return me.bag_of_words_inner(d1, d1 if symmetric else self._documents(x2), symmetric)
 
     def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
-        return me.bag_of_words_paired(*self._ids_and_weights(x1), *self._ids_and_weights(x2))
+        return me.bag_of_words_paired(self._documents(x1), self._documents(x2))
 
     def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
-        return me.bag_of_words_self(*self._ids_and_weights(x))
+        return me.bag_of_words_self(self._documents(x))
 
     def features(self, x: Tensor) -> Tensor:
         """The documents' weighted word measures :math:`\\phi` as a sparse ``n x num_words`` tensor."""
         check_padded(x, "x", self.num_words, allow_empty=True)
         if x.dim() != 2:
             raise ValueError(f"x must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
-        ids, w = self._ids_and_weights(x.long())
+        ids, w = self._weights(x.long(), self._probe.dtype)
         b = me.bags(ids, w)
         index = torch.stack([b.rows(), b.words])
         return torch.sparse_coo_tensor(index, b.weights, (x.shape[0], self.num_words), check_invariants=False)

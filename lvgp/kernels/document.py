@@ -11,6 +11,7 @@ themselves) are its subclasses; each supplies the three inner products
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,9 @@ from . import mean_embedding as me
 from .level2 import Level2Kernel, make_level2
 
 __all__ = ["DocumentKernel", "check_word_weights"]
+
+#: document sets a kernel keeps (the training documents, a validation or test block, ...)
+_CACHED_SETS = 4
 
 
 def check_word_weights(word_weights: TensorLike, num_words: int, dtype: torch.dtype) -> Tensor:
@@ -111,6 +115,43 @@ class DocumentKernel(Kernel):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ shared
+    def _prepare(self, x: Tensor, dtype: torch.dtype) -> me.DocumentSet:
+        """The :class:`~lvgp.kernels.mean_embedding.DocumentSet` of padded documents ``x``: from a
+        small cache of the last sets, keyed by ``x``'s storage, offset, strides, shape and version
+        (the entry holds ``x``, so its storage cannot be reused by other documents while cached),
+        the kernel's word ids in use and the word weights. An optimizer evaluates the kernel on the
+        same training documents at every step: their weights, distinct words, bags and
+        bag-of-words Gram are computed once."""
+        table = self.word_weights
+        key = (
+            x.untyped_storage().data_ptr(),
+            x.storage_offset(),
+            tuple(x.stride()),
+            tuple(x.shape),
+            x.dtype,
+            x.device,
+            x._version,
+            dtype,
+            self.num_words,
+            None if table is None else (table.data_ptr(), table._version),
+        )
+        cache = self.__dict__.setdefault("_document_sets", OrderedDict())
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit[1]
+        documents = me.DocumentSet(*self._weights(x, dtype))
+        cache[key] = (x, documents)
+        while len(cache) > _CACHED_SETS:
+            cache.popitem(last=False)
+        return documents
+
+    def __getstate__(self) -> dict:
+        """As ``nn.Module``'s, without the cache of document sets (pickles and deep copies start empty)."""
+        state = self.__dict__.copy()
+        state.pop("_document_sets", None)
+        return state
+
     def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """:func:`~lvgp.kernels.mean_embedding.document_weights` with this kernel's word weights
         (extended over ids beyond the table with its largest weight: words of no training document)."""

@@ -321,20 +321,16 @@ class LatentDistributionKernel(DocumentKernel):
         return "raw_identity_weight" in self._parameters
 
     # the latent part (RandomFeatureLDK replaces these three)
-    def _latent_paired(self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor) -> Tensor:
-        return me.paired_inner(ids1, w1, ids2, w2, latent, self.embedding_gram, self._explicit)
+    def _latent_paired(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor) -> Tensor:
+        return me.paired_inner(d1, d2, latent, self.embedding_gram, self._explicit)
 
-    def _latent_self(self, ids: Tensor, w: Tensor, latent: Tensor) -> Tensor:
-        return me.self_inner(ids, w, latent, self.embedding_gram, self._explicit)
+    def _latent_self(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
+        return me.self_inner(d, latent, self.embedding_gram, self._explicit)
 
-    def _latent_gram(
-        self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor, symmetric: bool
-    ) -> Tensor:
+    def _latent_gram(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor, symmetric: bool) -> Tensor:
         return me.mean_embedding_gram(
-            ids1,
-            w1,
-            ids2,
-            w2,
+            d1,
+            d2,
             latent,
             self.embedding_gram,
             self._explicit,
@@ -346,14 +342,12 @@ class LatentDistributionKernel(DocumentKernel):
     def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
         r"""Row-wise :math:`\langle m(\mathbf X^{(1)}_i), m(\mathbf X^{(2)}_i)\rangle` (eq. 3.2, plus
         :math:`\lambda\langle\phi^{(1)}_i,\phi^{(2)}_i\rangle` with the identity part): ``*b1 x n x L1``
-        and ``*b2 x n x L2`` -> ``*B x n``. Costs :math:`O(n L_1 L_2 q)`. ``latent``: the vectors to
-        use (default :attr:`latent`)."""
+        and ``*b2 x n x L2`` -> ``*B x n``. ``latent``: the vectors to use (default :attr:`latent`)."""
         latent = self.latent if latent is None else latent
-        ids1, w1 = self._weights(x1, latent.dtype)
-        ids2, w2 = self._weights(x2, latent.dtype)
-        out = self._latent_paired(ids1, w1, ids2, w2, latent)
+        d1, d2 = self._prepare(x1, latent.dtype), self._prepare(x2, latent.dtype)
+        out = self._latent_paired(d1, d2, latent)
         if self.has_identity:
-            out = out + self._identity(1) * me.bag_of_words_paired(ids1, w1, ids2, w2)
+            out = out + self._identity(1) * me.bag_of_words_paired(d1, d2)
         return out
 
     def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
@@ -361,10 +355,10 @@ class LatentDistributionKernel(DocumentKernel):
         the Gram of the distinct words (:func:`~lvgp.kernels.mean_embedding.self_inner`), plus
         :math:`\lambda\|\phi_i\|^2` with the identity part."""
         latent = self.latent if latent is None else latent
-        ids, w = self._weights(x, latent.dtype)
-        out = self._latent_self(ids, w, latent)
+        d = self._prepare(x, latent.dtype)
+        out = self._latent_self(d, latent)
         if self.has_identity:
-            out = out + self._identity(1) * me.bag_of_words_self(ids, w)
+            out = out + self._identity(1) * me.bag_of_words_self(d)
         return out
 
     def mean_embedding_gram(
@@ -374,11 +368,11 @@ class LatentDistributionKernel(DocumentKernel):
         identity part) between all documents: ``*b1 x n1 x L1``, ``*b2 x n2 x L2`` -> ``*B x n1 x n2``.
         ``symmetric`` asserts ``x1 == x2``."""
         latent = self.latent if latent is None else latent
-        ids1, w1 = self._weights(x1, latent.dtype)
-        ids2, w2 = (ids1, w1) if symmetric else self._weights(x2, latent.dtype)
-        out = self._latent_gram(ids1, w1, ids2, w2, latent, symmetric)
+        d1 = self._prepare(x1, latent.dtype)
+        d2 = d1 if symmetric else self._prepare(x2, latent.dtype)
+        out = self._latent_gram(d1, d2, latent, symmetric)
         if self.has_identity:
-            out = out + self._identity(2) * me.bag_of_words_inner(ids1, w1, ids2, w2, symmetric)
+            out = out + self._identity(2) * me.bag_of_words_inner(d1, d2, symmetric)
         return out
 
     # ------------------------------------------------------------------ batches and persistence

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +35,7 @@ from torch import Tensor
 from ..bow.padded import PAD
 
 __all__ = [
+    "DocumentSet",
     "document_weights",
     "mean_vectors",
     "mean_embedding_gram",
@@ -135,30 +137,84 @@ def single_batch(x: Tensor) -> Tensor | None:
     return None
 
 
-def mean_vectors(ids: Tensor, weights: Tensor, latent: Tensor) -> Tensor:
+class DocumentSet:
+    """Padded documents as the inner products take them: ``ids`` (``*b x n x L``, padding as 0),
+    their ``weights`` (each document's measure, 0 on padding), and what is derived from them alone,
+    memoized -- the distinct words, the bags, the bag-of-words Gram with another set. The LDK keeps
+    the sets of the documents it is evaluated on (the same training documents at every optimizer
+    step), so that nothing here is computed twice."""
+
+    def __init__(self, ids: Tensor, weights: Tensor) -> None:
+        self.ids, self.weights = ids, weights
+        self.memo: dict[Any, Any] = {}
+
+    @property
+    def unbatched(self) -> bool:
+        return self.ids.dim() == 2
+
+    def distinct(self) -> tuple[Tensor, Tensor]:
+        """The distinct word ids and each position's index into them (``torch.unique``)."""
+        if "distinct" not in self.memo:
+            self.memo["distinct"] = torch.unique(self.ids, return_inverse=True)
+        return self.memo["distinct"]
+
+    def bags(self) -> Bags:
+        """The documents as :class:`Bags` over :meth:`distinct` (unbatched sets)."""
+        if "bags" not in self.memo:
+            self.memo["bags"] = bags(self.distinct()[1], self.weights)
+        return self.memo["bags"]
+
+    def with_other(self, kind: str, other: DocumentSet, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for this set and ``other``, memoized for the last two ``other`` sets of each
+        ``kind`` (the training set against itself and against one other set, at most)."""
+        entries = self.memo.setdefault(("pairs", kind), [])
+        for held, value in entries:
+            if held is other:
+                return value
+        value = compute()
+        entries.append((other, value))
+        del entries[:-2]
+        return value
+
+
+def mean_vectors(d: DocumentSet, latent: Tensor) -> Tensor:
     r"""Explicit kernel mean embeddings ``C X`` (linear embedding kernel): ``*B x n x q``. Unbatched
     inputs go through their bags of distinct words (``embedding_bag``: no work for padding or
     repeated words, :math:`O(\mathrm{nnz}\,q)`); batched ones gather every padded position."""
-    if ids.dim() == 2 and latent.dim() == 2:
-        words, local = torch.unique(ids, return_inverse=True)
-        return bag_product(bags(local, weights), latent.index_select(0, words))
-    vectors = gather_rows(latent, ids.flatten(-2)).unflatten(-2, ids.shape[-2:])
-    return (weights.unsqueeze(-1) * vectors).sum(-2)
+    if d.unbatched and latent.dim() == 2:
+        words, _ = d.distinct()
+        return bag_product(d.bags(), latent.index_select(0, words))
+    vectors = gather_rows(latent, d.ids.flatten(-2)).unflatten(-2, d.ids.shape[-2:])
+    return (d.weights.unsqueeze(-1) * vectors).sum(-2)
 
 
-def paired_inner(
-    ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor, gram: GramFunction, explicit: bool
-) -> Tensor:
+def _union(d1: DocumentSet, d2: DocumentSet) -> tuple[Tensor, Bags, Bags]:
+    """The distinct words of two unbatched sets together, and each set's bags over them."""
+
+    def compute() -> tuple[Tensor, Bags, Bags]:
+        if d1 is d2:
+            return d1.distinct()[0], d1.bags(), d1.bags()
+        words, inverse = torch.unique(torch.cat([d1.ids.flatten(), d2.ids.flatten()]), return_inverse=True)
+        b1 = bags(inverse[: d1.ids.numel()].view(d1.ids.shape), d1.weights)
+        b2 = bags(inverse[d1.ids.numel() :].view(d2.ids.shape), d2.weights)
+        return words, b1, b2
+
+    return d1.with_other("union", d2, compute)
+
+
+def paired_inner(d1: DocumentSet, d2: DocumentSet, latent: Tensor, gram: GramFunction, explicit: bool) -> Tensor:
     r"""Row-wise :math:`\langle\mu^{(1)}_i, \mu^{(2)}_i\rangle` (eq. 3.2): ``*b1 x n x L1`` and
-    ``*b2 x n x L2`` documents -> ``*B x n``, in blocks of at most ``_BLOCK_ENTRIES`` Gram entries."""
+    ``*b2 x n x L2`` documents -> ``*B x n``: through the Gram of their distinct words where it is
+    smaller than the documents' own ``L1 x L2`` blocks (long documents), else in blocks of at most
+    ``_BLOCK_ENTRIES`` Gram entries."""
     if explicit:
-        return (mean_vectors(ids1, w1, latent) * mean_vectors(ids2, w2, latent)).sum(-1)
-    if ids1.dim() == 2 and ids2.dim() == 2 and latent.dim() == 2 and ids1.shape[0]:
-        words, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
-        if len(words) ** 2 < ids1.shape[0] * ids1.shape[1] * ids2.shape[1]:  # long documents: the words' Gram
+        return (mean_vectors(d1, latent) * mean_vectors(d2, latent)).sum(-1)
+    ids1, w1, ids2, w2 = d1.ids, d1.weights, d2.ids, d2.weights
+    if d1.unbatched and d2.unbatched and latent.dim() == 2 and ids1.shape[0]:
+        words, b1, b2 = _union(d1, d2)
+        if len(words) ** 2 < ids1.shape[0] * ids1.shape[1] * ids2.shape[1]:
             v = latent.index_select(-2, words)
-            left = bag_product(bags(inverse[: ids1.numel()].view(ids1.shape), w1), gram(v, v))  # n x u: C1 G
-            b2 = bags(inverse[ids1.numel() :].view(ids2.shape), w2)
+            left = bag_product(b1, gram(v, v))  # n x u: C1 G
             rows = b2.rows()
             return torch.zeros(b2.n, dtype=left.dtype, device=left.device).index_add_(
                 0, rows, left[rows, b2.words] * b2.weights
@@ -179,26 +235,24 @@ def paired_inner(
     return torch.cat(out, dim=-1)
 
 
-def self_inner(ids: Tensor, w: Tensor, latent: Tensor, gram: GramFunction, explicit: bool) -> Tensor:
+def self_inner(d: DocumentSet, latent: Tensor, gram: GramFunction, explicit: bool) -> Tensor:
     r""":math:`\|\mu_i\|^2` for every document (``*b x n x L`` -> ``*B x n``), through the Gram of
     the distinct words, :math:`\mathrm{diag}(C G C^\top)`: :math:`O(\mathrm{nnz}\,u)` for :math:`u`
     distinct words instead of :func:`paired_inner`'s :math:`O(n L^2 q)` (long padded documents);
     for unbatched inputs (batched ones take :func:`paired_inner`)."""
-    if ids.dim() != 2 or latent.dim() != 2 or explicit or ids.shape[0] == 0:
-        return paired_inner(ids, w, ids, w, latent, gram, explicit)
-    words, local = torch.unique(ids, return_inverse=True)
+    if not d.unbatched or latent.dim() != 2 or explicit or d.ids.shape[0] == 0:
+        return paired_inner(d, d, latent, gram, explicit)
+    words, _ = d.distinct()
     v = latent.index_select(-2, words)
-    b = bags(local, w)
+    b = d.bags()
     left = bag_product(b, gram(v, v))  # n x u: C G
     rows = b.rows()
     return torch.zeros(b.n, dtype=left.dtype, device=left.device).index_add_(0, rows, left[rows, b.words] * b.weights)
 
 
 def mean_embedding_gram(
-    ids1: Tensor,
-    w1: Tensor,
-    ids2: Tensor,
-    w2: Tensor,
+    d1: DocumentSet,
+    d2: DocumentSet,
     latent: Tensor,
     gram: GramFunction,
     explicit: bool,
@@ -210,27 +264,27 @@ def mean_embedding_gram(
     ``*b1 x n1 x L1``, ``*b2 x n2 x L2`` -> ``*B x n1 x n2``. ``symmetric`` asserts that the two
     sets are the same documents; ``gram_symmetric`` that the embedding Gram of a set with itself is
     symmetric (the built-in kernels), which saves a transpose. ``batch_shape``: the kernel's."""
+    ids1, ids2 = d1.ids, d2.ids
     if ids1.shape[-2] == 0 or ids2.shape[-2] == 0:
         batch = torch.broadcast_shapes(ids1.shape[:-2], ids2.shape[:-2], latent.shape[:-2], batch_shape)
         return latent.new_zeros(*batch, ids1.shape[-2], ids2.shape[-2])
     if explicit:
-        m1 = mean_vectors(ids1, w1, latent)
-        return m1 @ (m1 if symmetric else mean_vectors(ids2, w2, latent)).mT
-    words1, local1 = torch.unique(ids1, return_inverse=True)
-    if symmetric:
-        words2, local2 = words1, local1
-    else:
-        words2, local2 = torch.unique(ids2, return_inverse=True)
+        m1 = mean_vectors(d1, latent)
+        return m1 @ (m1 if symmetric else mean_vectors(d2, latent)).mT
+    words1, local1 = d1.distinct()
+    words2, local2 = (words1, local1) if symmetric else d2.distinct()
     v1 = latent.index_select(-2, words1)
     g = gram(v1, v1 if symmetric else latent.index_select(-2, words2))
     batch = torch.broadcast_shapes(ids1.shape[:-2], ids2.shape[:-2], g.shape[:-2])
     symmetric_gram = symmetric and gram_symmetric
+    if d1.unbatched and d2.unbatched and g.dim() == 2:  # the common case: the bags are memoized
+        return sandwich(d1.bags(), g, d1.bags() if symmetric else d2.bags(), symmetric_gram)
 
     def flat(t: Tensor) -> Tensor:
         return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
 
     parts = []
-    for i1, ww1, gg, i2, ww2 in zip(flat(local1), flat(w1), flat(g), flat(local2), flat(w2)):
+    for i1, ww1, gg, i2, ww2 in zip(flat(local1), flat(d1.weights), flat(g), flat(local2), flat(d2.weights)):
         bags1 = bags(i1, ww1)
         bags2 = bags1 if symmetric else bags(i2, ww2)
         parts.append(sandwich(bags1, gg, bags2, symmetric_gram))
@@ -239,47 +293,57 @@ def mean_embedding_gram(
     return torch.stack(parts).view(*batch, ids1.shape[-2], ids2.shape[-2])
 
 
-def bag_of_words_inner(ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, symmetric: bool = False) -> Tensor:
+def bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool = False) -> Tensor:
     r""":math:`\langle\phi_i,\phi_j\rangle = \sum_v w_{iv} w_{jv}` between the weighted word measures of
     all documents (the identity word kernel :math:`\delta_{vw}`): ``*b1 x n1 x L1``, ``*b2 x n2 x L2``
     -> ``*B x n1 x n2``. The sparse product :math:`C_1 C_2^\top` of the two weight matrices over the
     :math:`u` distinct words present, by ``embedding_bag`` against dense blocks of :math:`C_2^\top`
     (at most ``2**24`` entries each): :math:`O(\mathrm{nnz}_1 n_2 + u\,n_2)`, never a ``V x V``
-    matrix. Constant in every parameter, so computed without autograd."""
+    matrix. Constant in every parameter: computed without autograd, once per pair of sets."""
+    return d1.with_other("bag-of-words", d2, lambda: _bag_of_words_inner(d1, d2, symmetric))
+
+
+def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Tensor:
+    ids1, w1, ids2, w2 = d1.ids, d1.weights, d2.ids, d2.weights
     batch = torch.broadcast_shapes(ids1.shape[:-2], ids2.shape[:-2])
     n1, n2 = ids1.shape[-2], ids2.shape[-2]
     with torch.no_grad():
-        _, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
-        local1 = inverse[: ids1.numel()].view(ids1.shape)
-        local2 = inverse[ids1.numel() :].view(ids2.shape)
-        u = int(inverse.max()) + 1 if inverse.numel() else 1
+        if d1.unbatched and d2.unbatched:
+            words, b1, b2 = _union(d1, d2)
+            pairs = [(b1, b2, len(words))]
+        else:
+            _, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
+            local1 = inverse[: ids1.numel()].view(ids1.shape)
+            local2 = inverse[ids1.numel() :].view(ids2.shape)
+            u = int(inverse.max()) + 1 if inverse.numel() else 1
 
-        def flat(t: Tensor) -> Tensor:
-            return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
+            def flat(t: Tensor) -> Tensor:
+                return t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
 
+            pairs = []
+            for i1, ww1, i2, ww2 in zip(flat(local1), flat(w1), flat(local2), flat(w2)):
+                bags1 = bags(i1, ww1)
+                pairs.append((bags1, bags1 if symmetric else bags(i2, ww2), u))
         parts = []
-        for i1, ww1, i2, ww2 in zip(flat(local1), flat(w1), flat(local2), flat(w2)):
-            bags1 = bags(i1, ww1)
-            bags2 = bags1 if symmetric else bags(i2, ww2)
+        for bags1, bags2, u in pairs:
             rows2 = bags2.rows()
-            out = ww1.new_zeros(n1, n2)
-            step = max(1, 2**24 // u)
+            out = w1.new_zeros(n1, n2)
+            step = max(1, 2**24 // max(u, 1))
             for start in range(0, n2, step):
                 width = min(step, n2 - start)
                 inside = (rows2 >= start) & (rows2 < start + width)
-                block = ww1.new_zeros(u, width)
+                block = w1.new_zeros(max(u, 1), width)
                 block[bags2.words[inside], rows2[inside] - start] = bags2.weights[inside]
                 out[:, start : start + width] = bag_product(bags1, block)
             parts.append(out)
-        if not parts:
-            return w1.new_zeros(*batch, n1, n2)
-        return torch.stack(parts).view(*batch, n1, n2)
+        return torch.stack(parts).view(*batch, n1, n2) if parts else w1.new_zeros(*batch, n1, n2)
 
 
-def bag_of_words_paired(ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor) -> Tensor:
+def bag_of_words_paired(d1: DocumentSet, d2: DocumentSet) -> Tensor:
     r"""Row-wise :math:`\langle\phi^{(1)}_i,\phi^{(2)}_i\rangle = \sum_{s,t} w_{is} w_{it} [v_s = v_t]`:
     ``*b1 x n x L1``, ``*b2 x n x L2`` -> ``*B x n`` (repeated words need no merging: the double sum
     over occurrences adds up their weights), in blocks of at most ``_BLOCK_ENTRIES`` comparisons."""
+    ids1, w1, ids2, w2 = d1.ids, d1.weights, d2.ids, d2.weights
     n = ids1.shape[-2]
     step = max(1, _BLOCK_ENTRIES // max(1, ids1.shape[-1] * ids2.shape[-1]))
     out = []
@@ -294,14 +358,23 @@ def bag_of_words_paired(ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor) -> T
     return torch.cat(out, dim=-1)
 
 
-def bag_of_words_self(ids: Tensor, w: Tensor) -> Tensor:
+def bag_of_words_self(d: DocumentSet) -> Tensor:
     r""":math:`\|\phi_i\|^2 = \sum_v w_{iv}^2` of every document's weighted word measure (repeated
-    words merged first): ``*b x n x L`` -> ``*b x n``, :math:`O(\mathrm{nnz})`."""
+    words merged first): ``*b x n x L`` -> ``*b x n``, :math:`O(\mathrm{nnz})`, once per set."""
+    if "bag-of-words-self" in d.memo:
+        return d.memo["bag-of-words-self"]
+    ids, w = d.ids, d.weights
     with torch.no_grad():
-        flat_ids, flat_w = ids.reshape(-1, ids.shape[-1]), w.reshape(-1, w.shape[-1])
-        if flat_ids.shape[0] == 0:
-            return w.new_zeros(ids.shape[:-1])
-        words, local = torch.unique(flat_ids, return_inverse=True)
-        b = bags(local, flat_w)
-        out = torch.zeros(b.n, dtype=w.dtype, device=w.device).index_add_(0, b.rows(), b.weights.pow(2))
-        return out.view(ids.shape[:-1])
+        if ids.numel() == 0 or ids.shape[-2] == 0:
+            out = w.new_zeros(ids.shape[:-1])
+        elif d.unbatched:
+            b = d.bags()
+            out = torch.zeros(b.n, dtype=w.dtype, device=w.device).index_add_(0, b.rows(), b.weights.pow(2))
+        else:
+            flat_ids, flat_w = ids.reshape(-1, ids.shape[-1]), w.reshape(-1, w.shape[-1])
+            _, local = torch.unique(flat_ids, return_inverse=True)
+            b = bags(local, flat_w)
+            out = torch.zeros(b.n, dtype=w.dtype, device=w.device).index_add_(0, b.rows(), b.weights.pow(2))
+            out = out.view(ids.shape[:-1])
+    d.memo["bag-of-words-self"] = out
+    return out

@@ -27,7 +27,6 @@ import math
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
@@ -116,40 +115,31 @@ class RandomFeatureLDK(LatentDistributionKernel):
         chol = torch.linalg.cholesky(kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype))
         return torch.linalg.solve_triangular(chol, self.embedding_gram(z, vectors), upper=False).mT
 
-    def _features(self, ids: Tensor, w: Tensor, latent: Tensor) -> Tensor:
-        words, local = torch.unique(ids, return_inverse=True)
+    def _features(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
+        if not d.unbatched:
+            raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
+        words, _ = d.distinct()
         phi = self.word_features_map(latent.index_select(-2, words), latent)
-        return F.embedding_bag(local, phi, per_sample_weights=w, mode="sum")
+        return me.bag_product(d.bags(), phi)
 
     def document_features(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         """Approximate kernel mean embeddings: ``n x L`` padded -> ``n x D``."""
         if x.dim() != 2:
             raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
         latent = self.latent if latent is None else latent
-        ids, w = self._weights(x, latent.dtype)
-        return self._features(ids, w, latent)
+        return self._features(self._prepare(x, latent.dtype), latent)
 
     # the latent part of the inner products from the explicit features (the identity part, if
     # any, is added by LatentDistributionKernel exactly)
-    def _latent_gram(
-        self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor, symmetric: bool
-    ) -> Tensor:
-        self._unbatched(ids1, ids2)
-        f1 = self._features(ids1, w1, latent)
-        return f1 @ (f1 if symmetric else self._features(ids2, w2, latent)).mT
+    def _latent_gram(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor, symmetric: bool) -> Tensor:
+        f1 = self._features(d1, latent)
+        return f1 @ (f1 if symmetric else self._features(d2, latent)).mT
 
-    def _latent_paired(self, ids1: Tensor, w1: Tensor, ids2: Tensor, w2: Tensor, latent: Tensor) -> Tensor:
-        self._unbatched(ids1, ids2)
-        return (self._features(ids1, w1, latent) * self._features(ids2, w2, latent)).sum(-1)
+    def _latent_paired(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor) -> Tensor:
+        return (self._features(d1, latent) * self._features(d2, latent)).sum(-1)
 
-    def _latent_self(self, ids: Tensor, w: Tensor, latent: Tensor) -> Tensor:
-        self._unbatched(ids)
-        return self._features(ids, w, latent).pow(2).sum(-1)
-
-    @staticmethod
-    def _unbatched(*ids: Tensor) -> None:
-        if any(i.dim() != 2 for i in ids):
-            raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
+    def _latent_self(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
+        return self._features(d, latent).pow(2).sum(-1)
 
 
 @torch.no_grad()
@@ -238,9 +228,9 @@ def balanced_identity_weight(kernel: LatentDistributionKernel, x: Tensor) -> flo
     equally, on average, to the self-similarities of the documents ``x``:
     :math:`\overline{\|m(\mathbf X_i)\|^2} / \overline{\|\phi_i\|^2}` at the kernel's current vectors
     (``identity_weight="balanced"`` of the LDK estimators)."""
-    ids, w = kernel._weights(x, kernel.latent.dtype)
-    latent = kernel._latent_self(ids, w, kernel.latent).mean()
-    words = me.bag_of_words_self(ids, w).mean()
+    documents = kernel._prepare(x, kernel.latent.dtype)
+    latent = kernel._latent_self(documents, kernel.latent).mean()
+    words = me.bag_of_words_self(documents).mean()
     return float(latent / words) if latent > 0 and words > 0 else 1.0
 
 

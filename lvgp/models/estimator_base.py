@@ -16,14 +16,15 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._typing import Documents, TensorLike
+from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import OPTIMIZERS, FitResult, minimize
 from ..base.numerics import covariance_errors, exact_numerics
 from ..base.targets import check_targets_array
-from ..base.validation import check_number, standardization
+from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
-from .exact import LogPosterior, SharedKernelExactGP
+from .exact import MEANS, LogPosterior, SharedKernelExactGP
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
@@ -83,16 +84,21 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         model.covar_module.outputscale = torch.tensor(self.outputscale_init, dtype=torch.float64)
 
     # ------------------------------------------------------------------ fitting
+    #: the parameters every exact-GP regressor has (subclasses extend it)
+    _parameter_constraints: dict[str, list] = {
+        **FITTING,
+        **documents_input(),
+        "optimizer": [Options(*OPTIMIZERS)],
+        "early_stopping": [Boolean()],
+        "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
+        "normalize_y": [Boolean()],
+        "noise_init": [Real(0, open_low=True)],
+        "outputscale_init": [Real(0, open_low=True)],
+        "mean": [Options(*MEANS)],
+    }
+
     def _check_params(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
-        if not 0 < self.validation_fraction < 1:
-            raise ValueError(f"validation_fraction must be in (0, 1); got {self.validation_fraction}")
-        for name in ("noise_init", "outputscale_init", "lr"):
-            check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
-        check_number("tol", self.tol, minimum=0)
-        check_number("max_iter", self.max_iter, integer=True, minimum=1)
-        check_number("n_iter_no_change", self.n_iter_no_change, integer=True, minimum=1)
+        check_params(self)
 
     def fit(
         self,

@@ -47,6 +47,7 @@ from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input, ldk_options
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -55,7 +56,7 @@ from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
-from ..kernels.random_features import make_ldk
+from ..kernels.random_features import APPROXIMATIONS, make_ldk
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
 from .gplvsm import PaddedInputsMixin
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
@@ -245,19 +246,25 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints: dict[str, list] = {
+        **FITTING,
+        **documents_input(),
+        **ldk_options(),
+        "inference": [Options(*INFERENCES)],
+        "approximation": [Options(*APPROXIMATIONS)],
+        "num_features": [Integer(1)],
+        "alpha_epsilon": [Real(0, open_low=True)],
+        "early_stopping": [Boolean()],
+        "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
+        "num_inducing": [Integer(1)],
+        "max_epochs": [Integer(1)],
+        "batch_size": [None, Integer(1)],
+        "ngd_lr": [Real(0, open_low=True)],
+        "n_mc_samples": [Integer(1)],
+    }
+
     def _check_params(self) -> None:
-        if self.inference not in INFERENCES:
-            raise ValueError(f"inference must be one of {INFERENCES}; got {self.inference!r}")
-        for name in ("rho", "gamma", "alpha_epsilon", "lr", "ngd_lr"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
-        if not 0 < self.validation_fraction < 1:
-            raise ValueError(f"validation_fraction must be in (0, 1); got {self.validation_fraction!r}")
-        for name in ("max_iter", "num_inducing", "max_epochs", "n_mc_samples", "n_iter_no_change"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}")
-        if self.batch_size is not None and int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be a positive integer or None; got {self.batch_size!r}")
+        check_params(self)
 
     def _kernel(self, seed: int, x: torch.Tensor) -> LatentDistributionKernel:
         vectors = make_word_vectors(

@@ -48,6 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
 from .._typing import Documents, EmbeddingsSpec, TensorLike
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input, ldk_options
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
 from ..base.numerics import default_dtype
@@ -56,7 +57,7 @@ from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import MAPWordVectors, make_word_vectors
-from ..kernels.random_features import make_ldk
+from ..kernels.random_features import APPROXIMATIONS, make_ldk
 from ..warnings import EmptyDocumentsWarning
 
 if TYPE_CHECKING:
@@ -188,6 +189,20 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints: dict[str, list] = {
+        **{k: v for k, v in FITTING.items() if k not in ("lr", "n_iter_no_change")},
+        **documents_input(),
+        **ldk_options(("rbf", "linear")),
+        "rho": [Real(0)],  # 0: no penalty (eq. 4.18a)
+        "C": [Real(0, open_low=True)],
+        "learn_gamma": [Boolean()],
+        "approximation": [Options(*APPROXIMATIONS)],
+        "num_features": [Integer(1)],
+        # the initial vectors must stay within the range where squared distances are finite
+        "init_scale": [None, Real(0, 1e100, open_low=True)],
+        "svm_tol": [Real(0, open_low=True)],
+    }
+
     # ------------------------------------------------------------------ the dual
     def _svc(self, gram: np.ndarray) -> SVC:
         # a fixed random_state: LIBSVM would otherwise draw its seed from numpy's global state
@@ -208,14 +223,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
-        if not self.rho >= 0 or not self.C > 0:
-            raise ValueError(f"rho must be >= 0 and C > 0; got rho={self.rho}, C={self.C}")
-        if not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0; got {self.gamma}")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1; got {self.max_iter}")
-        if self.init_scale is not None and not self.init_scale > 0:
-            raise ValueError(f"init_scale must be > 0 or None; got {self.init_scale}")
+        check_params(self)
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, self._y = check_labels(y, x.shape[0])

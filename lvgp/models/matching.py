@@ -60,6 +60,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
 from .._typing import EmbeddingsSpec
+from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, ldk_options
 from ..base.embeddings import embedding_features, resolve_embeddings
 from ..base.fitting import minimize
 from ..base.linalg import dual_cca
@@ -309,19 +310,19 @@ class LDKMatcher(BaseEstimator):
         return _standardized(self._merge(left, right))
 
     # ------------------------------------------------------------------ fit
-    def _check_params(self, n: int) -> None:
-        if n < 2:
-            raise ValueError("matching needs at least two training pairs")
-        if not self.rho >= 0:
-            raise ValueError(f"rho must be >= 0; got {self.rho}")
-        if not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0; got {self.gamma}")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1; got {self.max_iter}")
-        if self.batch_size is not None and int(self.batch_size) < 2:
-            raise ValueError(f"batch_size must be None or at least 2 (in-batch negatives); got {self.batch_size}")
+    _parameter_constraints: dict[str, list] = {
+        **{k: v for k, v in FITTING.items()},
+        **{k: v for k, v in ldk_options().items() if k in ("latent_dim", "gamma", "word_weighting", "identity_weight")},
+        "rho": [Real(0)],  # 0: no prior
+        "learn_gamma": [Boolean()],
+        "tie_identical_tokens": [Boolean()],
+        "init": [Options(*INITS)],
+        "source_embeddings": [None, Embeddings()],
+        "target_embeddings": [None, Embeddings()],
+        "batch_size": [None, Integer(2)],  # in-batch negatives: at least two pairs
+        "min_df": [Integer(1), Real(0, 1, open_low=True)],
+        "max_features": [None, Integer(1)],
+    }
 
     def fit(
         self,
@@ -337,7 +338,9 @@ class LDKMatcher(BaseEstimator):
             raise ValueError(
                 f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
             )
-        self._check_params(len(source))
+        check_params(self)
+        if len(source) < 2:
+            raise ValueError("matching needs at least two training pairs")
         self.source_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(source)
         self.target_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(target)
         self._layout()

@@ -13,12 +13,12 @@ from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
 from .._typing import EmbeddingsSpec
+from ..base.constraints import Boolean, Instance, Integer, IsCallable, Options, Real, ldk_options
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.numerics import default_dtype
-from ..base.validation import check_identity_weight, check_number
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
-from ..bow.weighting import WORD_WEIGHTINGS, word_weights
+from ..bow.weighting import word_weights
 from ..kernels.document_length import DocumentLengthKernel
 from ..kernels.latent_distribution import LatentDistributionKernel
 from ..kernels.random_features import RandomFeatureLDK, balanced_identity_weight, identity_start
@@ -217,22 +217,27 @@ class GPLVSMRegressor(ExactGPRegressorBase):
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
+    _parameter_constraints: dict[str, list] = {
+        **ExactGPRegressorBase._parameter_constraints,
+        **ldk_options(),
+        "train_gamma": [Boolean()],
+        "kernel_options": [None, Instance(dict, name="a dict of LatentDistributionKernel arguments")],
+        "latent_init": [None, IsCallable(), Instance(np.ndarray, torch.Tensor, list, tuple, name="an array")],
+        "variational": [Boolean()],
+        "latent_scale_init": [Real(0, open_low=True)],
+        "elbo_samples": [Integer(1)],
+        "predict_samples": [Integer(1)],
+        "length_kernel": [Boolean()],
+        "validation_interval": [None, Integer(1)],
+        "approximation": [Options("auto", "exact", "rff", "nystrom")],
+        "num_features": [Integer(1)],
+        "memory_budget_gib": [Real(0, open_low=True)],
+    }
+
     def _check_params(self) -> None:
         super()._check_params()
-        check_number("latent_dim", self.latent_dim, integer=True, minimum=1)
-        check_number("rho", self.rho, minimum=0, exclusive_minimum=True)
-        check_number("gamma", self.gamma, minimum=0, exclusive_minimum=True)
-        check_number("latent_scale_init", self.latent_scale_init, minimum=0, exclusive_minimum=True)
-        check_number("num_features", self.num_features, integer=True, minimum=1)
-        check_number("memory_budget_gib", self.memory_budget_gib, minimum=0, exclusive_minimum=True)
-        check_identity_weight(self.identity_weight)
-        if self.word_weighting not in WORD_WEIGHTINGS:
-            raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {self.word_weighting!r}")
         if self.variational and self.optimizer != "adam":
             raise ValueError("variational=True has a stochastic (Monte Carlo) objective: use optimizer='adam'")
-        for name in ("elbo_samples", "predict_samples"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
 
     def _word_embeddings(self) -> Any:
         return self.word_embeddings

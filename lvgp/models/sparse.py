@@ -46,13 +46,14 @@ from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input, ldk_options
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.numerics import exact_numerics
 from ..base.targets import check_targets_array
-from ..base.validation import check_identity_weight, check_number, standardization
+from ..base.validation import standardization
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
-from ..bow.weighting import WORD_WEIGHTINGS, word_weights
+from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..kernels.random_features import balanced_identity_weight, identity_start
 from ..warnings import EmptyDocumentsWarning
@@ -227,16 +228,24 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         if hasattr(kernel.embedding, "raw_gamma"):
             kernel.embedding.raw_gamma.requires_grad_(False)
 
+    _parameter_constraints: dict[str, list] = {
+        **{k: v for k, v in FITTING.items() if k in ("tol", "lr", "random_state", "verbose")},
+        **documents_input(),
+        **{k: v for k, v in ldk_options().items() if k != "gamma"},
+        "num_inducing": [Integer(1)],
+        "batch_size": [Integer(1)],
+        "max_steps": [Integer(1)],
+        "max_epochs": [None, Integer(1)],
+        "convergence_window": [Integer(1)],
+        "inducing": [Options("kmeans++", "random")],
+        "noise_init": [Real(0, open_low=True)],
+        "outputscale_init": [Real(0, open_low=True)],
+        "distributed": [Boolean()],
+        "world_size": [Integer(2)],
+    }
+
     def _check_params(self) -> None:
-        for name in ("latent_dim", "num_inducing", "batch_size", "max_steps", "convergence_window"):
-            check_number(name, getattr(self, name), integer=True, minimum=1)
-        check_number("max_epochs", self.max_epochs, integer=True, minimum=1, allow_none=True)
-        for name in ("rho", "lr", "noise_init", "outputscale_init"):
-            check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
-        check_number("tol", self.tol, minimum=0)
-        check_identity_weight(self.identity_weight)
-        if self.word_weighting not in WORD_WEIGHTINGS:
-            raise ValueError(f"word_weighting must be one of {WORD_WEIGHTINGS}; got {self.word_weighting!r}")
+        check_params(self)
 
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
         """Fit on training documents ``X`` and targets ``y`` (``unlabeled``: further texts that

@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from ...base.validation import check_number
+from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -215,20 +215,26 @@ class CLGP(BaseEstimator):
     # runs with module-local parameters instead.
     _local_params = staticmethod(lambda: pyro.settings.context(module_local_params=True))
 
+    _parameter_constraints: dict[str, list] = {
+        **{k: v for k, v in FITTING.items() if k != "n_iter_no_change"},
+        "latent_dim": [Integer(1)],
+        "num_inducing": [Integer(1)],
+        "covariance": [Options("rbf", "linear")],
+        "samples": [Integer(1)],
+        "optimizer": [Options("rmsprop", "adam")],
+        "init": [Options("pca", "random")],
+        "lengthscale_init": [Real(0, open_low=True)],
+        "latent_scale": [Options(*LATENT_SCALES)],
+        "kl_warmup": [Real(0, 1)],
+        "impute_iter": [Integer(1)],
+        "predict_samples": [Integer(1)],
+        "restarts": [Integer(1)],
+        "alternate": [Boolean()],
+        "dtype": [Options(*_DTYPES)],
+    }
+
     def _check_params(self) -> None:
-        for name in ("latent_dim", "num_inducing", "samples", "max_iter", "impute_iter", "predict_samples", "restarts"):
-            check_number(name, getattr(self, name), integer=True, minimum=1)
-        check_number("lr", self.lr, minimum=0, exclusive_minimum=True)
-        check_number("kl_warmup", self.kl_warmup, minimum=0, maximum=1)
-        check_number("tol", self.tol, minimum=0)
-        if self.optimizer not in ("rmsprop", "adam"):
-            raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {self.optimizer!r}")
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}; got {self.dtype!r}")
-        if self.latent_scale not in LATENT_SCALES:
-            raise ValueError(f"latent_scale must be one of {LATENT_SCALES}; got {self.latent_scale!r}")
-        if self.init not in ("pca", "random"):
-            raise ValueError(f"init must be 'pca' or 'random'; got {self.init!r}")
+        check_params(self)
 
     def _optimize(
         self,

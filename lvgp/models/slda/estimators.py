@@ -26,9 +26,10 @@ from tqdm.auto import tqdm
 
 from ..._random import seeded_torch
 from ..._typing import Documents, TensorLike
+from ...base.constraints import FITTING, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ...base.targets import check_labels, check_targets_array
-from ...base.validation import check_number, standardization
+from ...base.validation import standardization
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
 from ...warnings import EmptyDocumentsWarning
@@ -76,13 +77,20 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
         if not self.converged_:
             warnings.warn(f"{what} did not converge in {self.n_iter_} {unit}; {hint}", ConvergenceWarning, stacklevel=3)
 
+    #: the parameters the sLDA estimators share (each class adds its own)
+    _parameter_constraints: dict[str, list] = {
+        **{k: v for k, v in FITTING.items() if k != "max_iter"},
+        "n_topics": [Integer(1)],
+        "alpha": [None, Real(0, open_low=True)],
+        "learn_alpha": [Boolean()],
+        "max_epochs": [Integer(1)],
+        "batch_size": [Integer(1)],
+        "sweeps": [Integer(1)],
+        "vocabulary": [None, Instance(Vocabulary, name="an lvgp.Vocabulary")],
+    }
+
     def _check_common(self) -> None:
-        check_number("n_topics", self.n_topics, integer=True, minimum=1)
-        for name in ("max_epochs", "batch_size", "sweeps", "n_iter_no_change"):
-            check_number(name, getattr(self, name), integer=True, minimum=1)
-        check_number("lr", self.lr, minimum=0, exclusive_minimum=True)
-        check_number("tol", self.tol, minimum=0)
-        check_number("alpha", self.alpha, minimum=0, exclusive_minimum=True, allow_none=True)
+        check_params(self)
 
     def _words(self) -> list[str]:
         return self.vocabulary_.words if self.vocabulary_ is not None else [str(i) for i in range(self.n_words_)]
@@ -247,13 +255,15 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints = {
+        **_TopicModelBase._parameter_constraints,
+        "response": [Options("gaussian", "poisson")],
+        "inference": [Options(*INFERENCE)],
+        "em_max_iter": [Integer(1)],
+    }
+
     def fit(self, X: Documents, y: TensorLike) -> Self:
         self._check_common()
-        check_number("em_max_iter", self.em_max_iter, integer=True, minimum=1)
-        if self.response not in ("gaussian", "poisson"):
-            raise ValueError(f"response must be 'gaussian' or 'poisson' for a regressor; got {self.response!r}")
-        if self.inference not in INFERENCE:
-            raise ValueError(f"inference must be one of {INFERENCE}; got {self.inference!r}")
         if self.inference == "em" and self.response != "gaussian":
             raise ValueError("inference='em' implements the paper's Gaussian response only; use inference='svi'")
         self._response = self.response
@@ -388,9 +398,16 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         self.vocabulary = vocabulary
         self.random_state = random_state
 
+    _parameter_constraints: dict[str, list] = {
+        "n_topics": [Integer(1)],
+        "alpha": [None, Real(0, open_low=True)],
+        "em_max_iter": [Integer(1)],
+        "vocabulary": [None, Instance(Vocabulary, name="an lvgp.Vocabulary")],
+        "random_state": [RandomState()],
+    }
+
     def fit(self, X: Documents, y: TensorLike) -> Self:
-        check_number("n_topics", self.n_topics, integer=True, minimum=1)
-        check_number("em_max_iter", self.em_max_iter, integer=True, minimum=1)
+        check_params(self)
         x = self._encode_fit(X)
         y = check_targets_array(y, len(x))
         start = time.perf_counter()

@@ -1,0 +1,134 @@
+"""Parameter validation of every estimator (issues 28 and 30): each class has one constraints table
+that covers exactly its parameters, and ``fit`` reads it first -- every bad value (0, -1, NaN, inf,
+a float where an integer is expected, a wrong type) raises a ``ValueError`` / ``TypeError`` that
+names the parameter, before any work."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lvgp
+from lvgp.base.constraints import Integer, Real, check_params
+from lvgp.baselines.cca import KernelCCAMatcher
+from lvgp.baselines.frequency import BigramDirichletMultinomial, UnigramDirichletMultinomial
+from lvgp.baselines.gp_embedding import GPEmbeddingLogisticRegression
+from lvgp.baselines.linear import DevTunedLinearRegression
+from lvgp.baselines.text_classifiers import (
+    BagOfClustersClassifier,
+    BowClassifier,
+    KernelSVMClassifier,
+    MeanEmbeddingClassifier,
+)
+
+TEXTS = ["good film", "bad film", "great plot", "awful plot", "fine acting", "poor acting"]
+LABELS = np.array([1, 0, 1, 0, 1, 0])
+
+
+def _exported_estimators() -> list[type]:
+    out = []
+    for name in lvgp.__all__:
+        obj = getattr(lvgp, name)
+        if isinstance(obj, type) and hasattr(obj, "fit") and hasattr(obj, "get_params"):
+            out.append(obj)
+    return out
+
+
+ESTIMATORS = _exported_estimators() + [
+    KernelCCAMatcher,
+    UnigramDirichletMultinomial,
+    BigramDirichletMultinomial,
+    GPEmbeddingLogisticRegression,
+    DevTunedLinearRegression,
+    BowClassifier,
+    KernelSVMClassifier,
+    MeanEmbeddingClassifier,
+    BagOfClustersClassifier,
+]
+
+
+def test_every_exported_estimator_is_covered():
+    names = {cls.__name__ for cls in ESTIMATORS}
+    assert {"GPLVSMRegressor", "SparseGPLVSMRegressor", "LDKGPClassifier", "LatentSMMClassifier", "LDKMatcher"} <= names
+    assert {"CLGP", "SLDARegressor", "SLDAClassifier", "LDARegression", "GPRBFRegressor"} <= names
+
+
+def fit_args(cls: type) -> tuple:
+    """Tiny valid training data for ``cls.fit``."""
+    if cls.__name__ in ("LDKMatcher", "KernelCCAMatcher"):
+        return (TEXTS, [t.upper() for t in TEXTS])
+    if cls.__name__ in ("CLGP", "UnigramDirichletMultinomial", "BigramDirichletMultinomial"):
+        return (np.array([[0, 1], [1, 0], [0, 0], [1, 1]]), [2, 2])
+    if "Regress" in cls.__name__ or cls.__name__ == "LDARegression":
+        return (TEXTS, LABELS.astype(float))
+    return (TEXTS, LABELS)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_the_constraints_table_covers_exactly_the_parameters(cls):
+    params = set(cls().get_params(deep=False))
+    assert set(cls._parameter_constraints) == params
+    check_params(cls())  # the defaults are valid
+
+
+def _numeric(cls: type) -> list[tuple[str, list]]:
+    return [
+        (name, constraints)
+        for name, constraints in cls._parameter_constraints.items()
+        if any(isinstance(c, (Integer, Real)) for c in constraints)
+    ]
+
+
+def _accepted(constraints: list, value) -> bool:
+    if value is None:
+        return None in constraints
+    typed = [c for c in constraints if c is not None and c.accepts_type(value)]
+    return any(c.problem(value) is None for c in typed)
+
+
+CASES = [(cls, name, constraints) for cls in ESTIMATORS for name, constraints in _numeric(cls)]
+
+
+@pytest.mark.parametrize("cls,name,constraints", CASES, ids=[f"{c.__name__}.{n}" for c, n, _ in CASES])
+def test_fit_rejects_every_bad_number_naming_the_parameter(cls, name, constraints):
+    bad = [v for v in (0, -1, math.nan, math.inf, 2.5, "x") if not _accepted(constraints, v)]
+    assert bad, f"{cls.__name__}.{name} accepts 0, -1, NaN, inf, 2.5 and a string"
+    for value in bad:
+        est = cls().set_params(**{name: value})
+        with pytest.raises((ValueError, TypeError), match=rf"^{name} must be"):
+            est.fit(*fit_args(cls))
+
+
+@given(
+    index=st.integers(0, len(CASES) - 1),
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(2**40), 2**40),
+        st.none(),
+        st.booleans(),
+        st.text(max_size=3),
+    ),
+)
+def test_the_check_agrees_with_the_table_on_any_value(index, value):
+    """Any value: ``check_params`` accepts it exactly when the table does, and a rejection names
+    the parameter (property-based, over every numeric parameter of every estimator)."""
+    cls, name, constraints = CASES[index]
+    est = cls().set_params(**{name: value})
+    if _accepted(constraints, value):
+        check_params(est)
+    else:
+        with pytest.raises((ValueError, TypeError), match=rf"^{name} must be"):
+            check_params(est)
+
+
+def test_integers_of_numpy_are_integers_and_bools_are_not():
+    reg = lvgp.GPLVSMRegressor(latent_dim=np.int64(3), max_iter=np.int32(2))
+    check_params(reg)
+    with pytest.raises(TypeError, match="latent_dim must be an integer"):
+        check_params(reg.set_params(latent_dim=True))
+    assert isinstance(np.int64(3), numbers.Integral)
