@@ -33,7 +33,7 @@ docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 test: lint docs
-	$(PY) -m pytest -q
+	$(PY) -m pytest --durations=15
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not network"

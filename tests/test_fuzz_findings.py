@@ -5,6 +5,7 @@ batched ``diag``, ``0 x L`` inputs, small integer dtypes) are properties in
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 import warnings
 
@@ -88,3 +89,262 @@ def test_tokens_are_nfc_and_keep_combining_marks_and_other_scripts():
     assert vocab.tokenize("İstanbul") == ["i̇stanbul"]  # lower-cased İ keeps its combining dot
     assert vocab.tokenize("Москва и Київ") == ["москва", "київ"]
     assert vocab.tokenize("x_y 3d don't") == ["don"]
+
+
+# ------------------------------------------------------------------ issue 28: the newer models
+# One test per defect of the second outside fuzz (numbered as in the issue); the property
+# tests of the same surfaces are in test_properties.py.
+
+
+def _clgp_fit(codes, cards, **kwargs):
+    import pyro
+
+    from lvgp.models.clgp import CLGP
+
+    pyro.clear_param_store()
+    options = dict(num_inducing=6, samples=2, optimizer="adam", lr=0.05, max_iter=20, impute_iter=15, dtype="float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return CLGP(**{**options, **kwargs, "random_state": 0}).fit(codes, cards)
+
+
+def _categorical(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 2, n)], 1), [2, 3, 2]
+
+
+def test_clgp_rows_do_not_depend_on_the_rest_of_the_batch():
+    """Defect 1: four identical rows got 0.49 / 0.55 / 0.53 / 0.52 and permuting rows changed
+    values by 0.025 (all rows shared one stream of Monte Carlo draws)."""
+    codes, cards = _categorical()
+    clgp = _clgp_fit(codes, cards)
+    row = np.array([[0, 1, -1]])
+    alone = clgp.predict_proba(row)[2]
+    four = clgp.predict_proba(np.repeat(row, 4, 0))[2]
+    np.testing.assert_allclose(four, np.repeat(alone, 4, 0), rtol=0, atol=1e-12)
+    rows = np.array([[0, 1, -1], [1, -1, 0], [-1, 2, 1], [1, 0, -1]])
+    order = np.array([2, 0, 3, 1])
+    straight, permuted = clgp.predict_proba(rows), clgp.predict_proba(rows[order])
+    for a, b in zip(straight, permuted):
+        np.testing.assert_allclose(a[order], b, rtol=0, atol=1e-12)
+
+
+def test_clgp_auto_latent_scale_with_few_usable_rows_warns_and_fits():
+    """Defect 2: 50 rows, 6 with two observed values: numpy's 'Cannot take a larger sample'."""
+    codes, cards = _categorical(50)
+    codes[6:, 1:] = -1  # rows 6.. have one observed value
+    with pytest.warns(UserWarning, match="6 of 50 rows have two observed values"):
+        from lvgp.models.clgp import CLGP
+
+        CLGP(num_inducing=4, samples=1, max_iter=5, impute_iter=3, random_state=0).fit(codes, cards)
+
+
+def test_clgp_pca_start_with_more_latent_dims_than_components():
+    """Defect 3: init='pca' with latent_dim above min(rows, one-hot columns): a torch size mismatch."""
+    codes, cards = _categorical(5)
+    clgp = _clgp_fit(codes, cards, latent_dim=9, num_inducing=3)
+    assert clgp.latent_means_.shape == (5, 9) and np.isfinite(clgp.latent_means_).all()
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan")])
+def test_clgp_lengthscale_init_is_checked(value):
+    """Defect 4: lengthscale_init 0, -1 or NaN ended in a Cholesky LinAlgError."""
+    from lvgp.models.clgp import CLGP
+
+    codes, cards = _categorical()
+    with pytest.raises(ValueError, match="lengthscale_init"):
+        CLGP(lengthscale_init=value, max_iter=2).fit(codes, cards)
+
+
+def test_clgp_takes_reversed_views():
+    """Defect 5: codes[::-1] failed in torch.from_numpy (negative strides)."""
+    codes, cards = _categorical()
+    a = _clgp_fit(codes[::-1], cards)
+    b = _clgp_fit(np.ascontiguousarray(codes[::-1]), cards)
+    np.testing.assert_array_equal(a.latent_means_, b.latent_means_)
+
+
+def _zero_vector_kernel(level2="cosine", **options):
+    import torch
+
+    from lvgp.kernels import LatentDistributionKernel
+
+    k = LatentDistributionKernel(4, 2, "linear", level2, **options).double()
+    k.latent = torch.zeros(4, 2, dtype=torch.float64)
+    return k
+
+
+def test_cosine_of_a_zero_embedding_is_zero_in_the_gram_and_the_diagonal():
+    """Defect 6: a zero mean embedding had k(x, diag=True) = 1 and k(x).diagonal() = 0."""
+    import torch
+
+    x = torch.tensor([[0, 1, -1], [2, 3, 3]])
+    k = _zero_vector_kernel()
+    with torch.no_grad():
+        torch.testing.assert_close(k(x, diag=True), k(x).to_dense().diagonal(), rtol=0, atol=0)
+        assert k(x, diag=True).abs().max() == 0
+
+
+def test_cosine_of_vectors_that_cancel_is_zero_in_every_word_order():
+    """Defect 7: word vectors summing to zero gave cosine 0 in one order and -1 in another."""
+    import torch
+
+    k = _zero_vector_kernel()
+    with torch.no_grad():
+        k.latent = torch.tensor([[0.1, 0.7], [0.2, -0.3], [-0.3, -0.4], [1.0, 1.0]], dtype=torch.float64)
+        other = torch.tensor([[3]])
+        values = [k(torch.tensor([list(p)]), other).to_dense().item() for p in itertools.permutations([0, 1, 2])]
+    assert values == [0.0] * 6
+
+
+def test_cosine_gradients_are_finite_at_tiny_vectors_in_float32():
+    """Defect 8: in float32, gradients were NaN at vector scale 1e-15 while values were right."""
+    import torch
+
+    from lvgp.kernels import LatentDistributionKernel
+
+    k = LatentDistributionKernel(4, 2, "linear", "cosine", seed=0)
+    with torch.no_grad():
+        k.latent = k.latent * 1e-15
+    x = torch.tensor([[0, 1], [2, 3]])
+    k(x).to_dense().sum().backward()
+    assert torch.isfinite(k.word_vectors.raw_latent.grad).all()
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-320])
+def test_uniform_word_weights_at_the_extremes_are_the_uniform_measure(scale):
+    """Defect 9: uniform weights of 1e308 gave the zero measure, 1e-320 values near 1e-25."""
+    import torch
+
+    from lvgp.kernels import LatentDistributionKernel
+
+    x = torch.tensor([[0, 1, -1], [2, 3, 1]])
+    plain = LatentDistributionKernel(4, 2, "rbf", "linear", seed=0).double()
+    weighted = LatentDistributionKernel(
+        4, 2, "rbf", "linear", seed=0, word_weights=torch.full((4,), scale, dtype=torch.float64)
+    ).double()
+    with torch.no_grad():
+        torch.testing.assert_close(weighted(x).to_dense(), plain(x).to_dense(), rtol=1e-12, atol=0)
+
+
+def test_word_vector_arguments_name_themselves():
+    """Defects 10-13: numpy integers rejected; word_weights='idf' failing inside torch;
+    projection_scale=nan giving NaN vectors; an init of the wrong batch shape failing in torch."""
+    import torch
+
+    from lvgp.kernels import LatentDistributionKernel, make_word_vectors
+
+    assert make_word_vectors(np.int64(5), np.int64(2)).vectors.shape == (5, 2)
+    with pytest.raises((TypeError, ValueError), match="word_weights"):
+        LatentDistributionKernel(5, 2, word_weights="idf")
+    with pytest.raises(ValueError, match="projection_scale"):
+        make_word_vectors(5, 2, word_features=np.ones((5, 3)), projection_scale=float("nan"))
+    with pytest.raises(ValueError, match="init_scale"):
+        make_word_vectors(5, 2, init_scale=float("inf"))
+    with pytest.raises(ValueError, match=r"\*batch_shape x num_words x latent_dim = \(2, 5, 2\); got \(3, 5, 2\)"):
+        make_word_vectors(5, 2, batch_shape=torch.Size([2]), init=torch.zeros(3, 5, 2))
+    assert make_word_vectors(5, 2, batch_shape=torch.Size([2]), init=torch.zeros(1, 5, 2)).vectors.shape == (2, 5, 2)
+
+
+TEXTS = ["good movie great", "bad film awful", "great acting good", "awful plot bad", "fine good film", "bad bad"]
+LABELS = [1, 0, 1, 0, 1, 0]
+
+
+@pytest.mark.parametrize(
+    "make, value",
+    [
+        ("LDKGPClassifier", 0),  # defect 14: ZeroDivisionError
+        ("LDKGPClassifier", -1),  # and a TypeError about complex numbers
+        ("LDKMatcher", 0),  # defect 15: inside randomized_svd
+        ("LDKMatcher", 2.5),
+    ],
+)
+def test_latent_dim_names_itself(make, value):
+    import lvgp
+
+    est = getattr(lvgp, make)(latent_dim=value, max_iter=2)
+    with pytest.raises((TypeError, ValueError), match="latent_dim"):
+        est.fit(TEXTS, LABELS) if make != "LDKMatcher" else est.fit(TEXTS, TEXTS)
+
+
+def test_matcher_svd_start_with_a_single_word_side():
+    """Defect 16: init='svd' crashed ('n_components ... Got 0') with a one-word side."""
+    from lvgp import LDKMatcher
+
+    source = ["hund katze", "katze maus", "hund maus", "maus"]
+    for init in ("svd", "pca", "cca", "random"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = LDKMatcher(latent_dim=2, init=init, max_iter=3, random_state=0).fit(source, ["dog"] * 4)
+        assert np.isfinite(m.distances(source, ["dog"] * 4)).all()
+
+
+@pytest.mark.parametrize(
+    "name, value", [("init_scale", 1e300), ("init_scale", float("inf")), ("svm_tol", 0.0), ("svm_tol", -1.0)]
+)
+def test_latent_smm_scale_and_tolerance_name_themselves(name, value):
+    """Defect 17: init_scale=1e300 ended in SVC's 'Input X contains NaN', inf in a message
+    without the name, svm_tol=0 was reported as SVC's tol."""
+    from lvgp import LatentSMMClassifier
+
+    with pytest.raises(ValueError, match=name):
+        LatentSMMClassifier(**{name: value}, max_iter=2).fit(TEXTS, LABELS)
+
+
+def test_sparse_inducing_is_checked_whatever_n():
+    """Defect 18: inducing='bogus' was accepted whenever n <= num_inducing."""
+    with pytest.raises(ValueError, match="inducing"):
+        SparseGPLVSMRegressor(inducing="bogus", num_inducing=64, max_steps=2).fit(TEXTS, np.arange(6.0))
+
+
+def test_sparse_convergence_warning_names_the_budget_that_ended_the_fit():
+    """Defect 19: max_epochs=3 said 'increase max_steps' and claimed a comparison that never ran."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning) as caught:
+        SparseGPLVSMRegressor(max_epochs=3, batch_size=2, random_state=0).fit(TEXTS, np.arange(6.0))
+    message = str([w for w in caught if w.category is ConvergenceWarning][0].message)
+    assert "increase max_epochs" in message and "rule was never applied" in message and "max_steps" not in message
+    for name, value in (("tol", float("nan")), ("convergence_window", 0), ("max_steps", float("inf"))):
+        with pytest.raises((TypeError, ValueError), match=name):
+            SparseGPLVSMRegressor(**{name: value}).fit(TEXTS, np.arange(6.0))
+    from lvgp import LatentSMMClassifier
+
+    for name, value in (("C", float("inf")), ("max_iter", float("inf"))):
+        with pytest.raises((TypeError, ValueError), match=name):
+            LatentSMMClassifier(**{name: value}).fit(TEXTS, LABELS)
+
+
+def test_a_stop_word_document_gets_advice_that_works():
+    """Newcomer 1: the error said "pass on_empty='keep'", which no estimator accepts."""
+    from lvgp import Vocabulary
+
+    texts, y = ["the of and", *TEXTS[1:]], np.arange(6.0)
+    with pytest.raises(ValueError, match=r"rows \[0\].*vocabulary=lvgp.Vocabulary\(stop_words=None\)") as err:
+        GPLVSMRegressor(max_iter=2).fit(texts, y)
+    assert "on_empty" not in str(err.value)
+    _fit(GPLVSMRegressor(max_iter=2, vocabulary=Vocabulary(stop_words=None)), texts, y)  # the advice works
+
+
+def test_any_iterable_of_texts_is_documents():
+    """Newcomer 2: a generator of texts gave "object of type 'generator' has no len()"."""
+    a = _fit(GPLVSMRegressor(max_iter=3, random_state=0), (t for t in TEXTS), np.arange(6.0))
+    b = _fit(GPLVSMRegressor(max_iter=3, random_state=0), TEXTS, np.arange(6.0))
+    np.testing.assert_array_equal(a.predict(iter(TEXTS[:2])), b.predict(TEXTS[:2]))
+
+
+@pytest.mark.parametrize("y", [["1", "2", "3", "4", "5", "6"], np.array(["a"] * 6, dtype=object)])
+def test_regressors_reject_string_targets(y):
+    """Newcomer 3: string targets were converted silently (scikit-learn rejects them)."""
+    with pytest.raises(TypeError, match="y must be numeric regression targets"):
+        GPLVSMRegressor(max_iter=2).fit(TEXTS, y)
+
+
+def test_studies_warn_on_the_console_when_they_drop_rows():
+    """Newcomer 4: 'lvgp compare regression' dropped 4 empty training documents silently."""
+    from lvgp.experiments.study import warn_dropped
+    from lvgp.warnings import EmptyDocumentsWarning
+
+    cells = [{"dropped_empty_train": 4}, {"dropped_empty_train": 0}, {"dropped_empty_train": 2, "rmse": 1.0}]
+    with pytest.warns(EmptyDocumentsWarning, match=r"dropped_empty_train: 4 rows dropped in the worst of 2 of 3"):
+        warn_dropped(cells)

@@ -272,7 +272,7 @@ def test_bad_input_gives_clear_errors():
         est.fit(TEXTS, np.where(np.arange(8) == 2, np.nan, Y))
     with pytest.raises(ValueError, match="y has 7 rows but X has 8 documents"):
         est.fit(TEXTS, Y[:7])
-    with pytest.raises(ValueError, match=r"X: 1 documents have no word in the vocabulary .*rows \[1\]"):
+    with pytest.raises(ValueError, match=r"X: 1 training documents have no word in the vocabulary .*rows \[1\]"):
         est.fit(["great film", "the and of", "awful plot"], [1.0, 0.0, -1.0])
     with pytest.raises(TypeError, match="not a single string"):
         est.fit("great film", [1.0])

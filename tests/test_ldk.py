@@ -258,7 +258,7 @@ def test_latent_prior_and_initialization():
         LatentDistributionKernel(word_vectors=make_word_vectors(500, 4, init=init)).latent.double(),
         torch.from_numpy(init),
     )
-    with pytest.raises(ValueError, match="latent must have shape"):
+    with pytest.raises(ValueError, match=r"latent\) must have shape \(num_words, latent_dim\)"):
         make_word_vectors(500, 4, init=np.zeros((3, 4)))
     with pytest.raises(TypeError, match=r"unknown arguments \['latent_init'\] \(latent_init: build the vectors"):
         LatentDistributionKernel(500, 4, latent_init=init)

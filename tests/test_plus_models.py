@@ -89,7 +89,7 @@ def test_balanced_start_weighs_both_parts_alike():
         latent = ldk._latent_self(documents, ldk.latent).mean()
         bow = bag_of_words_self(documents).mean()
     assert balanced_identity_weight(ldk, x) == pytest.approx(float(latent / bow))
-    with pytest.raises(ValueError, match="identity_weight must be None, a positive number or 'balanced'"):
+    with pytest.raises(ValueError, match="identity_weight must be None or a finite real number > 0 or 'balanced'"):
         GPLVSMRegressor(identity_weight="half").fit(texts, y)
     with pytest.raises(ValueError, match="identity_weight must be > 0"):
         GPLVSMRegressor(identity_weight=0.0).fit(texts, y)

@@ -156,3 +156,101 @@ def test_estimator_rejects_bad_ids_in_padded_input(fitted, bad):
     x = torch.tensor([[0, 1, PAD], [2, bad, PAD]])
     with pytest.raises(ValueError, match=r"rows \[1\]"):
         GPLVSMRegressor(num_words=10, max_iter=1).fit(x, [0.0, 1.0])
+
+
+# ------------------------------------------------------------------ issue 28: the surfaces the first fuzz missed
+
+
+@pytest.fixture(scope="module")
+def clgp_fitted():
+    import pyro
+
+    from lvgp.models.clgp import CLGP
+
+    rng = np.random.default_rng(0)
+    codes = np.stack([rng.integers(0, 2, 40), rng.integers(0, 3, 40), rng.integers(0, 2, 40)], 1)
+    pyro.clear_param_store()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return CLGP(num_inducing=6, samples=2, max_iter=20, impute_iter=10, dtype="float64", random_state=0).fit(
+            codes, [2, 3, 2]
+        )
+
+
+@st.composite
+def partial_rows(draw):
+    """Rows of the (2, 3, 2) table with at least one observed value (-1 = missing)."""
+    n = draw(st.integers(1, 5))
+    rows = [[draw(st.integers(-1, k - 1)) for k in (2, 3, 2)] for _ in range(n)]
+    return np.array([r if max(r) >= 0 else [0, r[1], r[2]] for r in rows])
+
+
+@given(rows=partial_rows(), data=st.data())
+def test_clgp_rows_are_equivariant_and_duplicates_agree(clgp_fitted, rows, data):
+    """Each row's imputation is a function of that row alone: permuting the batch permutes the
+    probabilities, and a duplicated row gets exactly its twin's."""
+    order = np.array(data.draw(st.permutations(range(len(rows)))))
+    twice = np.vstack([rows, rows[:1]])
+    straight = clgp_fitted.predict_proba(rows)
+    permuted = clgp_fitted.predict_proba(rows[order])
+    doubled = clgp_fitted.predict_proba(twice)
+    for a, b, c in zip(straight, permuted, doubled):
+        np.testing.assert_allclose(a[order], b, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(c[-1], c[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(a.sum(1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("embedding", ["linear", "rbf", "poly"])
+@given(
+    docs=documents(max_docs=4),
+    scale=st.sampled_from([0.0, 1e-150, 1e-15, 1e-3, 1.0, 1e3, 1e30]),
+    weight_exponent=st.integers(-300, 300),
+)
+def test_cosine_at_the_extremes(embedding, docs, scale, weight_exponent):
+    """The cosine level 2 at any vector scale (zero included) and word weights of any common
+    scale: values in [-1, 1], unit or zero diagonal, ``diag`` equal to the Gram's diagonal, the
+    weights' common scale immaterial, gradients finite."""
+    x = padded(docs)
+    k = kernel(embedding, "cosine")
+    with torch.no_grad():
+        k.latent = k.latent * scale
+    weighted = kernel(embedding, "cosine", word_weights=torch.full((V,), 10.0**weight_exponent, dtype=torch.float64))
+    with torch.no_grad():
+        weighted.latent = k.latent
+        g, d = gram(k, x), k(x, diag=True)
+        assert g.abs().max() <= 1 + 1e-12
+        torch.testing.assert_close(d, g.diagonal(), rtol=0, atol=1e-12)
+        assert bool(((d - 1).abs() < 1e-12).logical_or(d == 0).all())
+        torch.testing.assert_close(gram(weighted, x), g, rtol=0, atol=1e-12)
+    k.zero_grad()
+    k(x).to_dense().sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in k.parameters() if p.grad is not None)
+
+
+@given(
+    name=st.sampled_from(["num_words", "latent_dim", "init_scale", "projection_scale"]),
+    value=st.sampled_from([0, -1, 2.5, float("nan"), float("inf"), "3", None, True]),
+)
+def test_word_vector_arguments_are_checked_by_name(name, value):
+    """Every bad argument of :func:`~lvgp.kernels.make_word_vectors` is a ``TypeError`` or
+    ``ValueError`` naming it; good ones build vectors of the promised shape."""
+    from lvgp.kernels import make_word_vectors
+
+    args = {"num_words": 5, "latent_dim": 2, "init_scale": 1.0, "projection_scale": 1.0}
+    integer = name in ("num_words", "latent_dim")
+    good = (value is None and name == "init_scale") or (  # None: the prior's scale
+        not isinstance(value, (bool, str))
+        and value is not None
+        and np.isfinite(value)
+        and (value >= 1 and float(value).is_integer() if integer else value >= 0)
+    )
+    features = np.ones((5, 3)) if name == "projection_scale" else None
+    if good:
+        vectors = make_word_vectors(**{**args, name: value}, word_features=features).vectors
+        assert vectors.shape == (
+            int(args["num_words"] if name != "num_words" else value),
+            2 if name != "latent_dim" else int(value),
+        )
+    else:
+        with pytest.raises((TypeError, ValueError), match=name):
+            make_word_vectors(**{**args, name: value}, word_features=features)

@@ -39,7 +39,6 @@ __all__ = [
     "ParameterError",
     "FITTING",
     "documents_input",
-    "ldk_options",
 ]
 
 
@@ -125,10 +124,10 @@ class Options(Constraint):
         return isinstance(value, type(self.values[0]))
 
     def problem(self, value: Any) -> str | None:
-        return None if value in self.values else f"one of {self.values}"
+        return None if value in self.values else self.describe()
 
     def describe(self) -> str:
-        return f"one of {self.values}"
+        return repr(self.values[0]) if len(self.values) == 1 else f"one of {self.values}"
 
 
 class Instance(Constraint):
@@ -209,7 +208,9 @@ def check_params(estimator: Any) -> None:
             raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
         problems = [c.problem(value) for c in typed]
         if all(p is not None for p in problems):
-            raise ParameterError(f"{name} must be {' or '.join(p for p in problems if p)}; got {value!r}")
+            # a wrong option names every allowed value (e.g. None, a number or 'balanced')
+            wanted = allowed if any(isinstance(c, Options) for c in typed) else " or ".join(p for p in problems if p)
+            raise ParameterError(f"{name} must be {wanted}; got {value!r}")
 
 
 # ------------------------------------------------------------------ what many estimators share
@@ -247,20 +248,3 @@ FITTING: dict[str, list] = {
 def documents_input() -> dict[str, list]:
     """``vocabulary`` and ``num_words``: the input options of the estimators of documents."""
     return {"vocabulary": [None, _vocabulary()], "num_words": [None, Integer(1)]}
-
-
-def ldk_options(embeddings: tuple[str, ...] = ("rbf", "linear", "poly")) -> dict[str, list]:
-    """The options of the LDK estimators' kernel: latent dimension, prior, word weights, the
-    identity part, pretrained vectors, embedding and level-2 kernels."""
-    from ..kernels.level2 import LEVEL2_KERNELS
-
-    return {
-        "latent_dim": [Integer(1)],
-        "rho": [Real(0, open_low=True)],
-        "gamma": [Real(0, open_low=True)],
-        "embedding": [Options(*embeddings)],
-        "level2": [Options(*LEVEL2_KERNELS)],
-        "word_weighting": [Options("uniform", "idf")],
-        "identity_weight": [None, Real(0, open_low=True), Options("balanced")],
-        "word_embeddings": [None, Embeddings()],
-    }

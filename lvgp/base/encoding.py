@@ -22,6 +22,7 @@ vector: they enter with their embedding-implied latent vector :math:`W\mathbf e_
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import copy
 import warnings
@@ -44,6 +45,20 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "input_kind", "BagOfWordsInputMixin", "DocumentEncoder", "take_documents", "empty_rows"]
 
 KINDS = ("texts", "counts", "padded")
+
+
+def as_documents(X: Documents, name: str = "X") -> Documents:
+    """``X`` itself, or a list of it when it is a one-pass iterable (a generator, a file, a
+    ``map``): every estimator accepts any iterable of texts, read once."""
+    if isinstance(X, str):
+        raise TypeError(f"{name} must be a sequence of documents, not a single string")
+    if torch.is_tensor(X) or sp.issparse(X) or isinstance(X, (list, tuple, np.ndarray)):
+        return X
+    if isinstance(X, collections.abc.Iterator) or (
+        hasattr(X, "__iter__") and not isinstance(X, collections.abc.Sequence)
+    ):
+        return list(X)
+    return X
 
 
 def input_kind(X: Documents) -> str:
@@ -119,6 +134,7 @@ class DocumentEncoder:
     def fit_transform(self, X: Documents, name: str = "X", unlabeled: Documents | None = None) -> torch.Tensor:
         """Fit on training documents and encode them (empty documents raise). ``unlabeled``:
         further texts for ``word_embeddings="corpus"`` (the vectors are learned from ``X`` and them)."""
+        X = as_documents(X, name)
         self.kind = input_kind(X)
         if (X.shape[0] if hasattr(X, "shape") else len(X)) == 0:
             raise ValueError(f"{name} holds no documents: fitting needs at least one")
@@ -132,7 +148,16 @@ class DocumentEncoder:
                 self.vocabulary = copy.deepcopy(template) if template is not None else Vocabulary()
                 self.vocabulary.fit(docs)
             self.num_words = len(self.vocabulary)
-            x = self.vocabulary.encode(docs, on_empty="raise", name=name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", EmptyDocumentsWarning)
+                x = self.vocabulary.encode(docs, on_empty="keep", name=name)
+            empty = torch.nonzero(empty_rows(x))[:, 0].tolist()
+            if empty:
+                raise ValueError(
+                    f"{name}: {len(empty)} training documents have no word in the vocabulary after tokenizing "
+                    f"(rows {empty[:10]}{' ...' if len(empty) > 10 else ''}); remove them from {name} (and y), or "
+                    "pass vocabulary=lvgp.Vocabulary(stop_words=None) (and lower min_df) to keep their words"
+                )
             if self.word_embeddings is not None:
                 self.embeddings = resolve_embeddings(self.word_embeddings, docs + extra, self.vocabulary)
                 self.word_features, self.feature_scale = embedding_features(
@@ -161,8 +186,7 @@ class DocumentEncoder:
         """The unlabeled texts (``[]`` for ``None``); they feed ``word_embeddings="corpus"`` only."""
         if unlabeled is None:
             return []
-        if isinstance(unlabeled, str):
-            raise TypeError("unlabeled must be a sequence of texts, not a single string")
+        unlabeled = as_documents(unlabeled, "unlabeled")
         if input_kind(unlabeled) != "texts":
             raise TypeError("unlabeled must be texts (strings or token lists): they extend the word embeddings")
         docs = list(unlabeled)
@@ -181,6 +205,7 @@ class DocumentEncoder:
         padding-only rows (see :func:`empty_rows`)."""
         if self.kind is None:
             raise RuntimeError("the encoder is not fitted")
+        X = as_documents(X, name)
         kind = input_kind(X)
         if kind == "texts":
             if self.vocabulary is None:
@@ -221,8 +246,7 @@ class DocumentEncoder:
         ):
             yield self.transform(X, name)
             return
-        if isinstance(X, str):
-            raise TypeError(f"{name} must be a sequence of documents, not a single string")
+        X = as_documents(X, name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EmptyDocumentsWarning)  # the estimator reports them itself
             x, added = self.vocabulary.encode_extended(list(X), embeddings, on_empty="keep", name=name)

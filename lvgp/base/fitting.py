@@ -46,6 +46,71 @@ class FitResult:
             )
 
 
+class PlateauStopping:
+    """The one stopping rule of lvgp's stochastic fits (mini-batch SVI of the sparse GP-LVSM and
+    sLDA, the Monte Carlo ELBO of CLGP): the losses are cut into consecutive windows of
+    ``window`` values (steps or epochs: the loop's unit), the first ``start`` (a warm-up) not
+    judged; at the end of every window from the second on, the fit has converged when the mean of
+    that window is less than ``tol`` (relative) below the mean of the window before.
+
+    A budget that ends the fit first gets a ``ConvergenceWarning`` from :meth:`warn` that names
+    the budget and says whether the rule was ever applied (a budget shorter than two windows
+    never lets it run). Ctrl-C is the caller's: it warns that the fit was interrupted, never that
+    it did not converge.
+
+    Example::
+
+        rule = PlateauStopping(window=100, tol=1e-4)
+        for step in range(max_steps):
+            if rule.update(loss_of_the_step):
+                break
+        rule.warn("sparse GP-LVSM", "max_steps", unit="steps")
+    """
+
+    def __init__(self, window: int, tol: float, start: int = 0) -> None:
+        if window < 1 or not math.isfinite(tol) or tol < 0:
+            raise ValueError(f"window must be >= 1 and tol finite and >= 0; got {window!r}, {tol!r}")
+        self.window, self.tol, self.start = int(window), float(tol), int(start)
+        self.losses: list[float] = []
+        self.checks = 0
+        self.converged = False
+
+    @property
+    def first_check(self) -> int:
+        """How many losses the rule needs before it is applied the first time."""
+        return self.start + 2 * self.window
+
+    def update(self, loss: float) -> bool:
+        """Record one loss; ``True`` once converged."""
+        self.losses.append(float(loss))
+        n, w = len(self.losses), self.window
+        if n >= self.first_check and (n - self.start) % w == 0:
+            before = float(np.mean(self.losses[-2 * w : -w]))
+            recent = float(np.mean(self.losses[-w:]))
+            self.checks += 1
+            self.converged = before - recent <= self.tol * abs(before)
+        return self.converged
+
+    def warn(self, what: str, budget: str, unit: str = "steps", stacklevel: int = 2) -> None:
+        """The ``ConvergenceWarning`` of a fit that ``budget`` (the parameter's name, e.g.
+        ``"max_epochs"``) ended before the rule was met; nothing once converged."""
+        if self.converged:
+            return
+        n = len(self.losses)
+        if self.checks == 0:
+            why = (
+                f"the rule was never applied: it compares the mean losses of two windows of {self.window} "
+                f"{unit} and needs {self.first_check}"
+            )
+        else:
+            why = f"the mean loss of the last {self.window} {unit} still fell by more than tol={self.tol:g}"
+        warnings.warn(
+            f"{what} did not converge in {n} {unit}, the budget {budget} ended it ({why}); increase {budget}",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
 class _Params:
     """Flat float64 view of a list of parameters (for scipy)."""
 

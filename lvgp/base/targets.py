@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._typing import TensorLike
@@ -20,6 +21,15 @@ def _require_target(y: object, name: str) -> None:
 def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
     """Validate regression targets: numeric, finite, ``n`` rows; returns float64 ``(n,)`` or ``(n, B)``."""
     _require_target(y, name)
+    raw = y if torch.is_tensor(y) else np.asarray(y)
+    strings = not torch.is_tensor(raw) and (
+        raw.dtype.kind in "USV" or (raw.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in raw.flat))
+    )
+    if strings:  # as scikit-learn: strings are not numbers, even when they read like numbers
+        raise TypeError(
+            f"{name} must be numeric regression targets; got an array of dtype {raw.dtype} (convert it, e.g. "
+            f"{name}.astype(float), if its values are numbers)"
+        )
     try:
         arr = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as err:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..warnings import EmptyDocumentsWarning
 from . import registry
 from .executors import Executor, InProcessExecutor
 from .registry import Method
@@ -272,6 +273,7 @@ class Study:
         self.validate()
         write_json(out / "study.json", {"kind": self.kind, **self.__dict__, "provenance": provenance()})
         cells, failures = run_study(_run_cell, self, self.cells(), StudyDirectory(out), executor, progress)
+        warn_dropped(cells)
         records = self.summarize(cells)
         self.write_outputs(out, cells, records)
         text = (self.table(records) if records else "no finished cells\n") + failure_note(failures)
@@ -321,6 +323,24 @@ def recorded_warnings() -> Iterator[dict]:
     for w in caught:
         entry = summary.setdefault(w.category.__name__, {"count": 0, "first": str(w.message)[:300]})
         entry["count"] += 1
+
+
+def warn_dropped(cells: list[dict]) -> None:
+    """Say on the console what the cells dropped (their ``dropped_*`` counts, e.g. training
+    documents left empty by the vocabulary): one warning per kind, with counts, so that nothing a
+    study drops shows only in ``results.json``."""
+    counts: dict[str, list[int]] = {}
+    for cell in cells:
+        for key, value in cell.items():
+            if key.startswith("dropped") and isinstance(value, int) and value > 0:
+                counts.setdefault(key, []).append(value)
+    for key, values in counts.items():
+        warnings.warn(
+            f"{key}: {max(values)} rows dropped in the worst of {len(values)} of {len(cells)} cells "
+            f"({sum(values)} over those cells; per cell in results.json)",
+            EmptyDocumentsWarning if "empty" in key else UserWarning,
+            stacklevel=3,
+        )
 
 
 def failure_note(failures: list) -> str:

@@ -42,13 +42,13 @@ def check_word_weights(word_weights: TensorLike, num_words: int, dtype: torch.dt
             f"word_weights must be None or {num_words} positive weights, not the name {word_weights!r}: for idf "
             "weights pass lvgp.bow.weighting.idf_weights(x_train, num_words)"
         )
-    try:
-        weights = torch.as_tensor(np.asarray(word_weights, dtype=np.float64)).to(dtype)
+    try:  # checked and scaled in float64, then cast (1e308 and 1e-320 are outside float32)
+        weights = torch.as_tensor(np.asarray(word_weights, dtype=np.float64))
     except (TypeError, ValueError) as err:
         raise TypeError(f"word_weights must be {num_words} positive finite weights ({err})") from None
     if weights.shape != (num_words,) or not torch.isfinite(weights).all() or (weights <= 0).any():
         raise ValueError(f"word_weights must be {num_words} positive finite weights")
-    scaled = torch.ldexp(weights, -torch.frexp(weights.max()).exponent)
+    scaled = torch.ldexp(weights, -torch.frexp(weights.max()).exponent).to(dtype)
     if (scaled <= 0).any() or not torch.isfinite(scaled).all():
         raise ValueError(
             f"word_weights span more orders of magnitude than {dtype} holds (largest {float(weights.max()):.3g}, "
@@ -113,6 +113,16 @@ class DocumentKernel(Kernel):
     def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         r""":math:`\|\mu_i\|^2` for every document: ``*b x n x L`` -> ``*B x n``."""
         raise NotImplementedError
+
+    def _norm_floor(self, x: Tensor, latent: Tensor) -> Tensor | None:
+        """Per document, the squared norm below which an embedding is rounding noise (an
+        embedding whose parts cancel out), counted as zero by the level-2 kernels that normalize
+        (``None``: no floor, every computed norm is exact)."""
+        return None
+
+    def _floored(self, s: Tensor, x: Tensor, latent: Tensor) -> Tensor:
+        floor = self._norm_floor(x, latent)
+        return s if floor is None else torch.where(s <= floor, torch.zeros_like(s), s)
 
     # ------------------------------------------------------------------ shared
     def _prepare(self, x: Tensor, dtype: torch.dtype) -> me.DocumentSet:
@@ -223,12 +233,16 @@ class DocumentKernel(Kernel):
             s1 = s2 = None
             if level2.needs_norms:
                 s1, s2 = (lin, lin) if same else (self.self_inner(x1, latent), self.self_inner(x2, latent))
+                if level2.floors_norms:
+                    s1, s2 = self._floored(s1, x1, latent), self._floored(s2, x2, latent)
                 s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-1)
             return level2(lin.unsqueeze(-1), s1, s2).squeeze(-1)
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
         s1 = s2 = None
         if level2.needs_norms:
             s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
+            if level2.floors_norms:
+                s1, s2 = self._floored(s1, x1, latent), self._floored(s2, x2, latent)
             s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
         return level2(lin, s1, s2)
 

@@ -310,6 +310,33 @@ class LatentDistributionKernel(DocumentKernel):
         self.word_vectors.sample_for_training()
         return self.latent
 
+    def _norm_floor(self, x: Tensor, latent: Tensor) -> Tensor:
+        r"""``4 u_i eps t_i`` per document: :math:`t_i = \sum_s w_{is} k(\mathbf x_s, \mathbf x_s)` bounds
+        the latent part of :math:`\|\mu_i\|^2` (Cauchy-Schwarz), and the rounding error of summing the
+        :math:`u_i^2` word pairs of the document's ``u_i`` distinct words is within that floor. The
+        identity part is exact and keeps a document's norm above it."""
+        with torch.no_grad():
+            d = self._prepare(x, latent.dtype)
+            eps = torch.finfo(latent.dtype).eps
+            if d.unbatched and latent.dim() == 2:
+                words, _ = d.distinct()
+                b = d.bags()
+                self_similarity = self._self_similarity(latent.index_select(0, words))
+                t = me.bag_product(b, self_similarity.unsqueeze(-1)).squeeze(-1)
+                distinct = torch.bincount(b.rows(), minlength=b.n).to(latent.dtype)
+                return 4 * distinct * eps * t.abs()
+            # self-similarities of the flattened ``*B x nL x q`` vectors, so that a batched
+            # embedding kernel's hyper-parameters broadcast against the batch
+            vectors = me.gather_rows(latent, d.ids.flatten(-2))
+            t = (d.weights * self._self_similarity(vectors).unflatten(-1, d.ids.shape[-2:])).sum(-1)
+            return 4 * d.ids.shape[-1] * eps * t.abs()
+
+    def _self_similarity(self, vectors: Tensor) -> Tensor:
+        r""":math:`k(\mathbf x, \mathbf x)` of the embedding kernel: ``... x m x q`` -> ``... x m``."""
+        if self._builtin_embedding:
+            return self.embedding.self_similarity(vectors)
+        return self.embedding(vectors, vectors, diag=True).to_dense()
+
     def _identity(self, extra_dims: int) -> Tensor:
         r""":math:`\lambda` viewed with ``extra_dims`` trailing singleton dims for broadcasting."""
         value = self.identity_weight

@@ -34,10 +34,29 @@ from ._hyper import BatchedTensorsMixin, check_degree, constrained_property, reg
 __all__ = ["Level2Kernel", "LinearLevel2", "PolyLevel2", "RBFLevel2", "CosineLevel2", "LEVEL2_KERNELS"]
 
 
+class _InverseNorm(torch.autograd.Function):
+    r""":math:`r = 1/\sqrt s` for :math:`s > 0` and 0 for :math:`s \le 0`, with the backward
+    :math:`\partial r/\partial s = -r^3/2` evaluated as ``((grad * r) * r) * r``: :math:`r^3` alone
+    overflows for squared norms below about 1e-26 in float32, where ``grad * r`` is small."""
+
+    @staticmethod
+    def forward(ctx: Any, squared_norm: Tensor) -> Tensor:
+        positive = squared_norm > 0
+        r = torch.where(positive, squared_norm.clamp_min(torch.finfo(squared_norm.dtype).tiny).rsqrt(), 0.0)
+        ctx.save_for_backward(r)
+        return r
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tensor:
+        (r,) = ctx.saved_tensors
+        return -0.5 * ((grad * r) * r) * r
+
+
 def inverse_norm(squared_norm: Tensor) -> Tensor:
-    r""":math:`1/\|\mu\|` from :math:`\langle\mu,\mu\rangle` (floored at the dtype's smallest normal
-    number: a zero embedding, possible only with a degenerate embedding kernel, gives 0, not NaN)."""
-    return squared_norm.clamp_min(torch.finfo(squared_norm.dtype).tiny).rsqrt()
+    r""":math:`1/\|\mu\|` from :math:`\langle\mu,\mu\rangle`, 0 for a zero embedding (its cosine with
+    anything is then 0, as for scikit-learn's normalized zero vectors); gradients finite down to the
+    dtype's smallest squared norms (:class:`_InverseNorm`)."""
+    return _InverseNorm.apply(squared_norm)
 
 
 class Level2Kernel(BatchedTensorsMixin, gpytorch.Module):
@@ -52,6 +71,8 @@ class Level2Kernel(BatchedTensorsMixin, gpytorch.Module):
     #: every document's self-similarity is 1, whatever its embedding (``diag=True`` of a set
     #: with itself needs no computation)
     unit_diagonal: ClassVar[bool] = False
+    #: squared norms below the kernel's rounding floor are set to 0 before this kernel sees them
+    floors_norms: ClassVar[bool] = False
 
     def __init__(self, batch_shape: torch.Size = torch.Size()) -> None:
         super().__init__()
@@ -151,7 +172,8 @@ class CosineLevel2(Level2Kernel):
 
     name = "cosine"
     needs_norms = True
-    unit_diagonal = True
+    #: squared norms that are rounding noise (an embedding that cancels out) count as zero
+    floors_norms = True
 
     def forward(self, inner: Tensor, s1: Tensor | None, s2: Tensor | None) -> Tensor:
         assert s1 is not None and s2 is not None

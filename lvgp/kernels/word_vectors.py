@@ -89,6 +89,8 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         super().__init__()
         check_number("num_words", num_words, integer=True, minimum=1)
         check_number("latent_dim", latent_dim, integer=True, minimum=1)
+        check_number("init_scale", init_scale, minimum=0)
+        check_number("projection_scale", projection_scale, minimum=0)
         self.num_words = int(num_words)
         self.latent_dim = int(latent_dim)
         self.batch_shape = torch.Size(batch_shape)
@@ -137,12 +139,8 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
 
     @residual.setter
     def residual(self, value: TensorLike) -> None:
-        value = torch.as_tensor(value, dtype=self.dtype, device=self.raw_latent.device)
+        value = self._checked_vectors(value)
         shape = self.raw_latent.shape
-        if value.shape[-2:] != shape[-2:]:
-            raise ValueError(
-                f"latent must have shape (num_words, latent_dim) = {tuple(shape[-2:])}; got {tuple(value.shape)}"
-            )
         if not torch.isfinite(value).all():
             raise ValueError("latent holds non-finite values")
         with torch.no_grad():
@@ -172,8 +170,20 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
     def vectors(self, value: TensorLike) -> None:
         self._set_means(value)
 
-    def _set_means(self, value: TensorLike) -> None:
+    def _checked_vectors(self, value: TensorLike) -> Tensor:
+        """``value`` as a tensor of the vectors' dtype and device, if its shape expands to the
+        vectors' ``*batch_shape x V x q`` (else a ``ValueError`` naming the shapes)."""
         value = torch.as_tensor(value, dtype=self.dtype, device=self.raw_latent.device)
+        shape = self.raw_latent.shape
+        if value.dim() < 2 or value.shape[-2:] != shape[-2:] or _broadcasts(value.shape, shape) is None:
+            raise ValueError(
+                f"the vectors (init / latent) must have shape (num_words, latent_dim) = {tuple(shape[-2:])}, or "
+                f"*batch_shape x num_words x latent_dim = {tuple(shape)}; got {tuple(value.shape)}"
+            )
+        return value
+
+    def _set_means(self, value: TensorLike) -> None:
+        value = self._checked_vectors(value)
         with torch.no_grad():
             self.residual = value - self._projected(self.word_features)
 
@@ -367,6 +377,14 @@ class VariationalWordVectors(MAPWordVectors):
         if not mode:
             self.latent_noise.zero_()
         return out
+
+
+def _broadcasts(a: torch.Size, b: torch.Size) -> torch.Size | None:
+    """``torch.broadcast_shapes(a, b)`` when it is ``b`` (``a`` expands to ``b``), else ``None``."""
+    try:
+        return b if torch.broadcast_shapes(a, b) == b else None
+    except RuntimeError:
+        return None
 
 
 def make_word_vectors(

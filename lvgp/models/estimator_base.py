@@ -16,13 +16,14 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
+from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import OPTIMIZERS, FitResult, minimize
 from ..base.numerics import covariance_errors, exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
+from ..kernels.level2 import LEVEL2_KERNELS
 from ..warnings import EmptyDocumentsWarning
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
 
@@ -30,6 +31,21 @@ if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
 _PREDICT_BLOCK = 2048
+
+
+def ldk_options(embeddings: tuple[str, ...] = ("rbf", "linear", "poly")) -> dict[str, list]:
+    """The options of the LDK estimators' kernel: latent dimension, prior, word weights, the
+    identity part, pretrained vectors, embedding and level-2 kernels."""
+    return {
+        "latent_dim": [Integer(1)],
+        "rho": [Real(0, open_low=True)],
+        "gamma": [Real(0, open_low=True)],
+        "embedding": [Options(*embeddings)],
+        "level2": [Options(*LEVEL2_KERNELS)],
+        "word_weighting": [Options("uniform", "idf")],
+        "identity_weight": [None, Real(0, open_low=True), Options("balanced")],
+        "word_embeddings": [None, Embeddings()],
+    }
 
 
 class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):

@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input, ldk_options
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -58,6 +58,7 @@ from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..kernels.random_features import APPROXIMATIONS, make_ldk
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from .estimator_base import ldk_options
 from .gplvsm import PaddedInputsMixin
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 

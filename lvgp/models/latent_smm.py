@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
 from .._typing import Documents, EmbeddingsSpec, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input, ldk_options
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
 from ..base.numerics import default_dtype
@@ -59,6 +59,7 @@ from ..bow.weighting import word_weights
 from ..kernels import MAPWordVectors, make_word_vectors
 from ..kernels.random_features import APPROXIMATIONS, make_ldk
 from ..warnings import EmptyDocumentsWarning
+from .estimator_base import ldk_options
 
 if TYPE_CHECKING:
     pass

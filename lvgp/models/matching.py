@@ -60,7 +60,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
 from .._typing import EmbeddingsSpec
-from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, ldk_options
+from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.embeddings import embedding_features, resolve_embeddings
 from ..base.fitting import minimize
 from ..base.linalg import dual_cca
@@ -71,6 +71,7 @@ from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..kernels.random_features import balanced_identity_weight, identity_start
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from .estimator_base import ldk_options
 
 if TYPE_CHECKING:
     pass
@@ -100,6 +101,18 @@ def _texts(X: Sequence[str], name: str) -> list[str]:
 class _BatchOrder:
     perm: torch.Tensor
     step: int
+
+
+def _leading_svd(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``k`` leading singular triplets of ``matrix`` (randomized when ``k`` is well below its
+    rank bound, exact otherwise; ``k <= 0`` gives empty factors: a side with a single word)."""
+    m, n = matrix.shape
+    if k <= 0:
+        return np.zeros((m, 0)), np.zeros(0), np.zeros((0, n))
+    if 2 * k < min(m, n):  # only the first k components are needed
+        return randomized_svd(matrix, k, random_state=0)
+    u, sigma, vt = np.linalg.svd(matrix, full_matrices=False)
+    return u[:, :k], sigma[:k], vt[:k]
 
 
 def _standardized(loadings: np.ndarray) -> np.ndarray:
@@ -284,8 +297,8 @@ class LDKMatcher(BaseEstimator):
         if self.init == "pca":
             f = sp.hstack([fs, ft]).toarray()
             f -= f.mean(0)
-            k = min(q, min(f.shape) - 1)
-            _, _, vt = randomized_svd(f, k, random_state=0)  # only the first q components are needed
+            _, _, vt = _leading_svd(f, min(q, min(f.shape) - 1))
+            k = vt.shape[0]
             loadings = np.zeros((f.shape[1], q))
             loadings[:, :k] = vt.T
             vs = fs.shape[1]
@@ -293,8 +306,8 @@ class LDKMatcher(BaseEstimator):
         if self.init == "svd":  # the joint SVD of the cross-covariance: partial least squares
             cs, ct = fs.toarray(), ft.toarray()
             cross = (cs - cs.mean(0)).T @ (ct - ct.mean(0))
-            k = min(q, min(cross.shape) - 1)
-            u, sigma, vt = randomized_svd(cross, k, random_state=0)
+            u, sigma, vt = _leading_svd(cross, min(q, min(cross.shape)))
+            k = len(sigma)
             left, right = np.zeros((cross.shape[0], q)), np.zeros((cross.shape[1], q))
             left[:, :k], right[:, :k] = u * np.sqrt(sigma), vt.T * np.sqrt(sigma)
             return _standardized(self._merge(left, right))

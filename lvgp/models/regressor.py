@@ -13,7 +13,7 @@ from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
 from .._typing import EmbeddingsSpec
-from ..base.constraints import Boolean, Instance, Integer, IsCallable, Options, Real, ldk_options
+from ..base.constraints import Boolean, Instance, Integer, IsCallable, Options, Real
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD
@@ -24,7 +24,7 @@ from ..kernels.latent_distribution import LatentDistributionKernel
 from ..kernels.random_features import RandomFeatureLDK, balanced_identity_weight, identity_start
 from ..kernels.word_vectors import make_word_vectors
 from ..warnings import MemoryBudgetWarning
-from .estimator_base import ExactGPRegressorBase
+from .estimator_base import ExactGPRegressorBase, ldk_options
 from .gplvsm import GPLVSM
 
 if TYPE_CHECKING:

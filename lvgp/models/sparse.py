@@ -39,15 +39,15 @@ import torch
 from gpytorch.variational import CholeskyVariationalDistribution, VariationalStrategy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.cluster import kmeans_plusplus
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input, ldk_options
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.fitting import PlateauStopping
 from ..base.numerics import exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
@@ -57,6 +57,7 @@ from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
 from ..kernels.random_features import balanced_identity_weight, identity_start
 from ..warnings import EmptyDocumentsWarning
+from .estimator_base import ldk_options
 
 if TYPE_CHECKING:
     pass
@@ -316,11 +317,13 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         if world_size > 1:
             import torch.distributed as dist
         bar = tqdm(total=int(self.max_steps), desc="sparse GP-LVSM", disable=not self.verbose or rank != 0)
-        self.converged_, window, epochs = False, int(self.convergence_window), 0
+        rule, epochs = PlateauStopping(int(self.convergence_window), self.tol), 0
+        budget = "max_steps"
         try:
             with exact_numerics():
-                while len(self.step_losses_) < self.max_steps and not self.converged_:
+                while len(self.step_losses_) < self.max_steps and not rule.converged:
                     if self.max_epochs is not None and epochs >= self.max_epochs:
+                        budget = "max_epochs"
                         break
                     total, seen, perm = 0.0, 0, torch.randperm(n, generator=g)
                     for b in range(0, n, self.batch_size):
@@ -344,12 +347,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
                         self.step_losses_.append(loss.item())
                         total, seen = total + loss.item() * len(batch), seen + len(batch)
                         bar.update(1)
-                        steps = len(self.step_losses_)
-                        if steps % window == 0 and steps >= 2 * window:  # every rank sees the same losses
-                            before = float(np.mean(self.step_losses_[-2 * window : -window]))
-                            recent = float(np.mean(self.step_losses_[-window:]))
-                            self.converged_ = before - recent <= self.tol * abs(before)
-                        if self.converged_ or steps >= self.max_steps:
+                        # every rank sees the same losses, hence the same decision
+                        if rule.update(self.step_losses_[-1]) or len(self.step_losses_) >= self.max_steps:
                             break
                     epochs += 1
                     self.loss_curve_.append(total / seen)
@@ -357,15 +356,11 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         except KeyboardInterrupt:
             warnings.warn(f"training interrupted after {len(self.step_losses_)} steps", RuntimeWarning, stacklevel=2)
         else:
-            if not self.converged_ and rank == 0:
-                warnings.warn(
-                    f"sparse GP-LVSM did not converge in {len(self.step_losses_)} steps ({epochs} epochs): the mean "
-                    f"loss of the last {window} steps still fell by more than tol={self.tol}; increase max_steps",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
+            if rank == 0:
+                rule.warn(f"sparse GP-LVSM ({epochs} epochs)", budget, unit="steps", stacklevel=3)
         finally:
             bar.close()
+        self.converged_ = rule.converged
         self.n_iter_ = len(self.step_losses_)
 
     def _fit_distributed(self, x: torch.Tensor, targets: torch.Tensor, seed: int) -> None:

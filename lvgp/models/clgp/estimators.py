@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
+from ...base.fitting import PlateauStopping
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -85,7 +86,7 @@ def check_codes(codes: np.ndarray, cardinalities: list[int], name: str = "codes"
     if bad.any():
         rows, cols = np.nonzero(bad)
         raise ValueError(f"{name} holds codes outside [-1, K_d) at (row, column) {list(zip(rows[:5], cols[:5]))}")
-    return codes
+    return np.ascontiguousarray(codes, dtype=np.int64)  # views of any strides (codes[::-1]) and int width
 
 
 # ------------------------------------------------------------------ CLGP and LGM
@@ -246,10 +247,12 @@ class CLGP(BaseEstimator):
         warmup: int = 0,
         latent: list[torch.Tensor] | None = None,
         scales: list[torch.Tensor] | None = None,
-    ) -> tuple[list[float], bool]:
+        stop_early: bool = True,
+    ) -> tuple[list[float], PlateauStopping | None]:
         """Adam or RMSprop on ``loss_fn`` (a negative Monte Carlo ELBO) for at most ``iters``
-        steps; after the KL warm-up, converged when the mean loss of the last 50 steps is
-        less than ``tol`` (relative) below the mean of the 50 before. With ``latent`` (the q(x)
+        steps; after the KL warm-up, stopped by :class:`~lvgp.base.fitting.PlateauStopping` over
+        windows of 50 steps (``stop_early=False``: all ``iters`` steps). Returns the losses and
+        the rule (``None`` when Ctrl-C ended the fit: no convergence warning on top of that one). With ``latent`` (the q(x)
         parameters, among ``params``), every iteration first steps the other parameters with
         q(x) fixed, then q(x) with the others fixed (the paper's section 4 schedule). ``scales``
         (the unconstrained log standard deviations of q(x), among ``params``) take
@@ -268,7 +271,7 @@ class CLGP(BaseEstimator):
                 steps[-1].append(scale_steps[-1])
         everything = [opt for phase in steps for opt in phase]
         curve: list[float] = []
-        window, converged = 50, False
+        rule: PlateauStopping | None = PlateauStopping(50, self.tol, start=warmup)
         bar = tqdm(range(iters), desc=desc, disable=not self.verbose, leave=False)
         try:
             for it in bar:
@@ -289,17 +292,14 @@ class CLGP(BaseEstimator):
                         opt.step()
                 curve.append(loss.item())
                 bar.set_postfix(loss=f"{curve[-1]:.4g}")
-                if it + 1 >= warmup + 2 * window and (it + 1) % window == 0:
-                    before, recent = np.mean(curve[-2 * window : -window]), np.mean(curve[-window:])
-                    if before - recent <= self.tol * abs(before):
-                        converged = True
-                        break
+                if rule is not None and rule.update(curve[-1]) and stop_early:
+                    break
         except KeyboardInterrupt:
             warnings.warn(f"{desc} interrupted after {len(curve)} iterations", RuntimeWarning, stacklevel=3)
-            converged = True  # the user stopped it: no convergence warning on top
+            rule = None  # the user stopped it: no convergence warning on top
         finally:
             model.kl_x_weight = 1.0
-        return curve, converged
+        return curve, rule
 
     def fit(self, codes: np.ndarray, cardinalities: list[int]) -> Self:
         """Fit on ``n x D`` codes (-1 = missing). With ``restarts > 1``, that many fits from
@@ -326,17 +326,13 @@ class CLGP(BaseEstimator):
                 if best is None or run["final_elbo"] > best["final_elbo"]:
                     best = run
         assert best is not None
-        self.model_, self.elbo_curve_, self.converged_ = best["model"], best["curve"], best["converged"]
+        self.model_, self.elbo_curve_, rule = best["model"], best["curve"], best["rule"]
+        self.converged_ = rule is None or rule.converged
         self.n_iter_ = len(self.elbo_curve_)
         self.fit_seconds_ = time.perf_counter() - start
         self.latent_means_ = self.model_.x_loc.detach().numpy().copy()
-        if not self.converged_:
-            warnings.warn(
-                f"{'CLGP' if self.covariance == 'rbf' else 'LGM'} did not converge in {self.max_iter} iterations; "
-                "increase max_iter",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        if rule is not None:
+            rule.warn("CLGP" if self.covariance == "rbf" else "LGM", "max_iter", unit="iterations")
         return self
 
     def _scale_rule(self) -> str:
@@ -348,9 +344,15 @@ class CLGP(BaseEstimator):
         of the other 20% (rows with at least two observed values) from the rest of its row; the
         lower dev perplexity wins, ``"joint"`` on a tie or when fewer than 5 rows can be held out."""
         rng = np.random.default_rng(self.random_state)
-        usable = np.flatnonzero((codes >= 0).sum(1) >= 2)
-        n_dev = int(round(0.2 * len(codes)))
-        if min(n_dev, len(usable)) < 5:
+        usable = np.flatnonzero((codes >= 0).sum(1) >= 2)  # rows with a value to impute from another
+        n_dev = int(round(0.2 * len(usable)))
+        if n_dev < 5:
+            warnings.warn(
+                f"latent_scale='auto': {len(usable)} of {len(codes)} rows have two observed values, too few to "
+                "hold out 5 for choosing the rule on dev; using 'joint'",
+                UserWarning,
+                stacklevel=3,
+            )
             return "joint", {}
         dev = rng.choice(usable, n_dev, replace=False)
         rest = np.setdiff1d(np.arange(len(codes)), dev)
@@ -391,7 +393,7 @@ class CLGP(BaseEstimator):
         y, mask = torch.from_numpy(codes), torch.from_numpy(observed)
         generator = torch.Generator().manual_seed(seed)
         n_obs = float(observed.sum())
-        curve, converged = self._optimize(
+        curve, rule = self._optimize(
             model,
             list(model.parameters()),
             lambda: -model.elbo(y, mask, self.samples, generator=generator),
@@ -405,7 +407,7 @@ class CLGP(BaseEstimator):
         )
         with torch.no_grad():  # the final ELBO, with many samples (restarts are compared by it)
             final = float(np.mean([model.elbo(y, mask, 20, generator=generator).item() for _ in range(5)])) / n_obs
-        return {"model": model, "curve": [-v / n_obs for v in curve], "converged": converged, "final_elbo": final}
+        return {"model": model, "curve": [-v / n_obs for v in curve], "rule": rule, "final_elbo": final}
 
     def infer_rows(self, codes: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """q(x) of new rows, fitted to their observed entries with the global parameters fixed:
@@ -429,13 +431,26 @@ class CLGP(BaseEstimator):
         for p in frozen:
             p.requires_grad_(False)
         try:
+            # every row sees the same Monte Carlo draws and the same number of steps, and the
+            # optimizers act elementwise: a row's q(x) does not depend on the other rows of the batch
             self._optimize(
                 model,
                 [loc, raw_scale],
-                lambda: -model.elbo(y, mask, self.samples, x_loc=loc, x_scale=raw_scale.exp(), generator=generator),
+                lambda: (
+                    -model.elbo(
+                        y,
+                        mask,
+                        self.samples,
+                        x_loc=loc,
+                        x_scale=raw_scale.exp(),
+                        generator=generator,
+                        shared_noise=True,
+                    )
+                ),
                 self.impute_iter,
                 "impute",
                 scales=[raw_scale],
+                stop_early=False,
             )
         finally:
             for p in frozen:
@@ -448,7 +463,9 @@ class CLGP(BaseEstimator):
         loc, scale = self.infer_rows(codes)
         g = torch.Generator().manual_seed(self._predict_seed + 1)
         with self._local_params():
-            probs = self.model_.predictive_probabilities(loc, scale, self.predict_samples, generator=g)
+            probs = self.model_.predictive_probabilities(
+                loc, scale, self.predict_samples, generator=g, shared_noise=True
+            )
         # float64 rows renormalized, whatever the model's dtype (float32 rows sum to 1 +- 1e-7)
         out = [p.numpy().astype(np.float64) for p in probs]
         return [p / p.sum(1, keepdims=True) for p in out]
@@ -478,9 +495,13 @@ class _OneHotPCA:
         data = self._one_hot(codes)
         self.center = data.mean(0)
         _, _, vt = np.linalg.svd(data - self.center, full_matrices=False)
-        self.components = vt[: self.n_components]
-        scores = (data - self.center) @ self.components.T
-        self.scale = scores.std(0) + 1e-12
+        components = vt[: self.n_components]
+        scores = (data - self.center) @ components.T
+        scale = scores.std(0) + 1e-12
+        # fewer components than latent dimensions (few rows or one-hot columns): the rest start at 0
+        missing = self.n_components - len(components)
+        self.components = np.vstack([components, np.zeros((missing, data.shape[1]))])
+        self.scale = np.concatenate([scale, np.ones(missing)])
         return self
 
     def transform(self, codes: np.ndarray) -> np.ndarray:

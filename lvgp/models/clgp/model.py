@@ -229,6 +229,7 @@ class CategoricalLatentGP(PyroModule):
         x_scale: Tensor | None = None,
         kl_x_weight: float | None = None,
         generator: torch.Generator | None = None,
+        shared_noise: bool = False,
     ) -> Tensor:
         r"""A Monte Carlo estimate of the ELBO (module docstring), all variables and ``samples``
         particles in one batch: the same estimator Pyro's ``TraceMeanField_ELBO`` computes from
@@ -236,13 +237,15 @@ class CategoricalLatentGP(PyroModule):
         x, V and F for the expected log likelihood; the F terms cancel), without its per-site
         tracing (five times faster on the breast-cancer table; tested equal in expectation).
         ``x_loc``/``x_scale``: q(x) of other rows (imputation), default the training rows';
-        ``kl_x_weight``: default the module's (warm-up)."""
+        ``kl_x_weight``: default the module's (warm-up); ``shared_noise``: every row gets the same
+        draws (common random numbers: a row's estimate does not depend on the other rows)."""
         x_loc = self.x_loc if x_loc is None else x_loc
         x_scale = self.x_scale if x_scale is None else x_scale
         weight = self.kl_x_weight if kl_x_weight is None else kl_x_weight
         dtype = x_loc.dtype
         n = x_loc.shape[0]
-        x = x_loc + x_scale * torch.randn(samples, *x_loc.shape, generator=generator, dtype=dtype)  # S x n x Q
+        rows = 1 if shared_noise else n
+        x = x_loc + x_scale * torch.randn(samples, rows, x_loc.shape[1], generator=generator, dtype=dtype)  # S x n x Q
         codes = y.clamp_min(0)
         if self.covariance == "linear":
             loglik = x.new_zeros(())
@@ -259,7 +262,8 @@ class CategoricalLatentGP(PyroModule):
             eps_v = torch.randn(samples, *locs.shape, generator=generator, dtype=dtype)
             v = locs + eps_v @ trils.mT  # S x D x K x M
             mean = torch.einsum("smn,sdkm->sndk", w, v)
-            f = mean + var.sqrt()[..., None, None] * torch.randn(mean.shape, generator=generator, dtype=dtype)
+            eps_f = torch.randn(samples, rows, *mean.shape[2:], generator=generator, dtype=dtype)
+            f = mean + var.sqrt()[..., None, None] * eps_f
             f = f.masked_fill(~valid, -math.inf)
             logp = log_softmax_at(f, codes.expand(samples, n, -1))
             loglik = (logp * observed).sum()
@@ -274,21 +278,29 @@ class CategoricalLatentGP(PyroModule):
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
     def predictive_probabilities(
-        self, loc: Tensor, scale: Tensor, samples: int = 100, generator: torch.Generator | None = None
+        self,
+        loc: Tensor,
+        scale: Tensor,
+        samples: int = 100,
+        generator: torch.Generator | None = None,
+        shared_noise: bool = False,
     ) -> list[Tensor]:
         """Monte Carlo estimates of p(y_nd = k | data) for every row of q(x) = N(``loc``,
         ``scale**2``) and variable: the average over samples of x ~ q(x_n), U ~ q(U),
-        F ~ p(F | x, U) of softmax(f_nd)."""
+        F ~ p(F | x, U) of softmax(f_nd); ``shared_noise``: every row gets the same draws."""
         n_rows = loc.shape[0]
         out = [torch.zeros(n_rows, k, dtype=loc.dtype) for k in self.cardinalities]
         for _ in range(samples):
-            x = loc + scale * torch.randn(loc.shape, generator=generator, dtype=loc.dtype)
+            rows = 1 if shared_noise else n_rows
+            x = loc + scale * torch.randn(rows, loc.shape[1], generator=generator, dtype=loc.dtype)
             for d, k in enumerate(self.cardinalities):
                 u = None
                 if self.covariance == "rbf":
                     noise = torch.randn(k, self.M, generator=generator, dtype=loc.dtype)
                     u = getattr(self, f"v_loc_{d}") + noise @ getattr(self, f"v_tril_{d}").mT
                 mean, sd = self.function_moments(d, x, u)
-                f = mean if sd is None else mean + sd * torch.randn(mean.shape, generator=generator, dtype=loc.dtype)
+                if sd is not None:
+                    noise = torch.randn(rows, *mean.shape[1:], generator=generator, dtype=loc.dtype)
+                f = mean if sd is None else mean + sd * noise
                 out[d] += torch.softmax(f, -1)
         return [p / samples for p in out]
