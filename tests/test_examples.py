@@ -68,6 +68,7 @@ BENCHMARKS = {
     "ldk_gpc_convergence.py": "held-out accuracy against",
     "gpc_features_vs_svm.py": "Dirichlet GPC, linear kernel on tf-idf",
     "latent_smm_word_kernel.py": "identity word kernel",
+    "nystrom_pooling.py": "speed-up",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",

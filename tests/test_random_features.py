@@ -57,6 +57,26 @@ def test_nystrom_with_every_word_as_landmark_is_exact():
     assert 0 < gram_approximation_error(exact, approx, x) < 1
 
 
+def test_nystrom_document_features_pool_before_the_solve():
+    """The Nystrom mean embeddings are solved for after pooling the landmark-kernel columns over
+    each document (m^2 n); they equal the documents' weighted sums of the words' own Nystrom
+    features (m^2 V_d, the formula), in value and gradient."""
+    from lvgp.kernels import mean_embedding as me
+
+    x = docs(n=12)
+    _, approx = pair(features="nystrom", num_features=8)
+    latent = approx.latent.detach().clone().requires_grad_(True)
+    d = approx._prepare(x, latent.dtype)
+    words, _ = d.distinct()
+    by_word = me.bag_product(d.bags(), approx.word_features_map(latent.index_select(-2, words), latent))
+    pooled = approx._features(d, latent)
+    torch.testing.assert_close(pooled, by_word, rtol=1e-10, atol=1e-12)
+    w = torch.randn(pooled.shape, dtype=pooled.dtype, generator=torch.Generator().manual_seed(1))
+    (g_pooled,) = torch.autograd.grad((pooled * w).sum(), latent)
+    (g_word,) = torch.autograd.grad((by_word * w).sum(), latent)
+    torch.testing.assert_close(g_pooled, g_word, rtol=1e-9, atol=1e-12)
+
+
 def test_gradients_flow_to_latent_vectors_and_gamma():
     x = docs(6)
     _, approx = pair(features="rff", num_features=32)

@@ -109,18 +109,30 @@ class RandomFeatureLDK(LatentDistributionKernel):
         if self.features == "rff":
             proj = (self.embedding._hyper("gamma").sqrt() * vectors) @ self.rff_weights + self.rff_phases
             return math.sqrt(2.0 / self.rff_weights.shape[1]) * torch.cos(proj)
-        z = (self.latent if latent is None else latent).index_select(-2, self.landmarks)
+        z, chol = self._landmark_factor(self.latent if latent is None else latent)
+        return torch.linalg.solve_triangular(chol, self.embedding_gram(z, vectors), upper=False).mT
+
+    def _landmark_factor(self, latent: Tensor) -> tuple[Tensor, Tensor]:
+        """The landmarks' vectors ``Z`` (``m x q``) and the Cholesky factor of their (jittered) Gram."""
+        z = latent.index_select(-2, self.landmarks)
         kzz = self.embedding_gram(z, z)
         scale = kzz.diagonal().mean().detach()
-        chol = torch.linalg.cholesky(kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype))
-        return torch.linalg.solve_triangular(chol, self.embedding_gram(z, vectors), upper=False).mT
+        return z, torch.linalg.cholesky(kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype))
 
     def _features(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
         if not d.unbatched:
             raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
         words, _ = d.distinct()
-        phi = self.word_features_map(latent.index_select(-2, words), latent)
-        return me.bag_product(d.bags(), phi)
+        vectors = latent.index_select(-2, words)
+        if self.features == "rff":
+            return me.bag_product(d.bags(), self.word_features_map(vectors, latent))
+        # Nystrom: L^{-1} k(Z, x_v) is linear in the columns k(Z, x_v), so the documents' weighted
+        # sums of those columns are taken first and only the n pooled columns are solved for
+        # (m^2 n instead of m^2 V_d per evaluation and per gradient; V_d >> n when the vocabulary
+        # is large -- the cost that set a latent SMM cell's time)
+        z, chol = self._landmark_factor(latent)
+        pooled = me.bag_product(d.bags(), self.embedding_gram(z, vectors).mT)  # n x m
+        return torch.linalg.solve_triangular(chol, pooled.mT, upper=False).mT
 
     def document_features(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
         """Approximate kernel mean embeddings: ``n x L`` padded -> ``n x D``."""
