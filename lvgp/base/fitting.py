@@ -14,7 +14,8 @@ import numpy as np
 import scipy.optimize
 import torch
 from sklearn.exceptions import ConvergenceWarning
-from tqdm.auto import tqdm
+
+from .progress import progress_bar
 
 OPTIMIZERS = ("lbfgs", "adam")
 
@@ -195,7 +196,7 @@ def minimize(
     flat = _Params([p for p in params if p.requires_grad])
     result = FitResult()
     best = _Best(math.inf, flat.snapshot(), 0)
-    bar = tqdm(total=max_iter, desc=desc, disable=not verbose, leave=False)
+    bar = progress_bar(total=max_iter, desc=desc, verbose=verbose)
 
     def evaluate() -> torch.Tensor:
         for p in flat.params:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from ..base.progress import progress_bar
 from ..warnings import EmptyDocumentsWarning
 from . import registry
 from .executors import Executor, InProcessExecutor
@@ -159,7 +159,7 @@ def run_study(
         else:
             todo.append(cell)
     failures: list[tuple[dict, str]] = []
-    bar = tqdm(total=len(cells), initial=len(done), desc="cells", disable=not progress)
+    bar = progress_bar(total=len(cells), initial=len(done), desc="cells", verbose=progress, leave=True)
     for cell, result, error in executor.run(fn, context, todo):
         if error is None:
             directory.save(cell, result)

@@ -43,7 +43,6 @@ from gpytorch.variational import IndependentMultitaskVariationalStrategy, Natura
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
@@ -51,6 +50,7 @@ from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_p
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
+from ..base.progress import progress_bar
 from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
@@ -470,7 +470,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         best_loss, best_state = float("inf"), None
         try:
             with exact_numerics():
-                for epoch in tqdm(range(epochs), desc="LDK GP classifier", disable=not self.verbose):
+                for epoch in progress_bar(range(epochs), desc="LDK GP classifier", verbose=self.verbose):
                     perm, total = torch.randperm(n, generator=g), 0.0
                     for b in range(0, n, batch):
                         rows = perm[b : b + batch]

@@ -41,7 +41,6 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.cluster import kmeans_plusplus
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
@@ -49,6 +48,7 @@ from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_p
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import PlateauStopping
 from ..base.numerics import exact_numerics
+from ..base.progress import progress_bar
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.padded import PAD, pad_to_width, padded_to_counts
@@ -316,7 +316,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.step_losses_: list[float] = []
         if world_size > 1:
             import torch.distributed as dist
-        bar = tqdm(total=int(self.max_steps), desc="sparse GP-LVSM", disable=not self.verbose or rank != 0)
+        bar = progress_bar(total=int(self.max_steps), desc="sparse GP-LVSM", verbose=bool(self.verbose) and rank == 0)
         rule, epochs = PlateauStopping(int(self.convergence_window), self.tol), 0
         budget = "max_steps"
         try:

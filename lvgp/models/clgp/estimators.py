@@ -22,10 +22,10 @@ from pyro.infer import TraceMeanField_ELBO
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
 from ...base.fitting import PlateauStopping
+from ...base.progress import progress_bar
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -272,7 +272,7 @@ class CLGP(BaseEstimator):
         everything = [opt for phase in steps for opt in phase]
         curve: list[float] = []
         rule: PlateauStopping | None = PlateauStopping(50, self.tol, start=warmup)
-        bar = tqdm(range(iters), desc=desc, disable=not self.verbose, leave=False)
+        bar = progress_bar(range(iters), desc=desc, verbose=self.verbose)
         try:
             for it in bar:
                 # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)

@@ -22,12 +22,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_is_fitted, check_random_state
-from tqdm.auto import tqdm
 
 from ..._random import seeded_torch
 from ..._typing import Documents, TensorLike
 from ...base.constraints import FITTING, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ...base.progress import progress_bar
 from ...base.targets import check_labels, check_targets_array
 from ...base.validation import standardization
 from ...bow.padded import PAD
@@ -133,7 +133,7 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
         gammas = torch.full((n, self.n_topics), float(model.alpha), dtype=torch.float64) + torch.from_numpy(
             (x != PAD).sum(1, keepdims=True) / self.n_topics
         )
-        bar = tqdm(total=self.max_epochs, desc="sLDA", disable=not self.verbose, leave=False)
+        bar = progress_bar(total=self.max_epochs, desc="sLDA", verbose=self.verbose)
         try:
             for _ in range(self.max_epochs):
                 order = torch.from_numpy(order_rng.permutation(n))

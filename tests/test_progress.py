@@ -1,0 +1,38 @@
+"""Progress bars (issue 27): silent with ``verbose=False``, at most one redraw a second when
+standard error is not a terminal, and shown by every long fit when asked for."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from lvgp import GPLVSMRegressor, SparseGPLVSMRegressor
+from lvgp.base.progress import LOG_INTERVAL, progress_bar
+
+TEXTS = ["good movie great", "bad film awful", "great acting good", "awful plot bad", "fine good film", "bad bad"]
+Y = np.arange(6.0)
+
+
+def test_bars_redraw_once_a_second_in_logs_and_are_off_unless_verbose(capsys):
+    bar = progress_bar(total=3, desc="x")  # pytest's captured stderr is not a terminal
+    assert bar.mininterval == LOG_INTERVAL >= 1.0
+    bar.close()
+    off = progress_bar(range(3), verbose=False)
+    assert off.disable and list(off) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda v: GPLVSMRegressor(max_iter=3, verbose=v), lambda v: SparseGPLVSMRegressor(max_steps=3, verbose=v)],
+)
+def test_fits_are_silent_unless_verbose(make, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make(False).fit(TEXTS, Y)
+        quiet = capsys.readouterr()
+        make(True).fit(TEXTS, Y)
+        loud = capsys.readouterr()
+    assert quiet.out == quiet.err == ""
+    assert "it/s" in loud.err or "s/it" in loud.err or "|" in loud.err
