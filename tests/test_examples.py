@@ -69,6 +69,7 @@ BENCHMARKS = {
     "gpc_features_vs_svm.py": "Dirichlet GPC, linear kernel on tf-idf",
     "latent_smm_word_kernel.py": "identity word kernel",
     "nystrom_pooling.py": "speed-up",
+    "ldk_gpc_plus_lambda.py": "lambda frozen at",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
@@ -78,6 +79,7 @@ NEEDS_DATA = {
     "gp_embedding_fit.py",
     "gpc_features_vs_svm.py",
     "latent_smm_word_kernel.py",
+    "ldk_gpc_plus_lambda.py",
 }
 
 
