@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 from gpytorch.kernels import ScaleKernel
-from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 from torch.func import functional_call
@@ -23,6 +22,7 @@ from lvgp.bow.weighting import idf_weights
 from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS, BagOfWordsKernel, make_word_vectors
 
 from . import reference as ref
+from .kernel_suite import NUM_WORDS, WordIndexKernelTestCase
 
 TEXTS = [
     "the cat sat on the mat with another cat",
@@ -217,33 +217,16 @@ def test_bag_of_words_kernel_arguments_and_features(corpus):
     np.testing.assert_allclose(phi, tfidf, atol=1e-12)
 
 
-class TestBagOfWordsKernelWithGPyTorchSuite(BaseKernelTestCase, unittest.TestCase):
+class TestBagOfWordsKernelWithGPyTorchSuite(WordIndexKernelTestCase, unittest.TestCase):
     """gpytorch's own kernel tests with word-index data (as for the LDK)."""
 
-    seed = 0
-
     def create_kernel_no_ard(self, **kwargs):
-        return BagOfWordsKernel(40, "rbf", zeta=2.0, **kwargs)
-
-    @staticmethod
-    def _docs(*shape):
-        x = torch.randint(0, 40, shape)
-        x[..., -1] = torch.where(torch.rand(shape[:-1]) < 0.5, PAD, x[..., -1])
-        return x
-
-    def create_data_no_batch(self):
-        return self._docs(50, 10)
-
-    def create_data_single_batch(self):
-        return self._docs(2, 3, 4)
-
-    def create_data_double_batch(self):
-        return self._docs(3, 2, 20, 4)
+        return BagOfWordsKernel(NUM_WORDS, "rbf", zeta=2.0, **kwargs)
 
 
 class TestLDKWithIdentityPartWithGPyTorchSuite(TestBagOfWordsKernelWithGPyTorchSuite):
     def create_kernel_no_ard(self, **kwargs):
-        return LatentDistributionKernel(40, 2, "rbf", "rbf", seed=0, identity_weight=0.5, **kwargs)
+        return LatentDistributionKernel(NUM_WORDS, 2, "rbf", "rbf", seed=0, identity_weight=0.5, **kwargs)
 
 
 def test_word_vectors_with_an_identity_part_in_a_batched_kernel():

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 from gpytorch.kernels import RBFKernel, ScaleKernel
-from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 from torch.func import functional_call
 
 from lvgp import PAD, LatentDistributionKernel
 from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS, make_word_vectors
 
 from . import reference as ref
+from .kernel_suite import NUM_WORDS, WordIndexKernelTestCase
 
 
 @pytest.fixture(autouse=True)
@@ -192,29 +192,12 @@ def test_duplicate_documents_and_single_word_documents():
         torch.testing.assert_close(k(x).to_dense(), torch.ones(3, 3, dtype=torch.float64), rtol=0, atol=1e-12)
 
 
-class TestLDKWithGPyTorchSuite(BaseKernelTestCase, unittest.TestCase):
+class TestLDKWithGPyTorchSuite(WordIndexKernelTestCase, unittest.TestCase):
     """gpytorch's own kernel tests with word-index data factories (as botorch does for
     its categorical kernel). Widths are >= 9 so the active-dims tests keep every row non-empty."""
 
-    seed = 0
-
     def create_kernel_no_ard(self, **kwargs):
-        return LatentDistributionKernel(40, 2, "rbf", "rbf", seed=0, **kwargs)
-
-    @staticmethod
-    def _docs(*shape):
-        x = torch.randint(0, 40, shape)
-        x[..., -1] = torch.where(torch.rand(shape[:-1]) < 0.5, PAD, x[..., -1])
-        return x
-
-    def create_data_no_batch(self):
-        return self._docs(50, 10)
-
-    def create_data_single_batch(self):
-        return self._docs(2, 3, 4)
-
-    def create_data_double_batch(self):
-        return self._docs(3, 2, 20, 4)
+        return LatentDistributionKernel(NUM_WORDS, 2, "rbf", "rbf", seed=0, **kwargs)
 
 
 def test_hyperparameters_are_settable_constrained_properties():
