@@ -120,9 +120,19 @@ class DocumentKernel(Kernel):
         (``None``: no floor, every computed norm is exact)."""
         return None
 
-    def _floored(self, s: Tensor, x: Tensor, latent: Tensor) -> Tensor:
-        floor = self._norm_floor(x, latent)
-        return s if floor is None else torch.where(s <= floor, torch.zeros_like(s), s)
+    def _floored(
+        self, s1: Tensor, s2: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """The squared norms ``s1`` of ``x1`` and ``s2`` of ``x2`` with those at or below
+        :meth:`_norm_floor` set to 0 (the floor is computed once when ``x1`` and ``x2`` are the same
+        documents, whose norms are then the same)."""
+
+        def floored(s: Tensor, x: Tensor) -> Tensor:
+            floor = self._norm_floor(x, latent)
+            return s if floor is None else torch.where(s <= floor, torch.zeros_like(s), s)
+
+        s1 = floored(s1, x1)
+        return (s1, s1) if same else (s1, floored(s2, x2))
 
     # ------------------------------------------------------------------ shared
     def _prepare(self, x: Tensor, dtype: torch.dtype) -> me.DocumentSet:
@@ -234,7 +244,7 @@ class DocumentKernel(Kernel):
             if level2.needs_norms:
                 s1, s2 = (lin, lin) if same else (self.self_inner(x1, latent), self.self_inner(x2, latent))
                 if level2.floors_norms:
-                    s1, s2 = self._floored(s1, x1, latent), self._floored(s2, x2, latent)
+                    s1, s2 = self._floored(s1, s2, x1, x2, same, latent)
                 s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-1)
             return level2(lin.unsqueeze(-1), s1, s2).squeeze(-1)
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
@@ -242,7 +252,7 @@ class DocumentKernel(Kernel):
         if level2.needs_norms:
             s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
             if level2.floors_norms:
-                s1, s2 = self._floored(s1, x1, latent), self._floored(s2, x2, latent)
+                s1, s2 = self._floored(s1, s2, x1, x2, same, latent)
             s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
         return level2(lin, s1, s2)
 
