@@ -16,12 +16,16 @@ def derive_seed(random_state: int | np.random.Generator | None) -> int:
 
 @contextlib.contextmanager
 def seeded_torch(seed: int) -> Iterator[None]:
-    """Seed torch's global CPU generator inside a forked scope.
+    """Seed torch's global generators (the CPU's, and the CUDA devices' where CUDA is in use)
+    inside a forked scope.
 
-    pyro's samplers and gpytorch's Monte Carlo ELBOs draw from the global generator; inside
-    this scope they are reproducible, and on exit the caller's stream is restored exactly as it
-    was (``torch.random.fork_rng``), so fitting or predicting never shifts a user's random draws.
+    pyro's samplers and gpytorch's Monte Carlo ELBOs draw from the global generator of the
+    device they sample on; inside this scope they are reproducible, and on exit the caller's
+    streams are restored exactly as they were (``torch.random.fork_rng``), so fitting or
+    predicting never shifts a user's random draws.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    # on a machine without CUDA there is nothing to fork beside the CPU generator
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)  # seeds every CUDA device too
         yield

@@ -70,6 +70,7 @@ BENCHMARKS = {
     "latent_smm_word_kernel.py": "identity word kernel",
     "nystrom_pooling.py": "speed-up",
     "ldk_gpc_plus_lambda.py": "lambda frozen at",
+    "gpu.py": '"part": "gram"',
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",

@@ -235,3 +235,30 @@ def test_targets_are_standardized_inside_and_predictions_come_back_in_their_unit
         base = SLDARegressor(4, **settings).fit(x, corpus.y[:200])
         shifted = SLDARegressor(4, **settings).fit(x, 1000 + 50 * corpus.y[:200])
         np.testing.assert_allclose(shifted.predict(x), 1000 + 50 * base.predict(x), rtol=1e-5, atol=1e-3)
+
+
+def test_em_initial_eta_scale_is_the_grid_it_names(corpus):
+    em = SupervisedLDAEM(4, max_iter=1, eta_scale=0.25)
+    em.vocab_size_ = 120
+    ids = corpus.docs[:50]
+    em._initialize(ids, ids >= 0, corpus.y[:50])
+    np.testing.assert_allclose(em.eta_, 0.25 * np.linspace(-1, 1, 4))
+    with pytest.raises(ValueError, match="eta_scale must be a finite number > 0; got 0"):
+        SupervisedLDAEM(4, eta_scale=0)
+
+
+def test_em_eta_scale_is_chosen_on_dev_and_the_final_fit_is_that_scales_fit(corpus):
+    x, y = torch.from_numpy(corpus.docs[:200]), corpus.y[:200]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = SLDARegressor(4, inference="em", em_max_iter=15, random_state=3).fit(x, y)
+        chosen = auto.em_eta_scale_
+        scores = auto.em_eta_scale_dev_mse_
+        assert set(scores) == {1.0, 0.5, 0.25} and chosen == min(scores, key=scores.get)
+        assert all(np.isfinite(v) and v > 0 for v in scores.values())
+        fixed = SLDARegressor(4, inference="em", em_max_iter=15, em_eta_scale=chosen, random_state=3).fit(x, y)
+    # the refit on all documents is exactly the fixed-scale fit
+    np.testing.assert_array_equal(auto.eta_, fixed.eta_)
+    assert fixed.em_eta_scale_dev_mse_ == {} and fixed.em_eta_scale_ == chosen
+    with pytest.raises(TypeError, match="em_eta_scale must be"):
+        SLDARegressor(inference="em", em_eta_scale=[1.0]).fit(x, y)

@@ -35,6 +35,7 @@ __all__ = [
     "RandomState",
     "Anything",
     "Embeddings",
+    "Device",
     "check_params",
     "ParameterError",
     "FITTING",
@@ -228,6 +229,29 @@ class Embeddings(Constraint):
         return "the name of word embeddings, 'corpus', a WordEmbeddings table, or a tuple of these"
 
 
+class Device(Constraint):
+    """An estimator's ``device``: a device string or a ``torch.device``, usable here
+    (:func:`lvgp.base.device.check_device`)."""
+
+    def accepts_type(self, value: Any) -> bool:
+        import torch
+
+        return isinstance(value, (str, torch.device))
+
+    def problem(self, value: Any) -> str | None:
+        import torch
+
+        from .device import device_problem
+
+        try:
+            return device_problem(torch.device(value))
+        except (RuntimeError, ValueError):
+            return "a torch device such as 'cpu' or 'cuda'"
+
+    def describe(self) -> str:
+        return "a torch device ('cpu', 'cuda', 'cuda:1' or a torch.device)"
+
+
 def _vocabulary() -> Constraint:
     from ..bow.vocabulary import Vocabulary
 
@@ -242,6 +266,7 @@ FITTING: dict[str, list] = {
     "n_iter_no_change": [Integer(1)],
     "random_state": [RandomState()],
     "verbose": [Boolean()],
+    "device": [Device()],
 }
 
 

@@ -15,6 +15,7 @@ import scipy.optimize
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from .device import LossBuffer
 from .progress import progress_bar
 
 OPTIMIZERS = ("lbfgs", "adam")
@@ -210,9 +211,14 @@ def minimize(
         loss.backward()
         return loss
 
-    def end_of_iteration(loss: float) -> None:
+    def end_of_iteration(loss: float, current: bool = True) -> None:
+        # current: the parameters are still those of this iteration (False for the losses that
+        # Adam reads back in batches, all but the last: they are recorded, never snapshotted)
         result.n_iter += 1
         result.loss_curve.append(loss)
+        bar.update(1)
+        if not current:
+            return
         postfix = {"loss": f"{loss:.5g}"}
         score = loss
         if validate is not None:
@@ -224,7 +230,6 @@ def minimize(
         if score < best.score:
             best.score, best.values, best.iter = score, flat.snapshot(), result.n_iter
         bar.set_postfix(postfix)
-        bar.update(1)
         if validate is not None and result.n_iter - best.iter >= n_iter_no_change:
             result.stopped_early = True
             raise _EarlyStop
@@ -233,7 +238,10 @@ def minimize(
         if method == "lbfgs":
             _run_lbfgs(flat, evaluate, end_of_iteration, max_iter, tol, result)
         else:
-            _run_adam(flat, evaluate, end_of_iteration, max_iter, lr, tol, n_iter_no_change, result)
+            # Adam's losses stay on the device and are read back every `every` steps: at each
+            # validation, or once per convergence window
+            every = validation_interval if validate is not None else n_iter_no_change
+            _run_adam(flat, objective, end_of_iteration, max_iter, lr, tol, n_iter_no_change, every, result)
     except _EarlyStop:
         result.converged = True
         result.message = f"early stopping: no validation improvement in {n_iter_no_change} iterations"
@@ -285,21 +293,42 @@ def _run_lbfgs(
 
 def _run_adam(
     flat: _Params,
-    evaluate: Callable[[], torch.Tensor],
-    end_of_iteration: Callable[[float], None],
+    objective: Callable[[], torch.Tensor],
+    end_of_iteration: Callable[..., None],
     max_iter: int,
     lr: float,
     tol: float,
     window: int,
+    every: int,
     result: FitResult,
 ) -> None:
+    """Adam steps; the losses are read back from the device every ``every`` steps (one transfer),
+    recorded in order, and the convergence rule (the best loss of the last ``window`` iterations
+    improves on the best before by less than ``tol`` relative) is applied at each read-back."""
     opt = torch.optim.Adam(flat.params, lr=lr)
-    for _ in range(max_iter):
-        loss = evaluate().item()
-        opt.step()
-        end_of_iteration(loss)
+    buffer = LossBuffer(every, "the objective", "try a smaller learning rate, a larger rho, or the other optimizer")
+
+    def record(values: list[float] | None) -> None:
+        values = values or []
+        for k, value in enumerate(values):
+            end_of_iteration(value, current=k == len(values) - 1)
+
+    for it in range(max_iter):
+        try:
+            for p in flat.params:
+                p.grad = None
+            loss = objective()
+            loss.backward()
+            opt.step()
+        except KeyboardInterrupt:
+            record(buffer.flush())  # the steps taken so far count
+            raise
+        values = buffer.append(loss)
+        if it + 1 == max_iter:
+            values = [*(values or []), *buffer.flush()]
+        record(values)
         curve = result.loss_curve
-        if len(curve) > 2 * window:
+        if values and len(curve) > 2 * window:
             before, recent = min(curve[:-window]), min(curve[-window:])
             if before - recent <= tol * max(1.0, abs(before)):
                 result.converged = True

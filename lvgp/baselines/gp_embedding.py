@@ -421,7 +421,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k not in ("tol", "n_iter_no_change")},
+        **{k: v for k, v in FITTING.items() if k not in ("tol", "n_iter_no_change", "device")},
         "embeddings": [Embeddings(), Instance(np.ndarray, name="a p x h array (count-matrix input)")],
         "missing_words": [Options("drop", "ppmi")],
         "unlabeled_texts": [None, Instance(list, tuple, name="a list of texts")],

@@ -34,6 +34,8 @@ class GPRBFRegressor(ExactGPRegressorBase):
     Args:
         gamma_init: initial :math:`\\gamma`; ``None`` uses ``1 / median squared distance``
             between training count vectors (the median heuristic).
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
     """
 
     _name = "GP-RBF"
@@ -61,6 +63,7 @@ class GPRBFRegressor(ExactGPRegressorBase):
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.gamma_init = gamma_init
@@ -78,6 +81,7 @@ class GPRBFRegressor(ExactGPRegressorBase):
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:

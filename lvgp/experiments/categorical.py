@@ -38,7 +38,7 @@ from ..datasets.loaders import load_breast_cancer, read_categorical_csv
 from ..models.clgp import CLGP, CategoricalTable, hide_one_value
 from ..models.clgp.estimators import LATENT_SCALES
 from .registry import default_methods, methods, register_method, register_study
-from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
+from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 
 DATASETS = ("breast-cancer", "xor")
 
@@ -95,6 +95,7 @@ class CategoricalStudy(Study):
     )
     alpha: float = option(1.0, "Dirichlet concentration of the DM baselines")
     seed: int = option(0, "seed of the splits and the methods")
+    device: str = option("cpu", DEVICE_HELP)
     color_by: str | None = option(None, "column colouring latent_space.png (default: the last)")
 
     @property
@@ -177,7 +178,7 @@ def prepare_split(study: CategoricalStudy, split: int):
 
 def run_cell(study: CategoricalStudy, cell: dict) -> dict:
     train, partial, cols, vals, table, columns, counts = prepare_split(study, cell["split"])
-    model = study.method(cell["method"]).build(study, cell, None)
+    model = study.build(cell)
     with recorded_warnings() as warned:
         start = time.perf_counter()
         model.fit(train, table.cardinalities)

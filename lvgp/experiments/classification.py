@@ -38,7 +38,7 @@ from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, relia
 from ..base.splits import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
-from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
+from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 
 DEV_SCORINGS = ("accuracy", "log-likelihood")  # what DevSelected maximizes on dev
 BUILTIN = corpus_names("classification")
@@ -299,6 +299,7 @@ class ClassificationStudy(Study):
         choices=("none", "pool"),
     )
     seed: int = option(0, "seed of the samples and the methods")
+    device: str = option("cpu", DEVICE_HELP)
 
     @property
     def n_splits(self) -> int:
@@ -327,7 +328,7 @@ class ClassificationStudy(Study):
     def estimator(self, cell: dict):
         """The cell's estimator: the method's, inside :class:`DevSelected` when it has a dev grid."""
         method = self.method(cell["method"])
-        model = method.build(self, cell, None)
+        model = self.build(cell)
         if method.dev_grid is None:
             return model
         return DevSelected(

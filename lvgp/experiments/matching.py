@@ -31,7 +31,7 @@ import numpy as np
 
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, methods, register_method, register_study
-from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
+from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
 
 MAX_R = 50
 
@@ -157,6 +157,7 @@ class MatchingStudy(Study):
     )
     dedupe_families: bool = option(True, "draw one pair per description family (near duplicates never straddle splits)")
     seed: int = option(0, "seed of the sets and the methods")
+    device: str = option("cpu", DEVICE_HELP)
 
     @property
     def n_splits(self) -> int:
@@ -248,7 +249,7 @@ def run_cell(study: MatchingStudy, cell: dict) -> dict:
 
     train, dev, test, test_ids = prepare(study, cell["split"])
     method = study.method(cell["method"])
-    model = method.build(study, cell, None)
+    model = study.build(cell)
     stop_on_dev = method.uses_dev and study.early_stopping
     with recorded_warnings() as warned:
         start = time.perf_counter()

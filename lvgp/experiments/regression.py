@@ -27,7 +27,7 @@ from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
 from .registry import default_methods, register_method, register_study
-from .study import PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
+from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
 
 DATASETS = corpus_names("regression")
 
@@ -179,6 +179,7 @@ class RegressionStudy(Study):
     dev_size: int = option(1000, "development documents per split (hyper-parameters are chosen on them)")
     test_size: int | None = option(None, "test documents per split (default: all remaining documents)")
     seed: int = option(0, "seed of the splits and the methods")
+    device: str = option("cpu", DEVICE_HELP)
     min_df: int = option(2, "vocabulary: minimum document frequency in train")
     min_token_len: int = option(3, "vocabulary: shortest token kept")
     max_iter: int = option(300, "L-BFGS iterations of gplvsm (early-stopped on dev)")
@@ -293,7 +294,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     """Fit one method on one split with one hyper-parameter setting; dev and test RMSE."""
     data = prepare_split(study, cell["split"])
     method = study.method(cell["method"])
-    est = method.build(study, cell, data)
+    est = study.build(cell, data)
     start = time.perf_counter()
     with recorded_warnings() as warned:  # unseen words, convergence, ...: counted in the record
         if method.uses_dev:

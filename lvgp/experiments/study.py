@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..base.device import check_device
 from ..base.progress import progress_bar
 from ..warnings import EmptyDocumentsWarning
 from . import registry
@@ -232,9 +233,16 @@ class Study:
         raise NotImplementedError
 
     def validate(self) -> None:
-        """Raise ``ValueError`` for bad options (the base: unknown methods)."""
+        """Raise ``ValueError`` for bad options (the base: unknown methods, an unusable device)."""
         for name in self.methods:
             self.method(name)
+        check_device(getattr(self, "device", "cpu"), "--device")
+
+    def build(self, cell: dict, data: Any = None) -> Any:
+        """The cell's unfitted estimator (its method's ``build``), on the study's ``--device``:
+        every estimator in it that takes a ``device`` (a wrapper's inner one too) gets it."""
+        model = self.method(cell["method"]).build(self, cell, data)
+        return on_device(model, getattr(self, "device", "cpu"))
 
     def cells(self) -> list[dict]:
         """Every cell: method x split x the method's registered grid."""
@@ -351,6 +359,22 @@ def failure_note(failures: list) -> str:
 
 
 # ------------------------------------------------------------------ study definitions -> command-line options
+
+
+def on_device(model: Any, device: str) -> Any:
+    """``model`` with ``device`` set on it and on every nested estimator that takes one
+    (scikit-learn's ``get_params(deep=True)`` names them ``...__device``); others as they are."""
+    if device == "cpu" or not hasattr(model, "get_params"):
+        return model
+    names = [k for k in model.get_params(deep=True) if k == "device" or k.endswith("__device")]
+    return model.set_params(**dict.fromkeys(names, device)) if names else model
+
+
+#: the ``--device`` option every study has
+DEVICE_HELP = (
+    "where the torch/Pyro methods compute: cpu, cuda, cuda:1 (methods without a device path, and the "
+    "scikit-learn baselines, stay on the CPU)"
+)
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> Any:

@@ -25,7 +25,7 @@ import numpy as np
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, register_method, register_study
 from .regression import _cached_corpus
-from .study import Study, option, recorded_warnings, write_json
+from .study import DEVICE_HELP, Study, option, recorded_warnings, write_json
 
 
 def _topic_grid(study) -> list[dict]:
@@ -72,6 +72,7 @@ class TopicStudy(Study):
     methods: tuple[str, ...] = option(default_methods("topics"))
     inference: str = option("em", "sLDA inference", choices=("em", "svi"))
     seed: int = option(0, "seed of the folds and the methods")
+    device: str = option("cpu", DEVICE_HELP)
     min_df: int = option(2, "vocabulary: minimum document frequency in the training folds")
     max_iter: int = option(100, "EM iterations")
 
@@ -130,7 +131,7 @@ def run_cell(study: TopicStudy, cell: dict) -> dict:
     data = prepare_fold(study, cell["split"])
     vocab, x_train, y_train, x_test, y_test, dropped = data
     method = cell["method"]
-    model = study.method(method).build(study, cell, data)
+    model = study.build(cell, data)
     start = time.perf_counter()
     with recorded_warnings() as warned:
         model.fit(x_train, y_train)

@@ -87,15 +87,18 @@ class Bags(typing.NamedTuple):
         return torch.repeat_interleave(torch.arange(self.n, device=self.words.device), ends)
 
 
-def bags(local: Tensor, weights: Tensor) -> Bags:
+def bags(local: Tensor, weights: Tensor, size: int | None = None) -> Bags:
     """Bags of one ``n x L`` tensor of local word ids and their ``1/|D_i|`` weights (0 on
     padding). Padding costs a long corpus nothing: ``embedding_bag`` over a padded ``n x L``
     input reads a Gram row for every padding slot (20ng documents after the 1% cut: ~470 slots
-    for ~55 tokens)."""
+    for ~55 tokens). ``size``: a bound on the local ids (the number of distinct words), when the
+    caller knows it; otherwise it is read from ``local`` (a device-to-host read on a GPU)."""
     n, width = local.shape
     keep = weights > 0
     rows = torch.arange(n, device=local.device).unsqueeze(-1).expand(n, width)[keep]
-    size = int(local.max()) + 1 if local.numel() else 1
+    if size is None:
+        size = int(local.max()) + 1 if local.numel() else 1
+    size = max(1, size)
     keys, inverse = torch.unique(rows * size + local[keep], return_inverse=True)
     summed = torch.zeros(len(keys), dtype=weights.dtype, device=weights.device).index_add_(0, inverse, weights[keep])
     counts = torch.bincount(keys // size, minlength=n)
@@ -161,7 +164,8 @@ class DocumentSet:
     def bags(self) -> Bags:
         """The documents as :class:`Bags` over :meth:`distinct` (unbatched sets)."""
         if "bags" not in self.memo:
-            self.memo["bags"] = bags(self.distinct()[1], self.weights)
+            words, local = self.distinct()
+            self.memo["bags"] = bags(local, self.weights, len(words))
         return self.memo["bags"]
 
     def with_other(self, kind: str, other: DocumentSet, compute: Callable[[], Any]) -> Any:
@@ -195,8 +199,8 @@ def _union(d1: DocumentSet, d2: DocumentSet) -> tuple[Tensor, Bags, Bags]:
         if d1 is d2:
             return d1.distinct()[0], d1.bags(), d1.bags()
         words, inverse = torch.unique(torch.cat([d1.ids.flatten(), d2.ids.flatten()]), return_inverse=True)
-        b1 = bags(inverse[: d1.ids.numel()].view(d1.ids.shape), d1.weights)
-        b2 = bags(inverse[d1.ids.numel() :].view(d2.ids.shape), d2.weights)
+        b1 = bags(inverse[: d1.ids.numel()].view(d1.ids.shape), d1.weights, len(words))
+        b2 = bags(inverse[d1.ids.numel() :].view(d2.ids.shape), d2.weights, len(words))
         return words, b1, b2
 
     return d1.with_other("union", d2, compute)
@@ -285,8 +289,8 @@ def mean_embedding_gram(
 
     parts = []
     for i1, ww1, gg, i2, ww2 in zip(flat(local1), flat(d1.weights), flat(g), flat(local2), flat(d2.weights)):
-        bags1 = bags(i1, ww1)
-        bags2 = bags1 if symmetric else bags(i2, ww2)
+        bags1 = bags(i1, ww1, len(words1))
+        bags2 = bags1 if symmetric else bags(i2, ww2, len(words2))
         parts.append(sandwich(bags1, gg, bags2, symmetric_gram))
     if not parts:
         return g.new_zeros(*batch, ids1.shape[-2], ids2.shape[-2])

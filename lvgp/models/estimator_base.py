@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, documents_input
+from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import OPTIMIZERS, FitResult, minimize
 from ..base.numerics import covariance_errors, exact_numerics
@@ -53,8 +54,12 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     style) with at least the fitting options used here (``optimizer``, ``max_iter``,
     ``lr``, ``tol``, ``early_stopping``, ``validation_fraction``, ``n_iter_no_change``,
     ``normalize_y``, ``vocabulary``, ``num_words``, ``random_state``, ``verbose``,
-    ``noise_init``, ``outputscale_init``) and implement :meth:`_model_inputs` and
-    :meth:`_build_model`."""
+    ``noise_init``, ``outputscale_init``, ``device``) and implement :meth:`_model_inputs` and
+    :meth:`_build_model`.
+
+    The model is built on the CPU from the encoded documents, then moved with ``.to(device)``
+    (gpytorch's ``ExactGP`` moves its training data with it); inputs go to the device block by
+    block at prediction time, and results come back to the host once."""
 
     _name = "GP"
     _fit_hint = "Try a larger noise_init."
@@ -164,8 +169,9 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         targets = torch.from_numpy((y_train - self.y_mean_) / self.y_std_)
         if not torch.isfinite(targets).all():
             raise ValueError("y is too large to fit without standardization: pass normalize_y=True")
-        model = self._build_model(self._model_inputs(x), targets, seed)
-        self.model_, self.likelihood_ = model, model.likelihood
+        device = check_device(self.device)
+        model = self._build_model(self._model_inputs(x), targets, seed).to(device)
+        self.model_, self.likelihood_, self.device_ = model, model.likelihood, device
         mll = LogPosterior(model.likelihood, model)
         model.train()
         train_inputs = model.train_inputs[0]
@@ -207,7 +213,7 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
                 stacklevel=3,
             )
         x_keep = x_val[keep]
-        target = torch.from_numpy(np.asarray((y_val[keep.numpy()] - self.y_mean_) / self.y_std_))
+        target = torch.from_numpy(np.asarray((y_val[keep.numpy()] - self.y_mean_) / self.y_std_)).to(self.device_)
         model = self.model_
 
         def score() -> float:
@@ -228,9 +234,10 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         Samples come from a generator seeded at fit time, so predictions are reproducible."""
         model = self.model_
         shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
-        first = torch.zeros(shape, dtype=torch.float64)
-        second = torch.zeros(shape, dtype=torch.float64)
-        variance = torch.zeros(shape, dtype=torch.float64)
+        device = self.device_
+        first = torch.zeros(shape, dtype=torch.float64, device=device)
+        second = torch.zeros(shape, dtype=torch.float64, device=device)
+        variance = torch.zeros(shape, dtype=torch.float64, device=device)
         generator = torch.Generator().manual_seed(self._sample_seed) if samples > 1 else None
         with (
             torch.no_grad(),
@@ -247,7 +254,7 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
                         model.prediction_strategy = None  # the training covariance changed
                     for start in range(0, x.shape[0], _PREDICT_BLOCK):
                         rows = slice(start, start + _PREDICT_BLOCK)
-                        dist = model(self._model_inputs(x[rows]))
+                        dist = model(self._model_inputs(x[rows]).to(device))
                         m, v = dist.mean, dist.variance
                         if m.dim() == 2:
                             m, v = m.mT, v.mT
@@ -295,23 +302,25 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         with self._encoder.predicting(X, self._word_vectors()) as x:
             mean, var = self._predict_encoded(x, include_noise)
-        mean = mean.numpy() * self.y_std_ + self.y_mean_
+        mean = to_host(mean) * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
-        return mean, np.sqrt(var.numpy()) * self.y_std_
+        return mean, np.sqrt(to_host(var)) * self.y_std_
 
     def _predict_encoded(self, x: torch.Tensor, include_noise: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Predictive mean and variance (standardized units) of padded documents ``x``."""
+        """Predictive mean and variance (standardized units, on the model's device) of padded
+        documents ``x`` (on the host)."""
         empty = empty_rows(x) if self._empty_documents_use_prior else torch.zeros(x.shape[0], dtype=torch.bool)
         model, lik = self.model_, self.likelihood_
         model.eval()
         shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
-        mean = torch.empty(shape, dtype=torch.float64)
-        var = torch.empty(shape, dtype=torch.float64)
+        mean = torch.empty(shape, dtype=torch.float64, device=self.device_)
+        var = torch.empty(shape, dtype=torch.float64, device=self.device_)
         noise = lik.noise.detach().reshape(()) if include_noise else 0.0
         rows = torch.nonzero(~empty)[:, 0]
         if rows.numel():
             m, v = self._moments(x[rows], self._latent_samples("predict"))
+            rows = rows.to(self.device_)
             mean[rows], var[rows] = m, v + noise
         if empty.any():
             warnings.warn(
@@ -322,6 +331,7 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
             with torch.no_grad(), exact_numerics():
                 train_inputs = model.train_inputs[0]
                 prior_var = model.covar_module(train_inputs, diag=True).mean()
+                empty = empty.to(self.device_)
                 mean[empty] = model.mean_module(train_inputs[:1]).reshape(-1).to(mean.dtype)
                 var[empty] = prior_var + noise
         return mean, var
@@ -330,6 +340,8 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     def _saved_params(self) -> dict:
         """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
         params = self.get_params(deep=False)
+        if isinstance(params.get("device"), torch.device):
+            params["device"] = str(params["device"])
         if params.get("vocabulary") is not None:
             params["vocabulary"] = params["vocabulary"].to_dict()
         return params
@@ -348,18 +360,19 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     def save(self, path: str | Path) -> None:
         """Save the fitted estimator (parameters, vocabulary, training data) with
         ``torch.save``; :meth:`load` reads it back with ``weights_only=True`` (no
-        arbitrary unpickling) and predicts bit-identically."""
+        arbitrary unpickling) and predicts bit-identically. Tensors are saved on the CPU,
+        whatever the fitting device."""
         check_is_fitted(self, "model_")
         payload = {
             "format": self._format(),
             "params": self._saved_params(),
             "encoder": self._encoder.to_dict(),
-            "train_inputs": self.model_.train_inputs[0].clone(),
-            "train_targets": self.model_.train_targets.clone(),
+            "train_inputs": state_to_cpu(self.model_.train_inputs[0]).clone(),
+            "train_targets": state_to_cpu(self.model_.train_targets).clone(),
             "y_mean": torch.as_tensor(self.y_mean_),
             "y_std": torch.as_tensor(self.y_std_),
             "sample_seed": self._sample_seed,
-            "state_dict": self.model_.state_dict(),
+            "state_dict": state_to_cpu(self.model_.state_dict()),
             "fit": {
                 "n_iter": self.n_iter_,
                 "converged": self.converged_,
@@ -371,12 +384,16 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         torch.save(payload, Path(path))
 
     @classmethod
-    def load(cls, path: str | Path) -> Self:
-        """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``)."""
-        payload = torch.load(Path(path), weights_only=True)
+    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+        """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``) onto
+        ``device`` (default: the device it was fitted on, which must exist here)."""
+        payload = torch.load(Path(path), weights_only=True, map_location="cpu")
         if not isinstance(payload, dict) or payload.get("format") != cls._format():
             raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
-        est = cls(**cls._restored_params(payload["params"]))
+        params = cls._restored_params(payload["params"])
+        if device is not None:
+            params["device"] = device
+        est = cls(**params)
         est._encoder = DocumentEncoder.from_dict(payload["encoder"])
         est.vocabulary_ = est._encoder.vocabulary
         est.num_words_ = est._encoder.num_words
@@ -393,6 +410,8 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
             state_dict=payload["state_dict"],
         )
         model.load_state_dict(payload["state_dict"])
+        est.device_ = check_device(est.device)
+        model = model.to(est.device_)
         model.eval()
         est.model_, est.likelihood_ = model, model.likelihood
         est._set_fit_result(FitResult(**payload["fit"]), warn=False)

@@ -47,8 +47,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from ..base.device import LossBuffer, check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
-from ..base.fitting import minimize
+from ..base.fitting import PlateauStopping, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.progress import progress_bar
 from ..base.targets import check_labels, true_class_log_proba
@@ -68,6 +69,20 @@ if TYPE_CHECKING:
 __all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES"]
 
 INFERENCES = ("dirichlet", "variational")
+
+
+class _DirichletLikelihood(gpytorch.likelihoods.DirichletClassificationLikelihood):
+    """gpytorch's Dirichlet classification likelihood whose labels and transformed targets
+    (plain attributes there, which ``.to()`` would leave on the old device) move with the module;
+    the labels stay integers (``fn`` changes a floating tensor's dtype only)."""
+
+    transformed_targets: torch.Tensor
+    targets: torch.Tensor
+
+    def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.transformed_targets = fn(self.transformed_targets)
+        self.targets = fn(self.targets)
+        return super()._apply(fn, *args, **kwargs)
 
 
 class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
@@ -116,7 +131,9 @@ def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> t
     Carlo with ``n_samples`` fixed draws (seed 0), the same for every document and call: a
     deterministic function of its inputs. (gpytorch's ``SoftmaxLikelihood`` would expand the
     lazy multitask covariance over the samples: GBs for long documents.)"""
+    # drawn on the CPU (the same draws on every device), then moved
     eps = torch.randn(n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=torch.Generator().manual_seed(0))
+    eps = eps.to(mean.device)
     return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
 
 
@@ -180,6 +197,8 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call).
         vocabulary, num_words, random_state, verbose.
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -217,6 +236,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.inference = inference
@@ -245,6 +265,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     _parameter_constraints: dict[str, list] = {
@@ -356,6 +377,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
         seed = derive_seed(self.random_state)
+        self.device_ = check_device(self.device)
         self.validation_curve_, self.best_iter_ = [], None
         with default_dtype(torch.float64):
             validate = None if validation is None else self._validation_loss(*validation)
@@ -397,13 +419,14 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         validate: Callable[[], float] | None = None,
     ) -> None:
         targets = torch.from_numpy(codes)
-        likelihood = gpytorch.likelihoods.DirichletClassificationLikelihood(
+        likelihood = _DirichletLikelihood(
             targets, alpha_epsilon=self.alpha_epsilon, learn_additional_noise=True, dtype=torch.float64
         )
         likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
-        self.likelihood_ = likelihood
-        self.model_ = DirichletLDKGP(x, likelihood, self._kernel(seed, x))
-        model, n = self.model_, x.shape[0]
+        model = DirichletLDKGP(x, likelihood, self._kernel(seed, x)).to(self.device_)
+        self.model_, self.likelihood_ = model, likelihood
+        n = x.shape[0]
+        inputs = model.train_inputs[0]
         model.train()
         likelihood.train()
 
@@ -411,7 +434,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             # sum over classes of the exact log marginal likelihood, plus the word vectors' log
             # prior once (gpytorch's ExactMarginalLogLikelihood would add it once per class), / n
             with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
-                loglik = likelihood(model(x)).log_prob(likelihood.transformed_targets).sum()
+                loglik = likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
             return -(loglik - model.ldk.word_vectors.penalty()) / n
 
         result = minimize(
@@ -441,6 +464,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
+        device = self.device_
         self.model_ = _LDKClassificationGP(_trim(x[idx]), self._kernel(seed, x), 1 if binary else n_classes)
         if binary:
             self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
@@ -448,7 +472,10 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         else:
             self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
             targets = torch.from_numpy(codes)
-        n = x.shape[0]
+        self.model_, self.likelihood_ = self.model_.to(device), self.likelihood_.to(device)
+        # batches are drawn and trimmed on the host (document lengths known there), then moved
+        n, lengths = x.shape[0], (x != PAD).sum(-1)
+        x_device, targets = x.to(device), targets.to(device)
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
         natural = list(self.model_.variational_parameters())
         natural_ids = {id(p) for p in natural}
@@ -465,25 +492,30 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.likelihood_.train()
         self.loss_curve_ = []
         self.converged_ = False
-        window = 10
         epochs = int(self.max_epochs if budget is None else budget)
+        # the epoch losses stay on the device, read back once per window of the stopping rule
+        # (once per epoch when early stopping validates every epoch anyway)
+        rule = PlateauStopping(window=10, tol=float(self.tol))
+        buffer = LossBuffer(1 if validate is not None else rule.window, "the ELBO", "lower lr or ngd_lr")
         best_loss, best_state = float("inf"), None
         try:
             with exact_numerics():
                 for epoch in progress_bar(range(epochs), desc="LDK GP classifier", verbose=self.verbose):
-                    perm, total = torch.randperm(n, generator=g), 0.0
+                    perm = torch.randperm(n, generator=g)
+                    total = torch.zeros((), dtype=torch.float64, device=device)
                     for b in range(0, n, batch):
                         rows = perm[b : b + batch]
+                        width = max(1, int(lengths[rows].max()))
+                        rows_device = rows.to(device)
                         ngd.zero_grad()
                         adam.zero_grad()
-                        loss = -mll(self.model_(_trim(x[rows])), targets[rows])
-                        if not torch.isfinite(loss):
-                            raise FloatingPointError(f"the ELBO became {loss.item()}; lower lr or ngd_lr")
+                        loss = -mll(self.model_(x_device[rows_device, :width]), targets[rows_device])
                         loss.backward()
                         ngd.step()
                         adam.step()
-                        total += loss.item() * len(rows)
-                    self.loss_curve_.append(total / n)
+                        total = total + loss.detach() * len(rows)
+                    values = buffer.append(total / n)
+                    self.loss_curve_.extend(values or [])
                     if validate is not None:
                         self.validation_curve_.append(validate())
                         if self.validation_curve_[-1] < best_loss:
@@ -493,18 +525,20 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                             self.converged_ = True  # early stopping
                             break
                         continue
-                    curve = self.loss_curve_
-                    if len(curve) > 2 * window:
-                        before, recent = min(curve[:-window]), min(curve[-window:])
-                        if before - recent <= self.tol * max(1.0, abs(before)):
-                            self.converged_ = True
-                            break
+                    if values and any([rule.update(v) for v in values]):
+                        self.converged_ = True
+                        break
         except KeyboardInterrupt:
+            self.loss_curve_.extend(buffer.flush())
             warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=4)
         else:
-            if not self.converged_ and budget is None:
+            self.loss_curve_.extend(buffer.flush())
+            if not self.converged_ and budget is None and validate is None:
+                rule.warn("the variational GP classifier", "max_epochs", unit="epochs", stacklevel=4)
+            elif not self.converged_ and budget is None:
                 warnings.warn(
-                    f"the variational GP classifier did not converge in {self.max_epochs} epochs; increase max_epochs",
+                    f"the variational GP classifier's validation loss still improved after {self.max_epochs} epochs; "
+                    "increase max_epochs",
                     ConvergenceWarning,
                     stacklevel=4,
                 )
@@ -517,7 +551,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     def word_vectors_(self) -> np.ndarray:
         """``num_words x latent_dim`` learned word vectors."""
         check_is_fitted(self, "model_")
-        return self.model_.covar_module.base_kernel.word_vectors.mean.detach().numpy().copy()
+        return to_host(self.model_.covar_module.base_kernel.word_vectors.mean).copy()
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X: Documents, block: int = 1024) -> np.ndarray:
@@ -527,7 +561,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         kernel = self.model_.covar_module.base_kernel
         with self.encoder_.predicting(X, kernel.word_vectors) as x:
             empty = (x == PAD).all(-1)
-            out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)))
+            out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)), device=self.device_)
             if empty.any():
                 warnings.warn(
                     f"{int(empty.sum())} of {x.shape[0]} documents have no known word: given the training class "
@@ -540,7 +574,8 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             with torch.no_grad(), exact_numerics():
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
-                    f = self.model_(_trim(x[idx]))
+                    f = self.model_(_trim(x[idx]).to(self.device_))
+                    idx = idx.to(self.device_)
                     if self.inference == "variational" and n_classes == 2:
                         probs = self.likelihood_(f).probs  # the probit integral is closed-form
                         out[idx] = torch.stack([1 - probs, probs], dim=-1)
@@ -549,7 +584,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                     if self.inference == "dirichlet":  # batch C x n -> n x C
                         mean, var = mean.mT, var.mT
                     out[idx] = expected_softmax(mean, var, self.n_mc_samples)
-        return out.numpy()
+        return to_host(out)
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")

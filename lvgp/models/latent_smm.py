@@ -49,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed
 from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from ..base.device import check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
 from ..base.numerics import default_dtype
@@ -138,6 +139,8 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         vocabulary, num_words: input handling as for the other lvgp estimators.
         random_state: seed of the initialization.
         verbose: progress bar.
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
     Fitted: ``classes_``, ``kernel_`` (the LDK with the learned word vectors), ``svc_`` (LIBSVM
     on the final training Gram), ``objective_curve_`` (eq. 4.19 per L-BFGS iteration),
@@ -167,6 +170,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.latent_dim = latent_dim
@@ -188,6 +192,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     _parameter_constraints: dict[str, list] = {
@@ -214,8 +219,9 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         r""":math:`g` of eq. 4.19 as a tensor whose value is :math:`g(X, \theta)` and whose gradient is
         Danskin's, :math:`\nabla_{X,\theta}L(\bar A, X, \theta)` (eq. 4.22) at the dual optimum :math:`\bar A`."""
         gram = self.kernel_(x).to_dense()
-        svc = self._svc(gram.detach().numpy())
-        beta = torch.from_numpy(pairwise_duals(svc, len(self._y))[0])
+        # LIBSVM solves the dual on the host: one read-back of the Gram per evaluation (as L-BFGS's)
+        svc = self._svc(to_host(gram))
+        beta = torch.from_numpy(pairwise_duals(svc, len(self._y))[0]).to(gram.device)
         self._last_svc = svc
         margin = 0.5 * (beta * (gram @ beta)).sum()  # sum over pairs of 1/2 sum_ij a_i a_j y_i y_j K_ij
         return beta.abs().sum() - margin + self.kernel_.word_vectors.penalty()
@@ -229,6 +235,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, self._y = check_labels(y, x.shape[0])
         seed = derive_seed(self.random_state)
+        self.device_ = check_device(self.device)
         # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
         # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
         # invariant to rescaling its variables)
@@ -270,6 +277,8 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 self.kernel_.raw_identity_weight.requires_grad_(False)
         if rbf:
             self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
+        self.kernel_ = self.kernel_.to(self.device_)
+        x = x.to(self.device_)
         self._x = x
         self.n_evaluations_ = 0
 
@@ -302,7 +311,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                     vectors.projection.mul_(shrink)
                 if isinstance(vectors, MAPWordVectors):
                     vectors.rho = self.rho
-                self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64)
+                self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64, device=self.device_)
         self.svc_ = self._last_svc
         del self._last_svc
         self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
@@ -316,7 +325,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     def word_vectors_(self) -> np.ndarray:
         """``num_words x latent_dim`` learned word vectors."""
         check_is_fitted(self, "kernel_")
-        return self.kernel_.word_vectors.mean.detach().numpy().copy()
+        return to_host(self.kernel_.word_vectors.mean).copy()
 
     # ------------------------------------------------------------------ predict
     def _cross_gram(self, X: Documents) -> np.ndarray:
@@ -334,7 +343,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 )
             if (~empty).any():
                 with torch.no_grad():
-                    cross[(~empty).numpy()] = self.kernel_(x[~empty], self._x).to_dense().numpy()
+                    cross[(~empty).numpy()] = to_host(self.kernel_(x[~empty].to(self.device_), self._x).to_dense())
         return cross
 
     def decision_function(self, X: Documents) -> np.ndarray:

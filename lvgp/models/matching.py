@@ -61,6 +61,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed
 from .._typing import EmbeddingsSpec
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
+from ..base.device import check_device, to_host
 from ..base.embeddings import embedding_features, resolve_embeddings
 from ..base.fitting import minimize
 from ..base.linalg import dual_cca
@@ -157,6 +158,8 @@ class LDKMatcher(BaseEstimator):
         lr: Adam step size.
         min_df, max_features: vocabulary filters of each side (fitted on the training texts).
         random_state, verbose.
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
     Fitted: ``source_vocabulary_``, ``target_vocabulary_``, ``target_ids_`` (kernel id of each
     target word), ``kernel_`` (the LDK over both vocabularies), ``source_vectors_`` /
@@ -188,6 +191,7 @@ class LDKMatcher(BaseEstimator):
         min_df: int = 1,
         max_features: int | None = None,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.latent_dim = latent_dim
@@ -208,6 +212,7 @@ class LDKMatcher(BaseEstimator):
         self.min_df = min_df
         self.max_features = max_features
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     # ------------------------------------------------------------------ vocabularies and encoding
@@ -393,6 +398,9 @@ class LDKMatcher(BaseEstimator):
                     self.kernel_, torch.cat(pad_to_common_width(xs, xt))
                 )
         self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
+        self.device_ = check_device(self.device)
+        self.kernel_ = self.kernel_.to(self.device_)
+        xs, xt = xs.to(self.device_), xt.to(self.device_)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
         validation = self._validation(source_val, target_val)
@@ -418,7 +426,7 @@ class LDKMatcher(BaseEstimator):
             def minibatch_loss() -> torch.Tensor:
                 if order.step == batches:
                     order.perm, order.step = torch.randperm(n, generator=g), 0
-                idx = order.perm[order.step * batch : (order.step + 1) * batch]
+                idx = order.perm[order.step * batch : (order.step + 1) * batch].to(xs.device)
                 order.step += 1
                 return self._loss(xs[idx], xt[idx], scale=n / len(idx))
 
@@ -443,7 +451,7 @@ class LDKMatcher(BaseEstimator):
                     vectors.projection.mul_(shrink)
                 if isinstance(vectors, MAPWordVectors):
                     vectors.rho = self.rho
-                self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64)
+                self.kernel_.gamma = self.gamma
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
@@ -453,7 +461,7 @@ class LDKMatcher(BaseEstimator):
             unit="L-BFGS iterations",
             stacklevel=2,
         )
-        latent = self.kernel_.word_vectors.mean.detach().numpy()
+        latent = to_host(self.kernel_.word_vectors.mean)
         self.source_vectors_ = latent[: len(self.source_vocabulary_)].copy()
         self.target_vectors_ = latent[self.target_ids_].copy()
         return self
@@ -473,11 +481,12 @@ class LDKMatcher(BaseEstimator):
             warnings.simplefilter("ignore", UnseenWordsWarning)
             xs = self.source_vocabulary_.encode(sv, on_empty="keep", name="source_val")
             xt = self._target_to_kernel(self.target_vocabulary_.encode(tv, on_empty="keep", name="target_val"))
+        xs, xt = xs.to(self.device_), xt.to(self.device_)
 
         def score() -> float:
             with torch.no_grad():
                 d = self.kernel_.squared_mmd(xs, xt, allow_empty=True)
-            ranks = (d < d.diagonal().unsqueeze(1)).sum(1).numpy()
+            ranks = to_host((d < d.diagonal().unsqueeze(1)).sum(1))
             return -float(np.mean(list(precision_at(ranks, min(50, len(ranks))).values())))
 
         return score
@@ -503,7 +512,9 @@ class LDKMatcher(BaseEstimator):
         if es is None and et is None:
             xs, xt = self._encode(source, target, on_empty)
             with torch.no_grad():
-                return self.kernel_.squared_mmd(xs, xt, allow_empty=on_empty == "keep").numpy()
+                return to_host(
+                    self.kernel_.squared_mmd(xs.to(self.device_), xt.to(self.device_), allow_empty=on_empty == "keep")
+                )
         # words unseen in training that have a vector on their side enter with W e_v
         xs, added_s = self.source_vocabulary_.encode_extended(source, es or (), name="source_texts", on_empty=on_empty)
         vs = len(self.source_vocabulary_)
@@ -528,7 +539,9 @@ class LDKMatcher(BaseEstimator):
         with contextlib.ExitStack() as stack, torch.no_grad():
             if rows:
                 stack.enter_context(vectors.extra_words(np.concatenate(rows).astype(np.float64)))
-            return self.kernel_.squared_mmd(xs, xt, allow_empty=on_empty == "keep").numpy()
+            return to_host(
+                self.kernel_.squared_mmd(xs.to(self.device_), xt.to(self.device_), allow_empty=on_empty == "keep")
+            )
 
     def rank(self, source_texts: Sequence[str], target_texts: Sequence[str], on_empty: str = "raise") -> np.ndarray:
         """For every source document, the target indices from nearest to farthest: ``n_s x n_t``

@@ -109,6 +109,8 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         memory_budget_gib: the budget of ``approximation="auto"``.
         random_state: seed for the initialization, the validation split and Monte Carlo samples.
         verbose: show a progress bar during fitting.
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
     ``vocabulary_`` (for text input, else ``None``), ``num_words_``, ``word_vectors_``
@@ -158,6 +160,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         num_features: int = 2048,
         memory_budget_gib: float = 4.0,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.latent_dim = latent_dim
@@ -194,6 +197,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         self.num_features = num_features
         self.memory_budget_gib = memory_budget_gib
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     _name = "GP-LVSM"
@@ -352,8 +356,8 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         return params
 
     @classmethod
-    def load(cls, path: str | Path) -> Self:
-        est = super().load(path)
+    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+        est = super().load(path, device)
         # files of lvgp 0.1 saved a custom embedding table's name in place of the parameter; the
         # table itself travelled with the encoder: restore the parameter from it (refitting works)
         table = est._encoder.embeddings

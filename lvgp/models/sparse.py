@@ -45,6 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from ..base.device import LossBuffer, check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import PlateauStopping
 from ..base.numerics import exact_numerics
@@ -149,6 +150,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             them and the gradients all-reduced, so the trajectory is that of a single process
             with the same ``batch_size`` (up to floating-point summation order).
         random_state, verbose (tqdm progress bar over epochs).
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
     Fitted: ``model_``, ``likelihood_``, ``inducing_indices_``, ``loss_curve_`` (negative
     ELBO per datum and epoch), ``step_losses_`` (per step), ``n_iter_`` (steps), ``converged_``,
@@ -180,6 +183,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         distributed: bool = False,
         world_size: int = 2,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.latent_dim = latent_dim
@@ -204,6 +208,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.distributed = distributed
         self.world_size = world_size
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     def _build(self, x: torch.Tensor, seed: int, num_words: int, word_features: np.ndarray | None = None) -> None:
@@ -230,7 +235,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             kernel.embedding.raw_gamma.requires_grad_(False)
 
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k in ("tol", "lr", "random_state", "verbose")},
+        **{k: v for k, v in FITTING.items() if k in ("tol", "lr", "random_state", "verbose", "device")},
         **documents_input(),
         **{k: v for k, v in ldk_options().items() if k != "gamma"},
         "num_inducing": [Integer(1)],
@@ -254,6 +259,11 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self._check_params()
         if self.distributed and self.world_size < 2:
             raise ValueError(f"distributed=True needs world_size >= 2; got {self.world_size}")
+        self.device_ = check_device(self.device)
+        if self.distributed and self.device_.type != "cpu":
+            raise ValueError(
+                f"distributed=True runs CPU processes (gloo): use device='cpu'; got device={self.device!r}"
+            )
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         y = check_targets_array(y, x.shape[0])
@@ -305,7 +315,12 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         likelihood term averaged over the batch, the KL of q(v) and the latent-vector prior
         (replicated in every process, weights summing to one) counted once."""
         self._build(x, seed, num_words, word_features)
+        device = check_device(self.device)
+        self.model_, self.likelihood_ = self.model_.to(device), self.likelihood_.to(device)
         n = x.shape[0]
+        # batches are drawn and trimmed on the host (document lengths known there), then moved
+        lengths = (x != PAD).sum(-1)
+        x_device, targets = x.to(device), targets.to(device)
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
         opt = torch.optim.Adam(params, lr=self.lr)
@@ -317,24 +332,35 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         if world_size > 1:
             import torch.distributed as dist
         bar = progress_bar(total=int(self.max_steps), desc="sparse GP-LVSM", verbose=bool(self.verbose) and rank == 0)
-        rule, epochs = PlateauStopping(int(self.convergence_window), self.tol), 0
+        rule, epochs, steps = PlateauStopping(int(self.convergence_window), self.tol), 0, 0
+        # the step losses stay on the device and are read back once per convergence window
+        buffer = LossBuffer(rule.window, "the ELBO", "lower lr")
+        sizes: list[int] = []  # each step's global batch size, and the step each epoch ended at
+        epoch_ends: list[int] = []
         budget = "max_steps"
+
+        def record(values: list[float]) -> bool:
+            self.step_losses_.extend(values)
+            if values:
+                bar.set_postfix(loss=f"{float(np.mean(values)):.4g}")
+            # every rank sees the same losses, hence the same decision
+            return any([rule.update(v) for v in values])
+
         try:
             with exact_numerics():
-                while len(self.step_losses_) < self.max_steps and not rule.converged:
+                while steps < self.max_steps and not rule.converged:
                     if self.max_epochs is not None and epochs >= self.max_epochs:
                         budget = "max_epochs"
                         break
-                    total, seen, perm = 0.0, 0, torch.randperm(n, generator=g)
+                    perm = torch.randperm(n, generator=g)
                     for b in range(0, n, self.batch_size):
                         batch = perm[b : b + self.batch_size]
                         idx = batch[rank::world_size]
-                        xb = x[idx]
-                        xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))]
+                        width = max(1, int(lengths[idx].max()))
+                        idx_device = idx.to(device)
+                        xb = x_device[idx_device, :width]
                         opt.zero_grad()
-                        loss = -mll(self.model_(xb), targets[idx])
-                        if not torch.isfinite(loss):
-                            raise FloatingPointError(f"the ELBO became {loss.item()}; lower lr")
+                        loss = -mll(self.model_(xb), targets[idx_device])
                         loss.backward()
                         if world_size > 1:
                             share = len(idx) / len(batch)
@@ -344,22 +370,30 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
                             loss = loss.detach() * share
                             dist.all_reduce(loss)
                         opt.step()
-                        self.step_losses_.append(loss.item())
-                        total, seen = total + loss.item() * len(batch), seen + len(batch)
+                        steps += 1
+                        sizes.append(len(batch))
                         bar.update(1)
-                        # every rank sees the same losses, hence the same decision
-                        if rule.update(self.step_losses_[-1]) or len(self.step_losses_) >= self.max_steps:
+                        values = buffer.append(loss)
+                        if (values and record(values)) or steps >= self.max_steps:
                             break
                     epochs += 1
-                    self.loss_curve_.append(total / seen)
-                    bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
+                    epoch_ends.append(steps)
         except KeyboardInterrupt:
-            warnings.warn(f"training interrupted after {len(self.step_losses_)} steps", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"training interrupted after {steps} steps", RuntimeWarning, stacklevel=2)
+            interrupted = True
         else:
-            if rank == 0:
-                rule.warn(f"sparse GP-LVSM ({epochs} epochs)", budget, unit="steps", stacklevel=3)
+            interrupted = False
         finally:
             bar.close()
+        record(buffer.flush())
+        if not interrupted and rank == 0:
+            rule.warn(f"sparse GP-LVSM ({epochs} epochs)", budget, unit="steps", stacklevel=3)
+        # the per-epoch curve: each epoch's step losses weighted by their batch sizes
+        losses, weights = np.asarray(self.step_losses_), np.asarray(sizes[: len(self.step_losses_)], dtype=float)
+        bounds = [0, *(e for e in epoch_ends if e <= len(losses))]
+        self.loss_curve_ = [
+            float(np.average(losses[a:b], weights=weights[a:b])) for a, b in zip(bounds, bounds[1:]) if b > a
+        ]
         self.converged_ = rule.converged
         self.n_iter_ = len(self.step_losses_)
 
@@ -401,7 +435,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
     @property
     def word_vectors_(self) -> np.ndarray:
         check_is_fitted(self, "model_")
-        return self.model_.covar_module.base_kernel.latent.detach().numpy().copy()
+        return to_host(self.model_.covar_module.base_kernel.latent).copy()
 
     def predict(
         self, X: Documents, return_std: bool = False, include_noise: bool = True, block: int = 1024
@@ -416,17 +450,19 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
     def _predict_encoded(
         self, x: torch.Tensor, return_std: bool, include_noise: bool, block: int
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        device = self.device_
         empty = (x == PAD).all(-1)
-        mean = torch.empty(x.shape[0], dtype=torch.float64)
-        std = torch.empty(x.shape[0], dtype=torch.float64)
+        mean = torch.empty(x.shape[0], dtype=torch.float64, device=device)
+        std = torch.empty(x.shape[0], dtype=torch.float64, device=device)
         rows = torch.nonzero(~empty).ravel()
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
                 xb = x[idx]
-                xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))]
+                xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))].to(device)
                 f = self.model_(xb)
                 out = self.likelihood_(f) if include_noise else f
+                idx = idx.to(device)
                 mean[idx], std[idx] = out.mean, out.variance.clamp_min(0).sqrt()
             if empty.any():
                 warnings.warn(
@@ -436,12 +472,13 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
                 )
                 z = self.model_.variational_strategy.inducing_points
                 prior_var = self.model_.covar_module(z, diag=True).mean()
+                empty = empty.to(device)
                 mean[empty] = self.model_.mean_module.constant.detach()
                 std[empty] = (prior_var + (self.likelihood_.noise.squeeze() if include_noise else 0)).sqrt()
-        mean_np = mean.numpy() * self.y_std_ + self.y_mean_
+        mean_np = to_host(mean) * self.y_std_ + self.y_mean_
         if not return_std:
             return mean_np
-        return mean_np, std.numpy() * self.y_std_
+        return mean_np, to_host(std) * self.y_std_
 
 
 def _distributed_worker(

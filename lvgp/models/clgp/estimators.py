@@ -24,6 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
+from ...base.device import LossBuffer, check_device, to_host
 from ...base.fitting import PlateauStopping
 from ...base.progress import progress_bar
 from .model import CategoricalLatentGP
@@ -152,6 +153,8 @@ class CLGP(BaseEstimator):
             perplexity: benchmarks/clgp_fit.py) or ``"float64"``; the jitter on K_MM's diagonal
             is 1e-4 and 1e-6 respectively.
         random_state, verbose.
+        device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
+            ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
     ``fit(codes, cardinalities)`` learns from ``n x D`` codes (-1 = missing, masked out
     of the likelihood); ``predict_proba(codes)`` infers q(x) for each new row from its
@@ -184,6 +187,7 @@ class CLGP(BaseEstimator):
         tol: float = 1e-4,
         dtype: str = "float32",
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.latent_dim = latent_dim
@@ -204,6 +208,7 @@ class CLGP(BaseEstimator):
         self.tol = tol
         self.dtype = dtype
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     def _elbo(self) -> TraceMeanField_ELBO:
@@ -272,7 +277,17 @@ class CLGP(BaseEstimator):
         everything = [opt for phase in steps for opt in phase]
         curve: list[float] = []
         rule: PlateauStopping | None = PlateauStopping(50, self.tol, start=warmup)
+        # the losses stay on the device, read back at the steps where the rule decides (and every
+        # 50 steps); imputation (no early stop) reads them once at the end
+        buffer = LossBuffer(50 if stop_early else iters, "the ELBO", "lower lr")
         bar = progress_bar(range(iters), desc=desc, verbose=self.verbose)
+
+        def record(values: list[float] | None) -> bool:
+            curve.extend(values or [])
+            if values:
+                bar.set_postfix(loss=f"{curve[-1]:.4g}")
+            return rule is not None and any([rule.update(v) for v in values or []])
+
         try:
             for it in bar:
                 # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
@@ -283,18 +298,16 @@ class CLGP(BaseEstimator):
                     for opt in everything:
                         opt.zero_grad()
                     loss = loss_fn()
-                    if not torch.isfinite(loss):
-                        raise FloatingPointError(
-                            f"the ELBO became {loss.item()} after {len(curve)} iterations; lower lr"
-                        )
                     loss.backward()
                     for opt in phase:
                         opt.step()
-                curve.append(loss.item())
-                bar.set_postfix(loss=f"{curve[-1]:.4g}")
-                if rule is not None and rule.update(curve[-1]) and stop_early:
+                done = it + 1
+                decides = stop_early and done >= warmup and (done - warmup) % 50 == 0
+                if record(buffer.append(loss, flush=decides)) and stop_early:
                     break
+            record(buffer.flush())
         except KeyboardInterrupt:
+            curve.extend(buffer.flush())
             warnings.warn(f"{desc} interrupted after {len(curve)} iterations", RuntimeWarning, stacklevel=3)
             rule = None  # the user stopped it: no convergence warning on top
         finally:
@@ -310,6 +323,7 @@ class CLGP(BaseEstimator):
         if not observed.any(0).all():
             raise ValueError(f"columns {np.flatnonzero(~observed.any(0)).tolist()} have no observed value")
         self.cardinalities_ = list(cardinalities)
+        self.device_ = check_device(self.device)
         start = time.perf_counter()  # fit_seconds_ includes the dev fits of latent_scale="auto"
         if self.latent_scale == "auto":
             self.latent_scale_, self.latent_scale_dev_perplexity_ = self._select_latent_scale(codes)
@@ -330,7 +344,7 @@ class CLGP(BaseEstimator):
         self.converged_ = rule is None or rule.converged
         self.n_iter_ = len(self.elbo_curve_)
         self.fit_seconds_ = time.perf_counter() - start
-        self.latent_means_ = self.model_.x_loc.detach().numpy().copy()
+        self.latent_means_ = to_host(self.model_.x_loc).copy()
         if rule is not None:
             rule.warn("CLGP" if self.covariance == "rbf" else "LGM", "max_iter", unit="iterations")
         return self
@@ -381,6 +395,7 @@ class CLGP(BaseEstimator):
             lengthscale_init=self.lengthscale_init,
             jitter=_JITTER[self.dtype],
         ).to(_DTYPES[self.dtype])
+        device = self.device_
         if self.init == "pca":
             self._pca = _OneHotPCA(self.cardinalities_, self.latent_dim).fit(codes)
             with torch.no_grad():
@@ -390,8 +405,9 @@ class CLGP(BaseEstimator):
                         len(codes), self.num_inducing, replace=len(codes) < self.num_inducing
                     )
                     model.inducing = torch.from_numpy(self._pca.transform(codes[rows])).to(model.x_loc.dtype)
-        y, mask = torch.from_numpy(codes), torch.from_numpy(observed)
-        generator = torch.Generator().manual_seed(seed)
+        model = model.to(device)
+        y, mask = torch.from_numpy(codes).to(device), torch.from_numpy(observed).to(device)
+        generator = torch.Generator(device=device).manual_seed(seed)
         n_obs = float(observed.sum())
         curve, rule = self._optimize(
             model,
@@ -421,12 +437,14 @@ class CLGP(BaseEstimator):
     def _infer_rows(self, codes: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         codes = check_codes(codes, self.cardinalities_)
         model = self.model_
-        dtype = model.x_loc.dtype
+        dtype, device = model.x_loc.dtype, model.x_loc.device
         init = self._pca.transform(codes) if self.init == "pca" else np.zeros((len(codes), self.latent_dim))
-        loc = torch.tensor(init, dtype=dtype, requires_grad=True)
-        raw_scale = torch.full((len(codes), self.latent_dim), math.log(0.1), dtype=dtype, requires_grad=True)
-        y, mask = torch.from_numpy(codes), torch.from_numpy(codes >= 0)
-        generator = torch.Generator().manual_seed(self._predict_seed)
+        loc = torch.tensor(init, dtype=dtype, device=device, requires_grad=True)
+        raw_scale = torch.full(
+            (len(codes), self.latent_dim), math.log(0.1), dtype=dtype, device=device, requires_grad=True
+        )
+        y, mask = torch.from_numpy(codes).to(device), torch.from_numpy(codes >= 0).to(device)
+        generator = torch.Generator(device=device).manual_seed(self._predict_seed)
         frozen = [p for p in model.parameters() if p.requires_grad]
         for p in frozen:
             p.requires_grad_(False)
@@ -461,13 +479,13 @@ class CLGP(BaseEstimator):
         """Per column, ``n x K_d`` predictive probabilities of each row's values given its
         observed entries (a pure function of the fitted model and ``codes``)."""
         loc, scale = self.infer_rows(codes)
-        g = torch.Generator().manual_seed(self._predict_seed + 1)
+        g = torch.Generator(device=loc.device).manual_seed(self._predict_seed + 1)
         with self._local_params():
             probs = self.model_.predictive_probabilities(
                 loc, scale, self.predict_samples, generator=g, shared_noise=True
             )
         # float64 rows renormalized, whatever the model's dtype (float32 rows sum to 1 +- 1e-7)
-        out = [p.numpy().astype(np.float64) for p in probs]
+        out = [to_host(p).astype(np.float64) for p in probs]
         return [p / p.sum(1, keepdims=True) for p in out]
 
 

@@ -47,6 +47,7 @@ with :math:`W_d, \mathbf b_d` point estimates.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pyro
@@ -126,7 +127,7 @@ class CategoricalLatentGP(PyroModule):
     # ------------------------------------------------------------------ covariance
     def kernel(self, a: Tensor, b: Tensor) -> Tensor:
         """ARD RBF covariance: ``... x n x Q``, ``... x m x Q`` -> ``... x n x m``."""
-        unit = torch.ones((), dtype=a.dtype)
+        unit = torch.ones((), dtype=a.dtype, device=a.device)
         return self.signal_variance * rbf_gram(a / self.lengthscale, b / self.lengthscale, unit)
 
     def conditional(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -139,7 +140,7 @@ class CategoricalLatentGP(PyroModule):
         if self._cache is not None and self._cache[0] is x:
             return self._cache[1]
         z = self.inducing
-        kmm = self.kernel(z, z) + self.jitter * torch.eye(self.M, dtype=z.dtype)
+        kmm = self.kernel(z, z) + self.jitter * torch.eye(self.M, dtype=z.dtype, device=z.device)
         chol = torch.linalg.cholesky(kmm)
         kmn = self.kernel(z, x)  # ... x M x n
         w = torch.linalg.solve_triangular(chol, kmn, upper=False)
@@ -167,15 +168,16 @@ class CategoricalLatentGP(PyroModule):
         """``y``: ``n x D`` long codes of the training rows (anything where missing);
         ``observed``: ``n x D`` bool."""
         n = y.shape[0]
-        dtype = self.x_loc.dtype
+        dtype, device = self.x_loc.dtype, self.x_loc.device
         with pyro.plate("rows", n, dim=-1), pyro.poutine.scale(scale=self.kl_x_weight):
-            x = pyro.sample("x", dist.Normal(torch.zeros(n, self.Q, dtype=dtype), 1.0, validate_args=False).to_event(1))
+            zeros = torch.zeros(n, self.Q, dtype=dtype, device=device)
+            x = pyro.sample("x", dist.Normal(zeros, 1.0, validate_args=False).to_event(1))
         for d, k in enumerate(self.cardinalities):
             u = None
             if self.covariance == "rbf":
-                eye = torch.eye(self.M, dtype=dtype)
+                eye = torch.eye(self.M, dtype=dtype, device=device)
                 prior = dist.MultivariateNormal(
-                    torch.zeros(k, self.M, dtype=dtype), scale_tril=eye, validate_args=False
+                    torch.zeros(k, self.M, dtype=dtype, device=device), scale_tril=eye, validate_args=False
                 )
                 u = pyro.sample(f"v_{d}", prior.to_event(1))
             mean, sd = self.function_moments(d, x, u)
@@ -212,7 +214,7 @@ class CategoricalLatentGP(PyroModule):
         max K_d``), Cholesky factors ``D x M x M``, and the ``D x K`` mask of real categories."""
         k_max = max(self.cardinalities)
         dtype = self.x_loc.dtype
-        locs, valid = [], torch.zeros(len(self.cardinalities), k_max, dtype=torch.bool)
+        locs, valid = [], torch.zeros(len(self.cardinalities), k_max, dtype=torch.bool, device=self.x_loc.device)
         for d, k in enumerate(self.cardinalities):
             loc = getattr(self, f"v_loc_{d}")
             locs.append(torch.cat([loc, loc.new_zeros(k_max - k, self.M)]) if k < k_max else loc)
@@ -245,7 +247,10 @@ class CategoricalLatentGP(PyroModule):
         dtype = x_loc.dtype
         n = x_loc.shape[0]
         rows = 1 if shared_noise else n
-        x = x_loc + x_scale * torch.randn(samples, rows, x_loc.shape[1], generator=generator, dtype=dtype)  # S x n x Q
+        device = x_loc.device  # the generator, if any, must be on it
+        x = x_loc + x_scale * torch.randn(
+            samples, rows, x_loc.shape[1], generator=generator, dtype=dtype, device=device
+        )  # S x n x Q
         codes = y.clamp_min(0)
         if self.covariance == "linear":
             loglik = x.new_zeros(())
@@ -259,10 +264,10 @@ class CategoricalLatentGP(PyroModule):
             w, var = self.conditional(x)  # S x M x n, S x n
             self._cache = None
             locs, trils, valid = self._stacked_v()  # D x K x M, D x M x M, D x K
-            eps_v = torch.randn(samples, *locs.shape, generator=generator, dtype=dtype)
+            eps_v = torch.randn(samples, *locs.shape, generator=generator, dtype=dtype, device=device)
             v = locs + eps_v @ trils.mT  # S x D x K x M
             mean = torch.einsum("smn,sdkm->sndk", w, v)
-            eps_f = torch.randn(samples, rows, *mean.shape[2:], generator=generator, dtype=dtype)
+            eps_f = torch.randn(samples, rows, *mean.shape[2:], generator=generator, dtype=dtype, device=device)
             f = mean + var.sqrt()[..., None, None] * eps_f
             f = f.masked_fill(~valid, -math.inf)
             logp = log_softmax_at(f, codes.expand(samples, n, -1))
@@ -289,18 +294,19 @@ class CategoricalLatentGP(PyroModule):
         ``scale**2``) and variable: the average over samples of x ~ q(x_n), U ~ q(U),
         F ~ p(F | x, U) of softmax(f_nd); ``shared_noise``: every row gets the same draws."""
         n_rows = loc.shape[0]
-        out = [torch.zeros(n_rows, k, dtype=loc.dtype) for k in self.cardinalities]
+        out = [torch.zeros(n_rows, k, dtype=loc.dtype, device=loc.device) for k in self.cardinalities]
+        draw = functools.partial(torch.randn, generator=generator, dtype=loc.dtype, device=loc.device)
         for _ in range(samples):
             rows = 1 if shared_noise else n_rows
-            x = loc + scale * torch.randn(rows, loc.shape[1], generator=generator, dtype=loc.dtype)
+            x = loc + scale * draw(rows, loc.shape[1])
             for d, k in enumerate(self.cardinalities):
                 u = None
                 if self.covariance == "rbf":
-                    noise = torch.randn(k, self.M, generator=generator, dtype=loc.dtype)
+                    noise = draw(k, self.M)
                     u = getattr(self, f"v_loc_{d}") + noise @ getattr(self, f"v_tril_{d}").mT
                 mean, sd = self.function_moments(d, x, u)
                 if sd is not None:
-                    noise = torch.randn(rows, *mean.shape[1:], generator=generator, dtype=loc.dtype)
+                    noise = draw(rows, *mean.shape[1:])
                 f = mean if sd is None else mean + sd * noise
                 out[d] += torch.softmax(f, -1)
         return [p / samples for p in out]

@@ -80,6 +80,8 @@ class SupervisedLDAEM:
             ELBO changes by less than ``e_tol`` relative (the paper: 1e-4).
         init: ``"paper"`` (uniform topics, eta on a grid in [-1, 1], sigma^2 the response
             variance) or ``"random"`` (topics perturbed at random; needed for unsupervised LDA).
+        eta_scale: the initial eta is the grid on ``[-eta_scale, eta_scale]`` (the paper: 1, in
+            the response's units; the fit depends on it, see ``SLDARegressor(em_eta_scale=...)``).
         random_state: seed of the random initialization.
     """
 
@@ -94,6 +96,7 @@ class SupervisedLDAEM:
         e_max_iter: int = 50,
         e_tol: float = 1e-4,
         init: str = "paper",
+        eta_scale: float = 1.0,
         random_state: int | None = None,
     ):
         if n_topics < 2:
@@ -105,6 +108,9 @@ class SupervisedLDAEM:
         self.max_iter, self.tol = max_iter, tol
         self.e_max_iter, self.e_tol = e_max_iter, e_tol
         self.init = init
+        if not (math.isfinite(eta_scale) and eta_scale > 0):
+            raise ValueError(f"eta_scale must be a finite number > 0; got {eta_scale!r}")
+        self.eta_scale = float(eta_scale)
         self.random_state = random_state
 
     # ------------------------------------------------------------------ E-step
@@ -238,7 +244,8 @@ class SupervisedLDAEM:
         else:
             raise ValueError(f"init must be 'paper' or 'random'; got {self.init!r}")
         if self.supervised:
-            self.eta_ = np.linspace(-1, 1, K) if K > 1 else np.zeros(1)  # a grid on [-1, 1]
+            # a grid on [-eta_scale, eta_scale]
+            self.eta_ = self.eta_scale * np.linspace(-1, 1, K) if K > 1 else np.zeros(1)
             assert y is not None
             self.sigma2_ = float(np.var(y)) if np.var(y) > 0 else 1.0
 

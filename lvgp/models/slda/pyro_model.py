@@ -220,4 +220,4 @@ class SupervisedLDA(PyroModule):
         return torch.softmax(lin, dim=-1)
 
     def log_beta(self) -> np.ndarray:
-        return torch.log_softmax(self.topic_logits, dim=-1).detach().double().numpy()
+        return torch.log_softmax(self.topic_logits, dim=-1).detach().double().cpu().numpy()

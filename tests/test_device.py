@@ -1,0 +1,328 @@
+"""``device=``: every torch/Pyro estimator fits, predicts, saves and loads on the device it is
+given. The tests run on every device this machine has: the CPU everywhere (CI), and CUDA where a
+GPU is present (the results in benchmarks/README.md name the GPU they ran on).
+
+On the CPU alone, three checks still bite: ``device="cpu"`` is the default bit for bit; every
+tensor of a fitted model moves with ``.to(...)`` (checked by moving to the ``meta`` device: a
+tensor kept as a plain attribute, which ``.to()`` leaves behind, is found); and the argument is
+checked like every other parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import BaseEstimator
+
+import lvgp
+from lvgp.baselines import GPRBFRegressor
+from lvgp.models.clgp import CLGP
+from lvgp.models.slda import SLDAClassifier, SLDARegressor
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+WORDS = "good great fine bad awful poor plot actor scene music".split()
+
+
+def _texts(n: int, seed: int) -> tuple[list[str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    texts, y = [], []
+    for _ in range(n):
+        words = rng.choice(WORDS, size=rng.integers(3, 7))
+        texts.append(" ".join(words))
+        y.append(sum(w in ("good", "great", "fine") for w in words) - sum(w in ("bad", "awful", "poor") for w in words))
+    return texts, np.asarray(y, dtype=float)
+
+
+TRAIN, Y = _texts(40, 0)
+TEST, _ = _texts(12, 1)
+LABELS = (Y > 0).astype(int)
+CODES = np.random.default_rng(2).integers(0, 3, size=(30, 4))
+CODES[::5, 1] = -1  # missing entries
+
+
+@dataclass
+class Case:
+    """One estimator: how to build it, fit it and read its predictions and torch modules."""
+
+    name: str
+    make: Callable[..., BaseEstimator]
+    fit: Callable[[BaseEstimator], Any]
+    predict: Callable[[BaseEstimator], np.ndarray]
+    modules: Callable[[BaseEstimator], list[torch.nn.Module]]
+    #: whether a fit on another device gives the same numbers up to rounding (False where Monte
+    #: Carlo draws come from the device's own generator)
+    deterministic: bool = True
+
+
+def _regression_fit(est: BaseEstimator) -> Any:
+    return est.fit(TRAIN, Y)
+
+
+def _classification_fit(est: BaseEstimator) -> Any:
+    return est.fit(TRAIN, LABELS)
+
+
+def _model_and_likelihood(est: BaseEstimator) -> list[torch.nn.Module]:
+    return [est.model_, est.likelihood_]
+
+
+CASES = [
+    Case(
+        "GPLVSMRegressor",
+        lambda **kw: lvgp.GPLVSMRegressor(latent_dim=2, max_iter=5, random_state=0, **kw),
+        _regression_fit,
+        lambda est: np.column_stack(est.predict(TEST, return_std=True)),
+        _model_and_likelihood,
+    ),
+    Case(
+        "GPLVSMRegressor-variational",
+        lambda **kw: lvgp.GPLVSMRegressor(
+            latent_dim=2, variational=True, optimizer="adam", max_iter=4, predict_samples=3, random_state=0, **kw
+        ),
+        _regression_fit,
+        lambda est: np.column_stack(est.predict(TEST, return_std=True)),
+        _model_and_likelihood,
+    ),
+    Case(
+        "GPLVSMRegressor-plus",
+        lambda **kw: lvgp.GPLVSMRegressor(
+            latent_dim=2, identity_weight="balanced", word_weighting="idf", max_iter=5, random_state=0, **kw
+        ),
+        _regression_fit,
+        lambda est: np.column_stack(est.predict(TEST, return_std=True)),
+        _model_and_likelihood,
+    ),
+    Case(
+        "GPRBFRegressor",
+        lambda **kw: GPRBFRegressor(max_iter=5, random_state=0, **kw),
+        _regression_fit,
+        lambda est: np.column_stack(est.predict(TEST, return_std=True)),
+        _model_and_likelihood,
+    ),
+    Case(
+        "SparseGPLVSMRegressor",
+        lambda **kw: lvgp.SparseGPLVSMRegressor(
+            latent_dim=2, num_inducing=6, batch_size=16, max_steps=7, convergence_window=3, random_state=0, **kw
+        ),
+        _regression_fit,
+        lambda est: np.column_stack(est.predict(TEST, return_std=True)),
+        _model_and_likelihood,
+        # gpytorch initializes q(u) at the first training step, with jitter from the device's generator
+        deterministic=False,
+    ),
+    Case(
+        "LDKGPClassifier",
+        lambda **kw: lvgp.LDKGPClassifier(latent_dim=2, max_iter=5, random_state=0, **kw),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        _model_and_likelihood,
+    ),
+    Case(
+        "LDKGPClassifier-variational",
+        lambda **kw: lvgp.LDKGPClassifier(
+            latent_dim=2, inference="variational", num_inducing=6, max_epochs=3, random_state=0, **kw
+        ),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        _model_and_likelihood,
+        deterministic=False,
+    ),
+    Case(
+        "LatentSMMClassifier",
+        lambda **kw: lvgp.LatentSMMClassifier(latent_dim=2, max_iter=4, random_state=0, **kw),
+        _classification_fit,
+        lambda est: est.decision_function(TEST),
+        lambda est: [est.kernel_],
+    ),
+    Case(
+        "LDKMatcher",
+        lambda **kw: lvgp.LDKMatcher(latent_dim=2, max_iter=4, random_state=0, **kw),
+        lambda est: est.fit(TRAIN, [t.upper() for t in TRAIN]),
+        lambda est: est.distances(TEST, [t.upper() for t in TEST], on_empty="keep"),
+        lambda est: [est.kernel_],
+    ),
+    Case(
+        "CLGP",
+        lambda **kw: CLGP(
+            latent_dim=2, num_inducing=4, max_iter=6, impute_iter=3, predict_samples=3, random_state=0, **kw
+        ),
+        lambda est: est.fit(CODES, [3, 3, 3, 3]),
+        lambda est: np.concatenate(est.predict_proba(CODES[:5]), axis=1),
+        lambda est: [est.model_],
+        deterministic=False,
+    ),
+    Case(
+        "SLDARegressor",
+        lambda **kw: SLDARegressor(n_topics=2, max_epochs=2, random_state=0, **kw),
+        _regression_fit,
+        lambda est: est.predict(TEST),
+        lambda est: [est.model_],
+        deterministic=False,
+    ),
+    Case(
+        "SLDAClassifier",
+        lambda **kw: SLDAClassifier(n_topics=2, max_epochs=2, random_state=0, **kw),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        lambda est: [est.model_],
+        deterministic=False,
+    ),
+]
+IDS = [c.name for c in CASES]
+
+
+def _fitted(case: Case, **kw: Any) -> BaseEstimator:
+    est = case.make(**kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tiny budgets: convergence warnings by design
+        case.fit(est)
+    return est
+
+
+def _predict(case: Case, est: BaseEstimator) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(case.predict(est), dtype=float)
+
+
+def _tensors(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """Every tensor a module tree holds: parameters, buffers, and tensors kept as plain
+    attributes (alone or in a tuple/list, as gpytorch's ``train_inputs``)."""
+    found = [(f"parameter {n}", p) for n, p in module.named_parameters()]
+    found += [(f"buffer {n}", b) for n, b in module.named_buffers()]
+    for prefix, sub in module.named_modules():
+        for attr, value in vars(sub).items():
+            values = value if isinstance(value, (tuple, list)) else [value]
+            found += [(f"attribute {prefix}.{attr}", v) for v in values if isinstance(v, torch.Tensor)]
+    return found
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_fits_and_predicts_on_the_device(case: Case, device: str) -> None:
+    est = _fitted(case, device=device)
+    for module in case.modules(est):
+        misplaced = [name for name, t in _tensors(module) if t.device.type != device]
+        assert not misplaced, f"{case.name} left tensors off {device}: {misplaced[:5]}"
+    out = _predict(case, est)
+    assert np.isfinite(out).all() and isinstance(out, np.ndarray)
+    if device == "cpu":  # "cpu" is the default, bit for bit
+        np.testing.assert_array_equal(out, _predict(case, _fitted(case)))
+    elif case.deterministic:  # the same fit up to the devices' rounding
+        np.testing.assert_allclose(out, _predict(case, _fitted(case, device="cpu")), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_tensor_of_a_fitted_model_moves_with_to(case: Case) -> None:
+    est = _fitted(case)
+    for module in case.modules(est):
+        moved = copy.deepcopy(module).to("meta")
+        left = [name for name, t in _tensors(moved) if t.device.type != "meta"]
+        assert not left, f"{case.name}: .to() leaves these tensors behind: {left}"
+        doubled = copy.deepcopy(module).to(torch.float32)
+        kept = [n for n, t in _tensors(doubled) if t.is_floating_point() and t.dtype != torch.float32]
+        assert not kept, f"{case.name}: .to(float32) leaves these tensors in float64: {kept}"
+
+
+@pytest.mark.parametrize("source, target", list(itertools.product(DEVICES, DEVICES)))
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: lvgp.GPLVSMRegressor(latent_dim=2, max_iter=5, random_state=0, **kw),
+        lambda **kw: GPRBFRegressor(max_iter=5, random_state=0, **kw),
+    ],
+    ids=["GPLVSM", "GPRBF"],
+)
+def test_save_on_one_device_and_load_on_another(tmp_path, make, source: str, target: str) -> None:
+    est = make(device=source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(TRAIN, Y)
+    path = tmp_path / "model.pt"
+    est.save(path)
+    saved = torch.load(path, weights_only=True)
+    assert all(t.device.type == "cpu" for t in saved["state_dict"].values()), "files hold CPU tensors"
+    loaded = type(est).load(path, device=target)
+    assert loaded.device_ == torch.device(target)
+    assert all(p.device.type == target for p in loaded.model_.parameters())
+    mean, std = loaded.predict(TEST, return_std=True)
+    ref_mean, ref_std = est.predict(TEST, return_std=True)
+    if source == target:
+        np.testing.assert_array_equal(mean, ref_mean)
+        np.testing.assert_array_equal(std, ref_std)
+    else:
+        np.testing.assert_allclose(mean, ref_mean, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(std, ref_std, rtol=1e-9, atol=1e-12)
+    # without a device, a file loads where it was fitted
+    assert type(est).load(path).device_ == torch.device(source)
+
+
+@pytest.mark.parametrize(
+    "device, error, message",
+    [
+        ("bogus", ValueError, "device must be a torch device such as 'cpu' or 'cuda'; got 'bogus'"),
+        (3, TypeError, "device must be .*torch device.*; got 3"),
+        ("tpu", ValueError, "device must be"),
+    ],
+)
+def test_a_bad_device_names_itself(device: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        lvgp.GPLVSMRegressor(device=device).fit(TRAIN, Y)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_a_gpu_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"device must be a usable device \(this torch sees no CUDA device"):
+        lvgp.LDKGPClassifier(device="cuda").fit(TRAIN, LABELS)
+
+
+#: exported estimators that take no ``device``, and why
+NO_DEVICE = {
+    "LDARegression": "variational EM in numpy on the host (no torch computation)",
+    "GPEmbeddingLogisticRegression": "its eigendecomposition and sparse covariate products run in numpy/scipy "
+    "on the host (a device path is future work)",
+}
+
+
+def test_every_torch_estimator_takes_a_device() -> None:
+    exported = {name: getattr(lvgp, name) for name in lvgp.__all__}
+    estimators = {n: c for n, c in exported.items() if isinstance(c, type) and issubclass(c, BaseEstimator)}
+    assert estimators.keys() >= {c.name.split("-")[0] for c in CASES} - {"GPRBFRegressor"}
+    for name, cls in estimators.items():
+        if name in NO_DEVICE:
+            assert "device" not in cls().get_params(), f"{name} takes device now: remove it from NO_DEVICE"
+            continue
+        assert cls().get_params()["device"] == "cpu", f"{name} takes no device= (or its default is not 'cpu')"
+        assert any(c.name.split("-")[0] == name for c in CASES), f"{name} has no device case in this file"
+
+
+def test_a_study_puts_its_torch_methods_on_its_device() -> None:
+    from lvgp.experiments.classification import ClassificationStudy
+
+    # "meta" passes the device check everywhere, so this runs on a machine without a GPU
+    study = ClassificationStudy(dataset="r8", device="meta", methods=("ldk-gpc-plus", "latent-smm", "svm"))
+    study.validate()
+    wrapped = study.estimator({"method": "ldk-gpc-plus", "split": 0, "params": {}})
+    assert wrapped.estimator.device == "meta"  # inside the dev-selection wrapper
+    smm = study.estimator({"method": "latent-smm", "split": 0, "params": {}})
+    assert getattr(smm, "estimator", smm).device == "meta"
+    assert "device" not in study.build({"method": "svm", "split": 0, "params": {}}).get_params()
+    with pytest.raises(ValueError, match="--device must be a torch device such as 'cpu' or 'cuda'; got 'gpu0'"):
+        ClassificationStudy(dataset="r8", device="gpu0").validate()
+
+
+def test_compare_has_a_device_option(capsys) -> None:
+    from lvgp.experiments.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["compare", "classification", "--help"])
+    assert "--device DEVICE" in capsys.readouterr().out
