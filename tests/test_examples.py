@@ -98,3 +98,19 @@ def test_benchmark_runs_in_quick_mode(script):
     )
     assert out.returncode == 0, out.stderr
     assert BENCHMARKS[script] in out.stdout
+
+
+#: documentation pages whose ```python blocks must run as written (on tiny data)
+DOC_PAGES = ["getting_started.md"]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_documentation_snippets_run(page):
+    import re
+
+    text = (EXAMPLES_DIR.parent / "docs" / page).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, f"docs/{page} has no python block"
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, f"docs/{page}", "exec"), namespace)  # noqa: S102 -- our own documentation
