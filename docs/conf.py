@@ -23,6 +23,10 @@ autosummary_generate = True
 autodoc_default_options = {
     "members": True,
     "show-inheritance": True,
+    # lvgp's own inherited methods (fit/predict/save/load of the estimator bases) appear on every
+    # estimator's page; what torch, gpytorch, pyro and scikit-learn's bases bring does not
+    "inherited-members": "BaseEstimator, RegressorMixin, ClassifierMixin, TransformerMixin, Module, Kernel, "
+    "ExactGP, ApproximateGP, GP, PyroModule, object",
     # scikit-learn's generated metadata-routing methods (their docstrings cite sklearn's glossary)
     "exclude-members": "set_fit_request, set_predict_request, set_score_request, set_transform_request, "
     "set_partial_fit_request, set_decision_function_request, set_predict_proba_request, get_metadata_routing",
