@@ -22,6 +22,9 @@ extensions = [
 autosummary_generate = True
 autodoc_default_options = {
     "members": True,
+    # every public name of a module, not only its __all__: the autosummary tables list them all
+    # (and the docstrings refer to them), so each needs its entry
+    "ignore-module-all": True,
     "show-inheritance": True,
     # lvgp's own inherited methods (fit/predict/save/load of the estimator bases) appear on every
     # estimator's page; what torch, gpytorch, pyro and scikit-learn's bases bring does not
@@ -51,3 +54,75 @@ _tutorials = Path(__file__).parent / "tutorials"
 _tutorials.mkdir(exist_ok=True)
 for _nb in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
     shutil.copyfile(_nb, _tutorials / _nb.name)
+
+# autosummary ends a summary at the first ". " unless it ends a well-known abbreviation: the
+# docstrings cite "thesis ch. 3" and "paper eq. 19", which would otherwise cut them short
+import sphinx.ext.autosummary as _autosummary  # noqa: E402
+
+_autosummary.WELL_KNOWN_ABBREVIATIONS = (
+    *_autosummary.WELL_KNOWN_ABBREVIATIONS,
+    *(f"{sep}{abbr}." for sep in " (" for abbr in ("ch", "eq", "eqs")),
+)
+
+
+def _lookup(dotted: str):
+    """The object at a dotted path (a module, then attributes), or ``None``."""
+    import importlib
+
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attr in parts[split:]:
+            obj = getattr(obj, attr, None)
+        return obj
+    return None
+
+
+def _canonical_lvgp_reference(app, env, node, contnode):
+    """Resolve ``lvgp.X`` as the docstrings write it (the public alias, e.g.
+    ``lvgp.LatentDistributionKernel``) to where autodoc documented it (its defining module)."""
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith("lvgp."):
+        return None
+    obj = _lookup(target)
+    if obj is None:
+        return None
+    domain = env.get_domain("py")
+    obj = getattr(obj, "fget", None) or obj  # a property: where its getter is defined
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if module and qualname:
+        canonical = f"{module}.{qualname}"
+    else:  # a constant (lvgp.PAD): the one documented lvgp object of that name holding it
+        name = target.rsplit(".", 1)[-1]
+        found = [
+            key
+            for key in domain.objects
+            if key.startswith("lvgp.")
+            and key.rsplit(".", 1)[-1] == name
+            and getattr(_lookup(key.rsplit(".", 1)[0]), name, None) is obj
+        ]
+        canonical = found[0] if len(found) == 1 else target
+    if canonical == target:
+        return None
+    return domain.resolve_xref(env, node.get("refdoc"), app.builder, node.get("reftype"), canonical, node, contnode)
+
+
+def _public_bases(app, name, obj, options, bases):
+    """List lvgp's private helper classes (``_TopicModelBase``, the mixins of the private
+    ``kernels._hyper``) under "Bases:" as their public bases."""
+
+    def public(cls):
+        private = cls.__name__.startswith("_") or "._" in cls.__module__
+        if cls.__module__.startswith("lvgp") and private:
+            return [b for base in cls.__bases__ for b in public(base)]
+        return [cls]
+
+    bases[:] = list(dict.fromkeys(b for base in bases for b in public(base)))
+
+
+def setup(app):
+    app.connect("missing-reference", _canonical_lvgp_reference)
+    app.connect("autodoc-process-bases", _public_bases)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-#: The single padding constant of lvgp: entries equal to ``PAD`` are not words.
+#: The single padding constant of lvgp; entries equal to ``PAD`` are not words.
 PAD: int = -1
 
 

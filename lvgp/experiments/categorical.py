@@ -177,6 +177,7 @@ def prepare_split(study: CategoricalStudy, split: int):
 
 
 def run_cell(study: CategoricalStudy, cell: dict) -> dict:
+    """Fit one method on one split; the imputation perplexity of the hidden test entries."""
     train, partial, cols, vals, table, columns, counts = prepare_split(study, cell["split"])
     model = study.build(cell)
     with recorded_warnings() as warned:
@@ -213,6 +214,8 @@ def run_cell(study: CategoricalStudy, cell: dict) -> dict:
 
 
 def table_markdown(records: list[dict], study: CategoricalStudy) -> str:
+    """``table.md``: test imputation perplexity per method and split, and its mean and standard
+    deviation over the splits (an infinite perplexity shown as such)."""
     methods = sorted({r["method"] for r in records}, key=study.method_order)
     lines = ["| split | " + " | ".join(study.label(m) for m in methods) + " |", "|---|" + "---|" * len(methods)]
 

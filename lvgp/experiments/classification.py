@@ -214,7 +214,7 @@ def _ldk_gpc_plus(study, cell, data):
     )
 
 
-#: lambda of the latent SMM's word kernel, chosen on dev: from where the two parts weigh alike in a
+#: lambda of the latent SMM's word kernel, chosen on dev, from where the two parts weigh alike in a
 #: document's self-similarity (about 1 with unit-scale tied vectors) to the bag-of-words limit
 PLUS_SMM_IDENTITY_WEIGHTS = (1.0, 30.0, 1e6)
 
@@ -402,6 +402,7 @@ def _sample(study: ClassificationStudy, split: int, train_size: int):
 
 @functools.lru_cache(maxsize=32)
 def prepare(study: ClassificationStudy, split: int, train_size: int):
+    """One split's training sample of ``train_size`` documents, its unlabeled pool and the test documents."""
     corpus, pool_texts, pool_labels, train, test = _sample(study, split, train_size)
     if test is None:
         x_test, y_test = list(corpus.test_texts), np.asarray(corpus.test_labels)
@@ -554,6 +555,7 @@ class DevSelected:
 
 
 def run_cell(study: ClassificationStudy, cell: dict) -> dict:
+    """Fit one method on one split and training size; test accuracy, macro F1, log loss and timings."""
     from sklearn.metrics import accuracy_score, f1_score
 
     size = cell["params"]["train_size"]

@@ -193,6 +193,8 @@ class MatchingStudy(Study):
 
 
 def family_key(text: str, words: int = 12) -> str:
+    """The key that groups near-duplicate descriptions (one package family): the first ``words``
+    words of the text's body."""
     body = text.split("\n", 1)[1] if "\n" in text.strip() else text
     return " ".join(re.sub(r"\W+", " ", body.lower()).split()[:words])
 
@@ -202,6 +204,8 @@ BUILTIN_PAIRS = ("wagtail-de",)
 
 @functools.lru_cache(maxsize=4)
 def load_pairs(path: str, source: str, target: str):
+    """``(ids, source texts, target texts)`` of a built-in gettext catalogue (``BUILTIN_PAIRS``) or
+    of an aligned-pairs file."""
     from ..datasets.loaders import load_gettext_pairs, read_aligned_pairs
 
     if path in BUILTIN_PAIRS:
@@ -213,6 +217,7 @@ def load_pairs(path: str, source: str, target: str):
 
 @functools.lru_cache(maxsize=32)
 def prepare(study: MatchingStudy, set_index: int):
+    """The training, dev and test pairs of one set, and the test pairs' ids."""
     ids, src, tgt = load_pairs(study.pairs, study.source, study.target)
     rng = np.random.default_rng([study.seed, set_index, 2016])
     # a pair one of whose texts has no token at all (e.g. "will do nothing": stop words only)
@@ -245,6 +250,7 @@ def prepare(study: MatchingStudy, set_index: int):
 
 
 def run_cell(study: MatchingStudy, cell: dict) -> dict:
+    """Fit one method on one set; its test Precision@R curve and timings (the cell's record)."""
     from ..models.matching import precision_at
 
     train, dev, test, test_ids = prepare(study, cell["split"])
@@ -303,6 +309,8 @@ def select(cells: list[dict], study: MatchingStudy) -> list[dict]:
 
 
 def table_markdown(records: list[dict], study: MatchingStudy) -> str:
+    """``table.md``: Precision@R (R = 1, 5, 10, 20, 50) per method, mean and standard deviation
+    over the sets, and a few example retrievals."""
     methods = sorted({r["method"] for r in records}, key=study.method_order)
     rs = (1, 5, 10, 20, 50)
     lines = ["| R | " + " | ".join(study.label(m) for m in methods) + " |", "|---|" + "---|" * len(methods)]

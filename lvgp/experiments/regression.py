@@ -242,6 +242,7 @@ class SplitData:
 
 
 def check_sizes(study: RegressionStudy, n: int) -> None:
+    """A ``ValueError`` when the corpus of ``n`` documents cannot hold the study's train, dev and test sizes."""
     need = study.train_size + study.dev_size + (study.test_size or 1)
     if study.train_size < 2 or study.dev_size < 1:
         raise ValueError(f"--train-size must be >= 2 and --dev-size >= 1; got {study.train_size}, {study.dev_size}")
@@ -369,6 +370,7 @@ def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
 
 
 def summary_table(records: list[dict], study: RegressionStudy) -> str:
+    """``table.md``: test RMSE per method at its dev-chosen setting, mean and standard deviation over the splits."""
     dataset, splits = study.dataset, study.splits
     methods = sorted({r["method"] for r in records}, key=study.method_order)
     rmse = {m: [r["rmse"] for r in records if r["method"] == m] for m in methods}

@@ -71,6 +71,7 @@ def _jsonable(obj):
 
 
 def write_json(path: Path, obj) -> None:
+    """``obj`` as indented JSON at ``path`` (parent folders created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(_jsonable(obj), indent=1))
@@ -204,7 +205,7 @@ class Study:
     kind: ClassVar[str]
     #: one line for ``lvgp compare --help``
     help: ClassVar[str] = ""
-    #: the paragraph of ``lvgp compare KIND --help`` (default: ``help``)
+    #: the paragraph of ``lvgp compare KIND --help`` (``None`` for ``help``)
     description: ClassVar[str | None] = None
     methods: tuple[str, ...]
     seed: int

@@ -62,8 +62,9 @@ class _FusedRBFGram(torch.autograd.Function):
 
 
 def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
-    r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7): ``... x m1 x q``,
-    ``... x m2 x q`` -> ``... x m1 x m2``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
+    r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7).
+
+    Shapes: ``(*batch, m1, q)`` and ``(*batch, m2, q)`` -> ``(*batch, m1, m2)``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
     inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`). Not gpytorch's
     ``RBFKernel``: that owns its lengthscale as a module parameter and has no fused backward
     (tests/test_library_references.py checks the two agree); the CLGP and the GP
@@ -87,7 +88,7 @@ class EmbeddingKernel(Kernel):
     name: ClassVar[str]
     #: keyword arguments of ``__init__`` that the LDK routes here from its own keywords
     options: ClassVar[tuple[str, ...]] = ()
-    #: the mean embeddings are explicit vectors (``C X``): the LDK forms no word Gram
+    #: whether the mean embeddings are explicit vectors ``C X`` (then the LDK forms no word Gram)
     explicit = False
 
     def gram(self, xa: Tensor, xb: Tensor) -> Tensor:

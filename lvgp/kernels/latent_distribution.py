@@ -246,7 +246,7 @@ class LatentDistributionKernel(DocumentKernel):
 
     @property
     def rho(self) -> float | None:
-        """Precision of the Gaussian prior on the latent vectors (``None``: no prior)."""
+        """Precision of the Gaussian prior on the latent vectors, or ``None`` for no prior."""
         return self.word_vectors.rho
 
     @rho.setter

@@ -209,7 +209,7 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
 
     @property
     def rho(self) -> float | None:
-        """Precision of the Gaussian prior on the residuals (``None``: no prior)."""
+        """Precision of the Gaussian prior on the residuals, or ``None`` for no prior."""
         return None
 
     def penalty(self) -> Tensor:
@@ -325,7 +325,7 @@ class VariationalWordVectors(MAPWordVectors):
         shape = self.raw_latent.shape
         register_constrained(self, "latent_scale", scale_init * self.rho**-0.5, Positive(), None, shape)
         self.register_buffer("latent_noise", torch.zeros(shape, dtype=self.dtype))
-        #: generator of the training-mode samples (``None``: torch's global generator)
+        #: generator of the training-mode samples, or ``None`` for torch's global generator
         self.sample_generator: torch.Generator | None = None
         self.register_added_loss_term("latent_kl")
         self.update_added_loss_term("latent_kl", NegativeLatentKL(self))

@@ -78,6 +78,8 @@ def _sort_key(v: str) -> tuple:
 
 
 def check_codes(codes: np.ndarray, cardinalities: list[int], name: str = "codes") -> np.ndarray:
+    """``codes`` (``n x D``, -1 = missing) checked against the columns' ``cardinalities``, as a
+    contiguous int64 copy; a ``ValueError``/``TypeError`` naming ``name`` otherwise."""
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[1] != len(cardinalities):
         raise ValueError(f"{name} must be n x {len(cardinalities)}; got shape {codes.shape}")

@@ -63,8 +63,9 @@ COVARIANCES = ("rbf", "linear")
 
 
 def log_softmax_at(logits: Tensor, index: Tensor) -> Tensor:
-    """``log_softmax(logits, -1)`` at ``index`` only: ``logits[..., index] - logsumexp(logits)``
-    (``... x K`` and ``...`` long -> ``...``). The same values as ``torch.log_softmax`` then
+    """``log_softmax(logits, -1)`` at ``index`` only, ``logits[index] - logsumexp(logits)``.
+
+    Shapes: ``(*batch, K)`` logits and ``(*batch,)`` long indices -> ``(*batch,)``. The same values as ``torch.log_softmax`` then
     ``gather``, computed from the running maximum directly: with few categories (K = 10) torch's
     log_softmax kernel and its backward cost 5x more (benchmarks/README.md, CLGP)."""
     top = logits.detach().amax(-1, keepdim=True)
