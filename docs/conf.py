@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,19 @@ extensions = [
     "sphinx.ext.viewcode",
     "myst_nb",
 ]
+# links into torch, gpytorch, pyro, scikit-learn and numpy's docs where the build can reach them:
+# `LVGP_DOCS_ONLINE=1 make docs`; CI and offline builds leave them out (intersphinx would fetch)
+if os.environ.get("LVGP_DOCS_ONLINE") == "1":
+    extensions.append("sphinx.ext.intersphinx")
+    intersphinx_mapping = {
+        "python": ("https://docs.python.org/3", None),
+        "torch": ("https://pytorch.org/docs/stable", None),
+        "gpytorch": ("https://docs.gpytorch.ai/en/stable", None),
+        "pyro": ("https://docs.pyro.ai/en/stable", None),
+        "sklearn": ("https://scikit-learn.org/stable", None),
+        "numpy": ("https://numpy.org/doc/stable", None),
+        "scipy": ("https://docs.scipy.org/doc/scipy", None),
+    }
 autosummary_generate = True
 autodoc_default_options = {
     "members": True,
