@@ -190,6 +190,9 @@ def test_topic_study_and_regression_methods_end_to_end(tmp_path):
     }
     assert all(len(r["pr2_per_fold"]) == 3 for r in summary)
     assert (out / "pr2_vs_K.png").stat().st_size > 1000 and "| K |" in (out / "table.md").read_text()
+    # the sLDA cells record the EM's initial eta scale and the dev scores that chose it
+    cell = json.loads(next((out / "cells" / "slda").rglob("*.json")).read_text())
+    assert cell["em_eta_scale"] in (1.0, 0.5, 0.25) and set(cell["em_eta_scale_dev_mse"]) == {"1.0", "0.5", "0.25"}
     reg = tmp_path / "reg"
     assert (
         main(

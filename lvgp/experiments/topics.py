@@ -147,6 +147,9 @@ def run_cell(study: TopicStudy, cell: dict) -> dict:
         }
         if method != "lasso":
             record["heldout_loglik_per_word"] = model.heldout_log_likelihood_per_word(x_test)
+        if hasattr(model, "em_eta_scale_"):  # the EM's initial eta scale, and the dev scores it was chosen by
+            record["em_eta_scale"] = model.em_eta_scale_
+            record["em_eta_scale_dev_mse"] = {str(k): v for k, v in model.em_eta_scale_dev_mse_.items()}
     record["warnings"] = warned
     record["pr2"] = float(1 - np.sum((y_test - pred) ** 2) / np.sum((y_test - y_test.mean()) ** 2))
     return record
