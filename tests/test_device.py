@@ -307,17 +307,19 @@ def test_every_torch_estimator_takes_a_device() -> None:
 
 def test_a_study_puts_its_torch_methods_on_its_device() -> None:
     from lvgp.experiments.classification import ClassificationStudy
+    from lvgp.experiments.study import Study
 
-    # "meta" passes the device check everywhere, so this runs on a machine without a GPU
+    # "meta" passes the device check everywhere, so this runs on a machine without a GPU; the
+    # base class's validate checks methods and device without loading the corpus
     study = ClassificationStudy(dataset="r8", device="meta", methods=("ldk-gpc-plus", "latent-smm", "svm"))
-    study.validate()
+    Study.validate(study)
     wrapped = study.estimator({"method": "ldk-gpc-plus", "split": 0, "params": {}})
     assert wrapped.estimator.device == "meta"  # inside the dev-selection wrapper
     smm = study.estimator({"method": "latent-smm", "split": 0, "params": {}})
     assert getattr(smm, "estimator", smm).device == "meta"
     assert "device" not in study.build({"method": "svm", "split": 0, "params": {}}).get_params()
     with pytest.raises(ValueError, match="--device must be a torch device such as 'cpu' or 'cuda'; got 'gpu0'"):
-        ClassificationStudy(dataset="r8", device="gpu0").validate()
+        Study.validate(ClassificationStudy(dataset="r8", device="gpu0"))
 
 
 def test_compare_has_a_device_option(capsys) -> None:
