@@ -101,7 +101,10 @@ def test_benchmark_runs_in_quick_mode(script):
 
 
 #: documentation pages whose ```python blocks must run as written (on tiny data)
-DOC_PAGES = ["getting_started.md"]
+DOC_PAGES = [
+    "getting_started.md",
+    *(f"models/{page}.md" for page in ("ldk", "gplvsm", "classification", "matching", "baselines", "studies")),
+]
 
 
 @pytest.mark.parametrize("page", DOC_PAGES)
