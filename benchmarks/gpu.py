@@ -21,6 +21,8 @@ What is timed:
 * ``sparse``: ``SparseGPLVSMRegressor`` (256 inducing documents, batches of 256, the default, and
   of 1,024) on n documents: seconds per step on both (10 or 4 steps on the CPU), and one whole
   epoch on the GPU.
+* ``sparse-ab`` (GPU only, not in the default parts): one epoch with the sparse model's kernel
+  evaluated lazily (three LDK evaluations per step) against evaluated at once (one).
 * ``cell``: the ``ldk-gpc-plus`` cell of ``lvgp compare classification`` on r8 at 200 training
   documents (its 4 dev fits and the final fit, GloVe-tied vectors, identity part, idf, cosine).
 """
@@ -152,6 +154,50 @@ def sparse(device: torch.device, n: int, vocab: int, steps: int | None, inducing
     if steps is None:
         out["epoch_seconds"] = reg.fit_seconds_
     return out
+
+
+@quiet
+def sparse_lazy_against_evaluated(device: torch.device, n: int, vocab: int, inducing: int) -> dict:
+    """One sparse GP-LVSM epoch (batch 256) with the kernel's three blocks evaluated lazily (three
+    LDK evaluations per step, what the CPU does) and evaluated at once (what a GPU does), in one
+    run, after a warm-up epoch; the same losses and predictions up to rounding."""
+    import gpytorch
+
+    from lvgp import SparseGPLVSMRegressor
+    from lvgp.models import sparse as sparse_module
+
+    texts, y = zipf_texts(n, vocab, seed=3)
+    evaluated = sparse_module.SparseGPLVSM.forward
+
+    def lazy(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    def epoch() -> tuple[float, np.ndarray]:
+        reg = SparseGPLVSMRegressor(
+            latent_dim=2,
+            num_inducing=inducing,
+            batch_size=256,
+            max_steps=10**9,
+            max_epochs=1,
+            random_state=0,
+            device=device,
+        )
+        reg.fit(texts, y)
+        return reg.fit_seconds_, reg.predict(texts[:2000])
+
+    try:
+        sparse_module.SparseGPLVSM.forward = lazy
+        epoch()  # warm-up
+        lazy_seconds, lazy_pred = epoch()
+    finally:
+        sparse_module.SparseGPLVSM.forward = evaluated
+    seconds, pred = epoch()
+    return {
+        "n": n,
+        "lazy_epoch_seconds": lazy_seconds,
+        "evaluated_epoch_seconds": seconds,
+        "max_prediction_difference": float(np.abs(pred - lazy_pred).max()),
+    }
 
 
 @quiet
@@ -315,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
                 (n, vocab, None, inducing, batch),
                 sparse,
             )
+    if "sparse-ab" in parts and gpu is not None:
+        n, vocab, inducing = (600, 500, 16) if args.quick else (50000, 20000, 256)
+        print(
+            json.dumps({"part": "sparse-ab", "gpu": sparse_lazy_against_evaluated(gpu, n, vocab, inducing)}), flush=True
+        )
     if "cell" in parts:
         from lvgp.datasets.registry import cached
 

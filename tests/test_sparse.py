@@ -204,3 +204,42 @@ def test_a_budget_that_ends_first_warns():
     with pytest.warns(ConvergenceWarning, match="did not converge in 5 steps"):
         model = SparseGPLVSMRegressor(max_steps=5, batch_size=64, random_state=0).fit(corpus.texts, corpus.y)
     assert model.n_iter_ == 5 and not model.converged_
+
+
+def test_the_kernel_evaluated_at_once_gives_the_lazy_blocks():
+    """On CUDA the sparse model evaluates the kernel of the inducing documents and the batch at
+    once (fewer launches); the variational strategy's blocks, hence the ELBO and its gradients and
+    the predictions, are those of the lazy evaluation (the CPU path) up to rounding."""
+    data = make_synonym_regression(n=60, random_state=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg = SparseGPLVSMRegressor(latent_dim=2, num_inducing=8, batch_size=16, max_steps=6, random_state=0)
+        reg.fit(data.texts, data.y)
+    lazy_mean, lazy_std = reg.predict(data.texts[:20], return_std=True)
+
+    class Evaluated(SparseGPLVSM):
+        def forward(self, x):
+            return gpytorch.distributions.MultivariateNormal(
+                self.mean_module(x), self.covar_module(x).evaluate_kernel()
+            )
+
+    reg.model_.__class__ = Evaluated
+    mean, std = reg.predict(data.texts[:20], return_std=True)
+    np.testing.assert_allclose(mean, lazy_mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(std, lazy_std, rtol=1e-10, atol=1e-12)
+
+    x = reg.encoder_.transform(data.texts[:16])
+    targets = torch.as_tensor((data.y[:16] - reg.y_mean_) / reg.y_std_)
+    grads = []
+    for cls in (SparseGPLVSM, Evaluated):
+        reg.model_.__class__ = cls
+        reg.model_.train()
+        reg.likelihood_.train()
+        reg.model_.zero_grad()
+        mll = gpytorch.mlls.VariationalELBO(reg.likelihood_, reg.model_, num_data=60)
+        with exact_numerics():
+            loss = -mll(reg.model_(x[:, : int((x != PAD).sum(-1).max())]), targets)
+        loss.backward()
+        grads.append((loss.item(), reg.model_.covar_module.base_kernel.word_vectors.raw_latent.grad.clone()))
+    assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-10)
+    torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-8, atol=1e-12)

@@ -103,7 +103,16 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
         self.covar_module = gpytorch.kernels.ScaleKernel(kernel)
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
-        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        # the variational strategy passes the inducing documents and the batch together and slices
+        # three blocks out of the result (K_ZZ, K_ZX and diag K_XX). Lazily (gpytorch's default),
+        # each block is its own LDK evaluation: the least arithmetic, what a CPU wants (one square
+        # Gram over the union of their words costs 25% more there). On a GPU the step is bound by
+        # kernel launches, not arithmetic: one evaluation of the whole matrix launches about half
+        # as many (benchmarks/gpu.py)
+        covar = self.covar_module(x)
+        if x.is_cuda:
+            covar = covar.evaluate_kernel()
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
 
 
 def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: str, seed: int) -> np.ndarray:
