@@ -56,6 +56,8 @@ napoleon_numpy_docstring = False
 
 # the notebooks are rendered with the outputs they were committed with, never re-executed here
 nb_execution_mode = "off"
+# Markdown outputs of the notebooks (display(Markdown(table))) rendered with MyST, which has tables
+nb_render_markdown_format = "myst"
 myst_enable_extensions = ["dollarmath", "amsmath"]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]

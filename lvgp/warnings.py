@@ -23,3 +23,19 @@ class MemoryBudgetWarning(LVGPWarning):
 
 class MissingEmbeddingsWarning(LVGPWarning):
     """Vocabulary words have no pretrained vector; the message counts them."""
+
+
+def _one_line(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    return f"{category.__name__}: {message}\n"
+
+
+def use_short_format() -> None:
+    """Show every warning as one line, ``Category: message``, without the file and line that
+    raised it (Python's default prints the path of the installation, which says nothing to a
+    reader of a notebook or a log). The tutorials call it in their first cell. It replaces
+    ``warnings.formatwarning`` for the whole process."""
+    import warnings
+
+    warnings.formatwarning = _one_line

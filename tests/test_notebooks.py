@@ -55,3 +55,25 @@ def test_notebook_runs_in_smoke_mode(path, monkeypatch, tmp_path):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+
+#: what a path of the machine that ran a notebook looks like in its outputs: the ipykernel's cell
+#: files, a home or checkout directory, an installed package's file
+MACHINE_PATHS = r"/tmp/ipykernel_|/root/|/home/|/work/|site-packages/|\.pyenv/|/usr/lib/python"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_outputs_carry_no_machine_paths(path):
+    """Warnings reach the reader as one line with lvgp's own message
+    (``lvgp.warnings.use_short_format``), never with the files of the machine that ran them."""
+    import re
+
+    nb = nbformat.read(path, as_version=4)
+    leaks = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", "")] + [
+                str(v) for k, v in output.get("data", {}).items() if k.startswith("text/")
+            ]
+            leaks += [(index, m.group(0)) for text in texts for m in re.finditer(MACHINE_PATHS, text)]
+    assert not leaks, f"{path.name}: outputs name paths of the machine that ran them (cell, match): {leaks[:5]}"

@@ -36,3 +36,17 @@ def test_fits_are_silent_unless_verbose(make, capsys):
         loud = capsys.readouterr()
     assert quiet.out == quiet.err == ""
     assert "it/s" in loud.err or "s/it" in loud.err or "|" in loud.err
+
+
+def test_short_warning_format_is_one_line_without_paths(capsys):
+    import warnings
+
+    import lvgp.warnings as lvgp_warnings
+
+    original = warnings.formatwarning
+    try:
+        lvgp_warnings.use_short_format()
+        text = warnings.formatwarning("3 of 10 words unseen", lvgp_warnings.UnseenWordsWarning, "/some/file.py", 12)
+    finally:
+        warnings.formatwarning = original
+    assert text == "UnseenWordsWarning: 3 of 10 words unseen\n"

@@ -9,18 +9,24 @@
 #
 # Set `CI=1` in the environment for a seconds-long smoke run.
 
-# %%
+# %% tags=["hide-input"]
 import os
 import warnings
 
+from tqdm import TqdmWarning
+
+# without ipywidgets, progress bars are text: no need to say so in every output (set before
+# gpytorch and lvgp are imported: they import tqdm.auto, which says it)
+warnings.filterwarnings("ignore", category=TqdmWarning)
 import gpytorch
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from tqdm import TqdmWarning
 
-# without ipywidgets, progress bars are text: no need to say so in every output
-warnings.filterwarnings("ignore", category=TqdmWarning)
+import lvgp.warnings
+
+# warnings as one line each ("Category: message"), without the paths of the machine that ran them
+lvgp.warnings.use_short_format()
 smoke_test = "CI" in os.environ
 # intra-op threads, set deliberately: OpenMP threads spinning against another busy process
 # slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own

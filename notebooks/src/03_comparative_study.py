@@ -8,7 +8,7 @@
 #
 # Set `CI=1` for a smoke run.
 
-# %%
+# %% tags=["hide-input"]
 import json
 import os
 import warnings
@@ -20,6 +20,10 @@ from tqdm import TqdmWarning
 
 # without ipywidgets, progress bars are text: no need to say so in every output
 warnings.filterwarnings("ignore", category=TqdmWarning)
+import lvgp.warnings  # after that filter: importing lvgp imports tqdm.auto
+
+# warnings as one line each ("Category: message"), without the paths of the machine that ran them
+lvgp.warnings.use_short_format()
 smoke_test = "CI" in os.environ
 # intra-op threads, set deliberately: OpenMP threads spinning against another busy process
 # slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own

@@ -14,7 +14,7 @@
 # committed study). Set `CI=1` for a smoke run. `lvgp compare matching` runs the full protocol
 # (several sets, hyper-parameters chosen on dev); its committed results are under `results/matching`.
 
-# %%
+# %% tags=["hide-input"]
 import os
 import warnings
 
@@ -25,6 +25,10 @@ from tqdm import TqdmWarning
 
 # without ipywidgets, progress bars are text: no need to say so in every output
 warnings.filterwarnings("ignore", category=TqdmWarning)
+import lvgp.warnings  # after that filter: importing lvgp imports tqdm.auto
+
+# warnings as one line each ("Category: message"), without the paths of the machine that ran them
+lvgp.warnings.use_short_format()
 smoke_test = "CI" in os.environ
 # intra-op threads, set deliberately: OpenMP threads spinning against another busy process
 # slowed one fit 16x on a 2-core machine; raise LVGP_THREADS on a machine of your own
