@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lvgp-installed
 
-.PHONY: setup demo lint test test-fast notebooks notebooks-run docs benchmarks clean
+.PHONY: setup demo lint test test-fast notebooks notebooks-run docs screenshots benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ lint: $(STAMP)
 # warnings as errors; part of `make test` (CI)
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+# full-page screenshots of the built site in headless Chromium (apt-get install chromium)
+screenshots: docs
+	$(PY) docs/screenshots.py
 
 test: lint docs
 	$(PY) -m pytest --durations=15
