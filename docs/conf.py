@@ -40,10 +40,10 @@ autodoc_default_options = {
     # (and the docstrings refer to them), so each needs its entry
     "ignore-module-all": True,
     "show-inheritance": True,
-    # lvgp's own inherited methods (fit/predict/save/load of the estimator bases) appear on every
-    # estimator's page; what torch, gpytorch, pyro and scikit-learn's bases bring does not
-    "inherited-members": "BaseEstimator, RegressorMixin, ClassifierMixin, TransformerMixin, Module, Kernel, "
-    "ExactGP, ApproximateGP, GP, PyroModule, object",
+    # lvgp's own inherited methods (fit/predict/save/load of the estimator bases) and scikit-learn's
+    # score appear on every estimator's page; the rest of what torch, gpytorch, pyro and
+    # scikit-learn's bases bring does not
+    "inherited-members": "BaseEstimator, TransformerMixin, Module, Kernel, ExactGP, ApproximateGP, GP, PyroModule, object",
     # scikit-learn's generated metadata-routing methods (their docstrings cite sklearn's glossary)
     "exclude-members": "set_fit_request, set_predict_request, set_score_request, set_transform_request, "
     "set_partial_fit_request, set_decision_function_request, set_predict_proba_request, get_metadata_routing",
@@ -139,6 +139,23 @@ def _public_bases(app, name, obj, options, bases):
     bases[:] = list(dict.fromkeys(b for base in bases for b in public(base)))
 
 
+_SKLEARN_SCORE = {
+    "RegressorMixin.score": "The coefficient of determination R^2 of ``predict(X)`` against ``y`` "
+    "(scikit-learn's ``RegressorMixin.score``; ``sample_weight`` optional).",
+    "ClassifierMixin.score": "The mean accuracy of ``predict(X)`` against ``y`` "
+    "(scikit-learn's ``ClassifierMixin.score``; ``sample_weight`` optional).",
+}
+
+
+def _sklearn_score_docstring(app, what, name, obj, options, lines):
+    """scikit-learn's ``score`` docstrings cite its own docs' labels; on lvgp's estimator pages
+    they are replaced by one line that says what the score is."""
+    text = _SKLEARN_SCORE.get(getattr(obj, "__qualname__", ""))
+    if text is not None:
+        lines[:] = [text]
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _sklearn_score_docstring)
     app.connect("missing-reference", _canonical_lvgp_reference)
     app.connect("autodoc-process-bases", _public_bases)
