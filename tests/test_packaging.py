@@ -1,8 +1,11 @@
-"""What a user installs: the wheel ships the ``lvgp`` package alone (no tests, results, notebooks
-or benchmarks), and the installed copy imports and runs its CLI away from the source tree."""
+"""What a user installs: ``python -m build`` makes an sdist and a wheel that ``twine check``
+accepts (with the dev tools; otherwise pip builds the wheel); the wheel ships the ``lvgp`` package
+alone (no tests, results, notebooks or benchmarks); installed into a fresh folder it imports, fits
+a tiny model and runs its CLI away from the source tree."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -14,58 +17,52 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _run(*argv: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=600, **kwargs)
+
+
+def _build(out: Path) -> Path:
+    """The wheel (and, with ``build``, the sdist, both checked by ``twine`` when it is there),
+    built without isolation: no network needed."""
+    if importlib.util.find_spec("build") is not None:
+        built = _run("-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT))
+        assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+        assert len(list(out.glob("lvgp-*.tar.gz"))) == 1
+        if importlib.util.find_spec("twine") is not None:
+            checked = _run("-m", "twine", "check", "--strict", *map(str, out.glob("lvgp-*")))
+            assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    else:
+        built = _run("-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(out))
+        assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = out.glob("lvgp-*.whl")
+    return wheel
+
+
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="not a source checkout")
-def test_the_wheel_ships_lvgp_alone_and_works_installed(tmp_path):
-    pytest.importorskip("setuptools")  # the build backend, used without isolation (no network needed)
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            str(ROOT),
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
-    (wheel,) = tmp_path.glob("lvgp-*.whl")
+def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
+    pytest.importorskip("setuptools")  # the build backend, used without isolation
+    wheel = _build(tmp_path / "dist")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"lvgp", next(t for t in tops if t.endswith(".dist-info"))}, tops
     for part in ("lvgp/datasets/registry.py", "lvgp/experiments/cli.py", "lvgp/kernels/latent_distribution.py"):
         assert part in names
+
     site = tmp_path / "site"
-    installed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    installed = _run("-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel))
     assert installed.returncode == 0, installed.stderr[-2000:]
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    run = subprocess.run(
-        [sys.executable, "-c", "import lvgp; print(lvgp.__file__, lvgp.__version__)"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,  # away from the source tree, so the installed copy is the one imported
-        env=env,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.startswith(str(site)), run.stdout
-    cli = subprocess.run(
-        [sys.executable, "-m", "lvgp", "compare", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=300,
-    )
+    # away from the source tree, so that the installed copy is the one imported
+    away = {"cwd": tmp_path, "env": {**os.environ, "PYTHONPATH": str(site)}}
+    imported = _run("-c", "import lvgp; print(lvgp.__file__)", **away)
+    assert imported.returncode == 0 and imported.stdout.startswith(str(site)), imported.stdout + imported.stderr
+    version = _run(str(site / "bin" / "lvgp"), "--version", **away)  # the console script pip wrote
+    assert version.returncode == 0 and version.stdout.startswith("lvgp "), version.stderr[-2000:]
+    cli = _run("-m", "lvgp", "compare", "--help", **away)
     assert cli.returncode == 0 and "classification" in cli.stdout, cli.stderr[-2000:]
+    fit = (
+        "import lvgp; texts = ['good film', 'bad film', 'great plot', 'awful plot'] * 2; "
+        "reg = lvgp.GPLVSMRegressor(max_iter=3, random_state=0).fit(texts, [1.0, -1.0, 1.0, -1.0] * 2); "
+        "print(reg.predict(['good plot']))"
+    )
+    fitted = _run("-W", "ignore", "-c", fit, **away)
+    assert fitted.returncode == 0, fitted.stderr[-2000:]
