@@ -328,3 +328,17 @@ def test_compare_has_a_device_option(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["compare", "classification", "--help"])
     assert "--device DEVICE" in capsys.readouterr().out
+
+
+def test_loss_buffer_reads_back_in_windows_and_names_the_step_that_diverged() -> None:
+    from lvgp.base.device import LossBuffer
+
+    buffer = LossBuffer(every=3, what="the ELBO", advice="lower lr")
+    read = [buffer.append(torch.tensor(float(k))) for k in range(7)]
+    assert read == [None, None, [0.0, 1.0, 2.0], None, None, [3.0, 4.0, 5.0], None]
+    assert buffer.append(torch.tensor(7.0), flush=True) == [6.0, 7.0]  # a step where a rule decides
+    assert buffer.flush() == []
+    buffer.append(torch.tensor(1.0))
+    buffer.append(torch.tensor(float("nan")))
+    with pytest.raises(FloatingPointError, match="the ELBO became nan at step 10; lower lr"):
+        buffer.flush()

@@ -84,7 +84,7 @@ class LossBuffer:
         for step in range(max_steps):
             loss = ...; loss.backward(); opt.step()
             values = buffer.append(loss)
-            if values and any(rule.update(v) for v in values):
+            if values and any([rule.update(v) for v in values]):  # a list: the rule sees every loss
                 break
     """
 
@@ -101,6 +101,7 @@ class LossBuffer:
         return self.flush() if flush or len(self._pending) >= self.every else None
 
     def flush(self) -> list[float]:
+        """The buffered losses as floats (one transfer), in order; ``[]`` when none are waiting."""
         if not self._pending:
             return []
         values = torch.stack(self._pending).tolist()
