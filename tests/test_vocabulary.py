@@ -116,3 +116,13 @@ def test_save_load_and_dict_roundtrip(tmp_path):
     assert not Vocabulary.from_dict(Vocabulary(min_df=3).to_dict()).is_fitted
     with pytest.raises(ValueError, match="not a saved lvgp Vocabulary"):
         Vocabulary.from_dict({"format": "x"})
+
+
+def test_trim_to_longest_cuts_padding_columns_with_or_without_host_lengths():
+    from lvgp.bow import PAD, document_lengths, trim_to_longest
+
+    x = torch.tensor([[3, 1, PAD, PAD, PAD], [2, PAD, PAD, PAD, PAD], [4, 4, 4, PAD, PAD]])
+    assert torch.equal(trim_to_longest(x), x[:, :3])
+    assert torch.equal(trim_to_longest(x[:2], document_lengths(x)[:2]), x[:2, :2])
+    empty = torch.full((2, 4), PAD)
+    assert trim_to_longest(empty).shape == (2, 1)  # at least one column

@@ -8,6 +8,7 @@ from .padded import (
     pad_to_common_width,
     pad_to_width,
     padded_to_counts,
+    trim_to_longest,
 )
 from .vocabulary import Vocabulary
 
@@ -20,4 +21,5 @@ __all__ = [
     "pad_to_common_width",
     "pad_to_width",
     "padded_to_counts",
+    "trim_to_longest",
 ]

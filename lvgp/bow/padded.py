@@ -99,6 +99,14 @@ def document_lengths(x: torch.Tensor) -> torch.Tensor:
     return (x != PAD).sum(-1)
 
 
+def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """The rows of ``n x L`` padded documents cut to their longest document (at least one column).
+    ``lengths``: the rows' :func:`document_lengths` where the caller keeps them on the host, so
+    that cutting a batch on a GPU reads nothing back from it."""
+    longest = document_lengths(x) if lengths is None else lengths
+    return x[:, : max(1, int(longest.max()))]
+
+
 def counts_to_padded(counts, name: str = "X") -> torch.Tensor:
     """Convert a document-term count matrix to a padded word-index tensor.
 

@@ -53,7 +53,7 @@ from ..base.fitting import PlateauStopping, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.progress import progress_bar
 from ..base.targets import check_labels, true_class_log_proba
-from ..bow.padded import PAD
+from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
@@ -148,11 +148,6 @@ def tied_projection_scale(latent_dim: int) -> float:
     against 0.482 with this scale; ``results/README.md``). Unit scale is kept up to :math:`q = 4`
     (the thesis's grid), where the fits are unchanged."""
     return min(1.0, (4.0 / latent_dim) ** 0.5)
-
-
-def _trim(x: torch.Tensor) -> torch.Tensor:
-    """Rows of padded documents cut to their longest document (at least one column)."""
-    return x[:, : max(1, int((x != PAD).sum(-1).max()))]
 
 
 class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
@@ -465,7 +460,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
         device = self.device_
-        self.model_ = _LDKClassificationGP(_trim(x[idx]), self._kernel(seed, x), 1 if binary else n_classes)
+        self.model_ = _LDKClassificationGP(trim_to_longest(x[idx]), self._kernel(seed, x), 1 if binary else n_classes)
         if binary:
             self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
             targets = torch.from_numpy(codes.astype(np.float64))
@@ -473,8 +468,8 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
             targets = torch.from_numpy(codes)
         self.model_, self.likelihood_ = self.model_.to(device), self.likelihood_.to(device)
-        # batches are drawn and trimmed on the host (document lengths known there), then moved
-        n, lengths = x.shape[0], (x != PAD).sum(-1)
+        # batches are drawn on the host and cut to their longest document by the lengths kept there
+        n, lengths = x.shape[0], document_lengths(x)
         x_device, targets = x.to(device), targets.to(device)
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
         natural = list(self.model_.variational_parameters())
@@ -505,11 +500,11 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                     total = torch.zeros((), dtype=torch.float64, device=device)
                     for b in range(0, n, batch):
                         rows = perm[b : b + batch]
-                        width = max(1, int(lengths[rows].max()))
                         rows_device = rows.to(device)
                         ngd.zero_grad()
                         adam.zero_grad()
-                        loss = -mll(self.model_(x_device[rows_device, :width]), targets[rows_device])
+                        xb = trim_to_longest(x_device[rows_device], lengths[rows])
+                        loss = -mll(self.model_(xb), targets[rows_device])
                         loss.backward()
                         ngd.step()
                         adam.step()
@@ -574,7 +569,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             with torch.no_grad(), exact_numerics():
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
-                    f = self.model_(_trim(x[idx]).to(self.device_))
+                    f = self.model_(trim_to_longest(x[idx]).to(self.device_))
                     idx = idx.to(self.device_)
                     if self.inference == "variational" and n_classes == 2:
                         probs = self.likelihood_(f).probs  # the probit integral is closed-form

@@ -52,7 +52,7 @@ from ..base.numerics import exact_numerics
 from ..base.progress import progress_bar
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
-from ..bow.padded import PAD, pad_to_width, padded_to_counts
+from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
@@ -223,8 +223,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
     def _build(self, x: torch.Tensor, seed: int, num_words: int, word_features: np.ndarray | None = None) -> None:
         """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
         self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
-        inducing = x[self.inducing_indices_]
-        inducing = inducing[:, : int((inducing != PAD).sum(-1).max())]
+        inducing = trim_to_longest(x[self.inducing_indices_])
         vectors = make_word_vectors(num_words, self.latent_dim, rho=self.rho, word_features=word_features, seed=seed)
         kernel = LatentDistributionKernel(
             embedding=self.embedding,
@@ -327,8 +326,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         device = check_device(self.device)
         self.model_, self.likelihood_ = self.model_.to(device), self.likelihood_.to(device)
         n = x.shape[0]
-        # batches are drawn and trimmed on the host (document lengths known there), then moved
-        lengths = (x != PAD).sum(-1)
+        # batches are drawn on the host and cut to their longest document by the lengths kept there
+        lengths = document_lengths(x)
         x_device, targets = x.to(device), targets.to(device)
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
@@ -365,9 +364,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
                     for b in range(0, n, self.batch_size):
                         batch = perm[b : b + self.batch_size]
                         idx = batch[rank::world_size]
-                        width = max(1, int(lengths[idx].max()))
                         idx_device = idx.to(device)
-                        xb = x_device[idx_device, :width]
+                        xb = trim_to_longest(x_device[idx_device], lengths[idx])
                         opt.zero_grad()
                         loss = -mll(self.model_(xb), targets[idx_device])
                         loss.backward()
@@ -467,8 +465,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
-                xb = x[idx]
-                xb = xb[:, : max(1, int((xb != PAD).sum(-1).max()))].to(device)
+                xb = trim_to_longest(x[idx]).to(device)
                 f = self.model_(xb)
                 out = self.likelihood_(f) if include_noise else f
                 idx = idx.to(device)
