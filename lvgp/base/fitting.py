@@ -82,11 +82,16 @@ class PlateauStopping:
         """How many losses the rule needs before it is applied the first time."""
         return self.start + 2 * self.window
 
+    def applies_at(self, n: int) -> bool:
+        """Whether the rule is applied when the ``n``-th loss arrives (a loop that reads its losses
+        back in batches reads them at least there)."""
+        return n >= self.first_check and (n - self.start) % self.window == 0
+
     def update(self, loss: float) -> bool:
         """Record one loss; ``True`` once converged."""
         self.losses.append(float(loss))
-        n, w = len(self.losses), self.window
-        if n >= self.first_check and (n - self.start) % w == 0:
+        w = self.window
+        if self.applies_at(len(self.losses)):
             before = float(np.mean(self.losses[-2 * w : -w]))
             recent = float(np.mean(self.losses[-w:]))
             self.checks += 1

@@ -279,8 +279,8 @@ class CLGP(BaseEstimator):
         everything = [opt for phase in steps for opt in phase]
         curve: list[float] = []
         rule: PlateauStopping | None = PlateauStopping(50, self.tol, start=warmup)
-        # the losses stay on the device, read back at the steps where the rule decides (and every
-        # 50 steps); imputation (no early stop) reads them once at the end
+        # the losses stay on the device, read back at the steps where the rule decides (and at least
+        # every 50 steps); imputation (no early stop) reads them once at the end
         buffer = LossBuffer(50 if stop_early else iters, "the ELBO", "lower lr")
         bar = progress_bar(range(iters), desc=desc, verbose=self.verbose)
 
@@ -303,8 +303,7 @@ class CLGP(BaseEstimator):
                     loss.backward()
                     for opt in phase:
                         opt.step()
-                done = it + 1
-                decides = stop_early and done >= warmup and (done - warmup) % 50 == 0
+                decides = stop_early and rule is not None and rule.applies_at(it + 1)
                 if record(buffer.append(loss, flush=decides)) and stop_early:
                     break
             record(buffer.flush())
