@@ -314,7 +314,8 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         if n < 10:
             return 1.0, {}
         order = np.random.default_rng(self.random_state).permutation(n)
-        dev, train = order[: max(2, round(0.2 * n))], order[max(2, round(0.2 * n)) :]
+        n_dev = max(2, round(0.2 * n))
+        dev, train = order[:n_dev], order[n_dev:]
         scores: dict[float, float] = {}
         for scale in EM_ETA_SCALES:
             with warnings.catch_warnings():  # dev words unseen in the 80%: dropped by design
