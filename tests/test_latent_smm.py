@@ -166,3 +166,35 @@ def test_under_a_weak_prior_the_prior_scaled_start_is_an_svm_on_term_frequencies
     assert largest_word_similarity(learned) > 0.5
     with pytest.raises(ValueError, match="init_scale"):
         LatentSMMClassifier(init_scale=0.0).fit(x, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("gamma", [1.0, 4.0])
+def test_warm_start_continues_from_the_fitted_vectors(gamma):
+    x, y = three_classes(40, 2)
+    smm = LatentSMMClassifier(latent_dim=2, rho=0.4, gamma=gamma, C=2.0, max_iter=4, random_state=0).fit(x, y)
+    vectors, final = smm.word_vectors_, smm.objective_curve_[-1]
+    # the same C: the continuation starts where the fit ended (through z = sqrt(gamma) x and back)
+    smm.set_params(warm_start=True, max_iter=3).fit(x, y)
+    assert smm.objective_curve_[0] == pytest.approx(final, rel=1e-12)
+    assert not np.allclose(smm.word_vectors_, vectors)
+    # another C: g of eq. 4.19 at that C and the vectors so far is where the continuation starts
+    smm.set_params(C=8.0)
+    with torch.no_grad():
+        start = smm._objective(smm._x).item()
+    smm.fit(x, y)
+    assert smm.objective_curve_[0] == pytest.approx(start, rel=1e-12)
+    cold = LatentSMMClassifier(latent_dim=2, rho=0.4, gamma=gamma, C=8.0, max_iter=3, random_state=0).fit(x, y)
+    assert smm.objective_curve_[0] != pytest.approx(cold.objective_curve_[0])
+    # warm_start=False starts afresh: bit for bit a new estimator's fit
+    smm.set_params(warm_start=False, C=2.0, max_iter=4).fit(x, y)
+    np.testing.assert_array_equal(smm.word_vectors_, vectors)
+    # what defines the vectors may not change; nor may the documents
+    smm.set_params(warm_start=True, latent_dim=3)
+    with pytest.raises(ValueError, match="latent_dim"):
+        smm.fit(x, y)
+    smm.set_params(latent_dim=2)
+    with pytest.raises(ValueError, match="documents it was fitted on"):
+        smm.fit(x[:-1], y[:-1])
+    with pytest.raises(ValueError, match="documents it was fitted on"):
+        smm.fit(x[::-1], y)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from lvgp.datasets import make_synonym_regression
 from lvgp.experiments import classification, registry
 from lvgp.experiments.cli import build_parser, main
 from lvgp.experiments.registry import methods, register_method, studies
@@ -126,6 +127,71 @@ def test_dev_selection_fits_each_equivalent_setting_once_and_prefers_the_first_o
     assert selected.best_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
     assert selected.fitted_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
     assert _Recorder.fits[-1] == {"C": 2.0, "rho": 1.0, "gamma": 1.0}
+
+
+class _PathRecorder(_Recorder):
+    """:class:`_Recorder` with ``warm_start`` and ``max_iter``; records whence each fit starts."""
+
+    def __init__(self, C=1.0, rho=1.0, gamma=1.0, warm_start=False, max_iter=50):
+        super().__init__(C, rho, gamma)
+        self.warm_start, self.max_iter = warm_start, max_iter
+
+    def fit(self, X, y):
+        start = self.fitted_C if self.warm_start and hasattr(self, "fitted_C") else None
+        _Recorder.fits.append((self.C, self.rho, start, self.max_iter, len(X)))
+        self.fitted_C, self.classes_ = self.C, np.unique(y)
+        return self
+
+
+def test_dev_selection_along_a_warm_started_path_and_the_refit_walks_it():
+    X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b")]
+    y = np.array([x.split()[0] for x in X])
+    grid = {"rho": [1.0, 0.1], "C": [0.5, 2.0, 8.0]}
+    _Recorder.fits = []
+    selected = classification.DevSelected(_PathRecorder(), grid, 0, path="C", path_max_iter=3).fit(X, y)
+    n_train = len(X) - len(classification.dev_split(y, 0)[1])
+    # per rho: the largest C from the initialization with the estimator's budget, then down the path
+    assert _Recorder.fits[:6] == [
+        (8.0, 1.0, None, 50, n_train),
+        (2.0, 1.0, 8.0, 3, n_train),
+        (0.5, 1.0, 2.0, 3, n_train),
+        (8.0, 0.1, None, 50, n_train),
+        (2.0, 0.1, 8.0, 3, n_train),
+        (0.5, 0.1, 2.0, 3, n_train),
+    ]
+    assert len(selected.dev_scores_) == 6
+    # ties go to the first setting in grid order (rho 1, C 2); the refit walks C = 8 -> 2 on everything
+    assert selected.best_params_ == {"rho": 1.0, "C": 2.0}
+    assert _Recorder.fits[6:] == [(8.0, 1.0, None, 50, len(X)), (2.0, 1.0, 8.0, 3, len(X))]
+    with pytest.raises(ValueError, match="path must name"):
+        classification.DevSelected(_PathRecorder(), grid, 0, path="gamma", path_max_iter=3)
+    with pytest.raises(ValueError, match="path_max_iter"):
+        classification.DevSelected(_PathRecorder(), grid, 0, path="C")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_latent_smm_dev_path_refit_is_the_path_walked_by_hand():
+    from lvgp.models.latent_smm import LatentSMMClassifier
+
+    corpus = make_synonym_regression(n=40, noise=0.0, random_state=0)
+    X, y = list(corpus.texts), np.where(corpus.y > np.median(corpus.y), "pos", "neg")
+    smm = LatentSMMClassifier(latent_dim=2, rho=0.5, max_iter=4, random_state=0)
+    grid = {"C": [0.5, 2.0, 8.0]}
+    selected = classification.DevSelected(smm, grid, 0, path="C", path_max_iter=2).fit(X, y)
+    chosen = selected.best_params_["C"]
+    by_hand = LatentSMMClassifier(latent_dim=2, rho=0.5, max_iter=4, random_state=0)
+    for step, C in enumerate(c for c in (8.0, 2.0, 0.5) if c >= chosen):
+        by_hand.set_params(C=C, warm_start=step > 0, max_iter=2 if step else 4).fit(X, y)
+    np.testing.assert_array_equal(selected.model_.word_vectors_, by_hand.word_vectors_)
+    assert selected.model_.C == chosen
+    study = classification.ClassificationStudy(dataset="r8")
+    walked = study.estimator({"method": "latent-smm", "split": 0})
+    assert (walked.path, walked.path_max_iter) == ("C", study.dev_path_iter)
+    cold = classification.ClassificationStudy(dataset="r8", dev_path_iter=0).estimator(
+        {"method": "latent-smm", "split": 0}
+    )
+    assert cold.path is None
+    assert study.estimator({"method": "ldk-gpc", "split": 0}).path is None
 
 
 def test_dev_selection_by_k_folds_scores_every_document_once_per_setting():

@@ -49,6 +49,9 @@ class Method:
             :class:`~lvgp.experiments.classification.DevSelected`); ``None``: none.
         canonical: maps a ``dev_grid`` setting to an exactly equivalent one (fitted once for all
             the settings it stands for), or ``None``.
+        dev_path: a ``dev_grid`` parameter whose values are fitted as one warm-started path per
+            setting of the others (largest value first; the estimator takes ``warm_start``), or
+            ``None``: every setting from its own initialization.
         uses_dev: the estimator's ``fit`` takes the split's dev data (early stopping, tuning)
             where the study has a dev split.
         uses_unlabeled: the estimator's ``fit`` takes unlabeled documents (``unlabeled=``) when the
@@ -63,6 +66,7 @@ class Method:
     grid: Callable[[Any], list[dict]] = _one_setting
     dev_grid: Callable[[Any], dict[str, list]] | None = None
     canonical: Callable[[dict], dict] | None = None
+    dev_path: str | None = None
     uses_dev: bool = False
     uses_unlabeled: bool = False
     default: bool = False
@@ -81,6 +85,7 @@ def register_method(
     grid: Callable[[Any], list[dict]] | None = None,
     dev_grid: Callable[[Any], dict[str, list]] | None = None,
     canonical: Callable[[dict], dict] | None = None,
+    dev_path: str | None = None,
     uses_dev: bool = False,
     uses_unlabeled: bool = False,
     default: bool = False,
@@ -101,6 +106,7 @@ def register_method(
                 grid or _one_setting,
                 dev_grid,
                 canonical,
+                dev_path,
                 uses_dev,
                 uses_unlabeled,
                 default,

@@ -54,10 +54,10 @@ from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
 from ..base.numerics import default_dtype
 from ..base.targets import check_labels
-from ..bow.padded import PAD
+from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
-from ..kernels import MAPWordVectors, make_word_vectors
+from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
 from ..kernels.random_features import APPROXIMATIONS, make_ldk
 from ..warnings import EmptyDocumentsWarning
 from .estimator_base import ldk_options
@@ -65,7 +65,11 @@ from .estimator_base import ldk_options
 if TYPE_CHECKING:
     pass
 
-__all__ = ["LatentSMMClassifier", "equivalent_rho", "pairwise_duals"]
+__all__ = ["LatentSMMClassifier", "WARM_START_PARAMS", "equivalent_rho", "pairwise_duals"]
+
+#: what may differ between a fit and the warm-started fit after it (``warm_start=True``): the SVM's
+#: box and the optimizer's settings; everything else defines the word vectors being continued
+WARM_START_PARAMS = frozenset({"C", "max_iter", "tol", "svm_tol", "warm_start", "verbose", "device", "random_state"})
 
 
 def equivalent_rho(rho: float, gamma: float) -> float:
@@ -73,6 +77,14 @@ def equivalent_rho(rho: float, gamma: float) -> float:
     with a fixed RBF embedding bandwidth and prior-scaled initialization: :math:`\rho/\gamma`
     (the substitution :math:`\mathbf z = \sqrt\gamma\,\mathbf x` maps one model onto the other)."""
     return rho / gamma
+
+
+def _same(a: object, b: object) -> bool:
+    """Whether two parameter values are the same setting (arrays and embeddings by identity)."""
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):  # arrays compare elementwise
+        return False
 
 
 def pairwise_duals(svc: SVC, n: int) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
@@ -133,6 +145,11 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             frequencies. A number sets the scale for every (gamma, rho), so that the equivalence no
             longer holds.
         max_iter: L-BFGS iterations on eq. 4.19.
+        warm_start: when fitted already, ``fit`` continues from the fitted word vectors (and
+            vocabulary) instead of a fresh draw, as scikit-learn's ``warm_start``: a path over
+            ``C`` (:data:`WARM_START_PARAMS` may change between the fits; the documents must be the
+            previous fit's). :class:`~lvgp.experiments.classification.DevSelected` walks the dev grid's
+            C values this way.
         tol: relative decrease of the objective at which L-BFGS stops.
         svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
             dual optimum only).
@@ -167,6 +184,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         max_iter: int = 300,
         tol: float = 1e-6,
         svm_tol: float = 1e-5,
+        warm_start: bool = False,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
@@ -189,6 +207,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.svm_tol = svm_tol
+        self.warm_start = warm_start
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
@@ -207,7 +226,10 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         # the initial vectors must stay within the range where squared distances are finite
         "init_scale": [None, Real(0, 1e100, open_low=True)],
         "svm_tol": [Real(0, open_low=True)],
+        "warm_start": [Boolean()],
     }
+
+    kernel_: LatentDistributionKernel
 
     # ------------------------------------------------------------------ the dual
     def _svc(self, gram: np.ndarray) -> SVC:
@@ -229,23 +251,73 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
-        ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
+        ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from.
+        With ``warm_start`` and a previous fit, continue from its word vectors (same documents)."""
         check_params(self)
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
-        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
-        self.classes_, self._y = check_labels(y, x.shape[0])
-        seed = derive_seed(self.random_state)
-        self.device_ = check_device(self.device)
-        # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
-        # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
-        # invariant to rescaling its variables)
         if self.embedding not in ("rbf", "linear"):
             raise ValueError(f"embedding must be 'rbf' or 'linear'; got {self.embedding!r}")
         rbf = self.embedding == "rbf"
+        # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
+        # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
+        # invariant to rescaling its variables)
         if rbf and not self.learn_gamma:
             fit_gamma, fit_rho = 1.0, equivalent_rho(self.rho, self.gamma)
         else:
             fit_gamma, fit_rho = self.gamma, self.rho
+        self.device_ = check_device(self.device)
+        if self.warm_start and hasattr(self, "kernel_"):
+            x = self._continue(X, y)
+            if rbf and fit_gamma != self.gamma:
+                self._rescale(self.gamma**0.5, fit_rho, fit_gamma)
+        else:
+            x = self._start(X, y, unlabeled, fit_gamma, fit_rho)
+        self.kernel_ = self.kernel_.to(self.device_)
+        x = x.to(self.device_)
+        self._x = x
+        self._fitted_params = self.get_params()
+        self.n_evaluations_ = 0
+
+        initial: list[float] = []
+
+        def objective() -> torch.Tensor:
+            self.n_evaluations_ += 1
+            value = self._objective(x)
+            if not initial:  # L-BFGS-B evaluates the starting point first
+                initial.append(value.item())
+            return value
+
+        start = time.perf_counter()
+        params = [p for p in self.kernel_.parameters() if p.requires_grad]
+        result = minimize(
+            params,
+            objective,
+            method="lbfgs",
+            max_iter=int(self.max_iter),
+            tol=self.tol,
+            verbose=self.verbose,
+            desc="latent SMM",
+        )
+        with torch.no_grad():
+            final = self._objective(x).item()  # the duals at the final vectors
+            if rbf and fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same kernel values
+                self._rescale(self.gamma**-0.5, self.rho, self.gamma)
+        self.svc_ = self._last_svc
+        del self._last_svc
+        self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.fit_seconds_ = time.perf_counter() - start
+        result.warn_if_unconverged("latent SMM", unit="L-BFGS iterations", stacklevel=2)
+        return self
+
+    def _start(
+        self, X: Documents, y: TensorLike, unlabeled: Documents | None, fit_gamma: float, fit_rho: float
+    ) -> torch.Tensor:
+        """A fresh fit's encoder, labels, word vectors (drawn from the prior) and kernel; the encoded ``X``."""
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
+        self.classes_, self._y = check_labels(y, x.shape[0])
+        seed = derive_seed(self.random_state)
         if self.init_scale is not None:
             scale = float(self.init_scale)
         else:
@@ -275,51 +347,47 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             self.kernel_kind_ = getattr(self.kernel_, "features", "exact")
             if self.identity_weight is not None:
                 self.kernel_.raw_identity_weight.requires_grad_(False)
-        if rbf:
+        if self.embedding == "rbf":
             self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
-        self.kernel_ = self.kernel_.to(self.device_)
-        x = x.to(self.device_)
-        self._x = x
-        self.n_evaluations_ = 0
+        return x
 
-        initial: list[float] = []
-
-        def objective() -> torch.Tensor:
-            self.n_evaluations_ += 1
-            value = self._objective(x)
-            if not initial:  # L-BFGS-B evaluates the starting point first
-                initial.append(value.item())
-            return value
-
-        start = time.perf_counter()
-        params = [p for p in self.kernel_.parameters() if p.requires_grad]
-        result = minimize(
-            params,
-            objective,
-            method="lbfgs",
-            max_iter=int(self.max_iter),
-            tol=self.tol,
-            verbose=self.verbose,
-            desc="latent SMM",
+    def _continue(self, X: Documents, y: TensorLike) -> torch.Tensor:
+        """``warm_start``: the previous fit's documents, checked, and its labels re-read (``unlabeled``
+        is not used: the word vectors it fed were learned by the first fit)."""
+        changed = sorted(
+            name
+            for name, value in self.get_params().items()
+            if name not in WARM_START_PARAMS and not _same(value, self._fitted_params[name])
         )
-        with torch.no_grad():
-            final = self._objective(x).item()  # the duals at the final vectors
-            if rbf and fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same kernel values
-                shrink = self.gamma**-0.5
-                vectors.raw_latent.mul_(shrink)
-                if vectors.word_features is not None:
-                    vectors.projection.mul_(shrink)
-                if isinstance(vectors, MAPWordVectors):
-                    vectors.rho = self.rho
-                self.kernel_.gamma = torch.tensor(self.gamma, dtype=torch.float64, device=self.device_)
-        self.svc_ = self._last_svc
-        del self._last_svc
-        self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.fit_seconds_ = time.perf_counter() - start
-        result.warn_if_unconverged("latent SMM", unit="L-BFGS iterations", stacklevel=2)
-        return self
+        if changed:
+            raise ValueError(
+                f"warm_start continues the previous fit, which had other {', '.join(changed)}: only "
+                f"{sorted(WARM_START_PARAMS)} may change (set warm_start=False to start afresh)"
+            )
+        x = self.encoder_.transform(X, "X")
+        previous = self._x.cpu()
+        if x.shape[0] != previous.shape[0] or not torch.equal(trim_to_longest(x), trim_to_longest(previous)):
+            raise ValueError(
+                "warm_start continues the previous fit: X must hold the documents it was fitted on "
+                f"({previous.shape[0]} documents; got {x.shape[0]}, or other words)"
+            )
+        classes, self._y = check_labels(y, x.shape[0])
+        if not np.array_equal(classes, self.classes_):
+            raise ValueError(f"warm_start continues the previous fit, whose classes were {self.classes_.tolist()}")
+        return x
+
+    @torch.no_grad()
+    def _rescale(self, factor: float, rho: float, gamma: float) -> None:
+        r"""Map the word vectors between :math:`\mathbf x` and :math:`\mathbf z = \sqrt\gamma\,\mathbf x`:
+        multiply them (and the map of tied embeddings) by ``factor``; the prior's precision becomes
+        ``rho`` and the RBF bandwidth ``gamma`` (the same kernel values)."""
+        vectors = self.kernel_.word_vectors
+        vectors.raw_latent.mul_(factor)
+        if vectors.word_features is not None:
+            vectors.projection.mul_(factor)
+        if isinstance(vectors, MAPWordVectors):
+            vectors.rho = rho
+        self.kernel_.gamma = torch.tensor(gamma, dtype=torch.float64, device=vectors.raw_latent.device)
 
     @property
     def word_vectors_(self) -> np.ndarray:
