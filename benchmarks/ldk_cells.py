@@ -77,7 +77,12 @@ def main() -> None:
             result = run_code(
                 _CELL,
                 where,
-                {"dataset": args.dataset, "size": args.size, "method": method, "profile": args.profile and which == "now"},
+                {
+                    "dataset": args.dataset,
+                    "size": args.size,
+                    "method": method,
+                    "profile": args.profile and which == "now",
+                },
             )
             print(f"  {which:6s} {method}: {time.perf_counter() - start:.0f} s", flush=True)
             return job, result
@@ -100,7 +105,11 @@ def main() -> None:
     for (which, method, _), r in results:
         if r["profile"]:
             print(f"\nprofile, {which} {method}:\n{r['profile']}")
-    print(json.dumps([{"code": w, "method": m, **{k: v for k, v in r.items() if k != "profile"}} for (w, m, _), r in results]))
+    print(
+        json.dumps(
+            [{"code": w, "method": m, **{k: v for k, v in r.items() if k != "profile"}} for (w, m, _), r in results]
+        )
+    )
 
 
 if __name__ == "__main__":

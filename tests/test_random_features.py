@@ -77,6 +77,30 @@ def test_nystrom_document_features_pool_before_the_solve():
     torch.testing.assert_close(g_pooled, g_word, rtol=1e-9, atol=1e-12)
 
 
+def test_rbf_pooled_blocks_equal_the_whole_gram_in_value_and_gradient(monkeypatch):
+    """rbf_pooled (the Nystrom landmark columns pooled block by block, never the whole m x V Gram)
+    against C @ rbf_gram(...)^T, across many blocks, with words in no document and an empty row;
+    its hand-written backward against finite differences (gradcheck), gamma included."""
+    from lvgp.kernels import embedding
+
+    monkeypatch.setattr(embedding, "_POOLED_BLOCK", 16)  # blocks of 16 // 5 -> 16 columns: 4 blocks
+    g = torch.Generator().manual_seed(3)
+    xa, xb = torch.randn(5, 2, generator=g, dtype=torch.float64), torch.randn(57, 2, generator=g, dtype=torch.float64)
+    gamma = torch.tensor(0.7, dtype=torch.float64)
+    rows = torch.tensor([0, 0, 0, 2, 2, 3, 3, 3, 3, 1])  # row 4 empty
+    cols = torch.tensor([0, 17, 56, 3, 40, 17, 18, 33, 50, 2])  # most columns in no row
+    weights = torch.rand(len(rows), generator=g, dtype=torch.float64)
+    for n in (5, 40):  # 40 documents, more than a block's 16 columns: the whole Gram instead
+        dense = torch.zeros(n, 57, dtype=torch.float64).index_put_((rows, cols), weights, accumulate=True)
+        expected = dense @ embedding.rbf_gram(xa, xb, gamma).mT
+        pooled = embedding.rbf_pooled(xa, xb, gamma, rows, cols, weights, n)
+        torch.testing.assert_close(pooled, expected, rtol=1e-13, atol=1e-300)
+        torch.autograd.gradcheck(
+            lambda a, b, c, n=n: embedding.rbf_pooled(a, b, c, rows, cols, weights, n),
+            tuple(t.clone().requires_grad_() for t in (xa, xb, gamma)),
+        )
+
+
 def test_gradients_flow_to_latent_vectors_and_gamma():
     x = docs(6)
     _, approx = pair(features="rff", num_features=32)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import torch
+import torch.nn.functional as F
 from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
@@ -29,7 +30,15 @@ from torch import Tensor
 
 from ._hyper import check_degree, constrained_property, register_constrained
 
-__all__ = ["EmbeddingKernel", "LinearEmbedding", "RBFEmbedding", "PolyEmbedding", "EMBEDDINGS", "rbf_gram"]
+__all__ = [
+    "EmbeddingKernel",
+    "LinearEmbedding",
+    "RBFEmbedding",
+    "PolyEmbedding",
+    "EMBEDDINGS",
+    "rbf_gram",
+    "rbf_pooled",
+]
 
 
 class _FusedRBFGram(torch.autograd.Function):
@@ -59,6 +68,95 @@ class _FusedRBFGram(torch.autograd.Function):
             sq = (xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)).clamp_min(0)
             grad_gamma = -0.5 * (weighted * sq).sum()
         return grad_a, grad_b, grad_gamma
+
+
+def _rbf_block(xa: Tensor, sq_a: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+    """One ``m1 x c`` block of the RBF Gram (``sq_a``: the squared norms of ``xa``), in place."""
+    gram = xa @ xb.mT
+    gram.mul_(2).sub_(sq_a.unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+    return gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
+
+
+class _PooledRBF(torch.autograd.Function):
+    r""":math:`P = C\,G^\top` with :math:`G_{jt} = \exp(-\frac\gamma2\|\mathbf a_j - \mathbf b_t\|^2)`
+    and a sparse ``n x m2`` matrix :math:`C`, without the ``m1 x m2`` Gram: ``chunk`` columns of
+    :math:`G` at a time, in cache, pooled by ``embedding_bag`` and recomputed in the backward (the
+    closed form of :class:`_FusedRBFGram`). ``by_row``/``by_col``: per block, :math:`C`'s entries
+    as bags of rows (forward) and of columns (backward), ``(ids, offsets, weights)``."""
+
+    @staticmethod
+    def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, by_row: list, by_col: list, chunk: int) -> Tensor:
+        sq_a = xa.pow(2).sum(-1)
+        out = xa.new_zeros(len(by_row[0][1]), xa.shape[0])  # n x m1
+        for block, (cols, offsets, weights) in enumerate(by_row):
+            a = block * chunk
+            gram = _rbf_block(xa, sq_a, xb[a : a + chunk], gamma)  # m1 x c
+            out += F.embedding_bag(cols, gram.mT, offsets, per_sample_weights=weights, mode="sum")
+        ctx.save_for_backward(xa, xb, gamma)
+        ctx.by_col, ctx.chunk = by_col, chunk
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        xa, xb, gamma = ctx.saved_tensors
+        grad_a, grad_b = torch.zeros_like(xa), torch.zeros_like(xb)
+        grad_gamma = torch.zeros_like(gamma)
+        sq_a = xa.pow(2).sum(-1)
+        grad = grad.contiguous()
+        for block, (rows, offsets, weights) in enumerate(ctx.by_col):
+            a = block * ctx.chunk
+            xc = xb[a : a + ctx.chunk]
+            gram = _rbf_block(xa, sq_a, xc, gamma)
+            # dL/dG^T of the block: the pooled gradient summed over each column's documents
+            spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum").mT  # m1 x c
+            if ctx.needs_input_grad[2]:
+                sq = (sq_a.unsqueeze(-1) + xc.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xc.mT)).clamp_min(0)
+                grad_gamma -= 0.5 * (spread * gram * sq).sum()
+            weighted = gram.mul_(spread)
+            grad_a += weighted @ xc - weighted.sum(-1, keepdim=True) * xa
+            grad_b[a : a + ctx.chunk] = weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xc
+        return gamma * grad_a, gamma * grad_b, grad_gamma if ctx.needs_input_grad[2] else None, None, None, None
+
+
+#: entries of one block of :func:`rbf_pooled` (a megabyte of float64: in cache)
+_POOLED_BLOCK = 2**17
+
+
+def _bags_per_block(block: Tensor, bag: Tensor, item: Tensor, weights: Tensor, counts: list[int]) -> list[tuple]:
+    """The entries of each block as ``embedding_bag`` input: ``item`` ids grouped into bags by
+    ``bag`` (local to the block: ``0 .. counts[b] - 1``), one ``(ids, offsets, weights)`` per block."""
+    order = torch.argsort(block * (max(counts) + 1) + bag, stable=True)
+    block, bag, item, weights = block[order], bag[order], item[order], weights[order]
+    ends = torch.cumsum(torch.bincount(block, minlength=len(counts)), 0).tolist()
+    out, start = [], 0
+    for count, end in zip(counts, ends):
+        offsets = torch.searchsorted(bag[start:end], torch.arange(count, device=bag.device))
+        out.append((item[start:end], offsets, weights[start:end]))
+        start = end
+    return out
+
+
+def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor, weights: Tensor, n: int) -> Tensor:
+    r""":math:`C\,G^\top` for the RBF Gram :math:`G` of ``xa`` (``m1 x q``) against ``xb`` (``m2 x q``)
+    and the sparse ``n x m2`` matrix :math:`C` with entries ``weights`` at (``rows``, ``cols``):
+    ``n x m1``. The same values as ``C @ rbf_gram(xa, xb, gamma).mT``, but the Gram is never held
+    whole: blocks of columns are formed, pooled and dropped (and formed again for the gradient),
+    so that memory traffic stays in cache -- the Nystrom LDK's landmark columns pooled over
+    documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the whole
+    Gram in ``benchmarks/nystrom_pooling.py``). Blocks pay off while the documents are fewer than
+    a block's columns (each block pools into all ``n`` rows); beyond that the whole Gram is formed.
+    Unbatched inputs and a scalar ``gamma``."""
+    chunk = max(16, _POOLED_BLOCK // max(1, xa.shape[0]))
+    m2 = xb.shape[0]
+    if n > chunk:  # each block's pooled n x m1 rows would cost more than the block: the whole Gram
+        ((ids, offsets, w),) = _bags_per_block(torch.zeros_like(cols), rows, cols, weights, [n])
+        return F.embedding_bag(ids, rbf_gram(xa, xb, gamma).mT, offsets, per_sample_weights=w, mode="sum")
+    starts = range(0, max(1, m2), chunk)
+    block = torch.div(cols, chunk, rounding_mode="floor")
+    local = cols - block * chunk
+    by_row = _bags_per_block(block, rows, local, weights, [n] * len(starts))
+    by_col = _bags_per_block(block, local, rows, weights, [min(chunk, m2 - a) for a in starts])
+    return _PooledRBF.apply(xa, xb, gamma.reshape(()), by_row, by_col, chunk)
 
 
 def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:

@@ -33,7 +33,7 @@ from torch import Tensor
 from .._typing import TensorLike
 from ..bow.padded import PAD
 from . import mean_embedding as me
-from .embedding import RBFEmbedding
+from .embedding import RBFEmbedding, rbf_pooled
 from .latent_distribution import LatentDistributionKernel
 
 __all__ = [
@@ -131,7 +131,12 @@ class RandomFeatureLDK(LatentDistributionKernel):
         # (m^2 n instead of m^2 V_d per evaluation and per gradient; V_d >> n when the vocabulary
         # is large -- the cost that set a latent SMM cell's time)
         z, chol = self._landmark_factor(latent)
-        pooled = me.bag_product(d.bags(), self.embedding_gram(z, vectors).mT)  # n x m
+        bags = d.bags()
+        if isinstance(self.embedding, RBFEmbedding) and vectors.device.type == "cpu":
+            # the m x V_d Gram in cache-sized blocks, never whole (a GPU takes it in one product)
+            pooled = rbf_pooled(z, vectors, self.embedding.gamma, bags.rows(), bags.words, bags.weights, bags.n)
+        else:
+            pooled = me.bag_product(bags, self.embedding_gram(z, vectors).mT)  # n x m
         return torch.linalg.solve_triangular(chol, pooled.mT, upper=False).mT
 
     def document_features(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
