@@ -81,10 +81,16 @@ def main(argv=None) -> int:
     )
 
     # the EM with its initial eta scale chosen on dev (the default), then the paper's fixed scale 1
-    for inference, eta_scale in (("em", "auto"), ("svi", "auto"), ("em", 1.0)):
+    for inference, eta_scale, early in (
+        ("em", "auto", False),
+        ("svi", "auto", False),
+        ("svi", "auto", True),
+        ("em", 1.0, False),
+    ):
         model = SLDARegressor(
             K,
             inference=inference,
+            early_stopping=early,
             vocabulary=vocab,
             random_state=0,
             em_max_iter=10 if args.quick else 100,
@@ -99,7 +105,8 @@ def main(argv=None) -> int:
             else:
                 model.fit(train_tokens, y_train)
         seconds = time.perf_counter() - start
-        what = f"lvgp sLDA, {inference} ({model.n_iter_} iterations"
+        what = f"lvgp sLDA, {inference}" + (", early stopping on 10% held out" if early else "")
+        what += f" ({model.n_iter_} iterations" + (f", best {model.best_epoch_}" if early else "")
         if inference == "em":
             chosen = {k: round(v, 4) for k, v in model.em_eta_scale_dev_mse_.items()}
             what += f", eta scale {model.em_eta_scale_:g}" + (f" chosen on dev from {chosen}" if chosen else "")

@@ -265,3 +265,26 @@ def test_em_eta_scale_is_chosen_on_dev_and_the_final_fit_is_that_scales_fit(corp
     assert fixed.em_eta_scale_dev_mse_ == {} and fixed.em_eta_scale_ == chosen
     with pytest.raises(TypeError, match="em_eta_scale must be"):
         SLDARegressor(inference="em", em_eta_scale=[1.0]).fit(x, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("estimator", ["regressor", "classifier"])
+def test_svi_early_stopping_keeps_the_best_held_out_epoch(corpus, estimator):
+    x, y = torch.from_numpy(corpus.docs), corpus.y
+    make = SLDARegressor if estimator == "regressor" else SLDAClassifier
+    target = y if estimator == "regressor" else np.where(y > np.median(y), "hi", "lo")
+    common = dict(max_epochs=40, batch_size=64, random_state=0, early_stopping=True, validation_fraction=0.2)
+    model = make(4, n_iter_no_change=3, **common).fit(x, target)
+    best = model.best_epoch_
+    assert best == int(np.argmin(model.validation_curve_)) + 1
+    assert len(model.validation_curve_) == len(model.loss_curve_)
+    assert model.converged_ == (len(model.loss_curve_) == best + 3)
+    # the kept parameters are those of the best epoch: the same fit stopped there by its budget
+    stopped = make(4, n_iter_no_change=100, **{**common, "max_epochs": best}).fit(x, target)
+    np.testing.assert_allclose(stopped.eta_, model.eta_, rtol=0, atol=1e-12)
+    got, want = model.transform(x[:20]), stopped.transform(x[:20])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        make(4, early_stopping=True, validation_fraction=1.0).fit(x, target)
+    with pytest.raises(ValueError, match="leaving fewer than 2"):
+        make(4, early_stopping=True, validation_fraction=0.5).fit(x[:3], target[:3])

@@ -395,3 +395,15 @@ def test_a_registered_method_runs_in_a_study_end_to_end(toy_method, tmp_path, ca
     with pytest.raises(SystemExit):
         main(["compare", "classification", "--help"])
     assert toy_method in capsys.readouterr().out
+
+
+def test_a_study_written_before_an_option_loads_with_what_it_did(tmp_path):
+    """study.json files from before --dev-path-iter fitted every latent-SMM setting from the prior:
+    they load with the option's ``before`` value (0), not the new default."""
+    from lvgp.experiments.study import load_study
+
+    (tmp_path / "study.json").write_text(json.dumps({"kind": "classification", "dataset": "r8", "splits": 1}))
+    assert load_study(tmp_path).dev_path_iter == 0
+    (tmp_path / "study.json").write_text(json.dumps({"kind": "classification", "dataset": "r8", "dev_path_iter": 5}))
+    assert load_study(tmp_path).dev_path_iter == 5
+    assert classification.ClassificationStudy(dataset="r8").dev_path_iter == 10

@@ -293,6 +293,7 @@ class ClassificationStudy(Study):
         "latent-smm's dev grid walks C as a warm-started path per (q, rho/gamma): the largest C fitted with "
         "--ldk-max-iter iterations, each next one continued from it for this many; 0 fits every setting from the "
         "prior (the thesis; about 3x the time)",
+        before=0,  # studies written before the path fitted every setting from the prior
     )
     dev_folds: int = option(
         1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"

@@ -306,7 +306,8 @@ class Study:
 
 def load_study(directory: str | Path) -> Study:
     """The study whose ``study.json`` is in ``directory`` (options added since it was written take
-    their defaults; lists become the tuples the options are)."""
+    what those studies did: the option's ``before`` value, else its default; lists become the
+    tuples the options are)."""
     settings = json.loads((Path(directory) / "study.json").read_text())
     cls = registry.studies()[settings.pop("kind")]
     values = {}
@@ -314,6 +315,8 @@ def load_study(directory: str | Path) -> Study:
         if field.name in settings:
             value = settings[field.name]
             values[field.name] = tuple(value) if isinstance(value, list) else value
+        elif "before" in field.metadata:
+            values[field.name] = field.metadata["before"]
     unknown = set(settings) - {f.name for f in dataclasses.fields(cls)} - {"provenance"}
     if unknown:
         raise ValueError(f"{directory}/study.json has options this version does not know: {sorted(unknown)}")
@@ -380,7 +383,9 @@ DEVICE_HELP = (
 
 def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> Any:
     """A study setting: a dataclass field whose ``help`` (and ``choices``) the CLI shows.
-    ``default=MISSING`` makes a required option."""
+    ``default=MISSING`` makes a required option. ``before=value``: what studies written before the
+    option existed did, where that differs from the new default (:func:`load_study` reads their
+    ``study.json`` with it)."""
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
