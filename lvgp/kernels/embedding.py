@@ -80,20 +80,25 @@ def _rbf_block(xa: Tensor, sq_a: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
 class _PooledRBF(torch.autograd.Function):
     r""":math:`P = C\,G^\top` with :math:`G_{jt} = \exp(-\frac\gamma2\|\mathbf a_j - \mathbf b_t\|^2)`
     and a sparse ``n x m2`` matrix :math:`C`, without the ``m1 x m2`` Gram: ``chunk`` columns of
-    :math:`G` at a time, in cache, pooled by ``embedding_bag`` and recomputed in the backward (the
-    closed form of :class:`_FusedRBFGram`). ``by_row``/``by_col``: per block, :math:`C`'s entries
+    :math:`G` at a time, in cache, pooled by ``embedding_bag``; the backward (the closed form of
+    :class:`_FusedRBFGram`) reuses the blocks, or forms them again beyond ``_POOLED_KEEP`` entries. ``by_row``/``by_col``: per block, :math:`C`'s entries
     as bags of rows (forward) and of columns (backward), ``(ids, offsets, weights)``."""
 
     @staticmethod
     def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, by_row: list, by_col: list, chunk: int) -> Tensor:
         sq_a = xa.pow(2).sum(-1)
         out = xa.new_zeros(len(by_row[0][1]), xa.shape[0])  # n x m1
+        # the blocks are kept for the backward where they fit in _POOLED_KEEP entries, else formed again
+        keep = any(ctx.needs_input_grad[:3]) and xa.shape[0] * xb.shape[0] <= _POOLED_KEEP
+        blocks = []
         for block, (cols, offsets, weights) in enumerate(by_row):
             a = block * chunk
             gram = _rbf_block(xa, sq_a, xb[a : a + chunk], gamma)  # m1 x c
             out += F.embedding_bag(cols, gram.mT, offsets, per_sample_weights=weights, mode="sum")
+            if keep:
+                blocks.append(gram)
         ctx.save_for_backward(xa, xb, gamma)
-        ctx.by_col, ctx.chunk = by_col, chunk
+        ctx.by_col, ctx.chunk, ctx.blocks = by_col, chunk, blocks
         return out
 
     @staticmethod
@@ -106,13 +111,13 @@ class _PooledRBF(torch.autograd.Function):
         for block, (rows, offsets, weights) in enumerate(ctx.by_col):
             a = block * ctx.chunk
             xc = xb[a : a + ctx.chunk]
-            gram = _rbf_block(xa, sq_a, xc, gamma)
+            gram = ctx.blocks[block] if ctx.blocks else _rbf_block(xa, sq_a, xc, gamma)
             # dL/dG^T of the block: the pooled gradient summed over each column's documents
             spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum").mT  # m1 x c
             if ctx.needs_input_grad[2]:
                 sq = (sq_a.unsqueeze(-1) + xc.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xc.mT)).clamp_min(0)
                 grad_gamma -= 0.5 * (spread * gram * sq).sum()
-            weighted = gram.mul_(spread)
+            weighted = gram * spread
             grad_a += weighted @ xc - weighted.sum(-1, keepdim=True) * xa
             grad_b[a : a + ctx.chunk] = weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xc
         return gamma * grad_a, gamma * grad_b, grad_gamma if ctx.needs_input_grad[2] else None, None, None, None
@@ -120,6 +125,8 @@ class _PooledRBF(torch.autograd.Function):
 
 #: entries of one block of :func:`rbf_pooled` (a megabyte of float64: in cache)
 _POOLED_BLOCK = 2**17
+#: the most Gram entries :func:`rbf_pooled` keeps from its forward for the gradient (256 MB of float64)
+_POOLED_KEEP = 2**25
 
 
 def _bags_per_block(block: Tensor, bag: Tensor, item: Tensor, weights: Tensor, counts: list[int]) -> list[tuple]:
