@@ -268,23 +268,23 @@ def test_em_eta_scale_is_chosen_on_dev_and_the_final_fit_is_that_scales_fit(corp
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("estimator", ["regressor", "classifier"])
-def test_svi_early_stopping_keeps_the_best_held_out_epoch(corpus, estimator):
-    x, y = torch.from_numpy(corpus.docs), corpus.y
-    make = SLDARegressor if estimator == "regressor" else SLDAClassifier
-    target = y if estimator == "regressor" else np.where(y > np.median(y), "hi", "lo")
-    common = dict(max_epochs=40, batch_size=64, random_state=0, early_stopping=True, validation_fraction=0.2)
-    model = make(4, n_iter_no_change=3, **common).fit(x, target)
-    best = model.best_epoch_
-    assert best == int(np.argmin(model.validation_curve_)) + 1
-    assert len(model.validation_curve_) == len(model.loss_curve_)
-    assert model.converged_ == (len(model.loss_curve_) == best + 3)
-    # the kept parameters are those of the best epoch: the same fit stopped there by its budget
-    stopped = make(4, n_iter_no_change=100, **{**common, "max_epochs": best}).fit(x, target)
-    np.testing.assert_allclose(stopped.eta_, model.eta_, rtol=0, atol=1e-12)
-    got, want = model.transform(x[:20]), stopped.transform(x[:20])
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-    with pytest.raises(ValueError, match="validation_fraction"):
-        make(4, early_stopping=True, validation_fraction=1.0).fit(x, target)
-    with pytest.raises(ValueError, match="leaving fewer than 2"):
-        make(4, early_stopping=True, validation_fraction=0.5).fit(x[:3], target[:3])
+def test_refit_eta_is_least_squares_on_the_unsupervised_topic_frequencies(corpus):
+    x, y = torch.from_numpy(corpus.docs[:200]), corpus.y[:200] * 3.0 + 1.0
+    svi = SLDARegressor(4, max_epochs=5, batch_size=100, random_state=0).fit(x, y)
+    assert svi.refit_eta_  # the SVI's default
+    zbar = svi.transform(x)
+    standardized = (y - svi.y_mean_) / svi.y_std_
+    eta = np.linalg.lstsq(zbar, standardized, rcond=None)[0]
+    np.testing.assert_allclose(svi.eta_, eta * svi.y_std_ + svi.y_mean_, rtol=1e-10)
+    np.testing.assert_allclose(svi.predict(x), zbar @ svi.eta_, rtol=1e-12)
+    # the same SVI fit without the refit keeps the eta of its M-steps
+    kept = SLDARegressor(4, max_epochs=5, batch_size=100, random_state=0, refit_eta=False).fit(x, y)
+    assert not kept.refit_eta_ and not np.allclose(kept.eta_, svi.eta_)
+    np.testing.assert_array_equal(kept.transform(x), zbar)  # the topics are the same
+    # the EM keeps the paper's eta unless asked
+    em = SLDARegressor(4, inference="em", em_max_iter=3, em_eta_scale=1.0, random_state=0).fit(x, y)
+    assert not em.refit_eta_
+    counts = np.round(np.abs(y)).astype(int)
+    assert not SLDARegressor(4, response="poisson", max_epochs=2, random_state=0).fit(x, counts).refit_eta_
+    with pytest.raises(ValueError, match="refit_eta"):
+        SLDARegressor(4, response="poisson", max_epochs=2, refit_eta=True, random_state=0).fit(x, counts)
