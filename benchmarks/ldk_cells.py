@@ -8,7 +8,7 @@ split (7,532 documents). Each cell runs in its own subprocess with one thread
 cells side by side, so that both see the same load. ``--profile`` runs the "now" cells under
 cProfile and prints their top functions by own time.
 
-    python benchmarks/ldk_cells.py [--methods ...] [--before-methods latent-smm] [--before 1520408]
+    python benchmarks/ldk_cells.py [--methods ...] [--before-methods latent-smm] [--before 1520408] [--quick]
 """
 
 from __future__ import annotations
@@ -59,7 +59,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--quick", action="store_true", help="one cheap cell (latent-smm-plus, r8, 40 documents; the tests)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.methods, args.before_methods, args.dataset, args.size = "latent-smm-plus", "", "r8", 40
     now = [m for m in args.methods.split(",") if m]
     before = [m for m in args.before_methods.split(",") if m]
     with tempfile.TemporaryDirectory() as tmp:

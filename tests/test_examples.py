@@ -68,12 +68,14 @@ BENCHMARKS = {
     "ldk_gpc_convergence.py": "held-out accuracy against",
     "gpc_features_vs_svm.py": "Dirichlet GPC, linear kernel on tf-idf",
     "latent_smm_word_kernel.py": "identity word kernel",
-    "nystrom_pooling.py": "speed-up",
+    "nystrom_pooling.py": "whole / now",
+    "ldk_cells.py": "dev selection s",
     "ldk_gpc_plus_lambda.py": "lambda frozen at",
     "gpu.py": '"part": "gram"',
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
+    "ldk_cells.py",
     "ldk_classifiers.py",
     "ldk_gpc_convergence.py",
     "clgp_fit.py",
