@@ -49,6 +49,28 @@ def ldk_options(embeddings: tuple[str, ...] = ("rbf", "linear", "poly")) -> dict
     }
 
 
+def classifier_ldk(estimator: Any, vectors: Any, x: torch.Tensor, seed: int, gamma: float) -> Any:
+    """The LDK of an LDK classifier (latent SMM, GP classifier) on its padded training documents
+    ``x``: its ``approximation``, ``num_features``, ``embedding``, ``level2``, ``word_weighting`` and
+    ``identity_weight`` settings, the word ``vectors``, the RBF bandwidth ``gamma``
+    (:func:`~lvgp.kernels.random_features.make_ldk`; ``seed`` draws Nystrom/RFF features)."""
+    from ..bow.weighting import word_weights
+    from ..kernels.random_features import make_ldk
+
+    return make_ldk(
+        vectors,
+        x,
+        approximation=estimator.approximation,
+        num_features=estimator.num_features,
+        feature_seed=seed,
+        embedding=estimator.embedding,
+        level2=estimator.level2,
+        word_weights=word_weights(x, estimator.encoder_.num_words, estimator.word_weighting),
+        identity_weight=estimator.identity_weight,
+        gamma=gamma,
+    )
+
+
 class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
     style) with at least the fitting options used here (``optimizer``, ``max_iter``,

@@ -55,11 +55,10 @@ from ..base.progress import progress_bar
 from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, make_word_vectors
-from ..kernels.random_features import APPROXIMATIONS, make_ldk
+from ..kernels.random_features import APPROXIMATIONS
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .estimator_base import ldk_options
+from .estimator_base import classifier_ldk, ldk_options
 from .gplvsm import PaddedInputsMixin
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 
@@ -292,18 +291,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             seed=seed,
             projection_scale=tied_projection_scale(self.latent_dim),
         )
-        kernel = make_ldk(
-            vectors,
-            x,
-            approximation=self.approximation,
-            num_features=self.num_features,
-            feature_seed=seed,
-            embedding=self.embedding,
-            level2=self.level2,
-            word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
-            identity_weight=self.identity_weight,
-            gamma=self.gamma,
-        )
+        kernel = classifier_ldk(self, vectors, x, seed, self.gamma)
         self.kernel_kind_ = getattr(kernel, "features", "exact")
         if self.embedding == "rbf":
             kernel.embedding.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)

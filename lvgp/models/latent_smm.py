@@ -56,11 +56,10 @@ from ..base.numerics import default_dtype
 from ..base.targets import check_labels
 from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..bow.weighting import word_weights
 from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
-from ..kernels.random_features import APPROXIMATIONS, make_ldk
+from ..kernels.random_features import APPROXIMATIONS
 from ..warnings import EmptyDocumentsWarning
-from .estimator_base import ldk_options
+from .estimator_base import classifier_ldk, ldk_options
 
 if TYPE_CHECKING:
     pass
@@ -332,18 +331,7 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 init_scale=scale,
                 projection_scale=scale,
             )
-            self.kernel_ = make_ldk(
-                vectors,
-                x,
-                approximation=self.approximation,
-                num_features=self.num_features,
-                feature_seed=seed,
-                embedding=self.embedding,
-                level2=self.level2,
-                word_weights=word_weights(x, self.encoder_.num_words, self.word_weighting),
-                identity_weight=self.identity_weight,
-                gamma=fit_gamma,
-            ).double()
+            self.kernel_ = classifier_ldk(self, vectors, x, seed, fit_gamma).double()
             self.kernel_kind_ = getattr(self.kernel_, "features", "exact")
             if self.identity_weight is not None:
                 self.kernel_.raw_identity_weight.requires_grad_(False)
