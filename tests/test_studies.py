@@ -407,3 +407,31 @@ def test_a_study_written_before_an_option_loads_with_what_it_did(tmp_path):
     (tmp_path / "study.json").write_text(json.dumps({"kind": "classification", "dataset": "r8", "dev_path_iter": 5}))
     assert load_study(tmp_path).dev_path_iter == 5
     assert classification.ClassificationStudy(dataset="r8").dev_path_iter == 10
+
+
+def test_in_process_cells_show_their_fits_progress_and_only_lvgp_estimators_are_made_verbose(tmp_path):
+    """With the cells' bar shown and cells run in this process, each cell's lvgp estimators get
+    verbose=True (their own tqdm bars); scikit-learn's printing verbose flags are left alone."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from lvgp.experiments.executors import InProcessExecutor
+    from lvgp.experiments.study import FIT_PROGRESS, StudyDirectory, run_study, with_fit_progress
+    from lvgp.models.latent_smm import LatentSMMClassifier
+
+    pipe = with_fit_progress(make_pipeline(LatentSMMClassifier(), LogisticRegression()))
+    assert pipe.get_params()["latentsmmclassifier__verbose"] is True
+    assert pipe.get_params()["logisticregression__verbose"] == 0
+    study = classification.ClassificationStudy(dataset="r8", methods=("latent-smm",))
+    seen = []
+
+    def cell_fn(context, cell):
+        seen.append(study.build({"method": "latent-smm", "split": 0}).verbose)
+        return {"ok": True}
+
+    cells = [{"method": "latent-smm", "split": s, "params": {}} for s in range(2)]
+    for progress, executor, expected in ((True, InProcessExecutor(), True), (False, InProcessExecutor(), False)):
+        seen.clear()
+        run_study(cell_fn, None, cells, StudyDirectory(tmp_path / str(progress)), executor, progress=progress)
+        assert seen == [expected, expected]
+    assert FIT_PROGRESS.get() is False  # reset after the run

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import hashlib
@@ -162,20 +163,31 @@ def run_study(
             todo.append(cell)
     failures: list[tuple[dict, str]] = []
     bar = progress_bar(total=len(cells), initial=len(done), desc="cells", verbose=progress, leave=True)
-    for cell, result, error in executor.run(fn, context, todo):
+    # cells fitted in this process, one after the other, show their fits' own bars under the cells' bar
+    token = FIT_PROGRESS.set(progress and type(executor) is InProcessExecutor)
+    try:
+        records = list(_collect(executor.run(fn, context, todo), directory, done, failures, bar))
+    finally:
+        FIT_PROGRESS.reset(token)
+        bar.close()
+    return records, failures
+
+
+def _collect(results, directory: StudyDirectory, done: list[dict], failures: list, bar) -> Iterator[dict]:
+    """The finished records (``done`` first), saving each new one as it arrives."""
+    yield from done
+    for cell, result, error in results:
         if error is None:
             directory.save(cell, result)
             saved = directory.load(cell)  # as JSON stores it, like the cells of earlier runs
             if saved is None:
                 raise RuntimeError(f"the record of {cell_key(cell)} was not written")
-            done.append(saved)
+            yield saved
         else:
             directory.save_failure(cell, error)
             failures.append((cell, error))
         bar.update(1)
         bar.set_postfix(failed=len(failures))
-    bar.close()
-    return done, failures
 
 
 def _run_cell(study: Study, cell: dict) -> dict:
@@ -243,7 +255,8 @@ class Study:
         """The cell's unfitted estimator (its method's ``build``), on the study's ``--device``:
         every estimator in it that takes a ``device`` (a wrapper's inner one too) gets it."""
         model = self.method(cell["method"]).build(self, cell, data)
-        return on_device(model, getattr(self, "device", "cpu"))
+        model = on_device(model, getattr(self, "device", "cpu"))
+        return with_fit_progress(model) if FIT_PROGRESS.get() else model
 
     def cells(self) -> list[dict]:
         """Every cell: method x split x the method's registered grid."""
@@ -372,6 +385,26 @@ def on_device(model: Any, device: str) -> Any:
         return model
     names = [k for k in model.get_params(deep=True) if k == "device" or k.endswith("__device")]
     return model.set_params(**dict.fromkeys(names, device)) if names else model
+
+
+#: whether the cells being built show their fits' progress bars (:func:`run_study` sets it while it
+#: runs cells in its own process with its cells' bar shown)
+FIT_PROGRESS: contextvars.ContextVar[bool] = contextvars.ContextVar("fit_progress", default=False)
+
+
+def with_fit_progress(model: Any) -> Any:
+    """``model`` with ``verbose=True`` on it and on every nested lvgp estimator (their tqdm bars:
+    :mod:`lvgp.base.progress`); scikit-learn's own ``verbose`` flags, which print, are left alone."""
+    if not hasattr(model, "get_params"):
+        return model
+    params = model.get_params(deep=True)
+    names = []
+    for name in params:
+        if name == "verbose" or name.endswith("__verbose"):
+            owner = model if name == "verbose" else params[name.rsplit("__", 1)[0]]
+            if type(owner).__module__.startswith("lvgp."):
+                names.append(name)
+    return model.set_params(**dict.fromkeys(names, True)) if names else model
 
 
 #: the ``--device`` option every study has
