@@ -25,26 +25,50 @@ def embedding_kernel(kind: str, xs: np.ndarray, xt: np.ndarray, gamma=1.0, a=1.0
     raise ValueError(kind)
 
 
-def ldk_linear(X: np.ndarray, di, dj, kind: str, weights=None, identity=0.0, **hp) -> float:
+def ldk_linear(X: np.ndarray, di, dj, kind: str, weights=None, identity=0.0, latent=True, **hp) -> float:
     """Eq. 3.9: (1 / |D_i||D_j|) sum_{s in D_i} sum_{t in D_j} k(x_s, x_t); with per-word
     ``weights``, sum_s sum_t w_s w_t k(x_s, x_t) / (sum_s w_s sum_t w_t); with ``identity`` (lambda),
-    the word kernel lambda [v_s == v_t] + k(x_s, x_t)."""
+    the word kernel lambda [v_s == v_t] + k(x_s, x_t) (without ``latent``: lambda [v_s == v_t] alone)."""
     di, dj = words(di), words(dj)
     w = (lambda v: 1.0) if weights is None else (lambda v: float(weights[v]))
     total = 0.0
     for s in di:
         for t in dj:
-            k = embedding_kernel(kind, X[s], X[t], **{k: v for k, v in hp.items() if k in ("gamma", "a", "b")})
+            k = (
+                embedding_kernel(kind, X[s], X[t], **{k: v for k, v in hp.items() if k in ("gamma", "a", "b")})
+                if latent
+                else 0.0
+            )
             total += w(s) * w(t) * (k + identity * (s == t))
     return total / (sum(w(s) for s in di) * sum(w(t) for t in dj))
 
 
 def ldk(
-    X, di, dj, embedding: str, level2: str, gamma=1.0, a=1.0, b=2, zeta=1.0, c=1.0, d=2, weights=None, identity=0.0
+    X,
+    di,
+    dj,
+    embedding: str,
+    level2: str,
+    gamma=1.0,
+    a=1.0,
+    b=2,
+    zeta=1.0,
+    c=1.0,
+    d=2,
+    weights=None,
+    identity=0.0,
+    identity_form="joint",
+    latent=True,
 ) -> float:
     """Eqs. 3.9-3.11 (and the normalized linear kernel, "cosine") for one pair of documents (``weights``:
-    per-word weights of the measures; ``identity``: the weight lambda of the identity word kernel)."""
-    hp = dict(gamma=gamma, a=a, b=b, weights=weights, identity=identity)
+    per-word weights of the measures; ``identity``: the weight lambda of the identity word kernel;
+    ``identity_form="separate"``: the level-2 kernel of the latent part plus lambda times the level-2
+    kernel of the bag of words)."""
+    if identity_form == "separate" and identity:
+        common = dict(gamma=gamma, a=a, b=b, zeta=zeta, c=c, d=d, weights=weights)
+        bag = ldk(X, di, dj, embedding, level2, identity=1.0, latent=False, **common)
+        return ldk(X, di, dj, embedding, level2, **common) + identity * bag
+    hp = dict(gamma=gamma, a=a, b=b, weights=weights, identity=identity, latent=latent)
     lin = ldk_linear(X, di, dj, embedding, **hp)
     if level2 == "linear":
         return lin

@@ -86,6 +86,14 @@ def test_closed_form_the_identity_word_kernel_is_scikit_learns_tfidf_kernel(corp
         np.testing.assert_allclose(bow(x[:3], x[3:]).to_dense().numpy(), expected[:3, 3:], rtol=0, atol=1e-10)
         np.testing.assert_allclose(bow(x, diag=True).numpy(), np.diag(expected), rtol=0, atol=1e-10)
         np.testing.assert_allclose(bow(x[:3], x[3:6], diag=True).numpy(), np.diag(expected[:3, 3:6]), atol=1e-10)
+        # identity_form="separate": the latent part's level 2 (0 for zero vectors: the cosine of a zero
+        # embedding is 0) plus lambda times the bag of words' -- lambda times scikit-learn's kernel
+        separate = LatentDistributionKernel(
+            len(vocab), 3, "linear", level2, word_weights=weights, identity_weight=lam, identity_form="separate"
+        )
+        separate.latent = torch.zeros(len(vocab), 3)
+        np.testing.assert_allclose(separate(x).to_dense().numpy(), lam * expected, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(separate(x, diag=True).numpy(), lam * np.diag(expected), rtol=0, atol=1e-10)
 
 
 COMBOS = list(itertools.product(EMBEDDINGS, LEVEL2_KERNELS))
@@ -101,6 +109,9 @@ def plus_kernel(embedding, level2, weights=None, lam=0.6, **kwargs):
     )
 
 
+FORMS = ["joint", "separate"]
+
+
 def ref_gram(kernel, x1, x2, weights=None):
     hp = {name: getattr(kernel, name) for name in HP if hasattr(kernel.embedding, name) or hasattr(kernel.level2, name)}
     hp = {k: (v if isinstance(v, int) else v.item()) for k, v in hp.items()}
@@ -114,6 +125,7 @@ def ref_gram(kernel, x1, x2, weights=None):
             kernel.level2.name,
             weights=weights,
             identity=kernel.identity_weight.item(),
+            identity_form=kernel.identity_form,
             **hp,
         )
     )
@@ -121,9 +133,10 @@ def ref_gram(kernel, x1, x2, weights=None):
 
 @pytest.mark.parametrize("embedding,level2", COMBOS)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_combined_word_kernel_matches_the_loop_reference(embedding, level2, weighted):
+@pytest.mark.parametrize("form", FORMS)
+def test_combined_word_kernel_matches_the_loop_reference(embedding, level2, weighted, form):
     weights = torch.linspace(0.5, 3.0, V) if weighted else None
-    k = plus_kernel(embedding, level2, weights)
+    k = plus_kernel(embedding, level2, weights, identity_form=form)
     w = None if weights is None else weights.numpy()
     with torch.no_grad():
         torch.testing.assert_close(k(X1, X2).to_dense(), ref_gram(k, X1, X2, w), rtol=0, atol=1e-9)
@@ -143,8 +156,9 @@ def _mmd(k, x1, x2, w):
 
 
 @pytest.mark.parametrize("embedding,level2", COMBOS)
-def test_gradients_in_the_vectors_and_lambda_match_finite_differences(embedding, level2):
-    k = plus_kernel(embedding, level2)
+@pytest.mark.parametrize("form", FORMS)
+def test_gradients_in_the_vectors_and_lambda_match_finite_differences(embedding, level2, form):
+    k = plus_kernel(embedding, level2, identity_form=form)
     latent = k.word_vectors.raw_latent.detach().clone().requires_grad_(True)
     raw_lambda = k.raw_identity_weight.detach().clone().requires_grad_(True)
 
@@ -227,6 +241,34 @@ class TestBagOfWordsKernelWithGPyTorchSuite(WordIndexKernelTestCase, unittest.Te
 class TestLDKWithIdentityPartWithGPyTorchSuite(TestBagOfWordsKernelWithGPyTorchSuite):
     def create_kernel_no_ard(self, **kwargs):
         return LatentDistributionKernel(NUM_WORDS, 2, "rbf", "rbf", seed=0, identity_weight=0.5, **kwargs)
+
+
+class TestLDKWithSeparateIdentityPartWithGPyTorchSuite(TestBagOfWordsKernelWithGPyTorchSuite):
+    def create_kernel_no_ard(self, **kwargs):
+        return LatentDistributionKernel(
+            NUM_WORDS, 2, "rbf", "cosine", seed=0, identity_weight=0.5, identity_form="separate", **kwargs
+        )
+
+
+@pytest.mark.parametrize("level2", list(LEVEL2_KERNELS))
+def test_separate_identity_part_is_the_sum_of_the_two_kernels(level2):
+    """identity_form="separate" is the LDK without the identity part plus lambda times the
+    BagOfWordsKernel of the same level 2 and word weights, composed by hand in gpytorch."""
+    weights = torch.linspace(0.5, 3.0, V)
+    k = plus_kernel("rbf", level2, weights, lam=0.8, identity_form="separate")
+    plain = LatentDistributionKernel(V, Q, "rbf", level2, seed=1, word_weights=weights, **HP)
+    bow = ScaleKernel(
+        BagOfWordsKernel(V, level2, word_weights=weights, **{k: v for k, v in HP.items() if k in ("zeta", "c", "d")})
+    )
+    bow.outputscale = 0.8
+    by_hand = plain + bow
+    x1, x2 = pad_to_common_width(X1, X2)  # a gpytorch sum of kernels takes inputs of one width
+    with torch.no_grad():
+        for args in ((x1,), (x1, x2)):
+            torch.testing.assert_close(k(*args).to_dense(), by_hand(*args).to_dense(), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(k(X1, diag=True), by_hand(X1, diag=True), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="identity_form must be one of"):
+        plus_kernel("rbf", level2, identity_form="inside")
 
 
 def test_word_vectors_with_an_identity_part_in_a_batched_kernel():

@@ -60,6 +60,24 @@ def test_word_features_tie_the_latent_means_to_a_learned_projection():
         make_word_vectors(V, Q, word_features=torch.zeros(3, 5))
 
 
+def test_identity_projection_and_fixed_vectors():
+    """projection_init="identity": the vectors are the features times one number, with E||x_v||^2 =
+    q projection_scale^2; trainable=False: no parameter of the module takes a gradient."""
+    feats = torch.randn(V, Q, generator=torch.Generator().manual_seed(2))
+    wv = make_word_vectors(V, Q, rho=None, word_features=feats, projection_init="identity", projection_scale=0.5)
+    scale = 0.5 * (Q / feats.pow(2).sum(-1).mean()) ** 0.5
+    torch.testing.assert_close(wv.vectors, feats * scale)
+    assert wv.trainable and all(p.requires_grad for p in wv.parameters())
+    fixed = make_word_vectors(V, Q, rho=None, word_features=feats, projection_init="identity", trainable=False)
+    assert not any(p.requires_grad for p in fixed.parameters()) and "fixed" in repr(fixed)
+    with pytest.raises(ValueError, match="projection_init='identity' needs latent_dim equal to the word features'"):
+        make_word_vectors(V, Q + 1, word_features=feats, projection_init="identity")
+    with pytest.raises(ValueError, match="projection_init must be one of"):
+        make_word_vectors(V, Q, word_features=feats, projection_init="pca")
+    with pytest.raises(ValueError, match="trainable=False does not apply"):
+        make_word_vectors(V, Q, rho=1.0, variational=True, trainable=False)
+
+
 def test_variational_kernel_samples_in_training_and_uses_means_in_eval():
     k = LatentDistributionKernel(word_vectors=make_word_vectors(V, Q, rho=2.0, variational=True, seed=0))
     assert not list(k.named_priors())  # the prior acts through the KL, not as a gpytorch prior

@@ -85,20 +85,16 @@ class BagOfWordsKernel(DocumentKernel):
     def _forward_state(self) -> Tensor:
         return self._probe
 
-    def _documents(self, x: Tensor) -> me.DocumentSet:
-        return self._prepare(x, self._probe.dtype)
-
     def mean_embedding_gram(
         self, x1: Tensor, x2: Tensor, symmetric: bool = False, latent: Tensor | None = None
     ) -> Tensor:
-        d1 = self._documents(x1)
-        return me.bag_of_words_inner(d1, d1 if symmetric else self._documents(x2), symmetric)
+        return self._bag_of_words_inner_products().gram(x1, x2, symmetric, self._probe)
 
     def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
-        return me.bag_of_words_paired(self._documents(x1), self._documents(x2))
+        return self._bag_of_words_inner_products().paired(x1, x2, self._probe)
 
     def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
-        return me.bag_of_words_self(self._documents(x))
+        return self._bag_of_words_inner_products().norms(x, self._probe)
 
     def features(self, x: Tensor) -> Tensor:
         """The documents' weighted word measures :math:`\\phi` as a sparse ``n x num_words`` tensor."""

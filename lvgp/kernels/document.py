@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ from ..bow.padded import check_padded, pad_to_common_width
 from . import mean_embedding as me
 from .level2 import Level2Kernel, make_level2
 
-__all__ = ["DocumentKernel", "check_word_weights"]
+__all__ = ["DocumentKernel", "InnerProducts", "check_word_weights"]
 
 #: document sets a kernel keeps (the training documents, a validation or test block, ...)
 _CACHED_SETS = 4
@@ -55,6 +56,23 @@ def check_word_weights(word_weights: TensorLike, num_words: int, dtype: torch.dt
             f"smallest {float(weights.min()):.3g})"
         )
     return scaled
+
+
+class InnerProducts(NamedTuple):
+    r"""The inner products of one part of a document kernel that its level-2 kernel acts on:
+    ``gram(x1, x2, symmetric, latent)`` (``*B x n1 x n2``), ``paired(x1, x2, latent)`` and
+    ``norms(x, latent)`` (``*B x n``), and ``floor(x, latent)``, the squared norms at or below which
+    an embedding is rounding noise (``None``: exact). ``latent`` is what the kernel's
+    :meth:`~DocumentKernel._forward_state` returned for the evaluation."""
+
+    gram: Callable[[Tensor, Tensor, bool, Tensor], Tensor]
+    paired: Callable[[Tensor, Tensor, Tensor], Tensor]
+    norms: Callable[[Tensor, Tensor], Tensor]
+    floor: Callable[[Tensor, Tensor], Tensor | None]
+
+
+def _no_floor(x: Tensor, latent: Tensor) -> None:
+    return None
 
 
 class DocumentKernel(Kernel):
@@ -121,18 +139,51 @@ class DocumentKernel(Kernel):
         return None
 
     def _floored(
-        self, s1: Tensor, s2: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor
+        self, s1: Tensor, s2: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor, part: InnerProducts
     ) -> tuple[Tensor, Tensor]:
-        """The squared norms ``s1`` of ``x1`` and ``s2`` of ``x2`` with those at or below
-        :meth:`_norm_floor` set to 0 (the floor is computed once when ``x1`` and ``x2`` are the same
-        documents, whose norms are then the same)."""
+        """The squared norms ``s1`` of ``x1`` and ``s2`` of ``x2`` with those at or below ``part``'s
+        floor set to 0 (the floor is computed once when ``x1`` and ``x2`` are the same documents,
+        whose norms are then the same)."""
 
         def floored(s: Tensor, x: Tensor) -> Tensor:
-            floor = self._norm_floor(x, latent)
+            floor = part.floor(x, latent)
             return s if floor is None else torch.where(s <= floor, torch.zeros_like(s), s)
 
         s1 = floored(s1, x1)
         return (s1, s1) if same else (s1, floored(s2, x2))
+
+    @property
+    def _inner_products(self) -> InnerProducts:
+        """The kernel's own inner products (:meth:`mean_embedding_gram`, :meth:`paired_inner`,
+        :meth:`self_inner`, :meth:`_norm_floor`)."""
+        return InnerProducts(
+            lambda x1, x2, symmetric, latent: self.mean_embedding_gram(x1, x2, symmetric=symmetric, latent=latent),
+            self.paired_inner,
+            self.self_inner,
+            self._norm_floor,
+        )
+
+    def _bag_of_words_inner_products(self) -> InnerProducts:
+        r"""The inner products of the documents' weighted word measures :math:`\langle\phi_i,\phi_j\rangle`
+        (the identity word kernel): sparse products of their weight matrices, exact (no floor)."""
+
+        def gram(x1: Tensor, x2: Tensor, symmetric: bool, latent: Tensor) -> Tensor:
+            d1 = self._prepare(x1, latent.dtype)
+            return me.bag_of_words_inner(d1, d1 if symmetric else self._prepare(x2, latent.dtype), symmetric)
+
+        def paired(x1: Tensor, x2: Tensor, latent: Tensor) -> Tensor:
+            return me.bag_of_words_paired(self._prepare(x1, latent.dtype), self._prepare(x2, latent.dtype))
+
+        def norms(x: Tensor, latent: Tensor) -> Tensor:
+            return me.bag_of_words_self(self._prepare(x, latent.dtype))
+
+        return InnerProducts(gram, paired, norms, _no_floor)
+
+    def _parts(self, diag: bool) -> list[tuple[Tensor | None, InnerProducts]]:
+        """The parts the level-2 kernel acts on, each on its own, and the weights they are added
+        with (``None``: 1; a weight is viewed to broadcast against ``*B x n`` when ``diag`` and
+        ``*B x n1 x n2`` otherwise): one part by default, the kernel's own inner products."""
+        return [(None, self._inner_products)]
 
     # ------------------------------------------------------------------ shared
     def _prepare(self, x: Tensor, dtype: torch.dtype) -> me.DocumentSet:
@@ -180,13 +231,15 @@ class DocumentKernel(Kernel):
             table = torch.cat([table, table.max().expand(self.num_words - len(table))])
         return me.document_weights(x, dtype, table)
 
-    def _squared_norms(self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor) -> tuple[Tensor, Tensor]:
-        r""":math:`\langle\mu,\mu\rangle` of the documents of ``x1`` and of ``x2``, given their Gram
-        ``lin`` (its diagonal when ``x1`` and ``x2`` are the same documents)."""
+    def _squared_norms(
+        self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor, part: InnerProducts
+    ) -> tuple[Tensor, Tensor]:
+        r""":math:`\langle\mu,\mu\rangle` of the documents of ``x1`` and of ``x2`` under ``part``, given
+        their Gram ``lin`` (its diagonal when ``x1`` and ``x2`` are the same documents)."""
         if same:
             s = lin.diagonal(dim1=-2, dim2=-1)
             return s, s
-        return self.self_inner(x1, latent), self.self_inner(x2, latent)
+        return part.norms(x1, latent), part.norms(x2, latent)
 
     def squared_mmd(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
         r"""Squared RKHS distance between the documents' embeddings, :math:`\|\mu_i - \mu_j\|^2`
@@ -197,7 +250,7 @@ class DocumentKernel(Kernel):
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
         latent = self._forward_state()
         lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
-        s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
+        s1, s2 = self._squared_norms(lin, x1, x2, same, latent, self._inner_products)
         return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
 
     def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
@@ -230,29 +283,40 @@ class DocumentKernel(Kernel):
             return out.expand(*batch, *out.shape[out.dim() - tail :])
         latent = self._forward_state()
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        if diag and x1.shape[-2] != x2.shape[-2]:
+            raise ValueError(f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}")
+        total: Tensor | None = None
+        for weight, part in self._parts(diag):
+            value = self._level2_values(part, x1, x2, diag, same, latent)
+            value = value if weight is None else weight * value
+            total = value if total is None else total + value
+        assert total is not None
+        return total
+
+    def _level2_values(
+        self, part: InnerProducts, x1: Tensor, x2: Tensor, diag: bool, same: bool, latent: Tensor
+    ) -> Tensor:
+        """The level-2 kernel of one part's inner products: the Gram ``*B x n1 x n2``, or with
+        ``diag`` its diagonal ``*B x n``."""
         level2 = self.level2
         if diag:
-            if x1.shape[-2] != x2.shape[-2]:
-                raise ValueError(
-                    f"diag=True needs as many documents in x1 as in x2; got {x1.shape[-2]} and {x2.shape[-2]}"
-                )
             if same and level2.unit_diagonal:
                 batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
                 return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
-            lin = self.self_inner(x1, latent) if same else self.paired_inner(x1, x2, latent)
+            lin = part.norms(x1, latent) if same else part.paired(x1, x2, latent)
             s1 = s2 = None
             if level2.needs_norms:
-                s1, s2 = (lin, lin) if same else (self.self_inner(x1, latent), self.self_inner(x2, latent))
+                s1, s2 = (lin, lin) if same else (part.norms(x1, latent), part.norms(x2, latent))
                 if level2.floors_norms:
-                    s1, s2 = self._floored(s1, s2, x1, x2, same, latent)
+                    s1, s2 = self._floored(s1, s2, x1, x2, same, latent, part)
                 s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-1)
             return level2(lin.unsqueeze(-1), s1, s2).squeeze(-1)
-        lin = self.mean_embedding_gram(x1, x2, symmetric=same, latent=latent)
+        lin = part.gram(x1, x2, same, latent)
         s1 = s2 = None
         if level2.needs_norms:
-            s1, s2 = self._squared_norms(lin, x1, x2, same, latent)
+            s1, s2 = self._squared_norms(lin, x1, x2, same, latent, part)
             if level2.floors_norms:
-                s1, s2 = self._floored(s1, s2, x1, x2, same, latent)
+                s1, s2 = self._floored(s1, s2, x1, x2, same, latent, part)
             s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
         return level2(lin, s1, s2)
 

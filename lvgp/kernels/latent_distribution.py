@@ -24,7 +24,12 @@ measure of its words, and every level-2 kernel acts on the sum (the cosine norma
 kernel). With the latent part at zero the kernel *is* the tf (-idf) kernel of
 :class:`~lvgp.kernels.BagOfWordsKernel`; the latent vectors can only add word similarity to it.
 The identity part is a sparse product of the documents' weight matrices
-(:func:`~lvgp.kernels.mean_embedding.bag_of_words_inner`), never a ``V x V`` matrix.
+(:func:`~lvgp.kernels.mean_embedding.bag_of_words_inner`), never a ``V x V`` matrix. With
+``identity_form="separate"`` the level-2 kernel acts on the two parts one at a time and the results
+add up, :math:`K = L_2(\langle\mu_i,\mu_j\rangle) + \lambda L_2(\langle\phi_i,\phi_j\rangle)` (the
+same as ``"joint"`` for the linear level 2): under the cosine level 2 both parts then have unit
+self-similarity, so :math:`\lambda` weighs the bag of words against the latent part alike for short
+and long documents.
 
 The parts live in their own modules: the word vectors (:mod:`lvgp.kernels.word_vectors`: point,
 MAP, variational, optionally tied to pretrained embeddings; :func:`~lvgp.kernels.make_word_vectors`
@@ -47,12 +52,15 @@ from torch import Tensor
 from .._typing import TensorLike
 from . import mean_embedding as me
 from ._hyper import constrained_property, register_constrained
-from .document import DocumentKernel
+from .document import DocumentKernel, InnerProducts
 from .embedding import EMBEDDINGS, EmbeddingKernel, rbf_gram
 from .level2 import LEVEL2_KERNELS, Level2Kernel
 from .word_vectors import MAPWordVectors, NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
 
-__all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "rbf_gram"]
+__all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "IDENTITY_FORMS", "rbf_gram"]
+
+#: how the identity part joins the latent part: inside the word kernel, or as a kernel of its own
+IDENTITY_FORMS = ("joint", "separate")
 
 #: keyword arguments of gpytorch's ``Kernel`` that the LDK accepts
 _KERNEL_OPTIONS = ("batch_shape", "active_dims", "eps")
@@ -112,6 +120,11 @@ class LatentDistributionKernel(DocumentKernel):
             word kernel :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)` (module docstring), a
             gpytorch parameter of shape ``batch_shape``.
         identity_weight_prior: an optional gpytorch prior on :math:`\lambda`.
+        identity_form: ``"joint"`` (default: :math:`\lambda\delta_{vw}` inside the word kernel, the level-2
+            kernel acting on :math:`\langle\mu_i,\mu_j\rangle + \lambda\langle\phi_i,\phi_j\rangle`) or
+            ``"separate"`` (the level-2 kernel of each part, added: :math:`L_2(\text{latent}) + \lambda
+            L_2(\text{bag of words})`, i.e. this kernel without the identity part plus :math:`\lambda` times
+            :class:`~lvgp.kernels.BagOfWordsKernel` with the same level 2 and word weights).
         identity_weight_constraint: default :class:`~gpytorch.constraints.Positive`.
         **options: the hyper-parameters of the chosen embedding and level-2 kernels under the
             thesis's names, passed on to them: ``gamma`` (RBF embedding bandwidth), ``a``, ``b``
@@ -162,6 +175,7 @@ class LatentDistributionKernel(DocumentKernel):
         identity_weight: float | None = None,
         identity_weight_prior: Prior | None = None,
         identity_weight_constraint: Interval | None = None,
+        identity_form: str = "joint",
         **options: Any,
     ) -> None:
         embedding_options = _option_names(EMBEDDINGS.values())
@@ -207,6 +221,9 @@ class LatentDistributionKernel(DocumentKernel):
                     f"word_vectors batch shape {tuple(word_vectors.batch_shape)} does not broadcast with the "
                     f"kernel's {tuple(self.batch_shape)}"
                 ) from None
+        if identity_form not in IDENTITY_FORMS:
+            raise ValueError(f"identity_form must be one of {IDENTITY_FORMS}; got {identity_form!r}")
+        self.identity_form = identity_form
         self.word_vectors = word_vectors
         self._set_word_weights(word_weights, word_vectors.num_words, word_vectors.dtype)
         if identity_weight is not None:
@@ -366,15 +383,41 @@ class LatentDistributionKernel(DocumentKernel):
             batch_shape=self.batch_shape,
         )
 
+    def _latent_inner_products(self) -> InnerProducts:
+        """The inner products of the latent part alone (the kernel mean embeddings in the RKHS of
+        the embedding kernel), with the rounding floor of their norms."""
+
+        def gram(x1: Tensor, x2: Tensor, symmetric: bool, latent: Tensor) -> Tensor:
+            d1 = self._prepare(x1, latent.dtype)
+            d2 = d1 if symmetric else self._prepare(x2, latent.dtype)
+            return self._latent_gram(d1, d2, latent, symmetric)
+
+        def paired(x1: Tensor, x2: Tensor, latent: Tensor) -> Tensor:
+            return self._latent_paired(self._prepare(x1, latent.dtype), self._prepare(x2, latent.dtype), latent)
+
+        def norms(x: Tensor, latent: Tensor) -> Tensor:
+            return self._latent_self(self._prepare(x, latent.dtype), latent)
+
+        return InnerProducts(gram, paired, norms, self._norm_floor)
+
+    def _parts(self, diag: bool) -> list[tuple[Tensor | None, InnerProducts]]:
+        r"""One part (the joint inner products), or with ``identity_form="separate"`` the latent part
+        and :math:`\lambda` times the bag-of-words part."""
+        if not (self.has_identity and self.identity_form == "separate"):
+            return super()._parts(diag)
+        return [
+            (None, self._latent_inner_products()),
+            (self._identity(1 if diag else 2), self._bag_of_words_inner_products()),
+        ]
+
     def paired_inner(self, x1: Tensor, x2: Tensor, latent: Tensor | None = None) -> Tensor:
         r"""Row-wise :math:`\langle m(\mathbf X^{(1)}_i), m(\mathbf X^{(2)}_i)\rangle` (eq. 3.2, plus
         :math:`\lambda\langle\phi^{(1)}_i,\phi^{(2)}_i\rangle` with the identity part): ``*b1 x n x L1``
         and ``*b2 x n x L2`` -> ``*B x n``. ``latent``: the vectors to use (default :attr:`latent`)."""
         latent = self.latent if latent is None else latent
-        d1, d2 = self._prepare(x1, latent.dtype), self._prepare(x2, latent.dtype)
-        out = self._latent_paired(d1, d2, latent)
+        out = self._latent_inner_products().paired(x1, x2, latent)
         if self.has_identity:
-            out = out + self._identity(1) * me.bag_of_words_paired(d1, d2)
+            out = out + self._identity(1) * self._bag_of_words_inner_products().paired(x1, x2, latent)
         return out
 
     def self_inner(self, x: Tensor, latent: Tensor | None = None) -> Tensor:
@@ -382,10 +425,9 @@ class LatentDistributionKernel(DocumentKernel):
         the Gram of the distinct words (:func:`~lvgp.kernels.mean_embedding.self_inner`), plus
         :math:`\lambda\|\phi_i\|^2` with the identity part."""
         latent = self.latent if latent is None else latent
-        d = self._prepare(x, latent.dtype)
-        out = self._latent_self(d, latent)
+        out = self._latent_inner_products().norms(x, latent)
         if self.has_identity:
-            out = out + self._identity(1) * me.bag_of_words_self(d)
+            out = out + self._identity(1) * self._bag_of_words_inner_products().norms(x, latent)
         return out
 
     def mean_embedding_gram(
@@ -395,11 +437,9 @@ class LatentDistributionKernel(DocumentKernel):
         identity part) between all documents: ``*b1 x n1 x L1``, ``*b2 x n2 x L2`` -> ``*B x n1 x n2``.
         ``symmetric`` asserts ``x1 == x2``."""
         latent = self.latent if latent is None else latent
-        d1 = self._prepare(x1, latent.dtype)
-        d2 = d1 if symmetric else self._prepare(x2, latent.dtype)
-        out = self._latent_gram(d1, d2, latent, symmetric)
+        out = self._latent_inner_products().gram(x1, x2, symmetric, latent)
         if self.has_identity:
-            out = out + self._identity(2) * me.bag_of_words_inner(d1, d2, symmetric)
+            out = out + self._identity(2) * self._bag_of_words_inner_products().gram(x1, x2, symmetric, latent)
         return out
 
     # ------------------------------------------------------------------ batches and persistence
@@ -427,5 +467,5 @@ class LatentDistributionKernel(DocumentKernel):
 
     def extra_repr(self) -> str:
         weights = ", word_weights" if self.word_weights is not None else ""
-        identity = ", identity part" if self.has_identity else ""
+        identity = f", identity part ({self.identity_form})" if self.has_identity else ""
         return f"num_words={self.word_vectors.num_words}, latent_dim={self.latent_dim}{weights}{identity}"

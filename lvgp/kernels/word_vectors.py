@@ -46,7 +46,17 @@ from .._typing import TensorLike
 from ..base.validation import check_number
 from ._hyper import BatchedTensorsMixin, constrained_property, get_attribute, register_constrained, set_attribute
 
-__all__ = ["WordVectors", "PointWordVectors", "MAPWordVectors", "VariationalWordVectors", "make_word_vectors"]
+__all__ = [
+    "WordVectors",
+    "PointWordVectors",
+    "MAPWordVectors",
+    "VariationalWordVectors",
+    "make_word_vectors",
+    "PROJECTION_INITS",
+]
+
+#: how the projection of tied word vectors starts: a Gaussian draw, or the identity
+PROJECTION_INITS = ("random", "identity")
 
 
 def _check_rho(rho: float) -> float:
@@ -71,6 +81,11 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         init_scale: standard deviation of the random initialization.
         projection_scale: the initial projection :math:`W` is drawn so that the projected
             features have about this standard deviation per coordinate.
+        projection_init: ``"random"`` (default: :math:`W` drawn from a Gaussian) or ``"identity"``
+            (:math:`W` a multiple of the identity, ``latent_dim`` equal to the features' dimension:
+            the vectors are the pretrained embeddings themselves, rescaled).
+        trainable: ``False`` freezes the vectors (residuals and projection): a kernel on fixed
+            (e.g. pretrained) word vectors, whose other hyper-parameters are still learned.
         seed: seed of the random initialization (``None``: torch's global generator).
     """
 
@@ -84,6 +99,8 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         init: TensorLike | None = None,
         init_scale: float = 1.0,
         projection_scale: float = 1.0,
+        projection_init: str = "random",
+        trainable: bool = True,
         seed: int | None = None,
     ):
         super().__init__()
@@ -99,15 +116,25 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         self.register_parameter("raw_latent", nn.Parameter(torch.zeros(shape)))
         self._extra: Tensor | None = None
         self._unbatched = ("word_features",)  # shared by the batch members
-        self._init_word_features(word_features, generator, projection_scale)
+        if projection_init not in PROJECTION_INITS:
+            raise ValueError(f"projection_init must be one of {PROJECTION_INITS}; got {projection_init!r}")
+        self._init_word_features(word_features, generator, projection_scale, projection_init)
         if init is None:
             scale = 0.0 if self.word_features is not None else float(init_scale)
             self.residual = torch.randn(shape, generator=generator, dtype=self.dtype) * scale
         else:
             self.vectors = init
+        self.trainable = bool(trainable)
+        if not self.trainable:
+            for parameter in self.parameters():
+                parameter.requires_grad_(False)
 
     def _init_word_features(
-        self, word_features: TensorLike | None, generator: torch.Generator | None, projection_scale: float
+        self,
+        word_features: TensorLike | None,
+        generator: torch.Generator | None,
+        projection_scale: float,
+        projection_init: str = "random",
     ) -> None:
         if word_features is None:
             self.word_features = None
@@ -121,10 +148,20 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
             raise ValueError("word_features holds non-finite values")
         self.register_buffer("word_features", feats.clone())
         mean_sq = feats.pow(2).sum(-1).mean().clamp_min(1e-12)
-        projection = torch.randn(
-            *self.batch_shape, feats.shape[1], self.latent_dim, generator=generator, dtype=feats.dtype
-        )
-        self.register_parameter("projection", nn.Parameter(projection * (projection_scale / mean_sq.sqrt())))
+        if projection_init == "identity":
+            if feats.shape[1] != self.latent_dim:
+                raise ValueError(
+                    f"projection_init='identity' needs latent_dim equal to the word features' dimension "
+                    f"{feats.shape[1]}; got latent_dim={self.latent_dim}"
+                )
+            # E ||W e_v||^2 = q projection_scale^2, as for the random draw
+            eye = torch.eye(self.latent_dim, dtype=feats.dtype).expand(*self.batch_shape, -1, -1).clone()
+            projection = eye * (projection_scale * (self.latent_dim / mean_sq) ** 0.5)
+        else:
+            projection = torch.randn(
+                *self.batch_shape, feats.shape[1], self.latent_dim, generator=generator, dtype=feats.dtype
+            ) * (projection_scale / mean_sq.sqrt())
+        self.register_parameter("projection", nn.Parameter(projection))
 
     # ------------------------------------------------------------------ values
     @property
@@ -247,7 +284,8 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
 
     def extra_repr(self) -> str:
         tied = f", tied to {self.word_features.shape[1]}-d features" if self.word_features is not None else ""
-        return f"num_words={self.num_words}, latent_dim={self.latent_dim}, rho={self.rho}{tied}"
+        frozen = ", fixed" if not self.trainable else ""
+        return f"num_words={self.num_words}, latent_dim={self.latent_dim}, rho={self.rho}{tied}{frozen}"
 
 
 class PointWordVectors(WordVectors):
@@ -319,6 +357,8 @@ class VariationalWordVectors(MAPWordVectors):
     def __init__(
         self, num_words: int, latent_dim: int, rho: float = 1.0, *, scale_init: float = 0.5, **kwargs: Any
     ) -> None:
+        if not kwargs.get("trainable", True):
+            raise ValueError("variational word vectors are a posterior to fit: trainable=False does not apply")
         super().__init__(num_words, latent_dim, rho, **kwargs)
         if not scale_init > 0:
             raise ValueError(f"latent_scale_init must be positive; got {scale_init!r}")
@@ -399,12 +439,21 @@ def make_word_vectors(
     scale_init: float = 0.5,
     init_scale: float | None = None,
     projection_scale: float = 1.0,
+    projection_init: str = "random",
+    trainable: bool = True,
     batch_shape: torch.Size = torch.Size(),
 ) -> WordVectors:
     """The variant the flags ask for: :class:`VariationalWordVectors` (``variational=True``, needs
-    ``rho``), :class:`MAPWordVectors` (``rho`` given) or :class:`PointWordVectors` (``rho=None``)."""
+    ``rho``), :class:`MAPWordVectors` (``rho`` given) or :class:`PointWordVectors` (``rho=None``);
+    the other arguments are :class:`WordVectors`'s."""
     common: dict[str, Any] = dict(
-        batch_shape=batch_shape, word_features=word_features, init=init, seed=seed, projection_scale=projection_scale
+        batch_shape=batch_shape,
+        word_features=word_features,
+        init=init,
+        seed=seed,
+        projection_scale=projection_scale,
+        projection_init=projection_init,
+        trainable=trainable,
     )
     if variational:
         if rho is None:
