@@ -30,6 +30,36 @@ def three_classes(n, seed):
     return corpus.texts, np.digitize(corpus.y, np.quantile(corpus.y, [1 / 3, 2 / 3]))
 
 
+def test_one_versus_rest_is_scikit_learns_on_the_same_gram():
+    """Reference: with the word vectors fixed (GloVe-like features, no fitting), the one-vs-rest
+    latent SMM is scikit-learn's OneVsRestClassifier(SVC(kernel="precomputed")) on its Gram."""
+    from sklearn.multiclass import OneVsRestClassifier
+
+    from lvgp.datasets import WordEmbeddings
+
+    x, y = three_classes(90, 4)
+    words = sorted({w for t in x for w in t.split()})
+    table = WordEmbeddings("toy", words, np.random.default_rng(0).normal(size=(len(words), 4)))
+    options = dict(embedding="linear", level2="cosine", word_embeddings=table, learn_word_vectors=False, C=2.0)
+    smm = LatentSMMClassifier(**options, multi_class="ovr", identity_weight=0.5, identity_form="separate")
+    smm.fit(x[:60], y[:60])
+    assert smm.n_iter_ == 0 and smm.converged_  # nothing to fit: one evaluation
+    with torch.no_grad():
+        gram = smm.kernel_(smm._x).to_dense().numpy()
+        cross = smm.kernel_(smm.encoder_.transform(x[60:]), smm._x).to_dense().numpy()
+    codes = np.searchsorted(smm.classes_, y[:60])
+    reference = OneVsRestClassifier(SVC(kernel="precomputed", C=2.0, tol=1e-5)).fit(gram, codes)
+    np.testing.assert_allclose(smm.decision_function(x[60:]), reference.decision_function(cross), atol=1e-8)
+    np.testing.assert_array_equal(smm.predict(x[60:]), smm.classes_[reference.predict(cross)])
+    with pytest.raises(AttributeError, match="one-vs-rest"):
+        _ = smm.pairs_
+    # two classes: one machine, as one-vs-one
+    two = np.where(y == 0, "a", "b")
+    ovr = LatentSMMClassifier(**options, multi_class="ovr").fit(x, two)
+    ovo = LatentSMMClassifier(**options, multi_class="ovo").fit(x, two)
+    np.testing.assert_allclose(ovr.decision_function(x), ovo.decision_function(x), atol=1e-8)
+
+
 @pytest.mark.parametrize("k", [2, 4])
 def test_one_libsvm_call_gives_every_pairwise_machine(k):
     rng = np.random.default_rng(k)
@@ -53,9 +83,12 @@ def test_one_libsvm_call_gives_every_pairwise_machine(k):
         assert np.mean(np.sign(decision) == labels) > 0.5
 
 
-def test_gradient_is_danskins_and_objective_never_increases():
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_gradient_is_danskins_and_objective_never_increases(multi_class):
     x, y = three_classes(40, 0)
-    smm = LatentSMMClassifier(latent_dim=2, rho=0.5, C=1.0, max_iter=1, svm_tol=1e-10, random_state=0)
+    smm = LatentSMMClassifier(
+        latent_dim=2, rho=0.5, C=1.0, max_iter=1, svm_tol=1e-10, random_state=0, multi_class=multi_class
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         smm.fit(x, y)
@@ -88,7 +121,8 @@ def test_gradient_is_danskins_and_objective_never_increases():
     # the stored machine is LIBSVM on the final Gram
     with torch.no_grad():
         gram = smm.kernel_(smm._x).to_dense().numpy()
-    np.testing.assert_allclose(smm.svc_.decision_function(gram), smm.decision_function(x), atol=1e-10)
+    values = smm.svc_.decision_function(gram)
+    np.testing.assert_allclose(values[:, None] if values.ndim == 1 else values, smm.decision_function(x), atol=1e-10)
 
 
 def test_gamma_and_rho_act_only_through_their_ratio():

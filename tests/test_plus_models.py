@@ -241,3 +241,81 @@ def test_idf_weights_are_scikit_learns():
     vocab = Vocabulary().fit(texts)
     x = vocab.encode(texts)
     np.testing.assert_allclose(idf_weights(x, len(vocab)), TfidfTransformer().fit(vocab.counts(texts)).idf_)
+
+
+EMBEDDED = WordEmbeddings(
+    "toy", POS + NEG + NEUTRAL, np.random.default_rng(5).normal(size=(len(POS + NEG + NEUTRAL), 4))
+)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: GPLVSMRegressor(max_iter=5, **kw),
+        lambda **kw: SparseGPLVSMRegressor(max_steps=5, num_inducing=8, **kw),
+        lambda **kw: LDKGPClassifier(max_iter=5, **kw),
+        lambda **kw: LatentSMMClassifier(embedding="linear", max_iter=5, **kw),
+    ],
+    ids=["GPLVSMRegressor", "SparseGPLVSMRegressor", "LDKGPClassifier", "LatentSMMClassifier"],
+)
+def test_fixed_word_vectors_are_the_embeddings_and_stay(make, tmp_path):
+    """learn_word_vectors=False: the kernel's word vectors are the pretrained embeddings themselves,
+    rescaled by one number (latent_dim is theirs), and fitting leaves them where they were; without
+    embeddings there is nothing to fix them to."""
+    texts, y = reviews(30, seed=2)
+    model = make(word_embeddings=EMBEDDED, learn_word_vectors=False, latent_dim=2, random_state=0)
+    model.fit(texts, y.astype(float) if "Regressor" in type(model).__name__ else y)
+    vectors = model.word_vectors_
+    encoder = getattr(model, "encoder_", None) or getattr(model, "_encoder", None)
+    words = encoder.vocabulary.words
+    table = EMBEDDED.vectors[[EMBEDDED.index[w] for w in words]]
+    assert vectors.shape == (len(words), 4)
+    ratio = vectors / table
+    np.testing.assert_allclose(ratio, ratio.flat[0], rtol=1e-10)  # one scale for every word and coordinate
+    kernel = next(m for m in model.__dict__.values() if isinstance(m, torch.nn.Module)).modules()
+    word_vectors = next(m for m in kernel if hasattr(m, "trainable"))
+    assert not word_vectors.trainable and not any(p.requires_grad for p in word_vectors.parameters())
+    with pytest.raises(ValueError, match="learn_word_vectors=False fixes the word vectors to pretrained embeddings"):
+        make(learn_word_vectors=False).fit(texts, y)
+
+
+def test_shared_class_hyperparameters_give_the_sum_of_the_classes_exact_gps():
+    """class_hyperparameters="shared": one output scale and one additional noise for every class; the
+    objective is then the sum over classes of exact GP log likelihoods computed by hand (numpy) from
+    the kernel's Gram, the classes' Dirichlet targets and noises."""
+    texts, y = reviews(24, seed=4)
+    y = np.array(["a", "b", "c"])[np.arange(24) % 3]
+    gpc = LDKGPClassifier(
+        embedding="linear",
+        level2="cosine",
+        word_embeddings=EMBEDDED,
+        learn_word_vectors=False,
+        identity_weight="balanced",
+        identity_form="separate",
+        class_hyperparameters="shared",
+        alpha_epsilon=1e-6,
+        max_iter=10,
+        random_state=0,
+    ).fit(texts, y)
+    model, likelihood = gpc.model_, gpc.likelihood_
+    assert model.covar_module.outputscale.numel() == 1 and likelihood.second_noise.numel() == 1
+    x = model.train_inputs[0]
+    with torch.no_grad():
+        gram = model.covar_module.base_kernel(x).to_dense().numpy() * model.covar_module.outputscale.item()
+        targets = likelihood.transformed_targets.numpy()
+        fixed = likelihood.noise_covar.noise.numpy()  # C x n, the Dirichlet moment-matched noise
+        means = model.mean_module.constant.numpy().ravel()
+        extra = likelihood.second_noise.item()
+        expected = 0.0
+        for c in range(3):
+            cov = gram + np.diag(fixed[c] + extra)
+            r = targets[c] - means[c]
+            sign, logdet = np.linalg.slogdet(cov)
+            expected += -0.5 * r @ np.linalg.solve(cov, r) - 0.5 * logdet - 0.5 * len(r) * np.log(2 * np.pi)
+        model.train(), likelihood.train()
+        got = likelihood(model(x)).log_prob(likelihood.transformed_targets).sum().item()
+        model.eval(), likelihood.eval()
+    assert got == pytest.approx(expected, rel=1e-10)
+    np.testing.assert_allclose(gpc.predict_proba(texts).sum(1), 1.0, atol=1e-12)
+    with pytest.raises(ValueError, match="class_hyperparameters must be one of"):
+        LDKGPClassifier(class_hyperparameters="pooled").fit(texts, y)

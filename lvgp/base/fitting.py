@@ -193,7 +193,8 @@ def minimize(
         verbose: show a tqdm progress bar.
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
-    if given, else by objective) are kept and ``result.interrupted`` is set.
+    if given, else by objective) are kept and ``result.interrupted`` is set. Without any parameter
+    that requires a gradient the objective is evaluated once (``n_iter`` 0, converged).
     """
     if method not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {method!r}")
@@ -201,6 +202,11 @@ def minimize(
         raise ValueError(f"max_iter must be >= 1; got {max_iter}")
     flat = _Params([p for p in params if p.requires_grad])
     result = FitResult()
+    if not flat.params:
+        with torch.no_grad():
+            result.loss_curve.append(float(objective()))
+        result.converged, result.message = True, "no parameters to fit: the objective evaluated once"
+        return result
     best = _Best(math.inf, flat.snapshot(), 0)
     bar = progress_bar(total=max_iter, desc=desc, verbose=verbose)
 

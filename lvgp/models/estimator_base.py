@@ -20,10 +20,11 @@ from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, R
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import OPTIMIZERS, FitResult, minimize
-from ..base.numerics import covariance_errors, exact_numerics
+from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
+from ..kernels.latent_distribution import IDENTITY_FORMS
 from ..kernels.level2 import LEVEL2_KERNELS
 from ..warnings import EmptyDocumentsWarning
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
@@ -45,14 +46,47 @@ def ldk_options(embeddings: tuple[str, ...] = ("rbf", "linear", "poly")) -> dict
         "level2": [Options(*LEVEL2_KERNELS)],
         "word_weighting": [Options("uniform", "idf")],
         "identity_weight": [None, Real(0, open_low=True), Options("balanced")],
+        "identity_form": [Options(*IDENTITY_FORMS)],
         "word_embeddings": [None, Embeddings()],
+        "learn_word_vectors": [Boolean()],
     }
+
+
+def estimator_word_vectors(
+    estimator: Any, num_words: int, word_features: Any, latent_dim: int | None = None, **learned: Any
+) -> WordVectors:
+    """The word vectors of an LDK estimator: learned, ``make_word_vectors(num_words, latent_dim,
+    word_features=word_features, **learned)`` (``latent_dim``: the estimator's by default), or with
+    its ``learn_word_vectors=False`` the pretrained embeddings themselves, fixed (``latent_dim`` is
+    then their dimension; only the kernel's other hyper-parameters are fitted). A ``ValueError``
+    when there are no embeddings to fix the vectors to."""
+    from ..kernels.word_vectors import make_word_vectors
+
+    if getattr(estimator, "learn_word_vectors", True):
+        dim = estimator.latent_dim if latent_dim is None else latent_dim
+        return make_word_vectors(num_words, dim, word_features=word_features, **learned)
+    if word_features is None:
+        raise ValueError(
+            "learn_word_vectors=False fixes the word vectors to pretrained embeddings: pass word_embeddings "
+            "(and texts, or counts with a vocabulary)"
+        )
+    features = torch.as_tensor(word_features)
+    with default_dtype(torch.float64):  # nothing is drawn: the embeddings at full precision
+        return make_word_vectors(
+            num_words,
+            int(features.shape[-1]),
+            rho=None,
+            word_features=features,
+            projection_init="identity",
+            trainable=False,
+            batch_shape=learned.get("batch_shape", torch.Size()),
+        )
 
 
 def classifier_ldk(estimator: Any, vectors: Any, x: torch.Tensor, seed: int, gamma: float) -> Any:
     """The LDK of an LDK classifier (latent SMM, GP classifier) on its padded training documents
-    ``x``: its ``approximation``, ``num_features``, ``embedding``, ``level2``, ``word_weighting`` and
-    ``identity_weight`` settings, the word ``vectors``, the RBF bandwidth ``gamma``
+    ``x``: its ``approximation``, ``num_features``, ``embedding``, ``level2``, ``word_weighting``,
+    ``identity_weight`` and ``identity_form`` settings, the word ``vectors``, the RBF bandwidth ``gamma``
     (:func:`~lvgp.kernels.random_features.make_ldk`; ``seed`` draws Nystrom/RFF features)."""
     from ..bow.weighting import word_weights
     from ..kernels.random_features import make_ldk
@@ -67,6 +101,7 @@ def classifier_ldk(estimator: Any, vectors: Any, x: torch.Tensor, seed: int, gam
         level2=estimator.level2,
         word_weights=word_weights(x, estimator.encoder_.num_words, estimator.word_weighting),
         identity_weight=estimator.identity_weight,
+        identity_form=estimator.identity_form,
         gamma=gamma,
     )
 

@@ -34,7 +34,7 @@ import copy
 import time
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
 import numpy as np
@@ -55,28 +55,38 @@ from ..base.progress import progress_bar
 from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..kernels import LatentDistributionKernel, make_word_vectors
+from ..kernels import LatentDistributionKernel
 from ..kernels.random_features import APPROXIMATIONS
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .estimator_base import classifier_ldk, ldk_options
+from .estimator_base import classifier_ldk, estimator_word_vectors, ldk_options
 from .gplvsm import PaddedInputsMixin
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES"]
+__all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES", "CLASS_HYPERPARAMETERS"]
 
 INFERENCES = ("dirichlet", "variational")
+
+
+#: the classes' output scales and additional noise: one each per class, or one for all classes
+CLASS_HYPERPARAMETERS = ("per-class", "shared")
 
 
 class _DirichletLikelihood(gpytorch.likelihoods.DirichletClassificationLikelihood):
     """gpytorch's Dirichlet classification likelihood whose labels and transformed targets
     (plain attributes there, which ``.to()`` would leave on the old device) move with the module;
-    the labels stay integers (``fn`` changes a floating tensor's dtype only)."""
+    the labels stay integers (``fn`` changes a floating tensor's dtype only). ``shared_noise``: one
+    learned additional noise for all classes (gpytorch's has one per class)."""
 
     transformed_targets: torch.Tensor
     targets: torch.Tensor
+
+    def __init__(self, targets: torch.Tensor, *, shared_noise: bool = False, **kwargs: Any) -> None:
+        super().__init__(targets, **kwargs)
+        if shared_noise:
+            self.second_noise_covar = gpytorch.likelihoods.noise_models.HomoskedasticNoise()
 
     def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
         self.transformed_targets = fn(self.transformed_targets)
@@ -84,25 +94,37 @@ class _DirichletLikelihood(gpytorch.likelihoods.DirichletClassificationLikelihoo
         return super()._apply(fn, *args, **kwargs)
 
 
+def _class_covariance(covar_module: gpytorch.kernels.Kernel, x: torch.Tensor, batch: torch.Size) -> Any:
+    """The classes' covariance of ``x``: the batched kernel's, or one shared kernel's expanded over ``batch``."""
+    covar = covar_module(x)
+    if len(batch) and not len(covar_module.batch_shape):
+        covar = covar.expand(*batch, *covar.shape[-2:])
+    return covar
+
+
 class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
     """``C`` exact GPs (batch shape ``C``) on the Dirichlet-transformed labels of
     ``likelihood`` (a :class:`gpytorch.likelihoods.DirichletClassificationLikelihood`), sharing
-    ``kernel`` (an LDK) under per-class output scales and constant means."""
+    ``kernel`` (an LDK) under per-class constant means and per-class output scales (one output
+    scale for every class with ``shared_outputscale``)."""
 
     def __init__(
         self,
         train_x: torch.Tensor,
         likelihood: gpytorch.likelihoods.DirichletClassificationLikelihood,
         kernel: LatentDistributionKernel,
+        shared_outputscale: bool = False,
     ) -> None:
         targets = likelihood.transformed_targets  # C x n
         super().__init__(train_x, targets, likelihood)
-        batch = torch.Size([targets.shape[0]])
-        self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch)
-        self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=batch)
+        self.classes_batch = torch.Size([targets.shape[0]])
+        self.mean_module = gpytorch.means.ConstantMean(batch_shape=self.classes_batch)
+        scale_batch = torch.Size() if shared_outputscale else self.classes_batch
+        self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=scale_batch)
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
-        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        covar = _class_covariance(self.covar_module, x, self.classes_batch)
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
 
     @property
     def ldk(self) -> LatentDistributionKernel:
@@ -110,18 +132,29 @@ class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
 
 
 class _LDKClassificationGP(gpytorch.models.ApproximateGP):
-    def __init__(self, inducing: torch.Tensor, kernel: LatentDistributionKernel, n_latent: int, jitter: float = 1e-6):
+    def __init__(
+        self,
+        inducing: torch.Tensor,
+        kernel: LatentDistributionKernel,
+        n_latent: int,
+        jitter: float = 1e-6,
+        shared_outputscale: bool = False,
+    ):
         batch = torch.Size([n_latent]) if n_latent > 1 else torch.Size([])
         dist = NaturalVariationalDistribution(inducing.shape[0], batch_shape=batch)
         strategy = _PaddedVariationalStrategy(self, inducing, dist, learn_inducing_locations=False, jitter_val=jitter)
         if n_latent > 1:
             strategy = IndependentMultitaskVariationalStrategy(strategy, num_tasks=n_latent)
         super().__init__(strategy)
+        self.classes_batch = batch
         self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch)
-        self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=batch)
+        self.covar_module = gpytorch.kernels.ScaleKernel(
+            kernel, batch_shape=torch.Size() if shared_outputscale else batch
+        )
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
-        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        covar = _class_covariance(self.covar_module, x, self.classes_batch)
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
 
 
 def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> torch.Tensor:
@@ -172,7 +205,18 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)`, which contains the bag of words:
             :math:`\lambda`, the classes' output scales (the latent part's scale relative to it) and the
             embedding map are fitted by the classifier's own objective (the marginal likelihood, or the
-            ELBO), not by a grid.
+            ELBO), not by a grid. ``"balanced"``: start where both parts weigh alike.
+        identity_form: ``"joint"`` (the identity inside the word kernel) or ``"separate"`` (the
+            level-2 kernel of each part, added; :class:`~lvgp.LatentDistributionKernel`).
+        learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
+            themselves (``latent_dim`` is then their dimension): a kernel of fixed word similarities
+            whose mix with the bag of words (:math:`\lambda`) and output scales the marginal likelihood
+            fits. On r8 and 20ng at 50-500 labelled documents the marginal likelihood over-fits learned
+            vectors and maps (``results/README.md``), so the ``-plus`` study methods fix them.
+        class_hyperparameters: ``"per-class"`` (each class's GP has its own output scale and, in the
+            Dirichlet inference, additional noise) or ``"shared"`` (one output scale and one noise for
+            all classes; the classes' constant means stay their own): with a handful of documents per
+            class, per-class scales and noises over-fit the marginal likelihood.
         alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
             :math:`\alpha_\epsilon`, 0.01 as they suggest). Tune it with the other
             hyper-parameters: on r8 at 50-200 training documents, 0.001 classified better and
@@ -215,6 +259,9 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         word_embeddings: EmbeddingsSpec = None,
         word_weighting: str = "uniform",
         identity_weight: float | str | None = None,
+        identity_form: str = "joint",
+        learn_word_vectors: bool = True,
+        class_hyperparameters: str = "per-class",
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
         tol: float = 1e-6,
@@ -244,6 +291,9 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         self.word_embeddings = word_embeddings
         self.word_weighting = word_weighting
         self.identity_weight = identity_weight
+        self.identity_form = identity_form
+        self.learn_word_vectors = learn_word_vectors
+        self.class_hyperparameters = class_hyperparameters
         self.alpha_epsilon = alpha_epsilon
         self.max_iter = max_iter
         self.tol = tol
@@ -270,6 +320,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         "approximation": [Options(*APPROXIMATIONS)],
         "num_features": [Integer(1)],
         "alpha_epsilon": [Real(0, open_low=True)],
+        "class_hyperparameters": [Options(*CLASS_HYPERPARAMETERS)],
         "early_stopping": [Boolean()],
         "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
         "num_inducing": [Integer(1)],
@@ -283,11 +334,11 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         check_params(self)
 
     def _kernel(self, seed: int, x: torch.Tensor) -> LatentDistributionKernel:
-        vectors = make_word_vectors(
+        vectors = estimator_word_vectors(
+            self,
             self.encoder_.num_words,
-            self.latent_dim,
+            self.encoder_.word_features,
             rho=self.rho,
-            word_features=self.encoder_.word_features,
             seed=seed,
             projection_scale=tied_projection_scale(self.latent_dim),
         )
@@ -402,11 +453,16 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         validate: Callable[[], float] | None = None,
     ) -> None:
         targets = torch.from_numpy(codes)
+        shared = self.class_hyperparameters == "shared"
         likelihood = _DirichletLikelihood(
-            targets, alpha_epsilon=self.alpha_epsilon, learn_additional_noise=True, dtype=torch.float64
-        )
+            targets,
+            alpha_epsilon=self.alpha_epsilon,
+            learn_additional_noise=True,
+            dtype=torch.float64,
+            shared_noise=shared,
+        ).double()
         likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
-        model = DirichletLDKGP(x, likelihood, self._kernel(seed, x)).to(self.device_)
+        model = DirichletLDKGP(x, likelihood, self._kernel(seed, x), shared).to(self.device_)
         self.model_, self.likelihood_ = model, likelihood
         n = x.shape[0]
         inputs = model.train_inputs[0]
@@ -448,7 +504,12 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
         device = self.device_
-        self.model_ = _LDKClassificationGP(trim_to_longest(x[idx]), self._kernel(seed, x), 1 if binary else n_classes)
+        self.model_ = _LDKClassificationGP(
+            trim_to_longest(x[idx]),
+            self._kernel(seed, x),
+            1 if binary else n_classes,
+            shared_outputscale=self.class_hyperparameters == "shared",
+        )
         if binary:
             self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
             targets = torch.from_numpy(codes.astype(np.float64))

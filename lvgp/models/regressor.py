@@ -22,9 +22,8 @@ from ..bow.weighting import word_weights
 from ..kernels.document_length import DocumentLengthKernel
 from ..kernels.latent_distribution import LatentDistributionKernel
 from ..kernels.random_features import RandomFeatureLDK, balanced_identity_weight, identity_start
-from ..kernels.word_vectors import make_word_vectors
 from ..warnings import MemoryBudgetWarning
-from .estimator_base import ExactGPRegressorBase, ldk_options
+from .estimator_base import ExactGPRegressorBase, estimator_word_vectors, ldk_options
 from .gplvsm import GPLVSM
 
 if TYPE_CHECKING:
@@ -97,6 +96,12 @@ class GPLVSMRegressor(ExactGPRegressorBase):
             words (:class:`~lvgp.LatentDistributionKernel`); fitted with the other parameters.
             ``"balanced"``: start where both parts weigh alike in the training documents'
             self-similarities (:func:`~lvgp.kernels.random_features.balanced_identity_weight`).
+        identity_form: ``"joint"`` (the identity inside the word kernel) or ``"separate"`` (the
+            level-2 kernel of each part, added; :class:`~lvgp.LatentDistributionKernel`).
+        learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
+            themselves (``latent_dim`` is then their dimension): GP regression on a kernel of fixed
+            word similarities (and the bag of words with ``identity_weight``), whose hyper-parameters
+            the marginal likelihood fits.
         word_weighting: ``"uniform"`` (the paper: a document is the mean of its words) or ``"idf"``
             (the idf-weighted measure, idf from the training documents).
         validation_interval: evaluate the validation score every this many iterations
@@ -154,6 +159,8 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         word_embeddings: EmbeddingsSpec = None,
         length_kernel: bool = False,
         identity_weight: float | str | None = None,
+        identity_form: str = "joint",
+        learn_word_vectors: bool = True,
         word_weighting: str = "uniform",
         validation_interval: int | None = None,
         approximation: str = "auto",
@@ -191,6 +198,8 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         self.word_embeddings = word_embeddings
         self.length_kernel = length_kernel
         self.identity_weight = identity_weight
+        self.identity_form = identity_form
+        self.learn_word_vectors = learn_word_vectors
         self.word_weighting = word_weighting
         self.validation_interval = validation_interval
         self.approximation = approximation
@@ -242,6 +251,10 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         super()._check_params()
         if self.variational and self.optimizer != "adam":
             raise ValueError("variational=True has a stochastic (Monte Carlo) objective: use optimizer='adam'")
+        if self.variational and not self.learn_word_vectors:
+            raise ValueError(
+                "variational=True fits a posterior over the word vectors: it needs learn_word_vectors=True"
+            )
 
     def _word_embeddings(self) -> Any:
         return self.word_embeddings
@@ -264,13 +277,13 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         if kind != "exact":
             options.update(features=kind, num_features=self.num_features, feature_seed=seed)
         with default_dtype(torch.float64):
-            vectors = make_word_vectors(
+            vectors = estimator_word_vectors(
+                self,
                 self.num_words_,
-                self.latent_dim,
+                features,
                 rho=self.rho,
                 variational=self.variational,
-                word_features=features,
-                init=self._initial_latent() if state_dict is None else None,
+                init=self._initial_latent() if state_dict is None and self.learn_word_vectors else None,
                 seed=seed,
                 scale_init=self.latent_scale_init,
             )
@@ -280,6 +293,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
                 word_vectors=vectors,
                 word_weights=word_weights(inputs, self.num_words_, self.word_weighting),
                 identity_weight=identity_start(self.identity_weight),
+                identity_form=self.identity_form,
                 **options,
             )
             if self.identity_weight == "balanced" and state_dict is None:

@@ -55,10 +55,10 @@ from ..base.validation import standardization
 from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..bow.weighting import word_weights
-from ..kernels import LatentDistributionKernel, make_word_vectors
+from ..kernels import LatentDistributionKernel
 from ..kernels.random_features import balanced_identity_weight, identity_start
 from ..warnings import EmptyDocumentsWarning
-from .estimator_base import ldk_options
+from .estimator_base import estimator_word_vectors, ldk_options
 
 if TYPE_CHECKING:
     pass
@@ -152,6 +152,10 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             embedding-implied vectors.
         identity_weight: ``None`` or the initial :math:`\lambda` of the word kernel
             :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)` (fitted by the ELBO).
+        identity_form: ``"joint"`` (the identity inside the word kernel) or ``"separate"`` (the
+            level-2 kernel of each part, added; :class:`~lvgp.LatentDistributionKernel`).
+        learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
+            themselves (``latent_dim`` is then their dimension).
         word_weighting: ``"uniform"`` or ``"idf"`` (the documents' measures; idf from the training documents).
         vocabulary, num_words: input handling as for the exact estimator.
         distributed, world_size: data-parallel training in ``world_size`` local processes under
@@ -186,6 +190,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         outputscale_init: float = 1.0,
         word_embeddings: EmbeddingsSpec = None,
         identity_weight: float | str | None = None,
+        identity_form: str = "joint",
+        learn_word_vectors: bool = True,
         word_weighting: str = "uniform",
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
@@ -211,6 +217,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.outputscale_init = outputscale_init
         self.word_embeddings = word_embeddings
         self.identity_weight = identity_weight
+        self.identity_form = identity_form
+        self.learn_word_vectors = learn_word_vectors
         self.word_weighting = word_weighting
         self.vocabulary = vocabulary
         self.num_words = num_words
@@ -224,13 +232,14 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
         self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         inducing = trim_to_longest(x[self.inducing_indices_])
-        vectors = make_word_vectors(num_words, self.latent_dim, rho=self.rho, word_features=word_features, seed=seed)
+        vectors = estimator_word_vectors(self, num_words, word_features, rho=self.rho, seed=seed)
         kernel = LatentDistributionKernel(
             embedding=self.embedding,
             level2=self.level2,
             word_vectors=vectors,
             word_weights=word_weights(x, num_words, self.word_weighting),
             identity_weight=identity_start(self.identity_weight),
+            identity_form=self.identity_form,
         )
         if self.identity_weight == "balanced":
             kernel.identity_weight = balanced_identity_weight(kernel, x)
