@@ -311,10 +311,11 @@ def test_a_study_puts_its_torch_methods_on_its_device() -> None:
 
     # "meta" passes the device check everywhere, so this runs on a machine without a GPU; the
     # base class's validate checks methods and device without loading the corpus
-    study = ClassificationStudy(dataset="r8", device="meta", methods=("ldk-gpc-plus", "latent-smm", "svm"))
+    study = ClassificationStudy(dataset="r8", device="meta", methods=("latent-smm-plus", "latent-smm", "svm"))
     Study.validate(study)
-    wrapped = study.estimator({"method": "ldk-gpc-plus", "split": 0, "params": {}})
+    wrapped = study.estimator({"method": "latent-smm-plus", "split": 0, "params": {}})
     assert wrapped.estimator.device == "meta"  # inside the dev-selection wrapper
+    assert study.estimator({"method": "ldk-gpc-plus", "split": 0, "params": {}}).device == "meta"  # no dev grid
     smm = study.estimator({"method": "latent-smm", "split": 0, "params": {}})
     assert getattr(smm, "estimator", smm).device == "meta"
     assert "device" not in study.build({"method": "svm", "split": 0, "params": {}}).get_params()

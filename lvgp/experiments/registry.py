@@ -56,6 +56,8 @@ class Method:
             where the study has a dev split.
         uses_unlabeled: the estimator's ``fit`` takes unlabeled documents (``unlabeled=``) when the
             study offers them (``--unlabeled pool``).
+        dev_folds: how the method's ``dev_grid`` is chosen: ``None`` (the study's ``--dev-folds``) or
+            ``k`` (stratified k-fold cross-validation inside the sample, whatever the study's).
         default: part of the study's default ``--methods``.
         description: one line for the documentation.
     """
@@ -69,6 +71,7 @@ class Method:
     dev_path: str | None = None
     uses_dev: bool = False
     uses_unlabeled: bool = False
+    dev_folds: int | None = None
     default: bool = False
     description: str = ""
 
@@ -88,6 +91,7 @@ def register_method(
     dev_path: str | None = None,
     uses_dev: bool = False,
     uses_unlabeled: bool = False,
+    dev_folds: int | None = None,
     default: bool = False,
     description: str = "",
 ) -> Callable[[Factory], Factory]:
@@ -109,6 +113,7 @@ def register_method(
                 dev_path,
                 uses_dev,
                 uses_unlabeled,
+                dev_folds,
                 default,
                 description,
             )
