@@ -158,6 +158,34 @@ def test_matching_identity_part_acts_on_tied_tokens():
     np.testing.assert_allclose(d - d[:, :1] - d[:1, :] + d[0, 0], 0.0, atol=1e-12)
 
 
+def test_matching_in_the_rkhs_of_the_cosine_kernel_ranks_by_the_kernel():
+    """level2="cosine" with the separate identity part: d(s, t) = K(s, s) + K(t, t) - 2 K(s, t) of the
+    whole document kernel (loop reference), which is 2 (1 + lambda) - 2 K(s, t) for non-empty
+    documents -- no length penalty from words the other side cannot share; the linear level 2 keeps
+    the squared MMD."""
+    texts, _ = reviews(30, seed=6)
+    options = dict(tie_identical_tokens=True, latent_dim=2, max_iter=5, word_weighting="idf", random_state=0)
+    cosine = LDKMatcher(**options, level2="cosine", identity_weight=0.7, identity_form="separate").fit(texts, texts)
+    kernel = cosine.kernel_
+    xs, xt = cosine._encode(texts[:6], texts[:6])
+    X = kernel.latent.detach().numpy()
+    hp = dict(
+        gamma=kernel.gamma.item(),
+        weights=kernel.word_weights.numpy(),
+        identity=kernel.identity_weight.item(),
+        identity_form="separate",
+    )
+    cross = ref.ldk_gram(X, xs.numpy(), xt.numpy(), "rbf", "cosine", **hp)
+    lam = kernel.identity_weight.item()
+    np.testing.assert_allclose(cosine.distances(texts[:6], texts[:6]), 2 * (1 + lam) - 2 * cross, atol=1e-10)
+    linear = LDKMatcher(**options, identity_weight=0.7).fit(texts, texts)
+    xs, xt = linear._encode(texts[:6], texts[:6])
+    with torch.no_grad():
+        np.testing.assert_allclose(
+            linear.distances(texts[:6], texts[:6]), linear.kernel_.squared_mmd(xs, xt).numpy(), atol=1e-12
+        )
+
+
 def test_corpus_embeddings_cover_words_of_the_unlabeled_documents():
     texts, y = reviews(40)
     extra = ["the soundtrack was superb", "a dreadful soundtrack", "dreadful acting and a dreadful plot"] * 5

@@ -243,6 +243,35 @@ def test_dev_selection_by_log_likelihood_separates_settings_that_tie_in_accuracy
         classification.DevSelected(_Confident(), grid, 0, folds=0)
 
 
+class _Margins(_Confident):
+    """As _Confident, with per-class decision values: the first word's class at ``confidence``."""
+
+    def class_decision_function(self, X):
+        return self.predict_proba(X)
+
+
+def test_ties_in_dev_accuracy_go_to_the_smallest_dev_hinge_loss():
+    X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b", "c")]
+    y = np.array([x.split()[0] for x in X])
+    grid = {"confidence": [0.6, 0.9, 0.99999]}
+    selected = classification.DevSelected(_Margins(), grid, 0, folds=3).fit(X, y)
+    # every setting is perfect on dev; the margins 0.6 - 0.2, 0.9 - 0.05, ... decide
+    assert selected.best_params_ == {"confidence": 0.99999}
+    expected = [max(0.0, 1 - (c - (1 - c) / 2)) for c in grid["confidence"]]
+    assert [loss for _, loss in selected.dev_hinge_] == pytest.approx(expected)
+    # no per-class decision values: the first of the tied settings, as before
+    assert classification.DevSelected(_Confident(), grid, 0, folds=3).fit(X, y).dev_hinge_ == []
+
+
+def test_multiclass_hinge_closed_form():
+    from lvgp.base.metrics import multiclass_hinge
+
+    decision = np.array([[2.0, 0.5, -1.0], [0.2, 0.4, 0.1], [0.0, 0.0, 3.0]])
+    loss = multiclass_hinge(decision, np.array(["a", "b", "c"]), np.array(["a", "a", "z"]))
+    np.testing.assert_allclose(loss[:2], [0.0, 1.2])
+    assert loss[2] == np.inf  # a label the model never saw
+
+
 def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
     study = classification.ClassificationStudy(
         dataset="r8", latent_dims=(8, 2), rhos=(0.1, 1.0), alpha_epsilons=(0.001, 0.1), dev_folds=4

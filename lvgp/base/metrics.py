@@ -8,7 +8,7 @@ import numpy as np
 
 from .targets import true_class_log_proba
 
-__all__ = ["log_loss", "reliability_bins", "expected_calibration_error", "ECE_BINS"]
+__all__ = ["log_loss", "reliability_bins", "expected_calibration_error", "multiclass_hinge", "ECE_BINS"]
 
 #: equal-width confidence bins of the expected calibration error
 ECE_BINS = 15
@@ -41,3 +41,18 @@ def expected_calibration_error(binned: dict) -> float:
     count = np.asarray(binned["count"], dtype=np.float64)
     gap = np.abs(np.asarray(binned["correct"]) - np.asarray(binned["confidence"]))
     return float(gap.sum() / max(count.sum(), 1.0))
+
+
+def multiclass_hinge(decision: np.ndarray, classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    r"""Per document, the multi-class hinge loss :math:`\max(0, 1 - (f_y - \max_{c \ne y} f_c))` of
+    ``n x C`` decision values over ``classes`` (Crammer & Singer's margin); a label the model never
+    saw has margin :math:`-\infty` (loss ``inf``)."""
+    decision = np.asarray(decision, dtype=np.float64)
+    classes, y = np.asarray(classes), np.asarray(y)
+    index = np.searchsorted(classes, y).clip(0, len(classes) - 1)
+    known = classes[index] == y
+    rows = np.arange(len(y))
+    true = np.where(known, decision[rows, index], -np.inf)
+    other = decision.copy()
+    other[rows[known], index[known]] = -np.inf
+    return np.maximum(0.0, 1.0 - (true - other.max(axis=1)))

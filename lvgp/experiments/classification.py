@@ -494,6 +494,12 @@ class DevSelected:
     all documents walks the chosen setting's path down to it. (The latent SMM's C: a dev grid of
     162 non-convex fits costs about a third as many optimizer iterations.)
 
+    Ties in dev accuracy are broken by the mean dev multi-class hinge loss
+    (:func:`~lvgp.base.metrics.multiclass_hinge`) where the models rank classes by decision values
+    (``class_decision_function``: the one-vs-rest latent SMM), else by the order above: with a
+    hinge loss, every C above the hard-margin limit fits the dev part alike, and the first of them
+    is a knee of the curve, not its middle.
+
     ``folds``: 1 (the thesis) scores each setting on one stratified 25% dev part; ``k > 1``
     scores it by stratified ``k``-fold cross-validation inside the sample
     (:func:`~lvgp.base.splits.stratified_folds`), the score pooled over every
@@ -503,8 +509,8 @@ class DevSelected:
     ``predict_proba``), which separates settings that tie in accuracy.
 
     Fitted: ``best_params_`` (a grid setting), ``fitted_params_`` (its canonical form, what was
-    refit), ``dev_scores_`` (canonical setting, dev score, in the order fitted), ``model_``,
-    ``selection_seconds_``.
+    refit), ``dev_scores_`` (canonical setting, dev score, in the order fitted), ``dev_hinge_``
+    (canonical setting, dev hinge loss, where the tie-break applies), ``model_``, ``selection_seconds_``.
     """
 
     def __init__(
@@ -539,6 +545,18 @@ class DevSelected:
         from ..base.targets import true_class_log_proba
 
         return true_class_log_proba(model.predict_proba(X), model.classes_, y)
+
+    @staticmethod
+    def _dev_tiebreak(model, X: list, y: np.ndarray) -> np.ndarray | None:
+        """Per-document multi-class hinge losses on dev (lower is better), or ``None`` when the model
+        has no per-class decision values."""
+        rank = getattr(model, "class_decision_function", None)
+        decision = None if rank is None else rank(X)
+        if decision is None:
+            return None
+        from ..base.metrics import multiclass_hinge
+
+        return multiclass_hinge(decision, model.classes_, y)
 
     def _dev_parts(self, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(train, dev) index pairs: one dev part, or the ``folds`` folds (one dev part when no
@@ -590,12 +608,13 @@ class DevSelected:
 
         start = time.perf_counter()
         best = settings[0]
-        self.dev_scores_ = []
+        self.dev_scores_, self.dev_hinge_ = [], []
         paths = self._paths([key_of(params) for params in settings])
         if len(settings) > 1:
             parts = self._dev_parts(y)
             if parts:
                 per_document: dict[tuple, list[np.ndarray]] = {}
+                hinges: dict[tuple, list[np.ndarray]] = {}
                 for path in paths:
                     for tr, dv in parts:
                         x_dev, y_dev = [X[i] for i in dv], y[dv]
@@ -603,11 +622,17 @@ class DevSelected:
                         def score(model, params, x_dev=x_dev, y_dev=y_dev):
                             key = tuple(sorted(params.items()))
                             per_document.setdefault(key, []).append(self._dev_scores(model, x_dev, y_dev))
+                            if self.scoring == "accuracy":
+                                loss = self._dev_tiebreak(model, x_dev, y_dev)
+                                if loss is not None:
+                                    hinges.setdefault(key, []).append(loss)
 
                         self._fit_path(path, [X[i] for i in tr], y[tr], extra, score)
                 scores = {key: float(np.mean(np.concatenate(values))) for key, values in per_document.items()}
+                tiebreak = {key: float(np.mean(np.concatenate(values))) for key, values in hinges.items()}
                 self.dev_scores_ = [(dict(key), score) for key, score in scores.items()]
-                best = max(settings, key=lambda params: scores[key_of(params)])
+                self.dev_hinge_ = [(dict(key), loss) for key, loss in tiebreak.items()]
+                best = max(settings, key=lambda params: (scores[key_of(params)], -tiebreak.get(key_of(params), 0.0)))
             else:
                 warnings.warn(
                     f"no development documents to choose among {len(settings)} settings: using {best}",
@@ -677,6 +702,8 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
             record["dev_path"] = {"param": model.path, "max_iter": model.path_max_iter}
         name = "dev_" + model.scoring.replace("-", "_")
         record["dev_scores"] = [{**params, name: score} for params, score in model.dev_scores_]
+        if model.dev_hinge_:  # the tie-break of equal dev accuracies
+            record["dev_hinge"] = [{**params, "dev_hinge": loss} for params, loss in model.dev_hinge_]
         model = model.model_
     elif hasattr(model, "best_params_"):
         record["chosen"] = model.best_params_

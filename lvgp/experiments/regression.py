@@ -79,26 +79,32 @@ def _gplvsm_vb(study, cell, data):
     )
 
 
+def _plus_grid(study) -> list[dict]:
+    return [{"length_kernel": False}, {"length_kernel": True}]
+
+
 @register_method(
     "regression",
     "gplvsm-plus",
     "GP-LVSM (LDK+BoW, GloVe)",
-    grid=_vb_grid,
-    uses_dev=True,
-    description="GP-LVSM whose word kernel contains the bag of words; GloVe-tied vectors, idf weights",
+    grid=_plus_grid,
+    description="GP regression on the LDK+BoW kernel: GloVe vectors fixed, idf weights, the cosine of each part "
+    "added; lambda, the scales and the noise by the marginal likelihood; the length kernel chosen on dev",
 )
 def _gplvsm_plus(study, cell, data):
     from ..models.regressor import GPLVSMRegressor
 
     return GPLVSMRegressor(
-        latent_dim=cell["params"]["q"],
-        rho=cell["params"]["rho"],
+        embedding="linear",
+        level2="cosine",
         vocabulary=data.vocabulary,
         word_embeddings=study.embeddings,
+        learn_word_vectors=False,
         word_weighting="idf",
         identity_weight="balanced",
+        identity_form="separate",
+        length_kernel=cell["params"]["length_kernel"],
         max_iter=study.max_iter,
-        n_iter_no_change=20,
         random_state=study.cell_seed(cell),
     )
 

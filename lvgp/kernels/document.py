@@ -253,6 +253,19 @@ class DocumentKernel(Kernel):
         s1, s2 = self._squared_norms(lin, x1, x2, same, latent, self._inner_products)
         return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * lin).clamp_min(0)
 
+    def squared_rkhs_distance(self, x1: Tensor, x2: Tensor, allow_empty: bool = False) -> Tensor:
+        r"""Squared distance between the documents in the RKHS of this kernel (its level-2 kernel
+        included), :math:`K(i, i) + K(j, j) - 2K(i, j)`: ``*B x n1 x n2``. For the linear level 2 it is
+        :meth:`squared_mmd`. With ``allow_empty``, a padding-only row is the zero embedding (its
+        kernel values are those of the zero measure: 0 for the linear and cosine level 2)."""
+        x1 = self._check(x1, "x1", allow_empty)
+        x2 = self._check(x2, "x2", allow_empty)
+        if x1.shape[-1] != x2.shape[-1]:
+            x1, x2 = pad_to_common_width(x1, x2)
+        cross = self.forward(x1, x2)
+        s1, s2 = self.forward(x1, x1, diag=True), self.forward(x2, x2, diag=True)
+        return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * cross).clamp_min(0)
+
     def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
         """The one input check: a padded integer tensor of ids below :attr:`num_words` (any
         integer dtype, returned as ``torch.long``)."""

@@ -475,6 +475,15 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             return -values[:, None]
         return values
 
+    def class_decision_function(self, X: Documents) -> np.ndarray | None:
+        """``n x n_classes`` decision values, one column per class (the larger, the more that class):
+        one-vs-rest's machines, or for two classes the machine and its negative; ``None`` for one-vs-one
+        with more than two classes (pairwise values do not rank classes)."""
+        values = self.decision_function(X)
+        if values.shape[1] == 1:
+            return np.hstack([values, -values])
+        return values if isinstance(self.svc_, OneVersusRestSVC) else None
+
     @property
     def pairs_(self) -> list[tuple]:
         """The class pairs of :meth:`decision_function`'s columns (one-vs-one)."""

@@ -29,7 +29,11 @@ what tf-idf CCA already knows (``init="cca"``: the canonical weights of regulari
 on the training pairs) or from the joint SVD of the cross-covariance of the paired frequency
 matrices (``init="svd"``, partial least squares).
 
-Beyond the thesis (off by default): ``tie_identical_tokens`` gives a token spelled identically in
+Beyond the thesis (off by default): ``level2`` other than ``"linear"`` (and ``identity_form``) measures
+:math:`d` in the RKHS of the whole document kernel, :math:`d(s, t) = K(s, s) + K(t, t) - 2K(s, t)`
+(the squared MMD for the linear level 2): with the cosine level 2 every document has norm 1 (or
+:math:`1 + \lambda` with the separate identity part), so the ranking compares directions and no
+document is nearer to all others for being long or short. ``tie_identical_tokens`` gives a token spelled identically in
 both languages (package names, numbers, technical terms) one latent vector; ``source_embeddings``
 / ``target_embeddings`` tie the vectors to pretrained embeddings of each language where one
 exists (:math:`\mathbf x_v = W\mathbf e_v + \boldsymbol\delta_v`, :mod:`lvgp.kernels.word_vectors`),
@@ -143,6 +147,12 @@ class LDKMatcher(BaseEstimator):
             :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf y_w)`, fitted with the vectors by eq. 6.8.
             The identity part compares words by their kernel ids, so across the two sides it acts on
             tokens tied by ``tie_identical_tokens``.
+        level2: ``"linear"`` (the thesis: :math:`d` is the squared MMD) or another level-2 kernel of
+            :class:`~lvgp.LatentDistributionKernel` (``"cosine"``, ``"rbf"``, ``"poly"``), :math:`d` then
+            the squared distance in its RKHS (module docstring).
+        identity_form: ``"joint"`` or ``"separate"`` (:class:`~lvgp.LatentDistributionKernel`): with the
+            cosine level 2, ``"separate"`` normalizes the identity part on its own, so that a target's
+            length does not enter its distance through words the source cannot share.
         batch_size: ``None`` for the full softmax with L-BFGS (default); an integer for Adam on
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
@@ -183,6 +193,8 @@ class LDKMatcher(BaseEstimator):
         source_embeddings: EmbeddingsSpec = None,
         target_embeddings: EmbeddingsSpec = None,
         identity_weight: float | str | None = None,
+        level2: str = "linear",
+        identity_form: str = "joint",
         batch_size: int | None = None,
         max_iter: int = 300,
         tol: float = 1e-6,
@@ -204,6 +216,8 @@ class LDKMatcher(BaseEstimator):
         self.source_embeddings = source_embeddings
         self.target_embeddings = target_embeddings
         self.identity_weight = identity_weight
+        self.level2 = level2
+        self.identity_form = identity_form
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.tol = tol
@@ -330,7 +344,11 @@ class LDKMatcher(BaseEstimator):
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
         **{k: v for k, v in FITTING.items()},
-        **{k: v for k, v in ldk_options().items() if k in ("latent_dim", "gamma", "word_weighting", "identity_weight")},
+        **{
+            k: v
+            for k, v in ldk_options().items()
+            if k in ("latent_dim", "gamma", "word_weighting", "identity_weight", "identity_form", "level2")
+        },
         "rho": [Real(0)],  # 0: no prior
         "learn_gamma": [Boolean()],
         "tie_identical_tokens": [Boolean()],
@@ -387,10 +405,11 @@ class LDKMatcher(BaseEstimator):
             weights = word_weights(torch.cat(pad_to_common_width(xs, xt)), self.num_words_, self.word_weighting)
             self.kernel_ = LatentDistributionKernel(
                 embedding="rbf",
-                level2="linear",
+                level2=self.level2,
                 word_vectors=vectors,
                 word_weights=weights,
                 identity_weight=identity_start(self.identity_weight),
+                identity_form=self.identity_form,
                 gamma=fit_gamma,
             ).double()
             if self.identity_weight == "balanced":
@@ -485,15 +504,23 @@ class LDKMatcher(BaseEstimator):
 
         def score() -> float:
             with torch.no_grad():
-                d = self.kernel_.squared_mmd(xs, xt, allow_empty=True)
+                d = self._distance(xs, xt, allow_empty=True)
             ranks = to_host((d < d.diagonal().unsqueeze(1)).sum(1))
             return -float(np.mean(list(precision_at(ranks, min(50, len(ranks))).values())))
 
         return score
 
+    def _distance(self, xs: torch.Tensor, xt: torch.Tensor, allow_empty: bool = False) -> torch.Tensor:
+        """:math:`d` of eq. 6.4 between every source and target document: the squared MMD (linear
+        level 2), or the squared distance in the RKHS of the document kernel (module docstring); a
+        padding-only row (``allow_empty``) is the zero embedding."""
+        if self.level2 == "linear":
+            return self.kernel_.squared_mmd(xs, xt, allow_empty=allow_empty)
+        return self.kernel_.squared_rkhs_distance(xs, xt, allow_empty=allow_empty)
+
     def _loss(self, xs: torch.Tensor, xt: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
         """Eq. 6.8 (the softmax terms over the given pairs, times ``scale``)."""
-        d = self.kernel_.squared_mmd(xs, xt)
+        d = self._distance(xs, xt)
         nll = (d.diagonal() + torch.logsumexp(-d, dim=1)).sum() * scale
         return nll + self.kernel_.word_vectors.penalty()
 
@@ -512,9 +539,7 @@ class LDKMatcher(BaseEstimator):
         if es is None and et is None:
             xs, xt = self._encode(source, target, on_empty)
             with torch.no_grad():
-                return to_host(
-                    self.kernel_.squared_mmd(xs.to(self.device_), xt.to(self.device_), allow_empty=on_empty == "keep")
-                )
+                return to_host(self._distance(xs.to(self.device_), xt.to(self.device_), allow_empty=on_empty == "keep"))
         # words unseen in training that have a vector on their side enter with W e_v
         xs, added_s = self.source_vocabulary_.encode_extended(source, es or (), name="source_texts", on_empty=on_empty)
         vs = len(self.source_vocabulary_)
@@ -539,9 +564,7 @@ class LDKMatcher(BaseEstimator):
         with contextlib.ExitStack() as stack, torch.no_grad():
             if rows:
                 stack.enter_context(vectors.extra_words(np.concatenate(rows).astype(np.float64)))
-            return to_host(
-                self.kernel_.squared_mmd(xs.to(self.device_), xt.to(self.device_), allow_empty=on_empty == "keep")
-            )
+            return to_host(self._distance(xs.to(self.device_), xt.to(self.device_), allow_empty=on_empty == "keep"))
 
     def rank(self, source_texts: Sequence[str], target_texts: Sequence[str], on_empty: str = "raise") -> np.ndarray:
         """For every source document, the target indices from nearest to farthest: ``n_s x n_t``
