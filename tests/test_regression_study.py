@@ -185,3 +185,21 @@ def test_sparse_gplvsm_runs_as_a_study_method(tsv, tmp_path):
     )
     records = study.run(tmp_path, progress=False)["records"]
     assert len(records) == 1 and records[0]["method"] == "gplvsm-sparse" and np.isfinite(records[0]["rmse"])
+
+
+def test_word_map_labels_do_not_overlap():
+    """The word map places each label where it overlaps no placed label and no other point, or leaves it out."""
+    import matplotlib.pyplot as plt
+
+    from lvgp.experiments.figures import place_labels
+
+    rng = np.random.default_rng(0)
+    xy = rng.normal(size=(60, 2))
+    fig, ax = plt.subplots(figsize=(7, 6))
+    ax.scatter(xy[:, 0], xy[:, 1], s=12)
+    omitted = place_labels(fig, ax, xy, [f"word{i}" for i in range(60)], ["tab:blue"] * 60)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    plt.close(fig)
+    assert len(boxes) + omitted == 60 and omitted < 10
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])

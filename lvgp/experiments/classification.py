@@ -379,6 +379,8 @@ class ClassificationStudy(Study):
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)
 
+    figures_from_records = True
+
     def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
         accuracy_figure(records, self, out / "accuracy_vs_train_size.png")
         reliability_figure(records, self, out / "reliability.png")
@@ -769,6 +771,12 @@ def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
     )
 
 
+def _style(i: int) -> dict:
+    """Line style of the ``i``-th method: matplotlib's ten colours, then the same with dashed lines
+    and square markers (a study of more than ten methods stays readable)."""
+    return {"color": f"C{i % 10}", "ls": "-" if i < 10 else "--", "marker": "o" if i < 10 else "s"}
+
+
 def reliability_figure(records: list[dict], study: ClassificationStudy, path: Path) -> None:
     """Reliability diagrams, one panel per training size: accuracy against confidence in the
     equal-width bins, the samples pooled, for every method that gives probabilities."""
@@ -793,7 +801,7 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
             keep = count > 0
             conf = np.sum([b["confidence"] for b in binned], axis=0)[keep] / count[keep]
             acc = np.sum([b["correct"] for b in binned], axis=0)[keep] / count[keep]
-            ax.plot(conf, acc, marker="o", ms=3, lw=1, color=f"C{i}", label=study.label(m))
+            ax.plot(conf, acc, ms=3, lw=1, label=study.label(m), **_style(i))
         ax.set_title(f"{n} training documents", fontsize=9)
         ax.set_xlabel("confidence")
         ax.set_xlim(0, 1)
@@ -813,7 +821,7 @@ def accuracy_figure(records: list[dict], study: ClassificationStudy, path: Path)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     for i, m in enumerate(study.methods):
         sizes = [n for n in study.train_sizes if any(r["method"] == m and r["train_size"] == n for r in records)]
         if not sizes:
@@ -823,16 +831,21 @@ def accuracy_figure(records: list[dict], study: ClassificationStudy, path: Path)
             sizes,
             [np.mean(a) for a in acc],
             yerr=[np.std(a) for a in acc],
-            marker="o",
             capsize=3,
-            color=f"C{i}",
             label=study.label(m),
+            **_style(i),
         )
     ax.set_xscale("log")
+    # the training sizes as plain numbers, and no minor labels (3x10^2, 4x10^2 crowd a log axis)
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(list(study.train_sizes), [str(n) for n in study.train_sizes])
     ax.set_xlabel("labelled training documents")
     ax.set_ylabel("test accuracy")
     ax.set_title(study.dataset)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

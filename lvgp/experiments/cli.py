@@ -94,7 +94,11 @@ def _run_study(args: argparse.Namespace) -> int:
     if args.report_only and not (out / "cells").is_dir() and (out / "results.json").exists():
         summary = study.report(out)
         print(summary["table"])
-        print("report only: no cells/ in --out, so the table was rewritten from results.json (figures need the cells)")
+        figures = "and the figures " if study.figures_from_records else ""
+        print(
+            f"report only: no cells/ in --out, so the table {figures}was rewritten from results.json"
+            + ("" if figures else " (figures need the cells)")
+        )
         return 0
     executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
     summary = study.run(args.out, executor, progress=not args.quiet)

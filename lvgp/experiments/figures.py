@@ -80,6 +80,38 @@ def rmse_vs_rho(cells, records, out: Path, study, q: int = 2) -> None:
     _curve(cells, records, out, study, "rho", "q", q, "regularizer rho", log=True)
 
 
+#: label offsets tried around a point, in points: to its right, above right, to its left, above
+#: left, below right, below left
+_OFFSETS = ((3, -3), (3, 4), (-3, -3), (-3, 4), (3, -11), (-3, -11))
+
+
+def place_labels(fig, ax, xy: np.ndarray, labels: list[str], colours: list[str], fontsize: float = 7) -> int:
+    """Annotate the points ``xy`` with ``labels`` in order (the first are placed first), each at the
+    first of a few offsets where its box overlaps neither a placed label nor another point; a label
+    that fits nowhere is left out. Returns how many were left out."""
+    fig.canvas.draw()  # fixes the axes' limits, so that display coordinates are final
+    renderer = fig.canvas.get_renderer()
+    points = ax.transData.transform(xy)
+    placed: list = []
+    omitted = 0
+    for (x, y), label, colour, own in zip(xy, labels, colours, points):
+        for dx, dy in _OFFSETS:
+            ha = "left" if dx > 0 else "right"
+            text = ax.annotate(
+                label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, color=colour, ha=ha
+            )
+            box = text.get_window_extent(renderer).expanded(1.05, 1.1)
+            others = [p for p in points if p is not own and not np.array_equal(p, own)]
+            hits_point = any(box.contains(px, py) for px, py in others)
+            if not hits_point and not any(box.overlaps(b) for b in placed):
+                placed.append(box)
+                break
+            text.remove()
+        else:
+            omitted += 1
+    return omitted
+
+
 def word_map(cells, out: Path, study, n_words: int = 60) -> None:
     """Paper Fig. 4: 2-D latent vectors of frequent training words (split 0, the q=2 fit
     chosen on dev), coloured by the sign of the word's ridge coefficient."""
@@ -95,11 +127,11 @@ def word_map(cells, out: Path, study, n_words: int = 60) -> None:
         xy = np.array([best["word_vectors"][w] for w in words])
         colours = ["tab:blue" if coef.get(w, 0) > 0 else "tab:red" if coef.get(w, 0) < 0 else "tab:gray" for w in words]
         ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=12)
-        for (x, y), w, col in zip(xy, words, colours):
-            ax.annotate(w, (x, y), fontsize=7, color=col, xytext=(2, 2), textcoords="offset points")
+        omitted = place_labels(fig, ax, xy, words, colours)
+        note = f"; {omitted} crowded labels left out" if omitted else ""
         ax.set_title(
             f"{study.label(best['method'])} word vectors (split 0, q=2, rho={best['params']['rho']:g}); "
-            "blue/red: positive/negative ridge coefficient",
+            f"blue/red: positive/negative ridge coefficient{note}",
             fontsize=8,
         )
     fig.tight_layout()

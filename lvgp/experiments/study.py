@@ -283,6 +283,10 @@ class Study:
     def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
         """The study's figures (default: none)."""
 
+    #: the figures need the records only (not the cells): ``--report-only`` on a committed study
+    #: directory (no ``cells/``) redraws them from ``results.json``
+    figures_from_records: bool = False
+
     def committed_records(self, out: Path) -> list[dict]:
         """The records of a study directory without ``cells/`` (as committed): ``results.json``."""
         return json.loads((out / "results.json").read_text())
@@ -305,7 +309,8 @@ class Study:
 
     def report(self, out: str | Path) -> dict:
         """``table.md`` of a study directory: from its cells when ``cells/`` exists (as
-        ``--report-only``), else from its committed ``results.json`` (figures need the cells)."""
+        ``--report-only``), else from its committed ``results.json`` (and the figures, where they
+        need the records only: :attr:`figures_from_records`)."""
         out = Path(out)
         if (out / "cells").is_dir():
             from .executors import ReportOnlyExecutor
@@ -314,6 +319,8 @@ class Study:
         records = self.committed_records(out)
         text = self.table(records) if records else "no finished cells\n"
         (out / "table.md").write_text(text)
+        if self.figures_from_records and records:
+            self.figures(out, [], records)
         return {"records": records, "failures": [], "table": text, "cells": []}
 
 
