@@ -70,7 +70,7 @@ BENCHMARKS = {
     "latent_smm_word_kernel.py": "identity word kernel",
     "nystrom_pooling.py": "whole / now",
     "ldk_cells.py": "dev selection s",
-    "ldk_gpc_plus_lambda.py": "lambda frozen at",
+    "ldk_plus_design.py": "ldk-gpc-plus",
     "gpu.py": '"part": "gram"',
 }
 NEEDS_DATA = {
@@ -82,7 +82,7 @@ NEEDS_DATA = {
     "gp_embedding_fit.py",
     "gpc_features_vs_svm.py",
     "latent_smm_word_kernel.py",
-    "ldk_gpc_plus_lambda.py",
+    "ldk_plus_design.py",
 }
 
 

@@ -1,7 +1,17 @@
-"""Gradient-based fitting shared by lvgp's models: L-BFGS (scipy's L-BFGS-B, the
-Liu & Nocedal code the GP-LVSM paper uses) or Adam, with a progress bar, optional
-early stopping on a validation score, and clean interruption (Ctrl-C keeps the best
-parameters seen so far)."""
+"""Gradient-based fitting shared by lvgp's models, two loops returning one :class:`FitResult`:
+
+* :func:`minimize` -- full-batch fits: L-BFGS (scipy's L-BFGS-B, the Liu & Nocedal code the
+  GP-LVSM paper uses) or Adam on a deterministic objective;
+* :func:`fit_stochastic` -- every stochastic fit (mini-batch SVI of the sparse GP-LVSM, the
+  variational GP classifier and sLDA; the Monte Carlo ELBO of CLGP; the SVI of the GP covariate
+  embedding): the caller's iteration (a step or an epoch) in a loop with one stopping rule
+  (:class:`PlateauStopping`), one early-stopping policy on a validation score (keep the best
+  iterate), losses read back from the device in windows, a progress bar, and one Ctrl-C behaviour.
+
+Both stop on Ctrl-C cleanly: the fit ends where it is (``interrupted``, a ``RuntimeWarning``, never
+counted as converged); :func:`minimize` and :func:`fit_stochastic` with validation keep the best
+parameters seen. Budgets are named by their unit: ``max_iter`` (optimizer iterations on the whole
+data), ``max_epochs`` (passes over the data), ``max_steps`` (mini-batch steps)."""
 
 from __future__ import annotations
 
@@ -9,6 +19,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -49,8 +60,9 @@ class FitResult:
 
 
 class PlateauStopping:
-    """The one stopping rule of lvgp's stochastic fits (mini-batch SVI of the sparse GP-LVSM and
-    sLDA, the Monte Carlo ELBO of CLGP): the losses are cut into consecutive windows of
+    """The one stopping rule of lvgp's stochastic fits (:func:`fit_stochastic`: mini-batch SVI of the
+    sparse GP-LVSM, the variational GP classifier and sLDA, the Monte Carlo ELBO of CLGP): the
+    losses are cut into consecutive windows of
     ``window`` values (steps or epochs: the loop's unit), the first ``start`` (a warm-up) not
     judged; at the end of every window from the second on, the fit has converged when the mean of
     that window is less than ``tol`` (relative) below the mean of the window before.
@@ -116,6 +128,116 @@ class PlateauStopping:
             ConvergenceWarning,
             stacklevel=stacklevel + 1,
         )
+
+
+def fit_stochastic(
+    iteration: Callable[[int], torch.Tensor],
+    *,
+    max_iter: int,
+    rule: PlateauStopping | None,
+    what: str,
+    budget: str = "max_iter",
+    unit: str = "iterations",
+    validate: Callable[[], float] | None = None,
+    n_iter_no_change: int = 10,
+    state: tuple[Callable[[], Any], Callable[[Any], None]] | None = None,
+    exhausted: Callable[[], str | None] | None = None,
+    read_every: int | None = None,
+    warn: bool = True,
+    stacklevel: int = 2,
+    advice: str = "lower lr",
+    desc: str = "fit",
+    verbose: bool = False,
+) -> FitResult:
+    """The stochastic training loop of every iterative estimator: ``iteration(i)`` runs iteration
+    ``i`` (one step or one epoch, the caller's unit) and returns its loss as a scalar tensor (left
+    on the device); at most ``max_iter`` of them.
+
+    Stopping, in this order:
+
+    * ``rule`` (:class:`PlateauStopping`; ``None``: none): converged when the mean loss of a window
+      is less than its ``tol`` below the window before;
+    * ``validate`` (a score to minimize on held-out data, evaluated after every iteration; ``None``:
+      none): stopped early after ``n_iter_no_change`` iterations without improvement; with ``state``
+      = ``(snapshot, restore)`` the best iteration's parameters are restored at the end (the
+      keep-best policy; without it the caller reads ``best_iter`` to refit on all data);
+    * ``exhausted()`` (optional): the name of another budget that ends the fit now (e.g.
+      ``"max_epochs"`` of a step-counted fit), or ``None``;
+    * the budget ``max_iter`` (named ``budget`` in messages).
+
+    The losses are read back from the device in windows: every ``read_every`` iterations (default:
+    the rule's window, at the iterations where it decides; every iteration with ``validate``), and a
+    non-finite loss raises a ``FloatingPointError`` naming the iteration. When a budget ends the fit
+    before the rule, a ``ConvergenceWarning`` names it (``warn``). Ctrl-C ends the fit where it is,
+    with a ``RuntimeWarning``: ``interrupted``, never converged, the best validated parameters kept.
+    """
+    result = FitResult()
+    every = 1 if validate is not None else int(read_every or (rule.window if rule is not None else max_iter))
+    buffer = LossBuffer(every, what, advice)
+    bar = progress_bar(total=max_iter, desc=desc, verbose=verbose)
+    best = _Best(math.inf, [], 0)
+    best_state: Any = None
+    ended_by = budget
+
+    def record(values: list[float] | None) -> bool:
+        values = values or []
+        result.loss_curve.extend(values)
+        if values:
+            bar.set_postfix(loss=f"{values[-1]:.5g}")
+        return rule is not None and any([rule.update(v) for v in values])  # a list: the rule sees every loss
+
+    try:
+        for it in range(max_iter):
+            reason = exhausted() if exhausted is not None else None
+            if reason is not None:
+                ended_by = reason
+                break
+            loss = iteration(it)
+            bar.update(1)
+            decides = rule is not None and rule.applies_at(it + 1)
+            if record(buffer.append(loss, flush=decides)):
+                result.converged = True
+                result.message = f"the mean loss of {rule.window} {unit} fell by less than tol={rule.tol:g}"  # type: ignore[union-attr]
+                break
+            if validate is not None:
+                score = float(validate())
+                result.validation_curve.append(score)
+                if score < best.score:
+                    best.score, best.iter = score, it + 1
+                    best_state = state[0]() if state is not None else None
+                elif it + 1 - best.iter >= n_iter_no_change:
+                    result.converged = result.stopped_early = True
+                    result.message = f"early stopping: no validation improvement in {n_iter_no_change} {unit}"
+                    break
+        record(buffer.flush())
+    except KeyboardInterrupt:
+        result.loss_curve.extend(buffer.flush())
+        result.interrupted = True
+        result.message = f"interrupted after {len(result.loss_curve)} {unit}"
+        warnings.warn(
+            f"{what}: fitting interrupted after {len(result.loss_curve)} {unit}",
+            RuntimeWarning,
+            stacklevel=stacklevel + 1,
+        )
+    finally:
+        bar.close()
+    result.n_iter = len(result.loss_curve)
+    if validate is not None and best.iter:
+        result.best_iter = best.iter
+        if best_state is not None:
+            state[1](best_state)  # type: ignore[index]
+    if not result.converged and not result.interrupted:
+        if not result.message:
+            result.message = f"the budget {ended_by} ended the fit"
+        if warn and validate is not None:
+            warnings.warn(
+                f"{what}: the validation score still improved after {result.n_iter} {unit}; increase {ended_by}",
+                ConvergenceWarning,
+                stacklevel=stacklevel + 1,
+            )
+        elif warn and rule is not None:
+            rule.warn(what, ended_by, unit=unit, stacklevel=stacklevel + 1)
+    return result
 
 
 class _Params:

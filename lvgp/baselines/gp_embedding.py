@@ -82,7 +82,7 @@ import pyro.distributions as dist
 import scipy.optimize
 import scipy.sparse as sp
 import torch
-from pyro.infer import SVI, Trace_ELBO
+from pyro.infer import Trace_ELBO
 from pyro.infer.autoguide import AutoDelta, AutoNormal
 from pyro.nn import PyroModule
 from scipy.special import expit, softmax
@@ -98,9 +98,9 @@ from torch import Tensor
 from .._random import derive_seed, seeded_torch
 from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.embeddings import ppmi_svd_embeddings
-from ..base.fitting import minimize
+from ..base.fitting import fit_stochastic, minimize
 from ..base.numerics import CovarianceError
-from ..base.pyro import pyro_param
+from ..base.pyro import pyro_param, svi_step
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
@@ -718,7 +718,21 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         self.guide_(x, y)  # create the guide's parameters
         params = [p for p in list(model.parameters()) + list(self.guide_.parameters()) if p.requires_grad]
         elbo = Trace_ELBO()
-        curve = []
+        curve: list[float] = []
+        if self.posterior != "map":  # SVI on the Monte Carlo ELBO: the shared stochastic loop
+            adam = pyro.optim.Adam({"lr": self.lr})  # type: ignore[attr-defined]  # generated at import
+            result = fit_stochastic(
+                lambda it: svi_step(elbo, adam, model_fn, self.guide_, x, y),
+                max_iter=int(self.max_iter),
+                rule=None,  # the budget alone (the estimator has no tolerance)
+                what="GP covariate embedding (SVI)",
+                unit="iterations",
+                read_every=50,
+                stacklevel=3,
+                desc="GP covariate embedding",
+                verbose=self.verbose,
+            )
+            curve = list(result.loss_curve)
         try:
             if self.posterior == "map":  # deterministic objective: -log p(y, Psi, b | theta)
                 opt = torch.optim.LBFGS(
@@ -738,11 +752,6 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                     return loss
 
                 opt.step(closure)
-            else:
-                adam = pyro.optim.Adam({"lr": self.lr})  # type: ignore[attr-defined]  # generated at import
-                svi = SVI(model_fn, self.guide_, adam, elbo)
-                for _ in range(self.max_iter):
-                    curve.append(svi.step(x, y))
         except KeyboardInterrupt:
             warnings.warn(f"fit interrupted after {len(curve)} evaluations", RuntimeWarning, stacklevel=3)
         self.loss_curve_ = curve

@@ -41,17 +41,15 @@ import numpy as np
 import torch
 from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
-from ..base.device import LossBuffer, check_device, to_host
+from ..base.device import check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
-from ..base.fitting import PlateauStopping, minimize
+from ..base.fitting import PlateauStopping, fit_stochastic, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
-from ..base.progress import progress_bar
 from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
@@ -534,62 +532,50 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         g = torch.Generator().manual_seed(seed)
         self.model_.train()
         self.likelihood_.train()
-        self.loss_curve_ = []
-        self.converged_ = False
-        epochs = int(self.max_epochs if budget is None else budget)
-        # the epoch losses stay on the device, read back once per window of the stopping rule
-        # (once per epoch when early stopping validates every epoch anyway)
-        rule = PlateauStopping(window=10, tol=float(self.tol))
-        buffer = LossBuffer(1 if validate is not None else rule.window, "the ELBO", "lower lr or ngd_lr")
-        best_loss, best_state = float("inf"), None
-        try:
-            with exact_numerics():
-                for epoch in progress_bar(range(epochs), desc="LDK GP classifier", verbose=self.verbose):
-                    perm = torch.randperm(n, generator=g)
-                    total = torch.zeros((), dtype=torch.float64, device=device)
-                    for b in range(0, n, batch):
-                        rows = perm[b : b + batch]
-                        rows_device = rows.to(device)
-                        ngd.zero_grad()
-                        adam.zero_grad()
-                        xb = trim_to_longest(x_device[rows_device], lengths[rows])
-                        loss = -mll(self.model_(xb), targets[rows_device])
-                        loss.backward()
-                        ngd.step()
-                        adam.step()
-                        total = total + loss.detach() * len(rows)
-                    values = buffer.append(total / n)
-                    self.loss_curve_.extend(values or [])
-                    if validate is not None:
-                        self.validation_curve_.append(validate())
-                        if self.validation_curve_[-1] < best_loss:
-                            best_loss, self.best_iter_ = self.validation_curve_[-1], epoch + 1
-                            best_state = copy.deepcopy((self.model_.state_dict(), self.likelihood_.state_dict()))
-                        elif epoch + 1 - self.best_iter_ >= int(self.n_iter_no_change):
-                            self.converged_ = True  # early stopping
-                            break
-                        continue
-                    if values and any([rule.update(v) for v in values]):
-                        self.converged_ = True
-                        break
-        except KeyboardInterrupt:
-            self.loss_curve_.extend(buffer.flush())
-            warnings.warn(f"training interrupted after {len(self.loss_curve_)} epochs", RuntimeWarning, stacklevel=4)
-        else:
-            self.loss_curve_.extend(buffer.flush())
-            if not self.converged_ and budget is None and validate is None:
-                rule.warn("the variational GP classifier", "max_epochs", unit="epochs", stacklevel=4)
-            elif not self.converged_ and budget is None:
-                warnings.warn(
-                    f"the variational GP classifier's validation loss still improved after {self.max_epochs} epochs; "
-                    "increase max_epochs",
-                    ConvergenceWarning,
-                    stacklevel=4,
-                )
-        self.n_iter_ = len(self.loss_curve_)
-        if best_state is not None:  # the best validated epoch's parameters
-            self.model_.load_state_dict(best_state[0])
-            self.likelihood_.load_state_dict(best_state[1])
+
+        def epoch(it: int) -> torch.Tensor:
+            perm = torch.randperm(n, generator=g)
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for b in range(0, n, batch):
+                rows = perm[b : b + batch]
+                rows_device = rows.to(device)
+                ngd.zero_grad()
+                adam.zero_grad()
+                xb = trim_to_longest(x_device[rows_device], lengths[rows])
+                loss = -mll(self.model_(xb), targets[rows_device])
+                loss.backward()
+                ngd.step()
+                adam.step()
+                total = total + loss.detach() * len(rows)
+            return total / n
+
+        def snapshot() -> Any:
+            return copy.deepcopy((self.model_.state_dict(), self.likelihood_.state_dict()))
+
+        def restore(states: Any) -> None:
+            self.model_.load_state_dict(states[0])
+            self.likelihood_.load_state_dict(states[1])
+
+        with exact_numerics():
+            # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
+            result = fit_stochastic(
+                epoch,
+                max_iter=int(self.max_epochs if budget is None else budget),
+                rule=None if validate is not None else PlateauStopping(window=10, tol=float(self.tol)),
+                what="the variational GP classifier",
+                budget="max_epochs",
+                unit="epochs",
+                validate=validate,
+                n_iter_no_change=int(self.n_iter_no_change),
+                state=(snapshot, restore),
+                warn=budget is None,  # a chosen budget ends the fit by design
+                stacklevel=5,
+                advice="lower lr or ngd_lr",
+                desc="LDK GP classifier",
+                verbose=self.verbose,
+            )
+        self.loss_curve_, self.converged_, self.n_iter_ = list(result.loss_curve), result.converged, result.n_iter
+        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
 
     @property
     def word_vectors_(self) -> np.ndarray:

@@ -147,6 +147,9 @@ class LDKMatcher(BaseEstimator):
             :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf y_w)`, fitted with the vectors by eq. 6.8.
             The identity part compares words by their kernel ids, so across the two sides it acts on
             tokens tied by ``tie_identical_tokens``.
+        learn_identity_weight: fit :math:`\lambda` by eq. 6.8 (default) or keep it where it was put
+            (to choose it on dev pairs: eq. 6.8 rewards the identical tokens of the training pairs
+            and drives :math:`\lambda` up past where dev precision peaks).
         level2: ``"linear"`` (the thesis: :math:`d` is the squared MMD) or another level-2 kernel of
             :class:`~lvgp.LatentDistributionKernel` (``"cosine"``, ``"rbf"``, ``"poly"``), :math:`d` then
             the squared distance in its RKHS (module docstring).
@@ -193,6 +196,7 @@ class LDKMatcher(BaseEstimator):
         source_embeddings: EmbeddingsSpec = None,
         target_embeddings: EmbeddingsSpec = None,
         identity_weight: float | str | None = None,
+        learn_identity_weight: bool = True,
         level2: str = "linear",
         identity_form: str = "joint",
         batch_size: int | None = None,
@@ -216,6 +220,7 @@ class LDKMatcher(BaseEstimator):
         self.source_embeddings = source_embeddings
         self.target_embeddings = target_embeddings
         self.identity_weight = identity_weight
+        self.learn_identity_weight = learn_identity_weight
         self.level2 = level2
         self.identity_form = identity_form
         self.batch_size = batch_size
@@ -351,6 +356,7 @@ class LDKMatcher(BaseEstimator):
         },
         "rho": [Real(0)],  # 0: no prior
         "learn_gamma": [Boolean()],
+        "learn_identity_weight": [Boolean()],
         "tie_identical_tokens": [Boolean()],
         "init": [Options(*INITS)],
         "source_embeddings": [None, Embeddings()],
@@ -417,6 +423,8 @@ class LDKMatcher(BaseEstimator):
                     self.kernel_, torch.cat(pad_to_common_width(xs, xt))
                 )
         self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
+        if self.kernel_.has_identity:
+            self.kernel_.raw_identity_weight.requires_grad_(self.learn_identity_weight)
         self.device_ = check_device(self.device)
         self.kernel_ = self.kernel_.to(self.device_)
         xs, xt = xs.to(self.device_), xt.to(self.device_)

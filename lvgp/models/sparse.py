@@ -45,11 +45,10 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
-from ..base.device import LossBuffer, check_device, to_host
+from ..base.device import check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
-from ..base.fitting import PlateauStopping
+from ..base.fitting import PlateauStopping, fit_stochastic
 from ..base.numerics import exact_numerics
-from ..base.progress import progress_bar
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
@@ -348,70 +347,67 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.step_losses_: list[float] = []
         if world_size > 1:
             import torch.distributed as dist
-        bar = progress_bar(total=int(self.max_steps), desc="sparse GP-LVSM", verbose=bool(self.verbose) and rank == 0)
-        rule, epochs, steps = PlateauStopping(int(self.convergence_window), self.tol), 0, 0
-        # the step losses stay on the device and are read back once per convergence window
-        buffer = LossBuffer(rule.window, "the ELBO", "lower lr")
         sizes: list[int] = []  # each step's global batch size, and the step each epoch ended at
         epoch_ends: list[int] = []
-        budget = "max_steps"
+        order: dict[str, Any] = {"perm": None, "next": n}  # the current epoch's permutation and position
 
-        def record(values: list[float]) -> bool:
-            self.step_losses_.extend(values)
-            if values:
-                bar.set_postfix(loss=f"{float(np.mean(values)):.4g}")
-            # every rank sees the same losses, hence the same decision
-            return any([rule.update(v) for v in values])
+        def exhausted() -> str | None:  # max_epochs caps the passes over the data
+            if order["next"] >= n and self.max_epochs is not None and len(epoch_ends) >= self.max_epochs:
+                return "max_epochs"
+            return None
 
-        try:
-            with exact_numerics():
-                while steps < self.max_steps and not rule.converged:
-                    if self.max_epochs is not None and epochs >= self.max_epochs:
-                        budget = "max_epochs"
-                        break
-                    perm = torch.randperm(n, generator=g)
-                    for b in range(0, n, self.batch_size):
-                        batch = perm[b : b + self.batch_size]
-                        idx = batch[rank::world_size]
-                        idx_device = idx.to(device)
-                        xb = trim_to_longest(x_device[idx_device], lengths[idx])
-                        opt.zero_grad()
-                        loss = -mll(self.model_(xb), targets[idx_device])
-                        loss.backward()
-                        if world_size > 1:
-                            share = len(idx) / len(batch)
-                            for p in params:
-                                p.grad.mul_(share)
-                                dist.all_reduce(p.grad)
-                            loss = loss.detach() * share
-                            dist.all_reduce(loss)
-                        opt.step()
-                        steps += 1
-                        sizes.append(len(batch))
-                        bar.update(1)
-                        values = buffer.append(loss)
-                        if (values and record(values)) or steps >= self.max_steps:
-                            break
-                    epochs += 1
-                    epoch_ends.append(steps)
-        except KeyboardInterrupt:
-            warnings.warn(f"training interrupted after {steps} steps", RuntimeWarning, stacklevel=2)
-            interrupted = True
-        else:
-            interrupted = False
-        finally:
-            bar.close()
-        record(buffer.flush())
-        if not interrupted and rank == 0:
-            rule.warn(f"sparse GP-LVSM ({epochs} epochs)", budget, unit="steps", stacklevel=3)
+        def step(it: int) -> torch.Tensor:
+            if order["next"] >= n:  # a new epoch: a new permutation of the documents
+                order["perm"], order["next"] = torch.randperm(n, generator=g), 0
+            batch = order["perm"][order["next"] : order["next"] + self.batch_size]
+            order["next"] += self.batch_size
+            idx = batch[rank::world_size]
+            idx_device = idx.to(device)
+            xb = trim_to_longest(x_device[idx_device], lengths[idx])
+            opt.zero_grad()
+            loss = -mll(self.model_(xb), targets[idx_device])
+            loss.backward()
+            if world_size > 1:
+                share = len(idx) / len(batch)
+                for p in params:
+                    p.grad.mul_(share)
+                    dist.all_reduce(p.grad)
+                loss = loss.detach() * share
+                dist.all_reduce(loss)
+            opt.step()
+            sizes.append(len(batch))
+            if order["next"] >= n:
+                epoch_ends.append(it + 1)
+            return loss
+
+        with exact_numerics():
+            # every rank sees the same losses, hence the same decisions; rank 0 reports
+            result = fit_stochastic(
+                step,
+                max_iter=int(self.max_steps),
+                rule=PlateauStopping(int(self.convergence_window), self.tol),
+                what="sparse GP-LVSM",
+                budget="max_steps",
+                unit="steps",
+                exhausted=exhausted,
+                warn=rank == 0,
+                stacklevel=4,
+                advice="lower lr",
+                desc="sparse GP-LVSM",
+                verbose=bool(self.verbose) and rank == 0,
+            )
+        self.step_losses_ = list(result.loss_curve)
+        if order["next"] < n and self.step_losses_:  # the epoch the fit stopped in
+            epoch_ends.append(len(self.step_losses_))
         # the per-epoch curve: each epoch's step losses weighted by their batch sizes
         losses, weights = np.asarray(self.step_losses_), np.asarray(sizes[: len(self.step_losses_)], dtype=float)
         bounds = [0, *(e for e in epoch_ends if e <= len(losses))]
         self.loss_curve_ = [
             float(np.average(losses[a:b], weights=weights[a:b])) for a, b in zip(bounds, bounds[1:]) if b > a
         ]
-        self.converged_ = rule.converged
+        self.converged_ = result.converged
         self.n_iter_ = len(self.step_losses_)
+        self.fit_result_ = result
 
     def _fit_distributed(self, x: torch.Tensor, targets: torch.Tensor, seed: int) -> None:
         import socket

@@ -24,9 +24,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
-from ...base.device import LossBuffer, check_device, to_host
-from ...base.fitting import PlateauStopping
-from ...base.progress import progress_bar
+from ...base.device import check_device, to_host
+from ...base.fitting import PlateauStopping, fit_stochastic
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -277,43 +276,42 @@ class CLGP(BaseEstimator):
                 scale_steps.append(torch.optim.SGD([t for t in group if id(t) in slow], lr=paper_scale_step(0)))
                 steps[-1].append(scale_steps[-1])
         everything = [opt for phase in steps for opt in phase]
-        curve: list[float] = []
-        rule: PlateauStopping | None = PlateauStopping(50, self.tol, start=warmup)
-        # the losses stay on the device, read back at the steps where the rule decides (and at least
-        # every 50 steps); imputation (no early stop) reads them once at the end
-        buffer = LossBuffer(50 if stop_early else iters, "the ELBO", "lower lr")
-        bar = progress_bar(range(iters), desc=desc, verbose=self.verbose)
 
-        def record(values: list[float] | None) -> bool:
-            curve.extend(values or [])
-            if values:
-                bar.set_postfix(loss=f"{curve[-1]:.4g}")
-            return rule is not None and any([rule.update(v) for v in values or []])
+        def iteration(it: int) -> torch.Tensor:
+            # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
+            model.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
+            for opt in scale_steps:
+                opt.param_groups[0]["lr"] = paper_scale_step(it)
+            for phase in steps:
+                for opt in everything:
+                    opt.zero_grad()
+                loss = loss_fn()
+                loss.backward()
+                for opt in phase:
+                    opt.step()
+            return loss
 
+        rule = PlateauStopping(50, self.tol, start=warmup) if stop_early else None
         try:
-            for it in bar:
-                # KL warm-up: the weight of KL(q(x)||p(x)) rises linearly to 1 (then the exact ELBO)
-                model.kl_x_weight = min(1.0, (it + 1) / warmup) if warmup else 1.0
-                for opt in scale_steps:
-                    opt.param_groups[0]["lr"] = paper_scale_step(it)
-                for phase in steps:
-                    for opt in everything:
-                        opt.zero_grad()
-                    loss = loss_fn()
-                    loss.backward()
-                    for opt in phase:
-                        opt.step()
-                decides = stop_early and rule is not None and rule.applies_at(it + 1)
-                if record(buffer.append(loss, flush=decides)) and stop_early:
-                    break
-            record(buffer.flush())
-        except KeyboardInterrupt:
-            curve.extend(buffer.flush())
-            warnings.warn(f"{desc} interrupted after {len(curve)} iterations", RuntimeWarning, stacklevel=3)
-            rule = None  # the user stopped it: no convergence warning on top
+            # the losses stay on the device, read back where the rule decides (and at least every 50
+            # iterations); imputation (no early stop) reads them once at the end
+            result = fit_stochastic(
+                iteration,
+                max_iter=iters,
+                rule=rule,
+                what=desc,
+                budget="max_iter",
+                unit="iterations",
+                read_every=50 if stop_early else iters,
+                warn=False,  # the fit warns for the restart it keeps
+                stacklevel=3,
+                desc=desc,
+                verbose=self.verbose,
+            )
         finally:
             model.kl_x_weight = 1.0
-        return curve, rule
+        # no rule after Ctrl-C: no convergence warning on top of the interruption's
+        return list(result.loss_curve), None if result.interrupted else rule
 
     def fit(self, codes: np.ndarray, cardinalities: list[int]) -> Self:
         """Fit on ``n x D`` codes (-1 = missing). With ``restarts > 1``, that many fits from

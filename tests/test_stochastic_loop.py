@@ -1,0 +1,186 @@
+"""One stochastic training loop (lvgp.base.fitting.fit_stochastic) for every iterative estimator:
+each estimator's fit, fed a constructed loss curve, stops exactly where the plateau rule's
+definition says (an independent re-implementation below), and Ctrl-C ends each the same way."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+import lvgp.baselines.gp_embedding as gp_embedding
+import lvgp.models.clgp.estimators as clgp_estimators
+import lvgp.models.gpc as gpc
+import lvgp.models.slda.estimators as slda_estimators
+import lvgp.models.sparse as sparse
+from lvgp.base import fitting
+from lvgp.datasets import WordEmbeddings, make_synonym_regression
+
+
+def curve(i: int) -> float:
+    """The constructed loss of iteration ``i`` (0-based): a decay onto a plateau at 1."""
+    return 1.0 + 10.0 * math.exp(-i / 7.0)
+
+
+def plateau_stop(window: int, tol: float, start: int, n: int) -> int:
+    """Where the rule says the fit converges on ``curve``: the first count of losses ``k`` (``start +
+    2 window``, then every ``window``) with mean(losses[k-2w:k-w]) - mean(losses[k-w:k]) <= tol
+    |mean(losses[k-2w:k-w])|; ``n`` if never within ``n``."""
+    losses = [curve(i) for i in range(n)]
+    for k in range(start + 2 * window, n + 1, window):
+        before, recent = np.mean(losses[k - 2 * window : k - window]), np.mean(losses[k - window : k])
+        if before - recent <= tol * abs(before):
+            return k
+    return n
+
+
+class Spy:
+    """Wraps the real loop: the estimator's iterations still run (the model stays a real fit), but
+    the loss each returns is replaced by ``curve`` (or iteration ``interrupt_at`` raises Ctrl-C)."""
+
+    def __init__(self, interrupt_at: int | None = None) -> None:
+        self.calls: list[dict] = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, iteration, **options):
+        def constructed(it: int) -> torch.Tensor:
+            if it == self.interrupt_at:
+                raise KeyboardInterrupt
+            loss = iteration(it)
+            return torch.tensor(curve(it), dtype=torch.float64, device=loss.device)
+
+        result = fitting.fit_stochastic(constructed, **options)
+        self.calls.append({"rule": options["rule"], "max_iter": options["max_iter"], "result": result})
+        return result
+
+
+def _regression_data(n=80):
+    corpus = make_synonym_regression(n=n, noise=0.1, random_state=0)
+    return corpus.texts, corpus.y
+
+
+def _classes(n=60):
+    texts, y = _regression_data(n)
+    return texts, np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+
+
+def _sparse(**kw):
+    texts, y = _regression_data()
+    return sparse.SparseGPLVSMRegressor(num_inducing=8, batch_size=16, random_state=0, **kw).fit(texts, y)
+
+
+def _gpc(**kw):
+    texts, y = _classes()
+    budget = {"max_epochs": kw.pop("max_iter")}
+    return gpc.LDKGPClassifier(inference="variational", num_inducing=8, random_state=0, **budget, **kw).fit(texts, y)
+
+
+def _clgp(**kw):
+    codes = np.random.default_rng(0).integers(0, 3, size=(30, 4))
+    return clgp_estimators.CLGP(latent_dim=2, num_inducing=8, random_state=0, kl_warmup=0.0, **kw).fit(codes, [3] * 4)
+
+
+def _slda(**kw):
+    texts, y = _regression_data()
+    budget = {"max_epochs": kw.pop("max_iter")}
+    return slda_estimators.SLDARegressor(3, inference="svi", batch_size=40, random_state=0, **budget, **kw).fit(
+        texts, y
+    )
+
+
+# estimator, its module, the options that set its rule (window, tol) and budget, the rule's window
+ESTIMATORS = {
+    "SparseGPLVSMRegressor": (_sparse, sparse, dict(convergence_window=10, tol=1e-3, max_steps=400), 10),
+    "LDKGPClassifier (variational)": (_gpc, gpc, dict(tol=1e-3, max_iter=400), 10),
+    "CLGP": (_clgp, clgp_estimators, dict(tol=1e-3, max_iter=400), 50),
+    "SLDARegressor (svi)": (_slda, slda_estimators, dict(n_iter_no_change=10, tol=1e-3, max_iter=400), 10),
+}
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_every_stochastic_fit_stops_by_the_plateau_rule(name, monkeypatch):
+    make, module, options, window = ESTIMATORS[name]
+    spy = Spy()
+    monkeypatch.setattr(module, "fit_stochastic", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make(**{k: v for k, v in options.items()})
+    main = spy.calls[0]  # the training fit (CLGP's imputation loops come after it)
+    rule = main["rule"]
+    assert rule.window == window and rule.tol == options["tol"]
+    expected = plateau_stop(window, options["tol"], rule.start, main["max_iter"])
+    assert expected < main["max_iter"]  # the constructed curve converges within the budget
+    assert main["result"].n_iter == expected and main["result"].converged
+    assert model.converged_ and model.n_iter_ == expected
+
+
+@pytest.mark.parametrize("name", [*ESTIMATORS, "GPEmbeddingLogisticRegression (svi)"])
+def test_ctrl_c_ends_every_stochastic_fit_the_same_way(name, monkeypatch):
+    if name.startswith("GPEmbedding"):
+
+        def make(**kw):
+            texts, y = _classes(40)
+            words = sorted({w for t in texts for w in t.split()})
+            table = WordEmbeddings("toy", words, np.random.default_rng(0).normal(size=(len(words), 3)))
+            return gp_embedding.GPEmbeddingLogisticRegression(
+                embeddings=table, posterior="normal", max_iter=20, random_state=0
+            ).fit(texts, y)
+
+        module, options = gp_embedding, {}
+    else:
+        make, module, options, _ = ESTIMATORS[name]
+    spy = Spy(interrupt_at=7)
+    monkeypatch.setattr(module, "fit_stochastic", spy)
+    with pytest.warns(RuntimeWarning, match="fitting interrupted after 7"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            make(**options)
+    result = spy.calls[0]["result"]
+    assert result.interrupted and not result.converged and result.n_iter == 7
+
+
+def test_the_loop_reads_losses_back_in_windows_and_keeps_the_best_validated_iterate():
+    reads: list[int] = []
+    original = fitting.LossBuffer.flush
+
+    def counting(self):
+        values = original(self)
+        if values:
+            reads.append(len(values))
+        return values
+
+    value = torch.zeros(())
+    scores = iter([5.0, 4.0, 3.0, 3.5, 3.6, 3.7, 3.8])
+    state = {"x": 0}
+
+    def iteration(it):
+        state["x"] = it + 1
+        return value + curve(it)
+
+    fitting.LossBuffer.flush = counting
+    try:
+        result = fitting.fit_stochastic(
+            iteration, max_iter=100, rule=fitting.PlateauStopping(10, 1e-3), what="toy", unit="steps"
+        )
+        assert reads and all(r == 10 for r in reads)  # one read-back per window
+        kept = fitting.fit_stochastic(
+            iteration,
+            max_iter=100,
+            rule=None,
+            what="toy",
+            validate=lambda: next(scores),
+            n_iter_no_change=4,
+            state=(lambda: dict(state), lambda s: state.update(s)),
+        )
+    finally:
+        fitting.LossBuffer.flush = original
+    assert result.converged and result.n_iter == plateau_stop(10, 1e-3, 0, 100)
+    assert kept.stopped_early and kept.best_iter == 3 and state["x"] == 3  # the best iterate restored
+    with pytest.warns(ConvergenceWarning, match="the budget max_steps ended it"):
+        fitting.fit_stochastic(
+            iteration, max_iter=30, rule=fitting.PlateauStopping(10, 0.0), what="toy", budget="max_steps", unit="steps"
+        )
