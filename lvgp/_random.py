@@ -10,8 +10,21 @@ import torch
 
 
 def derive_seed(random_state: int | np.random.Generator | None) -> int:
-    """One 31-bit seed from an estimator's ``random_state`` (``None``: fresh entropy)."""
+    """One 31-bit seed from an estimator's ``random_state`` (``None``: fresh entropy): the one way
+    every lvgp estimator turns its ``random_state`` into randomness (torch generators, numpy
+    generators, pyro's scope)."""
     return int(np.random.default_rng(random_state).integers(2**31 - 1))
+
+
+def derive_seeds(random_state: int | np.random.Generator | None, count: int) -> list[int]:
+    """``count`` 31-bit seeds from one ``random_state`` (for independent streams of one fit: an
+    initialization, Monte Carlo predictions, restarts); the first is :func:`derive_seed`'s."""
+    return [int(s) for s in np.random.default_rng(random_state).integers(2**31 - 1, size=count)]
+
+
+def rng_of(random_state: int | np.random.Generator | None) -> np.random.Generator:
+    """A numpy generator seeded by :func:`derive_seed` of ``random_state``."""
+    return np.random.default_rng(derive_seed(random_state))
 
 
 @contextlib.contextmanager

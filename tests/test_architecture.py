@@ -106,3 +106,21 @@ def test_no_import_circles():
 @pytest.mark.parametrize("package", ["base", "kernels", "models", "baselines", "experiments"])
 def test_each_layer_is_a_package(package):
     assert (ROOT / package / "__init__.py").exists()
+
+
+def test_every_estimator_seeds_through_derive_seed():
+    """One seeding dialect (issue 30): an estimator's random_state becomes randomness through
+    lvgp._random (derive_seed, derive_seeds, rng_of), never scikit-learn's legacy RandomState or a
+    numpy generator seeded with random_state directly."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "lvgp"
+    offenders = []
+    for path in root.rglob("*.py"):
+        if path.name == "_random.py":
+            continue
+        text = path.read_text()
+        for pattern in (r"check_random_state\(", r"default_rng\(self\.random_state", r"\.randint\("):
+            offenders += [f"{path.relative_to(root)}: {pattern}" for _ in re.finditer(pattern, text)]
+    assert not offenders, offenders

@@ -13,8 +13,9 @@ import numpy as np
 import torch
 from gpytorch.utils.warnings import GPInputWarning
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, check_random_state
+from sklearn.utils.validation import check_is_fitted
 
+from .._random import derive_seeds
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -199,9 +200,8 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         self.num_words_ = self._encoder.num_words
         if self._encoder.kind == "counts":
             self.n_features_in_ = self.num_words_
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(2**31 - 1))
-        self._sample_seed = int(rng.randint(2**31 - 1))  # Monte Carlo predictions (variational models)
+        # the initialization's seed, the Monte Carlo predictions' (variational models), the validation split's
+        seed, self._sample_seed, split_seed = derive_seeds(self.random_state, 3)
 
         x_val: torch.Tensor | None = None
         y_val_arr: np.ndarray | None = None
@@ -214,7 +214,7 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
             n_val = max(1, int(round(self.validation_fraction * n)))
             if n - n_val < 2:
                 raise ValueError(f"early stopping needs more than {n} training documents")
-            perm = rng.permutation(n)
+            perm = np.random.default_rng(split_seed).permutation(n)
             val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
             x_val, y_val_arr = x[torch.from_numpy(val_idx)], y_train[val_idx]
             x, y_train = x[torch.from_numpy(train_idx)], y_train[train_idx]

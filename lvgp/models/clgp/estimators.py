@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ..._random import derive_seeds, rng_of
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
 from ...base.device import check_device, to_host
 from ...base.fitting import PlateauStopping, fit_stochastic
@@ -328,8 +329,8 @@ class CLGP(BaseEstimator):
             self.latent_scale_, self.latent_scale_dev_perplexity_ = self._select_latent_scale(codes)
         else:
             self.latent_scale_, self.latent_scale_dev_perplexity_ = self.latent_scale, {}
-        seeds = np.random.default_rng(self.random_state).integers(2**31 - 1, size=self.restarts + 1)
-        self._predict_seed = int(seeds[-1])
+        seeds = derive_seeds(self.random_state, self.restarts + 1)
+        self._predict_seed = seeds[-1]
         best = None
         self.restart_elbos_ = []
         with self._local_params():
@@ -356,7 +357,7 @@ class CLGP(BaseEstimator):
         """``latent_scale="auto"``: fit each rule on 80% of the rows and impute each observed value
         of the other 20% (rows with at least two observed values) from the rest of its row; the
         lower dev perplexity wins, ``"joint"`` on a tie or when fewer than 5 rows can be held out."""
-        rng = np.random.default_rng(self.random_state)
+        rng = rng_of(self.random_state)
         usable = np.flatnonzero((codes >= 0).sum(1) >= 2)  # rows with a value to impute from another
         n_dev = int(round(0.2 * len(usable)))
         if n_dev < 5:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
+from ..._random import rng_of
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning
 
 PAD = -1
@@ -234,7 +235,7 @@ class SupervisedLDAEM:
         self.alpha = float(np.clip(math.exp(log_a), 1e-6, 1e3))
 
     def _initialize(self, ids: np.ndarray, mask: np.ndarray, y: np.ndarray | None) -> None:
-        rng = np.random.default_rng(self.random_state)
+        rng = rng_of(self.random_state)
         K, V = self.K, self.vocab_size_
         if self.init == "paper":
             self.log_beta_ = np.full((K, V), -math.log(V))

@@ -21,9 +21,9 @@ from pyro.optim import ClippedAdam
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
-from sklearn.utils.validation import check_is_fitted, check_random_state
+from sklearn.utils.validation import check_is_fitted
 
-from ..._random import seeded_torch
+from ..._random import derive_seed, rng_of, seeded_torch
 from ..._typing import Documents, TensorLike
 from ...base.constraints import FITTING, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.device import check_device, to_host
@@ -104,8 +104,7 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
             self._run_svi(x, y, n_classes)
 
     def _run_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None) -> None:
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(2**31 - 1))
+        seed = derive_seed(self.random_state)
         # pyro samples from torch's global generator: seed it inside a forked scope, so fits are
         # reproducible and the caller's random streams (torch, numpy, random) are left as they were
         with seeded_torch(seed):
@@ -321,7 +320,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         n = len(x)
         if n < 10:
             return 1.0, {}
-        order = np.random.default_rng(self.random_state).permutation(n)
+        order = rng_of(self.random_state).permutation(n)
         n_dev = max(2, round(0.2 * n))
         dev, train = order[:n_dev], order[n_dev:]
         scores: dict[float, float] = {}
