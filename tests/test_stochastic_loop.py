@@ -184,3 +184,31 @@ def test_the_loop_reads_losses_back_in_windows_and_keeps_the_best_validated_iter
         fitting.fit_stochastic(
             iteration, max_iter=30, rule=fitting.PlateauStopping(10, 0.0), what="toy", budget="max_steps", unit="steps"
         )
+
+
+def test_early_stopping_policies_are_chosen_by_name():
+    """early_stopping names the policy (lvgp.base.fitting.EARLY_STOPPING): "keep-best" keeps the
+    held-out fit's best iterate, "refit" refits on every training document for the best iteration
+    count; True is each estimator's default (keep-best for the regressors, refit for the GP
+    classifier, as before)."""
+    from lvgp import GPLVSMRegressor, LDKGPClassifier
+
+    texts, y = _regression_data(60)
+    options = dict(latent_dim=2, max_iter=40, n_iter_no_change=3, random_state=0)
+    kept = GPLVSMRegressor(early_stopping="keep-best", **options).fit(texts, y)
+    default = GPLVSMRegressor(early_stopping=True, **options).fit(texts, y)
+    refit = GPLVSMRegressor(early_stopping="refit", **options).fit(texts, y)
+    n_held_in = kept.model_.train_inputs[0].shape[0]
+    assert n_held_in == 54 and default.model_.train_inputs[0].shape[0] == n_held_in
+    np.testing.assert_array_equal(kept.predict(texts[:5]), default.predict(texts[:5]))
+    assert refit.model_.train_inputs[0].shape[0] == 60 and refit.n_iter_ == kept.fit_result_.best_iter
+    with pytest.raises(ValueError, match="early_stopping must be"):
+        GPLVSMRegressor(early_stopping="best").fit(texts, y)
+
+    texts, labels = _classes(60)
+    gpc_options = dict(latent_dim=2, max_iter=30, n_iter_no_change=3, random_state=0)
+    held = LDKGPClassifier(early_stopping="keep-best", **gpc_options).fit(texts, labels)
+    again = LDKGPClassifier(early_stopping=True, **gpc_options).fit(texts, labels)
+    assert held.model_.train_inputs[0].shape[0] < 60 and held.best_iter_ is not None
+    assert again.model_.train_inputs[0].shape[0] == 60 and again.n_iter_ == again.best_iter_
+    assert held.num_words is None  # the parameter is left as it was given

@@ -20,7 +20,7 @@ from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
-from ..base.fitting import OPTIMIZERS, FitResult, minimize
+from ..base.fitting import EARLY_STOPPING, OPTIMIZERS, FitResult, early_stopping_policy, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
@@ -168,7 +168,7 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         **FITTING,
         **documents_input(),
         "optimizer": [Options(*OPTIMIZERS)],
-        "early_stopping": [Boolean()],
+        "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
         "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
         "normalize_y": [Boolean()],
         "noise_init": [Real(0, open_low=True)],
@@ -189,9 +189,10 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     ) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and targets
         ``y`` (``n`` or ``n x B``). ``X_val``/``y_val``: a validation set for early
-        stopping (otherwise ``early_stopping=True`` holds out ``validation_fraction``).
+        stopping (otherwise ``early_stopping`` holds out ``validation_fraction``).
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
+        policy = early_stopping_policy(self.early_stopping, "keep-best")
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self._encoder.fit_transform(X, unlabeled=unlabeled)
         n = x.shape[0]
@@ -205,12 +206,13 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
 
         x_val: torch.Tensor | None = None
         y_val_arr: np.ndarray | None = None
+        x_all, y_all = x, y_train
         if X_val is not None or y_val is not None:
             if X_val is None or y_val is None:
                 raise ValueError("pass both X_val and y_val, or neither")
             x_val = self._encoder.transform(X_val, "X_val")
             y_val_arr = check_targets_array(y_val, x_val.shape[0], "y_val")
-        elif self.early_stopping:
+        elif policy is not None:
             n_val = max(1, int(round(self.validation_fraction * n)))
             if n - n_val < 2:
                 raise ValueError(f"early stopping needs more than {n} training documents")
@@ -218,7 +220,25 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
             val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
             x_val, y_val_arr = x[torch.from_numpy(val_idx)], y_train[val_idx]
             x, y_train = x[torch.from_numpy(train_idx)], y_train[train_idx]
+        result = self._fit_model(x, y_train, seed, x_val, y_val_arr)
+        if policy == "refit" and X_val is None and result.best_iter:
+            # the best iteration count of the held-out fit, on all the training documents
+            result = self._fit_model(x_all, y_all, seed, None, None, max_iter=result.best_iter)
+        self._set_fit_result(result)
+        self.model_.eval()
+        return self
 
+    def _fit_model(
+        self,
+        x: torch.Tensor,
+        y_train: np.ndarray,
+        seed: int,
+        x_val: torch.Tensor | None,
+        y_val_arr: np.ndarray | None,
+        max_iter: int | None = None,
+    ) -> FitResult:
+        """Standardize ``y_train``, build the model on ``x`` and fit it (scored on the validation
+        set when given, keeping the best iterate) with ``max_iter`` (default: the estimator's)."""
         if self.normalize_y:
             self.y_mean_, self.y_std_ = standardization(y_train)
         else:
@@ -243,11 +263,11 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         validate = None
         if x_val is not None and y_val_arr is not None:
             validate = self._validation_score(x_val, y_val_arr)
-        result = minimize(
+        return minimize(
             [p for p in model.parameters() if p.requires_grad],
             objective,
             method=self.optimizer,
-            max_iter=self.max_iter,
+            max_iter=self.max_iter if max_iter is None else max_iter,
             lr=self.lr,
             tol=self.tol,
             validate=validate,
@@ -256,9 +276,6 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
             verbose=self.verbose,
             desc=self._name,
         )
-        self._set_fit_result(result)
-        model.eval()
-        return self
 
     def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray) -> Callable[[], float]:
         """RMSE (standardized units) of the predictive mean on a validation set, as a closure."""

@@ -48,7 +48,7 @@ from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
-from ..base.fitting import PlateauStopping, fit_stochastic, minimize
+from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_policy, fit_stochastic, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD, document_lengths, trim_to_longest
@@ -227,7 +227,8 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             negative log predictive probability of the true class, and stops after
             ``n_iter_no_change`` iterations without improvement; the classifier is then refit
             on *all* documents for the best iteration count (``best_iter_``), up to ``max_iter``
-            (``max_epochs``). The MAP word vectors over-fit the marginal likelihood when
+            (``max_epochs``) (``True`` or ``"refit"``), or keeps the held-out fit's best iterate
+            (``"keep-best"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`). The MAP word vectors over-fit the marginal likelihood when
             converged (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
         num_inducing, max_epochs, batch_size (``None``: full batch), lr, ngd_lr: variational inference.
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
@@ -263,7 +264,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
         tol: float = 1e-6,
-        early_stopping: bool = False,
+        early_stopping: bool | str = False,
         validation_fraction: float = 0.25,
         n_iter_no_change: int = 10,
         num_inducing: int = 128,
@@ -319,7 +320,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         "num_features": [Integer(1)],
         "alpha_epsilon": [Real(0, open_low=True)],
         "class_hyperparameters": [Options(*CLASS_HYPERPARAMETERS)],
-        "early_stopping": [Boolean()],
+        "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
         "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
         "num_inducing": [Integer(1)],
         "max_epochs": [Integer(1)],
@@ -352,22 +353,23 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
         start = time.perf_counter()
+        policy = early_stopping_policy(self.early_stopping, "refit")
         budget: int | None = None
         curve: list[float] = []
-        if self.early_stopping:
-            budget, curve = self._early_stopping_budget(X, y, unlabeled)
-        self._fit(X, y, budget, unlabeled=unlabeled)
-        self.best_iter_, self.validation_curve_ = budget, curve
+        if policy == "keep-best":
+            self._fit_kept_best(X, y, unlabeled)
+        else:
+            if policy == "refit":
+                budget, curve = self._early_stopping_budget(X, y, unlabeled)
+            self._fit(X, y, budget, unlabeled=unlabeled)
+            self.best_iter_, self.validation_curve_ = budget, curve
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _early_stopping_budget(
-        self, X: Documents, y: TensorLike, unlabeled: Documents | None = None
-    ) -> tuple[int | None, list[float]]:
-        """The best iteration count (and the validation curve) of a fit on a stratified part of
-        ``X`` scored on the rest; ``(None, [])`` with a warning when no part can be held out."""
-        from sklearn.base import clone
-
+    def _held_out(self, X: Documents, y: TensorLike) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """The stratified training and validation rows of early stopping (and the vocabulary size
+        of padded input, which the held-out part must keep); no validation rows, with a warning,
+        when the classes leave none."""
         from ..base.splits import dev_split
 
         encoder = DocumentEncoder(self.vocabulary, self.num_words)
@@ -379,12 +381,44 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
                 "fitted with the full budget (max_iter / max_epochs)",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
+        return train, dev, encoder.num_words if encoder.kind == "padded" else None
+
+    def _fit_kept_best(self, X: Documents, y: TensorLike, unlabeled: Documents | None) -> None:
+        """``early_stopping="keep-best"``: fit on the training part, validated on the held-out part,
+        and keep the best validated iterate (no refit)."""
+        train, dev, num_words = self._held_out(X, y)
+        if not len(dev):
+            self._fit(X, y, unlabeled=unlabeled)
+            return
+        labels = np.asarray(y)
+        saved = self.num_words
+        if num_words is not None and saved is None:
+            self.num_words = num_words  # the held-out part may hold the largest id
+        try:
+            self._fit(
+                take_documents(X, train),
+                labels[train],
+                validation=(take_documents(X, dev), labels[dev]),
+                unlabeled=unlabeled,
+            )
+        finally:
+            self.num_words = saved
+
+    def _early_stopping_budget(
+        self, X: Documents, y: TensorLike, unlabeled: Documents | None = None
+    ) -> tuple[int | None, list[float]]:
+        """The best iteration count (and the validation curve) of a fit on a stratified part of
+        ``X`` scored on the rest; ``(None, [])`` with a warning when no part can be held out."""
+        from sklearn.base import clone
+
+        train, dev, num_words = self._held_out(X, y)
+        if not len(dev):
             return None, []
         probe = clone(self).set_params(early_stopping=False, verbose=False)
-        if encoder.kind == "padded":
-            probe.set_params(num_words=encoder.num_words)  # the held-out part may hold the largest id
+        if num_words is not None:
+            probe.set_params(num_words=num_words)  # the held-out part may hold the largest id
         labels = np.asarray(y)
         probe._fit(
             take_documents(X, train),

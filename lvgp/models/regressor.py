@@ -67,8 +67,10 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         optimizer: ``"lbfgs"`` (scipy L-BFGS-B, as in the paper) or ``"adam"``.
         max_iter, lr, tol: optimizer budget, Adam learning rate, convergence tolerance.
         early_stopping: hold out ``validation_fraction`` of the training documents and stop
-            when their RMSE has not improved for ``n_iter_no_change`` iterations, keeping
-            the best iterate (``fit(..., X_val=, y_val=)`` supplies an explicit set instead).
+            when their RMSE has not improved for ``n_iter_no_change`` iterations (``fit(..., X_val=,
+            y_val=)`` supplies an explicit set instead); then keep the best iterate (``True`` or
+            ``"keep-best"``) or refit on all the training documents for the best iteration count
+            (``"refit"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`).
         normalize_y: standardize targets (per output) before fitting; predictions are
             returned in the original units.
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the
@@ -145,7 +147,7 @@ class GPLVSMRegressor(ExactGPRegressorBase):
         max_iter: int = 300,
         lr: float = 0.05,
         tol: float = 1e-7,
-        early_stopping: bool = False,
+        early_stopping: bool | str = False,
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 20,
         normalize_y: bool = True,
