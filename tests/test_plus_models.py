@@ -178,6 +178,10 @@ def test_matching_in_the_rkhs_of_the_cosine_kernel_ranks_by_the_kernel():
     cross = ref.ldk_gram(X, xs.numpy(), xt.numpy(), "rbf", "cosine", **hp)
     lam = kernel.identity_weight.item()
     np.testing.assert_allclose(cosine.distances(texts[:6], texts[:6]), 2 * (1 + lam) - 2 * cross, atol=1e-10)
+    fixed = LDKMatcher(
+        **options, level2="cosine", identity_weight=0.7, identity_form="separate", learn_identity_weight=False
+    )
+    assert fixed.fit(texts, texts).kernel_.identity_weight.item() == pytest.approx(0.7)  # chosen on dev, not fitted
     linear = LDKMatcher(**options, identity_weight=0.7).fit(texts, texts)
     xs, xt = linear._encode(texts[:6], texts[:6])
     with torch.no_grad():

@@ -48,7 +48,8 @@ def _cca_grid(study) -> list[dict]:
 
 
 def _ldk(**options: Any):
-    """An LDK matcher with ``options`` switched on beyond the thesis's model (PCA start, separate vocabularies)."""
+    """An LDK matcher with ``options`` switched on beyond the thesis's model (PCA start, separate
+    vocabularies); a cell's grid parameters other than q, rho and gamma are matcher arguments too."""
 
     def build(study, cell, data):
         from ..models.matching import LDKMatcher
@@ -62,6 +63,7 @@ def _ldk(**options: Any):
             max_iter=study.max_iter,
             random_state=study.cell_seed(cell),
             **{"word_weighting": study.word_weighting, **options},
+            **{k: v for k, v in params.items() if k not in ("q", "rho", "gamma")},
         )
 
     return build
@@ -84,7 +86,7 @@ def _plus_grid(study) -> list[dict]:
     return [{"q": 32, "rho": 0.1, "gamma": 1.0, "identity_weight": lam} for lam in (0.1, 0.3, 1.0)]
 
 
-@register_method(
+register_method(
     "matching",
     "ldk-plus",
     "LDK (+BoW on tied tokens, idf, cosine)",
@@ -94,26 +96,16 @@ def _plus_grid(study) -> list[dict]:
         "tied tokens, CCA start, idf weights, the cosine level 2 (d in the RKHS of the normalized kernel) "
         "plus lambda times the tf-idf cosine of the tied tokens, lambda chosen on dev"
     ),
-)
-def _ldk_plus(study, cell, data):
-    from ..models.matching import LDKMatcher
-
-    params = cell["params"]
-    return LDKMatcher(
-        latent_dim=params["q"],
-        rho=params["rho"],
-        gamma=params["gamma"],
-        min_df=study.min_df,
-        max_iter=study.max_iter,
-        random_state=study.cell_seed(cell),
+)(
+    _ldk(
         tie_identical_tokens=True,
         init="cca",
         word_weighting="idf",
         level2="cosine",
-        identity_weight=params["identity_weight"],
         identity_form="separate",
         learn_identity_weight=False,
     )
+)
 
 
 def _cca(kernel: str):
