@@ -351,3 +351,14 @@ def test_shared_class_hyperparameters_give_the_sum_of_the_classes_exact_gps():
     np.testing.assert_allclose(gpc.predict_proba(texts).sum(1), 1.0, atol=1e-12)
     with pytest.raises(ValueError, match="class_hyperparameters must be one of"):
         LDKGPClassifier(class_hyperparameters="pooled").fit(texts, y)
+
+
+def test_corpus_vectors_are_learned_once_per_set_of_documents():
+    """A grid of fits on the same documents (a dev selection) learns the corpus vectors once: the
+    same inputs give the same table object; other documents or settings, another table."""
+    texts, _ = reviews(40, seed=7)
+    vocab = Vocabulary(stop_words=None).fit(texts)
+    first = corpus_embeddings(texts, vocab, dim=3)
+    assert corpus_embeddings(list(texts), vocab, dim=3) is first
+    assert corpus_embeddings(texts[:-1], vocab, dim=3) is not first
+    assert corpus_embeddings(texts, vocab, dim=2) is not first

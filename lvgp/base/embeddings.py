@@ -18,6 +18,8 @@ What an estimator's ``word_embeddings`` may be:
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -71,6 +73,20 @@ def ppmi_svd_embeddings(counts: sp.spmatrix, dim: int, random_state: int | None 
     return out
 
 
+#: the last corpus vectors learned in this process, by a digest of their inputs: a grid of fits on
+#: the same documents (a study's dev selection) learns them once
+_CORPUS_CACHE: collections.OrderedDict[str, Any] = collections.OrderedDict()
+_CORPUS_CACHE_SIZE = 8
+
+
+def _digest(docs: list[list[str]], known: set[str], dim: int, min_df: int, max_words: int) -> str:
+    h = hashlib.sha256(repr((dim, min_df, max_words, sorted(known))).encode())
+    for d in docs:
+        h.update("\x1f".join(d).encode())
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
 def corpus_embeddings(
     texts: Iterable[str | Sequence[str]],
     vocabulary: Vocabulary,
@@ -81,12 +97,28 @@ def corpus_embeddings(
     """``"corpus"`` vectors (module docstring) of the words of ``texts`` (training plus unlabeled
     documents), tokenized as ``vocabulary`` tokenizes: every word of ``vocabulary`` and the words
     in at least ``min_df`` of the texts, the ``max_words`` most frequent in all. Words without a
-    positive co-occurrence (a zero vector) are left out."""
+    positive co-occurrence (a zero vector) are left out. The result is a function of the tokenized
+    documents and the settings: the last few are kept (by a digest of them), so fitting a grid of
+    models on the same documents learns them once."""
+    docs = [vocabulary.tokenize(t) for t in texts]
+    known = set(vocabulary.words) if vocabulary.is_fitted else set()
+    key = _digest(docs, known, dim, min_df, max_words)
+    if key in _CORPUS_CACHE:
+        _CORPUS_CACHE.move_to_end(key)
+        return _CORPUS_CACHE[key]
+    table = _learn_corpus_embeddings(docs, known, dim, min_df, max_words)
+    _CORPUS_CACHE[key] = table
+    while len(_CORPUS_CACHE) > _CORPUS_CACHE_SIZE:
+        _CORPUS_CACHE.popitem(last=False)
+    return table
+
+
+def _learn_corpus_embeddings(
+    docs: list[list[str]], known: set[str], dim: int, min_df: int, max_words: int
+) -> WordEmbeddings:
     from ..datasets.loaders import WordEmbeddings
 
-    docs = [vocabulary.tokenize(t) for t in texts]
     df = Counter(w for d in docs for w in set(d))
-    known = set(vocabulary.words) if vocabulary.is_fitted else set()
     ranked = sorted(df, key=lambda w: (-df[w], w))
     words = [w for w in ranked if w in known or df[w] >= min_df][: max(int(max_words), len(known))]
     if len(words) < 2:
