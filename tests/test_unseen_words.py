@@ -73,7 +73,9 @@ def test_regressors_predict_synonyms_through_their_embeddings(data, make):
     plain_pred, plain_warned = _predict(plain, test_synonyms)
     tied_pred, tied_warned = _predict(tied, test_synonyms)
     assert rmse(plain_pred) > 0.9 * y[150:].std()  # the synonyms carry no information without vectors
-    assert rmse(tied_pred) < 0.4 * rmse(plain_pred)
+    # half the error at most (GP-LVSM over random_state 0-4: 0.07-0.12 against 0.29; the draw of the
+    # random GloVe projection moves it)
+    assert rmse(tied_pred) < 0.5 * rmse(plain_pred)
     assert plain_warned and not tied_warned  # every synonym has a vector: nothing is dropped
     # nothing is stored by prediction: the original test documents predict as before
     before = tied.predict(test)
