@@ -50,3 +50,33 @@ def test_short_warning_format_is_one_line_without_paths(capsys):
     finally:
         warnings.formatwarning = original
     assert text == "UnseenWordsWarning: 3 of 10 words unseen\n"
+
+
+@pytest.mark.parametrize("method", ["adam", "lbfgs", "stochastic"])
+def test_a_fit_logging_to_a_file_redraws_at_most_once_a_second(method, capsys):
+    """The loss in the bar's postfix must not force a redraw per iteration (tqdm's
+    ``set_postfix`` refreshes unless told not to): a log gets about a line a second."""
+    import time
+
+    import torch
+
+    from lvgp.base.fitting import fit_stochastic, minimize
+
+    x = torch.nn.Parameter(torch.full((50,), 3.0, dtype=torch.float64))
+    start = time.perf_counter()
+    if method == "stochastic":
+        fit_stochastic(
+            lambda i: torch.tensor(1.0 / (i + 1)),
+            max_iter=400,
+            rule=None,
+            what="t",
+            warn=False,
+            read_every=1,
+            verbose=True,
+        )
+    else:
+        objective = lambda: ((x - 1) ** 4).sum() + 1e-3 * (x**2).sum()  # noqa: E731
+        minimize([x], objective, method=method, max_iter=400, tol=0.0, verbose=True)
+    seconds = time.perf_counter() - start
+    redraws = capsys.readouterr().err.count("\r")
+    assert redraws <= seconds / LOG_INTERVAL + 4, (redraws, seconds)

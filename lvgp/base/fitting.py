@@ -199,7 +199,7 @@ def fit_stochastic(
         values = values or []
         result.loss_curve.extend(values)
         if values:
-            bar.set_postfix(loss=f"{values[-1]:.5g}")
+            bar.set_postfix(loss=f"{values[-1]:.5g}", refresh=False)  # drawn by the next timed update
         return rule is not None and any([rule.update(v) for v in values])  # a list: the rule sees every loss
 
     try:
@@ -378,7 +378,7 @@ def minimize(
                 postfix["val"] = f"{score:.4g}"
         if score < best.score:
             best.score, best.values, best.iter = score, flat.snapshot(), result.n_iter
-        bar.set_postfix(postfix)
+        bar.set_postfix(postfix, refresh=False)  # drawn by the next timed update
         if validate is not None and result.n_iter - best.iter >= n_iter_no_change:
             result.stopped_early = True
             raise _EarlyStop

@@ -186,8 +186,8 @@ def _collect(results, directory: StudyDirectory, done: list[dict], failures: lis
         else:
             directory.save_failure(cell, error)
             failures.append((cell, error))
+        bar.set_postfix(failed=len(failures), refresh=False)
         bar.update(1)
-        bar.set_postfix(failed=len(failures))
 
 
 def _run_cell(study: Study, cell: dict) -> dict:
