@@ -1,5 +1,5 @@
 """Full-page screenshots of the built site in headless Chromium: the home page, an API page, a
-tutorial and the results page, to look at what a reader sees (``make docs`` first).
+tutorial, the results page and the text-classification results, to look at what a reader sees (``make docs`` first).
 
     python docs/screenshots.py [OUT_DIR]     # default docs/_build/screenshots
 
@@ -24,7 +24,10 @@ PAGES = {
     "api-gplvsm-regressor": "generated/lvgp.models.regressor.html",
     "tutorial-gplvsm": "tutorials/02_gplvsm_reviews.html",
     "results": "results.html",
+    "results-classification": "results/classification.html",
 }
+#: the window's height in pixels: long pages are shot to this depth (Chromium's limit is 16,384)
+HEIGHT = 16000
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -60,7 +63,7 @@ def main(argv: list[str]) -> int:
                         "--disable-component-update",
                         "--disable-sync",
                         f"--user-data-dir={profile}",
-                        "--window-size=1280,4000",
+                        f"--window-size=1280,{HEIGHT}",
                         f"--screenshot={out / (name + '.png')}",
                         f"http://127.0.0.1:{server.server_port}/{page}",
                     ],

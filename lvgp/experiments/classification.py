@@ -788,8 +788,12 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
     sizes = [n for n in study.train_sizes if any(r["train_size"] == n and "reliability" in r for r in records)]
     if not sizes:
         return
-    fig, axes = plt.subplots(1, len(sizes), figsize=(3.6 * len(sizes), 3.8), squeeze=False, sharey=True)
-    for ax, n in zip(axes[0], sizes):
+    cols = min(2, len(sizes))  # two panels a row: readable at a page's width
+    rows = -(-len(sizes) // cols)
+    height = 3.9 * rows + 0.6  # inches: the panels, and the legend's band below them
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, height), squeeze=False)
+    handles: dict[str, Any] = {}
+    for ax, n in zip(axes.flat, sizes):
         ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
         for i, m in enumerate(study.methods):
             binned = [
@@ -801,15 +805,18 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
             keep = count > 0
             conf = np.sum([b["confidence"] for b in binned], axis=0)[keep] / count[keep]
             acc = np.sum([b["correct"] for b in binned], axis=0)[keep] / count[keep]
-            ax.plot(conf, acc, ms=3, lw=1, label=study.label(m), **_style(i))
-        ax.set_title(f"{n} training documents", fontsize=9)
+            (handles[study.label(m)],) = ax.plot(conf, acc, ms=4, lw=1.2, **_style(i))
+        ax.set_title(f"{n} training documents", fontsize=10)
         ax.set_xlabel("confidence")
+        ax.set_ylabel("accuracy")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel("accuracy")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{study.dataset}: reliability ({ECE_BINS} confidence bins, samples pooled)", fontsize=10)
-    fig.tight_layout()
+        ax.set_aspect("equal")
+    for ax in axes.flat[len(sizes) :]:
+        ax.set_visible(False)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(3, len(handles)), fontsize=8)
+    fig.suptitle(f"{study.dataset}: reliability ({ECE_BINS} confidence bins, samples pooled)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.6 / height, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
