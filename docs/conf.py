@@ -50,6 +50,9 @@ autodoc_default_options = {
 }
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# lvgp's input aliases by name, not expanded into numpy's ArrayLike union (the modules postpone
+# their annotations, so autodoc sees the names)
+autodoc_type_aliases = {name: f"lvgp._typing.{name}" for name in ("TensorLike", "Documents", "EmbeddingsSpec")}
 # docstrings are Google style ("Args:", "Returns:")
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

@@ -71,6 +71,8 @@ class GPLVSMRegressor(ExactGPRegressorBase):
             y_val=)`` supplies an explicit set instead); then keep the best iterate (``True`` or
             ``"keep-best"``) or refit on all the training documents for the best iteration count
             (``"refit"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`).
+        validation_fraction, n_iter_no_change: the held-out share of the training documents and
+            the patience (iterations without improvement) of ``early_stopping``.
         normalize_y: standardize targets (per output) before fitting; predictions are
             returned in the original units.
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the
