@@ -14,14 +14,16 @@ GP classifier rows (accuracy and log loss on the dev documents):
 2. the word vectors fixed to GloVe (``learn_word_vectors=False``);
 3. the cosine of each part, added (``identity_form="separate"``);
 4. the Dirichlet pseudo-count alpha_eps 1e-6;
-5. one output scale and noise for all classes (``class_hyperparameters="shared"``) = ``ldk-gpc-plus``.
+5. one output scale and noise for all classes (``class_hyperparameters="shared"``);
+6. a log-normal prior on lambda around its balanced start, sd 2 / 1 / 0.5
+   (``identity_weight_prior_sd``; 0.5 = ``ldk-gpc-plus``).
 
 Latent SMM rows (accuracy; fixed GloVe vectors, separate cosine parts, lambda in {0.5, 1, 2} and C in
 the thesis grid by 3-fold CV inside the sample):
 
-6. one-vs-one (LIBSVM's, the thesis);
-7. one-vs-rest;
-8. ties in CV accuracy broken by the CV hinge loss = ``latent-smm-plus``.
+7. one-vs-one (LIBSVM's, the thesis);
+8. one-vs-rest;
+9. ties in CV accuracy broken by the CV hinge loss = ``latent-smm-plus``.
 
 References: the linear SVM and logistic regression on tf-idf (C by 3-fold CV).
 
@@ -60,7 +62,7 @@ def dev_documents(dataset: str, split: int, size: int, n_dev: int = 2000):
 
 def rows(quick: bool) -> list[tuple[str, object]]:
     from lvgp.baselines.text_classifiers import BowClassifier
-    from lvgp.experiments.classification import PLUS_KERNEL, THESIS_CS, DevSelected
+    from lvgp.experiments.classification import PLUS_GPC_PRIOR_SD, PLUS_KERNEL, THESIS_CS, DevSelected
     from lvgp.models.gpc import LDKGPClassifier
     from lvgp.models.latent_smm import LatentSMMClassifier
 
@@ -74,9 +76,22 @@ def rows(quick: bool) -> list[tuple[str, object]]:
         ("3 GPC: + cosine of each part added", dict(PLUS_KERNEL, max_iter=iters)),
         ("4 GPC: + alpha_eps 1e-6", dict(PLUS_KERNEL, alpha_epsilon=1e-6, max_iter=iters)),
         (
-            "5 GPC: + shared class hyper-parameters (ldk-gpc-plus)",
+            "5 GPC: + shared class hyper-parameters",
             dict(PLUS_KERNEL, alpha_epsilon=1e-6, class_hyperparameters="shared", max_iter=iters),
         ),
+    ]
+    gpc += [
+        (
+            f"6 GPC: + prior on lambda, sd {sd:g}" + (" (ldk-gpc-plus)" if sd == PLUS_GPC_PRIOR_SD else ""),
+            dict(
+                PLUS_KERNEL,
+                alpha_epsilon=1e-6,
+                class_hyperparameters="shared",
+                identity_weight_prior_sd=sd,
+                max_iter=iters,
+            ),
+        )
+        for sd in (2.0, 1.0, 0.5)
     ]
     out: list[tuple[str, object]] = [
         ("linear SVM (tf-idf)", BowClassifier("svm", random_state=0)),
@@ -93,9 +108,9 @@ def rows(quick: bool) -> list[tuple[str, object]]:
             return None
 
     for name, multi_class, selector in (
-        ("6 SMM: one-vs-one", "ovo", FirstOfTies),
-        ("7 SMM: one-vs-rest", "ovr", FirstOfTies),
-        ("8 SMM: + hinge tie-break (latent-smm-plus)", "ovr", DevSelected),
+        ("7 SMM: one-vs-one", "ovo", FirstOfTies),
+        ("8 SMM: one-vs-rest", "ovr", FirstOfTies),
+        ("9 SMM: + hinge tie-break (latent-smm-plus)", "ovr", DevSelected),
     ):
         smm = LatentSMMClassifier(**PLUS_KERNEL, multi_class=multi_class, **glove)
         out.append((name, selector(smm, grid, 0, folds=3)))

@@ -362,3 +362,32 @@ def test_corpus_vectors_are_learned_once_per_set_of_documents():
     assert corpus_embeddings(list(texts), vocab, dim=3) is first
     assert corpus_embeddings(texts[:-1], vocab, dim=3) is not first
     assert corpus_embeddings(texts, vocab, dim=2) is not first
+
+
+@pytest.mark.parametrize("inference", ["dirichlet", "variational"])
+def test_a_prior_on_lambda_joins_the_gp_classifiers_objective(inference):
+    """identity_weight_prior_sd: a log-normal prior on lambda around its start enters the
+    objective (MAP-II): a tight prior holds lambda at its start, which the marginal likelihood alone
+    moves; the log prior is exactly gpytorch's LogNormal density."""
+    from gpytorch.priors import LogNormalPrior
+
+    from lvgp.base.fitting import log_prior
+
+    texts, y = reviews(40)
+    options = dict(
+        identity_weight=1.0, embedding="linear", level2="cosine", inference=inference, random_state=0, max_iter=30
+    )
+    options.update(max_epochs=30) if inference == "variational" else None
+    free = LDKGPClassifier(**options).fit(texts, y)
+    held = LDKGPClassifier(identity_weight_prior_sd=1e-4, **options).fit(texts, y)
+    assert abs(free.model_.covar_module.base_kernel.identity_weight.item() - 1.0) > 1e-3
+    kernel = held.model_.covar_module.base_kernel
+    assert abs(kernel.identity_weight.item() - 1.0) < 1e-3
+    prior = kernel.identity_weight_prior  # centred at the start: log 1 = 0, to the constraint's rounding
+    assert abs(prior.loc.item()) < 1e-6 and prior.scale.item() == pytest.approx(1e-4)
+    expected = LogNormalPrior(prior.loc, torch.full_like(prior.loc, 1e-4)).log_prob(kernel.identity_weight).sum()
+    torch.testing.assert_close(log_prior(held.model_, exclude=kernel.word_vectors), expected)
+    free_kernel = free.model_.covar_module.base_kernel
+    assert log_prior(free.model_, exclude=free_kernel.word_vectors).item() == 0.0  # the word vectors' own prior aside
+    with pytest.raises(ValueError, match="identity_weight_prior_sd needs identity_weight"):
+        LDKGPClassifier(identity_weight_prior_sd=1.0, max_iter=2).fit(texts, y)

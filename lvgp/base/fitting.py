@@ -36,6 +36,25 @@ OPTIMIZERS = ("lbfgs", "adam")
 EARLY_STOPPING = ("keep-best", "refit")
 
 
+def log_prior(module: torch.nn.Module, exclude: torch.nn.Module | None = None) -> torch.Tensor:
+    r"""The sum of the log densities of the gpytorch priors registered in ``module`` at their
+    parameters' current values (what gpytorch's marginal log likelihoods add for MAP-II), leaving
+    out the priors registered inside ``exclude`` (a sub-module whose prior the caller counts its own
+    way, e.g. the word vectors' :math:`\frac\rho2\sum_v\|\mathbf x_v\|^2` through ``penalty()``).
+    A zero scalar when there are none."""
+    skip = {id(m) for m in exclude.modules()} if exclude is not None else set()
+    total: torch.Tensor | None = None
+    for _, prior_module, prior, closure, _ in module.named_priors():  # type: ignore[operator]
+        if id(prior_module) in skip:
+            continue
+        term = prior.log_prob(closure(prior_module)).sum()
+        total = term if total is None else total + term
+    if total is None:
+        first = next(module.parameters(), None)
+        return torch.zeros((), dtype=first.dtype if first is not None else torch.float64)
+    return total
+
+
 def early_stopping_policy(early_stopping: bool | str, default: str) -> str | None:
     """The policy an estimator's ``early_stopping`` names: ``None`` for ``False``, the estimator's
     ``default`` for ``True``, else the name itself (one of :data:`EARLY_STOPPING`)."""

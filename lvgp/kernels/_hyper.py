@@ -10,7 +10,7 @@ from typing import Any, Self
 
 import torch
 from gpytorch.constraints import Interval
-from gpytorch.priors import Prior
+from gpytorch.priors import LogNormalPrior, Prior
 from torch import nn
 
 
@@ -61,6 +61,15 @@ def register_constrained(
     if prior is not None:
         module.register_prior(f"{name}_prior", prior, partial(get_attribute, name), partial(set_attribute, name))
     setattr(module, name, value)
+
+
+def register_log_normal_prior(module: nn.Module, name: str, sd: float) -> None:
+    r"""Register ``{name}_prior`` on ``module``: a log-normal prior on its positive hyper-parameter
+    ``name`` centred at the current value, :math:`\log\theta \sim \mathcal N(\log\theta_0, \mathrm{sd}^2)`
+    (elementwise over a batch)."""
+    value = getattr(module, name).detach()
+    prior = LogNormalPrior(value.log(), torch.full_like(value, sd))
+    module.register_prior(f"{name}_prior", prior, partial(get_attribute, name), partial(set_attribute, name))
 
 
 def check_degree(name: str, value: Any) -> int:
