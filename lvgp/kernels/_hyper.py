@@ -10,6 +10,7 @@ from typing import Any, Self
 
 import torch
 from gpytorch.constraints import Interval
+from gpytorch.module import Module
 from gpytorch.priors import LogNormalPrior, Prior
 from torch import nn
 
@@ -63,7 +64,7 @@ def register_constrained(
     setattr(module, name, value)
 
 
-def register_log_normal_prior(module: nn.Module, name: str, sd: float) -> None:
+def register_log_normal_prior(module: Module, name: str, sd: float) -> None:
     r"""Register ``{name}_prior`` on ``module``: a log-normal prior on its positive hyper-parameter
     ``name`` centred at the current value, :math:`\log\theta \sim \mathcal N(\log\theta_0, \mathrm{sd}^2)`
     (elementwise over a batch)."""
