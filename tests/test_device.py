@@ -266,6 +266,29 @@ def test_save_on_one_device_and_load_on_another(tmp_path, make, source: str, tar
     assert type(est).load(path).device_ == torch.device(source)
 
 
+@pytest.mark.parametrize("source, target", list(itertools.product(DEVICES, DEVICES)))
+@pytest.mark.parametrize("inference", ["dirichlet", "variational"])
+def test_a_gp_classifier_saved_on_one_device_loads_on_another(tmp_path, inference: str, source: str, target: str):
+    clf = lvgp.LDKGPClassifier(
+        inference=inference, latent_dim=2, max_iter=5, max_epochs=3, num_inducing=8, random_state=0, device=source
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(TRAIN, LABELS)
+    path = tmp_path / "gpc.pt"
+    clf.save(path)
+    saved = torch.load(path, weights_only=True)
+    assert all(t.device.type == "cpu" for t in [*saved["model"].values(), *saved["likelihood"].values()])
+    loaded = lvgp.LDKGPClassifier.load(path, device=target)
+    assert loaded.device_ == torch.device(target)
+    assert all(p.device.type == target for p in loaded.model_.parameters())
+    if source == target:
+        np.testing.assert_array_equal(loaded.predict_proba(TEST), clf.predict_proba(TEST))
+    else:
+        np.testing.assert_allclose(loaded.predict_proba(TEST), clf.predict_proba(TEST), rtol=1e-9, atol=1e-12)
+    assert lvgp.LDKGPClassifier.load(path).device_ == torch.device(source)
+
+
 @pytest.mark.parametrize(
     "device, error, message",
     [

@@ -197,3 +197,53 @@ def test_early_stopping_inputs_and_variational_epochs():
         LDKGPClassifier(early_stopping=True, max_iter=3).fit(x[:3], [0, 1, 2])
     with pytest.raises(ValueError, match="validation_fraction"):
         LDKGPClassifier(early_stopping=True, validation_fraction=1.5).fit(x, y)
+
+
+SAVE_CASES = {
+    "dirichlet, per-class": dict(),
+    "dirichlet, shared, identity part with a prior, fixed embeddings": dict(
+        class_hyperparameters="shared",
+        identity_weight="balanced",
+        identity_weight_prior_sd=0.5,
+        identity_form="separate",
+        embedding="linear",
+        level2="cosine",
+        word_weighting="idf",
+        learn_word_vectors=False,
+        word_embeddings="synonyms",
+    ),
+    "dirichlet, random features": dict(approximation="rff", num_features=64),
+    "variational, three classes": dict(inference="variational", num_inducing=16, max_epochs=5),
+    "variational, two classes": dict(inference="variational", num_inducing=16, max_epochs=5, binary=True),
+}
+
+
+@pytest.mark.parametrize("case", list(SAVE_CASES))
+def test_a_saved_classifier_reloads_and_predicts_bit_identically(case, tmp_path):
+    """save() / load() with torch.load(weights_only=True): the same probabilities to the last bit,
+    labels of their own dtype, the fit's record, any device (here the CPU); another file is refused."""
+    options = dict(SAVE_CASES[case])
+    texts, y = three_classes(45, 2)
+    if options.pop("binary", False):
+        y = np.where(y == 2, "pos", "neg")
+    if options.get("word_embeddings") == "synonyms":
+        corpus = make_synonym_regression(n=45, noise=0.0, random_state=2)  # three_classes's corpus
+        options["word_embeddings"] = synonym_embeddings(corpus, random_state=0)[0]
+    clf = LDKGPClassifier(latent_dim=2, max_iter=8, random_state=0, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(texts[:30], y[:30])
+    clf.save(tmp_path / "gpc.pt")
+    loaded = LDKGPClassifier.load(tmp_path / "gpc.pt", device="cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(texts[30:]), clf.predict_proba(texts[30:]))
+    np.testing.assert_array_equal(loaded.predict(texts[30:]), clf.predict(texts[30:]))
+    assert loaded.classes_.dtype == clf.classes_.dtype
+    params, saved = loaded.get_params(), clf.get_params() | {"device": "cpu"}
+    table, saved_table = params.pop("word_embeddings"), saved.pop("word_embeddings")
+    assert params == saved
+    if saved_table is not None:  # a table of one's own travels whole
+        assert table.words == saved_table.words and np.array_equal(table.vectors, saved_table.vectors)
+    assert (loaded.n_iter_, loaded.loss_curve_, loaded.kernel_kind_) == (clf.n_iter_, clf.loss_curve_, clf.kernel_kind_)
+    torch.save({"format": "something else"}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a saved LDKGPClassifier"):
+        LDKGPClassifier.load(tmp_path / "other.pt")

@@ -19,6 +19,7 @@ from .._random import derive_seeds
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
+from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import EARLY_STOPPING, OPTIMIZERS, FitResult, early_stopping_policy, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -107,7 +108,48 @@ def classifier_ldk(estimator: Any, vectors: Any, x: torch.Tensor, seed: int, gam
     )
 
 
-class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
+class SavedParamsMixin:
+    """What every saved lvgp estimator writes first: its ``get_params()`` as plain values that
+    ``torch.load(weights_only=True)`` reads back (a vocabulary as a dict, a device as a string), and
+    the file's format tag, checked on load."""
+
+    get_params: Callable[..., dict]
+
+    def _saved_params(self) -> dict:
+        """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
+        params = self.get_params(deep=False)
+        if isinstance(params.get("device"), torch.device):
+            params["device"] = str(params["device"])
+        if params.get("vocabulary") is not None:
+            params["vocabulary"] = params["vocabulary"].to_dict()
+        if "word_embeddings" in params:
+            params["word_embeddings"] = spec_to_plain(params["word_embeddings"])  # a table of one's own whole
+        return params
+
+    @classmethod
+    def _restored_params(cls, params: dict) -> dict:
+        params = dict(params)
+        if params.get("vocabulary") is not None:
+            params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
+        if "word_embeddings" in params:
+            params["word_embeddings"] = spec_from_plain(params["word_embeddings"])
+        return params
+
+    @classmethod
+    def _format(cls) -> str:
+        return f"lvgp.{cls.__name__}/1"
+
+    @classmethod
+    def _read_saved(cls, path: str | Path) -> dict:
+        """The payload of a file written by ``save`` (``torch.load(weights_only=True)``, on the CPU);
+        a ``ValueError`` naming the expected format for anything else."""
+        payload = torch.load(Path(path), weights_only=True, map_location="cpu")
+        if not isinstance(payload, dict) or payload.get("format") != cls._format():
+            raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
+        return payload
+
+
+class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
     style) with at least the fitting options used here (``optimizer``, ``max_iter``,
     ``lr``, ``tol``, ``early_stopping``, ``validation_fraction``, ``n_iter_no_change``,
@@ -411,26 +453,6 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
         return mean, var
 
     # ------------------------------------------------------------------ persistence
-    def _saved_params(self) -> dict:
-        """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
-        params = self.get_params(deep=False)
-        if isinstance(params.get("device"), torch.device):
-            params["device"] = str(params["device"])
-        if params.get("vocabulary") is not None:
-            params["vocabulary"] = params["vocabulary"].to_dict()
-        return params
-
-    @classmethod
-    def _restored_params(cls, params: dict) -> dict:
-        params = dict(params)
-        if params.get("vocabulary") is not None:
-            params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
-        return params
-
-    @classmethod
-    def _format(cls) -> str:
-        return f"lvgp.{cls.__name__}/1"
-
     def save(self, path: str | Path) -> None:
         """Save the fitted estimator (parameters, vocabulary, training data) with
         ``torch.save``; :meth:`load` reads it back with ``weights_only=True`` (no
@@ -461,9 +483,7 @@ class ExactGPRegressorBase(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
         """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``) onto
         ``device`` (default: the device it was fitted on, which must exist here)."""
-        payload = torch.load(Path(path), weights_only=True, map_location="cpu")
-        if not isinstance(payload, dict) or payload.get("format") != cls._format():
-            raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
+        payload = cls._read_saved(path)
         params = cls._restored_params(payload["params"])
         if device is not None:
             params["device"] = device

@@ -34,6 +34,7 @@ import copy
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
@@ -47,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, EmbeddingsSpec, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
-from ..base.device import check_device, to_host
+from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_policy, fit_stochastic, log_prior, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -58,7 +59,7 @@ from ..kernels import LatentDistributionKernel
 from ..kernels._hyper import register_log_normal_prior
 from ..kernels.random_features import APPROXIMATIONS
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .estimator_base import classifier_ldk, estimator_word_vectors, ldk_options
+from .estimator_base import SavedParamsMixin, classifier_ldk, estimator_word_vectors, ldk_options
 from .gplvsm import PaddedInputsMixin
 from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
 
@@ -185,7 +186,7 @@ def tied_projection_scale(latent_dim: int) -> float:
     return min(1.0, (4.0 / latent_dim) ** 0.5)
 
 
-class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
+class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     r"""GP classifier with LDK (see the module docstring for the two inferences).
 
     Args:
@@ -461,6 +462,7 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
+        self._train = (x, codes)  # what save() writes: the model is rebuilt from them on load
         seed = derive_seed(self.random_state)
         self.device_ = check_device(self.device)
         self.validation_curve_, self.best_iter_ = [], None
@@ -495,14 +497,8 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
 
         return loss
 
-    def _fit_dirichlet(
-        self,
-        x: torch.Tensor,
-        codes: np.ndarray,
-        seed: int,
-        budget: int | None = None,
-        validate: Callable[[], float] | None = None,
-    ) -> None:
+    def _build_dirichlet(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+        """``model_`` and ``likelihood_`` of the Dirichlet inference at their initial values, on ``device_``."""
         targets = torch.from_numpy(codes)
         shared = self.class_hyperparameters == "shared"
         likelihood = _DirichletLikelihood(
@@ -515,6 +511,17 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
         model = DirichletLDKGP(x, likelihood, self._kernel(seed, x), shared).to(self.device_)
         self.model_, self.likelihood_ = model, likelihood
+
+    def _fit_dirichlet(
+        self,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        self._build_dirichlet(x, codes, seed)
+        model, likelihood = self.model_, self.likelihood_
         n = x.shape[0]
         inputs = model.train_inputs[0]
         model.train()
@@ -545,18 +552,12 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         if budget is None:  # a chosen budget ends the fit by design
             result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
 
-    def _fit_variational(
-        self,
-        x: torch.Tensor,
-        codes: np.ndarray,
-        seed: int,
-        budget: int | None = None,
-        validate: Callable[[], float] | None = None,
-    ) -> None:
+    def _build_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> torch.Tensor:
+        """``model_`` and ``likelihood_`` of the variational inference at their initial values (inducing
+        documents chosen by k-means++ with ``seed``), on ``device_``; returns the training targets."""
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
-        device = self.device_
         self.model_ = _LDKClassificationGP(
             trim_to_longest(x[idx]),
             self._kernel(seed, x),
@@ -569,7 +570,19 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         else:
             self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
             targets = torch.from_numpy(codes)
-        self.model_, self.likelihood_ = self.model_.to(device), self.likelihood_.to(device)
+        self.model_, self.likelihood_ = self.model_.to(self.device_), self.likelihood_.to(self.device_)
+        return targets
+
+    def _fit_variational(
+        self,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        targets = self._build_variational(x, codes, seed)
+        device = self.device_
         # batches are drawn on the host and cut to their longest document by the lengths kept there
         n, lengths = x.shape[0], document_lengths(x)
         x_device, targets = x.to(device), targets.to(device)
@@ -631,6 +644,68 @@ class LDKGPClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
             )
         self.loss_curve_, self.converged_, self.n_iter_ = list(result.loss_curve), result.converged, result.n_iter
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        """Save the fitted classifier (parameters, vocabulary and word embeddings, training
+        documents and labels, the model's and likelihood's state) with ``torch.save``;
+        :meth:`load` reads it back with ``weights_only=True`` (no arbitrary unpickling) and
+        predicts bit-identically. Tensors are saved on the CPU, whatever the fitting device."""
+        check_is_fitted(self, "model_")
+        x, codes = self._train
+        payload = {
+            "format": self._format(),
+            "params": self._saved_params(),
+            "encoder": self.encoder_.to_dict(),
+            "classes": self.classes_.tolist(),
+            "classes_dtype": self.classes_.dtype.str if self.classes_.dtype != object else "object",
+            "train_x": x.cpu().clone(),
+            "train_codes": torch.from_numpy(np.asarray(codes, dtype=np.int64)),
+            "model": state_to_cpu(self.model_.state_dict()),
+            "likelihood": state_to_cpu(self.likelihood_.state_dict()),
+            "fit": {
+                "n_iter": self.n_iter_,
+                "converged": self.converged_,
+                "loss_curve": list(self.loss_curve_),
+                "validation_curve": list(self.validation_curve_),
+                "best_iter": self.best_iter_,
+                "fit_seconds": getattr(self, "fit_seconds_", None),
+            },
+        }
+        torch.save(payload, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+        """Load a classifier written by :meth:`save` (``torch.load(weights_only=True)``) onto
+        ``device`` (default: the device it was fitted on, which must exist here)."""
+        payload = cls._read_saved(path)
+        params = cls._restored_params(payload["params"])
+        if device is not None:
+            params["device"] = device
+        est = cls(**params)
+        est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
+        dtype = payload["classes_dtype"]
+        est.classes_ = np.array(payload["classes"], dtype=object if dtype == "object" else np.dtype(dtype))
+        x, codes = payload["train_x"], payload["train_codes"].numpy()
+        est.class_prior_ = np.bincount(codes, minlength=len(est.classes_)) / len(codes)
+        est._train = (x, codes)
+        est.device_ = check_device(est.device)
+        seed = derive_seed(est.random_state)
+        with default_dtype(torch.float64):
+            if est.inference == "dirichlet":
+                est._build_dirichlet(x, codes, seed)
+            else:
+                est._build_variational(x, codes, seed)
+        est.model_.load_state_dict({k: v.to(est.device_) for k, v in payload["model"].items()})
+        est.likelihood_.load_state_dict({k: v.to(est.device_) for k, v in payload["likelihood"].items()})
+        est.model_.eval()
+        est.likelihood_.eval()
+        fit = payload["fit"]
+        est.n_iter_, est.converged_, est.best_iter_ = fit["n_iter"], fit["converged"], fit["best_iter"]
+        est.loss_curve_, est.validation_curve_ = list(fit["loss_curve"]), list(fit["validation_curve"])
+        if fit["fit_seconds"] is not None:
+            est.fit_seconds_ = fit["fit_seconds"]
+        return est
 
     @property
     def word_vectors_(self) -> np.ndarray:

@@ -14,7 +14,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._typing import EmbeddingsSpec
 from ..base.constraints import Boolean, Instance, Integer, IsCallable, Options, Real
-from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD
 from ..bow.vocabulary import Vocabulary
@@ -361,16 +360,9 @@ class GPLVSMRegressor(ExactGPRegressorBase):
     def _saved_params(self) -> dict:
         params = super()._saved_params()
         params["latent_init"] = None  # shaped only the initial state, which the saved parameters supersede
-        params["word_embeddings"] = spec_to_plain(params["word_embeddings"])  # a table of one's own whole
         options = params.get("kernel_options") or {}
         if any(not isinstance(v, (int, float, str, bool, type(None))) for v in options.values()):
             raise TypeError("save() supports plain-valued kernel_options only (no prior or constraint objects)")
-        return params
-
-    @classmethod
-    def _restored_params(cls, params: dict) -> dict:
-        params = super()._restored_params(params)
-        params["word_embeddings"] = spec_from_plain(params.get("word_embeddings"))
         return params
 
     @classmethod
