@@ -148,6 +148,15 @@ class SavedParamsMixin:
             raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
         return payload
 
+    @classmethod
+    def _from_saved(cls, path: str | Path, device: str | torch.device | None) -> tuple[Any, dict]:
+        """A new estimator with the saved parameters (on ``device`` where given) and the file's payload."""
+        payload = cls._read_saved(path)
+        params = cls._restored_params(payload["params"])
+        if device is not None:
+            params["device"] = device
+        return cls(**params), payload
+
 
 class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
@@ -483,11 +492,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
     def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
         """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``) onto
         ``device`` (default: the device it was fitted on, which must exist here)."""
-        payload = cls._read_saved(path)
-        params = cls._restored_params(payload["params"])
-        if device is not None:
-            params["device"] = device
-        est = cls(**params)
+        est, payload = cls._from_saved(path, device)
         est._encoder = DocumentEncoder.from_dict(payload["encoder"])
         est.vocabulary_ = est._encoder.vocabulary
         est.num_words_ = est._encoder.num_words

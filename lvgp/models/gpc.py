@@ -678,11 +678,7 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
     def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
         """Load a classifier written by :meth:`save` (``torch.load(weights_only=True)``) onto
         ``device`` (default: the device it was fitted on, which must exist here)."""
-        payload = cls._read_saved(path)
-        params = cls._restored_params(payload["params"])
-        if device is not None:
-            params["device"] = device
-        est = cls(**params)
+        est, payload = cls._from_saved(path, device)
         est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
         dtype = payload["classes_dtype"]
         est.classes_ = np.array(payload["classes"], dtype=object if dtype == "object" else np.dtype(dtype))
