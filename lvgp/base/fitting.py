@@ -51,7 +51,9 @@ def log_prior(module: torch.nn.Module, exclude: torch.nn.Module | None = None) -
         total = term if total is None else total + term
     if total is None:
         first = next(module.parameters(), None)
-        return torch.zeros((), dtype=first.dtype if first is not None else torch.float64)
+        if first is None:
+            return torch.zeros((), dtype=torch.float64)
+        return torch.zeros((), dtype=first.dtype, device=first.device)
     return total
 
 

@@ -360,8 +360,11 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
         kernel = classifier_ldk(self, vectors, x, seed, self.gamma)
         self.kernel_kind_ = getattr(kernel, "features", "exact")
         if self.identity_weight_prior_sd is not None:
-            if self.identity_weight is None:
-                raise ValueError("identity_weight_prior_sd needs identity_weight (the word kernel's identity part)")
+            if self.identity_weight is None or not hasattr(kernel, "identity_weight"):
+                raise ValueError(
+                    "identity_weight_prior_sd needs identity_weight (the word kernel's identity part); "
+                    f"got identity_weight={self.identity_weight!r} and a {type(kernel).__name__} without one"
+                )
             register_log_normal_prior(kernel, "identity_weight", float(self.identity_weight_prior_sd))
         if self.embedding == "rbf":
             kernel.embedding.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
