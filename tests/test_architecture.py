@@ -113,14 +113,12 @@ def test_every_estimator_seeds_through_derive_seed():
     lvgp._random (derive_seed, derive_seeds, rng_of), never scikit-learn's legacy RandomState or a
     numpy generator seeded with random_state directly."""
     import re
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "lvgp"
     offenders = []
-    for path in root.rglob("*.py"):
+    for path in ROOT.rglob("*.py"):
         if path.name == "_random.py":
             continue
         text = path.read_text()
         for pattern in (r"check_random_state\(", r"default_rng\(self\.random_state", r"\.randint\("):
-            offenders += [f"{path.relative_to(root)}: {pattern}" for _ in re.finditer(pattern, text)]
+            offenders += [f"{path.relative_to(ROOT)}: {pattern}" for _ in re.finditer(pattern, text)]
     assert not offenders, offenders

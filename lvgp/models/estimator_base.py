@@ -140,18 +140,13 @@ class SavedParamsMixin:
         return f"lvgp.{cls.__name__}/1"
 
     @classmethod
-    def _read_saved(cls, path: str | Path) -> dict:
-        """The payload of a file written by ``save`` (``torch.load(weights_only=True)``, on the CPU);
-        a ``ValueError`` naming the expected format for anything else."""
+    def _from_saved(cls, path: str | Path, device: str | torch.device | None) -> tuple[Any, dict]:
+        """A new estimator with the saved parameters (on ``device`` where given) and the payload of
+        the file ``save`` wrote (``torch.load(weights_only=True)``, on the CPU); a ``ValueError``
+        naming the expected format for anything else."""
         payload = torch.load(Path(path), weights_only=True, map_location="cpu")
         if not isinstance(payload, dict) or payload.get("format") != cls._format():
             raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
-        return payload
-
-    @classmethod
-    def _from_saved(cls, path: str | Path, device: str | torch.device | None) -> tuple[Any, dict]:
-        """A new estimator with the saved parameters (on ``device`` where given) and the file's payload."""
-        payload = cls._read_saved(path)
         params = cls._restored_params(payload["params"])
         if device is not None:
             params["device"] = device
