@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from lvgp.experiments.executors import limit_threads
+from lvgp.kernels import LDKSpec
 
 
 class _Dot(gpytorch.kernels.Kernel):
@@ -153,11 +154,9 @@ def main() -> None:
                 record(("Dirichlet GPC, linear kernel on tf-idf", f"{alpha:g}"), predicted, yte, start)
                 start = time.perf_counter()
                 ldk = LDKGPClassifier(
-                    latent_dim=8,
-                    rho=0.1,
+                    LDKSpec(latent_dim=8, rho=0.1, word_embeddings="glove-6b-50d"),
                     alpha_epsilon=alpha,
                     max_iter=ldk_iter,
-                    word_embeddings="glove-6b-50d",
                     random_state=s,
                 ).fit(xtr, ytr)
                 record(("Dirichlet GPC, LDK (GloVe-tied, q = 8)", f"{alpha:g}"), ldk.predict(xte), yte, start)

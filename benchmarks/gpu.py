@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from lvgp import PAD, LatentDistributionKernel
+from lvgp.kernels import LDKSpec
 
 CPU_THREADS = 2
 
@@ -117,11 +118,11 @@ def exact(device: torch.device, n: int, vocab: int, full: bool) -> dict:
 
     texts, y = zipf_texts(n, vocab)
     out: dict = {"n": n}
-    probe = GPLVSMRegressor(latent_dim=2, max_iter=3, random_state=0, device=device)
+    probe = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=3, random_state=0, device=device)
     seconds = clock(lambda: probe.fit(texts, y), device)
     out["seconds_per_iteration"] = seconds / max(1, probe.n_iter_)
     if full:
-        reg = GPLVSMRegressor(latent_dim=2, random_state=0, device=device)
+        reg = GPLVSMRegressor(LDKSpec(latent_dim=2), random_state=0, device=device)
         out["fit_seconds"] = clock(lambda: reg.fit(texts, y), device)
         out["fit_iterations"] = reg.n_iter_
         out["converged"] = bool(reg.converged_)
@@ -135,7 +136,7 @@ def sparse(device: torch.device, n: int, vocab: int, steps: int | None, inducing
     texts, y = zipf_texts(n, vocab, seed=3)
     per_epoch = -(-n // batch)
     reg = SparseGPLVSMRegressor(
-        latent_dim=2,
+        LDKSpec(latent_dim=2),
         num_inducing=inducing,
         batch_size=batch,
         max_steps=steps or per_epoch,
@@ -174,7 +175,7 @@ def sparse_lazy_against_evaluated(device: torch.device, n: int, vocab: int, indu
 
     def epoch() -> tuple[float, np.ndarray]:
         reg = SparseGPLVSMRegressor(
-            latent_dim=2,
+            LDKSpec(latent_dim=2),
             num_inducing=inducing,
             batch_size=256,
             max_steps=10**9,
@@ -210,7 +211,7 @@ def profile_sparse(device: torch.device, n: int, vocab: int, steps: int, inducin
 
     texts, y = zipf_texts(n, vocab, seed=3)
     reg = SparseGPLVSMRegressor(
-        latent_dim=2, num_inducing=inducing, batch_size=256, max_steps=steps, random_state=0, device=device
+        LDKSpec(latent_dim=2), num_inducing=inducing, batch_size=256, max_steps=steps, random_state=0, device=device
     )
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
@@ -257,17 +258,14 @@ def cell_data(bundle: Path | None) -> dict:
 def cell(device: torch.device, data: dict, max_iter: int) -> dict:
     """An ``ldk-gpc-plus`` cell: the study's estimator (no dev grid: it fits its own mix), fitted and tested."""
     from lvgp.datasets.loaders import WordEmbeddings
-    from lvgp.experiments.classification import PLUS_KERNEL
     from lvgp.models.gpc import LDKGPClassifier
 
     glove = WordEmbeddings("glove-6b-50d", list(data["glove_words"]), np.asarray(data["glove_vectors"]))
     start = time.perf_counter()
     final = LDKGPClassifier(
-        **PLUS_KERNEL,
-        identity_weight="balanced",
+        LDKSpec.plus(glove, rho=0.1, identity_form="separate"),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
-        word_embeddings=glove,
         max_iter=max_iter,
         random_state=0,
         device=device,

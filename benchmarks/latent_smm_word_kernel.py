@@ -93,6 +93,7 @@ def main() -> None:
 
     from lvgp.baselines.text_classifiers import BowClassifier
     from lvgp.experiments.classification import ClassificationStudy, prepare_cell
+    from lvgp.kernels import LDKSpec
     from lvgp.models.latent_smm import LatentSMMClassifier
 
     sizes, samples = ((200,), 1) if args.quick else ((200, 500), 3)
@@ -120,7 +121,11 @@ def main() -> None:
             }
             for name, change in variants.items():
                 start = time.perf_counter()
-                smm = LatentSMMClassifier(**fitted, **change, max_iter=max_iter, random_state=s)  # the study's seed
+                setting = {**fitted, **change}
+                spec = {k: v for k, v in setting.items() if k != "C"}
+                smm = LatentSMMClassifier(  # the study's seed
+                    LDKSpec(**spec), C=setting["C"], max_iter=max_iter, random_state=s
+                )
                 smm.fit(x_train, y_train)
                 accuracy = float(np.mean(smm.predict(x_test) == y_test))
                 rms, similarity = word_kernel_summary(smm)

@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from lvgp.experiments.executors import limit_threads
+from lvgp.kernels import LDKSpec
 
 
 def main() -> None:
@@ -55,11 +56,9 @@ def main() -> None:
             for s, (xtr, ytr, xte, yte, _) in enumerate(cells):
                 stop = budget == "early stopping"
                 model = LDKGPClassifier(
-                    latent_dim=q,
-                    rho=0.1,
+                    LDKSpec(latent_dim=q, rho=0.1, word_embeddings="glove-6b-50d"),
                     max_iter=args.converge_iter if stop else budget,
                     early_stopping=stop,
-                    word_embeddings="glove-6b-50d",
                     random_state=s,
                 ).fit(xtr, ytr)
                 acc.append(float(np.mean(model.predict(xte) == np.asarray(yte))))

@@ -39,6 +39,8 @@ import warnings
 
 import numpy as np
 
+from lvgp.kernels import LDKSpec
+
 
 @functools.lru_cache(maxsize=64)
 def dev_documents(dataset: str, split: int, size: int, n_dev: int = 2000):
@@ -62,34 +64,30 @@ def dev_documents(dataset: str, split: int, size: int, n_dev: int = 2000):
 
 def rows(quick: bool) -> list[tuple[str, object]]:
     from lvgp.baselines.text_classifiers import BowClassifier
-    from lvgp.experiments.classification import PLUS_GPC_PRIOR_SD, PLUS_KERNEL, THESIS_CS, DevSelected
+    from lvgp.experiments.classification import PLUS_GPC_PRIOR_SD, THESIS_CS, DevSelected
     from lvgp.models.gpc import LDKGPClassifier
     from lvgp.models.latent_smm import LatentSMMClassifier
 
     iters = 5 if quick else 300
-    glove = dict(word_embeddings="glove-6b-50d", random_state=0)
-    old = dict(embedding="linear", level2="cosine", word_weighting="idf", latent_dim=16, rho=10.0)
-    fixed = dict(PLUS_KERNEL, identity_form="joint")
+    plus = LDKSpec.plus("glove-6b-50d", rho=0.1)  # the -plus kernel (ldk-gpc-plus adds the prior on lambda)
+    old = LDKSpec(16, 10.0, "linear", "cosine", word_weighting="idf", word_embeddings="glove-6b-50d")
+    old = old.replace(identity_weight="balanced")
     gpc = [
-        ("1 GPC: previous (tied q=16 learned, joint cosine, eps 0.01)", dict(old, max_iter=5 if quick else 50)),
-        ("2 GPC: + vectors fixed to GloVe", dict(fixed, max_iter=iters)),
-        ("3 GPC: + cosine of each part added", dict(PLUS_KERNEL, max_iter=iters)),
-        ("4 GPC: + alpha_eps 1e-6", dict(PLUS_KERNEL, alpha_epsilon=1e-6, max_iter=iters)),
+        ("1 GPC: previous (tied q=16 learned, joint cosine, eps 0.01)", old, dict(max_iter=5 if quick else 50)),
+        ("2 GPC: + vectors fixed to GloVe", plus.replace(identity_form="joint"), dict(max_iter=iters)),
+        ("3 GPC: + cosine of each part added", plus, dict(max_iter=iters)),
+        ("4 GPC: + alpha_eps 1e-6", plus, dict(alpha_epsilon=1e-6, max_iter=iters)),
         (
             "5 GPC: + shared class hyper-parameters",
-            dict(PLUS_KERNEL, alpha_epsilon=1e-6, class_hyperparameters="shared", max_iter=iters),
+            plus,
+            dict(alpha_epsilon=1e-6, class_hyperparameters="shared", max_iter=iters),
         ),
     ]
     gpc += [
         (
             f"6 GPC: + prior on lambda, sd {sd:g}" + (" (ldk-gpc-plus)" if sd == PLUS_GPC_PRIOR_SD else ""),
-            dict(
-                PLUS_KERNEL,
-                alpha_epsilon=1e-6,
-                class_hyperparameters="shared",
-                identity_weight_prior_sd=sd,
-                max_iter=iters,
-            ),
+            plus.replace(identity_weight_prior_sd=sd),
+            dict(alpha_epsilon=1e-6, class_hyperparameters="shared", max_iter=iters),
         )
         for sd in (2.0, 1.0, 0.5)
     ]
@@ -97,7 +95,7 @@ def rows(quick: bool) -> list[tuple[str, object]]:
         ("linear SVM (tf-idf)", BowClassifier("svm", random_state=0)),
         ("logreg (tf-idf)", BowClassifier("logreg", random_state=0)),
     ]
-    out += [(name, LDKGPClassifier(identity_weight="balanced", **glove, **options)) for name, options in gpc]
+    out += [(name, LDKGPClassifier(spec, random_state=0, **options)) for name, spec, options in gpc]
     grid = {"C": list(THESIS_CS), "identity_weight": [0.5, 1.0, 2.0]}
 
     class FirstOfTies(DevSelected):
@@ -112,7 +110,7 @@ def rows(quick: bool) -> list[tuple[str, object]]:
         ("8 SMM: one-vs-rest", "ovr", FirstOfTies),
         ("9 SMM: + hinge tie-break (latent-smm-plus)", "ovr", DevSelected),
     ):
-        smm = LatentSMMClassifier(**PLUS_KERNEL, multi_class=multi_class, **glove)
+        smm = LatentSMMClassifier(plus.replace(identity_weight=1.0), multi_class=multi_class, random_state=0)
         out.append((name, selector(smm, grid, 0, folds=3)))
     return out
 

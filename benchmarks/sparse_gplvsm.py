@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from lvgp.kernels import LDKSpec
+
 
 def one_run(n: int, epochs: int) -> dict:
     import numpy as np
@@ -26,7 +28,9 @@ def one_run(n: int, epochs: int) -> dict:
     from lvgp.datasets import make_synonym_regression
 
     corpus = make_synonym_regression(n=n, noise=0.1, random_state=0)
-    reg = SparseGPLVSMRegressor(latent_dim=2, num_inducing=64, batch_size=256, max_epochs=epochs, random_state=0)
+    reg = SparseGPLVSMRegressor(
+        LDKSpec(latent_dim=2), num_inducing=64, batch_size=256, max_epochs=epochs, random_state=0
+    )
     start = time.perf_counter()
     reg.fit(corpus.texts, corpus.y)
     seconds = time.perf_counter() - start

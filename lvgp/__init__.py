@@ -3,7 +3,8 @@
 * :class:`LatentDistributionKernel` -- the latent distribution kernel (LDK), a gpytorch kernel
   over padded word-index sets (:class:`Vocabulary` makes them from texts; :data:`PAD` pads);
   ``identity_weight`` puts the bag of words inside it. :class:`BagOfWordsKernel` -- the tf(-idf)
-  kernel on its own.
+  kernel on its own. :class:`LDKSpec` -- an estimator's LDK settings (``kernel=``), built on its
+  training documents.
 * :class:`GPLVSM` / :class:`GPLVSMRegressor` -- GP-LVSM as a gpytorch ``ExactGP`` and as a
   scikit-learn estimator, trained by MAP (:class:`LogPosterior`).
 * :class:`SLDARegressor` / :class:`SLDAClassifier` -- supervised LDA (Pyro SVI or the paper's EM).
@@ -19,7 +20,7 @@
 from . import warnings
 from ._version import __version__ as __version__
 from .bow import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
-from .kernels import BagOfWordsKernel, LatentDistributionKernel
+from .kernels import BagOfWordsKernel, LatentDistributionKernel, LDKSpec
 from .models import (
     GPLVSM,
     CovarianceError,
@@ -44,6 +45,35 @@ _LAZY = {
 }
 
 
+def all_estimators() -> list[type]:
+    """Every scikit-learn estimator class defined in :mod:`lvgp.models` and :mod:`lvgp.baselines`
+    (sorted by name), found by walking their modules as scikit-learn's ``all_estimators`` does: the
+    tests feed it to the parameter, device, scikit-learn-check and stochastic-loop checks, so that a
+    new estimator cannot be left out of them."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from sklearn.base import BaseEstimator
+
+    found: dict[str, type] = {}
+    for package in ("lvgp.models", "lvgp.baselines"):
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+            module = importlib.import_module(info.name)
+            for name, obj in inspect.getmembers(module, inspect.isclass):
+                if (
+                    issubclass(obj, BaseEstimator)
+                    and obj.__module__ == module.__name__
+                    and not name.startswith("_")
+                    and not name.endswith("Base")  # shared bases, e.g. ExactGPRegressorBase
+                    and not inspect.isabstract(obj)
+                    and hasattr(obj, "fit")
+                ):
+                    found[f"{obj.__module__}.{name}"] = obj
+    return [found[key] for key in sorted(found, key=lambda k: k.rsplit(".", 1)[1])]
+
+
 def __getattr__(name):
     if name in _LAZY:
         import importlib
@@ -60,6 +90,7 @@ __all__ = [
     "pad_to_width",
     "pad_to_common_width",
     "LatentDistributionKernel",
+    "LDKSpec",
     "BagOfWordsKernel",
     "GPLVSM",
     "GPLVSMRegressor",
@@ -72,5 +103,6 @@ __all__ = [
     "CovarianceError",
     "exact_numerics",
     "warnings",
+    "all_estimators",
     *_LAZY,
 ]

@@ -1,3 +1,3 @@
 """The version of lvgp (one place: the package, the wheel, the docs and the CLI read it)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

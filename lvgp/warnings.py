@@ -17,10 +17,6 @@ class TruncationWarning(LVGPWarning):
     """Documents longer than a requested width were truncated; the message counts them."""
 
 
-class MemoryBudgetWarning(LVGPWarning):
-    """An exact computation would exceed the memory budget, so an approximation was chosen."""
-
-
 class MissingEmbeddingsWarning(LVGPWarning):
     """Vocabulary words have no pretrained vector; the message counts them."""
 

@@ -15,7 +15,7 @@ from gpytorch.kernels import ScaleKernel
 from lvgp import GPLVSM, PAD, GPLVSMRegressor, LatentDistributionKernel, LogPosterior
 from lvgp.base.numerics import default_dtype
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
-from lvgp.kernels import DocumentLengthKernel, make_word_vectors
+from lvgp.kernels import DocumentLengthKernel, LDKSpec, make_word_vectors
 from lvgp.warnings import MissingEmbeddingsWarning
 
 from . import reference as ref
@@ -157,14 +157,10 @@ def small_embeddings() -> WordEmbeddings:
 def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
     corpus = make_synonym_regression(n=60, noise=0.05, random_state=2)
     est = GPLVSMRegressor(
-        latent_dim=2,
-        rho=0.5,
-        variational=True,
+        LDKSpec(latent_dim=2, rho=0.5, word_embeddings=small_embeddings(), variational=True, length_kernel=True),
         optimizer="adam",
         lr=0.05,
         max_iter=25,
-        word_embeddings=small_embeddings(),
-        length_kernel=True,
         predict_samples=6,
         random_state=0,
     )
@@ -185,4 +181,4 @@ def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
     assert np.array_equal(m2, mean) and np.array_equal(s2, std)
     assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
     with pytest.raises(ValueError, match="use optimizer='adam'"):
-        GPLVSMRegressor(variational=True).fit(corpus.texts[:10], corpus.y[:10])
+        GPLVSMRegressor(LDKSpec(variational=True)).fit(corpus.texts[:10], corpus.y[:10])

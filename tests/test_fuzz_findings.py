@@ -15,6 +15,7 @@ import pytest
 from lvgp import GPLVSMRegressor, SparseGPLVSMRegressor, Vocabulary
 from lvgp.base.validation import standardization
 from lvgp.datasets import make_synonym_regression
+from lvgp.kernels import LDKSpec
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +49,13 @@ def test_constant_targets_are_predicted_as_that_constant(corpus, value):
 @pytest.mark.parametrize(
     "estimator,message",
     [
-        (GPLVSMRegressor(gamma=0), "gamma must be > 0"),
+        (GPLVSMRegressor(LDKSpec(gamma=0)), "gamma must be > 0"),
         (GPLVSMRegressor(noise_init=0), "noise_init must be > 0"),
         (GPLVSMRegressor(outputscale_init=-1), "outputscale_init must be > 0"),
         (GPLVSMRegressor(max_iter=0), "max_iter must be >= 1"),
-        (GPLVSMRegressor(rho=float("nan")), "rho must be finite"),
+        (GPLVSMRegressor(LDKSpec(rho=float("nan"))), "rho must be finite"),
         (SparseGPLVSMRegressor(batch_size=0), "batch_size must be >= 1"),
-        (SparseGPLVSMRegressor(rho=0), "rho must be > 0"),
+        (SparseGPLVSMRegressor(LDKSpec(rho=-1)), "rho must be >= 0"),
     ],
 )
 def test_bad_arguments_name_themselves(corpus, estimator, message):
@@ -64,7 +65,7 @@ def test_bad_arguments_name_themselves(corpus, estimator, message):
 
 def test_latent_dim_must_be_an_integer(corpus):
     with pytest.raises(TypeError, match="latent_dim must be an integer"):
-        GPLVSMRegressor(latent_dim=1.5).fit(corpus.texts, corpus.y)
+        GPLVSMRegressor(LDKSpec(latent_dim=1.5)).fit(corpus.texts, corpus.y)
 
 
 @pytest.mark.parametrize("estimator", [GPLVSMRegressor(), SparseGPLVSMRegressor()])
@@ -262,7 +263,7 @@ LABELS = [1, 0, 1, 0, 1, 0]
 def test_latent_dim_names_itself(make, value):
     import lvgp
 
-    est = getattr(lvgp, make)(latent_dim=value, max_iter=2)
+    est = getattr(lvgp, make)(LDKSpec(latent_dim=value), max_iter=2)
     with pytest.raises((TypeError, ValueError), match="latent_dim"):
         est.fit(TEXTS, LABELS) if make != "LDKMatcher" else est.fit(TEXTS, TEXTS)
 
@@ -275,7 +276,9 @@ def test_matcher_svd_start_with_a_single_word_side():
     for init in ("svd", "pca", "cca", "random"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = LDKMatcher(latent_dim=2, init=init, max_iter=3, random_state=0).fit(source, ["dog"] * 4)
+            m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), init=init, max_iter=3, random_state=0).fit(
+                source, ["dog"] * 4
+            )
         assert np.isfinite(m.distances(source, ["dog"] * 4)).all()
 
 
@@ -287,8 +290,9 @@ def test_latent_smm_scale_and_tolerance_name_themselves(name, value):
     without the name, svm_tol=0 was reported as SVC's tol."""
     from lvgp import LatentSMMClassifier
 
+    options = {"kernel": LDKSpec(init_scale=value)} if name == "init_scale" else {name: value}
     with pytest.raises(ValueError, match=name):
-        LatentSMMClassifier(**{name: value}, max_iter=2).fit(TEXTS, LABELS)
+        LatentSMMClassifier(**options, max_iter=2).fit(TEXTS, LABELS)
 
 
 def test_sparse_inducing_is_checked_whatever_n():

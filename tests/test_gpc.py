@@ -21,7 +21,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import Vocabulary
 from lvgp.datasets import make_synonym_regression, synonym_embeddings
-from lvgp.models.gpc import LDKGPClassifier, tied_projection_scale
+from lvgp.kernels import LDKSpec
+from lvgp.kernels.spec import tied_projection_scale
+from lvgp.models.gpc import LDKGPClassifier
 
 from . import reference as ref
 
@@ -44,7 +46,7 @@ def test_dirichlet_objective_is_the_sum_of_exact_marginal_likelihoods_plus_the_p
     x, y = three_classes(30, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = LDKGPClassifier(latent_dim=2, rho=0.5, max_iter=3, random_state=0).fit(x, y)
+        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=3, random_state=0).fit(x, y)
     lik, model = clf.likelihood_, clf.model_
     codes = np.searchsorted(clf.classes_, y)
     # Milios et al. (2018): alpha = 1[y = c] + eps, sigma^2 = log(1 / alpha + 1), y~ = log alpha - sigma^2 / 2
@@ -73,7 +75,7 @@ def test_dirichlet_objective_is_the_sum_of_exact_marginal_likelihoods_plus_the_p
 
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
-    clf = LDKGPClassifier(latent_dim=2, rho=0.1, max_iter=60, random_state=0)
+    clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), max_iter=60, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(x[:120], y[:120])
@@ -95,7 +97,9 @@ def test_tied_word_vectors_start_at_a_squared_norm_that_does_not_grow_with_q(lat
     up to q = 4 the scale is 1, the draw of make_word_vectors' default."""
     corpus = make_synonym_regression(n=60, noise=0.0, random_state=0)
     embeddings, _ = synonym_embeddings(corpus, random_state=0)
-    clf = LDKGPClassifier(latent_dim=latent_dim, word_embeddings=embeddings, max_iter=1, random_state=0)
+    clf = LDKGPClassifier(
+        LDKSpec(latent_dim=latent_dim, rho=0.1, word_embeddings=embeddings), max_iter=1, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(corpus.texts, (corpus.y > np.median(corpus.y)).astype(int))
@@ -144,8 +148,8 @@ def test_variational_multiclass_softmax_and_bad_input():
         LDKGPClassifier().fit(x[:10], [0] * 10)
     with pytest.raises(ValueError, match="inference must be one of"):
         LDKGPClassifier(inference="laplace").fit(x[:10], y[:10])
-    with pytest.raises(ValueError, match="rho must be > 0"):
-        LDKGPClassifier(rho=0).fit(x[:10], y[:10])
+    with pytest.raises(ValueError, match=r"kernel\.rho must be >= 0"):
+        LDKGPClassifier(LDKSpec(rho=-1.0)).fit(x[:10], y[:10])
 
 
 def test_early_stopping_scores_a_held_out_part_and_refits_all_documents_for_the_best_iteration():
@@ -153,7 +157,7 @@ def test_early_stopping_scores_a_held_out_part_and_refits_all_documents_for_the_
     from lvgp.base.splits import dev_split
 
     x, y = three_classes(90, 2)
-    kw = dict(latent_dim=2, rho=0.1, random_state=3)
+    kw = dict(kernel=LDKSpec(latent_dim=2, rho=0.1), random_state=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf = LDKGPClassifier(early_stopping=True, max_iter=40, n_iter_no_change=4, **kw).fit(x, y)
@@ -203,16 +207,10 @@ SAVE_CASES = {
     "dirichlet, per-class": dict(),
     "dirichlet, shared, identity part with a prior, fixed embeddings": dict(
         class_hyperparameters="shared",
-        identity_weight="balanced",
-        identity_weight_prior_sd=0.5,
-        identity_form="separate",
-        embedding="linear",
-        level2="cosine",
-        word_weighting="idf",
-        learn_word_vectors=False,
-        word_embeddings="synonyms",
+        kernel=LDKSpec.plus("synonyms", rho=0.1, identity_weight_prior_sd=0.5),
     ),
-    "dirichlet, random features": dict(approximation="rff", num_features=64),
+    "dirichlet, random features": dict(kernel=LDKSpec(rho=0.1, approximation="rff", num_features=64)),
+    "dirichlet, a user kernel": dict(kernel="user"),
     "variational, three classes": dict(inference="variational", num_inducing=16, max_epochs=5),
     "variational, two classes": dict(inference="variational", num_inducing=16, max_epochs=5, binary=True),
 }
@@ -226,20 +224,34 @@ def test_a_saved_classifier_reloads_and_predicts_bit_identically(case, tmp_path)
     texts, y = three_classes(45, 2)
     if options.pop("binary", False):
         y = np.where(y == 2, "pos", "neg")
-    if options.get("word_embeddings") == "synonyms":
+    spec = options.get("kernel")
+    user = None
+    if spec == "user":  # a gpytorch kernel over padded word-index sets, with the vocabulary it was built for
+        from gpytorch.kernels import ScaleKernel
+
+        from lvgp import BagOfWordsKernel, LatentDistributionKernel, Vocabulary
+
+        vocab = Vocabulary().fit(texts[:30])
+        user = ScaleKernel(BagOfWordsKernel(len(vocab))) + LatentDistributionKernel(len(vocab), 2, seed=0)
+        options.update(kernel=user, vocabulary=vocab)
+    elif spec is not None and spec.word_embeddings == "synonyms":
         corpus = make_synonym_regression(n=45, noise=0.0, random_state=2)  # three_classes's corpus
-        options["word_embeddings"] = synonym_embeddings(corpus, random_state=0)[0]
-    clf = LDKGPClassifier(latent_dim=2, max_iter=8, random_state=0, **options)
+        options["kernel"] = spec.replace(word_embeddings=synonym_embeddings(corpus, random_state=0)[0])
+    clf = LDKGPClassifier(**{"kernel": LDKSpec(latent_dim=2, rho=0.1), "max_iter": 8, "random_state": 0, **options})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(texts[:30], y[:30])
     clf.save(tmp_path / "gpc.pt")
-    loaded = LDKGPClassifier.load(tmp_path / "gpc.pt", device="cpu")
+    if user is not None:
+        with pytest.raises(ValueError, match=r"fitted with a user kernel .* pass the same kernel or factory"):
+            LDKGPClassifier.load(tmp_path / "gpc.pt")
+    loaded = LDKGPClassifier.load(tmp_path / "gpc.pt", device="cpu", kernel=user)
     np.testing.assert_array_equal(loaded.predict_proba(texts[30:]), clf.predict_proba(texts[30:]))
     np.testing.assert_array_equal(loaded.predict(texts[30:]), clf.predict(texts[30:]))
     assert loaded.classes_.dtype == clf.classes_.dtype
-    params, saved = loaded.get_params(), clf.get_params() | {"device": "cpu"}
-    table, saved_table = params.pop("word_embeddings"), saved.pop("word_embeddings")
+    params, saved = loaded.get_params(deep=False), clf.get_params(deep=False) | {"device": "cpu"}
+    table = getattr(params.pop("kernel"), "word_embeddings", None)
+    saved_table = getattr(saved.pop("kernel"), "word_embeddings", None)
     assert params == saved
     if saved_table is not None:  # a table of one's own travels whole
         assert table.words == saved_table.words and np.array_equal(table.vectors, saved_table.vectors)

@@ -20,6 +20,7 @@ from lvgp.base.fitting import minimize
 from lvgp.base.numerics import CovarianceError, covariance_errors, default_dtype
 from lvgp.baselines import GPRBFRegressor
 from lvgp.datasets import make_synonym_regression
+from lvgp.kernels import LDKSpec
 from lvgp.warnings import EmptyDocumentsWarning, UnseenWordsWarning
 
 from . import reference as ref
@@ -140,7 +141,9 @@ def test_gplvsm_beats_gp_rbf_when_disjoint_word_groups_carry_the_same_signal():
     X_train, X_test = corpus.texts[train], corpus.texts[test]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gplvsm = GPLVSMRegressor(latent_dim=2, rho=1.0, max_iter=150, random_state=0).fit(X_train, corpus.y[train])
+        gplvsm = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), max_iter=150, random_state=0).fit(
+            X_train, corpus.y[train]
+        )
         gprbf = GPRBFRegressor().fit(X_train, corpus.y[train])
     rmse_ldk = np.sqrt(np.mean((gplvsm.predict(X_test) - corpus.y[test]) ** 2))
     rmse_bow = np.sqrt(np.mean((gprbf.predict(X_test) - corpus.y[test]) ** 2))
@@ -171,7 +174,7 @@ TEXTS = [
     "terrible plot story",
 ]
 Y = np.array([1.0, -1.0, 0.9, -1.1, 1.2, -0.8, 1.0, -0.9])
-SMALL = dict(latent_dim=2, max_iter=15, random_state=0, vocabulary=Vocabulary(min_token_len=2))
+SMALL = dict(kernel=LDKSpec(latent_dim=2), max_iter=15, random_state=0, vocabulary=Vocabulary(min_token_len=2))
 
 
 @pytest.fixture(autouse=True)
@@ -185,7 +188,9 @@ def test_estimator_follows_sklearn_conventions():
     est = GPLVSMRegressor(**SMALL)
     assert est.fit(TEXTS, Y) is est
     params = est.get_params()
-    assert params["latent_dim"] == 2 and params["rho"] == 1.0
+    assert params["kernel__latent_dim"] == 2 and params["kernel__rho"] == 1.0
+    assert GPLVSMRegressor().get_params()["kernel"] is None  # the default: the paper's LDKSpec()
+    assert GPLVSMRegressor().set_params(kernel__rho=0.5).kernel == LDKSpec(rho=0.5)
     twin = clone(est)
     assert not hasattr(twin, "model_") and twin.get_params()["max_iter"] == 15
     assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
@@ -199,10 +204,21 @@ def test_estimator_follows_sklearn_conventions():
 
 
 def test_grid_search_and_pipeline():
-    grid = GridSearchCV(GPLVSMRegressor(**SMALL), {"latent_dim": [1, 2], "rho": [0.1, 10.0]}, cv=2, error_score="raise")
+    grid = GridSearchCV(
+        GPLVSMRegressor(**SMALL), {"kernel__latent_dim": [1, 2], "kernel__rho": [0.1, 10.0]}, cv=2, error_score="raise"
+    )
     grid.fit(TEXTS, Y)
-    assert set(grid.best_params_) == {"latent_dim", "rho"}
-    pipe = make_pipeline(CountVectorizer(), GPLVSMRegressor(latent_dim=2, max_iter=15, random_state=0))
+    assert set(grid.best_params_) == {"kernel__latent_dim", "kernel__rho"}
+    assert grid.best_estimator_.kernel.latent_dim == grid.best_params_["kernel__latent_dim"]
+    # a grid over whole kernels: specs, or a gpytorch kernel
+    whole = GridSearchCV(
+        GPLVSMRegressor(max_iter=5, vocabulary=Vocabulary(min_token_len=2)),
+        {"kernel": [LDKSpec(latent_dim=1), LDKSpec(level2="cosine")]},
+        cv=2,
+        error_score="raise",
+    ).fit(TEXTS, Y)
+    assert isinstance(whole.best_params_["kernel"], LDKSpec)
+    pipe = make_pipeline(CountVectorizer(), GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=15, random_state=0))
     pipe.fit(TEXTS, Y)
     assert pipe.predict(TEXTS).shape == (8,)
     assert pipe[-1].n_features_in_ == len(pipe[0].vocabulary_)
@@ -212,8 +228,8 @@ def test_padded_and_count_inputs_give_the_same_fit():
     vocab = Vocabulary(min_token_len=2).fit(TEXTS)
     padded = vocab.encode(TEXTS)
     counts = vocab.counts(TEXTS)
-    a = GPLVSMRegressor(latent_dim=2, max_iter=10, random_state=1).fit(padded, Y)
-    b = GPLVSMRegressor(latent_dim=2, max_iter=10, random_state=1).fit(counts, Y)
+    a = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=10, random_state=1).fit(padded, Y)
+    b = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=10, random_state=1).fit(counts, Y)
     np.testing.assert_allclose(a.predict(padded), b.predict(counts), rtol=1e-9, atol=1e-9)
     assert a.num_words_ == b.num_words_ == len(vocab)
 
@@ -235,7 +251,7 @@ def test_save_load_is_bit_identical(tmp_path):
     m1, s1 = est.predict(queries, return_std=True)
     m2, s2 = loaded.predict(queries, return_std=True)
     assert np.array_equal(m1, m2) and np.array_equal(s1, s2)
-    assert loaded.vocabulary_ == est.vocabulary_ and loaded.get_params()["rho"] == est.rho
+    assert loaded.vocabulary_ == est.vocabulary_ and loaded.kernel == est.kernel
     assert loaded.n_iter_ == est.n_iter_
     torch.save({"format": "something else"}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a saved GPLVSMRegressor"):
@@ -244,14 +260,18 @@ def test_save_load_is_bit_identical(tmp_path):
 
 def test_early_stopping_keeps_the_best_iterate():
     corpus = make_synonym_regression(n=120, noise=0.05, random_state=1)
-    est = GPLVSMRegressor(latent_dim=2, max_iter=60, optimizer="adam", lr=0.05, n_iter_no_change=5, random_state=0)
+    est = GPLVSMRegressor(
+        LDKSpec(latent_dim=2), max_iter=60, optimizer="adam", lr=0.05, n_iter_no_change=5, random_state=0
+    )
     est.fit(corpus.texts[:80], corpus.y[:80], X_val=corpus.texts[80:], y_val=corpus.y[80:])
     curve = est.validation_curve_
     assert len(curve) == est.n_iter_ and est.fit_result_.best_iter == int(np.argmin(curve)) + 1
     pred = est.predict(corpus.texts[80:])
     val_rmse = np.sqrt(np.mean(((pred - corpus.y[80:]) / est.y_std_) ** 2))
     assert abs(val_rmse - min(curve)) < 1e-9
-    held = GPLVSMRegressor(latent_dim=2, max_iter=20, early_stopping=True, random_state=0).fit(corpus.texts, corpus.y)
+    held = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=20, early_stopping=True, random_state=0).fit(
+        corpus.texts, corpus.y
+    )
     assert len(held.validation_curve_) == held.n_iter_
 
 
@@ -287,7 +307,7 @@ def test_bad_input_gives_clear_errors():
         GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(
             sp.csr_matrix(np.array([[0.5, 1.0], [1.0, 0.0]])), [1.0, 2.0]
         )
-    fitted = GPLVSMRegressor(latent_dim=2, max_iter=5, num_words=6).fit(
+    fitted = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, num_words=6).fit(
         torch.tensor([[0, 1], [2, 3], [4, 5]]), [1.0, 2.0, 3.0]
     )
     with pytest.raises(ValueError, match=r"X holds word ids >= num_words=6 .* rows \[0\]"):

@@ -15,6 +15,7 @@ import torch
 
 from lvgp.baselines.cca import KernelCCAMatcher
 from lvgp.experiments.matching import family_key
+from lvgp.kernels import LDKSpec
 from lvgp.models.matching import LDKMatcher, precision_at
 from lvgp.warnings import EmptyDocumentsWarning
 
@@ -57,12 +58,14 @@ def loop_objective(matcher: LDKMatcher, source, target) -> float:
         ]
     )
     nll = sum(d[i, i] + math.log(np.exp(-d[i]).sum()) for i in range(n))
-    return nll + 0.5 * matcher.rho * float((latent**2).sum())
+    return nll + 0.5 * matcher.kernel.rho * float((latent**2).sum())
 
 
 def test_objective_matches_loops_and_finite_differences():
     source, target = bilingual_corpus(6, seed=1, vocab=10, length=4)
-    m = LDKMatcher(latent_dim=2, rho=0.1, gamma=0.7, max_iter=1, init="random", random_state=0).fit(source, target)
+    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1, gamma=0.7), max_iter=1, init="random", random_state=0).fit(
+        source, target
+    )
     xs, xt = m._encode(source, target)
     assert abs(m._loss(xs, xt).item() - loop_objective(m, source, target)) < 1e-9
     raw = m.kernel_.word_vectors.raw_latent
@@ -88,7 +91,7 @@ def test_objective_matches_loops_and_finite_differences():
 def test_synthetic_bilingual_corpus_is_matched_almost_perfectly():
     source, target = bilingual_corpus(200, seed=0)
     test_s, test_t = bilingual_corpus(60, seed=1)
-    m = LDKMatcher(latent_dim=6, rho=0.01, gamma=1.0, max_iter=150, random_state=0).fit(source, target)
+    m = LDKMatcher(LDKSpec(latent_dim=6, rho=0.01, gamma=1.0), max_iter=150, random_state=0).fit(source, target)
     p = precision_at(m.true_target_ranks(test_s, test_t), 10)
     assert p[1] > 0.9 and p[5] > 0.98, p
     ranking = m.rank(test_s[:3], test_t)
@@ -100,7 +103,9 @@ def test_synthetic_bilingual_corpus_is_matched_almost_perfectly():
 def test_minibatch_negatives_train_too():
     source, target = bilingual_corpus(160, seed=2)
     test_s, test_t = bilingual_corpus(40, seed=3)
-    m = LDKMatcher(latent_dim=6, rho=0.01, batch_size=40, max_iter=40, lr=0.05, random_state=0).fit(source, target)
+    m = LDKMatcher(LDKSpec(latent_dim=6, rho=0.01), batch_size=40, max_iter=40, lr=0.05, random_state=0).fit(
+        source, target
+    )
     assert precision_at(m.true_target_ranks(test_s, test_t), 5)[5] > 0.8
 
 
@@ -263,7 +268,7 @@ def shared_token_corpus(n, seed=0, vocab=40, shared=12, topics=6, length=12, noi
 
 def test_identical_tokens_share_one_vector():
     src, tgt, _, _ = shared_token_corpus(60)
-    m = LDKMatcher(latent_dim=2, rho=0.1, tie_identical_tokens=True, max_iter=5, random_state=0).fit(src, tgt)
+    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), tie_identical_tokens=True, max_iter=5, random_state=0).fit(src, tgt)
     shared = set(m.source_vocabulary_.words) & set(m.target_vocabulary_.words)
     assert m.shared_tokens_ == len(shared) > 0
     assert m.kernel_.num_words == len(m.source_vocabulary_) + len(m.target_vocabulary_) - len(shared)
@@ -271,7 +276,7 @@ def test_identical_tokens_share_one_vector():
         np.testing.assert_array_equal(
             m.source_vectors_[m.source_vocabulary_.index(word)], m.target_vectors_[m.target_vocabulary_.index(word)]
         )
-    untied = LDKMatcher(latent_dim=2, rho=0.1, max_iter=5, random_state=0).fit(src, tgt)
+    untied = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), max_iter=5, random_state=0).fit(src, tgt)
     assert untied.shared_tokens_ == 0
     assert untied.kernel_.num_words == len(untied.source_vocabulary_) + len(untied.target_vocabulary_)
 
@@ -288,13 +293,13 @@ def test_tying_initializations_and_early_stopping_use_what_the_pairs_share():
         train, val, test = (src[:30], tgt[:30]), (src[30:130], tgt[30:130]), (src[130:], tgt[130:])
 
         def p_at_1(train=train, test=test, **options):
-            m = LDKMatcher(latent_dim=4, rho=0.01, random_state=0, **options).fit(*train)
+            m = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), random_state=0, **options).fit(*train)
             return float(np.mean(m.true_target_ranks(*test) == 0))
 
         gains.append(p_at_1(max_iter=30, tie_identical_tokens=True) - p_at_1(max_iter=30))
         starts.append({init: p_at_1(max_iter=1, init=init) for init in ("pca", "cca", "svd", "random")})
-        long = LDKMatcher(latent_dim=4, rho=0.01, max_iter=30, random_state=0).fit(*train)
-        stopped = LDKMatcher(latent_dim=4, rho=0.01, max_iter=30, random_state=0).fit(*train, *val)
+        long = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), max_iter=30, random_state=0).fit(*train)
+        stopped = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), max_iter=30, random_state=0).fit(*train, *val)
         assert stopped.best_iter_ < long.n_iter_ and len(stopped.validation_curve_) >= stopped.best_iter_
         assert np.mean(stopped.true_target_ranks(*test) == 0) > np.mean(long.true_target_ranks(*test) == 0)
     assert np.mean(gains) > 0.02, gains
@@ -304,8 +309,8 @@ def test_tying_initializations_and_early_stopping_use_what_the_pairs_share():
 
 def test_gamma_and_rho_act_only_through_their_ratio():
     src, tgt = bilingual_corpus(30)
-    a = LDKMatcher(latent_dim=2, rho=0.1, gamma=1.0, max_iter=8, random_state=0).fit(src, tgt)
-    b = LDKMatcher(latent_dim=2, rho=1.0, gamma=10.0, max_iter=8, random_state=0).fit(src, tgt)
+    a = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1, gamma=1.0), max_iter=8, random_state=0).fit(src, tgt)
+    b = LDKMatcher(LDKSpec(latent_dim=2, rho=1.0, gamma=10.0), max_iter=8, random_state=0).fit(src, tgt)
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-9)
     np.testing.assert_allclose(a.distances(src, tgt), b.distances(src, tgt), atol=1e-10)
     np.testing.assert_allclose(a.source_vectors_, b.source_vectors_ * np.sqrt(10.0), atol=1e-10)
@@ -313,7 +318,7 @@ def test_gamma_and_rho_act_only_through_their_ratio():
 
 def test_pairs_with_an_empty_document_are_ranked_last():
     src, tgt = bilingual_corpus(40, seed=3)
-    m = LDKMatcher(latent_dim=2, rho=0.1, max_iter=5, random_state=0).fit(src[:30], tgt[:30])
+    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), max_iter=5, random_state=0).fit(src[:30], tgt[:30])
     test_src, test_tgt = list(src[30:]), list(tgt[30:])
     test_src[2] = "unknown words only"
     with pytest.warns(UserWarning, match="1 of 10 pairs have a document without any known word: ranked last"):
@@ -346,7 +351,7 @@ def test_pairs_with_a_side_without_tokens_are_not_usable(tmp_path):
 def test_rank_keeps_an_empty_target_when_asked():
     en = ["apple banana cherry", "banana cherry date", "cherry date elder", "date elder figs"] * 3
     de = ["apfel banane kirsche", "banane kirsche dattel", "kirsche dattel holunder", "dattel holunder feige"] * 3
-    model = LDKMatcher(latent_dim=2, max_iter=5, random_state=0).fit(en, de)
+    model = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=5, random_state=0).fit(en, de)
     with pytest.raises(ValueError, match="target_texts"):
         model.rank(en[:2], de[:3] + ["zzzz qqqq"])
     with pytest.warns(EmptyDocumentsWarning):

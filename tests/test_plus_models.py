@@ -23,6 +23,7 @@ from lvgp.bow.padded import padded_to_counts
 from lvgp.bow.vocabulary import Vocabulary
 from lvgp.bow.weighting import idf_weights
 from lvgp.datasets import WordEmbeddings
+from lvgp.kernels import LDKSpec
 from lvgp.kernels.random_features import balanced_identity_weight
 from lvgp.warnings import UnseenWordsWarning
 
@@ -50,7 +51,7 @@ def test_gplvsm_with_the_identity_part_predicts_the_gp_of_its_kernel():
     """Eqs. 19 and 21 computed by hand from the loop reference of the combined word kernel (idf
     weights, lambda fitted) equal the estimator's predictions."""
     texts, y = reviews(30)
-    reg = GPLVSMRegressor(identity_weight=0.5, word_weighting="idf", max_iter=15, random_state=0).fit(texts, y)
+    reg = GPLVSMRegressor(LDKSpec(word_weighting="idf", identity_weight=0.5), max_iter=15, random_state=0).fit(texts, y)
     ldk = reg.model_.ldk
     assert ldk.has_identity and abs(ldk.identity_weight.item() - 0.5) > 1e-6  # fitted, not left where it started
     x = reg._encoder.transform(texts)
@@ -78,7 +79,7 @@ def test_gplvsm_with_the_identity_part_predicts_the_gp_of_its_kernel():
 
 def test_balanced_start_weighs_both_parts_alike():
     texts, y = reviews(20)
-    reg = GPLVSMRegressor(identity_weight="balanced", max_iter=1, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(identity_weight="balanced"), max_iter=1, random_state=0)
     model = reg.fit(texts, y).model_  # one iteration: lambda near its start
     ldk = model.ldk
     x = reg._encoder.transform(texts)
@@ -90,20 +91,22 @@ def test_balanced_start_weighs_both_parts_alike():
         bow = bag_of_words_self(documents).mean()
     assert balanced_identity_weight(ldk, x) == pytest.approx(float(latent / bow))
     with pytest.raises(ValueError, match="identity_weight must be None or a finite real number > 0 or 'balanced'"):
-        GPLVSMRegressor(identity_weight="half").fit(texts, y)
+        GPLVSMRegressor(LDKSpec(identity_weight="half")).fit(texts, y)
     with pytest.raises(ValueError, match="identity_weight must be > 0"):
-        GPLVSMRegressor(identity_weight=0.0).fit(texts, y)
+        GPLVSMRegressor(LDKSpec(identity_weight=0.0)).fit(texts, y)
 
 
 def test_sparse_and_gp_classifier_fit_lambda_by_their_objectives():
     texts, y = reviews(40)
-    sparse = SparseGPLVSMRegressor(identity_weight=1.0, word_weighting="idf", max_steps=40, random_state=0).fit(
-        texts, y.astype(float)
-    )
+    sparse = SparseGPLVSMRegressor(
+        LDKSpec(word_weighting="idf", identity_weight=1.0), max_steps=40, random_state=0
+    ).fit(texts, y.astype(float))
     kernel = sparse.model_.covar_module.base_kernel
     assert kernel.has_identity and kernel.word_weights is not None
     assert abs(kernel.identity_weight.item() - 1.0) > 1e-4 and np.isfinite(sparse.predict(texts[:5])).all()
-    gpc = LDKGPClassifier(identity_weight=1.0, embedding="linear", level2="cosine", max_iter=20, random_state=0)
+    gpc = LDKGPClassifier(
+        LDKSpec(rho=0.1, embedding="linear", level2="cosine", identity_weight=1.0), max_iter=20, random_state=0
+    )
     gpc.fit(texts, y)
     assert gpc.kernel_kind_ == "exact" and abs(gpc.model_.ldk.identity_weight.item() - 1.0) > 1e-4
     proba = gpc.predict_proba(texts[:7])
@@ -117,10 +120,7 @@ def test_latent_smm_in_the_bag_of_words_limit_is_the_svm_on_tfidf():
     SMM is LIBSVM on the cosine kernel of L2-normalized tf-idf vectors."""
     texts, y = reviews(40, seed=3)
     smm = LatentSMMClassifier(
-        identity_weight=1e8,
-        level2="cosine",
-        word_weighting="idf",
-        embedding="linear",
+        LDKSpec(rho=0.1, embedding="linear", level2="cosine", word_weighting="idf", identity_weight=1e8),
         C=2.0,
         max_iter=5,
         random_state=0,
@@ -140,7 +140,9 @@ def test_matching_identity_part_acts_on_tied_tokens():
     their shared tokens: identical token lists match perfectly. Without tying, the two sides share
     no ids, and the identity part cannot link them."""
     texts, _ = reviews(30, seed=4)
-    tied = LDKMatcher(identity_weight=1.0, tie_identical_tokens=True, latent_dim=2, max_iter=20, random_state=0)
+    tied = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=0.01, identity_weight=1.0), tie_identical_tokens=True, max_iter=20, random_state=0
+    )
     tied.fit(texts, texts)
     assert tied.kernel_.has_identity and abs(tied.kernel_.identity_weight.item() - 1.0) > 1e-4
     assert (tied.true_target_ranks(texts, texts) == 0).mean() > 0.8
@@ -149,7 +151,9 @@ def test_matching_identity_part_acts_on_tied_tokens():
         tied.kernel_.word_vectors.raw_latent.zero_()
         d = tied.distances(texts[:5], texts[:5])
     assert np.allclose(np.diag(d), 0.0, atol=1e-12) and (d + np.eye(5) > 1e-6).all()
-    untied = LDKMatcher(identity_weight=1.0, latent_dim=2, max_iter=1, random_state=0).fit(texts, texts)
+    untied = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01, identity_weight=1.0), max_iter=1, random_state=0).fit(
+        texts, texts
+    )
     assert untied.shared_tokens_ == 0
     with torch.no_grad():
         untied.kernel_.word_vectors.raw_latent.zero_()
@@ -164,8 +168,11 @@ def test_matching_in_the_rkhs_of_the_cosine_kernel_ranks_by_the_kernel():
     documents -- no length penalty from words the other side cannot share; the linear level 2 keeps
     the squared MMD."""
     texts, _ = reviews(30, seed=6)
-    options = dict(tie_identical_tokens=True, latent_dim=2, max_iter=5, word_weighting="idf", random_state=0)
-    cosine = LDKMatcher(**options, level2="cosine", identity_weight=0.7, identity_form="separate").fit(texts, texts)
+    options = dict(tie_identical_tokens=True, max_iter=5, random_state=0)
+    spec = LDKSpec(latent_dim=2, rho=0.01, word_weighting="idf")
+    cosine = LDKMatcher(spec.replace(level2="cosine", identity_weight=0.7, identity_form="separate"), **options).fit(
+        texts, texts
+    )
     kernel = cosine.kernel_
     xs, xt = cosine._encode(texts[:6], texts[:6])
     X = kernel.latent.detach().numpy()
@@ -179,10 +186,12 @@ def test_matching_in_the_rkhs_of_the_cosine_kernel_ranks_by_the_kernel():
     lam = kernel.identity_weight.item()
     np.testing.assert_allclose(cosine.distances(texts[:6], texts[:6]), 2 * (1 + lam) - 2 * cross, atol=1e-10)
     fixed = LDKMatcher(
-        **options, level2="cosine", identity_weight=0.7, identity_form="separate", learn_identity_weight=False
+        LDKSpec(latent_dim=8, rho=0.01, level2="cosine", identity_weight=0.7, identity_form="separate"),
+        **options,
+        learn_identity_weight=False,
     )
     assert fixed.fit(texts, texts).kernel_.identity_weight.item() == pytest.approx(0.7)  # chosen on dev, not fitted
-    linear = LDKMatcher(**options, identity_weight=0.7).fit(texts, texts)
+    linear = LDKMatcher(LDKSpec(latent_dim=8, rho=0.01, identity_weight=0.7), **options).fit(texts, texts)
     xs, xt = linear._encode(texts[:6], texts[:6])
     with torch.no_grad():
         np.testing.assert_allclose(
@@ -197,7 +206,7 @@ def test_corpus_embeddings_cover_words_of_the_unlabeled_documents():
     table = corpus_embeddings(texts + extra, vocab, dim=4)
     assert "dreadful" in table and "soundtrack" in table and "dreadful" not in vocab
     assert set(vocab.words) <= set(table.words) | {w for w in vocab.words if w not in table}
-    reg = GPLVSMRegressor(word_embeddings="corpus", max_iter=5, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(word_embeddings="corpus"), max_iter=5, random_state=0)
     reg.fit(texts, y.astype(float), unlabeled=extra)
     assert reg._encoder.n_unlabeled == len(extra) and reg._encoder.word_features is not None
     with warnings.catch_warnings(record=True) as caught:
@@ -206,7 +215,7 @@ def test_corpus_embeddings_cover_words_of_the_unlabeled_documents():
     assert not [w for w in caught if issubclass(w.category, UnseenWordsWarning)]
     # several tables side by side: dimensions add up, a word found in either is found
     own = WordEmbeddings("own", POS, np.eye(5))
-    both = GPLVSMRegressor(word_embeddings=("corpus", own), max_iter=3, random_state=0)
+    both = GPLVSMRegressor(LDKSpec(word_embeddings=("corpus", own)), max_iter=3, random_state=0)
     both.fit(texts, y.astype(float), unlabeled=extra)
     assert isinstance(both._encoder.embeddings, CombinedEmbeddings)
     assert both._encoder.word_features.shape[1] == both._encoder.embeddings.dim
@@ -218,13 +227,14 @@ def test_a_model_with_corpus_vectors_reloads_and_refits(tmp_path):
     texts, y = reviews(30)
     extra = ["the soundtrack was superb", "a dreadful soundtrack"] * 5
     own = WordEmbeddings("own", POS + NEG, np.random.default_rng(0).normal(size=(10, 3)))
-    reg = GPLVSMRegressor(word_embeddings=("corpus", own), max_iter=3, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(word_embeddings=("corpus", own)), max_iter=3, random_state=0)
     reg.fit(texts, y.astype(float), unlabeled=extra)
     reg.save(tmp_path / "m.pt")
     again = GPLVSMRegressor.load(tmp_path / "m.pt")
     test = ["dreadful soundtrack", "great film"]
     np.testing.assert_array_equal(again.predict(test), reg.predict(test))
-    assert again.word_embeddings[0] == "corpus" and again.word_embeddings[1].words == own.words
+    embeddings = again.kernel.word_embeddings
+    assert embeddings[0] == "corpus" and embeddings[1].words == own.words
     refit = clone(again).fit(texts, y.astype(float), unlabeled=extra)
     np.testing.assert_allclose(refit.predict(test), reg.predict(test), rtol=1e-10)
 
@@ -283,10 +293,10 @@ EMBEDDED = WordEmbeddings(
 @pytest.mark.parametrize(
     "make",
     [
-        lambda **kw: GPLVSMRegressor(max_iter=5, **kw),
-        lambda **kw: SparseGPLVSMRegressor(max_steps=5, num_inducing=8, **kw),
-        lambda **kw: LDKGPClassifier(max_iter=5, **kw),
-        lambda **kw: LatentSMMClassifier(embedding="linear", max_iter=5, **kw),
+        lambda spec: GPLVSMRegressor(spec, max_iter=5, random_state=0),
+        lambda spec: SparseGPLVSMRegressor(spec, max_steps=5, num_inducing=8, random_state=0),
+        lambda spec: LDKGPClassifier(spec, max_iter=5, random_state=0),
+        lambda spec: LatentSMMClassifier(spec.replace(embedding="linear"), max_iter=5, random_state=0),
     ],
     ids=["GPLVSMRegressor", "SparseGPLVSMRegressor", "LDKGPClassifier", "LatentSMMClassifier"],
 )
@@ -295,7 +305,7 @@ def test_fixed_word_vectors_are_the_embeddings_and_stay(make, tmp_path):
     rescaled by one number (latent_dim is theirs), and fitting leaves them where they were; without
     embeddings there is nothing to fix them to."""
     texts, y = reviews(30, seed=2)
-    model = make(word_embeddings=EMBEDDED, learn_word_vectors=False, latent_dim=2, random_state=0)
+    model = make(LDKSpec(word_embeddings=EMBEDDED, learn_word_vectors=False, latent_dim=2))
     model.fit(texts, y.astype(float) if "Regressor" in type(model).__name__ else y)
     vectors = model.word_vectors_
     encoder = getattr(model, "encoder_", None) or getattr(model, "_encoder", None)
@@ -308,7 +318,7 @@ def test_fixed_word_vectors_are_the_embeddings_and_stay(make, tmp_path):
     word_vectors = next(m for m in kernel if hasattr(m, "trainable"))
     assert not word_vectors.trainable and not any(p.requires_grad for p in word_vectors.parameters())
     with pytest.raises(ValueError, match="learn_word_vectors=False fixes the word vectors to pretrained embeddings"):
-        make(learn_word_vectors=False).fit(texts, y)
+        make(LDKSpec(learn_word_vectors=False)).fit(texts, y)
 
 
 def test_shared_class_hyperparameters_give_the_sum_of_the_classes_exact_gps():
@@ -318,12 +328,15 @@ def test_shared_class_hyperparameters_give_the_sum_of_the_classes_exact_gps():
     texts, y = reviews(24, seed=4)
     y = np.array(["a", "b", "c"])[np.arange(24) % 3]
     gpc = LDKGPClassifier(
-        embedding="linear",
-        level2="cosine",
-        word_embeddings=EMBEDDED,
-        learn_word_vectors=False,
-        identity_weight="balanced",
-        identity_form="separate",
+        LDKSpec(
+            rho=0.1,
+            embedding="linear",
+            level2="cosine",
+            word_embeddings=EMBEDDED,
+            learn_word_vectors=False,
+            identity_weight="balanced",
+            identity_form="separate",
+        ),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
         max_iter=10,
@@ -374,12 +387,11 @@ def test_a_prior_on_lambda_joins_the_gp_classifiers_objective(inference):
     from lvgp.base.fitting import log_prior
 
     texts, y = reviews(40)
-    options = dict(
-        identity_weight=1.0, embedding="linear", level2="cosine", inference=inference, random_state=0, max_iter=30
-    )
+    spec = LDKSpec(rho=0.1, identity_weight=1.0, embedding="linear", level2="cosine")
+    options = dict(inference=inference, random_state=0, max_iter=30)
     options.update(max_epochs=30) if inference == "variational" else None
-    free = LDKGPClassifier(**options).fit(texts, y)
-    held = LDKGPClassifier(identity_weight_prior_sd=1e-4, **options).fit(texts, y)
+    free = LDKGPClassifier(spec, **options).fit(texts, y)
+    held = LDKGPClassifier(spec.replace(identity_weight_prior_sd=1e-4), **options).fit(texts, y)
     assert abs(free.model_.covar_module.base_kernel.identity_weight.item() - 1.0) > 1e-3
     kernel = held.model_.covar_module.base_kernel
     assert abs(kernel.identity_weight.item() - 1.0) < 1e-3
@@ -390,4 +402,4 @@ def test_a_prior_on_lambda_joins_the_gp_classifiers_objective(inference):
     free_kernel = free.model_.covar_module.base_kernel
     assert log_prior(free.model_, exclude=free_kernel.word_vectors).item() == 0.0  # the word vectors' own prior aside
     with pytest.raises(ValueError, match="identity_weight_prior_sd needs identity_weight"):
-        LDKGPClassifier(identity_weight_prior_sd=1.0, max_iter=2).fit(texts, y)
+        LDKGPClassifier(LDKSpec(rho=0.1, identity_weight_prior_sd=1.0), max_iter=2).fit(texts, y)

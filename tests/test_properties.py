@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from lvgp import PAD, GPLVSMRegressor, LatentDistributionKernel
 from lvgp.base.numerics import default_dtype
+from lvgp.kernels import LDKSpec
 
 from . import reference as ref
 
@@ -131,7 +132,7 @@ def fitted(tmp_path_factory):
     corpus = make_synonym_regression(n=40, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = GPLVSMRegressor(latent_dim=2, max_iter=15, random_state=0).fit(corpus.texts, corpus.y)
+        est = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=15, random_state=0).fit(corpus.texts, corpus.y)
     path = tmp_path_factory.mktemp("saved") / "model.pt"
     est.save(path)
     return est, GPLVSMRegressor.load(path), corpus

@@ -11,7 +11,7 @@ import torch
 from torch.func import functional_call
 
 from lvgp import PAD, LatentDistributionKernel
-from lvgp.kernels import RandomFeatureLDK, gram_approximation_error
+from lvgp.kernels import LDKSpec, RandomFeatureLDK, gram_approximation_error
 
 V, Q = 30, 2
 
@@ -131,21 +131,22 @@ def test_bad_arguments():
     assert np.isfinite(RandomFeatureLDK(V, Q, num_features=8)(docs()).to_dense().detach().numpy()).all()
 
 
-def test_regressor_switches_to_random_features_over_the_memory_budget(tmp_path):
+@pytest.mark.parametrize("approximation", ["auto", "rff"])
+def test_regressor_takes_the_approximation_of_its_spec(tmp_path, approximation):
+    """LDKSpec's one "auto" rule: Nystrom (frequent words as landmarks) beyond max_exact_words
+    distinct training words; "rff" asked for by name. Either reloads bit-identically."""
     from lvgp import GPLVSMRegressor
     from lvgp.datasets import make_synonym_regression
-    from lvgp.warnings import MemoryBudgetWarning
 
     corpus = make_synonym_regression(n=80, random_state=0)
-    with pytest.warns(MemoryBudgetWarning, match="rff approximation"):
-        reg = GPLVSMRegressor(max_iter=5, memory_budget_gib=1e-9, num_features=64, random_state=0)
-        reg.fit(corpus.texts[:60], corpus.y[:60])
+    spec = LDKSpec(num_features=16, max_exact_words=10, approximation=approximation)
+    reg = GPLVSMRegressor(spec, max_iter=5, random_state=0).fit(corpus.texts[:60], corpus.y[:60])
+    assert reg.kernel_kind_ == ("nystrom" if approximation == "auto" else "rff")
     assert isinstance(reg.model_.covar_module.base_kernel, RandomFeatureLDK)
     pred = reg.predict(corpus.texts[60:])
     assert np.isfinite(pred).all()
-    reg.save(tmp_path / "rff.pt")
-    with pytest.warns(MemoryBudgetWarning):
-        again = GPLVSMRegressor.load(tmp_path / "rff.pt")
+    reg.save(tmp_path / "approx.pt")
+    again = GPLVSMRegressor.load(tmp_path / "approx.pt")
     assert np.array_equal(again.predict(corpus.texts[60:]), pred)
     exact = GPLVSMRegressor(max_iter=5, random_state=0).fit(corpus.texts[:60], corpus.y[:60])
     assert not isinstance(exact.model_.covar_module.base_kernel, RandomFeatureLDK)

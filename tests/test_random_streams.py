@@ -18,6 +18,7 @@ import torch
 import lvgp
 from lvgp.datasets import make_synonym_regression
 from lvgp.datasets.loaders import WordEmbeddings
+from lvgp.kernels import LDKSpec
 
 ESTIMATORS = sorted(
     name
@@ -47,7 +48,7 @@ def fit_and_predict(name: str):
     texts, y = _texts()
     labels = (y > np.median(y)).astype(int)
     if name == "GPLVSMRegressor":
-        m = lvgp.GPLVSMRegressor(latent_dim=2, max_iter=5, random_state=0).fit(texts, y)
+        m = lvgp.GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, random_state=0).fit(texts, y)
         return m.predict(texts[:5], return_std=True)
     if name == "SparseGPLVSMRegressor":
         m = lvgp.SparseGPLVSMRegressor(num_inducing=8, batch_size=16, max_steps=6, random_state=0).fit(texts, y)
@@ -60,7 +61,7 @@ def fit_and_predict(name: str):
         m = lvgp.LDKGPClassifier(inference="variational", max_iter=3, random_state=0).fit(texts, labels)
         return m.predict_proba(texts[:5])
     if name == "LDKMatcher":
-        m = lvgp.LDKMatcher(latent_dim=2, max_iter=3, random_state=0).fit(texts[:20], texts[20:])
+        m = lvgp.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=3, random_state=0).fit(texts[:20], texts[20:])
         return m.true_target_ranks(texts[:5], texts[20:25])
     if name == "SLDARegressor":
         return lvgp.SLDARegressor(n_topics=2, max_epochs=2, random_state=0).fit(texts, y).predict(texts[:5])

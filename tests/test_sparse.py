@@ -17,6 +17,7 @@ from lvgp import GPLVSMRegressor, LatentDistributionKernel, Vocabulary
 from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD
 from lvgp.datasets import make_synonym_regression
+from lvgp.kernels import LDKSpec
 from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor, choose_inducing_documents
 from lvgp.warnings import EmptyDocumentsWarning
 
@@ -110,7 +111,9 @@ def test_trained_elbo_stays_below_the_exact_log_marginal_likelihood():
 def test_regressor_learns_with_minibatches_and_handles_input():
     corpus = make_synonym_regression(n=400, noise=0.05, random_state=2)
     train, test = slice(0, 300), slice(300, 400)
-    reg = SparseGPLVSMRegressor(latent_dim=2, num_inducing=32, batch_size=64, max_epochs=25, lr=0.03, random_state=0)
+    reg = SparseGPLVSMRegressor(
+        LDKSpec(latent_dim=2), num_inducing=32, batch_size=64, max_epochs=25, lr=0.03, random_state=0
+    )
     reg.fit(corpus.texts[train], corpus.y[train])
     assert len(reg.inducing_indices_) == 32 and reg.loss_curve_[-1] < reg.loss_curve_[0]
     mean, std = reg.predict(corpus.texts[test], return_std=True)
@@ -153,9 +156,9 @@ def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
 
 def test_sparse_and_exact_estimators_agree_roughly_on_the_same_data():
     corpus = make_synonym_regression(n=160, noise=0.05, random_state=4)
-    exact = GPLVSMRegressor(latent_dim=2, max_iter=60, random_state=0).fit(corpus.texts[:120], corpus.y[:120])
+    exact = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=60, random_state=0).fit(corpus.texts[:120], corpus.y[:120])
     sparse = SparseGPLVSMRegressor(
-        latent_dim=2, num_inducing=120, batch_size=120, max_epochs=150, lr=0.03, random_state=0
+        LDKSpec(latent_dim=2), num_inducing=120, batch_size=120, max_epochs=150, lr=0.03, random_state=0
     ).fit(corpus.texts[:120], corpus.y[:120])
     e = np.sqrt(np.mean((exact.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
     s = np.sqrt(np.mean((sparse.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
@@ -167,7 +170,7 @@ def test_distributed_training_follows_the_single_process_trajectory():
     all-reduced: the per-step ELBO trajectory equals single-process training with the same
     global batch size (the last batch of each epoch is uneven: 70 = 64 + 6 -> shares 3/3)."""
     corpus = make_synonym_regression(n=134, noise=0.1, random_state=5)
-    kwargs = dict(latent_dim=2, num_inducing=16, batch_size=64, max_epochs=3, lr=0.03, random_state=0)
+    kwargs = dict(kernel=LDKSpec(latent_dim=2), num_inducing=16, batch_size=64, max_epochs=3, lr=0.03, random_state=0)
     single = SparseGPLVSMRegressor(**kwargs).fit(corpus.texts, corpus.y)
     parallel = SparseGPLVSMRegressor(**kwargs, distributed=True, world_size=2).fit(corpus.texts, corpus.y)
     assert len(single.step_losses_) == len(parallel.step_losses_) == 9
@@ -213,7 +216,7 @@ def test_the_kernel_evaluated_at_once_gives_the_lazy_blocks():
     data = make_synonym_regression(n=60, random_state=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        reg = SparseGPLVSMRegressor(latent_dim=2, num_inducing=8, batch_size=16, max_steps=6, random_state=0)
+        reg = SparseGPLVSMRegressor(LDKSpec(latent_dim=2), num_inducing=8, batch_size=16, max_steps=6, random_state=0)
         reg.fit(data.texts, data.y)
     lazy_mean, lazy_std = reg.predict(data.texts[:20], return_std=True)
 

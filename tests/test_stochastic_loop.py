@@ -12,6 +12,7 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+import lvgp
 import lvgp.baselines.gp_embedding as gp_embedding
 import lvgp.models.clgp.estimators as clgp_estimators
 import lvgp.models.gpc as gpc
@@ -19,6 +20,7 @@ import lvgp.models.slda.estimators as slda_estimators
 import lvgp.models.sparse as sparse
 from lvgp.base import fitting
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
+from lvgp.kernels import LDKSpec
 
 
 def curve(i: int) -> float:
@@ -99,6 +101,20 @@ ESTIMATORS = {
     "CLGP": (_clgp, clgp_estimators, dict(tol=1e-3, max_iter=400), 50),
     "SLDARegressor (svi)": (_slda, slda_estimators, dict(n_iter_no_change=10, tol=1e-3, max_iter=400), 10),
 }
+
+
+def test_every_estimator_with_a_stochastic_fit_is_tested_here():
+    """Every estimator (``lvgp.all_estimators()``) whose module trains through ``fit_stochastic`` has a
+    case above (GPEmbeddingLogisticRegression: its Ctrl-C case below)."""
+    import inspect
+
+    tested = {name.split(" ")[0] for name in ESTIMATORS} | {"GPEmbeddingLogisticRegression"}
+    for cls in lvgp.all_estimators():
+        module = inspect.getmodule(cls)
+        if getattr(module, "fit_stochastic", None) is fitting.fit_stochastic and "fit_stochastic" in inspect.getsource(
+            cls
+        ):
+            assert cls.__name__ in tested, f"{cls.__name__} trains through fit_stochastic but has no case here"
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
@@ -194,7 +210,7 @@ def test_early_stopping_policies_are_chosen_by_name():
     from lvgp import GPLVSMRegressor, LDKGPClassifier
 
     texts, y = _regression_data(60)
-    options = dict(latent_dim=2, max_iter=40, n_iter_no_change=3, random_state=0)
+    options = dict(kernel=LDKSpec(latent_dim=2), max_iter=40, n_iter_no_change=3, random_state=0)
     kept = GPLVSMRegressor(early_stopping="keep-best", **options).fit(texts, y)
     default = GPLVSMRegressor(early_stopping=True, **options).fit(texts, y)
     refit = GPLVSMRegressor(early_stopping="refit", **options).fit(texts, y)
@@ -206,7 +222,7 @@ def test_early_stopping_policies_are_chosen_by_name():
         GPLVSMRegressor(early_stopping="best").fit(texts, y)
 
     texts, labels = _classes(60)
-    gpc_options = dict(latent_dim=2, max_iter=30, n_iter_no_change=3, random_state=0)
+    gpc_options = dict(kernel=LDKSpec(latent_dim=2, rho=0.1), max_iter=30, n_iter_no_change=3, random_state=0)
     held = LDKGPClassifier(early_stopping="keep-best", **gpc_options).fit(texts, labels)
     again = LDKGPClassifier(early_stopping=True, **gpc_options).fit(texts, labels)
     assert held.model_.train_inputs[0].shape[0] < 60 and held.best_iter_ is not None

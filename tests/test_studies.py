@@ -19,6 +19,7 @@ from lvgp.experiments import classification, registry
 from lvgp.experiments.cli import build_parser, main
 from lvgp.experiments.registry import methods, register_method, studies
 from lvgp.experiments.study import recorded_warnings
+from lvgp.kernels import LDKSpec
 
 
 @pytest.mark.parametrize("name", sorted(studies()))
@@ -175,11 +176,11 @@ def test_latent_smm_dev_path_refit_is_the_path_walked_by_hand():
 
     corpus = make_synonym_regression(n=40, noise=0.0, random_state=0)
     X, y = list(corpus.texts), np.where(corpus.y > np.median(corpus.y), "pos", "neg")
-    smm = LatentSMMClassifier(latent_dim=2, rho=0.5, max_iter=4, random_state=0)
+    smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=4, random_state=0)
     grid = {"C": [0.5, 2.0, 8.0]}
     selected = classification.DevSelected(smm, grid, 0, path="C", path_max_iter=2).fit(X, y)
     chosen = selected.best_params_["C"]
-    by_hand = LatentSMMClassifier(latent_dim=2, rho=0.5, max_iter=4, random_state=0)
+    by_hand = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=4, random_state=0)
     for step, C in enumerate(c for c in (8.0, 2.0, 0.5) if c >= chosen):
         by_hand.set_params(C=C, warm_start=step > 0, max_iter=2 if step else 4).fit(X, y)
     np.testing.assert_array_equal(selected.model_.word_vectors_, by_hand.word_vectors_)
@@ -284,7 +285,7 @@ def test_ldk_gpc_grid_spans_q_rho_and_alpha_epsilon_most_regularized_first():
         "level2": ["linear"],  # the thesis's, by default
         "word_weighting": ["uniform"],
     }
-    assert selected.folds == 4 and selected.estimator.word_embeddings == study.embeddings
+    assert selected.folds == 4 and selected.estimator.kernel.word_embeddings == study.embeddings
     assert classification.ClassificationStudy(dataset="r8").alpha_epsilons == (0.01,)  # Milios et al.'s default
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "Embeddings",
     "Device",
     "check_params",
+    "check_values",
     "ParameterError",
     "FITTING",
     "documents_input",
@@ -198,7 +199,13 @@ def check_params(estimator: Any) -> None:
     missing = sorted(set(params) - set(table))
     if missing:
         raise RuntimeError(f"{type(estimator).__name__}._parameter_constraints lists no constraint for {missing}")
-    for name, value in params.items():
+    check_values(params, table)
+
+
+def check_values(values: dict[str, Any], table: dict[str, list], prefix: str = "") -> None:
+    """Check ``values`` (name -> value) against ``table`` (name -> constraints); the errors name
+    ``prefix + name`` (e.g. ``kernel.latent_dim``)."""
+    for name, value in values.items():
         options = table[name]
         if value is None and None in options:
             continue
@@ -206,12 +213,12 @@ def check_params(estimator: Any) -> None:
         typed = [c for c in constraints if c.accepts_type(value)]
         allowed = " or ".join(["None"] * (None in options) + [c.describe() for c in constraints])
         if not typed:
-            raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
+            raise TypeError(f"{prefix}{name} must be {allowed}; got {value!r} ({type(value).__name__})")
         problems = [c.problem(value) for c in typed]
         if all(p is not None for p in problems):
             # a wrong option names every allowed value (e.g. None, a number or 'balanced')
             wanted = allowed if any(isinstance(c, Options) for c in typed) else " or ".join(p for p in problems if p)
-            raise ParameterError(f"{name} must be {wanted}; got {value!r}")
+            raise ParameterError(f"{prefix}{name} must be {wanted}; got {value!r}")
 
 
 # ------------------------------------------------------------------ what many estimators share

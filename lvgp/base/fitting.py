@@ -36,13 +36,16 @@ OPTIMIZERS = ("lbfgs", "adam")
 EARLY_STOPPING = ("keep-best", "refit")
 
 
-def log_prior(module: torch.nn.Module, exclude: torch.nn.Module | None = None) -> torch.Tensor:
+def log_prior(
+    module: torch.nn.Module, exclude: torch.nn.Module | Sequence[torch.nn.Module] | None = None
+) -> torch.Tensor:
     r"""The sum of the log densities of the gpytorch priors registered in ``module`` at their
     parameters' current values (what gpytorch's marginal log likelihoods add for MAP-II), leaving
     out the priors registered inside ``exclude`` (a sub-module whose prior the caller counts its own
     way, e.g. the word vectors' :math:`\frac\rho2\sum_v\|\mathbf x_v\|^2` through ``penalty()``).
-    A zero scalar when there are none."""
-    skip = {id(m) for m in exclude.modules()} if exclude is not None else set()
+    A zero scalar when there are none (``exclude`` may be several modules)."""
+    excluded = [] if exclude is None else [exclude] if isinstance(exclude, torch.nn.Module) else list(exclude)
+    skip = {id(m) for part in excluded for m in part.modules()}
     total: torch.Tensor | None = None
     for _, prior_module, prior, closure, _ in module.named_priors():  # type: ignore[operator]
         if id(prior_module) in skip:

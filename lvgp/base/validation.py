@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_number", "check_identity_weight", "standardization"]
+__all__ = ["check_number", "standardization"]
 
 
 def check_number(
@@ -40,15 +40,6 @@ def check_number(
         raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}; got {value!r}")
     if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be <= {maximum}; got {value!r}")
-
-
-def check_identity_weight(value: object) -> None:
-    """``identity_weight`` of the LDK estimators: ``None``, a positive finite number, or ``"balanced"``."""
-    if isinstance(value, str):
-        if value != "balanced":
-            raise ValueError(f"identity_weight must be None, a positive number or 'balanced'; got {value!r}")
-        return
-    check_number("identity_weight", value, minimum=0, exclusive_minimum=True, allow_none=True)
 
 
 def standardization(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

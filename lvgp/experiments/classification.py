@@ -117,11 +117,12 @@ def _smm_canonical(params: dict) -> dict:
 
 def _latent_smm(glove: bool):
     def build(study, cell, data):
+        from ..kernels.spec import LDKSpec
         from ..models.latent_smm import LatentSMMClassifier
 
         return LatentSMMClassifier(
+            LDKSpec(rho=0.1, word_embeddings=study.embeddings if glove else None),
             max_iter=study.ldk_max_iter,
-            word_embeddings=study.embeddings if glove else None,
             random_state=study.cell_seed(cell),
         )
 
@@ -153,11 +154,12 @@ def _gpc_grid(study) -> dict[str, list]:
 
 def _ldk_gpc(glove: bool):
     def build(study, cell, data):
+        from ..kernels.spec import LDKSpec
         from ..models.gpc import LDKGPClassifier
 
         return LDKGPClassifier(
+            LDKSpec(rho=0.1, word_embeddings=study.embeddings if glove else None),
             max_iter=study.ldk_max_iter,
-            word_embeddings=study.embeddings if glove else None,
             random_state=study.cell_seed(cell),
         )
 
@@ -190,20 +192,6 @@ def plus_embeddings(study) -> str | tuple[str, str]:
     return (study.embeddings, "corpus") if study.unlabeled == "pool" else study.embeddings
 
 
-#: what the -plus methods share: the word kernel lambda*delta + x_v^T x_w with the word vectors fixed to
-#: the embeddings (GloVe; with --unlabeled pool also corpus vectors), idf weights, and the cosine level 2
-#: of each part added (K = cos(mean embeddings) + lambda * cos(tf-idf)). Chosen on dev documents of the
-#: r8 and 20ng training parts (never the test splits; results/README.md): learned vectors and maps
-#: over-fit at 50-500 labelled documents, the joint cosine weighs the bag of words by document length.
-PLUS_KERNEL: dict[str, Any] = dict(
-    embedding="linear",
-    level2="cosine",
-    word_weighting="idf",
-    identity_form="separate",
-    learn_word_vectors=False,
-)
-
-
 @register_method(
     "classification",
     "ldk-gpc-plus",
@@ -213,15 +201,13 @@ PLUS_KERNEL: dict[str, Any] = dict(
     "the balanced start) and one output scale and noise for all classes fitted by the marginal likelihood",
 )
 def _ldk_gpc_plus(study, cell, data):
+    from ..kernels.spec import LDKSpec
     from ..models.gpc import LDKGPClassifier
 
     return LDKGPClassifier(
-        **PLUS_KERNEL,
-        identity_weight="balanced",
-        identity_weight_prior_sd=PLUS_GPC_PRIOR_SD,
+        LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight_prior_sd=PLUS_GPC_PRIOR_SD),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
-        word_embeddings=plus_embeddings(study),
         max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER),
         random_state=study.cell_seed(cell),
     )
@@ -251,12 +237,13 @@ def _plus_smm_grid(study) -> dict[str, list]:
     description="one-vs-rest SMM on the LDK+BoW kernel; lambda and C chosen by 3-fold CV inside the sample",
 )
 def _latent_smm_plus(study, cell, data):
+    from ..kernels.spec import LDKSpec
     from ..models.latent_smm import LatentSMMClassifier
 
+    # lambda is a dev-grid setting of the machine (the default 1 until the grid sets it)
     return LatentSMMClassifier(
-        **PLUS_KERNEL,
+        LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight=1.0),
         multi_class="ovr",
-        word_embeddings=plus_embeddings(study),
         max_iter=study.ldk_max_iter,
         random_state=study.cell_seed(cell),
     )
@@ -596,7 +583,7 @@ class DevSelected:
         for step, params in enumerate(path):
             if step:
                 params = {**params, "warm_start": True, "max_iter": self.path_max_iter}
-            model.set_params(**params).fit(X, y, **extra)
+            model.set_params(**estimator_params(model, params)).fit(X, y, **extra)
             if score is not None:
                 score(model, path[step])
         return model
@@ -667,6 +654,15 @@ class DevSelected:
 
     def predict(self, X):
         return self.model_.predict(X)
+
+
+def estimator_params(model, params: dict) -> dict:
+    """A grid setting as ``model.set_params`` arguments: the estimator's own parameters by name, the
+    fields of its kernel's :class:`~lvgp.kernels.LDKSpec` (``latent_dim``, ``rho``, ...) as ``kernel__*``."""
+    from ..kernels.spec import LDKSpec
+
+    own, fields = model.get_params(deep=False), set(LDKSpec().get_params())
+    return {name if name in own or name not in fields else f"kernel__{name}": value for name, value in params.items()}
 
 
 def run_cell(study: ClassificationStudy, cell: dict) -> dict:

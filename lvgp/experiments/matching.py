@@ -52,18 +52,25 @@ def _ldk(**options: Any):
     vocabularies); a cell's grid parameters other than q, rho and gamma are matcher arguments too."""
 
     def build(study, cell, data):
+        from ..kernels.spec import LDKSpec
         from ..models.matching import LDKMatcher
 
         params = cell["params"]
-        return LDKMatcher(
+        settings = {"word_weighting": study.word_weighting, **options}
+        settings.update({k: v for k, v in params.items() if k not in ("q", "rho", "gamma")})
+        fields = set(LDKSpec().get_params())
+        spec = LDKSpec(
             latent_dim=params["q"],
             rho=params["rho"],
             gamma=params["gamma"],
+            **{k: v for k, v in settings.items() if k in fields},
+        )
+        return LDKMatcher(
+            spec,
             min_df=study.min_df,
             max_iter=study.max_iter,
             random_state=study.cell_seed(cell),
-            **{"word_weighting": study.word_weighting, **options},
-            **{k: v for k, v in params.items() if k not in ("q", "rho", "gamma")},
+            **{k: v for k, v in settings.items() if k not in fields},
         )
 
     return build

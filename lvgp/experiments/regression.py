@@ -47,11 +47,11 @@ def _topic_grid(study) -> list[dict]:
 
 @register_method("regression", "gplvsm", "GP-LVSM", grid=_gplvsm_grid, uses_dev=True, default=True)
 def _gplvsm(study, cell, data):
+    from ..kernels.spec import LDKSpec
     from ..models.regressor import GPLVSMRegressor
 
     return GPLVSMRegressor(
-        latent_dim=cell["params"]["q"],
-        rho=cell["params"]["rho"],
+        LDKSpec(latent_dim=cell["params"]["q"], rho=cell["params"]["rho"]),
         vocabulary=data.vocabulary,
         max_iter=study.max_iter,
         n_iter_no_change=20,
@@ -61,18 +61,21 @@ def _gplvsm(study, cell, data):
 
 @register_method("regression", "gplvsm-vb", "GP-LVSM (VB+GloVe+len)", grid=_vb_grid, uses_dev=True)
 def _gplvsm_vb(study, cell, data):
+    from ..kernels.spec import LDKSpec
     from ..models.regressor import GPLVSMRegressor
 
     return GPLVSMRegressor(
-        latent_dim=cell["params"]["q"],
-        rho=cell["params"]["rho"],
+        LDKSpec(
+            latent_dim=cell["params"]["q"],
+            rho=cell["params"]["rho"],
+            variational=True,
+            word_embeddings=study.embeddings,
+            length_kernel=True,
+        ),
         vocabulary=data.vocabulary,
-        variational=True,
         optimizer="adam",
         lr=0.05,
         max_iter=study.vb_max_iter,
-        word_embeddings=study.embeddings,
-        length_kernel=True,
         predict_samples=16,
         n_iter_no_change=100,
         random_state=study.cell_seed(cell),
@@ -92,18 +95,12 @@ def _plus_grid(study) -> list[dict]:
     "added; lambda, the scales and the noise by the marginal likelihood; the length kernel chosen on dev",
 )
 def _gplvsm_plus(study, cell, data):
+    from ..kernels.spec import LDKSpec
     from ..models.regressor import GPLVSMRegressor
 
     return GPLVSMRegressor(
-        embedding="linear",
-        level2="cosine",
+        LDKSpec.plus(study.embeddings, length_kernel=cell["params"]["length_kernel"]),
         vocabulary=data.vocabulary,
-        word_embeddings=study.embeddings,
-        learn_word_vectors=False,
-        word_weighting="idf",
-        identity_weight="balanced",
-        identity_form="separate",
-        length_kernel=cell["params"]["length_kernel"],
         max_iter=study.max_iter,
         random_state=study.cell_seed(cell),
     )
@@ -132,11 +129,11 @@ register_method("regression", "elasticnet", "Elastic net", uses_dev=True, defaul
 
 @register_method("regression", "gplvsm-sparse", "GP-LVSM (sparse)", grid=_vb_grid)
 def _gplvsm_sparse(study, cell, data):
+    from ..kernels.spec import LDKSpec
     from ..models.sparse import SparseGPLVSMRegressor
 
     return SparseGPLVSMRegressor(
-        latent_dim=cell["params"]["q"],
-        rho=cell["params"]["rho"],
+        LDKSpec(latent_dim=cell["params"]["q"], rho=cell["params"]["rho"]),
         vocabulary=data.vocabulary,
         num_inducing=study.sparse_inducing,
         max_epochs=study.sparse_epochs,

@@ -7,6 +7,7 @@ from .embedding import EMBEDDINGS, EmbeddingKernel, LinearEmbedding, PolyEmbeddi
 from .latent_distribution import LatentDistributionKernel
 from .level2 import LEVEL2_KERNELS, CosineLevel2, Level2Kernel, LinearLevel2, PolyLevel2, RBFLevel2
 from .random_features import RandomFeatureLDK, gram_approximation_error
+from .spec import LDKSpec
 from .word_vectors import (
     MAPWordVectors,
     NegativeLatentKL,
@@ -18,6 +19,7 @@ from .word_vectors import (
 
 __all__ = [
     "LatentDistributionKernel",
+    "LDKSpec",
     "BagOfWordsKernel",
     "DocumentKernel",
     "RandomFeatureLDK",

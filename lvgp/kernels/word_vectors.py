@@ -375,6 +375,8 @@ class VariationalWordVectors(MAPWordVectors):
         self.latent_prior = NormalPrior(0.0, rho**-0.5)
 
     latent_scale = constrained_property("latent_scale", "Posterior standard deviations, ``*batch_shape x V x q``.")
+    #: the standard normal draw of the current sample (zeros: the means)
+    latent_noise: Tensor
 
     @property
     def vectors(self) -> Tensor:
@@ -390,13 +392,15 @@ class VariationalWordVectors(MAPWordVectors):
         self._set_means(value)
 
     def resample(self, generator: torch.Generator | None = None) -> None:
-        """Draw a new sample of the vectors from q(X) (used until the next call)."""
-        with torch.no_grad():
-            self.latent_noise.copy_(torch.randn(self.latent_noise.shape, generator=generator, dtype=self.dtype))
+        """Draw a new sample of the vectors from q(X) (used until the next call). The draw replaces
+        the buffer rather than writing into it: the graph of an earlier sample (several samples per
+        objective, ``elbo_samples >= 2``) still needs the noise it was drawn with."""
+        noise = torch.randn(self.latent_noise.shape, generator=generator, dtype=self.dtype)
+        self.latent_noise = noise.to(self.latent_noise.device)
 
     def use_mean(self) -> None:
         """Evaluate at the means of q(X) (the default in eval mode)."""
-        self.latent_noise.zero_()
+        self.latent_noise = torch.zeros_like(self.latent_noise)
 
     def sample_for_training(self) -> None:
         if self.training:  # like dropout: each training evaluation is one Monte Carlo sample
@@ -415,7 +419,7 @@ class VariationalWordVectors(MAPWordVectors):
         """As ``nn.Module.train``; in eval mode the vectors return to their means."""
         out = super().train(mode)
         if not mode:
-            self.latent_noise.zero_()
+            self.use_mean()
         return out
 
 

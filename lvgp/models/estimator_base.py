@@ -11,23 +11,22 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
+from gpytorch.kernels import ScaleKernel
 from gpytorch.utils.warnings import GPInputWarning
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seeds
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params, documents_input
+from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import EARLY_STOPPING, OPTIMIZERS, FitResult, early_stopping_policy, minimize
-from ..base.numerics import covariance_errors, default_dtype, exact_numerics
+from ..base.numerics import covariance_errors, exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
-from ..kernels.latent_distribution import IDENTITY_FORMS
-from ..kernels.level2 import LEVEL2_KERNELS
 from ..warnings import EmptyDocumentsWarning
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
 
@@ -37,120 +36,209 @@ if TYPE_CHECKING:
 _PREDICT_BLOCK = 2048
 
 
-def ldk_options(embeddings: tuple[str, ...] = ("rbf", "linear", "poly")) -> dict[str, list]:
-    """The options of the LDK estimators' kernel: latent dimension, prior, word weights, the
-    identity part, pretrained vectors, embedding and level-2 kernels."""
-    return {
-        "latent_dim": [Integer(1)],
-        "rho": [Real(0, open_low=True)],
-        "gamma": [Real(0, open_low=True)],
-        "embedding": [Options(*embeddings)],
-        "level2": [Options(*LEVEL2_KERNELS)],
-        "word_weighting": [Options("uniform", "idf")],
-        "identity_weight": [None, Real(0, open_low=True), Options("balanced")],
-        "identity_form": [Options(*IDENTITY_FORMS)],
-        "word_embeddings": [None, Embeddings()],
-        "learn_word_vectors": [Boolean()],
-    }
+#: the fields of LDKSpec that estimators of lvgp 0.1 (saved files of format /1) took as their own
+#: arguments, and the names some of them had there
+_LEGACY_SPEC_FIELDS = (
+    "latent_dim",
+    "rho",
+    "embedding",
+    "level2",
+    "gamma",
+    "word_weighting",
+    "word_embeddings",
+    "learn_word_vectors",
+    "variational",
+    "latent_scale_init",
+    "latent_init",
+    "init_scale",
+    "identity_weight",
+    "identity_weight_prior_sd",
+    "identity_form",
+    "length_kernel",
+    "approximation",
+    "num_features",
+)
+_LEGACY_RENAMES = {"train_gamma": "learn_gamma", "learn_gamma": "learn_gamma", "kernel_options": "options"}
+#: arguments of lvgp 0.1 that the one "auto" rule replaced
+_LEGACY_DROPPED = ("memory_budget_gib",)
+
+_SPEC_TAG = "__lvgp_ldk_spec__"
+_USER_KERNEL_TAG = "__lvgp_user_kernel__"
 
 
-def estimator_word_vectors(
-    estimator: Any, num_words: int, word_features: Any, latent_dim: int | None = None, **learned: Any
-) -> WordVectors:
-    """The word vectors of an LDK estimator: learned, ``make_word_vectors(num_words, latent_dim,
-    word_features=word_features, **learned)`` (``latent_dim``: the estimator's by default), or with
-    its ``learn_word_vectors=False`` the pretrained embeddings themselves, fixed (``latent_dim`` is
-    then their dimension; only the kernel's other hyper-parameters are fitted). A ``ValueError``
-    when there are no embeddings to fix the vectors to."""
-    from ..kernels.word_vectors import make_word_vectors
-
-    if getattr(estimator, "learn_word_vectors", True):
-        dim = estimator.latent_dim if latent_dim is None else latent_dim
-        return make_word_vectors(num_words, dim, word_features=word_features, **learned)
-    if word_features is None:
-        raise ValueError(
-            "learn_word_vectors=False fixes the word vectors to pretrained embeddings: pass word_embeddings "
-            "(and texts, or counts with a vocabulary)"
-        )
-    features = torch.as_tensor(word_features)
-    with default_dtype(torch.float64):  # nothing is drawn: the embeddings at full precision
-        return make_word_vectors(
-            num_words,
-            int(features.shape[-1]),
-            rho=None,
-            word_features=features,
-            projection_init="identity",
-            trainable=False,
-            batch_shape=learned.get("batch_shape", torch.Size()),
-        )
+def saved_approximation(state_dict: dict) -> str:
+    """The LDK's approximation a saved model state was fitted with, read off its buffers."""
+    if any(k.endswith("rff_weights") for k in state_dict):
+        return "rff"
+    if any(k.endswith("landmarks") for k in state_dict):
+        return "nystrom"
+    return "exact"
 
 
-def classifier_ldk(estimator: Any, vectors: Any, x: torch.Tensor, seed: int, gamma: float) -> Any:
-    """The LDK of an LDK classifier (latent SMM, GP classifier) on its padded training documents
-    ``x``: its ``approximation``, ``num_features``, ``embedding``, ``level2``, ``word_weighting``,
-    ``identity_weight`` and ``identity_form`` settings, the word ``vectors``, the RBF bandwidth ``gamma``
-    (:func:`~lvgp.kernels.random_features.make_ldk`; ``seed`` draws Nystrom/RFF features)."""
-    from ..bow.weighting import word_weights
-    from ..kernels.random_features import make_ldk
+class KernelParamsMixin:
+    """``kernel=`` of an LDK estimator (an :class:`~lvgp.kernels.LDKSpec`, a gpytorch ``Kernel`` or a
+    factory): ``set_params(kernel__rho=...)`` replaces the frozen spec (scikit-learn would set the
+    field in place), so that ``GridSearchCV`` grids over the spec's fields work; and the kernel's
+    part of save/load."""
 
-    return make_ldk(
-        vectors,
-        x,
-        approximation=estimator.approximation,
-        num_features=estimator.num_features,
-        feature_seed=seed,
-        embedding=estimator.embedding,
-        level2=estimator.level2,
-        word_weights=word_weights(x, estimator.encoder_.num_words, estimator.word_weighting),
-        identity_weight=estimator.identity_weight,
-        identity_form=estimator.identity_form,
-        gamma=gamma,
-    )
+    kernel: Any
+    get_params: Callable[..., dict]
+    #: the fields of the spec ``kernel=None`` stands for (``LDKSpec(**_default_kernel)``)
+    _default_kernel: dict[str, Any] = {}
+
+    def set_params(self, **params: Any) -> Any:
+        """Set parameters (scikit-learn's protocol) and return the estimator: ``kernel__<field>`` sets a
+        field of the kernel's :class:`~lvgp.kernels.LDKSpec` (a new spec replaces the frozen one; with
+        ``kernel=None``, the estimator's default spec)."""
+        nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("kernel__")}
+        rest = {k: v for k, v in params.items() if not k.startswith("kernel__")}
+        if rest:
+            super().set_params(**rest)  # type: ignore[misc]  # BaseEstimator's
+        if nested:
+            spec = self._spec
+            if spec is None:
+                raise ValueError(
+                    f"kernel__{next(iter(nested))}: kernel__* parameters set fields of an LDKSpec; this estimator's "
+                    f"kernel is a {type(self.kernel).__name__}"
+                )
+            self.kernel = spec.replace(**nested)
+        return self
+
+    @property
+    def _spec(self) -> Any:
+        """The kernel's :class:`~lvgp.kernels.LDKSpec` (the estimator's default for ``kernel=None``), or
+        ``None`` for a user kernel."""
+        from ..kernels.spec import LDKSpec
+
+        if self.kernel is None:
+            return LDKSpec(**self._default_kernel)
+        return self.kernel if isinstance(self.kernel, LDKSpec) else None
 
 
 class SavedParamsMixin:
     """What every saved lvgp estimator writes first: its ``get_params()`` as plain values that
-    ``torch.load(weights_only=True)`` reads back (a vocabulary as a dict, a device as a string), and
-    the file's format tag, checked on load."""
+    ``torch.load(weights_only=True)`` reads back (:func:`lvgp.base.persistence.plain_value`: numpy
+    scalars and generators included; a vocabulary as a dict, an :class:`~lvgp.kernels.LDKSpec` as its
+    fields, a table of embeddings whole), and the file's format tag, checked on load. ``save`` refuses
+    a value it cannot write back (``TypeError`` naming the parameter) before writing anything.
+
+    A user kernel (a gpytorch ``Kernel`` or a factory) is not pickled: the file records what it was,
+    and ``load(path, kernel=...)`` takes the same kernel or factory again to rebuild the model, whose
+    saved state then fills it."""
 
     get_params: Callable[..., dict]
+    #: the current format version (1: lvgp 0.1, the kernel's settings as the estimator's own arguments)
+    _format_version = 2
 
     def _saved_params(self) -> dict:
         """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
-        params = self.get_params(deep=False)
-        if isinstance(params.get("device"), torch.device):
-            params["device"] = str(params["device"])
-        if params.get("vocabulary") is not None:
-            params["vocabulary"] = params["vocabulary"].to_dict()
-        if "word_embeddings" in params:
-            params["word_embeddings"] = spec_to_plain(params["word_embeddings"])  # a table of one's own whole
-        return params
+        from ..base.persistence import plain_value
+        from ..kernels.spec import LDKSpec
+
+        out: dict[str, Any] = {}
+        for name, value in self.get_params(deep=False).items():
+            if name == "vocabulary" and value is not None:
+                out[name] = value.to_dict()
+            elif name == "word_embeddings":
+                out[name] = spec_to_plain(value)  # a table of one's own whole
+            elif name == "kernel":
+                if value is None:
+                    out[name] = None
+                elif isinstance(value, LDKSpec):
+                    out[name] = {_SPEC_TAG: value.to_plain()}
+                else:
+                    out[name] = {_USER_KERNEL_TAG: _describe_kernel(value)}
+            else:
+                out[name] = plain_value(value, name)
+        return out
 
     @classmethod
-    def _restored_params(cls, params: dict) -> dict:
-        params = dict(params)
+    def _restored_params(cls, params: dict, kernel: Any = None, path: Any = None) -> dict:
+        from ..base.persistence import restored_value
+        from ..kernels.spec import LDKSpec
+
+        params = {
+            k: v if k in ("vocabulary", "word_embeddings", "kernel") else restored_value(v) for k, v in params.items()
+        }
         if params.get("vocabulary") is not None:
             params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
         if "word_embeddings" in params:
             params["word_embeddings"] = spec_from_plain(params["word_embeddings"])
+        saved = params.get("kernel")
+        if (saved is None or (isinstance(saved, dict) and _SPEC_TAG in saved)) and kernel is not None:
+            raise ValueError(f"{path} was fitted with an LDKSpec, which it holds: load it without kernel=")
+        if isinstance(saved, dict) and _SPEC_TAG in saved:
+            params["kernel"] = LDKSpec.from_plain(saved[_SPEC_TAG])
+        elif isinstance(saved, dict) and _USER_KERNEL_TAG in saved:
+            if kernel is None:
+                raise ValueError(
+                    f"{path} was fitted with a user kernel ({saved[_USER_KERNEL_TAG]}), which a file does not hold: "
+                    f"pass the same kernel or factory again, {cls.__name__}.load(path, kernel=...); its saved "
+                    "state then fills it"
+                )
+            params["kernel"] = kernel
         return params
 
     @classmethod
-    def _format(cls) -> str:
-        return f"lvgp.{cls.__name__}/1"
+    def _legacy_params(cls, params: dict, state_keys: Any) -> dict:
+        """The arguments of a file of format 1 (lvgp 0.1) in today's form: the kernel's settings
+        gathered into an :class:`~lvgp.kernels.LDKSpec`; ``approximation="auto"`` becomes the
+        approximation the file's model was fitted with (the old rules differed by estimator)."""
+        from ..kernels.spec import LDKSpec
+
+        spec: dict[str, Any] = {}
+        rest: dict[str, Any] = {}
+        for name, value in params.items():
+            if name in _LEGACY_SPEC_FIELDS:
+                spec[name] = value
+            elif name in _LEGACY_RENAMES:
+                spec[_LEGACY_RENAMES[name]] = value
+            elif name not in _LEGACY_DROPPED:
+                rest[name] = value
+        if spec.get("approximation", "auto") == "auto":
+            spec["approximation"] = saved_approximation(dict.fromkeys(state_keys))
+        if spec.get("rho") == 0:
+            spec["rho"] = None
+        rest["kernel"] = LDKSpec(**spec)
+        return rest
 
     @classmethod
-    def _from_saved(cls, path: str | Path, device: str | torch.device | None) -> tuple[Any, dict]:
+    def _format(cls) -> str:
+        return f"lvgp.{cls.__name__}/{cls._format_version}"
+
+    @classmethod
+    def _from_saved(cls, path: str | Path, device: str | torch.device | None, kernel: Any = None) -> tuple[Any, dict]:
         """A new estimator with the saved parameters (on ``device`` where given) and the payload of
-        the file ``save`` wrote (``torch.load(weights_only=True)``, on the CPU); a ``ValueError``
-        naming the expected format for anything else."""
-        payload = torch.load(Path(path), weights_only=True, map_location="cpu")
-        if not isinstance(payload, dict) or payload.get("format") != cls._format():
-            raise ValueError(f"{path} is not a saved {cls.__name__} (expected format {cls._format()!r})")
-        params = cls._restored_params(payload["params"])
+        the file ``save`` wrote (:func:`lvgp.base.persistence.read_saved`: a ``ValueError`` naming the
+        file for anything it did not write); files of format 1 (lvgp 0.1) are read too."""
+        from ..base.persistence import SavedFileError, read_saved
+
+        legacy = f"lvgp.{cls.__name__}/1"
+        payload = read_saved(path, cls.__name__, (cls._format(), legacy))
+        try:
+            params = cls._restored_params(payload["params"], kernel, path)
+            if payload["format"] == legacy:
+                state = payload.get("state_dict", payload.get("model", {}))
+                params = cls._legacy_params(params, state.keys())
+        except (KeyError, TypeError, AttributeError) as err:
+            raise SavedFileError(
+                f"{path} is damaged: its parameters cannot be read ({type(err).__name__}: {err})"
+            ) from None
         if device is not None:
             params["device"] = device
-        return cls(**params), payload
+        try:
+            return cls(**params), payload
+        except TypeError as err:
+            raise SavedFileError(f"{path} is damaged or of another lvgp: its parameters do not fit ({err})") from None
+
+
+def _describe_kernel(kernel: Any) -> str:
+    from gpytorch.kernels import Kernel
+
+    if isinstance(kernel, Kernel):
+        text = " ".join(repr(kernel).split())
+        return text if len(text) <= 300 else text[:297] + "..."
+    return f"factory {getattr(kernel, '__qualname__', type(kernel).__name__)}"
 
 
 class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
@@ -205,8 +293,9 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
 
     def _init_hyperparameters(self, model: SharedKernelExactGP) -> None:
         # float64 tensors: gpytorch's setters turn Python floats into float32 first
-        model.likelihood.noise = torch.tensor(self.noise_init, dtype=torch.float64)
-        model.covar_module.outputscale = torch.tensor(self.outputscale_init, dtype=torch.float64)
+        model.likelihood.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
+        if isinstance(model.covar_module, ScaleKernel):  # a user kernel brings its own scales
+            model.covar_module.outputscale = torch.tensor(float(self.outputscale_init), dtype=torch.float64)
 
     # ------------------------------------------------------------------ fitting
     #: the parameters every exact-GP regressor has (subclasses extend it)
@@ -484,10 +573,26 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         torch.save(payload, Path(path))
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: Any = None) -> Self:
         """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``) onto
-        ``device`` (default: the device it was fitted on, which must exist here)."""
-        est, payload = cls._from_saved(path, device)
+        ``device`` (default: the device it was fitted on, which must exist here); ``kernel``: the
+        user kernel or factory a model was fitted with (a file holds its state, not its code)."""
+        est, payload = cls._from_saved(path, device, kernel)
+        try:
+            return cls._restore_fitted(est, payload)
+        except (KeyError, TypeError, AttributeError) as err:
+            from ..base.persistence import SavedFileError
+
+            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
+        except RuntimeError as err:  # the saved state does not fit the model the parameters build
+            raise ValueError(
+                f"{path}: the saved model state does not fit the model its parameters build"
+                + (" with the kernel= given" if kernel is not None else "")
+                + f" ({str(err).splitlines()[0][:300]})"
+            ) from None
+
+    @classmethod
+    def _restore_fitted(cls, est: Any, payload: dict) -> Any:
         est._encoder = DocumentEncoder.from_dict(payload["encoder"])
         est.vocabulary_ = est._encoder.vocabulary
         est.num_words_ = est._encoder.num_words

@@ -40,28 +40,29 @@ from typing import TYPE_CHECKING, Any, Self
 import gpytorch
 import numpy as np
 import torch
+from gpytorch.kernels import Kernel
 from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
 from linear_operator.operators import DenseLinearOperator
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed, seeded_torch
-from .._typing import Documents, EmbeddingsSpec, TensorLike
+from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_policy, fit_stochastic, log_prior, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
+from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
-from ..kernels._hyper import register_log_normal_prior
-from ..kernels.random_features import APPROXIMATIONS
+from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .estimator_base import SavedParamsMixin, classifier_ldk, estimator_word_vectors, ldk_options
+from .estimator_base import KernelParamsMixin, SavedParamsMixin
 from .gplvsm import PaddedInputsMixin
-from .sparse import _PaddedVariationalStrategy, choose_inducing_documents
+from .sparse import PaddedVariationalStrategy, choose_inducing_documents
 
 if TYPE_CHECKING:
     pass
@@ -146,7 +147,7 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
     ):
         batch = torch.Size([n_latent]) if n_latent > 1 else torch.Size([])
         dist = NaturalVariationalDistribution(inducing.shape[0], batch_shape=batch)
-        strategy = _PaddedVariationalStrategy(self, inducing, dist, learn_inducing_locations=False, jitter_val=jitter)
+        strategy = PaddedVariationalStrategy(self, inducing, dist, learn_inducing_locations=False, jitter_val=jitter)
         if n_latent > 1:
             strategy = IndependentMultitaskVariationalStrategy(strategy, num_tasks=n_latent)
         super().__init__(strategy)
@@ -173,57 +174,28 @@ def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> t
     return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
 
 
-def tied_projection_scale(latent_dim: int) -> float:
-    r"""Initial per-coordinate standard deviation of the projected embeddings :math:`W\mathbf e_v`
-    of word vectors tied to pretrained ones: :math:`\min(1, \sqrt{4/q})`, so that their expected
-    squared norm is :math:`\min(q, 4)`.
-
-    At unit scale for every :math:`q` it is :math:`q`: two words start about :math:`2q` apart,
-    and the RBF word kernel :math:`e^{-\|x_v - x_w\|^2/2}` starts near the identity for large
-    :math:`q` (at :math:`q = 32` on 20ng, 200 documents, a 50-iteration fit then scored 0.247
-    against 0.482 with this scale; ``results/README.md``). Unit scale is kept up to :math:`q = 4`
-    (the thesis's grid), where the fits are unchanged."""
-    return min(1.0, (4.0 / latent_dim) ** 0.5)
-
-
-class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
+class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     r"""GP classifier with LDK (see the module docstring for the two inferences).
 
     Args:
         inference: ``"dirichlet"`` (exact GPs on Dirichlet-transformed labels, L-BFGS) or
             ``"variational"`` (softmax/probit SVGP: natural gradients for q(u), Adam for the rest).
-        latent_dim, rho, gamma, level2: the LDK and the prior precision of the word vectors.
-        embedding: the LDK's embedding kernel, ``"rbf"`` (the thesis; bandwidth ``gamma``, fixed),
-            ``"linear"`` (explicit mean embeddings: no word Gram, the fast choice for large
-            vocabularies) or ``"poly"``.
-        approximation, num_features: ``"auto"`` (default: the exact LDK unless the training
-            documents hold more than 2,048 distinct words, then Nystrom with the ``num_features``
-            words in most documents as landmarks), ``"exact"``, ``"nystrom"`` or ``"rff"``
-            (:func:`lvgp.kernels.random_features.make_ldk`); ``kernel_kind_`` says which was used.
-        word_embeddings: ``None`` or pretrained word vectors (:class:`~lvgp.datasets.WordEmbeddings`
-            or a name) the latent vectors are tied to (text input); the projection starts at
-            :func:`tied_projection_scale` (initial squared norms about ``min(q, 4)``).
-        word_weighting: ``"uniform"`` (a document is the mean of its words' vectors) or ``"idf"``
-            (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
-        identity_weight: ``None`` or the initial :math:`\lambda` of the word kernel
-            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)`, which contains the bag of words:
-            :math:`\lambda`, the classes' output scales (the latent part's scale relative to it) and the
-            embedding map are fitted by the classifier's own objective (the marginal likelihood, or the
-            ELBO), not by a grid. ``"balanced"``: start where both parts weigh alike.
-        identity_weight_prior_sd: ``None`` (no prior) or the standard deviation :math:`s` of a
-            log-normal prior on :math:`\lambda` centred at its initial value,
-            :math:`\log\lambda \sim \mathcal N(\log\lambda_0, s^2)` (MAP-II: its log density joins
-            the marginal likelihood, or the ELBO). With a few documents a class the marginal likelihood
-            alone can switch the latent part off (on 20ng at 50 documents it drove :math:`\lambda` from
-            its balanced start to several hundred, the latent part's share to 0.1%, and lost 0.05 in
-            dev accuracy; ``benchmarks/ldk_plus_design.py``).
-        identity_form: ``"joint"`` (the identity inside the word kernel) or ``"separate"`` (the
-            level-2 kernel of each part, added; :class:`~lvgp.LatentDistributionKernel`).
-        learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
-            themselves (``latent_dim`` is then their dimension): a kernel of fixed word similarities
-            whose mix with the bag of words (:math:`\lambda`) and output scales the marginal likelihood
-            fits. On r8 and 20ng at 50-500 labelled documents the marginal likelihood over-fits learned
-            vectors and maps (``results/README.md``), so the ``-plus`` study methods fix them.
+        kernel: the LDK all classes share: an :class:`~lvgp.kernels.LDKSpec` (``None``, the default: ``LDKSpec(rho=0.1)``,
+            learned word vectors of dimension 2, the RBF embedding, the linear level 2; tied to
+            ``word_embeddings`` when the spec has them, the projection starting at
+            :func:`~lvgp.kernels.spec.tied_projection_scale`; ``approximation="auto"``: exact up to
+            ``max_exact_words`` distinct training words, then Nystrom; ``kernel_kind_`` says which), a
+            gpytorch ``Kernel`` over padded word-index sets (give the fitted ``vocabulary=`` it was built
+            for), or a factory ``callable(num_words) -> Kernel``. The classifier multiplies it by the
+            classes' output scales. With the spec's ``identity_weight``, :math:`\lambda` (and
+            ``identity_weight_prior_sd``'s log-normal prior on it), the output scales and the embedding map
+            are fitted by the classifier's own objective (the marginal likelihood, or the ELBO): with a few
+            documents a class the marginal likelihood alone can switch the latent part off (on 20ng at 50
+            documents it drove :math:`\lambda` from its balanced start to several hundred, the latent
+            part's share to 0.1%, and lost 0.05 in dev accuracy; ``benchmarks/ldk_plus_design.py``). On r8
+            and 20ng at 50-500 labelled documents the marginal likelihood over-fits learned vectors and
+            maps (``results/README.md``), so the ``-plus`` study methods fix them
+            (:meth:`LDKSpec.plus <lvgp.kernels.LDKSpec.plus>`).
         class_hyperparameters: ``"per-class"`` (each class's GP has its own output scale and, in the
             Dirichlet inference, additional noise) or ``"shared"`` (one output scale and one noise for
             all classes; the classes' constant means stay their own): with a handful of documents per
@@ -258,22 +230,13 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
     inference a relative change of the epoch loss below ``tol`` over 10 epochs).
     """
 
+    _default_kernel: dict[str, Any] = {"rho": 0.1}
+
     def __init__(
         self,
+        kernel: KernelArg = None,
+        *,
         inference: str = "dirichlet",
-        latent_dim: int = 2,
-        rho: float = 0.1,
-        gamma: float = 1.0,
-        level2: str = "linear",
-        embedding: str = "rbf",
-        approximation: str = "auto",
-        num_features: int = 512,
-        word_embeddings: EmbeddingsSpec = None,
-        word_weighting: str = "uniform",
-        identity_weight: float | str | None = None,
-        identity_weight_prior_sd: float | None = None,
-        identity_form: str = "joint",
-        learn_word_vectors: bool = True,
         class_hyperparameters: str = "per-class",
         alpha_epsilon: float = 0.01,
         max_iter: int = 100,
@@ -293,20 +256,8 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
         device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
+        self.kernel = kernel
         self.inference = inference
-        self.latent_dim = latent_dim
-        self.rho = rho
-        self.gamma = gamma
-        self.level2 = level2
-        self.embedding = embedding
-        self.approximation = approximation
-        self.num_features = num_features
-        self.word_embeddings = word_embeddings
-        self.word_weighting = word_weighting
-        self.identity_weight = identity_weight
-        self.identity_weight_prior_sd = identity_weight_prior_sd
-        self.identity_form = identity_form
-        self.learn_word_vectors = learn_word_vectors
         self.class_hyperparameters = class_hyperparameters
         self.alpha_epsilon = alpha_epsilon
         self.max_iter = max_iter
@@ -329,12 +280,9 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
     _parameter_constraints: dict[str, list] = {
         **FITTING,
         **documents_input(),
-        **ldk_options(),
+        "kernel": [KernelArgument()],
         "inference": [Options(*INFERENCES)],
-        "approximation": [Options(*APPROXIMATIONS)],
-        "num_features": [Integer(1)],
         "alpha_epsilon": [Real(0, open_low=True)],
-        "identity_weight_prior_sd": [None, Real(0, open_low=True)],
         "class_hyperparameters": [Options(*CLASS_HYPERPARAMETERS)],
         "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
         "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
@@ -347,28 +295,26 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
 
     def _check_params(self) -> None:
         check_params(self)
+        spec = self._spec
+        if spec is not None and spec.variational:
+            raise ValueError("kernel.variational: the GP classifier fits MAP word vectors; use variational=False")
 
-    def _kernel(self, seed: int, x: torch.Tensor) -> LatentDistributionKernel:
-        vectors = estimator_word_vectors(
-            self,
-            self.encoder_.num_words,
-            self.encoder_.word_features,
-            rho=self.rho,
-            seed=seed,
-            projection_scale=tied_projection_scale(self.latent_dim),
+    def _word_embeddings(self) -> Any:
+        spec = self._spec
+        return None if spec is None else spec.word_embeddings
+
+    def _kernel(self, seed: int, x: torch.Tensor) -> Kernel:
+        encoder = self.encoder_
+        words = encoder.vocabulary.words if encoder.vocabulary is not None else None
+        if self._spec is not None:
+            kernel = self._spec.build(encoder.num_words, x, word_features=encoder.word_features, words=words, seed=seed)
+            ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
+            self.kernel_kind_ = getattr(ldk, "features", "exact")
+            return kernel
+        self.kernel_kind_ = "user"
+        return resolve_kernel(
+            self.kernel, encoder.num_words, x, word_features=encoder.word_features, words=words, seed=seed
         )
-        kernel = classifier_ldk(self, vectors, x, seed, self.gamma)
-        self.kernel_kind_ = getattr(kernel, "features", "exact")
-        if self.identity_weight_prior_sd is not None:
-            if self.identity_weight is None or not hasattr(kernel, "identity_weight"):
-                raise ValueError(
-                    "identity_weight_prior_sd needs identity_weight (the word kernel's identity part); "
-                    f"got identity_weight={self.identity_weight!r} and a {type(kernel).__name__} without one"
-                )
-            register_log_normal_prior(kernel, "identity_weight", float(self.identity_weight_prior_sd))
-        if self.embedding == "rbf":
-            kernel.embedding.raw_gamma.requires_grad_(False)  # gamma only rescales the prior (see GPLVSMRegressor)
-        return kernel
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
@@ -461,7 +407,7 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
     ) -> None:
         """Fit with ``budget`` L-BFGS iterations (epochs) instead of ``max_iter`` (``max_epochs``),
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
@@ -527,6 +473,7 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
         model, likelihood = self.model_, self.likelihood_
         n = x.shape[0]
         inputs = model.train_inputs[0]
+        vectors = word_vector_modules(model.covar_module)
         model.train()
         likelihood.train()
 
@@ -536,8 +483,8 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
             # log priors of the other hyper-parameters (e.g. identity_weight_prior), / n
             with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
                 loglik = likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
-            priors = log_prior(model, exclude=model.ldk.word_vectors)
-            return -(loglik + priors - model.ldk.word_vectors.penalty()) / n
+            priors = log_prior(model, exclude=vectors)
+            return -(loglik + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
 
         result = minimize(
             [p for p in model.parameters() if p.requires_grad],
@@ -660,8 +607,7 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
             "format": self._format(),
             "params": self._saved_params(),
             "encoder": self.encoder_.to_dict(),
-            "classes": self.classes_.tolist(),
-            "classes_dtype": self.classes_.dtype.str if self.classes_.dtype != object else "object",
+            "classes": classes_to_plain(self.classes_),
             "train_x": x.cpu().clone(),
             "train_codes": torch.from_numpy(np.asarray(codes, dtype=np.int64)),
             "model": state_to_cpu(self.model_.state_dict()),
@@ -678,13 +624,32 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
         torch.save(payload, Path(path))
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: KernelArg = None) -> Self:
         """Load a classifier written by :meth:`save` (``torch.load(weights_only=True)``) onto
-        ``device`` (default: the device it was fitted on, which must exist here)."""
-        est, payload = cls._from_saved(path, device)
+        ``device`` (default: the device it was fitted on, which must exist here); ``kernel``: the user
+        kernel or factory it was fitted with (a file holds its state, not its code)."""
+        est, payload = cls._from_saved(path, device, kernel)
+        try:
+            return cls._restore_fitted(est, payload)
+        except (KeyError, TypeError, AttributeError, IndexError) as err:
+            from ..base.persistence import SavedFileError
+
+            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
+        except RuntimeError as err:  # the saved state does not fit the model the parameters build
+            raise ValueError(
+                f"{path}: the saved model state does not fit the model its parameters build"
+                + (" with the kernel= given" if kernel is not None else "")
+                + f" ({str(err).splitlines()[0][:300]})"
+            ) from None
+
+    @classmethod
+    def _restore_fitted(cls, est: Any, payload: dict) -> Any:
         est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
-        dtype = payload["classes_dtype"]
-        est.classes_ = np.array(payload["classes"], dtype=object if dtype == "object" else np.dtype(dtype))
+        if "classes_dtype" in payload:  # format 1 (lvgp 0.1)
+            dtype = payload["classes_dtype"]
+            est.classes_ = np.array(payload["classes"], dtype=object if dtype == "object" else np.dtype(dtype))
+        else:
+            est.classes_ = classes_from_plain(payload["classes"])
         x, codes = payload["train_x"], payload["train_codes"].numpy()
         est.class_prior_ = np.bincount(codes, minlength=len(est.classes_)) / len(codes)
         est._train = (x, codes)
@@ -708,9 +673,12 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
 
     @property
     def word_vectors_(self) -> np.ndarray:
-        """``num_words x latent_dim`` learned word vectors."""
+        """``num_words x latent_dim`` learned word vectors (of the kernel's one word-vector module)."""
         check_is_fitted(self, "model_")
-        return to_host(self.model_.covar_module.base_kernel.word_vectors.mean).copy()
+        modules = word_vector_modules(self.model_.covar_module)
+        if len(modules) != 1:
+            raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
+        return to_host(modules[0].mean).copy()
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X: Documents, block: int = 256) -> np.ndarray:
@@ -720,8 +688,8 @@ class LDKGPClassifier(SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, B
         covariance; on 20ng, 100 training documents and shared class hyper-parameters, predicting
         2,000 documents took 0.8 s and 1.0 GB with 256, 0.9 s and 1.2 GB with 1,024)."""
         check_is_fitted(self, "model_")
-        kernel = self.model_.covar_module.base_kernel
-        with self.encoder_.predicting(X, kernel.word_vectors) as x:
+        modules = word_vector_modules(self.model_.covar_module)
+        with self.encoder_.predicting(X, modules[0] if len(modules) == 1 else None) as x:
             empty = (x == PAD).all(-1)
             out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)), device=self.device_)
             if empty.any():

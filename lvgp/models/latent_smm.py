@@ -42,7 +42,7 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
@@ -51,19 +51,18 @@ from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed
-from .._typing import Documents, EmbeddingsSpec, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from .._typing import Documents, TensorLike
+from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
-from ..base.numerics import default_dtype
 from ..base.targets import check_labels
 from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, MAPWordVectors
-from ..kernels.random_features import APPROXIMATIONS
+from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning
-from .estimator_base import classifier_ldk, estimator_word_vectors, ldk_options
+from .estimator_base import KernelParamsMixin
 
 if TYPE_CHECKING:
     pass
@@ -149,48 +148,31 @@ class OneVersusRestSVC:
         return (values > 0).astype(int) if values.ndim == 1 else values.argmax(axis=1)
 
 
-class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
+class LatentSMMClassifier(KernelParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     r"""Latent support measure machine (thesis ch. 4): an SVM on kernel mean embeddings of
     learned latent word vectors.
 
     Args:
-        latent_dim: :math:`q`.
-        rho: weight of the L2 term on the latent vectors (eq. 4.18a; on their residuals when tied
-            to ``word_embeddings``); ``0``: no penalty.
+        kernel: the LDK, an :class:`~lvgp.kernels.LDKSpec` (``None``, the default: ``LDKSpec(rho=0.1)``, learned word
+            vectors of dimension 2, the RBF embedding of bandwidth ``gamma`` (eq. 3.7), the linear level 2).
+            Here the spec's ``rho`` is the weight of the L2 term on the latent vectors (eq. 4.18a; on their
+            residuals when tied to ``word_embeddings``), ``0`` or ``None``: no penalty; ``learn_gamma``
+            includes gamma in the minimization (theta of eq. 4.21; off by default: with the prior it only
+            rescales the latent space, see the module docstring); ``embedding`` is ``"rbf"`` or ``"linear"``
+            (explicit mean embeddings, no word Gram: fast for large vocabularies); ``identity_weight``
+            :math:`\lambda` is fixed (a larger kernel only enlarges the margin, so the min-max objective
+            cannot choose it: choose it on dev data); ``learn_word_vectors=False`` makes the machine an SVM
+            on the fixed kernel, fitted once. ``init_scale``: the standard deviation of the initial word
+            vectors (or projected embeddings) as fitted, of :math:`\sqrt\gamma\,\mathbf x_v` (of
+            :math:`\mathbf x_v` with ``learn_gamma``); ``None`` (default): the prior's,
+            :math:`\sqrt{\gamma/\rho}`, which makes the fit depend on :math:`(\gamma, \rho)` only through
+            :math:`\rho/\gamma`. Under a weak prior that draw spreads the words so far apart that the RBF
+            word kernel starts (and, its gradient vanishing, stays) at the identity: the machine is then an
+            SVM on term frequencies. ``approximation="auto"``: the exact LDK up to ``max_exact_words``
+            distinct training words, then Nystrom (``kernel_kind_`` says which).
         C: SVM box constraint.
-        gamma: RBF embedding bandwidth (eq. 3.7).
-        learn_gamma: include gamma in the minimization (theta of eq. 4.21). Off by default: with
-            the prior it only rescales the latent space (see the module docstring).
-        level2: level-2 kernel (``"linear"`` in the thesis's experiments; ``"rbf"``, ``"poly"``, ``"cosine"``).
-        embedding: the embedding kernel, ``"rbf"`` (the thesis; bandwidth ``gamma``) or ``"linear"``
-            (explicit mean embeddings, no word Gram: fast for large vocabularies; ``gamma`` unused).
-        approximation, num_features: ``"auto"`` (default: the exact LDK unless the training
-            documents hold more than 2,048 distinct words, then Nystrom with the ``num_features``
-            words in most documents as landmarks), ``"exact"``, ``"nystrom"`` or ``"rff"``
-            (:func:`lvgp.kernels.random_features.make_ldk`); ``kernel_kind_`` says which was used.
-        word_weighting: ``"uniform"`` (the thesis: a document is the mean of its words' vectors) or
-            ``"idf"`` (the idf-weighted mean; :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
-        word_embeddings: ``None``, or pretrained word vectors (a :class:`~lvgp.datasets.WordEmbeddings`
-            or the name of one, e.g. ``"glove-6b-50d"``; text input) the latent vectors are tied to.
-        identity_weight: ``None`` (the thesis) or :math:`\lambda` of the word kernel
-            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)`, which contains the bag of words
-            (fixed: a larger kernel only enlarges the margin, so the min-max objective cannot choose
-            it; choose it on dev data with the other settings).
-        identity_form: ``"joint"`` (the identity inside the word kernel) or ``"separate"`` (the
-            level-2 kernel of each part, added; :class:`~lvgp.LatentDistributionKernel`).
-        learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
-            themselves (``latent_dim`` is then their dimension): the machine is an SVM on the fixed
-            kernel, fitted once.
         multi_class: ``"ovo"`` (the thesis: LIBSVM's one-vs-one machines and votes) or ``"ovr"``
             (one machine per class against the rest; see the module docstring).
-        init_scale: standard deviation of the initial word vectors (or of the projected embeddings)
-            as fitted: of :math:`\sqrt\gamma\,\mathbf x_v` (of :math:`\mathbf x_v` with
-            ``learn_gamma``). ``None`` (default): the prior's, :math:`\sqrt{\gamma/\rho}`, which
-            makes the fit depend on :math:`(\gamma, \rho)` only through :math:`\rho/\gamma`. Under a
-            weak prior that draw spreads the words so far apart that the RBF word kernel starts (and,
-            its gradient vanishing, stays) at the identity: the machine is then an SVM on term
-            frequencies. A number sets the scale for every (gamma, rho), so that the equivalence no
-            longer holds.
         max_iter: L-BFGS iterations on eq. 4.19.
         warm_start: when fitted already, ``fit`` continues from the fitted word vectors (and
             vocabulary) instead of a fresh draw, as scikit-learn's ``warm_start``: a path over
@@ -213,24 +195,14 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     best vectors so far.
     """
 
+    _default_kernel: dict[str, Any] = {"rho": 0.1}
+
     def __init__(
         self,
-        latent_dim: int = 2,
-        rho: float = 0.1,
+        kernel: KernelArg = None,
+        *,
         C: float = 32.0,
-        gamma: float = 1.0,
-        learn_gamma: bool = False,
-        level2: str = "linear",
-        embedding: str = "rbf",
-        approximation: str = "auto",
-        num_features: int = 512,
-        word_embeddings: EmbeddingsSpec = None,
-        word_weighting: str = "uniform",
-        identity_weight: float | str | None = None,
-        identity_form: str = "joint",
-        learn_word_vectors: bool = True,
         multi_class: str = "ovo",
-        init_scale: float | None = None,
         max_iter: int = 300,
         tol: float = 1e-6,
         svm_tol: float = 1e-5,
@@ -241,22 +213,9 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
-        self.latent_dim = latent_dim
-        self.rho = rho
+        self.kernel = kernel
         self.C = C
-        self.gamma = gamma
-        self.learn_gamma = learn_gamma
-        self.level2 = level2
-        self.embedding = embedding
-        self.approximation = approximation
-        self.num_features = num_features
-        self.word_embeddings = word_embeddings
-        self.word_weighting = word_weighting
-        self.identity_weight = identity_weight
-        self.identity_form = identity_form
-        self.learn_word_vectors = learn_word_vectors
         self.multi_class = multi_class
-        self.init_scale = init_scale
         self.max_iter = max_iter
         self.tol = tol
         self.svm_tol = svm_tol
@@ -270,18 +229,24 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict[str, list] = {
         **{k: v for k, v in FITTING.items() if k not in ("lr", "n_iter_no_change")},
         **documents_input(),
-        **ldk_options(("rbf", "linear")),
-        "rho": [Real(0)],  # 0: no penalty (eq. 4.18a)
+        "kernel": [KernelArgument(specs_only=True)],
         "C": [Real(0, open_low=True)],
-        "learn_gamma": [Boolean()],
-        "approximation": [Options(*APPROXIMATIONS)],
-        "num_features": [Integer(1)],
-        # the initial vectors must stay within the range where squared distances are finite
-        "init_scale": [None, Real(0, 1e100, open_low=True)],
         "svm_tol": [Real(0, open_low=True)],
         "warm_start": [Boolean()],
         "multi_class": [Options(*MULTI_CLASS)],
     }
+
+    def _check_params(self) -> LDKSpec:
+        check_params(self)
+        spec: LDKSpec = self._spec.check()
+        if spec.embedding not in ("rbf", "linear"):
+            raise ValueError(f"kernel.embedding must be 'rbf' or 'linear' for the latent SMM; got {spec.embedding!r}")
+        if spec.variational or spec.identity_weight_prior_sd is not None or spec.length_kernel:
+            raise ValueError(
+                "the latent SMM's kernel takes no variational word vectors, identity_weight_prior_sd or length_kernel "
+                "(its objective is the SVM's, not a likelihood)"
+            )
+        return spec
 
     kernel_: LatentDistributionKernel
 
@@ -315,28 +280,27 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from.
         With ``warm_start`` and a previous fit, continue from its word vectors (same documents)."""
-        check_params(self)
-        if self.embedding not in ("rbf", "linear"):
-            raise ValueError(f"embedding must be 'rbf' or 'linear'; got {self.embedding!r}")
-        rbf = self.embedding == "rbf"
+        spec = self._check_params()
+        rbf = spec.embedding == "rbf"
+        rho, gamma = float(spec.rho or 0.0), float(spec.gamma)
         # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
         # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
         # invariant to rescaling its variables)
-        if rbf and not self.learn_gamma:
-            fit_gamma, fit_rho = 1.0, equivalent_rho(self.rho, self.gamma)
+        if rbf and not spec.learn_gamma:
+            fit_gamma, fit_rho = 1.0, equivalent_rho(rho, gamma)
         else:
-            fit_gamma, fit_rho = self.gamma, self.rho
+            fit_gamma, fit_rho = gamma, rho
         self.device_ = check_device(self.device)
         if self.warm_start and hasattr(self, "kernel_"):
             x = self._continue(X, y)
-            if rbf and fit_gamma != self.gamma:
-                self._rescale(self.gamma**0.5, fit_rho, fit_gamma)
+            if rbf and fit_gamma != gamma:
+                self._rescale(gamma**0.5, fit_rho, fit_gamma)
         else:
-            x = self._start(X, y, unlabeled, fit_gamma, fit_rho)
+            x = self._start(X, y, unlabeled, spec, fit_gamma, fit_rho)
         self.kernel_ = self.kernel_.to(self.device_)
         x = x.to(self.device_)
         self._x = x
-        self._fitted_params = self.get_params()
+        self._fitted_params = self.get_params(deep=False)
         self.n_evaluations_ = 0
 
         initial: list[float] = []
@@ -361,8 +325,8 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         )
         with torch.no_grad():
             final = self._objective(x).item()  # the duals at the final vectors
-            if rbf and fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same kernel values
-                self._rescale(self.gamma**-0.5, self.rho, self.gamma)
+            if rbf and fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same kernel values
+                self._rescale(gamma**-0.5, rho, gamma)
         self.svc_ = self._last_svc
         del self._last_svc
         self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
@@ -373,43 +337,45 @@ class LatentSMMClassifier(BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _start(
-        self, X: Documents, y: TensorLike, unlabeled: Documents | None, fit_gamma: float, fit_rho: float
+        self, X: Documents, y: TensorLike, unlabeled: Documents | None, spec: LDKSpec, fit_gamma: float, fit_rho: float
     ) -> torch.Tensor:
         """A fresh fit's encoder, labels, word vectors (drawn from the prior) and kernel; the encoded ``X``."""
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, spec.word_embeddings)
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, self._y = check_labels(y, x.shape[0])
         seed = derive_seed(self.random_state)
-        if self.init_scale is not None:
-            scale = float(self.init_scale)
+        if spec.init_scale is not None:
+            scale = float(spec.init_scale)
         else:
             scale = fit_rho**-0.5 if fit_rho > 0 else 1.0  # initial draws from the prior
-        with default_dtype(torch.float64):
-            vectors = estimator_word_vectors(
-                self,
-                self.encoder_.num_words,
-                self.encoder_.word_features,
-                rho=fit_rho if fit_rho > 0 else None,
-                seed=seed,
-                init_scale=scale,
-                projection_scale=scale,
-            )
-            self.kernel_ = classifier_ldk(self, vectors, x, seed, fit_gamma).double()
-            self.kernel_kind_ = getattr(self.kernel_, "features", "exact")
-            if self.identity_weight is not None:
-                self.kernel_.raw_identity_weight.requires_grad_(False)
-        if self.embedding == "rbf":
-            self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
+        fitted = spec.replace(rho=fit_rho if fit_rho > 0 else None, gamma=fit_gamma, init_scale=scale)
+        words = self.encoder_.vocabulary.words if self.encoder_.vocabulary is not None else None
+        self.kernel_ = fitted.build(
+            self.encoder_.num_words, x, word_features=self.encoder_.word_features, words=words, seed=seed
+        )
+        self.kernel_kind_ = getattr(self.kernel_, "features", "exact")
+        if spec.identity_weight is not None:
+            self.kernel_.raw_identity_weight.requires_grad_(False)
         return x
 
     def _continue(self, X: Documents, y: TensorLike) -> torch.Tensor:
         """``warm_start``: the previous fit's documents, checked, and its labels re-read (``unlabeled``
         is not used: the word vectors it fed were learned by the first fit)."""
+        before = self._fitted_params
         changed = sorted(
             name
-            for name, value in self.get_params().items()
-            if name not in WARM_START_PARAMS and not _same(value, self._fitted_params[name])
+            for name, value in self.get_params(deep=False).items()
+            if name not in WARM_START_PARAMS and name != "kernel" and not _same(value, before[name])
         )
+        spec, fitted_spec = (
+            self._spec,
+            before["kernel"] if before["kernel"] is not None else LDKSpec(**self._default_kernel),
+        )
+        changed += [
+            f"kernel.{name}"
+            for name, value in spec.get_params().items()
+            if not _same(value, getattr(fitted_spec, name))
+        ]
         if changed:
             raise ValueError(
                 f"warm_start continues the previous fit, which had other {', '.join(changed)}: only "

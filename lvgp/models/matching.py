@@ -72,11 +72,10 @@ from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
-from ..bow.weighting import word_weights
-from ..kernels import LatentDistributionKernel, MAPWordVectors, make_word_vectors
-from ..kernels.random_features import balanced_identity_weight, identity_start
+from ..kernels import MAPWordVectors, make_word_vectors
+from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .estimator_base import ldk_options
+from .estimator_base import KernelParamsMixin
 
 if TYPE_CHECKING:
     pass
@@ -124,38 +123,36 @@ def _standardized(loadings: np.ndarray) -> np.ndarray:
     return loadings / (loadings.std(0, keepdims=True) + 1e-12)
 
 
-class LDKMatcher(BaseEstimator):
+class LDKMatcher(KernelParamsMixin, BaseEstimator):
     r"""Matching source documents to target documents (e.g. across languages) with LDK.
 
     Args:
-        latent_dim: q.
-        rho: precision of the Gaussian prior on every latent vector (0: no prior).
-        gamma: RBF embedding kernel bandwidth (eq. 6.12's gamma); ``learn_gamma`` fits it too
-            (then the fit runs in the given parameterization, without the rho/gamma collapse).
+        kernel: the LDK over both vocabularies, an :class:`~lvgp.kernels.LDKSpec` (``None``, the default:
+            ``LDKSpec(latent_dim=8, rho=0.01)``). Its ``latent_dim`` is q; ``rho`` the precision of the
+            Gaussian prior on every latent vector (0 or ``None``: no prior); ``gamma`` the RBF embedding
+            bandwidth (eq. 6.12's gamma; the embedding is the RBF one), fitted too with ``learn_gamma``
+            (then the fit runs in the given parameterization, without the rho/gamma collapse);
+            ``word_weighting="idf"`` makes a document the idf-weighted measure of its words' vectors (idf
+            over the training documents of both sides); ``identity_weight`` the initial :math:`\lambda`
+            of the word kernel :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf y_w)`, fitted with the
+            vectors by eq. 6.8 (the identity part compares words by their kernel ids, so across the two
+            sides it acts on tokens tied by ``tie_identical_tokens``); ``level2``: ``"linear"`` (the
+            thesis: :math:`d` is the squared MMD) or another level-2 kernel (``"cosine"``, ``"rbf"``,
+            ``"poly"``), :math:`d` then the squared distance in its RKHS (module docstring);
+            ``identity_form="separate"`` with the cosine normalizes the identity part on its own, so that
+            a target's length does not enter its distance through words the source cannot share. Word
+            embeddings are per side (below), not the spec's.
         tie_identical_tokens: a token spelled identically on both sides has one latent vector.
         init: ``"pca"`` (the thesis), ``"cca"`` (regularized linear CCA on tf-idf, the canonical
             weights of the first q directions), ``"svd"`` (the SVD of the cross-covariance of the
             paired word frequencies) or ``"random"`` (draws from the prior).
-        word_weighting: ``"uniform"`` (the thesis) or ``"idf"``: a document is the idf-weighted
-            measure of its words' vectors (idf over the training documents of both sides; see
-            :class:`~lvgp.LatentDistributionKernel`'s ``word_weights``).
         source_embeddings, target_embeddings: ``None`` or word vectors of each side the latent
             vectors are tied to (:mod:`lvgp.base.embeddings`: a name, a
             :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"`` -- learned from that side's training
             texts --, or a tuple of these; of one dimension when both are given).
-        identity_weight: ``None`` (the thesis) or the initial :math:`\lambda` of the word kernel
-            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf y_w)`, fitted with the vectors by eq. 6.8.
-            The identity part compares words by their kernel ids, so across the two sides it acts on
-            tokens tied by ``tie_identical_tokens``.
         learn_identity_weight: fit :math:`\lambda` by eq. 6.8 (default) or keep it where it was put
             (to choose it on dev pairs: eq. 6.8 rewards the identical tokens of the training pairs
             and drives :math:`\lambda` up past where dev precision peaks).
-        level2: ``"linear"`` (the thesis: :math:`d` is the squared MMD) or another level-2 kernel of
-            :class:`~lvgp.LatentDistributionKernel` (``"cosine"``, ``"rbf"``, ``"poly"``), :math:`d` then
-            the squared distance in its RKHS (module docstring).
-        identity_form: ``"joint"`` or ``"separate"`` (:class:`~lvgp.LatentDistributionKernel`): with the
-            cosine level 2, ``"separate"`` normalizes the identity part on its own, so that a target's
-            length does not enter its distance through words the source cannot share.
         batch_size: ``None`` for the full softmax with L-BFGS (default); an integer for Adam on
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
@@ -184,21 +181,17 @@ class LDKMatcher(BaseEstimator):
     naming its row.
     """
 
+    _default_kernel: dict[str, Any] = {"latent_dim": 8, "rho": 0.01}
+
     def __init__(
         self,
-        latent_dim: int = 8,
-        rho: float = 0.01,
-        gamma: float = 1.0,
-        learn_gamma: bool = False,
+        kernel: KernelArg = None,
+        *,
         tie_identical_tokens: bool = False,
         init: str = "pca",
-        word_weighting: str = "uniform",
         source_embeddings: EmbeddingsSpec = None,
         target_embeddings: EmbeddingsSpec = None,
-        identity_weight: float | str | None = None,
         learn_identity_weight: bool = True,
-        level2: str = "linear",
-        identity_form: str = "joint",
         batch_size: int | None = None,
         max_iter: int = 300,
         tol: float = 1e-6,
@@ -210,19 +203,12 @@ class LDKMatcher(BaseEstimator):
         device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
-        self.latent_dim = latent_dim
-        self.rho = rho
-        self.gamma = gamma
-        self.learn_gamma = learn_gamma
+        self.kernel = kernel
         self.tie_identical_tokens = tie_identical_tokens
         self.init = init
-        self.word_weighting = word_weighting
         self.source_embeddings = source_embeddings
         self.target_embeddings = target_embeddings
-        self.identity_weight = identity_weight
         self.learn_identity_weight = learn_identity_weight
-        self.level2 = level2
-        self.identity_form = identity_form
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.tol = tol
@@ -233,6 +219,27 @@ class LDKMatcher(BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+
+    def _check_kernel(self) -> LDKSpec:
+        spec: LDKSpec = self._spec.check()
+        unsupported = {
+            "embedding": spec.embedding != "rbf",
+            "word_embeddings": spec.word_embeddings is not None,
+            "learn_word_vectors": not spec.learn_word_vectors,
+            "variational": spec.variational,
+            "identity_weight_prior_sd": spec.identity_weight_prior_sd is not None,
+            "length_kernel": spec.length_kernel,
+            "approximation": spec.approximation not in ("auto", "exact"),
+            "latent_init": spec.latent_init is not None,
+            "options": bool(spec.options),
+        }
+        bad = [name for name, flag in unsupported.items() if flag]
+        if bad:
+            raise ValueError(
+                f"LDKMatcher's kernel takes the RBF embedding's exact LDK over learned vectors; it does not take "
+                f"kernel.{', kernel.'.join(bad)} (word embeddings: source_embeddings / target_embeddings; the start: init)"
+            )
+        return spec
 
     # ------------------------------------------------------------------ vocabularies and encoding
     def _layout(self) -> None:
@@ -316,7 +323,7 @@ class LDKMatcher(BaseEstimator):
         """The initial word vectors (``num_words x q``, unit standard deviation per dimension)."""
         if self.init == "random":
             return None
-        q = self.latent_dim
+        q = self._spec.latent_dim
         fs, ft = self._frequencies(source, target)
         if self.init == "pca":
             f = sp.hstack([fs, ft]).toarray()
@@ -349,13 +356,7 @@ class LDKMatcher(BaseEstimator):
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
         **{k: v for k, v in FITTING.items()},
-        **{
-            k: v
-            for k, v in ldk_options().items()
-            if k in ("latent_dim", "gamma", "word_weighting", "identity_weight", "identity_form", "level2")
-        },
-        "rho": [Real(0)],  # 0: no prior
-        "learn_gamma": [Boolean()],
+        "kernel": [KernelArgument(specs_only=True)],
         "learn_identity_weight": [Boolean()],
         "tie_identical_tokens": [Boolean()],
         "init": [Options(*INITS)],
@@ -381,6 +382,7 @@ class LDKMatcher(BaseEstimator):
                 f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
             )
         check_params(self)
+        spec = self._check_kernel()
         if len(source) < 2:
             raise ValueError("matching needs at least two training pairs")
         self.source_vocabulary_ = Vocabulary(min_df=self.min_df, max_features=self.max_features).fit(source)
@@ -393,11 +395,12 @@ class LDKMatcher(BaseEstimator):
         features = self._word_features(source, target)
         seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
-        fit_gamma, fit_rho = (self.gamma, self.rho) if self.learn_gamma else (1.0, self.rho / self.gamma)
+        rho, gamma = float(spec.rho or 0.0), float(spec.gamma)
+        fit_gamma, fit_rho = (gamma, rho) if spec.learn_gamma else (1.0, rho / gamma)
         with default_dtype(torch.float64):
             vectors = make_word_vectors(
                 self.num_words_,
-                self.latent_dim,
+                spec.latent_dim,
                 rho=fit_rho if fit_rho > 0 else None,
                 word_features=features,
                 seed=seed,
@@ -408,21 +411,9 @@ class LDKMatcher(BaseEstimator):
                     vectors.fit_projection(layout)
                 else:
                     vectors.vectors = layout
-            weights = word_weights(torch.cat(pad_to_common_width(xs, xt)), self.num_words_, self.word_weighting)
-            self.kernel_ = LatentDistributionKernel(
-                embedding="rbf",
-                level2=self.level2,
-                word_vectors=vectors,
-                word_weights=weights,
-                identity_weight=identity_start(self.identity_weight),
-                identity_form=self.identity_form,
-                gamma=fit_gamma,
-            ).double()
-            if self.identity_weight == "balanced":
-                self.kernel_.identity_weight = balanced_identity_weight(
-                    self.kernel_, torch.cat(pad_to_common_width(xs, xt))
-                )
-        self.kernel_.embedding.raw_gamma.requires_grad_(self.learn_gamma)
+            both = torch.cat(pad_to_common_width(xs, xt))
+            fitted = spec.replace(rho=fit_rho if fit_rho > 0 else None, gamma=fit_gamma, approximation="exact")
+            self.kernel_ = fitted.build(self.num_words_, both, seed=seed, vectors=vectors)
         if self.kernel_.has_identity:
             self.kernel_.raw_identity_weight.requires_grad_(self.learn_identity_weight)
         self.device_ = check_device(self.device)
@@ -470,15 +461,15 @@ class LDKMatcher(BaseEstimator):
                 verbose=self.verbose,
                 desc="LDK matching",
             )
-        if fit_gamma != self.gamma:  # back from z = sqrt(gamma) x: the same distances
+        if fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same distances
             with torch.no_grad():
-                shrink = self.gamma**-0.5
+                shrink = gamma**-0.5
                 vectors.raw_latent.mul_(shrink)
                 if features is not None:
                     vectors.projection.mul_(shrink)
                 if isinstance(vectors, MAPWordVectors):
-                    vectors.rho = self.rho
-                self.kernel_.gamma = self.gamma
+                    vectors.rho = rho
+                self.kernel_.gamma = gamma
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
@@ -522,7 +513,7 @@ class LDKMatcher(BaseEstimator):
         """:math:`d` of eq. 6.4 between every source and target document: the squared MMD (linear
         level 2), or the squared distance in the RKHS of the document kernel (module docstring); a
         padding-only row (``allow_empty``) is the zero embedding."""
-        if self.level2 == "linear":
+        if self._spec.level2 == "linear":
             return self.kernel_.squared_mmd(xs, xt, allow_empty=allow_empty)
         return self.kernel_.squared_rkhs_distance(xs, xt, allow_empty=allow_empty)
 

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import time
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
 import numpy as np
 import torch
+from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.variational import CholeskyVariationalDistribution, VariationalStrategy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.cluster import kmeans_plusplus
@@ -43,9 +45,9 @@ from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed, seeded_torch
-from .._typing import Documents, EmbeddingsSpec, TensorLike
+from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
-from ..base.device import check_device, to_host
+from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import PlateauStopping, fit_stochastic
 from ..base.numerics import exact_numerics
@@ -53,19 +55,23 @@ from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..bow.weighting import word_weights
-from ..kernels import LatentDistributionKernel
-from ..kernels.random_features import balanced_identity_weight, identity_start
+from ..kernels.spec import (
+    KernelArg,
+    KernelArgument,
+    resolve_kernel,
+    variational_word_vectors,
+    word_vector_modules,
+)
 from ..warnings import EmptyDocumentsWarning
-from .estimator_base import estimator_word_vectors, ldk_options
+from .estimator_base import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "choose_inducing_documents"]
+__all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "PaddedVariationalStrategy", "choose_inducing_documents"]
 
 
-class _PaddedVariationalStrategy(VariationalStrategy):
+class PaddedVariationalStrategy(VariationalStrategy):
     """``VariationalStrategy`` for padded word-index inputs: the inducing documents and the
     batch are padded to a common width before gpytorch concatenates them."""
 
@@ -88,18 +94,18 @@ class _PaddedVariationalStrategy(VariationalStrategy):
 
 
 class SparseGPLVSM(gpytorch.models.ApproximateGP):
-    """An ``ApproximateGP`` with ``ScaleKernel(LatentDistributionKernel)``, a constant mean
-    and whitened inducing documents ``inducing`` (``M x L`` padded long tensor)."""
+    """An ``ApproximateGP`` with ``ScaleKernel(kernel)`` (``scale=False``: ``kernel`` as the covariance
+    as it is), a constant mean and whitened inducing documents ``inducing`` (``M x L`` padded long tensor)."""
 
-    def __init__(self, inducing: torch.Tensor, kernel: LatentDistributionKernel, jitter: float = 1e-6):
+    def __init__(self, inducing: torch.Tensor, kernel: Kernel, jitter: float = 1e-6, scale: bool = True):
         distribution = CholeskyVariationalDistribution(inducing.shape[0], dtype=torch.float64)
         # jitter given explicitly: gpytorch would look it up by the (long) dtype of the inducing inputs
-        strategy = _PaddedVariationalStrategy(
+        strategy = PaddedVariationalStrategy(
             self, inducing, distribution, learn_inducing_locations=False, jitter_val=jitter
         )
         super().__init__(strategy)
         self.mean_module = gpytorch.means.ConstantMean()
-        self.covar_module = gpytorch.kernels.ScaleKernel(kernel)
+        self.covar_module = ScaleKernel(kernel) if scale else kernel
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         # the variational strategy passes the inducing documents and the batch together and slices
@@ -131,11 +137,16 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     return np.sort(chosen)
 
 
-class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
+class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     r"""Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
 
     Args:
-        latent_dim, rho, embedding, level2: as for :class:`~lvgp.GPLVSMRegressor`.
+        kernel: as for :class:`~lvgp.GPLVSMRegressor`: an :class:`~lvgp.kernels.LDKSpec` (default: the
+            paper's, ``None`` for ``LDKSpec()``; built on the training documents, times a learned output scale;
+            ``approximation="auto"`` is the exact LDK here: a step evaluates it on ``M + batch_size``
+            documents, whatever the vocabulary), a gpytorch ``Kernel`` over padded word-index sets (the
+            covariance as it is; give the fitted ``vocabulary=`` it was built for), or a factory
+            ``callable(num_words) -> Kernel``.
         num_inducing: M inducing documents (see the module docstring), chosen by ``inducing``
             (``"kmeans++"`` or ``"random"``) among the training documents.
         batch_size: documents per step; lr: Adam step size.
@@ -145,17 +156,6 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             ``convergence_window`` steps is less than ``tol`` (relative) below the mean of the
             window before; when the budget ends first, a ``ConvergenceWarning`` says so.
         noise_init, outputscale_init: initial noise variance and output scale (standardized targets).
-        word_embeddings: ``None`` or word vectors the latent vectors are tied to, as in
-            :class:`~lvgp.GPLVSMRegressor` (a name, a :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"``
-            or a tuple; text input); unseen words with a vector enter prediction with their
-            embedding-implied vectors.
-        identity_weight: ``None`` or the initial :math:`\lambda` of the word kernel
-            :math:`\lambda\delta_{vw} + k(\mathbf x_v, \mathbf x_w)` (fitted by the ELBO).
-        identity_form: ``"joint"`` (the identity inside the word kernel) or ``"separate"`` (the
-            level-2 kernel of each part, added; :class:`~lvgp.LatentDistributionKernel`).
-        learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
-            themselves (``latent_dim`` is then their dimension).
-        word_weighting: ``"uniform"`` or ``"idf"`` (the documents' measures; idf from the training documents).
         vocabulary, num_words: input handling as for the exact estimator.
         distributed, world_size: data-parallel training in ``world_size`` local processes under
             ``torch.distributed`` (gloo, loopback); each step's global batch is shared among
@@ -167,14 +167,17 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
 
     Fitted: ``model_``, ``likelihood_``, ``inducing_indices_``, ``loss_curve_`` (negative
     ELBO per datum and epoch), ``step_losses_`` (per step), ``n_iter_`` (steps), ``converged_``,
-    ``word_vectors_``, ``fit_seconds_``.
+    ``word_vectors_``, ``kernel_kind_``, ``fit_seconds_``.
     Ctrl-C stops training after the current step and keeps the parameters reached.
+    :meth:`save` / :meth:`load` write and read a fitted model (``torch.load(weights_only=True)``).
     """
+
+    _default_kernel: dict[str, Any] = {}
 
     def __init__(
         self,
-        latent_dim: int = 2,
-        rho: float = 1.0,
+        kernel: KernelArg = None,
+        *,
         num_inducing: int = 64,
         batch_size: int = 256,
         max_steps: int = 2000,
@@ -182,16 +185,9 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         tol: float = 1e-3,
         convergence_window: int = 100,
         lr: float = 0.02,
-        embedding: str = "rbf",
-        level2: str = "linear",
         inducing: str = "kmeans++",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
-        word_embeddings: EmbeddingsSpec = None,
-        identity_weight: float | str | None = None,
-        identity_form: str = "joint",
-        learn_word_vectors: bool = True,
-        word_weighting: str = "uniform",
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         distributed: bool = False,
@@ -200,8 +196,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
-        self.latent_dim = latent_dim
-        self.rho = rho
+        self.kernel = kernel
         self.num_inducing = num_inducing
         self.batch_size = batch_size
         self.max_steps = max_steps
@@ -209,16 +204,9 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.tol = tol
         self.convergence_window = convergence_window
         self.lr = lr
-        self.embedding = embedding
-        self.level2 = level2
         self.inducing = inducing
         self.noise_init = noise_init
         self.outputscale_init = outputscale_init
-        self.word_embeddings = word_embeddings
-        self.identity_weight = identity_weight
-        self.identity_form = identity_form
-        self.learn_word_vectors = learn_word_vectors
-        self.word_weighting = word_weighting
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.distributed = distributed
@@ -227,33 +215,48 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         self.device = device
         self.verbose = verbose
 
-    def _build(self, x: torch.Tensor, seed: int, num_words: int, word_features: np.ndarray | None = None) -> None:
+    def _kernel(self, x: torch.Tensor, seed: int, num_words: int, word_features: Any, words: Any) -> Kernel:
+        """The covariance: the spec's LDK times an output scale (``approximation="auto"`` exact), or
+        the user's kernel as it is."""
+        spec = self._spec
+        if spec is None:
+            self.kernel_kind_ = "user"
+            return resolve_kernel(self.kernel, num_words, x, word_features=word_features, words=words, seed=seed)
+        if spec.approximation == "auto":
+            spec = spec.replace(approximation="exact")
+        kernel = ScaleKernel(spec.build(num_words, x, word_features=word_features, words=words, seed=seed))
+        kernel.outputscale = torch.tensor(float(self.outputscale_init), dtype=torch.float64)
+        ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
+        self.kernel_kind_ = getattr(ldk, "features", "exact")
+        return kernel
+
+    def _build(
+        self,
+        x: torch.Tensor,
+        seed: int,
+        num_words: int,
+        word_features: np.ndarray | None = None,
+        inducing_indices: np.ndarray | None = None,
+    ) -> None:
         """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
-        self.inducing_indices_ = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
+        if inducing_indices is None:
+            inducing_indices = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
+        self.inducing_indices_ = inducing_indices
         inducing = trim_to_longest(x[self.inducing_indices_])
-        vectors = estimator_word_vectors(self, num_words, word_features, rho=self.rho, seed=seed)
-        kernel = LatentDistributionKernel(
-            embedding=self.embedding,
-            level2=self.level2,
-            word_vectors=vectors,
-            word_weights=word_weights(x, num_words, self.word_weighting),
-            identity_weight=identity_start(self.identity_weight),
-            identity_form=self.identity_form,
-        )
-        if self.identity_weight == "balanced":
-            kernel.identity_weight = balanced_identity_weight(kernel, x)
-        self.model_ = SparseGPLVSM(inducing, kernel).double()
+        words = self.encoder_.vocabulary.words if getattr(self, "encoder_", None) and self.encoder_.vocabulary else None
+        kernel = self._kernel(x, seed, num_words, word_features, words)
+        self.model_ = SparseGPLVSM(inducing, kernel, scale=False).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
-        self.likelihood_.noise = torch.tensor(self.noise_init, dtype=torch.float64)
-        self.model_.covar_module.outputscale = torch.tensor(self.outputscale_init, dtype=torch.float64)
-        # gamma is kept fixed (as in GPLVSMRegressor: the RBF embedding depends on sqrt(gamma) x only)
-        if hasattr(kernel.embedding, "raw_gamma"):
-            kernel.embedding.raw_gamma.requires_grad_(False)
+        self.likelihood_.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
+        if variational_word_vectors(kernel):
+            raise ValueError(
+                "kernel.variational: the sparse GP-LVSM fits MAP word vectors under the ELBO; use variational=False"
+            )
 
     _parameter_constraints: dict[str, list] = {
         **{k: v for k, v in FITTING.items() if k in ("tol", "lr", "random_state", "verbose", "device")},
         **documents_input(),
-        **{k: v for k, v in ldk_options().items() if k != "gamma"},
+        "kernel": [KernelArgument()],
         "num_inducing": [Integer(1)],
         "batch_size": [Integer(1)],
         "max_steps": [Integer(1)],
@@ -280,7 +283,8 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
             raise ValueError(
                 f"distributed=True runs CPU processes (gloo): use device='cpu'; got device={self.device!r}"
             )
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self.word_embeddings)
+        spec = self._spec
+        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, None if spec is None else spec.word_embeddings)
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         y = check_targets_array(y, x.shape[0])
         if y.ndim != 1:
@@ -425,7 +429,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
                 args=(
                     self.world_size,
                     port,
-                    self.get_params(),
+                    self.get_params(deep=False),
                     x,
                     targets,
                     seed,
@@ -446,8 +450,83 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
 
     @property
     def word_vectors_(self) -> np.ndarray:
+        """``num_words x latent_dim`` word vectors of the kernel's (one) word-vector module."""
         check_is_fitted(self, "model_")
-        return to_host(self.model_.covar_module.base_kernel.latent).copy()
+        modules = word_vector_modules(self.model_.covar_module)
+        if len(modules) != 1:
+            raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
+        return to_host(modules[0].vectors).copy()
+
+    def _word_vectors(self) -> Any:
+        modules = word_vector_modules(self.model_.covar_module)
+        return modules[0] if len(modules) == 1 else None
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        """Save the fitted model (parameters, vocabulary, inducing documents, the model's and
+        likelihood's state) with ``torch.save``; :meth:`load` reads it back with
+        ``weights_only=True`` and predicts bit-identically. The training documents are not saved
+        (the model needs only its inducing documents)."""
+        check_is_fitted(self, "model_")
+        payload = {
+            "format": self._format(),
+            "params": self._saved_params(),
+            "encoder": self.encoder_.to_dict(),
+            "inducing": state_to_cpu(self.model_.variational_strategy.inducing_points).clone(),
+            "inducing_indices": torch.from_numpy(np.asarray(self.inducing_indices_, dtype=np.int64)),
+            "y_mean": self.y_mean_,
+            "y_std": self.y_std_,
+            "model": state_to_cpu(self.model_.state_dict()),
+            "likelihood": state_to_cpu(self.likelihood_.state_dict()),
+            "fit": {
+                "loss_curve": list(self.loss_curve_),
+                "step_losses": list(self.step_losses_),
+                "n_iter": self.n_iter_,
+                "converged": self.converged_,
+                "fit_seconds": getattr(self, "fit_seconds_", None),
+            },
+        }
+        torch.save(payload, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: KernelArg = None) -> Self:
+        """Load a model written by :meth:`save` onto ``device`` (default: the one it was fitted on);
+        ``kernel``: the user kernel or factory it was fitted with."""
+        est, payload = cls._from_saved(path, device, kernel)
+        try:
+            est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
+            inducing = payload["inducing"]
+            est.y_mean_, est.y_std_ = float(payload["y_mean"]), float(payload["y_std"])
+            est.device_ = check_device(est.device)
+            with seeded_torch(0):  # the variational mean's initial jitter, overwritten by the state
+                est._build(
+                    inducing,
+                    0,
+                    est.encoder_.num_words,
+                    est.encoder_.word_features,
+                    inducing_indices=np.arange(inducing.shape[0]),
+                )
+            est.inducing_indices_ = payload["inducing_indices"].numpy()
+            est.model_.load_state_dict(payload["model"])
+            est.likelihood_.load_state_dict(payload["likelihood"])
+            fit = payload["fit"]
+        except (KeyError, TypeError, AttributeError) as err:
+            from ..base.persistence import SavedFileError
+
+            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
+        except RuntimeError as err:
+            raise ValueError(
+                f"{path}: the saved model state does not fit the model its parameters build "
+                f"({str(err).splitlines()[0][:300]})"
+            ) from None
+        est.model_, est.likelihood_ = est.model_.to(est.device_), est.likelihood_.to(est.device_)
+        est.model_.eval()
+        est.likelihood_.eval()
+        est.loss_curve_, est.step_losses_ = list(fit["loss_curve"]), list(fit["step_losses"])
+        est.n_iter_, est.converged_ = fit["n_iter"], fit["converged"]
+        if fit["fit_seconds"] is not None:
+            est.fit_seconds_ = fit["fit_seconds"]
+        return est
 
     def predict(
         self, X: Documents, return_std: bool = False, include_noise: bool = True, block: int = 1024
@@ -456,7 +535,7 @@ class SparseGPLVSMRegressor(BagOfWordsInputMixin, RegressorMixin, BaseEstimator)
         Documents without any known word get the prior: the constant mean and the prior
         standard deviation of an average inducing document (with an ``EmptyDocumentsWarning``)."""
         check_is_fitted(self, "model_")
-        with self.encoder_.predicting(X, self.model_.covar_module.base_kernel.word_vectors) as x:
+        with self.encoder_.predicting(X, self._word_vectors()) as x:
             return self._predict_encoded(x, return_std, include_noise, block)
 
     def _predict_encoded(

@@ -36,6 +36,7 @@ warnings.filterwarnings("ignore", message=".*did not converge.*")
 from lvgp import GPLVSMRegressor, Vocabulary
 from lvgp.baselines.linear import DevTunedLinearRegression
 from lvgp.datasets import load_review_snippets
+from lvgp.kernels import LDKSpec
 
 # %%
 corpus = load_review_snippets("amazon")
@@ -61,7 +62,7 @@ def rmse(model, idx):
     return float(np.sqrt(np.mean((model.predict(list(texts[idx])) - y[idx]) ** 2)))
 
 
-gplvsm = GPLVSMRegressor(latent_dim=2, rho=10.0, vocabulary=vocab, max_iter=max_iter, random_state=0)
+gplvsm = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=10.0), vocabulary=vocab, max_iter=max_iter, random_state=0)
 gplvsm.fit(list(texts[train]), y[train], X_val=list(texts[dev]), y_val=y[dev])
 ridge = DevTunedLinearRegression("ridge", vocabulary=vocab).fit(list(texts[train]), y[train], list(texts[dev]), y[dev])
 print(f"GP-LVSM (MAP) test RMSE {rmse(gplvsm, test):.3f}; ridge {rmse(ridge, test):.3f}")
@@ -78,15 +79,11 @@ plt.show()
 
 # %%
 vb = GPLVSMRegressor(
-    latent_dim=2,
-    rho=0.3,
+    LDKSpec(latent_dim=2, rho=0.3, word_embeddings="glove-6b-50d", variational=True, length_kernel=True),
     vocabulary=vocab,
-    variational=True,
     optimizer="adam",
     lr=0.05,
     max_iter=vb_iter,
-    word_embeddings="glove-6b-50d",
-    length_kernel=True,
     predict_samples=8 if smoke_test else 16,
     random_state=0,
 )

@@ -38,6 +38,7 @@ torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
 from lvgp import LDKMatcher
 from lvgp.baselines.cca import KernelCCAMatcher
 from lvgp.experiments.matching import MatchingStudy, prepare
+from lvgp.kernels import LDKSpec
 from lvgp.models.matching import precision_at
 
 # %% [markdown]
@@ -66,10 +67,10 @@ print(train_en[0].split("\n")[0], "<->", train_de[0].split("\n")[0])
 
 # %%
 budget = dict(min_df=1, max_iter=15 if smoke_test else 300, random_state=0)
-ldk = LDKMatcher(latent_dim=8, rho=0.01, gamma=1.0, **budget).fit(train_en, train_de)
-tied = LDKMatcher(latent_dim=8, rho=0.01, tie_identical_tokens=True, init="cca", word_weighting="idf", **budget).fit(
-    train_en, train_de
-)
+ldk = LDKMatcher(LDKSpec(latent_dim=8, rho=0.01, gamma=1.0), **budget).fit(train_en, train_de)
+tied = LDKMatcher(
+    LDKSpec(latent_dim=8, rho=0.01, word_weighting="idf"), tie_identical_tokens=True, init="cca", **budget
+).fit(train_en, train_de)
 print(
     f"LDK: {ldk.fit_seconds_:.1f} s, {ldk.n_iter_} L-BFGS iterations, "
     f"{len(ldk.source_vocabulary_)} English and {len(ldk.target_vocabulary_)} German words; "

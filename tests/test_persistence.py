@@ -1,0 +1,224 @@
+"""save / load of every LDK estimator (issues 38 and 40): files of lvgp 0.1 still load and predict the
+same; a user kernel (a gpytorch Kernel or a factory) reloads when given again, and the file says so
+when it is not; numpy scalars, numpy random generators and every label dtype ``fit`` takes survive
+fit -> save -> load -> predict bit for bit; a damaged file is a ``ValueError`` naming it."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from gpytorch.kernels import ScaleKernel
+
+import lvgp
+from lvgp import (
+    BagOfWordsKernel,
+    GPLVSMRegressor,
+    LatentDistributionKernel,
+    LDKGPClassifier,
+    LDKSpec,
+    SparseGPLVSMRegressor,
+    Vocabulary,
+)
+from lvgp.base.persistence import SavedFileError, classes_from_plain, classes_to_plain, plain_value, restored_value
+
+V1 = Path(__file__).parent / "data" / "saved_v1"
+TEXTS = [
+    "good film great acting",
+    "bad film awful plot",
+    "great plot good music",
+    "awful acting bad music",
+    "good acting great film",
+    "bad plot awful film",
+    "great music good plot",
+    "awful film bad acting",
+]
+Y = np.array([1.0, -1.0, 1.2, -0.9, 1.1, -1.2, 0.8, -0.7])
+LABELS = np.array(["pos", "neg"] * 4)
+TEST = ["good music", "awful plot bad", "great great film"]
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _predict(est, texts):
+    if hasattr(est, "predict_proba"):
+        return est.predict_proba(texts)
+    return np.stack(est.predict(texts, return_std=True))
+
+
+@pytest.mark.parametrize("name", json.loads((V1 / "predictions.json").read_text()))
+def test_files_of_lvgp_0_1_load_and_predict_the_same(name):
+    """Files of format 1 (lvgp 0.1: the kernel's settings as the estimator's own arguments) load into
+    an LDKSpec and predict exactly what lvgp 0.1 predicted."""
+    expected = np.array(json.loads((V1 / "predictions.json").read_text())[name])
+    cls = LDKGPClassifier if name.startswith("gpc") else GPLVSMRegressor
+    est = cls.load(V1 / f"{name}.pt")
+    assert isinstance(est.kernel, LDKSpec)
+    np.testing.assert_array_equal(_predict(est, ["good music", "awful plot bad"]), expected)
+
+
+def _user_kernel(vocab):
+    return ScaleKernel(BagOfWordsKernel(len(vocab))) + ScaleKernel(LatentDistributionKernel(len(vocab), 2, seed=0))
+
+
+@pytest.mark.parametrize("form", ["kernel", "factory"])
+@pytest.mark.parametrize("cls", [GPLVSMRegressor, SparseGPLVSMRegressor, LDKGPClassifier])
+def test_a_user_kernel_reloads_when_given_again(cls, form, tmp_path):
+    vocab = Vocabulary().fit(TEXTS)
+    kernel = _user_kernel(vocab) if form == "kernel" else _user_kernel_factory
+    budget = {"max_steps": 5, "num_inducing": 4} if cls is SparseGPLVSMRegressor else {"max_iter": 5}
+    est = cls(kernel, vocabulary=vocab, random_state=0, **budget).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
+    assert est.kernel_kind_ == "user"
+    if form == "kernel":  # fitting copies the kernel: the parameter is left as it was given
+        assert all(not p.grad_fn and p.grad is None for p in kernel.parameters())
+        assert torch.equal(kernel.kernels[0].raw_outputscale, torch.zeros(()))
+    est.save(tmp_path / "m.pt")
+    with pytest.raises(ValueError, match=r"fitted with a user kernel \(.*\).*load\(path, kernel=\.\.\.\)"):
+        cls.load(tmp_path / "m.pt")
+    again = cls.load(tmp_path / "m.pt", kernel=kernel)
+    np.testing.assert_array_equal(_predict(again, TEST), _predict(est, TEST))
+    with pytest.raises(ValueError, match="does not fit the model"):
+        cls.load(tmp_path / "m.pt", kernel=LatentDistributionKernel(len(vocab), 3))
+
+
+def _user_kernel_factory(num_words):
+    return ScaleKernel(BagOfWordsKernel(num_words)) + ScaleKernel(LatentDistributionKernel(num_words, 2, seed=0))
+
+
+def test_a_spec_file_refuses_a_kernel_argument(tmp_path):
+    est = GPLVSMRegressor(max_iter=3, random_state=0).fit(TEXTS, Y)
+    est.save(tmp_path / "m.pt")
+    with pytest.raises(ValueError, match="holds"):
+        GPLVSMRegressor.load(tmp_path / "m.pt", kernel=_user_kernel_factory)
+
+
+def test_a_kernel_smaller_than_the_vocabulary_says_what_to_pass():
+    with pytest.raises(ValueError, match=r"takes 3 words but the vocabulary has \d+: pass the fitted vocabulary="):
+        GPLVSMRegressor(LatentDistributionKernel(3, 2), max_iter=2).fit(TEXTS, Y)
+    with pytest.raises(TypeError, match="kernel must be None, an lvgp LDKSpec, a gpytorch Kernel"):
+        GPLVSMRegressor("rbf").fit(TEXTS, Y)
+    with pytest.raises(TypeError, match="kernel must be None or an lvgp LDKSpec"):
+        lvgp.LatentSMMClassifier(_user_kernel_factory).fit(TEXTS, LABELS)
+
+
+def test_sparse_save_load_is_bit_identical(tmp_path):
+    est = SparseGPLVSMRegressor(
+        LDKSpec(word_weighting="idf", identity_weight="balanced"), num_inducing=4, max_steps=10, random_state=0
+    ).fit(TEXTS, Y)
+    est.save(tmp_path / "s.pt")
+    again = SparseGPLVSMRegressor.load(tmp_path / "s.pt")
+    np.testing.assert_array_equal(_predict(again, TEST), _predict(est, TEST))
+    assert again.kernel == est.kernel and again.n_iter_ == est.n_iter_
+    np.testing.assert_array_equal(again.inducing_indices_, est.inducing_indices_)
+
+
+# ------------------------------------------------------------------ issue 40: values the parameters take
+def test_plain_values_round_trip():
+    rs = np.random.RandomState(3)
+    rs.standard_normal(5)
+    gen = np.random.default_rng(7)
+    gen.standard_normal(3)
+    values = [np.int64(3), np.float32(0.5), np.bool_(True), (1, 2.0, "a"), [np.int8(1)], {"k": np.float64(2)}, rs, gen]
+    for value in values:
+        back = restored_value(plain_value(value, "p"))
+        if isinstance(value, np.random.RandomState):
+            assert np.array_equal(back.standard_normal(4), rs.standard_normal(4))
+        elif isinstance(value, np.random.Generator):
+            assert np.array_equal(back.standard_normal(4), gen.standard_normal(4))
+        else:
+            assert back == value and type(back) is not np.ndarray
+    with pytest.raises(TypeError, match=r"save\(\) cannot write p=<object"):
+        plain_value(object(), "p")
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array(["pos", "neg"] * 4),
+        np.array([3, 1] * 4),
+        np.array([1.0, 2.0] * 4),
+        np.array([True, False] * 4),
+        np.array([b"x", b"y"] * 4),
+        np.array(["2024-01-01", "2025-06-30"] * 4, dtype="datetime64[D]"),
+        np.array([1, 7] * 4, dtype="timedelta64[h]"),
+        np.array([("a", 1), ("b", 2)] * 4, dtype=object)[:, 0],
+    ],
+    ids=["str", "int", "float", "bool", "bytes", "datetime64", "timedelta64", "object"],
+)
+def test_every_label_dtype_survives_save_and_load(labels, tmp_path):
+    classes = np.unique(labels)
+    back = classes_from_plain(classes_to_plain(classes))
+    assert back.dtype == classes.dtype and np.array_equal(back, classes)
+    clf = LDKGPClassifier(max_iter=3, random_state=0).fit(TEXTS, labels)
+    clf.save(tmp_path / "c.pt")
+    again = LDKGPClassifier.load(tmp_path / "c.pt")
+    assert again.classes_.dtype == clf.classes_.dtype
+    np.testing.assert_array_equal(again.predict(TEST), clf.predict(TEST))
+    np.testing.assert_array_equal(again.predict_proba(TEST), clf.predict_proba(TEST))
+
+
+@pytest.mark.parametrize("cls", [GPLVSMRegressor, LDKGPClassifier, SparseGPLVSMRegressor])
+@pytest.mark.parametrize(
+    "random_state", [np.int64(5), np.random.RandomState(5), np.random.default_rng(5)], ids=["int64", "rs", "gen"]
+)
+def test_numpy_scalars_and_generators_as_parameters_save_and_load(cls, random_state, tmp_path):
+    budget = {"max_steps": np.int64(4), "num_inducing": np.int32(4)} if cls is SparseGPLVSMRegressor else {}
+    if cls is not SparseGPLVSMRegressor:
+        budget = {"max_iter": np.int64(3)}
+    spec = LDKSpec(latent_dim=np.int64(2), rho=np.float64(0.1), gamma=np.float32(1.0))
+    est = cls(spec, random_state=random_state, **budget).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
+    est.save(tmp_path / "m.pt")
+    again = cls.load(tmp_path / "m.pt")
+    np.testing.assert_array_equal(_predict(again, TEST), _predict(est, TEST))
+    assert again.kernel == est.kernel
+
+
+def _damaged(tmp_path: Path, good: Path) -> dict[str, Path]:
+    data = good.read_bytes()
+    cases = {
+        "empty": b"",
+        "text": b"this is not a saved model\n",
+        "truncated": data[: len(data) // 2],
+        "one byte": data[:1],
+        "bit-flipped": bytes(b ^ 0xFF if 200 <= i < 260 else b for i, b in enumerate(data)),
+    }
+    out = {}
+    for name, content in cases.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.pt"
+        path.write_bytes(content)
+        out[name] = path
+    pickled = tmp_path / "pickled.pt"
+    torch.save({"format": "lvgp.GPLVSMRegressor/2", "params": {"x": object.__new__(Vocabulary)}}, pickled)
+    out["foreign object"] = pickled
+    wrong = tmp_path / "wrong_params.pt"
+    torch.save({"format": "lvgp.GPLVSMRegressor/2", "params": {"no_such_argument": 1}}, wrong)
+    out["wrong parameters"] = wrong
+    future = tmp_path / "future.pt"
+    torch.save({"format": "lvgp.GPLVSMRegressor/9"}, future)
+    out["future version"] = future
+    (tmp_path / "a_directory.pt").mkdir()
+    out["directory"] = tmp_path / "a_directory.pt"
+    return out
+
+
+def test_damaged_files_are_a_value_error_naming_the_file(tmp_path):
+    est = GPLVSMRegressor(max_iter=3, random_state=0).fit(TEXTS, Y)
+    good = tmp_path / "good.pt"
+    est.save(good)
+    for name, path in _damaged(tmp_path, good).items():
+        with pytest.raises(ValueError, match=str(path.name)) as info:
+            GPLVSMRegressor.load(path)
+        assert isinstance(info.value, SavedFileError) or "does not fit" in str(info.value), name
+        if name == "future version":
+            assert "cannot read" in str(info.value) and lvgp.__version__ in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        GPLVSMRegressor.load(tmp_path / "missing.pt")
