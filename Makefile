@@ -3,22 +3,28 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.lvgp-installed
+# what the demo needs (lvgp and pyarrow, which reads the GloVe word index), and the dev tools on top
+RUNTIME := $(VENV)/.lvgp-runtime
+STAMP   := $(VENV)/.lvgp-installed
 
 .PHONY: setup demo lint test test-fast notebooks notebooks-run docs screenshots benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(PY) pyproject.toml
+$(RUNTIME): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[embeddings]'
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(PY) -m lvgp demo
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; part of `make test` (CI)

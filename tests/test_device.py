@@ -362,7 +362,8 @@ def test_every_torch_estimator_takes_a_device() -> None:
         assert any(c.name.split("-")[0] == name for c in CASES), f"{name} has no device case in this file"
 
 
-def test_a_study_puts_its_torch_methods_on_its_device() -> None:
+def test_a_study_puts_its_torch_methods_on_its_device(monkeypatch) -> None:
+    monkeypatch.setenv("LVGP_ALLOW_META_DEVICE", "1")
     from lvgp.experiments.classification import ClassificationStudy
     from lvgp.experiments.study import Study
 

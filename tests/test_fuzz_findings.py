@@ -352,3 +352,161 @@ def test_studies_warn_on_the_console_when_they_drop_rows():
     cells = [{"dropped_empty_train": 4}, {"dropped_empty_train": 0}, {"dropped_empty_train": 2, "rmse": 1.0}]
     with pytest.warns(EmptyDocumentsWarning, match=r"dropped_empty_train: 4 rows dropped in the worst of 2 of 3"):
         warn_dropped(cells)
+
+
+# ------------------------------------------------------------------ the second outside fuzz (issue 40)
+REVIEWS = ["good film great acting", "bad film awful plot", "great plot good music", "awful acting bad music"] * 2
+SENTIMENTS = np.array(["pos", "neg"] * 4)
+
+
+def test_variational_word_vectors_average_several_samples_per_objective():
+    """Defect 1: elbo_samples >= 2 crashed (the next sample was written into the buffer the last
+    sample's graph still needed). Now the objective is the mean of the samples' objectives."""
+    import torch
+
+    reg = GPLVSMRegressor(LDKSpec(variational=True), optimizer="adam", elbo_samples=3, max_iter=3, random_state=0)
+    _fit(reg, REVIEWS, np.arange(8.0))
+    assert np.isfinite(reg.loss_curve_).all() and len(reg.loss_curve_) == 3
+    vectors = reg.model_.ldk.word_vectors
+    first, second = torch.randn(vectors.latent_noise.shape), torch.randn(vectors.latent_noise.shape)
+    vectors.latent_noise = first
+    assert torch.equal(vectors.latent_noise, first)
+    vectors.latent_noise = second  # replaced, not written into: an earlier graph keeps its draw
+    assert torch.equal(first, first.clone())
+
+
+@pytest.mark.parametrize("cls", ["GPLVSMRegressor", "SparseGPLVSMRegressor", "GPRBFRegressor"])
+@pytest.mark.parametrize("noise", [1e-5, 1e-4])
+def test_noise_init_at_or_below_the_likelihoods_floor_is_refused(cls, noise):
+    """Defect 6: noise_init in (0, 1e-4] passed the table and crashed inside gpytorch."""
+    import lvgp
+
+    with pytest.raises(ValueError, match=r"^noise_init must be > 0\.0001"):
+        getattr(lvgp, cls)(noise_init=noise).fit(REVIEWS, np.arange(8.0))
+
+
+def test_ngd_lr_is_bounded_and_named():
+    """Defect 7: ngd_lr >= 2 ended in linear_operator's NotPSDError without context."""
+    from lvgp import LDKGPClassifier
+
+    with pytest.raises(ValueError, match=r"^ngd_lr must be <= 1"):
+        LDKGPClassifier(inference="variational", ngd_lr=2.0).fit(REVIEWS, SENTIMENTS)
+
+
+@pytest.mark.parametrize("block", [-1, 0, 2.5, True])
+def test_prediction_blocks_are_positive_integers(block):
+    """Defect 8: block=-1 returned the class prior for every row; block=0 a bare range() error."""
+    from lvgp import LDKGPClassifier
+
+    clf = _fit(LDKGPClassifier(max_iter=3, random_state=0), REVIEWS, SENTIMENTS)
+    with pytest.raises((ValueError, TypeError), match="block must be"):
+        clf.predict_proba(REVIEWS, block=block)
+    sparse = _fit(SparseGPLVSMRegressor(max_steps=3, num_inducing=4, random_state=0), REVIEWS, np.arange(8.0))
+    with pytest.raises((ValueError, TypeError), match="block must be"):
+        sparse.predict(REVIEWS, block=block)
+
+
+@pytest.mark.parametrize("weight", [0.0, -1.0, float("nan"), float("inf")])
+def test_the_identity_weight_is_positive(weight):
+    """Defect 9: LatentDistributionKernel(identity_weight=0.0) was accepted (raw -inf, lambda stuck)."""
+    from lvgp import LatentDistributionKernel
+
+    with pytest.raises(ValueError, match="identity_weight must be None or a finite number > 0"):
+        LatentDistributionKernel(5, 2, identity_weight=weight)
+
+
+def test_float64_word_weights_are_not_rounded_to_float32():
+    """Defect 10: word_weights were cast to float32 at construction: the tf-idf cosine of a float64
+    kernel was 2.7e-9 off scikit-learn's."""
+    import torch
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.preprocessing import normalize
+
+    from lvgp import BagOfWordsKernel
+    from lvgp.bow.padded import padded_to_counts
+    from lvgp.bow.weighting import idf_weights
+
+    vocab = Vocabulary().fit(REVIEWS)
+    x = vocab.encode(REVIEWS)
+    idf = idf_weights(x, len(vocab))
+    kernel = BagOfWordsKernel(len(vocab), "cosine", word_weights=idf).double()
+    assert kernel.word_weights.dtype == torch.float64
+    counts = padded_to_counts(x, len(vocab))
+    tfidf = normalize(TfidfTransformer().fit_transform(counts)).toarray()
+    with torch.no_grad():
+        gram = kernel(x).to_dense().numpy()
+    np.testing.assert_allclose(gram, tfidf @ tfidf.T, rtol=0, atol=1e-15)
+    assert BagOfWordsKernel(len(vocab), word_weights=idf.astype(np.float32)).word_weights.dtype == torch.float32
+
+
+def test_svm_tol_is_bounded():
+    """Also seen: LatentSMMClassifier(svm_tol=1e-300) hung in LIBSVM."""
+    from lvgp import LatentSMMClassifier
+
+    with pytest.raises(ValueError, match=r"^svm_tol must be >= 1e-10"):
+        LatentSMMClassifier(svm_tol=1e-300).fit(REVIEWS, SENTIMENTS)
+
+
+def test_the_meta_device_is_refused_at_fit():
+    """Also seen: device="meta" passed the device check and failed deep inside."""
+    with pytest.raises(ValueError, match="device must be a device that holds data"):
+        GPLVSMRegressor(device="meta").fit(REVIEWS, np.arange(8.0))
+
+
+def test_a_nan_validation_score_is_an_error_not_a_silent_choice():
+    """Also seen: minimize kept the initial parameters when the validation score was NaN, and
+    fit_stochastic warned that the score "still improved"."""
+    import torch
+
+    from lvgp.base.fitting import fit_stochastic, minimize
+
+    p = torch.nn.Parameter(torch.tensor([3.0], dtype=torch.float64))
+    with pytest.raises(FloatingPointError, match="validation score became nan after 1"):
+        minimize([p], lambda: (p - 1).pow(2).sum(), method="adam", max_iter=10, validate=lambda: float("nan"))
+    with pytest.raises(FloatingPointError, match="validation score became nan after 1 iterations"):
+        fit_stochastic(
+            lambda it: (p - 1).pow(2).sum().detach(),
+            max_iter=5,
+            rule=None,
+            what="toy",
+            validate=lambda: float("nan"),
+        )
+
+
+def test_after_ctrl_c_adam_keeps_the_parameters_that_scored_best():
+    """Also seen: after Ctrl-C, Adam kept the parameters one step past the best loss (the loss of a
+    step is that of the parameters before it)."""
+    import torch
+
+    from lvgp.base.fitting import minimize
+
+    p = torch.nn.Parameter(torch.tensor([3.0], dtype=torch.float64))
+    seen = []
+
+    def objective():
+        if len(seen) == 6:
+            raise KeyboardInterrupt
+        seen.append(p.item())
+        return (p - 1.0).pow(2).sum()
+
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        result = minimize([p], objective, method="adam", lr=0.1, max_iter=100)
+    best = int(np.argmin(result.loss_curve))
+    assert p.item() == seen[best]  # the parameters at which the best recorded loss was evaluated
+
+
+def test_unknown_word_embeddings_name_the_parameter():
+    """Also seen: word_embeddings='bogus' did not name the parameter."""
+    with pytest.raises(ValueError, match=r"kernel\.word_embeddings: unknown word embeddings 'bogus'"):
+        GPLVSMRegressor(LDKSpec(word_embeddings="bogus")).fit(REVIEWS, np.arange(8.0))
+
+
+def test_words_without_a_positive_co_occurrence_get_zero_vectors():
+    """Also seen: ppmi_svd_embeddings gave such words noise vectors of ~1e-9 instead of zeros."""
+    import scipy.sparse as sp
+
+    from lvgp.base.embeddings import ppmi_svd_embeddings
+
+    counts = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 1]]))
+    vectors = ppmi_svd_embeddings(counts, 2, random_state=0)
+    assert np.all(vectors[2] == 0.0)  # word 2 co-occurs with nothing

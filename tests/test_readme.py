@@ -1,11 +1,16 @@
-"""Every ``lvgp compare`` command in the README's and the documentation's shell blocks names
-only options its study has (checked by the CLI's own parser, nothing is run), and every ``make``
-target the README names exists."""
+"""The README is a contract: every Python snippet of README.md and the getting-started page runs as
+written (the page's blocks in order, in one fresh interpreter); every ``lvgp compare`` command in the
+README's and the documentation's shell blocks names only options its study has (checked by the CLI's
+own parser) and writes under ``runs/``, never into the committed ``results/``; every ``make`` target
+the README names exists."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -54,3 +59,34 @@ def test_make_targets_named_in_the_readme_exist():
     named = set(re.findall(r"`make ([\w-]+)", (ROOT / "README.md").read_text()))
     named |= {c.split()[1] for c in _shell_commands(ROOT / "README.md") if c.startswith("make ")}
     assert named and named <= targets, sorted(named - targets)
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)]
+
+
+SNIPPET_PAGES = [ROOT / "README.md", ROOT / "docs" / "getting_started.md"]
+
+
+@pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: p.name)
+def test_every_python_snippet_runs_as_written(page, tmp_path):
+    """The page's Python blocks, in order, in one interpreter started in an empty folder (they save
+    files there) with one thread."""
+    blocks = _python_blocks(page)
+    assert blocks
+    script = tmp_path / "snippets.py"
+    script.write_text("\n\n".join(blocks))
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LVGP_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("page, command", COMPARE, ids=[f"{p}:{c[:60]}" for p, c in COMPARE])
+def test_compare_commands_write_under_runs(page, command):
+    argv = shlex.split(command)
+    if "--help" in argv or "--report-only" in argv:
+        return
+    out = argv[argv.index("--out") + 1]
+    assert out.startswith("runs/"), f"{page}: `{command}` writes into {out}, not under runs/"

@@ -14,6 +14,7 @@ exception is scipy's L-BFGS, which needs the loss and gradient on the host once 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import torch
@@ -22,7 +23,13 @@ __all__ = ["check_device", "device_problem", "to_host", "state_to_cpu", "LossBuf
 
 
 def device_problem(device: torch.device) -> str | None:
-    """What makes ``device`` unusable here (``None`` when it is usable)."""
+    """What makes ``device`` unusable here (``None`` when it is usable). PyTorch's ``"meta"`` device
+    holds no data, so nothing can be fitted there: it is refused, except by lvgp's own tests of how
+    a device reaches nested estimators (``LVGP_ALLOW_META_DEVICE=1``)."""
+    if device.type == "meta":
+        if os.environ.get("LVGP_ALLOW_META_DEVICE") == "1":
+            return None
+        return "a device that holds data ('meta' tensors have no values; use 'cpu' or 'cuda')"
     if device.type == "cuda":
         if not torch.cuda.is_available():
             return "a usable device (this torch sees no CUDA device; use 'cpu')"
@@ -31,7 +38,7 @@ def device_problem(device: torch.device) -> str | None:
     elif device.type == "mps":
         if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
             return "a usable device (MPS is not available here; use 'cpu')"
-    elif device.type not in ("cpu", "meta"):
+    elif device.type != "cpu":
         return "'cpu', 'cuda', 'cuda:<i>' or 'mps'"
     return None
 

@@ -70,6 +70,9 @@ def ppmi_svd_embeddings(counts: sp.spmatrix, dim: int, random_state: int | None 
     u, s, _ = randomized_svd(ppmi, k, random_state=random_state)
     out = np.zeros((ppmi.shape[0], dim))
     out[:, :k] = u * np.sqrt(s)
+    # a word without a positive co-occurrence has a zero row of PPMI: its vector is zero (the
+    # randomized SVD would leave rounding noise of ~1e-9 there, which reads as a direction)
+    out[np.asarray(ppmi.getnnz(axis=1)).ravel() == 0] = 0.0
     return out
 
 

@@ -15,9 +15,11 @@ data), ``max_epochs`` (passes over the data), ``max_steps`` (mini-batch steps)."
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,30 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .device import LossBuffer
 from .progress import progress_bar
+
+#: what the fitting loops do on Ctrl-C: ``"keep"`` (the default, for a user at the keyboard: stop,
+#: warn, keep the best parameters so far) or ``"raise"`` (let the ``KeyboardInterrupt`` through: a
+#: comparative study must never record an interrupted fit as a result; :func:`interrupts_raise`)
+INTERRUPTS: contextvars.ContextVar[str] = contextvars.ContextVar("lvgp_interrupts", default="keep")
+
+
+@contextlib.contextmanager
+def interrupts_raise() -> Iterator[None]:
+    """Inside, Ctrl-C ends a fit by raising ``KeyboardInterrupt`` instead of keeping its best
+    parameters (:data:`INTERRUPTS`)."""
+    token = INTERRUPTS.set("raise")
+    try:
+        yield
+    finally:
+        INTERRUPTS.reset(token)
+
+
+def reraise_interrupts() -> None:
+    """Called in a loop's ``except KeyboardInterrupt:`` before it keeps what it has: re-raise when
+    interrupts must end the caller (:data:`INTERRUPTS` is ``"raise"``)."""
+    if INTERRUPTS.get() == "raise":
+        raise KeyboardInterrupt
+
 
 OPTIMIZERS = ("lbfgs", "adam")
 #: the early-stopping policies: hold out part of the training data, score it after every iteration,
@@ -240,7 +266,7 @@ def fit_stochastic(
                 result.message = f"the mean loss of {rule.window} {unit} fell by less than tol={rule.tol:g}"  # type: ignore[union-attr]
                 break
             if validate is not None:
-                score = float(validate())
+                score = _finite_score(validate(), what, it + 1, unit)
                 result.validation_curve.append(score)
                 if score < best.score:
                     best.score, best.iter = score, it + 1
@@ -251,6 +277,8 @@ def fit_stochastic(
                     break
         record(buffer.flush())
     except KeyboardInterrupt:
+        bar.close()
+        reraise_interrupts()
         result.loss_curve.extend(buffer.flush())
         result.interrupted = True
         result.message = f"interrupted after {len(result.loss_curve)} {unit}"
@@ -316,6 +344,18 @@ class _Params:
 
 class _EarlyStop(Exception):
     pass
+
+
+def _finite_score(value: Any, what: str, iteration: int, unit: str = "iterations") -> float:
+    """A validation score as a float; a ``FloatingPointError`` naming the iteration when it is not
+    finite (the best iterate would otherwise be chosen among NaNs: none, or the first)."""
+    score = float(value)
+    if not math.isfinite(score):
+        raise FloatingPointError(
+            f"{what}: the validation score became {score} after {iteration} {unit}: the predictions on the "
+            "held-out documents are not finite (a diverged fit, or held-out documents the model cannot score)"
+        )
+    return score
 
 
 @dataclass
@@ -384,24 +424,29 @@ def minimize(
         loss.backward()
         return loss
 
-    def end_of_iteration(loss: float, current: bool = True) -> None:
+    def end_of_iteration(loss: float, current: bool = True, evaluated_at: list[torch.Tensor] | None = None) -> None:
         # current: the parameters are still those of this iteration (False for the losses that
-        # Adam reads back in batches, all but the last: they are recorded, never snapshotted)
+        # Adam reads back in batches, all but the last: they are recorded, never snapshotted).
+        # evaluated_at: the parameters the loss was evaluated at, where they are not the current
+        # ones (Adam's loss is that of the parameters before its step)
         result.n_iter += 1
         result.loss_curve.append(loss)
         bar.update(1)
-        if not current:
+        if not current and (validate is not None or evaluated_at is None):
             return
         postfix = {"loss": f"{loss:.5g}"}
         score = loss
+        state = None
         if validate is not None:
             score = math.inf
             if result.n_iter % validation_interval == 0:
-                score = float(validate())
+                score = _finite_score(validate(), desc, result.n_iter)
                 result.validation_curve.append(score)
                 postfix["val"] = f"{score:.4g}"
+        elif evaluated_at is not None:
+            state = evaluated_at
         if score < best.score:
-            best.score, best.values, best.iter = score, flat.snapshot(), result.n_iter
+            best.score, best.values, best.iter = score, state if state is not None else flat.snapshot(), result.n_iter
         bar.set_postfix(postfix, refresh=False)  # drawn by the next timed update
         if validate is not None and result.n_iter - best.iter >= n_iter_no_change:
             result.stopped_early = True
@@ -419,6 +464,8 @@ def minimize(
         result.converged = True
         result.message = f"early stopping: no validation improvement in {n_iter_no_change} iterations"
     except KeyboardInterrupt:
+        bar.close()
+        reraise_interrupts()
         result.interrupted = True
         result.message = f"interrupted at iteration {result.n_iter}"
         warnings.warn(
@@ -481,10 +528,17 @@ def _run_adam(
     opt = torch.optim.Adam(flat.params, lr=lr)
     buffer = LossBuffer(every, "the objective", "try a smaller learning rate, a larger rho, or the other optimizer")
 
+    # the loss of a step is that of the parameters before it: each waiting loss keeps those
+    # parameters until it is read back, so that the best iterate kept (by objective) is the one that
+    # scored, also after Ctrl-C in the middle of a window
+    states: list[list[torch.Tensor]] = []
+
     def record(values: list[float] | None) -> None:
         values = values or []
+        taken, states[: len(values)] = states[: len(values)], []
         for k, value in enumerate(values):
-            end_of_iteration(value, current=k == len(values) - 1)
+            last = k == len(values) - 1
+            end_of_iteration(value, current=last, evaluated_at=taken[k])
 
     for it in range(max_iter):
         try:
@@ -492,9 +546,14 @@ def _run_adam(
                 p.grad = None
             loss = objective()
             loss.backward()
+            states.append(flat.snapshot())
             opt.step()
         except KeyboardInterrupt:
-            record(buffer.flush())  # the steps taken so far count
+            del states[len(buffer._pending) :]  # a step interrupted before its loss was buffered
+            values = buffer.flush()  # the steps taken so far count
+            taken = states[: len(values)]
+            for k, value in enumerate(values):
+                end_of_iteration(value, current=True, evaluated_at=taken[k])
             raise
         values = buffer.append(loss)
         if it + 1 == max_iter:

@@ -17,6 +17,10 @@ import gpytorch
 import torch
 from linear_operator.utils.errors import NotPSDError
 
+#: the lower bound of gpytorch's ``GaussianLikelihood`` noise (its ``GreaterThan(1e-4)`` constraint):
+#: an initial noise must lie above it
+NOISE_FLOOR = 1e-4
+
 
 class CovarianceError(RuntimeError):
     """The training covariance could not be factorized (not positive definite even with jitter)."""

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_number", "standardization"]
+__all__ = ["check_number", "check_block", "standardization"]
 
 
 def check_number(
@@ -40,6 +40,12 @@ def check_number(
         raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}; got {value!r}")
     if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be <= {maximum}; got {value!r}")
+
+
+def check_block(block: object, name: str = "block") -> int:
+    """A prediction block size: a positive integer (``ValueError``/``TypeError`` naming ``name``)."""
+    check_number(name, block, integer=True, minimum=1)
+    return int(block)  # type: ignore[call-overload]  # an Integral, checked
 
 
 def standardization(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

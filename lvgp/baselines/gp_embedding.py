@@ -98,7 +98,7 @@ from torch import Tensor
 from .._random import derive_seed, seeded_torch
 from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.embeddings import ppmi_svd_embeddings
-from ..base.fitting import fit_stochastic, minimize
+from ..base.fitting import fit_stochastic, minimize, reraise_interrupts
 from ..base.numerics import CovarianceError
 from ..base.pyro import pyro_param, svi_step
 from ..base.splits import stratified_folds
@@ -753,6 +753,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
                 opt.step(closure)
         except KeyboardInterrupt:
+            reraise_interrupts()
             warnings.warn(f"fit interrupted after {len(curve)} evaluations", RuntimeWarning, stacklevel=3)
         self.loss_curve_ = curve
         with torch.no_grad():

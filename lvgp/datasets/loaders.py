@@ -191,6 +191,11 @@ _EMBEDDINGS = {
 }
 
 
+def embedding_names() -> list[str]:
+    """The names :func:`load_word_embeddings` knows."""
+    return sorted(_EMBEDDINGS)
+
+
 @functools.lru_cache(maxsize=2)
 def load_word_embeddings(name: str = "glove-6b-50d") -> WordEmbeddings:
     """Pretrained word vectors: ``glove-6b-50d`` (400,000 x 50 GloVe 6B vectors, lower-case)

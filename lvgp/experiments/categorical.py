@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base.constraints import Integer
 from ..baselines.frequency import (
     BigramDirichletMultinomial,
     MultinomialModel,
@@ -78,7 +79,7 @@ class CategoricalStudy(Study):
     kind = "categorical"
     help = "CLGP vs LGM vs frequency models: imputation perplexity on categorical data (Gal et al. 2015)"
     dataset: str = option(help="breast-cancer, xor, or PATH.csv (categorical columns; empty = missing)")
-    drop_columns: tuple[str, ...] = option((), "columns to ignore (e.g. Id)")
+    drop_columns: tuple[str, ...] = option((), "columns to ignore (e.g. Id)", allow_empty=True)
     splits: int = option(3, "random train/test splits (repetitions for xor)")
     methods: tuple[str, ...] = option(default_methods("categorical"))
     latent_dim: int = option(2, "Q of CLGP and LGM")
@@ -94,7 +95,7 @@ class CategoricalStudy(Study):
         choices=LATENT_SCALES,
     )
     alpha: float = option(1.0, "Dirichlet concentration of the DM baselines")
-    seed: int = option(0, "seed of the splits and the methods")
+    seed: int = option(0, "seed of the splits and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
     color_by: str | None = option(None, "column colouring latent_space.png (default: the last)")
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.splits import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
@@ -197,6 +198,7 @@ def plus_embeddings(study) -> str | tuple[str, str]:
     "ldk-gpc-plus",
     "GP classifier (LDK+BoW)",
     uses_unlabeled=True,
+    default=True,
     description="Dirichlet GP classifier on the LDK+BoW kernel; lambda (the mix, under a log-normal prior around "
     "the balanced start) and one output scale and noise for all classes fitted by the marginal likelihood",
 )
@@ -233,6 +235,7 @@ def _plus_smm_grid(study) -> dict[str, list]:
     "Latent SMM (LDK+BoW)",
     dev_grid=_plus_smm_grid,
     uses_unlabeled=True,
+    default=True,
     dev_folds=3,
     description="one-vs-rest SMM on the LDK+BoW kernel; lambda and C chosen by 3-fold CV inside the sample",
 )
@@ -266,7 +269,9 @@ class ClassificationStudy(Study):
     methods: tuple[str, ...] = option(default_methods("classification"))
     test_size: int | None = option(None, "subsample the test documents (default: all)")
     min_df_fraction: float = option(
-        0.0, "remove words in fewer than this fraction of the training documents, for every method (thesis: 0.01)"
+        0.0,
+        "remove words in fewer than this fraction of the training documents, for every method (thesis: 0.01)",
+        check=Real(0, 1, open_high=True),
     )
     embeddings: str = option("glove-6b-50d", "pretrained word vectors of the embedding and -glove methods")
     max_features: int = option(2000, "covariates of gp-embed-logreg (most frequent words)")
@@ -295,6 +300,7 @@ class ClassificationStudy(Study):
         "--ldk-max-iter iterations, each next one continued from it for this many; 0 fits every setting from the "
         "prior (the thesis; about 3x the time)",
         before=0,  # studies written before the path fitted every setting from the prior
+        check=Integer(0),
     )
     dev_folds: int = option(
         1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"
@@ -311,7 +317,7 @@ class ClassificationStudy(Study):
         "vectors): none, or pool (the rest of the training split, never test documents)",
         choices=("none", "pool"),
     )
-    seed: int = option(0, "seed of the samples and the methods")
+    seed: int = option(0, "seed of the samples and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
     @property

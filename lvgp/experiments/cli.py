@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``lvgp compare regression: error: ...``, exit 2), not
+    the usage block first."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +34,11 @@ def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run no cell: write the tables and figures from the cells already in --out",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="--out holds cells of a study with other settings: delete them and recompute (refused otherwise)",
+    )
 
 
 def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = False, threads: int | None = None):
@@ -45,12 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .registry import methods, studies
     from .study import add_study_options
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lvgp",
         description="Gaussian-process models for bag-of-words data (LDK, GP-LVSM) and comparative studies.",
     )
     parser.add_argument("--version", action="version", version=f"lvgp {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     demo = sub.add_parser("demo", help="fit GP-LVSM against baselines on real review data and print a table")
     demo.add_argument("--tiny", action="store_true", help="a short run on small sets (for tests)")
@@ -59,13 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_run_demo)
 
     compare = sub.add_parser("compare", help="comparative studies: every method on the same splits of real data")
-    kinds = compare.add_subparsers(dest="study", metavar="STUDY")
+    kinds = compare.add_subparsers(dest="study", metavar="STUDY", parser_class=_Parser)
+    compare.set_defaults(run=lambda args: _no_study(compare))
     for name, cls in sorted(studies().items()):
         study_parser = kinds.add_parser(name, help=cls.help, description=cls.description or cls.help)
         add_study_options(study_parser, cls, tuple(methods(name)))
         _add_runner_arguments(study_parser)
         study_parser.set_defaults(run=_run_study, study_class=cls)
     return parser
+
+
+def _no_study(compare: argparse.ArgumentParser) -> int:
+    """``lvgp compare`` without a study: its help (the studies), exit 2."""
+    compare.print_help(sys.stderr)
+    return 2
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -101,7 +122,7 @@ def _run_study(args: argparse.Namespace) -> int:
         )
         return 0
     executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
-    summary = study.run(args.out, executor, progress=not args.quiet)
+    summary = study.run(args.out, executor, progress=not args.quiet, force=args.force)
     print(summary["table"])
     if getattr(executor, "skipped", 0):
         print(f"report only: {executor.skipped} cells not run (shown as '–' or left out of the means)")
@@ -118,8 +139,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, ImportError) as err:  # bad input or a missing extra: a clear message
+    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as err:
+        # bad input or a missing extra: one line
         parser.exit(2, f"lvgp: error: {err}\n")
+    except KeyboardInterrupt as err:  # Ctrl-C: one line (a study's says how to resume), not a traceback
+        message = str(err) or "interrupted"
+        print(f"\nlvgp: {message}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

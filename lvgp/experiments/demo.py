@@ -38,7 +38,7 @@ def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -
         f"Amazon review snippets (Hutto & Gilbert 2014): one split, {study.train_size} train / {study.dev_size} dev / "
         f"{study.test_size or 'remaining'} test sentences; hyper-parameters chosen on dev; results in {out}"
     )
-    summary = study.run(out, InProcessExecutor(), progress=True)
+    summary = study.run(out, InProcessExecutor(), progress=True, force=True)  # another --seed: recompute
     rows = summary["records"]
     width = max(len(study.label(r["method"])) for r in rows)
     print(f"\n{'method':<{width}}  test RMSE  dev RMSE  fit s  chosen")

@@ -85,7 +85,10 @@ _WORKER_CONTEXT: dict[str, Any] = {}
 
 
 def _init_worker(context: Any, threads: int) -> None:
+    from ..base.fitting import INTERRUPTS
+
     limit_threads(threads)  # for the worker's lifetime
+    INTERRUPTS.set("raise")  # Ctrl-C (the terminal's, sent to every worker) ends the cell, never records it
     _WORKER_CONTEXT["context"] = context
 
 
@@ -106,9 +109,8 @@ class ProcessExecutor(Executor):
     def run(self, fn, context, cells):
         threads = self.threads or max(1, (os.cpu_count() or 1) // self.jobs)
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(
-            self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
-        ) as pool:
+        pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads))
+        try:
             futures = {pool.submit(_run_in_worker, fn, cell): cell for cell in cells}
             for future in cf.as_completed(futures):
                 cell = futures[future]
@@ -117,6 +119,12 @@ class ProcessExecutor(Executor):
                 except Exception:  # noqa: BLE001 - e.g. a worker process died
                     result, error = None, traceback.format_exc()
                 yield cell, result, error
+        except BaseException:  # Ctrl-C (or the consumer stopped): end the workers now, run nothing more
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
 
 class ReportOnlyExecutor(Executor):

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.constraints import Integer, Real
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, methods, register_method, register_study
 from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
@@ -157,7 +158,7 @@ class MatchingStudy(Study):
     sets: int = option(10, "random train/dev/test sets")
     methods: tuple[str, ...] = option(default_methods("matching"))
     latent_dims: tuple[int, ...] = option((8, 10, 12), "LDK grid over q")
-    rhos: tuple[float, ...] = option((0.0, 0.01, 0.1), "LDK grid over rho")
+    rhos: tuple[float, ...] = option((0.0, 0.01, 0.1), "LDK grid over rho (0: no prior)", check=Real(0))
     gammas: tuple[float, ...] = option((0.1, 1.0, 10.0, 100.0, 1000.0), "LDK grid over the RBF bandwidth gamma")
     cca_components: tuple[int, ...] = option((8, 16, 32, 64), "CCA/KCCA grid over the latent dimension")
     cca_regs: tuple[float, ...] = option((0.01, 0.1, 1.0), "CCA/KCCA grid over the relative regularization")
@@ -172,7 +173,7 @@ class MatchingStudy(Study):
         True, "LDK methods stop when their dev Precision@1..50 has not improved for 10 iterations (the thesis: off)"
     )
     dedupe_families: bool = option(True, "draw one pair per description family (near duplicates never straddle splits)")
-    seed: int = option(0, "seed of the sets and the methods")
+    seed: int = option(0, "seed of the sets and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
     @property
@@ -181,6 +182,12 @@ class MatchingStudy(Study):
 
     def validate(self) -> None:
         super().validate()
+        uses_cca = any(self.method(m).grid is _cca_grid for m in self.methods)
+        if uses_cca and max(self.cca_components) > self.train:
+            raise ValueError(
+                f"--cca-components must be at most --train={self.train} (CCA has at most as many directions as "
+                f"training pairs); got {max(self.cca_components)}"
+            )
         prepare(self, 0)  # bad input fails here, before any cell runs
 
     def run_cell(self, cell: dict) -> dict:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.constraints import Integer
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
@@ -181,7 +182,7 @@ class RegressionStudy(Study):
     train_size: int = option(1000, "training documents per split")
     dev_size: int = option(1000, "development documents per split (hyper-parameters are chosen on them)")
     test_size: int | None = option(None, "test documents per split (default: all remaining documents)")
-    seed: int = option(0, "seed of the splits and the methods")
+    seed: int = option(0, "seed of the splits and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
     min_df: int = option(2, "vocabulary: minimum document frequency in train")
     min_token_len: int = option(3, "vocabulary: shortest token kept")

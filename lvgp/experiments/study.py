@@ -13,6 +13,7 @@ import json
 import math
 import platform
 import re
+import shutil
 import subprocess
 import types
 import typing
@@ -24,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base.device import check_device
+from ..base.fitting import interrupts_raise
 from ..base.progress import progress_bar
 from ..warnings import EmptyDocumentsWarning
 from . import registry
@@ -139,6 +141,11 @@ class StudyDirectory:
         path.write_text(error)
 
 
+class StudyInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a study: the cells that finished are saved, the one being fitted is not (a fit
+    cut short is never recorded as a result); the message says how to resume."""
+
+
 def run_study(
     fn: Callable[[Any, dict], dict],
     context: Any,
@@ -150,7 +157,9 @@ def run_study(
     """Run the cells not yet done; return all finished cell records and the failures.
 
     Cells already in ``directory`` are not recomputed. A failing cell is written to
-    ``<key>.error.txt`` with its traceback; the others complete.
+    ``<key>.error.txt`` with its traceback; the others complete. Ctrl-C ends the cell being fitted
+    at once (the fitting loops re-raise it here: :func:`~lvgp.base.fitting.interrupts_raise`), keeps
+    the cells that finished, and raises :class:`StudyInterrupted`.
     """
     executor = executor or InProcessExecutor()
     done: list[dict] = []
@@ -165,8 +174,17 @@ def run_study(
     bar = progress_bar(total=len(cells), initial=len(done), desc="cells", verbose=progress, leave=True)
     # cells fitted in this process, one after the other, show their fits' own bars under the cells' bar
     token = FIT_PROGRESS.set(progress and type(executor) is InProcessExecutor)
+    records: list[dict] = []
     try:
-        records = list(_collect(executor.run(fn, context, todo), directory, done, failures, bar))
+        with interrupts_raise():
+            for record in _collect(executor.run(fn, context, todo), directory, done, failures, bar):
+                records.append(record)
+    except KeyboardInterrupt:
+        bar.close()
+        raise StudyInterrupted(
+            f"interrupted: {len(records)} of {len(cells)} cells are finished and saved in {directory.root} (the "
+            "cell being fitted is not); run the same command again to resume"
+        ) from None
     finally:
         FIT_PROGRESS.reset(token)
         bar.close()
@@ -246,7 +264,11 @@ class Study:
         raise NotImplementedError
 
     def validate(self) -> None:
-        """Raise ``ValueError`` for bad options (the base: unknown methods, an unusable device)."""
+        """Raise ``ValueError`` for bad options, before any cell runs (the base: every option against
+        its type and range, :func:`check_option`; unknown methods; an unusable device)."""
+        hints = typing.get_type_hints(type(self))
+        for field in dataclasses.fields(self):
+            check_option(field, hints[field.name], getattr(self, field.name))
         for name in self.methods:
             self.method(name)
         check_device(getattr(self, "device", "cpu"), "--device")
@@ -291,13 +313,68 @@ class Study:
         """The records of a study directory without ``cells/`` (as committed): ``results.json``."""
         return json.loads((out / "results.json").read_text())
 
+    # ------------------------------------------------------------------ what a cell's record depends on
+    #: options that choose which cells the study has, never what a cell's record holds: a study may
+    #: resume with other values of them (more splits, more methods, other training sizes)
+    cell_choosing_options: ClassVar[tuple[str, ...]] = ("methods", "splits", "sets", "folds", "train_sizes")
+
+    def data_digest(self) -> str | None:
+        """The sha256 of the study's data file when its ``dataset``/``pairs`` option is a path (a
+        registry dataset is pinned by its own sha256: ``None``)."""
+        for name in ("dataset", "pairs"):
+            value = getattr(self, name, None)
+            if isinstance(value, str) and Path(value).is_file():
+                return hashlib.sha256(Path(value).read_bytes()).hexdigest()
+        return None
+
+    def settings(self) -> dict:
+        """What ``study.json`` records: the options, the data file's digest and the provenance."""
+        return {"kind": self.kind, **self.__dict__, "data_digest": self.data_digest(), "provenance": provenance()}
+
+    def conflicts_with(self, previous: dict) -> list[str]:
+        """The options (and the data file) that differ from an earlier ``study.json`` of the same
+        directory and can change a cell's record: resuming would mix the two studies' cells."""
+        if previous.get("kind") != self.kind:
+            return [f"kind ({previous.get('kind')!r} there, {self.kind!r} now)"]
+        differ = []
+        for field in dataclasses.fields(self):
+            if field.name in self.cell_choosing_options or field.name not in previous:
+                continue
+            before, now = _jsonable(previous[field.name]), _jsonable(getattr(self, field.name))
+            if before != now:
+                differ.append(f"--{field.name.replace('_', '-')} ({before!r} there, {now!r} now)")
+        digest = self.data_digest()
+        if previous.get("data_digest") and digest and previous["data_digest"] != digest:
+            differ.append("the data file's content (its sha256 differs)")
+        return differ
+
     # ------------------------------------------------------------------ the skeleton
-    def run(self, out: str | Path, executor: Executor | None = None, progress: bool = True) -> dict:
+    def run(
+        self, out: str | Path, executor: Executor | None = None, progress: bool = True, force: bool = False
+    ) -> dict:
         """Run (or resume) the study into ``out``: ``study.json``, ``cells/``, ``results.json``,
-        ``table.md`` and the figures. Returns ``{"records", "failures", "table", "cells"}``."""
+        ``table.md`` and the figures. Returns ``{"records", "failures", "table", "cells"}``.
+
+        ``out`` holding cells of a study with other settings (:meth:`conflicts_with`) is refused,
+        naming them; ``force`` deletes those cells and recomputes."""
+        from .executors import ReportOnlyExecutor
+
         out = Path(out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out} is a file, not a directory")
         self.validate()
-        write_json(out / "study.json", {"kind": self.kind, **self.__dict__, "provenance": provenance()})
+        previous = out / "study.json"
+        if previous.exists() and (out / "cells").is_dir() and not isinstance(executor, ReportOnlyExecutor):
+            differ = self.conflicts_with(json.loads(previous.read_text()))
+            if differ and not force:
+                raise ValueError(
+                    f"--out {out} holds the cells of a study with other settings: {'; '.join(differ)}. Choose "
+                    "another --out, or pass --force to delete those cells and recompute"
+                )
+            if differ:
+                shutil.rmtree(out / "cells")
+        if not (isinstance(executor, ReportOnlyExecutor) and previous.exists()):  # a report changes no setting
+            write_json(previous, self.settings())
         cells, failures = run_study(_run_cell, self, self.cells(), StudyDirectory(out), executor, progress)
         warn_dropped(cells)
         records = self.summarize(cells)
@@ -337,7 +414,7 @@ def load_study(directory: str | Path) -> Study:
             values[field.name] = tuple(value) if isinstance(value, list) else value
         elif "before" in field.metadata:
             values[field.name] = field.metadata["before"]
-    unknown = set(settings) - {f.name for f in dataclasses.fields(cls)} - {"provenance"}
+    unknown = set(settings) - {f.name for f in dataclasses.fields(cls)} - {"provenance", "data_digest"}
     if unknown:
         raise ValueError(f"{directory}/study.json has options this version does not know: {sorted(unknown)}")
     return cls(**values)
@@ -425,8 +502,62 @@ def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> An
     """A study setting: a dataclass field whose ``help`` (and ``choices``) the CLI shows.
     ``default=MISSING`` makes a required option. ``before=value``: what studies written before the
     option existed did, where that differs from the new default (:func:`load_study` reads their
-    ``study.json`` with it)."""
+    ``study.json`` with it). ``check=``: the constraint of the value (of each element of a list
+    option; :mod:`lvgp.base.constraints`) where the type's default (:func:`check_option`) does not
+    fit; ``allow_empty=True``: a list option may be empty."""
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+def _default_check(kind: Any) -> Any:
+    """The constraint of a study option (or of the elements of a list option) of type ``kind``:
+    counts and budgets are integers >= 1, real settings finite and > 0."""
+    from ..base.constraints import Boolean, Instance, Integer, Real
+
+    if kind is bool:
+        return Boolean()
+    if kind is int:
+        return Integer(1)
+    if kind is float:
+        return Real(0, open_low=True)
+    return Instance(str, name="a non-empty string")
+
+
+def check_option(field: dataclasses.Field, kind: Any, value: Any) -> None:
+    """One study option against its type and constraint (``option(check=...)``, else the type's
+    default), a ``ValueError`` naming ``--the-option`` otherwise: ``None`` only for ``X | None``
+    options, list options non-empty (unless ``allow_empty``) with every element checked, strings
+    non-empty and within ``choices``."""
+    from ..base.constraints import ParameterError, check_values
+
+    name = "--" + field.name.replace("_", "-")
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:  # X | None
+        if value is None:
+            return
+        kind = next(a for a in typing.get_args(kind) if a is not type(None))
+    constraint = field.metadata.get("check")
+    if typing.get_origin(kind) is tuple:
+        element = typing.get_args(kind)[0]
+        if not isinstance(value, (tuple, list)):
+            raise ValueError(f"{name} must be a comma-separated list; got {value!r}")
+        if not value and not field.metadata.get("allow_empty", False):
+            raise ValueError(f"{name} must not be empty")
+        for item in value:
+            _check_one(name, item, constraint or _default_check(element), check_values, ParameterError)
+        return
+    _check_one(name, value, constraint or _default_check(kind), check_values, ParameterError)
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError(f"{name} must not be empty")
+        choices = field.metadata.get("choices")
+        if choices and value not in choices:
+            raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}")
+
+
+def _check_one(name: str, value: Any, constraint: Any, check_values: Callable, error: type) -> None:
+    try:
+        check_values({name: value}, {name: [constraint]})
+    except (TypeError, ValueError) as err:  # the CLI reports ValueErrors as one line, exit 2
+        raise ValueError(str(err)) from None
 
 
 def _split_list(kind: type):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base.constraints import Integer
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, register_method, register_study
 from .regression import _cached_corpus
@@ -67,11 +68,13 @@ class TopicStudy(Study):
     kind = "topics"
     help = "sLDA vs LDA+regression vs lasso: K-fold predictive R^2 against the number of topics (sLDA paper, Fig. 2)"
     dataset: str = option(help="amazon-snippets, amazon-reviews, movie-snippets, or PATH.tsv")
-    folds: int = option(5, "cross-validation folds (predictive R^2 pooled over the out-of-fold predictions)")
+    folds: int = option(
+        5, "cross-validation folds (predictive R^2 pooled over the out-of-fold predictions)", check=Integer(2)
+    )
     topics: tuple[int, ...] = option((5, 10, 20, 30), "numbers of topics K")
     methods: tuple[str, ...] = option(default_methods("topics"))
     inference: str = option("em", "sLDA inference", choices=("em", "svi"))
-    seed: int = option(0, "seed of the folds and the methods")
+    seed: int = option(0, "seed of the folds and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
     min_df: int = option(2, "vocabulary: minimum document frequency in the training folds")
     max_iter: int = option(100, "EM iterations")

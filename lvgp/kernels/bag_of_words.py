@@ -76,7 +76,7 @@ class BagOfWordsKernel(DocumentKernel):
         self._num_words = int(num_words)
         # dtype and device of the kernel's values (moves with .double(), .to(...); not saved)
         self.register_buffer("_probe", torch.zeros(()), persistent=False)
-        self._set_word_weights(word_weights, self._num_words, self._probe.dtype)
+        self._set_word_weights(word_weights, self._num_words)
 
     @property
     def num_words(self) -> int:

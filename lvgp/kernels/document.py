@@ -32,12 +32,26 @@ __all__ = ["DocumentKernel", "InnerProducts", "check_word_weights"]
 _CACHED_SETS = 4
 
 
-def check_word_weights(word_weights: TensorLike, num_words: int, dtype: torch.dtype) -> Tensor:
-    """``num_words`` positive finite weights as a tensor, scaled by the power of two that brings
-    the largest into ``[0.5, 1)``: the measures normalize the weights per document, so their scale
-    is immaterial, and scaling by a power of two is exact (the same measures to the last bit),
-    while weights near the limits of the dtype (1e308, 1e-320) would otherwise overflow or
-    underflow the normalization."""
+def _given_dtype(word_weights: Any) -> torch.dtype:
+    """The floating dtype weights were given in (a float32/float64 tensor or array keeps its own;
+    anything else, e.g. a list of Python floats, is float64)."""
+    if torch.is_tensor(word_weights) and word_weights.dtype.is_floating_point:
+        return word_weights.dtype
+    if isinstance(word_weights, np.ndarray) and word_weights.dtype in (np.float32, np.float64):
+        return torch.float32 if word_weights.dtype == np.float32 else torch.float64
+    return torch.float64
+
+
+def check_word_weights(word_weights: TensorLike, num_words: int, dtype: torch.dtype | None = None) -> Tensor:
+    """``num_words`` positive finite weights as a tensor of ``dtype`` (default: the dtype they were
+    given in, so that float64 weights are not rounded to float32; the kernel casts them with its
+    module, ``.double()``/``.float()``, and to the computing dtype at use), scaled by the power of
+    two that brings the largest into ``[0.5, 1)``: the measures normalize the weights per document,
+    so their scale is immaterial, and scaling by a power of two is exact (the same measures to the
+    last bit), while weights near the limits of the dtype (1e308, 1e-320) would otherwise overflow
+    or underflow the normalization."""
+    if dtype is None:
+        dtype = _given_dtype(word_weights)
     if isinstance(word_weights, str):
         raise TypeError(
             f"word_weights must be None or {num_words} positive weights, not the name {word_weights!r}: for idf "
@@ -99,11 +113,11 @@ class DocumentKernel(Kernel):
         super().__init__(**kwargs)
         self.level2 = make_level2(level2, self.batch_shape, level2_options)
 
-    def _set_word_weights(self, word_weights: TensorLike | None, num_words: int, dtype: torch.dtype) -> None:
+    def _set_word_weights(self, word_weights: TensorLike | None, num_words: int) -> None:
         if word_weights is None:
             self.word_weights = None
         else:
-            self.register_buffer("word_weights", check_word_weights(word_weights, num_words, dtype))
+            self.register_buffer("word_weights", check_word_weights(word_weights, num_words))
 
     # ------------------------------------------------------------------ what subclasses supply
     @property

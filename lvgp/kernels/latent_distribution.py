@@ -225,8 +225,14 @@ class LatentDistributionKernel(DocumentKernel):
             raise ValueError(f"identity_form must be one of {IDENTITY_FORMS}; got {identity_form!r}")
         self.identity_form = identity_form
         self.word_vectors = word_vectors
-        self._set_word_weights(word_weights, word_vectors.num_words, word_vectors.dtype)
+        self._set_word_weights(word_weights, word_vectors.num_words)
         if identity_weight is not None:
+            values = torch.as_tensor(identity_weight, dtype=torch.float64)
+            if not (torch.isfinite(values).all() and (values > 0).all()):
+                raise ValueError(
+                    f"identity_weight must be None or a finite number > 0 (lambda of the word kernel lambda*delta + "
+                    f"k(x_v, x_w)); got {identity_weight!r}"
+                )
             register_constrained(
                 self,
                 "identity_weight",

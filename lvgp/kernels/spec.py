@@ -265,6 +265,15 @@ class LDKSpec:
                 f"{name}.learn_word_vectors=False fixes the word vectors to pretrained embeddings: set its "
                 "word_embeddings (and pass texts, or counts with a vocabulary)"
             )
+        for part in _parts(self.word_embeddings):
+            if isinstance(part, str) and part != "corpus":
+                from ..datasets.loaders import embedding_names
+
+                if part not in embedding_names():
+                    raise ValueError(
+                        f"{name}.word_embeddings: unknown word embeddings {part!r}; known: {embedding_names()}, "
+                        "'corpus' (learned from the training texts), or a WordEmbeddings table"
+                    )
         if self.approximation == "rff" and self.embedding != "rbf":
             raise ValueError(f"{name}.approximation='rff' approximates the RBF embedding kernel: use embedding='rbf'")
         if self.identity_weight_prior_sd is not None and self.identity_weight is None:
@@ -429,6 +438,12 @@ class LDKSpec:
         if "word_embeddings" in values:
             values["word_embeddings"] = spec_from_plain(values["word_embeddings"])
         return cls(**values)
+
+
+def _parts(embeddings: Any) -> tuple:
+    if embeddings is None:
+        return ()
+    return tuple(embeddings) if isinstance(embeddings, (tuple, list)) else (embeddings,)
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -3,7 +3,7 @@
 from ..base.numerics import CovarianceError, exact_numerics
 from .exact import LogPosterior, SharedKernelExactGP
 from .gpc import LDKGPClassifier
-from .gplvsm import GPLVSM
+from .gplvsm import GPLVSM, PaddedExactGP
 from .latent_smm import LatentSMMClassifier
 from .matching import LDKMatcher
 from .regressor import GPLVSMRegressor
@@ -11,6 +11,7 @@ from .sparse import SparseGPLVSMRegressor
 
 __all__ = [
     "GPLVSM",
+    "PaddedExactGP",
     "GPLVSMRegressor",
     "LDKMatcher",
     "SparseGPLVSMRegressor",

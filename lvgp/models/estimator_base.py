@@ -23,7 +23,7 @@ from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import EARLY_STOPPING, OPTIMIZERS, FitResult, early_stopping_policy, minimize
-from ..base.numerics import covariance_errors, exact_numerics
+from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
@@ -306,7 +306,8 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
         "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
         "normalize_y": [Boolean()],
-        "noise_init": [Real(0, open_low=True)],
+        # the Gaussian likelihood's noise constraint is > 1e-4 (standardized units): nothing at or below it
+        "noise_init": [Real(NOISE_FLOOR, open_low=True)],
         "outputscale_init": [Real(0, open_low=True)],
         "mean": [Options(*MEANS)],
     }

@@ -55,6 +55,7 @@ from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_polic
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
+from ..base.validation import check_block
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
@@ -289,7 +290,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         "num_inducing": [Integer(1)],
         "max_epochs": [Integer(1)],
         "batch_size": [None, Integer(1)],
-        "ngd_lr": [Real(0, open_low=True)],
+        # a natural-gradient step past 1 overshoots q(u) out of the positive-definite cone (seen at 2)
+        "ngd_lr": [Real(0, 1, open_low=True)],
         "n_mc_samples": [Integer(1)],
     }
 
@@ -574,7 +576,11 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             self.model_.load_state_dict(states[0])
             self.likelihood_.load_state_dict(states[1])
 
-        with exact_numerics():
+        hint = (
+            f"The natural-gradient steps of q(u) (ngd_lr={self.ngd_lr}) or the Adam steps (lr={self.lr}) overshot: "
+            "lower ngd_lr (in (0, 1]) or lr."
+        )
+        with exact_numerics(), covariance_errors("the variational GP classifier", hint):
             # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
             result = fit_stochastic(
                 epoch,
@@ -688,6 +694,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         covariance; on 20ng, 100 training documents and shared class hyper-parameters, predicting
         2,000 documents took 0.8 s and 1.0 GB with 256, 0.9 s and 1.2 GB with 1,024)."""
         check_is_fitted(self, "model_")
+        block = check_block(block)
         modules = word_vector_modules(self.model_.covar_module)
         with self.encoder_.predicting(X, modules[0] if len(modules) == 1 else None) as x:
             empty = (x == PAD).all(-1)

@@ -41,6 +41,15 @@ class PaddedInputsMixin:
         return super().__call__(*inputs, **kwargs)  # type: ignore[misc]  # a mixin of ExactGP subclasses
 
 
+class PaddedExactGP(PaddedInputsMixin, gpytorch.models.ExactGP):
+    """gpytorch's :class:`~gpytorch.models.ExactGP` for padded word-index documents: subclass it as
+    you would ``ExactGP`` (``__init__(train_x, train_y, likelihood)`` and ``forward``). gpytorch
+    concatenates the training and test inputs at prediction, which needs one width; documents
+    encoded separately (``vocab.encode(test_texts)``) have their own, so this class pads both to
+    the wider one first (padding changes no kernel value). With plain ``ExactGP`` the prediction
+    fails inside gpytorch ("Sizes of tensors must match")."""
+
+
 class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
     r"""GP-LVSM as an exact gpytorch GP over padded word-index documents.
 

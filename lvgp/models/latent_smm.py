@@ -231,7 +231,8 @@ class LatentSMMClassifier(KernelParamsMixin, BagOfWordsInputMixin, ClassifierMix
         **documents_input(),
         "kernel": [KernelArgument(specs_only=True)],
         "C": [Real(0, open_low=True)],
-        "svm_tol": [Real(0, open_low=True)],
+        # LIBSVM's stopping tolerance: below 1e-10 it iterates without end in double precision
+        "svm_tol": [Real(1e-10)],
         "warm_start": [Boolean()],
         "multi_class": [Options(*MULTI_CLASS)],
     }

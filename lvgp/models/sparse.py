@@ -50,9 +50,9 @@ from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_p
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import PlateauStopping, fit_stochastic
-from ..base.numerics import exact_numerics
+from ..base.numerics import NOISE_FLOOR, exact_numerics
 from ..base.targets import check_targets_array
-from ..base.validation import standardization
+from ..base.validation import check_block, standardization
 from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels.spec import (
@@ -263,7 +263,7 @@ class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInput
         "max_epochs": [None, Integer(1)],
         "convergence_window": [Integer(1)],
         "inducing": [Options("kmeans++", "random")],
-        "noise_init": [Real(0, open_low=True)],
+        "noise_init": [Real(NOISE_FLOOR, open_low=True)],
         "outputscale_init": [Real(0, open_low=True)],
         "distributed": [Boolean()],
         "world_size": [Integer(2)],
@@ -535,6 +535,7 @@ class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInput
         Documents without any known word get the prior: the constant mean and the prior
         standard deviation of an average inducing document (with an ``EmptyDocumentsWarning``)."""
         check_is_fitted(self, "model_")
+        block = check_block(block)
         with self.encoder_.predicting(X, self._word_vectors()) as x:
             return self._predict_encoded(x, return_std, include_noise, block)
 

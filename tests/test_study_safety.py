@@ -1,0 +1,126 @@
+"""What a study must never do (issue 40): record an interrupted fit as a finished cell, or resume
+into a directory of another study's cells; and what the CLI says when it is stopped or misused (one
+line, exit 2; Ctrl-C: exit 130 and how to resume)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import lvgp.base.fitting as fitting
+from lvgp.datasets import make_synonym_regression
+from lvgp.experiments.cli import main
+from lvgp.experiments.regression import RegressionStudy
+from lvgp.experiments.study import StudyInterrupted
+
+
+def _tsv(path, seed=0, n=70):
+    corpus = make_synonym_regression(n=n, noise=0.05, random_state=seed)
+    lines = ["id\ttext\ttarget"] + [f"{i}\t{t}\t{y:.5f}" for i, (t, y) in enumerate(zip(corpus.texts, corpus.y))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _study(tsv, **options):
+    settings = dict(
+        dataset=str(tsv),
+        splits=2,
+        train_size=30,
+        dev_size=15,
+        latent_dims=(2,),
+        rhos=(1.0,),
+        max_iter=8,
+        min_df=1,
+        methods=("gplvsm", "ridge"),
+    )
+    return RegressionStudy(**{**settings, **options})
+
+
+def _interrupt_once_in_a_fit(monkeypatch, at_call: int):
+    """Ctrl-C inside the ``at_call``-th objective evaluation of the next L-BFGS fit, once."""
+    original = fitting._run_lbfgs
+    state = {"fits": 0}
+
+    def run(flat, evaluate, end_of_iteration, max_iter, tol, result):
+        state["fits"] += 1
+        if state["fits"] != 2:  # the second fit of the study (a cell in its middle)
+            return original(flat, evaluate, end_of_iteration, max_iter, tol, result)
+        calls = {"n": 0}
+
+        def interrupting():
+            calls["n"] += 1
+            if calls["n"] == at_call:
+                raise KeyboardInterrupt
+            return evaluate()
+
+        return original(flat, interrupting, end_of_iteration, max_iter, tol, result)
+
+    monkeypatch.setattr(fitting, "_run_lbfgs", run)
+    return state
+
+
+def test_ctrl_c_keeps_the_finished_cells_only_and_a_rerun_gives_the_uninterrupted_table(tmp_path, monkeypatch):
+    tsv = _tsv(tmp_path / "toy.tsv")
+    reference = _study(tsv).run(tmp_path / "reference", progress=False)
+    _interrupt_once_in_a_fit(monkeypatch, at_call=3)
+    out = tmp_path / "interrupted"
+    start = time.perf_counter()
+    with pytest.raises(StudyInterrupted, match=r"1 of 4 cells are finished .* run the same command again"):
+        _study(tsv).run(out, progress=False)
+    assert time.perf_counter() - start < 60
+    saved = list((out / "cells").rglob("*.json"))
+    assert len(saved) == 1  # the cell before the interrupted one; the interrupted fit is not a record
+    record = json.loads(saved[0].read_text())
+    assert "interrupted" not in json.dumps(record)
+    monkeypatch.undo()
+    again = _study(tsv).run(out, progress=False)
+    assert again["table"] == reference["table"]
+
+
+def test_ctrl_c_on_the_command_line_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+    tsv = _tsv(tmp_path / "toy.tsv")
+    _interrupt_once_in_a_fit(monkeypatch, at_call=2)
+    argv = ["compare", "regression", "--dataset", str(tsv), "--splits", "2", "--train-size", "30"]
+    argv += ["--dev-size", "15", "--latent-dims", "2", "--rhos", "1", "--max-iter", "8", "--min-df", "1"]
+    argv += ["--methods", "gplvsm,ridge", "--quiet", "--out", str(tmp_path / "o")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lvgp: interrupted:") and "run the same command again" in err[0]
+
+
+def test_resuming_with_other_settings_is_refused_naming_them_and_force_recomputes(tmp_path):
+    a, b = _tsv(tmp_path / "a.tsv", seed=0), _tsv(tmp_path / "b.tsv", seed=1)
+    out = tmp_path / "study"
+    first = _study(a).run(out, progress=False)
+    with pytest.raises(ValueError, match=r"--dataset .*a\.tsv.* there, .*b\.tsv.* now"):
+        _study(b).run(out, progress=False)
+    with pytest.raises(ValueError, match=r"--max-iter \(8 there, 9 now\)"):
+        _study(a, max_iter=9).run(out, progress=False)
+    # the same file name with other content: its digest differs
+    moved = tmp_path / "a_copy.tsv"
+    moved.write_bytes(a.read_bytes())
+    _tsv(a, seed=2)
+    with pytest.raises(ValueError, match="the data file's content"):
+        _study(a).run(out, progress=False)
+    fresh = _study(b).run(tmp_path / "fresh", progress=False)
+    forced = _study(b).run(out, progress=False, force=True)
+    assert forced["table"].replace(str(tmp_path / "study"), "") == fresh["table"].replace(str(tmp_path / "fresh"), "")
+    assert forced["table"] != first["table"]
+    # options that only choose cells (more splits, other methods) resume
+    more = _study(b, splits=3, methods=("ridge",)).run(out, progress=False)
+    assert {r["split"] for r in more["records"]} == {0, 1, 2}
+
+
+def test_out_an_existing_file_is_one_line_exit_2(tmp_path, capsys):
+    tsv = _tsv(tmp_path / "toy.tsv")
+    target = tmp_path / "a_file"
+    target.write_text("x")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "regression", "--dataset", str(tsv), "--methods", "ridge", "--out", str(target), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"lvgp: error: --out {target} is a file, not a directory"]
+    assert np.isfinite(1.0)
