@@ -550,9 +550,9 @@ def _run_adam(
             opt.step()
         except KeyboardInterrupt:
             del states[len(buffer._pending) :]  # a step interrupted before its loss was buffered
-            values = buffer.flush()  # the steps taken so far count
-            taken = states[: len(values)]
-            for k, value in enumerate(values):
+            waiting = buffer.flush()  # the steps taken so far count
+            taken = states[: len(waiting)]
+            for k, value in enumerate(waiting):
                 end_of_iteration(value, current=True, evaluated_at=taken[k])
             raise
         values = buffer.append(loss)

@@ -267,7 +267,7 @@ class Study:
         """Raise ``ValueError`` for bad options, before any cell runs (the base: every option against
         its type and range, :func:`check_option`; unknown methods; an unusable device)."""
         hints = typing.get_type_hints(type(self))
-        for field in dataclasses.fields(self):
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
             check_option(field, hints[field.name], getattr(self, field.name))
         for name in self.methods:
             self.method(name)
@@ -337,7 +337,7 @@ class Study:
         if previous.get("kind") != self.kind:
             return [f"kind ({previous.get('kind')!r} there, {self.kind!r} now)"]
         differ = []
-        for field in dataclasses.fields(self):
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
             if field.name in self.cell_choosing_options or field.name not in previous:
                 continue
             before, now = _jsonable(previous[field.name]), _jsonable(getattr(self, field.name))
