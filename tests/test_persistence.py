@@ -222,3 +222,41 @@ def test_damaged_files_are_a_value_error_naming_the_file(tmp_path):
             assert "cannot read" in str(info.value) and lvgp.__version__ in str(info.value)
     with pytest.raises(FileNotFoundError):
         GPLVSMRegressor.load(tmp_path / "missing.pt")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [LDKSpec(rho=0.1), LDKSpec(rho=0.1, gamma=4.0), LDKSpec.plus(None, learn_word_vectors=True, identity_weight=1.0)],
+    ids=["rbf", "rbf, gamma 4 (fitted rescaled)", "linear + identity"],
+)
+def test_the_latent_smm_reloads_and_decides_bit_identically(spec, tmp_path):
+    from lvgp import LatentSMMClassifier
+
+    smm = LatentSMMClassifier(spec, multi_class="ovr", max_iter=4, random_state=0).fit(TEXTS, LABELS)
+    smm.save(tmp_path / "smm.pt")
+    again = LatentSMMClassifier.load(tmp_path / "smm.pt")
+    np.testing.assert_array_equal(again.decision_function(TEST), smm.decision_function(TEST))
+    np.testing.assert_array_equal(again.predict(TEST), smm.predict(TEST))
+    assert again.kernel == smm.kernel and again.objective_curve_ == smm.objective_curve_
+
+
+def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path):
+    from lvgp import LDKMatcher
+    from lvgp.datasets import WordEmbeddings
+
+    source = ["red apple", "green apple", "red car", "fast car", "green tree", "tall tree"]
+    target = ["roter apfel", "gruener apfel", "rotes auto", "schnelles auto", "gruener baum", "hoher baum"]
+    table = WordEmbeddings("de", ["roter", "apfel", "auto", "baum", "blauer"], np.eye(5)[:, :3] + 0.1)
+    matcher = LDKMatcher(
+        LDKSpec(latent_dim=3, rho=0.01, gamma=2.0, level2="cosine", identity_weight=0.5, identity_form="separate"),
+        tie_identical_tokens=True,
+        target_embeddings=table,
+        max_iter=5,
+        random_state=0,
+    ).fit(source, target)
+    matcher.save(tmp_path / "m.pt")
+    again = LDKMatcher.load(tmp_path / "m.pt")
+    queries, candidates = ["red tree", "green car"], ["blauer baum", "roter apfel", "hoher baum"]
+    np.testing.assert_array_equal(again.distances(queries, candidates), matcher.distances(queries, candidates))
+    np.testing.assert_array_equal(again.rank(queries, candidates), matcher.rank(queries, candidates))
+    assert again.target_embeddings.words == table.words

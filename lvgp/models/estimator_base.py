@@ -139,7 +139,7 @@ class SavedParamsMixin:
         for name, value in self.get_params(deep=False).items():
             if name == "vocabulary" and value is not None:
                 out[name] = value.to_dict()
-            elif name == "word_embeddings":
+            elif name.endswith("embeddings"):  # word_embeddings, the matcher's source_/target_embeddings
                 out[name] = spec_to_plain(value)  # a table of one's own whole
             elif name == "kernel":
                 if value is None:
@@ -158,12 +158,13 @@ class SavedParamsMixin:
         from ..kernels.spec import LDKSpec
 
         params = {
-            k: v if k in ("vocabulary", "word_embeddings", "kernel") else restored_value(v) for k, v in params.items()
+            k: v if k in ("vocabulary", "kernel") or k.endswith("embeddings") else restored_value(v)
+            for k, v in params.items()
         }
         if params.get("vocabulary") is not None:
             params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
-        if "word_embeddings" in params:
-            params["word_embeddings"] = spec_from_plain(params["word_embeddings"])
+        for name in [k for k in params if k.endswith("embeddings")]:
+            params[name] = spec_from_plain(params[name])
         saved = params.get("kernel")
         if (saved is None or (isinstance(saved, dict) and _SPEC_TAG in saved)) and kernel is not None:
             raise ValueError(f"{path} was fitted with an LDKSpec, which it holds: load it without kernel=")

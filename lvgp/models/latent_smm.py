@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -53,16 +54,17 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
-from ..base.device import check_device, to_host
+from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import minimize
+from ..base.persistence import SavedFileError, classes_from_plain, classes_to_plain
 from ..base.targets import check_labels
 from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, MAPWordVectors
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning
-from .estimator_base import KernelParamsMixin
+from .estimator_base import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
     pass
@@ -148,7 +150,7 @@ class OneVersusRestSVC:
         return (values > 0).astype(int) if values.ndim == 1 else values.argmax(axis=1)
 
 
-class LatentSMMClassifier(KernelParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
+class LatentSMMClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
     r"""Latent support measure machine (thesis ch. 4): an SVM on kernel mean embeddings of
     learned latent word vectors.
 
@@ -328,6 +330,9 @@ class LatentSMMClassifier(KernelParamsMixin, BagOfWordsInputMixin, ClassifierMix
             final = self._objective(x).item()  # the duals at the final vectors
             if rbf and fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same kernel values
                 self._rescale(gamma**-0.5, rho, gamma)
+                # the duals of the Gram the fitted kernel gives (equal up to rounding): what a saved
+                # and reloaded machine solves again, to the bit
+                self._last_svc = self._svc(to_host(self.kernel_(x).to_dense()))
         self.svc_ = self._last_svc
         del self._last_svc
         self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
@@ -406,6 +411,61 @@ class LatentSMMClassifier(KernelParamsMixin, BagOfWordsInputMixin, ClassifierMix
         if isinstance(vectors, MAPWordVectors):
             vectors.rho = rho
         self.kernel_.gamma = torch.tensor(gamma, dtype=torch.float64, device=vectors.raw_latent.device)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        """Save the fitted machine (parameters, vocabulary, training documents and labels, the kernel's
+        state) with ``torch.save``; :meth:`load` reads it back with ``weights_only=True``, solves the
+        SVM dual again on the same Gram (LIBSVM is deterministic) and predicts bit-identically."""
+        check_is_fitted(self, "svc_")
+        payload = {
+            "format": self._format(),
+            "params": self._saved_params(),
+            "encoder": self.encoder_.to_dict(),
+            "classes": classes_to_plain(self.classes_),
+            "train_x": self._x.cpu().clone(),
+            "train_codes": torch.from_numpy(np.asarray(self._y, dtype=np.int64)),
+            "kernel": state_to_cpu(self.kernel_.state_dict()),
+            "fit": {
+                "objective_curve": list(self.objective_curve_),
+                "n_iter": self.n_iter_,
+                "converged": self.converged_,
+                "fit_seconds": self.fit_seconds_,
+                "n_evaluations": self.n_evaluations_,
+            },
+        }
+        torch.save(payload, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+        """Load a machine written by :meth:`save` onto ``device`` (default: the one it was fitted on)."""
+        est, payload = cls._from_saved(path, device)
+        try:
+            est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
+            est.classes_ = classes_from_plain(payload["classes"])
+            x, est._y = payload["train_x"], payload["train_codes"].numpy()
+            spec = est._spec
+            words = est.encoder_.vocabulary.words if est.encoder_.vocabulary is not None else None
+            kernel = spec.build(est.encoder_.num_words, x, word_features=est.encoder_.word_features, words=words)
+            kernel.load_state_dict(payload["kernel"])
+            fit = payload["fit"]
+        except (KeyError, TypeError, AttributeError) as err:
+            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
+        except RuntimeError as err:
+            raise ValueError(f"{path}: the saved kernel state does not fit its parameters ({err})") from None
+        est.device_ = check_device(est.device)
+        est.kernel_, est._x = kernel.to(est.device_), x.to(est.device_)
+        est.kernel_kind_ = getattr(kernel, "features", "exact")
+        est._fitted_params = est.get_params(deep=False)
+        with torch.no_grad():
+            est.svc_ = est._svc(to_host(est.kernel_(est._x).to_dense()))
+        est.objective_curve_, est.n_iter_, est.converged_ = (
+            list(fit["objective_curve"]),
+            fit["n_iter"],
+            fit["converged"],
+        )
+        est.fit_seconds_, est.n_evaluations_ = fit["fit_seconds"], fit["n_evaluations"]
+        return est
 
     @property
     def word_vectors_(self) -> np.ndarray:

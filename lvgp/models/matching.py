@@ -52,6 +52,7 @@ import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -65,8 +66,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed
 from .._typing import EmbeddingsSpec
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
-from ..base.device import check_device, to_host
-from ..base.embeddings import embedding_features, resolve_embeddings
+from ..base.device import check_device, state_to_cpu, to_host
+from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
 from ..base.fitting import minimize
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
@@ -75,7 +76,7 @@ from ..bow.vocabulary import Vocabulary
 from ..kernels import MAPWordVectors, make_word_vectors
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
-from .estimator_base import KernelParamsMixin
+from .estimator_base import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
     pass
@@ -123,7 +124,7 @@ def _standardized(loadings: np.ndarray) -> np.ndarray:
     return loadings / (loadings.std(0, keepdims=True) + 1e-12)
 
 
-class LDKMatcher(KernelParamsMixin, BaseEstimator):
+class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
     r"""Matching source documents to target documents (e.g. across languages) with LDK.
 
     Args:
@@ -483,6 +484,74 @@ class LDKMatcher(KernelParamsMixin, BaseEstimator):
         self.source_vectors_ = latent[: len(self.source_vocabulary_)].copy()
         self.target_vectors_ = latent[self.target_ids_].copy()
         return self
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        """Save the fitted matcher (parameters, both vocabularies, the word embeddings each side
+        resolved to, the kernel's state) with ``torch.save``; :meth:`load` reads it back with
+        ``weights_only=True`` and ranks bit-identically."""
+        check_is_fitted(self, "kernel_")
+        sides = {"source": self.source_embeddings, "target": self.target_embeddings}
+        payload = {
+            "format": self._format(),
+            "params": self._saved_params(),
+            "source_vocabulary": self.source_vocabulary_.to_dict(),
+            "target_vocabulary": self.target_vocabulary_.to_dict(),
+            "embedding_tables": {
+                side: embeddings_to_dict(sides[side], table) for side, table in self.embedding_tables_.items()
+            },
+            "feature_scales": dict(self.feature_scales_),
+            "kernel": state_to_cpu(self.kernel_.state_dict()),
+            "fit": {
+                "loss_curve": list(self.loss_curve_),
+                "validation_curve": list(self.validation_curve_),
+                "best_iter": self.best_iter_,
+                "n_iter": self.n_iter_,
+                "converged": self.converged_,
+                "fit_seconds": self.fit_seconds_,
+            },
+        }
+        torch.save(payload, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
+        """Load a matcher written by :meth:`save` onto ``device`` (default: the one it was fitted on)."""
+        from ..base.persistence import SavedFileError
+
+        est, payload = cls._from_saved(path, device)
+        try:
+            est.source_vocabulary_ = Vocabulary.from_dict(payload["source_vocabulary"])
+            est.target_vocabulary_ = Vocabulary.from_dict(payload["target_vocabulary"])
+            est._layout()
+            est.embedding_tables_ = {}
+            for side, state in payload["embedding_tables"].items():
+                spec, table = embeddings_from_dict(state)
+                est.embedding_tables_[side] = table if table is not None else resolve_embeddings(spec)
+            est.feature_scales_ = dict(payload["feature_scales"])
+            state = payload["kernel"]
+            spec = est._check_kernel()
+            features = state.get("word_vectors.word_features")
+            with default_dtype(torch.float64):
+                vectors = make_word_vectors(
+                    est.num_words_, spec.latent_dim, rho=float(spec.rho) if spec.rho else None, word_features=features
+                )
+                documents = torch.arange(est.num_words_).unsqueeze(0)  # every word once: the shapes, not the values
+                est.kernel_ = spec.replace(approximation="exact").build(est.num_words_, documents, vectors=vectors)
+            est.kernel_.load_state_dict(state)
+            fit = payload["fit"]
+        except (KeyError, TypeError, AttributeError) as err:
+            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
+        except RuntimeError as err:
+            raise ValueError(f"{path}: the saved kernel state does not fit its parameters ({err})") from None
+        est.device_ = check_device(est.device)
+        est.kernel_ = est.kernel_.to(est.device_)
+        latent = to_host(est.kernel_.word_vectors.mean)
+        est.source_vectors_ = latent[: len(est.source_vocabulary_)].copy()
+        est.target_vectors_ = latent[est.target_ids_].copy()
+        est.loss_curve_, est.validation_curve_ = list(fit["loss_curve"]), list(fit["validation_curve"])
+        est.best_iter_, est.n_iter_, est.converged_ = fit["best_iter"], fit["n_iter"], fit["converged"]
+        est.fit_seconds_ = fit["fit_seconds"]
+        return est
 
     def _validation(
         self, source_val: Sequence[str] | None, target_val: Sequence[str] | None
