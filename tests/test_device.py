@@ -24,6 +24,8 @@ from sklearn.base import BaseEstimator
 
 import lvgp
 from lvgp.baselines import GPRBFRegressor
+from lvgp.baselines.gp_embedding import GPEmbeddingLogisticRegression
+from lvgp.datasets import WordEmbeddings
 from lvgp.kernels import LDKSpec
 from lvgp.models.clgp import CLGP
 from lvgp.models.slda import SLDAClassifier, SLDARegressor
@@ -47,6 +49,7 @@ TRAIN, Y = _texts(40, 0)
 TEST, _ = _texts(12, 1)
 LABELS = (Y > 0).astype(int)
 CODES = np.random.default_rng(2).integers(0, 3, size=(30, 4))
+EMBEDDINGS = WordEmbeddings("toy", WORDS, np.random.default_rng(3).normal(size=(len(WORDS), 4)))
 CODES[::5, 1] = -1  # missing entries
 
 
@@ -161,6 +164,23 @@ CASES = [
         lambda est: est.fit(TRAIN, [t.upper() for t in TRAIN]),
         lambda est: est.distances(TEST, [t.upper() for t in TEST], on_empty="keep"),
         lambda est: [est.kernel_],
+    ),
+    Case(
+        "GPEmbeddingLogisticRegression",
+        lambda **kw: GPEmbeddingLogisticRegression(embeddings=EMBEDDINGS, max_iter=5, random_state=0, **kw),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        lambda est: [est.model_],
+    ),
+    Case(
+        "GPEmbeddingLogisticRegression-normal",
+        lambda **kw: GPEmbeddingLogisticRegression(
+            embeddings=EMBEDDINGS, posterior="normal", max_iter=5, predict_samples=3, random_state=0, **kw
+        ),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        lambda est: [est.model_],
+        deterministic=False,
     ),
     Case(
         "CLGP",
@@ -329,8 +349,6 @@ def test_cuda_without_a_gpu_is_a_clear_error() -> None:
 #: exported estimators that take no ``device``, and why
 NO_DEVICE = {
     "LDARegression": "variational EM in numpy on the host (no torch computation)",
-    "GPEmbeddingLogisticRegression": "its eigendecomposition and sparse covariate products run in numpy/scipy "
-    "on the host (a device path is future work)",
 }
 
 

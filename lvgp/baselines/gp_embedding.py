@@ -97,6 +97,7 @@ from torch import Tensor
 
 from .._random import derive_seed, seeded_torch
 from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
+from ..base.device import check_device, to_host
 from ..base.embeddings import ppmi_svd_embeddings
 from ..base.fitting import fit_stochastic, minimize, reraise_interrupts
 from ..base.numerics import CovarianceError
@@ -202,7 +203,14 @@ class EigenCovariance:
     documents' covariates rotated, :math:`XU` (``n x p``): after the :math:`O(p^3)` decomposition,
     every quantity of the objective costs :math:`O(p)` or :math:`O(npC)` for any :math:`\sigma`."""
 
-    def __init__(self, embeddings: Tensor, lengthscale: float, x: sp.csr_matrix, search: bool = False):
+    def __init__(
+        self,
+        embeddings: Tensor,
+        lengthscale: float,
+        x: sp.csr_matrix,
+        search: bool = False,
+        x_device: Tensor | None = None,
+    ):
         self.lengthscale = float(lengthscale)
         k = rbf_covariance(embeddings, embeddings, torch.tensor(self.lengthscale, dtype=embeddings.dtype))
         if search:
@@ -214,7 +222,11 @@ class EigenCovariance:
         else:
             lam, u = torch.linalg.eigh(k)
         self.lam, self.u = lam.clamp_min(0), u
-        self.xu = torch.from_numpy(np.asarray(x @ u.numpy()))  # n x p
+        if u.device.type == "cpu":  # scipy's sparse product (the CPU path, as it always was)
+            self.xu = torch.from_numpy(np.asarray(x @ u.numpy()))  # n x p
+        else:  # on a device: torch's sparse product with the covariates moved there once (x_device)
+            sparse = x_device if x_device is not None else _as_torch_sparse(x).to(u.device)
+            self.xu = torch.sparse.mm(sparse, u)
         self.xu_sq = self.xu.pow(2).sum(0)  # p: the rotated covariates' energy per eigenvector
         self.n = x.shape[0]
 
@@ -260,8 +272,13 @@ class CovariateSmoother(PyroModule):
         self.n_outputs = n_outputs
         self.prior_variance = prior_variance
         dtype = embeddings.dtype
-        self.lengthscale = pyro_param(torch.tensor(lengthscale, dtype=dtype), constraint=dist.constraints.positive)
-        self.noise = pyro_param(torch.tensor(noise, dtype=dtype), constraint=dist.constraints.greater_than(min_noise))
+        device = embeddings.device
+        self.lengthscale = pyro_param(
+            torch.tensor(lengthscale, dtype=dtype, device=device), constraint=dist.constraints.positive
+        )
+        self.noise = pyro_param(
+            torch.tensor(noise, dtype=dtype, device=device), constraint=dist.constraints.greater_than(min_noise)
+        )
 
     def logits(self, x: Tensor, psi: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
         """``x``: ``n x p`` (sparse or dense) -> ``n x n_outputs`` logits (eq. 3 then the GLM),
@@ -282,11 +299,12 @@ class CovariateSmoother(PyroModule):
         return -0.5 * n * p * (torch.log(2 * math.pi * scale) + 1) - 0.5 * n * logdet
 
     def model(self, x: Tensor, y: Tensor | None = None, covariate_likelihood: bool = True):
-        p, dtype = self.embeddings.shape[0], self.embeddings.dtype
-        psi = pyro.sample(
-            "psi", dist.Normal(torch.zeros(p, self.n_outputs, dtype=dtype), math.sqrt(self.prior_variance)).to_event(2)
+        p, dtype, device = self.embeddings.shape[0], self.embeddings.dtype, self.embeddings.device
+        zeros = torch.zeros(p, self.n_outputs, dtype=dtype, device=device)
+        psi = pyro.sample("psi", dist.Normal(zeros, math.sqrt(self.prior_variance)).to_event(2))
+        bias = pyro.sample(
+            "bias", dist.Normal(torch.zeros(self.n_outputs, dtype=dtype, device=device), 10.0).to_event(1)
         )
-        bias = pyro.sample("bias", dist.Normal(torch.zeros(self.n_outputs, dtype=dtype), 10.0).to_event(1))
         logits, chol = self.logits(x, psi, bias)
         if covariate_likelihood:
             pyro.factor("covariates", self.covariate_log_likelihood(x, chol))
@@ -333,6 +351,10 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             factorizations: 2,000 words take about a minute on two cores, 5,000 about ten).
         max_iter: L-BFGS iterations (MAP) or Adam steps with step size ``lr`` (normal).
         predict_samples: posterior draws averaged by ``predict_proba`` (``posterior="normal"``).
+        device: where the covariance, its eigendecompositions and the fits compute: ``"cpu"``
+            (default), ``"cuda"``, ``"cuda:1"`` or a ``torch.device`` (:mod:`lvgp.base.device`); the
+            vocabulary, the choice of ``C`` (scikit-learn) and the predictions' sparse products stay on
+            the host, and predictions come back as numpy arrays.
 
     Fitted: ``classes_``, ``lengthscale_``, ``noise_``, ``C_``, ``words_`` (covariates),
     ``smoothed_weights_`` (``p x C``: S_theta Psi, the effective weight of each observed word),
@@ -365,6 +387,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         lr: float = 0.05,
         predict_samples: int = 50,
         random_state: int | None = None,
+        device: str | torch.device = "cpu",
         verbose: bool = False,
     ):
         self.embeddings = embeddings
@@ -388,6 +411,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         self.lr = lr
         self.predict_samples = predict_samples
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     # ------------------------------------------------------------------ inputs
@@ -421,7 +445,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k not in ("tol", "n_iter_no_change", "device")},
+        **{k: v for k, v in FITTING.items() if k not in ("tol", "n_iter_no_change")},
         "embeddings": [Embeddings(), Instance(np.ndarray, name="a p x h array (count-matrix input)")],
         "missing_words": [Options("drop", "ppmi")],
         "unlabeled_texts": [None, Instance(list, tuple, name="a list of texts")],
@@ -460,7 +484,9 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         self._idf_unseen = math.log(1 + counts.shape[0]) + 1.0
         x = self._weights_of(counts)
         self.embeddings_ = emb
-        e = torch.from_numpy(emb)
+        self.device_ = device = check_device(self.device)
+        e = torch.from_numpy(emb).to(device)
+        self._x_device = None if device.type == "cpu" else _as_torch_sparse(x).to(device)
         if self.lengthscale is None:
             sub = e[torch.randperm(len(e), generator=torch.Generator().manual_seed(0))[:1000]]
             lengthscale = float(torch.cdist(sub, sub).median().clamp_min(1e-6))
@@ -470,22 +496,22 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         noise = max(float(self.noise), self.min_noise * 1.01)
         if self.learn_theta and self.covariate_likelihood:  # start from the covariate ML (2 parameters)
             lengthscale, noise = self._covariate_ml(e, x, lengthscale, noise)
-        cov = EigenCovariance(e, lengthscale, x)
+        cov = EigenCovariance(e, lengthscale, x, x_device=self._x_device)
         # C: fixed, or by cross-validation of the convex problem at the initial theta (rotated
         # features: the penalty, hence the problem, is rotation invariant)
-        z0 = (cov.xu * cov.shrinkage(torch.tensor(noise**2, dtype=e.dtype))).numpy()
+        z0 = to_host(cov.xu * cov.shrinkage(torch.tensor(noise**2, dtype=e.dtype, device=device)))
         self.C_ = self._choose_C(z0, y_codes) if self.C == "auto" else float(self.C)
         init = LogisticRegression(C=self.C_, max_iter=2000).fit(z0, y_codes)
         coef = init.coef_.T if n_out > 1 else init.coef_.T[:, :1]
-        psi0 = cov.u @ torch.from_numpy(np.ascontiguousarray(coef))  # back from the rotated features
-        bias0 = torch.from_numpy(np.atleast_1d(init.intercept_)[:n_out].copy())
-        targets = torch.from_numpy(y_codes.astype(np.float64 if n_out == 1 else np.int64))
+        psi0 = cov.u @ torch.from_numpy(np.ascontiguousarray(coef)).to(device)  # back from the rotated features
+        bias0 = torch.from_numpy(np.atleast_1d(init.intercept_)[:n_out].copy()).to(device)
+        targets = torch.from_numpy(y_codes.astype(np.float64 if n_out == 1 else np.int64)).to(device)
         if self.posterior == "map":
             psi, bias, noise, final = self._fit_map(e, x, cov, targets, n_out, psi0, bias0, noise)
             lengthscale = final.lengthscale
             self.model_ = CovariateSmoother(e, n_out, self.C_, lengthscale, noise, self.min_noise)
             self._psi, self.bias_ = psi, bias
-            s2 = torch.tensor(noise**2, dtype=e.dtype)
+            s2 = torch.tensor(noise**2, dtype=e.dtype, device=device)
             self.smoothed_weights_ = final.u @ (final.shrinkage(s2).unsqueeze(-1) * (final.u.mT @ psi))
             self._solver = functools.partial(final.solve, s2=s2)
         else:
@@ -493,7 +519,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             # inside a forked scope, the caller's random stream is left as it was
             with pyro.settings.context(module_local_params=True), seeded_torch(derive_seed(self.random_state)):
                 self.model_ = CovariateSmoother(e, n_out, self.C_, lengthscale, noise, self.min_noise)
-                self._fit_pyro(_as_torch_sparse(x), targets, {"psi": psi0, "bias": bias0})
+                self._fit_pyro(_as_torch_sparse(x).to(device), targets, {"psi": psi0, "bias": bias0})
         self.lengthscale_ = float(self.model_.lengthscale.detach())
         self.noise_ = float(self.model_.noise.detach())
         self.fit_seconds_ = time.perf_counter() - start
@@ -568,7 +594,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         log(sigma - min_noise)), and the maximum."""
 
         def loss(t: float) -> float:
-            s2 = torch.tensor((self.min_noise + math.exp(t)) ** 2, dtype=cov.lam.dtype)
+            s2 = torch.tensor((self.min_noise + math.exp(t)) ** 2, dtype=cov.lam.dtype, device=cov.lam.device)
             return -float(cov.covariate_log_likelihood(s2)) / cov.n
 
         start = math.log(max(noise - self.min_noise, 1e-6))
@@ -581,7 +607,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         cache: dict[float, tuple[float, float]] = {}
 
         def loss(log_l: float) -> float:
-            cov = EigenCovariance(e, math.exp(log_l), x, search=True)
+            cov = EigenCovariance(e, math.exp(log_l), x, search=True, x_device=self._x_device)
             cache[log_l] = self._best_noise(cov, noise)
             return -cache[log_l][1]
 
@@ -599,7 +625,12 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         dtype = cov.lam.dtype
         rotated = (cov.u.mT @ psi).clone().requires_grad_(True)
         b = bias.clone().requires_grad_(True)
-        raw = torch.tensor(math.log(max(noise - self.min_noise, 1e-6)), dtype=dtype, requires_grad=self.learn_theta)
+        raw = torch.tensor(
+            math.log(max(noise - self.min_noise, 1e-6)),
+            dtype=dtype,
+            device=cov.lam.device,
+            requires_grad=self.learn_theta,
+        )
         params = [rotated, b] + ([raw] if self.learn_theta else [])
 
         def objective() -> Tensor:
@@ -642,7 +673,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
         def at(log_l: float) -> float:
             same = abs(math.log(cov.lengthscale) - log_l) < 1e-12
-            c = cov if same else EigenCovariance(e, math.exp(log_l), x, search=True)
+            c = cov if same else EigenCovariance(e, math.exp(log_l), x, search=True, x_device=self._x_device)
             start: dict[str, Any] = best if "psi" in best else {"psi": psi, "bias": bias, "noise": noise}
             value, p_, b_, s_ = self._map_at(c, y, n_out, start["psi"], start["bias"], start["noise"])
             if value < best["value"]:
@@ -656,7 +687,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                 at, bounds=(center - 0.5, center + 0.5), method="bounded", options={"xatol": _LOG_L_TOL, "maxiter": 8}
             )
             if abs(math.log(best["lengthscale"]) - center) > 1e-12:  # chosen on a float32 decomposition:
-                exact = EigenCovariance(e, best["lengthscale"], x)  # refit from a float64 one
+                exact = EigenCovariance(e, best["lengthscale"], x, x_device=self._x_device)  # refit from a float64 one
                 _, best["psi"], best["bias"], best["noise"] = self._map_at(
                     exact, y, n_out, best["psi"], best["bias"], best["noise"]
                 )
@@ -828,7 +859,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         if not new_words:
             return x, None
         vectors, _ = self._table.lookup(new_words)
-        return x, torch.from_numpy(vectors.astype(np.float64))
+        return x, torch.from_numpy(vectors.astype(np.float64)).to(self.device_)
 
     def _effective_weights(self, psi: Tensor, new_vectors: Tensor | None, chol=None) -> Tensor:
         m = self.model_
@@ -853,7 +884,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         x, new_vectors = self._transform(X)
         with torch.no_grad():
             weights = self._effective_weights(self._psi, new_vectors, self._solver)
-        logits = np.asarray(x @ weights.numpy()) + self.bias_.numpy()
+        logits = np.asarray(x @ to_host(weights)) + to_host(self.bias_)
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
     def predict_proba(self, X) -> np.ndarray:
@@ -872,7 +903,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             for _ in range(self.predict_samples):
                 draw = self.guide_()
                 weights = self._effective_weights(draw["psi"], new_vectors)
-                probabilities.append(self._probabilities(np.asarray(x @ weights.numpy()) + draw["bias"].numpy()))
+                probabilities.append(self._probabilities(np.asarray(x @ to_host(weights)) + to_host(draw["bias"])))
         return np.mean(probabilities, axis=0)
 
     def predict(self, X) -> np.ndarray:
@@ -882,7 +913,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         """Per class, the ``n`` words with the largest effective weight S_theta Psi (for a
         binary problem: the positive class, and the negative one by the most negative)."""
         check_is_fitted(self, "smoothed_weights_")
-        w = self.smoothed_weights_.numpy()
+        w = to_host(self.smoothed_weights_)
         if w.shape[1] == 1:
             cols = {self.classes_[1]: w[:, 0], self.classes_[0]: -w[:, 0]}
         else:
