@@ -53,6 +53,12 @@ autodoc_typehints = "description"
 # lvgp's input aliases by name, not expanded into numpy's ArrayLike union (the modules postpone
 # their annotations, so autodoc sees the names)
 autodoc_type_aliases = {name: f"lvgp._typing.{name}" for name in ("TensorLike", "Documents", "EmbeddingsSpec")}
+# an alias inside a union (``Documents | None``) is stringified by its repr, which sphinx 9 gives as
+# "TypeAliasForwardRef('lvgp._typing.Documents')": shown by its name instead
+from sphinx.util.inspect import TypeAliasForwardRef  # noqa: E402
+
+TypeAliasForwardRef.__repr__ = lambda self: self.name  # type: ignore[method-assign]
+
 # docstrings are Google style ("Args:", "Returns:")
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
@@ -63,10 +69,24 @@ nb_execution_mode = "off"
 nb_render_markdown_format = "myst"
 myst_enable_extensions = ["dollarmath", "amsmath"]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_mathjax", "**.ipynb_checkpoints"]
 
 html_theme = "furo"
 html_title = "lvgp"
+
+# MathJax bundled with the site (MathJax 2.7 from the jupyter-server-mathjax package, a dev
+# dependency), so that offline readers see typeset math, not raw LaTeX; the CDN only without it
+try:
+    import jupyter_server_mathjax as _mathjax_package
+except ImportError:  # pragma: no cover - the dev extra installs it
+    _mathjax_package = None
+if _mathjax_package is not None:
+    _mathjax_static = Path(__file__).parent / "_mathjax"
+    if not (_mathjax_static / "mathjax" / "MathJax.js").exists():
+        shutil.copytree(Path(_mathjax_package.__file__).parent / "static", _mathjax_static / "mathjax", dirs_exist_ok=True)
+    html_static_path = ["_mathjax"]
+    mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+    mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]]}}
 
 # the tutorials are the committed notebooks, copied in at build time (one source of truth)
 _tutorials = Path(__file__).parent / "tutorials"
@@ -147,6 +167,11 @@ _SKLEARN_SCORE = {
     "(scikit-learn's ``RegressorMixin.score``; ``sample_weight`` optional).",
     "ClassifierMixin.score": "The mean accuracy of ``predict(X)`` against ``y`` "
     "(scikit-learn's ``ClassifierMixin.score``; ``sample_weight`` optional).",
+    "BaseEstimator.get_params": "The estimator's parameters as a dict (scikit-learn's ``get_params``): with "
+    "``deep=True`` also those of nested estimators and the fields of an ``LDKSpec`` kernel as "
+    "``kernel__<field>``.",
+    "BaseEstimator.set_params": "Set parameters and return the estimator (scikit-learn's ``set_params``; "
+    "``name__param`` for a nested estimator's).",
 }
 
 

@@ -65,7 +65,7 @@ def _python_blocks(path: Path) -> list[str]:
     return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)]
 
 
-SNIPPET_PAGES = [ROOT / "README.md", ROOT / "docs" / "getting_started.md"]
+SNIPPET_PAGES = [ROOT / "README.md", ROOT / "docs" / "getting_started.md", ROOT / "docs" / "index.md"]
 
 
 @pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: p.name)

@@ -336,7 +336,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         C: prior variance of the weights (inverse L2 strength, scikit-learn's convention), or
             ``"auto"``: chosen by stratified ``cv``-fold cross-validation (log likelihood) over
             ``Cs`` at the initial theta, the grid extended tenfold while the best is at an edge.
-        lengthscale, noise: initial l (default: the median distance between embeddings) and sigma.
+        lengthscale: the initial l (default: the median distance between embeddings).
+        noise: the initial sigma.
         learn_theta: fit l and sigma jointly with the weights (else keep the initial values).
         covariate_likelihood: include log p(X | theta) in the objective (see the module
             docstring; ``False`` fits theta by the label likelihood alone).

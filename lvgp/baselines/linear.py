@@ -37,7 +37,8 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
         alphas: regularization strengths to try (defaults per kind, log-spaced).
         l1_ratios: elastic-net mixing values to try.
         features: ``"counts"`` (the paper's ``vec(d)``) or ``"frequencies"`` (counts / length).
-        vocabulary, num_words: as for :class:`~lvgp.GPLVSMRegressor`.
+        vocabulary: as for :class:`~lvgp.GPLVSMRegressor`.
+        num_words: as for :class:`~lvgp.GPLVSMRegressor`.
         cv: folds used to choose the regularization when ``fit`` gets no dev split.
 
     ``fit(X, y, X_val, y_val)`` (the validation keywords of every lvgp estimator) scores every

@@ -35,8 +35,9 @@ def _curve(
     xlabel: str,
     log: bool,
 ):
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    plotted = False
+    """The curve of each GP-LVSM method over ``vary`` at ``fixed`` nearest ``fixed_value``; no file
+    (and an old one removed) when the study has no grid of two or more values over ``vary``."""
+    series = []
     for i, method in enumerate(GP_METHODS):
         mine = [c for c in cells if c["method"] == method and vary in c.get("params", {})]
         if not mine:
@@ -47,6 +48,12 @@ def _curve(
         if len(xs) < 2:
             continue
         stats = [[c["test_rmse"] for c in mine if c["params"][fixed] == at and c["params"][vary] == x] for x in xs]
+        series.append((i, method, at, xs, stats))
+    if not series:
+        Path(out).unlink(missing_ok=True)
+        return
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for i, method, at, xs, stats in series:
         ax.errorbar(
             xs,
             [np.mean(s) for s in stats],
@@ -56,14 +63,11 @@ def _curve(
             color=f"C{i}",
             label=f"{study.label(method)} ({fixed}={at:g})",
         )
-        plotted = True
     _baselines(ax, records, study)
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("test RMSE (standardized)")
-    if not plotted:
-        ax.text(0.5, 0.5, f"no GP-LVSM grid over {vary} in this study", ha="center", transform=ax.transAxes)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=120)

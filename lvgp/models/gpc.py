@@ -205,7 +205,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             :math:`\alpha_\epsilon`, 0.01 as they suggest). Tune it with the other
             hyper-parameters: on r8 at 50-200 training documents, 0.001 classified better and
             was chosen on dev in most samples (``results/README.md``).
-        max_iter, tol: L-BFGS budget and relative tolerance (Dirichlet).
+        max_iter: the L-BFGS budget (Dirichlet).
+        tol: the relative tolerance (Dirichlet: of L-BFGS; variational: of the epoch loss over 10 epochs).
         early_stopping: choose the budget on held-out documents instead: a stratified
             ``validation_fraction`` of the training documents
             (:func:`~lvgp.base.splits.dev_split`) is held out, a fit on the rest
@@ -216,10 +217,19 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             (``max_epochs``) (``True`` or ``"refit"``), or keeps the held-out fit's best iterate
             (``"keep-best"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`). The MAP word vectors over-fit the marginal likelihood when
             converged (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
-        num_inducing, max_epochs, batch_size (``None``: full batch), lr, ngd_lr: variational inference.
+        validation_fraction: the held-out share of ``early_stopping``.
+        n_iter_no_change: the patience of ``early_stopping``.
+        num_inducing: inducing documents of the variational inference.
+        max_epochs: the epoch budget of the variational inference.
+        batch_size: documents per step of the variational inference (``None``: full batch).
+        lr: Adam's step size for the kernel's parameters (variational).
+        ngd_lr: the natural-gradient step size of q(u), in (0, 1] (variational).
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call).
-        vocabulary, num_words, random_state, verbose.
+        vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
+        num_words: for padded-tensor input, the vocabulary size.
+        random_state: seed of the initialization, the held-out split and the Monte Carlo draws.
+        verbose: a progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 

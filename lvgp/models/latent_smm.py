@@ -184,7 +184,8 @@ class LatentSMMClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMi
         tol: relative decrease of the objective at which L-BFGS stops.
         svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
             dual optimum only).
-        vocabulary, num_words: input handling as for the other lvgp estimators.
+        vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
+        num_words: for padded-tensor input, the vocabulary size.
         random_state: seed of the initialization.
         verbose: progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a

@@ -147,10 +147,11 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         init: ``"pca"`` (the thesis), ``"cca"`` (regularized linear CCA on tf-idf, the canonical
             weights of the first q directions), ``"svd"`` (the SVD of the cross-covariance of the
             paired word frequencies) or ``"random"`` (draws from the prior).
-        source_embeddings, target_embeddings: ``None`` or word vectors of each side the latent
+        source_embeddings: ``None`` or word vectors of the source side the latent
             vectors are tied to (:mod:`lvgp.base.embeddings`: a name, a
             :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"`` -- learned from that side's training
             texts --, or a tuple of these; of one dimension when both are given).
+        target_embeddings: the same for the target side.
         learn_identity_weight: fit :math:`\lambda` by eq. 6.8 (default) or keep it where it was put
             (to choose it on dev pairs: eq. 6.8 rewards the identical tokens of the training pairs
             and drives :math:`\lambda` up past where dev precision peaks).
@@ -167,8 +168,11 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             iterate. (Eq. 6.8's loss on the validation pairs keeps falling after their precision
             peaks: it rewards confident rankings, not correct ones.)
         lr: Adam step size.
-        min_df, max_features: vocabulary filters of each side (fitted on the training texts).
-        random_state, verbose.
+        min_df: the vocabulary filter of each side (fitted on the training texts): a word in at least
+            this many (or this share of) training documents.
+        max_features: the most frequent words each side keeps (``None``: all).
+        random_state: seed of the initialization and the mini-batches.
+        verbose: a progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 

@@ -52,18 +52,22 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
             Kernel`` (for a vocabulary learned in ``fit``). ``kernel__rho`` and the other spec fields are
             parameters of ``set_params`` and ``GridSearchCV``.
         mean: ``"constant"`` (learned) or ``"zero"``.
-        noise_init, outputscale_init: initial :math:`\beta^{-1}` and :math:`\alpha^{-1}` (in
-            standardized target units when ``normalize_y``; the output scale of a spec's kernel).
+        noise_init: the initial noise :math:`\beta^{-1}` (in standardized target units when
+            ``normalize_y``), above the likelihood's floor of 1e-4.
+        outputscale_init: the initial output scale :math:`\alpha^{-1}` of a spec's kernel.
         optimizer: ``"lbfgs"`` (scipy L-BFGS-B, as in the paper) or ``"adam"`` (needed by variational
             word vectors).
-        max_iter, lr, tol: optimizer budget, Adam learning rate, convergence tolerance.
+        max_iter: the optimizer's budget in iterations.
+        lr: Adam's learning rate.
+        tol: the convergence tolerance (L-BFGS: relative decrease of the objective; Adam: relative
+            improvement of the best loss over ``n_iter_no_change`` iterations).
         early_stopping: hold out ``validation_fraction`` of the training documents and stop
             when their RMSE has not improved for ``n_iter_no_change`` iterations (``fit(..., X_val=,
             y_val=)`` supplies an explicit set instead); then keep the best iterate (``True`` or
             ``"keep-best"``) or refit on all the training documents for the best iteration count
             (``"refit"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`).
-        validation_fraction, n_iter_no_change: the held-out share of the training documents and
-            the patience (iterations without improvement) of ``early_stopping``.
+        validation_fraction: the held-out share of the training documents of ``early_stopping``.
+        n_iter_no_change: the patience of ``early_stopping`` (iterations without improvement).
         normalize_y: standardize targets (per output) before fitting; predictions are
             returned in the original units.
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the

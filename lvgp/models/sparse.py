@@ -149,19 +149,27 @@ class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInput
             ``callable(num_words) -> Kernel``.
         num_inducing: M inducing documents (see the module docstring), chosen by ``inducing``
             (``"kmeans++"`` or ``"random"``) among the training documents.
-        batch_size: documents per step; lr: Adam step size.
+        batch_size: documents per step.
         max_steps: the budget in Adam steps (whatever ``n``: 2000 steps are 500 epochs of 1,000
-            documents at batch 256, or 10 epochs of 50,000); max_epochs: an optional cap on passes.
-        tol, convergence_window: training stops (converged) when the mean loss of the last
-            ``convergence_window`` steps is less than ``tol`` (relative) below the mean of the
-            window before; when the budget ends first, a ``ConvergenceWarning`` says so.
-        noise_init, outputscale_init: initial noise variance and output scale (standardized targets).
-        vocabulary, num_words: input handling as for the exact estimator.
-        distributed, world_size: data-parallel training in ``world_size`` local processes under
+            documents at batch 256, or 10 epochs of 50,000).
+        max_epochs: an optional cap on the passes over the data.
+        tol: training stops (converged) when the mean loss of the last ``convergence_window`` steps is
+            less than ``tol`` (relative) below the mean of the window before; when the budget ends
+            first, a ``ConvergenceWarning`` says so.
+        convergence_window: the steps of each window of that rule.
+        lr: Adam's step size.
+        inducing: how the inducing documents are chosen: ``"kmeans++"`` or ``"random"``.
+        noise_init: the initial noise variance (standardized targets), above the likelihood's floor of 1e-4.
+        outputscale_init: the initial output scale of a spec's kernel.
+        vocabulary: for text input, a :class:`~lvgp.Vocabulary` (as for the exact estimator).
+        num_words: for padded-tensor input, the vocabulary size.
+        distributed: data-parallel training in ``world_size`` local processes under
             ``torch.distributed`` (gloo, loopback); each step's global batch is shared among
             them and the gradients all-reduced, so the trajectory is that of a single process
             with the same ``batch_size`` (up to floating-point summation order).
-        random_state, verbose (tqdm progress bar over epochs).
+        world_size: the processes of ``distributed`` training.
+        random_state: seed of the inducing documents, the initialization and the batches.
+        verbose: a tqdm progress bar over the steps.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
