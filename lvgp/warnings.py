@@ -1,4 +1,17 @@
-"""Warning categories of lvgp (filter them with :mod:`warnings` as usual)."""
+"""Warning categories of lvgp (filter them with :mod:`warnings` as usual), and :func:`warn`, which
+attributes a warning to the user's line that called into lvgp."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings as _warnings
+from typing import Any
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: frames passed over besides lvgp's own: the standard library's context managers (lvgp's
+#: ``with ... as x:`` blocks warn from inside them)
+_PASS_OVER = (_PACKAGE, os.path.dirname(os.path.abspath(__import__("contextlib").__file__)) + os.sep + "contextlib.py")
 
 
 class LVGPWarning(UserWarning):
@@ -32,6 +45,16 @@ def use_short_format() -> None:
     raised it (Python's default prints the path of the installation, which says nothing to a
     reader of a notebook or a log). The tutorials call it in their first cell. It replaces
     ``warnings.formatwarning`` for the whole process."""
-    import warnings
+    _warnings.formatwarning = _one_line
 
-    warnings.formatwarning = _one_line
+
+def warn(message: Any, category: type[Warning] = UserWarning, stacklevel: int | None = None) -> None:
+    """``warnings.warn`` attributed to the first frame outside lvgp: the user's line (or the library's
+    that called lvgp), never a line inside lvgp, however deep the warning is raised (``stacklevel``
+    is accepted and ignored: the level is found by walking the stack)."""
+    frame = sys._getframe(1)
+    level = 2  # 1: this function; 2: its caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PASS_OVER):
+        frame = frame.f_back
+        level += 1
+    _warnings.warn(message, category, stacklevel=level)

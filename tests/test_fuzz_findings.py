@@ -510,3 +510,17 @@ def test_words_without_a_positive_co_occurrence_get_zero_vectors():
     counts = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 1]]))
     vectors = ppmi_svd_embeddings(counts, 2, random_state=0)
     assert np.all(vectors[2] == 0.0)  # word 2 co-occurs with nothing
+
+
+def test_warnings_point_at_the_users_line():
+    """User trial: warnings pointed into lvgp's files; now at the line that called lvgp."""
+    import lvgp
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = GPLVSMRegressor(max_iter=2).fit(REVIEWS, np.arange(8.0))  # ConvergenceWarning
+        model.predict(["good unknownword", "nothing known here"])  # UnseenWords- and EmptyDocumentsWarning
+        lvgp.LDKGPClassifier(max_iter=2).fit(REVIEWS, SENTIMENTS)
+    kinds = {w.category.__name__ for w in caught}
+    assert {"ConvergenceWarning", "UnseenWordsWarning", "EmptyDocumentsWarning"} <= kinds
+    assert all(w.filename == __file__ for w in caught), [(w.category.__name__, w.filename) for w in caught]

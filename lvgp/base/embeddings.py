@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..warnings import MissingEmbeddingsWarning
+from ..warnings import MissingEmbeddingsWarning, warn
 
 if TYPE_CHECKING:
     from ..bow.vocabulary import Vocabulary
@@ -266,7 +265,7 @@ def embedding_features(words: list[str], embeddings: WordEmbeddings, stacklevel:
     if not found.any():
         raise ValueError(f"no vocabulary word has a vector in {name}")
     if not found.all():
-        warnings.warn(
+        warn(
             f"{int((~found).sum())} of {found.size} vocabulary words have no vector in {name}: "
             "their latent vectors are free residuals",
             MissingEmbeddingsWarning,

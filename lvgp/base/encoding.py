@@ -36,7 +36,7 @@ import torch
 from .._typing import Documents
 from ..bow.padded import PAD, check_padded, counts_to_padded
 from ..bow.vocabulary import Vocabulary
-from ..warnings import EmptyDocumentsWarning
+from ..warnings import EmptyDocumentsWarning, warn
 from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, needs_texts, resolve_embeddings
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ class DocumentEncoder:
             raise TypeError("unlabeled must be texts (strings or token lists): they extend the word embeddings")
         docs = list(unlabeled)
         if docs and not needs_texts(self.word_embeddings):
-            warnings.warn(
+            warn(
                 f"{len(docs)} unlabeled documents are not used: they feed word_embeddings='corpus' only",
                 UserWarning,
                 stacklevel=4,
@@ -264,7 +264,7 @@ class DocumentEncoder:
             try:
                 self.embeddings = resolve_embeddings(self.word_embeddings)
             except Exception as err:  # e.g. offline after loading a saved model: unseen words are then dropped
-                warnings.warn(f"pretrained embeddings unavailable ({err}); unseen words are dropped", RuntimeWarning, 3)
+                warn(f"pretrained embeddings unavailable ({err}); unseen words are dropped", RuntimeWarning, 3)
                 return None
         return self.embeddings
 

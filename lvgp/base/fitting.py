@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ import scipy.optimize
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from ..warnings import warn as warn_user
 from .device import LossBuffer
 from .progress import progress_bar
 
@@ -118,7 +118,7 @@ class FitResult:
         "``what`` did not converge in N ``unit`` (why); ``advice``". ``stacklevel`` as for
         ``warnings.warn`` called where this is called."""
         if not self.converged and not self.interrupted:
-            warnings.warn(
+            warn_user(
                 f"{what} did not converge in {self.n_iter} {unit} ({self.message}); {advice}",
                 ConvergenceWarning,
                 stacklevel=stacklevel + 1,
@@ -189,7 +189,7 @@ class PlateauStopping:
             )
         else:
             why = f"the mean loss of the last {self.window} {unit} still fell by more than tol={self.tol:g}"
-        warnings.warn(
+        warn_user(
             f"{what} did not converge in {n} {unit}, the budget {budget} ended it ({why}); increase {budget}",
             ConvergenceWarning,
             stacklevel=stacklevel + 1,
@@ -282,7 +282,7 @@ def fit_stochastic(
         result.loss_curve.extend(buffer.flush())
         result.interrupted = True
         result.message = f"interrupted after {len(result.loss_curve)} {unit}"
-        warnings.warn(
+        warn_user(
             f"{what}: fitting interrupted after {len(result.loss_curve)} {unit}",
             RuntimeWarning,
             stacklevel=stacklevel + 1,
@@ -298,7 +298,7 @@ def fit_stochastic(
         if not result.message:
             result.message = f"the budget {ended_by} ended the fit"
         if warn and validate is not None:
-            warnings.warn(
+            warn_user(
                 f"{what}: the validation score still improved after {result.n_iter} {unit}; increase {ended_by}",
                 ConvergenceWarning,
                 stacklevel=stacklevel + 1,
@@ -468,7 +468,7 @@ def minimize(
         reraise_interrupts()
         result.interrupted = True
         result.message = f"interrupted at iteration {result.n_iter}"
-        warnings.warn(
+        warn_user(
             f"fitting interrupted at iteration {result.n_iter}; keeping the parameters of iteration {best.iter}",
             RuntimeWarning,
             stacklevel=2,

@@ -106,7 +106,7 @@ from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
 from ..kernels.latent_distribution import rbf_gram
-from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 
 __all__ = [
     "GPEmbeddingLogisticRegression",
@@ -543,7 +543,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             missing = [w for w, f in zip(words, found) if not f]
             tokens = int(np.asarray(counts[:, ~found].sum()))
             if self.missing_words == "drop":
-                warnings.warn(
+                warn(
                     f"{len(missing)} training words ({tokens} tokens) have no embedding and are dropped "
                     f"(e.g. {missing[:5]}); missing_words='ppmi' learns vectors for them",
                     UnseenWordsWarning,
@@ -694,7 +694,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                 )
                 best["cov"] = exact
         if not self._map_converged:
-            warnings.warn(
+            warn(
                 f"the MAP fit did not converge in max_iter={self.max_iter} L-BFGS iterations; increase max_iter",
                 ConvergenceWarning,
                 stacklevel=4,
@@ -709,7 +709,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         predictions for an L2-penalized model, fewer features)."""
         folds = stratified_folds(y, self.cv, 0)  # classes with a single document stay in training
         if not folds:
-            warnings.warn(
+            warn(
                 f"too few documents per class to cross-validate C; using C={max(self.Cs)}", RuntimeWarning, stacklevel=3
             )
             return float(max(self.Cs))
@@ -786,7 +786,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                 opt.step(closure)
         except KeyboardInterrupt:
             reraise_interrupts()
-            warnings.warn(f"fit interrupted after {len(curve)} evaluations", RuntimeWarning, stacklevel=3)
+            warn(f"fit interrupted after {len(curve)} evaluations", RuntimeWarning, stacklevel=3)
         self.loss_curve_ = curve
         with torch.no_grad():
             psi, bias = self._posterior_means()
@@ -823,7 +823,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             ranked = sorted(freq, key=lambda w: (-freq[w], w))
             new_words = ranked[: self.max_new_words]
             if len(ranked) > len(new_words):
-                warnings.warn(
+                warn(
                     f"{len(ranked) - len(new_words)} new words with an embedding beyond max_new_words="
                     f"{self.max_new_words} are dropped",
                     UnseenWordsWarning,
@@ -840,7 +840,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                     rows.append(i)
                     cols.append(j)
         if unknown:
-            warnings.warn(
+            warn(
                 f"{unknown} test tokens are neither training words nor words with an embedding; dropped",
                 UnseenWordsWarning,
                 stacklevel=3,
@@ -849,7 +849,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         counts.sum_duplicates()
         empty = np.flatnonzero(np.diff(counts.indptr) == 0)
         if len(empty):
-            warnings.warn(
+            warn(
                 f"{len(empty)} of {len(texts)} documents have no known word (rows {empty[:10].tolist()}); "
                 "their logits are the biases alone",
                 EmptyDocumentsWarning,

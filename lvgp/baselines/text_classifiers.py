@@ -32,7 +32,7 @@ from ..base.constraints import Embeddings, Instance, Integer, Options, RandomSta
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
-from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 
 __all__ = [
     "BowClassifier",
@@ -61,7 +61,7 @@ def platt_scaling(svm, features, y: np.ndarray, random_state=None):
 
     folds = stratified_folds(y, 3, random_state or 0)
     if not folds:
-        warnings.warn(
+        warn(
             "too few documents per class to cross-validate Platt scaling; sigmoids fitted on the "
             "training decision values",
             RuntimeWarning,
@@ -77,7 +77,7 @@ def _grid_search(base, grid: dict, fallback: dict, features, y: np.ndarray, rand
     settings, with a warning."""
     folds = stratified_folds(y, 3, random_state or 0)
     if not folds:
-        warnings.warn(f"too few documents per class to cross-validate; using {fallback}", RuntimeWarning, stacklevel=3)
+        warn(f"too few documents per class to cross-validate; using {fallback}", RuntimeWarning, stacklevel=3)
         return base.set_params(**fallback).fit(features, y)
     return GridSearchCV(base, grid, cv=folds).fit(features, y).best_estimator_
 
@@ -98,7 +98,7 @@ def _check_texts(X, y=None):
     if empty and y is not None:
         raise ValueError(f"X: empty documents at rows {empty[:10]} (drop them before fitting)")
     if empty:
-        warnings.warn(
+        warn(
             f"{len(empty)} of {len(X)} documents are empty (rows {empty[:10]}); they are predicted "
             "from the zero feature vector (the intercept)",
             EmptyDocumentsWarning,

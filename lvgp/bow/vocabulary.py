@@ -7,7 +7,6 @@ import json
 import re
 import sys
 import unicodedata
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from ..warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning, warn
 from .padded import PAD, _rows_text
 
 
@@ -261,7 +260,7 @@ class Vocabulary:
             out.append(ids)
         if dropped_tokens:
             without = " without a pretrained vector" if extend is not None else ""
-            warnings.warn(
+            warn(
                 f"dropped {dropped_tokens} tokens ({len(dropped_types)} distinct words) not in the vocabulary{without}, "
                 f"in {dropped_docs} of {len(out)} documents",
                 UnseenWordsWarning,
@@ -320,7 +319,7 @@ class Vocabulary:
                     f"{name}: {len(empty)} documents have no word in the vocabulary after tokenizing "
                     f"(rows {_rows_text(empty)}); pass on_empty='keep' to keep them as padding-only rows"
                 )
-            warnings.warn(
+            warn(
                 f"{name}: {len(empty)} of {len(ids)} documents have no word in the vocabulary (rows {_rows_text(empty)}); "
                 "kept as padding-only rows",
                 EmptyDocumentsWarning,
@@ -332,7 +331,7 @@ class Vocabulary:
             raise ValueError(f"max_len must be a positive integer; got {max_len!r}")
         too_long = [len(r) - width for r in ids if len(r) > width]
         if too_long:
-            warnings.warn(
+            warn(
                 f"truncated {len(too_long)} documents longer than max_len={width} ({sum(too_long)} tokens dropped)",
                 TruncationWarning,
                 stacklevel=4,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import math
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from ..baselines.frequency import (
 from ..datasets.loaders import load_breast_cancer, read_categorical_csv
 from ..models.clgp import CLGP, CategoricalTable, hide_one_value
 from ..models.clgp.estimators import LATENT_SCALES
+from ..warnings import warn
 from .registry import default_methods, methods, register_method, register_study
 from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 
@@ -163,7 +163,7 @@ def prepare_split(study: CategoricalStudy, split: int):
     train_rows, test_rows = perm[:n_train], perm[n_train:]
     sparse = (codes[test_rows] >= 0).sum(1) < 2  # nothing left to predict a hidden value from
     if sparse.any():
-        warnings.warn(
+        warn(
             f"{study.dataset}: {int(sparse.sum())} of the {len(test_rows)} rows drawn for testing have fewer than two "
             "observed values; they stay in training",
             RuntimeWarning,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.splits import dev_split, stratified_folds
 from ..datasets.loaders import corpus_names, load_corpus
+from ..warnings import warn
 from .registry import default_methods, register_method, register_study
 from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings
 
@@ -634,7 +634,7 @@ class DevSelected:
                 self.dev_hinge_ = [(dict(key), loss) for key, loss in tiebreak.items()]
                 best = max(settings, key=lambda params: (scores[key_of(params)], -tiebreak.get(key_of(params), 0.0)))
             else:
-                warnings.warn(
+                warn(
                     f"no development documents to choose among {len(settings)} settings: using {best}",
                     RuntimeWarning,
                     stacklevel=2,

@@ -27,7 +27,7 @@ import numpy as np
 from ..base.device import check_device
 from ..base.fitting import interrupts_raise
 from ..base.progress import progress_bar
-from ..warnings import EmptyDocumentsWarning
+from ..warnings import EmptyDocumentsWarning, warn
 from . import registry
 from .executors import Executor, InProcessExecutor
 from .registry import Method
@@ -444,7 +444,7 @@ def warn_dropped(cells: list[dict]) -> None:
             if key.startswith("dropped") and isinstance(value, int) and value > 0:
                 counts.setdefault(key, []).append(value)
     for key, values in counts.items():
-        warnings.warn(
+        warn(
             f"{key}: {max(values)} rows dropped in the worst of {len(values)} of {len(cells)} cells "
             f"({sum(values)} over those cells; per cell in results.json)",
             EmptyDocumentsWarning if "empty" in key else UserWarning,

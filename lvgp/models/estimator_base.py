@@ -28,6 +28,7 @@ from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning
+from ..warnings import warn as warn_user
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
 
 if TYPE_CHECKING:
@@ -418,7 +419,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         """RMSE (standardized units) of the predictive mean on a validation set, as a closure."""
         keep = ~empty_rows(x_val) if self._empty_documents_use_prior else torch.ones(x_val.shape[0], dtype=torch.bool)
         if not keep.all():
-            warnings.warn(
+            warn_user(
                 f"{int((~keep).sum())} validation documents have no known word and are left out of early stopping",
                 EmptyDocumentsWarning,
                 stacklevel=3,
@@ -534,7 +535,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
             rows = rows.to(self.device_)
             mean[rows], var[rows] = m, v + noise
         if empty.any():
-            warnings.warn(
+            warn_user(
                 f"{int(empty.sum())} of {x.shape[0]} documents have no known word: predicted with the prior",
                 EmptyDocumentsWarning,
                 stacklevel=3,

@@ -60,7 +60,7 @@ from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
-from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
 from .gplvsm import PaddedInputsMixin
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents
@@ -358,7 +358,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         _, codes = check_labels(y, n)
         train, dev = dev_split(codes, derive_seed(self.random_state), float(self.validation_fraction))
         if not len(dev):
-            warnings.warn(
+            warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
                 "fitted with the full budget (max_iter / max_epochs)",
                 UserWarning,
@@ -710,7 +710,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             empty = (x == PAD).all(-1)
             out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)), device=self.device_)
             if empty.any():
-                warnings.warn(
+                warn(
                     f"{int(empty.sum())} of {x.shape[0]} documents have no known word: given the training class "
                     "frequencies",
                     EmptyDocumentsWarning,

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import itertools
 import time
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -63,7 +62,7 @@ from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, MAPWordVectors
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
-from ..warnings import EmptyDocumentsWarning
+from ..warnings import EmptyDocumentsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
@@ -483,7 +482,7 @@ class LatentSMMClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMi
             empty = (x == PAD).all(-1)
             cross = np.zeros((x.shape[0], self._x.shape[0]))
             if empty.any():
-                warnings.warn(
+                warn(
                     f"{int(empty.sum())} of {x.shape[0]} documents have no known word: decided by the offsets b alone",
                     EmptyDocumentsWarning,
                     stacklevel=3,

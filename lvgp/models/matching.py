@@ -75,7 +75,7 @@ from ..bow.padded import PAD, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..kernels import MAPWordVectors, make_word_vectors
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
-from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
@@ -657,7 +657,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         empty = self._empty(source, self.source_vocabulary_) | self._empty(target, self.target_vocabulary_)
         ranks = (d < d.diagonal()[:, None]).sum(1)
         if empty.any():
-            warnings.warn(
+            warn(
                 f"{int(empty.sum())} of {len(ranks)} pairs have a document without any known word: ranked last",
                 EmptyDocumentsWarning,
                 stacklevel=2,

@@ -30,7 +30,6 @@ Cost per step: the LDK Gram of the ``M + B`` documents over their distinct words
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -62,7 +61,7 @@ from ..kernels.spec import (
     variational_word_vectors,
     word_vector_modules,
 )
-from ..warnings import EmptyDocumentsWarning
+from ..warnings import EmptyDocumentsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
@@ -564,7 +563,7 @@ class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInput
                 idx = idx.to(device)
                 mean[idx], std[idx] = out.mean, out.variance.clamp_min(0).sqrt()
             if empty.any():
-                warnings.warn(
+                warn(
                     f"{int(empty.sum())} documents have no known word; predicted with the prior",
                     EmptyDocumentsWarning,
                     stacklevel=3,

@@ -27,6 +27,7 @@ from ..._random import derive_seeds, rng_of
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
 from ...base.device import check_device, to_host
 from ...base.fitting import PlateauStopping, fit_stochastic
+from ...warnings import warn
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -361,7 +362,7 @@ class CLGP(BaseEstimator):
         usable = np.flatnonzero((codes >= 0).sum(1) >= 2)  # rows with a value to impute from another
         n_dev = int(round(0.2 * len(usable)))
         if n_dev < 5:
-            warnings.warn(
+            warn(
                 f"latent_scale='auto': {len(usable)} of {len(codes)} rows have two observed values, too few to "
                 "hold out 5 for choosing the rule on dev; using 'joint'",
                 UserWarning,

@@ -28,7 +28,6 @@ a symmetric :math:`\alpha`, Blei et al. 2003, appendix A.4.2). Prediction (eqs. 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,7 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from ..._random import rng_of
-from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning
+from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 
 PAD = -1
 
@@ -308,7 +307,7 @@ class SupervisedLDAEM:
         unseen = valid & ~self.seen_words_[np.where(valid, np.clip(x, 0, self.vocab_size_ - 1), 0)]
         unseen |= valid & (x >= self.vocab_size_)
         if unseen.any():
-            warnings.warn(
+            warn(
                 f"dropped {int(unseen.sum())} tokens of words unseen in training, in {int(unseen.any(1).sum())} of "
                 f"{len(x)} documents",
                 UnseenWordsWarning,
@@ -339,7 +338,7 @@ class SupervisedLDAEM:
         if not nonempty.any():
             raise ValueError("no held-out document has a word seen in training: the per-word likelihood is undefined")
         if not nonempty.all():
-            warnings.warn(
+            warn(
                 f"{int((~nonempty).sum())} of {len(x)} held-out documents have no word seen in training and are "
                 "left out of the per-word likelihood",
                 EmptyDocumentsWarning,

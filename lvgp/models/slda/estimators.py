@@ -34,7 +34,7 @@ from ...base.targets import check_labels, check_targets_array
 from ...base.validation import standardization
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
-from ...warnings import EmptyDocumentsWarning
+from ...warnings import EmptyDocumentsWarning, warn
 from .em import SupervisedLDAEM
 from .pyro_model import SupervisedLDA
 
@@ -66,7 +66,7 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
         x = self._encoder.transform(X)
         empty = (x == PAD).all(-1)
         if empty.any():
-            warnings.warn(
+            warn(
                 f"{int(empty.sum())} of {len(x)} documents have no word seen in training: given the prior topic "
                 "proportions alpha / sum(alpha)",
                 EmptyDocumentsWarning,
@@ -77,7 +77,7 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
     def _warn_if_unconverged(self, what: str, unit: str, hint: str) -> None:
         """A ``ConvergenceWarning``, pointing at the caller of ``fit``, when the budget ended the fit."""
         if not self.converged_:
-            warnings.warn(f"{what} did not converge in {self.n_iter_} {unit}; {hint}", ConvergenceWarning, stacklevel=3)
+            warn(f"{what} did not converge in {self.n_iter_} {unit}; {hint}", ConvergenceWarning, stacklevel=3)
 
     #: the parameters the sLDA estimators share (each class adds its own)
     _parameter_constraints: dict[str, list] = {
