@@ -90,3 +90,47 @@ def test_compare_commands_write_under_runs(page, command):
         return
     out = argv[argv.index("--out") + 1]
     assert out.startswith("runs/"), f"{page}: `{command}` writes into {out}, not under runs/"
+
+
+#: how each study's README command is cut down to run in seconds: the same methods and code path,
+#: one split, tiny sizes and budgets, the first value of every grid
+_SMALL = {
+    "regression": dict(splits=1, train_size=60, dev_size=30, test_size=30, max_iter=3, vb_max_iter=3, sparse_epochs=1),
+    "topics": dict(folds=2, max_iter=2, documents=300),
+    "categorical": dict(splits=1, max_iter=5, inducing=8),
+    "classification": dict(splits=1, train_sizes=(20,), test_size=40, max_iter=3, ldk_max_iter=2, max_features=200),
+    "matching": dict(sets=1, train=60, dev=10, test=10, max_iter=2, cca_components=(8,)),
+}
+
+
+def _reduced(study):
+    import dataclasses
+
+    changes = {k: v for k, v in _SMALL[study.kind].items() if hasattr(study, k)}
+    for field in dataclasses.fields(study):
+        value = getattr(study, field.name)
+        if isinstance(value, tuple) and field.name not in ("methods", "train_sizes", "drop_columns") and len(value) > 1:
+            changes.setdefault(field.name, value[:1])  # the first value of every grid
+    return dataclasses.replace(study, **changes)
+
+
+RUNNABLE = [
+    (p, c)
+    for p, c in COMPARE
+    if "--ray" not in c and "--help" not in c and "--report-only" not in c and "my_pairs" not in c
+]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("page, command", RUNNABLE, ids=[f"{p}:{c[:60]}" for p, c in RUNNABLE])
+def test_every_compare_command_runs_cut_down(page, command, tmp_path):
+    """Every README/docs study command runs, its methods and code path unchanged, with one split,
+    tiny sizes and the first value of each grid (the full commands take minutes to hours; their
+    times are stated beside them)."""
+    from lvgp.experiments.study import study_from_options
+
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    study = _reduced(study_from_options(args.study_class, args))
+    summary = study.run(tmp_path / "out", progress=False)
+    assert not summary["failures"], summary["failures"]
+    assert summary["records"]

@@ -20,6 +20,7 @@ pairs. The grouping is on by default (``dedupe_families``).
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import re
 import time
@@ -297,9 +298,13 @@ def run_cell(study: MatchingStudy, cell: dict) -> dict:
     }
     if hasattr(model, "shared_tokens_"):
         record.update(n_iter=model.n_iter_, best_iter=model.best_iter_, shared_tokens=model.shared_tokens_)
+    if getattr(model, "dropped_pairs_", 0):  # training pairs with a side left without vocabulary words
+        record["dropped_empty_train"] = model.dropped_pairs_
     if cell["split"] == 0:  # a few retrievals of set 1, shown for the setting dev selects
         with recorded_warnings():  # the same documents' warnings are in the record already
-            d = model.distances(test[0][:5], test[1])
+            # a document without known words is the zero measure here (as in true_target_ranks)
+            keep_empty = {"on_empty": "keep"} if "on_empty" in inspect.signature(model.distances).parameters else {}
+            d = model.distances(test[0][:5], test[1], **keep_empty)
         record["examples"] = [
             {"source": test[0][i], "true_target": test[1][i], "retrieved": [test[1][j] for j in np.argsort(d[i])[:3]]}
             for i in range(len(d))

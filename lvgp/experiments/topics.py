@@ -78,6 +78,7 @@ class TopicStudy(Study):
     device: str = option("cpu", DEVICE_HELP)
     min_df: int = option(2, "vocabulary: minimum document frequency in the training folds")
     max_iter: int = option(100, "EM iterations")
+    documents: int | None = option(None, "a random subset of this many documents (default: all of the data set)")
 
     @property
     def n_splits(self) -> int:
@@ -85,7 +86,7 @@ class TopicStudy(Study):
 
     def validate(self) -> None:
         super().validate()
-        _cached_corpus(self.dataset)
+        prepare_fold(self, 0)  # bad input (the data set, --folds, --documents) fails here, before any cell
 
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
@@ -111,11 +112,17 @@ class TopicStudy(Study):
 def prepare_fold(study: TopicStudy, fold: int):
     corpus = _cached_corpus(study.dataset)
     n = len(corpus)
+    rows = np.arange(n)
+    if study.documents is not None:
+        if study.documents > n:
+            raise ValueError(f"--documents must be at most the {n} documents of {study.dataset}; got {study.documents}")
+        rows = np.sort(np.random.default_rng([study.seed, 20070102]).choice(n, study.documents, replace=False))
+        n = len(rows)
     if study.folds < 2 or study.folds > n:
         raise ValueError(f"--folds must be between 2 and the number of documents ({n}); got {study.folds}")
     assignment = np.random.default_rng([study.seed, 20070101]).permutation(n) % study.folds
-    test = np.flatnonzero(assignment == fold)
-    train = np.flatnonzero(assignment != fold)
+    test = rows[np.flatnonzero(assignment == fold)]
+    train = rows[np.flatnonzero(assignment != fold)]
     texts = corpus.texts
     vocab = Vocabulary(min_df=study.min_df, min_token_len=3).fit([texts[i] for i in train])
     keep = np.array([any(w in vocab for w in vocab.tokenize(texts[i])) for i in train])

@@ -176,7 +176,8 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
 
-    Fitted: ``source_vocabulary_``, ``target_vocabulary_``, ``target_ids_`` (kernel id of each
+    Fitted: ``source_vocabulary_``, ``target_vocabulary_``, ``dropped_pairs_`` (training pairs left out: a
+    side without any vocabulary word), ``target_ids_`` (kernel id of each
     target word), ``kernel_`` (the LDK over both vocabularies), ``source_vectors_`` /
     ``target_vectors_`` (``V x q``), ``shared_tokens_`` (how many target words are tied),
     ``loss_curve_``, ``validation_curve_``, ``best_iter_``, ``n_iter_``, ``converged_``, ``fit_seconds_``.
@@ -395,8 +396,27 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         self._layout()
         with warnings.catch_warnings():  # training words below min_df are filtered by design, not "unseen"
             warnings.simplefilter("ignore", UnseenWordsWarning)
-            xs, xt = self._encode(source, target)
+            xs, xt = self._encode(source, target, on_empty="keep")
+            # a pair one of whose sides keeps no vocabulary word (all its words below min_df) has no
+            # bag of words there: it is left out of training, counted
+            empty = ((xs == PAD).all(-1) | (xt == PAD).all(-1)).numpy()
+            self.dropped_pairs_ = int(empty.sum())
+            if empty.any():
+                keep = np.flatnonzero(~empty)
+                if len(keep) < 2:
+                    raise ValueError(
+                        f"matching needs at least two training pairs with a vocabulary word on both sides; "
+                        f"{len(keep)} of {len(source)} have one (min_df={self.min_df})"
+                    )
+                source, target = [source[i] for i in keep], [target[i] for i in keep]
+                xs, xt = xs[torch.from_numpy(keep)], xt[torch.from_numpy(keep)]
             layout = self._initial_layout(source, target)
+        if self.dropped_pairs_:
+            warn(
+                f"{self.dropped_pairs_} of {self.dropped_pairs_ + len(source)} training pairs have a side without any "
+                f"vocabulary word (min_df={self.min_df}): left out of training",
+                EmptyDocumentsWarning,
+            )
         features = self._word_features(source, target)
         seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
