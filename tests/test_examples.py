@@ -72,6 +72,7 @@ BENCHMARKS = {
     "ldk_cells.py": "dev selection s",
     "ldk_plus_design.py": "ldk-gpc-plus",
     "gpu.py": '"part": "gram"',
+    "default_coverage.py": "| amazon-snippets | 36 |",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
@@ -83,6 +84,7 @@ NEEDS_DATA = {
     "gpc_features_vs_svm.py",
     "latent_smm_word_kernel.py",
     "ldk_plus_design.py",
+    "default_coverage.py",
 }
 
 

@@ -1,6 +1,11 @@
-"""Calibration of predicted class probabilities: the log loss, the expected calibration error and
-the reliability diagram's bins (Guo, Pleiss, Sun & Weinberger, ICML 2017: equal-width bins of the
-confidence, the largest predicted probability)."""
+"""Calibration of predictions.
+
+* Class probabilities: the log loss, the expected calibration error and the reliability diagram's
+  bins (Guo, Pleiss, Sun & Weinberger, ICML 2017: equal-width bins of the confidence, the largest
+  predicted probability).
+* Gaussian predictive distributions of regression targets: the mean negative log predictive
+  density (NLPD), the share of targets inside central intervals (coverage), and the calibration
+  curve (nominal against empirical coverage)."""
 
 from __future__ import annotations
 
@@ -8,7 +13,23 @@ import numpy as np
 
 from .targets import true_class_log_proba
 
-__all__ = ["log_loss", "reliability_bins", "expected_calibration_error", "multiclass_hinge", "ECE_BINS"]
+__all__ = [
+    "log_loss",
+    "reliability_bins",
+    "expected_calibration_error",
+    "multiclass_hinge",
+    "ECE_BINS",
+    "gaussian_nlpd",
+    "interval_coverage",
+    "COVERAGE_LEVELS",
+    "CALIBRATION_LEVELS",
+    "regression_calibration",
+]
+
+#: the central intervals every regression record reports the coverage of
+COVERAGE_LEVELS = (0.5, 0.9, 0.95)
+#: the nominal levels of a calibration curve
+CALIBRATION_LEVELS = tuple(round(0.05 * k, 2) for k in range(1, 20)) + (0.99,)
 
 #: equal-width confidence bins of the expected calibration error
 ECE_BINS = 15
@@ -56,3 +77,45 @@ def multiclass_hinge(decision: np.ndarray, classes: np.ndarray, y: np.ndarray) -
     other = decision.copy()
     other[rows[known], index[known]] = -np.inf
     return np.maximum(0.0, 1.0 - (true - other.max(axis=1)))
+
+
+def _checked(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    y, mean, std = (np.asarray(a, dtype=np.float64).ravel() for a in (y, mean, std))
+    if not (len(y) == len(mean) == len(std)):
+        raise ValueError(f"y, mean and std must have one entry per target; got {len(y)}, {len(mean)}, {len(std)}")
+    if not (np.isfinite(std).all() and (std > 0).all()):
+        raise ValueError("std must be positive and finite")
+    return y, mean, std
+
+
+def gaussian_nlpd(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> float:
+    r"""Mean negative log predictive density of targets ``y`` under
+    :math:`\mathcal N(\text{mean}_i, \text{std}_i^2)`:
+    :math:`\frac1n\sum_i \frac12\log(2\pi s_i^2) + \frac{(y_i - m_i)^2}{2 s_i^2}` (lower is better; in the units
+    of ``y``, so compare methods on the same targets)."""
+    y, mean, std = _checked(y, mean, std)
+    z = (y - mean) / std
+    return float(np.mean(0.5 * np.log(2 * np.pi) + np.log(std) + 0.5 * z * z))
+
+
+def interval_coverage(
+    y: np.ndarray, mean: np.ndarray, std: np.ndarray, levels: tuple[float, ...] = COVERAGE_LEVELS
+) -> dict[float, float]:
+    r"""The share of targets inside each central Gaussian interval: ``{level: share}`` with the
+    interval :math:`m \pm \Phi^{-1}((1 + \text{level}) / 2)\, s` (1.96 s for 95%)."""
+    from scipy.stats import norm
+
+    y, mean, std = _checked(y, mean, std)
+    z = np.abs(y - mean) / std
+    return {float(level): float(np.mean(z <= norm.ppf(0.5 + level / 2))) for level in levels}
+
+
+def regression_calibration(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict:
+    """What a regression record holds about its predictive distribution: ``nlpd``, the coverage
+    of the 50/90/95% intervals (``coverage_50`` ...), the mean predictive ``mean_std``, and the
+    calibration curve (``calibration``: nominal levels and the empirical coverage of each)."""
+    curve = interval_coverage(y, mean, std, CALIBRATION_LEVELS)
+    record = {"nlpd": gaussian_nlpd(y, mean, std), "mean_std": float(np.mean(std))}
+    record.update({f"coverage_{round(100 * level)}": share for level, share in interval_coverage(y, mean, std).items()})
+    record["calibration"] = {"nominal": list(curve), "empirical": list(curve.values())}
+    return record
