@@ -30,6 +30,12 @@ class TruncationWarning(LVGPWarning):
     """Documents longer than a requested width were truncated; the message counts them."""
 
 
+class UncertaintyWarning(LVGPWarning):
+    """A fitted model's predictive intervals cannot be trusted: its noise sits at its constraint's
+    floor (it interpolates the training targets), or too few held-out targets fall inside its 95%
+    intervals; the message gives the numbers and what to do."""
+
+
 class MissingEmbeddingsWarning(LVGPWarning):
     """Vocabulary words have no pretrained vector; the message counts them."""
 

@@ -141,3 +141,35 @@ def word_map(cells, out: Path, study, n_words: int = 60) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
+
+
+def calibration_curve(records: list[dict], out: Path, study) -> None:
+    """Nominal against empirical coverage of the central predictive intervals on test, per method
+    (mean over the splits): a calibrated method lies on the diagonal, an over-confident one below
+    it. No file for records without calibration curves (written before lvgp 0.2)."""
+    methods = [m for m in methods_in(records, study) if all("calibration" in r for r in records if r["method"] == m)]
+    if not methods:
+        Path(out).unlink(missing_ok=True)
+        return
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls=":", label="calibrated")
+    for i, method in enumerate(methods):
+        curves = [r["calibration"] for r in records if r["method"] == method]
+        nominal = curves[0]["nominal"]
+        empirical = np.mean([c["empirical"] for c in curves], axis=0)
+        style = {"ls": "--", "marker": "s"} if i >= 10 else {"marker": "o"}
+        ax.plot(nominal, empirical, lw=1.2, ms=3, color=f"C{i % 10}", label=study.label(method), **style)
+    ax.set_xlabel("nominal coverage of the central interval")
+    ax.set_ylabel("share of test targets inside")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{study.dataset}: predictive intervals on test", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def methods_in(records: list[dict], study) -> list[str]:
+    """The methods of ``records`` in the study's order."""
+    return sorted({r["method"] for r in records}, key=study.method_order)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..base.constraints import Integer
+from ..base.metrics import gaussian_nlpd, regression_calibration
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
@@ -224,11 +225,12 @@ class RegressionStudy(Study):
         )
 
     def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
-        from .figures import rmse_vs_q, rmse_vs_rho, word_map
+        from .figures import calibration_curve, rmse_vs_q, rmse_vs_rho, word_map
 
         rmse_vs_q(cells, records, out / "rmse_vs_q.png", self)
         rmse_vs_rho(cells, records, out / "rmse_vs_rho.png", self)
         word_map(cells, out / "word_map.png", self)
+        calibration_curve(records, out / "calibration.png", self)
 
 
 @dataclass
@@ -295,6 +297,25 @@ def _rmse(pred, y) -> float:
     return float(np.sqrt(np.mean((np.asarray(pred) - y) ** 2)))
 
 
+def _predictive(est, data: SplitData):
+    """Predictive means and standard deviations on dev and test, and where the deviations come from:
+    the model's predictive distribution (``"model"``: the GPs, sLDA's response variance), or for
+    point predictors (ridge and friends) one homoscedastic deviation, the root mean squared residual
+    on dev (``"dev residuals"``): the same kind of interval for every method, chosen on dev data."""
+    try:
+        dev_mean, dev_std = est.predict(data.dev_texts, return_std=True)
+        test_mean, test_std = est.predict(data.test_texts, return_std=True)
+        return (dev_mean, dev_std), (test_mean, test_std), "model"
+    except TypeError:  # no return_std
+        dev_mean, test_mean = est.predict(data.dev_texts), est.predict(data.test_texts)
+        sigma = max(_rmse(dev_mean, data.y_dev), 1e-12)
+        return (
+            (dev_mean, np.full(len(dev_mean), sigma)),
+            (test_mean, np.full(len(test_mean), sigma)),
+            "dev residuals",
+        )
+
+
 def run_cell(study: RegressionStudy, cell: dict) -> dict:
     """Fit one method on one split with one hyper-parameter setting; dev and test RMSE."""
     data = prepare_split(study, cell["split"])
@@ -307,11 +328,13 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
         else:
             est.fit(data.train_texts, data.y_train)
         seconds = time.perf_counter() - start
-        dev_rmse = _rmse(est.predict(data.dev_texts), data.y_dev)
-        test_rmse = _rmse(est.predict(data.test_texts), data.y_test)
+        (dev_mean, dev_std), (test_mean, test_std), source = _predictive(est, data)
     record: dict[str, Any] = {
-        "dev_rmse": dev_rmse,
-        "test_rmse": test_rmse,
+        "dev_rmse": _rmse(dev_mean, data.y_dev),
+        "test_rmse": _rmse(test_mean, data.y_test),
+        "uncertainty": source,
+        "dev_nlpd": gaussian_nlpd(data.y_dev, dev_mean, dev_std),
+        **{f"test_{k}": v for k, v in regression_calibration(data.y_test, test_mean, test_std).items()},
         "fit_seconds": seconds,
         "n_train": len(data.train_texts),
         "n_dev": len(data.dev_texts),
@@ -341,6 +364,11 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
 # ------------------------------------------------------------------ aggregation
 
 
+#: the test calibration fields of a cell a record keeps (without their ``test_`` prefix)
+_CALIBRATION_FIELDS = ("test_nlpd", "test_coverage_50", "test_coverage_90", "test_coverage_95", "test_mean_std")
+_CALIBRATION_FIELDS += ("test_calibration",)
+
+
 def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
     """One record per (method, split): the cell with the lowest dev RMSE (never test)."""
     best: dict[tuple, dict] = {}
@@ -358,6 +386,8 @@ def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
                 "split": c["split"],
                 "rmse": c["test_rmse"],
                 "dev_rmse": c["dev_rmse"],
+                **{k[5:]: c[k] for k in _CALIBRATION_FIELDS if k in c},
+                **({"dev_nlpd": c["dev_nlpd"], "uncertainty": c["uncertainty"]} if "dev_nlpd" in c else {}),
                 "hyperparameters": {
                     k: v for k, v in {**c.get("params", {}), **c.get("chosen", {})}.items() if v is not None
                 },
@@ -382,7 +412,37 @@ def summary_table(records: list[dict], study: RegressionStudy) -> str:
     header = "| data set | " + " | ".join(study.label(m) for m in methods) + " |"
     rule = "|---|" + "---|" * len(methods)
     cells = [mean_cell(rmse[m], splits, bold=m == best) for m in methods]
-    return "\n".join([header, rule, f"| {dataset} | " + " | ".join(cells) + " |"]) + (
+    text = "\n".join([header, rule, f"| {dataset} | " + " | ".join(cells) + " |"]) + (
         f"\n\nTest RMSE (standardized targets), mean ± std over {splits} splits ({PARTIAL_NOTE}); best mean in bold. "
         "Hyper-parameters chosen on the dev split.\n"
+    )
+    return text + calibration_table(records, study, methods)
+
+
+def calibration_table(records: list[dict], study: RegressionStudy, methods: list[str]) -> str:
+    """The predictive distributions: test NLPD, the coverage of the central 50/90/95% intervals and
+    the mean predictive standard deviation, per method (mean over the splits); empty for records
+    written before lvgp 0.2 (without them)."""
+    have = [m for m in methods if all("nlpd" in r for r in records if r["method"] == m)]
+    if not have:
+        return ""
+    rows = ["| method | NLPD | 50% | 90% | 95% | mean std | intervals from |", "|---|---|---|---|---|---|---|"]
+    nlpd = {m: np.mean([r["nlpd"] for r in records if r["method"] == m]) for m in have}
+    best = min(nlpd, key=nlpd.get)
+    for m in have:
+        mine = [r for r in records if r["method"] == m]
+
+        def avg(key: str, mine: list[dict] = mine) -> float:
+            return float(np.mean([r[key] for r in mine]))
+
+        shown = f"**{nlpd[m]:.3f}**" if m == best else f"{nlpd[m]:.3f}"
+        rows.append(
+            f"| {study.label(m)} | {shown} | {avg('coverage_50'):.3f} | {avg('coverage_90'):.3f} | "
+            f"{avg('coverage_95'):.3f} | {avg('mean_std'):.3f} | {mine[0].get('uncertainty', 'model')} |"
+        )
+    return (
+        "\n" + "\n".join(rows) + "\n\nPredictive distributions on test, mean over the splits: NLPD (mean negative log "
+        "predictive density of the standardized targets, Gaussian; lower is better), the share of targets inside the "
+        "central 50/90/95% intervals, and the mean predictive standard deviation. A point predictor's interval is "
+        "the root mean squared residual on dev, the same for every document ('dev residuals').\n"
     )

@@ -364,7 +364,41 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
             result = self._fit_model(x_all, y_all, seed, None, None, max_iter=result.best_iter)
         self._set_fit_result(result)
         self.model_.eval()
+        self._check_uncertainty(x_val, y_val_arr)
         return self
+
+    #: what an :class:`~lvgp.warnings.UncertaintyWarning` advises
+    _calibration_advice = "a larger noise_init will not help: the maximum of the marginal likelihood is there"
+
+    def _check_uncertainty(self, x_val: torch.Tensor | None, y_val: np.ndarray | None) -> None:
+        """An :class:`~lvgp.warnings.UncertaintyWarning` when the fitted noise sits at its floor (the
+        model interpolates its training targets: its intervals are too narrow), or when fewer than
+        70% of the held-out targets (``X_val``/``y_val``, or early stopping's part) fall inside the
+        95% predictive intervals."""
+        from ..base.metrics import interval_coverage
+        from ..warnings import UncertaintyWarning
+
+        noise = float(self.likelihood_.noise.detach().reshape(-1).min())
+        if noise < 2 * NOISE_FLOOR:  # the softplus constraint approaches its bound, never reaches it
+            warn_user(
+                f"{self._name}: the fitted noise is {noise:.2g}, its floor (in standardized units): the model "
+                "interpolates its training targets and its predictive intervals are too narrow. "
+                f"{self._calibration_advice}",
+                UncertaintyWarning,
+            )
+        if x_val is None or y_val is None or len(y_val) < 10:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mean, var = self._predict_encoded(x_val, include_noise=True)
+        target = (np.asarray(y_val) - self.y_mean_) / self.y_std_
+        covered = interval_coverage(target.ravel(), to_host(mean).ravel(), np.sqrt(to_host(var)).ravel())[0.95]
+        if covered < 0.7:
+            warn_user(
+                f"{self._name}: {covered:.0%} of the {len(y_val)} held-out targets fall inside the 95% predictive "
+                f"intervals (a calibrated model: about 95%). {self._calibration_advice}",
+                UncertaintyWarning,
+            )
 
     def _fit_model(
         self,

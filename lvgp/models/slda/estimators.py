@@ -379,10 +379,19 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         self.engine_.eta_ = eta
         self.engine_.sigma2_ = max(float(np.mean((y - zbar @ eta) ** 2)), 1e-12)
 
-    def predict(self, X: Documents) -> np.ndarray:
+    def predict(self, X: Documents, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        r"""The expected response :math:`\eta^\top\bar z` (Poisson: its exponential); with ``return_std``
+        (Gaussian response) also the predictive standard deviation :math:`\sigma`, the fitted response
+        variance's root in target units -- a plug-in that leaves out the uncertainty of the topic
+        proportions :math:`\bar z` (sLDA's predictive distribution is not Gaussian in them)."""
         zbar = self.transform(X)
         lin = zbar @ self.eta_
-        return np.exp(lin) if self.response == "poisson" else lin
+        mean = np.exp(lin) if self.response == "poisson" else lin
+        if not return_std:
+            return mean
+        if self.response != "gaussian":
+            raise ValueError(f"return_std needs the Gaussian response; this model's is {self.response!r}")
+        return mean, np.full(len(mean), np.sqrt(self.engine_.sigma2_) * self.y_std_)
 
     @property
     def topics_(self) -> list[dict]:
