@@ -42,8 +42,9 @@ docs: $(STAMP)
 screenshots: docs
 	$(PY) docs/screenshots.py
 
+# two workers of one torch thread each (tests/conftest.py): the two cores of the reference machine
 test: lint docs
-	$(PY) -m pytest --durations=15
+	$(PY) -m pytest -n 2 --durations=15
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not network"

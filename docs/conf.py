@@ -83,7 +83,9 @@ except ImportError:  # pragma: no cover - the dev extra installs it
 if _mathjax_package is not None:
     _mathjax_static = Path(__file__).parent / "_mathjax"
     if not (_mathjax_static / "mathjax" / "MathJax.js").exists():
-        shutil.copytree(Path(_mathjax_package.__file__).parent / "static", _mathjax_static / "mathjax", dirs_exist_ok=True)
+        shutil.copytree(
+            Path(_mathjax_package.__file__).parent / "static", _mathjax_static / "mathjax", dirs_exist_ok=True
+        )
     html_static_path = ["_mathjax"]
     mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
     mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]]}}

@@ -11,7 +11,10 @@ from typing import Any
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: frames passed over besides lvgp's own: the standard library's context managers (lvgp's
 #: ``with ... as x:`` blocks warn from inside them)
-_PASS_OVER = (_PACKAGE, os.path.dirname(os.path.abspath(__import__("contextlib").__file__)) + os.sep + "contextlib.py")
+_PASS_OVER = (
+    _PACKAGE,
+    os.path.join(os.path.dirname(os.path.abspath(str(__import__("contextlib").__file__))), "contextlib.py"),
+)
 
 
 class LVGPWarning(UserWarning):
@@ -58,7 +61,7 @@ def warn(message: Any, category: type[Warning] = UserWarning, stacklevel: int | 
     """``warnings.warn`` attributed to the first frame outside lvgp: the user's line (or the library's
     that called lvgp), never a line inside lvgp, however deep the warning is raised (``stacklevel``
     is accepted and ignored: the level is found by walking the stack)."""
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     level = 2  # 1: this function; 2: its caller
     while frame is not None and frame.f_code.co_filename.startswith(_PASS_OVER):
         frame = frame.f_back

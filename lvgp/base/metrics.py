@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .targets import true_class_log_proba
@@ -115,7 +117,7 @@ def regression_calibration(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> 
     of the 50/90/95% intervals (``coverage_50`` ...), the mean predictive ``mean_std``, and the
     calibration curve (``calibration``: nominal levels and the empirical coverage of each)."""
     curve = interval_coverage(y, mean, std, CALIBRATION_LEVELS)
-    record = {"nlpd": gaussian_nlpd(y, mean, std), "mean_std": float(np.mean(std))}
+    record: dict[str, Any] = {"nlpd": gaussian_nlpd(y, mean, std), "mean_std": float(np.mean(std))}
     record.update({f"coverage_{round(100 * level)}": share for level, share in interval_coverage(y, mean, std).items()})
     record["calibration"] = {"nominal": list(curve), "empirical": list(curve.values())}
     return record

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -157,7 +158,7 @@ def calibration_curve(records: list[dict], out: Path, study) -> None:
         curves = [r["calibration"] for r in records if r["method"] == method]
         nominal = curves[0]["nominal"]
         empirical = np.mean([c["empirical"] for c in curves], axis=0)
-        style = {"ls": "--", "marker": "s"} if i >= 10 else {"marker": "o"}
+        style: dict[str, Any] = {"ls": "--", "marker": "s"} if i >= 10 else {"marker": "o"}
         ax.plot(nominal, empirical, lw=1.2, ms=3, color=f"C{i % 10}", label=study.label(method), **style)
     ax.set_xlabel("nominal coverage of the central interval")
     ax.set_ylabel("share of test targets inside")
