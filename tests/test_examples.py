@@ -48,7 +48,8 @@ def test_demo_runs_on_real_data(tmp_path):
         timeout=900,
     )
     assert out.returncode == 0, out.stderr
-    assert "Amazon review snippets" in out.stdout and "GP-LVSM (VB+GloVe+len)" in out.stdout
+    assert "Amazon review snippets" in out.stdout and "GP-LVSM (lvgp's default)" in out.stdout
+    assert "95% cover" in out.stdout and "NLPD" in out.stdout and "MAP GP-LVSM loses on single sentences" in out.stdout
 
 
 BENCHMARKS_DIR = EXAMPLES_DIR.parent / "benchmarks"
@@ -73,6 +74,7 @@ BENCHMARKS = {
     "ldk_plus_design.py": "ldk-gpc-plus",
     "gpu.py": '"part": "gram"',
     "default_coverage.py": "| amazon-snippets | 36 |",
+    "gpc_calibration.py": "+ temperature on leave-one-out predictions",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
@@ -85,6 +87,7 @@ NEEDS_DATA = {
     "latent_smm_word_kernel.py",
     "ldk_plus_design.py",
     "default_coverage.py",
+    "gpc_calibration.py",
 }
 
 

@@ -181,4 +181,4 @@ def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
     assert np.array_equal(m2, mean) and np.array_equal(s2, std)
     assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
     with pytest.raises(ValueError, match="use optimizer='adam'"):
-        GPLVSMRegressor(LDKSpec(variational=True)).fit(corpus.texts[:10], corpus.y[:10])
+        GPLVSMRegressor(LDKSpec(variational=True), optimizer="lbfgs").fit(corpus.texts[:10], corpus.y[:10])

@@ -189,8 +189,10 @@ def test_estimator_follows_sklearn_conventions():
     assert est.fit(TEXTS, Y) is est
     params = est.get_params()
     assert params["kernel__latent_dim"] == 2 and params["kernel__rho"] == 1.0
-    assert GPLVSMRegressor().get_params()["kernel"] is None  # the default: the paper's LDKSpec()
-    assert GPLVSMRegressor().set_params(kernel__rho=0.5).kernel == LDKSpec(rho=0.5)
+    assert GPLVSMRegressor().get_params()["kernel"] is None  # the default: LDKSpec.variational_bow()
+    assert GPLVSMRegressor().set_params(kernel__rho=0.5).kernel == LDKSpec.variational_bow(rho=0.5)
+    assert GPLVSMRegressor()._optimizer() == "adam"  # "auto": the variational default's Monte Carlo objective
+    assert GPLVSMRegressor(LDKSpec.paper())._optimizer() == "lbfgs"
     twin = clone(est)
     assert not hasattr(twin, "model_") and twin.get_params()["max_iter"] == 15
     assert est.word_vectors_.shape == (len(est.vocabulary_), 2)

@@ -71,16 +71,19 @@ SNIPPET_PAGES = [ROOT / "README.md", ROOT / "docs" / "getting_started.md", ROOT 
 @pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: p.name)
 def test_every_python_snippet_runs_as_written(page, tmp_path):
     """The page's Python blocks, in order, in one interpreter started in an empty folder (they save
-    files there) with one thread."""
+    files there) with one thread; the fits at the pages' settings converge and cover (no
+    ConvergenceWarning, no UncertaintyWarning)."""
     blocks = _python_blocks(page)
     assert blocks
     script = tmp_path / "snippets.py"
     script.write_text("\n\n".join(blocks))
-    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LVGP_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LVGP_THREADS": "1", "PYTHONWARNINGS": "default"}
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    for warning in ("ConvergenceWarning", "UncertaintyWarning"):
+        assert warning not in proc.stderr, proc.stderr[-3000:]
 
 
 @pytest.mark.parametrize("page, command", COMPARE, ids=[f"{p}:{c[:60]}" for p, c in COMPARE])

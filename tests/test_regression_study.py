@@ -50,8 +50,8 @@ def test_study_writes_records_table_figures_and_resumes(tsv, tmp_path, capsys):
     out = tmp_path / "study"
     assert main(["compare", "regression", "--dataset", str(tsv), *ARGS, "--out", str(out)]) == 0
     records = json.loads((out / "results.json").read_text())
-    assert {r["method"] for r in records} == {"gplvsm", "gp-rbf", "ridge", "lasso", "elasticnet"}
-    assert len(records) == 5 * 2
+    assert {r["method"] for r in records} == {"gplvsm", "gplvsm-default", "gp-rbf", "ridge", "lasso", "elasticnet"}
+    assert len(records) == 6 * 2
     for r in records:
         assert {"method", "split", "rmse", "dev_rmse", "hyperparameters", "fit_seconds", "n_test"} <= set(r)
         assert r["n_train"] + r["dropped_empty_train"] == 40 and r["n_dev"] == 20 and r["n_test"] == 30
@@ -64,7 +64,8 @@ def test_study_writes_records_table_figures_and_resumes(tsv, tmp_path, capsys):
         cells = [c for c in grid if c["method"] == "gplvsm" and c["split"] == r["split"]]
         assert r["dev_rmse"] == min(c["dev_rmse"] for c in cells)
     table = (out / "table.md").read_text()
-    assert "| data set | GP-LVSM | GP regression | Ridge | Lasso | Elastic net |" in table and "**" in table
+    assert "| data set | GP-LVSM | GP-LVSM (lvgp's default) | GP regression | Ridge | Lasso | Elastic net |" in table
+    assert "**" in table
     for name in ("rmse_vs_q.png", "rmse_vs_rho.png", "word_map.png"):
         assert (out / name).stat().st_size > 1000
     assert "GP-LVSM" in capsys.readouterr().out

@@ -183,8 +183,10 @@ def test_distributed_training_follows_the_single_process_trajectory():
 @pytest.mark.slow
 def test_default_budget_fits_1000_documents_as_well_as_the_exact_model():
     """The defaults budget Adam steps, not epochs: on 1,000 documents (4 steps per epoch) they
-    used to stop after 80 steps (RMSE 0.372 vs 0.164). Measured: sparse 0.102 after 700 steps
-    (converged), exact 0.098."""
+    used to stop after 80 steps (RMSE 0.372 vs 0.164). Measured with the paper's kernel: sparse
+    0.102 after 700 steps (converged), exact 0.098. (With the default kernel, variational word
+    vectors beside the bag of words, 64 inducing documents reach 0.19 against the exact model's 0.10:
+    the docstring of SparseGPLVSMRegressor.)"""
     corpus = make_synonym_regression(n=1500, noise=0.1, random_state=0)
     train, test = slice(0, 1000), slice(1000, 1500)
 
@@ -193,8 +195,8 @@ def test_default_budget_fits_1000_documents_as_well_as_the_exact_model():
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="GP-LVSM did not converge")
-        exact = GPLVSMRegressor(random_state=0).fit(corpus.texts[train], corpus.y[train])
-    sparse = SparseGPLVSMRegressor(random_state=0)
+        exact = GPLVSMRegressor(LDKSpec.paper(), random_state=0).fit(corpus.texts[train], corpus.y[train])
+    sparse = SparseGPLVSMRegressor(LDKSpec.paper(), random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # the defaults converge on this data
         sparse.fit(corpus.texts[train], corpus.y[train])

@@ -108,6 +108,20 @@ def _gplvsm_plus(study, cell, data):
     )
 
 
+@register_method(
+    "regression",
+    "gplvsm-default",
+    "GP-LVSM (lvgp's default)",
+    default=True,
+    description="GPLVSMRegressor() as constructed: the LDK that contains the bag of words over variational word "
+    "vectors (LDKSpec.variational_bow()), Adam",
+)
+def _gplvsm_default(study, cell, data):
+    from ..models.regressor import GPLVSMRegressor
+
+    return GPLVSMRegressor(vocabulary=data.vocabulary, random_state=study.cell_seed(cell))
+
+
 @register_method("regression", "gp-rbf", "GP regression", default=True)
 def _gp_rbf(study, cell, data):
     from ..baselines import GPRBFRegressor
@@ -365,8 +379,8 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
 
 
 #: the test calibration fields of a cell a record keeps (without their ``test_`` prefix)
-_CALIBRATION_FIELDS = ("test_nlpd", "test_coverage_50", "test_coverage_90", "test_coverage_95", "test_mean_std")
-_CALIBRATION_FIELDS += ("test_calibration",)
+_CALIBRATION_FIELDS: tuple[str, ...] = ("test_nlpd", "test_coverage_50", "test_coverage_90", "test_coverage_95")
+_CALIBRATION_FIELDS += ("test_mean_std", "test_calibration")
 
 
 def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
@@ -428,7 +442,7 @@ def calibration_table(records: list[dict], study: RegressionStudy, methods: list
         return ""
     rows = ["| method | NLPD | 50% | 90% | 95% | mean std | intervals from |", "|---|---|---|---|---|---|---|"]
     nlpd = {m: np.mean([r["nlpd"] for r in records if r["method"] == m]) for m in have}
-    best = min(nlpd, key=nlpd.get)
+    best = min(nlpd, key=lambda m: nlpd[m])
     for m in have:
         mine = [r for r in records if r["method"] == m]
 

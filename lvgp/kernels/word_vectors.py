@@ -403,8 +403,20 @@ class VariationalWordVectors(MAPWordVectors):
         self.latent_noise = torch.zeros_like(self.latent_noise)
 
     def sample_for_training(self) -> None:
-        if self.training:  # like dropout: each training evaluation is one Monte Carlo sample
+        if self.training and not getattr(self, "_held", False):  # each training evaluation is one sample
             self.resample(self.sample_generator)
+
+    @contextlib.contextmanager
+    def one_sample(self, generator: torch.Generator | None = None) -> Iterator[None]:
+        """Draw one sample and keep it for every kernel evaluation inside the block: a sparse GP's
+        step evaluates the kernel several times (``K_ZZ``, ``K_ZX``, ``diag K_XX``), all of which must
+        see the same sample of the word vectors."""
+        self.resample(generator if generator is not None else self.sample_generator)
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
 
     def kl(self) -> Tensor:
         r""":math:`\mathrm{KL}(q(\mathbf X)\,\|\,p(\mathbf X)) = \frac12\sum[\rho(\delta^2 + s^2) - 1 - \log(\rho s^2)]`."""

@@ -275,6 +275,10 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
     def _validation_interval(self) -> int:
         return 1
 
+    def _optimizer(self) -> str:
+        """The optimizer of the fit (``"lbfgs"`` or ``"adam"``): the ``optimizer`` parameter."""
+        return str(self.optimizer)
+
     def _latent_samples(self, purpose: str) -> int:
         """Monte Carlo samples of the latent quantities per objective evaluation or
         prediction (``purpose``: ``"train"``, ``"predict"`` or ``"validate"``); 1 for
@@ -438,7 +442,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         return minimize(
             [p for p in model.parameters() if p.requires_grad],
             objective,
-            method=self.optimizer,
+            method=self._optimizer(),
             max_iter=self.max_iter if max_iter is None else max_iter,
             lr=self.lr,
             tol=self.tol,
