@@ -90,6 +90,56 @@ def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     np.testing.assert_allclose(empty, np.tile(clf.class_prior_, (2, 1)))
 
 
+def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_without_each_document():
+    """calibration="temperature": the closed-form leave-one-out latents equal the exact GP posterior of
+    each class given the other documents (a loop over the documents, the fitted hyper-parameters), and
+    the temperature minimizes the log loss of their expected softmax."""
+    x, y = three_classes(40, 6)
+    flip = np.random.default_rng(0).random(len(y)) < 0.3  # noisy labels: an interior optimum of T
+    y = np.where(flip, (y + 1) % 3, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=10, calibration="temperature", random_state=0)
+        clf.fit(x, y)
+    mean, var = clf.leave_one_out_latents()
+    model, lik = clf.model_, clf.likelihood_
+    train = model.train_inputs[0]
+    with torch.no_grad():
+        K = model.covar_module(train).to_dense().numpy()  # C x n x n (the output scales included)
+        noise = lik.noise.numpy()  # C x n: the fixed Dirichlet noise plus the learned one
+        targets, means = lik.transformed_targets.numpy(), model.mean_module.constant.numpy().ravel()
+    n = len(y)
+    for c in range(3):
+        Kc = K[c] if K.ndim == 3 else K
+        for i in range(n):
+            rest = np.delete(np.arange(n), i)
+            cov = Kc[np.ix_(rest, rest)] + np.diag(noise[c, rest])
+            k = Kc[rest, i]
+            expected_mean = means[c] + k @ np.linalg.solve(cov, targets[c, rest] - means[c])
+            expected_var = Kc[i, i] - k @ np.linalg.solve(cov, k)
+            np.testing.assert_allclose(mean[i, c].item(), expected_mean, rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(var[i, c].item(), expected_var, rtol=1e-6, atol=1e-9)
+    # the temperature is the minimizer of the leave-one-out log loss
+    from lvgp.models.gpc import expected_softmax
+
+    log_p = np.log(expected_softmax(mean, var, clf.n_mc_samples).numpy())
+
+    def loss(t):
+        z = log_p / t
+        z = z - z.max(1, keepdims=True)
+        return -np.mean(z[np.arange(n), y] - np.log(np.exp(z).sum(1)))
+
+    t = clf.temperature_
+    assert t != 1.0 and loss(t) <= min(loss(t * 1.05), loss(t / 1.05), loss(1.0))
+    raw = clf.set_params(calibration=None)  # the probabilities are the raw ones tempered by t
+    tempered = clf.predict_proba(x[:5])
+    clf.temperature_ = 1.0
+    p = raw.predict_proba(x[:5]) ** (1 / t)
+    np.testing.assert_allclose(tempered, p / p.sum(1, keepdims=True), rtol=1e-10)
+    with pytest.raises(ValueError, match="inference='dirichlet'"):
+        LDKGPClassifier(inference="variational", calibration="temperature").fit(x, y)
+
+
 @pytest.mark.parametrize("latent_dim", [2, 4, 16, 64])
 def test_tied_word_vectors_start_at_a_squared_norm_that_does_not_grow_with_q(latent_dim):
     """GloVe-tied vectors start as W e_v with W drawn at tied_projection_scale(q): mean squared
@@ -210,6 +260,7 @@ SAVE_CASES = {
         kernel=LDKSpec.plus("synonyms", rho=0.1, identity_weight_prior_sd=0.5),
     ),
     "dirichlet, random features": dict(kernel=LDKSpec(rho=0.1, approximation="rff", num_features=64)),
+    "dirichlet, temperature": dict(calibration="temperature"),
     "dirichlet, a user kernel": dict(kernel="user"),
     "variational, three classes": dict(inference="variational", num_inducing=16, max_epochs=5),
     "variational, two classes": dict(inference="variational", num_inducing=16, max_epochs=5, binary=True),

@@ -200,7 +200,8 @@ def plus_embeddings(study) -> str | tuple[str, str]:
     uses_unlabeled=True,
     default=True,
     description="Dirichlet GP classifier on the LDK+BoW kernel; lambda (the mix, under a log-normal prior around "
-    "the balanced start) and one output scale and noise for all classes fitted by the marginal likelihood",
+    "the balanced start) and one output scale and noise for all classes fitted by the marginal likelihood; the "
+    "probabilities tempered by the temperature of its leave-one-out predictions (calibration='temperature')",
 )
 def _ldk_gpc_plus(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -210,6 +211,7 @@ def _ldk_gpc_plus(study, cell, data):
         LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight_prior_sd=PLUS_GPC_PRIOR_SD),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
+        calibration="temperature",
         max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER),
         random_state=study.cell_seed(cell),
     )
