@@ -2,7 +2,7 @@
 points down the layers, and no two modules import each other, directly or around a circle.
 
 Layers, bottom to top: the root utilities (``_typing``, ``_random``, ``_version``, ``warnings``),
-``bow``, ``datasets``, ``base``, ``kernels``, ``models``, ``baselines``, ``experiments``.
+``bow``, ``datasets``, ``base``, ``encoders``, ``kernels``, ``models``, ``baselines``, ``experiments``.
 Imports under ``if TYPE_CHECKING:`` are annotations only and not counted."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "lvgp"
-LAYERS = ["_typing", "_random", "_version", "warnings", "bow", "datasets", "base", "kernels", "models", "baselines"]
+LAYERS = ["_typing", "_random", "_version", "warnings", "bow", "datasets", "base", "encoders", "kernels", "models"]
+LAYERS += ["baselines"]
 LAYERS += ["experiments", "__main__", "lvgp"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 RANK.update({"_typing": 0, "_random": 0, "_version": 0, "warnings": 0})

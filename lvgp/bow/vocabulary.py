@@ -119,6 +119,24 @@ class Vocabulary:
         stop = self._stop_set()
         return [t for t in _token_pattern().findall(text) if len(t) >= self.min_token_len and t not in stop]
 
+    def token_spans(self, doc: str) -> tuple[str, list[tuple[str, int, int]]]:
+        """The text :meth:`tokenize` reads (``doc`` NFC-normalized, lower-cased if ``lowercase``)
+        and each kept token with its character span ``[start, end)`` in that text: what a
+        contextual encoder needs to find the vectors of a document's words
+        (:meth:`lvgp.encoders.SentenceEncoder.word_vectors`). The tokens are those of
+        :meth:`tokenize`, in order."""
+        if not isinstance(doc, str):
+            raise TypeError(f"token_spans needs a string document; got {type(doc).__name__}")
+        text = unicodedata.normalize("NFC", doc)
+        text = text.lower() if self.lowercase else text
+        stop = self._stop_set()
+        spans = [
+            (m.group(), m.start(), m.end())
+            for m in _token_pattern().finditer(text)
+            if len(m.group()) >= self.min_token_len and m.group() not in stop
+        ]
+        return text, spans
+
     def _tokenize_all(self, docs, name: str) -> list[list[str]]:
         if isinstance(docs, str):
             raise TypeError(f"{name} must be a sequence of documents, not a single string")

