@@ -6,6 +6,7 @@ from .document_length import DocumentLengthKernel
 from .embedding import EMBEDDINGS, EmbeddingKernel, LinearEmbedding, PolyEmbedding, RBFEmbedding, rbf_gram
 from .latent_distribution import LatentDistributionKernel
 from .level2 import LEVEL2_KERNELS, CosineLevel2, Level2Kernel, LinearLevel2, PolyLevel2, RBFLevel2
+from .packed import FeatureKernel, WordSetKernel, pack_documents, unpack_documents
 from .random_features import RandomFeatureLDK, gram_approximation_error
 from .spec import LDKSpec
 from .word_vectors import (
@@ -20,6 +21,10 @@ from .word_vectors import (
 __all__ = [
     "LatentDistributionKernel",
     "LDKSpec",
+    "FeatureKernel",
+    "WordSetKernel",
+    "pack_documents",
+    "unpack_documents",
     "BagOfWordsKernel",
     "DocumentKernel",
     "RandomFeatureLDK",

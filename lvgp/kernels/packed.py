@@ -1,0 +1,217 @@
+r"""Documents that carry two inputs through gpytorch: their encoder features and their word-index
+set, packed into one tensor (issue 37).
+
+gpytorch's ``ExactGP`` keeps its training inputs as tensors and concatenates the training and test
+inputs at prediction; a kernel is called with one tensor per side. A document with a sentence
+encoder's vector (``d`` floats, :mod:`lvgp.encoders`) and a padded word-index set (``L`` ids) is one
+float64 row ``[features | word ids]`` (:func:`pack_documents`): word ids below :math:`2^{53}` are
+exact in float64 and :data:`lvgp.PAD` stays ``-1``. The features come first, at a fixed width
+``d``, and the word ids last, so that :class:`lvgp.PaddedExactGP` pads packed documents of
+different widths as it pads word-index sets (padding with ``PAD`` on the right).
+
+Each part of a kernel reads its own columns, and the parts compose as gpytorch kernels do:
+
+* :class:`FeatureKernel` -- any gpytorch kernel on :math:`\mathbb R^d` (``LinearKernel``,
+  ``RBFKernel``, ``MaternKernel``) on the features, L2-normalized or not (the linear kernel of
+  normalized vectors is the cosine kernel);
+* :class:`WordSetKernel` -- a kernel over padded word-index sets
+  (:class:`~lvgp.kernels.BagOfWordsKernel`, :class:`~lvgp.LatentDistributionKernel`) on the word ids.
+
+Example (the three-part kernel: bag of words, LDK and encoder, each with its own scale)::
+
+    x = pack_documents(vocab.encode(texts), encoder.encode(texts))
+    d = encoder.dim
+    covar = (
+        ScaleKernel(WordSetKernel(BagOfWordsKernel(len(vocab)), d))
+        + ScaleKernel(WordSetKernel(LatentDistributionKernel(len(vocab), 2), d))
+        + ScaleKernel(FeatureKernel(RBFKernel(), d))
+    )
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import torch
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from ..bow.padded import PAD, check_padded, pad_to_common_width
+from .document import DocumentKernel
+
+__all__ = ["FeatureKernel", "WordSetKernel", "pack_documents", "unpack_documents"]
+
+#: float64 holds every integer up to this exactly
+_EXACT_IDS = 2**53
+
+
+def pack_documents(padded: Tensor, features: Tensor) -> Tensor:
+    r"""``[features | word ids]`` as one float64 tensor: ``... x n x L`` padded word-index sets and
+    ``... x n x d`` features -> ``... x n x (d + L)``.
+
+    Raises:
+        TypeError: ``padded`` is not an integer tensor, or ``features`` not a floating one.
+        ValueError: the two disagree on the number of documents (both counts named), a feature is
+            not finite (the rows named), or a word id is beyond float64's exact integers.
+    """
+    if not torch.is_tensor(padded) or padded.dtype.is_floating_point or padded.dtype == torch.bool:
+        raise TypeError(f"padded must be an integer tensor of word ids; got {getattr(padded, 'dtype', type(padded))}")
+    if not torch.is_tensor(features) or not features.dtype.is_floating_point:
+        raise TypeError(f"features must be a floating tensor; got {getattr(features, 'dtype', type(features))}")
+    if padded.dim() < 2 or features.dim() != padded.dim() or features.shape[:-1] != padded.shape[:-1]:
+        raise ValueError(
+            f"padded (shape {tuple(padded.shape)}) and features (shape {tuple(features.shape)}) must hold the same "
+            "documents: ... x n x L and ... x n x d"
+        )
+    finite = torch.isfinite(features).all(-1)
+    if not finite.all():
+        rows = torch.nonzero(~finite.reshape(-1)).flatten()[:10].tolist()
+        raise ValueError(f"features has NaN or infinite values in rows {rows}")
+    if padded.numel() and int(padded.max()) >= _EXACT_IDS:
+        raise ValueError("padded holds word ids beyond 2**53, which float64 does not hold exactly")
+    return torch.cat([features.to(torch.float64), padded.to(torch.float64)], dim=-1)
+
+
+def unpack_documents(x: Tensor, feature_dim: int) -> tuple[Tensor, Tensor]:
+    """The padded word-index sets (``... x n x L`` long) and features (``... x n x d``) of packed
+    documents ``x`` (:func:`pack_documents`)."""
+    if x.shape[-1] <= feature_dim:
+        raise ValueError(
+            f"packed documents of width {x.shape[-1]} hold no word ids beside {feature_dim} features "
+            "(pack_documents(padded, features) makes them)"
+        )
+    return x[..., feature_dim:].long(), x[..., :feature_dim]
+
+
+def _check_feature_dim(feature_dim: Any) -> int:
+    if isinstance(feature_dim, bool) or not isinstance(feature_dim, int) or feature_dim < 1:
+        raise ValueError(f"feature_dim must be a positive integer (the encoder's dimension); got {feature_dim!r}")
+    return feature_dim
+
+
+def _check_packed(x: Tensor, name: str, feature_dim: int) -> None:
+    if not torch.is_tensor(x) or not x.dtype.is_floating_point:
+        raise TypeError(
+            f"{name} must be packed documents, a floating tensor [features | word ids] (pack_documents); "
+            f"got {getattr(x, 'dtype', type(x))}"
+        )
+    if x.shape[-1] <= feature_dim:
+        raise ValueError(
+            f"{name} has {x.shape[-1]} columns: packed documents hold {feature_dim} features and at least one word id"
+        )
+
+
+class _PackedKernel(Kernel):
+    """Calls pad packed documents of different widths to a common width first (as
+    :class:`~lvgp.kernels.DocumentKernel` pads word-index sets): gpytorch's ``Kernel.__call__``
+    needs one width. Wrapped in ``ScaleKernel`` or a sum, pad them yourself
+    (:func:`lvgp.pad_to_common_width`), or use :class:`lvgp.PaddedExactGP`, which does."""
+
+    def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
+        if x2 is not None and torch.is_tensor(x1) and torch.is_tensor(x2) and x1.shape[-1] != x2.shape[-1]:
+            x1, x2 = pad_to_common_width(x1, x2)
+        return super().__call__(x1, x2, diag=diag, **params)
+
+
+class FeatureKernel(_PackedKernel):
+    r"""``base`` on the feature columns of packed documents (module docstring).
+
+    Args:
+        base: a gpytorch kernel on :math:`\mathbb R^d` (``LinearKernel``, ``RBFKernel``,
+            ``MaternKernel``, ...; no output scale: wrap this kernel in ``ScaleKernel``).
+        feature_dim: ``d``, the number of feature columns.
+        normalize: L2-normalize the features first (the encoders of :mod:`lvgp.encoders` return
+            unit vectors already; ``LinearKernel`` on unit vectors is the cosine kernel).
+
+    Shapes: ``x1``: ``... x n1 x (d + L1)``, ``x2``: ``... x n2 x (d + L2)`` -> ``... x n1 x n2``.
+    """
+
+    has_lengthscale = False
+
+    def __init__(self, base: Kernel, feature_dim: int, *, normalize: bool = False, **kwargs: Any) -> None:
+        if not isinstance(base, Kernel):
+            raise TypeError(f"base must be a gpytorch Kernel on the features; got {type(base).__name__}")
+        kwargs.setdefault("batch_shape", base.batch_shape)
+        super().__init__(**kwargs)
+        self.base = base
+        self.feature_dim = _check_feature_dim(feature_dim)
+        self.normalize = bool(normalize)
+
+    @property
+    def is_stationary(self) -> bool:
+        return bool(self.base.is_stationary)
+
+    def features(self, x: Tensor, name: str = "x") -> Tensor:
+        """The (normalized) feature columns of packed documents ``x``: ``... x n x d``."""
+        _check_packed(x, name, self.feature_dim)
+        f = x[..., : self.feature_dim]
+        return torch.nn.functional.normalize(f, p=2, dim=-1) if self.normalize else f
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Any:
+        f1 = self.features(x1, "x1")
+        f2 = f1 if x2 is x1 else self.features(x2, "x2")
+        return self.base.forward(f1, f2, diag=diag, **params)
+
+
+class WordSetKernel(_PackedKernel):
+    r"""``base`` on the word-index sets of packed documents (module docstring).
+
+    Args:
+        base: a kernel over padded word-index sets (:class:`~lvgp.kernels.BagOfWordsKernel`,
+            :class:`~lvgp.LatentDistributionKernel`, ...).
+        feature_dim: ``d``, the number of feature columns in front of the word ids.
+
+    Shapes: ``x1``: ``... x n1 x (d + L1)``, ``x2``: ``... x n2 x (d + L2)`` -> ``... x n1 x n2``.
+    The word ids of the last packed tensors are kept (a small cache keyed by the tensor's
+    storage and version), so that an optimizer evaluating the kernel on the same training
+    documents at every step hits ``base``'s own cache of document sets.
+    """
+
+    has_lengthscale = False
+
+    def __init__(self, base: Kernel, feature_dim: int, **kwargs: Any) -> None:
+        if not isinstance(base, Kernel):
+            raise TypeError(f"base must be a gpytorch Kernel over word-index sets; got {type(base).__name__}")
+        kwargs.setdefault("batch_shape", base.batch_shape)
+        super().__init__(**kwargs)
+        self.base = base
+        self.feature_dim = _check_feature_dim(feature_dim)
+
+    def word_ids(self, x: Tensor, name: str = "x") -> Tensor:
+        """The padded word-index sets of packed documents ``x``: ``... x n x L`` long, checked
+        (ids below the kernel's ``num_words``; :data:`~lvgp.PAD` pads)."""
+        _check_packed(x, name, self.feature_dim)
+        key = (x.untyped_storage().data_ptr(), x.storage_offset(), tuple(x.stride()), tuple(x.shape), x._version)
+        cache = self.__dict__.setdefault("_word_ids", OrderedDict())
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit[1]
+        columns = x[..., self.feature_dim :]
+        ids = columns.long()
+        if not torch.equal(ids.to(columns.dtype), columns):
+            rows = torch.nonzero((ids.to(columns.dtype) != columns).any(-1).reshape(-1)).flatten()[:10].tolist()
+            raise ValueError(
+                f"{name} has word ids that are not integers in rows {rows}: were they packed with features?"
+            )
+        if isinstance(self.base, DocumentKernel):
+            check_padded(ids, name, self.base.num_words)
+        elif (ids < PAD).any():
+            raise ValueError(f"{name} has word ids below PAD ({PAD})")
+        cache[key] = (x, ids)
+        while len(cache) > 4:
+            cache.popitem(last=False)
+        return ids
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_word_ids", None)
+        return state
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Any:
+        w1 = self.word_ids(x1, "x1")
+        w2 = w1 if x2 is x1 else self.word_ids(x2, "x2")
+        if w1.shape[-1] != w2.shape[-1]:
+            w1, w2 = pad_to_common_width(w1, w2)
+        return self.base.forward(w1, w2, diag=diag, **params)
