@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator
 
 import lvgp
 from lvgp.baselines import GPRBFRegressor
+from lvgp.baselines.encoder import EncoderGPRegressor, EncoderLogisticRegression, EncoderRidge
 from lvgp.baselines.gp_embedding import GPEmbeddingLogisticRegression
 from lvgp.datasets import WordEmbeddings
 from lvgp.kernels import LDKSpec
@@ -79,7 +80,36 @@ def _model_and_likelihood(est: BaseEstimator) -> list[torch.nn.Module]:
     return [est.model_, est.likelihood_]
 
 
+def _tiny_encoder(device: str = "cpu") -> Any:
+    """A tiny random BERT (lvgp.encoders), on ``device``."""
+    pytest.importorskip("transformers")
+    from lvgp.encoders import SentenceEncoder
+
+    return SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0, device=device)
+
+
 CASES = [
+    Case(
+        "EncoderGPRegressor",
+        lambda **kw: EncoderGPRegressor(_tiny_encoder(kw.get("device", "cpu")), max_iter=5, **kw),
+        _regression_fit,
+        lambda est: np.column_stack(est.predict(TEST, return_std=True)),
+        _model_and_likelihood,
+    ),
+    Case(
+        "EncoderLogisticRegression",
+        lambda **kw: EncoderLogisticRegression(_tiny_encoder(kw.get("device", "cpu")), random_state=0, **kw),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        lambda est: [est._encoder().model],
+    ),
+    Case(
+        "EncoderRidge",
+        lambda **kw: EncoderRidge(_tiny_encoder(kw.get("device", "cpu")), **kw),
+        _regression_fit,
+        lambda est: est.predict(TEST),
+        lambda est: [est._encoder().model],
+    ),
     Case(
         "GPLVSMRegressor",
         lambda **kw: lvgp.GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, random_state=0, **kw),

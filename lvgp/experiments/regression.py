@@ -29,7 +29,16 @@ from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
 from .registry import default_methods, register_method, register_study
-from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
+from .study import (
+    DEVICE_HELP,
+    PARTIAL_NOTE,
+    Study,
+    check_encoder_methods,
+    mean_cell,
+    option,
+    recorded_warnings,
+    write_json,
+)
 
 DATASETS = corpus_names("regression")
 
@@ -143,6 +152,46 @@ register_method("regression", "lasso", "Lasso", uses_dev=True, default=True)(_li
 register_method("regression", "elasticnet", "Elastic net", uses_dev=True, default=True)(_linear("elasticnet"))
 
 
+def _encoder_ridge(tfidf: bool):
+    def build(study, cell, data):
+        from ..baselines.encoder import EncoderRidge
+
+        return EncoderRidge(study.encoder, tfidf=tfidf, min_df=study.min_df, device=study.device)
+
+    return build
+
+
+register_method(
+    "regression",
+    "encoder-ridge",
+    "Ridge (encoder)",
+    uses_dev=True,
+    raw_texts=True,
+    description="ridge on the pretrained sentence encoder's vectors (--encoder); alpha on dev",
+)(_encoder_ridge(tfidf=False))
+register_method(
+    "regression",
+    "tfidf-encoder-ridge",
+    "Ridge (tf-idf + encoder)",
+    uses_dev=True,
+    raw_texts=True,
+    description="ridge on [tf-idf | encoder vectors] (the tf-idf of the training vocabulary); alpha on dev",
+)(_encoder_ridge(tfidf=True))
+
+
+@register_method(
+    "regression",
+    "encoder-gp",
+    "GP regression (encoder)",
+    raw_texts=True,
+    description="exact GP with an RBF kernel on the encoder's vectors; hyper-parameters by the marginal likelihood",
+)
+def _encoder_gp(study, cell, data):
+    from ..baselines.encoder import EncoderGPRegressor
+
+    return EncoderGPRegressor(study.encoder, max_iter=study.max_iter, device=study.device)
+
+
 @register_method("regression", "gplvsm-sparse", "GP-LVSM (sparse)", grid=_vb_grid)
 def _gplvsm_sparse(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -210,6 +259,9 @@ class RegressionStudy(Study):
     sparse_epochs: int | None = option(None, "cap on the SVI epochs of gplvsm-sparse (default: its step budget alone)")
     vb_rhos: tuple[float, ...] = option((0.1, 0.3, 1.0), "grid over rho of gplvsm-vb and gplvsm-sparse")
     embeddings: str = option("glove-6b-50d", "pretrained word vectors of gplvsm-vb")
+    encoder: str = option(
+        "all-MiniLM-L6-v2", "pretrained sentence encoder of the encoder methods (lvgp.encoders.ENCODERS)"
+    )
     topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
     slda_inference: str = option("em", "sLDA inference", choices=("em", "svi"))
     methods: tuple[str, ...] = option(default_methods("regression"))
@@ -220,6 +272,7 @@ class RegressionStudy(Study):
 
     def validate(self) -> None:
         super().validate()
+        check_encoder_methods(self)
         check_sizes(self, len(_cached_corpus(self.dataset)))
 
     def run_cell(self, cell: dict) -> dict:
@@ -342,6 +395,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
         else:
             est.fit(data.train_texts, data.y_train)
         seconds = time.perf_counter() - start
+        encode_seconds = getattr(est, "encode_seconds_", None)  # the fit's encoding, before predicting
         (dev_mean, dev_std), (test_mean, test_std), source = _predictive(est, data)
     record: dict[str, Any] = {
         "dev_rmse": _rmse(dev_mean, data.y_dev),
@@ -350,6 +404,7 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
         "dev_nlpd": gaussian_nlpd(data.y_dev, dev_mean, dev_std),
         **{f"test_{k}": v for k, v in regression_calibration(data.y_test, test_mean, test_std).items()},
         "fit_seconds": seconds,
+        **({} if encode_seconds is None else {"encode_seconds": encode_seconds}),
         "n_train": len(data.train_texts),
         "n_dev": len(data.dev_texts),
         "n_test": len(data.test_texts),

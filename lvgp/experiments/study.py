@@ -615,3 +615,19 @@ def study_from_options(study_cls: type, args: argparse.Namespace):
     if missing:
         raise ValueError(f"the following arguments are required: {', '.join(missing)}")
     return study_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(study_cls)})
+
+
+def check_encoder_methods(study: Any) -> None:
+    """``--encoder`` names a known encoder, and where a chosen method reads texts with it
+    (``raw_texts``), the ``encoders`` extra is installed: a ``ValueError`` before any cell runs."""
+    from ..encoders import ENCODERS
+    from ..encoders.sentence import _backend
+
+    if study.encoder not in ENCODERS:
+        raise ValueError(f"--encoder must be one of {sorted(ENCODERS)}; got {study.encoder!r}")
+    users = [m for m in study.methods if study.method(m).raw_texts]
+    if users:
+        try:
+            _backend()
+        except ImportError as err:
+            raise ValueError(f"--methods {','.join(users)}: {err}") from None

@@ -3,7 +3,7 @@ set, packed into one tensor (issue 37).
 
 gpytorch's ``ExactGP`` keeps its training inputs as tensors and concatenates the training and test
 inputs at prediction; a kernel is called with one tensor per side. A document with a sentence
-encoder's vector (``d`` floats, :mod:`lvgp.encoders`) and a padded word-index set (``L`` ids) is one
+encoder's vector (``d`` floats, :mod:`lvgp.encoders.sentence`) and a padded word-index set (``L`` ids) is one
 float64 row ``[features | word ids]`` (:func:`pack_documents`): word ids below :math:`2^{53}` are
 exact in float64 and :data:`lvgp.PAD` stays ``-1``. The features come first, at a fixed width
 ``d``, and the word ids last, so that :class:`lvgp.PaddedExactGP` pads packed documents of
@@ -121,7 +121,7 @@ class FeatureKernel(_PackedKernel):
         base: a gpytorch kernel on :math:`\mathbb R^d` (``LinearKernel``, ``RBFKernel``,
             ``MaternKernel``, ...; no output scale: wrap this kernel in ``ScaleKernel``).
         feature_dim: ``d``, the number of feature columns.
-        normalize: L2-normalize the features first (the encoders of :mod:`lvgp.encoders` return
+        normalize: L2-normalize the features first (the encoders of :mod:`lvgp.encoders.sentence` return
             unit vectors already; ``LinearKernel`` on unit vectors is the cosine kernel).
 
     Shapes: ``x1``: ``... x n1 x (d + L1)``, ``x2``: ``... x n2 x (d + L2)`` -> ``... x n1 x n2``.

@@ -1,0 +1,337 @@
+r"""Baselines on a pretrained sentence encoder's document vectors (issue 37): what a practitioner
+with a few hundred labelled texts tries first today, and its plain concatenation with tf-idf.
+
+* :class:`EncoderLogisticRegression` -- L2 logistic regression on the encoder's vectors
+  (``tfidf=False``) or on ``[tf-idf | vectors]`` (``tfidf=True``; both parts unit vectors, so
+  neither dominates by scale); C by stratified cross-validation on the log loss inside the
+  training texts.
+* :class:`EncoderRidge` -- ridge regression on the same features, alpha chosen on dev
+  (``fit(X, y, X_val, y_val)``), as the regression study's linear baselines.
+* :class:`EncoderGPRegressor` -- an exact GP with an RBF (or Matérn 5/2) kernel on the encoder's
+  vectors, hyper-parameters by the marginal likelihood (L-BFGS), mean and standard deviation.
+
+The encoders come from :mod:`lvgp.encoders.sentence` (the ``encoders`` extra); one encoder per name and
+device is loaded per process and the vectors of a corpus are cached on disk, so the methods of a
+study encode each text once.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from typing import Any
+
+import gpytorch
+import numpy as np
+import torch
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.metrics import log_loss
+from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
+from sklearn.utils.validation import check_is_fitted
+
+from ..base.constraints import Boolean, Instance, Integer, Options, RandomState, Real, check_params
+from ..base.device import check_device
+from ..base.fitting import minimize
+from ..base.splits import stratified_folds
+from ..base.targets import check_labels, check_targets_array
+from ..bow.vocabulary import Vocabulary
+from ..encoders import ENCODERS, SentenceEncoder
+from ..warnings import UnseenWordsWarning, warn
+
+__all__ = ["EncoderGPRegressor", "EncoderLogisticRegression", "EncoderRidge", "resolve_encoder", "shared_encoder"]
+
+_DEFAULT = "all-MiniLM-L6-v2"
+#: EncoderRidge's alphas: 10^-3 ... 10^3, two a decade
+RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 3, 13))
+_SEQUENCE = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
+
+
+@functools.lru_cache(maxsize=2)
+def shared_encoder(name: str = _DEFAULT, device: str = "cpu") -> SentenceEncoder:
+    """The pretrained encoder ``name`` on ``device``, loaded once per process (about 10 s)."""
+    return SentenceEncoder.pretrained(name, device=device)
+
+
+def resolve_encoder(encoder: str | SentenceEncoder, device: Any = "cpu") -> SentenceEncoder:
+    """An estimator's ``encoder=``: a name of :data:`lvgp.encoders.ENCODERS` (loaded once per
+    process, on ``device``) or a :class:`~lvgp.encoders.SentenceEncoder` (used as it is, where it
+    computes: tests pass a tiny random one)."""
+    if isinstance(encoder, SentenceEncoder):
+        return encoder
+    return shared_encoder(encoder, str(check_device(device)))
+
+
+def _texts(X: Any, name: str = "X") -> list[str]:
+    if isinstance(X, str):
+        raise TypeError(f"{name} must be a list of texts, not a single string")
+    X = list(X)
+    bad = [i for i, t in enumerate(X) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"{name}: non-string documents at rows {bad[:10]}")
+    return X
+
+
+class _EncoderFeatures(BaseEstimator):
+    """The features of the encoder baselines: the encoder's unit vectors, with ``tfidf`` beside
+    L2-normalized tf-idf vectors of a vocabulary fitted on the training texts."""
+
+    encoder: str
+    tfidf: bool
+    min_df: int | float
+    device: str
+
+    def _encoder(self) -> SentenceEncoder:
+        return resolve_encoder(self.encoder, self.device)
+
+    def _fit_features(self, X: list[str]) -> Any:
+        self.encode_seconds_ = 0.0
+        if self.tfidf:
+            self.vocabulary_ = Vocabulary(min_df=self.min_df).fit(X)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UnseenWordsWarning)  # words below min_df: not features, by design
+                self.tfidf_ = TfidfTransformer().fit(self.vocabulary_.counts(X))
+        return self._features(X)
+
+    def _features(self, X: list[str]) -> Any:
+        start = time.perf_counter()
+        vectors = self._encoder().encode(X).double().numpy()
+        # the encoding (the model's loading included), counted apart from the fit in the studies
+        self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
+        if not self.tfidf:
+            return vectors
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnseenWordsWarning)  # unseen test words: not features of a BoW model
+            counts = self.vocabulary_.counts(X)
+        return sparse.hstack([self.tfidf_.transform(counts), sparse.csr_matrix(vectors)]).tocsr()
+
+
+_FEATURE_CONSTRAINTS: dict[str, list] = {
+    "encoder": [Options(*ENCODERS), Instance(SentenceEncoder)],
+    "tfidf": [Boolean()],
+    "min_df": [Integer(1), Real(0, 1, open_low=True)],
+    "device": [Instance(str, torch.device, name="a torch device")],
+}
+
+
+def _negative_log_loss(estimator: Any, X: Any, y: np.ndarray) -> float:
+    """The CV score: minus the log loss over the model's classes (a held-out fold may lack a rare
+    class, which scikit-learn's ``"neg_log_loss"`` scorer refuses)."""
+    return -float(log_loss(y, estimator.predict_proba(X), labels=estimator.classes_))
+
+
+class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
+    """Logistic regression on a pretrained sentence encoder's vectors (module docstring).
+
+    Args:
+        encoder: a name of :data:`lvgp.encoders.ENCODERS`, or a
+            :class:`~lvgp.encoders.SentenceEncoder` (:func:`resolve_encoder`).
+        tfidf: concatenate L2-normalized tf-idf vectors (vocabulary of the training texts,
+            ``min_df``) with the encoder's vectors.
+        Cs: the inverse regularization strengths tried by stratified 3-fold CV on the log loss
+            (with fewer documents than two folds allow, the largest, with a warning).
+        device: where the encoder computes.
+
+    Fitted: ``C_`` (``best_params_``), ``classes_``, ``model_``, ``encode_seconds_`` (the time spent
+    encoding the training texts, the encoder's loading included).
+    """
+
+    _parameter_constraints: dict[str, list] = {
+        **_FEATURE_CONSTRAINTS,
+        "Cs": [_SEQUENCE],
+        "random_state": [RandomState()],
+    }
+
+    def __init__(
+        self,
+        encoder: str = _DEFAULT,
+        tfidf: bool = False,
+        min_df: int | float = 1,
+        Cs=(0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0),
+        device: str = "cpu",
+        random_state=None,
+    ):
+        self.encoder = encoder
+        self.tfidf = tfidf
+        self.min_df = min_df
+        self.Cs = Cs
+        self.device = device
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        check_params(self)
+        X = _texts(X)
+        check_labels(y, len(X))
+        y = np.asarray(y)
+        features = self._fit_features(X)
+        base = LogisticRegression(max_iter=5000)
+        folds = stratified_folds(y, 3, self.random_state if isinstance(self.random_state, int) else 0)
+        if not folds:
+            warn(f"too few documents per class to cross-validate; C = {max(self.Cs)}", RuntimeWarning, stacklevel=2)
+            self.model_ = base.set_params(C=float(max(self.Cs))).fit(features, y)
+        else:
+            search = GridSearchCV(
+                base, {"C": [float(c) for c in self.Cs]}, cv=folds, scoring=_negative_log_loss, error_score="raise"
+            )
+            self.model_ = search.fit(features, y).best_estimator_
+        self.C_ = float(self.model_.C)
+        self.best_params_ = {"C": self.C_}
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(self._features(_texts(X)))
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict(self._features(_texts(X)))
+
+
+class EncoderRidge(_EncoderFeatures, RegressorMixin):
+    """Ridge regression on a pretrained sentence encoder's vectors (module docstring).
+
+    ``fit(X, y, X_val, y_val)`` chooses alpha by the RMSE on the dev texts (without them, ``cv``
+    shuffled folds) and refits on ``X`` only. Fitted: ``alpha_``, ``dev_rmse_``, ``model_``.
+    """
+
+    _parameter_constraints: dict[str, list] = {
+        **_FEATURE_CONSTRAINTS,
+        "alphas": [_SEQUENCE],
+        "cv": [Integer(2)],
+    }
+
+    def __init__(
+        self,
+        encoder: str = _DEFAULT,
+        tfidf: bool = False,
+        min_df: int | float = 1,
+        alphas=RIDGE_ALPHAS,
+        cv: int = 5,
+        device: str = "cpu",
+    ):
+        self.encoder = encoder
+        self.tfidf = tfidf
+        self.min_df = min_df
+        self.alphas = alphas
+        self.cv = cv
+        self.device = device
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        check_params(self)
+        X = _texts(X)
+        y = check_targets_array(y, len(X))
+        if (X_val is None) != (y_val is None):
+            raise ValueError("pass both X_val and y_val, or neither")
+        F = self._fit_features(X)
+        if X_val is not None:
+            X_val = _texts(X_val, "X_val")
+            y_val = check_targets_array(y_val, len(X_val), "y_val")
+            F_val = self._features(X_val)
+            split: Any = PredefinedSplit(np.r_[np.full(len(X), -1), np.zeros(len(X_val), dtype=int)])
+            stack = sparse.vstack if sparse.issparse(F) else np.vstack
+            F_search, y_search = stack([F, F_val]), np.r_[y, y_val]
+        else:
+            split, F_search, y_search = KFold(self.cv, shuffle=True, random_state=0), F, y
+        search = GridSearchCV(
+            Ridge(), {"alpha": [float(a) for a in self.alphas]}, scoring="neg_root_mean_squared_error", cv=split
+        )
+        search.set_params(refit=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            search.fit(F_search, y_search)
+        best = int(np.argmax(search.cv_results_["mean_test_score"]))
+        self.alpha_ = float(search.cv_results_["params"][best]["alpha"])
+        self.dev_rmse_ = float(-search.cv_results_["mean_test_score"][best])
+        self.model_ = Ridge(alpha=self.alpha_).fit(F, y)
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict(self._features(_texts(X)))
+
+
+class _FeatureGP(gpytorch.models.ExactGP):
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, likelihood: Any, base: gpytorch.kernels.Kernel) -> None:
+        super().__init__(x, y, likelihood)
+        self.mean_module = gpytorch.means.ConstantMean()
+        self.covar_module = gpytorch.kernels.ScaleKernel(base)
+
+    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+
+class EncoderGPRegressor(BaseEstimator, RegressorMixin):
+    """An exact GP on a pretrained sentence encoder's unit vectors (module docstring): constant
+    mean, ``ScaleKernel(RBFKernel())`` (``kernel="rbf"``) or Matérn 5/2 (``"matern"``), Gaussian
+    noise; the hyper-parameters maximize the marginal likelihood (L-BFGS, ``max_iter``), targets
+    standardized inside. ``predict(X, return_std=True)`` gives the predictive mean and the
+    standard deviation of a new target (noise included). Fitted: ``model_``, ``noise_``,
+    ``lengthscale_``, ``n_iter_``, ``converged_``. ``device``: where the encoder (given by name)
+    and the GP compute."""
+
+    _parameter_constraints: dict[str, list] = {
+        "encoder": [Options(*ENCODERS), Instance(SentenceEncoder)],
+        "kernel": [Options("rbf", "matern")],
+        "max_iter": [Integer(1)],
+        "noise_init": [Real(1e-4, open_low=True)],
+        "device": [Instance(str, torch.device, name="a torch device")],
+    }
+
+    def __init__(
+        self, encoder: str = _DEFAULT, kernel: str = "rbf", max_iter: int = 200, noise_init: float = 0.5, device="cpu"
+    ):
+        self.encoder = encoder
+        self.kernel = kernel
+        self.max_iter = max_iter
+        self.noise_init = noise_init
+        self.device = device
+
+    def _x(self, X: Any, name: str = "X") -> torch.Tensor:
+        start = time.perf_counter()
+        vectors = resolve_encoder(self.encoder, self.device).encode(_texts(X, name))
+        self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
+        return vectors.double().to(self.device_)
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit on texts ``X`` and targets ``y`` (``X_val``/``y_val`` are accepted and unused: the
+        marginal likelihood chooses the hyper-parameters)."""
+        check_params(self)
+        self.device_ = check_device(self.device)
+        self.encode_seconds_ = 0.0
+        x = self._x(X)
+        y = check_targets_array(y, x.shape[0])
+        self.y_mean_, self.y_std_ = float(y.mean()), float(y.std()) or 1.0
+        target = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float64, device=self.device_)
+        likelihood = gpytorch.likelihoods.GaussianLikelihood().double()
+        likelihood.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
+        base = gpytorch.kernels.RBFKernel() if self.kernel == "rbf" else gpytorch.kernels.MaternKernel(nu=2.5)
+        model = _FeatureGP(x, target, likelihood, base).double().to(self.device_)
+        mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
+        model.train()
+
+        def objective() -> torch.Tensor:
+            return -mll(model(x), target)
+
+        with gpytorch.settings.max_cholesky_size(10**9):
+            result = minimize(list(model.parameters()), objective, method="lbfgs", max_iter=self.max_iter)
+        self.n_iter_, self.converged_ = result.n_iter, bool(result.converged)
+        model.eval()
+        self.model_, self.likelihood_ = model, likelihood
+        with torch.no_grad():
+            self.noise_ = float(likelihood.noise) * self.y_std_**2
+            self.lengthscale_ = float(model.covar_module.base_kernel.lengthscale)
+        return self
+
+    def predict(self, X, return_std: bool = False):
+        check_is_fitted(self, "model_")
+        x = self._x(X)
+        with torch.no_grad(), gpytorch.settings.max_cholesky_size(10**9), gpytorch.settings.fast_pred_var(False):
+            pred = self.model_.likelihood(self.model_(x))
+            mean = pred.mean.cpu().numpy() * self.y_std_ + self.y_mean_
+            std = pred.variance.clamp_min(0).sqrt().cpu().numpy() * self.y_std_
+        return (mean, std) if return_std else mean
