@@ -115,10 +115,10 @@ def _run_study(args: argparse.Namespace) -> int:
     if args.report_only and not (out / "cells").is_dir() and (out / "results.json").exists():
         summary = study.report(out)
         print(summary["table"])
-        figures = "and the figures " if study.figures_from_records else ""
+        what = "the table and the figures were" if study.figures_from_records else "the table was"
         print(
-            f"report only: no cells/ in --out, so the table {figures}was rewritten from results.json"
-            + ("" if figures else " (figures need the cells)")
+            f"report only: no cells/ in --out, so {what} rewritten from results.json"
+            + ("" if study.figures_from_records else " (figures need the cells)")
         )
         return 0
     executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
