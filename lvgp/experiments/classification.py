@@ -294,6 +294,58 @@ register_method(
 )(_encoder_logreg(tfidf=True))
 
 
+@register_method(
+    "classification",
+    "encoder-gpc",
+    "GP classifier (encoder)",
+    raw_texts=True,
+    description="Dirichlet GP classifier on the cosine of the encoder's vectors alone (one output scale and noise "
+    "for all classes, tempered as ldk-gpc-plus)",
+)
+def _encoder_gpc(study, cell, data):
+    from gpytorch.kernels import LinearKernel
+
+    from ..encoders import ENCODERS
+    from ..kernels.packed import FeatureKernel
+    from ..models.gpc import LDKGPClassifier
+
+    return LDKGPClassifier(
+        FeatureKernel(LinearKernel(), ENCODERS[study.encoder].dim, normalize=True),
+        sentence_encoder=study.encoder,
+        vocabulary=_cut_vocabulary(study),
+        class_hyperparameters="shared",
+        alpha_epsilon=1e-6,
+        calibration="temperature",
+        max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER),
+        random_state=study.cell_seed(cell),
+        device=study.device,
+    )
+
+
+@register_method(
+    "classification",
+    "ldk-gpc-encoder",
+    "GP classifier (LDK+BoW+encoder)",
+    raw_texts=True,
+    uses_unlabeled=True,
+    description="ldk-gpc-plus with the encoder's part beside the LDK+BoW kernel: mu times the cosine of the "
+    "encoder's vectors, mu under a log-normal prior around the balanced start; lambda, mu, the output scale and "
+    "noise fitted by the marginal likelihood; the word part reads the study's vocabulary cut, the encoder the texts "
+    "as written",
+)
+def _ldk_gpc_encoder(study, cell, data):
+    model = _ldk_gpc_plus(study, cell, data)
+    return model.set_params(sentence_encoder=study.encoder, vocabulary=_cut_vocabulary(study), device=study.device)
+
+
+def _cut_vocabulary(study):
+    """The vocabulary of the study's cut (``--min-df-fraction``), unfitted: the raw-text GP methods'
+    word parts read the words the cut leaves (every word without a cut)."""
+    from ..bow.vocabulary import Vocabulary
+
+    return Vocabulary(min_df=float(study.min_df_fraction)) if study.min_df_fraction > 0 else None
+
+
 @register_study
 @dataclass(frozen=True)
 class ClassificationStudy(Study):

@@ -192,6 +192,25 @@ def _encoder_gp(study, cell, data):
     return EncoderGPRegressor(study.encoder, max_iter=study.max_iter, device=study.device)
 
 
+@register_method(
+    "regression",
+    "gplvsm-encoder",
+    "GP-LVSM (LDK+BoW+encoder)",
+    raw_texts=True,
+    description="lvgp's default GP-LVSM (variational LDK+BoW) with the encoder's part beside it: mu times the "
+    "cosine of the encoder's vectors, mu under a log-normal prior around the balanced start, fitted with the rest",
+)
+def _gplvsm_encoder(study, cell, data):
+    from ..models.regressor import GPLVSMRegressor
+
+    return GPLVSMRegressor(
+        vocabulary=data.vocabulary,
+        sentence_encoder=study.encoder,
+        random_state=study.cell_seed(cell),
+        device=study.device,
+    )
+
+
 @register_method("regression", "gplvsm-sparse", "GP-LVSM (sparse)", grid=_vb_grid)
 def _gplvsm_sparse(study, cell, data):
     from ..kernels.spec import LDKSpec

@@ -40,7 +40,7 @@ from torch import Tensor
 from ..bow.padded import PAD, check_padded, pad_to_common_width
 from .document import DocumentKernel
 
-__all__ = ["FeatureKernel", "WordSetKernel", "pack_documents", "unpack_documents"]
+__all__ = ["ENCODER_KERNELS", "FeatureKernel", "WordSetKernel", "encoder_part", "pack_documents", "unpack_documents"]
 
 #: float64 holds every integer up to this exactly
 _EXACT_IDS = 2**53
@@ -215,3 +215,37 @@ class WordSetKernel(_PackedKernel):
         if w1.shape[-1] != w2.shape[-1]:
             w1, w2 = pad_to_common_width(w1, w2)
         return self.base.forward(w1, w2, diag=diag, **params)
+
+
+#: the encoder parts :func:`encoder_part` builds
+ENCODER_KERNELS = ("cosine", "rbf", "matern")
+
+
+def encoder_part(kind: str, feature_dim: int, *, weight: float = 1.0, weight_prior_sd: float | None = 0.5) -> Kernel:
+    r"""The encoder's part of a composed kernel over packed documents, with its own weight
+    :math:`\mu`: ``"cosine"`` -- :math:`\mu\,\langle e_i, e_j\rangle / \|e_i\|\|e_j\|` (the linear kernel of the
+    normalized vectors, its variance the weight); ``"rbf"`` / ``"matern"`` (5/2) -- :math:`\mu` times
+    the kernel of the normalized vectors (``ScaleKernel``).
+
+    Args:
+        weight: :math:`\mu`'s start (e.g. where both parts weigh alike on the training documents).
+        weight_prior_sd: a log-normal prior on :math:`\mu` with median ``weight`` and this sd of
+            :math:`\log\mu` (``None``: no prior), as the LDK+BoW classifier's prior on its identity
+            weight: with few documents the marginal likelihood can switch a part off.
+    """
+    from gpytorch.kernels import LinearKernel, MaternKernel, RBFKernel, ScaleKernel
+    from gpytorch.priors import LogNormalPrior
+
+    if kind not in ENCODER_KERNELS:
+        raise ValueError(f"encoder_kernel must be one of {ENCODER_KERNELS}; got {kind!r}")
+    if not (isinstance(weight, (int, float)) and weight > 0 and weight < float("inf")):
+        raise ValueError(f"weight must be a positive finite number; got {weight!r}")
+    prior = None if weight_prior_sd is None else LogNormalPrior(float(torch.log(torch.tensor(weight))), weight_prior_sd)
+    if kind == "cosine":
+        base = LinearKernel(variance_prior=prior)
+        base.variance = torch.tensor(float(weight))
+        return FeatureKernel(base, feature_dim, normalize=True)
+    inner = RBFKernel() if kind == "rbf" else MaternKernel(nu=2.5)
+    part = ScaleKernel(FeatureKernel(inner, feature_dim, normalize=True), outputscale_prior=prior)
+    part.outputscale = torch.tensor(float(weight))
+    return part

@@ -265,6 +265,15 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         """Model inputs for an ``n x L`` padded tensor."""
         raise NotImplementedError
 
+    def _documents(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
+        """What the estimator computes with for the encoded documents ``x`` of ``X``: ``x`` itself,
+        or (a sentence encoder) ``x`` packed with the encoder's vectors of the texts."""
+        return x
+
+    def _word_ids(self, x: torch.Tensor) -> torch.Tensor:
+        """The padded word ids of documents :meth:`_documents` returned (for the empty-document policy)."""
+        return x
+
     def _build_model(
         self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None
     ) -> SharedKernelExactGP:
@@ -337,6 +346,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         policy = early_stopping_policy(self.early_stopping, "keep-best")
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self._encoder.fit_transform(X, unlabeled=unlabeled)
+        x = self._documents(x, X, "X")
         n = x.shape[0]
         y_train = check_targets_array(y, n)
         self.vocabulary_ = self._encoder.vocabulary
@@ -352,7 +362,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         if X_val is not None or y_val is not None:
             if X_val is None or y_val is None:
                 raise ValueError("pass both X_val and y_val, or neither")
-            x_val = self._encoder.transform(X_val, "X_val")
+            x_val = self._documents(self._encoder.transform(X_val, "X_val"), X_val, "X_val")
             y_val_arr = check_targets_array(y_val, x_val.shape[0], "y_val")
         elif policy is not None:
             n_val = max(1, int(round(self.validation_fraction * n)))
@@ -455,7 +465,11 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
 
     def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray) -> Callable[[], float]:
         """RMSE (standardized units) of the predictive mean on a validation set, as a closure."""
-        keep = ~empty_rows(x_val) if self._empty_documents_use_prior else torch.ones(x_val.shape[0], dtype=torch.bool)
+        keep = (
+            ~empty_rows(self._word_ids(x_val))
+            if self._empty_documents_use_prior
+            else torch.ones(x_val.shape[0], dtype=torch.bool)
+        )
         if not keep.all():
             warn_user(
                 f"{int((~keep).sum())} validation documents have no known word and are left out of early stopping",
@@ -551,16 +565,20 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         """
         check_is_fitted(self, "model_")
         with self._encoder.predicting(X, self._word_vectors()) as x:
-            mean, var = self._predict_encoded(x, include_noise)
+            mean, var = self._predict_encoded(self._documents(x, X, "X"), include_noise)
         mean = to_host(mean) * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
         return mean, np.sqrt(to_host(var)) * self.y_std_
 
     def _predict_encoded(self, x: torch.Tensor, include_noise: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Predictive mean and variance (standardized units, on the model's device) of padded
-        documents ``x`` (on the host)."""
-        empty = empty_rows(x) if self._empty_documents_use_prior else torch.zeros(x.shape[0], dtype=torch.bool)
+        """Predictive mean and variance (standardized units, on the model's device) of documents
+        ``x`` (on the host; :meth:`_documents`)."""
+        empty = (
+            empty_rows(self._word_ids(x))
+            if self._empty_documents_use_prior
+            else torch.zeros(x.shape[0], dtype=torch.bool)
+        )
         model, lik = self.model_, self.likelihood_
         model.eval()
         shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)

@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from ..base.constraints import FITTING, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_policy, fit_stochastic, log_prior, minimize
@@ -58,7 +58,9 @@ from ..base.targets import check_labels, true_class_log_proba
 from ..base.validation import check_block
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
+from ..encoders.sentence import ENCODERS, SentenceEncoder, resolve_encoder
 from ..kernels import LatentDistributionKernel
+from ..kernels.packed import ENCODER_KERNELS, WordSetKernel, encoder_part, pack_documents
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
@@ -242,6 +244,20 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         verbose: a progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
+        sentence_encoder: ``None``, or a pretrained sentence encoder (a name of
+            :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`) whose vectors
+            of the texts enter the kernel beside their words (Dirichlet inference, text input). The
+            documents then travel as packed rows ``[encoder vector | word ids]``
+            (:func:`~lvgp.kernels.packed.pack_documents`). With an :class:`~lvgp.kernels.LDKSpec`, the
+            kernel is the spec's over the word ids (:class:`~lvgp.kernels.packed.WordSetKernel`) plus
+            ``encoder_kernel``'s part with its own weight :math:`\mu` (:func:`~lvgp.kernels.packed.encoder_part`:
+            starting where both parts' self-similarities are equal on the training documents, under a
+            log-normal prior of sd 0.5 around that start, fitted with the rest); a user kernel (or
+            factory) is used as given, over the packed documents (compose it from ``WordSetKernel`` and
+            ``FeatureKernel``; e.g. the encoder's kernel alone). Documents without a vocabulary word
+            still get the training class frequencies.
+        encoder_kernel: the encoder's part with a spec: ``"cosine"``, ``"rbf"`` or ``"matern"`` (of the
+            normalized vectors).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -277,6 +293,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         random_state: int | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
+        sentence_encoder: str | SentenceEncoder | None = None,
+        encoder_kernel: str = "cosine",
     ):
         self.kernel = kernel
         self.inference = inference
@@ -299,6 +317,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.sentence_encoder = sentence_encoder
+        self.encoder_kernel = encoder_kernel
 
     _parameter_constraints: dict[str, list] = {
         **FITTING,
@@ -316,6 +336,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         # a natural-gradient step past 1 overshoots q(u) out of the positive-definite cone (seen at 2)
         "ngd_lr": [Real(0, 1, open_low=True)],
         "n_mc_samples": [Integer(1)],
+        "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
+        "encoder_kernel": [Options(*ENCODER_KERNELS)],
     }
 
     def _check_params(self) -> None:
@@ -327,23 +349,55 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
+        if self.sentence_encoder is not None and self.inference != "dirichlet":
+            raise ValueError(
+                "sentence_encoder needs inference='dirichlet' (the variational inference takes word ids only)"
+            )
 
     def _word_embeddings(self) -> Any:
         spec = self._spec
         return None if spec is None else spec.word_embeddings
 
     def _kernel(self, seed: int, x: torch.Tensor) -> Kernel:
+        """The kernel on the training documents ``x`` (padded word ids, or packed with the sentence
+        encoder's vectors)."""
         encoder = self.encoder_
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
+        dim = None if self.sentence_encoder is None else self._sentence_encoder().dim
+        ids = x if dim is None else x[..., dim:].long()
         if self._spec is not None:
-            kernel = self._spec.build(encoder.num_words, x, word_features=encoder.word_features, words=words, seed=seed)
+            kernel = self._spec.build(
+                encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
+            )
             ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
             self.kernel_kind_ = getattr(ldk, "features", "exact")
-            return kernel
+            if dim is None:
+                return kernel
+            with torch.no_grad():  # mu starts where both parts weigh alike on the training documents
+                balance = float(kernel(ids, diag=True).mean())
+            return (WordSetKernel(kernel, dim) + encoder_part(self.encoder_kernel, dim, weight=balance)).double()
         self.kernel_kind_ = "user"
         return resolve_kernel(
-            self.kernel, encoder.num_words, x, word_features=encoder.word_features, words=words, seed=seed
+            self.kernel, encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
         )
+
+    def _sentence_encoder(self) -> SentenceEncoder:
+        if self.sentence_encoder is None:
+            raise RuntimeError("this classifier has no sentence_encoder")
+        return resolve_encoder(self.sentence_encoder, self.device)
+
+    def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
+        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64."""
+        if isinstance(X, str) or not isinstance(X, (list, tuple)) or not all(isinstance(t, str) for t in X):
+            raise ValueError(f"sentence_encoder reads texts: {name} must be a list of strings, not {type(X).__name__}")
+        return self._sentence_encoder().encode(list(X)).double()
+
+    def _with_encoder(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
+        """``x`` packed with the sentence encoder's vectors of the texts ``X`` (``x`` itself without
+        a sentence encoder)."""
+        if self.sentence_encoder is None:
+            return x
+        return pack_documents(x, self._encoder_features(X, name))
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
@@ -502,6 +556,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
+        x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
         self._train = (x, codes)  # what save() writes: the model is rebuilt from them on load
@@ -699,6 +754,11 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         :meth:`load` reads it back with ``weights_only=True`` (no arbitrary unpickling) and
         predicts bit-identically. Tensors are saved on the CPU, whatever the fitting device."""
         check_is_fitted(self, "model_")
+        if isinstance(self.sentence_encoder, SentenceEncoder):
+            raise ValueError(
+                "save: a file names its sentence encoder; pass sentence_encoder by name (lvgp.encoders.ENCODERS), "
+                "not a SentenceEncoder object"
+            )
         x, codes = self._train
         payload = {
             "format": self._format(),
@@ -801,10 +861,16 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
                 )
             rows = torch.nonzero(~empty).ravel()
             n_classes = len(self.classes_)
+            features = None
+            if self.sentence_encoder is not None:
+                features = self._encoder_features(X, "X")
             with torch.no_grad(), exact_numerics():
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
-                    f = self.model_(trim_to_longest(x[idx]).to(self.device_))
+                    xb = trim_to_longest(x[idx])
+                    if features is not None:
+                        xb = torch.cat([features[idx], xb.double()], dim=-1)
+                    f = self.model_(xb.to(self.device_))
                     idx = idx.to(self.device_)
                     if self.inference == "variational" and n_classes == 2:
                         probs = self.likelihood_(f).probs  # the probit integral is closed-form

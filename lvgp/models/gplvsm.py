@@ -54,7 +54,8 @@ class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
     r"""GP-LVSM as an exact gpytorch GP over padded word-index documents.
 
     Args:
-        train_x: ``n x L`` long tensor of word ids padded with :data:`lvgp.PAD`.
+        train_x: ``n x L`` long tensor of word ids padded with :data:`lvgp.PAD`, or packed documents
+            (:func:`~lvgp.kernels.packed.pack_documents`) for a ``kernel`` that reads them.
         train_y: ``n`` targets, or ``n x B`` for :math:`B` outputs sharing the kernel.
         likelihood: default :class:`~gpytorch.likelihoods.GaussianLikelihood` (:math:`\beta^{-1}`).
         num_words: vocabulary size (ids in ``train_x`` and later inputs must be below it).
@@ -87,7 +88,8 @@ class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
         kernel: Kernel | None = None,
         **kernel_options: Any,
     ) -> None:
-        check_padded(train_x, "train_x", num_words)
+        if not train_x.dtype.is_floating_point:  # packed documents (floating) are read by their kernel's parts
+            check_padded(train_x, "train_x", num_words)
         if train_x.dim() != 2:
             raise ValueError(f"train_x must be an (n x L) padded tensor; got shape {tuple(train_x.shape)}")
         if kernel is None:

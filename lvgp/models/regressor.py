@@ -10,8 +10,11 @@ import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
-from ..base.constraints import Integer, Options
+from .._typing import Documents
+from ..base.constraints import Instance, Integer, Options
 from ..base.fitting import OPTIMIZERS
+from ..encoders.sentence import ENCODERS, SentenceEncoder, resolve_encoder
+from ..kernels.packed import ENCODER_KERNELS, WordSetKernel, encoder_part, pack_documents
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -84,6 +87,15 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         verbose: show a progress bar during fitting.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
+        sentence_encoder: ``None``, or a pretrained sentence encoder (a name of
+            :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`) whose vectors of
+            the texts enter the kernel beside their words (text input): with a spec, the spec's kernel
+            over the word ids plus ``encoder_kernel``'s part with its own weight :math:`\mu`, starting where
+            both parts weigh alike on the training documents under a log-normal prior of sd 0.5
+            (:func:`~lvgp.kernels.packed.encoder_part`), times the output scale; a user kernel reads the
+            packed documents ``[encoder vector | word ids]`` as given. Documents without a vocabulary word
+            still get the prior.
+        encoder_kernel: the encoder's part with a spec: ``"cosine"``, ``"rbf"`` or ``"matern"``.
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
     ``vocabulary_`` (for text input, else ``None``), ``num_words_``, ``word_vectors_``
@@ -124,6 +136,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         random_state: int | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
+        sentence_encoder: str | SentenceEncoder | None = None,
+        encoder_kernel: str = "cosine",
     ):
         self.kernel = kernel
         self.mean = mean
@@ -145,6 +159,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.sentence_encoder = sentence_encoder
+        self.encoder_kernel = encoder_kernel
 
     _name = "GP-LVSM"
     _calibration_advice = (
@@ -157,6 +173,23 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
+    def _sentence_encoder(self) -> SentenceEncoder:
+        if self.sentence_encoder is None:
+            raise RuntimeError("this regressor has no sentence_encoder")
+        return resolve_encoder(self.sentence_encoder, self.device)
+
+    def _documents(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
+        if self.sentence_encoder is None:
+            return x
+        if isinstance(X, str) or not isinstance(X, (list, tuple)) or not all(isinstance(t, str) for t in X):
+            raise ValueError(f"sentence_encoder reads texts: {name} must be a list of strings, not {type(X).__name__}")
+        return pack_documents(x, self._sentence_encoder().encode(list(X)).double())
+
+    def _word_ids(self, x: torch.Tensor) -> torch.Tensor:
+        if not x.dtype.is_floating_point:
+            return x
+        return x[..., self._sentence_encoder().dim :].long()
+
     _parameter_constraints: dict[str, list] = {
         **ExactGPRegressorBase._parameter_constraints,
         "optimizer": [Options("auto", *OPTIMIZERS)],
@@ -164,6 +197,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         "elbo_samples": [Integer(1)],
         "predict_samples": [Integer(1)],
         "validation_interval": [None, Integer(1)],
+        "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
+        "encoder_kernel": [Options(*ENCODER_KERNELS)],
     }
 
     def _check_params(self) -> None:
@@ -190,12 +225,19 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
             features = next((v for k, v in state_dict.items() if k.endswith("word_vectors.word_features")), None)
         words = self.vocabulary_.words if self.vocabulary_ is not None else None
         spec = self._spec
+        ids = self._word_ids(inputs)
         if spec is not None:
-            covar = ScaleKernel(spec.build(self.num_words_, inputs, word_features=features, words=words, seed=seed))
-            ldk = next((m for m in covar.modules() if hasattr(m, "word_vectors")), None)
+            kernel = spec.build(self.num_words_, ids, word_features=features, words=words, seed=seed)
+            ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
             self.kernel_kind_ = getattr(ldk, "features", "exact")
+            if ids is not inputs:  # the sentence encoder's part beside the words, mu starting balanced
+                dim = inputs.shape[-1] - ids.shape[-1]
+                with torch.no_grad():
+                    balance = float(kernel(ids, diag=True).mean())
+                kernel = WordSetKernel(kernel, dim) + encoder_part(self.encoder_kernel, dim, weight=balance)
+            covar = ScaleKernel(kernel)
         else:
-            covar = resolve_kernel(self.kernel, self.num_words_, inputs, word_features=features, words=words, seed=seed)
+            covar = resolve_kernel(self.kernel, self.num_words_, ids, word_features=features, words=words, seed=seed)
             self.kernel_kind_ = "user"
         model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=covar).double()
         self._init_hyperparameters(model)
@@ -250,6 +292,14 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         if len(modules) != 1:
             raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
         return modules[0].mean.detach().cpu().numpy().copy()
+
+    def save(self, path: str | Path) -> None:
+        if isinstance(self.sentence_encoder, SentenceEncoder):
+            raise ValueError(
+                "save: a file names its sentence encoder; pass sentence_encoder by name (lvgp.encoders.ENCODERS), "
+                "not a SentenceEncoder object"
+            )
+        super().save(path)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: KernelArg = None) -> Self:

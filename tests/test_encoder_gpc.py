@@ -1,0 +1,135 @@
+"""The GP classifier with a sentence encoder beside its words (issue 37), on a tiny random BERT:
+the composed kernel is the word kernel plus mu times the cosine of the encoder's vectors, mu
+starting balanced; predictions do not depend on blocks or widths; a saved classifier reloads
+bit-exactly; bad combinations are named."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from gpytorch.kernels import LinearKernel  # noqa: E402
+
+from lvgp import LDKGPClassifier  # noqa: E402
+from lvgp.encoders import SentenceEncoder  # noqa: E402
+from lvgp.encoders import sentence as sentence_module  # noqa: E402
+from lvgp.kernels import FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
+
+WORDS = ["good", "bad", "film", "plot", "great", "awful"]
+TEXTS = [
+    "good film",
+    "bad film",
+    "good plot",
+    "bad plot",
+    "great film",
+    "awful plot",
+    "great good film",
+    "awful bad plot",
+    "good great plot",
+    "bad awful film",
+]
+LABELS = np.array([1, 0] * 5)
+TEST = ["good film plot", "awful film", "great plot and a good film", "bad"]
+SPEC = LDKSpec(latent_dim=2, rho=0.1, identity_weight="balanced")
+
+
+@pytest.fixture
+def encoder(tmp_path, monkeypatch):
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=WORDS, seed=1)
+    # the pretrained name resolves to the tiny model: what a saved file names is reloaded by name
+    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name, device="cpu": tiny)
+    return tiny
+
+
+def _fit(encoder, **options):
+    options = {
+        "sentence_encoder": encoder,
+        "class_hyperparameters": "shared",
+        "max_iter": 15,
+        "random_state": 0,
+        **options,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return LDKGPClassifier(SPEC, **options).fit(TEXTS, LABELS)
+
+
+def test_the_kernel_is_the_word_kernel_plus_mu_times_the_cosine(encoder):
+    clf = _fit(encoder, max_iter=1)
+    composed = clf.model_.covar_module.base_kernel
+    word_part, encoder_part = composed.kernels
+    assert isinstance(word_part, WordSetKernel) and isinstance(encoder_part, FeatureKernel)
+    x = clf.model_.train_inputs[0]
+    d = encoder.dim
+    ids, feats = x[:, d:].long(), x[:, :d]
+    unit = torch.nn.functional.normalize(feats, dim=-1)
+    mu = encoder_part.base.variance.squeeze()
+    with torch.no_grad():
+        expected = word_part.base(ids).to_dense() + mu * unit @ unit.T
+        torch.testing.assert_close(composed(x).to_dense(), expected)
+        torch.testing.assert_close(feats, encoder.encode(TEXTS).double())
+    # mu starts where both parts weigh alike: the word kernel's mean self-similarity (cosine: 1)
+    fresh = LDKGPClassifier(SPEC, sentence_encoder=encoder, max_iter=1, random_state=0)
+    fresh.encoder_ = clf.encoder_
+    start = fresh._kernel(0, x).kernels
+    with torch.no_grad():
+        balance = start[0].base(ids, diag=True).mean()
+        torch.testing.assert_close(start[1].base.variance.squeeze(), balance)
+
+
+def test_predictions_do_not_depend_on_the_block_and_are_a_distribution(encoder):
+    clf = _fit(encoder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one, many = clf.predict_proba(TEST, block=1), clf.predict_proba(TEST)
+    np.testing.assert_allclose(one, many, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(many.sum(1), 1.0)
+    assert clf.predict(TEST[:2]).tolist() == [1, 0]
+
+
+def test_a_user_kernel_over_packed_documents_is_used_as_given(encoder):
+    """The encoder's kernel alone (what the study's encoder-gpc fits)."""
+    alone = FeatureKernel(LinearKernel(), encoder.dim, normalize=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LDKGPClassifier(alone, sentence_encoder=encoder, max_iter=10, random_state=0).fit(TEXTS, LABELS)
+        proba = clf.predict_proba(TEST)
+    assert isinstance(clf.model_.covar_module.base_kernel, FeatureKernel)
+    assert np.isfinite(proba).all() and clf.kernel_kind_ == "user"
+
+
+def test_save_and_load_are_bit_exact(encoder, tmp_path):
+    clf = _fit(encoder, sentence_encoder="all-MiniLM-L6-v2", calibration="temperature")
+    path = tmp_path / "gpc.pt"
+    clf.save(path)
+    loaded = LDKGPClassifier.load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(loaded.predict_proba(TEST), clf.predict_proba(TEST))
+    assert loaded.sentence_encoder == "all-MiniLM-L6-v2" and loaded.temperature_ == clf.temperature_
+
+
+def test_bad_combinations_are_named(encoder):
+    with pytest.raises(ValueError, match="sentence_encoder needs inference='dirichlet'"):
+        LDKGPClassifier(SPEC, sentence_encoder=encoder, inference="variational").fit(TEXTS, LABELS)
+    with pytest.raises(ValueError, match="sentence_encoder reads texts: X must be a list of strings"):
+        LDKGPClassifier(SPEC, sentence_encoder=encoder).fit(torch.tensor([[0, 1], [1, 2]]), [0, 1])
+    with pytest.raises(ValueError, match="encoder_kernel"):
+        LDKGPClassifier(SPEC, sentence_encoder=encoder, encoder_kernel="sigmoid").fit(TEXTS, LABELS)
+    clf = _fit(encoder, max_iter=1)
+    with pytest.raises(ValueError, match="pass sentence_encoder by name"):
+        clf.save("never-written.pt")
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern"])
+def test_the_other_encoder_parts_fit(encoder, kind):
+    clf = _fit(encoder, encoder_kernel=kind, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isfinite(clf.predict_proba(TEST)).all()

@@ -1,0 +1,92 @@
+"""GP-LVSM regression with a sentence encoder beside the words (issue 37), on a tiny random BERT:
+the composed covariance is outputscale * (word kernel + mu * cosine); the predictive mean and
+variance are the closed-form GP posterior of that covariance; save/load is bit-exact."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from lvgp import GPLVSMRegressor  # noqa: E402
+from lvgp.encoders import SentenceEncoder  # noqa: E402
+from lvgp.encoders import sentence as sentence_module  # noqa: E402
+from lvgp.kernels import FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
+
+WORDS = ["good", "bad", "film", "plot", "great", "awful"]
+TEXTS = ["good film", "bad film", "good plot", "bad plot", "great film", "awful plot", "great good film", "bad awful"]
+Y = np.array([1.0, -1.0, 0.8, -0.9, 1.3, -1.2, 1.5, -1.6])
+TEST = ["good plot film", "awful film", "unknownword", "great"]
+SPEC = LDKSpec(latent_dim=2, rho=1.0, identity_weight="balanced")
+
+
+@pytest.fixture
+def encoder(tmp_path, monkeypatch):
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=WORDS, seed=2)
+    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name, device="cpu": tiny)
+    return tiny
+
+
+def _fit(encoder, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        options = {"sentence_encoder": encoder, "max_iter": 20, "random_state": 0, **options}
+        return GPLVSMRegressor(SPEC, **options).fit(TEXTS, Y)
+
+
+def test_prediction_is_the_closed_form_posterior_of_the_composed_covariance(encoder):
+    reg = _fit(encoder)
+    model, lik = reg.model_, reg.likelihood_
+    word_part, enc_part = model.covar_module.base_kernel.kernels
+    assert isinstance(word_part, WordSetKernel) and isinstance(enc_part, FeatureKernel)
+    x = model.train_inputs[0]
+    d = encoder.dim
+    torch.testing.assert_close(x[:, :d], encoder.encode(TEXTS).double())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mean, std = reg.predict(TEST[:2] + TEST[3:], return_std=True)
+    xs = reg._documents(reg._encoder.transform(TEST[:2] + TEST[3:], "X"), TEST[:2] + TEST[3:], "X")
+    with torch.no_grad():
+        scale = model.covar_module.outputscale
+        mu = enc_part.base.variance.squeeze()
+
+        def k(a, b):
+            width = max(a.shape[-1], b.shape[-1])
+            pad = torch.nn.functional.pad
+            a, b = pad(a, (0, width - a.shape[-1]), value=-1.0), pad(b, (0, width - b.shape[-1]), value=-1.0)
+            ua, ub = (torch.nn.functional.normalize(t[:, :d], dim=-1) for t in (a, b))
+            return scale * (word_part.base(a[:, d:].long(), b[:, d:].long()).to_dense() + mu * ua @ ub.T)
+
+        K = k(x, x) + lik.noise * torch.eye(len(TEXTS), dtype=torch.float64)
+        Ks, Kss = k(xs, x), k(xs, xs).diagonal()
+        c = model.mean_module.constant
+        z = model.train_targets
+        m = c + Ks @ torch.linalg.solve(K, z - c)
+        v = Kss - (Ks * torch.linalg.solve(K, Ks.T).T).sum(-1) + lik.noise
+    np.testing.assert_allclose(mean, m.numpy() * reg.y_std_ + reg.y_mean_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(std, v.sqrt().numpy() * reg.y_std_, rtol=1e-6, atol=1e-8)
+
+
+def test_a_document_without_known_words_gets_the_prior_and_the_file_reloads(encoder, tmp_path):
+    reg = _fit(encoder, sentence_encoder="all-MiniLM-L6-v2")
+    with pytest.warns(Warning, match="no known word"):
+        mean = reg.predict(TEST)
+    assert mean[2] == pytest.approx(reg.predict(["unknownword"])[0])
+    reg.save(tmp_path / "reg.pt")
+    loaded = GPLVSMRegressor.load(tmp_path / "reg.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(loaded.predict(TEST, return_std=True), reg.predict(TEST, return_std=True))
+
+
+def test_bad_inputs_are_named(encoder):
+    with pytest.raises(ValueError, match="sentence_encoder reads texts: X must be a list of strings"):
+        GPLVSMRegressor(SPEC, sentence_encoder=encoder).fit(torch.tensor([[0, 1], [1, 2]]), [0.0, 1.0])
+    reg = _fit(encoder)
+    with pytest.raises(ValueError, match="pass sentence_encoder by name"):
+        reg.save("never-written.pt")
