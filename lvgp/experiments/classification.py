@@ -305,12 +305,13 @@ register_method(
 def _encoder_gpc(study, cell, data):
     from gpytorch.kernels import LinearKernel
 
-    from ..encoders import ENCODERS
+    from ..encoders import resolve_encoder
     from ..kernels.packed import FeatureKernel
     from ..models.gpc import LDKGPClassifier
 
+    dim = resolve_encoder(study.encoder, study.device).dim
     return LDKGPClassifier(
-        FeatureKernel(LinearKernel(), ENCODERS[study.encoder].dim, normalize=True),
+        FeatureKernel(LinearKernel(), dim, normalize=True),
         sentence_encoder=study.encoder,
         vocabulary=_cut_vocabulary(study),
         class_hyperparameters="shared",
