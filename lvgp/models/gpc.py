@@ -257,7 +257,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             ``FeatureKernel``; e.g. the encoder's kernel alone). Documents without a vocabulary word
             still get the training class frequencies.
         encoder_kernel: the encoder's part with a spec: ``"cosine"``, ``"rbf"`` or ``"matern"`` (of the
-            normalized vectors).
+            normalized vectors). ``encode_seconds_``: the seconds the fit spent encoding (the model's
+            loading included; 0 without a sentence encoder).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -387,10 +388,14 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         return resolve_encoder(self.sentence_encoder, self.device)
 
     def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
-        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64."""
+        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64 (the seconds spent
+        add up in ``encode_seconds_``)."""
         if isinstance(X, str) or not isinstance(X, (list, tuple)) or not all(isinstance(t, str) for t in X):
             raise ValueError(f"sentence_encoder reads texts: {name} must be a list of strings, not {type(X).__name__}")
-        return self._sentence_encoder().encode(list(X)).double()
+        start = time.perf_counter()
+        features = self._sentence_encoder().encode(list(X)).double()
+        self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
+        return features
 
     def _with_encoder(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
         """``x`` packed with the sentence encoder's vectors of the texts ``X`` (``x`` itself without
@@ -556,6 +561,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
+        self.encode_seconds_ = 0.0
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)

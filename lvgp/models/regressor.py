@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -183,7 +184,18 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
             return x
         if isinstance(X, str) or not isinstance(X, (list, tuple)) or not all(isinstance(t, str) for t in X):
             raise ValueError(f"sentence_encoder reads texts: {name} must be a list of strings, not {type(X).__name__}")
-        return pack_documents(x, self._sentence_encoder().encode(list(X)).double())
+        start = time.perf_counter()
+        features = self._sentence_encoder().encode(list(X)).double()
+        self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
+        return pack_documents(x, features)
+
+    def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None, unlabeled: Any = None) -> Self:
+        """As :meth:`ExactGPRegressorBase.fit <lvgp.models.estimator_base.ExactGPRegressorBase.fit>`;
+        ``encode_seconds_``: the seconds it spent in the sentence encoder (0 without one)."""
+        self._encode_clock = 0.0
+        super().fit(X, y, X_val=X_val, y_val=y_val, unlabeled=unlabeled)
+        self.encode_seconds_ = self._encode_clock
+        return self
 
     def _word_ids(self, x: torch.Tensor) -> torch.Tensor:
         if not x.dtype.is_floating_point:
