@@ -75,6 +75,7 @@ BENCHMARKS = {
     "gpu.py": '"part": "gram"',
     "default_coverage.py": "| amazon-snippets | 36 |",
     "gpc_calibration.py": "+ temperature on leave-one-out predictions",
+    "encoder_throughput.py": "encoder / tf-idf time",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
@@ -88,6 +89,7 @@ NEEDS_DATA = {
     "ldk_plus_design.py",
     "default_coverage.py",
     "gpc_calibration.py",
+    "encoder_throughput.py",
 }
 
 
