@@ -10,6 +10,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
@@ -23,3 +24,22 @@ settings.register_profile(
     "dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def tiny_encoder(tmp_path, monkeypatch):
+    """``make(words, seed)``: a tiny random BERT (lvgp.encoders) that the pretrained encoder's name
+    resolves to for the rest of the test (what a saved file names is reloaded by name), its
+    encodings cached under ``tmp_path``: tests never download the real model."""
+    pytest.importorskip("transformers")
+    from lvgp.encoders import SentenceEncoder
+    from lvgp.encoders import sentence as sentence_module
+
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+
+    def make(words, seed):
+        tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=words, seed=seed)
+        monkeypatch.setattr(sentence_module, "shared_encoder", lambda name="x", device="cpu": tiny)
+        return tiny
+
+    return make

@@ -16,8 +16,6 @@ pytest.importorskip("transformers")
 from gpytorch.kernels import LinearKernel  # noqa: E402
 
 from lvgp import LDKGPClassifier  # noqa: E402
-from lvgp.encoders import SentenceEncoder  # noqa: E402
-from lvgp.encoders import sentence as sentence_module  # noqa: E402
 from lvgp.kernels import FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
 
 WORDS = ["good", "bad", "film", "plot", "great", "awful"]
@@ -39,12 +37,8 @@ SPEC = LDKSpec(latent_dim=2, rho=0.1, identity_weight="balanced")
 
 
 @pytest.fixture
-def encoder(tmp_path, monkeypatch):
-    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
-    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=WORDS, seed=1)
-    # the pretrained name resolves to the tiny model: what a saved file names is reloaded by name
-    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name, device="cpu": tiny)
-    return tiny
+def encoder(tiny_encoder):
+    return tiny_encoder(WORDS, seed=1)
 
 
 def _fit(encoder, **options):
@@ -118,7 +112,7 @@ def test_save_and_load_are_bit_exact(encoder, tmp_path):
 def test_bad_combinations_are_named(encoder):
     with pytest.raises(ValueError, match="sentence_encoder needs inference='dirichlet'"):
         LDKGPClassifier(SPEC, sentence_encoder=encoder, inference="variational").fit(TEXTS, LABELS)
-    with pytest.raises(ValueError, match="sentence_encoder reads texts: X must be a list of strings"):
+    with pytest.raises(TypeError, match="X must be texts for the sentence encoder, not Tensor"):
         LDKGPClassifier(SPEC, sentence_encoder=encoder).fit(torch.tensor([[0, 1], [1, 2]]), [0, 1])
     with pytest.raises(ValueError, match="encoder_kernel"):
         LDKGPClassifier(SPEC, sentence_encoder=encoder, encoder_kernel="sigmoid").fit(TEXTS, LABELS)

@@ -13,8 +13,6 @@ import torch
 pytest.importorskip("transformers")
 
 from lvgp import GPLVSMRegressor  # noqa: E402
-from lvgp.encoders import SentenceEncoder  # noqa: E402
-from lvgp.encoders import sentence as sentence_module  # noqa: E402
 from lvgp.kernels import FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
 
 WORDS = ["good", "bad", "film", "plot", "great", "awful"]
@@ -25,11 +23,8 @@ SPEC = LDKSpec(latent_dim=2, rho=1.0, identity_weight="balanced")
 
 
 @pytest.fixture
-def encoder(tmp_path, monkeypatch):
-    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
-    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=WORDS, seed=2)
-    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name, device="cpu": tiny)
-    return tiny
+def encoder(tiny_encoder):
+    return tiny_encoder(WORDS, seed=2)
 
 
 def _fit(encoder, **options):
@@ -85,7 +80,7 @@ def test_a_document_without_known_words_gets_the_prior_and_the_file_reloads(enco
 
 
 def test_bad_inputs_are_named(encoder):
-    with pytest.raises(ValueError, match="sentence_encoder reads texts: X must be a list of strings"):
+    with pytest.raises(TypeError, match="X must be texts for the sentence encoder, not Tensor"):
         GPLVSMRegressor(SPEC, sentence_encoder=encoder).fit(torch.tensor([[0, 1], [1, 2]]), [0.0, 1.0])
     reg = _fit(encoder)
     with pytest.raises(ValueError, match="pass sentence_encoder by name"):

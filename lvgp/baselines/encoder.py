@@ -40,7 +40,7 @@ from ..base.splits import stratified_folds
 from ..base.targets import check_labels, check_targets_array
 from ..bow.vocabulary import Vocabulary
 from ..encoders import ENCODERS, SentenceEncoder
-from ..encoders.sentence import resolve_encoder
+from ..encoders.sentence import check_texts, resolve_encoder
 from ..warnings import UnseenWordsWarning, warn
 
 __all__ = ["EncoderGPRegressor", "EncoderLogisticRegression", "EncoderRidge"]
@@ -49,16 +49,6 @@ _DEFAULT = "all-MiniLM-L6-v2"
 #: EncoderRidge's alphas: 10^-3 ... 10^3, two a decade
 RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 3, 13))
 _SEQUENCE = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
-
-
-def _texts(X: Any, name: str = "X") -> list[str]:
-    if isinstance(X, str):
-        raise TypeError(f"{name} must be a list of texts, not a single string")
-    X = list(X)
-    bad = [i for i, t in enumerate(X) if not isinstance(t, str)]
-    if bad:
-        raise TypeError(f"{name}: non-string documents at rows {bad[:10]}")
-    return X
 
 
 class _EncoderFeatures(BaseEstimator):
@@ -149,7 +139,7 @@ class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
 
     def fit(self, X, y):
         check_params(self)
-        X = _texts(X)
+        X = check_texts(X)
         check_labels(y, len(X))
         y = np.asarray(y)
         features = self._fit_features(X)
@@ -170,11 +160,11 @@ class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
 
     def predict_proba(self, X):
         check_is_fitted(self, "model_")
-        return self.model_.predict_proba(self._features(_texts(X)))
+        return self.model_.predict_proba(self._features(check_texts(X)))
 
     def predict(self, X):
         check_is_fitted(self, "model_")
-        return self.model_.predict(self._features(_texts(X)))
+        return self.model_.predict(self._features(check_texts(X)))
 
 
 class EncoderRidge(_EncoderFeatures, RegressorMixin):
@@ -208,13 +198,13 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
 
     def fit(self, X, y, X_val=None, y_val=None):
         check_params(self)
-        X = _texts(X)
+        X = check_texts(X)
         y = check_targets_array(y, len(X))
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         F = self._fit_features(X)
         if X_val is not None:
-            X_val = _texts(X_val, "X_val")
+            X_val = check_texts(X_val, "X_val")
             y_val = check_targets_array(y_val, len(X_val), "y_val")
             F_val = self._features(X_val)
             split: Any = PredefinedSplit(np.r_[np.full(len(X), -1), np.zeros(len(X_val), dtype=int)])
@@ -237,7 +227,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
 
     def predict(self, X):
         check_is_fitted(self, "model_")
-        return self.model_.predict(self._features(_texts(X)))
+        return self.model_.predict(self._features(check_texts(X)))
 
 
 class _FeatureGP(gpytorch.models.ExactGP):
@@ -278,7 +268,7 @@ class EncoderGPRegressor(BaseEstimator, RegressorMixin):
 
     def _x(self, X: Any, name: str = "X") -> torch.Tensor:
         start = time.perf_counter()
-        vectors = resolve_encoder(self.encoder, self.device).encode(_texts(X, name))
+        vectors = resolve_encoder(self.encoder, self.device).encode(check_texts(X, name))
         self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
         return vectors.double().to(self.device_)
 

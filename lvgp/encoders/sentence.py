@@ -45,7 +45,15 @@ from ..datasets.registry import DataUnavailableError, data_home, fetch
 if TYPE_CHECKING:
     from ..bow.vocabulary import Vocabulary
 
-__all__ = ["ENCODERS", "PretrainedEncoder", "SentenceEncoder", "TokenVectors", "resolve_encoder", "shared_encoder"]
+__all__ = [
+    "ENCODERS",
+    "PretrainedEncoder",
+    "SentenceEncoder",
+    "TokenVectors",
+    "check_texts",
+    "resolve_encoder",
+    "shared_encoder",
+]
 
 _FORMAT = "lvgp.encodings/1"
 
@@ -107,6 +115,26 @@ class TokenVectors(NamedTuple):
     offsets: Tensor
     vectors: Tensor
     special: Tensor
+
+
+def check_texts(texts: Any, name: str = "texts") -> list[str]:
+    """``texts`` as a list of strings, or a ``TypeError`` naming ``name`` (and the rows that are not
+    strings): a sentence encoder reads texts, not word ids or counts."""
+    if isinstance(texts, str):
+        raise TypeError(f"{name} must be a sequence of texts, not a single string")
+    if (
+        torch.is_tensor(texts)
+        or (isinstance(texts, np.ndarray) and texts.dtype.kind not in "OU")
+        or hasattr(texts, "tocsr")
+    ):
+        raise TypeError(
+            f"{name} must be texts for the sentence encoder, not {type(texts).__name__} (ids and counts have none)"
+        )
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"{name} must hold strings; rows {bad[:10]} are not ({type(texts[bad[0]]).__name__})")
+    return texts
 
 
 def _digest_of_state(model: torch.nn.Module, tokenizer: Any) -> str:
@@ -259,16 +287,6 @@ class SentenceEncoder:
         return int(config.hidden_size)
 
     # ------------------------------------------------------------------ computing
-    @staticmethod
-    def _check_texts(texts: Sequence[str], name: str = "texts") -> list[str]:
-        if isinstance(texts, str):
-            raise TypeError(f"{name} must be a sequence of strings, not a single string")
-        texts = list(texts)
-        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-        if bad:
-            raise TypeError(f"{name} must hold strings; rows {bad[:10]} are not ({type(texts[bad[0]]).__name__})")
-        return texts
-
     def _batches(self, texts: list[str], batch_size: int) -> Iterator[list[int]]:
         """Row indices in batches of texts of similar length (longest first), so that a batch
         pads little."""
@@ -304,7 +322,7 @@ class SentenceEncoder:
             cache: read and write the result under ``$LVGP_DATA/encodings/<name>-<digest>/``,
                 keyed by the weights' digest and the texts' digest: a corpus is encoded once.
         """
-        texts = self._check_texts(texts)
+        texts = check_texts(texts)
         path = self._cache_path(texts) if cache else None
         if path is not None and path.exists():
             try:
@@ -332,7 +350,7 @@ class SentenceEncoder:
     def token_vectors(self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False) -> list[TokenVectors]:
         """The contextual vector of every token of each text (the first ``max_length`` tokens,
         ``[CLS]`` and ``[SEP]`` included and marked in ``special``), float32 on the CPU."""
-        texts = self._check_texts(texts)
+        texts = check_texts(texts)
         out: list[TokenVectors | None] = [None] * len(texts)
         batches = list(self._batches(texts, batch_size))
         for rows in progress_bar(batches, desc=f"token vectors ({self.name})", verbose=verbose, unit="batch"):
@@ -360,7 +378,7 @@ class SentenceEncoder:
             count 0 (in no text, or only beyond ``max_length`` tokens) has a zero vector: the caller
             decides what it gets (:class:`lvgp.kernels.LDKSpec` gives it the mean vector).
         """
-        texts = self._check_texts(texts)
+        texts = check_texts(texts)
         index = {w: i for i, w in enumerate(vocabulary.words)}
         normalized, spans = [], []
         for text in texts:

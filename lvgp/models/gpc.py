@@ -58,7 +58,7 @@ from ..base.targets import check_labels, true_class_log_proba
 from ..base.validation import check_block
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..encoders.sentence import ENCODERS, SentenceEncoder, resolve_encoder
+from ..encoders.sentence import ENCODERS, SentenceEncoder, check_texts, resolve_encoder
 from ..kernels import LatentDistributionKernel
 from ..kernels.packed import ENCODER_KERNELS, WordSetKernel, encoder_part, pack_documents
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
@@ -390,10 +390,8 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
     def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
         """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64 (the seconds spent
         add up in ``encode_seconds_``)."""
-        if isinstance(X, str) or not isinstance(X, (list, tuple)) or not all(isinstance(t, str) for t in X):
-            raise ValueError(f"sentence_encoder reads texts: {name} must be a list of strings, not {type(X).__name__}")
         start = time.perf_counter()
-        features = self._sentence_encoder().encode(list(X)).double()
+        features = self._sentence_encoder().encode(check_texts(X, name)).double()
         self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
         return features
 

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fitting import OPTIMIZERS
-from ..encoders.sentence import ENCODERS, SentenceEncoder, resolve_encoder
+from ..encoders.sentence import ENCODERS, SentenceEncoder, check_texts, resolve_encoder
 from ..kernels.packed import ENCODER_KERNELS, WordSetKernel, encoder_part, pack_documents
 from ..kernels.spec import (
     KernelArg,
@@ -182,10 +182,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
     def _documents(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
         if self.sentence_encoder is None:
             return x
-        if isinstance(X, str) or not isinstance(X, (list, tuple)) or not all(isinstance(t, str) for t in X):
-            raise ValueError(f"sentence_encoder reads texts: {name} must be a list of strings, not {type(X).__name__}")
         start = time.perf_counter()
-        features = self._sentence_encoder().encode(list(X)).double()
+        features = self._sentence_encoder().encode(check_texts(X, name)).double()
         self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
         return pack_documents(x, features)
 
