@@ -35,7 +35,7 @@ def _fit(encoder, **options):
 
 
 def test_prediction_is_the_closed_form_posterior_of_the_composed_covariance(encoder):
-    reg = _fit(encoder)
+    reg = _fit(encoder, encoder_kernel="cosine")
     model, lik = reg.model_, reg.likelihood_
     word_part, enc_part = model.covar_module.base_kernel.kernels
     assert isinstance(word_part, WordSetKernel) and isinstance(enc_part, FeatureKernel)
@@ -85,3 +85,12 @@ def test_bad_inputs_are_named(encoder):
     reg = _fit(encoder)
     with pytest.raises(ValueError, match="pass sentence_encoder by name"):
         reg.save("never-written.pt")
+
+
+def test_the_default_encoder_part_is_the_rbf_of_the_unit_vectors(encoder):
+    from gpytorch.kernels import RBFKernel, ScaleKernel
+
+    reg = _fit(encoder, max_iter=3)
+    word_part, enc_part = reg.model_.covar_module.base_kernel.kernels
+    assert isinstance(enc_part, ScaleKernel) and isinstance(enc_part.base_kernel.base, RBFKernel)
+    assert enc_part.base_kernel.normalize
