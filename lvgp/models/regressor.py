@@ -99,7 +99,7 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         encoder_kernel: the encoder's part with a spec: ``"rbf"`` (default), ``"cosine"`` or ``"matern"``
             (of the normalized vectors). The RBF was chosen on dev sentences: on the amazon snippets'
             dev splits of the regression study (1,000 training sentences) it beat the cosine on each
-            split, by 0.008 in dev RMSE on average (``results/README.md``).
+            of the 5 splits, by 0.008-0.015 in dev RMSE (``results/README.md``).
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
     ``vocabulary_`` (for text input, else ``None``), ``num_words_``, ``word_vectors_``
