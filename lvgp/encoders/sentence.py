@@ -320,7 +320,8 @@ class SentenceEncoder:
             batch_size: texts per forward pass (texts of similar length are batched together).
             verbose: a progress bar over the batches.
             cache: read and write the result under ``$LVGP_DATA/encodings/<name>-<digest>/``,
-                keyed by the weights' digest and the texts' digest: a corpus is encoded once.
+                keyed by the weights' digest and the texts' digest: the same texts (a study's test set, a
+                split's training texts read by every method) are encoded once.
         """
         texts = check_texts(texts)
         path = self._cache_path(texts) if cache else None
