@@ -47,8 +47,8 @@ _EXACT_IDS = 2**53
 
 
 def pack_documents(padded: Tensor, features: Tensor) -> Tensor:
-    r"""``[features | word ids]`` as one float64 tensor: ``... x n x L`` padded word-index sets and
-    ``... x n x d`` features -> ``... x n x (d + L)``.
+    r"""``[features | word ids]`` as one float64 tensor: ``*B x n x L`` padded word-index sets and
+    ``*B x n x d`` features -> ``*B x n x (d + L)``.
 
     Raises:
         TypeError: ``padded`` is not an integer tensor, or ``features`` not a floating one.
@@ -74,7 +74,7 @@ def pack_documents(padded: Tensor, features: Tensor) -> Tensor:
 
 
 def unpack_documents(x: Tensor, feature_dim: int) -> tuple[Tensor, Tensor]:
-    """The padded word-index sets (``... x n x L`` long) and features (``... x n x d``) of packed
+    """The padded word-index sets (``*B x n x L`` long) and features (``*B x n x d``) of packed
     documents ``x`` (:func:`pack_documents`)."""
     if x.shape[-1] <= feature_dim:
         raise ValueError(
@@ -143,7 +143,7 @@ class FeatureKernel(_PackedKernel):
         return bool(self.base.is_stationary)
 
     def features(self, x: Tensor, name: str = "x") -> Tensor:
-        """The (normalized) feature columns of packed documents ``x``: ``... x n x d``."""
+        """The (normalized) feature columns of packed documents ``x``: ``*B x n x d``."""
         _check_packed(x, name, self.feature_dim)
         f = x[..., : self.feature_dim]
         return torch.nn.functional.normalize(f, p=2, dim=-1) if self.normalize else f
@@ -179,7 +179,7 @@ class WordSetKernel(_PackedKernel):
         self.feature_dim = _check_feature_dim(feature_dim)
 
     def word_ids(self, x: Tensor, name: str = "x") -> Tensor:
-        """The padded word-index sets of packed documents ``x``: ``... x n x L`` long, checked
+        """The padded word-index sets of packed documents ``x``: ``*B x n x L`` long, checked
         (ids below the kernel's ``num_words``; :data:`~lvgp.PAD` pads)."""
         _check_packed(x, name, self.feature_dim)
         key = (x.untyped_storage().data_ptr(), x.storage_offset(), tuple(x.stride()), tuple(x.shape), x._version)
