@@ -55,7 +55,8 @@ def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -
         f"\nRMSE and NLPD of standardized ratings; '95% cover': the share of test ratings inside the 95% predictive"
         f" intervals (ridge and friends: the dev residuals' spread). Figures in {out}.\n"
         "The paper's MAP GP-LVSM loses on single sentences: its ~V x q free word coordinates let the marginal"
-        " likelihood interpolate a thousand short texts, so it over-fits and its noise, hence its intervals, shrink"
-        " to nothing; lvgp's default keeps a posterior over the word vectors beside the bag of words."
+        " likelihood interpolate short texts (its noise, hence its intervals, shrink to nothing), and the dev choice"
+        " escapes only by a prior strong enough to switch the words off (then its intervals are too wide); lvgp's"
+        " default keeps a posterior over the word vectors beside the bag of words."
     )
     return rows
