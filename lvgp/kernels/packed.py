@@ -40,7 +40,15 @@ from torch import Tensor
 from ..bow.padded import PAD, check_padded, pad_to_common_width
 from .document import DocumentKernel
 
-__all__ = ["ENCODER_KERNELS", "FeatureKernel", "WordSetKernel", "encoder_part", "pack_documents", "unpack_documents"]
+__all__ = [
+    "ENCODER_KERNELS",
+    "FeatureKernel",
+    "WordSetKernel",
+    "beside_encoder",
+    "encoder_part",
+    "pack_documents",
+    "unpack_documents",
+]
 
 #: float64 holds every integer up to this exactly
 _EXACT_IDS = 2**53
@@ -249,3 +257,14 @@ def encoder_part(kind: str, feature_dim: int, *, weight: float = 1.0, weight_pri
     part = ScaleKernel(FeatureKernel(inner, feature_dim, normalize=True), outputscale_prior=prior)
     part.outputscale = torch.tensor(float(weight))
     return part
+
+
+def beside_encoder(word_kernel: Kernel, word_ids: Tensor, feature_dim: int, kind: str) -> Kernel:
+    r"""``word_kernel`` on the word ids of packed documents plus the encoder's part
+    (:func:`encoder_part`), :math:`\mu` starting where both parts weigh alike: the mean
+    self-similarity of ``word_kernel`` on the training documents ``word_ids`` (the encoder's parts
+    have unit self-similarity on normalized vectors). What the estimators' ``sentence_encoder=``
+    builds around their spec's kernel."""
+    with torch.no_grad():
+        balance = float(word_kernel(word_ids, diag=True).mean())
+    return WordSetKernel(word_kernel, feature_dim) + encoder_part(kind, feature_dim, weight=balance)

@@ -60,7 +60,7 @@ from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder, check_texts, resolve_encoder
 from ..kernels import LatentDistributionKernel
-from ..kernels.packed import ENCODER_KERNELS, WordSetKernel, encoder_part, pack_documents
+from ..kernels.packed import ENCODER_KERNELS, beside_encoder, pack_documents
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
@@ -374,9 +374,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
             self.kernel_kind_ = getattr(ldk, "features", "exact")
             if dim is None:
                 return kernel
-            with torch.no_grad():  # mu starts where both parts weigh alike on the training documents
-                balance = float(kernel(ids, diag=True).mean())
-            return (WordSetKernel(kernel, dim) + encoder_part(self.encoder_kernel, dim, weight=balance)).double()
+            return beside_encoder(kernel, ids, dim, self.encoder_kernel).double()
         self.kernel_kind_ = "user"
         return resolve_kernel(
             self.kernel, encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed

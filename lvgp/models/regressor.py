@@ -15,7 +15,7 @@ from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fitting import OPTIMIZERS
 from ..encoders.sentence import ENCODERS, SentenceEncoder, check_texts, resolve_encoder
-from ..kernels.packed import ENCODER_KERNELS, WordSetKernel, encoder_part, pack_documents
+from ..kernels.packed import ENCODER_KERNELS, beside_encoder, pack_documents
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -243,11 +243,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
             kernel = spec.build(self.num_words_, ids, word_features=features, words=words, seed=seed)
             ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
             self.kernel_kind_ = getattr(ldk, "features", "exact")
-            if ids is not inputs:  # the sentence encoder's part beside the words, mu starting balanced
-                dim = inputs.shape[-1] - ids.shape[-1]
-                with torch.no_grad():
-                    balance = float(kernel(ids, diag=True).mean())
-                kernel = WordSetKernel(kernel, dim) + encoder_part(self.encoder_kernel, dim, weight=balance)
+            if ids is not inputs:  # the sentence encoder's part beside the words
+                kernel = beside_encoder(kernel, ids, inputs.shape[-1] - ids.shape[-1], self.encoder_kernel)
             covar = ScaleKernel(kernel)
         else:
             covar = resolve_kernel(self.kernel, self.num_words_, ids, word_features=features, words=words, seed=seed)
