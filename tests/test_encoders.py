@@ -57,23 +57,36 @@ def test_long_texts_are_truncated_to_max_length(encoder):
     assert torch.isfinite(encoder.encode([long], cache=False)).all()
 
 
-def test_the_cache_is_keyed_by_the_model_and_the_texts(encoder, tmp_path):
+def test_the_cache_is_keyed_by_the_model_and_each_text(encoder, tmp_path):
+    import sqlite3
+
     first = encoder.encode(TEXTS)
-    files = list((tmp_path / "encodings").rglob("*.pt"))
+    files = list((tmp_path / "encodings").rglob("*.sqlite"))
     assert len(files) == 1 and encoder.digest[:16] in str(files[0])
-    stored = torch.load(files[0], weights_only=True)
-    torch.testing.assert_close(stored["embeddings"], first)
-    # read back, not recomputed: a changed entry is what comes back
-    stored["embeddings"] = stored["embeddings"] * 0 + 7
-    torch.save(stored, files[0])
+
+    def stored():
+        with sqlite3.connect(files[0]) as db:
+            return dict(db.execute("SELECT key, vector FROM vectors").fetchall())
+
+    assert len(stored()) == len(set(TEXTS))
+    # read back, not recomputed: a changed entry is what comes back, in any list that holds its text
+    with sqlite3.connect(files[0]) as db:
+        db.execute("UPDATE vectors SET vector = ?", (torch.full((encoder.dim,), 7.0).numpy().tobytes(),))
     assert (encoder.encode(TEXTS) == 7).all()
-    # other texts, or another model: another entry
-    encoder.encode(TEXTS[:2])
+    assert (encoder.encode([TEXTS[1], TEXTS[0]]) == 7).all()
+    # only the new texts are computed (a repeated one once), and they join the same file
+    new = encoder.encode(["a new text", TEXTS[0], "a new text"])
+    assert (new[1] == 7).all() and torch.equal(new[0], new[2]) and not (new[0] == 7).any()
+    assert len(stored()) == len(set(TEXTS)) + 1
+    torch.testing.assert_close(new[0], encoder.encode(["a new text"], cache=False)[0])
+    # another model: another file
     SentenceEncoder.from_config(seed=4).encode(TEXTS)
-    assert len(list((tmp_path / "encodings").rglob("*.pt"))) == 3
-    # a damaged entry is recomputed
-    files[0].write_bytes(b"damaged")
-    torch.testing.assert_close(encoder.encode(TEXTS), first)
+    assert len(list((tmp_path / "encodings").rglob("*.sqlite"))) == 2
+    # a damaged file is set aside with a warning, and the vectors recomputed
+    files[0].write_bytes(b"damaged" * 100)
+    with pytest.warns(UserWarning, match="unreadable"):
+        again = encoder.encode(TEXTS)
+    torch.testing.assert_close(again, first)
 
 
 def test_token_vectors_are_the_contextual_vectors_the_pooling_averages(encoder):

@@ -9,6 +9,11 @@ What an estimator's ``word_embeddings`` may be:
   in the training documents plus any unlabeled documents passed to ``fit(..., unlabeled=...)``
   (:func:`corpus_embeddings`). They know the words pretrained vectors miss (product names,
   jargon), and words seen only in the unlabeled documents get vectors too;
+* ``"contextual"``: vectors learned from the same texts by a pretrained sentence encoder, a word's
+  vector the mean of its contextual token vectors
+  (:class:`lvgp.encoders.ContextualWordEmbeddings`; the estimators resolve the name with their
+  ``sentence_encoder``). Any object with ``learn(texts, vocabulary)`` returning a table is such a
+  source (:func:`is_learned_source`);
 * several of these, e.g. ``("glove-6b-50d", "corpus")``: a word's vector is the concatenation of
   its vectors in each (each table scaled to unit mean norm; zeros where a table lacks the word),
   :class:`CombinedEmbeddings`.
@@ -48,6 +53,14 @@ __all__ = [
 
 #: the ``word_embeddings`` name of vectors learned from the training (and unlabeled) documents
 CORPUS = "corpus"
+#: the ``word_embeddings`` name of contextual vectors learned from them by a sentence encoder
+CONTEXTUAL = "contextual"
+
+
+def is_learned_source(part: Any) -> bool:
+    """Whether a ``word_embeddings`` part learns its table from the training texts:
+    ``"corpus"``, ``"contextual"`` or an object with ``learn(texts, vocabulary)``."""
+    return part in (CORPUS, CONTEXTUAL) if isinstance(part, str) else callable(getattr(part, "learn", None))
 
 
 def ppmi_svd_embeddings(counts: sp.spmatrix, dim: int, random_state: int | None = None) -> np.ndarray:
@@ -183,6 +196,15 @@ def resolve_embeddings(
             if texts is None or vocabulary is None:
                 raise ValueError("word_embeddings='corpus' learns vectors from the training texts: pass texts")
             tables.append(corpus_embeddings(texts, vocabulary))
+        elif isinstance(part, str) and part == CONTEXTUAL:
+            raise ValueError(
+                "word_embeddings='contextual' needs a sentence encoder: the estimators resolve it with their "
+                "sentence_encoder; elsewhere pass lvgp.encoders.ContextualWordEmbeddings(encoder)"
+            )
+        elif is_learned_source(part):
+            if texts is None or vocabulary is None:
+                raise ValueError(f"word_embeddings={part!r} learns vectors from the training texts: pass texts")
+            tables.append(part.learn(list(texts), vocabulary))
         elif isinstance(part, str):
             from ..datasets.loaders import load_word_embeddings
 
@@ -191,15 +213,15 @@ def resolve_embeddings(
             tables.append(part)
         else:
             raise TypeError(
-                "word_embeddings must be None, the name of pretrained vectors, 'corpus', a WordEmbeddings, "
-                f"or a tuple of these; got {type(part).__name__}"
+                "word_embeddings must be None, the name of pretrained vectors, 'corpus', 'contextual', a "
+                f"WordEmbeddings, or a tuple of these; got {type(part).__name__}"
             )
     return tables[0] if len(tables) == 1 else CombinedEmbeddings(tables)
 
 
 def needs_texts(word_embeddings: Any) -> bool:
-    """Whether the specification learns vectors from the training texts (``"corpus"``)."""
-    return word_embeddings is not None and any(isinstance(p, str) and p == CORPUS for p in _parts(word_embeddings))
+    """Whether the specification learns vectors from the training texts (:func:`is_learned_source`)."""
+    return word_embeddings is not None and any(is_learned_source(p) for p in _parts(word_embeddings))
 
 
 def embeddings_to_dict(spec: Any, table: Any) -> Any:
@@ -212,7 +234,7 @@ def embeddings_to_dict(spec: Any, table: Any) -> Any:
         return None
     if isinstance(table, CombinedEmbeddings):
         return {"combined": [embeddings_to_dict(s, t) for s, t in zip(_parts(spec), table.tables)]}
-    if isinstance(spec, str) and spec != CORPUS:
+    if isinstance(spec, str) and not is_learned_source(spec):
         return spec
     return {
         "name": getattr(table, "name", "custom"),
@@ -228,6 +250,11 @@ def spec_to_plain(spec: Any) -> Any:
         return spec
     if isinstance(spec, (tuple, list)):
         return [spec_to_plain(p) for p in spec]
+    if is_learned_source(spec):
+        raise TypeError(
+            f"word_embeddings={spec!r} cannot be saved: give the estimator the name 'contextual' (resolved "
+            "with its sentence_encoder) instead of the object"
+        )
     return embeddings_to_dict(spec, spec)
 
 

@@ -183,7 +183,8 @@ class DocumentEncoder:
         return x
 
     def _unlabeled(self, unlabeled: Documents | None) -> list:
-        """The unlabeled texts (``[]`` for ``None``); they feed ``word_embeddings="corpus"`` only."""
+        """The unlabeled texts (``[]`` for ``None``); they feed word embeddings learned from texts only
+        (``"corpus"``, ``"contextual"``)."""
         if unlabeled is None:
             return []
         unlabeled = as_documents(unlabeled, "unlabeled")
@@ -192,7 +193,8 @@ class DocumentEncoder:
         docs = list(unlabeled)
         if docs and not needs_texts(self.word_embeddings):
             warn(
-                f"{len(docs)} unlabeled documents are not used: they feed word_embeddings='corpus' only",
+                f"{len(docs)} unlabeled documents are not used: they feed word_embeddings 'corpus' and "
+                "'contextual' only",
                 UserWarning,
                 stacklevel=4,
             )

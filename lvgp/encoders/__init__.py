@@ -2,6 +2,22 @@
 ``encoders`` extra: ``pip install 'lvgp[encoders]'``). Like ``lvgp.bow``, this turns texts
 into tensors; it imports no kernel, model or study."""
 
-from .sentence import ENCODERS, PretrainedEncoder, SentenceEncoder, TokenVectors, resolve_encoder, shared_encoder
+from .sentence import (
+    ENCODERS,
+    ContextualWordEmbeddings,
+    PretrainedEncoder,
+    SentenceEncoder,
+    TokenVectors,
+    resolve_encoder,
+    shared_encoder,
+)
 
-__all__ = ["ENCODERS", "PretrainedEncoder", "SentenceEncoder", "TokenVectors", "resolve_encoder", "shared_encoder"]
+__all__ = [
+    "ENCODERS",
+    "ContextualWordEmbeddings",
+    "PretrainedEncoder",
+    "SentenceEncoder",
+    "TokenVectors",
+    "resolve_encoder",
+    "shared_encoder",
+]

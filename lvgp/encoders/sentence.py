@@ -24,6 +24,7 @@ path as the pretrained model.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENCODERS",
+    "ContextualWordEmbeddings",
     "PretrainedEncoder",
     "SentenceEncoder",
     "TokenVectors",
@@ -305,9 +307,11 @@ class SentenceEncoder:
         hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
         return hidden, mask, encodings
 
-    def _cache_path(self, texts: list[str]) -> Path:
-        key = hashlib.sha256(json.dumps([_FORMAT, self.max_length, self.normalize, texts]).encode()).hexdigest()
-        return data_home() / "encodings" / f"{self.name}-{self.digest[:16]}" / f"{key}.pt"
+    def _cache(self) -> _VectorStore:
+        return _VectorStore(data_home() / "encodings" / f"{self.name}-{self.digest[:16]}" / "vectors.sqlite", self.dim)
+
+    def _text_key(self, text: str) -> str:
+        return hashlib.sha256(json.dumps([_FORMAT, self.max_length, self.normalize, text]).encode()).hexdigest()
 
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False, cache: bool = True
@@ -319,21 +323,25 @@ class SentenceEncoder:
             texts: ``n`` strings (an empty string is the vector of ``[CLS] [SEP]``).
             batch_size: texts per forward pass (texts of similar length are batched together).
             verbose: a progress bar over the batches.
-            cache: read and write the result under ``$LVGP_DATA/encodings/<name>-<digest>/``,
-                keyed by the weights' digest and the texts' digest: the same texts (a study's test set, a
-                split's training texts read by every method) are encoded once.
+            cache: read and write each text's vector in the on-disk cache
+                ``$LVGP_DATA/encodings/<name>-<digest>/vectors.sqlite``, keyed by the weights' digest and
+                the text's digest: a text is encoded once, whichever list it comes in (a corpus's
+                documents are encoded once for every sample, size and method of a study). Only the
+                texts not found there are computed; a repeated text is computed once.
         """
         texts = check_texts(texts)
-        path = self._cache_path(texts) if cache else None
-        if path is not None and path.exists():
-            try:
-                stored = torch.load(path, weights_only=True)
-                if stored.get("format") == _FORMAT and stored["embeddings"].shape == (len(texts), self.dim):
-                    return stored["embeddings"]
-            except Exception:  # noqa: BLE001 -- a damaged cache entry is recomputed and rewritten
-                pass
         out = torch.empty(len(texts), self.dim, dtype=torch.float32)
-        batches = list(self._batches(texts, batch_size))
+        keys = [self._text_key(t) for t in texts]
+        store = self._cache() if cache else None
+        found = store.get(keys) if store is not None else {}
+        first: dict[str, int] = {}  # each missing text's first row
+        for i, k in enumerate(keys):
+            if k in found:
+                out[i] = found[k]
+            elif k not in first:
+                first[k] = i
+        todo = list(first.values())
+        batches = [[todo[j] for j in rows] for rows in self._batches([texts[i] for i in todo], batch_size)]
         for rows in progress_bar(batches, desc=f"encoding ({self.name})", verbose=verbose, unit="batch"):
             hidden, mask, _ = self._hidden([texts[i] for i in rows])
             weights = mask.unsqueeze(-1).to(hidden.dtype)
@@ -341,11 +349,12 @@ class SentenceEncoder:
             if self.normalize:
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
             out[rows] = pooled.float().cpu()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            torch.save({"format": _FORMAT, "embeddings": out}, tmp)
-            tmp.replace(path)
+        if todo:
+            for i, k in enumerate(keys):
+                if k not in found and first[k] != i:
+                    out[i] = out[first[k]]
+            if store is not None:
+                store.put({keys[i]: out[i] for i in todo})
         return out
 
     def token_vectors(self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False) -> list[TokenVectors]:
@@ -368,19 +377,28 @@ class SentenceEncoder:
         return [t for t in out if t is not None]
 
     def word_vectors(
-        self, texts: Sequence[str], vocabulary: Vocabulary, *, batch_size: int = 32, verbose: bool = False
+        self,
+        texts: Sequence[str],
+        vocabulary: Vocabulary,
+        *,
+        words: Sequence[str] | None = None,
+        batch_size: int = 32,
+        verbose: bool = False,
     ) -> tuple[Tensor, Tensor]:
-        r"""One contextual vector per vocabulary word: the mean, over the word's occurrences in
-        ``texts`` (as :meth:`lvgp.Vocabulary.tokenize` finds them), of each occurrence's vector (the
-        mean of the WordPiece vectors its characters span).
+        r"""One contextual vector per word: the mean, over the word's occurrences in ``texts`` (as
+        :meth:`lvgp.Vocabulary.tokenize` finds them), of each occurrence's vector (the mean of the
+        WordPiece vectors its characters span).
+
+        Args:
+            words: the words to average (default: ``vocabulary.words``); ``vocabulary`` tokenizes.
 
         Returns:
-            ``(vectors, counts)``: ``|V| x d`` float32 and ``|V|`` occurrence counts. A word with
+            ``(vectors, counts)``: ``len(words) x d`` float32 and the occurrence counts. A word with
             count 0 (in no text, or only beyond ``max_length`` tokens) has a zero vector: the caller
-            decides what it gets (:class:`lvgp.kernels.LDKSpec` gives it the mean vector).
+            decides what it gets (:class:`ContextualWordEmbeddings` leaves it out of its table).
         """
         texts = check_texts(texts)
-        index = {w: i for i, w in enumerate(vocabulary.words)}
+        index = {w: i for i, w in enumerate(vocabulary.words if words is None else words)}
         normalized, spans = [], []
         for text in texts:
             norm, found = vocabulary.token_spans(text)
@@ -402,6 +420,140 @@ class SentenceEncoder:
                     counts[word] += 1
         means = sums / counts.clamp_min(1).unsqueeze(-1).double()
         return means.float(), counts
+
+
+class ContextualWordEmbeddings:
+    r"""``word_embeddings="contextual"``: word vectors learned from the texts at hand by a sentence
+    encoder (issue 37, "per word type"). A word's vector is the mean of its contextual token
+    vectors (:meth:`SentenceEncoder.word_vectors`) over the training texts plus the unlabeled texts
+    passed to ``fit(..., unlabeled=...)``, for every word of the fitted vocabulary and the words in at
+    least ``min_df`` of the texts (the ``max_words`` most frequent): a word unseen in training but met
+    in the unlabeled texts enters prediction with its vector, as with ``"corpus"``.
+
+    The estimators build one from the name ``"contextual"`` with their own ``sentence_encoder`` (the
+    default encoder without one); it follows :mod:`lvgp.base.embeddings`' protocol of vectors learned
+    from texts: ``learn(texts, vocabulary) -> WordEmbeddings``. The last few tables are kept in the
+    process, by a digest of the encoder, the texts and the words.
+
+    Args:
+        encoder: a name of :data:`ENCODERS` or a :class:`SentenceEncoder`.
+        device: where the encoder computes.
+        min_df, max_words: which words beyond the vocabulary's get vectors.
+    """
+
+    name = "contextual"
+
+    def __init__(
+        self,
+        encoder: str | SentenceEncoder = "all-MiniLM-L6-v2",
+        device: Any = "cpu",
+        min_df: int = 2,
+        max_words: int = 20000,
+    ) -> None:
+        self.encoder = encoder
+        self.device = device
+        self.min_df = min_df
+        self.max_words = max_words
+
+    def __repr__(self) -> str:
+        name = self.encoder if isinstance(self.encoder, str) else self.encoder.name
+        return f"ContextualWordEmbeddings({name!r})"
+
+    def learn(self, texts: Any, vocabulary: Vocabulary) -> Any:
+        """The table of the words of ``texts`` (strings, or token lists joined by spaces), tokenized
+        as ``vocabulary`` tokenizes: a :class:`~lvgp.datasets.WordEmbeddings` named
+        ``contextual-<encoder>``, float64, the words with at least one occurrence."""
+        from collections import Counter
+
+        from ..datasets.loaders import WordEmbeddings
+
+        docs = [t if isinstance(t, str) else " ".join(t) for t in texts]
+        encoder = resolve_encoder(self.encoder, self.device)
+        known = list(vocabulary.words) if vocabulary.is_fitted else []
+        df = Counter(w for d in docs for w in set(vocabulary.tokenize(d)))
+        extra = sorted(
+            (w for w, c in df.items() if c >= self.min_df and w not in set(known)), key=lambda w: (-df[w], w)
+        )
+        words = known + extra[: max(0, int(self.max_words) - len(known))]
+        key = hashlib.sha256(json.dumps([encoder.digest, encoder.name, words, docs]).encode()).hexdigest()
+        if key in _CONTEXTUAL_CACHE:
+            return _CONTEXTUAL_CACHE[key]
+        vectors, counts = encoder.word_vectors(docs, vocabulary, words=words)
+        keep = (counts > 0).numpy()
+        if not keep.any():
+            raise ValueError("word_embeddings='contextual': no word of the vocabulary occurs in the texts")
+        table = WordEmbeddings(
+            f"contextual-{encoder.name}",
+            [w for w, k in zip(words, keep) if k],
+            vectors[torch.from_numpy(keep)].double().numpy(),
+        )
+        _CONTEXTUAL_CACHE[key] = table
+        while len(_CONTEXTUAL_CACHE) > 8:
+            del _CONTEXTUAL_CACHE[next(iter(_CONTEXTUAL_CACHE))]
+        return table
+
+
+_CONTEXTUAL_CACHE: dict[str, Any] = {}
+
+
+class _VectorStore:
+    """One vector per key in a SQLite file (``key TEXT PRIMARY KEY, vector BLOB`` of float32): the
+    on-disk cache of :meth:`SentenceEncoder.encode`. Safe for several processes (SQLite's locking; the
+    first writer of a key wins); a damaged or unreadable file is set aside with a warning and the
+    vectors are recomputed, never read wrong."""
+
+    _CHUNK = 500  # keys per query (SQLite's limit on bound parameters is 999 on old builds)
+
+    def __init__(self, path: Path, dim: int) -> None:
+        self.path, self.dim = path, dim
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60)
+        db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        return db
+
+    def _damaged(self, err: Exception) -> None:
+        from ..warnings import warn
+
+        aside = self.path.with_suffix(".damaged")
+        warn(f"the encoding cache {self.path} is unreadable ({err}); moved to {aside.name}, recomputing", UserWarning)
+        self.path.replace(aside)
+
+    def get(self, keys: Sequence[str]) -> dict[str, Tensor]:
+        """The stored vectors of those of ``keys`` that are stored."""
+        import sqlite3
+
+        if not self.path.exists():
+            return {}
+        out: dict[str, Tensor] = {}
+        unique = list(dict.fromkeys(keys))
+        try:
+            with contextlib.closing(self._connect()) as db:
+                for start in range(0, len(unique), self._CHUNK):
+                    chunk = unique[start : start + self._CHUNK]
+                    marks = ",".join("?" * len(chunk))
+                    for key, blob in db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
+                        vector = torch.frombuffer(bytearray(blob), dtype=torch.float32)
+                        if vector.numel() == self.dim:
+                            out[key] = vector
+        except sqlite3.DatabaseError as err:
+            self._damaged(err)
+            return {}
+        return out
+
+    def put(self, vectors: dict[str, Tensor]) -> None:
+        """Store ``vectors`` (keys already stored keep their vector)."""
+        import sqlite3
+
+        rows = [(k, v.contiguous().numpy().astype(np.float32).tobytes()) for k, v in vectors.items()]
+        try:
+            with contextlib.closing(self._connect()) as db, db:
+                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+        except sqlite3.DatabaseError as err:
+            self._damaged(err)
 
 
 @functools.lru_cache(maxsize=2)

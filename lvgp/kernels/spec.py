@@ -16,7 +16,9 @@ protocol: ``get_params`` lists its fields, so ``GridSearchCV(GPLVSMRegressor(), 
 1.0]})`` and ``clone`` work (the estimators' ``set_params`` replace the spec).
 
 The GP estimators also take a ready gpytorch kernel over padded word-index sets, or a factory
-``callable(num_words) -> Kernel`` for a vocabulary learned in ``fit`` (:func:`resolve_kernel`).
+``callable(num_words) -> Kernel`` for a vocabulary learned in ``fit`` -- or
+``callable(num_words, documents) -> Kernel``, given the padded training documents too, for kernels
+that read them (idf weights, a balanced start) (:func:`resolve_kernel`).
 """
 
 from __future__ import annotations
@@ -138,8 +140,9 @@ class LDKSpec:
             (the idf-weighted measure, idf from the training documents).
         word_embeddings: ``None``, or pretrained word vectors the latent vectors are tied to
             (:math:`\mathbf x_v = W\mathbf e_v + \boldsymbol\delta_v`; :mod:`lvgp.base.embeddings`: a name
-            such as ``"glove-6b-50d"``, a :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"`` or a tuple
-            of these); needs text input. Words unseen in training that have a vector enter prediction
+            such as ``"glove-6b-50d"``, a :class:`~lvgp.datasets.WordEmbeddings`, ``"corpus"``,
+            ``"contextual"`` (:class:`~lvgp.encoders.ContextualWordEmbeddings`, with the estimator's
+            ``sentence_encoder``) or a tuple of these); needs text input. Words unseen in training that have a vector enter prediction
             with their embedding-implied vectors.
         learn_word_vectors: ``False`` fixes the word vectors to the pretrained ``word_embeddings``
             themselves: a kernel of fixed word similarities whose other hyper-parameters are fitted.
@@ -288,13 +291,14 @@ class LDKSpec:
                 "word_embeddings (and pass texts, or counts with a vocabulary)"
             )
         for part in _parts(self.word_embeddings):
-            if isinstance(part, str) and part != "corpus":
+            if isinstance(part, str) and part not in ("corpus", "contextual"):
                 from ..datasets.loaders import embedding_names
 
                 if part not in embedding_names():
                     raise ValueError(
                         f"{name}.word_embeddings: unknown word embeddings {part!r}; known: {embedding_names()}, "
-                        "'corpus' (learned from the training texts), or a WordEmbeddings table"
+                        "'corpus' (learned from the training texts), 'contextual' (their contextual vectors from a sentence "
+                        "encoder), or a WordEmbeddings table"
                     )
         if self.approximation == "rff" and self.embedding != "rbf":
             raise ValueError(f"{name}.approximation='rff' approximates the RBF embedding kernel: use embedding='rbf'")
@@ -492,6 +496,18 @@ def _plain_float(value: Any) -> float | None:
 
 
 # ------------------------------------------------------------------ kernel= of the estimators
+def _takes_documents(factory: Any) -> bool:
+    """Whether a kernel factory takes a second positional argument (the training documents)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
 def resolve_kernel(
     kernel: Any,
     num_words: int,
@@ -503,7 +519,8 @@ def resolve_kernel(
     name: str = "kernel",
 ) -> Kernel:
     """The kernel an estimator's ``kernel=`` stands for, on its padded training ``documents``: an
-    :class:`LDKSpec` built (:meth:`LDKSpec.build`), a factory called with ``num_words``, or a gpytorch
+    :class:`LDKSpec` built (:meth:`LDKSpec.build`), a factory called with ``num_words`` (and
+    ``documents``, where it takes a second positional argument), or a gpytorch
     ``Kernel`` copied (fitting never changes the estimator's parameter). A kernel whose word count
     (:func:`kernel_num_words`) is below the vocabulary's is a ``ValueError`` that says what to pass."""
     if isinstance(kernel, LDKSpec):
@@ -514,7 +531,7 @@ def resolve_kernel(
         built = copy.deepcopy(kernel)
         where = "a gpytorch Kernel"
     elif callable(kernel):
-        built = kernel(num_words)
+        built = kernel(num_words, documents) if _takes_documents(kernel) else kernel(num_words)
         if not isinstance(built, Kernel):
             raise TypeError(f"{name}: the factory returned {type(built).__name__}, not a gpytorch Kernel")
         where = "the kernel the factory returned"

@@ -67,6 +67,35 @@ _SPEC_TAG = "__lvgp_ldk_spec__"
 _USER_KERNEL_TAG = "__lvgp_user_kernel__"
 
 
+def word_source(word_embeddings: Any, sentence_encoder: Any = None, device: Any = "cpu") -> Any:
+    """A spec's ``word_embeddings`` with each ``"contextual"`` part turned into the
+    :class:`~lvgp.encoders.ContextualWordEmbeddings` of the estimator's ``sentence_encoder`` (the
+    default encoder without one) on its ``device``: the one place the estimators resolve the name."""
+    from ..base.embeddings import CONTEXTUAL
+    from ..encoders import ContextualWordEmbeddings
+
+    def resolve(part: Any) -> Any:
+        if isinstance(part, str) and part == CONTEXTUAL:
+            encoder = sentence_encoder if sentence_encoder is not None else "all-MiniLM-L6-v2"
+            return ContextualWordEmbeddings(encoder, device=device)
+        return part
+
+    if isinstance(word_embeddings, (tuple, list)):
+        return tuple(resolve(p) for p in word_embeddings)
+    return resolve(word_embeddings)
+
+
+class FittedVocabularyMixin:
+    """``vocabulary_`` of an estimator that keeps its :class:`~lvgp.base.encoding.DocumentEncoder` as
+    ``encoder_``, as :class:`ExactGPRegressorBase` has it."""
+
+    @property
+    def vocabulary_(self) -> Vocabulary | None:
+        """The fitted vocabulary (``None`` when fitted on counts or padded word ids)."""
+        check_is_fitted(self, "encoder_")
+        return self.encoder_.vocabulary  # type: ignore[attr-defined]
+
+
 def saved_approximation(state_dict: dict) -> str:
     """The LDK's approximation a saved model state was fitted with, read off its buffers."""
     if any(k.endswith("rff_weights") for k in state_dict):

@@ -63,7 +63,7 @@ from ..kernels import LatentDistributionKernel
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder, pack_documents
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
-from .estimator_base import KernelParamsMixin, SavedParamsMixin
+from .estimator_base import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
 from .gplvsm import PaddedInputsMixin
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents
 
@@ -177,7 +177,9 @@ def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> t
     return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
 
 
-class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
+class LDKGPClassifier(
+    FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator
+):
     r"""GP classifier with LDK (see the module docstring for the two inferences).
 
     Args:
@@ -357,7 +359,7 @@ class LDKGPClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin,
 
     def _word_embeddings(self) -> Any:
         spec = self._spec
-        return None if spec is None else spec.word_embeddings
+        return None if spec is None else word_source(spec.word_embeddings, self.sentence_encoder, self.device)
 
     def _kernel(self, seed: int, x: torch.Tensor) -> Kernel:
         """The kernel on the training documents ``x`` (padded word ids, or packed with the sentence

@@ -63,7 +63,7 @@ from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel, MAPWordVectors
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
-from .estimator_base import KernelParamsMixin, SavedParamsMixin
+from .estimator_base import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
 
 if TYPE_CHECKING:
     pass
@@ -149,7 +149,9 @@ class OneVersusRestSVC:
         return (values > 0).astype(int) if values.ndim == 1 else values.argmax(axis=1)
 
 
-class LatentSMMClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator):
+class LatentSMMClassifier(
+    FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator
+):
     r"""Latent support measure machine (thesis ch. 4): an SVM on kernel mean embeddings of
     learned latent word vectors.
 
@@ -346,7 +348,9 @@ class LatentSMMClassifier(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMi
         self, X: Documents, y: TensorLike, unlabeled: Documents | None, spec: LDKSpec, fit_gamma: float, fit_rho: float
     ) -> torch.Tensor:
         """A fresh fit's encoder, labels, word vectors (drawn from the prior) and kernel; the encoded ``X``."""
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, spec.word_embeddings)
+        self.encoder_ = DocumentEncoder(
+            self.vocabulary, self.num_words, word_source(spec.word_embeddings, None, self.device)
+        )
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, self._y = check_labels(y, x.shape[0])
         seed = derive_seed(self.random_state)

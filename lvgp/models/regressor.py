@@ -24,7 +24,7 @@ from ..kernels.spec import (
     variational_word_vectors,
     word_vector_modules,
 )
-from .estimator_base import ExactGPRegressorBase, KernelParamsMixin
+from .estimator_base import ExactGPRegressorBase, KernelParamsMixin, word_source
 from .gplvsm import GPLVSM
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
 
     def _word_embeddings(self) -> Any:
         spec = self._spec
-        return None if spec is None else spec.word_embeddings
+        return None if spec is None else word_source(spec.word_embeddings, self.sentence_encoder, self.device)
 
     def _word_vectors(self) -> WordVectors | None:
         modules = word_vector_modules(self.model_.covar_module)

@@ -64,7 +64,7 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, UncertaintyWarning, warn
-from .estimator_base import KernelParamsMixin, SavedParamsMixin
+from .estimator_base import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
 
 if TYPE_CHECKING:
     pass
@@ -138,7 +138,9 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     return np.sort(chosen)
 
 
-class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
+class SparseGPLVSMRegressor(
+    FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator
+):
     r"""Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
 
     The default kernel is the exact regressor's, :meth:`LDKSpec.variational_bow()
@@ -303,7 +305,11 @@ class SparseGPLVSMRegressor(KernelParamsMixin, SavedParamsMixin, BagOfWordsInput
                 f"distributed=True runs CPU processes (gloo): use device='cpu'; got device={self.device!r}"
             )
         spec = self._spec
-        self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, None if spec is None else spec.word_embeddings)
+        self.encoder_ = DocumentEncoder(
+            self.vocabulary,
+            self.num_words,
+            None if spec is None else word_source(spec.word_embeddings, None, self.device),
+        )
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         y = check_targets_array(y, x.shape[0])
         if y.ndim != 1:
