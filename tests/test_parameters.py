@@ -38,6 +38,16 @@ def test_every_exported_estimator_is_covered():
     assert {"CLGP", "SLDARegressor", "SLDAClassifier", "LDARegression", "GPRBFRegressor"} <= names
 
 
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_arguments_after_the_first_are_keyword_only(cls):
+    """``Estimator(first, *, ...)``: the kernel, encoder or model kind may be positional, nothing after it
+    (issue 38), so that adding or reordering a parameter never changes what a call means."""
+    import inspect
+
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in params) <= 1
+
+
 def fit_args(cls: type) -> tuple:
     """Tiny valid training data for ``cls.fit``."""
     if cls.__name__ in ("LDKMatcher", "KernelCCAMatcher"):

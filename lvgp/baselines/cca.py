@@ -79,6 +79,7 @@ class KernelCCAMatcher(BaseEstimator):
     def __init__(
         self,
         kernel: str = "linear",
+        *,
         n_components: int = 10,
         reg: float = 0.1,
         gamma: float | None = None,

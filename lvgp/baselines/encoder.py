@@ -124,6 +124,7 @@ class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
     def __init__(
         self,
         encoder: str = _DEFAULT,
+        *,
         tfidf: bool = False,
         min_df: int | float = 1,
         Cs=(0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0),
@@ -183,6 +184,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
     def __init__(
         self,
         encoder: str = _DEFAULT,
+        *,
         tfidf: bool = False,
         min_df: int | float = 1,
         alphas=RIDGE_ALPHAS,
@@ -258,7 +260,13 @@ class EncoderGPRegressor(BaseEstimator, RegressorMixin):
     }
 
     def __init__(
-        self, encoder: str = _DEFAULT, kernel: str = "rbf", max_iter: int = 200, noise_init: float = 0.5, device="cpu"
+        self,
+        encoder: str = _DEFAULT,
+        *,
+        kernel: str = "rbf",
+        max_iter: int = 200,
+        noise_init: float = 0.5,
+        device="cpu",
     ):
         self.encoder = encoder
         self.kernel = kernel

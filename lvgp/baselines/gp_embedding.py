@@ -368,6 +368,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         embeddings="glove-6b-50d",
+        *,
         missing_words: str = "drop",
         unlabeled_texts=None,
         features: str = "tfidf",

@@ -52,6 +52,7 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
     def __init__(
         self,
         kind: str = "ridge",
+        *,
         alphas=None,
         l1_ratios=(0.1, 0.5, 0.9),
         features: str = "counts",

@@ -154,7 +154,7 @@ class BowClassifier(_TextClassifier):
         "random_state": [RandomState()],
     }
 
-    def __init__(self, model: str = "logreg", Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
+    def __init__(self, model: str = "logreg", *, Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
         self.model = model
         self.Cs = Cs
         self.random_state = random_state
@@ -204,6 +204,7 @@ class KernelSVMClassifier(_TextClassifier):
     def __init__(
         self,
         kernel: str = "rbf",
+        *,
         Cs=(0.125, 0.5, 2.0, 8.0, 32.0, 128.0),
         gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0),
         random_state=None,
@@ -257,7 +258,7 @@ class MeanEmbeddingClassifier(_EmbeddingClassifier):
     """Logistic regression on the standardized mean of a document's word vectors; test
     words without a vector are skipped (a document with none gets the zero vector)."""
 
-    def __init__(self, embeddings="glove-6b-50d", Cs=(0.01, 0.1, 1.0, 10.0), random_state=None):
+    def __init__(self, embeddings="glove-6b-50d", *, Cs=(0.01, 0.1, 1.0, 10.0), random_state=None):
         self.embeddings = embeddings
         self.Cs = Cs
         self.random_state = random_state
@@ -287,7 +288,9 @@ class BagOfClustersClassifier(_EmbeddingClassifier):
 
     _parameter_constraints = {**_EmbeddingClassifier._parameter_constraints, "n_clusters": [Integer(1)]}
 
-    def __init__(self, embeddings="glove-6b-50d", n_clusters: int = 100, Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
+    def __init__(
+        self, embeddings="glove-6b-50d", *, n_clusters: int = 100, Cs=(0.1, 1.0, 10.0, 100.0), random_state=None
+    ):
         self.embeddings = embeddings
         self.n_clusters = n_clusters
         self.Cs = Cs

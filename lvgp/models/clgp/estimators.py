@@ -173,6 +173,7 @@ class CLGP(BaseEstimator):
     def __init__(
         self,
         latent_dim: int = 2,
+        *,
         num_inducing: int = 50,
         covariance: str = "rbf",
         samples: int = 5,

@@ -257,6 +257,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
     def __init__(
         self,
         n_topics: int = 10,
+        *,
         response: str = "gaussian",
         inference: str = "svi",
         alpha: float | None = None,
@@ -409,6 +410,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
     def __init__(
         self,
         n_topics: int = 10,
+        *,
         alpha: float | None = None,
         learn_alpha: bool = False,
         max_epochs: int = 200,
@@ -479,6 +481,7 @@ class LDARegression(RegressorMixin, _TopicModelBase):
     def __init__(
         self,
         n_topics: int = 10,
+        *,
         alpha: float | None = None,
         em_max_iter: int = 100,
         vocabulary: Vocabulary | None = None,
