@@ -22,7 +22,8 @@ def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=None,
-        help="torch threads per cell (default: cores // jobs; set 1 when other processes share the cores)",
+        help="torch and BLAS threads per cell (default: the cores free when the study starts -- the usable cores "
+        "minus the load average -- divided by --jobs)",
     )
     parser.add_argument(
         "--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)"

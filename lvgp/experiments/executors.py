@@ -41,6 +41,47 @@ class Executor(ABC):
         """Yield ``(cell, result, error)`` for every cell, in completion order."""
 
 
+def _cgroup_cores() -> int | None:
+    """The cores a cgroup v2 CPU quota allows (``/sys/fs/cgroup/cpu.max``, as containers set it), or
+    ``None`` without one."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        return None if quota == "max" else max(1, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        return None
+
+
+def usable_cores() -> int:
+    """The cores this process may use: its CPU affinity, capped by a cgroup CPU quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cores()
+    return cores if quota is None else min(cores, quota)
+
+
+def free_cores() -> int:
+    """The usable cores (:func:`usable_cores`) not taken by other work: minus the machine's
+    one-minute load average, rounded (at least 1). What the studies' default ``--threads`` and
+    ``--jobs`` divide, so that threads x processes never exceed the free cores: on two cores shared
+    with one busy process, two torch threads per cell spun their OpenMP workers against it (a default
+    ``latent-smm`` cell took 1,134 s with 2 threads against 340 s with 1; issue 41)."""
+    cores = usable_cores()
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return cores
+    return max(1, min(cores, cores - int(round(load))))
+
+
+def default_threads(jobs: int = 1) -> int:
+    """Threads per cell when ``--threads`` is not given: the free cores shared among ``jobs``
+    processes (at least 1)."""
+    return max(1, free_cores() // max(1, jobs))
+
+
 def limit_threads(threads: int) -> Callable[[], None]:
     """Use ``threads`` threads in torch and in the BLAS/OpenMP pools numpy, scipy and
     scikit-learn call (threadpoolctl); returns the function that restores the previous counts.
@@ -62,21 +103,20 @@ def limit_threads(threads: int) -> Callable[[], None]:
 
 class InProcessExecutor(Executor):
     """Cells one after the other in this process (the default), with ``threads`` threads in torch
-    and the BLAS pools (``None``: the libraries' defaults, every core)."""
+    and the BLAS pools (``None``: :func:`default_threads`, the cores free when the study starts)."""
 
     def __init__(self, threads: int | None = None):
         check_number("threads", threads, integer=True, minimum=1, allow_none=True)
         self.threads = threads
 
     def run(self, fn, context, cells):
-        restore = limit_threads(self.threads) if self.threads is not None else None
+        restore = limit_threads(self.threads or default_threads())
         try:
             for cell in cells:
                 result, error = _call(fn, context, cell)
                 yield cell, result, error
         finally:
-            if restore is not None:
-                restore()
+            restore()
 
 
 # ------------------------------------------------------------------ local processes
@@ -98,8 +138,9 @@ def _run_in_worker(fn: Callable, cell: Cell) -> tuple[Any, str | None]:
 
 class ProcessExecutor(Executor):
     """Cells in ``jobs`` local processes (``--jobs J``). Each worker receives the context
-    once (pool initializer) and uses ``threads`` torch threads (default ``cpu_count // jobs``:
-    more would make the workers' OpenMP threads spin against each other)."""
+    once (pool initializer) and uses ``threads`` torch threads (default: :func:`default_threads`, the
+    free cores // jobs: more would make the workers' OpenMP threads spin against each other); the
+    workers' OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless set)."""
 
     def __init__(self, jobs: int, threads: int | None = None):
         check_number("jobs", jobs, integer=True, minimum=1)
@@ -107,7 +148,8 @@ class ProcessExecutor(Executor):
         self.jobs, self.threads = jobs, threads
 
     def run(self, fn, context, cells):
-        threads = self.threads or max(1, (os.cpu_count() or 1) // self.jobs)
+        threads = self.threads or default_threads(self.jobs)
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by the workers' OpenMP at start-up
         ctx = multiprocessing.get_context("spawn")
         pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads))
         try:
