@@ -123,3 +123,13 @@ def test_every_estimator_seeds_through_derive_seed():
         for pattern in (r"check_random_state\(", r"default_rng\(self\.random_state", r"\.randint\("):
             offenders += [f"{path.relative_to(ROOT)}: {pattern}" for _ in re.finditer(pattern, text)]
     assert not offenders, offenders
+
+
+def test_the_readme_lists_the_layers_in_order():
+    """README's Layout table names every package layer, bottom to top, as ``LAYERS`` has them."""
+    import re
+
+    readme = (ROOT.parent / "README.md").read_text()
+    listed = re.findall(r"^\| `lvgp/(\w+)` \|", readme, flags=re.M)
+    packages = [name for name in LAYERS if (ROOT / name).is_dir()]
+    assert listed == packages

@@ -49,7 +49,7 @@ def test_classification_encoder_methods_read_the_texts_as_written(encoded, tmp_p
         words = " ".join(rng.choice(WORDS[label].split(), 3))
         rows.append(f"the film was {words}, and the plot {i}\t{label}")
     tsv = _tsv(tmp_path / "toy.tsv", "text\tlabel", rows)
-    methods = "logreg,encoder-logreg,tfidf-encoder-logreg,encoder-gpc,ldk-gpc-encoder"
+    methods = "logreg,encoder-logreg,tfidf-encoder-logreg,encoder-gpc,ldk-gpc-encoder,bow-gpc-encoder"
     argv = ["compare", "classification", "--dataset", tsv, "--train-sizes", "15", "--splits", "1", "--test-size", "10"]
     argv += ["--min-df-fraction", "0.2", "--ldk-max-iter", "3", "--methods", methods]
     argv += ["--out", str(tmp_path / "out"), "--quiet"]
@@ -63,6 +63,7 @@ def test_classification_encoder_methods_read_the_texts_as_written(encoded, tmp_p
         assert records[name]["encode_seconds"] >= 0 and "log_loss" in records[name]
     table = (tmp_path / "out" / "table.md").read_text()
     assert "GP classifier (LDK+BoW+encoder)" in table and "LogReg (tf-idf + encoder)" in table
+    assert "GP classifier (BoW+encoder)" in table
 
 
 def test_regression_encoder_methods_record_their_predictive_distribution(encoded, tmp_path):

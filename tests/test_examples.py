@@ -76,6 +76,8 @@ BENCHMARKS = {
     "default_coverage.py": "| amazon-snippets | 36 |",
     "gpc_calibration.py": "+ temperature on leave-one-out predictions",
     "encoder_throughput.py": "encoder / tf-idf time",
+    "encoder_design.py": "(a) contextual word vectors in place of GloVe",
+    "threads_under_load.py": "| beside one busy process |",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
@@ -113,12 +115,17 @@ def test_benchmark_runs_in_quick_mode(script):
 DOC_PAGES = [
     "getting_started.md",
     *(f"models/{page}.md" for page in ("ldk", "gplvsm", "classification", "matching", "baselines", "studies")),
+    "models/encoders.md",
 ]
 
 
 @pytest.mark.parametrize("page", DOC_PAGES)
-def test_documentation_snippets_run(page):
+def test_documentation_snippets_run(page, tmp_path, monkeypatch):
     import re
+
+    if page == "models/encoders.md":
+        pytest.importorskip("transformers")
+        monkeypatch.setenv("LVGP_DATA", str(tmp_path))  # the stand-in encoder's cache stays out of the user's
 
     text = (EXAMPLES_DIR.parent / "docs" / page).read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)

@@ -260,3 +260,24 @@ def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path):
     np.testing.assert_array_equal(again.distances(queries, candidates), matcher.distances(queries, candidates))
     np.testing.assert_array_equal(again.rank(queries, candidates), matcher.rank(queries, candidates))
     assert again.target_embeddings.words == table.words
+
+
+def _idf_factory(num_words, documents):
+    from lvgp.bow.weighting import idf_weights
+
+    return ScaleKernel(BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)))
+
+
+@pytest.mark.parametrize("cls", [GPLVSMRegressor, LDKGPClassifier])
+def test_a_factory_of_two_arguments_gets_the_training_documents(cls, tmp_path):
+    from lvgp.bow.weighting import idf_weights
+
+    est = cls(_idf_factory, random_state=0, max_iter=5).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
+    documents = est.vocabulary_.encode(TEXTS)
+    weights = next(m for m in est.model_.modules() if isinstance(m, BagOfWordsKernel)).word_weights
+    from lvgp.kernels.document import check_word_weights  # the kernel keeps them scaled by a power of two
+
+    assert torch.equal(weights, check_word_weights(idf_weights(documents, len(est.vocabulary_)), len(est.vocabulary_)))
+    est.save(tmp_path / "m.pt")
+    again = cls.load(tmp_path / "m.pt", kernel=_idf_factory)
+    np.testing.assert_array_equal(_predict(again, TEST), _predict(est, TEST))

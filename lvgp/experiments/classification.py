@@ -305,13 +305,19 @@ register_method(
 def _encoder_gpc(study, cell, data):
     from gpytorch.kernels import LinearKernel
 
-    from ..encoders import resolve_encoder
     from ..kernels.packed import FeatureKernel
+
+    return _gp_classifier_on_texts(study, cell, lambda dim: FeatureKernel(LinearKernel(), dim, normalize=True))
+
+
+def _gp_classifier_on_texts(study, cell, kernel_of_dim):
+    """The encoder GP classifiers' common settings (as ``ldk-gpc-plus``'s) around the kernel
+    ``kernel_of_dim(d)`` makes for the encoder's dimension ``d``."""
+    from ..encoders import resolve_encoder
     from ..models.gpc import LDKGPClassifier
 
-    dim = resolve_encoder(study.encoder, study.device).dim
     return LDKGPClassifier(
-        FeatureKernel(LinearKernel(), dim, normalize=True),
+        kernel_of_dim(resolve_encoder(study.encoder, study.device).dim),
         sentence_encoder=study.encoder,
         vocabulary=_cut_vocabulary(study),
         class_hyperparameters="shared",
@@ -337,6 +343,35 @@ def _encoder_gpc(study, cell, data):
 def _ldk_gpc_encoder(study, cell, data):
     model = _ldk_gpc_plus(study, cell, data)
     return model.set_params(sentence_encoder=study.encoder, vocabulary=_cut_vocabulary(study), device=study.device)
+
+
+def _bag_of_words_beside_encoder(dim: int):
+    """The kernel factory of ``bow-gpc-encoder``: the cosine of the tf-idf vectors (idf of the training
+    documents) plus mu times the cosine of the encoder's vectors (:func:`~lvgp.kernels.packed.beside_encoder`)."""
+
+    def factory(num_words, documents):
+        from ..bow.weighting import idf_weights
+        from ..kernels import BagOfWordsKernel
+        from ..kernels.packed import beside_encoder
+
+        # documents: the training documents' word ids (the classifier unpacks them)
+        bow = BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
+        return beside_encoder(bow, documents, dim, "cosine")
+
+    return factory
+
+
+@register_method(
+    "classification",
+    "bow-gpc-encoder",
+    "GP classifier (BoW+encoder)",
+    raw_texts=True,
+    description="ldk-gpc-encoder without the LDK: the cosine of the tf-idf vectors plus mu times the cosine of the "
+    "encoder's vectors, mu (log-normal prior around the balanced start), the output scale and noise fitted by the "
+    "marginal likelihood; the kernel of tfidf-encoder-logreg with its mix learned (benchmarks/encoder_design.py)",
+)
+def _bow_gpc_encoder(study, cell, data):
+    return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder)
 
 
 def _cut_vocabulary(study):
