@@ -48,6 +48,7 @@ from .._random import derive_seed, derive_seeds, seeded_torch
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
+from ..base.distributed import all_reduce_step, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import PlateauStopping, fit_stochastic
 from ..base.numerics import NOISE_FLOOR, exact_numerics
@@ -299,6 +300,13 @@ class SparseGPLVSMRegressor(
         self._check_params()
         if self.distributed and self.world_size < 2:
             raise ValueError(f"distributed=True needs world_size >= 2; got {self.world_size}")
+        if process_group()[1] > 1:
+            if self.distributed:
+                raise ValueError(
+                    "distributed=True starts local processes of its own; inside a torch.distributed group (torchrun) "
+                    "leave it False: each process of the group trains its share"
+                )
+            check_same_model(self.random_state, "SparseGPLVSMRegressor")
         self.device_ = check_device(self.device)
         if self.distributed and self.device_.type != "cpu":
             raise ValueError(
@@ -318,11 +326,12 @@ class SparseGPLVSMRegressor(
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
         seed = derive_seed(self.random_state)
         self._predict_seed = derive_seeds(seed, 3)[2]
+        rank, world_size = process_group()
         start = time.perf_counter()
         if self.distributed:
             self._fit_distributed(x, targets, seed)
-        else:
-            self._train(x, targets, seed, self.encoder_.num_words, self.encoder_.word_features)
+        else:  # inside a torch.distributed group (torchrun): data-parallel with the group's processes
+            self._train(x, targets, seed, self.encoder_.num_words, self.encoder_.word_features, rank, world_size)
         self.fit_seconds_ = time.perf_counter() - start
         self.model_.eval()
         self.likelihood_.eval()
@@ -401,8 +410,6 @@ class SparseGPLVSMRegressor(
         self.likelihood_.train()
         self.loss_curve_: list[float] = []
         self.step_losses_: list[float] = []
-        if world_size > 1:
-            import torch.distributed as dist
         sizes: list[int] = []  # each step's global batch size, and the step each epoch ended at
         epoch_ends: list[int] = []
         order: dict[str, Any] = {"perm": None, "next": n}  # the current epoch's permutation and position
@@ -418,18 +425,16 @@ class SparseGPLVSMRegressor(
             batch = order["perm"][order["next"] : order["next"] + self.batch_size]
             order["next"] += self.batch_size
             idx = batch[rank::world_size]
-            idx_device = idx.to(device)
-            xb = trim_to_longest(x_device[idx_device], lengths[idx])
             opt.zero_grad()
-            loss = objective(xb, targets[idx_device])
-            loss.backward()
+            if len(idx):
+                idx_device = idx.to(device)
+                xb = trim_to_longest(x_device[idx_device], lengths[idx])
+                loss = objective(xb, targets[idx_device])
+                loss.backward()
+            else:  # a last batch smaller than the group: this process has no share of it
+                loss = torch.zeros((), dtype=torch.float64, device=device)
             if world_size > 1:
-                share = len(idx) / len(batch)
-                for p in params:
-                    p.grad.mul_(share)
-                    dist.all_reduce(p.grad)
-                loss = loss.detach() * share
-                dist.all_reduce(loss)
+                loss = all_reduce_step(params, loss, len(idx) / len(batch))
             opt.step()
             sizes.append(len(batch))
             if order["next"] >= n:
