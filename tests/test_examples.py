@@ -78,6 +78,7 @@ BENCHMARKS = {
     "encoder_throughput.py": "encoder / tf-idf time",
     "encoder_design.py": "(a) contextual word vectors in place of GloVe",
     "threads_under_load.py": "| beside one busy process |",
+    "torchrun_steps.py": "| processes | s a step |",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",

@@ -47,14 +47,16 @@ def check_same_model(random_state: object, what: str) -> None:
 def all_reduce_step(params: Sequence[torch.Tensor], loss: torch.Tensor, share: float) -> torch.Tensor:
     """After ``loss.backward()`` on this process's share of a global batch (``share``: its fraction
     of the batch's documents): the gradients of ``params`` weighted by ``share`` and summed over the
-    group (a missing gradient counts as zero), and the global batch's loss, the same in every process."""
+    group (a missing gradient counts as zero), and the global batch's loss, the same in every process.
+    One all-reduce a step: the gradients and the loss travel as one flat buffer (a collective per
+    parameter tensor costs its latency each, which dominated small steps)."""
     import torch.distributed as dist
 
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        p.grad.mul_(share)
-        dist.all_reduce(p.grad)
-    loss = loss.detach() * share
-    dist.all_reduce(loss)
-    return loss
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([*(g.reshape(-1) for g in grads), loss.detach().reshape(1).to(grads[0].dtype)]) * share
+    dist.all_reduce(flat)
+    offset = 0
+    for p, g in zip(params, grads):
+        p.grad = flat[offset : offset + g.numel()].view_as(g).clone()
+        offset += g.numel()
+    return flat[-1].to(loss.dtype)
