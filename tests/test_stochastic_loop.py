@@ -99,7 +99,7 @@ ESTIMATORS = {
     "SparseGPLVSMRegressor": (_sparse, sparse, dict(convergence_window=10, tol=1e-3, max_steps=400), 10),
     "LDKGPClassifier (variational)": (_gpc, gpc, dict(tol=1e-3, max_iter=400), 10),
     "CLGP": (_clgp, clgp_estimators, dict(tol=1e-3, max_iter=400), 50),
-    "SLDARegressor (svi)": (_slda, slda_estimators, dict(n_iter_no_change=10, tol=1e-3, max_iter=400), 10),
+    "SLDARegressor (svi)": (_slda, slda_estimators, dict(convergence_window=10, tol=1e-3, max_iter=400), 10),
 }
 
 

@@ -81,7 +81,8 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
 
     #: the parameters the sLDA estimators share (each class adds its own)
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k != "max_iter"},
+        **{k: v for k, v in FITTING.items() if k not in ("max_iter", "n_iter_no_change")},
+        "convergence_window": [Integer(1)],
         "n_topics": [Integer(1)],
         "alpha": [None, Real(0, open_low=True)],
         "learn_alpha": [Boolean()],
@@ -154,7 +155,7 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
         result = fit_stochastic(
             epoch,
             max_iter=int(self.max_epochs),
-            rule=PlateauStopping(int(self.n_iter_no_change), float(self.tol)),
+            rule=PlateauStopping(int(self.convergence_window), float(self.tol)),
             what="the sLDA ELBO",
             budget="max_epochs",
             unit="epochs",
@@ -217,11 +218,11 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         inference: ``"svi"`` (Pyro, mini-batches) or ``"em"`` (the paper's variational EM;
             Gaussian only).
         alpha, learn_alpha: Dirichlet parameter (default 1/K, fixed).
-        max_epochs, batch_size, lr, sweeps, tol, n_iter_no_change: SVI settings (epochs over the
+        max_epochs, batch_size, lr, sweeps, tol, convergence_window: SVI settings (epochs over the
             documents; ``sweeps`` coordinate-ascent rounds of each document's local step, warm-started
             from the document's previous visit; converged when the mean epoch loss of the last
-            ``n_iter_no_change`` epochs is less than ``tol`` (relative) below the mean of the
-            ``n_iter_no_change`` before: :class:`~lvgp.base.fitting.PlateauStopping`). Longer training
+            ``convergence_window`` epochs is less than ``tol`` (relative) below the mean of the
+            ``convergence_window`` before: :class:`~lvgp.base.fitting.PlateauStopping`). Longer training
             lowers held-out pR^2 on review sentences (movie snippets, K=20: 0.354 after 20 epochs,
             0.321 after 79), hence the loose default ``tol``.
         em_max_iter: EM iterations (``inference="em"``).
@@ -267,7 +268,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         lr: float = 0.02,
         sweeps: int = 3,
         tol: float = 1e-3,
-        n_iter_no_change: int = 3,
+        convergence_window: int = 3,
         em_max_iter: int = 100,
         em_eta_scale: float | str = "auto",
         refit_eta: bool | None = None,
@@ -286,7 +287,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         self.lr = lr
         self.sweeps = sweeps
         self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
+        self.convergence_window = convergence_window
         self.em_max_iter = em_max_iter
         self.em_eta_scale = em_eta_scale
         self.refit_eta = refit_eta
@@ -418,7 +419,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         lr: float = 0.02,
         sweeps: int = 3,
         tol: float = 1e-3,
-        n_iter_no_change: int = 3,
+        convergence_window: int = 3,
         vocabulary: Vocabulary | None = None,
         random_state: int | None = None,
         device: str | torch.device = "cpu",
@@ -432,7 +433,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         self.lr = lr
         self.sweeps = sweeps
         self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
+        self.convergence_window = convergence_window
         self.vocabulary = vocabulary
         self.random_state = random_state
         self.device = device
