@@ -349,3 +349,24 @@ def test_covariance_failure_is_a_clear_error():
             warnings.simplefilter("ignore")
             with covariance_errors("test model", "hint"):
                 mll(model(x), model.train_targets)
+
+
+def test_adams_plateau_window_is_convergence_window_not_the_patience():
+    """Issue 38: ``convergence_window`` is Adam's plateau window, ``n_iter_no_change`` only the patience of
+    early stopping; without validation the patience changes nothing."""
+    target = torch.tensor(3.0, dtype=torch.float64)
+
+    def fit(**options):
+        p = torch.nn.Parameter(torch.zeros((), dtype=torch.float64))
+        return minimize([p], lambda: (p - target) ** 2, method="adam", lr=0.5, max_iter=2000, tol=1e-6, **options)
+
+    short, long = fit(convergence_window=5), fit(convergence_window=50)
+    assert short.converged and long.converged and short.n_iter < long.n_iter
+    assert fit(convergence_window=5, n_iter_no_change=500).n_iter == short.n_iter
+    corpus = make_synonym_regression(n=60, noise=0.1, random_state=0)
+    options = dict(optimizer="adam", max_iter=400, tol=1e-4, random_state=0)
+    a = GPLVSMRegressor(LDKSpec(latent_dim=2), convergence_window=5, **options).fit(corpus.texts, corpus.y)
+    b = GPLVSMRegressor(LDKSpec(latent_dim=2), convergence_window=5, n_iter_no_change=99, **options).fit(
+        corpus.texts, corpus.y
+    )
+    assert a.fit_result_.n_iter == b.fit_result_.n_iter < 400

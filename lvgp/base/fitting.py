@@ -378,6 +378,7 @@ def minimize(
     validate: Callable[[], float] | None = None,
     validation_interval: int = 1,
     n_iter_no_change: int = 10,
+    convergence_window: int = 10,
     verbose: bool = False,
     desc: str = "fit",
 ) -> FitResult:
@@ -387,11 +388,11 @@ def minimize(
         method: ``"lbfgs"`` (scipy L-BFGS-B with exact gradients; converged when the
             relative decrease of the objective falls below ``tol`` or the projected
             gradient vanishes) or ``"adam"`` (``lr``; converged when the best objective of
-            the last ``n_iter_no_change`` iterations improves by less than ``tol`` relative).
+            the last ``convergence_window`` iterations improves by less than ``tol`` relative).
         validate: a score to *minimize* on held-out data, evaluated every
             ``validation_interval`` iterations; when given, fitting stops after
-            ``n_iter_no_change`` iterations without improvement and the parameters of the
-            best evaluated iteration are restored.
+            ``n_iter_no_change`` iterations without improvement (the patience) and the parameters
+            of the best evaluated iteration are restored.
         verbose: show a tqdm progress bar.
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
@@ -458,8 +459,8 @@ def minimize(
         else:
             # Adam's losses stay on the device and are read back every `every` steps: at each
             # validation, or once per convergence window
-            every = validation_interval if validate is not None else n_iter_no_change
-            _run_adam(flat, objective, end_of_iteration, max_iter, lr, tol, n_iter_no_change, every, result)
+            every = validation_interval if validate is not None else convergence_window
+            _run_adam(flat, objective, end_of_iteration, max_iter, lr, tol, convergence_window, every, result)
     except _EarlyStop:
         result.converged = True
         result.message = f"early stopping: no validation improvement in {n_iter_no_change} iterations"

@@ -59,6 +59,7 @@ class GPRBFRegressor(ExactGPRegressorBase):
         early_stopping: bool = False,
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 20,
+        convergence_window: int = 20,
         normalize_y: bool = True,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
@@ -77,6 +78,7 @@ class GPRBFRegressor(ExactGPRegressorBase):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.convergence_window = convergence_window
         self.normalize_y = normalize_y
         self.vocabulary = vocabulary
         self.num_words = num_words

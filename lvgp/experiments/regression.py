@@ -89,6 +89,7 @@ def _gplvsm_vb(study, cell, data):
         max_iter=study.vb_max_iter,
         predict_samples=16,
         n_iter_no_change=100,
+        convergence_window=100,
         random_state=study.cell_seed(cell),
     )
 

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seeds
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
+from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
@@ -276,7 +276,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
     style) with at least the fitting options used here (``optimizer``, ``max_iter``,
     ``lr``, ``tol``, ``early_stopping``, ``validation_fraction``, ``n_iter_no_change``,
-    ``normalize_y``, ``vocabulary``, ``num_words``, ``random_state``, ``verbose``,
+    ``convergence_window``, ``normalize_y``, ``vocabulary``, ``num_words``, ``random_state``, ``verbose``,
     ``noise_init``, ``outputscale_init``, ``device``) and implement :meth:`_model_inputs` and
     :meth:`_build_model`.
 
@@ -347,6 +347,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         **FITTING,
         **documents_input(),
         "optimizer": [Options(*OPTIMIZERS)],
+        "convergence_window": [Integer(1)],
         "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
         "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
         "normalize_y": [Boolean()],
@@ -488,6 +489,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
             validate=validate,
             validation_interval=self._validation_interval(),
             n_iter_no_change=self.n_iter_no_change,
+            convergence_window=self.convergence_window,
             verbose=self.verbose,
             desc=self._name,
         )

@@ -159,7 +159,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
         tol: convergence: L-BFGS stops when an iteration lowers eq. 6.8 by less than this
-            (relative); Adam when the best mini-batch loss of the last ``n_iter_no_change`` epochs
+            (relative); Adam when the best mini-batch loss of the last ``convergence_window`` epochs
             improves by less than this on the epochs before. A ``ConvergenceWarning`` says when
             ``max_iter`` ends the fit first.
         n_iter_no_change: with validation pairs (``fit(..., source_val=, target_val=)``), stop when
@@ -167,6 +167,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             the study's dev score) has not improved for this many iterations, and keep the best
             iterate. (Eq. 6.8's loss on the validation pairs keeps falling after their precision
             peaks: it rewards confident rankings, not correct ones.)
+        convergence_window: Adam's plateau window in epochs (with ``batch_size``; see ``tol``).
         lr: Adam step size.
         min_df: the vocabulary filter of each side (fitted on the training texts): a word in at least
             this many (or this share of) training documents.
@@ -202,6 +203,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         max_iter: int = 300,
         tol: float = 1e-6,
         n_iter_no_change: int = 10,
+        convergence_window: int = 10,
         lr: float = 0.05,
         min_df: int = 1,
         max_features: int | None = None,
@@ -219,6 +221,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.convergence_window = convergence_window
         self.lr = lr
         self.min_df = min_df
         self.max_features = max_features
@@ -362,6 +365,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
         **{k: v for k, v in FITTING.items()},
+        "convergence_window": [Integer(1)],
         "kernel": [KernelArgument(specs_only=True)],
         "learn_identity_weight": [Boolean()],
         "tie_identical_tokens": [Boolean()],
@@ -483,6 +487,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
                 validate=validation,
                 validation_interval=batches,
                 n_iter_no_change=int(self.n_iter_no_change) * batches,
+                convergence_window=int(self.convergence_window) * batches,
                 verbose=self.verbose,
                 desc="LDK matching",
             )

@@ -66,7 +66,7 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         max_iter: the optimizer's budget in iterations.
         lr: Adam's learning rate.
         tol: the convergence tolerance (L-BFGS: relative decrease of the objective; Adam: relative
-            improvement of the best loss over ``n_iter_no_change`` iterations).
+            improvement of the best loss over ``convergence_window`` iterations).
         early_stopping: hold out ``validation_fraction`` of the training documents and stop
             when their RMSE has not improved for ``n_iter_no_change`` iterations (``fit(..., X_val=,
             y_val=)`` supplies an explicit set instead); then keep the best iterate (``True`` or
@@ -74,6 +74,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
             (``"refit"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`).
         validation_fraction: the held-out share of the training documents of ``early_stopping``.
         n_iter_no_change: the patience of ``early_stopping`` (iterations without improvement).
+        convergence_window: Adam's plateau window: converged when the best loss of the last this many
+            iterations improves by less than ``tol`` on the best before.
         normalize_y: standardize targets (per output) before fitting; predictions are
             returned in the original units.
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the
@@ -131,6 +133,7 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         early_stopping: bool | str = False,
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 20,
+        convergence_window: int = 20,
         normalize_y: bool = True,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
@@ -154,6 +157,7 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.convergence_window = convergence_window
         self.normalize_y = normalize_y
         self.vocabulary = vocabulary
         self.num_words = num_words
