@@ -228,3 +228,18 @@ def test_early_stopping_policies_are_chosen_by_name():
     assert held.model_.train_inputs[0].shape[0] < 60 and held.best_iter_ is not None
     assert again.model_.train_inputs[0].shape[0] == 60 and again.n_iter_ == again.best_iter_
     assert held.num_words is None  # the parameter is left as it was given
+
+
+def test_one_hold_out_helper_for_every_estimator_that_stops_early():
+    """Issue 38: the regressors' random fraction and the classifier's stratified split come from one
+    helper (lvgp.base.splits.early_stopping_split); the regressors' rows are those of the rule they had."""
+    from lvgp.base.splits import dev_split, early_stopping_split
+
+    train, val = early_stopping_split(50, 0.1, 7)
+    perm = np.random.default_rng(7).permutation(50)  # the estimators' rule before the helper
+    assert list(val) == sorted(perm[:5]) and list(train) == sorted(perm[5:])
+    labels = np.array([0, 1] * 10)
+    for got, expected in zip(early_stopping_split(20, 0.25, 3, labels), dev_split(labels, 3, 0.25)):
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="more than 2 training documents"):
+        early_stopping_split(2, 0.5, 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-__all__ = ["stratified_folds", "dev_split"]
+__all__ = ["stratified_folds", "dev_split", "early_stopping_split"]
 
 
 def stratified_folds(y, n_folds: int = 3, random_state: int | None = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -52,3 +52,19 @@ def dev_split(y, random_state: int | None = 0, dev_fraction: float = 0.25) -> tu
             return np.arange(len(y)), np.array([], dtype=int)
         tr, dv = train_test_split(rows, test_size=n_classes, stratify=y[rows], random_state=random_state)
     return np.sort(np.concatenate([tr, np.flatnonzero(~keep)])), dv
+
+
+def early_stopping_split(
+    n: int, fraction: float, seed: int, labels: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The training and validation rows that every estimator stopping early holds out (one helper
+    for all): stratified by ``labels`` for the classifiers (:func:`dev_split`; possibly no
+    validation rows, which the caller reports), else a random ``fraction`` of the ``n`` rows (at least
+    one, leaving at least two; a ``ValueError`` otherwise). Both sorted."""
+    if labels is not None:
+        return dev_split(labels, seed, fraction)
+    n_val = max(1, int(round(fraction * n)))
+    if n - n_val < 2:
+        raise ValueError(f"early stopping needs more than {n} training documents")
+    perm = np.random.default_rng(seed).permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])

@@ -24,6 +24,7 @@ from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fitting import EARLY_STOPPING, OPTIMIZERS, FitResult, early_stopping_policy, minimize
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics
+from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
@@ -395,11 +396,7 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
             x_val = self._documents(self._encoder.transform(X_val, "X_val"), X_val, "X_val")
             y_val_arr = check_targets_array(y_val, x_val.shape[0], "y_val")
         elif policy is not None:
-            n_val = max(1, int(round(self.validation_fraction * n)))
-            if n - n_val < 2:
-                raise ValueError(f"early stopping needs more than {n} training documents")
-            perm = np.random.default_rng(split_seed).permutation(n)
-            val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+            train_idx, val_idx = early_stopping_split(n, self.validation_fraction, split_seed)
             x_val, y_val_arr = x[torch.from_numpy(val_idx)], y_train[val_idx]
             x, y_train = x[torch.from_numpy(train_idx)], y_train[train_idx]
         result = self._fit_model(x, y_train, seed, x_val, y_val_arr)

@@ -490,12 +490,12 @@ class LDKGPClassifier(
         """The stratified training and validation rows of early stopping (and the vocabulary size
         of padded input, which the held-out part must keep); no validation rows, with a warning,
         when the classes leave none."""
-        from ..base.splits import dev_split
+        from ..base.splits import early_stopping_split
 
         encoder = DocumentEncoder(self.vocabulary, self.num_words)
         n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split
         _, codes = check_labels(y, n)
-        train, dev = dev_split(codes, derive_seed(self.random_state), float(self.validation_fraction))
+        train, dev = early_stopping_split(n, float(self.validation_fraction), derive_seed(self.random_state), codes)
         if not len(dev):
             warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
