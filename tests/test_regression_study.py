@@ -63,6 +63,14 @@ def test_study_writes_records_table_figures_and_resumes(tsv, tmp_path, capsys):
     for r in gp:
         cells = [c for c in grid if c["method"] == "gplvsm" and c["split"] == r["split"]]
         assert r["dev_rmse"] == min(c["dev_rmse"] for c in cells)
+    # each method's own record fields come from its registry hook (Method.record), not name branches
+    cells = [json.loads(p.read_text()) for p in (out / "cells").rglob("*.json")]  # grid.json drops the big fields
+    q2 = [c for c in cells if c["method"] == "gplvsm" and c["params"]["q"] == 2 and c["split"] == 0]
+    assert q2 and all(len(c["word_vectors"]) == len(c["word_counts"]) > 0 for c in q2)
+    assert not any("word_vectors" in c for c in cells if c["method"] != "gplvsm" or c["split"] != 0)
+    assert all(set(c["chosen"]) == {"alpha", "l1_ratio"} for c in cells if c["method"] in ("ridge", "lasso"))
+    assert all("coef" in c for c in cells if c["method"] == "ridge" and c["split"] == 0)
+    assert all(c["chosen"]["gamma"] > 0 for c in cells if c["method"] == "gp-rbf")
     table = (out / "table.md").read_text()
     assert "| data set | GP-LVSM | GP-LVSM (lvgp's default) | GP regression | Ridge | Lasso | Elastic net |" in table
     assert "**" in table

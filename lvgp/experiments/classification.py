@@ -51,7 +51,15 @@ THESIS_LATENT_DIMS = (2, 3, 4)
 
 
 # ------------------------------------------------------------------ the methods (in table order)
-@register_method("classification", "gp-embed-logreg", "GP covariate embedding", default=True)
+@register_method(
+    "classification",
+    "gp-embed-logreg",
+    "GP covariate embedding",
+    default=True,
+    record=lambda model, cell, data: dict(  # data: the cell's (training texts, labels)
+        lengthscale=model.lengthscale_, noise=model.noise_, C=model.C_, n_covariates=len(model.words_)
+    ),
+)
 def _gp_embed_logreg(study, cell, data):
     from ..baselines.gp_embedding import GPEmbeddingLogisticRegression
 
@@ -871,8 +879,9 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
         record.update(n_iter=int(model.n_iter_), converged=bool(model.converged_))
     if encode_seconds is not None:  # the encoder's share of fit_seconds (counted apart)
         record["encode_seconds"] = encode_seconds
-    if cell["method"] == "gp-embed-logreg":
-        record.update(lengthscale=model.lengthscale_, noise=model.noise_, C=model.C_, n_covariates=len(model.words_))
+    method = study.method(cell["method"])
+    if method.record is not None:
+        record.update(method.record(model, cell, (x_train, y_train)))
     return record
 
 

@@ -13,11 +13,16 @@ import numpy as np  # noqa: E402
 
 from .registry import methods  # noqa: E402
 
-GP_METHODS = ("gplvsm", "gplvsm-vb", "gplvsm-sparse")
+
+def grid_methods(kind: str) -> list[str]:
+    """The methods of the family ``"gplvsm-grid"`` (their cells a grid over q and rho), in registration
+    order: the curves and the word map draw these."""
+    return [name for name, m in methods(kind).items() if m.family == "gplvsm-grid"]
 
 
 def _baselines(ax, records: list[dict], study) -> None:
-    for i, method in enumerate(m for m in methods(study.kind) if m not in GP_METHODS):
+    grid = grid_methods(study.kind)
+    for i, method in enumerate(m for m in methods(study.kind) if m not in grid):
         vals = [r["rmse"] for r in records if r["method"] == method]
         if vals:
             ax.axhline(
@@ -39,7 +44,7 @@ def _curve(
     """The curve of each GP-LVSM method over ``vary`` at ``fixed`` nearest ``fixed_value``; no file
     (and an old one removed) when the study has no grid of two or more values over ``vary``."""
     series = []
-    for i, method in enumerate(GP_METHODS):
+    for i, method in enumerate(grid_methods(study.kind)):
         mine = [c for c in cells if c["method"] == method and vary in c.get("params", {})]
         if not mine:
             continue
@@ -121,11 +126,12 @@ def word_map(cells, out: Path, study, n_words: int = 60) -> None:
     """Paper Fig. 4: 2-D latent vectors of frequent training words (split 0, the q=2 fit
     chosen on dev), coloured by the sign of the word's ridge coefficient."""
     fig, ax = plt.subplots(figsize=(7, 6))
-    candidates = [c for c in cells if c["method"] in GP_METHODS and "word_vectors" in c]
+    grid = grid_methods(study.kind)
+    candidates = [c for c in cells if c["method"] in grid and "word_vectors" in c]
     if not candidates:
         ax.text(0.5, 0.5, "no q=2 GP-LVSM fit on split 0 in this study", ha="center", transform=ax.transAxes)
     else:
-        best = min(candidates, key=lambda c: (GP_METHODS.index(c["method"]), c["dev_rmse"]))
+        best = min(candidates, key=lambda c: (grid.index(c["method"]), c["dev_rmse"]))
         ridge = next((c for c in cells if c["method"] == "ridge" and "coef" in c), None)
         coef = ridge["coef"] if ridge else {}
         words = sorted(best["word_counts"], key=lambda w: -best["word_counts"][w])[:n_words]

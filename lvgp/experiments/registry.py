@@ -64,6 +64,13 @@ class Method:
             vocabulary cut left them (``--min-df-fraction``; a sentence encoder needs the word order
             and the function words): the same documents, the training ones the cut left empty
             dropped as for every method.
+        family: a tag that reports and figures select methods by, instead of their names (e.g.
+            ``"gplvsm-grid"``: a GP-LVSM whose cells are a grid over q and rho, drawn as the paper's
+            curves and word map); ``""``: none.
+        record: ``record(estimator, cell, data)`` -> further fields of the cell's record that only
+            this method has (chosen settings, coefficients, word vectors), or ``None``; ``data`` is
+            what the study's cell trained on (the regression study's split; the classification
+            study's training texts and labels).
     """
 
     name: str
@@ -79,6 +86,8 @@ class Method:
     default: bool = False
     description: str = ""
     raw_texts: bool = False
+    family: str = ""
+    record: Callable[[Any, dict, Any], dict] | None = None
 
 
 _METHODS: dict[str, dict[str, Method]] = {}
@@ -100,6 +109,8 @@ def register_method(
     default: bool = False,
     description: str = "",
     raw_texts: bool = False,
+    family: str = "",
+    record: Callable[[Any, dict, Any], dict] | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator: register ``build`` as method ``name`` of the study kind(s) ``tasks`` (the other
     arguments are :class:`Method`'s)."""
@@ -123,6 +134,8 @@ def register_method(
                 default,
                 description,
                 raw_texts,
+                family,
+                record,
             )
         return build
 

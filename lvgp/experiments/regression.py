@@ -56,7 +56,20 @@ def _topic_grid(study) -> list[dict]:
     return [{"K": k} for k in study.topics]
 
 
-@register_method("regression", "gplvsm", "GP-LVSM", grid=_gplvsm_grid, uses_dev=True, default=True)
+#: the family of the GP-LVSM methods whose cells are a grid over q and rho (the paper's curves, the word map)
+GRID_FAMILY = "gplvsm-grid"
+
+
+@register_method(
+    "regression",
+    "gplvsm",
+    "GP-LVSM",
+    grid=_gplvsm_grid,
+    uses_dev=True,
+    default=True,
+    family=GRID_FAMILY,
+    record=lambda est, cell, data: _word_vectors_record(est, cell, data),
+)
 def _gplvsm(study, cell, data):
     from ..kernels.spec import LDKSpec
     from ..models.regressor import GPLVSMRegressor
@@ -70,7 +83,15 @@ def _gplvsm(study, cell, data):
     )
 
 
-@register_method("regression", "gplvsm-vb", "GP-LVSM (VB+GloVe+len)", grid=_vb_grid, uses_dev=True)
+@register_method(
+    "regression",
+    "gplvsm-vb",
+    "GP-LVSM (VB+GloVe+len)",
+    grid=_vb_grid,
+    uses_dev=True,
+    family=GRID_FAMILY,
+    record=lambda est, cell, data: _word_vectors_record(est, cell, data),
+)
 def _gplvsm_vb(study, cell, data):
     from ..kernels.spec import LDKSpec
     from ..models.regressor import GPLVSMRegressor
@@ -132,7 +153,13 @@ def _gplvsm_default(study, cell, data):
     return GPLVSMRegressor(vocabulary=data.vocabulary, random_state=study.cell_seed(cell))
 
 
-@register_method("regression", "gp-rbf", "GP regression", default=True)
+@register_method(
+    "regression",
+    "gp-rbf",
+    "GP regression",
+    default=True,
+    record=lambda est, cell, data: {"chosen": {"gamma": est.gamma_}},
+)
 def _gp_rbf(study, cell, data):
     from ..baselines import GPRBFRegressor
 
@@ -148,9 +175,10 @@ def _linear(kind: str):
     return build
 
 
-register_method("regression", "ridge", "Ridge", uses_dev=True, default=True)(_linear("ridge"))
-register_method("regression", "lasso", "Lasso", uses_dev=True, default=True)(_linear("lasso"))
-register_method("regression", "elasticnet", "Elastic net", uses_dev=True, default=True)(_linear("elasticnet"))
+for _kind, _label in (("ridge", "Ridge"), ("lasso", "Lasso"), ("elasticnet", "Elastic net")):
+    register_method(
+        "regression", _kind, _label, uses_dev=True, default=True, record=lambda e, c, d: _linear_record(e, c, d)
+    )(_linear(_kind))
 
 
 def _encoder_ridge(tfidf: bool):
@@ -212,7 +240,14 @@ def _gplvsm_encoder(study, cell, data):
     )
 
 
-@register_method("regression", "gplvsm-sparse", "GP-LVSM (sparse)", grid=_vb_grid)
+@register_method(
+    "regression",
+    "gplvsm-sparse",
+    "GP-LVSM (sparse)",
+    grid=_vb_grid,
+    family=GRID_FAMILY,
+    record=lambda est, cell, data: _word_vectors_record(est, cell, data),
+)
 def _gplvsm_sparse(study, cell, data):
     from ..kernels.spec import LDKSpec
     from ..models.sparse import SparseGPLVSMRegressor
@@ -434,20 +469,31 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     }
     if hasattr(est, "n_iter_"):
         record.update(n_iter=est.n_iter_, converged=bool(est.converged_))
-    if cell["method"] in ("ridge", "lasso", "elasticnet"):
-        record["chosen"] = {"alpha": est.alpha_, "l1_ratio": est.l1_ratio_}
-        if cell["split"] == 0:
-            record["coef"] = dict(zip(data.vocabulary.words, est.coef_.tolist()))
-    if cell["method"].startswith("gplvsm") and cell["params"].get("q") == 2 and cell["split"] == 0:
-        record["word_vectors"] = dict(zip(data.vocabulary.words, est.word_vectors_.round(5).tolist()))
-        with warnings.catch_warnings():
-            # training words below min_df are not in the vocabulary, by design (counted above)
-            warnings.simplefilter("ignore", UnseenWordsWarning)
-            counts = np.asarray(data.vocabulary.counts(data.train_texts).sum(axis=0)).ravel()
-        record["word_counts"] = dict(zip(data.vocabulary.words, counts.astype(int).tolist()))
-    if cell["method"] == "gp-rbf":
-        record["chosen"] = {"gamma": est.gamma_}
+    if method.record is not None:
+        record.update(method.record(est, cell, data))
     return record
+
+
+def _linear_record(est, cell: dict, data) -> dict:
+    """Ridge, lasso and elastic net: the chosen penalty, and the coefficients of split 0 (the word map)."""
+    record: dict = {"chosen": {"alpha": est.alpha_, "l1_ratio": est.l1_ratio_}}
+    if cell["split"] == 0:
+        record["coef"] = dict(zip(data.vocabulary.words, est.coef_.tolist()))
+    return record
+
+
+def _word_vectors_record(est, cell: dict, data) -> dict:
+    """The GP-LVSM grid's q = 2 fits of split 0: the word vectors and counts the word map draws."""
+    if cell["params"].get("q") != 2 or cell["split"] != 0:
+        return {}
+    with warnings.catch_warnings():
+        # training words below min_df are not in the vocabulary, by design (counted in the record)
+        warnings.simplefilter("ignore", UnseenWordsWarning)
+        counts = np.asarray(data.vocabulary.counts(data.train_texts).sum(axis=0)).ravel()
+    return {
+        "word_vectors": dict(zip(data.vocabulary.words, est.word_vectors_.round(5).tolist())),
+        "word_counts": dict(zip(data.vocabulary.words, counts.astype(int).tolist())),
+    }
 
 
 # ------------------------------------------------------------------ aggregation
