@@ -64,7 +64,8 @@ def dev_documents(dataset: str, split: int, size: int, n_dev: int = 2000):
 
 def rows(quick: bool) -> list[tuple[str, object]]:
     from lvgp.baselines.text_classifiers import BowClassifier
-    from lvgp.experiments.classification import PLUS_GPC_PRIOR_SD, THESIS_CS, DevSelected
+    from lvgp.experiments.classification import PLUS_GPC_PRIOR_SD, THESIS_CS
+    from lvgp.experiments.selection import DevSelected
     from lvgp.models.gpc import LDKGPClassifier
     from lvgp.models.latent_smm import LatentSMMClassifier
 

@@ -15,7 +15,7 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from lvgp.datasets import make_synonym_regression
-from lvgp.experiments import classification, registry
+from lvgp.experiments import classification, registry, selection
 from lvgp.experiments.cli import build_parser, main
 from lvgp.experiments.registry import methods, register_method, studies
 from lvgp.experiments.study import recorded_warnings
@@ -118,7 +118,7 @@ def test_dev_selection_fits_each_equivalent_setting_once_and_prefers_the_first_o
     y = np.array([x.split()[0] for x in X])
     grid = {"rho": [1.0, 0.1], "gamma": [0.1, 1.0], "C": [0.5, 2.0]}
     _Recorder.fits = []
-    selected = classification.DevSelected(
+    selected = selection.DevSelected(
         _Recorder(), grid, 0, lambda p: {**p, "rho": float(f"{p['rho'] / p['gamma']:.12g}"), "gamma": 1.0}
     ).fit(X, y)
     # 8 settings, 6 distinct canonical ones (rho/gamma in 10, 1, 1, 0.1 for each C), plus the refit
@@ -149,8 +149,8 @@ def test_dev_selection_along_a_warm_started_path_and_the_refit_walks_it():
     y = np.array([x.split()[0] for x in X])
     grid = {"rho": [1.0, 0.1], "C": [0.5, 2.0, 8.0]}
     _Recorder.fits = []
-    selected = classification.DevSelected(_PathRecorder(), grid, 0, path="C", path_max_iter=3).fit(X, y)
-    n_train = len(X) - len(classification.dev_split(y, 0)[1])
+    selected = selection.DevSelected(_PathRecorder(), grid, 0, path="C", path_max_iter=3).fit(X, y)
+    n_train = len(X) - len(selection.dev_split(y, 0)[1])
     # per rho: the largest C from the initialization with the estimator's budget, then down the path
     assert _Recorder.fits[:6] == [
         (8.0, 1.0, None, 50, n_train),
@@ -165,9 +165,9 @@ def test_dev_selection_along_a_warm_started_path_and_the_refit_walks_it():
     assert selected.best_params_ == {"rho": 1.0, "C": 2.0}
     assert _Recorder.fits[6:] == [(8.0, 1.0, None, 50, len(X)), (2.0, 1.0, 8.0, 3, len(X))]
     with pytest.raises(ValueError, match="path must name"):
-        classification.DevSelected(_PathRecorder(), grid, 0, path="gamma", path_max_iter=3)
+        selection.DevSelected(_PathRecorder(), grid, 0, path="gamma", path_max_iter=3)
     with pytest.raises(ValueError, match="path_max_iter"):
-        classification.DevSelected(_PathRecorder(), grid, 0, path="C")
+        selection.DevSelected(_PathRecorder(), grid, 0, path="C")
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -178,7 +178,7 @@ def test_latent_smm_dev_path_refit_is_the_path_walked_by_hand():
     X, y = list(corpus.texts), np.where(corpus.y > np.median(corpus.y), "pos", "neg")
     smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=4, random_state=0)
     grid = {"C": [0.5, 2.0, 8.0]}
-    selected = classification.DevSelected(smm, grid, 0, path="C", path_max_iter=2).fit(X, y)
+    selected = selection.DevSelected(smm, grid, 0, path="C", path_max_iter=2).fit(X, y)
     chosen = selected.best_params_["C"]
     by_hand = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=4, random_state=0)
     for step, C in enumerate(c for c in (8.0, 2.0, 0.5) if c >= chosen):
@@ -200,14 +200,14 @@ def test_dev_selection_by_k_folds_scores_every_document_once_per_setting():
     y = np.array([x.split()[0] for x in X])
     grid = {"rho": [1.0, 0.1], "gamma": [1.0], "C": [0.5, 2.0]}
     _Recorder.fits = []
-    selected = classification.DevSelected(_Recorder(), grid, 0, folds=4).fit(X, y)
+    selected = selection.DevSelected(_Recorder(), grid, 0, folds=4).fit(X, y)
     # 4 settings x 4 folds, plus the refit; each fold trains on 3/4 of the 24 documents
     assert len(_Recorder.fits) == 4 * 4 + 1
     assert [score for _, score in selected.dev_scores_] == [0.5, 1.0, 0.5, 1.0]  # C < 1 predicts "a"
     assert selected.best_params_ == {"rho": 1.0, "gamma": 1.0, "C": 2.0}
     # folds=1 is the single dev part: one fit per setting
     _Recorder.fits = []
-    classification.DevSelected(_Recorder(), grid, 0, folds=1).fit(X, y)
+    selection.DevSelected(_Recorder(), grid, 0, folds=1).fit(X, y)
     assert len(_Recorder.fits) == 4 + 1
 
 
@@ -233,15 +233,15 @@ def test_dev_selection_by_log_likelihood_separates_settings_that_tie_in_accuracy
     X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b", "c")]
     y = np.array([x.split()[0] for x in X])
     grid = {"confidence": [0.6, 0.9, 0.99999]}
-    by_accuracy = classification.DevSelected(_Confident(), grid, 0, folds=3).fit(X, y)
+    by_accuracy = selection.DevSelected(_Confident(), grid, 0, folds=3).fit(X, y)
     assert by_accuracy.best_params_ == {"confidence": 0.6}  # all perfect: the first wins
-    by_loglik = classification.DevSelected(_Confident(), grid, 0, folds=3, scoring="log-likelihood").fit(X, y)
+    by_loglik = selection.DevSelected(_Confident(), grid, 0, folds=3, scoring="log-likelihood").fit(X, y)
     assert by_loglik.best_params_ == {"confidence": 0.99999}
     assert [s for _, s in by_loglik.dev_scores_] == pytest.approx(np.log([0.6, 0.9, 0.99999]))
     with pytest.raises(ValueError, match="scoring"):
-        classification.DevSelected(_Confident(), grid, 0, scoring="auc")
+        selection.DevSelected(_Confident(), grid, 0, scoring="auc")
     with pytest.raises(ValueError, match="folds"):
-        classification.DevSelected(_Confident(), grid, 0, folds=0)
+        selection.DevSelected(_Confident(), grid, 0, folds=0)
 
 
 class _Margins(_Confident):
@@ -255,13 +255,13 @@ def test_ties_in_dev_accuracy_go_to_the_smallest_dev_hinge_loss():
     X = [f"{c} doc{i}" for i in range(12) for c in ("a", "b", "c")]
     y = np.array([x.split()[0] for x in X])
     grid = {"confidence": [0.6, 0.9, 0.99999]}
-    selected = classification.DevSelected(_Margins(), grid, 0, folds=3).fit(X, y)
+    selected = selection.DevSelected(_Margins(), grid, 0, folds=3).fit(X, y)
     # every setting is perfect on dev; the margins 0.6 - 0.2, 0.9 - 0.05, ... decide
     assert selected.best_params_ == {"confidence": 0.99999}
     expected = [max(0.0, 1 - (c - (1 - c) / 2)) for c in grid["confidence"]]
     assert [loss for _, loss in selected.dev_hinge_] == pytest.approx(expected)
     # no per-class decision values: the first of the tied settings, as before
-    assert classification.DevSelected(_Confident(), grid, 0, folds=3).fit(X, y).dev_hinge_ == []
+    assert selection.DevSelected(_Confident(), grid, 0, folds=3).fit(X, y).dev_hinge_ == []
 
 
 def test_multiclass_hinge_closed_form():

@@ -315,13 +315,11 @@ def run_cell(study: MatchingStudy, cell: dict) -> dict:
 def select(cells: list[dict], study: MatchingStudy) -> list[dict]:
     """Per (method, set) the cell with the best dev score (never test); the first set's example
     retrievals of the LDK matcher stay with its record."""
-    best: dict = {}
-    for c in cells:
-        key = (c["method"], c["split"])
-        if key not in best or c["dev_score"] > best[key]["dev_score"]:
-            best[key] = c
+    from .selection import best_on_dev
+
+    best = best_on_dev(cells, "dev_score", higher_is_better=True)
     out = []
-    for (method, split), c in sorted(best.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1])):
+    for (method, split), (c, _) in sorted(best.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1])):
         out.append(
             {
                 "method": method,

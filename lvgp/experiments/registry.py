@@ -46,7 +46,7 @@ class Method:
             its own hyper-parameters inside ``fit``).
         dev_grid: ``dev_grid(study)`` -> ``{name: values}``, a grid the estimator's settings are
             chosen from on dev data *inside* the cell (the classification study's
-            :class:`~lvgp.experiments.classification.DevSelected`); ``None``: none.
+            :class:`~lvgp.experiments.selection.DevSelected`); ``None``: none.
         canonical: maps a ``dev_grid`` setting to an exactly equivalent one (fitted once for all
             the settings it stands for), or ``None``.
         dev_path: a ``dev_grid`` parameter whose values are fitted as one warm-started path per

@@ -506,15 +506,11 @@ _CALIBRATION_FIELDS += ("test_mean_std", "test_calibration")
 
 def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
     """One record per (method, split): the cell with the lowest dev RMSE (never test)."""
-    best: dict[tuple, dict] = {}
-    totals: dict[tuple, float] = {}
-    for c in cells:
-        key = (c["method"], c["split"])
-        totals[key] = totals.get(key, 0.0) + c["fit_seconds"]
-        if key not in best or c["dev_rmse"] < best[key]["dev_rmse"]:
-            best[key] = c
+    from .selection import best_on_dev
+
+    best = best_on_dev(cells, "dev_rmse", higher_is_better=False)
     records = []
-    for key, c in sorted(best.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1])):
+    for _key, (c, grid_seconds) in sorted(best.items(), key=lambda kv: (study.method_order(kv[0][0]), kv[0][1])):
         records.append(
             {
                 "method": c["method"],
@@ -527,7 +523,7 @@ def select(cells: list[dict], study: RegressionStudy) -> list[dict]:
                     k: v for k, v in {**c.get("params", {}), **c.get("chosen", {})}.items() if v is not None
                 },
                 "fit_seconds": c["fit_seconds"],
-                "grid_fit_seconds": totals[key],
+                "grid_fit_seconds": grid_seconds,
                 "n_train": c["n_train"],
                 "n_dev": c["n_dev"],
                 "n_test": c["n_test"],

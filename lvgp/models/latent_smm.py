@@ -180,7 +180,7 @@ class LatentSMMClassifier(
         warm_start: when fitted already, ``fit`` continues from the fitted word vectors (and
             vocabulary) instead of a fresh draw, as scikit-learn's ``warm_start``: a path over
             ``C`` (:data:`WARM_START_PARAMS` may change between the fits; the documents must be the
-            previous fit's). :class:`~lvgp.experiments.classification.DevSelected` walks the dev grid's
+            previous fit's). :class:`~lvgp.experiments.selection.DevSelected` walks the dev grid's
             C values this way.
         tol: relative decrease of the objective at which L-BFGS stops.
         svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
