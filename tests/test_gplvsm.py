@@ -370,3 +370,23 @@ def test_adams_plateau_window_is_convergence_window_not_the_patience():
         corpus.texts, corpus.y
     )
     assert a.fit_result_.n_iter == b.fit_result_.n_iter < 400
+
+
+def test_stopping_rules_are_objects_passed_in():
+    """minimize takes its stopping rule as an object (issue 38); the default is the method's rule with
+    tol and convergence_window, and the same object gives the same fit."""
+    from lvgp.base.fitting import BestOfWindowStopping, PlateauStopping, RelativeChangeStopping
+
+    def fit(method, **options):
+        p = torch.nn.Parameter(torch.tensor([0.0, 1.0], dtype=torch.float64))
+        result = minimize([p], lambda: ((p - 3) ** 4).sum(), method=method, lr=0.3, max_iter=3000, **options)
+        return result, p.detach().clone()
+
+    for method, rule in (("adam", BestOfWindowStopping(7, 1e-6)), ("lbfgs", RelativeChangeStopping(1e-6))):
+        default = fit(method, tol=1e-6, convergence_window=7)
+        given = fit(method, stopping=rule)
+        assert default[0].n_iter == given[0].n_iter and torch.equal(default[1], given[1])
+    assert BestOfWindowStopping(2, 0.1).converged([5.0, 4.0, 3.99, 3.98, 3.98])
+    assert not BestOfWindowStopping(2, 0.0).converged([5.0, 4.0, 3.0, 2.0, 1.0])
+    with pytest.raises(TypeError, match="adam takes a BestOfWindowStopping"):
+        fit("adam", stopping=PlateauStopping(5, 1e-3))

@@ -1,7 +1,8 @@
 """Gradient-based fitting shared by lvgp's models, two loops returning one :class:`FitResult`:
 
 * :func:`minimize` -- full-batch fits: L-BFGS (scipy's L-BFGS-B, the Liu & Nocedal code the
-  GP-LVSM paper uses) or Adam on a deterministic objective;
+  GP-LVSM paper uses) or Adam on a deterministic objective, stopped by a rule passed in
+  (:class:`RelativeChangeStopping`, :class:`BestOfWindowStopping`);
 * :func:`fit_stochastic` -- every stochastic fit (mini-batch SVI of the sparse GP-LVSM, the
   variational GP classifier and sLDA; the Monte Carlo ELBO of CLGP; the SVI of the GP covariate
   embedding): the caller's iteration (a step or an epoch) in a loop with one stopping rule
@@ -196,6 +197,45 @@ class PlateauStopping:
         )
 
 
+class RelativeChangeStopping:
+    """The stopping rule of full-batch L-BFGS in :func:`minimize`: converged when an iteration lowers
+    the objective by less than ``tol`` relative to ``max(|f_k|, |f_k+1|, 1)`` (scipy L-BFGS-B's
+    ``ftol``), or when the projected gradient falls below ``gtol``."""
+
+    def __init__(self, tol: float = 1e-7, gtol: float = 1e-9) -> None:
+        if not (math.isfinite(tol) and tol >= 0 and math.isfinite(gtol) and gtol >= 0):
+            raise ValueError(f"tol and gtol must be finite and >= 0; got {tol!r}, {gtol!r}")
+        self.tol, self.gtol = float(tol), float(gtol)
+
+    def scipy_options(self) -> dict[str, float]:
+        """The options of ``scipy.optimize.minimize(method="L-BFGS-B")`` that carry the rule."""
+        return {"ftol": self.tol, "gtol": self.gtol}
+
+
+class BestOfWindowStopping:
+    """The stopping rule of full-batch Adam in :func:`minimize`: converged when the best loss of the
+    last ``window`` iterations improves on the best loss before them by less than ``tol`` relative to
+    ``max(1, |best before|)``; judged whenever losses are read back, once more than two windows
+    have passed."""
+
+    def __init__(self, window: int = 10, tol: float = 1e-7) -> None:
+        if window < 1 or not math.isfinite(tol) or tol < 0:
+            raise ValueError(f"window must be >= 1 and tol finite and >= 0; got {window!r}, {tol!r}")
+        self.window, self.tol = int(window), float(tol)
+
+    def converged(self, losses: Sequence[float]) -> bool:
+        """Whether the losses so far (one per iteration) meet the rule."""
+        w = self.window
+        if len(losses) <= 2 * w:
+            return False
+        before, recent = min(losses[:-w]), min(losses[-w:])
+        return before - recent <= self.tol * max(1.0, abs(before))
+
+    @property
+    def message(self) -> str:
+        return f"relative improvement below tol={self.tol} over {self.window} iterations"
+
+
 def fit_stochastic(
     iteration: Callable[[int], torch.Tensor],
     *,
@@ -379,6 +419,7 @@ def minimize(
     validation_interval: int = 1,
     n_iter_no_change: int = 10,
     convergence_window: int = 10,
+    stopping: RelativeChangeStopping | BestOfWindowStopping | None = None,
     verbose: bool = False,
     desc: str = "fit",
 ) -> FitResult:
@@ -393,6 +434,10 @@ def minimize(
             ``validation_interval`` iterations; when given, fitting stops after
             ``n_iter_no_change`` iterations without improvement (the patience) and the parameters
             of the best evaluated iteration are restored.
+        stopping: the stopping rule, an object passed in (as botorch's ``fit`` takes its optimizer):
+            :class:`RelativeChangeStopping` for ``"lbfgs"``, :class:`BestOfWindowStopping` for
+            ``"adam"``; ``None``: the method's rule with ``tol`` (and ``convergence_window``).
+            Stochastic objectives take :func:`fit_stochastic` and its :class:`PlateauStopping`.
         verbose: show a tqdm progress bar.
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
@@ -403,6 +448,11 @@ def minimize(
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {method!r}")
     if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1; got {max_iter}")
+    if stopping is None:
+        stopping = RelativeChangeStopping(tol) if method == "lbfgs" else BestOfWindowStopping(convergence_window, tol)
+    wanted = RelativeChangeStopping if method == "lbfgs" else BestOfWindowStopping
+    if not isinstance(stopping, wanted):
+        raise TypeError(f"stopping: {method} takes a {wanted.__name__}; got {type(stopping).__name__}")
     flat = _Params([p for p in params if p.requires_grad])
     result = FitResult()
     if not flat.params:
@@ -455,12 +505,13 @@ def minimize(
 
     try:
         if method == "lbfgs":
-            _run_lbfgs(flat, evaluate, end_of_iteration, max_iter, tol, result)
+            _run_lbfgs(flat, evaluate, end_of_iteration, max_iter, stopping, result)  # type: ignore[arg-type]
         else:
             # Adam's losses stay on the device and are read back every `every` steps: at each
             # validation, or once per convergence window
-            every = validation_interval if validate is not None else convergence_window
-            _run_adam(flat, objective, end_of_iteration, max_iter, lr, tol, convergence_window, every, result)
+            rule: BestOfWindowStopping = stopping  # type: ignore[assignment]
+            every = validation_interval if validate is not None else rule.window
+            _run_adam(flat, objective, end_of_iteration, max_iter, lr, rule, every, result)
     except _EarlyStop:
         result.converged = True
         result.message = f"early stopping: no validation improvement in {n_iter_no_change} iterations"
@@ -487,7 +538,7 @@ def _run_lbfgs(
     evaluate: Callable[[], torch.Tensor],
     end_of_iteration: Callable[[float], None],
     max_iter: int,
-    tol: float,
+    rule: RelativeChangeStopping,
     result: FitResult,
 ) -> None:
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -505,7 +556,7 @@ def _run_lbfgs(
         jac=True,
         method="L-BFGS-B",
         callback=callback,
-        options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9, "maxcor": 20},
+        options={"maxiter": max_iter, **rule.scipy_options(), "maxcor": 20},
     )
     flat.set(res.x)
     result.converged = bool(res.success)
@@ -518,14 +569,12 @@ def _run_adam(
     end_of_iteration: Callable[..., None],
     max_iter: int,
     lr: float,
-    tol: float,
-    window: int,
+    rule: BestOfWindowStopping,
     every: int,
     result: FitResult,
 ) -> None:
     """Adam steps; the losses are read back from the device every ``every`` steps (one transfer),
-    recorded in order, and the convergence rule (the best loss of the last ``window`` iterations
-    improves on the best before by less than ``tol`` relative) is applied at each read-back."""
+    recorded in order, and the convergence ``rule`` is applied at each read-back."""
     opt = torch.optim.Adam(flat.params, lr=lr)
     buffer = LossBuffer(every, "the objective", "try a smaller learning rate, a larger rho, or the other optimizer")
 
@@ -560,11 +609,8 @@ def _run_adam(
         if it + 1 == max_iter:
             values = [*(values or []), *buffer.flush()]
         record(values)
-        curve = result.loss_curve
-        if values and len(curve) > 2 * window:
-            before, recent = min(curve[:-window]), min(curve[-window:])
-            if before - recent <= tol * max(1.0, abs(before)):
-                result.converged = True
-                result.message = f"relative improvement below tol={tol} over {window} iterations"
-                return
+        if values and rule.converged(result.loss_curve):
+            result.converged = True
+            result.message = rule.message
+            return
     result.message = f"reached max_iter={max_iter}"
