@@ -16,6 +16,7 @@ import lvgp
 import lvgp.baselines.gp_embedding as gp_embedding
 import lvgp.models.clgp.estimators as clgp_estimators
 import lvgp.models.gpc as gpc
+import lvgp.models.matching as matching
 import lvgp.models.slda.estimators as slda_estimators
 import lvgp.models.sparse as sparse
 from lvgp.base import fitting
@@ -94,12 +95,20 @@ def _slda(**kw):
     )
 
 
+def _matcher(**kw):
+    from tests.test_matching import bilingual_corpus
+
+    source, target = bilingual_corpus(80, seed=0)
+    return matching.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), batch_size=20, random_state=0, **kw).fit(source, target)
+
+
 # estimator, its module, the options that set its rule (window, tol) and budget, the rule's window
 ESTIMATORS = {
     "SparseGPLVSMRegressor": (_sparse, sparse, dict(convergence_window=10, tol=1e-3, max_steps=400), 10),
     "LDKGPClassifier (variational)": (_gpc, gpc, dict(tol=1e-3, max_iter=400), 10),
     "CLGP": (_clgp, clgp_estimators, dict(tol=1e-3, max_iter=400), 50),
     "SLDARegressor (svi)": (_slda, slda_estimators, dict(convergence_window=10, tol=1e-3, max_iter=400), 10),
+    "LDKMatcher (mini-batches)": (_matcher, matching, dict(convergence_window=10, tol=1e-3, max_iter=400), 10),
 }
 
 

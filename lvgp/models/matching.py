@@ -48,7 +48,6 @@ every :math:`(\gamma, \rho)` with the same ratio gives the identical matcher.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -68,7 +67,7 @@ from .._typing import EmbeddingsSpec
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
-from ..base.fitting import minimize
+from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD, pad_to_common_width
@@ -100,12 +99,6 @@ def _texts(X: Sequence[str], name: str) -> list[str]:
     if not X:
         raise ValueError(f"{name} is empty")
     return X
-
-
-@dataclasses.dataclass
-class _BatchOrder:
-    perm: torch.Tensor
-    step: int
 
 
 def _leading_svd(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,8 +152,9 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             mini-batches with in-batch negatives (large n).
         max_iter: L-BFGS iterations, or Adam epochs.
         tol: convergence: L-BFGS stops when an iteration lowers eq. 6.8 by less than this
-            (relative); Adam when the best mini-batch loss of the last ``convergence_window`` epochs
-            improves by less than this on the epochs before. A ``ConvergenceWarning`` says when
+            (relative); Adam when the mean mini-batch loss of the last ``convergence_window`` epochs is
+            less than this (relative) below the mean of the window before
+            (:class:`~lvgp.base.fitting.PlateauStopping`, in :func:`~lvgp.base.fitting.fit_stochastic`). A ``ConvergenceWarning`` says when
             ``max_iter`` ends the fit first.
         n_iter_no_change: with validation pairs (``fit(..., source_val=, target_val=)``), stop when
             their mean Precision@R over R = 1..50 (eq. 6.15, the area under the precision curve, as
@@ -464,33 +458,8 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
                 verbose=self.verbose,
                 desc="LDK matching",
             )
-        else:
-            g = torch.Generator().manual_seed(seed)
-            batch = int(self.batch_size)
-            batches = max(1, n // batch)
-            order = _BatchOrder(torch.randperm(n, generator=g), 0)
-
-            def minibatch_loss() -> torch.Tensor:
-                if order.step == batches:
-                    order.perm, order.step = torch.randperm(n, generator=g), 0
-                idx = order.perm[order.step * batch : (order.step + 1) * batch].to(xs.device)
-                order.step += 1
-                return self._loss(xs[idx], xt[idx], scale=n / len(idx))
-
-            result = minimize(
-                params,
-                minibatch_loss,
-                method="adam",
-                lr=self.lr,
-                max_iter=int(self.max_iter) * batches,
-                tol=self.tol,
-                validate=validation,
-                validation_interval=batches,
-                n_iter_no_change=int(self.n_iter_no_change) * batches,
-                convergence_window=int(self.convergence_window) * batches,
-                verbose=self.verbose,
-                desc="LDK matching",
-            )
+        else:  # a stochastic objective: the one loop of stochastic fits
+            result = self._fit_minibatches(params, xs, xt, n, seed, validation)
         if fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same distances
             with torch.no_grad():
                 shrink = gamma**-0.5
@@ -503,16 +472,71 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
-        result.warn_if_unconverged(
-            "LDK matching",
-            "increase max_iter, or pass validation pairs to stop early",
-            unit="L-BFGS iterations",
-            stacklevel=2,
-        )
+        if self.batch_size is None:  # fit_stochastic warns for the mini-batch fit itself
+            result.warn_if_unconverged(
+                "LDK matching",
+                "increase max_iter, or pass validation pairs to stop early",
+                unit="L-BFGS iterations",
+                stacklevel=2,
+            )
         latent = to_host(self.kernel_.word_vectors.mean)
         self.source_vectors_ = latent[: len(self.source_vocabulary_)].copy()
         self.target_vectors_ = latent[self.target_ids_].copy()
         return self
+
+    def _fit_minibatches(
+        self,
+        params: list[torch.nn.Parameter],
+        xs: torch.Tensor,
+        xt: torch.Tensor,
+        n: int,
+        seed: int,
+        validation: Callable[[], float] | None,
+    ) -> FitResult:
+        """Adam on mini-batches with in-batch negatives, an epoch an iteration of
+        :func:`~lvgp.base.fitting.fit_stochastic`: the plateau rule on the epochs' mean losses
+        (``convergence_window``, ``tol``), early stopping on the validation pairs (``n_iter_no_change``
+        epochs), keeping the best epoch's parameters."""
+        g = torch.Generator().manual_seed(seed)
+        batch = int(self.batch_size)  # type: ignore[arg-type]
+        batches = max(1, n // batch)
+        opt = torch.optim.Adam(params, lr=self.lr)
+
+        def epoch(it: int) -> torch.Tensor:
+            perm = torch.randperm(n, generator=g)
+            total = torch.zeros((), dtype=torch.float64, device=xs.device)
+            for b in range(batches):
+                idx = perm[b * batch : (b + 1) * batch].to(xs.device)
+                opt.zero_grad()
+                loss = self._loss(xs[idx], xt[idx], scale=n / len(idx))
+                loss.backward()
+                opt.step()
+                total = total + loss.detach()
+            return total / batches
+
+        def snapshot() -> list[torch.Tensor]:
+            return [p.detach().clone() for p in params]
+
+        def restore(values: list[torch.Tensor]) -> None:
+            with torch.no_grad():
+                for p, v in zip(params, values):
+                    p.copy_(v)
+
+        return fit_stochastic(
+            epoch,
+            max_iter=int(self.max_iter),
+            rule=PlateauStopping(int(self.convergence_window), float(self.tol)),
+            what="LDK matching (mini-batches)",
+            budget="max_iter",
+            unit="epochs",
+            validate=validation,
+            n_iter_no_change=int(self.n_iter_no_change),
+            state=(snapshot, restore),
+            stacklevel=4,
+            advice="lower lr",
+            desc="LDK matching",
+            verbose=bool(self.verbose),
+        )
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
