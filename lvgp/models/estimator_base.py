@@ -4,6 +4,7 @@ block-wise prediction, and safe persistence."""
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
+from ..encoders.sentence import check_texts, resolve_encoder
+from ..kernels.packed import pack_documents
 from ..warnings import EmptyDocumentsWarning
 from ..warnings import warn as warn_user
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
@@ -84,6 +87,35 @@ def word_source(word_embeddings: Any, sentence_encoder: Any = None, device: Any 
     if isinstance(word_embeddings, (tuple, list)):
         return tuple(resolve(p) for p in word_embeddings)
     return resolve(word_embeddings)
+
+
+class SentenceEncoderMixin:
+    """``sentence_encoder=`` of the GP estimators (``LDKGPClassifier``, ``GPLVSMRegressor``): the
+    encoder resolved on the estimator's ``device``, its vectors of texts packed beside the word ids
+    (:func:`~lvgp.kernels.packed.pack_documents`). The seconds spent encoding add up in
+    ``_encode_clock``; ``fit`` resets it first and reports it as ``encode_seconds_`` last."""
+
+    sentence_encoder: Any
+    device: Any
+
+    def _sentence_encoder(self) -> Any:
+        if self.sentence_encoder is None:
+            raise RuntimeError(f"this {type(self).__name__} has no sentence_encoder")
+        return resolve_encoder(self.sentence_encoder, self.device)
+
+    def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
+        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64."""
+        start = time.perf_counter()
+        features = self._sentence_encoder().encode(check_texts(X, name)).double()
+        self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
+        return features
+
+    def _with_encoder(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
+        """``x`` packed with the sentence encoder's vectors of the texts ``X`` (``x`` itself without
+        a sentence encoder)."""
+        if self.sentence_encoder is None:
+            return x
+        return pack_documents(x, self._encoder_features(X, name))
 
 
 class FittedVocabularyMixin:

@@ -59,12 +59,18 @@ from ..base.targets import check_labels, true_class_log_proba
 from ..base.validation import check_block
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..encoders.sentence import ENCODERS, SentenceEncoder, check_texts, resolve_encoder
+from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels import LatentDistributionKernel
-from ..kernels.packed import ENCODER_KERNELS, beside_encoder, pack_documents
+from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
-from .estimator_base import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
+from .estimator_base import (
+    FittedVocabularyMixin,
+    KernelParamsMixin,
+    SavedParamsMixin,
+    SentenceEncoderMixin,
+    word_source,
+)
 from .gplvsm import PaddedInputsMixin
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents
 
@@ -179,7 +185,13 @@ def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> t
 
 
 class LDKGPClassifier(
-    FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator
+    FittedVocabularyMixin,
+    SentenceEncoderMixin,
+    KernelParamsMixin,
+    SavedParamsMixin,
+    BagOfWordsInputMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     r"""GP classifier with LDK (see the module docstring for the two inferences).
 
@@ -383,32 +395,13 @@ class LDKGPClassifier(
             self.kernel, encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
         )
 
-    def _sentence_encoder(self) -> SentenceEncoder:
-        if self.sentence_encoder is None:
-            raise RuntimeError("this classifier has no sentence_encoder")
-        return resolve_encoder(self.sentence_encoder, self.device)
-
-    def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
-        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64 (the seconds spent
-        add up in ``encode_seconds_``)."""
-        start = time.perf_counter()
-        features = self._sentence_encoder().encode(check_texts(X, name)).double()
-        self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
-        return features
-
-    def _with_encoder(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
-        """``x`` packed with the sentence encoder's vectors of the texts ``X`` (``x`` itself without
-        a sentence encoder)."""
-        if self.sentence_encoder is None:
-            return x
-        return pack_documents(x, self._encoder_features(X, name))
-
     # ------------------------------------------------------------------ fit
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
         start = time.perf_counter()
+        self._encode_clock = 0.0
         policy = early_stopping_policy(self.early_stopping, "refit")
         budget: int | None = None
         curve: list[float] = []
@@ -423,6 +416,7 @@ class LDKGPClassifier(
         if self.calibration == "temperature":
             self.temperature_ = self._fit_temperature()
         self.fit_seconds_ = time.perf_counter() - start
+        self.encode_seconds_ = self._encode_clock
         return self
 
     def leave_one_out_latents(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -560,7 +554,6 @@ class LDKGPClassifier(
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
-        self.encode_seconds_ = 0.0
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -14,8 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fitting import OPTIMIZERS
-from ..encoders.sentence import ENCODERS, SentenceEncoder, check_texts, resolve_encoder
-from ..kernels.packed import ENCODER_KERNELS, beside_encoder, pack_documents
+from ..encoders.sentence import ENCODERS, SentenceEncoder
+from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -24,7 +23,7 @@ from ..kernels.spec import (
     variational_word_vectors,
     word_vector_modules,
 )
-from .estimator_base import ExactGPRegressorBase, KernelParamsMixin, word_source
+from .estimator_base import ExactGPRegressorBase, KernelParamsMixin, SentenceEncoderMixin, word_source
 from .gplvsm import GPLVSM
 
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
 
-class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
+class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorBase):
     r"""GP-LVSM regression on bag-of-words documents (Yoshikawa et al., AAAI 2015).
 
     The kernel is an object (``kernel=``), times a learned output scale :math:`\alpha^{-1}`. The paper's
@@ -181,18 +180,8 @@ class GPLVSMRegressor(KernelParamsMixin, ExactGPRegressorBase):
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
-    def _sentence_encoder(self) -> SentenceEncoder:
-        if self.sentence_encoder is None:
-            raise RuntimeError("this regressor has no sentence_encoder")
-        return resolve_encoder(self.sentence_encoder, self.device)
-
     def _documents(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
-        if self.sentence_encoder is None:
-            return x
-        start = time.perf_counter()
-        features = self._sentence_encoder().encode(check_texts(X, name)).double()
-        self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
-        return pack_documents(x, features)
+        return self._with_encoder(x, X, name)
 
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None, unlabeled: Any = None) -> Self:
         """As :meth:`ExactGPRegressorBase.fit <lvgp.models.estimator_base.ExactGPRegressorBase.fit>`;
