@@ -26,7 +26,7 @@ from __future__ import annotations
 import collections
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -88,10 +88,23 @@ def ppmi_svd_embeddings(counts: sp.spmatrix, dim: int, random_state: int | None 
     return out
 
 
-#: the last corpus vectors learned in this process, by a digest of their inputs: a grid of fits on
-#: the same documents (a study's dev selection) learns them once
-_CORPUS_CACHE: collections.OrderedDict[str, Any] = collections.OrderedDict()
-_CORPUS_CACHE_SIZE = 8
+#: the last tables learned from texts in this process (``"corpus"``, ``"contextual"``), by a digest of
+#: their inputs: a grid of fits on the same documents (a study's dev selection) learns them once
+_LEARNED_TABLES: collections.OrderedDict[str, Any] = collections.OrderedDict()
+_LEARNED_TABLES_SIZE = 8
+
+
+def remember_table(key: str, learn: Callable[[], Any]) -> Any:
+    """The table learned from texts whose inputs digest to ``key``: one of the last few learned in
+    this process, else ``learn()``, kept (least recently used out first)."""
+    if key in _LEARNED_TABLES:
+        _LEARNED_TABLES.move_to_end(key)
+        return _LEARNED_TABLES[key]
+    table = learn()
+    _LEARNED_TABLES[key] = table
+    while len(_LEARNED_TABLES) > _LEARNED_TABLES_SIZE:
+        _LEARNED_TABLES.popitem(last=False)
+    return table
 
 
 def _digest(docs: list[list[str]], known: set[str], dim: int, min_df: int, max_words: int) -> str:
@@ -117,15 +130,8 @@ def corpus_embeddings(
     models on the same documents learns them once."""
     docs = [vocabulary.tokenize(t) for t in texts]
     known = set(vocabulary.words) if vocabulary.is_fitted else set()
-    key = _digest(docs, known, dim, min_df, max_words)
-    if key in _CORPUS_CACHE:
-        _CORPUS_CACHE.move_to_end(key)
-        return _CORPUS_CACHE[key]
-    table = _learn_corpus_embeddings(docs, known, dim, min_df, max_words)
-    _CORPUS_CACHE[key] = table
-    while len(_CORPUS_CACHE) > _CORPUS_CACHE_SIZE:
-        _CORPUS_CACHE.popitem(last=False)
-    return table
+    key = "corpus:" + _digest(docs, known, dim, min_df, max_words)
+    return remember_table(key, lambda: _learn_corpus_embeddings(docs, known, dim, min_df, max_words))
 
 
 def _learn_corpus_embeddings(

@@ -40,6 +40,7 @@ import torch
 from torch import Tensor
 
 from ..base.device import check_device
+from ..base.embeddings import remember_table
 from ..base.progress import progress_bar
 from ..datasets.registry import DataUnavailableError, data_home, fetch
 
@@ -433,7 +434,8 @@ class ContextualWordEmbeddings:
     The estimators build one from the name ``"contextual"`` with their own ``sentence_encoder`` (the
     default encoder without one); it follows :mod:`lvgp.base.embeddings`' protocol of vectors learned
     from texts: ``learn(texts, vocabulary) -> WordEmbeddings``. The last few tables are kept in the
-    process, by a digest of the encoder, the texts and the words.
+    process, by a digest of the encoder, the texts and the words
+    (:func:`lvgp.base.embeddings.remember_table`, shared with ``"corpus"``).
 
     Args:
         encoder: a name of :data:`ENCODERS` or a :class:`SentenceEncoder`.
@@ -470,30 +472,24 @@ class ContextualWordEmbeddings:
         docs = [t if isinstance(t, str) else " ".join(t) for t in texts]
         encoder = resolve_encoder(self.encoder, self.device)
         known = list(vocabulary.words) if vocabulary.is_fitted else []
+        known_set = set(known)
         df = Counter(w for d in docs for w in set(vocabulary.tokenize(d)))
-        extra = sorted(
-            (w for w, c in df.items() if c >= self.min_df and w not in set(known)), key=lambda w: (-df[w], w)
-        )
+        extra = sorted((w for w, c in df.items() if c >= self.min_df and w not in known_set), key=lambda w: (-df[w], w))
         words = known + extra[: max(0, int(self.max_words) - len(known))]
         key = hashlib.sha256(json.dumps([encoder.digest, encoder.name, words, docs]).encode()).hexdigest()
-        if key in _CONTEXTUAL_CACHE:
-            return _CONTEXTUAL_CACHE[key]
-        vectors, counts = encoder.word_vectors(docs, vocabulary, words=words)
-        keep = (counts > 0).numpy()
-        if not keep.any():
-            raise ValueError("word_embeddings='contextual': no word of the vocabulary occurs in the texts")
-        table = WordEmbeddings(
-            f"contextual-{encoder.name}",
-            [w for w, k in zip(words, keep) if k],
-            vectors[torch.from_numpy(keep)].double().numpy(),
-        )
-        _CONTEXTUAL_CACHE[key] = table
-        while len(_CONTEXTUAL_CACHE) > 8:
-            del _CONTEXTUAL_CACHE[next(iter(_CONTEXTUAL_CACHE))]
-        return table
 
+        def learn() -> Any:
+            vectors, counts = encoder.word_vectors(docs, vocabulary, words=words)
+            keep = (counts > 0).numpy()
+            if not keep.any():
+                raise ValueError("word_embeddings='contextual': no word of the vocabulary occurs in the texts")
+            return WordEmbeddings(
+                f"contextual-{encoder.name}",
+                [w for w, k in zip(words, keep) if k],
+                vectors[torch.from_numpy(keep)].double().numpy(),
+            )
 
-_CONTEXTUAL_CACHE: dict[str, Any] = {}
+        return remember_table("contextual:" + key, learn)
 
 
 class _VectorStore:
