@@ -1,6 +1,8 @@
 """Shared test configuration: one torch thread per test process (``make test`` runs two workers, one
 per core; torch's OpenMP threads would otherwise spin against each other), and hypothesis profiles
-(``HYPOTHESIS_PROFILE=dev`` for a deeper run)."""
+(``HYPOTHESIS_PROFILE=dev`` for a deeper run). gpytorch is imported here so that the xdist
+controller has it whole before a worker reports one of its warnings: importing it from inside that
+report hit gpytorch's circular ``kernels``/``variational`` imports and crashed a worker."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import gpytorch  # noqa: E402, F401 -- imported whole here: pytest-xdist's controller imports a warning's module
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
