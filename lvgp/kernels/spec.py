@@ -290,8 +290,10 @@ class LDKSpec:
                 f"{name}.learn_word_vectors=False fixes the word vectors to pretrained embeddings: set its "
                 "word_embeddings (and pass texts, or counts with a vocabulary)"
             )
+        from ..base.embeddings import is_learned_source
+
         for part in _parts(self.word_embeddings):
-            if isinstance(part, str) and part not in ("corpus", "contextual"):
+            if isinstance(part, str) and not is_learned_source(part):
                 from ..datasets.loaders import embedding_names
 
                 if part not in embedding_names():
