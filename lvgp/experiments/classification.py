@@ -315,23 +315,16 @@ def _encoder_gpc(study, cell, data):
     return _gp_classifier_on_texts(study, cell, lambda dim: FeatureKernel(LinearKernel(), dim, normalize=True))
 
 
-def _gp_classifier_on_texts(study, cell, kernel_of_dim):
-    """The encoder GP classifiers' common settings (as ``ldk-gpc-plus``'s) around the kernel
-    ``kernel_of_dim(d)`` makes for the encoder's dimension ``d``."""
+def _gp_classifier_on_texts(study, cell, kernel_of_dim=None):
+    """``ldk-gpc-plus``'s classifier (its settings) reading the texts through the study's sentence
+    encoder, its word parts the study's vocabulary cut; with ``kernel_of_dim``, the kernel that makes
+    for the encoder's dimension ``d`` in place of the ``-plus`` spec."""
     from ..encoders import resolve_encoder
-    from ..models.gpc import LDKGPClassifier
 
-    return LDKGPClassifier(
-        kernel_of_dim(resolve_encoder(study.encoder, study.device).dim),
-        sentence_encoder=study.encoder,
-        vocabulary=_cut_vocabulary(study),
-        class_hyperparameters="shared",
-        alpha_epsilon=1e-6,
-        calibration="temperature",
-        max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER),
-        random_state=study.cell_seed(cell),
-        device=study.device,
-    )
+    model = _ldk_gpc_plus(study, cell, None)
+    if kernel_of_dim is not None:
+        model.set_params(kernel=kernel_of_dim(resolve_encoder(study.encoder, study.device).dim))
+    return model.set_params(sentence_encoder=study.encoder, vocabulary=_cut_vocabulary(study), device=study.device)
 
 
 @register_method(
@@ -346,8 +339,7 @@ def _gp_classifier_on_texts(study, cell, kernel_of_dim):
     "as written",
 )
 def _ldk_gpc_encoder(study, cell, data):
-    model = _ldk_gpc_plus(study, cell, data)
-    return model.set_params(sentence_encoder=study.encoder, vocabulary=_cut_vocabulary(study), device=study.device)
+    return _gp_classifier_on_texts(study, cell)
 
 
 def _bag_of_words_beside_encoder(dim: int):
