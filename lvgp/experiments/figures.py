@@ -11,13 +11,13 @@ matplotlib.use("Agg")  # files only; notebooks display the PNGs
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .registry import methods  # noqa: E402
+from .registry import GRID_FAMILY, methods  # noqa: E402
 
 
 def grid_methods(kind: str) -> list[str]:
-    """The methods of the family ``"gplvsm-grid"`` (their cells a grid over q and rho), in registration
-    order: the curves and the word map draw these."""
-    return [name for name, m in methods(kind).items() if m.family == "gplvsm-grid"]
+    """The methods of the family ``GRID_FAMILY`` (``lvgp.experiments.registry``), in registration order: the curves and the
+    word map draw these."""
+    return [name for name, m in methods(kind).items() if m.family == GRID_FAMILY]
 
 
 def _baselines(ax, records: list[dict], study) -> None:

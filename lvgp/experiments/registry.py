@@ -90,6 +90,10 @@ class Method:
     record: Callable[[Any, dict, Any], dict] | None = None
 
 
+#: the family of the GP-LVSM methods whose cells are a grid over q and rho: the regression figures draw
+#: their curves and word map (``Method.family``)
+GRID_FAMILY = "gplvsm-grid"
+
 _METHODS: dict[str, dict[str, Method]] = {}
 _STUDIES: dict[str, Any] = {}
 

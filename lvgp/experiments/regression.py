@@ -28,7 +28,7 @@ from ..base.metrics import gaussian_nlpd, regression_calibration
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
-from .registry import default_methods, register_method, register_study
+from .registry import GRID_FAMILY, default_methods, register_method, register_study
 from .study import (
     DEVICE_HELP,
     PARTIAL_NOTE,
@@ -56,8 +56,26 @@ def _topic_grid(study) -> list[dict]:
     return [{"K": k} for k in study.topics]
 
 
-#: the family of the GP-LVSM methods whose cells are a grid over q and rho (the paper's curves, the word map)
-GRID_FAMILY = "gplvsm-grid"
+def _linear_record(est, cell: dict, data) -> dict:
+    """Ridge, lasso and elastic net: the chosen penalty, and the coefficients of split 0 (the word map)."""
+    record: dict = {"chosen": {"alpha": est.alpha_, "l1_ratio": est.l1_ratio_}}
+    if cell["split"] == 0:
+        record["coef"] = dict(zip(data.vocabulary.words, est.coef_.tolist()))
+    return record
+
+
+def _word_vectors_record(est, cell: dict, data) -> dict:
+    """The GP-LVSM grid's q = 2 fits of split 0: the word vectors and counts the word map draws."""
+    if cell["params"].get("q") != 2 or cell["split"] != 0:
+        return {}
+    with warnings.catch_warnings():
+        # training words below min_df are not in the vocabulary, by design (counted in the record)
+        warnings.simplefilter("ignore", UnseenWordsWarning)
+        counts = np.asarray(data.vocabulary.counts(data.train_texts).sum(axis=0)).ravel()
+    return {
+        "word_vectors": dict(zip(data.vocabulary.words, est.word_vectors_.round(5).tolist())),
+        "word_counts": dict(zip(data.vocabulary.words, counts.astype(int).tolist())),
+    }
 
 
 @register_method(
@@ -68,7 +86,7 @@ GRID_FAMILY = "gplvsm-grid"
     uses_dev=True,
     default=True,
     family=GRID_FAMILY,
-    record=lambda est, cell, data: _word_vectors_record(est, cell, data),
+    record=_word_vectors_record,
 )
 def _gplvsm(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -90,7 +108,7 @@ def _gplvsm(study, cell, data):
     grid=_vb_grid,
     uses_dev=True,
     family=GRID_FAMILY,
-    record=lambda est, cell, data: _word_vectors_record(est, cell, data),
+    record=_word_vectors_record,
 )
 def _gplvsm_vb(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -176,9 +194,7 @@ def _linear(kind: str):
 
 
 for _kind, _label in (("ridge", "Ridge"), ("lasso", "Lasso"), ("elasticnet", "Elastic net")):
-    register_method(
-        "regression", _kind, _label, uses_dev=True, default=True, record=lambda e, c, d: _linear_record(e, c, d)
-    )(_linear(_kind))
+    register_method("regression", _kind, _label, uses_dev=True, default=True, record=_linear_record)(_linear(_kind))
 
 
 def _encoder_ridge(tfidf: bool):
@@ -246,7 +262,7 @@ def _gplvsm_encoder(study, cell, data):
     "GP-LVSM (sparse)",
     grid=_vb_grid,
     family=GRID_FAMILY,
-    record=lambda est, cell, data: _word_vectors_record(est, cell, data),
+    record=_word_vectors_record,
 )
 def _gplvsm_sparse(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -472,28 +488,6 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     if method.record is not None:
         record.update(method.record(est, cell, data))
     return record
-
-
-def _linear_record(est, cell: dict, data) -> dict:
-    """Ridge, lasso and elastic net: the chosen penalty, and the coefficients of split 0 (the word map)."""
-    record: dict = {"chosen": {"alpha": est.alpha_, "l1_ratio": est.l1_ratio_}}
-    if cell["split"] == 0:
-        record["coef"] = dict(zip(data.vocabulary.words, est.coef_.tolist()))
-    return record
-
-
-def _word_vectors_record(est, cell: dict, data) -> dict:
-    """The GP-LVSM grid's q = 2 fits of split 0: the word vectors and counts the word map draws."""
-    if cell["params"].get("q") != 2 or cell["split"] != 0:
-        return {}
-    with warnings.catch_warnings():
-        # training words below min_df are not in the vocabulary, by design (counted in the record)
-        warnings.simplefilter("ignore", UnseenWordsWarning)
-        counts = np.asarray(data.vocabulary.counts(data.train_texts).sum(axis=0)).ravel()
-    return {
-        "word_vectors": dict(zip(data.vocabulary.words, est.word_vectors_.round(5).tolist())),
-        "word_counts": dict(zip(data.vocabulary.words, counts.astype(int).tolist())),
-    }
 
 
 # ------------------------------------------------------------------ aggregation
