@@ -382,6 +382,15 @@ class _Params:
                 p.copy_(v)
 
 
+def parameter_state(
+    params: Sequence[torch.nn.Parameter],
+) -> tuple[Callable[[], list[torch.Tensor]], Callable[[list[torch.Tensor]], None]]:
+    """``(snapshot, restore)`` of the values of ``params``: :func:`fit_stochastic`'s ``state`` for
+    keeping the best validated iterate of a fit whose state is its parameters."""
+    flat = _Params(params)
+    return flat.snapshot, flat.restore
+
+
 class _EarlyStop(Exception):
     pass
 

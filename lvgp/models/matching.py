@@ -67,7 +67,7 @@ from .._typing import EmbeddingsSpec
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
-from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize
+from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD, pad_to_common_width
@@ -514,14 +514,6 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
                 total = total + loss.detach()
             return total / batches
 
-        def snapshot() -> list[torch.Tensor]:
-            return [p.detach().clone() for p in params]
-
-        def restore(values: list[torch.Tensor]) -> None:
-            with torch.no_grad():
-                for p, v in zip(params, values):
-                    p.copy_(v)
-
         return fit_stochastic(
             epoch,
             max_iter=int(self.max_iter),
@@ -531,7 +523,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             unit="epochs",
             validate=validation,
             n_iter_no_change=int(self.n_iter_no_change),
-            state=(snapshot, restore),
+            state=parameter_state(params),
             stacklevel=4,
             advice="lower lr",
             desc="LDK matching",
