@@ -126,6 +126,13 @@ class FitResult:
             )
 
 
+def _window_and_tol(window: int, tol: float) -> tuple[int, float]:
+    """A window rule's settings, checked: ``window >= 1``, ``tol`` finite and ``>= 0``."""
+    if window < 1 or not math.isfinite(tol) or tol < 0:
+        raise ValueError(f"window must be >= 1 and tol finite and >= 0; got {window!r}, {tol!r}")
+    return int(window), float(tol)
+
+
 class PlateauStopping:
     """The one stopping rule of lvgp's stochastic fits (:func:`fit_stochastic`: mini-batch SVI of the
     sparse GP-LVSM, the variational GP classifier and sLDA, the Monte Carlo ELBO of CLGP): the
@@ -149,9 +156,8 @@ class PlateauStopping:
     """
 
     def __init__(self, window: int, tol: float, start: int = 0) -> None:
-        if window < 1 or not math.isfinite(tol) or tol < 0:
-            raise ValueError(f"window must be >= 1 and tol finite and >= 0; got {window!r}, {tol!r}")
-        self.window, self.tol, self.start = int(window), float(tol), int(start)
+        self.window, self.tol = _window_and_tol(window, tol)
+        self.start = int(start)
         self.losses: list[float] = []
         self.checks = 0
         self.converged = False
@@ -219,9 +225,7 @@ class BestOfWindowStopping:
     have passed."""
 
     def __init__(self, window: int = 10, tol: float = 1e-7) -> None:
-        if window < 1 or not math.isfinite(tol) or tol < 0:
-            raise ValueError(f"window must be >= 1 and tol finite and >= 0; got {window!r}, {tol!r}")
-        self.window, self.tol = int(window), float(tol)
+        self.window, self.tol = _window_and_tol(window, tol)
 
     def converged(self, losses: Sequence[float]) -> bool:
         """Whether the losses so far (one per iteration) meet the rule."""
