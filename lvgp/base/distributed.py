@@ -15,11 +15,11 @@ mini-batches (:class:`~lvgp.SparseGPLVSMRegressor`, :class:`~lvgp.LDKGPClassifie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
-__all__ = ["all_reduce_step", "check_same_model", "process_group"]
+__all__ = ["all_reduce_step", "backward_on_share", "check_same_model", "process_group"]
 
 
 def process_group() -> tuple[int, int]:
@@ -60,3 +60,24 @@ def all_reduce_step(params: Sequence[torch.Tensor], loss: torch.Tensor, share: f
         p.grad = flat[offset : offset + g.numel()].view_as(g).clone()
         offset += g.numel()
     return flat[-1].to(loss.dtype)
+
+
+def backward_on_share(
+    rows: torch.Tensor,
+    loss_of: Callable[[torch.Tensor], torch.Tensor],
+    params: Sequence[torch.Tensor],
+    rank: int,
+    world_size: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """One step's gradients for a global batch ``rows`` (document indices): ``loss_of`` of this
+    process's share ``rows[rank::world_size]``, its ``backward``, and with more than one process
+    :func:`all_reduce_step`. Returns the global batch's loss (detached where it was all-reduced). A
+    share left empty by a batch smaller than the group contributes zero."""
+    mine = rows[rank::world_size]
+    if len(mine):
+        loss = loss_of(mine)
+        loss.backward()
+    else:
+        loss = torch.zeros((), dtype=torch.float64, device=device)
+    return all_reduce_step(params, loss, len(mine) / len(rows)) if world_size > 1 else loss

@@ -50,7 +50,7 @@ from .._random import derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.distributed import all_reduce_step, check_same_model, process_group
+from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_policy, fit_stochastic, log_prior, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -702,23 +702,18 @@ class LDKGPClassifier(
         # inside a torch.distributed group (torchrun): each process takes its share of every batch
         rank, world_size = process_group()
 
+        def share_loss(rows: torch.Tensor) -> torch.Tensor:
+            rows_device = rows.to(device)
+            return -mll(self.model_(trim_to_longest(x_device[rows_device], lengths[rows])), targets[rows_device])
+
         def epoch(it: int) -> torch.Tensor:
             perm = torch.randperm(n, generator=g)
             total = torch.zeros((), dtype=torch.float64, device=device)
             for b in range(0, n, batch):
                 rows = perm[b : b + batch]
-                mine = rows[rank::world_size]
                 ngd.zero_grad()
                 adam.zero_grad()
-                if len(mine):
-                    rows_device = mine.to(device)
-                    xb = trim_to_longest(x_device[rows_device], lengths[mine])
-                    loss = -mll(self.model_(xb), targets[rows_device])
-                    loss.backward()
-                else:  # a last batch smaller than the group: no share here
-                    loss = torch.zeros((), dtype=torch.float64, device=device)
-                if world_size > 1:
-                    loss = all_reduce_step([*natural, *others], loss, len(mine) / len(rows))
+                loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
                 ngd.step()
                 adam.step()
                 total = total + loss.detach() * len(rows)

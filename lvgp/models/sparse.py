@@ -48,7 +48,7 @@ from .._random import derive_seed, derive_seeds, seeded_torch
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.distributed import all_reduce_step, check_same_model, process_group
+from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fitting import PlateauStopping, fit_stochastic
 from ..base.numerics import NOISE_FLOOR, exact_numerics
@@ -419,22 +419,17 @@ class SparseGPLVSMRegressor(
                 return "max_epochs"
             return None
 
+        def share_loss(idx: torch.Tensor) -> torch.Tensor:
+            idx_device = idx.to(device)
+            return objective(trim_to_longest(x_device[idx_device], lengths[idx]), targets[idx_device])
+
         def step(it: int) -> torch.Tensor:
             if order["next"] >= n:  # a new epoch: a new permutation of the documents
                 order["perm"], order["next"] = torch.randperm(n, generator=g), 0
             batch = order["perm"][order["next"] : order["next"] + self.batch_size]
             order["next"] += self.batch_size
-            idx = batch[rank::world_size]
             opt.zero_grad()
-            if len(idx):
-                idx_device = idx.to(device)
-                xb = trim_to_longest(x_device[idx_device], lengths[idx])
-                loss = objective(xb, targets[idx_device])
-                loss.backward()
-            else:  # a last batch smaller than the group: this process has no share of it
-                loss = torch.zeros((), dtype=torch.float64, device=device)
-            if world_size > 1:
-                loss = all_reduce_step(params, loss, len(idx) / len(batch))
+            loss = backward_on_share(batch, share_loss, params, rank, world_size, device)
             opt.step()
             sizes.append(len(batch))
             if order["next"] >= n:
