@@ -53,3 +53,13 @@ def test_a_cgroup_quota_caps_the_cores(machine, monkeypatch):
     machine(16, 0.0)
     monkeypatch.setattr(executors, "_cgroup_cores", lambda: 3)
     assert executors.usable_cores() == 3 and executors.default_threads() == 3
+
+
+def test_process_workers_wait_passively_and_the_environment_is_given_back(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    seen = list(executors.ProcessExecutor(1, threads=1).run(_worker_policy, None, [{}]))
+    assert seen[0][1] == "PASSIVE" and "OMP_WAIT_POLICY" not in os.environ
+
+
+def _worker_policy(context, cell):
+    return os.environ.get("OMP_WAIT_POLICY")

@@ -149,8 +149,11 @@ class ProcessExecutor(Executor):
 
     def run(self, fn, context, cells):
         threads = self.threads or default_threads(self.jobs)
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by the workers' OpenMP at start-up
         ctx = multiprocessing.get_context("spawn")
+        # read by the workers' OpenMP when they start (they inherit the environment); this process's
+        # own environment is given back as it was when the study ends
+        own_policy = os.environ.get("OMP_WAIT_POLICY")
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(context, threads))
         try:
             futures = {pool.submit(_run_in_worker, fn, cell): cell for cell in cells}
@@ -166,6 +169,9 @@ class ProcessExecutor(Executor):
                 process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+        finally:
+            if own_policy is None:
+                os.environ.pop("OMP_WAIT_POLICY", None)
         pool.shutdown(wait=True)
 
 
