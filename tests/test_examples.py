@@ -79,6 +79,7 @@ BENCHMARKS = {
     "encoder_design.py": "(a) contextual word vectors in place of GloVe",
     "threads_under_load.py": "| beside one busy process |",
     "torchrun_steps.py": "| processes | s a step |",
+    "matching_speed.py": "| ldk-plus (now) |",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",

@@ -376,6 +376,79 @@ def test_self_inner_matches_the_reference_and_its_gradient(embedding):
     torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
 
 
+def _ragged_documents(n: int, num_words: int, width: int, seed: int) -> torch.Tensor:
+    """``n`` padded documents of 1..width-1 words (repeats included), padding at the end."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.full((n, width), PAD)
+    for i in range(n):
+        length = int(torch.randint(1, width, (1,), generator=g))
+        x[i, :length] = torch.randint(0, num_words, (length,), generator=g)
+    return x
+
+
+@pytest.mark.parametrize("embedding", ["linear", "rbf", "poly"])
+def test_both_routes_of_the_squared_norms_match_a_loop(embedding):
+    """self_inner's two exact routes -- each document's own Gram in buckets of like widths, and the
+    Gram of all distinct words -- equal a loop over the documents, values and gradients."""
+    from lvgp.kernels import mean_embedding as me
+
+    docs = _ragged_documents(70, 400, 50, seed=3)
+    k = LatentDistributionKernel(400, Q, embedding, seed=2, **HP).double()
+    latent = k.latent
+    d = me.DocumentSet(*me.document_weights(docs, torch.float64))
+    words, _ = d.distinct()
+    v = latent.index_select(0, words)
+    buckets = d.self_buckets()
+    assert len(buckets.buckets) > 1 and buckets.entries < 70 * 49**2
+    by_bucket = buckets.inner(v, k.embedding_gram)
+    b = d.bags()
+    rows = b.rows()
+    left = me.bag_product(b, k.embedding_gram(v, v))
+    by_words = torch.zeros(b.n).index_add_(0, rows, left[rows, b.words] * b.weights)
+    loop = []
+    for row in docs:
+        ids = row[row != PAD]
+        w = torch.full((len(ids),), 1.0 / len(ids))
+        loop.append(w @ k.embedding_gram(latent[ids], latent[ids]) @ w)
+    reference = torch.stack(loop)
+    for value in (by_bucket, by_words):
+        torch.testing.assert_close(value, reference, rtol=1e-12, atol=1e-12)
+        grad = torch.autograd.grad(value.sum(), k.word_vectors.raw_latent, retain_graph=True)[0]
+        expected = torch.autograd.grad(reference.sum(), k.word_vectors.raw_latent, retain_graph=True)[0]
+        torch.testing.assert_close(grad, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_the_fused_rbf_gram_takes_batched_inputs():
+    """rbf_gram's fused path (closed-form backward) on ``b x m x q`` inputs: the elementwise
+    formula's values, and gradcheck."""
+    from lvgp.kernels.embedding import rbf_gram
+
+    g = torch.Generator().manual_seed(0)
+    xa = torch.randn(3, 5, 2, generator=g, requires_grad=True)
+    xb = torch.randn(3, 4, 2, generator=g, requires_grad=True)
+    gamma = torch.tensor(0.8, requires_grad=True)
+    formula = torch.exp(-0.5 * gamma * (xa.unsqueeze(-2) - xb.unsqueeze(-3)).pow(2).sum(-1))
+    torch.testing.assert_close(rbf_gram(xa, xb, gamma), formula, rtol=1e-13, atol=1e-14)
+    assert torch.autograd.gradcheck(rbf_gram, (xa, xb, gamma))
+
+
+@pytest.mark.parametrize("level2", list(LEVEL2_KERNELS))
+@pytest.mark.parametrize("identity", [None, "joint", "separate"])
+def test_squared_rkhs_distance_is_the_kernels_own_expansion(level2, identity):
+    """K(i, i) + K(j, j) - 2 K(i, j) from the kernel's Gram and diagonal, with a document of no
+    known word (the zero embedding): the cross Gram's norms serve the diagonal unchanged."""
+    options = {} if identity is None else {"identity_weight": 0.6, "identity_form": identity}
+    k = make_kernel("rbf", level2, **options)
+    x1, x2 = X1.clone(), X2
+    x1[2] = PAD
+    with torch.no_grad():
+        d = k.squared_rkhs_distance(x1, x2, allow_empty=True)
+        a, b = torch.full((4, 4), PAD), torch.full((5, 4), PAD)
+        a[:, :4], b[:, :3] = x1, x2
+        cross, s1, s2 = k.forward(a, b), k.forward(a, a, diag=True), k.forward(b, b, diag=True)
+    torch.testing.assert_close(d, (s1[:, None] + s2[None, :] - 2 * cross).clamp_min(0), rtol=0, atol=1e-14)
+
+
 @pytest.mark.parametrize("embedding,level2", [("rbf", "linear"), ("rbf", "rbf"), ("poly", "poly")])
 def test_inputs_repeated_over_a_batch_are_evaluated_once(embedding, level2, monkeypatch):
     """gpytorch expands inputs over a multi-output model's batch (IndependentMultitask

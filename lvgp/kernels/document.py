@@ -276,9 +276,31 @@ class DocumentKernel(Kernel):
         x2 = self._check(x2, "x2", allow_empty)
         if x1.shape[-1] != x2.shape[-1]:
             x1, x2 = pad_to_common_width(x1, x2)
-        cross = self.forward(x1, x2)
-        s1, s2 = self.forward(x1, x1, diag=True), self.forward(x2, x2, diag=True)
-        return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * cross).clamp_min(0)
+        if self.active_dims is not None or x1.dim() > 2 or x2.dim() > 2 or not self.level2.needs_norms:
+            cross = self.forward(x1, x2)
+            s1, s2 = self.forward(x1, x1, diag=True), self.forward(x2, x2, diag=True)
+            return (s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2 * cross).clamp_min(0)
+        # a level 2 of the norms: K(i, i) = level2(s_i, s_i, s_i) from the norms the cross Gram
+        # computes anyway (one evaluation of each set's norms, not two)
+        latent = self._forward_state()
+        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        cross = self1 = self2 = None
+        for weight, part in self._parts(diag=False):
+            lin = part.gram(x1, x2, same, latent)
+            raw1, raw2 = self._squared_norms(lin, x1, x2, same, latent, part)
+            s1, s2 = (raw1, raw2) if not self.level2.floors_norms else self._floored(raw1, raw2, x1, x2, same, latent, part)
+            values = [
+                self.level2(lin, s1.unsqueeze(-1), s2.unsqueeze(-2)),
+                self.level2(raw1.unsqueeze(-1), s1.unsqueeze(-1), s1.unsqueeze(-1)).squeeze(-1),
+                self.level2(raw2.unsqueeze(-1), s2.unsqueeze(-1), s2.unsqueeze(-1)).squeeze(-1),
+            ]
+            if weight is not None:
+                values = [values[0] * weight, *(v * weight.squeeze(-1) for v in values[1:])]
+            cross = values[0] if cross is None else cross + values[0]
+            self1 = values[1] if self1 is None else self1 + values[1]
+            self2 = values[2] if self2 is None else self2 + values[2]
+        assert cross is not None and self1 is not None and self2 is not None
+        return (self1.unsqueeze(-1) + self2.unsqueeze(-2) - 2 * cross).clamp_min(0)
 
     def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:
         """The one input check: a padded integer tensor of ids below :attr:`num_words` (any

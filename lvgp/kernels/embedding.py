@@ -42,7 +42,7 @@ __all__ = [
 
 
 class _FusedRBFGram(torch.autograd.Function):
-    r""":math:`G_{st} = \exp(-\frac\gamma2\|\mathbf a_s - \mathbf b_t\|^2)` for ``m1 x q`` and ``m2 x q``
+    r""":math:`G_{st} = \exp(-\frac\gamma2\|\mathbf a_s - \mathbf b_t\|^2)` for ``*b x m1 x q`` and ``*b x m2 x q``
     inputs and a 0-dim :math:`\gamma`, in one ``m1 x m2`` buffer (the elementwise steps in place);
     backward from the closed form :math:`\partial G_{st}/\partial\mathbf a_s = -\gamma(\mathbf a_s - \mathbf b_t)G_{st}`
     (thesis eq. 3.20), two matrix products instead of autograd's chain of ``m1 x m2`` temporaries."""
@@ -169,12 +169,12 @@ def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor
 def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
     r"""RBF Gram :math:`\exp(-\frac\gamma2\|\mathbf x_a - \mathbf x_b\|^2)` (eq. 3.7).
 
-    Shapes: ``(*batch, m1, q)`` and ``(*batch, m2, q)`` -> ``(*batch, m1, m2)``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Unbatched
-    inputs with a scalar gamma take the fused path (:class:`_FusedRBFGram`). Not gpytorch's
+    Shapes: ``(*batch, m1, q)`` and ``(*batch, m2, q)`` -> ``(*batch, m1, m2)``; ``gamma`` broadcasts with trailing ``1 x 1`` dims. Inputs
+    of one batch shape with a scalar gamma take the fused path (:class:`_FusedRBFGram`). Not gpytorch's
     ``RBFKernel``: that owns its lengthscale as a module parameter and has no fused backward
     (tests/test_library_references.py checks the two agree); the CLGP and the GP
     covariate-embedding baseline use this one too."""
-    if xa.dim() == 2 and xb.dim() == 2 and gamma.numel() == 1:
+    if xa.shape[:-2] == xb.shape[:-2] and gamma.numel() == 1:
         return _FusedRBFGram.apply(xa, xb, gamma.reshape(()))
     sq = xa.pow(2).sum(-1).unsqueeze(-1) + xb.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xb.mT)
     return torch.exp(-0.5 * gamma * sq.clamp_min(0))

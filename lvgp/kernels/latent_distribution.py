@@ -375,7 +375,7 @@ class LatentDistributionKernel(DocumentKernel):
         return me.paired_inner(d1, d2, latent, self.embedding_gram, self._explicit)
 
     def _latent_self(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
-        return me.self_inner(d, latent, self.embedding_gram, self._explicit)
+        return me.self_inner(d, latent, self.embedding_gram, self._explicit, self.batch_shape)
 
     def _latent_gram(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor, symmetric: bool) -> Tensor:
         return me.mean_embedding_gram(

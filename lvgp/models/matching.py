@@ -441,7 +441,10 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             self.kernel_.raw_identity_weight.requires_grad_(self.learn_identity_weight)
         self.device_ = check_device(self.device)
         self.kernel_ = self.kernel_.to(self.device_)
-        xs, xt = xs.to(self.device_), xt.to(self.device_)
+        # one common width, once: the kernel keeps the derived sets (distinct words, bags, the
+        # bag-of-words Gram) of the tensors it is evaluated on, and padding at every evaluation
+        # would hand it new tensors each time
+        xs, xt = (x.to(self.device_) for x in pad_to_common_width(xs, xt))
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
         validation = self._validation(source_val, target_val)
@@ -613,7 +616,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
             warnings.simplefilter("ignore", UnseenWordsWarning)
             xs = self.source_vocabulary_.encode(sv, on_empty="keep", name="source_val")
             xt = self._target_to_kernel(self.target_vocabulary_.encode(tv, on_empty="keep", name="target_val"))
-        xs, xt = xs.to(self.device_), xt.to(self.device_)
+        xs, xt = (x.to(self.device_) for x in pad_to_common_width(xs, xt))  # once (as in fit)
 
         def score() -> float:
             with torch.no_grad():

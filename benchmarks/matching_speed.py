@@ -1,0 +1,152 @@
+"""Matching at CCA's pace (issue 41, 6): one ``ldk-plus`` cell of the matching study against one CCA
+cell on the same set, one thread, and the same ``ldk-plus`` cell with the code before this change.
+
+A cell is what ``lvgp compare matching`` runs: fit on the training pairs (the LDK matcher stops on
+the dev pairs), then rank the dev and the test targets. Each variant runs in its own process with
+one thread, one after the other in one run of this script, so "before" and "now" share the load.
+The ``ldk-plus`` cell: q = 32, rho 0.1, gamma 1, lambda ``--identity-weight`` (the committed
+Debian study's grid), L-BFGS from the CCA start; CCA: ``--cca-components`` at reg 0.1. Printed: the
+cell's seconds, the fit's seconds, L-BFGS evaluations (calls of the loss), the seconds per evaluation,
+test Precision@1, and each ``ldk-plus`` cell's time against CCA's. With ``--profile`` the "now" fit
+also runs under cProfile (top functions by own time, the table benchmarks/README.md keeps).
+
+    python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz [--set 0] [--before c43fba1]
+    python benchmarks/matching_speed.py --quick   # synthetic pairs, no download (the tests)
+
+``--pairs`` takes what the study takes: ``wagtail-de`` (fetched from the package registry; 1,019
+short messages, so ``--train 600``) or an aligned JSON-lines file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from _before import ROOT, extract, run_code
+
+CELL = r"""
+import json, sys, time, warnings
+import numpy as np, torch
+torch.set_num_threads(1)
+from threadpoolctl import threadpool_limits
+threadpool_limits(1)
+args = json.loads(sys.argv[1])
+from lvgp.experiments.matching import MatchingStudy, prepare
+from lvgp.models.matching import precision_at
+study = MatchingStudy(pairs=args["pairs"], methods=("ldk-plus", "cca"), min_df=args["min_df"], word_weighting="idf",
+                      train=args["train"], dev=args["dev"], test=args["test"], sets=args["set"] + 1, max_iter=args["max_iter"])
+train, dev, test, _ = prepare(study, args["set"])
+if args["method"] == "ldk-plus":
+    params = {"q": 32, "rho": 0.1, "gamma": 1.0, "identity_weight": args["identity_weight"]}
+else:
+    params = {"components": args["components"], "reg": 0.1}
+model = study.build({"method": args["method"], "split": args["set"], "params": params})
+evaluations = [0]
+if args["method"] == "ldk-plus":
+    loss = model._loss
+    def counted(*a, **k):
+        evaluations[0] += 1
+        return loss(*a, **k)
+    model._loss = counted
+warnings.simplefilter("ignore")
+profile = None
+start = time.perf_counter()
+if args.get("profile"):
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
+model.fit(*train, *(dev if args["method"] == "ldk-plus" else ()))
+if profile is not None:
+    profile.disable()
+fit = time.perf_counter() - start
+model.true_target_ranks(*dev)
+ranks = model.true_target_ranks(*test)
+cell = time.perf_counter() - start
+table = None
+if profile is not None:
+    import io, pstats
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(12)
+    table = out.getvalue()
+print(json.dumps({"fit": fit, "cell": cell, "evaluations": evaluations[0], "p1": precision_at(ranks, 1)[1],
+                  "n_iter": getattr(model, "n_iter_", None), "profile": table}))
+"""
+
+
+def synthetic_pairs(path: Path, n: int = 200, seed: int = 0) -> None:
+    """Aligned pairs without a download: each source text's words, each mapped to a target word
+    of its own (a few dropped, a few shared tokens such as names), so matching is learnable."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, 6)) for _ in range(300)]
+    names = ["".join(rng.choice(letters, 8)) for _ in range(37)]
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for i in range(n):
+            chosen = rng.choice(len(words), size=int(rng.integers(4, 12)), replace=False)
+            source = " ".join(words[j] for j in chosen) + " " + names[i % 37]
+            target = " ".join("ge" + words[j][::-1] for j in chosen if rng.random() > 0.1) + " " + names[i % 37]
+            fh.write(json.dumps({"id": i, "en": source, "de": target}) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="synthetic pairs, 100 training pairs (for the tests)")
+    parser.add_argument("--pairs", default="wagtail-de", help="what the matching study's --pairs takes")
+    parser.add_argument("--set", type=int, default=0)
+    parser.add_argument("--train", type=int, default=1000)
+    parser.add_argument("--dev", type=int, default=100)
+    parser.add_argument("--test", type=int, default=100)
+    parser.add_argument("--min-df", type=int, default=3)
+    parser.add_argument("--max-iter", type=int, default=300)
+    parser.add_argument("--identity-weight", type=float, default=1.0)
+    parser.add_argument("--cca-components", type=int, default=32)
+    parser.add_argument("--before", default="c43fba1", help="the commit to compare against ('' to skip)")
+    parser.add_argument("--profile", action="store_true", help="cProfile the 'now' ldk-plus fit")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        pairs = args.pairs
+        settings = {"train": args.train, "dev": args.dev, "test": args.test, "min_df": args.min_df}
+        if args.quick:
+            pairs = str(Path(tmp) / "pairs.jsonl.gz")
+            synthetic_pairs(Path(pairs))
+            settings = {"train": 100, "dev": 30, "test": 30, "min_df": 2}
+        common = {
+            "pairs": pairs,
+            "set": args.set,
+            "max_iter": 20 if args.quick else args.max_iter,
+            "identity_weight": args.identity_weight,
+            "components": min(args.cca_components, 16) if args.quick else args.cca_components,
+            **settings,
+        }
+        runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
+        runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
+        if args.before:
+            before = extract(args.before, Path(tmp) / "before")
+            runs[f"ldk-plus ({args.before})"] = run_code(CELL, before, {**common, "method": "ldk-plus"})
+    cca = runs["cca"]["cell"]
+    print(f"pairs: {'synthetic' if args.quick else args.pairs}, set {args.set}, {common['train']} training pairs, one thread")
+    print("| method | cell s | fit s | evaluations | s / evaluation | test P@1 | cell / CCA's |")
+    print("|---|---|---|---|---|---|---|")
+    for name, run in runs.items():
+        per = f"{run['fit'] / run['evaluations']:.3f}" if run["evaluations"] else "-"
+        evaluations = run["evaluations"] or "-"
+        print(
+            f"| {name} | {run['cell']:.2f} | {run['fit']:.2f} | {evaluations} | {per} | {run['p1']:.3f} | "
+            f"{run['cell'] / cca:.1f}x |"
+        )
+    if runs["ldk-plus (now)"]["profile"]:
+        from _profile import profile_table
+
+        print("\nProfile of the 'now' ldk-plus fit (cProfile, own time):\n")
+        print(profile_table(runs["ldk-plus (now)"]["profile"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
