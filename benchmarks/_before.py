@@ -36,5 +36,8 @@ def run_code(code: str, package: Path, args: dict, omp_threads: str | None = "1"
         [sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env, cwd=package
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"the run against {package} failed:\n{proc.stderr[-2000:]}")
+        killed = " (SIGKILL: the OOM killer?)" if proc.returncode == -9 else ""
+        raise RuntimeError(
+            f"the run against {package} failed{killed}:\n{proc.stderr[-2000:]}\nexit status {proc.returncode}{killed}"
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -11,7 +11,7 @@ test Precision@1, and each ``ldk-plus`` cell's time against CCA's. With ``--prof
 also runs under cProfile (top functions by own time, the table benchmarks/README.md keeps).
 
     python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz [--set 0] [--before c43fba1]
-    python benchmarks/matching_speed.py --quick   # synthetic pairs, no download (the tests)
+    python benchmarks/matching_speed.py --quick   # synthetic pairs, no download, no "before" (the tests)
 
 ``--pairs`` takes what the study takes: ``wagtail-de`` (fetched from the package registry; 1,019
 short messages, so ``--train 600``) or an aligned JSON-lines file.
@@ -126,11 +126,13 @@ def main(argv=None) -> int:
         }
         runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
         runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
-        if args.before:
+        if args.before and not args.quick:
             before = extract(args.before, Path(tmp) / "before")
             runs[f"ldk-plus ({args.before})"] = run_code(CELL, before, {**common, "method": "ldk-plus"})
     cca = runs["cca"]["cell"]
-    print(f"pairs: {'synthetic' if args.quick else args.pairs}, set {args.set}, {common['train']} training pairs, one thread")
+    print(
+        f"pairs: {'synthetic' if args.quick else args.pairs}, set {args.set}, {common['train']} training pairs, one thread"
+    )
     print("| method | cell s | fit s | evaluations | s / evaluation | test P@1 | cell / CCA's |")
     print("|---|---|---|---|---|---|---|")
     for name, run in runs.items():

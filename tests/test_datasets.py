@@ -176,3 +176,23 @@ def test_one_corpus_loader_for_every_study(tmp_path):
     np.testing.assert_allclose(regression.y, [4.5, 1.0])
     classification = load_corpus(str(path), "classification")
     assert list(classification.train_labels) == ["pos", "neg"] and classification.train_texts[0] == "good film"
+
+
+def test_zipf_topic_documents_are_padded_reproducible_and_zipf_like():
+    from lvgp import PAD
+    from lvgp.datasets import make_zipf_topic_documents
+
+    d = make_zipf_topic_documents(3000, num_words=5000, num_topics=20, max_length=200, chunk=1000, random_state=1)
+    again = make_zipf_topic_documents(3000, num_words=5000, num_topics=20, max_length=200, chunk=1000, random_state=1)
+    np.testing.assert_array_equal(d.X, again.X)
+    assert d.X.dtype == np.int32 and d.X.shape[0] == 3000 and d.X.shape[1] <= 200
+    kept = (d.X != PAD).sum(1)
+    np.testing.assert_array_equal(kept, np.minimum(d.lengths, 200))  # padding only at the end of a row
+    assert all((row[:k] != PAD).all() and (row[k:] == PAD).all() for row, k in zip(d.X[:50], kept[:50]))
+    assert d.X.max() < 5000 and len(d.y) == len(d.labels) == 3000 and abs(d.y.std() - 1) < 1e-12
+    assert 100 < np.median(d.lengths) < 200  # log-normal around the amazon-reviews median of ~140
+    counts = np.sort(np.bincount(d.X[d.X != PAD], minlength=5000))[::-1]
+    assert counts[0] > 5 * counts[49] > 5 * 5 * counts[999]  # frequencies fall off with the rank
+    assert set(np.unique(d.labels)) == {0, 1, 2, 3}
+    with pytest.raises(ValueError, match="num_classes"):
+        make_zipf_topic_documents(10, num_topics=2, num_classes=3)

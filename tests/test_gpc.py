@@ -310,3 +310,42 @@ def test_a_saved_classifier_reloads_and_predicts_bit_identically(case, tmp_path)
     torch.save({"format": "something else"}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a saved LDKGPClassifier"):
         LDKGPClassifier.load(tmp_path / "other.pt")
+
+
+def test_the_variational_start_takes_no_batched_lu_and_fits_on_two_threads():
+    """gpytorch starts q(u) by inverting the prior covariance with a batched LU, which torch runs
+    from several threads at once into MKL's non-thread-safe row swaps (pytorch/pytorch#141358): 4
+    classes and 256 inducing documents on 2 threads hung. The start by Cholesky is gpytorch's
+    start, and the fit finishes on 2 threads (in a subprocess: a hang fails by its timeout)."""
+    import subprocess
+    import sys
+
+    from gpytorch.variational import NaturalVariationalDistribution
+
+    from lvgp.models.gpc import _NaturalDistribution
+
+    prior = gpytorch.distributions.MultivariateNormal(
+        torch.zeros(3, 20, dtype=torch.float64), torch.eye(20, dtype=torch.float64).expand(3, 20, 20) * 2.0
+    )
+    ours = _NaturalDistribution(20, batch_shape=torch.Size([3])).double()
+    theirs = NaturalVariationalDistribution(20, batch_shape=torch.Size([3])).double()
+    for dist in (ours, theirs):
+        torch.manual_seed(0)
+        dist.initialize_variational_distribution(prior)
+    torch.testing.assert_close(ours.natural_vec, theirs.natural_vec, rtol=0, atol=1e-15)
+    torch.testing.assert_close(ours.natural_mat, theirs.natural_mat, rtol=0, atol=1e-15)
+    script = (
+        "import numpy as np, torch, warnings\n"
+        "torch.set_num_threads(2)\n"
+        "from lvgp.models.gpc import LDKGPClassifier\n"
+        "warnings.simplefilter('ignore')\n"
+        "g = np.random.default_rng(0)\n"
+        "X = torch.from_numpy(g.integers(0, 300, size=(300, 8)))\n"
+        "y = g.integers(0, 4, size=300)\n"
+        "LDKGPClassifier(inference='variational', num_inducing=256, batch_size=128, max_epochs=1, num_words=300,\n"
+        "                random_state=0).fit(X, y)\n"
+        "print('fitted')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0 and "fitted" in out.stdout, out.stderr[-2000:]
+    assert "DLASWP" not in out.stdout + out.stderr

@@ -77,7 +77,7 @@ def test_gplvsm_with_the_identity_part_predicts_the_gp_of_its_kernel():
     np.testing.assert_allclose(std, np.sqrt(var) * reg.y_std_, rtol=1e-7, atol=1e-8)
 
 
-def test_balanced_start_weighs_both_parts_alike():
+def test_balanced_start_weighs_both_parts_alike(monkeypatch):
     texts, y = reviews(20)
     reg = GPLVSMRegressor(LDKSpec(identity_weight="balanced"), max_iter=1, random_state=0)
     model = reg.fit(texts, y).model_  # one iteration: lambda near its start
@@ -90,6 +90,12 @@ def test_balanced_start_weighs_both_parts_alike():
         latent = ldk._latent_self(documents, ldk.latent).mean()
         bow = bag_of_words_self(documents).mean()
     assert balanced_identity_weight(ldk, x) == pytest.approx(float(latent / bow))
+    # over many documents: the means of every k-th one (its cost flat in n)
+    from lvgp.kernels import random_features
+
+    monkeypatch.setattr(random_features, "_BALANCE_DOCUMENTS", 7)
+    assert balanced_identity_weight(ldk, x) == balanced_identity_weight(ldk, x[::3])
+    monkeypatch.undo()
     with pytest.raises(ValueError, match="identity_weight must be None or a finite real number > 0 or 'balanced'"):
         GPLVSMRegressor(LDKSpec(identity_weight="half")).fit(texts, y)
     with pytest.raises(ValueError, match="identity_weight must be > 0"):

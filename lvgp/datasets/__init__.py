@@ -18,7 +18,15 @@ from .loaders import (
     read_regression_tsv,
 )
 from .registry import DataUnavailableError, data_home
-from .synthetic import SyntheticCorpus, TopicCorpus, make_slda_corpus, make_synonym_regression, synonym_embeddings
+from .synthetic import (
+    SyntheticCorpus,
+    TopicCorpus,
+    ZipfTopicDocuments,
+    make_slda_corpus,
+    make_synonym_regression,
+    make_zipf_topic_documents,
+    synonym_embeddings,
+)
 
 __all__ = [
     "SyntheticCorpus",
@@ -26,6 +34,8 @@ __all__ = [
     "synonym_embeddings",
     "make_slda_corpus",
     "TopicCorpus",
+    "make_zipf_topic_documents",
+    "ZipfTopicDocuments",
     "RegressionCorpus",
     "ClassificationCorpus",
     "WordEmbeddings",

@@ -155,3 +155,97 @@ def synonym_embeddings(
     for w, syn in synonyms.items():
         vectors[syn] = vectors[w] + synonym_noise * rng.standard_normal(dim)
     return WordEmbeddings("synthetic", list(vectors), np.array(list(vectors.values()))), synonyms
+
+
+@dataclass
+class ZipfTopicDocuments:
+    """Padded documents drawn by :func:`make_zipf_topic_documents`, with their targets."""
+
+    X: np.ndarray  #: ``n x width`` word ids (``int32``), padding ``-1`` at the end of each row
+    y: np.ndarray  #: the regression target: ``theta @ beta`` plus noise, standardized
+    labels: np.ndarray  #: the class: the group of topics with the largest share of the document
+    lengths: np.ndarray  #: tokens per document (before the cap)
+    num_words: int
+
+
+def make_zipf_topic_documents(
+    n: int,
+    num_words: int = 50_000,
+    num_topics: int = 50,
+    num_classes: int = 4,
+    length_log_mean: float = 4.95,
+    length_log_std: float = 0.90,
+    max_length: int = 512,
+    zipf_exponent: float = 1.07,
+    alpha: float = 0.1,
+    noise: float = 0.3,
+    chunk: int = 20_000,
+    random_state: int | None = None,
+) -> ZipfTopicDocuments:
+    r"""Documents of an LDA generator with Zipf word frequencies, for benchmarks at large ``n``.
+
+    Each of ``num_topics`` topics is a Zipf law (rank :math:`r` has weight :math:`r^{-s}`,
+    ``zipf_exponent`` :math:`s`) over its own random ordering of half the vocabulary, mixed half and
+    half with a Zipf law over the whole vocabulary shared by all topics (the common words), so the
+    corpus's word frequencies fall off as Zipf's. A document draws :math:`\theta \sim
+    \mathrm{Dir}(\alpha)`, a log-normal length (defaults: the ``amazon-reviews`` corpus's token
+    counts, median 141, 99th percentile ~1,100; capped at ``max_length``) and each token's topic
+    and word. Targets: ``y = theta @ beta + noise * eps`` (``beta`` standard normal per topic),
+    standardized; ``labels``: the argmax over ``num_classes`` groups of consecutive topics of the
+    document's topic shares.
+
+    Drawn in chunks of ``chunk`` documents (memory: the output and one chunk), each from its own
+    child of ``random_state`` (``numpy.random.SeedSequence.spawn``). Returns a
+    :class:`ZipfTopicDocuments`: the padded ``int32`` ids as a padded-tensor input of the estimators
+    takes them (with ``num_words``).
+    """
+    if n < 1 or num_words < 2 or num_topics < 1 or not 1 <= num_classes <= num_topics or max_length < 1:
+        raise ValueError(
+            "make_zipf_topic_documents needs n >= 1, num_words >= 2, 1 <= num_classes <= num_topics, "
+            f"max_length >= 1; got n={n}, num_words={num_words}, num_topics={num_topics}, "
+            f"num_classes={num_classes}, max_length={max_length}"
+        )
+    root = np.random.SeedSequence(random_state)
+    topics_seed, beta_seed, *chunk_seeds = root.spawn(2 + (n + chunk - 1) // chunk)
+    rng = np.random.default_rng(topics_seed)
+    shared = np.arange(1, num_words + 1, dtype=float) ** -zipf_exponent
+    shared /= shared.sum()
+    own_size = max(1, num_words // 2)
+    own_weights = np.arange(1, own_size + 1, dtype=float) ** -zipf_exponent
+    own_weights /= own_weights.sum()
+    cumulative = np.empty((num_topics, num_words))
+    for k in range(num_topics):
+        p = 0.5 * shared
+        np.add.at(p, rng.permutation(num_words)[:own_size], 0.5 * own_weights)
+        cumulative[k] = np.cumsum(p)
+    cumulative[:, -1] = 1.0
+    beta = np.random.default_rng(beta_seed).standard_normal(num_topics)
+    groups = np.arange(num_topics) * num_classes // num_topics
+    X = np.full((n, max_length), -1, dtype=np.int32)
+    y = np.empty(n)
+    labels = np.empty(n, dtype=np.int64)
+    lengths = np.empty(n, dtype=np.int64)
+    for c, seed in enumerate(chunk_seeds):
+        r = np.random.default_rng(seed)
+        lo, hi = c * chunk, min(n, (c + 1) * chunk)
+        m = hi - lo
+        theta = r.dirichlet(np.full(num_topics, alpha), size=m)
+        length = np.maximum(1, np.rint(np.exp(r.normal(length_log_mean, length_log_std, size=m)))).astype(np.int64)
+        kept = np.minimum(length, max_length)
+        doc = np.repeat(np.arange(m), kept)
+        topic = (r.random(len(doc))[:, None] > np.cumsum(theta, 1)[doc]).sum(1).clip(max=num_topics - 1)
+        word = np.empty(len(doc), dtype=np.int64)
+        u = r.random(len(doc))
+        for k in np.unique(topic):
+            at = topic == k
+            word[at] = np.searchsorted(cumulative[k], u[at], side="right").clip(max=num_words - 1)
+        position = np.arange(len(doc)) - np.repeat(np.cumsum(kept) - kept, kept)
+        X[lo + doc, position] = word
+        y[lo:hi] = theta @ beta + noise * r.standard_normal(m)
+        shares = np.zeros((m, num_classes))
+        np.add.at(shares.T, groups, theta.T)
+        labels[lo:hi] = shares.argmax(1)
+        lengths[lo:hi] = length
+    width = int(min(max_length, lengths.max()))
+    y = (y - y.mean()) / (y.std() or 1.0)
+    return ZipfTopicDocuments(X[:, :width], y, labels, lengths, num_words)

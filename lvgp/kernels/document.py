@@ -284,22 +284,22 @@ class DocumentKernel(Kernel):
         # computes anyway (one evaluation of each set's norms, not two)
         latent = self._forward_state()
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        cross = self1 = self2 = None
+        totals: list[Tensor] = []  # K(i, j), K(i, i), K(j, j), summed over the parts
         for weight, part in self._parts(diag=False):
             lin = part.gram(x1, x2, same, latent)
             raw1, raw2 = self._squared_norms(lin, x1, x2, same, latent, part)
-            s1, s2 = (raw1, raw2) if not self.level2.floors_norms else self._floored(raw1, raw2, x1, x2, same, latent, part)
+            s1, s2 = (raw1, raw2)
+            if self.level2.floors_norms:
+                s1, s2 = self._floored(raw1, raw2, x1, x2, same, latent, part)
             values = [
                 self.level2(lin, s1.unsqueeze(-1), s2.unsqueeze(-2)),
                 self.level2(raw1.unsqueeze(-1), s1.unsqueeze(-1), s1.unsqueeze(-1)).squeeze(-1),
                 self.level2(raw2.unsqueeze(-1), s2.unsqueeze(-1), s2.unsqueeze(-1)).squeeze(-1),
             ]
-            if weight is not None:
+            if weight is not None:  # viewed for n1 x n2; the diagonals take it without the last dim
                 values = [values[0] * weight, *(v * weight.squeeze(-1) for v in values[1:])]
-            cross = values[0] if cross is None else cross + values[0]
-            self1 = values[1] if self1 is None else self1 + values[1]
-            self2 = values[2] if self2 is None else self2 + values[2]
-        assert cross is not None and self1 is not None and self2 is not None
+            totals = values if not totals else [t + v for t, v in zip(totals, values)]
+        cross, self1, self2 = totals
         return (self1.unsqueeze(-1) + self2.unsqueeze(-2) - 2 * cross).clamp_min(0)
 
     def _check(self, x: Tensor, name: str, allow_empty: bool = False) -> Tensor:

@@ -49,6 +49,10 @@ GramFunction = Callable[[Tensor, Tensor], Tensor]
 
 # Entries of per-document L1 x L2 Gram blocks evaluated at once (bounds memory of the diagonal path).
 _BLOCK_ENTRIES = 2**22
+# About how many buckets of like widths self_inner cuts documents into (each costs a few dispatches)
+_SELF_BUCKETS = 8
+# Entries of a word Gram above which self_inner takes the buckets on a GPU too (512 MB of float64)
+_LARGE_GRAM = 2**26
 
 
 def gather_rows(table: Tensor, idx: Tensor) -> Tensor:
@@ -189,8 +193,9 @@ class DocumentSet:
 
 class SelfBuckets:
     r"""Bags laid out for each document's own Gram: documents sorted by their number of distinct
-    words :math:`L_i` and cut into buckets (each at most ``_BLOCK_ENTRIES`` Gram entries, a bucket's
-    widest at most 5/4 of its narrowest plus 8), each an ``c x L`` table of local word ids and weights
+    words :math:`L_i` and cut into about ``_SELF_BUCKETS`` buckets (each at most ``_BLOCK_ENTRIES``
+    Gram entries; a bucket's widest at most 5/4 of its narrowest plus 8, or more where the lengths
+    spread over more than 1.25^8), each an ``c x L`` table of local word ids and weights
     (0 past a document's words). ``entries``: the Gram entries of one evaluation,
     :math:`\sum_\text{buckets} c\,L^2`."""
 
@@ -207,13 +212,17 @@ class SelfBuckets:
         sorted_lengths = lengths[order].tolist()
         self.buckets: list[tuple[Tensor, Tensor]] = []
         self.entries = 0
+        # widths grow by a ratio of at least 5/4, and by more where the lengths spread wider, so that
+        # there are about _SELF_BUCKETS buckets (each costs its own few dispatches)
+        spread = max(1, sorted_lengths[-1]) / max(1, sorted_lengths[0]) if b.n else 1.0
+        ratio = max(1.25, spread ** (1 / _SELF_BUCKETS))
         start = 0
         while start < b.n:
             first = max(1, sorted_lengths[start])
             end = start + 1
             while end < b.n:
                 widest = max(1, sorted_lengths[end])
-                if widest > first * 5 // 4 + 8 or (end + 1 - start) * widest**2 > _BLOCK_ENTRIES:
+                if widest > first * ratio + 8 or (end + 1 - start) * widest**2 > _BLOCK_ENTRIES:
                     break
                 end += 1
             widest = max(1, sorted_lengths[end - 1])
@@ -300,8 +309,10 @@ def self_inner(
     (batched ones take :func:`paired_inner`) the cheaper of two exact routes:
 
     * each document's own Gram of its :math:`L_i` distinct words, documents sorted by
-      :math:`L_i` and batched in buckets of like widths (:class:`SelfBuckets`):
-      :math:`\sum_i L_i^2` Gram entries (a kernel without ``batch_shape``);
+      :math:`L_i` and batched in buckets of like widths (:class:`SelfBuckets`): about
+      :math:`\sum_i L_i^2` Gram entries (a kernel without ``batch_shape``; on CPU, and on a GPU where
+      the Gram of all distinct words would exceed ``_LARGE_GRAM`` entries: below that, the buckets'
+      launches and the host reads that cut them cost a GPU more than the entries they save);
     * the Gram of all :math:`u` distinct words, :math:`\mathrm{diag}(C G C^\top)`: :math:`u^2`
       entries and :math:`O(\mathrm{nnz}\,u)` for the sparse product.
 
@@ -313,7 +324,9 @@ def self_inner(
     words, _ = d.distinct()
     v = latent.index_select(-2, words)
     b = d.bags()
-    if not len(batch_shape):
+    # on a GPU the buckets' launches and host reads cost more than the entries they save, unless the
+    # Gram of all distinct words is large (a corpus's 50,000 words: 2.5G entries)
+    if not len(batch_shape) and (latent.device.type == "cpu" or len(words) ** 2 > _LARGE_GRAM):
         buckets = d.self_buckets()
         if buckets.entries < len(words) ** 2:
             return buckets.inner(v, gram)

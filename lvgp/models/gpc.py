@@ -117,6 +117,25 @@ def _class_covariance(covar_module: gpytorch.kernels.Kernel, x: torch.Tensor, ba
     return covar
 
 
+class _NaturalDistribution(NaturalVariationalDistribution):
+    """gpytorch's natural-parameter q(u), started from the prior through its Cholesky factor.
+
+    gpytorch inverts the prior covariance by LU (``Tensor.inverse``). torch's batched LU calls
+    MKL's ``dgetrf`` from several threads at once for matrices of more than ~14 rows (a grain-size
+    heuristic that rounds to "always parallel", pytorch/pytorch#141358 and #142815, fix proposed in
+    #181570), and MKL's row swaps are not thread-safe: with 2 torch threads, 4 classes and 256
+    inducing documents the fit printed ``Intel oneMKL ERROR: Parameter 6 was incorrect on entry to
+    DLASWP`` and hung. The prior covariance is positive definite (the whitened prior: the identity),
+    so its inverse is taken by Cholesky, which has no pivots: the same start, on any thread count."""
+
+    def initialize_variational_distribution(self, prior_dist: Any) -> None:
+        prior_prec = torch.cholesky_inverse(torch.linalg.cholesky(prior_dist.covariance_matrix))
+        prior_mean = prior_dist.mean
+        noise = torch.randn_like(prior_mean).mul_(self.mean_init_std)
+        self.natural_vec.data.copy_((prior_prec @ prior_mean.unsqueeze(-1)).squeeze(-1).add_(noise))
+        self.natural_mat.data.copy_(prior_prec.mul(-0.5))
+
+
 class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
     """``C`` exact GPs (batch shape ``C``) on the Dirichlet-transformed labels of
     ``likelihood`` (a :class:`gpytorch.likelihoods.DirichletClassificationLikelihood`), sharing
@@ -156,7 +175,7 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
         shared_outputscale: bool = False,
     ):
         batch = torch.Size([n_latent]) if n_latent > 1 else torch.Size([])
-        dist = NaturalVariationalDistribution(inducing.shape[0], batch_shape=batch)
+        dist = _NaturalDistribution(inducing.shape[0], batch_shape=batch)
         strategy = PaddedVariationalStrategy(self, inducing, dist, learn_inducing_locations=False, jitter_val=jitter)
         if n_latent > 1:
             strategy = IndependentMultitaskVariationalStrategy(strategy, num_tasks=n_latent)

@@ -1,0 +1,158 @@
+"""Large N (issue 41, 2): one epoch of the sparse GP-LVSM and of the variational GP classifier over
+documents of an LDA generator with Zipf word frequencies, time and memory against n.
+
+The corpus: :func:`lvgp.datasets.make_zipf_topic_documents` (V = 50,000 words, 50 topics, lengths
+log-normal as the ``amazon-reviews`` corpus's, capped at 512 tokens; the regression target linear
+in the topic shares, the class the largest of 4 topic groups) -- no registry corpus of a million
+documents was found with the licence care of the data sets. Each estimator is fitted for exactly
+one epoch (``max_epochs=1``) with its default kernel, ``--inducing`` inducing documents and batches
+of ``--batch``, in a fresh process per (estimator, n, code) so that peak memory is per run.
+
+Printed per row: seconds for the epoch (the fit, inducing selection included), microseconds per
+document, Adam steps, the process's peak resident memory and that less the corpus's own arrays
+(flat in n when the model's memory does not grow with n), and the operations a step dispatches:
+``torch.profiler`` over a fit of 2 and of 4 steps on the first 4,000 documents, the difference
+halved -- on a GPU the CUDA kernels launched (and the fraction of a step's wall time they run,
+the GPU busy fraction), on CPU the leaf ATen operators (each would be a launch on a GPU). With
+``--before COMMIT`` the same rows for the code at that commit, measured in the same run.
+
+    python benchmarks/large_n.py --docs 50000 --threads 2 [--before c43fba1]
+    python benchmarks/large_n.py --docs 1000000 --device cuda          # the GPU goal: under 60 s
+    python benchmarks/large_n.py --quick                                # small, for the tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from _before import ROOT, extract, run_code
+
+CHILD = r"""
+import json, resource, sys, time, warnings
+import numpy as np, torch
+args = json.loads(sys.argv[1])
+torch.set_num_threads(args["threads"])
+from threadpoolctl import threadpool_limits
+threadpool_limits(args["threads"])
+from lvgp import LDKGPClassifier, SparseGPLVSMRegressor
+import importlib.util  # the generator of today's tree, whichever code is measured
+spec = importlib.util.spec_from_file_location("zipf_documents", args["generator"])
+generator = importlib.util.module_from_spec(spec)
+sys.modules["zipf_documents"] = generator  # dataclasses look their module up
+spec.loader.exec_module(generator)
+warnings.simplefilter("ignore")
+data = generator.make_zipf_topic_documents(args["n"], num_words=args["num_words"], max_length=args["max_length"], random_state=0)
+X = torch.from_numpy(data.X.astype(np.int64))
+data_mib = (X.numel() * X.element_size() + data.X.nbytes) / 2**20
+
+def estimator(max_epochs=None, max_steps=None):
+    common = dict(num_inducing=args["inducing"], batch_size=args["batch"], num_words=data.num_words,
+                  random_state=0, device=args["device"])
+    if args["model"] == "sparse-gplvsm":
+        return SparseGPLVSMRegressor(max_epochs=max_epochs, max_steps=max_steps or 10**9, **common)
+    return LDKGPClassifier(inference="variational", max_epochs=max_epochs or 10**9, **common)
+
+def fit(model, n):
+    target = data.y if args["model"] == "sparse-gplvsm" else data.labels
+    return model.fit(X[:n], target[:n])
+
+start = time.perf_counter()
+model = fit(estimator(max_epochs=1), args["n"])
+if args["device"] != "cpu":
+    torch.cuda.synchronize()
+seconds = time.perf_counter() - start
+steps = model.n_iter_ if args["model"] == "sparse-gplvsm" else -(-args["n"] // args["batch"])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+from torch.profiler import ProfilerActivity, profile
+from torch.autograd import DeviceType
+
+def dispatched(k):
+    n = min(args["n"], 4000)
+    if args["model"] == "sparse-gplvsm":
+        m = estimator(max_steps=k)
+    else:  # one epoch of k batches: k steps
+        m, n = estimator(max_epochs=1), k * args["batch"]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args["device"] != "cpu" else [])
+    with profile(activities=activities) as prof:
+        fit(m, n)
+    events = prof.events()
+    if args["device"] != "cpu":
+        kernels = [e for e in events if e.device_type == DeviceType.CUDA]
+        return len(kernels), sum(e.device_time_total for e in kernels) / 1e6
+    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children), 0.0
+
+(o2, b2), (o4, b4) = dispatched(2), dispatched(4)
+t = time.perf_counter(); dispatched(4); t4 = time.perf_counter() - t
+t = time.perf_counter(); dispatched(2); t2 = time.perf_counter() - t
+busy = (b4 - b2) / max(1e-9, t4 - t2) if args["device"] != "cpu" else None
+print(json.dumps({"seconds": seconds, "steps": steps, "peak_mib": peak, "data_mib": data_mib,
+                  "ops_per_step": (o4 - o2) / 2, "gpu_busy": busy}))
+"""
+
+MODELS = ("sparse-gplvsm", "variational-gpc")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3,000 documents of 2,000 words, 16 inducing (tests)")
+    parser.add_argument("--docs", default="50000", help="comma-separated corpus sizes")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--inducing", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--max-length", type=int, default=512, help="tokens a document keeps (amazon-reviews lengths up to 512)"
+    )
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--before", default="", help="also run the code at this commit (e.g. c43fba1)")
+    args = parser.parse_args(argv)
+    sizes = [3000] if args.quick else [int(s) for s in args.docs.split(",")]
+    common = {
+        "threads": args.threads,
+        "device": args.device,
+        "inducing": 16 if args.quick else args.inducing,
+        "batch": 128 if args.quick else args.batch,
+        "num_words": 2000 if args.quick else 50_000,
+        "max_length": 64 if args.quick else args.max_length,
+        "generator": str(ROOT / "lvgp" / "datasets" / "synthetic.py"),
+    }
+    device = args.device
+    if device != "cpu":
+        import torch
+
+        device = torch.cuda.get_device_name(torch.device(device))
+    print(
+        f"device: {device}; {args.threads} thread(s); {common['inducing']} inducing documents, batches of "
+        f"{common['batch']}; V = {common['num_words']:,}; documents capped at {common['max_length']} tokens"
+    )
+    print("| model | code | n | epoch s | us / doc | steps | peak MiB | peak less data MiB | ops / step | GPU busy |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        codes = {"now": ROOT}
+        if args.before:
+            codes[args.before] = extract(args.before, Path(tmp) / "before")
+        for model in args.models.split(","):
+            for n in sizes:
+                for code, package in codes.items():
+                    try:
+                        r = run_code(CHILD, package, {**common, "model": model, "n": n}, omp_threads=str(args.threads))
+                    except RuntimeError as err:  # e.g. killed by the kernel's OOM killer: say so in the table
+                        last = (str(err).strip().splitlines() or ["?"])[-1][:80]
+                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | |", flush=True)
+                        continue
+                    busy = "-" if r["gpu_busy"] is None else f"{r['gpu_busy']:.0%}"
+                    print(
+                        f"| {model} | {code} | {n:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / n:.0f} | "
+                        f"{r['steps']} | {r['peak_mib']:.0f} | "
+                        f"{r['peak_mib'] - r['data_mib']:.0f} | {r['ops_per_step']:.0f} | {busy} |",
+                        flush=True,
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
