@@ -80,7 +80,7 @@ BENCHMARKS = {
     "threads_under_load.py": "| beside one busy process |",
     "torchrun_steps.py": "| processes | s a step |",
     "matching_speed.py": "| ldk-plus (now) |",
-    "large_n.py": "| variational-gpc | now | 3,000 |",
+    "large_n.py": "| variational-gpc | now | 1,000 |",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",
