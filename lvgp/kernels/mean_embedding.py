@@ -53,6 +53,8 @@ _BLOCK_ENTRIES = 2**22
 _SELF_BUCKETS = 8
 # Entries of a word Gram above which self_inner takes the buckets on a GPU too (512 MB of float64)
 _LARGE_GRAM = 2**26
+# The fewest Gram entries a bucket of self_inner holds on average for the buckets to be taken
+_BUCKET_ENTRIES = 2**16
 
 
 def gather_rows(table: Tensor, idx: Tensor) -> Tensor:
@@ -310,7 +312,8 @@ def self_inner(
 
     * each document's own Gram of its :math:`L_i` distinct words, documents sorted by
       :math:`L_i` and batched in buckets of like widths (:class:`SelfBuckets`): about
-      :math:`\sum_i L_i^2` Gram entries (a kernel without ``batch_shape``; on CPU, and on a GPU where
+      :math:`\sum_i L_i^2` Gram entries (a kernel without ``batch_shape``; buckets of at least
+      ``_BUCKET_ENTRIES`` entries on average, not many tiny operators; on CPU, and on a GPU where
       the Gram of all distinct words would exceed ``_LARGE_GRAM`` entries: below that, the buckets'
       launches and the host reads that cut them cost a GPU more than the entries they save);
     * the Gram of all :math:`u` distinct words, :math:`\mathrm{diag}(C G C^\top)`: :math:`u^2`
@@ -328,7 +331,9 @@ def self_inner(
     # Gram of all distinct words is large (a corpus's 50,000 words: 2.5G entries)
     if not len(batch_shape) and (latent.device.type == "cpu" or len(words) ** 2 > _LARGE_GRAM):
         buckets = d.self_buckets()
-        if buckets.entries < len(words) ** 2:
+        # and only buckets large enough that their operators are not tiny ones (on two threads,
+        # many tiny parallel operators spin: the demo's predictions took 1.7x the CPU time)
+        if buckets.entries < len(words) ** 2 and buckets.entries >= _BUCKET_ENTRIES * len(buckets.buckets):
             return buckets.inner(v, gram)
     left = bag_product(b, gram(v, v))  # n x u: C G
     rows = b.rows()
