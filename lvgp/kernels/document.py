@@ -287,10 +287,7 @@ class DocumentKernel(Kernel):
         totals: list[Tensor] = []  # K(i, j), K(i, i), K(j, j), summed over the parts
         for weight, part in self._parts(diag=False):
             lin = part.gram(x1, x2, same, latent)
-            raw1, raw2 = self._squared_norms(lin, x1, x2, same, latent, part)
-            s1, s2 = (raw1, raw2)
-            if self.level2.floors_norms:
-                s1, s2 = self._floored(raw1, raw2, x1, x2, same, latent, part)
+            raw1, raw2, s1, s2 = self._level2_norms(lin, x1, x2, same, latent, part)
             values = [
                 self.level2(lin, s1.unsqueeze(-1), s2.unsqueeze(-2)),
                 self.level2(raw1.unsqueeze(-1), s1.unsqueeze(-1), s1.unsqueeze(-1)).squeeze(-1),
@@ -363,11 +360,19 @@ class DocumentKernel(Kernel):
         lin = part.gram(x1, x2, same, latent)
         s1 = s2 = None
         if level2.needs_norms:
-            s1, s2 = self._squared_norms(lin, x1, x2, same, latent, part)
-            if level2.floors_norms:
-                s1, s2 = self._floored(s1, s2, x1, x2, same, latent, part)
+            _, _, s1, s2 = self._level2_norms(lin, x1, x2, same, latent, part)
             s1, s2 = s1.unsqueeze(-1), s2.unsqueeze(-2)
         return level2(lin, s1, s2)
+
+    def _level2_norms(
+        self, lin: Tensor, x1: Tensor, x2: Tensor, same: bool, latent: Tensor, part: InnerProducts
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The squared norms of ``x1`` and ``x2`` under ``part`` (given their Gram ``lin``), as computed
+        and as the level-2 kernel takes them (floored where it floors them)."""
+        raw1, raw2 = self._squared_norms(lin, x1, x2, same, latent, part)
+        if not self.level2.floors_norms:
+            return raw1, raw2, raw1, raw2
+        return (raw1, raw2, *self._floored(raw1, raw2, x1, x2, same, latent, part))
 
     def __call__(self, x1: Tensor, x2: Tensor | None = None, diag: bool = False, **params: Any) -> Any:
         """As :meth:`gpytorch.kernels.Kernel.__call__`, validating inputs eagerly (any integer

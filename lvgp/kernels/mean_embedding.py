@@ -326,7 +326,6 @@ def self_inner(
         return paired_inner(d, d, latent, gram, explicit)
     words, _ = d.distinct()
     v = latent.index_select(-2, words)
-    b = d.bags()
     # on a GPU the buckets' launches and host reads cost more than the entries they save, unless the
     # Gram of all distinct words is large (a corpus's 50,000 words: 2.5G entries)
     if not len(batch_shape) and (latent.device.type == "cpu" or len(words) ** 2 > _LARGE_GRAM):
@@ -335,6 +334,7 @@ def self_inner(
         # many tiny parallel operators spin: the demo's predictions took 1.7x the CPU time)
         if buckets.entries < len(words) ** 2 and buckets.entries >= _BUCKET_ENTRIES * len(buckets.buckets):
             return buckets.inner(v, gram)
+    b = d.bags()
     left = bag_product(b, gram(v, v))  # n x u: C G
     rows = b.rows()
     return torch.zeros(b.n, dtype=left.dtype, device=left.device).index_add_(0, rows, left[rows, b.words] * b.weights)

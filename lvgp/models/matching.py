@@ -416,6 +416,10 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
                 EmptyDocumentsWarning,
             )
         features = self._word_features(source, target)
+        # one common width, once: the kernel keeps the derived sets (distinct words, bags, the
+        # bag-of-words Gram) of the tensors it is evaluated on, and padding at every evaluation
+        # would hand it new tensors each time
+        xs, xt = pad_to_common_width(xs, xt)
         seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
         rho, gamma = float(spec.rho or 0.0), float(spec.gamma)
@@ -434,17 +438,14 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
                     vectors.fit_projection(layout)
                 else:
                     vectors.vectors = layout
-            both = torch.cat(pad_to_common_width(xs, xt))
+            both = torch.cat([xs, xt])
             fitted = spec.replace(rho=fit_rho if fit_rho > 0 else None, gamma=fit_gamma, approximation="exact")
             self.kernel_ = fitted.build(self.num_words_, both, seed=seed, vectors=vectors)
         if self.kernel_.has_identity:
             self.kernel_.raw_identity_weight.requires_grad_(self.learn_identity_weight)
         self.device_ = check_device(self.device)
         self.kernel_ = self.kernel_.to(self.device_)
-        # one common width, once: the kernel keeps the derived sets (distinct words, bags, the
-        # bag-of-words Gram) of the tensors it is evaluated on, and padding at every evaluation
-        # would hand it new tensors each time
-        xs, xt = (x.to(self.device_) for x in pad_to_common_width(xs, xt))
+        xs, xt = xs.to(self.device_), xt.to(self.device_)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
         validation = self._validation(source_val, target_val)
