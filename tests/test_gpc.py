@@ -349,3 +349,39 @@ def test_the_variational_start_takes_no_batched_lu_and_fits_on_two_threads():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0 and "fitted" in out.stdout, out.stderr[-2000:]
     assert "DLASWP" not in out.stdout + out.stderr
+
+
+def test_a_natural_gradient_step_that_breaks_q_u_is_undone_and_the_step_size_halved(monkeypatch):
+    """A natural-gradient step of q(u) from a noisy mini-batch estimate of the likelihood's curvature,
+    scaled by n, can leave -2 x the natural covariance parameter not positive definite (the default
+    ngd_lr = 0.1 did, at 50,000 documents in batches of 256: benchmarks/large_n.py). The fit undoes
+    such a step and halves ngd_lr, says so, and predicts; without the retries it ends in a CovarianceError."""
+    import re
+
+    import lvgp.models.gpc as gpc
+    from lvgp.base.numerics import CovarianceError
+    from lvgp.datasets import make_zipf_topic_documents
+
+    data = make_zipf_topic_documents(1000, num_words=500, max_length=20, random_state=0)
+    x = torch.from_numpy(data.X.astype(np.int64))
+
+    def classifier() -> LDKGPClassifier:
+        return LDKGPClassifier(
+            inference="variational", num_inducing=16, batch_size=64, max_epochs=2, num_words=500, ngd_lr=0.5,
+            random_state=0,
+        )  # fmt: skip
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = classifier().fit(x, data.labels)
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning) and "undone" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+    undone = int(re.search(r"classifier: (\d+) natural-gradient", said[0]).group(1))
+    assert undone >= 1 and clf.ngd_lr_ == 0.5 / 2**undone
+    proba = clf.predict_proba(x[:50])
+    assert np.isfinite(proba).all() and np.allclose(proba.sum(1), 1)
+    monkeypatch.setattr(gpc, "_NGD_BACKOFF", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(CovarianceError, match=r"lower ngd_lr"):
+            classifier().fit(x, data.labels)

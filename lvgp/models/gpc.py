@@ -43,7 +43,9 @@ import torch
 from gpytorch.kernels import Kernel
 from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
 from linear_operator.operators import DenseLinearOperator
+from linear_operator.utils.errors import NotPSDError
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed, seeded_torch
@@ -81,6 +83,10 @@ __all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES", "CLASS_HYPERPARAME
 
 INFERENCES = ("dirichlet", "variational")
 
+
+#: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
+#: ``ngd_lr`` each time, before it gives up with a ``CovarianceError``
+_NGD_BACKOFF = 10
 
 #: the classes' output scales and additional noise: one each per class, or one for all classes
 CLASS_HYPERPARAMETERS = ("per-class", "shared")
@@ -269,7 +275,10 @@ class LDKGPClassifier(
         max_epochs: the epoch budget of the variational inference.
         batch_size: documents per step of the variational inference (``None``: full batch).
         lr: Adam's step size for the kernel's parameters (variational).
-        ngd_lr: the natural-gradient step size of q(u), in (0, 1] (variational).
+        ngd_lr: the natural-gradient step size of q(u), in (0, 1] (variational). A step that leaves
+            q(u) not positive definite (mini-batch curvature estimates scaled by n are noisy) is undone
+            and the step size halved, at most 10 times, with a ``ConvergenceWarning``; ``ngd_lr_`` is
+            the step size at the end.
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
@@ -725,14 +734,36 @@ class LDKGPClassifier(
             rows_device = rows.to(device)
             return -mll(self.model_(trim_to_longest(x_device[rows_device], lengths[rows])), targets[rows_device])
 
+        # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
+        before_step: dict[str, Any] = {"natural": None, "undone": 0}
+
+        def undo_natural_step(err: NotPSDError) -> None:
+            """q(u) lost positive definiteness in the last natural-gradient step: undo that step and
+            halve the step size (the Adam step taken beside it stays); after ``_NGD_BACKOFF`` halvings,
+            or with no step to undo, ``err`` goes on to :func:`covariance_errors`."""
+            if before_step["natural"] is None or before_step["undone"] >= _NGD_BACKOFF:
+                raise err
+            with torch.no_grad():
+                for p, saved in zip(natural, before_step["natural"]):
+                    p.copy_(saved)
+            for group in ngd.param_groups:
+                group["lr"] /= 2
+            before_step["undone"] += 1
+
         def epoch(it: int) -> torch.Tensor:
             perm = torch.randperm(n, generator=g)
             total = torch.zeros((), dtype=torch.float64, device=device)
             for b in range(0, n, batch):
                 rows = perm[b : b + batch]
-                ngd.zero_grad()
-                adam.zero_grad()
-                loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
+                while True:
+                    ngd.zero_grad()
+                    adam.zero_grad()
+                    try:
+                        loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
+                        break
+                    except NotPSDError as err:
+                        undo_natural_step(err)
+                before_step["natural"] = [p.detach().clone() for p in natural]
                 ngd.step()
                 adam.step()
                 total = total + loss.detach() * len(rows)
@@ -767,8 +798,24 @@ class LDKGPClassifier(
                 desc="LDK GP classifier",
                 verbose=self.verbose,
             )
+            try:  # the last step's q(u) is checked too: predictions factorize it
+                for module in self.model_.modules():
+                    if isinstance(module, _NaturalDistribution):
+                        module()
+            except NotPSDError as err:
+                undo_natural_step(err)
         self.loss_curve_, self.converged_, self.n_iter_ = list(result.loss_curve), result.converged, result.n_iter
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
+        self.ngd_lr_ = float(ngd.param_groups[0]["lr"])
+        if before_step["undone"]:
+            warn(
+                f"the variational GP classifier: {before_step['undone']} natural-gradient step(s) of q(u) lost its "
+                f"positive definiteness and were undone, each halving the step size: ngd_lr {self.ngd_lr} -> "
+                f"{self.ngd_lr_:g} (ngd_lr_). Mini-batch estimates of the likelihood's curvature, scaled by n = {n:,}, "
+                "are noisy; a smaller ngd_lr avoids the retries",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
