@@ -9,15 +9,21 @@ one epoch (``max_epochs=1``) with its default kernel, ``--inducing`` inducing do
 of ``--batch``, in a fresh process per (estimator, n, code) so that peak memory is per run.
 
 Printed per row: seconds for the epoch (the fit, inducing selection included), microseconds per
-document, Adam steps, the process's peak resident memory and that less the corpus's own arrays
+document, Adam steps, the milliseconds of one step (unprofiled: a fit of 4 steps less one of 2,
+halved), the process's peak resident memory and that less the corpus's own arrays
 (flat in n when the model's memory does not grow with n), and the operations a step dispatches:
 ``torch.profiler`` over a fit of 2 and of 4 steps on the first 4,000 documents, the difference
 halved -- on a GPU the CUDA kernels launched (and the fraction of a step's wall time they run,
 the GPU busy fraction), on CPU the leaf ATen operators (each would be a launch on a GPU). With
 ``--before COMMIT`` the same rows for the code at that commit, measured in the same run.
 
+The peer (``--models svgp-dense``): gpytorch's own SVGP (RBF, learned inducing points, the same
+m, batch and device, float64) on ``--features``-dimensional dense features (384: the sentence
+encoder's width); with it in the run, each LDK model's step is printed as a multiple of its step.
+
     python benchmarks/large_n.py --docs 50000 --threads 2 [--before c43fba1]
     python benchmarks/large_n.py --docs 1000000 --device cuda          # the GPU goal: under 60 s
+    python benchmarks/large_n.py --docs 50000 --device cuda --models sparse-gplvsm,svgp-dense
     python benchmarks/large_n.py --quick                                # small, for the tests
 """
 
@@ -44,27 +50,77 @@ generator = importlib.util.module_from_spec(spec)
 sys.modules["zipf_documents"] = generator  # dataclasses look their module up
 spec.loader.exec_module(generator)
 warnings.simplefilter("ignore")
-data = generator.make_zipf_topic_documents(args["n"], num_words=args["num_words"], max_length=args["max_length"], random_state=0)
-X = torch.from_numpy(data.X.astype(np.int64))
-data_mib = (X.numel() * X.element_size() + data.X.nbytes) / 2**20
+import os
+data = generator.make_zipf_topic_documents(args["n"], num_words=args["num_words"], max_length=args["max_length"], random_state=0, n_jobs=os.cpu_count() or 1)
+if args["model"] == "svgp-dense":  # the peer: dense features of the encoder's width in place of the documents
+    X = torch.randn(args["n"], args["features"], dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    data_mib = X.numel() * X.element_size() / 2**20
+else:
+    X = torch.from_numpy(data.X.astype(np.int64))
+    data_mib = (X.numel() * X.element_size() + data.X.nbytes) / 2**20
+
+class DenseSVGP:
+    # gpytorch's SVGP (learned inducing points, Cholesky q(u), whitened) with ScaleKernel(RBF) on
+    # dense features, trained as SparseGPLVSMRegressor trains (Adam, batches of a permutation), float64
+
+    def __init__(self, max_epochs=None, max_steps=None):
+        self.max_epochs, self.max_steps = max_epochs or 10**9, max_steps or 10**9
+
+    def fit(self, x, y):
+        import gpytorch
+        device = torch.device(args["device"])
+        g = torch.Generator().manual_seed(0)
+        z = x[torch.randperm(len(x), generator=g)[: args["inducing"]]].clone()
+
+        class Model(gpytorch.models.ApproximateGP):
+            def __init__(self):
+                dist = gpytorch.variational.CholeskyVariationalDistribution(len(z), dtype=torch.float64)
+                super().__init__(gpytorch.variational.VariationalStrategy(self, z, dist, learn_inducing_locations=True))
+                self.mean_module = gpytorch.means.ConstantMean()
+                self.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+
+            def forward(self, t):
+                return gpytorch.distributions.MultivariateNormal(self.mean_module(t), self.covar_module(t))
+
+        model = Model().double().to(device)
+        likelihood = gpytorch.likelihoods.GaussianLikelihood().double().to(device)
+        mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=len(x))
+        opt = torch.optim.Adam([*model.parameters(), *likelihood.parameters()], lr=0.02)
+        x, y = x.to(device), torch.as_tensor(y, dtype=torch.float64).to(device)
+        model.train(); likelihood.train()
+        self.n_iter_ = 0
+        for _ in range(self.max_epochs):
+            perm = torch.randperm(len(x), generator=g).to(device)
+            for b in range(0, len(x), args["batch"]):
+                if self.n_iter_ >= self.max_steps:
+                    return self
+                rows = perm[b : b + args["batch"]]
+                opt.zero_grad()
+                loss = -mll(model(x[rows]), y[rows])
+                loss.backward()
+                opt.step()
+                self.n_iter_ += 1
+        return self
 
 def estimator(max_epochs=None, max_steps=None):
     common = dict(num_inducing=args["inducing"], batch_size=args["batch"], num_words=data.num_words,
                   random_state=0, device=args["device"])
+    if args["model"] == "svgp-dense":
+        return DenseSVGP(max_epochs, max_steps)
     if args["model"] == "sparse-gplvsm":
         return SparseGPLVSMRegressor(max_epochs=max_epochs, max_steps=max_steps or 10**9, **common)
     return LDKGPClassifier(inference="variational", max_epochs=max_epochs or 10**9, **common)
 
 def fit(model, n):
-    target = data.y if args["model"] == "sparse-gplvsm" else data.labels
+    target = data.labels if args["model"] == "variational-gpc" else data.y
     return model.fit(X[:n], target[:n])
 
 start = time.perf_counter()
-model = fit(estimator(max_epochs=1), args["n"])
+model = fit(estimator(max_epochs=1, max_steps=args["max_steps"]), args["n"])
 if args["device"] != "cpu":
     torch.cuda.synchronize()
 seconds = time.perf_counter() - start
-steps = model.n_iter_ if args["model"] == "sparse-gplvsm" else -(-args["n"] // args["batch"])
+steps = -(-args["n"] // args["batch"]) if args["model"] == "variational-gpc" else model.n_iter_
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 from torch.profiler import ProfilerActivity, profile
@@ -72,13 +128,14 @@ from torch.autograd import DeviceType
 
 def dispatched(k, profiled=True):
     n = min(args["n"], 4000)
-    if args["model"] == "sparse-gplvsm":
+    if args["model"] != "variational-gpc":
         m = estimator(max_steps=k)
     else:  # one epoch of k batches: k steps
         m, n = estimator(max_epochs=1), k * args["batch"]
     if not profiled:
         fit(m, n)
-        torch.cuda.synchronize()
+        if args["device"] != "cpu":
+            torch.cuda.synchronize()
         return None
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args["device"] != "cpu" else [])
     with profile(activities=activities) as prof:
@@ -90,16 +147,18 @@ def dispatched(k, profiled=True):
     return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children), 0.0
 
 (o2, b2), (o4, b4) = dispatched(2), dispatched(4)
-busy = None
-if args["device"] != "cpu":  # the kernels' time over the wall time of two more steps, unprofiled
-    t = time.perf_counter(); dispatched(4, profiled=False); t4 = time.perf_counter() - t
-    t = time.perf_counter(); dispatched(2, profiled=False); t2 = time.perf_counter() - t
-    busy = (b4 - b2) / max(1e-9, t4 - t2)
+# a step's wall time, unprofiled: two more steps' (4 less 2; the setup the same); on a GPU the busy
+# fraction is the kernels' time over it
+t = time.perf_counter(); dispatched(4, profiled=False); t4 = time.perf_counter() - t
+t = time.perf_counter(); dispatched(2, profiled=False); t2 = time.perf_counter() - t
+busy = (b4 - b2) / max(1e-9, t4 - t2) if args["device"] != "cpu" else None
 print(json.dumps({"seconds": seconds, "steps": steps, "peak_mib": peak, "data_mib": data_mib,
-                  "ops_per_step": (o4 - o2) / 2, "gpu_busy": busy}))
+                  "ops_per_step": (o4 - o2) / 2, "gpu_busy": busy, "step_seconds": (t4 - t2) / 2}))
 """
 
 MODELS = ("sparse-gplvsm", "variational-gpc")
+#: gpytorch's SVGP on dense features (--models svgp-dense): the peer of the LDK step (issue 41, 2)
+PEER = "svgp-dense"
 
 
 def main(argv=None) -> int:
@@ -108,12 +167,20 @@ def main(argv=None) -> int:
     parser.add_argument("--docs", default="50000", help="comma-separated corpus sizes")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--inducing", type=int, default=256)
+    parser.add_argument("--features", type=int, default=384, help="the dense features' width of --models svgp-dense")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--max-length", type=int, default=512, help="tokens a document keeps (amazon-reviews lengths up to 512)"
     )
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="cut the sparse GP-LVSM's epoch (and the dense peer's) after this many steps; the whole epoch is then "
+        "extrapolated: its setup plus every step at the measured step time",
+    )
     parser.add_argument("--before", default="", help="also run the code at this commit (e.g. c43fba1)")
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(s) for s in args.docs.split(",")]
@@ -125,6 +192,8 @@ def main(argv=None) -> int:
         "num_words": 2000 if args.quick else 50_000,
         "max_length": 64 if args.quick else args.max_length,
         "generator": str(ROOT / "lvgp" / "datasets" / "synthetic.py"),
+        "features": args.features,
+        "max_steps": args.max_steps,
     }
     device = args.device
     if device != "cpu":
@@ -135,8 +204,13 @@ def main(argv=None) -> int:
         f"device: {device}; {args.threads} thread(s); {common['inducing']} inducing documents, batches of "
         f"{common['batch']}; V = {common['num_words']:,}; documents capped at {common['max_length']} tokens"
     )
-    print("| model | code | n | epoch s | us / doc | steps | peak MiB | peak less data MiB | ops / step | GPU busy |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| model | code | n | epoch s | us / doc | steps | step ms | peak MiB | peak less data MiB | ops / step | "
+        "GPU busy |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    step_ms: dict[tuple[str, int], float] = {}
+    cut: dict[tuple[str, str, int], tuple[int, int, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         codes = {"now": ROOT}
         if args.before:
@@ -148,15 +222,29 @@ def main(argv=None) -> int:
                         r = run_code(CHILD, package, {**common, "model": model, "n": n}, omp_threads=str(args.threads))
                     except RuntimeError as err:  # e.g. killed by the kernel's OOM killer: say so in the table
                         last = (str(err).strip().splitlines() or ["?"])[-1][:80]
-                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | |", flush=True)
+                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | | |", flush=True)
                         continue
                     busy = "-" if r["gpu_busy"] is None else f"{r['gpu_busy']:.0%}"
+                    if code == "now":
+                        step_ms[model, n] = 1e3 * r["step_seconds"]
+                    full = -(-n // common["batch"])
+                    if r["steps"] < full:  # --max-steps cut the epoch
+                        setup = r["seconds"] - r["steps"] * r["step_seconds"]
+                        cut[model, code, n] = (r["steps"], full, setup, setup + full * r["step_seconds"])
                     print(
                         f"| {model} | {code} | {n:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / n:.0f} | "
-                        f"{r['steps']} | {r['peak_mib']:.0f} | "
+                        f"{r['steps']} | {1e3 * r['step_seconds']:.1f} | {r['peak_mib']:.0f} | "
                         f"{r['peak_mib'] - r['data_mib']:.0f} | {r['ops_per_step']:.0f} | {busy} |",
                         flush=True,
                     )
+    for (model, code, n), (steps, full, setup, whole) in cut.items():
+        print(
+            f"{model} ({code}) at n = {n:,}: {steps} of the epoch's {full:,} steps run; the epoch extrapolated: "
+            f"{setup:.1f} s of setup + {full:,} steps = {whole:.0f} s"
+        )
+    for (model, n), ms in step_ms.items():  # the goal: the LDK step at most 2x the dense SVGP's
+        if model != PEER and (PEER, n) in step_ms:
+            print(f"{model} step / {PEER} step at n = {n:,}: {ms / step_ms[PEER, n]:.1f}x")
     return 0
 
 

@@ -183,8 +183,11 @@ def test_zipf_topic_documents_are_padded_reproducible_and_zipf_like():
     from lvgp.datasets import make_zipf_topic_documents
 
     d = make_zipf_topic_documents(3000, num_words=5000, num_topics=20, max_length=200, chunk=1000, random_state=1)
-    again = make_zipf_topic_documents(3000, num_words=5000, num_topics=20, max_length=200, chunk=1000, random_state=1)
-    np.testing.assert_array_equal(d.X, again.X)
+    again = make_zipf_topic_documents(
+        3000, num_words=5000, num_topics=20, max_length=200, chunk=1000, random_state=1, n_jobs=3
+    )
+    for a, b in ((d.X, again.X), (d.y, again.y), (d.labels, again.labels)):  # chunks drawn in threads: the same
+        np.testing.assert_array_equal(a, b)
     assert d.X.dtype == np.int32 and d.X.shape[0] == 3000 and d.X.shape[1] <= 200
     kept = (d.X != PAD).sum(1)
     np.testing.assert_array_equal(kept, np.minimum(d.lengths, 200))  # padding only at the end of a row
@@ -196,3 +199,5 @@ def test_zipf_topic_documents_are_padded_reproducible_and_zipf_like():
     assert set(np.unique(d.labels)) == {0, 1, 2, 3}
     with pytest.raises(ValueError, match="num_classes"):
         make_zipf_topic_documents(10, num_topics=2, num_classes=3)
+    with pytest.raises(ValueError, match="n_jobs"):
+        make_zipf_topic_documents(10, n_jobs=0)

@@ -154,6 +154,28 @@ def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
     )
 
 
+def test_kmeanspp_seeds_among_a_uniform_sample_of_a_large_corpus(monkeypatch):
+    """Above max(_KMEANS_POOL, 20 m) documents, k-means++ runs on a uniform sample of that many (its
+    cost is O(n m nnz)): the chosen documents are the sample's k-means++ choice, as row indices of
+    the whole corpus; below it, every document is a candidate (the choice does not change)."""
+    import lvgp.models.sparse as sparse_module
+
+    corpus = make_synonym_regression(n=300, random_state=3)
+    vocab = Vocabulary(min_df=1).fit(corpus.texts)
+    x = vocab.encode(corpus.texts)
+    whole = choose_inducing_documents(x, len(vocab), 5, "kmeans++", seed=1)
+    monkeypatch.setattr(sparse_module, "_KMEANS_POOL", 300)
+    np.testing.assert_array_equal(choose_inducing_documents(x, len(vocab), 5, "kmeans++", seed=1), whole)
+    monkeypatch.setattr(sparse_module, "_KMEANS_POOL", 60)  # a pool of max(60, 20 x 5) = 100 documents
+    chosen = choose_inducing_documents(x, len(vocab), 5, "kmeans++", seed=1)
+    pool = np.sort(np.random.default_rng(1).choice(300, 100, replace=False))
+    monkeypatch.setattr(sparse_module, "_KMEANS_POOL", 10_000)
+    np.testing.assert_array_equal(
+        chosen, pool[choose_inducing_documents(x[torch.from_numpy(pool)], len(vocab), 5, "kmeans++", 1)]
+    )
+    assert len(set(chosen.tolist())) == 5
+
+
 def test_sparse_and_exact_estimators_agree_roughly_on_the_same_data():
     corpus = make_synonym_regression(n=160, noise=0.05, random_state=4)
     exact = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=60, random_state=0).fit(corpus.texts[:120], corpus.y[:120])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,6 +182,7 @@ def make_zipf_topic_documents(
     noise: float = 0.3,
     chunk: int = 20_000,
     random_state: int | None = None,
+    n_jobs: int = 1,
 ) -> ZipfTopicDocuments:
     r"""Documents of an LDA generator with Zipf word frequencies, for benchmarks at large ``n``.
 
@@ -195,7 +197,9 @@ def make_zipf_topic_documents(
     document's topic shares.
 
     Drawn in chunks of ``chunk`` documents (memory: the output and one chunk), each from its own
-    child of ``random_state`` (``numpy.random.SeedSequence.spawn``). Returns a
+    child of ``random_state`` (``numpy.random.SeedSequence.spawn``), ``n_jobs`` chunks at a time in
+    threads (numpy's array operations release the GIL): the same documents for every ``n_jobs``.
+    Returns a
     :class:`ZipfTopicDocuments`: the padded ``int32`` ids as a padded-tensor input of the estimators
     takes them (with ``num_words``).
     """
@@ -205,6 +209,8 @@ def make_zipf_topic_documents(
             f"max_length >= 1; got n={n}, num_words={num_words}, num_topics={num_topics}, "
             f"num_classes={num_classes}, max_length={max_length}"
         )
+    if not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"make_zipf_topic_documents needs n_jobs >= 1 (an int); got n_jobs={n_jobs!r}")
     root = np.random.SeedSequence(random_state)
     topics_seed, beta_seed, *chunk_seeds = root.spawn(2 + (n + chunk - 1) // chunk)
     rng = np.random.default_rng(topics_seed)
@@ -225,7 +231,8 @@ def make_zipf_topic_documents(
     y = np.empty(n)
     labels = np.empty(n, dtype=np.int64)
     lengths = np.empty(n, dtype=np.int64)
-    for c, seed in enumerate(chunk_seeds):
+
+    def draw(c: int, seed: np.random.SeedSequence) -> None:  # chunk c, into its own rows
         r = np.random.default_rng(seed)
         lo, hi = c * chunk, min(n, (c + 1) * chunk)
         m = hi - lo
@@ -246,6 +253,9 @@ def make_zipf_topic_documents(
         np.add.at(shares.T, groups, theta.T)
         labels[lo:hi] = shares.argmax(1)
         lengths[lo:hi] = length
+
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        list(pool.map(draw, range(len(chunk_seeds)), chunk_seeds))
     width = int(min(max_length, lengths.max()))
     y = (y - y.mean()) / (y.std() or 1.0)
     return ZipfTopicDocuments(X[:, :width], y, labels, lengths, num_words)
