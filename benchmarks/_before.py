@@ -27,7 +27,8 @@ def run_code(code: str, package: Path, args: dict, omp_threads: str | None = "1"
     """Run ``code`` (``python -c``, ``args`` as JSON in ``sys.argv[1]``) with ``package`` first
     on the path; the last line it prints is parsed as JSON. ``omp_threads=None`` leaves
     ``OMP_NUM_THREADS`` unset (torch's default)."""
-    env = {**os.environ, "PYTHONPATH": str(package)}
+    # the package first; what the caller's path held after it (e.g. packages installed with --target)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(package), os.environ.get("PYTHONPATH")]))}
     env.pop("OMP_NUM_THREADS", None)
     if omp_threads is not None:
         env["OMP_NUM_THREADS"] = omp_threads

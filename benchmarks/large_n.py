@@ -9,12 +9,12 @@ one epoch (``max_epochs=1``) with its default kernel, ``--inducing`` inducing do
 of ``--batch``, in a fresh process per (estimator, n, code) so that peak memory is per run.
 
 Printed per row: seconds for the epoch (the fit, inducing selection included), microseconds per
-document, Adam steps, the milliseconds of one step (unprofiled: a fit of 4 steps less one of 2,
-halved), the process's peak resident memory and that less the corpus's own arrays
+document, Adam steps, the milliseconds of one step (the median over the epoch of the time between
+the ends of two Adam steps, the GPU synchronized; the first 5 steps left out), the seconds before the
+first step (setup: the inducing documents, the kernel's start, the data to the device), the process's peak resident memory and that less the corpus's own arrays
 (flat in n when the model's memory does not grow with n), and the operations a step dispatches:
-``torch.profiler`` over a fit of 2 and of 4 steps on the first 4,000 documents, the difference
-halved -- on a GPU the CUDA kernels launched (and the fraction of a step's wall time they run,
-the GPU busy fraction), on CPU the leaf ATen operators (each would be a launch on a GPU). With
+``torch.profiler`` over steps 4-6 of a fit on the first 8,000 documents (the setup left out) -- on a GPU the CUDA kernels launched (and the fraction of a step's wall time they run,
+the GPU busy fraction: their time over the step's), on CPU the leaf ATen operators (each would be a launch on a GPU). With
 ``--before COMMIT`` the same rows for the code at that commit, measured in the same run.
 
 The peer (``--models svgp-dense``): gpytorch's own SVGP (RBF, learned inducing points, the same
@@ -115,45 +115,59 @@ def fit(model, n):
     target = data.labels if args["model"] == "variational-gpc" else data.y
     return model.fit(X[:n], target[:n])
 
+# each step's end, read when Adam's step returns (the GPU synchronized): every model takes one Adam step a step
+from torch.optim.optimizer import register_optimizer_step_post_hook
+ends, profiling = [], []
+
+def step_ended(optimizer, *_):
+    if type(optimizer).__name__ == "Adam":
+        if profiling:  # a profiled fit: the profiler's schedule advances
+            profiling[0].step()
+            return
+        if args["device"] != "cpu":
+            torch.cuda.synchronize()
+        ends.append(time.perf_counter())
+
+hook = register_optimizer_step_post_hook(step_ended)
 start = time.perf_counter()
 model = fit(estimator(max_epochs=1, max_steps=args["max_steps"]), args["n"])
 if args["device"] != "cpu":
     torch.cuda.synchronize()
 seconds = time.perf_counter() - start
+step_seconds = float(np.median(np.diff(ends[min(5, len(ends) - 2):])))  # after a few warm-up steps
+setup = ends[0] - start - step_seconds  # reading the data, inducing documents, the kernel's start
 steps = -(-args["n"] // args["batch"]) if args["model"] == "variational-gpc" else model.n_iter_
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 from torch.profiler import ProfilerActivity, profile
 from torch.autograd import DeviceType
 
-def dispatched(k, profiled=True):
-    n = min(args["n"], 4000)
+def dispatched(waiting=2, active=3):
+    # torch.profiler over `active` steps of a fit, after `waiting` steps and one of warm-up (its schedule
+    # advanced by Adam's step hook): the operations of steps alone, per step
+    n, steps = min(args["n"], 8000), waiting + 1 + active + 1
     if args["model"] != "variational-gpc":
-        m = estimator(max_steps=k)
-    else:  # one epoch of k batches: k steps
-        m, n = estimator(max_epochs=1), k * args["batch"]
-    if not profiled:
-        fit(m, n)
-        if args["device"] != "cpu":
-            torch.cuda.synchronize()
-        return None
+        m = estimator(max_steps=steps)
+    else:  # one epoch of `steps` batches
+        m, n = estimator(max_epochs=1), steps * args["batch"]
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args["device"] != "cpu" else [])
-    with profile(activities=activities) as prof:
+    captured = []
+    schedule = torch.profiler.schedule(wait=waiting, warmup=1, active=active, repeat=1)
+    with profile(activities=activities, schedule=schedule, on_trace_ready=lambda p: captured.append(list(p.events()))) as prof:
+        profiling.append(prof)
         fit(m, n)
-    events = prof.events()
+        profiling.clear()
+    events = captured[0]
     if args["device"] != "cpu":
         kernels = [e for e in events if e.device_type == DeviceType.CUDA]
-        return len(kernels), sum(e.device_time_total for e in kernels) / 1e6
-    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children), 0.0
+        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / active
+    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0
 
-(o2, b2), (o4, b4) = dispatched(2), dispatched(4)
-# a step's wall time, unprofiled: two more steps' (4 less 2; the setup the same); on a GPU the busy
-# fraction is the kernels' time over it
-t = time.perf_counter(); dispatched(4, profiled=False); t4 = time.perf_counter() - t
-t = time.perf_counter(); dispatched(2, profiled=False); t2 = time.perf_counter() - t
-busy = (b4 - b2) / max(1e-9, t4 - t2) if args["device"] != "cpu" else None
+ops_per_step, kernel_seconds = dispatched()
+busy = kernel_seconds / step_seconds if args["device"] != "cpu" else None  # the kernels' share of a step
 print(json.dumps({"seconds": seconds, "steps": steps, "peak_mib": peak, "data_mib": data_mib,
-                  "ops_per_step": (o4 - o2) / 2, "gpu_busy": busy, "step_seconds": (t4 - t2) / 2}))
+                  "ops_per_step": ops_per_step, "gpu_busy": busy, "step_seconds": step_seconds,
+                  "setup_seconds": setup}))
 """
 
 MODELS = ("sparse-gplvsm", "variational-gpc")
@@ -205,10 +219,10 @@ def main(argv=None) -> int:
         f"{common['batch']}; V = {common['num_words']:,}; documents capped at {common['max_length']} tokens"
     )
     print(
-        "| model | code | n | epoch s | us / doc | steps | step ms | peak MiB | peak less data MiB | ops / step | "
-        "GPU busy |"
+        "| model | code | n | epoch s | us / doc | steps | step ms | setup s | peak MiB | peak less data MiB | "
+        "ops / step | GPU busy |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     step_ms: dict[tuple[str, int], float] = {}
     cut: dict[tuple[str, str, int], tuple[int, int, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,18 +236,19 @@ def main(argv=None) -> int:
                         r = run_code(CHILD, package, {**common, "model": model, "n": n}, omp_threads=str(args.threads))
                     except RuntimeError as err:  # e.g. killed by the kernel's OOM killer: say so in the table
                         last = (str(err).strip().splitlines() or ["?"])[-1][:80]
-                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | | |", flush=True)
+                        print(err, file=sys.stderr)
+                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | | | |", flush=True)
                         continue
                     busy = "-" if r["gpu_busy"] is None else f"{r['gpu_busy']:.0%}"
                     if code == "now":
                         step_ms[model, n] = 1e3 * r["step_seconds"]
                     full = -(-n // common["batch"])
                     if r["steps"] < full:  # --max-steps cut the epoch
-                        setup = r["seconds"] - r["steps"] * r["step_seconds"]
+                        setup = r["setup_seconds"]
                         cut[model, code, n] = (r["steps"], full, setup, setup + full * r["step_seconds"])
                     print(
                         f"| {model} | {code} | {n:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / n:.0f} | "
-                        f"{r['steps']} | {1e3 * r['step_seconds']:.1f} | {r['peak_mib']:.0f} | "
+                        f"{r['steps']} | {1e3 * r['step_seconds']:.1f} | {r['setup_seconds']:.1f} | {r['peak_mib']:.0f} | "
                         f"{r['peak_mib'] - r['data_mib']:.0f} | {r['ops_per_step']:.0f} | {busy} |",
                         flush=True,
                     )
