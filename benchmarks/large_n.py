@@ -117,11 +117,14 @@ def fit(model, n):
 
 # each step's end, read when Adam's step returns (the GPU synchronized): every model takes one Adam step a step
 from torch.optim.optimizer import register_optimizer_step_post_hook
-ends, profiling = [], []
+ends, profiling, profiled_ends = [], [], []
 
 def step_ended(optimizer, *_):
     if type(optimizer).__name__ == "Adam":
         if profiling:  # a profiled fit: the profiler's schedule advances
+            if args["device"] != "cpu":
+                torch.cuda.synchronize()
+            profiled_ends.append(time.perf_counter())
             profiling[0].step()
             return
         if args["device"] != "cpu":
@@ -158,13 +161,14 @@ def dispatched(waiting=2, active=3):
         fit(m, n)
         profiling.clear()
     events = captured[0]
-    if args["device"] != "cpu":
+    if args["device"] != "cpu":  # the kernels' time over the wall time of the profiled steps themselves
         kernels = [e for e in events if e.device_type == DeviceType.CUDA]
-        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / active
+        wall = profiled_ends[waiting + active] - profiled_ends[waiting]  # steps waiting+1 .. waiting+active
+        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall
     return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0
 
-ops_per_step, kernel_seconds = dispatched()
-busy = kernel_seconds / step_seconds if args["device"] != "cpu" else None  # the kernels' share of a step
+ops_per_step, busy = dispatched()
+busy = busy if args["device"] != "cpu" else None
 print(json.dumps({"seconds": seconds, "steps": steps, "peak_mib": peak, "data_mib": data_mib,
                   "ops_per_step": ops_per_step, "gpu_busy": busy, "step_seconds": step_seconds,
                   "setup_seconds": setup}))

@@ -117,7 +117,9 @@ class RandomFeatureLDK(LatentDistributionKernel):
         z = latent.index_select(-2, self.landmarks)
         kzz = self.embedding_gram(z, z)
         scale = kzz.diagonal().mean().detach()
-        return z, torch.linalg.cholesky(kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype))
+        return z, torch.linalg.cholesky(
+            kzz + self.jitter * scale * torch.eye(len(kzz), dtype=kzz.dtype, device=kzz.device)
+        )
 
     def _features(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
         if not d.unbatched:

@@ -155,7 +155,11 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
                     f"{feats.shape[1]}; got latent_dim={self.latent_dim}"
                 )
             # E ||W e_v||^2 = q projection_scale^2, as for the random draw
-            eye = torch.eye(self.latent_dim, dtype=feats.dtype).expand(*self.batch_shape, -1, -1).clone()
+            eye = (
+                torch.eye(self.latent_dim, dtype=feats.dtype, device=feats.device)
+                .expand(*self.batch_shape, -1, -1)
+                .clone()
+            )
             projection = eye * (projection_scale * (self.latent_dim / mean_sq) ** 0.5)
         else:
             projection = torch.randn(
