@@ -167,7 +167,7 @@ def dispatched(waiting=2, active=3):
         return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall
     return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0
 
-ops_per_step, busy = dispatched()
+ops_per_step, busy = dispatched() if args["profile"] else (None, None)
 busy = busy if args["device"] != "cpu" else None
 print(json.dumps({"seconds": seconds, "steps": steps, "peak_mib": peak, "data_mib": data_mib,
                   "ops_per_step": ops_per_step, "gpu_busy": busy, "step_seconds": step_seconds,
@@ -199,6 +199,7 @@ def main(argv=None) -> int:
         help="cut the sparse GP-LVSM's epoch (and the dense peer's) after this many steps; the whole epoch is then "
         "extrapolated: its setup plus every step at the measured step time",
     )
+    parser.add_argument("--no-profile", action="store_true", help="leave the operators per step out (faster)")
     parser.add_argument("--before", default="", help="also run the code at this commit (e.g. c43fba1)")
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(s) for s in args.docs.split(",")]
@@ -212,6 +213,7 @@ def main(argv=None) -> int:
         "generator": str(ROOT / "lvgp" / "datasets" / "synthetic.py"),
         "features": args.features,
         "max_steps": args.max_steps,
+        "profile": not args.no_profile,
     }
     device = args.device
     if device != "cpu":
@@ -244,6 +246,7 @@ def main(argv=None) -> int:
                         print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | | | |", flush=True)
                         continue
                     busy = "-" if r["gpu_busy"] is None else f"{r['gpu_busy']:.0%}"
+                    ops = "-" if r["ops_per_step"] is None else f"{r['ops_per_step']:.0f}"
                     if code == "now":
                         step_ms[model, n] = 1e3 * r["step_seconds"]
                     full = -(-n // common["batch"])
@@ -253,7 +256,7 @@ def main(argv=None) -> int:
                     print(
                         f"| {model} | {code} | {n:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / n:.0f} | "
                         f"{r['steps']} | {1e3 * r['step_seconds']:.1f} | {r['setup_seconds']:.1f} | {r['peak_mib']:.0f} | "
-                        f"{r['peak_mib'] - r['data_mib']:.0f} | {r['ops_per_step']:.0f} | {busy} |",
+                        f"{r['peak_mib'] - r['data_mib']:.0f} | {ops} | {busy} |",
                         flush=True,
                     )
     for (model, code, n), (steps, full, setup, whole) in cut.items():

