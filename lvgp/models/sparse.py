@@ -163,7 +163,10 @@ class SparseGPLVSMRegressor(
         kernel: as for :class:`~lvgp.GPLVSMRegressor`: an :class:`~lvgp.kernels.LDKSpec` (``None``:
             ``LDKSpec.variational_bow()``; built on the training documents, times a learned output scale;
             ``approximation="auto"`` is the exact LDK here: a step evaluates it on ``M + batch_size``
-            documents, whatever the vocabulary), a gpytorch ``Kernel`` over padded word-index sets (the
+            documents, whatever the corpus size; but reviews' lengths over a 50,000-word vocabulary put
+            ~24,000 distinct words in a step, and their word Gram made a CPU step take 15 s, where
+            ``approximation="nystrom"`` took 1.2 s (``benchmarks/large_n.py``)), a gpytorch ``Kernel``
+            over padded word-index sets (the
             covariance as it is; give the fitted ``vocabulary=`` it was built for), or a factory
             ``callable(num_words) -> Kernel``.
         num_inducing: M inducing documents (see the module docstring), chosen by ``inducing``
