@@ -150,3 +150,23 @@ def test_regressor_takes_the_approximation_of_its_spec(tmp_path, approximation):
     assert np.array_equal(again.predict(corpus.texts[60:]), pred)
     exact = GPLVSMRegressor(max_iter=5, random_state=0).fit(corpus.texts[:60], corpus.y[:60])
     assert not isinstance(exact.model_.covar_module.base_kernel, RandomFeatureLDK)
+
+
+def test_frequent_words_are_the_words_in_most_documents_ties_by_id():
+    """Nystrom's landmarks: the m words in the most documents (a word repeated in a document counts
+    once; ties: the smaller id), against a loop over the documents."""
+    from lvgp.kernels.random_features import frequent_words
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n, width, vocab, m = (
+            int(v) for v in (rng.integers(1, 30), rng.integers(1, 12), rng.integers(1, 40), rng.integers(1, 50))
+        )
+        x = torch.from_numpy(rng.integers(-1, vocab, size=(n, width)))
+        df: dict[int, int] = {}
+        for row in x.tolist():
+            for w in set(row) - {PAD}:
+                df[w] = df.get(w, 0) + 1
+        expected = sorted(sorted(df, key=lambda w: (-df[w], w))[:m])
+        assert frequent_words(x, m).tolist() == expected
+    assert frequent_words(torch.full((3, 4), PAD), 5).numel() == 0

@@ -163,9 +163,8 @@ def document_frequencies(x: torch.Tensor, num_words: int, rows_per_chunk: int = 
     if x.dim() != 2:
         raise ValueError(f"x must be a 2-D (n x L) padded tensor; got shape {tuple(x.shape)}")
     df = np.zeros(num_words, dtype=np.int64)
-    narrow = (
-        np.int32 if num_words <= np.iinfo(np.int32).max else np.int64
-    )  # numpy sorts int32 rows ~10x faster than torch
+    # numpy sorts rows of int32 about 10x faster than torch sorts int64
+    narrow = np.int32 if num_words <= np.iinfo(np.int32).max else np.int64
     for start in range(0, x.shape[0], rows_per_chunk):
         ids = np.sort(x[start : start + rows_per_chunk].cpu().numpy().astype(narrow, copy=False), axis=-1)
         first = np.ones(ids.shape, dtype=bool)

@@ -31,7 +31,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from .._typing import TensorLike
-from ..bow.padded import PAD
+from ..bow.padded import document_frequencies
 from . import mean_embedding as me
 from .embedding import RBFEmbedding, rbf_pooled
 from .latent_distribution import LatentDistributionKernel
@@ -175,13 +175,10 @@ APPROXIMATIONS = ("auto", "exact", "rff", "nystrom")
 def frequent_words(x: Tensor, m: int) -> Tensor:
     """Ids of the ``m`` words that occur in the most documents of padded ``x`` (ties: smaller id
     first): Nystrom landmarks that cover the corpus."""
-    mask = x != PAD
-    present = x[mask]
-    if not present.numel():
-        return present.new_zeros(0)
-    size = int(present.max()) + 1
-    rows = torch.arange(x.shape[0], device=x.device).unsqueeze(-1).expand_as(x)[mask]
-    df = torch.bincount(torch.unique(rows * size + present) % size, minlength=size)  # documents per word
+    size = int(x.max()) + 1 if x.numel() else 0
+    if size <= 0:  # nothing but padding
+        return x.new_zeros(0)
+    df = torch.from_numpy(document_frequencies(x, size)).to(x.device)  # documents per word
     order = torch.argsort(-df, stable=True)  # most documents first, ties by id
     return order[df[order] > 0][:m].sort().values
 
