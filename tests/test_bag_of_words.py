@@ -304,3 +304,16 @@ def test_idf_weights_are_scikit_learns_to_the_last_bit_without_a_count_matrix():
     np.testing.assert_array_equal(idf_weights(x, 40), TfidfTransformer(smooth_idf=True).fit(counts).idf_)
     with pytest.raises(ValueError, match="num_words=20"):
         document_frequencies(x, 20)
+
+
+def test_document_lengths_of_a_large_corpus_are_counted_in_blocks(monkeypatch):
+    """document_lengths counts a large corpus in blocks of rows (torch's sum casts the whole mask to
+    int64 first): the same lengths, dtype and shape as one count, for blocks that split rows unevenly."""
+    import lvgp.bow.padded as padded
+
+    x = torch.from_numpy(np.random.default_rng(0).integers(-1, 5, size=(37, 6)))
+    whole = (x != PAD).sum(-1)
+    monkeypatch.setattr(padded, "_LENGTH_BLOCK", 4 * 6 + 1)  # 4 rows a block, the last block of 1
+    blocked = padded.document_lengths(x)
+    assert blocked.dtype == whole.dtype and torch.equal(blocked, whole)
+    assert torch.equal(padded.document_lengths(x.reshape(1, 37, 6)), whole.reshape(1, 37))  # batched: at once

@@ -97,9 +97,18 @@ def pad_to_common_width(x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tenso
     return pad_to_width(x1, width), pad_to_width(x2, width)
 
 
+#: the entries of a padded tensor that :func:`document_lengths` counts at once
+_LENGTH_BLOCK = 2**24
+
+
 def document_lengths(x: torch.Tensor) -> torch.Tensor:
-    """Number of words (with repetition) of each document: a ``(..., n)`` tensor."""
-    return (x != PAD).sum(-1)
+    """Number of words (with repetition) of each document: a ``(..., n)`` int64 tensor. A large
+    ``n x L`` corpus is counted in blocks of rows: ``sum`` casts the whole mask to int64 first
+    (4.7 GB over a million documents of 512 slots, the peak of a sparse GP-LVSM's setup)."""
+    if x.dim() != 2 or x.numel() <= _LENGTH_BLOCK:
+        return (x != PAD).sum(-1)
+    rows = max(1, _LENGTH_BLOCK // x.shape[-1])
+    return torch.cat([(x[start : start + rows] != PAD).sum(-1) for start in range(0, x.shape[0], rows)])
 
 
 def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
