@@ -170,3 +170,17 @@ def test_frequent_words_are_the_words_in_most_documents_ties_by_id():
         expected = sorted(sorted(df, key=lambda w: (-df[w], w))[:m])
         assert frequent_words(x, m).tolist() == expected
     assert frequent_words(torch.full((3, 4), PAD), 5).numel() == 0
+
+
+def test_the_auto_rule_counts_the_distinct_training_words():
+    """approximation="auto": Nystrom above max_exact_words distinct words (counted from document
+    frequencies, without a copy of every id), against torch.unique of the ids."""
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n, width, vocab, most = (
+            int(v) for v in (rng.integers(1, 40), rng.integers(1, 10), rng.integers(1, 60), rng.integers(0, 30))
+        )
+        x = torch.from_numpy(rng.integers(-1, vocab, size=(n, width)))
+        expected = "nystrom" if int(torch.unique(x[x != PAD]).numel()) > most else "exact"
+        assert LDKSpec(max_exact_words=most).approximation_for(x) == expected
+    assert LDKSpec(max_exact_words=0).approximation_for(torch.full((2, 3), PAD)) == "exact"

@@ -45,7 +45,7 @@ from ..base.constraints import (
     check_values,
 )
 from ..base.numerics import default_dtype
-from ..bow.padded import PAD
+from ..bow.padded import document_frequencies
 from ..bow.weighting import WORD_WEIGHTINGS, word_weights
 from ._hyper import register_log_normal_prior
 from .document_length import DocumentLengthKernel
@@ -322,7 +322,9 @@ class LDKSpec:
             return self.approximation
         if self.embedding == "linear":
             return "exact"
-        distinct = int(torch.unique(documents[documents != PAD]).numel())
+        size = int(documents.max()) + 1 if documents.numel() else 0
+        rows = documents.reshape(-1, documents.shape[-1])  # counted without a copy of every id (a million documents)
+        distinct = int((document_frequencies(rows, size) > 0).sum()) if size > 0 else 0
         return "nystrom" if distinct > self.max_exact_words else "exact"
 
     def initial_vectors(self, num_words: int, words: list[str] | None) -> np.ndarray | None:
