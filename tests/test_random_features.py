@@ -184,3 +184,27 @@ def test_the_auto_rule_counts_the_distinct_training_words():
         expected = "nystrom" if int(torch.unique(x[x != PAD]).numel()) > most else "exact"
         assert LDKSpec(max_exact_words=most).approximation_for(x) == expected
     assert LDKSpec(max_exact_words=0).approximation_for(torch.full((2, 3), PAD)) == "exact"
+
+
+def test_a_build_counts_the_documents_per_word_once(monkeypatch):
+    """LDKSpec.build counts the training documents per word once for the auto rule, the idf weights
+    and the Nystrom landmarks (each a pass over the corpus), and gets what each counts alone."""
+    import lvgp.kernels.spec as spec_module
+    from lvgp.bow.padded import document_frequencies
+    from lvgp.bow.weighting import idf_weights
+    from lvgp.kernels.random_features import frequent_words
+
+    x = torch.from_numpy(np.random.default_rng(2).integers(-1, 30, size=(40, 8)))
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return document_frequencies(*args, **kwargs)
+
+    monkeypatch.setattr(spec_module, "document_frequencies", counted)
+    spec = LDKSpec(max_exact_words=3, num_features=5, word_weighting="idf")
+    kernel = spec.build(32, x)
+    assert len(calls) == 1 and isinstance(kernel, RandomFeatureLDK)
+    assert torch.equal(kernel.landmarks, frequent_words(x, 5))
+    alone = RandomFeatureLDK(32, 2, features="nystrom", landmarks=frequent_words(x, 5), word_weights=idf_weights(x, 32))
+    torch.testing.assert_close(kernel.word_weights, alone.word_weights, rtol=0, atol=0)

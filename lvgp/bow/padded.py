@@ -163,14 +163,16 @@ def counts_to_padded(counts, name: str = "X") -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def document_frequencies(x: torch.Tensor, num_words: int, rows_per_chunk: int = 65_536) -> np.ndarray:
+def document_frequencies(x: torch.Tensor, num_words: int | None = None, rows_per_chunk: int = 65_536) -> np.ndarray:
     """The number of documents (rows of a padded ``n x L`` tensor) that hold each word id below
-    ``num_words``: a ``num_words`` int64 array. Each row is sorted and its first occurrences counted
+    ``num_words`` (``None``: the largest id present, plus one): a ``num_words`` int64 array. Each row is sorted and its first occurrences counted
     (chunks of ``rows_per_chunk`` rows); no count matrix is built: a million documents of reviews'
     lengths in a few seconds, where :func:`padded_to_counts` took 25 s."""
     check_padded(x, "x", num_words=num_words, allow_empty=True)
     if x.dim() != 2:
         raise ValueError(f"x must be a 2-D (n x L) padded tensor; got shape {tuple(x.shape)}")
+    if num_words is None:
+        num_words = max(0, int(x.max()) + 1) if x.numel() else 0
     df = np.zeros(num_words, dtype=np.int64)
     # numpy sorts rows of int32 about 10x faster than torch sorts int64
     narrow = np.int32 if num_words <= np.iinfo(np.int32).max else np.int64

@@ -32,6 +32,7 @@ from torch import Tensor
 
 from .._typing import TensorLike
 from ..bow.padded import document_frequencies
+from ..bow.weighting import Frequencies
 from . import mean_embedding as me
 from .embedding import RBFEmbedding, rbf_pooled
 from .latent_distribution import LatentDistributionKernel
@@ -172,13 +173,12 @@ def gram_approximation_error(exact: LatentDistributionKernel, approx: LatentDist
 APPROXIMATIONS = ("auto", "exact", "rff", "nystrom")
 
 
-def frequent_words(x: Tensor, m: int) -> Tensor:
+def frequent_words(x: Tensor, m: int, frequencies: Frequencies | None = None) -> Tensor:
     """Ids of the ``m`` words that occur in the most documents of padded ``x`` (ties: smaller id
-    first): Nystrom landmarks that cover the corpus."""
-    size = int(x.max()) + 1 if x.numel() else 0
-    if size <= 0:  # nothing but padding
-        return x.new_zeros(0)
-    df = torch.from_numpy(document_frequencies(x, size)).to(x.device)  # documents per word
+    first): Nystrom landmarks that cover the corpus. ``frequencies``: ``x``'s documents per word,
+    where the caller has them."""
+    counts = document_frequencies(x) if frequencies is None else frequencies()
+    df = torch.from_numpy(counts).to(x.device)  # documents per word
     order = torch.argsort(-df, stable=True)  # most documents first, ties by id
     return order[df[order] > 0][:m].sort().values
 

@@ -24,6 +24,7 @@ that read them (idf weights, a balanced start) (:func:`resolve_kernel`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 from collections.abc import Mapping
 from typing import Any
@@ -46,7 +47,7 @@ from ..base.constraints import (
 )
 from ..base.numerics import default_dtype
 from ..bow.padded import document_frequencies
-from ..bow.weighting import WORD_WEIGHTINGS, word_weights
+from ..bow.weighting import WORD_WEIGHTINGS, Frequencies, word_weights
 from ._hyper import register_log_normal_prior
 from .document_length import DocumentLengthKernel
 from .embedding import EMBEDDINGS
@@ -312,19 +313,22 @@ class LDKSpec:
         return self
 
     # ------------------------------------------------------------------ building
-    def approximation_for(self, documents: torch.Tensor) -> str:
+    def approximation_for(self, documents: torch.Tensor, frequencies: Frequencies | None = None) -> str:
         """The one ``"auto"`` rule of every LDK estimator: the exact LDK unless the padded training
         ``documents`` hold more than ``max_exact_words`` distinct words (the exact word Gram costs
         their number squared in time and memory per evaluation), then ``"nystrom"``; a linear
         embedding is always exact (its mean embeddings are explicit vectors). Other settings are
-        returned as they are."""
+        returned as they are. ``frequencies``: the documents' documents per word, where the caller
+        has them."""
         if self.approximation != "auto":
             return self.approximation
         if self.embedding == "linear":
             return "exact"
-        size = int(documents.max()) + 1 if documents.numel() else 0
-        rows = documents.reshape(-1, documents.shape[-1])  # counted without a copy of every id (a million documents)
-        distinct = int((document_frequencies(rows, size) > 0).sum()) if size > 0 else 0
+        if frequencies is None:  # counted without a copy of every id (a million documents)
+            counts = document_frequencies(documents.reshape(-1, documents.shape[-1]))
+        else:
+            counts = frequencies()
+        distinct = int((counts > 0).sum())
         return "nystrom" if distinct > self.max_exact_words else "exact"
 
     def initial_vectors(self, num_words: int, words: list[str] | None) -> np.ndarray | None:
@@ -406,7 +410,11 @@ class LDKSpec:
         self.check()
         if vectors is None:
             vectors = self.word_vectors(num_words, word_features=word_features, words=words, seed=seed)
-        kind = self.approximation_for(documents)
+        # the documents per word, counted once for the auto rule, the idf weights and the landmarks
+        frequencies = functools.cache(
+            lambda: document_frequencies(documents.reshape(-1, documents.shape[-1]), num_words)
+        )
+        kind = self.approximation_for(documents, frequencies)
         options: dict[str, Any] = dict(self.options or {})
         if self.embedding == "rbf":
             options.setdefault("gamma", float(self.gamma))
@@ -416,7 +424,7 @@ class LDKSpec:
                 embedding=self.embedding,
                 level2=self.level2,
                 word_vectors=vectors,
-                word_weights=word_weights(documents, num_words, self.word_weighting),
+                word_weights=word_weights(documents, num_words, self.word_weighting, frequencies),
                 identity_weight=1.0 if isinstance(identity, str) else _plain_float(identity),
                 identity_form=self.identity_form,
                 **options,
@@ -424,7 +432,9 @@ class LDKSpec:
             if kind == "exact":
                 ldk: LatentDistributionKernel = LatentDistributionKernel(**common)
             else:
-                landmarks = frequent_words(documents, int(self.num_features)) if kind == "nystrom" else None
+                landmarks = (
+                    frequent_words(documents, int(self.num_features), frequencies) if kind == "nystrom" else None
+                )
                 ldk = RandomFeatureLDK(
                     features=kind,
                     num_features=int(self.num_features) if landmarks is None else len(landmarks),
