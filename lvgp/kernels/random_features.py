@@ -42,6 +42,7 @@ __all__ = [
     "gram_approximation_error",
     "FEATURE_MAPS",
     "APPROXIMATIONS",
+    "auto_approximation",
     "frequent_words",
     "make_ldk",
 ]
@@ -173,6 +174,20 @@ def gram_approximation_error(exact: LatentDistributionKernel, approx: LatentDist
 APPROXIMATIONS = ("auto", "exact", "rff", "nystrom")
 
 
+def auto_approximation(
+    documents: Tensor, embedding: Any, max_exact_words: int, frequencies: Frequencies | None = None
+) -> str:
+    """``approximation="auto"``, the one rule: the exact LDK unless the padded training ``documents``
+    hold more than ``max_exact_words`` distinct words (the exact word Gram costs their number squared
+    per evaluation), then ``"nystrom"``; a ``"linear"`` embedding is always exact (its mean embeddings
+    are explicit). The words are counted from document frequencies (``frequencies``, where the
+    caller has them), without a copy of every id."""
+    if embedding == "linear":
+        return "exact"
+    counts = document_frequencies(documents.reshape(-1, documents.shape[-1])) if frequencies is None else frequencies()
+    return "nystrom" if int((counts > 0).sum()) > max_exact_words else "exact"
+
+
 def frequent_words(x: Tensor, m: int, frequencies: Frequencies | None = None) -> Tensor:
     """Ids of the ``m`` words that occur in the most documents of padded ``x`` (ties: smaller id
     first): Nystrom landmarks that cover the corpus. ``frequencies``: ``x``'s documents per word,
@@ -223,8 +238,7 @@ def _make_ldk(
     embedding = options.get("embedding", "rbf")
     kind = approximation
     if approximation == "auto":
-        distinct = int(torch.unique(x[x != -1]).numel())
-        kind = "nystrom" if distinct > max_exact_words and embedding != "linear" else "exact"
+        kind = auto_approximation(x, embedding, max_exact_words)
     if kind == "exact":
         return LatentDistributionKernel(word_vectors=word_vectors, **options)
     landmarks = frequent_words(x, num_features) if kind == "nystrom" else None

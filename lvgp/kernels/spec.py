@@ -53,7 +53,13 @@ from .document_length import DocumentLengthKernel
 from .embedding import EMBEDDINGS
 from .latent_distribution import IDENTITY_FORMS, LatentDistributionKernel
 from .level2 import LEVEL2_KERNELS
-from .random_features import FEATURE_MAPS, RandomFeatureLDK, balanced_identity_weight, frequent_words
+from .random_features import (
+    FEATURE_MAPS,
+    RandomFeatureLDK,
+    auto_approximation,
+    balanced_identity_weight,
+    frequent_words,
+)
 from .word_vectors import VariationalWordVectors, WordVectors, make_word_vectors
 
 __all__ = [
@@ -322,14 +328,7 @@ class LDKSpec:
         has them."""
         if self.approximation != "auto":
             return self.approximation
-        if self.embedding == "linear":
-            return "exact"
-        if frequencies is None:  # counted without a copy of every id (a million documents)
-            counts = document_frequencies(documents.reshape(-1, documents.shape[-1]))
-        else:
-            counts = frequencies()
-        distinct = int((counts > 0).sum())
-        return "nystrom" if distinct > self.max_exact_words else "exact"
+        return auto_approximation(documents, self.embedding, int(self.max_exact_words), frequencies)
 
     def initial_vectors(self, num_words: int, words: list[str] | None) -> np.ndarray | None:
         """``latent_init`` resolved: ``None`` or a checked ``num_words x latent_dim`` array."""
