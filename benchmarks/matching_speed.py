@@ -45,6 +45,8 @@ if args["method"] == "ldk-plus":
 else:
     params = {"components": args["components"], "reg": 0.1}
 model = study.build({"method": args["method"], "split": args["set"], "params": params})
+if args.get("dtype"):
+    model.set_params(dtype=args["dtype"])
 evaluations = [0]
 if args["method"] == "ldk-plus":
     loss = model._loss
@@ -126,6 +128,8 @@ def main(argv=None) -> int:
         }
         runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
         runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
+        if not args.quick:  # the same code in float64 (the matcher's arithmetic before dtype=)
+            runs["ldk-plus (now, float64)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "dtype": "float64"})
         if args.before and not args.quick:
             before = extract(args.before, Path(tmp) / "before")
             runs[f"ldk-plus ({args.before})"] = run_code(CELL, before, {**common, "method": "ldk-plus"})

@@ -63,9 +63,9 @@ def loop_objective(matcher: LDKMatcher, source, target) -> float:
 
 def test_objective_matches_loops_and_finite_differences():
     source, target = bilingual_corpus(6, seed=1, vocab=10, length=4)
-    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1, gamma=0.7), max_iter=1, init="random", random_state=0).fit(
-        source, target
-    )
+    m = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=0.1, gamma=0.7), max_iter=1, init="random", random_state=0, dtype="float64"
+    ).fit(source, target)
     xs, xt = m._encode(source, target)
     assert abs(m._loss(xs, xt).item() - loop_objective(m, source, target)) < 1e-9
     raw = m.kernel_.word_vectors.raw_latent
@@ -86,6 +86,28 @@ def test_objective_matches_loops_and_finite_differences():
         down = loss_at(bumped)
         assert abs((up - down) / (2 * eps) - grad[index].item()) < 1e-6 * max(1.0, abs(grad[index].item()))
     loss_at(start)
+
+
+def test_float32_matcher_agrees_with_float64():
+    """The default float32 arithmetic: the same objective and gradient as float64 at the same
+    vectors (to float32's rounding), a float64 loss, and the dtype kept through save/load."""
+    source, target = bilingual_corpus(30, seed=4, vocab=25, length=6)
+    kernel = LDKSpec(latent_dim=3, rho=0.1, gamma=0.7, level2="cosine", identity_weight=0.3)
+    double = LDKMatcher(kernel, max_iter=3, init="random", random_state=0, dtype="float64").fit(source, target)
+    single = LDKMatcher(kernel, max_iter=3, init="random", random_state=0).fit(source, target)
+    assert single.dtype == "float32" and single.kernel_.word_vectors.raw_latent.dtype == torch.float32
+    with torch.no_grad():
+        single.kernel_.word_vectors.raw_latent.copy_(double.kernel_.word_vectors.raw_latent)
+    xs, xt = double._encode(source, target)
+    raw64, raw32 = double.kernel_.word_vectors.raw_latent, single.kernel_.word_vectors.raw_latent
+    loss64, loss32 = double._loss(xs, xt), single._loss(xs, xt)
+    assert loss32.dtype == torch.float64
+    assert abs(loss32.item() - loss64.item()) < 1e-5 * abs(loss64.item())
+    g64 = torch.autograd.grad(loss64, raw64)[0]
+    g32 = torch.autograd.grad(loss32, raw32)[0].double()
+    assert (g32 - g64).norm() < 1e-4 * g64.norm()
+    d64, d32 = double.distances(source, target), single.distances(source, target)
+    assert d32.dtype == np.float32 and np.abs(d32 - d64).max() < 1e-5
 
 
 def test_synthetic_bilingual_corpus_is_matched_almost_perfectly():
@@ -309,8 +331,10 @@ def test_tying_initializations_and_early_stopping_use_what_the_pairs_share():
 
 def test_gamma_and_rho_act_only_through_their_ratio():
     src, tgt = bilingual_corpus(30)
-    a = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1, gamma=1.0), max_iter=8, random_state=0).fit(src, tgt)
-    b = LDKMatcher(LDKSpec(latent_dim=2, rho=1.0, gamma=10.0), max_iter=8, random_state=0).fit(src, tgt)
+    a = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1, gamma=1.0), max_iter=8, random_state=0, dtype="float64").fit(src, tgt)
+    b = LDKMatcher(LDKSpec(latent_dim=2, rho=1.0, gamma=10.0), max_iter=8, random_state=0, dtype="float64").fit(
+        src, tgt
+    )
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-9)
     np.testing.assert_allclose(a.distances(src, tgt), b.distances(src, tgt), atol=1e-10)
     np.testing.assert_allclose(a.source_vectors_, b.source_vectors_ * np.sqrt(10.0), atol=1e-10)

@@ -240,7 +240,8 @@ def test_the_latent_smm_reloads_and_decides_bit_identically(spec, tmp_path):
     assert again.kernel == smm.kernel and again.objective_curve_ == smm.objective_curve_
 
 
-def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path, dtype):
     from lvgp import LDKMatcher
     from lvgp.datasets import WordEmbeddings
 
@@ -253,6 +254,7 @@ def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path):
         target_embeddings=table,
         max_iter=5,
         random_state=0,
+        dtype=dtype,
     ).fit(source, target)
     matcher.save(tmp_path / "m.pt")
     again = LDKMatcher.load(tmp_path / "m.pt")
@@ -260,6 +262,26 @@ def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path):
     np.testing.assert_array_equal(again.distances(queries, candidates), matcher.distances(queries, candidates))
     np.testing.assert_array_equal(again.rank(queries, candidates), matcher.rank(queries, candidates))
     assert again.target_embeddings.words == table.words
+    assert again.dtype == dtype and again.kernel_.word_vectors.raw_latent.dtype == getattr(torch, dtype)
+
+
+def test_a_matcher_saved_before_dtype_loads_in_float64(tmp_path):
+    """Files written before ``dtype=`` hold a float64 kernel and no ``dtype`` argument: they load as
+    float64 (the default is now float32), ranking as they did."""
+    from lvgp import LDKMatcher
+
+    source = ["red apple", "green apple", "red car", "fast car", "green tree", "tall tree"]
+    target = ["roter apfel", "gruener apfel", "rotes auto", "schnelles auto", "gruener baum", "hoher baum"]
+    matcher = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=5, random_state=0, dtype="float64").fit(
+        source, target
+    )
+    matcher.save(tmp_path / "m.pt")
+    payload = torch.load(tmp_path / "m.pt", weights_only=True)
+    del payload["params"]["dtype"]
+    torch.save(payload, tmp_path / "old.pt")
+    again = LDKMatcher.load(tmp_path / "old.pt")
+    assert again.dtype == "float64"
+    np.testing.assert_array_equal(again.distances(source, target), matcher.distances(source, target))
 
 
 def _idf_factory(num_words, documents):

@@ -174,7 +174,7 @@ def test_matching_in_the_rkhs_of_the_cosine_kernel_ranks_by_the_kernel():
     documents -- no length penalty from words the other side cannot share; the linear level 2 keeps
     the squared MMD."""
     texts, _ = reviews(30, seed=6)
-    options = dict(tie_identical_tokens=True, max_iter=5, random_state=0)
+    options = dict(tie_identical_tokens=True, max_iter=5, random_state=0, dtype="float64")  # a loop reference
     spec = LDKSpec(latent_dim=2, rho=0.01, word_weighting="idf")
     cosine = LDKMatcher(spec.replace(level2="cosine", identity_weight=0.7, identity_form="separate"), **options).fit(
         texts, texts

@@ -9,6 +9,9 @@ wherever the caller says.
 Training loops keep their per-step losses on the device and read them back in one transfer per
 convergence window (:class:`LossBuffer`), so a GPU never waits for the host between steps; the
 exception is scipy's L-BFGS, which needs the loss and gradient on the host once per evaluation.
+
+Estimators whose arithmetic may run in single precision (the CLGP's, the matcher's) take
+``dtype="float32"`` or ``"float64"``, by name (:data:`FLOAT_DTYPES`); the exact GPs are float64.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_device", "device_problem", "to_host", "state_to_cpu", "LossBuffer"]
+__all__ = ["check_device", "device_problem", "to_host", "state_to_cpu", "LossBuffer", "FLOAT_DTYPES"]
+
+#: the ``dtype=`` names an estimator takes, and their torch dtypes
+FLOAT_DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 def device_problem(device: torch.device) -> str | None:

@@ -65,7 +65,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import derive_seed
 from .._typing import EmbeddingsSpec
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
-from ..base.device import check_device, state_to_cpu, to_host
+from ..base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
 from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
 from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state
 from ..base.linalg import dual_cca
@@ -170,6 +170,11 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         verbose: a progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
+        dtype: the kernel's arithmetic, ``"float32"`` (default) or ``"float64"``; the loss is summed in
+            float64 either way, and L-BFGS keeps its iterate in float64. The matcher is not a GP (no
+            Cholesky, no predictive variance): float32 halves the time of an evaluation (the word Grams
+            and their sparse products are memory-bound) for the same test Precision@1 over the 10
+            Debian sets (``benchmarks/matching_speed.py``, ``results/README.md``).
 
     Fitted: ``source_vocabulary_``, ``target_vocabulary_``, ``dropped_pairs_`` (training pairs left out: a
     side without any vocabulary word), ``target_ids_`` (kernel id of each
@@ -203,6 +208,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         max_features: int | None = None,
         random_state: int | None = None,
         device: str | torch.device = "cpu",
+        dtype: str = "float32",
         verbose: bool = False,
     ):
         self.kernel = kernel
@@ -221,6 +227,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         self.max_features = max_features
         self.random_state = random_state
         self.device = device
+        self.dtype = dtype
         self.verbose = verbose
 
     def _check_kernel(self) -> LDKSpec:
@@ -369,6 +376,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         "batch_size": [None, Integer(2)],  # in-batch negatives: at least two pairs
         "min_df": [Integer(1), Real(0, 1, open_low=True)],
         "max_features": [None, Integer(1)],
+        "dtype": [Options(*FLOAT_DTYPES)],
     }
 
     def fit(
@@ -444,7 +452,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         if self.kernel_.has_identity:
             self.kernel_.raw_identity_weight.requires_grad_(self.learn_identity_weight)
         self.device_ = check_device(self.device)
-        self.kernel_ = self.kernel_.to(self.device_)
+        self.kernel_ = self.kernel_.to(device=self.device_, dtype=FLOAT_DTYPES[self.dtype])
         xs, xt = xs.to(self.device_), xt.to(self.device_)
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
         n = len(source)
@@ -568,6 +576,8 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         from ..base.persistence import SavedFileError
 
         est, payload = cls._from_saved(path, device)
+        if "dtype" not in payload.get("params", {}):  # written before dtype= (the kernel was float64)
+            est.dtype = "float64"
         try:
             est.source_vocabulary_ = Vocabulary.from_dict(payload["source_vocabulary"])
             est.target_vocabulary_ = Vocabulary.from_dict(payload["target_vocabulary"])
@@ -593,7 +603,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         except RuntimeError as err:
             raise ValueError(f"{path}: the saved kernel state does not fit its parameters ({err})") from None
         est.device_ = check_device(est.device)
-        est.kernel_ = est.kernel_.to(est.device_)
+        est.kernel_ = est.kernel_.to(device=est.device_, dtype=FLOAT_DTYPES[est.dtype])
         latent = to_host(est.kernel_.word_vectors.mean)
         est.source_vectors_ = latent[: len(est.source_vocabulary_)].copy()
         est.target_vectors_ = latent[est.target_ids_].copy()
@@ -637,9 +647,9 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
 
     def _loss(self, xs: torch.Tensor, xt: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
         """Eq. 6.8 (the softmax terms over the given pairs, times ``scale``)."""
-        d = self._distance(xs, xt)
+        d = self._distance(xs, xt).double()  # summed in float64 whatever the kernel's dtype
         nll = (d.diagonal() + torch.logsumexp(-d, dim=1)).sum() * scale
-        return nll + self.kernel_.word_vectors.penalty()
+        return nll + self.kernel_.word_vectors.penalty().double()
 
     # ------------------------------------------------------------------ predict
     def distances(

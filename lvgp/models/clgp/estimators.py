@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._random import derive_seeds, rng_of
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
-from ...base.device import check_device, to_host
+from ...base.device import FLOAT_DTYPES, check_device, to_host
 from ...base.fitting import PlateauStopping, fit_stochastic
 from ...warnings import warn
 from .model import CategoricalLatentGP
@@ -96,7 +96,6 @@ def check_codes(codes: np.ndarray, cardinalities: list[int], name: str = "codes"
 # ------------------------------------------------------------------ CLGP and LGM
 
 
-_DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _JITTER = {"float64": 1e-6, "float32": 1e-4}  # added to K_MM's diagonal
 LATENT_SCALES = ("auto", "paper", "joint")
 
@@ -240,7 +239,7 @@ class CLGP(BaseEstimator):
         "predict_samples": [Integer(1)],
         "restarts": [Integer(1)],
         "alternate": [Boolean()],
-        "dtype": [Options(*_DTYPES)],
+        "dtype": [Options(*FLOAT_DTYPES)],
     }
 
     def _check_params(self) -> None:
@@ -396,7 +395,7 @@ class CLGP(BaseEstimator):
             seed=seed,
             lengthscale_init=self.lengthscale_init,
             jitter=_JITTER[self.dtype],
-        ).to(_DTYPES[self.dtype])
+        ).to(FLOAT_DTYPES[self.dtype])
         device = self.device_
         if self.init == "pca":
             self._pca = _OneHotPCA(self.cardinalities_, self.latent_dim).fit(codes)
