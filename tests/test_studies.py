@@ -465,3 +465,31 @@ def test_in_process_cells_show_their_fits_progress_and_only_lvgp_estimators_are_
         run_study(cell_fn, None, cells, StudyDirectory(tmp_path / str(progress)), executor, progress=progress)
         assert seen == [expected, expected]
     assert FIT_PROGRESS.get() is False  # reset after the run
+
+
+def test_a_choice_inside_the_cell_is_refused_where_the_study_cannot_run_it():
+    """``Method(selection=InnerDev(...))`` wraps the cell's estimator in DevSelected (a classifier's
+    fit): the classification study runs it, another study says so before any cell runs; a
+    CellGrid's settings are the cells."""
+    from lvgp.experiments.matching import MatchingStudy
+    from lvgp.experiments.selection import CellGrid, InnerDev
+
+    register_method("matching", "toy-inner", "Toy", selection=InnerDev(lambda study: {"C": [1.0]}))(
+        lambda study, cell, data: None
+    )
+    register_method("matching", "toy-cells", "Toy", selection=CellGrid(lambda study: [{"a": 1}, {"a": 2}]))(
+        lambda study, cell, data: None
+    )
+    try:
+        with pytest.raises(ValueError, match="'toy-inner' chooses its settings on dev inside each cell"):
+            MatchingStudy(pairs="wagtail-de", methods=("toy-inner",)).validate()
+        cells = MatchingStudy(pairs="wagtail-de", methods=("toy-cells",), sets=2).cells()
+        assert [(c["split"], c["params"]) for c in cells] == [
+            (0, {"a": 1}),
+            (0, {"a": 2}),
+            (1, {"a": 1}),
+            (1, {"a": 2}),
+        ]
+    finally:
+        registry._METHODS["matching"].pop("toy-inner")
+        registry._METHODS["matching"].pop("toy-cells")

@@ -36,7 +36,7 @@ from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
-from .selection import DEV_SCORINGS, DevSelected
+from .selection import DEV_SCORINGS, DevSelected, InnerDev
 from .study import DEVICE_HELP, PARTIAL_NOTE, Study, check_encoder_methods, mean_cell, option, recorded_warnings
 
 BUILTIN = corpus_names("classification")
@@ -135,17 +135,11 @@ def _latent_smm(glove: bool):
     return build
 
 
-register_method(
-    "classification", "latent-smm", "Latent SMM", dev_grid=_smm_grid, canonical=_smm_canonical, dev_path="C"
-)(_latent_smm(glove=False))
-register_method(
-    "classification",
-    "latent-smm-glove",
-    "Latent SMM (GloVe-tied)",
-    dev_grid=_smm_grid,
-    canonical=_smm_canonical,
-    dev_path="C",
-)(_latent_smm(glove=True))
+_SMM_SELECTION = InnerDev(_smm_grid, canonical=_smm_canonical, path="C")
+register_method("classification", "latent-smm", "Latent SMM", selection=_SMM_SELECTION)(_latent_smm(glove=False))
+register_method("classification", "latent-smm-glove", "Latent SMM (GloVe-tied)", selection=_SMM_SELECTION)(
+    _latent_smm(glove=True)
+)
 
 
 def _gpc_grid(study) -> dict[str, list]:
@@ -172,8 +166,10 @@ def _ldk_gpc(glove: bool):
     return build
 
 
-register_method("classification", "ldk-gpc", "GP classifier (LDK)", dev_grid=_gpc_grid)(_ldk_gpc(glove=False))
-register_method("classification", "ldk-gpc-glove", "GP classifier (LDK, GloVe-tied)", dev_grid=_gpc_grid)(
+register_method("classification", "ldk-gpc", "GP classifier (LDK)", selection=InnerDev(_gpc_grid))(
+    _ldk_gpc(glove=False)
+)
+register_method("classification", "ldk-gpc-glove", "GP classifier (LDK, GloVe-tied)", selection=InnerDev(_gpc_grid))(
     _ldk_gpc(glove=True)
 )
 
@@ -240,10 +236,9 @@ def _plus_smm_grid(study) -> dict[str, list]:
     "classification",
     "latent-smm-plus",
     "Latent SMM (LDK+BoW)",
-    dev_grid=_plus_smm_grid,
+    selection=InnerDev(_plus_smm_grid, folds=3),
     uses_unlabeled=True,
     default=True,
-    dev_folds=3,
     description="one-vs-rest SMM on the LDK+BoW kernel; lambda and C chosen by 3-fold CV inside the sample",
 )
 def _latent_smm_plus(study, cell, data):
@@ -383,6 +378,7 @@ def _cut_vocabulary(study):
 @dataclass(frozen=True)
 class ClassificationStudy(Study):
     kind = "classification"
+    inner_dev_selection = True
     help = "LDK classifiers, GP covariate-embedding logistic regression and BoW baselines against the training size"
     description = (
         "Per split and size: a stratified training sample from the training part; the standard test split (20ng, r8, "
@@ -476,25 +472,6 @@ class ClassificationStudy(Study):
             for n in self.train_sizes
             for s in range(self.splits)
         ]
-
-    def estimator(self, cell: dict):
-        """The cell's estimator: the method's, inside :class:`DevSelected` when it has a dev grid."""
-        method = self.method(cell["method"])
-        model = self.build(cell)
-        if method.dev_grid is None:
-            return model
-        walk = method.dev_path is not None and self.dev_path_iter > 0
-        return DevSelected(
-            model,
-            method.dev_grid(self),
-            self.cell_seed(cell),
-            method.canonical,
-            folds=self.dev_folds if method.dev_folds is None else method.dev_folds,
-            # the study's scoring for classifiers with probabilities; accuracy for the latent SMM
-            scoring=self.dev_scoring if hasattr(model, "predict_proba") else "accuracy",
-            path=method.dev_path if walk else None,
-            path_max_iter=self.dev_path_iter if walk else None,
-        )
 
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)

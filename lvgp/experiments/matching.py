@@ -33,6 +33,7 @@ import numpy as np
 from ..base.constraints import Integer, Real
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, methods, register_method, register_study
+from .selection import CellGrid
 from .study import DEVICE_HELP, PARTIAL_NOTE, Study, mean_cell, option, recorded_warnings, write_json
 
 MAX_R = 50
@@ -78,14 +79,16 @@ def _ldk(**options: Any):
     return build
 
 
-register_method("matching", "ldk", "LDK matching", grid=_ldk_grid, uses_dev=True, default=True)(_ldk())
-register_method("matching", "ldk-cca", "LDK (CCA start)", grid=_ldk_grid, uses_dev=True)(_ldk(init="cca"))
-register_method("matching", "ldk-tied-pca", "LDK (tied tokens)", grid=_ldk_grid, uses_dev=True)(
+register_method("matching", "ldk", "LDK matching", selection=CellGrid(_ldk_grid), uses_dev=True, default=True)(_ldk())
+register_method("matching", "ldk-cca", "LDK (CCA start)", selection=CellGrid(_ldk_grid), uses_dev=True)(
+    _ldk(init="cca")
+)
+register_method("matching", "ldk-tied-pca", "LDK (tied tokens)", selection=CellGrid(_ldk_grid), uses_dev=True)(
     _ldk(tie_identical_tokens=True)
 )
-register_method("matching", "ldk-tied", "LDK (tied tokens, CCA start)", grid=_ldk_grid, uses_dev=True, default=True)(
-    _ldk(tie_identical_tokens=True, init="cca")
-)
+register_method(
+    "matching", "ldk-tied", "LDK (tied tokens, CCA start)", selection=CellGrid(_ldk_grid), uses_dev=True, default=True
+)(_ldk(tie_identical_tokens=True, init="cca"))
 
 
 def _plus_grid(study) -> list[dict]:
@@ -104,7 +107,7 @@ register_method(
     "matching",
     "ldk-plus",
     "LDK (+BoW on tied tokens, idf, cosine)",
-    grid=_plus_grid,
+    selection=CellGrid(_plus_grid),
     uses_dev=True,
     description=(
         "tied tokens, CCA start, idf weights, the cosine level 2 (d in the RKHS of the normalized kernel) "
@@ -133,8 +136,8 @@ def _cca(kernel: str):
     return build
 
 
-register_method("matching", "cca", "CCA", grid=_cca_grid, default=True)(_cca("linear"))
-register_method("matching", "kcca", "Kernel CCA", grid=_cca_grid, default=True)(_cca("rbf"))
+register_method("matching", "cca", "CCA", selection=CellGrid(_cca_grid), default=True)(_cca("linear"))
+register_method("matching", "kcca", "Kernel CCA", selection=CellGrid(_cca_grid), default=True)(_cca("rbf"))
 
 
 @register_study
@@ -183,7 +186,7 @@ class MatchingStudy(Study):
 
     def validate(self) -> None:
         super().validate()
-        uses_cca = any(self.method(m).grid is _cca_grid for m in self.methods)
+        uses_cca = any(self.method(m).selection == CellGrid(_cca_grid) for m in self.methods)
         if uses_cca and max(self.cca_components) > self.train:
             raise ValueError(
                 f"--cca-components must be at most --train={self.train} (CCA has at most as many directions as "

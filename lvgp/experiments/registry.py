@@ -1,13 +1,15 @@
 """What the comparative studies know: every study, and every method each study can run.
 
 A **method** is one entry (:class:`Method`): its name on the command line, its label in tables
-and figures, a factory that builds the unfitted estimator for one cell, and the cell-level
-hyper-parameter grid the study chooses from on dev data. Registering a method makes it known to
-its study's ``--methods``, to the tables and to the figures; nothing else is edited::
+and figures, a factory that builds the unfitted estimator for one cell, and how its
+hyper-parameters are chosen on dev data (``selection``: a grid over cells, or a choice inside each
+cell; :mod:`lvgp.experiments.selection`). Registering a method makes it known to its study's
+``--methods``, to the tables and to the figures; nothing else is edited::
 
     from lvgp.experiments.registry import register_method
+    from lvgp.experiments.selection import InnerDev
 
-    @register_method("classification", "my-svm", "My SVM (BoW)")
+    @register_method("classification", "my-svm", "My SVM (BoW)", selection=InnerDev(lambda study: {"C": [0.1, 1, 10]}))
     def my_svm(study, cell, data):
         return MySVMClassifier(random_state=study.cell_seed(cell))
 
@@ -22,15 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .selection import CellGrid, InnerDev
+
 __all__ = ["Method", "register_method", "methods", "method", "default_methods", "register_study", "studies"]
 
 #: ``build(study, cell, data)``: the unfitted estimator of one cell (``data``: what the study
 #: prepared for the cell's split, e.g. its vocabulary)
 Factory = Callable[[Any, dict, Any], Any]
-
-
-def _one_setting(study: Any) -> list[dict]:
-    return [{}]
 
 
 @dataclass(frozen=True)
@@ -41,23 +41,16 @@ class Method:
         name: its name on the command line (``--methods``) and in the records.
         label: its name in tables and figures.
         build: ``build(study, cell, data)`` -> the unfitted estimator of the cell.
-        grid: ``grid(study)`` -> the cell-level hyper-parameter settings (one cell each; the study
-            chooses among them on dev data); default one setting, ``{}`` (a method that chooses
-            its own hyper-parameters inside ``fit``).
-        dev_grid: ``dev_grid(study)`` -> ``{name: values}``, a grid the estimator's settings are
-            chosen from on dev data *inside* the cell (the classification study's
-            :class:`~lvgp.experiments.selection.DevSelected`); ``None``: none.
-        canonical: maps a ``dev_grid`` setting to an exactly equivalent one (fitted once for all
-            the settings it stands for), or ``None``.
-        dev_path: a ``dev_grid`` parameter whose values are fitted as one warm-started path per
-            setting of the others (largest value first; the estimator takes ``warm_start``), or
-            ``None``: every setting from its own initialization.
+        selection: how the hyper-parameters are chosen on dev data
+            (:mod:`lvgp.experiments.selection`): :class:`~lvgp.experiments.selection.CellGrid` (a
+            grid over cells; the study's report chooses among them),
+            :class:`~lvgp.experiments.selection.InnerDev` (a choice inside each cell: the study
+            wraps the cell's estimator in :class:`~lvgp.experiments.selection.DevSelected`), or
+            ``None`` (one cell; a method that chooses its own hyper-parameters inside ``fit``).
         uses_dev: the estimator's ``fit`` takes the split's dev data (early stopping, tuning)
             where the study has a dev split.
         uses_unlabeled: the estimator's ``fit`` takes unlabeled documents (``unlabeled=``) when the
             study offers them (``--unlabeled pool``).
-        dev_folds: how the method's ``dev_grid`` is chosen: ``None`` (the study's ``--dev-folds``) or
-            ``k`` (stratified k-fold cross-validation inside the sample, whatever the study's).
         default: part of the study's default ``--methods``.
         description: one line for the documentation.
         raw_texts: the estimator reads the cell's documents as written, not as the study's
@@ -76,18 +69,18 @@ class Method:
     name: str
     label: str
     build: Factory
-    grid: Callable[[Any], list[dict]] = _one_setting
-    dev_grid: Callable[[Any], dict[str, list]] | None = None
-    canonical: Callable[[dict], dict] | None = None
-    dev_path: str | None = None
+    selection: CellGrid | InnerDev | None = None
     uses_dev: bool = False
     uses_unlabeled: bool = False
-    dev_folds: int | None = None
     default: bool = False
     description: str = ""
     raw_texts: bool = False
     family: str = ""
     record: Callable[[Any, dict, Any], dict] | None = None
+
+    def settings(self, study: Any) -> list[dict]:
+        """The cells' settings: the :class:`~lvgp.experiments.selection.CellGrid`'s, else one, ``{}``."""
+        return self.selection.settings(study) if isinstance(self.selection, CellGrid) else [{}]
 
 
 #: the family of the GP-LVSM methods whose cells are a grid over q and rho: the regression figures draw
@@ -103,13 +96,9 @@ def register_method(
     name: str,
     label: str,
     *,
-    grid: Callable[[Any], list[dict]] | None = None,
-    dev_grid: Callable[[Any], dict[str, list]] | None = None,
-    canonical: Callable[[dict], dict] | None = None,
-    dev_path: str | None = None,
+    selection: CellGrid | InnerDev | None = None,
     uses_dev: bool = False,
     uses_unlabeled: bool = False,
-    dev_folds: int | None = None,
     default: bool = False,
     description: str = "",
     raw_texts: bool = False,
@@ -128,13 +117,9 @@ def register_method(
                 name,
                 label,
                 build,
-                grid or _one_setting,
-                dev_grid,
-                canonical,
-                dev_path,
+                selection,
                 uses_dev,
                 uses_unlabeled,
-                dev_folds,
                 default,
                 description,
                 raw_texts,

@@ -29,6 +29,7 @@ from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
 from ..warnings import UnseenWordsWarning
 from .registry import GRID_FAMILY, default_methods, register_method, register_study
+from .selection import CellGrid
 from .study import (
     DEVICE_HELP,
     PARTIAL_NOTE,
@@ -82,7 +83,7 @@ def _word_vectors_record(est, cell: dict, data) -> dict:
     "regression",
     "gplvsm",
     "GP-LVSM",
-    grid=_gplvsm_grid,
+    selection=CellGrid(_gplvsm_grid),
     uses_dev=True,
     default=True,
     family=GRID_FAMILY,
@@ -105,7 +106,7 @@ def _gplvsm(study, cell, data):
     "regression",
     "gplvsm-vb",
     "GP-LVSM (VB+GloVe+len)",
-    grid=_vb_grid,
+    selection=CellGrid(_vb_grid),
     uses_dev=True,
     family=GRID_FAMILY,
     record=_word_vectors_record,
@@ -141,7 +142,7 @@ def _plus_grid(study) -> list[dict]:
     "regression",
     "gplvsm-plus",
     "GP-LVSM (LDK+BoW, GloVe)",
-    grid=_plus_grid,
+    selection=CellGrid(_plus_grid),
     description="GP regression on the LDK+BoW kernel: GloVe vectors fixed, idf weights, the cosine of each part "
     "added; lambda, the scales and the noise by the marginal likelihood; the length kernel chosen on dev",
 )
@@ -260,7 +261,7 @@ def _gplvsm_encoder(study, cell, data):
     "regression",
     "gplvsm-sparse",
     "GP-LVSM (sparse)",
-    grid=_vb_grid,
+    selection=CellGrid(_vb_grid),
     family=GRID_FAMILY,
     record=_word_vectors_record,
 )
@@ -277,7 +278,7 @@ def _gplvsm_sparse(study, cell, data):
     )
 
 
-@register_method("regression", "slda", "sLDA", grid=_topic_grid)
+@register_method("regression", "slda", "sLDA", selection=CellGrid(_topic_grid))
 def _slda(study, cell, data):
     from ..models.slda import SLDARegressor
 
@@ -289,7 +290,7 @@ def _slda(study, cell, data):
     )
 
 
-@register_method("regression", "lda-regression", "LDA+regression", grid=_topic_grid)
+@register_method("regression", "lda-regression", "LDA+regression", selection=CellGrid(_topic_grid))
 def _lda_regression(study, cell, data):
     from ..models.slda import LDARegression
 

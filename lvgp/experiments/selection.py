@@ -1,18 +1,23 @@
 """Choosing on dev data, one module for every study (issue 38).
 
-* :func:`best_on_dev` -- a study's cell-level grid: per (method, split) the cell with the best dev
-  score (never a test score; the first of ties in the cells' order), as the regression and matching
-  studies choose among their cells;
-* :class:`DevSelected` -- a choice *inside* a cell: the estimator's settings chosen on a dev part of
-  the training sample (or by cross-validation inside it), then refitted on all of it, as the
-  classification study's ``dev_grid`` methods choose.
+A method says how its hyper-parameters are chosen with ``Method(selection=...)``, one of:
+
+* :class:`CellGrid` -- a grid over cells: each setting is a cell of its own, and the study's report
+  takes, per (method, split), the cell with the best dev score (:func:`best_on_dev`; never a test
+  score, the first of ties in the cells' order), as the regression and matching studies do;
+* :class:`InnerDev` -- a choice *inside* a cell: the study base wraps the cell's estimator in
+  :class:`DevSelected`, which chooses the estimator's settings on a dev part of the training sample
+  (or by cross-validation inside it) and refits on all of it, as the classification study's grids do;
+* ``None`` -- one cell with the method's own settings (an estimator that tunes itself in ``fit``).
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +26,52 @@ from ..warnings import warn
 
 #: what DevSelected maximizes on dev
 DEV_SCORINGS = ("accuracy", "log-likelihood")
+
+
+@dataclass(frozen=True)
+class CellGrid:
+    """Hyper-parameters as a grid over cells: ``settings(study)`` -> the settings, one cell each (the
+    cell's ``params``), among which the study's report chooses on dev (:func:`best_on_dev`)."""
+
+    settings: Callable[[Any], list[dict]]
+
+
+@dataclass(frozen=True)
+class InnerDev:
+    """Estimator settings chosen on dev inside each cell (:class:`DevSelected`).
+
+    Attributes:
+        grid: ``grid(study)`` -> ``{name: values}``, the settings to choose from.
+        canonical: maps a setting to an exactly equivalent one (fitted once for all the settings it
+            stands for), or ``None``.
+        path: a grid parameter whose values are fitted as one warm-started path per setting of the
+            others (largest value first; the estimator takes ``warm_start``) when the study's
+            ``dev_path_iter`` is positive, or ``None``: every setting from its own initialization.
+        folds: ``None`` (the study's ``dev_folds``) or ``k`` (stratified k-fold cross-validation
+            inside the sample, whatever the study's).
+    """
+
+    grid: Callable[[Any], dict[str, list]]
+    canonical: Callable[[dict], dict] | None = None
+    path: str | None = None
+    folds: int | None = None
+
+    def wrap(self, study: Any, model: Any, seed: int) -> DevSelected:
+        """The cell's ``model`` in :class:`DevSelected`, with the study's dev settings (``dev_folds``,
+        ``dev_scoring`` for models with probabilities, accuracy otherwise; ``dev_path_iter``) where it
+        has them, else DevSelected's defaults."""
+        path_iter = int(getattr(study, "dev_path_iter", 0))
+        walk = self.path is not None and path_iter > 0
+        return DevSelected(
+            model,
+            self.grid(study),
+            seed,
+            self.canonical,
+            folds=int(getattr(study, "dev_folds", 1)) if self.folds is None else self.folds,
+            scoring=getattr(study, "dev_scoring", "accuracy") if hasattr(model, "predict_proba") else "accuracy",
+            path=self.path if walk else None,
+            path_max_iter=path_iter if walk else None,
+        )
 
 
 def best_on_dev(cells: Iterable[dict], score: str, higher_is_better: bool) -> dict[tuple[str, int], tuple[dict, float]]:

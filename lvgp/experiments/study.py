@@ -31,6 +31,7 @@ from ..warnings import EmptyDocumentsWarning, warn
 from . import registry
 from .executors import Executor, InProcessExecutor
 from .registry import Method
+from .selection import InnerDev
 
 
 def cell_key(cell: dict) -> str:
@@ -239,6 +240,9 @@ class Study:
     description: ClassVar[str | None] = None
     methods: tuple[str, ...]
     seed: int
+    #: whether the study's cells take ``Method(selection=InnerDev(...))``: a choice on dev inside each
+    #: cell, by :class:`~lvgp.experiments.selection.DevSelected` (a classifier's fit)
+    inner_dev_selection: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ methods
     def method(self, name: str) -> Method:
@@ -270,7 +274,11 @@ class Study:
         for field in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
             check_option(field, hints[field.name], getattr(self, field.name))
         for name in self.methods:
-            self.method(name)
+            if isinstance(self.method(name).selection, InnerDev) and not self.inner_dev_selection:
+                raise ValueError(
+                    f"method {name!r} chooses its settings on dev inside each cell (InnerDev), which the {self.kind} "
+                    "study does not run (DevSelected fits classifiers); register it with a CellGrid"
+                )
         check_device(getattr(self, "device", "cpu"), "--device")
 
     def build(self, cell: dict, data: Any = None) -> Any:
@@ -280,13 +288,22 @@ class Study:
         model = on_device(model, getattr(self, "device", "cpu"))
         return with_fit_progress(model) if FIT_PROGRESS.get() else model
 
+    def estimator(self, cell: dict, data: Any = None) -> Any:
+        """The cell's estimator: :meth:`build`'s, inside
+        :class:`~lvgp.experiments.selection.DevSelected` when its method chooses its settings on dev
+        inside the cell (``Method(selection=InnerDev(...))``)."""
+        model = self.build(cell, data)
+        selection = self.method(cell["method"]).selection
+        return selection.wrap(self, model, self.cell_seed(cell)) if isinstance(selection, InnerDev) else model
+
     def cells(self) -> list[dict]:
-        """Every cell: method x split x the method's registered grid."""
+        """Every cell: method x split x the method's settings (a
+        :class:`~lvgp.experiments.selection.CellGrid`'s, else one)."""
         return [
             {"method": m, "split": s, "params": params}
             for m in self.methods
             for s in range(self.n_splits)
-            for params in self.method(m).grid(self)
+            for params in self.method(m).settings(self)
         ]
 
     def run_cell(self, cell: dict) -> dict:

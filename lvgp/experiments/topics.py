@@ -26,6 +26,7 @@ from ..base.constraints import Integer
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, register_method, register_study
 from .regression import _cached_corpus
+from .selection import CellGrid
 from .study import DEVICE_HELP, Study, option, recorded_warnings, write_json
 
 
@@ -33,7 +34,7 @@ def _topic_grid(study) -> list[dict]:
     return [{"K": k} for k in study.topics]
 
 
-@register_method("topics", "slda", "sLDA", grid=_topic_grid, default=True)
+@register_method("topics", "slda", "sLDA", selection=CellGrid(_topic_grid), default=True)
 def _slda(study, cell, data):
     from ..models.slda import SLDARegressor
 
@@ -46,7 +47,7 @@ def _slda(study, cell, data):
     )
 
 
-@register_method("topics", "lda-regression", "LDA+regression", grid=_topic_grid, default=True)
+@register_method("topics", "lda-regression", "LDA+regression", selection=CellGrid(_topic_grid), default=True)
 def _lda_regression(study, cell, data):
     from ..models.slda import LDARegression
 
