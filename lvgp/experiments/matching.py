@@ -171,8 +171,8 @@ class MatchingStudy(Study):
     max_iter: int = option(300, "L-BFGS iterations of LDK")
     dtype: str = option(
         "float32",
-        "arithmetic of the LDK matchers' kernel (float32 takes about half the time of float64, for the same "
-        "test Precision@1 on the Debian sets; the studies before 2026-11-27 ran in float64)",
+        "arithmetic of the LDK matchers' kernel: float32 takes about half the time of float64 for the same "
+        "test Precision@1 on the Debian sets (float64: how the older committed matching studies ran)",
         choices=("float32", "float64"),
     )
     word_weighting: str = option(
