@@ -90,7 +90,7 @@ def test_objective_matches_loops_and_finite_differences():
 
 def test_float32_matcher_agrees_with_float64():
     """The default float32 arithmetic: the same objective and gradient as float64 at the same
-    vectors (to float32's rounding), a float64 loss, and the dtype kept through save/load."""
+    vectors (to float32's rounding), and a float64 loss (save/load: test_persistence)."""
     source, target = bilingual_corpus(30, seed=4, vocab=25, length=6)
     kernel = LDKSpec(latent_dim=3, rho=0.1, gamma=0.7, level2="cosine", identity_weight=0.3)
     double = LDKMatcher(kernel, max_iter=3, init="random", random_state=0, dtype="float64").fit(source, target)
