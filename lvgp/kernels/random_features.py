@@ -23,6 +23,7 @@ vectors (:math:`O(n_1 n_2 D)`), with memory :math:`O((u + n) D)`.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -236,12 +237,14 @@ def _make_ldk(
     if approximation not in APPROXIMATIONS:
         raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
     embedding = options.get("embedding", "rbf")
+    # the documents per word, counted once for the auto rule and the landmarks (as LDKSpec.build)
+    frequencies = functools.cache(lambda: document_frequencies(x.reshape(-1, x.shape[-1])))
     kind = approximation
     if approximation == "auto":
-        kind = auto_approximation(x, embedding, max_exact_words)
+        kind = auto_approximation(x, embedding, max_exact_words, frequencies)
     if kind == "exact":
         return LatentDistributionKernel(word_vectors=word_vectors, **options)
-    landmarks = frequent_words(x, num_features) if kind == "nystrom" else None
+    landmarks = frequent_words(x, num_features, frequencies) if kind == "nystrom" else None
     return RandomFeatureLDK(
         word_vectors=word_vectors,
         features=kind,
