@@ -124,15 +124,14 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 ends, profiling, profiled_ends = [], [], []
 
 def step_ended(optimizer, *_):
-    if type(optimizer).__name__ == "Adam":
-        if profiling:  # a profiled fit: the profiler's schedule advances
-            if args["device"] != "cpu":
-                torch.cuda.synchronize()
-            profiled_ends.append(time.perf_counter())
-            profiling[0].step()
-            return
-        if args["device"] != "cpu":
-            torch.cuda.synchronize()
+    if type(optimizer).__name__ != "Adam":
+        return
+    if args["device"] != "cpu":
+        torch.cuda.synchronize()
+    if profiling:  # a profiled fit: the profiler's schedule advances
+        profiled_ends.append(time.perf_counter())
+        profiling[0].step()
+    else:
         ends.append(time.perf_counter())
 
 hook = register_optimizer_step_post_hook(step_ended)
