@@ -20,6 +20,7 @@ import lvgp.models.matching as matching
 import lvgp.models.slda.estimators as slda_estimators
 import lvgp.models.sparse as sparse
 from lvgp.base import fitting
+from lvgp.base.fitting import minimize
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
 from lvgp.kernels import LDKSpec
 
@@ -95,6 +96,12 @@ def _slda(**kw):
     )
 
 
+def _slda_classifier(**kw):
+    texts, labels = _classes()
+    budget = {"max_epochs": kw.pop("max_iter")}
+    return slda_estimators.SLDAClassifier(3, batch_size=40, random_state=0, **budget, **kw).fit(texts, labels)
+
+
 def _matcher(**kw):
     from tests.test_matching import bilingual_corpus
 
@@ -108,8 +115,13 @@ ESTIMATORS = {
     "LDKGPClassifier (variational)": (_gpc, gpc, dict(tol=1e-3, max_iter=400), 10),
     "CLGP": (_clgp, clgp_estimators, dict(tol=1e-3, max_iter=400), 50),
     "SLDARegressor (svi)": (_slda, slda_estimators, dict(convergence_window=10, tol=1e-3, max_iter=400), 10),
+    "SLDAClassifier": (_slda_classifier, slda_estimators, dict(convergence_window=10, tol=1e-3, max_iter=400), 10),
     "LDKMatcher (mini-batches)": (_matcher, matching, dict(convergence_window=10, tol=1e-3, max_iter=400), 10),
 }
+
+
+#: estimators whose base trains through fit_stochastic but which never do, and why
+NOT_STOCHASTIC = {"LDARegression": "its own fit: LDA by variational EM, then least squares"}
 
 
 def test_every_estimator_with_a_stochastic_fit_is_tested_here():
@@ -117,12 +129,26 @@ def test_every_estimator_with_a_stochastic_fit_is_tested_here():
     case above (GPEmbeddingLogisticRegression: its Ctrl-C case below)."""
     import inspect
 
-    tested = {name.split(" ")[0] for name in ESTIMATORS} | {"GPEmbeddingLogisticRegression"}
-    for cls in lvgp.all_estimators():
-        module = inspect.getmodule(cls)
-        if getattr(module, "fit_stochastic", None) is fitting.fit_stochastic and "fit_stochastic" in inspect.getsource(
-            cls
-        ):
+    from lvgp.models.estimator_base import ExactGPRegressorBase
+
+    tested = {name.split(" ")[0] for name in ESTIMATORS} | {"GPEmbeddingLogisticRegression", "GPLVSMRegressor"}
+    estimators = lvgp.all_estimators()
+    for cls in estimators:
+        for owner in cls.__mro__:  # the class, or a base that is no estimator of its own, it trains through
+            if owner is not cls and owner in estimators:
+                continue
+            module = inspect.getmodule(owner)
+            if getattr(module, "fit_stochastic", None) is not fitting.fit_stochastic:
+                continue
+            if "fit_stochastic" not in inspect.getsource(owner):
+                continue
+            if (
+                owner is ExactGPRegressorBase
+                and cls._stochastic_objective is ExactGPRegressorBase._stochastic_objective
+            ):
+                continue  # an exact GP whose objective is never a Monte Carlo estimate
+            if cls.__name__ in NOT_STOCHASTIC:
+                continue
             assert cls.__name__ in tested, f"{cls.__name__} trains through fit_stochastic but has no case here"
 
 
@@ -252,3 +278,125 @@ def test_one_hold_out_helper_for_every_estimator_that_stops_early():
         np.testing.assert_array_equal(got, expected)
     with pytest.raises(ValueError, match="more than 2 training documents"):
         early_stopping_split(2, 0.5, 0)
+
+
+def best_of_window_stop(window: int, tol: float, every: int, n: int) -> int:
+    """Where the best-of-window rule says the fit converges on ``curve``, judged at every
+    ``every``-th loss: the first such count ``k > 2 window`` with min(losses[:k-w]) -
+    min(losses[k-w:k]) <= tol max(1, |min(losses[:k-w])|); ``n`` if never within ``n``."""
+    losses = [curve(i) for i in range(n)]
+    for k in [*range(every, n + 1, every), n]:
+        if k <= 2 * window:
+            continue
+        before, recent = min(losses[: k - window]), min(losses[k - window : k])
+        if before - recent <= tol * max(1.0, abs(before)):
+            return k
+    return n
+
+
+def _variational_gplvsm(**kw):
+    from lvgp import GPLVSMRegressor
+
+    texts, y = _regression_data(60)
+    spec = LDKSpec(latent_dim=2, rho=1.0, variational=True)
+    return GPLVSMRegressor(spec, predict_samples=2, random_state=0, **kw).fit(texts, y)
+
+
+def test_the_variational_gp_lvsm_trains_in_the_shared_loop_by_the_best_of_window_rule(monkeypatch):
+    """Issue 38: the Monte Carlo objective of variational word vectors runs through fit_stochastic
+    (no longer minimize's Adam path), stopped by the best-of-window rule passed in, read back once a
+    window; Ctrl-C ends it as it ends every stochastic fit."""
+    import lvgp.models.estimator_base as estimator_base
+
+    spy = Spy()
+    monkeypatch.setattr(estimator_base, "fit_stochastic", spy)
+    model = _variational_gplvsm(convergence_window=6, tol=1e-3, max_iter=300)
+    (call,) = spy.calls
+    assert isinstance(call["rule"], fitting.BestOfWindowStopping) and call["rule"].window == 6
+    expected = best_of_window_stop(6, 1e-3, 6, 300)
+    assert expected < 300 and model.n_iter_ == expected and model.converged_
+    assert model.fit_result_.message == "relative improvement below tol=0.001 over 6 iterations"
+
+    spy = Spy(interrupt_at=7)
+    monkeypatch.setattr(estimator_base, "fit_stochastic", spy)
+    with pytest.warns(RuntimeWarning, match="fitting interrupted after 7"):
+        _variational_gplvsm(max_iter=50)
+    assert spy.calls[0]["result"].interrupted and spy.calls[0]["result"].n_iter == 7
+
+
+@pytest.mark.parametrize("validation", [None, 1, 4])
+def test_the_stochastic_loop_with_best_of_window_matches_minimizes_adam_bit_for_bit(validation):
+    """An equivalence with an independent path: on a deterministic objective, Adam steps in
+    fit_stochastic with BestOfWindowStopping (validated every ``validation`` iterations, the best kept)
+    give minimize(method="adam")'s losses, validation scores, stop and parameters exactly (the loop
+    the variational GP-LVSM ran through before, whose committed studies must not move)."""
+    target = torch.linspace(-1.0, 2.0, 5, dtype=torch.float64)
+
+    def problem():
+        x = torch.nn.Parameter(torch.zeros(5, dtype=torch.float64))
+        return x, (lambda: ((x - target) ** 2).sum() + 0.1 * x.abs().sum())
+
+    def score_of(x):
+        return lambda: float(((x.detach() - 1.5) ** 2).sum())  # a validation score with an interior best
+
+    options = dict(max_iter=400, lr=0.05, tol=1e-6, convergence_window=7, n_iter_no_change=15)
+    x_ref, objective = problem()
+    reference = minimize(
+        [x_ref],
+        objective,
+        method="adam",
+        validate=score_of(x_ref) if validation else None,
+        validation_interval=validation or 1,
+        **options,
+    )
+    x, objective = problem()
+    adam = torch.optim.Adam([x], lr=options["lr"])
+
+    def step(it):
+        x.grad = None
+        loss = objective()
+        loss.backward()
+        adam.step()
+        return loss
+
+    result = fitting.fit_stochastic(
+        step,
+        max_iter=options["max_iter"],
+        rule=fitting.BestOfWindowStopping(options["convergence_window"], options["tol"]),
+        what="toy",
+        validate=score_of(x) if validation else None,
+        validation_interval=validation or 1,
+        n_iter_no_change=options["n_iter_no_change"],
+        state=fitting.parameter_state([x]),
+        warn=False,
+    )
+    assert result.loss_curve == reference.loss_curve and result.validation_curve == reference.validation_curve
+    assert (result.n_iter, result.converged, result.stopped_early, result.best_iter) == (
+        reference.n_iter,
+        reference.converged,
+        reference.stopped_early,
+        reference.best_iter,
+    )
+    assert result.converged and result.n_iter < options["max_iter"]
+    assert torch.equal(x, x_ref)
+
+
+def test_the_last_iterate_is_scored_before_the_rule_ends_the_fit():
+    """When the rule converges at an iteration that is also the best validated one, that iterate is
+    the one kept (the loop scores before it judges the rule)."""
+    state = {"x": 0}
+
+    def iteration(it):
+        state["x"] = it + 1
+        return torch.tensor(1.0)  # a flat loss: the plateau rule converges at its first check (20)
+
+    result = fitting.fit_stochastic(
+        iteration,
+        max_iter=100,
+        rule=fitting.PlateauStopping(10, 1e-3),
+        what="toy",
+        validate=lambda: -float(state["x"]),  # every iteration better than the last
+        state=(lambda: dict(state), lambda s: state.update(s)),
+    )
+    assert result.converged and result.n_iter == 20
+    assert result.best_iter == 20 and state["x"] == 20 and len(result.validation_curve) == 20

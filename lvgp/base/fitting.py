@@ -4,10 +4,12 @@
   GP-LVSM paper uses) or Adam on a deterministic objective, stopped by a rule passed in
   (:class:`RelativeChangeStopping`, :class:`BestOfWindowStopping`);
 * :func:`fit_stochastic` -- every stochastic fit (mini-batch SVI of the sparse GP-LVSM, the
-  variational GP classifier and sLDA; the Monte Carlo ELBO of CLGP; the SVI of the GP covariate
-  embedding): the caller's iteration (a step or an epoch) in a loop with one stopping rule
-  (:class:`PlateauStopping`), one early-stopping policy on a validation score (keep the best
-  iterate), losses read back from the device in windows, a progress bar, and one Ctrl-C behaviour.
+  variational GP classifier, sLDA and the mini-batch matcher; the Monte Carlo ELBO of CLGP; the
+  Monte Carlo objective of the GP-LVSM's variational word vectors; the SVI of the GP covariate
+  embedding): the caller's iteration (a step or an epoch) in a loop with a stopping rule passed in
+  (:class:`PlateauStopping`, :class:`BestOfWindowStopping`), one early-stopping policy on a
+  validation score (keep the best iterate), losses read back from the device in windows, a
+  progress bar, and one Ctrl-C behaviour.
 
 Both stop on Ctrl-C cleanly: the fit ends where it is (``interrupted``, a ``RuntimeWarning``, never
 counted as converged); :func:`minimize` and :func:`fit_stochastic` with validation keep the best
@@ -183,6 +185,15 @@ class PlateauStopping:
             self.converged = before - recent <= self.tol * abs(before)
         return self.converged
 
+    def observe(self, values: Sequence[float]) -> bool:
+        """Record the losses read back together (in order); ``True`` once converged. Every loss is
+        recorded, also after the one that converges."""
+        return any([self.update(v) for v in values])  # a list: the rule sees every loss
+
+    def describe(self, unit: str) -> str:
+        """Why a fit this rule stopped converged (:attr:`FitResult.message`)."""
+        return f"the mean loss of {self.window} {unit} fell by less than tol={self.tol:g}"
+
     def warn(self, what: str, budget: str, unit: str = "steps", stacklevel: int = 2) -> None:
         """The ``ConvergenceWarning`` of a fit that ``budget`` (the parameter's name, e.g.
         ``"max_epochs"``) ended before the rule was met; nothing once converged."""
@@ -219,13 +230,17 @@ class RelativeChangeStopping:
 
 
 class BestOfWindowStopping:
-    """The stopping rule of full-batch Adam in :func:`minimize`: converged when the best loss of the
-    last ``window`` iterations improves on the best loss before them by less than ``tol`` relative to
-    ``max(1, |best before|)``; judged whenever losses are read back, once more than two windows
-    have passed."""
+    """The stopping rule of Adam in :func:`minimize` (full batch) and of the Monte Carlo objective of
+    variational word vectors in :func:`fit_stochastic`: converged when the best loss of the last
+    ``window`` iterations improves on the best loss before them by less than ``tol`` relative to
+    ``max(1, |best before|)``; judged whenever losses are read back (it asks for no read-back of its
+    own), once more than two windows have passed. One rule object per fit: it keeps the losses it
+    has observed."""
 
     def __init__(self, window: int = 10, tol: float = 1e-7) -> None:
         self.window, self.tol = _window_and_tol(window, tol)
+        self.losses: list[float] = []
+        self.checks = 0
 
     def converged(self, losses: Sequence[float]) -> bool:
         """Whether the losses so far (one per iteration) meet the rule."""
@@ -235,20 +250,55 @@ class BestOfWindowStopping:
         before, recent = min(losses[:-w]), min(losses[-w:])
         return before - recent <= self.tol * max(1.0, abs(before))
 
+    def applies_at(self, n: int) -> bool:
+        """Never a read-back of its own: the rule is judged at the loop's read-backs."""
+        return False
+
+    def observe(self, values: Sequence[float]) -> bool:
+        """Record the losses read back together and judge the rule on all of them so far."""
+        if not values:
+            return False
+        self.losses.extend(float(v) for v in values)
+        self.checks += len(self.losses) > 2 * self.window
+        return self.converged(self.losses)
+
     @property
     def message(self) -> str:
-        return f"relative improvement below tol={self.tol} over {self.window} iterations"
+        return self.describe("iterations")
+
+    def describe(self, unit: str) -> str:
+        """Why a fit this rule stopped converged (:attr:`FitResult.message`)."""
+        return f"relative improvement below tol={self.tol} over {self.window} {unit}"
+
+    def warn(self, what: str, budget: str, unit: str = "iterations", stacklevel: int = 2) -> None:
+        """The ``ConvergenceWarning`` of a fit that ``budget`` ended before the rule was met."""
+        n = len(self.losses)
+        if self.checks == 0:
+            why = f"the rule was never applied: it compares the best losses of windows of {self.window} {unit}"
+        else:
+            why = f"the best loss of the last {self.window} {unit} still improved by more than tol={self.tol:g}"
+        warn_user(
+            f"{what} did not converge in {n} {unit}, the budget {budget} ended it ({why}); increase {budget}",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+#: the stopping rules :func:`fit_stochastic` takes (objects with ``window``, ``applies_at(n)``,
+#: ``observe(values)``, ``describe(unit)`` and ``warn(...)``)
+StochasticRule = PlateauStopping | BestOfWindowStopping
 
 
 def fit_stochastic(
     iteration: Callable[[int], torch.Tensor],
     *,
     max_iter: int,
-    rule: PlateauStopping | None,
+    rule: StochasticRule | None,
     what: str,
     budget: str = "max_iter",
     unit: str = "iterations",
     validate: Callable[[], float] | None = None,
+    validation_interval: int = 1,
     n_iter_no_change: int = 10,
     state: tuple[Callable[[], Any], Callable[[Any], None]] | None = None,
     exhausted: Callable[[], str | None] | None = None,
@@ -263,26 +313,36 @@ def fit_stochastic(
     ``i`` (one step or one epoch, the caller's unit) and returns its loss as a scalar tensor (left
     on the device); at most ``max_iter`` of them.
 
-    Stopping, in this order:
+    Stopping, in this order after an iteration:
 
-    * ``rule`` (:class:`PlateauStopping`; ``None``: none): converged when the mean loss of a window
-      is less than its ``tol`` below the window before;
-    * ``validate`` (a score to minimize on held-out data, evaluated after every iteration; ``None``:
-      none): stopped early after ``n_iter_no_change`` iterations without improvement; with ``state``
-      = ``(snapshot, restore)`` the best iteration's parameters are restored at the end (the
-      keep-best policy; without it the caller reads ``best_iter`` to refit on all data);
+    * ``validate`` (a score to minimize on held-out data, evaluated after every
+      ``validation_interval``-th iteration; ``None``: none): stopped early after ``n_iter_no_change``
+      iterations without improvement; with ``state`` = ``(snapshot, restore)`` the best evaluated
+      iteration's parameters are restored at the end (the keep-best policy; without it the caller
+      reads ``best_iter`` to refit on all data). The iteration is scored before the rule is judged,
+      so that the last iterate of a converged fit is kept when it is the best;
+    * ``rule`` (an object passed in, ``None``: none): :class:`PlateauStopping` (converged when the
+      mean loss of a window is less than its ``tol`` below the window before) or
+      :class:`BestOfWindowStopping` (the best loss of a window against the best before it, judged at
+      every read-back);
     * ``exhausted()`` (optional): the name of another budget that ends the fit now (e.g.
       ``"max_epochs"`` of a step-counted fit), or ``None``;
     * the budget ``max_iter`` (named ``budget`` in messages).
 
     The losses are read back from the device in windows: every ``read_every`` iterations (default:
-    the rule's window, at the iterations where it decides; every iteration with ``validate``), and a
-    non-finite loss raises a ``FloatingPointError`` naming the iteration. When a budget ends the fit
-    before the rule, a ``ConvergenceWarning`` names it (``warn``). Ctrl-C ends the fit where it is,
-    with a ``RuntimeWarning``: ``interrupted``, never converged, the best validated parameters kept.
+    the rule's window, and the iterations where :class:`PlateauStopping` decides; every
+    ``validation_interval`` iterations with ``validate``; the last iteration), and a non-finite loss
+    raises a ``FloatingPointError`` naming the iteration. When a budget ends the fit before the rule,
+    a ``ConvergenceWarning`` names it (``warn``). Ctrl-C ends the fit where it is, with a
+    ``RuntimeWarning``: ``interrupted``, never converged, the best validated parameters kept.
     """
+    if validation_interval < 1:
+        raise ValueError(f"validation_interval must be >= 1; got {validation_interval!r}")
     result = FitResult()
-    every = 1 if validate is not None else int(read_every or (rule.window if rule is not None else max_iter))
+    if validate is not None:
+        every = int(validation_interval)
+    else:
+        every = int(read_every or (rule.window if rule is not None else max_iter))
     buffer = LossBuffer(every, what, advice)
     bar = progress_bar(total=max_iter, desc=desc, verbose=verbose)
     best = _Best(math.inf, [], 0)
@@ -294,7 +354,7 @@ def fit_stochastic(
         result.loss_curve.extend(values)
         if values:
             bar.set_postfix(loss=f"{values[-1]:.5g}", refresh=False)  # drawn by the next timed update
-        return rule is not None and any([rule.update(v) for v in values])  # a list: the rule sees every loss
+        return rule is not None and rule.observe(values)
 
     try:
         for it in range(max_iter):
@@ -304,21 +364,23 @@ def fit_stochastic(
                 break
             loss = iteration(it)
             bar.update(1)
-            decides = rule is not None and rule.applies_at(it + 1)
-            if record(buffer.append(loss, flush=decides)):
-                result.converged = True
-                result.message = f"the mean loss of {rule.window} {unit} fell by less than tol={rule.tol:g}"  # type: ignore[union-attr]
-                break
-            if validate is not None:
+            flush = it + 1 == max_iter or (rule is not None and rule.applies_at(it + 1))
+            values = buffer.append(loss, flush=flush)
+            if validate is not None and (it + 1) % validation_interval == 0:
                 score = _finite_score(validate(), what, it + 1, unit)
                 result.validation_curve.append(score)
                 if score < best.score:
                     best.score, best.iter = score, it + 1
                     best_state = state[0]() if state is not None else None
                 elif it + 1 - best.iter >= n_iter_no_change:
+                    record(values)
                     result.converged = result.stopped_early = True
                     result.message = f"early stopping: no validation improvement in {n_iter_no_change} {unit}"
                     break
+            if record(values):
+                result.converged = True
+                result.message = rule.describe(unit)  # type: ignore[union-attr]
+                break
         record(buffer.flush())
     except KeyboardInterrupt:
         bar.close()
@@ -450,7 +512,8 @@ def minimize(
         stopping: the stopping rule, an object passed in (as botorch's ``fit`` takes its optimizer):
             :class:`RelativeChangeStopping` for ``"lbfgs"``, :class:`BestOfWindowStopping` for
             ``"adam"``; ``None``: the method's rule with ``tol`` (and ``convergence_window``).
-            Stochastic objectives take :func:`fit_stochastic` and its :class:`PlateauStopping`.
+            Stochastic objectives take :func:`fit_stochastic` (with :class:`PlateauStopping` or
+            :class:`BestOfWindowStopping`).
         verbose: show a tqdm progress bar.
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score

@@ -23,7 +23,16 @@ from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_p
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
-from ..base.fitting import EARLY_STOPPING, OPTIMIZERS, FitResult, early_stopping_policy, minimize
+from ..base.fitting import (
+    EARLY_STOPPING,
+    OPTIMIZERS,
+    BestOfWindowStopping,
+    FitResult,
+    early_stopping_policy,
+    fit_stochastic,
+    minimize,
+    parameter_state,
+)
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
@@ -508,11 +517,15 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         validate = None
         if x_val is not None and y_val_arr is not None:
             validate = self._validation_score(x_val, y_val_arr)
+        params = [p for p in model.parameters() if p.requires_grad]
+        budget = int(self.max_iter if max_iter is None else max_iter)
+        if self._stochastic_objective():
+            return self._fit_monte_carlo(params, objective, budget, validate)
         return minimize(
-            [p for p in model.parameters() if p.requires_grad],
+            params,
             objective,
             method=self._optimizer(),
-            max_iter=self.max_iter if max_iter is None else max_iter,
+            max_iter=budget,
             lr=self.lr,
             tol=self.tol,
             validate=validate,
@@ -521,6 +534,49 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
             convergence_window=self.convergence_window,
             verbose=self.verbose,
             desc=self._name,
+        )
+
+    def _stochastic_objective(self) -> bool:
+        """Whether the objective is a Monte Carlo estimate (variational latent quantities): fitted by
+        :func:`~lvgp.base.fitting.fit_stochastic`, else by :func:`~lvgp.base.fitting.minimize`."""
+        return False
+
+    def _fit_monte_carlo(
+        self,
+        params: list[torch.nn.Parameter],
+        objective: Callable[[], torch.Tensor],
+        max_iter: int,
+        validate: Callable[[], float] | None,
+    ) -> FitResult:
+        """Adam on a Monte Carlo objective in the shared stochastic loop: stopped by
+        :class:`~lvgp.base.fitting.BestOfWindowStopping` (``convergence_window``, ``tol``) and by the
+        validation score's patience (``n_iter_no_change``, scored every ``validation_interval``
+        iterations, the best iterate kept)."""
+        if self._optimizer() != "adam":
+            raise ValueError(f"{self._name}: a Monte Carlo objective needs optimizer='adam'")
+        adam = torch.optim.Adam(params, lr=self.lr)
+
+        def step(it: int) -> torch.Tensor:
+            for p in params:
+                p.grad = None
+            loss = objective()
+            loss.backward()
+            adam.step()
+            return loss
+
+        return fit_stochastic(
+            step,
+            max_iter=max_iter,
+            rule=BestOfWindowStopping(int(self.convergence_window), float(self.tol)),
+            what=self._name,
+            validate=validate,
+            validation_interval=self._validation_interval(),
+            n_iter_no_change=int(self.n_iter_no_change),
+            state=parameter_state(params),
+            warn=False,  # the estimator warns once, in _set_fit_result
+            advice="try a smaller learning rate or a larger rho",
+            desc=self._name,
+            verbose=self.verbose,
         )
 
     def _validation_score(self, x_val: torch.Tensor, y_val: np.ndarray) -> Callable[[], float]:

@@ -62,6 +62,8 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         outputscale_init: the initial output scale :math:`\alpha^{-1}` of a spec's kernel.
         optimizer: ``"auto"`` (Adam for variational word vectors, whose Monte Carlo objective L-BFGS cannot
             take; L-BFGS otherwise), ``"lbfgs"`` (scipy L-BFGS-B, as in the paper) or ``"adam"``.
+            A Monte Carlo objective trains in :func:`~lvgp.base.fitting.fit_stochastic`, a
+            deterministic one in :func:`~lvgp.base.fitting.minimize`.
         max_iter: the optimizer's budget in iterations.
         lr: Adam's learning rate.
         tol: the convergence tolerance (L-BFGS: relative decrease of the objective; Adam: relative
@@ -259,6 +261,9 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         spec = self._spec
         variational = self._variational() if hasattr(self, "model_") else bool(spec is not None and spec.variational)
         return "adam" if variational else "lbfgs"
+
+    def _stochastic_objective(self) -> bool:
+        return self._variational()
 
     def _validation_interval(self) -> int:
         if self.validation_interval is not None:
