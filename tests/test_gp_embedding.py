@@ -90,6 +90,44 @@ def test_objective_gradients_in_l_and_sigma_match_finite_differences():
     torch.testing.assert_close(CovariateSmoother.covariate_log_likelihood(x, torch.linalg.cholesky(k)), direct)
 
 
+@pytest.mark.parametrize("n_out", [1, 3])
+def test_the_map_objective_is_the_pyro_models_negative_log_joint(n_out):
+    """The MAP fit minimizes, in rotated weights through one eigendecomposition, the Pyro model's
+    negative log joint (priors, covariate factor, label likelihood): differences between points in
+    (Psi, b, sigma) agree with the model's traced log density, which solves with a Cholesky factor."""
+    from lvgp.baselines.gp_embedding import EigenCovariance, _as_torch_sparse
+
+    g = torch.Generator().manual_seed(3)
+    p, n, C, lengthscale, min_noise = 20, 25, 2.5, 1.3, 1e-3
+    e = torch.randn(p, 3, generator=g, dtype=D)
+    x = sp.csr_matrix((torch.rand(n, p, generator=g, dtype=D) < 0.2).to(D).numpy())
+    y = torch.randint(0, max(2, n_out), (n,), generator=g)
+    y = y.to(D) if n_out == 1 else y
+    est = GPEmbeddingLogisticRegression(C=C, min_noise=min_noise)
+    est.C_ = C
+    cov = EigenCovariance(e, lengthscale, x)
+    xt = _as_torch_sparse(x)
+
+    def fast(psi, bias, sigma):
+        rotated = cov.u.mT @ psi
+        return float(est._negative_log_posterior(cov, y, n_out, rotated, bias, torch.tensor(sigma, dtype=D))) * n
+
+    def pyro_model(psi, bias, sigma):
+        model = CovariateSmoother(e, n_out, C, lengthscale, sigma, min_noise)
+        conditioned = pyro.poutine.condition(model.model, data={"psi": psi, "bias": bias})
+        with pyro.settings.context(module_local_params=True), torch.no_grad():
+            return -float(pyro.poutine.trace(conditioned).get_trace(xt, y).log_prob_sum())
+
+    points = [
+        (torch.randn(p, n_out, generator=g, dtype=D), torch.randn(n_out, generator=g, dtype=D), sigma)
+        for sigma in (0.4, 0.4, 0.9)
+    ]
+    fast_values = [fast(*point) for point in points]
+    pyro_values = [pyro_model(*point) for point in points]
+    for a in range(1, 3):
+        assert fast_values[a] - fast_values[0] == pytest.approx(pyro_values[a] - pyro_values[0], rel=1e-9, abs=1e-7)
+
+
 def clustered_documents(n=300, p=300, h=2, words=8, seed=0):
     """Documents whose words cluster around a point in embedding space; the label is the side
     of that point: a word's class signal is shared by its embedding neighbours."""

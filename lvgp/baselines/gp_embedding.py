@@ -31,9 +31,10 @@ the second term being section 2.1's model of the observed covariates (with an ov
 :math:`\lambda/(\lambda+\sigma^2) \le 1`, and un-shrunk features make every weight cheaper
 under the penalty, so the label likelihood alone always prefers no smoothing (observed on
 synthetic data). The weights are MAP under :math:`\Psi_{jc} \sim \mathcal N(0, C)` (scikit-learn's ``C`` convention) and a
-weak prior on the bias -- a Pyro ``model`` with an ``AutoDelta`` guide, optimized by L-BFGS on
-the (deterministic) loss; ``posterior="normal"`` fits a mean-field Gaussian ``AutoNormal``
-posterior over :math:`\Psi, \mathbf b` by SVI instead, with predictions averaged over it.
+weak prior on the bias -- the Pyro ``model``'s log joint, minimized in the rotated weights below
+by L-BFGS (:func:`~lvgp.base.fitting.minimize`) on the (deterministic) loss; ``posterior="normal"``
+fits a mean-field Gaussian ``AutoNormal`` posterior over :math:`\Psi, \mathbf b` by SVI instead,
+with predictions averaged over it.
 ``C="auto"`` chooses ``C`` by stratified cross-validation of the logistic regression on
 :math:`S_{\theta_0}\mathbf x` at the initial :math:`\theta_0` (a convex problem, scikit-learn's
 ``GridSearchCV`` on the project's folds, log-loss; with more covariates than documents the
@@ -83,7 +84,7 @@ import scipy.optimize
 import scipy.sparse as sp
 import torch
 from pyro.infer import Trace_ELBO
-from pyro.infer.autoguide import AutoDelta, AutoNormal
+from pyro.infer.autoguide import AutoNormal
 from pyro.nn import PyroModule
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -99,7 +100,7 @@ from .._random import derive_seed, seeded_torch
 from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.device import check_device, to_host
 from ..base.embeddings import ppmi_svd_embeddings
-from ..base.fitting import fit_stochastic, minimize, reraise_interrupts
+from ..base.fitting import fit_stochastic, minimize
 from ..base.numerics import CovarianceError
 from ..base.pyro import pyro_param, svi_step
 from ..base.splits import stratified_folds
@@ -248,8 +249,8 @@ class EigenCovariance:
 
 class CovariateSmoother(PyroModule):
     """The Pyro model: ``theta = {l, sigma}`` as constrained parameters, ``Psi`` and ``b`` as
-    latent sites with Gaussian priors (MAP by ``AutoDelta``, or a Gaussian posterior by
-    ``AutoNormal``).
+    latent sites with Gaussian priors (the estimator's MAP minimizes this model's negative log
+    joint in rotated weights; ``posterior="normal"``: a Gaussian posterior by ``AutoNormal``).
 
     Args:
         embeddings: ``p x h`` covariate embeddings.
@@ -341,7 +342,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         learn_theta: fit l and sigma jointly with the weights (else keep the initial values).
         covariate_likelihood: include log p(X | theta) in the objective (see the module
             docstring; ``False`` fits theta by the label likelihood alone).
-        posterior: ``"map"`` (AutoDelta, L-BFGS) or ``"normal"`` (AutoNormal, SVI with Adam).
+        posterior: ``"map"`` (L-BFGS on the log joint) or ``"normal"`` (AutoNormal, SVI with Adam).
         new_words: at prediction time, words with an embedding but absent from training enter
             as new covariates (block update, see the module docstring); at most
             ``max_new_words`` of them per call (the most frequent; the rest are dropped with a
@@ -619,6 +620,24 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         )
         return math.exp(res.x), cache[res.x][0]
 
+    def _negative_log_posterior(
+        self, cov: EigenCovariance, y: Tensor, n_out: int, rotated: Tensor, bias: Tensor, sigma: Tensor
+    ) -> Tensor:
+        r"""The MAP objective per document at ``cov``'s length-scale, in rotated weights
+        :math:`\tilde\Psi = U^\top\Psi`: :math:`-[\log p(\mathbf y\mid\Psi,\mathbf b,\theta) + \log
+        p(X\mid\theta) - \|\Psi\|_F^2/2C - \|\mathbf b\|^2/2\cdot10^2] / n` (the module docstring's
+        objective; the Pyro ``model``'s negative log joint up to constants)."""
+        s2 = sigma**2
+        logits = cov.xu @ (cov.shrinkage(s2).unsqueeze(-1) * rotated) + bias
+        if n_out == 1:
+            loglik = -torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y, reduction="sum")
+        else:
+            loglik = -torch.nn.functional.cross_entropy(logits, y, reduction="sum")
+        if self.covariate_likelihood:
+            loglik = loglik + cov.covariate_log_likelihood(s2)
+        prior = rotated.pow(2).sum() / (2 * self.C_) + bias.pow(2).sum() / (2 * 100.0)
+        return -(loglik - prior) / cov.n
+
     def _map_at(
         self, cov: EigenCovariance, y: Tensor, n_out: int, psi: Tensor, bias: Tensor, noise: float
     ) -> tuple[float, Tensor, Tensor, float]:
@@ -636,17 +655,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         params = [rotated, b] + ([raw] if self.learn_theta else [])
 
         def objective() -> Tensor:
-            sigma = self.min_noise + raw.exp()
-            s2 = sigma**2
-            logits = cov.xu @ (cov.shrinkage(s2).unsqueeze(-1) * rotated) + b
-            if n_out == 1:
-                loglik = -torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y, reduction="sum")
-            else:
-                loglik = -torch.nn.functional.cross_entropy(logits, y, reduction="sum")
-            if self.covariate_likelihood:
-                loglik = loglik + cov.covariate_log_likelihood(s2)
-            prior = rotated.pow(2).sum() / (2 * self.C_) + b.pow(2).sum() / (2 * 100.0)
-            return -(loglik - prior) / cov.n
+            return self._negative_log_posterior(cov, y, n_out, rotated, b, self.min_noise + raw.exp())
 
         result = minimize(params, objective, method="lbfgs", max_iter=int(self.max_iter), tol=1e-10)
         self.loss_curve_.extend(result.loss_curve)
@@ -736,6 +745,9 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         return best
 
     def _fit_pyro(self, x: Tensor, y: Tensor, init_values: dict) -> None:
+        """``posterior="normal"``: a Gaussian posterior over (Psi, b) (pyro's ``AutoNormal``) by SVI on
+        the Monte Carlo ELBO with Adam, in the shared stochastic loop. (``posterior="map"`` fits in
+        :meth:`_fit_map`, by :func:`~lvgp.base.fitting.minimize`.)"""
         from pyro.infer.autoguide.initialization import init_to_value
 
         model = self.model_
@@ -743,52 +755,22 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
             model.lengthscale_unconstrained.requires_grad_(False)
             model.noise_unconstrained.requires_grad_(False)
         model_fn = functools.partial(model.model, covariate_likelihood=self.covariate_likelihood)
-        self.guide_: AutoDelta | AutoNormal
-        if self.posterior == "map":
-            self.guide_ = AutoDelta(model_fn, init_loc_fn=init_to_value(values=init_values))
-        else:
-            self.guide_ = AutoNormal(model_fn, init_loc_fn=init_to_value(values=init_values), init_scale=0.01)
+        self.guide_ = AutoNormal(model_fn, init_loc_fn=init_to_value(values=init_values), init_scale=0.01)
         self.guide_(x, y)  # create the guide's parameters
-        params = [p for p in list(model.parameters()) + list(self.guide_.parameters()) if p.requires_grad]
         elbo = Trace_ELBO()
-        curve: list[float] = []
-        if self.posterior != "map":  # SVI on the Monte Carlo ELBO: the shared stochastic loop
-            adam = pyro.optim.Adam({"lr": self.lr})  # type: ignore[attr-defined]  # generated at import
-            result = fit_stochastic(
-                lambda it: svi_step(elbo, adam, model_fn, self.guide_, x, y),
-                max_iter=int(self.max_iter),
-                rule=None,  # the budget alone (the estimator has no tolerance)
-                what="GP covariate embedding (SVI)",
-                unit="iterations",
-                read_every=50,
-                stacklevel=3,
-                desc="GP covariate embedding",
-                verbose=self.verbose,
-            )
-            curve = list(result.loss_curve)
-        try:
-            if self.posterior == "map":  # deterministic objective: -log p(y, Psi, b | theta)
-                opt = torch.optim.LBFGS(
-                    params,
-                    max_iter=self.max_iter,
-                    line_search_fn="strong_wolfe",
-                    tolerance_grad=1e-9,
-                    tolerance_change=1e-12,
-                    history_size=20,
-                )
-
-                def closure():
-                    opt.zero_grad()
-                    loss = elbo.differentiable_loss(model_fn, self.guide_, x, y)
-                    loss.backward()
-                    curve.append(loss.item())
-                    return loss
-
-                opt.step(closure)
-        except KeyboardInterrupt:
-            reraise_interrupts()
-            warn(f"fit interrupted after {len(curve)} evaluations", RuntimeWarning, stacklevel=3)
-        self.loss_curve_ = curve
+        adam = pyro.optim.Adam({"lr": self.lr})  # type: ignore[attr-defined]  # generated at import
+        result = fit_stochastic(
+            lambda it: svi_step(elbo, adam, model_fn, self.guide_, x, y),
+            max_iter=int(self.max_iter),
+            rule=None,  # the budget alone (the estimator has no tolerance)
+            what="GP covariate embedding (SVI)",
+            unit="iterations",
+            read_every=50,
+            stacklevel=3,
+            desc="GP covariate embedding",
+            verbose=self.verbose,
+        )
+        self.loss_curve_ = list(result.loss_curve)
         with torch.no_grad():
             psi, bias = self._posterior_means()
             self.smoothed_weights_, chol = smoothed_weights(model.embeddings, model.lengthscale, model.noise, psi)
