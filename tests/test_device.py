@@ -117,7 +117,7 @@ CASES = [
     ),
     Case(
         "EncoderRidge",
-        lambda **kw: EncoderRidge(_tiny_encoder(kw.get("device", "cpu")), **kw),
+        lambda **kw: EncoderRidge(_tiny_encoder(kw.get("device", "cpu")), random_state=0, **kw),
         _regression_fit,
         lambda est: est.predict(TEST),
         lambda est: [est._encoder().model],

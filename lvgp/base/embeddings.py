@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._random import NUMERICS_SEED
 from ..warnings import MissingEmbeddingsWarning, warn
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def _learn_corpus_embeddings(
     rows = [i for i, d in enumerate(docs) for w in d if w in index]
     cols = [index[w] for d in docs for w in d if w in index]
     counts = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(docs), len(words)))
-    vectors = ppmi_svd_embeddings(counts, min(dim, len(words) - 1), random_state=0)
+    vectors = ppmi_svd_embeddings(counts, min(dim, len(words) - 1), random_state=NUMERICS_SEED)
     keep = np.linalg.norm(vectors, axis=1) > 0
     return WordEmbeddings(CORPUS, [w for w, k in zip(words, keep) if k], vectors[keep])
 

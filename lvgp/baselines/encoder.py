@@ -33,6 +33,7 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
 from sklearn.utils.validation import check_is_fitted
 
+from .._random import sklearn_random_state
 from ..base.constraints import Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ..base.device import check_device
 from ..base.fitting import minimize
@@ -145,7 +146,7 @@ class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
         y = np.asarray(y)
         features = self._fit_features(X)
         base = LogisticRegression(max_iter=5000)
-        folds = stratified_folds(y, 3, self.random_state if isinstance(self.random_state, int) else 0)
+        folds = stratified_folds(y, 3, sklearn_random_state(self.random_state))
         if not folds:
             warn(f"too few documents per class to cross-validate; C = {max(self.Cs)}", RuntimeWarning, stacklevel=2)
             self.model_ = base.set_params(C=float(max(self.Cs))).fit(features, y)
@@ -172,13 +173,15 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
     """Ridge regression on a pretrained sentence encoder's vectors (module docstring).
 
     ``fit(X, y, X_val, y_val)`` chooses alpha by the RMSE on the dev texts (without them, ``cv``
-    shuffled folds) and refits on ``X`` only. Fitted: ``alpha_``, ``dev_rmse_``, ``model_``.
+    folds shuffled by ``random_state``) and refits on ``X`` only. Fitted: ``alpha_``, ``dev_rmse_``,
+    ``model_``.
     """
 
     _parameter_constraints: dict[str, list] = {
         **_FEATURE_CONSTRAINTS,
         "alphas": [_SEQUENCE],
         "cv": [Integer(2)],
+        "random_state": [RandomState()],
     }
 
     def __init__(
@@ -190,6 +193,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
         alphas=RIDGE_ALPHAS,
         cv: int = 5,
         device: str = "cpu",
+        random_state=None,
     ):
         self.encoder = encoder
         self.tfidf = tfidf
@@ -197,6 +201,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
         self.alphas = alphas
         self.cv = cv
         self.device = device
+        self.random_state = random_state
 
     def fit(self, X, y, X_val=None, y_val=None):
         check_params(self)
@@ -213,7 +218,11 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
             stack = sparse.vstack if sparse.issparse(F) else np.vstack
             F_search, y_search = stack([F, F_val]), np.r_[y, y_val]
         else:
-            split, F_search, y_search = KFold(self.cv, shuffle=True, random_state=0), F, y
+            split, F_search, y_search = (
+                KFold(self.cv, shuffle=True, random_state=sklearn_random_state(self.random_state)),
+                F,
+                y,
+            )
         search = GridSearchCV(
             Ridge(), {"alpha": [float(a) for a in self.alphas]}, scoring="neg_root_mean_squared_error", cv=split
         )

@@ -96,7 +96,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
-from .._random import derive_seed, seeded_torch
+from .._random import NUMERICS_SEED, derive_seed, seeded_torch
 from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.device import check_device, to_host
 from ..base.embeddings import ppmi_svd_embeddings
@@ -491,7 +491,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         e = torch.from_numpy(emb).to(device)
         self._x_device = None if device.type == "cpu" else _as_torch_sparse(x).to(device)
         if self.lengthscale is None:
-            sub = e[torch.randperm(len(e), generator=torch.Generator().manual_seed(0))[:1000]]
+            # the median heuristic on a fixed subsample: a statistic of the embeddings, not a random draw
+            sub = e[torch.randperm(len(e), generator=torch.Generator().manual_seed(NUMERICS_SEED))[:1000]]
             lengthscale = float(torch.cdist(sub, sub).median().clamp_min(1e-6))
         else:
             lengthscale = float(self.lengthscale)
@@ -567,7 +568,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnseenWordsWarning)
             counts = vocab.counts(texts + extra)
-        learned = ppmi_svd_embeddings(counts, dim=min(100, max(2, len(vocab.words) // 4)), random_state=0)
+        learned = ppmi_svd_embeddings(counts, dim=min(100, max(2, len(vocab.words) // 4)), random_state=NUMERICS_SEED)
         if found.sum() < 2:
             raise ValueError("missing_words='ppmi' needs words with pretrained vectors to map the learned ones")
         # least-squares map from the PPMI space into the pretrained space, fitted on shared words

@@ -14,7 +14,8 @@ from sklearn.linear_model import ElasticNet, Lasso, Ridge
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
 from sklearn.utils.validation import check_is_fitted
 
-from ..base.constraints import Instance, Integer, Options, check_params, documents_input
+from .._random import sklearn_random_state
+from ..base.constraints import Instance, Integer, Options, RandomState, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.targets import check_targets_array
 from ..bow.padded import padded_to_counts
@@ -40,6 +41,7 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
         vocabulary: as for :class:`~lvgp.GPLVSMRegressor`.
         num_words: as for :class:`~lvgp.GPLVSMRegressor`.
         cv: folds used to choose the regularization when ``fit`` gets no dev split.
+        random_state: shuffles those folds (``None``: fresh entropy; a dev split draws nothing).
 
     ``fit(X, y, X_val, y_val)`` (the validation keywords of every lvgp estimator) scores every
     candidate with scikit-learn's ``GridSearchCV``: fitted on ``(X, y)`` and scored on the dev
@@ -59,6 +61,7 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         cv: int = 5,
+        random_state=None,
     ):
         self.kind = kind
         self.alphas = alphas
@@ -67,6 +70,7 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.cv = cv
+        self.random_state = random_state
 
     def _features(self, x):
         counts = padded_to_counts(x, self._encoder.num_words)
@@ -94,6 +98,7 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
         "features": [Options(*FEATURES)],
         **documents_input(),
         "cv": [Integer(2)],
+        "random_state": [RandomState()],
     }
 
     def fit(self, X, y, X_val=None, y_val=None):
@@ -111,7 +116,7 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
             split = PredefinedSplit(np.r_[np.full(F.shape[0], -1), np.zeros(F_val.shape[0], dtype=int)])
             F_search, y_search = sparse.vstack([F, F_val]).tocsr(), np.r_[y, y_val]
         else:
-            split = KFold(self.cv, shuffle=True, random_state=0)
+            split = KFold(self.cv, shuffle=True, random_state=sklearn_random_state(self.random_state))
             F_search, y_search = F, y
         candidates = self._candidates()
         search = GridSearchCV(

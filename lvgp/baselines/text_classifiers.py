@@ -28,6 +28,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
+from .._random import NUMERICS_SEED, sklearn_random_state
 from ..base.constraints import Embeddings, Instance, Integer, Options, RandomState, check_params
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
@@ -45,7 +46,11 @@ __all__ = [
 
 def tuned_linear_classifier(features, y: np.ndarray, model: str, Cs, random_state=None):
     """Fit logistic regression or a linear SVM with C chosen by stratified CV (accuracy)."""
-    base = LogisticRegression(max_iter=3000) if model == "logreg" else LinearSVC(max_iter=20000, random_state=0)
+    base = (
+        LogisticRegression(max_iter=3000)
+        if model == "logreg"
+        else LinearSVC(max_iter=20000, random_state=NUMERICS_SEED)
+    )
     return _grid_search(base, {"C": list(Cs)}, {"C": float(Cs[-1])}, features, y, random_state)
 
 
@@ -59,7 +64,7 @@ def platt_scaling(svm, features, y: np.ndarray, random_state=None):
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.frozen import FrozenEstimator
 
-    folds = stratified_folds(y, 3, random_state or 0)
+    folds = stratified_folds(y, 3, sklearn_random_state(random_state))
     if not folds:
         warn(
             "too few documents per class to cross-validate Platt scaling; sigmoids fitted on the "
@@ -75,7 +80,7 @@ def _grid_search(base, grid: dict, fallback: dict, features, y: np.ndarray, rand
     """``GridSearchCV`` over :func:`~lvgp.base.splits.stratified_folds` (rare
     classes stay in training); with too few documents for two folds, ``fallback``'s
     settings, with a warning."""
-    folds = stratified_folds(y, 3, random_state or 0)
+    folds = stratified_folds(y, 3, sklearn_random_state(random_state))
     if not folds:
         warn(f"too few documents per class to cross-validate; using {fallback}", RuntimeWarning, stacklevel=3)
         return base.set_params(**fallback).fit(features, y)
@@ -222,7 +227,7 @@ class KernelSVMClassifier(_TextClassifier):
         self.vocabulary_ = self._vocab(X)
         self.tfidf_ = TfidfTransformer().fit(self._counts(X))
         features = self._features(X)
-        base = SVC(kernel=self.kernel, degree=2, coef0=1.0, random_state=0)  # not numpy's global seed
+        base = SVC(kernel=self.kernel, degree=2, coef0=1.0, random_state=NUMERICS_SEED)  # unused: no probability=True
         grid = {"C": list(self.Cs)}
         if self.kernel == "rbf":
             grid["gamma"] = list(self.gammas)
@@ -303,7 +308,7 @@ class BagOfClustersClassifier(_EmbeddingClassifier):
         if found.sum() < 2:
             raise ValueError("too few training words have an embedding for bag-of-clusters")
         k = min(self.n_clusters, int(found.sum()))
-        self.kmeans_ = KMeans(k, n_init=3, random_state=self.random_state or 0).fit(vectors[found])
+        self.kmeans_ = KMeans(k, n_init=3, random_state=sklearn_random_state(self.random_state)).fit(vectors[found])
         self._lookup = table
         self._tokenizer = self.vocabulary_
         self.tfidf_ = TfidfTransformer().fit(self._cluster_counts(X))

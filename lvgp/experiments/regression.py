@@ -189,7 +189,7 @@ def _linear(kind: str):
     def build(study, cell, data):
         from ..baselines.linear import DevTunedLinearRegression
 
-        return DevTunedLinearRegression(kind=kind, vocabulary=data.vocabulary)
+        return DevTunedLinearRegression(kind=kind, vocabulary=data.vocabulary, random_state=study.cell_seed(cell))
 
     return build
 
@@ -202,7 +202,9 @@ def _encoder_ridge(tfidf: bool):
     def build(study, cell, data):
         from ..baselines.encoder import EncoderRidge
 
-        return EncoderRidge(study.encoder, tfidf=tfidf, min_df=study.min_df, device=study.device)
+        return EncoderRidge(
+            study.encoder, tfidf=tfidf, min_df=study.min_df, device=study.device, random_state=study.cell_seed(cell)
+        )
 
     return build
 

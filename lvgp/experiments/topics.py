@@ -60,7 +60,9 @@ def _lda_regression(study, cell, data):
 def _lasso(study, cell, data):
     from ..baselines.linear import DevTunedLinearRegression
 
-    return DevTunedLinearRegression("lasso", features="frequencies", vocabulary=data[0], cv=5)
+    return DevTunedLinearRegression(
+        "lasso", features="frequencies", vocabulary=data[0], cv=5, random_state=study.cell_seed(cell)
+    )
 
 
 @register_study

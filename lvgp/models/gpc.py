@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import derive_seed, seeded_torch
+from .._random import NUMERICS_SEED, derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -200,11 +200,13 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
 def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> torch.Tensor:
     r"""``n x C`` class probabilities :math:`\mathbb E[\mathrm{softmax}(f)]` under independent
     Gaussian marginals ``mean``, ``var`` (``n x C``) of the ``C`` latent functions, by Monte
-    Carlo with ``n_samples`` fixed draws (seed 0), the same for every document and call: a
+    Carlo with ``n_samples`` fixed draws (``lvgp._random.NUMERICS_SEED``), the same for every document and call: a
     deterministic function of its inputs. (gpytorch's ``SoftmaxLikelihood`` would expand the
     lazy multitask covariance over the samples: GBs for long documents.)"""
     # drawn on the CPU (the same draws on every device), then moved
-    eps = torch.randn(n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=torch.Generator().manual_seed(0))
+    eps = torch.randn(
+        n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=torch.Generator().manual_seed(NUMERICS_SEED)
+    )
     eps = eps.to(mean.device)
     return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
 

@@ -50,7 +50,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import derive_seed
+from .._random import NUMERICS_SEED, derive_seed
 from .._typing import Documents, TensorLike
 from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -127,7 +127,8 @@ class OneVersusRestSVC:
         k = int(codes.max()) + 1
         targets = [codes == 1] if k == 2 else [codes == c for c in range(k)]
         self.machines_ = [
-            SVC(C=self.C, kernel="precomputed", tol=self.tol, random_state=0).fit(gram, t.astype(int)) for t in targets
+            SVC(C=self.C, kernel="precomputed", tol=self.tol, random_state=NUMERICS_SEED).fit(gram, t.astype(int))
+            for t in targets
         ]
         return self
 
@@ -260,7 +261,9 @@ class LatentSMMClassifier(
         if self.multi_class == "ovr":
             return OneVersusRestSVC(self.C, self.svm_tol).fit(gram, self._y)
         # a fixed random_state: LIBSVM would otherwise draw its seed from numpy's global state
-        svc = SVC(C=self.C, kernel="precomputed", tol=self.svm_tol, decision_function_shape="ovo", random_state=0)
+        svc = SVC(
+            C=self.C, kernel="precomputed", tol=self.svm_tol, decision_function_shape="ovo", random_state=NUMERICS_SEED
+        )
         return svc.fit(gram, self._y)
 
     def _duals(self, svc: SVC | OneVersusRestSVC) -> np.ndarray:

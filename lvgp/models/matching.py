@@ -62,7 +62,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import derive_seed
+from .._random import NUMERICS_SEED, derive_seed
 from .._typing import EmbeddingsSpec
 from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
@@ -108,7 +108,7 @@ def _leading_svd(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np
     if k <= 0:
         return np.zeros((m, 0)), np.zeros(0), np.zeros((0, n))
     if 2 * k < min(m, n):  # only the first k components are needed
-        return randomized_svd(matrix, k, random_state=0)
+        return randomized_svd(matrix, k, random_state=NUMERICS_SEED)  # stands in for the exact SVD
     u, sigma, vt = np.linalg.svd(matrix, full_matrices=False)
     return u[:, :k], sigma[:k], vt[:k]
 

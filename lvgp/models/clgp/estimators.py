@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ..._random import derive_seeds, rng_of
+from ..._random import child_seed, derive_seeds, rng_of
 from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
 from ...base.device import FLOAT_DTYPES, check_device, to_host
 from ...base.fitting import PlateauStopping, fit_stochastic
@@ -480,7 +480,7 @@ class CLGP(BaseEstimator):
         """Per column, ``n x K_d`` predictive probabilities of each row's values given its
         observed entries (a pure function of the fitted model and ``codes``)."""
         loc, scale = self.infer_rows(codes)
-        g = torch.Generator(device=loc.device).manual_seed(self._predict_seed + 1)
+        g = torch.Generator(device=loc.device).manual_seed(child_seed(self._predict_seed, "predictive draws"))
         with self._local_params():
             probs = self.model_.predictive_probabilities(
                 loc, scale, self.predict_samples, generator=g, shared_noise=True
