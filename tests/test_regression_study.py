@@ -119,6 +119,29 @@ def test_every_cell_record_says_which_code_produced_it(tmp_path):
         assert record["git_commit"] is None
 
 
+def test_git_dirty_is_about_the_code_not_the_committed_results_a_rerun_rewrites(tmp_path):
+    """A study rerun into its committed folder deletes and rewrites tracked files under results/:
+    the provenance's git_dirty leaves those out, and still says dirty for any other tracked change."""
+    from lvgp.experiments.study import tracked_changes
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "lvgp").mkdir()
+    (tmp_path / "results" / "study").mkdir(parents=True)
+    (tmp_path / "lvgp" / "code.py").write_text("x = 1\n")
+    (tmp_path / "results" / "study" / "results.json").write_text("[]\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+    assert not tracked_changes(tmp_path)
+    (tmp_path / "results" / "study" / "results.json").unlink()  # what a rerun into the folder does first
+    (tmp_path / "untracked.txt").write_text("scratch")
+    assert not tracked_changes(tmp_path)
+    (tmp_path / "lvgp" / "code.py").write_text("x = 2\n")
+    assert tracked_changes(tmp_path)
+
+
 def test_local_processes_give_the_same_results_as_in_process(tsv, tmp_path):
     study = RegressionStudy(
         dataset=str(tsv),

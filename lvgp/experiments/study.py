@@ -82,28 +82,36 @@ def write_json(path: Path, obj) -> None:
     tmp.replace(path)  # atomic: an interrupted study never leaves a half-written cell
 
 
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.strip()
+
+
+def tracked_changes(root: Path) -> bool:
+    """Whether tracked files of the checkout at ``root`` differ from its commit, outside
+    ``results/``: the committed study outputs are data that a rerun rewrites in place (it deletes
+    the folder it regenerates), not the code that produced them."""
+    return bool(_git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"))
+
+
 @functools.cache
 def provenance() -> dict:
     """What produced a record: lvgp's version and, when lvgp is imported from a git checkout,
-    its commit and whether tracked files differ from it (``git_dirty``); torch and Python
-    versions. Stored in every cell record and in ``study.json``, so that cells copied between
-    studies or run across code changes can be told apart."""
+    its commit and whether tracked files outside ``results/`` differ from it (``git_dirty``,
+    :func:`tracked_changes`); torch and Python versions. Stored in every cell record and in
+    ``study.json``, so that cells copied between studies or run across code changes can be told
+    apart."""
     import torch
 
     from .._version import __version__
 
     root = Path(__file__).resolve().parent.parent.parent  # the directory lvgp is imported from
     commit, dirty = None, None
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=True
-        ).stdout.strip()
-
     try:  # only the checkout lvgp itself lives in (not a repository around site-packages)
-        if Path(git("rev-parse", "--show-toplevel")).resolve() == root:
-            commit = git("rev-parse", "HEAD")
-            dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        if Path(_git(root, "rev-parse", "--show-toplevel")).resolve() == root:
+            commit = _git(root, "rev-parse", "HEAD")
+            dirty = tracked_changes(root)
     except (OSError, subprocess.SubprocessError):
         pass
     return {
