@@ -365,19 +365,18 @@ def fit_stochastic(
             loss = iteration(it)
             bar.update(1)
             flush = it + 1 == max_iter or (rule is not None and rule.applies_at(it + 1))
-            values = buffer.append(loss, flush=flush)
-            if validate is not None and (it + 1) % validation_interval == 0:
+            by_rule = record(buffer.append(loss, flush=flush))
+            if validate is not None and (it + 1) % validation_interval == 0:  # decides before the rule
                 score = _finite_score(validate(), what, it + 1, unit)
                 result.validation_curve.append(score)
                 if score < best.score:
                     best.score, best.iter = score, it + 1
                     best_state = state[0]() if state is not None else None
                 elif it + 1 - best.iter >= n_iter_no_change:
-                    record(values)
                     result.converged = result.stopped_early = True
                     result.message = f"early stopping: no validation improvement in {n_iter_no_change} {unit}"
                     break
-            if record(values):
+            if by_rule:
                 result.converged = True
                 result.message = rule.describe(unit)  # type: ignore[union-attr]
                 break
