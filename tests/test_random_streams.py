@@ -145,10 +145,7 @@ def test_without_a_dev_split_the_linear_baselines_shuffle_their_folds_by_random_
     from lvgp.baselines.linear import DevTunedLinearRegression
 
     texts, y = _texts()
-    fits = {
-        seed: DevTunedLinearRegression("lasso", random_state=seed, cv=3).fit(texts, y).search_ for seed in (0, 0, 5)
-    }
-    assert len(fits) == 2  # the dict holds seeds 0 and 5
+    fits = {seed: DevTunedLinearRegression("lasso", random_state=seed, cv=3).fit(texts, y).search_ for seed in (0, 5)}
     again = DevTunedLinearRegression("lasso", random_state=0, cv=3).fit(texts, y).search_
     assert fits[0] == again and fits[5] != fits[0]
 
