@@ -10,6 +10,7 @@ import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
+from .._random import child_seed
 from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fitting import OPTIMIZERS
@@ -252,7 +253,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
                 "the kernel's word vectors are variational (a Monte Carlo objective): use optimizer='adam'"
             )
         for vectors in variational:
-            vectors.sample_generator = torch.Generator().manual_seed(seed + 1)
+            vectors.sample_generator = torch.Generator().manual_seed(child_seed(seed, "word-vector-draws"))
         return model
 
     def _optimizer(self) -> str:
