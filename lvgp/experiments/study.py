@@ -439,7 +439,9 @@ def load_study(directory: str | Path) -> Study:
             values[field.name] = tuple(value) if isinstance(value, list) else value
         elif "before" in field.metadata:
             values[field.name] = field.metadata["before"]
-    unknown = set(settings) - {f.name for f in dataclasses.fields(cls)} - {"provenance", "data_digest"}
+    # what the record says about the runs, not settings: the first run's provenance, and the methods
+    # rerun since (``reruns``: their methods, provenance and why), whose records replaced theirs
+    unknown = set(settings) - {f.name for f in dataclasses.fields(cls)} - {"provenance", "data_digest", "reruns"}
     if unknown:
         raise ValueError(f"{directory}/study.json has options this version does not know: {sorted(unknown)}")
     return cls(**values)
