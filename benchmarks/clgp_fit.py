@@ -39,8 +39,13 @@ except ImportError:  # before lvgp 0.2 the CLGP lived in lvgp.baselines
 data = np.load(args["data"])
 # the code before had neither option: float64, and q(x)'s scales fitted by Adam (latent_scale="joint")
 extra = {k: args[k] for k in ("dtype", "latent_scale") if k in args}
-model = CLGP(latent_dim=2, num_inducing=50, samples=5, optimizer="adam", lr=0.05, max_iter=args["max_iter"],
-             predict_samples=args["predict_samples"], impute_iter=args["impute_iter"], random_state=0, **extra)
+try:  # today's CLGP takes its optimizer as an object
+    from lvgp import Adam
+    fit = {"optimizer": Adam(max_iter=args["max_iter"], lr=0.05)}
+except ImportError:  # the code before lvgp.Adam took the settings as arguments
+    fit = {"optimizer": "adam", "lr": 0.05, "max_iter": args["max_iter"]}
+model = CLGP(latent_dim=2, num_inducing=50, samples=5, predict_samples=args["predict_samples"],
+             impute_iter=args["impute_iter"], random_state=0, **fit, **extra)
 start = time.perf_counter()
 model.fit(data["train"], [int(k) for k in data["cardinalities"]])
 seconds = time.perf_counter() - start

@@ -91,10 +91,12 @@ def configs() -> dict:
             lvgp.GPLVSMRegressor(LDKSpec.paper(), random_state=0), 0.3, 1.0
         ),
         "gplvsm-early-nlpd": lambda: _nlpd_stopping(
-            lvgp.GPLVSMRegressor(LDKSpec.paper(), early_stopping=True, validation_fraction=0.2, random_state=0)
+            lvgp.GPLVSMRegressor(
+                LDKSpec.paper(), early_stopping=lvgp.EarlyStopping(validation_fraction=0.2), random_state=0
+            )
         ),
         "gplvsm-early-rmse": lambda: lvgp.GPLVSMRegressor(
-            LDKSpec.paper(), early_stopping=True, validation_fraction=0.2, random_state=0
+            LDKSpec.paper(), early_stopping=lvgp.EarlyStopping(validation_fraction=0.2), random_state=0
         ),
         "gplvsm-map-rho10": lambda: lvgp.GPLVSMRegressor(LDKSpec.paper(rho=10.0), random_state=0),
         "gplvsm-map-rho100": lambda: lvgp.GPLVSMRegressor(LDKSpec.paper(rho=100.0), random_state=0),
@@ -108,9 +110,7 @@ def configs() -> dict:
                 level2="cosine",
                 identity_form="separate",
             ),
-            optimizer="adam",
-            lr=0.05,
-            max_iter=300,
+            optimizer=lvgp.Adam(max_iter=300, lr=0.05),
             random_state=0,
         ),
         "gplvsm-map-bow": lambda: lvgp.GPLVSMRegressor(
@@ -118,7 +118,7 @@ def configs() -> dict:
             random_state=0,
         ),
         "gplvsm-vb": lambda: lvgp.GPLVSMRegressor(
-            LDKSpec(variational=True), optimizer="adam", lr=0.05, max_iter=300, random_state=0
+            LDKSpec(variational=True), optimizer=lvgp.Adam(max_iter=300, lr=0.05), random_state=0
         ),
         "gplvsm-sparse-paper-map": lambda: lvgp.SparseGPLVSMRegressor(LDKSpec.paper(), random_state=0),
         "gplvsm-sparse-defaults": lambda: lvgp.SparseGPLVSMRegressor(random_state=0),

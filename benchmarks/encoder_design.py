@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 import torch
 
+from lvgp import LBFGS
 from lvgp.kernels import LDKSpec
 
 
@@ -112,7 +113,7 @@ def build(change: dict, encoder, vocabulary, features: dict, quick: bool):
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
         calibration="temperature",
-        max_iter=5 if quick else PLUS_GPC_MAX_ITER,
+        optimizer=LBFGS(max_iter=5 if quick else PLUS_GPC_MAX_ITER),
         random_state=0,
         sentence_encoder=encoder,
         vocabulary=vocabulary,

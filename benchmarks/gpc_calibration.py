@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lvgp import MiniBatch
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
@@ -34,7 +36,7 @@ def classifier(quick: bool):
     model = _ldk_gpc_plus(study, {"split": 0}, None)
     model.set_params(random_state=0, calibration="temperature")
     if quick:
-        model.set_params(max_iter=5)
+        model.set_params(optimizer__max_iter=5)
     return model
 
 
@@ -55,7 +57,12 @@ def variational(quick: bool):
     """The kernel of ``ldk-gpc-plus`` under the variational softmax likelihood (SVGP; the inducing
     documents are all training documents up to 500)."""
     model = classifier(quick)
-    model.set_params(inference="variational", calibration=None, num_inducing=500, max_epochs=5 if quick else 300)
+    model.set_params(
+        inference="variational",
+        calibration=None,
+        num_inducing=500,
+        optimizer=MiniBatch(max_epochs=5 if quick else 300),
+    )
     return model
 
 

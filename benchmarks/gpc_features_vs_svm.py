@@ -33,6 +33,7 @@ import gpytorch
 import numpy as np
 import torch
 
+from lvgp import LBFGS
 from lvgp.experiments.executors import limit_threads
 from lvgp.kernels import LDKSpec
 
@@ -156,7 +157,7 @@ def main() -> None:
                 ldk = LDKGPClassifier(
                     LDKSpec(latent_dim=8, rho=0.1, word_embeddings="glove-6b-50d"),
                     alpha_epsilon=alpha,
-                    max_iter=ldk_iter,
+                    optimizer=LBFGS(max_iter=ldk_iter),
                     random_state=s,
                 ).fit(xtr, ytr)
                 record(("Dirichlet GPC, LDK (GloVe-tied, q = 8)", f"{alpha:g}"), ldk.predict(xte), yte, start)

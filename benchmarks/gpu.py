@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lvgp import PAD, LatentDistributionKernel
+from lvgp import LBFGS, PAD, LatentDistributionKernel, MiniBatch
 from lvgp.kernels import LDKSpec
 
 CPU_THREADS = 2
@@ -118,7 +118,7 @@ def exact(device: torch.device, n: int, vocab: int, full: bool) -> dict:
 
     texts, y = zipf_texts(n, vocab)
     out: dict = {"n": n}
-    probe = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=3, random_state=0, device=device)
+    probe = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=3), random_state=0, device=device)
     seconds = clock(lambda: probe.fit(texts, y), device)
     out["seconds_per_iteration"] = seconds / max(1, probe.n_iter_)
     if full:
@@ -138,9 +138,7 @@ def sparse(device: torch.device, n: int, vocab: int, steps: int | None, inducing
     reg = SparseGPLVSMRegressor(
         LDKSpec(latent_dim=2),
         num_inducing=inducing,
-        batch_size=batch,
-        max_steps=steps or per_epoch,
-        max_epochs=1,
+        optimizer=MiniBatch(batch_size=batch, max_steps=steps or per_epoch, max_epochs=1),
         random_state=0,
         device=device,
     )
@@ -177,9 +175,7 @@ def sparse_lazy_against_evaluated(device: torch.device, n: int, vocab: int, indu
         reg = SparseGPLVSMRegressor(
             LDKSpec(latent_dim=2),
             num_inducing=inducing,
-            batch_size=256,
-            max_steps=10**9,
-            max_epochs=1,
+            optimizer=MiniBatch(batch_size=256, max_steps=10**9, max_epochs=1),
             random_state=0,
             device=device,
         )
@@ -211,7 +207,11 @@ def profile_sparse(device: torch.device, n: int, vocab: int, steps: int, inducin
 
     texts, y = zipf_texts(n, vocab, seed=3)
     reg = SparseGPLVSMRegressor(
-        LDKSpec(latent_dim=2), num_inducing=inducing, batch_size=256, max_steps=steps, random_state=0, device=device
+        LDKSpec(latent_dim=2),
+        num_inducing=inducing,
+        optimizer=MiniBatch(batch_size=256, max_steps=steps),
+        random_state=0,
+        device=device,
     )
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
@@ -266,7 +266,7 @@ def cell(device: torch.device, data: dict, max_iter: int) -> dict:
         LDKSpec.plus(glove, rho=0.1, identity_form="separate"),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
-        max_iter=max_iter,
+        optimizer=LBFGS(max_iter=max_iter),
         random_state=0,
         device=device,
     ).fit(data["train_texts"], data["train_labels"])

@@ -51,6 +51,13 @@ sys.modules["zipf_documents"] = generator  # dataclasses look their module up
 spec.loader.exec_module(generator)
 warnings.simplefilter("ignore")
 import os
+try:  # today's estimators take their mini-batch settings as one object
+    from lvgp import MiniBatch
+    def mini_batch(**fields):
+        return {"optimizer": MiniBatch(**fields)}
+except ImportError:  # the code before lvgp.MiniBatch (--before) took them as arguments
+    def mini_batch(**fields):
+        return fields
 data = generator.make_zipf_topic_documents(args["n"], num_words=args["num_words"], max_length=args["max_length"], random_state=0, n_jobs=os.cpu_count() or 1)
 if args["model"] == "svgp-dense":  # the peer: dense features of the encoder's width in place of the documents
     X = torch.randn(args["n"], args["features"], dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -103,8 +110,7 @@ class DenseSVGP:
         return self
 
 def estimator(max_epochs=None, max_steps=None):
-    common = dict(num_inducing=args["inducing"], batch_size=args["batch"], num_words=data.num_words,
-                  random_state=0, device=args["device"])
+    common = dict(num_inducing=args["inducing"], num_words=data.num_words, random_state=0, device=args["device"])
     if args["kernel"] == "nystrom":  # the default spec with landmark-word features in place of the word Gram
         from lvgp.kernels import LDKSpec
         cls = SparseGPLVSMRegressor if args["model"] == "sparse-gplvsm" else LDKGPClassifier
@@ -112,8 +118,12 @@ def estimator(max_epochs=None, max_steps=None):
     if args["model"] == "svgp-dense":
         return DenseSVGP(max_epochs, max_steps)
     if args["model"] == "sparse-gplvsm":
-        return SparseGPLVSMRegressor(max_epochs=max_epochs, max_steps=max_steps or 10**9, **common)
-    return LDKGPClassifier(inference="variational", max_epochs=max_epochs or 10**9, **common)
+        return SparseGPLVSMRegressor(
+            **mini_batch(batch_size=args["batch"], max_steps=max_steps or 10**9, max_epochs=max_epochs), **common
+        )
+    return LDKGPClassifier(
+        inference="variational", **mini_batch(batch_size=args["batch"], max_epochs=max_epochs or 10**9), **common
+    )
 
 def fit(model, n):
     target = data.labels if args["model"] == "variational-gpc" else data.y

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lvgp import LBFGS
 from lvgp.experiments.executors import limit_threads
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "classification"
@@ -124,7 +125,7 @@ def main() -> None:
                 setting = {**fitted, **change}
                 spec = {k: v for k, v in setting.items() if k != "C"}
                 smm = LatentSMMClassifier(  # the study's seed
-                    LDKSpec(**spec), C=setting["C"], max_iter=max_iter, random_state=s
+                    LDKSpec(**spec), C=setting["C"], optimizer=LBFGS(max_iter=max_iter), random_state=s
                 )
                 smm.fit(x_train, y_train)
                 accuracy = float(np.mean(smm.predict(x_test) == y_test))

@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from lvgp import LBFGS
 from lvgp.experiments.executors import limit_threads
 from lvgp.kernels import LDKSpec
 
@@ -57,7 +58,7 @@ def main() -> None:
                 stop = budget == "early stopping"
                 model = LDKGPClassifier(
                     LDKSpec(latent_dim=q, rho=0.1, word_embeddings="glove-6b-50d"),
-                    max_iter=args.converge_iter if stop else budget,
+                    optimizer=LBFGS(max_iter=args.converge_iter if stop else budget),
                     early_stopping=stop,
                     random_state=s,
                 ).fit(xtr, ytr)

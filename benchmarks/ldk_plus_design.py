@@ -39,6 +39,7 @@ import warnings
 
 import numpy as np
 
+from lvgp import LBFGS
 from lvgp.kernels import LDKSpec
 
 
@@ -74,21 +75,25 @@ def rows(quick: bool) -> list[tuple[str, object]]:
     old = LDKSpec(16, 10.0, "linear", "cosine", word_weighting="idf", word_embeddings="glove-6b-50d")
     old = old.replace(identity_weight="balanced")
     gpc = [
-        ("1 GPC: previous (tied q=16 learned, joint cosine, eps 0.01)", old, dict(max_iter=5 if quick else 50)),
-        ("2 GPC: + vectors fixed to GloVe", plus.replace(identity_form="joint"), dict(max_iter=iters)),
-        ("3 GPC: + cosine of each part added", plus, dict(max_iter=iters)),
-        ("4 GPC: + alpha_eps 1e-6", plus, dict(alpha_epsilon=1e-6, max_iter=iters)),
+        (
+            "1 GPC: previous (tied q=16 learned, joint cosine, eps 0.01)",
+            old,
+            dict(optimizer=LBFGS(max_iter=5 if quick else 50)),
+        ),
+        ("2 GPC: + vectors fixed to GloVe", plus.replace(identity_form="joint"), dict(optimizer=LBFGS(max_iter=iters))),
+        ("3 GPC: + cosine of each part added", plus, dict(optimizer=LBFGS(max_iter=iters))),
+        ("4 GPC: + alpha_eps 1e-6", plus, dict(alpha_epsilon=1e-6, optimizer=LBFGS(max_iter=iters))),
         (
             "5 GPC: + shared class hyper-parameters",
             plus,
-            dict(alpha_epsilon=1e-6, class_hyperparameters="shared", max_iter=iters),
+            dict(alpha_epsilon=1e-6, class_hyperparameters="shared", optimizer=LBFGS(max_iter=iters)),
         ),
     ]
     gpc += [
         (
             f"6 GPC: + prior on lambda, sd {sd:g}" + (" (ldk-gpc-plus)" if sd == PLUS_GPC_PRIOR_SD else ""),
             plus.replace(identity_weight_prior_sd=sd),
-            dict(alpha_epsilon=1e-6, class_hyperparameters="shared", max_iter=iters),
+            dict(alpha_epsilon=1e-6, class_hyperparameters="shared", optimizer=LBFGS(max_iter=iters)),
         )
         for sd in (2.0, 1.0, 0.5)
     ]

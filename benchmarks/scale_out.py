@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lvgp import MiniBatch
+
 
 def study_timings(quick: bool) -> tuple[float, float, int]:
     from lvgp.datasets import make_synonym_regression
@@ -58,7 +60,8 @@ def epoch_timings(quick: bool) -> tuple[float, float, int]:
 
     n = 2000 if quick else 20000
     corpus = make_synonym_regression(n=n, noise=0.1, random_state=0)
-    kwargs = dict(kernel=LDKSpec(latent_dim=2), num_inducing=64, batch_size=256, max_epochs=1, random_state=0)
+    optimizer = MiniBatch(batch_size=256, max_epochs=1)
+    kwargs = dict(kernel=LDKSpec(latent_dim=2), num_inducing=64, optimizer=optimizer, random_state=0)
     single = SparseGPLVSMRegressor(**kwargs).fit(corpus.texts, corpus.y)
     double = SparseGPLVSMRegressor(**kwargs, distributed=True, world_size=2).fit(corpus.texts, corpus.y)
     assert np.allclose(single.step_losses_, double.step_losses_, rtol=1e-8)

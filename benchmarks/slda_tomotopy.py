@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from _profile import profiled
 
-from lvgp import Vocabulary
+from lvgp import MiniBatch, Vocabulary
 from lvgp.baselines.linear import DevTunedLinearRegression
 from lvgp.datasets import load_review_snippets
 from lvgp.models.slda import SLDARegressor
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
             random_state=0,
             em_max_iter=10 if args.quick else 100,
             em_eta_scale=eta_scale,
-            max_epochs=5 if args.quick else 300,
+            optimizer=MiniBatch(max_epochs=5 if args.quick else 300),
         )
         start = time.perf_counter()
         with warnings.catch_warnings():

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+from lvgp import MiniBatch
 from lvgp.kernels import LDKSpec
 
 
@@ -29,7 +30,7 @@ def one_run(n: int, epochs: int) -> dict:
 
     corpus = make_synonym_regression(n=n, noise=0.1, random_state=0)
     reg = SparseGPLVSMRegressor(
-        LDKSpec(latent_dim=2), num_inducing=64, batch_size=256, max_epochs=epochs, random_state=0
+        LDKSpec(latent_dim=2), num_inducing=64, optimizer=MiniBatch(batch_size=256, max_epochs=epochs), random_state=0
     )
     start = time.perf_counter()
     reg.fit(corpus.texts, corpus.y)

@@ -31,13 +31,13 @@ import time, warnings, numpy as np, torch
 torch.set_num_threads({threads})
 from threadpoolctl import threadpool_limits
 threadpool_limits({threads})
-from lvgp import LatentSMMClassifier, LDKSpec
+from lvgp import LBFGS, LatentSMMClassifier, LDKSpec
 from lvgp.datasets import make_synonym_regression
 corpus = make_synonym_regression(n={docs}, noise=0.1, random_state=0)
 labels = (np.asarray(corpus.y) > np.median(corpus.y)).astype(int)
 warnings.simplefilter("ignore")
 start = time.perf_counter()
-LatentSMMClassifier(LDKSpec.paper(latent_dim=4, rho=1.0), max_iter={iters}, random_state=0).fit(list(corpus.texts), labels)
+LatentSMMClassifier(LDKSpec.paper(latent_dim=4, rho=1.0), optimizer=LBFGS(max_iter={iters}), random_state=0).fit(list(corpus.texts), labels)
 print(time.perf_counter() - start)
 """
 

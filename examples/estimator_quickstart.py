@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import GridSearchCV
 
-from lvgp import GPLVSMRegressor
+from lvgp import LBFGS, Adam, GPLVSMRegressor
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec
 
@@ -28,13 +28,13 @@ def main(argv=None):
     X_test, y_test = corpus.texts[half:], corpus.y[half:]
     max_iter = 10 if args.tiny else 200
 
-    reg = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), max_iter=max_iter, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), optimizer=LBFGS(max_iter=max_iter), random_state=0)
     reg.fit(X_train, y_train)
     mean, std = reg.predict(X_test, return_std=True)
     print(f"test RMSE {np.sqrt(np.mean((mean - y_test) ** 2)):.4f}; mean predictive std {std.mean():.4f}")
 
     grid = GridSearchCV(
-        GPLVSMRegressor(max_iter=max_iter, random_state=0),
+        GPLVSMRegressor(optimizer=Adam(max_iter=max_iter), random_state=0),
         {"kernel__latent_dim": [1, 2], "kernel__rho": [0.1, 1.0, 10.0]},
         cv=2,
         scoring="neg_root_mean_squared_error",

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from lvgp import SLDAClassifier, SLDARegressor
+from lvgp import MiniBatch, SLDAClassifier, SLDARegressor
 from lvgp.datasets import load_review_snippets, make_slda_corpus
 from lvgp.models.slda import LDARegression
 
@@ -57,7 +57,9 @@ def main(argv=None):
         "sLDA, variational EM (the paper)": SLDARegressor(
             n_topics, inference="em", em_max_iter=em_iter, random_state=0
         ),
-        "sLDA, Pyro SVI": SLDARegressor(n_topics, inference="svi", max_epochs=epochs, random_state=0),
+        "sLDA, Pyro SVI": SLDARegressor(
+            n_topics, inference="svi", optimizer=MiniBatch(max_epochs=epochs), random_state=0
+        ),
         "LDA + linear regression": LDARegression(n_topics, em_max_iter=em_iter, random_state=0),
     }
     for name, model in models.items():
@@ -74,7 +76,7 @@ def main(argv=None):
 
     # the same model family for class labels: a categorical (softmax) response
     labels = np.where(y > np.median(y[train]), "positive", "negative")
-    clf = SLDAClassifier(n_topics, max_epochs=epochs, random_state=0)
+    clf = SLDAClassifier(n_topics, optimizer=MiniBatch(max_epochs=epochs), random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf.fit(list(texts[train]), labels[train])

@@ -17,6 +17,7 @@ import torch
 from pyro.infer import Trace_ELBO, TraceMeanField_ELBO
 from sklearn.exceptions import ConvergenceWarning
 
+from lvgp import Adam, RMSprop
 from lvgp.baselines.frequency import (
     BigramDirichletMultinomial,
     MultinomialModel,
@@ -132,9 +133,7 @@ def test_clgp_imputation_beats_the_frequency_baselines_on_data_from_the_model():
     clgp = CLGP(
         num_inducing=20,
         samples=3,
-        optimizer="adam",
-        lr=0.05,
-        max_iter=250,
+        optimizer=Adam(max_iter=250, lr=0.05),
         impute_iter=150,
         predict_samples=100,
         random_state=0,
@@ -153,9 +152,7 @@ def test_lgm_fits_and_imputes():
     lgm = CLGP(
         covariance="linear",
         samples=3,
-        optimizer="adam",
-        lr=0.05,
-        max_iter=150,
+        optimizer=Adam(max_iter=150, lr=0.05),
         impute_iter=100,
         predict_samples=50,
         random_state=0,
@@ -196,7 +193,7 @@ def test_vectorized_elbo_equals_pyros_in_expectation():
 
 def test_predictions_are_a_pure_function_of_the_model_and_the_input():
     codes, cards = generative_data(n=80, D=3, K=3, seed=6)
-    clgp = CLGP(num_inducing=8, samples=2, optimizer="adam", lr=0.05, max_iter=30, impute_iter=20, random_state=1)
+    clgp = CLGP(num_inducing=8, samples=2, optimizer=Adam(max_iter=30, lr=0.05), impute_iter=20, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clgp.fit(codes[:60], cards)
@@ -212,7 +209,7 @@ def test_predictions_are_a_pure_function_of_the_model_and_the_input():
 
 def test_clgp_is_reproducible_and_independent_of_other_models():
     codes, cards = generative_data(n=60, D=3, K=3, seed=3)
-    kwargs = dict(num_inducing=8, samples=2, optimizer="adam", lr=0.05, max_iter=20, random_state=5)
+    kwargs = dict(num_inducing=8, samples=2, optimizer=Adam(max_iter=20, lr=0.05), random_state=5)
     a = CLGP(**kwargs).fit(codes, cards)
     CLGP(**{**kwargs, "random_state": 6}).fit(codes, cards)  # another model in between
     b = CLGP(**kwargs).fit(codes, cards)
@@ -256,15 +253,15 @@ def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match="lines \\[3\\]"):
         read_categorical_csv(ragged)
     with pytest.raises(ValueError, match="outside"):
-        CLGP(max_iter=1).fit(np.array([[0, 5], [1, 0]]), [2, 2])
+        CLGP(optimizer=RMSprop(max_iter=1)).fit(np.array([[0, 5], [1, 0]]), [2, 2])
     with pytest.raises(ValueError, match="no observed value"):
-        CLGP(max_iter=1).fit(np.array([[0, -1], [1, -1]]), [2, 2])
+        CLGP(optimizer=RMSprop(max_iter=1)).fit(np.array([[0, -1], [1, -1]]), [2, 2])
     with pytest.raises(TypeError, match="integer"):
-        CLGP(max_iter=1).fit(np.array([[0.0, 1.0]]), [2, 2])
-    with pytest.raises(ValueError, match="optimizer"):
-        CLGP(max_iter=1, optimizer="sgd").fit(np.array([[0, 1], [1, 0]]), [2, 2])
+        CLGP(optimizer=RMSprop(max_iter=1)).fit(np.array([[0.0, 1.0]]), [2, 2])
+    with pytest.raises(TypeError, match="optimizer must be None or lvgp.RMSprop"):
+        CLGP(optimizer="sgd").fit(np.array([[0, 1], [1, 0]]), [2, 2])
     with pytest.raises(ValueError, match="latent_scale"):
-        CLGP(max_iter=1, latent_scale="fixed").fit(np.array([[0, 1], [1, 0]]), [2, 2])
+        CLGP(optimizer=RMSprop(max_iter=1), latent_scale="fixed").fit(np.array([[0, 1], [1, 0]]), [2, 2])
 
 
 def test_paper_latent_scale_takes_the_paper_codes_gradient_steps():
@@ -278,7 +275,7 @@ def test_paper_latent_scale_takes_the_paper_codes_gradient_steps():
     assert paper_scale_step(0) == pytest.approx(0.002) and paper_scale_step(100) == pytest.approx(0.001)
     fast, slow = torch.tensor([3.0], requires_grad=True), torch.tensor([2.0], requires_grad=True)
     loss = lambda: (fast - 1).pow(2).sum() + 50 * (slow - 1).pow(2).sum()  # noqa: E731
-    clgp = CLGP(optimizer="adam", lr=0.1, latent_scale="paper", tol=0)
+    clgp = CLGP(optimizer=Adam(lr=0.1, tol=0), latent_scale="paper")
     clgp._optimize(SimpleNamespace(kl_x_weight=1.0), [fast, slow], loss, 40, "test", scales=[slow])
     b = 2.0
     for t in range(40):
@@ -303,7 +300,7 @@ def test_xor_needs_the_papers_latent_scale_rule():
     train, partial, cols, vals, table, _, _ = prepare_split(CategoricalStudy("xor"), 0)
     fits = {}
     for rule in ("paper", "joint"):
-        clgp = CLGP(optimizer="adam", lr=0.05, max_iter=1000, latent_scale=rule, random_state=1)
+        clgp = CLGP(optimizer=Adam(max_iter=1000, lr=0.05), latent_scale=rule, random_state=1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             clgp.fit(train, table.cardinalities)
@@ -319,7 +316,7 @@ def test_auto_latent_scale_picks_a_rule_on_dev_then_fits_exactly_that_rule():
     from lvgp.experiments.categorical import CategoricalStudy, prepare_split
 
     train, _, _, _, table, _, _ = prepare_split(CategoricalStudy("xor"), 0)
-    kwargs = dict(optimizer="adam", lr=0.05, max_iter=300, impute_iter=100, random_state=1)
+    kwargs = dict(optimizer=Adam(max_iter=300, lr=0.05), impute_iter=100, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         auto = CLGP(**kwargs).fit(train, table.cardinalities)

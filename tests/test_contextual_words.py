@@ -13,7 +13,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from lvgp import LDKGPClassifier, Vocabulary  # noqa: E402
+from lvgp import LBFGS, LDKGPClassifier, Vocabulary  # noqa: E402
 from lvgp.base.embeddings import needs_texts, resolve_embeddings  # noqa: E402
 from lvgp.encoders import ContextualWordEmbeddings  # noqa: E402
 from lvgp.kernels import LDKSpec  # noqa: E402
@@ -62,7 +62,7 @@ def _fit(encoder, **options):
             LDKSpec.plus("contextual", rho=0.1),
             vocabulary=Vocabulary(stop_words=None),
             class_hyperparameters="shared",
-            max_iter=10,
+            optimizer=LBFGS(max_iter=10),
             random_state=0,
             **options,
         ).fit(TEXTS, LABELS, unlabeled=POOL)

@@ -23,6 +23,7 @@ import torch
 from sklearn.base import BaseEstimator
 
 import lvgp
+from lvgp import LBFGS, Adam, MiniBatch, RMSprop
 from lvgp.baselines import GPRBFRegressor
 from lvgp.baselines.encoder import EncoderGPRegressor, EncoderLogisticRegression, EncoderRidge
 from lvgp.baselines.gp_embedding import GPEmbeddingLogisticRegression
@@ -103,7 +104,7 @@ def _nystrom_case(name: str, estimator: type, spec: LDKSpec, fit: Callable, pred
 CASES = [
     Case(
         "EncoderGPRegressor",
-        lambda **kw: EncoderGPRegressor(_tiny_encoder(kw.get("device", "cpu")), max_iter=5, **kw),
+        lambda **kw: EncoderGPRegressor(_tiny_encoder(kw.get("device", "cpu")), optimizer=LBFGS(max_iter=5), **kw),
         _regression_fit,
         lambda est: np.column_stack(est.predict(TEST, return_std=True)),
         _model_and_likelihood,
@@ -124,7 +125,9 @@ CASES = [
     ),
     Case(
         "GPLVSMRegressor",
-        lambda **kw: lvgp.GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, random_state=0, **kw),
+        lambda **kw: lvgp.GPLVSMRegressor(
+            LDKSpec(latent_dim=2), optimizer=lvgp.LBFGS(max_iter=5), random_state=0, **kw
+        ),
         _regression_fit,
         lambda est: np.column_stack(est.predict(TEST, return_std=True)),
         _model_and_likelihood,
@@ -133,8 +136,7 @@ CASES = [
         "GPLVSMRegressor-variational",
         lambda **kw: lvgp.GPLVSMRegressor(
             LDKSpec(latent_dim=2, variational=True),
-            optimizer="adam",
-            max_iter=4,
+            optimizer=lvgp.Adam(max_iter=4),
             predict_samples=3,
             random_state=0,
             **kw,
@@ -146,7 +148,10 @@ CASES = [
     Case(
         "GPLVSMRegressor-plus",
         lambda **kw: lvgp.GPLVSMRegressor(
-            LDKSpec(latent_dim=2, word_weighting="idf", identity_weight="balanced"), max_iter=5, random_state=0, **kw
+            LDKSpec(latent_dim=2, word_weighting="idf", identity_weight="balanced"),
+            optimizer=lvgp.LBFGS(max_iter=5),
+            random_state=0,
+            **kw,
         ),
         _regression_fit,
         lambda est: np.column_stack(est.predict(TEST, return_std=True)),
@@ -154,7 +159,7 @@ CASES = [
     ),
     Case(
         "GPRBFRegressor",
-        lambda **kw: GPRBFRegressor(max_iter=5, random_state=0, **kw),
+        lambda **kw: GPRBFRegressor(optimizer=LBFGS(max_iter=5), random_state=0, **kw),
         _regression_fit,
         lambda est: np.column_stack(est.predict(TEST, return_std=True)),
         _model_and_likelihood,
@@ -164,9 +169,7 @@ CASES = [
         lambda **kw: lvgp.SparseGPLVSMRegressor(
             LDKSpec(latent_dim=2),
             num_inducing=6,
-            batch_size=16,
-            max_steps=7,
-            convergence_window=3,
+            optimizer=lvgp.MiniBatch(batch_size=16, max_steps=7, convergence_window=3),
             random_state=0,
             **kw,
         ),
@@ -178,7 +181,9 @@ CASES = [
     ),
     Case(
         "LDKGPClassifier",
-        lambda **kw: lvgp.LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), max_iter=5, random_state=0, **kw),
+        lambda **kw: lvgp.LDKGPClassifier(
+            LDKSpec(latent_dim=2, rho=0.1), optimizer=lvgp.LBFGS(max_iter=5), random_state=0, **kw
+        ),
         _classification_fit,
         lambda est: est.predict_proba(TEST),
         _model_and_likelihood,
@@ -186,7 +191,12 @@ CASES = [
     Case(
         "LDKGPClassifier-variational",
         lambda **kw: lvgp.LDKGPClassifier(
-            LDKSpec(latent_dim=2, rho=0.1), inference="variational", num_inducing=6, max_epochs=3, random_state=0, **kw
+            LDKSpec(latent_dim=2, rho=0.1),
+            inference="variational",
+            num_inducing=6,
+            optimizer=lvgp.MiniBatch(max_epochs=3),
+            random_state=0,
+            **kw,
         ),
         _classification_fit,
         lambda est: est.predict_proba(TEST),
@@ -202,7 +212,7 @@ CASES = [
         lambda est: est.predict_proba(TEST),
         inference="variational",
         num_inducing=6,
-        max_epochs=3,
+        optimizer=lvgp.MiniBatch(max_epochs=3),
     ),
     _nystrom_case(
         "SparseGPLVSMRegressor-nystrom",
@@ -211,25 +221,31 @@ CASES = [
         _regression_fit,
         lambda est: est.predict(TEST),
         num_inducing=6,
-        max_steps=4,
+        optimizer=lvgp.MiniBatch(max_steps=4),
     ),
     Case(
         "LatentSMMClassifier",
-        lambda **kw: lvgp.LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.1), max_iter=4, random_state=0, **kw),
+        lambda **kw: lvgp.LatentSMMClassifier(
+            LDKSpec(latent_dim=2, rho=0.1), optimizer=lvgp.LBFGS(max_iter=4), random_state=0, **kw
+        ),
         _classification_fit,
         lambda est: est.decision_function(TEST),
         lambda est: [est.kernel_],
     ),
     Case(
         "LDKMatcher",
-        lambda **kw: lvgp.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=4, random_state=0, **kw),
+        lambda **kw: lvgp.LDKMatcher(
+            LDKSpec(latent_dim=2, rho=0.01), optimizer=lvgp.LBFGS(max_iter=4), random_state=0, **kw
+        ),
         lambda est: est.fit(TRAIN, [t.upper() for t in TRAIN]),
         lambda est: est.distances(TEST, [t.upper() for t in TEST], on_empty="keep"),
         lambda est: [est.kernel_],
     ),
     Case(
         "GPEmbeddingLogisticRegression",
-        lambda **kw: GPEmbeddingLogisticRegression(embeddings=EMBEDDINGS, max_iter=5, random_state=0, **kw),
+        lambda **kw: GPEmbeddingLogisticRegression(
+            embeddings=EMBEDDINGS, optimizer=LBFGS(max_iter=5), random_state=0, **kw
+        ),
         _classification_fit,
         lambda est: est.predict_proba(TEST),
         lambda est: [est.model_],
@@ -237,7 +253,12 @@ CASES = [
     Case(
         "GPEmbeddingLogisticRegression-normal",
         lambda **kw: GPEmbeddingLogisticRegression(
-            embeddings=EMBEDDINGS, posterior="normal", max_iter=5, predict_samples=3, random_state=0, **kw
+            embeddings=EMBEDDINGS,
+            posterior="normal",
+            optimizer=Adam(max_iter=5),
+            predict_samples=3,
+            random_state=0,
+            **kw,
         ),
         _classification_fit,
         lambda est: est.predict_proba(TEST),
@@ -247,7 +268,13 @@ CASES = [
     Case(
         "CLGP",
         lambda **kw: CLGP(
-            latent_dim=2, num_inducing=4, max_iter=6, impute_iter=3, predict_samples=3, random_state=0, **kw
+            latent_dim=2,
+            num_inducing=4,
+            optimizer=RMSprop(max_iter=6),
+            impute_iter=3,
+            predict_samples=3,
+            random_state=0,
+            **kw,
         ),
         lambda est: est.fit(CODES, [3, 3, 3, 3]),
         lambda est: np.concatenate(est.predict_proba(CODES[:5]), axis=1),
@@ -256,7 +283,7 @@ CASES = [
     ),
     Case(
         "SLDARegressor",
-        lambda **kw: SLDARegressor(n_topics=2, max_epochs=2, random_state=0, **kw),
+        lambda **kw: SLDARegressor(n_topics=2, optimizer=MiniBatch(max_epochs=2), random_state=0, **kw),
         _regression_fit,
         lambda est: est.predict(TEST),
         lambda est: [est.model_],
@@ -264,7 +291,7 @@ CASES = [
     ),
     Case(
         "SLDAClassifier",
-        lambda **kw: SLDAClassifier(n_topics=2, max_epochs=2, random_state=0, **kw),
+        lambda **kw: SLDAClassifier(n_topics=2, optimizer=MiniBatch(max_epochs=2), random_state=0, **kw),
         _classification_fit,
         lambda est: est.predict_proba(TEST),
         lambda est: [est.model_],
@@ -331,8 +358,10 @@ def test_every_tensor_of_a_fitted_model_moves_with_to(case: Case) -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda **kw: lvgp.GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, random_state=0, **kw),
-        lambda **kw: GPRBFRegressor(max_iter=5, random_state=0, **kw),
+        lambda **kw: lvgp.GPLVSMRegressor(
+            LDKSpec(latent_dim=2), optimizer=lvgp.LBFGS(max_iter=5), random_state=0, **kw
+        ),
+        lambda **kw: GPRBFRegressor(optimizer=LBFGS(max_iter=5), random_state=0, **kw),
     ],
     ids=["GPLVSM", "GPRBF"],
 )
@@ -366,8 +395,7 @@ def test_a_gp_classifier_saved_on_one_device_loads_on_another(tmp_path, inferenc
     clf = lvgp.LDKGPClassifier(
         LDKSpec(latent_dim=2, rho=0.1),
         inference=inference,
-        max_iter=5,
-        max_epochs=3,
+        optimizer=lvgp.LBFGS(max_iter=5) if inference == "dirichlet" else lvgp.MiniBatch(max_epochs=3),
         num_inducing=8,
         random_state=0,
         device=source,

@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV
 
 pytest.importorskip("transformers")
 
+from lvgp import LBFGS
 from lvgp.base.splits import stratified_folds  # noqa: E402
 from lvgp.baselines.encoder import EncoderGPRegressor, EncoderLogisticRegression, EncoderRidge  # noqa: E402
 from lvgp.encoders import SentenceEncoder  # noqa: E402
@@ -78,7 +79,7 @@ def test_ridge_takes_the_alpha_of_the_lowest_dev_rmse(encoder):
 
 
 def test_gp_predicts_the_closed_form_posterior(encoder):
-    est = EncoderGPRegressor(encoder, max_iter=30).fit(TEXTS, Y)
+    est = EncoderGPRegressor(encoder, optimizer=LBFGS(max_iter=30)).fit(TEXTS, Y)
     x = encoder.encode(TEXTS).double()
     test = ["good acting", "poor story", "film"]
     xs = encoder.encode(test).double()

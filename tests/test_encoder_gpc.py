@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 
 from gpytorch.kernels import LinearKernel  # noqa: E402
 
-from lvgp import LDKGPClassifier  # noqa: E402
+from lvgp import LBFGS, LDKGPClassifier  # noqa: E402
 from lvgp.kernels import FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
 
 WORDS = ["good", "bad", "film", "plot", "great", "awful"]
@@ -45,7 +45,7 @@ def _fit(encoder, **options):
     options = {
         "sentence_encoder": encoder,
         "class_hyperparameters": "shared",
-        "max_iter": 15,
+        "optimizer": LBFGS(max_iter=15),
         "random_state": 0,
         **options,
     }
@@ -55,7 +55,7 @@ def _fit(encoder, **options):
 
 
 def test_the_kernel_is_the_word_kernel_plus_mu_times_the_cosine(encoder):
-    clf = _fit(encoder, max_iter=1)
+    clf = _fit(encoder, optimizer=LBFGS(max_iter=1))
     composed = clf.model_.covar_module.base_kernel
     word_part, encoder_part = composed.kernels
     assert isinstance(word_part, WordSetKernel) and isinstance(encoder_part, FeatureKernel)
@@ -69,7 +69,7 @@ def test_the_kernel_is_the_word_kernel_plus_mu_times_the_cosine(encoder):
         torch.testing.assert_close(composed(x).to_dense(), expected)
         torch.testing.assert_close(feats, encoder.encode(TEXTS).double())
     # mu starts where both parts weigh alike: the word kernel's mean self-similarity (cosine: 1)
-    fresh = LDKGPClassifier(SPEC, sentence_encoder=encoder, max_iter=1, random_state=0)
+    fresh = LDKGPClassifier(SPEC, sentence_encoder=encoder, optimizer=LBFGS(max_iter=1), random_state=0)
     fresh.encoder_ = clf.encoder_
     start = fresh._kernel(0, x).kernels
     with torch.no_grad():
@@ -92,7 +92,9 @@ def test_a_user_kernel_over_packed_documents_is_used_as_given(encoder):
     alone = FeatureKernel(LinearKernel(), encoder.dim, normalize=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = LDKGPClassifier(alone, sentence_encoder=encoder, max_iter=10, random_state=0).fit(TEXTS, LABELS)
+        clf = LDKGPClassifier(alone, sentence_encoder=encoder, optimizer=LBFGS(max_iter=10), random_state=0).fit(
+            TEXTS, LABELS
+        )
         proba = clf.predict_proba(TEST)
     assert isinstance(clf.model_.covar_module.base_kernel, FeatureKernel)
     assert np.isfinite(proba).all() and clf.kernel_kind_ == "user"
@@ -116,14 +118,14 @@ def test_bad_combinations_are_named(encoder):
         LDKGPClassifier(SPEC, sentence_encoder=encoder).fit(torch.tensor([[0, 1], [1, 2]]), [0, 1])
     with pytest.raises(ValueError, match="encoder_kernel"):
         LDKGPClassifier(SPEC, sentence_encoder=encoder, encoder_kernel="sigmoid").fit(TEXTS, LABELS)
-    clf = _fit(encoder, max_iter=1)
+    clf = _fit(encoder, optimizer=LBFGS(max_iter=1))
     with pytest.raises(ValueError, match="pass sentence_encoder by name"):
         clf.save("never-written.pt")
 
 
 @pytest.mark.parametrize("kind", ["rbf", "matern"])
 def test_the_other_encoder_parts_fit(encoder, kind):
-    clf = _fit(encoder, encoder_kernel=kind, max_iter=5)
+    clf = _fit(encoder, encoder_kernel=kind, optimizer=LBFGS(max_iter=5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert np.isfinite(clf.predict_proba(TEST)).all()

@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from lvgp import GPLVSMRegressor  # noqa: E402
+from lvgp import LBFGS, GPLVSMRegressor  # noqa: E402
 from lvgp.kernels import FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
 
 WORDS = ["good", "bad", "film", "plot", "great", "awful"]
@@ -30,7 +30,7 @@ def encoder(tiny_encoder):
 def _fit(encoder, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        options = {"sentence_encoder": encoder, "max_iter": 20, "random_state": 0, **options}
+        options = {"sentence_encoder": encoder, "optimizer": LBFGS(max_iter=20), "random_state": 0, **options}
         return GPLVSMRegressor(SPEC, **options).fit(TEXTS, Y)
 
 
@@ -90,7 +90,7 @@ def test_bad_inputs_are_named(encoder):
 def test_the_default_encoder_part_is_the_rbf_of_the_unit_vectors(encoder):
     from gpytorch.kernels import RBFKernel, ScaleKernel
 
-    reg = _fit(encoder, max_iter=3)
+    reg = _fit(encoder, optimizer=LBFGS(max_iter=3))
     word_part, enc_part = reg.model_.covar_module.base_kernel.kernels
     assert isinstance(enc_part, ScaleKernel) and isinstance(enc_part.base_kernel.base, RBFKernel)
     assert enc_part.base_kernel.normalize

@@ -12,7 +12,7 @@ import pytest
 import torch
 from gpytorch.kernels import ScaleKernel
 
-from lvgp import GPLVSM, PAD, GPLVSMRegressor, LatentDistributionKernel, LogPosterior
+from lvgp import GPLVSM, LBFGS, PAD, Adam, GPLVSMRegressor, LatentDistributionKernel, LogPosterior
 from lvgp.base.numerics import default_dtype
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
 from lvgp.kernels import DocumentLengthKernel, LDKSpec, make_word_vectors
@@ -158,9 +158,7 @@ def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
     corpus = make_synonym_regression(n=60, noise=0.05, random_state=2)
     est = GPLVSMRegressor(
         LDKSpec(latent_dim=2, rho=0.5, word_embeddings=small_embeddings(), variational=True, length_kernel=True),
-        optimizer="adam",
-        lr=0.05,
-        max_iter=25,
+        optimizer=Adam(max_iter=25, lr=0.05),
         predict_samples=6,
         random_state=0,
     )
@@ -180,5 +178,5 @@ def test_variational_estimator_with_embeddings_and_length_kernel(tmp_path):
     m2, s2 = loaded.predict(corpus.texts[40:], return_std=True)
     assert np.array_equal(m2, mean) and np.array_equal(s2, std)
     assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
-    with pytest.raises(ValueError, match="use optimizer='adam'"):
-        GPLVSMRegressor(LDKSpec(variational=True), optimizer="lbfgs").fit(corpus.texts[:10], corpus.y[:10])
+    with pytest.raises(ValueError, match=r"use optimizer=lvgp.Adam\(...\)"):
+        GPLVSMRegressor(LDKSpec(variational=True), optimizer=LBFGS()).fit(corpus.texts[:10], corpus.y[:10])

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from lvgp import GPLVSMRegressor, SparseGPLVSMRegressor, Vocabulary
+from lvgp import LBFGS, Adam, GPLVSMRegressor, MiniBatch, RMSprop, SparseGPLVSMRegressor, Vocabulary
 from lvgp.base.validation import standardization
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec
@@ -31,8 +31,8 @@ def _fit(est, x, y):
 
 def test_huge_targets_standardize_and_predict_finite_values(corpus):
     """Finding 1: ``fit(X, y * 1e200)`` gave NaN means and infinite standard deviations."""
-    small = _fit(GPLVSMRegressor(max_iter=15, random_state=0), corpus.texts, corpus.y)
-    huge = _fit(GPLVSMRegressor(max_iter=15, random_state=0), corpus.texts, corpus.y * 1e200)
+    small = _fit(GPLVSMRegressor(optimizer=Adam(max_iter=15), random_state=0), corpus.texts, corpus.y)
+    huge = _fit(GPLVSMRegressor(optimizer=Adam(max_iter=15), random_state=0), corpus.texts, corpus.y * 1e200)
     mean, std = huge.predict(corpus.texts[:5], return_std=True)
     assert np.isfinite(mean).all() and np.isfinite(std).all()
     np.testing.assert_allclose(mean / 1e200, small.predict(corpus.texts[:5]), rtol=1e-6)
@@ -42,7 +42,7 @@ def test_huge_targets_standardize_and_predict_finite_values(corpus):
 
 @pytest.mark.parametrize("value", [100.0, -7.5, 0.0])
 def test_constant_targets_are_predicted_as_that_constant(corpus, value):
-    est = _fit(GPLVSMRegressor(max_iter=5, random_state=0), corpus.texts, np.full(40, value))
+    est = _fit(GPLVSMRegressor(optimizer=Adam(max_iter=5), random_state=0), corpus.texts, np.full(40, value))
     np.testing.assert_allclose(est.predict(corpus.texts[:3]), value)
 
 
@@ -52,9 +52,9 @@ def test_constant_targets_are_predicted_as_that_constant(corpus, value):
         (GPLVSMRegressor(LDKSpec(gamma=0)), "gamma must be > 0"),
         (GPLVSMRegressor(noise_init=0), "noise_init must be > 0"),
         (GPLVSMRegressor(outputscale_init=-1), "outputscale_init must be > 0"),
-        (GPLVSMRegressor(max_iter=0), "max_iter must be >= 1"),
+        (GPLVSMRegressor(optimizer=Adam(max_iter=0)), "max_iter must be >= 1"),
         (GPLVSMRegressor(LDKSpec(rho=float("nan"))), "rho must be finite"),
-        (SparseGPLVSMRegressor(batch_size=0), "batch_size must be >= 1"),
+        (SparseGPLVSMRegressor(optimizer=MiniBatch(batch_size=0)), "batch_size must be >= 1"),
         (SparseGPLVSMRegressor(LDKSpec(rho=-1)), "rho must be >= 0"),
     ],
 )
@@ -103,7 +103,7 @@ def _clgp_fit(codes, cards, **kwargs):
     from lvgp.models.clgp import CLGP
 
     pyro.clear_param_store()
-    options = dict(num_inducing=6, samples=2, optimizer="adam", lr=0.05, max_iter=20, impute_iter=15, dtype="float64")
+    options = dict(num_inducing=6, samples=2, optimizer=Adam(max_iter=20, lr=0.05), impute_iter=15, dtype="float64")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return CLGP(**{**options, **kwargs, "random_state": 0}).fit(codes, cards)
@@ -137,7 +137,7 @@ def test_clgp_auto_latent_scale_with_few_usable_rows_warns_and_fits():
     with pytest.warns(UserWarning, match="6 of 50 rows have two observed values"):
         from lvgp.models.clgp import CLGP
 
-        CLGP(num_inducing=4, samples=1, max_iter=5, impute_iter=3, random_state=0).fit(codes, cards)
+        CLGP(num_inducing=4, samples=1, optimizer=RMSprop(max_iter=5), impute_iter=3, random_state=0).fit(codes, cards)
 
 
 def test_clgp_pca_start_with_more_latent_dims_than_components():
@@ -154,7 +154,7 @@ def test_clgp_lengthscale_init_is_checked(value):
 
     codes, cards = _categorical()
     with pytest.raises(ValueError, match="lengthscale_init"):
-        CLGP(lengthscale_init=value, max_iter=2).fit(codes, cards)
+        CLGP(lengthscale_init=value, optimizer=RMSprop(max_iter=2)).fit(codes, cards)
 
 
 def test_clgp_takes_reversed_views():
@@ -263,7 +263,7 @@ LABELS = [1, 0, 1, 0, 1, 0]
 def test_latent_dim_names_itself(make, value):
     import lvgp
 
-    est = getattr(lvgp, make)(LDKSpec(latent_dim=value), max_iter=2)
+    est = getattr(lvgp, make)(LDKSpec(latent_dim=value), optimizer=LBFGS(max_iter=2))
     with pytest.raises((TypeError, ValueError), match="latent_dim"):
         est.fit(TEXTS, LABELS) if make != "LDKMatcher" else est.fit(TEXTS, TEXTS)
 
@@ -276,7 +276,7 @@ def test_matcher_svd_start_with_a_single_word_side():
     for init in ("svd", "pca", "cca", "random"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), init=init, max_iter=3, random_state=0).fit(
+            m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), init=init, optimizer=LBFGS(max_iter=3), random_state=0).fit(
                 source, ["dog"] * 4
             )
         assert np.isfinite(m.distances(source, ["dog"] * 4)).all()
@@ -292,13 +292,15 @@ def test_latent_smm_scale_and_tolerance_name_themselves(name, value):
 
     options = {"kernel": LDKSpec(init_scale=value)} if name == "init_scale" else {name: value}
     with pytest.raises(ValueError, match=name):
-        LatentSMMClassifier(**options, max_iter=2).fit(TEXTS, LABELS)
+        LatentSMMClassifier(**options, optimizer=LBFGS(max_iter=2)).fit(TEXTS, LABELS)
 
 
 def test_sparse_inducing_is_checked_whatever_n():
     """Defect 18: inducing='bogus' was accepted whenever n <= num_inducing."""
     with pytest.raises(ValueError, match="inducing"):
-        SparseGPLVSMRegressor(inducing="bogus", num_inducing=64, max_steps=2).fit(TEXTS, np.arange(6.0))
+        SparseGPLVSMRegressor(inducing="bogus", num_inducing=64, optimizer=MiniBatch(max_steps=2)).fit(
+            TEXTS, np.arange(6.0)
+        )
 
 
 def test_sparse_convergence_warning_names_the_budget_that_ended_the_fit():
@@ -306,7 +308,9 @@ def test_sparse_convergence_warning_names_the_budget_that_ended_the_fit():
     from sklearn.exceptions import ConvergenceWarning
 
     with pytest.warns(ConvergenceWarning) as caught:
-        SparseGPLVSMRegressor(max_epochs=3, batch_size=2, random_state=0).fit(TEXTS, np.arange(6.0))
+        SparseGPLVSMRegressor(optimizer=MiniBatch(batch_size=2, max_epochs=3), random_state=0).fit(
+            TEXTS, np.arange(6.0)
+        )
     message = str([w for w in caught if w.category is ConvergenceWarning][0].message)
     assert "increase max_epochs" in message and "rule was never applied" in message and "max_steps" not in message
     for name, value in (("tol", float("nan")), ("convergence_window", 0), ("max_steps", float("inf"))):
@@ -325,15 +329,17 @@ def test_a_stop_word_document_gets_advice_that_works():
 
     texts, y = ["the of and", *TEXTS[1:]], np.arange(6.0)
     with pytest.raises(ValueError, match=r"rows \[0\].*vocabulary=lvgp.Vocabulary\(stop_words=None\)") as err:
-        GPLVSMRegressor(max_iter=2).fit(texts, y)
+        GPLVSMRegressor(optimizer=Adam(max_iter=2)).fit(texts, y)
     assert "on_empty" not in str(err.value)
-    _fit(GPLVSMRegressor(max_iter=2, vocabulary=Vocabulary(stop_words=None)), texts, y)  # the advice works
+    _fit(
+        GPLVSMRegressor(optimizer=Adam(max_iter=2), vocabulary=Vocabulary(stop_words=None)), texts, y
+    )  # the advice works
 
 
 def test_any_iterable_of_texts_is_documents():
     """Newcomer 2: a generator of texts gave "object of type 'generator' has no len()"."""
-    a = _fit(GPLVSMRegressor(max_iter=3, random_state=0), (t for t in TEXTS), np.arange(6.0))
-    b = _fit(GPLVSMRegressor(max_iter=3, random_state=0), TEXTS, np.arange(6.0))
+    a = _fit(GPLVSMRegressor(optimizer=Adam(max_iter=3), random_state=0), (t for t in TEXTS), np.arange(6.0))
+    b = _fit(GPLVSMRegressor(optimizer=Adam(max_iter=3), random_state=0), TEXTS, np.arange(6.0))
     np.testing.assert_array_equal(a.predict(iter(TEXTS[:2])), b.predict(TEXTS[:2]))
 
 
@@ -341,7 +347,7 @@ def test_any_iterable_of_texts_is_documents():
 def test_regressors_reject_string_targets(y):
     """Newcomer 3: string targets were converted silently (scikit-learn rejects them)."""
     with pytest.raises(TypeError, match="y must be numeric regression targets"):
-        GPLVSMRegressor(max_iter=2).fit(TEXTS, y)
+        GPLVSMRegressor(optimizer=Adam(max_iter=2)).fit(TEXTS, y)
 
 
 def test_studies_warn_on_the_console_when_they_drop_rows():
@@ -364,7 +370,7 @@ def test_variational_word_vectors_average_several_samples_per_objective():
     sample's graph still needed). Now the objective is the mean of the samples' objectives."""
     import torch
 
-    reg = GPLVSMRegressor(LDKSpec(variational=True), optimizer="adam", elbo_samples=3, max_iter=3, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(variational=True), optimizer=Adam(max_iter=3), elbo_samples=3, random_state=0)
     _fit(reg, REVIEWS, np.arange(8.0))
     assert np.isfinite(reg.loss_curve_).all() and len(reg.loss_curve_) == 3
     vectors = reg.model_.ldk.word_vectors
@@ -389,8 +395,8 @@ def test_ngd_lr_is_bounded_and_named():
     """Defect 7: ngd_lr >= 2 ended in linear_operator's NotPSDError without context."""
     from lvgp import LDKGPClassifier
 
-    with pytest.raises(ValueError, match=r"^ngd_lr must be <= 1"):
-        LDKGPClassifier(inference="variational", ngd_lr=2.0).fit(REVIEWS, SENTIMENTS)
+    with pytest.raises(ValueError, match=r"^optimizer.ngd_lr must be <= 1"):
+        LDKGPClassifier(inference="variational", optimizer=MiniBatch(ngd_lr=2.0)).fit(REVIEWS, SENTIMENTS)
 
 
 @pytest.mark.parametrize("block", [-1, 0, 2.5, True])
@@ -398,10 +404,12 @@ def test_prediction_blocks_are_positive_integers(block):
     """Defect 8: block=-1 returned the class prior for every row; block=0 a bare range() error."""
     from lvgp import LDKGPClassifier
 
-    clf = _fit(LDKGPClassifier(max_iter=3, random_state=0), REVIEWS, SENTIMENTS)
+    clf = _fit(LDKGPClassifier(optimizer=LBFGS(max_iter=3), random_state=0), REVIEWS, SENTIMENTS)
     with pytest.raises((ValueError, TypeError), match="block must be"):
         clf.predict_proba(REVIEWS, block=block)
-    sparse = _fit(SparseGPLVSMRegressor(max_steps=3, num_inducing=4, random_state=0), REVIEWS, np.arange(8.0))
+    sparse = _fit(
+        SparseGPLVSMRegressor(optimizer=MiniBatch(max_steps=3), num_inducing=4, random_state=0), REVIEWS, np.arange(8.0)
+    )
     with pytest.raises((ValueError, TypeError), match="block must be"):
         sparse.predict(REVIEWS, block=block)
 
@@ -518,9 +526,9 @@ def test_warnings_point_at_the_users_line():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = GPLVSMRegressor(max_iter=2).fit(REVIEWS, np.arange(8.0))  # ConvergenceWarning
+        model = GPLVSMRegressor(optimizer=Adam(max_iter=2)).fit(REVIEWS, np.arange(8.0))  # ConvergenceWarning
         model.predict(["good unknownword", "nothing known here"])  # UnseenWords- and EmptyDocumentsWarning
-        lvgp.LDKGPClassifier(max_iter=2).fit(REVIEWS, SENTIMENTS)
+        lvgp.LDKGPClassifier(optimizer=lvgp.LBFGS(max_iter=2)).fit(REVIEWS, SENTIMENTS)
     kinds = {w.category.__name__ for w in caught}
     assert {"ConvergenceWarning", "UnseenWordsWarning", "EmptyDocumentsWarning"} <= kinds
     assert all(w.filename == __file__ for w in caught), [(w.category.__name__, w.filename) for w in caught]

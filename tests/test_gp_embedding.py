@@ -15,7 +15,7 @@ import torch
 from scipy.special import expit
 from sklearn.base import clone
 
-from lvgp import Vocabulary
+from lvgp import Adam, Vocabulary
 from lvgp.base.embeddings import ppmi_svd_embeddings
 from lvgp.base.splits import dev_split, stratified_folds
 from lvgp.baselines.gp_embedding import (
@@ -244,7 +244,7 @@ def test_variational_predictions_are_the_posterior_expectation_of_the_sigmoid():
     Carlo average over ``predict_samples`` draws (4,000: standard error < 0.008)."""
     x, y, emb = clustered_documents(n=120, p=80, seed=3)
     model = GPEmbeddingLogisticRegression(
-        embeddings=emb, posterior="normal", max_iter=60, predict_samples=4000, random_state=0
+        embeddings=emb, posterior="normal", optimizer=Adam(max_iter=60), predict_samples=4000, random_state=0
     ).fit(x[:60], y[:60])
     proba = model.predict_proba(x[60:])
     assert proba.shape == (60, 2)

@@ -19,7 +19,7 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from lvgp import Vocabulary
+from lvgp import LBFGS, EarlyStopping, MiniBatch, Vocabulary
 from lvgp.datasets import make_synonym_regression, synonym_embeddings
 from lvgp.kernels import LDKSpec
 from lvgp.kernels.spec import tied_projection_scale
@@ -46,7 +46,7 @@ def test_dirichlet_objective_is_the_sum_of_exact_marginal_likelihoods_plus_the_p
     x, y = three_classes(30, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=3, random_state=0).fit(x, y)
+        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), optimizer=LBFGS(max_iter=3), random_state=0).fit(x, y)
     lik, model = clf.likelihood_, clf.model_
     codes = np.searchsorted(clf.classes_, y)
     # Milios et al. (2018): alpha = 1[y = c] + eps, sigma^2 = log(1 / alpha + 1), y~ = log alpha - sigma^2 / 2
@@ -75,7 +75,7 @@ def test_dirichlet_objective_is_the_sum_of_exact_marginal_likelihoods_plus_the_p
 
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
-    clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), max_iter=60, random_state=0)
+    clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=60), random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(x[:120], y[:120])
@@ -99,7 +99,9 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
     y = np.where(flip, (y + 1) % 3, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=10, calibration="temperature", random_state=0)
+        clf = LDKGPClassifier(
+            LDKSpec(latent_dim=2, rho=0.5), optimizer=LBFGS(max_iter=10), calibration="temperature", random_state=0
+        )
         clf.fit(x, y)
     mean, var = clf.leave_one_out_latents()
     model, lik = clf.model_, clf.likelihood_
@@ -148,7 +150,7 @@ def test_tied_word_vectors_start_at_a_squared_norm_that_does_not_grow_with_q(lat
     corpus = make_synonym_regression(n=60, noise=0.0, random_state=0)
     embeddings, _ = synonym_embeddings(corpus, random_state=0)
     clf = LDKGPClassifier(
-        LDKSpec(latent_dim=latent_dim, rho=0.1, word_embeddings=embeddings), max_iter=1, random_state=0
+        LDKSpec(latent_dim=latent_dim, rho=0.1, word_embeddings=embeddings), optimizer=LBFGS(max_iter=1), random_state=0
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -163,7 +165,10 @@ def test_tied_word_vectors_start_at_a_squared_norm_that_does_not_grow_with_q(lat
 def test_variational_binary_probabilities_are_calibrated():
     x, y, p = calibrated_task(700, 0)
     clf = LDKGPClassifier(
-        inference="variational", num_inducing=64, max_epochs=60, batch_size=128, lr=0.03, random_state=0
+        inference="variational",
+        num_inducing=64,
+        optimizer=MiniBatch(batch_size=128, max_epochs=60, lr=0.03),
+        random_state=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -179,7 +184,9 @@ def test_variational_binary_probabilities_are_calibrated():
 
 def test_variational_multiclass_softmax_and_bad_input():
     x, y = three_classes(150, 1)
-    clf = LDKGPClassifier(inference="variational", num_inducing=32, max_epochs=200, lr=0.05, random_state=0)
+    clf = LDKGPClassifier(
+        inference="variational", num_inducing=32, optimizer=MiniBatch(max_epochs=200, lr=0.05), random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(x[:100], y[:100])
@@ -210,7 +217,9 @@ def test_early_stopping_scores_a_held_out_part_and_refits_all_documents_for_the_
     kw = dict(kernel=LDKSpec(latent_dim=2, rho=0.1), random_state=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = LDKGPClassifier(early_stopping=True, max_iter=40, n_iter_no_change=4, **kw).fit(x, y)
+        clf = LDKGPClassifier(early_stopping=EarlyStopping(n_iter_no_change=4), optimizer=LBFGS(max_iter=40), **kw).fit(
+            x, y
+        )
         best, curve = clf.best_iter_, clf.validation_curve_
         assert 1 <= best <= 40 and len(curve) >= best
         assert best == int(np.argmin(curve)) + 1  # scored after every iteration
@@ -218,12 +227,12 @@ def test_early_stopping_scores_a_held_out_part_and_refits_all_documents_for_the_
         # reference 1: the held-out fit, rebuilt by hand, scores min(curve) on the held-out part
         _, codes = np.unique(y, return_inverse=True)
         train, dev = dev_split(codes, derive_seed(3), 0.25)
-        probe = LDKGPClassifier(max_iter=best, **kw).fit([x[i] for i in train], y[train])
+        probe = LDKGPClassifier(optimizer=LBFGS(max_iter=best), **kw).fit([x[i] for i in train], y[train])
         proba = probe.predict_proba([x[i] for i in dev])
         nll = -np.mean(np.log(proba[np.arange(len(dev)), y[dev]]))
         assert abs(nll - min(curve)) < 1e-6 * abs(nll)
         # reference 2: the final model is a plain fit on all documents with best_iter iterations
-        plain = LDKGPClassifier(max_iter=best, **kw).fit(x, y)
+        plain = LDKGPClassifier(optimizer=LBFGS(max_iter=best), **kw).fit(x, y)
     assert clf.n_iter_ == plain.n_iter_ <= best
     np.testing.assert_allclose(clf.predict_proba(x[:20]), plain.predict_proba(x[:20]), rtol=1e-10)
     assert plain.best_iter_ is None and plain.validation_curve_ == []
@@ -235,22 +244,23 @@ def test_early_stopping_inputs_and_variational_epochs():
         warnings.simplefilter("ignore", ConvergenceWarning)
         # padded input: the held-out part may hold the largest word id
         ids = Vocabulary().fit(x).encode(x)
-        clf = LDKGPClassifier(early_stopping=True, max_iter=15, n_iter_no_change=3, random_state=0).fit(ids, y)
+        clf = LDKGPClassifier(
+            early_stopping=EarlyStopping(n_iter_no_change=3), optimizer=LBFGS(max_iter=15), random_state=0
+        ).fit(ids, y)
         assert clf.encoder_.num_words == int(ids.max()) + 1 and clf.best_iter_ >= 1
         var = LDKGPClassifier(
             inference="variational",
             num_inducing=16,
-            early_stopping=True,
-            max_epochs=12,
-            n_iter_no_change=3,
+            early_stopping=EarlyStopping(n_iter_no_change=3),
+            optimizer=MiniBatch(max_epochs=12),
             random_state=0,
         ).fit(x, y)
     assert 1 <= var.best_iter_ <= 12 and var.best_iter_ == int(np.argmin(var.validation_curve_)) + 1
     assert var.n_iter_ == var.best_iter_  # the refit runs exactly the chosen number of epochs
     with pytest.warns(UserWarning, match="no validation part"):
-        LDKGPClassifier(early_stopping=True, max_iter=3).fit(x[:3], [0, 1, 2])
+        LDKGPClassifier(early_stopping=True, optimizer=LBFGS(max_iter=3)).fit(x[:3], [0, 1, 2])
     with pytest.raises(ValueError, match="validation_fraction"):
-        LDKGPClassifier(early_stopping=True, validation_fraction=1.5).fit(x, y)
+        LDKGPClassifier(early_stopping=EarlyStopping(validation_fraction=1.5)).fit(x, y)
 
 
 SAVE_CASES = {
@@ -262,8 +272,10 @@ SAVE_CASES = {
     "dirichlet, random features": dict(kernel=LDKSpec(rho=0.1, approximation="rff", num_features=64)),
     "dirichlet, temperature": dict(calibration="temperature"),
     "dirichlet, a user kernel": dict(kernel="user"),
-    "variational, three classes": dict(inference="variational", num_inducing=16, max_epochs=5),
-    "variational, two classes": dict(inference="variational", num_inducing=16, max_epochs=5, binary=True),
+    "variational, three classes": dict(inference="variational", num_inducing=16, optimizer=MiniBatch(max_epochs=5)),
+    "variational, two classes": dict(
+        inference="variational", num_inducing=16, optimizer=MiniBatch(max_epochs=5), binary=True
+    ),
 }
 
 
@@ -288,7 +300,9 @@ def test_a_saved_classifier_reloads_and_predicts_bit_identically(case, tmp_path)
     elif spec is not None and spec.word_embeddings == "synonyms":
         corpus = make_synonym_regression(n=45, noise=0.0, random_state=2)  # three_classes's corpus
         options["kernel"] = spec.replace(word_embeddings=synonym_embeddings(corpus, random_state=0)[0])
-    clf = LDKGPClassifier(**{"kernel": LDKSpec(latent_dim=2, rho=0.1), "max_iter": 8, "random_state": 0, **options})
+    clf = LDKGPClassifier(
+        **{"kernel": LDKSpec(latent_dim=2, rho=0.1), "optimizer": LBFGS(max_iter=8), "random_state": 0, **options}
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(texts[:30], y[:30])
@@ -337,13 +351,14 @@ def test_the_variational_start_takes_no_batched_lu_and_fits_on_two_threads():
     script = (
         "import numpy as np, torch, warnings\n"
         "torch.set_num_threads(2)\n"
+        "from lvgp import MiniBatch\n"
         "from lvgp.models.gpc import LDKGPClassifier\n"
         "warnings.simplefilter('ignore')\n"
         "g = np.random.default_rng(0)\n"
         "X = torch.from_numpy(g.integers(0, 300, size=(300, 8)))\n"
         "y = g.integers(0, 4, size=300)\n"
-        "LDKGPClassifier(inference='variational', num_inducing=256, batch_size=128, max_epochs=1, num_words=300,\n"
-        "                random_state=0).fit(X, y)\n"
+        "LDKGPClassifier(inference='variational', num_inducing=256, optimizer=MiniBatch(batch_size=128, max_epochs=1),\n"
+        "                num_words=300, random_state=0).fit(X, y)\n"
         "print('fitted')\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
@@ -367,9 +382,12 @@ def test_a_natural_gradient_step_that_breaks_q_u_is_undone_and_the_step_size_hal
 
     def classifier() -> LDKGPClassifier:
         return LDKGPClassifier(
-            inference="variational", num_inducing=16, batch_size=64, max_epochs=2, num_words=500, ngd_lr=0.5,
+            inference="variational",
+            num_inducing=16,
+            optimizer=MiniBatch(batch_size=64, max_epochs=2, ngd_lr=0.5),
+            num_words=500,
             random_state=0,
-        )  # fmt: skip
+        )
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -383,5 +401,5 @@ def test_a_natural_gradient_step_that_breaks_q_u_is_undone_and_the_step_size_hal
     monkeypatch.setattr(gpc, "_NGD_BACKOFF", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(CovarianceError, match=r"lower ngd_lr"):
+        with pytest.raises(CovarianceError, match=r"lower the optimizer's ngd_lr"):
             classifier().fit(x, data.labels)

@@ -15,7 +15,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
-from lvgp import GPLVSM, PAD, GPLVSMRegressor, LogPosterior, Vocabulary
+from lvgp import GPLVSM, LBFGS, PAD, Adam, EarlyStopping, GPLVSMRegressor, LogPosterior, Vocabulary
 from lvgp.base.fitting import minimize
 from lvgp.base.numerics import CovarianceError, covariance_errors, default_dtype
 from lvgp.baselines import GPRBFRegressor
@@ -141,7 +141,7 @@ def test_gplvsm_beats_gp_rbf_when_disjoint_word_groups_carry_the_same_signal():
     X_train, X_test = corpus.texts[train], corpus.texts[test]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gplvsm = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), max_iter=150, random_state=0).fit(
+        gplvsm = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), optimizer=LBFGS(max_iter=150), random_state=0).fit(
             X_train, corpus.y[train]
         )
         gprbf = GPRBFRegressor().fit(X_train, corpus.y[train])
@@ -174,7 +174,9 @@ TEXTS = [
     "terrible plot story",
 ]
 Y = np.array([1.0, -1.0, 0.9, -1.1, 1.2, -0.8, 1.0, -0.9])
-SMALL = dict(kernel=LDKSpec(latent_dim=2), max_iter=15, random_state=0, vocabulary=Vocabulary(min_token_len=2))
+SMALL = dict(
+    kernel=LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=15), random_state=0, vocabulary=Vocabulary(min_token_len=2)
+)
 
 
 @pytest.fixture(autouse=True)
@@ -191,10 +193,24 @@ def test_estimator_follows_sklearn_conventions():
     assert params["kernel__latent_dim"] == 2 and params["kernel__rho"] == 1.0
     assert GPLVSMRegressor().get_params()["kernel"] is None  # the default: LDKSpec.variational_bow()
     assert GPLVSMRegressor().set_params(kernel__rho=0.5).kernel == LDKSpec.variational_bow(rho=0.5)
-    assert GPLVSMRegressor()._optimizer() == "adam"  # "auto": the variational default's Monte Carlo objective
-    assert GPLVSMRegressor(LDKSpec.paper())._optimizer() == "lbfgs"
+    # optimizer=None: Adam for the variational default's Monte Carlo objective, L-BFGS for the paper's
+    assert GPLVSMRegressor()._optimizer_options() == Adam(max_iter=300, lr=0.05, tol=1e-7, convergence_window=20)
+    assert GPLVSMRegressor(LDKSpec.paper())._optimizer_options() == LBFGS(max_iter=300, tol=1e-7)
+    assert GPLVSMRegressor(optimizer=LBFGS(max_iter=5))._optimizer_options() == LBFGS(max_iter=5, tol=1e-7)
     twin = clone(est)
-    assert not hasattr(twin, "model_") and twin.get_params()["max_iter"] == 15
+    assert not hasattr(twin, "model_") and twin.get_params()["optimizer__max_iter"] == 15
+    assert twin.optimizer is est.optimizer  # frozen: a clone shares it
+    # a field of the fit options is a parameter of set_params and GridSearchCV; the object is replaced
+    changed = clone(est).set_params(optimizer__max_iter=7, optimizer__tol=1e-3)
+    assert changed.optimizer == LBFGS(max_iter=7, tol=1e-3) and est.optimizer == LBFGS(max_iter=15)
+    assert GPLVSMRegressor().set_params(optimizer__lr=0.1).optimizer == Adam(lr=0.1)
+    with pytest.raises(ValueError, match="early stopping is off"):
+        GPLVSMRegressor().set_params(early_stopping__n_iter_no_change=4)
+    assert GPLVSMRegressor(early_stopping=True).set_params(early_stopping__n_iter_no_change=4).early_stopping == (
+        EarlyStopping(n_iter_no_change=4)
+    )
+    with pytest.raises(TypeError, match="LBFGS has no field lr"):
+        GPLVSMRegressor(optimizer=LBFGS()).set_params(optimizer__lr=0.1)
     assert est.word_vectors_.shape == (len(est.vocabulary_), 2)
     assert isinstance(est.n_iter_, int) and len(est.loss_curve_) == est.n_iter_
     assert est.model_.ldk.latent.dtype == torch.float64
@@ -214,13 +230,15 @@ def test_grid_search_and_pipeline():
     assert grid.best_estimator_.kernel.latent_dim == grid.best_params_["kernel__latent_dim"]
     # a grid over whole kernels: specs, or a gpytorch kernel
     whole = GridSearchCV(
-        GPLVSMRegressor(max_iter=5, vocabulary=Vocabulary(min_token_len=2)),
+        GPLVSMRegressor(optimizer=Adam(max_iter=5), vocabulary=Vocabulary(min_token_len=2)),
         {"kernel": [LDKSpec(latent_dim=1), LDKSpec(level2="cosine")]},
         cv=2,
         error_score="raise",
     ).fit(TEXTS, Y)
     assert isinstance(whole.best_params_["kernel"], LDKSpec)
-    pipe = make_pipeline(CountVectorizer(), GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=15, random_state=0))
+    pipe = make_pipeline(
+        CountVectorizer(), GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=15), random_state=0)
+    )
     pipe.fit(TEXTS, Y)
     assert pipe.predict(TEXTS).shape == (8,)
     assert pipe[-1].n_features_in_ == len(pipe[0].vocabulary_)
@@ -230,8 +248,8 @@ def test_padded_and_count_inputs_give_the_same_fit():
     vocab = Vocabulary(min_token_len=2).fit(TEXTS)
     padded = vocab.encode(TEXTS)
     counts = vocab.counts(TEXTS)
-    a = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=10, random_state=1).fit(padded, Y)
-    b = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=10, random_state=1).fit(counts, Y)
+    a = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=10), random_state=1).fit(padded, Y)
+    b = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=10), random_state=1).fit(counts, Y)
     np.testing.assert_allclose(a.predict(padded), b.predict(counts), rtol=1e-9, atol=1e-9)
     assert a.num_words_ == b.num_words_ == len(vocab)
 
@@ -263,7 +281,10 @@ def test_save_load_is_bit_identical(tmp_path):
 def test_early_stopping_keeps_the_best_iterate():
     corpus = make_synonym_regression(n=120, noise=0.05, random_state=1)
     est = GPLVSMRegressor(
-        LDKSpec(latent_dim=2), max_iter=60, optimizer="adam", lr=0.05, n_iter_no_change=5, random_state=0
+        LDKSpec(latent_dim=2),
+        optimizer=Adam(max_iter=60, lr=0.05),
+        early_stopping=EarlyStopping(n_iter_no_change=5),
+        random_state=0,
     )
     est.fit(corpus.texts[:80], corpus.y[:80], X_val=corpus.texts[80:], y_val=corpus.y[80:])
     curve = est.validation_curve_
@@ -271,9 +292,9 @@ def test_early_stopping_keeps_the_best_iterate():
     pred = est.predict(corpus.texts[80:])
     val_rmse = np.sqrt(np.mean(((pred - corpus.y[80:]) / est.y_std_) ** 2))
     assert abs(val_rmse - min(curve)) < 1e-9
-    held = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=20, early_stopping=True, random_state=0).fit(
-        corpus.texts, corpus.y
-    )
+    held = GPLVSMRegressor(
+        LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=20), early_stopping=True, random_state=0
+    ).fit(corpus.texts, corpus.y)
     assert len(held.validation_curve_) == held.n_iter_
 
 
@@ -309,12 +330,12 @@ def test_bad_input_gives_clear_errors():
         GPLVSMRegressor(**{**SMALL, "vocabulary": None}).fit(
             sp.csr_matrix(np.array([[0.5, 1.0], [1.0, 0.0]])), [1.0, 2.0]
         )
-    fitted = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, num_words=6).fit(
+    fitted = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=5), num_words=6).fit(
         torch.tensor([[0, 1], [2, 3], [4, 5]]), [1.0, 2.0, 3.0]
     )
     with pytest.raises(ValueError, match=r"X holds word ids >= num_words=6 .* rows \[0\]"):
         fitted.predict(torch.tensor([[6, 1]]))
-    with pytest.raises(ValueError, match="optimizer must be one of"):
+    with pytest.raises(TypeError, match="optimizer must be None or lvgp.LBFGS"):
         GPLVSMRegressor(optimizer="sgd").fit(TEXTS, Y)
 
 
@@ -364,12 +385,9 @@ def test_adams_plateau_window_is_convergence_window_not_the_patience():
     assert short.converged and long.converged and short.n_iter < long.n_iter
     assert fit(convergence_window=5, n_iter_no_change=500).n_iter == short.n_iter
     corpus = make_synonym_regression(n=60, noise=0.1, random_state=0)
-    options = dict(optimizer="adam", max_iter=400, tol=1e-4, random_state=0)
-    a = GPLVSMRegressor(LDKSpec(latent_dim=2), convergence_window=5, **options).fit(corpus.texts, corpus.y)
-    b = GPLVSMRegressor(LDKSpec(latent_dim=2), convergence_window=5, n_iter_no_change=99, **options).fit(
-        corpus.texts, corpus.y
-    )
-    assert a.fit_result_.n_iter == b.fit_result_.n_iter < 400
+    adam = Adam(max_iter=400, tol=1e-4, convergence_window=5)  # the window is the optimizer's, the patience not
+    a = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=adam, random_state=0).fit(corpus.texts, corpus.y)
+    assert a.fit_result_.n_iter < 400 and a.converged_
 
 
 def test_stopping_rules_are_objects_passed_in():

@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.svm import SVC
 
+from lvgp import LBFGS
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec
 from lvgp.models.latent_smm import LatentSMMClassifier, equivalent_rho, pairwise_duals
@@ -96,7 +97,12 @@ def test_one_libsvm_call_gives_every_pairwise_machine(k):
 def test_gradient_is_danskins_and_objective_never_increases(multi_class):
     x, y = three_classes(40, 0)
     smm = LatentSMMClassifier(
-        LDKSpec(latent_dim=2, rho=0.5), C=1.0, max_iter=1, svm_tol=1e-10, random_state=0, multi_class=multi_class
+        LDKSpec(latent_dim=2, rho=0.5),
+        C=1.0,
+        optimizer=LBFGS(max_iter=1),
+        svm_tol=1e-10,
+        random_state=0,
+        multi_class=multi_class,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -121,7 +127,7 @@ def test_gradient_is_danskins_and_objective_never_increases(multi_class):
             raw[v, w] += 1e-5
         assert abs((up - down) / 2e-5 - grad[v, w].item()) < 1e-4 * max(1.0, abs(grad[v, w].item()))
     # L-BFGS on g: the objective of eq. 4.19 decreases monotonically over iterations
-    smm.set_params(max_iter=15, svm_tol=1e-5)
+    smm.set_params(optimizer__max_iter=15, svm_tol=1e-5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         smm.fit(x, y)
@@ -140,7 +146,9 @@ def test_gamma_and_rho_act_only_through_their_ratio():
     for gamma, rho in [(1.0, 0.2), (4.0, 0.8)]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=rho, gamma=gamma), C=2.0, max_iter=10, random_state=0)
+            smm = LatentSMMClassifier(
+                LDKSpec(latent_dim=2, rho=rho, gamma=gamma), C=2.0, optimizer=LBFGS(max_iter=10), random_state=0
+            )
             fits.append(smm.fit(x, y))
     assert equivalent_rho(0.8, 4.0) == 0.2
     np.testing.assert_allclose(fits[0].objective_curve_, fits[1].objective_curve_, rtol=1e-6)
@@ -152,9 +160,9 @@ def test_latent_smm_beats_the_bow_svm_on_synonyms():
     train, test = slice(0, 60), slice(60, 300)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.1), C=1.0, max_iter=60, random_state=0).fit(
-            x[train], y[train]
-        )
+        smm = LatentSMMClassifier(
+            LDKSpec(latent_dim=2, rho=0.1), C=1.0, optimizer=LBFGS(max_iter=60), random_state=0
+        ).fit(x[train], y[train])
     smm_acc = np.mean(smm.predict(x[test]) == y[test])
     vec = CountVectorizer().fit(x[train])
     svm = SVC(kernel="rbf", C=1.0, gamma="scale").fit(vec.transform(x[train]), y[train])
@@ -166,7 +174,7 @@ def test_multiclass_one_versus_one_and_bad_input():
     x, y = three_classes(90, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        smm = LatentSMMClassifier(max_iter=20, random_state=0).fit(x, y)
+        smm = LatentSMMClassifier(optimizer=LBFGS(max_iter=20), random_state=0).fit(x, y)
     assert smm.decision_function(x).shape == (90, 3) and len(smm.pairs_) == 3
     assert set(smm.predict(x)) <= {0, 1, 2}
     assert np.mean(smm.predict(x) == y) > 0.5
@@ -192,8 +200,10 @@ def test_under_a_weak_prior_the_prior_scaled_start_is_an_svm_on_term_frequencies
     x, y = three_classes(90, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        frozen = LatentSMMClassifier(LDKSpec(rho=1e-8), C=8.0, max_iter=5, random_state=0).fit(x, y)
-        learned = LatentSMMClassifier(LDKSpec(rho=1e-8, init_scale=1.0), C=8.0, max_iter=5, random_state=0).fit(x, y)
+        frozen = LatentSMMClassifier(LDKSpec(rho=1e-8), C=8.0, optimizer=LBFGS(max_iter=5), random_state=0).fit(x, y)
+        learned = LatentSMMClassifier(
+            LDKSpec(rho=1e-8, init_scale=1.0), C=8.0, optimizer=LBFGS(max_iter=5), random_state=0
+        ).fit(x, y)
     tf = normalize(padded_to_counts(frozen.encoder_.transform(x), frozen.encoder_.num_words), norm="l1")
     gram = (tf @ tf.T).toarray()
     svm = SVC(C=8.0, kernel="precomputed", decision_function_shape="ovo", tol=frozen.svm_tol).fit(gram, y)
@@ -217,10 +227,12 @@ def test_under_a_weak_prior_the_prior_scaled_start_is_an_svm_on_term_frequencies
 @pytest.mark.parametrize("gamma", [1.0, 4.0])
 def test_warm_start_continues_from_the_fitted_vectors(gamma):
     x, y = three_classes(40, 2)
-    smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.4, gamma=gamma), C=2.0, max_iter=4, random_state=0).fit(x, y)
+    smm = LatentSMMClassifier(
+        LDKSpec(latent_dim=2, rho=0.4, gamma=gamma), C=2.0, optimizer=LBFGS(max_iter=4), random_state=0
+    ).fit(x, y)
     vectors, final = smm.word_vectors_, smm.objective_curve_[-1]
     # the same C: the continuation starts where the fit ended (through z = sqrt(gamma) x and back)
-    smm.set_params(warm_start=True, max_iter=3).fit(x, y)
+    smm.set_params(warm_start=True, optimizer__max_iter=3).fit(x, y)
     assert smm.objective_curve_[0] == pytest.approx(final, rel=1e-12)
     assert not np.allclose(smm.word_vectors_, vectors)
     # another C: g of eq. 4.19 at that C and the vectors so far is where the continuation starts
@@ -229,10 +241,12 @@ def test_warm_start_continues_from_the_fitted_vectors(gamma):
         start = smm._objective(smm._x).item()
     smm.fit(x, y)
     assert smm.objective_curve_[0] == pytest.approx(start, rel=1e-12)
-    cold = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.4, gamma=gamma), C=8.0, max_iter=3, random_state=0).fit(x, y)
+    cold = LatentSMMClassifier(
+        LDKSpec(latent_dim=2, rho=0.4, gamma=gamma), C=8.0, optimizer=LBFGS(max_iter=3), random_state=0
+    ).fit(x, y)
     assert smm.objective_curve_[0] != pytest.approx(cold.objective_curve_[0])
     # warm_start=False starts afresh: bit for bit a new estimator's fit
-    smm.set_params(warm_start=False, C=2.0, max_iter=4).fit(x, y)
+    smm.set_params(warm_start=False, C=2.0, optimizer__max_iter=4).fit(x, y)
     np.testing.assert_array_equal(smm.word_vectors_, vectors)
     # what defines the vectors may not change; nor may the documents
     smm.set_params(warm_start=True, kernel__latent_dim=3)

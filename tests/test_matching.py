@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from lvgp import LBFGS, MiniBatch
 from lvgp.baselines.cca import KernelCCAMatcher
 from lvgp.experiments.matching import family_key
 from lvgp.kernels import LDKSpec
@@ -64,7 +65,11 @@ def loop_objective(matcher: LDKMatcher, source, target) -> float:
 def test_objective_matches_loops_and_finite_differences():
     source, target = bilingual_corpus(6, seed=1, vocab=10, length=4)
     m = LDKMatcher(
-        LDKSpec(latent_dim=2, rho=0.1, gamma=0.7), max_iter=1, init="random", random_state=0, dtype="float64"
+        LDKSpec(latent_dim=2, rho=0.1, gamma=0.7),
+        optimizer=LBFGS(max_iter=1),
+        init="random",
+        random_state=0,
+        dtype="float64",
     ).fit(source, target)
     xs, xt = m._encode(source, target)
     assert abs(m._loss(xs, xt).item() - loop_objective(m, source, target)) < 1e-9
@@ -93,8 +98,10 @@ def test_float32_matcher_agrees_with_float64():
     vectors (to float32's rounding), and a float64 loss (save/load: test_persistence)."""
     source, target = bilingual_corpus(30, seed=4, vocab=25, length=6)
     kernel = LDKSpec(latent_dim=3, rho=0.1, gamma=0.7, level2="cosine", identity_weight=0.3)
-    double = LDKMatcher(kernel, max_iter=3, init="random", random_state=0, dtype="float64").fit(source, target)
-    single = LDKMatcher(kernel, max_iter=3, init="random", random_state=0).fit(source, target)
+    double = LDKMatcher(kernel, optimizer=LBFGS(max_iter=3), init="random", random_state=0, dtype="float64").fit(
+        source, target
+    )
+    single = LDKMatcher(kernel, optimizer=LBFGS(max_iter=3), init="random", random_state=0).fit(source, target)
     assert single.dtype == "float32" and single.kernel_.word_vectors.raw_latent.dtype == torch.float32
     with torch.no_grad():
         single.kernel_.word_vectors.raw_latent.copy_(double.kernel_.word_vectors.raw_latent)
@@ -113,7 +120,9 @@ def test_float32_matcher_agrees_with_float64():
 def test_synthetic_bilingual_corpus_is_matched_almost_perfectly():
     source, target = bilingual_corpus(200, seed=0)
     test_s, test_t = bilingual_corpus(60, seed=1)
-    m = LDKMatcher(LDKSpec(latent_dim=6, rho=0.01, gamma=1.0), max_iter=150, random_state=0).fit(source, target)
+    m = LDKMatcher(LDKSpec(latent_dim=6, rho=0.01, gamma=1.0), optimizer=LBFGS(max_iter=150), random_state=0).fit(
+        source, target
+    )
     p = precision_at(m.true_target_ranks(test_s, test_t), 10)
     assert p[1] > 0.9 and p[5] > 0.98, p
     ranking = m.rank(test_s[:3], test_t)
@@ -125,9 +134,9 @@ def test_synthetic_bilingual_corpus_is_matched_almost_perfectly():
 def test_minibatch_negatives_train_too():
     source, target = bilingual_corpus(160, seed=2)
     test_s, test_t = bilingual_corpus(40, seed=3)
-    m = LDKMatcher(LDKSpec(latent_dim=6, rho=0.01), batch_size=40, max_iter=40, lr=0.05, random_state=0).fit(
-        source, target
-    )
+    m = LDKMatcher(
+        LDKSpec(latent_dim=6, rho=0.01), optimizer=MiniBatch(batch_size=40, max_epochs=40, lr=0.05), random_state=0
+    ).fit(source, target)
     assert precision_at(m.true_target_ranks(test_s, test_t), 5)[5] > 0.8
 
 
@@ -167,7 +176,7 @@ def test_bad_input(tmp_path):
         LDKMatcher().fit(source, target[:5])
     with pytest.raises(ValueError, match="empty"):
         LDKMatcher().fit([], [])
-    m = LDKMatcher(max_iter=2).fit(source, target)
+    m = LDKMatcher(optimizer=LBFGS(max_iter=2)).fit(source, target)
     with pytest.raises(ValueError, match="row"):
         m.rank(source[:2] + ["zzzzz qqqqq"], target[:3])  # no known word left
     from lvgp.experiments.cli import main
@@ -290,7 +299,9 @@ def shared_token_corpus(n, seed=0, vocab=40, shared=12, topics=6, length=12, noi
 
 def test_identical_tokens_share_one_vector():
     src, tgt, _, _ = shared_token_corpus(60)
-    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), tie_identical_tokens=True, max_iter=5, random_state=0).fit(src, tgt)
+    m = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=0.1), tie_identical_tokens=True, optimizer=LBFGS(max_iter=5), random_state=0
+    ).fit(src, tgt)
     shared = set(m.source_vocabulary_.words) & set(m.target_vocabulary_.words)
     assert m.shared_tokens_ == len(shared) > 0
     assert m.kernel_.num_words == len(m.source_vocabulary_) + len(m.target_vocabulary_) - len(shared)
@@ -298,7 +309,7 @@ def test_identical_tokens_share_one_vector():
         np.testing.assert_array_equal(
             m.source_vectors_[m.source_vocabulary_.index(word)], m.target_vectors_[m.target_vocabulary_.index(word)]
         )
-    untied = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), max_iter=5, random_state=0).fit(src, tgt)
+    untied = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=5), random_state=0).fit(src, tgt)
     assert untied.shared_tokens_ == 0
     assert untied.kernel_.num_words == len(untied.source_vocabulary_) + len(untied.target_vocabulary_)
 
@@ -318,10 +329,13 @@ def test_tying_initializations_and_early_stopping_use_what_the_pairs_share():
             m = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), random_state=0, **options).fit(*train)
             return float(np.mean(m.true_target_ranks(*test) == 0))
 
-        gains.append(p_at_1(max_iter=30, tie_identical_tokens=True) - p_at_1(max_iter=30))
-        starts.append({init: p_at_1(max_iter=1, init=init) for init in ("pca", "cca", "svd", "random")})
-        long = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), max_iter=30, random_state=0).fit(*train)
-        stopped = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), max_iter=30, random_state=0).fit(*train, *val)
+        thirty, one = LBFGS(max_iter=30), LBFGS(max_iter=1)
+        gains.append(p_at_1(optimizer=thirty, tie_identical_tokens=True) - p_at_1(optimizer=thirty))
+        starts.append({init: p_at_1(optimizer=one, init=init) for init in ("pca", "cca", "svd", "random")})
+        long = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), optimizer=LBFGS(max_iter=30), random_state=0).fit(*train)
+        stopped = LDKMatcher(LDKSpec(latent_dim=4, rho=0.01), optimizer=LBFGS(max_iter=30), random_state=0).fit(
+            *train, *val
+        )
         assert stopped.best_iter_ < long.n_iter_ and len(stopped.validation_curve_) >= stopped.best_iter_
         assert np.mean(stopped.true_target_ranks(*test) == 0) > np.mean(long.true_target_ranks(*test) == 0)
     assert np.mean(gains) > 0.02, gains
@@ -331,10 +345,12 @@ def test_tying_initializations_and_early_stopping_use_what_the_pairs_share():
 
 def test_gamma_and_rho_act_only_through_their_ratio():
     src, tgt = bilingual_corpus(30)
-    a = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1, gamma=1.0), max_iter=8, random_state=0, dtype="float64").fit(src, tgt)
-    b = LDKMatcher(LDKSpec(latent_dim=2, rho=1.0, gamma=10.0), max_iter=8, random_state=0, dtype="float64").fit(
-        src, tgt
-    )
+    a = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=0.1, gamma=1.0), optimizer=LBFGS(max_iter=8), random_state=0, dtype="float64"
+    ).fit(src, tgt)
+    b = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=1.0, gamma=10.0), optimizer=LBFGS(max_iter=8), random_state=0, dtype="float64"
+    ).fit(src, tgt)
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-9)
     np.testing.assert_allclose(a.distances(src, tgt), b.distances(src, tgt), atol=1e-10)
     np.testing.assert_allclose(a.source_vectors_, b.source_vectors_ * np.sqrt(10.0), atol=1e-10)
@@ -342,7 +358,7 @@ def test_gamma_and_rho_act_only_through_their_ratio():
 
 def test_pairs_with_an_empty_document_are_ranked_last():
     src, tgt = bilingual_corpus(40, seed=3)
-    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), max_iter=5, random_state=0).fit(src[:30], tgt[:30])
+    m = LDKMatcher(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=5), random_state=0).fit(src[:30], tgt[:30])
     test_src, test_tgt = list(src[30:]), list(tgt[30:])
     test_src[2] = "unknown words only"
     with pytest.warns(UserWarning, match="1 of 10 pairs have a document without any known word: ranked last"):
@@ -375,7 +391,7 @@ def test_pairs_with_a_side_without_tokens_are_not_usable(tmp_path):
 def test_rank_keeps_an_empty_target_when_asked():
     en = ["apple banana cherry", "banana cherry date", "cherry date elder", "date elder figs"] * 3
     de = ["apfel banane kirsche", "banane kirsche dattel", "kirsche dattel holunder", "dattel holunder feige"] * 3
-    model = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=5, random_state=0).fit(en, de)
+    model = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), optimizer=LBFGS(max_iter=5), random_state=0).fit(en, de)
     with pytest.raises(ValueError, match="target_texts"):
         model.rank(en[:2], de[:3] + ["zzzz qqqq"])
     with pytest.warns(EmptyDocumentsWarning):

@@ -61,7 +61,7 @@ def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
     assert cli.returncode == 0 and "classification" in cli.stdout, cli.stderr[-2000:]
     fit = (
         "import lvgp; texts = ['good film', 'bad film', 'great plot', 'awful plot'] * 2; "
-        "reg = lvgp.GPLVSMRegressor(max_iter=3, random_state=0).fit(texts, [1.0, -1.0, 1.0, -1.0] * 2); "
+        "reg = lvgp.GPLVSMRegressor(optimizer=lvgp.Adam(max_iter=3), random_state=0).fit(texts, [1.0, -1.0, 1.0, -1.0] * 2); "
         "print(reg.predict(['good plot']))"
     )
     fitted = _run("-W", "ignore", "-c", fit, **away)

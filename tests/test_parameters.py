@@ -154,7 +154,7 @@ def test_the_check_agrees_with_the_table_on_any_value(index, value):
 
 
 def test_integers_of_numpy_are_integers_and_bools_are_not():
-    reg = lvgp.GPLVSMRegressor(LDKSpec(latent_dim=np.int64(3)), max_iter=np.int32(2))
+    reg = lvgp.GPLVSMRegressor(LDKSpec(latent_dim=np.int64(3)), optimizer=lvgp.LBFGS(max_iter=np.int32(2)))
     check_params(reg)
     with pytest.raises(TypeError, match=r"kernel\.latent_dim must be an integer"):
         check_params(reg.set_params(kernel__latent_dim=True))

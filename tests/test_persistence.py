@@ -16,17 +16,24 @@ from gpytorch.kernels import ScaleKernel
 
 import lvgp
 from lvgp import (
+    LBFGS,
+    Adam,
     BagOfWordsKernel,
+    EarlyStopping,
     GPLVSMRegressor,
     LatentDistributionKernel,
+    LatentSMMClassifier,
     LDKGPClassifier,
+    LDKMatcher,
     LDKSpec,
+    MiniBatch,
     SparseGPLVSMRegressor,
     Vocabulary,
 )
 from lvgp.base.persistence import SavedFileError, classes_from_plain, classes_to_plain, plain_value, restored_value
 
 V1 = Path(__file__).parent / "data" / "saved_v1"
+V2 = Path(__file__).parent / "data" / "saved_v2"
 TEXTS = [
     "good film great acting",
     "bad film awful plot",
@@ -66,6 +73,63 @@ def test_files_of_lvgp_0_1_load_and_predict_the_same(name):
     np.testing.assert_array_equal(_predict(est, ["good music", "awful plot bad"]), expected)
 
 
+#: the fit options each file of format 2 (tests/data/saved_v2/make_files.py) loads with
+V2_OPTIONS = {
+    "gplvsm_map": (
+        GPLVSMRegressor,
+        LBFGS(max_iter=5, tol=1e-6),
+        EarlyStopping(validation_fraction=0.1, n_iter_no_change=3, validation_interval=None),
+    ),
+    "gplvsm_default": (GPLVSMRegressor, Adam(max_iter=5, lr=0.1, tol=1e-7, convergence_window=4), False),
+    "gpc_dirichlet": (
+        LDKGPClassifier,
+        LBFGS(max_iter=5, tol=1e-6),
+        EarlyStopping(validation_fraction=0.3, n_iter_no_change=10, policy="keep-best"),
+    ),
+    "gpc_variational": (
+        LDKGPClassifier,
+        MiniBatch(batch_size=4, max_epochs=3, lr=0.03, tol=1e-6, ngd_lr=0.2),
+        False,
+    ),
+    "sparse": (
+        SparseGPLVSMRegressor,
+        MiniBatch(batch_size=4, max_steps=5, max_epochs=None, lr=0.05, tol=1e-3, convergence_window=100),
+        None,
+    ),
+    "latent_smm": (LatentSMMClassifier, LBFGS(max_iter=5, tol=1e-6), None),
+    "matcher": (LDKMatcher, LBFGS(max_iter=5, tol=1e-6), None),
+    "matcher_minibatch": (
+        LDKMatcher,
+        MiniBatch(batch_size=4, max_epochs=3, lr=0.05, tol=1e-6, convergence_window=10),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(V2_OPTIONS))
+def test_files_before_the_fit_option_objects_load_and_predict_the_same(name, tmp_path):
+    """Files of format 2 (lvgp 0.2.0: ``max_iter=``, ``lr=``, ``early_stopping=``, ... as flat
+    arguments) load with those values gathered into the fit-option objects, and predict exactly what
+    they predicted when saved."""
+    cls, optimizer, early_stopping = V2_OPTIONS[name]
+    expected = np.array(json.loads((V2 / "predictions.json").read_text())[name])
+    est = cls.load(V2 / f"{name}.pt")
+    assert est.optimizer == optimizer
+    if early_stopping is not None:
+        assert est.early_stopping == early_stopping
+    test = ["good music", "awful plot bad"]
+    if name.startswith("matcher"):
+        got = est.distances(test, [t.upper() for t in test])
+    elif name == "latent_smm":
+        got = est.decision_function(test)
+    else:
+        got = _predict(est, test)
+    np.testing.assert_array_equal(got, expected)
+    est.save(tmp_path / "again.pt")  # today's format 3, the objects as their fields
+    again = cls.load(tmp_path / "again.pt")
+    assert again.optimizer == est.optimizer and again.get_params(deep=False).keys() == est.get_params(deep=False).keys()
+
+
 def _user_kernel(vocab):
     return ScaleKernel(BagOfWordsKernel(len(vocab))) + ScaleKernel(LatentDistributionKernel(len(vocab), 2, seed=0))
 
@@ -75,7 +139,11 @@ def _user_kernel(vocab):
 def test_a_user_kernel_reloads_when_given_again(cls, form, tmp_path):
     vocab = Vocabulary().fit(TEXTS)
     kernel = _user_kernel(vocab) if form == "kernel" else _user_kernel_factory
-    budget = {"max_steps": 5, "num_inducing": 4} if cls is SparseGPLVSMRegressor else {"max_iter": 5}
+    budget = (
+        {"optimizer": MiniBatch(max_steps=5), "num_inducing": 4}
+        if cls is SparseGPLVSMRegressor
+        else {"optimizer": LBFGS(max_iter=5)}
+    )
     est = cls(kernel, vocabulary=vocab, random_state=0, **budget).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
     assert est.kernel_kind_ == "user"
     if form == "kernel":  # fitting copies the kernel: the parameter is left as it was given
@@ -95,7 +163,7 @@ def _user_kernel_factory(num_words):
 
 
 def test_a_spec_file_refuses_a_kernel_argument(tmp_path):
-    est = GPLVSMRegressor(max_iter=3, random_state=0).fit(TEXTS, Y)
+    est = GPLVSMRegressor(optimizer=Adam(max_iter=3), random_state=0).fit(TEXTS, Y)
     est.save(tmp_path / "m.pt")
     with pytest.raises(ValueError, match="holds"):
         GPLVSMRegressor.load(tmp_path / "m.pt", kernel=_user_kernel_factory)
@@ -103,7 +171,7 @@ def test_a_spec_file_refuses_a_kernel_argument(tmp_path):
 
 def test_a_kernel_smaller_than_the_vocabulary_says_what_to_pass():
     with pytest.raises(ValueError, match=r"takes 3 words but the vocabulary has \d+: pass the fitted vocabulary="):
-        GPLVSMRegressor(LatentDistributionKernel(3, 2), max_iter=2).fit(TEXTS, Y)
+        GPLVSMRegressor(LatentDistributionKernel(3, 2), optimizer=LBFGS(max_iter=2)).fit(TEXTS, Y)
     with pytest.raises(TypeError, match="kernel must be None, an lvgp LDKSpec, a gpytorch Kernel"):
         GPLVSMRegressor("rbf").fit(TEXTS, Y)
     with pytest.raises(TypeError, match="kernel must be None or an lvgp LDKSpec"):
@@ -112,7 +180,10 @@ def test_a_kernel_smaller_than_the_vocabulary_says_what_to_pass():
 
 def test_sparse_save_load_is_bit_identical(tmp_path):
     est = SparseGPLVSMRegressor(
-        LDKSpec(word_weighting="idf", identity_weight="balanced"), num_inducing=4, max_steps=10, random_state=0
+        LDKSpec(word_weighting="idf", identity_weight="balanced"),
+        num_inducing=4,
+        optimizer=MiniBatch(max_steps=10),
+        random_state=0,
     ).fit(TEXTS, Y)
     est.save(tmp_path / "s.pt")
     again = SparseGPLVSMRegressor.load(tmp_path / "s.pt")
@@ -158,7 +229,7 @@ def test_every_label_dtype_survives_save_and_load(labels, tmp_path):
     classes = np.unique(labels)
     back = classes_from_plain(classes_to_plain(classes))
     assert back.dtype == classes.dtype and np.array_equal(back, classes)
-    clf = LDKGPClassifier(max_iter=3, random_state=0).fit(TEXTS, labels)
+    clf = LDKGPClassifier(optimizer=LBFGS(max_iter=3), random_state=0).fit(TEXTS, labels)
     clf.save(tmp_path / "c.pt")
     again = LDKGPClassifier.load(tmp_path / "c.pt")
     assert again.classes_.dtype == clf.classes_.dtype
@@ -171,15 +242,15 @@ def test_every_label_dtype_survives_save_and_load(labels, tmp_path):
     "random_state", [np.int64(5), np.random.RandomState(5), np.random.default_rng(5)], ids=["int64", "rs", "gen"]
 )
 def test_numpy_scalars_and_generators_as_parameters_save_and_load(cls, random_state, tmp_path):
-    budget = {"max_steps": np.int64(4), "num_inducing": np.int32(4)} if cls is SparseGPLVSMRegressor else {}
+    budget = {"optimizer": MiniBatch(max_steps=np.int64(4), lr=np.float32(0.02)), "num_inducing": np.int32(4)}
     if cls is not SparseGPLVSMRegressor:
-        budget = {"max_iter": np.int64(3)}
+        budget = {"optimizer": LBFGS(max_iter=np.int64(3), tol=np.float64(1e-6))}
     spec = LDKSpec(latent_dim=np.int64(2), rho=np.float64(0.1), gamma=np.float32(1.0))
     est = cls(spec, random_state=random_state, **budget).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
     est.save(tmp_path / "m.pt")
     again = cls.load(tmp_path / "m.pt")
     np.testing.assert_array_equal(_predict(again, TEST), _predict(est, TEST))
-    assert again.kernel == est.kernel
+    assert again.kernel == est.kernel and again.optimizer == est.optimizer
 
 
 def _damaged(tmp_path: Path, good: Path) -> dict[str, Path]:
@@ -211,7 +282,7 @@ def _damaged(tmp_path: Path, good: Path) -> dict[str, Path]:
 
 
 def test_damaged_files_are_a_value_error_naming_the_file(tmp_path):
-    est = GPLVSMRegressor(max_iter=3, random_state=0).fit(TEXTS, Y)
+    est = GPLVSMRegressor(optimizer=Adam(max_iter=3), random_state=0).fit(TEXTS, Y)
     good = tmp_path / "good.pt"
     est.save(good)
     for name, path in _damaged(tmp_path, good).items():
@@ -232,7 +303,7 @@ def test_damaged_files_are_a_value_error_naming_the_file(tmp_path):
 def test_the_latent_smm_reloads_and_decides_bit_identically(spec, tmp_path):
     from lvgp import LatentSMMClassifier
 
-    smm = LatentSMMClassifier(spec, multi_class="ovr", max_iter=4, random_state=0).fit(TEXTS, LABELS)
+    smm = LatentSMMClassifier(spec, multi_class="ovr", optimizer=LBFGS(max_iter=4), random_state=0).fit(TEXTS, LABELS)
     smm.save(tmp_path / "smm.pt")
     again = LatentSMMClassifier.load(tmp_path / "smm.pt")
     np.testing.assert_array_equal(again.decision_function(TEST), smm.decision_function(TEST))
@@ -252,7 +323,7 @@ def test_the_matcher_reloads_and_ranks_bit_identically(tmp_path, dtype):
         LDKSpec(latent_dim=3, rho=0.01, gamma=2.0, level2="cosine", identity_weight=0.5, identity_form="separate"),
         tie_identical_tokens=True,
         target_embeddings=table,
-        max_iter=5,
+        optimizer=LBFGS(max_iter=5),
         random_state=0,
         dtype=dtype,
     ).fit(source, target)
@@ -272,9 +343,9 @@ def test_a_matcher_saved_before_dtype_loads_in_float64(tmp_path):
 
     source = ["red apple", "green apple", "red car", "fast car", "green tree", "tall tree"]
     target = ["roter apfel", "gruener apfel", "rotes auto", "schnelles auto", "gruener baum", "hoher baum"]
-    matcher = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=5, random_state=0, dtype="float64").fit(
-        source, target
-    )
+    matcher = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=0.01), optimizer=LBFGS(max_iter=5), random_state=0, dtype="float64"
+    ).fit(source, target)
     matcher.save(tmp_path / "m.pt")
     payload = torch.load(tmp_path / "m.pt", weights_only=True)
     del payload["params"]["dtype"]
@@ -294,7 +365,8 @@ def _idf_factory(num_words, documents):
 def test_a_factory_of_two_arguments_gets_the_training_documents(cls, tmp_path):
     from lvgp.bow.weighting import idf_weights
 
-    est = cls(_idf_factory, random_state=0, max_iter=5).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
+    optimizer = MiniBatch(max_steps=5) if cls is SparseGPLVSMRegressor else LBFGS(max_iter=5)
+    est = cls(_idf_factory, random_state=0, optimizer=optimizer).fit(TEXTS, LABELS if cls is LDKGPClassifier else Y)
     documents = est.vocabulary_.encode(TEXTS)
     weights = next(m for m in est.model_.modules() if isinstance(m, BagOfWordsKernel)).word_weights
     from lvgp.kernels.document import check_word_weights  # the kernel keeps them scaled by a power of two

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lvgp import GPLVSMRegressor, LatentSMMClassifier, LDKGPClassifier, LDKSpec, SparseGPLVSMRegressor
+from lvgp import LBFGS, GPLVSMRegressor, LatentSMMClassifier, LDKGPClassifier, LDKSpec, MiniBatch, SparseGPLVSMRegressor
 
 TEXTS = [
     "good film great acting",
@@ -92,7 +92,7 @@ estimators = st.one_of(
         specs,
         noise_init=reals([0.01, 0.5]),
         outputscale_init=reals([0.5, 1.0]),
-        max_iter=integers(1, 3),
+        optimizer=st.builds(LBFGS, max_iter=integers(1, 3)),
         normalize_y=st.booleans().map(np.bool_),
         random_state=random_states,
     ),
@@ -100,15 +100,13 @@ estimators = st.one_of(
         SparseGPLVSMRegressor,
         specs,
         num_inducing=integers(2, 5),
-        batch_size=integers(3, 8),
-        max_steps=integers(1, 4),
-        lr=reals([0.01, 0.05]),
+        optimizer=st.builds(MiniBatch, batch_size=integers(3, 8), max_steps=integers(1, 4), lr=reals([0.01, 0.05])),
         random_state=random_states,
     ),
     st.builds(
         LDKGPClassifier,
         specs,
-        max_iter=integers(1, 3),
+        optimizer=st.builds(LBFGS, max_iter=integers(1, 3)),
         alpha_epsilon=reals([0.01, 0.1]),
         class_hyperparameters=st.sampled_from(["per-class", "shared"]),
         random_state=random_states,
@@ -118,15 +116,14 @@ estimators = st.one_of(
         specs,
         inference=st.just("variational"),
         num_inducing=integers(2, 5),
-        max_epochs=integers(1, 3),
-        ngd_lr=reals([0.1, 0.5]),
+        optimizer=st.builds(MiniBatch, max_epochs=integers(1, 3), ngd_lr=reals([0.1, 0.5])),
         random_state=random_states,
     ),
     st.builds(
         LatentSMMClassifier,
         specs.map(lambda s: s.replace(level2="linear")),
         C=reals([1.0, 8.0]),
-        max_iter=integers(1, 3),
+        optimizer=st.builds(LBFGS, max_iter=integers(1, 3)),
         multi_class=st.sampled_from(["ovo", "ovr"]),
         random_state=random_states,
     ),
@@ -158,4 +155,4 @@ def test_fit_save_load_predict_is_bit_identical(est, y_labels, tmp_path_factory)
             np.testing.assert_array_equal(a, b)
             assert np.asarray(a).dtype == np.asarray(b).dtype
     assert again.get_params(deep=False).keys() == est.get_params(deep=False).keys()
-    assert again.kernel == est.kernel
+    assert again.kernel == est.kernel and again.optimizer == est.optimizer

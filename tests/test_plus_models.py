@@ -16,7 +16,16 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 from sklearn.svm import SVC
 
-from lvgp import GPLVSMRegressor, LatentSMMClassifier, LDKGPClassifier, LDKMatcher, SparseGPLVSMRegressor
+from lvgp import (
+    LBFGS,
+    Adam,
+    GPLVSMRegressor,
+    LatentSMMClassifier,
+    LDKGPClassifier,
+    LDKMatcher,
+    MiniBatch,
+    SparseGPLVSMRegressor,
+)
 from lvgp.base.embeddings import CombinedEmbeddings, corpus_embeddings
 from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
 from lvgp.bow.padded import padded_to_counts
@@ -51,7 +60,9 @@ def test_gplvsm_with_the_identity_part_predicts_the_gp_of_its_kernel():
     """Eqs. 19 and 21 computed by hand from the loop reference of the combined word kernel (idf
     weights, lambda fitted) equal the estimator's predictions."""
     texts, y = reviews(30)
-    reg = GPLVSMRegressor(LDKSpec(word_weighting="idf", identity_weight=0.5), max_iter=15, random_state=0).fit(texts, y)
+    reg = GPLVSMRegressor(
+        LDKSpec(word_weighting="idf", identity_weight=0.5), optimizer=LBFGS(max_iter=15), random_state=0
+    ).fit(texts, y)
     ldk = reg.model_.ldk
     assert ldk.has_identity and abs(ldk.identity_weight.item() - 0.5) > 1e-6  # fitted, not left where it started
     x = reg._encoder.transform(texts)
@@ -79,7 +90,7 @@ def test_gplvsm_with_the_identity_part_predicts_the_gp_of_its_kernel():
 
 def test_balanced_start_weighs_both_parts_alike(monkeypatch):
     texts, y = reviews(20)
-    reg = GPLVSMRegressor(LDKSpec(identity_weight="balanced"), max_iter=1, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(identity_weight="balanced"), optimizer=LBFGS(max_iter=1), random_state=0)
     model = reg.fit(texts, y).model_  # one iteration: lambda near its start
     ldk = model.ldk
     x = reg._encoder.transform(texts)
@@ -105,13 +116,15 @@ def test_balanced_start_weighs_both_parts_alike(monkeypatch):
 def test_sparse_and_gp_classifier_fit_lambda_by_their_objectives():
     texts, y = reviews(40)
     sparse = SparseGPLVSMRegressor(
-        LDKSpec(word_weighting="idf", identity_weight=1.0), max_steps=40, random_state=0
+        LDKSpec(word_weighting="idf", identity_weight=1.0), optimizer=MiniBatch(max_steps=40), random_state=0
     ).fit(texts, y.astype(float))
     kernel = sparse.model_.covar_module.base_kernel
     assert kernel.has_identity and kernel.word_weights is not None
     assert abs(kernel.identity_weight.item() - 1.0) > 1e-4 and np.isfinite(sparse.predict(texts[:5])).all()
     gpc = LDKGPClassifier(
-        LDKSpec(rho=0.1, embedding="linear", level2="cosine", identity_weight=1.0), max_iter=20, random_state=0
+        LDKSpec(rho=0.1, embedding="linear", level2="cosine", identity_weight=1.0),
+        optimizer=LBFGS(max_iter=20),
+        random_state=0,
     )
     gpc.fit(texts, y)
     assert gpc.kernel_kind_ == "exact" and abs(gpc.model_.ldk.identity_weight.item() - 1.0) > 1e-4
@@ -128,7 +141,7 @@ def test_latent_smm_in_the_bag_of_words_limit_is_the_svm_on_tfidf():
     smm = LatentSMMClassifier(
         LDKSpec(rho=0.1, embedding="linear", level2="cosine", word_weighting="idf", identity_weight=1e8),
         C=2.0,
-        max_iter=5,
+        optimizer=LBFGS(max_iter=5),
         random_state=0,
     ).fit(texts, y)
     assert smm.kernel_.identity_weight.item() == pytest.approx(1e8)
@@ -147,7 +160,10 @@ def test_matching_identity_part_acts_on_tied_tokens():
     no ids, and the identity part cannot link them."""
     texts, _ = reviews(30, seed=4)
     tied = LDKMatcher(
-        LDKSpec(latent_dim=2, rho=0.01, identity_weight=1.0), tie_identical_tokens=True, max_iter=20, random_state=0
+        LDKSpec(latent_dim=2, rho=0.01, identity_weight=1.0),
+        tie_identical_tokens=True,
+        optimizer=LBFGS(max_iter=20),
+        random_state=0,
     )
     tied.fit(texts, texts)
     assert tied.kernel_.has_identity and abs(tied.kernel_.identity_weight.item() - 1.0) > 1e-4
@@ -157,9 +173,9 @@ def test_matching_identity_part_acts_on_tied_tokens():
         tied.kernel_.word_vectors.raw_latent.zero_()
         d = tied.distances(texts[:5], texts[:5])
     assert np.allclose(np.diag(d), 0.0, atol=1e-12) and (d + np.eye(5) > 1e-6).all()
-    untied = LDKMatcher(LDKSpec(latent_dim=2, rho=0.01, identity_weight=1.0), max_iter=1, random_state=0).fit(
-        texts, texts
-    )
+    untied = LDKMatcher(
+        LDKSpec(latent_dim=2, rho=0.01, identity_weight=1.0), optimizer=LBFGS(max_iter=1), random_state=0
+    ).fit(texts, texts)
     assert untied.shared_tokens_ == 0
     with torch.no_grad():
         untied.kernel_.word_vectors.raw_latent.zero_()
@@ -174,7 +190,7 @@ def test_matching_in_the_rkhs_of_the_cosine_kernel_ranks_by_the_kernel():
     documents -- no length penalty from words the other side cannot share; the linear level 2 keeps
     the squared MMD."""
     texts, _ = reviews(30, seed=6)
-    options = dict(tie_identical_tokens=True, max_iter=5, random_state=0, dtype="float64")  # a loop reference
+    options = dict(tie_identical_tokens=True, optimizer=LBFGS(max_iter=5), random_state=0, dtype="float64")
     spec = LDKSpec(latent_dim=2, rho=0.01, word_weighting="idf")
     cosine = LDKMatcher(spec.replace(level2="cosine", identity_weight=0.7, identity_form="separate"), **options).fit(
         texts, texts
@@ -212,7 +228,7 @@ def test_corpus_embeddings_cover_words_of_the_unlabeled_documents():
     table = corpus_embeddings(texts + extra, vocab, dim=4)
     assert "dreadful" in table and "soundtrack" in table and "dreadful" not in vocab
     assert set(vocab.words) <= set(table.words) | {w for w in vocab.words if w not in table}
-    reg = GPLVSMRegressor(LDKSpec(word_embeddings="corpus"), max_iter=5, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(word_embeddings="corpus"), optimizer=LBFGS(max_iter=5), random_state=0)
     reg.fit(texts, y.astype(float), unlabeled=extra)
     assert reg._encoder.n_unlabeled == len(extra) and reg._encoder.word_features is not None
     with warnings.catch_warnings(record=True) as caught:
@@ -221,19 +237,19 @@ def test_corpus_embeddings_cover_words_of_the_unlabeled_documents():
     assert not [w for w in caught if issubclass(w.category, UnseenWordsWarning)]
     # several tables side by side: dimensions add up, a word found in either is found
     own = WordEmbeddings("own", POS, np.eye(5))
-    both = GPLVSMRegressor(LDKSpec(word_embeddings=("corpus", own)), max_iter=3, random_state=0)
+    both = GPLVSMRegressor(LDKSpec(word_embeddings=("corpus", own)), optimizer=LBFGS(max_iter=3), random_state=0)
     both.fit(texts, y.astype(float), unlabeled=extra)
     assert isinstance(both._encoder.embeddings, CombinedEmbeddings)
     assert both._encoder.word_features.shape[1] == both._encoder.embeddings.dim
     with pytest.warns(UserWarning, match="unlabeled documents are not used"):
-        GPLVSMRegressor(max_iter=2, random_state=0).fit(texts, y.astype(float), unlabeled=extra)
+        GPLVSMRegressor(optimizer=Adam(max_iter=2), random_state=0).fit(texts, y.astype(float), unlabeled=extra)
 
 
 def test_a_model_with_corpus_vectors_reloads_and_refits(tmp_path):
     texts, y = reviews(30)
     extra = ["the soundtrack was superb", "a dreadful soundtrack"] * 5
     own = WordEmbeddings("own", POS + NEG, np.random.default_rng(0).normal(size=(10, 3)))
-    reg = GPLVSMRegressor(LDKSpec(word_embeddings=("corpus", own)), max_iter=3, random_state=0)
+    reg = GPLVSMRegressor(LDKSpec(word_embeddings=("corpus", own)), optimizer=LBFGS(max_iter=3), random_state=0)
     reg.fit(texts, y.astype(float), unlabeled=extra)
     reg.save(tmp_path / "m.pt")
     again = GPLVSMRegressor.load(tmp_path / "m.pt")
@@ -299,10 +315,10 @@ EMBEDDED = WordEmbeddings(
 @pytest.mark.parametrize(
     "make",
     [
-        lambda spec: GPLVSMRegressor(spec, max_iter=5, random_state=0),
-        lambda spec: SparseGPLVSMRegressor(spec, max_steps=5, num_inducing=8, random_state=0),
-        lambda spec: LDKGPClassifier(spec, max_iter=5, random_state=0),
-        lambda spec: LatentSMMClassifier(spec.replace(embedding="linear"), max_iter=5, random_state=0),
+        lambda spec: GPLVSMRegressor(spec, optimizer=LBFGS(max_iter=5), random_state=0),
+        lambda spec: SparseGPLVSMRegressor(spec, optimizer=MiniBatch(max_steps=5), num_inducing=8, random_state=0),
+        lambda spec: LDKGPClassifier(spec, optimizer=LBFGS(max_iter=5), random_state=0),
+        lambda spec: LatentSMMClassifier(spec.replace(embedding="linear"), optimizer=LBFGS(max_iter=5), random_state=0),
     ],
     ids=["GPLVSMRegressor", "SparseGPLVSMRegressor", "LDKGPClassifier", "LatentSMMClassifier"],
 )
@@ -345,7 +361,7 @@ def test_shared_class_hyperparameters_give_the_sum_of_the_classes_exact_gps():
         ),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
-        max_iter=10,
+        optimizer=LBFGS(max_iter=10),
         random_state=0,
     ).fit(texts, y)
     model, likelihood = gpc.model_, gpc.likelihood_
@@ -394,8 +410,8 @@ def test_a_prior_on_lambda_joins_the_gp_classifiers_objective(inference):
 
     texts, y = reviews(40)
     spec = LDKSpec(rho=0.1, identity_weight=1.0, embedding="linear", level2="cosine")
-    options = dict(inference=inference, random_state=0, max_iter=30)
-    options.update(max_epochs=30) if inference == "variational" else None
+    optimizer = MiniBatch(max_epochs=30) if inference == "variational" else LBFGS(max_iter=30)
+    options = dict(inference=inference, random_state=0, optimizer=optimizer)
     free = LDKGPClassifier(spec, **options).fit(texts, y)
     held = LDKGPClassifier(spec.replace(identity_weight_prior_sd=1e-4), **options).fit(texts, y)
     assert abs(free.model_.covar_module.base_kernel.identity_weight.item() - 1.0) > 1e-3
@@ -408,4 +424,4 @@ def test_a_prior_on_lambda_joins_the_gp_classifiers_objective(inference):
     free_kernel = free.model_.covar_module.base_kernel
     assert log_prior(free.model_, exclude=free_kernel.word_vectors).item() == 0.0  # the word vectors' own prior aside
     with pytest.raises(ValueError, match="identity_weight_prior_sd needs identity_weight"):
-        LDKGPClassifier(LDKSpec(rho=0.1, identity_weight_prior_sd=1.0), max_iter=2).fit(texts, y)
+        LDKGPClassifier(LDKSpec(rho=0.1, identity_weight_prior_sd=1.0), optimizer=LBFGS(max_iter=2)).fit(texts, y)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from lvgp import GPLVSMRegressor, SparseGPLVSMRegressor
+from lvgp import Adam, GPLVSMRegressor, MiniBatch, SparseGPLVSMRegressor
 from lvgp.base.progress import LOG_INTERVAL, progress_bar
 
 TEXTS = ["good movie great", "bad film awful", "great acting good", "awful plot bad", "fine good film", "bad bad"]
@@ -25,7 +25,10 @@ def test_bars_redraw_once_a_second_in_logs_and_are_off_unless_verbose(capsys):
 
 @pytest.mark.parametrize(
     "make",
-    [lambda v: GPLVSMRegressor(max_iter=3, verbose=v), lambda v: SparseGPLVSMRegressor(max_steps=3, verbose=v)],
+    [
+        lambda v: GPLVSMRegressor(optimizer=Adam(max_iter=3), verbose=v),
+        lambda v: SparseGPLVSMRegressor(optimizer=MiniBatch(max_steps=3), verbose=v),
+    ],
 )
 def test_fits_are_silent_unless_verbose(make, capsys):
     with warnings.catch_warnings():

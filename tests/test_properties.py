@@ -23,7 +23,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lvgp import PAD, GPLVSMRegressor, LatentDistributionKernel
+from lvgp import LBFGS, PAD, Adam, GPLVSMRegressor, LatentDistributionKernel, RMSprop
 from lvgp.base.numerics import default_dtype
 from lvgp.kernels import LDKSpec
 
@@ -132,7 +132,9 @@ def fitted(tmp_path_factory):
     corpus = make_synonym_regression(n=40, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=15, random_state=0).fit(corpus.texts, corpus.y)
+        est = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=15), random_state=0).fit(
+            corpus.texts, corpus.y
+        )
     path = tmp_path_factory.mktemp("saved") / "model.pt"
     est.save(path)
     return est, GPLVSMRegressor.load(path), corpus
@@ -156,7 +158,7 @@ def test_estimator_rejects_bad_ids_in_padded_input(fitted, bad):
     est, _, _ = fitted
     x = torch.tensor([[0, 1, PAD], [2, bad, PAD]])
     with pytest.raises(ValueError, match=r"rows \[1\]"):
-        GPLVSMRegressor(num_words=10, max_iter=1).fit(x, [0.0, 1.0])
+        GPLVSMRegressor(num_words=10, optimizer=Adam(max_iter=1)).fit(x, [0.0, 1.0])
 
 
 # ------------------------------------------------------------------ issue 28: the surfaces the first fuzz missed
@@ -173,9 +175,9 @@ def clgp_fitted():
     pyro.clear_param_store()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return CLGP(num_inducing=6, samples=2, max_iter=20, impute_iter=10, dtype="float64", random_state=0).fit(
-            codes, [2, 3, 2]
-        )
+        return CLGP(
+            num_inducing=6, samples=2, optimizer=RMSprop(max_iter=20), impute_iter=10, dtype="float64", random_state=0
+        ).fit(codes, [2, 3, 2])
 
 
 @st.composite

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from lvgp import PAD, LatentDistributionKernel
+from lvgp import LBFGS, PAD, Adam, LatentDistributionKernel
 from lvgp.kernels import LDKSpec, RandomFeatureLDK, gram_approximation_error
 from lvgp.kernels.word_vectors import make_word_vectors
 
@@ -141,7 +141,7 @@ def test_regressor_takes_the_approximation_of_its_spec(tmp_path, approximation):
 
     corpus = make_synonym_regression(n=80, random_state=0)
     spec = LDKSpec(num_features=16, max_exact_words=10, approximation=approximation)
-    reg = GPLVSMRegressor(spec, max_iter=5, random_state=0).fit(corpus.texts[:60], corpus.y[:60])
+    reg = GPLVSMRegressor(spec, optimizer=LBFGS(max_iter=5), random_state=0).fit(corpus.texts[:60], corpus.y[:60])
     assert reg.kernel_kind_ == ("nystrom" if approximation == "auto" else "rff")
     assert isinstance(reg.model_.covar_module.base_kernel, RandomFeatureLDK)
     pred = reg.predict(corpus.texts[60:])
@@ -149,7 +149,7 @@ def test_regressor_takes_the_approximation_of_its_spec(tmp_path, approximation):
     reg.save(tmp_path / "approx.pt")
     again = GPLVSMRegressor.load(tmp_path / "approx.pt")
     assert np.array_equal(again.predict(corpus.texts[60:]), pred)
-    exact = GPLVSMRegressor(max_iter=5, random_state=0).fit(corpus.texts[:60], corpus.y[:60])
+    exact = GPLVSMRegressor(optimizer=Adam(max_iter=5), random_state=0).fit(corpus.texts[:60], corpus.y[:60])
     assert not isinstance(exact.model_.covar_module.base_kernel, RandomFeatureLDK)
 
 

@@ -48,35 +48,53 @@ def fit_and_predict(name: str):
     texts, y = _texts()
     labels = (y > np.median(y)).astype(int)
     if name == "GPLVSMRegressor":
-        m = lvgp.GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=5, random_state=0).fit(texts, y)
+        m = lvgp.GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=lvgp.LBFGS(max_iter=5), random_state=0).fit(texts, y)
         return m.predict(texts[:5], return_std=True)
     if name == "SparseGPLVSMRegressor":
-        m = lvgp.SparseGPLVSMRegressor(num_inducing=8, batch_size=16, max_steps=6, random_state=0).fit(texts, y)
+        m = lvgp.SparseGPLVSMRegressor(
+            num_inducing=8, optimizer=lvgp.MiniBatch(batch_size=16, max_steps=6), random_state=0
+        ).fit(texts, y)
         return m.predict(texts[:5], return_std=True)
     if name == "GPRBFRegressor":
-        return lvgp.GPRBFRegressor(max_iter=5, random_state=0).fit(texts, y).predict(texts[:5])
+        return lvgp.GPRBFRegressor(optimizer=lvgp.LBFGS(max_iter=5), random_state=0).fit(texts, y).predict(texts[:5])
     if name == "LatentSMMClassifier":
-        return lvgp.LatentSMMClassifier(max_iter=3, random_state=0).fit(texts, labels).decision_function(texts[:5])
+        return (
+            lvgp.LatentSMMClassifier(optimizer=lvgp.LBFGS(max_iter=3), random_state=0)
+            .fit(texts, labels)
+            .decision_function(texts[:5])
+        )
     if name == "LDKGPClassifier":
-        m = lvgp.LDKGPClassifier(inference="variational", max_iter=3, random_state=0).fit(texts, labels)
+        m = lvgp.LDKGPClassifier(inference="variational", random_state=0).fit(texts, labels)
         return m.predict_proba(texts[:5])
     if name == "LDKMatcher":
-        m = lvgp.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), max_iter=3, random_state=0).fit(texts[:20], texts[20:])
+        m = lvgp.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), optimizer=lvgp.LBFGS(max_iter=3), random_state=0).fit(
+            texts[:20], texts[20:]
+        )
         return m.true_target_ranks(texts[:5], texts[20:25])
     if name == "SLDARegressor":
-        return lvgp.SLDARegressor(n_topics=2, max_epochs=2, random_state=0).fit(texts, y).predict(texts[:5])
+        return (
+            lvgp.SLDARegressor(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0)
+            .fit(texts, y)
+            .predict(texts[:5])
+        )
     if name == "SLDAClassifier":
-        m = lvgp.SLDAClassifier(n_topics=2, max_epochs=2, random_state=0).fit(texts, labels)
+        m = lvgp.SLDAClassifier(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0).fit(texts, labels)
         return m.predict_proba(texts[:5])
     if name == "LDARegression":
         return lvgp.LDARegression(n_topics=2, em_max_iter=3, random_state=0).fit(texts, y).predict(texts[:5])
     if name == "CLGP":
         codes, cards = _categorical()
-        m = lvgp.CLGP(num_inducing=4, samples=2, max_iter=5, impute_iter=3, random_state=0).fit(codes, cards)
+        m = lvgp.CLGP(num_inducing=4, samples=2, optimizer=lvgp.RMSprop(max_iter=5), impute_iter=3, random_state=0).fit(
+            codes, cards
+        )
         return m.predict_proba(codes[:5])
     if name == "GPEmbeddingLogisticRegression":
         m = lvgp.GPEmbeddingLogisticRegression(
-            embeddings=_embeddings(texts), posterior="normal", predict_samples=4, max_iter=5, random_state=0
+            embeddings=_embeddings(texts),
+            posterior="normal",
+            predict_samples=4,
+            optimizer=lvgp.Adam(max_iter=5),
+            random_state=0,
         )
         return m.fit(texts, labels).predict_proba(texts[:5])
     raise AssertionError(f"{name} is exported by lvgp but has no case in tests/test_random_streams.py")

@@ -80,14 +80,16 @@ EXTRA = {
 }
 
 ESTIMATORS = [
-    lvgp.GPLVSMRegressor(max_iter=5, random_state=0),
-    lvgp.GPRBFRegressor(max_iter=5, random_state=0),
-    lvgp.SparseGPLVSMRegressor(num_inducing=4, batch_size=16, max_steps=5, random_state=0),
-    lvgp.LatentSMMClassifier(max_iter=3, random_state=0),
-    lvgp.LDKGPClassifier(max_iter=3, random_state=0),
-    lvgp.LDKGPClassifier(max_iter=3, early_stopping=True, n_iter_no_change=2, random_state=0),
-    lvgp.SLDARegressor(n_topics=2, max_epochs=2, random_state=0),
-    lvgp.SLDAClassifier(n_topics=2, max_epochs=2, random_state=0),
+    lvgp.GPLVSMRegressor(optimizer=lvgp.Adam(max_iter=5), random_state=0),
+    lvgp.GPRBFRegressor(optimizer=lvgp.LBFGS(max_iter=5), random_state=0),
+    lvgp.SparseGPLVSMRegressor(num_inducing=4, optimizer=lvgp.MiniBatch(batch_size=16, max_steps=5), random_state=0),
+    lvgp.LatentSMMClassifier(optimizer=lvgp.LBFGS(max_iter=3), random_state=0),
+    lvgp.LDKGPClassifier(optimizer=lvgp.LBFGS(max_iter=3), random_state=0),
+    lvgp.LDKGPClassifier(
+        optimizer=lvgp.LBFGS(max_iter=3), early_stopping=lvgp.EarlyStopping(n_iter_no_change=2), random_state=0
+    ),
+    lvgp.SLDARegressor(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0),
+    lvgp.SLDAClassifier(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0),
     lvgp.LDARegression(n_topics=2, em_max_iter=3, random_state=0),
     DevTunedLinearRegression("elasticnet", alphas=(0.01, 0.1), cv=2),
 ]

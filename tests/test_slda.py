@@ -12,6 +12,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 
+from lvgp import MiniBatch
 from lvgp.datasets.synthetic import make_slda_corpus
 from lvgp.models.slda import LDARegression, SLDAClassifier, SLDARegressor, SupervisedLDAEM
 from lvgp.models.slda.em import expected_zbar_outer
@@ -67,7 +68,9 @@ def test_em_and_svi_recover_the_truth_and_agree(corpus):
     for inference in ("em", "svi"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = SLDARegressor(4, inference=inference, batch_size=100, lr=0.05, max_epochs=150, random_state=0)
+            model = SLDARegressor(
+                4, inference=inference, optimizer=MiniBatch(batch_size=100, max_epochs=150, lr=0.05), random_state=0
+            )
             model.fit(x[train], corpus.y[train])
             pred = model.predict(x[test])
         tv, perm = matched(np.exp(model.engine_.log_beta_), corpus.topics)
@@ -98,7 +101,8 @@ def test_bernoulli_categorical_and_poisson_responses_run_end_to_end():
         kwargs = {"response": "poisson"} if response == "poisson" else {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = cls(3, max_epochs=40, batch_size=50, lr=0.05, random_state=0, **kwargs).fit(x[:150], data.y[:150])
+            optimizer = MiniBatch(max_epochs=40, batch_size=50, lr=0.05)
+            model = cls(3, optimizer=optimizer, random_state=0, **kwargs).fit(x[:150], data.y[:150])
         pred = model.predict(x[150:])
         if cls is SLDAClassifier:
             proba = model.predict_proba(x[150:])
@@ -230,7 +234,8 @@ def test_targets_are_standardized_inside_and_predictions_come_back_in_their_unit
     """A constant target (once a LinAlgError in the EM) fits and is predicted exactly; an
     affine change of the targets (y -> 1000 + 50 y) changes the predictions the same way."""
     x = torch.from_numpy(corpus.docs[:200])
-    settings = dict(inference=inference, batch_size=100, lr=0.05, max_epochs=40, em_max_iter=20, random_state=0)
+    optimizer = MiniBatch(batch_size=100, lr=0.05, max_epochs=40)
+    settings = dict(inference=inference, optimizer=optimizer, em_max_iter=20, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         constant = SLDARegressor(4, **settings).fit(x, np.full(200, 100.0))
@@ -270,7 +275,7 @@ def test_em_eta_scale_is_chosen_on_dev_and_the_final_fit_is_that_scales_fit(corp
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_refit_eta_is_least_squares_on_the_unsupervised_topic_frequencies(corpus):
     x, y = torch.from_numpy(corpus.docs[:200]), corpus.y[:200] * 3.0 + 1.0
-    svi = SLDARegressor(4, max_epochs=5, batch_size=100, random_state=0).fit(x, y)
+    svi = SLDARegressor(4, optimizer=MiniBatch(batch_size=100, max_epochs=5), random_state=0).fit(x, y)
     assert svi.refit_eta_  # the SVI's default
     zbar = svi.transform(x)
     standardized = (y - svi.y_mean_) / svi.y_std_
@@ -278,13 +283,21 @@ def test_refit_eta_is_least_squares_on_the_unsupervised_topic_frequencies(corpus
     np.testing.assert_allclose(svi.eta_, eta * svi.y_std_ + svi.y_mean_, rtol=1e-10)
     np.testing.assert_allclose(svi.predict(x), zbar @ svi.eta_, rtol=1e-12)
     # the same SVI fit without the refit keeps the eta of its M-steps
-    kept = SLDARegressor(4, max_epochs=5, batch_size=100, random_state=0, refit_eta=False).fit(x, y)
+    kept = SLDARegressor(4, optimizer=MiniBatch(batch_size=100, max_epochs=5), random_state=0, refit_eta=False).fit(
+        x, y
+    )
     assert not kept.refit_eta_ and not np.allclose(kept.eta_, svi.eta_)
     np.testing.assert_array_equal(kept.transform(x), zbar)  # the topics are the same
     # the EM keeps the paper's eta unless asked
     em = SLDARegressor(4, inference="em", em_max_iter=3, em_eta_scale=1.0, random_state=0).fit(x, y)
     assert not em.refit_eta_
     counts = np.round(np.abs(y)).astype(int)
-    assert not SLDARegressor(4, response="poisson", max_epochs=2, random_state=0).fit(x, counts).refit_eta_
+    assert (
+        not SLDARegressor(4, response="poisson", optimizer=MiniBatch(max_epochs=2), random_state=0)
+        .fit(x, counts)
+        .refit_eta_
+    )
     with pytest.raises(ValueError, match="refit_eta"):
-        SLDARegressor(4, response="poisson", max_epochs=2, refit_eta=True, random_state=0).fit(x, counts)
+        SLDARegressor(4, response="poisson", optimizer=MiniBatch(max_epochs=2), refit_eta=True, random_state=0).fit(
+            x, counts
+        )

@@ -13,7 +13,7 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from lvgp import GPLVSMRegressor, LatentDistributionKernel, Vocabulary
+from lvgp import LBFGS, GPLVSMRegressor, LatentDistributionKernel, MiniBatch, Vocabulary
 from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD
 from lvgp.datasets import make_synonym_regression
@@ -112,7 +112,10 @@ def test_regressor_learns_with_minibatches_and_handles_input():
     corpus = make_synonym_regression(n=400, noise=0.05, random_state=2)
     train, test = slice(0, 300), slice(300, 400)
     reg = SparseGPLVSMRegressor(
-        LDKSpec(latent_dim=2), num_inducing=32, batch_size=64, max_epochs=25, lr=0.03, random_state=0
+        LDKSpec(latent_dim=2),
+        num_inducing=32,
+        optimizer=MiniBatch(batch_size=64, max_epochs=25, lr=0.03),
+        random_state=0,
     )
     reg.fit(corpus.texts[train], corpus.y[train])
     assert len(reg.inducing_indices_) == 32 and reg.loss_curve_[-1] < reg.loss_curve_[0]
@@ -178,9 +181,14 @@ def test_kmeanspp_seeds_among_a_uniform_sample_of_a_large_corpus(monkeypatch):
 
 def test_sparse_and_exact_estimators_agree_roughly_on_the_same_data():
     corpus = make_synonym_regression(n=160, noise=0.05, random_state=4)
-    exact = GPLVSMRegressor(LDKSpec(latent_dim=2), max_iter=60, random_state=0).fit(corpus.texts[:120], corpus.y[:120])
+    exact = GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=60), random_state=0).fit(
+        corpus.texts[:120], corpus.y[:120]
+    )
     sparse = SparseGPLVSMRegressor(
-        LDKSpec(latent_dim=2), num_inducing=120, batch_size=120, max_epochs=150, lr=0.03, random_state=0
+        LDKSpec(latent_dim=2),
+        num_inducing=120,
+        optimizer=MiniBatch(batch_size=120, max_epochs=150, lr=0.03),
+        random_state=0,
     ).fit(corpus.texts[:120], corpus.y[:120])
     e = np.sqrt(np.mean((exact.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
     s = np.sqrt(np.mean((sparse.predict(corpus.texts[120:]) - corpus.y[120:]) ** 2))
@@ -192,7 +200,8 @@ def test_distributed_training_follows_the_single_process_trajectory():
     all-reduced: the per-step ELBO trajectory equals single-process training with the same
     global batch size (the last batch of each epoch is uneven: 70 = 64 + 6 -> shares 3/3)."""
     corpus = make_synonym_regression(n=134, noise=0.1, random_state=5)
-    kwargs = dict(kernel=LDKSpec(latent_dim=2), num_inducing=16, batch_size=64, max_epochs=3, lr=0.03, random_state=0)
+    optimizer = MiniBatch(batch_size=64, max_epochs=3, lr=0.03)
+    kwargs = dict(kernel=LDKSpec(latent_dim=2), num_inducing=16, optimizer=optimizer, random_state=0)
     single = SparseGPLVSMRegressor(**kwargs).fit(corpus.texts, corpus.y)
     parallel = SparseGPLVSMRegressor(**kwargs, distributed=True, world_size=2).fit(corpus.texts, corpus.y)
     assert len(single.step_losses_) == len(parallel.step_losses_) == 9
@@ -222,14 +231,16 @@ def test_default_budget_fits_1000_documents_as_well_as_the_exact_model():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # the defaults converge on this data
         sparse.fit(corpus.texts[train], corpus.y[train])
-    assert sparse.converged_ and sparse.n_iter_ < sparse.max_steps
+    assert sparse.converged_ and sparse.n_iter_ < sparse._optimizer_options().max_steps
     assert rmse(sparse) <= 1.1 * rmse(exact), (rmse(sparse), rmse(exact))
 
 
 def test_a_budget_that_ends_first_warns():
     corpus = make_synonym_regression(n=200, random_state=1)
     with pytest.warns(ConvergenceWarning, match="did not converge in 5 steps"):
-        model = SparseGPLVSMRegressor(max_steps=5, batch_size=64, random_state=0).fit(corpus.texts, corpus.y)
+        model = SparseGPLVSMRegressor(optimizer=MiniBatch(batch_size=64, max_steps=5), random_state=0).fit(
+            corpus.texts, corpus.y
+        )
     assert model.n_iter_ == 5 and not model.converged_
 
 
@@ -240,7 +251,9 @@ def test_the_kernel_evaluated_at_once_gives_the_lazy_blocks():
     data = make_synonym_regression(n=60, random_state=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        reg = SparseGPLVSMRegressor(LDKSpec(latent_dim=2), num_inducing=8, batch_size=16, max_steps=6, random_state=0)
+        reg = SparseGPLVSMRegressor(
+            LDKSpec(latent_dim=2), num_inducing=8, optimizer=MiniBatch(batch_size=16, max_steps=6), random_state=0
+        )
         reg.fit(data.texts, data.y)
     lazy_mean, lazy_std = reg.predict(data.texts[:20], return_std=True)
 

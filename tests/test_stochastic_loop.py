@@ -19,6 +19,7 @@ import lvgp.models.gpc as gpc
 import lvgp.models.matching as matching
 import lvgp.models.slda.estimators as slda_estimators
 import lvgp.models.sparse as sparse
+from lvgp import LBFGS, Adam, EarlyStopping, MiniBatch, RMSprop
 from lvgp.base import fitting
 from lvgp.base.fitting import minimize
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
@@ -74,39 +75,44 @@ def _classes(n=60):
 
 def _sparse(**kw):
     texts, y = _regression_data()
-    return sparse.SparseGPLVSMRegressor(num_inducing=8, batch_size=16, random_state=0, **kw).fit(texts, y)
+    optimizer = MiniBatch(batch_size=16, **kw)
+    return sparse.SparseGPLVSMRegressor(num_inducing=8, optimizer=optimizer, random_state=0).fit(texts, y)
 
 
 def _gpc(**kw):
     texts, y = _classes()
-    budget = {"max_epochs": kw.pop("max_iter")}
-    return gpc.LDKGPClassifier(inference="variational", num_inducing=8, random_state=0, **budget, **kw).fit(texts, y)
-
-
-def _clgp(**kw):
-    codes = np.random.default_rng(0).integers(0, 3, size=(30, 4))
-    return clgp_estimators.CLGP(latent_dim=2, num_inducing=8, random_state=0, kl_warmup=0.0, **kw).fit(codes, [3] * 4)
-
-
-def _slda(**kw):
-    texts, y = _regression_data()
-    budget = {"max_epochs": kw.pop("max_iter")}
-    return slda_estimators.SLDARegressor(3, inference="svi", batch_size=40, random_state=0, **budget, **kw).fit(
+    optimizer = MiniBatch(max_epochs=kw.pop("max_iter"), **kw)
+    return gpc.LDKGPClassifier(inference="variational", num_inducing=8, optimizer=optimizer, random_state=0).fit(
         texts, y
     )
 
 
+def _clgp(**kw):
+    codes = np.random.default_rng(0).integers(0, 3, size=(30, 4))
+    optimizer = RMSprop(**kw)
+    return clgp_estimators.CLGP(latent_dim=2, num_inducing=8, optimizer=optimizer, random_state=0, kl_warmup=0.0).fit(
+        codes, [3] * 4
+    )
+
+
+def _slda(**kw):
+    texts, y = _regression_data()
+    optimizer = MiniBatch(batch_size=40, max_epochs=kw.pop("max_iter"), **kw)
+    return slda_estimators.SLDARegressor(3, inference="svi", optimizer=optimizer, random_state=0).fit(texts, y)
+
+
 def _slda_classifier(**kw):
     texts, labels = _classes()
-    budget = {"max_epochs": kw.pop("max_iter")}
-    return slda_estimators.SLDAClassifier(3, batch_size=40, random_state=0, **budget, **kw).fit(texts, labels)
+    optimizer = MiniBatch(batch_size=40, max_epochs=kw.pop("max_iter"), **kw)
+    return slda_estimators.SLDAClassifier(3, optimizer=optimizer, random_state=0).fit(texts, labels)
 
 
 def _matcher(**kw):
     from tests.test_matching import bilingual_corpus
 
     source, target = bilingual_corpus(80, seed=0)
-    return matching.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), batch_size=20, random_state=0, **kw).fit(source, target)
+    optimizer = MiniBatch(batch_size=20, max_epochs=kw.pop("max_iter"), **kw)
+    return matching.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), optimizer=optimizer, random_state=0).fit(source, target)
 
 
 # estimator, its module, the options that set its rule (window, tol) and budget, the rule's window
@@ -178,7 +184,7 @@ def test_ctrl_c_ends_every_stochastic_fit_the_same_way(name, monkeypatch):
             words = sorted({w for t in texts for w in t.split()})
             table = WordEmbeddings("toy", words, np.random.default_rng(0).normal(size=(len(words), 3)))
             return gp_embedding.GPEmbeddingLogisticRegression(
-                embeddings=table, posterior="normal", max_iter=20, random_state=0
+                embeddings=table, posterior="normal", optimizer=Adam(max_iter=20), random_state=0
             ).fit(texts, y)
 
         module, options = gp_embedding, {}
@@ -238,28 +244,34 @@ def test_the_loop_reads_losses_back_in_windows_and_keeps_the_best_validated_iter
 
 
 def test_early_stopping_policies_are_chosen_by_name():
-    """early_stopping names the policy (lvgp.base.fitting.EARLY_STOPPING): "keep-best" keeps the
+    """EarlyStopping(policy=...) names the policy (lvgp.base.fit_options.EARLY_STOPPING): "keep-best" keeps the
     held-out fit's best iterate, "refit" refits on every training document for the best iteration
     count; True is each estimator's default (keep-best for the regressors, refit for the GP
     classifier, as before)."""
     from lvgp import GPLVSMRegressor, LDKGPClassifier
 
     texts, y = _regression_data(60)
-    options = dict(kernel=LDKSpec(latent_dim=2), max_iter=40, n_iter_no_change=3, random_state=0)
-    kept = GPLVSMRegressor(early_stopping="keep-best", **options).fit(texts, y)
-    default = GPLVSMRegressor(early_stopping=True, **options).fit(texts, y)
-    refit = GPLVSMRegressor(early_stopping="refit", **options).fit(texts, y)
+    options = dict(kernel=LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=40), random_state=0)
+    kept = GPLVSMRegressor(early_stopping=EarlyStopping(n_iter_no_change=3, policy="keep-best"), **options).fit(
+        texts, y
+    )
+    default = GPLVSMRegressor(early_stopping=EarlyStopping(n_iter_no_change=3), **options).fit(texts, y)
+    refit = GPLVSMRegressor(early_stopping=EarlyStopping(n_iter_no_change=3, policy="refit"), **options).fit(texts, y)
     n_held_in = kept.model_.train_inputs[0].shape[0]
     assert n_held_in == 54 and default.model_.train_inputs[0].shape[0] == n_held_in
     np.testing.assert_array_equal(kept.predict(texts[:5]), default.predict(texts[:5]))
     assert refit.model_.train_inputs[0].shape[0] == 60 and refit.n_iter_ == kept.fit_result_.best_iter
-    with pytest.raises(ValueError, match="early_stopping must be"):
+    with pytest.raises(TypeError, match="early_stopping must be"):
         GPLVSMRegressor(early_stopping="best").fit(texts, y)
+    with pytest.raises(ValueError, match="early_stopping.policy must be"):
+        GPLVSMRegressor(early_stopping=EarlyStopping(policy="best")).fit(texts, y)
 
     texts, labels = _classes(60)
-    gpc_options = dict(kernel=LDKSpec(latent_dim=2, rho=0.1), max_iter=30, n_iter_no_change=3, random_state=0)
-    held = LDKGPClassifier(early_stopping="keep-best", **gpc_options).fit(texts, labels)
-    again = LDKGPClassifier(early_stopping=True, **gpc_options).fit(texts, labels)
+    gpc_options = dict(kernel=LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=30), random_state=0)
+    held = LDKGPClassifier(early_stopping=EarlyStopping(n_iter_no_change=3, policy="keep-best"), **gpc_options).fit(
+        texts, labels
+    )
+    again = LDKGPClassifier(early_stopping=EarlyStopping(n_iter_no_change=3), **gpc_options).fit(texts, labels)
     assert held.model_.train_inputs[0].shape[0] < 60 and held.best_iter_ is not None
     assert again.model_.train_inputs[0].shape[0] == 60 and again.n_iter_ == again.best_iter_
     assert held.num_words is None  # the parameter is left as it was given
@@ -299,7 +311,7 @@ def _variational_gplvsm(**kw):
 
     texts, y = _regression_data(60)
     spec = LDKSpec(latent_dim=2, rho=1.0, variational=True)
-    return GPLVSMRegressor(spec, predict_samples=2, random_state=0, **kw).fit(texts, y)
+    return GPLVSMRegressor(spec, optimizer=Adam(**kw), predict_samples=2, random_state=0).fit(texts, y)
 
 
 def test_the_variational_gp_lvsm_trains_in_the_shared_loop_by_the_best_of_window_rule(monkeypatch):

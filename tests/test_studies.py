@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from lvgp import LBFGS
+from lvgp.base.fit_options import FitOptionsMixin
 from lvgp.datasets import make_synonym_regression
 from lvgp.experiments import classification, registry, selection
 from lvgp.experiments.cli import build_parser, main
@@ -130,16 +132,22 @@ def test_dev_selection_fits_each_equivalent_setting_once_and_prefers_the_first_o
     assert _Recorder.fits[-1] == {"C": 2.0, "rho": 1.0, "gamma": 1.0}
 
 
-class _PathRecorder(_Recorder):
-    """:class:`_Recorder` with ``warm_start`` and ``max_iter``; records whence each fit starts."""
+class _PathRecorder(FitOptionsMixin, _Recorder):
+    """:class:`_Recorder` with ``warm_start`` and an L-BFGS ``optimizer`` (its ``max_iter`` 50 by
+    default); records whence each fit starts."""
 
-    def __init__(self, C=1.0, rho=1.0, gamma=1.0, warm_start=False, max_iter=50):
+    _optimizer_defaults = (LBFGS(max_iter=50),)
+
+    def __init__(self, C=1.0, rho=1.0, gamma=1.0, warm_start=False, optimizer=None):
         super().__init__(C, rho, gamma)
-        self.warm_start, self.max_iter = warm_start, max_iter
+        self.warm_start, self.optimizer = warm_start, optimizer
+
+    def get_params(self, deep=True):
+        return {**super().get_params(deep), "warm_start": self.warm_start, "optimizer": self.optimizer}
 
     def fit(self, X, y):
         start = self.fitted_C if self.warm_start and hasattr(self, "fitted_C") else None
-        _Recorder.fits.append((self.C, self.rho, start, self.max_iter, len(X)))
+        _Recorder.fits.append((self.C, self.rho, start, self._optimizer_options().max_iter, len(X)))
         self.fitted_C, self.classes_ = self.C, np.unique(y)
         return self
 
@@ -176,13 +184,13 @@ def test_latent_smm_dev_path_refit_is_the_path_walked_by_hand():
 
     corpus = make_synonym_regression(n=40, noise=0.0, random_state=0)
     X, y = list(corpus.texts), np.where(corpus.y > np.median(corpus.y), "pos", "neg")
-    smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=4, random_state=0)
+    smm = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), optimizer=LBFGS(max_iter=4), random_state=0)
     grid = {"C": [0.5, 2.0, 8.0]}
     selected = selection.DevSelected(smm, grid, 0, path="C", path_max_iter=2).fit(X, y)
     chosen = selected.best_params_["C"]
-    by_hand = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), max_iter=4, random_state=0)
+    by_hand = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.5), optimizer=LBFGS(max_iter=4), random_state=0)
     for step, C in enumerate(c for c in (8.0, 2.0, 0.5) if c >= chosen):
-        by_hand.set_params(C=C, warm_start=step > 0, max_iter=2 if step else 4).fit(X, y)
+        by_hand.set_params(C=C, warm_start=step > 0, optimizer__max_iter=2 if step else 4).fit(X, y)
     np.testing.assert_array_equal(selected.model_.word_vectors_, by_hand.word_vectors_)
     assert selected.model_.C == chosen
     study = classification.ClassificationStudy(dataset="r8")

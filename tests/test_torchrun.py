@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-from lvgp import LDKGPClassifier, SparseGPLVSMRegressor
+from lvgp import LDKGPClassifier, MiniBatch, SparseGPLVSMRegressor
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec
 
@@ -41,14 +41,16 @@ def fit_both() -> dict:
     corpus = make_synonym_regression(n=134, noise=0.1, random_state=5)
     texts, y = list(corpus.texts), np.asarray(corpus.y)
     reg = SparseGPLVSMRegressor(
-        LDKSpec(latent_dim=2), num_inducing=16, batch_size=64, max_epochs=3, lr=0.03, random_state=0
+        LDKSpec(latent_dim=2),
+        num_inducing=16,
+        optimizer=MiniBatch(batch_size=64, max_epochs=3, lr=0.03),
+        random_state=0,
     ).fit(texts, y)
     clf = LDKGPClassifier(
         LDKSpec(latent_dim=2, rho=0.1),
         inference="variational",
         num_inducing=16,
-        batch_size=45,
-        max_epochs=4,
+        optimizer=MiniBatch(batch_size=45, max_epochs=4),
         random_state=0,
     ).fit(texts, (y > np.median(y)).astype(int))
     from lvgp.base.distributed import process_group
@@ -100,7 +102,7 @@ def test_inside_a_group_the_fit_needs_an_integer_seed_and_no_local_processes(mon
         monkeypatch.setattr(module, "process_group", lambda: (0, 2))
     texts, y = ["good film", "bad film", "good plot", "bad plot"], [1.0, -1.0, 1.0, -1.0]
     with pytest.raises(ValueError, match="random_state=<int>"):
-        SparseGPLVSMRegressor(max_steps=2).fit(texts, y)
+        SparseGPLVSMRegressor(optimizer=MiniBatch(max_steps=2)).fit(texts, y)
     with pytest.raises(ValueError, match="leave it False"):
         SparseGPLVSMRegressor(distributed=True, world_size=2, random_state=0).fit(texts, y)
     with pytest.raises(ValueError, match="random_state=<int>"):

@@ -72,6 +72,6 @@ def test_a_fit_at_the_noise_floor_warns_with_the_numbers():
     texts, y = corpus.texts, corpus.y
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lvgp.GPLVSMRegressor(lvgp.LDKSpec.paper(), max_iter=200, random_state=0).fit(texts, y)
+        lvgp.GPLVSMRegressor(lvgp.LDKSpec.paper(), optimizer=lvgp.LBFGS(max_iter=200), random_state=0).fit(texts, y)
     messages = [str(w.message) for w in caught if issubclass(w.category, UncertaintyWarning)]
     assert any("the fitted noise is" in m and "floor" in m for m in messages), messages

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 import pytest
 
-from lvgp import GPLVSMRegressor, LatentSMMClassifier, LDKGPClassifier, SparseGPLVSMRegressor
+from lvgp import LBFGS, GPLVSMRegressor, LatentSMMClassifier, LDKGPClassifier, MiniBatch, SparseGPLVSMRegressor
 from lvgp.datasets import WordEmbeddings, make_synonym_regression, synonym_embeddings
 from lvgp.kernels import LDKSpec
 from lvgp.warnings import UnseenWordsWarning
@@ -56,12 +56,13 @@ def _predict(model, x):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda e: GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e), max_iter=100, random_state=0),
+        lambda e: GPLVSMRegressor(
+            LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e), optimizer=LBFGS(max_iter=100), random_state=0
+        ),
         lambda e: SparseGPLVSMRegressor(
             LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e),
             num_inducing=32,
-            max_epochs=60,
-            batch_size=64,
+            optimizer=MiniBatch(batch_size=64, max_epochs=60),
             random_state=0,
         ),
     ],
@@ -91,9 +92,11 @@ def test_regressors_predict_synonyms_through_their_embeddings(data, make):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda e: LDKGPClassifier(LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e), max_iter=60, random_state=0),
+        lambda e: LDKGPClassifier(
+            LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e), optimizer=LBFGS(max_iter=60), random_state=0
+        ),
         lambda e: LatentSMMClassifier(
-            LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e), C=8.0, max_iter=60, random_state=0
+            LDKSpec(latent_dim=2, rho=1.0, word_embeddings=e), C=8.0, optimizer=LBFGS(max_iter=60), random_state=0
         ),
     ],
     ids=["gp-classifier", "latent-smm"],
@@ -110,7 +113,11 @@ def test_classifiers_predict_synonyms_through_their_embeddings(data, make):
 def test_unseen_words_without_a_vector_are_still_counted(data):
     train, test, _, y, _, embeddings = data
     model = _quiet_fit(
-        GPLVSMRegressor(LDKSpec(latent_dim=2, word_embeddings=embeddings), max_iter=20, random_state=0), train, y[:150]
+        GPLVSMRegressor(
+            LDKSpec(latent_dim=2, word_embeddings=embeddings), optimizer=LBFGS(max_iter=20), random_state=0
+        ),
+        train,
+        y[:150],
     )
     _, warned = _predict(model, ["posaa zzzunknown synposab", "neuaa"])
     assert len(warned) == 1 and "1 tokens (1 distinct words) not in the vocabulary without a pretrained vector" in str(
@@ -144,13 +151,17 @@ def test_matcher_ranks_unseen_source_words_through_their_embeddings():
     embeddings = WordEmbeddings("topical", list(table), np.array(list(table.values())))
     train_s, train_t = documents(80, src_words)
     test_s, test_t = documents(40, [synonyms[w] for w in src_words])
-    matcher = LDKMatcher(LDKSpec(latent_dim=3, rho=0.1), max_iter=30, source_embeddings=embeddings, random_state=0)
+    matcher = LDKMatcher(
+        LDKSpec(latent_dim=3, rho=0.1), optimizer=LBFGS(max_iter=30), source_embeddings=embeddings, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         matcher.fit(train_s, train_t)
     ranks = matcher.true_target_ranks(test_s, test_t)
     # documents of one topic are near-duplicates, so a ranking within the right topic (10 of 40) is the best possible
     assert np.mean(ranks < 10) > 0.8
-    plain = LDKMatcher(LDKSpec(latent_dim=3, rho=0.1), max_iter=30, random_state=0).fit(train_s, train_t)
+    plain = LDKMatcher(LDKSpec(latent_dim=3, rho=0.1), optimizer=LBFGS(max_iter=30), random_state=0).fit(
+        train_s, train_t
+    )
     with pytest.warns(UserWarning, match="40 of 40 pairs have a document without any known word"):
         assert (plain.true_target_ranks(test_s, test_t) == 39).all()  # without embeddings: nothing to match

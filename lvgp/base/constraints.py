@@ -40,6 +40,7 @@ __all__ = [
     "check_values",
     "ParameterError",
     "FITTING",
+    "RUNTIME",
     "documents_input",
 ]
 
@@ -265,15 +266,21 @@ def _vocabulary() -> Constraint:
     return Instance(Vocabulary, name="an lvgp.Vocabulary")
 
 
-#: the fitting options of the iterative estimators
+#: what every iterative estimator takes beside its model and fit options
+RUNTIME: dict[str, list] = {
+    "random_state": [RandomState()],
+    "verbose": [Boolean()],
+    "device": [Device()],
+}
+
+#: the flat fitting options of the estimators whose optimizer is not an object
+#: (:mod:`lvgp.base.fit_options`): the Pyro baselines
 FITTING: dict[str, list] = {
     "max_iter": [Integer(1)],
     "tol": [Real(0)],
     "lr": [Real(0, open_low=True)],
     "n_iter_no_change": [Integer(1)],
-    "random_state": [RandomState()],
-    "verbose": [Boolean()],
-    "device": [Device()],
+    **RUNTIME,
 }
 
 

@@ -59,10 +59,6 @@ def reraise_interrupts() -> None:
 
 
 OPTIMIZERS = ("lbfgs", "adam")
-#: the early-stopping policies: hold out part of the training data, score it after every iteration,
-#: stop when it stops improving, then keep the best iterate (``"keep-best"``) or refit on all the
-#: data for the best iteration count (``"refit"``)
-EARLY_STOPPING = ("keep-best", "refit")
 
 
 def log_prior(
@@ -87,18 +83,6 @@ def log_prior(
             return torch.zeros((), dtype=torch.float64)
         return torch.zeros((), dtype=first.dtype, device=first.device)
     return total
-
-
-def early_stopping_policy(early_stopping: bool | str, default: str) -> str | None:
-    """The policy an estimator's ``early_stopping`` names: ``None`` for ``False``, the estimator's
-    ``default`` for ``True``, else the name itself (one of :data:`EARLY_STOPPING`)."""
-    if early_stopping is False:
-        return None
-    if early_stopping is True:
-        return default
-    if early_stopping not in EARLY_STOPPING:
-        raise ValueError(f"early_stopping must be a bool or one of {EARLY_STOPPING}; got {early_stopping!r}")
-    return str(early_stopping)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import sklearn_random_state
 from ..base.constraints import Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ..base.device import check_device
+from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels, check_targets_array
@@ -251,19 +252,21 @@ class _FeatureGP(gpytorch.models.ExactGP):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
-class EncoderGPRegressor(BaseEstimator, RegressorMixin):
+class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
     """An exact GP on a pretrained sentence encoder's unit vectors (module docstring): constant
     mean, ``ScaleKernel(RBFKernel())`` (``kernel="rbf"``) or Matérn 5/2 (``"matern"``), Gaussian
-    noise; the hyper-parameters maximize the marginal likelihood (L-BFGS, ``max_iter``), targets
+    noise; the hyper-parameters maximize the marginal likelihood (``optimizer``: ``None`` or an
+    :class:`~lvgp.LBFGS`, defaults ``max_iter=200``, ``tol=1e-7``), targets
     standardized inside. ``predict(X, return_std=True)`` gives the predictive mean and the
     standard deviation of a new target (noise included). Fitted: ``model_``, ``noise_``,
     ``lengthscale_``, ``n_iter_``, ``converged_``. ``device``: where the encoder (given by name)
     and the GP compute."""
 
+    _optimizer_defaults = (LBFGS(max_iter=200, tol=1e-7),)
     _parameter_constraints: dict[str, list] = {
         "encoder": [Options(*ENCODERS), Instance(SentenceEncoder)],
         "kernel": [Options("rbf", "matern")],
-        "max_iter": [Integer(1)],
+        "optimizer": [None, FitOptionsArgument(LBFGS, name="optimizer")],
         "noise_init": [Real(1e-4, open_low=True)],
         "device": [Instance(str, torch.device, name="a torch device")],
     }
@@ -273,13 +276,13 @@ class EncoderGPRegressor(BaseEstimator, RegressorMixin):
         encoder: str = _DEFAULT,
         *,
         kernel: str = "rbf",
-        max_iter: int = 200,
+        optimizer: LBFGS | None = None,
         noise_init: float = 0.5,
         device="cpu",
     ):
         self.encoder = encoder
         self.kernel = kernel
-        self.max_iter = max_iter
+        self.optimizer = optimizer
         self.noise_init = noise_init
         self.device = device
 
@@ -310,7 +313,14 @@ class EncoderGPRegressor(BaseEstimator, RegressorMixin):
             return -mll(model(x), target)
 
         with gpytorch.settings.max_cholesky_size(10**9):
-            result = minimize(list(model.parameters()), objective, method="lbfgs", max_iter=self.max_iter)
+            optimizer = self._optimizer_options()
+            result = minimize(
+                list(model.parameters()),
+                objective,
+                method="lbfgs",
+                max_iter=int(optimizer.max_iter),
+                tol=float(optimizer.tol),
+            )
         self.n_iter_, self.converged_ = result.n_iter, bool(result.converged)
         model.eval()
         self.model_, self.likelihood_ = model, likelihood

@@ -97,9 +97,10 @@ from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
 from .._random import NUMERICS_SEED, derive_seed, seeded_torch
-from ..base.constraints import FITTING, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
+from ..base.constraints import RUNTIME, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.device import check_device, to_host
 from ..base.embeddings import ppmi_svd_embeddings
+from ..base.fit_options import LBFGS, Adam, FitOptions, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import fit_stochastic, minimize
 from ..base.numerics import CovarianceError
 from ..base.pyro import pyro_param, svi_step
@@ -321,7 +322,7 @@ def _as_torch_sparse(x: sp.spmatrix) -> Tensor:
     return torch.sparse_coo_tensor(index, torch.from_numpy(coo.data.astype(np.float64)), tuple(coo.shape)).coalesce()
 
 
-class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
+class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstimator):
     """Logistic regression on GP-smoothed bag-of-words vectors (Andrade et al. 2018), a
     scikit-learn classifier.
 
@@ -351,7 +352,10 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         max_features: keep the most frequent training words (the covariance is p x p; each
             objective evaluation factorizes it, so fitting theta costs tens of O(p^3/3)
             factorizations: 2,000 words take about a minute on two cores, 5,000 about ten).
-        max_iter: L-BFGS iterations (MAP) or Adam steps with step size ``lr`` (normal).
+        optimizer: ``None`` or the posterior's: an :class:`~lvgp.LBFGS` for ``"map"`` (defaults
+            ``max_iter=30`` iterations, ``tol=1e-10``), an :class:`~lvgp.Adam` for ``"normal"``
+            (defaults ``max_iter=30`` SVI steps, ``lr=0.05``; its budget alone ends the fit, so it takes no
+            ``tol`` or ``convergence_window``).
         predict_samples: posterior draws averaged by ``predict_proba`` (``posterior="normal"``).
         device: where the covariance, its eigendecompositions and the fits compute: ``"cpu"``
             (default), ``"cuda"``, ``"cuda:1"`` or a ``torch.device`` (:mod:`lvgp.base.device`); the
@@ -386,8 +390,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         max_new_words: int = 2000,
         vocabulary: Vocabulary | None = None,
         max_features: int | None = 2000,
-        max_iter: int = 30,
-        lr: float = 0.05,
+        optimizer: LBFGS | Adam | None = None,
         predict_samples: int = 50,
         random_state: int | None = None,
         device: str | torch.device = "cpu",
@@ -410,8 +413,7 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         self.max_new_words = max_new_words
         self.vocabulary = vocabulary
         self.max_features = max_features
-        self.max_iter = max_iter
-        self.lr = lr
+        self.optimizer = optimizer
         self.predict_samples = predict_samples
         self.random_state = random_state
         self.device = device
@@ -448,7 +450,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k not in ("tol", "n_iter_no_change")},
+        **RUNTIME,
+        "optimizer": [None, FitOptionsArgument(LBFGS, Adam, name="optimizer")],
         "embeddings": [Embeddings(), Instance(np.ndarray, name="a p x h array (count-matrix input)")],
         "missing_words": [Options("drop", "ppmi")],
         "unlabeled_texts": [None, Instance(list, tuple, name="a list of texts")],
@@ -469,8 +472,23 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         "predict_samples": [Integer(1)],
     }
 
+    _optimizer_defaults = (LBFGS(max_iter=30, tol=1e-10), Adam(max_iter=30, lr=0.05))
+
+    def _default_optimizer_kind(self) -> type[FitOptions]:
+        return LBFGS if self.posterior == "map" else Adam
+
     def fit(self, X, y):
         check_params(self)
+        wanted = self._default_optimizer_kind()
+        if self.optimizer is not None and not isinstance(self.optimizer, wanted):
+            raise ValueError(
+                f"optimizer: posterior={self.posterior!r} fits by lvgp.{wanted.__name__}(...); got {self.optimizer!r}"
+            )
+        if isinstance(self.optimizer, Adam) and (self.optimizer.tol, self.optimizer.convergence_window) != (None, None):
+            raise ValueError(
+                "optimizer: the normal posterior's SVI runs its budget (max_iter) to the end: it takes no tol or "
+                "convergence_window"
+            )
         is_counts, n = self._check_inputs(X)
         self.classes_, y_codes = check_labels(y, n)
         start = time.perf_counter()
@@ -658,7 +676,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         def objective() -> Tensor:
             return self._negative_log_posterior(cov, y, n_out, rotated, b, self.min_noise + raw.exp())
 
-        result = minimize(params, objective, method="lbfgs", max_iter=int(self.max_iter), tol=1e-10)
+        optimizer = self._optimizer_options()
+        result = minimize(params, objective, method="lbfgs", max_iter=int(optimizer.max_iter), tol=float(optimizer.tol))
         self.loss_curve_.extend(result.loss_curve)
         self._map_converged = self._map_converged and result.converged
         with torch.no_grad():
@@ -706,7 +725,8 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
                 best["cov"] = exact
         if not self._map_converged:
             warn(
-                f"the MAP fit did not converge in max_iter={self.max_iter} L-BFGS iterations; increase max_iter",
+                f"the MAP fit did not converge in max_iter={self._optimizer_options().max_iter} L-BFGS iterations; "
+                "increase the optimizer's max_iter",
                 ConvergenceWarning,
                 stacklevel=4,
             )
@@ -759,10 +779,11 @@ class GPEmbeddingLogisticRegression(ClassifierMixin, BaseEstimator):
         self.guide_ = AutoNormal(model_fn, init_loc_fn=init_to_value(values=init_values), init_scale=0.01)
         self.guide_(x, y)  # create the guide's parameters
         elbo = Trace_ELBO()
-        adam = pyro.optim.Adam({"lr": self.lr})  # type: ignore[attr-defined]  # generated at import
+        optimizer = self._optimizer_options()
+        adam = pyro.optim.Adam({"lr": float(optimizer.lr)})  # type: ignore[attr-defined]  # generated at import
         result = fit_stochastic(
             lambda it: svi_step(elbo, adam, model_fn, self.guide_, x, y),
-            max_iter=int(self.max_iter),
+            max_iter=int(optimizer.max_iter),
             rule=None,  # the budget alone (the estimator has no tolerance)
             what="GP covariate embedding (SVI)",
             unit="iterations",

@@ -16,6 +16,7 @@ import torch
 from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from ..base.constraints import Real
+from ..base.fit_options import LBFGS, Adam, EarlyStopping
 from ..base.numerics import default_dtype
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
@@ -34,12 +35,22 @@ class GPRBFRegressor(ExactGPRegressorBase):
     Args:
         gamma_init: initial :math:`\\gamma`; ``None`` uses ``1 / median squared distance``
             between training count vectors (the median heuristic).
+        optimizer: ``None`` (``LBFGS(max_iter=200, tol=1e-7)``), an :class:`~lvgp.LBFGS` or an
+            :class:`~lvgp.Adam` (defaults ``max_iter=200, lr=0.05, tol=1e-7, convergence_window=20``);
+            its unset fields are these defaults.
+        early_stopping: ``False``, ``True`` or an :class:`~lvgp.EarlyStopping` (defaults
+            ``validation_fraction=0.1, n_iter_no_change=20, validation_interval=1, policy="keep-best"``),
+            as :class:`~lvgp.GPLVSMRegressor`'s.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
     """
 
     _name = "GP-RBF"
     _empty_documents_use_prior = False
+    _optimizer_defaults = (
+        LBFGS(max_iter=200, tol=1e-7),
+        Adam(max_iter=200, lr=0.05, tol=1e-7, convergence_window=20),
+    )
     _parameter_constraints = {
         **ExactGPRegressorBase._parameter_constraints,
         "gamma_init": [None, Real(0, open_low=True)],
@@ -52,14 +63,8 @@ class GPRBFRegressor(ExactGPRegressorBase):
         mean: str = "constant",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
-        optimizer: str = "lbfgs",
-        max_iter: int = 200,
-        lr: float = 0.05,
-        tol: float = 1e-7,
-        early_stopping: bool = False,
-        validation_fraction: float = 0.1,
-        n_iter_no_change: int = 20,
-        convergence_window: int = 20,
+        optimizer: LBFGS | Adam | None = None,
+        early_stopping: bool | EarlyStopping = False,
         normalize_y: bool = True,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
@@ -72,13 +77,7 @@ class GPRBFRegressor(ExactGPRegressorBase):
         self.noise_init = noise_init
         self.outputscale_init = outputscale_init
         self.optimizer = optimizer
-        self.max_iter = max_iter
-        self.lr = lr
-        self.tol = tol
         self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.convergence_window = convergence_window
         self.normalize_y = normalize_y
         self.vocabulary = vocabulary
         self.num_words = num_words

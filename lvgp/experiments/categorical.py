@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base.constraints import Integer
+from ..base.fit_options import Adam, RMSprop
 from ..baselines.frequency import (
     BigramDirichletMultinomial,
     MultinomialModel,
@@ -46,14 +47,13 @@ DATASETS = ("breast-cancer", "xor")
 
 def _clgp(covariance: str):
     def build(study, cell, data):
+        kind = RMSprop if study.optimizer == "rmsprop" else Adam
         return CLGP(
             latent_dim=study.latent_dim,
             num_inducing=study.inducing,
             covariance=covariance,
             samples=study.samples,
-            max_iter=study.max_iter,
-            lr=study.lr,
-            optimizer=study.optimizer,
+            optimizer=kind(max_iter=study.max_iter, lr=study.lr),
             latent_scale=study.latent_scale,
             random_state=study.cell_seed(cell),
         )

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..base.constraints import Integer, Real
+from ..base.fit_options import LBFGS
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
@@ -63,7 +64,7 @@ def _gp_embed_logreg(study, cell, data):
     return GPEmbeddingLogisticRegression(
         embeddings=study.embeddings,
         max_features=study.max_features,
-        max_iter=study.max_iter,
+        optimizer=LBFGS(max_iter=study.max_iter),
         random_state=study.cell_seed(cell),
     )
 
@@ -128,7 +129,7 @@ def _latent_smm(glove: bool):
 
         return LatentSMMClassifier(
             LDKSpec(rho=0.1, word_embeddings=study.embeddings if glove else None),
-            max_iter=study.ldk_max_iter,
+            optimizer=LBFGS(max_iter=study.ldk_max_iter),
             random_state=study.cell_seed(cell),
         )
 
@@ -159,7 +160,7 @@ def _ldk_gpc(glove: bool):
 
         return LDKGPClassifier(
             LDKSpec(rho=0.1, word_embeddings=study.embeddings if glove else None),
-            max_iter=study.ldk_max_iter,
+            optimizer=LBFGS(max_iter=study.ldk_max_iter),
             random_state=study.cell_seed(cell),
         )
 
@@ -213,7 +214,7 @@ def _ldk_gpc_plus(study, cell, data):
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
         calibration="temperature",
-        max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER),
+        optimizer=LBFGS(max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER)),
         random_state=study.cell_seed(cell),
     )
 
@@ -249,7 +250,7 @@ def _latent_smm_plus(study, cell, data):
     return LatentSMMClassifier(
         LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight=1.0),
         multi_class="ovr",
-        max_iter=study.ldk_max_iter,
+        optimizer=LBFGS(max_iter=study.ldk_max_iter),
         random_state=study.cell_seed(cell),
     )
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..base.constraints import Integer, Real
+from ..base.fit_options import LBFGS
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, methods, register_method, register_study
 from .selection import CellGrid
@@ -71,7 +72,7 @@ def _ldk(**options: Any):
         return LDKMatcher(
             spec,
             min_df=study.min_df,
-            max_iter=study.max_iter,
+            optimizer=LBFGS(max_iter=study.max_iter),
             random_state=study.cell_seed(cell),
             dtype=study.dtype,
             **{k: v for k, v in settings.items() if k not in fields},

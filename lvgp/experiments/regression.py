@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..base.constraints import Integer
+from ..base.fit_options import LBFGS, Adam, EarlyStopping, MiniBatch
 from ..base.metrics import gaussian_nlpd, regression_calibration
 from ..bow.vocabulary import Vocabulary
 from ..datasets.loaders import RegressionCorpus, corpus_names, load_corpus
@@ -96,8 +97,8 @@ def _gplvsm(study, cell, data):
     return GPLVSMRegressor(
         LDKSpec(latent_dim=cell["params"]["q"], rho=cell["params"]["rho"]),
         vocabulary=data.vocabulary,
-        max_iter=study.max_iter,
-        n_iter_no_change=20,
+        optimizer=LBFGS(max_iter=study.max_iter),
+        early_stopping=EarlyStopping(n_iter_no_change=20),
         random_state=study.cell_seed(cell),
     )
 
@@ -124,12 +125,9 @@ def _gplvsm_vb(study, cell, data):
             length_kernel=True,
         ),
         vocabulary=data.vocabulary,
-        optimizer="adam",
-        lr=0.05,
-        max_iter=study.vb_max_iter,
+        optimizer=Adam(max_iter=study.vb_max_iter, lr=0.05, convergence_window=100),
         predict_samples=16,
-        n_iter_no_change=100,
-        convergence_window=100,
+        early_stopping=EarlyStopping(n_iter_no_change=100),
         random_state=study.cell_seed(cell),
     )
 
@@ -153,7 +151,7 @@ def _gplvsm_plus(study, cell, data):
     return GPLVSMRegressor(
         LDKSpec.plus(study.embeddings, length_kernel=cell["params"]["length_kernel"]),
         vocabulary=data.vocabulary,
-        max_iter=study.max_iter,
+        optimizer=LBFGS(max_iter=study.max_iter),
         random_state=study.cell_seed(cell),
     )
 
@@ -237,7 +235,7 @@ register_method(
 def _encoder_gp(study, cell, data):
     from ..baselines.encoder import EncoderGPRegressor
 
-    return EncoderGPRegressor(study.encoder, max_iter=study.max_iter, device=study.device)
+    return EncoderGPRegressor(study.encoder, optimizer=LBFGS(max_iter=study.max_iter), device=study.device)
 
 
 @register_method(
@@ -275,7 +273,7 @@ def _gplvsm_sparse(study, cell, data):
         LDKSpec(latent_dim=cell["params"]["q"], rho=cell["params"]["rho"]),
         vocabulary=data.vocabulary,
         num_inducing=study.sparse_inducing,
-        max_epochs=study.sparse_epochs,
+        optimizer=MiniBatch(max_epochs=study.sparse_epochs),
         random_state=study.cell_seed(cell),
     )
 

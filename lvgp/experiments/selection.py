@@ -201,7 +201,7 @@ class DevSelected:
         model = clone(self.estimator)
         for step, params in enumerate(path):
             if step:
-                params = {**params, "warm_start": True, "max_iter": self.path_max_iter}
+                params = {**params, "warm_start": True, "optimizer__max_iter": self.path_max_iter}
             model.set_params(**estimator_params(model, params)).fit(X, y, **extra)
             if score is not None:
                 score(model, path[step])

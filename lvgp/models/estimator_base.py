@@ -19,20 +19,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seeds
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
-from ..base.fitting import (
-    EARLY_STOPPING,
-    OPTIMIZERS,
-    BestOfWindowStopping,
-    FitResult,
-    early_stopping_policy,
-    fit_stochastic,
-    minimize,
-    parameter_state,
-)
+from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin
+from ..base.fitting import BestOfWindowStopping, FitResult, fit_stochastic, minimize, parameter_state
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
@@ -78,6 +70,7 @@ _LEGACY_DROPPED = ("memory_budget_gib",)
 
 _SPEC_TAG = "__lvgp_ldk_spec__"
 _USER_KERNEL_TAG = "__lvgp_user_kernel__"
+_FIT_OPTIONS_TAG = "__lvgp_fit_options__"
 
 
 def word_source(word_embeddings: Any, sentence_encoder: Any = None, device: Any = "cpu") -> Any:
@@ -213,6 +206,10 @@ class SavedParamsMixin:
                 out[name] = value.to_dict()
             elif name.endswith("embeddings"):  # word_embeddings, the matcher's source_/target_embeddings
                 out[name] = spec_to_plain(value)  # a table of one's own whole
+            elif isinstance(value, FitOptions):
+                plain = value.to_plain()
+                fields = {k: plain_value(v, f"{name}.{k}") for k, v in plain["fields"].items()}
+                out[name] = {_FIT_OPTIONS_TAG: {**plain, "fields": fields}}
             elif name == "kernel":
                 if value is None:
                     out[name] = None
@@ -233,6 +230,9 @@ class SavedParamsMixin:
             k: v if k in ("vocabulary", "kernel") or k.endswith("embeddings") else restored_value(v)
             for k, v in params.items()
         }
+        for name, value in params.items():
+            if isinstance(value, dict) and _FIT_OPTIONS_TAG in value:
+                params[name] = FitOptions.from_plain(value[_FIT_OPTIONS_TAG])
         if params.get("vocabulary") is not None:
             params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
         for name in [k for k in params if k.endswith("embeddings")]:
@@ -276,6 +276,13 @@ class SavedParamsMixin:
         return rest
 
     @classmethod
+    def _flat_fit_options(cls, params: dict) -> dict:
+        """The arguments of a file written before the fit options were objects (formats 1 and 2), in
+        today's form (:meth:`FitOptionsMixin._flat_fit_options`); as they are for an estimator without
+        fit-option objects."""
+        return params
+
+    @classmethod
     def _format(cls) -> str:
         return f"lvgp.{cls.__name__}/{cls._format_version}"
 
@@ -287,12 +294,15 @@ class SavedParamsMixin:
         from ..base.persistence import SavedFileError, read_saved
 
         legacy = f"lvgp.{cls.__name__}/1"
-        payload = read_saved(path, cls.__name__, (cls._format(), legacy))
+        formats = tuple(f"lvgp.{cls.__name__}/{v}" for v in range(cls._format_version, 0, -1))
+        payload = read_saved(path, cls.__name__, formats)
         try:
             params = cls._restored_params(payload["params"], kernel, path)
             if payload["format"] == legacy:
                 state = payload.get("state_dict", payload.get("model", {}))
                 params = cls._legacy_params(params, state.keys())
+            if int(payload["format"].rsplit("/", 1)[1]) < FitOptionsMixin.format_version:
+                params = cls._flat_fit_options(params)
         except (KeyError, TypeError, AttributeError) as err:
             raise SavedFileError(
                 f"{path} is damaged: its parameters cannot be read ({type(err).__name__}: {err})"
@@ -314,13 +324,12 @@ def _describe_kernel(kernel: Any) -> str:
     return f"factory {getattr(kernel, '__qualname__', type(kernel).__name__)}"
 
 
-class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
+class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
-    style) with at least the fitting options used here (``optimizer``, ``max_iter``,
-    ``lr``, ``tol``, ``early_stopping``, ``validation_fraction``, ``n_iter_no_change``,
-    ``convergence_window``, ``normalize_y``, ``vocabulary``, ``num_words``, ``random_state``, ``verbose``,
-    ``noise_init``, ``outputscale_init``, ``device``) and implement :meth:`_model_inputs` and
-    :meth:`_build_model`.
+    style) with at least the options used here (``optimizer``, an :class:`~lvgp.LBFGS` or
+    :class:`~lvgp.Adam` whose unset fields come from :attr:`_optimizer_defaults`; ``early_stopping``;
+    ``normalize_y``, ``vocabulary``, ``num_words``, ``random_state``, ``verbose``, ``noise_init``,
+    ``outputscale_init``, ``device``) and implement :meth:`_model_inputs` and :meth:`_build_model`.
 
     The model is built on the CPU from the encoded documents, then moved with ``.to(device)``
     (gpytorch's ``ExactGP`` moves its training data with it); inputs go to the device block by
@@ -352,12 +361,21 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         the saved state :meth:`load` will restore, for models whose shapes depend on it)."""
         raise NotImplementedError
 
-    def _validation_interval(self) -> int:
-        return 1
+    _format_version = 3
+    _optimizer_defaults: tuple[FitOptions, ...] = (
+        LBFGS(max_iter=300, tol=1e-7),
+        Adam(max_iter=300, lr=0.05, tol=1e-7, convergence_window=20),
+    )
+    _early_stopping_default = EarlyStopping(validation_fraction=0.1, n_iter_no_change=20, policy="keep-best")
 
-    def _optimizer(self) -> str:
-        """The optimizer of the fit (``"lbfgs"`` or ``"adam"``): the ``optimizer`` parameter."""
-        return str(self.optimizer)
+    def _validation_interval(self, stopping: EarlyStopping) -> int:
+        """Score the validation set every this many iterations (``early_stopping.validation_interval``,
+        default 1)."""
+        return 1 if stopping.validation_interval is None else int(stopping.validation_interval)
+
+    @classmethod
+    def _legacy_optimizer_kind(cls, flat: dict[str, Any], params: dict[str, Any]) -> type[FitOptions]:
+        return Adam if flat.get("optimizer") == "adam" else LBFGS
 
     def _latent_samples(self, purpose: str) -> int:
         """Monte Carlo samples of the latent quantities per objective evaluation or
@@ -386,12 +404,10 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
     # ------------------------------------------------------------------ fitting
     #: the parameters every exact-GP regressor has (subclasses extend it)
     _parameter_constraints: dict[str, list] = {
-        **FITTING,
+        **RUNTIME,
         **documents_input(),
-        "optimizer": [Options(*OPTIMIZERS)],
-        "convergence_window": [Integer(1)],
-        "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
-        "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
+        "optimizer": [None, FitOptionsArgument(LBFGS, Adam, name="optimizer")],
+        "early_stopping": [Boolean(), FitOptionsArgument(EarlyStopping, name="early_stopping")],
         "normalize_y": [Boolean()],
         # the Gaussian likelihood's noise constraint is > 1e-4 (standardized units): nothing at or below it
         "noise_init": [Real(NOISE_FLOOR, open_low=True)],
@@ -415,7 +431,8 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         stopping (otherwise ``early_stopping`` holds out ``validation_fraction``).
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
-        policy = early_stopping_policy(self.early_stopping, "keep-best")
+        stopping = self._early_stopping_options()
+        policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self._encoder.fit_transform(X, unlabeled=unlabeled)
         x = self._documents(x, X, "X")
@@ -437,7 +454,8 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
             x_val = self._documents(self._encoder.transform(X_val, "X_val"), X_val, "X_val")
             y_val_arr = check_targets_array(y_val, x_val.shape[0], "y_val")
         elif policy is not None:
-            train_idx, val_idx = early_stopping_split(n, self.validation_fraction, split_seed)
+            assert stopping is not None
+            train_idx, val_idx = early_stopping_split(n, float(stopping.validation_fraction), split_seed)
             x_val, y_val_arr = x[torch.from_numpy(val_idx)], y_train[val_idx]
             x, y_train = x[torch.from_numpy(train_idx)], y_train[train_idx]
         result = self._fit_model(x, y_train, seed, x_val, y_val_arr)
@@ -518,22 +536,26 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         if x_val is not None and y_val_arr is not None:
             validate = self._validation_score(x_val, y_val_arr)
         params = [p for p in model.parameters() if p.requires_grad]
-        budget = int(self.max_iter if max_iter is None else max_iter)
+        optimizer, stopping = self._optimizer_options(), self._stopping()
+        budget = int(optimizer.max_iter if max_iter is None else max_iter)
         if self._stochastic_objective():
             return self._fit_monte_carlo(params, objective, budget, validate)
+        adam: dict[str, Any] = {}
+        uses_adam = isinstance(optimizer, Adam)  # (a flag: the filled fields are no longer optional)
+        if uses_adam:
+            adam = dict(lr=float(optimizer.lr), convergence_window=int(optimizer.convergence_window))
         return minimize(
             params,
             objective,
-            method=self._optimizer(),
+            method="adam" if adam else "lbfgs",
             max_iter=budget,
-            lr=self.lr,
-            tol=self.tol,
+            tol=float(optimizer.tol),
             validate=validate,
-            validation_interval=self._validation_interval(),
-            n_iter_no_change=self.n_iter_no_change,
-            convergence_window=self.convergence_window,
+            validation_interval=self._validation_interval(stopping),
+            n_iter_no_change=int(stopping.n_iter_no_change),
             verbose=self.verbose,
             desc=self._name,
+            **adam,
         )
 
     def _stochastic_objective(self) -> bool:
@@ -549,12 +571,14 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         validate: Callable[[], float] | None,
     ) -> FitResult:
         """Adam on a Monte Carlo objective in the shared stochastic loop: stopped by
-        :class:`~lvgp.base.fitting.BestOfWindowStopping` (``convergence_window``, ``tol``) and by the
-        validation score's patience (``n_iter_no_change``, scored every ``validation_interval``
-        iterations, the best iterate kept)."""
-        if self._optimizer() != "adam":
-            raise ValueError(f"{self._name}: a Monte Carlo objective needs optimizer='adam'")
-        adam = torch.optim.Adam(params, lr=self.lr)
+        :class:`~lvgp.base.fitting.BestOfWindowStopping` (the optimizer's ``convergence_window`` and
+        ``tol``) and by the validation score's patience (``early_stopping``'s ``n_iter_no_change``,
+        scored every ``validation_interval`` iterations, the best iterate kept)."""
+        optimizer, stopping = self._optimizer_options(), self._stopping()
+        uses_adam = isinstance(optimizer, Adam)  # (a flag: the filled fields are no longer optional)
+        if not uses_adam:
+            raise ValueError(f"{self._name}: a Monte Carlo objective needs optimizer=lvgp.Adam(...)")
+        adam = torch.optim.Adam(params, lr=float(optimizer.lr))
 
         def step(it: int) -> torch.Tensor:
             for p in params:
@@ -567,11 +591,11 @@ class ExactGPRegressorBase(SavedParamsMixin, BagOfWordsInputMixin, RegressorMixi
         return fit_stochastic(
             step,
             max_iter=max_iter,
-            rule=BestOfWindowStopping(int(self.convergence_window), float(self.tol)),
+            rule=BestOfWindowStopping(int(optimizer.convergence_window), float(optimizer.tol)),
             what=self._name,
             validate=validate,
-            validation_interval=self._validation_interval(),
-            n_iter_no_change=int(self.n_iter_no_change),
+            validation_interval=self._validation_interval(stopping),
+            n_iter_no_change=int(stopping.n_iter_no_change),
             state=parameter_state(params),
             warn=False,  # the estimator warns once, in _set_fit_result
             advice="try a smaller learning rate or a larger rho",

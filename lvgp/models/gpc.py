@@ -50,11 +50,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import NUMERICS_SEED, derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Instance, Integer, Options, Real, check_params, documents_input
+from ..base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
-from ..base.fitting import EARLY_STOPPING, PlateauStopping, early_stopping_policy, fit_stochastic, log_prior, minimize
+from ..base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
+from ..base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
@@ -215,6 +216,7 @@ class LDKGPClassifier(
     FittedVocabularyMixin,
     SentenceEncoderMixin,
     KernelParamsMixin,
+    FitOptionsMixin,
     SavedParamsMixin,
     BagOfWordsInputMixin,
     ClassifierMixin,
@@ -259,28 +261,26 @@ class LDKGPClassifier(
             ``ldk-gpc-plus`` study method on 20ng from 0.23 / 0.28 / 0.19 / 0.11 to 0.10 / 0.03 / 0.03 / 0.06
             at 50 / 100 / 200 / 500 documents and lowered its log loss at every size but one (r8 at 200,
             +0.007).
-        max_iter: the L-BFGS budget (Dirichlet).
-        tol: the relative tolerance (Dirichlet: of L-BFGS; variational: of the epoch loss over 10 epochs).
-        early_stopping: choose the budget on held-out documents instead: a stratified
-            ``validation_fraction`` of the training documents
-            (:func:`~lvgp.base.splits.dev_split`) is held out, a fit on the rest
-            is scored after every L-BFGS iteration (variational: every epoch) by the mean
-            negative log predictive probability of the true class, and stops after
-            ``n_iter_no_change`` iterations without improvement; the classifier is then refit
-            on *all* documents for the best iteration count (``best_iter_``), up to ``max_iter``
-            (``max_epochs``) (``True`` or ``"refit"``), or keeps the held-out fit's best iterate
-            (``"keep-best"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`). The MAP word vectors over-fit the marginal likelihood when
-            converged (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
-        validation_fraction: the held-out share of ``early_stopping``.
-        n_iter_no_change: the patience of ``early_stopping``.
+        optimizer: ``None`` or the inference's: the Dirichlet inference an :class:`~lvgp.LBFGS` (defaults
+            ``max_iter=100, tol=1e-6``); the variational one a :class:`~lvgp.MiniBatch` (defaults
+            ``batch_size=None`` (full batch), ``max_epochs=200``, ``lr=0.03`` (Adam's, for the kernel's
+            parameters), ``tol=1e-6`` and ``convergence_window=10`` (the relative change of the epoch
+            loss over that many epochs), ``ngd_lr=0.1``: the natural-gradient step size of q(u), in
+            (0, 1]; a step that leaves q(u) not positive definite (mini-batch curvature estimates scaled
+            by n are noisy) is undone and the step size halved, at most 10 times, with a
+            ``ConvergenceWarning``; ``ngd_lr_`` is the step size at the end). Unset fields take these
+            defaults.
+        early_stopping: ``False``; ``True`` or an :class:`~lvgp.EarlyStopping`: choose the budget on
+            held-out documents instead: a stratified ``validation_fraction`` (default 0.25) of the
+            training documents (:func:`~lvgp.base.splits.dev_split`) is held out, a fit on the rest is
+            scored every ``validation_interval`` (default 1) L-BFGS iterations (variational: epochs) by
+            the mean negative log predictive probability of the true class, and stops after
+            ``n_iter_no_change`` (default 10) iterations without improvement; the classifier is then
+            refit on *all* documents for the best iteration count (``best_iter_``; ``policy="refit"``,
+            the default), or keeps the held-out fit's best iterate (``"keep-best"``). The MAP word
+            vectors over-fit the marginal likelihood when converged
+            (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
         num_inducing: inducing documents of the variational inference.
-        max_epochs: the epoch budget of the variational inference.
-        batch_size: documents per step of the variational inference (``None``: full batch).
-        lr: Adam's step size for the kernel's parameters (variational).
-        ngd_lr: the natural-gradient step size of q(u), in (0, 1] (variational). A step that leaves
-            q(u) not positive definite (mini-batch curvature estimates scaled by n are noisy) is undone
-            and the step size halved, at most 10 times, with a ``ConvergenceWarning``; ``ngd_lr_`` is
-            the step size at the end.
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
@@ -323,16 +323,9 @@ class LDKGPClassifier(
         class_hyperparameters: str = "per-class",
         alpha_epsilon: float = 0.01,
         calibration: str | None = None,
-        max_iter: int = 100,
-        tol: float = 1e-6,
-        early_stopping: bool | str = False,
-        validation_fraction: float = 0.25,
-        n_iter_no_change: int = 10,
+        optimizer: LBFGS | MiniBatch | None = None,
+        early_stopping: bool | EarlyStopping = False,
         num_inducing: int = 128,
-        max_epochs: int = 200,
-        batch_size: int | None = None,
-        lr: float = 0.03,
-        ngd_lr: float = 0.1,
         n_mc_samples: int = 256,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
@@ -347,16 +340,9 @@ class LDKGPClassifier(
         self.class_hyperparameters = class_hyperparameters
         self.alpha_epsilon = alpha_epsilon
         self.calibration = calibration
-        self.max_iter = max_iter
-        self.tol = tol
+        self.optimizer = optimizer
         self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
         self.num_inducing = num_inducing
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.ngd_lr = ngd_lr
         self.n_mc_samples = n_mc_samples
         self.vocabulary = vocabulary
         self.num_words = num_words
@@ -366,28 +352,46 @@ class LDKGPClassifier(
         self.sentence_encoder = sentence_encoder
         self.encoder_kernel = encoder_kernel
 
+    _format_version = 3
+    _optimizer_defaults = (
+        LBFGS(max_iter=100, tol=1e-6),
+        MiniBatch(batch_size=None, max_epochs=200, lr=0.03, tol=1e-6, convergence_window=10, ngd_lr=0.1),
+    )
+    _early_stopping_default = EarlyStopping(
+        validation_fraction=0.25, n_iter_no_change=10, validation_interval=1, policy="refit"
+    )
+    _unused_optimizer_fields = ("max_steps",)
+
     _parameter_constraints: dict[str, list] = {
-        **FITTING,
+        **RUNTIME,
         **documents_input(),
+        "optimizer": [None, FitOptionsArgument(LBFGS, MiniBatch, name="optimizer")],
+        "early_stopping": [Boolean(), FitOptionsArgument(EarlyStopping, name="early_stopping")],
         "kernel": [KernelArgument()],
         "inference": [Options(*INFERENCES)],
         "alpha_epsilon": [Real(0, open_low=True)],
         "calibration": [None, Options("temperature")],
         "class_hyperparameters": [Options(*CLASS_HYPERPARAMETERS)],
-        "early_stopping": [Boolean(), Options(*EARLY_STOPPING)],
-        "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
         "num_inducing": [Integer(1)],
-        "max_epochs": [Integer(1)],
-        "batch_size": [None, Integer(1)],
-        # a natural-gradient step past 1 overshoots q(u) out of the positive-definite cone (seen at 2)
-        "ngd_lr": [Real(0, 1, open_low=True)],
         "n_mc_samples": [Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
     }
 
+    def _default_optimizer_kind(self) -> type[FitOptions]:
+        return LBFGS if self.inference == "dirichlet" else MiniBatch
+
+    @classmethod
+    def _legacy_optimizer_kind(cls, flat: dict[str, Any], params: dict[str, Any]) -> type[FitOptions]:
+        return LBFGS if params.get("inference", "dirichlet") == "dirichlet" else MiniBatch
+
     def _check_params(self) -> None:
         check_params(self)
+        wanted = self._default_optimizer_kind()
+        if self.optimizer is not None and not isinstance(self.optimizer, wanted):
+            raise ValueError(
+                f"optimizer: inference={self.inference!r} fits by lvgp.{wanted.__name__}(...); got {self.optimizer!r}"
+            )
         spec = self._spec
         if spec is not None and spec.variational:
             raise ValueError("kernel.variational: the GP classifier fits MAP word vectors; use variational=False")
@@ -432,7 +436,8 @@ class LDKGPClassifier(
         self._check_params()
         start = time.perf_counter()
         self._encode_clock = 0.0
-        policy = early_stopping_policy(self.early_stopping, "refit")
+        stopping = self._early_stopping_options()
+        policy = None if stopping is None else stopping.policy
         budget: int | None = None
         curve: list[float] = []
         if policy == "keep-best":
@@ -519,11 +524,12 @@ class LDKGPClassifier(
         encoder = DocumentEncoder(self.vocabulary, self.num_words)
         n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split
         _, codes = check_labels(y, n)
-        train, dev = early_stopping_split(n, float(self.validation_fraction), derive_seed(self.random_state), codes)
+        stopping = self._stopping()
+        train, dev = early_stopping_split(n, float(stopping.validation_fraction), derive_seed(self.random_state), codes)
         if not len(dev):
             warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
-                "fitted with the full budget (max_iter / max_epochs)",
+                "fitted with the full budget (the optimizer's max_iter / max_epochs)",
                 UserWarning,
                 stacklevel=4,
             )
@@ -560,7 +566,7 @@ class LDKGPClassifier(
         train, dev, num_words = self._held_out(X, y)
         if not len(dev):
             return None, []
-        probe = clone(self).set_params(early_stopping=False, verbose=False)
+        probe = clone(self).set_params(verbose=False)  # _fit on the parts: early stopping's patience, no hold-out
         if num_words is not None:
             probe.set_params(num_words=num_words)  # the held-out part may hold the largest id
         labels = np.asarray(y)
@@ -580,7 +586,7 @@ class LDKGPClassifier(
         validation: tuple | None = None,
         unlabeled: Documents | None = None,
     ) -> None:
-        """Fit with ``budget`` L-BFGS iterations (epochs) instead of ``max_iter`` (``max_epochs``),
+        """Fit with ``budget`` L-BFGS iterations (epochs) instead of the optimizer's ``max_iter`` (``max_epochs``),
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
@@ -664,14 +670,16 @@ class LDKGPClassifier(
             priors = log_prior(model, exclude=vectors)
             return -(loglik + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
 
+        optimizer, stopping = self._optimizer_options(), self._stopping()
         result = minimize(
             [p for p in model.parameters() if p.requires_grad],
             objective,
             method="lbfgs",
-            max_iter=int(self.max_iter if budget is None else budget),
-            tol=self.tol,
+            max_iter=int(optimizer.max_iter if budget is None else budget),
+            tol=float(optimizer.tol),
             validate=validate,
-            n_iter_no_change=int(self.n_iter_no_change),
+            validation_interval=int(stopping.validation_interval),
+            n_iter_no_change=int(stopping.n_iter_no_change),
             verbose=self.verbose,
             desc="LDK GP classifier",
         )
@@ -722,9 +730,10 @@ class LDKGPClassifier(
             for p in [*self.model_.parameters(), *self.likelihood_.parameters()]
             if p.requires_grad and id(p) not in natural_ids
         ]
-        ngd = gpytorch.optim.NGD(natural, num_data=n, lr=self.ngd_lr)
-        adam = torch.optim.Adam(others, lr=self.lr)
-        batch = n if self.batch_size is None else int(self.batch_size)
+        optimizer, stopping = self._optimizer_options(), self._stopping()
+        ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
+        adam = torch.optim.Adam(others, lr=float(optimizer.lr))
+        batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
         g = torch.Generator().manual_seed(seed)
         self.model_.train()
         self.likelihood_.train()
@@ -779,20 +788,25 @@ class LDKGPClassifier(
             self.likelihood_.load_state_dict(states[1])
 
         hint = (
-            f"The natural-gradient steps of q(u) (ngd_lr={self.ngd_lr}) or the Adam steps (lr={self.lr}) overshot: "
-            "lower ngd_lr (in (0, 1]) or lr."
+            f"The natural-gradient steps of q(u) (ngd_lr={optimizer.ngd_lr}) or the Adam steps (lr={optimizer.lr}) "
+            "overshot: lower the optimizer's ngd_lr (in (0, 1]) or lr."
         )
         with exact_numerics(), covariance_errors("the variational GP classifier", hint):
             # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
             result = fit_stochastic(
                 epoch,
-                max_iter=int(self.max_epochs if budget is None else budget),
-                rule=None if validate is not None else PlateauStopping(window=10, tol=float(self.tol)),
+                max_iter=int(optimizer.max_epochs if budget is None else budget),
+                rule=(
+                    None
+                    if validate is not None
+                    else PlateauStopping(window=int(optimizer.convergence_window), tol=float(optimizer.tol))
+                ),
                 what="the variational GP classifier",
                 budget="max_epochs",
                 unit="epochs",
                 validate=validate,
-                n_iter_no_change=int(self.n_iter_no_change),
+                validation_interval=int(stopping.validation_interval),
+                n_iter_no_change=int(stopping.n_iter_no_change),
                 state=(snapshot, restore),
                 warn=budget is None,  # a chosen budget ends the fit by design
                 stacklevel=5,
@@ -812,7 +826,7 @@ class LDKGPClassifier(
         if before_step["undone"]:
             warn(
                 f"the variational GP classifier: {before_step['undone']} natural-gradient step(s) of q(u) lost its "
-                f"positive definiteness and were undone, each halving the step size: ngd_lr {self.ngd_lr} -> "
+                f"positive definiteness and were undone, each halving the step size: ngd_lr {optimizer.ngd_lr} -> "
                 f"{self.ngd_lr_:g} (ngd_lr_). Mini-batch estimates of the likelihood's curvature, scaled by n = {n:,}, "
                 "are noisy; a smaller ngd_lr avoids the retries",
                 ConvergenceWarning,

@@ -52,9 +52,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import NUMERICS_SEED, derive_seed
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Options, Real, check_params, documents_input
+from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.persistence import SavedFileError, classes_from_plain, classes_to_plain
 from ..base.targets import check_labels
@@ -76,7 +77,7 @@ MULTI_CLASS = ("ovo", "ovr")
 
 #: what may differ between a fit and the warm-started fit after it (``warm_start=True``): the SVM's
 #: box and the optimizer's settings; everything else defines the word vectors being continued
-WARM_START_PARAMS = frozenset({"C", "max_iter", "tol", "svm_tol", "warm_start", "verbose", "device", "random_state"})
+WARM_START_PARAMS = frozenset({"C", "optimizer", "svm_tol", "warm_start", "verbose", "device", "random_state"})
 
 
 def equivalent_rho(rho: float, gamma: float) -> float:
@@ -151,7 +152,13 @@ class OneVersusRestSVC:
 
 
 class LatentSMMClassifier(
-    FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, ClassifierMixin, BaseEstimator
+    FittedVocabularyMixin,
+    KernelParamsMixin,
+    FitOptionsMixin,
+    SavedParamsMixin,
+    BagOfWordsInputMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     r"""Latent support measure machine (thesis ch. 4): an SVM on kernel mean embeddings of
     learned latent word vectors.
@@ -177,13 +184,14 @@ class LatentSMMClassifier(
         C: SVM box constraint.
         multi_class: ``"ovo"`` (the thesis: LIBSVM's one-vs-one machines and votes) or ``"ovr"``
             (one machine per class against the rest; see the module docstring).
-        max_iter: L-BFGS iterations on eq. 4.19.
+        optimizer: ``None`` or an :class:`~lvgp.LBFGS` on eq. 4.19; unset fields take the defaults
+            ``max_iter=300`` iterations and ``tol=1e-6``, the relative decrease of the objective at which
+            L-BFGS stops.
         warm_start: when fitted already, ``fit`` continues from the fitted word vectors (and
             vocabulary) instead of a fresh draw, as scikit-learn's ``warm_start``: a path over
             ``C`` (:data:`WARM_START_PARAMS` may change between the fits; the documents must be the
             previous fit's). :class:`~lvgp.experiments.selection.DevSelected` walks the dev grid's
             C values this way.
-        tol: relative decrease of the objective at which L-BFGS stops.
         svm_tol: LIBSVM's stopping tolerance for the duals (tight: the gradient is exact at the
             dual optimum only).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
@@ -196,11 +204,13 @@ class LatentSMMClassifier(
     Fitted: ``classes_``, ``kernel_`` (the LDK with the learned word vectors), ``svc_`` (LIBSVM
     on the final training Gram), ``objective_curve_`` (eq. 4.19 per L-BFGS iteration),
     ``n_iter_``, ``converged_``, ``word_vectors_``, ``fit_seconds_``, ``n_evaluations_``.
-    A ``ConvergenceWarning`` says when ``max_iter`` ends the fit first; Ctrl-C keeps the
+    A ``ConvergenceWarning`` says when the optimizer's ``max_iter`` ends the fit first; Ctrl-C keeps the
     best vectors so far.
     """
 
     _default_kernel: dict[str, Any] = {"rho": 0.1}
+    _format_version = 3
+    _optimizer_defaults = (LBFGS(max_iter=300, tol=1e-6),)
 
     def __init__(
         self,
@@ -208,8 +218,7 @@ class LatentSMMClassifier(
         *,
         C: float = 32.0,
         multi_class: str = "ovo",
-        max_iter: int = 300,
-        tol: float = 1e-6,
+        optimizer: LBFGS | None = None,
         svm_tol: float = 1e-5,
         warm_start: bool = False,
         vocabulary: Vocabulary | None = None,
@@ -221,8 +230,7 @@ class LatentSMMClassifier(
         self.kernel = kernel
         self.C = C
         self.multi_class = multi_class
-        self.max_iter = max_iter
-        self.tol = tol
+        self.optimizer = optimizer
         self.svm_tol = svm_tol
         self.warm_start = warm_start
         self.vocabulary = vocabulary
@@ -232,7 +240,8 @@ class LatentSMMClassifier(
         self.verbose = verbose
 
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k not in ("lr", "n_iter_no_change")},
+        **RUNTIME,
+        "optimizer": [None, FitOptionsArgument(LBFGS, name="optimizer")],
         **documents_input(),
         "kernel": [KernelArgument(specs_only=True)],
         "C": [Real(0, open_low=True)],
@@ -326,8 +335,8 @@ class LatentSMMClassifier(
             params,
             objective,
             method="lbfgs",
-            max_iter=int(self.max_iter),
-            tol=self.tol,
+            max_iter=int(self._optimizer_options().max_iter),
+            tol=float(self._optimizer_options().tol),
             verbose=self.verbose,
             desc="latent SMM",
         )

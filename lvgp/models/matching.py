@@ -64,9 +64,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import NUMERICS_SEED, derive_seed
 from .._typing import EmbeddingsSpec
-from ..base.constraints import FITTING, Boolean, Embeddings, Integer, Options, Real, check_params
+from ..base.constraints import RUNTIME, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
 from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
+from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
@@ -117,7 +118,7 @@ def _standardized(loadings: np.ndarray) -> np.ndarray:
     return loadings / (loadings.std(0, keepdims=True) + 1e-12)
 
 
-class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
+class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstimator):
     r"""Matching source documents to target documents (e.g. across languages) with LDK.
 
     Args:
@@ -148,21 +149,20 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         learn_identity_weight: fit :math:`\lambda` by eq. 6.8 (default) or keep it where it was put
             (to choose it on dev pairs: eq. 6.8 rewards the identical tokens of the training pairs
             and drives :math:`\lambda` up past where dev precision peaks).
-        batch_size: ``None`` for the full softmax with L-BFGS (default); an integer for Adam on
-            mini-batches with in-batch negatives (large n).
-        max_iter: L-BFGS iterations, or Adam epochs.
-        tol: convergence: L-BFGS stops when an iteration lowers eq. 6.8 by less than this
-            (relative); Adam when the mean mini-batch loss of the last ``convergence_window`` epochs is
-            less than this (relative) below the mean of the window before
-            (:class:`~lvgp.base.fitting.PlateauStopping`, in :func:`~lvgp.base.fitting.fit_stochastic`). A ``ConvergenceWarning`` says when
-            ``max_iter`` ends the fit first.
+        optimizer: ``None`` or an :class:`~lvgp.LBFGS` for the full softmax (defaults ``max_iter=300``,
+            ``tol=1e-6``: L-BFGS stops when an iteration lowers eq. 6.8 by less than this, relative), or
+            a :class:`~lvgp.MiniBatch` for Adam on mini-batches of ``batch_size`` pairs (required) with
+            in-batch negatives, for large n (defaults ``max_epochs=300``, ``lr=0.05``, ``tol=1e-6``,
+            ``convergence_window=10``: it stops when the mean mini-batch loss of the last
+            ``convergence_window`` epochs is less than ``tol`` (relative) below the mean of the window
+            before; :class:`~lvgp.base.fitting.PlateauStopping`, in
+            :func:`~lvgp.base.fitting.fit_stochastic`). A ``ConvergenceWarning`` says when the budget
+            ends the fit first.
         n_iter_no_change: with validation pairs (``fit(..., source_val=, target_val=)``), stop when
             their mean Precision@R over R = 1..50 (eq. 6.15, the area under the precision curve, as
             the study's dev score) has not improved for this many iterations, and keep the best
             iterate. (Eq. 6.8's loss on the validation pairs keeps falling after their precision
             peaks: it rewards confident rankings, not correct ones.)
-        convergence_window: Adam's plateau window in epochs (with ``batch_size``; see ``tol``).
-        lr: Adam step size.
         min_df: the vocabulary filter of each side (fitted on the training texts): a word in at least
             this many (or this share of) training documents.
         max_features: the most frequent words each side keeps (``None``: all).
@@ -188,6 +188,36 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
     """
 
     _default_kernel: dict[str, Any] = {"latent_dim": 8, "rho": 0.01}
+    _format_version = 3
+    _optimizer_defaults = (
+        LBFGS(max_iter=300, tol=1e-6),
+        MiniBatch(max_epochs=300, lr=0.05, tol=1e-6, convergence_window=10),
+    )
+    _unused_optimizer_fields = ("max_steps", "ngd_lr")
+
+    @classmethod
+    def _flat_fit_options(cls, params: dict) -> dict:
+        """Files before format 3: ``batch_size=None`` was L-BFGS for ``max_iter`` iterations, an integer
+        Adam on mini-batches for ``max_iter`` epochs."""
+        flat = {k: params.pop(k) for k in ("batch_size", "max_iter", "tol", "convergence_window", "lr") if k in params}
+        if flat.get("batch_size") is None:
+            params["optimizer"] = LBFGS(max_iter=flat.get("max_iter"), tol=flat.get("tol"))
+        else:
+            params["optimizer"] = MiniBatch(
+                batch_size=flat["batch_size"],
+                max_epochs=flat.get("max_iter"),
+                lr=flat.get("lr"),
+                tol=flat.get("tol"),
+                convergence_window=flat.get("convergence_window"),
+            )
+        return params
+
+    def _check_optimizer(self) -> None:
+        if isinstance(self.optimizer, MiniBatch) and (self.optimizer.batch_size or 0) < 2:
+            raise ValueError(
+                "optimizer.batch_size: the matcher's mini-batches take their negatives from the batch: give at "
+                f"least 2 pairs a batch; got {self.optimizer.batch_size!r}"
+            )
 
     def __init__(
         self,
@@ -198,12 +228,8 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         source_embeddings: EmbeddingsSpec = None,
         target_embeddings: EmbeddingsSpec = None,
         learn_identity_weight: bool = True,
-        batch_size: int | None = None,
-        max_iter: int = 300,
-        tol: float = 1e-6,
+        optimizer: LBFGS | MiniBatch | None = None,
         n_iter_no_change: int = 10,
-        convergence_window: int = 10,
-        lr: float = 0.05,
         min_df: int = 1,
         max_features: int | None = None,
         random_state: int | None = None,
@@ -217,12 +243,8 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         self.source_embeddings = source_embeddings
         self.target_embeddings = target_embeddings
         self.learn_identity_weight = learn_identity_weight
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.tol = tol
+        self.optimizer = optimizer
         self.n_iter_no_change = n_iter_no_change
-        self.convergence_window = convergence_window
-        self.lr = lr
         self.min_df = min_df
         self.max_features = max_features
         self.random_state = random_state
@@ -365,15 +387,15 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items()},
-        "convergence_window": [Integer(1)],
+        **RUNTIME,
+        "optimizer": [None, FitOptionsArgument(LBFGS, MiniBatch, name="optimizer")],
+        "n_iter_no_change": [Integer(1)],
         "kernel": [KernelArgument(specs_only=True)],
         "learn_identity_weight": [Boolean()],
         "tie_identical_tokens": [Boolean()],
         "init": [Options(*INITS)],
         "source_embeddings": [None, Embeddings()],
         "target_embeddings": [None, Embeddings()],
-        "batch_size": [None, Integer(2)],  # in-batch negatives: at least two pairs
         "min_df": [Integer(1), Real(0, 1, open_low=True)],
         "max_features": [None, Integer(1)],
         "dtype": [Options(*FLOAT_DTYPES)],
@@ -394,6 +416,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
                 f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
             )
         check_params(self)
+        self._check_optimizer()
         spec = self._check_kernel()
         if len(source) < 2:
             raise ValueError("matching needs at least two training pairs")
@@ -458,20 +481,22 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         n = len(source)
         validation = self._validation(source_val, target_val)
         start = time.perf_counter()
-        if self.batch_size is None:
+        optimizer = self._optimizer_options()
+        full_batch = isinstance(optimizer, LBFGS)
+        if full_batch:
             result = minimize(
                 params,
                 lambda: self._loss(xs, xt),
                 method="lbfgs",
-                max_iter=int(self.max_iter),
-                tol=self.tol,
+                max_iter=int(optimizer.max_iter),
+                tol=float(optimizer.tol),
                 validate=validation,
                 n_iter_no_change=int(self.n_iter_no_change),
                 verbose=self.verbose,
                 desc="LDK matching",
             )
         else:  # a stochastic objective: the one loop of stochastic fits
-            result = self._fit_minibatches(params, xs, xt, n, seed, validation)
+            result = self._fit_minibatches(optimizer, params, xs, xt, n, seed, validation)
         if fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same distances
             with torch.no_grad():
                 shrink = gamma**-0.5
@@ -484,10 +509,10 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
-        if self.batch_size is None:  # fit_stochastic warns for the mini-batch fit itself
+        if full_batch:  # fit_stochastic warns for the mini-batch fit itself
             result.warn_if_unconverged(
                 "LDK matching",
-                "increase max_iter, or pass validation pairs to stop early",
+                "increase the optimizer's max_iter, or pass validation pairs to stop early",
                 unit="L-BFGS iterations",
                 stacklevel=2,
             )
@@ -498,6 +523,7 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
 
     def _fit_minibatches(
         self,
+        optimizer: Any,
         params: list[torch.nn.Parameter],
         xs: torch.Tensor,
         xt: torch.Tensor,
@@ -507,12 +533,12 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
     ) -> FitResult:
         """Adam on mini-batches with in-batch negatives, an epoch an iteration of
         :func:`~lvgp.base.fitting.fit_stochastic`: the plateau rule on the epochs' mean losses
-        (``convergence_window``, ``tol``), early stopping on the validation pairs (``n_iter_no_change``
-        epochs), keeping the best epoch's parameters."""
+        (the optimizer's ``convergence_window`` and ``tol``), early stopping on the validation pairs
+        (``n_iter_no_change`` epochs), keeping the best epoch's parameters."""
         g = torch.Generator().manual_seed(seed)
-        batch = int(self.batch_size)  # type: ignore[arg-type]
+        batch = int(optimizer.batch_size)
         batches = max(1, n // batch)
-        opt = torch.optim.Adam(params, lr=self.lr)
+        opt = torch.optim.Adam(params, lr=float(optimizer.lr))
 
         def epoch(it: int) -> torch.Tensor:
             perm = torch.randperm(n, generator=g)
@@ -528,10 +554,10 @@ class LDKMatcher(KernelParamsMixin, SavedParamsMixin, BaseEstimator):
 
         return fit_stochastic(
             epoch,
-            max_iter=int(self.max_iter),
-            rule=PlateauStopping(int(self.convergence_window), float(self.tol)),
+            max_iter=int(optimizer.max_epochs),
+            rule=PlateauStopping(int(optimizer.convergence_window), float(optimizer.tol)),
             what="LDK matching (mini-batches)",
-            budget="max_iter",
+            budget="max_epochs",
             unit="epochs",
             validate=validation,
             n_iter_no_change=int(self.n_iter_no_change),

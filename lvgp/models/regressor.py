@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import child_seed
 from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
-from ..base.fitting import OPTIMIZERS
+from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import (
@@ -61,23 +61,20 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         noise_init: the initial noise :math:`\beta^{-1}` (in standardized target units when
             ``normalize_y``), above the likelihood's floor of 1e-4.
         outputscale_init: the initial output scale :math:`\alpha^{-1}` of a spec's kernel.
-        optimizer: ``"auto"`` (Adam for variational word vectors, whose Monte Carlo objective L-BFGS cannot
-            take; L-BFGS otherwise), ``"lbfgs"`` (scipy L-BFGS-B, as in the paper) or ``"adam"``.
-            A Monte Carlo objective trains in :func:`~lvgp.base.fitting.fit_stochastic`, a
-            deterministic one in :func:`~lvgp.base.fitting.minimize`.
-        max_iter: the optimizer's budget in iterations.
-        lr: Adam's learning rate.
-        tol: the convergence tolerance (L-BFGS: relative decrease of the objective; Adam: relative
-            improvement of the best loss over ``convergence_window`` iterations).
-        early_stopping: hold out ``validation_fraction`` of the training documents and stop
-            when their RMSE has not improved for ``n_iter_no_change`` iterations (``fit(..., X_val=,
-            y_val=)`` supplies an explicit set instead); then keep the best iterate (``True`` or
-            ``"keep-best"``) or refit on all the training documents for the best iteration count
-            (``"refit"``; :data:`~lvgp.base.fitting.EARLY_STOPPING`).
-        validation_fraction: the held-out share of the training documents of ``early_stopping``.
-        n_iter_no_change: the patience of ``early_stopping`` (iterations without improvement).
-        convergence_window: Adam's plateau window: converged when the best loss of the last this many
-            iterations improves by less than ``tol`` on the best before.
+        optimizer: ``None``: :class:`~lvgp.Adam` for variational word vectors (whose Monte Carlo
+            objective L-BFGS cannot take), :class:`~lvgp.LBFGS` otherwise (scipy L-BFGS-B, as in the
+            paper); or either object. Unset fields take the defaults ``LBFGS(max_iter=300, tol=1e-7)``
+            and ``Adam(max_iter=300, lr=0.05, tol=1e-7, convergence_window=20)``. A Monte Carlo
+            objective trains in :func:`~lvgp.base.fitting.fit_stochastic`, a deterministic one in
+            :func:`~lvgp.base.fitting.minimize`.
+        early_stopping: ``False``; ``True`` or an :class:`~lvgp.EarlyStopping`: hold out
+            ``validation_fraction`` (default 0.1) of the training documents and stop when their RMSE
+            has not improved for ``n_iter_no_change`` (default 20) iterations, scored every
+            ``validation_interval`` iterations (default 1, or 10 for variational word vectors); then
+            keep the best iterate (``policy="keep-best"``, the default) or refit on all the training
+            documents for the best iteration count (``"refit"``). ``fit(..., X_val=, y_val=)``
+            supplies an explicit set instead (scored with these settings whether or not early
+            stopping is on).
         normalize_y: standardize targets (per output) before fitting; predictions are
             returned in the original units.
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the
@@ -86,8 +83,6 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         elbo_samples: Monte Carlo samples per objective evaluation (variational word vectors).
         predict_samples: Monte Carlo samples per prediction (variational); validation
             during early stopping uses a quarter of them.
-        validation_interval: evaluate the validation score every this many iterations
-            (default 1, or 10 for variational word vectors).
         random_state: seed for the initialization, the validation split and Monte Carlo samples.
         verbose: show a progress bar during fitting.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
@@ -113,7 +108,8 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
 
     Example:
         >>> from lvgp.kernels import LDKSpec
-        >>> reg = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), max_iter=50, random_state=0)
+        >>> from lvgp import LBFGS
+        >>> reg = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=1.0), optimizer=LBFGS(max_iter=50), random_state=0)
         >>> reg.fit(["great film", "awful film", "great acting", "awful plot"], [1.0, -1.0, 1.2, -0.8])  # doctest: +SKIP
         >>> reg.predict(["great plot"], return_std=True)  # doctest: +SKIP
     """
@@ -128,20 +124,13 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         mean: str = "constant",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
-        optimizer: str = "auto",
-        max_iter: int = 300,
-        lr: float = 0.05,
-        tol: float = 1e-7,
-        early_stopping: bool | str = False,
-        validation_fraction: float = 0.1,
-        n_iter_no_change: int = 20,
-        convergence_window: int = 20,
+        optimizer: LBFGS | Adam | None = None,
+        early_stopping: bool | EarlyStopping = False,
         normalize_y: bool = True,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         elbo_samples: int = 1,
         predict_samples: int = 32,
-        validation_interval: int | None = None,
         random_state: int | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
@@ -153,19 +142,12 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         self.noise_init = noise_init
         self.outputscale_init = outputscale_init
         self.optimizer = optimizer
-        self.max_iter = max_iter
-        self.lr = lr
-        self.tol = tol
         self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.convergence_window = convergence_window
         self.normalize_y = normalize_y
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.elbo_samples = elbo_samples
         self.predict_samples = predict_samples
-        self.validation_interval = validation_interval
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
@@ -201,11 +183,9 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
 
     _parameter_constraints: dict[str, list] = {
         **ExactGPRegressorBase._parameter_constraints,
-        "optimizer": [Options("auto", *OPTIMIZERS)],
         "kernel": [KernelArgument()],
         "elbo_samples": [Integer(1)],
         "predict_samples": [Integer(1)],
-        "validation_interval": [None, Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
     }
@@ -213,9 +193,10 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
     def _check_params(self) -> None:
         super()._check_params()
         spec = self._spec
-        if spec is not None and spec.variational and self.optimizer == "lbfgs":
+        if spec is not None and spec.variational and isinstance(self.optimizer, LBFGS):
             raise ValueError(
-                "kernel.variational=True has a stochastic (Monte Carlo) objective: use optimizer='adam' (or 'auto')"
+                "kernel.variational=True has a stochastic (Monte Carlo) objective: use optimizer=lvgp.Adam(...) "
+                "(or None)"
             )
 
     def _word_embeddings(self) -> Any:
@@ -248,27 +229,32 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=covar).double()
         self._init_hyperparameters(model)
         variational = variational_word_vectors(model.covar_module)
-        if variational and self.optimizer == "lbfgs":
+        if variational and isinstance(self.optimizer, LBFGS):
             raise ValueError(
-                "the kernel's word vectors are variational (a Monte Carlo objective): use optimizer='adam'"
+                "the kernel's word vectors are variational (a Monte Carlo objective): use optimizer=lvgp.Adam(...)"
             )
         for vectors in variational:
             vectors.sample_generator = torch.Generator().manual_seed(child_seed(seed, "word-vector-draws"))
         return model
 
-    def _optimizer(self) -> str:
-        if self.optimizer != "auto":
-            return str(self.optimizer)
-        spec = self._spec
-        variational = self._variational() if hasattr(self, "model_") else bool(spec is not None and spec.variational)
-        return "adam" if variational else "lbfgs"
+    def _default_optimizer_kind(self) -> type[FitOptions]:
+        return Adam if self._variational() else LBFGS
+
+    @classmethod
+    def _legacy_optimizer_kind(cls, flat: dict[str, Any], params: dict[str, Any]) -> type[FitOptions]:
+        """Files before format 3: ``optimizer="auto"`` was Adam for variational word vectors."""
+        if flat.get("optimizer", "auto") == "auto":
+            spec = params.get("kernel")
+            kernel = spec if isinstance(spec, LDKSpec) else LDKSpec(**cls._default_kernel) if spec is None else None
+            return Adam if kernel is not None and kernel.variational else LBFGS
+        return Adam if flat["optimizer"] == "adam" else LBFGS
 
     def _stochastic_objective(self) -> bool:
         return self._variational()
 
-    def _validation_interval(self) -> int:
-        if self.validation_interval is not None:
-            return int(self.validation_interval)
+    def _validation_interval(self, stopping: EarlyStopping) -> int:
+        if stopping.validation_interval is not None:
+            return int(stopping.validation_interval)
         return 10 if self._variational() else 1
 
     def _variational(self) -> bool:

@@ -46,10 +46,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import derive_seed, derive_seeds, seeded_torch
 from .._typing import Documents, TensorLike
-from ..base.constraints import FITTING, Boolean, Integer, Options, Real, check_params, documents_input
+from ..base.constraints import RUNTIME, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import PlateauStopping, fit_stochastic
 from ..base.numerics import NOISE_FLOOR, exact_numerics
 from ..base.targets import check_targets_array
@@ -148,7 +149,13 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
 
 
 class SparseGPLVSMRegressor(
-    FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator
+    FittedVocabularyMixin,
+    KernelParamsMixin,
+    FitOptionsMixin,
+    SavedParamsMixin,
+    BagOfWordsInputMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     r"""Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
 
@@ -171,15 +178,13 @@ class SparseGPLVSMRegressor(
             ``callable(num_words) -> Kernel``.
         num_inducing: M inducing documents (see the module docstring), chosen by ``inducing``
             (``"kmeans++"`` or ``"random"``) among the training documents.
-        batch_size: documents per step.
-        max_steps: the budget in Adam steps (whatever ``n``: 2000 steps are 500 epochs of 1,000
-            documents at batch 256, or 10 epochs of 50,000).
-        max_epochs: an optional cap on the passes over the data.
-        tol: training stops (converged) when the mean loss of the last ``convergence_window`` steps is
-            less than ``tol`` (relative) below the mean of the window before; when the budget ends
-            first, a ``ConvergenceWarning`` says so.
-        convergence_window: the steps of each window of that rule.
-        lr: Adam's step size.
+        optimizer: ``None`` or a :class:`~lvgp.MiniBatch`; unset fields take the defaults: ``batch_size=256``
+            documents per step; ``max_steps=2000``, the budget in Adam steps (whatever ``n``: 2000 steps
+            are 500 epochs of 1,000 documents at batch 256, or 10 epochs of 50,000); ``max_epochs=None``,
+            an optional cap on the passes over the data; ``tol=1e-3``: training stops (converged) when
+            the mean loss of the last ``convergence_window=100`` steps is less than ``tol`` (relative)
+            below the mean of the window before (when the budget ends first, a ``ConvergenceWarning``
+            says so); ``lr=0.02``, Adam's step size.
         inducing: how the inducing documents are chosen: ``"kmeans++"`` or ``"random"``.
         noise_init: the initial noise variance (standardized targets), above the likelihood's floor of 1e-4.
         outputscale_init: the initial output scale of a spec's kernel.
@@ -207,18 +212,18 @@ class SparseGPLVSMRegressor(
 
     #: ``kernel=None``: :meth:`LDKSpec.variational_bow() <lvgp.kernels.LDKSpec.variational_bow>`
     _default_kernel: dict[str, Any] = LDKSpec.variational_bow().get_params()
+    _format_version = 3
+    _optimizer_defaults = (
+        MiniBatch(batch_size=256, max_steps=2000, max_epochs=None, lr=0.02, tol=1e-3, convergence_window=100),
+    )
+    _unused_optimizer_fields = ("ngd_lr",)
 
     def __init__(
         self,
         kernel: KernelArg = None,
         *,
         num_inducing: int = 64,
-        batch_size: int = 256,
-        max_steps: int = 2000,
-        max_epochs: int | None = None,
-        tol: float = 1e-3,
-        convergence_window: int = 100,
-        lr: float = 0.02,
+        optimizer: MiniBatch | None = None,
         inducing: str = "kmeans++",
         noise_init: float = 0.5,
         outputscale_init: float = 1.0,
@@ -233,12 +238,7 @@ class SparseGPLVSMRegressor(
     ):
         self.kernel = kernel
         self.num_inducing = num_inducing
-        self.batch_size = batch_size
-        self.max_steps = max_steps
-        self.max_epochs = max_epochs
-        self.tol = tol
-        self.convergence_window = convergence_window
-        self.lr = lr
+        self.optimizer = optimizer
         self.inducing = inducing
         self.noise_init = noise_init
         self.outputscale_init = outputscale_init
@@ -286,14 +286,11 @@ class SparseGPLVSMRegressor(
         self.likelihood_.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
 
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k in ("tol", "lr", "random_state", "verbose", "device")},
+        **RUNTIME,
         **documents_input(),
+        "optimizer": [None, FitOptionsArgument(MiniBatch, name="optimizer")],
         "kernel": [KernelArgument()],
         "num_inducing": [Integer(1)],
-        "batch_size": [Integer(1)],
-        "max_steps": [Integer(1)],
-        "max_epochs": [None, Integer(1)],
-        "convergence_window": [Integer(1)],
         "inducing": [Options("kmeans++", "random")],
         "noise_init": [Real(NOISE_FLOOR, open_low=True)],
         "outputscale_init": [Real(0, open_low=True)],
@@ -401,7 +398,8 @@ class SparseGPLVSMRegressor(
         # would subtract their KL (an added loss term of the exact GP's convention) without dividing by n
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n, combine_terms=not variational)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
-        opt = torch.optim.Adam(params, lr=self.lr)
+        optimizer = self._optimizer_options()
+        opt = torch.optim.Adam(params, lr=float(optimizer.lr))
         g = torch.Generator().manual_seed(seed)
         samples = torch.Generator().manual_seed(derive_seeds(seed, 2)[1])  # the word vectors' draws, one a step
 
@@ -426,7 +424,7 @@ class SparseGPLVSMRegressor(
         order: dict[str, Any] = {"perm": None, "next": n}  # the current epoch's permutation and position
 
         def exhausted() -> str | None:  # max_epochs caps the passes over the data
-            if order["next"] >= n and self.max_epochs is not None and len(epoch_ends) >= self.max_epochs:
+            if order["next"] >= n and optimizer.max_epochs is not None and len(epoch_ends) >= optimizer.max_epochs:
                 return "max_epochs"
             return None
 
@@ -437,8 +435,8 @@ class SparseGPLVSMRegressor(
         def step(it: int) -> torch.Tensor:
             if order["next"] >= n:  # a new epoch: a new permutation of the documents
                 order["perm"], order["next"] = torch.randperm(n, generator=g), 0
-            batch = order["perm"][order["next"] : order["next"] + self.batch_size]
-            order["next"] += self.batch_size
+            batch = order["perm"][order["next"] : order["next"] + int(optimizer.batch_size)]
+            order["next"] += int(optimizer.batch_size)
             opt.zero_grad()
             loss = backward_on_share(batch, share_loss, params, rank, world_size, device)
             opt.step()
@@ -451,8 +449,8 @@ class SparseGPLVSMRegressor(
             # every rank sees the same losses, hence the same decisions; rank 0 reports
             result = fit_stochastic(
                 step,
-                max_iter=int(self.max_steps),
-                rule=PlateauStopping(int(self.convergence_window), self.tol),
+                max_iter=int(optimizer.max_steps),
+                rule=PlateauStopping(int(optimizer.convergence_window), float(optimizer.tol)),
                 what="sparse GP-LVSM",
                 budget="max_steps",
                 unit="steps",

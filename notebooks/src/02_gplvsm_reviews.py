@@ -33,7 +33,7 @@ max_iter, vb_iter = (15, 15) if smoke_test else (300, 400)
 warnings.filterwarnings("ignore", message=".*did not converge.*")
 
 # %%
-from lvgp import GPLVSMRegressor, Vocabulary
+from lvgp import LBFGS, Adam, GPLVSMRegressor, Vocabulary
 from lvgp.baselines.linear import DevTunedLinearRegression
 from lvgp.datasets import load_review_snippets
 from lvgp.kernels import LDKSpec
@@ -62,7 +62,9 @@ def rmse(model, idx):
     return float(np.sqrt(np.mean((model.predict(list(texts[idx])) - y[idx]) ** 2)))
 
 
-gplvsm = GPLVSMRegressor(LDKSpec(latent_dim=2, rho=10.0), vocabulary=vocab, max_iter=max_iter, random_state=0)
+gplvsm = GPLVSMRegressor(
+    LDKSpec(latent_dim=2, rho=10.0), vocabulary=vocab, optimizer=LBFGS(max_iter=max_iter), random_state=0
+)
 gplvsm.fit(list(texts[train]), y[train], X_val=list(texts[dev]), y_val=y[dev])
 ridge = DevTunedLinearRegression("ridge", vocabulary=vocab).fit(list(texts[train]), y[train], list(texts[dev]), y[dev])
 print(f"GP-LVSM (MAP) test RMSE {rmse(gplvsm, test):.3f}; ridge {rmse(ridge, test):.3f}")
@@ -81,9 +83,7 @@ plt.show()
 vb = GPLVSMRegressor(
     LDKSpec(latent_dim=2, rho=0.3, word_embeddings="glove-6b-50d", variational=True, length_kernel=True),
     vocabulary=vocab,
-    optimizer="adam",
-    lr=0.05,
-    max_iter=vb_iter,
+    optimizer=Adam(max_iter=vb_iter, lr=0.05),
     predict_samples=8 if smoke_test else 16,
     random_state=0,
 )

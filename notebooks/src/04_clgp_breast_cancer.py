@@ -31,6 +31,7 @@ smoke_test = "CI" in os.environ
 torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
 
 # %%
+from lvgp import Adam
 from lvgp.baselines.frequency import (
     BigramDirichletMultinomial,
     MultinomialModel,
@@ -76,9 +77,7 @@ print(f"{len(train)} training rows; {len(test)} test rows, one value hidden in e
 settings = dict(
     num_inducing=10 if smoke_test else 50,
     samples=2 if smoke_test else 5,
-    optimizer="adam",
-    lr=0.05,
-    max_iter=30 if smoke_test else 1000,
+    optimizer=Adam(max_iter=30 if smoke_test else 1000, lr=0.05),
     impute_iter=20 if smoke_test else 300,
     predict_samples=20 if smoke_test else 200,
     random_state=0,

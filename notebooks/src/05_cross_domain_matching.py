@@ -35,7 +35,7 @@ smoke_test = "CI" in os.environ
 torch.set_num_threads(int(os.environ.get("LVGP_THREADS", "1")))
 
 # %%
-from lvgp import LDKMatcher
+from lvgp import LBFGS, LDKMatcher
 from lvgp.baselines.cca import KernelCCAMatcher
 from lvgp.experiments.matching import MatchingStudy, prepare
 from lvgp.kernels import LDKSpec
@@ -66,7 +66,7 @@ print(train_en[0].split("\n")[0], "<->", train_de[0].split("\n")[0])
 # technical terms), started from tf-idf CCA's solution and with idf-weighted documents.
 
 # %%
-budget = dict(min_df=1, max_iter=15 if smoke_test else 300, random_state=0)
+budget = dict(min_df=1, optimizer=LBFGS(max_iter=15 if smoke_test else 300), random_state=0)
 ldk = LDKMatcher(LDKSpec(latent_dim=8, rho=0.01, gamma=1.0), **budget).fit(train_en, train_de)
 tied = LDKMatcher(
     LDKSpec(latent_dim=8, rho=0.01, word_weighting="idf"), tie_identical_tokens=True, init="cca", **budget

@@ -41,7 +41,7 @@ n_train, n_test, n_steps = (60, 60, 10) if smoke_test else (500, 1000, 150)
 # %%
 from gpytorch.kernels import LinearKernel, ScaleKernel
 
-from lvgp import BagOfWordsKernel, LatentDistributionKernel, PaddedExactGP, Vocabulary
+from lvgp import Adam, BagOfWordsKernel, LatentDistributionKernel, PaddedExactGP, Vocabulary
 from lvgp.base.metrics import gaussian_nlpd, interval_coverage
 from lvgp.datasets import load_review_snippets
 from lvgp.encoders import SentenceEncoder
@@ -183,7 +183,7 @@ plt.show()
 # %%
 from lvgp import GPLVSMRegressor
 
-reg = GPLVSMRegressor(vocabulary=vocab, sentence_encoder=encoder, max_iter=n_steps, random_state=0)
+reg = GPLVSMRegressor(vocabulary=vocab, sentence_encoder=encoder, optimizer=Adam(max_iter=n_steps), random_state=0)
 reg.fit(list(texts[train]), y[train].numpy())
 mean, std = reg.predict(list(texts[test]), return_std=True)
 target = y[test].numpy()

@@ -24,8 +24,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ..._random import child_seed, derive_seeds, rng_of
-from ...base.constraints import FITTING, Boolean, Integer, Options, Real, check_params
+from ...base.constraints import RUNTIME, Boolean, Integer, Options, Real, check_params
 from ...base.device import FLOAT_DTYPES, check_device, to_host
+from ...base.fit_options import Adam, FitOptionsArgument, FitOptionsMixin, RMSprop
 from ...base.fitting import PlateauStopping, fit_stochastic
 from ...warnings import warn
 from .model import CategoricalLatentGP
@@ -107,7 +108,7 @@ def paper_scale_step(iteration: int) -> float:
     return 1e-2 * 0.2 * 100 / (iteration + 100)
 
 
-class CLGP(BaseEstimator):
+class CLGP(FitOptionsMixin, BaseEstimator):
     """The categorical latent Gaussian process (``covariance="rbf"``) or the linear LGM
     (``covariance="linear"``), fitted by maximizing the Monte Carlo ELBO.
 
@@ -115,8 +116,11 @@ class CLGP(BaseEstimator):
         latent_dim, num_inducing: Q and M.
         covariance: ``"rbf"`` (CLGP) or ``"linear"`` (LGM: no KL on U).
         samples: Monte Carlo samples of (X, U, F) per ELBO evaluation (vectorized).
-        optimizer: ``"rmsprop"`` (the paper) or ``"adam"``; ``lr`` its step size.
-        max_iter: iterations over the training data (full batch).
+        optimizer: ``None`` or an :class:`~lvgp.RMSprop` (the paper) or :class:`~lvgp.Adam`, over the
+            training data (full batch); unset fields take the defaults ``max_iter=500`` iterations,
+            ``lr=0.01``, ``tol=1e-4`` and ``convergence_window=50``: after the warm-up, fitting stops
+            when the mean loss of the last ``convergence_window`` steps is less than ``tol`` (relative)
+            below the ones before; a ``ConvergenceWarning`` when ``max_iter`` ends it.
         init: initial latent means: ``"pca"`` (the first Q principal components of the
             one-hot rows, missing entries at their column means, scaled to unit variance;
             the usual GP-LVM initialization, and inducing inputs on a random subset of them) or
@@ -140,7 +144,7 @@ class CLGP(BaseEstimator):
             samples) and ``"joint"`` a better ELBO with a worse perplexity (1.29),
             because the ELBO's own optimum encodes the rows vaguely (results/README.md,
             "Categorical imputation"; ``benchmarks/clgp_xor.py --bound``).
-        kl_warmup: fraction of ``max_iter`` over which the weight of KL(q(x)||p(x)) rises
+        kl_warmup: fraction of the optimizer's ``max_iter`` over which the weight of KL(q(x)||p(x)) rises
             linearly from 0 to 1 (then the objective is the exact ELBO). Without it the
             optimizer tends to collapse q(x) onto the prior first (an uninformative local
             optimum the KL makes cheap); 0 disables it.
@@ -148,8 +152,6 @@ class CLGP(BaseEstimator):
         predict_samples: Monte Carlo samples for predictive probabilities.
         restarts: independent fits from different random starts; the one with the best final
             training ELBO is kept (never chosen by test data).
-        tol: after the warm-up, fitting stops when the mean loss of the last 50 steps is less than
-            ``tol`` (relative) below the 50 before; a ``ConvergenceWarning`` when ``max_iter`` ends it.
         dtype: ``"float32"`` (default: the Monte Carlo ELBO's noise is far above float32's
             rounding, and a breast-cancer fit takes 9.6 s instead of 16.5 s with the same
             perplexity: benchmarks/clgp_fit.py) or ``"float64"``; the jitter on K_MM's diagonal
@@ -176,9 +178,7 @@ class CLGP(BaseEstimator):
         num_inducing: int = 50,
         covariance: str = "rbf",
         samples: int = 5,
-        optimizer: str = "rmsprop",
-        lr: float = 0.01,
-        max_iter: int = 500,
+        optimizer: RMSprop | Adam | None = None,
         init: str = "pca",
         lengthscale_init: float = 1.0,
         latent_scale: str = "auto",
@@ -187,7 +187,6 @@ class CLGP(BaseEstimator):
         predict_samples: int = 200,
         restarts: int = 1,
         alternate: bool = False,
-        tol: float = 1e-4,
         dtype: str = "float32",
         random_state: int | None = None,
         device: str | torch.device = "cpu",
@@ -198,8 +197,6 @@ class CLGP(BaseEstimator):
         self.covariance = covariance
         self.samples = samples
         self.optimizer = optimizer
-        self.lr = lr
-        self.max_iter = max_iter
         self.init = init
         self.lengthscale_init = lengthscale_init
         self.latent_scale = latent_scale
@@ -208,7 +205,6 @@ class CLGP(BaseEstimator):
         self.predict_samples = predict_samples
         self.restarts = restarts
         self.alternate = alternate
-        self.tol = tol
         self.dtype = dtype
         self.random_state = random_state
         self.device = device
@@ -222,15 +218,20 @@ class CLGP(BaseEstimator):
     # Pyro syncs PyroModule parameters with its *global* param store by name, so a second
     # model in one process would silently adopt the first one's tensors; every use of a model
     # runs with module-local parameters instead.
+    _optimizer_defaults = (
+        RMSprop(max_iter=500, lr=0.01, tol=1e-4, convergence_window=50),
+        Adam(max_iter=500, lr=0.01, tol=1e-4, convergence_window=50),
+    )
+
     _local_params = staticmethod(lambda: pyro.settings.context(module_local_params=True))
 
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k != "n_iter_no_change"},
+        **RUNTIME,
         "latent_dim": [Integer(1)],
         "num_inducing": [Integer(1)],
         "covariance": [Options("rbf", "linear")],
         "samples": [Integer(1)],
-        "optimizer": [Options("rmsprop", "adam")],
+        "optimizer": [None, FitOptionsArgument(RMSprop, Adam, name="optimizer")],
         "init": [Options("pca", "random")],
         "lengthscale_init": [Real(0, open_low=True)],
         "latent_scale": [Options(*LATENT_SCALES)],
@@ -265,7 +266,8 @@ class CLGP(BaseEstimator):
         q(x) fixed, then q(x) with the others fixed (the paper's section 4 schedule). ``scales``
         (the unconstrained log standard deviations of q(x), among ``params``) take
         :func:`paper_scale_step` gradient steps when ``latent_scale="paper"``."""
-        make = torch.optim.RMSprop if self.optimizer == "rmsprop" else torch.optim.Adam
+        optimizer = self._optimizer_options()
+        make = torch.optim.RMSprop if isinstance(optimizer, RMSprop) else torch.optim.Adam
         slow = {id(t) for t in scales} if scales and self._scale_rule() == "paper" else set()
         latent_ids = {id(t) for t in latent or []}
         groups = [[t for t in params if id(t) not in latent_ids]] + ([list(latent)] if latent else [])
@@ -273,7 +275,7 @@ class CLGP(BaseEstimator):
         scale_steps: list[torch.optim.Optimizer] = []  # plain SGD on the slow scales, step size set per iteration
         for group in groups:
             fast = [t for t in group if id(t) not in slow]
-            steps.append([make(fast, lr=self.lr)] if fast else [])
+            steps.append([make(fast, lr=float(optimizer.lr))] if fast else [])
             if any(id(t) in slow for t in group):
                 scale_steps.append(torch.optim.SGD([t for t in group if id(t) in slow], lr=paper_scale_step(0)))
                 steps[-1].append(scale_steps[-1])
@@ -293,7 +295,11 @@ class CLGP(BaseEstimator):
                     opt.step()
             return loss
 
-        rule = PlateauStopping(50, self.tol, start=warmup) if stop_early else None
+        rule = (
+            PlateauStopping(int(optimizer.convergence_window), float(optimizer.tol), start=warmup)
+            if stop_early
+            else None
+        )
         try:
             # the losses stay on the device, read back where the rule decides (and at least every 50
             # iterations); imputation (no early stop) reads them once at the end
@@ -414,9 +420,9 @@ class CLGP(BaseEstimator):
             model,
             list(model.parameters()),
             lambda: -model.elbo(y, mask, self.samples, generator=generator),
-            self.max_iter,
+            int(self._optimizer_options().max_iter),
             "CLGP" if self.covariance == "rbf" else "LGM",
-            warmup=int(self.kl_warmup * self.max_iter),
+            warmup=int(self.kl_warmup * self._optimizer_options().max_iter),
             latent=[p for n, p in model.named_parameters() if n.startswith(("x_loc", "x_scale"))]
             if self.alternate
             else None,

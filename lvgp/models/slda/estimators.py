@@ -25,9 +25,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._random import derive_seed, rng_of, seeded_torch
 from ..._typing import Documents, TensorLike
-from ...base.constraints import FITTING, Boolean, Instance, Integer, Options, RandomState, Real, check_params
+from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.device import check_device, to_host
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ...base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic
 from ...base.pyro import svi_step
 from ...base.targets import check_labels, check_targets_array
@@ -49,10 +50,12 @@ def _check_docs(x: torch.Tensor, name: str = "X") -> np.ndarray:
     return x.numpy()
 
 
-class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
+class _TopicModelBase(FitOptionsMixin, BagOfWordsInputMixin, BaseEstimator):
     """Shared input handling, SVI loop and inspection."""
 
     _response = "gaussian"
+    _optimizer_defaults = (MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),)
+    _unused_optimizer_fields = ("max_steps", "ngd_lr")
 
     def _encode_fit(self, X: Documents) -> np.ndarray:
         self._encoder = DocumentEncoder(self.vocabulary, None)
@@ -81,13 +84,11 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
 
     #: the parameters the sLDA estimators share (each class adds its own)
     _parameter_constraints: dict[str, list] = {
-        **{k: v for k, v in FITTING.items() if k not in ("max_iter", "n_iter_no_change")},
-        "convergence_window": [Integer(1)],
+        **RUNTIME,
+        "optimizer": [None, FitOptionsArgument(MiniBatch, name="optimizer")],
         "n_topics": [Integer(1)],
         "alpha": [None, Real(0, open_low=True)],
         "learn_alpha": [Boolean()],
-        "max_epochs": [Integer(1)],
-        "batch_size": [Integer(1)],
         "sweeps": [Integer(1)],
         "vocabulary": [None, Instance(Vocabulary, name="an lvgp.Vocabulary")],
     }
@@ -127,10 +128,11 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
             model.sigma = torch.tensor(float(y.std()) if len(y) > 1 and y.std() > 0 else 1.0, dtype=torch.float64)
         device = check_device(self.device)
         model = model.to(device)
-        optim, elbo = ClippedAdam({"lr": self.lr, "clip_norm": 10.0}), Trace_ELBO()
+        optimizer = self._optimizer_options()
+        optim, elbo = ClippedAdam({"lr": float(optimizer.lr), "clip_norm": 10.0}), Trace_ELBO()
         ids_all, y = torch.from_numpy(x).to(device), y.to(device)
         n = len(x)
-        batch = min(self.batch_size, n)
+        batch = min(int(optimizer.batch_size), n)
         self.loss_curve_: list[float] = []
         self.converged_ = False
         # warm starts of the local step: every document's gamma from its previous visit
@@ -154,8 +156,8 @@ class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
 
         result = fit_stochastic(
             epoch,
-            max_iter=int(self.max_epochs),
-            rule=PlateauStopping(int(self.convergence_window), float(self.tol)),
+            max_iter=int(optimizer.max_epochs),
+            rule=PlateauStopping(int(optimizer.convergence_window), float(optimizer.tol)),
             what="the sLDA ELBO",
             budget="max_epochs",
             unit="epochs",
@@ -218,13 +220,15 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         inference: ``"svi"`` (Pyro, mini-batches) or ``"em"`` (the paper's variational EM;
             Gaussian only).
         alpha, learn_alpha: Dirichlet parameter (default 1/K, fixed).
-        max_epochs, batch_size, lr, sweeps, tol, convergence_window: SVI settings (epochs over the
-            documents; ``sweeps`` coordinate-ascent rounds of each document's local step, warm-started
-            from the document's previous visit; converged when the mean epoch loss of the last
-            ``convergence_window`` epochs is less than ``tol`` (relative) below the mean of the
-            ``convergence_window`` before: :class:`~lvgp.base.fitting.PlateauStopping`). Longer training
-            lowers held-out pR^2 on review sentences (movie snippets, K=20: 0.354 after 20 epochs,
-            0.321 after 79), hence the loose default ``tol``.
+        optimizer: the SVI's, ``None`` or a :class:`~lvgp.MiniBatch` whose unset fields take the defaults
+            ``max_epochs=200`` (epochs over the documents), ``batch_size=256``, ``lr=0.02`` (Pyro's
+            clipped Adam), ``tol=1e-3`` and ``convergence_window=3``: converged when the mean epoch loss
+            of the last ``convergence_window`` epochs is less than ``tol`` (relative) below the mean of
+            the ``convergence_window`` before (:class:`~lvgp.base.fitting.PlateauStopping`). Longer
+            training lowers held-out pR^2 on review sentences (movie snippets, K=20: 0.354 after 20
+            epochs, 0.321 after 79), hence the loose default ``tol``.
+        sweeps: coordinate-ascent rounds of each document's local step, warm-started from the
+            document's previous visit.
         em_max_iter: EM iterations (``inference="em"``).
         em_eta_scale: the EM's initial eta, a grid on ``[-s, s]`` in standardized target units
             (the fit depends on it: movie snippets, K = 20, held-out pR^2 0.341 from s = 0.52 and
@@ -263,12 +267,8 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         inference: str = "svi",
         alpha: float | None = None,
         learn_alpha: bool = False,
-        max_epochs: int = 200,
-        batch_size: int = 256,
-        lr: float = 0.02,
+        optimizer: MiniBatch | None = None,
         sweeps: int = 3,
-        tol: float = 1e-3,
-        convergence_window: int = 3,
         em_max_iter: int = 100,
         em_eta_scale: float | str = "auto",
         refit_eta: bool | None = None,
@@ -282,12 +282,8 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         self.inference = inference
         self.alpha = alpha
         self.learn_alpha = learn_alpha
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
+        self.optimizer = optimizer
         self.sweeps = sweeps
-        self.tol = tol
-        self.convergence_window = convergence_window
         self.em_max_iter = em_max_iter
         self.em_eta_scale = em_eta_scale
         self.refit_eta = refit_eta
@@ -414,12 +410,8 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         *,
         alpha: float | None = None,
         learn_alpha: bool = False,
-        max_epochs: int = 200,
-        batch_size: int = 256,
-        lr: float = 0.02,
+        optimizer: MiniBatch | None = None,
         sweeps: int = 3,
-        tol: float = 1e-3,
-        convergence_window: int = 3,
         vocabulary: Vocabulary | None = None,
         random_state: int | None = None,
         device: str | torch.device = "cpu",
@@ -428,12 +420,8 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         self.n_topics = n_topics
         self.alpha = alpha
         self.learn_alpha = learn_alpha
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
+        self.optimizer = optimizer
         self.sweeps = sweeps
-        self.tol = tol
-        self.convergence_window = convergence_window
         self.vocabulary = vocabulary
         self.random_state = random_state
         self.device = device
@@ -449,7 +437,7 @@ class SLDAClassifier(ClassifierMixin, _TopicModelBase):
         self._fit_svi(x, codes, n_classes=len(self.classes_) if self._response == "categorical" else None)
         self.fit_seconds_ = time.perf_counter() - start
         self.eta_ = self.engine_.eta_
-        self._warn_if_unconverged("sLDA (svi)", "epochs", "increase max_epochs")
+        self._warn_if_unconverged("sLDA (svi)", "epochs", "increase the optimizer's max_epochs")
         return self
 
     def predict_proba(self, X: Documents) -> np.ndarray:

@@ -1,0 +1,372 @@
+"""How an estimator fits, as objects: the optimizer (``optimizer=``) and early stopping on held-out
+data (``early_stopping=``), in the manner of botorch's ``fit.py``, which takes its optimizer as an
+argument, and of :class:`~lvgp.kernels.LDKSpec`, which does the same for the kernel.
+
+* :class:`LBFGS` -- scipy's L-BFGS-B on a deterministic full-batch objective
+  (:func:`~lvgp.base.fitting.minimize`);
+* :class:`Adam` -- Adam on the full-batch objective: a deterministic one in
+  :func:`~lvgp.base.fitting.minimize`, a Monte Carlo one in :func:`~lvgp.base.fitting.fit_stochastic`;
+* :class:`RMSprop` -- RMSprop on the full-batch objective (the categorical latent GP's);
+* :class:`MiniBatch` -- stochastic steps over mini-batches of the training data
+  (:func:`~lvgp.base.fitting.fit_stochastic`);
+* :class:`EarlyStopping` -- score held-out data while fitting and stop when it stops improving.
+
+Every field defaults to ``None``, which stands for *the estimator's* default (each estimator's
+docstring lists them): ``GPLVSMRegressor(LDKSpec.paper(), optimizer=LBFGS(max_iter=50))`` changes the
+budget and keeps the estimator's tolerance. The objects are frozen (``options.replace(lr=0.1)`` makes
+a new one) and speak scikit-learn's parameter protocol, so that ``clone``, ``get_params(deep=True)``,
+``set_params(optimizer__max_iter=50)`` and ``GridSearchCV(est, {"optimizer__lr": [0.01, 0.1]})`` work;
+a saved estimator writes them as their fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, Self
+
+from .constraints import Constraint, Integer, Options, Real, check_values
+
+__all__ = [
+    "FitOptions",
+    "LBFGS",
+    "Adam",
+    "RMSprop",
+    "MiniBatch",
+    "EarlyStopping",
+    "FitOptionsArgument",
+    "FitOptionsMixin",
+    "EARLY_STOPPING",
+]
+
+#: the early-stopping policies: after the held-out fit, keep its best iterate (``"keep-best"``) or
+#: refit on all the training data for the best iteration count (``"refit"``)
+EARLY_STOPPING = ("keep-best", "refit")
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOptions:
+    """The base of the fit-option objects: frozen fields, ``None`` for the estimator's default."""
+
+    #: the constraints of the fields (``None`` is always allowed: the estimator's default)
+    _constraints: ClassVar[dict[str, list]] = {}
+
+    def __repr__(self) -> str:
+        """The fields that are set (as scikit-learn prints estimators)."""
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
+        return f"{type(self).__name__}({fields})"
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields, as scikit-learn's ``get_params`` (for ``clone`` and ``optimizer__*`` grids)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __sklearn_clone__(self) -> Self:
+        return self  # frozen: a clone may share it
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (an unknown name is a ``TypeError`` naming it and the fields)."""
+        unknown = sorted(set(changes) - set(self.get_params()))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} has no field {', '.join(unknown)}; its fields: {sorted(self.get_params())}"
+            )
+        return dataclasses.replace(self, **changes)
+
+    def check(self, name: str) -> Self:
+        """``TypeError``/``ValueError`` naming the field (``optimizer.max_iter``) for a bad value."""
+        table = {k: [None, *v] for k, v in self._constraints.items()}
+        check_values(self.get_params(), table, prefix=f"{name}.")
+        return self
+
+    def filled(self, defaults: FitOptions) -> Self:
+        """This object with each ``None`` field taken from ``defaults`` (an estimator's default
+        options, of the same type or another: a field it lacks stays ``None``)."""
+        given = defaults.get_params()
+        return self.replace(**{k: given.get(k) for k, v in self.get_params().items() if v is None})
+
+    def to_plain(self) -> dict[str, Any]:
+        """``{"type": name, "fields": {...}}``, plain values a saved file holds."""
+        return {"type": type(self).__name__, "fields": self.get_params()}
+
+    @staticmethod
+    def from_plain(plain: dict[str, Any]) -> FitOptions:
+        """The object :meth:`to_plain` wrote."""
+        kinds = {cls.__name__: cls for cls in (LBFGS, Adam, RMSprop, MiniBatch, EarlyStopping)}
+        if plain.get("type") not in kinds:
+            raise TypeError(f"unknown fit options {plain.get('type')!r}; known: {sorted(kinds)}")
+        return kinds[plain["type"]](**plain["fields"])
+
+
+_BUDGET = [Integer(1)]
+_TOL = [Real(0)]
+_LR = [Real(0, open_low=True)]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class LBFGS(FitOptions):
+    """scipy's L-BFGS-B on the full-batch objective (a deterministic one).
+
+    Args:
+        max_iter: the budget in iterations.
+        tol: converged when the objective decreases by less than this, relative, in an iteration.
+    """
+
+    max_iter: int | None = None
+    tol: float | None = None
+
+    _constraints: ClassVar[dict[str, list]] = {"max_iter": _BUDGET, "tol": _TOL}
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Adam(FitOptions):
+    """Adam on the full-batch objective: a deterministic one, or a Monte Carlo estimate (variational
+    word vectors), then stopped by :class:`~lvgp.base.fitting.BestOfWindowStopping`.
+
+    Args:
+        max_iter: the budget in iterations.
+        lr: the learning rate.
+        tol: converged when the best objective of the last ``convergence_window`` iterations improves
+            by less than this, relative, on the best before.
+        convergence_window: that window, in iterations.
+    """
+
+    max_iter: int | None = None
+    lr: float | None = None
+    tol: float | None = None
+    convergence_window: int | None = None
+
+    _constraints: ClassVar[dict[str, list]] = {
+        "max_iter": _BUDGET,
+        "lr": _LR,
+        "tol": _TOL,
+        "convergence_window": [Integer(1)],
+    }
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RMSprop(FitOptions):
+    """RMSprop on the full-batch objective (the categorical latent GP paper's optimizer); the fields
+    mean what :class:`Adam`'s do.
+
+    Args:
+        max_iter: the budget in iterations.
+        lr: the learning rate.
+        tol: converged when the objective's plateau (the estimator's rule over ``convergence_window``)
+            improves by less than this, relative.
+        convergence_window: that window, in iterations.
+    """
+
+    max_iter: int | None = None
+    lr: float | None = None
+    tol: float | None = None
+    convergence_window: int | None = None
+
+    _constraints: ClassVar[dict[str, list]] = Adam._constraints
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MiniBatch(FitOptions):
+    """Stochastic steps over mini-batches of the training data (a fresh permutation each epoch).
+
+    Args:
+        batch_size: training documents (or pairs) per step.
+        max_steps: the budget in steps (where the estimator counts steps).
+        max_epochs: the budget in passes over the data (a cap beside ``max_steps`` where both are
+            counted).
+        lr: Adam's learning rate.
+        tol: converged when the loss's plateau (the estimator's rule over ``convergence_window``)
+            improves by less than this, relative.
+        convergence_window: the plateau's window.
+        ngd_lr: the natural-gradient step size of a variational distribution over inducing values, in
+            (0, 1] (:class:`~lvgp.LDKGPClassifier`; an estimator without one refuses it).
+    """
+
+    batch_size: int | None = None
+    max_steps: int | None = None
+    max_epochs: int | None = None
+    lr: float | None = None
+    tol: float | None = None
+    convergence_window: int | None = None
+    ngd_lr: float | None = None
+
+    _constraints: ClassVar[dict[str, list]] = {
+        "batch_size": [Integer(1)],
+        "max_steps": _BUDGET,
+        "max_epochs": _BUDGET,
+        "lr": _LR,
+        "tol": _TOL,
+        "convergence_window": [Integer(1)],
+        "ngd_lr": [Real(0, 1, open_low=True)],
+    }
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class EarlyStopping(FitOptions):
+    """Hold out part of the training data (or score the validation set ``fit`` is given), score it
+    while fitting, and stop when it has not improved for ``n_iter_no_change`` scorings' worth of
+    iterations.
+
+    Args:
+        validation_fraction: the held-out share of the training documents.
+        n_iter_no_change: the patience, in iterations (epochs for mini-batch fits).
+        validation_interval: score every this many iterations.
+        policy: then keep the held-out fit's best iterate (``"keep-best"``) or refit on all the
+            training documents for the best iteration count (``"refit"``).
+    """
+
+    validation_fraction: float | None = None
+    n_iter_no_change: int | None = None
+    validation_interval: int | None = None
+    policy: str | None = None
+
+    _constraints: ClassVar[dict[str, list]] = {
+        "validation_fraction": [Real(0, 1, open_low=True, open_high=True)],
+        "n_iter_no_change": [Integer(1)],
+        "validation_interval": [Integer(1)],
+        "policy": [Options(*EARLY_STOPPING)],
+    }
+
+
+class FitOptionsArgument(Constraint):
+    """The constraint of an estimator's ``optimizer=`` or ``early_stopping=``: one of ``kinds``, whose
+    fields are checked here (the errors name ``optimizer.<field>``)."""
+
+    def __init__(self, *kinds: type[FitOptions], name: str) -> None:
+        self.kinds, self.name = kinds, name
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, self.kinds)
+
+    def problem(self, value: Any) -> str | None:
+        value.check(self.name)  # raises, naming the field
+        return None
+
+    def describe(self) -> str:
+        names = [f"lvgp.{k.__name__}(...)" for k in self.kinds]
+        return ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
+
+
+#: the flat arguments that the fit-option objects replaced (saved files of formats 1 and 2 hold them)
+_FLAT_OPTIMIZER_FIELDS = (
+    "max_iter",
+    "lr",
+    "tol",
+    "convergence_window",
+    "batch_size",
+    "max_steps",
+    "max_epochs",
+    "ngd_lr",
+)
+_FLAT_EARLY_STOPPING_FIELDS = ("validation_fraction", "n_iter_no_change", "validation_interval")
+
+
+class FitOptionsMixin:
+    """``optimizer=`` and ``early_stopping=`` of an estimator (:mod:`lvgp.base.fit_options`): a field
+    left ``None`` is the estimator's default (:attr:`_optimizer_defaults`, one per kind of optimizer it
+    takes, and :attr:`_early_stopping_default`); ``set_params(optimizer__lr=...)`` replaces the frozen
+    object (scikit-learn would set the field in place), so that ``GridSearchCV`` grids over its fields
+    work."""
+
+    #: the first file format whose parameters hold fit-option objects
+    format_version = 3
+    #: the estimator's defaults, one object per kind of optimizer it takes; ``optimizer=None`` is the
+    #: kind :meth:`_default_optimizer_kind` names (the first, unless the estimator decides otherwise)
+    _optimizer_defaults: tuple[FitOptions, ...] = ()
+    #: the estimator's default early stopping (``None``: it takes none)
+    _early_stopping_default: EarlyStopping | None = None
+    #: fields of its optimizers' kinds that the estimator has no use for (setting one is an error)
+    _unused_optimizer_fields: tuple[str, ...] = ()
+    optimizer: Any
+    early_stopping: Any
+    get_params: Callable[..., dict]
+
+    def set_params(self, **params: Any) -> Any:
+        """Set parameters (scikit-learn's protocol) and return the estimator: ``optimizer__<field>`` and
+        ``early_stopping__<field>`` set a field of the fit-option object (a new object replaces the
+        frozen one; with ``optimizer=None``, one of the default kind)."""
+        nested: dict[str, dict[str, Any]] = {}
+        rest: dict[str, Any] = {}
+        for key, value in params.items():
+            head, sep, field = key.partition("__")
+            if sep and head in ("optimizer", "early_stopping"):
+                nested.setdefault(head, {})[field] = value
+            else:
+                rest[key] = value
+        if rest:
+            super().set_params(**rest)  # type: ignore[misc]  # the next set_params: kernel__*, BaseEstimator's
+        for head, fields in nested.items():
+            if head not in self.get_params(deep=False):
+                raise ValueError(f"{head}__{next(iter(fields))}: {type(self).__name__} has no {head} parameter")
+            current = getattr(self, head)
+            if head == "optimizer" and current is None:
+                current = self._default_optimizer_kind()()
+            elif head == "early_stopping" and current is True:
+                current = EarlyStopping()
+            elif not isinstance(current, FitOptions):
+                raise ValueError(
+                    f"{head}__{next(iter(fields))}: early stopping is off (early_stopping={current!r}); pass "
+                    "early_stopping=lvgp.EarlyStopping(...) to set its fields"
+                )
+            setattr(self, head, current.replace(**fields))
+        return self
+
+    def _default_optimizer_kind(self) -> type[FitOptions]:
+        """The kind of optimizer ``optimizer=None`` stands for."""
+        return type(self._optimizer_defaults[0])
+
+    def _optimizer_options(self) -> Any:
+        """The optimizer of the fit, every field filled (the user's fields, then the estimator's
+        defaults for its kind)."""
+        chosen = self._default_optimizer_kind()() if self.optimizer is None else self.optimizer
+        default = next((d for d in self._optimizer_defaults if type(d) is type(chosen)), None)
+        if default is None:
+            raise TypeError(f"optimizer: {type(self).__name__} takes {self._optimizer_kinds_text()}; got {chosen!r}")
+        unused = [f for f in self._unused_optimizer_fields if getattr(chosen, f, None) is not None]
+        if unused:
+            raise ValueError(
+                f"optimizer.{unused[0]}: {type(self).__name__} does not use it ({type(chosen).__name__}'s fields "
+                f"it uses: {[f for f in chosen.get_params() if f not in self._unused_optimizer_fields]})"
+            )
+        return chosen.filled(default)
+
+    def _optimizer_kinds_text(self) -> str:
+        return " or ".join(f"lvgp.{type(d).__name__}(...)" for d in self._optimizer_defaults)
+
+    def _early_stopping_options(self) -> Any:
+        """Early stopping (an :class:`EarlyStopping`), every field filled, or ``None`` when it is off."""
+        chosen = self.early_stopping
+        if chosen is False or chosen is None:
+            return None
+        chosen = EarlyStopping() if chosen is True else chosen
+        assert self._early_stopping_default is not None
+        return chosen.filled(self._early_stopping_default)
+
+    def _stopping(self) -> Any:
+        """The validation's settings: ``early_stopping``'s, or the defaults when it is off (a
+        validation set given to ``fit`` is scored all the same)."""
+        stopping = self._early_stopping_options()
+        if stopping is None:
+            assert self._early_stopping_default is not None
+            return self._early_stopping_default
+        return stopping
+
+    @classmethod
+    def _legacy_optimizer_kind(cls, flat: dict[str, Any], params: dict[str, Any]) -> type[FitOptions]:
+        """The kind of optimizer a file of format 1 or 2 fitted with, from its flat fit arguments
+        (``flat``) and its other arguments (``params``, the kernel among them)."""
+        return type(cls._optimizer_defaults[0])
+
+    @classmethod
+    def _flat_fit_options(cls, params: dict) -> dict:
+        """A file of formats 1 and 2 held the fit options as flat arguments (``max_iter=``, ``lr=``,
+        ``early_stopping=True``, ``n_iter_no_change=``, ...): gathered here into the objects."""
+        flat = {k: params.pop(k) for k in (*_FLAT_OPTIMIZER_FIELDS, "optimizer") if k in params}
+        kind = cls._legacy_optimizer_kind(flat, params)
+        fields = set(kind().get_params())
+        params["optimizer"] = kind(**{k: v for k, v in flat.items() if k in fields})
+        stopping = {k: params.pop(k) for k in _FLAT_EARLY_STOPPING_FIELDS if k in params}
+        if cls._early_stopping_default is not None:
+            on = params.get("early_stopping", False)
+            policy = on if isinstance(on, str) else None
+            params["early_stopping"] = EarlyStopping(**stopping, policy=policy) if on else False
+        return params
