@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 import torch
 
+from lvgp import Adam, RMSprop
 from lvgp.experiments.categorical import CategoricalStudy, prepare_split
 from lvgp.models.clgp import CLGP
 
@@ -50,6 +51,15 @@ SETTINGS = {
     "random-start": {**STUDY, "init": "random"},
     "random-5-restarts": {**STUDY, "init": "random", "restarts": 5},
 }
+
+
+def build(setting: dict) -> CLGP:
+    """The CLGP of a setting, its optimizer's fields (``optimizer``, ``max_iter``, ``lr``, ``tol``)
+    gathered into the fit-option object."""
+    setting = dict(setting)
+    kind = RMSprop if setting.pop("optimizer") == "rmsprop" else Adam
+    fields = {k: setting.pop(k) for k in ("max_iter", "lr", "tol") if k in setting}
+    return CLGP(optimizer=kind(**fields), **setting)
 
 
 PATTERNS = np.array([[0, 0, 0], [0, 1, 1], [1, 0, 1], [1, 1, 0]])  # (a, b, a xor b)
@@ -113,7 +123,7 @@ def main(argv=None) -> int:
             kw = {"latent_dim": 2, "num_inducing": 50, "samples": 5, "random_state": seed, **SETTINGS[name]}
             if args.quick:
                 kw.update(max_iter=30, impute_iter=20, predict_samples=20)
-            model = CLGP(**kw)
+            model = build(kw)
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # short budgets: convergence warnings are expected
