@@ -159,3 +159,25 @@ def test_integers_of_numpy_are_integers_and_bools_are_not():
     with pytest.raises(TypeError, match=r"kernel\.latent_dim must be an integer"):
         check_params(reg.set_params(kernel__latent_dim=True))
     assert isinstance(np.int64(3), numbers.Integral)
+
+
+FIT_OPTION_ESTIMATORS = [cls for cls in ESTIMATORS if getattr(cls, "_optimizer_defaults", ())]
+
+
+@pytest.mark.parametrize("cls", FIT_OPTION_ESTIMATORS, ids=lambda c: c.__name__)
+def test_fit_options_an_estimator_cannot_use_are_refused_with_the_other_parameters(cls):
+    """Issue 38: ``optimizer=`` of a kind the estimator does not take (a ``TypeError`` naming the kinds
+    it takes), or with a field it has no use for (a ``ValueError`` naming ``optimizer.<field>``), fails
+    in ``check_params`` -- where ``fit`` starts -- before any work."""
+    from lvgp.base import fit_options
+
+    kinds = {type(d) for d in cls._optimizer_defaults}
+    other = next(k for k in (fit_options.LBFGS, fit_options.Adam, fit_options.MiniBatch) if k not in kinds)
+    with pytest.raises(TypeError, match="optimizer must be None or"):
+        check_params(cls(optimizer=other()))
+    for field in cls._unused_optimizer_fields:
+        kind = next(k for k in kinds if field in k().get_params())
+        with pytest.raises(ValueError, match=rf"optimizer\.{field}: {cls.__name__} does not use it"):
+            check_params(cls(optimizer=kind(**{field: 1})))
+    check_params(cls())  # the defaults pass
+    assert {type(d) for d in cls._optimizer_defaults} <= set(fit_options.FitOptions.__subclasses__())

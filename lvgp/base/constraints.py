@@ -201,6 +201,9 @@ def check_params(estimator: Any) -> None:
     if missing:
         raise RuntimeError(f"{type(estimator).__name__}._parameter_constraints lists no constraint for {missing}")
     check_values(params, table)
+    fit_options = getattr(estimator, "_check_fit_options", None)
+    if fit_options is not None:  # what the estimator makes of its optimizer= (lvgp.base.fit_options)
+        fit_options()
 
 
 def check_values(values: dict[str, Any], table: dict[str, list], prefix: str = "") -> None:

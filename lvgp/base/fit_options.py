@@ -310,6 +310,12 @@ class FitOptionsMixin:
             setattr(self, head, current.replace(**fields))
         return self
 
+    def _check_fit_options(self) -> None:
+        """The fit options as this estimator takes them (a kind it takes, no field it has no use for),
+        checked with the other parameters before any work (:func:`~lvgp.base.constraints.check_params`)."""
+        self._optimizer_options()
+        self._early_stopping_options()
+
     def _default_optimizer_kind(self) -> type[FitOptions]:
         """The kind of optimizer ``optimizer=None`` stands for."""
         return type(self._optimizer_defaults[0])
@@ -334,7 +340,7 @@ class FitOptionsMixin:
 
     def _early_stopping_options(self) -> Any:
         """Early stopping (an :class:`EarlyStopping`), every field filled, or ``None`` when it is off."""
-        chosen = self.early_stopping
+        chosen = getattr(self, "early_stopping", None)  # None: the estimator takes none
         if chosen is False or chosen is None:
             return None
         chosen = EarlyStopping() if chosen is True else chosen

@@ -50,12 +50,10 @@ def _check_docs(x: torch.Tensor, name: str = "X") -> np.ndarray:
     return x.numpy()
 
 
-class _TopicModelBase(FitOptionsMixin, BagOfWordsInputMixin, BaseEstimator):
+class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
     """Shared input handling, SVI loop and inspection."""
 
     _response = "gaussian"
-    _optimizer_defaults = (MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),)
-    _unused_optimizer_fields = ("max_steps", "ngd_lr")
 
     def _encode_fit(self, X: Documents) -> np.ndarray:
         self._encoder = DocumentEncoder(self.vocabulary, None)
@@ -98,6 +96,46 @@ class _TopicModelBase(FitOptionsMixin, BagOfWordsInputMixin, BaseEstimator):
 
     def _words(self) -> list[str]:
         return self.vocabulary_.words if self.vocabulary_ is not None else [str(i) for i in range(self.n_words_)]
+
+    def _seen(self, x: np.ndarray) -> np.ndarray:
+        return np.bincount(x[x != PAD], minlength=self.n_words_) > 0
+
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import TransformerTags
+
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = TransformerTags()  # transform(): documents -> topic frequencies
+        return tags
+
+    def transform(self, X: Documents) -> np.ndarray:
+        """Expected topic frequencies E_q[z-bar] (n x K), from the E-step without the response."""
+        x = self._encode(X)  # checks that the model is fitted
+        return self.engine_.transform(x)
+
+    def fit_transform(self, X: Documents, y: TensorLike) -> np.ndarray:
+        """``fit(X, y)``, then the topic frequencies of ``X`` (:meth:`transform`)."""
+        return self.fit(X, y).transform(X)
+
+    def heldout_log_likelihood_per_word(self, X: Documents) -> float:
+        """Variational lower bound of the held-out per-word log likelihood."""
+        x = self._encode(X)
+        return self.engine_.heldout_log_likelihood_per_word(x)
+
+    def _top_words(self, n_words: int) -> list[list[str]]:
+        words = np.array(self._words())
+        return [words[np.argsort(-row)[:n_words]].tolist() for row in self.engine_.log_beta_]
+
+
+#: the candidate scales of the EM's initial eta (``SLDARegressor(em_eta_scale="auto")``), in the
+#: order ties are broken: the paper's 1 first
+EM_ETA_SCALES = (1.0, 0.5, 0.25)
+
+
+class _SVITopicModel(FitOptionsMixin, _TopicModelBase):
+    """A topic model fitted by Pyro SVI over mini-batches: ``optimizer=`` a :class:`~lvgp.MiniBatch`."""
+
+    _optimizer_defaults = (MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),)
+    _unused_optimizer_fields = ("max_steps", "ngd_lr")
 
     def _fit_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None = None) -> None:
         # module-local parameters: Pyro would otherwise sync PyroModule parameters with its
@@ -177,41 +215,8 @@ class _TopicModelBase(FitOptionsMixin, BagOfWordsInputMixin, BaseEstimator):
         if self._response == "gaussian":
             self.engine_.sigma2_ = float(model.sigma.detach() ** 2)
 
-    def _seen(self, x: np.ndarray) -> np.ndarray:
-        return np.bincount(x[x != PAD], minlength=self.n_words_) > 0
 
-    def __sklearn_tags__(self) -> Any:
-        from sklearn.utils import TransformerTags
-
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags = TransformerTags()  # transform(): documents -> topic frequencies
-        return tags
-
-    def transform(self, X: Documents) -> np.ndarray:
-        """Expected topic frequencies E_q[z-bar] (n x K), from the E-step without the response."""
-        x = self._encode(X)  # checks that the model is fitted
-        return self.engine_.transform(x)
-
-    def fit_transform(self, X: Documents, y: TensorLike) -> np.ndarray:
-        """``fit(X, y)``, then the topic frequencies of ``X`` (:meth:`transform`)."""
-        return self.fit(X, y).transform(X)
-
-    def heldout_log_likelihood_per_word(self, X: Documents) -> float:
-        """Variational lower bound of the held-out per-word log likelihood."""
-        x = self._encode(X)
-        return self.engine_.heldout_log_likelihood_per_word(x)
-
-    def _top_words(self, n_words: int) -> list[list[str]]:
-        words = np.array(self._words())
-        return [words[np.argsort(-row)[:n_words]].tolist() for row in self.engine_.log_beta_]
-
-
-#: the candidate scales of the EM's initial eta (``SLDARegressor(em_eta_scale="auto")``), in the
-#: order ties are broken: the paper's 1 first
-EM_ETA_SCALES = (1.0, 0.5, 0.25)
-
-
-class SLDARegressor(RegressorMixin, _TopicModelBase):
+class SLDARegressor(RegressorMixin, _SVITopicModel):
     """Supervised LDA regression (Gaussian or Poisson response).
 
     Args:
@@ -399,7 +404,7 @@ class SLDARegressor(RegressorMixin, _TopicModelBase):
         return sorted(rows, key=lambda r: r["eta"])
 
 
-class SLDAClassifier(ClassifierMixin, _TopicModelBase):
+class SLDAClassifier(ClassifierMixin, _SVITopicModel):
     """Supervised LDA classification by Pyro SVI: a Bernoulli (two classes) or categorical
     softmax (more) response. Same settings as :class:`SLDARegressor`, ``device`` included (no
     ``inference="em"``: the paper's closed-form E-step is for the Gaussian response)."""
