@@ -181,3 +181,20 @@ def test_fit_options_an_estimator_cannot_use_are_refused_with_the_other_paramete
             check_params(cls(optimizer=kind(**{field: 1})))
     check_params(cls())  # the defaults pass
     assert {type(d) for d in cls._optimizer_defaults} <= set(fit_options.FitOptions.__subclasses__())
+
+
+@pytest.mark.parametrize(
+    "cls, setting, value, wrong",
+    [
+        ("LDKGPClassifier", "inference", "dirichlet", "MiniBatch"),
+        ("GPEmbeddingLogisticRegression", "posterior", "normal", "LBFGS"),
+    ],
+)
+def test_an_optimizer_of_another_kind_than_the_setting_fits_by_is_refused(cls, setting, value, wrong):
+    """Where a setting decides how the estimator fits (the GP classifier's inference, the covariate
+    embedding's posterior), an optimizer of another kind is a ValueError naming both."""
+    from lvgp.base import fit_options
+
+    estimator = getattr(lvgp, cls)(**{setting: value, "optimizer": getattr(fit_options, wrong)()})
+    with pytest.raises(ValueError, match=rf"optimizer: {setting}='{value}' fits by lvgp\."):
+        check_params(estimator)

@@ -246,6 +246,10 @@ class FitOptionsArgument(Constraint):
         return ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
 
 
+#: the first format of saved estimators whose parameters hold fit-option objects (formats 1 and 2 hold
+#: the flat arguments below)
+FIT_OPTIONS_FORMAT = 3
+
 #: the flat arguments that the fit-option objects replaced (saved files of formats 1 and 2 hold them)
 _FLAT_OPTIMIZER_FIELDS = (
     "max_iter",
@@ -267,8 +271,6 @@ class FitOptionsMixin:
     object (scikit-learn would set the field in place), so that ``GridSearchCV`` grids over its fields
     work."""
 
-    #: the first file format whose parameters hold fit-option objects
-    format_version = 3
     #: the estimator's defaults, one object per kind of optimizer it takes; ``optimizer=None`` is the
     #: kind :meth:`_default_optimizer_kind` names (the first, unless the estimator decides otherwise)
     _optimizer_defaults: tuple[FitOptions, ...] = ()
@@ -276,6 +278,9 @@ class FitOptionsMixin:
     _early_stopping_default: EarlyStopping | None = None
     #: fields of its optimizers' kinds that the estimator has no use for (setting one is an error)
     _unused_optimizer_fields: tuple[str, ...] = ()
+    #: the parameter whose value decides the kind of optimizer (e.g. the GP classifier's ``inference``):
+    #: ``optimizer=`` must then be that kind (:meth:`_default_optimizer_kind`); ``None``: any it takes
+    _optimizer_kind_set_by: str | None = None
     optimizer: Any
     early_stopping: Any
     get_params: Callable[..., dict]
@@ -315,6 +320,13 @@ class FitOptionsMixin:
         checked with the other parameters before any work (:func:`~lvgp.base.constraints.check_params`)."""
         self._optimizer_options()
         self._early_stopping_options()
+        setting = self._optimizer_kind_set_by
+        wanted = self._default_optimizer_kind()
+        if setting is not None and self.optimizer is not None and not isinstance(self.optimizer, wanted):
+            raise ValueError(
+                f"optimizer: {setting}={getattr(self, setting)!r} fits by lvgp.{wanted.__name__}(...); "
+                f"got {self.optimizer!r}"
+            )
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
         """The kind of optimizer ``optimizer=None`` stands for."""

@@ -473,17 +473,13 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
     }
 
     _optimizer_defaults = (LBFGS(max_iter=30, tol=1e-10), Adam(max_iter=30, lr=0.05))
+    _optimizer_kind_set_by = "posterior"
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
         return LBFGS if self.posterior == "map" else Adam
 
     def fit(self, X, y):
         check_params(self)
-        wanted = self._default_optimizer_kind()
-        if self.optimizer is not None and not isinstance(self.optimizer, wanted):
-            raise ValueError(
-                f"optimizer: posterior={self.posterior!r} fits by lvgp.{wanted.__name__}(...); got {self.optimizer!r}"
-            )
         if isinstance(self.optimizer, Adam) and (self.optimizer.tol, self.optimizer.convergence_window) != (None, None):
             raise ValueError(
                 "optimizer: the normal posterior's SVI runs its budget (max_iter) to the end: it takes no tol or "

@@ -23,7 +23,15 @@ from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, do
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
-from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin
+from ..base.fit_options import (
+    FIT_OPTIONS_FORMAT,
+    LBFGS,
+    Adam,
+    EarlyStopping,
+    FitOptions,
+    FitOptionsArgument,
+    FitOptionsMixin,
+)
 from ..base.fitting import BestOfWindowStopping, FitResult, fit_stochastic, minimize, parameter_state
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics
 from ..base.splits import early_stopping_split
@@ -301,7 +309,7 @@ class SavedParamsMixin:
             if payload["format"] == legacy:
                 state = payload.get("state_dict", payload.get("model", {}))
                 params = cls._legacy_params(params, state.keys())
-            if int(payload["format"].rsplit("/", 1)[1]) < FitOptionsMixin.format_version:
+            if int(payload["format"].rsplit("/", 1)[1]) < FIT_OPTIONS_FORMAT:
                 params = cls._flat_fit_options(params)
         except (KeyError, TypeError, AttributeError) as err:
             raise SavedFileError(

@@ -361,6 +361,7 @@ class LDKGPClassifier(
         validation_fraction=0.25, n_iter_no_change=10, validation_interval=1, policy="refit"
     )
     _unused_optimizer_fields = ("max_steps",)
+    _optimizer_kind_set_by = "inference"
 
     _parameter_constraints: dict[str, list] = {
         **RUNTIME,
@@ -387,11 +388,6 @@ class LDKGPClassifier(
 
     def _check_params(self) -> None:
         check_params(self)
-        wanted = self._default_optimizer_kind()
-        if self.optimizer is not None and not isinstance(self.optimizer, wanted):
-            raise ValueError(
-                f"optimizer: inference={self.inference!r} fits by lvgp.{wanted.__name__}(...); got {self.optimizer!r}"
-            )
         spec = self._spec
         if spec is not None and spec.variational:
             raise ValueError("kernel.variational: the GP classifier fits MAP word vectors; use variational=False")

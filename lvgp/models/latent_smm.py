@@ -331,12 +331,13 @@ class LatentSMMClassifier(
 
         start = time.perf_counter()
         params = [p for p in self.kernel_.parameters() if p.requires_grad]
+        optimizer = self._optimizer_options()
         result = minimize(
             params,
             objective,
             method="lbfgs",
-            max_iter=int(self._optimizer_options().max_iter),
-            tol=float(self._optimizer_options().tol),
+            max_iter=int(optimizer.max_iter),
+            tol=float(optimizer.tol),
             verbose=self.verbose,
             desc="latent SMM",
         )

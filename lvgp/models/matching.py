@@ -212,7 +212,8 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
             )
         return params
 
-    def _check_optimizer(self) -> None:
+    def _check_fit_options(self) -> None:
+        super()._check_fit_options()
         if isinstance(self.optimizer, MiniBatch) and (self.optimizer.batch_size or 0) < 2:
             raise ValueError(
                 "optimizer.batch_size: the matcher's mini-batches take their negatives from the batch: give at "
@@ -416,7 +417,6 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
                 f"source_texts and target_texts must be aligned pairs; got {len(source)} and {len(target)}"
             )
         check_params(self)
-        self._check_optimizer()
         spec = self._check_kernel()
         if len(source) < 2:
             raise ValueError("matching needs at least two training pairs")

@@ -416,13 +416,14 @@ class CLGP(FitOptionsMixin, BaseEstimator):
         y, mask = torch.from_numpy(codes).to(device), torch.from_numpy(observed).to(device)
         generator = torch.Generator(device=device).manual_seed(seed)
         n_obs = float(observed.sum())
+        budget = int(self._optimizer_options().max_iter)
         curve, rule = self._optimize(
             model,
             list(model.parameters()),
             lambda: -model.elbo(y, mask, self.samples, generator=generator),
-            int(self._optimizer_options().max_iter),
+            budget,
             "CLGP" if self.covariance == "rbf" else "LGM",
-            warmup=int(self.kl_warmup * self._optimizer_options().max_iter),
+            warmup=int(self.kl_warmup * budget),
             latent=[p for n, p in model.named_parameters() if n.startswith(("x_loc", "x_scale"))]
             if self.alternate
             else None,
