@@ -5,6 +5,7 @@ training learns, and the estimator's input handling."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import gpytorch
@@ -17,7 +18,7 @@ from lvgp import LBFGS, GPLVSMRegressor, LatentDistributionKernel, MiniBatch, Vo
 from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD
 from lvgp.datasets import make_synonym_regression
-from lvgp.kernels import LDKSpec
+from lvgp.kernels import LDKSpec, make_word_vectors, shared_evaluation
 from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor, choose_inducing_documents
 from lvgp.warnings import EmptyDocumentsWarning
 
@@ -283,3 +284,130 @@ def test_the_kernel_evaluated_at_once_gives_the_lazy_blocks():
         grads.append((loss.item(), reg.model_.covar_module.base_kernel.word_vectors.raw_latent.grad.clone()))
     assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-10)
     torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-8, atol=1e-12)
+
+
+def _elbo_step(model, likelihood, x, y, shared):
+    """Minus the ELBO of a batch and the gradients of every parameter, in a shared evaluation or not."""
+    model.train()
+    likelihood.train()
+    model.zero_grad()
+    likelihood.zero_grad()
+    mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=100)
+    with exact_numerics(), shared_evaluation(model) if shared else contextlib.nullcontext():
+        loss = -mll(model(x), y)
+    loss.backward()
+    return loss.item(), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("approximation", [None, "nystrom"])
+def test_a_shared_evaluation_computes_each_sets_norms_once_with_the_same_elbo(monkeypatch, approximation):
+    """A sparse step evaluates K_ZZ, K_ZX and diag K_XX. In a shared evaluation the batch's and the
+    inducing documents' squared norms (the Nystrom LDK: their document features, and the landmarks'
+    Cholesky factor) are computed once each instead of two or three times, and the ELBO and every
+    gradient are those of the separate evaluations."""
+    from lvgp.kernels import RandomFeatureLDK
+    from lvgp.kernels import mean_embedding as me
+
+    corpus = make_synonym_regression(n=60, noise=0.1, random_state=0)
+    vocab = Vocabulary(min_df=1).fit(corpus.texts)
+    x = vocab.encode(corpus.texts)
+    y = torch.as_tensor((corpus.y - corpus.y.mean()) / corpus.y.std())
+    common = dict(level2="cosine", identity_weight=0.5, rho=1.0, seed=0)
+    if approximation is None:
+        kernel = LatentDistributionKernel(len(vocab), 2, "rbf", **common).double()
+        counted, name = me, "self_inner"
+    else:
+        kernel = RandomFeatureLDK(len(vocab), 2, "rbf", features="nystrom", num_features=8, **common).double()
+        counted, name = RandomFeatureLDK, "_document_features"
+    calls = []
+    original = getattr(counted, name)
+
+    def counting(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(counted, name, counting)
+    model = SparseGPLVSM(x[:12], kernel).double()
+    likelihood = gpytorch.likelihoods.GaussianLikelihood().double()
+    batch = x[20:36]
+    separate = _elbo_step(model, likelihood, batch, y[20:36], shared=False)
+    separate_calls, calls[:] = len(calls), []
+    shared = _elbo_step(model, likelihood, batch, y[20:36], shared=True)
+    # one per set (inducing documents, batch); separately: the batch's norms twice (K_ZX, diag K_XX),
+    # or each set's features three times (a Gram, the other side of K_ZX, the norms)
+    assert (separate_calls, len(calls)) == ((3, 2) if approximation is None else (6, 2))
+    assert shared[0] == pytest.approx(separate[0], rel=1e-12)
+    assert shared[1].keys() == separate[1].keys()
+    for key, grad in separate[1].items():
+        torch.testing.assert_close(shared[1][key], grad, rtol=1e-9, atol=1e-12, msg=key)
+    assert "_shared_memo" not in kernel.__dict__  # dropped on leaving the block
+
+
+def test_a_shared_evaluation_sees_one_draw_and_no_stale_values():
+    """Inside a block a variational module's vectors are drawn once (two evaluations agree; outside,
+    each evaluation draws); blocks nest; after the block a parameter change is seen; a copy made
+    inside a block does not carry its memo."""
+    import copy
+
+    corpus = make_synonym_regression(n=30, noise=0.1, random_state=0)
+    vocab = Vocabulary(min_df=1).fit(corpus.texts)
+    x = vocab.encode(corpus.texts)
+    vectors = make_word_vectors(len(vocab), 2, rho=1.0, variational=True, seed=0)
+    kernel = LatentDistributionKernel(embedding="rbf", level2="cosine", word_vectors=vectors).double()
+    kernel.train()
+    with torch.no_grad():
+        with shared_evaluation(kernel):
+            first = kernel(x[:10], x[10:20]).to_dense()
+            with shared_evaluation(kernel):  # nested: the outer block's draw
+                torch.testing.assert_close(kernel(x[:10], x[10:20]).to_dense(), first, rtol=0, atol=0)
+            assert "_shared_memo" in kernel.__dict__
+            assert "_shared_memo" not in copy.deepcopy(kernel).__dict__
+        assert not torch.equal(kernel(x[:10], x[10:20]).to_dense(), first)  # a new draw outside
+        kernel.eval()  # the means: no draws
+        with shared_evaluation(kernel):
+            before = kernel(x[:10], diag=False).to_dense()
+        kernel.gamma = kernel.gamma * 2
+        with shared_evaluation(kernel):
+            after = kernel(x[:10], diag=False).to_dense()
+        torch.testing.assert_close(after, kernel(x[:10]).to_dense())
+        assert not torch.allclose(after, before)
+
+
+def test_the_inducing_documents_set_is_built_once_per_fit(monkeypatch):
+    """The inducing documents reach the kernel as a slice of a fresh concatenation with each batch;
+    the kernel finds their cached document set by value (distinct words, bags, their bag-of-words
+    Gram: once per fit), builds one set a step (the batch), and never reuses a set whose ids were
+    changed in place."""
+    from lvgp.kernels import mean_embedding as me
+
+    built = []
+    original = me.DocumentSet.__init__
+
+    def counting(self, *args):
+        built.append(1)
+        original(self, *args)
+
+    monkeypatch.setattr(me.DocumentSet, "__init__", counting)
+    data = make_synonym_regression(n=80, random_state=4)
+    counts = []
+    for steps in (3, 6):
+        built.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            SparseGPLVSMRegressor(
+                LDKSpec(latent_dim=2, identity_weight=0.5),
+                num_inducing=8,
+                optimizer=MiniBatch(batch_size=16, max_steps=steps),
+                random_state=0,
+            ).fit(data.texts, data.y)
+        counts.append(len(built))
+    assert counts[1] - counts[0] == 3  # three more steps: one new set (the batch) each
+
+    kernel = LatentDistributionKernel(10, 2, "rbf", "linear", rho=1.0, seed=0).double()
+    x = torch.tensor([[1, 2, PAD], [3, 4, 5]])
+    first = kernel._prepare(x, torch.float64)
+    assert kernel._prepare(x.clone(), torch.float64) is first  # equal ids, another tensor
+    x[0, 0] = 7
+    changed = kernel._prepare(x, torch.float64)
+    assert changed is not first
+    torch.testing.assert_close(changed.ids, torch.tensor([[7, 2, 0], [3, 4, 5]]))

@@ -1,7 +1,7 @@
 """Kernels over padded word-index sets, and the latent word vectors they embed documents with."""
 
 from .bag_of_words import BagOfWordsKernel
-from .document import DocumentKernel
+from .document import DocumentKernel, shared_evaluation
 from .document_length import DocumentLengthKernel
 from .embedding import EMBEDDINGS, EmbeddingKernel, LinearEmbedding, PolyEmbedding, RBFEmbedding, rbf_gram
 from .latent_distribution import LatentDistributionKernel
@@ -27,6 +27,7 @@ __all__ = [
     "unpack_documents",
     "BagOfWordsKernel",
     "DocumentKernel",
+    "shared_evaluation",
     "RandomFeatureLDK",
     "gram_approximation_error",
     "DocumentLengthKernel",

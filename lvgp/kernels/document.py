@@ -10,9 +10,10 @@ themselves) are its subclasses; each supplies the three inner products
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..bow.padded import check_padded, pad_to_common_width
 from . import mean_embedding as me
 from .level2 import Level2Kernel, make_level2
 
-__all__ = ["DocumentKernel", "InnerProducts", "check_word_weights"]
+__all__ = ["DocumentKernel", "InnerProducts", "check_word_weights", "shared_evaluation"]
 
 #: document sets a kernel keeps (the training documents, a validation or test block, ...)
 _CACHED_SETS = 4
@@ -204,24 +205,39 @@ class DocumentKernel(Kernel):
         """The :class:`~lvgp.kernels.mean_embedding.DocumentSet` of padded documents ``x``: from a
         small cache of the last sets, keyed by ``x``'s storage, offset, strides, shape and version
         (the entry holds ``x``, so its storage cannot be reused by other documents while cached),
-        the kernel's word ids in use and the word weights. An optimizer evaluates the kernel on the
-        same training documents at every step: their weights, distinct words, bags and
-        bag-of-words Gram are computed once."""
+        the kernel's word ids in use and the word weights; failing that, a cached set of equal ids
+        (the same shape, compared by value: a sparse GP's inducing documents reach the kernel as a
+        slice of a fresh concatenation with the batch at every step). An optimizer evaluates the
+        kernel on the same training documents at every step: their weights, distinct words, bags
+        and bag-of-words Gram are computed once."""
         table = self.word_weights
+        setting = (
+            x.dtype,
+            x.device,
+            dtype,
+            self.num_words,
+            None if table is None else (table.data_ptr(), table._version),
+        )
         key = (
             x.untyped_storage().data_ptr(),
             x.storage_offset(),
             tuple(x.stride()),
             tuple(x.shape),
-            x.dtype,
-            x.device,
             x._version,
-            dtype,
-            self.num_words,
-            None if table is None else (table.data_ptr(), table._version),
+            setting,
         )
         cache = self.__dict__.setdefault("_document_sets", OrderedDict())
         hit = cache.get(key)
+        if hit is None:
+            for held_key, held in cache.items():
+                if (
+                    held_key[-1] == setting
+                    and held_key[3] == key[3]
+                    and held[0]._version == held_key[4]  # the held ids are still those the set was built from
+                    and torch.equal(held[0], x)
+                ):
+                    key, hit = held_key, held
+                    break
         if hit is not None:
             cache.move_to_end(key)
             return hit[1]
@@ -232,10 +248,48 @@ class DocumentKernel(Kernel):
         return documents
 
     def __getstate__(self) -> dict:
-        """As ``nn.Module``'s, without the cache of document sets (pickles and deep copies start empty)."""
+        """As ``nn.Module``'s, without the cache of document sets and the memo of a shared
+        evaluation (pickles and deep copies start empty)."""
         state = self.__dict__.copy()
         state.pop("_document_sets", None)
+        state.pop("_shared_memo", None)
         return state
+
+    # ------------------------------------------------------------------ one evaluation, shared
+    @contextlib.contextmanager
+    def shared_evaluation(self) -> Iterator[None]:
+        """Inside the block the kernel's evaluations are one evaluation at fixed parameters: the word
+        vectors are formed (a variational module's sample drawn) once, and what is derived from them
+        for a set of documents -- its squared norms, its rounding floor, a feature map's document
+        features -- is computed once and reused by every call that needs it. A sparse GP's step
+        evaluates ``K_ZZ``, ``K_ZX`` and ``diag K_XX``: without the block the inducing documents'
+        and the batch's norms (or Nystrom features) are computed two or three times each.
+
+        The values are those of separate evaluations (the same computations); the parameters must
+        not change inside the block (no optimizer step), and what was computed is dropped on exit.
+        Blocks nest (the outermost one owns the memo). :func:`shared_evaluation` enters it for
+        every document kernel of a model."""
+        outer = "_shared_memo" in self.__dict__
+        if not outer:
+            self.__dict__["_shared_memo"] = {}
+        try:
+            yield
+        finally:
+            if not outer:
+                del self.__dict__["_shared_memo"]
+
+    def _shared(self, kind: str, args: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, memoized by ``kind``, the identities of ``args`` and the grad mode while a
+        :meth:`shared_evaluation` block is open (else computed every time). The entry holds ``args``,
+        so that their identities are not reused by other objects inside the block."""
+        memo = self.__dict__.get("_shared_memo")
+        if memo is None:
+            return compute()
+        key = (kind, torch.is_grad_enabled(), *map(id, args))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (args, compute())
+        return hit[1]
 
     def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """:func:`~lvgp.kernels.mean_embedding.document_weights` with this kernel's word weights
@@ -425,3 +479,15 @@ class DocumentKernel(Kernel):
             if isinstance(sub, Kernel):
                 setattr(new, name, sub[index])
         return self._rebatch(new, lambda part: part[index])
+
+
+@contextlib.contextmanager
+def shared_evaluation(*modules: Module) -> Iterator[None]:
+    """:meth:`DocumentKernel.shared_evaluation` for every document kernel in ``modules`` (a model, a
+    likelihood, a kernel): wrap one objective evaluation of a training step, before its backward
+    pass and the optimizer's step, e.g. ``with shared_evaluation(model): loss = -mll(model(x), y)``."""
+    kernels = {id(m): m for module in modules for m in module.modules() if isinstance(m, DocumentKernel)}
+    with contextlib.ExitStack() as stack:
+        for kernel in kernels.values():
+            stack.enter_context(kernel.shared_evaluation())
+        yield

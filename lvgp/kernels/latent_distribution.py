@@ -329,17 +329,26 @@ class LatentDistributionKernel(DocumentKernel):
         return self.embedding(xa, xb).to_dense()
 
     def _forward_state(self) -> Tensor:
-        """The vectors of this evaluation (a variational module draws its training sample here)."""
-        self.word_vectors.sample_for_training()
-        return self.latent
+        """The vectors of this evaluation (a variational module draws its training sample here;
+        inside :meth:`shared_evaluation`, once for the block)."""
+
+        def draw() -> Tensor:
+            self.word_vectors.sample_for_training()
+            return self.latent
+
+        return self._shared("latent", (), draw)
 
     def _norm_floor(self, x: Tensor, latent: Tensor) -> Tensor:
         r"""``4 u_i eps t_i`` per document: :math:`t_i = \sum_s w_{is} k(\mathbf x_s, \mathbf x_s)` bounds
         the latent part of :math:`\|\mu_i\|^2` (Cauchy-Schwarz), and the rounding error of summing the
         :math:`u_i^2` word pairs of the document's ``u_i`` distinct words is within that floor. The
         identity part is exact and keeps a document's norm above it."""
+        d = self._prepare(x, latent.dtype)
+        return self._shared("floor", (d, latent), lambda: self._document_floor(d, latent))
+
+    def _document_floor(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
+        """:meth:`_norm_floor` of a document set."""
         with torch.no_grad():
-            d = self._prepare(x, latent.dtype)
             eps = torch.finfo(latent.dtype).eps
             if d.unbatched and latent.dim() == 2:
                 words, _ = d.distinct()
@@ -375,7 +384,11 @@ class LatentDistributionKernel(DocumentKernel):
         return me.paired_inner(d1, d2, latent, self.embedding_gram, self._explicit)
 
     def _latent_self(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
-        return me.self_inner(d, latent, self.embedding_gram, self._explicit, self.batch_shape)
+        return self._shared(
+            "norms",
+            (d, latent),
+            lambda: me.self_inner(d, latent, self.embedding_gram, self._explicit, self.batch_shape),
+        )
 
     def _latent_gram(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor, symmetric: bool) -> Tensor:
         return me.mean_embedding_gram(

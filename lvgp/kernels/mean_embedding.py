@@ -181,11 +181,13 @@ class DocumentSet:
         return self.memo["self-buckets"]
 
     def with_other(self, kind: str, other: DocumentSet, compute: Callable[[], Any]) -> Any:
-        """``compute()`` for this set and ``other``, memoized for the last two ``other`` sets of each
-        ``kind`` (the training set against itself and against one other set, at most)."""
+        """``compute()`` for this set and ``other``, memoized for the two ``other`` sets of each
+        ``kind`` used last (the training set against itself and against one other set, at most: a
+        sparse GP's inducing documents against themselves and against the batch of the step)."""
         entries = self.memo.setdefault(("pairs", kind), [])
-        for held, value in entries:
+        for i, (held, value) in enumerate(entries):
             if held is other:
+                entries.append(entries.pop(i))
                 return value
         value = compute()
         entries.append((other, value))

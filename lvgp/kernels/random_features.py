@@ -116,7 +116,11 @@ class RandomFeatureLDK(LatentDistributionKernel):
         return torch.linalg.solve_triangular(chol, self.embedding_gram(z, vectors), upper=False).mT
 
     def _landmark_factor(self, latent: Tensor) -> tuple[Tensor, Tensor]:
-        """The landmarks' vectors ``Z`` (``m x q``) and the Cholesky factor of their (jittered) Gram."""
+        """The landmarks' vectors ``Z`` (``m x q``) and the Cholesky factor of their (jittered) Gram
+        (once per :meth:`shared_evaluation` block)."""
+        return self._shared("landmarks", (latent,), lambda: self._factor_landmarks(latent))
+
+    def _factor_landmarks(self, latent: Tensor) -> tuple[Tensor, Tensor]:
         z = latent.index_select(-2, self.landmarks)
         kzz = self.embedding_gram(z, z)
         scale = kzz.diagonal().mean().detach()
@@ -125,8 +129,14 @@ class RandomFeatureLDK(LatentDistributionKernel):
         )
 
     def _features(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
+        """The documents' approximate mean embeddings, ``n x D`` (once per set in a
+        :meth:`shared_evaluation` block: a sparse GP's step needs the inducing documents' and the
+        batch's features three times each)."""
         if not d.unbatched:
             raise ValueError("RandomFeatureLDK takes unbatched n x L inputs")
+        return self._shared("features", (d, latent), lambda: self._document_features(d, latent))
+
+    def _document_features(self, d: me.DocumentSet, latent: Tensor) -> Tensor:
         words, _ = d.distinct()
         vectors = latent.index_select(-2, words)
         if self.features == "rff":

@@ -63,7 +63,7 @@ from ..base.validation import check_block
 from ..bow.padded import PAD, document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder
-from ..kernels import LatentDistributionKernel
+from ..kernels import LatentDistributionKernel, shared_evaluation
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
@@ -739,7 +739,8 @@ class LDKGPClassifier(
 
         def share_loss(rows: torch.Tensor) -> torch.Tensor:
             rows_device = rows.to(device)
-            return -mll(self.model_(trim_to_longest(x_device[rows_device], lengths[rows])), targets[rows_device])
+            with shared_evaluation(self.model_):  # K_ZZ, K_ZX and diag K_XX: each set's norms once
+                return -mll(self.model_(trim_to_longest(x_device[rows_device], lengths[rows])), targets[rows_device])
 
         # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
         before_step: dict[str, Any] = {"natural": None, "undone": 0}
@@ -952,13 +953,14 @@ class LDKGPClassifier(
                     xb = trim_to_longest(x[idx])
                     if features is not None:
                         xb = torch.cat([features[idx], xb.double()], dim=-1)
-                    f = self.model_(xb.to(self.device_))
                     idx = idx.to(self.device_)
-                    if self.inference == "variational" and n_classes == 2:
-                        probs = self.likelihood_(f).probs  # the probit integral is closed-form
-                        out[idx] = torch.stack([1 - probs, probs], dim=-1)
-                        continue
-                    mean, var = f.mean, f.variance
+                    with shared_evaluation(self.model_):  # the block's K_ZX and diag K_XX: its norms once
+                        f = self.model_(xb.to(self.device_))
+                        if self.inference == "variational" and n_classes == 2:
+                            probs = self.likelihood_(f).probs  # the probit integral is closed-form
+                            out[idx] = torch.stack([1 - probs, probs], dim=-1)
+                            continue
+                        mean, var = f.mean, f.variance
                     if self.inference == "dirichlet":  # batch C x n -> n x C
                         mean, var = mean.mT, var.mT
                     out[idx] = expected_softmax(mean, var, self.n_mc_samples)

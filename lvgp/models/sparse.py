@@ -57,6 +57,7 @@ from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
 from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
 from ..bow.vocabulary import Vocabulary
+from ..kernels.document import shared_evaluation
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -76,7 +77,9 @@ __all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "PaddedVariationalStrategy",
 
 class PaddedVariationalStrategy(VariationalStrategy):
     """``VariationalStrategy`` for padded word-index inputs: the inducing documents and the
-    batch are padded to a common width before gpytorch concatenates them."""
+    batch are padded to a common width before gpytorch concatenates them. The width never falls
+    below the widest seen before (padding changes no value), so that the padded inducing documents
+    keep one shape from step to step and the kernel finds their cached document set."""
 
     def forward(
         self,
@@ -86,7 +89,8 @@ class PaddedVariationalStrategy(VariationalStrategy):
         variational_inducing_covar: Any = None,
         **kwargs: Any,
     ) -> Any:
-        width = max(x.shape[-1], inducing_points.shape[-1])
+        width = max(x.shape[-1], inducing_points.shape[-1], self.__dict__.get("_width", 0))
+        self.__dict__["_width"] = width
         return super().forward(
             pad_to_width(x, width),
             pad_to_width(inducing_points, width),
@@ -407,10 +411,12 @@ class SparseGPLVSMRegressor(
             """Minus the ELBO per datum of a batch (one draw of variational word vectors for every kernel
             evaluation of the step: K_ZZ, K_ZX and diag K_XX see the same vectors)."""
             if not variational:
-                return -mll(self.model_(xb), yb)
+                with shared_evaluation(self.model_):
+                    return -mll(self.model_(xb), yb)
             with contextlib.ExitStack() as stack:
                 for vectors in variational:
                     stack.enter_context(vectors.one_sample(samples))
+                stack.enter_context(shared_evaluation(self.model_))
                 log_likelihood, kl_inducing, log_prior = mll(self.model_(xb), yb)[:3]
             kl_vectors = sum((v.kl() for v in variational), torch.zeros((), dtype=log_likelihood.dtype))
             return -(log_likelihood - kl_inducing + log_prior - kl_vectors / n)
@@ -625,11 +631,12 @@ class SparseGPLVSMRegressor(
                 for _ in range(draws):
                     for vectors in variational:
                         vectors.resample(generator)
-                    f = self.model_(xb)
-                    out = self.likelihood_(f) if include_noise else f
-                    first += out.mean
-                    second += out.mean * out.mean
-                    variance += out.variance.clamp_min(0)
+                    with shared_evaluation(self.model_):  # one draw: K_ZX and diag K_XX share the norms
+                        f = self.model_(xb)
+                        out = self.likelihood_(f) if include_noise else f
+                        first += out.mean
+                        second += out.mean * out.mean
+                        variance += out.variance.clamp_min(0)
                 for vectors in variational:
                     vectors.use_mean()
                 idx = idx.to(device)
