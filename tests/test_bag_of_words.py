@@ -317,3 +317,25 @@ def test_document_lengths_of_a_large_corpus_are_counted_in_blocks(monkeypatch):
     blocked = padded.document_lengths(x)
     assert blocked.dtype == whole.dtype and torch.equal(blocked, whole)
     assert torch.equal(padded.document_lengths(x.reshape(1, 37, 6)), whole.reshape(1, 37))  # batched: at once
+
+
+def test_the_cross_product_of_two_sets_takes_their_shared_words_only():
+    """<phi_i, phi_j> between two different sets through the words they share (each set's own
+    words, word 0 and repeated words included) equals the dense product of their weight matrices,
+    and with no shared word it is zero."""
+    from lvgp.kernels import mean_embedding as me
+
+    g = torch.Generator().manual_seed(5)
+    x1 = torch.randint(0, 30, (7, 9), generator=g)
+    x2 = torch.randint(20, 60, (5, 6), generator=g)  # words 20..29 shared
+    x1[0, :3] = 0
+    x1[1, 4:] = PAD
+    x2[2, 1:] = PAD
+    for a, b in ((x1, x2), (x2, x1), (x1, x2 + 40)):  # the last: nothing shared
+        d1, d2 = (me.DocumentSet(*me.document_weights(x, torch.float64)) for x in (a, b))
+        dense = [torch.zeros(len(x), 100, dtype=torch.float64) for x in (a, b)]
+        for c, x, d in zip(dense, (a, b), (d1, d2)):
+            keep = x != PAD
+            rows = torch.arange(len(x)).unsqueeze(-1).expand_as(x)[keep]
+            c.index_put_((rows, x[keep]), d.weights[keep], accumulate=True)
+        torch.testing.assert_close(me.bag_of_words_inner(d1, d2), dense[0] @ dense[1].mT, rtol=1e-14, atol=1e-16)

@@ -86,15 +86,16 @@ class _PooledRBF(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, by_row: list, by_col: list, chunk: int) -> Tensor:
-        sq_a = xa.pow(2).sum(-1)
         out = xa.new_zeros(len(by_row[0][1]), xa.shape[0])  # n x m1
         # the blocks are kept for the backward where they fit in _POOLED_KEEP entries, else formed again
         keep = any(ctx.needs_input_grad[:3]) and xa.shape[0] * xb.shape[0] <= _POOLED_KEEP
         blocks = []
         for block, (cols, offsets, weights) in enumerate(by_row):
-            a = block * chunk
-            gram = _rbf_block(xa, sq_a, xb[a : a + chunk], gamma)  # m1 x c
-            out += F.embedding_bag(cols, gram.mT, offsets, per_sample_weights=weights, mode="sum")
+            xc = xb[block * chunk : (block + 1) * chunk]
+            # c x m1, a row per word: embedding_bag reads contiguous rows (a transposed view of the
+            # m1 x c block made every read strided: 1.6x slower in all)
+            gram = _rbf_block(xc, xc.pow(2).sum(-1), xa, gamma)
+            out += F.embedding_bag(cols, gram, offsets, per_sample_weights=weights, mode="sum")
             if keep:
                 blocks.append(gram)
         ctx.save_for_backward(xa, xb, gamma)
@@ -106,20 +107,20 @@ class _PooledRBF(torch.autograd.Function):
         xa, xb, gamma = ctx.saved_tensors
         grad_a, grad_b = torch.zeros_like(xa), torch.zeros_like(xb)
         grad_gamma = torch.zeros_like(gamma)
-        sq_a = xa.pow(2).sum(-1)
         grad = grad.contiguous()
         for block, (rows, offsets, weights) in enumerate(ctx.by_col):
             a = block * ctx.chunk
             xc = xb[a : a + ctx.chunk]
-            gram = ctx.blocks[block] if ctx.blocks else _rbf_block(xa, sq_a, xc, gamma)
-            # dL/dG^T of the block: the pooled gradient summed over each column's documents
-            spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum").mT  # m1 x c
+            sq_c = xc.pow(2).sum(-1)
+            gram = ctx.blocks[block] if ctx.blocks else _rbf_block(xc, sq_c, xa, gamma)  # c x m1
+            # dL/dG of the block's rows: the pooled gradient summed over each word's documents
+            spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum")  # c x m1
             if ctx.needs_input_grad[2]:
-                sq = (sq_a.unsqueeze(-1) + xc.pow(2).sum(-1).unsqueeze(-2) - 2 * (xa @ xc.mT)).clamp_min(0)
+                sq = (sq_c.unsqueeze(-1) + xa.pow(2).sum(-1).unsqueeze(-2) - 2 * (xc @ xa.mT)).clamp_min(0)
                 grad_gamma -= 0.5 * (spread * gram * sq).sum()
-            weighted = gram * spread
-            grad_a += weighted @ xc - weighted.sum(-1, keepdim=True) * xa
-            grad_b[a : a + ctx.chunk] = weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xc
+            weighted = spread.mul_(gram)
+            grad_a += weighted.mT @ xc - weighted.sum(-2).unsqueeze(-1) * xa
+            grad_b[a : a + ctx.chunk] = weighted @ xa - weighted.sum(-1, keepdim=True) * xc
         return gamma * grad_a, gamma * grad_b, grad_gamma if ctx.needs_input_grad[2] else None, None, None, None
 
 
@@ -147,17 +148,14 @@ def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor
     r""":math:`C\,G^\top` for the RBF Gram :math:`G` of ``xa`` (``m1 x q``) against ``xb`` (``m2 x q``)
     and the sparse ``n x m2`` matrix :math:`C` with entries ``weights`` at (``rows``, ``cols``):
     ``n x m1``. The same values as ``C @ rbf_gram(xa, xb, gamma).mT``, but the Gram is never held
-    whole: blocks of columns are formed, pooled and dropped (and formed again for the gradient),
-    so that memory traffic stays in cache -- the Nystrom LDK's landmark columns pooled over
-    documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the whole
-    Gram in ``benchmarks/nystrom_pooling.py``). Blocks pay off while the documents are fewer than
-    a block's columns (each block pools into all ``n`` rows); beyond that the whole Gram is formed.
+    whole: blocks of columns are formed (a row per word), pooled and dropped (and formed again for
+    the gradient), so that memory traffic stays in cache -- the Nystrom LDK's landmark columns pooled
+    over documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the
+    whole Gram in ``benchmarks/nystrom_pooling.py``). Each block pools into all ``n`` rows, so a
+    block has at least ``n`` columns (its pooled ``n x m1`` rows cost no more than the block).
     Unbatched inputs and a scalar ``gamma``."""
-    chunk = max(16, _POOLED_BLOCK // max(1, xa.shape[0]))
+    chunk = max(16, _POOLED_BLOCK // max(1, xa.shape[0]), n)
     m2 = xb.shape[0]
-    if n > chunk:  # each block's pooled n x m1 rows would cost more than the block: the whole Gram
-        ((ids, offsets, w),) = _bags_per_block(torch.zeros_like(cols), rows, cols, weights, [n])
-        return F.embedding_bag(ids, rbf_gram(xa, xb, gamma).mT, offsets, per_sample_weights=w, mode="sum")
     starts = range(0, max(1, m2), chunk)
     block = torch.div(cols, chunk, rounding_mode="floor")
     local = cols - block * chunk

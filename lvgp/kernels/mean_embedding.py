@@ -401,8 +401,7 @@ def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Te
     n1, n2 = ids1.shape[-2], ids2.shape[-2]
     with torch.no_grad():
         if d1.unbatched and d2.unbatched:
-            words, b1, b2 = _union(d1, d2)
-            pairs = [(b1, b2, len(words))]
+            pairs = [_shared_word_bags(d1, d2)]
         else:
             _, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
             local1 = inverse[: ids1.numel()].view(ids1.shape)
@@ -415,20 +414,48 @@ def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Te
             pairs = []
             for i1, ww1, i2, ww2 in zip(flat(local1), flat(w1), flat(local2), flat(w2)):
                 bags1 = bags(i1, ww1)
-                pairs.append((bags1, bags1 if symmetric else bags(i2, ww2), u))
+                bags2 = bags1 if symmetric else bags(i2, ww2)
+                pairs.append((bags1, bags2.words, bags2.rows(), bags2.weights, u))
         parts = []
-        for bags1, bags2, u in pairs:
-            rows2 = bags2.rows()
+        for bags1, words2, rows2, weights2, u in pairs:
             out = w1.new_zeros(n1, n2)
             step = max(1, 2**24 // max(u, 1))
             for start in range(0, n2, step):
                 width = min(step, n2 - start)
                 inside = (rows2 >= start) & (rows2 < start + width)
                 block = w1.new_zeros(max(u, 1), width)
-                block[bags2.words[inside], rows2[inside] - start] = bags2.weights[inside]
+                block[words2[inside], rows2[inside] - start] = weights2[inside]
                 out[:, start : start + width] = bag_product(bags1, block)
             parts.append(out)
         return torch.stack(parts).view(*batch, n1, n2) if parts else w1.new_zeros(*batch, n1, n2)
+
+
+def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, Tensor, Tensor, int]:
+    """For :math:`C_1 C_2^\top` of two unbatched sets: the first set's bags over the words the two
+    share (ids ``0 .. u - 2``; its other words go to row ``u - 1``, which no entry of the second set
+    fills), and the second set's entries of shared words (ids, documents, weights), with ``u``. Only
+    shared words can add to the product, so the dense block of the second set has ``u`` rows, not
+    one per word of either set (a sparse GP's batch against its inducing documents: about a third).
+    From each set's memoized distinct words and bags, without a union of the two."""
+    b1, b2 = d1.bags(), d2.bags()
+    if d1 is d2:
+        return b1, b2.words, b2.rows(), b2.weights, len(d1.distinct()[0])
+    words1, words2 = d1.distinct()[0], d2.distinct()[0]
+    at = torch.searchsorted(words2, words1).clamp_max(max(0, len(words2) - 1))
+    shared = words2[at] == words1 if len(words2) else torch.zeros_like(words1, dtype=torch.bool)
+    count = int(shared.sum())
+    shared_id1 = torch.where(shared, torch.cumsum(shared, 0) - 1, count)  # per word of set 1
+    shared_id2 = torch.full_like(words2, count)  # per word of set 2: count where set 1 lacks it
+    shared_id2[at[shared]] = shared_id1[shared]
+    local2 = shared_id2[b2.words]
+    keep = local2 < count
+    return (
+        Bags(shared_id1[b1.words], b1.offsets, b1.weights, b1.n),
+        local2[keep],
+        b2.rows()[keep],
+        b2.weights[keep],
+        count + 1,
+    )
 
 
 def bag_of_words_paired(d1: DocumentSet, d2: DocumentSet) -> Tensor:
