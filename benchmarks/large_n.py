@@ -14,7 +14,9 @@ the ends of two Adam steps, the GPU synchronized; the first 5 steps left out), t
 first step (setup: the inducing documents, the kernel's start, the data to the device), the process's peak resident memory and that less the corpus's own arrays
 (flat in n when the model's memory does not grow with n), and the operations a step dispatches:
 ``torch.profiler`` over steps 4-6 of a fit on the first 8,000 documents (the setup left out) -- on a GPU the CUDA kernels launched (and the fraction of a step's wall time they run,
-the GPU busy fraction: their time over the step's), on CPU the leaf ATen operators (each would be a launch on a GPU). With
+the GPU busy fraction: their time over the step's), on CPU the leaf ATen operators (each would be a launch on a GPU),
+and the operators whose result the host reads before going on (``item()``, data-dependent sizes of ``nonzero``
+and ``unique``: on a GPU each waits for the queue to drain). With
 ``--before COMMIT`` the same rows for the code at that commit, measured in the same run.
 
 The peer (``--models svgp-dense``): gpytorch's own SVGP (RBF, learned inducing points, the same
@@ -181,13 +183,21 @@ def dispatched(waiting=2, active=3):
         ranges = {e.name for e in events if e.device_type == DeviceType.CPU}
         kernels = [e for e in events if e.device_type == DeviceType.CUDA and e.name not in ranges]
         wall = profiled_ends[waiting + active] - profiled_ends[waiting]  # steps waiting+1 .. waiting+active
-        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall
-    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0
+        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall, host_reads(events) / active
+    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0, host_reads(events) / active
 
-ops_per_step, busy = dispatched() if args["profile"] else (None, None)
+# operators whose result the host must read before it can go on (a value, or a size that depends on
+# the data): on a GPU each waits for every kernel queued before it
+HOST_READS = {"aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::unique_dim",
+              "aten::unique_consecutive", "aten::masked_select"}
+
+def host_reads(events):
+    return sum(1 for e in events if e.name in HOST_READS)
+
+ops_per_step, busy, reads_per_step = dispatched() if args["profile"] else (None, None, None)
 busy = busy if args["device"] != "cpu" else None
 print(json.dumps({"seconds": seconds, "steps": steps, "peak_mib": peak, "data_mib": data_mib,
-                  "ops_per_step": ops_per_step, "gpu_busy": busy, "step_seconds": step_seconds,
+                  "ops_per_step": ops_per_step, "gpu_busy": busy, "host_reads": reads_per_step, "step_seconds": step_seconds,
                   "setup_seconds": setup}))
 """
 
@@ -250,9 +260,9 @@ def main(argv=None) -> int:
     )
     print(
         "| model | code | n | epoch s | us / doc | steps | step ms | setup s | peak MiB | peak less data MiB | "
-        "ops / step | GPU busy |"
+        "ops / step | host reads / step | GPU busy |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     step_ms: dict[tuple[str, int], float] = {}
     cut: dict[tuple[str, str, int], tuple[int, int, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -267,10 +277,11 @@ def main(argv=None) -> int:
                     except RuntimeError as err:  # e.g. killed by the kernel's OOM killer: say so in the table
                         last = (str(err).strip().splitlines() or ["?"])[-1][:80]
                         print(err, file=sys.stderr)
-                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | | | |", flush=True)
+                        print(f"| {model} | {code} | {n:,} | failed: {last} | | | | | | | | | |", flush=True)
                         continue
                     busy = "-" if r["gpu_busy"] is None else f"{r['gpu_busy']:.0%}"
                     ops = "-" if r["ops_per_step"] is None else f"{r['ops_per_step']:.0f}"
+                    reads = "-" if r.get("host_reads") is None else f"{r['host_reads']:.0f}"
                     if code == "now":
                         step_ms[model, n] = 1e3 * r["step_seconds"]
                     full = -(-n // common["batch"])
@@ -280,7 +291,7 @@ def main(argv=None) -> int:
                     print(
                         f"| {model} | {code} | {n:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / n:.0f} | "
                         f"{r['steps']} | {1e3 * r['step_seconds']:.1f} | {r['setup_seconds']:.1f} | {r['peak_mib']:.0f} | "
-                        f"{r['peak_mib'] - r['data_mib']:.0f} | {ops} | {busy} |",
+                        f"{r['peak_mib'] - r['data_mib']:.0f} | {ops} | {reads} | {busy} |",
                         flush=True,
                     )
     for (model, code, n), (steps, full, setup, whole) in cut.items():

@@ -88,9 +88,12 @@ class Bags(typing.NamedTuple):
     n: int
 
     def rows(self) -> Tensor:
-        """The document of every entry of ``words``."""
+        """The document of every entry of ``words`` (its length given: no read of the counts back to
+        the host, which on a GPU waits for every queued kernel)."""
         ends = torch.diff(self.offsets, append=self.offsets.new_tensor([len(self.words)]))
-        return torch.repeat_interleave(torch.arange(self.n, device=self.words.device), ends)
+        return torch.repeat_interleave(
+            torch.arange(self.n, device=self.words.device), ends, output_size=len(self.words)
+        )
 
 
 def bags(local: Tensor, weights: Tensor, size: int | None = None) -> Bags:
@@ -100,13 +103,14 @@ def bags(local: Tensor, weights: Tensor, size: int | None = None) -> Bags:
     for ~55 tokens). ``size``: a bound on the local ids (the number of distinct words), when the
     caller knows it; otherwise it is read from ``local`` (a device-to-host read on a GPU)."""
     n, width = local.shape
-    keep = weights > 0
-    rows = torch.arange(n, device=local.device).unsqueeze(-1).expand(n, width)[keep]
+    kept = (weights > 0).flatten().nonzero().squeeze(-1)  # one read of the count back to the host, not three
+    rows = torch.div(kept, max(1, width), rounding_mode="floor")
     if size is None:
         size = int(local.max()) + 1 if local.numel() else 1
     size = max(1, size)
-    keys, inverse = torch.unique(rows * size + local[keep], return_inverse=True)
-    summed = torch.zeros(len(keys), dtype=weights.dtype, device=weights.device).index_add_(0, inverse, weights[keep])
+    keys, inverse = torch.unique(rows * size + local.flatten()[kept], return_inverse=True)
+    summed = torch.zeros(len(keys), dtype=weights.dtype, device=weights.device)
+    summed.index_add_(0, inverse, weights.flatten()[kept])
     counts = torch.bincount(keys // size, minlength=n)
     offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
     return Bags(keys % size, offsets, summed, n)
@@ -422,21 +426,26 @@ def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Te
             step = max(1, 2**24 // max(u, 1))
             for start in range(0, n2, step):
                 width = min(step, n2 - start)
-                inside = (rows2 >= start) & (rows2 < start + width)
                 block = w1.new_zeros(max(u, 1), width)
-                block[words2[inside], rows2[inside] - start] = weights2[inside]
+                if width == n2:  # one block: every entry (no mask, whose indexing reads a count to the host)
+                    block[words2, rows2] = weights2
+                else:
+                    inside = (rows2 >= start) & (rows2 < start + width)
+                    block[words2[inside], rows2[inside] - start] = weights2[inside]
                 out[:, start : start + width] = bag_product(bags1, block)
             parts.append(out)
         return torch.stack(parts).view(*batch, n1, n2) if parts else w1.new_zeros(*batch, n1, n2)
 
 
 def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, Tensor, Tensor, int]:
-    """For :math:`C_1 C_2^\top` of two unbatched sets: the first set's bags over the words the two
-    share (ids ``0 .. u - 2``; its other words go to row ``u - 1``, which no entry of the second set
-    fills), and the second set's entries of shared words (ids, documents, weights), with ``u``. Only
-    shared words can add to the product, so the dense block of the second set has ``u`` rows, not
-    one per word of either set (a sparse GP's batch against its inducing documents: about a third).
-    From each set's memoized distinct words and bags, without a union of the two."""
+    """For :math:`C_1 C_2^\top` of two unbatched sets: the first set's bags over the ``c`` words the
+    two share (ids ``0 .. c - 1``; its other words go to row ``c``, which no entry of the second set
+    fills), and the second set's entries (ids, documents, weights; its words the first set lacks go
+    to row ``c + 1``, which no entry of the first set reads), with the rows, ``c + 2``. Only shared
+    words add to the product, so the dense block of the second set has ``c + 2`` rows, not one per
+    word of either set (a sparse GP's batch against its inducing documents: about a third). From
+    each set's memoized distinct words and bags, without a union of the two; one read back to the
+    host (``c``)."""
     b1, b2 = d1.bags(), d2.bags()
     if d1 is d2:
         return b1, b2.words, b2.rows(), b2.weights, len(d1.distinct()[0])
@@ -445,16 +454,15 @@ def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, T
     shared = words2[at] == words1 if len(words2) else torch.zeros_like(words1, dtype=torch.bool)
     count = int(shared.sum())
     shared_id1 = torch.where(shared, torch.cumsum(shared, 0) - 1, count)  # per word of set 1
-    shared_id2 = torch.full_like(words2, count)  # per word of set 2: count where set 1 lacks it
-    shared_id2[at[shared]] = shared_id1[shared]
-    local2 = shared_id2[b2.words]
-    keep = local2 < count
+    # per word of set 2 (and a last slot that takes set 1's words set 2 lacks): c + 1 where set 1 lacks it
+    shared_id2 = torch.full((len(words2) + 1,), count + 1, dtype=words2.dtype, device=words2.device)
+    shared_id2.scatter_(0, torch.where(shared, at, len(words2)), shared_id1)
     return (
         Bags(shared_id1[b1.words], b1.offsets, b1.weights, b1.n),
-        local2[keep],
-        b2.rows()[keep],
-        b2.weights[keep],
-        count + 1,
+        shared_id2[b2.words],
+        b2.rows(),
+        b2.weights,
+        count + 2,
     )
 
 
