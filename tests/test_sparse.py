@@ -371,6 +371,13 @@ def test_a_shared_evaluation_sees_one_draw_and_no_stale_values():
             after = kernel(x[:10], diag=False).to_dense()
         torch.testing.assert_close(after, kernel(x[:10]).to_dense())
         assert not torch.allclose(after, before)
+    kernel.train()
+    optimizer = torch.optim.SGD(kernel.parameters(), lr=0.1)
+    with shared_evaluation(kernel):  # misuse: a step inside the block
+        kernel(x[:10]).to_dense().sum().backward()
+        optimizer.step()
+        with pytest.raises(RuntimeError, match="changed inside shared_evaluation"):
+            kernel(x[:10]).to_dense()
 
 
 def test_the_inducing_documents_set_is_built_once_per_fit(monkeypatch):

@@ -271,17 +271,21 @@ class DocumentKernel(Kernel):
         every document kernel of a model."""
         outer = "_shared_memo" in self.__dict__
         if not outer:
-            self.__dict__["_shared_memo"] = {}
+            self.__dict__["_shared_memo"] = {"versions": self._parameter_versions()}
         try:
             yield
         finally:
             if not outer:
                 del self.__dict__["_shared_memo"]
 
+    def _parameter_versions(self) -> tuple[int, ...]:
+        return tuple(p._version for p in self.parameters())
+
     def _shared(self, kind: str, args: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()``, memoized by ``kind``, the identities of ``args`` and the grad mode while a
         :meth:`shared_evaluation` block is open (else computed every time). The entry holds ``args``,
-        so that their identities are not reused by other objects inside the block."""
+        so that their identities are not reused by other objects inside the block. A parameter
+        changed inside the block (an optimizer's step) is an error, not a stale value."""
         memo = self.__dict__.get("_shared_memo")
         if memo is None:
             return compute()
@@ -289,6 +293,11 @@ class DocumentKernel(Kernel):
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = (args, compute())
+        elif self._parameter_versions() != memo["versions"]:
+            raise RuntimeError(
+                f"a parameter of this {type(self).__name__} changed inside shared_evaluation(): open the block around "
+                "one objective evaluation (the loss), and take the optimizer's step after it"
+            )
         return hit[1]
 
     def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
