@@ -93,7 +93,7 @@ def test_rbf_pooled_blocks_equal_the_whole_gram_in_value_and_gradient(monkeypatc
     rows = torch.tensor([0, 0, 0, 2, 2, 3, 3, 3, 3, 1])  # row 4 empty
     cols = torch.tensor([0, 17, 56, 3, 40, 17, 18, 33, 50, 2])  # most columns in no row
     weights = torch.rand(len(rows), generator=g, dtype=torch.float64)
-    for n in (5, 40):  # 40 documents: blocks of 40 columns (at least as many as documents), 2 blocks
+    for n in (5, 40):  # 40 documents, more than a block's 16 columns: the whole Gram instead
         dense = torch.zeros(n, 57, dtype=torch.float64).index_put_((rows, cols), weights, accumulate=True)
         expected = dense @ embedding.rbf_gram(xa, xb, gamma).mT
         pooled = embedding.rbf_pooled(xa, xb, gamma, rows, cols, weights, n)

@@ -70,10 +70,12 @@ class _FusedRBFGram(torch.autograd.Function):
         return grad_a, grad_b, grad_gamma
 
 
-def _rbf_block(xa: Tensor, sq_a: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
-    """One ``m1 x c`` block of the RBF Gram (``sq_a``: the squared norms of ``xa``), in place."""
-    gram = xa @ xb.mT
-    gram.mul_(2).sub_(sq_a.unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+def _rbf_rows(xc: Tensor, xa: Tensor, sq_a: Tensor, gamma: Tensor) -> Tensor:
+    """The ``c x m1`` block of the RBF Gram between words ``xc`` and landmarks ``xa`` (a row per
+    word), in place, with the arithmetic of :func:`rbf_gram` ``(xa, xc)`` transposed (the landmarks'
+    squared norms ``sq_a`` subtracted first), so that the values do not depend on the orientation."""
+    gram = xc @ xa.mT
+    gram.mul_(2).sub_(sq_a.unsqueeze(-2)).sub_(xc.pow(2).sum(-1).unsqueeze(-1))
     return gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
 
 
@@ -87,6 +89,7 @@ class _PooledRBF(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, by_row: list, by_col: list, chunk: int) -> Tensor:
         out = xa.new_zeros(len(by_row[0][1]), xa.shape[0])  # n x m1
+        sq_a = xa.pow(2).sum(-1)
         # the blocks are kept for the backward where they fit in _POOLED_KEEP entries, else formed again
         keep = any(ctx.needs_input_grad[:3]) and xa.shape[0] * xb.shape[0] <= _POOLED_KEEP
         blocks = []
@@ -94,7 +97,7 @@ class _PooledRBF(torch.autograd.Function):
             xc = xb[block * chunk : (block + 1) * chunk]
             # c x m1, a row per word: embedding_bag reads contiguous rows (a transposed view of the
             # m1 x c block made every read strided: 1.6x slower in all)
-            gram = _rbf_block(xc, xc.pow(2).sum(-1), xa, gamma)
+            gram = _rbf_rows(xc, xa, sq_a, gamma)
             out += F.embedding_bag(cols, gram, offsets, per_sample_weights=weights, mode="sum")
             if keep:
                 blocks.append(gram)
@@ -108,19 +111,22 @@ class _PooledRBF(torch.autograd.Function):
         grad_a, grad_b = torch.zeros_like(xa), torch.zeros_like(xb)
         grad_gamma = torch.zeros_like(gamma)
         grad = grad.contiguous()
+        sq_a = xa.pow(2).sum(-1)
         for block, (rows, offsets, weights) in enumerate(ctx.by_col):
             a = block * ctx.chunk
             xc = xb[a : a + ctx.chunk]
             sq_c = xc.pow(2).sum(-1)
-            gram = ctx.blocks[block] if ctx.blocks else _rbf_block(xc, sq_c, xa, gamma)  # c x m1
+            gram = ctx.blocks[block] if ctx.blocks else _rbf_rows(xc, xa, sq_a, gamma)  # c x m1
             # dL/dG of the block's rows: the pooled gradient summed over each word's documents
             spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum")  # c x m1
             if ctx.needs_input_grad[2]:
                 sq = (sq_c.unsqueeze(-1) + xa.pow(2).sum(-1).unsqueeze(-2) - 2 * (xc @ xa.mT)).clamp_min(0)
                 grad_gamma -= 0.5 * (spread * gram * sq).sum()
-            weighted = spread.mul_(gram)
-            grad_a += weighted.mT @ xc - weighted.sum(-2).unsqueeze(-1) * xa
-            grad_b[a : a + ctx.chunk] = weighted @ xa - weighted.sum(-1, keepdim=True) * xc
+            # m1 x c, laid out as the products below had it before the blocks were a row per word: the
+            # same sums in the same order, so that the gradients are those of that code to the last bit
+            weighted = spread.mul_(gram).mT.contiguous()
+            grad_a += weighted @ xc - weighted.sum(-1, keepdim=True) * xa
+            grad_b[a : a + ctx.chunk] = weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xc
         return gamma * grad_a, gamma * grad_b, grad_gamma if ctx.needs_input_grad[2] else None, None, None, None
 
 
@@ -151,11 +157,17 @@ def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor
     whole: blocks of columns are formed (a row per word), pooled and dropped (and formed again for
     the gradient), so that memory traffic stays in cache -- the Nystrom LDK's landmark columns pooled
     over documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the
-    whole Gram in ``benchmarks/nystrom_pooling.py``). Each block pools into all ``n`` rows, so a
-    block has at least ``n`` columns (its pooled ``n x m1`` rows cost no more than the block).
-    Unbatched inputs and a scalar ``gamma``."""
-    chunk = max(16, _POOLED_BLOCK // max(1, xa.shape[0]), n)
+    whole Gram in ``benchmarks/nystrom_pooling.py``). Blocks pay off while the documents are fewer
+    than a block's columns (each block pools into all ``n`` rows); beyond that the whole Gram is
+    formed. Unbatched inputs and a scalar ``gamma``."""
+    chunk = max(16, _POOLED_BLOCK // max(1, xa.shape[0]))
     m2 = xb.shape[0]
+    if n > chunk:  # each block's pooled n x m1 rows would cost more than the block: the whole Gram
+        # (blocks of n columns would be faster -- 172/110 ms against 257/276 ms forward/backward at 1,024
+        # documents, benchmarks/README.md -- but not the same values to the last bit, and the studies'
+        # committed cells were computed this way)
+        ((ids, offsets, w),) = _bags_per_block(torch.zeros_like(cols), rows, cols, weights, [n])
+        return F.embedding_bag(ids, rbf_gram(xa, xb, gamma).mT, offsets, per_sample_weights=w, mode="sum")
     starts = range(0, max(1, m2), chunk)
     block = torch.div(cols, chunk, rounding_mode="floor")
     local = cols - block * chunk
