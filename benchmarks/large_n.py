@@ -176,6 +176,7 @@ def dispatched(waiting=2, active=3):
         fit(m, n)
         profiling.clear()
     events = captured[0]
+    reads = host_reads(events) / active
     if args["device"] != "cpu":  # the kernels' time over the wall time of the profiled steps themselves
         # device events named as host ranges are annotations projected on the GPU's timeline (each
         # "ProfilerStep#k" spans its step's kernels), not kernels: counted, they put the busy fraction
@@ -183,8 +184,8 @@ def dispatched(waiting=2, active=3):
         ranges = {e.name for e in events if e.device_type == DeviceType.CPU}
         kernels = [e for e in events if e.device_type == DeviceType.CUDA and e.name not in ranges]
         wall = profiled_ends[waiting + active] - profiled_ends[waiting]  # steps waiting+1 .. waiting+active
-        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall, host_reads(events) / active
-    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0, host_reads(events) / active
+        return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall, reads
+    return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0, reads
 
 # operators whose result the host must read before it can go on (a value, or a size that depends on
 # the data): on a GPU each waits for every kernel queued before it

@@ -115,12 +115,11 @@ class _PooledRBF(torch.autograd.Function):
         for block, (rows, offsets, weights) in enumerate(ctx.by_col):
             a = block * ctx.chunk
             xc = xb[a : a + ctx.chunk]
-            sq_c = xc.pow(2).sum(-1)
             gram = ctx.blocks[block] if ctx.blocks else _rbf_rows(xc, xa, sq_a, gamma)  # c x m1
             # dL/dG of the block's rows: the pooled gradient summed over each word's documents
             spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum")  # c x m1
             if ctx.needs_input_grad[2]:
-                sq = (sq_c.unsqueeze(-1) + xa.pow(2).sum(-1).unsqueeze(-2) - 2 * (xc @ xa.mT)).clamp_min(0)
+                sq = (xc.pow(2).sum(-1).unsqueeze(-1) + sq_a.unsqueeze(-2) - 2 * (xc @ xa.mT)).clamp_min(0)
                 grad_gamma -= 0.5 * (spread * gram * sq).sum()
             # m1 x c, laid out as the products below had it before the blocks were a row per word: the
             # same sums in the same order, so that the gradients are those of that code to the last bit
