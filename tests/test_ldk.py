@@ -401,6 +401,8 @@ def test_both_routes_of_the_squared_norms_match_a_loop(embedding):
     buckets = d.self_buckets()
     assert len(buckets.buckets) > 1 and buckets.entries < 70 * 49**2
     by_bucket = buckets.inner(v, k.embedding_gram)
+    # the embedding kernel's quadratic forms (the RBF's with its fused gradient)
+    by_forms = buckets.inner(v, k.embedding_gram, k.embedding.quadratic_forms)
     b = d.bags()
     rows = b.rows()
     left = me.bag_product(b, k.embedding_gram(v, v))
@@ -411,7 +413,7 @@ def test_both_routes_of_the_squared_norms_match_a_loop(embedding):
         w = torch.full((len(ids),), 1.0 / len(ids))
         loop.append(w @ k.embedding_gram(latent[ids], latent[ids]) @ w)
     reference = torch.stack(loop)
-    for value in (by_bucket, by_words):
+    for value in (by_bucket, by_forms, by_words):
         torch.testing.assert_close(value, reference, rtol=1e-12, atol=1e-12)
         grad = torch.autograd.grad(value.sum(), k.word_vectors.raw_latent, retain_graph=True)[0]
         expected = torch.autograd.grad(reference.sum(), k.word_vectors.raw_latent, retain_graph=True)[0]
@@ -430,6 +432,111 @@ def test_the_fused_rbf_gram_takes_batched_inputs():
     formula = torch.exp(-0.5 * gamma * (xa.unsqueeze(-2) - xb.unsqueeze(-3)).pow(2).sum(-1))
     torch.testing.assert_close(rbf_gram(xa, xb, gamma), formula, rtol=1e-13, atol=1e-14)
     assert torch.autograd.gradcheck(rbf_gram, (xa, xb, gamma))
+
+
+def test_the_rbf_quadratic_forms_have_the_einsums_values_and_a_checked_gradient():
+    """The RBF embedding's fused quadratic forms w^T G w (buckets of the squared norms): the einsum's
+    values and autograd's gradients over its Gram, gradcheck in the vectors and gamma, and padding (weight 0 on word 0)
+    adds nothing to word 0's gradient."""
+    from lvgp.kernels.embedding import EmbeddingKernel, RBFEmbedding
+
+    g = torch.Generator().manual_seed(1)
+    table = torch.randn(9, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    ids = torch.randint(1, 9, (4, 5), generator=g)
+    weights = torch.rand(4, 5, generator=g, dtype=torch.float64)
+    ids[0, 3:], weights[0, 3:] = 0, 0.0  # padding
+    kernel = RBFEmbedding(gamma=0.7).double()
+    fused = kernel.quadratic_forms(table, ids, weights)
+    plain = EmbeddingKernel.quadratic_forms(kernel, table, ids, weights)
+    assert fused.grad_fn is not None and "RBFQuadraticForms" in type(fused.grad_fn).__name__
+    torch.testing.assert_close(fused, plain, rtol=1e-14, atol=1e-15)
+    grads = torch.autograd.grad(fused.sum(), (table, kernel.raw_gamma))
+    expected = torch.autograd.grad(plain.sum(), (table, kernel.raw_gamma))
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
+    assert not grads[0][0].any()  # word 0 appears only as padding
+    gamma = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda t, gm: RBFEmbedding.quadratic_forms(_FixedGamma(gm), t, ids, weights), (table, gamma)
+    )
+
+
+class _FixedGamma:
+    """An RBF embedding stand-in whose gamma is a given tensor (for gradcheck in gamma)."""
+
+    def __init__(self, gamma: torch.Tensor) -> None:
+        self.gamma = gamma
+
+
+def test_bag_products_gradient_is_embedding_bags_own():
+    """bag_product's gradient (an embedding_bag over the transposed bags) equals embedding_bag's
+    own, passes gradcheck, and a word in no document gets a zero row."""
+    import torch.nn.functional as F
+
+    from lvgp.kernels import mean_embedding as me
+
+    docs = _ragged_documents(30, 50, 9, seed=4)
+    d = me.DocumentSet(*me.document_weights(docs, torch.float64))
+    words, _ = d.distinct()
+    b = d.bags()
+    table = torch.randn(len(words) + 2, 6, dtype=torch.float64, requires_grad=True)  # two rows no bag uses
+    out = me.bag_product(b, table)
+    reference = F.embedding_bag(b.words, table, b.offsets, per_sample_weights=b.weights, mode="sum")
+    torch.testing.assert_close(out, reference, rtol=0, atol=0)
+    upstream = torch.randn_like(out)
+    (got,) = torch.autograd.grad(out, table, upstream)
+    (want,) = torch.autograd.grad(reference, table, upstream)
+    torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-14)
+    assert not got[-2:].any()
+    assert b.transposed(len(table)) is b.transposed(len(table))  # kept with the bags
+    assert torch.autograd.gradcheck(lambda t: me.bag_product(b, t), (table,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rbf_gram_entries_below_the_normal_range_are_zero_and_the_rest_exact(dtype):
+    """Exponents below -86 (float32) or -707 (float64) give exact zeros, not subnormal numbers (torch's
+    exp is 10-25x slower on them); every other entry is torch.exp's to the last bit."""
+    from lvgp.kernels.embedding import rbf_gram
+
+    xa = torch.linspace(0, 60, 400, dtype=dtype).unsqueeze(-1)
+    xb = torch.zeros(1, 1, dtype=dtype)
+    gamma = torch.tensor(1.0, dtype=dtype)
+    gram = rbf_gram(xa, xb, gamma).squeeze(-1)
+    exponent = -0.5 * (xa.squeeze(-1) ** 2)
+    low = -86 if dtype == torch.float32 else -707
+    kept = exponent >= low
+    assert (~kept).sum() > 50 and kept.sum() > 50
+    torch.testing.assert_close(gram[kept], exponent[kept].exp(), rtol=0, atol=0)
+    assert not gram[~kept].any()
+    tiny = torch.finfo(dtype).tiny
+    assert not ((gram > 0) & (gram < tiny)).any()
+
+
+def test_broadcast_shapes_is_torchs_without_sympy():
+    """lvgp.base.shapes.broadcast_shapes agrees with torch.broadcast_shapes, raises where it does,
+    and evaluating an LDK in a fresh process imports no sympy (torch's import of it took 0.36 s)."""
+    import subprocess
+    import sys
+
+    from lvgp.base.shapes import broadcast_shapes
+
+    cases = [((2, 1), (1, 3)), ((),), ((0,), (1,)), ((5, 1, 4), (3, 1)), ((4,), (2, 1, 1), ()), ((1,), (1, 1))]
+    for shapes in cases:
+        assert broadcast_shapes(*shapes) == torch.broadcast_shapes(*shapes)
+    for shapes in [((0,), (3,)), ((2,), (3,)), ((2, 3), (3, 2))]:
+        with pytest.raises(RuntimeError):
+            torch.broadcast_shapes(*shapes)
+        with pytest.raises(RuntimeError, match="do not broadcast"):
+            broadcast_shapes(*shapes)
+    code = (
+        "import sys, torch, lvgp\n"
+        "k = lvgp.LatentDistributionKernel(20, 2, 'rbf', level2='cosine', seed=0)\n"
+        "x = torch.tensor([[1, 2, -1], [3, 4, 5]])\n"
+        "k.squared_rkhs_distance(x, x).sum().backward()\n"
+        "print('sympy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("level2", list(LEVEL2_KERNELS))

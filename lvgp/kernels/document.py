@@ -23,6 +23,7 @@ from gpytorch.module import Module
 from torch import Tensor
 
 from .._typing import TensorLike
+from ..base.shapes import broadcast_shapes
 from ..bow.padded import check_padded, pad_to_common_width
 from . import mean_embedding as me
 from .level2 import Level2Kernel, make_level2
@@ -119,6 +120,17 @@ class DocumentKernel(Kernel):
             self.word_weights = None
         else:
             self.register_buffer("word_weights", check_word_weights(word_weights, num_words))
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """gpytorch's: this kernel's batch shape broadcast with its sub-kernels'. Broadcast by
+        :func:`lvgp.base.shapes.broadcast_shapes`, as ``torch.broadcast_shapes`` first imports sympy
+        (0.36 s of a process that evaluates only this kernel, such as a matching fit)."""
+        return broadcast_shapes(self._batch_shape, *(k.batch_shape for k in self.sub_kernels()))
+
+    @batch_shape.setter
+    def batch_shape(self, value: torch.Size) -> None:
+        self._batch_shape = value
 
     # ------------------------------------------------------------------ what subclasses supply
     @property
@@ -388,7 +400,7 @@ class DocumentKernel(Kernel):
             b = a if x2 is x1 else (x2 if single2 is None else single2)
             out = self.forward(a, b, diag=diag)
             tail = 1 if diag else 2
-            batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
+            batch = broadcast_shapes(x1.shape[:-2], x2.shape[:-2], out.shape[: out.dim() - tail])
             return out.expand(*batch, *out.shape[out.dim() - tail :])
         latent = self._forward_state()
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
@@ -410,7 +422,7 @@ class DocumentKernel(Kernel):
         level2 = self.level2
         if diag:
             if same and level2.unit_diagonal:
-                batch = torch.broadcast_shapes(x1.shape[:-2], self.batch_shape)
+                batch = broadcast_shapes(x1.shape[:-2], self.batch_shape)
                 return torch.ones(*batch, x1.shape[-2], dtype=latent.dtype, device=x1.device)
             lin = part.norms(x1, latent) if same else part.paired(x1, x2, latent)
             s1 = s2 = None

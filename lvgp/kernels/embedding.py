@@ -19,6 +19,7 @@ hyper-parameters registered in ``__init__``, :meth:`~EmbeddingKernel.gram` and
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import torch
@@ -27,6 +28,7 @@ from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from ._hyper import check_degree, constrained_property, register_constrained
 
@@ -41,6 +43,26 @@ __all__ = [
 ]
 
 
+def _exp_nonpositive_(x: Tensor) -> Tensor:
+    r""":math:`e^{\min(x, 0)}` in place, 0 where the exponent is below -86 in float32 (-707 in float64:
+    just above the log of the smallest normal number; the entry would be below 5e-38 or 3e-307).
+    torch's vectorized ``exp`` takes a path 10-25x slower for every input whose result is subnormal or
+    zero, which a matching fit's self Grams have enough of to make their ``exp`` 3x slower; so such
+    inputs are raised to a normal exponent first and their results set to 0 after (0 rather than a
+    subnormal number, which some CPUs multiply slowly in the backward). Every other entry is the
+    ``exp`` it was to the last bit."""
+    low = math.floor(math.log(torch.finfo(x.dtype).tiny)) + 2
+    x.clamp_(min=low - 1, max=0).exp_()
+    return torch.threshold_(x, math.exp(low), 0.0)
+
+
+def _rbf_values(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+    """The forward of :class:`_FusedRBFGram`: ``*b x m1 x q``, ``*b x m2 x q`` -> ``*b x m1 x m2``."""
+    gram = xa @ xb.mT
+    gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+    return _exp_nonpositive_(gram.mul_(0.5 * gamma))
+
+
 class _FusedRBFGram(torch.autograd.Function):
     r""":math:`G_{st} = \exp(-\frac\gamma2\|\mathbf a_s - \mathbf b_t\|^2)` for ``*b x m1 x q`` and ``*b x m2 x q``
     inputs and a 0-dim :math:`\gamma`, in one ``m1 x m2`` buffer (the elementwise steps in place);
@@ -49,9 +71,7 @@ class _FusedRBFGram(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
-        gram = xa @ xb.mT
-        gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
-        gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
+        gram = _rbf_values(xa, xb, gamma)
         ctx.save_for_backward(xa, xb, gamma, gram)
         return gram
 
@@ -70,13 +90,48 @@ class _FusedRBFGram(torch.autograd.Function):
         return grad_a, grad_b, grad_gamma
 
 
+class _RBFQuadraticForms(torch.autograd.Function):
+    r""":math:`n_c = \mathbf w_c^\top G_c\,\mathbf w_c` with :math:`(G_c)_{lm} = \exp(-\frac\gamma2\|\mathbf x_{v_{cl}} -
+    \mathbf x_{v_{cm}}\|^2)`, for ``c x L`` word ids ``ids`` into the ``u x q`` table of vectors and their
+    weights ``weights`` (the squared norms of documents' mean embeddings, eq. 3.9 with a document
+    on both sides): ``c``. The Gram is :func:`rbf_gram`'s; the forms go through
+    :math:`G_c\mathbf w_c`, and the backward is the closed form of eq. 3.20 for the symmetric Gram,
+    :math:`\partial n_c/\partial\mathbf x_{v_{ck}} = 2\gamma w_k\big((G_c(\mathbf w_c\odot X_c))_k -
+    (G_c\mathbf w_c)_k\,\mathbf x_{v_{ck}}\big)`: one batched product with :math:`G_c`, no ``c x L x L``
+    temporary, scattered to the table by ``index_add_`` (autograd's einsum, Gram and gather backwards
+    formed two such temporaries and sorted the ids)."""
+
+    @staticmethod
+    def forward(ctx: Any, table: Tensor, ids: Tensor, weights: Tensor, gamma: Tensor) -> Tensor:
+        vectors = table[ids]  # c x L x q
+        gram = _rbf_values(vectors, vectors, gamma)
+        spread = torch.bmm(gram, weights.unsqueeze(-1)).squeeze(-1)  # c x L: G_c w_c
+        ctx.save_for_backward(table, ids, weights, gamma, vectors, gram, spread)
+        return (weights * spread).sum(-1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, Tensor | None]:
+        table, ids, weights, gamma, vectors, gram, spread = ctx.saved_tensors
+        pulled = torch.bmm(gram, weights.unsqueeze(-1) * vectors)  # c x L x q: G_c (w_c * X_c)
+        pulled.sub_(spread.unsqueeze(-1) * vectors)
+        scale = grad.unsqueeze(-1) * weights  # c x L
+        grad_table = grad_gamma = None
+        if ctx.needs_input_grad[0]:
+            step = (scale.unsqueeze(-1) * pulled).flatten(0, 1)
+            grad_table = torch.zeros_like(table).index_add_(0, ids.flatten(), step, alpha=2 * gamma)
+        if ctx.needs_input_grad[3]:  # -1/2 sum A_lm |x_l - x_m|^2 = -sum_l w_l x_l . (x_l (G w)_l - (G (w X))_l)
+            grad_gamma = (scale.unsqueeze(-1) * pulled * vectors).sum()
+        return grad_table, None, None, grad_gamma
+
+
 def _rbf_rows(xc: Tensor, xa: Tensor, sq_a: Tensor, gamma: Tensor) -> Tensor:
     """The ``c x m1`` block of the RBF Gram between words ``xc`` and landmarks ``xa`` (a row per
     word), in place, with the arithmetic of :func:`rbf_gram` ``(xa, xc)`` transposed (the landmarks'
     squared norms ``sq_a`` subtracted first), so that the values do not depend on the orientation."""
     gram = xc @ xa.mT
     gram.mul_(2).sub_(sq_a.unsqueeze(-2)).sub_(xc.pow(2).sum(-1).unsqueeze(-1))
-    return gram.clamp_(max=0).mul_(0.5 * gamma).exp_()
+    return _exp_nonpositive_(gram.mul_(0.5 * gamma))
 
 
 class _PooledRBF(torch.autograd.Function):
@@ -211,6 +266,14 @@ class EmbeddingKernel(Kernel):
     def self_similarity(self, x: Tensor) -> Tensor:
         raise NotImplementedError
 
+    def quadratic_forms(self, table: Tensor, ids: Tensor, weights: Tensor) -> Tensor:
+        r""":math:`\mathbf w_c^\top K(X_c, X_c)\,\mathbf w_c` for each row ``c``: ``table`` the ``u x q``
+        vectors, ``ids`` (``c x L``) rows of it and ``weights`` (``c x L``) their weights -> ``c``
+        (the squared norms of mean embeddings). Through :meth:`gram`; the RBF kernel has a fused
+        gradient."""
+        vectors = table[ids]
+        return torch.einsum("cl,clm,cm->c", weights, self.gram(vectors, vectors), weights)
+
     def _hyper(self, name: str, extra_dims: int = 2) -> Tensor:
         """Hyper-parameter viewed with ``extra_dims`` trailing singleton dims for broadcasting."""
         value = getattr(self, name)
@@ -260,6 +323,11 @@ class RBFEmbedding(EmbeddingKernel):
 
     def gram(self, xa: Tensor, xb: Tensor) -> Tensor:
         return rbf_gram(xa, xb, self._hyper("gamma"))
+
+    def quadratic_forms(self, table: Tensor, ids: Tensor, weights: Tensor) -> Tensor:
+        if table.dim() == 2 and self.gamma.numel() == 1 and not weights.requires_grad:
+            return _RBFQuadraticForms.apply(table, ids, weights, self.gamma.reshape(()))
+        return super().quadratic_forms(table, ids, weights)
 
     def self_similarity(self, x: Tensor) -> Tensor:
         return x.new_ones(x.shape[:-1])

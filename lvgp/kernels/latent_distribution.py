@@ -50,6 +50,7 @@ from gpytorch.priors import Prior
 from torch import Tensor
 
 from .._typing import TensorLike
+from ..base.shapes import broadcast_shapes
 from . import mean_embedding as me
 from ._hyper import constrained_property, register_constrained
 from .document import DocumentKernel, InnerProducts
@@ -215,7 +216,7 @@ class LatentDistributionKernel(DocumentKernel):
                 if given is not None and given != getattr(word_vectors, name):
                     raise ValueError(f"{name}={given} disagrees with the word_vectors' {getattr(word_vectors, name)}")
             try:
-                torch.broadcast_shapes(word_vectors.batch_shape, self.batch_shape)
+                broadcast_shapes(word_vectors.batch_shape, self.batch_shape)
             except RuntimeError:
                 raise ValueError(
                     f"word_vectors batch shape {tuple(word_vectors.batch_shape)} does not broadcast with the "
@@ -387,7 +388,14 @@ class LatentDistributionKernel(DocumentKernel):
         return self._shared(
             "norms",
             (d, latent),
-            lambda: me.self_inner(d, latent, self.embedding_gram, self._explicit, self.batch_shape),
+            lambda: me.self_inner(
+                d,
+                latent,
+                self.embedding_gram,
+                self._explicit,
+                self.batch_shape,
+                self.embedding.quadratic_forms if self._builtin_embedding else None,
+            ),
         )
 
     def _latent_gram(self, d1: me.DocumentSet, d2: me.DocumentSet, latent: Tensor, symmetric: bool) -> Tensor:

@@ -43,6 +43,7 @@ from gpytorch.priors import NormalPrior
 from torch import Tensor, nn
 
 from .._typing import TensorLike
+from ..base.shapes import broadcast_shapes
 from ..base.validation import check_number
 from ._hyper import BatchedTensorsMixin, constrained_property, get_attribute, register_constrained, set_attribute
 
@@ -198,7 +199,7 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         if self._extra is None:
             return base
         extra = self._extra @ self.projection
-        batch = torch.broadcast_shapes(base.shape[:-2], extra.shape[:-2])
+        batch = broadcast_shapes(base.shape[:-2], extra.shape[:-2])
         return torch.cat([base.expand(*batch, *base.shape[-2:]), extra.expand(*batch, *extra.shape[-2:])], dim=-2)
 
     @property
@@ -440,9 +441,9 @@ class VariationalWordVectors(MAPWordVectors):
 
 
 def _broadcasts(a: torch.Size, b: torch.Size) -> torch.Size | None:
-    """``torch.broadcast_shapes(a, b)`` when it is ``b`` (``a`` expands to ``b``), else ``None``."""
+    """``broadcast_shapes(a, b)`` when it is ``b`` (``a`` expands to ``b``), else ``None``."""
     try:
-        return b if torch.broadcast_shapes(a, b) == b else None
+        return b if broadcast_shapes(a, b) == b else None
     except RuntimeError:
         return None
 

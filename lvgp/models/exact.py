@@ -14,6 +14,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
 from ..base.numerics import exact_numerics
+from ..base.shapes import broadcast_shapes
 from ..base.targets import check_targets_array
 
 MEANS = ("constant", "zero")
@@ -29,7 +30,7 @@ class FloatZeroMean(Mean):
         self.register_buffer("zero", torch.zeros(()))
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.zero.expand(torch.broadcast_shapes((*self.batch_shape, 1), x.shape[:-1]))
+        return self.zero.expand(broadcast_shapes((*self.batch_shape, 1), x.shape[:-1]))
 
 
 def _check_targets(y: Tensor, n: int, name: str = "train_y") -> Tensor:
