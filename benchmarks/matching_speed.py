@@ -11,7 +11,7 @@ test Precision@1, and each ``ldk-plus`` cell's time against CCA's. The "now" cel
 matcher's default ``dtype`` (float32) and once more with ``dtype="float64"``. With ``--profile`` the
 "now" fit also runs under cProfile (top functions by own time, the table benchmarks/README.md keeps).
 
-    python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz [--set 0] [--before 5f8c9db]
+    python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz [--set 0] [--before 8e6dc53]
     python benchmarks/matching_speed.py --quick   # synthetic pairs, no download, no "before" (the tests)
 
 ``--pairs`` takes what the study takes: ``wagtail-de`` (fetched from the package registry; 1,019
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-iter", type=int, default=300)
     parser.add_argument("--identity-weight", type=float, default=1.0)
     parser.add_argument("--cca-components", type=int, default=32)
-    parser.add_argument("--before", default="5f8c9db", help="the commit to compare against ('' to skip)")
+    parser.add_argument("--before", default="8e6dc53", help="the commit to compare against ('' to skip)")
     parser.add_argument("--profile", action="store_true", help="cProfile the 'now' ldk-plus fit")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:

@@ -62,15 +62,22 @@ def _predict(est, texts):
     return np.stack(est.predict(texts, return_std=True))
 
 
+#: The files of earlier versions and their predictions were written on another machine. MKL's
+#: products take CPU- and alignment-dependent paths: on an AMD EPYC the code that wrote them predicts
+#: them to within 2.5e-15, not to the bit. A model saved and loaded on one machine predicts to the
+#: bit (the round-trip tests below).
+SAVED_ON_ANOTHER_CPU = {"rtol": 1e-12, "atol": 1e-14}
+
+
 @pytest.mark.parametrize("name", json.loads((V1 / "predictions.json").read_text()))
 def test_files_of_lvgp_0_1_load_and_predict_the_same(name):
     """Files of format 1 (lvgp 0.1: the kernel's settings as the estimator's own arguments) load into
-    an LDKSpec and predict exactly what lvgp 0.1 predicted."""
+    an LDKSpec and predict what lvgp 0.1 predicted, to rounding (:data:`SAVED_ON_ANOTHER_CPU`)."""
     expected = np.array(json.loads((V1 / "predictions.json").read_text())[name])
     cls = LDKGPClassifier if name.startswith("gpc") else GPLVSMRegressor
     est = cls.load(V1 / f"{name}.pt")
     assert isinstance(est.kernel, LDKSpec)
-    np.testing.assert_array_equal(_predict(est, ["good music", "awful plot bad"]), expected)
+    np.testing.assert_allclose(_predict(est, ["good music", "awful plot bad"]), expected, **SAVED_ON_ANOTHER_CPU)
 
 
 #: the fit options each file of format 2 (tests/data/saved_v2/make_files.py) loads with
@@ -109,8 +116,8 @@ V2_OPTIONS = {
 @pytest.mark.parametrize("name", list(V2_OPTIONS))
 def test_files_before_the_fit_option_objects_load_and_predict_the_same(name, tmp_path):
     """Files of format 2 (lvgp 0.2.0: ``max_iter=``, ``lr=``, ``early_stopping=``, ... as flat
-    arguments) load with those values gathered into the fit-option objects, and predict exactly what
-    they predicted when saved."""
+    arguments) load with those values gathered into the fit-option objects, and predict what
+    they predicted when saved, to rounding (:data:`SAVED_ON_ANOTHER_CPU`)."""
     cls, optimizer, early_stopping = V2_OPTIONS[name]
     expected = np.array(json.loads((V2 / "predictions.json").read_text())[name])
     est = cls.load(V2 / f"{name}.pt")
@@ -124,7 +131,7 @@ def test_files_before_the_fit_option_objects_load_and_predict_the_same(name, tmp
         got = est.decision_function(test)
     else:
         got = _predict(est, test)
-    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(got, expected, **SAVED_ON_ANOTHER_CPU)
     est.save(tmp_path / "again.pt")  # today's format 3, the objects as their fields
     again = cls.load(tmp_path / "again.pt")
     assert again.optimizer == est.optimizer and again.get_params(deep=False).keys() == est.get_params(deep=False).keys()

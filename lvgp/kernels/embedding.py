@@ -94,8 +94,8 @@ class _RBFQuadraticForms(torch.autograd.Function):
     r""":math:`n_c = \mathbf w_c^\top G_c\,\mathbf w_c` with :math:`(G_c)_{lm} = \exp(-\frac\gamma2\|\mathbf x_{v_{cl}} -
     \mathbf x_{v_{cm}}\|^2)`, for ``c x L`` word ids ``ids`` into the ``u x q`` table of vectors and their
     weights ``weights`` (the squared norms of documents' mean embeddings, eq. 3.9 with a document
-    on both sides): ``c``. The Gram is :func:`rbf_gram`'s; the forms go through
-    :math:`G_c\mathbf w_c`, and the backward is the closed form of eq. 3.20 for the symmetric Gram,
+    on both sides): ``c``. The Gram and the values are those of :func:`rbf_gram` and the einsum
+    autograd took before (to the last bit); the backward is the closed form of eq. 3.20 for the symmetric Gram,
     :math:`\partial n_c/\partial\mathbf x_{v_{ck}} = 2\gamma w_k\big((G_c(\mathbf w_c\odot X_c))_k -
     (G_c\mathbf w_c)_k\,\mathbf x_{v_{ck}}\big)`: one batched product with :math:`G_c`, no ``c x L x L``
     temporary, scattered to the table by ``index_add_`` (autograd's einsum, Gram and gather backwards
@@ -105,16 +105,18 @@ class _RBFQuadraticForms(torch.autograd.Function):
     def forward(ctx: Any, table: Tensor, ids: Tensor, weights: Tensor, gamma: Tensor) -> Tensor:
         vectors = table[ids]  # c x L x q
         gram = _rbf_values(vectors, vectors, gamma)
-        spread = torch.bmm(gram, weights.unsqueeze(-1)).squeeze(-1)  # c x L: G_c w_c
-        ctx.save_for_backward(table, ids, weights, gamma, vectors, gram, spread)
-        return (weights * spread).sum(-1)
+        ctx.save_for_backward(table, ids, weights, gamma, vectors, gram)
+        # the values of the autograd path to the last bit (a fitted model predicts what it did)
+        return torch.einsum("cl,clm,cm->c", weights, gram, weights)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, Tensor | None]:
-        table, ids, weights, gamma, vectors, gram, spread = ctx.saved_tensors
-        pulled = torch.bmm(gram, weights.unsqueeze(-1) * vectors)  # c x L x q: G_c (w_c * X_c)
-        pulled.sub_(spread.unsqueeze(-1) * vectors)
+        table, ids, weights, gamma, vectors, gram = ctx.saved_tensors
+        # one product with G_c for both G_c (w_c * X_c) and G_c w_c
+        both = torch.bmm(gram, torch.cat([weights.unsqueeze(-1) * vectors, weights.unsqueeze(-1)], -1))
+        pulled, spread = both[..., :-1], both[..., -1:]  # c x L x q, c x L x 1
+        pulled = pulled - spread * vectors
         scale = grad.unsqueeze(-1) * weights  # c x L
         grad_table = grad_gamma = None
         if ctx.needs_input_grad[0]:
