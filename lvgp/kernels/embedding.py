@@ -45,7 +45,7 @@ __all__ = [
 
 def _exp_nonpositive_(x: Tensor) -> Tensor:
     r""":math:`e^{\min(x, 0)}` in place, 0 where the exponent is below -86 in float32 (-707 in float64:
-    just above the log of the smallest normal number; the entry would be below 5e-38 or 3e-307).
+    just above the log of the smallest normal number; the entry would be below 4.5e-38 or 9e-308).
     torch's vectorized ``exp`` takes a path 10-25x slower for every input whose result is subnormal or
     zero, which a matching fit's self Grams have enough of to make their ``exp`` 3x slower; so such
     inputs are raised to a normal exponent first and their results set to 0 after (0 rather than a
@@ -122,7 +122,8 @@ class _RBFQuadraticForms(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             step = (scale.unsqueeze(-1) * pulled).flatten(0, 1)
             grad_table = torch.zeros_like(table).index_add_(0, ids.flatten(), step, alpha=2 * gamma)
-        if ctx.needs_input_grad[3]:  # -1/2 sum A_lm |x_l - x_m|^2 = -sum_l w_l x_l . (x_l (G w)_l - (G (w X))_l)
+        if ctx.needs_input_grad[3]:
+            # -1/2 sum_lm A_lm |x_l - x_m|^2 with A = grad w w^T * G: sum_l s_l x_l . ((G (w X))_l - (G w)_l x_l)
             grad_gamma = (scale.unsqueeze(-1) * pulled * vectors).sum()
         return grad_table, None, None, grad_gamma
 

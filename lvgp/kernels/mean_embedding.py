@@ -377,7 +377,9 @@ def self_inner(
     * the Gram of all :math:`u` distinct words, :math:`\mathrm{diag}(C G C^\top)`: :math:`u^2`
       entries and :math:`O(\mathrm{nnz}\,u)` for the sparse product.
 
-    Both replace :func:`paired_inner`'s :math:`O(n L^2 q)` over the padded width. Matching's
+    Both replace :func:`paired_inner`'s :math:`O(n L^2 q)` over the padded width. ``quadratic``: the
+    embedding kernel's ``quadratic_forms`` for the buckets (the RBF's has a closed-form gradient),
+    else the buckets go through ``gram``. Matching's
     1,000 Debian descriptions: :math:`\sum_i L_i^2` = 1.1M/2.4M entries against :math:`u^2` =
     3.7M/4.9M (``benchmarks/matching_speed.py``)."""
     if not d.unbatched or latent.dim() != 2 or explicit or d.ids.shape[0] == 0:
