@@ -93,6 +93,27 @@ def test_objective_matches_loops_and_finite_differences():
     loss_at(start)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_softmax_loss_is_logsumexps_and_its_gradient_the_softmax(dtype):
+    """Eq. 6.8's data term in one autograd function: the value of the float64 logsumexp formula to
+    the last bit, the gradient delta_ij - softmax_ij in d's dtype (to rounding), and gradcheck."""
+    from lvgp.models.matching import _SoftmaxMatchingLoss
+
+    g = torch.Generator().manual_seed(3)
+    d = (torch.rand(40, 40, generator=g, dtype=dtype) * 8).requires_grad_()
+    reference = (d.double().diagonal() + torch.logsumexp(-d.double(), dim=1)).sum()
+    value = _SoftmaxMatchingLoss.apply(d)
+    assert value.dtype == torch.float64 and value.item() == reference.item()
+    (got,) = torch.autograd.grad(2.5 * value, d)
+    (want,) = torch.autograd.grad(2.5 * reference, d)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, want, rtol=1e-6 if dtype == torch.float32 else 1e-13, atol=1e-7)
+    softmax = torch.softmax(-d.detach().double(), dim=1)
+    torch.testing.assert_close(got.double(), 2.5 * (torch.eye(40, dtype=torch.float64) - softmax), rtol=1e-5, atol=1e-6)
+    if dtype == torch.float64:
+        assert torch.autograd.gradcheck(_SoftmaxMatchingLoss.apply, (d[:12, :12].detach().requires_grad_(),))
+
+
 def test_float32_matcher_agrees_with_float64():
     """The default float32 arithmetic: the same objective and gradient as float64 at the same
     vectors (to float32's rounding), and a float64 loss (save/load: test_persistence)."""
