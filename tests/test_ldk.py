@@ -400,9 +400,9 @@ def test_both_routes_of_the_squared_norms_match_a_loop(embedding):
     v = latent.index_select(0, words)
     buckets = d.self_buckets()
     assert len(buckets.buckets) > 1 and buckets.entries < 70 * 49**2
-    by_bucket = buckets.inner(v, k.embedding_gram)
+    by_bucket = buckets.inner(v, me.gram_quadratic_forms(k.embedding_gram))
     # the embedding kernel's quadratic forms (the RBF's with its fused gradient)
-    by_forms = buckets.inner(v, k.embedding_gram, k.embedding.quadratic_forms)
+    by_forms = buckets.inner(v, k.embedding.quadratic_forms)
     b = d.bags()
     rows = b.rows()
     left = me.bag_product(b, k.embedding_gram(v, v))

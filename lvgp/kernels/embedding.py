@@ -31,6 +31,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from ._hyper import check_degree, constrained_property, register_constrained
+from .mean_embedding import gram_quadratic_forms
 
 __all__ = [
     "EmbeddingKernel",
@@ -274,8 +275,7 @@ class EmbeddingKernel(Kernel):
         vectors, ``ids`` (``c x L``) rows of it and ``weights`` (``c x L``) their weights -> ``c``
         (the squared norms of mean embeddings). Through :meth:`gram`; the RBF kernel has a fused
         gradient."""
-        vectors = table[ids]
-        return torch.einsum("cl,clm,cm->c", weights, self.gram(vectors, vectors), weights)
+        return gram_quadratic_forms(self.gram)(table, ids, weights)
 
     def _hyper(self, name: str, extra_dims: int = 2) -> Tensor:
         """Hyper-parameter viewed with ``extra_dims`` trailing singleton dims for broadcasting."""

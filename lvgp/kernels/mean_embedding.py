@@ -42,6 +42,7 @@ __all__ = [
     "mean_embedding_gram",
     "paired_inner",
     "self_inner",
+    "gram_quadratic_forms",
     "bag_of_words_inner",
     "single_batch",
 ]
@@ -284,19 +285,23 @@ class SelfBuckets:
         self.inverse = torch.empty_like(order)
         self.inverse[order] = torch.arange(b.n, device=order.device)
 
-    def inner(self, vectors: Tensor, gram: GramFunction, quadratic: QuadraticForms | None = None) -> Tensor:
+    def inner(self, vectors: Tensor, quadratic: QuadraticForms) -> Tensor:
         r""":math:`w_i^\top G_i w_i` for every document, in the bags' order: ``vectors`` are the
-        ``u x q`` latent vectors of the distinct words; ``quadratic``, where given, computes a bucket's
-        forms from ``(vectors, ids, weights)`` (the RBF embedding's fused gradient), else ``gram``."""
-        parts = []
-        for ids, w in self.buckets:
-            if quadratic is not None:
-                parts.append(quadratic(vectors, ids, w))
-                continue
-            v = vectors[ids]  # c x L x q
-            g = gram(v, v)  # c x L x L
-            parts.append(torch.einsum("cl,clm,cm->c", w, g, w))
-        return torch.cat(parts)[self.inverse]
+        ``u x q`` latent vectors of the distinct words, ``quadratic`` computes a bucket's forms from
+        ``(vectors, ids, weights)`` (:func:`gram_quadratic_forms`, or the embedding kernel's own)."""
+        return torch.cat([quadratic(vectors, ids, w) for ids, w in self.buckets])[self.inverse]
+
+
+def gram_quadratic_forms(gram: GramFunction) -> QuadraticForms:
+    r"""The quadratic forms :math:`\mathbf w_c^\top G(X_c, X_c)\,\mathbf w_c` through a Gram function:
+    ``(u x q table, c x L ids, c x L weights) -> c``, the ``c x L x L`` Grams of ``table[ids]`` with
+    themselves."""
+
+    def forms(table: Tensor, ids: Tensor, weights: Tensor) -> Tensor:
+        vectors = table[ids]  # c x L x q
+        return torch.einsum("cl,clm,cm->c", weights, gram(vectors, vectors), weights)
+
+    return forms
 
 
 def mean_vectors(d: DocumentSet, latent: Tensor) -> Tensor:
@@ -393,7 +398,7 @@ def self_inner(
         # and only buckets large enough that their operators are not tiny ones (on two threads,
         # many tiny parallel operators spin: the demo's predictions took 1.7x the CPU time)
         if buckets.entries < len(words) ** 2 and buckets.entries >= _BUCKET_ENTRIES * len(buckets.buckets):
-            return buckets.inner(v, gram, quadratic)
+            return buckets.inner(v, quadratic or gram_quadratic_forms(gram))
     b = d.bags()
     left = bag_product(b, gram(v, v))  # n x u: C G
     rows = b.rows()
