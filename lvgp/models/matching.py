@@ -73,7 +73,7 @@ from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin, MiniB
 from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
-from ..bow.padded import PAD, pad_to_common_width
+from ..bow.padded import PAD, pad_to_common_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
 from ..kernels import MAPWordVectors, make_word_vectors
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
@@ -367,12 +367,10 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
                     out[k] = ft[j]
         return out
 
-    def _frequencies(self, source: list[str], target: list[str]) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-        def rows(vocab: Vocabulary, texts: list[str]) -> sp.csr_matrix:
-            counts = vocab.counts(texts)
-            return sp.diags(1.0 / np.maximum(np.asarray(counts.sum(1)).ravel(), 1)) @ counts
-
-        return rows(self.source_vocabulary_, source), rows(self.target_vocabulary_, target)
+    @staticmethod
+    def _frequencies(counts: sp.csr_matrix) -> sp.csr_matrix:
+        """Term frequencies: each row of a count matrix divided by its total (an empty row stays 0)."""
+        return sp.diags(1.0 / np.maximum(np.asarray(counts.sum(1)).ravel(), 1)) @ counts
 
     def _merge(self, source_part: np.ndarray, target_part: np.ndarray) -> np.ndarray:
         """Per-word loadings of both sides in kernel ids (tied words: the mean of both)."""
@@ -384,12 +382,17 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         np.add.at(counts, self.target_ids_, 1)
         return out / counts[:, None]
 
-    def _initial_layout(self, source: list[str], target: list[str]) -> np.ndarray | None:
-        """The initial word vectors (``num_words x q``, unit standard deviation per dimension)."""
+    def _initial_layout(self, source_ids: torch.Tensor, target_ids: torch.Tensor) -> np.ndarray | None:
+        """The initial word vectors (``num_words x q``, unit standard deviation per dimension), from
+        the training pairs' padded ids in each side's vocabulary (the counts of the texts, without
+        tokenizing them again)."""
         if self.init == "random":
             return None
         q = self._spec.latent_dim
-        fs, ft = self._frequencies(source, target)
+        counts_s = padded_to_counts(source_ids, len(self.source_vocabulary_))
+        counts_t = padded_to_counts(target_ids, len(self.target_vocabulary_))
+        if self.init in ("pca", "svd"):
+            fs, ft = self._frequencies(counts_s), self._frequencies(counts_t)
         if self.init == "pca":
             f = sp.hstack([fs, ft]).toarray()
             f -= f.mean(0)
@@ -408,8 +411,8 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
             left[:, :k], right[:, :k] = u * np.sqrt(sigma), vt.T * np.sqrt(sigma)
             return _standardized(self._merge(left, right))
         # "cca": the primal weights F^T alpha of regularized linear CCA on centred tf-idf vectors
-        ts = TfidfTransformer().fit_transform(self.source_vocabulary_.counts(source)).toarray()
-        tt = TfidfTransformer().fit_transform(self.target_vocabulary_.counts(target)).toarray()
+        ts = TfidfTransformer().fit_transform(counts_s).toarray()
+        tt = TfidfTransformer().fit_transform(counts_t).toarray()
         ts -= ts.mean(0)
         tt -= tt.mean(0)
         components = min(q, len(ts) - 1)
@@ -457,7 +460,9 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         self._layout()
         with warnings.catch_warnings():  # training words below min_df are filtered by design, not "unseen"
             warnings.simplefilter("ignore", UnseenWordsWarning)
-            xs, xt = self._encode(source, target, on_empty="keep")
+            xs = self.source_vocabulary_.encode(source, name="source_texts", on_empty="keep")
+            xt_words = self.target_vocabulary_.encode(target, name="target_texts", on_empty="keep")
+            xt = self._target_to_kernel(xt_words)
             # a pair one of whose sides keeps no vocabulary word (all its words below min_df) has no
             # bag of words there: it is left out of training, counted
             empty = ((xs == PAD).all(-1) | (xt == PAD).all(-1)).numpy()
@@ -470,8 +475,9 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
                         f"{len(keep)} of {len(source)} have one (min_df={self.min_df})"
                     )
                 source, target = [source[i] for i in keep], [target[i] for i in keep]
-                xs, xt = xs[torch.from_numpy(keep)], xt[torch.from_numpy(keep)]
-            layout = self._initial_layout(source, target)
+                rows = torch.from_numpy(keep)
+                xs, xt, xt_words = xs[rows], xt[rows], xt_words[rows]
+            layout = self._initial_layout(xs, xt_words)
         if self.dropped_pairs_:
             warn(
                 f"{self.dropped_pairs_} of {self.dropped_pairs_ + len(source)} training pairs have a side without any "
