@@ -113,10 +113,10 @@ class DenseSVGP:
 
 def estimator(max_epochs=None, max_steps=None):
     common = dict(num_inducing=args["inducing"], num_words=data.num_words, random_state=0, device=args["device"])
-    if args["kernel"] == "nystrom":  # the default spec with landmark-word features in place of the word Gram
+    if args["kernel"] != "default":  # the default spec with the approximation named (not its "auto" rule)
         from lvgp.kernels import LDKSpec
         cls = SparseGPLVSMRegressor if args["model"] == "sparse-gplvsm" else LDKGPClassifier
-        common["kernel"] = LDKSpec(**cls._default_kernel).replace(approximation="nystrom")
+        common["kernel"] = LDKSpec(**cls._default_kernel).replace(approximation=args["kernel"])
     if args["model"] == "svgp-dense":
         return DenseSVGP(max_epochs, max_steps)
     if args["model"] == "sparse-gplvsm":
@@ -230,8 +230,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--kernel",
         default="default",
-        choices=("default", "nystrom"),
-        help="the LDK models' kernel: the estimator's default, or it with approximation='nystrom' (landmark words)",
+        choices=("default", "nystrom", "exact"),
+        help="the LDK models' kernel: the estimator's default (approximation 'auto': exact up to max_exact_words "
+        "distinct training words, then Nystrom), or it with approximation='nystrom' (landmark words) or 'exact'",
     )
     parser.add_argument("--no-profile", action="store_true", help="leave the operators per step out (faster)")
     parser.add_argument("--before", default="", help="also run the code at this commit (e.g. c43fba1)")

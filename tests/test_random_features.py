@@ -153,6 +153,72 @@ def test_regressor_takes_the_approximation_of_its_spec(tmp_path, approximation):
     assert not isinstance(exact.model_.covar_module.base_kernel, RandomFeatureLDK)
 
 
+def test_sparse_regressor_applies_the_auto_rule_to_a_step(tmp_path):
+    """The sparse regressor's "auto" is the spec's rule on the words of one step -- the inducing
+    documents and a batch -- not on the corpus's (its step costs the Gram of those; it was the exact
+    LDK whatever the vocabulary): Nystrom beyond max_exact_words of them, exact at or below (though
+    the corpus has more); the Nystrom fit predicts with finite variances and reloads bit-identically."""
+    from lvgp import MiniBatch, SparseGPLVSMRegressor
+    from lvgp.bow.padded import pad_to_common_width
+    from lvgp.datasets import make_synonym_regression
+    from lvgp.models.sparse import step_approximation
+
+    corpus = make_synonym_regression(n=80, random_state=0)
+    texts, y = corpus.texts[:60], corpus.y[:60]
+
+    def fit(**spec_changes):
+        spec = LDKSpec.variational_bow(num_features=24, **spec_changes)
+        options = MiniBatch(max_steps=3, batch_size=4)
+        return SparseGPLVSMRegressor(spec, num_inducing=2, optimizer=options, random_state=0).fit(texts, y)
+
+    reg = fit(max_exact_words=10)
+    assert reg.kernel_kind_ == "nystrom"
+    # the file holds the inducing documents alone, with fewer distinct words than the landmarks
+    inducing = reg.model_.variational_strategy.inducing_points
+    assert torch.unique(inducing[inducing != PAD]).numel() < len(reg.model_.covar_module.base_kernel.landmarks) == 24
+    mean, std = reg.predict(corpus.texts[60:], return_std=True)
+    assert np.isfinite(mean).all() and (std > 0).all()
+    reg.save(tmp_path / "sparse.pt")
+    again = SparseGPLVSMRegressor.load(tmp_path / "sparse.pt")
+    assert np.array_equal(again.predict(corpus.texts[60:]), mean)
+
+    # the words of the step the rule counts, and the corpus's, around max_exact_words
+    x = reg.encoder_.transform(texts)
+    seed = 5
+    rows = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))[:4]
+    step = torch.cat(pad_to_common_width(inducing, x[rows]))
+    step_words = torch.unique(step[step != PAD]).numel()
+    corpus_words = torch.unique(x[x != PAD]).numel()
+    assert step_words < corpus_words
+    spec = LDKSpec.variational_bow(max_exact_words=step_words)
+    assert step_approximation(spec, x, inducing, 4, seed) == "exact"
+    assert spec.approximation_for(x) == "nystrom"  # the corpus rule would have taken Nystrom
+    assert step_approximation(spec.replace(max_exact_words=step_words - 1), x, inducing, 4, seed) == "nystrom"
+    assert fit().kernel_kind_ == "exact"  # the default 2,048 words
+
+
+def test_a_sparse_file_of_the_exact_auto_rule_loads_exact(tmp_path):
+    """A file written when the sparse regressor's "auto" meant the exact LDK (whatever the vocabulary)
+    loads as the exact model it holds, not as the Nystrom one today's rule would build."""
+    from lvgp import MiniBatch, SparseGPLVSMRegressor
+    from lvgp.datasets import make_synonym_regression
+
+    corpus = make_synonym_regression(n=80, random_state=0)
+    spec = LDKSpec.variational_bow(max_exact_words=10, approximation="exact")
+    options = MiniBatch(max_steps=3, batch_size=16)
+    reg = SparseGPLVSMRegressor(spec, num_inducing=2, optimizer=options, random_state=0)
+    with pytest.warns(Warning):  # the step budget ends the fit
+        reg.fit(corpus.texts[:60], corpus.y[:60])
+    reg.save(tmp_path / "exact.pt")
+    payload = torch.load(tmp_path / "exact.pt", weights_only=True)
+    (tag,) = payload["params"]["kernel"]
+    payload["params"]["kernel"][tag]["approximation"] = "auto"  # as the old files say
+    torch.save(payload, tmp_path / "old.pt")
+    again = SparseGPLVSMRegressor.load(tmp_path / "old.pt")
+    assert again.kernel_kind_ == "exact" and again.kernel.approximation == "auto"
+    assert np.array_equal(again.predict(corpus.texts[60:]), reg.predict(corpus.texts[60:]))
+
+
 def test_frequent_words_are_the_words_in_most_documents_ties_by_id():
     """Nystrom's landmarks: the m words in the most documents (a word repeated in a document counts
     once; ties: the smaller id), against a loop over the documents."""

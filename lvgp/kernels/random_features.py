@@ -106,6 +106,16 @@ class RandomFeatureLDK(LatentDistributionKernel):
                 raise ValueError("landmarks must be a 1-D tensor of word ids in [0, num_words)")
             self.register_buffer("landmarks", landmarks)
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
+        """As :class:`torch.nn.Module`'s, taking the saved landmarks whatever their number: they are the
+        fit's (its training corpus's most frequent words), and a model rebuilt from fewer documents (a
+        sparse GP's inducing documents) may have found fewer."""
+        saved, current = state_dict.get(prefix + "landmarks"), self._buffers.get("landmarks")
+        if isinstance(saved, Tensor) and isinstance(current, Tensor) and saved.shape != current.shape:
+            self._buffers["landmarks"] = torch.empty_like(saved, device=current.device)
+            self.num_features = saved.shape[0]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def word_features_map(self, vectors: Tensor, latent: Tensor | None = None) -> Tensor:
         """phi of latent vectors: ``m x q`` -> ``m x D`` (``latent``: the table the Nystrom
         landmarks are read from, default :attr:`latent`)."""

@@ -55,7 +55,7 @@ from ..base.fitting import PlateauStopping, fit_stochastic
 from ..base.numerics import NOISE_FLOOR, exact_numerics
 from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
-from ..bow.padded import PAD, document_lengths, pad_to_width, padded_to_counts, trim_to_longest
+from ..bow.padded import PAD, document_lengths, pad_to_common_width, pad_to_width, padded_to_counts, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels.document import shared_evaluation
 from ..kernels.spec import (
@@ -67,7 +67,13 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, UncertaintyWarning, warn
-from .estimator_base import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
+from .estimator_base import (
+    FittedVocabularyMixin,
+    KernelParamsMixin,
+    SavedParamsMixin,
+    saved_approximation,
+    word_source,
+)
 
 if TYPE_CHECKING:
     pass
@@ -133,6 +139,23 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
 _KMEANS_POOL = 10_000
 
 
+def step_approximation(spec: LDKSpec, x: torch.Tensor, inducing: torch.Tensor, batch_size: int, seed: int) -> str:
+    r"""``approximation="auto"`` for a sparse step: the spec's one rule (:meth:`LDKSpec.approximation_for
+    <lvgp.kernels.LDKSpec.approximation_for>`, exact up to ``max_exact_words`` distinct words, then Nystrom)
+    applied to the documents one step evaluates the kernel on -- the ``inducing`` documents and a batch
+    of ``batch_size`` training documents ``x`` (drawn with ``seed``) -- rather than to the whole corpus:
+    the exact step's cost is the word Gram of *those* words. One thread, 3,000 LDA documents
+    (50,000-word Zipf vocabulary), 64 inducing documents, batches of 256 (``benchmarks/README.md``):
+    at ~1,700 and ~2,900 distinct words in a step the exact step took 34 and 46 ms against Nystrom's
+    50 and 53; at ~5,100 and ~8,400, 122 and 355 ms against 67 and 82."""
+    if spec.approximation != "auto":
+        return spec.approximation
+    n = x.shape[0]
+    generator = torch.Generator().manual_seed(int(seed))
+    rows = torch.randperm(n, generator=generator)[: min(batch_size, n)].to(x.device)
+    return spec.approximation_for(torch.cat(pad_to_common_width(inducing, x.index_select(0, rows))))
+
+
 def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: str, seed: int) -> np.ndarray:
     """Indices of ``m`` inducing documents among the rows of ``x`` (``n x L`` padded):
     ``"kmeans++"`` (scikit-learn's greedy :func:`~sklearn.cluster.kmeans_plusplus` seeding on
@@ -173,10 +196,13 @@ class SparseGPLVSMRegressor(
     Args:
         kernel: as for :class:`~lvgp.GPLVSMRegressor`: an :class:`~lvgp.kernels.LDKSpec` (``None``:
             ``LDKSpec.variational_bow()``; built on the training documents, times a learned output scale;
-            ``approximation="auto"`` is the exact LDK here: a step evaluates it on ``M + batch_size``
-            documents, whatever the corpus size; but reviews' lengths over a 50,000-word vocabulary put
-            ~24,000 distinct words in a step, and their word Gram made a CPU step take 15 s, where
-            ``approximation="nystrom"`` took 1.2 s (``benchmarks/large_n.py``)), a gpytorch ``Kernel``
+            ``approximation="auto"`` is the spec's rule applied to the documents of a step
+            (:func:`step_approximation`): exact up to ``max_exact_words`` distinct words in the inducing
+            documents and a batch, then Nystrom with the corpus's most frequent words as landmarks;
+            ``kernel_kind_`` says which. Reviews' lengths over a 50,000-word vocabulary put ~24,000
+            distinct words in a step, and the exact word Gram over them made a CPU step take 15 s where
+            Nystrom's took 1.2 s (``benchmarks/large_n.py``); short texts keep the exact step, which is
+            the faster below a few thousand words), a gpytorch ``Kernel``
             over padded word-index sets (the
             covariance as it is; give the fitted ``vocabulary=`` it was built for), or a factory
             ``callable(num_words) -> Kernel``.
@@ -255,15 +281,27 @@ class SparseGPLVSMRegressor(
         self.device = device
         self.verbose = verbose
 
-    def _kernel(self, x: torch.Tensor, seed: int, num_words: int, word_features: Any, words: Any) -> Kernel:
-        """The covariance: the spec's LDK times an output scale (``approximation="auto"`` exact), or
-        the user's kernel as it is."""
+    def _kernel(
+        self,
+        x: torch.Tensor,
+        inducing: torch.Tensor,
+        seed: int,
+        num_words: int,
+        word_features: Any,
+        words: Any,
+        approximation: str | None,
+    ) -> Kernel:
+        """The covariance: the spec's LDK times an output scale, or the user's kernel as it is.
+        ``approximation``: what ``"auto"`` stands for (a saved model's), else :func:`step_approximation`."""
         spec = self._spec
         if spec is None:
             self.kernel_kind_ = "user"
             return resolve_kernel(self.kernel, num_words, x, word_features=word_features, words=words, seed=seed)
         if spec.approximation == "auto":
-            spec = spec.replace(approximation="exact")
+            if approximation is None:
+                batch_size = int(self._optimizer_options().batch_size)
+                approximation = step_approximation(spec, x, inducing, batch_size, seed)
+            spec = spec.replace(approximation=approximation)
         kernel = ScaleKernel(spec.build(num_words, x, word_features=word_features, words=words, seed=seed))
         kernel.outputscale = torch.tensor(float(self.outputscale_init), dtype=torch.float64)
         ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
@@ -277,14 +315,17 @@ class SparseGPLVSMRegressor(
         num_words: int,
         word_features: np.ndarray | None = None,
         inducing_indices: np.ndarray | None = None,
+        approximation: str | None = None,
     ) -> None:
-        """Deterministic in ``seed``: every process of a distributed fit builds the same model."""
+        """Deterministic in ``seed``: every process of a distributed fit builds the same model.
+        ``approximation``: the kernel's, where ``x`` are not the training documents (a saved model's
+        inducing documents, from which :func:`step_approximation` would not find the fit's choice)."""
         if inducing_indices is None:
             inducing_indices = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         self.inducing_indices_ = inducing_indices
         inducing = trim_to_longest(x[self.inducing_indices_])
         words = self.encoder_.vocabulary.words if getattr(self, "encoder_", None) and self.encoder_.vocabulary else None
-        kernel = self._kernel(x, seed, num_words, word_features, words)
+        kernel = self._kernel(x, inducing, seed, num_words, word_features, words, approximation)
         self.model_ = SparseGPLVSM(inducing, kernel, scale=False).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
         self.likelihood_.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
@@ -574,6 +615,8 @@ class SparseGPLVSMRegressor(
                     est.encoder_.num_words,
                     est.encoder_.word_features,
                     inducing_indices=np.arange(inducing.shape[0]),
+                    # files written before "auto" was the spec's rule here hold an exact LDK
+                    approximation=saved_approximation(payload["model"]),
                 )
             est.inducing_indices_ = payload["inducing_indices"].numpy()
             est.model_.load_state_dict(payload["model"])
