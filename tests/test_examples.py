@@ -81,6 +81,7 @@ BENCHMARKS = {
     "torchrun_steps.py": "| processes | s a step |",
     "matching_speed.py": "| ldk-plus (now) |",
     "large_n.py": "| variational-gpc | now | 1,000 |",
+    "sparse_auto_rule.py": "| auto chooses |",
 }
 NEEDS_DATA = {
     "slda_tomotopy.py",

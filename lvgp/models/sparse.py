@@ -145,9 +145,10 @@ def step_approximation(spec: LDKSpec, x: torch.Tensor, inducing: torch.Tensor, b
     applied to the documents one step evaluates the kernel on -- the ``inducing`` documents and a batch
     of ``batch_size`` training documents ``x`` (drawn with ``seed``) -- rather than to the whole corpus:
     the exact step's cost is the word Gram of *those* words. One thread, 3,000 LDA documents
-    (50,000-word Zipf vocabulary), 64 inducing documents, batches of 256 (``benchmarks/README.md``):
-    at ~1,700 and ~2,900 distinct words in a step the exact step took 34 and 46 ms against Nystrom's
-    50 and 53; at ~5,100 and ~8,400, 122 and 355 ms against 67 and 82."""
+    (50,000-word Zipf vocabulary), 64 inducing documents, batches of 256
+    (``benchmarks/sparse_auto_rule.py``): at ~1,600 and ~2,900 distinct words in a step the exact
+    step took 28 and 47 ms against Nystrom's 49 and 52; at ~4,000, ~4,900 and ~8,300, 73, 130 and
+    366 ms against 61, 64 and 75."""
     if spec.approximation != "auto":
         return spec.approximation
     n = x.shape[0]
@@ -200,9 +201,9 @@ class SparseGPLVSMRegressor(
             (:func:`step_approximation`): exact up to ``max_exact_words`` distinct words in the inducing
             documents and a batch, then Nystrom with the corpus's most frequent words as landmarks;
             ``kernel_kind_`` says which. Reviews' lengths over a 50,000-word vocabulary put ~24,000
-            distinct words in a step, and the exact word Gram over them made a CPU step take 15 s where
-            Nystrom's took 1.2 s (``benchmarks/large_n.py``); short texts keep the exact step, which is
-            the faster below a few thousand words), a gpytorch ``Kernel``
+            distinct words in a step, and the exact word Gram over them made a step on 2 CPU threads
+            take 15.6 s where Nystrom's takes 148 ms (``benchmarks/large_n.py``); short texts keep the
+            exact step, which is the faster below a few thousand words), a gpytorch ``Kernel``
             over padded word-index sets (the
             covariance as it is; give the fitted ``vocabulary=`` it was built for), or a factory
             ``callable(num_words) -> Kernel``.
