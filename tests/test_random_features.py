@@ -4,6 +4,8 @@ landmark, gradients, and use inside a gpytorch model."""
 
 from __future__ import annotations
 
+import warnings
+
 import gpytorch
 import numpy as np
 import pytest
@@ -195,6 +197,38 @@ def test_sparse_regressor_applies_the_auto_rule_to_a_step(tmp_path):
     assert spec.approximation_for(x) == "nystrom"  # the corpus rule would have taken Nystrom
     assert step_approximation(spec.replace(max_exact_words=step_words - 1), x, inducing, 4, seed) == "nystrom"
     assert fit().kernel_kind_ == "exact"  # the default 2,048 words
+
+
+def lvgp_vocabulary(texts):
+    """``texts`` encoded with a vocabulary fitted on them (what the estimators' default builds)."""
+    from lvgp import Vocabulary
+
+    return Vocabulary().fit(texts).encode(texts)
+
+
+def test_variational_classifier_applies_the_auto_rule_to_a_step():
+    """The variational GP classifier decides "auto" as the sparse regressor does: on a step's words
+    with mini-batches (exact where a step holds at most max_exact_words), on the training documents'
+    with its default full batch (Nystrom where the corpus holds more)."""
+    from lvgp import LDKGPClassifier, MiniBatch
+    from lvgp.datasets import make_synonym_regression
+
+    corpus = make_synonym_regression(n=80, random_state=0)
+    texts, labels = corpus.texts[:60], (np.asarray(corpus.y[:60]) > 0).astype(int)
+
+    def kind(batch_size, max_exact_words):
+        spec = LDKSpec(num_features=16, max_exact_words=max_exact_words)
+        options = MiniBatch(batch_size=batch_size, max_epochs=1)
+        clf = LDKGPClassifier(spec, inference="variational", num_inducing=2, optimizer=options, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # one epoch: the budget ends the fit
+            return clf.fit(texts, labels).kernel_kind_
+
+    x = lvgp_vocabulary(texts)
+    corpus_words = torch.unique(x[x != PAD]).numel()
+    assert kind(None, corpus_words - 1) == "nystrom"  # full batch: the corpus's words
+    assert kind(None, corpus_words) == "exact"
+    assert kind(2, corpus_words - 1) == "exact"  # two inducing documents and two more: fewer words
 
 
 def test_a_sparse_file_of_the_exact_auto_rule_loads_exact(tmp_path):

@@ -75,7 +75,7 @@ from .estimator_base import (
     word_source,
 )
 from .gplvsm import PaddedInputsMixin
-from .sparse import PaddedVariationalStrategy, choose_inducing_documents
+from .sparse import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 
 if TYPE_CHECKING:
     pass
@@ -231,7 +231,8 @@ class LDKGPClassifier(
             learned word vectors of dimension 2, the RBF embedding, the linear level 2; tied to
             ``word_embeddings`` when the spec has them, the projection starting at
             :func:`~lvgp.kernels.spec.tied_projection_scale`; ``approximation="auto"``: exact up to
-            ``max_exact_words`` distinct training words, then Nystrom; ``kernel_kind_`` says which), a
+            ``max_exact_words`` distinct training words -- with the variational inference's mini-batches,
+            words of a step: the inducing documents and a batch -- then Nystrom; ``kernel_kind_`` says which), a
             gpytorch ``Kernel`` over padded word-index sets (give the fitted ``vocabulary=`` it was built
             for), or a factory ``callable(num_words) -> Kernel``. The classifier multiplies it by the
             classes' output scales. With the spec's ``identity_weight``, :math:`\lambda` (and
@@ -404,17 +405,22 @@ class LDKGPClassifier(
         spec = self._spec
         return None if spec is None else word_source(spec.word_embeddings, self.sentence_encoder, self.device)
 
-    def _kernel(self, seed: int, x: torch.Tensor) -> Kernel:
+    def _kernel(self, seed: int, x: torch.Tensor, inducing: torch.Tensor | None = None) -> Kernel:
         """The kernel on the training documents ``x`` (padded word ids, or packed with the sentence
-        encoder's vectors)."""
+        encoder's vectors); with the variational inference's ``inducing`` documents, ``"auto"`` is decided
+        on the documents of a step (:func:`~lvgp.models.sparse.step_approximation`; with the default
+        full batch, the training documents' words as for the Dirichlet inference)."""
         encoder = self.encoder_
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
         dim = None if self.sentence_encoder is None else self._sentence_encoder().dim
         ids = x if dim is None else x[..., dim:].long()
         if self._spec is not None:
-            kernel = self._spec.build(
-                encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
-            )
+            spec = self._spec
+            if inducing is not None and spec.approximation == "auto":
+                size = self._optimizer_options().batch_size
+                batch = len(ids) if size is None else int(size)
+                spec = spec.replace(approximation=step_approximation(spec, ids, inducing, batch, seed))
+            kernel = spec.build(encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed)
             ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
             self.kernel_kind_ = getattr(ldk, "features", "exact")
             if dim is None:
@@ -690,9 +696,10 @@ class LDKGPClassifier(
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
+        inducing = trim_to_longest(x[idx])
         self.model_ = _LDKClassificationGP(
-            trim_to_longest(x[idx]),
-            self._kernel(seed, x),
+            inducing,
+            self._kernel(seed, x, inducing),
             1 if binary else n_classes,
             shared_outputscale=self.class_hyperparameters == "shared",
         )
