@@ -158,6 +158,33 @@ def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
     )
 
 
+def test_kmeanspp_seeding_is_scikit_learns_on_csr_input():
+    """choose_inducing_documents hands scikit-learn's k-means++ a CSC matrix whose rows come from
+    its CSR form (no CSR transpose at every step): the same documents, centers and products as
+    kmeans_plusplus on the plain CSR matrix, for several seeds and sizes."""
+    from sklearn.cluster import kmeans_plusplus
+    from sklearn.preprocessing import normalize
+
+    from lvgp.bow.padded import padded_to_counts
+    from lvgp.datasets import make_zipf_topic_documents
+    from lvgp.models.sparse import _RowsFromCSR
+
+    data = make_zipf_topic_documents(600, num_words=2_000, max_length=60, random_state=0)
+    x = torch.as_tensor(data.X)
+    features = normalize(padded_to_counts(x, data.num_words).astype(np.float64))
+    for seed, m in [(0, 16), (1, 40), (7, 100)]:
+        centers, reference = kmeans_plusplus(features, m, random_state=seed)
+        np.testing.assert_array_equal(
+            choose_inducing_documents(x, data.num_words, m, "kmeans++", seed), np.sort(reference)
+        )
+        again, chosen = kmeans_plusplus(_RowsFromCSR(features), m, random_state=seed)
+        np.testing.assert_array_equal(chosen, reference)
+        np.testing.assert_array_equal(again, centers)
+    wrapped = _RowsFromCSR(features)
+    assert (wrapped[[3, 1]] != features[[3, 1]]).nnz == 0 and (wrapped[2:5] != features[2:5]).nnz == 0
+    assert (wrapped.copy()[[0]] != features[[0]]).nnz == 0  # derived matrices select rows too
+
+
 def test_kmeanspp_seeds_among_a_uniform_sample_of_a_large_corpus(monkeypatch):
     """Above max(_KMEANS_POOL, 20 m) documents, k-means++ runs on a uniform sample of that many (its
     cost is O(n m nnz)): the chosen documents are the sample's k-means++ choice, as row indices of
