@@ -417,9 +417,8 @@ class LDKGPClassifier(
         if self._spec is not None:
             spec = self._spec
             if inducing is not None and spec.approximation == "auto":
-                size = self._optimizer_options().batch_size
-                batch = len(ids) if size is None else int(size)
-                spec = spec.replace(approximation=step_approximation(spec, ids, inducing, batch, seed))
+                batch_size = self._optimizer_options().batch_size  # None: a full batch
+                spec = spec.replace(approximation=step_approximation(spec, ids, inducing, batch_size, seed))
             kernel = spec.build(encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed)
             ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
             self.kernel_kind_ = getattr(ldk, "features", "exact")

@@ -327,11 +327,17 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         )
         return torch.where(xt == PAD, xt, table[xt.clamp_min(0)])
 
+    def _encode_words(
+        self, source: list[str], target: list[str], on_empty: str = "raise"
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Padded ids of each side in its own vocabulary (the target's not yet in kernel ids)."""
+        xs = self.source_vocabulary_.encode(source, name="source_texts", on_empty=on_empty)
+        return xs, self.target_vocabulary_.encode(target, name="target_texts", on_empty=on_empty)
+
     def _encode(
         self, source: list[str], target: list[str], on_empty: str = "raise"
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        xs = self.source_vocabulary_.encode(source, name="source_texts", on_empty=on_empty)
-        xt = self.target_vocabulary_.encode(target, name="target_texts", on_empty=on_empty)
+        xs, xt = self._encode_words(source, target, on_empty)
         return xs, self._target_to_kernel(xt)
 
     def _side_features(self, side: str, embeddings: Any, vocabulary: Vocabulary, texts: list[str]) -> np.ndarray | None:
@@ -460,8 +466,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         self._layout()
         with warnings.catch_warnings():  # training words below min_df are filtered by design, not "unseen"
             warnings.simplefilter("ignore", UnseenWordsWarning)
-            xs = self.source_vocabulary_.encode(source, name="source_texts", on_empty="keep")
-            xt_words = self.target_vocabulary_.encode(target, name="target_texts", on_empty="keep")
+            xs, xt_words = self._encode_words(source, target, on_empty="keep")  # the start counts these
             xt = self._target_to_kernel(xt_words)
             # a pair one of whose sides keeps no vocabulary word (all its words below min_df) has no
             # bag of words there: it is left out of training, counted

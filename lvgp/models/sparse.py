@@ -140,11 +140,14 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
 _KMEANS_POOL = 10_000
 
 
-def step_approximation(spec: LDKSpec, x: torch.Tensor, inducing: torch.Tensor, batch_size: int, seed: int) -> str:
+def step_approximation(
+    spec: LDKSpec, x: torch.Tensor, inducing: torch.Tensor, batch_size: int | None, seed: int
+) -> str:
     r"""``approximation="auto"`` for a sparse step: the spec's one rule (:meth:`LDKSpec.approximation_for
     <lvgp.kernels.LDKSpec.approximation_for>`, exact up to ``max_exact_words`` distinct words, then Nystrom)
     applied to the documents one step evaluates the kernel on -- the ``inducing`` documents and a batch
-    of ``batch_size`` training documents ``x`` (drawn with ``seed``) -- rather than to the whole corpus:
+    of ``batch_size`` training documents ``x`` (drawn with ``seed``; ``None``: a full batch, every
+    document) -- rather than to the whole corpus:
     the exact step's cost is the word Gram of *those* words. One thread, 3,000 LDA documents
     (50,000-word Zipf vocabulary), 64 inducing documents, batches of 256
     (``benchmarks/sparse_auto_rule.py``): at ~1,600 and ~2,900 distinct words in a step the exact
@@ -154,7 +157,7 @@ def step_approximation(spec: LDKSpec, x: torch.Tensor, inducing: torch.Tensor, b
         return spec.approximation
     n = x.shape[0]
     generator = torch.Generator().manual_seed(int(seed))
-    rows = torch.randperm(n, generator=generator)[: min(batch_size, n)].to(x.device)
+    rows = torch.randperm(n, generator=generator)[: n if batch_size is None else min(batch_size, n)].to(x.device)
     return spec.approximation_for(torch.cat(pad_to_common_width(inducing, x.index_select(0, rows))))
 
 
@@ -321,8 +324,7 @@ class SparseGPLVSMRegressor(
             return resolve_kernel(self.kernel, num_words, x, word_features=word_features, words=words, seed=seed)
         if spec.approximation == "auto":
             if approximation is None:
-                batch_size = int(self._optimizer_options().batch_size)
-                approximation = step_approximation(spec, x, inducing, batch_size, seed)
+                approximation = step_approximation(spec, x, inducing, self._optimizer_options().batch_size, seed)
             spec = spec.replace(approximation=approximation)
         kernel = ScaleKernel(spec.build(num_words, x, word_features=word_features, words=words, seed=seed))
         kernel.outputscale = torch.tensor(float(self.outputscale_init), dtype=torch.float64)
