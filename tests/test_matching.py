@@ -191,6 +191,51 @@ def test_linear_cca_correlations_match_the_primal_solution():
     assert abs(np.linalg.svd(m, compute_uv=False)[0] - cca.correlations_[0]) < 1e-4
 
 
+def _dual_cca_reference(k, l, reg, components):  # noqa: E741
+    """Dual CCA as the formula reads: each R = K(K + kappa I)^-1 from an eigendecomposition, a full
+    SVD of R_K R_L, and alpha = (K + kappa I)^-1 a."""
+    n = len(k)
+
+    def projection(gram):
+        kappa = reg * np.trace(gram) / n
+        values, vectors = np.linalg.eigh(gram)
+        return kappa, (vectors * (values / (values + kappa))) @ vectors.T
+
+    kappa_k, r_k = projection(k)
+    kappa_l, r_l = projection(l)
+    a, corr, bt = np.linalg.svd(r_k @ r_l)
+    alpha = np.linalg.solve(k + kappa_k * np.eye(n), a[:, :components])
+    beta = np.linalg.solve(l + kappa_l * np.eye(n), bt[:components].T)
+    return alpha, beta, corr[:components]
+
+
+@pytest.mark.parametrize("rank", [None, 6])
+def test_dual_cca_matches_the_eigendecomposition_and_full_svd(rank):
+    """The leading directions (Cholesky factors and the leading eigenvectors of M M^T) against the
+    formula through eigendecompositions and a full SVD; with rank-6 features and 10 components the
+    4 directions without correlation come from the SVD as before."""
+    from lvgp.base.linalg import dual_cca
+
+    rng = np.random.default_rng(0)
+    n, components = 120, 10
+    x, y = rng.normal(size=(n, rank or 40)), rng.normal(size=(n, rank or 50))
+    y[:, :4] += 2 * x[:, :4]  # some correlated directions, well separated from the rest
+    x, y = x - x.mean(0), y - y.mean(0)
+    k, l = x @ x.T, y @ y.T  # noqa: E741
+    alpha, beta, corr = dual_cca(k, l, 0.1, components)
+    ref_alpha, ref_beta, ref_corr = _dual_cca_reference(k, l, 0.1, components)
+    np.testing.assert_allclose(corr, ref_corr, atol=1e-10)
+    assert np.all(np.diff(corr) <= 1e-12)
+    # directions up to the sign of each pair (alpha and beta flip together); the uncorrelated
+    # directions of the rank-deficient case are any orthonormal completion
+    kept = ref_corr > 1e-6
+    sign = np.sign((alpha * ref_alpha).sum(0))
+    scale = np.abs(ref_alpha).max()
+    np.testing.assert_allclose((alpha * sign)[:, kept], ref_alpha[:, kept], atol=1e-8 * scale)
+    np.testing.assert_allclose((beta * sign)[:, kept], ref_beta[:, kept], atol=1e-8 * np.abs(ref_beta).max())
+    assert np.isfinite(alpha).all() and np.isfinite(beta).all()
+
+
 def test_bad_input(tmp_path):
     source, target = bilingual_corpus(10)
     with pytest.raises(ValueError, match="aligned pairs"):
