@@ -80,6 +80,7 @@ BENCHMARKS = {
     "threads_under_load.py": "| beside one busy process |",
     "torchrun_steps.py": "| processes | s a step |",
     "matching_speed.py": "| ldk-plus (now) |",
+    "matching_stopping.py": "| tol | patience |",
     "large_n.py": "| variational-gpc | now | 1,000 |",
     "sparse_auto_rule.py": "| auto chooses |",
 }
