@@ -60,6 +60,8 @@ def _exp_nonpositive_(x: Tensor) -> Tensor:
 #: entries of one block of :func:`_rbf_values` (a megabyte of float32): its product and its
 #: elementwise steps stay in cache
 _RBF_BLOCK = 2**18
+#: the fewest rows of one such block
+_RBF_MIN_ROWS = 16
 
 
 def _rbf_values(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
@@ -68,18 +70,23 @@ def _rbf_values(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
     A large unbatched float32 Gram on the CPU is formed in blocks of rows (about ``_RBF_BLOCK``
     entries), each block's product written into the result and its elementwise steps done while it is
     in cache: a matching fit's 1,914 x 2,222 cross Gram took 9.7 ms and now 8.2 ms (one thread). The
-    values are the whole Gram's: to the last bit in 100 random shapes with this machine's MKL (an AMD
-    EPYC), where a row's sums do not depend on the rows around it; tested to one unit in the last place,
-    as MKL's float32 products may take alignment-dependent paths elsewhere. Not in float64, where
-    MKL's product of a block of rows differed in the last bit from the whole's here, nor on a GPU
-    (more launches)."""
+    values are the whole Gram's to the last bit with this machine's MKL (an AMD EPYC), where a row's
+    sums do not depend on the rows around it in blocks of 4 rows or more (blocks of 1-3 rows take
+    another path: the blocks here are nearly equal, at least 16 rows); tested to one unit in the last
+    place, as MKL's float32 products may take alignment-dependent paths elsewhere. Not in float64,
+    where MKL's product of a block of rows differed in the last bit from the whole's here, nor on a
+    GPU (more launches)."""
+    m1 = xa.shape[0]
     if xa.device.type == "cpu" and xa.dtype == torch.float32 and xa.dim() == xb.dim() == 2:
-        rows = max(1, _RBF_BLOCK // max(1, xb.shape[0]))
-        if rows < xa.shape[0]:
-            out = xa.new_empty(xa.shape[0], xb.shape[0])
+        # blocks of nearly equal rows, at least _RBF_MIN_ROWS each: MKL multiplies a block of 1-3 rows
+        # by another path, whose sums differ in the last bit from the whole product's
+        blocks = -(-m1 // max(_RBF_MIN_ROWS, _RBF_BLOCK // max(1, xb.shape[0])))
+        if blocks > 1:
+            out = xa.new_empty(m1, xb.shape[0])
             sq_b = xb.pow(2).sum(-1).unsqueeze(-2)
-            for start in range(0, xa.shape[0], rows):
-                block, part = out[start : start + rows], xa[start : start + rows]
+            bounds = [m1 * k // blocks for k in range(blocks + 1)]
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                block, part = out[start:end], xa[start:end]
                 torch.mm(part, xb.mT, out=block)
                 _rbf_steps(block, part, sq_b, gamma)
             return out
