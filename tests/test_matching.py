@@ -234,6 +234,9 @@ def test_dual_cca_matches_the_eigendecomposition_and_full_svd(rank):
     np.testing.assert_allclose((alpha * sign)[:, kept], ref_alpha[:, kept], atol=1e-8 * scale)
     np.testing.assert_allclose((beta * sign)[:, kept], ref_beta[:, kept], atol=1e-8 * np.abs(ref_beta).max())
     assert np.isfinite(alpha).all() and np.isfinite(beta).all()
+    # the signs are fixed (svd_flip): the largest entry of each left singular vector is positive
+    u = (k + 0.1 * np.trace(k) / n * np.eye(n)) @ alpha
+    assert np.all(u[np.abs(u).argmax(0), np.arange(components)] > 0)
 
 
 def test_bad_input(tmp_path):

@@ -76,8 +76,8 @@ def _rbf_values(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
     place, as MKL's float32 products may take alignment-dependent paths elsewhere. Not in float64,
     where MKL's product of a block of rows differed in the last bit from the whole's here, nor on a
     GPU (more launches)."""
-    m1 = xa.shape[0]
     if xa.device.type == "cpu" and xa.dtype == torch.float32 and xa.dim() == xb.dim() == 2:
+        m1 = xa.shape[0]
         # blocks of nearly equal rows, at least _RBF_MIN_ROWS each: MKL multiplies a block of 1-3 rows
         # by another path, whose sums differ in the last bit from the whole product's
         blocks = -(-m1 // max(_RBF_MIN_ROWS, _RBF_BLOCK // max(1, xb.shape[0])))
