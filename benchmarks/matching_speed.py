@@ -12,6 +12,7 @@ matcher's default ``dtype`` (float32) and once more with ``dtype="float64"``. Wi
 "now" fit also runs under cProfile (top functions by own time, the table benchmarks/README.md keeps).
 
     python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz [--set 0] [--before 8e6dc53]
+    python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz --set 0,1,2 --no-float64
     python benchmarks/matching_speed.py --quick   # synthetic pairs, no download, no "before" (the tests)
 
 ``--pairs`` takes what the study takes: ``wagtail-de`` (fetched from the package registry; 1,019
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="synthetic pairs, 100 training pairs (for the tests)")
     parser.add_argument("--pairs", default="wagtail-de", help="what the matching study's --pairs takes")
-    parser.add_argument("--set", type=int, default=0)
+    parser.add_argument("--set", default="0", help="the set, or sets ('0,1,2': one table each, then their totals)")
     parser.add_argument("--train", type=int, default=1000)
     parser.add_argument("--dev", type=int, default=100)
     parser.add_argument("--test", type=int, default=100)
@@ -111,7 +112,29 @@ def main(argv=None) -> int:
     parser.add_argument("--cca-components", type=int, default=32)
     parser.add_argument("--before", default="8e6dc53", help="the commit to compare against ('' to skip)")
     parser.add_argument("--profile", action="store_true", help="cProfile the 'now' ldk-plus fit")
+    parser.add_argument("--no-float64", action="store_true", help="skip the 'now' cell in float64")
     args = parser.parse_args(argv)
+    sets = [int(v) for v in str(args.set).split(",")]
+    if len(sets) > 1 and args.profile:
+        parser.error("--profile takes one set")
+    totals: dict[str, list[float]] = {}
+    for index in sets:
+        runs = run_set(args, index)
+        for name, run in runs.items():
+            total = totals.setdefault(name, [0.0, 0.0])
+            total[0] += run["cell"]
+            total[1] += run["evaluations"] or 0
+    if len(sets) > 1:
+        print(f"\nsets {args.set}, together (path luck in the evaluation counts averages out):\n")
+        print("| method | cells s | evaluations | cells / CCA's |")
+        print("|---|---|---|---|")
+        for name, (cell, evaluations) in totals.items():
+            print(f"| {name} | {cell:.2f} | {int(evaluations) or '-'} | {cell / totals['cca'][0]:.1f}x |")
+    return 0
+
+
+def run_set(args, set_index: int) -> dict:
+    """One set's cells (CCA, the LDK matcher now, in float64, and before), printed as a table."""
     with tempfile.TemporaryDirectory() as tmp:
         pairs = args.pairs
         settings = {"train": args.train, "dev": args.dev, "test": args.test, "min_df": args.min_df}
@@ -121,7 +144,7 @@ def main(argv=None) -> int:
             settings = {"train": 100, "dev": 30, "test": 30, "min_df": 2}
         common = {
             "pairs": pairs,
-            "set": args.set,
+            "set": set_index,
             "max_iter": 20 if args.quick else args.max_iter,
             "identity_weight": args.identity_weight,
             "components": min(args.cca_components, 16) if args.quick else args.cca_components,
@@ -129,14 +152,14 @@ def main(argv=None) -> int:
         }
         runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
         runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
-        if not args.quick:  # the same code in float64 (the matcher's arithmetic before dtype=)
+        if not args.quick and not args.no_float64:  # the same code in float64 (the matcher's arithmetic before dtype=)
             runs["ldk-plus (now, float64)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "dtype": "float64"})
         if args.before and not args.quick:
             before = extract(args.before, Path(tmp) / "before")
             runs[f"ldk-plus ({args.before})"] = run_code(CELL, before, {**common, "method": "ldk-plus"})
     cca = runs["cca"]["cell"]
     print(
-        f"pairs: {'synthetic' if args.quick else args.pairs}, set {args.set}, {common['train']} training pairs, one thread"
+        f"pairs: {'synthetic' if args.quick else args.pairs}, set {set_index}, {common['train']} training pairs, one thread"
     )
     print("| method | cell s | fit s | evaluations | s / evaluation | test P@1 | cell / CCA's |")
     print("|---|---|---|---|---|---|---|")
@@ -152,7 +175,7 @@ def main(argv=None) -> int:
 
         print("\nProfile of the 'now' ldk-plus fit (cProfile, own time):\n")
         print(profile_table(runs["ldk-plus (now)"]["profile"]))
-    return 0
+    return runs
 
 
 if __name__ == "__main__":
