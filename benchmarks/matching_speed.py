@@ -118,12 +118,28 @@ def main(argv=None) -> int:
     if len(sets) > 1 and args.profile:
         parser.error("--profile takes one set")
     totals: dict[str, list[float]] = {}
-    for index in sets:
-        runs = run_set(args, index)
-        for name, run in runs.items():
-            total = totals.setdefault(name, [0.0, 0.0])
-            total[0] += run["cell"]
-            total[1] += run["evaluations"] or 0
+    with tempfile.TemporaryDirectory() as tmp:
+        # the pairs and the code before, once for all sets
+        pairs = args.pairs
+        settings = {"train": args.train, "dev": args.dev, "test": args.test, "min_df": args.min_df}
+        if args.quick:
+            pairs = str(Path(tmp) / "pairs.jsonl.gz")
+            synthetic_pairs(Path(pairs))
+            settings = {"train": 100, "dev": 30, "test": 30, "min_df": 2}
+        common = {
+            "pairs": pairs,
+            "max_iter": 20 if args.quick else args.max_iter,
+            "identity_weight": args.identity_weight,
+            "components": min(args.cca_components, 16) if args.quick else args.cca_components,
+            **settings,
+        }
+        before = extract(args.before, Path(tmp) / "before") if args.before and not args.quick else None
+        for index in sets:
+            runs = run_set(args, {**common, "set": index}, before)
+            for name, run in runs.items():
+                total = totals.setdefault(name, [0.0, 0.0])
+                total[0] += run["cell"]
+                total[1] += run["evaluations"] or 0
     if len(sets) > 1:
         print(f"\nsets {args.set}, together (path luck in the evaluation counts averages out):\n")
         print("| method | cells s | evaluations | cells / CCA's |")
@@ -133,33 +149,18 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_set(args, set_index: int) -> dict:
-    """One set's cells (CCA, the LDK matcher now, in float64, and before), printed as a table."""
-    with tempfile.TemporaryDirectory() as tmp:
-        pairs = args.pairs
-        settings = {"train": args.train, "dev": args.dev, "test": args.test, "min_df": args.min_df}
-        if args.quick:
-            pairs = str(Path(tmp) / "pairs.jsonl.gz")
-            synthetic_pairs(Path(pairs))
-            settings = {"train": 100, "dev": 30, "test": 30, "min_df": 2}
-        common = {
-            "pairs": pairs,
-            "set": set_index,
-            "max_iter": 20 if args.quick else args.max_iter,
-            "identity_weight": args.identity_weight,
-            "components": min(args.cca_components, 16) if args.quick else args.cca_components,
-            **settings,
-        }
-        runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
-        runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
-        if not args.quick and not args.no_float64:  # the same code in float64 (the matcher's arithmetic before dtype=)
-            runs["ldk-plus (now, float64)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "dtype": "float64"})
-        if args.before and not args.quick:
-            before = extract(args.before, Path(tmp) / "before")
-            runs[f"ldk-plus ({args.before})"] = run_code(CELL, before, {**common, "method": "ldk-plus"})
+def run_set(args, common: dict, before: Path | None) -> dict:
+    """One set's cells (CCA, the LDK matcher now, in float64, and at ``before``), printed as a table:
+    ``common`` the cell's settings, its set included."""
+    runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
+    runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
+    if not args.quick and not args.no_float64:  # the same code in float64 (the matcher's arithmetic before dtype=)
+        runs["ldk-plus (now, float64)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "dtype": "float64"})
+    if before is not None:
+        runs[f"ldk-plus ({args.before})"] = run_code(CELL, before, {**common, "method": "ldk-plus"})
     cca = runs["cca"]["cell"]
     print(
-        f"pairs: {'synthetic' if args.quick else args.pairs}, set {set_index}, {common['train']} training pairs, one thread"
+        f"pairs: {'synthetic' if args.quick else args.pairs}, set {common['set']}, {common['train']} training pairs, one thread"
     )
     print("| method | cell s | fit s | evaluations | s / evaluation | test P@1 | cell / CCA's |")
     print("|---|---|---|---|---|---|---|")
