@@ -10,9 +10,13 @@ cell's seconds, the fit's seconds, L-BFGS evaluations (calls of the loss), the s
 test Precision@1, and each ``ldk-plus`` cell's time against CCA's. The "now" cell runs with the
 matcher's default ``dtype`` (float32) and once more with ``dtype="float64"``. With ``--profile`` the
 "now" fit also runs under cProfile (top functions by own time, the table benchmarks/README.md keeps).
+With ``--floor`` the "now" cell also times the arithmetic floor of one evaluation on its fitted vectors:
+the word Grams' matrix products (forward and backward) and one ``exp`` per Gram entry, nothing else
+(the elementwise steps, the sparse products, the level 2 and the loss left out), times its evaluations.
 
     python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz [--set 0] [--before 8e6dc53]
     python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz --set 0,1,2 --no-float64
+    python benchmarks/matching_speed.py --pairs debian_descriptions_en_de.jsonl.gz --set 1 --before '' --floor
     python benchmarks/matching_speed.py --quick   # synthetic pairs, no download, no "before" (the tests)
 
 ``--pairs`` takes what the study takes: ``wagtail-de`` (fetched from the package registry; 1,019
@@ -49,13 +53,23 @@ else:
 model = study.build({"method": args["method"], "split": args["set"], "params": params})
 if args.get("dtype"):
     model.set_params(dtype=args["dtype"])
-evaluations = [0]
-if args["method"] == "ldk-plus":
-    loss = model._loss
+evaluations, evaluation_seconds = [0], [0.0]
+if args["method"] == "ldk-plus":  # the loss's calls counted, and their forward and backward timed
+    loss, backward = model._loss, torch.Tensor.backward
     def counted(*a, **k):
         evaluations[0] += 1
-        return loss(*a, **k)
-    model._loss = counted
+        t0 = time.perf_counter()
+        try:
+            return loss(*a, **k)
+        finally:
+            evaluation_seconds[0] += time.perf_counter() - t0
+    def timed_backward(self, *a, **k):
+        t0 = time.perf_counter()
+        try:
+            return backward(self, *a, **k)
+        finally:
+            evaluation_seconds[0] += time.perf_counter() - t0
+    model._loss, torch.Tensor.backward = counted, timed_backward
 warnings.simplefilter("ignore")
 profile = None
 start = time.perf_counter()
@@ -67,6 +81,8 @@ model.fit(*train, *(dev if args["method"] == "ldk-plus" else ()))
 if profile is not None:
     profile.disable()
 fit = time.perf_counter() - start
+if args["method"] == "ldk-plus":
+    torch.Tensor.backward = backward
 model.true_target_ranks(*dev)
 ranks = model.true_target_ranks(*test)
 cell = time.perf_counter() - start
@@ -76,8 +92,43 @@ if profile is not None:
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(12)
     table = out.getvalue()
+
+def arithmetic_floor(model, sources, targets, reps=9):
+    # one evaluation's dense arithmetic alone, on the fitted vectors of the training pairs: the word Grams'
+    # products (the cross Gram and the documents' own, forward and backward) and one exp per Gram entry,
+    # none of the elementwise steps, sparse products, level 2 or loss around them
+    from lvgp.bow.padded import pad_to_common_width
+    kernel = model.kernel_
+    latent = kernel._forward_state().detach().float()
+    xs, xt = pad_to_common_width(*model._encode(list(sources), list(targets), on_empty="keep"))
+    ds, dt = kernel._prepare(xs, torch.float32), kernel._prepare(xt, torch.float32)
+    def median(f):
+        f()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter(); f(); times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+    a, b = latent[ds.distinct()[0]].contiguous(), latent[dt.distinct()[0]].contiguous()
+    gram = a @ b.mT
+    exponent, weights = gram.clamp(max=0), torch.rand_like(gram)
+    parts = {"products": median(lambda: a @ b.mT) + median(lambda: (weights @ b, weights.mT @ a)),
+             "exp": median(lambda: torch.exp(exponent, out=gram))}
+    entries = gram.numel()
+    for d in (ds, dt):  # the documents' own Grams, in the buckets of like widths an evaluation takes
+        vectors = latent[d.distinct()[0]]
+        for ids, _ in d.self_buckets().buckets:
+            x = vectors[ids]
+            own = torch.bmm(x, x.mT)
+            exponent = own.clamp(max=0)
+            entries += own.numel()
+            parts["products"] += median(lambda: torch.bmm(x, x.mT)) + median(lambda: torch.bmm(own, x))
+            parts["exp"] += median(lambda: torch.exp(exponent, out=own))
+    return {"entries": entries, **parts}
+
+floor = arithmetic_floor(model, *train) if args.get("floor") and args["method"] == "ldk-plus" else None
 print(json.dumps({"fit": fit, "cell": cell, "evaluations": evaluations[0], "p1": precision_at(ranks, 1)[1],
-                  "n_iter": getattr(model, "n_iter_", None), "profile": table}))
+                  "n_iter": getattr(model, "n_iter_", None), "profile": table, "floor": floor,
+                  "evaluation_seconds": evaluation_seconds[0]}))
 """
 
 
@@ -113,6 +164,12 @@ def main(argv=None) -> int:
     parser.add_argument("--before", default="8e6dc53", help="the commit to compare against ('' to skip)")
     parser.add_argument("--profile", action="store_true", help="cProfile the 'now' ldk-plus fit")
     parser.add_argument("--no-float64", action="store_true", help="skip the 'now' cell in float64")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time the arithmetic floor of one 'now' evaluation (the Grams' products and one exp per entry; "
+        "--quick does)",
+    )
     args = parser.parse_args(argv)
     sets = [int(v) for v in str(args.set).split(",")]
     if len(sets) > 1 and args.profile:
@@ -153,7 +210,9 @@ def run_set(args, common: dict, before: Path | None) -> dict:
     """One set's cells (CCA, the LDK matcher now, in float64, and at ``before``), printed as a table:
     ``common`` the cell's settings, its set included."""
     runs = {"cca": run_code(CELL, ROOT, {**common, "method": "cca"})}
-    runs["ldk-plus (now)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile})
+    runs["ldk-plus (now)"] = run_code(
+        CELL, ROOT, {**common, "method": "ldk-plus", "profile": args.profile, "floor": args.floor or args.quick}
+    )
     if not args.quick and not args.no_float64:  # the same code in float64 (the matcher's arithmetic before dtype=)
         runs["ldk-plus (now, float64)"] = run_code(CELL, ROOT, {**common, "method": "ldk-plus", "dtype": "float64"})
     if before is not None:
@@ -170,6 +229,22 @@ def run_set(args, common: dict, before: Path | None) -> dict:
         print(
             f"| {name} | {run['cell']:.2f} | {run['fit']:.2f} | {evaluations} | {per} | {run['p1']:.3f} | "
             f"{run['cell'] / cca:.1f}x |"
+        )
+    floor = runs["ldk-plus (now)"].get("floor")
+    if floor:
+        now = runs["ldk-plus (now)"]
+        per = floor["products"] + floor["exp"]
+        spent = now["evaluation_seconds"]
+        rest = now["cell"] - spent
+        print(
+            f"\nThe arithmetic floor of one evaluation ('now', float32): {1000 * per:.1f} ms -- the word Grams' "
+            f"products {1000 * floor['products']:.1f} ms and one exp per entry {1000 * floor['exp']:.1f} ms, "
+            f"{floor['entries'] / 1e6:.2f}M entries. An evaluation took {1000 * spent / now['evaluations']:.1f} ms "
+            f"(forward and backward; {spent:.2f} s of the cell's {now['cell']:.2f} s, the other "
+            f"{now['cell'] - spent:.2f} s the start, L-BFGS, the dev score and the ranking). At the floor, the "
+            f"{now['evaluations']} evaluations would take {per * now['evaluations']:.2f} s and the cell "
+            f"{rest + per * now['evaluations']:.2f} s: {(rest + per * now['evaluations']) / cca:.1f}x CCA's cell "
+            f"(now {now['cell'] / cca:.1f}x)"
         )
     if runs["ldk-plus (now)"]["profile"]:
         from _profile import profile_table

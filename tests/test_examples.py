@@ -79,7 +79,7 @@ BENCHMARKS = {
     "encoder_design.py": "(a) contextual word vectors in place of GloVe",
     "threads_under_load.py": "| beside one busy process |",
     "torchrun_steps.py": "| processes | s a step |",
-    "matching_speed.py": "| ldk-plus (now) |",
+    "matching_speed.py": "The arithmetic floor of one evaluation",
     "matching_stopping.py": "| tol | patience |",
     "large_n.py": "| variational-gpc | now | 1,000 |",
     "sparse_auto_rule.py": "| auto chooses |",
