@@ -65,8 +65,10 @@ if args["model"] == "svgp-dense":  # the peer: dense features of the encoder's w
     X = torch.randn(args["n"], args["features"], dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     data_mib = X.numel() * X.element_size() / 2**20
 else:
-    X = torch.from_numpy(data.X.astype(np.int64))
-    data_mib = (X.numel() * X.element_size() + data.X.nbytes) / 2**20
+    # the generator's int32 ids as they are: the estimators keep such a corpus without an int64 copy
+    # (code before that change made the copy itself, and it counts above the data)
+    X = torch.from_numpy(data.X)
+    data_mib = data.X.nbytes / 2**20
 
 class DenseSVGP:
     # gpytorch's SVGP (learned inducing points, Cholesky q(u), whitened) with ScaleKernel(RBF) on

@@ -189,6 +189,16 @@ def test_zipf_topic_documents_are_padded_reproducible_and_zipf_like():
     for a, b in ((d.X, again.X), (d.y, again.y), (d.labels, again.labels)):  # chunks drawn in threads: the same
         np.testing.assert_array_equal(a, b)
     assert d.X.dtype == np.int32 and d.X.shape[0] == 3000 and d.X.shape[1] <= 200
+    import lvgp.datasets.synthetic as synthetic
+
+    for tokens in (7, 10**9):  # topics drawn for slices of tokens or for a whole chunk at once: the same draws
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(synthetic, "_TOKEN_SLICE", tokens)
+            sliced = make_zipf_topic_documents(
+                3000, num_words=5000, num_topics=20, max_length=200, chunk=1000, random_state=1
+            )
+        np.testing.assert_array_equal(sliced.X, d.X)
+        np.testing.assert_array_equal(sliced.labels, d.labels)
     kept = (d.X != PAD).sum(1)
     np.testing.assert_array_equal(kept, np.minimum(d.lengths, 200))  # padding only at the end of a row
     assert all((row[:k] != PAD).all() and (row[k:] == PAD).all() for row, k in zip(d.X[:50], kept[:50]))

@@ -403,3 +403,44 @@ def test_a_natural_gradient_step_that_breaks_q_u_is_undone_and_the_step_size_hal
         warnings.simplefilter("ignore")
         with pytest.raises(CovarianceError, match=r"lower the optimizer's ngd_lr"):
             classifier().fit(x, data.labels)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_variational_classifier_keeps_an_int32_corpus_and_saves_and_reloads_it(tmp_path, monkeypatch):
+    """Mini-batch inference keeps a padded int32 corpus as given (batches cast to int64): the same
+    fit as on its int64 copy to the bit, no int64 copy of the corpus, and a saved model (which holds
+    its training documents) reloads to the same probabilities."""
+    from lvgp.datasets import make_zipf_topic_documents
+
+    data = make_zipf_topic_documents(240, num_words=1_500, max_length=30, random_state=1)
+    x32 = torch.as_tensor(data.X)
+
+    def fit(x: torch.Tensor) -> LDKGPClassifier:
+        est = LDKGPClassifier(
+            inference="variational",
+            num_inducing=12,
+            num_words=1_500,
+            random_state=0,
+            optimizer=MiniBatch(batch_size=60, max_epochs=2),
+        )
+        return est.fit(x, data.labels)
+
+    wide = fit(x32.long())
+    cast: list[int] = []
+    long = torch.Tensor.long
+
+    def recorded(self: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        if self.dtype == torch.int32:
+            cast.append(self.numel())
+        return long(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "long", recorded)
+    compact = fit(x32)
+    monkeypatch.undo()
+    assert cast and max(cast) < x32.numel()
+    assert compact._train[0].data_ptr() == x32.data_ptr()  # the caller's tensor, not a copy
+    assert compact.loss_curve_ == wide.loss_curve_
+    proba = compact.predict_proba(x32[:30])
+    np.testing.assert_array_equal(proba, wide.predict_proba(x32[:30].long()))
+    compact.save(tmp_path / "gpc.pt")
+    np.testing.assert_array_equal(LDKGPClassifier.load(tmp_path / "gpc.pt").predict_proba(x32[:30]), proba)

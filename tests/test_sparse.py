@@ -445,3 +445,41 @@ def test_the_inducing_documents_set_is_built_once_per_fit(monkeypatch):
     changed = kernel._prepare(x, torch.float64)
     assert changed is not first
     torch.testing.assert_close(changed.ids, torch.tensor([[7, 2, 0], [3, 4, 5]]))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("approximation", ["exact", "nystrom"])
+def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(monkeypatch, approximation):
+    """A padded int32 corpus (``make_zipf_topic_documents``'s: a million documents of 512 ids hold 2 GB,
+    4 as int64) is not copied to int64: only batches, samples and the inducing documents are cast. The
+    fit is the int64 corpus's to the bit: the step losses and the predictions."""
+    from lvgp.datasets import make_zipf_topic_documents
+
+    data = make_zipf_topic_documents(300, num_words=2_000, max_length=40, random_state=0)
+    x32 = torch.as_tensor(data.X)
+    assert x32.dtype == torch.int32
+
+    def fit(x: torch.Tensor) -> SparseGPLVSMRegressor:
+        spec = LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation=approximation)
+        est = SparseGPLVSMRegressor(
+            spec, num_inducing=16, num_words=2_000, random_state=0, optimizer=MiniBatch(batch_size=64, max_steps=5)
+        )
+        return est.fit(x, data.y)
+
+    wide = fit(x32.long())
+    cast: list[int] = []
+    long = torch.Tensor.long
+
+    def recorded(self: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        if self.dtype == torch.int32:
+            cast.append(self.numel())
+        return long(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "long", recorded)
+    compact = fit(x32)
+    monkeypatch.undo()
+    assert cast and max(cast) < x32.numel()  # batches and samples, never the corpus
+    assert compact.kernel_kind_ == wide.kernel_kind_ == approximation
+    assert compact.step_losses_ == wide.step_losses_
+    for a, b in zip(compact.predict(x32[:40], return_std=True), wide.predict(x32[:40].long(), return_std=True)):
+        np.testing.assert_array_equal(a, b)

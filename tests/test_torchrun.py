@@ -124,3 +124,17 @@ def test_the_scaling_page_runs_as_written_under_torchrun(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-3000:]
     assert SparseGPLVSMRegressor.load(tmp_path / "model.pt").predict(["a b c"]).shape == (1,)
+
+
+def test_the_scaling_pages_other_snippets_run_as_written():
+    """docs/models/scaling.md's python blocks after the training script (which the test above launches
+    under torchrun) run in one process, as a reader would paste them."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    blocks = re.findall(r"```python\n(.*?)```", (root / "docs" / "models" / "scaling.md").read_text(), flags=re.S)
+    assert len(blocks) >= 2
+    namespace: dict = {}
+    for block in blocks[1:]:
+        exec(compile(block, "docs/models/scaling.md", "exec"), namespace)  # noqa: S102 -- our own documentation

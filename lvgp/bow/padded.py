@@ -97,6 +97,18 @@ def pad_to_common_width(x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tenso
     return pad_to_width(x1, width), pad_to_width(x2, width)
 
 
+#: the integer dtypes, besides ``int64``, in which the mini-batch estimators keep a padded corpus as
+#: given (:meth:`~lvgp.base.encoding.DocumentEncoder.fit_transform`'s ``compact``), each batch cast to
+#: ``int64`` when taken
+COMPACT_IDS = (torch.int16, torch.int32)
+
+
+def widened(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as ``int64`` where it holds word ids in a :data:`COMPACT_IDS` dtype (a batch of a compact
+    corpus), else ``x`` itself (``int64`` ids, or documents packed with features as float64)."""
+    return x.long() if x.dtype in COMPACT_IDS else x
+
+
 #: the entries of a padded tensor that :func:`document_lengths` counts at once
 _LENGTH_BLOCK = 2**24
 

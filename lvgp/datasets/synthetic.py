@@ -169,6 +169,11 @@ class ZipfTopicDocuments:
     num_words: int
 
 
+#: tokens whose topics :func:`make_zipf_topic_documents` draws at once (their comparison with the
+#: topic shares: 2**16 x 50 float64, 26 MB)
+_TOKEN_SLICE = 2**16
+
+
 def make_zipf_topic_documents(
     n: int,
     num_words: int = 50_000,
@@ -240,7 +245,14 @@ def make_zipf_topic_documents(
         length = np.maximum(1, np.rint(np.exp(r.normal(length_log_mean, length_log_std, size=m)))).astype(np.int64)
         kept = np.minimum(length, max_length)
         doc = np.repeat(np.arange(m), kept)
-        topic = (r.random(len(doc))[:, None] > np.cumsum(theta, 1)[doc]).sum(1).clip(max=num_topics - 1)
+        # each token's topic: how many of its document's cumulative topic shares its uniform draw passes,
+        # in slices of tokens (the tokens x topics comparison of a whole chunk took 1.4 GB of float64)
+        shares, draws = np.cumsum(theta, 1), r.random(len(doc))
+        topic = np.empty(len(doc), dtype=np.int64)
+        for start in range(0, len(doc), _TOKEN_SLICE):
+            at = slice(start, start + _TOKEN_SLICE)
+            topic[at] = (draws[at, None] > shares[doc[at]]).sum(1)
+        topic = topic.clip(max=num_topics - 1)
         word = np.empty(len(doc), dtype=np.int64)
         u = r.random(len(doc))
         for k in np.unique(topic):

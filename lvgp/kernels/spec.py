@@ -544,7 +544,8 @@ def resolve_kernel(
         built = copy.deepcopy(kernel)
         where = "a gpytorch Kernel"
     elif callable(kernel):
-        built = kernel(num_words, documents) if _takes_documents(kernel) else kernel(num_words)
+        # a factory sees int64 ids, as documented, whatever dtype the estimator keeps the corpus in
+        built = kernel(num_words, documents.long()) if _takes_documents(kernel) else kernel(num_words)
         if not isinstance(built, Kernel):
             raise TypeError(f"{name}: the factory returned {type(built).__name__}, not a gpytorch Kernel")
         where = "the kernel the factory returned"

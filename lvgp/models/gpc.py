@@ -60,7 +60,7 @@ from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
 from ..base.validation import check_block
-from ..bow.padded import PAD, document_lengths, trim_to_longest
+from ..bow.padded import PAD, document_lengths, trim_to_longest, widened
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels import LatentDistributionKernel, shared_evaluation
@@ -285,7 +285,8 @@ class LDKGPClassifier(
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
-        num_words: for padded-tensor input, the vocabulary size.
+        num_words: for padded-tensor input, the vocabulary size. With ``inference="variational"``, padded
+            ids in ``int32`` (or ``int16``) are kept as given, not copied to ``int64`` (each batch is cast).
         random_state: seed of the initialization, the held-out split and the Monte Carlo draws.
         verbose: a progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
@@ -590,7 +591,9 @@ class LDKGPClassifier(
         """Fit with ``budget`` L-BFGS iterations (epochs) instead of the optimizer's ``max_iter`` (``max_epochs``),
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
-        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
+        # the variational inference takes mini-batches: an int32 corpus stays int32 (cast batch by batch)
+        compact = self.inference == "variational" and self.sentence_encoder is None
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled, compact=compact)
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
@@ -695,7 +698,7 @@ class LDKGPClassifier(
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
-        inducing = trim_to_longest(x[idx])
+        inducing = widened(trim_to_longest(x[idx]))  # the corpus may be int32 (compact)
         self.model_ = _LDKClassificationGP(
             inducing,
             self._kernel(seed, x, inducing),
@@ -746,7 +749,8 @@ class LDKGPClassifier(
         def share_loss(rows: torch.Tensor) -> torch.Tensor:
             rows_device = rows.to(device)
             with shared_evaluation(self.model_):  # K_ZZ, K_ZX and diag K_XX: each set's norms once
-                return -mll(self.model_(trim_to_longest(x_device[rows_device], lengths[rows])), targets[rows_device])
+                batch = widened(trim_to_longest(x_device[rows_device], lengths[rows]))
+                return -mll(self.model_(batch), targets[rows_device])
 
         # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
         before_step: dict[str, Any] = {"natural": None, "undone": 0}
