@@ -436,8 +436,10 @@ def test_the_variational_classifier_keeps_an_int32_corpus_and_saves_and_reloads_
 
     monkeypatch.setattr(torch.Tensor, "long", recorded)
     compact = fit(x32)
+    blocks = compact.predict_proba(x32, block=50)  # predictions in blocks: each block cast
     monkeypatch.undo()
     assert cast and max(cast) < x32.numel()
+    np.testing.assert_array_equal(blocks, wide.predict_proba(x32.long(), block=50))
     assert compact._train[0].data_ptr() == x32.data_ptr()  # the caller's tensor, not a copy
     assert compact.loss_curve_ == wide.loss_curve_
     proba = compact.predict_proba(x32[:30])

@@ -477,8 +477,11 @@ def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(monkeypatch
 
     monkeypatch.setattr(torch.Tensor, "long", recorded)
     compact = fit(x32)
+    blocks = compact.predict(x32, return_std=True, block=64)  # predictions in blocks: each block cast
     monkeypatch.undo()
     assert cast and max(cast) < x32.numel()  # batches and samples, never the corpus
+    for a, b in zip(blocks, wide.predict(x32.long(), return_std=True, block=64)):
+        np.testing.assert_array_equal(a, b)
     assert compact.kernel_kind_ == wide.kernel_kind_ == approximation
     assert compact.step_losses_ == wide.step_losses_
     for a, b in zip(compact.predict(x32[:40], return_std=True), wide.predict(x32[:40].long(), return_std=True)):

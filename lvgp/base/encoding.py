@@ -208,9 +208,9 @@ class DocumentEncoder:
         self.n_unlabeled = len(docs)
         return docs
 
-    def transform(self, X: Documents, name: str = "X") -> torch.Tensor:
+    def transform(self, X: Documents, name: str = "X", compact: bool = False) -> torch.Tensor:
         """Encode documents with the fitted state; documents without known words become
-        padding-only rows (see :func:`empty_rows`)."""
+        padding-only rows (see :func:`empty_rows`). ``compact``: as for :meth:`fit_transform`."""
         if self.kind is None:
             raise RuntimeError("the encoder is not fitted")
         X = as_documents(X, name)
@@ -227,14 +227,15 @@ class DocumentEncoder:
                     f"{name} has {X.shape[1]} columns but the estimator was fitted on {self.num_words} words"
                 )
             return counts_to_padded(X, name)
-        x = check_padded(X, name, self.num_words, allow_empty=True).long()
+        x = check_padded(X, name, self.num_words, allow_empty=True)
+        x = x if compact and x.dtype in COMPACT_IDS else x.long()
         if x.dim() != 2:
             raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
         return x
 
     @contextlib.contextmanager
     def predicting(
-        self, X: Documents, word_vectors: WordVectors | None = None, name: str = "X"
+        self, X: Documents, word_vectors: WordVectors | None = None, name: str = "X", compact: bool = False
     ) -> Iterator[torch.Tensor]:
         """Encode documents for prediction (a context manager yielding the padded tensor).
 
@@ -242,7 +243,7 @@ class DocumentEncoder:
         tied to :attr:`word_features`), words never seen in training that have a vector are
         kept: inside the block they are extra words of ``word_vectors`` (ids from
         ``num_words``) with their embedding-implied vectors; nothing is stored. Otherwise as
-        :meth:`transform`."""
+        :meth:`transform` (``compact``: as there, for an estimator that predicts in blocks)."""
         embeddings = self._available_embeddings()
         if (
             embeddings is None
@@ -252,7 +253,7 @@ class DocumentEncoder:
             or self.vocabulary is None
             or self.feature_scale is None
         ):
-            yield self.transform(X, name)
+            yield self.transform(X, name, compact)
             return
         X = as_documents(X, name)
         with warnings.catch_warnings():

@@ -286,7 +286,8 @@ class LDKGPClassifier(
             same draws for every document and call).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
         num_words: for padded-tensor input, the vocabulary size. With ``inference="variational"``, padded
-            ids in ``int32`` (or ``int16``) are kept as given, not copied to ``int64`` (each batch is cast).
+            ids in ``int32`` (or ``int16``) are kept as given, not copied to ``int64`` (each batch is cast);
+            prediction does so with either inference (each block is cast).
         random_state: seed of the initialization, the held-out split and the Monte Carlo draws.
         verbose: a progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
@@ -942,7 +943,8 @@ class LDKGPClassifier(
         check_is_fitted(self, "model_")
         block = check_block(block)
         modules = word_vector_modules(self.model_.covar_module)
-        with self.encoder_.predicting(X, modules[0] if len(modules) == 1 else None) as x:
+        # int32 ids stay so, cast block by block
+        with self.encoder_.predicting(X, modules[0] if len(modules) == 1 else None, compact=True) as x:
             empty = (x == PAD).all(-1)
             out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)), device=self.device_)
             if empty.any():
@@ -960,7 +962,7 @@ class LDKGPClassifier(
             with torch.no_grad(), exact_numerics():
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
-                    xb = trim_to_longest(x[idx])
+                    xb = widened(trim_to_longest(x[idx]))
                     if features is not None:
                         xb = torch.cat([features[idx], xb.double()], dim=-1)
                     idx = idx.to(self.device_)

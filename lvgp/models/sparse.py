@@ -253,8 +253,8 @@ class SparseGPLVSMRegressor(
         outputscale_init: the initial output scale of a spec's kernel.
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (as for the exact estimator).
         num_words: for padded-tensor input, the vocabulary size. Padded ids in ``int32`` (or ``int16``)
-            are kept as given, not copied to ``int64``: each batch is cast when taken (a million documents
-            of 512 ids: 2 GB instead of 4).
+            are kept as given, not copied to ``int64``, in fitting and in prediction: each batch or block
+            is cast when taken (a million documents of 512 ids: 2 GB instead of 4).
         distributed: data-parallel training in ``world_size`` local processes under
             ``torch.distributed`` (gloo, loopback); each step's global batch is shared among
             them and the gradients all-reduced, so the trajectory is that of a single process
@@ -682,7 +682,7 @@ class SparseGPLVSMRegressor(
         standard deviation of an average inducing document (with an ``EmptyDocumentsWarning``)."""
         check_is_fitted(self, "model_")
         block = check_block(block)
-        with self.encoder_.predicting(X, self._word_vectors()) as x:
+        with self.encoder_.predicting(X, self._word_vectors(), compact=True) as x:  # int32 ids cast by block
             return self._predict_encoded(x, return_std, include_noise, block)
 
     def _predict_encoded(
@@ -700,7 +700,7 @@ class SparseGPLVSMRegressor(
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
-                xb = trim_to_longest(x[idx]).to(device)
+                xb = widened(trim_to_longest(x[idx])).to(device)
                 # with variational word vectors: the moments of the mixture over draws of the vectors
                 # (mean of the means; mean of the variances plus variance of the means), as the exact model
                 first = torch.zeros(len(idx), dtype=torch.float64, device=device)
