@@ -46,3 +46,27 @@ def tiny_encoder(tmp_path, monkeypatch):
         return tiny
 
     return make
+
+
+@pytest.fixture
+def record_int32_casts(monkeypatch):
+    """``with record_int32_casts() as sizes:``: inside the block, every ``Tensor.long()`` of an int32
+    tensor appends that tensor's number of elements to ``sizes`` (to check that an estimator casts an
+    int32 corpus batch by batch, never whole)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def recording():
+        sizes: list[int] = []
+        long = torch.Tensor.long
+
+        def recorded(self, *args, **kwargs):
+            if self.dtype == torch.int32:
+                sizes.append(self.numel())
+            return long(self, *args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(torch.Tensor, "long", recorded)
+            yield sizes
+
+    return recording

@@ -406,7 +406,7 @@ def test_a_natural_gradient_step_that_breaks_q_u_is_undone_and_the_step_size_hal
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_the_variational_classifier_keeps_an_int32_corpus_and_saves_and_reloads_it(tmp_path, monkeypatch):
+def test_the_variational_classifier_keeps_an_int32_corpus_and_saves_and_reloads_it(tmp_path, record_int32_casts):
     """Mini-batch inference keeps a padded int32 corpus as given (batches cast to int64): the same
     fit as on its int64 copy to the bit, no int64 copy of the corpus, and a saved model (which holds
     its training documents) reloads to the same probabilities."""
@@ -426,18 +426,9 @@ def test_the_variational_classifier_keeps_an_int32_corpus_and_saves_and_reloads_
         return est.fit(x, data.labels)
 
     wide = fit(x32.long())
-    cast: list[int] = []
-    long = torch.Tensor.long
-
-    def recorded(self: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        if self.dtype == torch.int32:
-            cast.append(self.numel())
-        return long(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.Tensor, "long", recorded)
-    compact = fit(x32)
-    blocks = compact.predict_proba(x32, block=50)  # predictions in blocks: each block cast
-    monkeypatch.undo()
+    with record_int32_casts() as cast:
+        compact = fit(x32)
+        blocks = compact.predict_proba(x32, block=50)  # predictions in blocks: each block cast
     assert cast and max(cast) < x32.numel()
     np.testing.assert_array_equal(blocks, wide.predict_proba(x32.long(), block=50))
     assert compact._train[0].data_ptr() == x32.data_ptr()  # the caller's tensor, not a copy

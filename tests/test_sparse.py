@@ -449,7 +449,7 @@ def test_the_inducing_documents_set_is_built_once_per_fit(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("approximation", ["exact", "nystrom"])
-def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(monkeypatch, approximation):
+def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(record_int32_casts, approximation):
     """A padded int32 corpus (``make_zipf_topic_documents``'s: a million documents of 512 ids hold 2 GB,
     4 as int64) is not copied to int64: only batches, samples and the inducing documents are cast. The
     fit is the int64 corpus's to the bit: the step losses and the predictions."""
@@ -467,18 +467,9 @@ def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(monkeypatch
         return est.fit(x, data.y)
 
     wide = fit(x32.long())
-    cast: list[int] = []
-    long = torch.Tensor.long
-
-    def recorded(self: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        if self.dtype == torch.int32:
-            cast.append(self.numel())
-        return long(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.Tensor, "long", recorded)
-    compact = fit(x32)
-    blocks = compact.predict(x32, return_std=True, block=64)  # predictions in blocks: each block cast
-    monkeypatch.undo()
+    with record_int32_casts() as cast:
+        compact = fit(x32)
+        blocks = compact.predict(x32, return_std=True, block=64)  # predictions in blocks: each block cast
     assert cast and max(cast) < x32.numel()  # batches and samples, never the corpus
     for a, b in zip(blocks, wide.predict(x32.long(), return_std=True, block=64)):
         np.testing.assert_array_equal(a, b)
