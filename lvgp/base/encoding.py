@@ -97,6 +97,12 @@ class BagOfWordsInputMixin:
         return tags
 
 
+def _ids(x: torch.Tensor, compact: bool) -> torch.Tensor:
+    """Validated padded ids as ``int64``, or as given where ``compact`` and their dtype is one of
+    :data:`~lvgp.bow.padded.COMPACT_IDS`."""
+    return x if compact and x.dtype in COMPACT_IDS else x.long()
+
+
 class DocumentEncoder:
     """Fitted conversion of estimator inputs to padded word-index tensors.
 
@@ -177,8 +183,7 @@ class DocumentEncoder:
             self.num_words = int(X.shape[1])
             x = counts_to_padded(X, name)
         else:
-            x = check_padded(X, name)  # integer ids only: floats are an error, not rounded
-            x = x if compact and x.dtype in COMPACT_IDS else x.long()
+            x = _ids(check_padded(X, name), compact)  # integer ids only: floats are an error, not rounded
             if x.dim() != 2:
                 raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
             if self.num_words_option is not None:
@@ -227,8 +232,7 @@ class DocumentEncoder:
                     f"{name} has {X.shape[1]} columns but the estimator was fitted on {self.num_words} words"
                 )
             return counts_to_padded(X, name)
-        x = check_padded(X, name, self.num_words, allow_empty=True)
-        x = x if compact and x.dtype in COMPACT_IDS else x.long()
+        x = _ids(check_padded(X, name, self.num_words, allow_empty=True), compact)
         if x.dim() != 2:
             raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
         return x

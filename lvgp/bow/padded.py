@@ -103,12 +103,6 @@ def pad_to_common_width(x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tenso
 COMPACT_IDS = (torch.int16, torch.int32)
 
 
-def widened(x: torch.Tensor) -> torch.Tensor:
-    """``x`` as ``int64`` where it holds word ids in a :data:`COMPACT_IDS` dtype (a batch of a compact
-    corpus), else ``x`` itself (``int64`` ids, or documents packed with features as float64)."""
-    return x.long() if x.dtype in COMPACT_IDS else x
-
-
 #: the entries of a padded tensor that :func:`document_lengths` counts at once
 _LENGTH_BLOCK = 2**24
 
@@ -129,6 +123,15 @@ def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> tor
     that cutting a batch on a GPU reads nothing back from it."""
     longest = document_lengths(x) if lengths is None else lengths
     return x[:, : max(1, int(longest.max()))]
+
+
+def documents_at(x: torch.Tensor, rows: torch.Tensor | np.ndarray, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """The documents ``x[rows]`` as the kernel takes them from a corpus held by a mini-batch
+    estimator: cut to their longest document (:func:`trim_to_longest`, ``lengths`` its host-side
+    lengths of those rows), and ``int64`` where the corpus keeps its ids in a :data:`COMPACT_IDS`
+    dtype (other inputs, e.g. documents packed with features as float64, as they are)."""
+    batch = trim_to_longest(x[rows], lengths)
+    return batch.long() if batch.dtype in COMPACT_IDS else batch
 
 
 def counts_to_padded(counts, name: str = "X") -> torch.Tensor:

@@ -60,7 +60,7 @@ from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
 from ..base.validation import check_block
-from ..bow.padded import PAD, document_lengths, trim_to_longest, widened
+from ..bow.padded import PAD, document_lengths, documents_at
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels import LatentDistributionKernel, shared_evaluation
@@ -699,7 +699,7 @@ class LDKGPClassifier(
         n_classes = len(self.classes_)
         idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
         binary = n_classes == 2
-        inducing = widened(trim_to_longest(x[idx]))  # the corpus may be int32 (compact)
+        inducing = documents_at(x, idx)
         self.model_ = _LDKClassificationGP(
             inducing,
             self._kernel(seed, x, inducing),
@@ -750,8 +750,7 @@ class LDKGPClassifier(
         def share_loss(rows: torch.Tensor) -> torch.Tensor:
             rows_device = rows.to(device)
             with shared_evaluation(self.model_):  # K_ZZ, K_ZX and diag K_XX: each set's norms once
-                batch = widened(trim_to_longest(x_device[rows_device], lengths[rows]))
-                return -mll(self.model_(batch), targets[rows_device])
+                return -mll(self.model_(documents_at(x_device, rows_device, lengths[rows])), targets[rows_device])
 
         # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
         before_step: dict[str, Any] = {"natural": None, "undone": 0}
@@ -962,7 +961,7 @@ class LDKGPClassifier(
             with torch.no_grad(), exact_numerics():
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
-                    xb = widened(trim_to_longest(x[idx]))
+                    xb = documents_at(x, idx)
                     if features is not None:
                         xb = torch.cat([features[idx], xb.double()], dim=-1)
                     idx = idx.to(self.device_)

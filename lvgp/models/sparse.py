@@ -59,11 +59,10 @@ from ..base.validation import check_block, standardization
 from ..bow.padded import (
     PAD,
     document_lengths,
+    documents_at,
     pad_to_common_width,
     pad_to_width,
     padded_to_counts,
-    trim_to_longest,
-    widened,
 )
 from ..bow.vocabulary import Vocabulary
 from ..kernels.document import shared_evaluation
@@ -166,7 +165,7 @@ def step_approximation(
     n = x.shape[0]
     generator = torch.Generator().manual_seed(int(seed))
     rows = torch.randperm(n, generator=generator)[: n if batch_size is None else min(batch_size, n)].to(x.device)
-    return spec.approximation_for(torch.cat(pad_to_common_width(inducing, widened(x.index_select(0, rows)))))
+    return spec.approximation_for(torch.cat(pad_to_common_width(inducing, documents_at(x, rows))))
 
 
 def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: str, seed: int) -> np.ndarray:
@@ -357,7 +356,7 @@ class SparseGPLVSMRegressor(
         if inducing_indices is None:
             inducing_indices = choose_inducing_documents(x, num_words, self.num_inducing, self.inducing, seed)
         self.inducing_indices_ = inducing_indices
-        inducing = widened(trim_to_longest(x[self.inducing_indices_]))  # the corpus may be int32 (compact)
+        inducing = documents_at(x, self.inducing_indices_)
         words = self.encoder_.vocabulary.words if getattr(self, "encoder_", None) and self.encoder_.vocabulary else None
         kernel = self._kernel(x, inducing, seed, num_words, word_features, words, approximation)
         self.model_ = SparseGPLVSM(inducing, kernel, scale=False).double()
@@ -511,7 +510,7 @@ class SparseGPLVSMRegressor(
 
         def share_loss(idx: torch.Tensor) -> torch.Tensor:
             idx_device = idx.to(device)
-            return objective(widened(trim_to_longest(x_device[idx_device], lengths[idx])), targets[idx_device])
+            return objective(documents_at(x_device, idx_device, lengths[idx]), targets[idx_device])
 
         def step(it: int) -> torch.Tensor:
             if order["next"] >= n:  # a new epoch: a new permutation of the documents
@@ -700,7 +699,7 @@ class SparseGPLVSMRegressor(
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
-                xb = widened(trim_to_longest(x[idx])).to(device)
+                xb = documents_at(x, idx).to(device)
                 # with variational word vectors: the moments of the mixture over draws of the vectors
                 # (mean of the means; mean of the variances plus variance of the means), as the exact model
                 first = torch.zeros(len(idx), dtype=torch.float64, device=device)
