@@ -149,16 +149,22 @@ def synthetic_pairs(path: Path, n: int = 200, seed: int = 0) -> None:
             fh.write(json.dumps({"id": i, "en": source, "de": target}) + "\n")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="synthetic pairs, 100 training pairs (for the tests)")
+def add_split_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pairs and the split of a matching cell, as the study takes them (shared with
+    ``matching_stopping.py``)."""
     parser.add_argument("--pairs", default="wagtail-de", help="what the matching study's --pairs takes")
-    parser.add_argument("--set", default="0", help="the set, or sets ('0,1,2': one table each, then their totals)")
     parser.add_argument("--train", type=int, default=1000)
     parser.add_argument("--dev", type=int, default=100)
     parser.add_argument("--test", type=int, default=100)
     parser.add_argument("--min-df", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=300)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="synthetic pairs, 100 training pairs (for the tests)")
+    add_split_arguments(parser)
+    parser.add_argument("--set", default="0", help="the set, or sets ('0,1,2': one table each, then their totals)")
     parser.add_argument("--identity-weight", type=float, default=1.0)
     parser.add_argument("--cca-components", type=int, default=32)
     parser.add_argument("--before", default="8e6dc53", help="the commit to compare against ('' to skip)")

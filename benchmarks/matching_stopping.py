@@ -111,21 +111,16 @@ def record_cells(args) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from matching_speed import add_split_arguments, synthetic_pairs
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="synthetic pairs, 2 sets, 2 lambdas (for the tests)")
-    parser.add_argument("--pairs", default="wagtail-de", help="what the matching study's --pairs takes")
+    add_split_arguments(parser)
     parser.add_argument("--sets", type=int, default=10)
-    parser.add_argument("--train", type=int, default=1000)
-    parser.add_argument("--dev", type=int, default=100)
-    parser.add_argument("--test", type=int, default=100)
-    parser.add_argument("--min-df", type=int, default=3)
-    parser.add_argument("--max-iter", type=int, default=300)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:
-            sys.path.insert(0, str(Path(__file__).resolve().parent))
-            from matching_speed import synthetic_pairs
-
             args.pairs = str(Path(tmp) / "pairs.jsonl.gz")
             synthetic_pairs(Path(args.pairs))
             args.sets, args.train, args.dev, args.test, args.min_df, args.max_iter = 2, 100, 30, 30, 2, 15
