@@ -39,6 +39,11 @@ class UncertaintyWarning(LVGPWarning):
     intervals; the message gives the numbers and what to do."""
 
 
+class CacheWarning(LVGPWarning):
+    """An on-disk cache cannot be read or written (a read-only or missing folder, a full disk, a
+    damaged file): the results are computed anyway; the message names the file."""
+
+
 class MissingEmbeddingsWarning(LVGPWarning):
     """Vocabulary words have no pretrained vector; the message counts them."""
 

@@ -84,7 +84,7 @@ def test_the_cache_is_keyed_by_the_model_and_each_text(encoder, tmp_path):
     assert len(list((tmp_path / "encodings").rglob("*.sqlite"))) == 2
     # a damaged file is set aside with a warning, and the vectors recomputed
     files[0].write_bytes(b"damaged" * 100)
-    with pytest.warns(UserWarning, match="unreadable"):
+    with pytest.warns(UserWarning, match="damaged"):
         again = encoder.encode(TEXTS)
     torch.testing.assert_close(again, first)
 
@@ -139,6 +139,45 @@ def test_bad_inputs_are_named(encoder):
         SentenceEncoder.pretrained("nope")
     with pytest.raises(ValueError, match="device"):
         SentenceEncoder.from_config(device="cuda:99")
+
+
+def test_two_encoders_on_one_tokenizer_keep_their_own_truncation(encoder):
+    """Fuzz defect 3: a second encoder with another max_length changed the first one's truncation
+    (its tokenizer object was shared), so its vectors of long texts moved and entered its cache."""
+    long = " ".join(["fine film"] * 60)
+    before = encoder.encode([long], cache=False)
+    other = SentenceEncoder(encoder.model, encoder.tokenizer, name="other", digest="other", max_length=8)
+    torch.testing.assert_close(encoder.encode([long], cache=False), before, atol=0, rtol=0)
+    assert len(encoder.tokenizer.encode(long).ids) == encoder.max_length
+    assert len(other.tokenizer.encode(long).ids) == 8
+
+
+def test_max_length_beyond_the_models_positions_is_refused(encoder):
+    """Fuzz defect 4: the error came later, from inside transformers."""
+    positions = encoder.model.config.max_position_embeddings
+    with pytest.raises(ValueError, match=rf"max_length must be at most the model's {positions} positions"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, name="x", digest="x", max_length=positions + 1)
+    with pytest.raises(ValueError, match="max_length must be >= 3"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, name="x", digest="x", max_length=2)
+
+
+def test_numpy_integers_are_taken(encoder):
+    """Fuzz defect 5: numpy integers were 'not a positive integer' (batch_size) or a huggingface_hub
+    validation error (from_config); the rest of lvgp takes them."""
+    import numpy as np
+
+    torch.testing.assert_close(
+        encoder.encode(TEXTS, batch_size=np.int64(2), cache=False), encoder.encode(TEXTS, cache=False)
+    )
+    built = SentenceEncoder.from_config({"num_hidden_layers": np.int32(1)}, max_length=np.int64(16), seed=np.int8(1))
+    assert built.max_length == 16 and type(built.max_length) is int and built.model.config.num_hidden_layers == 1
+    with pytest.raises(TypeError, match="batch_size must be an integer"):
+        encoder.encode(TEXTS, batch_size=2.5)
+
+
+def test_lone_surrogates_are_a_value_error_naming_the_rows(encoder):
+    with pytest.raises(ValueError, match=r"texts rows \[1\] hold lone surrogate characters"):
+        encoder.encode(["fine", "caf\udce9"])
 
 
 def test_without_the_extra_the_error_names_it(monkeypatch):

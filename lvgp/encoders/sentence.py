@@ -137,7 +137,30 @@ def check_texts(texts: Any, name: str = "texts") -> list[str]:
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
         raise TypeError(f"{name} must hold strings; rows {bad[:10]} are not ({type(texts[bad[0]]).__name__})")
+    unencodable = [i for i, t in enumerate(texts) if not _is_unicode(t)]
+    if unencodable:
+        raise ValueError(
+            f"{name} rows {unencodable[:10]} hold lone surrogate characters, which are not Unicode text "
+            "(decoded with errors='surrogateescape'?): decode the data with its encoding, or with errors='replace'"
+        )
     return texts
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _count(name: str, value: Any, *, minimum: int) -> int:
+    """``value`` as a Python ``int`` (numpy integers are taken), or a ``TypeError``/``ValueError``
+    naming ``name``."""
+    from ..base.validation import check_number
+
+    check_number(name, value, integer=True, minimum=minimum)
+    return int(value)
 
 
 def _digest_of_state(model: torch.nn.Module, tokenizer: Any) -> str:
@@ -182,10 +205,18 @@ class SentenceEncoder:
         normalize: bool = True,
         device: str | torch.device = "cpu",
     ) -> None:
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
-            raise ValueError(f"max_length must be an integer of at least 3 tokens; got {max_length!r}")
+        max_length = _count("max_length", max_length, minimum=3)
+        positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if isinstance(positions, int) and max_length > positions:
+            raise ValueError(
+                f"max_length must be at most the model's {positions} positions (max_position_embeddings); "
+                f"got {max_length}"
+            )
         self.device = check_device(device)
         self.model = model.to(self.device).eval()
+        # the encoder's own copy: truncation and padding are settings of a tokenizer object, and
+        # two encoders sharing one would change each other's output (and cache wrong vectors)
+        tokenizer = type(tokenizer).from_str(tokenizer.to_str())
         self.tokenizer = tokenizer
         self.name = name
         self.digest = digest
@@ -259,6 +290,9 @@ class SentenceEncoder:
         transformers = _backend()
         from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
+        max_length = _count("max_length", max_length, minimum=3)
+        seed = _count("seed", seed, minimum=0)
+
         letters = list("abcdefghijklmnopqrstuvwxyz0123456789")
         vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
         vocab += sorted({w.lower() for w in (words or [])} - set(vocab))
@@ -271,7 +305,7 @@ class SentenceEncoder:
             single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
         )
         fields = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, pad_token_id=0)
-        fields.update(config or {})
+        fields.update({k: int(v) if isinstance(v, np.integer) else v for k, v in (config or {}).items()})
         fields["vocab_size"] = len(vocab)
         fields.setdefault("max_position_embeddings", max_length)
         generator_state = torch.random.get_rng_state()
@@ -293,8 +327,7 @@ class SentenceEncoder:
     def _batches(self, texts: list[str], batch_size: int) -> Iterator[list[int]]:
         """Row indices in batches of texts of similar length (longest first), so that a batch
         pads little."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        batch_size = _count("batch_size", batch_size, minimum=1)
         order = np.argsort([-len(t) for t in texts], kind="stable")
         for start in range(0, len(order), batch_size):
             yield order[start : start + batch_size].tolist()
@@ -494,16 +527,45 @@ class ContextualWordEmbeddings:
 
 class _VectorStore:
     """One vector per key in a SQLite file (``key TEXT PRIMARY KEY, vector BLOB`` of float32): the
-    on-disk cache of :meth:`SentenceEncoder.encode`. Safe for several processes (SQLite's locking; the
-    first writer of a key wins); a damaged or unreadable file is set aside with a warning and the
-    vectors are recomputed, never read wrong."""
+    on-disk cache of :meth:`SentenceEncoder.encode`.
+
+    The cache is an optimisation, never a reason to fail or to lose data:
+
+    * several processes may share it (SQLite's locking; the first writer of a key wins);
+    * a file that can be read but not written (a shared, read-only data folder), a folder that
+      cannot be made, a full disk: the cache is read as far as it can be, nothing new is stored,
+      and a :class:`~lvgp.warnings.CacheWarning` says so once per file and process;
+    * only a file SQLite cannot read as a database (``file is not a database``, ``malformed``) is
+      damaged: it is set aside (``vectors.damaged``) and the vectors are recomputed, never read
+      wrong;
+    * a stored vector of the wrong size or with a non-finite entry is not returned; it is
+      recomputed and replaced.
+    """
 
     _CHUNK = 500  # keys per query (SQLite's limit on bound parameters is 999 on old builds)
+    #: (file, what) already warned about in this process: one warning per file and kind of failure
+    _warned: set[tuple[str, str]] = set()
 
     def __init__(self, path: Path, dim: int) -> None:
         self.path, self.dim = path, dim
+        #: keys whose stored vector was unusable (wrong size, non-finite): replaced by :meth:`put`
+        self.invalid: set[str] = set()
 
-    def _connect(self) -> Any:
+    def _warn_once(self, kind: str, message: str) -> None:
+        from ..warnings import CacheWarning, warn
+
+        if (str(self.path), kind) not in self._warned:
+            self._warned.add((str(self.path), kind))
+            warn(message, CacheWarning)
+
+    def _reader(self) -> Any:
+        import sqlite3
+        from urllib.parse import quote
+
+        # read-only: reading never needs write access to the file or its folder
+        return sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, timeout=60)
+
+    def _writer(self) -> Any:
         import sqlite3
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -512,44 +574,74 @@ class _VectorStore:
         return db
 
     def _damaged(self, err: Exception) -> None:
-        from ..warnings import warn
-
         aside = self.path.with_suffix(".damaged")
-        warn(f"the encoding cache {self.path} is unreadable ({err}); moved to {aside.name}, recomputing", UserWarning)
-        self.path.replace(aside)
+        try:
+            self.path.replace(aside)
+        except OSError as move_err:
+            self._warn_once(
+                "damaged",
+                f"the encoding cache {self.path} is damaged ({err}) and cannot be moved aside ({move_err}); "
+                "encoding without it",
+            )
+        else:
+            self._warn_once(
+                "damaged", f"the encoding cache {self.path} is damaged ({err}); moved to {aside.name}, recomputing"
+            )
 
     def get(self, keys: Sequence[str]) -> dict[str, Tensor]:
-        """The stored vectors of those of ``keys`` that are stored."""
+        """The stored vectors of those of ``keys`` that are stored and usable (the others'
+        keys go to :attr:`invalid`)."""
         import sqlite3
 
-        if not self.path.exists():
+        if not self.path.is_file():
             return {}
         out: dict[str, Tensor] = {}
         unique = list(dict.fromkeys(keys))
         try:
-            with contextlib.closing(self._connect()) as db:
+            with contextlib.closing(self._reader()) as db:
                 for start in range(0, len(unique), self._CHUNK):
                     chunk = unique[start : start + self._CHUNK]
                     marks = ",".join("?" * len(chunk))
                     for key, blob in db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
-                        vector = torch.frombuffer(bytearray(blob), dtype=torch.float32)
-                        if vector.numel() == self.dim:
+                        vector = torch.frombuffer(bytearray(blob), dtype=torch.float32) if blob else None
+                        if vector is not None and vector.numel() == self.dim and bool(torch.isfinite(vector).all()):
                             out[key] = vector
-        except sqlite3.DatabaseError as err:
+                        else:
+                            self.invalid.add(key)
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):  # an empty file: a writer has not made the table yet
+                return {}
+            # locked past the timeout, or the file cannot be opened: read nothing, damage nothing
+            self._warn_once("read", f"the encoding cache {self.path} cannot be read ({err}); encoding without it")
+            return {}
+        except sqlite3.DatabaseError as err:  # not a database, malformed: damaged
             self._damaged(err)
             return {}
         return out
 
     def put(self, vectors: dict[str, Tensor]) -> None:
-        """Store ``vectors`` (keys already stored keep their vector)."""
+        """Store ``vectors``: new keys are added (keys already stored keep their vector, but for
+        those found unusable by :meth:`get`, which are replaced). A cache that cannot be written
+        is left as it is, with one warning."""
         import sqlite3
 
         rows = [(k, v.contiguous().numpy().astype(np.float32).tobytes()) for k, v in vectors.items()]
+        fresh = [r for r in rows if r[0] not in self.invalid]
+        stale = [r for r in rows if r[0] in self.invalid]
         try:
-            with contextlib.closing(self._connect()) as db, db:
-                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+            with contextlib.closing(self._writer()) as db, db:
+                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", fresh)
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", stale)
+        except (sqlite3.OperationalError, OSError) as err:  # read-only, no folder, disk full, locked
+            self._warn_once(
+                "write",
+                f"the encoding cache {self.path} cannot be written ({err}); "
+                "the vectors are computed and returned but not stored",
+            )
         except sqlite3.DatabaseError as err:
             self._damaged(err)
+        else:
+            self.invalid.difference_update(k for k, _ in stale)
 
 
 @functools.lru_cache(maxsize=2)
