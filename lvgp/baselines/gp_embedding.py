@@ -435,9 +435,17 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
             raise TypeError("X must be a list of texts or a count matrix, not a single string")
         is_counts = sp.issparse(X) or isinstance(X, np.ndarray)
         if not is_counts:
-            empty = [i for i, t in enumerate(X) if not isinstance(t, str) or not t.strip()]
+            if torch.is_tensor(X):
+                raise TypeError(
+                    "X must be a list of texts or a count matrix, not a tensor (padded word ids have no words "
+                    "for the embeddings)"
+                )
+            bad = [i for i, t in enumerate(X) if not isinstance(t, str)]
+            if bad:
+                raise TypeError(f"X: non-string documents at rows {bad[:10]} ({type(X[bad[0]]).__name__})")
+            empty = [i for i, t in enumerate(X) if not t.strip()]
             if empty:
-                raise ValueError(f"X: empty documents (or non-strings) at rows {empty[:10]}")
+                raise ValueError(f"X: empty documents at rows {empty[:10]}")
         return is_counts, X.shape[0] if is_counts else len(X)
 
     def _weights_of(self, counts: sp.csr_matrix, idf: np.ndarray | None = None) -> sp.csr_matrix:

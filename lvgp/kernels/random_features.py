@@ -32,7 +32,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from .._typing import TensorLike
-from ..bow.padded import document_frequencies
+from ..bow.padded import COMPACT_IDS, document_frequencies
 from ..bow.weighting import Frequencies
 from . import mean_embedding as me
 from .embedding import RBFEmbedding, rbf_pooled
@@ -286,6 +286,8 @@ def balanced_identity_weight(kernel: LatentDistributionKernel, x: Tensor) -> flo
     (``_BALANCE_DOCUMENTS`` of them, evenly spaced): a start, not a fit, whose cost stays flat in n."""
     if x.shape[-2] > _BALANCE_DOCUMENTS:
         x = x[..., :: -(-x.shape[-2] // _BALANCE_DOCUMENTS), :]
+    if x.dtype in COMPACT_IDS:  # a mini-batch estimator's corpus as given: its sample as indices
+        x = x.long()
     with torch.no_grad():
         if kernel.has_identity and kernel.identity_form == "separate":
             vectors = kernel.latent
