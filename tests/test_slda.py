@@ -68,9 +68,8 @@ def test_em_and_svi_recover_the_truth_and_agree(corpus):
     for inference in ("em", "svi"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = SLDARegressor(
-                4, inference=inference, optimizer=MiniBatch(batch_size=100, max_epochs=150, lr=0.05), random_state=0
-            )
+            svi = MiniBatch(batch_size=100, max_epochs=150, lr=0.05)
+            model = SLDARegressor(4, inference=inference, optimizer=svi if inference == "svi" else None, random_state=0)
             model.fit(x[train], corpus.y[train])
             pred = model.predict(x[test])
         tv, perm = matched(np.exp(model.engine_.log_beta_), corpus.topics)
@@ -235,7 +234,8 @@ def test_targets_are_standardized_inside_and_predictions_come_back_in_their_unit
     affine change of the targets (y -> 1000 + 50 y) changes the predictions the same way."""
     x = torch.from_numpy(corpus.docs[:200])
     optimizer = MiniBatch(batch_size=100, lr=0.05, max_epochs=40)
-    settings = dict(inference=inference, optimizer=optimizer, em_max_iter=20, random_state=0)
+    settings = dict(inference=inference, random_state=0)
+    settings.update(optimizer=optimizer) if inference == "svi" else settings.update(em_max_iter=20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         constant = SLDARegressor(4, **settings).fit(x, np.full(200, 100.0))

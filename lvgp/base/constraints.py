@@ -99,7 +99,10 @@ class Real(Constraint):
         return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
     def problem(self, value: Any) -> str | None:
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond float64 (10**400)
+            return "finite in float64 (at most 1.8e308 in magnitude)"
         if not math.isfinite(number):
             return "finite"
         if self.low is not None and (number <= self.low if self.open_low else number < self.low):
@@ -217,12 +220,23 @@ def check_values(values: dict[str, Any], table: dict[str, list], prefix: str = "
         typed = [c for c in constraints if c.accepts_type(value)]
         allowed = " or ".join(["None"] * (None in options) + [c.describe() for c in constraints])
         if not typed:
-            raise TypeError(f"{prefix}{name} must be {allowed}; got {value!r} ({type(value).__name__})")
+            raise TypeError(f"{prefix}{name} must be {allowed}; got {shown(value)} ({type(value).__name__})")
         problems = [c.problem(value) for c in typed]
         if all(p is not None for p in problems):
             # a wrong option names every allowed value (e.g. None, a number or 'balanced')
             wanted = allowed if any(isinstance(c, Options) for c in typed) else " or ".join(p for p in problems if p)
-            raise ParameterError(f"{prefix}{name} must be {wanted}; got {value!r}")
+            raise ParameterError(f"{prefix}{name} must be {wanted}; got {shown(value)}")
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters (an integer of 400 digits is
+    shown by its first digits and its length)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, numbers.Integral):
+        return f"{text[:20]}... (an integer of {len(str(abs(int(value))))} digits)"
+    return text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------ what many estimators share

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 import torch
+from linear_operator.utils.errors import NanError
 from sklearn.exceptions import ConvergenceWarning
 
 from ..warnings import warn as warn_user
@@ -59,6 +60,25 @@ def reraise_interrupts() -> None:
 
 
 OPTIMIZERS = ("lbfgs", "adam")
+
+
+def diverged(err: NanError, what: str, at: str, advice: str, buffer: LossBuffer | None = None) -> FloatingPointError:
+    """The error of a fit whose parameters left finite values: a covariance of NaN entries fails
+    its Cholesky (linear_operator's ``NanError``) before a non-finite loss is read back. A loss
+    still waiting in ``buffer`` that is already non-finite names the first step that diverged
+    (its ``FloatingPointError`` is raised); otherwise the error names ``at`` (the iteration whose
+    objective failed) and ``advice`` (what to change: ``"lower lr"``)."""
+    if buffer is not None:
+        try:
+            buffer.flush()
+        except FloatingPointError as found:
+            found.__cause__ = err
+            return found
+    failure = FloatingPointError(
+        f"{what} diverged: the covariance became NaN at {at} (the parameters left finite values); {advice}"
+    )
+    failure.__cause__ = err
+    return failure
 
 
 def log_prior(
@@ -346,7 +366,10 @@ def fit_stochastic(
             if reason is not None:
                 ended_by = reason
                 break
-            loss = iteration(it)
+            try:
+                loss = iteration(it)
+            except NanError as err:
+                raise diverged(err, what, f"{unit.rstrip('s')} {it + 1}", advice, buffer) from err
             bar.update(1)
             flush = it + 1 == max_iter or (rule is not None and rule.applies_at(it + 1))
             by_rule = record(buffer.append(loss, flush=flush))
@@ -525,11 +548,13 @@ def minimize(
     def evaluate() -> torch.Tensor:
         for p in flat.params:
             p.grad = None
-        loss = objective()
+        try:
+            loss = objective()
+        except NanError as err:
+            raise diverged(err, desc, f"iteration {result.n_iter + 1}", _ADVICE) from err
         if not torch.isfinite(loss):
             raise FloatingPointError(
-                f"the objective became {loss.item()} at iteration {result.n_iter}: the parameters diverged "
-                "(try a smaller learning rate, a larger rho, or the other optimizer)"
+                f"the objective became {loss.item()} at iteration {result.n_iter}: the parameters diverged; {_ADVICE}"
             )
         loss.backward()
         return loss
@@ -592,6 +617,10 @@ def minimize(
     return result
 
 
+#: what to change when a full-batch fit diverges
+_ADVICE = "try a smaller learning rate (lr), a larger rho, or the other optimizer"
+
+
 def _run_lbfgs(
     flat: _Params,
     evaluate: Callable[[], torch.Tensor],
@@ -635,7 +664,7 @@ def _run_adam(
     """Adam steps; the losses are read back from the device every ``every`` steps (one transfer),
     recorded in order, and the convergence ``rule`` is applied at each read-back."""
     opt = torch.optim.Adam(flat.params, lr=lr)
-    buffer = LossBuffer(every, "the objective", "try a smaller learning rate, a larger rho, or the other optimizer")
+    buffer = LossBuffer(every, "the objective", _ADVICE)
 
     # the loss of a step is that of the parameters before it: each waiting loss keeps those
     # parameters until it is read back, so that the best iterate kept (by objective) is the one that
@@ -653,7 +682,10 @@ def _run_adam(
         try:
             for p in flat.params:
                 p.grad = None
-            loss = objective()
+            try:
+                loss = objective()
+            except NanError as err:
+                raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
             loss.backward()
             states.append(flat.snapshot())
             opt.step()

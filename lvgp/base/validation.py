@@ -33,9 +33,14 @@ def check_number(
     if isinstance(value, bool) or not isinstance(value, kind):
         what = "an integer" if integer else "a real number"
         raise TypeError(f"{name} must be {what}{' or None' if allow_none else ''}; got {value!r}")
-    number = float(value)  # a numbers.Real, checked above
+    try:
+        number = float(value)  # a numbers.Real, checked above
+    except OverflowError:  # an integer beyond float64
+        number = math.inf
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite; got {value!r}")
+        from .constraints import shown
+
+        raise ValueError(f"{name} must be finite in float64; got {shown(value)}")
     if minimum is not None and (number <= minimum if exclusive_minimum else number < minimum):
         raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}; got {value!r}")
     if maximum is not None and number > maximum:

@@ -570,11 +570,27 @@ def check_kernel_arg(kernel: Any, name: str = "kernel") -> None:
         return
     if isinstance(kernel, LDKSpec):
         kernel.check(name)
+    elif isinstance(kernel, type):
+        raise TypeError(f"{name} must be {_class_problem(kernel)}; got {kernel!r}")
     elif not (isinstance(kernel, Kernel) or callable(kernel)):
         raise TypeError(
             f"{name} must be an lvgp LDKSpec, a gpytorch Kernel over padded word-index sets, or a factory "
             f"callable(num_words) -> Kernel; got {kernel!r} ({type(kernel).__name__})"
         )
+
+
+def _class_problem(cls: type) -> str:
+    """What to pass instead of a class (``GPLVSMRegressor(BagOfWordsKernel)``): a class is callable,
+    but calling it with the vocabulary size (and the documents) is not what it is made for."""
+    name = cls.__name__
+    if issubclass(cls, Kernel):
+        return (
+            f"a kernel instance or a factory, not the class {name}: pass {name}(...), or a function of num_words "
+            f"that returns one (def kernel(num_words): return {name}(...))"
+        )
+    if cls is LDKSpec:
+        return "an LDKSpec instance, not the class: pass LDKSpec(...) (or None for the default)"
+    return f"an LDKSpec, a gpytorch Kernel or a factory function, not the class {name}"
 
 
 class KernelArgument(Constraint):
@@ -593,6 +609,8 @@ class KernelArgument(Constraint):
     def problem(self, value: Any) -> str | None:
         if isinstance(value, LDKSpec):
             value.check("kernel")  # raises, naming the field
+        if isinstance(value, type):
+            return _class_problem(value)
         return None
 
     def describe(self) -> str:

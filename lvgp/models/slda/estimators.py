@@ -306,6 +306,14 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         "refit_eta": [None, Boolean()],
     }
 
+    def _check_fit_options(self) -> None:
+        super()._check_fit_options()
+        if self.inference == "em" and self.optimizer is not None:
+            raise ValueError(
+                "optimizer: inference='em' fits by the paper's variational EM (its budget: em_max_iter), not by "
+                f"an optimizer; got {self.optimizer!r} (leave optimizer=None, or use inference='svi')"
+            )
+
     def _em(self, eta_scale: float) -> SupervisedLDAEM:
         return SupervisedLDAEM(
             self.n_topics,
