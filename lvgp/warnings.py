@@ -39,6 +39,11 @@ class UncertaintyWarning(LVGPWarning):
     intervals; the message gives the numbers and what to do."""
 
 
+class NoSignalWarning(LVGPWarning):
+    """A fitted regressor's noise holds nearly all of its standardized training targets' variance:
+    it found no signal and predicts about their mean; the message gives the noise and what to try."""
+
+
 class CacheWarning(LVGPWarning):
     """An on-disk cache cannot be read or written (a read-only or missing folder, a full disk, a
     damaged file): the results are computed anyway; the message names the file."""

@@ -98,3 +98,119 @@ def test_a_factory_function_and_an_instance_still_work():
         est = _quiet_fit(GPLVSMRegressor(kernel, vocabulary=vocab, optimizer=LBFGS(max_iter=3)), TEXTS, Y)
         assert np.isfinite(est.predict(TEXTS[:3])).all()
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_an_array_latent_init_is_saved_and_a_callable_refused(tmp_path):
+    """Defect 11: ``LDKSpec(latent_init=array)`` was dropped on save; the reloaded model refitted
+    from another start (predictions 0.69 apart)."""
+    vocab = lvgp.Vocabulary().fit(TEXTS)
+    init = np.random.default_rng(0).normal(size=(len(vocab), 2))
+    est = _quiet_fit(
+        GPLVSMRegressor(LDKSpec(latent_init=init), vocabulary=vocab, optimizer=LBFGS(max_iter=5), random_state=0),
+        TEXTS,
+        Y,
+    )
+    est.save(tmp_path / "m.pt")
+    loaded = GPLVSMRegressor.load(tmp_path / "m.pt")
+    np.testing.assert_array_equal(loaded.kernel.latent_init, init)
+    np.testing.assert_array_equal(loaded.predict(TEXTS[:4]), est.predict(TEXTS[:4]))
+    refit = _quiet_fit(loaded, TEXTS, Y)
+    np.testing.assert_array_equal(refit.predict(TEXTS[:4]), est.predict(TEXTS[:4]))
+
+    def draw(words, num_words, latent_dim):
+        return init
+
+    est = _quiet_fit(
+        GPLVSMRegressor(LDKSpec(latent_init=draw), vocabulary=vocab, optimizer=LBFGS(max_iter=2)), TEXTS, Y
+    )
+    with pytest.raises(TypeError, match="kernel.latent_init, a callable"):
+        est.save(tmp_path / "c.pt")
+
+
+def test_distributed_with_an_unpicklable_factory_names_it():
+    """Defect 12: a lambda as the kernel factory failed inside spawn's pickling, naming nothing."""
+    est = SparseGPLVSMRegressor(
+        lambda num_words: ScaleKernel(BagOfWordsKernel(num_words)), distributed=True, world_size=2
+    )
+    with pytest.raises(ValueError, match=r"^kernel: distributed=True sends the parameters to 2 new processes"):
+        est.fit(TEXTS, Y)
+
+
+def test_tempered_probabilities_leave_empty_documents_at_the_training_frequencies():
+    """Defect 13: with ``calibration="temperature"`` empty documents got tempered class frequencies,
+    not the training frequencies ``predict_proba`` documents."""
+    labels = (Y > 0).astype(int)
+    labels[:5] = 1  # unequal class frequencies: tempering would move them
+    est = _quiet_fit(
+        LDKGPClassifier(LDKSpec(latent_dim=2), calibration="temperature", optimizer=LBFGS(max_iter=5), random_state=0),
+        TEXTS,
+        labels,
+    )
+    assert est.temperature_ != 1.0
+    with pytest.warns(lvgp.warnings.EmptyDocumentsWarning):
+        proba = est.predict_proba(["zzz unknown", "a great film"])
+    np.testing.assert_array_equal(proba[0], est.class_prior_)
+    temperature, est.temperature_ = est.temperature_, 1.0
+    untempered = est.predict_proba(["a great film"])
+    est.temperature_ = temperature
+    np.testing.assert_allclose(proba[1], est._temper(untempered)[0], rtol=1e-12)
+    assert not np.allclose(proba[1], untempered[0])
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+
+
+@pytest.fixture
+def encoder_regressor(tiny_encoder):
+    from lvgp.baselines.encoder import EncoderGPRegressor
+
+    encoder = tiny_encoder(["great", "awful", "film", "plot", "dull", "fun", "acting", "music"], 0)
+    return lambda **kw: EncoderGPRegressor(encoder, optimizer=LBFGS(max_iter=20), **kw)
+
+
+def test_the_encoder_gp_takes_2d_targets_as_independent_outputs(encoder_regressor):
+    """Defect 14: ``EncoderGPRegressor`` crashed on 2-D targets, which the GP-LVSM regressors take.
+    Reference: each column fitted alone gives the same predictions (up to where L-BFGS stops: the
+    joint fit stops on the summed objective)."""
+    y2 = np.column_stack([Y, 10 - 3 * Y + np.sin(np.arange(len(Y)))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both = encoder_regressor().fit(TEXTS, y2)
+        mean, std = both.predict(TEXTS[:5], return_std=True)
+        assert mean.shape == std.shape == (5, 2) and both.noise_.shape == (2,)
+        for column in range(2):
+            alone = encoder_regressor().fit(TEXTS, y2[:, column])
+            m, s = alone.predict(TEXTS[:5], return_std=True)
+            np.testing.assert_allclose(mean[:, column], m, rtol=1e-3, atol=1e-4)
+            np.testing.assert_allclose(std[:, column], s, rtol=2e-3)
+            np.testing.assert_allclose(both.noise_[column], alone.noise_, rtol=2e-3)
+
+
+def test_the_encoder_gp_warns_when_its_noise_sits_at_the_floor(encoder_regressor):
+    """Defect 15: no ``UncertaintyWarning`` with the noise at its floor (std 0.01 on constant
+    targets), where the other GP regressors warn."""
+    with pytest.warns(lvgp.warnings.UncertaintyWarning, match="EncoderGPRegressor: the fitted noise is"):
+        est = encoder_regressor().fit(TEXTS, np.full(len(TEXTS), 3.0))
+    np.testing.assert_allclose(est.predict(TEXTS[:3]), 3.0)
+
+
+POSITIVE = [
+    "I loved this movie", "a wonderful film", "great acting and a great story", "truly excellent",
+    "the best film of the year", "brilliant and moving", "an amazing performance", "I enjoyed every minute",
+    "a delightful comedy", "superb direction", "beautiful photography", "a masterpiece", "fantastic cast",
+    "highly recommended", "funny and charming", "a joy to watch", "wonderful music", "great fun", "excellent script",
+]  # fmt: skip
+NEGATIVE = [
+    "I hated this movie", "a terrible film", "awful acting and a boring story", "truly dreadful",
+    "the worst film of the year", "dull and tedious", "a horrible performance", "I regretted every minute",
+    "a painful comedy", "poor direction", "ugly photography", "a disaster", "terrible cast", "not recommended",
+    "boring and silly", "a chore to watch", "awful music", "no fun", "bad script",
+]  # fmt: skip
+
+
+def test_a_regressor_that_finds_no_signal_says_so():
+    """Newcomer stumble: on 38 clear sentiment sentences whose words rarely repeat, the default
+    ``GPLVSMRegressor`` learned nothing (noise 0.998 of the standardized variance, training R^2
+    0.04), silently."""
+    y = np.r_[np.ones(len(POSITIVE)), -np.ones(len(NEGATIVE))]
+    with pytest.warns(lvgp.warnings.NoSignalWarning, match=r"the fitted noise is 0\.9\d* of the training targets"):
+        est = GPLVSMRegressor(random_state=0).fit(POSITIVE + NEGATIVE, y)
+    assert float(est.likelihood_.noise) > 0.95

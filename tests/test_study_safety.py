@@ -124,3 +124,68 @@ def test_out_an_existing_file_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"lvgp: error: --out {target} is a file, not a directory"]
     assert np.isfinite(1.0)
+
+
+def test_sigterm_ends_a_study_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
+    """Issue 59: SIGTERM (kill, job schedulers) ended a study at once and silently. Now it ends as
+    Ctrl-C does: the finished cells kept, the fit in progress not recorded, one line, exit 143."""
+    import os
+    import signal
+
+    tsv = _tsv(tmp_path / "toy.tsv")
+    original = fitting._run_lbfgs
+    state = {"fits": 0}
+
+    def run(flat, evaluate, end_of_iteration, max_iter, tol, result):
+        state["fits"] += 1
+        if state["fits"] != 2:
+            return original(flat, evaluate, end_of_iteration, max_iter, tol, result)
+
+        def terminated():
+            os.kill(os.getpid(), signal.SIGTERM)
+            return evaluate()
+
+        return original(flat, terminated, end_of_iteration, max_iter, tol, result)
+
+    monkeypatch.setattr(fitting, "_run_lbfgs", run)
+    argv = ["compare", "regression", "--dataset", str(tsv), "--splits", "2", "--train-size", "30"]
+    argv += ["--dev-size", "15", "--latent-dims", "2", "--rhos", "1", "--max-iter", "8", "--min-df", "1"]
+    argv += ["--methods", "gplvsm,ridge", "--quiet", "--out", str(tmp_path / "o")]
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(argv) == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before  # the CLI's handler is gone when it returns
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lvgp: terminated (SIGTERM); interrupted:"), err
+    assert len(list((tmp_path / "o" / "cells").rglob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("option", ["--jobs", "--threads"])
+@pytest.mark.parametrize("value", ["0", "-3", "two"])
+def test_jobs_and_threads_must_be_positive(tmp_path, capsys, option, value):
+    """Issue 59, fuzz 16: ``--jobs 0`` and ``--jobs -3`` were accepted while ``--threads 0`` was refused."""
+    tsv = _tsv(tmp_path / "toy.tsv")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "regression", "--dataset", str(tsv), "--methods", "ridge", option, value, "--out", "x"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"argument {option}: must be a positive integer" in err[0], err
+
+
+@pytest.mark.parametrize("content", ["[]", "{x", '{"kind": "no-such-study"}', "\xff\xfe"])
+def test_a_damaged_study_json_is_one_line_naming_the_file(tmp_path, capsys, content):
+    """Issue 59, fuzz 17: ``[]`` gave an AttributeError traceback, ``{x`` a JSON message naming no file."""
+    tsv = _tsv(tmp_path / "toy.tsv")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "study.json").write_bytes(content.encode("latin-1"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "regression", "--dataset", str(tsv), "--methods", "ridge", "--report-only", "--out", str(out)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(out / "study.json") in err[0], err
+
+
+def test_a_method_named_twice_is_refused(tmp_path):
+    """Duplicated ``--methods`` gave duplicated table columns."""
+    with pytest.raises(ValueError, match="--methods names ridge more than once"):
+        _study(_tsv(tmp_path / "toy.tsv"), methods=("ridge", "gplvsm", "ridge")).run(tmp_path / "o", progress=False)

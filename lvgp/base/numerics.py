@@ -21,6 +21,40 @@ from linear_operator.utils.errors import NotPSDError
 #: an initial noise must lie above it
 NOISE_FLOOR = 1e-4
 
+#: a regressor whose fitted noise holds more than this share of its standardized training targets'
+#: variance explains almost none of it (:func:`warn_about_fitted_noise`)
+NOISE_CEILING = 0.95
+
+
+def warn_about_fitted_noise(name: str, noise: torch.Tensor, floor_advice: str, *, standardized: bool = True) -> None:
+    """The warnings of a fitted Gaussian-noise GP regressor whose noise (``noise``: its outputs'
+    noise variances, in the units of standardized targets) sits at a bound:
+
+    * at its floor (:data:`NOISE_FLOOR`, which the softplus constraint approaches but never reaches):
+      the model interpolates its training targets and its intervals are too narrow, an
+      :class:`~lvgp.warnings.UncertaintyWarning` (``floor_advice`` says what to change);
+    * at its ceiling (above :data:`NOISE_CEILING` of the standardized targets' unit variance, only
+      where the targets are ``standardized``): the marginal likelihood found no signal, and the model
+      predicts about the training mean, a :class:`~lvgp.warnings.NoSignalWarning`.
+    """
+    from ..warnings import NoSignalWarning, UncertaintyWarning, warn
+
+    values = noise.detach().reshape(-1)
+    low, high = float(values.min()), float(values.max())
+    if low < 2 * NOISE_FLOOR:
+        warn(
+            f"{name}: the fitted noise is {low:.2g}, its floor (in standardized units): the model interpolates its "
+            f"training targets and its predictive intervals are too narrow. {floor_advice}",
+            UncertaintyWarning,
+        )
+    if standardized and high > NOISE_CEILING:
+        warn(
+            f"{name}: the fitted noise is {high:.3g} of the training targets' variance: the model explains almost "
+            "none of it and predicts about their mean. Check the targets against the texts, or try another kernel, "
+            "more training documents, or a linear baseline (ridge on tf-idf) to see whether there is signal to find",
+            NoSignalWarning,
+        )
+
 
 class CovarianceError(RuntimeError):
     """The training covariance could not be factorized (not positive definite even with jitter)."""

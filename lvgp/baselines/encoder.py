@@ -38,8 +38,10 @@ from ..base.constraints import Boolean, Instance, Integer, Options, RandomState,
 from ..base.device import check_device
 from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
+from ..base.numerics import warn_about_fitted_noise
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels, check_targets_array
+from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
 from ..encoders import ENCODERS, SentenceEncoder
 from ..encoders.sentence import check_texts, resolve_encoder
@@ -243,10 +245,20 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
 
 
 class _FeatureGP(gpytorch.models.ExactGP):
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, likelihood: Any, base: gpytorch.kernels.Kernel) -> None:
+    """An exact GP on feature vectors; ``batch_shape`` ``(B,)`` for ``B`` independent outputs (targets
+    ``B x n``, each with its own mean, scales and noise)."""
+
+    def __init__(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        likelihood: Any,
+        base: gpytorch.kernels.Kernel,
+        batch_shape: torch.Size = torch.Size(),
+    ) -> None:
         super().__init__(x, y, likelihood)
-        self.mean_module = gpytorch.means.ConstantMean()
-        self.covar_module = gpytorch.kernels.ScaleKernel(base)
+        self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch_shape)
+        self.covar_module = gpytorch.kernels.ScaleKernel(base, batch_shape=batch_shape)
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
@@ -258,9 +270,12 @@ class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
     noise; the hyper-parameters maximize the marginal likelihood (``optimizer``: ``None`` or an
     :class:`~lvgp.LBFGS`, defaults ``max_iter=200``, ``tol=1e-7``), targets
     standardized inside. ``predict(X, return_std=True)`` gives the predictive mean and the
-    standard deviation of a new target (noise included). Fitted: ``model_``, ``noise_``,
-    ``lengthscale_``, ``n_iter_``, ``converged_``. ``device``: where the encoder (given by name)
-    and the GP compute."""
+    standard deviation of a new target (noise included). Targets ``y`` of shape ``n x B`` fit ``B``
+    independent GPs at once (each its own hyper-parameters, as the GP-LVSM regressors do) and predict
+    ``n x B``. Fitted: ``model_``, ``noise_``, ``lengthscale_`` (arrays of ``B`` for 2-D targets),
+    ``n_iter_``, ``converged_``. ``device``: where the encoder (given by name) and the GP compute. A
+    fitted noise at its floor or its ceiling is warned about
+    (:func:`~lvgp.base.numerics.warn_about_fitted_noise`)."""
 
     _optimizer_defaults = (LBFGS(max_iter=200, tol=1e-7),)
     _parameter_constraints: dict[str, list] = {
@@ -300,17 +315,26 @@ class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
         self.encode_seconds_ = 0.0
         x = self._x(X)
         y = check_targets_array(y, x.shape[0])
-        self.y_mean_, self.y_std_ = float(y.mean()), float(y.std()) or 1.0
-        target = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float64, device=self.device_)
-        likelihood = gpytorch.likelihoods.GaussianLikelihood().double()
-        likelihood.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
-        base = gpytorch.kernels.RBFKernel() if self.kernel == "rbf" else gpytorch.kernels.MaternKernel(nu=2.5)
-        model = _FeatureGP(x, target, likelihood, base).double().to(self.device_)
+        if y.ndim > 2:
+            raise ValueError(f"y must be n targets or an n x B array of B outputs; got shape {y.shape}")
+        self.y_mean_, self.y_std_ = standardization(y)
+        standardized = (y - self.y_mean_) / self.y_std_
+        batch = torch.Size(y.shape[1:])  # () or (B,): the outputs as a batch of GPs
+        target = torch.as_tensor(standardized.T, dtype=torch.float64, device=self.device_)
+        inputs = x.expand(*batch, *x.shape)
+        likelihood = gpytorch.likelihoods.GaussianLikelihood(batch_shape=batch).double()
+        likelihood.noise = torch.full((*batch, 1), float(self.noise_init), dtype=torch.float64)
+        base = (
+            gpytorch.kernels.RBFKernel(batch_shape=batch)
+            if self.kernel == "rbf"
+            else gpytorch.kernels.MaternKernel(nu=2.5, batch_shape=batch)
+        )
+        model = _FeatureGP(inputs, target, likelihood, base, batch).double().to(self.device_)
         mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
         model.train()
 
         def objective() -> torch.Tensor:
-            return -mll(model(x), target)
+            return -mll(model(inputs), target).sum()
 
         with gpytorch.settings.max_cholesky_size(10**9):
             optimizer = self._optimizer_options()
@@ -325,15 +349,25 @@ class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
         model.eval()
         self.model_, self.likelihood_ = model, likelihood
         with torch.no_grad():
-            self.noise_ = float(likelihood.noise) * self.y_std_**2
-            self.lengthscale_ = float(model.covar_module.base_kernel.lengthscale)
+            noise = likelihood.noise.reshape(batch).cpu().numpy() * self.y_std_**2
+            lengthscale = model.covar_module.base_kernel.lengthscale.reshape(batch).cpu().numpy()
+        self.noise_ = noise if batch else float(noise)
+        self.lengthscale_ = lengthscale if batch else float(lengthscale)
+        warn_about_fitted_noise(
+            "EncoderGPRegressor",
+            likelihood.noise,
+            "Constant (or noise-free) training targets do this; otherwise the kernel on the sentence vectors "
+            "interpolates the training texts, and more of them, or the encoder beside the words "
+            "(GPLVSMRegressor(sentence_encoder=...)), may not",
+        )
         return self
 
     def predict(self, X, return_std: bool = False):
         check_is_fitted(self, "model_")
         x = self._x(X)
+        batch = torch.Size(np.shape(self.y_mean_))
         with torch.no_grad(), gpytorch.settings.max_cholesky_size(10**9), gpytorch.settings.fast_pred_var(False):
-            pred = self.model_.likelihood(self.model_(x))
-            mean = pred.mean.cpu().numpy() * self.y_std_ + self.y_mean_
-            std = pred.variance.clamp_min(0).sqrt().cpu().numpy() * self.y_std_
+            pred = self.model_.likelihood(self.model_(x.expand(*batch, *x.shape)))
+            mean = pred.mean.cpu().numpy().T * self.y_std_ + self.y_mean_
+            std = pred.variance.clamp_min(0).sqrt().cpu().numpy().T * self.y_std_
         return (mean, std) if return_std else mean

@@ -15,12 +15,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a positive integer (``--jobs 0`` and ``--jobs -3`` are refused, naming
+    the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
+    return value
+
+
 def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every study shares: executor, output directory, progress."""
-    parser.add_argument("--jobs", type=int, default=1, help="run cells in J local processes")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="run cells in J local processes")
     parser.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=None,
         help="torch and BLAS threads per cell (default: the cores free when the study starts -- the usable cores "
         "minus the load average -- divided by --jobs)",
@@ -132,21 +144,45 @@ def _run_study(args: argparse.Namespace) -> int:
     return 1 if summary["failures"] else 0
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (what ``kill`` and job schedulers send), raised where Ctrl-C's ``KeyboardInterrupt``
+    is: a study ends the same way (its finished cells kept, the one being fitted not recorded)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()
         return 0
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.run(args)
     except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as err:
         # bad input or a missing extra: one line
         parser.exit(2, f"lvgp: error: {err}\n")
-    except KeyboardInterrupt as err:  # Ctrl-C: one line (a study's says how to resume), not a traceback
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: one line (a study's says how to resume), not a traceback
+        terminated, cause = (
+            False,
+            typing.cast(BaseException | None, err),
+        )  # the loops and the study re-raise it as their own interrupt
+        while cause is not None and not terminated:
+            terminated, cause = isinstance(cause, _Terminated), cause.__context__
         message = str(err) or "interrupted"
-        print(f"\nlvgp: {message}", file=sys.stderr)
-        return 130
+        print(f"\nlvgp: {'terminated (SIGTERM); ' if terminated else ''}{message}", file=sys.stderr)
+        return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

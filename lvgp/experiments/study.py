@@ -82,6 +82,26 @@ def write_json(path: Path, obj) -> None:
     tmp.replace(path)  # atomic: an interrupted study never leaves a half-written cell
 
 
+def read_json(path: Path, what: str, kind: type = dict) -> Any:
+    """The JSON object (a ``kind``: dict or list) in ``path``; a file that is not one is a
+    ``ValueError`` naming the file and what to do, never a traceback from inside the reader."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"{path} is damaged: not JSON ({err.msg} at line {err.lineno}, column {err.colno}); restore it, or "
+            f"delete it to {what}"
+        ) from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is damaged: not UTF-8 text ({err}); restore it, or delete it to {what}") from None
+    if not isinstance(value, kind):
+        raise ValueError(
+            f"{path} is damaged: it holds a JSON {type(value).__name__}, not a {kind.__name__}; restore it, or delete "
+            f"it to {what}"
+        )
+    return value
+
+
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=True
@@ -138,7 +158,7 @@ class StudyDirectory:
 
     def load(self, cell: dict) -> dict | None:
         path = self.result_path(cell)
-        return json.loads(path.read_text()) if path.exists() else None
+        return read_json(path, "compute the cell again") if path.exists() else None
 
     def save(self, cell: dict, result: dict) -> None:
         write_json(self.result_path(cell), {**cell, **result, "provenance": provenance()})
@@ -281,6 +301,9 @@ class Study:
         hints = typing.get_type_hints(type(self))
         for field in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
             check_option(field, hints[field.name], getattr(self, field.name))
+        repeated = sorted({m for m in self.methods if list(self.methods).count(m) > 1})
+        if repeated:
+            raise ValueError(f"--methods names {', '.join(repeated)} more than once; name each method once")
         for name in self.methods:
             if isinstance(self.method(name).selection, InnerDev) and not self.inner_dev_selection:
                 raise ValueError(
@@ -336,7 +359,7 @@ class Study:
 
     def committed_records(self, out: Path) -> list[dict]:
         """The records of a study directory without ``cells/`` (as committed): ``results.json``."""
-        return json.loads((out / "results.json").read_text())
+        return read_json(out / "results.json", "write it again from the cells", list)
 
     # ------------------------------------------------------------------ what a cell's record depends on
     #: options that choose which cells the study has, never what a cell's record holds: a study may
@@ -390,7 +413,7 @@ class Study:
         self.validate()
         previous = out / "study.json"
         if previous.exists() and (out / "cells").is_dir() and not isinstance(executor, ReportOnlyExecutor):
-            differ = self.conflicts_with(json.loads(previous.read_text()))
+            differ = self.conflicts_with(read_json(previous, "start the study afresh (its cells stay)"))
             if differ and not force:
                 raise ValueError(
                     f"--out {out} holds the cells of a study with other settings: {'; '.join(differ)}. Choose "
@@ -430,8 +453,12 @@ def load_study(directory: str | Path) -> Study:
     """The study whose ``study.json`` is in ``directory`` (options added since it was written take
     what those studies did: the option's ``before`` value, else its default; lists become the
     tuples the options are)."""
-    settings = json.loads((Path(directory) / "study.json").read_text())
-    cls = registry.studies()[settings.pop("kind")]
+    path = Path(directory) / "study.json"
+    settings = read_json(path, "start the study afresh with its options (its cells stay)")
+    kinds = registry.studies()
+    if settings.get("kind") not in kinds:
+        raise ValueError(f"{path} names no study kind lvgp knows ({settings.get('kind')!r}; known: {sorted(kinds)})")
+    cls = kinds[settings.pop("kind")]
     values = {}
     for field in dataclasses.fields(cls):
         if field.name in settings:

@@ -160,6 +160,8 @@ class LDKSpec:
         latent_init: initial word vectors: ``None`` (draws from the prior, or zero residuals with
             ``word_embeddings``), a ``num_words x latent_dim`` array, or a callable
             ``f(words, num_words, latent_dim)`` returning one (``words``: the vocabulary's words, or ``None``).
+            ``save()`` writes an array (a reloaded estimator fitted again starts from it) and refuses a
+            callable.
         init_scale: the standard deviation of the initial draw of the word vectors (and of the projected
             embeddings); ``None``: the prior's for the vectors, :func:`tied_projection_scale` for the
             projection.
@@ -461,7 +463,14 @@ class LDKSpec:
         out: dict[str, Any] = {}
         for name, value in self.get_params().items():
             if name == "latent_init":
-                value = None  # shaped only the initial state, which the saved parameters supersede
+                # the saved parameters supersede the initial state, but a reloaded estimator that is
+                # fitted again starts from it: saved as the array, or refused
+                if callable(value):
+                    raise TypeError(
+                        "save() cannot write kernel.latent_init, a callable: pass the array it returns "
+                        "(LDKSpec(latent_init=init(words)))"
+                    )
+                value = plain_value(value, "kernel.latent_init")
             elif name == "word_embeddings":
                 value = spec_to_plain(value)
             else:
@@ -474,6 +483,8 @@ class LDKSpec:
         from ..base.embeddings import spec_from_plain
 
         values = dict(values)
+        if isinstance(values.get("latent_init"), torch.Tensor):  # written from an array
+            values["latent_init"] = values["latent_init"].numpy()
         if "word_embeddings" in values:
             values["word_embeddings"] = spec_from_plain(values["word_embeddings"])
         return cls(**values)

@@ -33,7 +33,7 @@ from ..base.fit_options import (
     FitOptionsMixin,
 )
 from ..base.fitting import BestOfWindowStopping, FitResult, fit_stochastic, minimize, parameter_state
-from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics
+from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics, warn_about_fitted_noise
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
@@ -486,14 +486,9 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
         from ..base.metrics import interval_coverage
         from ..warnings import UncertaintyWarning
 
-        noise = float(self.likelihood_.noise.detach().reshape(-1).min())
-        if noise < 2 * NOISE_FLOOR:  # the softplus constraint approaches its bound, never reaches it
-            warn_user(
-                f"{self._name}: the fitted noise is {noise:.2g}, its floor (in standardized units): the model "
-                "interpolates its training targets and its predictive intervals are too narrow. "
-                f"{self._calibration_advice}",
-                UncertaintyWarning,
-            )
+        warn_about_fitted_noise(
+            self._name, self.likelihood_.noise, self._calibration_advice, standardized=bool(self.normalize_y)
+        )
         if x_val is None or y_val is None or len(y_val) < 10:
             return
         with warnings.catch_warnings():

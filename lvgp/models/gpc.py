@@ -975,7 +975,10 @@ class LDKGPClassifier(
                     if self.inference == "dirichlet":  # batch C x n -> n x C
                         mean, var = mean.mT, var.mT
                     out[idx] = expected_softmax(mean, var, self.n_mc_samples)
-        return self._temper(to_host(out))
+        proba = to_host(out)
+        known = to_host(rows)
+        proba[known] = self._temper(proba[known])  # empty documents keep the training frequencies
+        return proba
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")

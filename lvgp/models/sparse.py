@@ -53,7 +53,7 @@ from ..base.distributed import backward_on_share, check_same_model, process_grou
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import PlateauStopping, fit_stochastic
-from ..base.numerics import NOISE_FLOOR, exact_numerics
+from ..base.numerics import NOISE_FLOOR, exact_numerics, warn_about_fitted_noise
 from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
 from ..bow.padded import (
@@ -74,7 +74,7 @@ from ..kernels.spec import (
     variational_word_vectors,
     word_vector_modules,
 )
-from ..warnings import EmptyDocumentsWarning, UncertaintyWarning, warn
+from ..warnings import EmptyDocumentsWarning, warn
 from .estimator_base import (
     FittedVocabularyMixin,
     KernelParamsMixin,
@@ -398,6 +398,8 @@ class SparseGPLVSMRegressor(
             raise ValueError(
                 f"distributed=True runs CPU processes (gloo): use device='cpu'; got device={self.device!r}"
             )
+        if self.distributed:
+            _check_picklable(self.get_params(deep=False), self.world_size)
         spec = self._spec
         self.encoder_ = DocumentEncoder(
             self.vocabulary,
@@ -421,15 +423,12 @@ class SparseGPLVSMRegressor(
         self.fit_seconds_ = time.perf_counter() - start
         self.model_.eval()
         self.likelihood_.eval()
-        noise = float(self.likelihood_.noise.detach().reshape(-1).min())
-        if noise < 2 * NOISE_FLOOR:
-            warn(
-                f"sparse GP-LVSM: the fitted noise is {noise:.2g}, its floor (in standardized units): the model "
-                "interpolates its training targets and its predictive intervals are too narrow. The default kernel "
-                "(kernel=None: LDKSpec.variational_bow(), variational word vectors beside the bag of words) keeps a "
-                "posterior over the word vectors",
-                UncertaintyWarning,
-            )
+        warn_about_fitted_noise(
+            "sparse GP-LVSM",
+            self.likelihood_.noise,
+            "The default kernel (kernel=None: LDKSpec.variational_bow(), variational word vectors beside the bag of "
+            "words) keeps a posterior over the word vectors",
+        )
         return self
 
     def _train(
@@ -734,6 +733,23 @@ class SparseGPLVSMRegressor(
         if not return_std:
             return mean_np
         return mean_np, to_host(std) * self.y_std_
+
+
+def _check_picklable(params: dict[str, Any], world_size: int) -> None:
+    """``distributed=True`` sends the parameters to processes started by ``spawn``, which pickles
+    them: a ``ValueError`` naming the parameter that cannot be (a lambda or a local function as the
+    kernel factory), before any work."""
+    import pickle
+
+    for name, value in params.items():
+        try:
+            pickle.dumps(value)
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            raise ValueError(
+                f"{name}: distributed=True sends the parameters to {world_size} new processes, which must pickle "
+                f"them, and {value!r} cannot be pickled ({err}); define it at the top level of a module (def "
+                "kernel(num_words): ...), not as a lambda or inside a function"
+            ) from err
 
 
 def _distributed_worker(
