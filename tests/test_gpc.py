@@ -124,7 +124,7 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
     # the temperature is the minimizer of the leave-one-out log loss
     from lvgp.models.gpc import expected_softmax
 
-    log_p = np.log(expected_softmax(mean, var, clf.n_mc_samples).numpy())
+    log_p = np.log(expected_softmax(mean, var, clf.n_mc_samples, clf._class_seeds()).numpy())
 
     def loss(t):
         z = log_p / t

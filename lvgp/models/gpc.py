@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import NUMERICS_SEED, derive_seed, seeded_torch
+from .._random import NUMERICS_SEED, child_seed, derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -198,18 +198,42 @@ class _LDKClassificationGP(gpytorch.models.ApproximateGP):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
 
 
-def expected_softmax(mean: torch.Tensor, var: torch.Tensor, n_samples: int) -> torch.Tensor:
+def expected_softmax(
+    mean: torch.Tensor, var: torch.Tensor, n_samples: int, class_seeds: list[int] | None = None
+) -> torch.Tensor:
     r"""``n x C`` class probabilities :math:`\mathbb E[\mathrm{softmax}(f)]` under independent
     Gaussian marginals ``mean``, ``var`` (``n x C``) of the ``C`` latent functions, by Monte
-    Carlo with ``n_samples`` fixed draws (``lvgp._random.NUMERICS_SEED``), the same for every document and call: a
-    deterministic function of its inputs. (gpytorch's ``SoftmaxLikelihood`` would expand the
-    lazy multitask covariance over the samples: GBs for long documents.)"""
+    Carlo with ``n_samples`` fixed draws, the same for every document and call: a deterministic
+    function of its inputs. ``class_seeds`` (one per class, :func:`class_draw_seeds`): each class's
+    draws come from its own stream, so that a class gets the same draws wherever its label sorts
+    (without them, the draws of column ``c`` are those of position ``c``, from
+    ``lvgp._random.NUMERICS_SEED``: the scheme of files saved before). (gpytorch's
+    ``SoftmaxLikelihood`` would expand the lazy multitask covariance over the samples: GBs for long
+    documents.)"""
     # drawn on the CPU (the same draws on every device), then moved
-    eps = torch.randn(
-        n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=torch.Generator().manual_seed(NUMERICS_SEED)
-    )
+    if class_seeds is None:
+        generator = torch.Generator().manual_seed(NUMERICS_SEED)
+        eps = torch.randn(n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=generator)
+    else:
+        if len(class_seeds) != mean.shape[-1]:
+            raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {mean.shape[-1]} classes")
+        columns = [
+            torch.randn(n_samples, 1, dtype=mean.dtype, generator=torch.Generator().manual_seed(seed))
+            for seed in class_seeds
+        ]
+        eps = torch.stack(columns, dim=-1)
     eps = eps.to(mean.device)
     return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
+
+
+def class_draw_seeds(classes: np.ndarray) -> list[int]:
+    """One seed per class label for :func:`expected_softmax`: the stream named by the label's text
+    (:func:`lvgp._random.child_seed` of ``NUMERICS_SEED``), so that the Monte Carlo probabilities
+    of a class do not depend on its position: on which other labels there are, or on how they sort
+    (labels ``1, 2, 10`` read as integers or as strings sort otherwise and predict the same). A
+    label of another text draws other numbers: renaming a class moves its probability by the Monte
+    Carlo error, of order ``1 / sqrt(n_mc_samples)`` (a few 0.01 at the default 256)."""
+    return [child_seed(NUMERICS_SEED, f"class {label}") for label in np.asarray(classes).tolist()]
 
 
 class LDKGPClassifier(
@@ -283,7 +307,11 @@ class LDKGPClassifier(
             (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
         num_inducing: inducing documents of the variational inference.
         n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
-            same draws for every document and call).
+            same draws for every document and call; each class's from a stream named by its label,
+            :func:`class_draw_seeds`, so that a class's probability does not depend on where its label
+            sorts; renaming a class moves it by the Monte Carlo error, a few 0.01 at 256 draws). The
+            variational inference's fit draws by class position (its ELBO's Monte Carlo, q(u)'s start):
+            there the labels' sort order moves the fit itself within that error (0.01 on a toy set).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
         num_words: for padded-tensor input, the vocabulary size. With ``inference="variational"``, padded
             ids in ``int32`` (or ``int16``) are kept as given, not copied to ``int64`` (each batch is cast);
@@ -496,7 +524,7 @@ class LDKGPClassifier(
 
         mean, var = self.leave_one_out_latents()
         with torch.no_grad():
-            proba = expected_softmax(mean, var, self.n_mc_samples)
+            proba = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
         log_p = torch.log(proba.clamp_min(1e-300)).cpu().numpy()
         truth = self.likelihood_.targets.cpu().numpy().astype(int)
 
@@ -598,6 +626,7 @@ class LDKGPClassifier(
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
+        self._mc_draws = "by-class"  # files saved before hold none: their draws are by position
         self._train = (x, codes)  # what save() writes: the model is rebuilt from them on load
         if self.inference == "variational" and process_group()[1] > 1:
             check_same_model(self.random_state, "LDKGPClassifier")
@@ -870,6 +899,7 @@ class LDKGPClassifier(
                 "best_iter": self.best_iter_,
                 "fit_seconds": getattr(self, "fit_seconds_", None),
                 "temperature": getattr(self, "temperature_", 1.0),
+                "mc_draws": getattr(self, "_mc_draws", "by-position"),
             },
         }
         torch.save(payload, Path(path))
@@ -921,7 +951,13 @@ class LDKGPClassifier(
         if fit["fit_seconds"] is not None:
             est.fit_seconds_ = fit["fit_seconds"]
         est.temperature_ = float(fit.get("temperature", 1.0))
+        est._mc_draws = fit.get("mc_draws", "by-position")  # saved before: predicted with the draws by position
         return est
+
+    def _class_seeds(self) -> list[int] | None:
+        """The Monte Carlo draws' streams: one per class label (:func:`class_draw_seeds`), or
+        ``None`` (by position) for a file saved before they were."""
+        return class_draw_seeds(self.classes_) if getattr(self, "_mc_draws", "by-position") == "by-class" else None
 
     @property
     def word_vectors_(self) -> np.ndarray:
@@ -974,7 +1010,7 @@ class LDKGPClassifier(
                         mean, var = f.mean, f.variance
                     if self.inference == "dirichlet":  # batch C x n -> n x C
                         mean, var = mean.mT, var.mT
-                    out[idx] = expected_softmax(mean, var, self.n_mc_samples)
+                    out[idx] = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
         proba = to_host(out)
         known = to_host(rows)
         proba[known] = self._temper(proba[known])  # empty documents keep the training frequencies
