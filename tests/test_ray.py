@@ -13,20 +13,24 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'lvgp[ray]')")
 
 from lvgp.experiments.executors import InProcessExecutor  # noqa: E402
-from lvgp.experiments.ray_executor import RayExecutor  # noqa: E402
+from lvgp.experiments.ray_executor import RayExecutor, RayStartupError, start_local_ray  # noqa: E402
 from lvgp.experiments.regression import RegressionStudy  # noqa: E402
 from lvgp.experiments.study import StudyDirectory, run_study  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
+    """A local Ray instance of two CPUs, started as ``RayExecutor("local")`` starts one (retried
+    when Ray's fixed 30 s startup wait runs out on a busy machine). If it still cannot start, the
+    Ray tests are skipped, saying why: a load-induced timeout is the machine's, not lvgp's (issue 59:
+    two fixture errors on a fresh clone at load 3-6)."""
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
-    os.environ.setdefault("RAY_worker_niceness", "0")  # as RayExecutor("local") does
-    ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}}
-    )
+    try:
+        start_local_ray(2, {"env_vars": {"OMP_NUM_THREADS": "1"}})
+    except RayStartupError as err:
+        pytest.skip(f"Ray did not start on this busy machine: {err}")
     yield
     ray.shutdown()
 
@@ -87,3 +91,39 @@ def test_missing_ray_gives_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"lvgp\[ray\]"):
         RayExecutor("local")
+
+
+def test_a_startup_timeout_is_retried_then_named(monkeypatch):
+    """Ray's startup timeout (a fixed 30 s, missed on a busy machine) is retried; after the last
+    attempt the error says what to do. Other errors pass through at once."""
+    import time
+
+    calls = []
+
+    def timing_out(**kwargs):
+        calls.append(kwargs)
+        raise Exception("The current node timed out during startup. This could happen because ...")
+
+    monkeypatch.setattr(ray, "init", timing_out)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    with pytest.raises(RayStartupError, match="did not start in 3 attempts.*--jobs instead of --ray local"):
+        start_local_ray(2, {})
+    assert len(calls) == 3
+    attempts = []
+
+    def once_late(**kwargs):  # times out once, then starts
+        attempts.append(kwargs)
+        if len(attempts) == 1:
+            raise Exception("The current node timed out during startup.")
+
+    monkeypatch.setattr(ray, "init", once_late)
+    start_local_ray(2, {})
+    assert len(attempts) == 2 and attempts[1]["num_cpus"] == 2
+
+    def broken(**kwargs):
+        raise ValueError("another problem")
+
+    monkeypatch.setattr(ray, "init", broken)
+    with pytest.raises(ValueError, match="another problem"):
+        start_local_ray(2, {})

@@ -252,3 +252,25 @@ def test_expected_softmax_draws_follow_the_classes():
     torch.testing.assert_close(permuted, out[:, perm], atol=1e-15, rtol=0)
     with pytest.raises(ValueError, match="class_seeds: 3 seeds for 4 classes"):
         expected_softmax(mean, var, 32, seeds[:3])
+
+
+def test_the_svm_baselines_probabilities_are_reproducible():
+    """Newcomer stumble: ``BowClassifier.fit`` called ``platt_scaling`` without ``random_state``, so
+    the calibration folds drew fresh entropy (four fits with ``random_state=0`` differed by up to
+    0.26; the study's ``svm`` log loss moved between identical runs)."""
+    from lvgp.baselines.text_classifiers import BowClassifier
+
+    labels = (Y > 0).astype(int)
+    runs = [BowClassifier("svm", random_state=0).fit(TEXTS, labels).predict_proba(TEXTS[:6]) for _ in range(4)]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other, runs[0])
+
+
+@pytest.mark.parametrize("inference", ["em", "svi"])
+def test_slda_on_constant_targets_warns_about_its_standard_deviation(inference):
+    """``SLDARegressor`` on constant targets gave a standard deviation of 1e-6 without a warning."""
+    with pytest.warns(lvgp.warnings.UncertaintyWarning, match=r"sLDA \(\w+\): the fitted noise is"):
+        est = SLDARegressor(n_topics=2, inference=inference, random_state=0).fit(TEXTS, np.full(len(TEXTS), 4.0))
+    mean, std = est.predict(TEXTS[:3], return_std=True)
+    np.testing.assert_allclose(mean, 4.0, atol=1e-6)
+    assert (std < 1e-2).all()

@@ -180,7 +180,8 @@ class BowClassifier(_TextClassifier):
     def fit(self, X, y):
         super().fit(X, y)
         if self.model == "svm":
-            self.calibrated_ = platt_scaling(self.model_, self._features(_check_texts(X)[0]), np.asarray(y))
+            features = self._features(_check_texts(X)[0])
+            self.calibrated_ = platt_scaling(self.model_, features, np.asarray(y), random_state=self.random_state)
         return self
 
     def predict_proba(self, X):

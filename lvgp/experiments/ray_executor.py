@@ -22,6 +22,45 @@ from .executors import Executor, _call
 EXTRA_HINT = "--ray needs Ray: pip install 'lvgp[ray]'"
 
 
+class RayStartupError(RuntimeError):
+    """A local Ray instance did not start: Ray gives its processes a fixed 30 s to register, which
+    a busy machine can miss (``The current node timed out during startup``); :func:`start_local_ray`
+    retried before raising it."""
+
+
+def start_local_ray(num_cpus: int | None, runtime_env: dict, attempts: int = 3) -> None:
+    """``ray.init`` of a local instance, retried ``attempts`` times (a shutdown and a pause between)
+    when it times out starting: Ray waits a fixed 30 s for its processes to register, which a machine
+    under load (a test suite on two busy cores) misses now and then. Raises
+    :class:`RayStartupError` after the last attempt."""
+    import time
+
+    import ray
+
+    # Ray nices its workers by default; a local study should get a fair share of the
+    # machine (measured: importing torch took 4 minutes in a niced worker beside busy processes)
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(
+                num_cpus=num_cpus or os.cpu_count(),
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env=runtime_env,
+            )
+            return
+        except Exception as err:  # noqa: BLE001 -- Ray raises a bare Exception on a startup timeout
+            if "timed out during startup" not in str(err):
+                raise
+            ray.shutdown()
+            if attempt == attempts:
+                raise RayStartupError(
+                    f"a local Ray instance did not start in {attempts} attempts ({err}); the machine may be too "
+                    "busy: retry later, or run the study with --jobs instead of --ray local"
+                ) from err
+            time.sleep(5 * attempt)
+
+
 class RayExecutor(Executor):
     """Cells as Ray tasks. ``address``: ``"local"`` to start a local instance (shut down
     when the study ends), else passed to ``ray.init(address=...)``; ``num_cpus``: CPUs of a
@@ -41,12 +80,7 @@ class RayExecutor(Executor):
             return ray, False
         env = {"env_vars": {"OMP_NUM_THREADS": str(self.threads_per_cell)}}
         if self.address == "local":
-            # Ray nices its workers by default; a local study should get a fair share of the
-            # machine (measured: importing torch took 4 minutes in a niced worker beside busy processes)
-            os.environ.setdefault("RAY_worker_niceness", "0")
-            ray.init(
-                num_cpus=self.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False, runtime_env=env
-            )
+            start_local_ray(self.num_cpus, env)
             return ray, True
         ray.init(address=self.address, log_to_driver=False, runtime_env=env)
         return ray, True

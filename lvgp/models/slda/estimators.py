@@ -30,6 +30,7 @@ from ...base.device import check_device, to_host
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ...base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic
+from ...base.numerics import warn_about_fitted_noise
 from ...base.pyro import svi_step
 from ...base.targets import check_labels, check_targets_array
 from ...base.validation import standardization
@@ -378,6 +379,12 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
             self._refit_eta(x, y)
         self.eta_ = self.engine_.eta_ * self.y_std_ + self.y_mean_
         self._warn_if_unconverged(f"sLDA ({self.inference})", "iterations", "increase its budget")
+        if self.response == "gaussian":  # sigma^2 of the standardized response: at its floor, at its ceiling
+            warn_about_fitted_noise(
+                f"sLDA ({self.inference})",
+                torch.tensor(float(self.engine_.sigma2_)),
+                "Constant training targets do this: predict(return_std=True) is then about 0",
+            )
         return self
 
     def _refit_eta(self, x: np.ndarray, y: np.ndarray) -> None:
