@@ -90,9 +90,13 @@ def main(argv=None) -> int:
             refit_eta=refit,
             vocabulary=vocab,
             random_state=0,
-            em_max_iter=10 if args.quick else 100,
             em_eta_scale=eta_scale,
-            optimizer=MiniBatch(max_epochs=5 if args.quick else 300),
+            # each inference takes its own budget (the EM's em_max_iter; an optimizer is the SVI's only)
+            **(
+                {"em_max_iter": 10 if args.quick else 100}
+                if inference == "em"
+                else {"optimizer": MiniBatch(max_epochs=5 if args.quick else 300)}
+            ),
         )
         start = time.perf_counter()
         with warnings.catch_warnings():

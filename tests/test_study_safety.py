@@ -189,3 +189,66 @@ def test_a_method_named_twice_is_refused(tmp_path):
     """Duplicated ``--methods`` gave duplicated table columns."""
     with pytest.raises(ValueError, match="--methods names ridge more than once"):
         _study(_tsv(tmp_path / "toy.tsv"), methods=("ridge", "gplvsm", "ridge")).run(tmp_path / "o", progress=False)
+
+
+def _labelled_tsv(path, n=60, text=lambda i: f"text {i} about {'good' if i % 2 else 'bad'} things", prefix=b""):
+    rows = [f"{text(i)}\t{'pos' if i % 2 else 'neg'}" for i in range(n)]
+    path.write_bytes(prefix + ("text\tlabel\n" + "\n".join(rows) + "\n").encode("utf-8"))
+    return path
+
+
+def test_a_small_file_names_the_train_sizes_it_cannot_hold(tmp_path, capsys):
+    """Newcomer stumble: ``--dataset my.tsv`` of 500 rows or fewer said '60 documents leave none for
+    testing', never naming the default ``--train-sizes 50,100,200,500``."""
+    tsv = _labelled_tsv(tmp_path / "small.tsv")
+    argv = ["compare", "classification", "--dataset", str(tsv), "--methods", "logreg", "--quiet"]
+    with pytest.raises(SystemExit):
+        main([*argv, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert "has 60 rows" in err and "--train-sizes 50,100,200,500 (500) leaves none for testing" in err
+    assert "--train-sizes 15,30" in err and not (tmp_path / "o" / "cells").exists()
+    assert main([*argv, "--train-sizes", "15,30", "--splits", "1", "--out", str(tmp_path / "o2")]) == 0
+    with pytest.raises(SystemExit):
+        main([*argv, "--train-sizes", "30", "--test-size", "40", "--out", str(tmp_path / "o3")])
+    assert "--test-size 40 need 70" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: _labelled_tsv(p, text=lambda i: "" if i in (4, 9) else f"text {i}"), r"empty 'text' on lines \[6, 11\]"),
+        (lambda p: p.write_text("text\tlabel\n" + "".join(f"text {i}\tpos\n" for i in range(30))), "a classifier needs at least two classes"),
+        (lambda p: p.write_bytes(b"text\tlabel\ngood\tpos\ncaf\xe9 bad\tneg\n"), r"line 3: not UTF-8 text \(byte 0xe9\).*iconv"),
+    ],
+    ids=["empty texts", "one class", "latin-1"],
+)  # fmt: skip
+def test_bad_rows_are_named_by_their_file_lines_before_any_cell(tmp_path, capsys, make, message):
+    """Newcomer stumble: empty texts and a single class were found inside cells, with row numbers of
+    the sample; Latin-1 bytes gave a bare codec error naming no file."""
+    import re
+
+    tsv = tmp_path / "bad.tsv"
+    make(tsv)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "classification", "--dataset", str(tsv), "--methods", "logreg", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and str(tsv) in err[0] and re.search(message, err[0]), err
+
+
+def test_a_byte_order_mark_is_taken(tmp_path):
+    """Newcomer stumble: a UTF-8 BOM made the header ``\\ufefftext``."""
+    from lvgp.datasets.loaders import read_classification_tsv
+
+    corpus = read_classification_tsv(_labelled_tsv(tmp_path / "bom.tsv", n=6, prefix=b"\xef\xbb\xbf"))
+    assert len(corpus.train_texts) == 6 and corpus.train_texts[0] == "text 0 about bad things"
+
+
+def test_report_only_needs_no_data(tmp_path, capsys):
+    """``--report-only`` runs no cell: it writes the report of the cells there are without reading
+    (or checking) the data, which may be gone or too small."""
+    tsv = _labelled_tsv(tmp_path / "small.tsv")
+    argv = ["compare", "classification", "--dataset", str(tsv), "--methods", "logreg", "--train-sizes", "10"]
+    assert main([*argv, "--splits", "1", "--quiet", "--out", str(tmp_path / "o")]) == 0
+    tsv.unlink()
+    assert main(["compare", "classification", "--report-only", "--out", str(tmp_path / "o")]) == 0
+    assert "logreg" in capsys.readouterr().out.lower()

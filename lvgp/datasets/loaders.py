@@ -310,18 +310,36 @@ def load_gettext_pairs(name: str = "wagtail-de", min_words: int = 3) -> tuple[li
 
 
 def _read_tsv(path: str | Path, required: tuple[str, ...]) -> tuple[list[dict[str, str]], list[str]]:
+    """The rows of a UTF-8 tab-separated file with a header (a byte-order mark is taken, as
+    spreadsheet programs write one); each row is one line (no quoting), so row ``i`` is line
+    ``i + 2``. Text that is not UTF-8 is a ``ValueError`` naming the line and what to do; a row
+    with an empty ``required`` text column is one naming the lines."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = list(reader.fieldnames or [])
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
-        rows = list(reader)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}, line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file as UTF-8 "
+            f"(e.g. iconv -f latin1 -t utf-8 {path.name} > {path.stem}.utf8{path.suffix})"
+        ) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = list(reader.fieldnames or [])
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
+    rows = list(reader)
     if not rows:
         raise ValueError(f"{path}: no data rows")
+    empty = [i + 2 for i, r in enumerate(rows) if not (r[required[0]] or "").strip()]
+    if empty:
+        raise ValueError(
+            f"{path}: empty '{required[0]}' on lines {empty[:10]}{' ...' if len(empty) > 10 else ''} "
+            f"({len(empty)} of {len(rows)} rows); remove those rows"
+        )
     return rows, header
 
 
@@ -353,6 +371,12 @@ def read_classification_tsv(
     empty = [i + 2 for i, r in enumerate(rows) if not (r[label_column] or "").strip()]
     if empty:
         raise ValueError(f"{path}: missing '{label_column}' on lines {empty[:10]}")
+    labels = {r[label_column] for r in rows}
+    if len(labels) < 2:
+        raise ValueError(
+            f"{path}: every one of its {len(rows)} rows has the label {labels.pop()!r}; a classifier needs at "
+            "least two classes"
+        )
     return ClassificationCorpus(
         Path(path).stem,
         [r[text_column] or "" for r in rows],

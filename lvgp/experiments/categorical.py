@@ -103,8 +103,7 @@ class CategoricalStudy(Study):
     def n_splits(self) -> int:
         return self.splits
 
-    def validate(self) -> None:
-        super().validate()
+    def check_data(self) -> None:
         prepare_split(self, 0)  # bad input fails here, before any cell runs
 
     def run_cell(self, cell: dict) -> dict:

@@ -463,6 +463,11 @@ class ClassificationStudy(Study):
         if int(self.dev_path_iter) != self.dev_path_iter or self.dev_path_iter < 0:
             raise ValueError(f"dev_path_iter must be a non-negative integer; got {self.dev_path_iter!r}")
         check_encoder_methods(self)
+
+    def check_data(self) -> None:
+        corpus = load_corpus(self.dataset, "classification")
+        if self.dataset not in BUILTIN:
+            check_sizes(self, len(corpus.train_labels))
         for n in self.train_sizes:  # bad input fails here, before any cell runs
             prepare(self, 0, n)
 
@@ -491,6 +496,26 @@ class ClassificationStudy(Study):
     def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
         accuracy_figure(records, self, out / "accuracy_vs_train_size.png")
         reliability_figure(records, self, out / "reliability.png")
+
+
+def check_sizes(study: ClassificationStudy, n: int) -> None:
+    """A ``ValueError`` naming the options when a file of ``n`` labelled texts cannot hold the
+    study's largest training size and a test part (the test documents are the file's rows not drawn
+    for training at the largest size, or ``--test-size`` of them)."""
+    largest = max(study.train_sizes)
+    sizes = ",".join(str(s) for s in study.train_sizes)
+    if study.test_size:
+        if largest + study.test_size > n:
+            raise ValueError(
+                f"{study.dataset} has {n} rows: the largest of --train-sizes {sizes} ({largest}) and --test-size "
+                f"{study.test_size} need {largest + study.test_size}; pass smaller --train-sizes or --test-size"
+            )
+    elif largest >= n:
+        raise ValueError(
+            f"{study.dataset} has {n} rows: the largest of --train-sizes {sizes} ({largest}) leaves none for testing "
+            f"(the test documents are the rows not drawn for training); pass --train-sizes below {n}, e.g. "
+            f"--train-sizes {max(2, n // 4)},{max(2, n // 2)}"
+        )
 
 
 def stratified_sample(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:

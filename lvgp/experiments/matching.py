@@ -200,6 +200,8 @@ class MatchingStudy(Study):
                 f"--cca-components must be at most --train={self.train} (CCA has at most as many directions as "
                 f"training pairs); got {max(self.cca_components)}"
             )
+
+    def check_data(self) -> None:
         prepare(self, 0)  # bad input fails here, before any cell runs
 
     def run_cell(self, cell: dict) -> dict:

@@ -345,6 +345,8 @@ class RegressionStudy(Study):
     def validate(self) -> None:
         super().validate()
         check_encoder_methods(self)
+
+    def check_data(self) -> None:
         check_sizes(self, len(_cached_corpus(self.dataset)))
 
     def run_cell(self, cell: dict) -> dict:
@@ -393,8 +395,9 @@ def check_sizes(study: RegressionStudy, n: int) -> None:
         raise ValueError(f"--train-size must be >= 2 and --dev-size >= 1; got {study.train_size}, {study.dev_size}")
     if need > n:
         raise ValueError(
-            f"the split is larger than the data: train {study.train_size} + dev {study.dev_size} + test "
-            f"{study.test_size or 'at least 1'} > {n} documents in {study.dataset}"
+            f"the split is larger than the data: --train-size {study.train_size} + --dev-size {study.dev_size} + "
+            f"{f'--test-size {study.test_size}' if study.test_size else 'at least 1 test document'} > the {n} "
+            f"documents of {study.dataset}: pass smaller sizes (their sum at most {n})"
         )
 
 

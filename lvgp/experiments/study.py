@@ -312,6 +312,11 @@ class Study:
                 )
         check_device(getattr(self, "device", "cpu"), "--device")
 
+    def check_data(self) -> None:
+        """Raise ``ValueError`` for data the cells cannot use (the file's rows, classes, empty texts,
+        the sizes against the file), naming the file's lines and the option to change, before any
+        cell runs (the base: none). Not called for ``--report-only``, which runs no cell."""
+
     def build(self, cell: dict, data: Any = None) -> Any:
         """The cell's unfitted estimator (its method's ``build``), on the study's ``--device``:
         every estimator in it that takes a ``device`` (a wrapper's inner one too) gets it."""
@@ -411,6 +416,8 @@ class Study:
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out {out} is a file, not a directory")
         self.validate()
+        if not isinstance(executor, ReportOnlyExecutor):  # a report runs no cell: it needs no data
+            self.check_data()
         previous = out / "study.json"
         if previous.exists() and (out / "cells").is_dir() and not isinstance(executor, ReportOnlyExecutor):
             differ = self.conflicts_with(read_json(previous, "start the study afresh (its cells stay)"))

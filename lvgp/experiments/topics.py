@@ -87,8 +87,7 @@ class TopicStudy(Study):
     def n_splits(self) -> int:
         return self.folds
 
-    def validate(self) -> None:
-        super().validate()
+    def check_data(self) -> None:
         prepare_fold(self, 0)  # bad input (the data set, --folds, --documents) fails here, before any cell
 
     def run_cell(self, cell: dict) -> dict:
