@@ -67,13 +67,46 @@ def use_short_format() -> None:
     _warnings.formatwarning = _one_line
 
 
+#: (category, message, file, line) of the warnings shown under Python's ``"default"`` action: see :func:`warn`
+_SHOWN: set[tuple[type[Warning], str, str, int]] = set()
+
+
+def _action(category: type[Warning], text: str, module: str, lineno: int) -> str:
+    """The action of the first of ``warnings.filters`` that matches (Python's own matching), or
+    ``warnings.defaultaction``."""
+    for action, msg, cat, mod, ln in _warnings.filters:
+        if (
+            (msg is None or msg.match(text))
+            and issubclass(category, cat)
+            and (mod is None or mod.match(module))
+            and (ln == 0 or ln == lineno)
+        ):
+            return str(action)
+    return str(_warnings.defaultaction)
+
+
 def warn(message: Any, category: type[Warning] = UserWarning, stacklevel: int | None = None) -> None:
     """``warnings.warn`` attributed to the first frame outside lvgp: the user's line (or the library's
     that called lvgp), never a line inside lvgp, however deep the warning is raised (``stacklevel``
-    is accepted and ignored: the level is found by walking the stack)."""
+    is accepted and ignored: the level is found by walking the stack).
+
+    Under Python's ``"default"`` action (the filters' default: once per message and line) a warning
+    already shown is not shown again, also where Python itself would repeat it: any
+    ``warnings.catch_warnings()`` (scikit-learn's ``GridSearchCV`` enters one per fit) resets
+    Python's record of what was shown, so six candidates scoring one fold printed its
+    ``UnseenWordsWarning`` six times. Under ``"always"`` (``pytest.warns``, a ``record=True``
+    catcher with ``simplefilter("always")``) every warning is shown."""
     frame: Any = sys._getframe(1)
     level = 2  # 1: this function; 2: its caller
     while frame is not None and frame.f_code.co_filename.startswith(_PASS_OVER):
         frame = frame.f_back
         level += 1
+    if frame is not None and isinstance(category, type) and issubclass(category, Warning):
+        text = str(message)
+        module = str(frame.f_globals.get("__name__", ""))
+        key = (category, text, frame.f_code.co_filename, frame.f_lineno)
+        if _action(category, text, module, frame.f_lineno) == "default":
+            if key in _SHOWN:
+                return
+            _SHOWN.add(key)
     _warnings.warn(message, category, stacklevel=level)

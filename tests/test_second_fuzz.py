@@ -274,3 +274,46 @@ def test_slda_on_constant_targets_warns_about_its_standard_deviation(inference):
     mean, std = est.predict(TEXTS[:3], return_std=True)
     np.testing.assert_allclose(mean, 4.0, atol=1e-6)
     assert (std < 1e-2).all()
+
+
+def test_an_encoder_composition_fits_without_jitter_warnings(tiny_encoder):
+    """Newcomer stumble: linear_operator's jitter ``NumericalWarning`` appeared at most encoder fits.
+    The cosine Gram of the sentence vectors came back low-rank; added to the dense LDK Gram it made
+    linear_operator Cholesky-factor the (singular) LDK part in every evaluation. It is dense now."""
+    from linear_operator.utils.warnings import NumericalWarning
+
+    tiny_encoder(["great", "awful", "film", "plot"], 0)
+    labels = (Y > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumericalWarning)
+        warnings.filterwarnings("ignore", category=lvgp.warnings.LVGPWarning)
+        warnings.filterwarnings("ignore", message=".*did not converge.*")
+        clf = LDKGPClassifier(sentence_encoder="all-MiniLM-L6-v2", optimizer=LBFGS(max_iter=15), random_state=0)
+        proba = clf.fit(TEXTS, labels).predict_proba(TEXTS[:4])
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+
+
+def test_a_warning_is_shown_once_under_the_default_filter_even_through_catch_warnings(capsys):
+    """Newcomer stumble: under ``GridSearchCV`` the examples printed one ``UnseenWordsWarning`` six
+    times: every ``warnings.catch_warnings()`` (one per candidate's fit) resets Python's record of
+    what it showed. lvgp keeps its own under the ``"default"`` action; ``"always"`` shows every one."""
+    import subprocess
+    import sys
+
+    script = (
+        "import warnings\n"
+        "from lvgp.warnings import UnseenWordsWarning, warn\n"
+        "def emit():\n"
+        "    warn('dropped 3 tokens of test (issue 59)', UnseenWordsWarning)\n"
+        "for _ in range(6):\n"
+        "    with warnings.catch_warnings():\n"
+        "        pass\n"
+        "    emit()\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stderr
+    assert shown.count("dropped 3 tokens of test") == 1, shown
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            lvgp.warnings.warn("dropped 4 tokens of test (issue 59)", lvgp.warnings.UnseenWordsWarning)
+    assert len(caught) == 3

@@ -24,6 +24,7 @@ from typing import Any
 import gpytorch
 import numpy as np
 import torch
+from gpytorch.utils.warnings import GPInputWarning
 from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -366,7 +367,13 @@ class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
         check_is_fitted(self, "model_")
         x = self._x(X)
         batch = torch.Size(np.shape(self.y_mean_))
-        with torch.no_grad(), gpytorch.settings.max_cholesky_size(10**9), gpytorch.settings.fast_pred_var(False):
+        with (
+            torch.no_grad(),
+            gpytorch.settings.max_cholesky_size(10**9),
+            gpytorch.settings.fast_pred_var(False),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore", GPInputWarning)  # predicting at the training texts is legitimate
             pred = self.model_.likelihood(self.model_(x.expand(*batch, *x.shape)))
             mean = pred.mean.cpu().numpy().T * self.y_std_ + self.y_mean_
             std = pred.variance.clamp_min(0).sqrt().cpu().numpy().T * self.y_std_

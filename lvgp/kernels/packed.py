@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 from gpytorch.kernels import Kernel
+from linear_operator.operators import LinearOperator
 from torch import Tensor
 
 from ..bow.padded import PAD, check_padded, pad_to_common_width
@@ -159,7 +160,10 @@ class FeatureKernel(_PackedKernel):
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Any:
         f1 = self.features(x1, "x1")
         f2 = f1 if x2 is x1 else self.features(x2, "x2")
-        return self.base.forward(f1, f2, diag=diag, **params)
+        out = self.base.forward(f1, f2, diag=diag, **params)
+        # dense: a low-rank Gram (LinearKernel's root, d < n) added to a dense one makes linear_operator
+        # Cholesky-factor the dense part (add_low_rank), with jitter warnings where it is singular
+        return out.to_dense() if isinstance(out, LinearOperator) else out
 
 
 class WordSetKernel(_PackedKernel):

@@ -41,6 +41,7 @@ import gpytorch
 import numpy as np
 import torch
 from gpytorch.kernels import Kernel
+from gpytorch.utils.warnings import GPInputWarning
 from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
 from linear_operator.operators import DenseLinearOperator
 from linear_operator.utils.errors import NotPSDError
@@ -994,7 +995,9 @@ class LDKGPClassifier(
             features = None
             if self.sentence_encoder is not None:
                 features = self._encoder_features(X, "X")
-            with torch.no_grad(), exact_numerics():
+            with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
+                # predicting at the training documents is legitimate (score on the training set)
+                warnings.simplefilter("ignore", GPInputWarning)
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
                     xb = documents_at(x, idx)
