@@ -82,7 +82,7 @@ def _action(category: type[Warning], text: str, module: str, lineno: int) -> str
             and (ln == 0 or ln == lineno)
         ):
             return str(action)
-    return str(_warnings.defaultaction)
+    return str(getattr(_warnings, "defaultaction", "default"))
 
 
 def warn(message: Any, category: type[Warning] = UserWarning, stacklevel: int | None = None) -> None:
