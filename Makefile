@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 RUNTIME := $(VENV)/.lvgp-runtime
 STAMP   := $(VENV)/.lvgp-installed
 
-.PHONY: setup demo lint test test-fast notebooks notebooks-run docs screenshots benchmarks clean
+.PHONY: setup demo lint browser test test-fast notebooks notebooks-run docs screenshots benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +42,17 @@ docs: $(STAMP)
 screenshots: docs
 	$(PY) docs/screenshots.py
 
+# headless Chromium for the docs' browser test (tests/test_docs.py opens the built pages and checks
+# that the equations are typeset): Debian's package, installed where this machine can (root with
+# apt-get); elsewhere that one test is skipped, saying so
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && echo "installing Debian's chromium for the docs' browser test" \
+	  && apt-get install -y -qq chromium >/dev/null 2>&1; } \
+	  || echo "no chromium (apt-get install chromium): the docs' browser test will be skipped"
+
 # two workers of one torch thread each (tests/conftest.py): the two cores of the reference machine
-test: lint docs
+test: lint docs browser
 	$(PY) -m pytest -n 2 --durations=15
 
 test-fast: $(STAMP)

@@ -73,6 +73,8 @@ exclude_patterns = ["_build", "_mathjax", "**.ipynb_checkpoints"]
 
 html_theme = "furo"
 html_title = "lvgp"
+html_static_path = ["_static"]
+html_css_files = ["lvgp.css"]
 
 # MathJax bundled with the site (MathJax 2.7 from the jupyter-server-mathjax package, a dev
 # dependency), so that offline readers see typeset math, not raw LaTeX; the CDN only without it
@@ -86,9 +88,22 @@ if _mathjax_package is not None:
         shutil.copytree(
             Path(_mathjax_package.__file__).parent / "static", _mathjax_static / "mathjax", dirs_exist_ok=True
         )
-    html_static_path = ["_mathjax"]
+    html_static_path = ["_static", "_mathjax"]
     mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
-    mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]]}}
+    # Every page showed raw LaTeX (issue 59), for two reasons: the bundle ships MathJax's STIX-Web fonts
+    # only (its default TeX web fonts failed to load, jax/output/HTML-CSS/fonts/TeX/fontdata.js), and
+    # MyST marks each page's section "tex2jax_ignore" and its math "math" (it configures MathJax 3's
+    # processHtmlClass; MathJax 2 reads tex2jax's processClass). tests/test_docs.py opens the pages
+    # in Chromium and looks for raw LaTeX.
+    mathjax2_config = {
+        "tex2jax": {
+            "inlineMath": [["\\(", "\\)"]],
+            "displayMath": [["\\[", "\\]"]],
+            "processClass": "tex2jax_process|mathjax_process|math|output_area",
+        },
+        "HTML-CSS": {"availableFonts": [], "preferredFont": None, "webFont": "STIX-Web", "imageFont": None},
+        "SVG": {"font": "STIX-Web"},
+    }
 
 # the tutorials are the committed notebooks, copied in at build time (one source of truth)
 _tutorials = Path(__file__).parent / "tutorials"

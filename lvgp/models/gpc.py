@@ -229,7 +229,7 @@ def expected_softmax(
 
 def class_draw_seeds(classes: np.ndarray) -> list[int]:
     """One seed per class label for :func:`expected_softmax`: the stream named by the label's text
-    (:func:`lvgp._random.child_seed` of ``NUMERICS_SEED``), so that the Monte Carlo probabilities
+    (``lvgp._random.child_seed`` of ``NUMERICS_SEED``), so that the Monte Carlo probabilities
     of a class do not depend on its position: on which other labels there are, or on how they sort
     (labels ``1, 2, 10`` read as integers or as strings sort otherwise and predict the same). A
     label of another text draws other numbers: renaming a class moves its probability by the Monte
