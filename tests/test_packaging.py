@@ -47,6 +47,7 @@ def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
     assert tops == {"lvgp", next(t for t in tops if t.endswith(".dist-info"))}, tops
     for part in ("lvgp/datasets/registry.py", "lvgp/experiments/cli.py", "lvgp/kernels/latent_distribution.py"):
         assert part in names
+    assert "lvgp/py.typed" in names  # PEP 561: mypy reads lvgp's annotations (issue 59)
 
     site = tmp_path / "site"
     installed = _run("-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel))
@@ -66,3 +67,7 @@ def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
     )
     fitted = _run("-W", "ignore", "-c", fit, **away)
     assert fitted.returncode == 0, fitted.stderr[-2000:]
+    if importlib.util.find_spec("mypy") is not None:  # the installed package's annotations are read, not Any
+        (tmp_path / "user.py").write_text("import lvgp\nwrong: int = lvgp.Vocabulary()\n")
+        checked = _run("-m", "mypy", "--no-incremental", "user.py", **away)
+        assert 'expression has type "Vocabulary"' in checked.stdout, checked.stdout[-2000:]

@@ -317,3 +317,19 @@ def test_a_warning_is_shown_once_under_the_default_filter_even_through_catch_war
         for _ in range(3):
             lvgp.warnings.warn("dropped 4 tokens of test (issue 59)", lvgp.warnings.UnseenWordsWarning)
     assert len(caught) == 3
+
+
+@pytest.mark.parametrize(
+    "spec, shown",
+    [
+        (LDKSpec.paper(), "LDKSpec.paper()"),
+        (LDKSpec.variational_bow(latent_dim=3), "LDKSpec.variational_bow(latent_dim=3)"),
+        (LDKSpec.plus(rho=2.0), "LDKSpec.plus(rho=2.0)"),
+        (LDKSpec(level2="cosine"), "LDKSpec(level2='cosine')"),
+    ],
+)
+def test_a_spec_prints_as_the_call_that_makes_it(spec, shown):
+    """``LDKSpec.paper(...)`` printed as ``LDKSpec()``; a preset now prints as itself, and the text
+    evaluates to an equal spec."""
+    assert repr(spec) == shown
+    assert eval(shown, {"LDKSpec": LDKSpec}) == spec

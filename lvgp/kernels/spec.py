@@ -212,14 +212,23 @@ class LDKSpec:
     options: Mapping[str, Any] | None = None
 
     def __repr__(self) -> str:
-        """The fields that differ from the defaults (as scikit-learn prints estimators)."""
-        changed = []
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is f.default or (f.name != "latent_init" and _equal(value, f.default)):
-                continue
-            changed.append(f"{f.name}={_short_repr(value)}")
-        return f"LDKSpec({', '.join(changed)})"
+        """The fields that differ from a preset's, as the call that makes the spec (scikit-learn
+        prints estimators so): from the defaults (``LDKSpec(...)``; with none changed
+        ``LDKSpec.paper()``, which they are), or from :meth:`variational_bow` or :meth:`plus` where
+        fewer fields differ from theirs."""
+        best: tuple[str, list[str]] | None = None
+        for name, preset in _presets().items():
+            changed = []
+            for f in dataclasses.fields(self):
+                value, base = getattr(self, f.name), getattr(preset, f.name)
+                if value is base or (f.name != "latent_init" and _equal(value, base)):
+                    continue
+                changed.append(f"{f.name}={_short_repr(value)}")
+            if best is None or len(changed) < len(best[1]):
+                best = (name, changed)
+        assert best is not None
+        name, changed = best
+        return f"{'LDKSpec.paper' if name == 'LDKSpec' and not changed else name}({', '.join(changed)})"
 
     # ------------------------------------------------------------------ presets
     @classmethod
@@ -488,6 +497,16 @@ class LDKSpec:
         if "word_embeddings" in values:
             values["word_embeddings"] = spec_from_plain(values["word_embeddings"])
         return cls(**values)
+
+
+@functools.cache
+def _presets() -> dict[str, LDKSpec]:
+    """The presets :meth:`LDKSpec.__repr__` writes a spec from, in order of preference on a tie."""
+    return {
+        "LDKSpec": LDKSpec(),
+        "LDKSpec.variational_bow": LDKSpec.variational_bow(),
+        "LDKSpec.plus": LDKSpec.plus(),
+    }
 
 
 def _parts(embeddings: Any) -> tuple:

@@ -345,11 +345,14 @@ class LatentSMMClassifier(
             final = self._objective(x).item()  # the duals at the final vectors
             if rbf and fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same kernel values
                 self._rescale(gamma**-0.5, rho, gamma)
+            gram = to_host(self.kernel_(x).to_dense())  # the fitted kernel's (Platt's machines are fitted on it)
+            if rbf and fit_gamma != gamma:
                 # the duals of the Gram the fitted kernel gives (equal up to rounding): what a saved
                 # and reloaded machine solves again, to the bit
-                self._last_svc = self._svc(to_host(self.kernel_(x).to_dense()))
+                self._last_svc = self._svc(gram)
         self.svc_ = self._last_svc
         del self._last_svc
+        self._fit_platt(gram)
         self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
@@ -475,7 +478,9 @@ class LatentSMMClassifier(
         est.kernel_kind_ = getattr(kernel, "features", "exact")
         est._fitted_params = est.get_params(deep=False)
         with torch.no_grad():
-            est.svc_ = est._svc(to_host(est.kernel_(est._x).to_dense()))
+            gram = to_host(est.kernel_(est._x).to_dense())
+        est.svc_ = est._svc(gram)
+        est._fit_platt(gram)
         est.objective_curve_, est.n_iter_, est.converged_ = (
             list(fit["objective_curve"]),
             fit["n_iter"],
@@ -540,3 +545,40 @@ class LatentSMMClassifier(
         """One-vs-one voting of the pairwise machines (LIBSVM's), or one-vs-rest's largest decision value."""
         check_is_fitted(self, "svc_")
         return self.classes_[self.svc_.predict(self._cross_gram(X))]
+
+    def predict_proba(self, X: Documents) -> np.ndarray:
+        r"""``n x n_classes`` class probabilities by Platt scaling, as LIBSVM's
+        ``SVC(probability=True)`` gives them, on the fitted kernel (its word vectors fixed): sigmoids of
+        the machines' decision values fitted by 5-fold cross-validation over the training documents
+        (Platt 1999; Lin, Lin & Weng 2007), then for one-vs-one LIBSVM's pairwise coupling (Wu, Lin &
+        Weng 2004); for one-vs-rest each class's sigmoid, normalized over the classes. Fitted at the end
+        of ``fit`` (deterministic: LIBSVM's folds take ``NUMERICS_SEED``). As with scikit-learn's
+        ``SVC``, the most probable class can differ from :meth:`predict`'s vote on a few documents."""
+        check_is_fitted(self, "svc_")
+        platt = self._platt()
+        cross = self._cross_gram(X)
+        if isinstance(platt, list):  # one-vs-rest: each class's sigmoid, normalized
+            scores = np.stack([m.predict_proba(cross)[:, 1] for m in platt], axis=1)
+            total = scores.sum(axis=1, keepdims=True)
+            return np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[1])
+        return platt.predict_proba(cross)
+
+    def _platt(self) -> SVC | list[SVC]:
+        """The machines of :meth:`predict_proba`: :meth:`_fit_platt`'s."""
+        return self._platt_machines
+
+    def _fit_platt(self, gram: np.ndarray) -> None:
+        """Platt's machines on the training ``gram`` (at the end of ``fit`` and ``load``: ``predict_proba``
+        changes no attribute, as scikit-learn's conventions ask)."""
+
+        def machine(targets: np.ndarray) -> SVC:
+            svc = SVC(C=self.C, kernel="precomputed", tol=self.svm_tol, probability=True, random_state=NUMERICS_SEED)
+            return svc.fit(gram, targets)
+
+        k = len(self.classes_)
+        platt: SVC | list[SVC] = (
+            [machine((self._y == c).astype(int)) for c in range(k)]
+            if isinstance(self.svc_, OneVersusRestSVC) and k > 2
+            else machine(self._y)
+        )
+        self._platt_machines = platt
