@@ -155,7 +155,7 @@ def fetch(project: str, timeout: float = 600.0) -> Path:
             start = time.perf_counter()
             try:
                 if interactive:
-                    proc = subprocess.run(cmd, stdout=sys.stderr, timeout=timeout)
+                    proc = subprocess.run(cmd, stdout=sys.stderr, text=True, timeout=timeout)
                 else:
                     proc = subprocess.run([*cmd, "--quiet"], capture_output=True, text=True, timeout=timeout)
             except (OSError, subprocess.TimeoutExpired) as err:
