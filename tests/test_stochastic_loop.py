@@ -288,7 +288,7 @@ def test_one_hold_out_helper_for_every_estimator_that_stops_early():
     labels = np.array([0, 1] * 10)
     for got, expected in zip(early_stopping_split(20, 0.25, 3, labels), dev_split(labels, 3, 0.25)):
         np.testing.assert_array_equal(got, expected)
-    with pytest.raises(ValueError, match="more than 2 training documents"):
+    with pytest.raises(ValueError, match="at least 3 training documents"):
         early_stopping_split(2, 0.5, 0)
 
 

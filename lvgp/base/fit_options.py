@@ -318,8 +318,18 @@ class FitOptionsMixin:
     def _check_fit_options(self) -> None:
         """The fit options as this estimator takes them (a kind it takes, no field it has no use for),
         checked with the other parameters before any work (:func:`~lvgp.base.constraints.check_params`)."""
-        self._optimizer_options()
-        self._early_stopping_options()
+        optimizer = self._optimizer_options()
+        stopping = self._early_stopping_options()
+        if stopping is not None and stopping.validation_interval is not None:
+            # early stopping scores every validation_interval iterations (epochs): one beyond the
+            # budget would score nothing, and a refit would get no iteration count
+            name = next((f for f in ("max_iter", "max_epochs") if getattr(optimizer, f, None) is not None), None)
+            if name is not None and int(stopping.validation_interval) > int(getattr(optimizer, name)):
+                raise ValueError(
+                    f"early_stopping.validation_interval={stopping.validation_interval} exceeds the optimizer's "
+                    f"{name}={getattr(optimizer, name)}: nothing would be validated; take an interval of at most "
+                    f"{getattr(optimizer, name)}"
+                )
         setting = self._optimizer_kind_set_by
         wanted = self._default_optimizer_kind()
         if setting is not None and self.optimizer is not None and not isinstance(self.optimizer, wanted):

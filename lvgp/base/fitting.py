@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,23 +62,39 @@ def reraise_interrupts() -> None:
 OPTIMIZERS = ("lbfgs", "adam")
 
 
-def diverged(err: NanError, what: str, at: str, advice: str, buffer: LossBuffer | None = None) -> FloatingPointError:
-    """The error of a fit whose parameters left finite values: a covariance of NaN entries fails
-    its Cholesky (linear_operator's ``NanError``) before a non-finite loss is read back. A loss
-    still waiting in ``buffer`` that is already non-finite names the first step that diverged
-    (its ``FloatingPointError`` is raised); otherwise the error names ``at`` (the iteration whose
-    objective failed) and ``advice`` (what to change: ``"lower lr"``)."""
+def diverged(err: Exception, what: str, at: str, advice: str, buffer: LossBuffer | None = None) -> FloatingPointError:
+    """The error of a fit whose parameters left finite values, raised where that shows first: a
+    covariance of NaN entries fails its Cholesky (linear_operator's ``NanError``, torch's
+    ``LinAlgError``), a distribution refuses non-finite parameters, a step overflows the parameters'
+    dtype -- before a non-finite loss is read back. A loss still waiting in ``buffer`` that is already
+    non-finite names the first step that diverged (its ``FloatingPointError`` is raised); otherwise
+    the error names ``at`` (the iteration that failed), what failed there, and ``advice`` (what to
+    change: ``"lower lr"``)."""
     if buffer is not None:
         try:
             buffer.flush()
         except FloatingPointError as found:
             found.__cause__ = err
             return found
+    first = (str(err).strip().splitlines() or [""])[0][:200]
     failure = FloatingPointError(
-        f"{what} diverged: the covariance became NaN at {at} (the parameters left finite values); {advice}"
+        f"{what} diverged at {at}: the parameters left finite values ({type(err).__name__}: {first}); {advice}"
     )
     failure.__cause__ = err
     return failure
+
+
+#: a parameter beyond this magnitude has diverged: no unconstrained parameter of lvgp's models means
+#: anything there (their exp and squares overflow), though it is still a finite float64
+DIVERGED_MAGNITUDE = 1e100
+
+
+def left_finite_values(parameters: Iterable[torch.Tensor]) -> bool:
+    """Whether any of ``parameters`` holds a NaN, an infinity or a value beyond
+    :data:`DIVERGED_MAGNITUDE`."""
+    return any(
+        not bool((torch.isfinite(p.detach()) & (p.detach().abs() < DIVERGED_MAGNITUDE)).all()) for p in parameters
+    )
 
 
 def log_prior(
@@ -245,13 +261,27 @@ class BestOfWindowStopping:
         self.window, self.tol = _window_and_tol(window, tol)
         self.losses: list[float] = []
         self.checks = 0
+        # running minima of a loss sequence judged before (its identity and length): each judgement
+        # then costs the window, not the whole curve (a long fit judged at every step was quadratic)
+        self._prefix: tuple[int, float, list[float]] = (0, math.nan, [])
+
+    def _best_before(self, losses: Sequence[float], end: int) -> float:
+        """``min(losses[:end])``, from the running minima of ``losses`` kept between calls (a
+        sequence that only grows: the same object, its last judged value unchanged)."""
+        key, last, minima = self._prefix
+        if key != id(losses) or len(minima) > len(losses) or (minima and losses[len(minima) - 1] != last):
+            minima = []
+        for value in losses[len(minima) : end]:
+            minima.append(min(minima[-1], value) if minima else value)
+        self._prefix = (id(losses), losses[len(minima) - 1], minima)
+        return minima[end - 1]
 
     def converged(self, losses: Sequence[float]) -> bool:
         """Whether the losses so far (one per iteration) meet the rule."""
         w = self.window
         if len(losses) <= 2 * w:
             return False
-        before, recent = min(losses[:-w]), min(losses[-w:])
+        before, recent = self._best_before(losses, len(losses) - w), min(losses[-w:])
         return before - recent <= self.tol * max(1.0, abs(before))
 
     def applies_at(self, n: int) -> bool:
@@ -307,6 +337,7 @@ def fit_stochastic(
     state: tuple[Callable[[], Any], Callable[[Any], None]] | None = None,
     exhausted: Callable[[], str | None] | None = None,
     read_every: int | None = None,
+    parameters: Callable[[], Iterable[torch.Tensor]] | None = None,
     warn: bool = True,
     stacklevel: int = 2,
     advice: str = "lower lr",
@@ -336,7 +367,10 @@ def fit_stochastic(
     The losses are read back from the device in windows: every ``read_every`` iterations (default:
     the rule's window, and the iterations where :class:`PlateauStopping` decides; every
     ``validation_interval`` iterations with ``validate``; the last iteration), and a non-finite loss
-    raises a ``FloatingPointError`` naming the iteration. When a budget ends the fit before the rule,
+    raises a ``FloatingPointError`` naming the iteration. So does an iteration that fails because the
+    parameters diverged (:func:`diverged`): a NaN covariance, or -- given ``parameters``, a callable
+    returning the fitted tensors -- any ``RuntimeError``/``ValueError`` raised while one of them is
+    non-finite, or a step that overflows their dtype. When a budget ends the fit before the rule,
     a ``ConvergenceWarning`` names it (``warn``). Ctrl-C ends the fit where it is, with a
     ``RuntimeWarning``: ``interrupted``, never converged, the best validated parameters kept.
     """
@@ -370,6 +404,11 @@ def fit_stochastic(
                 loss = iteration(it)
             except NanError as err:
                 raise diverged(err, what, f"{unit.rstrip('s')} {it + 1}", advice, buffer) from err
+            except (RuntimeError, ValueError) as err:  # torch's LinAlgError is a RuntimeError
+                overflow = isinstance(err, RuntimeError) and "without overflow" in str(err)
+                if overflow or (parameters is not None and left_finite_values(parameters())):
+                    raise diverged(err, what, f"{unit.rstrip('s')} {it + 1}", advice, buffer) from err
+                raise
             bar.update(1)
             flush = it + 1 == max_iter or (rule is not None and rule.applies_at(it + 1))
             by_rule = record(buffer.append(loss, flush=flush))
@@ -552,6 +591,10 @@ def minimize(
             loss = objective()
         except NanError as err:
             raise diverged(err, desc, f"iteration {result.n_iter + 1}", _ADVICE) from err
+        except (RuntimeError, ValueError) as err:
+            if left_finite_values(flat.params):
+                raise diverged(err, desc, f"iteration {result.n_iter + 1}", _ADVICE) from err
+            raise
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the objective became {loss.item()} at iteration {result.n_iter}: the parameters diverged; {_ADVICE}"
@@ -618,7 +661,7 @@ def minimize(
 
 
 #: what to change when a full-batch fit diverges
-_ADVICE = "try a smaller learning rate (lr), a larger rho, or the other optimizer"
+_ADVICE = "lower lr, raise rho, or try the other optimizer"
 
 
 def _run_lbfgs(
@@ -686,9 +729,19 @@ def _run_adam(
                 loss = objective()
             except NanError as err:
                 raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
+            except (RuntimeError, ValueError) as err:
+                overflow = isinstance(err, RuntimeError) and "without overflow" in str(err)
+                if overflow or left_finite_values(flat.params):
+                    raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
+                raise
             loss.backward()
             states.append(flat.snapshot())
-            opt.step()
+            try:
+                opt.step()
+            except RuntimeError as err:  # a step that overflows the parameters' dtype (lr=1e300)
+                if "without overflow" not in str(err):
+                    raise
+                raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
         except KeyboardInterrupt:
             del states[len(buffer._pending) :]  # a step interrupted before its loss was buffered
             waiting = buffer.flush()  # the steps taken so far count

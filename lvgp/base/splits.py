@@ -65,6 +65,11 @@ def early_stopping_split(
         return dev_split(labels, seed, fraction)
     n_val = max(1, int(round(fraction * n)))
     if n - n_val < 2:
-        raise ValueError(f"early stopping needs more than {n} training documents")
+        if n < 3:
+            raise ValueError(f"early stopping needs at least 3 training documents (one held out); got {n}")
+        raise ValueError(
+            f"early_stopping.validation_fraction={fraction:g} holds out {n_val} of the {n} training documents, "
+            f"leaving {n - n_val} to fit; at most {n - 2} can be held out (a fraction of at most {(n - 2) / n:.3g})"
+        )
     perm = np.random.default_rng(seed).permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])

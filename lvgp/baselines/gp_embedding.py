@@ -790,6 +790,8 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
             max_iter=int(optimizer.max_iter),
             rule=None,  # the budget alone (the estimator has no tolerance)
             what="GP covariate embedding (SVI)",
+            advice="lower lr",
+            parameters=lambda: [*model.parameters(), *self.guide_.parameters()],
             unit="iterations",
             read_every=50,
             stacklevel=3,

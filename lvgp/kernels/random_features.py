@@ -286,7 +286,7 @@ def balanced_identity_weight(kernel: LatentDistributionKernel, x: Tensor) -> flo
     (``_BALANCE_DOCUMENTS`` of them, evenly spaced): a start, not a fit, whose cost stays flat in n."""
     if x.shape[-2] > _BALANCE_DOCUMENTS:
         x = x[..., :: -(-x.shape[-2] // _BALANCE_DOCUMENTS), :]
-    if x.dtype in COMPACT_IDS:  # a mini-batch estimator's corpus as given: its sample as indices
+    if x.dtype in COMPACT_IDS and x.dtype != torch.int32:  # int16 ids, which torch does not index with
         x = x.long()
     with torch.no_grad():
         if kernel.has_identity and kernel.identity_form == "separate":

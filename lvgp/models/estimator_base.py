@@ -529,17 +529,20 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
         train_inputs = model.train_inputs[0]
 
         samples = self._latent_samples("train")
+        optimizer, stopping = self._optimizer_options(), self._stopping()
+        hint = self._fit_hint
+        if isinstance(optimizer, Adam):  # a step too large can leave every start of the jitter behind
+            hint += f" If Adam's steps moved the parameters far (lr={optimizer.lr}), lower lr."
 
         def objective() -> torch.Tensor:
             # a Monte Carlo average for variational models (each training forward draws a sample)
-            with covariance_errors(f"{self._name} training", self._fit_hint):
+            with covariance_errors(f"{self._name} training", hint):
                 return -sum(mll(model(train_inputs), model.train_targets) for _ in range(samples)) / samples
 
         validate = None
         if x_val is not None and y_val_arr is not None:
             validate = self._validation_score(x_val, y_val_arr)
         params = [p for p in model.parameters() if p.requires_grad]
-        optimizer, stopping = self._optimizer_options(), self._stopping()
         budget = int(optimizer.max_iter if max_iter is None else max_iter)
         if self._stochastic_objective():
             return self._fit_monte_carlo(params, objective, budget, validate)
@@ -601,7 +604,8 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
             n_iter_no_change=int(stopping.n_iter_no_change),
             state=parameter_state(params),
             warn=False,  # the estimator warns once, in _set_fit_result
-            advice="try a smaller learning rate or a larger rho",
+            advice="lower lr or raise rho",
+            parameters=lambda: params,
             desc=self._name,
             verbose=self.verbose,
         )

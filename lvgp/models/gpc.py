@@ -848,6 +848,7 @@ class LDKGPClassifier(
                 warn=budget is None,  # a chosen budget ends the fit by design
                 stacklevel=5,
                 advice="lower lr or ngd_lr",
+                parameters=lambda: [*natural, *others],
                 desc="LDK GP classifier",
                 verbose=self.verbose,
             )

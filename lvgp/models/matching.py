@@ -607,6 +607,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
             state=parameter_state(params),
             stacklevel=4,
             advice="lower lr",
+            parameters=lambda: params,
             desc="LDK matching",
             verbose=bool(self.verbose),
         )

@@ -537,6 +537,7 @@ class SparseGPLVSMRegressor(
                 warn=rank == 0,
                 stacklevel=4,
                 advice="lower lr",
+                parameters=lambda: params,
                 desc="sparse GP-LVSM",
                 verbose=bool(self.verbose) and rank == 0,
             )

@@ -13,6 +13,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any, Self
 
 import numpy as np
@@ -311,6 +312,8 @@ class CLGP(FitOptionsMixin, BaseEstimator):
                 budget="max_iter",
                 unit="iterations",
                 read_every=50 if stop_early else iters,
+                parameters=lambda: params,
+                advice="lower lr",
                 warn=False,  # the fit warns for the restart it keeps
                 stacklevel=3,
                 desc=desc,
@@ -423,7 +426,7 @@ class CLGP(FitOptionsMixin, BaseEstimator):
             lambda: -model.elbo(y, mask, self.samples, generator=generator),
             budget,
             "CLGP" if self.covariance == "rbf" else "LGM",
-            warmup=int(self.kl_warmup * budget),
+            warmup=int(Fraction(self.kl_warmup) * budget),  # exact: a budget of 10**400 is no float
             latent=[p for n, p in model.named_parameters() if n.startswith(("x_loc", "x_scale"))]
             if self.alternate
             else None,

@@ -198,6 +198,8 @@ class _SVITopicModel(FitOptionsMixin, _TopicModelBase):
             max_iter=int(optimizer.max_epochs),
             rule=PlateauStopping(int(optimizer.convergence_window), float(optimizer.tol)),
             what="the sLDA ELBO",
+            advice="lower lr",
+            parameters=lambda: list(model.parameters()),
             budget="max_epochs",
             unit="epochs",
             warn=False,  # the estimator warns once, after its post-processing
