@@ -333,3 +333,20 @@ def test_a_spec_prints_as_the_call_that_makes_it(spec, shown):
     evaluates to an equal spec."""
     assert repr(spec) == shown
     assert eval(shown, {"LDKSpec": LDKSpec}) == spec
+
+
+def test_scoring_on_the_training_texts_leaks_no_gpytorch_warning(tiny_encoder):
+    """Newcomer stumble: ``LDKGPClassifier.score`` on the training texts leaked gpytorch's
+    ``GPInputWarning`` ("Did you forget to call model.train()?"); predicting there is legitimate."""
+    from gpytorch.utils.warnings import GPInputWarning
+
+    from lvgp.baselines.encoder import EncoderGPRegressor
+
+    labels = (Y > 0).astype(int)
+    clf = _quiet_fit(LDKGPClassifier(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=5), random_state=0), TEXTS, labels)
+    encoder = tiny_encoder(["great", "awful", "film", "plot"], 0)
+    reg = _quiet_fit(EncoderGPRegressor(encoder, optimizer=LBFGS(max_iter=5)), TEXTS, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GPInputWarning)
+        assert 0 <= clf.score(TEXTS, labels) <= 1
+        assert np.isfinite(reg.score(TEXTS, Y))
