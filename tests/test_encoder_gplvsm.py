@@ -67,11 +67,19 @@ def test_prediction_is_the_closed_form_posterior_of_the_composed_covariance(enco
     np.testing.assert_allclose(std, v.sqrt().numpy() * reg.y_std_, rtol=1e-6, atol=1e-8)
 
 
-def test_a_document_without_known_words_gets_the_prior_and_the_file_reloads(encoder, tmp_path):
+def test_a_document_without_known_words_is_read_through_its_vector_and_the_file_reloads(encoder, tmp_path):
+    """With a sentence encoder a text without a known word is a document (issue 56, section 0): no
+    prior fallback, no EmptyDocumentsWarning; its prediction is the model's at its packed row."""
+    from lvgp.warnings import EmptyDocumentsWarning
+
     reg = _fit(encoder, sentence_encoder="all-MiniLM-L6-v2")
-    with pytest.warns(Warning, match="no known word"):
-        mean = reg.predict(TEST)
-    assert mean[2] == pytest.approx(reg.predict(["unknownword"])[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptyDocumentsWarning)
+        warnings.simplefilter("ignore", UserWarning)  # the unseen word, dropped as documented
+        mean, std = reg.predict(TEST, return_std=True)
+        alone = reg.predict(["unknownword", "anotherunknown"], return_std=True)
+    assert mean[2] == alone[0][0] and std[2] == alone[1][0]
+    assert alone[0][0] != alone[0][1]  # two such texts are two documents, not one prior
     reg.save(tmp_path / "reg.pt")
     loaded = GPLVSMRegressor.load(tmp_path / "reg.pt")
     with warnings.catch_warnings():

@@ -138,13 +138,20 @@ class DocumentEncoder:
         self.n_unlabeled: int = 0
 
     def fit_transform(
-        self, X: Documents, name: str = "X", unlabeled: Documents | None = None, compact: bool = False
+        self,
+        X: Documents,
+        name: str = "X",
+        unlabeled: Documents | None = None,
+        compact: bool = False,
+        allow_empty: bool = False,
     ) -> torch.Tensor:
-        """Fit on training documents and encode them (empty documents raise). ``unlabeled``:
-        further texts for ``word_embeddings="corpus"`` (the vectors are learned from ``X`` and them).
-        ``compact``: padded ids given as ``int32`` (or ``int16``) stay in that dtype, not copied to
-        ``int64`` (the mini-batch estimators take the corpus so and cast each batch: a million
-        documents of 512 ids hold 2 GB instead of 4)."""
+        """Fit on training documents and encode them (empty documents raise, unless ``allow_empty``:
+        a model with a part that reads the texts themselves -- a sentence encoder -- fits a text
+        without a known word as an all-padding row). ``unlabeled``: further texts for
+        ``word_embeddings="corpus"`` (the vectors are learned from ``X`` and them). ``compact``:
+        padded ids given as ``int32`` (or ``int16``) stay in that dtype, not copied to ``int64``
+        (the mini-batch estimators take the corpus so and cast each batch: a million documents of
+        512 ids hold 2 GB instead of 4)."""
         X = as_documents(X, name)
         self.kind = input_kind(X)
         if (X.shape[0] if hasattr(X, "shape") else len(X)) == 0:
@@ -163,7 +170,7 @@ class DocumentEncoder:
                 warnings.simplefilter("ignore", EmptyDocumentsWarning)
                 x = self.vocabulary.encode(docs, on_empty="keep", name=name)
             empty = torch.nonzero(empty_rows(x))[:, 0].tolist()
-            if empty:
+            if empty and not allow_empty:
                 raise ValueError(
                     f"{name}: {len(empty)} training documents have no word in the vocabulary after tokenizing "
                     f"(rows {empty[:10]}{' ...' if len(empty) > 10 else ''}); remove them from {name} (and y), or "
@@ -190,7 +197,7 @@ class DocumentEncoder:
                 check_padded(x, name, self.num_words_option, allow_empty=True)  # names the rows of bad ids
             largest = int(x.max()) + 1 if x.numel() else 0
             self.num_words = int(self.num_words_option or largest)
-        check_padded(x, name, self.num_words)
+        check_padded(x, name, self.num_words, allow_empty=allow_empty)
         return x
 
     def _unlabeled(self, unlabeled: Documents | None) -> list:

@@ -208,7 +208,10 @@ class WordSetKernel(_PackedKernel):
                 f"{name} has word ids that are not integers in rows {rows}: were they packed with features?"
             )
         if isinstance(self.base, DocumentKernel):
-            check_padded(ids, name, self.base.num_words)
+            # a document with no known word is still a document beside the encoder's part: the word
+            # kernel gives it its empty-set value (the zero mean embedding: 0 at a linear or cosine
+            # level 2, exp(-gamma ||m||^2) at an RBF one)
+            check_padded(ids, name, self.base.num_words, allow_empty=True)
         elif (ids < PAD).any():
             raise ValueError(f"{name} has word ids below PAD ({PAD})")
         cache[key] = (x, ids)
@@ -268,7 +271,11 @@ def beside_encoder(word_kernel: Kernel, word_ids: Tensor, feature_dim: int, kind
     (:func:`encoder_part`), :math:`\mu` starting where both parts weigh alike: the mean
     self-similarity of ``word_kernel`` on the training documents ``word_ids`` (the encoder's parts
     have unit self-similarity on normalized vectors). What the estimators' ``sentence_encoder=``
-    builds around their spec's kernel."""
-    with torch.no_grad():
-        balance = float(word_kernel(word_ids, diag=True).mean())
+    builds around their spec's kernel. Documents without a word (texts the encoder reads alone) are
+    left out of that mean; without any document with a word, :math:`\mu` starts at 1."""
+    with_words = word_ids[(word_ids != PAD).any(-1)]
+    balance = 1.0
+    if len(with_words):
+        with torch.no_grad():
+            balance = float(word_kernel(with_words, diag=True).mean())
     return WordSetKernel(word_kernel, feature_dim) + encoder_part(kind, feature_dim, weight=balance)

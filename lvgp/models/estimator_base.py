@@ -347,6 +347,9 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
     _fit_hint = "Try a larger noise_init."
     #: whether documents without any known word are predicted with the prior (else the model handles them)
     _empty_documents_use_prior = True
+    #: whether training documents without any known word are fitted (a part of the model reads the
+    #: texts themselves, e.g. a sentence encoder) rather than refused
+    _fits_empty_documents = False
 
     # ------------------------------------------------------------------ subclass hooks
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
@@ -442,7 +445,7 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
         stopping = self._early_stopping_options()
         policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
-        x = self._encoder.fit_transform(X, unlabeled=unlabeled)
+        x = self._encoder.fit_transform(X, unlabeled=unlabeled, allow_empty=self._fits_empty_documents)
         x = self._documents(x, X, "X")
         n = x.shape[0]
         y_train = check_targets_array(y, n)

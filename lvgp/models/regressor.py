@@ -93,8 +93,9 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             over the word ids plus ``encoder_kernel``'s part with its own weight :math:`\mu`, starting where
             both parts weigh alike on the training documents under a log-normal prior of sd 0.5
             (:func:`~lvgp.kernels.packed.encoder_part`), times the output scale; a user kernel reads the
-            packed documents ``[encoder vector | word ids]`` as given. Documents without a vocabulary word
-            still get the prior.
+            packed documents ``[encoder vector | word ids]`` as given. Every text is then a document, also
+            one without a vocabulary word (in training too): the encoder reads it, and the word part gives
+            it the empty set's value.
         encoder_kernel: the encoder's part with a spec: ``"rbf"`` (default), ``"cosine"`` or ``"matern"``
             (of the normalized vectors). The RBF was chosen on dev sentences: on the amazon snippets'
             dev splits of the regression study (1,000 training sentences) it beat the cosine on each
@@ -180,6 +181,16 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         if not x.dtype.is_floating_point:
             return x
         return x[..., self._sentence_encoder().dim :].long()
+
+    @property
+    def _empty_documents_use_prior(self) -> bool:  # type: ignore[override]
+        """With a sentence encoder every text is a document (its vector), also one without a known
+        word: its word part gives the empty set's value, its encoder part reads it."""
+        return self.sentence_encoder is None
+
+    @property
+    def _fits_empty_documents(self) -> bool:  # type: ignore[override]
+        return self.sentence_encoder is not None
 
     _parameter_constraints: dict[str, list] = {
         **ExactGPRegressorBase._parameter_constraints,
