@@ -1,0 +1,204 @@
+r"""The Laplace approximation of the multi-class softmax GP classifier (Rasmussen & Williams 2006,
+*Gaussian Processes for Machine Learning*, section 3.5: algorithms 3.3 and 3.4, eqs. 3.38-3.47).
+
+:math:`C` latent functions :math:`f_c \sim \mathcal{GP}(m_c, K_c)`, independent a priori, and the
+softmax likelihood :math:`p(y_i = c \mid \mathbf f_i) = \pi_{ic} = \exp f_{ic} / \sum_{c'} \exp f_{ic'}`.
+The posterior over the :math:`Cn` training latents is approximated by a Gaussian at its mode
+:math:`\hat{\mathbf f}` with the negative Hessian :math:`W = D - \Pi\Pi^\top` of the log likelihood
+(:math:`D = \mathrm{diag}(\boldsymbol\pi)`, :math:`\Pi` the :math:`Cn \times n` stack of
+:math:`\mathrm{diag}(\boldsymbol\pi_c)`):
+
+* :func:`find_mode` -- Newton's method (alg. 3.3), every step through :math:`C` Choleskys of
+  :math:`I + D_c^{1/2} K_c D_c^{1/2}` and one of :math:`\sum_c E_c` (the block structure; the
+  :math:`Cn \times Cn` matrices are never formed), each step halved until the objective
+  :math:`\Psi(\mathbf f) = \log p(\mathbf y \mid \mathbf f) - \tfrac12 (\mathbf f - \mathbf m)^\top K^{-1}
+  (\mathbf f - \mathbf m)` rises; warm-started from a previous mode's :math:`\mathbf a = K^{-1}(\hat{\mathbf f} - \mathbf m)`.
+* :func:`log_evidence` -- the approximate log marginal likelihood (eq. 3.44)
+
+  .. math:: \log q(\mathbf y \mid X, \theta) = -\tfrac12 \mathbf a^\top (\hat{\mathbf f} - \mathbf m)
+     + \mathbf y^\top \hat{\mathbf f} - \sum_i \log \sum_c \exp \hat f_{ic}
+     - \tfrac12 \log |I_{Cn} + W^{1/2} K W^{1/2}|,
+
+  with :math:`\tfrac12\log|I + W^{1/2}KW^{1/2}| = \sum_c \sum_i \log (L_c)_{ii} + \sum_i \log M_{ii}`,
+  as a differentiable function of the kernel and the means. Its exact gradient needs
+  :math:`\partial \hat{\mathbf f} / \partial\theta` (the mode moves with the hyper-parameters: implicit
+  differentiation). Newton's map :math:`g(\mathbf f, \theta)` has a zero Jacobian in :math:`\mathbf f` at
+  its fixed point, so :math:`\partial\hat{\mathbf f}/\partial\theta = \partial g/\partial\theta` there:
+  :func:`log_evidence` takes one Newton step from the (detached) converged mode and differentiates
+  through it -- the value is the mode's, the gradient the implicit one (checked by finite differences
+  in ``tests/test_laplace.py``).
+* :func:`predictive` -- the predictive mean :math:`m_c + \mathbf k_{*c}^\top(\mathbf y_c - \hat{\boldsymbol\pi}_c)`
+  and the :math:`C \times C` covariance of the test latents (alg. 3.4):
+  :math:`\Sigma_{*cc'} = \delta_{cc'}(k_c(x_*, x_*) - \mathbf k_{*c}^\top E_c \mathbf k_{*c}) +
+  (E_c\mathbf k_{*c})^\top (\textstyle\sum_{c''} E_{c''})^{-1} (E_{c'}\mathbf k_{*c'})`, from
+  :math:`(K + W^{-1})^{-1} = E - ER(\sum_c E_c)^{-1}R^\top E`; :func:`expected_softmax_correlated` averages the
+  softmax over that Gaussian (Monte Carlo with fixed draws, one stream per class label).
+
+Shapes: ``K`` is ``C x n x n`` (a shared kernel expanded, without copying), ``m`` ``C``, the labels
+``Y`` ``C x n`` one-hot, latents ``C x n``. Float64 throughout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "LaplaceMode",
+    "find_mode",
+    "log_evidence",
+    "mode_parts",
+    "predictive",
+    "expected_softmax_correlated",
+]
+
+
+@dataclass
+class ModeParts:
+    r"""What alg. 3.3 computes at a latent ``f``: the class probabilities ``pi`` (``C x n``), the
+    blocks ``E`` (``C x n x n``, :math:`E_c = D_c^{1/2}(I + D_c^{1/2}K_cD_c^{1/2})^{-1}D_c^{1/2}`), the
+    half log-determinants ``z`` (``C``) of :math:`I + D_c^{1/2}K_cD_c^{1/2}`, and ``M`` (``n x n``), the
+    Cholesky factor of :math:`\sum_c E_c`."""
+
+    pi: Tensor
+    E: Tensor
+    z: Tensor
+    M: Tensor
+
+
+@dataclass
+class LaplaceMode:
+    r"""A converged mode: ``f`` (``C x n``), ``a`` = :math:`K^{-1}(\hat{\mathbf f} - \mathbf m)` (``C x n``;
+    at the mode :math:`\mathbf y - \hat{\boldsymbol\pi}`), the objective ``psi`` there, the Newton
+    iterations it took and the largest entry of the objective's gradient at the end."""
+
+    f: Tensor
+    a: Tensor
+    psi: float
+    n_iter: int
+    gradient: float
+
+
+def mode_parts(K: Tensor, f: Tensor) -> ModeParts:
+    """:class:`ModeParts` at latents ``f`` (alg. 3.3, lines 3-9)."""
+    pi = torch.softmax(f, dim=0)
+    sd = pi.sqrt()
+    n = f.shape[-1]
+    eye = torch.eye(n, dtype=K.dtype, device=K.device)
+    B = eye + sd.unsqueeze(-1) * K * sd.unsqueeze(-2)
+    L = torch.linalg.cholesky(B)
+    LinvD = torch.linalg.solve_triangular(L, torch.diag_embed(sd), upper=False)  # L^{-1} D^{1/2}
+    E = LinvD.mT @ LinvD
+    z = torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+    M = torch.linalg.cholesky(E.sum(0))
+    return ModeParts(pi, E, z, M)
+
+
+def _step(K: Tensor, m: Tensor, Y: Tensor, f: Tensor, parts: ModeParts) -> tuple[Tensor, Tensor]:
+    """Newton's step from ``f`` (alg. 3.3, lines 10-13, with the prior mean ``m``): the new ``a`` and ``f``."""
+    pi, E = parts.pi, parts.E
+    g = f - m.unsqueeze(-1)
+    Wg = pi * g - pi * (pi * g).sum(0, keepdim=True)  # (D - Pi Pi^T) g
+    b = Wg + Y - pi
+    c = (E @ (K @ b.unsqueeze(-1))).squeeze(-1)
+    s = torch.cholesky_solve(c.sum(0).unsqueeze(-1), parts.M).squeeze(-1)  # (sum_c E_c)^{-1} R^T c
+    a = b - c + (E @ s.unsqueeze(-1)).squeeze(-1)
+    return a, (K @ a.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
+
+
+def _psi(a: Tensor, f: Tensor, m: Tensor, Y: Tensor) -> Tensor:
+    r""":math:`\Psi(\mathbf f) = \mathbf y^\top\mathbf f - \sum_i\log\sum_c e^{f_{ic}} - \tfrac12\mathbf a^\top(\mathbf f - \mathbf m)`."""
+    return (Y * f).sum() - torch.logsumexp(f, dim=0).sum() - 0.5 * (a * (f - m.unsqueeze(-1))).sum()
+
+
+@torch.no_grad()
+def find_mode(
+    K: Tensor,
+    m: Tensor,
+    Y: Tensor,
+    a0: Tensor | None = None,
+    *,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> LaplaceMode:
+    r"""The posterior mode by Newton's method (alg. 3.3), from ``a0`` (``C x n``; ``None``: the prior
+    mean, :math:`\mathbf f = \mathbf m`). Converged when every entry of the objective's gradient
+    :math:`\mathbf y - \boldsymbol\pi - \mathbf a` is below ``tol`` in magnitude; a step that lowers
+    :math:`\Psi` is halved (at most 30 times). Raises ``FloatingPointError`` if the objective is not
+    finite (a kernel of NaN entries)."""
+    K, m, Y = K.detach(), m.detach(), Y.detach()
+    a = torch.zeros_like(Y) if a0 is None else a0.detach().clone()
+    f = (K @ a.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
+    psi = _psi(a, f, m, Y)
+    if not torch.isfinite(psi):
+        raise FloatingPointError("the Laplace objective is not finite at the start (the kernel holds NaN or inf)")
+    gradient = float((Y - torch.softmax(f, dim=0) - a).abs().max())
+    it = 0
+    while gradient > tol and it < max_iter:
+        it += 1
+        a_full, _ = _step(K, m, Y, f, mode_parts(K, f))
+        shrink = 1.0
+        while True:  # the full step, halved until the objective does not fall
+            a_new = a_full if shrink == 1.0 else a + shrink * (a_full - a)
+            f_new = (K @ a_new.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
+            psi_new = _psi(a_new, f_new, m, Y)
+            if psi_new >= psi - 1e-12 * max(1.0, abs(float(psi))) or shrink < 1e-9:
+                break
+            shrink /= 2
+        if not psi_new >= psi - 1e-12 * max(1.0, abs(float(psi))):  # no step helps: the mode, to rounding
+            break
+        a, f, psi = a_new, f_new, psi_new
+        gradient = float((Y - torch.softmax(f, dim=0) - a).abs().max())
+    return LaplaceMode(f, a, float(psi), it, gradient)
+
+
+def log_evidence(K: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode) -> Tensor:
+    """The approximate log marginal likelihood (eq. 3.44) at the converged ``mode``, differentiable in
+    ``K`` and ``m`` with the implicit derivative of the mode (module docstring: one Newton step from
+    the detached mode, whose Jacobian in the latents vanishes there)."""
+    f0 = mode.f.detach()
+    a, f = _step(K, m, Y, f0, mode_parts(K, f0))
+    parts = mode_parts(K, f)
+    log_lik = (Y * f).sum() - torch.logsumexp(f, dim=0).sum()
+    half_log_det = parts.z.sum() + torch.log(torch.diagonal(parts.M)).sum()
+    return -0.5 * (a * (f - m.unsqueeze(-1))).sum() + log_lik - half_log_det
+
+
+def predictive(
+    K_cross: Tensor, k_test: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode, parts: ModeParts
+) -> tuple[Tensor, Tensor]:
+    """The test latents' Gaussian (alg. 3.4): mean ``n* x C`` and covariance ``n* x C x C``, from the
+    classes' cross-covariances ``K_cross`` (``C x n x n*``), the test points' prior variances
+    ``k_test`` (``C x n*``) and the mode's ``parts`` (:func:`mode_parts` at ``mode.f``)."""
+    mean = m.unsqueeze(-1) + (K_cross.mT @ (Y - parts.pi).unsqueeze(-1)).squeeze(-1)  # C x n*
+    EK = parts.E @ K_cross  # C x n x n*
+    own = k_test - (K_cross * EK).sum(-2)  # C x n*
+    C, n, n_test = EK.shape
+    V = torch.linalg.solve_triangular(parts.M, EK.permute(1, 0, 2).reshape(n, C * n_test), upper=False)
+    V = V.reshape(n, C, n_test)
+    cov = torch.einsum("icp,idp->pcd", V, V) + torch.diag_embed(own.mT)
+    return mean.mT, cov
+
+
+def expected_softmax_correlated(mean: Tensor, cov: Tensor, n_samples: int, class_seeds: list[int]) -> Tensor:
+    r"""``n x C`` probabilities :math:`\mathbb E[\mathrm{softmax}(\mathbf f)]` under
+    :math:`\mathcal N(\text{mean}_i, \text{cov}_i)` per row, by Monte Carlo with ``n_samples`` fixed
+    draws: the standard normal draws of class ``c`` from its own stream (``class_seeds``, one per class
+    label), mapped through each covariance's symmetric square root, so that the result does not depend
+    on the classes' order."""
+    C = mean.shape[-1]
+    if len(class_seeds) != C:
+        raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {C} classes")
+    eps = torch.stack(
+        [
+            torch.randn(n_samples, dtype=mean.dtype, generator=torch.Generator().manual_seed(seed))
+            for seed in class_seeds
+        ],
+        dim=-1,
+    ).to(mean.device)  # S x C
+    values, vectors = torch.linalg.eigh(cov)
+    root = vectors @ torch.diag_embed(values.clamp_min(0).sqrt()) @ vectors.mT  # n x C x C, symmetric
+    draws = mean.unsqueeze(1) + eps.unsqueeze(0) @ root  # n x S x C
+    return torch.softmax(draws, dim=-1).mean(1)

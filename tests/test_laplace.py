@@ -1,0 +1,188 @@
+"""The multi-class Laplace approximation (``lvgp.models.laplace``; Rasmussen & Williams, alg.
+3.3-3.4, eq. 3.44), each output against an independent reference:
+
+* a slow dense Newton's method in numpy on the full ``Cn x Cn`` system (``W = D - Pi Pi^T``
+  formed, ``log|I + W^1/2 K W^1/2|`` by ``slogdet``);
+* two classes: the softmax GP with kernel ``K`` is scikit-learn's binary logistic Laplace GP with
+  kernel ``2K`` (the difference of the two latents; their sum carries no information) -- its
+  log marginal likelihood and latent mode;
+* a linear kernel ``s X X^T`` on explicit features: the mode is ``X W`` for scikit-learn's
+  multinomial ``LogisticRegression(C=s, fit_intercept=False)``;
+* the gradient of the log evidence (the mode's implicit derivative included): central finite
+  differences, the mode found again at each point;
+* the predictive covariance: the dense ``diag(k**) - Q^T (K + W^-1)^-1 Q``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import logsumexp, softmax
+
+from lvgp.models.laplace import expected_softmax_correlated, find_mode, log_evidence, mode_parts, predictive
+
+
+def _rbf(X, Z, lengthscale):
+    d = ((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    return np.exp(-0.5 * d / lengthscale**2)
+
+
+def _problem(n=24, C=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    centers = rng.normal(scale=1.5, size=(C, 2))
+    codes = np.argmin(((X[:, None] - centers[None]) ** 2).sum(-1), axis=1)
+    codes[:C] = np.arange(C)  # every class present
+    Y = np.eye(C)[codes].T  # C x n
+    return X, codes, Y
+
+
+def _dense_reference(Ks, m, Y, iters=200):
+    """Newton's method on the full Cn system, in numpy; the mode and log q (eq. 3.44)."""
+    C, n = Y.shape
+    K = np.zeros((C * n, C * n))
+    for c in range(C):
+        K[c * n : (c + 1) * n, c * n : (c + 1) * n] = Ks[c]
+    mean = np.repeat(m, n)
+    y = Y.reshape(-1)
+    f = mean.copy()
+    for _ in range(iters):
+        pi = softmax(f.reshape(C, n), axis=0)
+        Pi = np.vstack([np.diag(pi[c]) for c in range(C)])
+        W = np.diag(pi.reshape(-1)) - Pi @ Pi.T
+        grad = y - pi.reshape(-1)
+        # f_new - mean = (K^-1 + W)^-1 (W (f - mean) + grad)
+        new = mean + K @ np.linalg.solve(np.eye(C * n) + W @ K, W @ (f - mean) + grad)
+        if np.abs(new - f).max() < 1e-13:
+            f = new
+            break
+        f = new
+    pi = softmax(f.reshape(C, n), axis=0)
+    Pi = np.vstack([np.diag(pi[c]) for c in range(C)])
+    W = np.diag(pi.reshape(-1)) - Pi @ Pi.T
+    a = np.linalg.solve(K, f - mean)
+    _, logdet = np.linalg.slogdet(np.eye(C * n) + W @ K)  # |I + W^1/2 K W^1/2| = |I + W K|
+    log_q = -0.5 * a @ (f - mean) + y @ f - logsumexp(f.reshape(C, n), axis=0).sum() - 0.5 * logdet
+    return f.reshape(C, n), log_q, W, K
+
+
+def _tensors(Ks, m, Y):
+    return (torch.from_numpy(np.asarray(Ks, dtype=np.float64)), torch.from_numpy(np.asarray(m, dtype=np.float64)),
+            torch.from_numpy(np.asarray(Y, dtype=np.float64)))  # fmt: skip
+
+
+def test_the_mode_and_the_log_evidence_are_the_dense_newtons():
+    X, codes, Y = _problem(n=24, C=3)
+    Ks = np.stack([s * _rbf(X, X, l) for s, l in ((2.0, 0.8), (1.0, 1.3), (3.0, 0.5))])
+    m = np.array([0.3, -0.2, 0.1])
+    f_ref, log_q_ref, _, _ = _dense_reference(Ks, m, Y)
+    K, mt, Yt = _tensors(Ks, m, Y)
+    mode = find_mode(K, mt, Yt)
+    assert mode.gradient < 1e-10 and mode.n_iter < 30
+    np.testing.assert_allclose(mode.f.numpy(), f_ref, atol=1e-9)
+    np.testing.assert_allclose(mode.a.numpy(), Y - softmax(f_ref, axis=0), atol=1e-9)  # a = y - pi at the mode
+    np.testing.assert_allclose(float(log_evidence(K, mt, Yt, mode)), log_q_ref, rtol=1e-10)
+    # warm start from the mode: no step left to take
+    again = find_mode(K, mt, Yt, mode.a)
+    assert again.n_iter == 0
+
+
+def test_two_classes_are_scikit_learns_binary_laplace_gp_with_twice_the_kernel():
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    X, codes, Y = _problem(n=30, C=2, seed=3)
+    scale, lengthscale = 1.7, 0.9
+    K1 = scale * _rbf(X, X, lengthscale)
+    K, m, Yt = _tensors(np.stack([K1, K1]), np.zeros(2), Y)
+    mode = find_mode(K, m, Yt)
+    ours = float(log_evidence(K, m, Yt, mode))
+    kernel = ConstantKernel(2 * scale, "fixed") * RBF(lengthscale, "fixed")
+    gpc = GaussianProcessClassifier(kernel, optimizer=None).fit(X, codes)
+    theirs = gpc.base_estimator_.log_marginal_likelihood_value_
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    # the latent of the binary GP is the difference of the two classes' latents (class 1 over class 0)
+    difference = (mode.f[1] - mode.f[0]).numpy()
+    np.testing.assert_allclose(difference, gpc.base_estimator_.f_cached, atol=1e-6)
+
+
+def test_a_linear_kernel_gives_the_mode_of_multinomial_logistic_regression():
+    from sklearn.linear_model import LogisticRegression
+
+    X, codes, Y = _problem(n=40, C=3, seed=5)
+    features = np.column_stack([X, X[:, :1] * X[:, 1:], np.ones(len(X))])
+    s = 2.5  # the prior variance of the weights: L2 penalty 1 / (2 s), scikit-learn's C = s
+    K, m, Yt = _tensors(np.stack([s * features @ features.T] * 3), np.zeros(3), Y)
+    mode = find_mode(K, m, Yt, tol=1e-12)
+    lr = LogisticRegression(C=s, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(features, codes)
+    np.testing.assert_allclose(mode.f.numpy(), (features @ lr.coef_.T).T, atol=1e-5)
+
+
+def test_the_gradient_of_the_log_evidence_is_the_implicit_one():
+    """Central differences of log q in the kernels' scales and lengthscales and the means, the mode
+    found again at each point: the one-Newton-step gradient matches them."""
+    X, codes, Y = _problem(n=18, C=3, seed=7)
+    D = torch.from_numpy(((X[:, None] - X[None]) ** 2).sum(-1))
+    Yt = torch.from_numpy(Y)
+
+    def value(params: torch.Tensor, differentiable: bool) -> torch.Tensor:
+        log_scale, log_length, m = params[:3], params[3:6], params[6:]
+        K = torch.exp(log_scale)[:, None, None] * torch.exp(-0.5 * D / torch.exp(log_length)[:, None, None] ** 2)
+        mode = find_mode(K, m, Yt, tol=1e-13)
+        return log_evidence(K, m, Yt, mode) if differentiable else log_evidence(K.detach(), m.detach(), Yt, mode)
+
+    theta = torch.tensor([0.5, 0.0, 0.9, -0.3, 0.2, 0.1, 0.4, -0.1, 0.0], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(value(theta, True), theta)
+    eps = 1e-5
+    numeric = []
+    for i in range(len(theta)):
+        step = torch.zeros_like(theta)
+        step[i] = eps
+        with torch.no_grad():
+            numeric.append(float(value(theta + step, False) - value(theta - step, False)) / (2 * eps))
+    np.testing.assert_allclose(grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_the_predictive_covariance_is_the_dense_formula():
+    X, codes, Y = _problem(n=20, C=3, seed=2)
+    T = np.random.default_rng(9).normal(size=(5, 2))
+    pars = ((2.0, 0.8), (1.0, 1.3), (3.0, 0.5))
+    Ks = np.stack([s * _rbf(X, X, l) for s, l in pars])
+    cross = np.stack([s * _rbf(X, T, l) for s, l in pars])  # C x n x n*
+    m = np.array([0.1, 0.0, -0.2])
+    f_ref, _, W, K_full = _dense_reference(Ks, m, Y)
+    K, mt, Yt = _tensors(Ks, m, Y)
+    mode = find_mode(K, mt, Yt)
+    mean, cov = predictive(torch.from_numpy(cross), torch.from_numpy(np.stack([np.full(5, s) for s, _ in pars])), mt,
+                           Yt, mode, mode_parts(K, mode.f))  # fmt: skip
+    C, n = Y.shape
+    Q = np.zeros((C * n, C, 5))
+    for c in range(C):
+        Q[c * n : (c + 1) * n, c, :] = cross[c]
+    inner = W @ np.linalg.inv(np.eye(C * n) + K_full @ W)  # (K + W^-1)^-1, W singular (rank n(C-1))
+    for p in range(5):
+        expected = np.diag([s for s, _ in pars]) - Q[:, :, p].T @ inner @ Q[:, :, p]
+        np.testing.assert_allclose(cov[p].numpy(), expected, atol=1e-10)
+        expected_mean = m + np.array([cross[c][:, p] @ (Y[c] - softmax(f_ref, axis=0)[c]) for c in range(C)])
+        np.testing.assert_allclose(mean[p].numpy(), expected_mean, atol=1e-9)
+
+
+def test_correlated_monte_carlo_follows_the_classes_and_converges():
+    rng = np.random.default_rng(1)
+    mean = torch.from_numpy(rng.normal(size=(4, 3)))
+    A = torch.from_numpy(rng.normal(size=(4, 3, 3)))
+    cov = A @ A.mT * 0.3
+    seeds = [11, 22, 33]
+    out = expected_softmax_correlated(mean, cov, 64, seeds)
+    perm = [2, 0, 1]
+    moved = expected_softmax_correlated(mean[:, perm], cov[:, perm][:, :, perm], 64, [seeds[i] for i in perm])
+    torch.testing.assert_close(moved, out[:, perm], atol=1e-13, rtol=0)
+    np.testing.assert_allclose(out.sum(-1).numpy(), 1.0, rtol=1e-12)
+    # against a large independent sample
+    draws = np.random.default_rng(5).multivariate_normal(mean[0].numpy(), cov[0].numpy(), size=400_000)
+    reference = softmax(draws, axis=1).mean(0)
+    many = expected_softmax_correlated(mean[:1], cov[:1], 20_000, seeds)[0].numpy()
+    np.testing.assert_allclose(many, reference, atol=5e-3)
+    with pytest.raises(ValueError, match="2 seeds for 3 classes"):
+        expected_softmax_correlated(mean, cov, 8, seeds[:2])
