@@ -74,7 +74,7 @@ def _tensors(Ks, m, Y):
 
 def test_the_mode_and_the_log_evidence_are_the_dense_newtons():
     X, codes, Y = _problem(n=24, C=3)
-    Ks = np.stack([s * _rbf(X, X, l) for s, l in ((2.0, 0.8), (1.0, 1.3), (3.0, 0.5))])
+    Ks = np.stack([s * _rbf(X, X, ell) for s, ell in ((2.0, 0.8), (1.0, 1.3), (3.0, 0.5))])
     m = np.array([0.3, -0.2, 0.1])
     f_ref, log_q_ref, _, _ = _dense_reference(Ks, m, Y)
     K, mt, Yt = _tensors(Ks, m, Y)
@@ -148,8 +148,8 @@ def test_the_predictive_covariance_is_the_dense_formula():
     X, codes, Y = _problem(n=20, C=3, seed=2)
     T = np.random.default_rng(9).normal(size=(5, 2))
     pars = ((2.0, 0.8), (1.0, 1.3), (3.0, 0.5))
-    Ks = np.stack([s * _rbf(X, X, l) for s, l in pars])
-    cross = np.stack([s * _rbf(X, T, l) for s, l in pars])  # C x n x n*
+    Ks = np.stack([s * _rbf(X, X, ell) for s, ell in pars])
+    cross = np.stack([s * _rbf(X, T, ell) for s, ell in pars])  # C x n x n*
     m = np.array([0.1, 0.0, -0.2])
     f_ref, _, W, K_full = _dense_reference(Ks, m, Y)
     K, mt, Yt = _tensors(Ks, m, Y)
