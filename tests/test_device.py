@@ -189,6 +189,15 @@ CASES = [
         _model_and_likelihood,
     ),
     Case(
+        "LDKGPClassifier-laplace",
+        lambda **kw: lvgp.LDKGPClassifier(
+            LDKSpec(latent_dim=2, rho=0.1), inference="laplace", optimizer=lvgp.LBFGS(max_iter=5), random_state=0, **kw
+        ),
+        _classification_fit,
+        lambda est: est.predict_proba(TEST),
+        _model_and_likelihood,
+    ),
+    Case(
         "LDKGPClassifier-variational",
         lambda **kw: lvgp.LDKGPClassifier(
             LDKSpec(latent_dim=2, rho=0.1),

@@ -55,11 +55,13 @@ def _estimator(kind: str, kernel, **options):
     settings = dict(sentence_encoder="all-MiniLM-L6-v2", optimizer=LBFGS(max_iter=15), random_state=0)
     if kind == "classifier":
         return LDKGPClassifier(kernel, **settings, **options)
+    if kind == "laplace-classifier":
+        return LDKGPClassifier(kernel, inference="laplace", **settings, **options)
     return GPLVSMRegressor(kernel, **settings, **options)
 
 
 def _targets(kind: str) -> np.ndarray:
-    if kind == "classifier":
+    if kind.endswith("classifier"):
         return LABELS
     return np.array([{"food": 1.0, "tech": -1.0, "film": 0.3}[v] for v in LABELS])
 
@@ -79,7 +81,7 @@ def _quiet_fit(est, texts, y):
         return est.fit(texts, y)
 
 
-@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+@pytest.mark.parametrize("kind", ["classifier", "laplace-classifier", "regressor"])
 def test_the_encoder_alone_predicts_a_text_whatever_the_vocabulary_knows(encoder, kind):
     y = _targets(kind)
     plain = lvgp.Vocabulary()  # keeps none of STOPS' words, nor most of NEW's
@@ -89,14 +91,15 @@ def test_the_encoder_alone_predicts_a_text_whatever_the_vocabulary_knows(encoder
         narrow_fit = _quiet_fit(_estimator(kind, encoder_only, vocabulary=plain), TEXTS, y)
         narrow = _outputs(narrow_fit, NEW)
     assert (
-        (narrow_fit.encoder_ if kind == "classifier" else narrow_fit._encoder)
+        (narrow_fit.encoder_ if kind.endswith("classifier") else narrow_fit._encoder)
         .vocabulary.encode(STOPS, on_empty="keep")
         .eq(lvgp.PAD)
         .all()
     )  # the stop-word texts were fitted as all-padding rows
     wide_fit = _quiet_fit(_estimator(kind, encoder_only, vocabulary=wide), TEXTS, y)
     np.testing.assert_allclose(narrow, _outputs(wide_fit, NEW), rtol=1e-9, atol=1e-12)
-    if kind == "classifier":  # and not the class frequencies (every row the same) any more
+    if kind == "classifier":  # and not the class frequencies (every row the same) any more (the Laplace
+        # evidence switches this random encoder's part off: its probabilities are near uniform by right)
         assert np.ptp(narrow[:3], axis=0).max() > 1e-6
 
 

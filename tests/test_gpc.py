@@ -204,7 +204,7 @@ def test_variational_multiclass_softmax_and_bad_input():
     with pytest.raises(ValueError, match="single class"):
         LDKGPClassifier().fit(x[:10], [0] * 10)
     with pytest.raises(ValueError, match="inference must be one of"):
-        LDKGPClassifier(inference="laplace").fit(x[:10], y[:10])
+        LDKGPClassifier(inference="expectation-propagation").fit(x[:10], y[:10])
     with pytest.raises(ValueError, match=r"kernel\.rho must be >= 0"):
         LDKGPClassifier(LDKSpec(rho=-1.0)).fit(x[:10], y[:10])
 

@@ -186,3 +186,67 @@ def test_correlated_monte_carlo_follows_the_classes_and_converges():
     np.testing.assert_allclose(many, reference, atol=5e-3)
     with pytest.raises(ValueError, match="2 seeds for 3 classes"):
         expected_softmax_correlated(mean, cov, 8, seeds[:2])
+
+
+# ------------------------------------------------------------------ LDKGPClassifier(inference="laplace")
+WORDS = {0: "good great fine nice happy", 1: "bad awful poor dull sad", 2: "plot actor scene music film"}
+
+
+def _texts(n: int, seed: int) -> tuple[list[str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    pool = " ".join(WORDS.values()).split()
+    texts, labels = [], []
+    for i in range(n):
+        c = i % 3
+        texts.append(" ".join([*rng.choice(WORDS[c].split(), 3), *rng.choice(pool, 2)]))
+        labels.append(["pos", "neg", "topic"][c])
+    return texts, np.array(labels)
+
+
+def _laplace_classifier(**options):
+    import warnings
+
+    from lvgp import LBFGS, LDKGPClassifier, LDKSpec
+
+    settings = dict(inference="laplace", optimizer=LBFGS(max_iter=20), random_state=0)
+    est = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), **{**settings, **options})
+    texts, labels = _texts(45, 0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*did not converge.*")
+        return est.fit(texts, labels)
+
+
+@pytest.mark.parametrize("class_hyperparameters", ["per-class", "shared"])
+def test_the_classifier_fits_the_evidence_and_predicts_from_the_mode(class_hyperparameters, tmp_path):
+    clf = _laplace_classifier(class_hyperparameters=class_hyperparameters)
+    model = clf.model_
+    # log_marginal_likelihood_ is eq. 3.44 at the fitted hyper-parameters and mode
+    with torch.no_grad():
+        K, m = model.covariance(model.train_x), model.means()
+        direct = log_evidence(K, m, model.labels, find_mode(K, m, model.labels))
+    np.testing.assert_allclose(clf.log_marginal_likelihood_, float(direct), rtol=1e-9)
+    assert clf.loss_curve_[-1] < clf.loss_curve_[0]
+    test, truth = _texts(30, 1)
+    proba = clf.predict_proba(test)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+    assert (clf.predict(test) == truth).mean() > 0.8
+    # the predictive mean is the mode's: m + k_*^T (y - pi) (alg. 3.4), at the training documents the mode
+    (mode, parts) = model.posterior()
+    mean, _ = model.latents(model.train_x, (mode, parts))
+    torch.testing.assert_close(mean.mT, mode.f, atol=1e-9, rtol=0)
+    clf.save(tmp_path / "laplace.pt")
+    from lvgp import LDKGPClassifier
+
+    loaded = LDKGPClassifier.load(tmp_path / "laplace.pt")
+    np.testing.assert_array_equal(loaded.predict_proba(test), proba)
+    assert loaded.log_marginal_likelihood_ == clf.log_marginal_likelihood_
+
+
+def test_the_classifier_refuses_what_the_laplace_inference_has_no_use_for():
+    from lvgp import LDKGPClassifier, MiniBatch
+    from lvgp.base.constraints import check_params
+
+    with pytest.raises(ValueError, match="calibration='temperature' needs inference='dirichlet'"):
+        LDKGPClassifier(inference="laplace", calibration="temperature")._check_params()
+    with pytest.raises(ValueError, match=r"optimizer: inference='laplace' fits by lvgp\.LBFGS"):
+        check_params(LDKGPClassifier(inference="laplace", optimizer=MiniBatch()))

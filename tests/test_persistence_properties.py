@@ -114,6 +114,14 @@ estimators = st.one_of(
     st.builds(
         LDKGPClassifier,
         specs,
+        inference=st.just("laplace"),
+        optimizer=st.builds(LBFGS, max_iter=integers(1, 3)),
+        class_hyperparameters=st.sampled_from(["per-class", "shared"]),
+        random_state=random_states,
+    ),
+    st.builds(
+        LDKGPClassifier,
+        specs,
         inference=st.just("variational"),
         num_inducing=integers(2, 5),
         optimizer=st.builds(MiniBatch, max_epochs=integers(1, 3), ngd_lr=reals([0.1, 0.5])),

@@ -17,6 +17,15 @@ output scale and constant mean per class, and the word vectors carry the
   variational parameters, no stochastic optimizer. Class probabilities are
   :math:`\mathbb E[\exp f_c / \sum_{c'} \exp f_{c'}]` under the GPs' predictive marginals (Monte Carlo
   with fixed draws: predictions are a deterministic function of the model and the input).
+* ``inference="laplace"``: the softmax likelihood with the Laplace approximation of the posterior
+  of the :math:`C` latent functions (Rasmussen & Williams 2006, alg. 3.3-3.4; :mod:`lvgp.models.laplace`):
+  the mode by Newton's method, warm-started between the hyper-parameters' steps; the word vectors,
+  output scales, means and mix weights by L-BFGS on the approximate log marginal likelihood (eq. 3.44)
+  with its exact gradient (the mode's implicit derivative included) plus the log priors; class
+  probabilities the softmax averaged over the test latents' correlated Gaussian. No transformed
+  labels and no noise: with a linear kernel on features this is Bayesian multinomial logistic
+  regression, whose mode is L2-regularized logistic regression. ``log_marginal_likelihood_``
+  holds the approximate log evidence after ``fit``.
 * ``inference="variational"``: the likelihood is the softmax (probit for two classes) and each GP a
   whitened SVGP on inducing documents (training documents, k-means++ seeded; see
   :mod:`lvgp.models.sparse`). The variational distributions take natural-gradient steps
@@ -76,6 +85,7 @@ from .estimator_base import (
     word_source,
 )
 from .gplvsm import PaddedInputsMixin
+from .laplace import SoftmaxLaplaceGP, expected_softmax_correlated
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 
 if TYPE_CHECKING:
@@ -83,7 +93,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES", "CLASS_HYPERPARAMETERS"]
 
-INFERENCES = ("dirichlet", "variational")
+INFERENCES = ("dirichlet", "variational", "laplace")
 
 
 #: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
@@ -250,7 +260,8 @@ class LDKGPClassifier(
     r"""GP classifier with LDK (see the module docstring for the two inferences).
 
     Args:
-        inference: ``"dirichlet"`` (exact GPs on Dirichlet-transformed labels, L-BFGS) or
+        inference: ``"dirichlet"`` (exact GPs on Dirichlet-transformed labels, L-BFGS), ``"laplace"``
+            (the softmax likelihood, the Laplace approximation, L-BFGS on its log evidence) or
             ``"variational"`` (softmax/probit SVGP: natural gradients for q(u), Adam for the rest).
         kernel: the LDK all classes share: an :class:`~lvgp.kernels.LDKSpec` (``None``, the default: ``LDKSpec(rho=0.1)``,
             learned word vectors of dimension 2, the RBF embedding, the linear level 2; tied to
@@ -413,7 +424,7 @@ class LDKGPClassifier(
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
-        return LBFGS if self.inference == "dirichlet" else MiniBatch
+        return MiniBatch if self.inference == "variational" else LBFGS
 
     @classmethod
     def _legacy_optimizer_kind(cls, flat: dict[str, Any], params: dict[str, Any]) -> type[FitOptions]:
@@ -428,9 +439,10 @@ class LDKGPClassifier(
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
-        if self.sentence_encoder is not None and self.inference != "dirichlet":
+        if self.sentence_encoder is not None and self.inference == "variational":
             raise ValueError(
-                "sentence_encoder needs inference='dirichlet' (the variational inference takes word ids only)"
+                "sentence_encoder needs inference='dirichlet' or 'laplace' (the variational inference takes word "
+                "ids only)"
             )
 
     def _word_embeddings(self) -> Any:
@@ -642,6 +654,8 @@ class LDKGPClassifier(
             validate = None if validation is None else self._validation_loss(*validation)
             if self.inference == "dirichlet":
                 self._fit_dirichlet(x, codes, seed, budget, validate)
+            elif self.inference == "laplace":
+                self._fit_laplace(x, codes, seed, budget, validate)
             else:
                 # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
                 # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
@@ -726,6 +740,66 @@ class LDKGPClassifier(
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
         if budget is None:  # a chosen budget ends the fit by design
             result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
+
+    def _build_laplace(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+        """``model_`` (a :class:`~lvgp.models.laplace.SoftmaxLaplaceGP`) and ``likelihood_`` (the softmax,
+        no parameters: the model computes the Laplace approximation itself) at their initial values."""
+        shared = self.class_hyperparameters == "shared"
+        n_classes = len(self.classes_)
+        model = SoftmaxLaplaceGP(x, torch.from_numpy(codes), n_classes, self._kernel(seed, x), shared)
+        self.model_ = model.to(self.device_)
+        likelihood = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
+        self.likelihood_ = likelihood.to(self.device_)
+
+    def _fit_laplace(
+        self,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        """L-BFGS on minus the approximate log marginal likelihood (eq. 3.44) and the log priors of the
+        word vectors and the other hyper-parameters, per document (as the Dirichlet inference's)."""
+        self._build_laplace(x, codes, seed)
+        model = self.model_
+        n = x.shape[0]
+        vectors = word_vector_modules(model.covar_module)
+        model.train()
+
+        def objective() -> torch.Tensor:
+            with exact_numerics(), covariance_errors("Laplace GP classifier", "Try a larger rho."):
+                evidence = model.log_evidence()
+            priors = log_prior(model, exclude=vectors)
+            return -(evidence + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
+
+        optimizer, stopping = self._optimizer_options(), self._stopping()
+        result = minimize(
+            [p for p in model.parameters() if p.requires_grad],
+            objective,
+            method="lbfgs",
+            max_iter=int(optimizer.max_iter if budget is None else budget),
+            tol=float(optimizer.tol),
+            validate=validate,
+            validation_interval=int(stopping.validation_interval),
+            n_iter_no_change=int(stopping.n_iter_no_change),
+            verbose=self.verbose,
+            desc="LDK GP classifier (Laplace)",
+        )
+        with torch.no_grad(), exact_numerics():  # the mode and evidence at the kept parameters
+            self.log_marginal_likelihood_ = float(model.log_evidence())
+        iterations, gradient = model.last_search
+        if gradient > 1e-6:
+            warn(
+                f"the Laplace mode search stopped after {iterations} Newton iterations with a gradient of "
+                f"{gradient:.2g}; its evidence and predictions are approximate",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
+        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
+        if budget is None:
+            result.warn_if_unconverged("the Laplace GP classifier", unit="L-BFGS iterations", stacklevel=4)
 
     def _build_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> torch.Tensor:
         """``model_`` and ``likelihood_`` of the variational inference at their initial values (inducing
@@ -906,6 +980,11 @@ class LDKGPClassifier(
                 "fit_seconds": getattr(self, "fit_seconds_", None),
                 "temperature": getattr(self, "temperature_", 1.0),
                 "mc_draws": getattr(self, "_mc_draws", "by-position"),
+                **(
+                    {"log_marginal_likelihood": self.log_marginal_likelihood_}
+                    if hasattr(self, "log_marginal_likelihood_")
+                    else {}
+                ),
             },
         }
         torch.save(payload, Path(path))
@@ -945,6 +1024,8 @@ class LDKGPClassifier(
         with default_dtype(torch.float64):
             if est.inference == "dirichlet":
                 est._build_dirichlet(x, codes, seed)
+            elif est.inference == "laplace":
+                est._build_laplace(x, codes, seed)
             else:
                 est._build_variational(x, codes, seed)
         est.model_.load_state_dict(payload["model"])  # copied into the model's tensors, on its device
@@ -957,6 +1038,8 @@ class LDKGPClassifier(
         if fit["fit_seconds"] is not None:
             est.fit_seconds_ = fit["fit_seconds"]
         est.temperature_ = float(fit.get("temperature", 1.0))
+        if "log_marginal_likelihood" in fit:
+            est.log_marginal_likelihood_ = fit["log_marginal_likelihood"]
         est._mc_draws = fit.get("mc_draws", "by-position")  # saved before: predicted with the draws by position
         return est
 
@@ -1007,12 +1090,18 @@ class LDKGPClassifier(
             with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
                 # predicting at the training documents is legitimate (score on the training set)
                 warnings.simplefilter("ignore", GPInputWarning)
+                posterior = self.model_.posterior() if self.inference == "laplace" else None
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
                     xb = documents_at(x, idx)
                     if features is not None:
                         xb = torch.cat([features[idx], xb.double()], dim=-1)
                     idx = idx.to(self.device_)
+                    if posterior is not None:  # the test latents' correlated Gaussian (alg. 3.4)
+                        mean, cov = self.model_.latents(xb.to(self.device_), posterior)
+                        seeds = self._class_seeds() or class_draw_seeds(self.classes_)
+                        out[idx] = expected_softmax_correlated(mean, cov, self.n_mc_samples, seeds)
+                        continue
                     with shared_evaluation(self.model_):  # the block's K_ZX and diag K_XX: its norms once
                         f = self.model_(xb.to(self.device_))
                         if self.inference == "variational" and n_classes == 2:

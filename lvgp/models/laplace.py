@@ -40,12 +40,19 @@ Shapes: ``K`` is ``C x n x n`` (a shared kernel expanded, without copying), ``m`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import gpytorch
 import torch
+from gpytorch.kernels import Kernel, ScaleKernel
+from gpytorch.means import ConstantMean
 from torch import Tensor
 
+from ..bow.padded import pad_to_common_width
+
 __all__ = [
+    "SoftmaxLaplaceGP",
     "LaplaceMode",
     "find_mode",
     "log_evidence",
@@ -202,3 +209,73 @@ def expected_softmax_correlated(mean: Tensor, cov: Tensor, n_samples: int, class
     root = vectors @ torch.diag_embed(values.clamp_min(0).sqrt()) @ vectors.mT  # n x C x C, symmetric
     draws = mean.unsqueeze(1) + eps.unsqueeze(0) @ root  # n x S x C
     return torch.softmax(draws, dim=-1).mean(1)
+
+
+class SoftmaxLaplaceGP(gpytorch.Module):
+    """``C`` latent GPs sharing ``kernel`` -- per-class constant means, per-class output scales (one for
+    every class with ``shared_outputscale``) -- under the softmax likelihood, their posterior by the
+    Laplace approximation (module docstring). The training documents ``train_x`` and one-hot labels
+    are buffers; so is ``mode_a``, the last mode's :math:`\\mathbf a = K^{-1}(\\hat{\\mathbf f} - \\mathbf m)`,
+    from which every mode search starts (the hyper-parameters' optimizer moves little between
+    evaluations) and from which a reloaded model rebuilds its mode to the bit."""
+
+    train_x: Tensor
+    labels: Tensor
+    mode_a: Tensor
+
+    def __init__(
+        self, train_x: Tensor, codes: Tensor, n_classes: int, kernel: Kernel, shared_outputscale: bool = False
+    ) -> None:
+        super().__init__()
+        batch = torch.Size([n_classes])
+        self.classes_batch = batch
+        self.register_buffer("train_x", train_x)
+        labels = torch.nn.functional.one_hot(codes.long(), n_classes).mT.to(torch.float64)
+        self.register_buffer("labels", labels)
+        self.register_buffer("mode_a", torch.zeros(n_classes, train_x.shape[0], dtype=torch.float64))
+        self.mean_module = ConstantMean(batch_shape=batch)
+        self.covar_module = ScaleKernel(kernel, batch_shape=torch.Size() if shared_outputscale else batch)
+        #: the last mode search: Newton iterations and the objective's largest gradient entry at its end
+        self.last_search: tuple[int, float] = (0, 0.0)
+
+    def means(self) -> Tensor:
+        """``C``: the classes' constant means."""
+        return self.mean_module.constant.reshape(-1)
+
+    def covariance(self, x1: Tensor, x2: Tensor | None = None) -> Tensor:
+        """``C x n1 x n2``: the classes' prior covariances (a shared output scale's expanded, not copied)."""
+        if x2 is not None and x1.shape[-1] != x2.shape[-1]:
+            x1, x2 = pad_to_common_width(x1, x2)
+        K = self.covar_module(x1, x2).to_dense()
+        return K.expand(*self.classes_batch, *K.shape[-2:]) if K.dim() == 2 else K
+
+    def prior_variance(self, x: Tensor) -> Tensor:
+        """``C x n``: the classes' prior variances of documents ``x``."""
+        k = self.covar_module(x, diag=True)
+        return k.expand(*self.classes_batch, k.shape[-1]) if k.dim() == 1 else k
+
+    def log_evidence(self) -> Tensor:
+        """The approximate log marginal likelihood (eq. 3.44) at the current hyper-parameters, with
+        its implicit gradient; the mode found from the last one (and kept, ``mode_a``)."""
+        K, m = self.covariance(self.train_x), self.means()
+        mode = find_mode(K, m, self.labels, self.mode_a)
+        self.mode_a.copy_(mode.a)
+        self.last_search = (mode.n_iter, mode.gradient)
+        return log_evidence(K, m, self.labels, mode)
+
+    @torch.no_grad()
+    def posterior(self) -> tuple[LaplaceMode, ModeParts]:
+        """The mode at the current hyper-parameters, rebuilt from ``mode_a`` (no search: it is the
+        fitted mode's), and its :class:`ModeParts`."""
+        K, m = self.covariance(self.train_x), self.means()
+        a = self.mode_a
+        f = (K @ a.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
+        return LaplaceMode(f, a, math.nan, 0, math.nan), mode_parts(K, f)
+
+    @torch.no_grad()
+    def latents(self, x: Tensor, posterior: tuple[LaplaceMode, ModeParts]) -> tuple[Tensor, Tensor]:
+        """The Gaussian of the latents of documents ``x``: mean ``n x C``, covariance ``n x C x C``."""
+        mode, parts = posterior
+        return predictive(
+            self.covariance(self.train_x, x), self.prior_variance(x), self.means(), self.labels, mode, parts
+        )
