@@ -22,10 +22,8 @@ The posterior over the :math:`Cn` training latents is approximated by a Gaussian
   with :math:`\tfrac12\log|I + W^{1/2}KW^{1/2}| = \sum_c \sum_i \log (L_c)_{ii} + \sum_i \log M_{ii}`,
   as a differentiable function of the kernel and the means. Its exact gradient needs
   :math:`\partial \hat{\mathbf f} / \partial\theta` (the mode moves with the hyper-parameters: implicit
-  differentiation). Newton's map :math:`g(\mathbf f, \theta)` has a zero Jacobian in :math:`\mathbf f` at
-  its fixed point, so :math:`\partial\hat{\mathbf f}/\partial\theta = \partial g/\partial\theta` there:
-  :func:`log_evidence` takes one Newton step from the (detached) converged mode and differentiates
-  through it -- the value is the mode's, the gradient the implicit one (checked by finite differences
+  differentiation): :func:`log_evidence` gives it in closed form (R&W's alg. 5.1 taken to the softmax),
+  as a surrogate whose backward pass goes through the kernel alone (checked by finite differences
   in ``tests/test_laplace.py``).
 * :func:`predictive` -- the predictive mean :math:`m_c + \mathbf k_{*c}^\top(\mathbf y_c - \hat{\boldsymbol\pi}_c)`
   and the :math:`C \times C` covariance of the test latents (alg. 3.4):
@@ -96,8 +94,7 @@ def mode_parts(K: Tensor, f: Tensor) -> ModeParts:
     eye = torch.eye(n, dtype=K.dtype, device=K.device)
     B = eye + sd.unsqueeze(-1) * K * sd.unsqueeze(-2)
     L = torch.linalg.cholesky(B)
-    LinvD = torch.linalg.solve_triangular(L, torch.diag_embed(sd), upper=False)  # L^{-1} D^{1/2}
-    E = LinvD.mT @ LinvD
+    E = sd.unsqueeze(-1) * torch.cholesky_inverse(L) * sd.unsqueeze(-2)  # D^{1/2} B^{-1} D^{1/2}
     z = torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
     M = torch.linalg.cholesky(E.sum(0))
     return ModeParts(pi, E, z, M)
@@ -162,15 +159,53 @@ def find_mode(
 
 
 def log_evidence(K: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode) -> Tensor:
-    """The approximate log marginal likelihood (eq. 3.44) at the converged ``mode``, differentiable in
-    ``K`` and ``m`` with the implicit derivative of the mode (module docstring: one Newton step from
-    the detached mode, whose Jacobian in the latents vanishes there)."""
-    f0 = mode.f.detach()
-    a, f = _step(K, m, Y, f0, mode_parts(K, f0))
-    parts = mode_parts(K, f)
-    log_lik = (Y * f).sum() - torch.logsumexp(f, dim=0).sum()
-    half_log_det = parts.z.sum() + torch.log(torch.diagonal(parts.M)).sum()
-    return -0.5 * (a * (f - m.unsqueeze(-1))).sum() + log_lik - half_log_det
+    r"""The approximate log marginal likelihood (eq. 3.44) at the converged ``mode``, differentiable in
+    ``K`` and ``m`` with its exact gradient, the mode's implicit derivative included (R&W's alg. 5.1,
+    taken to the softmax):
+
+    .. math:: \frac{\partial \log q}{\partial\theta} = \tfrac12 \mathbf a^\top \dot K \mathbf a
+       + \mathbf a^\top \dot{\mathbf m} - \tfrac12 \operatorname{tr}(R\,\dot K)
+       - \mathbf u^\top(\dot K\mathbf a + \dot{\mathbf m}),
+
+    with :math:`R = (K + W^{-1})^{-1} = E - ER(\sum_c E_c)^{-1}R^\top E` (only its diagonal blocks meet the
+    block-diagonal :math:`\dot K`), :math:`\mathbf u = (I + WK)^{-1}\mathbf s` and
+    :math:`\mathbf s_i = \tfrac12 W_i(\operatorname{diag}\Sigma_i - 2\Sigma_i\boldsymbol\pi_i)` the
+    derivative of the half log-determinant in the mode (:math:`W_i = \operatorname{diag}\boldsymbol\pi_i -
+    \boldsymbol\pi_i\boldsymbol\pi_i^\top` and :math:`\Sigma_i` the posterior covariance of document
+    :math:`i`'s :math:`C` latents), :math:`(I + KW)^{-1}(\dot K\mathbf a + \dot{\mathbf m})` being the
+    mode's derivative. Returned as the value plus a surrogate whose autograd gradient is this one: the
+    backward pass goes through the kernel alone, not through the Choleskys (``tests/test_laplace.py``
+    checks it against finite differences)."""
+    with torch.no_grad():
+        Kd, md = K.detach(), m.detach()
+        f, a = mode.f.detach(), mode.a.detach()
+        parts = mode_parts(Kd, f)
+        E, M, pi = parts.E, parts.M, parts.pi
+        C, n = f.shape
+        value = _psi(a, f, md, Y) - parts.z.sum() - torch.log(torch.diagonal(M)).sum()
+        # R's diagonal blocks: E_c - E_c (sum E)^{-1} E_c
+        ME = torch.linalg.solve_triangular(M, E.permute(1, 0, 2).reshape(n, C * n), upper=False).reshape(n, C, n)
+        ME = ME.permute(1, 0, 2)  # C x n x n: M^{-1} E_c
+        R_diag = E - ME.mT @ ME
+        # the posterior covariance of each document's latents: Sigma_i[c, c'] = delta K_c[i,i] - (K_c R_cc' K_c')[i,i]
+        EK = E @ Kd  # E_c K_c
+        own = torch.diagonal(Kd, dim1=-2, dim2=-1) - (Kd * EK.mT).sum(-1)  # C x n: K_c[i,i] - (K_c E_c K_c)[i,i]
+        V = torch.linalg.solve_triangular(M, EK.permute(1, 0, 2).reshape(n, C * n), upper=False).reshape(n, C, n)
+        Sigma = torch.einsum("jci,jdi->icd", V, V) + torch.diag_embed(own.mT)  # n x C x C
+        p = pi.mT  # n x C
+        W = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)  # n x C x C
+        diag_sigma = torch.diagonal(Sigma, dim1=-2, dim2=-1)
+        s_mode = 0.5 * (W @ (diag_sigma - 2 * (Sigma @ p.unsqueeze(-1)).squeeze(-1)).unsqueeze(-1)).squeeze(-1)
+        s_mode = s_mode.mT  # C x n
+        # u = (I + W K)^{-1} s = s - R K s, R applied through the blocks: E v - E R (sum E)^{-1} R^T E v
+        Ks = (Kd @ s_mode.unsqueeze(-1)).squeeze(-1)
+        Ev = (E @ Ks.unsqueeze(-1)).squeeze(-1)
+        w = torch.cholesky_solve(Ev.sum(0).unsqueeze(-1), M).squeeze(-1)
+        u = s_mode - (Ev - (E @ w.unsqueeze(-1)).squeeze(-1))
+    Ka = (K @ a.unsqueeze(-1)).squeeze(-1)
+    mm = m.unsqueeze(-1)
+    surrogate = 0.5 * (a * Ka).sum() + (a * mm).sum() - 0.5 * (R_diag * K).sum() - (u * (Ka + mm)).sum()
+    return value + (surrogate - surrogate.detach())
 
 
 def predictive(
