@@ -126,10 +126,14 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
 
     log_p = np.log(expected_softmax(mean, var, clf.n_mc_samples, clf._class_seeds()).numpy())
 
-    def loss(t):
+    from lvgp.models.gpc import TEMPERATURE_PRIOR_SD
+
+    def loss(t):  # the mean leave-one-out log loss, plus the prior log T ~ N(0, sd^2) per document
         z = log_p / t
         z = z - z.max(1, keepdims=True)
-        return -np.mean(z[np.arange(n), y] - np.log(np.exp(z).sum(1)))
+        return -np.mean(z[np.arange(n), y] - np.log(np.exp(z).sum(1))) + np.log(t) ** 2 / (
+            2 * TEMPERATURE_PRIOR_SD**2 * n
+        )
 
     t = clf.temperature_
     assert t != 1.0 and loss(t) <= min(loss(t * 1.05), loss(t / 1.05), loss(1.0))

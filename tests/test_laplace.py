@@ -250,3 +250,32 @@ def test_the_classifier_refuses_what_the_laplace_inference_has_no_use_for():
         LDKGPClassifier(inference="laplace", calibration="temperature")._check_params()
     with pytest.raises(ValueError, match=r"optimizer: inference='laplace' fits by lvgp\.LBFGS"):
         check_params(LDKGPClassifier(inference="laplace", optimizer=MiniBatch()))
+
+
+def test_the_classification_study_runs_its_gp_methods_with_the_laplace_inference(tiny_encoder, tmp_path):
+    """``--gpc-inference laplace`` applies to every GP classification method (the word kernel's and
+    the encoder's), without the Dirichlet methods' temperature; ``variational`` is refused for the
+    encoder methods, naming them."""
+    import json
+
+    from lvgp.experiments.cli import main
+
+    tiny_encoder(sorted({w for t in _texts(60, 2)[0] for w in t.split()}), 0)
+    texts, labels = _texts(60, 2)
+    tsv = tmp_path / "toy.tsv"
+    tsv.write_text("text\tlabel\n" + "".join(f"{t}\t{c}\n" for t, c in zip(texts, labels)))
+    methods = "ldk-gpc,encoder-gpc,bow-gpc-encoder"
+    argv = ["compare", "classification", "--dataset", str(tsv), "--train-sizes", "24", "--splits", "1"]
+    argv += ["--ldk-max-iter", "5", "--latent-dims", "2", "--rhos", "1", "--methods", methods, "--quiet"]
+    assert main([*argv, "--gpc-inference", "laplace", "--out", str(tmp_path / "out")]) == 0
+    records = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert {r["method"] for r in records} == set(methods.split(","))
+    for record in records:
+        assert 0 <= record["accuracy"] <= 1 and np.isfinite(record["log_loss"])
+    # five L-BFGS iterations end each fit: the warning names the inference that ran
+    warned = next(r for r in records if r["method"] == "ldk-gpc")["warnings"]
+    assert "Laplace GP classifier" in warned["ConvergenceWarning"]["first"]
+    settings = json.loads((tmp_path / "out" / "study.json").read_text())
+    assert settings["gpc_inference"] == "laplace"
+    with pytest.raises(SystemExit):
+        main([*argv, "--gpc-inference", "variational", "--out", str(tmp_path / "v")])

@@ -144,13 +144,27 @@ register_method("classification", "latent-smm-glove", "Latent SMM (GloVe-tied)",
 
 
 def _gpc_grid(study) -> dict[str, list]:
-    return {
+    grid = {
         "latent_dim": sorted(study.latent_dims),
         "rho": sorted(study.rhos, reverse=True),
         "alpha_epsilon": sorted(study.alpha_epsilons, reverse=True),
         "level2": list(study.level2s),
         "word_weighting": list(study.word_weightings),
     }
+    if study.gpc_inference != "dirichlet":  # the Dirichlet pseudo-count means nothing to the others
+        del grid["alpha_epsilon"]
+    return grid
+
+
+def with_gpc_inference(model, study):
+    """A GP classification method's classifier with the study's ``--gpc-inference``: the Dirichlet
+    inference as built, or the Laplace / variational inference of the softmax likelihood (which need
+    no temperature: their probabilities are the likelihood's own)."""
+    if study.gpc_inference == "dirichlet":
+        return model
+    if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer
+        return model.set_params(inference="variational", calibration=None, optimizer=None)
+    return model.set_params(inference=study.gpc_inference, calibration=None)
 
 
 def _ldk_gpc(glove: bool):
@@ -158,11 +172,12 @@ def _ldk_gpc(glove: bool):
         from ..kernels.spec import LDKSpec
         from ..models.gpc import LDKGPClassifier
 
-        return LDKGPClassifier(
+        model = LDKGPClassifier(
             LDKSpec(rho=0.1, word_embeddings=study.embeddings if glove else None),
             optimizer=LBFGS(max_iter=study.ldk_max_iter),
             random_state=study.cell_seed(cell),
         )
+        return with_gpc_inference(model, study)
 
     return build
 
@@ -209,7 +224,7 @@ def _ldk_gpc_plus(study, cell, data):
     from ..kernels.spec import LDKSpec
     from ..models.gpc import LDKGPClassifier
 
-    return LDKGPClassifier(
+    model = LDKGPClassifier(
         LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight_prior_sd=PLUS_GPC_PRIOR_SD),
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
@@ -217,6 +232,7 @@ def _ldk_gpc_plus(study, cell, data):
         optimizer=LBFGS(max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER)),
         random_state=study.cell_seed(cell),
     )
+    return with_gpc_inference(model, study)
 
 
 #: L-BFGS budget of ldk-gpc-plus (a few hyper-parameters: it converges in 30-150 iterations)
@@ -432,6 +448,14 @@ class ClassificationStudy(Study):
     dev_folds: int = option(
         1, "LDK classifiers' selection: 1 = one stratified 25%% dev part (the thesis); k > 1 = stratified k-fold"
     )
+    gpc_inference: str = option(
+        "dirichlet",
+        "inference of every GP classification method (ldk-gpc*, encoder-gpc, bow-gpc-encoder): dirichlet (exact "
+        "GPs on Dirichlet-transformed labels, tempered where the method says), laplace (the softmax likelihood, its "
+        "Laplace approximation) or variational (softmax SVGP; not with the encoder methods)",
+        choices=("dirichlet", "laplace", "variational"),
+        before="dirichlet",
+    )
     dev_scoring: str = option(
         "accuracy",
         "what the LDK GP classifiers' selection maximizes on dev: accuracy (the thesis) or log-likelihood "
@@ -463,6 +487,12 @@ class ClassificationStudy(Study):
         if int(self.dev_path_iter) != self.dev_path_iter or self.dev_path_iter < 0:
             raise ValueError(f"dev_path_iter must be a non-negative integer; got {self.dev_path_iter!r}")
         check_encoder_methods(self)
+        encoders = [m for m in self.methods if self.method(m).raw_texts and "gpc" in m]
+        if self.gpc_inference == "variational" and encoders:
+            raise ValueError(
+                f"--gpc-inference variational: {', '.join(encoders)} read the texts through the sentence encoder, "
+                "which the variational inference does not take (use dirichlet or laplace)"
+            )
 
     def check_data(self) -> None:
         corpus = load_corpus(self.dataset, "classification")
