@@ -61,6 +61,7 @@ BENCHMARKS = {
     "clgp_fit.py": "fit speed-up",
     "clgp_xor.py": "final ELBO",
     "gp_embedding_fit.py": "fit speed-up",
+    "laplace_classifier.py": "| r8 | 30 | laplace |",
     "sparse_gplvsm.py": "ratio us/doc",
     "ldk_random_features.py": "memory ratio",
     "scale_out.py": "identical step losses",
@@ -85,6 +86,7 @@ BENCHMARKS = {
     "sparse_auto_rule.py": "| auto chooses |",
 }
 NEEDS_DATA = {
+    "laplace_classifier.py",
     "slda_tomotopy.py",
     "ldk_cells.py",
     "ldk_classifiers.py",
