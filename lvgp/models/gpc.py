@@ -719,18 +719,38 @@ class LDKGPClassifier(
         model, likelihood = self.model_, self.likelihood_
         n = x.shape[0]
         inputs = model.train_inputs[0]
-        vectors = word_vector_modules(model.covar_module)
         model.train()
         likelihood.train()
 
-        def objective() -> torch.Tensor:
-            # sum over classes of the exact log marginal likelihood, plus the word vectors' log
-            # prior once (gpytorch's ExactMarginalLogLikelihood would add it once per class) and the
-            # log priors of the other hyper-parameters (e.g. identity_weight_prior), / n
+        def evidence() -> torch.Tensor:
+            # sum over classes of the exact log marginal likelihood (the word vectors' log prior is
+            # added once, by _maximize_evidence: gpytorch's ExactMarginalLogLikelihood would add it once
+            # per class)
             with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
-                loglik = likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
+                return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
+
+        result = self._maximize_evidence(model, evidence, n, budget, validate, "LDK GP classifier")
+        if budget is None:  # a chosen budget ends the fit by design
+            result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
+
+    def _maximize_evidence(
+        self,
+        model: torch.nn.Module,
+        evidence: Callable[[], torch.Tensor],
+        n: int,
+        budget: int | None,
+        validate: Callable[[], float] | None,
+        desc: str,
+    ) -> Any:
+        """L-BFGS on minus ``evidence()`` (the inference's log marginal likelihood, or its approximation)
+        plus the log priors -- the word vectors' once, through their ``penalty()``, and the other
+        hyper-parameters' (e.g. ``identity_weight_prior``) -- per document; sets the fit's curves and
+        returns :func:`~lvgp.base.fitting.minimize`'s result."""
+        vectors = word_vector_modules(model)
+
+        def objective() -> torch.Tensor:
             priors = log_prior(model, exclude=vectors)
-            return -(loglik + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
+            return -(evidence() + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
 
         optimizer, stopping = self._optimizer_options(), self._stopping()
         result = minimize(
@@ -743,12 +763,11 @@ class LDKGPClassifier(
             validation_interval=int(stopping.validation_interval),
             n_iter_no_change=int(stopping.n_iter_no_change),
             verbose=self.verbose,
-            desc="LDK GP classifier",
+            desc=desc,
         )
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
-        if budget is None:  # a chosen budget ends the fit by design
-            result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
+        return result
 
     def _build_laplace(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
         """``model_`` (a :class:`~lvgp.models.laplace.SoftmaxLaplaceGP`) and ``likelihood_`` (the softmax,
@@ -773,28 +792,13 @@ class LDKGPClassifier(
         self._build_laplace(x, codes, seed)
         model = self.model_
         n = x.shape[0]
-        vectors = word_vector_modules(model.covar_module)
         model.train()
 
-        def objective() -> torch.Tensor:
+        def evidence() -> torch.Tensor:
             with exact_numerics(), covariance_errors("Laplace GP classifier", "Try a larger rho."):
-                evidence = model.log_evidence()
-            priors = log_prior(model, exclude=vectors)
-            return -(evidence + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
+                return model.log_evidence()
 
-        optimizer, stopping = self._optimizer_options(), self._stopping()
-        result = minimize(
-            [p for p in model.parameters() if p.requires_grad],
-            objective,
-            method="lbfgs",
-            max_iter=int(optimizer.max_iter if budget is None else budget),
-            tol=float(optimizer.tol),
-            validate=validate,
-            validation_interval=int(stopping.validation_interval),
-            n_iter_no_change=int(stopping.n_iter_no_change),
-            verbose=self.verbose,
-            desc="LDK GP classifier (Laplace)",
-        )
+        result = self._maximize_evidence(model, evidence, n, budget, validate, "LDK GP classifier (Laplace)")
         with torch.no_grad(), exact_numerics():  # the mode and evidence at the kept parameters
             self.log_marginal_likelihood_ = float(model.log_evidence())
         iterations, gradient = model.last_search
@@ -805,8 +809,6 @@ class LDKGPClassifier(
                 ConvergenceWarning,
                 stacklevel=4,
             )
-        self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
-        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
         if budget is None:
             result.warn_if_unconverged("the Laplace GP classifier", unit="L-BFGS iterations", stacklevel=4)
 
