@@ -171,10 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         # bad input or a missing extra: one line
         parser.exit(2, f"lvgp: error: {err}\n")
     except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: one line (a study's says how to resume), not a traceback
-        terminated, cause = (
-            False,
-            typing.cast(BaseException | None, err),
-        )  # the loops and the study re-raise it as their own interrupt
+        # the fit loops and the study re-raise it as their own interrupt: SIGTERM's is in the chain
+        cause: BaseException | None = err
+        terminated = False
         while cause is not None and not terminated:
             terminated, cause = isinstance(cause, _Terminated), cause.__context__
         message = str(err) or "interrupted"
