@@ -52,7 +52,9 @@ def main(argv=None) -> int:
     datasets = ["r8"] if args.quick else args.datasets.split(",")
     sizes = [30] if args.quick else [int(s) for s in args.sizes.split(",")]
     samples = 1 if args.quick else args.samples
-    print("| corpus | documents | inference | dev accuracy | log loss | ECE | fit s | L-BFGS iterations | s an iteration |")
+    print(
+        "| corpus | documents | inference | dev accuracy | log loss | ECE | fit s | L-BFGS iterations | s an iteration |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for dataset in datasets:
         for size in sizes:
