@@ -112,12 +112,12 @@ for _nb in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
     shutil.copyfile(_nb, _tutorials / _nb.name)
 
 # autosummary ends a summary at the first ". " unless it ends a well-known abbreviation: the
-# docstrings cite "thesis ch. 3" and "paper eq. 19", which would otherwise cut them short
+# docstrings cite "thesis ch. 3", "paper eq. 19" and "alg. 3.3", which would otherwise cut them short
 import sphinx.ext.autosummary as _autosummary  # noqa: E402
 
 _autosummary.WELL_KNOWN_ABBREVIATIONS = (
     *_autosummary.WELL_KNOWN_ABBREVIATIONS,
-    *(f"{sep}{abbr}." for sep in " (" for abbr in ("ch", "eq", "eqs")),
+    *(f"{sep}{abbr}." for sep in " (" for abbr in ("ch", "eq", "eqs", "alg")),
 )
 
 
