@@ -97,6 +97,32 @@ def left_finite_values(parameters: Iterable[torch.Tensor]) -> bool:
     )
 
 
+@contextlib.contextmanager
+def divergence_named(
+    what: str,
+    at: str,
+    advice: str,
+    parameters: Callable[[], Iterable[torch.Tensor]] | None = None,
+    buffer: LossBuffer | None = None,
+) -> Iterator[None]:
+    """Inside, an error that shows the fit's parameters diverged becomes :func:`diverged`'s
+    ``FloatingPointError`` (naming ``at``, the iteration, and ``advice``): linear_operator's
+    ``NanError`` (a covariance of NaN entries), a step that overflows the parameters' dtype, or --
+    given ``parameters``, a callable returning the fitted tensors -- any ``RuntimeError`` or
+    ``ValueError`` raised while one of them has left finite values (:func:`left_finite_values`).
+    Other errors pass through as they are. The one divergence check of :func:`fit_stochastic` and
+    :func:`minimize`."""
+    try:
+        yield
+    except NanError as err:
+        raise diverged(err, what, at, advice, buffer) from err
+    except (RuntimeError, ValueError) as err:  # torch's LinAlgError is a RuntimeError
+        overflow = isinstance(err, RuntimeError) and "without overflow" in str(err)
+        if overflow or (parameters is not None and left_finite_values(parameters())):
+            raise diverged(err, what, at, advice, buffer) from err
+        raise
+
+
 def log_prior(
     module: torch.nn.Module, exclude: torch.nn.Module | Sequence[torch.nn.Module] | None = None
 ) -> torch.Tensor:
@@ -368,9 +394,8 @@ def fit_stochastic(
     the rule's window, and the iterations where :class:`PlateauStopping` decides; every
     ``validation_interval`` iterations with ``validate``; the last iteration), and a non-finite loss
     raises a ``FloatingPointError`` naming the iteration. So does an iteration that fails because the
-    parameters diverged (:func:`diverged`): a NaN covariance, or -- given ``parameters``, a callable
-    returning the fitted tensors -- any ``RuntimeError``/``ValueError`` raised while one of them is
-    non-finite, or a step that overflows their dtype. When a budget ends the fit before the rule,
+    parameters diverged (:func:`divergence_named`; ``parameters``: a callable returning the fitted
+    tensors). When a budget ends the fit before the rule,
     a ``ConvergenceWarning`` names it (``warn``). Ctrl-C ends the fit where it is, with a
     ``RuntimeWarning``: ``interrupted``, never converged, the best validated parameters kept.
     """
@@ -400,15 +425,8 @@ def fit_stochastic(
             if reason is not None:
                 ended_by = reason
                 break
-            try:
+            with divergence_named(what, f"{unit.rstrip('s')} {it + 1}", advice, parameters, buffer):
                 loss = iteration(it)
-            except NanError as err:
-                raise diverged(err, what, f"{unit.rstrip('s')} {it + 1}", advice, buffer) from err
-            except (RuntimeError, ValueError) as err:  # torch's LinAlgError is a RuntimeError
-                overflow = isinstance(err, RuntimeError) and "without overflow" in str(err)
-                if overflow or (parameters is not None and left_finite_values(parameters())):
-                    raise diverged(err, what, f"{unit.rstrip('s')} {it + 1}", advice, buffer) from err
-                raise
             bar.update(1)
             flush = it + 1 == max_iter or (rule is not None and rule.applies_at(it + 1))
             by_rule = record(buffer.append(loss, flush=flush))
@@ -587,14 +605,8 @@ def minimize(
     def evaluate() -> torch.Tensor:
         for p in flat.params:
             p.grad = None
-        try:
+        with divergence_named(desc, f"iteration {result.n_iter + 1}", _ADVICE, lambda: flat.params):
             loss = objective()
-        except NanError as err:
-            raise diverged(err, desc, f"iteration {result.n_iter + 1}", _ADVICE) from err
-        except (RuntimeError, ValueError) as err:
-            if left_finite_values(flat.params):
-                raise diverged(err, desc, f"iteration {result.n_iter + 1}", _ADVICE) from err
-            raise
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the objective became {loss.item()} at iteration {result.n_iter}: the parameters diverged; {_ADVICE}"
@@ -725,23 +737,11 @@ def _run_adam(
         try:
             for p in flat.params:
                 p.grad = None
-            try:
+            with divergence_named("the fit", f"iteration {it + 1}", _ADVICE, lambda: flat.params, buffer):
                 loss = objective()
-            except NanError as err:
-                raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
-            except (RuntimeError, ValueError) as err:
-                overflow = isinstance(err, RuntimeError) and "without overflow" in str(err)
-                if overflow or left_finite_values(flat.params):
-                    raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
-                raise
-            loss.backward()
-            states.append(flat.snapshot())
-            try:
-                opt.step()
-            except RuntimeError as err:  # a step that overflows the parameters' dtype (lr=1e300)
-                if "without overflow" not in str(err):
-                    raise
-                raise diverged(err, "the fit", f"iteration {it + 1}", _ADVICE, buffer) from err
+                loss.backward()
+                states.append(flat.snapshot())
+                opt.step()  # lr=1e300 overflows the parameters' dtype here
         except KeyboardInterrupt:
             del states[len(buffer._pending) :]  # a step interrupted before its loss was buffered
             waiting = buffer.flush()  # the steps taken so far count
