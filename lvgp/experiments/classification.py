@@ -156,6 +156,11 @@ def _gpc_grid(study) -> dict[str, list]:
     return grid
 
 
+#: the family of the GP classification methods that read the texts through the sentence encoder
+#: (``Method.family``): the variational inference takes word ids only
+ENCODER_GPC_FAMILY = "gpc-encoder"
+
+
 def with_gpc_inference(model, study):
     """A GP classification method's classifier with the study's ``--gpc-inference``: the Dirichlet
     inference as built, or the Laplace / variational inference of the softmax likelihood (which need
@@ -316,6 +321,7 @@ register_method(
     "encoder-gpc",
     "GP classifier (encoder)",
     raw_texts=True,
+    family=ENCODER_GPC_FAMILY,
     description="Dirichlet GP classifier on the cosine of the encoder's vectors alone (one output scale and noise "
     "for all classes, tempered as ldk-gpc-plus)",
 )
@@ -344,6 +350,7 @@ def _gp_classifier_on_texts(study, cell, kernel_of_dim=None):
     "ldk-gpc-encoder",
     "GP classifier (LDK+BoW+encoder)",
     raw_texts=True,
+    family=ENCODER_GPC_FAMILY,
     uses_unlabeled=True,
     description="ldk-gpc-plus with the encoder's part beside the LDK+BoW kernel: mu times the cosine of the "
     "encoder's vectors, mu under a log-normal prior around the balanced start; lambda, mu, the output scale and "
@@ -375,6 +382,7 @@ def _bag_of_words_beside_encoder(dim: int):
     "bow-gpc-encoder",
     "GP classifier (BoW+encoder)",
     raw_texts=True,
+    family=ENCODER_GPC_FAMILY,
     description="ldk-gpc-encoder without the LDK: the cosine of the tf-idf vectors plus mu times the cosine of the "
     "encoder's vectors, mu (log-normal prior around the balanced start), the output scale and noise fitted by the "
     "marginal likelihood; the kernel of tfidf-encoder-logreg with its mix learned (benchmarks/encoder_design.py)",
@@ -487,7 +495,7 @@ class ClassificationStudy(Study):
         if int(self.dev_path_iter) != self.dev_path_iter or self.dev_path_iter < 0:
             raise ValueError(f"dev_path_iter must be a non-negative integer; got {self.dev_path_iter!r}")
         check_encoder_methods(self)
-        encoders = [m for m in self.methods if self.method(m).raw_texts and "gpc" in m]
+        encoders = [m for m in self.methods if self.method(m).family == ENCODER_GPC_FAMILY]
         if self.gpc_inference == "variational" and encoders:
             raise ValueError(
                 f"--gpc-inference variational: {', '.join(encoders)} read the texts through the sentence encoder, "
@@ -495,9 +503,6 @@ class ClassificationStudy(Study):
             )
 
     def check_data(self) -> None:
-        corpus = load_corpus(self.dataset, "classification")
-        if self.dataset not in BUILTIN:
-            check_sizes(self, len(corpus.train_labels))
         for n in self.train_sizes:  # bad input fails here, before any cell runs
             prepare(self, 0, n)
 
@@ -580,9 +585,8 @@ def _sample(study: ClassificationStudy, split: int, train_size: int):
         return corpus, pool_texts, pool_labels, stratified_sample(pool_labels, train_size, rng), None
     rng = np.random.default_rng([study.seed, split, 2018])
     order = rng.permutation(len(pool_labels))
+    check_sizes(study, len(pool_labels))
     n_test = study.test_size or (len(pool_labels) - max(study.train_sizes))
-    if n_test < 1:
-        raise ValueError(f"{study.dataset}: {len(pool_labels)} documents leave none for testing")
     test, rest = order[:n_test], order[n_test:]
     train = rest[
         stratified_sample(pool_labels[rest], train_size, np.random.default_rng([study.seed, split, train_size]))
