@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_number", "check_block", "standardization"]
+__all__ = ["check_number", "check_count", "check_block", "standardization"]
 
 
 def check_number(
@@ -47,10 +47,16 @@ def check_number(
         raise ValueError(f"{name} must be <= {maximum}; got {value!r}")
 
 
+def check_count(name: str, value: object, minimum: int = 1) -> int:
+    """``value`` as a Python ``int`` of at least ``minimum`` (numpy integers are taken), or a
+    ``ValueError``/``TypeError`` naming ``name``."""
+    check_number(name, value, integer=True, minimum=minimum)
+    return int(value)  # type: ignore[call-overload]  # an Integral, checked
+
+
 def check_block(block: object, name: str = "block") -> int:
     """A prediction block size: a positive integer (``ValueError``/``TypeError`` naming ``name``)."""
-    check_number(name, block, integer=True, minimum=1)
-    return int(block)  # type: ignore[call-overload]  # an Integral, checked
+    return check_count(name, block)
 
 
 def standardization(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -42,6 +42,7 @@ from torch import Tensor
 from ..base.device import check_device
 from ..base.embeddings import remember_table
 from ..base.progress import progress_bar
+from ..base.validation import check_count
 from ..datasets.registry import DataUnavailableError, data_home, fetch
 
 if TYPE_CHECKING:
@@ -154,15 +155,6 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def _count(name: str, value: Any, *, minimum: int) -> int:
-    """``value`` as a Python ``int`` (numpy integers are taken), or a ``TypeError``/``ValueError``
-    naming ``name``."""
-    from ..base.validation import check_number
-
-    check_number(name, value, integer=True, minimum=minimum)
-    return int(value)
-
-
 def _digest_of_state(model: torch.nn.Module, tokenizer: Any) -> str:
     digest = hashlib.sha256(tokenizer.to_str().encode())
     for key, value in sorted(model.state_dict().items()):
@@ -205,7 +197,7 @@ class SentenceEncoder:
         normalize: bool = True,
         device: str | torch.device = "cpu",
     ) -> None:
-        max_length = _count("max_length", max_length, minimum=3)
+        max_length = check_count("max_length", max_length, minimum=3)
         positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         if isinstance(positions, int) and max_length > positions:
             raise ValueError(
@@ -290,8 +282,8 @@ class SentenceEncoder:
         transformers = _backend()
         from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-        max_length = _count("max_length", max_length, minimum=3)
-        seed = _count("seed", seed, minimum=0)
+        max_length = check_count("max_length", max_length, minimum=3)
+        seed = check_count("seed", seed, minimum=0)
 
         letters = list("abcdefghijklmnopqrstuvwxyz0123456789")
         vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -327,7 +319,7 @@ class SentenceEncoder:
     def _batches(self, texts: list[str], batch_size: int) -> Iterator[list[int]]:
         """Row indices in batches of texts of similar length (longest first), so that a batch
         pads little."""
-        batch_size = _count("batch_size", batch_size, minimum=1)
+        batch_size = check_count("batch_size", batch_size)
         order = np.argsort([-len(t) for t in texts], kind="stable")
         for start in range(0, len(order), batch_size):
             yield order[start : start + batch_size].tolist()
