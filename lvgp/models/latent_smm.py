@@ -286,9 +286,10 @@ class LatentSMMClassifier(
         Danskin's, :math:`\nabla_{X,\theta}L(\bar A, X, \theta)` (eq. 4.22) at the dual optimum :math:`\bar A`."""
         gram = self.kernel_(x).to_dense()
         # LIBSVM solves the dual on the host: one read-back of the Gram per evaluation (as L-BFGS's)
-        svc = self._svc(to_host(gram))
+        host = to_host(gram)
+        svc = self._svc(host)
         beta = torch.from_numpy(self._duals(svc)).to(gram.device)
-        self._last_svc = svc
+        self._last_solved = (host, svc)  # the machine fit keeps the last evaluation's
         margin = 0.5 * (beta * (gram @ beta)).sum()  # sum over machines of 1/2 sum_ij a_i a_j y_i y_j K_ij
         return beta.abs().sum() - margin + self.kernel_.word_vectors.penalty()
 
@@ -343,15 +344,15 @@ class LatentSMMClassifier(
         )
         with torch.no_grad():
             final = self._objective(x).item()  # the duals at the final vectors
+            gram, svc = self._last_solved  # the fitted kernel's Gram (Platt's machines are fitted on it)
             if rbf and fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same kernel values
                 self._rescale(gamma**-0.5, rho, gamma)
-            gram = to_host(self.kernel_(x).to_dense())  # the fitted kernel's (Platt's machines are fitted on it)
-            if rbf and fit_gamma != gamma:
                 # the duals of the Gram the fitted kernel gives (equal up to rounding): what a saved
                 # and reloaded machine solves again, to the bit
-                self._last_svc = self._svc(gram)
-        self.svc_ = self._last_svc
-        del self._last_svc
+                gram = to_host(self.kernel_(x).to_dense())
+                svc = self._svc(gram)
+        del self._last_solved
+        self.svc_ = svc
         self._fit_platt(gram)
         self.objective_curve_ = [*initial, *result.loss_curve[:-1], final]
         self.n_iter_ = result.n_iter
@@ -555,17 +556,13 @@ class LatentSMMClassifier(
         of ``fit`` (deterministic: LIBSVM's folds take ``NUMERICS_SEED``). As with scikit-learn's
         ``SVC``, the most probable class can differ from :meth:`predict`'s vote on a few documents."""
         check_is_fitted(self, "svc_")
-        platt = self._platt()
+        platt = self._platt_machines
         cross = self._cross_gram(X)
         if isinstance(platt, list):  # one-vs-rest: each class's sigmoid, normalized
             scores = np.stack([m.predict_proba(cross)[:, 1] for m in platt], axis=1)
             total = scores.sum(axis=1, keepdims=True)
             return np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[1])
         return platt.predict_proba(cross)
-
-    def _platt(self) -> SVC | list[SVC]:
-        """The machines of :meth:`predict_proba`: :meth:`_fit_platt`'s."""
-        return self._platt_machines
 
     def _fit_platt(self, gram: np.ndarray) -> None:
         """Platt's machines on the training ``gram`` (at the end of ``fit`` and ``load``: ``predict_proba``
