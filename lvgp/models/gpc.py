@@ -85,7 +85,7 @@ from .estimator_base import (
     word_source,
 )
 from .gplvsm import PaddedInputsMixin
-from .laplace import SoftmaxLaplaceGP, expected_softmax_correlated
+from .laplace import SoftmaxLaplaceGP, class_draws, expected_softmax_correlated
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 
 if TYPE_CHECKING:
@@ -233,11 +233,7 @@ def expected_softmax(
     else:
         if len(class_seeds) != mean.shape[-1]:
             raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {mean.shape[-1]} classes")
-        columns = [
-            torch.randn(n_samples, 1, dtype=mean.dtype, generator=torch.Generator().manual_seed(seed))
-            for seed in class_seeds
-        ]
-        eps = torch.stack(columns, dim=-1)
+        eps = class_draws(n_samples, class_seeds, mean.dtype).unsqueeze(1)  # S x 1 x C
     eps = eps.to(mean.device)
     return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
 
@@ -1110,7 +1106,7 @@ class LDKGPClassifier(
                     idx = idx.to(self.device_)
                     if posterior is not None:  # the test latents' correlated Gaussian (alg. 3.4)
                         mean, cov = self.model_.latents(xb.to(self.device_), posterior)
-                        seeds = self._class_seeds() or class_draw_seeds(self.classes_)
+                        seeds = class_draw_seeds(self.classes_)  # a Laplace fit always draws by class label
                         out[idx] = expected_softmax_correlated(mean, cov, self.n_mc_samples, seeds)
                         continue
                     with shared_evaluation(self.model_):  # the block's K_ZX and diag K_XX: its norms once

@@ -51,6 +51,7 @@ from ..bow.padded import pad_to_common_width
 
 __all__ = [
     "SoftmaxLaplaceGP",
+    "class_draws",
     "LaplaceMode",
     "find_mode",
     "log_evidence",
@@ -224,6 +225,14 @@ def predictive(
     return mean.mT, cov
 
 
+def class_draws(n_samples: int, class_seeds: list[int], dtype: torch.dtype) -> Tensor:
+    """``n_samples x C`` standard normal draws, column ``c`` from the stream ``class_seeds[c]`` (one
+    per class label): the fixed Monte Carlo nodes of the classifiers' expected softmax, which a class
+    keeps wherever its label sorts. Drawn on the CPU (the same on every device)."""
+    columns = [torch.randn(n_samples, dtype=dtype, generator=torch.Generator().manual_seed(s)) for s in class_seeds]
+    return torch.stack(columns, dim=-1)
+
+
 def expected_softmax_correlated(mean: Tensor, cov: Tensor, n_samples: int, class_seeds: list[int]) -> Tensor:
     r"""``n x C`` probabilities :math:`\mathbb E[\mathrm{softmax}(\mathbf f)]` under
     :math:`\mathcal N(\text{mean}_i, \text{cov}_i)` per row, by Monte Carlo with ``n_samples`` fixed
@@ -233,13 +242,7 @@ def expected_softmax_correlated(mean: Tensor, cov: Tensor, n_samples: int, class
     C = mean.shape[-1]
     if len(class_seeds) != C:
         raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {C} classes")
-    eps = torch.stack(
-        [
-            torch.randn(n_samples, dtype=mean.dtype, generator=torch.Generator().manual_seed(seed))
-            for seed in class_seeds
-        ],
-        dim=-1,
-    ).to(mean.device)  # S x C
+    eps = class_draws(n_samples, class_seeds, mean.dtype).to(mean.device)  # S x C
     values, vectors = torch.linalg.eigh(cov)
     root = vectors @ torch.diag_embed(values.clamp_min(0).sqrt()) @ vectors.mT  # n x C x C, symmetric
     draws = mean.unsqueeze(1) + eps.unsqueeze(0) @ root  # n x S x C
