@@ -184,6 +184,8 @@ def log_evidence(K: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode) -> Tensor:
         E, M, pi = parts.E, parts.M, parts.pi
         C, n = f.shape
         value = _psi(a, f, md, Y) - parts.z.sum() - torch.log(torch.diagonal(M)).sum()
+        if not (K.requires_grad or m.requires_grad):  # the value alone (e.g. after a fit)
+            return value
         # R's diagonal blocks: E_c - E_c (sum E)^{-1} E_c
         ME = torch.linalg.solve_triangular(M, E.permute(1, 0, 2).reshape(n, C * n), upper=False).reshape(n, C, n)
         ME = ME.permute(1, 0, 2)  # C x n x n: M^{-1} E_c
