@@ -49,6 +49,11 @@ class CacheWarning(LVGPWarning):
     damaged file): the results are computed anyway; the message names the file."""
 
 
+class PerformanceWarning(LVGPWarning):
+    """A setting will run slower than its alternative on this machine (e.g. bfloat16 products on a
+    CPU that only emulates them); the message says which setting is faster."""
+
+
 class MissingEmbeddingsWarning(LVGPWarning):
     """Vocabulary words have no pretrained vector; the message counts them."""
 

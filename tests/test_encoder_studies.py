@@ -94,3 +94,25 @@ def test_an_unknown_encoder_is_refused_before_any_cell(tmp_path, capsys):
         main(argv)
     assert exit_.value.code == 2
     assert "--encoder must be one of" in capsys.readouterr().err
+
+
+def test_the_encoder_precision_option_reaches_the_cells_encoders(tmp_path, monkeypatch):
+    """``--encoder-precision`` (issue 60): the encoders the cells load by name compute in it."""
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
+    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
+    asked: list[str] = []
+
+    def shared(name="x", device="cpu"):
+        asked.append(sentence_module._NAMED_PRECISION.get())
+        return tiny
+
+    monkeypatch.setattr(sentence_module, "shared_encoder", shared)
+    rows = [f"a {'good fine' if i % 2 else 'bad dull'} film {i}\t{'pos' if i % 2 else 'neg'}" for i in range(30)]
+    tsv = _tsv(tmp_path / "toy.tsv", "text\tlabel", rows)
+    argv = ["compare", "classification", "--dataset", tsv, "--train-sizes", "10", "--splits", "1", "--test-size", "8"]
+    argv += ["--methods", "encoder-logreg", "--encoder-precision", "float32", "--out", str(tmp_path / "out"), "--quiet"]
+    assert main(argv) == 0
+    assert asked and set(asked) == {"float32"}
+    argv[argv.index("--out") + 1] = str(tmp_path / "out2")
+    with pytest.raises(SystemExit):
+        main([*argv[:-3], "--encoder-precision", "half", *argv[-3:]])

@@ -229,12 +229,89 @@ _CACHED = (registry.data_home() / "packages" / registry.PINNED["all-minilm-l6-v2
 )
 def test_the_pretrained_encoder_gives_its_known_vectors():
     """Values of sentence-transformers' SentenceTransformer on the same files (5.x, CPU, float32):
-    the first components of two sentences' embeddings and their cosine."""
-    encoder = SentenceEncoder.pretrained("all-MiniLM-L6-v2")
+    the first components of two sentences' embeddings and their cosine, in float32; the bfloat16
+    path (issue 60) within its documented cosine of them."""
+    texts = ["This is an example sentence", "Each sentence is converted"]
+    encoder = SentenceEncoder.pretrained("all-MiniLM-L6-v2", precision="float32")
     assert encoder.dim == 384 and encoder.max_length == 256
-    out = encoder.encode(["This is an example sentence", "Each sentence is converted"], cache=False)
+    out = encoder.encode(texts, cache=False)
     expected = torch.tensor(
         [[0.0676569, 0.0634959, 0.0487131, 0.0793049], [0.0864386, 0.1027627, 0.0053946, 0.0020444]]
     )
     torch.testing.assert_close(out[:, :4], expected, atol=2e-6, rtol=0)
     assert abs(float(out[0] @ out[1]) - 0.4045593) < 2e-6
+    fast = SentenceEncoder.pretrained("all-MiniLM-L6-v2", precision="bfloat16")
+    assert fast.vectors_key != encoder.vectors_key
+    fast_out = fast.encode(texts, cache=False)
+    assert float((fast_out * out).sum(-1).min()) > 0.9995
+    assert abs(float(fast_out[0] @ fast_out[1]) - 0.4045593) < 2e-3
+
+
+# ------------------------------------------------------------------ issue 60: bucketing and precision
+def test_batches_hold_texts_of_nearly_the_same_number_of_tokens(encoder):
+    texts = ["fine " * n for n in (3, 40, 1, 12, 39, 2, 11, 41)]
+    encodings = encoder.tokenizer.encode_batch(texts)
+    batches = list(encoder._batches(encodings, 3))
+    assert sorted(i for b in batches for i in b) == list(range(len(texts)))
+    lengths = [[len(encodings[i].ids) for i in b] for b in batches]
+    # the longest first, and no batch mixes a short text with a long one
+    assert lengths == [[43, 42, 41], [14, 13, 5], [4, 3]]
+    # the tokenizer pads nothing: a batch is padded to its own longest text
+    assert len(encoder.tokenizer.encode("fine").ids) == 3
+
+
+@pytest.mark.filterwarnings(
+    "ignore::lvgp.warnings.PerformanceWarning"
+)  # a CPU that emulates bfloat16: slower, same test
+def test_bfloat16_vectors_are_close_to_float32_and_cached_apart(encoder, tmp_path):
+    texts = TEXTS + ["fine film " * 20, "the plot was dull"]
+    fast = SentenceEncoder.from_config(
+        words=["film", "fine", "dull", "plot", "the", "was"], seed=3, precision="bfloat16"
+    )
+    assert fast.precision == "bfloat16" and encoder.precision == "float32"
+    exact = encoder.encode(texts)
+    approx = fast.encode(texts)
+    assert approx.dtype == torch.float32
+    assert float((approx * exact).sum(-1).min()) > 0.999
+    assert not torch.equal(approx, exact)  # computed, not read from float32's cache
+    folders = sorted(p.name for p in (tmp_path / "encodings").iterdir())
+    assert folders == sorted([encoder.vectors_key, fast.vectors_key]) and fast.vectors_key.endswith("-bfloat16")
+    # the token vectors take the same path
+    tokens = fast.token_vectors(texts[:2])
+    assert all(t.vectors.dtype == torch.float32 for t in tokens)
+
+
+def test_auto_precision_takes_bfloat16_only_on_a_cpu_that_computes_it(monkeypatch):
+    from lvgp.encoders.sentence import resolve_precision
+
+    monkeypatch.setattr(sentence_module, "native_bfloat16", lambda: True)
+    assert resolve_precision("auto", "cpu") == "bfloat16"
+    assert resolve_precision("auto", "cuda") == "float32"
+    assert resolve_precision("float32", "cpu") == "float32"
+    monkeypatch.setattr(sentence_module, "native_bfloat16", lambda: False)
+    assert resolve_precision("auto", "cpu") == "float32"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        resolve_precision("float16", "cpu")
+    from lvgp.warnings import PerformanceWarning
+
+    with pytest.warns(PerformanceWarning, match="emulates"):
+        SentenceEncoder.from_config(precision="bfloat16")
+
+
+def test_encoder_precision_sets_the_encoders_loaded_by_name(monkeypatch):
+    from lvgp.encoders import encoder_precision, resolve_encoder
+
+    loaded = []
+    monkeypatch.setattr(sentence_module, "native_bfloat16", lambda: True)
+    monkeypatch.setattr(
+        sentence_module, "_loaded_encoder", lambda name, device, precision: loaded.append(precision) or precision
+    )
+    resolve_encoder("all-MiniLM-L6-v2")
+    with encoder_precision("float32"):
+        resolve_encoder("all-MiniLM-L6-v2")
+        with encoder_precision("bfloat16"):
+            resolve_encoder("all-MiniLM-L6-v2")
+        resolve_encoder("all-MiniLM-L6-v2")
+    assert loaded == ["bfloat16", "float32", "bfloat16", "float32"]
+    with pytest.raises(ValueError, match="precision"), encoder_precision("half"):
+        pass

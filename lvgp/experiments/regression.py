@@ -334,6 +334,12 @@ class RegressionStudy(Study):
     encoder: str = option(
         "all-MiniLM-L6-v2", "pretrained sentence encoder of the encoder methods (lvgp.encoders.ENCODERS)"
     )
+    encoder_precision: str = option(
+        "auto",
+        "precision of the encoder's matrix products: bfloat16 (2.5-3x faster on a CPU that computes it natively), "
+        "float32, or auto (bfloat16 on such a CPU, float32 elsewhere); lvgp.encoders.encoder_precision",
+        choices=("auto", "float32", "bfloat16"),
+    )
     topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
     slda_inference: str = option("em", "sLDA inference", choices=("em", "svi"))
     methods: tuple[str, ...] = option(default_methods("regression"))

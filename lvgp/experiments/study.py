@@ -238,8 +238,15 @@ def _collect(results, directory: StudyDirectory, done: list[dict], failures: lis
 
 
 def _run_cell(study: Study, cell: dict) -> dict:
-    """What executors run for every cell (module level: process and Ray workers import it)."""
-    return study.run_cell(cell)
+    """What executors run for every cell (module level: process and Ray workers import it). A study
+    with an ``encoder_precision`` option runs the cell's encoders in it, in whichever process."""
+    precision = getattr(study, "encoder_precision", None)
+    if precision is None:
+        return study.run_cell(cell)
+    from ..encoders.sentence import encoder_precision
+
+    with encoder_precision(precision):
+        return study.run_cell(cell)
 
 
 class Study:

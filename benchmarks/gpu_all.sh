@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU figures of issues 41 and 60 in one command, for the moment a GPU is at hand (issue 60):
+#
+#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: under 8 minutes on one H100/H200
+#   bash benchmarks/gpu_all.sh --dry-run       # the same parts on the CPU at tiny sizes (the script's test)
+#   bash benchmarks/gpu_all.sh --prepare DIR   # where the data cache is: the encoder's bundle (config,
+#                                              # tokenizer, texts: a few MB) for a machine without it
+#
+# Parts, each with its own time limit, its output in $LOGS/<part>.log (default: gpu_all_logs/):
+#   tests      the device tests (tests/test_device.py: every estimator fits, predicts, saves and
+#              loads on CUDA and across devices)
+#   gpu        benchmarks/gpu.py: CPU against CUDA for the LDK Gram, an exact fit, a sparse epoch
+#   large-50k  benchmarks/large_n.py at 50,000 documents: the sparse GP-LVSM, the variational GP
+#              classifier and gpytorch's SVGP on dense features (the peer of "at most 2x")
+#   large-1m   benchmarks/large_n.py at 1,000,000 documents, the epoch cut at 200 steps and
+#              extrapolated (its setup plus every step at the measured step time)
+#   encoder    benchmarks/encoder_throughput.py on CUDA (the pretrained weights where cached, else
+#              the bundle of --prepare in $BUNDLE, default gpu_all_bundle/, with random weights)
+# and then one table of the figures against the goals (benchmarks/_gpu_table.py).
+#
+# Environment: PYTHON (default python3), LOGS, BUNDLE. The repository root goes first on PYTHONPATH,
+# so an lvgp that is not installed (a copied working tree) is the one measured.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+PYTHON=${PYTHON:-python3}
+LOGS=${LOGS:-gpu_all_logs}
+BUNDLE=${BUNDLE:-gpu_all_bundle}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+mode=gpu
+case "${1:-}" in
+  --dry-run) mode=dry ;;
+  --prepare)
+    [ -n "${2:-}" ] || { echo "usage: $0 --prepare DIR" >&2; exit 2; }
+    exec "$PYTHON" benchmarks/encoder_throughput.py --prepare "$2" --docs 400 ;;
+  "") ;;
+  *) echo "usage: $0 [--dry-run | --prepare DIR]" >&2; exit 2 ;;
+esac
+if [ "$mode" = gpu ] && ! "$PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
+  echo "no CUDA device here: run with --dry-run for the CPU check of this script" >&2
+  exit 2
+fi
+mkdir -p "$LOGS"
+: >"$LOGS/parts.tsv"
+
+# part NAME LIMIT_SECONDS COMMAND...: run it, its output in $LOGS/NAME.log, its status and seconds in parts.tsv
+part() {
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  echo "== $name: $*" >&2
+  timeout --kill-after=10 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - start))" "$*" >>"$LOGS/parts.tsv"
+  tail -n 3 "$LOGS/$name.log" >&2
+}
+
+if [ "$mode" = dry ]; then
+  part tests 600 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
+  part gpu 300 "$PYTHON" benchmarks/gpu.py --quick
+  part large-50k 300 "$PYTHON" benchmarks/large_n.py --quick --models sparse-gplvsm,variational-gpc,svgp-dense
+  part large-1m 300 "$PYTHON" benchmarks/large_n.py --docs 3000 --max-steps 3 --max-length 40 --inducing 16 \
+    --batch 128 --models sparse-gplvsm --threads 1
+  part encoder 300 "$PYTHON" benchmarks/encoder_throughput.py --quick --paths float32
+else
+  part tests 150 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
+  part gpu 120 "$PYTHON" benchmarks/gpu.py --parts gram,sparse
+  part large-50k 150 "$PYTHON" benchmarks/large_n.py --docs 50000 --device cuda \
+    --models sparse-gplvsm,variational-gpc,svgp-dense
+  part large-1m 120 "$PYTHON" benchmarks/large_n.py --docs 1000000 --device cuda --max-steps 200 \
+    --models sparse-gplvsm
+  if [ -d "$BUNDLE" ]; then
+    part encoder 60 "$PYTHON" benchmarks/encoder_throughput.py --bundle "$BUNDLE" --device cuda --threads 1 \
+      --batch-size 64 --repeats 1 --paths float32,bfloat16
+  else
+    part encoder 60 "$PYTHON" benchmarks/encoder_throughput.py --device cuda --threads 1 --batch-size 64 \
+      --repeats 1 --paths float32,bfloat16
+  fi
+fi
+"$PYTHON" benchmarks/_gpu_table.py "$LOGS"
