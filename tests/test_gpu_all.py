@@ -1,0 +1,81 @@
+"""``benchmarks/gpu_all.sh`` (issue 60): the GPU figures one script away. On a CPU its ``--dry-run``
+runs every part at tiny sizes and prints the one table; the table's reader is checked on logs whose
+figures are known (one of each part's output formats, as the scripts print them)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("_gpu_table", ROOT / "benchmarks" / "_gpu_table.py")
+gpu_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_table)
+
+LARGE = """device: NVIDIA H200; 2 thread(s); 256 inducing documents, batches of 256
+| model | code | n | epoch s | us / doc | steps | step ms | setup s | peak MiB | peak less data MiB | ops / step | host reads / step | GPU busy |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| sparse-gplvsm | now | 1,000,000 | 72.9 | 73 | 200 | 102.2 | 52.6 | 26632 | 900 | 634 | 18 | 41% |
+| svgp-dense | now | 1,000,000 | 20.0 | 20 | 200 | 13.8 | 5.2 | 4239 | 100 | 353 | 4 | 80% |
+sparse-gplvsm (now) at n = 1,000,000: 200 of the epoch's 3,907 steps run; the epoch extrapolated: 52.6 s of setup + 3,907 steps = 452 s
+sparse-gplvsm step / svgp-dense step at n = 1,000,000: 7.4x
+"""
+
+
+def test_the_table_reads_each_parts_figures_and_judges_the_goals(tmp_path):
+    (tmp_path / "parts.tsv").write_text(
+        "tests\t0\t40\tpytest\ngpu\t0\t30\tgpu.py\nlarge-1m\t0\t100\tlarge_n.py\nencoder\t124\t60\tencoder_throughput.py\n"
+    )
+    (tmp_path / "tests.log").write_text("....\n12 passed, 1 skipped in 30.1s\n")
+    (tmp_path / "gpu.log").write_text('{"part": "gram", "cpu": {}, "gpu": {}, "cpu_over_gpu": 41.5}\n')
+    (tmp_path / "large-1m.log").write_text(LARGE)
+    (tmp_path / "encoder.log").write_text(
+        "| texts | tokens (mean) | threads | float32 docs/s | bfloat16 docs/s | bfloat16 / float32 | min cosine | "
+        "tf-idf docs/s |\n|---|---|---|---|---|---|---|---|\n| 20ng | 176 | 1 | 2259.0 | 4100.0 | **1.81x** | 0.99995 | 1686 |\n"
+    )
+    rows = {(r[0], r[1]): r[2:] for r in _rows(tmp_path)}
+    assert rows["tests", "device tests"] == ["12 passed, 1 skipped in 30.1s", "all pass", "yes"]
+    assert rows["gpu", "gpu.py gram: CPU time / GPU time"][0] == "41.5x"
+    name = "sparse-gplvsm at n = 1,000,000"
+    assert rows["large-1m", f"{name}: ops (GPU: kernels) / step"] == ["634", "<= 60", "**no**"]
+    assert rows["large-1m", f"{name}: GPU busy"] == ["41%", ">= 50%", "**no**"]
+    assert rows["large-1m", "svgp-dense at n = 1,000,000: GPU busy"][2] == "yes"
+    assert rows["large-1m", "sparse-gplvsm step / svgp-dense step (n = 1,000,000)"] == ["7.4x", "<= 2.0x", "**no**"]
+    assert rows["large-1m", "sparse-gplvsm epoch at n = 1,000,000 (extrapolated)"] == ["452 s", "< 60 s", "**no**"]
+    assert rows["encoder", "encoder, 20ng (176 tokens): bfloat16 docs/s"][0] == "4100.0"
+    assert rows["encoder", "status, seconds"][0] == "timed out, 60 s"
+    assert rows["all", "seconds"] == ["230 s", "< 480 s", "yes"]
+
+
+def _rows(logs: Path) -> list[list[str]]:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "_gpu_table.py"), str(logs)], capture_output=True, text=True
+    )
+    assert out.returncode == 1  # a part timed out: said, and the exit status says it
+    assert "parts that did not finish: encoder" in out.stdout
+    lines = [line for line in out.stdout.splitlines() if line.startswith("| ") and not line.startswith("| part")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
+def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
+    env = {**os.environ, "PYTHON": sys.executable, "LOGS": str(tmp_path / "logs"), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_all.sh"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for part in ("tests", "gpu", "large-50k", "large-1m", "encoder"):
+        assert f"| {part} | status, seconds | ok," in out.stdout
+    assert "sparse-gplvsm at n = 3,000: ops (GPU: kernels) / step" in out.stdout
+    assert "encoder, 20ng" in out.stdout
