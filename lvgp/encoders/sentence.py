@@ -13,8 +13,9 @@ word-index sets (issue 37).
 
 **Precision** (issue 60). ``precision="bfloat16"`` runs the model's matrix products in bfloat16
 (``torch.autocast``; layer norms, softmax and pooling stay float32): on a CPU with native bfloat16
-instructions (``avx512_bf16``, ``amx_bf16``) 2.5-3x the documents a second of float32, with vectors
-whose cosine to float32's is above 0.9999 (``benchmarks/encoder_throughput.py``, ``benchmarks/README.md``).
+instructions (``avx512_bf16``, ``amx_bf16``) several times the documents a second of float32, with
+vectors all but equal to float32's (measured: ``benchmarks/README.md``, ``encoder_throughput.py``
+and ``encoder_precision.py``).
 ``precision="auto"``, the default of :meth:`SentenceEncoder.pretrained`, takes bfloat16 on such a
 CPU and float32 everywhere else (older CPUs, where bfloat16 is emulated and slower; CUDA). The two
 paths' vectors are cached apart. :func:`encoder_precision` sets the precision of the encoders the

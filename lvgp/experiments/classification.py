@@ -427,7 +427,7 @@ class ClassificationStudy(Study):
     )
     encoder_precision: str = option(
         "auto",
-        "precision of the encoder's matrix products: bfloat16 (2.5-3x faster on a CPU that computes it natively), "
+        "precision of the encoder's matrix products: bfloat16 (faster on a CPU that computes it natively), "
         "float32, or auto (bfloat16 on such a CPU, float32 elsewhere); lvgp.encoders.encoder_precision",
         choices=("auto", "float32", "bfloat16"),
     )
