@@ -106,6 +106,35 @@ def test_rbf_pooled_blocks_equal_the_whole_gram_in_value_and_gradient(monkeypatc
         )
 
 
+def test_rbf_pooled_takes_one_block_off_the_cpu(monkeypatch):
+    """Issue 60: blocks in cache are a CPU's; on a GPU each block is a dozen launches forward and a
+    dozen backward, so there the whole Gram is one block. One block (what a GPU runs) equals the
+    CPU's blocks in value and gradient."""
+    from lvgp.kernels import embedding
+
+    assert embedding.pooled_block_columns(256, 24_000, torch.device("cpu")) == embedding._POOLED_BLOCK // 256
+    assert embedding.pooled_block_columns(256, 24_000, torch.device("cuda")) == 24_000
+    assert embedding.pooled_block_columns(256, 3, torch.device("cuda")) == 16
+    g = torch.Generator().manual_seed(5)
+    xa, xb = torch.randn(6, 3, generator=g, dtype=torch.float64), torch.randn(300, 3, generator=g, dtype=torch.float64)
+    gamma = torch.tensor(0.4, dtype=torch.float64)
+    rows = torch.randint(0, 8, (200,), generator=g)
+    cols = torch.randint(0, 300, (200,), generator=g)
+    weights = torch.rand(200, generator=g, dtype=torch.float64)
+
+    def value_and_gradients(block_entries):
+        monkeypatch.setattr(embedding, "_POOLED_BLOCK", block_entries)
+        a, b, c = (t.clone().requires_grad_() for t in (xa, xb, gamma))
+        pooled = embedding.rbf_pooled(a, b, c, rows, cols, weights, 8)
+        pooled.pow(2).sum().backward()
+        return pooled.detach(), a.grad, b.grad, c.grad
+
+    blocks = value_and_gradients(16 * 6)  # 16 columns a block: 19 blocks
+    one = value_and_gradients(10**9)  # one block, as off the CPU
+    for x, y in zip(blocks, one):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-14)
+
+
 def test_gradients_flow_to_latent_vectors_and_gamma():
     x = docs(6)
     _, approx = pair(features="rff", num_features=32)

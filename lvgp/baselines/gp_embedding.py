@@ -495,6 +495,10 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
             )
         is_counts, n = self._check_inputs(X)
         self.classes_, y_codes = check_labels(y, n)
+        # random_state is read once, here: the fit's draws and the posterior draws of every later
+        # predict_proba (which neither differ from call to call nor advance a Generator passed in)
+        seed = derive_seed(self.random_state)
+        self._prediction_seed = seed + 1
         start = time.perf_counter()
         if is_counts:
             counts, emb = self._fit_counts_input(X)
@@ -543,7 +547,7 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
         else:
             # module-local parameters; pyro's sampling draws from torch's global generator: seeded
             # inside a forked scope, the caller's random stream is left as it was
-            with pyro.settings.context(module_local_params=True), seeded_torch(derive_seed(self.random_state)):
+            with pyro.settings.context(module_local_params=True), seeded_torch(seed):
                 self.model_ = CovariateSmoother(e, n_out, self.C_, lengthscale, noise, self.min_noise)
                 self._fit_pyro(_as_torch_sparse(x).to(device), targets, {"psi": psi0, "bias": bias0})
         self.lengthscale_ = float(self.model_.lengthscale.detach())
@@ -908,10 +912,9 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
             return self._probabilities(logits[:, None] if logits.ndim == 1 else logits)
         x, new_vectors = self._transform(X)
         probabilities = []
-        # the posterior draws are seeded from random_state: predictions are reproducible, and
-        # the caller's torch stream is untouched
-        seed = derive_seed(self.random_state) + 1
-        with torch.no_grad(), pyro.settings.context(module_local_params=True), seeded_torch(seed):
+        # the posterior draws are seeded by the seed drawn at fit: every call gives the same
+        # probabilities, and neither random_state nor the caller's torch stream moves
+        with torch.no_grad(), pyro.settings.context(module_local_params=True), seeded_torch(self._prediction_seed):
             for _ in range(self.predict_samples):
                 draw = self.guide_()
                 weights = self._effective_weights(draw["psi"], new_vectors)

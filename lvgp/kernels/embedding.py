@@ -40,6 +40,7 @@ __all__ = [
     "PolyEmbedding",
     "EMBEDDINGS",
     "rbf_gram",
+    "pooled_block_columns",
     "rbf_pooled",
 ]
 
@@ -245,6 +246,14 @@ def _bags_per_block(block: Tensor, bag: Tensor, item: Tensor, weights: Tensor, c
     return out
 
 
+def pooled_block_columns(m1: int, m2: int, device: torch.device) -> int:
+    """The columns of one block of :func:`rbf_pooled` against ``m1`` landmarks: a block of
+    ``_POOLED_BLOCK`` entries (in a CPU's cache) on the CPU, all ``m2`` columns elsewhere."""
+    if device.type != "cpu":
+        return max(16, m2)
+    return max(16, _POOLED_BLOCK // max(1, m1))
+
+
 def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor, weights: Tensor, n: int) -> Tensor:
     r""":math:`C\,G^\top` for the RBF Gram :math:`G` of ``xa`` (``m1 x q``) against ``xb`` (``m2 x q``)
     and the sparse ``n x m2`` matrix :math:`C` with entries ``weights`` at (``rows``, ``cols``):
@@ -254,9 +263,13 @@ def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor
     over documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the
     whole Gram in ``benchmarks/nystrom_pooling.py``). Blocks pay off while the documents are fewer
     than a block's columns (each block pools into all ``n`` rows); beyond that the whole Gram is
-    formed. Unbatched inputs and a scalar ``gamma``."""
-    chunk = max(16, _POOLED_BLOCK // max(1, xa.shape[0]))
+    formed. Unbatched inputs and a scalar ``gamma``.
+
+    The blocks are a CPU's: off the CPU (CUDA) the whole Gram is one block, since there each block
+    costs a dozen kernel launches forward and a dozen backward, and the Gram fits in device memory
+    (:func:`pooled_block_columns`; the launches a step in ``benchmarks/README.md``, issue 60)."""
     m2 = xb.shape[0]
+    chunk = pooled_block_columns(xa.shape[0], m2, xa.device)
     if n > chunk:  # each block's pooled n x m1 rows would cost more than the block: the whole Gram
         # (blocks of n columns would be faster -- 172/110 ms against 257/276 ms forward/backward at 1,024
         # documents, benchmarks/README.md -- but not the same values to the last bit, and the studies'
