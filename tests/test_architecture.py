@@ -133,3 +133,20 @@ def test_the_readme_lists_the_layers_in_order():
     listed = re.findall(r"^\| `lvgp/(\w+)` \|", readme, flags=re.M)
     packages = [name for name in LAYERS if (ROOT / name).is_dir()]
     assert listed == packages
+
+
+def test_every_public_module_is_in_the_api_reference():
+    """docs/api.md lists the modules by hand (issue 58): a new public module must be added there,
+    or this fails (packages' ``__init__`` and ``_private`` modules aside)."""
+    import pkgutil
+    import re
+
+    import lvgp
+
+    listed = set(re.findall(r"^\s+(lvgp\.[\w.]+)\s*$", (ROOT.parent / "docs" / "api.md").read_text(), re.M))
+    public = {
+        m.name
+        for m in pkgutil.walk_packages(lvgp.__path__, "lvgp.")
+        if not m.ispkg and not any(part.startswith("_") for part in m.name.split("."))
+    }
+    assert sorted(public - listed) == []
