@@ -268,7 +268,7 @@ def test_variational_predictions_are_the_posterior_expectation_of_the_sigmoid():
 def test_a_generator_as_random_state_is_read_at_fit_only():
     """Issue 58's bug: predict_proba drew a new seed from random_state at every call, so with a
     Generator two calls differed (by up to 0.0012) and each advanced the user's generator. The seed
-    of the posterior draws is drawn once, at fit; an int random_state predicts what it did."""
+    of the posterior draws is drawn once, at fit, as a named child of the fit's seed."""
     x, y, emb = clustered_documents(n=80, p=40, seed=4)
     options = dict(embeddings=emb, posterior="normal", optimizer=Adam(max_iter=10), predict_samples=50)
     rng = np.random.default_rng(0)
@@ -280,11 +280,11 @@ def test_a_generator_as_random_state_is_read_at_fit_only():
     # the same Generator state at fit: the same fit and the same predictions
     again = GPEmbeddingLogisticRegression(**options, random_state=np.random.default_rng(0)).fit(x[:40], y[:40])
     np.testing.assert_array_equal(again.predict_proba(x[40:]), first)
-    # an int: the seeds it always gave (the fit's derive_seed, the prediction's one above it)
-    from lvgp._random import derive_seed
+    # an int: the fit's seed as before (derive_seed), the predictions' its named child stream
+    from lvgp._random import child_seed, derive_seed
 
     seeded = GPEmbeddingLogisticRegression(**options, random_state=7).fit(x[:40], y[:40])
-    assert seeded._prediction_seed == derive_seed(7) + 1
+    assert seeded._prediction_seed == child_seed(derive_seed(7), "predict_proba")
 
 
 def test_bad_input():

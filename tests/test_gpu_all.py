@@ -77,5 +77,7 @@ def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     for part in ("tests", "gpu", "large-50k", "large-1m", "encoder"):
         assert f"| {part} | status, seconds | ok," in out.stdout
-    assert "sparse-gplvsm at n = 3,000: ops (GPU: kernels) / step" in out.stdout
+    assert "sparse-gplvsm at n = 1,000: ops (GPU: kernels) / step" in out.stdout
+    assert "sparse-gplvsm step / svgp-dense step (n = 1,000)" in out.stdout
+    assert "sparse-gplvsm epoch at n = 2,000 (extrapolated)" in out.stdout
     assert "encoder, 20ng" in out.stdout

@@ -96,7 +96,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
-from .._random import NUMERICS_SEED, derive_seed, seeded_torch
+from .._random import NUMERICS_SEED, child_seed, derive_seed, seeded_torch
 from ..base.constraints import RUNTIME, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.device import check_device, to_host
 from ..base.embeddings import ppmi_svd_embeddings
@@ -498,7 +498,7 @@ class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstima
         # random_state is read once, here: the fit's draws and the posterior draws of every later
         # predict_proba (which neither differ from call to call nor advance a Generator passed in)
         seed = derive_seed(self.random_state)
-        self._prediction_seed = seed + 1
+        self._prediction_seed = child_seed(seed, "predict_proba")
         start = time.perf_counter()
         if is_counts:
             counts, emb = self._fit_counts_input(X)

@@ -68,6 +68,8 @@ def make_executor(jobs: int = 1, ray: str | None = None, report_only: bool = Fal
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``lvgp`` command line: ``demo``, ``compare KIND`` (one subcommand per registered study,
+    its options from the study's fields) and ``--version``."""
     from .._version import __version__
     from .registry import methods, studies
     from .study import add_study_options
@@ -154,6 +156,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``lvgp`` command with ``argv`` (default: the process's arguments); the exit status."""
     import signal
     import threading
 

@@ -18,6 +18,9 @@ from .regression import RegressionStudy
 
 
 def run_demo(tiny: bool = False, seed: int = 0, out: str | Path = "runs/demo") -> list[dict]:
+    """``lvgp demo``: the regression study on one split of the Amazon review snippets (GP-LVSM as
+    in the paper, lvgp's default, the GP on tf-idf, ridge, lasso, elastic net), its table printed
+    and its files written under ``out`` (``tiny``: small sizes, a smoke run); the records."""
     sizes: dict[str, Any] = (
         dict(train_size=150, dev_size=100, test_size=200) if tiny else dict(train_size=1000, dev_size=1000)
     )

@@ -112,6 +112,8 @@ class TopicStudy(Study):
 
 @functools.lru_cache(maxsize=16)
 def prepare_fold(study: TopicStudy, fold: int):
+    """Fold ``fold`` of the study's cross-validation: ``(vocabulary, train texts, train targets,
+    test texts, test targets, training documents dropped for holding no vocabulary word)``."""
     corpus = _cached_corpus(study.dataset)
     n = len(corpus)
     rows = np.arange(n)
@@ -140,6 +142,7 @@ def prepare_fold(study: TopicStudy, fold: int):
 
 
 def run_cell(study: TopicStudy, cell: dict) -> dict:
+    """Fit one cell's method with its number of topics on its fold; the cell's record."""
     data = prepare_fold(study, cell["split"])
     vocab, x_train, y_train, x_test, y_test, dropped = data
     method = cell["method"]
@@ -195,6 +198,7 @@ def summarize(cells: list[dict], study: TopicStudy) -> list[dict]:
 
 
 def table(summary: list[dict], study: TopicStudy) -> str:
+    """The study's table: one row per number of topics, one column per method."""
     lines = [f"| K | {' | '.join(study.label(m) for m in study.methods)} |", "|---|" + "---|" * len(study.methods)]
     for k in study.topics:
         row = []
