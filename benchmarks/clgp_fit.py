@@ -70,7 +70,7 @@ def _spin(stop) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="20 iterations, few samples (for the tests)")
+    parser.add_argument("--quick", action="store_true", help="8 iterations, few samples (for the tests)")
     parser.add_argument("--before", default=BEFORE, help=f"commit of the code before (default {BEFORE})")
     args = parser.parse_args(argv)
 
@@ -78,9 +78,9 @@ def main(argv=None) -> int:
 
     train, partial, cols, vals, table, _, _ = prepare_split(CategoricalStudy("breast-cancer"), 0)
     settings = {
-        "max_iter": 20 if args.quick else 1000,
-        "predict_samples": 20 if args.quick else 200,
-        "impute_iter": 20 if args.quick else 300,
+        "max_iter": 8 if args.quick else 1000,
+        "predict_samples": 10 if args.quick else 200,
+        "impute_iter": 8 if args.quick else 300,
     }
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)

@@ -38,8 +38,8 @@ def study_timings(quick: bool) -> tuple[float, float, int]:
         splits=1 if quick else 4,
         train_size=150,
         dev_size=100,
-        latent_dims=(1, 2) if quick else (1, 2, 4),
-        rhos=(0.1, 1.0, 10.0),
+        latent_dims=(1,) if quick else (1, 2, 4),
+        rhos=(1.0, 10.0) if quick else (0.1, 1.0, 10.0),
         max_iter=20,
         min_df=1,
         methods=("gplvsm", "ridge"),
@@ -58,7 +58,7 @@ def epoch_timings(quick: bool) -> tuple[float, float, int]:
     from lvgp import LDKSpec, SparseGPLVSMRegressor
     from lvgp.datasets import make_synonym_regression
 
-    n = 2000 if quick else 20000
+    n = 1000 if quick else 20000
     corpus = make_synonym_regression(n=n, noise=0.1, random_state=0)
     optimizer = MiniBatch(batch_size=256, max_epochs=1)
     kwargs = dict(kernel=LDKSpec(latent_dim=2), num_inducing=64, optimizer=optimizer, random_state=0)
