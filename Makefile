@@ -51,8 +51,10 @@ browser:
 	  && apt-get install -y -qq chromium >/dev/null 2>&1; } \
 	  || echo "no chromium (apt-get install chromium): the docs' browser test will be skipped"
 
-# two workers of one torch thread each (tests/conftest.py): the two cores of the reference machine
-test: lint docs browser
+# two workers of one torch thread each (tests/conftest.py): the two cores of the reference machine.
+# The site is built by the suite (tests/test_docs.py: no warning, every lvgp reference resolves,
+# equations typeset in a browser), not a second time by `make docs` before it
+test: lint browser
 	$(PY) -m pytest -n 2 --durations=15
 
 test-fast: $(STAMP)
