@@ -23,8 +23,8 @@ def dual_cca(
 
     Only ``components`` singular vectors are computed: the left ones as the leading eigenvectors of
     :math:`MM^\top` (:math:`M = R_K R_L`), the right ones as :math:`M^\top u / \sigma`, with one Cholesky
-    factor of each :math:`K+\kappa I` (not an eigendecomposition of each Gram and a full SVD): 3x faster
-    at n = 1,000, the same directions to ~1e-11 (``tests/test_matching.py``). Where a requested
+    factor of each :math:`K+\kappa I` (not an eigendecomposition of each Gram and a full SVD): faster
+    (``benchmarks/README.md``), the same directions to ~1e-11 (``tests/test_matching.py``). Where a requested
     correlation is 0 (below 1e-6 of the first: fewer directions than ``components`` in the data), the
     full SVD gives them."""
     n = len(k)

@@ -1,8 +1,8 @@
 """Shape arithmetic without torch's symbolic-shape machinery.
 
 ``torch.broadcast_shapes`` goes through ``torch._refs``, whose first call imports
-``torch.fx.experimental.symbolic_shapes`` and with it sympy: 0.36 s of a matching cell's 6.8 s
-(``benchmarks/matching_speed.py``), paid by every process that evaluates a kernel. The shapes here
+``torch.fx.experimental.symbolic_shapes`` and with it sympy, a noticeable share of a matching
+cell (``benchmarks/matching_speed.py``), paid by every process that evaluates a kernel. The shapes here
 are plain integers, and broadcasting them is a few lines.
 """
 

@@ -25,7 +25,7 @@ def _token_pattern() -> re.Pattern:
     """Runs of letters of any alphabet with their combining marks (Unicode category M: Hindi
     vowel signs, the dot of a lower-cased "İ"), starting with a letter; digits, underscores and
     punctuation separate tokens. Python's ``re`` has no ``\\p{M}``: the class of combining marks
-    is built once from :mod:`unicodedata` (about 0.2 s)."""
+    is built once from :mod:`unicodedata`, on first use."""
     ranges: list[tuple[int, int]] = []
     start: int | None = None
     prev = 0

@@ -765,7 +765,7 @@ def shared_encoder(
 ) -> SentenceEncoder:
     """The pretrained encoder ``name`` on ``device`` in ``precision`` (``None``: the one of the
     enclosing :func:`encoder_precision` block, ``"auto"`` outside any), loaded once per process
-    (about 10 s) for each device and resolved precision."""
+    for each device and resolved precision."""
     device = str(check_device(device))
     resolved = resolve_precision(_NAMED_PRECISION.get() if precision is None else precision, device)
     return _loaded_encoder(name, device, resolved)

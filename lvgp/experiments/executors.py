@@ -66,8 +66,8 @@ def free_cores() -> int:
     """The usable cores (:func:`usable_cores`) not taken by other work: minus the machine's
     one-minute load average, rounded (at least 1). What the studies' default ``--threads`` and
     ``--jobs`` divide, so that threads x processes never exceed the free cores: on two cores shared
-    with one busy process, two torch threads per cell spun their OpenMP workers against it (a default
-    ``latent-smm`` cell took 1,134 s with 2 threads against 340 s with 1; issue 41)."""
+    with one busy process, two torch threads per cell spun their OpenMP workers against it, several
+    times slower than one (issue 41; ``benchmarks/threads_under_load.py``)."""
     cores = usable_cores()
     try:
         load = os.getloadavg()[0]

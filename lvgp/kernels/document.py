@@ -125,7 +125,7 @@ class DocumentKernel(Kernel):
     def batch_shape(self) -> torch.Size:
         """gpytorch's: this kernel's batch shape broadcast with its sub-kernels'. Broadcast by
         :func:`lvgp.base.shapes.broadcast_shapes`, as ``torch.broadcast_shapes`` first imports sympy
-        (0.36 s of a process that evaluates only this kernel, such as a matching fit)."""
+        (a noticeable share of a process that evaluates only this kernel, such as a matching fit)."""
         return broadcast_shapes(self._batch_shape, *(k.batch_shape for k in self.sub_kernels()))
 
     @batch_shape.setter

@@ -48,8 +48,9 @@ __all__ = [
 def _exp_nonpositive_(x: Tensor) -> Tensor:
     r""":math:`e^{\min(x, 0)}` in place, 0 where the exponent is below -86 in float32 (-707 in float64:
     just above the log of the smallest normal number; the entry would be below 4.5e-38 or 9e-308).
-    torch's vectorized ``exp`` takes a path 10-25x slower for every input whose result is subnormal or
-    zero, which a matching fit's self Grams have enough of to make their ``exp`` 3x slower; so such
+    torch's vectorized ``exp`` takes a much slower path for every input whose result is subnormal or
+    zero, which a matching fit's self Grams have enough of to slow their ``exp`` down (measured in
+    ``benchmarks/README.md``); so such
     inputs are raised to a normal exponent first and their results set to 0 after (0 rather than a
     subnormal number, which some CPUs multiply slowly in the backward). Every other entry is the
     ``exp`` it was to the last bit."""
@@ -70,7 +71,7 @@ def _rbf_values(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
 
     A large unbatched float32 Gram on the CPU is formed in blocks of rows (about ``_RBF_BLOCK``
     entries), each block's product written into the result and its elementwise steps done while it is
-    in cache: a matching fit's 1,914 x 2,222 cross Gram took 9.7 ms and now 8.2 ms (one thread). The
+    in cache (a matching fit's cross Gram, ``benchmarks/README.md``). The
     values are the whole Gram's to the last bit with this machine's MKL (an AMD EPYC), where a row's
     sums do not depend on the rows around it in blocks of 4 rows or more (blocks of 1-3 rows take
     another path: the blocks here are nearly equal, at least 16 rows); tested to one unit in the last

@@ -138,8 +138,8 @@ class _BagProduct(torch.autograd.Function):
     r""":math:`C\,T` for the bags' weight matrix :math:`C` (``embedding_bag``), with the gradient
     :math:`C^\top \bar{Y}` as a second ``embedding_bag`` over the transposed bags
     (:meth:`Bags.transposed`). ``embedding_bag``'s own backward sorts the ids, zero-fills the
-    ``u x m`` gradient and adds one row at a time: 3x the time of the product it differentiates (a
-    matching fit's cross term, float32: 6.4 ms against 2.1 ms; float64: 22.6 ms against 9.2 ms)."""
+    ``u x m`` gradient and adds one row at a time: several times the time of the product it
+    differentiates (a matching fit's cross term: ``benchmarks/README.md``)."""
 
     @staticmethod
     def forward(ctx: Any, table: Tensor, bags: Bags) -> Tensor:

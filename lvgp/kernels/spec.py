@@ -246,10 +246,10 @@ class LDKSpec:
         replaces the MAP penalty (the Bayesian GP-LVM's treatment). Chosen on development sentences of
         the review snippets (``benchmarks/default_coverage.py``): the paper's MAP vectors let the marginal
         likelihood interpolate a few hundred short texts and drive the noise to its floor (95% intervals
-        covering 2-27% of held-out targets); variational vectors alone learn too little from them (the
-        KL of ``V x q`` coordinates outweighs the fit); beside the bag of words they cover 0.94-1.00 of
-        held-out ratings at 36-1,000 sentences with the lowest error of the GP regressors at all but one
-        size."""
+        that cover a small share of held-out targets); variational vectors alone learn too little from
+        them (the KL of ``V x q`` coordinates outweighs the fit); beside the bag of words their intervals
+        cover about 95% of held-out ratings, with the lowest error of the GP regressors at nearly every
+        size (the figures: ``benchmarks/README.md``)."""
         settings: dict[str, Any] = dict(
             variational=True,
             identity_weight="balanced",

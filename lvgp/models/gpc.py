@@ -293,13 +293,11 @@ class LDKGPClassifier(
             :math:`T` that minimizes the log loss of the fitted classifier's closed-form leave-one-out
             predictions on its training documents, under a prior :math:`\log T \sim \mathcal N(0, 1)`
             (``temperature_``; no refit; ``T`` within ``[e^-3, e^3]``; the prior keeps a few documents from
-            driving it there: 6 texts fitted ``T = 0.06`` without it). The Dirichlet GP's expected softmax is flattened by the wide latent marginals
-            of a few documents a class: on 20ng at 50-200 documents it is under-confident (mean confidence
-            0.15 against accuracy 0.37). On dev documents (``benchmarks/gpc_calibration.py``) the
-            temperature (0.4-0.6 on 20ng, 0.65-1.2 on r8) cut the expected calibration error of the
-            ``ldk-gpc-plus`` study method on 20ng from 0.23 / 0.28 / 0.19 / 0.11 to 0.10 / 0.03 / 0.03 / 0.06
-            at 50 / 100 / 200 / 500 documents and lowered its log loss at every size but one (r8 at 200,
-            +0.007).
+            driving it there from a handful of texts). The Dirichlet GP's expected softmax is flattened by
+            the wide latent marginals of a few documents a class: with few documents it is under-confident,
+            and the temperature (below 1 on such data) cuts its expected calibration error; measured on
+            dev documents in ``benchmarks/README.md`` (``gpc_calibration.py``) and on the studies' test
+            sets in ``results/README.md``.
         optimizer: ``None`` or the inference's: the Dirichlet inference an :class:`~lvgp.LBFGS` (defaults
             ``max_iter=100, tol=1e-6``); the variational one a :class:`~lvgp.MiniBatch` (defaults
             ``batch_size=None`` (full batch), ``max_epochs=200``, ``lr=0.03`` (Adam's, for the kernel's
@@ -1071,8 +1069,7 @@ class LDKGPClassifier(
         (with a warning); with one, it is read through its vector (the word part of the kernel giving
         it the empty set's value).
         ``block``: documents per batch (gpytorch's exact predictive forms each block's full
-        covariance; on 20ng, 100 training documents and shared class hyper-parameters, predicting
-        2,000 documents took 0.8 s and 1.0 GB with 256, 0.9 s and 1.2 GB with 1,024)."""
+        covariance: memory grows with ``block``, time hardly)."""
         check_is_fitted(self, "model_")
         block = check_block(block)
         modules = word_vector_modules(self.model_.covar_module)

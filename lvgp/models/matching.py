@@ -93,9 +93,9 @@ class _SoftmaxMatchingLoss(torch.autograd.Function):
     distance matrix, summed in float64 whatever ``d``'s dtype: the values of
     ``(d.double().diagonal() + torch.logsumexp(-d.double(), 1)).sum()``, the same operations on one
     float64 copy of ``d`` worked in place. The gradient :math:`\delta_{ij} - p_{ij}` (the row-wise
-    softmax of :math:`-d`) comes back in ``d``'s dtype. Autograd's path took 6-15 ms at n = 1,000
-    (this one 3-5 ms; a matching evaluation takes about 75): a dozen float64 ``n x n`` temporaries
-    (the negation, the subtraction of the row maxima, two ``exp``, the diagonal's scatter, the casts)."""
+    softmax of :math:`-d`) comes back in ``d``'s dtype. Autograd's path was slower
+    (``benchmarks/README.md``, matching): a dozen float64 ``n x n`` temporaries (the negation, the
+    subtraction of the row maxima, two ``exp``, the diagonal's scatter, the casts)."""
 
     @staticmethod
     def forward(ctx: Any, d: Tensor) -> Tensor:

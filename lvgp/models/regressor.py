@@ -40,8 +40,8 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
     the RBF embedding and the linear level 2) fits the word vectors, the output scale, the noise
     :math:`\beta^{-1}` and the mean by maximizing the log posterior of eq. 11 (:class:`~lvgp.LogPosterior`)
     and predicts with eqs. 19 and 21. On short texts its marginal likelihood interpolates the training
-    targets and drives the noise to its floor: its 95% intervals cover 2-27% of held-out
-    targets (an :class:`~lvgp.warnings.UncertaintyWarning` says so). The default (``kernel=None``) is
+    targets and drives the noise to its floor: its 95% intervals cover a small share of held-out
+    targets (an :class:`~lvgp.warnings.UncertaintyWarning` says so; ``results/README.md``). The default (``kernel=None``) is
     :meth:`LDKSpec.variational_bow() <lvgp.kernels.LDKSpec.variational_bow>`: the LDK that contains the bag
     of words over *variational* word vectors (a Gaussian posterior over the vectors, its KL to the prior
     in place of the MAP penalty, the expected log likelihood by reparameterized Monte Carlo samples,

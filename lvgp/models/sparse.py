@@ -157,9 +157,8 @@ def step_approximation(
     document) -- rather than to the whole corpus:
     the exact step's cost is the word Gram of *those* words. One thread, 3,000 LDA documents
     (50,000-word Zipf vocabulary), 64 inducing documents, batches of 256
-    (``benchmarks/sparse_auto_rule.py``): at ~1,600 and ~2,900 distinct words in a step the exact
-    step took 28 and 47 ms against Nystrom's 49 and 52; at ~4,000, ~4,900 and ~8,300, 73, 130 and
-    366 ms against 61, 64 and 75."""
+    (``benchmarks/sparse_auto_rule.py``, its figures in ``benchmarks/README.md``): below a few
+    thousand distinct words in a step the exact step is the faster, above them Nystrom's."""
     if spec.approximation != "auto":
         return spec.approximation
     n = x.shape[0]
@@ -190,10 +189,10 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
 class _RowsFromCSR(sp.csc_matrix):
     """A CSC matrix whose row selections (``X[rows]``, a list or 1-D array) come from its CSR form:
     scikit-learn's k-means++ multiplies the candidate rows by ``X.T`` at each of its ``m - 1``
-    steps, and for CSR input converts that transpose to CSR every time (90% of the seeding's time:
-    2.3 s for 256 inducing documents among 10,000 reviews); the transpose of a CSC matrix is CSR
-    already, and rows are read from the CSR copy. The same products in the same order: the same
-    centers to the last bit (tested against CSR input), 9x faster."""
+    steps, and for CSR input converts that transpose to CSR every time (most of the seeding's time);
+    the transpose of a CSC matrix is CSR already, and rows are read from the CSR copy. The same
+    products in the same order: the same centers to the last bit (tested against CSR input), several
+    times faster (``benchmarks/README.md``)."""
 
     def __init__(self, arg: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(arg, *args, **kwargs)
@@ -233,7 +232,7 @@ class SparseGPLVSMRegressor(
             documents and a batch, then Nystrom with the corpus's most frequent words as landmarks;
             ``kernel_kind_`` says which. Reviews' lengths over a 50,000-word vocabulary put ~24,000
             distinct words in a step, and the exact word Gram over them made a step on 2 CPU threads
-            take 15.6 s where Nystrom's takes 148 ms (``benchmarks/large_n.py``); short texts keep the
+            two orders of magnitude slower than Nystrom's (``benchmarks/large_n.py``); short texts keep the
             exact step, which is the faster below a few thousand words), a gpytorch ``Kernel``
             over padded word-index sets (the
             covariance as it is; give the fitted ``vocabulary=`` it was built for), or a factory

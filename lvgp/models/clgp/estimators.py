@@ -154,8 +154,8 @@ class CLGP(FitOptionsMixin, BaseEstimator):
         restarts: independent fits from different random starts; the one with the best final
             training ELBO is kept (never chosen by test data).
         dtype: ``"float32"`` (default: the Monte Carlo ELBO's noise is far above float32's
-            rounding, and a breast-cancer fit takes 9.6 s instead of 16.5 s with the same
-            perplexity: benchmarks/clgp_fit.py) or ``"float64"``; the jitter on K_MM's diagonal
+            rounding, and a breast-cancer fit is faster with the same perplexity:
+            ``benchmarks/clgp_fit.py``) or ``"float64"``; the jitter on K_MM's diagonal
             is 1e-4 and 1e-6 respectively.
         random_state, verbose.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a

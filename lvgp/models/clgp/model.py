@@ -67,7 +67,7 @@ def log_softmax_at(logits: Tensor, index: Tensor) -> Tensor:
 
     Shapes: ``(*batch, K)`` logits and ``(*batch,)`` long indices -> ``(*batch,)``. The same values as ``torch.log_softmax`` then
     ``gather``, computed from the running maximum directly: with few categories (K = 10) torch's
-    log_softmax kernel and its backward cost 5x more (benchmarks/README.md, CLGP)."""
+    log_softmax kernel and its backward cost several times more (benchmarks/README.md, CLGP)."""
     top = logits.detach().amax(-1, keepdim=True)
     log_norm = top.squeeze(-1) + torch.log(torch.exp(logits - top).sum(-1))
     return logits.gather(-1, index.unsqueeze(-1)).squeeze(-1) - log_norm
