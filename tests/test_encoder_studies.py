@@ -116,3 +116,16 @@ def test_the_encoder_precision_option_reaches_the_cells_encoders(tmp_path, monke
     argv[argv.index("--out") + 1] = str(tmp_path / "out2")
     with pytest.raises(SystemExit):
         main([*argv[:-3], "--encoder-precision", "half", *argv[-3:]])
+
+
+def test_a_study_written_before_the_precision_option_loads_as_float32(tmp_path):
+    """Studies written before ``--encoder-precision`` existed encoded in float32: resumed or reported,
+    they keep it (the option's ``before`` value), while a new study takes ``auto``."""
+    from lvgp.experiments.classification import ClassificationStudy
+    from lvgp.experiments.study import load_study
+
+    settings = ClassificationStudy(dataset="r8").settings()
+    del settings["encoder_precision"]
+    (tmp_path / "study.json").write_text(json.dumps(settings, default=list))
+    assert load_study(tmp_path).encoder_precision == "float32"
+    assert ClassificationStudy(dataset="r8").encoder_precision == "auto"

@@ -38,7 +38,16 @@ from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, relia
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
 from .selection import DEV_SCORINGS, DevSelected, InnerDev
-from .study import DEVICE_HELP, PARTIAL_NOTE, Study, check_encoder_methods, mean_cell, option, recorded_warnings
+from .study import (
+    DEVICE_HELP,
+    PARTIAL_NOTE,
+    Study,
+    check_encoder_methods,
+    encoder_precision_option,
+    mean_cell,
+    option,
+    recorded_warnings,
+)
 
 BUILTIN = corpus_names("classification")
 #: the thesis's grids (sec. 4.5): C in 2^-3, 2^-1, ..., 2^7; gamma in 10^-3 ... 10^3; rho; q
@@ -425,12 +434,7 @@ class ClassificationStudy(Study):
     encoder: str = option(
         "all-MiniLM-L6-v2", "pretrained sentence encoder of the encoder methods (lvgp.encoders.ENCODERS)"
     )
-    encoder_precision: str = option(
-        "auto",
-        "precision of the encoder's matrix products: bfloat16 (faster on a CPU that computes it natively), "
-        "float32, or auto (bfloat16 on such a CPU, float32 elsewhere); lvgp.encoders.encoder_precision",
-        choices=("auto", "float32", "bfloat16"),
-    )
+    encoder_precision: str = encoder_precision_option()
     max_features: int = option(2000, "covariates of gp-embed-logreg (most frequent words)")
     max_iter: int = option(30, "L-BFGS iterations of gp-embed-logreg")
     ldk_max_iter: int = option(50, "L-BFGS iterations of every latent-smm and ldk-gpc fit")

@@ -36,6 +36,7 @@ from .study import (
     PARTIAL_NOTE,
     Study,
     check_encoder_methods,
+    encoder_precision_option,
     mean_cell,
     option,
     recorded_warnings,
@@ -334,12 +335,7 @@ class RegressionStudy(Study):
     encoder: str = option(
         "all-MiniLM-L6-v2", "pretrained sentence encoder of the encoder methods (lvgp.encoders.ENCODERS)"
     )
-    encoder_precision: str = option(
-        "auto",
-        "precision of the encoder's matrix products: bfloat16 (faster on a CPU that computes it natively), "
-        "float32, or auto (bfloat16 on such a CPU, float32 elsewhere); lvgp.encoders.encoder_precision",
-        choices=("auto", "float32", "bfloat16"),
-    )
+    encoder_precision: str = encoder_precision_option()
     topics: tuple[int, ...] = option((5, 10, 20, 30), "grid over the number of topics of slda and lda-regression")
     slda_inference: str = option("em", "sLDA inference", choices=("em", "svi"))
     methods: tuple[str, ...] = option(default_methods("regression"))

@@ -576,6 +576,19 @@ def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> An
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
+def encoder_precision_option() -> Any:
+    """The ``encoder_precision`` option of the studies whose methods read texts through the sentence
+    encoder (:func:`_run_cell` runs each cell inside :func:`lvgp.encoders.encoder_precision` of it).
+    Studies written before the option existed computed in float32."""
+    return option(
+        "auto",
+        "precision of the encoder's matrix products: bfloat16 (faster on a CPU that computes it natively), "
+        "float32, or auto (bfloat16 on such a CPU, float32 elsewhere); lvgp.encoders.encoder_precision",
+        choices=("auto", "float32", "bfloat16"),
+        before="float32",
+    )
+
+
 def _default_check(kind: Any) -> Any:
     """The constraint of a study option (or of the elements of a list option) of type ``kind``:
     counts and budgets are integers >= 1, real settings finite and > 0."""
