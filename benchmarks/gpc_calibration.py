@@ -14,10 +14,8 @@ error (15 equal-width confidence bins, the samples pooled). r8 and 20ng, the the
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -67,27 +65,18 @@ def variational(quick: bool):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="r8 at 30 documents, one sample, 200 dev documents")
-    parser.add_argument("--datasets", default="r8,20ng")
-    parser.add_argument("--sizes", default="50,100,200,500")
-    parser.add_argument("--samples", type=int, default=3)
+    from ldk_plus_design import dev_documents, dev_grid, dev_parser
+
+    parser = dev_parser(__doc__, "50,100,200,500", 3, "r8 at 30 documents, one sample, 200 dev documents")
     parser.add_argument(
         "--variational",
         action="store_true",
         help="also the variational softmax (inference='variational') on the kernel",
     )
     args = parser.parse_args(argv)
-    from ldk_plus_design import dev_documents
-
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
-    from lvgp.experiments.executors import limit_threads
 
-    limit_threads(1)
-    warnings.simplefilter("ignore")
-    datasets = ["r8"] if args.quick else args.datasets.split(",")
-    sizes = [30] if args.quick else [int(s) for s in args.sizes.split(",")]
-    samples = 1 if args.quick else args.samples
+    datasets, sizes, samples, n_dev = dev_grid(args)
     rows = ROWS + ((VARIATIONAL,) if args.variational else ())
     for dataset in datasets:
         print(f"\n{dataset}: dev accuracy / log loss / ECE (mean over {samples} samples; ECE of the pooled samples)")
@@ -97,7 +86,7 @@ def main(argv=None) -> int:
             scores: dict[str, list] = {row: [] for row in rows}
             bins: dict[str, dict | None] = {row: None for row in rows}
             for split in range(samples):
-                x_train, y_train, x_dev, y_dev = dev_documents(dataset, split, size, 200 if args.quick else 2000)
+                x_train, y_train, x_dev, y_dev = dev_documents(dataset, split, size, n_dev)
                 model = classifier(args.quick)
                 start = time.perf_counter()
                 model.fit(x_train, y_train)

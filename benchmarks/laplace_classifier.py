@@ -13,10 +13,8 @@ its objective (one thread). r8 and 20ng, the thesis's 1% cut, GloVe 6B 50d.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -36,22 +34,13 @@ def classifier(inference: str, quick: bool):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="r8 at 30 documents, 200 dev documents, 5 iterations")
-    parser.add_argument("--datasets", default="r8,20ng")
-    parser.add_argument("--sizes", default="200,500")
-    parser.add_argument("--samples", type=int, default=1)
+    from ldk_plus_design import dev_documents, dev_grid, dev_parser
+
+    parser = dev_parser(__doc__, "200,500", 1, "r8 at 30 documents, 200 dev documents, 5 iterations")
     args = parser.parse_args(argv)
-    from ldk_plus_design import dev_documents
-
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
-    from lvgp.experiments.executors import limit_threads
 
-    limit_threads(1)
-    warnings.simplefilter("ignore")
-    datasets = ["r8"] if args.quick else args.datasets.split(",")
-    sizes = [30] if args.quick else [int(s) for s in args.sizes.split(",")]
-    samples = 1 if args.quick else args.samples
+    datasets, sizes, samples, n_dev = dev_grid(args)
     print(
         "| corpus | documents | inference | dev accuracy | log loss | ECE | fit s | L-BFGS iterations | s an iteration |"
     )
@@ -61,7 +50,7 @@ def main(argv=None) -> int:
             for inference in ("dirichlet", "laplace"):
                 scores, seconds, iterations, per_evaluation = [], [], [], []
                 for split in range(samples):
-                    x_train, y_train, x_dev, y_dev = dev_documents(dataset, split, size, 200 if args.quick else 2000)
+                    x_train, y_train, x_dev, y_dev = dev_documents(dataset, split, size, n_dev)
                     model = classifier(inference, args.quick)
                     start = time.perf_counter()
                     model.fit(x_train, y_train)

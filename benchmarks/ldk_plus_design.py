@@ -63,6 +63,29 @@ def dev_documents(dataset: str, split: int, size: int, n_dev: int = 2000):
     return [t for t, k in zip(x_train, keep) if k], pool_labels[train][keep], x_dev, pool_labels[rest]
 
 
+def dev_parser(description: str, sizes: str, samples: int, quick: str) -> argparse.ArgumentParser:
+    """The options of the benchmarks that score on :func:`dev_documents`: ``--quick`` (its help:
+    ``quick``), ``--datasets``, ``--sizes`` and ``--samples`` (their defaults ``sizes``, ``samples``)."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--datasets", default="r8,20ng")
+    parser.add_argument("--sizes", default=sizes)
+    parser.add_argument("--samples", type=int, default=samples)
+    return parser
+
+
+def dev_grid(args: argparse.Namespace) -> tuple[list[str], list[int], int, int]:
+    """``(datasets, sizes, samples, dev documents)`` of :func:`dev_parser`'s options (``--quick``: r8 at
+    30 documents, one sample, 200 dev documents), one torch thread, warnings off."""
+    from lvgp.experiments.executors import limit_threads
+
+    limit_threads(1)
+    warnings.simplefilter("ignore")
+    if args.quick:
+        return ["r8"], [30], 1, 200
+    return args.datasets.split(","), [int(s) for s in args.sizes.split(",")], args.samples, 2000
+
+
 def rows(quick: bool) -> list[tuple[str, object]]:
     from lvgp.baselines.text_classifiers import BowClassifier
     from lvgp.experiments.classification import PLUS_GPC_PRIOR_SD, THESIS_CS
@@ -122,25 +145,16 @@ def rows(quick: bool) -> list[tuple[str, object]]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="r8 at 30 documents, one sample, 200 dev documents")
-    parser.add_argument("--datasets", default="r8,20ng")
-    parser.add_argument("--sizes", default="50,100,200")
-    parser.add_argument("--samples", type=int, default=3)
+    parser = dev_parser(__doc__, "50,100,200", 3, "r8 at 30 documents, one sample, 200 dev documents")
     args = parser.parse_args(argv)
     from lvgp.base.metrics import log_loss
-    from lvgp.experiments.executors import limit_threads
 
-    limit_threads(1)
-    warnings.simplefilter("ignore")
-    datasets = ["r8"] if args.quick else args.datasets.split(",")
-    sizes = [30] if args.quick else [int(s) for s in args.sizes.split(",")]
-    samples = 1 if args.quick else args.samples
+    datasets, sizes, samples, n_dev = dev_grid(args)
     for dataset in datasets:
         results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
         for size in sizes:
             for split in range(samples):
-                x_train, y_train, x_dev, y_dev = dev_documents(dataset, split, size, 200 if args.quick else 2000)
+                x_train, y_train, x_dev, y_dev = dev_documents(dataset, split, size, n_dev)
                 for name, model in rows(args.quick):
                     start = time.perf_counter()
                     model.fit(x_train, y_train)

@@ -356,14 +356,7 @@ def test_a_few_documents_cannot_drive_the_temperature_to_its_bound():
     """Issue 56: ``calibration="temperature"`` on the README's six texts fitted T = 0.06 and turned 0.93
     into 1.0 (and the encoder GPs' small-study log loss to 1.8-4.9 against uniform's 1.1). With the
     prior on log T, T stays near 1 on six documents."""
-    texts = [
-        "a great film",
-        "an awful film",
-        "great acting and great music",
-        "an awful plot",
-        "a dull plot",
-        "great fun",
-    ]
+    texts = TEXTS[:6]  # the README's six texts
     labels = ["pos", "neg", "pos", "neg", "neg", "pos"]
     clf = _quiet_fit(
         LDKGPClassifier(LDKSpec(rho=0.1, identity_weight="balanced"), calibration="temperature", random_state=0),
