@@ -25,7 +25,13 @@ from sklearn.base import BaseEstimator
 import lvgp
 from lvgp import LBFGS, Adam, MiniBatch, RMSprop
 from lvgp.baselines import GPRBFRegressor
-from lvgp.baselines.encoder import EncoderGPRegressor, EncoderLogisticRegression, EncoderRidge
+from lvgp.baselines.encoder import (
+    EncoderGPRegressor,
+    EncoderLogisticRegression,
+    EncoderMahalanobis,
+    EncoderNearestNeighbor,
+    EncoderRidge,
+)
 from lvgp.baselines.gp_embedding import GPEmbeddingLogisticRegression
 from lvgp.datasets import WordEmbeddings
 from lvgp.kernels import LDKSpec
@@ -114,6 +120,20 @@ CASES = [
         lambda **kw: EncoderLogisticRegression(_tiny_encoder(kw.get("device", "cpu")), random_state=0, **kw),
         _classification_fit,
         lambda est: est.predict_proba(TEST),
+        lambda est: [est._encoder().model],
+    ),
+    Case(
+        "EncoderMahalanobis",
+        lambda **kw: EncoderMahalanobis(_tiny_encoder(kw.get("device", "cpu")), **kw),
+        _classification_fit,
+        lambda est: np.column_stack([est.predict_proba(TEST), est.score_samples(TEST)]),
+        lambda est: [est._encoder().model],
+    ),
+    Case(
+        "EncoderNearestNeighbor",
+        lambda **kw: EncoderNearestNeighbor(_tiny_encoder(kw.get("device", "cpu")), **kw),
+        _classification_fit,
+        lambda est: np.column_stack([est.decision_function(TEST), est.score_samples(TEST)]),
         lambda est: [est._encoder().model],
     ),
     Case(

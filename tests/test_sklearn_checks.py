@@ -125,6 +125,8 @@ NOT_CHECKED = {
     "BagOfClustersClassifier": "takes raw texts only",
     "EncoderLogisticRegression": "takes raw texts only (a sentence encoder reads them)",
     "EncoderRidge": "takes raw texts only (a sentence encoder reads them)",
+    "EncoderMahalanobis": "takes raw texts only (a sentence encoder reads them)",
+    "EncoderNearestNeighbor": "takes raw texts only (a sentence encoder reads them)",
     "EncoderGPRegressor": "takes raw texts only (a sentence encoder reads them)",
 }
 

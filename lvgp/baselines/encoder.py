@@ -5,6 +5,9 @@ with a few hundred labelled texts tries first today, and its plain concatenation
   (``tfidf=False``) or on ``[tf-idf | vectors]`` (``tfidf=True``; both parts unit vectors, so
   neither dominates by scale); C by stratified cross-validation on the log loss inside the
   training texts.
+* :class:`EncoderMahalanobis`, :class:`EncoderNearestNeighbor` -- the strong simple detectors of texts
+  outside the training classes on the same vectors (issue 57): the Mahalanobis distance to the class
+  means, the cosine to the nearest training text.
 * :class:`EncoderRidge` -- ridge regression on the same features, alpha chosen on dev
   (``fit(X, y, X_val, y_val)``), as the regression study's linear baselines.
 * :class:`EncoderGPRegressor` -- an exact GP with an RBF (or Matérn 5/2) kernel on the encoder's
@@ -39,6 +42,7 @@ from ..base.constraints import Boolean, Instance, Integer, Options, RandomState,
 from ..base.device import check_device
 from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
+from ..base.novelty import ProbabilityNoveltyMixin
 from ..base.numerics import warn_about_fitted_noise
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels, check_targets_array
@@ -48,7 +52,13 @@ from ..encoders import ENCODERS, SentenceEncoder
 from ..encoders.sentence import check_texts, resolve_encoder
 from ..warnings import UnseenWordsWarning, warn
 
-__all__ = ["EncoderGPRegressor", "EncoderLogisticRegression", "EncoderRidge"]
+__all__ = [
+    "EncoderGPRegressor",
+    "EncoderLogisticRegression",
+    "EncoderMahalanobis",
+    "EncoderNearestNeighbor",
+    "EncoderRidge",
+]
 
 _DEFAULT = "all-MiniLM-L6-v2"
 #: EncoderRidge's alphas: 10^-3 ... 10^3, two a decade
@@ -104,7 +114,7 @@ def _negative_log_loss(estimator: Any, X: Any, y: np.ndarray) -> float:
     return -float(log_loss(y, estimator.predict_proba(X), labels=estimator.classes_))
 
 
-class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
+class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, ClassifierMixin):
     """Logistic regression on a pretrained sentence encoder's vectors (module docstring).
 
     Args:
@@ -171,6 +181,142 @@ class EncoderLogisticRegression(_EncoderFeatures, ClassifierMixin):
     def predict(self, X):
         check_is_fitted(self, "model_")
         return self.model_.predict(self._features(check_texts(X)))
+
+
+class _EncoderDetector(_EncoderFeatures, ClassifierMixin):
+    """A classifier on the encoder's unit vectors that is first a detector of texts outside its classes."""
+
+    tfidf = False  # the encoder's vectors alone
+    min_df = 1
+
+    def _fit_vectors(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        check_params(self)
+        X = check_texts(X)
+        check_labels(y, len(X))
+        y = np.asarray(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        return self._fit_features(X), codes
+
+    def _vectors(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "classes_")
+        return self._features(check_texts(X))
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+
+
+class EncoderMahalanobis(_EncoderDetector):
+    r"""The Mahalanobis detector on a sentence encoder's vectors (Lee, Lee, Lee & Shin, NeurIPS 2018;
+    Podolskiy et al., AAAI 2021, found it the best out-of-scope detector on transformer features): the
+    classes' mean vectors :math:`\mu_c` and one covariance :math:`\Sigma` shared by the classes (the
+    within-class scatter), shrunk towards a scaled identity by Ledoit & Wolf's rule (with fewer texts
+    than the encoder's dimensions the sample covariance is singular).
+
+    * :meth:`decision_function`: ``n x C`` values :math:`-	frac12 (e - \mu_c)^	op \Sigma^{-1} (e - \mu_c)`;
+    * :meth:`predict`: the nearest class mean in that metric; :meth:`predict_proba`: linear discriminant
+      analysis's posterior, :math:`\propto \pi_c \exp(-	frac12 d_c^2)` with the training class frequencies;
+    * :meth:`score_samples`: minus the smallest squared distance, :math:`-\min_c d_c^2` (higher: more typical).
+
+    Args:
+        encoder: a name of :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`.
+        device: where the encoder computes.
+
+    Fitted: ``classes_``, ``means_`` (``C x d``), ``precision_`` (``d x d``), ``shrinkage_`` (Ledoit-Wolf's),
+    ``class_prior_``, ``encode_seconds_``.
+    """
+
+    _parameter_constraints: dict[str, list] = {
+        "encoder": _FEATURE_CONSTRAINTS["encoder"],
+        "device": _FEATURE_CONSTRAINTS["device"],
+    }
+
+    def __init__(self, encoder: str = _DEFAULT, *, device: str = "cpu"):
+        self.encoder = encoder
+        self.device = device
+
+    def fit(self, X, y):
+        from sklearn.covariance import LedoitWolf
+
+        vectors, codes = self._fit_vectors(X, y)
+        counts = np.bincount(codes, minlength=len(self.classes_))
+        self.means_ = np.stack([vectors[codes == c].mean(axis=0) for c in range(len(self.classes_))])
+        scatter = LedoitWolf(assume_centered=True).fit(vectors - self.means_[codes])
+        self.precision_ = scatter.precision_
+        self.shrinkage_ = float(scatter.shrinkage_)
+        self.class_prior_ = counts / counts.sum()
+        return self
+
+    def _squared_distances(self, X: Any) -> np.ndarray:
+        vectors = self._vectors(X)
+        diff = vectors[:, None, :] - self.means_[None, :, :]  # n x C x d
+        return np.einsum("ncd,de,nce->nc", diff, self.precision_, diff)
+
+    def decision_function(self, X):
+        return -0.5 * self._squared_distances(X)
+
+    def predict_proba(self, X):
+        logits = self.decision_function(X) + np.log(self.class_prior_)
+        logits -= logits.max(axis=1, keepdims=True)
+        proba = np.exp(logits)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def score_samples(self, X):
+        """``n`` novelty scores: minus the squared Mahalanobis distance to the nearest class mean."""
+        return -self._squared_distances(X).min(axis=1)
+
+
+class EncoderNearestNeighbor(_EncoderDetector):
+    r"""The nearest-neighbour detector on a sentence encoder's unit vectors: a text is as typical as its
+    cosine to the closest training text (the mean cosine to the ``n_neighbors`` closest).
+
+    * :meth:`decision_function`: ``n x C``, each class's largest cosine to the text;
+    * :meth:`predict`: the class of the closest training text;
+    * :meth:`score_samples`: the mean cosine to the ``n_neighbors`` closest training texts of any class.
+
+    Args:
+        encoder: a name of :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`.
+        n_neighbors: how many closest training texts :meth:`score_samples` averages over (1: the nearest).
+        device: where the encoder computes.
+
+    Fitted: ``classes_``, ``vectors_`` (the training texts' unit vectors), ``codes_`` (their classes'
+    positions in ``classes_``), ``encode_seconds_``.
+    """
+
+    _parameter_constraints: dict[str, list] = {
+        "encoder": _FEATURE_CONSTRAINTS["encoder"],
+        "device": _FEATURE_CONSTRAINTS["device"],
+        "n_neighbors": [Integer(1)],
+    }
+
+    def __init__(self, encoder: str = _DEFAULT, *, n_neighbors: int = 1, device: str = "cpu"):
+        self.encoder = encoder
+        self.n_neighbors = n_neighbors
+        self.device = device
+
+    @staticmethod
+    def _unit(vectors: np.ndarray) -> np.ndarray:
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def fit(self, X, y):
+        vectors, self.codes_ = self._fit_vectors(X, y)
+        self.vectors_ = self._unit(vectors)
+        return self
+
+    def _cosines(self, X: Any) -> np.ndarray:
+        return self._unit(self._vectors(X)) @ self.vectors_.T  # n x n_train
+
+    def decision_function(self, X):
+        cosines = self._cosines(X)
+        out = np.full((len(cosines), len(self.classes_)), -np.inf)
+        for c in range(len(self.classes_)):
+            out[:, c] = cosines[:, self.codes_ == c].max(axis=1)
+        return out
+
+    def score_samples(self, X):
+        """``n`` novelty scores: the mean cosine to the ``n_neighbors`` closest training texts."""
+        cosines = self._cosines(X)
+        k = min(int(self.n_neighbors), cosines.shape[1])
+        return np.sort(cosines, axis=1)[:, -k:].mean(axis=1)
 
 
 class EncoderRidge(_EncoderFeatures, RegressorMixin):

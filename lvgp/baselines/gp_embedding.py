@@ -102,6 +102,7 @@ from ..base.device import check_device, to_host
 from ..base.embeddings import ppmi_svd_embeddings
 from ..base.fit_options import LBFGS, Adam, FitOptions, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import fit_stochastic, minimize
+from ..base.novelty import ProbabilityNoveltyMixin
 from ..base.numerics import CovarianceError
 from ..base.pyro import pyro_param, svi_step
 from ..base.splits import stratified_folds
@@ -322,7 +323,7 @@ def _as_torch_sparse(x: sp.spmatrix) -> Tensor:
     return torch.sparse_coo_tensor(index, torch.from_numpy(coo.data.astype(np.float64)), tuple(coo.shape)).coalesce()
 
 
-class GPEmbeddingLogisticRegression(FitOptionsMixin, ClassifierMixin, BaseEstimator):
+class GPEmbeddingLogisticRegression(ProbabilityNoveltyMixin, FitOptionsMixin, ClassifierMixin, BaseEstimator):
     """Logistic regression on GP-smoothed bag-of-words vectors (Andrade et al. 2018), a
     scikit-learn classifier.
 

@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import NUMERICS_SEED, sklearn_random_state
 from ..base.constraints import Embeddings, Instance, Integer, Options, RandomState, check_params
+from ..base.novelty import decision_novelty, probability_novelty
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
@@ -146,6 +147,17 @@ class _TextClassifier(ClassifierMixin, BaseEstimator):
     def _model_name(self) -> str:
         return "logreg"
 
+    def score_samples(self, X):
+        """``n`` novelty scores of the texts ``X`` (higher: more typical of the training classes;
+        :mod:`lvgp.base.novelty`): minus the predictive entropy of a probabilistic classifier, the largest
+        decision value of an SVM."""
+        if self._is_margin_classifier:
+            return decision_novelty(self.decision_function(X))
+        return probability_novelty(self.predict_proba(X), "entropy")
+
+    #: whether the classifier is an SVM (its novelty score the largest decision value)
+    _is_margin_classifier = False
+
 
 _CS = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
 
@@ -163,6 +175,10 @@ class BowClassifier(_TextClassifier):
         self.model = model
         self.Cs = Cs
         self.random_state = random_state
+
+    @property
+    def _is_margin_classifier(self) -> bool:  # type: ignore[override]
+        return self.model == "svm"
 
     @property
     def _model_name(self):
@@ -206,6 +222,7 @@ class KernelSVMClassifier(_TextClassifier):
         "gammas": [_CS],
         "random_state": [RandomState()],
     }
+    _is_margin_classifier = True
 
     def __init__(
         self,

@@ -39,10 +39,11 @@ in training that have an embedding then enter prediction with their embedding-im
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -66,6 +67,7 @@ from ..base.distributed import backward_on_share, check_same_model, process_grou
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
+from ..base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, probability_novelty
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
@@ -348,6 +350,13 @@ class LDKGPClassifier(
         encoder_kernel: the encoder's part with a spec: ``"cosine"``, ``"rbf"`` or ``"matern"`` (of the
             normalized vectors). ``encode_seconds_``: the seconds the fit spent encoding (the model's
             loading included; 0 without a sentence encoder).
+        novelty_score: what :meth:`score_samples` returns (higher: more typical of the training classes;
+            :mod:`lvgp.base.novelty`): ``"entropy"`` (minus the predictive entropy, the default: it falls
+            both where the classes are confused and where the latent posterior is wide),
+            ``"max-probability"``, or ``"variance"`` (minus the latent posterior variance over the prior
+            variance, averaged over the classes: distance-aware only with a kernel that is, e.g.
+            ``encoder_kernel="rbf"``). Fixed before any out-of-scope text is seen; ``lvgp compare
+            open-set`` records all three.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -378,6 +387,7 @@ class LDKGPClassifier(
         verbose: bool = False,
         sentence_encoder: str | SentenceEncoder | None = None,
         encoder_kernel: str = "cosine",
+        novelty_score: str = "entropy",
     ):
         self.kernel = kernel
         self.inference = inference
@@ -395,6 +405,7 @@ class LDKGPClassifier(
         self.verbose = verbose
         self.sentence_encoder = sentence_encoder
         self.encoder_kernel = encoder_kernel
+        self.novelty_score = novelty_score
 
     _format_version = 3
     _optimizer_defaults = (
@@ -421,6 +432,7 @@ class LDKGPClassifier(
         "n_mc_samples": [Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
+        "novelty_score": [Options(*NOVELTY_SCORES)],
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
@@ -1063,6 +1075,101 @@ class LDKGPClassifier(
         return to_host(modules[0].mean).copy()
 
     # ------------------------------------------------------------------ predict
+    @contextlib.contextmanager
+    def _prediction_blocks(self, X: Documents, block: int) -> Iterator[tuple[int, torch.Tensor, Iterator]]:
+        """``(n, empty, blocks)`` of the documents ``X``: their number, the mask of those no part of
+        the kernel reads (no known word and no sentence encoder), and an iterator over blocks of at
+        most ``block`` of the others: ``(rows, documents)``, the rows on the model's device, the
+        documents as the kernel takes them (packed with the encoder's vectors where there is one).
+        Inside: no gradients, the exact numerics, no ``GPInputWarning`` (predicting at the training
+        documents is legitimate: a score on the training set)."""
+        check_is_fitted(self, "model_")
+        block = check_block(block)
+        modules = word_vector_modules(self.model_.covar_module)
+        # int32 ids stay so, cast block by block
+        with self.encoder_.predicting(X, modules[0] if len(modules) == 1 else None, compact=True) as x:
+            # a document without a known word is left out only where no part of the kernel reads it: with a
+            # sentence encoder its vector does
+            empty = (x == PAD).all(-1) & (self.sentence_encoder is None)
+            rows = torch.nonzero(~empty).ravel()
+            features = self._encoder_features(X, "X") if self.sentence_encoder is not None else None
+
+            def blocks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+                for b in range(0, len(rows), block):
+                    idx = rows[b : b + block]
+                    xb = documents_at(x, idx)
+                    if features is not None:
+                        xb = torch.cat([features[idx], xb.double()], dim=-1)
+                    yield idx.to(self.device_), xb.to(self.device_)
+
+            with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
+                warnings.simplefilter("ignore", GPInputWarning)
+                yield x.shape[0], empty, blocks()
+
+    def _block_latents(
+        self, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
+        """The latent functions' posterior at one block ``xb`` of documents: means and variances
+        ``n x C`` (``n x 1`` for the binary variational classifier's one latent function), the Laplace
+        inference's ``n x C x C`` covariances in place of the variances, and the variational
+        inference's posterior ``f`` (``None`` for the others)."""
+        if posterior is not None:  # the Laplace test latents' correlated Gaussian (alg. 3.4)
+            mean, cov = self.model_.latents(xb, posterior)
+            return mean, cov, None
+        with shared_evaluation(self.model_):  # the block's K_ZX and diag K_XX: its norms once
+            f = self.model_(xb)
+            mean, var = f.mean, f.variance
+        if self.inference == "dirichlet":  # batch C x n -> n x C
+            return mean.mT, var.mT, None
+        if mean.dim() == 1:  # the binary variational classifier: one latent function
+            return mean[:, None], var[:, None], f
+        return mean, var, f
+
+    def predict_latent(self, X: Documents, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
+        r"""The latent functions' posterior marginals at the documents ``X``: means and variances,
+        ``n x C`` (``n x 1`` for the binary variational classifier's one probit latent function); the
+        Dirichlet inference's are those of the GP regression on the transformed labels (Milios et al.
+        2018, eq. 8), the Laplace inference's those of R&W eq. 3.59-3.60 (the diagonal of the classes'
+        covariance), the variational one's :math:`q(f)`. Without a ``sentence_encoder``, a document
+        without a known word, which no part of the kernel reads, gets the classes' constant means and
+        their output scales as variances (a warning counts them; its novelty score ``"variance"`` is
+        -1, the least typical)."""
+        mean_out, var_out, _ = self._latent_and_prior(X, block, "predict_latent")
+        return mean_out, var_out
+
+    def _latent_and_prior(self, X: Documents, block: int, caller: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Means, variances and prior variances ``n x C`` of the latent functions (:meth:`predict_latent`)."""
+        with self._prediction_blocks(X, block) as (n, empty, blocks):
+            posterior = self.model_.posterior() if self.inference == "laplace" else None
+            out: list[torch.Tensor | None] = [None, None, None]
+            for idx, xb in blocks:
+                mean, var, _ = self._block_latents(xb, posterior)
+                if posterior is not None:
+                    var = var.diagonal(dim1=-2, dim2=-1)
+                prior = self.model_.covar_module(xb, diag=True)
+                prior = prior[:, None] if prior.dim() == 1 else prior.mT
+                for k, value in enumerate((mean, var, prior.expand_as(var))):
+                    if out[k] is None:
+                        out[k] = torch.empty(n, value.shape[-1], dtype=value.dtype, device=self.device_)
+                    out[k][idx] = value  # type: ignore[index]
+            if empty.any():
+                warn(
+                    f"{caller}: {int(empty.sum())} of {n} documents have no known word: given the latent prior (no "
+                    "part of the kernel reads them)",
+                    EmptyDocumentsWarning,
+                    stacklevel=3,
+                )
+                rows = torch.nonzero(empty).ravel().to(self.device_)
+                width = 1 if (self.inference == "variational" and len(self.classes_) == 2) else len(self.classes_)
+                prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
+                scale = self.model_.covar_module.outputscale.reshape(-1).expand(width)
+                for k, value in enumerate((prior_mean, scale, scale)):
+                    if out[k] is None:
+                        out[k] = torch.empty(n, width, dtype=value.dtype, device=self.device_)
+                    out[k][rows] = value  # type: ignore[index]
+        mean, var, prior = (to_host(t) for t in out)  # type: ignore[arg-type]
+        return mean, var, prior
+
     def predict_proba(self, X: Documents, block: int = 256) -> np.ndarray:
         """``n x n_classes`` predictive probabilities (latent posterior integrated out); without a
         ``sentence_encoder``, a document without any known word gets the training class frequencies
@@ -1070,56 +1177,42 @@ class LDKGPClassifier(
         it the empty set's value).
         ``block``: documents per batch (gpytorch's exact predictive forms each block's full
         covariance: memory grows with ``block``, time hardly)."""
-        check_is_fitted(self, "model_")
-        block = check_block(block)
-        modules = word_vector_modules(self.model_.covar_module)
-        # int32 ids stay so, cast block by block
-        with self.encoder_.predicting(X, modules[0] if len(modules) == 1 else None, compact=True) as x:
-            # a document without a known word falls back to the class frequencies only where no part
-            # of the kernel reads it: with a sentence encoder its vector does
-            empty = (x == PAD).all(-1) & (self.sentence_encoder is None)
-            out = torch.tensor(np.tile(self.class_prior_, (x.shape[0], 1)), device=self.device_)
+        with self._prediction_blocks(X, block) as (n, empty, blocks):
+            out = torch.tensor(np.tile(self.class_prior_, (n, 1)), device=self.device_)
             if empty.any():
                 warn(
-                    f"{int(empty.sum())} of {x.shape[0]} documents have no known word: given the training class "
-                    "frequencies",
+                    f"{int(empty.sum())} of {n} documents have no known word: given the training class frequencies",
                     EmptyDocumentsWarning,
                     stacklevel=2,
                 )
-            rows = torch.nonzero(~empty).ravel()
-            n_classes = len(self.classes_)
-            features = None
-            if self.sentence_encoder is not None:
-                features = self._encoder_features(X, "X")
-            with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
-                # predicting at the training documents is legitimate (score on the training set)
-                warnings.simplefilter("ignore", GPInputWarning)
-                posterior = self.model_.posterior() if self.inference == "laplace" else None
-                for b in range(0, len(rows), block):
-                    idx = rows[b : b + block]
-                    xb = documents_at(x, idx)
-                    if features is not None:
-                        xb = torch.cat([features[idx], xb.double()], dim=-1)
-                    idx = idx.to(self.device_)
-                    if posterior is not None:  # the test latents' correlated Gaussian (alg. 3.4)
-                        mean, cov = self.model_.latents(xb.to(self.device_), posterior)
-                        seeds = class_draw_seeds(self.classes_)  # a Laplace fit always draws by class label
-                        out[idx] = expected_softmax_correlated(mean, cov, self.n_mc_samples, seeds)
-                        continue
-                    with shared_evaluation(self.model_):  # the block's K_ZX and diag K_XX: its norms once
-                        f = self.model_(xb.to(self.device_))
-                        if self.inference == "variational" and n_classes == 2:
-                            probs = self.likelihood_(f).probs  # the probit integral is closed-form
-                            out[idx] = torch.stack([1 - probs, probs], dim=-1)
-                            continue
-                        mean, var = f.mean, f.variance
-                    if self.inference == "dirichlet":  # batch C x n -> n x C
-                        mean, var = mean.mT, var.mT
+            posterior = self.model_.posterior() if self.inference == "laplace" else None
+            known = torch.nonzero(~empty).ravel()
+            for idx, xb in blocks:
+                mean, var, f = self._block_latents(xb, posterior)
+                if posterior is not None:
+                    seeds = class_draw_seeds(self.classes_)  # a Laplace fit always draws by class label
+                    out[idx] = expected_softmax_correlated(mean, var, self.n_mc_samples, seeds)
+                elif f is not None and len(self.classes_) == 2:
+                    probs = self.likelihood_(f).probs  # the probit integral is closed-form
+                    out[idx] = torch.stack([1 - probs, probs], dim=-1)
+                else:
                     out[idx] = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
         proba = to_host(out)
-        known = to_host(rows)
+        known = to_host(known)
         proba[known] = self._temper(proba[known])  # empty documents keep the training frequencies
         return proba
+
+    def score_samples(self, X: Documents, block: int = 256) -> np.ndarray:
+        r"""``n`` novelty scores of the documents ``X``, higher meaning more typical of the training
+        classes (scikit-learn's convention; :mod:`lvgp.base.novelty`), as ``novelty_score`` says: minus the
+        entropy of :meth:`predict_proba` (``"entropy"``), its largest probability (``"max-probability"``),
+        or minus the mean over the classes of the latent posterior variance over the prior variance
+        (``"variance"``, in :math:`[-1, 0]`; :meth:`predict_latent`)."""
+        check_params(self)
+        if self.novelty_score in PROBABILITY_SCORES:
+            return probability_novelty(self.predict_proba(X, block), self.novelty_score)
+        _, var, prior = self._latent_and_prior(X, block, "score_samples")
+        return -np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1)
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")

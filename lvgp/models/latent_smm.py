@@ -57,6 +57,7 @@ from ..base.device import check_device, state_to_cpu, to_host
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
+from ..base.novelty import decision_novelty, probability_novelty
 from ..base.persistence import SavedFileError, classes_from_plain, classes_to_plain
 from ..base.targets import check_labels
 from ..bow.padded import PAD, trim_to_longest
@@ -541,6 +542,16 @@ class LatentSMMClassifier(
         if isinstance(self.svc_, OneVersusRestSVC):
             raise AttributeError("pairs_: a one-vs-rest machine has one column per class (classes_)")
         return [(self.classes_[a], self.classes_[b]) for a, b in itertools.combinations(range(len(self.classes_)), 2)]
+
+    def score_samples(self, X: Documents) -> np.ndarray:
+        """``n`` novelty scores of the documents ``X`` (higher: more typical of the training classes;
+        :mod:`lvgp.base.novelty`): the largest of :meth:`class_decision_function`'s values (one-vs-rest,
+        or two classes); for one-vs-one with more classes, whose pairwise values rank no class, minus the
+        entropy of :meth:`predict_proba`'s Platt probabilities."""
+        values = self.class_decision_function(X)
+        if values is not None:
+            return decision_novelty(values)
+        return probability_novelty(self.predict_proba(X), "entropy")
 
     def predict(self, X: Documents) -> np.ndarray:
         """One-vs-one voting of the pairwise machines (LIBSVM's), or one-vs-rest's largest decision value."""

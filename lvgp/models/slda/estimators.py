@@ -30,6 +30,7 @@ from ...base.device import check_device, to_host
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ...base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic
+from ...base.novelty import ProbabilityNoveltyMixin
 from ...base.numerics import warn_about_fitted_noise
 from ...base.pyro import svi_step
 from ...base.targets import check_labels, check_targets_array
@@ -421,7 +422,7 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         return sorted(rows, key=lambda r: r["eta"])
 
 
-class SLDAClassifier(ClassifierMixin, _SVITopicModel):
+class SLDAClassifier(ProbabilityNoveltyMixin, ClassifierMixin, _SVITopicModel):
     """Supervised LDA classification by Pyro SVI: a Bernoulli (two classes) or categorical
     softmax (more) response. Same settings as :class:`SLDARegressor`, ``device`` included (no
     ``inference="em"``: the paper's closed-form E-step is for the Gaussian response)."""

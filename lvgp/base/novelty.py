@@ -1,0 +1,132 @@
+r"""Is a text one of the training classes at all? Novelty scores of classifiers and the open-set metrics.
+
+Every classifier in lvgp has ``score_samples(X)``, scikit-learn's novelty convention: one number a
+document, **higher meaning more typical of the training classes**. What it is made of:
+
+* ``"entropy"`` -- minus the entropy :math:`\sum_c p_c \log p_c` of the predictive probabilities
+  (the default of every classifier that gives probabilities: it falls both when the classes are
+  confused and, for a GP, when the latent posterior is wide);
+* ``"max-probability"`` -- the largest predictive probability (Hendrycks & Gimpel 2017);
+* ``"variance"`` -- (GP classifiers) minus the mean over the classes of the latent posterior
+  variance divided by the latent prior variance at the document, :math:`-\frac1C \sum_c
+  \mathbb V[f_c(x) \mid \mathcal D] / k_c(x, x)`, in :math:`[-1, 0]`: -1 where the training documents
+  say nothing about :math:`x`. Distance-aware only with a kernel that is (a stationary part: SNGP's
+  argument): with a linear or cosine kernel and more documents than dimensions, the posterior
+  variance is small everywhere in the training documents' span;
+* ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
+
+The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
+its ``novelty_score`` argument; never chosen on out-of-scope data.
+
+:func:`open_set_metrics` scores a novelty score against which documents are out of scope: the area
+under the ROC curve and the average precision with out-of-scope as the positive class, and the share
+of out-of-scope documents accepted at 95% recall of the in-scope ones (FPR95).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "PROBABILITY_SCORES",
+    "NOVELTY_SCORES",
+    "probability_novelty",
+    "decision_novelty",
+    "open_set_metrics",
+    "ProbabilityNoveltyMixin",
+    "DecisionNoveltyMixin",
+]
+
+#: the novelty scores made of predictive probabilities
+PROBABILITY_SCORES = ("entropy", "max-probability")
+#: every novelty score a GP classifier offers (``LDKGPClassifier(novelty_score=...)``)
+NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance")
+#: recall of the in-scope documents at which FPR95 is read
+IN_SCOPE_RECALL = 0.95
+#: points of the ROC curve a record keeps (the curve is drawn from them)
+ROC_POINTS = 101
+
+
+def probability_novelty(proba: np.ndarray, kind: str = "entropy") -> np.ndarray:
+    r"""The novelty score ``kind`` of ``n x C`` predictive probabilities (higher: more typical):
+    ``"entropy"``: :math:`\sum_c p_c \log p_c` (minus the entropy); ``"max-probability"``: :math:`\max_c p_c`.
+
+    Raises:
+        ValueError: ``kind`` is not one of :data:`PROBABILITY_SCORES`, or ``proba`` is not ``n x C``.
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2:
+        raise ValueError(f"proba must be n x C; got shape {proba.shape}")
+    if kind == "entropy":
+        return np.sum(proba * np.log(np.clip(proba, 1e-300, None)), axis=1)
+    if kind == "max-probability":
+        return proba.max(axis=1)
+    raise ValueError(f"kind must be one of {PROBABILITY_SCORES}; got {kind!r}")
+
+
+def decision_novelty(decision: np.ndarray) -> np.ndarray:
+    """The largest decision value of each document: ``n x C`` values, or ``n`` of a binary
+    classifier (the positive class's; the negative class's is minus it, so the largest is :math:`|d|`)."""
+    decision = np.asarray(decision, dtype=np.float64)
+    return np.abs(decision) if decision.ndim == 1 else decision.max(axis=1)
+
+
+def open_set_metrics(score: np.ndarray, out_of_scope: np.ndarray) -> dict[str, Any]:
+    """How well a novelty ``score`` (higher: more typical) tells the ``out_of_scope`` documents (a
+    boolean mask) from the others.
+
+    Returns:
+        ``oos_auroc`` (the area under the ROC curve, out-of-scope the positive class scored by
+        ``-score``), ``oos_aupr`` (its average precision), ``oos_fpr95`` (the share of out-of-scope
+        documents scored at or above the threshold that keeps 95% of the in-scope ones), and ``roc``:
+        ``{"fpr", "tpr"}`` at :data:`ROC_POINTS` false-positive rates from 0 to 1 (the curve's
+        largest true-positive rate at each).
+
+    Raises:
+        ValueError: lengths differ, a score is not finite (rows named), or either side is empty.
+    """
+    from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+
+    score = np.asarray(score, dtype=np.float64).ravel()
+    out = np.asarray(out_of_scope, dtype=bool).ravel()
+    if len(score) != len(out):
+        raise ValueError(f"score has {len(score)} values and out_of_scope {len(out)}; they must be equal")
+    bad = np.flatnonzero(~np.isfinite(score))
+    if len(bad):
+        raise ValueError(f"score is not finite at {len(bad)} rows (first: {bad[:5].tolist()})")
+    if out.all() or not out.any():
+        raise ValueError("out_of_scope must mark some documents, and not all of them")
+    threshold = np.quantile(score[~out], 1 - IN_SCOPE_RECALL, method="lower")
+    fpr, tpr, _ = roc_curve(out, -score)
+    grid = np.linspace(0, 1, ROC_POINTS)
+    # the step function's value at each grid point: the largest TPR reached at an FPR <= it
+    at = np.searchsorted(fpr, grid, side="right") - 1
+    return {
+        "oos_auroc": float(roc_auc_score(out, -score)),
+        "oos_aupr": float(average_precision_score(out, -score)),
+        "oos_fpr95": float(np.mean(score[out] >= threshold)),
+        "roc": {"fpr": grid.tolist(), "tpr": tpr[at].tolist()},
+    }
+
+
+class ProbabilityNoveltyMixin:
+    """``score_samples`` of a classifier with ``predict_proba``: :func:`probability_novelty` with the
+    estimator's ``novelty_score`` where it has one, else minus the predictive entropy."""
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """``n`` novelty scores of the documents ``X``: higher means more typical of the training
+        classes (:mod:`lvgp.base.novelty`; minus the predictive entropy unless ``novelty_score``
+        says otherwise)."""
+        kind = getattr(self, "novelty_score", "entropy")
+        return probability_novelty(self.predict_proba(X), kind)  # type: ignore[attr-defined]
+
+
+class DecisionNoveltyMixin:
+    """``score_samples`` of a margin classifier: the largest decision value (:func:`decision_novelty`)."""
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """``n`` novelty scores of the documents ``X``: the largest decision value over the classes
+        (higher: more typical of the training classes; :mod:`lvgp.base.novelty`)."""
+        return decision_novelty(self.decision_function(X))  # type: ignore[attr-defined]

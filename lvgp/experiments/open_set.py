@@ -1,0 +1,570 @@
+"""The open-set study (issue 57): is a text one of the training classes at all?
+
+Protocol, per split (``--splits``): ``--unknown-classes K`` classes are drawn (seeded by the study's
+seed and the split) and never trained on; with ``--unknown-label LABEL`` the rows of that label are
+out of scope too, and test-only. From each known class's training texts, the first ``N`` of a
+permutation drawn per split and class are labelled (``--per-class N1,N2,...``: the samples are
+nested, a class with fewer texts gives all of them). The test documents are the standard test split
+(20ng, r8), the rows of ``--test-dataset``, or for a TSV alone the rows not labelled at the largest
+size (every row of an unknown class or label among them); ``--test-size`` subsamples them. The
+test documents of known classes are in scope, the others out of scope.
+
+Every method is fitted on the labelled texts and records, on the in-scope test documents, the
+accuracy, macro-F1, log loss and expected calibration error; on all test documents its novelty score
+(``score_samples``: higher is more typical, :mod:`lvgp.base.novelty`) against which are out of scope:
+``oos_auroc``, ``oos_aupr`` (out of scope the positive class), ``oos_fpr95`` (the out-of-scope share
+accepted at 95% recall of the in-scope documents) and the ROC curve. The headline score is each
+method's own, fixed before any out-of-scope text is seen (the estimator's default); the record's
+``scores`` holds the same metrics for every other score the method offers (the predictive entropy
+and the largest probability of every probabilistic classifier, the latent variance ratio of the GP
+classifiers, the largest decision value of the SVM), for the analysis, never for a choice.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._random import child_seed
+from ..base.constraints import Integer, Real
+from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
+from ..base.novelty import PROBABILITY_SCORES, decision_novelty, open_set_metrics, probability_novelty
+from ..datasets.loaders import corpus_names, load_corpus
+from .classification import ENCODER_CS, ENCODER_GPC_FAMILY, _gp_classifier_on_texts, _style
+from .registry import default_methods, register_method, register_study
+from .study import (
+    DEVICE_HELP,
+    PARTIAL_NOTE,
+    Study,
+    check_encoder_methods,
+    encoder_precision_option,
+    mean_cell,
+    option,
+    recorded_warnings,
+)
+
+KIND = "open-set"
+BUILTIN = corpus_names("classification")
+
+
+# ------------------------------------------------------------------ the methods (in table order)
+def _bag_of_words_beside_encoder(kind: str):
+    """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
+    :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
+    vectors, so distance-aware; :func:`~lvgp.kernels.packed.beside_encoder`)."""
+
+    def of_dim(dim: int):
+        def factory(num_words, documents):
+            from ..bow.weighting import idf_weights
+            from ..kernels import BagOfWordsKernel
+            from ..kernels.packed import beside_encoder
+
+            bow = BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
+            return beside_encoder(bow, documents, dim, kind)
+
+        return factory
+
+    return of_dim
+
+
+def _encoder_alone(kind: str):
+    def of_dim(dim: int):
+        from gpytorch.kernels import LinearKernel, RBFKernel
+
+        from ..kernels.packed import FeatureKernel
+
+        return FeatureKernel(LinearKernel() if kind == "cosine" else RBFKernel(), dim, normalize=True)
+
+    return of_dim
+
+
+def _gp_method(kernel_of_dim):
+    def build(study, cell, data):
+        return _gp_classifier_on_texts(study, cell, kernel_of_dim)
+
+    return build
+
+
+for _name, _label, _kernel, _default, _what in (
+    (
+        "gpc-bow-encoder-rbf",
+        "GP classifier (BoW + encoder RBF)",
+        _bag_of_words_beside_encoder("rbf"),
+        True,
+        "the cosine of the tf-idf vectors plus mu times an RBF kernel of the encoder's unit vectors (stationary: "
+        "its posterior variance grows away from the training texts)",
+    ),
+    (
+        "gpc-bow-encoder",
+        "GP classifier (BoW + encoder)",
+        _bag_of_words_beside_encoder("cosine"),
+        True,
+        "the classification study's bow-gpc-encoder: the cosine of the tf-idf vectors plus mu times the cosine of "
+        "the encoder's vectors",
+    ),
+    (
+        "gpc-encoder-rbf",
+        "GP classifier (encoder RBF)",
+        _encoder_alone("rbf"),
+        True,
+        "an RBF kernel of the encoder's unit vectors alone (SNGP's stationary kernel on frozen features)",
+    ),
+    ("gpc-encoder", "GP classifier (encoder)", _encoder_alone("cosine"), False, "the cosine of the encoder's vectors"),
+):
+    register_method(
+        KIND,
+        _name,
+        _label,
+        raw_texts=True,
+        family=ENCODER_GPC_FAMILY,
+        default=_default,
+        description=f"Dirichlet GP classifier on {_what}; the weights, output scale and noise fitted by the "
+        "marginal likelihood, the probabilities tempered as ldk-gpc-plus; novelty score: minus the predictive "
+        "entropy (LDKGPClassifier(novelty_score='entropy'))",
+    )(_gp_method(_kernel))
+
+
+@register_method(
+    KIND,
+    "gpc-ldk-encoder",
+    "GP classifier (LDK+BoW+encoder)",
+    raw_texts=True,
+    family=ENCODER_GPC_FAMILY,
+    description="the classification study's ldk-gpc-encoder (learned word vectors; slower)",
+)
+def _ldk_gpc_encoder(study, cell, data):
+    return _gp_classifier_on_texts(study, cell)
+
+
+def _encoder_logreg(tfidf: bool):
+    def build(study, cell, data):
+        from ..baselines.encoder import EncoderLogisticRegression
+
+        return EncoderLogisticRegression(
+            study.encoder,
+            tfidf=tfidf,
+            min_df=float(study.min_df_fraction) if study.min_df_fraction > 0 else 1,
+            Cs=ENCODER_CS,
+            device=study.device,
+            random_state=study.cell_seed(cell),
+        )
+
+    return build
+
+
+register_method(
+    KIND,
+    "tfidf-encoder-logreg",
+    "LogReg (tf-idf + encoder)",
+    raw_texts=True,
+    default=True,
+    description="logistic regression on [tf-idf | encoder vectors], C by stratified 3-fold CV on the log loss; "
+    "novelty score: minus the predictive entropy",
+)(_encoder_logreg(tfidf=True))
+register_method(
+    KIND,
+    "encoder-logreg",
+    "LogReg (encoder)",
+    raw_texts=True,
+    default=True,
+    description="logistic regression on the encoder's vectors; novelty score: minus the predictive entropy",
+)(_encoder_logreg(tfidf=False))
+
+
+@register_method(
+    KIND,
+    "encoder-mahalanobis",
+    "Mahalanobis (encoder)",
+    raw_texts=True,
+    default=True,
+    description="class means and one Ledoit-Wolf-shrunk covariance on the encoder's vectors; novelty score: minus "
+    "the squared Mahalanobis distance to the nearest class mean (Lee et al. 2018)",
+)
+def _encoder_mahalanobis(study, cell, data):
+    from ..baselines.encoder import EncoderMahalanobis
+
+    return EncoderMahalanobis(study.encoder, device=study.device)
+
+
+@register_method(
+    KIND,
+    "encoder-knn",
+    "Nearest neighbour (encoder)",
+    raw_texts=True,
+    default=True,
+    description="the class of the closest training text; novelty score: the cosine to the closest training text",
+)
+def _encoder_knn(study, cell, data):
+    from ..baselines.encoder import EncoderNearestNeighbor
+
+    return EncoderNearestNeighbor(study.encoder, device=study.device)
+
+
+@register_method(
+    KIND,
+    "svm",
+    "Linear SVM (tf-idf)",
+    default=True,
+    description="linear SVM on tf-idf vectors, C by CV (probabilities: Platt's); novelty score: the largest decision "
+    "value",
+)
+def _svm(study, cell, data):
+    from ..baselines.text_classifiers import BowClassifier
+
+    return BowClassifier(model="svm", random_state=study.cell_seed(cell))
+
+
+# ------------------------------------------------------------------ the data
+@dataclass(frozen=True)
+class OpenSetSplit:
+    """One split: the labelled texts of each known class in a nested order, the test documents and
+    which of them are out of scope."""
+
+    unknown: tuple[str, ...]
+    known: tuple[str, ...]
+    #: per known class, its training texts' indices in the pool, in the split's order
+    order: dict[str, np.ndarray]
+    pool_texts: list[str]
+    pool_labels: np.ndarray
+    test_texts: list[str]
+    test_labels: np.ndarray
+    out_of_scope: np.ndarray
+
+    def training(self, per_class: int) -> tuple[list[str], np.ndarray]:
+        """The first ``per_class`` texts of each known class (all of a class with fewer)."""
+        rows = np.sort(np.concatenate([self.order[c][:per_class] for c in self.known]))
+        return [self.pool_texts[i] for i in rows], self.pool_labels[rows]
+
+
+@functools.lru_cache(maxsize=4)
+def _corpus(dataset: str):
+    return load_corpus(dataset, "classification")
+
+
+@register_study
+@dataclass(frozen=True)
+class OpenSetStudy(Study):
+    kind = KIND
+    help = "out-of-scope detection: classes never trained on, the GP's uncertainty against the strong simple detectors"
+    description = (
+        "Per split: --unknown-classes K classes drawn and never trained on (and/or the rows of --unknown-label), N "
+        "labelled texts a known class (--per-class), the test documents of unknown classes out of scope. Records the "
+        "in-scope accuracy, log loss and ECE and the out-of-scope AUROC, AUPR and FPR95 of each method's novelty score "
+        "(score_samples), with the ROC curves."
+    )
+
+    dataset: str = option(help="20ng, r8, r52, or PATH.tsv (columns text and label)")
+    unknown_classes: int = option(
+        0, "classes drawn per split, never trained on (their test documents out of scope)", check=Integer(0)
+    )
+    unknown_label: str | None = option(None, "rows with this label are out of scope and test-only")
+    test_dataset: str | None = option(None, "a separate test file PATH.tsv (columns text and label)")
+    per_class: tuple[int, ...] = option((10, 50), "labelled texts a known class")
+    splits: int = option(3, "splits (unknown classes and labelled samples drawn per split)")
+    methods: tuple[str, ...] = option(default_methods(KIND))
+    test_size: int | None = option(None, "subsample the test documents (default: all)")
+    min_df_fraction: float = option(
+        0.0,
+        "the encoder methods' tf-idf and word parts leave out words in fewer than this fraction of the training texts "
+        "(0: every word)",
+        check=Real(0, 1, open_high=True),
+    )
+    encoder: str = option(
+        "all-MiniLM-L6-v2", "pretrained sentence encoder of the encoder methods (lvgp.encoders.ENCODERS)"
+    )
+    encoder_precision: str = encoder_precision_option()
+    embeddings: str = option("glove-6b-50d", "pretrained word vectors of gpc-ldk-encoder's word part")
+    ldk_max_iter: int = option(50, "L-BFGS iterations of the GP classifiers (at least 300 where they need it)")
+    seed: int = option(0, "seed of the unknown classes, the samples and the methods", check=Integer(0))
+    device: str = option("cpu", DEVICE_HELP)
+
+    #: what the shared GP-classifier builders read: no unlabeled pool, the Dirichlet inference
+    unlabeled: ClassVar[str] = "none"
+    gpc_inference: ClassVar[str] = "dirichlet"
+    cell_choosing_options: ClassVar[tuple[str, ...]] = ("methods", "splits", "per_class")
+
+    @property
+    def n_splits(self) -> int:
+        return self.splits
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.unknown_classes and self.unknown_label is None:
+            raise ValueError("nothing is out of scope: pass --unknown-classes K (K >= 1) and/or --unknown-label LABEL")
+        if self.test_dataset is not None and self.dataset in BUILTIN:
+            raise ValueError(f"--test-dataset replaces a TSV's held-out rows; {self.dataset} has its own test split")
+        check_encoder_methods(self)
+
+    def check_data(self) -> None:
+        split = self.split(0)  # bad input fails here, before any cell runs
+        small = {c: len(split.order[c]) for c in split.known if len(split.order[c]) < max(self.per_class)}
+        if small:
+            from ..warnings import warn
+
+            warn(
+                f"{len(small)} known classes have fewer training texts than --per-class {max(self.per_class)} "
+                f"(e.g. {dict(list(small.items())[:3])}): they give all of theirs",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    @functools.lru_cache(maxsize=8)  # noqa: B019  (frozen, hashable; a few splits)
+    def split(self, split: int) -> OpenSetSplit:
+        """The split's unknown classes, labelled orders and test documents (module docstring)."""
+        corpus = _corpus(self.dataset)
+        labels = np.asarray(corpus.train_labels).astype(str)
+        texts = list(corpus.train_texts)
+        classes = sorted(set(labels.tolist()))
+        candidates = [c for c in classes if c != self.unknown_label]
+        if self.unknown_classes > len(candidates) - 2:
+            raise ValueError(
+                f"--unknown-classes {self.unknown_classes}: {self.dataset} has {len(candidates)} classes and at least 2 "
+                f"must stay known; pass at most {len(candidates) - 2}"
+            )
+        rng = np.random.default_rng(child_seed(self.seed, f"open-set split {split}"))
+        unknown = tuple(sorted(rng.choice(candidates, self.unknown_classes, replace=False).tolist()))
+        known = tuple(c for c in candidates if c not in unknown)
+        out_labels = set(unknown) | ({self.unknown_label} if self.unknown_label is not None else set())
+        order = {c: rng.permutation(np.flatnonzero(labels == c)) for c in known}
+        if self.dataset in BUILTIN or self.test_dataset is not None:
+            test = corpus if self.test_dataset is None else _corpus(self.test_dataset)
+            own_split = len(test.test_texts) > 0  # a built-in corpus's test split; a TSV's rows
+            test_texts = list(test.test_texts if own_split else test.train_texts)
+            test_labels = np.asarray(test.test_labels if own_split else test.train_labels).astype(str)
+        else:  # a TSV alone: the rows not labelled at the largest size
+            labelled = np.concatenate([order[c][: max(self.per_class)] for c in known])
+            rest = np.setdiff1d(np.arange(len(labels)), labelled)
+            test_texts, test_labels = [texts[i] for i in rest], labels[rest]
+        if self.unknown_label is not None and self.unknown_label not in set(classes) | set(test_labels.tolist()):
+            raise ValueError(
+                f"--unknown-label {self.unknown_label!r} is the label of no row of {self.dataset}"
+                + ("" if self.test_dataset is None else f" or {self.test_dataset}")
+                + f" (labels: {', '.join(classes[:8])}{', ...' if len(classes) > 8 else ''})"
+            )
+        # a test label never seen in training is out of scope too (a test file's own out-of-scope label)
+        unseen = sorted(set(test_labels.tolist()) - set(classes))
+        out = np.isin(test_labels, list(out_labels)) | np.isin(test_labels, unseen)
+        if self.test_size and self.test_size < len(test_labels):
+            keep = np.sort(
+                np.random.default_rng(child_seed(self.seed, f"open-set test {split}")).choice(
+                    len(test_labels), self.test_size, replace=False
+                )
+            )
+            test_texts, test_labels, out = [test_texts[i] for i in keep], test_labels[keep], out[keep]
+        if out.all() or not out.any():
+            raise ValueError(
+                f"split {split} of {self.dataset}: {int(out.sum())} of {len(out)} test documents are out of scope; the "
+                "study needs some in scope and some out (check --unknown-classes, --unknown-label, --test-dataset)"
+            )
+        return OpenSetSplit(unknown, known, order, texts, labels, test_texts, test_labels, out)
+
+    def cells(self) -> list[dict]:
+        return [
+            {"method": m, "split": s, "params": {"per_class": n}}
+            for m in self.methods
+            for n in self.per_class
+            for s in range(self.splits)
+        ]
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        return sorted(
+            ({k: v for k, v in c.items() if k != "params"} for c in cells),
+            key=lambda r: (self.method_order(r["method"]), r["per_class"], r["split"]),
+        )
+
+    def table(self, records: list[dict]) -> str:
+        return table_markdown(records, self)
+
+    figures_from_records = True
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        roc_figure(records, self, out / "roc.png")
+
+
+# ------------------------------------------------------------------ one cell
+def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[str, dict[str, np.ndarray]]:
+    """The method's own novelty score's name and every score it offers, by name: ``score_samples``'s
+    (its name: the GP's ``novelty_score``, ``"max-decision"`` of an SVM, the detector's own), the
+    probability scores of ``proba``, and a GP classifier's ``"variance"``."""
+    from ..baselines.encoder import EncoderMahalanobis, EncoderNearestNeighbor
+
+    if isinstance(model, EncoderMahalanobis):
+        name = "mahalanobis"
+    elif isinstance(model, EncoderNearestNeighbor):
+        name = "nearest-cosine"
+    else:
+        name = getattr(model, "novelty_score", None) or (
+            "max-decision" if getattr(model, "_is_margin_classifier", False) else "entropy"
+        )
+    # a probability score is score_samples's own definition applied to the probabilities in hand (one
+    # prediction, not two: tests/test_open_set.py checks that they agree)
+    own = (
+        probability_novelty(proba, name) if proba is not None and name in PROBABILITY_SCORES else model.score_samples(X)
+    )
+    scores = {name: own}
+    if proba is not None:
+        for kind in PROBABILITY_SCORES:
+            scores.setdefault(kind, probability_novelty(proba, kind))
+    if hasattr(model, "decision_function") and getattr(model, "_is_margin_classifier", False):
+        scores.setdefault("max-decision", decision_novelty(model.decision_function(X)))
+    if hasattr(model, "predict_latent") and "variance" not in scores:
+        scores["variance"] = model.set_params(novelty_score="variance").score_samples(X)
+        model.set_params(novelty_score=name)
+    return name, scores
+
+
+def run_cell(study: OpenSetStudy, cell: dict) -> dict:
+    """Fit one method on one split's labelled texts; in-scope accuracy, log loss and ECE; out-of-scope
+    AUROC, AUPR and FPR95 of every novelty score."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    n = cell["params"]["per_class"]
+    split = study.split(cell["split"])
+    x_train, y_train = split.training(n)
+    model = study.estimator(cell)
+    inside = ~split.out_of_scope
+    with recorded_warnings() as warned:
+        start = time.perf_counter()
+        model.fit(x_train, y_train)
+        seconds = time.perf_counter() - start
+        encode_seconds = getattr(model, "encode_seconds_", None)
+        start = time.perf_counter()
+        proba = model.predict_proba(split.test_texts) if hasattr(model, "predict_proba") else None
+        pred = model.classes_[np.argmax(proba, axis=1)] if proba is not None else model.predict(split.test_texts)
+        name, scores = novelty_scores(model, split.test_texts, proba)
+        predict_seconds = time.perf_counter() - start
+    y_in = split.test_labels[inside]
+    record: dict[str, Any] = {
+        "per_class": n,
+        "n_train": len(y_train),
+        "n_in_scope": int(inside.sum()),
+        "n_out_of_scope": int((~inside).sum()),
+        "unknown_classes": list(split.unknown),
+        "accuracy": float(accuracy_score(y_in, pred[inside])),
+        "macro_f1": float(f1_score(y_in, pred[inside], average="macro", labels=np.unique(y_in))),
+        "fit_seconds": seconds,
+        "predict_seconds": predict_seconds,
+        "novelty_score": name,
+        "warnings": warned,
+    }
+    if proba is not None:
+        bins = reliability_bins(proba[inside], model.classes_, y_in)
+        record.update(
+            log_loss=log_loss(proba[inside], model.classes_, y_in),
+            ece=expected_calibration_error(bins),
+            reliability=bins,
+        )
+    if encode_seconds is not None:
+        record["encode_seconds"] = encode_seconds
+    measured = {kind: open_set_metrics(values, split.out_of_scope) for kind, values in scores.items()}
+    record.update(measured[name])
+    record["scores"] = {kind: {k: v for k, v in m.items() if k != "roc"} for kind, m in measured.items()}
+    return record
+
+
+# ------------------------------------------------------------------ the report
+def _rows(records: list[dict], method: str, n: int) -> list[dict]:
+    return [r for r in records if r["method"] == method and r["per_class"] == n]
+
+
+def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
+    """The out-of-scope AUROC, FPR95 and in-scope accuracy and log loss per method and size (mean ±
+    std over splits, the best per column in bold), then every score's AUROC."""
+    methods = [m for m in study.methods if any(r["method"] == m for r in records)]
+    columns = [
+        ("oos_auroc", "AUROC", True),
+        ("oos_aupr", "AUPR", True),
+        ("oos_fpr95", "FPR95", False),
+        ("accuracy", "accuracy", True),
+        ("log_loss", "log loss", False),
+        ("ece", "ECE", False),
+    ]
+    lines = []
+    for n in study.per_class:
+        lines += [f"**{n} labelled texts a known class**", ""]
+        lines += ["| method | score | " + " | ".join(c[1] for c in columns) + " |", "|---|---|" + "---|" * len(columns)]
+        best = {}
+        for key, _, higher in columns:
+            means = [
+                np.mean(v) for m in methods if (v := [r[key] for r in _rows(records, m, n) if r.get(key) is not None])
+            ]
+            best[key] = (max if higher else min)(means) if means else None
+        for m in methods:
+            rows = _rows(records, m, n)
+            if not rows:
+                continue
+            cells = []
+            for key, _, _ in columns:
+                values = [r[key] for r in rows if r.get(key) is not None]
+                cells.append(mean_cell(values, study.splits, bold=np.mean(values) == best[key]) if values else "–")
+            lines.append(f"| {study.label(m)} | {rows[0]['novelty_score']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    first = next(iter(records), {})
+    text = "\n".join(lines) + (
+        f"\n{study.dataset}: {first.get('n_in_scope', '?')} in-scope and {first.get('n_out_of_scope', '?')} out-of-scope "
+        f"test documents (split 0); mean ± std over {study.splits} splits, the best per column in bold; {PARTIAL_NOTE}. "
+        "AUROC and AUPR: out of scope the positive class, ranked by the method's own novelty score (`score`, fixed "
+        "before testing); FPR95: the out-of-scope share accepted at 95% recall of the in-scope documents; accuracy, "
+        f"log loss and ECE ({ECE_BINS} bins) on the in-scope documents.\n"
+    )
+    kinds = sorted({k for r in records for k in r.get("scores", {})})
+    lines = ["", "Every novelty score's AUROC (analysis only: each method's headline is its own score above)", ""]
+    lines += ["| method | labelled a class | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
+    for m in methods:
+        for n in study.per_class:
+            rows = _rows(records, m, n)
+            if not rows:
+                continue
+            cells = []
+            for kind in kinds:
+                values = [r["scores"][kind]["oos_auroc"] for r in rows if kind in r.get("scores", {})]
+                cells.append(f"{np.mean(values):.3f}" if values else "–")
+            lines.append(f"| {study.label(m)} | {n} | " + " | ".join(cells) + " |")
+    return text + "\n".join(lines) + "\n"
+
+
+def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
+    """The out-of-scope ROC curves, one panel per size: the true-positive rate (out-of-scope texts
+    flagged) against the false-positive rate (in-scope texts flagged), averaged over the splits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [n for n in study.per_class if any(r["per_class"] == n and "roc" in r for r in records)]
+    if not sizes:
+        return
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.4 * len(sizes), 4.9), squeeze=False)
+    handles: dict[str, Any] = {}
+    for ax, n in zip(axes.flat, sizes):
+        ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
+        for i, m in enumerate(study.methods):
+            rows = [r for r in _rows(records, m, n) if "roc" in r]
+            if not rows:
+                continue
+            fpr = np.asarray(rows[0]["roc"]["fpr"])
+            tpr = np.mean([r["roc"]["tpr"] for r in rows], axis=0)
+            auroc = np.mean([r["oos_auroc"] for r in rows])
+            style = {**_style(i), "marker": None}
+            (handles[study.label(m)],) = ax.plot(fpr, tpr, lw=1.4, **style)
+            handles[f"{study.label(m)} ({auroc:.3f} at {n})"] = handles.pop(study.label(m))
+        ax.set_title(f"{n} labelled texts a known class", fontsize=10)
+        ax.set_xlabel("in-scope texts flagged (FPR)")
+        ax.set_ylabel("out-of-scope texts flagged (TPR)")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=2, fontsize=7)
+    fig.suptitle(f"{study.dataset}: out-of-scope ROC (mean over splits; AUROC in the legend)", fontsize=11)
+    rows_of_legend = -(-len(handles) // 2)
+    fig.tight_layout(rect=(0, min(0.45, 0.035 * rows_of_legend + 0.03), 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

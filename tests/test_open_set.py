@@ -1,0 +1,330 @@
+"""Out-of-scope detection (issue 57): the novelty scores of every classifier, the open-set metrics,
+and the ``lvgp compare open-set`` study; each against an independent computation (loops over the
+documents, the closed-form GP posterior, scikit-learn's metrics)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import ClassifierMixin
+from sklearn.covariance import LedoitWolf
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+import lvgp
+from lvgp import LBFGS, LDKGPClassifier
+from lvgp.base.novelty import NOVELTY_SCORES, open_set_metrics, probability_novelty
+from lvgp.warnings import EmptyDocumentsWarning
+
+WORDS = {
+    "pos": "good great fine nice lovely".split(),
+    "neg": "bad awful poor dull weak".split(),
+    "money": "tax bank money loan rate".split(),
+}
+
+
+def _texts(label: str, n: int, rng: np.random.Generator) -> list[str]:
+    return [" ".join(rng.choice(WORDS[label], 4)) for _ in range(n)]
+
+
+# ------------------------------------------------------------------ the metrics
+def test_open_set_metrics_agree_with_scikit_learn_and_a_loop():
+    rng = np.random.default_rng(0)
+    out = rng.random(300) < 0.3
+    score = rng.normal(size=300) - 1.5 * out  # out of scope: lower, more often
+    got = open_set_metrics(score, out)
+    assert got["oos_auroc"] == pytest.approx(roc_auc_score(out, -score))
+    assert got["oos_aupr"] == pytest.approx(average_precision_score(out, -score))
+    # FPR95 by a loop: the largest threshold that keeps 95% of the in-scope documents, the
+    # out-of-scope share at or above it
+    inside = np.sort(score[~out])
+    threshold = max(t for t in inside if np.mean(inside >= t) >= 0.95)
+    assert got["oos_fpr95"] == pytest.approx(np.mean(score[out] >= threshold))
+    fpr, tpr = np.asarray(got["roc"]["fpr"]), np.asarray(got["roc"]["tpr"])
+    assert fpr[0] == 0 and fpr[-1] == 1 and tpr[-1] == 1 and np.all(np.diff(tpr) >= 0)
+    # the curve's area on its grid is the AUROC up to the grid's resolution
+    assert np.trapezoid(tpr, fpr) == pytest.approx(got["oos_auroc"], abs=0.02)
+
+
+def test_open_set_metrics_of_a_perfect_and_a_reversed_score():
+    out = np.array([False] * 20 + [True] * 10)
+    score = np.where(out, -1.0, 1.0) + np.linspace(0, 0.1, 30)
+    perfect = open_set_metrics(score, out)
+    assert perfect["oos_auroc"] == 1.0 and perfect["oos_aupr"] == pytest.approx(1.0) and perfect["oos_fpr95"] == 0.0
+    reversed_ = open_set_metrics(-score, out)
+    assert reversed_["oos_auroc"] == 0.0 and reversed_["oos_fpr95"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "score,out,match",
+    [
+        ([1.0, 2.0], [True], "score has 2 values and out_of_scope 1"),
+        ([1.0, np.nan, 3.0], [True, False, False], r"not finite at 1 rows \(first: \[1\]\)"),
+        ([1.0, 2.0], [False, False], "must mark some documents"),
+    ],
+)
+def test_open_set_metrics_refuse_bad_input(score, out, match):
+    with pytest.raises(ValueError, match=match):
+        open_set_metrics(np.asarray(score), np.asarray(out))
+
+
+def test_probability_novelty_is_minus_the_entropy_or_the_largest_probability():
+    proba = np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0], [0.7, 0.2, 0.1, 0.0]])
+    np.testing.assert_allclose(
+        probability_novelty(proba, "entropy"),
+        [-np.log(4), 0.0, 0.7 * np.log(0.7) + 0.2 * np.log(0.2) + 0.1 * np.log(0.1)],
+    )
+    np.testing.assert_allclose(probability_novelty(proba, "max-probability"), [0.25, 1.0, 0.7])
+    with pytest.raises(ValueError, match="kind must be one of"):
+        probability_novelty(proba, "variance")
+
+
+def test_every_classifier_has_score_samples():
+    """scikit-learn's novelty convention on every classifier of lvgp (``lvgp.all_estimators()``: a new
+    one cannot be left out)."""
+    classifiers = [c for c in lvgp.all_estimators() if issubclass(c, ClassifierMixin)]
+    assert len(classifiers) >= 10
+    missing = [c.__name__ for c in classifiers if not callable(getattr(c, "score_samples", None))]
+    assert missing == []
+
+
+# ------------------------------------------------------------------ the GP classifier's scores
+@pytest.fixture(scope="module")
+def fitted_gp():
+    rng = np.random.default_rng(0)
+    X = _texts("pos", 15, rng) + _texts("neg", 15, rng)
+    y = ["pos"] * 15 + ["neg"] * 15
+    clf = LDKGPClassifier(class_hyperparameters="shared", optimizer=LBFGS(max_iter=30), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    return clf
+
+
+def test_gp_probability_scores_are_those_of_its_probabilities(fitted_gp):
+    rng = np.random.default_rng(1)
+    test = _texts("pos", 4, rng) + ["good bad", "great awful dull"]
+    proba = fitted_gp.predict_proba(test)
+    for kind in ("entropy", "max-probability"):
+        clf = fitted_gp.set_params(novelty_score=kind)
+        np.testing.assert_array_equal(clf.score_samples(test), probability_novelty(proba, kind))
+    fitted_gp.set_params(novelty_score="entropy")
+
+
+def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_gp):
+    r"""``predict_latent`` and the ``"variance"`` score against the GP regression posterior of each class
+    written out: :math:`k_{**} - k_*^\top K_y^{-1} k_*` with :math:`K_y` the classes' covariance plus their
+    Dirichlet noise (R&W eq. 2.26), and :math:`m + k_*^\top K_y^{-1}(\tilde y - m)`."""
+    clf = fitted_gp
+    rng = np.random.default_rng(2)
+    test = _texts("neg", 3, rng) + ["good dull"]
+    mean, var = clf.predict_latent(test)
+    model, likelihood = clf.model_, clf.likelihood_
+    x = model.train_inputs[0]
+    xs = clf.encoder_.encode(test)[0] if hasattr(clf.encoder_, "encode") else None
+    with torch.no_grad():
+        if xs is None:
+            with clf._prediction_blocks(test, 256) as (_, _, blocks):
+                xs = torch.cat([xb for _, xb in blocks])
+        model.train()
+        likelihood.train()
+        try:
+            K_y = likelihood(model(x)).covariance_matrix  # C x n x n
+        finally:
+            model.eval()
+            likelihood.eval()
+        from lvgp.bow.padded import pad_to_common_width
+
+        a, b = pad_to_common_width(x, xs)
+        k_star = model.covar_module(a, b).to_dense().expand(len(clf.classes_), -1, -1)  # C x n x m
+        k_ss = model.covar_module(xs, diag=True).expand(len(clf.classes_), -1)  # C x m
+        m = model.mean_module.constant.reshape(-1, 1)
+        solve = torch.linalg.solve(K_y, k_star)
+        ref_var = (k_ss - (k_star * solve).sum(-2)).mT.numpy()
+        residual = (likelihood.transformed_targets - m).unsqueeze(-1)
+        ref_mean = (m + (solve.mT @ residual).squeeze(-1)).mT.numpy()
+    np.testing.assert_allclose(var, ref_var, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-6, atol=1e-8)
+    score = clf.set_params(novelty_score="variance").score_samples(test)
+    np.testing.assert_allclose(score, -np.mean(ref_var / k_ss.mT.numpy(), axis=1), rtol=1e-6)
+    assert np.all((score >= -1) & (score <= 0))
+    clf.set_params(novelty_score="entropy")
+
+
+def test_gp_documents_without_a_known_word_are_the_least_typical_by_variance(fitted_gp):
+    clf = fitted_gp.set_params(novelty_score="variance")
+    with pytest.warns(EmptyDocumentsWarning, match="score_samples: 1 of 3 documents have no known word"):
+        score = clf.score_samples(["good great", "tax bank loan", "bad dull"])
+    assert score[1] == -1.0 and score[0] > -1 and score[2] > -1
+    clf.set_params(novelty_score="entropy")
+
+
+def test_gp_novelty_score_is_a_checked_parameter_and_saved(fitted_gp, tmp_path):
+    assert fitted_gp.get_params()["novelty_score"] == "entropy"
+    with pytest.raises(ValueError, match="novelty_score"):
+        LDKGPClassifier(novelty_score="energy").fit(["good film", "bad film"], [1, 0])
+    clf = fitted_gp.set_params(novelty_score="variance")
+    clf.save(tmp_path / "gp.pt")
+    back = LDKGPClassifier.load(tmp_path / "gp.pt")
+    assert back.novelty_score == "variance"
+    test = ["good fine", "awful weak"]
+    np.testing.assert_array_equal(back.score_samples(test), clf.score_samples(test))
+    clf.set_params(novelty_score="entropy")
+
+
+@pytest.mark.parametrize("inference", ["laplace", "variational"])
+def test_every_gp_inference_scores_the_unseen_class_lower(inference):
+    rng = np.random.default_rng(3)
+    X = _texts("pos", 12, rng) + _texts("neg", 12, rng)
+    y = ["pos"] * 12 + ["neg"] * 12
+    clf = LDKGPClassifier(inference=inference, random_state=0, n_mc_samples=64)
+    if inference == "laplace":
+        clf.set_params(optimizer=LBFGS(max_iter=20))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+        mixed = [f"{a} {b}" for a, b in zip(rng.choice(WORDS["pos"], 6), rng.choice(WORDS["neg"], 6))]
+        for kind in NOVELTY_SCORES:
+            clf.set_params(novelty_score=kind)
+            inside = clf.score_samples(_texts("pos", 6, rng) + _texts("neg", 6, rng))
+            mean, var = clf.predict_latent(mixed)
+            assert mean.shape == var.shape == (6, 1 if inference == "variational" else 2)
+            assert np.all(np.isfinite(inside)) and np.all(var > 0)
+
+
+# ------------------------------------------------------------------ the encoder detectors
+@pytest.fixture
+def encoder(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from lvgp.encoders import SentenceEncoder
+
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path))
+    return SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=1)
+
+
+def test_mahalanobis_detector_is_the_loop_over_classes_with_ledoit_wolf(encoder):
+    from lvgp.baselines.encoder import EncoderMahalanobis
+
+    rng = np.random.default_rng(4)
+    X = _texts("pos", 10, rng) + _texts("neg", 10, rng) + _texts("money", 10, rng)
+    y = np.array(["pos"] * 10 + ["neg"] * 10 + ["money"] * 10)
+    est = EncoderMahalanobis(encoder).fit(X, y)
+    vectors = encoder.encode(X).double().numpy()
+    means = {c: vectors[y == c].mean(axis=0) for c in est.classes_}
+    centred = np.vstack([vectors[i] - means[y[i]] for i in range(len(y))])
+    precision = LedoitWolf(assume_centered=True).fit(centred).precision_
+    test = ["good fine", "tax loan", "bank good"]
+    tv = encoder.encode(test).double().numpy()
+    ref = np.array([[-0.5 * (t - means[c]) @ precision @ (t - means[c]) for c in est.classes_] for t in tv])
+    np.testing.assert_allclose(est.decision_function(test), ref, rtol=1e-8)
+    np.testing.assert_allclose(est.score_samples(test), 2 * ref.max(axis=1), rtol=1e-8)
+    np.testing.assert_allclose(est.predict_proba(test).sum(axis=1), 1.0)
+    assert list(est.predict(test)) == list(est.classes_[ref.argmax(axis=1)])
+
+
+def test_nearest_neighbour_detector_is_the_largest_cosine(encoder):
+    from lvgp.baselines.encoder import EncoderNearestNeighbor
+
+    rng = np.random.default_rng(5)
+    X = _texts("pos", 8, rng) + _texts("neg", 8, rng)
+    y = np.array(["pos"] * 8 + ["neg"] * 8)
+    test = ["good fine", "awful poor", "tax rate"]
+    unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)  # noqa: E731
+    cos = unit(encoder.encode(test).double().numpy()) @ unit(encoder.encode(X).double().numpy()).T
+    est = EncoderNearestNeighbor(encoder).fit(X, y)
+    np.testing.assert_allclose(est.score_samples(test), [max(row) for row in cos], rtol=1e-10)
+    assert list(est.predict(test)) == [y[int(np.argmax(row))] for row in cos]
+    three = EncoderNearestNeighbor(encoder, n_neighbors=3).fit(X, y)
+    np.testing.assert_allclose(three.score_samples(test), [np.mean(sorted(row)[-3:]) for row in cos], rtol=1e-10)
+
+
+# ------------------------------------------------------------------ the study
+def _tsv(path, rows: list[tuple[str, str]]) -> str:
+    path.write_text("\n".join(["text\tlabel", *(f"{t}\t{label}" for t, label in rows)]) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from lvgp.encoders import SentenceEncoder
+    from lvgp.encoders import sentence as sentence_module
+
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
+    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
+    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name="x", device="cpu": tiny)
+    rng = np.random.default_rng(6)
+    words = {**WORDS, "sport": "goal team match score win".split()}
+    rows = [(" ".join(rng.choice(words[c], 4)) + f" note {i}", c) for i in range(30) for c in words]
+    return _tsv(tmp_path / "toy.tsv", rows)
+
+
+def test_open_set_study_end_to_end(corpus, tmp_path):
+    from lvgp.experiments.cli import main
+
+    methods = "gpc-bow-encoder-rbf,gpc-encoder,tfidf-encoder-logreg,encoder-mahalanobis,encoder-knn,svm"
+    out = tmp_path / "out"
+    argv = ["compare", "open-set", "--dataset", corpus, "--unknown-classes", "1", "--per-class", "4,8"]
+    argv += ["--splits", "2", "--ldk-max-iter", "5", "--methods", methods, "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = json.loads((out / "results.json").read_text())
+    assert len(records) == 6 * 2 * 2
+    for r in records:
+        assert len(r["unknown_classes"]) == 1
+        assert r["n_train"] == 3 * r["per_class"]  # the known classes only, nested samples
+        assert r["n_in_scope"] + r["n_out_of_scope"] == 120 - 3 * 8  # the rows not labelled at the largest size
+        assert r["n_out_of_scope"] == 30
+        for key in ("oos_auroc", "oos_aupr", "oos_fpr95", "accuracy"):
+            assert 0 <= r[key] <= 1
+        assert len(r["roc"]["tpr"]) == 101 and r["novelty_score"] in r["scores"]
+        assert r["scores"][r["novelty_score"]]["oos_auroc"] == r["oos_auroc"]
+    by = {(r["method"], r["split"], r["per_class"]): r for r in records}
+    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == {"entropy", "max-probability", "variance"}
+    assert by["svm", 0, 4]["novelty_score"] == "max-decision"
+    assert by["encoder-mahalanobis", 0, 4]["novelty_score"] == "mahalanobis"
+    assert "log_loss" not in by["encoder-knn", 0, 4]
+    table = (out / "table.md").read_text()
+    assert "GP classifier (BoW + encoder RBF)" in table and "FPR95" in table and "Every novelty score" in table
+    assert (out / "roc.png").stat().st_size > 10_000
+    # resumed: the report from the cells alone
+    assert main(["compare", "open-set", "--report-only", "--out", str(out), "--quiet"]) == 0
+
+
+def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_path):
+    from lvgp.experiments.cli import main
+
+    rng = np.random.default_rng(7)
+    test_rows = [(" ".join(rng.choice(WORDS["pos"], 3)), "pos"), (" ".join(rng.choice(WORDS["neg"], 3)), "neg")] * 5
+    test_rows += [("what time is it", "oos"), ("book me a flight", "oos"), ("tax rate today", "money")] * 3
+    test = _tsv(tmp_path / "test.tsv", test_rows)
+    out = tmp_path / "out"
+    argv = ["compare", "open-set", "--dataset", corpus, "--unknown-label", "oos", "--test-dataset", test]
+    argv += ["--per-class", "5", "--splits", "1", "--methods", "encoder-knn,svm", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = json.loads((out / "results.json").read_text())
+    assert {r["n_out_of_scope"] for r in records} == {6}  # the test file's 'oos' rows
+    assert {r["n_in_scope"] for r in records} == {13}
+    assert {r["n_train"] for r in records} == {20}  # every class of the training file is known
+
+
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        ([], "nothing is out of scope"),
+        (["--unknown-label", "nope"], "--unknown-label 'nope' is the label of no row"),
+        (["--unknown-classes", "3"], "--unknown-classes 3: .* has 4 classes and at least 2 must stay known"),
+        (["--dataset", "r8", "--test-dataset", "x.tsv", "--unknown-classes", "1"], "has its own test split"),
+    ],
+)
+def test_open_set_study_refuses_bad_options_before_any_cell(corpus, tmp_path, extra, match, capsys):
+    from lvgp.experiments.cli import main
+
+    argv = ["compare", "open-set", "--dataset", corpus, "--methods", "svm", "--out", str(tmp_path / "o"), "--quiet"]
+    with pytest.raises(SystemExit) as exited:  # one line, exit 2, as every option error
+        main(argv + extra)
+    assert exited.value.code == 2
+    assert __import__("re").search(match, capsys.readouterr().err)
+    assert not (tmp_path / "o" / "cells").exists()
