@@ -86,6 +86,7 @@ BENCHMARKS = {
     "matching_stopping.py": "| tol | patience |",
     "large_n.py": "| variational-gpc | now | 1,000 |",
     "sparse_auto_rule.py": "| auto chooses |",
+    "open_set_dev.py": "| toy | 5 | gpc-bow-encoder-rbf |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",
@@ -124,6 +125,7 @@ DOC_PAGES = [
     "getting_started.md",
     *(f"models/{page}.md" for page in ("ldk", "gplvsm", "classification", "matching", "baselines", "studies")),
     "models/encoders.md",
+    "models/uncertainty.md",
 ]
 
 
@@ -131,7 +133,7 @@ DOC_PAGES = [
 def test_documentation_snippets_run(page, tmp_path, monkeypatch):
     import re
 
-    if page == "models/encoders.md":
+    if page in ("models/encoders.md", "models/uncertainty.md"):
         pytest.importorskip("transformers")
         monkeypatch.setenv("LVGP_DATA", str(tmp_path))  # the stand-in encoder's cache stays out of the user's
 

@@ -154,6 +154,19 @@ def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_
     clf.set_params(novelty_score="entropy")
 
 
+def test_gp_energy_is_the_log_sum_exp_of_the_latent_means(fitted_gp):
+    from scipy.special import logsumexp
+
+    test = ["good great", "bad dull", "good dull"]
+    mean, _ = fitted_gp.predict_latent(test)
+    clf = fitted_gp.set_params(novelty_score="energy")
+    np.testing.assert_allclose(clf.score_samples(test), logsumexp(mean, axis=1), rtol=1e-12)
+    clf.set_params(novelty_score="entropy")
+    from lvgp.base.novelty import latent_energy
+
+    np.testing.assert_allclose(latent_energy(np.array([[2.0]])), [np.log(1 + np.exp(2.0))])  # one latent: (0, f)
+
+
 def test_gp_documents_without_a_known_word_are_the_least_typical_by_variance(fitted_gp):
     clf = fitted_gp.set_params(novelty_score="variance")
     with pytest.warns(EmptyDocumentsWarning, match="score_samples: 1 of 3 documents have no known word"):
@@ -282,7 +295,8 @@ def test_open_set_study_end_to_end(corpus, tmp_path):
         assert len(r["roc"]["tpr"]) == 101 and r["novelty_score"] in r["scores"]
         assert r["scores"][r["novelty_score"]]["oos_auroc"] == r["oos_auroc"]
     by = {(r["method"], r["split"], r["per_class"]): r for r in records}
-    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == {"entropy", "max-probability", "variance"}
+    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == {"entropy", "max-probability", "variance", "energy"}
+    assert set(by["tfidf-encoder-logreg", 0, 4]["scores"]) == {"entropy", "max-probability", "energy"}
     assert by["svm", 0, 4]["novelty_score"] == "max-decision"
     assert by["encoder-mahalanobis", 0, 4]["novelty_score"] == "mahalanobis"
     assert "log_loss" not in by["encoder-knn", 0, 4]

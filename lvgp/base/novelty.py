@@ -13,6 +13,11 @@ document, **higher meaning more typical of the training classes**. What it is ma
   say nothing about :math:`x`. Distance-aware only with a kernel that is (a stationary part: SNGP's
   argument): with a linear or cosine kernel and more documents than dimensions, the posterior
   variance is small everywhere in the training documents' span;
+* ``"energy"`` -- (GP classifiers) :math:`\log \sum_c \exp \mu_c(x)` of the latent posterior means
+  :math:`\mu_c`: for the Dirichlet inference the log of the total pseudo-count (the Dirichlet
+  evidence, Milios et al. 2018) at the posterior median, which falls where no class has evidence,
+  whether the classes are confused or not; for the softmax inferences minus the free energy of the
+  logits (Liu, Wang, Owens & Li, NeurIPS 2020);
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
@@ -34,6 +39,7 @@ __all__ = [
     "NOVELTY_SCORES",
     "probability_novelty",
     "decision_novelty",
+    "latent_energy",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
     "DecisionNoveltyMixin",
@@ -42,7 +48,7 @@ __all__ = [
 #: the novelty scores made of predictive probabilities
 PROBABILITY_SCORES = ("entropy", "max-probability")
 #: every novelty score a GP classifier offers (``LDKGPClassifier(novelty_score=...)``)
-NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance")
+NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance", "energy")
 #: recall of the in-scope documents at which FPR95 is read
 IN_SCOPE_RECALL = 0.95
 #: points of the ROC curve a record keeps (the curve is drawn from them)
@@ -64,6 +70,20 @@ def probability_novelty(proba: np.ndarray, kind: str = "entropy") -> np.ndarray:
     if kind == "max-probability":
         return proba.max(axis=1)
     raise ValueError(f"kind must be one of {PROBABILITY_SCORES}; got {kind!r}")
+
+
+def latent_energy(mean: np.ndarray) -> np.ndarray:
+    r"""The ``"energy"`` score of ``n x C`` latent means (or logits): :math:`\log \sum_c \exp \mu_c`; one
+    column (a binary classifier's single latent function, the positive class's logit) is read as the
+    logits :math:`(0, \mu)`."""
+    from scipy.special import logsumexp
+
+    mean = np.asarray(mean, dtype=np.float64)
+    if mean.ndim != 2:
+        raise ValueError(f"mean must be n x C; got shape {mean.shape}")
+    if mean.shape[1] == 1:
+        mean = np.hstack([np.zeros_like(mean), mean])
+    return logsumexp(mean, axis=1)
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

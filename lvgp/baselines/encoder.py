@@ -178,6 +178,11 @@ class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, Class
         check_is_fitted(self, "model_")
         return self.model_.predict_proba(self._features(check_texts(X)))
 
+    def decision_function(self, X):
+        """The logits: ``n x C`` (``n``, the positive class's, for two classes)."""
+        check_is_fitted(self, "model_")
+        return self.model_.decision_function(self._features(check_texts(X)))
+
     def predict(self, X):
         check_is_fitted(self, "model_")
         return self.model_.predict(self._features(check_texts(X)))

@@ -33,9 +33,16 @@ import numpy as np
 from .._random import child_seed
 from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
-from ..base.novelty import PROBABILITY_SCORES, decision_novelty, open_set_metrics, probability_novelty
+from ..base.novelty import PROBABILITY_SCORES, decision_novelty, latent_energy, open_set_metrics, probability_novelty
 from ..datasets.loaders import corpus_names, load_corpus
-from .classification import ENCODER_CS, ENCODER_GPC_FAMILY, _gp_classifier_on_texts, _style
+from .classification import (
+    ENCODER_CS,
+    ENCODER_GPC_FAMILY,
+    _cut_vocabulary,
+    _gp_classifier_on_texts,
+    _ldk_gpc_plus,
+    _style,
+)
 from .registry import default_methods, register_method, register_study
 from .study import (
     DEVICE_HELP,
@@ -53,6 +60,14 @@ BUILTIN = corpus_names("classification")
 
 
 # ------------------------------------------------------------------ the methods (in table order)
+def _tfidf_cosine(num_words, documents):
+    """The cosine of the tf-idf vectors (idf of the training documents' word ids ``documents``)."""
+    from ..bow.weighting import idf_weights
+    from ..kernels import BagOfWordsKernel
+
+    return BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
+
+
 def _bag_of_words_beside_encoder(kind: str):
     """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
     :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
@@ -60,12 +75,9 @@ def _bag_of_words_beside_encoder(kind: str):
 
     def of_dim(dim: int):
         def factory(num_words, documents):
-            from ..bow.weighting import idf_weights
-            from ..kernels import BagOfWordsKernel
             from ..kernels.packed import beside_encoder
 
-            bow = BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
-            return beside_encoder(bow, documents, dim, kind)
+            return beside_encoder(_tfidf_cosine(num_words, documents), documents, dim, kind)
 
         return factory
 
@@ -127,6 +139,19 @@ for _name, _label, _kernel, _default, _what in (
         "marginal likelihood, the probabilities tempered as ldk-gpc-plus; novelty score: minus the predictive "
         "entropy (LDKGPClassifier(novelty_score='entropy'))",
     )(_gp_method(_kernel))
+
+
+@register_method(
+    KIND,
+    "gpc-bow",
+    "GP classifier (BoW)",
+    default=True,
+    description="Dirichlet GP classifier on the cosine of the tf-idf vectors alone (no encoder), settings as the "
+    "encoder GP classifiers'",
+)
+def _gpc_bow(study, cell, data):
+    model = _ldk_gpc_plus(study, cell, None)
+    return model.set_params(kernel=_tfidf_cosine, vocabulary=_cut_vocabulary(study), device=study.device)
 
 
 @register_method(
@@ -415,9 +440,15 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
             scores.setdefault(kind, probability_novelty(proba, kind))
     if hasattr(model, "decision_function") and getattr(model, "_is_margin_classifier", False):
         scores.setdefault("max-decision", decision_novelty(model.decision_function(X)))
-    if hasattr(model, "predict_latent") and "variance" not in scores:
-        scores["variance"] = model.set_params(novelty_score="variance").score_samples(X)
-        model.set_params(novelty_score=name)
+    if hasattr(model, "predict_latent"):  # one latent pass for both
+        mean, var, prior = model._latent_and_prior(X, 256, "score_samples")
+        scores.setdefault("variance", -np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1))
+        scores.setdefault("energy", latent_energy(mean))
+    elif name == "entropy" and hasattr(
+        model, "decision_function"
+    ):  # logistic regression's logits: minus their free energy
+        logits = np.asarray(model.decision_function(X), dtype=np.float64)
+        scores.setdefault("energy", latent_energy(logits[:, None] if logits.ndim == 1 else logits))
     return name, scores
 
 

@@ -67,7 +67,7 @@ from ..base.distributed import backward_on_share, check_same_model, process_grou
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
-from ..base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, probability_novelty
+from ..base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
@@ -355,8 +355,9 @@ class LDKGPClassifier(
             both where the classes are confused and where the latent posterior is wide),
             ``"max-probability"``, or ``"variance"`` (minus the latent posterior variance over the prior
             variance, averaged over the classes: distance-aware only with a kernel that is, e.g.
-            ``encoder_kernel="rbf"``). Fixed before any out-of-scope text is seen; ``lvgp compare
-            open-set`` records all three.
+            ``encoder_kernel="rbf"``), or ``"energy"`` (the log-sum-exp of the latent means: the Dirichlet
+            inference's log total evidence, where no class has evidence). Fixed before any out-of-scope text is seen; ``lvgp compare
+            open-set`` records every one.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -1207,11 +1208,14 @@ class LDKGPClassifier(
         classes (scikit-learn's convention; :mod:`lvgp.base.novelty`), as ``novelty_score`` says: minus the
         entropy of :meth:`predict_proba` (``"entropy"``), its largest probability (``"max-probability"``),
         or minus the mean over the classes of the latent posterior variance over the prior variance
-        (``"variance"``, in :math:`[-1, 0]`; :meth:`predict_latent`)."""
+        (``"variance"``, in :math:`[-1, 0]`; :meth:`predict_latent`), or the log-sum-exp of the latent
+        means (``"energy"``: the Dirichlet inference's log total evidence)."""
         check_params(self)
         if self.novelty_score in PROBABILITY_SCORES:
             return probability_novelty(self.predict_proba(X, block), self.novelty_score)
-        _, var, prior = self._latent_and_prior(X, block, "score_samples")
+        mean, var, prior = self._latent_and_prior(X, block, "score_samples")
+        if self.novelty_score == "energy":
+            return latent_energy(mean)
         return -np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1)
 
     def predict(self, X: Documents) -> np.ndarray:

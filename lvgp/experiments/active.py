@@ -1,0 +1,397 @@
+"""The active-learning study (issue 57): which texts to label next.
+
+Protocol, per split (``--splits``: seeds): the pool is the data set's training part (``--pool-size``
+subsamples it), the test documents its standard test split (20ng, r8) or, for a TSV, ``--test-size``
+rows held out (default: a quarter); ``--test-size`` also subsamples a standard test split. One text a
+class is drawn from the pool to start. Then, until ``--budget`` texts are labelled: the strategy's
+classifier is fitted on the labelled texts and scored on the test documents (accuracy and log loss:
+one point of the record's ``curve``), and the next ``--batch`` texts are the unlabelled pool texts
+its acquisition ranks highest. At the budget the classifier is fitted and scored once more.
+
+Strategies (the records' ``strategy``):
+
+* ``gp-entropy``, ``gp-bald``, ``gp-variance`` -- the GP classifier chooses and predicts: the
+  predictive entropy of a text; BALD, the mutual information between its label and the latent
+  functions (Houlsby et al. 2011), :math:`H[\\bar p] - \\mathbb E_f H[\\mathrm{softmax}(f)]` over draws of
+  the latent posterior (:func:`bald`); the latent variance ratio (:mod:`lvgp.base.novelty`'s
+  ``"variance"``).
+* ``logreg-entropy`` -- logistic regression on ``[tf-idf | encoder]`` chooses by its predictive
+  entropy and predicts (uncertainty sampling, what labelling tools ship).
+* ``random`` -- random texts, logistic regression predicting; ``random-gp`` -- random texts, the GP
+  predicting.
+
+The GP classifier is the open-set study's ``gpc-bow-encoder`` (the cosine of the tf-idf vectors
+plus :math:`\\mu` times the encoder's cosine, the classification study's ``bow-gpc-encoder``); the
+logistic regression the classification study's ``tfidf-encoder-logreg``. The summary adds the area
+under each learning curve (the mean accuracy over the curve's points) and the labels each strategy
+needs to reach ``random``'s accuracy at the full budget on the same split.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._random import child_seed
+from ..base.constraints import Integer, Real
+from ..base.metrics import log_loss
+from ..base.novelty import probability_novelty
+from ..datasets.loaders import corpus_names, load_corpus
+from .classification import ENCODER_CS, _style
+from .registry import register_method, register_study
+from .study import (
+    DEVICE_HELP,
+    PARTIAL_NOTE,
+    Study,
+    check_encoder_methods,
+    encoder_precision_option,
+    mean_cell,
+    option,
+    recorded_warnings,
+)
+
+KIND = "active"
+BUILTIN = corpus_names("classification")
+#: strategy -> (the learner that chooses and predicts, its acquisition)
+STRATEGIES = {
+    "gp-entropy": ("gp", "entropy"),
+    "gp-bald": ("gp", "bald"),
+    "gp-variance": ("gp", "variance"),
+    "logreg-entropy": ("logreg", "entropy"),
+    "random": ("logreg", "random"),
+    "random-gp": ("gp", "random"),
+}
+#: latent draws of BALD's expectation
+BALD_SAMPLES = 64
+
+
+def bald(mean: np.ndarray, var: np.ndarray, n_samples: int = BALD_SAMPLES, seed: int = 0) -> np.ndarray:
+    r"""BALD's mutual information between a text's label and the latent functions (Houlsby, Huszár,
+    Ghahramani & Lengyel 2011), under independent Gaussian latents ``mean``, ``var`` (``n x C``):
+    :math:`H[\tfrac1S \sum_s \mathrm{softmax}(f_s)] - \tfrac1S \sum_s H[\mathrm{softmax}(f_s)]` over ``n_samples``
+    draws :math:`f_s` (the same standard normal draws for every text, from ``seed``). One latent
+    column (a binary classifier's) is read as the logits :math:`(0, f)`. ``n`` values, at least 0."""
+    mean, var = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
+    if mean.shape != var.shape or mean.ndim != 2:
+        raise ValueError(f"mean and var must both be n x C; got {mean.shape} and {var.shape}")
+    eps = np.random.default_rng(seed).standard_normal((n_samples, 1, mean.shape[1]))
+    f = mean[None] + np.sqrt(np.clip(var, 0, None))[None] * eps  # S x n x C
+    if f.shape[-1] == 1:
+        f = np.concatenate([np.zeros_like(f), f], axis=-1)
+    f -= f.max(axis=-1, keepdims=True)
+    p = np.exp(f)
+    p /= p.sum(axis=-1, keepdims=True)
+
+    def entropy(q: np.ndarray) -> np.ndarray:
+        return -np.sum(q * np.log(np.clip(q, 1e-300, None)), axis=-1)
+
+    return np.clip(entropy(p.mean(axis=0)) - entropy(p).mean(axis=0), 0.0, None)
+
+
+# ------------------------------------------------------------------ the learners
+def _gp(study, cell, data):
+    from .classification import _gp_classifier_on_texts
+    from .open_set import _bag_of_words_beside_encoder
+
+    return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder("cosine"))
+
+
+def _logreg(study, cell, data):
+    from ..baselines.encoder import EncoderLogisticRegression
+
+    return EncoderLogisticRegression(
+        study.encoder, tfidf=True, Cs=ENCODER_CS, device=study.device, random_state=study.cell_seed(cell)
+    )
+
+
+_LABELS = {
+    "gp-entropy": "GP, entropy",
+    "gp-bald": "GP, BALD",
+    "gp-variance": "GP, latent variance",
+    "logreg-entropy": "LogReg, entropy",
+    "random": "random, LogReg",
+    "random-gp": "random, GP",
+}
+for _name, (_learner, _acquisition) in STRATEGIES.items():
+    register_method(
+        KIND,
+        _name,
+        _LABELS[_name],
+        raw_texts=True,
+        default=True,
+        description=f"{'the GP classifier' if _learner == 'gp' else 'logistic regression on [tf-idf | encoder]'} "
+        f"predicting, texts chosen by {_acquisition}",
+    )(_gp if _learner == "gp" else _logreg)
+
+
+# ------------------------------------------------------------------ the study
+@dataclass(frozen=True)
+class ActiveSplit:
+    pool_texts: list[str]
+    pool_labels: np.ndarray
+    start: np.ndarray  # pool indices labelled first: one a class
+    test_texts: list[str]
+    test_labels: np.ndarray
+
+
+@functools.lru_cache(maxsize=2)
+def _corpus(dataset: str):
+    return load_corpus(dataset, "classification")
+
+
+@register_study
+@dataclass(frozen=True)
+class ActiveStudy(Study):
+    kind = KIND
+    help = "active learning: the texts a GP chooses to label against uncertainty sampling and random texts"
+    description = (
+        "Per seed: one labelled text a class, then batches of --batch texts chosen from the unlabelled training pool "
+        "by each strategy up to --budget labels; after every batch the test accuracy and log loss (the learning curve)."
+    )
+
+    dataset: str = option(help="20ng, r8, r52, or PATH.tsv (columns text and label)")
+    budget: int = option(200, "labelled texts at the end", check=Integer(2))
+    batch: int = option(10, "texts acquired a round")
+    splits: int = option(3, "seeds: the first texts, the pool and test subsamples, the random draws")
+    strategies: tuple[str, ...] = option(tuple(STRATEGIES), f"from: {', '.join(STRATEGIES)}")
+    pool_size: int | None = option(None, "subsample the unlabelled pool (default: the whole training part)")
+    test_size: int | None = option(
+        None, "subsample the test documents (a TSV: the rows held out, default a quarter of them)"
+    )
+    min_df_fraction: float = option(
+        0.0,
+        "the GP's word part and logistic regression's tf-idf leave out words in fewer than this fraction of the "
+        "labelled texts (0: every word)",
+        check=Real(0, 1, open_high=True),
+    )
+    encoder: str = option("all-MiniLM-L6-v2", "pretrained sentence encoder (lvgp.encoders.ENCODERS)")
+    encoder_precision: str = encoder_precision_option()
+    embeddings: str = option("glove-6b-50d", "unused by the strategies' learners (the shared builders read it)")
+    ldk_max_iter: int = option(50, "L-BFGS iterations of the GP classifier (at least 300)")
+    seed: int = option(0, "seed of the study", check=Integer(0))
+    device: str = option("cpu", DEVICE_HELP)
+
+    unlabeled: ClassVar[str] = "none"
+    gpc_inference: ClassVar[str] = "dirichlet"
+    cell_choosing_options: ClassVar[tuple[str, ...]] = ("strategies", "splits")
+
+    @property
+    def methods(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The strategies (the registry's methods of this study)."""
+        return self.strategies
+
+    @property
+    def n_splits(self) -> int:
+        return self.splits
+
+    def validate(self) -> None:
+        super().validate()
+        if self.batch >= self.budget:
+            raise ValueError(f"--batch {self.batch} must be below --budget {self.budget}")
+        check_encoder_methods(self)
+
+    def check_data(self) -> None:
+        split = self.split(0)
+        if len(split.start) >= self.budget:
+            raise ValueError(
+                f"--budget {self.budget}: the start takes one text of each of the {len(split.start)} classes; pass a "
+                "larger budget"
+            )
+        if self.budget > len(split.pool_labels):
+            raise ValueError(f"--budget {self.budget} exceeds the pool's {len(split.pool_labels)} texts")
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019  (frozen and hashable)
+    def split(self, split: int) -> ActiveSplit:
+        """The pool, the first labelled texts and the test documents of one seed (module docstring)."""
+        corpus = _corpus(self.dataset)
+        texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
+        rng = np.random.default_rng(child_seed(self.seed, f"active split {split}"))
+        if self.dataset in BUILTIN:
+            test_texts, test_labels = list(corpus.test_texts), np.asarray(corpus.test_labels).astype(str)
+            if self.test_size and self.test_size < len(test_labels):
+                keep = np.sort(rng.choice(len(test_labels), self.test_size, replace=False))
+                test_texts, test_labels = [test_texts[i] for i in keep], test_labels[keep]
+        else:
+            order = rng.permutation(len(labels))
+            n_test = self.test_size or len(labels) // 4
+            if n_test >= len(labels) - 2:
+                raise ValueError(f"--test-size {n_test} leaves no pool of {self.dataset}'s {len(labels)} rows")
+            test, rest = order[:n_test], order[n_test:]
+            test_texts, test_labels = [texts[i] for i in test], labels[test]
+            texts, labels = [texts[i] for i in rest], labels[rest]
+        if self.pool_size and self.pool_size < len(labels):
+            keep = np.sort(rng.choice(len(labels), self.pool_size, replace=False))
+            texts, labels = [texts[i] for i in keep], labels[keep]
+        start = np.array([rng.choice(np.flatnonzero(labels == c)) for c in np.unique(labels)])
+        return ActiveSplit(texts, labels, start, test_texts, test_labels)
+
+    def cells(self) -> list[dict]:
+        return [{"method": m, "split": s, "params": {}} for m in self.strategies for s in range(self.splits)]
+
+    def run_cell(self, cell: dict) -> dict:
+        return run_cell(self, cell)
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        records = sorted(
+            ({k: v for k, v in c.items() if k != "params"} for c in cells),
+            key=lambda r: (self.method_order(r["method"]), r["split"]),
+        )
+        for r in records:  # the labels to reach random's accuracy at the full budget, on the same seed
+            reference = next((q for q in records if q["method"] == "random" and q["split"] == r["split"]), None)
+            r["labels_to_random_final"] = None
+            if reference is not None:
+                target = reference["curve"][-1]["accuracy"]
+                r["labels_to_random_final"] = next((p["labels"] for p in r["curve"] if p["accuracy"] >= target), None)
+        return records
+
+    def table(self, records: list[dict]) -> str:
+        return table_markdown(records, self)
+
+    figures_from_records = True
+
+    def figures(self, out: Path, cells: list[dict], records: list[dict]) -> None:
+        learning_curves(records, self, out / "learning_curves.png")
+
+
+def acquisition_scores(model: Any, acquisition: str, texts: list[str], seed: int) -> np.ndarray:
+    """Higher: label sooner. ``entropy``: the predictive entropy; ``bald``: :func:`bald` of the
+    latent posterior; ``variance``: the latent variance ratio (minus ``score_samples``'s
+    ``"variance"``)."""
+    if acquisition == "entropy":
+        return -probability_novelty(model.predict_proba(texts), "entropy")
+    mean, var, prior = model._latent_and_prior(texts, 256, "acquisition")
+    if acquisition == "bald":
+        return bald(mean, var, seed=seed)
+    if acquisition == "variance":
+        return np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1)
+    raise ValueError(f"unknown acquisition {acquisition!r}")
+
+
+def run_cell(study: ActiveStudy, cell: dict) -> dict:
+    """One strategy on one seed: the learning curve from one text a class to the budget."""
+    strategy = cell["method"]
+    _, acquisition = STRATEGIES[strategy]
+    split = study.split(cell["split"])
+    rng = np.random.default_rng(child_seed(study.seed, f"active random {cell['split']}"))
+    labelled = list(split.start)
+    unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
+    curve: list[dict] = []
+    fit_seconds = acquire_seconds = 0.0
+    encode_seconds = 0.0
+    with recorded_warnings() as warned:
+        while True:
+            model = study.estimator(cell)
+            x = [split.pool_texts[i] for i in labelled]
+            start = time.perf_counter()
+            model.fit(x, split.pool_labels[labelled])
+            fit_seconds += time.perf_counter() - start
+            encode_seconds += getattr(model, "encode_seconds_", 0.0) or 0.0
+            proba = model.predict_proba(split.test_texts)
+            pred = model.classes_[np.argmax(proba, axis=1)]
+            curve.append(
+                {
+                    "labels": len(labelled),
+                    "accuracy": float(np.mean(pred == split.test_labels)),
+                    "log_loss": log_loss(proba, model.classes_, split.test_labels),
+                }
+            )
+            take = min(study.batch, study.budget - len(labelled))
+            if take <= 0:
+                break
+            start = time.perf_counter()
+            if acquisition == "random":
+                chosen = rng.choice(unlabelled, take, replace=False)
+            else:
+                pool = [split.pool_texts[i] for i in unlabelled]
+                scores = acquisition_scores(model, acquisition, pool, child_seed(study.seed, "bald draws"))
+                chosen = unlabelled[np.argsort(-scores, kind="stable")[:take]]
+            acquire_seconds += time.perf_counter() - start
+            labelled += chosen.tolist()
+            unlabelled = np.setdiff1d(unlabelled, chosen)
+    accuracies = [p["accuracy"] for p in curve]
+    return {
+        "strategy": strategy,
+        "curve": curve,
+        "aulc": float(np.mean(accuracies)),
+        "final_accuracy": accuracies[-1],
+        "final_log_loss": curve[-1]["log_loss"],
+        "n_pool": len(split.pool_labels),
+        "n_test": len(split.test_labels),
+        "fit_seconds": fit_seconds,
+        "acquire_seconds": acquire_seconds,
+        "encode_seconds": encode_seconds,
+        "warnings": warned,
+    }
+
+
+# ------------------------------------------------------------------ the report
+def _at(record: dict, labels: int) -> float | None:
+    """The curve's accuracy at the last point with at most ``labels`` labelled texts."""
+    points = [p for p in record["curve"] if p["labels"] <= labels]
+    return points[-1]["accuracy"] if points else None
+
+
+def table_markdown(records: list[dict], study: ActiveStudy) -> str:
+    half = study.budget // 2
+    lines = [
+        f"| strategy | area under the curve | accuracy at {half} | accuracy at {study.budget} | log loss at "
+        f"{study.budget} | labels to random's accuracy at {study.budget} | s a run |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    columns: dict[str, list] = {}
+    for m in study.strategies:
+        rows = [r for r in records if r["method"] == m]
+        if rows:
+            columns[m] = rows
+    best_aulc = max((np.mean([r["aulc"] for r in rows]) for rows in columns.values()), default=None)
+    for m, rows in columns.items():
+        half_acc = [a for r in rows if (a := _at(r, half)) is not None]
+        reach = [r["labels_to_random_final"] for r in rows]
+        reached = [v for v in reach if v is not None]
+        reach_text = (f"{np.mean(reached):.0f}" if reached else "–") + (
+            f" ({len(reached)} of {len(reach)} reach it)" if len(reached) < len(reach) else ""
+        )
+        seconds = np.mean([r["fit_seconds"] + r["acquire_seconds"] for r in rows])
+        lines.append(
+            f"| {study.label(m)} | {mean_cell([r['aulc'] for r in rows], study.splits, np.mean([r['aulc'] for r in rows]) == best_aulc)} "
+            f"| {mean_cell(half_acc, study.splits)} | {mean_cell([r['final_accuracy'] for r in rows], study.splits)} "
+            f"| {mean_cell([r['final_log_loss'] for r in rows], study.splits)} | {reach_text} | {seconds:.0f} |"
+        )
+    first = records[0] if records else {}
+    return "\n".join(lines) + (
+        f"\n\n{study.dataset}: one text a class to start, batches of {study.batch} to {study.budget} labels; "
+        f"{first.get('n_pool', '?')} pool and {first.get('n_test', '?')} test documents; test accuracy, mean ± std over "
+        f"{study.splits} seeds (area: the mean accuracy over the curve's points; the best in bold); {PARTIAL_NOTE}. "
+        "Seconds: the fits and acquisitions of one run, the encoding apart.\n"
+    )
+
+
+def learning_curves(records: list[dict], study: ActiveStudy, path: Path) -> None:
+    """Test accuracy and log loss against the labelled texts, one line per strategy (mean over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for i, m in enumerate(study.strategies):
+        rows = [r for r in records if r["method"] == m]
+        if not rows:
+            continue
+        labels = [p["labels"] for p in rows[0]["curve"]]
+        for ax, key in zip(axes, ("accuracy", "log_loss")):
+            values = np.mean([[p[key] for p in r["curve"]] for r in rows if len(r["curve"]) == len(labels)], axis=0)
+            ax.plot(labels, values, lw=1.4, label=study.label(m), **{**_style(i), "marker": None})
+    for ax, name in zip(axes, ("test accuracy", "test log loss")):
+        ax.set_xlabel("labelled texts")
+        ax.set_ylabel(name)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{study.dataset}: active learning, batches of {study.batch} (mean over {study.splits} seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

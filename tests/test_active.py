@@ -1,0 +1,128 @@
+"""The active-learning study (issue 57): BALD against a loop over texts and draws, the acquisitions
+against the scores they are made of, and ``lvgp compare active`` end to end on a toy corpus with a
+tiny random encoder."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from lvgp import LBFGS, LDKGPClassifier
+from lvgp.base.novelty import probability_novelty
+from lvgp.experiments.active import BALD_SAMPLES, acquisition_scores, bald
+
+
+def test_bald_is_the_loop_over_texts_and_draws():
+    rng = np.random.default_rng(0)
+    mean, var = rng.normal(size=(4, 3)), rng.uniform(0.1, 2.0, size=(4, 3))
+    eps = np.random.default_rng(7).standard_normal((BALD_SAMPLES, 1, 3))
+    expected = []
+    for i in range(4):
+        probs = []
+        for s in range(BALD_SAMPLES):
+            f = mean[i] + np.sqrt(var[i]) * eps[s, 0]
+            probs.append(np.exp(f) / np.exp(f).sum())
+        probs = np.array(probs)
+        mean_p = probs.mean(axis=0)
+        entropy_of_mean = -np.sum(mean_p * np.log(mean_p))
+        mean_entropy = np.mean([-np.sum(p * np.log(p)) for p in probs])
+        expected.append(entropy_of_mean - mean_entropy)
+    np.testing.assert_allclose(bald(mean, var, seed=7), expected, rtol=1e-10)
+
+
+def test_bald_is_zero_without_latent_uncertainty_and_reads_one_column_as_two_logits():
+    mean = np.array([[0.3, -1.0], [2.0, 2.0]])
+    np.testing.assert_allclose(bald(mean, np.zeros_like(mean)), 0.0, atol=1e-12)
+    # one latent f (a binary classifier's): the logits (0, f), f drawn from the one column's draws
+    eps = np.random.default_rng(3).standard_normal(BALD_SAMPLES)
+    p1 = 1 / (1 + np.exp(-(0.5 + np.sqrt(1.5) * eps)))
+    h = lambda p: -(p * np.log(p) + (1 - p) * np.log(1 - p))  # noqa: E731
+    np.testing.assert_allclose(bald(np.array([[0.5]]), np.array([[1.5]]), seed=3), [h(p1.mean()) - h(p1).mean()])
+    with pytest.raises(ValueError, match="mean and var must both be n x C"):
+        bald(mean, np.zeros(2))
+
+
+def test_acquisitions_are_the_scores_they_are_made_of():
+    rng = np.random.default_rng(1)
+    words = {"a": "good great fine nice".split(), "b": "bad awful poor dull".split()}
+    X = [" ".join(rng.choice(words[c], 3)) for c in "ab" for _ in range(8)]
+    y = ["a"] * 8 + ["b"] * 8
+    clf = LDKGPClassifier(class_hyperparameters="shared", optimizer=LBFGS(max_iter=20), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+        pool = ["good bad", "great fine", "awful dull nice", "poor"]
+        np.testing.assert_array_equal(
+            acquisition_scores(clf, "entropy", pool, 0), -probability_novelty(clf.predict_proba(pool), "entropy")
+        )
+        variance = acquisition_scores(clf, "variance", pool, 0)
+        np.testing.assert_allclose(variance, -clf.set_params(novelty_score="variance").score_samples(pool))
+        mean, var = clf.predict_latent(pool)
+        np.testing.assert_array_equal(acquisition_scores(clf, "bald", pool, 5), bald(mean, var, seed=5))
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from lvgp.encoders import SentenceEncoder
+    from lvgp.encoders import sentence as sentence_module
+
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
+    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
+    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name="x", device="cpu": tiny)
+    rng = np.random.default_rng(2)
+    words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
+    rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note {i}\t{c}" for i in range(20) for c in words]
+    path = tmp_path / "toy.tsv"
+    path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
+    return str(path)
+
+
+def test_active_study_end_to_end(corpus, tmp_path):
+    from lvgp.experiments.cli import main
+
+    out = tmp_path / "out"
+    argv = ["compare", "active", "--dataset", corpus, "--budget", "17", "--batch", "5", "--splits", "2"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = json.loads((out / "results.json").read_text())
+    strategies = ["gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", "random", "random-gp"]
+    assert sorted({r["strategy"] for r in records}) == sorted(strategies) and len(records) == 12
+    for r in records:
+        # one text a class to start, batches of 5, the last batch cut to the budget
+        assert [p["labels"] for p in r["curve"]] == [3, 8, 13, 17]
+        assert r["n_pool"] == 45 and r["n_test"] == 15
+        assert r["aulc"] == pytest.approx(np.mean([p["accuracy"] for p in r["curve"]]))
+        assert r["final_accuracy"] == r["curve"][-1]["accuracy"]
+    for r in (r for r in records if r["strategy"] == "random"):  # random reaches its own final accuracy
+        assert r["labels_to_random_final"] <= 17
+    # every strategy starts from the same texts: the first point's GP (or logistic regression) agree
+    firsts = {(r["strategy"], r["split"]): r["curve"][0]["accuracy"] for r in records}
+    for split in (0, 1):
+        assert firsts["gp-entropy", split] == firsts["random-gp", split] == firsts["gp-bald", split]
+        assert firsts["logreg-entropy", split] == firsts["random", split]
+    table = (out / "table.md").read_text()
+    assert "GP, BALD" in table and "labels to random's accuracy at 17" in table
+    assert (out / "learning_curves.png").stat().st_size > 10_000
+    assert main(["compare", "active", "--report-only", "--out", str(out), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        (["--batch", "20", "--budget", "20"], "--batch 20 must be below --budget 20"),
+        (["--budget", "3", "--batch", "1"], "the start takes one text of each of the 3 classes"),
+        (["--strategies", "gp-magic"], "unknown method 'gp-magic'"),
+    ],
+)
+def test_active_study_refuses_bad_options(corpus, tmp_path, extra, match, capsys):
+    from lvgp.experiments.cli import main
+
+    argv = ["compare", "active", "--dataset", corpus, "--out", str(tmp_path / "o"), "--quiet", *extra]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and match in capsys.readouterr().err
+    assert not (tmp_path / "o" / "cells").exists()
