@@ -342,3 +342,17 @@ def test_open_set_study_refuses_bad_options_before_any_cell(corpus, tmp_path, ex
     assert exited.value.code == 2
     assert __import__("re").search(match, capsys.readouterr().err)
     assert not (tmp_path / "o" / "cells").exists()
+
+
+def test_an_exact_gp_classifier_too_large_for_memory_says_so_before_allocating(monkeypatch):
+    """15,000 texts of 150 intents hold 150 dense 15,000 x 15,000 covariances: the fit names the sizes
+    and the way out instead of being killed by the system (which ends a study's whole process)."""
+    import lvgp.base.device as device_module
+
+    monkeypatch.setattr(device_module, "available_memory", lambda device: 2**20)  # 1 MiB free
+    X = ["good film", "bad film", "great plot", "awful plot"]
+    with pytest.raises(
+        MemoryError,
+        match=r"the dirichlet GP classifier on 1,200 documents and 2 classes: 6 dense 1,200 x 1,200 float64",
+    ):
+        LDKGPClassifier(random_state=0).fit(X * 300, ["a", "b"] * 600)

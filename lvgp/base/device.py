@@ -22,7 +22,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_device", "device_problem", "to_host", "state_to_cpu", "LossBuffer", "FLOAT_DTYPES"]
+__all__ = [
+    "check_device",
+    "device_problem",
+    "to_host",
+    "state_to_cpu",
+    "LossBuffer",
+    "FLOAT_DTYPES",
+    "available_memory",
+    "check_dense_memory",
+]
 
 #: the ``dtype=`` names an estimator takes, and their torch dtypes
 FLOAT_DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -125,3 +134,33 @@ class LossBuffer:
             if not math.isfinite(value):
                 raise FloatingPointError(f"{self.what} became {value} at step {first + offset + 1}; {self.advice}")
         return values
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes free for new tensors on ``device``: the CUDA device's free memory, the host's
+    ``MemAvailable`` (``/proc/meminfo``) for the CPU; ``None`` where it cannot be read (no guard then)."""
+    try:
+        if device.type == "cuda":
+            return int(torch.cuda.mem_get_info(device)[0])
+        if device.type == "cpu":
+            with open("/proc/meminfo") as info:
+                for line in info:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return None
+
+
+def check_dense_memory(n: int, copies: int, device: torch.device, what: str, advice: str) -> None:
+    """A ``MemoryError`` naming the sizes, before any allocation, when ``copies`` dense float64
+    ``n x n`` matrices (e.g. one covariance and its Cholesky factor a class, and their gradients) do
+    not fit in :func:`available_memory` of ``device``: a clear error in place of the system's
+    out-of-memory kill, which ends a study's whole process without a record."""
+    need = copies * n * n * 8
+    free = available_memory(device)
+    if free is not None and need > free:
+        raise MemoryError(
+            f"{what}: {copies} dense {n:,} x {n:,} float64 matrices need about {need / 2**30:,.0f} GiB; "
+            f"{free / 2**30:,.1f} GiB are free on {device}. {advice}"
+        )

@@ -62,7 +62,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import NUMERICS_SEED, child_seed, derive_seed, seeded_torch
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
-from ..base.device import check_device, state_to_cpu, to_host
+from ..base.device import check_dense_memory, check_device, state_to_cpu, to_host
 from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
@@ -248,6 +248,11 @@ def class_draw_seeds(classes: np.ndarray) -> list[int]:
     label of another text draws other numbers: renaming a class moves its probability by the Monte
     Carlo error, of order ``1 / sqrt(n_mc_samples)`` (a few 0.01 at the default 256)."""
     return [child_seed(NUMERICS_SEED, f"class {label}") for label in np.asarray(classes).tolist()]
+
+
+#: dense n x n float64 matrices a class that an exact (Dirichlet or Laplace) fit holds at once: the
+#: covariance, its Cholesky factor and their gradients (the guard of :func:`~lvgp.base.device.check_dense_memory`)
+_DENSE_COPIES_PER_CLASS = 3
 
 
 class LDKGPClassifier(
@@ -665,6 +670,14 @@ class LDKGPClassifier(
             check_same_model(self.random_state, "LDKGPClassifier")
         seed = derive_seed(self.random_state)
         self.device_ = check_device(self.device)
+        if self.inference != "variational":  # one dense n x n covariance and its factor a class, and gradients
+            check_dense_memory(
+                x.shape[0],
+                _DENSE_COPIES_PER_CLASS * len(self.classes_),
+                self.device_,
+                f"the {self.inference} GP classifier on {x.shape[0]:,} documents and {len(self.classes_)} classes",
+                "Pass fewer documents, or inference='variational' (mini-batches; word ids only).",
+            )
         self.validation_curve_, self.best_iter_ = [], None
         with default_dtype(torch.float64):
             validate = None if validation is None else self._validation_loss(*validation)
