@@ -26,7 +26,10 @@ def files(tmp_path_factory):
     labelled = root / "cls.tsv"
     rows = [f"{t}\t{'pos' if y > 0 else 'neg'}" for t, y in zip(corpus.texts, corpus.y)]
     labelled.write_text("text\tlabel\n" + "\n".join(rows) + "\n")
-    return {"regression": regression, "classification": labelled}
+    topics = root / "topics.tsv"  # four classes: one can be out of scope
+    rows = [f"{t}\t{'abcd'[i % 4]}" for i, t in enumerate(corpus.texts)]
+    topics.write_text("text\tlabel\n" + "\n".join(rows) + "\n")
+    return {"regression": regression, "classification": labelled, "topics": topics}
 
 
 def base_argv(kind: str, files: dict) -> list[str]:
@@ -49,7 +52,14 @@ def base_argv(kind: str, files: dict) -> list[str]:
             *("--test", "10", "--cca-components", "8"),
         ],
         "categorical": ["--dataset", "xor"],
+        "open-set": ["--dataset", str(files["topics"]), "--unknown-classes", "1", "--per-class", "3", "--splits", "1"],
+        "active": ["--dataset", str(files["topics"]), "--budget", "12", "--batch", "4", "--splits", "1"],
     }[kind]
+
+
+def _methods_option(kind: str) -> str:
+    """The option that names a study's methods (the active study's are its strategies)."""
+    return "--strategies" if kind == "active" else "--methods"
 
 
 def _kind_of(study_cls: type, field: dataclasses.Field) -> tuple[type, bool]:
@@ -77,7 +87,7 @@ def cases() -> list[tuple[str, str, str, str]]:
                 out.append((kind, option, "out of range", "-1,1" if is_list and scalar is int else "-1"))
                 if scalar is float:
                     out.append((kind, option, "nan", "nan"))
-            elif field.metadata.get("choices") or field.name in ("methods", "device", "dataset", "pairs"):
+            elif field.metadata.get("choices") or field.name in ("methods", "strategies", "device", "dataset", "pairs"):
                 out.append((kind, option, "wrong value", "no-such-thing"))
             if is_list and not field.metadata.get("allow_empty"):
                 out.append((kind, option, "empty", ","))
@@ -91,7 +101,7 @@ CASES = cases()
 def test_every_option_mistake_is_one_line_and_exit_2(kind, option, case, value, files, tmp_path, capsys):
     if (kind, option) == ("regression", "--embeddings") and case == "missing":
         pass
-    argv = ["compare", kind, *base_argv(kind, files), "--methods", _cheap_method(kind), "--quiet"]
+    argv = ["compare", kind, *base_argv(kind, files), _methods_option(kind), _cheap_method(kind), "--quiet"]
     argv += ["--out", str(tmp_path / "out")]
     if case == "missing":
         argv.append(option) if not value else argv.append(value)
@@ -107,15 +117,16 @@ def test_every_option_mistake_is_one_line_and_exit_2(kind, option, case, value, 
 
 
 def _cheap_method(kind: str) -> str:
-    return {"regression": "ridge", "topics": "lda-regression", "classification": "logreg", "matching": "cca"}.get(
-        kind, "uniform"
-    )
+    cheap = {"regression": "ridge", "topics": "lda-regression", "classification": "logreg", "matching": "cca"}
+    return {**cheap, "open-set": "svm", "active": "random"}.get(kind, "uniform")
 
 
-def test_the_base_commands_are_valid(files, tmp_path):
-    """The commands the cases vary are themselves accepted (validated; only the cheapest method)."""
+def test_the_base_commands_are_valid(files, tmp_path, tiny_encoder):
+    """The commands the cases vary are themselves accepted (validated; only the cheapest method; the
+    active study's logistic regression reads a tiny random BERT in place of the pretrained encoder)."""
+    tiny_encoder(None, 0)
     for kind in sorted(studies()):
-        argv = ["compare", kind, *base_argv(kind, files), "--methods", _cheap_method(kind), "--quiet"]
+        argv = ["compare", kind, *base_argv(kind, files), _methods_option(kind), _cheap_method(kind), "--quiet"]
         argv += ["--out", str(tmp_path / kind)]
         if kind in ("matching", "classification"):
             argv += ["--splits" if kind == "classification" else "--sets", "1"]
