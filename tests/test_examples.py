@@ -87,6 +87,7 @@ BENCHMARKS = {
     "large_n.py": "| variational-gpc | now | 1,000 |",
     "sparse_auto_rule.py": "| auto chooses |",
     "open_set_dev.py": "| toy | 5 | gpc-bow-encoder-rbf |",
+    "dirichlet_evidence.py": "| one factorization (s) | speed-up |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",

@@ -73,6 +73,50 @@ def test_dirichlet_objective_is_the_sum_of_exact_marginal_likelihoods_plus_the_p
     assert abs(ours.item() - total) < 1e-8 * abs(total)
 
 
+@pytest.mark.parametrize("alpha_epsilon", [0.01, 1e-6])
+def test_shared_dirichlet_evidence_is_gpytorchs_per_class_evidence_with_its_gradients(alpha_epsilon):
+    """One factorization for all classes (lvgp.models.dirichlet, Woodbury and the determinant lemma)
+    against gpytorch's batched log probability, which factors each class's covariance: the values and
+    every parameter's gradient, at a fitted point and with unequal classes (one of a single document)."""
+    from lvgp.models.dirichlet import shared_dirichlet_log_evidence
+
+    x, y = three_classes(40, 5)
+    y = np.where(np.arange(40) == 7, 3, y)  # a fourth class of one document
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LDKGPClassifier(
+            LDKSpec(latent_dim=2, rho=0.5),
+            class_hyperparameters="shared",
+            alpha_epsilon=alpha_epsilon,
+            optimizer=LBFGS(max_iter=5),
+            random_state=0,
+        ).fit(x, y)
+    model, lik = clf.model_, clf.likelihood_
+    model.train()
+    lik.train()
+    train = model.train_inputs[0]
+    params = [p for p in model.parameters() if p.requires_grad] + [p for p in lik.parameters() if p.requires_grad]
+
+    def grads(value):
+        return torch.autograd.grad(value, params, allow_unused=True)
+
+    reference = lik(model(train)).log_prob(lik.transformed_targets).sum()
+    ours = shared_dirichlet_log_evidence(
+        model.covar_module(train).to_dense(),
+        model.mean_module.constant.reshape(-1),
+        lik.noise_covar.noise + lik.second_noise_covar.noise,
+        lik.transformed_targets,
+    )
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-10)
+    for a, b in zip(grads(ours), grads(reference)):
+        if a is None or b is None:
+            assert a is None and b is None
+            continue
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="must be n x n, C, C x n and C x n"):
+        shared_dirichlet_log_evidence(torch.eye(3), torch.zeros(2), torch.ones(2, 4), torch.ones(2, 4))
+
+
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
     clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=60), random_state=0)

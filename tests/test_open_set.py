@@ -178,7 +178,7 @@ def test_gp_documents_without_a_known_word_are_the_least_typical_by_variance(fit
 def test_gp_novelty_score_is_a_checked_parameter_and_saved(fitted_gp, tmp_path):
     assert fitted_gp.get_params()["novelty_score"] == "entropy"
     with pytest.raises(ValueError, match="novelty_score"):
-        LDKGPClassifier(novelty_score="energy").fit(["good film", "bad film"], [1, 0])
+        LDKGPClassifier(novelty_score="magic").fit(["good film", "bad film"], [1, 0])
     clf = fitted_gp.set_params(novelty_score="variance")
     clf.save(tmp_path / "gp.pt")
     back = LDKGPClassifier.load(tmp_path / "gp.pt")

@@ -79,6 +79,7 @@ from ..kernels import LatentDistributionKernel, shared_evaluation
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
+from .dirichlet import shared_dirichlet_log_evidence
 from .estimator_base import (
     FittedVocabularyMixin,
     KernelParamsMixin,
@@ -742,11 +743,21 @@ class LDKGPClassifier(
         model.train()
         likelihood.train()
 
+        shared = self.class_hyperparameters == "shared"
+
         def evidence() -> torch.Tensor:
             # sum over classes of the exact log marginal likelihood (the word vectors' log prior is
             # added once, by _maximize_evidence: gpytorch's ExactMarginalLogLikelihood would add it once
-            # per class)
+            # per class); with one output scale and noise for all classes, one factorization serves every
+            # class (lvgp.models.dirichlet), else gpytorch factors each class's covariance
             with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
+                if shared:
+                    return shared_dirichlet_log_evidence(
+                        model.covar_module(inputs).to_dense(),
+                        model.mean_module.constant.reshape(-1),
+                        likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
+                        likelihood.transformed_targets,
+                    )
                 return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
 
         result = self._maximize_evidence(model, evidence, n, budget, validate, "LDK GP classifier")

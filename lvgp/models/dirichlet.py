@@ -1,0 +1,90 @@
+r"""The Dirichlet GP classifier's log evidence with one covariance factorization for all classes.
+
+Milios et al. (NeurIPS 2018) turn the labels into ``C`` regression problems: class ``c``'s
+transformed targets :math:`\tilde{\mathbf y}_c` under :math:`\mathcal N(m_c \mathbf 1, \mathbf K_c)`, with
+:math:`\mathbf K_c = s\mathbf K + \operatorname{diag}(\boldsymbol\sigma^2_c) + \eta\mathbf I`, where
+:math:`\sigma^2_{c,i} = \log(1/\alpha_{c,i} + 1)` takes two values: :math:`\sigma^2_1` for the documents of
+class ``c`` (:math:`\alpha = 1 + \alpha_\epsilon`) and :math:`\sigma^2_0` for the others (:math:`\alpha =
+\alpha_\epsilon`). gpytorch factors the ``C`` matrices :math:`\mathbf K_c` one by one: ``C`` Cholesky
+factorizations of ``n x n`` at every evaluation of the evidence, 150 for an intent set of 150 classes.
+
+With one output scale :math:`s` and one additional noise :math:`\eta` for all classes
+(``class_hyperparameters="shared"``), every :math:`\mathbf K_c` is one matrix
+:math:`\mathbf A = s\mathbf K + (\sigma^2_0 + \eta)\mathbf I` plus a diagonal on class ``c``'s :math:`n_c`
+documents, :math:`\mathbf K_c = \mathbf A + \mathbf U_c \mathbf D_c \mathbf U_c^\top` (:math:`\mathbf U_c`: those
+columns of the identity; :math:`\mathbf D_c = (\sigma^2_1 - \sigma^2_0)\mathbf I`, negative). By the Woodbury
+identity and the matrix determinant lemma, with :math:`\mathbf S_c = \mathbf D_c^{-1} + \mathbf U_c^\top \mathbf
+A^{-1} \mathbf U_c` (negative definite: :math:`\mathbf A^{-1} \preceq \mathbf I / (\sigma^2_0 + \eta)` and
+:math:`|\sigma^2_1 - \sigma^2_0| < \sigma^2_0 + \eta`) and :math:`\mathbf r_c = \tilde{\mathbf y}_c - m_c\mathbf 1`,
+
+.. math::
+
+   \mathbf r_c^\top \mathbf K_c^{-1} \mathbf r_c = \mathbf r_c^\top \mathbf A^{-1} \mathbf r_c
+     - \mathbf t_c^\top \mathbf S_c^{-1} \mathbf t_c, \quad \mathbf t_c = \mathbf U_c^\top \mathbf A^{-1} \mathbf r_c,
+   \qquad
+   \log|\mathbf K_c| = \log|\mathbf A| + n_c \log(\sigma^2_0 - \sigma^2_1) + \log|-\mathbf S_c|.
+
+One Cholesky factorization of :math:`\mathbf A` (and its inverse factor), then an :math:`n_c \times n_c`
+one a class: :math:`O(n^3 + \sum_c n_c^2 n)` instead of :math:`O(C n^3)`. Equal to gpytorch's batched
+evidence to rounding (``tests/test_gpc.py``), gradients by autograd through the same operations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+__all__ = ["shared_dirichlet_log_evidence"]
+
+
+def shared_dirichlet_log_evidence(K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> Tensor:
+    r"""The sum over the classes of :math:`\log \mathcal N(\tilde{\mathbf y}_c \mid m_c\mathbf 1, \mathbf K +
+    \operatorname{diag}(\mathbf n_c))` (module docstring), where every class's noise ``noise[c]`` takes one
+    value off its own documents (the largest, :math:`\sigma^2_0 + \eta`) and any values on them.
+
+    Args:
+        K: ``n x n``, the output scale times the kernel (the classes' shared prior covariance).
+        means: ``C``, the classes' constant means.
+        noise: ``C x n``, each class's noise (Dirichlet and additional) at each document.
+        targets: ``C x n``, the transformed targets.
+
+    Returns:
+        A scalar, differentiable in every argument.
+
+    Raises:
+        ValueError: the shapes disagree, or a class's noise takes more than one value off ``rows``
+            where another class's is the base (not the Dirichlet structure).
+    """
+    n = K.shape[-1]
+    C = noise.shape[0]
+    if K.shape != (n, n) or noise.shape != (C, n) or targets.shape != (C, n) or means.shape != (C,):
+        raise ValueError(
+            f"K {tuple(K.shape)}, means {tuple(means.shape)}, noise {tuple(noise.shape)} and targets "
+            f"{tuple(targets.shape)} must be n x n, C, C x n and C x n"
+        )
+    base = noise.max()
+    off = noise < base  # each class's own documents (smaller noise)
+    A = K + torch.diag_embed(base.expand(n))
+    L = torch.linalg.cholesky(A)
+    logdet_A = 2 * torch.log(torch.diagonal(L)).sum()
+    residual = (targets - means[:, None]).mT  # n x C
+    Z = torch.linalg.solve_triangular(L, residual, upper=False)  # L^-1 r
+    Q = torch.linalg.solve_triangular(L.mT, Z, upper=True)  # A^-1 r
+    quad = (Z * Z).sum(0)  # C: r^T A^-1 r
+    L_inv = torch.linalg.solve_triangular(L, torch.eye(n, dtype=K.dtype, device=K.device), upper=False)
+    total = -0.5 * (quad.sum() + C * logdet_A + C * n * math.log(2 * math.pi))
+    for c in range(C):
+        rows = torch.nonzero(off[c]).ravel()
+        if len(rows) == 0:
+            continue
+        d = noise[c, rows] - base  # negative
+        W = L_inv[:, rows]  # L^-1 U_c
+        neg_S = -torch.diag_embed(1.0 / d) - W.mT @ W  # -(D^-1 + U^T A^-1 U), positive definite
+        R = torch.linalg.cholesky(neg_S)
+        t = Q[rows, c]
+        u = torch.linalg.solve_triangular(R, t[:, None], upper=False)
+        # r^T K_c^-1 r = r^T A^-1 r - t^T S^-1 t = r^T A^-1 r + t^T (-S)^-1 t
+        total = total - 0.5 * ((u * u).sum() + torch.log(-d).sum() + 2 * torch.log(torch.diagonal(R)).sum())
+    return total
