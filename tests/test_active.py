@@ -65,14 +65,8 @@ def test_acquisitions_are_the_scores_they_are_made_of():
 
 
 @pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    pytest.importorskip("transformers")
-    from lvgp.encoders import SentenceEncoder
-    from lvgp.encoders import sentence as sentence_module
-
-    monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
-    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
-    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name="x", device="cpu": tiny)
+def corpus(tmp_path, tiny_encoder):
+    tiny_encoder(None, 0)  # the pretrained encoder's name resolves to a tiny random BERT
     rng = np.random.default_rng(2)
     words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
     rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note {i}\t{c}" for i in range(20) for c in words]

@@ -261,14 +261,8 @@ def _tsv(path, rows: list[tuple[str, str]]) -> str:
 
 
 @pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    pytest.importorskip("transformers")
-    from lvgp.encoders import SentenceEncoder
-    from lvgp.encoders import sentence as sentence_module
-
-    monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
-    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
-    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name="x", device="cpu": tiny)
+def corpus(tmp_path, tiny_encoder):
+    tiny_encoder(None, 0)  # the pretrained encoder's name resolves to a tiny random BERT
     rng = np.random.default_rng(6)
     words = {**WORDS, "sport": "goal team match score win".split()}
     rows = [(" ".join(rng.choice(words[c], 4)) + f" note {i}", c) for i in range(30) for c in words]

@@ -36,9 +36,9 @@ def test_every_study_setting_is_an_option_with_its_default(name):
     for f in dataclasses.fields(study_cls):
         if f.default is not dataclasses.MISSING:
             assert getattr(args, f.name) == f.default, f.name
-    # the --methods help names every method the study knows
+    # the --methods (--strategies) help names every method the study knows
     sub = parser._subparsers._group_actions[0].choices["compare"]._subparsers._group_actions[0].choices[name]
-    help_text = " ".join(" ".join(a.help.split()) for a in sub._actions if a.dest == "methods")
+    help_text = " ".join(" ".join(a.help.split()) for a in sub._actions if a.dest == study_cls.methods_option)
     for method in methods(name):
         assert method in help_text.replace("- ", "-"), method
 

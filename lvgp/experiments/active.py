@@ -41,8 +41,9 @@ from .._random import child_seed
 from ..base.constraints import Integer, Real
 from ..base.metrics import log_loss
 from ..base.novelty import probability_novelty
-from ..datasets.loaders import corpus_names, load_corpus
-from .classification import ENCODER_CS, _style
+from ..datasets.loaders import corpus_names
+from .classification import _encoder_logreg, _style
+from .open_set import classification_corpus
 from .registry import register_method, register_study
 from .study import (
     DEVICE_HELP,
@@ -101,14 +102,6 @@ def _gp(study, cell, data):
     return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder("cosine"))
 
 
-def _logreg(study, cell, data):
-    from ..baselines.encoder import EncoderLogisticRegression
-
-    return EncoderLogisticRegression(
-        study.encoder, tfidf=True, Cs=ENCODER_CS, device=study.device, random_state=study.cell_seed(cell)
-    )
-
-
 _LABELS = {
     "gp-entropy": "GP, entropy",
     "gp-bald": "GP, BALD",
@@ -126,7 +119,7 @@ for _name, (_learner, _acquisition) in STRATEGIES.items():
         default=True,
         description=f"{'the GP classifier' if _learner == 'gp' else 'logistic regression on [tf-idf | encoder]'} "
         f"predicting, texts chosen by {_acquisition}",
-    )(_gp if _learner == "gp" else _logreg)
+    )(_gp if _learner == "gp" else _encoder_logreg(tfidf=True))
 
 
 # ------------------------------------------------------------------ the study
@@ -137,11 +130,6 @@ class ActiveSplit:
     start: np.ndarray  # pool indices labelled first: one a class
     test_texts: list[str]
     test_labels: np.ndarray
-
-
-@functools.lru_cache(maxsize=2)
-def _corpus(dataset: str):
-    return load_corpus(dataset, "classification")
 
 
 @register_study
@@ -158,7 +146,7 @@ class ActiveStudy(Study):
     budget: int = option(200, "labelled texts at the end", check=Integer(2))
     batch: int = option(10, "texts acquired a round")
     splits: int = option(3, "seeds: the first texts, the pool and test subsamples, the random draws")
-    strategies: tuple[str, ...] = option(tuple(STRATEGIES), f"from: {', '.join(STRATEGIES)}")
+    strategies: tuple[str, ...] = option(tuple(STRATEGIES), "who chooses the texts and who predicts")
     pool_size: int | None = option(None, "subsample the unlabelled pool (default: the whole training part)")
     test_size: int | None = option(
         None, "subsample the test documents (a TSV: the rows held out, default a quarter of them)"
@@ -179,6 +167,7 @@ class ActiveStudy(Study):
     unlabeled: ClassVar[str] = "none"
     gpc_inference: ClassVar[str] = "dirichlet"
     cell_choosing_options: ClassVar[tuple[str, ...]] = ("strategies", "splits")
+    methods_option: ClassVar[str] = "strategies"
 
     @property
     def methods(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -208,7 +197,7 @@ class ActiveStudy(Study):
     @functools.lru_cache(maxsize=4)  # noqa: B019  (frozen and hashable)
     def split(self, split: int) -> ActiveSplit:
         """The pool, the first labelled texts and the test documents of one seed (module docstring)."""
-        corpus = _corpus(self.dataset)
+        corpus = classification_corpus(self.dataset)
         texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
         rng = np.random.default_rng(child_seed(self.seed, f"active split {split}"))
         if self.dataset in BUILTIN:

@@ -41,6 +41,7 @@ from .selection import DEV_SCORINGS, DevSelected, InnerDev
 from .study import (
     DEVICE_HELP,
     PARTIAL_NOTE,
+    SizedCells,
     Study,
     check_encoder_methods,
     encoder_precision_option,
@@ -410,7 +411,9 @@ def _cut_vocabulary(study):
 
 @register_study
 @dataclass(frozen=True)
-class ClassificationStudy(Study):
+class ClassificationStudy(SizedCells, Study):
+    size_option = "train_sizes"
+    size_key = "train_size"
     kind = "classification"
     inner_dev_selection = True
     help = "LDK classifiers, GP covariate-embedding logistic regression and BoW baselines against the training size"
@@ -516,22 +519,8 @@ class ClassificationStudy(Study):
         for n in self.train_sizes:  # bad input fails here, before any cell runs
             prepare(self, 0, n)
 
-    def cells(self) -> list[dict]:
-        return [
-            {"method": m, "split": s, "params": {"train_size": n}}
-            for m in self.methods
-            for n in self.train_sizes
-            for s in range(self.splits)
-        ]
-
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
-
-    def summarize(self, cells: list[dict]) -> list[dict]:
-        return sorted(
-            ({k: v for k, v in c.items() if k != "params"} for c in cells),
-            key=lambda r: (self.method_order(r["method"]), r["train_size"], r["split"]),
-        )
 
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)

@@ -36,9 +36,9 @@ from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, relia
 from ..base.novelty import PROBABILITY_SCORES, decision_novelty, latent_energy, open_set_metrics, probability_novelty
 from ..datasets.loaders import corpus_names, load_corpus
 from .classification import (
-    ENCODER_CS,
     ENCODER_GPC_FAMILY,
     _cut_vocabulary,
+    _encoder_logreg,
     _gp_classifier_on_texts,
     _ldk_gpc_plus,
     _style,
@@ -47,6 +47,7 @@ from .registry import default_methods, register_method, register_study
 from .study import (
     DEVICE_HELP,
     PARTIAL_NOTE,
+    SizedCells,
     Study,
     check_encoder_methods,
     encoder_precision_option,
@@ -166,22 +167,6 @@ def _ldk_gpc_encoder(study, cell, data):
     return _gp_classifier_on_texts(study, cell)
 
 
-def _encoder_logreg(tfidf: bool):
-    def build(study, cell, data):
-        from ..baselines.encoder import EncoderLogisticRegression
-
-        return EncoderLogisticRegression(
-            study.encoder,
-            tfidf=tfidf,
-            min_df=float(study.min_df_fraction) if study.min_df_fraction > 0 else 1,
-            Cs=ENCODER_CS,
-            device=study.device,
-            random_state=study.cell_seed(cell),
-        )
-
-    return build
-
-
 register_method(
     KIND,
     "tfidf-encoder-logreg",
@@ -267,13 +252,16 @@ class OpenSetSplit:
 
 
 @functools.lru_cache(maxsize=4)
-def _corpus(dataset: str):
+def classification_corpus(dataset: str):
+    """:func:`~lvgp.datasets.loaders.load_corpus` of a classification data set, kept for the cells of a process."""
     return load_corpus(dataset, "classification")
 
 
 @register_study
 @dataclass(frozen=True)
-class OpenSetStudy(Study):
+class OpenSetStudy(SizedCells, Study):
+    size_option = "per_class"
+    size_key = "per_class"
     kind = KIND
     help = "out-of-scope detection: classes never trained on, the GP's uncertainty against the strong simple detectors"
     description = (
@@ -341,7 +329,7 @@ class OpenSetStudy(Study):
     @functools.lru_cache(maxsize=8)  # noqa: B019  (frozen, hashable; a few splits)
     def split(self, split: int) -> OpenSetSplit:
         """The split's unknown classes, labelled orders and test documents (module docstring)."""
-        corpus = _corpus(self.dataset)
+        corpus = classification_corpus(self.dataset)
         labels = np.asarray(corpus.train_labels).astype(str)
         texts = list(corpus.train_texts)
         classes = sorted(set(labels.tolist()))
@@ -357,7 +345,7 @@ class OpenSetStudy(Study):
         out_labels = set(unknown) | ({self.unknown_label} if self.unknown_label is not None else set())
         order = {c: rng.permutation(np.flatnonzero(labels == c)) for c in known}
         if self.dataset in BUILTIN or self.test_dataset is not None:
-            test = corpus if self.test_dataset is None else _corpus(self.test_dataset)
+            test = corpus if self.test_dataset is None else classification_corpus(self.test_dataset)
             own_split = len(test.test_texts) > 0  # a built-in corpus's test split; a TSV's rows
             test_texts = list(test.test_texts if own_split else test.train_texts)
             test_labels = np.asarray(test.test_labels if own_split else test.train_labels).astype(str)
@@ -388,22 +376,8 @@ class OpenSetStudy(Study):
             )
         return OpenSetSplit(unknown, known, order, texts, labels, test_texts, test_labels, out)
 
-    def cells(self) -> list[dict]:
-        return [
-            {"method": m, "split": s, "params": {"per_class": n}}
-            for m in self.methods
-            for n in self.per_class
-            for s in range(self.splits)
-        ]
-
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
-
-    def summarize(self, cells: list[dict]) -> list[dict]:
-        return sorted(
-            ({k: v for k, v in c.items() if k != "params"} for c in cells),
-            key=lambda r: (self.method_order(r["method"]), r["per_class"], r["split"]),
-        )
 
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)

@@ -275,6 +275,8 @@ class Study:
     description: ClassVar[str | None] = None
     methods: tuple[str, ...]
     seed: int
+    #: the option that names the study's methods (the active-learning study calls them strategies)
+    methods_option: ClassVar[str] = "methods"
     #: whether the study's cells take ``Method(selection=InnerDev(...))``: a choice on dev inside each
     #: cell, by :class:`~lvgp.experiments.selection.DevSelected` (a classifier's fit)
     inner_dev_selection: ClassVar[bool] = False
@@ -461,6 +463,32 @@ class Study:
         if self.figures_from_records and records:
             self.figures(out, [], records)
         return {"records": records, "failures": [], "table": text, "cells": []}
+
+
+class SizedCells:
+    """The cells and records of a study (a :class:`Study` subclass, listed first among its bases) whose
+    cells are method x size x split: ``size_option`` names its list option of sizes (e.g.
+    ``"train_sizes"``), ``size_key`` the cell parameter and record field of one size (``"train_size"``);
+    records come sorted by method (registration order), size and split."""
+
+    size_option: ClassVar[str]
+    size_key: ClassVar[str]
+
+    def cells(self) -> list[dict]:
+        study: Any = self
+        return [
+            {"method": m, "split": s, "params": {self.size_key: n}}
+            for m in study.methods
+            for n in getattr(study, self.size_option)
+            for s in range(study.splits)
+        ]
+
+    def summarize(self, cells: list[dict]) -> list[dict]:
+        study: Any = self
+        return sorted(
+            ({k: v for k, v in c.items() if k != "params"} for c in cells),
+            key=lambda r: (study.method_order(r["method"]), r[self.size_key], r["split"]),
+        )
 
 
 def load_study(directory: str | Path) -> Study:
@@ -678,7 +706,7 @@ def add_study_options(parser: argparse.ArgumentParser, study_cls: type, methods:
             kwargs["type"] = kind
             if field.default is not dataclasses.MISSING and "default" not in help_text:
                 help_text = f"{help_text} (default: {field.default})".strip()
-        if field.name == "methods":
+        if field.name == getattr(study_cls, "methods_option", "methods"):
             help_text = f"comma-separated, from: {', '.join(methods)}. " + help_text
         if "choices" in field.metadata:
             kwargs["choices"] = field.metadata["choices"]
