@@ -159,13 +159,15 @@ class ActiveStudy(Study):
     )
     encoder: str = option("all-MiniLM-L6-v2", "pretrained sentence encoder (lvgp.encoders.ENCODERS)")
     encoder_precision: str = encoder_precision_option()
-    embeddings: str = option("glove-6b-50d", "unused by the strategies' learners (the shared builders read it)")
     ldk_max_iter: int = option(50, "L-BFGS iterations of the GP classifier (at least 300)")
     seed: int = option(0, "seed of the study", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
+    #: what the shared GP-classifier builders read (the learners' kernel has no word vectors): no unlabeled
+    #: pool, the Dirichlet inference, the -plus spec's default word vectors (replaced by the kernel)
     unlabeled: ClassVar[str] = "none"
     gpc_inference: ClassVar[str] = "dirichlet"
+    embeddings: ClassVar[str] = "glove-6b-50d"
     cell_choosing_options: ClassVar[tuple[str, ...]] = ("strategies", "splits")
     methods_option: ClassVar[str] = "strategies"
 
