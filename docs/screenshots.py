@@ -25,6 +25,10 @@ PAGES = {
     "tutorial-gplvsm": "tutorials/02_gplvsm_reviews.html",
     "results": "results.html",
     "results-classification": "results/classification.html",
+    "uncertainty": "models/uncertainty.html",
+    "results-open-set": "results/open_set.html",
+    "results-active": "results/active.html",
+    "tutorial-uncertainty": "tutorials/07_uncertainty_at_work.html",
 }
 #: the window's height in pixels: long pages are shot to this depth (Chromium's limit is 16,384)
 HEIGHT = 16000
