@@ -117,6 +117,27 @@ def test_shared_dirichlet_evidence_is_gpytorchs_per_class_evidence_with_its_grad
         shared_dirichlet_log_evidence(torch.eye(3), torch.zeros(2), torch.ones(2, 4), torch.ones(2, 4))
 
 
+def test_shared_dirichlet_predictions_are_gpytorchs_per_class_ones():
+    """The latent posterior at test documents from one factorization for all classes equals gpytorch's
+    exact prediction, which factors each class's covariance (a fourth class of one document; test
+    documents wider than the training ones)."""
+    x, y = three_classes(40, 6)
+    y = np.where(np.arange(40) == 3, 3, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LDKGPClassifier(
+            LDKSpec(latent_dim=2, rho=0.5), class_hyperparameters="shared", optimizer=LBFGS(max_iter=8), random_state=0
+        ).fit(x, y)
+    test = [" ".join([t] * 3) for t in three_classes(12, 7)[0]]  # three times as long: wider padded rows
+    with clf._prediction_blocks(test, 5) as (_, _, blocks):
+        posterior = clf._posterior()
+        for _, xb in blocks:
+            ours = clf._block_latents(xb, posterior)
+            gpytorch_s = clf._block_latents(xb, None)  # gpytorch's exact prediction
+            np.testing.assert_allclose(ours[0].numpy(), gpytorch_s[0].numpy(), rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(ours[1].numpy(), gpytorch_s[1].numpy(), rtol=1e-7, atol=1e-10)
+
+
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
     clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=60), random_state=0)

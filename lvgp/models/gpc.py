@@ -72,14 +72,14 @@ from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
 from ..base.validation import check_block
-from ..bow.padded import PAD, document_lengths, documents_at
+from ..bow.padded import PAD, document_lengths, documents_at, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels import LatentDistributionKernel, shared_evaluation
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
-from .dirichlet import shared_dirichlet_log_evidence
+from .dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
 from .estimator_base import (
     FittedVocabularyMixin,
     KernelParamsMixin,
@@ -1131,13 +1131,38 @@ class LDKGPClassifier(
                 warnings.simplefilter("ignore", GPInputWarning)
                 yield x.shape[0], empty, blocks()
 
+    def _posterior(self) -> Any:
+        """What prediction computes once for all blocks of a call: the Laplace inference's mode
+        (alg. 3.4's), the shared-hyper-parameter Dirichlet inference's one factorization for all
+        classes (:class:`~lvgp.models.dirichlet.SharedDirichletPosterior`), else ``None`` (gpytorch's own
+        prediction, which factors each class's covariance). Not kept: early stopping predicts between
+        the fit's steps."""
+        if self.inference == "laplace":
+            return self.model_.posterior()
+        if self.inference == "dirichlet" and self.class_hyperparameters == "shared":
+            model, likelihood = self.model_, self.likelihood_
+            train = model.train_inputs[0]
+            with torch.no_grad(), exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
+                return SharedDirichletPosterior(
+                    model.covar_module(train).to_dense(),
+                    model.mean_module.constant.reshape(-1),
+                    likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
+                    likelihood.transformed_targets,
+                )
+        return None
+
     def _block_latents(
         self, xb: torch.Tensor, posterior: Any
     ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
         """The latent functions' posterior at one block ``xb`` of documents: means and variances
         ``n x C`` (``n x 1`` for the binary variational classifier's one latent function), the Laplace
         inference's ``n x C x C`` covariances in place of the variances, and the variational
-        inference's posterior ``f`` (``None`` for the others)."""
+        inference's posterior ``f`` (``None`` for the others). ``posterior``: :meth:`_posterior`'s."""
+        if isinstance(posterior, SharedDirichletPosterior):
+            train = self.model_.train_inputs[0]
+            a, b = pad_to_common_width(train, xb)
+            k_star = self.model_.covar_module(a, b).to_dense()
+            return (*posterior.predict(k_star, self.model_.covar_module(xb, diag=True)), None)
         if posterior is not None:  # the Laplace test latents' correlated Gaussian (alg. 3.4)
             mean, cov = self.model_.latents(xb, posterior)
             return mean, cov, None
@@ -1165,11 +1190,11 @@ class LDKGPClassifier(
     def _latent_and_prior(self, X: Documents, block: int, caller: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Means, variances and prior variances ``n x C`` of the latent functions (:meth:`predict_latent`)."""
         with self._prediction_blocks(X, block) as (n, empty, blocks):
-            posterior = self.model_.posterior() if self.inference == "laplace" else None
+            posterior = self._posterior()
             out: list[torch.Tensor | None] = [None, None, None]
             for idx, xb in blocks:
                 mean, var, _ = self._block_latents(xb, posterior)
-                if posterior is not None:
+                if self.inference == "laplace":
                     var = var.diagonal(dim1=-2, dim2=-1)
                 prior = self.model_.covar_module(xb, diag=True)
                 prior = prior[:, None] if prior.dim() == 1 else prior.mT
@@ -1210,11 +1235,11 @@ class LDKGPClassifier(
                     EmptyDocumentsWarning,
                     stacklevel=2,
                 )
-            posterior = self.model_.posterior() if self.inference == "laplace" else None
+            posterior = self._posterior()
             known = torch.nonzero(~empty).ravel()
             for idx, xb in blocks:
                 mean, var, f = self._block_latents(xb, posterior)
-                if posterior is not None:
+                if self.inference == "laplace":
                     seeds = class_draw_seeds(self.classes_)  # a Laplace fit always draws by class label
                     out[idx] = expected_softmax_correlated(mean, var, self.n_mc_samples, seeds)
                 elif f is not None and len(self.classes_) == 2:
