@@ -40,6 +40,7 @@ __all__ = [
     "probability_novelty",
     "decision_novelty",
     "latent_energy",
+    "variance_novelty",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
     "DecisionNoveltyMixin",
@@ -84,6 +85,13 @@ def latent_energy(mean: np.ndarray) -> np.ndarray:
     if mean.shape[1] == 1:
         mean = np.hstack([np.zeros_like(mean), mean])
     return logsumexp(mean, axis=1)
+
+
+def variance_novelty(var: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    r"""The ``"variance"`` score of latent posterior variances ``var`` and prior variances ``prior``
+    (both ``n x C``): :math:`-\frac1C \sum_c \min(1, \mathbb V[f_c] / k_c(x, x))`, in :math:`[-1, 0]`."""
+    ratio = np.asarray(var, dtype=np.float64) / np.maximum(np.asarray(prior, dtype=np.float64), 1e-300)
+    return -np.mean(np.clip(ratio, 0.0, 1.0), axis=1)
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

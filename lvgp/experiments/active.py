@@ -40,7 +40,7 @@ import numpy as np
 from .._random import child_seed
 from ..base.constraints import Integer, Real
 from ..base.metrics import log_loss
-from ..base.novelty import probability_novelty
+from ..base.novelty import probability_novelty, variance_novelty
 from ..datasets.loaders import corpus_names
 from .classification import _encoder_logreg, _style
 from .open_set import classification_corpus
@@ -255,11 +255,11 @@ def acquisition_scores(model: Any, acquisition: str, texts: list[str], seed: int
     ``"variance"``)."""
     if acquisition == "entropy":
         return -probability_novelty(model.predict_proba(texts), "entropy")
-    mean, var, prior = model._latent_and_prior(texts, 256, "acquisition")
+    mean, var, prior = model.predict_latent(texts, return_prior=True)
     if acquisition == "bald":
         return bald(mean, var, seed=seed)
     if acquisition == "variance":
-        return np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1)
+        return -variance_novelty(var, prior)
     raise ValueError(f"unknown acquisition {acquisition!r}")
 
 

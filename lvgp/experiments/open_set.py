@@ -33,7 +33,14 @@ import numpy as np
 from .._random import child_seed
 from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
-from ..base.novelty import PROBABILITY_SCORES, decision_novelty, latent_energy, open_set_metrics, probability_novelty
+from ..base.novelty import (
+    PROBABILITY_SCORES,
+    decision_novelty,
+    latent_energy,
+    open_set_metrics,
+    probability_novelty,
+    variance_novelty,
+)
 from ..datasets.loaders import corpus_names, load_corpus
 from .classification import (
     ENCODER_GPC_FAMILY,
@@ -415,8 +422,8 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
     if hasattr(model, "decision_function") and getattr(model, "_is_margin_classifier", False):
         scores.setdefault("max-decision", decision_novelty(model.decision_function(X)))
     if hasattr(model, "predict_latent"):  # one latent pass for both
-        mean, var, prior = model._latent_and_prior(X, 256, "score_samples")
-        scores.setdefault("variance", -np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1))
+        mean, var, prior = model.predict_latent(X, return_prior=True)
+        scores.setdefault("variance", variance_novelty(var, prior))
         scores.setdefault("energy", latent_energy(mean))
     elif name == "entropy" and hasattr(
         model, "decision_function"

@@ -67,7 +67,7 @@ from ..base.distributed import backward_on_share, check_same_model, process_grou
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ..base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
-from ..base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty
+from ..base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
 from ..base.numerics import covariance_errors, default_dtype, exact_numerics
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels, true_class_log_proba
@@ -1175,7 +1175,7 @@ class LDKGPClassifier(
             return mean[:, None], var[:, None], f
         return mean, var, f
 
-    def predict_latent(self, X: Documents, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    def predict_latent(self, X: Documents, block: int = 256, return_prior: bool = False) -> tuple[np.ndarray, ...]:
         r"""The latent functions' posterior marginals at the documents ``X``: means and variances,
         ``n x C`` (``n x 1`` for the binary variational classifier's one probit latent function); the
         Dirichlet inference's are those of the GP regression on the transformed labels (Milios et al.
@@ -1183,9 +1183,10 @@ class LDKGPClassifier(
         covariance), the variational one's :math:`q(f)`. Without a ``sentence_encoder``, a document
         without a known word, which no part of the kernel reads, gets the classes' constant means and
         their output scales as variances (a warning counts them; its novelty score ``"variance"`` is
-        -1, the least typical)."""
-        mean_out, var_out, _ = self._latent_and_prior(X, block, "predict_latent")
-        return mean_out, var_out
+        -1, the least typical). ``return_prior``: also the latent prior variances ``n x C`` (the
+        denominators of the ``"variance"`` score)."""
+        mean_out, var_out, prior = self._latent_and_prior(X, block, "predict_latent")
+        return (mean_out, var_out, prior) if return_prior else (mean_out, var_out)
 
     def _latent_and_prior(self, X: Documents, block: int, caller: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Means, variances and prior variances ``n x C`` of the latent functions (:meth:`predict_latent`)."""
@@ -1265,7 +1266,7 @@ class LDKGPClassifier(
         mean, var, prior = self._latent_and_prior(X, block, "score_samples")
         if self.novelty_score == "energy":
             return latent_energy(mean)
-        return -np.mean(np.clip(var / np.maximum(prior, 1e-300), 0.0, 1.0), axis=1)
+        return variance_novelty(var, prior)
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")
