@@ -155,17 +155,23 @@ def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     np.testing.assert_allclose(empty, np.tile(clf.class_prior_, (2, 1)))
 
 
-def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_without_each_document():
+@pytest.mark.parametrize("hyperparameters", ["per-class", "shared"])
+def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_without_each_document(hyperparameters):
     """calibration="temperature": the closed-form leave-one-out latents equal the exact GP posterior of
     each class given the other documents (a loop over the documents, the fitted hyper-parameters), and
-    the temperature minimizes the log loss of their expected softmax."""
+    the temperature minimizes the log loss of their expected softmax. With shared hyper-parameters the
+    latents come from one factorization for all classes (lvgp.models.dirichlet)."""
     x, y = three_classes(40, 6)
     flip = np.random.default_rng(0).random(len(y)) < 0.3  # noisy labels: an interior optimum of T
     y = np.where(flip, (y + 1) % 3, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf = LDKGPClassifier(
-            LDKSpec(latent_dim=2, rho=0.5), optimizer=LBFGS(max_iter=10), calibration="temperature", random_state=0
+            LDKSpec(latent_dim=2, rho=0.5),
+            class_hyperparameters=hyperparameters,
+            optimizer=LBFGS(max_iter=10),
+            calibration="temperature",
+            random_state=0,
         )
         clf.fit(x, y)
     mean, var = clf.leave_one_out_latents()

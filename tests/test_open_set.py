@@ -350,3 +350,9 @@ def test_an_exact_gp_classifier_too_large_for_memory_says_so_before_allocating(m
         match=r"the dirichlet GP classifier on 1,200 documents and 2 classes: 6 dense 1,200 x 1,200 float64",
     ):
         LDKGPClassifier(random_state=0).fit(X * 300, ["a", "b"] * 600)
+    # shared output scale and noise: one factorization for all classes, whatever their number
+    labels = [f"c{i % 40}" for i in range(1200)]
+    with pytest.raises(MemoryError, match=r"40 classes: 120 dense"):
+        LDKGPClassifier(random_state=0).fit(X * 300, labels)
+    with pytest.raises(MemoryError, match=r"40 classes: 6 dense"):
+        LDKGPClassifier(class_hyperparameters="shared", random_state=0).fit(X * 300, labels)

@@ -138,3 +138,20 @@ class SharedDirichletPosterior:
             V = torch.linalg.solve_triangular(R, B[rows], upper=False)
             var[:, c] -= (V * V).sum(0)
         return mean, var.clamp_min(0.0)
+
+    def leave_one_out(self, noise: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Each training document's latent mean and variance given the others, ``C x n`` each:
+        :math:`\tilde y_i - \alpha_i / [\mathbf K_c^{-1}]_{ii}` and :math:`1 / [\mathbf K_c^{-1}]_{ii} -
+        n_{c,i}` (R&W eq. 5.12), the diagonal of :math:`\mathbf K_c^{-1} = \mathbf A^{-1} + \mathbf M_c
+        (-\mathbf S_c)^{-1} \mathbf M_c^\top` (:math:`\mathbf M_c = \mathbf A^{-1}\mathbf U_c`) from the one
+        factorization. ``noise``, ``targets``: as at construction."""
+        diag_A = (self.L_inv * self.L_inv).sum(0)  # diag of A^-1 = L^-T L^-1
+        diag = diag_A[None, :].repeat(len(self.factors), 1)  # C x n
+        for c, (rows, _, R) in enumerate(self.factors):
+            if len(rows) == 0:
+                continue
+            M = self.L_inv.mT @ self.L_inv[:, rows]  # A^-1 U_c, n x n_c
+            V = torch.linalg.solve_triangular(R, M.mT, upper=False)  # R^-1 M^T, n_c x n
+            diag[c] += (V * V).sum(0)
+        alpha = self.alpha.mT  # C x n
+        return targets - alpha / diag, (1.0 / diag - noise).clamp_min(0.0)

@@ -254,6 +254,10 @@ def class_draw_seeds(classes: np.ndarray) -> list[int]:
 #: dense n x n float64 matrices a class that an exact (Dirichlet or Laplace) fit holds at once: the
 #: covariance, its Cholesky factor and their gradients (the guard of :func:`~lvgp.base.device.check_dense_memory`)
 _DENSE_COPIES_PER_CLASS = 3
+#: the same for the shared-hyper-parameter Dirichlet inference, whatever the number of classes (one
+#: factorization for all classes, :mod:`lvgp.models.dirichlet`): the kernel matrix, the factor and its
+#: inverse, and their gradients
+_DENSE_COPIES_SHARED = 6
 
 
 class LDKGPClassifier(
@@ -524,11 +528,18 @@ class LDKGPClassifier(
         covariance plus its noise :math:`\sigma^2_i` and :math:`\boldsymbol\alpha = \mathbf K_y^{-1}
         (\tilde{\mathbf y} - \mathbf m)`, :math:`\tilde y_i - \alpha_i / [\mathbf K_y^{-1}]_{ii}` and
         :math:`1 / [\mathbf K_y^{-1}]_{ii} - \sigma^2_i` (Rasmussen & Williams, eq. 5.12). One Cholesky a
-        class."""
+        class, or with ``class_hyperparameters="shared"`` one for all classes
+        (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.leave_one_out`)."""
         check_is_fitted(self, "model_")
         if self.inference != "dirichlet":
             raise ValueError("leave_one_out_latents needs inference='dirichlet'")
         model, likelihood = self.model_, self.likelihood_
+        posterior = self._posterior()
+        if isinstance(posterior, SharedDirichletPosterior):  # one factorization for all classes
+            with torch.no_grad(), exact_numerics():
+                noise = likelihood.noise_covar.noise + likelihood.second_noise_covar.noise
+                mean, var = posterior.leave_one_out(noise, likelihood.transformed_targets)
+            return mean.mT, var.mT
         model.train()
         likelihood.train()
         try:
@@ -671,10 +682,11 @@ class LDKGPClassifier(
             check_same_model(self.random_state, "LDKGPClassifier")
         seed = derive_seed(self.random_state)
         self.device_ = check_device(self.device)
-        if self.inference != "variational":  # one dense n x n covariance and its factor a class, and gradients
+        if self.inference != "variational":  # dense n x n covariances and factors, and their gradients
+            shared = self.inference == "dirichlet" and self.class_hyperparameters == "shared"
             check_dense_memory(
                 x.shape[0],
-                _DENSE_COPIES_PER_CLASS * len(self.classes_),
+                _DENSE_COPIES_SHARED if shared else _DENSE_COPIES_PER_CLASS * len(self.classes_),
                 self.device_,
                 f"the {self.inference} GP classifier on {x.shape[0]:,} documents and {len(self.classes_)} classes",
                 "Pass fewer documents, or inference='variational' (mini-batches; word ids only).",
