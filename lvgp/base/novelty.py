@@ -43,7 +43,6 @@ __all__ = [
     "variance_novelty",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
-    "DecisionNoveltyMixin",
 ]
 
 #: the novelty scores made of predictive probabilities
@@ -140,21 +139,10 @@ def open_set_metrics(score: np.ndarray, out_of_scope: np.ndarray) -> dict[str, A
 
 
 class ProbabilityNoveltyMixin:
-    """``score_samples`` of a classifier with ``predict_proba``: :func:`probability_novelty` with the
-    estimator's ``novelty_score`` where it has one, else minus the predictive entropy."""
+    """``score_samples`` of a classifier with ``predict_proba``: minus the predictive entropy
+    (:func:`probability_novelty`)."""
 
     def score_samples(self, X: Any) -> np.ndarray:
-        """``n`` novelty scores of the documents ``X``: higher means more typical of the training
-        classes (:mod:`lvgp.base.novelty`; minus the predictive entropy unless ``novelty_score``
-        says otherwise)."""
-        kind = getattr(self, "novelty_score", "entropy")
-        return probability_novelty(self.predict_proba(X), kind)  # type: ignore[attr-defined]
-
-
-class DecisionNoveltyMixin:
-    """``score_samples`` of a margin classifier: the largest decision value (:func:`decision_novelty`)."""
-
-    def score_samples(self, X: Any) -> np.ndarray:
-        """``n`` novelty scores of the documents ``X``: the largest decision value over the classes
-        (higher: more typical of the training classes; :mod:`lvgp.base.novelty`)."""
-        return decision_novelty(self.decision_function(X))  # type: ignore[attr-defined]
+        """``n`` novelty scores of the documents ``X``: minus the predictive entropy (higher means more
+        typical of the training classes; :mod:`lvgp.base.novelty`)."""
+        return probability_novelty(self.predict_proba(X), "entropy")  # type: ignore[attr-defined]

@@ -269,6 +269,7 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     _, acquisition = STRATEGIES[strategy]
     split = study.split(cell["split"])
     rng = np.random.default_rng(child_seed(study.seed, f"active random {cell['split']}"))
+    bald_seed = child_seed(study.seed, "bald draws")
     labelled = list(split.start)
     unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
     curve: list[dict] = []
@@ -299,7 +300,7 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 chosen = rng.choice(unlabelled, take, replace=False)
             else:
                 pool = [split.pool_texts[i] for i in unlabelled]
-                scores = acquisition_scores(model, acquisition, pool, child_seed(study.seed, "bald draws"))
+                scores = acquisition_scores(model, acquisition, pool, bald_seed)
                 chosen = unlabelled[np.argsort(-scores, kind="stable")[:take]]
             acquire_seconds += time.perf_counter() - start
             labelled += chosen.tolist()

@@ -35,7 +35,6 @@ from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.novelty import (
     PROBABILITY_SCORES,
-    decision_novelty,
     latent_energy,
     open_set_metrics,
     probability_novelty,
@@ -399,7 +398,8 @@ class OpenSetStudy(SizedCells, Study):
 def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[str, dict[str, np.ndarray]]:
     """The method's own novelty score's name and every score it offers, by name: ``score_samples``'s
     (its name: the GP's ``novelty_score``, ``"max-decision"`` of an SVM, the detector's own), the
-    probability scores of ``proba``, and a GP classifier's ``"variance"``."""
+    probability scores of ``proba``, a GP classifier's ``"variance"`` and ``"energy"``, and the energy of
+    logistic regression's logits."""
     from ..baselines.encoder import EncoderMahalanobis, EncoderNearestNeighbor
 
     if isinstance(model, EncoderMahalanobis):
@@ -419,15 +419,13 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
     if proba is not None:
         for kind in PROBABILITY_SCORES:
             scores.setdefault(kind, probability_novelty(proba, kind))
-    if hasattr(model, "decision_function") and getattr(model, "_is_margin_classifier", False):
-        scores.setdefault("max-decision", decision_novelty(model.decision_function(X)))
+    # (an SVM's own score is already its largest decision value)
     if hasattr(model, "predict_latent"):  # one latent pass for both
         mean, var, prior = model.predict_latent(X, return_prior=True)
         scores.setdefault("variance", variance_novelty(var, prior))
         scores.setdefault("energy", latent_energy(mean))
-    elif name == "entropy" and hasattr(
-        model, "decision_function"
-    ):  # logistic regression's logits: minus their free energy
+    elif name == "entropy" and hasattr(model, "decision_function"):
+        # logistic regression's logits: minus their free energy
         logits = np.asarray(model.decision_function(X), dtype=np.float64)
         scores.setdefault("energy", latent_energy(logits[:, None] if logits.ndim == 1 else logits))
     return name, scores

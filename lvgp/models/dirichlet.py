@@ -113,7 +113,7 @@ class SharedDirichletPosterior:
     def __init__(self, K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> None:
         _check_shapes(K, means, noise, targets)
         _, self.L_inv, self.factors = _class_factors(K, noise)
-        self.means = means
+        self.means, self.noise, self.targets = means, noise, targets
         Q = self.L_inv.mT @ (self.L_inv @ (targets - means[:, None]).mT)  # A^-1 r, n x C
         alpha = Q.clone()
         for c, (rows, _, R) in enumerate(self.factors):
@@ -139,12 +139,12 @@ class SharedDirichletPosterior:
             var[:, c] -= (V * V).sum(0)
         return mean, var.clamp_min(0.0)
 
-    def leave_one_out(self, noise: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    def leave_one_out(self) -> tuple[Tensor, Tensor]:
         r"""Each training document's latent mean and variance given the others, ``C x n`` each:
         :math:`\tilde y_i - \alpha_i / [\mathbf K_c^{-1}]_{ii}` and :math:`1 / [\mathbf K_c^{-1}]_{ii} -
         n_{c,i}` (R&W eq. 5.12), the diagonal of :math:`\mathbf K_c^{-1} = \mathbf A^{-1} + \mathbf M_c
         (-\mathbf S_c)^{-1} \mathbf M_c^\top` (:math:`\mathbf M_c = \mathbf A^{-1}\mathbf U_c`) from the one
-        factorization. ``noise``, ``targets``: as at construction."""
+        factorization."""
         diag_A = (self.L_inv * self.L_inv).sum(0)  # diag of A^-1 = L^-T L^-1
         diag = diag_A[None, :].repeat(len(self.factors), 1)  # C x n
         for c, (rows, _, R) in enumerate(self.factors):
@@ -154,4 +154,4 @@ class SharedDirichletPosterior:
             V = torch.linalg.solve_triangular(R, M.mT, upper=False)  # R^-1 M^T, n_c x n
             diag[c] += (V * V).sum(0)
         alpha = self.alpha.mT  # C x n
-        return targets - alpha / diag, (1.0 / diag - noise).clamp_min(0.0)
+        return self.targets - alpha / diag, (1.0 / diag - self.noise).clamp_min(0.0)

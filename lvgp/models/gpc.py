@@ -537,8 +537,7 @@ class LDKGPClassifier(
         posterior = self._posterior()
         if isinstance(posterior, SharedDirichletPosterior):  # one factorization for all classes
             with torch.no_grad(), exact_numerics():
-                noise = likelihood.noise_covar.noise + likelihood.second_noise_covar.noise
-                mean, var = posterior.leave_one_out(noise, likelihood.transformed_targets)
+                mean, var = posterior.leave_one_out()
             return mean.mT, var.mT
         model.train()
         likelihood.train()
@@ -764,12 +763,7 @@ class LDKGPClassifier(
             # class (lvgp.models.dirichlet), else gpytorch factors each class's covariance
             with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
                 if shared:
-                    return shared_dirichlet_log_evidence(
-                        model.covar_module(inputs).to_dense(),
-                        model.mean_module.constant.reshape(-1),
-                        likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
-                        likelihood.transformed_targets,
-                    )
+                    return shared_dirichlet_log_evidence(*self._shared_dirichlet_terms(inputs))
                 return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
 
         result = self._maximize_evidence(model, evidence, n, budget, validate, "LDK GP classifier")
@@ -1152,16 +1146,22 @@ class LDKGPClassifier(
         if self.inference == "laplace":
             return self.model_.posterior()
         if self.inference == "dirichlet" and self.class_hyperparameters == "shared":
-            model, likelihood = self.model_, self.likelihood_
-            train = model.train_inputs[0]
             with torch.no_grad(), exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
-                return SharedDirichletPosterior(
-                    model.covar_module(train).to_dense(),
-                    model.mean_module.constant.reshape(-1),
-                    likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
-                    likelihood.transformed_targets,
-                )
+                return SharedDirichletPosterior(*self._shared_dirichlet_terms(self.model_.train_inputs[0]))
         return None
+
+    def _shared_dirichlet_terms(self, inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """What :mod:`lvgp.models.dirichlet` takes of the shared-hyper-parameter Dirichlet inference at the
+        training documents ``inputs``: the output scale times the kernel (``n x n``), the classes'
+        constant means, each class's noise at each document (the Dirichlet noise plus the learned one)
+        and the transformed targets."""
+        model, likelihood = self.model_, self.likelihood_
+        return (
+            model.covar_module(inputs).to_dense(),
+            model.mean_module.constant.reshape(-1),
+            likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
+            likelihood.transformed_targets,
+        )
 
     def _block_latents(
         self, xb: torch.Tensor, posterior: Any
