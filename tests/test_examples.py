@@ -88,6 +88,7 @@ BENCHMARKS = {
     "sparse_auto_rule.py": "| auto chooses |",
     "open_set_dev.py": "| toy | 5 | gpc-bow-encoder-rbf |",
     "dirichlet_evidence.py": "| one factorization (s) | speed-up |",
+    "part_selection_dev.py": "*loo's pick - sum*",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",

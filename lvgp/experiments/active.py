@@ -167,6 +167,7 @@ class ActiveStudy(Study):
     #: pool, the Dirichlet inference, the -plus spec's default word vectors (replaced by the kernel)
     unlabeled: ClassVar[str] = "none"
     gpc_inference: ClassVar[str] = "dirichlet"
+    part_selection: ClassVar[str] = "none"
     embeddings: ClassVar[str] = "glove-6b-50d"
     cell_choosing_options: ClassVar[tuple[str, ...]] = ("strategies", "splits")
     methods_option: ClassVar[str] = "strategies"

@@ -47,6 +47,7 @@ from .study import (
     encoder_precision_option,
     mean_cell,
     option,
+    plain_part_scores,
     recorded_warnings,
 )
 
@@ -352,7 +353,12 @@ def _gp_classifier_on_texts(study, cell, kernel_of_dim=None):
     model = _ldk_gpc_plus(study, cell, None)
     if kernel_of_dim is not None:
         model.set_params(kernel=kernel_of_dim(resolve_encoder(study.encoder, study.device).dim))
-    return model.set_params(sentence_encoder=study.encoder, vocabulary=_cut_vocabulary(study), device=study.device)
+    return model.set_params(
+        sentence_encoder=study.encoder,
+        vocabulary=_cut_vocabulary(study),
+        device=study.device,
+        part_selection=None if study.part_selection == "none" else study.part_selection,
+    )
 
 
 @register_method(
@@ -476,6 +482,15 @@ class ClassificationStudy(SizedCells, Study):
         "Laplace approximation) or variational (softmax SVGP; not with the encoder methods)",
         choices=("dirichlet", "laplace", "variational"),
         before="dirichlet",
+    )
+    part_selection: str = option(
+        "none",
+        "the encoder GP classifiers' composition (bow-gpc-encoder, ldk-gpc-encoder): none (the sum of the word "
+        "and encoder parts as built), loo (each sub-composition fitted; one replaces the sum where its leave-one-out "
+        "log probability of the training labels is higher by more than a standard error) or evidence (the highest "
+        "evidence with BIC's Occam factor; lvgp.kernels.composition)",
+        choices=("none", "loo", "evidence"),
+        before="none",
     )
     dev_scoring: str = option(
         "accuracy",
@@ -705,6 +720,8 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
         record["chosen"] = model.best_params_
     if hasattr(model, "n_iter_") and hasattr(model, "converged_"):
         record.update(n_iter=int(model.n_iter_), converged=bool(model.converged_))
+    if hasattr(model, "part_scores_"):  # part_selection: the composition kept, and each one's score
+        record.update(selected_parts=list(model.selected_parts_), part_scores=plain_part_scores(model))
     if encode_seconds is not None:  # the encoder's share of fit_seconds (counted apart)
         record["encode_seconds"] = encode_seconds
     method = study.method(cell["method"])

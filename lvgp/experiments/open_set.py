@@ -305,6 +305,7 @@ class OpenSetStudy(SizedCells, Study):
     #: what the shared GP-classifier builders read: no unlabeled pool, the Dirichlet inference
     unlabeled: ClassVar[str] = "none"
     gpc_inference: ClassVar[str] = "dirichlet"
+    part_selection: ClassVar[str] = "none"
     cell_choosing_options: ClassVar[tuple[str, ...]] = ("methods", "splits", "per_class")
 
     @property

@@ -39,6 +39,7 @@ from .study import (
     encoder_precision_option,
     mean_cell,
     option,
+    plain_part_scores,
     recorded_warnings,
     write_json,
 )
@@ -255,6 +256,7 @@ def _gplvsm_encoder(study, cell, data):
         sentence_encoder=study.encoder,
         random_state=study.cell_seed(cell),
         device=study.device,
+        part_selection=None if study.part_selection == "none" else study.part_selection,
     )
 
 
@@ -328,6 +330,15 @@ class RegressionStudy(Study):
     latent_dims: tuple[int, ...] = option((1, 2, 4, 6, 8, 10), "gplvsm grid over q")
     rhos: tuple[float, ...] = option((0.01, 0.1, 1.0, 10.0, 100.0), "gplvsm grid over rho")
     vb_latent_dims: tuple[int, ...] = option((2,), "grid over q of gplvsm-vb and gplvsm-sparse")
+    part_selection: str = option(
+        "none",
+        "gplvsm-encoder's composition: none (the sum of the word and encoder parts as built), loo (each "
+        "sub-composition fitted; one replaces the sum where its leave-one-out log density of the training targets is "
+        "higher by more than a standard error) or evidence (the highest evidence with BIC's Occam factor; "
+        "lvgp.kernels.composition)",
+        choices=("none", "loo", "evidence"),
+        before="none",
+    )
     sparse_inducing: int = option(64, "inducing documents of gplvsm-sparse")
     sparse_epochs: int | None = option(None, "cap on the SVI epochs of gplvsm-sparse (default: its step budget alone)")
     vb_rhos: tuple[float, ...] = option((0.1, 0.3, 1.0), "grid over rho of gplvsm-vb and gplvsm-sparse")
@@ -491,6 +502,8 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     }
     if hasattr(est, "n_iter_"):
         record.update(n_iter=est.n_iter_, converged=bool(est.converged_))
+    if hasattr(est, "part_scores_"):  # part_selection: the composition kept, and each one's score
+        record.update(selected_parts=list(est.selected_parts_), part_scores=plain_part_scores(est))
     if method.record is not None:
         record.update(method.record(est, cell, data))
     return record

@@ -4,6 +4,7 @@ block-wise prediction, and safe persistence."""
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -40,9 +41,11 @@ from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import check_texts, resolve_encoder
 from ..kernels.packed import pack_documents
+from ..kernels.spec import variational_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from ..warnings import warn as warn_user
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
+from .part_selection import PartSelectionMixin, fixed_draws
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
@@ -332,7 +335,9 @@ def _describe_kernel(kernel: Any) -> str:
     return f"factory {getattr(kernel, '__qualname__', type(kernel).__name__)}"
 
 
-class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator):
+class ExactGPRegressorBase(
+    PartSelectionMixin, FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMixin, RegressorMixin, BaseEstimator
+):
     """Base class: subclasses define ``__init__`` (storing their arguments, scikit-learn
     style) with at least the options used here (``optimizer``, an :class:`~lvgp.LBFGS` or
     :class:`~lvgp.Adam` whose unset fields come from :attr:`_optimizer_defaults`; ``early_stopping``;
@@ -469,7 +474,7 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
             train_idx, val_idx = early_stopping_split(n, float(stopping.validation_fraction), split_seed)
             x_val, y_val_arr = x[torch.from_numpy(val_idx)], y_train[val_idx]
             x, y_train = x[torch.from_numpy(train_idx)], y_train[train_idx]
-        result = self._fit_model(x, y_train, seed, x_val, y_val_arr)
+        result = self._fit_parts(lambda: self._fit_model(x, y_train, seed, x_val, y_val_arr), x.shape[0])
         if policy == "refit" and X_val is None and result.best_iter:
             # the best iteration count of the held-out fit, on all the training documents
             result = self._fit_model(x_all, y_all, seed, None, None, max_iter=result.best_iter)
@@ -566,6 +571,47 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
             desc=self._name,
             **adam,
         )
+
+    def _fitted_log_evidence(self) -> float:
+        """The fitted objective times ``n``: the log marginal likelihood plus the log priors (eq. 11), or
+        with variational word vectors the ELBO, its Monte Carlo average over the predictions' number of
+        draws from one seeded stream (the same for every sub-composition of ``part_selection``)."""
+        model = self.model_
+        mll = LogPosterior(model.likelihood, model)
+        inputs = model.train_inputs[0]
+        vectors = variational_word_vectors(model)
+        draws = self._latent_samples("predict") if vectors else 1
+        model.train()
+        with torch.no_grad(), fixed_draws(vectors, self._sample_seed):
+            total = sum(float(mll(model(inputs), model.train_targets)) for _ in range(draws))
+        return total / draws * inputs.shape[-2]
+
+    def _loo_log_predictive(self) -> torch.Tensor:
+        r"""The ``n`` leave-one-out log predictive densities of the standardized training targets (Rasmussen &
+        Williams, eqs. 5.10-5.12): with :math:`\mathbf K_y` the covariance plus the noise and
+        :math:`\boldsymbol\alpha = \mathbf K_y^{-1}(\mathbf y - \mathbf m)`, document :math:`i`'s target
+        given the others is :math:`\mathcal N(y_i - \alpha_i / [\mathbf K_y^{-1}]_{ii},\ 1 / [\mathbf
+        K_y^{-1}]_{ii})`; a document's outputs summed. With variational word vectors, the density
+        of the mixture over the predictions' number of draws (one factorization a draw)."""
+        model = self.model_
+        inputs = model.train_inputs[0]
+        vectors = variational_word_vectors(model)
+        draws = self._latent_samples("predict") if vectors else 1
+        log_densities = []
+        model.train()
+        with torch.no_grad(), exact_numerics(), fixed_draws(vectors, self._sample_seed):
+            for _ in range(draws):
+                with covariance_errors(f"{self._name} leave-one-out", self._fit_hint):
+                    prior = model(inputs)
+                    covariance = model.likelihood(prior).covariance_matrix  # n x n, or B x n x n
+                    precision = torch.cholesky_inverse(torch.linalg.cholesky(covariance))
+                residual = model.train_targets - prior.mean  # n, or B x n
+                alpha = (precision @ residual.unsqueeze(-1)).squeeze(-1)
+                diag = precision.diagonal(dim1=-2, dim2=-1)
+                log_densities.append(-0.5 * (torch.log(2 * math.pi / diag) + alpha**2 / diag))
+        stacked = torch.stack(log_densities)  # draws x (B x) n
+        mixture = torch.logsumexp(stacked, 0) - math.log(draws)
+        return mixture if mixture.dim() == 1 else mixture.sum(0)  # a document's outputs together
 
     def _stochastic_objective(self) -> bool:
         """Whether the objective is a Monte Carlo estimate (variational latent quantities): fitted by
@@ -770,6 +816,8 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
             "y_mean": torch.as_tensor(self.y_mean_),
             "y_std": torch.as_tensor(self.y_std_),
             "sample_seed": self._sample_seed,
+            "parts": None if self._parts is None else list(self._parts),
+            "part_scores": [dict(score, parts=list(score["parts"])) for score in getattr(self, "part_scores_", [])],
             "state_dict": state_to_cpu(self.model_.state_dict()),
             "fit": {
                 "n_iter": self.n_iter_,
@@ -810,6 +858,7 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
         est.y_mean_ = payload["y_mean"].numpy()
         est.y_std_ = payload["y_std"].numpy()
         est._sample_seed = payload["sample_seed"]
+        est._parts = None if payload.get("parts") is None else tuple(payload["parts"])
         targets = payload["train_targets"]
         model = est._build_model(
             payload["train_inputs"],
@@ -823,4 +872,5 @@ class ExactGPRegressorBase(FitOptionsMixin, SavedParamsMixin, BagOfWordsInputMix
         model.eval()
         est.model_, est.likelihood_ = model, model.likelihood
         est._set_fit_result(FitResult(**payload["fit"]), warn=False)
+        est._restore_parts(payload.get("part_scores", []))
         return est

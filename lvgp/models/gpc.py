@@ -76,6 +76,7 @@ from ..bow.padded import PAD, document_lengths, documents_at, pad_to_common_widt
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels import LatentDistributionKernel, shared_evaluation
+from ..kernels.composition import PART_SELECTIONS
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
@@ -89,6 +90,7 @@ from .estimator_base import (
 )
 from .gplvsm import PaddedInputsMixin
 from .laplace import SoftmaxLaplaceGP, class_draws, expected_softmax_correlated
+from .part_selection import PartSelectionMixin
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 
 if TYPE_CHECKING:
@@ -260,7 +262,15 @@ _DENSE_COPIES_PER_CLASS = 3
 _DENSE_COPIES_SHARED = 6
 
 
+def _tempered_log_proba(log_p: np.ndarray, temperature: float) -> np.ndarray:
+    r"""Log probabilities ``log_p`` (``n x C``) tempered: :math:`\log(p_c^{1/T} / \sum_{c'} p_{c'}^{1/T})`."""
+    tempered = log_p / temperature
+    tempered = tempered - tempered.max(axis=1, keepdims=True)
+    return tempered - np.log(np.exp(tempered).sum(axis=1, keepdims=True))
+
+
 class LDKGPClassifier(
+    PartSelectionMixin,
     FittedVocabularyMixin,
     SentenceEncoderMixin,
     KernelParamsMixin,
@@ -368,11 +378,19 @@ class LDKGPClassifier(
             ``encoder_kernel="rbf"``), or ``"energy"`` (the log-sum-exp of the latent means: the Dirichlet
             inference's log total evidence, where no class has evidence). Fixed before any out-of-scope text is seen; ``lvgp compare
             open-set`` records every one.
+        part_selection: ``None`` (default: the kernel as composed), ``"loo"`` (Dirichlet inference) or
+            ``"evidence"`` (Dirichlet or Laplace): model selection among the sub-compositions of the kernel's
+            top sum (with a sentence encoder: the words, the encoder, both), each fitted from the same start
+            (:mod:`lvgp.kernels.composition`). ``"loo"``: the leave-one-out log probability of the training
+            labels (closed-form, tempered as the predictions are), a sub-composition replacing the sum only
+            where its gain exceeds one standard error of the documents' paired gains; ``"evidence"``: the
+            fitted evidence with BIC's Occam factor (fixed word vectors only, not MAP ones).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
     ``validation_curve_`` (the held-out fit's; ``None`` and ``[]`` without early stopping;
-    ``fit_seconds_`` includes the held-out fit). A ``ConvergenceWarning``
+    ``fit_seconds_`` includes the held-out fit), ``selected_parts_`` (the names of the kept parts of the
+    kernel's top sum), with ``part_selection`` ``part_scores_``. A ``ConvergenceWarning``
     says when the budget ends before the convergence criterion (L-BFGS's, or for the variational
     inference a relative change of the epoch loss below ``tol`` over 10 epochs).
     """
@@ -399,6 +417,7 @@ class LDKGPClassifier(
         sentence_encoder: str | SentenceEncoder | None = None,
         encoder_kernel: str = "cosine",
         novelty_score: str = "entropy",
+        part_selection: str | None = None,
     ):
         self.kernel = kernel
         self.inference = inference
@@ -417,6 +436,7 @@ class LDKGPClassifier(
         self.sentence_encoder = sentence_encoder
         self.encoder_kernel = encoder_kernel
         self.novelty_score = novelty_score
+        self.part_selection = part_selection
 
     _format_version = 3
     _optimizer_defaults = (
@@ -444,6 +464,7 @@ class LDKGPClassifier(
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
         "novelty_score": [Options(*NOVELTY_SCORES)],
+        "part_selection": [None, Options(*PART_SELECTIONS)],
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
@@ -461,6 +482,15 @@ class LDKGPClassifier(
         if self.calibration == "temperature" and self.inference != "dirichlet":
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
+            )
+        if self.part_selection == "evidence" and self.inference == "variational":
+            raise ValueError(
+                "part_selection='evidence' needs inference='dirichlet' or 'laplace' (an evidence each "
+                "sub-composition reaches; the variational inference's is a stochastic mini-batch bound)"
+            )
+        if self.part_selection == "loo" and self.inference != "dirichlet":
+            raise ValueError(
+                "part_selection='loo' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
         if self.sentence_encoder is not None and self.inference == "variational":
             raise ValueError(
@@ -490,11 +520,13 @@ class LDKGPClassifier(
             ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
             self.kernel_kind_ = getattr(ldk, "features", "exact")
             if dim is None:
-                return kernel
-            return beside_encoder(kernel, ids, dim, self.encoder_kernel).double()
+                return self._restricted(kernel)
+            return self._restricted(beside_encoder(kernel, ids, dim, self.encoder_kernel).double())
         self.kernel_kind_ = "user"
-        return resolve_kernel(
-            self.kernel, encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
+        return self._restricted(
+            resolve_kernel(
+                self.kernel, encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
+            )
         )
 
     # ------------------------------------------------------------------ fit
@@ -521,6 +553,11 @@ class LDKGPClassifier(
         self.fit_seconds_ = time.perf_counter() - start
         self.encode_seconds_ = self._encode_clock
         return self
+
+    def _fitted_log_evidence(self) -> float:
+        """The Dirichlet or Laplace inference's fitted objective times ``n``: the log marginal likelihood
+        (or its approximation) plus the hyper-parameters' log priors, at the kept parameters."""
+        return self._log_evidence_fitted
 
     def leave_one_out_latents(self) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The ``n x C`` means and variances of the latent functions at each training document given the
@@ -565,22 +602,34 @@ class LDKGPClassifier(
         optimism that the held-out ECE of ``results/README.md`` measures)."""
         from scipy.optimize import minimize_scalar
 
-        mean, var = self.leave_one_out_latents()
-        with torch.no_grad():
-            proba = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
-        log_p = torch.log(proba.clamp_min(1e-300)).cpu().numpy()
-        truth = self.likelihood_.targets.cpu().numpy().astype(int)
+        log_p, truth = self._loo_log_proba()
 
         def loss(log_t: float) -> float:
-            tempered = log_p / np.exp(log_t)
-            tempered -= tempered.max(axis=1, keepdims=True)
-            log_norm = np.log(np.exp(tempered).sum(axis=1))
-            fit = -np.mean(tempered[np.arange(len(truth)), truth] - log_norm)
+            fit = -np.mean(_tempered_log_proba(log_p, float(np.exp(log_t)))[np.arange(len(truth)), truth])
             # the prior log T ~ N(0, TEMPERATURE_PRIOR_SD^2), per document: a handful of documents cannot
             # drive T to its bound (6 texts fitted T = 0.06 without it and turned 0.93 into 1.0)
             return float(fit + log_t**2 / (2 * TEMPERATURE_PRIOR_SD**2 * len(truth)))
 
         return float(np.exp(minimize_scalar(loss, bounds=(-3.0, 3.0), method="bounded").x))
+
+    def _loo_log_proba(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ``n x C`` log probabilities of the leave-one-out predictions on the training documents
+        (the expected softmax of :meth:`leave_one_out_latents`) and the training labels' codes."""
+        mean, var = self.leave_one_out_latents()
+        with torch.no_grad():
+            proba = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
+        truth = self.likelihood_.targets.cpu().numpy().astype(int)
+        return torch.log(proba.clamp_min(1e-300)).cpu().numpy(), truth
+
+    def _loo_log_predictive(self) -> torch.Tensor:
+        """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
+        training labels, tempered by the temperature fitted on them where ``calibration="temperature"``
+        (as the predictions will be)."""
+        if self.inference != "dirichlet":
+            raise ValueError("part_selection='loo' needs inference='dirichlet' (closed-form leave-one-out latents)")
+        log_p, truth = self._loo_log_proba()
+        temperature = self._fit_temperature() if self.calibration == "temperature" else 1.0
+        return torch.from_numpy(_tempered_log_proba(log_p, temperature)[np.arange(len(truth)), truth])
 
     def _temper(self, proba: np.ndarray) -> np.ndarray:
         """Probabilities tempered by the fitted :math:`T` (``calibration="temperature"``)."""
@@ -691,17 +740,21 @@ class LDKGPClassifier(
                 "Pass fewer documents, or inference='variational' (mini-batches; word ids only).",
             )
         self.validation_curve_, self.best_iter_ = [], None
-        with default_dtype(torch.float64):
-            validate = None if validation is None else self._validation_loss(*validation)
-            if self.inference == "dirichlet":
-                self._fit_dirichlet(x, codes, seed, budget, validate)
-            elif self.inference == "laplace":
-                self._fit_laplace(x, codes, seed, budget, validate)
-            else:
-                # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
-                # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
-                with seeded_torch(seed):
-                    self._fit_variational(x, codes, seed, budget, validate)
+
+        def fit_one() -> None:
+            with default_dtype(torch.float64):
+                validate = None if validation is None else self._validation_loss(*validation)
+                if self.inference == "dirichlet":
+                    self._fit_dirichlet(x, codes, seed, budget, validate)
+                elif self.inference == "laplace":
+                    self._fit_laplace(x, codes, seed, budget, validate)
+                else:
+                    # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
+                    # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
+                    with seeded_torch(seed):
+                        self._fit_variational(x, codes, seed, budget, validate)
+
+        self._fit_parts(fit_one, x.shape[0])
         self.model_.eval()
         self.likelihood_.eval()
 
@@ -802,6 +855,8 @@ class LDKGPClassifier(
             verbose=self.verbose,
             desc=desc,
         )
+        with torch.no_grad():  # the evidence part_selection compares (the kept parameters')
+            self._log_evidence_fitted = -float(objective()) * n
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
         return result
@@ -1028,6 +1083,8 @@ class LDKGPClassifier(
                 "fit_seconds": getattr(self, "fit_seconds_", None),
                 "temperature": getattr(self, "temperature_", 1.0),
                 "mc_draws": getattr(self, "_mc_draws", "by-position"),
+                "parts": None if self._parts is None else list(self._parts),
+                "part_scores": [dict(score, parts=list(score["parts"])) for score in getattr(self, "part_scores_", [])],
                 **(
                     {"log_marginal_likelihood": self.log_marginal_likelihood_}
                     if hasattr(self, "log_marginal_likelihood_")
@@ -1069,6 +1126,7 @@ class LDKGPClassifier(
         est._train = (x, codes)
         est.device_ = check_device(est.device)
         seed = derive_seed(est.random_state)
+        est._parts = None if payload["fit"].get("parts") is None else tuple(payload["fit"]["parts"])
         with default_dtype(torch.float64):
             if est.inference == "dirichlet":
                 est._build_dirichlet(x, codes, seed)
@@ -1089,6 +1147,7 @@ class LDKGPClassifier(
         if "log_marginal_likelihood" in fit:
             est.log_marginal_likelihood_ = fit["log_marginal_likelihood"]
         est._mc_draws = fit.get("mc_draws", "by-position")  # saved before: predicted with the draws by position
+        est._restore_parts(fit.get("part_scores", []))
         return est
 
     def _class_seeds(self) -> list[int] | None:

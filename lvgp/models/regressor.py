@@ -15,6 +15,7 @@ from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
 from ..encoders.sentence import ENCODERS, SentenceEncoder
+from ..kernels.composition import PART_SELECTIONS
 from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import (
     KernelArg,
@@ -100,12 +101,21 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             (of the normalized vectors). The RBF was chosen on dev sentences: on the amazon snippets'
             dev splits of the regression study (1,000 training sentences) it beat the cosine on each
             of the 5 splits, by 0.008-0.015 in dev RMSE (``results/README.md``).
+        part_selection: ``None`` (default: the kernel as composed), ``"loo"`` or ``"evidence"``: model
+            selection among the sub-compositions of the covariance's top sum (with a sentence encoder:
+            the words, the encoder, both), each fitted from the same start (three fits for two parts;
+            :mod:`lvgp.kernels.composition`). ``"loo"``: the leave-one-out log predictive density of the
+            training targets (closed-form, R&W eq. 5.10-5.12), a sub-composition replacing the sum only
+            where its gain exceeds one standard error of the documents' paired gains; ``"evidence"``: the
+            fitted evidence with BIC's Occam factor (variational or fixed word vectors only, not MAP ones).
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
     ``vocabulary_`` (for text input, else ``None``), ``num_words_``, ``word_vectors_``
     (``num_words x latent_dim`` numpy), ``kernel_kind_`` (``"exact"``, ``"nystrom"``, ``"rff"``, or
     ``"user"``), ``n_iter_``, ``converged_``, ``loss_curve_`` (negative log posterior / n per
-    iteration), ``validation_curve_``, ``fit_result_``.
+    iteration), ``validation_curve_``, ``fit_result_``, ``selected_parts_`` (the names of the kept parts of
+    the covariance's top sum, e.g. ``("words", "encoder")``), with ``part_selection`` ``part_scores_`` (each
+    sub-composition's ``score`` and its terms, :class:`~lvgp.models.part_selection.PartSelectionMixin`).
 
     Example:
         >>> from lvgp.kernels import LDKSpec
@@ -137,6 +147,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         verbose: bool = False,
         sentence_encoder: str | SentenceEncoder | None = None,
         encoder_kernel: str = "rbf",
+        part_selection: str | None = None,
     ):
         self.kernel = kernel
         self.mean = mean
@@ -154,6 +165,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         self.verbose = verbose
         self.sentence_encoder = sentence_encoder
         self.encoder_kernel = encoder_kernel
+        self.part_selection = part_selection
 
     _name = "GP-LVSM"
     _calibration_advice = (
@@ -199,6 +211,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         "predict_samples": [Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
+        "part_selection": [None, Options(*PART_SELECTIONS)],
     }
 
     def _check_params(self) -> None:
@@ -237,6 +250,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         else:
             covar = resolve_kernel(self.kernel, self.num_words_, ids, word_features=features, words=words, seed=seed)
             self.kernel_kind_ = "user"
+        covar = self._restricted(covar)
         model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=covar).double()
         self._init_hyperparameters(model)
         variational = variational_word_vectors(model.covar_module)
