@@ -279,3 +279,27 @@ def test_the_classification_study_runs_its_gp_methods_with_the_laplace_inference
     assert settings["gpc_inference"] == "laplace"
     with pytest.raises(SystemExit):
         main([*argv, "--gpc-inference", "variational", "--out", str(tmp_path / "v")])
+
+
+def test_an_under_confident_laplace_fit_says_so():
+    """On separable training texts the approximate evidence grows with the output scale, the mode
+    saturates and the predictive keeps most of the prior's variance: the averaged softmax is far
+    flatter than the mode's, and the fit warns rather than hand back near-uniform probabilities
+    silently. Labels the words cannot separate leave the predictive near its mode: no warning."""
+    import warnings
+
+    from lvgp import LBFGS, LDKGPClassifier
+    from lvgp.kernels import BagOfWordsKernel
+    from lvgp.warnings import UncertaintyWarning
+
+    rng = np.random.default_rng(0)
+    own = [["stock", "market", "shares"], ["match", "goal", "team"], ["rain", "storm", "cloud"]]
+    labels = rng.integers(0, 3, 60)
+    texts = [" ".join(rng.choice(own[c], 3)) for c in labels]
+    settings = dict(inference="laplace", class_hyperparameters="shared", optimizer=LBFGS(max_iter=300), random_state=0)
+    with pytest.warns(UncertaintyWarning, match="under-confident"):
+        LDKGPClassifier(lambda n: BagOfWordsKernel(n, "cosine"), **settings).fit(texts, labels)
+    noisy = np.where(rng.random(60) < 0.4, rng.integers(0, 3, 60), labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UncertaintyWarning)
+        LDKGPClassifier(lambda n: BagOfWordsKernel(n, "cosine"), **settings).fit(texts, noisy)

@@ -331,11 +331,11 @@ class RegressionStudy(Study):
     rhos: tuple[float, ...] = option((0.01, 0.1, 1.0, 10.0, 100.0), "gplvsm grid over rho")
     vb_latent_dims: tuple[int, ...] = option((2,), "grid over q of gplvsm-vb and gplvsm-sparse")
     part_selection: str = option(
-        "none",
+        "loo",
         "gplvsm-encoder's composition: none (the sum of the word and encoder parts as built), loo (each "
         "sub-composition fitted; one replaces the sum where its leave-one-out log density of the training targets is "
-        "higher by more than a standard error) or evidence (the highest evidence with BIC's Occam factor; "
-        "lvgp.kernels.composition)",
+        "higher by more than a standard error; the default, chosen on dev: benchmarks/part_selection_dev.py) or "
+        "evidence (the highest evidence with BIC's Occam factor; lvgp.kernels.composition)",
         choices=("none", "loo", "evidence"),
         before="none",
     )

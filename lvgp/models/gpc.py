@@ -903,6 +903,39 @@ class LDKGPClassifier(
             )
         if budget is None:
             result.warn_if_unconverged("the Laplace GP classifier", unit="L-BFGS iterations", stacklevel=4)
+        self._warn_if_laplace_flattens(model)
+
+    #: how much below its mode's the Laplace predictive's mean top probability on the training documents may
+    #: fall before a warning says the probabilities are under-confident (:meth:`_warn_if_laplace_flattens`)
+    _LAPLACE_FLATTENING = 0.3
+
+    def _warn_if_laplace_flattens(self, model: SoftmaxLaplaceGP, documents: int = 300) -> None:
+        """An :class:`~lvgp.warnings.UncertaintyWarning` when, on (up to ``documents``) training documents, the
+        predictive probabilities' mean top probability is far below the mode's softmax's. On near-separable
+        training data the approximate evidence grows with the output scale and the mode saturates, where
+        the softmax's curvature W vanishes: the Laplace posterior then keeps most of the prior's variance
+        and averaging the softmax over it flattens the probabilities toward uniform (R&W sec. 3.4's
+        approximation, not the model, is at fault; ``benchmarks/README.md`` measures it)."""
+        from ..warnings import UncertaintyWarning
+
+        with torch.no_grad(), exact_numerics():
+            posterior = model.posterior()
+            rows = torch.arange(min(documents, model.train_x.shape[0]))
+            mode_top = torch.softmax(posterior[0].f[:, rows], dim=0).max(0).values.mean()
+            mean, cov = model.latents(model.train_x[rows], posterior)
+            proba = expected_softmax_correlated(mean, cov, self.n_mc_samples, class_draw_seeds(self.classes_))
+            predictive_top = proba.max(-1).values.mean()
+        if float(mode_top - predictive_top) > self._LAPLACE_FLATTENING:
+            scale = float(model.covar_module.outputscale.detach().max())
+            warn(
+                f"the Laplace GP classifier's probabilities are under-confident: on {len(rows)} training documents "
+                f"their mean top probability is {float(predictive_top):.2f}, its mode's softmax's "
+                f"{float(mode_top):.2f}. The evidence chose an output scale of {scale:.3g}, where the saturated "
+                "mode leaves the latents most of their prior variance (near-separable training data). Use "
+                "inference='dirichlet' (with calibration='temperature'), or a kernel whose scale a prior bounds.",
+                UncertaintyWarning,
+                stacklevel=5,
+            )
 
     def _build_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> torch.Tensor:
         """``model_`` and ``likelihood_`` of the variational inference at their initial values (inducing
