@@ -119,6 +119,8 @@ def reliability_figure(pooled: dict, dataset: str, sizes: list[int], path: Path)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from lvgp.base.metrics import reliability_curve
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 5.2), squeeze=False)
     styles = {"Dirichlet": "C0o--", "Dirichlet + temperature": "C0s-", "Laplace": "C3^-"}
@@ -129,11 +131,7 @@ def reliability_figure(pooled: dict, dataset: str, sizes: list[int], path: Path)
             binned = pooled.get((dataset, size, name))
             if not binned:
                 continue
-            count = np.sum([b["count"] for b in binned], axis=0)
-            keep = count > 0
-            conf = np.sum([b["confidence"] for b in binned], axis=0)[keep] / count[keep]
-            acc = np.sum([b["correct"] for b in binned], axis=0)[keep] / count[keep]
-            ax.plot(conf, acc, style, ms=4, lw=1.2, label=name)
+            ax.plot(*reliability_curve(binned), style, ms=4, lw=1.2, label=name)
         ax.set(title=f"{size} training documents", xlabel="confidence", ylabel="accuracy", xlim=(0, 1), ylim=(0, 1))
         ax.set_aspect("equal")
     handles, labels = axes.flat[0].get_legend_handles_labels()

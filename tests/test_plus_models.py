@@ -27,7 +27,7 @@ from lvgp import (
     SparseGPLVSMRegressor,
 )
 from lvgp.base.embeddings import CombinedEmbeddings, corpus_embeddings
-from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
+from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins, reliability_curve
 from lvgp.bow.padded import padded_to_counts
 from lvgp.bow.vocabulary import Vocabulary
 from lvgp.bow.weighting import idf_weights
@@ -272,6 +272,10 @@ def test_calibration_metrics_closed_forms():
     expected = (abs(0.9 + 0.8 - 1) + abs(0.7 + 0.6 - 1)) / 4
     assert expected_calibration_error(bins) == pytest.approx(expected)
     assert log_loss(np.array([[1.0, 0.0]]), classes, np.array(["c"])) == pytest.approx(-np.log(1e-300))
+    # two samples pooled: the mean confidence and the accuracy of each non-empty bin
+    confidence, accuracy = reliability_curve([bins, reliability_bins(proba[:1], classes, y[:1], bins=5)])
+    np.testing.assert_allclose(confidence, [(0.7 + 0.6) / 2, (0.9 + 0.8 + 0.9) / 3])
+    np.testing.assert_allclose(accuracy, [1 / 2, 2 / 3])
 
 
 def test_the_svm_baselines_probabilities_are_platts_and_its_predictions_its_own():

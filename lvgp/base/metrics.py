@@ -18,6 +18,7 @@ from .targets import true_class_log_proba
 __all__ = [
     "log_loss",
     "reliability_bins",
+    "reliability_curve",
     "expected_calibration_error",
     "multiclass_hinge",
     "ECE_BINS",
@@ -56,6 +57,16 @@ def reliability_bins(proba: np.ndarray, classes: np.ndarray, y: np.ndarray, bins
         "confidence": np.bincount(index, weights=confidence, minlength=bins).tolist(),
         "correct": np.bincount(index, weights=correct.astype(float), minlength=bins).tolist(),
     }
+
+
+def reliability_curve(binned: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The reliability diagram's points of several samples' :func:`reliability_bins` pooled: the mean
+    confidence and the accuracy of each non-empty bin."""
+    count = np.sum([b["count"] for b in binned], axis=0)
+    keep = count > 0
+    confidence = np.sum([b["confidence"] for b in binned], axis=0)[keep] / count[keep]
+    accuracy = np.sum([b["correct"] for b in binned], axis=0)[keep] / count[keep]
+    return confidence, accuracy
 
 
 def expected_calibration_error(binned: dict) -> float:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..base.constraints import Integer, Real
 from ..base.fit_options import LBFGS
-from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
+from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins, reliability_curve
 from ..datasets.loaders import corpus_names, load_corpus
 from .registry import default_methods, register_method, register_study
 from .selection import DEV_SCORINGS, DevSelected, InnerDev
@@ -815,11 +815,7 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
             ]
             if not binned:
                 continue
-            count = np.sum([b["count"] for b in binned], axis=0)
-            keep = count > 0
-            conf = np.sum([b["confidence"] for b in binned], axis=0)[keep] / count[keep]
-            acc = np.sum([b["correct"] for b in binned], axis=0)[keep] / count[keep]
-            (handles[study.label(m)],) = ax.plot(conf, acc, ms=4, lw=1.2, **_style(i))
+            (handles[study.label(m)],) = ax.plot(*reliability_curve(binned), ms=4, lw=1.2, **_style(i))
         ax.set_title(f"{n} training documents", fontsize=10)
         ax.set_xlabel("confidence")
         ax.set_ylabel("accuracy")
