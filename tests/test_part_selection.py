@@ -333,3 +333,20 @@ def test_a_part_its_prior_holds_in_is_switched_off_by_the_selection(selection):
     assert held > 0.1  # the prior held the noise part in the plain fit
     loss = [-np.mean(np.log(m.predict_proba(x[250:])[np.arange(50), labels[250:]])) for m in (clf, plain)]
     assert loss[0] < loss[1]
+
+
+def test_a_part_kept_alone_keeps_its_name_through_save_and_load(data, tmp_path):
+    """The noise part kept alone (forced) is still ``BagOfWordsKernel-2`` after a reload, though its kernel
+    is then a sum of one part."""
+    x, y = data
+    reg = GPLVSMRegressor(two_parts, num_words=V, part_selection="evidence", random_state=0)
+    reg._part_score = lambda names, keep, n: {"parts": tuple(names[i] for i in keep), "score": -len(keep) - keep[0]}
+    _quiet(lambda: reg.fit(x[:40], y[:40]))
+    del reg._part_score
+    assert reg.selected_parts_ == ("BagOfWordsKernel",)  # the score above prefers the first part alone
+    reg._part_score = lambda names, keep, n: {"parts": tuple(names[i] for i in keep), "score": float(keep == (1,))}
+    _quiet(lambda: reg.fit(x[:40], y[:40]))
+    del reg._part_score
+    assert reg.selected_parts_ == ("BagOfWordsKernel-2",)
+    reg.save(tmp_path / "noise.pt")
+    assert GPLVSMRegressor.load(tmp_path / "noise.pt", kernel=two_parts).selected_parts_ == ("BagOfWordsKernel-2",)

@@ -816,8 +816,7 @@ class ExactGPRegressorBase(
             "y_mean": torch.as_tensor(self.y_mean_),
             "y_std": torch.as_tensor(self.y_std_),
             "sample_seed": self._sample_seed,
-            "parts": None if self._parts is None else list(self._parts),
-            "part_scores": [dict(score, parts=list(score["parts"])) for score in getattr(self, "part_scores_", [])],
+            **self._saved_parts(),
             "state_dict": state_to_cpu(self.model_.state_dict()),
             "fit": {
                 "n_iter": self.n_iter_,
@@ -872,5 +871,5 @@ class ExactGPRegressorBase(
         model.eval()
         est.model_, est.likelihood_ = model, model.likelihood
         est._set_fit_result(FitResult(**payload["fit"]), warn=False)
-        est._restore_parts(payload.get("part_scores", []))
+        est._restore_parts(payload)
         return est

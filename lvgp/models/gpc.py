@@ -1116,8 +1116,7 @@ class LDKGPClassifier(
                 "fit_seconds": getattr(self, "fit_seconds_", None),
                 "temperature": getattr(self, "temperature_", 1.0),
                 "mc_draws": getattr(self, "_mc_draws", "by-position"),
-                "parts": None if self._parts is None else list(self._parts),
-                "part_scores": [dict(score, parts=list(score["parts"])) for score in getattr(self, "part_scores_", [])],
+                **self._saved_parts(),
                 **(
                     {"log_marginal_likelihood": self.log_marginal_likelihood_}
                     if hasattr(self, "log_marginal_likelihood_")
@@ -1180,7 +1179,7 @@ class LDKGPClassifier(
         if "log_marginal_likelihood" in fit:
             est.log_marginal_likelihood_ = fit["log_marginal_likelihood"]
         est._mc_draws = fit.get("mc_draws", "by-position")  # saved before: predicted with the draws by position
-        est._restore_parts(fit.get("part_scores", []))
+        est._restore_parts(fit)
         return est
 
     def _class_seeds(self) -> list[int] | None:

@@ -40,7 +40,7 @@ def check_evidence_comparable(kernel: Kernel) -> None:
 
 
 class PartSelectionMixin:
-    """The loop of ``part_selection="evidence"`` (:meth:`_fit_parts`). The estimator's kernel builder applies
+    """The loop of ``part_selection`` (:meth:`_fit_parts`). The estimator's kernel builder applies
     :meth:`_restricted` to the kernel it builds, and :meth:`_fitted_log_evidence` gives the objective a fit
     reached. Fitted attributes: ``selected_parts_`` (the names of the kept parts,
     :func:`~lvgp.kernels.composition.part_names`; every part without selection) and, with selection,
@@ -111,11 +111,22 @@ class PartSelectionMixin:
         self.part_scores_ = scores
         return best[2]
 
-    def _restore_parts(self, saved_scores: list[dict[str, Any]]) -> None:
-        """``selected_parts_`` and ``part_scores_`` of a loaded estimator (its kernel rebuilt with :attr:`_parts`)."""
-        self.selected_parts_ = part_names(self._covariance())
+    def _saved_parts(self) -> dict[str, Any]:
+        """What a file keeps of the selection: the kept positions, their names (as fitted: a part kept alone
+        keeps its name in the full sum) and the scores."""
+        return {
+            "parts": None if self._parts is None else list(self._parts),
+            "selected_parts": list(getattr(self, "selected_parts_", ())),
+            "part_scores": [dict(score, parts=list(score["parts"])) for score in getattr(self, "part_scores_", [])],
+        }
+
+    def _restore_parts(self, saved: dict[str, Any]) -> None:
+        """``selected_parts_`` and ``part_scores_`` of a loaded estimator from :meth:`_saved_parts`'s record
+        (its kernel rebuilt with :attr:`_parts`; files without the record: every part of the kernel)."""
+        names = saved.get("selected_parts")
+        self.selected_parts_ = tuple(names) if names else part_names(self._covariance())
         if self.part_selection is not None:
-            self.part_scores_ = [dict(score, parts=tuple(score["parts"])) for score in saved_scores]
+            self.part_scores_ = [dict(score, parts=tuple(score["parts"])) for score in saved.get("part_scores", [])]
 
     def _part_score(self, names: tuple[str, ...], keep: tuple[int, ...], n: int) -> dict[str, Any]:
         parts = tuple(names[i] for i in keep)
