@@ -350,3 +350,35 @@ def test_a_part_kept_alone_keeps_its_name_through_save_and_load(data, tmp_path):
     assert reg.selected_parts_ == ("BagOfWordsKernel-2",)
     reg.save(tmp_path / "noise.pt")
     assert GPLVSMRegressor.load(tmp_path / "noise.pt", kernel=two_parts).selected_parts_ == ("BagOfWordsKernel-2",)
+
+
+def test_the_encoder_classifier_selects_by_leave_one_out_and_reloads(tiny_encoder, tmp_path):
+    """The classification study's bow-gpc-encoder kernel (tf-idf cosine + mu x encoder cosine) with a
+    tiny random encoder: the words carry the labels, the three sub-compositions are scored, the words
+    are kept (alone or in the sum), and the file reloads to the bit."""
+    from lvgp.experiments.classification import _bag_of_words_beside_encoder
+
+    own = [["stock", "market", "shares"], ["match", "goal", "team"], ["rain", "storm", "cloud"]]
+    encoder = tiny_encoder(sum(own, []), seed=1)
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 45)
+    texts = [" ".join(rng.choice(own[c], 3)) for c in labels]
+    clf = LDKGPClassifier(
+        _bag_of_words_beside_encoder(encoder.dim),
+        sentence_encoder="all-MiniLM-L6-v2",
+        class_hyperparameters="shared",
+        calibration="temperature",
+        part_selection="loo",
+        optimizer=LBFGS(max_iter=30),
+        random_state=0,
+    )
+    _quiet(lambda: clf.fit(texts, labels))
+    assert [s["parts"] for s in clf.part_scores_] == [("words", "encoder"), ("words",), ("encoder",)]
+    assert "words" in clf.selected_parts_
+    assert clf.part_scores_[2]["loo_gain"] < 0  # the random encoder alone predicts worse than the sum
+    test = ["market shares", "goal team", "storm rain cloud"]
+    clf.save(tmp_path / "clf.pt")
+    back = LDKGPClassifier.load(tmp_path / "clf.pt", kernel=_bag_of_words_beside_encoder(encoder.dim))
+    assert back.selected_parts_ == clf.selected_parts_
+    assert np.array_equal(back.predict_proba(test), clf.predict_proba(test))
+    assert list(clf.predict(test)) == [0, 1, 2]
