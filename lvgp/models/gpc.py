@@ -383,8 +383,9 @@ class LDKGPClassifier(
             top sum (with a sentence encoder: the words, the encoder, both), each fitted from the same start
             (:mod:`lvgp.kernels.composition`). ``"loo"``: the leave-one-out log probability of the training
             labels (closed-form, tempered as the predictions are), a sub-composition replacing the sum only
-            where its gain exceeds one standard error of the documents' paired gains; ``"evidence"``: the
-            fitted evidence with BIC's Occam factor (fixed word vectors only, not MAP ones).
+            where its gain exceeds one standard error of the documents' paired gains (MAP word vectors saw
+            the left-out text: optimistic for the part that holds them); ``"evidence"``: the fitted evidence
+            with BIC's Occam factor (fixed word vectors only, not MAP ones).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -855,8 +856,9 @@ class LDKGPClassifier(
             verbose=self.verbose,
             desc=desc,
         )
-        with torch.no_grad():  # the evidence part_selection compares (the kept parameters')
-            self._log_evidence_fitted = -float(objective()) * n
+        if self.part_selection is not None:  # what "evidence" compares: the kept parameters' objective
+            with torch.no_grad():
+                self._log_evidence_fitted = -float(objective()) * n
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
         return result

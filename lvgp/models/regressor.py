@@ -106,7 +106,8 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             the words, the encoder, both), each fitted from the same start (three fits for two parts;
             :mod:`lvgp.kernels.composition`). ``"loo"``: the leave-one-out log predictive density of the
             training targets (closed-form, R&W eq. 5.10-5.12), a sub-composition replacing the sum only
-            where its gain exceeds one standard error of the documents' paired gains; ``"evidence"``: the
+            where its gain exceeds one standard error of the documents' paired gains (MAP word vectors saw
+            the left-out text: optimistic for the part that holds them); ``"evidence"``: the
             fitted evidence with BIC's Occam factor (variational or fixed word vectors only, not MAP ones).
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
