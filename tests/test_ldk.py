@@ -686,3 +686,25 @@ def ref_gram_identity(kernel, x):
     X = kernel.latent.detach().numpy()
     hp = {**kernel_hp(kernel), "identity": kernel.identity_weight.item()}
     return torch.from_numpy(ref.ldk_gram(X, x.numpy(), x.numpy(), kernel.embedding_name, kernel.level2.name, **hp))
+
+
+def test_the_bandwidth_collapse_maps_to_the_same_kernel_values():
+    """z = sqrt(gamma) x at gamma 1 gives the kernel of x at gamma: rescale_latent_space maps between them
+    (the latent SMM and the matcher fit at collapsed_bandwidth's (1, rho / gamma) and map back)."""
+    from lvgp.kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
+    from lvgp.kernels.word_vectors import MAPWordVectors
+
+    assert collapsed_bandwidth("rbf", 2.0, 4.0, learn_gamma=False) == (1.0, 0.5)
+    assert collapsed_bandwidth("rbf", 2.0, 4.0, learn_gamma=True) == (4.0, 2.0)
+    assert collapsed_bandwidth("linear", 2.0, 4.0, learn_gamma=False) == (4.0, 2.0)
+    kernel = LatentDistributionKernel(12, 2, "rbf", "linear", gamma=4.0, seed=0).double()
+    docs = torch.tensor([[0, 1, 2, -1], [3, 4, 4, 5], [6, 7, 8, 9]])
+    with torch.no_grad():
+        before = kernel(docs).to_dense()
+        rescale_latent_space(kernel, 4.0**0.5, 0.5, 1.0)
+        assert float(kernel.gamma) == 1.0
+        torch.testing.assert_close(kernel(docs).to_dense(), before, rtol=1e-12, atol=1e-12)
+        rescale_latent_space(kernel, 4.0**-0.5, 2.0, 4.0)
+        torch.testing.assert_close(kernel(docs).to_dense(), before, rtol=1e-12, atol=1e-12)
+    if isinstance(kernel.word_vectors, MAPWordVectors):
+        assert kernel.word_vectors.rho == pytest.approx(2.0)

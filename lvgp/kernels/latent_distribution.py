@@ -58,7 +58,16 @@ from .embedding import EMBEDDINGS, EmbeddingKernel, rbf_gram
 from .level2 import LEVEL2_KERNELS, Level2Kernel
 from .word_vectors import MAPWordVectors, NegativeLatentKL, VariationalWordVectors, WordVectors, make_word_vectors
 
-__all__ = ["LatentDistributionKernel", "NegativeLatentKL", "EMBEDDINGS", "LEVEL2_KERNELS", "IDENTITY_FORMS", "rbf_gram"]
+__all__ = [
+    "LatentDistributionKernel",
+    "NegativeLatentKL",
+    "EMBEDDINGS",
+    "LEVEL2_KERNELS",
+    "IDENTITY_FORMS",
+    "rbf_gram",
+    "collapsed_bandwidth",
+    "rescale_latent_space",
+]
 
 #: how the identity part joins the latent part: inside the word kernel, or as a kernel of its own
 IDENTITY_FORMS = ("joint", "separate")
@@ -496,3 +505,31 @@ class LatentDistributionKernel(DocumentKernel):
         weights = ", word_weights" if self.word_weights is not None else ""
         identity = f", identity part ({self.identity_form})" if self.has_identity else ""
         return f"num_words={self.word_vectors.num_words}, latent_dim={self.latent_dim}{weights}{identity}"
+
+
+def collapsed_bandwidth(embedding: str, rho: float, gamma: float, learn_gamma: bool) -> tuple[float, float]:
+    r"""The RBF embedding's bandwidth and the prior's precision to fit at: :math:`(1, \rho/\gamma)` for a
+    fixed :math:`\gamma`, else :math:`(\gamma, \rho)` as given. With the RBF embedding
+    :math:`\exp(-\frac\gamma2\|\mathbf x_s - \mathbf x_t\|^2)` and the prior of precision :math:`\rho`, the
+    substitution :math:`\mathbf z = \sqrt\gamma\,\mathbf x` maps the model at :math:`(\gamma, \rho)` onto the one
+    at :math:`(1, \rho/\gamma)`: fitting there makes a fit depend on :math:`(\gamma, \rho)` only through their
+    ratio, exactly (L-BFGS itself is not invariant to rescaling its variables); :func:`rescale_latent_space`
+    maps back. Other embeddings, or a learned :math:`\gamma`, fit as given."""
+    if embedding == "rbf" and not learn_gamma:
+        return 1.0, rho / gamma
+    return gamma, rho
+
+
+def rescale_latent_space(kernel: LatentDistributionKernel, factor: float, rho: float, gamma: float) -> None:
+    r"""Map ``kernel``'s word vectors between :math:`\mathbf x` and :math:`\mathbf z = \sqrt\gamma\,\mathbf x`
+    (:func:`collapsed_bandwidth`), in place: multiply the vectors (and the map of tied embeddings) by
+    ``factor`` (:math:`\gamma^{-1/2}` back to :math:`\mathbf x`), set the MAP prior's precision to ``rho`` and
+    the RBF bandwidth to ``gamma`` -- the same kernel values."""
+    vectors = kernel.word_vectors
+    with torch.no_grad():
+        vectors.raw_latent.mul_(factor)
+        if vectors.word_features is not None:
+            vectors.projection.mul_(factor)
+    if isinstance(vectors, MAPWordVectors):
+        vectors.rho = rho
+    kernel.gamma = torch.tensor(gamma, dtype=torch.float64, device=vectors.raw_latent.device)

@@ -62,7 +62,8 @@ from ..base.persistence import SavedFileError, classes_from_plain, classes_to_pl
 from ..base.targets import check_labels
 from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
-from ..kernels import LatentDistributionKernel, MAPWordVectors
+from ..kernels import LatentDistributionKernel
+from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
 from .estimator_base import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
@@ -84,8 +85,9 @@ WARM_START_PARAMS = frozenset({"C", "optimizer", "svm_tol", "warm_start", "verbo
 def equivalent_rho(rho: float, gamma: float) -> float:
     r"""The :math:`\rho` that, at :math:`\gamma = 1`, gives the same latent SMM as :math:`(\gamma, \rho)`
     with a fixed RBF embedding bandwidth and prior-scaled initialization: :math:`\rho/\gamma`
-    (the substitution :math:`\mathbf z = \sqrt\gamma\,\mathbf x` maps one model onto the other)."""
-    return rho / gamma
+    (the substitution :math:`\mathbf z = \sqrt\gamma\,\mathbf x` maps one model onto the other;
+    :func:`~lvgp.kernels.latent_distribution.collapsed_bandwidth`)."""
+    return collapsed_bandwidth("rbf", rho, gamma, learn_gamma=False)[1]
 
 
 def _same(a: object, b: object) -> bool:
@@ -302,18 +304,13 @@ class LatentSMMClassifier(
         spec = self._check_params()
         rbf = spec.embedding == "rbf"
         rho, gamma = float(spec.rho or 0.0), float(spec.gamma)
-        # with a fixed gamma, fit in z = sqrt(gamma) x (gamma 1, rho / gamma) and map back at the end:
-        # the fit then depends on (gamma, rho) only through rho / gamma, exactly (L-BFGS itself is not
-        # invariant to rescaling its variables)
-        if rbf and not spec.learn_gamma:
-            fit_gamma, fit_rho = 1.0, equivalent_rho(rho, gamma)
-        else:
-            fit_gamma, fit_rho = gamma, rho
+        # with a fixed gamma, fit in z = sqrt(gamma) x at (1, rho / gamma) and map back at the end
+        fit_gamma, fit_rho = collapsed_bandwidth(spec.embedding, rho, gamma, spec.learn_gamma)
         self.device_ = check_device(self.device)
         if self.warm_start and hasattr(self, "kernel_"):
             x = self._continue(X, y)
             if rbf and fit_gamma != gamma:
-                self._rescale(gamma**0.5, fit_rho, fit_gamma)
+                rescale_latent_space(self.kernel_, gamma**0.5, fit_rho, fit_gamma)
         else:
             x = self._start(X, y, unlabeled, spec, fit_gamma, fit_rho)
         self.kernel_ = self.kernel_.to(self.device_)
@@ -347,7 +344,7 @@ class LatentSMMClassifier(
             final = self._objective(x).item()  # the duals at the final vectors
             gram, svc = self._last_solved  # the fitted kernel's Gram (Platt's machines are fitted on it)
             if rbf and fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same kernel values
-                self._rescale(gamma**-0.5, rho, gamma)
+                rescale_latent_space(self.kernel_, gamma**-0.5, rho, gamma)
                 # the duals of the Gram the fitted kernel gives (equal up to rounding): what a saved
                 # and reloaded machine solves again, to the bit
                 gram = to_host(self.kernel_(x).to_dense())
@@ -422,18 +419,6 @@ class LatentSMMClassifier(
         return x
 
     @torch.no_grad()
-    def _rescale(self, factor: float, rho: float, gamma: float) -> None:
-        r"""Map the word vectors between :math:`\mathbf x` and :math:`\mathbf z = \sqrt\gamma\,\mathbf x`:
-        multiply them (and the map of tied embeddings) by ``factor``; the prior's precision becomes
-        ``rho`` and the RBF bandwidth ``gamma`` (the same kernel values)."""
-        vectors = self.kernel_.word_vectors
-        vectors.raw_latent.mul_(factor)
-        if vectors.word_features is not None:
-            vectors.projection.mul_(factor)
-        if isinstance(vectors, MAPWordVectors):
-            vectors.rho = rho
-        self.kernel_.gamma = torch.tensor(gamma, dtype=torch.float64, device=vectors.raw_latent.device)
-
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
         """Save the fitted machine (parameters, vocabulary, training documents and labels, the kernel's

@@ -75,7 +75,8 @@ from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD, pad_to_common_width, padded_to_counts
 from ..bow.vocabulary import Vocabulary
-from ..kernels import MAPWordVectors, make_word_vectors
+from ..kernels import make_word_vectors
+from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .estimator_base import KernelParamsMixin, SavedParamsMixin
@@ -497,7 +498,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         seed = derive_seed(self.random_state)
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
         rho, gamma = float(spec.rho or 0.0), float(spec.gamma)
-        fit_gamma, fit_rho = (gamma, rho) if spec.learn_gamma else (1.0, rho / gamma)
+        fit_gamma, fit_rho = collapsed_bandwidth("rbf", rho, gamma, spec.learn_gamma)
         with default_dtype(torch.float64):
             vectors = make_word_vectors(
                 self.num_words_,
@@ -541,14 +542,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         else:  # a stochastic objective: the one loop of stochastic fits
             result = self._fit_minibatches(optimizer, params, xs, xt, n, seed, validation)
         if fit_gamma != gamma:  # back from z = sqrt(gamma) x: the same distances
-            with torch.no_grad():
-                shrink = gamma**-0.5
-                vectors.raw_latent.mul_(shrink)
-                if features is not None:
-                    vectors.projection.mul_(shrink)
-                if isinstance(vectors, MAPWordVectors):
-                    vectors.rho = rho
-                self.kernel_.gamma = gamma
+            rescale_latent_space(self.kernel_, gamma**-0.5, rho, gamma)
         self.fit_seconds_ = time.perf_counter() - start
         self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
         self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
