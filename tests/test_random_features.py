@@ -14,7 +14,6 @@ from torch.func import functional_call
 
 from lvgp import LBFGS, PAD, Adam, LatentDistributionKernel
 from lvgp.kernels import LDKSpec, RandomFeatureLDK, gram_approximation_error
-from lvgp.kernels.word_vectors import make_word_vectors
 
 V, Q = 30, 2
 
@@ -338,23 +337,3 @@ def test_a_build_counts_the_documents_per_word_once(monkeypatch):
     assert torch.equal(kernel.landmarks, frequent_words(x, 5))
     alone = RandomFeatureLDK(32, 2, features="nystrom", landmarks=frequent_words(x, 5), word_weights=idf_weights(x, 32))
     torch.testing.assert_close(kernel.word_weights, alone.word_weights, rtol=0, atol=0)
-
-
-def test_make_ldk_counts_the_documents_per_word_once(monkeypatch):
-    """make_ldk's auto rule and Nystrom landmarks share one count of the documents per word, as
-    LDKSpec.build's do, and choose the landmarks a count of their own chooses."""
-    import lvgp.kernels.random_features as rf
-
-    x = torch.from_numpy(np.random.default_rng(3).integers(-1, 30, size=(40, 8)))
-    calls = []
-    original = rf.document_frequencies
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(rf, "document_frequencies", counted)
-    kernel = rf.make_ldk(make_word_vectors(32, 2, seed=0), x, approximation="auto", max_exact_words=3, num_features=5)
-    assert len(calls) == 1 and isinstance(kernel, RandomFeatureLDK)
-    monkeypatch.setattr(rf, "document_frequencies", original)
-    assert torch.equal(kernel.landmarks, rf.frequent_words(x, 5))

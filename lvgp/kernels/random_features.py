@@ -23,7 +23,6 @@ vectors (:math:`O(n_1 n_2 D)`), with memory :math:`O((u + n) D)`.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -45,7 +44,6 @@ __all__ = [
     "APPROXIMATIONS",
     "auto_approximation",
     "frequent_words",
-    "make_ldk",
 ]
 
 FEATURE_MAPS = ("rff", "nystrom")
@@ -217,62 +215,6 @@ def frequent_words(x: Tensor, m: int, frequencies: Frequencies | None = None) ->
     df = torch.from_numpy(counts).to(x.device)  # documents per word
     order = torch.argsort(-df, stable=True)  # most documents first, ties by id
     return order[df[order] > 0][:m].sort().values
-
-
-def make_ldk(
-    word_vectors: Any,
-    x: Tensor,
-    *,
-    approximation: str = "exact",
-    num_features: int = 512,
-    max_exact_words: int = 2048,
-    feature_seed: int = 0,
-    **options: Any,
-) -> LatentDistributionKernel:
-    r"""The LDK of a model trained on padded documents ``x``: exact, or with the embedding kernel
-    replaced by a feature map (:class:`RandomFeatureLDK`) -- ``"rff"``, ``"nystrom"`` (landmarks: the
-    ``num_features`` words in most training documents, :func:`frequent_words`), or ``"auto"``: exact
-    unless more than ``max_exact_words`` distinct words are in the training documents (the exact word
-    Gram costs their number squared per evaluation), then Nystrom. A linear embedding kernel is
-    always exact (its mean embeddings are explicit). ``options``: the LDK's other arguments;
-    ``identity_weight="balanced"`` starts :math:`\lambda` at :func:`balanced_identity_weight`."""
-    balanced = options.get("identity_weight") == "balanced"
-    if balanced:
-        options["identity_weight"] = 1.0
-    kernel = _make_ldk(word_vectors, x, approximation, num_features, max_exact_words, feature_seed, options)
-    if balanced:
-        kernel.identity_weight = balanced_identity_weight(kernel, x)
-    return kernel
-
-
-def _make_ldk(
-    word_vectors: Any,
-    x: Tensor,
-    approximation: str,
-    num_features: int,
-    max_exact_words: int,
-    feature_seed: int,
-    options: dict,
-) -> LatentDistributionKernel:
-    if approximation not in APPROXIMATIONS:
-        raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
-    embedding = options.get("embedding", "rbf")
-    # the documents per word, counted once for the auto rule and the landmarks (as LDKSpec.build)
-    frequencies = functools.cache(lambda: document_frequencies(x.reshape(-1, x.shape[-1])))
-    kind = approximation
-    if approximation == "auto":
-        kind = auto_approximation(x, embedding, max_exact_words, frequencies)
-    if kind == "exact":
-        return LatentDistributionKernel(word_vectors=word_vectors, **options)
-    landmarks = frequent_words(x, num_features, frequencies) if kind == "nystrom" else None
-    return RandomFeatureLDK(
-        word_vectors=word_vectors,
-        features=kind,
-        num_features=int(num_features) if landmarks is None else len(landmarks),
-        landmarks=landmarks,
-        feature_seed=feature_seed,
-        **options,
-    )
 
 
 @torch.no_grad()
