@@ -418,7 +418,6 @@ class LatentSMMClassifier(
             raise ValueError(f"warm_start continues the previous fit, whose classes were {self.classes_.tolist()}")
         return x
 
-    @torch.no_grad()
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
         """Save the fitted machine (parameters, vocabulary, training documents and labels, the kernel's
