@@ -47,7 +47,6 @@ from .study import (
     encoder_precision_option,
     mean_cell,
     option,
-    plain_part_scores,
     recorded_warnings,
 )
 
@@ -721,7 +720,9 @@ def run_cell(study: ClassificationStudy, cell: dict) -> dict:
     if hasattr(model, "n_iter_") and hasattr(model, "converged_"):
         record.update(n_iter=int(model.n_iter_), converged=bool(model.converged_))
     if hasattr(model, "part_scores_"):  # part_selection: the composition kept, and each one's score
-        record.update(selected_parts=list(model.selected_parts_), part_scores=plain_part_scores(model))
+        from ..models.part_selection import plain_part_scores
+
+        record.update(selected_parts=list(model.selected_parts_), part_scores=plain_part_scores(model.part_scores_))
     if encode_seconds is not None:  # the encoder's share of fit_seconds (counted apart)
         record["encode_seconds"] = encode_seconds
     method = study.method(cell["method"])

@@ -39,7 +39,6 @@ from .study import (
     encoder_precision_option,
     mean_cell,
     option,
-    plain_part_scores,
     recorded_warnings,
     write_json,
 )
@@ -503,7 +502,9 @@ def run_cell(study: RegressionStudy, cell: dict) -> dict:
     if hasattr(est, "n_iter_"):
         record.update(n_iter=est.n_iter_, converged=bool(est.converged_))
     if hasattr(est, "part_scores_"):  # part_selection: the composition kept, and each one's score
-        record.update(selected_parts=list(est.selected_parts_), part_scores=plain_part_scores(est))
+        from ..models.part_selection import plain_part_scores
+
+        record.update(selected_parts=list(est.selected_parts_), part_scores=plain_part_scores(est.part_scores_))
     if method.record is not None:
         record.update(method.record(est, cell, data))
     return record

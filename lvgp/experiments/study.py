@@ -594,11 +594,6 @@ DEVICE_HELP = (
 )
 
 
-def plain_part_scores(model: Any) -> list[dict]:
-    """A fitted estimator's ``part_scores_`` (``part_selection``) for a JSON record: the parts as lists."""
-    return [{**score, "parts": list(score["parts"])} for score in model.part_scores_]
-
-
 def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> Any:
     """A study setting: a dataclass field whose ``help`` (and ``choices``) the CLI shows.
     ``default=MISSING`` makes a required option. ``before=value``: what studies written before the

@@ -4,15 +4,17 @@ block-wise prediction, and safe persistence."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
+from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import ScaleKernel
 from gpytorch.utils.warnings import GPInputWarning
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -572,17 +574,23 @@ class ExactGPRegressorBase(
             **adam,
         )
 
+    @contextlib.contextmanager
+    def _training_draws(self) -> Iterator[int]:
+        """The fitted model in training mode without gradients, its variational word vectors drawing from
+        one stream seeded like the predictions' (the same for every sub-composition of ``part_selection``);
+        yields the number of draws to average: the predictions' with variational word vectors, else 1."""
+        vectors = variational_word_vectors(self.model_)
+        self.model_.train()
+        with torch.no_grad(), fixed_draws(vectors, self._sample_seed):
+            yield self._latent_samples("predict") if vectors else 1
+
     def _fitted_log_evidence(self) -> float:
         """The fitted objective times ``n``: the log marginal likelihood plus the log priors (eq. 11), or
-        with variational word vectors the ELBO, its Monte Carlo average over the predictions' number of
-        draws from one seeded stream (the same for every sub-composition of ``part_selection``)."""
+        with variational word vectors the ELBO, its Monte Carlo average (:meth:`_training_draws`)."""
         model = self.model_
         mll = LogPosterior(model.likelihood, model)
         inputs = model.train_inputs[0]
-        vectors = variational_word_vectors(model)
-        draws = self._latent_samples("predict") if vectors else 1
-        model.train()
-        with torch.no_grad(), fixed_draws(vectors, self._sample_seed):
+        with self._training_draws() as draws:
             total = sum(float(mll(model(inputs), model.train_targets)) for _ in range(draws))
         return total / draws * inputs.shape[-2]
 
@@ -591,19 +599,20 @@ class ExactGPRegressorBase(
         Williams, eqs. 5.10-5.12): with :math:`\mathbf K_y` the covariance plus the noise and
         :math:`\boldsymbol\alpha = \mathbf K_y^{-1}(\mathbf y - \mathbf m)`, document :math:`i`'s target
         given the others is :math:`\mathcal N(y_i - \alpha_i / [\mathbf K_y^{-1}]_{ii},\ 1 / [\mathbf
-        K_y^{-1}]_{ii})`; a document's outputs summed. With variational word vectors, the density
-        of the mixture over the predictions' number of draws (one factorization a draw)."""
+        K_y^{-1}]_{ii})`; a document's outputs summed (one factorization for outputs that share the
+        covariance, as :class:`~lvgp.models.exact.LogPosterior`). With variational word vectors, the
+        density of the mixture over the draws of :meth:`_training_draws` (one factorization a draw)."""
         model = self.model_
         inputs = model.train_inputs[0]
-        vectors = variational_word_vectors(model)
-        draws = self._latent_samples("predict") if vectors else 1
         log_densities = []
-        model.train()
-        with torch.no_grad(), exact_numerics(), fixed_draws(vectors, self._sample_seed):
+        with self._training_draws() as draws, exact_numerics():
             for _ in range(draws):
                 with covariance_errors(f"{self._name} leave-one-out", self._fit_hint):
                     prior = model(inputs)
-                    covariance = model.likelihood(prior).covariance_matrix  # n x n, or B x n x n
+                    covar = prior.lazy_covariance_matrix
+                    shared = prior.mean.dim() == 2 and covar.dim() == 2  # B outputs, one n x n covariance
+                    one = MultivariateNormal(prior.mean[0], covar) if shared else prior
+                    covariance = model.likelihood(one).covariance_matrix  # n x n
                     precision = torch.cholesky_inverse(torch.linalg.cholesky(covariance))
                 residual = model.train_targets - prior.mean  # n, or B x n
                 alpha = (precision @ residual.unsqueeze(-1)).squeeze(-1)

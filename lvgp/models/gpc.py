@@ -595,15 +595,16 @@ class LDKGPClassifier(
             likelihood.eval()
         return mean.mT, var.mT
 
-    def _fit_temperature(self) -> float:
+    def _fit_temperature(self, loo: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         r"""``calibration="temperature"``: the :math:`T` whose tempered probabilities
         :math:`p_c^{1/T} / \sum_{c'} p_{c'}^{1/T}` minimize the log loss of the fitted classifier's
         leave-one-out predictions on its training documents (the expected softmax of
         :meth:`leave_one_out_latents`). No refit; the hyper-parameters are the full fit's (a slight
-        optimism that the held-out ECE of ``results/README.md`` measures)."""
+        optimism that the held-out ECE of ``results/README.md`` measures). ``loo``: those predictions
+        (:meth:`_loo_log_proba`), where the caller has them."""
         from scipy.optimize import minimize_scalar
 
-        log_p, truth = self._loo_log_proba()
+        log_p, truth = self._loo_log_proba() if loo is None else loo
 
         def loss(log_t: float) -> float:
             fit = -np.mean(_tempered_log_proba(log_p, float(np.exp(log_t)))[np.arange(len(truth)), truth])
@@ -626,10 +627,8 @@ class LDKGPClassifier(
         """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
         training labels, tempered by the temperature fitted on them where ``calibration="temperature"``
         (as the predictions will be)."""
-        if self.inference != "dirichlet":
-            raise ValueError("part_selection='loo' needs inference='dirichlet' (closed-form leave-one-out latents)")
         log_p, truth = self._loo_log_proba()
-        temperature = self._fit_temperature() if self.calibration == "temperature" else 1.0
+        temperature = self._fit_temperature((log_p, truth)) if self.calibration == "temperature" else 1.0
         return torch.from_numpy(_tempered_log_proba(log_p, temperature)[np.arange(len(truth)), truth])
 
     def _temper(self, proba: np.ndarray) -> np.ndarray:
@@ -756,6 +755,8 @@ class LDKGPClassifier(
                         self._fit_variational(x, codes, seed, budget, validate)
 
         self._fit_parts(fit_one, x.shape[0])
+        if self.inference == "laplace":  # the kept fit's probabilities, not every sub-composition's
+            self._warn_if_laplace_flattens(self.model_)
         self.model_.eval()
         self.likelihood_.eval()
 
@@ -905,7 +906,6 @@ class LDKGPClassifier(
             )
         if budget is None:
             result.warn_if_unconverged("the Laplace GP classifier", unit="L-BFGS iterations", stacklevel=4)
-        self._warn_if_laplace_flattens(model)
 
     #: how much below its mode's the Laplace predictive's mean top probability on the training documents may
     #: fall before a warning says the probabilities are under-confident (:meth:`_warn_if_laplace_flattens`)

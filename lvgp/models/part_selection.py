@@ -14,8 +14,9 @@ from gpytorch.kernels import Kernel
 
 from ..kernels.composition import count_hyperparameters, occam_score, part_names, part_subsets, restrict_to_parts
 from ..kernels.spec import variational_word_vectors, word_vector_modules
+from ..kernels.word_vectors import VariationalWordVectors
 
-__all__ = ["PartSelectionMixin", "check_evidence_comparable"]
+__all__ = ["PartSelectionMixin", "check_evidence_comparable", "plain_part_scores"]
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ def check_evidence_comparable(kernel: Kernel) -> None:
     fitted = [
         m
         for m in word_vector_modules(kernel)
-        if m not in variational_word_vectors(kernel) and any(p.requires_grad for p in m.parameters())
+        if not isinstance(m, VariationalWordVectors) and any(p.requires_grad for p in m.parameters())
     ]
     if fitted:
         raise ValueError(
@@ -37,6 +38,11 @@ def check_evidence_comparable(kernel: Kernel) -> None:
             "(LDKSpec(variational=True), GPLVSMRegressor), fixed ones (LDKSpec(learn_embeddings=False) with "
             "word_embeddings=...), a kernel without latent word vectors, or part_selection=None"
         )
+
+
+def plain_part_scores(scores: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``part_scores_`` with each entry's ``parts`` a list (for a JSON record or a saved file)."""
+    return [dict(score, parts=list(score["parts"])) for score in scores]
 
 
 class PartSelectionMixin:
@@ -117,7 +123,7 @@ class PartSelectionMixin:
         return {
             "parts": None if self._parts is None else list(self._parts),
             "selected_parts": list(getattr(self, "selected_parts_", ())),
-            "part_scores": [dict(score, parts=list(score["parts"])) for score in getattr(self, "part_scores_", [])],
+            "part_scores": plain_part_scores(getattr(self, "part_scores_", [])),
         }
 
     def _restore_parts(self, saved: dict[str, Any]) -> None:
