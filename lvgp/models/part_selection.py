@@ -112,6 +112,7 @@ class PartSelectionMixin:
                 best = (score["score"], dict(vars(self)), result)
         assert best is not None
         vars(self).update(best[1])
+        vars(self).pop("_loo_reference", None)  # the scoring's, not the fitted estimator's
         kept = tuple(range(len(names))) if self._parts is None else self._parts
         self.selected_parts_ = tuple(names[i] for i in kept)
         self.part_scores_ = scores
