@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import re
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,29 @@ def test_every_public_module_is_in_the_api_reference():
         if not m.ispkg and not any(part.startswith("_") for part in m.name.split("."))
     }
     assert sorted(public - listed) == []
+
+
+#: a figure as a measurement quotes it: a decimal with two or more places, a speed-up, a duration
+_MEASURED = re.compile(
+    r"(?<![\w.=\-*/^\[(])\d*\.\d{2,}\b|\b\d+(?:\.\d+)?x (?:faster|slower)\b|\b\d+(?:\.\d+)? ?(?:ms|seconds|minutes|hours)\b"
+)
+
+
+def test_docstrings_point_to_measurements_instead_of_quoting_them():
+    """Issue 58: the API docs say what a thing is; the results pages and ``benchmarks/README.md`` what it
+    scored. A docstring sentence that cites ``results/``, ``benchmarks/`` or a measurement may name the
+    page, not copy its figures, which would go stale when the page is rerun (the studies' own modules,
+    which write those pages, are left out)."""
+    quoting = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if "experiments" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            doc = ast.get_docstring(node, clean=False) or ""
+            for sentence in re.split(r"(?<=[.;:])\s+(?=[A-Z(`])", doc):
+                cites = "results/" in sentence or "benchmarks/" in sentence or "measured" in sentence
+                if cites and _MEASURED.search(sentence):
+                    quoting.append(f"{_module(path)}.{getattr(node, 'name', '')}: {' '.join(sentence.split())[:160]}")
+    assert not quoting, "\n".join(quoting)

@@ -17,7 +17,7 @@ from lvgp import LBFGS, LDKGPClassifier, Vocabulary  # noqa: E402
 from lvgp.base.embeddings import needs_texts, resolve_embeddings  # noqa: E402
 from lvgp.encoders import ContextualWordEmbeddings  # noqa: E402
 from lvgp.kernels import LDKSpec  # noqa: E402
-from lvgp.models.estimator_base import word_source  # noqa: E402
+from lvgp.models.mixins import word_source  # noqa: E402
 
 WORDS = ["good", "bad", "film", "plot", "great", "awful", "story"]
 TEXTS = ["good film", "bad film", "good plot", "bad plot", "great film", "awful plot"] * 2

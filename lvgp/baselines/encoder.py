@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import sklearn_random_state
 from ..base.constraints import Boolean, Instance, Integer, Options, RandomState, Real, check_params
-from ..base.device import check_device
+from ..base.device import check_device, state_to_cpu
 from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.novelty import ProbabilityNoveltyMixin
@@ -50,6 +50,7 @@ from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
 from ..encoders import ENCODERS, SentenceEncoder
 from ..encoders.sentence import check_texts, resolve_encoder
+from ..models.mixins import SavedParamsMixin
 from ..warnings import UnseenWordsWarning, warn
 
 __all__ = [
@@ -416,7 +417,7 @@ class _FeatureGP(gpytorch.models.ExactGP):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
-class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
+class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, RegressorMixin):
     """An exact GP on a pretrained sentence encoder's unit vectors (module docstring): constant
     mean, ``ScaleKernel(RBFKernel())`` (``kernel="rbf"``) or Matérn 5/2 (``"matern"``), Gaussian
     noise; the hyper-parameters maximize the marginal likelihood (``optimizer``: ``None`` or an
@@ -474,14 +475,7 @@ class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
         batch = torch.Size(y.shape[1:])  # () or (B,): the outputs as a batch of GPs
         target = torch.as_tensor(standardized.T, dtype=torch.float64, device=self.device_)
         inputs = x.expand(*batch, *x.shape)
-        likelihood = gpytorch.likelihoods.GaussianLikelihood(batch_shape=batch).double()
-        likelihood.noise = torch.full((*batch, 1), float(self.noise_init), dtype=torch.float64)
-        base = (
-            gpytorch.kernels.RBFKernel(batch_shape=batch)
-            if self.kernel == "rbf"
-            else gpytorch.kernels.MaternKernel(nu=2.5, batch_shape=batch)
-        )
-        model = _FeatureGP(inputs, target, likelihood, base, batch).double().to(self.device_)
+        model, likelihood = self._model(inputs, target, batch)
         mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
         model.train()
 
@@ -513,6 +507,48 @@ class EncoderGPRegressor(FitOptionsMixin, BaseEstimator, RegressorMixin):
             "(GPLVSMRegressor(sentence_encoder=...)), may not",
         )
         return self
+
+    def _model(self, inputs: torch.Tensor, target: torch.Tensor, batch: torch.Size) -> tuple[Any, Any]:
+        """The GP on ``inputs`` (``*batch x n x d``) and standardized ``target`` (``*batch x n``), at
+        its initial hyper-parameters, and its likelihood."""
+        likelihood = gpytorch.likelihoods.GaussianLikelihood(batch_shape=batch).double()
+        likelihood.noise = torch.full((*batch, 1), float(self.noise_init), dtype=torch.float64)
+        base = (
+            gpytorch.kernels.RBFKernel(batch_shape=batch)
+            if self.kernel == "rbf"
+            else gpytorch.kernels.MaternKernel(nu=2.5, batch_shape=batch)
+        )
+        return _FeatureGP(inputs, target, likelihood, base, batch).double().to(self.device_), likelihood
+
+    # ------------------------------------------------------------------ persistence
+    _saved_attributes = ("y_mean_", "y_std_", "n_iter_", "converged_", "noise_", "lengthscale_", "encode_seconds_")
+
+    def _check_savable(self) -> None:
+        if isinstance(self.encoder, SentenceEncoder):
+            raise ValueError(
+                "save: a file names its sentence encoder; pass encoder by name (lvgp.encoders.ENCODERS), not a "
+                "SentenceEncoder object"
+            )
+
+    def _fitted_payload(self) -> dict:
+        """The training texts' encoder vectors and standardized targets, the GP's state and the
+        fitted attributes (a loaded regressor encodes new texts with the encoder it names)."""
+        return {
+            "train_inputs": state_to_cpu(self.model_.train_inputs[0]).clone(),
+            "train_targets": state_to_cpu(self.model_.train_targets).clone(),
+            "model": state_to_cpu(self.model_.state_dict()),
+            "attributes": self._attribute_values(),
+        }
+
+    def _restore_fitted(self, payload: dict) -> None:
+        self._restore_attributes(payload["attributes"])
+        self.device_ = check_device(self.device)
+        batch = torch.Size(np.shape(self.y_mean_))
+        inputs, target = (payload[k].to(self.device_) for k in ("train_inputs", "train_targets"))
+        model, likelihood = self._model(inputs, target, batch)
+        model.load_state_dict(payload["model"])
+        model.eval()
+        self.model_, self.likelihood_ = model, likelihood
 
     def predict(self, X, return_std: bool = False):
         check_is_fitted(self, "model_")

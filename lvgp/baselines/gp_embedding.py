@@ -98,17 +98,19 @@ from torch import Tensor
 
 from .._random import NUMERICS_SEED, child_seed, derive_seed, seeded_torch
 from ..base.constraints import RUNTIME, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
-from ..base.device import check_device, to_host
+from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import ppmi_svd_embeddings
 from ..base.fit_options import LBFGS, Adam, FitOptions, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import fit_stochastic, minimize
 from ..base.novelty import ProbabilityNoveltyMixin
 from ..base.numerics import CovarianceError
+from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.pyro import pyro_param, svi_step
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
 from ..kernels.latent_distribution import rbf_gram
+from ..models.mixins import SavedParamsMixin
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 
 __all__ = [
@@ -197,6 +199,19 @@ def _cholesky_solve(chol: Tensor, rhs: Tensor) -> Tensor:
     return torch.cholesky_solve(rhs, chol)
 
 
+def _eigen_solve(u: Tensor, lam: Tensor, s2: Tensor, rhs: Tensor) -> Tensor:
+    """(K_l + sigma^2 I)^-1 rhs through K_l = U diag(lam) U^T."""
+    return u @ ((u.mT @ rhs) / (lam + s2).unsqueeze(-1))
+
+
+def _solver_of(factors: dict[str, Tensor]) -> Callable[[Tensor], Tensor]:
+    """The solve with K_l + sigma^2 I of the fitted model: by its Cholesky factor (``{"chol"}``) or
+    its eigendecomposition (``{"u", "lam", "s2"}``); the factors are what ``save`` keeps."""
+    if "chol" in factors:
+        return functools.partial(_cholesky_solve, factors["chol"])
+    return functools.partial(_eigen_solve, factors["u"], factors["lam"], factors["s2"])
+
+
 #: tolerance of the length-scale searches on log l (5%: the objective is flat near its optimum)
 _LOG_L_TOL = 0.05
 
@@ -246,7 +261,7 @@ class EigenCovariance:
 
     def solve(self, rhs: Tensor, s2: Tensor) -> Tensor:
         """(K_l + sigma^2 I)^-1 rhs."""
-        return self.u @ ((self.u.mT @ rhs) / (self.lam + s2).unsqueeze(-1))
+        return _eigen_solve(self.u, self.lam, s2, rhs)
 
 
 class CovariateSmoother(PyroModule):
@@ -323,7 +338,9 @@ def _as_torch_sparse(x: sp.spmatrix) -> Tensor:
     return torch.sparse_coo_tensor(index, torch.from_numpy(coo.data.astype(np.float64)), tuple(coo.shape)).coalesce()
 
 
-class GPEmbeddingLogisticRegression(ProbabilityNoveltyMixin, FitOptionsMixin, ClassifierMixin, BaseEstimator):
+class GPEmbeddingLogisticRegression(
+    ProbabilityNoveltyMixin, FitOptionsMixin, SavedParamsMixin, ClassifierMixin, BaseEstimator
+):
     """Logistic regression on GP-smoothed bag-of-words vectors (Andrade et al. 2018), a
     scikit-learn classifier.
 
@@ -352,7 +369,7 @@ class GPEmbeddingLogisticRegression(ProbabilityNoveltyMixin, FitOptionsMixin, Cl
         vocabulary: a :class:`~lvgp.Vocabulary` template for text input.
         max_features: keep the most frequent training words (the covariance is p x p; each
             objective evaluation factorizes it, so fitting theta costs tens of O(p^3/3)
-            factorizations: 2,000 words take about a minute on two cores, 5,000 about ten).
+            factorizations: the time grows with the cube of the words kept).
         optimizer: ``None`` or the posterior's: an :class:`~lvgp.LBFGS` for ``"map"`` (defaults
             ``max_iter=30`` iterations, ``tol=1e-10``), an :class:`~lvgp.Adam` for ``"normal"``
             (defaults ``max_iter=30`` SVI steps, ``lr=0.05``; its budget alone ends the fit, so it takes no
@@ -544,7 +561,8 @@ class GPEmbeddingLogisticRegression(ProbabilityNoveltyMixin, FitOptionsMixin, Cl
             self._psi, self.bias_ = psi, bias
             s2 = torch.tensor(noise**2, dtype=e.dtype, device=device)
             self.smoothed_weights_ = final.u @ (final.shrinkage(s2).unsqueeze(-1) * (final.u.mT @ psi))
-            self._solver = functools.partial(final.solve, s2=s2)
+            self._solver_factors = {"u": final.u, "lam": final.lam, "s2": s2}
+            self._solver = _solver_of(self._solver_factors)
         else:
             # module-local parameters; pyro's sampling draws from torch's global generator: seeded
             # inside a forked scope, the caller's random stream is left as it was
@@ -807,13 +825,77 @@ class GPEmbeddingLogisticRegression(ProbabilityNoveltyMixin, FitOptionsMixin, Cl
         with torch.no_grad():
             psi, bias = self._posterior_means()
             self.smoothed_weights_, chol = smoothed_weights(model.embeddings, model.lengthscale, model.noise, psi)
-            self._solver = functools.partial(_cholesky_solve, chol)
+            self._solver_factors = {"chol": chol}
+            self._solver = _solver_of(self._solver_factors)
             self._psi, self.bias_ = psi, bias
 
     def _posterior_means(self) -> tuple[Tensor, Tensor]:
         with pyro.settings.context(module_local_params=True):
             median = self.guide_.median()
         return median["psi"].detach(), median["bias"].detach()
+
+    # ------------------------------------------------------------------ persistence
+    _fitted_attribute = "smoothed_weights_"
+    _saved_attributes = (
+        "words_",
+        "idf_",
+        "_idf_unseen",
+        "embeddings_",
+        "C_",
+        "lengthscale_",
+        "noise_",
+        "fit_seconds_",
+        "loss_curve_",
+        "_map_converged",
+        "_prediction_seed",
+    )
+
+    def _fitted_payload(self) -> dict:
+        """The covariates (words, vocabulary, idf, embeddings), the fitted weights and the
+        factorization that extends them to new words, the Pyro model's state and, for the normal
+        posterior, the guide's; a loaded classifier predicts bit-identically."""
+        tensors = {"psi": self._psi, "bias": self.bias_, "smoothed_weights": self.smoothed_weights_}
+        return {
+            "classes": classes_to_plain(self.classes_),
+            "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_dict(),
+            "attributes": self._attribute_values(),
+            "tensors": {k: state_to_cpu(v.detach()) for k, v in tensors.items()},
+            "solver": {k: state_to_cpu(v.detach()) for k, v in self._solver_factors.items()},
+            "model": state_to_cpu(self.model_.state_dict()),
+            "guide": state_to_cpu(self.guide_.state_dict()) if self.posterior == "normal" else None,
+        }
+
+    def _restore_fitted(self, payload: dict) -> None:
+        self.classes_ = classes_from_plain(payload["classes"])
+        plain = payload["vocabulary"]
+        self.vocabulary_ = None if plain is None else Vocabulary.from_dict(plain)
+        self._restore_attributes(payload["attributes"])
+        self._table = None if self.vocabulary_ is None else self._embedding_table()
+        self.device_ = device = check_device(self.device)
+        self._x_device = None
+        tensors = {k: v.to(device) for k, v in payload["tensors"].items()}
+        self._psi, self.bias_, self.smoothed_weights_ = tensors["psi"], tensors["bias"], tensors["smoothed_weights"]
+        self._solver_factors = {k: v.to(device) for k, v in payload["solver"].items()}
+        self._solver = _solver_of(self._solver_factors)
+        e = torch.from_numpy(self.embeddings_).to(device)
+        n_out = self._psi.shape[1]
+        with pyro.settings.context(module_local_params=True):
+            self.model_ = CovariateSmoother(e, n_out, self.C_, self.lengthscale_, self.noise_, self.min_noise)
+            self.model_.load_state_dict(payload["model"])
+            if payload["guide"] is not None:
+                from pyro.infer.autoguide.initialization import init_to_value
+
+                model_fn = functools.partial(self.model_.model, covariate_likelihood=self.covariate_likelihood)
+                self.guide_ = AutoNormal(
+                    model_fn, init_loc_fn=init_to_value(values={"psi": self._psi, "bias": self.bias_})
+                )
+                # the guide's sites are set up by one run of the model: one empty document
+                # stands for the data (the sites' shapes do not depend on it)
+                x = torch.zeros(1, len(e), dtype=e.dtype, device=device).to_sparse()
+                y = torch.zeros(1, dtype=torch.float64 if n_out == 1 else torch.int64, device=device)
+                with seeded_torch(NUMERICS_SEED):
+                    self.guide_(x, y)
+                self.guide_.load_state_dict(payload["guide"])
 
     # ------------------------------------------------------------------ predict
     def _transform(self, X) -> tuple[sp.csr_matrix, Tensor | None]:

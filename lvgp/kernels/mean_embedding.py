@@ -384,9 +384,8 @@ def self_inner(
 
     Both replace :func:`paired_inner`'s :math:`O(n L^2 q)` over the padded width. ``quadratic``: the
     embedding kernel's ``quadratic_forms`` for the buckets (the RBF's has a closed-form gradient),
-    else the buckets go through ``gram``. Matching's
-    1,000 Debian descriptions: :math:`\sum_i L_i^2` = 1.1M/2.4M entries against :math:`u^2` =
-    3.7M/4.9M (``benchmarks/matching_speed.py``)."""
+    else the buckets go through ``gram``. The two sizes on matching's descriptions:
+    ``benchmarks/matching_speed.py``."""
     if not d.unbatched or latent.dim() != 2 or explicit or d.ids.shape[0] == 0:
         return paired_inner(d, d, latent, gram, explicit)
     words, _ = d.distinct()

@@ -89,9 +89,8 @@ def tied_projection_scale(latent_dim: int) -> float:
     squared norm is :math:`\min(q, 4)`.
 
     At unit scale for every :math:`q` it is :math:`q`: two words start about :math:`2q` apart, and
-    the RBF word kernel :math:`e^{-\|x_v - x_w\|^2/2}` starts near the identity for large :math:`q`
-    (at :math:`q = 32` on 20ng, 200 documents, a 50-iteration fit then scored 0.247 against 0.482
-    with this scale; ``results/README.md``). Unit scale is kept up to :math:`q = 4` (the thesis's
+    the RBF word kernel :math:`e^{-\|x_v - x_w\|^2/2}` starts near the identity for large :math:`q`,
+    and a short fit from there learns little (``results/README.md``). Unit scale is kept up to :math:`q = 4` (the thesis's
     grid), where the fits are unchanged."""
     return min(1.0, (4.0 / latent_dim) ** 0.5)
 
@@ -248,8 +247,7 @@ class LDKSpec:
         likelihood interpolate a few hundred short texts and drive the noise to its floor (95% intervals
         that cover a small share of held-out targets); variational vectors alone learn too little from
         them (the KL of ``V x q`` coordinates outweighs the fit); beside the bag of words their intervals
-        cover about 95% of held-out ratings, with the lowest error of the GP regressors at nearly every
-        size (the figures: ``benchmarks/README.md``)."""
+        cover near their level on held-out ratings (the figures: ``benchmarks/README.md``)."""
         settings: dict[str, Any] = dict(
             variational=True,
             identity_weight="balanced",
@@ -265,7 +263,7 @@ class LDKSpec:
         :math:`\lambda\delta_{vw} + \mathbf e_v^\top\mathbf e_w`, idf weights, and the cosine of each
         part added, :math:`K = \cos(\text{mean embeddings}) + \lambda\cos(\text{tf-idf})`, with
         :math:`\lambda` starting balanced. Chosen on dev documents of r8 and 20ng (``results/README.md``):
-        learned vectors over-fit at 50-500 labelled documents, and the joint cosine weighs the bag of
+        learned vectors over-fit a few hundred labelled documents, and the joint cosine weighs the bag of
         words by document length. The ``-plus`` study methods use it."""
         settings: dict[str, Any] = dict(
             embedding="linear",

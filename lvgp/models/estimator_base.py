@@ -1,15 +1,15 @@
-"""Shared machinery of lvgp's exact-GP regressors (scikit-learn estimators): input
-encoding, target standardization, MAP fitting with progress and early stopping,
-block-wise prediction, and safe persistence."""
+"""The base of lvgp's exact-GP regressors (scikit-learn estimators): input encoding, target
+standardization, MAP fitting with progress and early stopping, block-wise prediction, and the
+persistence hooks of :class:`~lvgp.models.mixins.SavedParamsMixin` (the mixins every estimator
+shares are in :mod:`lvgp.models.mixins`)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-import time
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -24,10 +24,8 @@ from .._random import derive_seeds
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fit_options import (
-    FIT_OPTIONS_FORMAT,
     LBFGS,
     Adam,
     EarlyStopping,
@@ -40,301 +38,17 @@ from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics, warn
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
-from ..bow.vocabulary import Vocabulary
-from ..encoders.sentence import check_texts, resolve_encoder
-from ..kernels.packed import pack_documents
 from ..kernels.spec import variational_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from ..warnings import warn as warn_user
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
+from .mixins import SavedParamsMixin
 from .part_selection import PartSelectionMixin, fixed_draws
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
 _PREDICT_BLOCK = 2048
-
-
-#: the fields of LDKSpec that estimators of lvgp 0.1 (saved files of format /1) took as their own
-#: arguments, and the names some of them had there
-_LEGACY_SPEC_FIELDS = (
-    "latent_dim",
-    "rho",
-    "embedding",
-    "level2",
-    "gamma",
-    "word_weighting",
-    "word_embeddings",
-    "learn_word_vectors",
-    "variational",
-    "latent_scale_init",
-    "latent_init",
-    "init_scale",
-    "identity_weight",
-    "identity_weight_prior_sd",
-    "identity_form",
-    "length_kernel",
-    "approximation",
-    "num_features",
-)
-_LEGACY_RENAMES = {"train_gamma": "learn_gamma", "learn_gamma": "learn_gamma", "kernel_options": "options"}
-#: arguments of lvgp 0.1 that the one "auto" rule replaced
-_LEGACY_DROPPED = ("memory_budget_gib",)
-
-_SPEC_TAG = "__lvgp_ldk_spec__"
-_USER_KERNEL_TAG = "__lvgp_user_kernel__"
-_FIT_OPTIONS_TAG = "__lvgp_fit_options__"
-
-
-def word_source(word_embeddings: Any, sentence_encoder: Any = None, device: Any = "cpu") -> Any:
-    """A spec's ``word_embeddings`` with each ``"contextual"`` part turned into the
-    :class:`~lvgp.encoders.ContextualWordEmbeddings` of the estimator's ``sentence_encoder`` (the
-    default encoder without one) on its ``device``: the one place the estimators resolve the name."""
-    from ..base.embeddings import CONTEXTUAL
-    from ..encoders import ContextualWordEmbeddings
-
-    def resolve(part: Any) -> Any:
-        if isinstance(part, str) and part == CONTEXTUAL:
-            encoder = sentence_encoder if sentence_encoder is not None else "all-MiniLM-L6-v2"
-            return ContextualWordEmbeddings(encoder, device=device)
-        return part
-
-    if isinstance(word_embeddings, (tuple, list)):
-        return tuple(resolve(p) for p in word_embeddings)
-    return resolve(word_embeddings)
-
-
-class SentenceEncoderMixin:
-    """``sentence_encoder=`` of the GP estimators (``LDKGPClassifier``, ``GPLVSMRegressor``): the
-    encoder resolved on the estimator's ``device``, its vectors of texts packed beside the word ids
-    (:func:`~lvgp.kernels.packed.pack_documents`). The seconds spent encoding add up in
-    ``_encode_clock``; ``fit`` resets it first and reports it as ``encode_seconds_`` last."""
-
-    sentence_encoder: Any
-    device: Any
-
-    def _sentence_encoder(self) -> Any:
-        if self.sentence_encoder is None:
-            raise RuntimeError(f"this {type(self).__name__} has no sentence_encoder")
-        return resolve_encoder(self.sentence_encoder, self.device)
-
-    def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
-        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64."""
-        start = time.perf_counter()
-        features = self._sentence_encoder().encode(check_texts(X, name)).double()
-        self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
-        return features
-
-    def _with_encoder(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
-        """``x`` packed with the sentence encoder's vectors of the texts ``X`` (``x`` itself without
-        a sentence encoder)."""
-        if self.sentence_encoder is None:
-            return x
-        return pack_documents(x, self._encoder_features(X, name))
-
-
-class FittedVocabularyMixin:
-    """``vocabulary_`` of an estimator that keeps its :class:`~lvgp.base.encoding.DocumentEncoder` as
-    ``encoder_``, as :class:`ExactGPRegressorBase` has it."""
-
-    @property
-    def vocabulary_(self) -> Vocabulary | None:
-        """The fitted vocabulary (``None`` when fitted on counts or padded word ids)."""
-        check_is_fitted(self, "encoder_")
-        return self.encoder_.vocabulary  # type: ignore[attr-defined]
-
-
-def saved_approximation(state_dict: dict) -> str:
-    """The LDK's approximation a saved model state was fitted with, read off its buffers."""
-    if any(k.endswith("rff_weights") for k in state_dict):
-        return "rff"
-    if any(k.endswith("landmarks") for k in state_dict):
-        return "nystrom"
-    return "exact"
-
-
-class KernelParamsMixin:
-    """``kernel=`` of an LDK estimator (an :class:`~lvgp.kernels.LDKSpec`, a gpytorch ``Kernel`` or a
-    factory): ``set_params(kernel__rho=...)`` replaces the frozen spec (scikit-learn would set the
-    field in place), so that ``GridSearchCV`` grids over the spec's fields work; and the kernel's
-    part of save/load."""
-
-    kernel: Any
-    get_params: Callable[..., dict]
-    #: the fields of the spec ``kernel=None`` stands for (``LDKSpec(**_default_kernel)``)
-    _default_kernel: dict[str, Any] = {}
-
-    def set_params(self, **params: Any) -> Any:
-        """Set parameters (scikit-learn's protocol) and return the estimator: ``kernel__<field>`` sets a
-        field of the kernel's :class:`~lvgp.kernels.LDKSpec` (a new spec replaces the frozen one; with
-        ``kernel=None``, the estimator's default spec)."""
-        nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("kernel__")}
-        rest = {k: v for k, v in params.items() if not k.startswith("kernel__")}
-        if rest:
-            super().set_params(**rest)  # type: ignore[misc]  # BaseEstimator's
-        if nested:
-            spec = self._spec
-            if spec is None:
-                raise ValueError(
-                    f"kernel__{next(iter(nested))}: kernel__* parameters set fields of an LDKSpec; this estimator's "
-                    f"kernel is a {type(self.kernel).__name__}"
-                )
-            self.kernel = spec.replace(**nested)
-        return self
-
-    @property
-    def _spec(self) -> Any:
-        """The kernel's :class:`~lvgp.kernels.LDKSpec` (the estimator's default for ``kernel=None``), or
-        ``None`` for a user kernel."""
-        from ..kernels.spec import LDKSpec
-
-        if self.kernel is None:
-            return LDKSpec(**self._default_kernel)
-        return self.kernel if isinstance(self.kernel, LDKSpec) else None
-
-
-class SavedParamsMixin:
-    """What every saved lvgp estimator writes first: its ``get_params()`` as plain values that
-    ``torch.load(weights_only=True)`` reads back (:func:`lvgp.base.persistence.plain_value`: numpy
-    scalars and generators included; a vocabulary as a dict, an :class:`~lvgp.kernels.LDKSpec` as its
-    fields, a table of embeddings whole), and the file's format tag, checked on load. ``save`` refuses
-    a value it cannot write back (``TypeError`` naming the parameter) before writing anything.
-
-    A user kernel (a gpytorch ``Kernel`` or a factory) is not pickled: the file records what it was,
-    and ``load(path, kernel=...)`` takes the same kernel or factory again to rebuild the model, whose
-    saved state then fills it."""
-
-    get_params: Callable[..., dict]
-    #: the current format version (1: lvgp 0.1, the kernel's settings as the estimator's own arguments)
-    _format_version = 2
-
-    def _saved_params(self) -> dict:
-        """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
-        from ..base.persistence import plain_value
-        from ..kernels.spec import LDKSpec
-
-        out: dict[str, Any] = {}
-        for name, value in self.get_params(deep=False).items():
-            if name == "vocabulary" and value is not None:
-                out[name] = value.to_dict()
-            elif name.endswith("embeddings"):  # word_embeddings, the matcher's source_/target_embeddings
-                out[name] = spec_to_plain(value)  # a table of one's own whole
-            elif isinstance(value, FitOptions):
-                plain = value.to_plain()
-                fields = {k: plain_value(v, f"{name}.{k}") for k, v in plain["fields"].items()}
-                out[name] = {_FIT_OPTIONS_TAG: {**plain, "fields": fields}}
-            elif name == "kernel":
-                if value is None:
-                    out[name] = None
-                elif isinstance(value, LDKSpec):
-                    out[name] = {_SPEC_TAG: value.to_plain()}
-                else:
-                    out[name] = {_USER_KERNEL_TAG: _describe_kernel(value)}
-            else:
-                out[name] = plain_value(value, name)
-        return out
-
-    @classmethod
-    def _restored_params(cls, params: dict, kernel: Any = None, path: Any = None) -> dict:
-        from ..base.persistence import restored_value
-        from ..kernels.spec import LDKSpec
-
-        params = {
-            k: v if k in ("vocabulary", "kernel") or k.endswith("embeddings") else restored_value(v)
-            for k, v in params.items()
-        }
-        for name, value in params.items():
-            if isinstance(value, dict) and _FIT_OPTIONS_TAG in value:
-                params[name] = FitOptions.from_plain(value[_FIT_OPTIONS_TAG])
-        if params.get("vocabulary") is not None:
-            params["vocabulary"] = Vocabulary.from_dict(params["vocabulary"])
-        for name in [k for k in params if k.endswith("embeddings")]:
-            params[name] = spec_from_plain(params[name])
-        saved = params.get("kernel")
-        if (saved is None or (isinstance(saved, dict) and _SPEC_TAG in saved)) and kernel is not None:
-            raise ValueError(f"{path} was fitted with an LDKSpec, which it holds: load it without kernel=")
-        if isinstance(saved, dict) and _SPEC_TAG in saved:
-            params["kernel"] = LDKSpec.from_plain(saved[_SPEC_TAG])
-        elif isinstance(saved, dict) and _USER_KERNEL_TAG in saved:
-            if kernel is None:
-                raise ValueError(
-                    f"{path} was fitted with a user kernel ({saved[_USER_KERNEL_TAG]}), which a file does not hold: "
-                    f"pass the same kernel or factory again, {cls.__name__}.load(path, kernel=...); its saved "
-                    "state then fills it"
-                )
-            params["kernel"] = kernel
-        return params
-
-    @classmethod
-    def _legacy_params(cls, params: dict, state_keys: Any) -> dict:
-        """The arguments of a file of format 1 (lvgp 0.1) in today's form: the kernel's settings
-        gathered into an :class:`~lvgp.kernels.LDKSpec`; ``approximation="auto"`` becomes the
-        approximation the file's model was fitted with (the old rules differed by estimator)."""
-        from ..kernels.spec import LDKSpec
-
-        spec: dict[str, Any] = {}
-        rest: dict[str, Any] = {}
-        for name, value in params.items():
-            if name in _LEGACY_SPEC_FIELDS:
-                spec[name] = value
-            elif name in _LEGACY_RENAMES:
-                spec[_LEGACY_RENAMES[name]] = value
-            elif name not in _LEGACY_DROPPED:
-                rest[name] = value
-        if spec.get("approximation", "auto") == "auto":
-            spec["approximation"] = saved_approximation(dict.fromkeys(state_keys))
-        if spec.get("rho") == 0:
-            spec["rho"] = None
-        rest["kernel"] = LDKSpec(**spec)
-        return rest
-
-    @classmethod
-    def _flat_fit_options(cls, params: dict) -> dict:
-        """The arguments of a file written before the fit options were objects (formats 1 and 2), in
-        today's form (:meth:`FitOptionsMixin._flat_fit_options`); as they are for an estimator without
-        fit-option objects."""
-        return params
-
-    @classmethod
-    def _format(cls) -> str:
-        return f"lvgp.{cls.__name__}/{cls._format_version}"
-
-    @classmethod
-    def _from_saved(cls, path: str | Path, device: str | torch.device | None, kernel: Any = None) -> tuple[Any, dict]:
-        """A new estimator with the saved parameters (on ``device`` where given) and the payload of
-        the file ``save`` wrote (:func:`lvgp.base.persistence.read_saved`: a ``ValueError`` naming the
-        file for anything it did not write); files of format 1 (lvgp 0.1) are read too."""
-        from ..base.persistence import SavedFileError, read_saved
-
-        legacy = f"lvgp.{cls.__name__}/1"
-        formats = tuple(f"lvgp.{cls.__name__}/{v}" for v in range(cls._format_version, 0, -1))
-        payload = read_saved(path, cls.__name__, formats)
-        try:
-            params = cls._restored_params(payload["params"], kernel, path)
-            if payload["format"] == legacy:
-                state = payload.get("state_dict", payload.get("model", {}))
-                params = cls._legacy_params(params, state.keys())
-            if int(payload["format"].rsplit("/", 1)[1]) < FIT_OPTIONS_FORMAT:
-                params = cls._flat_fit_options(params)
-        except (KeyError, TypeError, AttributeError) as err:
-            raise SavedFileError(
-                f"{path} is damaged: its parameters cannot be read ({type(err).__name__}: {err})"
-            ) from None
-        if device is not None:
-            params["device"] = device
-        try:
-            return cls(**params), payload
-        except TypeError as err:
-            raise SavedFileError(f"{path} is damaged or of another lvgp: its parameters do not fit ({err})") from None
-
-
-def _describe_kernel(kernel: Any) -> str:
-    from gpytorch.kernels import Kernel
-
-    if isinstance(kernel, Kernel):
-        text = " ".join(repr(kernel).split())
-        return text if len(text) <= 300 else text[:297] + "..."
-    return f"factory {getattr(kernel, '__qualname__', type(kernel).__name__)}"
 
 
 class ExactGPRegressorBase(
@@ -380,6 +94,7 @@ class ExactGPRegressorBase(
         raise NotImplementedError
 
     _format_version = 3
+    _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults: tuple[FitOptions, ...] = (
         LBFGS(max_iter=300, tol=1e-7),
         Adam(max_iter=300, lr=0.05, tol=1e-7, convergence_window=20),
@@ -810,15 +525,10 @@ class ExactGPRegressorBase(
         return mean, var
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> None:
-        """Save the fitted estimator (parameters, vocabulary, training data) with
-        ``torch.save``; :meth:`load` reads it back with ``weights_only=True`` (no
-        arbitrary unpickling) and predicts bit-identically. Tensors are saved on the CPU,
-        whatever the fitting device."""
-        check_is_fitted(self, "model_")
-        payload = {
-            "format": self._format(),
-            "params": self._saved_params(),
+    def _fitted_payload(self) -> dict:
+        """The parameters of the fitted model, the document encoder (vocabulary) and the training
+        data (:class:`~lvgp.models.mixins.SavedParamsMixin`'s hook)."""
+        return {
             "encoder": self._encoder.to_dict(),
             "train_inputs": state_to_cpu(self.model_.train_inputs[0]).clone(),
             "train_targets": state_to_cpu(self.model_.train_targets).clone(),
@@ -827,37 +537,14 @@ class ExactGPRegressorBase(
             "sample_seed": self._sample_seed,
             **self._saved_parts(),
             "state_dict": state_to_cpu(self.model_.state_dict()),
-            "fit": {
-                "n_iter": self.n_iter_,
-                "converged": self.converged_,
-                "message": self.fit_result_.message,
-                "loss_curve": self.loss_curve_,
-                "validation_curve": self.validation_curve_,
-            },
+            "fit": dataclasses.asdict(self.fit_result_),
+            "encode_seconds": getattr(self, "encode_seconds_", None),
         }
-        torch.save(payload, Path(path))
 
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: Any = None) -> Self:
-        """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``) onto
-        ``device`` (default: the device it was fitted on, which must exist here); ``kernel``: the
-        user kernel or factory a model was fitted with (a file holds its state, not its code)."""
-        est, payload = cls._from_saved(path, device, kernel)
-        try:
-            return cls._restore_fitted(est, payload)
-        except (KeyError, TypeError, AttributeError) as err:
-            from ..base.persistence import SavedFileError
-
-            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
-        except RuntimeError as err:  # the saved state does not fit the model the parameters build
-            raise ValueError(
-                f"{path}: the saved model state does not fit the model its parameters build"
-                + (" with the kernel= given" if kernel is not None else "")
-                + f" ({str(err).splitlines()[0][:300]})"
-            ) from None
-
-    @classmethod
-    def _restore_fitted(cls, est: Any, payload: dict) -> Any:
+    def _restore_fitted(self, payload: dict) -> None:
+        """The hook's inverse: the model rebuilt from the saved training data and parameters, its
+        saved state loaded, on the estimator's device."""
+        est = self
         est._encoder = DocumentEncoder.from_dict(payload["encoder"])
         est.vocabulary_ = est._encoder.vocabulary
         est.num_words_ = est._encoder.num_words
@@ -880,5 +567,6 @@ class ExactGPRegressorBase(
         model.eval()
         est.model_, est.likelihood_ = model, model.likelihood
         est._set_fit_result(FitResult(**payload["fit"]), warn=False)
+        if payload.get("encode_seconds") is not None:
+            est.encode_seconds_ = payload["encode_seconds"]
         est._restore_parts(payload)
-        return est

@@ -44,7 +44,6 @@ import copy
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
@@ -81,15 +80,15 @@ from ..kernels.packed import ENCODER_KERNELS, beside_encoder
 from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
-from .estimator_base import (
+from .gplvsm import PaddedInputsMixin
+from .laplace import SoftmaxLaplaceGP, class_draws, expected_softmax_correlated
+from .mixins import (
     FittedVocabularyMixin,
     KernelParamsMixin,
     SavedParamsMixin,
     SentenceEncoderMixin,
     word_source,
 )
-from .gplvsm import PaddedInputsMixin
-from .laplace import SoftmaxLaplaceGP, class_draws, expected_softmax_correlated
 from .part_selection import PartSelectionMixin
 from .sparse import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 
@@ -297,11 +296,9 @@ class LDKGPClassifier(
             classes' output scales. With the spec's ``identity_weight``, :math:`\lambda` (and
             ``identity_weight_prior_sd``'s log-normal prior on it), the output scales and the embedding map
             are fitted by the classifier's own objective (the marginal likelihood, or the ELBO): with a few
-            documents a class the marginal likelihood alone can switch the latent part off (on 20ng at 50
-            documents it drove :math:`\lambda` from its balanced start to several hundred, the latent
-            part's share to 0.1%, and lost 0.05 in dev accuracy; ``benchmarks/ldk_plus_design.py``). On r8
-            and 20ng at 50-500 labelled documents the marginal likelihood over-fits learned vectors and
-            maps (``results/README.md``), so the ``-plus`` study methods fix them
+            documents a class the marginal likelihood alone can switch the latent part off
+            (``benchmarks/ldk_plus_design.py``). With a few hundred labelled documents the marginal
+            likelihood over-fits learned vectors and maps (``results/README.md``), so the ``-plus`` study methods fix them
             (:meth:`LDKSpec.plus <lvgp.kernels.LDKSpec.plus>`).
         class_hyperparameters: ``"per-class"`` (each class's GP has its own output scale and, in the
             Dirichlet inference, additional noise) or ``"shared"`` (one output scale and one noise for
@@ -309,8 +306,7 @@ class LDKGPClassifier(
             class, per-class scales and noises over-fit the marginal likelihood.
         alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
             :math:`\alpha_\epsilon`, 0.01 as they suggest). Tune it with the other
-            hyper-parameters: on r8 at 50-200 training documents, 0.001 classified better and
-            was chosen on dev in most samples (``results/README.md``).
+            hyper-parameters, on dev documents (what the studies chose: ``results/README.md``).
         calibration: ``None`` or ``"temperature"`` (Dirichlet inference): the probabilities tempered by the
             :math:`T` that minimizes the log loss of the fitted classifier's closed-form leave-one-out
             predictions on its training documents, under a prior :math:`\log T \sim \mathcal N(0, 1)`
@@ -440,6 +436,7 @@ class LDKGPClassifier(
         self.part_selection = part_selection
 
     _format_version = 3
+    _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (
         LBFGS(max_iter=100, tol=1e-6),
         MiniBatch(batch_size=None, max_epochs=200, lr=0.03, tol=1e-6, convergence_window=10, ngd_lr=0.1),
@@ -1088,21 +1085,11 @@ class LDKGPClassifier(
             )
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> None:
-        """Save the fitted classifier (parameters, vocabulary and word embeddings, training
-        documents and labels, the model's and likelihood's state) with ``torch.save``;
-        :meth:`load` reads it back with ``weights_only=True`` (no arbitrary unpickling) and
-        predicts bit-identically. Tensors are saved on the CPU, whatever the fitting device."""
-        check_is_fitted(self, "model_")
-        if isinstance(self.sentence_encoder, SentenceEncoder):
-            raise ValueError(
-                "save: a file names its sentence encoder; pass sentence_encoder by name (lvgp.encoders.ENCODERS), "
-                "not a SentenceEncoder object"
-            )
+    def _fitted_payload(self) -> dict:
+        """The vocabulary (and word embeddings), the training documents and labels, the model's and
+        likelihood's state."""
         x, codes = self._train
-        payload = {
-            "format": self._format(),
-            "params": self._saved_params(),
+        return {
             "encoder": self.encoder_.to_dict(),
             "classes": classes_to_plain(self.classes_),
             "train_x": x.cpu().clone(),
@@ -1116,6 +1103,7 @@ class LDKGPClassifier(
                 "validation_curve": list(self.validation_curve_),
                 "best_iter": self.best_iter_,
                 "fit_seconds": getattr(self, "fit_seconds_", None),
+                "encode_seconds": getattr(self, "encode_seconds_", None),
                 "temperature": getattr(self, "temperature_", 1.0),
                 "mc_draws": getattr(self, "_mc_draws", "by-position"),
                 **self._saved_parts(),
@@ -1126,29 +1114,9 @@ class LDKGPClassifier(
                 ),
             },
         }
-        torch.save(payload, Path(path))
 
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: KernelArg = None) -> Self:
-        """Load a classifier written by :meth:`save` (``torch.load(weights_only=True)``) onto
-        ``device`` (default: the device it was fitted on, which must exist here); ``kernel``: the user
-        kernel or factory it was fitted with (a file holds its state, not its code)."""
-        est, payload = cls._from_saved(path, device, kernel)
-        try:
-            return cls._restore_fitted(est, payload)
-        except (KeyError, TypeError, AttributeError, IndexError) as err:
-            from ..base.persistence import SavedFileError
-
-            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
-        except RuntimeError as err:  # the saved state does not fit the model the parameters build
-            raise ValueError(
-                f"{path}: the saved model state does not fit the model its parameters build"
-                + (" with the kernel= given" if kernel is not None else "")
-                + f" ({str(err).splitlines()[0][:300]})"
-            ) from None
-
-    @classmethod
-    def _restore_fitted(cls, est: Any, payload: dict) -> Any:
+    def _restore_fitted(self, payload: dict) -> None:
+        est = self
         est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
         if "classes_dtype" in payload:  # format 1 (lvgp 0.1)
             dtype = payload["classes_dtype"]
@@ -1177,12 +1145,13 @@ class LDKGPClassifier(
         est.loss_curve_, est.validation_curve_ = list(fit["loss_curve"]), list(fit["validation_curve"])
         if fit["fit_seconds"] is not None:
             est.fit_seconds_ = fit["fit_seconds"]
+        if fit.get("encode_seconds") is not None:
+            est.encode_seconds_ = fit["encode_seconds"]
         est.temperature_ = float(fit.get("temperature", 1.0))
         if "log_marginal_likelihood" in fit:
             est.log_marginal_likelihood_ = fit["log_marginal_likelihood"]
         est._mc_draws = fit.get("mc_draws", "by-position")  # saved before: predicted with the draws by position
         est._restore_parts(fit)
-        return est
 
     def _class_seeds(self) -> list[int] | None:
         """The Monte Carlo draws' streams: one per class label (:func:`class_draw_seeds`), or

@@ -51,7 +51,6 @@ import contextlib
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -79,7 +78,7 @@ from ..kernels import make_word_vectors
 from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
-from .estimator_base import KernelParamsMixin, SavedParamsMixin
+from .mixins import KernelParamsMixin, SavedParamsMixin
 
 if TYPE_CHECKING:
     pass
@@ -222,6 +221,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
 
     _default_kernel: dict[str, Any] = {"latent_dim": 8, "rho": 0.01}
     _format_version = 3
+    _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (
         LBFGS(max_iter=300, tol=1e-6),
         MiniBatch(max_epochs=300, lr=0.05, tol=1e-6, convergence_window=10),
@@ -607,21 +607,19 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         )
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> None:
-        """Save the fitted matcher (parameters, both vocabularies, the word embeddings each side
-        resolved to, the kernel's state) with ``torch.save``; :meth:`load` reads it back with
-        ``weights_only=True`` and ranks bit-identically."""
-        check_is_fitted(self, "kernel_")
+    _fitted_attribute = "kernel_"
+
+    def _fitted_payload(self) -> dict:
+        """Both vocabularies, the word embeddings each side resolved to, the kernel's state."""
         sides = {"source": self.source_embeddings, "target": self.target_embeddings}
-        payload = {
-            "format": self._format(),
-            "params": self._saved_params(),
+        return {
             "source_vocabulary": self.source_vocabulary_.to_dict(),
             "target_vocabulary": self.target_vocabulary_.to_dict(),
             "embedding_tables": {
                 side: embeddings_to_dict(sides[side], table) for side, table in self.embedding_tables_.items()
             },
             "feature_scales": dict(self.feature_scales_),
+            "dropped_pairs": getattr(self, "dropped_pairs_", None),
             "kernel": state_to_cpu(self.kernel_.state_dict()),
             "fit": {
                 "loss_curve": list(self.loss_curve_),
@@ -632,40 +630,36 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
                 "fit_seconds": self.fit_seconds_,
             },
         }
-        torch.save(payload, Path(path))
 
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None) -> Self:
-        """Load a matcher written by :meth:`save` onto ``device`` (default: the one it was fitted on)."""
-        from ..base.persistence import SavedFileError
-
-        est, payload = cls._from_saved(path, device)
+    def _restore_fitted(self, payload: dict) -> None:
+        est = self
         if "dtype" not in payload.get("params", {}):  # written before dtype= (the kernel was float64)
             est.dtype = "float64"
-        try:
-            est.source_vocabulary_ = Vocabulary.from_dict(payload["source_vocabulary"])
-            est.target_vocabulary_ = Vocabulary.from_dict(payload["target_vocabulary"])
-            est._layout()
-            est.embedding_tables_ = {}
-            for side, state in payload["embedding_tables"].items():
-                spec, table = embeddings_from_dict(state)
-                est.embedding_tables_[side] = table if table is not None else resolve_embeddings(spec)
-            est.feature_scales_ = dict(payload["feature_scales"])
-            state = payload["kernel"]
-            spec = est._check_kernel()
-            features = state.get("word_vectors.word_features")
-            with default_dtype(torch.float64):
-                vectors = make_word_vectors(
-                    est.num_words_, spec.latent_dim, rho=float(spec.rho) if spec.rho else None, word_features=features
-                )
-                documents = torch.arange(est.num_words_).unsqueeze(0)  # every word once: the shapes, not the values
-                est.kernel_ = spec.replace(approximation="exact").build(est.num_words_, documents, vectors=vectors)
-            est.kernel_.load_state_dict(state)
-            fit = payload["fit"]
-        except (KeyError, TypeError, AttributeError) as err:
-            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
-        except RuntimeError as err:
-            raise ValueError(f"{path}: the saved kernel state does not fit its parameters ({err})") from None
+        est.source_vocabulary_ = Vocabulary.from_dict(payload["source_vocabulary"])
+        est.target_vocabulary_ = Vocabulary.from_dict(payload["target_vocabulary"])
+        est._layout()
+        est.embedding_tables_ = {}
+        for side, state in payload["embedding_tables"].items():
+            spec, table = embeddings_from_dict(state)
+            est.embedding_tables_[side] = table if table is not None else resolve_embeddings(spec)
+        est.feature_scales_ = dict(payload["feature_scales"])
+        if payload.get("dropped_pairs") is not None:  # files written before, and loaded matchers of them, hold none
+            est.dropped_pairs_ = payload["dropped_pairs"]
+        state = payload["kernel"]
+        spec = est._check_kernel()
+        features = state.get("word_vectors.word_features")
+        with default_dtype(torch.float64):
+            vectors = make_word_vectors(  # a local generator's start, overwritten by the saved state
+                est.num_words_,
+                spec.latent_dim,
+                rho=float(spec.rho) if spec.rho else None,
+                word_features=features,
+                seed=NUMERICS_SEED,
+            )
+            documents = torch.arange(est.num_words_).unsqueeze(0)  # every word once: the shapes, not the values
+            est.kernel_ = spec.replace(approximation="exact").build(est.num_words_, documents, vectors=vectors)
+        est.kernel_.load_state_dict(state)
+        fit = payload["fit"]
         est.device_ = check_device(est.device)
         est.kernel_ = est.kernel_.to(device=est.device_, dtype=FLOAT_DTYPES[est.dtype])
         latent = to_host(est.kernel_.word_vectors.mean)
@@ -674,7 +668,6 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         est.loss_curve_, est.validation_curve_ = list(fit["loss_curve"]), list(fit["validation_curve"])
         est.best_iter_, est.n_iter_, est.converged_ = fit["best_iter"], fit["n_iter"], fit["converged"]
         est.fit_seconds_ = fit["fit_seconds"]
-        return est
 
     def _validation(
         self, source_val: Sequence[str] | None, target_val: Sequence[str] | None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -25,8 +24,9 @@ from ..kernels.spec import (
     variational_word_vectors,
     word_vector_modules,
 )
-from .estimator_base import ExactGPRegressorBase, KernelParamsMixin, SentenceEncoderMixin, word_source
+from .estimator_base import ExactGPRegressorBase
 from .gplvsm import GPLVSM
+from .mixins import KernelParamsMixin, SentenceEncoderMixin, word_source
 
 if TYPE_CHECKING:
     from ..bow.vocabulary import Vocabulary
@@ -98,9 +98,8 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             one without a vocabulary word (in training too): the encoder reads it, and the word part gives
             it the empty set's value.
         encoder_kernel: the encoder's part with a spec: ``"rbf"`` (default), ``"cosine"`` or ``"matern"``
-            (of the normalized vectors). The RBF was chosen on dev sentences: on the amazon snippets'
-            dev splits of the regression study (1,000 training sentences) it beat the cosine on each
-            of the 5 splits, by 0.008-0.015 in dev RMSE (``results/README.md``).
+            (of the normalized vectors). The RBF was chosen on dev sentences of the regression study
+            (``results/README.md``).
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` or ``"evidence"``: model
             selection among the sub-compositions of the covariance's top sum (with a sentence encoder:
             the words, the encoder, both), each fitted from the same start (three fits for two parts;
@@ -314,29 +313,16 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
         return modules[0].mean.detach().cpu().numpy().copy()
 
-    def save(self, path: str | Path) -> None:
-        if isinstance(self.sentence_encoder, SentenceEncoder):
-            raise ValueError(
-                "save: a file names its sentence encoder; pass sentence_encoder by name (lvgp.encoders.ENCODERS), "
-                "not a SentenceEncoder object"
-            )
-        super().save(path)
-
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: KernelArg = None) -> Self:
-        """Load an estimator written by :meth:`save` (``torch.load(weights_only=True)``) onto ``device``
-        (default: the device it was fitted on, which must exist here). ``kernel``: for a model fitted
-        with a user kernel, the same gpytorch kernel or factory (a file holds its state, not its code)."""
-        est = super().load(path, device, kernel)
+    def _restore_fitted(self, payload: dict) -> None:
+        super()._restore_fitted(payload)
         # files of lvgp 0.1 saved a custom embedding table's name in place of the parameter; the
         # table itself travelled with the encoder: restore the parameter from it (refitting works)
-        table = est._encoder.embeddings
-        spec = est._spec
+        table = self._encoder.embeddings
+        spec = self._spec
         if (
             spec is not None
             and isinstance(spec.word_embeddings, str)
             and table is not None
             and getattr(table, "name", None) == spec.word_embeddings
         ):
-            est.kernel = spec.replace(word_embeddings=table)
-        return est
+            self.kernel = spec.replace(word_embeddings=table)

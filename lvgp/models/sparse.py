@@ -30,8 +30,8 @@ Cost per step: the LDK Gram of the ``M + B`` documents over their distinct words
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
@@ -52,7 +52,7 @@ from ..base.device import check_device, state_to_cpu, to_host
 from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
-from ..base.fitting import PlateauStopping, fit_stochastic
+from ..base.fitting import FitResult, PlateauStopping, fit_stochastic
 from ..base.numerics import NOISE_FLOOR, exact_numerics, warn_about_fitted_noise
 from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
@@ -75,7 +75,7 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, warn
-from .estimator_base import (
+from .mixins import (
     FittedVocabularyMixin,
     KernelParamsMixin,
     SavedParamsMixin,
@@ -142,8 +142,8 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
 
 
 #: k-means++ seeds among at most this many documents (or 20 per inducing document, if more): a uniform
-#: sample of larger corpora. Its cost is O(n m nnz): all 1,000,000 documents of benchmarks/large_n.py would
-#: take about 11 minutes on two cores for 256 inducing documents (65 s at 100,000)
+#: sample of larger corpora. Its cost is O(n m nnz), so seeding among all of a million documents would
+#: take longer than the fit (benchmarks/large_n.py)
 _KMEANS_POOL = 10_000
 
 
@@ -218,11 +218,9 @@ class SparseGPLVSMRegressor(
     r"""Sparse variational GP-LVSM regression, trained by mini-batch SVI (Adam).
 
     The default kernel is the exact regressor's, :meth:`LDKSpec.variational_bow()
-    <lvgp.kernels.LDKSpec.variational_bow>`: its intervals cover (95% intervals covering 95-99% of
-    held-out review snippets at 36-1,000 training sentences; the paper's MAP kernel covered about a
-    third), but 64 inducing documents summarize the bag-of-words part coarsely: at 1,000 training
-    sentences its error is that of the exact model at a few hundred (``benchmarks/README.md``, issue
-    39). Where the exact model fits in memory, it is the better regressor.
+    <lvgp.kernels.LDKSpec.variational_bow>`: its intervals cover where the paper's MAP kernel's do
+    not, but 64 inducing documents summarize the bag-of-words part coarsely: with many training
+    sentences its error is that of the exact model with fewer (``benchmarks/README.md``, issue 39). Where the exact model fits in memory, it is the better regressor.
 
     Args:
         kernel: as for :class:`~lvgp.GPLVSMRegressor`: an :class:`~lvgp.kernels.LDKSpec` (``None``:
@@ -230,10 +228,10 @@ class SparseGPLVSMRegressor(
             ``approximation="auto"`` is the spec's rule applied to the documents of a step
             (:func:`step_approximation`): exact up to ``max_exact_words`` distinct words in the inducing
             documents and a batch, then Nystrom with the corpus's most frequent words as landmarks;
-            ``kernel_kind_`` says which. Reviews' lengths over a 50,000-word vocabulary put ~24,000
-            distinct words in a step, and the exact word Gram over them made a step on 2 CPU threads
-            two orders of magnitude slower than Nystrom's (``benchmarks/large_n.py``); short texts keep the
-            exact step, which is the faster below a few thousand words), a gpytorch ``Kernel``
+            ``kernel_kind_`` says which. Reviews' lengths over a large vocabulary put tens of
+            thousands of distinct words in a step, where the exact word Gram makes a step orders of
+            magnitude slower than Nystrom's (``benchmarks/large_n.py``); short texts keep the exact
+            step, which is the faster below a few thousand words), a gpytorch ``Kernel``
             over padded word-index sets (the
             covariance as it is; give the fitted ``vocabulary=`` it was built for), or a factory
             ``callable(num_words) -> Kernel``.
@@ -276,6 +274,7 @@ class SparseGPLVSMRegressor(
     #: ``kernel=None``: :meth:`LDKSpec.variational_bow() <lvgp.kernels.LDKSpec.variational_bow>`
     _default_kernel: dict[str, Any] = LDKSpec.variational_bow().get_params()
     _format_version = 3
+    _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (
         MiniBatch(batch_size=256, max_steps=2000, max_epochs=None, lr=0.02, tol=1e-3, convergence_window=100),
     )
@@ -602,15 +601,10 @@ class SparseGPLVSMRegressor(
         return modules[0] if len(modules) == 1 else None
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> None:
-        """Save the fitted model (parameters, vocabulary, inducing documents, the model's and
-        likelihood's state) with ``torch.save``; :meth:`load` reads it back with
-        ``weights_only=True`` and predicts bit-identically. The training documents are not saved
-        (the model needs only its inducing documents)."""
-        check_is_fitted(self, "model_")
-        payload = {
-            "format": self._format(),
-            "params": self._saved_params(),
+    def _fitted_payload(self) -> dict:
+        """The vocabulary, the inducing documents, the model's and likelihood's state (the training
+        documents are not saved: the model needs only its inducing documents)."""
+        return {
             "encoder": self.encoder_.to_dict(),
             "inducing": state_to_cpu(self.model_.variational_strategy.inducing_points).clone(),
             "inducing_indices": torch.from_numpy(np.asarray(self.inducing_indices_, dtype=np.int64)),
@@ -626,43 +620,30 @@ class SparseGPLVSMRegressor(
                 "converged": self.converged_,
                 "fit_seconds": getattr(self, "fit_seconds_", None),
             },
+            "fit_result": dataclasses.asdict(self.fit_result_) if hasattr(self, "fit_result_") else None,
         }
-        torch.save(payload, Path(path))
 
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: KernelArg = None) -> Self:
-        """Load a model written by :meth:`save` onto ``device`` (default: the one it was fitted on);
-        ``kernel``: the user kernel or factory it was fitted with."""
-        est, payload = cls._from_saved(path, device, kernel)
-        try:
-            est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
-            inducing = payload["inducing"]
-            est.y_mean_, est.y_std_ = float(payload["y_mean"]), float(payload["y_std"])
-            est._predict_seed = int(payload.get("predict_seed", 0))
-            est.device_ = check_device(est.device)
-            with seeded_torch(0):  # the variational mean's initial jitter, overwritten by the state
-                est._build(
-                    inducing,
-                    0,
-                    est.encoder_.num_words,
-                    est.encoder_.word_features,
-                    inducing_indices=np.arange(inducing.shape[0]),
-                    # files written before "auto" was the spec's rule here hold an exact LDK
-                    approximation=saved_approximation(payload["model"]),
-                )
-            est.inducing_indices_ = payload["inducing_indices"].numpy()
-            est.model_.load_state_dict(payload["model"])
-            est.likelihood_.load_state_dict(payload["likelihood"])
-            fit = payload["fit"]
-        except (KeyError, TypeError, AttributeError) as err:
-            from ..base.persistence import SavedFileError
-
-            raise SavedFileError(f"{path} is damaged: {type(err).__name__}: {err}") from None
-        except RuntimeError as err:
-            raise ValueError(
-                f"{path}: the saved model state does not fit the model its parameters build "
-                f"({str(err).splitlines()[0][:300]})"
-            ) from None
+    def _restore_fitted(self, payload: dict) -> None:
+        est = self
+        est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
+        inducing = payload["inducing"]
+        est.y_mean_, est.y_std_ = float(payload["y_mean"]), float(payload["y_std"])
+        est._predict_seed = int(payload.get("predict_seed", 0))
+        est.device_ = check_device(est.device)
+        with seeded_torch(0):  # the variational mean's initial jitter, overwritten by the state
+            est._build(
+                inducing,
+                0,
+                est.encoder_.num_words,
+                est.encoder_.word_features,
+                inducing_indices=np.arange(inducing.shape[0]),
+                # files written before "auto" was the spec's rule here hold an exact LDK
+                approximation=saved_approximation(payload["model"]),
+            )
+        est.inducing_indices_ = payload["inducing_indices"].numpy()
+        est.model_.load_state_dict(payload["model"])
+        est.likelihood_.load_state_dict(payload["likelihood"])
+        fit = payload["fit"]
         est.model_, est.likelihood_ = est.model_.to(est.device_), est.likelihood_.to(est.device_)
         est.model_.eval()
         est.likelihood_.eval()
@@ -670,7 +651,8 @@ class SparseGPLVSMRegressor(
         est.n_iter_, est.converged_ = fit["n_iter"], fit["converged"]
         if fit["fit_seconds"] is not None:
             est.fit_seconds_ = fit["fit_seconds"]
-        return est
+        if payload.get("fit_result") is not None:
+            est.fit_result_ = FitResult(**payload["fit_result"])
 
     def predict(
         self, X: Documents, return_std: bool = False, include_noise: bool = True, block: int = 1024

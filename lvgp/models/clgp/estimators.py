@@ -26,10 +26,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._random import child_seed, derive_seeds, rng_of
 from ...base.constraints import RUNTIME, Boolean, Integer, Options, Real, check_params
-from ...base.device import FLOAT_DTYPES, check_device, to_host
+from ...base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
 from ...base.fit_options import Adam, FitOptionsArgument, FitOptionsMixin, RMSprop
 from ...base.fitting import PlateauStopping, fit_stochastic
 from ...warnings import warn
+from ..mixins import SavedParamsMixin
 from .model import CategoricalLatentGP
 
 MISSING = -1
@@ -109,7 +110,7 @@ def paper_scale_step(iteration: int) -> float:
     return 1e-2 * 0.2 * 100 / (iteration + 100)
 
 
-class CLGP(FitOptionsMixin, BaseEstimator):
+class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
     """The categorical latent Gaussian process (``covariance="rbf"``) or the linear LGM
     (``covariance="linear"``), fitted by maximizing the Monte Carlo ELBO.
 
@@ -137,13 +138,12 @@ class CLGP(FitOptionsMixin, BaseEstimator):
             ``"paper"``: as in the paper's code
             (``CLGP_theano_opt.py`` of github.com/yaringal/CLGP), plain gradient ascent on
             log s with the decaying step ``0.002 * 100 / (t + 100)`` at iteration t, while
-            everything else takes the ``optimizer``'s steps; s then stays near its start (0.1):
-            about 0.12 after 1,000 iterations on XOR. ``"joint"``: s takes the ``optimizer``'s
+            everything else takes the ``optimizer``'s steps; s then stays near its start (0.1).
+            ``"joint"``: s takes the ``optimizer``'s
             steps like every other parameter, so the ELBO is maximized over s too. The two are
             different estimators: on XOR (section 5.1.1) ``"paper"`` reaches the paper's
-            perplexity (1.04 at the study's settings, 1.02 with the paper's 20 Monte Carlo
-            samples) and ``"joint"`` a better ELBO with a worse perplexity (1.29),
-            because the ELBO's own optimum encodes the rows vaguely (results/README.md,
+            perplexity and ``"joint"`` a better ELBO with a worse perplexity, because the ELBO's
+            own optimum encodes the rows vaguely (the figures: ``results/README.md``,
             "Categorical imputation"; ``benchmarks/clgp_xor.py --bound``).
         kl_warmup: fraction of the optimizer's ``max_iter`` over which the weight of KL(q(x)||p(x)) rises
             linearly from 0 to 1 (then the objective is the exact ELBO). Without it the
@@ -359,6 +359,50 @@ class CLGP(FitOptionsMixin, BaseEstimator):
             rule.warn("CLGP" if self.covariance == "rbf" else "LGM", "max_iter", unit="iterations")
         return self
 
+    # ------------------------------------------------------------------ persistence
+    _saved_attributes = (
+        "cardinalities_",
+        "latent_scale_",
+        "latent_scale_dev_perplexity_",
+        "restart_elbos_",
+        "elbo_curve_",
+        "converged_",
+        "n_iter_",
+        "fit_seconds_",
+        "latent_means_",
+        "_predict_seed",
+    )
+
+    def _fitted_payload(self) -> dict:
+        """The model's state, the PCA that starts new rows' q(x) (``init="pca"``) and the fitted
+        attributes; a loaded CLGP imputes and predicts bit-identically (its Monte Carlo draws are
+        seeded by the seed drawn at fit, which the file keeps)."""
+        pca = getattr(self, "_pca", None) if self.init == "pca" else None
+        return {
+            "model": state_to_cpu(self.model_.state_dict()),
+            "pca": None if pca is None else pca.to_state(),
+            "attributes": self._attribute_values(),
+        }
+
+    def _restore_fitted(self, payload: dict) -> None:
+        self._restore_attributes(payload["attributes"])
+        self.device_ = check_device(self.device)
+        model = CategoricalLatentGP(
+            self.cardinalities_,
+            len(self.latent_means_),
+            self.latent_dim,
+            self.num_inducing,
+            self.covariance,
+            seed=0,  # the initial values, overwritten by the saved state
+            lengthscale_init=self.lengthscale_init,
+            jitter=_JITTER[self.dtype],
+        ).to(FLOAT_DTYPES[self.dtype])
+        with self._local_params():
+            model.load_state_dict(payload["model"])
+        self.model_ = model.to(self.device_)
+        if payload["pca"] is not None:
+            self._pca = _OneHotPCA.from_state(payload["pca"])
+
     def _scale_rule(self) -> str:
         """The rule for q(x)'s scales in use: the fitted choice once ``fit`` has made it."""
         return getattr(self, "latent_scale_", self.latent_scale)
@@ -535,6 +579,24 @@ class _OneHotPCA:
 
     def transform(self, codes: np.ndarray) -> np.ndarray:
         return ((self._one_hot(codes) - self.center) @ self.components.T) / self.scale
+
+    def to_state(self) -> dict:
+        """The fitted components as tensors and plain values (:meth:`from_state` inverts it)."""
+        return {
+            "cardinalities": list(self.cardinalities),
+            "n_components": self.n_components,
+            "means": [torch.from_numpy(m.copy()) for m in self.means],
+            "center": torch.from_numpy(self.center.copy()),
+            "components": torch.from_numpy(self.components.copy()),
+            "scale": torch.from_numpy(self.scale.copy()),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> _OneHotPCA:
+        pca = cls(list(state["cardinalities"]), int(state["n_components"]))
+        pca.means = [m.numpy() for m in state["means"]]
+        pca.center, pca.components, pca.scale = (state[k].numpy() for k in ("center", "components", "scale"))
+        return pca
 
 
 def hide_one_value(codes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -298,6 +298,50 @@ class SupervisedLDAEM:
             engine.eta_ = np.asarray(eta, dtype=float)
         return engine
 
+    # ------------------------------------------------------------------ persistence
+    _SETTINGS = ("K", "alpha", "learn_alpha", "supervised", "max_iter", "tol", "e_max_iter", "e_tol", "init")
+
+    def to_state(self) -> dict:
+        """The fitted engine as plain values and tensors (``torch.load(weights_only=True)`` reads
+        them): its settings, the topics, the seen words, the response's parameters and the EM's
+        record; :meth:`from_state` inverts it."""
+        import torch
+
+        state: dict[str, Any] = {name: getattr(self, name) for name in self._SETTINGS}
+        state["eta_scale"] = self.eta_scale
+        state["log_beta"] = torch.from_numpy(np.array(self.log_beta_, dtype=np.float64))
+        state["seen_words"] = torch.from_numpy(np.asarray(self.seen_words_, dtype=bool).copy())
+        for name in ("eta_", "sigma2_"):
+            if hasattr(self, name):
+                value = getattr(self, name)
+                state[name] = torch.from_numpy(np.array(value, dtype=np.float64)) if name == "eta_" else float(value)
+        if hasattr(self, "result_"):
+            state["result"] = {
+                "elbo": list(self.result_.elbo),
+                "n_iter": self.result_.n_iter,
+                "converged": self.result_.converged,
+            }
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> SupervisedLDAEM:
+        """The engine :meth:`to_state` wrote."""
+        engine = cls(int(state["K"]), eta_scale=float(state["eta_scale"]))
+        for name in cls._SETTINGS:
+            setattr(engine, name, state[name])
+        engine.log_beta_ = state["log_beta"].numpy()
+        engine.vocab_size_ = engine.log_beta_.shape[1]
+        engine.seen_words_ = state["seen_words"].numpy()
+        if "eta_" in state:
+            engine.eta_ = state["eta_"].numpy()
+        if "sigma2_" in state:
+            engine.sigma2_ = float(state["sigma2_"])
+        if "result" in state:
+            engine.result_ = EMResult(
+                list(state["result"]["elbo"]), state["result"]["n_iter"], state["result"]["converged"]
+            )
+        return engine
+
     # ------------------------------------------------------------------ prediction
     def _known(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Held-out documents with words never seen in training dropped (counted in an

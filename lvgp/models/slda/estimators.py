@@ -23,21 +23,23 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_is_fitted
 
-from ..._random import derive_seed, rng_of, seeded_torch
+from ..._random import NUMERICS_SEED, derive_seed, rng_of, seeded_torch
 from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, RandomState, Real, check_params
-from ...base.device import check_device, to_host
+from ...base.device import check_device, state_to_cpu, to_host
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ...base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic
 from ...base.novelty import ProbabilityNoveltyMixin
 from ...base.numerics import warn_about_fitted_noise
+from ...base.persistence import classes_from_plain, classes_to_plain
 from ...base.pyro import svi_step
 from ...base.targets import check_labels, check_targets_array
 from ...base.validation import standardization
 from ...bow.padded import PAD
 from ...bow.vocabulary import Vocabulary
 from ...warnings import EmptyDocumentsWarning, warn
+from ..mixins import SavedParamsMixin
 from .em import SupervisedLDAEM
 from .pyro_model import SupervisedLDA
 
@@ -52,10 +54,28 @@ def _check_docs(x: torch.Tensor, name: str = "X") -> np.ndarray:
     return x.numpy()
 
 
-class _TopicModelBase(BagOfWordsInputMixin, BaseEstimator):
-    """Shared input handling, SVI loop and inspection."""
+class _TopicModelBase(SavedParamsMixin, BagOfWordsInputMixin, BaseEstimator):
+    """Shared input handling, SVI loop, inspection and persistence (``save``/``load``: the
+    vocabulary, the inference engine's parameters, the Pyro model's state where SVI fitted it, and
+    the fitted attributes; a loaded estimator predicts bit-identically)."""
 
     _response = "gaussian"
+    _fitted_attribute = "engine_"
+    _saved_attributes: tuple[str, ...] = ("fit_seconds_", "loss_curve_", "n_iter_", "converged_", "_response")
+
+    def _fitted_payload(self) -> dict:
+        return {
+            "encoder": self._encoder.to_dict(),
+            "engine": self.engine_.to_state(),
+            "attributes": self._attribute_values(),
+        }
+
+    def _restore_fitted(self, payload: dict) -> None:
+        self._encoder = DocumentEncoder.from_dict(payload["encoder"])
+        self.vocabulary_ = self._encoder.vocabulary
+        self.n_words_ = self._encoder.num_words
+        self.engine_ = SupervisedLDAEM.from_state(payload["engine"])
+        self._restore_attributes(payload["attributes"])
 
     def _encode_fit(self, X: Documents) -> np.ndarray:
         self._encoder = DocumentEncoder(self.vocabulary, None)
@@ -138,6 +158,31 @@ class _SVITopicModel(FitOptionsMixin, _TopicModelBase):
 
     _optimizer_defaults = (MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),)
     _unused_optimizer_fields = ("max_steps", "ngd_lr")
+    _saved_attributes = (*_TopicModelBase._saved_attributes, "alpha_", "eta_")
+
+    def _fitted_payload(self) -> dict:
+        payload = super()._fitted_payload()
+        if hasattr(self, "model_"):  # the SVI's Pyro model (the EM has none)
+            payload["model"] = {"state": state_to_cpu(self.model_.state_dict()), "n_classes": self.model_.n_classes}
+        return payload
+
+    def _restore_fitted(self, payload: dict) -> None:
+        super()._restore_fitted(payload)
+        if "model" in payload:
+            self.device_ = check_device(self.device)
+            # the module's random initial topics are drawn inside a forked stream, then overwritten
+            with seeded_torch(NUMERICS_SEED), pyro.settings.context(module_local_params=True):
+                model = SupervisedLDA(
+                    self.n_words_,
+                    self.n_topics,
+                    response=self._response,
+                    n_classes=payload["model"]["n_classes"],
+                    alpha=self.alpha,
+                    learn_alpha=self.learn_alpha,
+                    sweeps=self.sweeps,
+                ).double()
+                model.load_state_dict(payload["model"]["state"])
+            self.model_ = model.to(self.device_)
 
     def _fit_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None = None) -> None:
         # module-local parameters: Pyro would otherwise sync PyroModule parameters with its
@@ -234,14 +279,13 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
             clipped Adam), ``tol=1e-3`` and ``convergence_window=3``: converged when the mean epoch loss
             of the last ``convergence_window`` epochs is less than ``tol`` (relative) below the mean of
             the ``convergence_window`` before (:class:`~lvgp.base.fitting.PlateauStopping`). Longer
-            training lowers held-out pR^2 on review sentences (movie snippets, K=20: 0.354 after 20
-            epochs, 0.321 after 79), hence the loose default ``tol``.
+            training lowers the held-out pR^2 on review sentences (``results/README.md``), hence the
+            loose default ``tol``.
         sweeps: coordinate-ascent rounds of each document's local step, warm-started from the
             document's previous visit.
         em_max_iter: EM iterations (``inference="em"``).
         em_eta_scale: the EM's initial eta, a grid on ``[-s, s]`` in standardized target units
-            (the fit depends on it: movie snippets, K = 20, held-out pR^2 0.341 from s = 0.52 and
-            0.256 from s = 1). ``"auto"`` (default) chooses ``s`` from ``EM_ETA_SCALES`` by the
+            (the fit depends on it: ``results/README.md``). ``"auto"`` (default) chooses ``s`` from ``EM_ETA_SCALES`` by the
             squared error on a random 20% dev part of the training documents (fitted on the rest),
             then refits on all of them; a number fixes it.
         refit_eta: after fitting, set eta (and sigma^2) to the least-squares fit of the standardized
@@ -249,10 +293,8 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
             features :meth:`predict` uses (eqs. 12-13) -- instead of those of the supervised E-step.
             The paper's M-step (eq. 10) fits eta to the supervised frequencies, which on short texts
             are sharper than those prediction sees, so predictions overshoot. ``None`` (default): on
-            for the SVI, off for the EM (the paper's fit); Gaussian response only. Held-out pR^2
-            (``benchmarks/slda_tomotopy.py``, on an H100 machine's CPU): amazon snippets, K = 10,
-            SVI 0.108 -> 0.297 (EM 0.288 -> 0.298); movie snippets, K = 20, SVI 0.345 -> 0.364
-            (EM 0.330 -> 0.332).
+            for the SVI, off for the EM (the paper's fit); Gaussian response only. Its effect on the
+            held-out pR^2: ``benchmarks/slda_tomotopy.py`` and ``benchmarks/README.md``.
         vocabulary: as for the other lvgp estimators (texts); counts or padded tensors also work.
         random_state, verbose.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
@@ -267,6 +309,18 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
 
     y_mean_: np.ndarray
     y_std_: np.ndarray
+    _saved_attributes = (*_SVITopicModel._saved_attributes, "y_mean_", "y_std_", "refit_eta_", "em_eta_scale_")
+
+    def _fitted_payload(self) -> dict:
+        payload = super()._fitted_payload()
+        if hasattr(self, "em_eta_scale_dev_mse_"):  # scale -> dev error: number keys, saved as pairs
+            payload["em_eta_scale_dev_mse"] = [[k, v] for k, v in self.em_eta_scale_dev_mse_.items()]
+        return payload
+
+    def _restore_fitted(self, payload: dict) -> None:
+        super()._restore_fitted(payload)
+        if "em_eta_scale_dev_mse" in payload:
+            self.em_eta_scale_dev_mse_ = {float(k): float(v) for k, v in payload["em_eta_scale_dev_mse"]}
 
     def __init__(
         self,
@@ -427,6 +481,13 @@ class SLDAClassifier(ProbabilityNoveltyMixin, ClassifierMixin, _SVITopicModel):
     softmax (more) response. Same settings as :class:`SLDARegressor`, ``device`` included (no
     ``inference="em"``: the paper's closed-form E-step is for the Gaussian response)."""
 
+    def _fitted_payload(self) -> dict:
+        return {**super()._fitted_payload(), "classes": classes_to_plain(self.classes_)}
+
+    def _restore_fitted(self, payload: dict) -> None:
+        super()._restore_fitted(payload)
+        self.classes_ = classes_from_plain(payload["classes"])
+
     def __init__(
         self,
         n_topics: int = 10,
@@ -489,6 +550,17 @@ class SLDAClassifier(ProbabilityNoveltyMixin, ClassifierMixin, _SVITopicModel):
 class LDARegression(RegressorMixin, _TopicModelBase):
     """The paper's two-stage baseline: unsupervised LDA by variational EM, then least squares
     of the response on the expected topic frequencies E_q[z-bar] (from the E-step)."""
+
+    def _fitted_payload(self) -> dict:
+        reg = self.regression_
+        return {**super()._fitted_payload(), "regression": torch.from_numpy(np.array(reg.coef_, dtype=np.float64))}
+
+    def _restore_fitted(self, payload: dict) -> None:
+        super()._restore_fitted(payload)
+        coef = payload["regression"].numpy()
+        reg = LinearRegression(fit_intercept=False)  # the fitted least squares, restored by its coefficients
+        reg.coef_, reg.intercept_, reg.n_features_in_ = coef, 0.0, coef.shape[-1]
+        self.regression_ = reg
 
     def __init__(
         self,
