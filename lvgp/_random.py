@@ -15,9 +15,71 @@ import torch
 #: as quadrature nodes (the same for every document and call). Fixed on purpose, not the
 #: estimator's ``random_state``: such a result is a function of the data alone, as the exact method's
 #: would be. Randomness that is part of a model or a protocol (initializations, Monte Carlo
-#: objectives and predictions, data splits) comes from ``random_state``, through
-#: :func:`derive_seed`, :func:`derive_seeds` and :func:`child_seed`.
+#: objectives and predictions, data splits) comes from ``random_state``, through :class:`Streams`.
 NUMERICS_SEED = 0
+
+
+class Streams:
+    """The named random streams of one fit (or one study cell), made once from a ``random_state``.
+
+    ``Streams(random_state)`` reads ``random_state`` once (an int or ``None`` as it is, a numpy
+    ``Generator`` advanced by one draw: a Generator given to an estimator is consumed at ``fit`` only)
+    and hands out, by name, 31-bit seeds (:meth:`seed`), torch generators (:meth:`torch`) and numpy
+    generators (:meth:`numpy`). A stream's name addresses it: adding a stream never shifts another's.
+
+    ``root`` is :func:`derive_seed`'s seed, the fit's main stream as it always was. A new name is
+    :func:`child_seed` of the root. ``positions``: names of streams that an estimator drew by position
+    before there were names (``derive_seeds(random_state, k)[i]``), which keep their values so that
+    saved files and committed tables do not move; the first position is the root (``None`` for a
+    position no stream takes).
+    """
+
+    def __init__(self, random_state: int | np.random.Generator | None, positions: tuple[str | None, ...] = ()) -> None:
+        seeds = derive_seeds(random_state, max(1, len(positions)))
+        self.root = seeds[0]
+        self._positions = {name: s for name, s in zip(positions, seeds) if name is not None}
+
+    @classmethod
+    def of_seed(cls, seed: int, positions: tuple[str | None, ...] = ()) -> Streams:
+        """Streams whose root is ``seed`` itself (a seed drawn before: a fit's root handed to its
+        steps, one saved with a model); ``positions`` name seeds among ``derive_seeds(seed, k)``
+        (``None`` for a position no stream takes)."""
+        streams = cls.__new__(cls)
+        streams.root = int(seed)
+        seeds = derive_seeds(int(seed), len(positions)) if positions else []
+        streams._positions = {name: s for name, s in zip(positions, seeds) if name is not None}
+        return streams
+
+    def seed(self, name: str) -> int:
+        """The 31-bit seed of the stream ``name``."""
+        if name in self._positions:
+            return self._positions[name]
+        return child_seed(self.root, name)
+
+    def child(self, name: str) -> Streams:
+        """The streams of a part of the fit (a restart, a sub-fit), rooted at the seed of ``name``."""
+        return Streams.of_seed(self.seed(name))
+
+    def torch(self, name: str, device: str | torch.device | None = None) -> torch.Generator:
+        """A torch generator (on ``device``; default the CPU) seeded by the stream ``name``."""
+        return torch_generator(self.seed(name), device)
+
+    def numpy(self, name: str) -> np.random.Generator:
+        """A numpy generator seeded by the stream ``name``."""
+        return np.random.default_rng(self.seed(name))
+
+
+def torch_generator(seed: int, device: str | torch.device | None = None) -> torch.Generator:
+    """A torch generator on ``device`` (default the CPU) seeded by ``seed`` (a seed of
+    :class:`Streams` or :data:`NUMERICS_SEED`)."""
+    generator = torch.Generator() if device is None else torch.Generator(device=device)
+    return generator.manual_seed(int(seed))
+
+
+def numpy_generator(seed: int | list[int] | np.random.SeedSequence | None) -> np.random.Generator:
+    """``numpy.random.default_rng(seed)``: a numpy generator of a seed (or of a list of integers, as
+    numpy's ``SeedSequence`` takes them) drawn from :class:`Streams` or given by a user."""
+    return np.random.default_rng(seed)
 
 
 def child_seed(seed: int, name: str) -> int:
@@ -71,3 +133,37 @@ def seeded_torch(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)  # seeds every CUDA device too
         yield
+
+
+#: The streams of the studies that the committed tables were drawn from, by name: the salt that
+#: ends their numpy seed ``[study seed, *keys, salt]`` (``None``: none), kept so that every committed
+#: table regenerates (:func:`study_generator`). A new study stream needs no entry: it is a child of the
+#: study's seed by its name.
+STUDY_STREAMS: dict[str, int | None] = {
+    "classification pool": 2018,
+    "classification sample": None,
+    "classification test subsample": None,
+    "matching test sets": 2016,
+    "topic documents": 20070102,
+    "topic folds": 20070101,
+    "regression split": 20150125,
+    "categorical split": 2015,
+}
+
+
+def study_generator(seed: int, stream: str, *keys: int) -> np.random.Generator:
+    """The numpy generator of a study's stream ``stream`` for a cell ``keys`` (its split, its size,
+    ...): as :data:`STUDY_STREAMS` has it, else ``SeedSequence(seed, spawn_key=(crc32(stream), *keys))``,
+    a child of the study's seed addressed by the stream's name and the cell."""
+    keys = tuple(int(k) for k in keys)
+    if stream in STUDY_STREAMS:
+        salt = STUDY_STREAMS[stream]
+        return np.random.default_rng([int(seed), *keys, *([] if salt is None else [salt])])
+    key = zlib.crc32(stream.encode("utf-8"))
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(key, *keys)))
+
+
+def cell_random_state(seed: int, split: int) -> int:
+    """The ``random_state`` of a study cell's estimator: ``1000 * seed + split``, the seeds the
+    committed tables' estimators were fitted with (so, distinct for fewer than 1,000 splits)."""
+    return 1000 * int(seed) + int(split)

@@ -110,20 +110,85 @@ def test_each_layer_is_a_package(package):
     assert (ROOT / package / "__init__.py").exists()
 
 
-def test_every_estimator_seeds_through_derive_seed():
-    """One seeding dialect (issue 30): an estimator's random_state becomes randomness through
-    lvgp._random (derive_seed, derive_seeds, rng_of), never scikit-learn's legacy RandomState or a
-    numpy generator seeded with random_state directly."""
-    import re
+#: calls that make randomness from a raw seed: only lvgp._random makes them
+_SEEDING_CALLS = {"default_rng", "manual_seed", "check_random_state", "randint"}
+#: constructors that seed when called on their module (``np.random.RandomState(0)``, ``torch.Generator()``)
+_SEEDING_CONSTRUCTORS = {("random", "RandomState"), ("torch", "Generator")}
+#: modules that rebuild a generator a user saved (its state, not a seed)
+_RESTORES_USER_GENERATORS = {"persistence.py"}
+#: lvgp._random's raw seed derivations: the library's code takes its seeds from a Streams object
+_RAW_DERIVATIONS = {"derive_seed", "derive_seeds"}
 
+
+def _name_of(node: ast.AST) -> str:
+    """The identifier a node ends in (``self.seed`` -> ``seed``, ``f(x)`` -> ``f``), or ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):
+        return _name_of(node.func)
+    if isinstance(node, ast.Subscript):
+        return _name_of(node.value)
+    return ""
+
+
+def _seeding_offences(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _name_of(node.func)
+            owner = _name_of(getattr(node.func, "value", None))
+            if name in _SEEDING_CALLS or (owner, name) in _SEEDING_CONSTRUCTORS:
+                found.append((node.lineno, f"{name}(...)"))
+            elif name in _RAW_DERIVATIONS:
+                found.append((node.lineno, f"{name}(...): take a Streams"))
+            elif name == "seed" and owner == "random":
+                found.append((node.lineno, "random.seed(...)"))
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)):
+            operands = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
+            if any("seed" in _name_of(o).lower() for o in operands):
+                found.append((node.lineno, "arithmetic on a seed"))
+        elif isinstance(node, ast.Subscript) and "seeds" in _name_of(node.value).lower():
+            found.append((node.lineno, "a seed taken by position"))
+    return found
+
+
+def test_randomness_comes_from_named_streams():
+    """One seeding dialect (issues 30, 58), read from the syntax tree: outside ``lvgp/_random.py`` no
+    code seeds a generator itself (``default_rng(``, ``manual_seed(``, ``torch.Generator(``, legacy
+    ``RandomState``/``check_random_state``/``randint``), derives raw seeds (``derive_seed``/
+    ``derive_seeds``: a fit's seeds come from a ``Streams`` object, by name), takes a seed by position
+    (``seeds[-1]``) or computes with a seed (``seed + 1``, ``1000 * seed + split``). The generators
+    come from ``Streams``, ``torch_generator``, ``numpy_generator`` and ``study_generator``."""
     offenders = []
-    for path in ROOT.rglob("*.py"):
-        if path.name == "_random.py":
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name == "_random.py" or path.name in _RESTORES_USER_GENERATORS:
             continue
-        text = path.read_text()
-        for pattern in (r"check_random_state\(", r"default_rng\(self\.random_state", r"\.randint\("):
-            offenders += [f"{path.relative_to(ROOT)}: {pattern}" for _ in re.finditer(pattern, text)]
-    assert not offenders, offenders
+        for line, what in _seeding_offences(ast.parse(path.read_text())):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}: {what}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_seeding_guard_catches_what_the_regex_missed():
+    """The patterns the regex guard before it let through (issue 58) are caught."""
+    for source in (
+        "s = derive_seed(self.random_state) + 1",
+        "with seeded_torch(0): g = torch.Generator().manual_seed(seed)",
+        "rng = np.random.default_rng(seed)",
+        "seed = 1000 * self.seed + split",
+        "predict_seed = seeds[-1]",
+        "np.random.seed(0)",
+        "rs = np.random.RandomState(0)",
+    ):
+        assert _seeding_offences(ast.parse(source)), source
+    for source in (
+        "g = streams.torch('draws')",
+        "s = streams.seed('predict')",
+        "x = torch_generator(seed)",
+        "c = RandomState()",
+    ):
+        assert not _seeding_offences(ast.parse(source)), source
 
 
 def test_the_readme_lists_the_layers_in_order():

@@ -192,3 +192,65 @@ def test_no_seed_plus_one_and_no_fixed_seed_in_the_library():
                 continue
             found.add((path.name, code.strip()))
     assert found == allowed, found - allowed
+
+
+def test_streams_read_random_state_once_and_hand_out_streams_by_name():
+    """Issue 58: ``Streams`` reads ``random_state`` once (a Generator advances by one draw), its root is
+    derive_seed's, a name's seed does not move when other names are asked for, and the positional
+    names keep the values of ``derive_seeds`` (saved files and committed tables do not move)."""
+    from lvgp._random import Streams, derive_seed, derive_seeds
+
+    rng = np.random.default_rng(3)
+    copy = np.random.default_rng(3)
+    streams = Streams(rng, positions=("init", "draws", "split"))
+    copy.integers(2**31 - 1, size=3)
+    assert rng.bit_generator.state == copy.bit_generator.state  # one draw of three seeds, nothing after
+    assert streams.root == streams.seed("init") == derive_seeds(np.random.default_rng(3), 3)[0]
+    assert (streams.seed("draws"), streams.seed("split")) == tuple(derive_seeds(np.random.default_rng(3), 3)[1:])
+    plain = Streams(11)
+    assert plain.root == derive_seed(11)
+    first = plain.seed("a")
+    plain.seed("b"), plain.torch("c"), plain.numpy("d")
+    assert plain.seed("a") == first != plain.seed("b")
+    assert Streams.of_seed(plain.root).seed("a") == first  # a seed drawn before: the same children
+    a, b = plain.torch("a").initial_seed(), Streams(11).torch("a").initial_seed()
+    assert a == b == first
+    np.testing.assert_array_equal(plain.numpy("a").random(3), np.random.default_rng(first).random(3))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda rs: lvgp.LDKGPClassifier(
+            lvgp.LDKSpec(rho=0.1),
+            optimizer=lvgp.LBFGS(max_iter=3),
+            early_stopping=lvgp.EarlyStopping(validation_fraction=0.3, n_iter_no_change=2),
+            random_state=rs,
+        ),
+        lambda rs: lvgp.GPLVSMRegressor(
+            optimizer=lvgp.Adam(max_iter=4),
+            early_stopping=lvgp.EarlyStopping(validation_fraction=0.3, n_iter_no_change=2),
+            random_state=rs,
+        ),
+    ],
+    ids=["classifier, early stopping", "regressor, variational vectors, early stopping"],
+)
+def test_a_generator_as_random_state_is_read_once_at_fit(make):
+    """A fit with early stopping draws its validation split and its start from one ``Streams``: a
+    Generator given as ``random_state`` advances by one draw at ``fit`` and not at all at ``predict``,
+    and equal Generators give equal fits."""
+    texts, y = _texts()
+    labels = np.array(["a", "b", "c"] * (len(texts) // 3) + ["a"] * (len(texts) % 3))
+    target = labels if "Classifier" in type(make(None)).__name__ else y
+    rng = np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = make(rng).fit(texts, target)
+        state = rng.bit_generator.state
+        reference = np.random.default_rng(5)
+        reference.integers(2**31 - 1, size=3 if "Regressor" in type(est).__name__ else 1)
+        assert state == reference.bit_generator.state
+        first = est.predict(texts[:4])
+        assert rng.bit_generator.state == state
+        again = make(np.random.default_rng(5)).fit(texts, target).predict(texts[:4])
+    np.testing.assert_array_equal(first, again)

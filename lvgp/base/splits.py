@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
+from .._random import numpy_generator
+
 __all__ = ["stratified_folds", "dev_split", "early_stopping_split"]
 
 
@@ -71,5 +73,5 @@ def early_stopping_split(
             f"early_stopping.validation_fraction={fraction:g} holds out {n_val} of the {n} training documents, "
             f"leaving {n - n_val} to fit; at most {n - 2} can be held out (a fraction of at most {(n - 2) / n:.3g})"
         )
-    perm = np.random.default_rng(seed).permutation(n)
+    perm = numpy_generator(seed).permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])

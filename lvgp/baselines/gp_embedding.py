@@ -96,7 +96,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 
-from .._random import NUMERICS_SEED, child_seed, derive_seed, seeded_torch
+from .._random import NUMERICS_SEED, Streams, seeded_torch, torch_generator
 from ..base.constraints import RUNTIME, Boolean, Embeddings, Instance, Integer, Options, Real, check_params
 from ..base.device import check_device, state_to_cpu, to_host
 from ..base.embeddings import ppmi_svd_embeddings
@@ -515,8 +515,8 @@ class GPEmbeddingLogisticRegression(
         self.classes_, y_codes = check_labels(y, n)
         # random_state is read once, here: the fit's draws and the posterior draws of every later
         # predict_proba (which neither differ from call to call nor advance a Generator passed in)
-        seed = derive_seed(self.random_state)
-        self._prediction_seed = child_seed(seed, "predict_proba")
+        streams = Streams(self.random_state)
+        seed, self._prediction_seed = streams.root, streams.seed("predict_proba")
         start = time.perf_counter()
         if is_counts:
             counts, emb = self._fit_counts_input(X)
@@ -536,7 +536,7 @@ class GPEmbeddingLogisticRegression(
         self._x_device = None if device.type == "cpu" else _as_torch_sparse(x).to(device)
         if self.lengthscale is None:
             # the median heuristic on a fixed subsample: a statistic of the embeddings, not a random draw
-            sub = e[torch.randperm(len(e), generator=torch.Generator().manual_seed(NUMERICS_SEED))[:1000]]
+            sub = e[torch.randperm(len(e), generator=torch_generator(NUMERICS_SEED))[:1000]]
             lengthscale = float(torch.cdist(sub, sub).median().clamp_min(1e-6))
         else:
             lengthscale = float(self.lengthscale)
@@ -765,7 +765,9 @@ class GPEmbeddingLogisticRegression(
         (smallest) value, the grid is extended by factors of 10 (at most 3 times). With more
         features than documents they are projected on their row space first (the same
         predictions for an L2-penalized model, fewer features)."""
-        folds = stratified_folds(y, self.cv, 0)  # classes with a single document stay in training
+        # classes with a single document stay in training; the folds are fixed (NUMERICS_SEED): C is then
+        # a function of the data, as a grid search's over scikit-learn's unshuffled folds is
+        folds = stratified_folds(y, self.cv, NUMERICS_SEED)
         if not folds:
             warn(
                 f"too few documents per class to cross-validate C; using C={max(self.Cs)}", RuntimeWarning, stacklevel=3

@@ -54,6 +54,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._random import seeded_torch
 from ..base.device import check_device
 from ..base.embeddings import remember_table
 from ..base.progress import progress_bar
@@ -398,12 +399,8 @@ class SentenceEncoder:
         fields.update({k: int(v) if isinstance(v, np.integer) else v for k, v in (config or {}).items()})
         fields["vocab_size"] = len(vocab)
         fields.setdefault("max_position_embeddings", max_length)
-        generator_state = torch.random.get_rng_state()
-        try:
-            torch.manual_seed(seed)
+        with seeded_torch(seed):  # the caller's streams are left as they were
             model = transformers.BertModel(transformers.BertConfig(**fields), add_pooling_layer=False)
-        finally:
-            torch.random.set_rng_state(generator_state)
         digest = _digest_of_state(model, tokenizer)
         return cls(
             model, tokenizer, name=name, digest=digest, max_length=max_length, device=device, precision=precision

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._random import child_seed
+from .._random import Streams, numpy_generator
 from ..base.constraints import Integer, Real
 from ..base.metrics import log_loss
 from ..base.novelty import probability_novelty, variance_novelty
@@ -80,7 +80,7 @@ def bald(mean: np.ndarray, var: np.ndarray, n_samples: int = BALD_SAMPLES, seed:
     mean, var = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
     if mean.shape != var.shape or mean.ndim != 2:
         raise ValueError(f"mean and var must both be n x C; got {mean.shape} and {var.shape}")
-    eps = np.random.default_rng(seed).standard_normal((n_samples, 1, mean.shape[1]))
+    eps = numpy_generator(seed).standard_normal((n_samples, 1, mean.shape[1]))
     f = mean[None] + np.sqrt(np.clip(var, 0, None))[None] * eps  # S x n x C
     if f.shape[-1] == 1:
         f = np.concatenate([np.zeros_like(f), f], axis=-1)
@@ -202,7 +202,7 @@ class ActiveStudy(Study):
         """The pool, the first labelled texts and the test documents of one seed (module docstring)."""
         corpus = classification_corpus(self.dataset)
         texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
-        rng = np.random.default_rng(child_seed(self.seed, f"active split {split}"))
+        rng = Streams.of_seed(self.seed).numpy(f"active split {split}")
         if self.dataset in BUILTIN:
             test_texts, test_labels = list(corpus.test_texts), np.asarray(corpus.test_labels).astype(str)
             if self.test_size and self.test_size < len(test_labels):
@@ -269,8 +269,8 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     strategy = cell["method"]
     _, acquisition = STRATEGIES[strategy]
     split = study.split(cell["split"])
-    rng = np.random.default_rng(child_seed(study.seed, f"active random {cell['split']}"))
-    bald_seed = child_seed(study.seed, "bald draws")
+    rng = Streams.of_seed(study.seed).numpy(f"active random {cell['split']}")
+    bald_seed = Streams.of_seed(study.seed).seed("bald draws")
     labelled = list(split.start)
     unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
     curve: list[dict] = []

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._random import study_generator
 from ..base.constraints import Integer
 from ..base.fit_options import Adam, RMSprop
 from ..baselines.frequency import (
@@ -149,7 +150,7 @@ def prepare_split(study: CategoricalStudy, split: int):
     columns, values, dropped = load_table(study.dataset, study.drop_columns)
     table = CategoricalTable().fit(columns, values)
     codes = table.encode(values)
-    rng = np.random.default_rng([study.seed, split, 2015])
+    rng = study_generator(study.seed, "categorical split", split)
     if study.dataset == "xor":
         train = np.repeat(codes, 25, axis=0)
         partial = codes.copy()

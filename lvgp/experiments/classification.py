@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._random import study_generator
 from ..base.constraints import Integer, Real
 from ..base.fit_options import LBFGS
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins, reliability_curve
@@ -594,15 +595,17 @@ def _sample(study: ClassificationStudy, split: int, train_size: int):
     corpus = load_corpus(study.dataset, "classification")
     pool_texts, pool_labels = corpus.train_texts, corpus.train_labels
     if study.dataset in BUILTIN:
-        rng = np.random.default_rng([study.seed, split, train_size, 2018])
+        rng = study_generator(study.seed, "classification pool", split, train_size)
         return corpus, pool_texts, pool_labels, stratified_sample(pool_labels, train_size, rng), None
-    rng = np.random.default_rng([study.seed, split, 2018])
+    rng = study_generator(study.seed, "classification pool", split)
     order = rng.permutation(len(pool_labels))
     check_sizes(study, len(pool_labels))
     n_test = study.test_size or (len(pool_labels) - max(study.train_sizes))
     test, rest = order[:n_test], order[n_test:]
     train = rest[
-        stratified_sample(pool_labels[rest], train_size, np.random.default_rng([study.seed, split, train_size]))
+        stratified_sample(
+            pool_labels[rest], train_size, study_generator(study.seed, "classification sample", split, train_size)
+        )
     ]
     return corpus, pool_texts, pool_labels, train, test
 
@@ -616,7 +619,11 @@ def prepare(study: ClassificationStudy, split: int, train_size: int):
     else:
         x_test, y_test = [pool_texts[i] for i in test], pool_labels[test]
     if study.test_size and study.dataset in BUILTIN and study.test_size < len(y_test):
-        keep = np.sort(np.random.default_rng([study.seed, split]).choice(len(y_test), study.test_size, replace=False))
+        keep = np.sort(
+            study_generator(study.seed, "classification test subsample", split).choice(
+                len(y_test), study.test_size, replace=False
+            )
+        )
         x_test, y_test = [x_test[i] for i in keep], y_test[keep]
     return [pool_texts[i] for i in train], pool_labels[train], x_test, y_test
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .._random import study_generator
 from ..base.constraints import Integer, Real
 from ..base.fit_options import LBFGS
 from ..bow.vocabulary import Vocabulary
@@ -256,7 +257,7 @@ def load_pairs(path: str, source: str, target: str):
 def prepare(study: MatchingStudy, set_index: int):
     """The training, dev and test pairs of one set, and the test pairs' ids."""
     ids, src, tgt = load_pairs(study.pairs, study.source, study.target)
-    rng = np.random.default_rng([study.seed, set_index, 2016])
+    rng = study_generator(study.seed, "matching test sets", set_index)
     # a pair one of whose texts has no token at all (e.g. "will do nothing": stop words only)
     # is no bag of words on that side: it is not usable (the models raise on empty documents)
     tokenizer = Vocabulary()

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._random import child_seed
+from .._random import Streams
 from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.novelty import (
@@ -346,7 +346,7 @@ class OpenSetStudy(SizedCells, Study):
                 f"--unknown-classes {self.unknown_classes}: {self.dataset} has {len(candidates)} classes and at least 2 "
                 f"must stay known; pass at most {len(candidates) - 2}"
             )
-        rng = np.random.default_rng(child_seed(self.seed, f"open-set split {split}"))
+        rng = Streams.of_seed(self.seed).numpy(f"open-set split {split}")
         unknown = tuple(sorted(rng.choice(candidates, self.unknown_classes, replace=False).tolist()))
         known = tuple(c for c in candidates if c not in unknown)
         out_labels = set(unknown) | ({self.unknown_label} if self.unknown_label is not None else set())
@@ -371,9 +371,9 @@ class OpenSetStudy(SizedCells, Study):
         out = np.isin(test_labels, list(out_labels)) | np.isin(test_labels, unseen)
         if self.test_size and self.test_size < len(test_labels):
             keep = np.sort(
-                np.random.default_rng(child_seed(self.seed, f"open-set test {split}")).choice(
-                    len(test_labels), self.test_size, replace=False
-                )
+                Streams.of_seed(self.seed)
+                .numpy(f"open-set test {split}")
+                .choice(len(test_labels), self.test_size, replace=False)
             )
             test_texts, test_labels, out = [test_texts[i] for i in keep], test_labels[keep], out[keep]
         if out.all() or not out.any():

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._random import study_generator
 from ..base.constraints import Integer
 from ..base.fit_options import LBFGS, Adam, EarlyStopping, MiniBatch
 from ..base.metrics import gaussian_nlpd, regression_calibration
@@ -420,7 +421,7 @@ def prepare_split(study: RegressionStudy, split: int) -> SplitData:
     n = len(corpus)
     check_sizes(study, n)
     # splits are a function of (seed, split) only, whatever else the study holds
-    perm = np.random.default_rng([study.seed, split, 20150125]).permutation(n)
+    perm = study_generator(study.seed, "regression split", split).permutation(n)
     tr = perm[: study.train_size]
     dv = perm[study.train_size : study.train_size + study.dev_size]
     rest = perm[study.train_size + study.dev_size :]

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._random import cell_random_state
 from ..base.device import check_device
 from ..base.fitting import interrupts_raise
 from ..base.progress import progress_bar
@@ -296,7 +297,7 @@ class Study:
 
     def cell_seed(self, cell: dict) -> int:
         """The seed of a cell's estimator: a function of the study's seed and the cell's split."""
-        return 1000 * self.seed + cell["split"]
+        return cell_random_state(self.seed, cell["split"])
 
     # ------------------------------------------------------------------ the steps
     @property

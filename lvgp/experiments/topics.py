@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._random import study_generator
 from ..base.constraints import Integer
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, register_method, register_study
@@ -120,11 +121,11 @@ def prepare_fold(study: TopicStudy, fold: int):
     if study.documents is not None:
         if study.documents > n:
             raise ValueError(f"--documents must be at most the {n} documents of {study.dataset}; got {study.documents}")
-        rows = np.sort(np.random.default_rng([study.seed, 20070102]).choice(n, study.documents, replace=False))
+        rows = np.sort(study_generator(study.seed, "topic documents").choice(n, study.documents, replace=False))
         n = len(rows)
     if study.folds < 2 or study.folds > n:
         raise ValueError(f"--folds must be between 2 and the number of documents ({n}); got {study.folds}")
-    assignment = np.random.default_rng([study.seed, 20070101]).permutation(n) % study.folds
+    assignment = study_generator(study.seed, "topic folds").permutation(n) % study.folds
     test = rows[np.flatnonzero(assignment == fold)]
     train = rows[np.flatnonzero(assignment != fold)]
     texts = corpus.texts

@@ -30,6 +30,7 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from .._random import torch_generator
 from .._typing import TensorLike
 from ..bow.padded import COMPACT_IDS, document_frequencies
 from ..bow.weighting import Frequencies
@@ -89,7 +90,7 @@ class RandomFeatureLDK(LatentDistributionKernel):
             raise ValueError(f"num_features must be a positive integer; got {num_features!r}")
         self.features, self.num_features, self.jitter = features, num_features, jitter
         num_words, latent_dim = self.word_vectors.num_words, self.latent_dim
-        g = torch.Generator().manual_seed(feature_seed)
+        g = torch_generator(feature_seed)
         dtype = self.word_vectors.dtype
         if features == "rff":
             self.register_buffer("rff_weights", torch.randn(latent_dim, num_features, generator=g, dtype=dtype))

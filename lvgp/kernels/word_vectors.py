@@ -42,6 +42,7 @@ from gpytorch.mlls import AddedLossTerm
 from gpytorch.priors import NormalPrior
 from torch import Tensor, nn
 
+from .._random import torch_generator
 from .._typing import TensorLike
 from ..base.shapes import broadcast_shapes
 from ..base.validation import check_number
@@ -113,7 +114,7 @@ class WordVectors(BatchedTensorsMixin, gpytorch.Module):
         self.latent_dim = int(latent_dim)
         self.batch_shape = torch.Size(batch_shape)
         shape = torch.Size([*self.batch_shape, num_words, latent_dim])
-        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        generator = torch_generator(seed) if seed is not None else None
         self.register_parameter("raw_latent", nn.Parameter(torch.zeros(shape)))
         self._extra: Tensor | None = None
         self._unbatched = ("word_features",)  # shared by the batch members

@@ -20,7 +20,7 @@ from gpytorch.utils.warnings import GPInputWarning
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import derive_seeds
+from .._random import Streams, torch_generator
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
 _PREDICT_BLOCK = 2048
+#: the streams of a fit, drawn by position from ``random_state`` before they had names (their values
+#: kept): the initialization, the Monte Carlo predictions' draws, the validation split
+_FIT_STREAMS = ("initialization", "predictive draws", "validation split")
 
 
 class ExactGPRegressorBase(
@@ -176,7 +179,8 @@ class ExactGPRegressorBase(
         if self._encoder.kind == "counts":
             self.n_features_in_ = self.num_words_
         # the initialization's seed, the Monte Carlo predictions' (variational models), the validation split's
-        seed, self._sample_seed, split_seed = derive_seeds(self.random_state, 3)
+        streams = Streams(self.random_state, positions=_FIT_STREAMS)
+        seed, self._sample_seed, split_seed = (streams.seed(name) for name in _FIT_STREAMS)
 
         x_val: torch.Tensor | None = None
         y_val_arr: np.ndarray | None = None
@@ -422,7 +426,7 @@ class ExactGPRegressorBase(
         first = torch.zeros(shape, dtype=torch.float64, device=device)
         second = torch.zeros(shape, dtype=torch.float64, device=device)
         variance = torch.zeros(shape, dtype=torch.float64, device=device)
-        generator = torch.Generator().manual_seed(self._sample_seed) if samples > 1 else None
+        generator = torch_generator(self._sample_seed) if samples > 1 else None
         with (
             torch.no_grad(),
             exact_numerics(),

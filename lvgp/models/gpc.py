@@ -58,7 +58,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import NUMERICS_SEED, child_seed, derive_seed, seeded_torch
+from .._random import NUMERICS_SEED, Streams, child_seed, seeded_torch, torch_generator
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_dense_memory, check_device, state_to_cpu, to_host
@@ -232,7 +232,7 @@ def expected_softmax(
     documents.)"""
     # drawn on the CPU (the same draws on every device), then moved
     if class_seeds is None:
-        generator = torch.Generator().manual_seed(NUMERICS_SEED)
+        generator = torch_generator(NUMERICS_SEED)
         eps = torch.randn(n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=generator)
     else:
         if len(class_seeds) != mean.shape[-1]:
@@ -532,6 +532,7 @@ class LDKGPClassifier(
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
+        self._streams = Streams(self.random_state)  # random_state is read once a fit
         start = time.perf_counter()
         self._encode_clock = 0.0
         stopping = self._early_stopping_options()
@@ -648,7 +649,7 @@ class LDKGPClassifier(
         n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split
         _, codes = check_labels(y, n)
         stopping = self._stopping()
-        train, dev = early_stopping_split(n, float(stopping.validation_fraction), derive_seed(self.random_state), codes)
+        train, dev = early_stopping_split(n, float(stopping.validation_fraction), self._fit_streams().root, codes)
         if not len(dev):
             warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
@@ -690,6 +691,7 @@ class LDKGPClassifier(
         if not len(dev):
             return None, []
         probe = clone(self).set_params(verbose=False)  # _fit on the parts: early stopping's patience, no hold-out
+        probe._streams = self._fit_streams()
         if num_words is not None:
             probe.set_params(num_words=num_words)  # the held-out part may hold the largest id
         labels = np.asarray(y)
@@ -725,7 +727,7 @@ class LDKGPClassifier(
         self._train = (x, codes)  # what save() writes: the model is rebuilt from them on load
         if self.inference == "variational" and process_group()[1] > 1:
             check_same_model(self.random_state, "LDKGPClassifier")
-        seed = derive_seed(self.random_state)
+        seed = self._fit_streams().root
         self.device_ = check_device(self.device)
         if self.inference != "variational":  # dense n x n covariances and factors, and their gradients
             shared = self.inference == "dirichlet" and self.class_hyperparameters == "shared"
@@ -756,6 +758,12 @@ class LDKGPClassifier(
             self._warn_if_laplace_flattens(self.model_)
         self.model_.eval()
         self.likelihood_.eval()
+
+    def _fit_streams(self) -> Streams:
+        """The fit's random streams: made once by :meth:`fit`, shared with its early-stopping probe (a
+        part fitted on its own makes its own)."""
+        streams = getattr(self, "_streams", None)
+        return streams if streams is not None else Streams(self.random_state)
 
     def _validation_loss(self, X_dev: Documents, y_dev: np.ndarray) -> Callable[[], float]:
         """Mean negative log predictive probability of the true class on ``(X_dev, y_dev)``
@@ -983,7 +991,7 @@ class LDKGPClassifier(
         ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
         adam = torch.optim.Adam(others, lr=float(optimizer.lr))
         batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
-        g = torch.Generator().manual_seed(seed)
+        g = torch_generator(seed)
         self.model_.train()
         self.likelihood_.train()
 
@@ -1127,7 +1135,7 @@ class LDKGPClassifier(
         est.class_prior_ = np.bincount(codes, minlength=len(est.classes_)) / len(codes)
         est._train = (x, codes)
         est.device_ = check_device(est.device)
-        seed = derive_seed(est.random_state)
+        seed = Streams(est.random_state).root  # the build's start, overwritten by the saved state
         est._parts = None if payload["fit"].get("parts") is None else tuple(payload["fit"]["parts"])
         with default_dtype(torch.float64):
             if est.inference == "dirichlet":

@@ -47,6 +47,7 @@ from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.means import ConstantMean
 from torch import Tensor
 
+from .._random import torch_generator
 from ..bow.padded import pad_to_common_width
 
 __all__ = [
@@ -231,7 +232,7 @@ def class_draws(n_samples: int, class_seeds: list[int], dtype: torch.dtype) -> T
     """``n_samples x C`` standard normal draws, column ``c`` from the stream ``class_seeds[c]`` (one
     per class label): the fixed Monte Carlo nodes of the classifiers' expected softmax, which a class
     keeps wherever its label sorts. Drawn on the CPU (the same on every device)."""
-    columns = [torch.randn(n_samples, dtype=dtype, generator=torch.Generator().manual_seed(s)) for s in class_seeds]
+    columns = [torch.randn(n_samples, dtype=dtype, generator=torch_generator(s)) for s in class_seeds]
     return torch.stack(columns, dim=-1)
 
 

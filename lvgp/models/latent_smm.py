@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import NUMERICS_SEED, derive_seed
+from .._random import NUMERICS_SEED, Streams
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -367,7 +367,7 @@ class LatentSMMClassifier(
         )
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
         self.classes_, self._y = check_labels(y, x.shape[0])
-        seed = derive_seed(self.random_state)
+        seed = Streams(self.random_state).root
         if spec.init_scale is not None:
             scale = float(spec.init_scale)
         else:

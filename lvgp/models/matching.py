@@ -63,7 +63,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from .._random import NUMERICS_SEED, derive_seed
+from .._random import NUMERICS_SEED, Streams, torch_generator
 from .._typing import EmbeddingsSpec
 from ..base.constraints import RUNTIME, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
@@ -495,7 +495,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         # bag-of-words Gram) of the tensors it is evaluated on, and padding at every evaluation
         # would hand it new tensors each time
         xs, xt = pad_to_common_width(xs, xt)
-        seed = derive_seed(self.random_state)
+        seed = Streams(self.random_state).root
         # with a fixed gamma, fit in z = sqrt(gamma) x at gamma 1 and prior rho / gamma (map back below)
         rho, gamma = float(spec.rho or 0.0), float(spec.gamma)
         fit_gamma, fit_rho = collapsed_bandwidth("rbf", rho, gamma, spec.learn_gamma)
@@ -572,7 +572,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         :func:`~lvgp.base.fitting.fit_stochastic`: the plateau rule on the epochs' mean losses
         (the optimizer's ``convergence_window`` and ``tol``), early stopping on the validation pairs
         (``n_iter_no_change`` epochs), keeping the best epoch's parameters."""
-        g = torch.Generator().manual_seed(seed)
+        g = torch_generator(seed)
         batch = int(optimizer.batch_size)
         batches = max(1, n // batch)
         opt = torch.optim.Adam(params, lr=float(optimizer.lr))

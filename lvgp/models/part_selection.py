@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import torch
 from gpytorch.kernels import Kernel
 
+from .._random import torch_generator
 from ..kernels.composition import count_hyperparameters, occam_score, part_names, part_subsets, restrict_to_parts
 from ..kernels.spec import variational_word_vectors, word_vector_modules
 from ..kernels.word_vectors import VariationalWordVectors
@@ -164,7 +165,7 @@ def fixed_draws(modules: list, seed: int) -> Iterator[None]:
     saved = [m.sample_generator for m in modules]
     try:
         for m in modules:
-            m.sample_generator = torch.Generator().manual_seed(seed)
+            m.sample_generator = torch_generator(seed)
         yield
     finally:
         for m, g in zip(modules, saved, strict=True):

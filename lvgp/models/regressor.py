@@ -9,7 +9,7 @@ import torch
 from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import child_seed
+from .._random import Streams
 from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
@@ -259,7 +259,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
                 "the kernel's word vectors are variational (a Monte Carlo objective): use optimizer=lvgp.Adam(...)"
             )
         for vectors in variational:
-            vectors.sample_generator = torch.Generator().manual_seed(child_seed(seed, "word-vector-draws"))
+            vectors.sample_generator = Streams.of_seed(seed).torch("word-vector-draws")
         return model
 
     def _default_optimizer_kind(self) -> type[FitOptions]:

@@ -45,7 +45,7 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import derive_seed, derive_seeds, seeded_torch
+from .._random import NUMERICS_SEED, Streams, numpy_generator, seeded_torch, torch_generator
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Integer, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
@@ -146,6 +146,11 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
 #: take longer than the fit (benchmarks/large_n.py)
 _KMEANS_POOL = 10_000
 
+#: the streams of the fit's seed beside the batches' order (the root's), drawn by position before
+#: they had names (their values kept): the variational word vectors' draws (one a step), the
+#: predictions' draws
+_STEP_STREAMS = (None, "word-vector draws", "predictive draws")
+
 
 def step_approximation(
     spec: LDKSpec, x: torch.Tensor, inducing: torch.Tensor, batch_size: int | None, seed: int
@@ -162,7 +167,7 @@ def step_approximation(
     if spec.approximation != "auto":
         return spec.approximation
     n = x.shape[0]
-    generator = torch.Generator().manual_seed(int(seed))
+    generator = torch_generator(seed)
     rows = torch.randperm(n, generator=generator)[: n if batch_size is None else min(batch_size, n)].to(x.device)
     return spec.approximation_for(torch.cat(pad_to_common_width(inducing, documents_at(x, rows))))
 
@@ -176,11 +181,11 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     if m >= n:
         return np.arange(n)
     if method == "random":
-        return np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
+        return np.sort(numpy_generator(seed).choice(n, m, replace=False))
     if method != "kmeans++":
         raise ValueError(f"inducing must be 'kmeans++' or 'random'; got {method!r}")
     pool_size = max(_KMEANS_POOL, 20 * m)
-    pool = np.arange(n) if n <= pool_size else np.sort(np.random.default_rng(seed).choice(n, pool_size, replace=False))
+    pool = np.arange(n) if n <= pool_size else np.sort(numpy_generator(seed).choice(n, pool_size, replace=False))
     features = normalize(padded_to_counts(x[torch.from_numpy(pool)], num_words).astype(np.float64))
     _, chosen = kmeans_plusplus(_RowsFromCSR(features), m, random_state=seed)
     return np.sort(pool[chosen])
@@ -410,8 +415,8 @@ class SparseGPLVSMRegressor(
             raise ValueError("SparseGPLVSMRegressor takes one target per document (y of shape n)")
         self.y_mean_, self.y_std_ = (float(v) for v in standardization(y))
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
-        seed = derive_seed(self.random_state)
-        self._predict_seed = derive_seeds(seed, 3)[2]
+        seed = Streams(self.random_state).root
+        self._predict_seed = Streams.of_seed(seed, positions=_STEP_STREAMS).seed("predictive draws")
         rank, world_size = process_group()
         start = time.perf_counter()
         if self.distributed:
@@ -475,8 +480,9 @@ class SparseGPLVSMRegressor(
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
         optimizer = self._optimizer_options()
         opt = torch.optim.Adam(params, lr=float(optimizer.lr))
-        g = torch.Generator().manual_seed(seed)
-        samples = torch.Generator().manual_seed(derive_seeds(seed, 2)[1])  # the word vectors' draws, one a step
+        streams = Streams.of_seed(seed, positions=_STEP_STREAMS)
+        g = torch_generator(streams.root)  # the batches' order
+        samples = streams.torch("word-vector draws")  # the word vectors' draws, one a step
 
         def objective(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
             """Minus the ELBO per datum of a batch (one draw of variational word vectors for every kernel
@@ -630,7 +636,7 @@ class SparseGPLVSMRegressor(
         est.y_mean_, est.y_std_ = float(payload["y_mean"]), float(payload["y_std"])
         est._predict_seed = int(payload.get("predict_seed", 0))
         est.device_ = check_device(est.device)
-        with seeded_torch(0):  # the variational mean's initial jitter, overwritten by the state
+        with seeded_torch(NUMERICS_SEED):  # the variational mean's initial jitter, overwritten by the state
             est._build(
                 inducing,
                 0,
@@ -676,7 +682,7 @@ class SparseGPLVSMRegressor(
         variational = variational_word_vectors(self.model_.covar_module)
         draws = int(self.predict_samples) if variational else 1
         # draws from a generator seeded at fit time: predictions are a function of the fitted model
-        generator = torch.Generator().manual_seed(self._predict_seed) if variational else None
+        generator = torch_generator(self._predict_seed) if variational else None
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]

@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ..._random import child_seed, derive_seeds, rng_of
+from ..._random import NUMERICS_SEED, Streams, numpy_generator, torch_generator
 from ...base.constraints import RUNTIME, Boolean, Integer, Options, Real, check_params
 from ...base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
 from ...base.fit_options import Adam, FitOptionsArgument, FitOptionsMixin, RMSprop
@@ -335,17 +335,22 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         self.cardinalities_ = list(cardinalities)
         self.device_ = check_device(self.device)
         start = time.perf_counter()  # fit_seconds_ includes the dev fits of latent_scale="auto"
+        # random_state is read once: the restarts' starts and the predictions' draws, by position as
+        # before they had names (their values kept); the dev split of latent_scale="auto" from the root
+        restarts = tuple(f"restart {i}" for i in range(self.restarts))
+        streams = Streams(self.random_state, positions=(*restarts, "predictive draws"))
         if self.latent_scale == "auto":
-            self.latent_scale_, self.latent_scale_dev_perplexity_ = self._select_latent_scale(codes)
+            self.latent_scale_, self.latent_scale_dev_perplexity_ = self._select_latent_scale(
+                codes, numpy_generator(streams.root)
+            )
         else:
             self.latent_scale_, self.latent_scale_dev_perplexity_ = self.latent_scale, {}
-        seeds = derive_seeds(self.random_state, self.restarts + 1)
-        self._predict_seed = seeds[-1]
+        self._predict_seed = streams.seed("predictive draws")
         best = None
         self.restart_elbos_ = []
         with self._local_params():
-            for seed in seeds[:-1]:
-                run = self._fit_once(codes, observed, int(seed))
+            for name in restarts:
+                run = self._fit_once(codes, observed, streams.seed(name))
                 self.restart_elbos_.append(run["final_elbo"])
                 if best is None or run["final_elbo"] > best["final_elbo"]:
                     best = run
@@ -393,7 +398,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
             self.latent_dim,
             self.num_inducing,
             self.covariance,
-            seed=0,  # the initial values, overwritten by the saved state
+            seed=NUMERICS_SEED,  # the initial values, overwritten by the saved state
             lengthscale_init=self.lengthscale_init,
             jitter=_JITTER[self.dtype],
         ).to(FLOAT_DTYPES[self.dtype])
@@ -407,11 +412,10 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         """The rule for q(x)'s scales in use: the fitted choice once ``fit`` has made it."""
         return getattr(self, "latent_scale_", self.latent_scale)
 
-    def _select_latent_scale(self, codes: np.ndarray) -> tuple[str, dict[str, float]]:
+    def _select_latent_scale(self, codes: np.ndarray, rng: np.random.Generator) -> tuple[str, dict[str, float]]:
         """``latent_scale="auto"``: fit each rule on 80% of the rows and impute each observed value
         of the other 20% (rows with at least two observed values) from the rest of its row; the
         lower dev perplexity wins, ``"joint"`` on a tie or when fewer than 5 rows can be held out."""
-        rng = rng_of(self.random_state)
         usable = np.flatnonzero((codes >= 0).sum(1) >= 2)  # rows with a value to impute from another
         n_dev = int(round(0.2 * len(usable)))
         if n_dev < 5:
@@ -455,13 +459,13 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
             with torch.no_grad():
                 model.x_loc = torch.from_numpy(self._pca.transform(codes)).to(model.x_loc.dtype)
                 if self.covariance == "rbf":  # inducing inputs on a random subset of the latent means
-                    rows = np.random.default_rng(seed).choice(
+                    rows = numpy_generator(seed).choice(
                         len(codes), self.num_inducing, replace=len(codes) < self.num_inducing
                     )
                     model.inducing = torch.from_numpy(self._pca.transform(codes[rows])).to(model.x_loc.dtype)
         model = model.to(device)
         y, mask = torch.from_numpy(codes).to(device), torch.from_numpy(observed).to(device)
-        generator = torch.Generator(device=device).manual_seed(seed)
+        generator = torch_generator(seed, device)
         n_obs = float(observed.sum())
         budget = int(self._optimizer_options().max_iter)
         curve, rule = self._optimize(
@@ -499,7 +503,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
             (len(codes), self.latent_dim), math.log(0.1), dtype=dtype, device=device, requires_grad=True
         )
         y, mask = torch.from_numpy(codes).to(device), torch.from_numpy(codes >= 0).to(device)
-        generator = torch.Generator(device=device).manual_seed(self._predict_seed)
+        generator = torch_generator(self._predict_seed, device)
         frozen = [p for p in model.parameters() if p.requires_grad]
         for p in frozen:
             p.requires_grad_(False)
@@ -534,7 +538,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         """Per column, ``n x K_d`` predictive probabilities of each row's values given its
         observed entries (a pure function of the fitted model and ``codes``)."""
         loc, scale = self.infer_rows(codes)
-        g = torch.Generator(device=loc.device).manual_seed(child_seed(self._predict_seed, "predictive draws"))
+        g = Streams.of_seed(self._predict_seed).torch("predictive draws", loc.device)
         with self._local_params():
             probs = self.model_.predictive_probabilities(
                 loc, scale, self.predict_samples, generator=g, shared_noise=True

@@ -56,6 +56,7 @@ import torch
 from pyro.nn import PyroModule, pyro_method
 from torch import Tensor
 
+from ..._random import torch_generator
 from ...base.pyro import pyro_param
 from ...kernels.latent_distribution import rbf_gram
 
@@ -102,7 +103,7 @@ class CategoricalLatentGP(PyroModule):
         super().__init__()
         if covariance not in COVARIANCES:
             raise ValueError(f"covariance must be one of {COVARIANCES}; got {covariance!r}")
-        g = torch.Generator().manual_seed(seed) if seed is not None else None
+        g = torch_generator(seed) if seed is not None else None
         Q, M = latent_dim, num_inducing
         self.cardinalities = [int(k) for k in cardinalities]
         self.covariance = covariance

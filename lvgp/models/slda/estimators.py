@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_is_fitted
 
-from ..._random import NUMERICS_SEED, derive_seed, rng_of, seeded_torch
+from ..._random import NUMERICS_SEED, Streams, numpy_generator, rng_of, seeded_torch
 from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.device import check_device, state_to_cpu, to_host
@@ -191,11 +191,11 @@ class _SVITopicModel(FitOptionsMixin, _TopicModelBase):
             self._run_svi(x, y, n_classes)
 
     def _run_svi(self, x: np.ndarray, y: torch.Tensor, n_classes: int | None) -> None:
-        seed = derive_seed(self.random_state)
+        seed = Streams(self.random_state).root
         # pyro samples from torch's global generator: seed it inside a forked scope, so fits are
         # reproducible and the caller's random streams (torch, numpy, random) are left as they were
         with seeded_torch(seed):
-            self._svi_epochs(x, y, n_classes, np.random.default_rng(seed))
+            self._svi_epochs(x, y, n_classes, numpy_generator(seed))
 
     def _svi_epochs(
         self, x: np.ndarray, y: torch.Tensor, n_classes: int | None, order_rng: np.random.Generator
