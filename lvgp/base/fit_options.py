@@ -264,7 +264,39 @@ _FLAT_OPTIMIZER_FIELDS = (
 _FLAT_EARLY_STOPPING_FIELDS = ("validation_fraction", "n_iter_no_change", "validation_interval")
 
 
-class FitOptionsMixin:
+class FrozenParamsMixin:
+    """``set_params`` of an estimator whose parameters hold frozen objects (fit options, an
+    :class:`~lvgp.kernels.LDKSpec`): ``set_params(<param>__<field>=value)`` replaces the object by a
+    copy with that field changed (scikit-learn would set the field in place, which a frozen object
+    refuses), so that ``GridSearchCV`` grids over its fields work. A mixin declares a parameter
+    frozen by a method ``_replaced_<param>(fields) -> object``; the rest goes to scikit-learn's
+    ``set_params``. The one ``set_params`` of lvgp's estimators: the mixins that add frozen
+    parameters (:class:`FitOptionsMixin`, ``lvgp.models.mixins.KernelParamsMixin``) give the
+    replacement, not another ``set_params``, so their order in a class's bases does not matter."""
+
+    get_params: Callable[..., dict]
+
+    def set_params(self, **params: Any) -> Any:
+        """Set parameters (scikit-learn's protocol) and return the estimator: ``<param>__<field>`` of a
+        frozen parameter sets that field (a new object replaces the frozen one)."""
+        nested: dict[str, dict[str, Any]] = {}
+        rest: dict[str, Any] = {}
+        for key, value in params.items():
+            head, sep, field = key.partition("__")
+            if sep and hasattr(self, f"_replaced_{head}"):
+                nested.setdefault(head, {})[field] = value
+            else:
+                rest[key] = value
+        if rest:
+            super().set_params(**rest)  # type: ignore[misc]  # BaseEstimator's
+        for head, fields in nested.items():
+            if head not in self.get_params(deep=False):
+                raise ValueError(f"{head}__{next(iter(fields))}: {type(self).__name__} has no {head} parameter")
+            setattr(self, head, getattr(self, f"_replaced_{head}")(fields))
+        return self
+
+
+class FitOptionsMixin(FrozenParamsMixin):
     """``optimizer=`` and ``early_stopping=`` of an estimator (:mod:`lvgp.base.fit_options`): a field
     left ``None`` is the estimator's default (:attr:`_optimizer_defaults`, one per kind of optimizer it
     takes, and :attr:`_early_stopping_default`); ``set_params(optimizer__lr=...)`` replaces the frozen
@@ -285,35 +317,22 @@ class FitOptionsMixin:
     early_stopping: Any
     get_params: Callable[..., dict]
 
-    def set_params(self, **params: Any) -> Any:
-        """Set parameters (scikit-learn's protocol) and return the estimator: ``optimizer__<field>`` and
-        ``early_stopping__<field>`` set a field of the fit-option object (a new object replaces the
-        frozen one; with ``optimizer=None``, one of the default kind)."""
-        nested: dict[str, dict[str, Any]] = {}
-        rest: dict[str, Any] = {}
-        for key, value in params.items():
-            head, sep, field = key.partition("__")
-            if sep and head in ("optimizer", "early_stopping"):
-                nested.setdefault(head, {})[field] = value
-            else:
-                rest[key] = value
-        if rest:
-            super().set_params(**rest)  # type: ignore[misc]  # the next set_params: kernel__*, BaseEstimator's
-        for head, fields in nested.items():
-            if head not in self.get_params(deep=False):
-                raise ValueError(f"{head}__{next(iter(fields))}: {type(self).__name__} has no {head} parameter")
-            current = getattr(self, head)
-            if head == "optimizer" and current is None:
-                current = self._default_optimizer_kind()()
-            elif head == "early_stopping" and current is True:
-                current = EarlyStopping()
-            elif not isinstance(current, FitOptions):
-                raise ValueError(
-                    f"{head}__{next(iter(fields))}: early stopping is off (early_stopping={current!r}); pass "
-                    "early_stopping=lvgp.EarlyStopping(...) to set its fields"
-                )
-            setattr(self, head, current.replace(**fields))
-        return self
+    def _replaced_optimizer(self, fields: dict[str, Any]) -> FitOptions:
+        """``optimizer__<field>=``: the optimizer with ``fields`` changed (with ``optimizer=None``, one
+        of the default kind)."""
+        current = self.optimizer if self.optimizer is not None else self._default_optimizer_kind()()
+        return current.replace(**fields)
+
+    def _replaced_early_stopping(self, fields: dict[str, Any]) -> FitOptions:
+        """``early_stopping__<field>=``: the early stopping with ``fields`` changed (``True``: the
+        default's); refused while early stopping is off."""
+        current = EarlyStopping() if self.early_stopping is True else self.early_stopping
+        if not isinstance(current, FitOptions):
+            raise ValueError(
+                f"early_stopping__{next(iter(fields))}: early stopping is off (early_stopping={current!r}); pass "
+                "early_stopping=lvgp.EarlyStopping(...) to set its fields"
+            )
+        return current.replace(**fields)
 
     def _check_fit_options(self) -> None:
         """The fit options as this estimator takes them (a kind it takes, no field it has no use for),

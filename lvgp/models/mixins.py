@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._typing import Documents
 from ..base.embeddings import spec_from_plain, spec_to_plain
-from ..base.fit_options import FIT_OPTIONS_FORMAT, FitOptions
+from ..base.fit_options import FIT_OPTIONS_FORMAT, FitOptions, FrozenParamsMixin
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import SentenceEncoder, check_texts, resolve_encoder
 from ..kernels.packed import pack_documents
@@ -133,7 +133,7 @@ def saved_approximation(state_dict: dict) -> str:
     return "exact"
 
 
-class KernelParamsMixin:
+class KernelParamsMixin(FrozenParamsMixin):
     """``kernel=`` of an LDK estimator (an :class:`~lvgp.kernels.LDKSpec`, a gpytorch ``Kernel`` or a
     factory): ``set_params(kernel__rho=...)`` replaces the frozen spec (scikit-learn would set the
     field in place), so that ``GridSearchCV`` grids over the spec's fields work; and the kernel's
@@ -144,23 +144,16 @@ class KernelParamsMixin:
     #: the fields of the spec ``kernel=None`` stands for (``LDKSpec(**_default_kernel)``)
     _default_kernel: dict[str, Any] = {}
 
-    def set_params(self, **params: Any) -> Any:
-        """Set parameters (scikit-learn's protocol) and return the estimator: ``kernel__<field>`` sets a
-        field of the kernel's :class:`~lvgp.kernels.LDKSpec` (a new spec replaces the frozen one; with
-        ``kernel=None``, the estimator's default spec)."""
-        nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("kernel__")}
-        rest = {k: v for k, v in params.items() if not k.startswith("kernel__")}
-        if rest:
-            super().set_params(**rest)  # type: ignore[misc]  # BaseEstimator's
-        if nested:
-            spec = self._spec
-            if spec is None:
-                raise ValueError(
-                    f"kernel__{next(iter(nested))}: kernel__* parameters set fields of an LDKSpec; this estimator's "
-                    f"kernel is a {type(self.kernel).__name__}"
-                )
-            self.kernel = spec.replace(**nested)
-        return self
+    def _replaced_kernel(self, fields: dict[str, Any]) -> Any:
+        """``kernel__<field>=``: the kernel's :class:`~lvgp.kernels.LDKSpec` with ``fields`` changed (with
+        ``kernel=None``, the estimator's default spec); refused for a user kernel."""
+        spec = self._spec
+        if spec is None:
+            raise ValueError(
+                f"kernel__{next(iter(fields))}: kernel__* parameters set fields of an LDKSpec; this estimator's "
+                f"kernel is a {type(self.kernel).__name__}"
+            )
+        return spec.replace(**fields)
 
     @property
     def _spec(self) -> Any:
