@@ -44,7 +44,7 @@ try:  # today's CLGP takes its optimizer as an object
     fit = {"optimizer": Adam(max_iter=args["max_iter"], lr=0.05)}
 except ImportError:  # the code before lvgp.Adam took the settings as arguments
     fit = {"optimizer": "adam", "lr": 0.05, "max_iter": args["max_iter"]}
-model = CLGP(latent_dim=2, num_inducing=50, samples=5, predict_samples=args["predict_samples"],
+model = CLGP(latent_dim=2, num_inducing=50, elbo_samples=5, predict_samples=args["predict_samples"],
              impute_iter=args["impute_iter"], random_state=0, **fit, **extra)
 start = time.perf_counter()
 model.fit(data["train"], [int(k) for k in data["cardinalities"]])

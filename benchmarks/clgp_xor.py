@@ -39,9 +39,9 @@ from lvgp.models.clgp import CLGP
 STUDY = dict(optimizer="adam", lr=0.05, max_iter=1000, latent_scale="joint")
 SETTINGS = {
     "paper": {**STUDY, "latent_scale": "paper"},
-    "paper-20-samples": {**STUDY, "latent_scale": "paper", "samples": 20},
+    "paper-20-samples": {**STUDY, "latent_scale": "paper", "elbo_samples": 20},
     "study": STUDY,
-    "20-samples": {**STUDY, "samples": 20},
+    "20-samples": {**STUDY, "elbo_samples": 20},
     "3000-iterations": {**STUDY, "max_iter": 3000, "tol": 0},
     "kl-warmup-0.9": {**STUDY, "max_iter": 3000, "kl_warmup": 0.9, "tol": 0},
     "rmsprop": {**STUDY, "optimizer": "rmsprop", "lr": 0.01, "max_iter": 3000, "tol": 0},
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|")
     for name in names:
         for seed in seeds:
-            kw = {"latent_dim": 2, "num_inducing": 50, "samples": 5, "random_state": seed, **SETTINGS[name]}
+            kw = {"latent_dim": 2, "num_inducing": 50, "elbo_samples": 5, "random_state": seed, **SETTINGS[name]}
             if args.quick:
                 kw.update(max_iter=30, impute_iter=20, predict_samples=20)
             model = build(kw)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from _profile import profiled
 
-from lvgp import MiniBatch, Vocabulary
+from lvgp import EM, MiniBatch, Vocabulary
 from lvgp.baselines.linear import DevTunedLinearRegression
 from lvgp.datasets import load_review_snippets
 from lvgp.models.slda import SLDARegressor
@@ -91,12 +91,10 @@ def main(argv=None) -> int:
             vocabulary=vocab,
             random_state=0,
             em_eta_scale=eta_scale,
-            # each inference takes its own budget (the EM's em_max_iter; an optimizer is the SVI's only)
-            **(
-                {"em_max_iter": 10 if args.quick else 100}
-                if inference == "em"
-                else {"optimizer": MiniBatch(max_epochs=5 if args.quick else 300)}
-            ),
+            # each inference takes its own kind of optimizer (EM iterations, SVI epochs)
+            optimizer=EM(max_iter=10 if args.quick else 100)
+            if inference == "em"
+            else MiniBatch(max_epochs=5 if args.quick else 300),
         )
         start = time.perf_counter()
         with warnings.catch_warnings():

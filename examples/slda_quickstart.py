@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from lvgp import MiniBatch, SLDAClassifier, SLDARegressor
+from lvgp import EM, MiniBatch, SLDAClassifier, SLDARegressor
 from lvgp.datasets import load_review_snippets, make_slda_corpus
 from lvgp.models.slda import LDARegression
 
@@ -55,12 +55,12 @@ def main(argv=None):
     print(f"{len(train)} training / {len(test)} test documents, K = {n_topics}")
     models = {
         "sLDA, variational EM (the paper)": SLDARegressor(
-            n_topics, inference="em", em_max_iter=em_iter, random_state=0
+            n_topics, inference="em", optimizer=EM(max_iter=em_iter), random_state=0
         ),
         "sLDA, Pyro SVI": SLDARegressor(
             n_topics, inference="svi", optimizer=MiniBatch(max_epochs=epochs), random_state=0
         ),
-        "LDA + linear regression": LDARegression(n_topics, em_max_iter=em_iter, random_state=0),
+        "LDA + linear regression": LDARegression(n_topics, optimizer=EM(max_iter=em_iter), random_state=0),
     }
     for name, model in models.items():
         with warnings.catch_warnings():

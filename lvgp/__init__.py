@@ -14,14 +14,14 @@
 * :class:`LatentSMMClassifier` / :class:`LDKGPClassifier` -- classification with LDK (latent
   support measure machine; variational GP classification).
 * :class:`LDKMatcher` -- cross-domain matching of documents (e.g. across languages) with LDK.
-* :class:`LBFGS`, :class:`Adam`, :class:`RMSprop`, :class:`MiniBatch`, :class:`EarlyStopping` -- how an estimator
+* :class:`LBFGS`, :class:`Adam`, :class:`RMSprop`, :class:`EM`, :class:`MiniBatch`, :class:`EarlyStopping` -- how an estimator
   fits (``optimizer=``, ``early_stopping=``; :mod:`lvgp.base.fit_options`).
 * :mod:`lvgp.baselines` -- the baselines of the comparative studies.
 """
 
 from . import warnings
 from ._version import __version__ as __version__
-from .base.fit_options import LBFGS, Adam, EarlyStopping, MiniBatch, RMSprop
+from .base.fit_options import EM, LBFGS, Adam, EarlyStopping, MiniBatch, RMSprop
 from .bow import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
 from .kernels import BagOfWordsKernel, LatentDistributionKernel, LDKSpec
 from .models import (
@@ -100,6 +100,7 @@ __all__ = [
     "Adam",
     "MiniBatch",
     "RMSprop",
+    "EM",
     "EarlyStopping",
     "GPLVSM",
     "GPLVSMRegressor",

@@ -132,7 +132,7 @@ def test_clgp_imputation_beats_the_frequency_baselines_on_data_from_the_model():
     partial, cols, vals = hide_one_value(test, np.random.default_rng(1))
     clgp = CLGP(
         num_inducing=20,
-        samples=3,
+        elbo_samples=3,
         optimizer=Adam(max_iter=250, lr=0.05),
         impute_iter=150,
         predict_samples=100,
@@ -151,7 +151,7 @@ def test_lgm_fits_and_imputes():
     partial, cols, vals = hide_one_value(codes[120:], np.random.default_rng(0))
     lgm = CLGP(
         covariance="linear",
-        samples=3,
+        elbo_samples=3,
         optimizer=Adam(max_iter=150, lr=0.05),
         impute_iter=100,
         predict_samples=50,
@@ -193,7 +193,7 @@ def test_vectorized_elbo_equals_pyros_in_expectation():
 
 def test_predictions_are_a_pure_function_of_the_model_and_the_input():
     codes, cards = generative_data(n=80, D=3, K=3, seed=6)
-    clgp = CLGP(num_inducing=8, samples=2, optimizer=Adam(max_iter=30, lr=0.05), impute_iter=20, random_state=1)
+    clgp = CLGP(num_inducing=8, elbo_samples=2, optimizer=Adam(max_iter=30, lr=0.05), impute_iter=20, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clgp.fit(codes[:60], cards)
@@ -209,7 +209,7 @@ def test_predictions_are_a_pure_function_of_the_model_and_the_input():
 
 def test_clgp_is_reproducible_and_independent_of_other_models():
     codes, cards = generative_data(n=60, D=3, K=3, seed=3)
-    kwargs = dict(num_inducing=8, samples=2, optimizer=Adam(max_iter=20, lr=0.05), random_state=5)
+    kwargs = dict(num_inducing=8, elbo_samples=2, optimizer=Adam(max_iter=20, lr=0.05), random_state=5)
     a = CLGP(**kwargs).fit(codes, cards)
     CLGP(**{**kwargs, "random_state": 6}).fit(codes, cards)  # another model in between
     b = CLGP(**kwargs).fit(codes, cards)

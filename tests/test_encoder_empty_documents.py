@@ -122,7 +122,7 @@ def test_the_composed_kernel_reads_a_text_without_a_known_word_through_its_vecto
             f = est.model_(packed)
             from lvgp.models.gpc import expected_softmax
 
-            direct = expected_softmax(f.mean.mT, f.variance.mT, est.n_mc_samples, est._class_seeds()).numpy()
+            direct = expected_softmax(f.mean.mT, f.variance.mT, est.predict_samples, est._class_seeds()).numpy()
         np.testing.assert_allclose(out, direct, rtol=1e-9, atol=1e-12)
     else:
         prior_std = out[:3, 1]

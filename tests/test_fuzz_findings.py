@@ -103,7 +103,9 @@ def _clgp_fit(codes, cards, **kwargs):
     from lvgp.models.clgp import CLGP
 
     pyro.clear_param_store()
-    options = dict(num_inducing=6, samples=2, optimizer=Adam(max_iter=20, lr=0.05), impute_iter=15, dtype="float64")
+    options = dict(
+        num_inducing=6, elbo_samples=2, optimizer=Adam(max_iter=20, lr=0.05), impute_iter=15, dtype="float64"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return CLGP(**{**options, **kwargs, "random_state": 0}).fit(codes, cards)
@@ -137,7 +139,9 @@ def test_clgp_auto_latent_scale_with_few_usable_rows_warns_and_fits():
     with pytest.warns(UserWarning, match="6 of 50 rows have two observed values"):
         from lvgp.models.clgp import CLGP
 
-        CLGP(num_inducing=4, samples=1, optimizer=RMSprop(max_iter=5), impute_iter=3, random_state=0).fit(codes, cards)
+        CLGP(num_inducing=4, elbo_samples=1, optimizer=RMSprop(max_iter=5), impute_iter=3, random_state=0).fit(
+            codes, cards
+        )
 
 
 def test_clgp_pca_start_with_more_latent_dims_than_components():

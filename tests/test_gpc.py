@@ -195,7 +195,7 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
     # the temperature is the minimizer of the leave-one-out log loss
     from lvgp.models.gpc import expected_softmax
 
-    log_p = np.log(expected_softmax(mean, var, clf.n_mc_samples, clf._class_seeds()).numpy())
+    log_p = np.log(expected_softmax(mean, var, clf.predict_samples, clf._class_seeds()).numpy())
 
     from lvgp.models.gpc import TEMPERATURE_PRIOR_SD
 
@@ -270,7 +270,7 @@ def test_variational_multiclass_softmax_and_bad_input():
     assert np.mean(clf.predict(x[100:]) == y[100:]) > 0.5  # chance: 1/3
     # the softmax predictive probabilities (own Monte Carlo over the latent marginals) agree
     # with gpytorch's SoftmaxLikelihood marginal within Monte Carlo error
-    clf.set_params(n_mc_samples=4000)
+    clf.set_params(predict_samples=4000)
     ours = clf.predict_proba(x[100:110])
     xx = clf.encoder_.transform(x[100:110], "X")
     with torch.no_grad(), gpytorch.settings.num_likelihood_samples(4000):

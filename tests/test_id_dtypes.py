@@ -61,7 +61,7 @@ BUILDERS: dict[type, tuple[Callable[[Any], Any], np.ndarray, bool]] = {
     DevTunedLinearRegression: (lambda k: DevTunedLinearRegression(cv=2), Y, False),
     SLDARegressor: (lambda k: SLDARegressor(n_topics=2, optimizer=MiniBatch(max_epochs=2)), Y, False),
     SLDAClassifier: (lambda k: SLDAClassifier(n_topics=2, optimizer=MiniBatch(max_epochs=2)), LABELS, False),
-    LDARegression: (lambda k: LDARegression(n_topics=2, em_max_iter=3), Y, False),
+    LDARegression: (lambda k: LDARegression(n_topics=2, optimizer=lvgp.EM(max_iter=3)), Y, False),
 }
 #: second inferences of a class above
 VARIANTS: dict[str, tuple[Callable[[Any], Any], np.ndarray, bool]] = {

@@ -193,7 +193,7 @@ def test_every_gp_inference_scores_the_unseen_class_lower(inference):
     rng = np.random.default_rng(3)
     X = _texts("pos", 12, rng) + _texts("neg", 12, rng)
     y = ["pos"] * 12 + ["neg"] * 12
-    clf = LDKGPClassifier(inference=inference, random_state=0, n_mc_samples=64)
+    clf = LDKGPClassifier(inference=inference, random_state=0, predict_samples=64)
     if inference == "laplace":
         clf.set_params(optimizer=LBFGS(max_iter=20))
     with warnings.catch_warnings():

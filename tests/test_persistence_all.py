@@ -127,7 +127,7 @@ FITS = {
         lvgp.SLDAClassifier(2, optimizer=MiniBatch(max_epochs=3), random_state=0).fit(TEXTS, THREE),
         TEST,
     ),
-    "LDARegression": lambda: (lvgp.LDARegression(2, em_max_iter=5, random_state=0).fit(TEXTS, Y), TEST),
+    "LDARegression": lambda: (lvgp.LDARegression(2, optimizer=lvgp.EM(max_iter=5), random_state=0).fit(TEXTS, Y), TEST),
     "EncoderGPRegressor": lambda: (  # the encoder by name: the tiny random one of the fixture
         EncoderGPRegressor("all-MiniLM-L6-v2", optimizer=LBFGS(max_iter=3)).fit(TEXTS, np.c_[Y, -Y]),
         TEST,

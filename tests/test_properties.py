@@ -176,7 +176,12 @@ def clgp_fitted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return CLGP(
-            num_inducing=6, samples=2, optimizer=RMSprop(max_iter=20), impute_iter=10, dtype="float64", random_state=0
+            num_inducing=6,
+            elbo_samples=2,
+            optimizer=RMSprop(max_iter=20),
+            impute_iter=10,
+            dtype="float64",
+            random_state=0,
         ).fit(codes, [2, 3, 2])
 
 

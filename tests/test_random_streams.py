@@ -81,12 +81,16 @@ def fit_and_predict(name: str):
         m = lvgp.SLDAClassifier(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0).fit(texts, labels)
         return m.predict_proba(texts[:5])
     if name == "LDARegression":
-        return lvgp.LDARegression(n_topics=2, em_max_iter=3, random_state=0).fit(texts, y).predict(texts[:5])
+        return (
+            lvgp.LDARegression(n_topics=2, optimizer=lvgp.EM(max_iter=3), random_state=0)
+            .fit(texts, y)
+            .predict(texts[:5])
+        )
     if name == "CLGP":
         codes, cards = _categorical()
-        m = lvgp.CLGP(num_inducing=4, samples=2, optimizer=lvgp.RMSprop(max_iter=5), impute_iter=3, random_state=0).fit(
-            codes, cards
-        )
+        m = lvgp.CLGP(
+            num_inducing=4, elbo_samples=2, optimizer=lvgp.RMSprop(max_iter=5), impute_iter=3, random_state=0
+        ).fit(codes, cards)
         return m.predict_proba(codes[:5])
     if name == "GPEmbeddingLogisticRegression":
         m = lvgp.GPEmbeddingLogisticRegression(

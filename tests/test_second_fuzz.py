@@ -228,7 +228,7 @@ def test_class_probabilities_do_not_depend_on_how_the_labels_sort(inference):
 
     def fitted(y):
         return _quiet_fit(
-            LDKGPClassifier(LDKSpec(latent_dim=2), inference=inference, n_mc_samples=64, random_state=0, **options),
+            LDKGPClassifier(LDKSpec(latent_dim=2), inference=inference, predict_samples=64, random_state=0, **options),
             TEXTS,
             y,
         )

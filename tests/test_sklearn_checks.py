@@ -93,7 +93,7 @@ ESTIMATORS = [
     ),
     lvgp.SLDARegressor(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0),
     lvgp.SLDAClassifier(n_topics=2, optimizer=lvgp.MiniBatch(max_epochs=2), random_state=0),
-    lvgp.LDARegression(n_topics=2, em_max_iter=3, random_state=0),
+    lvgp.LDARegression(n_topics=2, optimizer=lvgp.EM(max_iter=3), random_state=0),
     DevTunedLinearRegression("elasticnet", alphas=(0.01, 0.1), cv=2),
 ]
 

@@ -12,7 +12,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 
-from lvgp import MiniBatch
+from lvgp import EM, MiniBatch
 from lvgp.datasets.synthetic import make_slda_corpus
 from lvgp.models.slda import LDARegression, SLDAClassifier, SLDARegressor, SupervisedLDAEM
 from lvgp.models.slda.em import expected_zbar_outer
@@ -235,7 +235,7 @@ def test_targets_are_standardized_inside_and_predictions_come_back_in_their_unit
     x = torch.from_numpy(corpus.docs[:200])
     optimizer = MiniBatch(batch_size=100, lr=0.05, max_epochs=40)
     settings = dict(inference=inference, random_state=0)
-    settings.update(optimizer=optimizer) if inference == "svi" else settings.update(em_max_iter=20)
+    settings.update(optimizer=optimizer) if inference == "svi" else settings.update(optimizer=EM(max_iter=20))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         constant = SLDARegressor(4, **settings).fit(x, np.full(200, 100.0))
@@ -259,12 +259,14 @@ def test_em_eta_scale_is_chosen_on_dev_and_the_final_fit_is_that_scales_fit(corp
     x, y = torch.from_numpy(corpus.docs[:200]), corpus.y[:200]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        auto = SLDARegressor(4, inference="em", em_max_iter=15, random_state=3).fit(x, y)
+        auto = SLDARegressor(4, inference="em", optimizer=EM(max_iter=15), random_state=3).fit(x, y)
         chosen = auto.em_eta_scale_
         scores = auto.em_eta_scale_dev_mse_
         assert set(scores) == {1.0, 0.5, 0.25} and chosen == min(scores, key=scores.get)
         assert all(np.isfinite(v) and v > 0 for v in scores.values())
-        fixed = SLDARegressor(4, inference="em", em_max_iter=15, em_eta_scale=chosen, random_state=3).fit(x, y)
+        fixed = SLDARegressor(4, inference="em", optimizer=EM(max_iter=15), em_eta_scale=chosen, random_state=3).fit(
+            x, y
+        )
     # the refit on all documents is exactly the fixed-scale fit
     np.testing.assert_array_equal(auto.eta_, fixed.eta_)
     assert fixed.em_eta_scale_dev_mse_ == {} and fixed.em_eta_scale_ == chosen
@@ -289,7 +291,7 @@ def test_refit_eta_is_least_squares_on_the_unsupervised_topic_frequencies(corpus
     assert not kept.refit_eta_ and not np.allclose(kept.eta_, svi.eta_)
     np.testing.assert_array_equal(kept.transform(x), zbar)  # the topics are the same
     # the EM keeps the paper's eta unless asked
-    em = SLDARegressor(4, inference="em", em_max_iter=3, em_eta_scale=1.0, random_state=0).fit(x, y)
+    em = SLDARegressor(4, inference="em", optimizer=EM(max_iter=3), em_eta_scale=1.0, random_state=0).fit(x, y)
     assert not em.refit_eta_
     counts = np.round(np.abs(y)).astype(int)
     assert (

@@ -7,6 +7,7 @@ argument, and of :class:`~lvgp.kernels.LDKSpec`, which does the same for the ker
 * :class:`Adam` -- Adam on the full-batch objective: a deterministic one in
   :func:`~lvgp.base.fitting.minimize`, a Monte Carlo one in :func:`~lvgp.base.fitting.fit_stochastic`;
 * :class:`RMSprop` -- RMSprop on the full-batch objective (the categorical latent GP's);
+* :class:`EM` -- variational EM, closed-form steps over the whole corpus (supervised LDA's);
 * :class:`MiniBatch` -- stochastic steps over mini-batches of the training data
   (:func:`~lvgp.base.fitting.fit_stochastic`);
 * :class:`EarlyStopping` -- score held-out data while fitting and stop when it stops improving.
@@ -32,6 +33,7 @@ __all__ = [
     "LBFGS",
     "Adam",
     "RMSprop",
+    "EM",
     "MiniBatch",
     "EarlyStopping",
     "FitOptionsArgument",
@@ -91,7 +93,7 @@ class FitOptions:
     @staticmethod
     def from_plain(plain: dict[str, Any]) -> FitOptions:
         """The object :meth:`to_plain` wrote."""
-        kinds = {cls.__name__: cls for cls in (LBFGS, Adam, RMSprop, MiniBatch, EarlyStopping)}
+        kinds = {cls.__name__: cls for cls in FitOptions.__subclasses__()}  # every kind, EM included
         if plain.get("type") not in kinds:
             raise TypeError(f"unknown fit options {plain.get('type')!r}; known: {sorted(kinds)}")
         return kinds[plain["type"]](**plain["fields"])
@@ -162,6 +164,23 @@ class RMSprop(FitOptions):
     convergence_window: int | None = None
 
     _constraints: ClassVar[dict[str, list]] = Adam._constraints
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class EM(FitOptions):
+    """Variational EM, a closed-form E-step and M-step per iteration over the whole corpus (supervised
+    LDA's, Blei & McAuliffe 2007).
+
+    Args:
+        max_iter: the budget in EM iterations.
+        tol: converged when an iteration changes the corpus ELBO by less than this, relative (the
+            paper: 1e-4, "0.01%").
+    """
+
+    max_iter: int | None = None
+    tol: float | None = None
+
+    _constraints: ClassVar[dict[str, list]] = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True)]}
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -1,4 +1,5 @@
-"""Synthetic bag-of-words data with a known structure, for tests, demos and notebooks."""
+"""Synthetic bag-of-words data with a known structure, for tests, demos and notebooks. A standalone
+module (numpy only, no lvgp import): benchmarks/large_n.py loads it by path for every code it compares."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-
-from .._random import numpy_generator
 
 
 @dataclass
@@ -46,7 +45,7 @@ def make_synonym_regression(
     Words are letter-only tokens (``"posab"``, ``"negac"``, ``"neuzz"`` ...), so the default
     :class:`~lvgp.Vocabulary` keeps them all.
     """
-    rng = numpy_generator(random_state)
+    rng = np.random.default_rng(random_state)
     letters = "abcdefghijklmnopqrstuvwxyz"
 
     def name(prefix: str, i: int) -> str:
@@ -101,7 +100,7 @@ def make_slda_corpus(
     ``"categorical"`` (softmax over the rows of a C x K ``eta``) or ``"poisson"`` (log link).
     Topics are Dirichlet(``topic_concentration``) draws (sparse, distinguishable).
     """
-    rng = numpy_generator(random_state)
+    rng = np.random.default_rng(random_state)
     K, V = n_topics, vocab_size
     alpha = 1.0 / K if alpha is None else alpha
     topics = rng.dirichlet(np.full(V, topic_concentration), size=K)
@@ -149,7 +148,7 @@ def synonym_embeddings(
     """
     from .loaders import WordEmbeddings
 
-    rng = numpy_generator(random_state)
+    rng = np.random.default_rng(random_state)
     scores = {w: 1.0 for g in corpus.positive_words for w in g}
     scores.update({w: -1.0 for g in corpus.negative_words for w in g})
     scores.update({w: 0.0 for w in corpus.neutral_words})
@@ -220,7 +219,7 @@ def make_zipf_topic_documents(
         raise ValueError(f"make_zipf_topic_documents needs n_jobs >= 1 (an int); got n_jobs={n_jobs!r}")
     root = np.random.SeedSequence(random_state)
     topics_seed, beta_seed, *chunk_seeds = root.spawn(2 + (n + chunk - 1) // chunk)
-    rng = numpy_generator(topics_seed)
+    rng = np.random.default_rng(topics_seed)
     shared = np.arange(1, num_words + 1, dtype=float) ** -zipf_exponent
     shared /= shared.sum()
     own_size = max(1, num_words // 2)
@@ -232,7 +231,7 @@ def make_zipf_topic_documents(
         np.add.at(p, rng.permutation(num_words)[:own_size], 0.5 * own_weights)
         cumulative[k] = np.cumsum(p)
     cumulative[:, -1] = 1.0
-    beta = numpy_generator(beta_seed).standard_normal(num_topics)
+    beta = np.random.default_rng(beta_seed).standard_normal(num_topics)
     groups = np.arange(num_topics) * num_classes // num_topics
     X = np.full((n, max_length), -1, dtype=np.int32)
     y = np.empty(n)
@@ -240,7 +239,7 @@ def make_zipf_topic_documents(
     lengths = np.empty(n, dtype=np.int64)
 
     def draw(c: int, seed: np.random.SeedSequence) -> None:  # chunk c, into its own rows
-        r = numpy_generator(seed)
+        r = np.random.default_rng(seed)
         lo, hi = c * chunk, min(n, (c + 1) * chunk)
         m = hi - lo
         theta = r.dirichlet(np.full(num_topics, alpha), size=m)

@@ -53,7 +53,7 @@ def _clgp(covariance: str):
             latent_dim=study.latent_dim,
             num_inducing=study.inducing,
             covariance=covariance,
-            samples=study.samples,
+            elbo_samples=study.samples,
             optimizer=kind(max_iter=study.max_iter, lr=study.lr),
             latent_scale=study.latent_scale,
             random_state=study.cell_seed(cell),

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._random import study_generator
 from ..base.constraints import Integer
+from ..base.fit_options import EM
 from ..bow.vocabulary import Vocabulary
 from .registry import default_methods, register_method, register_study
 from .regression import _cached_corpus
@@ -43,7 +44,7 @@ def _slda(study, cell, data):
         cell["params"]["K"],
         inference=study.inference,
         vocabulary=data[0],
-        em_max_iter=study.max_iter,
+        optimizer=EM(max_iter=study.max_iter) if study.inference == "em" else None,
         random_state=study.cell_seed(cell),
     )
 
@@ -53,7 +54,10 @@ def _lda_regression(study, cell, data):
     from ..models.slda import LDARegression
 
     return LDARegression(
-        cell["params"]["K"], vocabulary=data[0], em_max_iter=study.max_iter, random_state=study.cell_seed(cell)
+        cell["params"]["K"],
+        vocabulary=data[0],
+        optimizer=EM(max_iter=study.max_iter),
+        random_state=study.cell_seed(cell),
     )
 
 

@@ -248,7 +248,7 @@ def class_draw_seeds(classes: np.ndarray) -> list[int]:
     of a class do not depend on its position: on which other labels there are, or on how they sort
     (labels ``1, 2, 10`` read as integers or as strings sort otherwise and predict the same). A
     label of another text draws other numbers: renaming a class moves its probability by the Monte
-    Carlo error, of order ``1 / sqrt(n_mc_samples)`` (a few 0.01 at the default 256)."""
+    Carlo error, of order ``1 / sqrt(predict_samples)`` (a few 0.01 at the default 256)."""
     return [child_seed(NUMERICS_SEED, f"class {label}") for label in np.asarray(classes).tolist()]
 
 
@@ -336,7 +336,7 @@ class LDKGPClassifier(
             vectors over-fit the marginal likelihood when converged
             (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
         num_inducing: inducing documents of the variational inference.
-        n_mc_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
+        predict_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
             same draws for every document and call; each class's from a stream named by its label,
             :func:`class_draw_seeds`, so that a class's probability does not depend on where its label
             sorts; renaming a class moves it by the Monte Carlo error, a few 0.01 at 256 draws). The
@@ -405,7 +405,7 @@ class LDKGPClassifier(
         optimizer: LBFGS | MiniBatch | None = None,
         early_stopping: bool | EarlyStopping = False,
         num_inducing: int = 128,
-        n_mc_samples: int = 256,
+        predict_samples: int = 256,
         vocabulary: Vocabulary | None = None,
         num_words: int | None = None,
         random_state: int | None = None,
@@ -424,7 +424,7 @@ class LDKGPClassifier(
         self.optimizer = optimizer
         self.early_stopping = early_stopping
         self.num_inducing = num_inducing
-        self.n_mc_samples = n_mc_samples
+        self.predict_samples = predict_samples
         self.vocabulary = vocabulary
         self.num_words = num_words
         self.random_state = random_state
@@ -437,6 +437,7 @@ class LDKGPClassifier(
 
     _format_version = 3
     _first_format_version = 1  # files of lvgp 0.1 load
+    _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
     _optimizer_defaults = (
         LBFGS(max_iter=100, tol=1e-6),
         MiniBatch(batch_size=None, max_epochs=200, lr=0.03, tol=1e-6, convergence_window=10, ngd_lr=0.1),
@@ -458,7 +459,7 @@ class LDKGPClassifier(
         "calibration": [None, Options("temperature")],
         "class_hyperparameters": [Options(*CLASS_HYPERPARAMETERS)],
         "num_inducing": [Integer(1)],
-        "n_mc_samples": [Integer(1)],
+        "predict_samples": [Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
         "novelty_score": [Options(*NOVELTY_SCORES)],
@@ -617,7 +618,7 @@ class LDKGPClassifier(
         (the expected softmax of :meth:`leave_one_out_latents`) and the training labels' codes."""
         mean, var = self.leave_one_out_latents()
         with torch.no_grad():
-            proba = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
+            proba = expected_softmax(mean, var, self.predict_samples, self._class_seeds())
         truth = self.likelihood_.targets.cpu().numpy().astype(int)
         return torch.log(proba.clamp_min(1e-300)).cpu().numpy(), truth
 
@@ -930,7 +931,7 @@ class LDKGPClassifier(
             rows = torch.arange(min(documents, model.train_x.shape[0]))
             mode_top = torch.softmax(posterior[0].f[:, rows], dim=0).max(0).values.mean()
             mean, cov = model.latents(model.train_x[rows], posterior)
-            proba = expected_softmax_correlated(mean, cov, self.n_mc_samples, class_draw_seeds(self.classes_))
+            proba = expected_softmax_correlated(mean, cov, self.predict_samples, class_draw_seeds(self.classes_))
             predictive_top = proba.max(-1).values.mean()
         if float(mode_top - predictive_top) > self._LAPLACE_FLATTENING:
             scale = float(model.covar_module.outputscale.detach().max())
@@ -1324,12 +1325,12 @@ class LDKGPClassifier(
                 mean, var, f = self._block_latents(xb, posterior)
                 if self.inference == "laplace":
                     seeds = class_draw_seeds(self.classes_)  # a Laplace fit always draws by class label
-                    out[idx] = expected_softmax_correlated(mean, var, self.n_mc_samples, seeds)
+                    out[idx] = expected_softmax_correlated(mean, var, self.predict_samples, seeds)
                 elif f is not None and len(self.classes_) == 2:
                     probs = self.likelihood_(f).probs  # the probit integral is closed-form
                     out[idx] = torch.stack([1 - probs, probs], dim=-1)
                 else:
-                    out[idx] = expected_softmax(mean, var, self.n_mc_samples, self._class_seeds())
+                    out[idx] = expected_softmax(mean, var, self.predict_samples, self._class_seeds())
         proba = to_host(out)
         known = to_host(known)
         proba[known] = self._temper(proba[known])  # empty documents keep the training frequencies

@@ -68,7 +68,7 @@ from .._typing import EmbeddingsSpec
 from ..base.constraints import RUNTIME, Boolean, Embeddings, Integer, Options, Real, check_params
 from ..base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
 from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
-from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin, MiniBatch
+from ..base.fit_options import LBFGS, EarlyStopping, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
@@ -190,10 +190,13 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
             before; :class:`~lvgp.base.fitting.PlateauStopping`, in
             :func:`~lvgp.base.fitting.fit_stochastic`). A ``ConvergenceWarning`` says when the budget
             ends the fit first.
-        n_iter_no_change: with validation pairs (``fit(..., source_val=, target_val=)``), stop when
-            their mean Precision@R over R = 1..50 (eq. 6.15, the area under the precision curve, as
-            the study's dev score) has not improved for this many iterations, and keep the best
-            iterate. (Eq. 6.8's loss on the validation pairs keeps falling after their precision
+        early_stopping: ``True`` (default) or an :class:`~lvgp.EarlyStopping` whose
+            ``n_iter_no_change`` (default 10) is the patience: with validation pairs (``fit(...,
+            source_val=, target_val=)``), stop when their mean Precision@R over R = 1..50 (eq. 6.15, the
+            area under the precision curve, as the study's dev score) has not improved for this many
+            iterations (epochs), and keep the best iterate; ``False``: score them every iteration, run
+            the whole budget and keep the best iterate. The validation data are the pairs given, so
+            ``validation_fraction`` and ``policy`` do not apply. (Eq. 6.8's loss on the validation pairs keeps falling after their precision
             peaks: it rewards confident rankings, not correct ones.)
         min_df: the vocabulary filter of each side (fitted on the training texts): a word in at least
             this many (or this share of) training documents.
@@ -227,6 +230,27 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         MiniBatch(max_epochs=300, lr=0.05, tol=1e-6, convergence_window=10),
     )
     _unused_optimizer_fields = ("max_steps", "ngd_lr")
+    _early_stopping_default = EarlyStopping(n_iter_no_change=10)
+    #: parameters renamed since files were written (the patience went into ``early_stopping``)
+    _renamed_params = {"n_iter_no_change": "early_stopping"}
+
+    @classmethod
+    def _restored_params(cls, params: dict, kernel: Any = None, path: Any = None) -> dict:
+        params = super()._restored_params(params, kernel, path)
+        if isinstance(params.get("n_iter_no_change"), int):  # files before early_stopping= (issue 58)
+            params["n_iter_no_change"] = EarlyStopping(n_iter_no_change=params["n_iter_no_change"])
+        return params
+
+    def _patience(self) -> int:
+        """Iterations (epochs) without a better validation score before the fit stops: early
+        stopping's ``n_iter_no_change``, or the whole budget when it is off."""
+        stopping = self._early_stopping_options()
+        if stopping is None:
+            options = self._optimizer_options()
+            budget = options.max_iter if isinstance(options, LBFGS) else options.max_epochs
+            assert budget is not None  # filled from the defaults
+            return int(budget)
+        return int(stopping.n_iter_no_change)
 
     @classmethod
     def _flat_fit_options(cls, params: dict) -> dict:
@@ -247,6 +271,13 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
 
     def _check_fit_options(self) -> None:
         super()._check_fit_options()
+        fields = ("validation_fraction", "validation_interval", "policy")
+        unused = [f for f in fields if getattr(self.early_stopping, f, None) is not None]
+        if unused:
+            raise ValueError(
+                f"early_stopping.{unused[0]}: LDKMatcher validates on the pairs given to fit, every iteration; "
+                "it takes n_iter_no_change only"
+            )
         if isinstance(self.optimizer, MiniBatch) and (self.optimizer.batch_size or 0) < 2:
             raise ValueError(
                 "optimizer.batch_size: the matcher's mini-batches take their negatives from the batch: give at "
@@ -263,7 +294,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         target_embeddings: EmbeddingsSpec = None,
         learn_identity_weight: bool = True,
         optimizer: LBFGS | MiniBatch | None = None,
-        n_iter_no_change: int = 10,
+        early_stopping: bool | EarlyStopping = True,
         min_df: int = 1,
         max_features: int | None = None,
         random_state: int | None = None,
@@ -278,7 +309,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         self.target_embeddings = target_embeddings
         self.learn_identity_weight = learn_identity_weight
         self.optimizer = optimizer
-        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
         self.min_df = min_df
         self.max_features = max_features
         self.random_state = random_state
@@ -432,7 +463,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
     _parameter_constraints: dict[str, list] = {
         **RUNTIME,
         "optimizer": [None, FitOptionsArgument(LBFGS, MiniBatch, name="optimizer")],
-        "n_iter_no_change": [Integer(1)],
+        "early_stopping": [Boolean(), FitOptionsArgument(EarlyStopping, name="early_stopping")],
         "kernel": [KernelArgument(specs_only=True)],
         "learn_identity_weight": [Boolean()],
         "tie_identical_tokens": [Boolean()],
@@ -535,7 +566,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
                 max_iter=int(optimizer.max_iter),
                 tol=float(optimizer.tol),
                 validate=validation,
-                n_iter_no_change=int(self.n_iter_no_change),
+                n_iter_no_change=self._patience(),
                 verbose=self.verbose,
                 desc="LDK matching",
             )
@@ -571,7 +602,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         """Adam on mini-batches with in-batch negatives, an epoch an iteration of
         :func:`~lvgp.base.fitting.fit_stochastic`: the plateau rule on the epochs' mean losses
         (the optimizer's ``convergence_window`` and ``tol``), early stopping on the validation pairs
-        (``n_iter_no_change`` epochs), keeping the best epoch's parameters."""
+        (``early_stopping.n_iter_no_change`` epochs), keeping the best epoch's parameters."""
         g = torch_generator(seed)
         batch = int(optimizer.batch_size)
         batches = max(1, n // batch)
@@ -597,7 +628,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
             budget="max_epochs",
             unit="epochs",
             validate=validation,
-            n_iter_no_change=int(self.n_iter_no_change),
+            n_iter_no_change=self._patience(),
             state=parameter_state(params),
             stacklevel=4,
             advice="lower lr",

@@ -192,6 +192,8 @@ class SavedParamsMixin:
     _first_format_version = FIT_OPTIONS_FORMAT
     #: the fitted attribute :meth:`save` checks for
     _fitted_attribute = "model_"
+    #: parameters renamed since files were written: old name -> new name (read back under the new)
+    _renamed_params: dict[str, str] = {}
 
     # ------------------------------------------------------------------ the template
     def save(self, path: str | Path) -> None:
@@ -372,6 +374,9 @@ class SavedParamsMixin:
                 params = cls._legacy_params(params, state.keys())
             if int(payload["format"].rsplit("/", 1)[1]) < FIT_OPTIONS_FORMAT:
                 params = cls._flat_fit_options(params)
+            for old, new in cls._renamed_params.items():
+                if old in params:
+                    params[new] = params.pop(old)
         except (KeyError, TypeError, AttributeError) as err:
             raise SavedFileError(
                 f"{path} is damaged: its parameters cannot be read ({type(err).__name__}: {err})"

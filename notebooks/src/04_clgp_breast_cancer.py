@@ -76,7 +76,7 @@ print(f"{len(train)} training rows; {len(test)} test rows, one value hidden in e
 # %%
 settings = dict(
     num_inducing=10 if smoke_test else 50,
-    samples=2 if smoke_test else 5,
+    elbo_samples=2 if smoke_test else 5,
     optimizer=Adam(max_iter=30 if smoke_test else 1000, lr=0.05),
     impute_iter=20 if smoke_test else 300,
     predict_samples=20 if smoke_test else 200,

@@ -117,7 +117,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
     Args:
         latent_dim, num_inducing: Q and M.
         covariance: ``"rbf"`` (CLGP) or ``"linear"`` (LGM: no KL on U).
-        samples: Monte Carlo samples of (X, U, F) per ELBO evaluation (vectorized).
+        elbo_samples: Monte Carlo samples of (X, U, F) per ELBO evaluation (vectorized).
         optimizer: ``None`` or an :class:`~lvgp.RMSprop` (the paper) or :class:`~lvgp.Adam`, over the
             training data (full batch); unset fields take the defaults ``max_iter=500`` iterations,
             ``lr=0.01``, ``tol=1e-4`` and ``convergence_window=50``: after the warm-up, fitting stops
@@ -178,7 +178,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         *,
         num_inducing: int = 50,
         covariance: str = "rbf",
-        samples: int = 5,
+        elbo_samples: int = 5,
         optimizer: RMSprop | Adam | None = None,
         init: str = "pca",
         lengthscale_init: float = 1.0,
@@ -196,7 +196,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         self.latent_dim = latent_dim
         self.num_inducing = num_inducing
         self.covariance = covariance
-        self.samples = samples
+        self.elbo_samples = elbo_samples
         self.optimizer = optimizer
         self.init = init
         self.lengthscale_init = lengthscale_init
@@ -214,7 +214,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
     def _elbo(self) -> TraceMeanField_ELBO:
         """Pyro's ELBO of :meth:`CategoricalLatentGP.model` / ``guide`` (the reference the
         vectorized :meth:`CategoricalLatentGP.elbo` used for fitting is tested against)."""
-        return TraceMeanField_ELBO(num_particles=self.samples, vectorize_particles=True, max_plate_nesting=1)
+        return TraceMeanField_ELBO(num_particles=self.elbo_samples, vectorize_particles=True, max_plate_nesting=1)
 
     # Pyro syncs PyroModule parameters with its *global* param store by name, so a second
     # model in one process would silently adopt the first one's tensors; every use of a model
@@ -231,7 +231,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         "latent_dim": [Integer(1)],
         "num_inducing": [Integer(1)],
         "covariance": [Options("rbf", "linear")],
-        "samples": [Integer(1)],
+        "elbo_samples": [Integer(1)],
         "optimizer": [None, FitOptionsArgument(RMSprop, Adam, name="optimizer")],
         "init": [Options("pca", "random")],
         "lengthscale_init": [Real(0, open_low=True)],
@@ -471,7 +471,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
         curve, rule = self._optimize(
             model,
             list(model.parameters()),
-            lambda: -model.elbo(y, mask, self.samples, generator=generator),
+            lambda: -model.elbo(y, mask, self.elbo_samples, generator=generator),
             budget,
             "CLGP" if self.covariance == "rbf" else "LGM",
             warmup=int(Fraction(self.kl_warmup) * budget),  # exact: a budget of 10**400 is no float
@@ -517,7 +517,7 @@ class CLGP(FitOptionsMixin, SavedParamsMixin, BaseEstimator):
                     -model.elbo(
                         y,
                         mask,
-                        self.samples,
+                        self.elbo_samples,
                         x_loc=loc,
                         x_scale=raw_scale.exp(),
                         generator=generator,

@@ -28,7 +28,7 @@ from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.device import check_device, state_to_cpu, to_host
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder
-from ...base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
+from ...base.fit_options import EM, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic
 from ...base.novelty import ProbabilityNoveltyMixin
 from ...base.numerics import warn_about_fitted_noise
@@ -156,7 +156,9 @@ EM_ETA_SCALES = (1.0, 0.5, 0.25)
 class _SVITopicModel(FitOptionsMixin, _TopicModelBase):
     """A topic model fitted by Pyro SVI over mini-batches: ``optimizer=`` a :class:`~lvgp.MiniBatch`."""
 
-    _optimizer_defaults = (MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),)
+    _optimizer_defaults: tuple[FitOptions, ...] = (
+        MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),
+    )
     _unused_optimizer_fields = ("max_steps", "ngd_lr")
     _saved_attributes = (*_TopicModelBase._saved_attributes, "alpha_", "eta_")
 
@@ -274,7 +276,9 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         inference: ``"svi"`` (Pyro, mini-batches) or ``"em"`` (the paper's variational EM;
             Gaussian only).
         alpha, learn_alpha: Dirichlet parameter (default 1/K, fixed).
-        optimizer: the SVI's, ``None`` or a :class:`~lvgp.MiniBatch` whose unset fields take the defaults
+        optimizer: ``None`` or the inference's: for ``"em"`` an :class:`~lvgp.EM` (defaults
+            ``max_iter=100`` EM iterations, ``tol=1e-4``: the paper's convergence rule on the corpus
+            ELBO); for ``"svi"`` a :class:`~lvgp.MiniBatch` whose unset fields take the defaults
             ``max_epochs=200`` (epochs over the documents), ``batch_size=256``, ``lr=0.02`` (Pyro's
             clipped Adam), ``tol=1e-3`` and ``convergence_window=3``: converged when the mean epoch loss
             of the last ``convergence_window`` epochs is less than ``tol`` (relative) below the mean of
@@ -283,7 +287,6 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
             loose default ``tol``.
         sweeps: coordinate-ascent rounds of each document's local step, warm-started from the
             document's previous visit.
-        em_max_iter: EM iterations (``inference="em"``).
         em_eta_scale: the EM's initial eta, a grid on ``[-s, s]`` in standardized target units
             (the fit depends on it: ``results/README.md``). ``"auto"`` (default) chooses ``s`` from ``EM_ETA_SCALES`` by the
             squared error on a random 20% dev part of the training documents (fitted on the rest),
@@ -330,9 +333,8 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         inference: str = "svi",
         alpha: float | None = None,
         learn_alpha: bool = False,
-        optimizer: MiniBatch | None = None,
+        optimizer: MiniBatch | EM | None = None,
         sweeps: int = 3,
-        em_max_iter: int = 100,
         em_eta_scale: float | str = "auto",
         refit_eta: bool | None = None,
         vocabulary: Vocabulary | None = None,
@@ -347,7 +349,6 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         self.learn_alpha = learn_alpha
         self.optimizer = optimizer
         self.sweeps = sweeps
-        self.em_max_iter = em_max_iter
         self.em_eta_scale = em_eta_scale
         self.refit_eta = refit_eta
         self.vocabulary = vocabulary
@@ -359,25 +360,25 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         **_TopicModelBase._parameter_constraints,
         "response": [Options("gaussian", "poisson")],
         "inference": [Options(*INFERENCE)],
-        "em_max_iter": [Integer(1)],
+        "optimizer": [None, FitOptionsArgument(MiniBatch, EM, name="optimizer")],
         "em_eta_scale": [Real(0, open_low=True), Options("auto")],
         "refit_eta": [None, Boolean()],
     }
 
-    def _check_fit_options(self) -> None:
-        super()._check_fit_options()
-        if self.inference == "em" and self.optimizer is not None:
-            raise ValueError(
-                "optimizer: inference='em' fits by the paper's variational EM (its budget: em_max_iter), not by "
-                f"an optimizer; got {self.optimizer!r} (leave optimizer=None, or use inference='svi')"
-            )
+    _optimizer_defaults = (*_SVITopicModel._optimizer_defaults, EM(max_iter=100, tol=1e-4))
+    _optimizer_kind_set_by = "inference"
+
+    def _default_optimizer_kind(self) -> type[FitOptions]:
+        return EM if self.inference == "em" else MiniBatch
 
     def _em(self, eta_scale: float) -> SupervisedLDAEM:
+        options = self._optimizer_options()
         return SupervisedLDAEM(
             self.n_topics,
             alpha=self.alpha,
             learn_alpha=self.learn_alpha,
-            max_iter=self.em_max_iter,
+            max_iter=int(options.max_iter),
+            tol=float(options.tol),
             eta_scale=eta_scale,
             random_state=self.random_state,
         )
@@ -547,9 +548,14 @@ class SLDAClassifier(ProbabilityNoveltyMixin, ClassifierMixin, _SVITopicModel):
         return [{"eta": eta[:, k].tolist(), "words": w} for k, w in enumerate(self._top_words(10))]
 
 
-class LDARegression(RegressorMixin, _TopicModelBase):
+class LDARegression(RegressorMixin, FitOptionsMixin, _TopicModelBase):
     """The paper's two-stage baseline: unsupervised LDA by variational EM, then least squares
-    of the response on the expected topic frequencies E_q[z-bar] (from the E-step)."""
+    of the response on the expected topic frequencies E_q[z-bar] (from the E-step).
+
+    ``optimizer``: ``None`` or an :class:`~lvgp.EM` (defaults ``max_iter=100`` EM iterations,
+    ``tol=1e-4``)."""
+
+    _optimizer_defaults = (EM(max_iter=100, tol=1e-4),)
 
     def _fitted_payload(self) -> dict:
         reg = self.regression_
@@ -567,20 +573,20 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         n_topics: int = 10,
         *,
         alpha: float | None = None,
-        em_max_iter: int = 100,
+        optimizer: EM | None = None,
         vocabulary: Vocabulary | None = None,
         random_state: int | None = None,
     ):
         self.n_topics = n_topics
         self.alpha = alpha
-        self.em_max_iter = em_max_iter
+        self.optimizer = optimizer
         self.vocabulary = vocabulary
         self.random_state = random_state
 
     _parameter_constraints: dict[str, list] = {
         "n_topics": [Integer(1)],
         "alpha": [None, Real(0, open_low=True)],
-        "em_max_iter": [Integer(1)],
+        "optimizer": [None, FitOptionsArgument(EM, name="optimizer")],
         "vocabulary": [None, Instance(Vocabulary, name="an lvgp.Vocabulary")],
         "random_state": [RandomState()],
     }
@@ -590,12 +596,14 @@ class LDARegression(RegressorMixin, _TopicModelBase):
         x = self._encode_fit(X)
         y = check_targets_array(y, len(x))
         start = time.perf_counter()
+        options = self._optimizer_options()
         self.engine_ = SupervisedLDAEM(
             self.n_topics,
             alpha=self.alpha,
             supervised=False,
             init="random",
-            max_iter=self.em_max_iter,
+            max_iter=int(options.max_iter),
+            tol=float(options.tol),
             random_state=self.random_state,
         ).fit(x, vocab_size=self.n_words_)
         features = self.engine_.transform(x)
