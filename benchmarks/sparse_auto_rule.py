@@ -1,6 +1,6 @@
 """Where the sparse GP-LVSM's step is faster exact and where with Nystrom features (issue 41, 2): the
 step time of each against the distinct words one step holds, and what ``approximation="auto"``
-(:func:`lvgp.models.sparse.step_approximation`) chooses there.
+(:func:`lvgp.models.inducing.step_approximation`) chooses there.
 
 Documents of the LDA generator with Zipf word frequencies (``make_zipf_topic_documents``, V = 50,000)
 capped at ``--lengths`` tokens; 64 inducing documents, batches of 256, the default kernel
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     from lvgp import PAD, MiniBatch, SparseGPLVSMRegressor
     from lvgp.bow.padded import pad_to_common_width
     from lvgp.datasets import make_zipf_topic_documents
-    from lvgp.models.sparse import choose_inducing_documents
+    from lvgp.models.inducing import choose_inducing_documents
 
     lengths = [4, 8] if args.quick else [int(v) for v in args.lengths.split(",")]
     docs, steps = (400, 3) if args.quick else (args.docs, args.steps)

@@ -191,7 +191,7 @@ def test_sparse_regressor_applies_the_auto_rule_to_a_step(tmp_path):
     from lvgp import MiniBatch, SparseGPLVSMRegressor
     from lvgp.bow.padded import pad_to_common_width
     from lvgp.datasets import make_synonym_regression
-    from lvgp.models.sparse import step_approximation
+    from lvgp.models.inducing import step_approximation
 
     corpus = make_synonym_regression(n=80, random_state=0)
     texts, y = corpus.texts[:60], corpus.y[:60]

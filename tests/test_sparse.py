@@ -19,7 +19,8 @@ from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec, make_word_vectors, shared_evaluation
-from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor, choose_inducing_documents
+from lvgp.models.inducing import choose_inducing_documents
+from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor
 from lvgp.warnings import EmptyDocumentsWarning
 
 
@@ -167,7 +168,7 @@ def test_kmeanspp_seeding_is_scikit_learns_on_csr_input():
 
     from lvgp.bow.padded import padded_to_counts
     from lvgp.datasets import make_zipf_topic_documents
-    from lvgp.models.sparse import _RowsFromCSR
+    from lvgp.models.inducing import _RowsFromCSR
 
     data = make_zipf_topic_documents(600, num_words=2_000, max_length=60, random_state=0)
     x = torch.as_tensor(data.X)
@@ -189,7 +190,7 @@ def test_kmeanspp_seeds_among_a_uniform_sample_of_a_large_corpus(monkeypatch):
     """Above max(_KMEANS_POOL, 20 m) documents, k-means++ runs on a uniform sample of that many (its
     cost is O(n m nnz)): the chosen documents are the sample's k-means++ choice, as row indices of
     the whole corpus; below it, every document is a candidate (the choice does not change)."""
-    import lvgp.models.sparse as sparse_module
+    import lvgp.models.inducing as sparse_module
 
     corpus = make_synonym_regression(n=300, random_state=3)
     vocab = Vocabulary(min_df=1).fit(corpus.texts)

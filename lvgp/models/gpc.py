@@ -81,6 +81,7 @@ from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vecto
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
 from .gplvsm import PaddedInputsMixin
+from .inducing import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 from .laplace import SoftmaxLaplaceGP, class_draws, expected_softmax_correlated
 from .mixins import (
     FittedVocabularyMixin,
@@ -90,7 +91,6 @@ from .mixins import (
     word_source,
 )
 from .part_selection import PartSelectionMixin
-from .sparse import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
 
 if TYPE_CHECKING:
     pass
@@ -504,7 +504,7 @@ class LDKGPClassifier(
     def _kernel(self, seed: int, x: torch.Tensor, inducing: torch.Tensor | None = None) -> Kernel:
         """The kernel on the training documents ``x`` (padded word ids, or packed with the sentence
         encoder's vectors); with the variational inference's ``inducing`` documents, ``"auto"`` is decided
-        on the documents of a step (:func:`~lvgp.models.sparse.step_approximation`; with the default
+        on the documents of a step (:func:`~lvgp.models.inducing.step_approximation`; with the default
         full batch, the training documents' words as for the Dirichlet inference)."""
         encoder = self.encoder_
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
