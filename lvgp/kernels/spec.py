@@ -624,10 +624,16 @@ def _class_problem(cls: type) -> str:
 class KernelArgument(Constraint):
     """The constraint of an estimator's ``kernel=`` (``lvgp.base.constraints``): ``None`` (the
     estimator's default spec), an :class:`LDKSpec` whose fields are checked here (the errors name
-    ``kernel.<field>``), or -- unless ``specs_only`` -- a gpytorch ``Kernel`` or a factory."""
+    ``kernel.<field>``), or -- unless ``specs_only`` -- a gpytorch ``Kernel`` or a factory.
 
-    def __init__(self, specs_only: bool = False) -> None:
+    ``takes``: the estimator's capabilities, declared in its constraint table: spec field -> the values
+    it can take (a spec with another value is a ``ParameterError`` naming every such field, the values
+    taken and ``why``)."""
+
+    def __init__(self, specs_only: bool = False, takes: dict[str, tuple] | None = None, why: str = "") -> None:
         self.specs_only = specs_only
+        self.takes = dict(takes or {})
+        self.why = why
 
     def accepts_type(self, value: Any) -> bool:
         if value is None or isinstance(value, LDKSpec):
@@ -637,9 +643,20 @@ class KernelArgument(Constraint):
     def problem(self, value: Any) -> str | None:
         if isinstance(value, LDKSpec):
             value.check("kernel")  # raises, naming the field
+            self.check_capabilities(value)
         if isinstance(value, type):
             return _class_problem(value)
         return None
+
+    def check_capabilities(self, spec: LDKSpec) -> None:
+        """A ``ParameterError`` naming the fields of ``spec`` with values the estimator cannot take."""
+        from ..base.constraints import ParameterError
+
+        bad = [f for f, allowed in self.takes.items() if not any(getattr(spec, f) == a for a in allowed)]
+        if bad:
+            taken = "; ".join(f"kernel.{f} takes {' or '.join(map(repr, self.takes[f]))}" for f in bad)
+            got = ", ".join(f"kernel.{f}={getattr(spec, f)!r}" for f in bad)
+            raise ParameterError(f"{got}: {taken} here{f' ({self.why})' if self.why else ''}")
 
     def describe(self) -> str:
         if self.specs_only:

@@ -75,9 +75,10 @@ from ..bow.padded import PAD, document_lengths, documents_at, pad_to_common_widt
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels import LatentDistributionKernel, shared_evaluation
+from ..kernels.assembly import EncoderPart
 from ..kernels.composition import PART_SELECTIONS
-from ..kernels.packed import ENCODER_KERNELS, beside_encoder
-from ..kernels.spec import KernelArg, KernelArgument, resolve_kernel, word_vector_modules
+from ..kernels.packed import ENCODER_KERNELS
+from ..kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
 from .gplvsm import PaddedInputsMixin
@@ -453,7 +454,7 @@ class LDKGPClassifier(
         **documents_input(),
         "optimizer": [None, FitOptionsArgument(LBFGS, MiniBatch, name="optimizer")],
         "early_stopping": [Boolean(), FitOptionsArgument(EarlyStopping, name="early_stopping")],
-        "kernel": [KernelArgument()],
+        "kernel": [KernelArgument(takes={"variational": (False,)}, why="the GP classifier fits MAP word vectors")],
         "inference": [Options(*INFERENCES)],
         "alpha_epsilon": [Real(0, open_low=True)],
         "calibration": [None, Options("temperature")],
@@ -476,8 +477,8 @@ class LDKGPClassifier(
     def _check_params(self) -> None:
         check_params(self)
         spec = self._spec
-        if spec is not None and spec.variational:
-            raise ValueError("kernel.variational: the GP classifier fits MAP word vectors; use variational=False")
+        if spec is not None:  # the default spec's capabilities too
+            self._parameter_constraints["kernel"][0].check_capabilities(spec)
         if self.calibration == "temperature" and self.inference != "dirichlet":
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
@@ -510,23 +511,22 @@ class LDKGPClassifier(
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
         dim = None if self.sentence_encoder is None else self._sentence_encoder().dim
         ids = x if dim is None else x[..., dim:].long()
-        if self._spec is not None:
-            spec = self._spec
-            if inducing is not None and spec.approximation == "auto":
-                batch_size = self._optimizer_options().batch_size  # None: a full batch
-                spec = spec.replace(approximation=step_approximation(spec, ids, inducing, batch_size, seed))
-            kernel = spec.build(encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed)
-            ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
-            self.kernel_kind_ = getattr(ldk, "features", "exact")
-            if dim is None:
-                return self._restricted(kernel)
-            return self._restricted(beside_encoder(kernel, ids, dim, self.encoder_kernel).double())
-        self.kernel_kind_ = "user"
-        return self._restricted(
-            resolve_kernel(
-                self.kernel, encoder.num_words, ids, word_features=encoder.word_features, words=words, seed=seed
-            )
+        spec = self._spec
+        approximation = None
+        if spec is not None and inducing is not None and spec.approximation == "auto":
+            batch_size = self._optimizer_options().batch_size  # None: a full batch
+            approximation = step_approximation(spec, ids, inducing, batch_size, seed)
+        kernel = self._assembled_kernel(
+            encoder.num_words,
+            ids,
+            word_features=encoder.word_features,
+            words=words,
+            seed=seed,
+            approximation=approximation,
+            encoder=None if dim is None else EncoderPart(dim, self.encoder_kernel),
+            scale=False,  # each class's output scale is the model's
         )
+        return self._restricted(kernel)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Documents, y: TensorLike, unlabeled: Documents | None = None) -> Self:

@@ -61,6 +61,7 @@ from ..base.targets import check_labels
 from ..bow.padded import PAD, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
+from ..kernels.assembly import assemble_covariance
 from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
@@ -245,7 +246,18 @@ class LatentSMMClassifier(
         **RUNTIME,
         "optimizer": [None, FitOptionsArgument(LBFGS, name="optimizer")],
         **documents_input(),
-        "kernel": [KernelArgument(specs_only=True)],
+        "kernel": [
+            KernelArgument(
+                specs_only=True,
+                takes={
+                    "embedding": ("rbf", "linear"),
+                    "variational": (False,),
+                    "identity_weight_prior_sd": (None,),
+                    "length_kernel": (False,),
+                },
+                why="the latent SMM's objective is the SVM's, not a likelihood",
+            )
+        ],
         "C": [Real(0, open_low=True)],
         # LIBSVM's stopping tolerance: below 1e-10 it iterates without end in double precision
         "svm_tol": [Real(1e-10)],
@@ -256,13 +268,7 @@ class LatentSMMClassifier(
     def _check_params(self) -> LDKSpec:
         check_params(self)
         spec: LDKSpec = self._spec.check()
-        if spec.embedding not in ("rbf", "linear"):
-            raise ValueError(f"kernel.embedding must be 'rbf' or 'linear' for the latent SMM; got {spec.embedding!r}")
-        if spec.variational or spec.identity_weight_prior_sd is not None or spec.length_kernel:
-            raise ValueError(
-                "the latent SMM's kernel takes no variational word vectors, identity_weight_prior_sd or length_kernel "
-                "(its objective is the SVM's, not a likelihood)"
-            )
+        self._parameter_constraints["kernel"][0].check_capabilities(spec)  # the default spec's too
         return spec
 
     kernel_: LatentDistributionKernel
@@ -374,10 +380,16 @@ class LatentSMMClassifier(
             scale = fit_rho**-0.5 if fit_rho > 0 else 1.0  # initial draws from the prior
         fitted = spec.replace(rho=fit_rho if fit_rho > 0 else None, gamma=fit_gamma, init_scale=scale)
         words = self.encoder_.vocabulary.words if self.encoder_.vocabulary is not None else None
-        self.kernel_ = fitted.build(
-            self.encoder_.num_words, x, word_features=self.encoder_.word_features, words=words, seed=seed
+        covariance = assemble_covariance(
+            fitted,
+            self.encoder_.num_words,
+            x,
+            word_features=self.encoder_.word_features,
+            words=words,
+            seed=seed,
+            scale=False,
         )
-        self.kernel_kind_ = getattr(self.kernel_, "features", "exact")
+        self.kernel_, self.kernel_kind_ = covariance.kernel, covariance.kind
         if spec.identity_weight is not None:
             self.kernel_.raw_identity_weight.requires_grad_(False)
         return x
@@ -445,12 +457,15 @@ class LatentSMMClassifier(
         x, est._y = payload["train_x"], payload["train_codes"].numpy()
         spec = est._spec
         words = est.encoder_.vocabulary.words if est.encoder_.vocabulary is not None else None
-        kernel = spec.build(est.encoder_.num_words, x, word_features=est.encoder_.word_features, words=words)
+        covariance = assemble_covariance(
+            spec, est.encoder_.num_words, x, word_features=est.encoder_.word_features, words=words, scale=False
+        )
+        kernel = covariance.kernel
         kernel.load_state_dict(payload["kernel"])
         fit = payload["fit"]
         est.device_ = check_device(est.device)
         est.kernel_, est._x = kernel.to(est.device_), x.to(est.device_)
-        est.kernel_kind_ = getattr(kernel, "features", "exact")
+        est.kernel_kind_ = covariance.kind
         est._fitted_params = est.get_params(deep=False)
         with torch.no_grad():
             gram = to_host(est.kernel_(est._x).to_dense())

@@ -150,6 +150,25 @@ def _standardized(loadings: np.ndarray) -> np.ndarray:
     return loadings / (loadings.std(0, keepdims=True) + 1e-12)
 
 
+#: the matcher's kernel: the RBF embedding's exact LDK over learned vectors (its capabilities)
+_KERNEL = KernelArgument(
+    specs_only=True,
+    takes={
+        "embedding": ("rbf",),
+        "word_embeddings": (None,),
+        "learn_word_vectors": (True,),
+        "variational": (False,),
+        "identity_weight_prior_sd": (None,),
+        "length_kernel": (False,),
+        "approximation": ("auto", "exact"),
+        "latent_init": (None,),
+        "options": (None, {}),
+    },
+    why="LDKMatcher fits the RBF embedding's exact LDK over learned vectors; word embeddings: "
+    "source_embeddings / target_embeddings; the start: init",
+)
+
+
 class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstimator):
     r"""Matching source documents to target documents (e.g. across languages) with LDK.
 
@@ -319,23 +338,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
 
     def _check_kernel(self) -> LDKSpec:
         spec: LDKSpec = self._spec.check()
-        unsupported = {
-            "embedding": spec.embedding != "rbf",
-            "word_embeddings": spec.word_embeddings is not None,
-            "learn_word_vectors": not spec.learn_word_vectors,
-            "variational": spec.variational,
-            "identity_weight_prior_sd": spec.identity_weight_prior_sd is not None,
-            "length_kernel": spec.length_kernel,
-            "approximation": spec.approximation not in ("auto", "exact"),
-            "latent_init": spec.latent_init is not None,
-            "options": bool(spec.options),
-        }
-        bad = [name for name, flag in unsupported.items() if flag]
-        if bad:
-            raise ValueError(
-                f"LDKMatcher's kernel takes the RBF embedding's exact LDK over learned vectors; it does not take "
-                f"kernel.{', kernel.'.join(bad)} (word embeddings: source_embeddings / target_embeddings; the start: init)"
-            )
+        _KERNEL.check_capabilities(spec)  # the default spec's too
         return spec
 
     # ------------------------------------------------------------------ vocabularies and encoding
@@ -464,7 +467,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         **RUNTIME,
         "optimizer": [None, FitOptionsArgument(LBFGS, MiniBatch, name="optimizer")],
         "early_stopping": [Boolean(), FitOptionsArgument(EarlyStopping, name="early_stopping")],
-        "kernel": [KernelArgument(specs_only=True)],
+        "kernel": [_KERNEL],
         "learn_identity_weight": [Boolean()],
         "tie_identical_tokens": [Boolean()],
         "init": [Options(*INITS)],

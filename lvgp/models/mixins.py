@@ -155,6 +155,37 @@ class KernelParamsMixin(FrozenParamsMixin):
             )
         return spec.replace(**fields)
 
+    def _assembled_kernel(
+        self,
+        num_words: int,
+        documents: torch.Tensor,
+        *,
+        word_features: Any = None,
+        words: list[str] | None = None,
+        seed: int = 0,
+        approximation: str | None = None,
+        encoder: Any = None,
+        scale: bool = True,
+    ) -> Any:
+        """The model's covariance for ``kernel=`` (:func:`lvgp.kernels.assembly.assemble_covariance`, the
+        one assembly; the arguments are its own), its kind kept as ``kernel_kind_``."""
+        from ..kernels.assembly import assemble_covariance
+
+        spec = self._spec
+        covariance = assemble_covariance(
+            spec if spec is not None else self.kernel,
+            num_words,
+            documents,
+            word_features=word_features,
+            words=words,
+            seed=seed,
+            approximation=approximation,
+            encoder=encoder,
+            scale=scale,
+        )
+        self.kernel_kind_ = covariance.kind
+        return covariance.kernel
+
     @property
     def _spec(self) -> Any:
         """The kernel's :class:`~lvgp.kernels.LDKSpec` (the estimator's default for ``kernel=None``), or

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
-from gpytorch.kernels import ScaleKernel
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import Streams
@@ -14,13 +13,13 @@ from .._typing import Documents
 from ..base.constraints import Instance, Integer, Options
 from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
 from ..encoders.sentence import ENCODERS, SentenceEncoder
+from ..kernels.assembly import EncoderPart
 from ..kernels.composition import PART_SELECTIONS
-from ..kernels.packed import ENCODER_KERNELS, beside_encoder
+from ..kernels.packed import ENCODER_KERNELS
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
     LDKSpec,
-    resolve_kernel,
     variational_word_vectors,
     word_vector_modules,
 )
@@ -238,18 +237,12 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         if state_dict is not None and features is None:  # a file of lvgp 0.1, whose encoder did not save them
             features = next((v for k, v in state_dict.items() if k.endswith("word_vectors.word_features")), None)
         words = self.vocabulary_.words if self.vocabulary_ is not None else None
-        spec = self._spec
         ids = self._word_ids(inputs)
-        if spec is not None:
-            kernel = spec.build(self.num_words_, ids, word_features=features, words=words, seed=seed)
-            ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
-            self.kernel_kind_ = getattr(ldk, "features", "exact")
-            if ids is not inputs:  # the sentence encoder's part beside the words
-                kernel = beside_encoder(kernel, ids, inputs.shape[-1] - ids.shape[-1], self.encoder_kernel)
-            covar = ScaleKernel(kernel)
-        else:
-            covar = resolve_kernel(self.kernel, self.num_words_, ids, word_features=features, words=words, seed=seed)
-            self.kernel_kind_ = "user"
+        # the sentence encoder's part beside the words, when the documents carry its vectors
+        encoder = None if ids is inputs else EncoderPart(inputs.shape[-1] - ids.shape[-1], self.encoder_kernel)
+        covar = self._assembled_kernel(
+            self.num_words_, ids, word_features=features, words=words, seed=seed, encoder=encoder
+        )
         covar = self._restricted(covar)
         model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=covar).double()
         self._init_hyperparameters(model)

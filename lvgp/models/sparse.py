@@ -64,7 +64,6 @@ from ..kernels.spec import (
     KernelArg,
     KernelArgument,
     LDKSpec,
-    resolve_kernel,
     variational_word_vectors,
     word_vector_modules,
 )
@@ -237,17 +236,13 @@ class SparseGPLVSMRegressor(
         """The covariance: the spec's LDK times an output scale, or the user's kernel as it is.
         ``approximation``: what ``"auto"`` stands for (a saved model's), else :func:`step_approximation`."""
         spec = self._spec
-        if spec is None:
-            self.kernel_kind_ = "user"
-            return resolve_kernel(self.kernel, num_words, x, word_features=word_features, words=words, seed=seed)
-        if spec.approximation == "auto":
-            if approximation is None:
-                approximation = step_approximation(spec, x, inducing, self._optimizer_options().batch_size, seed)
-            spec = spec.replace(approximation=approximation)
-        kernel = ScaleKernel(spec.build(num_words, x, word_features=word_features, words=words, seed=seed))
-        kernel.outputscale = torch.tensor(float(self.outputscale_init), dtype=torch.float64)
-        ldk = next((m for m in kernel.modules() if hasattr(m, "word_vectors")), None)
-        self.kernel_kind_ = getattr(ldk, "features", "exact")
+        if spec is not None and spec.approximation == "auto" and approximation is None:
+            approximation = step_approximation(spec, x, inducing, self._optimizer_options().batch_size, seed)
+        kernel = self._assembled_kernel(
+            num_words, x, word_features=word_features, words=words, seed=seed, approximation=approximation
+        )
+        if isinstance(kernel, ScaleKernel) and spec is not None:
+            kernel.outputscale = torch.tensor(float(self.outputscale_init), dtype=torch.float64)
         return kernel
 
     def _build(
