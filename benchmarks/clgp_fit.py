@@ -44,8 +44,11 @@ try:  # today's CLGP takes its optimizer as an object
     fit = {"optimizer": Adam(max_iter=args["max_iter"], lr=0.05)}
 except ImportError:  # the code before lvgp.Adam took the settings as arguments
     fit = {"optimizer": "adam", "lr": 0.05, "max_iter": args["max_iter"]}
-model = CLGP(latent_dim=2, num_inducing=50, elbo_samples=5, predict_samples=args["predict_samples"],
-             impute_iter=args["impute_iter"], random_state=0, **fit, **extra)
+import inspect
+# the ELBO's Monte Carlo samples: elbo_samples since issue 58, samples before
+samples = "elbo_samples" if "elbo_samples" in inspect.signature(CLGP).parameters else "samples"
+model = CLGP(latent_dim=2, num_inducing=50, predict_samples=args["predict_samples"],
+             impute_iter=args["impute_iter"], random_state=0, **{samples: 5}, **fit, **extra)
 start = time.perf_counter()
 model.fit(data["train"], [int(k) for k in data["cardinalities"]])
 seconds = time.perf_counter() - start

@@ -448,7 +448,7 @@ def test_a_natural_gradient_step_that_breaks_q_u_is_undone_and_the_step_size_hal
     such a step and halves ngd_lr, says so, and predicts; without the retries it ends in a CovarianceError."""
     import re
 
-    import lvgp.models.gpc as gpc
+    import lvgp.models.gpc.inference as gpc
     from lvgp.base.numerics import CovarianceError
     from lvgp.datasets import make_zipf_topic_documents
 

@@ -71,7 +71,7 @@ def test_integers_beyond_float64_are_named(estimator, name):
 
 def test_em_slda_refuses_an_optimizer_it_would_ignore():
     """Defect 9: ``SLDARegressor(inference="em")`` silently ignored ``optimizer=``."""
-    with pytest.raises(ValueError, match=r"^optimizer: inference='em' fits by the paper's variational EM"):
+    with pytest.raises(ValueError, match=r"^optimizer: inference='em' fits by lvgp.EM"):
         SLDARegressor(inference="em", optimizer=MiniBatch(lr=1e-9)).fit(TEXTS, Y)
     check_params(SLDARegressor(inference="em"))
     check_params(SLDARegressor(inference="svi", optimizer=MiniBatch(lr=1e-3)))

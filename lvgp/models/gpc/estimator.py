@@ -1,46 +1,9 @@
-r"""GP classification with the latent distribution kernel.
-
-Two inferences, one estimator (:class:`LDKGPClassifier`); in both, :math:`C` latent GPs (one
-per class; one for a binary probit) share one LDK -- the same word vectors -- with a separate
-output scale and constant mean per class, and the word vectors carry the
-:math:`\mathcal N(0, \rho^{-1}I)` prior of GP-LVSM.
-
-* ``inference="dirichlet"`` (default): Dirichlet-based GP classification (Milios, Camoriano,
-  Michiardi, Rosasco & Filippone, NeurIPS 2018; gpytorch's ``DirichletClassificationLikelihood``).
-  The one-hot labels become regression targets in log space,
-  :math:`\tilde y_{ic} = \log\alpha_{ic} - \sigma^2_{ic}/2` with
-  :math:`\alpha_{ic} = \mathbb 1[y_i = c] + \alpha_\epsilon` and fixed heteroscedastic noise
-  :math:`\sigma^2_{ic} = \log(1/\alpha_{ic} + 1)` (moment matching of the Dirichlet's gamma
-  marginals), plus a learned homoscedastic noise per class. Each class is then an *exact* GP regression,
-  so the word vectors, output scales, means and noise are fitted by L-BFGS on the exact log
-  marginal likelihood plus the log prior of the word vectors (as GP-LVSM, eq. 11) -- no
-  variational parameters, no stochastic optimizer. Class probabilities are
-  :math:`\mathbb E[\exp f_c / \sum_{c'} \exp f_{c'}]` under the GPs' predictive marginals (Monte Carlo
-  with fixed draws: predictions are a deterministic function of the model and the input).
-* ``inference="laplace"``: the softmax likelihood with the Laplace approximation of the posterior
-  of the :math:`C` latent functions (Rasmussen & Williams 2006, alg. 3.3-3.4; :mod:`lvgp.models.laplace`):
-  the mode by Newton's method, warm-started between the hyper-parameters' steps; the word vectors,
-  output scales, means and mix weights by L-BFGS on the approximate log marginal likelihood (eq. 3.44)
-  with its exact gradient (the mode's implicit derivative included) plus the log priors; class
-  probabilities the softmax averaged over the test latents' correlated Gaussian. No transformed
-  labels and no noise: with a linear kernel on features this is Bayesian multinomial logistic
-  regression, whose mode is L2-regularized logistic regression. ``log_marginal_likelihood_``
-  holds the approximate log evidence after ``fit``.
-* ``inference="variational"``: the likelihood is the softmax (probit for two classes) and each GP a
-  whitened SVGP on inducing documents (training documents, k-means++ seeded; see
-  :mod:`lvgp.models.sparse`). The variational distributions take natural-gradient steps
-  (gpytorch's ``NaturalVariationalDistribution`` with ``NGD``), the word vectors and kernel
-  parameters Adam steps on the same ELBO; mini-batches when ``batch_size`` is set. This is the
-  scalable option (memory and time independent of ``n`` per step).
-
-Both tie the word vectors to pretrained embeddings on request (``word_embeddings``); words unseen
-in training that have an embedding then enter prediction with their embedding-implied vectors.
-"""
+"""The GP classifier with the latent distribution kernel, :class:`LDKGPClassifier` (the package's
+docstring says what its inferences are; :mod:`lvgp.models.gpc.inference` holds them)."""
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -51,59 +14,50 @@ import numpy as np
 import torch
 from gpytorch.kernels import Kernel
 from gpytorch.utils.warnings import GPInputWarning
-from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
-from linear_operator.operators import DenseLinearOperator
-from linear_operator.utils.errors import NotPSDError
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import NUMERICS_SEED, Streams, child_seed, seeded_torch, torch_generator
-from .._typing import Documents, TensorLike
-from ..base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
-from ..base.device import check_dense_memory, check_device, state_to_cpu, to_host
-from ..base.distributed import backward_on_share, check_same_model, process_group
-from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
-from ..base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
-from ..base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
-from ..base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
-from ..base.numerics import covariance_errors, default_dtype, exact_numerics
-from ..base.persistence import classes_from_plain, classes_to_plain
-from ..base.targets import check_labels, true_class_log_proba
-from ..base.validation import check_block
-from ..bow.padded import PAD, document_lengths, documents_at, pad_to_common_width
-from ..bow.vocabulary import Vocabulary
-from ..encoders.sentence import ENCODERS, SentenceEncoder
-from ..kernels import LatentDistributionKernel, shared_evaluation
-from ..kernels.assembly import EncoderPart
-from ..kernels.composition import PART_SELECTIONS
-from ..kernels.packed import ENCODER_KERNELS
-from ..kernels.spec import KernelArg, KernelArgument, word_vector_modules
-from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
-from .dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
-from .gplvsm import PaddedInputsMixin
-from .inducing import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
-from .laplace import SoftmaxLaplaceGP, class_draws, expected_softmax_correlated
-from .mixins import (
+from ..._random import Streams, seeded_torch
+from ..._typing import Documents, TensorLike
+from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
+from ...base.device import check_dense_memory, check_device, state_to_cpu, to_host
+from ...base.distributed import check_same_model, process_group
+from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
+from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
+from ...base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
+from ...base.numerics import covariance_errors, default_dtype, exact_numerics
+from ...base.persistence import classes_from_plain, classes_to_plain
+from ...base.targets import check_labels, true_class_log_proba
+from ...base.validation import check_block
+from ...bow.padded import PAD, documents_at
+from ...bow.vocabulary import Vocabulary
+from ...encoders.sentence import ENCODERS, SentenceEncoder
+from ...kernels.assembly import EncoderPart
+from ...kernels.composition import PART_SELECTIONS
+from ...kernels.packed import ENCODER_KERNELS
+from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
+from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
+from ..dirichlet import SharedDirichletPosterior
+from ..inducing import step_approximation
+from ..mixins import (
     FittedVocabularyMixin,
     KernelParamsMixin,
     SavedParamsMixin,
     SentenceEncoderMixin,
     word_source,
 )
-from .part_selection import PartSelectionMixin
+from ..part_selection import PartSelectionMixin
+from .inference import INFERENCE_STRATEGIES, Inference
+from .models import class_draw_seeds, expected_softmax
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["LDKGPClassifier", "DirichletLDKGP", "INFERENCES", "CLASS_HYPERPARAMETERS"]
+__all__ = ["LDKGPClassifier", "INFERENCES", "CLASS_HYPERPARAMETERS"]
 
-INFERENCES = ("dirichlet", "variational", "laplace")
+#: the inferences ``inference=`` takes (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)
+INFERENCES = tuple(INFERENCE_STRATEGIES)
 
-
-#: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
-#: ``ngd_lr`` each time, before it gives up with a ``CovarianceError``
-_NGD_BACKOFF = 10
 
 #: sd of the prior of ``calibration="temperature"`` on log T (a MAP fit, not the leave-one-out log loss
 #: alone): weakly informative -- T in [e^-2, e^2] at two sd, the range dev documents chose (0.4-1.2 on
@@ -112,154 +66,6 @@ TEMPERATURE_PRIOR_SD = 1.0
 
 #: the classes' output scales and additional noise: one each per class, or one for all classes
 CLASS_HYPERPARAMETERS = ("per-class", "shared")
-
-
-class _DirichletLikelihood(gpytorch.likelihoods.DirichletClassificationLikelihood):
-    """gpytorch's Dirichlet classification likelihood whose labels and transformed targets
-    (plain attributes there, which ``.to()`` would leave on the old device) move with the module;
-    the labels stay integers (``fn`` changes a floating tensor's dtype only). ``shared_noise``: one
-    learned additional noise for all classes (gpytorch's has one per class)."""
-
-    transformed_targets: torch.Tensor
-    targets: torch.Tensor
-
-    def __init__(self, targets: torch.Tensor, *, shared_noise: bool = False, **kwargs: Any) -> None:
-        super().__init__(targets, **kwargs)
-        if shared_noise:
-            self.second_noise_covar = gpytorch.likelihoods.noise_models.HomoskedasticNoise()
-
-    def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-        self.transformed_targets = fn(self.transformed_targets)
-        self.targets = fn(self.targets)
-        return super()._apply(fn, *args, **kwargs)
-
-
-def _class_covariance(covar_module: gpytorch.kernels.Kernel, x: torch.Tensor, batch: torch.Size) -> Any:
-    """The classes' covariance of ``x``: the batched kernel's, or one shared kernel's, evaluated once
-    and broadcast over ``batch`` (expanding gpytorch's lazily evaluated kernel tensor would repeat
-    the documents and evaluate the kernel once per class: 20 times the work and memory on 20ng)."""
-    covar = covar_module(x)
-    if len(batch) and not len(covar_module.batch_shape):
-        dense = covar.to_dense()
-        covar = DenseLinearOperator(dense.expand(*batch, *dense.shape[-2:]))
-    return covar
-
-
-class _NaturalDistribution(NaturalVariationalDistribution):
-    """gpytorch's natural-parameter q(u), started from the prior through its Cholesky factor.
-
-    gpytorch inverts the prior covariance by LU (``Tensor.inverse``). torch's batched LU calls
-    MKL's ``dgetrf`` from several threads at once for matrices of more than ~14 rows (a grain-size
-    heuristic that rounds to "always parallel", pytorch/pytorch#141358 and #142815, fix proposed in
-    #181570), and MKL's row swaps are not thread-safe: with 2 torch threads, 4 classes and 256
-    inducing documents the fit printed ``Intel oneMKL ERROR: Parameter 6 was incorrect on entry to
-    DLASWP`` and hung. The prior covariance is positive definite (the whitened prior: the identity),
-    so its inverse is taken by Cholesky, which has no pivots: the same start, on any thread count."""
-
-    def initialize_variational_distribution(self, prior_dist: Any) -> None:
-        prior_prec = torch.cholesky_inverse(torch.linalg.cholesky(prior_dist.covariance_matrix))
-        prior_mean = prior_dist.mean
-        noise = torch.randn_like(prior_mean).mul_(self.mean_init_std)
-        self.natural_vec.data.copy_((prior_prec @ prior_mean.unsqueeze(-1)).squeeze(-1).add_(noise))
-        self.natural_mat.data.copy_(prior_prec.mul(-0.5))
-
-
-class DirichletLDKGP(PaddedInputsMixin, gpytorch.models.ExactGP):
-    """``C`` exact GPs (batch shape ``C``) on the Dirichlet-transformed labels of
-    ``likelihood`` (a :class:`gpytorch.likelihoods.DirichletClassificationLikelihood`), sharing
-    ``kernel`` (an LDK) under per-class constant means and per-class output scales (one output
-    scale for every class with ``shared_outputscale``)."""
-
-    def __init__(
-        self,
-        train_x: torch.Tensor,
-        likelihood: gpytorch.likelihoods.DirichletClassificationLikelihood,
-        kernel: LatentDistributionKernel,
-        shared_outputscale: bool = False,
-    ) -> None:
-        targets = likelihood.transformed_targets  # C x n
-        super().__init__(train_x, targets, likelihood)
-        self.classes_batch = torch.Size([targets.shape[0]])
-        self.mean_module = gpytorch.means.ConstantMean(batch_shape=self.classes_batch)
-        scale_batch = torch.Size() if shared_outputscale else self.classes_batch
-        self.covar_module = gpytorch.kernels.ScaleKernel(kernel, batch_shape=scale_batch)
-
-    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
-        covar = _class_covariance(self.covar_module, x, self.classes_batch)
-        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
-
-    @property
-    def ldk(self) -> LatentDistributionKernel:
-        return self.covar_module.base_kernel
-
-
-class _LDKClassificationGP(gpytorch.models.ApproximateGP):
-    def __init__(
-        self,
-        inducing: torch.Tensor,
-        kernel: LatentDistributionKernel,
-        n_latent: int,
-        jitter: float = 1e-6,
-        shared_outputscale: bool = False,
-    ):
-        batch = torch.Size([n_latent]) if n_latent > 1 else torch.Size([])
-        dist = _NaturalDistribution(inducing.shape[0], batch_shape=batch)
-        strategy = PaddedVariationalStrategy(self, inducing, dist, learn_inducing_locations=False, jitter_val=jitter)
-        if n_latent > 1:
-            strategy = IndependentMultitaskVariationalStrategy(strategy, num_tasks=n_latent)
-        super().__init__(strategy)
-        self.classes_batch = batch
-        self.mean_module = gpytorch.means.ConstantMean(batch_shape=batch)
-        self.covar_module = gpytorch.kernels.ScaleKernel(
-            kernel, batch_shape=torch.Size() if shared_outputscale else batch
-        )
-
-    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
-        covar = _class_covariance(self.covar_module, x, self.classes_batch)
-        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
-
-
-def expected_softmax(
-    mean: torch.Tensor, var: torch.Tensor, n_samples: int, class_seeds: list[int] | None = None
-) -> torch.Tensor:
-    r"""``n x C`` class probabilities :math:`\mathbb E[\mathrm{softmax}(f)]` under independent
-    Gaussian marginals ``mean``, ``var`` (``n x C``) of the ``C`` latent functions, by Monte
-    Carlo with ``n_samples`` fixed draws, the same for every document and call: a deterministic
-    function of its inputs. ``class_seeds`` (one per class, :func:`class_draw_seeds`): each class's
-    draws come from its own stream, so that a class gets the same draws wherever its label sorts
-    (without them, the draws of column ``c`` are those of position ``c``, from
-    ``lvgp._random.NUMERICS_SEED``: the scheme of files saved before). (gpytorch's
-    ``SoftmaxLikelihood`` would expand the lazy multitask covariance over the samples: GBs for long
-    documents.)"""
-    # drawn on the CPU (the same draws on every device), then moved
-    if class_seeds is None:
-        generator = torch_generator(NUMERICS_SEED)
-        eps = torch.randn(n_samples, 1, mean.shape[-1], dtype=mean.dtype, generator=generator)
-    else:
-        if len(class_seeds) != mean.shape[-1]:
-            raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {mean.shape[-1]} classes")
-        eps = class_draws(n_samples, class_seeds, mean.dtype).unsqueeze(1)  # S x 1 x C
-    eps = eps.to(mean.device)
-    return torch.softmax(mean + var.clamp_min(0).sqrt() * eps, dim=-1).mean(0)
-
-
-def class_draw_seeds(classes: np.ndarray) -> list[int]:
-    """One seed per class label for :func:`expected_softmax`: the stream named by the label's text
-    (``lvgp._random.child_seed`` of ``NUMERICS_SEED``), so that the Monte Carlo probabilities
-    of a class do not depend on its position: on which other labels there are, or on how they sort
-    (labels ``1, 2, 10`` read as integers or as strings sort otherwise and predict the same). A
-    label of another text draws other numbers: renaming a class moves its probability by the Monte
-    Carlo error, of order ``1 / sqrt(predict_samples)`` (a few 0.01 at the default 256)."""
-    return [child_seed(NUMERICS_SEED, f"class {label}") for label in np.asarray(classes).tolist()]
-
-
-#: dense n x n float64 matrices a class that an exact (Dirichlet or Laplace) fit holds at once: the
-#: covariance, its Cholesky factor and their gradients (the guard of :func:`~lvgp.base.device.check_dense_memory`)
-_DENSE_COPIES_PER_CLASS = 3
-#: the same for the shared-hyper-parameter Dirichlet inference, whatever the number of classes (one
-#: factorization for all classes, :mod:`lvgp.models.dirichlet`): the kernel matrix, the factor and its
-#: inverse, and their gradients
-_DENSE_COPIES_SHARED = 6
 
 
 def _tempered_log_proba(log_p: np.ndarray, temperature: float) -> np.ndarray:
@@ -468,7 +274,7 @@ class LDKGPClassifier(
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
-        return MiniBatch if self.inference == "variational" else LBFGS
+        return self._inference_strategy().optimizer_kind
 
     @classmethod
     def _legacy_optimizer_kind(cls, flat: dict[str, Any], params: dict[str, Any]) -> type[FitOptions]:
@@ -479,20 +285,21 @@ class LDKGPClassifier(
         spec = self._spec
         if spec is not None:  # the default spec's capabilities too
             self._parameter_constraints["kernel"][0].check_capabilities(spec)
-        if self.calibration == "temperature" and self.inference != "dirichlet":
+        strategy = self._inference_strategy()
+        if self.calibration == "temperature" and not strategy.leave_one_out:
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
-        if self.part_selection == "evidence" and self.inference == "variational":
+        if self.part_selection == "evidence" and not strategy.evidence:
             raise ValueError(
                 "part_selection='evidence' needs inference='dirichlet' or 'laplace' (an evidence each "
                 "sub-composition reaches; the variational inference's is a stochastic mini-batch bound)"
             )
-        if self.part_selection == "loo" and self.inference != "dirichlet":
+        if self.part_selection == "loo" and not strategy.leave_one_out:
             raise ValueError(
                 "part_selection='loo' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
-        if self.sentence_encoder is not None and self.inference == "variational":
+        if self.sentence_encoder is not None and strategy.mini_batches:
             raise ValueError(
                 "sentence_encoder needs inference='dirichlet' or 'laplace' (the variational inference takes word "
                 "ids only)"
@@ -568,7 +375,7 @@ class LDKGPClassifier(
         class, or with ``class_hyperparameters="shared"`` one for all classes
         (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.leave_one_out`)."""
         check_is_fitted(self, "model_")
-        if self.inference != "dirichlet":
+        if not self._inference_strategy().leave_one_out:
             raise ValueError("leave_one_out_latents needs inference='dirichlet'")
         model, likelihood = self.model_, self.likelihood_
         posterior = self._posterior()
@@ -644,7 +451,7 @@ class LDKGPClassifier(
         """The stratified training and validation rows of early stopping (and the vocabulary size
         of padded input, which the held-out part must keep); no validation rows, with a warning,
         when the classes leave none."""
-        from ..base.splits import early_stopping_split
+        from ...base.splits import early_stopping_split
 
         encoder = DocumentEncoder(self.vocabulary, self.num_words)
         n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split
@@ -716,7 +523,8 @@ class LDKGPClassifier(
         or with early stopping on ``validation`` = ``(X_dev, y_dev)`` (sets ``best_iter_``)."""
         self.encoder_ = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         # the variational inference takes mini-batches: an int32 corpus stays int32 (cast batch by batch)
-        compact = self.inference == "variational" and self.sentence_encoder is None
+        strategy = self._inference_strategy()
+        compact = strategy.mini_batches and self.sentence_encoder is None
         # with a sentence encoder a text without a known word is still a document: its vector
         x = self.encoder_.fit_transform(
             X, "X", unlabeled=unlabeled, compact=compact, allow_empty=self.sentence_encoder is not None
@@ -726,15 +534,15 @@ class LDKGPClassifier(
         self.class_prior_ = np.bincount(codes) / len(codes)
         self._mc_draws = "by-class"  # files saved before hold none: their draws are by position
         self._train = (x, codes)  # what save() writes: the model is rebuilt from them on load
-        if self.inference == "variational" and process_group()[1] > 1:
+        if strategy.mini_batches and process_group()[1] > 1:
             check_same_model(self.random_state, "LDKGPClassifier")
         seed = self._fit_streams().root
         self.device_ = check_device(self.device)
-        if self.inference != "variational":  # dense n x n covariances and factors, and their gradients
-            shared = self.inference == "dirichlet" and self.class_hyperparameters == "shared"
+        copies = strategy.dense_copies(self)
+        if copies is not None:  # dense n x n covariances and factors, and their gradients
             check_dense_memory(
                 x.shape[0],
-                _DENSE_COPIES_SHARED if shared else _DENSE_COPIES_PER_CLASS * len(self.classes_),
+                copies,
                 self.device_,
                 f"the {self.inference} GP classifier on {x.shape[0]:,} documents and {len(self.classes_)} classes",
                 "Pass fewer documents, or inference='variational' (mini-batches; word ids only).",
@@ -744,21 +552,32 @@ class LDKGPClassifier(
         def fit_one() -> None:
             with default_dtype(torch.float64):
                 validate = None if validation is None else self._validation_loss(*validation)
-                if self.inference == "dirichlet":
-                    self._fit_dirichlet(x, codes, seed, budget, validate)
-                elif self.inference == "laplace":
-                    self._fit_laplace(x, codes, seed, budget, validate)
-                else:
-                    # gpytorch's softmax ELBO draws its Monte Carlo samples from torch's global generator:
-                    # seed it inside a forked scope, so fits are reproducible and the caller's stream is untouched
-                    with seeded_torch(seed):
-                        self._fit_variational(x, codes, seed, budget, validate)
+                # an inference that draws from torch's global generator (gpytorch's Monte Carlo ELBO) is
+                # seeded inside a forked scope: fits are reproducible and the caller's stream is untouched
+                with seeded_torch(seed) if strategy.global_draws else contextlib.nullcontext():
+                    strategy.fit(self, x, codes, seed, budget, validate)
 
         self._fit_parts(fit_one, x.shape[0])
-        if self.inference == "laplace":  # the kept fit's probabilities, not every sub-composition's
-            self._warn_if_laplace_flattens(self.model_)
+        strategy.after_fit(self)  # the kept fit's checks, not every sub-composition's
         self.model_.eval()
         self.likelihood_.eval()
+
+    def _inference_strategy(self) -> Inference:
+        """The strategy object of ``inference=`` (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)."""
+        return INFERENCE_STRATEGIES[self.inference]
+
+    def _posterior(self) -> Any:
+        """What prediction computes once for all blocks of a call (the inference's ``posterior``)."""
+        return self._inference_strategy().posterior(self)
+
+    def _block_latents(
+        self, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
+        """The latent functions' posterior at one block ``xb`` of documents (the inference's
+        ``block_latents``): means ``n x C`` (``n x 1`` for the binary variational classifier), the
+        variances (the Laplace inference's ``n x C x C`` covariances), and gpytorch's ``f`` where the
+        probabilities need it."""
+        return self._inference_strategy().block_latents(self, xb, posterior)
 
     def _fit_streams(self) -> Streams:
         """The fit's random streams: made once by :meth:`fit`, shared with its early-stopping probe (a
@@ -784,314 +603,6 @@ class LDKGPClassifier(
             return float(-np.mean(true_class_log_proba(proba, self.classes_, y_dev)))
 
         return loss
-
-    def _build_dirichlet(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
-        """``model_`` and ``likelihood_`` of the Dirichlet inference at their initial values, on ``device_``."""
-        targets = torch.from_numpy(codes)
-        shared = self.class_hyperparameters == "shared"
-        likelihood = _DirichletLikelihood(
-            targets,
-            alpha_epsilon=self.alpha_epsilon,
-            learn_additional_noise=True,
-            dtype=torch.float64,
-            shared_noise=shared,
-        ).double()
-        likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
-        model = DirichletLDKGP(x, likelihood, self._kernel(seed, x), shared).to(self.device_)
-        self.model_, self.likelihood_ = model, likelihood
-
-    def _fit_dirichlet(
-        self,
-        x: torch.Tensor,
-        codes: np.ndarray,
-        seed: int,
-        budget: int | None = None,
-        validate: Callable[[], float] | None = None,
-    ) -> None:
-        self._build_dirichlet(x, codes, seed)
-        model, likelihood = self.model_, self.likelihood_
-        n = x.shape[0]
-        inputs = model.train_inputs[0]
-        model.train()
-        likelihood.train()
-
-        shared = self.class_hyperparameters == "shared"
-
-        def evidence() -> torch.Tensor:
-            # sum over classes of the exact log marginal likelihood (the word vectors' log prior is
-            # added once, by _maximize_evidence: gpytorch's ExactMarginalLogLikelihood would add it once
-            # per class); with one output scale and noise for all classes, one factorization serves every
-            # class (lvgp.models.dirichlet), else gpytorch factors each class's covariance
-            with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
-                if shared:
-                    return shared_dirichlet_log_evidence(*self._shared_dirichlet_terms(inputs))
-                return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
-
-        result = self._maximize_evidence(model, evidence, n, budget, validate, "LDK GP classifier")
-        if budget is None:  # a chosen budget ends the fit by design
-            result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
-
-    def _maximize_evidence(
-        self,
-        model: torch.nn.Module,
-        evidence: Callable[[], torch.Tensor],
-        n: int,
-        budget: int | None,
-        validate: Callable[[], float] | None,
-        desc: str,
-    ) -> Any:
-        """L-BFGS on minus ``evidence()`` (the inference's log marginal likelihood, or its approximation)
-        plus the log priors -- the word vectors' once, through their ``penalty()``, and the other
-        hyper-parameters' (e.g. ``identity_weight_prior``) -- per document; sets the fit's curves and
-        returns :func:`~lvgp.base.fitting.minimize`'s result."""
-        vectors = word_vector_modules(model)
-
-        def objective() -> torch.Tensor:
-            priors = log_prior(model, exclude=vectors)
-            return -(evidence() + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
-
-        optimizer, stopping = self._optimizer_options(), self._stopping()
-        result = minimize(
-            [p for p in model.parameters() if p.requires_grad],
-            objective,
-            method="lbfgs",
-            max_iter=int(optimizer.max_iter if budget is None else budget),
-            tol=float(optimizer.tol),
-            validate=validate,
-            validation_interval=int(stopping.validation_interval),
-            n_iter_no_change=int(stopping.n_iter_no_change),
-            verbose=self.verbose,
-            desc=desc,
-        )
-        if self.part_selection is not None:  # what "evidence" compares: the kept parameters' objective
-            with torch.no_grad():
-                self._log_evidence_fitted = -float(objective()) * n
-        self.loss_curve_, self.n_iter_, self.converged_ = list(result.loss_curve), result.n_iter, result.converged
-        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
-        return result
-
-    def _build_laplace(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
-        """``model_`` (a :class:`~lvgp.models.laplace.SoftmaxLaplaceGP`) and ``likelihood_`` (the softmax,
-        no parameters: the model computes the Laplace approximation itself) at their initial values."""
-        shared = self.class_hyperparameters == "shared"
-        n_classes = len(self.classes_)
-        model = SoftmaxLaplaceGP(x, torch.from_numpy(codes), n_classes, self._kernel(seed, x), shared)
-        self.model_ = model.to(self.device_)
-        likelihood = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
-        self.likelihood_ = likelihood.to(self.device_)
-
-    def _fit_laplace(
-        self,
-        x: torch.Tensor,
-        codes: np.ndarray,
-        seed: int,
-        budget: int | None = None,
-        validate: Callable[[], float] | None = None,
-    ) -> None:
-        """L-BFGS on minus the approximate log marginal likelihood (eq. 3.44) and the log priors of the
-        word vectors and the other hyper-parameters, per document (as the Dirichlet inference's)."""
-        self._build_laplace(x, codes, seed)
-        model = self.model_
-        n = x.shape[0]
-        model.train()
-
-        def evidence() -> torch.Tensor:
-            with exact_numerics(), covariance_errors("Laplace GP classifier", "Try a larger rho."):
-                return model.log_evidence()
-
-        result = self._maximize_evidence(model, evidence, n, budget, validate, "LDK GP classifier (Laplace)")
-        with torch.no_grad(), exact_numerics():  # the mode and evidence at the kept parameters
-            self.log_marginal_likelihood_ = float(model.log_evidence())
-        iterations, gradient = model.last_search
-        if gradient > 1e-6:
-            warn(
-                f"the Laplace mode search stopped after {iterations} Newton iterations with a gradient of "
-                f"{gradient:.2g}; its evidence and predictions are approximate",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        if budget is None:
-            result.warn_if_unconverged("the Laplace GP classifier", unit="L-BFGS iterations", stacklevel=4)
-
-    #: how much below its mode's the Laplace predictive's mean top probability on the training documents may
-    #: fall before a warning says the probabilities are under-confident (:meth:`_warn_if_laplace_flattens`)
-    _LAPLACE_FLATTENING = 0.3
-
-    def _warn_if_laplace_flattens(self, model: SoftmaxLaplaceGP, documents: int = 300) -> None:
-        """An :class:`~lvgp.warnings.UncertaintyWarning` when, on (up to ``documents``) training documents, the
-        predictive probabilities' mean top probability is far below the mode's softmax's. On near-separable
-        training data the approximate evidence grows with the output scale and the mode saturates, where
-        the softmax's curvature W vanishes: the Laplace posterior then keeps most of the prior's variance
-        and averaging the softmax over it flattens the probabilities toward uniform (R&W sec. 3.4's
-        approximation, not the model, is at fault; ``benchmarks/README.md`` measures it)."""
-        from ..warnings import UncertaintyWarning
-
-        with torch.no_grad(), exact_numerics():
-            posterior = model.posterior()
-            rows = torch.arange(min(documents, model.train_x.shape[0]))
-            mode_top = torch.softmax(posterior[0].f[:, rows], dim=0).max(0).values.mean()
-            mean, cov = model.latents(model.train_x[rows], posterior)
-            proba = expected_softmax_correlated(mean, cov, self.predict_samples, class_draw_seeds(self.classes_))
-            predictive_top = proba.max(-1).values.mean()
-        if float(mode_top - predictive_top) > self._LAPLACE_FLATTENING:
-            scale = float(model.covar_module.outputscale.detach().max())
-            warn(
-                f"the Laplace GP classifier's probabilities are under-confident: on {len(rows)} training documents "
-                f"their mean top probability is {float(predictive_top):.2f}, its mode's softmax's "
-                f"{float(mode_top):.2f}. The evidence chose an output scale of {scale:.3g}, where the saturated "
-                "mode leaves the latents most of their prior variance (near-separable training data). Use "
-                "inference='dirichlet' (with calibration='temperature'), or a kernel whose scale a prior bounds.",
-                UncertaintyWarning,
-                stacklevel=5,
-            )
-
-    def _build_variational(self, x: torch.Tensor, codes: np.ndarray, seed: int) -> torch.Tensor:
-        """``model_`` and ``likelihood_`` of the variational inference at their initial values (inducing
-        documents chosen by k-means++ with ``seed``), on ``device_``; returns the training targets."""
-        n_classes = len(self.classes_)
-        idx = choose_inducing_documents(x, self.encoder_.num_words, int(self.num_inducing), "kmeans++", seed)
-        binary = n_classes == 2
-        inducing = documents_at(x, idx)
-        self.model_ = _LDKClassificationGP(
-            inducing,
-            self._kernel(seed, x, inducing),
-            1 if binary else n_classes,
-            shared_outputscale=self.class_hyperparameters == "shared",
-        )
-        if binary:
-            self.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
-            targets = torch.from_numpy(codes.astype(np.float64))
-        else:
-            self.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
-            targets = torch.from_numpy(codes)
-        self.model_, self.likelihood_ = self.model_.to(self.device_), self.likelihood_.to(self.device_)
-        return targets
-
-    def _fit_variational(
-        self,
-        x: torch.Tensor,
-        codes: np.ndarray,
-        seed: int,
-        budget: int | None = None,
-        validate: Callable[[], float] | None = None,
-    ) -> None:
-        targets = self._build_variational(x, codes, seed)
-        device = self.device_
-        # batches are drawn on the host and cut to their longest document by the lengths kept there
-        n, lengths = x.shape[0], document_lengths(x)
-        x_device, targets = x.to(device), targets.to(device)
-        mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n)
-        natural = list(self.model_.variational_parameters())
-        natural_ids = {id(p) for p in natural}
-        others = [
-            p
-            for p in [*self.model_.parameters(), *self.likelihood_.parameters()]
-            if p.requires_grad and id(p) not in natural_ids
-        ]
-        optimizer, stopping = self._optimizer_options(), self._stopping()
-        ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
-        adam = torch.optim.Adam(others, lr=float(optimizer.lr))
-        batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
-        g = torch_generator(seed)
-        self.model_.train()
-        self.likelihood_.train()
-
-        # inside a torch.distributed group (torchrun): each process takes its share of every batch
-        rank, world_size = process_group()
-
-        def share_loss(rows: torch.Tensor) -> torch.Tensor:
-            rows_device = rows.to(device)
-            with shared_evaluation(self.model_):  # K_ZZ, K_ZX and diag K_XX: each set's norms once
-                return -mll(self.model_(documents_at(x_device, rows_device, lengths[rows])), targets[rows_device])
-
-        # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
-        before_step: dict[str, Any] = {"natural": None, "undone": 0}
-
-        def undo_natural_step(err: NotPSDError) -> None:
-            """q(u) lost positive definiteness in the last natural-gradient step: undo that step and
-            halve the step size (the Adam step taken beside it stays); after ``_NGD_BACKOFF`` halvings,
-            or with no step to undo, ``err`` goes on to :func:`covariance_errors`."""
-            if before_step["natural"] is None or before_step["undone"] >= _NGD_BACKOFF:
-                raise err
-            with torch.no_grad():
-                for p, saved in zip(natural, before_step["natural"]):
-                    p.copy_(saved)
-            for group in ngd.param_groups:
-                group["lr"] /= 2
-            before_step["undone"] += 1
-
-        def epoch(it: int) -> torch.Tensor:
-            perm = torch.randperm(n, generator=g)
-            total = torch.zeros((), dtype=torch.float64, device=device)
-            for b in range(0, n, batch):
-                rows = perm[b : b + batch]
-                while True:
-                    ngd.zero_grad()
-                    adam.zero_grad()
-                    try:
-                        loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
-                        break
-                    except NotPSDError as err:
-                        undo_natural_step(err)
-                before_step["natural"] = [p.detach().clone() for p in natural]
-                ngd.step()
-                adam.step()
-                total = total + loss.detach() * len(rows)
-            return total / n
-
-        def snapshot() -> Any:
-            return copy.deepcopy((self.model_.state_dict(), self.likelihood_.state_dict()))
-
-        def restore(states: Any) -> None:
-            self.model_.load_state_dict(states[0])
-            self.likelihood_.load_state_dict(states[1])
-
-        hint = (
-            f"The natural-gradient steps of q(u) (ngd_lr={optimizer.ngd_lr}) or the Adam steps (lr={optimizer.lr}) "
-            "overshot: lower the optimizer's ngd_lr (in (0, 1]) or lr."
-        )
-        with exact_numerics(), covariance_errors("the variational GP classifier", hint):
-            # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
-            result = fit_stochastic(
-                epoch,
-                max_iter=int(optimizer.max_epochs if budget is None else budget),
-                rule=(
-                    None
-                    if validate is not None
-                    else PlateauStopping(window=int(optimizer.convergence_window), tol=float(optimizer.tol))
-                ),
-                what="the variational GP classifier",
-                budget="max_epochs",
-                unit="epochs",
-                validate=validate,
-                validation_interval=int(stopping.validation_interval),
-                n_iter_no_change=int(stopping.n_iter_no_change),
-                state=(snapshot, restore),
-                warn=budget is None,  # a chosen budget ends the fit by design
-                stacklevel=5,
-                advice="lower lr or ngd_lr",
-                parameters=lambda: [*natural, *others],
-                desc="LDK GP classifier",
-                verbose=self.verbose,
-            )
-            try:  # the last step's q(u) is checked too: predictions factorize it
-                for module in self.model_.modules():
-                    if isinstance(module, _NaturalDistribution):
-                        module()
-            except NotPSDError as err:
-                undo_natural_step(err)
-        self.loss_curve_, self.converged_, self.n_iter_ = list(result.loss_curve), result.converged, result.n_iter
-        self.validation_curve_, self.best_iter_ = list(result.validation_curve), result.best_iter
-        self.ngd_lr_ = float(ngd.param_groups[0]["lr"])
-        if before_step["undone"]:
-            warn(
-                f"the variational GP classifier: {before_step['undone']} natural-gradient step(s) of q(u) lost its "
-                f"positive definiteness and were undone, each halving the step size: ngd_lr {optimizer.ngd_lr} -> "
-                f"{self.ngd_lr_:g} (ngd_lr_). Mini-batch estimates of the likelihood's curvature, scaled by n = {n:,}, "
-                "are noisy; a smaller ngd_lr avoids the retries",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
 
     # ------------------------------------------------------------------ persistence
     def _fitted_payload(self) -> dict:
@@ -1139,12 +650,7 @@ class LDKGPClassifier(
         seed = Streams(est.random_state).root  # the build's start, overwritten by the saved state
         est._parts = None if payload["fit"].get("parts") is None else tuple(payload["fit"]["parts"])
         with default_dtype(torch.float64):
-            if est.inference == "dirichlet":
-                est._build_dirichlet(x, codes, seed)
-            elif est.inference == "laplace":
-                est._build_laplace(x, codes, seed)
-            else:
-                est._build_variational(x, codes, seed)
+            est._inference_strategy().build(est, x, codes, seed)
         est.model_.load_state_dict(payload["model"])  # copied into the model's tensors, on its device
         est.likelihood_.load_state_dict(payload["likelihood"])
         est.model_.eval()
@@ -1208,56 +714,6 @@ class LDKGPClassifier(
                 warnings.simplefilter("ignore", GPInputWarning)
                 yield x.shape[0], empty, blocks()
 
-    def _posterior(self) -> Any:
-        """What prediction computes once for all blocks of a call: the Laplace inference's mode
-        (alg. 3.4's), the shared-hyper-parameter Dirichlet inference's one factorization for all
-        classes (:class:`~lvgp.models.dirichlet.SharedDirichletPosterior`), else ``None`` (gpytorch's own
-        prediction, which factors each class's covariance). Not kept: early stopping predicts between
-        the fit's steps."""
-        if self.inference == "laplace":
-            return self.model_.posterior()
-        if self.inference == "dirichlet" and self.class_hyperparameters == "shared":
-            with torch.no_grad(), exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
-                return SharedDirichletPosterior(*self._shared_dirichlet_terms(self.model_.train_inputs[0]))
-        return None
-
-    def _shared_dirichlet_terms(self, inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """What :mod:`lvgp.models.dirichlet` takes of the shared-hyper-parameter Dirichlet inference at the
-        training documents ``inputs``: the output scale times the kernel (``n x n``), the classes'
-        constant means, each class's noise at each document (the Dirichlet noise plus the learned one)
-        and the transformed targets."""
-        model, likelihood = self.model_, self.likelihood_
-        return (
-            model.covar_module(inputs).to_dense(),
-            model.mean_module.constant.reshape(-1),
-            likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
-            likelihood.transformed_targets,
-        )
-
-    def _block_latents(
-        self, xb: torch.Tensor, posterior: Any
-    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
-        """The latent functions' posterior at one block ``xb`` of documents: means and variances
-        ``n x C`` (``n x 1`` for the binary variational classifier's one latent function), the Laplace
-        inference's ``n x C x C`` covariances in place of the variances, and the variational
-        inference's posterior ``f`` (``None`` for the others). ``posterior``: :meth:`_posterior`'s."""
-        if isinstance(posterior, SharedDirichletPosterior):
-            train = self.model_.train_inputs[0]
-            a, b = pad_to_common_width(train, xb)
-            k_star = self.model_.covar_module(a, b).to_dense()
-            return (*posterior.predict(k_star, self.model_.covar_module(xb, diag=True)), None)
-        if posterior is not None:  # the Laplace test latents' correlated Gaussian (alg. 3.4)
-            mean, cov = self.model_.latents(xb, posterior)
-            return mean, cov, None
-        with shared_evaluation(self.model_):  # the block's K_ZX and diag K_XX: its norms once
-            f = self.model_(xb)
-            mean, var = f.mean, f.variance
-        if self.inference == "dirichlet":  # batch C x n -> n x C
-            return mean.mT, var.mT, None
-        if mean.dim() == 1:  # the binary variational classifier: one latent function
-            return mean[:, None], var[:, None], f
-        return mean, var, f
-
     def predict_latent(self, X: Documents, block: int = 256, return_prior: bool = False) -> tuple[np.ndarray, ...]:
         r"""The latent functions' posterior marginals at the documents ``X``: means and variances,
         ``n x C`` (``n x 1`` for the binary variational classifier's one probit latent function); the
@@ -1278,8 +734,7 @@ class LDKGPClassifier(
             out: list[torch.Tensor | None] = [None, None, None]
             for idx, xb in blocks:
                 mean, var, _ = self._block_latents(xb, posterior)
-                if self.inference == "laplace":
-                    var = var.diagonal(dim1=-2, dim2=-1)
+                var = self._inference_strategy().marginal_variances(var)
                 prior = self.model_.covar_module(xb, diag=True)
                 prior = prior[:, None] if prior.dim() == 1 else prior.mT
                 for k, value in enumerate((mean, var, prior.expand_as(var))):
@@ -1294,7 +749,7 @@ class LDKGPClassifier(
                     stacklevel=3,
                 )
                 rows = torch.nonzero(empty).ravel().to(self.device_)
-                width = 1 if (self.inference == "variational" and len(self.classes_) == 2) else len(self.classes_)
+                width = self._inference_strategy().latent_width(self)
                 prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
                 scale = self.model_.covar_module.outputscale.reshape(-1).expand(width)
                 for k, value in enumerate((prior_mean, scale, scale)):
@@ -1323,14 +778,7 @@ class LDKGPClassifier(
             known = torch.nonzero(~empty).ravel()
             for idx, xb in blocks:
                 mean, var, f = self._block_latents(xb, posterior)
-                if self.inference == "laplace":
-                    seeds = class_draw_seeds(self.classes_)  # a Laplace fit always draws by class label
-                    out[idx] = expected_softmax_correlated(mean, var, self.predict_samples, seeds)
-                elif f is not None and len(self.classes_) == 2:
-                    probs = self.likelihood_(f).probs  # the probit integral is closed-form
-                    out[idx] = torch.stack([1 - probs, probs], dim=-1)
-                else:
-                    out[idx] = expected_softmax(mean, var, self.predict_samples, self._class_seeds())
+                out[idx] = self._inference_strategy().block_proba(self, mean, var, f)
         proba = to_host(out)
         known = to_host(known)
         proba[known] = self._temper(proba[known])  # empty documents keep the training frequencies

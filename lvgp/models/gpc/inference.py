@@ -1,0 +1,563 @@
+"""The inferences of :class:`~lvgp.models.gpc.LDKGPClassifier`, as strategy objects:
+``LDKGPClassifier(inference=name)`` selects one of :data:`INFERENCE_STRATEGIES`, which builds the model
+(``build``), fits it (``fit``), and turns its posterior into latent moments and class probabilities
+(``posterior``, ``block_latents``, ``block_proba``). The estimator holds the data, the options and the
+fitted state; a strategy holds no state of its own (one instance serves every estimator), and adding
+an inference is one more subclass of :class:`Inference` in :data:`INFERENCE_STRATEGIES`.
+
+* :class:`DirichletInference`: Milios et al.'s Dirichlet-based GP classification, exact GP regressions
+  on transformed labels, the evidence maximized by L-BFGS;
+* :class:`LaplaceInference`: the softmax likelihood with the Laplace approximation (R&W alg. 3.3-3.4);
+* :class:`VariationalInference`: the softmax (probit) likelihood and SVGPs on inducing documents, by
+  natural-gradient and Adam steps on mini-batches.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import gpytorch
+import numpy as np
+import torch
+from linear_operator.utils.errors import NotPSDError
+from sklearn.exceptions import ConvergenceWarning
+
+from ..._random import torch_generator
+from ...base.distributed import backward_on_share, process_group
+from ...base.fit_options import LBFGS, FitOptions, MiniBatch
+from ...base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
+from ...base.numerics import covariance_errors, exact_numerics
+from ...bow.padded import document_lengths, documents_at, pad_to_common_width
+from ...kernels import shared_evaluation
+from ...kernels.spec import word_vector_modules
+from ...warnings import warn
+from ..dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
+from ..inducing import choose_inducing_documents
+from ..laplace import SoftmaxLaplaceGP, expected_softmax_correlated
+from .models import (
+    DirichletLDKGP,
+    LDKClassificationGP,
+    _DirichletLikelihood,
+    _NaturalDistribution,
+    class_draw_seeds,
+    expected_softmax,
+)
+
+__all__ = ["Inference", "DirichletInference", "LaplaceInference", "VariationalInference", "INFERENCE_STRATEGIES"]
+
+#: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
+#: ``ngd_lr`` each time, before it gives up with a ``CovarianceError``
+_NGD_BACKOFF = 10
+
+#: dense n x n float64 matrices a class that an exact (Dirichlet or Laplace) fit holds at once: the
+#: covariance, its Cholesky factor and their gradients (the guard of :func:`~lvgp.base.device.check_dense_memory`)
+_DENSE_COPIES_PER_CLASS = 3
+#: the same for the shared-hyper-parameter Dirichlet inference, whatever the number of classes (one
+#: factorization for all classes, :mod:`lvgp.models.dirichlet`): the kernel matrix, the factor and its
+#: inverse, and their gradients
+_DENSE_COPIES_SHARED = 6
+
+
+class Inference:
+    """An inference of the GP classifier (module docstring). The class attributes are its
+    capabilities, which the estimator checks its options against."""
+
+    #: the name ``inference=`` takes
+    name: ClassVar[str]
+    #: the kind of optimizer ``optimizer=None`` stands for
+    optimizer_kind: ClassVar[type[FitOptions]] = LBFGS
+    #: fits on mini-batches of word ids (no sentence encoder; the corpus kept compact; distributed)
+    mini_batches: ClassVar[bool] = False
+    #: draws from torch's global generator while fitting (gpytorch's Monte Carlo ELBO): the estimator
+    #: fits it inside ``seeded_torch``
+    global_draws: ClassVar[bool] = False
+    #: reaches an evidence (the exact one or its approximation) that ``part_selection="evidence"`` compares
+    evidence: ClassVar[bool] = True
+    #: has closed-form leave-one-out predictions (``calibration="temperature"``, ``part_selection="loo"``)
+    leave_one_out: ClassVar[bool] = False
+
+    def dense_copies(self, est: Any) -> int | None:
+        """``n x n`` float64 matrices the fit holds at once (its memory guard), ``None`` for none."""
+        return _DENSE_COPIES_PER_CLASS * len(est.classes_)
+
+    def build(self, est: Any, x: torch.Tensor, codes: np.ndarray, seed: int) -> Any:
+        """``est.model_`` and ``est.likelihood_`` at their initial values, on ``est.device_``."""
+        raise NotImplementedError
+
+    def fit(
+        self,
+        est: Any,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        """Build and fit the model on ``x`` and ``codes`` (``budget``: iterations or epochs in place of the
+        optimizer's; ``validate``: early stopping's score), setting the estimator's curves."""
+        raise NotImplementedError
+
+    def after_fit(self, est: Any) -> None:
+        """Checks of the kept fit (after any part selection); nothing by default."""
+
+    def posterior(self, est: Any) -> Any:
+        """What prediction computes once for all blocks of a call (``None``: nothing). Not kept: early
+        stopping predicts between the fit's steps."""
+        return None
+
+    def block_latents(
+        self, est: Any, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
+        """The latent functions' posterior at one block ``xb`` of documents: means and variances
+        (``n x C``; an inference's own layout where it says so), and gpytorch's posterior ``f`` where
+        the probabilities need it (``None`` otherwise). ``posterior``: :meth:`posterior`'s. Here:
+        gpytorch's prediction (batch first)."""
+        with shared_evaluation(est.model_):  # the block's K_ZX and diag K_XX: its norms once
+            f = est.model_(xb)
+            return f.mean, f.variance, f
+
+    def marginal_variances(self, var: torch.Tensor) -> torch.Tensor:
+        """The latents' marginal variances ``n x C`` of :meth:`block_latents`' second output."""
+        return var
+
+    def latent_width(self, est: Any) -> int:
+        """The number of latent functions."""
+        return len(est.classes_)
+
+    def block_proba(self, est: Any, mean: torch.Tensor, var: torch.Tensor, f: Any) -> torch.Tensor:
+        """``n x C`` class probabilities of one block's latents: the softmax averaged over independent
+        Gaussian marginals by Monte Carlo with fixed draws (:func:`~lvgp.models.gpc.models.expected_softmax`)."""
+        return expected_softmax(mean, var, est.predict_samples, est._class_seeds())
+
+
+class _EvidenceInference(Inference):
+    """An inference that maximizes an evidence by L-BFGS (the Dirichlet and Laplace inferences)."""
+
+    def _maximize_evidence(
+        self,
+        est: Any,
+        model: torch.nn.Module,
+        evidence: Callable[[], torch.Tensor],
+        n: int,
+        budget: int | None,
+        validate: Callable[[], float] | None,
+        desc: str,
+    ) -> Any:
+        """L-BFGS on minus ``evidence()`` (the inference's log marginal likelihood, or its approximation)
+        plus the log priors -- the word vectors' once, through their ``penalty()``, and the other
+        hyper-parameters' (e.g. ``identity_weight_prior``) -- per document; sets the fit's curves and
+        returns :func:`~lvgp.base.fitting.minimize`'s result."""
+        vectors = word_vector_modules(model)
+
+        def objective() -> torch.Tensor:
+            priors = log_prior(model, exclude=vectors)
+            return -(evidence() + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
+
+        optimizer, stopping = est._optimizer_options(), est._stopping()
+        result = minimize(
+            [p for p in model.parameters() if p.requires_grad],
+            objective,
+            method="lbfgs",
+            max_iter=int(optimizer.max_iter if budget is None else budget),
+            tol=float(optimizer.tol),
+            validate=validate,
+            validation_interval=int(stopping.validation_interval),
+            n_iter_no_change=int(stopping.n_iter_no_change),
+            verbose=est.verbose,
+            desc=desc,
+        )
+        if est.part_selection is not None:  # what "evidence" compares: the kept parameters' objective
+            with torch.no_grad():
+                est._log_evidence_fitted = -float(objective()) * n
+        est.loss_curve_, est.n_iter_, est.converged_ = list(result.loss_curve), result.n_iter, result.converged
+        est.validation_curve_, est.best_iter_ = list(result.validation_curve), result.best_iter
+        return result
+
+
+class DirichletInference(_EvidenceInference):
+    """Dirichlet-based GP classification (Milios et al. 2018): ``C`` exact GP regressions on the
+    transformed labels; with ``class_hyperparameters="shared"``, one factorization for every class
+    (:mod:`lvgp.models.dirichlet`)."""
+
+    name = "dirichlet"
+    leave_one_out = True
+
+    def dense_copies(self, est: Any) -> int | None:
+        if est.class_hyperparameters == "shared":
+            return _DENSE_COPIES_SHARED
+        return super().dense_copies(est)
+
+    def build(self, est: Any, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+        """``model_`` and ``likelihood_`` of the Dirichlet inference at their initial values, on ``device_``."""
+        targets = torch.from_numpy(codes)
+        shared = est.class_hyperparameters == "shared"
+        likelihood = _DirichletLikelihood(
+            targets,
+            alpha_epsilon=est.alpha_epsilon,
+            learn_additional_noise=True,
+            dtype=torch.float64,
+            shared_noise=shared,
+        ).double()
+        likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
+        model = DirichletLDKGP(x, likelihood, est._kernel(seed, x), shared).to(est.device_)
+        est.model_, est.likelihood_ = model, likelihood
+
+    def fit(
+        self,
+        est: Any,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        self.build(est, x, codes, seed)
+        model, likelihood = est.model_, est.likelihood_
+        n = x.shape[0]
+        inputs = model.train_inputs[0]
+        model.train()
+        likelihood.train()
+
+        shared = est.class_hyperparameters == "shared"
+
+        def evidence() -> torch.Tensor:
+            # sum over classes of the exact log marginal likelihood (the word vectors' log prior is
+            # added once, by _maximize_evidence: gpytorch's ExactMarginalLogLikelihood would add it once
+            # per class); with one output scale and noise for all classes, one factorization serves every
+            # class (lvgp.models.dirichlet), else gpytorch factors each class's covariance
+            with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
+                if shared:
+                    return shared_dirichlet_log_evidence(*self.shared_terms(est, inputs))
+                return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
+
+        result = self._maximize_evidence(est, model, evidence, n, budget, validate, "LDK GP classifier")
+        if budget is None:  # a chosen budget ends the fit by design
+            result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
+
+    def shared_terms(self, est: Any, inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """What :mod:`lvgp.models.dirichlet` takes of the shared-hyper-parameter Dirichlet inference at the
+        training documents ``inputs``: the output scale times the kernel (``n x n``), the classes'
+        constant means, each class's noise at each document (the Dirichlet noise plus the learned one)
+        and the transformed targets."""
+        model, likelihood = est.model_, est.likelihood_
+        return (
+            model.covar_module(inputs).to_dense(),
+            model.mean_module.constant.reshape(-1),
+            likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
+            likelihood.transformed_targets,
+        )
+
+    def posterior(self, est: Any) -> Any:
+        """The shared-hyper-parameter inference's one factorization for all classes
+        (:class:`~lvgp.models.dirichlet.SharedDirichletPosterior`); ``None`` per class (gpytorch's own
+        prediction, which factors each class's covariance)."""
+        if est.class_hyperparameters == "shared":
+            with torch.no_grad(), exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
+                return SharedDirichletPosterior(*self.shared_terms(est, est.model_.train_inputs[0]))
+        return None
+
+    def block_latents(
+        self, est: Any, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
+        """The shared inference's closed form from its one factorization (``posterior``), else
+        gpytorch's prediction, class by class (batch ``C x n`` turned ``n x C``)."""
+        if isinstance(posterior, SharedDirichletPosterior):
+            train = est.model_.train_inputs[0]
+            a, b = pad_to_common_width(train, xb)
+            k_star = est.model_.covar_module(a, b).to_dense()
+            return (*posterior.predict(k_star, est.model_.covar_module(xb, diag=True)), None)
+        mean, var, _ = super().block_latents(est, xb, posterior)
+        return mean.mT, var.mT, None
+
+
+class LaplaceInference(_EvidenceInference):
+    """The softmax likelihood with the Laplace approximation (R&W alg. 3.3-3.4,
+    :class:`~lvgp.models.laplace.SoftmaxLaplaceGP`): the test latents' correlated Gaussian, ``n x C x C``
+    covariances in place of the variances."""
+
+    name = "laplace"
+    #: how much below its mode's the predictive's mean top probability on the training documents may
+    #: fall before a warning says the probabilities are under-confident (:meth:`after_fit`)
+    FLATTENING = 0.3
+
+    def build(self, est: Any, x: torch.Tensor, codes: np.ndarray, seed: int) -> None:
+        """``model_`` (a :class:`~lvgp.models.laplace.SoftmaxLaplaceGP`) and ``likelihood_`` (the softmax,
+        no parameters: the model computes the Laplace approximation itself) at their initial values."""
+        shared = est.class_hyperparameters == "shared"
+        n_classes = len(est.classes_)
+        model = SoftmaxLaplaceGP(x, torch.from_numpy(codes), n_classes, est._kernel(seed, x), shared)
+        est.model_ = model.to(est.device_)
+        likelihood = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
+        est.likelihood_ = likelihood.to(est.device_)
+
+    def fit(
+        self,
+        est: Any,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        """L-BFGS on minus the approximate log marginal likelihood (eq. 3.44) and the log priors of the
+        word vectors and the other hyper-parameters, per document (as the Dirichlet inference's)."""
+        self.build(est, x, codes, seed)
+        model = est.model_
+        n = x.shape[0]
+        model.train()
+
+        def evidence() -> torch.Tensor:
+            with exact_numerics(), covariance_errors("Laplace GP classifier", "Try a larger rho."):
+                return model.log_evidence()
+
+        result = self._maximize_evidence(est, model, evidence, n, budget, validate, "LDK GP classifier (Laplace)")
+        with torch.no_grad(), exact_numerics():  # the mode and evidence at the kept parameters
+            est.log_marginal_likelihood_ = float(model.log_evidence())
+        iterations, gradient = model.last_search
+        if gradient > 1e-6:
+            warn(
+                f"the Laplace mode search stopped after {iterations} Newton iterations with a gradient of "
+                f"{gradient:.2g}; its evidence and predictions are approximate",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        if budget is None:
+            result.warn_if_unconverged("the Laplace GP classifier", unit="L-BFGS iterations", stacklevel=4)
+
+    def after_fit(self, est: Any, documents: int = 300) -> None:
+        """An :class:`~lvgp.warnings.UncertaintyWarning` when, on (up to ``documents``) training documents, the
+        predictive probabilities' mean top probability is far below the mode's softmax's. On near-separable
+        training data the approximate evidence grows with the output scale and the mode saturates, where
+        the softmax's curvature W vanishes: the Laplace posterior then keeps most of the prior's variance
+        and averaging the softmax over it flattens the probabilities toward uniform (R&W sec. 3.4's
+        approximation, not the model, is at fault; ``benchmarks/README.md`` measures it)."""
+        from ...warnings import UncertaintyWarning
+
+        model = est.model_
+        with torch.no_grad(), exact_numerics():
+            posterior = model.posterior()
+            rows = torch.arange(min(documents, model.train_x.shape[0]))
+            mode_top = torch.softmax(posterior[0].f[:, rows], dim=0).max(0).values.mean()
+            mean, cov = model.latents(model.train_x[rows], posterior)
+            proba = expected_softmax_correlated(mean, cov, est.predict_samples, class_draw_seeds(est.classes_))
+            predictive_top = proba.max(-1).values.mean()
+        if float(mode_top - predictive_top) > self.FLATTENING:
+            scale = float(model.covar_module.outputscale.detach().max())
+            warn(
+                f"the Laplace GP classifier's probabilities are under-confident: on {len(rows)} training documents "
+                f"their mean top probability is {float(predictive_top):.2f}, its mode's softmax's "
+                f"{float(mode_top):.2f}. The evidence chose an output scale of {scale:.3g}, where the saturated "
+                "mode leaves the latents most of their prior variance (near-separable training data). Use "
+                "inference='dirichlet' (with calibration='temperature'), or a kernel whose scale a prior bounds.",
+                UncertaintyWarning,
+                stacklevel=5,
+            )
+
+    def posterior(self, est: Any) -> Any:
+        """The mode (alg. 3.4's)."""
+        return est.model_.posterior()
+
+    def block_latents(
+        self, est: Any, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
+        """The test latents' correlated Gaussian (alg. 3.4): means ``n x C``, covariances ``n x C x C``."""
+        mean, cov = est.model_.latents(xb, posterior)
+        return mean, cov, None
+
+    def marginal_variances(self, var: torch.Tensor) -> torch.Tensor:
+        return var.diagonal(dim1=-2, dim2=-1)
+
+    def block_proba(self, est: Any, mean: torch.Tensor, var: torch.Tensor, f: Any) -> torch.Tensor:
+        """The softmax averaged over the correlated Gaussian (a Laplace fit always draws by class label)."""
+        return expected_softmax_correlated(mean, var, est.predict_samples, class_draw_seeds(est.classes_))
+
+
+class VariationalInference(Inference):
+    """SVGPs on inducing documents (k-means++ among the training documents) with the softmax likelihood
+    (the probit for two classes), by natural-gradient steps of ``q(u)`` and Adam steps of the rest on
+    mini-batches."""
+
+    name = "variational"
+    optimizer_kind = MiniBatch
+    mini_batches = True
+    global_draws = True
+    evidence = False
+
+    def dense_copies(self, est: Any) -> int | None:
+        return None
+
+    def build(self, est: Any, x: torch.Tensor, codes: np.ndarray, seed: int) -> torch.Tensor:
+        """``model_`` and ``likelihood_`` of the variational inference at their initial values (inducing
+        documents chosen by k-means++ with ``seed``), on ``device_``; returns the training targets."""
+        n_classes = len(est.classes_)
+        idx = choose_inducing_documents(x, est.encoder_.num_words, int(est.num_inducing), "kmeans++", seed)
+        binary = n_classes == 2
+        inducing = documents_at(x, idx)
+        est.model_ = LDKClassificationGP(
+            inducing,
+            est._kernel(seed, x, inducing),
+            1 if binary else n_classes,
+            shared_outputscale=est.class_hyperparameters == "shared",
+        )
+        if binary:
+            est.likelihood_ = gpytorch.likelihoods.BernoulliLikelihood()
+            targets = torch.from_numpy(codes.astype(np.float64))
+        else:
+            est.likelihood_ = gpytorch.likelihoods.SoftmaxLikelihood(num_classes=n_classes, mixing_weights=False)
+            targets = torch.from_numpy(codes)
+        est.model_, est.likelihood_ = est.model_.to(est.device_), est.likelihood_.to(est.device_)
+        return targets
+
+    def fit(
+        self,
+        est: Any,
+        x: torch.Tensor,
+        codes: np.ndarray,
+        seed: int,
+        budget: int | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> None:
+        targets = self.build(est, x, codes, seed)
+        device = est.device_
+        # batches are drawn on the host and cut to their longest document by the lengths kept there
+        n, lengths = x.shape[0], document_lengths(x)
+        x_device, targets = x.to(device), targets.to(device)
+        mll = gpytorch.mlls.VariationalELBO(est.likelihood_, est.model_, num_data=n)
+        natural = list(est.model_.variational_parameters())
+        natural_ids = {id(p) for p in natural}
+        others = [
+            p
+            for p in [*est.model_.parameters(), *est.likelihood_.parameters()]
+            if p.requires_grad and id(p) not in natural_ids
+        ]
+        optimizer, stopping = est._optimizer_options(), est._stopping()
+        ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
+        adam = torch.optim.Adam(others, lr=float(optimizer.lr))
+        batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
+        g = torch_generator(seed)
+        est.model_.train()
+        est.likelihood_.train()
+
+        # inside a torch.distributed group (torchrun): each process takes its share of every batch
+        rank, world_size = process_group()
+
+        def share_loss(rows: torch.Tensor) -> torch.Tensor:
+            rows_device = rows.to(device)
+            with shared_evaluation(est.model_):  # K_ZZ, K_ZX and diag K_XX: each set's norms once
+                return -mll(est.model_(documents_at(x_device, rows_device, lengths[rows])), targets[rows_device])
+
+        # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
+        before_step: dict[str, Any] = {"natural": None, "undone": 0}
+
+        def undo_natural_step(err: NotPSDError) -> None:
+            """q(u) lost positive definiteness in the last natural-gradient step: undo that step and
+            halve the step size (the Adam step taken beside it stays); after ``_NGD_BACKOFF`` halvings,
+            or with no step to undo, ``err`` goes on to :func:`covariance_errors`."""
+            if before_step["natural"] is None or before_step["undone"] >= _NGD_BACKOFF:
+                raise err
+            with torch.no_grad():
+                for p, saved in zip(natural, before_step["natural"]):
+                    p.copy_(saved)
+            for group in ngd.param_groups:
+                group["lr"] /= 2
+            before_step["undone"] += 1
+
+        def epoch(it: int) -> torch.Tensor:
+            perm = torch.randperm(n, generator=g)
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for b in range(0, n, batch):
+                rows = perm[b : b + batch]
+                while True:
+                    ngd.zero_grad()
+                    adam.zero_grad()
+                    try:
+                        loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
+                        break
+                    except NotPSDError as err:
+                        undo_natural_step(err)
+                before_step["natural"] = [p.detach().clone() for p in natural]
+                ngd.step()
+                adam.step()
+                total = total + loss.detach() * len(rows)
+            return total / n
+
+        def snapshot() -> Any:
+            return copy.deepcopy((est.model_.state_dict(), est.likelihood_.state_dict()))
+
+        def restore(states: Any) -> None:
+            est.model_.load_state_dict(states[0])
+            est.likelihood_.load_state_dict(states[1])
+
+        hint = (
+            f"The natural-gradient steps of q(u) (ngd_lr={optimizer.ngd_lr}) or the Adam steps (lr={optimizer.lr}) "
+            "overshot: lower the optimizer's ngd_lr (in (0, 1]) or lr."
+        )
+        with exact_numerics(), covariance_errors("the variational GP classifier", hint):
+            # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
+            result = fit_stochastic(
+                epoch,
+                max_iter=int(optimizer.max_epochs if budget is None else budget),
+                rule=(
+                    None
+                    if validate is not None
+                    else PlateauStopping(window=int(optimizer.convergence_window), tol=float(optimizer.tol))
+                ),
+                what="the variational GP classifier",
+                budget="max_epochs",
+                unit="epochs",
+                validate=validate,
+                validation_interval=int(stopping.validation_interval),
+                n_iter_no_change=int(stopping.n_iter_no_change),
+                state=(snapshot, restore),
+                warn=budget is None,  # a chosen budget ends the fit by design
+                stacklevel=5,
+                advice="lower lr or ngd_lr",
+                parameters=lambda: [*natural, *others],
+                desc="LDK GP classifier",
+                verbose=est.verbose,
+            )
+            try:  # the last step's q(u) is checked too: predictions factorize it
+                for module in est.model_.modules():
+                    if isinstance(module, _NaturalDistribution):
+                        module()
+            except NotPSDError as err:
+                undo_natural_step(err)
+        est.loss_curve_, est.converged_, est.n_iter_ = list(result.loss_curve), result.converged, result.n_iter
+        est.validation_curve_, est.best_iter_ = list(result.validation_curve), result.best_iter
+        est.ngd_lr_ = float(ngd.param_groups[0]["lr"])
+        if before_step["undone"]:
+            warn(
+                f"the variational GP classifier: {before_step['undone']} natural-gradient step(s) of q(u) lost its "
+                f"positive definiteness and were undone, each halving the step size: ngd_lr {optimizer.ngd_lr} -> "
+                f"{est.ngd_lr_:g} (ngd_lr_). Mini-batch estimates of the likelihood's curvature, scaled by n = {n:,}, "
+                "are noisy; a smaller ngd_lr avoids the retries",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+
+    def block_latents(
+        self, est: Any, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, gpytorch.distributions.MultivariateNormal | None]:
+        """``q(f)`` at the block: ``n x C``, or ``n x 1`` for the binary classifier's one latent function."""
+        mean, var, f = super().block_latents(est, xb, posterior)
+        if mean.dim() == 1:  # the binary variational classifier: one latent function
+            return mean[:, None], var[:, None], f
+        return mean, var, f
+
+    def latent_width(self, est: Any) -> int:
+        return 1 if len(est.classes_) == 2 else len(est.classes_)
+
+    def block_proba(self, est: Any, mean: torch.Tensor, var: torch.Tensor, f: Any) -> torch.Tensor:
+        """Two classes: the probit integral, closed-form; more: the softmax by Monte Carlo."""
+        if f is not None and len(est.classes_) == 2:
+            probs = est.likelihood_(f).probs
+            return torch.stack([1 - probs, probs], dim=-1)
+        return super().block_proba(est, mean, var, f)
+
+
+#: the inferences by name (``LDKGPClassifier(inference=...)``), one stateless instance each
+INFERENCE_STRATEGIES: dict[str, Inference] = {
+    cls.name: cls() for cls in (DirichletInference, VariationalInference, LaplaceInference)
+}
