@@ -474,7 +474,7 @@ def test_a_nan_validation_score_is_an_error_not_a_silent_choice():
 
     p = torch.nn.Parameter(torch.tensor([3.0], dtype=torch.float64))
     with pytest.raises(FloatingPointError, match="validation score became nan after 1"):
-        minimize([p], lambda: (p - 1).pow(2).sum(), method="adam", max_iter=10, validate=lambda: float("nan"))
+        minimize([p], lambda: (p - 1).pow(2).sum(), max_iter=10, validate=lambda: float("nan"))
     with pytest.raises(FloatingPointError, match="validation score became nan after 1 iterations"):
         fit_stochastic(
             lambda it: (p - 1).pow(2).sum().detach(),
@@ -486,14 +486,15 @@ def test_a_nan_validation_score_is_an_error_not_a_silent_choice():
 
 
 def test_after_ctrl_c_adam_keeps_the_parameters_that_scored_best():
-    """Also seen: after Ctrl-C, Adam kept the parameters one step past the best loss (the loss of a
-    step is that of the parameters before it)."""
+    """Also seen: after Ctrl-C, Adam kept the parameters one step past the best validated ones. Adam
+    runs in the one torch loop (issue 58): with validation, the best validated parameters are kept;
+    without, the fit ends where it is, every completed step recorded."""
     import torch
 
-    from lvgp.base.fitting import minimize
+    from lvgp.base.fitting import BestOfWindowStopping, fit_adam
 
     p = torch.nn.Parameter(torch.tensor([3.0], dtype=torch.float64))
-    seen = []
+    seen, scored = [], []
 
     def objective():
         if len(seen) == 6:
@@ -501,10 +502,14 @@ def test_after_ctrl_c_adam_keeps_the_parameters_that_scored_best():
         seen.append(p.item())
         return (p - 1.0).pow(2).sum()
 
+    def score():
+        scored.append(p.item())
+        return abs(p.item() - 2.5)  # best at the second step's parameters
+
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        result = minimize([p], objective, method="adam", lr=0.1, max_iter=100)
-    best = int(np.argmin(result.loss_curve))
-    assert p.item() == seen[best]  # the parameters at which the best recorded loss was evaluated
+        result = fit_adam([p], objective, lr=0.1, max_iter=100, rule=BestOfWindowStopping(3, 0.0), validate=score)
+    assert result.interrupted and len(result.loss_curve) == 6
+    assert p.item() == scored[int(np.argmin(result.validation_curve))]  # the best validated parameters
 
 
 def test_unknown_word_embeddings_name_the_parameter():

@@ -63,7 +63,7 @@ def test_a_fit_logging_to_a_file_redraws_at_most_once_a_second(method, capsys):
 
     import torch
 
-    from lvgp.base.fitting import fit_stochastic, minimize
+    from lvgp.base.fitting import BestOfWindowStopping, fit_adam, fit_stochastic, minimize
 
     x = torch.nn.Parameter(torch.full((50,), 3.0, dtype=torch.float64))
     start = time.perf_counter()
@@ -77,9 +77,12 @@ def test_a_fit_logging_to_a_file_redraws_at_most_once_a_second(method, capsys):
             read_every=1,
             verbose=True,
         )
+    elif method == "adam":
+        objective = lambda: ((x - 1) ** 4).sum() + 1e-3 * (x**2).sum()  # noqa: E731
+        fit_adam([x], objective, lr=0.01, max_iter=400, rule=BestOfWindowStopping(10, 0.0), warn=False, verbose=True)
     else:
         objective = lambda: ((x - 1) ** 4).sum() + 1e-3 * (x**2).sum()  # noqa: E731
-        minimize([x], objective, method=method, max_iter=400, tol=0.0, verbose=True)
+        minimize([x], objective, max_iter=400, tol=0.0, verbose=True)
     seconds = time.perf_counter() - start
     redraws = capsys.readouterr().err.count("\r")
     assert redraws <= seconds / LOG_INTERVAL + 4, (redraws, seconds)

@@ -15,13 +15,12 @@ from sklearn.exceptions import ConvergenceWarning
 import lvgp
 import lvgp.baselines.gp_embedding as gp_embedding
 import lvgp.models.clgp.estimators as clgp_estimators
-import lvgp.models.gpc as gpc
+import lvgp.models.gpc.inference as gpc
 import lvgp.models.matching as matching
 import lvgp.models.slda.estimators as slda_estimators
 import lvgp.models.sparse as sparse
 from lvgp import LBFGS, Adam, EarlyStopping, MiniBatch, RMSprop
 from lvgp.base import fitting
-from lvgp.base.fitting import minimize
 from lvgp.datasets import WordEmbeddings, make_synonym_regression
 from lvgp.kernels import LDKSpec
 
@@ -43,6 +42,10 @@ def plateau_stop(window: int, tol: float, start: int, n: int) -> int:
     return n
 
 
+#: the real loop, kept before any test patches fitting.fit_stochastic (fit_adam calls it from there)
+_REAL_LOOP = fitting.fit_stochastic
+
+
 class Spy:
     """Wraps the real loop: the estimator's iterations still run (the model stays a real fit), but
     the loss each returns is replaced by ``curve`` (or iteration ``interrupt_at`` raises Ctrl-C)."""
@@ -58,7 +61,7 @@ class Spy:
             loss = iteration(it)
             return torch.tensor(curve(it), dtype=torch.float64, device=loss.device)
 
-        result = fitting.fit_stochastic(constructed, **options)
+        result = _REAL_LOOP(constructed, **options)
         self.calls.append({"rule": options["rule"], "max_iter": options["max_iter"], "result": result})
         return result
 
@@ -82,7 +85,7 @@ def _sparse(**kw):
 def _gpc(**kw):
     texts, y = _classes()
     optimizer = MiniBatch(max_epochs=kw.pop("max_iter"), **kw)
-    return gpc.LDKGPClassifier(inference="variational", num_inducing=8, optimizer=optimizer, random_state=0).fit(
+    return lvgp.LDKGPClassifier(inference="variational", num_inducing=8, optimizer=optimizer, random_state=0).fit(
         texts, y
     )
 
@@ -144,9 +147,12 @@ def test_every_estimator_with_a_stochastic_fit_is_tested_here():
             if owner is not cls and owner in estimators:
                 continue
             module = inspect.getmodule(owner)
-            if getattr(module, "fit_stochastic", None) is not fitting.fit_stochastic:
+            loops = (getattr(module, "fit_stochastic", None), getattr(module, "fit_adam", None))
+            strategies = getattr(module, "INFERENCE_STRATEGIES", {})  # the classifier's: fit by its inferences
+            if fitting.fit_stochastic not in loops and fitting.fit_adam not in loops and not strategies:
                 continue
-            if "fit_stochastic" not in inspect.getsource(owner):
+            sources = inspect.getsource(owner) + "".join(inspect.getsource(type(s)) for s in strategies.values())
+            if "fit_stochastic" not in sources and "fit_adam" not in sources:
                 continue
             if (
                 owner is ExactGPRegressorBase
@@ -316,12 +322,10 @@ def _variational_gplvsm(**kw):
 
 def test_the_variational_gp_lvsm_trains_in_the_shared_loop_by_the_best_of_window_rule(monkeypatch):
     """Issue 38: the Monte Carlo objective of variational word vectors runs through fit_stochastic
-    (no longer minimize's Adam path), stopped by the best-of-window rule passed in, read back once a
-    window; Ctrl-C ends it as it ends every stochastic fit."""
-    import lvgp.models.estimator_base as estimator_base
-
+    (no longer minimize's Adam path; issue 58: through fit_adam, as every Adam fit), stopped by the
+    best-of-window rule passed in, read back once a window; Ctrl-C ends it as it ends every stochastic fit."""
     spy = Spy()
-    monkeypatch.setattr(estimator_base, "fit_stochastic", spy)
+    monkeypatch.setattr(fitting, "fit_stochastic", spy)  # fit_adam's loop
     model = _variational_gplvsm(convergence_window=6, tol=1e-3, max_iter=300)
     (call,) = spy.calls
     assert isinstance(call["rule"], fitting.BestOfWindowStopping) and call["rule"].window == 6
@@ -330,19 +334,21 @@ def test_the_variational_gp_lvsm_trains_in_the_shared_loop_by_the_best_of_window
     assert model.fit_result_.message == "relative improvement below tol=0.001 over 6 iterations"
 
     spy = Spy(interrupt_at=7)
-    monkeypatch.setattr(estimator_base, "fit_stochastic", spy)
+    monkeypatch.setattr(fitting, "fit_stochastic", spy)
     with pytest.warns(RuntimeWarning, match="fitting interrupted after 7"):
         _variational_gplvsm(max_iter=50)
     assert spy.calls[0]["result"].interrupted and spy.calls[0]["result"].n_iter == 7
 
 
 @pytest.mark.parametrize("validation", [None, 1, 4])
-def test_the_stochastic_loop_with_best_of_window_matches_minimizes_adam_bit_for_bit(validation):
-    """An equivalence with an independent path: on a deterministic objective, Adam steps in
-    fit_stochastic with BestOfWindowStopping (validated every ``validation`` iterations, the best kept)
-    give minimize(method="adam")'s losses, validation scores, stop and parameters exactly (the loop
-    the variational GP-LVSM ran through before, whose committed studies must not move)."""
+def test_fit_adam_matches_a_plain_loop_of_adam_steps_bit_for_bit(validation):
+    """A reference loop written out (issue 58: ``minimize`` is L-BFGS only; Adam runs in the one torch
+    loop): on a deterministic objective, ``fit_adam`` gives the losses, validation scores, stop and
+    parameters of plain Adam steps with the best-of-window rule judged every window (every
+    ``validation`` iterations when validating: scored first, then the patience, then the rule), the
+    best validated parameters restored."""
     target = torch.linspace(-1.0, 2.0, 5, dtype=torch.float64)
+    lr, max_iter, tol, window, patience = 0.05, 400, 1e-6, 7, 15
 
     def problem():
         x = torch.nn.Parameter(torch.zeros(5, dtype=torch.float64))
@@ -351,45 +357,50 @@ def test_the_stochastic_loop_with_best_of_window_matches_minimizes_adam_bit_for_
     def score_of(x):
         return lambda: float(((x.detach() - 1.5) ** 2).sum())  # a validation score with an interior best
 
-    options = dict(max_iter=400, lr=0.05, tol=1e-6, convergence_window=7, n_iter_no_change=15)
     x_ref, objective = problem()
-    reference = minimize(
-        [x_ref],
-        objective,
-        method="adam",
-        validate=score_of(x_ref) if validation else None,
-        validation_interval=validation or 1,
-        **options,
-    )
-    x, objective = problem()
-    adam = torch.optim.Adam([x], lr=options["lr"])
-
-    def step(it):
-        x.grad = None
+    adam = torch.optim.Adam([x_ref], lr=lr)
+    rule = fitting.BestOfWindowStopping(window, tol)
+    losses, scores, best = [], [], (float("inf"), None, 0)
+    converged = stopped = False
+    every = validation or window
+    for it in range(max_iter):
+        x_ref.grad = None
         loss = objective()
         loss.backward()
         adam.step()
-        return loss
+        losses.append(loss.item())
+        n = it + 1
+        if validation and n % validation == 0:
+            scores.append(score_of(x_ref)())
+            if scores[-1] < best[0]:
+                best = (scores[-1], x_ref.detach().clone(), n)
+            if n - best[2] >= patience:
+                stopped = converged = True
+                break
+        if n % every == 0 and rule.converged(losses):
+            converged = True
+            break
+    if validation:
+        with torch.no_grad():
+            x_ref.copy_(best[1])
 
-    result = fitting.fit_stochastic(
-        step,
-        max_iter=options["max_iter"],
-        rule=fitting.BestOfWindowStopping(options["convergence_window"], options["tol"]),
+    x, objective = problem()
+    result = fitting.fit_adam(
+        [x],
+        objective,
+        lr=lr,
+        max_iter=max_iter,
+        rule=fitting.BestOfWindowStopping(window, tol),
         what="toy",
         validate=score_of(x) if validation else None,
         validation_interval=validation or 1,
-        n_iter_no_change=options["n_iter_no_change"],
-        state=fitting.parameter_state([x]),
+        n_iter_no_change=patience,
         warn=False,
     )
-    assert result.loss_curve == reference.loss_curve and result.validation_curve == reference.validation_curve
-    assert (result.n_iter, result.converged, result.stopped_early, result.best_iter) == (
-        reference.n_iter,
-        reference.converged,
-        reference.stopped_early,
-        reference.best_iter,
-    )
-    assert result.converged and result.n_iter < options["max_iter"]
+    assert result.loss_curve == losses and result.validation_curve == scores
+    assert (result.n_iter, result.converged, result.stopped_early) == (len(losses), converged, stopped)
+    assert result.best_iter == (best[2] if validation else None)
+    assert result.converged and result.n_iter < max_iter
     assert torch.equal(x, x_ref)
 
 
@@ -412,3 +423,29 @@ def test_the_last_iterate_is_scored_before_the_rule_ends_the_fit():
     )
     assert result.converged and result.n_iter == 20
     assert result.best_iter == 20 and state["x"] == 20 and len(result.validation_curve) == 20
+
+
+def test_the_slda_em_runs_in_the_one_loop_with_its_rule_and_ctrl_c(monkeypatch):
+    """Issue 58: the sLDA's variational EM is an iteration of fit_stochastic: its convergence rule (the
+    corpus ELBO's relative change below tol, the paper's) is SuccessiveChangeStopping; Ctrl-C ends it
+    after the last whole iteration with the loop's warning, never counted as converged."""
+    import lvgp.models.slda.em as em
+    from lvgp.datasets import make_slda_corpus
+
+    corpus = make_slda_corpus(n_docs=40, n_topics=3, vocab_size=30, doc_len=(8, 14), random_state=0)
+    docs = torch.from_numpy(corpus.docs)
+    spy = Spy()
+    monkeypatch.setattr(em, "fit_stochastic", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lvgp.SLDARegressor(3, inference="em", optimizer=lvgp.EM(max_iter=30), random_state=0).fit(docs, corpus.y)
+    assert all(isinstance(call["rule"], fitting.SuccessiveChangeStopping) for call in spy.calls)
+    rule = fitting.SuccessiveChangeStopping(1e-3)
+    assert not rule.update(-100.0) and not rule.update(-110.0) and rule.update(-110.05)
+
+    monkeypatch.setattr(em, "fit_stochastic", Spy(interrupt_at=3))
+    with pytest.warns(RuntimeWarning, match="fitting interrupted after 3 EM iterations"):
+        model = lvgp.SLDARegressor(3, inference="em", optimizer=lvgp.EM(max_iter=30), em_eta_scale=1.0).fit(
+            docs, corpus.y
+        )
+    assert model.n_iter_ == 3 and not model.converged_

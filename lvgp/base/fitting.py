@@ -1,9 +1,9 @@
 """Gradient-based fitting shared by lvgp's models, two loops returning one :class:`FitResult`:
 
-* :func:`minimize` -- full-batch fits: L-BFGS (scipy's L-BFGS-B, the Liu & Nocedal code the
-  GP-LVSM paper uses) or Adam on a deterministic objective, stopped by a rule passed in
-  (:class:`RelativeChangeStopping`, :class:`BestOfWindowStopping`);
-* :func:`fit_stochastic` -- every stochastic fit (mini-batch SVI of the sparse GP-LVSM, the
+* :func:`minimize` -- deterministic full-batch fits by L-BFGS (scipy's L-BFGS-B, the Liu & Nocedal
+  code the GP-LVSM paper uses), stopped by a rule passed in (:class:`RelativeChangeStopping`);
+* :func:`fit_stochastic` -- the one torch loop: every fit by torch's optimizers (Adam on a full-batch
+  objective, deterministic or not; mini-batch SVI of the sparse GP-LVSM, the
   variational GP classifier, sLDA and the mini-batch matcher; the Monte Carlo ELBO of CLGP; the
   Monte Carlo objective of the GP-LVSM's variational word vectors; the SVI of the GP covariate
   embedding): the caller's iteration (a step or an epoch) in a loop with a stopping rule passed in
@@ -57,9 +57,6 @@ def reraise_interrupts() -> None:
     interrupts must end the caller (:data:`INTERRUPTS` is ``"raise"``)."""
     if INTERRUPTS.get() == "raise":
         raise KeyboardInterrupt
-
-
-OPTIMIZERS = ("lbfgs", "adam")
 
 
 def diverged(err: Exception, what: str, at: str, advice: str, buffer: LossBuffer | None = None) -> FloatingPointError:
@@ -276,8 +273,8 @@ class RelativeChangeStopping:
 
 
 class BestOfWindowStopping:
-    """The stopping rule of Adam in :func:`minimize` (full batch) and of the Monte Carlo objective of
-    variational word vectors in :func:`fit_stochastic`: converged when the best loss of the last
+    """The stopping rule of Adam on a full-batch objective in :func:`fit_stochastic` (a deterministic
+    one, or the Monte Carlo objective of variational word vectors): converged when the best loss of the last
     ``window`` iterations improves on the best loss before them by less than ``tol`` relative to
     ``max(1, |best before|)``; judged whenever losses are read back (it asks for no read-back of its
     own), once more than two windows have passed. One rule object per fit: it keeps the losses it
@@ -346,7 +343,49 @@ class BestOfWindowStopping:
 
 #: the stopping rules :func:`fit_stochastic` takes (objects with ``window``, ``applies_at(n)``,
 #: ``observe(values)``, ``describe(unit)`` and ``warn(...)``)
-StochasticRule = PlateauStopping | BestOfWindowStopping
+class SuccessiveChangeStopping:
+    """The stopping rule of variational EM (supervised LDA's, in :func:`fit_stochastic`): converged when
+    an iteration changes the objective by less than ``tol`` relative to the one before,
+    :math:`|f_k - f_{k-1}| < \\mathrm{tol}\\,|f_{k-1}|` (the paper's "0.01%" at ``tol=1e-4``), judged at
+    every iteration from the second."""
+
+    window = 1
+
+    def __init__(self, tol: float) -> None:
+        if not (math.isfinite(tol) and tol >= 0):
+            raise ValueError(f"tol must be finite and >= 0; got {tol!r}")
+        self.tol = float(tol)
+        self.losses: list[float] = []
+        self.converged = False
+
+    def applies_at(self, n: int) -> bool:
+        return n >= 2
+
+    def update(self, loss: float) -> bool:
+        """Record one loss; ``True`` once converged."""
+        self.losses.append(float(loss))
+        if len(self.losses) >= 2 and not self.converged:
+            before, now = self.losses[-2], self.losses[-1]
+            self.converged = abs(now - before) / abs(before) < self.tol
+        return self.converged
+
+    def observe(self, values: Sequence[float]) -> bool:
+        return any([self.update(v) for v in values])
+
+    def describe(self, unit: str) -> str:
+        return f"the objective changed by less than tol={self.tol:g} (relative) in one of the {unit}"
+
+    def warn(self, what: str, budget: str, unit: str = "iterations", stacklevel: int = 2) -> None:
+        """The ``ConvergenceWarning`` of a fit that ``budget`` ended before the rule was met."""
+        if not self.converged:
+            warn_user(
+                f"{what} did not converge in {len(self.losses)} {unit}, the budget {budget} ended it; increase {budget}",
+                ConvergenceWarning,
+                stacklevel=stacklevel + 1,
+            )
+
+
+StochasticRule = PlateauStopping | BestOfWindowStopping | SuccessiveChangeStopping
 
 
 def fit_stochastic(
@@ -511,6 +550,58 @@ class _Params:
                 p.copy_(v)
 
 
+def fit_adam(
+    params: Sequence[torch.nn.Parameter],
+    objective: Callable[[], torch.Tensor],
+    *,
+    lr: float,
+    max_iter: int,
+    rule: BestOfWindowStopping | None,
+    what: str = "the objective",
+    validate: Callable[[], float] | None = None,
+    validation_interval: int = 1,
+    n_iter_no_change: int = 10,
+    warn: bool = True,
+    stacklevel: int = 2,
+    advice: str = "lower lr",
+    desc: str = "fit",
+    verbose: bool = False,
+) -> FitResult:
+    """Adam on a full-batch ``objective()`` (deterministic, or a Monte Carlo average that draws anew
+    at each call) as an iteration of :func:`fit_stochastic`, the one torch loop: one step an
+    iteration, its loss that of the parameters before the step; stopped by ``rule`` (a
+    :class:`BestOfWindowStopping`), by the validation score's patience (the best validated parameters
+    kept), the budget, or Ctrl-C (the fit ends where it is). The parameters that require a gradient
+    are fitted."""
+    params = [p for p in params if p.requires_grad]
+    adam = torch.optim.Adam(params, lr=float(lr))
+
+    def step(it: int) -> torch.Tensor:
+        for p in params:
+            p.grad = None
+        loss = objective()
+        loss.backward()
+        adam.step()
+        return loss
+
+    return fit_stochastic(
+        step,
+        max_iter=max_iter,
+        rule=rule,
+        what=what,
+        validate=validate,
+        validation_interval=validation_interval,
+        n_iter_no_change=n_iter_no_change,
+        state=parameter_state(params),
+        warn=warn,
+        stacklevel=stacklevel + 1,
+        advice=advice,
+        parameters=lambda: params,
+        desc=desc,
+        verbose=verbose,
+    )
+
+
 def parameter_state(
     params: Sequence[torch.nn.Parameter],
 ) -> tuple[Callable[[], list[torch.Tensor]], Callable[[list[torch.Tensor]], None]]:
@@ -549,49 +640,39 @@ def minimize(
     params: Sequence[torch.nn.Parameter],
     objective: Callable[[], torch.Tensor],
     *,
-    method: str = "lbfgs",
     max_iter: int = 500,
-    lr: float = 0.01,
     tol: float = 1e-7,
     validate: Callable[[], float] | None = None,
     validation_interval: int = 1,
     n_iter_no_change: int = 10,
-    convergence_window: int = 10,
-    stopping: RelativeChangeStopping | BestOfWindowStopping | None = None,
+    stopping: RelativeChangeStopping | None = None,
     verbose: bool = False,
     desc: str = "fit",
 ) -> FitResult:
-    """Minimize ``objective()`` (a scalar tensor) over ``params``.
+    """Minimize a deterministic full-batch ``objective()`` (a scalar tensor) over ``params`` by scipy's
+    L-BFGS-B with exact gradients: converged when the relative decrease of the objective falls below
+    ``tol`` or the projected gradient vanishes. (Adam, and every stochastic objective, runs in
+    :func:`fit_stochastic`, the one torch loop.)
 
     Args:
-        method: ``"lbfgs"`` (scipy L-BFGS-B with exact gradients; converged when the
-            relative decrease of the objective falls below ``tol`` or the projected
-            gradient vanishes) or ``"adam"`` (``lr``; converged when the best objective of
-            the last ``convergence_window`` iterations improves by less than ``tol`` relative).
         validate: a score to *minimize* on held-out data, evaluated every
             ``validation_interval`` iterations; when given, fitting stops after
             ``n_iter_no_change`` iterations without improvement (the patience) and the parameters
             of the best evaluated iteration are restored.
         stopping: the stopping rule, an object passed in (as botorch's ``fit`` takes its optimizer):
-            :class:`RelativeChangeStopping` for ``"lbfgs"``, :class:`BestOfWindowStopping` for
-            ``"adam"``; ``None``: the method's rule with ``tol`` (and ``convergence_window``).
-            Stochastic objectives take :func:`fit_stochastic` (with :class:`PlateauStopping` or
-            :class:`BestOfWindowStopping`).
+            :class:`RelativeChangeStopping`; ``None``: the rule with ``tol``.
         verbose: show a tqdm progress bar.
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
     if given, else by objective) are kept and ``result.interrupted`` is set. Without any parameter
     that requires a gradient the objective is evaluated once (``n_iter`` 0, converged).
     """
-    if method not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {method!r}")
     if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1; got {max_iter}")
     if stopping is None:
-        stopping = RelativeChangeStopping(tol) if method == "lbfgs" else BestOfWindowStopping(convergence_window, tol)
-    wanted = RelativeChangeStopping if method == "lbfgs" else BestOfWindowStopping
-    if not isinstance(stopping, wanted):
-        raise TypeError(f"stopping: {method} takes a {wanted.__name__}; got {type(stopping).__name__}")
+        stopping = RelativeChangeStopping(tol)
+    if not isinstance(stopping, RelativeChangeStopping):
+        raise TypeError(f"stopping: L-BFGS takes a RelativeChangeStopping; got {type(stopping).__name__}")
     flat = _Params([p for p in params if p.requires_grad])
     result = FitResult()
     if not flat.params:
@@ -614,43 +695,28 @@ def minimize(
         loss.backward()
         return loss
 
-    def end_of_iteration(loss: float, current: bool = True, evaluated_at: list[torch.Tensor] | None = None) -> None:
-        # current: the parameters are still those of this iteration (False for the losses that
-        # Adam reads back in batches, all but the last: they are recorded, never snapshotted).
-        # evaluated_at: the parameters the loss was evaluated at, where they are not the current
-        # ones (Adam's loss is that of the parameters before its step)
+    def end_of_iteration(loss: float) -> None:
+        # the parameters are those of the iteration just ended (scipy's callback sets them)
         result.n_iter += 1
         result.loss_curve.append(loss)
         bar.update(1)
-        if not current and (validate is not None or evaluated_at is None):
-            return
         postfix = {"loss": f"{loss:.5g}"}
         score = loss
-        state = None
         if validate is not None:
             score = math.inf
             if result.n_iter % validation_interval == 0:
                 score = _finite_score(validate(), desc, result.n_iter)
                 result.validation_curve.append(score)
                 postfix["val"] = f"{score:.4g}"
-        elif evaluated_at is not None:
-            state = evaluated_at
         if score < best.score:
-            best.score, best.values, best.iter = score, state if state is not None else flat.snapshot(), result.n_iter
+            best.score, best.values, best.iter = score, flat.snapshot(), result.n_iter
         bar.set_postfix(postfix, refresh=False)  # drawn by the next timed update
         if validate is not None and result.n_iter - best.iter >= n_iter_no_change:
             result.stopped_early = True
             raise _EarlyStop
 
     try:
-        if method == "lbfgs":
-            _run_lbfgs(flat, evaluate, end_of_iteration, max_iter, stopping, result)  # type: ignore[arg-type]
-        else:
-            # Adam's losses stay on the device and are read back every `every` steps: at each
-            # validation, or once per convergence window
-            rule: BestOfWindowStopping = stopping  # type: ignore[assignment]
-            every = validation_interval if validate is not None else rule.window
-            _run_adam(flat, objective, end_of_iteration, max_iter, lr, rule, every, result)
+        _run_lbfgs(flat, evaluate, end_of_iteration, max_iter, stopping, result)
     except _EarlyStop:
         result.converged = True
         result.message = f"early stopping: no validation improvement in {n_iter_no_change} iterations"
@@ -704,57 +770,3 @@ def _run_lbfgs(
     flat.set(res.x)
     result.converged = bool(res.success)
     result.message = str(res.message)
-
-
-def _run_adam(
-    flat: _Params,
-    objective: Callable[[], torch.Tensor],
-    end_of_iteration: Callable[..., None],
-    max_iter: int,
-    lr: float,
-    rule: BestOfWindowStopping,
-    every: int,
-    result: FitResult,
-) -> None:
-    """Adam steps; the losses are read back from the device every ``every`` steps (one transfer),
-    recorded in order, and the convergence ``rule`` is applied at each read-back."""
-    opt = torch.optim.Adam(flat.params, lr=lr)
-    buffer = LossBuffer(every, "the objective", _ADVICE)
-
-    # the loss of a step is that of the parameters before it: each waiting loss keeps those
-    # parameters until it is read back, so that the best iterate kept (by objective) is the one that
-    # scored, also after Ctrl-C in the middle of a window
-    states: list[list[torch.Tensor]] = []
-
-    def record(values: list[float] | None) -> None:
-        values = values or []
-        taken, states[: len(values)] = states[: len(values)], []
-        for k, value in enumerate(values):
-            last = k == len(values) - 1
-            end_of_iteration(value, current=last, evaluated_at=taken[k])
-
-    for it in range(max_iter):
-        try:
-            for p in flat.params:
-                p.grad = None
-            with divergence_named("the fit", f"iteration {it + 1}", _ADVICE, lambda: flat.params, buffer):
-                loss = objective()
-                loss.backward()
-                states.append(flat.snapshot())
-                opt.step()  # lr=1e300 overflows the parameters' dtype here
-        except KeyboardInterrupt:
-            del states[len(buffer._pending) :]  # a step interrupted before its loss was buffered
-            waiting = buffer.flush()  # the steps taken so far count
-            taken = states[: len(waiting)]
-            for k, value in enumerate(waiting):
-                end_of_iteration(value, current=True, evaluated_at=taken[k])
-            raise
-        values = buffer.append(loss)
-        if it + 1 == max_iter:
-            values = [*(values or []), *buffer.flush()]
-        record(values)
-        if values and rule.converged(result.loss_curve):
-            result.converged = True
-            result.message = rule.message
-            return
-    result.message = f"reached max_iter={max_iter}"

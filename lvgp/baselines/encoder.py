@@ -487,7 +487,6 @@ class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, Regre
             result = minimize(
                 list(model.parameters()),
                 objective,
-                method="lbfgs",
                 max_iter=int(optimizer.max_iter),
                 tol=float(optimizer.tol),
             )

@@ -704,7 +704,7 @@ class GPEmbeddingLogisticRegression(
             return self._negative_log_posterior(cov, y, n_out, rotated, b, self.min_noise + raw.exp())
 
         optimizer = self._optimizer_options()
-        result = minimize(params, objective, method="lbfgs", max_iter=int(optimizer.max_iter), tol=float(optimizer.tol))
+        result = minimize(params, objective, max_iter=int(optimizer.max_iter), tol=float(optimizer.tol))
         self.loss_curve_.extend(result.loss_curve)
         self._map_converged = self._map_converged and result.converged
         with torch.no_grad():

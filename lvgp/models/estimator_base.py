@@ -33,7 +33,7 @@ from ..base.fit_options import (
     FitOptionsArgument,
     FitOptionsMixin,
 )
-from ..base.fitting import BestOfWindowStopping, FitResult, fit_stochastic, minimize, parameter_state
+from ..base.fitting import BestOfWindowStopping, FitResult, fit_adam, minimize
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics, warn_about_fitted_noise
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
@@ -273,16 +273,11 @@ class ExactGPRegressorBase(
             validate = self._validation_score(x_val, y_val_arr)
         params = [p for p in model.parameters() if p.requires_grad]
         budget = int(optimizer.max_iter if max_iter is None else max_iter)
-        if self._stochastic_objective():
-            return self._fit_monte_carlo(params, objective, budget, validate)
-        adam: dict[str, Any] = {}
-        uses_adam = isinstance(optimizer, Adam)  # (a flag: the filled fields are no longer optional)
-        if uses_adam:
-            adam = dict(lr=float(optimizer.lr), convergence_window=int(optimizer.convergence_window))
+        if self._stochastic_objective() or isinstance(optimizer, Adam):  # torch's optimizer: the one torch loop
+            return self._fit_adam(params, objective, budget, validate)
         return minimize(
             params,
             objective,
-            method="adam" if adam else "lbfgs",
             max_iter=budget,
             tol=float(optimizer.tol),
             validate=validate,
@@ -290,7 +285,6 @@ class ExactGPRegressorBase(
             n_iter_no_change=int(stopping.n_iter_no_change),
             verbose=self.verbose,
             desc=self._name,
-            **adam,
         )
 
     @contextlib.contextmanager
@@ -346,14 +340,15 @@ class ExactGPRegressorBase(
         :func:`~lvgp.base.fitting.fit_stochastic`, else by :func:`~lvgp.base.fitting.minimize`."""
         return False
 
-    def _fit_monte_carlo(
+    def _fit_adam(
         self,
         params: list[torch.nn.Parameter],
         objective: Callable[[], torch.Tensor],
         max_iter: int,
         validate: Callable[[], float] | None,
     ) -> FitResult:
-        """Adam on a Monte Carlo objective in the shared stochastic loop: stopped by
+        """Adam on the full-batch objective (deterministic, or the Monte Carlo one of variational word
+        vectors) in the one torch loop, :func:`~lvgp.base.fitting.fit_stochastic`: stopped by
         :class:`~lvgp.base.fitting.BestOfWindowStopping` (the optimizer's ``convergence_window`` and
         ``tol``) and by the validation score's patience (``early_stopping``'s ``n_iter_no_change``,
         scored every ``validation_interval`` iterations, the best iterate kept)."""
@@ -361,28 +356,18 @@ class ExactGPRegressorBase(
         uses_adam = isinstance(optimizer, Adam)  # (a flag: the filled fields are no longer optional)
         if not uses_adam:
             raise ValueError(f"{self._name}: a Monte Carlo objective needs optimizer=lvgp.Adam(...)")
-        adam = torch.optim.Adam(params, lr=float(optimizer.lr))
-
-        def step(it: int) -> torch.Tensor:
-            for p in params:
-                p.grad = None
-            loss = objective()
-            loss.backward()
-            adam.step()
-            return loss
-
-        return fit_stochastic(
-            step,
+        return fit_adam(
+            params,
+            objective,
+            lr=float(optimizer.lr),
             max_iter=max_iter,
             rule=BestOfWindowStopping(int(optimizer.convergence_window), float(optimizer.tol)),
             what=self._name,
             validate=validate,
             validation_interval=self._validation_interval(stopping),
             n_iter_no_change=int(stopping.n_iter_no_change),
-            state=parameter_state(params),
             warn=False,  # the estimator warns once, in _set_fit_result
             advice="lower lr or raise rho",
-            parameters=lambda: params,
             desc=self._name,
             verbose=self.verbose,
         )

@@ -339,7 +339,6 @@ class LatentSMMClassifier(
         result = minimize(
             params,
             objective,
-            method="lbfgs",
             max_iter=int(optimizer.max_iter),
             tol=float(optimizer.tol),
             verbose=self.verbose,

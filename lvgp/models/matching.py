@@ -565,7 +565,6 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
             result = minimize(
                 params,
                 lambda: self._loss(xs, xt),
-                method="lbfgs",
                 max_iter=int(optimizer.max_iter),
                 tol=float(optimizer.tol),
                 validate=validation,

@@ -159,7 +159,6 @@ class _EvidenceInference(Inference):
         result = minimize(
             [p for p in model.parameters() if p.requires_grad],
             objective,
-            method="lbfgs",
             max_iter=int(optimizer.max_iter if budget is None else budget),
             tol=float(optimizer.tol),
             validate=validate,

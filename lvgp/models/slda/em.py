@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 from scipy.special import digamma, gammaln, polygamma
 
 from ..._random import rng_of
+from ...base.fitting import SuccessiveChangeStopping, fit_stochastic
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 
 PAD = -1
@@ -264,18 +266,29 @@ class SupervisedLDAEM:
         self.seen_words_ = np.bincount(ids[mask], minlength=self.vocab_size_) > 0
         self._initialize(ids, mask, y)
         self.result_ = EMResult()
-        old = None
-        state = None
-        for it in range(self.max_iter):
-            phi, gamma = state = self.e_step(x, y, init=state)
+        state: list[Any] = [None]  # the last E-step's (phi, gamma): the next one starts from it
+
+        def iteration(it: int) -> torch.Tensor:
+            """One EM iteration; its loss, minus the corpus ELBO after the M-step."""
+            phi, gamma = state[0] = self.e_step(x, y, init=state[0])
             self._m_step(ids, mask, lengths, phi, y)
             elbo = float(self.doc_elbo(ids, mask, lengths, phi, self.alpha + phi.sum(1), y).sum())
-            self.result_.elbo.append(elbo)
-            self.result_.n_iter = it + 1
-            if old is not None and abs(elbo - old) / abs(old) < self.tol:
-                self.result_.converged = True
-                break
-            old = elbo
+            return torch.tensor(-elbo, dtype=torch.float64)
+
+        # the one loop of lvgp's iterative fits: its Ctrl-C (the fit ends after the last whole
+        # iteration), its progress bar; the estimators warn when the budget ended it
+        result = fit_stochastic(
+            iteration,
+            max_iter=int(self.max_iter),
+            rule=SuccessiveChangeStopping(self.tol),
+            what="the EM's corpus ELBO",
+            unit="EM iterations",
+            read_every=1,
+            warn=False,
+            desc="EM",
+        )
+        self.result_.elbo = [-v for v in result.loss_curve]
+        self.result_.n_iter, self.result_.converged = result.n_iter, result.converged
         return self
 
     @classmethod
