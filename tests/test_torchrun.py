@@ -95,7 +95,7 @@ def test_two_torchrun_processes_follow_the_single_process_trajectory(tmp_path):
 
 def test_inside_a_group_the_fit_needs_an_integer_seed_and_no_local_processes(monkeypatch):
     import lvgp.base.distributed as distributed
-    import lvgp.models.gpc as gpc
+    import lvgp.models.gpc.estimator as gpc
     import lvgp.models.sparse as sparse
 
     for module in (sparse, gpc):
