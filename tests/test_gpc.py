@@ -512,3 +512,15 @@ def test_the_variational_classifier_keeps_an_int32_corpus_and_saves_and_reloads_
     np.testing.assert_array_equal(proba, wide.predict_proba(x32[:30].long()))
     compact.save(tmp_path / "gpc.pt")
     np.testing.assert_array_equal(LDKGPClassifier.load(tmp_path / "gpc.pt").predict_proba(x32[:30]), proba)
+
+
+def test_the_studies_offer_every_inference():
+    """``--gpc-inference`` lists the inferences of INFERENCE_STRATEGIES (the studies import no model at
+    start-up, so the list is written out there): a new inference cannot be left out."""
+    import dataclasses
+
+    from lvgp.experiments.classification import ClassificationStudy
+    from lvgp.models.gpc import INFERENCES
+
+    field = next(f for f in dataclasses.fields(ClassificationStudy) if f.name == "gpc_inference")
+    assert set(field.metadata["choices"]) == set(INFERENCES)
