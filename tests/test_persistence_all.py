@@ -17,16 +17,9 @@ from lvgp import LBFGS, Adam, LDKSpec, MiniBatch, RMSprop
 from lvgp.baselines.encoder import EncoderGPRegressor
 from lvgp.datasets import WordEmbeddings
 
-TEXTS = [
-    "good film great acting",
-    "bad film awful plot",
-    "great plot good music",
-    "awful acting bad music",
-    "good acting great film",
-    "bad plot awful film",
-    "great music good plot",
-    "awful film bad acting",
-] * 2
+from .test_persistence import TEXTS as BASE_TEXTS
+
+TEXTS = BASE_TEXTS * 2
 Y = np.array([1.0, -1.0, 1.2, -0.9, 1.1, -1.2, 0.8, -0.7] * 2) + np.linspace(0, 0.2, 16)
 LABELS = np.array(["pos", "neg"] * 8)
 THREE = np.array(["a", "b", "c", "a", "b", "c", "a", "b"] * 2)

@@ -50,7 +50,7 @@ from ..base.validation import standardization
 from ..bow.vocabulary import Vocabulary
 from ..encoders import ENCODERS, SentenceEncoder
 from ..encoders.sentence import check_texts, resolve_encoder
-from ..models.mixins import SavedParamsMixin
+from ..models.mixins import SavedParamsMixin, check_encoder_named
 from ..warnings import UnseenWordsWarning, warn
 
 __all__ = [
@@ -523,11 +523,7 @@ class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, Regre
     _saved_attributes = ("y_mean_", "y_std_", "n_iter_", "converged_", "noise_", "lengthscale_", "encode_seconds_")
 
     def _check_savable(self) -> None:
-        if isinstance(self.encoder, SentenceEncoder):
-            raise ValueError(
-                "save: a file names its sentence encoder; pass encoder by name (lvgp.encoders.ENCODERS), not a "
-                "SentenceEncoder object"
-            )
+        check_encoder_named(self.encoder, "encoder")
 
     def _fitted_payload(self) -> dict:
         """The training texts' encoder vectors and standardized targets, the GP's state and the

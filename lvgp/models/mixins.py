@@ -76,6 +76,16 @@ def word_source(word_embeddings: Any, sentence_encoder: Any = None, device: Any 
     return resolve(word_embeddings)
 
 
+def check_encoder_named(encoder: Any, param: str) -> None:
+    """``save``'s check of an estimator's sentence encoder ``param``: a file names its encoder, so an
+    encoder object cannot be saved (``ValueError`` naming the parameter)."""
+    if isinstance(encoder, SentenceEncoder):
+        raise ValueError(
+            f"save: a file names its sentence encoder; pass {param} by name (lvgp.encoders.ENCODERS), not a "
+            "SentenceEncoder object"
+        )
+
+
 class SentenceEncoderMixin:
     """``sentence_encoder=`` of the GP estimators (``LDKGPClassifier``, ``GPLVSMRegressor``): the
     encoder resolved on the estimator's ``device``, its vectors of texts packed beside the word ids
@@ -86,12 +96,7 @@ class SentenceEncoderMixin:
     device: Any
 
     def _check_savable(self) -> None:
-        """A file names its sentence encoder: an encoder object cannot be saved (``ValueError``)."""
-        if isinstance(self.sentence_encoder, SentenceEncoder):
-            raise ValueError(
-                "save: a file names its sentence encoder; pass sentence_encoder by name (lvgp.encoders.ENCODERS), "
-                "not a SentenceEncoder object"
-            )
+        check_encoder_named(self.sentence_encoder, "sentence_encoder")
 
     def _sentence_encoder(self) -> Any:
         if self.sentence_encoder is None:
@@ -155,36 +160,29 @@ class KernelParamsMixin(FrozenParamsMixin):
             )
         return spec.replace(**fields)
 
-    def _assembled_kernel(
-        self,
-        num_words: int,
-        documents: torch.Tensor,
-        *,
-        word_features: Any = None,
-        words: list[str] | None = None,
-        seed: int = 0,
-        approximation: str | None = None,
-        encoder: Any = None,
-        scale: bool = True,
-    ) -> Any:
+    def _assembled_kernel(self, num_words: int, documents: torch.Tensor, **options: Any) -> Any:
         """The model's covariance for ``kernel=`` (:func:`lvgp.kernels.assembly.assemble_covariance`, the
-        one assembly; the arguments are its own), its kind kept as ``kernel_kind_``."""
+        one assembly; ``options`` are its keyword arguments), its kind kept as ``kernel_kind_``."""
         from ..kernels.assembly import assemble_covariance
 
         spec = self._spec
-        covariance = assemble_covariance(
-            spec if spec is not None else self.kernel,
-            num_words,
-            documents,
-            word_features=word_features,
-            words=words,
-            seed=seed,
-            approximation=approximation,
-            encoder=encoder,
-            scale=scale,
-        )
+        covariance = assemble_covariance(spec if spec is not None else self.kernel, num_words, documents, **options)
         self.kernel_kind_ = covariance.kind
         return covariance.kernel
+
+    @property
+    def word_vectors_(self) -> Any:
+        """``num_words x latent_dim`` learned word vectors: the point estimates, or posterior means, of
+        the fitted kernel's one word-vector module (an ``AttributeError`` for a kernel with none or
+        several)."""
+        from ..base.device import to_host
+        from ..kernels.spec import word_vector_modules
+
+        check_is_fitted(self, "model_")
+        modules = word_vector_modules(self.model_.covar_module)  # type: ignore[attr-defined]
+        if len(modules) != 1:
+            raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
+        return to_host(modules[0].mean).copy()
 
     @property
     def _spec(self) -> Any:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Self
 
-import numpy as np
 import torch
-from sklearn.utils.validation import check_is_fitted
 
 from .._random import Streams
 from .._typing import Documents
@@ -295,16 +293,6 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
                 vectors.use_mean()
             else:
                 vectors.resample(generator)
-
-    @property
-    def word_vectors_(self) -> np.ndarray:
-        """``num_words x latent_dim`` latent word vectors (posterior means if variational) of the
-        kernel's (one) word-vector module."""
-        check_is_fitted(self, "model_")
-        modules = word_vector_modules(self.model_.covar_module)
-        if len(modules) != 1:
-            raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
-        return modules[0].mean.detach().cpu().numpy().copy()
 
     def _restore_fitted(self, payload: dict) -> None:
         super()._restore_fitted(payload)

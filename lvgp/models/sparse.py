@@ -494,15 +494,6 @@ class SparseGPLVSMRegressor(
         self.loss_curve_, self.step_losses_ = state["loss_curve"], state["step_losses"]
         self.converged_, self.n_iter_ = state["converged"], len(state["step_losses"])
 
-    @property
-    def word_vectors_(self) -> np.ndarray:
-        """``num_words x latent_dim`` word vectors of the kernel's (one) word-vector module."""
-        check_is_fitted(self, "model_")
-        modules = word_vector_modules(self.model_.covar_module)
-        if len(modules) != 1:
-            raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
-        return to_host(modules[0].vectors).copy()
-
     def _word_vectors(self) -> Any:
         modules = word_vector_modules(self.model_.covar_module)
         return modules[0] if len(modules) == 1 else None

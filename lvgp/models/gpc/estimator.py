@@ -673,15 +673,6 @@ class LDKGPClassifier(
         ``None`` (by position) for a file saved before they were."""
         return class_draw_seeds(self.classes_) if getattr(self, "_mc_draws", "by-position") == "by-class" else None
 
-    @property
-    def word_vectors_(self) -> np.ndarray:
-        """``num_words x latent_dim`` learned word vectors (of the kernel's one word-vector module)."""
-        check_is_fitted(self, "model_")
-        modules = word_vector_modules(self.model_.covar_module)
-        if len(modules) != 1:
-            raise AttributeError(f"word_vectors_: the kernel holds {len(modules)} word-vector modules, not one")
-        return to_host(modules[0].mean).copy()
-
     # ------------------------------------------------------------------ predict
     @contextlib.contextmanager
     def _prediction_blocks(self, X: Documents, block: int) -> Iterator[tuple[int, torch.Tensor, Iterator]]:
