@@ -559,13 +559,14 @@ def resolve_kernel(
     seed: int = 0,
     name: str = "kernel",
 ) -> Kernel:
-    """The kernel an estimator's ``kernel=`` stands for, on its padded training ``documents``: an
-    :class:`LDKSpec` built (:meth:`LDKSpec.build`), a factory called with ``num_words`` (and
-    ``documents``, where it takes a second positional argument), or a gpytorch
-    ``Kernel`` copied (fitting never changes the estimator's parameter). A kernel whose word count
-    (:func:`kernel_num_words`) is below the vocabulary's is a ``ValueError`` that says what to pass."""
+    """The user's kernel an estimator's ``kernel=`` stands for, on its padded training ``documents``: a
+    factory called with ``num_words`` (and ``documents``, where it takes a second positional argument),
+    or a gpytorch ``Kernel`` copied (fitting never changes the estimator's parameter). A kernel whose word
+    count (:func:`kernel_num_words`) is below the vocabulary's is a ``ValueError`` that says what to pass.
+    (An :class:`LDKSpec` is built by :meth:`LDKSpec.build`; :func:`lvgp.kernels.assembly.assemble_covariance`
+    takes either.) ``word_features``, ``words`` and ``seed`` are accepted for the assembly's one call."""
     if isinstance(kernel, LDKSpec):
-        return kernel.build(num_words, documents, word_features=word_features, words=words, seed=seed)
+        raise TypeError(f"{name}: an LDKSpec is built by LDKSpec.build (or lvgp.kernels.assembly.assemble_covariance)")
     if isinstance(kernel, Kernel):
         import copy
 
