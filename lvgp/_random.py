@@ -113,11 +113,6 @@ def derive_seeds(random_state: int | np.random.Generator | None, count: int) -> 
     return [int(s) for s in np.random.default_rng(random_state).integers(2**31 - 1, size=count)]
 
 
-def rng_of(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    """A numpy generator seeded by :func:`derive_seed` of ``random_state``."""
-    return np.random.default_rng(derive_seed(random_state))
-
-
 @contextlib.contextmanager
 def seeded_torch(seed: int) -> Iterator[None]:
     """Seed torch's global generators (the CPU's, and the CUDA devices' where CUDA is in use)

@@ -236,8 +236,9 @@ def test_streams_read_random_state_once_and_hand_out_streams_by_name():
             early_stopping=lvgp.EarlyStopping(validation_fraction=0.3, n_iter_no_change=2),
             random_state=rs,
         ),
+        lambda rs: lvgp.SLDARegressor(3, inference="em", optimizer=lvgp.EM(max_iter=5), random_state=rs),
     ],
-    ids=["classifier, early stopping", "regressor, variational vectors, early stopping"],
+    ids=["classifier, early stopping", "regressor, variational vectors, early stopping", "sLDA, EM, eta scale on dev"],
 )
 def test_a_generator_as_random_state_is_read_once_at_fit(make):
     """A fit with early stopping draws its validation split and its start from one ``Streams``: a
@@ -252,7 +253,7 @@ def test_a_generator_as_random_state_is_read_once_at_fit(make):
         est = make(rng).fit(texts, target)
         state = rng.bit_generator.state
         reference = np.random.default_rng(5)
-        reference.integers(2**31 - 1, size=3 if "Regressor" in type(est).__name__ else 1)
+        reference.integers(2**31 - 1, size=3 if type(est).__name__ == "GPLVSMRegressor" else 1)
         assert state == reference.bit_generator.state
         first = est.predict(texts[:4])
         assert rng.bit_generator.state == state

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from scipy.special import digamma, gammaln, polygamma
 
-from ..._random import rng_of
+from ..._random import numpy_generator
 from ...base.fitting import SuccessiveChangeStopping, fit_stochastic
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 
@@ -84,7 +84,9 @@ class SupervisedLDAEM:
             variance) or ``"random"`` (topics perturbed at random; needed for unsupervised LDA).
         eta_scale: the initial eta is the grid on ``[-eta_scale, eta_scale]`` (the paper: 1, in
             the response's units; the fit depends on it, see ``SLDARegressor(em_eta_scale=...)``).
-        random_state: seed of the random initialization.
+        random_state: the random initialization's seed (an int: ``numpy.random.default_rng`` of it, the
+            one stream an estimator's ``Streams`` hands it), a numpy ``Generator`` (drawn from), or
+            ``None`` (fresh entropy).
     """
 
     def __init__(
@@ -236,7 +238,7 @@ class SupervisedLDAEM:
         self.alpha = float(np.clip(math.exp(log_a), 1e-6, 1e3))
 
     def _initialize(self, ids: np.ndarray, mask: np.ndarray, y: np.ndarray | None) -> None:
-        rng = rng_of(self.random_state)
+        rng = numpy_generator(self.random_state)
         K, V = self.K, self.vocab_size_
         if self.init == "paper":
             self.log_beta_ = np.full((K, V), -math.log(V))

@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_is_fitted
 
-from ..._random import NUMERICS_SEED, Streams, numpy_generator, rng_of, seeded_torch
+from ..._random import NUMERICS_SEED, Streams, numpy_generator, seeded_torch
 from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, RandomState, Real, check_params
 from ...base.device import check_device, state_to_cpu, to_host
@@ -371,7 +371,8 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
     def _default_optimizer_kind(self) -> type[FitOptions]:
         return EM if self.inference == "em" else MiniBatch
 
-    def _em(self, eta_scale: float) -> SupervisedLDAEM:
+    def _em(self, eta_scale: float, seed: int) -> SupervisedLDAEM:
+        """The EM engine, its initialization from the fit's stream ``seed``."""
         options = self._optimizer_options()
         return SupervisedLDAEM(
             self.n_topics,
@@ -380,24 +381,24 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
             max_iter=int(options.max_iter),
             tol=float(options.tol),
             eta_scale=eta_scale,
-            random_state=self.random_state,
+            random_state=seed,
         )
 
-    def _choose_eta_scale(self, x: np.ndarray, y: np.ndarray) -> tuple[float, dict[float, float]]:
+    def _choose_eta_scale(self, x: np.ndarray, y: np.ndarray, seed: int) -> tuple[float, dict[float, float]]:
         """``em_eta_scale="auto"``: each of ``EM_ETA_SCALES`` fitted on 80% of the documents and
         scored by the squared error of its predictions on the other 20%; the lowest wins (ties: the
         first listed, the paper's 1). Fewer than 10 documents: 1, unscored."""
         n = len(x)
         if n < 10:
             return 1.0, {}
-        order = rng_of(self.random_state).permutation(n)
+        order = numpy_generator(seed).permutation(n)  # the dev part: the fit's stream
         n_dev = max(2, round(0.2 * n))
         dev, train = order[:n_dev], order[n_dev:]
         scores: dict[float, float] = {}
         for scale in EM_ETA_SCALES:
             with warnings.catch_warnings():  # dev words unseen in the 80%: dropped by design
                 warnings.simplefilter("ignore")
-                engine = self._em(scale).fit(x[train], y[train], vocab_size=self.n_words_)
+                engine = self._em(scale, seed).fit(x[train], y[train], vocab_size=self.n_words_)
                 scores[scale] = float(np.mean((engine.predict(x[dev]) - y[dev]) ** 2))
         return min(scores, key=lambda s: scores[s]), scores
 
@@ -420,11 +421,12 @@ class SLDARegressor(RegressorMixin, _SVITopicModel):
         y = (y - self.y_mean_) / self.y_std_
         start = time.perf_counter()
         if self.inference == "em":
+            seed = Streams(self.random_state).root  # random_state read once: the dev split and the EM's starts
             scale, self.em_eta_scale_dev_mse_ = (
-                self._choose_eta_scale(x, y) if self.em_eta_scale == "auto" else (float(self.em_eta_scale), {})
+                self._choose_eta_scale(x, y, seed) if self.em_eta_scale == "auto" else (float(self.em_eta_scale), {})
             )
             self.em_eta_scale_ = scale
-            self.engine_ = self._em(scale).fit(x, y, vocab_size=self.n_words_)
+            self.engine_ = self._em(scale, seed).fit(x, y, vocab_size=self.n_words_)
             self.loss_curve_ = [-e for e in self.engine_.result_.elbo]
             self.n_iter_, self.converged_ = self.engine_.result_.n_iter, self.engine_.result_.converged
             self.alpha_ = self.engine_.alpha
@@ -604,7 +606,7 @@ class LDARegression(RegressorMixin, FitOptionsMixin, _TopicModelBase):
             init="random",
             max_iter=int(options.max_iter),
             tol=float(options.tol),
-            random_state=self.random_state,
+            random_state=Streams(self.random_state).root,
         ).fit(x, vocab_size=self.n_words_)
         features = self.engine_.transform(x)
         # topic frequencies sum to one, so the intercept is absorbed: no intercept (like eta in sLDA)
