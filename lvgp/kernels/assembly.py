@@ -24,8 +24,8 @@ from .spec import LDKSpec, resolve_kernel
 
 __all__ = ["Covariance", "EncoderPart", "assemble_covariance", "kernel_kind", "KERNEL_KINDS"]
 
-#: what ``kernel_kind_`` reports: the LDK computed exactly, by Nystrom landmark words, by random
-#: Fourier features, or a user's kernel (taken as it is)
+#: the kinds ``kernel_kind_`` reports (the LDK computed exactly, by Nystrom landmark words, by random
+#: Fourier features, or a user's kernel taken as it is)
 KERNEL_KINDS = ("exact", "nystrom", "rff", "user")
 
 

@@ -172,7 +172,7 @@ class KernelParamsMixin(FrozenParamsMixin):
 
     @property
     def word_vectors_(self) -> Any:
-        """``num_words x latent_dim`` learned word vectors: the point estimates, or posterior means, of
+        """The learned word vectors, ``num_words x latent_dim``, the point estimates or posterior means of
         the fitted kernel's one word-vector module (an ``AttributeError`` for a kernel with none or
         several)."""
         from ..base.device import to_host

@@ -64,7 +64,7 @@ INFERENCES = tuple(INFERENCE_STRATEGIES)
 #: 20ng and r8) well inside -- and what keeps a few documents from driving T to its bound
 TEMPERATURE_PRIOR_SD = 1.0
 
-#: the classes' output scales and additional noise: one each per class, or one for all classes
+#: the classes' output scales and additional noise, one each per class or one for all classes
 CLASS_HYPERPARAMETERS = ("per-class", "shared")
 
 

@@ -70,8 +70,8 @@ class Inference:
     optimizer_kind: ClassVar[type[FitOptions]] = LBFGS
     #: fits on mini-batches of word ids (no sentence encoder; the corpus kept compact; distributed)
     mini_batches: ClassVar[bool] = False
-    #: draws from torch's global generator while fitting (gpytorch's Monte Carlo ELBO): the estimator
-    #: fits it inside ``seeded_torch``
+    #: draws from torch's global generator while fitting (gpytorch's Monte Carlo ELBO), so the
+    #: estimator fits it inside ``seeded_torch``
     global_draws: ClassVar[bool] = False
     #: reaches an evidence (the exact one or its approximation) that ``part_selection="evidence"`` compares
     evidence: ClassVar[bool] = True
