@@ -200,7 +200,17 @@ def _sklearn_score_docstring(app, what, name, obj, options, lines):
         lines[:] = [text]
 
 
+def _prose_attribute_docstring(app, what, name, obj, options, lines):
+    """napoleon reads the first line of an attribute's docstring as ``type: description``; lvgp's
+    attribute comments are prose ("what it is: ...", their types the annotations): a first line of one
+    zero-width space (no colon; napoleon drops blank ones) keeps it from rendering their first clause as
+    a 'Type' field."""
+    if what in ("attribute", "data", "property") and lines and lines[0].strip():
+        lines.insert(0, "\u200b")
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _prose_attribute_docstring, priority=400)  # before napoleon's
     app.connect("autodoc-process-docstring", _sklearn_score_docstring)
     app.connect("missing-reference", _canonical_lvgp_reference)
     app.connect("autodoc-process-bases", _public_bases)
