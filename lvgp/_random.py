@@ -37,7 +37,7 @@ class Streams:
     def __init__(self, random_state: int | np.random.Generator | None, positions: tuple[str | None, ...] = ()) -> None:
         seeds = derive_seeds(random_state, max(1, len(positions)))
         self.root = seeds[0]
-        self._positions = {name: s for name, s in zip(positions, seeds) if name is not None}
+        self._positions = _named_positions(positions, seeds)
 
     @classmethod
     def of_seed(cls, seed: int, positions: tuple[str | None, ...] = ()) -> Streams:
@@ -46,8 +46,7 @@ class Streams:
         (``None`` for a position no stream takes)."""
         streams = cls.__new__(cls)
         streams.root = int(seed)
-        seeds = derive_seeds(int(seed), len(positions)) if positions else []
-        streams._positions = {name: s for name, s in zip(positions, seeds) if name is not None}
+        streams._positions = _named_positions(positions, derive_seeds(int(seed), len(positions)) if positions else [])
         return streams
 
     def seed(self, name: str) -> int:
@@ -56,10 +55,6 @@ class Streams:
             return self._positions[name]
         return child_seed(self.root, name)
 
-    def child(self, name: str) -> Streams:
-        """The streams of a part of the fit (a restart, a sub-fit), rooted at the seed of ``name``."""
-        return Streams.of_seed(self.seed(name))
-
     def torch(self, name: str, device: str | torch.device | None = None) -> torch.Generator:
         """A torch generator (on ``device``; default the CPU) seeded by the stream ``name``."""
         return torch_generator(self.seed(name), device)
@@ -67,6 +62,11 @@ class Streams:
     def numpy(self, name: str) -> np.random.Generator:
         """A numpy generator seeded by the stream ``name``."""
         return np.random.default_rng(self.seed(name))
+
+
+def _named_positions(positions: tuple[str | None, ...], seeds: list[int]) -> dict[str, int]:
+    """The seeds of the named ``positions`` (``None``: a position no stream takes)."""
+    return {name: s for name, s in zip(positions, seeds) if name is not None}
 
 
 def torch_generator(seed: int, device: str | torch.device | None = None) -> torch.Generator:

@@ -79,9 +79,7 @@ def assemble_covariance(
         scale: wrap a spec's kernel in a ``ScaleKernel`` (the classifiers scale per class themselves).
     """
     if not isinstance(kernel, LDKSpec):
-        return Covariance(
-            resolve_kernel(kernel, num_words, documents, word_features=word_features, words=words, seed=seed), "user"
-        )
+        return Covariance(resolve_kernel(kernel, num_words, documents), "user")
     spec = kernel
     if approximation is not None and spec.approximation == "auto":
         spec = spec.replace(approximation=approximation)

@@ -554,9 +554,6 @@ def resolve_kernel(
     num_words: int,
     documents: torch.Tensor,
     *,
-    word_features: Any = None,
-    words: list[str] | None = None,
-    seed: int = 0,
     name: str = "kernel",
 ) -> Kernel:
     """The user's kernel an estimator's ``kernel=`` stands for, on its padded training ``documents``: a
@@ -564,7 +561,7 @@ def resolve_kernel(
     or a gpytorch ``Kernel`` copied (fitting never changes the estimator's parameter). A kernel whose word
     count (:func:`kernel_num_words`) is below the vocabulary's is a ``ValueError`` that says what to pass.
     (An :class:`LDKSpec` is built by :meth:`LDKSpec.build`; :func:`lvgp.kernels.assembly.assemble_covariance`
-    takes either.) ``word_features``, ``words`` and ``seed`` are accepted for the assembly's one call."""
+    takes either.)"""
     if isinstance(kernel, LDKSpec):
         raise TypeError(f"{name}: an LDKSpec is built by LDKSpec.build (or lvgp.kernels.assembly.assemble_covariance)")
     if isinstance(kernel, Kernel):

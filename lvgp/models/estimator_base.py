@@ -96,7 +96,6 @@ class ExactGPRegressorBase(
         the saved state :meth:`load` will restore, for models whose shapes depend on it)."""
         raise NotImplementedError
 
-    _format_version = 3
     _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults: tuple[FitOptions, ...] = (
         LBFGS(max_iter=300, tol=1e-7),

@@ -211,7 +211,6 @@ class LatentSMMClassifier(
     """
 
     _default_kernel: dict[str, Any] = {"rho": 0.1}
-    _format_version = 3
     _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (LBFGS(max_iter=300, tol=1e-6),)
 
@@ -267,8 +266,7 @@ class LatentSMMClassifier(
 
     def _check_params(self) -> LDKSpec:
         check_params(self)
-        spec: LDKSpec = self._spec.check()
-        self._parameter_constraints["kernel"][0].check_capabilities(spec)  # the default spec's too
+        spec: LDKSpec = self._checked_spec()
         return spec
 
     kernel_: LatentDistributionKernel

@@ -242,7 +242,6 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
     """
 
     _default_kernel: dict[str, Any] = {"latent_dim": 8, "rho": 0.01}
-    _format_version = 3
     _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (
         LBFGS(max_iter=300, tol=1e-6),
@@ -337,8 +336,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         self.verbose = verbose
 
     def _check_kernel(self) -> LDKSpec:
-        spec: LDKSpec = self._spec.check()
-        _KERNEL.check_capabilities(spec)  # the default spec's too
+        spec: LDKSpec = self._checked_spec()
         return spec
 
     # ------------------------------------------------------------------ vocabularies and encoding

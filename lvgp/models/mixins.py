@@ -170,6 +170,20 @@ class KernelParamsMixin(FrozenParamsMixin):
         self.kernel_kind_ = covariance.kind
         return covariance.kernel
 
+    def _checked_spec(self) -> Any:
+        """The kernel's :class:`~lvgp.kernels.LDKSpec` (``None`` for a user kernel), its fields and the
+        estimator's capabilities checked -- those of the spec ``kernel=None`` stands for too, which the
+        constraint table (the ``KernelArgument`` of ``_parameter_constraints["kernel"]``) never sees."""
+        from ..kernels.spec import KernelArgument
+
+        spec = self._spec
+        if spec is not None:
+            spec.check()
+            for constraint in self._parameter_constraints["kernel"]:  # type: ignore[attr-defined]
+                if isinstance(constraint, KernelArgument):
+                    constraint.check_capabilities(spec)
+        return spec
+
     @property
     def word_vectors_(self) -> Any:
         """The learned word vectors, ``num_words x latent_dim``, the point estimates or posterior means of

@@ -183,7 +183,6 @@ class SparseGPLVSMRegressor(
 
     #: ``kernel=None``: :meth:`LDKSpec.variational_bow() <lvgp.kernels.LDKSpec.variational_bow>`
     _default_kernel: dict[str, Any] = LDKSpec.variational_bow().get_params()
-    _format_version = 3
     _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (
         MiniBatch(batch_size=256, max_steps=2000, max_epochs=None, lr=0.02, tol=1e-3, convergence_window=100),

@@ -242,7 +242,6 @@ class LDKGPClassifier(
         self.novelty_score = novelty_score
         self.part_selection = part_selection
 
-    _format_version = 3
     _first_format_version = 1  # files of lvgp 0.1 load
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
     _optimizer_defaults = (
@@ -282,9 +281,7 @@ class LDKGPClassifier(
 
     def _check_params(self) -> None:
         check_params(self)
-        spec = self._spec
-        if spec is not None:  # the default spec's capabilities too
-            self._parameter_constraints["kernel"][0].check_capabilities(spec)
+        self._checked_spec()
         strategy = self._inference_strategy()
         if self.calibration == "temperature" and not strategy.leave_one_out:
             raise ValueError(
