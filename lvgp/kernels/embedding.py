@@ -20,10 +20,10 @@ hyper-parameters registered in ``__init__``, :meth:`~EmbeddingKernel.gram` and
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, ClassVar
 
 import torch
-import torch.nn.functional as F
 from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
@@ -177,74 +177,117 @@ def _rbf_rows(xc: Tensor, xa: Tensor, sq_a: Tensor, gamma: Tensor) -> Tensor:
     return _exp_nonpositive_(gram.mul_(0.5 * gamma))
 
 
+class _PooledPlan:
+    r"""The sparse ``n x m2`` matrix :math:`C` of :func:`rbf_pooled` cut into blocks of ``chunk``
+    columns, each block held twice as a CSR matrix: :math:`C_b` (``n x c``, the forward's pooling)
+    and :math:`C_b^\top` (``c x n``, the backward's spreading). Built once per set of documents
+    (:func:`rbf_pooled`'s ``memo``: the sparse GP's inducing documents reuse theirs at every step)."""
+
+    def __init__(self, rows: Tensor, cols: Tensor, weights: Tensor, n: int, m2: int, chunk: int) -> None:
+        self.n, self.chunk = n, chunk
+        blocks = max(1, -(-m2 // chunk))
+        block = torch.div(cols, chunk, rounding_mode="floor")
+        local = cols - block * chunk
+        key = block * n + rows
+        order = torch.argsort(key * chunk + local)  # by block, then row, then column
+        counts = torch.bincount(key, minlength=blocks * n).view(blocks, n)
+        crow = torch.cat([counts.new_zeros(blocks, 1), counts.cumsum(1)], 1)  # blocks x (n + 1), each from 0
+        ends = counts.sum(1).cumsum(0).tolist()  # one read of the blocks' sizes
+        ids, values = local[order], weights[order]
+        self.forward: list[Tensor] = []
+        self.backward: list[Tensor] = []
+        start = 0
+        for b, end in enumerate(ends):
+            size = (n, min(chunk, m2 - b * chunk))
+            self.forward.append(_csr(crow[b], ids[start:end], values[start:end], size))
+            start = end
+        order = torch.argsort(cols * n + rows)  # by column, then row
+        per_col = torch.bincount(cols, minlength=m2)
+        crow = torch.cat([per_col.new_zeros(1), per_col.cumsum(0)])  # m2 + 1
+        bounds = crow[::chunk].tolist() + [len(cols)]
+        ids, values = rows[order], weights[order]
+        for b in range(blocks):
+            a, c = b * chunk, min(chunk, m2 - b * chunk)
+            s, e = bounds[b], bounds[b + 1]
+            self.backward.append(_csr(crow[a : a + c + 1] - s, ids[s:e], values[s:e], (c, n)))
+
+
+def _csr(crow: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    with warnings.catch_warnings():  # torch's notice that its sparse CSR tensors are "in beta"
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        return torch.sparse_csr_tensor(crow, cols, values, size, check_invariants=False)
+
+
+def _rbf_exponents(xa: Tensor, xb: Tensor, gamma: Tensor) -> tuple[Tensor, Tensor]:
+    r"""``left`` (``m2 x (q + 2)``) and ``right`` (``(q + 2) x m1``) whose product is the exponent of
+    the RBF Gram, :math:`-\frac\gamma2\|\mathbf b_t - \mathbf a_j\|^2 = [\mathbf b_t, 1, \|\mathbf b_t\|^2]
+    \cdot[\gamma\mathbf a_j, -\frac\gamma2\|\mathbf a_j\|^2, -\frac\gamma2]`: a block of the Gram is one
+    matrix product and one ``exp``."""
+    m1, m2 = xa.shape[0], xb.shape[0]
+    left = torch.cat([xb, xb.new_ones(m2, 1), xb.pow(2).sum(-1, keepdim=True)], 1)
+    half = -0.5 * gamma
+    right = torch.cat([gamma * xa, half * xa.pow(2).sum(-1, keepdim=True), half.expand(m1, 1)], 1)
+    return left, right.mT.contiguous()
+
+
+def _rbf_block_(out: Tensor, left: Tensor, right: Tensor) -> Tensor:
+    """A block of the RBF Gram (a row per word of ``left``) into ``out``, in place."""
+    return _exp_nonpositive_(torch.mm(left, right, out=out))
+
+
 class _PooledRBF(torch.autograd.Function):
     r""":math:`P = C\,G^\top` with :math:`G_{jt} = \exp(-\frac\gamma2\|\mathbf a_j - \mathbf b_t\|^2)`
     and a sparse ``n x m2`` matrix :math:`C`, without the ``m1 x m2`` Gram: ``chunk`` columns of
-    :math:`G` at a time, in cache, pooled by ``embedding_bag``; the backward (the closed form of
-    :class:`_FusedRBFGram`) reuses the blocks, or forms them again beyond ``_POOLED_KEEP`` entries. ``by_row``/``by_col``: per block, :math:`C`'s entries
-    as bags of rows (forward) and of columns (backward), ``(ids, offsets, weights)``."""
+    :math:`G` at a time, in one buffer in cache (a product and an ``exp``), pooled by a sparse
+    product into :math:`P`. The backward forms each block again (memory stays that of one block)
+    and takes the closed form of :class:`_FusedRBFGram` from two products a block: with
+    :math:`W = (C_b^\top\bar P)\odot G_b`, :math:`W[\mathbf a, 1]` and :math:`W^\top[\mathbf b, 1]`
+    hold :math:`\partial/\partial\mathbf b`, :math:`\partial/\partial\mathbf a` and, through
+    :math:`\|\mathbf a - \mathbf b\|^2 = \|\mathbf a\|^2 + \|\mathbf b\|^2 - 2\mathbf a^\top\mathbf b`,
+    :math:`\partial/\partial\gamma`."""
 
     @staticmethod
-    def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, by_row: list, by_col: list, chunk: int) -> Tensor:
-        out = xa.new_zeros(len(by_row[0][1]), xa.shape[0])  # n x m1
-        sq_a = xa.pow(2).sum(-1)
-        # the blocks are kept for the backward where they fit in _POOLED_KEEP entries, else formed again
-        keep = any(ctx.needs_input_grad[:3]) and xa.shape[0] * xb.shape[0] <= _POOLED_KEEP
-        blocks = []
-        for block, (cols, offsets, weights) in enumerate(by_row):
-            xc = xb[block * chunk : (block + 1) * chunk]
-            # c x m1, a row per word: embedding_bag reads contiguous rows (a transposed view of the
-            # m1 x c block made every read strided: 1.6x slower in all)
-            gram = _rbf_rows(xc, xa, sq_a, gamma)
-            out += F.embedding_bag(cols, gram, offsets, per_sample_weights=weights, mode="sum")
-            if keep:
-                blocks.append(gram)
-        ctx.save_for_backward(xa, xb, gamma)
-        ctx.by_col, ctx.chunk, ctx.blocks = by_col, chunk, blocks
+    def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, plan: _PooledPlan) -> Tensor:
+        left, right = _rbf_exponents(xa, xb, gamma)
+        out = xa.new_zeros(plan.n, xa.shape[0])
+        block = xa.new_empty(min(plan.chunk, xb.shape[0]), xa.shape[0])
+        for b, c_b in enumerate(plan.forward):
+            a, c = b * plan.chunk, c_b.shape[1]
+            out.addmm_(c_b, _rbf_block_(block[:c], left[a : a + c], right))
+        ctx.save_for_backward(xa, xb, gamma, left, right)
+        ctx.plan = plan
         return out
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        xa, xb, gamma = ctx.saved_tensors
-        grad_a, grad_b = torch.zeros_like(xa), torch.zeros_like(xb)
-        grad_gamma = torch.zeros_like(gamma)
+        xa, xb, gamma, left, right = ctx.saved_tensors
+        plan, q = ctx.plan, xa.shape[1]
         grad = grad.contiguous()
-        sq_a = xa.pow(2).sum(-1)
-        for block, (rows, offsets, weights) in enumerate(ctx.by_col):
-            a = block * ctx.chunk
-            xc = xb[a : a + ctx.chunk]
-            gram = ctx.blocks[block] if ctx.blocks else _rbf_rows(xc, xa, sq_a, gamma)  # c x m1
-            # dL/dG of the block's rows: the pooled gradient summed over each word's documents
-            spread = F.embedding_bag(rows, grad, offsets, per_sample_weights=weights, mode="sum")  # c x m1
-            if ctx.needs_input_grad[2]:
-                sq = (xc.pow(2).sum(-1).unsqueeze(-1) + sq_a.unsqueeze(-2) - 2 * (xc @ xa.mT)).clamp_min(0)
-                grad_gamma -= 0.5 * (spread * gram * sq).sum()
-            # m1 x c, laid out as the products below had it before the blocks were a row per word: the
-            # same sums in the same order, so that the gradients are those of that code to the last bit
-            weighted = spread.mul_(gram).mT.contiguous()
-            grad_a += weighted @ xc - weighted.sum(-1, keepdim=True) * xa
-            grad_b[a : a + ctx.chunk] = weighted.mT @ xa - weighted.sum(-2).unsqueeze(-1) * xc
-        return gamma * grad_a, gamma * grad_b, grad_gamma if ctx.needs_input_grad[2] else None, None, None, None
+        a_one = torch.cat([xa, xa.new_ones(xa.shape[0], 1)], 1)  # m1 x (q + 1)
+        # [W a, W 1] per word and [W^T b, W^T 1] per landmark, held transposed ((q + 1) x m): BLAS
+        # takes the products of a block with q + 1 columns 1.3x (words) and 5x (landmarks) faster so
+        by_word = xb.new_empty(q + 1, xb.shape[0])
+        by_landmark = xa.new_zeros(q + 1, xa.shape[0])
+        block = xa.new_empty(min(plan.chunk, xb.shape[0]), xa.shape[0])
+        weighted = torch.empty_like(block)
+        for b, ct_b in enumerate(plan.backward):
+            a, c = b * plan.chunk, ct_b.shape[0]
+            w = torch.mm(ct_b, grad, out=weighted[:c]).mul_(_rbf_block_(block[:c], left[a : a + c], right))
+            torch.mm(a_one.mT, w.mT, out=by_word[:, a : a + c])
+            by_landmark.addmm_(left[a : a + c, : q + 1].mT, w)
+        by_word, by_landmark = by_word.mT, by_landmark.mT
+        grad_b = gamma * (by_word[:, :q] - by_word[:, q:] * xb)
+        grad_a = gamma * (by_landmark[:, :q] - by_landmark[:, q:] * xa)
+        grad_gamma = None
+        if ctx.needs_input_grad[2]:  # -1/2 sum_jt W_jt |a_j - b_t|^2
+            squares = (left[:, q + 1] * by_word[:, q]).sum() + (xa.pow(2).sum(-1) * by_landmark[:, q]).sum()
+            grad_gamma = -0.5 * (squares - 2 * (xb * by_word[:, :q]).sum())
+        return grad_a, grad_b, grad_gamma, None
 
 
-#: entries of one block of :func:`rbf_pooled` (a megabyte of float64: in cache)
-_POOLED_BLOCK = 2**17
-#: the most Gram entries :func:`rbf_pooled` keeps from its forward for the gradient (256 MB of float64)
-_POOLED_KEEP = 2**25
-
-
-def _bags_per_block(block: Tensor, bag: Tensor, item: Tensor, weights: Tensor, counts: list[int]) -> list[tuple]:
-    """The entries of each block as ``embedding_bag`` input: ``item`` ids grouped into bags by
-    ``bag`` (local to the block: ``0 .. counts[b] - 1``), one ``(ids, offsets, weights)`` per block."""
-    order = torch.argsort(block * (max(counts) + 1) + bag, stable=True)
-    block, bag, item, weights = block[order], bag[order], item[order], weights[order]
-    ends = torch.cumsum(torch.bincount(block, minlength=len(counts)), 0).tolist()
-    out, start = [], 0
-    for count, end in zip(counts, ends):
-        offsets = torch.searchsorted(bag[start:end], torch.arange(count, device=bag.device))
-        out.append((item[start:end], offsets, weights[start:end]))
-        start = end
-    return out
+#: entries of one block of :func:`rbf_pooled` (two megabytes of float64: in a core's cache)
+_POOLED_BLOCK = 2**18
 
 
 def pooled_block_columns(m1: int, m2: int, device: torch.device) -> int:
@@ -255,38 +298,43 @@ def pooled_block_columns(m1: int, m2: int, device: torch.device) -> int:
     return max(16, _POOLED_BLOCK // max(1, m1))
 
 
-def rbf_pooled(xa: Tensor, xb: Tensor, gamma: Tensor, rows: Tensor, cols: Tensor, weights: Tensor, n: int) -> Tensor:
+def rbf_pooled(
+    xa: Tensor,
+    xb: Tensor,
+    gamma: Tensor,
+    rows: Tensor,
+    cols: Tensor,
+    weights: Tensor,
+    n: int,
+    memo: dict | None = None,
+) -> Tensor:
     r""":math:`C\,G^\top` for the RBF Gram :math:`G` of ``xa`` (``m1 x q``) against ``xb`` (``m2 x q``)
     and the sparse ``n x m2`` matrix :math:`C` with entries ``weights`` at (``rows``, ``cols``):
-    ``n x m1``. The same values as ``C @ rbf_gram(xa, xb, gamma).mT``, but the Gram is never held
-    whole: blocks of columns are formed (a row per word), pooled and dropped (and formed again for
-    the gradient), so that memory traffic stays in cache -- the Nystrom LDK's landmark columns pooled
-    over documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the
-    whole Gram in ``benchmarks/nystrom_pooling.py``). Blocks pay off while the documents are fewer
-    than a block's columns (each block pools into all ``n`` rows); beyond that the whole Gram is
-    formed. Unbatched inputs and a scalar ``gamma``.
+    ``n x m1``. The values of ``C @ rbf_gram(xa, xb, gamma).mT`` (to rounding), but the Gram is never
+    held whole: blocks of columns are formed (a row per word) in one buffer, pooled by a sparse
+    product and overwritten (and formed again for the gradient), so that memory traffic stays in
+    cache and memory is that of one block -- the Nystrom LDK's landmark columns pooled over
+    documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the whole
+    Gram in ``benchmarks/nystrom_pooling.py``). Blocks pay off while the documents are fewer than a
+    block's columns (each block's sparse product writes all ``n`` rows); beyond that the whole Gram
+    is one block. Unbatched inputs and a scalar ``gamma``; ``weights`` are constants (no gradient).
 
     The blocks are a CPU's: off the CPU (CUDA) the whole Gram is one block, since there each block
-    costs a dozen kernel launches forward and a dozen backward, and the Gram fits in device memory
-    (:func:`pooled_block_columns`; the launches a step in ``benchmarks/README.md``, issue 60)."""
+    costs kernel launches and the Gram fits in device memory (:func:`pooled_block_columns`; the
+    operators a step in ``benchmarks/README.md``, issue 60). ``memo``: a dict kept with the
+    documents (their :class:`~lvgp.kernels.mean_embedding.Bags`' memo), where the blocks' sparse
+    matrices are kept for the next call on the same documents."""
     m2 = xb.shape[0]
     chunk = pooled_block_columns(xa.shape[0], m2, xa.device)
-    if n > chunk:  # each block's pooled n x m1 rows would cost more than the block: the whole Gram
-        # (blocks of n columns would be faster -- 172/110 ms against 257/276 ms forward/backward at 1,024
-        # documents, benchmarks/README.md -- but not the same values to the last bit, and the studies'
-        # committed cells were computed this way)
-        ((ids, offsets, w),) = _bags_per_block(torch.zeros_like(cols), rows, cols, weights, [n])
-        # a row per word, contiguous: embedding_bag reading the transposed view's strided rows took 4x
-        # as long (the balanced start's 10,000 reviews: 2.6 s against 0.6 s); the same sums, and the
-        # same gradient (the copy's backward hands embedding_bag's on as the view's)
-        gram = rbf_gram(xa, xb, gamma).mT.contiguous()
-        return F.embedding_bag(ids, gram, offsets, per_sample_weights=w, mode="sum")
-    starts = range(0, max(1, m2), chunk)
-    block = torch.div(cols, chunk, rounding_mode="floor")
-    local = cols - block * chunk
-    by_row = _bags_per_block(block, rows, local, weights, [n] * len(starts))
-    by_col = _bags_per_block(block, local, rows, weights, [min(chunk, m2 - a) for a in starts])
-    return _PooledRBF.apply(xa, xb, gamma.reshape(()), by_row, by_col, chunk)
+    if n > chunk:  # each block's sparse product would write more than the block: the whole Gram
+        chunk = max(1, m2)
+    key = ("rbf_pooled", chunk, m2)
+    plan = None if memo is None else memo.get(key)
+    if plan is None:
+        plan = _PooledPlan(rows, cols, weights, n, m2, chunk)
+        if memo is not None:
+            memo[key] = plan
+    return _PooledRBF.apply(xa, xb, gamma.reshape(()), plan)
 
 
 def rbf_gram(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:

@@ -158,7 +158,9 @@ class RandomFeatureLDK(LatentDistributionKernel):
         bags = d.bags()
         if isinstance(self.embedding, RBFEmbedding) and vectors.device.type == "cpu":
             # the m x V_d Gram in cache-sized blocks, never whole (a GPU takes it in one product)
-            pooled = rbf_pooled(z, vectors, self.embedding.gamma, bags.rows(), bags.words, bags.weights, bags.n)
+            pooled = rbf_pooled(
+                z, vectors, self.embedding.gamma, bags.rows(), bags.words, bags.weights, bags.n, memo=bags.memo
+            )
         else:
             pooled = me.bag_product(bags, self.embedding_gram(z, vectors).mT)  # n x m
         return torch.linalg.solve_triangular(chol, pooled.mT, upper=False).mT
