@@ -135,6 +135,10 @@ def estimator(max_epochs=None, max_steps=None):
 
 def fit(model, n):
     target = data.labels if args["model"] == "variational-gpc" else data.y
+    if args["compile"]:  # rbf_pooled's blocks from torch.compile (issue 60)
+        from lvgp.kernels import compiled_blocks
+        with compiled_blocks():
+            return model.fit(X[:n], target[:n])
     return model.fit(X[:n], target[:n])
 
 # each step's end, read when Adam's step returns (the GPU synchronized): every model takes one Adam step a step
@@ -248,6 +252,12 @@ def main(argv=None) -> int:
         "dispatches there, counted on a CPU",
     )
     parser.add_argument("--before", default="", help="also run the code at this commit (e.g. c43fba1)")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="also run today's code inside lvgp.kernels.compiled_blocks() (rbf_pooled's blocks from torch.compile; "
+        "the row 'now, compiled'; its warm-up is in its setup and its first steps)",
+    )
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(s) for s in args.docs.split(",")]
     common = {
@@ -263,6 +273,7 @@ def main(argv=None) -> int:
         "profile": not args.no_profile,
         "kernel": args.kernel,
         "one_block": args.one_block,
+        "compile": False,
     }
     device = args.device
     if device != "cpu":
@@ -282,13 +293,20 @@ def main(argv=None) -> int:
     cut: dict[tuple[str, str, int], tuple[int, int, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         codes = {"now": ROOT}
+        if args.compile:
+            codes["now, compiled"] = ROOT
         if args.before:
             codes[args.before] = extract(args.before, Path(tmp) / "before")
         for model in args.models.split(","):
             for n in sizes:
                 for code, package in codes.items():
                     try:
-                        r = run_code(CHILD, package, {**common, "model": model, "n": n}, omp_threads=str(args.threads))
+                        r = run_code(
+                            CHILD,
+                            package,
+                            {**common, "model": model, "n": n, "compile": code == "now, compiled"},
+                            omp_threads=str(args.threads),
+                        )
                     except RuntimeError as err:  # e.g. killed by the kernel's OOM killer: say so in the table
                         last = (str(err).strip().splitlines() or ["?"])[-1][:80]
                         print(err, file=sys.stderr)

@@ -10,10 +10,12 @@ import gpytorch
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from torch.func import functional_call
 
 from lvgp import LBFGS, PAD, Adam, LatentDistributionKernel
 from lvgp.kernels import LDKSpec, RandomFeatureLDK, gram_approximation_error
+from lvgp.warnings import PerformanceWarning
 
 V, Q = 30, 2
 
@@ -92,7 +94,7 @@ def test_rbf_pooled_blocks_equal_the_whole_gram_in_value_and_gradient(monkeypatc
     rows = torch.tensor([0, 0, 0, 2, 2, 3, 3, 3, 3, 1])  # row 4 empty
     cols = torch.tensor([0, 17, 56, 3, 40, 17, 18, 33, 50, 2])  # most columns in no row
     weights = torch.rand(len(rows), generator=g, dtype=torch.float64)
-    for n in (5, 40):  # 40 documents, more than a block's 16 columns: the whole Gram instead
+    for n in (5, 40):  # more documents than a block has columns too
         dense = torch.zeros(n, 57, dtype=torch.float64).index_put_((rows, cols), weights, accumulate=True)
         expected = dense @ embedding.rbf_gram(xa, xb, gamma).mT
         pooled = embedding.rbf_pooled(xa, xb, gamma, rows, cols, weights, n)
@@ -335,3 +337,108 @@ def test_a_build_counts_the_documents_per_word_once(monkeypatch):
     assert torch.equal(kernel.landmarks, frequent_words(x, 5))
     alone = RandomFeatureLDK(32, 2, features="nystrom", landmarks=frequent_words(x, 5), word_weights=idf_weights(x, 32))
     torch.testing.assert_close(kernel.word_weights, alone.word_weights, rtol=0, atol=0)
+
+
+def _pooled_value_and_gradients(rows, cols, weights, n, *tensors):
+    from lvgp.kernels import embedding
+
+    a, b, c = (t.clone().requires_grad_() for t in tensors)
+    pooled = embedding.rbf_pooled(a, b, c, rows, cols, weights, n)
+    (pooled.pow(2).sum() + pooled.sum()).backward()
+    return pooled.detach(), a.grad, b.grad, c.grad
+
+
+def _pooled_inputs():
+    g = torch.Generator().manual_seed(11)
+    xa, xb = torch.randn(6, 2, generator=g, dtype=torch.float64), torch.randn(70, 2, generator=g, dtype=torch.float64)
+    xb[-1] = 40.0  # a word whose Gram entries fall below the cut-off (set to 0, not subnormal)
+    gamma = torch.tensor(0.9, dtype=torch.float64)
+    rows = torch.randint(0, 5, (60,), generator=g)
+    cols = torch.randint(0, 70, (60,), generator=g)
+    cols[0] = 69
+    weights = torch.rand(60, generator=g, dtype=torch.float64)
+    return (rows, cols, weights, 5), (xa, xb, gamma)
+
+
+def test_compiled_blocks_equal_the_eager_blocks(monkeypatch):
+    """Issue 60: inside compiled_blocks() the blocks of rbf_pooled's Gram come from torch.compile's
+    fused loop; value and gradients (gamma's included) equal the eager arithmetic's to rounding, over
+    several blocks of two widths (the last block narrower: a second compiled shape)."""
+    from lvgp.kernels import embedding
+
+    monkeypatch.setattr(embedding, "_POOLED_BLOCK", 96)  # 96 // 6 = 16 columns a block: 5 blocks, the last of 6
+    monkeypatch.setitem(embedding._COMPILED, "failed", None)
+    sparse, dense = _pooled_inputs()
+    eager = _pooled_value_and_gradients(*sparse, *dense)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)  # compiling must work here (a C++ compiler is at hand)
+        with embedding.compiled_blocks():
+            compiled = _pooled_value_and_gradients(*sparse, *dense)
+    assert embedding._COMPILED["failed"] is None and not embedding._COMPILED["enabled"]
+    for got, expected in zip(compiled, eager):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-300)
+
+
+def test_compiled_blocks_fall_back_to_eager_with_a_warning(monkeypatch):
+    """Where torch.compile fails (no C++ compiler, an unsupported platform), compiled_blocks warns once
+    and computes eagerly: the same values as without it, and no second attempt."""
+    from lvgp.kernels import embedding
+
+    calls = []
+
+    def broken(*args):
+        calls.append(1)
+        raise RuntimeError("no C++ compiler found")
+
+    monkeypatch.setitem(embedding._COMPILED, "block", broken)
+    monkeypatch.setitem(embedding._COMPILED, "failed", None)
+    sparse, dense = _pooled_inputs()
+    eager = _pooled_value_and_gradients(*sparse, *dense)
+    with pytest.warns(PerformanceWarning, match="no C\\+\\+ compiler found"):
+        with embedding.compiled_blocks():
+            fallen_back = _pooled_value_and_gradients(*sparse, *dense)
+    assert len(calls) == 1 and "RuntimeError" in embedding._COMPILED["failed"]
+    for got, expected in zip(fallen_back, eager):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("model", ["sparse", "variational-gpc"])
+def test_a_compiled_fit_takes_the_eager_fits_steps(monkeypatch, model):
+    """Issue 60: ``MiniBatch(compile=True)`` (the Nystrom blocks from torch.compile) takes the steps of
+    the eager fit: the step losses agree to 1e-10 (relative) over several steps of many blocks, and so
+    do the fitted predictions; ``compile`` is refused by an estimator that has no such step."""
+    from lvgp import LDKGPClassifier, LDKMatcher, MiniBatch, SparseGPLVSMRegressor
+    from lvgp.datasets import make_synonym_regression
+    from lvgp.kernels import embedding
+
+    monkeypatch.setattr(embedding, "_POOLED_BLOCK", 48)  # 24 landmarks: blocks of 16 words
+    monkeypatch.setitem(embedding._COMPILED, "failed", None)
+    corpus = make_synonym_regression(n=80, random_state=0)
+    texts, y = corpus.texts[:60], corpus.y[:60]
+    spec = LDKSpec.variational_bow(num_features=24, approximation="nystrom")
+
+    def fit(compile):
+        if model == "sparse":
+            options = MiniBatch(max_steps=4, batch_size=16, compile=compile)
+            est = SparseGPLVSMRegressor(spec, num_inducing=8, optimizer=options, random_state=0)
+            return est.fit(texts, y), est.step_losses_
+        options = MiniBatch(max_epochs=3, batch_size=16, compile=compile)
+        labels = (np.asarray(y) > np.median(y)).astype(int)
+        kernel = LDKSpec(rho=0.1, num_features=24, approximation="nystrom")
+        est = LDKGPClassifier(kernel, inference="variational", num_inducing=8, optimizer=options, random_state=0)
+        return est.fit(texts, labels), est.loss_curve_
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        eager, eager_losses = fit(False)
+        compiled, compiled_losses = fit(True)
+    np.testing.assert_allclose(compiled_losses, eager_losses, rtol=1e-10)
+    predict = (
+        (lambda e: e.predict(corpus.texts[60:]))
+        if model == "sparse"
+        else (lambda e: e.predict_proba(corpus.texts[60:]))
+    )
+    np.testing.assert_allclose(predict(compiled), predict(eager), rtol=1e-9)
+    with pytest.raises(ValueError, match="compile"):
+        LDKMatcher(optimizer=MiniBatch(compile=True)).fit(texts[:10], texts[10:20])

@@ -3,7 +3,15 @@
 from .bag_of_words import BagOfWordsKernel
 from .document import DocumentKernel, shared_evaluation
 from .document_length import DocumentLengthKernel
-from .embedding import EMBEDDINGS, EmbeddingKernel, LinearEmbedding, PolyEmbedding, RBFEmbedding, rbf_gram
+from .embedding import (
+    EMBEDDINGS,
+    EmbeddingKernel,
+    LinearEmbedding,
+    PolyEmbedding,
+    RBFEmbedding,
+    compiled_blocks,
+    rbf_gram,
+)
 from .latent_distribution import LatentDistributionKernel
 from .level2 import LEVEL2_KERNELS, CosineLevel2, Level2Kernel, LinearLevel2, PolyLevel2, RBFLevel2
 from .packed import FeatureKernel, WordSetKernel, pack_documents, unpack_documents
@@ -47,6 +55,7 @@ __all__ = [
     "make_word_vectors",
     "NegativeLatentKL",
     "rbf_gram",
+    "compiled_blocks",
     "EMBEDDINGS",
     "LEVEL2_KERNELS",
 ]

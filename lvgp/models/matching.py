@@ -247,7 +247,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         LBFGS(max_iter=300, tol=1e-6),
         MiniBatch(max_epochs=300, lr=0.05, tol=1e-6, convergence_window=10),
     )
-    _unused_optimizer_fields = ("max_steps", "ngd_lr")
+    _unused_optimizer_fields = ("max_steps", "ngd_lr", "compile")
     _early_stopping_default = EarlyStopping(n_iter_no_change=10)
     #: parameters renamed since files were written (the patience went into ``early_stopping``)
     _renamed_params = {"n_iter_no_change": "early_stopping"}

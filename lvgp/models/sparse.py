@@ -60,6 +60,7 @@ from ..bow.padded import (
 )
 from ..bow.vocabulary import Vocabulary
 from ..kernels.document import shared_evaluation
+from ..kernels.embedding import compiled_blocks
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -185,7 +186,9 @@ class SparseGPLVSMRegressor(
     _default_kernel: dict[str, Any] = LDKSpec.variational_bow().get_params()
     _first_format_version = 1  # files of lvgp 0.1 load
     _optimizer_defaults = (
-        MiniBatch(batch_size=256, max_steps=2000, max_epochs=None, lr=0.02, tol=1e-3, convergence_window=100),
+        MiniBatch(
+            batch_size=256, max_steps=2000, max_epochs=None, lr=0.02, tol=1e-3, convergence_window=100, compile=False
+        ),
     )
     _unused_optimizer_fields = ("ngd_lr",)
 
@@ -428,7 +431,7 @@ class SparseGPLVSMRegressor(
                 epoch_ends.append(it + 1)
             return loss
 
-        with exact_numerics():
+        with exact_numerics(), compiled_blocks(bool(optimizer.compile)):
             # every rank sees the same losses, hence the same decisions; rank 0 reports
             result = fit_stochastic(
                 step,

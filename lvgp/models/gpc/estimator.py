@@ -246,7 +246,7 @@ class LDKGPClassifier(
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
     _optimizer_defaults = (
         LBFGS(max_iter=100, tol=1e-6),
-        MiniBatch(batch_size=None, max_epochs=200, lr=0.03, tol=1e-6, convergence_window=10, ngd_lr=0.1),
+        MiniBatch(batch_size=None, max_epochs=200, lr=0.03, tol=1e-6, convergence_window=10, ngd_lr=0.1, compile=False),
     )
     _early_stopping_default = EarlyStopping(
         validation_fraction=0.25, n_iter_no_change=10, validation_interval=1, policy="refit"

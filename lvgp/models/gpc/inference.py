@@ -30,7 +30,7 @@ from ...base.fit_options import LBFGS, FitOptions, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
 from ...base.numerics import covariance_errors, exact_numerics
 from ...bow.padded import document_lengths, documents_at, pad_to_common_width
-from ...kernels import shared_evaluation
+from ...kernels import compiled_blocks, shared_evaluation
 from ...kernels.spec import word_vector_modules
 from ...warnings import warn
 from ..dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
@@ -493,7 +493,11 @@ class VariationalInference(Inference):
             f"The natural-gradient steps of q(u) (ngd_lr={optimizer.ngd_lr}) or the Adam steps (lr={optimizer.lr}) "
             "overshot: lower the optimizer's ngd_lr (in (0, 1]) or lr."
         )
-        with exact_numerics(), covariance_errors("the variational GP classifier", hint):
+        with (
+            exact_numerics(),
+            covariance_errors("the variational GP classifier", hint),
+            compiled_blocks(bool(optimizer.compile)),
+        ):
             # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
             result = fit_stochastic(
                 epoch,

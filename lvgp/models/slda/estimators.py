@@ -159,7 +159,7 @@ class _SVITopicModel(FitOptionsMixin, _TopicModelBase):
     _optimizer_defaults: tuple[FitOptions, ...] = (
         MiniBatch(batch_size=256, max_epochs=200, lr=0.02, tol=1e-3, convergence_window=3),
     )
-    _unused_optimizer_fields = ("max_steps", "ngd_lr")
+    _unused_optimizer_fields = ("max_steps", "ngd_lr", "compile")
     _saved_attributes = (*_TopicModelBase._saved_attributes, "alpha_", "eta_")
 
     def _fitted_payload(self) -> dict:
