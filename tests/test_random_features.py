@@ -442,3 +442,30 @@ def test_a_compiled_fit_takes_the_eager_fits_steps(monkeypatch, model):
     np.testing.assert_allclose(predict(compiled), predict(eager), rtol=1e-9)
     with pytest.raises(ValueError, match="compile"):
         LDKMatcher(optimizer=MiniBatch(compile=True)).fit(texts[:10], texts[10:20])
+
+
+def test_kept_blocks_give_the_same_values_and_survive_a_second_backward(monkeypatch):
+    """Issue 60: inside kept_blocks() the forward keeps its Gram's blocks for the backward (in buffers
+    the next call reuses): the same value and gradients to the last bit as forming them again; a
+    second backward of the same graph (retain_graph) forms them again, since the first gave its
+    buffer back; outside the block no buffer is held."""
+    from lvgp.kernels import embedding
+
+    monkeypatch.setattr(embedding, "_POOLED_BLOCK", 96)
+    sparse, dense = _pooled_inputs()
+    formed_again = _pooled_value_and_gradients(*sparse, *dense)
+    with embedding.kept_blocks():
+        for _ in range(2):  # the second call reuses the first call's buffer
+            kept = _pooled_value_and_gradients(*sparse, *dense)
+            assert len(embedding._KEPT["spare"]) == 1
+            for got, expected in zip(kept, formed_again):
+                torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        a, b, c = (t.clone().requires_grad_() for t in dense)
+        pooled = embedding.rbf_pooled(a, b, c, *sparse)
+        first = torch.autograd.grad(pooled.sum(), (a, b, c), retain_graph=True)  # gives its buffer back
+        other = embedding.rbf_pooled(a, b * 1.5, c, *sparse)  # takes that buffer and writes its own blocks
+        second = torch.autograd.grad(pooled.sum(), (a, b, c))  # forms its blocks again
+        assert other.requires_grad
+        for x, y in zip(first, second):
+            torch.testing.assert_close(x, y, rtol=1e-14, atol=0)
+    assert embedding._KEPT["spare"] == [] and not embedding._KEPT["enabled"]

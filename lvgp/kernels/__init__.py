@@ -10,6 +10,7 @@ from .embedding import (
     PolyEmbedding,
     RBFEmbedding,
     compiled_blocks,
+    kept_blocks,
     rbf_gram,
 )
 from .latent_distribution import LatentDistributionKernel
@@ -56,6 +57,7 @@ __all__ = [
     "NegativeLatentKL",
     "rbf_gram",
     "compiled_blocks",
+    "kept_blocks",
     "EMBEDDINGS",
     "LEVEL2_KERNELS",
 ]

@@ -45,6 +45,7 @@ __all__ = [
     "pooled_block_columns",
     "rbf_pooled",
     "compiled_blocks",
+    "kept_blocks",
 ]
 
 
@@ -300,6 +301,42 @@ def _gram_block(
     return _rbf_block_(out, left, right)
 
 
+#: :func:`kept_blocks`'s state: whether a forward keeps its blocks, and the buffers free for reuse
+_KEPT: dict[str, Any] = {"enabled": False, "spare": []}
+
+
+@contextlib.contextmanager
+def kept_blocks() -> Iterator[None]:
+    """Inside this block, :func:`rbf_pooled`'s forward keeps the blocks of its Gram for its backward,
+    in buffers that the next steps reuse (freed when the block ends): the backward forms no block
+    again -- half the ``exp``'s of a step -- at the memory of the Gram of a call (``m1 x m2`` entries:
+    76 MB for 512 landmarks and 18,600 words). The mini-batch fits (the sparse GP-LVSM, the
+    variational GP classifier) open it around their steps. A backward run twice
+    (``retain_graph=True``) forms the blocks again the second time. Outside it, the backward forms
+    each block again (memory: one block)."""
+    previous = _KEPT["enabled"], _KEPT["spare"]
+    _KEPT["enabled"], _KEPT["spare"] = True, []
+    try:
+        yield
+    finally:
+        _KEPT["enabled"], _KEPT["spare"] = previous
+
+
+def _kept_buffer(numel: int, like: Tensor) -> Tensor:
+    """A flat buffer of at least ``numel`` entries from :func:`kept_blocks`'s spares (reused: its pages
+    are mapped already), or a new one with room for a quarter more (the next batch may have more words)."""
+    spare = _KEPT["spare"]
+    for i, buffer in enumerate(spare):
+        if buffer.numel() >= numel and buffer.dtype == like.dtype and buffer.device == like.device:
+            return spare.pop(i)
+    return like.new_empty(numel + numel // 4)
+
+
+def _give_back(buffer: Tensor) -> None:
+    if _KEPT["enabled"]:  # at most four spares (a step's two calls, and room): the largest kept
+        _KEPT["spare"] = sorted([*_KEPT["spare"], buffer], key=lambda t: -t.numel())[:4]
+
+
 class _PooledRBF(torch.autograd.Function):
     r""":math:`P = C\,G^\top` with :math:`G_{jt} = \exp(-\frac\gamma2\|\mathbf a_j - \mathbf b_t\|^2)`
     and a sparse ``n x m2`` matrix :math:`C`, without the ``m1 x m2`` Gram: ``chunk`` columns of
@@ -314,14 +351,21 @@ class _PooledRBF(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, xa: Tensor, xb: Tensor, gamma: Tensor, plan: _PooledPlan) -> Tensor:
         left, right = _rbf_exponents(xa, xb, gamma)
-        out = xa.new_zeros(plan.n, xa.shape[0])
-        block = xa.new_empty(min(plan.chunk, xb.shape[0]), xa.shape[0])
+        m1, m2 = xa.shape[0], xb.shape[0]
+        out = xa.new_zeros(plan.n, m1)
         compiled = _COMPILED["enabled"] and xa.device.type == "cpu"
+        # the blocks kept for the backward (kept_blocks()), or one buffer overwritten block after block
+        store = _kept_buffer(m1 * m2, xa) if _KEPT["enabled"] and any(ctx.needs_input_grad[:3]) else None
+        block = xa.new_empty(min(plan.chunk, m2), m1 if store is None else 0)
         for b, c_b in enumerate(plan.forward):
             a, c = b * plan.chunk, c_b.shape[1]
-            out.addmm_(c_b, _gram_block(block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, compiled))
+            target = store[a * m1 : (a + c) * m1].view(c, m1) if store is not None else block[:c]
+            gram = _gram_block(target, xb[a : a + c], xa, gamma, left[a : a + c], right, compiled)
+            if gram.data_ptr() != target.data_ptr():  # the compiled block is a new tensor
+                gram = target.copy_(gram) if store is not None else gram
+            out.addmm_(c_b, gram)
         ctx.save_for_backward(xa, xb, gamma, left, right)
-        ctx.plan, ctx.compiled = plan, compiled
+        ctx.plan, ctx.compiled, ctx.store = plan, compiled, store
         return out
 
     @staticmethod
@@ -335,14 +379,21 @@ class _PooledRBF(torch.autograd.Function):
         # takes the products of a block with q + 1 columns 1.3x (words) and 5x (landmarks) faster so
         by_word = xb.new_empty(q + 1, xb.shape[0])
         by_landmark = xa.new_zeros(q + 1, xa.shape[0])
-        block = xa.new_empty(min(plan.chunk, xb.shape[0]), xa.shape[0])
+        m1 = xa.shape[0]
+        store, ctx.store = ctx.store, None  # a second backward (retain_graph) forms the blocks again
+        block = xa.new_empty(min(plan.chunk, xb.shape[0]), m1)
         weighted = torch.empty_like(block)
         for b, ct_b in enumerate(plan.backward):
             a, c = b * plan.chunk, ct_b.shape[0]
-            gram = _gram_block(block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, ctx.compiled)
+            if store is not None:
+                gram = store[a * m1 : (a + c) * m1].view(c, m1)
+            else:
+                gram = _gram_block(block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, ctx.compiled)
             w = torch.mm(ct_b, grad, out=weighted[:c]).mul_(gram)
             torch.mm(a_one.mT, w.mT, out=by_word[:, a : a + c])
             by_landmark.addmm_(left[a : a + c, : q + 1].mT, w)
+        if store is not None:
+            _give_back(store)
         by_word, by_landmark = by_word.mT, by_landmark.mT
         grad_b = gamma * (by_word[:, :q] - by_word[:, q:] * xb)
         grad_a = gamma * (by_landmark[:, :q] - by_landmark[:, q:] * xa)

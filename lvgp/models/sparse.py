@@ -60,7 +60,7 @@ from ..bow.padded import (
 )
 from ..bow.vocabulary import Vocabulary
 from ..kernels.document import shared_evaluation
-from ..kernels.embedding import compiled_blocks
+from ..kernels.embedding import compiled_blocks, kept_blocks
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -431,7 +431,7 @@ class SparseGPLVSMRegressor(
                 epoch_ends.append(it + 1)
             return loss
 
-        with exact_numerics(), compiled_blocks(bool(optimizer.compile)):
+        with exact_numerics(), compiled_blocks(bool(optimizer.compile)), kept_blocks():
             # every rank sees the same losses, hence the same decisions; rank 0 reports
             result = fit_stochastic(
                 step,

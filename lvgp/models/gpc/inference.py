@@ -30,7 +30,7 @@ from ...base.fit_options import LBFGS, FitOptions, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
 from ...base.numerics import covariance_errors, exact_numerics
 from ...bow.padded import document_lengths, documents_at, pad_to_common_width
-from ...kernels import compiled_blocks, shared_evaluation
+from ...kernels import compiled_blocks, kept_blocks, shared_evaluation
 from ...kernels.spec import word_vector_modules
 from ...warnings import warn
 from ..dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
@@ -497,6 +497,7 @@ class VariationalInference(Inference):
             exact_numerics(),
             covariance_errors("the variational GP classifier", hint),
             compiled_blocks(bool(optimizer.compile)),
+            kept_blocks(),
         ):
             # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
             result = fit_stochastic(
