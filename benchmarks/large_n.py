@@ -125,20 +125,17 @@ def estimator(max_epochs=None, max_steps=None):
         common["kernel"] = LDKSpec(**cls._default_kernel).replace(approximation=args["kernel"])
     if args["model"] == "svgp-dense":
         return DenseSVGP(max_epochs, max_steps)
+    compiled = {"compile": True} if args["compile"] else {}  # rbf_pooled's blocks from torch.compile (issue 60)
     if args["model"] == "sparse-gplvsm":
         return SparseGPLVSMRegressor(
-            **mini_batch(batch_size=args["batch"], max_steps=max_steps or 10**9, max_epochs=max_epochs), **common
+            **mini_batch(batch_size=args["batch"], max_steps=max_steps or 10**9, max_epochs=max_epochs, **compiled), **common
         )
     return LDKGPClassifier(
-        inference="variational", **mini_batch(batch_size=args["batch"], max_epochs=max_epochs or 10**9), **common
+        inference="variational", **mini_batch(batch_size=args["batch"], max_epochs=max_epochs or 10**9, **compiled), **common
     )
 
 def fit(model, n):
     target = data.labels if args["model"] == "variational-gpc" else data.y
-    if args["compile"]:  # rbf_pooled's blocks from torch.compile (issue 60)
-        from lvgp.kernels import compiled_blocks
-        with compiled_blocks():
-            return model.fit(X[:n], target[:n])
     return model.fit(X[:n], target[:n])
 
 # each step's end, read when Adam's step returns (the GPU synchronized): every model takes one Adam step a step
@@ -255,8 +252,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--compile",
         action="store_true",
-        help="also run today's code inside lvgp.kernels.compiled_blocks() (rbf_pooled's blocks from torch.compile; "
-        "the row 'now, compiled'; its warm-up is in its setup and its first steps)",
+        help="also run today's code with MiniBatch(compile=True) (rbf_pooled's blocks from torch.compile; the row "
+        "'now, compiled'; its warm-up is in its setup and its first steps)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the codes this many times in turn and print every run (on a shared machine the first process of "
+        "a run was 20-25%% slower than the same code run next: compare the later rounds)",
     )
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(s) for s in args.docs.split(",")]
@@ -299,7 +303,7 @@ def main(argv=None) -> int:
             codes[args.before] = extract(args.before, Path(tmp) / "before")
         for model in args.models.split(","):
             for n in sizes:
-                for code, package in codes.items():
+                for code, package in [item for _ in range(max(1, args.rounds)) for item in codes.items()]:
                     try:
                         r = run_code(
                             CHILD,

@@ -199,9 +199,9 @@ class MiniBatch(FitOptions):
         ngd_lr: the natural-gradient step size of a variational distribution over inducing values, in
             (0, 1] (:class:`~lvgp.LDKGPClassifier`; an estimator without one refuses it).
         compile: take the Nystrom LDK's blocks from ``torch.compile`` during the fit on a CPU
-            (:func:`lvgp.kernels.compiled_blocks`: about 20-30% less time a step at review lengths,
-            after a warm-up of seconds to a minute; values move by rounding; it falls back, with a
-            warning, where compiling fails). :class:`~lvgp.SparseGPLVSMRegressor` and the variational
+            (:func:`lvgp.kernels.compiled_blocks`: less time a step at review lengths after a warm-up
+            of seconds, both in ``benchmarks/README.md``; values move by rounding; it falls back, with
+            a warning, where compiling fails). :class:`~lvgp.SparseGPLVSMRegressor` and the variational
             :class:`~lvgp.LDKGPClassifier`; default off.
     """
 

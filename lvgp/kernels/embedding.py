@@ -258,10 +258,10 @@ def compiled_blocks(enabled: bool = True) -> Iterator[None]:
     """Inside this block, :func:`rbf_pooled` forms the blocks of its Gram on a CPU with a
     ``torch.compile``'d kernel (inductor: one fused loop a block instead of a matrix product and three
     passes) -- the Nystrom LDK's step, forward and backward, which on a CPU is mostly those blocks.
-    The sparse GP-LVSM's step at review lengths takes ~20% less time (``benchmarks/README.md``).
-    Warm-up: the first call compiles (a few seconds with a warm inductor cache, up to a minute on
-    a fresh machine), and a second block width compiles once more (then for every width); so it pays
-    in fits of hundreds of steps, not in small ones, and it is not the default. Values move by
+    What it saves a step, and its warm-up, are measured in ``benchmarks/README.md``. Warm-up: the
+    first call compiles (seconds with a warm inductor cache, longer on a fresh machine), and a second
+    block width compiles once more (then every width takes that kernel); so it pays in fits of
+    hundreds of steps, not in small ones, and it is not the default. Values move by
     rounding (1e-15 relative). Where compiling fails (no C++ compiler, an unsupported platform) it
     warns once (:class:`~lvgp.warnings.PerformanceWarning`) and computes eagerly. Off the CPU it
     changes nothing (there the Gram is one block)::
@@ -434,8 +434,7 @@ def rbf_pooled(
     cache and memory is that of one block -- the Nystrom LDK's landmark columns pooled over
     documents (:class:`~lvgp.kernels.random_features.RandomFeatureLDK`; ratios against the whole
     Gram in ``benchmarks/nystrom_pooling.py``). A block's sparse product costs its entries, not the
-    ``n`` rows, so blocks pay at any ``n`` (8,000 documents of 50,000 words: 0.15 s forward against
-    0.20 s for the whole Gram). Unbatched inputs and a scalar ``gamma``; ``weights`` are constants
+    ``n`` rows, so blocks pay at any ``n`` (against the whole Gram: ``benchmarks/README.md``). Unbatched inputs and a scalar ``gamma``; ``weights`` are constants
     (no gradient).
 
     The blocks are a CPU's: off the CPU (CUDA) the whole Gram is one block, since there each block
