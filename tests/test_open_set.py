@@ -91,6 +91,22 @@ def test_every_classifier_has_score_samples():
     assert missing == []
 
 
+def test_every_classifier_says_which_novelty_score_it_returns():
+    """Each classifier names the score its ``score_samples`` returns (``novelty_score``: a parameter of the
+    GP classifier, a fixed or derived value elsewhere), so a study reads it instead of probing types."""
+    from lvgp.base.novelty import NOVELTY_SCORE_NAMES
+
+    classifiers = [c for c in lvgp.all_estimators() if issubclass(c, ClassifierMixin)]
+    names = {c.__name__: getattr(c(), "novelty_score", None) for c in classifiers}
+    assert {k: v for k, v in names.items() if v not in NOVELTY_SCORE_NAMES} == {}
+    assert names["EncoderMahalanobis"] == "mahalanobis" and names["EncoderNearestNeighbor"] == "nearest-cosine"
+    assert names["LDKGPClassifier"] == "entropy" and names["EncoderLogisticRegression"] == "entropy"
+    from lvgp.baselines.text_classifiers import BowClassifier
+
+    assert BowClassifier(model="svm").novelty_score == "max-decision"
+    assert lvgp.LatentSMMClassifier(multi_class="ovr").novelty_score == "max-decision"
+
+
 # ------------------------------------------------------------------ the GP classifier's scores
 @pytest.fixture(scope="module")
 def fitted_gp():

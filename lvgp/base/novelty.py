@@ -43,6 +43,7 @@ __all__ = [
     "variance_novelty",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
+    "NOVELTY_SCORE_NAMES",
 ]
 
 #: the novelty scores made of predictive probabilities
@@ -138,9 +139,17 @@ def open_set_metrics(score: np.ndarray, out_of_scope: np.ndarray) -> dict[str, A
     }
 
 
+#: every name a classifier's ``novelty_score`` takes: the GP's scores, an SVM's largest decision value
+#: and the encoder detectors' own
+NOVELTY_SCORE_NAMES = (*NOVELTY_SCORES, "max-decision", "mahalanobis", "nearest-cosine")
+
+
 class ProbabilityNoveltyMixin:
     """``score_samples`` of a classifier with ``predict_proba``: minus the predictive entropy
     (:func:`probability_novelty`)."""
+
+    #: the score :meth:`score_samples` returns (every classifier says which, by this name)
+    novelty_score = "entropy"
 
     def score_samples(self, X: Any) -> np.ndarray:
         """``n`` novelty scores of the documents ``X``: minus the predictive entropy (higher means more

@@ -266,6 +266,9 @@ class EncoderMahalanobis(_EncoderDetector):
         proba = np.exp(logits)
         return proba / proba.sum(axis=1, keepdims=True)
 
+    #: the score :meth:`score_samples` returns
+    novelty_score = "mahalanobis"
+
     def score_samples(self, X):
         """``n`` novelty scores: minus the squared Mahalanobis distance to the nearest class mean."""
         return -self._squared_distances(X).min(axis=1)
@@ -317,6 +320,9 @@ class EncoderNearestNeighbor(_EncoderDetector):
         for c in range(len(self.classes_)):
             out[:, c] = cosines[:, self.codes_ == c].max(axis=1)
         return out
+
+    #: the score :meth:`score_samples` returns
+    novelty_score = "nearest-cosine"
 
     def score_samples(self, X):
         """``n`` novelty scores: the mean cosine to the ``n_neighbors`` closest training texts."""

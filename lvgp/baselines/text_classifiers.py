@@ -158,6 +158,11 @@ class _TextClassifier(ClassifierMixin, BaseEstimator):
     #: whether the classifier is an SVM (its novelty score the largest decision value)
     _is_margin_classifier = False
 
+    @property
+    def novelty_score(self) -> str:
+        """The score :meth:`score_samples` returns: ``"max-decision"`` (an SVM) or ``"entropy"``."""
+        return "max-decision" if self._is_margin_classifier else "entropy"
+
 
 _CS = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
 

@@ -398,19 +398,10 @@ class OpenSetStudy(SizedCells, Study):
 # ------------------------------------------------------------------ one cell
 def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[str, dict[str, np.ndarray]]:
     """The method's own novelty score's name and every score it offers, by name: ``score_samples``'s
-    (its name: the GP's ``novelty_score``, ``"max-decision"`` of an SVM, the detector's own), the
+    (its name: the classifier's ``novelty_score``, which every classifier of lvgp says), the
     probability scores of ``proba``, a GP classifier's ``"variance"`` and ``"energy"``, and the energy of
     logistic regression's logits."""
-    from ..baselines.encoder import EncoderMahalanobis, EncoderNearestNeighbor
-
-    if isinstance(model, EncoderMahalanobis):
-        name = "mahalanobis"
-    elif isinstance(model, EncoderNearestNeighbor):
-        name = "nearest-cosine"
-    else:
-        name = getattr(model, "novelty_score", None) or (
-            "max-decision" if getattr(model, "_is_margin_classifier", False) else "entropy"
-        )
+    name = model.novelty_score
     # a probability score is score_samples's own definition applied to the probabilities in hand (one
     # prediction, not two: tests/test_open_set.py checks that they agree)
     own = (

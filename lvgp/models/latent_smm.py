@@ -527,6 +527,14 @@ class LatentSMMClassifier(
             raise AttributeError("pairs_: a one-vs-rest machine has one column per class (classes_)")
         return [(self.classes_[a], self.classes_[b]) for a, b in itertools.combinations(range(len(self.classes_)), 2)]
 
+    @property
+    def novelty_score(self) -> str:
+        """The score :meth:`score_samples` returns: ``"max-decision"`` where the machines rank the classes
+        (one-vs-rest, or a fitted two-class machine), else ``"entropy"`` (one-vs-one, before a fit of
+        two classes shows that one machine ranks them)."""
+        two_classes = getattr(self, "classes_", None) is not None and len(self.classes_) == 2
+        return "max-decision" if self.multi_class == "ovr" or two_classes else "entropy"
+
     def score_samples(self, X: Documents) -> np.ndarray:
         """``n`` novelty scores of the documents ``X`` (higher: more typical of the training classes;
         :mod:`lvgp.base.novelty`): the largest of :meth:`class_decision_function`'s values (one-vs-rest,
