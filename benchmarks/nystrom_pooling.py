@@ -3,7 +3,8 @@ first (the code until e4515fb: the per-word features, then their weighted sums);
 landmark-kernel columns over each document before the triangular solve, from the whole
 ``m x V_d`` landmark Gram (until issue 27's second part); and the same pooling in cache-sized
 blocks of the Gram, never held whole (``lvgp.kernels.embedding.rbf_pooled``: today, where the
-documents are fewer than a block's columns -- 256 at m = 512 -- else the whole Gram).
+documents are fewer than a block's columns -- 256 at m = 512 -- else the whole Gram, until issue 60
+took blocks at any number of documents).
 
 Why: profiling a default ``latent-smm`` cell (20ng, 200 documents, vocabulary uncut: 162 fits
 of the thesis grid, Nystrom with 512 frequent-word landmarks since the documents hold far more
