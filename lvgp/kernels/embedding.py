@@ -172,15 +172,6 @@ class _RBFQuadraticForms(torch.autograd.Function):
         return grad_table, None, None, grad_gamma
 
 
-def _rbf_rows(xc: Tensor, xa: Tensor, sq_a: Tensor, gamma: Tensor) -> Tensor:
-    """The ``c x m1`` block of the RBF Gram between words ``xc`` and landmarks ``xa`` (a row per
-    word), in place, with the arithmetic of :func:`rbf_gram` ``(xa, xc)`` transposed (the landmarks'
-    squared norms ``sq_a`` subtracted first), so that the values do not depend on the orientation."""
-    gram = xc @ xa.mT
-    gram.mul_(2).sub_(sq_a.unsqueeze(-2)).sub_(xc.pow(2).sum(-1).unsqueeze(-1))
-    return _exp_nonpositive_(gram.mul_(0.5 * gamma))
-
-
 class _PooledPlan:
     r"""The sparse ``n x m2`` matrix :math:`C` of :func:`rbf_pooled` cut into blocks of ``chunk``
     columns, each block held twice as a CSR matrix: :math:`C_b` (``n x c``, the forward's pooling)
@@ -341,8 +332,8 @@ class _PooledRBF(torch.autograd.Function):
     r""":math:`P = C\,G^\top` with :math:`G_{jt} = \exp(-\frac\gamma2\|\mathbf a_j - \mathbf b_t\|^2)`
     and a sparse ``n x m2`` matrix :math:`C`, without the ``m1 x m2`` Gram: ``chunk`` columns of
     :math:`G` at a time, in one buffer in cache (a product and an ``exp``), pooled by a sparse
-    product into :math:`P`. The backward forms each block again (memory stays that of one block)
-    and takes the closed form of :class:`_FusedRBFGram` from two products a block: with
+    product into :math:`P`. The backward reads the blocks its forward kept (inside
+    :func:`kept_blocks`) or forms each again (memory: one block), and takes the closed form of :class:`_FusedRBFGram` from two products a block: with
     :math:`W = (C_b^\top\bar P)\odot G_b`, :math:`W[\mathbf a, 1]` and :math:`W^\top[\mathbf b, 1]`
     hold :math:`\partial/\partial\mathbf b`, :math:`\partial/\partial\mathbf a` and, through
     :math:`\|\mathbf a - \mathbf b\|^2 = \|\mathbf a\|^2 + \|\mathbf b\|^2 - 2\mathbf a^\top\mathbf b`,
