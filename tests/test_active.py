@@ -120,3 +120,40 @@ def test_active_study_refuses_bad_options(corpus, tmp_path, extra, match, capsys
         main(argv)
     assert exited.value.code == 2 and match in capsys.readouterr().err
     assert not (tmp_path / "o" / "cells").exists()
+
+
+def test_power_batch_draws_without_replacement_in_proportion_to_the_scores():
+    """Kirsch et al. 2023's power acquisition by the Gumbel-top-k trick: the first text drawn with
+    probability s_i^beta / sum_j s_j^beta (20,000 draws), k distinct texts, a zero score only after
+    every positive one, and bad scores refused."""
+    from lvgp._random import numpy_generator
+    from lvgp.experiments.active import power_batch
+
+    rng = numpy_generator(0)
+    scores = np.array([1.0, 2.0, 3.0, 4.0, 0.0])
+    firsts = np.bincount([power_batch(scores, 1, rng)[0] for _ in range(20_000)], minlength=5) / 20_000
+    np.testing.assert_allclose(firsts, [0.1, 0.2, 0.3, 0.4, 0.0], atol=0.01)
+    squared = np.bincount([power_batch(scores, 1, rng, beta=2.0)[0] for _ in range(20_000)], minlength=5) / 20_000
+    np.testing.assert_allclose(squared, np.array([1, 4, 9, 16, 0]) / 30, atol=0.01)
+    batch = power_batch(scores, 5, rng)
+    assert sorted(batch.tolist()) == [0, 1, 2, 3, 4] and batch[-1] == 4
+    with pytest.raises(ValueError, match="at least 0"):
+        power_batch(np.array([1.0, -0.1]), 1, rng)
+    with pytest.raises(ValueError, match="k must be in"):
+        power_batch(scores, 6, rng)
+
+
+def test_power_strategies_run_in_the_study(corpus, tmp_path):
+    """The power strategies are not in the default set; named, they run, start from the same texts as
+    the GP's top-k entropy and choose other ones."""
+    from lvgp.experiments.cli import main
+
+    out = tmp_path / "out"
+    argv = ["compare", "active", "--dataset", corpus, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
+    argv += ["--strategies", "gp-entropy,gp-power-entropy,gp-power-bald"]
+    assert main(argv) == 0
+    records = {r["strategy"]: r for r in json.loads((out / "results.json").read_text())}
+    assert set(records) == {"gp-entropy", "gp-power-entropy", "gp-power-bald"}
+    assert [p["labels"] for p in records["gp-power-bald"]["curve"]] == [3, 8, 13]
+    assert records["gp-power-entropy"]["curve"][0] == records["gp-entropy"]["curve"][0]

@@ -19,6 +19,12 @@ Strategies (the records' ``strategy``):
   entropy and predicts (uncertainty sampling, what labelling tools ship).
 * ``random`` -- random texts, logistic regression predicting; ``random-gp`` -- random texts, the GP
   predicting.
+* ``gp-power-entropy``, ``gp-power-bald`` (not in the default set) -- stochastic batch acquisition
+  (Kirsch, Farquhar, Atighehchian, Jesson, Branchaud-Charron & Gal, TMLR 2023, "power"
+  acquisition): the batch is drawn without replacement with probabilities proportional to the
+  score (entropy, BALD) to the power :math:`\beta = 1`, their default (:func:`power_batch`), where
+  the other strategies take the top ``--batch``: a batch of many near-identical top texts is
+  what a top-k batch risks with many classes.
 
 The GP classifier is the open-set study's ``gpc-bow-encoder`` (the cosine of the tf-idf vectors
 plus :math:`\\mu` times the encoder's cosine, the classification study's ``bow-gpc-encoder``); the
@@ -66,7 +72,13 @@ STRATEGIES = {
     "logreg-entropy": ("logreg", "entropy"),
     "random": ("logreg", "random"),
     "random-gp": ("gp", "random"),
+    "gp-power-entropy": ("gp", "power-entropy"),
+    "gp-power-bald": ("gp", "power-bald"),
 }
+#: the strategies a study runs unless ``--strategies`` names others
+DEFAULT_STRATEGIES = ("gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", "random", "random-gp")
+#: the exponent of the power acquisitions (Kirsch et al. 2023's default; not tuned here)
+POWER_BETA = 1.0
 #: latent draws of BALD's expectation
 BALD_SAMPLES = 64
 
@@ -94,6 +106,21 @@ def bald(mean: np.ndarray, var: np.ndarray, n_samples: int = BALD_SAMPLES, seed:
     return np.clip(entropy(p.mean(axis=0)) - entropy(p).mean(axis=0), 0.0, None)
 
 
+def power_batch(scores: np.ndarray, k: int, rng: np.random.Generator, beta: float = POWER_BETA) -> np.ndarray:
+    r"""``k`` distinct positions of ``scores`` (each at least 0) drawn without replacement with
+    probabilities proportional to :math:`s_i^\beta`, one after another (Kirsch et al. 2023's power
+    acquisition), by the Gumbel-top-k trick: the ``k`` largest :math:`\beta\log s_i + G_i` with
+    :math:`G_i` standard Gumbel. A score of 0 is drawn only after every positive one."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 1 or (scores < 0).any() or not np.isfinite(scores).all():
+        raise ValueError("scores must be a vector of finite numbers at least 0")
+    if not 0 <= k <= len(scores):
+        raise ValueError(f"k must be in [0, {len(scores)}]; got {k}")
+    with np.errstate(divide="ignore"):
+        keys = beta * np.log(scores) + rng.gumbel(size=len(scores))
+    return np.argsort(-keys, kind="stable")[:k]
+
+
 # ------------------------------------------------------------------ the learners
 def _gp(study, cell, data):
     from .classification import _gp_classifier_on_texts
@@ -109,6 +136,8 @@ _LABELS = {
     "logreg-entropy": "LogReg, entropy",
     "random": "random, LogReg",
     "random-gp": "random, GP",
+    "gp-power-entropy": "GP, power entropy",
+    "gp-power-bald": "GP, power BALD",
 }
 for _name, (_learner, _acquisition) in STRATEGIES.items():
     register_method(
@@ -116,7 +145,7 @@ for _name, (_learner, _acquisition) in STRATEGIES.items():
         _name,
         _LABELS[_name],
         raw_texts=True,
-        default=True,
+        default=_name in DEFAULT_STRATEGIES,
         description=f"{'the GP classifier' if _learner == 'gp' else 'logistic regression on [tf-idf | encoder]'} "
         f"predicting, texts chosen by {_acquisition}",
     )(_gp if _learner == "gp" else _encoder_logreg(tfidf=True))
@@ -146,7 +175,7 @@ class ActiveStudy(Study):
     budget: int = option(200, "labelled texts at the end", check=Integer(2))
     batch: int = option(10, "texts acquired a round")
     splits: int = option(3, "seeds: the first texts, the pool and test subsamples, the random draws")
-    strategies: tuple[str, ...] = option(tuple(STRATEGIES), "who chooses the texts and who predicts")
+    strategies: tuple[str, ...] = option(DEFAULT_STRATEGIES, "who chooses the texts and who predicts")
     pool_size: int | None = option(None, "subsample the unlabelled pool (default: the whole training part)")
     test_size: int | None = option(
         None, "subsample the test documents (a TSV: the rows held out, default a quarter of them)"
@@ -271,6 +300,7 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     split = study.split(cell["split"])
     rng = Streams.of_seed(study.seed).numpy(f"active random {cell['split']}")
     bald_seed = Streams.of_seed(study.seed).seed("bald draws")
+    power_rng = Streams.of_seed(study.seed).numpy(f"active power draws {cell['split']}")
     labelled = list(split.start)
     unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
     curve: list[dict] = []
@@ -301,8 +331,12 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 chosen = rng.choice(unlabelled, take, replace=False)
             else:
                 pool = [split.pool_texts[i] for i in unlabelled]
-                scores = acquisition_scores(model, acquisition, pool, bald_seed)
-                chosen = unlabelled[np.argsort(-scores, kind="stable")[:take]]
+                if acquisition.startswith("power-"):
+                    scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed)
+                    chosen = unlabelled[power_batch(np.clip(scores, 0.0, None), take, power_rng)]
+                else:
+                    scores = acquisition_scores(model, acquisition, pool, bald_seed)
+                    chosen = unlabelled[np.argsort(-scores, kind="stable")[:take]]
             acquire_seconds += time.perf_counter() - start
             labelled += chosen.tolist()
             unlabelled = np.setdiff1d(unlabelled, chosen)
