@@ -17,6 +17,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.svm import SVC
 
 from lvgp import LBFGS
+from lvgp.base.novelty import probability_novelty
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec
 from lvgp.models.latent_smm import LatentSMMClassifier, equivalent_rho, pairwise_duals
@@ -68,6 +69,12 @@ def test_one_versus_rest_is_scikit_learns_on_the_same_gram():
     ovr = LatentSMMClassifier(**options, multi_class="ovr").fit(x, two)
     ovo = LatentSMMClassifier(**options, multi_class="ovo").fit(x, two)
     np.testing.assert_allclose(ovr.decision_function(x), ovo.decision_function(x), atol=1e-8)
+    # the novelty score is the fitted machines': one machine ranks two classes; three one-vs-one do not,
+    # whatever multi_class says after the fit
+    assert ovo.novelty_score == "max-decision" and smm.novelty_score == "max-decision"
+    three = LatentSMMClassifier(**options, multi_class="ovo").fit(x[:60], y[:60])
+    assert three.set_params(multi_class="ovr").novelty_score == "entropy"
+    np.testing.assert_array_equal(three.score_samples(x[60:]), probability_novelty(three.predict_proba(x[60:])))
 
 
 @pytest.mark.parametrize("k", [2, 4])

@@ -532,8 +532,11 @@ class LatentSMMClassifier(
         """The score :meth:`score_samples` returns: ``"max-decision"`` where the machines rank the classes
         (one-vs-rest, or a fitted two-class machine), else ``"entropy"`` (one-vs-one, before a fit of
         two classes shows that one machine ranks them)."""
-        two_classes = getattr(self, "classes_", None) is not None and len(self.classes_) == 2
-        return "max-decision" if self.multi_class == "ovr" or two_classes else "entropy"
+        if hasattr(self, "svc_"):  # the fitted machines, as class_decision_function reads them
+            ranks = isinstance(self.svc_, OneVersusRestSVC) or len(self.classes_) == 2
+        else:
+            ranks = self.multi_class == "ovr"
+        return "max-decision" if ranks else "entropy"
 
     def score_samples(self, X: Documents) -> np.ndarray:
         """``n`` novelty scores of the documents ``X`` (higher: more typical of the training classes;
