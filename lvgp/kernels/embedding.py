@@ -372,8 +372,8 @@ class _PooledRBF(torch.autograd.Function):
         by_landmark = xa.new_zeros(q + 1, xa.shape[0])
         m1 = xa.shape[0]
         store, ctx.store = ctx.store, None  # a second backward (retain_graph) forms the blocks again
-        block = xa.new_empty(min(plan.chunk, xb.shape[0]), m1)
-        weighted = torch.empty_like(block)
+        block = xa.new_empty(min(plan.chunk, xb.shape[0]), m1 if store is None else 0)  # kept blocks: none
+        weighted = xa.new_empty(min(plan.chunk, xb.shape[0]), m1)
         for b, ct_b in enumerate(plan.backward):
             a, c = b * plan.chunk, ct_b.shape[0]
             if store is not None:
