@@ -60,9 +60,40 @@ def test_logistic_regression_is_scikit_learns_on_the_encoder_vectors(encoder):
     assert list(est.classes_) == [0, 1]
     # tf-idf beside the vectors: one column per training word, then the encoder's
     both = EncoderLogisticRegression(encoder, tfidf=True, random_state=0).fit(TEXTS, LABELS)
-    assert both.model_.coef_.shape == (1, len(both.vocabulary_) + encoder.dim)
+    assert both.model_.coef_.shape == (1, len(both.tfidf_.vocabulary_) + encoder.dim)
     # a clone holds its own copy of the encoder and fits the same model
     np.testing.assert_allclose(clone(est).fit(TEXTS, LABELS).predict_proba(test), est.predict_proba(test))
+
+
+def test_the_default_tf_idf_part_is_sublinear_and_keeps_the_negations(encoder):
+    """tfidf=True: scikit-learn's TfidfVectorizer with sublinear counts, its English stop words out but
+    the negations, the rows L2-normalized, beside the encoder's vectors (checked against the features
+    built by hand); a vectorizer of one's own is cloned, and min_df then belongs to it."""
+    from scipy import sparse
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+
+    from lvgp.bow.vocabulary import NEGATIONS
+
+    texts = ["not a good film", "good good good film", "the film is not bad", "never bad, not good"] * 3
+    labels = np.array([0, 1, 1, 0] * 3)
+    est = EncoderLogisticRegression(encoder, tfidf=True, Cs=(1.0,), random_state=0).fit(texts, labels)
+    words = set(est.tfidf_.vocabulary_)
+    assert {"not", "never", "good", "bad", "film"} <= words and not words & {"the", "is"}
+    hand = TfidfVectorizer(sublinear_tf=True, stop_words=sorted(ENGLISH_STOP_WORDS - NEGATIONS)).fit(texts)
+    features = sparse.hstack([hand.transform(texts), sparse.csr_matrix(encoder.encode(texts).double().numpy())])
+    reference = LogisticRegression(C=1.0, max_iter=5000).fit(features, labels)
+    np.testing.assert_allclose(est.model_.coef_, reference.coef_, rtol=1e-6, atol=1e-8)
+    # sublinear counts: "good" three times weighs 1 + log 3 times its idf
+    row = est.tfidf_.transform(["good good good film"]).toarray()[0]
+    good, film = est.tfidf_.vocabulary_["good"], est.tfidf_.vocabulary_["film"]
+    ratio = (1 + np.log(3)) * est.tfidf_.idf_[good] / est.tfidf_.idf_[film]
+    assert row[good] / row[film] == pytest.approx(ratio) and np.linalg.norm(row) == pytest.approx(1.0)
+    # a vectorizer of one's own: cloned (left unfitted), its min_df its own
+    mine = TfidfVectorizer(ngram_range=(1, 2))
+    both = EncoderLogisticRegression(encoder, tfidf=mine, Cs=(1.0,), random_state=0).fit(texts, labels)
+    assert "not good" in both.tfidf_.vocabulary_ and not hasattr(mine, "vocabulary_")
+    with pytest.raises(ValueError, match="min_df=2 applies to tfidf=True"):
+        EncoderLogisticRegression(encoder, tfidf=mine, min_df=2).fit(texts, labels)
 
 
 def test_ridge_takes_the_alpha_of_the_lowest_dev_rmse(encoder):

@@ -89,6 +89,8 @@ BENCHMARKS = {
     "open_set_dev.py": "| toy | 5 | gpc-bow-encoder-rbf |",
     "dirichlet_evidence.py": "| one factorization (s) | speed-up |",
     "part_selection_dev.py": "*loo's pick - sum*",
+    "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",
+    "laplace_linear_ablation.py": "| r8 | 50 | laplace s=CV, predictive |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",
@@ -103,6 +105,8 @@ NEEDS_DATA = {
     "ldk_plus_design.py",
     "default_coverage.py",
     "gpc_calibration.py",
+    "tfidf_baseline_dev.py",
+    "laplace_linear_ablation.py",
 }
 
 

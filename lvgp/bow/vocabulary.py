@@ -19,6 +19,28 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from ..warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning, warn
 from .padded import PAD, _rows_text
 
+#: the negations among scikit-learn's English stop words: words that reverse a sentence's sense
+#: ("not good"), which a stop list made for topics drops and a sentiment model needs
+NEGATIONS = frozenset(
+    {
+        "cannot",
+        "cant",
+        "neither",
+        "never",
+        "no",
+        "nobody",
+        "none",
+        "noone",
+        "nor",
+        "not",
+        "nothing",
+        "nowhere",
+        "without",
+    }
+)
+#: scikit-learn's English stop words less :data:`NEGATIONS` (``stop_words="english-negations"``)
+ENGLISH_STOP_WORDS_BUT_NEGATIONS = ENGLISH_STOP_WORDS - NEGATIONS
+
 
 @functools.lru_cache(maxsize=1)
 def _token_pattern() -> re.Pattern:
