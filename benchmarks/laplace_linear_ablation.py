@@ -143,6 +143,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--tfidf", default="sublinear", choices=list(VARIANTS))
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
+    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
     args = parser.parse_args(argv)
     from scipy import sparse
 
@@ -152,7 +153,7 @@ def main(argv=None) -> int:
     from lvgp.experiments.executors import limit_threads
     from lvgp.models.gpc.models import class_draw_seeds
 
-    limit_threads(2)
+    limit_threads(args.threads)
     warnings.simplefilter("ignore")
     datasets, sizes, samples, n_dev = (
         args.datasets.split(","),

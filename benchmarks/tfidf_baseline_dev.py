@@ -128,6 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default="50,100,200,500")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
+    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
     parser.add_argument("--cs", default=None, help="C's grid, comma-separated (default: the study's ENCODER_CS)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--regression", default="amazon-snippets,movie-snippets", help="'' for none")
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.experiments.executors import limit_threads
 
-    limit_threads(2)
+    limit_threads(args.threads)
     warnings.simplefilter("ignore")
     datasets, sizes, samples, n_dev = (
         [d for d in args.datasets.split(",") if d],
