@@ -281,24 +281,84 @@ def test_the_classification_study_runs_its_gp_methods_with_the_laplace_inference
         main([*argv, "--gpc-inference", "variational", "--out", str(tmp_path / "v")])
 
 
-def test_an_under_confident_laplace_fit_says_so():
-    """On separable training texts the approximate evidence grows with the output scale, the mode
-    saturates and the predictive keeps most of the prior's variance: the averaged softmax is far
-    flatter than the mode's, and the fit warns rather than hand back near-uniform probabilities
-    silently. Labels the words cannot separate leave the predictive near its mode: no warning."""
+def test_separable_texts_keep_a_moderate_scale_with_the_intercept_in_the_covariance():
+    """Separable training texts: with free constant means the evidence ran the output scale to ~2e3 and
+    the probabilities flat (0.47 mean top probability); with each class's intercept integrated out
+    (its variance in the covariance, zero means) the scale stays moderate, the means stay zero, and
+    the probabilities follow the words without the flattening warning."""
     import warnings
 
     from lvgp import LBFGS, LDKGPClassifier
     from lvgp.kernels import BagOfWordsKernel
     from lvgp.warnings import UncertaintyWarning
 
+    texts, labels = _separable_texts()
+    settings = dict(inference="laplace", class_hyperparameters="shared", optimizer=LBFGS(max_iter=300), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UncertaintyWarning)
+        clf = LDKGPClassifier(lambda n: BagOfWordsKernel(n, "cosine"), **settings).fit(texts, labels)
+    model = clf.model_
+    assert float(model.covar_module.outputscale) < 200
+    assert torch.equal(model.means(), torch.zeros(3, dtype=torch.float64))
+    proba = clf.predict_proba(["stock market", "goal team", "storm cloud"])
+    assert (proba.argmax(1) == [0, 1, 2]).all() and proba.max(1).min() > 0.6
+    # the intercept: the covariance is the scaled kernel plus its variance
+    x = model.train_x[:4]
+    expected = model.covar_module(x).to_dense() + model.intercept_variance
+    torch.testing.assert_close(model.covariance(x)[0], expected, rtol=0, atol=0)
+
+
+def test_a_laplace_model_saved_with_free_means_loads_and_predicts_as_it_did(tmp_path):
+    """A file written before the intercepts moved into the covariance holds fitted constant means and
+    no intercept variance: it loads with them, adds no intercept, and predicts the latents of its own
+    (m + K_*^T (y - pi), alg. 3.4, with its means)."""
+    from lvgp import LDKGPClassifier
+
+    clf = _laplace_classifier(class_hyperparameters="shared")
+    model = clf.model_
+    state = {k: v for k, v in model.state_dict().items() if k not in ("intercept_in_kernel", "raw_intercept_variance")}
+    state["mean_module.raw_constant"] = torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64)
+    model.load_state_dict(state)
+    assert not bool(model.intercept_in_kernel)
+    x = model.train_x[:5]
+    torch.testing.assert_close(model.covariance(x)[0], model.covar_module(x).to_dense(), rtol=0, atol=0)
+    test, _ = _texts(6, 1)
+    proba = clf.predict_proba(test)
+    clf.save(tmp_path / "old.pt")
+    loaded = LDKGPClassifier.load(tmp_path / "old.pt")
+    assert not bool(loaded.model_.intercept_in_kernel)
+    torch.testing.assert_close(loaded.model_.means(), state["mean_module.raw_constant"])
+    np.testing.assert_array_equal(loaded.predict_proba(test), proba)
+
+
+def _separable_texts():
     rng = np.random.default_rng(0)
     own = [["stock", "market", "shares"], ["match", "goal", "team"], ["rain", "storm", "cloud"]]
     labels = rng.integers(0, 3, 60)
-    texts = [" ".join(rng.choice(own[c], 3)) for c in labels]
+    return [" ".join(rng.choice(own[c], 3)) for c in labels], labels
+
+
+def test_an_under_confident_laplace_fit_says_so():
+    """At a large output scale on separable training texts the mode saturates and the predictive keeps
+    most of the prior's variance: the averaged softmax is far flatter than the mode's, and the check
+    after a fit warns rather than hand back near-uniform probabilities silently. Labels the words
+    cannot separate leave the predictive near its mode: no warning."""
+    import warnings
+
+    from lvgp import LBFGS, LDKGPClassifier
+    from lvgp.kernels import BagOfWordsKernel
+    from lvgp.models.gpc.inference import LaplaceInference
+    from lvgp.warnings import UncertaintyWarning
+
+    rng = np.random.default_rng(0)
+    texts, labels = _separable_texts()
     settings = dict(inference="laplace", class_hyperparameters="shared", optimizer=LBFGS(max_iter=300), random_state=0)
+    clf = LDKGPClassifier(lambda n: BagOfWordsKernel(n, "cosine"), **settings).fit(texts, labels)
+    with torch.no_grad():  # the scale free constant means ran to (2e3), its mode found again
+        clf.model_.covar_module.outputscale = 2e3
+        clf.model_.log_evidence()
     with pytest.warns(UncertaintyWarning, match="under-confident"):
-        LDKGPClassifier(lambda n: BagOfWordsKernel(n, "cosine"), **settings).fit(texts, labels)
+        LaplaceInference().after_fit(clf)
     noisy = np.where(rng.random(60) < 0.4, rng.integers(0, 3, 60), labels)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncertaintyWarning)

@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import gpytorch
 import torch
+from gpytorch.constraints import Positive
 from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.means import ConstantMean
 from torch import Tensor
@@ -253,16 +255,25 @@ def expected_softmax_correlated(mean: Tensor, cov: Tensor, n_samples: int, class
 
 
 class SoftmaxLaplaceGP(gpytorch.Module):
-    """``C`` latent GPs sharing ``kernel`` -- per-class constant means, per-class output scales (one for
-    every class with ``shared_outputscale``) -- under the softmax likelihood, their posterior by the
-    Laplace approximation (module docstring). The training documents ``train_x`` and one-hot labels
-    are buffers; so is ``mode_a``, the last mode's :math:`\\mathbf a = K^{-1}(\\hat{\\mathbf f} - \\mathbf m)`,
+    r"""``C`` latent GPs sharing ``kernel`` -- per-class output scales (one for every class with
+    ``shared_outputscale``) and a class intercept inside the covariance -- under the softmax likelihood,
+    their posterior by the Laplace approximation (module docstring). The training documents ``train_x``
+    and one-hot labels are buffers; so is ``mode_a``, the last mode's :math:`\mathbf a = K^{-1}(\hat{\mathbf f} - \mathbf m)`,
     from which every mode search starts (the hyper-parameters' optimizer moves little between
-    evaluations) and from which a reloaded model rebuilds its mode to the bit."""
+    evaluations) and from which a reloaded model rebuilds its mode to the bit.
+
+    The intercepts: class ``c``'s latent is :math:`f_c(x) = b_c + g_c(x)` with
+    :math:`b_c \sim \mathcal N(0, v)` integrated out, so the covariance is :math:`s_c\,k(x, x') + v` and
+    the means are zero; ``intercept_variance`` :math:`v` is fitted by the evidence with the scales. (Free
+    constant means fitted by the evidence ran away with the output scale on near-separable texts:
+    means in the hundreds, scales in the thousands, and predictions that followed the largest mean;
+    ``benchmarks/laplace_linear_ablation.py``, its last row.) A file saved before has no intercept
+    variance: it loads with its fitted constant means and no intercept term, and predicts as it did."""
 
     train_x: Tensor
     labels: Tensor
     mode_a: Tensor
+    intercept_in_kernel: Tensor
 
     def __init__(
         self, train_x: Tensor, codes: Tensor, n_classes: int, kernel: Kernel, shared_outputscale: bool = False
@@ -274,25 +285,66 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         labels = torch.nn.functional.one_hot(codes.long(), n_classes).mT.to(torch.float64)
         self.register_buffer("labels", labels)
         self.register_buffer("mode_a", torch.zeros(n_classes, train_x.shape[0], dtype=torch.float64))
+        # zero means (not fitted): the intercepts are the covariance's (class docstring)
         self.mean_module = ConstantMean(batch_shape=batch)
+        self.mean_module.raw_constant.requires_grad_(False)
+        self.register_buffer("intercept_in_kernel", torch.tensor(True))
+        self.register_parameter("raw_intercept_variance", torch.nn.Parameter(torch.zeros((), dtype=torch.float64)))
+        self.register_constraint("raw_intercept_variance", Positive())
+        self.intercept_variance = torch.tensor(1.0, dtype=torch.float64)
         self.covar_module = ScaleKernel(kernel, batch_shape=torch.Size() if shared_outputscale else batch)
         #: the last mode search: Newton iterations and the objective's largest gradient entry at its end
         self.last_search: tuple[int, float] = (0, 0.0)
 
+    @property
+    def intercept_variance(self) -> Tensor:
+        """:math:`v`, the prior variance of each class's intercept."""
+        return self.raw_intercept_variance_constraint.transform(self.raw_intercept_variance)
+
+    @intercept_variance.setter
+    def intercept_variance(self, value: Tensor) -> None:
+        with torch.no_grad():
+            raw = self.raw_intercept_variance_constraint.inverse_transform(torch.as_tensor(value).to(torch.float64))
+            self.raw_intercept_variance.copy_(raw)
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """A state saved before the intercepts moved into the covariance: its constant means, no intercept."""
+        if prefix + "intercept_in_kernel" not in state_dict and prefix + "mode_a" in state_dict:
+            state_dict[prefix + "intercept_in_kernel"] = torch.tensor(False)
+            state_dict[prefix + "raw_intercept_variance"] = self.raw_intercept_variance.detach().clone()
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
     def means(self) -> Tensor:
-        """``C``: the classes' constant means."""
+        """``C``: the classes' constant means (zero, but in a model saved before the intercepts moved into
+        the covariance)."""
         return self.mean_module.constant.reshape(-1)
 
     def covariance(self, x1: Tensor, x2: Tensor | None = None) -> Tensor:
-        """``C x n1 x n2``: the classes' prior covariances (a shared output scale's expanded, not copied)."""
+        """``C x n1 x n2``: the classes' prior covariances, the intercept's variance included (a shared
+        output scale's expanded, not copied)."""
         if x2 is not None and x1.shape[-1] != x2.shape[-1]:
             x1, x2 = pad_to_common_width(x1, x2)
         K = self.covar_module(x1, x2).to_dense()
+        if bool(self.intercept_in_kernel):
+            K = K + self.intercept_variance
         return K.expand(*self.classes_batch, *K.shape[-2:]) if K.dim() == 2 else K
 
     def prior_variance(self, x: Tensor) -> Tensor:
         """``C x n``: the classes' prior variances of documents ``x``."""
         k = self.covar_module(x, diag=True)
+        if bool(self.intercept_in_kernel):
+            k = k + self.intercept_variance
         return k.expand(*self.classes_batch, k.shape[-1]) if k.dim() == 1 else k
 
     def log_evidence(self) -> Tensor:
