@@ -91,6 +91,7 @@ BENCHMARKS = {
     "part_selection_dev.py": "*loo's pick - sum*",
     "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",
     "laplace_linear_ablation.py": "| r8 | 50 | laplace s=CV, predictive |",
+    "gp_vocabulary_dev.py": "| r8 | 50 | negations |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",
@@ -107,6 +108,7 @@ NEEDS_DATA = {
     "gpc_calibration.py",
     "tfidf_baseline_dev.py",
     "laplace_linear_ablation.py",
+    "gp_vocabulary_dev.py",
 }
 
 
