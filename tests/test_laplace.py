@@ -363,3 +363,25 @@ def test_an_under_confident_laplace_fit_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncertaintyWarning)
         LDKGPClassifier(lambda n: BagOfWordsKernel(n, "cosine"), **settings).fit(texts, noisy)
+
+
+def test_the_laplace_latent_prior_includes_the_intercepts_variance():
+    """predict_latent's prior variances (the "variance" novelty score's denominators) are the model's
+    prior covariance's diagonal, the intercept's variance included, for a text without a known word too."""
+    import warnings
+
+    from lvgp.warnings import EmptyDocumentsWarning
+
+    clf = _laplace_classifier(class_hyperparameters="shared")
+    model = clf.model_
+    test, _ = _texts(5, 3)
+    _, var, prior = clf.predict_latent(test, return_prior=True)
+    v = float(model.intercept_variance)
+    assert v > 0 and np.all(prior > v) and np.all(var <= prior + 1e-9)
+    scale = float(model.covar_module.outputscale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyDocumentsWarning)
+        mean, var, prior = clf.predict_latent(["zzzz qqqq"], return_prior=True)
+    np.testing.assert_allclose(mean, 0.0)
+    np.testing.assert_allclose(prior, scale + v, rtol=1e-12)
+    np.testing.assert_allclose(var, scale + v, rtol=1e-12)
