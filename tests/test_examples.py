@@ -92,6 +92,7 @@ BENCHMARKS = {
     "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",
     "laplace_linear_ablation.py": "| r8 | 50 | laplace s=CV, predictive |",
     "gp_vocabulary_dev.py": "| r8 | 50 | negations |",
+    "laplace_cost.py": "| 60 | 6 | 1 |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",
