@@ -13,7 +13,13 @@ hyper-parameters), its word part reading:
 Dev documents, samples and encoder as ``tfidf_baseline_dev.py`` (1,000 documents of the training part
 drawn for no labelled sample; the test sets never read).
 
+``--regression amazon-snippets,movie-snippets``: ``gplvsm-encoder`` as the regression study builds it
+(the sum of its parts, no part selection), its word part reading the same two vocabularies fitted on
+the study's training sentences (``min_df=2``), scored by RMSE and NLPD on the study's 1,000 dev
+sentences of each split (sentiment: where the negations are words that matter).
+
     python benchmarks/gp_vocabulary_dev.py [--quick] [--datasets r8,20ng] [--sizes 50,100,200,500] [--samples 3]
+    python benchmarks/gp_vocabulary_dev.py --datasets '' --regression amazon-snippets [--splits 5]
 """
 
 from __future__ import annotations
@@ -29,13 +35,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def vocabulary(variant: str):
+def vocabulary(variant: str, min_df: int | float = 0.01):
     """The word part's unfitted vocabulary of ``variant`` (module docstring)."""
     from lvgp.bow.vocabulary import ENGLISH_STOP_WORDS_BUT_NEGATIONS, Vocabulary
 
     if variant == "lvgp":
-        return Vocabulary(min_df=0.01)
-    return Vocabulary(min_df=0.01, stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS), min_token_len=2)
+        return Vocabulary(min_df=min_df)
+    return Vocabulary(min_df=min_df, stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS), min_token_len=2)
 
 
 def classifier(dataset: str, variant: str, encoder, quick: bool):
@@ -64,6 +70,8 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
     parser.add_argument("--threads", type=int, default=2, help="torch's threads")
+    parser.add_argument("--regression", default="", help="regression corpora, comma-separated")
+    parser.add_argument("--splits", type=int, default=5, help="the regression study's splits")
     args = parser.parse_args(argv)
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.encoders import sentence
@@ -105,7 +113,39 @@ def main(argv=None) -> int:
             a, b, c, d = np.mean(rows, axis=0)
             print(f"| {dataset} | {size} | {variant} | {a:.3f} | {b:.3f} | {c:.3f} | {d:.1f} |")
         sys.stdout.flush()
+    if args.regression:
+        regression([d for d in args.regression.split(",") if d], args.splits)
     return 0
+
+
+def regression(datasets: list[str], splits: int) -> None:
+    """``gplvsm-encoder``'s word part on each vocabulary, scored on the study's dev sentences."""
+    from lvgp.experiments.regression import RegressionStudy, prepare_split
+    from lvgp.models.regressor import GPLVSMRegressor
+
+    print("\n| corpus | word part's vocabulary | dev RMSE | dev NLPD | fit s |")
+    print("|---|---|---|---|---|")
+    for dataset in datasets:
+        study = RegressionStudy(dataset=dataset, train_size=1000, dev_size=1000, splits=splits)
+        scores: dict[str, list] = {}
+        for split in range(splits):
+            data = prepare_split(study, split)
+            for variant in ("lvgp", "negations"):
+                vocab = vocabulary(variant, study.min_df)
+                model = GPLVSMRegressor(
+                    vocabulary=vocab, sentence_encoder=study.encoder, random_state=study.cell_seed({"split": split})
+                )
+                start = time.perf_counter()
+                model.fit(data.train_texts, data.y_train)
+                seconds = time.perf_counter() - start
+                mean, std = model.predict(data.dev_texts, return_std=True)
+                rmse = float(np.sqrt(np.mean((mean - data.y_dev) ** 2)))
+                nlpd = float(np.mean(0.5 * np.log(2 * np.pi * std**2) + 0.5 * ((data.y_dev - mean) / std) ** 2))
+                scores.setdefault(variant, []).append((rmse, nlpd, seconds))
+        for variant, rows in scores.items():
+            a, b, c = np.mean(rows, axis=0)
+            print(f"| {dataset} | {variant} | {a:.4f} | {b:.4f} | {c:.0f} |")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -94,6 +94,9 @@ def test_the_default_tf_idf_part_is_sublinear_and_keeps_the_negations(encoder):
     assert "not good" in both.tfidf_.vocabulary_ and not hasattr(mine, "vocabulary_")
     with pytest.raises(ValueError, match="min_df=2 applies to tfidf=True"):
         EncoderLogisticRegression(encoder, tfidf=mine, min_df=2).fit(texts, labels)
+    # the regression baseline reads the same part; min_df reaches the default vectorizer
+    ridge = EncoderRidge(encoder, tfidf=True, min_df=2, alphas=(1.0,)).fit(texts, np.arange(12.0))
+    assert ridge.tfidf_.min_df == 2 and "not" in ridge.tfidf_.vocabulary_
 
 
 def test_ridge_takes_the_alpha_of_the_lowest_dev_rmse(encoder):
