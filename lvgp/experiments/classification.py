@@ -322,8 +322,8 @@ register_method(
     "tfidf-encoder-logreg",
     "LogReg (tf-idf + encoder)",
     raw_texts=True,
-    description="logistic regression on [tf-idf | encoder vectors] (the tf-idf of the study's vocabulary cut); "
-    "C by stratified 3-fold CV on the log loss",
+    description="logistic regression on [tf-idf | encoder vectors] (default_tfidf: sublinear counts, the stop "
+    "words but the negations, the study's min_df cut); C by stratified 3-fold CV on the log loss",
 )(_encoder_logreg(tfidf=True))
 
 

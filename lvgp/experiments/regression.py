@@ -223,7 +223,8 @@ register_method(
     "Ridge (tf-idf + encoder)",
     uses_dev=True,
     raw_texts=True,
-    description="ridge on [tf-idf | encoder vectors] (the tf-idf of the training vocabulary); alpha on dev",
+    description="ridge on [tf-idf | encoder vectors] (default_tfidf of the training sentences: sublinear counts, "
+    "the stop words but the negations, min_df); alpha on dev",
 )(_encoder_ridge(tfidf=True))
 
 
