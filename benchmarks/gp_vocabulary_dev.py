@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
     datasets, sizes, samples, n_dev = (
-        args.datasets.split(","),
+        [d for d in args.datasets.split(",") if d],
         [int(s) for s in args.sizes.split(",")],
         args.samples,
         1000,
