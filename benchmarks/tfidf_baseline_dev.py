@@ -121,8 +121,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="r8 at 50 documents, one sample, 200 dev documents, one amazon split of 200 sentences, a tiny random "
-        "encoder (the code path; its numbers mean nothing)",
+        help="r8 at 50 documents, one sample, 200 dev documents, two variants and two C's, one amazon split of 200 "
+        "sentences, a tiny random encoder (the code path; its numbers mean nothing)",
     )
     parser.add_argument("--datasets", default="r8,20ng")
     parser.add_argument("--sizes", default="50,100,200,500")
@@ -150,6 +150,7 @@ def main(argv=None) -> int:
     if args.quick:
         datasets, sizes, samples, n_dev = ["r8"], [50], 1, 200
         args.regression, args.splits = "amazon-snippets", 1
+        args.variants, args.cs = "lvgp,sublinear-stop-negations", "1,1000"
     encoder, cache = bench_encoder(args.encoder, args.quick)
     print("| corpus | documents | tf-idf | dev accuracy | log loss | ECE | C chosen |")
     print("|---|---|---|---|---|---|---|")
@@ -186,11 +187,13 @@ def main(argv=None) -> int:
             cs = "/".join(f"{r[3]:g}" for r in rows)
             print(f"| {dataset} | {size} | {variant} | {a:.3f} | {b:.3f} | {c:.3f} | {cs} |")
     if args.regression:
-        regression(args.regression.split(","), args.splits, encoder, args.quick, cache)
+        regression(args.regression.split(","), args.splits, encoder, args.quick, cache, args.variants.split(","))
     return 0
 
 
-def regression(datasets: list[str], splits: int, encoder, quick: bool, cache: bool = True) -> None:
+def regression(
+    datasets: list[str], splits: int, encoder, quick: bool, cache: bool = True, variants: list[str] | None = None
+) -> None:
     """``tfidf-encoder-ridge``'s features per variant: alpha by the RMSE on the first half of the study's dev
     sentences, the RMSE on the second half (standardized targets)."""
     from scipy import sparse
@@ -208,12 +211,12 @@ def regression(datasets: list[str], splits: int, encoder, quick: bool, cache: bo
             data = prepare_split(study, split)
             train, dev = data.train_texts, data.dev_texts
             if quick:
-                train, dev = train[:200], dev[:200]
+                train, dev = train[:100], dev[:100]
             half = len(dev) // 2
             e_train = encoder.encode(train, cache=cache).double().numpy()
             e_dev = encoder.encode(dev, cache=cache).double().numpy()
             y_train, y_dev = data.y_train[: len(train)], data.y_dev[: len(dev)]
-            for variant in VARIANTS:
+            for variant in variants or list(VARIANTS):
                 t_train, t_dev = tfidf_part(variant, train, dev, cut=study.min_df)
                 f_train = sparse.hstack([t_train, sparse.csr_matrix(e_train)]).tocsr()
                 f_dev = sparse.hstack([t_dev, sparse.csr_matrix(e_dev)]).tocsr()
