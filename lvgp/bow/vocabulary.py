@@ -38,7 +38,8 @@ NEGATIONS = frozenset(
         "without",
     }
 )
-#: scikit-learn's English stop words less :data:`NEGATIONS` (``stop_words="english-negations"``)
+#: scikit-learn's English stop words less :data:`NEGATIONS` (the tf-idf baseline's stop list,
+#: :func:`lvgp.baselines.encoder.default_tfidf`; ``Vocabulary(stop_words=...)`` takes it too)
 ENGLISH_STOP_WORDS_BUT_NEGATIONS = ENGLISH_STOP_WORDS - NEGATIONS
 
 
