@@ -24,10 +24,8 @@ sentences of each split (sentiment: where the negations are words that matter).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -59,34 +57,16 @@ def classifier(dataset: str, variant: str, encoder, quick: bool):
 
 
 def main(argv=None) -> int:
-    from tfidf_baseline_dev import bench_encoder, dev_split
+    from tfidf_baseline_dev import bench_encoder, dev_split, encoder_dev_grid, encoder_dev_parser
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="r8 at 50 documents, one sample, 100 dev documents, a tiny random encoder"
-    )
-    parser.add_argument("--datasets", default="r8,20ng")
-    parser.add_argument("--sizes", default="50,100,200,500")
-    parser.add_argument("--samples", type=int, default=3)
-    parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
-    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
+    parser = encoder_dev_parser(__doc__, "r8 at 50 documents, one sample, 100 dev documents, a tiny random encoder")
     parser.add_argument("--regression", default="", help="regression corpora, comma-separated")
     parser.add_argument("--splits", type=int, default=5, help="the regression study's splits")
     args = parser.parse_args(argv)
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.encoders import sentence
-    from lvgp.experiments.executors import limit_threads
 
-    limit_threads(args.threads)
-    warnings.simplefilter("ignore")
-    datasets, sizes, samples, n_dev = (
-        [d for d in args.datasets.split(",") if d],
-        [int(s) for s in args.sizes.split(",")],
-        args.samples,
-        1000,
-    )
-    if args.quick:
-        datasets, sizes, samples, n_dev = ["r8"], [50], 1, 100
+    datasets, sizes, samples, n_dev = encoder_dev_grid(args, 100)
     encoder, _ = bench_encoder(args.encoder, args.quick)
     if args.quick:  # the tiny encoder wherever the classifier resolves one (nothing downloaded)
         sentence.shared_encoder = lambda name="x", device="cpu": encoder  # noqa: ARG005

@@ -32,11 +32,9 @@ vectors of the texts as written. Also printed: the s of each sample and the fit'
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -130,40 +128,31 @@ def cv_scale(features: np.ndarray, codes: np.ndarray, n_classes: int, seeds, fol
 
 
 def main(argv=None) -> int:
-    from tfidf_baseline_dev import VARIANTS, bench_encoder, dev_split, logistic_regression, tfidf_part
+    from tfidf_baseline_dev import (
+        VARIANTS,
+        bench_encoder,
+        dev_split,
+        encoder_dev_grid,
+        encoder_dev_parser,
+        logistic_regression,
+        tfidf_part,
+    )
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="r8 at 50 documents, one sample, 200 dev documents, two s for the CV row, a tiny random encoder (its "
+    parser = encoder_dev_parser(
+        __doc__,
+        "r8 at 50 documents, one sample, 200 dev documents, two s for the CV row, a tiny random encoder (its "
         "numbers mean nothing)",
     )
-    parser.add_argument("--datasets", default="r8,20ng")
-    parser.add_argument("--sizes", default="50,100,200,500")
-    parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--tfidf", default="sublinear", choices=list(VARIANTS))
-    parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
-    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
     args = parser.parse_args(argv)
     from scipy import sparse
 
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.base.splits import stratified_folds
     from lvgp.experiments.classification import ENCODER_CS
-    from lvgp.experiments.executors import limit_threads
     from lvgp.models.gpc.models import class_draw_seeds
 
-    limit_threads(args.threads)
-    warnings.simplefilter("ignore")
-    datasets, sizes, samples, n_dev = (
-        args.datasets.split(","),
-        [int(s) for s in args.sizes.split(",")],
-        args.samples,
-        1000,
-    )
-    if args.quick:
-        datasets, sizes, samples, n_dev = ["r8"], [50], 1, 200
+    datasets, sizes, samples, n_dev = encoder_dev_grid(args, 200)
     encoder, cache = bench_encoder(args.encoder, args.quick)
     rows = (
         "logreg",

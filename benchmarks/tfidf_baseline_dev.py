@@ -116,19 +116,37 @@ def dev_split(dataset: str, split: int, sizes: list[int], n_dev: int):
     return texts, np.asarray(labels), samples, dev
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="r8 at 50 documents, one sample, 200 dev documents, two variants and two C's, one amazon split of 200 "
-        "sentences, a tiny random encoder (the code path; its numbers mean nothing)",
-    )
+def encoder_dev_parser(description: str, quick_help: str) -> argparse.ArgumentParser:
+    """The options of the dev scripts of issue 56 (this one, ``laplace_linear_ablation.py``,
+    ``gp_vocabulary_dev.py``): ``--quick``, ``--datasets``, ``--sizes``, ``--samples``, ``--encoder``, ``--threads``."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--datasets", default="r8,20ng")
     parser.add_argument("--sizes", default="50,100,200,500")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
     parser.add_argument("--threads", type=int, default=2, help="torch's threads")
+    return parser
+
+
+def encoder_dev_grid(args: argparse.Namespace, quick_dev: int) -> tuple[list[str], list[int], int, int]:
+    """``(datasets, sizes, samples, dev documents)`` of :func:`encoder_dev_parser`'s options (``--quick``:
+    r8 at 50 documents, one sample, ``quick_dev`` dev documents; else 1,000); torch's threads set, warnings off."""
+    from lvgp.experiments.executors import limit_threads
+
+    limit_threads(args.threads)
+    warnings.simplefilter("ignore")
+    if args.quick:
+        return ["r8"], [50], 1, quick_dev
+    return [d for d in args.datasets.split(",") if d], [int(x) for x in args.sizes.split(",")], args.samples, 1000
+
+
+def main(argv=None) -> int:
+    parser = encoder_dev_parser(
+        __doc__,
+        "r8 at 50 documents, one sample, 200 dev documents, two variants and two C's, one amazon split of 100 "
+        "sentences, a tiny random encoder (the code path; its numbers mean nothing)",
+    )
     parser.add_argument("--cs", default=None, help="C's grid, comma-separated (default: the study's ENCODER_CS)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--regression", default="amazon-snippets,movie-snippets", help="'' for none")
@@ -137,18 +155,9 @@ def main(argv=None) -> int:
     from scipy import sparse
 
     from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
-    from lvgp.experiments.executors import limit_threads
 
-    limit_threads(args.threads)
-    warnings.simplefilter("ignore")
-    datasets, sizes, samples, n_dev = (
-        [d for d in args.datasets.split(",") if d],
-        [int(s) for s in args.sizes.split(",")],
-        args.samples,
-        1000,
-    )
+    datasets, sizes, samples, n_dev = encoder_dev_grid(args, 200)
     if args.quick:
-        datasets, sizes, samples, n_dev = ["r8"], [50], 1, 200
         args.regression, args.splits = "amazon-snippets", 1
         args.variants, args.cs = "lvgp,sublinear-stop-negations", "1,1000"
     encoder, cache = bench_encoder(args.encoder, args.quick)
