@@ -309,9 +309,9 @@ def test_separable_texts_keep_a_moderate_scale_with_the_intercept_in_the_covaria
 
 
 def test_a_laplace_model_saved_with_free_means_loads_and_predicts_as_it_did(tmp_path):
-    """A file written before the intercepts moved into the covariance holds fitted constant means and
-    no intercept variance: it loads with them, adds no intercept, and predicts the latents of its own
-    (m + K_*^T (y - pi), alg. 3.4, with its means)."""
+    """A state written before the intercepts moved into the covariance holds fitted constant means and
+    no intercept variance: it loads with them and adds no intercept to the covariance; saved again and
+    reloaded, the classifier keeps them and predicts what the model in memory predicts, to the bit."""
     from lvgp import LDKGPClassifier
 
     clf = _laplace_classifier(class_hyperparameters="shared")
