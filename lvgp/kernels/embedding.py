@@ -234,10 +234,7 @@ def _rbf_block_fused(xc: Tensor, xa: Tensor, gamma: Tensor) -> Tensor:
     r"""A block of the RBF Gram, ``c x m1``, written as one loop over its entries (the form that
     ``torch.compile`` fuses: differences, squares, ``exp`` and :func:`_exp_nonpositive_`'s cut-off in
     one pass, where the eager block takes a product and three passes)."""
-    low = math.floor(math.log(torch.finfo(xc.dtype).tiny)) + 2
-    exponent = (xc.unsqueeze(1) - xa.unsqueeze(0)).pow(2).sum(-1).mul(-0.5 * gamma)
-    values = exponent.clamp(min=low - 1, max=0).exp()
-    return torch.where(values < math.exp(low), torch.zeros_like(values), values)
+    return _exp_nonpositive_((xc.unsqueeze(1) - xa.unsqueeze(0)).pow(2).sum(-1).mul(-0.5 * gamma))
 
 
 #: :func:`compiled_blocks`'s state: whether it is on, the compiled block, and why compiling failed
