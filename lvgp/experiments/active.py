@@ -331,11 +331,11 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 chosen = rng.choice(unlabelled, take, replace=False)
             else:
                 pool = [split.pool_texts[i] for i in unlabelled]
+                # a power acquisition draws its batch in proportion to its score; the others take the top
+                scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed)
                 if acquisition.startswith("power-"):
-                    scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed)
                     chosen = unlabelled[power_batch(np.clip(scores, 0.0, None), take, power_rng)]
                 else:
-                    scores = acquisition_scores(model, acquisition, pool, bald_seed)
                     chosen = unlabelled[np.argsort(-scores, kind="stable")[:take]]
             acquire_seconds += time.perf_counter() - start
             labelled += chosen.tolist()
