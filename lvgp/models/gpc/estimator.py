@@ -715,21 +715,17 @@ class LDKGPClassifier(
         mean_out, var_out, prior = self._latent_and_prior(X, block, "predict_latent")
         return (mean_out, var_out, prior) if return_prior else (mean_out, var_out)
 
-    def _intercept_variance(self) -> torch.Tensor | float:
-        """The prior variance the classes' intercepts add to every latent (the Laplace inference's,
-        :class:`~lvgp.models.laplace.SoftmaxLaplaceGP`), else 0."""
-        intercept = getattr(self.model_, "intercept_in_kernel", None)
-        return self.model_.intercept_variance.detach() if intercept is not None and bool(intercept) else 0.0
-
     def _latent_and_prior(self, X: Documents, block: int, caller: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Means, variances and prior variances ``n x C`` of the latent functions (:meth:`predict_latent`)."""
+        strategy = self._inference_strategy()
+        intercept = strategy.intercept_variance(self)  # the prior's part beyond the kernel's
         with self._prediction_blocks(X, block) as (n, empty, blocks):
             posterior = self._posterior()
             out: list[torch.Tensor | None] = [None, None, None]
             for idx, xb in blocks:
                 mean, var, _ = self._block_latents(xb, posterior)
-                var = self._inference_strategy().marginal_variances(var)
-                prior = self.model_.covar_module(xb, diag=True) + self._intercept_variance()
+                var = strategy.marginal_variances(var)
+                prior = self.model_.covar_module(xb, diag=True) + intercept
                 prior = prior[:, None] if prior.dim() == 1 else prior.mT
                 for k, value in enumerate((mean, var, prior.expand_as(var))):
                     if out[k] is None:
@@ -743,9 +739,9 @@ class LDKGPClassifier(
                     stacklevel=3,
                 )
                 rows = torch.nonzero(empty).ravel().to(self.device_)
-                width = self._inference_strategy().latent_width(self)
+                width = strategy.latent_width(self)
                 prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
-                scale = (self.model_.covar_module.outputscale + self._intercept_variance()).reshape(-1).expand(width)
+                scale = (self.model_.covar_module.outputscale + intercept).reshape(-1).expand(width)
                 for k, value in enumerate((prior_mean, scale, scale)):
                     if out[k] is None:
                         out[k] = torch.empty(n, width, dtype=value.dtype, device=self.device_)

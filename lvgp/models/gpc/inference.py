@@ -126,6 +126,11 @@ class Inference:
         """The number of latent functions."""
         return len(est.classes_)
 
+    def intercept_variance(self, est: Any) -> torch.Tensor | float:
+        """The prior variance that integrated-out class intercepts add to every latent beyond the
+        kernel's (``predict_latent``'s prior variances): none here."""
+        return 0.0
+
     def block_proba(self, est: Any, mean: torch.Tensor, var: torch.Tensor, f: Any) -> torch.Tensor:
         """``n x C`` class probabilities of one block's latents: the softmax averaged over independent
         Gaussian marginals by Monte Carlo with fixed draws (:func:`~lvgp.models.gpc.models.expected_softmax`)."""
@@ -353,6 +358,12 @@ class LaplaceInference(_EvidenceInference):
                 UncertaintyWarning,
                 stacklevel=5,
             )
+
+    def intercept_variance(self, est: Any) -> torch.Tensor | float:
+        """The classes' intercepts' prior variance (:class:`~lvgp.models.laplace.SoftmaxLaplaceGP`; 0 in a
+        model saved before the intercepts moved into the covariance)."""
+        model = est.model_
+        return model.intercept_variance.detach() if bool(model.intercept_in_kernel) else 0.0
 
     def posterior(self, est: Any) -> Any:
         """The mode (alg. 3.4's)."""
