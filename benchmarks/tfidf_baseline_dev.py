@@ -70,21 +70,12 @@ def tfidf_part(variant: str, train: list[str], others: list[str], cut: int | flo
 
 
 def logistic_regression(features, y, seed: int, cs=None):
-    """The study's: C in ``cs`` (default ``ENCODER_CS``) by stratified 3-fold CV on the log loss."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import GridSearchCV
-
-    from lvgp.base.splits import stratified_folds
-    from lvgp.baselines.encoder import _negative_log_loss
+    """The study's: C in ``cs`` (default ``ENCODER_CS``) by stratified 3-fold CV on the log loss
+    (:func:`lvgp.baselines.encoder.logistic_regression_cv`, what ``EncoderLogisticRegression`` fits)."""
+    from lvgp.baselines.encoder import logistic_regression_cv
     from lvgp.experiments.classification import ENCODER_CS
 
-    cs = list(ENCODER_CS if cs is None else cs)
-    folds = stratified_folds(y, 3, seed)
-    base = LogisticRegression(max_iter=5000)
-    if not folds:
-        return base.set_params(C=max(cs)).fit(features, y)
-    grid = GridSearchCV(base, {"C": cs}, cv=folds, scoring=_negative_log_loss, error_score="raise")
-    return grid.fit(features, y).best_estimator_
+    return logistic_regression_cv(features, y, ENCODER_CS if cs is None else cs, seed)
 
 
 def bench_encoder(name: str, quick: bool):

@@ -60,6 +60,7 @@ __all__ = [
     "EncoderNearestNeighbor",
     "EncoderRidge",
     "default_tfidf",
+    "logistic_regression_cv",
 ]
 
 _DEFAULT = "all-MiniLM-L6-v2"
@@ -133,6 +134,21 @@ def _negative_log_loss(estimator: Any, X: Any, y: np.ndarray) -> float:
     return -float(log_loss(y, estimator.predict_proba(X), labels=estimator.classes_))
 
 
+def logistic_regression_cv(features: Any, y: np.ndarray, Cs: Any, random_state: int | None) -> LogisticRegression:
+    """:class:`EncoderLogisticRegression`'s model of ``features``: ``LogisticRegression(max_iter=5000)`` with
+    C among ``Cs`` by stratified 3-fold CV on the log loss (folds shuffled by ``random_state``); with fewer
+    documents a class than two folds need, the largest C, with a ``RuntimeWarning``."""
+    base = LogisticRegression(max_iter=5000)
+    folds = stratified_folds(y, 3, random_state)
+    if not folds:
+        warn(f"too few documents per class to cross-validate; C = {max(Cs)}", RuntimeWarning, stacklevel=3)
+        return base.set_params(C=float(max(Cs))).fit(features, y)
+    search = GridSearchCV(
+        base, {"C": [float(c) for c in Cs]}, cv=folds, scoring=_negative_log_loss, error_score="raise"
+    )
+    return search.fit(features, y).best_estimator_
+
+
 class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, ClassifierMixin):
     """Logistic regression on a pretrained sentence encoder's vectors (module docstring).
 
@@ -180,16 +196,7 @@ class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, Class
         check_labels(y, len(X))
         y = np.asarray(y)
         features = self._fit_features(X)
-        base = LogisticRegression(max_iter=5000)
-        folds = stratified_folds(y, 3, sklearn_random_state(self.random_state))
-        if not folds:
-            warn(f"too few documents per class to cross-validate; C = {max(self.Cs)}", RuntimeWarning, stacklevel=2)
-            self.model_ = base.set_params(C=float(max(self.Cs))).fit(features, y)
-        else:
-            search = GridSearchCV(
-                base, {"C": [float(c) for c in self.Cs]}, cv=folds, scoring=_negative_log_loss, error_score="raise"
-            )
-            self.model_ = search.fit(features, y).best_estimator_
+        self.model_ = logistic_regression_cv(features, y, self.Cs, sklearn_random_state(self.random_state))
         self.C_ = float(self.model_.C)
         self.best_params_ = {"C": self.C_}
         self.classes_ = self.model_.classes_
