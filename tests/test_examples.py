@@ -91,6 +91,7 @@ BENCHMARKS = {
     "part_selection_dev.py": "*loo's pick - sum*",
     "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",
     "laplace_linear_ablation.py": "| r8 | 50 | laplace s=CV, predictive |",
+    "softmax_gp_exact.py": "| r8 | 50 | exact s=evidence, span only |",
     "gp_vocabulary_dev.py": "| r8 | 50 | negations |",
     "laplace_cost.py": "| 60 | 6 | 1 |",
 }
@@ -109,6 +110,7 @@ NEEDS_DATA = {
     "gpc_calibration.py",
     "tfidf_baseline_dev.py",
     "laplace_linear_ablation.py",
+    "softmax_gp_exact.py",
     "gp_vocabulary_dev.py",
 }
 
