@@ -53,14 +53,14 @@ def main(argv=None) -> int:
     from lvgp.experiments.classification import stratified_sample
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="60 training documents, 300 test documents")
+    parser.add_argument("--quick", action="store_true", help="24 training documents, 100 test documents")
     parser.add_argument("--before", default=BEFORE, help=f"commit of the code before (default {BEFORE})")
     args = parser.parse_args(argv)
 
     corpus = load_corpus("r8", "classification")
-    size = 60 if args.quick else 500
+    size = 24 if args.quick else 500
     train = stratified_sample(corpus.train_labels, size, np.random.default_rng([0, 0, size, 2018]))
-    n_test = 300 if args.quick else len(corpus.test_texts)
+    n_test = 100 if args.quick else len(corpus.test_texts)
     data = {
         "train": [corpus.train_texts[i] for i in train],
         "labels": corpus.train_labels[train].tolist(),
