@@ -56,13 +56,15 @@ part() {
 }
 
 if [ "$mode" = dry ]; then
-  # the device tests are the suite's own on a CPU: here only the plumbing, a few of them
+  # the device tests are the suite's own on a CPU: here only the plumbing, a few of them. gpu.py, large_n.py
+  # (with the peer) and encoder_throughput.py run with the test suite's quick options: tests/test_gpu_all.py
+  # checks their output in place of tests/test_examples.py
   part tests 300 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py -k "bad_device or takes_a_device"
   part gpu 300 "$PYTHON" benchmarks/gpu.py --quick
-  part large-50k 300 "$PYTHON" benchmarks/large_n.py --quick --models sparse-gplvsm,svgp-dense
+  part large-50k 300 "$PYTHON" benchmarks/large_n.py --quick --models sparse-gplvsm,variational-gpc,svgp-dense
   part large-1m 300 "$PYTHON" benchmarks/large_n.py --docs 2000 --max-steps 3 --max-length 40 --inducing 16 \
     --batch 128 --models sparse-gplvsm --threads 1 --no-profile
-  part encoder 300 "$PYTHON" benchmarks/encoder_throughput.py --quick --paths float32,bfloat16
+  part encoder 300 "$PYTHON" benchmarks/encoder_throughput.py --quick
 else
   part tests 100 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
   part gpu 90 "$PYTHON" benchmarks/gpu.py --parts gram,sparse

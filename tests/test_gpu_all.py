@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_examples import BENCHMARKS, GPU_DRY_RUN_PARTS
+
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("_gpu_table", ROOT / "benchmarks" / "_gpu_table.py")
 gpu_table = importlib.util.module_from_spec(spec)
@@ -81,3 +83,6 @@ def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
     assert "sparse-gplvsm step / svgp-dense step (n = 1,000)" in out.stdout
     assert "sparse-gplvsm epoch at n = 2,000 (extrapolated)" in out.stdout
     assert "encoder, 20ng" in out.stdout
+    # the quick runs tests/test_examples.py leaves to this one print what it expects of them
+    for script, part in GPU_DRY_RUN_PARTS.items():
+        assert BENCHMARKS[script] in (tmp_path / "logs" / f"{part}.log").read_text(), script

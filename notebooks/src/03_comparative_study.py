@@ -37,7 +37,7 @@ from lvgp.experiments.regression import RegressionStudy
 # %%
 study = RegressionStudy(
     dataset="amazon-reviews",  # the 300 Amazon reviews, sentences joined, mean rating
-    splits=2 if smoke_test else 5,
+    splits=1 if smoke_test else 5,
     train_size=100,
     dev_size=100,
     test_size=100,
