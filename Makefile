@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 RUNTIME := $(VENV)/.lvgp-runtime
 STAMP   := $(VENV)/.lvgp-installed
 
-.PHONY: setup demo lint browser test test-fast notebooks notebooks-run docs screenshots benchmarks clean
+.PHONY: setup demo lint style browser test test-fast notebooks notebooks-run docs screenshots benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,11 +27,14 @@ setup: $(STAMP)
 demo: $(RUNTIME)
 	$(PY) -m lvgp demo
 
-# ruff (lint and format) and mypy, configured in pyproject.toml; part of `make test` (CI)
-lint: $(STAMP)
+# ruff (lint and format) and mypy, configured in pyproject.toml. `make test` (CI) runs ruff first and
+# mypy inside the suite (tests/test_static_types.py: beside the other tests, not before them)
+lint: style
+	$(PY) -m mypy lvgp
+
+style: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy lvgp
 
 # the Sphinx site (API from the docstrings, the notebooks as tutorials, the studies' results),
 # warnings as errors; part of `make test` (CI)
@@ -53,8 +56,9 @@ browser:
 
 # two workers of one torch thread each (tests/conftest.py): the two cores of the reference machine.
 # The site is built by the suite (tests/test_docs.py: no warning, every lvgp reference resolves,
-# equations typeset in a browser), not a second time by `make docs` before it
-test: lint browser
+# equations typeset in a browser), not a second time by `make docs` before it; mypy runs in the suite
+# too (tests/test_static_types.py)
+test: style browser
 	$(PY) -m pytest -n 2 --durations=15
 
 test-fast: $(STAMP)

@@ -89,10 +89,10 @@ def smm_data(quick: bool) -> dict:
     from lvgp.experiments.classification import stratified_sample
 
     corpus = load_corpus("20ng", "classification")
-    size = 60 if quick else 200
+    size = 30 if quick else 200
     train = stratified_sample(corpus.train_labels, size, np.random.default_rng([0, 0, size, 2018]))
     rest = np.setdiff1d(np.arange(len(corpus.train_labels)), train)
-    dev = np.random.default_rng(1).choice(rest, 300 if quick else 1500, replace=False)
+    dev = np.random.default_rng(1).choice(rest, 100 if quick else 1500, replace=False)
     return {
         "train": [corpus.train_texts[i] for i in train],
         "labels": corpus.train_labels[train].tolist(),
