@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._forked_run import run_script
+
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 
 # script name -> extra arguments (each example takes --tiny)
@@ -27,12 +29,7 @@ def test_every_example_is_listed():
 
 @pytest.mark.parametrize("script", sorted(EXAMPLES))
 def test_example_runs(script):
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLES_DIR / script), "--tiny", *EXAMPLES[script]],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_script(EXAMPLES_DIR / script, ["--tiny", *EXAMPLES[script]], timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -135,9 +132,7 @@ def test_every_benchmark_is_listed():
     ],
 )
 def test_benchmark_runs_in_quick_mode(script):
-    out = subprocess.run(
-        [sys.executable, str(BENCHMARKS_DIR / script), "--quick"], capture_output=True, text=True, timeout=900
-    )
+    out = run_script(BENCHMARKS_DIR / script, ["--quick"], timeout=900)
     assert out.returncode == 0, out.stderr
     assert BENCHMARKS[script] in out.stdout
 

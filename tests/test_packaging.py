@@ -69,5 +69,9 @@ def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
     assert fitted.returncode == 0, fitted.stderr[-2000:]
     if importlib.util.find_spec("mypy") is not None:  # the installed package's annotations are read, not Any
         (tmp_path / "user.py").write_text("import lvgp\nwrong: int = lvgp.Vocabulary()\n")
-        checked = _run("-m", "mypy", "--no-incremental", "user.py", **away)
+        # lvgp's dependencies not analysed (their names Any): what is checked is lvgp's own, in 2 s instead of 10
+        (tmp_path / "mypy.ini").write_text(
+            "[mypy]\n[mypy-torch.*,gpytorch.*,pyro.*,sklearn.*,scipy.*,transformers.*]\nfollow_imports = skip\n"
+        )
+        checked = _run("-m", "mypy", "--config-file", "mypy.ini", "--no-incremental", "user.py", **away)
         assert 'expression has type "Vocabulary"' in checked.stdout, checked.stdout[-2000:]

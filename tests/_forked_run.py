@@ -1,0 +1,57 @@
+"""Run a script as ``python SCRIPT ARGS`` would -- as ``__main__``, its folder first on ``sys.path``, its
+output captured -- in a process forked from a server that has imported torch, gpytorch, scikit-learn
+and lvgp once (multiprocessing's forkserver, one a test worker). The examples' and benchmarks' smoke
+runs spend most of their seconds importing those; from a fork of the server they start at once. The
+server never runs a parallel region, so a forked run's OpenMP threads start as in a fresh interpreter,
+and no run sees another's state (each is a new fork of the clean server)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: imported once by the server: what every smoke run imports
+PRELOAD = ["torch", "gpytorch", "pyro", "sklearn.linear_model", "scipy.optimize", "lvgp", "lvgp.experiments"]
+
+_context: multiprocessing.context.ForkServerContext | None = None
+
+
+def _forkserver() -> multiprocessing.context.ForkServerContext:
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(PRELOAD)
+    return _context
+
+
+def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str) -> None:
+    for fd, path in ((1, stdout), (2, stderr)):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
+    os.chdir(cwd)
+    sys.argv = [script, *args]
+    sys.path.insert(0, str(Path(script).parent))
+    runpy.run_path(script, run_name="__main__")
+
+
+def run_script(script: Path, args: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=timeout)``,
+    from a fork of the server (module docstring); ``returncode`` is the script's exit status."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        out.touch()
+        err.touch()
+        process = _forkserver().Process(
+            target=_main, args=(str(script), list(args), str(out), str(err), str(cwd or os.getcwd()))
+        )
+        process.start()
+        process.join(timeout)
+        if process.exitcode is None:
+            process.kill()
+            process.join()
+            raise subprocess.TimeoutExpired([str(script), *args], timeout, out.read_text(), err.read_text())
+        return subprocess.CompletedProcess([str(script), *args], process.exitcode, out.read_text(), err.read_text())
