@@ -57,13 +57,12 @@ def classifier(dataset: str, variant: str, encoder, quick: bool):
 
 
 def main(argv=None) -> int:
-    from tfidf_baseline_dev import bench_encoder, dev_split, encoder_dev_grid, encoder_dev_parser
+    from tfidf_baseline_dev import bench_encoder, dev_scores, dev_split, encoder_dev_grid, encoder_dev_parser
 
     parser = encoder_dev_parser(__doc__, "r8 at 50 documents, one sample, 100 dev documents, a tiny random encoder")
     parser.add_argument("--regression", default="", help="regression corpora, comma-separated")
     parser.add_argument("--splits", type=int, default=5, help="the regression study's splits")
     args = parser.parse_args(argv)
-    from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.encoders import sentence
 
     datasets, sizes, samples, n_dev = encoder_dev_grid(args, 100)
@@ -84,11 +83,7 @@ def main(argv=None) -> int:
                     model.fit([texts[i] for i in train], labels[train])
                     seconds = time.perf_counter() - start
                     proba = model.predict_proba(x_dev)
-                    accuracy = float(np.mean(model.classes_[proba.argmax(1)] == y_dev))
-                    ece = expected_calibration_error(reliability_bins(proba, model.classes_, y_dev))
-                    scores.setdefault((size, variant), []).append(
-                        (accuracy, log_loss(proba, model.classes_, y_dev), ece, seconds)
-                    )
+                    scores.setdefault((size, variant), []).append((*dev_scores(proba, model.classes_, y_dev), seconds))
         for (size, variant), rows in scores.items():
             a, b, c, d = np.mean(rows, axis=0)
             print(f"| {dataset} | {size} | {variant} | {a:.3f} | {b:.3f} | {c:.3f} | {d:.1f} |")

@@ -131,11 +131,11 @@ def main(argv=None) -> int:
     from tfidf_baseline_dev import (
         VARIANTS,
         bench_encoder,
-        dev_split,
+        concatenation_dev_cells,
+        dev_scores,
         encoder_dev_grid,
         encoder_dev_parser,
         logistic_regression,
-        tfidf_part,
     )
 
     parser = encoder_dev_parser(
@@ -145,9 +145,6 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--tfidf", default="sublinear", choices=list(VARIANTS))
     args = parser.parse_args(argv)
-    from scipy import sparse
-
-    from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.base.splits import stratified_folds
     from lvgp.experiments.classification import ENCODER_CS
     from lvgp.models.gpc.models import class_draw_seeds
@@ -168,50 +165,36 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for dataset in datasets:
         scores: dict[tuple[int, str], list] = {}
-        for split in range(samples):
-            texts, labels, drawn, dev = dev_split(dataset, split, sizes, n_dev)
-            needed = np.unique(np.concatenate([dev, *drawn.values()]))
-            vectors = dict(
-                zip(needed.tolist(), encoder.encode([texts[i] for i in needed], cache=cache).double().numpy())
-            )
-            x_dev, e_dev = [texts[i] for i in dev], np.stack([vectors[i] for i in dev])
-            for size, train in drawn.items():
-                x_train, y_train = [texts[i] for i in train], labels[train]
-                t_train, t_dev = tfidf_part(args.tfidf, x_train, x_dev)
-                f_train = sparse.hstack([t_train, sparse.csr_matrix(np.stack([vectors[i] for i in train]))]).toarray()
-                f_dev = sparse.hstack([t_dev, sparse.csr_matrix(e_dev)]).toarray()
-                classes, codes = np.unique(y_train, return_inverse=True)
-                seeds = class_draw_seeds(classes)
-                out: dict[str, tuple[np.ndarray, float, float]] = {}
-                start = time.perf_counter()
-                lr = logistic_regression(f_train, y_train, split)
-                out["logreg"] = (lr.predict_proba(f_dev), float(lr.C), time.perf_counter() - start)
-                start = time.perf_counter()
-                at_c = LinearLaplace(f_train, codes, len(classes), seeds).fit(math.log(lr.C))
-                seconds = time.perf_counter() - start
-                out["laplace s=C, mode"] = (at_c.proba(f_dev, False), lr.C, seconds)
-                out["laplace s=C, predictive"] = (at_c.proba(f_dev, True), lr.C, seconds)
-                start = time.perf_counter()
-                own = LinearLaplace(f_train, codes, len(classes), seeds).fit()
-                seconds = time.perf_counter() - start
-                out["laplace s=evidence, predictive"] = (own.proba(f_dev, True), math.exp(own.log_s), seconds)
-                out["laplace s=evidence, mode"] = (own.proba(f_dev, False), math.exp(own.log_s), seconds)
-                start = time.perf_counter()
-                folds = stratified_folds(y_train, 3, split)
-                grid = (1.0, 1000.0) if args.quick else ENCODER_CS
-                log_s = cv_scale(f_train, codes, len(classes), seeds, folds, grid) if folds else math.log(1e4)
-                cv = LinearLaplace(f_train, codes, len(classes), seeds).fit(log_s)
-                out["laplace s=CV, predictive"] = (cv.proba(f_dev, True), math.exp(log_s), time.perf_counter() - start)
-                start = time.perf_counter()
-                free = LinearLaplace(f_train, codes, len(classes), seeds, free_means=True).fit()
-                row = "laplace s, means by evidence, predictive"
-                out[row] = (free.proba(f_dev, True), math.exp(free.log_s), time.perf_counter() - start)
-                for row, (proba, s, seconds) in out.items():
-                    y_dev = labels[dev]
-                    accuracy = float(np.mean(classes[proba.argmax(1)] == y_dev))
-                    loss = log_loss(proba, classes, y_dev)
-                    ece = expected_calibration_error(reliability_bins(proba, classes, y_dev))
-                    scores.setdefault((size, row), []).append((accuracy, loss, ece, s, seconds))
+        cells = concatenation_dev_cells(dataset, samples, sizes, n_dev, encoder, cache, args.tfidf)
+        for split, size, f_train, codes, classes, f_dev, y_dev in cells:
+            y_train = classes[codes]
+            seeds = class_draw_seeds(classes)
+            out: dict[str, tuple[np.ndarray, float, float]] = {}
+            start = time.perf_counter()
+            lr = logistic_regression(f_train, y_train, split)
+            out["logreg"] = (lr.predict_proba(f_dev), float(lr.C), time.perf_counter() - start)
+            start = time.perf_counter()
+            at_c = LinearLaplace(f_train, codes, len(classes), seeds).fit(math.log(lr.C))
+            seconds = time.perf_counter() - start
+            out["laplace s=C, mode"] = (at_c.proba(f_dev, False), lr.C, seconds)
+            out["laplace s=C, predictive"] = (at_c.proba(f_dev, True), lr.C, seconds)
+            start = time.perf_counter()
+            own = LinearLaplace(f_train, codes, len(classes), seeds).fit()
+            seconds = time.perf_counter() - start
+            out["laplace s=evidence, predictive"] = (own.proba(f_dev, True), math.exp(own.log_s), seconds)
+            out["laplace s=evidence, mode"] = (own.proba(f_dev, False), math.exp(own.log_s), seconds)
+            start = time.perf_counter()
+            folds = stratified_folds(y_train, 3, split)
+            grid = (1.0, 1000.0) if args.quick else ENCODER_CS
+            log_s = cv_scale(f_train, codes, len(classes), seeds, folds, grid) if folds else math.log(1e4)
+            cv = LinearLaplace(f_train, codes, len(classes), seeds).fit(log_s)
+            out["laplace s=CV, predictive"] = (cv.proba(f_dev, True), math.exp(log_s), time.perf_counter() - start)
+            start = time.perf_counter()
+            free = LinearLaplace(f_train, codes, len(classes), seeds, free_means=True).fit()
+            row = "laplace s, means by evidence, predictive"
+            out[row] = (free.proba(f_dev, True), math.exp(free.log_s), time.perf_counter() - start)
+            for row, (proba, s, seconds) in out.items():
+                scores.setdefault((size, row), []).append((*dev_scores(proba, classes, y_dev), s, seconds))
         for size in sizes:
             for row in rows:
                 values = scores[(size, row)]

@@ -120,11 +120,11 @@ def main(argv=None) -> int:
     from laplace_linear_ablation import LinearLaplace
     from tfidf_baseline_dev import (
         bench_encoder,
-        dev_split,
+        concatenation_dev_cells,
+        dev_scores,
         encoder_dev_grid,
         encoder_dev_parser,
         logistic_regression,
-        tfidf_part,
     )
 
     parser = encoder_dev_parser(
@@ -135,9 +135,6 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=20000, help="elliptical slice steps a chain")
     parser.set_defaults(sizes="50,200,500", threads=1)
     args = parser.parse_args(argv)
-    from scipy import sparse
-
-    from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
     from lvgp.models.gpc.models import class_draw_seeds
 
     datasets, sizes, samples, n_dev = encoder_dev_grid(args, 200)
@@ -155,48 +152,41 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for dataset in datasets:
         scores: dict[tuple[int, str], list] = {}
-        for split in range(samples):
-            texts, labels, drawn, dev = dev_split(dataset, split, sizes, n_dev)
-            needed = np.unique(np.concatenate([dev, *drawn.values()]))
-            vectors = dict(
-                zip(needed.tolist(), encoder.encode([texts[i] for i in needed], cache=cache).double().numpy())
+        cells = concatenation_dev_cells(dataset, samples, sizes, n_dev, encoder, cache, "sublinear-stop-negations")
+        for split, size, f_train, codes, classes, f_dev, y_dev in cells:
+            out: dict[str, tuple] = {}
+            start = time.perf_counter()
+            lr = logistic_regression(f_train, classes[codes], split)
+            out["logreg"] = (
+                *dev_scores(lr.predict_proba(f_dev), classes, y_dev),
+                lr.C,
+                0.0,
+                time.perf_counter() - start,
             )
-            x_dev, e_dev, y_dev = [texts[i] for i in dev], np.stack([vectors[i] for i in dev]), labels[dev]
-            for size, train in drawn.items():
-                x_train, y_train = [texts[i] for i in train], labels[train]
-                t_train, t_dev = tfidf_part("sublinear-stop-negations", x_train, x_dev)
-                f_train = sparse.hstack([t_train, sparse.csr_matrix(np.stack([vectors[i] for i in train]))]).toarray()
-                f_dev = sparse.hstack([t_dev, sparse.csr_matrix(e_dev)]).toarray()
-                classes, codes = np.unique(y_train, return_inverse=True)
-
-                def score(proba: np.ndarray, classes=classes, y_dev=y_dev) -> tuple[float, float, float]:
-                    accuracy = float(np.mean(classes[proba.argmax(1)] == y_dev))
-                    ece = expected_calibration_error(reliability_bins(proba, classes, y_dev))
-                    return accuracy, log_loss(proba, classes, y_dev), ece
-
-                out: dict[str, tuple] = {}
+            start = time.perf_counter()
+            laplace = LinearLaplace(f_train, codes, len(classes), class_draw_seeds(classes)).fit()
+            s_evidence = math.exp(laplace.log_s)
+            proba = laplace.proba(f_dev, predictive=True)
+            out["laplace s=evidence"] = (
+                *dev_scores(proba, classes, y_dev),
+                s_evidence,
+                0.0,
+                time.perf_counter() - start,
+            )
+            for name, s in (("evidence", s_evidence), ("C", float(lr.C))):
                 start = time.perf_counter()
-                lr = logistic_regression(f_train, y_train, split)
-                out["logreg"] = (*score(lr.predict_proba(f_dev)), lr.C, 0.0, time.perf_counter() - start)
-                start = time.perf_counter()
-                laplace = LinearLaplace(f_train, codes, len(classes), class_draw_seeds(classes)).fit()
-                s_evidence = math.exp(laplace.log_s)
-                proba = laplace.proba(f_dev, predictive=True)
-                out["laplace s=evidence"] = (*score(proba), s_evidence, 0.0, time.perf_counter() - start)
-                for name, s in (("evidence", s_evidence), ("C", float(lr.C))):
-                    start = time.perf_counter()
-                    model = ExactLinearSoftmax(f_train, codes, len(classes), s)
-                    chains = [model.sample(steps, seed=100003 * split + 11 * size + k) for k in (0, 1)]
-                    seconds = (time.perf_counter() - start) / 2
-                    span_only = (False, True) if name == "evidence" else (False,)
-                    for only in span_only:
-                        per_chain = [score(model.proba(d, f_dev, span_only=only)) for d in chains]
-                        gap = abs(per_chain[0][1] - per_chain[1][1])
-                        pooled = score(model.proba(torch.cat(chains), f_dev, span_only=only))
-                        row = f"exact s={name}" + (", span only" if only else "")
-                        out[row] = (*pooled, s, gap, seconds)
-                for row, values in out.items():
-                    scores.setdefault((size, row), []).append(values)
+                model = ExactLinearSoftmax(f_train, codes, len(classes), s)
+                chains = [model.sample(steps, seed=100003 * split + 11 * size + k) for k in (0, 1)]
+                seconds = (time.perf_counter() - start) / 2
+                span_only = (False, True) if name == "evidence" else (False,)
+                for only in span_only:
+                    per_chain = [dev_scores(model.proba(d, f_dev, span_only=only), classes, y_dev) for d in chains]
+                    gap = abs(per_chain[0][1] - per_chain[1][1])
+                    pooled = dev_scores(model.proba(torch.cat(chains), f_dev, span_only=only), classes, y_dev)
+                    row = f"exact s={name}" + (", span only" if only else "")
+                    out[row] = (*pooled, s, gap, seconds)
+            for row, values in out.items():
+                scores.setdefault((size, row), []).append(values)
         for size in sizes:
             for row in rows:
                 values = scores[(size, row)]

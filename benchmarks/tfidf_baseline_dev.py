@@ -107,6 +107,40 @@ def dev_split(dataset: str, split: int, sizes: list[int], n_dev: int):
     return texts, np.asarray(labels), samples, dev
 
 
+def concatenation_dev_cells(
+    dataset: str, samples: int, sizes: list[int], n_dev: int, encoder, cache: bool, variant: str
+):
+    """The cells of the dev scripts on logistic regression's own features (``laplace_linear_ablation.py``,
+    ``softmax_gp_exact.py``): for every sample and size, ``(split, size, f_train, codes, classes, f_dev,
+    y_dev)`` with ``f_*`` the dense ``[tf-idf (variant) | encoder]`` features, ``codes`` the training labels'
+    indices into ``classes``, ``y_dev`` the dev documents' labels."""
+    from scipy import sparse
+
+    for split in range(samples):
+        texts, labels, drawn, dev = dev_split(dataset, split, sizes, n_dev)
+        needed = np.unique(np.concatenate([dev, *drawn.values()]))
+        vectors = dict(zip(needed.tolist(), encoder.encode([texts[i] for i in needed], cache=cache).double().numpy()))
+        x_dev, e_dev = [texts[i] for i in dev], np.stack([vectors[i] for i in dev])
+        for size, train in drawn.items():
+            t_train, t_dev = tfidf_part(variant, [texts[i] for i in train], x_dev)
+            f_train = sparse.hstack([t_train, sparse.csr_matrix(np.stack([vectors[i] for i in train]))]).toarray()
+            f_dev = sparse.hstack([t_dev, sparse.csr_matrix(e_dev)]).toarray()
+            classes, codes = np.unique(labels[train], return_inverse=True)
+            yield split, size, f_train, codes, classes, f_dev, labels[dev]
+
+
+def dev_scores(proba: np.ndarray, classes: np.ndarray, y_dev: np.ndarray) -> tuple[float, float, float]:
+    """``(accuracy, log loss, ECE)`` of ``n x C`` probabilities over ``classes`` against the labels ``y_dev``."""
+    from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
+
+    accuracy = float(np.mean(classes[proba.argmax(1)] == y_dev))
+    return (
+        accuracy,
+        log_loss(proba, classes, y_dev),
+        expected_calibration_error(reliability_bins(proba, classes, y_dev)),
+    )
+
+
 def encoder_dev_parser(description: str, quick_help: str) -> argparse.ArgumentParser:
     """The options of the dev scripts of issue 56 (this one, ``laplace_linear_ablation.py``,
     ``gp_vocabulary_dev.py``): ``--quick``, ``--datasets``, ``--sizes``, ``--samples``, ``--encoder``, ``--threads``."""
@@ -122,10 +156,11 @@ def encoder_dev_parser(description: str, quick_help: str) -> argparse.ArgumentPa
 
 def encoder_dev_grid(args: argparse.Namespace, quick_dev: int) -> tuple[list[str], list[int], int, int]:
     """``(datasets, sizes, samples, dev documents)`` of :func:`encoder_dev_parser`'s options (``--quick``:
-    r8 at 50 documents, one sample, ``quick_dev`` dev documents; else 1,000); torch's threads set, warnings off."""
+    r8 at 50 documents, one sample, ``quick_dev`` dev documents, one thread; else 1,000 and ``--threads``);
+    the threads set, warnings off."""
     from lvgp.experiments.executors import limit_threads
 
-    limit_threads(args.threads)
+    limit_threads(1 if args.quick else args.threads)  # --quick: the test suite, one core a worker
     warnings.simplefilter("ignore")
     if args.quick:
         return ["r8"], [50], 1, quick_dev
@@ -144,8 +179,6 @@ def main(argv=None) -> int:
     parser.add_argument("--splits", type=int, default=5, help="the regression study's splits")
     args = parser.parse_args(argv)
     from scipy import sparse
-
-    from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
 
     datasets, sizes, samples, n_dev = encoder_dev_grid(args, 200)
     if args.quick:
@@ -178,10 +211,9 @@ def main(argv=None) -> int:
                     cs = None if args.cs is None else [float(c) for c in args.cs.split(",")]
                     model = logistic_regression(f_train, y_train, split, cs)
                     proba = model.predict_proba(f_dev)
-                    accuracy = float(np.mean(model.classes_[proba.argmax(1)] == labels[dev]))
-                    loss = log_loss(proba, model.classes_, labels[dev])
-                    ece = expected_calibration_error(reliability_bins(proba, model.classes_, labels[dev]))
-                    scores.setdefault((size, variant), []).append((accuracy, loss, ece, float(model.C)))
+                    scores.setdefault((size, variant), []).append(
+                        (*dev_scores(proba, model.classes_, labels[dev]), float(model.C))
+                    )
         for (size, variant), rows in scores.items():
             a, b, c, _ = np.mean(rows, axis=0)
             cs = "/".join(f"{r[3]:g}" for r in rows)
