@@ -40,7 +40,11 @@ def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str) -> N
 
 def run_script(script: Path, args: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=timeout)``,
-    from a fork of the server (module docstring); ``returncode`` is the script's exit status."""
+    from a fork of the server (module docstring); ``returncode`` is the script's exit status. Where the
+    platform has no forkserver (Windows), that very ``subprocess.run``."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        command = [sys.executable, str(script), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         out.touch()

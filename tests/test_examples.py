@@ -161,3 +161,22 @@ def test_documentation_snippets_run(page, tmp_path, monkeypatch):
     for block in blocks:
         # a block inside a list item is indented with it
         exec(compile(textwrap.dedent(block), f"docs/{page}", "exec"), namespace)  # noqa: S102 -- our own docs
+
+
+def test_a_forked_run_is_the_scripts_own_run(tmp_path, monkeypatch):
+    """``run_script`` (tests/_forked_run.py) gives what ``python SCRIPT ARGS`` gives: the argv, ``__name__``, the
+    script's folder on ``sys.path``, its output and exit status -- from the forkserver and, where a platform
+    has none, from a subprocess."""
+    import multiprocessing
+
+    (tmp_path / "helper_module.py").write_text("VALUE = 41\n")
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys\nfrom helper_module import VALUE\n"
+        "print(__name__, sys.argv[1:], VALUE + 1)\nprint('to stderr', file=sys.stderr)\nraise SystemExit(3)\n"
+    )
+    for forkserver in (True, False):
+        if not forkserver:
+            monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+        out = run_script(script, ["--quick", "x"], timeout=120)
+        assert (out.returncode, out.stdout, out.stderr) == (3, "__main__ ['--quick', 'x'] 42\n", "to stderr\n")
