@@ -1,6 +1,6 @@
 """Run a script as ``python SCRIPT ARGS`` would -- as ``__main__``, its folder first on ``sys.path``, its
-output captured -- in a process forked from a server that has imported torch, gpytorch, scikit-learn
-and lvgp once (multiprocessing's forkserver, one a test worker). The examples' and benchmarks' smoke
+output captured, the caller's environment -- in a process forked from a server that has imported torch,
+gpytorch, pyro, scikit-learn and lvgp once (multiprocessing's forkserver, one a test worker). The examples' and benchmarks' smoke
 runs spend most of their seconds importing those; from a fork of the server they start at once. The
 server never runs a parallel region, so a forked run's OpenMP threads start as in a fresh interpreter,
 and no run sees another's state (each is a new fork of the clean server)."""
@@ -29,9 +29,11 @@ def _forkserver() -> multiprocessing.context.ForkServerContext:
     return _context
 
 
-def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str) -> None:
+def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str, environ: dict[str, str]) -> None:
     for fd, path in ((1, stdout), (2, stderr)):
         os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
+    os.environ.clear()  # the caller's now, not the server's when it started
+    os.environ.update(environ)
     os.chdir(cwd)
     sys.argv = [script, *args]
     sys.path.insert(0, str(Path(script).parent))
@@ -50,7 +52,8 @@ def run_script(script: Path, args: list[str], timeout: float, cwd: Path | None =
         out.touch()
         err.touch()
         process = _forkserver().Process(
-            target=_main, args=(str(script), list(args), str(out), str(err), str(cwd or os.getcwd()))
+            target=_main,
+            args=(str(script), list(args), str(out), str(err), str(cwd or os.getcwd()), dict(os.environ)),
         )
         process.start()
         process.join(timeout)

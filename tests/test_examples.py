@@ -165,18 +165,21 @@ def test_documentation_snippets_run(page, tmp_path, monkeypatch):
 
 def test_a_forked_run_is_the_scripts_own_run(tmp_path, monkeypatch):
     """``run_script`` (tests/_forked_run.py) gives what ``python SCRIPT ARGS`` gives: the argv, ``__name__``, the
-    script's folder on ``sys.path``, its output and exit status -- from the forkserver and, where a platform
-    has none, from a subprocess."""
+    script's folder on ``sys.path``, the caller's environment, its output and exit status -- from the
+    forkserver and, where a platform has none, from a subprocess."""
     import multiprocessing
 
     (tmp_path / "helper_module.py").write_text("VALUE = 41\n")
     script = tmp_path / "script.py"
     script.write_text(
-        "import sys\nfrom helper_module import VALUE\n"
-        "print(__name__, sys.argv[1:], VALUE + 1)\nprint('to stderr', file=sys.stderr)\nraise SystemExit(3)\n"
+        "import os, sys\nfrom helper_module import VALUE\n"
+        "print(__name__, sys.argv[1:], VALUE + 1, os.environ['LVGP_FORKED_RUN_CHECK'])\n"
+        "print('to stderr', file=sys.stderr)\nraise SystemExit(3)\n"
     )
+    monkeypatch.setenv("LVGP_FORKED_RUN_CHECK", "the caller's")  # set after the server may have started
     for forkserver in (True, False):
         if not forkserver:
             monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
         out = run_script(script, ["--quick", "x"], timeout=120)
-        assert (out.returncode, out.stdout, out.stderr) == (3, "__main__ ['--quick', 'x'] 42\n", "to stderr\n")
+        expected = "__main__ ['--quick', 'x'] 42 the caller's\n"
+        assert (out.returncode, out.stdout, out.stderr) == (3, expected, "to stderr\n")
