@@ -46,6 +46,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 DRAWS = 512
 
 
+def design(features: np.ndarray, intercept: bool = True) -> torch.Tensor:
+    """The float64 features ``[F 1]`` (``intercept``: a constant column, the intercept as a weight of the
+    kernel) or ``F`` alone, as a tensor: the linear kernel's design matrix."""
+    features = np.asarray(features, dtype=np.float64)
+    return torch.from_numpy(np.column_stack([features, np.ones(len(features))]) if intercept else features)
+
+
 class LinearLaplace:
     """The softmax GP with kernel ``s [F 1][F 1]^T`` for every class (the intercept a weight of the same
     prior variance, on a constant feature; scikit-learn's ``LogisticRegression(C=s)`` with its intercept
@@ -57,9 +64,8 @@ class LinearLaplace:
     def __init__(
         self, features: np.ndarray, codes: np.ndarray, n_classes: int, seeds: list[int], free_means: bool = False
     ):
-        features = np.asarray(features, dtype=np.float64)
         self.free_means = free_means
-        self.F = torch.from_numpy(features if free_means else np.column_stack([features, np.ones(len(features))]))
+        self.F = design(features, intercept=not free_means)
         self.G = self.F @ self.F.mT
         self.Y = torch.nn.functional.one_hot(torch.from_numpy(codes).long(), n_classes).mT.double()
         self.C, self.seeds = n_classes, seeds
@@ -103,8 +109,7 @@ class LinearLaplace:
         s = math.exp(self.log_s)
         K = (s * self.G).expand(self.C, *self.G.shape)
         mode = find_mode(K, self.m, self.Y, self.a, tol=1e-10)
-        features = np.asarray(features, dtype=np.float64)
-        Ft = torch.from_numpy(features if self.free_means else np.column_stack([features, np.ones(len(features))]))
+        Ft = design(features, intercept=not self.free_means)
         cross = (s * self.F @ Ft.mT).expand(self.C, self.F.shape[0], Ft.shape[0])
         prior = (s * (Ft * Ft).sum(-1)).expand(self.C, Ft.shape[0])
         mean, cov = latents(cross, prior, self.m, self.Y, mode, mode_parts(K, mode.f))

@@ -42,6 +42,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from laplace_linear_ablation import LinearLaplace, design  # noqa: E402
+
 #: samples kept a chain (evenly spaced over its second half), and the draws of a dev text's latents a sample
 KEPT, DRAWS = 250, 8
 
@@ -86,7 +88,7 @@ class ExactLinearSoftmax:
     """The softmax GP with kernel ``s [F 1][F 1]^T`` for every class, its posterior sampled (module docstring)."""
 
     def __init__(self, features: np.ndarray, codes: np.ndarray, n_classes: int, s: float):
-        self.F = torch.from_numpy(np.column_stack([np.asarray(features, dtype=np.float64), np.ones(len(features))]))
+        self.F = design(features)
         n = self.F.shape[0]
         self.G = self.F @ self.F.mT + 1e-8 * torch.eye(n, dtype=torch.float64)
         self.G_root = torch.linalg.cholesky(self.G)
@@ -100,7 +102,7 @@ class ExactLinearSoftmax:
 
     def proba(self, draws: torch.Tensor, features: np.ndarray, span_only: bool = False, seed: int = 0) -> np.ndarray:
         """``m x C`` predictive probabilities of the dev texts, averaged over ``draws`` (``T x C x n``)."""
-        Ft = torch.from_numpy(np.column_stack([np.asarray(features, dtype=np.float64), np.ones(len(features))]))
+        Ft = design(features)
         cross = self.F @ Ft.mT  # n x m
         A = torch.cholesky_solve(cross, self.G_root)  # G^-1 g_*
         mean = draws @ A  # T x C x m
@@ -117,7 +119,6 @@ class ExactLinearSoftmax:
 
 
 def main(argv=None) -> int:
-    from laplace_linear_ablation import LinearLaplace
     from tfidf_baseline_dev import (
         bench_encoder,
         concatenation_dev_cells,

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.test_examples import BENCHMARKS, GPU_DRY_RUN_PARTS
+from tests.test_examples import BENCHMARKS, DRY_RUN_POSSIBLE, GPU_DRY_RUN_PARTS
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("_gpu_table", ROOT / "benchmarks" / "_gpu_table.py")
@@ -66,7 +65,7 @@ def _rows(logs: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
+@pytest.mark.skipif(not DRY_RUN_POSSIBLE, reason="needs bash and timeout")
 def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "LOGS": str(tmp_path / "logs"), "OMP_NUM_THREADS": "1"}
     out = subprocess.run(
