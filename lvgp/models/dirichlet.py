@@ -24,38 +24,25 @@ A^{-1} \mathbf U_c` (negative definite: :math:`\mathbf A^{-1} \preceq \mathbf I 
    \qquad
    \log|\mathbf K_c| = \log|\mathbf A| + n_c \log(\sigma^2_0 - \sigma^2_1) + \log|-\mathbf S_c|.
 
-One Cholesky factorization of :math:`\mathbf A` (and its inverse factor), then an :math:`n_c \times n_c`
-one a class: :math:`O(n^3 + \sum_c n_c^2 n)` instead of :math:`O(C n^3)`. Equal to gpytorch's batched
-evidence to rounding (``tests/test_gpc.py``), gradients by autograd through the same operations.
+One Cholesky factorization of :math:`\mathbf A` and its inverse, then an :math:`n_c \times n_c` one a class
+(the classes batched in groups of similar sizes, padded with the identity): :math:`O(n^3 + \sum_c n_c^2 n)`
+instead of :math:`O(C n^3)`. Equal to gpytorch's batched evidence to rounding (``tests/test_gpc.py``). Its
+gradient is the closed form of R&W eq. 5.9 summed over the classes (:class:`_SharedEvidence`: one
+:math:`n \times n` product beyond the value), checked against finite differences and gpytorch's
+autograd; autograd through these operations cost 2-11x more (``benchmarks/dirichlet_evidence.py``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 __all__ = ["shared_dirichlet_log_evidence", "SharedDirichletPosterior"]
-
-
-def _class_factors(K: Tensor, noise: Tensor) -> tuple[Tensor, Tensor, list[tuple[Tensor, Tensor, Tensor]]]:
-    r"""The Cholesky factor ``L`` of :math:`\mathbf A`, its inverse, and per class its documents (the rows
-    where its noise is below the base), :math:`\mathbf D_c`'s diagonal and the Cholesky factor of
-    :math:`-\mathbf S_c` (module docstring)."""
-    n = K.shape[-1]
-    base = noise.max()
-    off = noise < base  # each class's own documents (smaller noise)
-    L = torch.linalg.cholesky(K + torch.diag_embed(base.expand(n)))
-    L_inv = torch.linalg.solve_triangular(L, torch.eye(n, dtype=K.dtype, device=K.device), upper=False)
-    factors = []
-    for c in range(noise.shape[0]):
-        rows = torch.nonzero(off[c]).ravel()
-        d = noise[c, rows] - base  # negative
-        W = L_inv[:, rows]  # L^-1 U_c
-        neg_S = -torch.diag_embed(1.0 / d) - W.mT @ W  # -(D^-1 + U^T A^-1 U), positive definite
-        factors.append((rows, d, torch.linalg.cholesky(neg_S)))
-    return L, L_inv, factors
 
 
 def _check_shapes(K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> None:
@@ -67,10 +54,139 @@ def _check_shapes(K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> N
         )
 
 
+#: entries of the padded ``classes x rows x n`` blocks that one group of classes handles at once
+#: (:func:`_class_groups`): 2^24 float64 entries, 128 MB
+_GROUP_ENTRIES = 2**24
+
+
+@dataclass
+class _ClassGroup:
+    r"""Classes whose own documents are handled as one padded batch (:func:`_class_groups`):
+    ``classes`` (``g``), ``rows`` (``g x m``: each class's own documents, padded with document 0),
+    ``valid`` (``g x m``), ``d`` (``g x m``: :math:`\mathbf D_c`'s diagonal, -1 where padded) and ``R``
+    (``g x m x m``: the Cholesky factors of :math:`-\mathbf S_c`, the identity where padded)."""
+
+    classes: Tensor
+    rows: Tensor
+    valid: Tensor
+    d: Tensor
+    R: Tensor
+
+    def own(self, values: Tensor) -> Tensor:
+        """``g x m x ...``: the rows ``rows`` of ``values`` (``n x ...``), zero where padded."""
+        picked = values[self.rows]
+        return picked * self.valid.reshape(*self.valid.shape, *([1] * (picked.dim() - 2))).to(picked.dtype)
+
+
+def _class_groups(A_inv: Tensor, noise: Tensor, base: Tensor) -> list[_ClassGroup]:
+    r"""Every class with own documents (noise below ``base``), in groups of similar sizes, largest first
+    (a group's ``g x m x n`` at most ``_GROUP_ENTRIES``, or one class), with the Cholesky factors of
+    :math:`-\mathbf S_c = -\mathbf D_c^{-1} - \mathbf U_c^\top\mathbf A^{-1}\mathbf U_c` batched."""
+    n = noise.shape[-1]
+    off = noise < base
+    counts = off.sum(1)
+    order = torch.argsort(counts, descending=True, stable=True)
+    sizes = counts[order].tolist()  # one read of the classes' sizes
+    own_first = torch.argsort((~off).to(torch.int8), dim=1, stable=True)  # a class's own documents first
+    groups: list[_ClassGroup] = []
+    start = 0
+    while start < len(sizes) and sizes[start] > 0:
+        m, end = sizes[start], start + 1
+        while end < len(sizes) and sizes[end] > 0 and (end - start + 1) * m * n <= _GROUP_ENTRIES:
+            end += 1
+        classes = order[start:end]
+        valid = torch.arange(m, device=noise.device) < counts[classes, None]
+        rows = torch.where(valid, own_first[classes, :m], 0)
+        d = torch.where(valid, noise[classes[:, None], rows] - base, -1.0)
+        pair = valid[:, :, None] & valid[:, None, :]
+        eye = torch.eye(m, dtype=A_inv.dtype, device=A_inv.device)
+        neg_S = torch.where(pair, -torch.diag_embed(1.0 / d) - A_inv[rows[:, :, None], rows[:, None, :]], eye)
+        groups.append(_ClassGroup(classes, rows, valid, d, torch.linalg.cholesky(neg_S)))
+        start = end
+    return groups
+
+
+def _factor(K: Tensor, noise: Tensor) -> tuple[Tensor, Tensor, list[_ClassGroup]]:
+    r""":math:`\log|\mathbf A|`, :math:`\mathbf A^{-1}` (``n x n``) and the classes' groups, for
+    :math:`\mathbf A = \mathbf K + \max(\text{noise})\mathbf I`."""
+    n = K.shape[-1]
+    base = noise.max()
+    L = torch.linalg.cholesky(K + base * torch.eye(n, dtype=K.dtype, device=K.device))
+    A_inv = torch.cholesky_inverse(L)
+    return 2 * torch.log(torch.diagonal(L)).sum(), A_inv, _class_groups(A_inv, noise, base)
+
+
+def _posterior_weights(A_inv: Tensor, Q: Tensor, groups: list[_ClassGroup]) -> tuple[Tensor, Tensor]:
+    r""":math:`\boldsymbol\alpha_c = \mathbf K_c^{-1}\mathbf r_c = \mathbf A^{-1}\mathbf r_c + \mathbf A^{-1}
+    \mathbf U_c(-\mathbf S_c)^{-1}\mathbf t_c` (``C x n``) from ``Q`` (``C x n``, :math:`\mathbf A^{-1}\mathbf r_c`
+    a row), and what the classes add to the evidence's quadratic forms and log-determinants beyond
+    :math:`\mathbf A`'s, :math:`\sum_c \mathbf t_c^\top(-\mathbf S_c)^{-1}\mathbf t_c + \log|-\mathbf D_c| +
+    \log|-\mathbf S_c|`, with :math:`\mathbf t_c = \mathbf U_c^\top \mathbf A^{-1}\mathbf r_c` (module docstring)."""
+    alpha, extra = Q.clone(), Q.new_zeros(())
+    for group in groups:
+        t = Q[group.classes[:, None], group.rows] * group.valid  # g x m
+        u = torch.linalg.solve_triangular(group.R, t.unsqueeze(-1), upper=False)
+        v = torch.linalg.solve_triangular(group.R.mT, u, upper=True)  # (-S)^-1 t, g x m x 1
+        diagonal = group.R.diagonal(dim1=-2, dim2=-1)
+        extra = extra + (u * u).sum() + torch.log(-group.d).sum() + 2 * torch.log(diagonal).sum()
+        # A^-1 U_c v: the own rows of the symmetric A^-1 weighted by v
+        alpha[group.classes] += (v.mT @ group.own(A_inv)).squeeze(-2)
+    return alpha, extra
+
+
+class _SharedEvidence(torch.autograd.Function):
+    r"""The value of :func:`shared_dirichlet_log_evidence` and its closed-form gradient (R&W eq. 5.9, a
+    class at a time, summed):
+
+    .. math:: \frac{\partial}{\partial\mathbf K} = \tfrac12\sum_c (\boldsymbol\alpha_c\boldsymbol\alpha_c^\top
+       - \mathbf K_c^{-1}), \quad \frac{\partial}{\partial n_{c,i}} = \tfrac12(\alpha_{c,i}^2 - [\mathbf K_c^{-1}]_{ii}),
+       \quad \frac{\partial}{\partial m_c} = \mathbf 1^\top\boldsymbol\alpha_c, \quad
+       \frac{\partial}{\partial \tilde{\mathbf y}_c} = -\boldsymbol\alpha_c,
+
+    with :math:`\sum_c \mathbf K_c^{-1} = C\mathbf A^{-1} + \sum_c \mathbf V_c^\top\mathbf V_c`, :math:`\mathbf V_c =
+    \mathbf R_c^{-1}\mathbf U_c^\top\mathbf A^{-1}` (``n_c x n``) and :math:`-\mathbf S_c = \mathbf R_c\mathbf R_c^\top`:
+    one ``n x n`` product more than the value. (Autograd through the same operations gathered each
+    class's own rows out of an ``n x n`` matrix, whose backward filled an ``n x n`` gradient a class:
+    ``benchmarks/dirichlet_evidence.py`` measures both.)"""
+
+    @staticmethod
+    def forward(ctx: Any, K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> Tensor:
+        n, C = K.shape[-1], noise.shape[0]
+        logdet_A, A_inv, groups = _factor(K, noise)
+        r = targets - means[:, None]
+        Q = r @ A_inv  # C x n: A^-1 r_c a row
+        alpha, extra = _posterior_weights(A_inv, Q, groups)
+        value = -0.5 * ((r * Q).sum() + C * logdet_A + C * n * math.log(2 * math.pi) + extra)
+        if any(ctx.needs_input_grad):
+            # sum_c K_c^-1 = C A^-1 + sum_c V_c^T V_c, and each class's diagonal of K_c^-1
+            inverses = A_inv.mul(C)
+            diagonal = torch.diagonal(A_inv).expand(C, n).clone()
+            for group in groups:
+                V = torch.linalg.solve_triangular(group.R, group.own(A_inv), upper=False)  # g x m x n
+                diagonal[group.classes] += (V * V).sum(-2)
+                flat = V.reshape(-1, n)
+                inverses.addmm_(flat.mT, flat)
+            ctx.save_for_backward(alpha, inverses, diagonal)
+        return value
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        alpha, inverses, diagonal = ctx.saved_tensors
+        half = 0.5 * grad
+        grad_K = (alpha.mT @ alpha).sub_(inverses).mul_(half) if ctx.needs_input_grad[0] else None
+        grad_means = grad * alpha.sum(-1) if ctx.needs_input_grad[1] else None
+        grad_noise = (alpha * alpha - diagonal).mul_(half) if ctx.needs_input_grad[2] else None
+        grad_targets = -grad * alpha if ctx.needs_input_grad[3] else None
+        return grad_K, grad_means, grad_noise, grad_targets
+
+
 def shared_dirichlet_log_evidence(K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> Tensor:
     r"""The sum over the classes of :math:`\log \mathcal N(\tilde{\mathbf y}_c \mid m_c\mathbf 1, \mathbf K +
     \operatorname{diag}(\mathbf n_c))` (module docstring), where every class's noise ``noise[c]`` takes one
-    value off its own documents (the largest of all, :math:`\sigma^2_0 + \eta`) and any smaller values on them.
+    value off its own documents (the largest of all, :math:`\sigma^2_0 + \eta`) and any smaller values on
+    them. Its gradient is the closed form of :class:`_SharedEvidence` (first order: no gradient of the
+    gradient).
 
     Args:
         K: ``n x n``, the output scale times the kernel (the classes' shared prior covariance).
@@ -85,19 +201,7 @@ def shared_dirichlet_log_evidence(K: Tensor, means: Tensor, noise: Tensor, targe
         ValueError: the shapes disagree.
     """
     _check_shapes(K, means, noise, targets)
-    n, C = K.shape[-1], noise.shape[0]
-    L, L_inv, factors = _class_factors(K, noise)
-    logdet_A = 2 * torch.log(torch.diagonal(L)).sum()
-    Z = L_inv @ (targets - means[:, None]).mT  # L^-1 r, n x C
-    Q = L_inv.mT @ Z  # A^-1 r
-    total = -0.5 * ((Z * Z).sum() + C * logdet_A + C * n * math.log(2 * math.pi))
-    for c, (rows, d, R) in enumerate(factors):
-        if len(rows) == 0:
-            continue
-        u = torch.linalg.solve_triangular(R, Q[rows, c, None], upper=False)
-        # r^T K_c^-1 r = r^T A^-1 r - t^T S^-1 t = r^T A^-1 r + t^T (-S)^-1 t;  log|K_c| as in the module docstring
-        total = total - 0.5 * ((u * u).sum() + torch.log(-d).sum() + 2 * torch.log(torch.diagonal(R)).sum())
-    return total
+    return _SharedEvidence.apply(K, means, noise, targets)
 
 
 class SharedDirichletPosterior:
@@ -112,31 +216,22 @@ class SharedDirichletPosterior:
 
     def __init__(self, K: Tensor, means: Tensor, noise: Tensor, targets: Tensor) -> None:
         _check_shapes(K, means, noise, targets)
-        _, self.L_inv, self.factors = _class_factors(K, noise)
+        _, self.A_inv, self.groups = _factor(K, noise)
         self.means, self.noise, self.targets = means, noise, targets
-        Q = self.L_inv.mT @ (self.L_inv @ (targets - means[:, None]).mT)  # A^-1 r, n x C
-        alpha = Q.clone()
-        for c, (rows, _, R) in enumerate(self.factors):
-            if len(rows) == 0:
-                continue
-            # K_c^-1 r = A^-1 r - A^-1 U S^-1 U^T A^-1 r = A^-1 r + A^-1 U (-S)^-1 t
-            v = torch.cholesky_solve(Q[rows, c, None], R).squeeze(-1)
-            alpha[:, c] += self.L_inv.mT @ (self.L_inv[:, rows] @ v)
-        self.alpha = alpha  # n x C: K_c^-1 r_c
+        Q = (targets - means[:, None]) @ self.A_inv
+        alpha, _ = _posterior_weights(self.A_inv, Q, self.groups)
+        self.alpha = alpha.mT  # n x C: K_c^-1 r_c
 
     def predict(self, k_star: Tensor, k_diag: Tensor) -> tuple[Tensor, Tensor]:
         """Means and variances ``b x C`` at documents with cross-covariances ``k_star`` (``n x b``) and prior
         variances ``k_diag`` (``b``)."""
         mean = self.means + k_star.mT @ self.alpha
-        G = self.L_inv @ k_star  # L^-1 k*, n x b
-        B = self.L_inv.mT @ G  # A^-1 k*
-        base = k_diag - (G * G).sum(0)  # k** - k*^T A^-1 k*
-        var = base[:, None].repeat(1, len(self.factors))
-        for c, (rows, _, R) in enumerate(self.factors):
-            if len(rows) == 0:
-                continue
-            V = torch.linalg.solve_triangular(R, B[rows], upper=False)
-            var[:, c] -= (V * V).sum(0)
+        B = self.A_inv @ k_star  # A^-1 k*, n x b
+        base = k_diag - (k_star * B).sum(0)  # k** - k*^T A^-1 k*
+        var = base[:, None].repeat(1, self.noise.shape[0])
+        for group in self.groups:
+            V = torch.linalg.solve_triangular(group.R, group.own(B), upper=False)  # g x m x b
+            var[:, group.classes] -= (V * V).sum(-2).mT
         return mean, var.clamp_min(0.0)
 
     def leave_one_out(self) -> tuple[Tensor, Tensor]:
@@ -145,13 +240,10 @@ class SharedDirichletPosterior:
         n_{c,i}` (R&W eq. 5.12), the diagonal of :math:`\mathbf K_c^{-1} = \mathbf A^{-1} + \mathbf M_c
         (-\mathbf S_c)^{-1} \mathbf M_c^\top` (:math:`\mathbf M_c = \mathbf A^{-1}\mathbf U_c`) from the one
         factorization."""
-        diag_A = (self.L_inv * self.L_inv).sum(0)  # diag of A^-1 = L^-T L^-1
-        diag = diag_A[None, :].repeat(len(self.factors), 1)  # C x n
-        for c, (rows, _, R) in enumerate(self.factors):
-            if len(rows) == 0:
-                continue
-            M = self.L_inv.mT @ self.L_inv[:, rows]  # A^-1 U_c, n x n_c
-            V = torch.linalg.solve_triangular(R, M.mT, upper=False)  # R^-1 M^T, n_c x n
-            diag[c] += (V * V).sum(0)
+        C, n = self.noise.shape
+        diag = torch.diagonal(self.A_inv).expand(C, n).clone()
+        for group in self.groups:
+            V = torch.linalg.solve_triangular(group.R, group.own(self.A_inv), upper=False)  # R^-1 M^T, g x m x n
+            diag[group.classes] += (V * V).sum(-2)
         alpha = self.alpha.mT  # C x n
         return self.targets - alpha / diag, (1.0 / diag - self.noise).clamp_min(0.0)
