@@ -92,6 +92,8 @@ BENCHMARKS = {
     "softmax_gp_exact.py": "| r8 | 50 | exact s=evidence, span only |",
     "gp_vocabulary_dev.py": "| r8 | 50 | negations |",
     "laplace_cost.py": "| 60 | 6 | 1 |",
+    "evidence_subset_dev.py": "| 0 | 30 |",
+    "intent_scale.py": "| 20 | 240 | 100 |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",

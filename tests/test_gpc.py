@@ -117,6 +117,92 @@ def test_shared_dirichlet_evidence_is_gpytorchs_per_class_evidence_with_its_grad
         shared_dirichlet_log_evidence(torch.eye(3), torch.zeros(2), torch.ones(2, 4), torch.ones(2, 4))
 
 
+@pytest.mark.parametrize("group_entries", [2**24, 40])
+def test_shared_dirichlet_evidence_gradient_is_finite_differences_and_a_per_class_loop(monkeypatch, group_entries):
+    """The closed-form gradient of the shared evidence (lvgp.models.dirichlet._SharedEvidence) against
+    finite differences in every argument (gradcheck), and the value against a slow loop of one dense
+    Gaussian a class; classes of unequal sizes (one of a single document, one with none), in one padded
+    group of classes or, with a tiny budget, one class a group."""
+    from lvgp.models import dirichlet
+
+    monkeypatch.setattr(dirichlet, "_GROUP_ENTRIES", group_entries)
+    g = torch.Generator().manual_seed(3)
+    n, C = 9, 4
+    F = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    K = (F @ F.mT + 0.1 * torch.eye(n, dtype=torch.float64)).requires_grad_()
+    codes = torch.tensor([0, 0, 0, 0, 1, 1, 2, 0, 1])  # class 3 has no document
+    noise = torch.full((C, n), 0.9, dtype=torch.float64)
+    noise[codes, torch.arange(n)] = 0.3 + 0.05 * torch.arange(n, dtype=torch.float64)
+    noise.requires_grad_()
+    means = torch.randn(C, generator=g, dtype=torch.float64, requires_grad=True)
+    targets = torch.randn(C, n, generator=g, dtype=torch.float64, requires_grad=True)
+    value = dirichlet.shared_dirichlet_log_evidence(K, means, noise, targets)
+    reference = 0.0
+    for c in range(C):
+        cov = K.detach() + torch.diag(noise[c].detach())
+        reference += (
+            torch.distributions.MultivariateNormal(means[c].detach().expand(n), cov)
+            .log_prob(targets[c].detach())
+            .item()
+        )
+    assert value.item() == pytest.approx(reference, rel=1e-12)
+
+    def evidence(K, means, noise, targets):
+        return dirichlet.shared_dirichlet_log_evidence((K + K.mT) / 2, means, noise, targets)
+
+    assert torch.autograd.gradcheck(evidence, (K, means, noise, targets), eps=1e-6, atol=1e-7, rtol=1e-6)
+
+
+def test_the_evidence_of_a_subset_fits_the_subsets_hyperparameters_and_conditions_on_every_document(tmp_path):
+    """max_evidence_documents: the hyper-parameters are a fit's on the stratified subset alone (a kernel
+    with no data-dependent part and no prior: the scaled objective is the subset's own per document),
+    the posterior conditions on all documents; the subset is stratified, of the asked size and
+    reproducible; m >= n changes nothing; it needs the shared Dirichlet inference."""
+    from lvgp import BagOfWordsKernel
+
+    texts, y = three_classes(60, 4)
+    vocab = Vocabulary().fit(texts)
+
+    def classifier(**options):
+        return LDKGPClassifier(
+            lambda num_words: BagOfWordsKernel(num_words, "cosine"),
+            vocabulary=vocab,
+            class_hyperparameters="shared",
+            optimizer=LBFGS(max_iter=15),
+            random_state=0,
+            **options,
+        )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        subset = classifier(max_evidence_documents=20).fit(texts, y)
+        rows = subset.evidence_documents_
+        alone = classifier().fit([texts[i] for i in rows], y[rows])
+        every = classifier().fit(texts, y)
+        same = classifier(max_evidence_documents=60).fit(texts, y)
+    assert len(rows) == 20 and len(set(rows.tolist())) == 20
+    assert sorted(np.bincount(y[rows]).tolist()) == sorted(np.round(np.bincount(y) * 20 / 60).astype(int).tolist())
+    assert np.array_equal(classifier(max_evidence_documents=20).fit(texts, y).evidence_documents_, rows)
+    fitted = dict(subset.model_.named_parameters()) | dict(subset.likelihood_.named_parameters())
+    reference = dict(alone.model_.named_parameters()) | dict(alone.likelihood_.named_parameters())
+    for name, value in reference.items():
+        np.testing.assert_allclose(fitted[name].detach().numpy(), value.detach().numpy(), rtol=1e-6, atol=1e-8)
+    # the posterior: every training document, not the subset's
+    assert subset._posterior().alpha.shape == (60, 3)
+    assert not np.allclose(subset.predict_proba(texts), alone.predict_proba(texts))
+    assert same.evidence_documents_ is None
+    np.testing.assert_array_equal(same.predict_proba(texts), every.predict_proba(texts))
+    subset.save(tmp_path / "subset.pt")
+    loaded = LDKGPClassifier.load(
+        tmp_path / "subset.pt", kernel=lambda num_words: BagOfWordsKernel(num_words, "cosine")
+    )
+    np.testing.assert_array_equal(loaded.evidence_documents_, rows)
+    with pytest.raises(ValueError, match="max_evidence_documents needs inference=.laplace., or .dirichlet. with"):
+        LDKGPClassifier(max_evidence_documents=20).fit(texts, y)
+    with pytest.raises(ValueError, match="max_evidence_documents"):
+        classifier(max_evidence_documents=1).fit(texts, y)
+
+
 def test_shared_dirichlet_predictions_are_gpytorchs_per_class_ones():
     """The latent posterior at test documents from one factorization for all classes equals gpytorch's
     exact prediction, which factors each class's covariance (a fourth class of one document; test
@@ -346,6 +432,9 @@ SAVE_CASES = {
     ),
     "dirichlet, random features": dict(kernel=LDKSpec(rho=0.1, approximation="rff", num_features=64)),
     "dirichlet, temperature": dict(calibration="temperature"),
+    "dirichlet, shared, the evidence of a subset": dict(
+        class_hyperparameters="shared", calibration="temperature", max_evidence_documents=12
+    ),
     "dirichlet, a user kernel": dict(kernel="user"),
     "variational, three classes": dict(inference="variational", num_inducing=16, optimizer=MiniBatch(max_epochs=5)),
     "variational, two classes": dict(
@@ -524,3 +613,18 @@ def test_the_studies_offer_every_inference():
 
     field = next(f for f in dataclasses.fields(ClassificationStudy) if f.name == "gpc_inference")
     assert set(field.metadata["choices"]) == set(INFERENCES)
+
+
+def test_expected_softmax_in_blocks_of_rows_is_the_whole_ones(monkeypatch):
+    """Many documents and classes are averaged in blocks of rows (memory: draws x rows x classes); the
+    probabilities are the whole tensor's to rounding, with the same draws a class."""
+    from lvgp.models.gpc import models
+
+    g = torch.Generator().manual_seed(0)
+    mean = torch.randn(50, 7, generator=g, dtype=torch.float64)
+    var = torch.rand(50, 7, generator=g, dtype=torch.float64)
+    whole = models.expected_softmax(mean, var, 64, list(range(7)))
+    monkeypatch.setattr(models, "_SOFTMAX_BLOCK", 64 * 7 * 6)  # six rows a block
+    blocked = models.expected_softmax(mean, var, 64, list(range(7)))
+    np.testing.assert_allclose(blocked.numpy(), whole.numpy(), rtol=0, atol=1e-15)
+    assert blocked.shape == (50, 7)

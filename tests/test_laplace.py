@@ -242,6 +242,46 @@ def test_the_classifier_fits_the_evidence_and_predicts_from_the_mode(class_hyper
     assert loaded.log_marginal_likelihood_ == clf.log_marginal_likelihood_
 
 
+def test_the_laplace_evidence_of_a_subset_fits_its_hyperparameters_and_the_mode_reads_every_document():
+    """max_evidence_documents with the Laplace inference: the hyper-parameters are a fit's on the subset
+    alone (a kernel without data-dependent parts or priors), the mode and log_marginal_likelihood_ are
+    every document's (eq. 3.44 at the fitted hyper-parameters)."""
+    import warnings
+
+    from lvgp import LBFGS, BagOfWordsKernel, LDKGPClassifier, Vocabulary
+
+    texts, labels = _texts(45, 0)
+    vocab = Vocabulary().fit(texts)
+
+    def fit(x, y, **options):
+        est = LDKGPClassifier(
+            lambda num_words: BagOfWordsKernel(num_words, "cosine"),
+            vocabulary=vocab,
+            inference="laplace",
+            optimizer=LBFGS(max_iter=15),
+            random_state=0,
+            **options,
+        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*did not converge.*")
+            return est.fit(x, y)
+
+    subset = fit(texts, labels, max_evidence_documents=21)
+    rows = subset.evidence_documents_
+    assert len(rows) == 21 and sorted(np.unique(labels[rows], return_counts=True)[1].tolist()) == [7, 7, 7]
+    alone = fit([texts[i] for i in rows], labels[rows])
+    for (name, value), (_, reference) in zip(subset.model_.named_parameters(), alone.model_.named_parameters()):
+        np.testing.assert_allclose(
+            value.detach().numpy(), reference.detach().numpy(), rtol=1e-6, atol=1e-8, err_msg=name
+        )
+    model = subset.model_
+    assert model.mode_a.shape == (3, 45)
+    with torch.no_grad():
+        K, m = model.covariance(model.train_x), model.means()
+        direct = log_evidence(K, m, model.labels, find_mode(K, m, model.labels))
+    np.testing.assert_allclose(subset.log_marginal_likelihood_, float(direct), rtol=1e-9)
+
+
 def test_the_classifier_refuses_what_the_laplace_inference_has_no_use_for():
     from lvgp import LDKGPClassifier, MiniBatch
     from lvgp.base.constraints import check_params

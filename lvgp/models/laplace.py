@@ -347,14 +347,26 @@ class SoftmaxLaplaceGP(gpytorch.Module):
             k = k + self.intercept_variance
         return k.expand(*self.classes_batch, k.shape[-1]) if k.dim() == 1 else k
 
-    def log_evidence(self) -> Tensor:
+    def log_evidence(self, rows: Tensor | None = None) -> Tensor:
         """The approximate log marginal likelihood (eq. 3.44) at the current hyper-parameters, with
-        its implicit gradient; the mode found from the last one (and kept, ``mode_a``)."""
-        K, m = self.covariance(self.train_x), self.means()
-        mode = find_mode(K, m, self.labels, self.mode_a)
-        self.mode_a.copy_(mode.a)
+        its implicit gradient; the mode found from the last one (and kept, ``mode_a``). ``rows``: the
+        evidence of those training documents alone (a subset's, ``max_evidence_documents``), its mode
+        searched from the subset's last one (kept beside ``mode_a``, not saved)."""
+        m = self.means()
+        start: Tensor | None
+        if rows is None:
+            K, labels, start = self.covariance(self.train_x), self.labels, self.mode_a
+        else:
+            K, labels = self.covariance(self.train_x[rows]), self.labels[:, rows]
+            kept = getattr(self, "_subset_a", None)
+            start = kept if isinstance(kept, Tensor) and kept.shape == labels.shape else None
+        mode = find_mode(K, m, labels, start)
+        if rows is None:
+            self.mode_a.copy_(mode.a)
+        else:
+            self._subset_a = mode.a
         self.last_search = (mode.n_iter, mode.gradient)
-        return log_evidence(K, m, self.labels, mode)
+        return log_evidence(K, m, labels, mode)
 
     @torch.no_grad()
     def posterior(self) -> tuple[LaplaceMode, ModeParts]:

@@ -68,6 +68,11 @@ TEMPERATURE_PRIOR_SD = 1.0
 CLASS_HYPERPARAMETERS = ("per-class", "shared")
 
 
+def _plain_rows(rows: np.ndarray | None) -> list[int] | None:
+    """``evidence_documents_`` as a saved file holds it (a list, or ``None``)."""
+    return None if rows is None else [int(r) for r in rows]
+
+
 def _tempered_log_proba(log_p: np.ndarray, temperature: float) -> np.ndarray:
     r"""Log probabilities ``log_p`` (``n x C``) tempered: :math:`\log(p_c^{1/T} / \sum_{c'} p_{c'}^{1/T})`."""
     tempered = log_p / temperature
@@ -189,6 +194,20 @@ class LDKGPClassifier(
             where its gain exceeds one standard error of the documents' paired gains (MAP word vectors saw
             the left-out text: optimistic for the part that holds them); ``"evidence"``: the fitted evidence
             with BIC's Occam factor (fixed word vectors only, not MAP ones).
+        max_evidence_documents: ``None`` (default: the evidence of all training documents) or an int ``m``
+            (the Laplace inference, or the Dirichlet one with ``class_hyperparameters="shared"``): with
+            more than ``m`` training documents, the hyper-parameters maximize the evidence of a
+            class-stratified random subset of ``m`` of them (every class keeps at least one; the stream
+            ``"evidence documents"`` of ``random_state``), scaled by ``n / m`` as an estimate of the whole
+            evidence beside the priors; the posterior (the Dirichlet inference's one factorization, the
+            Laplace mode), the predictions, ``log_marginal_likelihood_`` and the temperature's
+            leave-one-out predictions then condition on *all* ``n`` documents. An L-BFGS evaluation costs
+            :math:`O(m^3)` instead of :math:`O(n^3)` (the Laplace inference's :math:`O(Cm^3)`: 15,000
+            documents of the Dirichlet inference, or 1,500 of 150 classes of the Laplace one, fit in minutes
+            instead of hours; ``benchmarks/README.md``); a handful of hyper-parameters are estimated as
+            well from fewer documents (``evidence_subset_dev.py``). Learned (MAP) word vectors would see
+            the subset's words alone: use it with fixed ones. ``evidence_documents_``: the subset's rows
+            (``None`` when the evidence read every document).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -222,6 +241,7 @@ class LDKGPClassifier(
         encoder_kernel: str = "cosine",
         novelty_score: str = "entropy",
         part_selection: str | None = None,
+        max_evidence_documents: int | None = None,
     ):
         self.kernel = kernel
         self.inference = inference
@@ -241,6 +261,7 @@ class LDKGPClassifier(
         self.encoder_kernel = encoder_kernel
         self.novelty_score = novelty_score
         self.part_selection = part_selection
+        self.max_evidence_documents = max_evidence_documents
 
     _first_format_version = 1  # files of lvgp 0.1 load
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
@@ -270,6 +291,7 @@ class LDKGPClassifier(
         "encoder_kernel": [Options(*ENCODER_KERNELS)],
         "novelty_score": [Options(*NOVELTY_SCORES)],
         "part_selection": [None, Options(*PART_SELECTIONS)],
+        "max_evidence_documents": [None, Integer(2)],
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
@@ -295,6 +317,14 @@ class LDKGPClassifier(
         if self.part_selection == "loo" and not strategy.leave_one_out:
             raise ValueError(
                 "part_selection='loo' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
+            )
+        if self.max_evidence_documents is not None and not (
+            self.inference == "laplace" or (self.inference == "dirichlet" and self.class_hyperparameters == "shared")
+        ):
+            raise ValueError(
+                "max_evidence_documents needs inference='laplace', or 'dirichlet' with class_hyperparameters='shared' "
+                "(one factorization for all classes, whose posterior conditions on every document after the "
+                f"subset's fit); got inference={self.inference!r}, class_hyperparameters={self.class_hyperparameters!r}"
             )
         if self.sentence_encoder is not None and strategy.mini_batches:
             raise ValueError(
@@ -535,7 +565,14 @@ class LDKGPClassifier(
             check_same_model(self.random_state, "LDKGPClassifier")
         seed = self._fit_streams().root
         self.device_ = check_device(self.device)
+        self.evidence_documents_ = self._evidence_rows(codes)
         copies = strategy.dense_copies(self)
+        if copies is not None and self.evidence_documents_ is not None and self.inference == "dirichlet":
+            # the subset's fit holds its copies at m x m; the posterior four at n x n (the kernel matrix, the
+            # shifted one, its factor and inverse). (The Laplace mode on all documents holds its per-class
+            # copies at n x n: its guard stands.)
+            m = len(self.evidence_documents_)
+            copies = max(4, -(-copies * m * m // (x.shape[0] ** 2)))
         if copies is not None:  # dense n x n covariances and factors, and their gradients
             check_dense_memory(
                 x.shape[0],
@@ -558,6 +595,24 @@ class LDKGPClassifier(
         strategy.after_fit(self)  # the kept fit's checks, not every sub-composition's
         self.model_.eval()
         self.likelihood_.eval()
+
+    def _evidence_rows(self, codes: np.ndarray) -> np.ndarray | None:
+        """``max_evidence_documents``: the sorted rows of a class-stratified random subset of that many
+        training documents (each class its share, at least one document; the largest remainders take
+        what the floors leave), or ``None`` when the evidence reads every document."""
+        m, n = self.max_evidence_documents, len(codes)
+        if m is None or n <= m:
+            return None
+        counts = np.bincount(codes)
+        share = counts * (m / n)
+        take = np.minimum(np.maximum(1, np.floor(share)).astype(int), counts)
+        for c in np.argsort(-(share - np.floor(share)), kind="stable"):
+            if take.sum() >= m:
+                break
+            take[c] += take[c] < counts[c]
+        rng = self._fit_streams().numpy("evidence documents")
+        rows = [rng.choice(np.flatnonzero(codes == c), size=int(k), replace=False) for c, k in enumerate(take)]
+        return np.sort(np.concatenate(rows))
 
     def _inference_strategy(self) -> Inference:
         """The strategy object of ``inference=`` (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)."""
@@ -623,6 +678,7 @@ class LDKGPClassifier(
                 "encode_seconds": getattr(self, "encode_seconds_", None),
                 "temperature": getattr(self, "temperature_", 1.0),
                 "mc_draws": getattr(self, "_mc_draws", "by-position"),
+                "evidence_documents": _plain_rows(getattr(self, "evidence_documents_", None)),
                 **self._saved_parts(),
                 **(
                     {"log_marginal_likelihood": self.log_marginal_likelihood_}
@@ -663,6 +719,8 @@ class LDKGPClassifier(
         if "log_marginal_likelihood" in fit:
             est.log_marginal_likelihood_ = fit["log_marginal_likelihood"]
         est._mc_draws = fit.get("mc_draws", "by-position")  # saved before: predicted with the draws by position
+        rows = fit.get("evidence_documents")  # saved before max_evidence_documents: every document
+        est.evidence_documents_ = None if rows is None else np.asarray(rows, dtype=np.int64)
         est._restore_parts(fit)
 
     def _class_seeds(self) -> list[int] | None:

@@ -225,6 +225,11 @@ class DirichletInference(_EvidenceInference):
         likelihood.train()
 
         shared = est.class_hyperparameters == "shared"
+        # max_evidence_documents: the evidence of a stratified subset, scaled to n documents (the estimator's docstring)
+        subset = getattr(est, "evidence_documents_", None)
+        rows = None if subset is None else torch.as_tensor(subset, device=inputs.device)
+        fit_inputs = inputs if rows is None else inputs[rows]
+        scale = 1.0 if rows is None else n / len(rows)
 
         def evidence() -> torch.Tensor:
             # sum over classes of the exact log marginal likelihood (the word vectors' log prior is
@@ -233,25 +238,27 @@ class DirichletInference(_EvidenceInference):
             # class (lvgp.models.dirichlet), else gpytorch factors each class's covariance
             with exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
                 if shared:
-                    return shared_dirichlet_log_evidence(*self.shared_terms(est, inputs))
+                    return scale * shared_dirichlet_log_evidence(*self.shared_terms(est, fit_inputs, rows))
                 return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
 
         result = self._maximize_evidence(est, model, evidence, n, budget, validate, "LDK GP classifier")
         if budget is None:  # a chosen budget ends the fit by design
             result.warn_if_unconverged("the Dirichlet GP classifier", unit="L-BFGS iterations", stacklevel=4)
 
-    def shared_terms(self, est: Any, inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def shared_terms(
+        self, est: Any, inputs: torch.Tensor, rows: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, ...]:
         """What :mod:`lvgp.models.dirichlet` takes of the shared-hyper-parameter Dirichlet inference at the
         training documents ``inputs``: the output scale times the kernel (``n x n``), the classes'
         constant means, each class's noise at each document (the Dirichlet noise plus the learned one)
-        and the transformed targets."""
+        and the transformed targets; ``rows``: ``inputs`` are those training documents (the noise and
+        targets taken at them)."""
         model, likelihood = est.model_, est.likelihood_
-        return (
-            model.covar_module(inputs).to_dense(),
-            model.mean_module.constant.reshape(-1),
-            likelihood.noise_covar.noise + likelihood.second_noise_covar.noise,
-            likelihood.transformed_targets,
-        )
+        noise = likelihood.noise_covar.noise + likelihood.second_noise_covar.noise
+        targets = likelihood.transformed_targets
+        if rows is not None:
+            noise, targets = noise[:, rows], targets[:, rows]
+        return model.covar_module(inputs).to_dense(), model.mean_module.constant.reshape(-1), noise, targets
 
     def posterior(self, est: Any) -> Any:
         """The shared-hyper-parameter inference's one factorization for all classes
@@ -312,9 +319,15 @@ class LaplaceInference(_EvidenceInference):
         n = x.shape[0]
         model.train()
 
+        # max_evidence_documents: the evidence of a stratified subset, scaled to n documents; the mode and
+        # the evidence after the fit are every document's
+        subset = getattr(est, "evidence_documents_", None)
+        rows = None if subset is None else torch.as_tensor(subset, device=model.train_x.device)
+        scale = 1.0 if rows is None else n / len(rows)
+
         def evidence() -> torch.Tensor:
             with exact_numerics(), covariance_errors("Laplace GP classifier", "Try a larger rho."):
-                return model.log_evidence()
+                return scale * model.log_evidence(rows)
 
         result = self._maximize_evidence(est, model, evidence, n, budget, validate, "LDK GP classifier (Laplace)")
         with torch.no_grad(), exact_numerics():  # the mode and evidence at the kept parameters

@@ -1,0 +1,139 @@
+"""The shared Dirichlet GP classifier at an intent set's sizes (issues 56-57): 150 classes of short
+queries, 10 and 100 labelled a class (1,500 and 15,000 documents), the hyper-parameters from the
+evidence of every document or of a stratified subset (``max_evidence_documents``, the studies'
+``GPC_EVIDENCE_DOCUMENTS``), the posterior on all.
+
+The queries are synthetic (no intent set is at hand here): each class has three keywords of its own,
+a query two or three of them (one in five from another class) among three to six words shared by
+all classes; out-of-scope queries hold shared and unseen words only. What is measured is the cost of a
+cell -- the fit (kernel, L-BFGS on the evidence, the posterior and the temperature's leave-one-out
+predictions on all documents), the prediction of the test queries -- and its peak memory, with the
+classifier the open-set study's ``gpc-bow`` builds (the cosine of the tf-idf vectors); the accuracy
+and the out-of-scope AUROC of the toy data are printed as a check, not as results.
+
+    python benchmarks/intent_scale.py                 # 10 and 100 a class, the subset of 2,000, and all at 10
+    python benchmarks/intent_scale.py --inference laplace --per-class 10 --subset 300 --all-up-to 0
+    python benchmarks/intent_scale.py --quick         # 12 classes, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+import warnings
+
+import numpy as np
+
+
+def word(prefix: str, i: int) -> str:
+    """A made-up word of letters only (the vocabulary's tokens): ``prefix`` and ``i`` in base 26."""
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters += "abcdefghijklmnopqrstuvwxyz"[r]
+        if i == 0:
+            return prefix + letters
+
+
+def queries(n_classes: int, per_class: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """``per_class`` synthetic queries of each of ``n_classes`` classes (labels ``0 .. n_classes - 1``)."""
+    rng = np.random.default_rng(seed)
+    shared = [word("com", i) for i in range(300)]
+    texts, labels = [], []
+    for c in range(n_classes):
+        for _ in range(per_class):
+            own = list(rng.choice([word("key", 3 * c + j) for j in range(3)], rng.integers(2, 4), replace=False))
+            if rng.random() < 0.2:
+                own[0] = word("key", 3 * int(rng.integers(n_classes)) + int(rng.integers(3)))
+            words = own + list(rng.choice(shared, rng.integers(3, 7)))
+            texts.append(" ".join(rng.permutation(words)))
+            labels.append(c)
+    return texts, np.asarray(labels)
+
+
+def out_of_scope(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    shared = [word("com", i) for i in range(300)]
+    return [
+        " ".join(list(rng.choice(shared, rng.integers(3, 7))) + [word("new", int(rng.integers(10**6)))])
+        for _ in range(n)
+    ]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--classes", type=int, default=150)
+    parser.add_argument("--per-class", default="10,100")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--all-up-to", type=int, default=1500, help="also fit with the evidence of all documents up to this n"
+    )
+    parser.add_argument("--inference", choices=("dirichlet", "laplace"), default="dirichlet")
+    parser.add_argument("--subset", type=int, default=None, help="max_evidence_documents (default: the studies')")
+    parser.add_argument("--no-predict", action="store_true", help="fit only (the predict and test columns empty)")
+    args = parser.parse_args(argv)
+    from lvgp.experiments.executors import limit_threads
+
+    limit_threads(args.threads)
+    from sklearn.metrics import roc_auc_score
+
+    from lvgp import LBFGS, LDKGPClassifier
+    from lvgp.experiments.classification import GPC_EVIDENCE_DOCUMENTS, PLUS_GPC_MAX_ITER
+    from lvgp.experiments.open_set import _tfidf_cosine
+
+    subset = GPC_EVIDENCE_DOCUMENTS if args.subset is None else args.subset
+    n_classes, sizes = args.classes, [int(s) for s in args.per_class.split(",")]
+    if args.quick:
+        n_classes, sizes, subset = 12, [5, 20], 100
+    test_x, test_y = queries(n_classes, 30, seed=1)
+    oos = out_of_scope(1000 if not args.quick else 60, seed=2)
+    print(
+        f"{args.inference}; {n_classes} classes; {len(test_x):,} in-scope and {len(oos):,} out-of-scope test queries; {args.threads} thread(s)"
+    )
+    print(
+        "| a class | documents | evidence of | L-BFGS iterations | the last mode's Newton steps | fit s | predict s | "
+        "peak GiB | accuracy | OOS AUROC |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for per_class in sizes:
+        x, y = queries(n_classes, per_class, seed=0)
+        for m in ([None] if len(y) <= args.all_up_to else []) + ([subset] if len(y) > subset else []):
+            model = LDKGPClassifier(
+                _tfidf_cosine,
+                inference=args.inference,
+                class_hyperparameters="shared",
+                alpha_epsilon=1e-6,
+                calibration="temperature" if args.inference == "dirichlet" else None,
+                optimizer=LBFGS(max_iter=PLUS_GPC_MAX_ITER),
+                max_evidence_documents=m,
+                random_state=0,
+            )
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(x, y)
+                fit_seconds = time.perf_counter() - start
+                start = time.perf_counter()
+                proba = None if args.no_predict else model.predict_proba(test_x + oos)
+                predict_seconds = time.perf_counter() - start
+            accuracy = auroc = float("nan")
+            if proba is None:
+                predict_seconds = float("nan")
+            else:
+                accuracy = float(np.mean(model.classes_[proba[: len(test_x)].argmax(1)] == test_y))
+                entropy = -(proba * np.log(np.maximum(proba, 1e-300))).sum(1)
+                auroc = roc_auc_score(np.r_[np.zeros(len(test_x)), np.ones(len(oos))], entropy)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            what = "all" if m is None else f"{m:,}"
+            newton = model.model_.last_search[0] if args.inference == "laplace" else "-"
+            print(
+                f"| {per_class} | {len(y):,} | {what} | {model.n_iter_} | {newton} | {fit_seconds:.1f} | {predict_seconds:.1f} | "
+                f"{peak:.1f} | {accuracy:.3f} | {auroc:.3f} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
