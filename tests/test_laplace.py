@@ -425,3 +425,23 @@ def test_the_laplace_latent_prior_includes_the_intercepts_variance():
     np.testing.assert_allclose(mean, 0.0)
     np.testing.assert_allclose(prior, scale + v, rtol=1e-12)
     np.testing.assert_allclose(var, scale + v, rtol=1e-12)
+
+
+def test_the_studies_take_a_subsets_evidence_only_where_a_method_fixes_its_word_vectors():
+    """--gpc-inference: the methods built on ldk-gpc-plus (fixed word vectors) take the Dirichlet
+    subset of GPC_EVIDENCE_DOCUMENTS and, with the Laplace inference, LAPLACE_EVIDENCE_DOCUMENTS; the
+    variational inference and ldk-gpc (learned word vectors) read every document."""
+    from types import SimpleNamespace
+
+    from lvgp import LDKGPClassifier
+    from lvgp.experiments import classification as study
+
+    for inference, expected in (
+        ("dirichlet", study.GPC_EVIDENCE_DOCUMENTS),
+        ("laplace", study.LAPLACE_EVIDENCE_DOCUMENTS),
+        ("variational", None),
+    ):
+        options = SimpleNamespace(gpc_inference=inference)
+        plus = LDKGPClassifier(class_hyperparameters="shared", max_evidence_documents=study.GPC_EVIDENCE_DOCUMENTS)
+        assert study.with_gpc_inference(plus, options).max_evidence_documents == expected
+        assert study.with_gpc_inference(LDKGPClassifier(), options).max_evidence_documents is None
