@@ -178,7 +178,7 @@ def with_gpc_inference(model, study):
     no temperature: their probabilities are the likelihood's own)."""
     if study.gpc_inference == "dirichlet":
         return model
-    # the evidence of a subset is the shared Dirichlet inference's (max_evidence_documents)
+    # the variational inference has no evidence to take of a subset (max_evidence_documents)
     if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer
         return model.set_params(inference="variational", calibration=None, optimizer=None, max_evidence_documents=None)
     # the Laplace inference's evidence costs C n^3 an evaluation: a method that takes a subset's evidence

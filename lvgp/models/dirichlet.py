@@ -29,7 +29,7 @@ One Cholesky factorization of :math:`\mathbf A` and its inverse, then an :math:`
 instead of :math:`O(C n^3)`. Equal to gpytorch's batched evidence to rounding (``tests/test_gpc.py``). Its
 gradient is the closed form of R&W eq. 5.9 summed over the classes (:class:`_SharedEvidence`: one
 :math:`n \times n` product beyond the value), checked against finite differences and gpytorch's
-autograd; autograd through these operations cost 2-11x more (``benchmarks/dirichlet_evidence.py``).
+autograd; autograd through these operations cost 2-5x more (``benchmarks/dirichlet_evidence.py``).
 """
 
 from __future__ import annotations
@@ -134,6 +134,21 @@ def _posterior_weights(A_inv: Tensor, Q: Tensor, groups: list[_ClassGroup]) -> t
     return alpha, extra
 
 
+def _inverse_diagonals(A_inv: Tensor, groups: list[_ClassGroup], C: int, total: Tensor | None = None) -> Tensor:
+    r"""``C x n``: each class's diagonal of :math:`\mathbf K_c^{-1} = \mathbf A^{-1} + \mathbf V_c^\top\mathbf V_c`,
+    :math:`\mathbf V_c = \mathbf R_c^{-1}\mathbf U_c^\top\mathbf A^{-1}` (``n_c x n``; module docstring). ``total``
+    (``n x n``): :math:`\sum_c \mathbf V_c^\top\mathbf V_c` is added to it in place."""
+    n = A_inv.shape[-1]
+    diagonal = torch.diagonal(A_inv).expand(C, n).clone()
+    for group in groups:
+        V = torch.linalg.solve_triangular(group.R, group.own(A_inv), upper=False)  # g x m x n
+        diagonal[group.classes] += (V * V).sum(-2)
+        if total is not None:
+            flat = V.reshape(-1, n)
+            total.addmm_(flat.mT, flat)
+    return diagonal
+
+
 class _SharedEvidence(torch.autograd.Function):
     r"""The value of :func:`shared_dirichlet_log_evidence` and its closed-form gradient (R&W eq. 5.9, a
     class at a time, summed):
@@ -160,12 +175,7 @@ class _SharedEvidence(torch.autograd.Function):
         if any(ctx.needs_input_grad):
             # sum_c K_c^-1 = C A^-1 + sum_c V_c^T V_c, and each class's diagonal of K_c^-1
             inverses = A_inv.mul(C)
-            diagonal = torch.diagonal(A_inv).expand(C, n).clone()
-            for group in groups:
-                V = torch.linalg.solve_triangular(group.R, group.own(A_inv), upper=False)  # g x m x n
-                diagonal[group.classes] += (V * V).sum(-2)
-                flat = V.reshape(-1, n)
-                inverses.addmm_(flat.mT, flat)
+            diagonal = _inverse_diagonals(A_inv, groups, C, total=inverses)
             ctx.save_for_backward(alpha, inverses, diagonal)
         return value
 
@@ -240,10 +250,6 @@ class SharedDirichletPosterior:
         n_{c,i}` (R&W eq. 5.12), the diagonal of :math:`\mathbf K_c^{-1} = \mathbf A^{-1} + \mathbf M_c
         (-\mathbf S_c)^{-1} \mathbf M_c^\top` (:math:`\mathbf M_c = \mathbf A^{-1}\mathbf U_c`) from the one
         factorization."""
-        C, n = self.noise.shape
-        diag = torch.diagonal(self.A_inv).expand(C, n).clone()
-        for group in self.groups:
-            V = torch.linalg.solve_triangular(group.R, group.own(self.A_inv), upper=False)  # R^-1 M^T, g x m x n
-            diag[group.classes] += (V * V).sum(-2)
+        diag = _inverse_diagonals(self.A_inv, self.groups, self.noise.shape[0])
         alpha = self.alpha.mT  # C x n
         return self.targets - alpha / diag, (1.0 / diag - self.noise).clamp_min(0.0)
