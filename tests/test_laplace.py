@@ -10,7 +10,8 @@
   multinomial ``LogisticRegression(C=s, fit_intercept=False)``;
 * the gradient of the log evidence (the mode's implicit derivative included): central finite
   differences, the mode found again at each point;
-* the predictive covariance: the dense ``diag(k**) - Q^T (K + W^-1)^-1 Q``.
+* the predictive covariance: the dense ``diag(k**) - Q^T (K + W^-1)^-1 Q``;
+* the Newton steps by conjugate gradients: the Choleskys' mode, step for step.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ import pytest
 import torch
 from scipy.special import logsumexp, softmax
 
-from lvgp.models.laplace import expected_softmax_correlated, find_mode, log_evidence, mode_parts, predictive
+from lvgp.models.laplace import (
+    ClassCovariances,
+    expected_softmax_correlated,
+    find_mode,
+    log_evidence,
+    mode_parts,
+    predictive,
+)
 
 
 def _rbf(X, Z, lengthscale):
@@ -86,6 +94,44 @@ def test_the_mode_and_the_log_evidence_are_the_dense_newtons():
     # warm start from the mode: no step left to take
     again = find_mode(K, mt, Yt, mode.a)
     assert again.n_iter == 0
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_conjugate_gradients_find_the_choleskys_mode_step_for_step(shared):
+    """find_mode(solver="cg") against alg. 3.3's Choleskys and the dense numpy Newton: the same mode and
+    evidence, the same Newton steps, from the prior mean and from a warm start; the covariances dense or
+    in parts (a shared base kernel, per-class scales, the intercepts' variance)."""
+    X, codes, Y = _problem(n=40, C=4, seed=11)
+    base = _rbf(X, X, 0.9)
+    scales = np.array([2.0, 2.0, 2.0, 2.0]) if shared else np.array([2.0, 0.7, 3.5, 1.2])
+    Ks = scales[:, None, None] * base + 0.5
+    m = np.array([0.2, -0.1, 0.0, 0.3])
+    f_ref, log_q_ref, _, _ = _dense_reference(Ks, m, Y)
+    K, mt, Yt = _tensors(Ks, m, Y)
+    parts = ClassCovariances(
+        torch.from_numpy(base), torch.tensor(2.0, dtype=torch.float64) if shared else torch.from_numpy(scales),
+        torch.tensor(0.5, dtype=torch.float64), 4,
+    )  # fmt: skip
+    torch.testing.assert_close(parts.dense(), K, rtol=1e-15, atol=1e-15)
+    V = torch.randn(4, 40, dtype=torch.float64)
+    torch.testing.assert_close(parts.matmul(V), (K @ V.unsqueeze(-1)).squeeze(-1), rtol=1e-13, atol=1e-13)
+    if shared:
+        assert parts.dense().stride(0) == 0  # expanded, not copied
+    cholesky = find_mode(K, mt, Yt, solver="cholesky")
+    for covariances in (K, parts):
+        cg = find_mode(covariances, mt, Yt, solver="cg")
+        assert cg.gradient < 1e-10 and cg.n_iter == cholesky.n_iter and cg.cg_iterations > 0
+        np.testing.assert_allclose(cg.f.numpy(), f_ref, atol=1e-9)
+        torch.testing.assert_close(cg.f, cholesky.f, atol=1e-11, rtol=0)
+        np.testing.assert_allclose(float(log_evidence(K, mt, Yt, cg)), log_q_ref, rtol=1e-10)
+    # a warm start half-way: the same mode again
+    warm = find_mode(parts, mt, Yt, 0.5 * cholesky.a, solver="cg")
+    assert warm.gradient < 1e-10
+    torch.testing.assert_close(warm.f, cholesky.f, atol=1e-8, rtol=0)  # a gradient of 1e-10 times K
+    # "auto" takes the Choleskys below CG_FROM_DOCUMENTS documents
+    assert find_mode(K, mt, Yt).cg_iterations == 0
+    with pytest.raises(ValueError, match="solver"):
+        find_mode(K, mt, Yt, solver="lu")
 
 
 def test_two_classes_are_scikit_learns_binary_laplace_gp_with_twice_the_kernel():
@@ -234,12 +280,40 @@ def test_the_classifier_fits_the_evidence_and_predicts_from_the_mode(class_hyper
     (mode, parts) = model.posterior()
     mean, _ = model.latents(model.train_x, (mode, parts))
     torch.testing.assert_close(mean.mT, mode.f, atol=1e-9, rtol=0)
+    # the posterior the fit's last evidence kept is the one rebuilt from mode_a, to the bit
+    kept = model._kept_posterior()
+    assert kept is not None and kept[1] is parts
+    del model._posterior_kept
+    (again, again_parts) = model.posterior()
+    assert torch.equal(again.f, mode.f) and torch.equal(again_parts.E, parts.E) and torch.equal(again_parts.M, parts.M)
+    # a changed parameter drops it
+    model._posterior_kept = (model._state(), (mode, parts))
+    with torch.no_grad():
+        model.raw_intercept_variance.add_(0.1)
+    assert model._kept_posterior() is None
+    with torch.no_grad():
+        model.raw_intercept_variance.sub_(0.1)
     clf.save(tmp_path / "laplace.pt")
     from lvgp import LDKGPClassifier
 
     loaded = LDKGPClassifier.load(tmp_path / "laplace.pt")
     np.testing.assert_array_equal(loaded.predict_proba(test), proba)
     assert loaded.log_marginal_likelihood_ == clf.log_marginal_likelihood_
+
+
+def test_the_classifier_fits_the_same_by_conjugate_gradients(monkeypatch):
+    """The classifier's fit with every mode searched by conjugate gradients (CG_FROM_DOCUMENTS lowered to
+    0) against the Choleskys' (above it): the same evidence, hyper-parameters and probabilities."""
+    import lvgp.models.laplace as laplace
+
+    cholesky = _laplace_classifier(class_hyperparameters="shared")
+    monkeypatch.setattr(laplace, "CG_FROM_DOCUMENTS", 0)
+    cg = _laplace_classifier(class_hyperparameters="shared")
+    np.testing.assert_allclose(cg.log_marginal_likelihood_, cholesky.log_marginal_likelihood_, rtol=1e-8)
+    for (name, value), (_, reference) in zip(cg.model_.named_parameters(), cholesky.model_.named_parameters()):
+        np.testing.assert_allclose(value.detach().numpy(), reference.detach().numpy(), rtol=1e-6, err_msg=name)
+    test, _ = _texts(30, 1)
+    np.testing.assert_allclose(cg.predict_proba(test), cholesky.predict_proba(test), atol=1e-7)
 
 
 def test_the_laplace_evidence_of_a_subset_fits_its_hyperparameters_and_the_mode_reads_every_document():

@@ -8,11 +8,22 @@ The posterior over the :math:`Cn` training latents is approximated by a Gaussian
 (:math:`D = \mathrm{diag}(\boldsymbol\pi)`, :math:`\Pi` the :math:`Cn \times n` stack of
 :math:`\mathrm{diag}(\boldsymbol\pi_c)`):
 
-* :func:`find_mode` -- Newton's method (alg. 3.3), every step through :math:`C` Choleskys of
-  :math:`I + D_c^{1/2} K_c D_c^{1/2}` and one of :math:`\sum_c E_c` (the block structure; the
-  :math:`Cn \times Cn` matrices are never formed), each step halved until the objective
+* :func:`find_mode` -- Newton's method (alg. 3.3), each step halved until the objective
   :math:`\Psi(\mathbf f) = \log p(\mathbf y \mid \mathbf f) - \tfrac12 (\mathbf f - \mathbf m)^\top K^{-1}
   (\mathbf f - \mathbf m)` rises; warm-started from a previous mode's :math:`\mathbf a = K^{-1}(\hat{\mathbf f} - \mathbf m)`.
+  Its step :math:`\mathbf a_{\rm new} = (I + WK)^{-1}\mathbf b` is solved either as alg. 3.3 does, through
+  :math:`C` Choleskys of :math:`I + D_c^{1/2} K_c D_c^{1/2}` and one of :math:`\sum_c E_c` (the block
+  structure; the :math:`Cn \times Cn` matrices are never formed), or -- ``solver="cg"``, the default from
+  :data:`CG_FROM_DOCUMENTS` documents -- by conjugate gradients on the symmetric positive definite
+  :math:`Cn \times Cn` system :math:`(I + SKS^\top)\mathbf z = SK\mathbf b`, :math:`\mathbf a_{\rm new} =
+  \mathbf b - S^\top\mathbf z`, where :math:`W = S^\top S` with :math:`S_i = (I - \mathbf q_i\mathbf q_i^\top)
+  \operatorname{diag}\mathbf q_i`, :math:`\mathbf q_i = \boldsymbol\pi_i^{1/2}` (a unit vector, so
+  :math:`I - \mathbf q_i\mathbf q_i^\top` is a projector) and the push-through identity
+  :math:`(I + S^\top SK)^{-1} = I - S^\top(I + SKS^\top)^{-1}SK`. An iteration costs one product of the
+  classes' covariances with a ``C x n`` matrix -- for classes sharing a kernel (:class:`ClassCovariances`)
+  one ``n x n`` by ``n x C`` product -- in place of :math:`C` factorizations and inverses of ``n x n``
+  (``benchmarks/laplace_cost.py`` measures both). The evidence's gradient and the predictions still read the blocks of alg. 3.3
+  (:func:`mode_parts`), once at the mode.
 * :func:`log_evidence` -- the approximate log marginal likelihood (eq. 3.44)
 
   .. math:: \log q(\mathbf y \mid X, \theta) = -\tfrac12 \mathbf a^\top (\hat{\mathbf f} - \mathbf m)
@@ -39,6 +50,7 @@ Shapes: ``K`` is ``C x n x n`` (a shared kernel expanded, without copying), ``m`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +65,8 @@ from .._random import torch_generator
 from ..bow.padded import pad_to_common_width
 
 __all__ = [
+    "CG_FROM_DOCUMENTS",
+    "ClassCovariances",
     "SoftmaxLaplaceGP",
     "class_draws",
     "LaplaceMode",
@@ -62,6 +76,66 @@ __all__ = [
     "predictive",
     "expected_softmax_correlated",
 ]
+
+
+#: from how many documents :func:`find_mode` (``solver="auto"``) solves its Newton steps by conjugate
+#: gradients rather than alg. 3.3's Choleskys: where the two take about as long
+#: (``benchmarks/README.md``, ``laplace_cost.py``)
+CG_FROM_DOCUMENTS = 150
+#: the conjugate gradients' relative residual and their most iterations a Newton step (the step is a
+#: descent direction at any iteration, and the step halving and the convergence test read the exact
+#: objective, so a solve stopped early costs steps, not accuracy)
+CG_TOL = 1e-10
+CG_MAX_ITER = 1000
+
+
+@dataclass
+class ClassCovariances:
+    r"""The classes' prior covariances :math:`K_c = s_c K_0 + v\,\mathbf 1\mathbf 1^\top` (``C x n1 x n2``)
+    kept in parts: the base kernel's ``base`` (``n1 x n2``, shared by the classes, or ``C x n1 x n2``), the
+    output scales ``scales`` (a scalar tensor, one for all classes, or ``C``) and the integrated-out
+    intercepts' variance ``offset`` (a scalar tensor), for ``n_classes`` classes. A product with a
+    ``C x n2`` matrix is one ``n1 x n2`` by ``n2 x C`` product (:meth:`matmul`) where the dense
+    ``C x n1 x n2`` tensor (:meth:`dense`) would be ``C`` products."""
+
+    base: Tensor
+    scales: Tensor
+    offset: Tensor
+    n_classes: int
+
+    @classmethod
+    def of(cls, K: Tensor) -> ClassCovariances:
+        """A dense ``C x n1 x n2`` tensor as parts (a shared kernel expanded over the classes, a stride-0
+        first dimension, read once)."""
+        one, zero = torch.ones((), dtype=K.dtype, device=K.device), torch.zeros((), dtype=K.dtype, device=K.device)
+        return cls(K[0] if K.stride(0) == 0 else K, one, zero, K.shape[0])
+
+    def dense(self) -> Tensor:
+        """``C x n1 x n2`` (a shared base and scale expanded over the classes, not copied)."""
+        if self.scales.dim() == 0:
+            K = self.scales * self.base + self.offset
+        else:
+            K = self.scales.reshape(-1, 1, 1) * self.base + self.offset
+        return K.expand(self.n_classes, *K.shape[-2:]) if K.dim() == 2 else K
+
+    def matmul(self, V: Tensor) -> Tensor:
+        r"""``C x n1``: :math:`K_c \mathbf v_c` for the rows ``v_c`` of ``V`` (``C x n2``)."""
+        if self.base.dim() == 2:
+            KV = (self.base @ V.mT).mT
+        else:
+            KV = (self.base @ V.unsqueeze(-1)).squeeze(-1)
+        scale = self.scales.unsqueeze(-1) if self.scales.dim() else self.scales
+        return scale * KV + self.offset * V.sum(-1, keepdim=True)
+
+    def detach(self) -> ClassCovariances:
+        return ClassCovariances(self.base.detach(), self.scales.detach(), self.offset.detach(), self.n_classes)
+
+
+def _covariances(K: Tensor | ClassCovariances) -> tuple[Tensor, ClassCovariances]:
+    """The dense ``C x n x n`` covariances and their parts, from either."""
+    if isinstance(K, ClassCovariances):
+        return K.dense(), K
+    return K, ClassCovariances.of(K)
 
 
 @dataclass
@@ -81,13 +155,15 @@ class ModeParts:
 class LaplaceMode:
     r"""A converged mode: ``f`` (``C x n``), ``a`` = :math:`K^{-1}(\hat{\mathbf f} - \mathbf m)` (``C x n``;
     at the mode :math:`\mathbf y - \hat{\boldsymbol\pi}`), the objective ``psi`` there, the Newton
-    iterations it took and the largest entry of the objective's gradient at the end."""
+    iterations it took, the largest entry of the objective's gradient at the end and the conjugate
+    gradients' iterations of all its steps (0 for alg. 3.3's Choleskys)."""
 
     f: Tensor
     a: Tensor
     psi: float
     n_iter: int
     gradient: float
+    cg_iterations: int = 0
 
 
 def mode_parts(K: Tensor, f: Tensor) -> ModeParts:
@@ -116,6 +192,53 @@ def _step(K: Tensor, m: Tensor, Y: Tensor, f: Tensor, parts: ModeParts) -> tuple
     return a, (K @ a.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
 
 
+def _conjugate_gradients(
+    operator: Callable[[Tensor], Tensor], rhs: Tensor, tol: float, max_iter: int
+) -> tuple[Tensor, int]:
+    """The solution of ``operator(x) = rhs`` (symmetric positive definite; ``rhs`` of any shape, read as one
+    vector) by conjugate gradients from zero, to a relative residual ``tol`` or ``max_iter`` iterations;
+    and the iterations taken."""
+    x = torch.zeros_like(rhs)
+    residual = rhs.clone()
+    direction = residual.clone()
+    rr = (residual * residual).sum()
+    stop = float(rr) * tol**2
+    for it in range(1, max_iter + 1):
+        product = operator(direction)
+        step = rr / (direction * product).sum()
+        x.add_(step * direction)
+        residual.sub_(step * product)
+        rr_new = (residual * residual).sum()
+        if float(rr_new) <= stop:
+            return x, it
+        direction = residual + (rr_new / rr) * direction
+        rr = rr_new
+    return x, max_iter
+
+
+def _step_cg(
+    product: Callable[[Tensor], Tensor], Y: Tensor, a: Tensor, f: Tensor, tol: float, max_iter: int
+) -> tuple[Tensor, int]:
+    r"""Newton's step from ``a`` (``f`` = :math:`K\mathbf a + \mathbf m`) by conjugate gradients (module
+    docstring), solved for the increment: :math:`\mathbf a_{\rm new} = \mathbf a + (I + WK)^{-1}\mathbf g`
+    with the objective's gradient :math:`\mathbf g = \mathbf y - \boldsymbol\pi - \mathbf a` (alg. 3.3's
+    :math:`(I + WK)^{-1}\mathbf b`, as :math:`\mathbf b - (I + WK)\mathbf a = \mathbf g`), so that the
+    relative residual ``tol`` is relative to a gradient that vanishes at the mode; ``product``: the
+    classes' covariances' (``C x n`` to ``C x n``). The new ``a`` and the iterations."""
+    pi = torch.softmax(f, dim=0)
+    q = pi.sqrt()
+
+    def S(v: Tensor) -> Tensor:  # S_i v_i = q_i * v_i - q_i (pi_i . v_i), document by document
+        return q * v - q * (pi * v).sum(0, keepdim=True)
+
+    def S_t(u: Tensor) -> Tensor:  # S_i^T u_i = q_i * u_i - pi_i (q_i . u_i)
+        return q * u - pi * (q * u).sum(0, keepdim=True)
+
+    g = Y - pi - a
+    z, iterations = _conjugate_gradients(lambda v: v + S(product(S_t(v))), S(product(g)), tol, max_iter)
+    return a + g - S_t(z), iterations
+
+
 def _psi(a: Tensor, f: Tensor, m: Tensor, Y: Tensor) -> Tensor:
     r""":math:`\Psi(\mathbf f) = \mathbf y^\top\mathbf f - \sum_i\log\sum_c e^{f_{ic}} - \tfrac12\mathbf a^\top(\mathbf f - \mathbf m)`."""
     return (Y * f).sum() - torch.logsumexp(f, dim=0).sum() - 0.5 * (a * (f - m.unsqueeze(-1))).sum()
@@ -123,34 +246,50 @@ def _psi(a: Tensor, f: Tensor, m: Tensor, Y: Tensor) -> Tensor:
 
 @torch.no_grad()
 def find_mode(
-    K: Tensor,
+    K: Tensor | ClassCovariances,
     m: Tensor,
     Y: Tensor,
     a0: Tensor | None = None,
     *,
     tol: float = 1e-10,
     max_iter: int = 100,
+    solver: str = "auto",
+    cg_tol: float = CG_TOL,
+    cg_max_iter: int = CG_MAX_ITER,
 ) -> LaplaceMode:
     r"""The posterior mode by Newton's method (alg. 3.3), from ``a0`` (``C x n``; ``None``: the prior
     mean, :math:`\mathbf f = \mathbf m`). Converged when every entry of the objective's gradient
     :math:`\mathbf y - \boldsymbol\pi - \mathbf a` is below ``tol`` in magnitude; a step that lowers
-    :math:`\Psi` is halved (at most 30 times). Raises ``FloatingPointError`` if the objective is not
-    finite (a kernel of NaN entries)."""
+    :math:`\Psi` is halved (at most 30 times). ``K``: the ``C x n x n`` covariances, dense or as
+    :class:`ClassCovariances`. ``solver``: ``"cholesky"`` (alg. 3.3's), ``"cg"`` (conjugate gradients to
+    a relative residual ``cg_tol``, at most ``cg_max_iter`` iterations a step; module docstring) or
+    ``"auto"`` (CG from :data:`CG_FROM_DOCUMENTS` documents). Raises ``FloatingPointError`` if the
+    objective is not finite (a kernel of NaN entries)."""
+    if solver not in ("auto", "cholesky", "cg"):
+        raise ValueError(f"solver: 'auto', 'cholesky' or 'cg', got {solver!r}")
     K, m, Y = K.detach(), m.detach(), Y.detach()
+    n = Y.shape[-1]
+    use_cg = solver == "cg" or (solver == "auto" and n >= CG_FROM_DOCUMENTS)
+    K_dense, parts = _covariances(K)
+    mean = m.unsqueeze(-1)
     a = torch.zeros_like(Y) if a0 is None else a0.detach().clone()
-    f = (K @ a.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
+    f = parts.matmul(a) + mean
     psi = _psi(a, f, m, Y)
     if not torch.isfinite(psi):
         raise FloatingPointError("the Laplace objective is not finite at the start (the kernel holds NaN or inf)")
     gradient = float((Y - torch.softmax(f, dim=0) - a).abs().max())
-    it = 0
+    it = cg_iterations = 0
     while gradient > tol and it < max_iter:
         it += 1
-        a_full, _ = _step(K, m, Y, f, mode_parts(K, f))
+        if use_cg:
+            a_full, iterations = _step_cg(parts.matmul, Y, a, f, cg_tol, cg_max_iter)
+            cg_iterations += iterations
+        else:
+            a_full, _ = _step(K_dense, m, Y, f, mode_parts(K_dense, f))
         shrink = 1.0
         while True:  # the full step, halved until the objective does not fall
             a_new = a_full if shrink == 1.0 else a + shrink * (a_full - a)
-            f_new = (K @ a_new.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
+            f_new = parts.matmul(a_new) + mean
             psi_new = _psi(a_new, f_new, m, Y)
             if psi_new >= psi - 1e-12 * max(1.0, abs(float(psi))) or shrink < 1e-9:
                 break
@@ -159,10 +298,10 @@ def find_mode(
             break
         a, f, psi = a_new, f_new, psi_new
         gradient = float((Y - torch.softmax(f, dim=0) - a).abs().max())
-    return LaplaceMode(f, a, float(psi), it, gradient)
+    return LaplaceMode(f, a, float(psi), it, gradient, cg_iterations)
 
 
-def log_evidence(K: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode) -> Tensor:
+def log_evidence(K: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode, parts: ModeParts | None = None) -> Tensor:
     r"""The approximate log marginal likelihood (eq. 3.44) at the converged ``mode``, differentiable in
     ``K`` and ``m`` with its exact gradient, the mode's implicit derivative included (R&W's alg. 5.1,
     taken to the softmax):
@@ -179,11 +318,12 @@ def log_evidence(K: Tensor, m: Tensor, Y: Tensor, mode: LaplaceMode) -> Tensor:
     :math:`i`'s :math:`C` latents), :math:`(I + KW)^{-1}(\dot K\mathbf a + \dot{\mathbf m})` being the
     mode's derivative. Returned as the value plus a surrogate whose autograd gradient is this one: the
     backward pass goes through the kernel alone, not through the Choleskys (``tests/test_laplace.py``
-    checks it against finite differences)."""
+    checks it against finite differences). ``parts``: :func:`mode_parts` at ``mode.f``, where the caller
+    has them already."""
     with torch.no_grad():
         Kd, md = K.detach(), m.detach()
         f, a = mode.f.detach(), mode.a.detach()
-        parts = mode_parts(Kd, f)
+        parts = mode_parts(Kd, f) if parts is None else parts
         E, M, pi = parts.E, parts.M, parts.pi
         C, n = f.shape
         value = _psi(a, f, md, Y) - parts.z.sum() - torch.log(torch.diagonal(M)).sum()
@@ -330,15 +470,19 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         the covariance)."""
         return self.mean_module.constant.reshape(-1)
 
+    def class_covariances(self, x1: Tensor, x2: Tensor | None = None) -> ClassCovariances:
+        """The classes' prior covariances between documents ``x1`` and ``x2`` (default ``x1``) in parts: the
+        base kernel's matrix, the output scales and the intercept's variance."""
+        if x2 is not None and x1.shape[-1] != x2.shape[-1]:
+            x1, x2 = pad_to_common_width(x1, x2)
+        base = self.covar_module.base_kernel(x1, x2).to_dense()
+        offset = self.intercept_variance if bool(self.intercept_in_kernel) else torch.zeros_like(base[..., 0, 0])
+        return ClassCovariances(base, self.covar_module.outputscale, offset, self.classes_batch[0])
+
     def covariance(self, x1: Tensor, x2: Tensor | None = None) -> Tensor:
         """``C x n1 x n2``: the classes' prior covariances, the intercept's variance included (a shared
         output scale's expanded, not copied)."""
-        if x2 is not None and x1.shape[-1] != x2.shape[-1]:
-            x1, x2 = pad_to_common_width(x1, x2)
-        K = self.covar_module(x1, x2).to_dense()
-        if bool(self.intercept_in_kernel):
-            K = K + self.intercept_variance
-        return K.expand(*self.classes_batch, *K.shape[-2:]) if K.dim() == 2 else K
+        return self.class_covariances(x1, x2).dense()
 
     def prior_variance(self, x: Tensor) -> Tensor:
         """``C x n``: the classes' prior variances of documents ``x``."""
@@ -349,33 +493,69 @@ class SoftmaxLaplaceGP(gpytorch.Module):
 
     def log_evidence(self, rows: Tensor | None = None) -> Tensor:
         """The approximate log marginal likelihood (eq. 3.44) at the current hyper-parameters, with
-        its implicit gradient; the mode found from the last one (and kept, ``mode_a``). ``rows``: the
+        its implicit gradient; the mode found from the last one (and kept, ``mode_a``) by
+        :func:`find_mode` (conjugate gradients from :data:`CG_FROM_DOCUMENTS` documents). ``rows``: the
         evidence of those training documents alone (a subset's, ``max_evidence_documents``), its mode
-        searched from the subset's last one (kept beside ``mode_a``, not saved)."""
+        searched from the subset's last one (kept beside ``mode_a``, not saved). The evidence of every
+        document keeps its mode's parts for :meth:`posterior` while the model's parameters and buffers
+        stay as they are."""
         m = self.means()
         start: Tensor | None
         if rows is None:
-            K, labels, start = self.covariance(self.train_x), self.labels, self.mode_a
+            covariances, labels, start = self.class_covariances(self.train_x), self.labels, self.mode_a
         else:
-            K, labels = self.covariance(self.train_x[rows]), self.labels[:, rows]
+            covariances, labels = self.class_covariances(self.train_x[rows]), self.labels[:, rows]
             kept = getattr(self, "_subset_a", None)
             start = kept if isinstance(kept, Tensor) and kept.shape == labels.shape else None
-        mode = find_mode(K, m, labels, start)
+        mode = find_mode(covariances, m, labels, start)
+        K = covariances.dense()
         if rows is None:
             self.mode_a.copy_(mode.a)
         else:
             self._subset_a = mode.a
         self.last_search = (mode.n_iter, mode.gradient)
-        return log_evidence(K, m, labels, mode)
+        with torch.no_grad():
+            parts = mode_parts(K.detach(), mode.f)
+        if rows is None:
+            self._posterior_kept = (self._state(), (mode, parts))
+        return log_evidence(K, m, labels, mode, parts)
+
+    def __getstate__(self) -> dict:
+        """As ``nn.Module``'s, without the kept posterior (pickles and deep copies start without it)."""
+        state = self.__dict__.copy()
+        state.pop("_posterior_kept", None)
+        return state
+
+    def _state(self) -> list[Tensor]:
+        """Copies of the parameters and buffers (what the posterior is a function of)."""
+        return [t.detach().clone() for t in (*self.parameters(), *self.buffers())]
+
+    def _kept_posterior(self) -> tuple[LaplaceMode, ModeParts] | None:
+        """The posterior the last evidence of every document kept, if nothing it depends on changed since."""
+        kept = getattr(self, "_posterior_kept", None)
+        if kept is None:
+            return None
+        state, posterior = kept
+        now = [*self.parameters(), *self.buffers()]
+        same = len(now) == len(state) and all(
+            a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b)
+            for a, b in zip(state, now)
+        )
+        return posterior if same else None
 
     @torch.no_grad()
     def posterior(self) -> tuple[LaplaceMode, ModeParts]:
         """The mode at the current hyper-parameters, rebuilt from ``mode_a`` (no search: it is the
-        fitted mode's), and its :class:`ModeParts`."""
-        K, m = self.covariance(self.train_x), self.means()
+        fitted mode's), and its :class:`ModeParts` -- those the last evidence of every document computed,
+        where the parameters and buffers have not changed since (the same numbers: the mode's ``f`` is
+        ``K a + m`` by the same product)."""
+        kept = self._kept_posterior()
+        if kept is not None:
+            return kept
+        covariances, m = self.class_covariances(self.train_x), self.means()
         a = self.mode_a
-        f = (K @ a.unsqueeze(-1)).squeeze(-1) + m.unsqueeze(-1)
-        return LaplaceMode(f, a, math.nan, 0, math.nan), mode_parts(K, f)
+        f = covariances.matmul(a) + m.unsqueeze(-1)
+        return LaplaceMode(f, a, math.nan, 0, math.nan), mode_parts(covariances.dense(), f)
 
     @torch.no_grad()
     def latents(self, x: Tensor, posterior: tuple[LaplaceMode, ModeParts]) -> tuple[Tensor, Tensor]:
