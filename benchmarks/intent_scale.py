@@ -71,7 +71,9 @@ def main(argv=None) -> int:
         "--all-up-to", type=int, default=1500, help="also fit with the evidence of all documents up to this n"
     )
     parser.add_argument("--inference", choices=("dirichlet", "laplace"), default="dirichlet")
-    parser.add_argument("--subset", type=int, default=None, help="max_evidence_documents (default: the studies')")
+    parser.add_argument(
+        "--subset", type=int, default=None, help="max_evidence_documents (default: the studies', 2,000; Laplace 500)"
+    )
     parser.add_argument("--no-predict", action="store_true", help="fit only (the predict and test columns empty)")
     args = parser.parse_args(argv)
     from lvgp.experiments.executors import limit_threads
@@ -80,10 +82,15 @@ def main(argv=None) -> int:
     from sklearn.metrics import roc_auc_score
 
     from lvgp import LBFGS, LDKGPClassifier
-    from lvgp.experiments.classification import GPC_EVIDENCE_DOCUMENTS, PLUS_GPC_MAX_ITER
+    from lvgp.experiments.classification import (
+        GPC_EVIDENCE_DOCUMENTS,
+        LAPLACE_EVIDENCE_DOCUMENTS,
+        PLUS_GPC_MAX_ITER,
+    )
     from lvgp.experiments.open_set import _tfidf_cosine
 
-    subset = GPC_EVIDENCE_DOCUMENTS if args.subset is None else args.subset
+    studies = LAPLACE_EVIDENCE_DOCUMENTS if args.inference == "laplace" else GPC_EVIDENCE_DOCUMENTS
+    subset = studies if args.subset is None else args.subset
     n_classes, sizes = args.classes, [int(s) for s in args.per_class.split(",")]
     if args.quick:
         n_classes, sizes, subset = 12, [5, 20], 100

@@ -301,14 +301,15 @@ def test_the_classifier_fits_the_evidence_and_predicts_from_the_mode(class_hyper
     assert loaded.log_marginal_likelihood_ == clf.log_marginal_likelihood_
 
 
-def test_the_classifier_fits_the_same_by_conjugate_gradients(monkeypatch):
+@pytest.mark.parametrize("class_hyperparameters", ["per-class", "shared"])
+def test_the_classifier_fits_the_same_by_conjugate_gradients(class_hyperparameters, monkeypatch):
     """The classifier's fit with every mode searched by conjugate gradients (CG_FROM_DOCUMENTS lowered to
     0) against the Choleskys' (above it): the same evidence, hyper-parameters and probabilities."""
     import lvgp.models.laplace as laplace
 
-    cholesky = _laplace_classifier(class_hyperparameters="shared")
+    cholesky = _laplace_classifier(class_hyperparameters=class_hyperparameters)
     monkeypatch.setattr(laplace, "CG_FROM_DOCUMENTS", 0)
-    cg = _laplace_classifier(class_hyperparameters="shared")
+    cg = _laplace_classifier(class_hyperparameters=class_hyperparameters)
     np.testing.assert_allclose(cg.log_marginal_likelihood_, cholesky.log_marginal_likelihood_, rtol=1e-8)
     for (name, value), (_, reference) in zip(cg.model_.named_parameters(), cholesky.model_.named_parameters()):
         np.testing.assert_allclose(value.detach().numpy(), reference.detach().numpy(), rtol=1e-6, err_msg=name)

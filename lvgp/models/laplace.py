@@ -548,7 +548,8 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         """The mode at the current hyper-parameters, rebuilt from ``mode_a`` (no search: it is the
         fitted mode's), and its :class:`ModeParts` -- those the last evidence of every document computed,
         where the parameters and buffers have not changed since (the same numbers: the mode's ``f`` is
-        ``K a + m`` by the same product)."""
+        ``K a + m`` by the same product). Kept, they hold ``C x n x n`` float64 beside the model (the
+        blocks ``E``) until the next evidence of every document."""
         kept = self._kept_posterior()
         if kept is not None:
             return kept
