@@ -203,6 +203,55 @@ def test_the_evidence_of_a_subset_fits_the_subsets_hyperparameters_and_condition
         classifier(max_evidence_documents=1).fit(texts, y)
 
 
+def test_the_posterior_is_computed_once_for_the_temperature_and_the_predictions(monkeypatch):
+    """The shared Dirichlet posterior (one factorization) is kept from the temperature's leave-one-out
+    predictions to every predict_proba, to the same probabilities as one computed afresh; a changed
+    parameter, a new fit, a pickle drop it."""
+    import copy
+    import pickle
+
+    from lvgp.models.gpc.inference import DirichletInference
+
+    texts, y = three_classes(45, 8)
+    calls = []
+    computed = DirichletInference.posterior
+
+    def counted(self, est):
+        calls.append(1)
+        return computed(self, est)
+
+    monkeypatch.setattr(DirichletInference, "posterior", counted)
+    clf = LDKGPClassifier(
+        LDKSpec(latent_dim=2, rho=0.5),
+        class_hyperparameters="shared",
+        calibration="temperature",
+        optimizer=LBFGS(max_iter=8),
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(texts, y)
+    assert len(calls) == 1  # the temperature's leave-one-out predictions
+    proba = clf.predict_proba(texts)
+    again = clf.predict_proba(texts)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(proba, again)
+    del clf._posterior_kept
+    np.testing.assert_array_equal(clf.predict_proba(texts), proba)  # afresh: the same bits
+    assert len(calls) == 2
+    assert "_posterior_kept" not in pickle.loads(pickle.dumps(clf)).__dict__
+    assert "_posterior_kept" not in copy.deepcopy(clf).__dict__
+    with torch.no_grad():
+        clf.model_.covar_module.raw_outputscale.add_(0.5)
+    changed = clf.predict_proba(texts)
+    assert len(calls) == 3 and not np.allclose(changed, proba)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(texts[:30], y[:30])
+    assert len(calls) == 4  # a new fit, a new posterior
+    assert clf._posterior().alpha.shape == (30, 3)
+
+
 def test_shared_dirichlet_predictions_are_gpytorchs_per_class_ones():
     """The latent posterior at test documents from one factorization for all classes equals gpytorch's
     exact prediction, which factors each class's covariance (a fourth class of one document; test

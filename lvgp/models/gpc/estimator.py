@@ -367,6 +367,7 @@ class LDKGPClassifier(
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
+        self.__dict__.pop("_posterior_kept", None)
         self._streams = Streams(self.random_state)  # random_state is read once a fit
         start = time.perf_counter()
         self._encode_clock = 0.0
@@ -618,9 +619,48 @@ class LDKGPClassifier(
         """The strategy object of ``inference=`` (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)."""
         return INFERENCE_STRATEGIES[self.inference]
 
+    def _posterior_state(self) -> list[torch.Tensor]:
+        """What a posterior is a function of: the model's and the likelihood's parameters and buffers and
+        the model's training data."""
+        model, likelihood = self.model_, self.likelihood_
+        data = [*(getattr(model, "train_inputs", None) or ()), getattr(model, "train_targets", None)]
+        tensors = (*model.parameters(), *model.buffers(), *likelihood.parameters(), *likelihood.buffers(), *data)
+        return [t.detach() for t in tensors if isinstance(t, torch.Tensor)]
+
     def _posterior(self) -> Any:
-        """What prediction computes once for all blocks of a call (the inference's ``posterior``)."""
-        return self._inference_strategy().posterior(self)
+        """What prediction computes once for all blocks of a call (the inference's ``posterior``), kept
+        for the next call while the model, the likelihood and their parameters and buffers are those it
+        was computed from (compared by value: early stopping predicts between the fit's steps): the
+        leave-one-out predictions of the temperature and every later ``predict_proba`` share one (a
+        shared Dirichlet posterior is a factorization of the ``n x n`` kernel matrix and holds its
+        inverse). A new fit drops it; pickles and deep copies start without it."""
+        state = self._posterior_state()
+        kept = self.__dict__.get("_posterior_kept")
+        if kept is not None:
+            model, likelihood, kept_state, posterior = kept
+            same = (
+                model is self.model_
+                and likelihood is self.likelihood_
+                and len(kept_state) == len(state)
+                and all(
+                    a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b)
+                    for a, b in zip(kept_state, state)
+                )
+            )
+            if same:
+                return posterior
+        posterior = self._inference_strategy().posterior(self)
+        if posterior is not None:
+            self._posterior_kept = (self.model_, self.likelihood_, [t.clone() for t in state], posterior)
+        else:
+            self.__dict__.pop("_posterior_kept", None)
+        return posterior
+
+    def __getstate__(self) -> dict:
+        """As the base class's, without the kept posterior."""
+        state = dict(super().__getstate__())
+        state.pop("_posterior_kept", None)
+        return state
 
     def _block_latents(
         self, xb: torch.Tensor, posterior: Any
