@@ -14,9 +14,10 @@ The posterior over the :math:`Cn` training latents is approximated by a Gaussian
   Its step :math:`\mathbf a_{\rm new} = (I + WK)^{-1}\mathbf b` is solved either as alg. 3.3 does, through
   :math:`C` Choleskys of :math:`I + D_c^{1/2} K_c D_c^{1/2}` and one of :math:`\sum_c E_c` (the block
   structure; the :math:`Cn \times Cn` matrices are never formed), or -- ``solver="cg"``, the default from
-  :data:`CG_FROM_DOCUMENTS` documents -- by conjugate gradients on the symmetric positive definite
-  :math:`Cn \times Cn` system :math:`(I + SKS^\top)\mathbf z = SK\mathbf b`, :math:`\mathbf a_{\rm new} =
-  \mathbf b - S^\top\mathbf z`, where :math:`W = S^\top S` with :math:`S_i = (I - \mathbf q_i\mathbf q_i^\top)
+  :data:`CG_FROM_DOCUMENTS` documents -- for its increment, by conjugate gradients on the symmetric
+  positive definite :math:`Cn \times Cn` system :math:`(I + SKS^\top)\mathbf z = SK\mathbf g`,
+  :math:`\mathbf a_{\rm new} = \mathbf a + \mathbf g - S^\top\mathbf z` with the objective's gradient
+  :math:`\mathbf g = \mathbf y - \boldsymbol\pi - \mathbf a = \mathbf b - (I + WK)\mathbf a`, where :math:`W = S^\top S` with :math:`S_i = (I - \mathbf q_i\mathbf q_i^\top)
   \operatorname{diag}\mathbf q_i`, :math:`\mathbf q_i = \boldsymbol\pi_i^{1/2}` (a unit vector, so
   :math:`I - \mathbf q_i\mathbf q_i^\top` is a projector) and the push-through identity
   :math:`(I + S^\top SK)^{-1} = I - S^\top(I + SKS^\top)^{-1}SK`. An iteration costs one product of the
@@ -131,13 +132,6 @@ class ClassCovariances:
         return ClassCovariances(self.base.detach(), self.scales.detach(), self.offset.detach(), self.n_classes)
 
 
-def _covariances(K: Tensor | ClassCovariances) -> tuple[Tensor, ClassCovariances]:
-    """The dense ``C x n x n`` covariances and their parts, from either."""
-    if isinstance(K, ClassCovariances):
-        return K.dense(), K
-    return K, ClassCovariances.of(K)
-
-
 @dataclass
 class ModeParts:
     r"""What alg. 3.3 computes at a latent ``f``: the class probabilities ``pi`` (``C x n``), the
@@ -203,6 +197,8 @@ def _conjugate_gradients(
     direction = residual.clone()
     rr = (residual * residual).sum()
     stop = float(rr) * tol**2
+    if stop == 0.0:  # a zero right-hand side: the solution is zero
+        return x, 0
     for it in range(1, max_iter + 1):
         product = operator(direction)
         step = rr / (direction * product).sum()
@@ -270,7 +266,8 @@ def find_mode(
     K, m, Y = K.detach(), m.detach(), Y.detach()
     n = Y.shape[-1]
     use_cg = solver == "cg" or (solver == "auto" and n >= CG_FROM_DOCUMENTS)
-    K_dense, parts = _covariances(K)
+    parts = K if isinstance(K, ClassCovariances) else ClassCovariances.of(K)
+    K_dense = None if use_cg else (K if isinstance(K, Tensor) else K.dense())
     mean = m.unsqueeze(-1)
     a = torch.zeros_like(Y) if a0 is None else a0.detach().clone()
     f = parts.matmul(a) + mean
@@ -281,7 +278,7 @@ def find_mode(
     it = cg_iterations = 0
     while gradient > tol and it < max_iter:
         it += 1
-        if use_cg:
+        if K_dense is None:
             a_full, iterations = _step_cg(parts.matmul, Y, a, f, cg_tol, cg_max_iter)
             cg_iterations += iterations
         else:
@@ -499,6 +496,7 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         searched from the subset's last one (kept beside ``mode_a``, not saved). The evidence of every
         document keeps its mode's parts for :meth:`posterior` while the model's parameters and buffers
         stay as they are."""
+        self.__dict__.pop("_posterior_kept", None)  # not held beside the new blocks
         m = self.means()
         start: Tensor | None
         if rows is None:
