@@ -287,7 +287,9 @@ def test_the_classifier_fits_the_evidence_and_predicts_from_the_mode(class_hyper
     (again, again_parts) = model.posterior()
     assert torch.equal(again.f, mode.f) and torch.equal(again_parts.E, parts.E) and torch.equal(again_parts.M, parts.M)
     # a changed parameter drops it
-    model._posterior_kept = (model._state(), (mode, parts))
+    from lvgp.base.snapshot import TensorSnapshot
+
+    model._posterior_kept = (TensorSnapshot(model._state()), (mode, parts))
     with torch.no_grad():
         model.raw_intercept_variance.add_(0.1)
     assert model._kept_posterior() is None

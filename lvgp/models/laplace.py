@@ -63,6 +63,7 @@ from gpytorch.means import ConstantMean
 from torch import Tensor
 
 from .._random import torch_generator
+from ..base.snapshot import TensorSnapshot
 from ..bow.padded import pad_to_common_width
 
 __all__ = [
@@ -515,7 +516,7 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         with torch.no_grad():
             parts = mode_parts(K.detach(), mode.f)
         if rows is None:
-            self._posterior_kept = (self._state(), (mode, parts))
+            self._posterior_kept = (TensorSnapshot(self._state()), (mode, parts))
         return log_evidence(K, m, labels, mode, parts)
 
     def __getstate__(self) -> dict:
@@ -525,21 +526,16 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         return state
 
     def _state(self) -> list[Tensor]:
-        """Copies of the parameters and buffers (what the posterior is a function of)."""
-        return [t.detach().clone() for t in (*self.parameters(), *self.buffers())]
+        """The parameters and buffers (what the posterior is a function of)."""
+        return [*self.parameters(), *self.buffers()]
 
     def _kept_posterior(self) -> tuple[LaplaceMode, ModeParts] | None:
         """The posterior the last evidence of every document kept, if nothing it depends on changed since."""
         kept = getattr(self, "_posterior_kept", None)
         if kept is None:
             return None
-        state, posterior = kept
-        now = [*self.parameters(), *self.buffers()]
-        same = len(now) == len(state) and all(
-            a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b)
-            for a, b in zip(state, now)
-        )
-        return posterior if same else None
+        snapshot, posterior = kept
+        return posterior if snapshot.matches(self._state()) else None
 
     @torch.no_grad()
     def posterior(self) -> tuple[LaplaceMode, ModeParts]:

@@ -27,6 +27,7 @@ from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgu
 from ...base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
 from ...base.numerics import covariance_errors, default_dtype, exact_numerics
 from ...base.persistence import classes_from_plain, classes_to_plain
+from ...base.snapshot import TensorSnapshot
 from ...base.targets import check_labels, true_class_log_proba
 from ...base.validation import check_block
 from ...bow.padded import PAD, documents_at
@@ -637,21 +638,12 @@ class LDKGPClassifier(
         state = self._posterior_state()
         kept = self.__dict__.get("_posterior_kept")
         if kept is not None:
-            model, likelihood, kept_state, posterior = kept
-            same = (
-                model is self.model_
-                and likelihood is self.likelihood_
-                and len(kept_state) == len(state)
-                and all(
-                    a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b)
-                    for a, b in zip(kept_state, state)
-                )
-            )
-            if same:
+            model, likelihood, snapshot, posterior = kept
+            if model is self.model_ and likelihood is self.likelihood_ and snapshot.matches(state):
                 return posterior
         posterior = self._inference_strategy().posterior(self)
         if posterior is not None:
-            self._posterior_kept = (self.model_, self.likelihood_, [t.clone() for t in state], posterior)
+            self._posterior_kept = (self.model_, self.likelihood_, TensorSnapshot(state), posterior)
         else:
             self.__dict__.pop("_posterior_kept", None)
         return posterior
