@@ -6,6 +6,7 @@ frequency baselines, the frequency baselines match their closed forms, bad input
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import warnings
@@ -68,6 +69,53 @@ def test_monte_carlo_elbo_is_unbiased(covariance):
         large = many.differentiable_loss(model.model, model.guide, y, mask).item()
     stderr = small.std() / math.sqrt(len(small))
     assert abs(small.mean() - large) < 4 * stderr + 1e-3 * abs(large), (small.mean(), large, stderr)
+
+
+def _predictive_probabilities_loop(model, loc, scale, samples, generator, shared_noise):
+    """The predictive probabilities as the equation reads, one sample at a time: x ~ q(x), then per
+    variable V_d ~ q(V_d) and f_d ~ p(f_d | x, V_d), softmax(f_d) averaged (the draws in that order)."""
+    draw = functools.partial(torch.randn, generator=generator, dtype=loc.dtype)
+    rows = 1 if shared_noise else len(loc)
+    out = [torch.zeros(len(loc), k, dtype=loc.dtype) for k in model.cardinalities]
+    for _ in range(samples):
+        x = loc + scale * draw(rows, loc.shape[1])
+        for d, k in enumerate(model.cardinalities):
+            if model.covariance == "linear":
+                f = x @ getattr(model, f"weight_{d}").mT + getattr(model, f"bias_{d}")
+            else:
+                v = getattr(model, f"v_loc_{d}") + draw(k, model.M) @ getattr(model, f"v_tril_{d}").mT
+                z = model.inducing
+                kmm = model.kernel(z, z) + model.jitter * torch.eye(model.M, dtype=loc.dtype)
+                kmn = model.kernel(z, x)
+                # q(V) is whitened: the inducing outputs are L V, K_MM = L L^T
+                mean = kmn.mT @ torch.linalg.solve_triangular(torch.linalg.cholesky(kmm).mT, v.mT, upper=True)
+                var = model.signal_variance - (kmn * torch.linalg.solve(kmm, kmn)).sum(0)
+                f = mean + var.clamp_min(1e-10).sqrt()[:, None] * draw(rows, k)
+            out[d] += torch.softmax(f, -1)
+    return [p / samples for p in out]
+
+
+@pytest.mark.parametrize("covariance", ["rbf", "linear"])
+@pytest.mark.parametrize("shared_noise", [True, False])
+def test_batched_predictive_probabilities_equal_the_sample_loop(covariance, shared_noise, monkeypatch):
+    """The samples computed in batches (chunks of a few, and all at once) give the loop's estimate
+    from the same draws, and leave the generator where the loop leaves it."""
+    from lvgp.models.clgp import model as clgp_model
+
+    model, _, _ = small_model(covariance, n=12, cards=(3, 4, 2))
+    loc = torch.randn(9, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    scale = 0.3 * torch.rand(9, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        expected = _predictive_probabilities_loop(model, loc, scale, 23, g, shared_noise)
+    after = torch.randn(3, generator=g)
+    for numbers in (2**22, 9 * 7 * 5):  # every sample in one batch; batches of 5 and a last one of 3
+        monkeypatch.setattr(clgp_model, "PREDICT_CHUNK_NUMBERS", numbers)
+        g = torch.Generator().manual_seed(5)
+        got = model.predictive_probabilities(loc, scale, 23, generator=g, shared_noise=shared_noise)
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-12)
+        assert torch.equal(torch.randn(3, generator=g), after)
 
 
 def test_analytic_kl_matches_monte_carlo_kl():

@@ -61,6 +61,9 @@ from ...base.pyro import pyro_param
 from ...kernels.latent_distribution import rbf_gram
 
 COVARIANCES = ("rbf", "linear")
+#: the most numbers in one tensor of a chunk of samples of :meth:`CategoricalLatentGP.predictive_probabilities`
+#: (2^22: 32 MiB in float64)
+PREDICT_CHUNK_NUMBERS = 2**22
 
 
 def log_softmax_at(logits: Tensor, index: Tensor) -> Tensor:
@@ -294,21 +297,38 @@ class CategoricalLatentGP(PyroModule):
     ) -> list[Tensor]:
         """Monte Carlo estimates of p(y_nd = k | data) for every row of q(x) = N(``loc``,
         ``scale**2``) and variable: the average over samples of x ~ q(x_n), U ~ q(U),
-        F ~ p(F | x, U) of softmax(f_nd); ``shared_noise``: every row gets the same draws."""
+        F ~ p(F | x, U) of softmax(f_nd); ``shared_noise``: every row gets the same draws. The
+        draws are those of a loop over the samples; the samples are computed in batches (a loop over
+        them was 4-9x slower at 200 samples)."""
         n_rows = loc.shape[0]
         out = [torch.zeros(n_rows, k, dtype=loc.dtype, device=loc.device) for k in self.cardinalities]
         draw = functools.partial(torch.randn, generator=generator, dtype=loc.dtype, device=loc.device)
-        for _ in range(samples):
-            rows = 1 if shared_noise else n_rows
-            x = loc + scale * draw(rows, loc.shape[1])
-            for d, k in enumerate(self.cardinalities):
+        rows = 1 if shared_noise else n_rows
+        rbf = self.covariance == "rbf"
+        # the draws in the order of a loop over the samples (x, then per variable V and F), so that the
+        # estimate does not depend on the chunking; the samples of a chunk computed as one batch, a
+        # chunk's largest tensor (chunk x rows x max(K, M)) at most PREDICT_CHUNK_NUMBERS numbers
+        width = max(max(self.cardinalities), self.M if rbf else 1, loc.shape[1])
+        chunk = max(1, min(samples, PREDICT_CHUNK_NUMBERS // max(1, n_rows * width)))
+        for start in range(0, samples, chunk):
+            size = min(chunk, samples - start)
+            x_noise: list[Tensor] = []
+            v_noise: list[list[Tensor]] = [[] for _ in self.cardinalities]
+            f_noise: list[list[Tensor]] = [[] for _ in self.cardinalities]
+            for _ in range(size):
+                x_noise.append(draw(rows, loc.shape[1]))
+                for d, k in enumerate(self.cardinalities):
+                    if rbf:
+                        v_noise[d].append(draw(k, self.M))
+                        f_noise[d].append(draw(rows, k))
+            x = loc + scale * torch.stack(x_noise)  # size x n x Q
+            self._cache = None
+            for d in range(len(self.cardinalities)):
                 u = None
-                if self.covariance == "rbf":
-                    noise = draw(k, self.M)
-                    u = getattr(self, f"v_loc_{d}") + noise @ getattr(self, f"v_tril_{d}").mT
-                mean, sd = self.function_moments(d, x, u)
-                if sd is not None:
-                    noise = draw(rows, *mean.shape[1:])
-                f = mean if sd is None else mean + sd * noise
-                out[d] += torch.softmax(f, -1)
+                if rbf:
+                    u = getattr(self, f"v_loc_{d}") + torch.stack(v_noise[d]) @ getattr(self, f"v_tril_{d}").mT
+                mean, sd = self.function_moments(d, x, u)  # size x n x K_d
+                f = mean if sd is None else mean + sd * torch.stack(f_noise[d])
+                out[d] += torch.softmax(f, -1).sum(0)
+            self._cache = None
         return [p / samples for p in out]
