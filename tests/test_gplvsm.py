@@ -409,3 +409,54 @@ def test_stopping_rules_are_objects_passed_in():
     assert not BestOfWindowStopping(2, 0.0).converged([5.0, 4.0, 3.0, 2.0, 1.0])
     with pytest.raises(TypeError, match="L-BFGS takes a RelativeChangeStopping"):
         fit(stopping=PlateauStopping(5, 1e-3))
+
+
+def test_kept_factorizations_give_the_recomputed_predictions_and_are_dropped_when_stale(monkeypatch):
+    """A variational regressor keeps each Monte Carlo sample's factorization of the training covariance
+    between predict calls: every call gives, to the bit, what factorizing again gives (means and
+    standard deviations; the means alone without the variances' solves); a changed parameter, a new fit
+    and a pickled or copied estimator start without them."""
+    import copy
+    import pickle
+
+    import lvgp.models.estimator_base as estimator_base
+
+    corpus = make_synonym_regression(n=80, noise=0.1, random_state=3)
+    train, test = corpus.texts[:60], corpus.texts[60:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GPLVSMRegressor(optimizer=Adam(max_iter=3), predict_samples=4, random_state=0).fit(train, corpus.y[:60])
+
+    def calls():
+        return [model.predict(test[i : i + 1], return_std=True) for i in range(3)] + [
+            model.predict(test, return_std=True)
+        ]
+
+    kept = calls()
+    strategies = model._prediction_kept[3]
+    assert len(strategies) == 4 and all(s is not None for s in strategies)
+    assert calls()[3][0].tobytes() == kept[3][0].tobytes()  # the kept ones, used again
+    assert model._prediction_kept[3] is strategies
+    with monkeypatch.context() as patch:
+        patch.setattr(estimator_base, "KEPT_PREDICTION_BYTES", 0)  # every call factorizes
+        again = calls()
+        assert "_prediction_kept" not in model.__dict__
+    for (m1, s1), (m2, s2) in zip(kept, again):
+        assert m1.tobytes() == m2.tobytes() and s1.tobytes() == s2.tobytes()
+    assert model.predict(test).tobytes() == kept[3][0].tobytes()  # the means without the variances
+
+    with torch.no_grad():
+        model.likelihood_.noise = model.likelihood_.noise * 2  # in place, as an optimizer would
+    changed = model.predict(test, return_std=True)
+    assert not np.array_equal(changed[1], kept[3][1])
+    with monkeypatch.context() as patch:
+        patch.setattr(estimator_base, "KEPT_PREDICTION_BYTES", 0)
+        assert model.predict(test, return_std=True)[1].tobytes() == changed[1].tobytes()
+    model.predict(test)
+    assert "_prediction_kept" in model.__dict__
+    assert "_prediction_kept" not in pickle.loads(pickle.dumps(model)).__dict__
+    assert "_prediction_kept" not in copy.deepcopy(model).__dict__
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train, corpus.y[:60])
+    assert "_prediction_kept" not in model.__dict__

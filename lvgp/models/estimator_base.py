@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Self
 
+import gpytorch
 import numpy as np
 import torch
 from gpytorch.distributions import MultivariateNormal
@@ -35,6 +36,7 @@ from ..base.fit_options import (
 )
 from ..base.fitting import BestOfWindowStopping, FitResult, fit_adam, minimize
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics, warn_about_fitted_noise
+from ..base.snapshot import TensorSnapshot
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
@@ -49,6 +51,11 @@ if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
 _PREDICT_BLOCK = 2048
+#: the most memory a variational regressor keeps between predictions for its training-set
+#: factorizations, one per Monte Carlo sample of its word vectors (estimated at 3 n^2 numbers each: the
+#: kernel matrix, its Cholesky factor and the predictive variances' cache); above it, every call
+#: factorizes again
+KEPT_PREDICTION_BYTES = 2**29
 #: the streams of a fit, drawn by position from ``random_state`` before they had names (their values
 #: kept): the initialization, the Monte Carlo predictions' draws, the validation split
 _FIT_STREAMS = ("initialization", "predictive draws", "validation split")
@@ -166,6 +173,7 @@ class ExactGPRegressorBase(
         stopping (otherwise ``early_stopping`` holds out ``validation_fraction``).
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
+        self.__dict__.pop("_prediction_kept", None)
         stopping = self._early_stopping_options()
         policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
@@ -391,19 +399,21 @@ class ExactGPRegressorBase(
         def score() -> float:
             model.eval()
             try:
-                mean, _ = self._moments(x_keep, self._latent_samples("validate"))
+                mean, _ = self._moments(x_keep, self._latent_samples("validate"), variances=False)
             finally:
                 model.train()
             return float(torch.sqrt(torch.mean((mean - target) ** 2)))
 
         return score
 
-    def _moments(self, x: torch.Tensor, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _moments(self, x: torch.Tensor, samples: int, variances: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictive mean and variance of the latent f (standardized units), ``n`` or
         ``n x B``, for non-empty padded documents ``x``: exact GP moments, or with
         ``samples > 1`` the moments of the equal-weight mixture over Monte Carlo samples of
         the latent quantities (mean of means; mean of variances plus variance of means).
-        Samples come from a generator seeded at fit time, so predictions are reproducible."""
+        Samples come from a generator seeded at fit time, so predictions are reproducible.
+        ``variances=False``: the means alone (gpytorch's ``skip_posterior_variances``: no solve
+        against the training covariance for them), the variances NaN."""
         model = self.model_
         shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
         device = self.device_
@@ -411,19 +421,23 @@ class ExactGPRegressorBase(
         second = torch.zeros(shape, dtype=torch.float64, device=device)
         variance = torch.zeros(shape, dtype=torch.float64, device=device)
         generator = torch_generator(self._sample_seed) if samples > 1 else None
+        kept = self._kept_strategies(samples) if generator is not None else None
         with (
             torch.no_grad(),
             exact_numerics(),
             covariance_errors(f"{self._name} prediction", self._fit_hint),
             warnings.catch_warnings(),
+            gpytorch.settings.skip_posterior_variances(not variances),
         ):
             # predicting at the training documents is legitimate (e.g. training error)
             warnings.simplefilter("ignore", GPInputWarning)
             try:
-                for _ in range(samples):
+                for sample in range(samples):
                     if generator is not None:
                         self._draw_latent_sample(generator)
-                        model.prediction_strategy = None  # the training covariance changed
+                        # the training covariance changed: this sample's factorization, kept from an
+                        # earlier call, or None (gpytorch computes it)
+                        model.prediction_strategy = kept[sample] if kept is not None else None
                     for start in range(0, x.shape[0], _PREDICT_BLOCK):
                         rows = slice(start, start + _PREDICT_BLOCK)
                         dist = model(self._model_inputs(x[rows]).to(device))
@@ -433,12 +447,53 @@ class ExactGPRegressorBase(
                         first[rows] += m
                         second[rows] += m * m
                         variance[rows] += v.clamp_min(0)
+                    if kept is not None:
+                        kept[sample] = model.prediction_strategy
             finally:
                 if generator is not None:
                     self._draw_latent_sample(None)
                     model.prediction_strategy = None
         mean = first / samples
+        if not variances:
+            return mean, torch.full_like(mean, math.nan)
         return mean, variance / samples + (second / samples - mean * mean).clamp_min(0)
+
+    def _prediction_state(self) -> list[torch.Tensor]:
+        """What a sample's factorization is a function of besides the sample: the model's and the
+        likelihood's parameters and buffers (the word vectors at their means) and the training data."""
+        model, likelihood = self.model_, self.likelihood_
+        data = [*(model.train_inputs or ()), model.train_targets]
+        tensors = (*model.parameters(), *model.buffers(), *likelihood.parameters(), *likelihood.buffers(), *data)
+        return [t.detach() for t in tensors if isinstance(t, torch.Tensor)]
+
+    def _kept_strategies(self, samples: int) -> list[Any] | None:
+        """The prediction strategies (gpytorch's factorization of the training covariance) of the first
+        ``samples`` Monte Carlo samples of the word vectors, kept between calls while the model and its
+        parameters, buffers and training data are those they were computed from (compared by value) and
+        while they fit in :data:`KEPT_PREDICTION_BYTES`; an entry is ``None`` until a call computes it.
+        The samples come from a generator seeded at fit time, so the k-th sample of every call is the
+        same. ``None``: nothing is kept (too large). A new fit drops them; pickles and copies start
+        without them."""
+        n = int(self.model_.train_targets.shape[-1])
+        if samples * 3 * n * n * 8 > KEPT_PREDICTION_BYTES:
+            self.__dict__.pop("_prediction_kept", None)
+            return None
+        state = self._prediction_state()
+        kept = self.__dict__.get("_prediction_kept")
+        if kept is not None:
+            model, seed, snapshot, strategies = kept
+            if model is self.model_ and seed == self._sample_seed and snapshot.matches(state):
+                strategies.extend([None] * (samples - len(strategies)))
+                return strategies
+        strategies = [None] * samples
+        self._prediction_kept = (self.model_, self._sample_seed, TensorSnapshot(state), strategies)
+        return strategies
+
+    def __getstate__(self) -> dict:
+        """As scikit-learn's, without the kept factorizations (:meth:`_kept_strategies`)."""
+        state = dict(super().__getstate__())
+        state.pop("_prediction_kept", None)
+        return state
 
     def _set_fit_result(self, result: FitResult, warn: bool = True) -> None:
         self.fit_result_ = result
@@ -473,15 +528,18 @@ class ExactGPRegressorBase(
         """
         check_is_fitted(self, "model_")
         with self._encoder.predicting(X, self._word_vectors()) as x:
-            mean, var = self._predict_encoded(self._documents(x, X, "X"), include_noise)
+            mean, var = self._predict_encoded(self._documents(x, X, "X"), include_noise, variances=return_std)
         mean = to_host(mean) * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
         return mean, np.sqrt(to_host(var)) * self.y_std_
 
-    def _predict_encoded(self, x: torch.Tensor, include_noise: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def _predict_encoded(
+        self, x: torch.Tensor, include_noise: bool, variances: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictive mean and variance (standardized units, on the model's device) of documents
-        ``x`` (on the host; :meth:`_documents`)."""
+        ``x`` (on the host; :meth:`_documents`); ``variances=False``: the means alone (the variances of
+        the documents with a known word NaN, :meth:`_moments`)."""
         empty = (
             empty_rows(self._word_ids(x))
             if self._empty_documents_use_prior
@@ -495,7 +553,7 @@ class ExactGPRegressorBase(
         noise = lik.noise.detach().reshape(()) if include_noise else 0.0
         rows = torch.nonzero(~empty)[:, 0]
         if rows.numel():
-            m, v = self._moments(x[rows], self._latent_samples("predict"))
+            m, v = self._moments(x[rows], self._latent_samples("predict"), variances)
             rows = rows.to(self.device_)
             mean[rows], var[rows] = m, v + noise
         if empty.any():

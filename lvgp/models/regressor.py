@@ -80,7 +80,11 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         num_words: for padded-tensor input, the vocabulary size (default: largest id + 1).
         elbo_samples: Monte Carlo samples per objective evaluation (variational word vectors).
         predict_samples: Monte Carlo samples per prediction (variational); validation
-            during early stopping uses a quarter of them.
+            during early stopping uses a quarter of them. Each sample's factorization of the
+            training covariance is kept between ``predict`` calls while the model is unchanged
+            (about ``3 n^2`` float64 numbers a sample, up to
+            :data:`~lvgp.models.estimator_base.KEPT_PREDICTION_BYTES` in all; above it, every call
+            factorizes again).
         random_state: seed for the initialization, the validation split and Monte Carlo samples.
         verbose: show a progress bar during fitting.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
