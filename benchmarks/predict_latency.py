@@ -1,11 +1,17 @@
-"""A user's wait for ``GPLVSMRegressor.predict`` called again and again (one text at a time, as in a
-notebook, an active-learning loop or a service): the code before (every call factorizes the training
-covariance once per Monte Carlo sample of the word vectors, 32 by default, and solves for the
-variances even when only the means are asked for) against now (each sample's factorization kept
-between calls while the model is unchanged; the means alone without the variances' solves), in one
-run, each in its own process on one thread. The predictions of both must be the same numbers.
+"""A user's wait for predictions, the code before against now in one run (each code in its own process,
+one thread):
 
-    python benchmarks/predict_latency.py [--quick] [--sizes 200,600] [--before f9face8]
+1. ``GPLVSMRegressor.predict`` called again and again (one text at a time, as in a notebook, an
+   active-learning loop or a service). Before, every call factorized the training covariance once per
+   Monte Carlo sample of the word vectors (32 by default) and solved for the variances even when only
+   the means were asked for; now each sample's factorization is kept between calls while the model is
+   unchanged, and the means alone skip the variances' solves. The predictions of both must be the same
+   numbers, to the bit.
+2. ``CLGP.predict_proba`` (imputing hidden values of a categorical table): the predictive probabilities'
+   200 draws were a loop over samples, now batches of them (the same draws); the estimates agree to
+   rounding.
+
+    python benchmarks/predict_latency.py [--quick] [--sizes 200,600] [--before 6673703]
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 
 from _before import ROOT, extract, run_code
 
-BEFORE = "f9face8"
+BEFORE = "6673703"
 
 CHILD = r"""
 import json, sys, time, warnings
@@ -24,72 +30,105 @@ import numpy as np, torch
 args = json.loads(sys.argv[1])
 torch.set_num_threads(1)
 warnings.simplefilter("ignore")
-from lvgp import Adam, GPLVSMRegressor
+from lvgp import CLGP, Adam, GPLVSMRegressor
 from lvgp.datasets import make_synonym_regression
-
-n, calls = args["n"], args["calls"]
-corpus = make_synonym_regression(n=n + calls + 100, noise=0.1, random_state=0)
-model = GPLVSMRegressor(optimizer=Adam(max_iter=args["max_iter"]), random_state=0).fit(corpus.texts[:n], corpus.y[:n])
-texts = corpus.texts[n:]
+from lvgp.models.clgp.estimators import hide_each_value
 
 def timed(f):
     start = time.perf_counter()
     out = f()
     return time.perf_counter() - start, out
 
-first, _ = timed(lambda: model.predict(texts[:1]))
-means = [timed(lambda i=i: model.predict(texts[i : i + 1])) for i in range(1, calls + 1)]
-stds = [timed(lambda i=i: model.predict(texts[i : i + 1], return_std=True)) for i in range(1, calls + 1)]
-batch, (batch_mean, batch_std) = timed(lambda: model.predict(texts[-100:], return_std=True))
-print(json.dumps({
-    "samples": model._latent_samples("predict"),
-    "first": first,
-    "mean_call": float(np.median([t for t, _ in means])),
-    "std_call": float(np.median([t for t, _ in stds])),
-    "batch": batch,
-    "values": [float(v) for _, m in means for v in m] + [float(v) for _, (m, s) in stds for v in (*m, *s)]
-    + [float(v) for v in (*batch_mean, *batch_std)],
-}))
+def gplvsm(n, calls, max_iter):
+    corpus = make_synonym_regression(n=n + calls + 100, noise=0.1, random_state=0)
+    model = GPLVSMRegressor(optimizer=Adam(max_iter=max_iter), random_state=0).fit(corpus.texts[:n], corpus.y[:n])
+    texts = corpus.texts[n:]
+    first, _ = timed(lambda: model.predict(texts[:1]))
+    means = [timed(lambda i=i: model.predict(texts[i : i + 1])) for i in range(1, calls + 1)]
+    stds = [timed(lambda i=i: model.predict(texts[i : i + 1], return_std=True)) for i in range(1, calls + 1)]
+    batch, (batch_mean, batch_std) = timed(lambda: model.predict(texts[-100:], return_std=True))
+    return {
+        "samples": model._latent_samples("predict"),
+        "first": first,
+        "mean_call": float(np.median([t for t, _ in means])),
+        "std_call": float(np.median([t for t, _ in stds])),
+        "batch": batch,
+        "values": [float(v) for _, m in means for v in m] + [float(v) for _, (m, s) in stds for v in (*m, *s)]
+        + [float(v) for v in (*batch_mean, *batch_std)],
+    }
+
+def clgp(covariance, rows, hidden, impute_iter):
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 10, size=(rows + hidden, 10))
+    model = CLGP(optimizer=Adam(max_iter=5), latent_scale="joint", covariance=covariance, impute_iter=impute_iter,
+                 random_state=0)
+    model.fit(codes[:rows], [10] * 10)
+    partial, _, _ = hide_each_value(codes[rows:])
+    whole, probs = timed(lambda: model.predict_proba(partial))
+    loc, scale = model.infer_rows(partial)
+    draws, _ = timed(lambda: model.model_.predictive_probabilities(
+        loc, scale, model.predict_samples, torch.Generator().manual_seed(0), True))
+    return {"whole": whole, "draws": draws, "values": [float(v) for p in probs for v in p.ravel()]}
+
+print(json.dumps([gplvsm(**job) if "n" in job else clgp(**job) for job in args["jobs"]]))
 """
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="60 training texts, 3 calls (the test suite's run)")
-    parser.add_argument("--sizes", default="200,600", help="training texts")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (the test suite's run)")
+    parser.add_argument("--sizes", default="200,600", help="training texts of the GP-LVSM")
     parser.add_argument("--calls", type=int, default=10, help="calls of one text each, timed (their median)")
     parser.add_argument("--before", default=BEFORE, help=f"commit of the code before (default {BEFORE})")
     args = parser.parse_args(argv)
     sizes = [60] if args.quick else [int(s) for s in args.sizes.split(",")]
     calls = 3 if args.quick else args.calls
+    hidden = 6 if args.quick else 60
+    jobs = [{"n": n, "calls": calls, "max_iter": 5 if args.quick else 20} for n in sizes] + [
+        {"covariance": c, "rows": 40 if args.quick else 500, "hidden": hidden, "impute_iter": 20 if args.quick else 300}
+        for c in ("rbf", "linear")
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        before = run_code(CHILD, extract(args.before, Path(tmp) / "before"), {"jobs": jobs})
+    now = run_code(CHILD, ROOT, {"jobs": jobs})
+
     print(
-        "GPLVSMRegressor (the default kernel: variational word vectors, Monte Carlo predictions), "
-        f"one thread; {calls} calls of one text each, then one of 100 texts\n"
+        "1. GPLVSMRegressor (the default kernel: variational word vectors, Monte Carlo predictions), one "
+        f"thread; {calls} calls of one text each (their median), then one of 100 texts\n"
     )
     print(
         "| training texts | samples | code | first call s | a call, means s | a call, means and std s "
         "| 100 texts s |\n|---|---|---|---|---|---|---|"
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        before_tree = extract(args.before, Path(tmp) / "before")
-        for n in sizes:
-            child = {"n": n, "calls": calls, "max_iter": 5 if args.quick else 20}
-            runs = {"before": run_code(CHILD, before_tree, child), "now": run_code(CHILD, ROOT, child)}
-            for label, r in runs.items():
-                name = f"before ({args.before})" if label == "before" else "now"
-                print(
-                    f"| {n} | {r['samples']} | {name} | {r['first']:.3f} | {r['mean_call']:.3f} | {r['std_call']:.3f} "
-                    f"| {r['batch']:.3f} |"
-                )
-            b, now = runs["before"], runs["now"]
-            same = b["values"] == now["values"]
+    same = True
+    for n, b, r in zip(sizes, before, now):
+        for name, x in ((f"before ({args.before})", b), ("now", r)):
             print(
-                f"| {n} | | before / now | {b['first'] / now['first']:.2f}x | **{b['mean_call'] / now['mean_call']:.1f}x** "
-                f"| **{b['std_call'] / now['std_call']:.1f}x** | {b['batch'] / now['batch']:.2f}x |"
+                f"| {n} | {x['samples']} | {name} | {x['first']:.3f} | {x['mean_call']:.3f} | {x['std_call']:.3f} "
+                f"| {x['batch']:.3f} |"
             )
-            if not same:
-                raise SystemExit("the predictions of the two codes differ")
+        print(
+            f"| {n} | | before / now | {b['first'] / r['first']:.2f}x | **{b['mean_call'] / r['mean_call']:.1f}x** "
+            f"| **{b['std_call'] / r['std_call']:.1f}x** | {b['batch'] / r['batch']:.2f}x |"
+        )
+        same = same and b["values"] == r["values"]
+    if not same:
+        raise SystemExit("the GP-LVSM's predictions of the two codes differ")
     print("\nthe same predictions, to the bit, from both codes")
+
+    print(
+        f"\n2. CLGP.predict_proba of a 10-column table (10 values a column; every value of {hidden} rows hidden in "
+        "turn), float32, one thread; 'draws': the predictive probabilities' 200 draws alone\n"
+    )
+    print("| covariance | code | predict_proba s | draws s | draws: before / now | largest difference |")
+    print("|---|---|---|---|---|---|")
+    for job, b, r in zip(jobs[len(sizes) :], before[len(sizes) :], now[len(sizes) :]):
+        diff = max(abs(x - y) for x, y in zip(b["values"], r["values"]))
+        print(f"| {job['covariance']} | before ({args.before}) | {b['whole']:.2f} | {b['draws']:.3f} | | |")
+        print(
+            f"| {job['covariance']} | now | {r['whole']:.2f} | {r['draws']:.3f} "
+            f"| **{b['draws'] / r['draws']:.1f}x** | {diff:.1e} |"
+        )
     return 0
 
 

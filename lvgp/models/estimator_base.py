@@ -13,11 +13,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Self
 
 import gpytorch
+import linear_operator
 import numpy as np
 import torch
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import ScaleKernel
+from gpytorch.models.exact_prediction_strategies import DefaultPredictionStrategy
 from gpytorch.utils.warnings import GPInputWarning
+from linear_operator import to_dense, to_linear_operator
+from linear_operator.operators import MatmulLinearOperator
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -59,6 +63,52 @@ KEPT_PREDICTION_BYTES = 2**29
 #: the streams of a fit, drawn by position from ``random_state`` before they had names (their values
 #: kept): the initialization, the Monte Carlo predictions' draws, the validation split
 _FIT_STREAMS = ("initialization", "predictive draws", "validation split")
+
+
+class _KeptPredictions:
+    """What a fitted regressor keeps between predictions (:meth:`ExactGPRegressorBase._kept_strategies`):
+    one ``entry`` or ``None``. Pickled and copied empty."""
+
+    def __init__(self) -> None:
+        self.entry: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        return {"entry": None}
+
+
+class _KeptFactorStrategy(DefaultPredictionStrategy):
+    """gpytorch's exact prediction strategy, whose predictive covariances solve with one kept Cholesky
+    factor of the noisy training covariance: gpytorch's own builds that operator and factorizes it again at
+    every call (``exact_predictive_covar`` with ``fast_pred_var`` off; its ``solve`` rebuilds the operator,
+    so a factor cached on it is not found). The same operations, hence the same numbers, as its Cholesky
+    solve; what a kept strategy of :meth:`ExactGPRegressorBase._kept_strategies` becomes (predictions
+    only: no gradient flows through the kept factor)."""
+
+    def exact_predictive_covar(self, test_test_covar: Any, test_train_covar: Any) -> Any:
+        n = self.train_prior_dist.lazy_covariance_matrix.size(-1)
+        by_cholesky = linear_operator.settings.fast_computations.solves.off() or (
+            n <= linear_operator.settings.max_cholesky_size.value()
+        )
+        if (
+            gpytorch.settings.fast_pred_var.on()
+            or gpytorch.settings.skip_posterior_variances.on()
+            or not by_cholesky
+            or torch.is_grad_enabled()
+        ):
+            return super().exact_predictive_covar(test_test_covar, test_train_covar)
+        factor = self.__dict__.get("_kept_factor")
+        if factor is None:  # gpytorch's operator, factorized once
+            prior = self.train_prior_dist
+            dist = prior.__class__(torch.zeros_like(prior.mean), prior.lazy_covariance_matrix)
+            factor = self.likelihood(dist, self.train_inputs).lazy_covariance_matrix.detach().cholesky()
+            self._kept_factor = factor
+        test_train = to_dense(test_train_covar)
+        correction = factor._cholesky_solve(test_train.transpose(-1, -2))
+        if torch.is_tensor(test_test_covar):
+            if test_test_covar.dim() == 2:
+                return to_linear_operator(torch.addmm(test_test_covar, test_train, correction, beta=1, alpha=-1))
+            return to_linear_operator(test_test_covar + test_train @ correction.mul(-1))
+        return test_test_covar + MatmulLinearOperator(test_train, correction.mul(-1))
 
 
 class ExactGPRegressorBase(
@@ -173,7 +223,7 @@ class ExactGPRegressorBase(
         stopping (otherwise ``early_stopping`` holds out ``validation_fraction``).
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
-        self.__dict__.pop("_prediction_kept", None)
+        self._kept_predictions = _KeptPredictions()
         stopping = self._early_stopping_options()
         policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
@@ -441,14 +491,17 @@ class ExactGPRegressorBase(
                     for start in range(0, x.shape[0], _PREDICT_BLOCK):
                         rows = slice(start, start + _PREDICT_BLOCK)
                         dist = model(self._model_inputs(x[rows]).to(device))
-                        m, v = dist.mean, dist.variance
-                        if m.dim() == 2:
-                            m, v = m.mT, v.mT
+                        m = dist.mean.mT if dist.mean.dim() == 2 else dist.mean
                         first[rows] += m
                         second[rows] += m * m
-                        variance[rows] += v.clamp_min(0)
+                        if variances:  # (gpytorch warns of the skipped variances' zeros)
+                            v = dist.variance
+                            variance[rows] += (v.mT if v.dim() == 2 else v).clamp_min(0)
                     if kept is not None:
-                        kept[sample] = model.prediction_strategy
+                        strategy = model.prediction_strategy
+                        if type(strategy) is DefaultPredictionStrategy:  # gpytorch's own: keep its factor too
+                            strategy.__class__ = _KeptFactorStrategy
+                        kept[sample] = strategy
             finally:
                 if generator is not None:
                     self._draw_latent_sample(None)
@@ -472,28 +525,25 @@ class ExactGPRegressorBase(
         parameters, buffers and training data are those they were computed from (compared by value) and
         while they fit in :data:`KEPT_PREDICTION_BYTES`; an entry is ``None`` until a call computes it.
         The samples come from a generator seeded at fit time, so the k-th sample of every call is the
-        same. ``None``: nothing is kept (too large). A new fit drops them; pickles and copies start
-        without them."""
+        same. ``None``: nothing is kept (too large). They live in a :class:`_KeptPredictions` that a fit
+        (or a load) creates, so that predicting leaves the estimator's ``__dict__`` as it was (scikit-learn's
+        convention); pickles and copies start without them."""
+        box = self.__dict__.get("_kept_predictions")
+        if box is None:
+            return None
         n = int(self.model_.train_targets.shape[-1])
         if samples * 3 * n * n * 8 > KEPT_PREDICTION_BYTES:
-            self.__dict__.pop("_prediction_kept", None)
+            box.entry = None
             return None
         state = self._prediction_state()
-        kept = self.__dict__.get("_prediction_kept")
-        if kept is not None:
-            model, seed, snapshot, strategies = kept
+        if box.entry is not None:
+            model, seed, snapshot, kept = box.entry
             if model is self.model_ and seed == self._sample_seed and snapshot.matches(state):
-                strategies.extend([None] * (samples - len(strategies)))
-                return strategies
-        strategies = [None] * samples
-        self._prediction_kept = (self.model_, self._sample_seed, TensorSnapshot(state), strategies)
+                kept.extend([None] * (samples - len(kept)))
+                return kept
+        strategies: list[Any] = [None] * samples
+        box.entry = (self.model_, self._sample_seed, TensorSnapshot(state), strategies)
         return strategies
-
-    def __getstate__(self) -> dict:
-        """As scikit-learn's, without the kept factorizations (:meth:`_kept_strategies`)."""
-        state = dict(super().__getstate__())
-        state.pop("_prediction_kept", None)
-        return state
 
     def _set_fit_result(self, result: FitResult, warn: bool = True) -> None:
         self.fit_result_ = result
@@ -599,6 +649,7 @@ class ExactGPRegressorBase(
         est.y_mean_ = payload["y_mean"].numpy()
         est.y_std_ = payload["y_std"].numpy()
         est._sample_seed = payload["sample_seed"]
+        est._kept_predictions = _KeptPredictions()
         est._parts = None if payload.get("parts") is None else tuple(payload["parts"])
         targets = payload["train_targets"]
         model = est._build_model(
