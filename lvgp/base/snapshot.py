@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
+from torch import nn
 
-__all__ = ["TensorSnapshot"]
+__all__ = ["TensorSnapshot", "gp_state"]
 
 
 class TensorSnapshot:
@@ -27,3 +28,11 @@ class TensorSnapshot:
             a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b.detach())
             for a, b in zip(self._copies, now)
         )
+
+
+def gp_state(model: nn.Module, likelihood: nn.Module) -> list[torch.Tensor]:
+    """What a GP's posterior is a function of, detached: the parameters and buffers of ``model`` and
+    ``likelihood`` and the model's training data (``train_inputs``/``train_targets``, where it has them)."""
+    data = [*(getattr(model, "train_inputs", None) or ()), getattr(model, "train_targets", None)]
+    tensors = (*model.parameters(), *model.buffers(), *likelihood.parameters(), *likelihood.buffers(), *data)
+    return [t.detach() for t in tensors if isinstance(t, torch.Tensor)]

@@ -40,7 +40,7 @@ from ..base.fit_options import (
 )
 from ..base.fitting import BestOfWindowStopping, FitResult, fit_adam, minimize
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics, warn_about_fitted_noise
-from ..base.snapshot import TensorSnapshot
+from ..base.snapshot import TensorSnapshot, gp_state
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
@@ -511,14 +511,6 @@ class ExactGPRegressorBase(
             return mean, torch.full_like(mean, math.nan)
         return mean, variance / samples + (second / samples - mean * mean).clamp_min(0)
 
-    def _prediction_state(self) -> list[torch.Tensor]:
-        """What a sample's factorization is a function of besides the sample: the model's and the
-        likelihood's parameters and buffers (the word vectors at their means) and the training data."""
-        model, likelihood = self.model_, self.likelihood_
-        data = [*(model.train_inputs or ()), model.train_targets]
-        tensors = (*model.parameters(), *model.buffers(), *likelihood.parameters(), *likelihood.buffers(), *data)
-        return [t.detach() for t in tensors if isinstance(t, torch.Tensor)]
-
     def _kept_strategies(self, samples: int) -> list[Any] | None:
         """The prediction strategies (gpytorch's factorization of the training covariance) of the first
         ``samples`` Monte Carlo samples of the word vectors, kept between calls while the model and its
@@ -535,7 +527,7 @@ class ExactGPRegressorBase(
         if samples * 3 * n * n * 8 > KEPT_PREDICTION_BYTES:
             box.entry = None
             return None
-        state = self._prediction_state()
+        state = gp_state(self.model_, self.likelihood_)  # the word vectors at their means, between calls
         if box.entry is not None:
             model, seed, snapshot, kept = box.entry
             if model is self.model_ and seed == self._sample_seed and snapshot.matches(state):

@@ -27,7 +27,7 @@ from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgu
 from ...base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
 from ...base.numerics import covariance_errors, default_dtype, exact_numerics
 from ...base.persistence import classes_from_plain, classes_to_plain
-from ...base.snapshot import TensorSnapshot
+from ...base.snapshot import TensorSnapshot, gp_state
 from ...base.targets import check_labels, true_class_log_proba
 from ...base.validation import check_block
 from ...bow.padded import PAD, documents_at
@@ -620,14 +620,6 @@ class LDKGPClassifier(
         """The strategy object of ``inference=`` (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)."""
         return INFERENCE_STRATEGIES[self.inference]
 
-    def _posterior_state(self) -> list[torch.Tensor]:
-        """What a posterior is a function of: the model's and the likelihood's parameters and buffers and
-        the model's training data."""
-        model, likelihood = self.model_, self.likelihood_
-        data = [*(getattr(model, "train_inputs", None) or ()), getattr(model, "train_targets", None)]
-        tensors = (*model.parameters(), *model.buffers(), *likelihood.parameters(), *likelihood.buffers(), *data)
-        return [t.detach() for t in tensors if isinstance(t, torch.Tensor)]
-
     def _posterior(self) -> Any:
         """What prediction computes once for all blocks of a call (the inference's ``posterior``), kept
         for the next call while the model, the likelihood and their parameters and buffers are those it
@@ -635,7 +627,7 @@ class LDKGPClassifier(
         leave-one-out predictions of the temperature and every later ``predict_proba`` share one (a
         shared Dirichlet posterior is a factorization of the ``n x n`` kernel matrix and holds its
         inverse). A new fit drops it; pickles and deep copies start without it."""
-        state = self._posterior_state()
+        state = gp_state(self.model_, self.likelihood_)
         kept = self.__dict__.get("_posterior_kept")
         if kept is not None:
             model, likelihood, snapshot, posterior = kept
