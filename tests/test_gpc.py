@@ -236,11 +236,12 @@ def test_the_posterior_is_computed_once_for_the_temperature_and_the_predictions(
     again = clf.predict_proba(texts)
     assert len(calls) == 1
     np.testing.assert_array_equal(proba, again)
-    del clf._posterior_kept
+    clf._kept_posterior.clear()
     np.testing.assert_array_equal(clf.predict_proba(texts), proba)  # afresh: the same bits
     assert len(calls) == 2
-    assert "_posterior_kept" not in pickle.loads(pickle.dumps(clf)).__dict__
-    assert "_posterior_kept" not in copy.deepcopy(clf).__dict__
+    assert clf._kept_posterior.value is not None
+    assert pickle.loads(pickle.dumps(clf))._kept_posterior.value is None
+    assert copy.deepcopy(clf)._kept_posterior.value is None
     with torch.no_grad():
         clf.model_.covar_module.raw_outputscale.add_(0.5)
     changed = clf.predict_proba(texts)

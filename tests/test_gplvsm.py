@@ -433,15 +433,15 @@ def test_kept_factorizations_give_the_recomputed_predictions_and_are_dropped_whe
         ]
 
     kept = calls()
-    strategies = model._kept_predictions.entry[3]
+    strategies = model._kept_predictions.value
     assert len(strategies) == 4 and all(s is not None for s in strategies)
     # the second round: the kept strategies with their kept Cholesky factors
     second = calls()
-    assert model._kept_predictions.entry[3] is strategies and all("_kept_factor" in s.__dict__ for s in strategies)
+    assert model._kept_predictions.value is strategies and all("_kept_factor" in s.__dict__ for s in strategies)
     with monkeypatch.context() as patch:
         patch.setattr(estimator_base, "KEPT_PREDICTION_BYTES", 0)  # every call factorizes
         again = calls()
-        assert model._kept_predictions.entry is None
+        assert model._kept_predictions.value is None
     for (m1, s1), (m2, s2), (m3, s3) in zip(kept, second, again):
         assert m1.tobytes() == m2.tobytes() == m3.tobytes() and s1.tobytes() == s2.tobytes() == s3.tobytes()
     assert model.predict(test).tobytes() == kept[3][0].tobytes()  # the means without the variances
@@ -454,11 +454,11 @@ def test_kept_factorizations_give_the_recomputed_predictions_and_are_dropped_whe
         patch.setattr(estimator_base, "KEPT_PREDICTION_BYTES", 0)
         assert model.predict(test, return_std=True)[1].tobytes() == changed[1].tobytes()
     model.predict(test)
-    assert model._kept_predictions.entry is not None
-    assert pickle.loads(pickle.dumps(model))._kept_predictions.entry is None
-    assert copy.deepcopy(model)._kept_predictions.entry is None
-    assert model._kept_predictions.entry is not None  # the original keeps them
+    assert model._kept_predictions.value is not None
+    assert pickle.loads(pickle.dumps(model))._kept_predictions.value is None
+    assert copy.deepcopy(model)._kept_predictions.value is None
+    assert model._kept_predictions.value is not None  # the original keeps them
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(train, corpus.y[:60])
-    assert model._kept_predictions.entry is None
+    assert model._kept_predictions.value is None

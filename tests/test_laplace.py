@@ -281,18 +281,16 @@ def test_the_classifier_fits_the_evidence_and_predicts_from_the_mode(class_hyper
     mean, _ = model.latents(model.train_x, (mode, parts))
     torch.testing.assert_close(mean.mT, mode.f, atol=1e-9, rtol=0)
     # the posterior the fit's last evidence kept is the one rebuilt from mode_a, to the bit
-    kept = model._kept_posterior()
+    kept = model._kept_posterior.get(model._state())
     assert kept is not None and kept[1] is parts
-    del model._posterior_kept
+    model._kept_posterior.clear()
     (again, again_parts) = model.posterior()
     assert torch.equal(again.f, mode.f) and torch.equal(again_parts.E, parts.E) and torch.equal(again_parts.M, parts.M)
     # a changed parameter drops it
-    from lvgp.base.snapshot import TensorSnapshot
-
-    model._posterior_kept = (TensorSnapshot(model._state()), (mode, parts))
+    model._kept_posterior.put((mode, parts), model._state())
     with torch.no_grad():
         model.raw_intercept_variance.add_(0.1)
-    assert model._kept_posterior() is None
+    assert model._kept_posterior.get(model._state()) is None
     with torch.no_grad():
         model.raw_intercept_variance.sub_(0.1)
     clf.save(tmp_path / "laplace.pt")

@@ -8,11 +8,12 @@ change parameters in place, so identity and version counters do not tell: the va
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["TensorSnapshot", "gp_state"]
+__all__ = ["KeptResult", "TensorSnapshot", "gp_state"]
 
 
 class TensorSnapshot:
@@ -36,3 +37,39 @@ def gp_state(model: nn.Module, likelihood: nn.Module) -> list[torch.Tensor]:
     data = [*(getattr(model, "train_inputs", None) or ()), getattr(model, "train_targets", None)]
     tensors = (*model.parameters(), *model.buffers(), *likelihood.parameters(), *likelihood.buffers(), *data)
     return [t.detach() for t in tensors if isinstance(t, torch.Tensor)]
+
+
+class KeptResult:
+    """One result kept beside the objects and tensors it was computed from, returned while they are
+    unchanged: ``owners`` compared by identity (a new fit builds new ones), ``key`` by ``==`` and
+    ``state``, a sequence of tensors, by value (:class:`TensorSnapshot`). A fitted estimator makes one at
+    fit and at load, so that predicting changes what it holds, not the estimator's ``__dict__``
+    (scikit-learn's convention). Pickled and copied empty: a copy computes its own."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[tuple[Any, ...], Any, TensorSnapshot, Any] | None = None
+
+    def get(self, state: Iterable[torch.Tensor], owners: tuple[Any, ...] = (), key: Any = None) -> Any:
+        """The kept result if it was computed from the same ``owners``, ``key`` and ``state``; else ``None``."""
+        if self._entry is None:
+            return None
+        kept_owners, kept_key, snapshot, value = self._entry
+        same = len(kept_owners) == len(owners) and all(a is b for a, b in zip(kept_owners, owners))
+        return value if same and kept_key == key and snapshot.matches(state) else None
+
+    def put(self, value: Any, state: Iterable[torch.Tensor], owners: tuple[Any, ...] = (), key: Any = None) -> Any:
+        """Keep ``value`` (``None``: keep nothing), computed from ``owners``, ``key`` and ``state``; returns it."""
+        self._entry = None if value is None else (tuple(owners), key, TensorSnapshot(state), value)
+        return value
+
+    def clear(self) -> None:
+        """Keep nothing."""
+        self._entry = None
+
+    @property
+    def value(self) -> Any:
+        """The kept result, whatever it was computed from (``None``: nothing kept)."""
+        return None if self._entry is None else self._entry[3]
+
+    def __getstate__(self) -> dict:
+        return {"_entry": None}

@@ -40,7 +40,7 @@ from ..base.fit_options import (
 )
 from ..base.fitting import BestOfWindowStopping, FitResult, fit_adam, minimize
 from ..base.numerics import NOISE_FLOOR, covariance_errors, exact_numerics, warn_about_fitted_noise
-from ..base.snapshot import TensorSnapshot, gp_state
+from ..base.snapshot import KeptResult, gp_state
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
@@ -63,17 +63,6 @@ KEPT_PREDICTION_BYTES = 2**29
 #: the streams of a fit, drawn by position from ``random_state`` before they had names (their values
 #: kept): the initialization, the Monte Carlo predictions' draws, the validation split
 _FIT_STREAMS = ("initialization", "predictive draws", "validation split")
-
-
-class _KeptPredictions:
-    """What a fitted regressor keeps between predictions (:meth:`ExactGPRegressorBase._kept_strategies`):
-    one ``entry`` or ``None``. Pickled and copied empty."""
-
-    def __init__(self) -> None:
-        self.entry: tuple | None = None
-
-    def __getstate__(self) -> dict:
-        return {"entry": None}
 
 
 class _KeptFactorStrategy(DefaultPredictionStrategy):
@@ -223,7 +212,7 @@ class ExactGPRegressorBase(
         stopping (otherwise ``early_stopping`` holds out ``validation_fraction``).
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
-        self._kept_predictions = _KeptPredictions()
+        self._kept_predictions = KeptResult()
         stopping = self._early_stopping_options()
         policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
@@ -517,25 +506,22 @@ class ExactGPRegressorBase(
         parameters, buffers and training data are those they were computed from (compared by value) and
         while they fit in :data:`KEPT_PREDICTION_BYTES`; an entry is ``None`` until a call computes it.
         The samples come from a generator seeded at fit time, so the k-th sample of every call is the
-        same. ``None``: nothing is kept (too large). They live in a :class:`_KeptPredictions` that a fit
-        (or a load) creates, so that predicting leaves the estimator's ``__dict__`` as it was (scikit-learn's
-        convention); pickles and copies start without them."""
+        same. ``None``: nothing is kept (too large). They live in a :class:`~lvgp.base.snapshot.KeptResult`
+        that a fit (or a load) creates, so that predicting leaves the estimator's ``__dict__`` as it was
+        (scikit-learn's convention); pickles and copies start without them."""
         box = self.__dict__.get("_kept_predictions")
         if box is None:
             return None
         n = int(self.model_.train_targets.shape[-1])
         if samples * 3 * n * n * 8 > KEPT_PREDICTION_BYTES:
-            box.entry = None
+            box.clear()
             return None
         state = gp_state(self.model_, self.likelihood_)  # the word vectors at their means, between calls
-        if box.entry is not None:
-            model, seed, snapshot, kept = box.entry
-            if model is self.model_ and seed == self._sample_seed and snapshot.matches(state):
-                kept.extend([None] * (samples - len(kept)))
-                return kept
-        strategies: list[Any] = [None] * samples
-        box.entry = (self.model_, self._sample_seed, TensorSnapshot(state), strategies)
-        return strategies
+        kept = box.get(state, owners=(self.model_,), key=self._sample_seed)
+        if kept is not None:
+            kept.extend([None] * (samples - len(kept)))
+            return kept
+        return box.put([None] * samples, state, owners=(self.model_,), key=self._sample_seed)
 
     def _set_fit_result(self, result: FitResult, warn: bool = True) -> None:
         self.fit_result_ = result
@@ -641,7 +627,7 @@ class ExactGPRegressorBase(
         est.y_mean_ = payload["y_mean"].numpy()
         est.y_std_ = payload["y_std"].numpy()
         est._sample_seed = payload["sample_seed"]
-        est._kept_predictions = _KeptPredictions()
+        est._kept_predictions = KeptResult()
         est._parts = None if payload.get("parts") is None else tuple(payload["parts"])
         targets = payload["train_targets"]
         model = est._build_model(

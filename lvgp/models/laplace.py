@@ -63,7 +63,7 @@ from gpytorch.means import ConstantMean
 from torch import Tensor
 
 from .._random import torch_generator
-from ..base.snapshot import TensorSnapshot
+from ..base.snapshot import KeptResult
 from ..bow.padded import pad_to_common_width
 
 __all__ = [
@@ -433,6 +433,8 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         self.covar_module = ScaleKernel(kernel, batch_shape=torch.Size() if shared_outputscale else batch)
         #: the last mode search: Newton iterations and the objective's largest gradient entry at its end
         self.last_search: tuple[int, float] = (0, 0.0)
+        #: the mode's parts the last evidence of every document computed (:meth:`posterior`)
+        self._kept_posterior = KeptResult()
 
     @property
     def intercept_variance(self) -> Tensor:
@@ -497,7 +499,7 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         searched from the subset's last one (kept beside ``mode_a``, not saved). The evidence of every
         document keeps its mode's parts for :meth:`posterior` while the model's parameters and buffers
         stay as they are."""
-        self.__dict__.pop("_posterior_kept", None)  # not held beside the new blocks
+        self._kept_posterior.clear()  # not held beside the new blocks
         m = self.means()
         start: Tensor | None
         if rows is None:
@@ -516,26 +518,12 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         with torch.no_grad():
             parts = mode_parts(K.detach(), mode.f)
         if rows is None:
-            self._posterior_kept = (TensorSnapshot(self._state()), (mode, parts))
+            self._kept_posterior.put((mode, parts), self._state())
         return log_evidence(K, m, labels, mode, parts)
-
-    def __getstate__(self) -> dict:
-        """As ``nn.Module``'s, without the kept posterior (pickles and deep copies start without it)."""
-        state = self.__dict__.copy()
-        state.pop("_posterior_kept", None)
-        return state
 
     def _state(self) -> list[Tensor]:
         """The parameters and buffers (what the posterior is a function of)."""
         return [*self.parameters(), *self.buffers()]
-
-    def _kept_posterior(self) -> tuple[LaplaceMode, ModeParts] | None:
-        """The posterior the last evidence of every document kept, if nothing it depends on changed since."""
-        kept = getattr(self, "_posterior_kept", None)
-        if kept is None:
-            return None
-        snapshot, posterior = kept
-        return posterior if snapshot.matches(self._state()) else None
 
     @torch.no_grad()
     def posterior(self) -> tuple[LaplaceMode, ModeParts]:
@@ -544,7 +532,7 @@ class SoftmaxLaplaceGP(gpytorch.Module):
         where the parameters and buffers have not changed since (the same numbers: the mode's ``f`` is
         ``K a + m`` by the same product). Kept, they hold ``C x n x n`` float64 beside the model (the
         blocks ``E``) until the next evidence of every document."""
-        kept = self._kept_posterior()
+        kept = self._kept_posterior.get(self._state())
         if kept is not None:
             return kept
         covariances, m = self.class_covariances(self.train_x), self.means()

@@ -27,7 +27,7 @@ from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgu
 from ...base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
 from ...base.numerics import covariance_errors, default_dtype, exact_numerics
 from ...base.persistence import classes_from_plain, classes_to_plain
-from ...base.snapshot import TensorSnapshot, gp_state
+from ...base.snapshot import KeptResult, gp_state
 from ...base.targets import check_labels, true_class_log_proba
 from ...base.validation import check_block
 from ...bow.padded import PAD, documents_at
@@ -368,7 +368,7 @@ class LDKGPClassifier(
         """Fit on training documents ``X`` (texts, counts or a padded tensor) and labels ``y``;
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
-        self.__dict__.pop("_posterior_kept", None)
+        self._kept_posterior = KeptResult()
         self._streams = Streams(self.random_state)  # random_state is read once a fit
         start = time.perf_counter()
         self._encode_clock = 0.0
@@ -626,25 +626,17 @@ class LDKGPClassifier(
         was computed from (compared by value: early stopping predicts between the fit's steps): the
         leave-one-out predictions of the temperature and every later ``predict_proba`` share one (a
         shared Dirichlet posterior is a factorization of the ``n x n`` kernel matrix and holds its
-        inverse). A new fit drops it; pickles and deep copies start without it."""
+        inverse). It lives in a :class:`~lvgp.base.snapshot.KeptResult` that a fit (or a load) creates,
+        so that predicting leaves the estimator's ``__dict__`` as it was; pickles and copies start without it."""
+        box = self.__dict__.get("_kept_posterior")
+        if box is None:
+            return self._inference_strategy().posterior(self)
         state = gp_state(self.model_, self.likelihood_)
-        kept = self.__dict__.get("_posterior_kept")
+        owners = (self.model_, self.likelihood_)
+        kept = box.get(state, owners=owners)
         if kept is not None:
-            model, likelihood, snapshot, posterior = kept
-            if model is self.model_ and likelihood is self.likelihood_ and snapshot.matches(state):
-                return posterior
-        posterior = self._inference_strategy().posterior(self)
-        if posterior is not None:
-            self._posterior_kept = (self.model_, self.likelihood_, TensorSnapshot(state), posterior)
-        else:
-            self.__dict__.pop("_posterior_kept", None)
-        return posterior
-
-    def __getstate__(self) -> dict:
-        """As the base class's, without the kept posterior."""
-        state = dict(super().__getstate__())
-        state.pop("_posterior_kept", None)
-        return state
+            return kept
+        return box.put(self._inference_strategy().posterior(self), state, owners=owners)
 
     def _block_latents(
         self, xb: torch.Tensor, posterior: Any
@@ -714,6 +706,7 @@ class LDKGPClassifier(
 
     def _restore_fitted(self, payload: dict) -> None:
         est = self
+        est._kept_posterior = KeptResult()
         est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
         if "classes_dtype" in payload:  # format 1 (lvgp 0.1)
             dtype = payload["classes_dtype"]
