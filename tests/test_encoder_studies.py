@@ -129,3 +129,75 @@ def test_a_study_written_before_the_precision_option_loads_as_float32(tmp_path):
     (tmp_path / "study.json").write_text(json.dumps(settings, default=list))
     assert load_study(tmp_path).encoder_precision == "float32"
     assert ClassificationStudy(dataset="r8").encoder_precision == "auto"
+
+
+def _study(kind: str, tmp_path):
+    """A small study of ``kind`` on a toy TSV whose methods read texts through the encoder and not."""
+    from lvgp.experiments.classification import ClassificationStudy
+    from lvgp.experiments.open_set import OpenSetStudy
+    from lvgp.experiments.regression import RegressionStudy
+
+    if kind == "regression":
+        rows = [f"a {'good fine' if i % 2 else 'bad dull'} film {i}\t{i % 5 - 2}" for i in range(50)]
+        tsv = _tsv(tmp_path / "toy.tsv", "text\ttarget", rows)
+        return RegressionStudy(
+            dataset=tsv, splits=2, train_size=20, dev_size=10, min_df=1, methods=("ridge", "encoder-ridge")
+        )
+    topics = ["good fine", "bad dull", "tax bank", "goal team"]
+    rows = [f"a {topics[i % 4]} note {i}\t{topics[i % 4].split()[0]}" for i in range(60)]
+    tsv = _tsv(tmp_path / "toy.tsv", "text\tlabel", rows)
+    if kind == "classification":
+        return ClassificationStudy(dataset=tsv, train_sizes=(10,), splits=2, methods=("logreg", "encoder-logreg"))
+    return OpenSetStudy(dataset=tsv, unknown_classes=1, per_class=(3,), splits=2, methods=("svm", "encoder-knn"))
+
+
+@pytest.mark.parametrize("kind", ["classification", "regression", "open-set"])
+def test_a_study_in_several_processes_encodes_the_texts_its_cells_share_once_first(kind, tmp_path, monkeypatch):
+    """With ``--jobs J > 1`` a study encodes the texts its encoder cells read (every split's training
+    and test documents) once, into the cache, on all the workers' threads before the cells start -- the
+    processes would otherwise encode the same texts at once -- and no cell computes one again; with one
+    process the cells encode them, as before."""
+    from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor
+    from lvgp.experiments.study import Study
+
+    class InlineProcesses(ProcessExecutor):  # the parent's part of a --jobs 2 run, the cells in this process
+        def run(self, fn, context, cells):
+            return InProcessExecutor().run(fn, context, cells)
+
+    monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
+    tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
+    monkeypatch.setattr(sentence_module, "shared_encoder", lambda name="x", device="cpu": tiny)
+    events: list[tuple[str, int]] = []
+    forward = tiny._forward
+
+    def counted_forward(encodings):
+        events.append(("computed", len(encodings)))
+        return forward(encodings)
+
+    tiny._forward = counted_forward
+    study = _study(kind, tmp_path)
+    encode_shared_texts, run_cell = type(study).encode_shared_texts, type(study).run_cell
+
+    def recorded_encode_shared_texts(self, cells, threads, progress=True):
+        at = len(events)
+        events.append(("shared", -1))  # before the encoding it does
+        events[at] = ("shared", encode_shared_texts(self, cells, threads, progress))
+        return events[at][1]
+
+    def recorded_run_cell(self, cell):
+        events.append(("cell", 0))
+        return run_cell(self, cell)
+
+    monkeypatch.setattr(type(study), "encode_shared_texts", recorded_encode_shared_texts)
+    monkeypatch.setattr(type(study), "run_cell", recorded_run_cell)
+    shared = study.shared_texts(study.cells())
+    assert shared and len(set(shared)) == len(shared) and Study.shared_texts(study, study.cells()) == []
+    study.run(tmp_path / "out", executor=InlineProcesses(jobs=2, threads=1), progress=False)
+    first_cell = events.index(("cell", 0))
+    assert events[0] == ("shared", len(shared))
+    assert sum(n for what, n in events[:first_cell] if what == "computed") == len(shared)
+    assert not any(what == "computed" for what, _ in events[first_cell:])  # the cells read them from the cache
+
+    events.clear()  # one process: no encoding before the cells
+    study.run(tmp_path / "out1", executor=InProcessExecutor(), progress=False)
+    assert events[0] == ("cell", 0) and not any(what == "shared" for what, _ in events)

@@ -147,6 +147,10 @@ class ProcessExecutor(Executor):
         check_number("threads", threads, integer=True, minimum=1, allow_none=True)
         self.jobs, self.threads = jobs, threads
 
+    def total_threads(self) -> int:
+        """The threads of all workers together (``jobs`` x ``threads``)."""
+        return self.jobs * (self.threads or default_threads(self.jobs))
+
     def run(self, fn, context, cells):
         threads = self.threads or default_threads(self.jobs)
         ctx = multiprocessing.get_context("spawn")

@@ -386,6 +386,17 @@ class OpenSetStudy(SizedCells, Study):
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
 
+    def shared_texts(self, cells: list[dict]) -> list[str]:
+        """The documents the cells whose methods read texts through the encoder encode: every split's
+        labelled texts of every size and its test documents."""
+        texts: dict[str, None] = {}
+        for split, n in sorted(
+            {(c["split"], c["params"]["per_class"]) for c in cells if self.method(c["method"]).raw_texts}
+        ):
+            texts.update(dict.fromkeys(self.split(split).training(n)[0]))
+            texts.update(dict.fromkeys(self.split(split).test_texts))
+        return list(texts)
+
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)
 

@@ -366,6 +366,16 @@ class RegressionStudy(Study):
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
 
+    def shared_texts(self, cells: list[dict]) -> list[str]:
+        """The documents the cells whose methods read texts through the encoder encode: every such
+        split's training, dev and test documents (each split's methods and settings read the same)."""
+        texts: dict[str, None] = {}
+        for split in sorted({c["split"] for c in cells if self.method(c["method"]).raw_texts}):
+            data = prepare_split(self, split)
+            for part in (data.train_texts, data.dev_texts, data.test_texts):
+                texts.update(dict.fromkeys(part))
+        return list(texts)
+
     def summarize(self, cells: list[dict]) -> list[dict]:
         return select(cells, self)
 

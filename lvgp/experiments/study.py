@@ -30,7 +30,7 @@ from ..base.fitting import interrupts_raise
 from ..base.progress import progress_bar
 from ..warnings import EmptyDocumentsWarning, warn
 from . import registry
-from .executors import Executor, InProcessExecutor
+from .executors import Executor, InProcessExecutor, ProcessExecutor
 from .registry import Method
 from .selection import InnerDev
 
@@ -355,6 +355,32 @@ class Study:
     def run_cell(self, cell: dict) -> dict:
         raise NotImplementedError
 
+    def shared_texts(self, cells: list[dict]) -> list[str]:
+        """The texts ``cells`` read through the study's sentence encoder (the test documents every cell
+        predicts, the training documents every method of a split reads), which :meth:`run` encodes once,
+        into the encoder's on-disk cache, on all the workers' threads before the cells start in several
+        local processes: otherwise the processes encode the same texts at once. The base: none."""
+        return []
+
+    def encode_shared_texts(self, cells: list[dict], threads: int, progress: bool = True) -> int:
+        """Encode :meth:`shared_texts` of ``cells`` with the study's encoder (``encoder``,
+        ``encoder_precision``) on ``threads`` threads, on a study on the CPU (a progress bar if
+        ``progress``); returns how many texts were given (those already in the cache are read, not
+        encoded again)."""
+        texts = self.shared_texts(cells)
+        if not texts or str(getattr(self, "device", "cpu")) != "cpu":
+            return 0
+        from ..encoders.sentence import encoder_precision, shared_encoder
+        from .executors import limit_threads
+
+        restore = limit_threads(threads)
+        try:
+            with encoder_precision(getattr(self, "encoder_precision", "auto")):
+                shared_encoder(self.encoder).encode(texts, verbose=progress)  # type: ignore[attr-defined]
+        finally:
+            restore()
+        return len(texts)
+
     def summarize(self, cells: list[dict]) -> list[dict]:
         raise NotImplementedError
 
@@ -440,7 +466,11 @@ class Study:
                 shutil.rmtree(out / "cells")
         if not (isinstance(executor, ReportOnlyExecutor) and previous.exists()):  # a report changes no setting
             write_json(previous, self.settings())
-        cells, failures = run_study(_run_cell, self, self.cells(), StudyDirectory(out), executor, progress)
+        directory, cells = StudyDirectory(out), self.cells()
+        if isinstance(executor, ProcessExecutor) and executor.jobs > 1:
+            pending = [c for c in cells if directory.load(c) is None]
+            self.encode_shared_texts(pending, executor.total_threads(), progress)
+        cells, failures = run_study(_run_cell, self, cells, directory, executor, progress)
         warn_dropped(cells)
         records = self.summarize(cells)
         self.write_outputs(out, cells, records)
