@@ -131,6 +131,18 @@ def test_a_study_written_before_the_precision_option_loads_as_float32(tmp_path):
     assert ClassificationStudy(dataset="r8").encoder_precision == "auto"
 
 
+def _inline_processes(jobs: int):
+    """A ``ProcessExecutor`` of ``jobs`` whose cells run in this process: the parent's part of a
+    ``--jobs J`` run, with the tiny encoder the test patched in."""
+    from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor
+
+    class InlineProcesses(ProcessExecutor):
+        def run(self, fn, context, cells):
+            return InProcessExecutor().run(fn, context, cells)
+
+    return InlineProcesses(jobs=jobs, threads=1)
+
+
 def _study(kind: str, tmp_path):
     """A small study of ``kind`` on a toy TSV whose methods read texts through the encoder and not."""
     from lvgp.experiments.classification import ClassificationStudy
@@ -157,12 +169,8 @@ def test_a_study_in_several_processes_encodes_the_texts_its_cells_share_once_fir
     and test documents) once, into the cache, on all the workers' threads before the cells start -- the
     processes would otherwise encode the same texts at once -- and no cell computes one again; with one
     process the cells encode them, as before."""
-    from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor
+    from lvgp.experiments.executors import InProcessExecutor
     from lvgp.experiments.study import Study
-
-    class InlineProcesses(ProcessExecutor):  # the parent's part of a --jobs 2 run, the cells in this process
-        def run(self, fn, context, cells):
-            return InProcessExecutor().run(fn, context, cells)
 
     monkeypatch.setenv("LVGP_DATA", str(tmp_path / "data"))
     tiny = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, seed=0)
@@ -192,7 +200,7 @@ def test_a_study_in_several_processes_encodes_the_texts_its_cells_share_once_fir
     monkeypatch.setattr(type(study), "run_cell", recorded_run_cell)
     shared = study.shared_texts(study.cells())
     assert shared and len(set(shared)) == len(shared) and Study.shared_texts(study, study.cells()) == []
-    study.run(tmp_path / "out", executor=InlineProcesses(jobs=2, threads=1), progress=False)
+    study.run(tmp_path / "out", executor=_inline_processes(2), progress=False)
     first_cell = events.index(("cell", 0))
     assert events[0] == ("shared", len(shared))
     assert sum(n for what, n in events[:first_cell] if what == "computed") == len(shared)
@@ -201,3 +209,17 @@ def test_a_study_in_several_processes_encodes_the_texts_its_cells_share_once_fir
     events.clear()  # one process: no encoding before the cells
     study.run(tmp_path / "out1", executor=InProcessExecutor(), progress=False)
     assert events[0] == ("cell", 0) and not any(what == "shared" for what, _ in events)
+
+
+def test_ctrl_c_while_encoding_the_shared_texts_ends_the_study_before_any_cell(tmp_path, monkeypatch):
+    from lvgp.experiments.study import StudyInterrupted
+
+    study = _study("classification", tmp_path)
+
+    def interrupted(self, cells, threads, progress=True):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(study), "encode_shared_texts", interrupted)
+    with pytest.raises(StudyInterrupted, match="before any cell ran"):
+        study.run(tmp_path / "out", executor=_inline_processes(2), progress=False)
+    assert not list((tmp_path / "out" / "cells").glob("**/*.json"))

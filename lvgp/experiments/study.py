@@ -469,7 +469,13 @@ class Study:
         directory, cells = StudyDirectory(out), self.cells()
         if isinstance(executor, ProcessExecutor) and executor.jobs > 1:
             pending = [c for c in cells if directory.load(c) is None]
-            self.encode_shared_texts(pending, executor.total_threads(), progress)
+            try:
+                self.encode_shared_texts(pending, executor.total_threads(), progress)
+            except KeyboardInterrupt:
+                raise StudyInterrupted(
+                    "interrupted while encoding the texts the cells share, before any cell ran; run the same "
+                    "command again to start"
+                ) from None
         cells, failures = run_study(_run_cell, self, cells, directory, executor, progress)
         warn_dropped(cells)
         records = self.summarize(cells)
