@@ -183,10 +183,12 @@ def run_study(
     directory: StudyDirectory,
     executor: Executor | None = None,
     progress: bool = True,
+    start: Callable[[list[dict]], None] | None = None,
 ) -> tuple[list[dict], list[tuple[dict, str]]]:
     """Run the cells not yet done; return all finished cell records and the failures.
 
-    Cells already in ``directory`` are not recomputed. A failing cell is written to
+    Cells already in ``directory`` are not recomputed; ``start``, if given, is called with the cells
+    to run (where there are any) before the first of them. A failing cell is written to
     ``<key>.error.txt`` with its traceback; the others complete. Ctrl-C ends the cell being fitted
     at once (the fitting loops re-raise it here: :func:`~lvgp.base.fitting.interrupts_raise`), keeps
     the cells that finished, and raises :class:`StudyInterrupted`.
@@ -200,6 +202,8 @@ def run_study(
             done.append(record)
         else:
             todo.append(cell)
+    if start is not None and todo:
+        start(todo)
     failures: list[tuple[dict, str]] = []
     bar = progress_bar(total=len(cells), initial=len(done), desc="cells", verbose=progress, leave=True)
     # cells fitted in this process, one after the other, show their fits' own bars under the cells' bar
@@ -466,17 +470,20 @@ class Study:
                 shutil.rmtree(out / "cells")
         if not (isinstance(executor, ReportOnlyExecutor) and previous.exists()):  # a report changes no setting
             write_json(previous, self.settings())
-        directory, cells = StudyDirectory(out), self.cells()
+        start = None
         if isinstance(executor, ProcessExecutor) and executor.jobs > 1:
-            pending = [c for c in cells if directory.load(c) is None]
-            try:
-                self.encode_shared_texts(pending, executor.total_threads(), progress)
-            except KeyboardInterrupt:
-                raise StudyInterrupted(
-                    "interrupted while encoding the texts the cells share, before any cell ran; run the same "
-                    "command again to start"
-                ) from None
-        cells, failures = run_study(_run_cell, self, cells, directory, executor, progress)
+            threads = executor.total_threads()
+
+            def start(pending: list[dict]) -> None:
+                try:
+                    self.encode_shared_texts(pending, threads, progress)
+                except KeyboardInterrupt:
+                    raise StudyInterrupted(
+                        "interrupted while encoding the texts the cells share, before any cell ran; run the "
+                        "same command again to start"
+                    ) from None
+
+        cells, failures = run_study(_run_cell, self, self.cells(), StudyDirectory(out), executor, progress, start)
         warn_dropped(cells)
         records = self.summarize(cells)
         self.write_outputs(out, cells, records)
