@@ -367,8 +367,12 @@ def test_fits_and_predicts_on_the_device(case: Case, device: str) -> None:
     assert np.isfinite(out).all() and isinstance(out, np.ndarray)
     if device == "cpu":  # "cpu" is the default, bit for bit
         np.testing.assert_array_equal(out, _predict(case, _fitted(case)))
-    elif case.deterministic:  # the same fit up to the devices' rounding
-        np.testing.assert_allclose(out, _predict(case, _fitted(case, device="cpu")), rtol=1e-5, atol=1e-7)
+    elif case.deterministic:  # the same fit up to the devices' rounding, in the model's own precision
+        # (LDKMatcher computes in float32 by default and returns float64: on an H200, 2026-11-30, its
+        # distances near 0 differed from the CPU's by 1.8e-7, float32's cancellation)
+        single = getattr(est, "dtype", "float64") == "float32" or out.dtype == np.float32
+        tol = {"rtol": 1e-4, "atol": 1e-6} if single else {"rtol": 1e-5, "atol": 1e-7}
+        np.testing.assert_allclose(out, _predict(case, _fitted(case, device="cpu")), **tol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

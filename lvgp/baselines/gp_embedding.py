@@ -158,7 +158,7 @@ def smoothing_matrix(embeddings: Tensor, lengthscale: Tensor, noise: Tensor) -> 
     """S_theta = K_l (K_l + sigma^2 I)^-1 (paper eq. 3), ``p x p``; for tests and inspection
     (the model itself never forms it)."""
     k = rbf_covariance(embeddings, embeddings, lengthscale)
-    eye = torch.eye(len(k), dtype=k.dtype)
+    eye = torch.eye(len(k), dtype=k.dtype, device=k.device)
     chol = _cholesky(k + noise**2 * eye, "K_l + sigma^2 I")
     return torch.cholesky_solve(k, chol).mT  # (K+s I)^-1 K = K (K+s I)^-1 transposed; both symmetric products
 
@@ -167,7 +167,7 @@ def smoothed_weights(embeddings: Tensor, lengthscale: Tensor, noise: Tensor, psi
     """S_theta Psi (``p x C``) = Psi - sigma^2 (K_l + sigma^2 I)^-1 Psi, and the Cholesky factor
     of K_l + sigma^2 I (differentiable in all arguments)."""
     k = rbf_covariance(embeddings, embeddings, lengthscale)
-    chol = _cholesky(k + noise**2 * torch.eye(len(k), dtype=k.dtype), "K_l + sigma^2 I")
+    chol = _cholesky(k + noise**2 * torch.eye(len(k), dtype=k.dtype, device=k.device), "K_l + sigma^2 I")
     return psi - noise**2 * torch.cholesky_solve(psi, chol), chol
 
 
@@ -189,7 +189,7 @@ def extended_smoothed_weights(
     d = rbf_covariance(new_embeddings, new_embeddings, lengthscale)  # r x r
     a = solve(psi)  # p x C
     g = solve(b)  # p x r
-    schur = d + s2 * torch.eye(len(d), dtype=d.dtype) - b.mT @ g
+    schur = d + s2 * torch.eye(len(d), dtype=d.dtype, device=d.device) - b.mT @ g
     schur_chol = _cholesky(schur, "the Schur complement of the new covariates")
     t = torch.cholesky_solve(b.mT @ a, schur_chol)  # r x C: Sigma^-1 B^T A
     return torch.cat([psi - s2 * (a + g @ t), s2 * t], dim=0)
@@ -230,7 +230,9 @@ class EigenCovariance:
         x_device: Tensor | None = None,
     ):
         self.lengthscale = float(lengthscale)
-        k = rbf_covariance(embeddings, embeddings, torch.tensor(self.lengthscale, dtype=embeddings.dtype))
+        k = rbf_covariance(
+            embeddings, embeddings, torch.tensor(self.lengthscale, dtype=embeddings.dtype, device=embeddings.device)
+        )
         if search:
             # a length-scale search only ranks candidates: a float32 decomposition (2.2x faster at
             # p = 2,000; eigenvalue errors ~1e-3 against sigma^2 ~ 4) is enough, and the final
