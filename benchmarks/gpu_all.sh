@@ -2,7 +2,8 @@
 # The GPU figures of issues 41 and 60 in one command, for the moment a GPU is at hand (issue 60):
 #
 #   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: under 8 minutes (the parts' limits
-#                                              # add up to 460 s; a part that runs out is named, the rest run)
+#                                              # add up to 450 s; a part that runs out is named, the rest run;
+#                                              # on an H200, 2026-11-30: about 4 minutes)
 #   bash benchmarks/gpu_all.sh --dry-run       # the same parts on the CPU at tiny sizes (the script's test)
 #   bash benchmarks/gpu_all.sh --prepare DIR   # where the data cache is: the encoder's bundle (config,
 #                                              # tokenizer, texts: a few MB) for a machine without it
@@ -15,6 +16,8 @@
 #              classifier and gpytorch's SVGP on dense features (the peer of "at most 2x")
 #   large-1m   benchmarks/large_n.py at 1,000,000 documents, the epoch cut at 200 steps and
 #              extrapolated (its setup plus every step at the measured step time)
+#   large-1m-b1024  the same in batches of 1,024 (a GPU's batch: a step costs about what one of
+#              256 does, the GPU being mostly idle, and the epoch has a quarter of the steps)
 #   encoder    benchmarks/encoder_throughput.py on CUDA (the pretrained weights where cached, else
 #              the bundle of --prepare in $BUNDLE, default gpu_all_bundle/, with random weights)
 # and then one table of the figures against the goals (benchmarks/_gpu_table.py).
@@ -66,18 +69,20 @@ if [ "$mode" = dry ]; then
     --batch 128 --models sparse-gplvsm --threads 1 --no-profile
   part encoder 300 "$PYTHON" benchmarks/encoder_throughput.py --quick
 else
-  part tests 100 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
-  part gpu 90 "$PYTHON" benchmarks/gpu.py --parts gram,sparse
-  part large-50k 120 "$PYTHON" benchmarks/large_n.py --docs 50000 --device cuda \
+  part tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
+  part gpu 110 "$PYTHON" benchmarks/gpu.py --parts gram,sparse --gram-sizes 2000x10000,2000x50000,8000x10000
+  part large-50k 90 "$PYTHON" benchmarks/large_n.py --docs 50000 --device cuda \
     --models sparse-gplvsm,variational-gpc,svgp-dense
-  part large-1m 100 "$PYTHON" benchmarks/large_n.py --docs 1000000 --device cuda --max-steps 200 \
+  part large-1m 70 "$PYTHON" benchmarks/large_n.py --docs 1000000 --device cuda --max-steps 200 \
     --models sparse-gplvsm
+  part large-1m-b1024 70 "$PYTHON" benchmarks/large_n.py --docs 1000000 --device cuda --max-steps 200 \
+    --batch 1024 --models sparse-gplvsm
   if [ -d "$BUNDLE" ]; then
     part encoder 50 "$PYTHON" benchmarks/encoder_throughput.py --bundle "$BUNDLE" --device cuda --threads 1 \
-      --batch-size 64 --repeats 1 --paths float32,bfloat16
+      --batch-size 64 --repeats 3 --paths float32,bfloat16
   else
     part encoder 50 "$PYTHON" benchmarks/encoder_throughput.py --device cuda --threads 1 --batch-size 64 \
-      --repeats 1 --paths float32,bfloat16
+      --repeats 3 --paths float32,bfloat16
   fi
 fi
 "$PYTHON" benchmarks/_gpu_table.py "$LOGS"
