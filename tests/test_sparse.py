@@ -481,3 +481,46 @@ def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(record_int3
     assert compact.step_losses_ == wide.step_losses_
     for a, b in zip(compact.predict(x32[:40], return_std=True), wide.predict(x32[:40].long(), return_std=True)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_predictions_average_the_closed_form_svgp_mean_over_the_draws_of_the_word_vectors():
+    """With variational word vectors (the default kernel) a prediction is the mean over draws of the
+    whitened SVGP's predictive mean, ``c + K_XZ L^-T m`` with ``L L^T = K_ZZ + jitter I`` of *that*
+    draw (Hensman et al. 2015): here computed in closed form, draw by draw, from the kernel alone.
+    gpytorch's strategy keeps K_ZZ's factor between calls in eval mode; the predictions once paired
+    every draw after the first with the first draw's factor."""
+    from lvgp._random import torch_generator
+    from lvgp.bow.padded import pad_to_width
+    from lvgp.models.sparse import variational_word_vectors
+
+    corpus = make_synonym_regression(n=240, noise=0.05, random_state=3)
+    reg = SparseGPLVSMRegressor(
+        num_inducing=16, optimizer=MiniBatch(batch_size=64, max_steps=40, tol=0.0), predict_samples=6, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg.fit(corpus.texts[:200], corpus.y[:200])
+    texts = corpus.texts[200:]
+    model = reg.model_
+    vectors = variational_word_vectors(model.covar_module)
+    assert vectors, "the default kernel has variational word vectors"
+    strategy = model.variational_strategy
+    m = strategy._variational_distribution.variational_mean.detach()
+    generator = torch_generator(reg._predict_seed)
+    draws = []
+    with reg.encoder_.predicting(texts, reg._word_vectors(), compact=True) as x, torch.no_grad(), exact_numerics():
+        width = max(x.shape[-1], strategy.inducing_points.shape[-1])
+        xs, z = pad_to_width(x, width), pad_to_width(strategy.inducing_points, width)
+        for _ in range(reg.predict_samples):
+            for v in vectors:
+                v.resample(generator)
+            k_zz = model.covar_module(z, z).to_dense()
+            k_xz = model.covar_module(xs, z).to_dense()
+            chol = torch.linalg.cholesky(k_zz + strategy.jitter_val * torch.eye(len(z), dtype=k_zz.dtype))
+            whitened = torch.linalg.solve_triangular(chol.mT, m.unsqueeze(-1), upper=True).squeeze(-1)
+            draws.append(model.mean_module.constant.detach() + k_xz @ whitened)
+        for v in vectors:
+            v.use_mean()
+    expected = torch.stack(draws).mean(0).numpy() * reg.y_std_ + reg.y_mean_
+    np.testing.assert_allclose(reg.predict(texts), expected, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(reg.predict(texts), expected, rtol=1e-8, atol=1e-8)  # and again: nothing kept stale
