@@ -39,7 +39,7 @@ H200_STEP_MS = "256:22.2,1024:23.9"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="600 + 200 documents of 64 tokens, 5 and 10 steps")
+    parser.add_argument("--quick", action="store_true", help="400 + 100 documents of 64 tokens, 4 steps (tests)")
     parser.add_argument("--docs", type=int, default=20_000, help="training documents")
     parser.add_argument("--test", type=int, default=2_000, help="held-out documents")
     parser.add_argument("--batches", default="256,1024")
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-step-ms", default=H200_STEP_MS, help="BATCH:MS pairs: a GPU's measured step times")
     args = parser.parse_args(argv)
     if args.quick:
-        args.docs, args.test, args.steps, args.max_length = 600, 200, "5,10", 64
+        args.docs, args.test, args.steps, args.max_length, args.batches = 400, 100, "4", 64, "64,256"
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*did not converge")  # every fit ends at its step budget, by design
     from threadpoolctl import threadpool_limits
