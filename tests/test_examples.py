@@ -95,7 +95,7 @@ BENCHMARKS = {
     "evidence_subset_dev.py": "| 0 | 30 |",
     "intent_scale.py": "| 20 | 240 | 100 |",
     "predict_latency.py": "the same predictions, to the bit, from both codes",
-    "minibatch_size.py": "| batch | steps | epochs | CPU ms / step |",
+    "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
 }
 NEEDS_DATA = {
     "laplace_classifier.py",
