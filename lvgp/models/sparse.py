@@ -577,12 +577,6 @@ class SparseGPLVSMRegressor(
         draws = int(self.predict_samples) if variational else 1
         # draws from a generator seeded at fit time: predictions are a function of the fitted model
         generator = torch_generator(self._predict_seed) if variational else None
-        # in eval mode gpytorch's strategy keeps K_ZZ's Cholesky factor from one call to the next
-        # (`_cholesky_factor`, cached whatever its argument): each draw of the word vectors is a new
-        # K_ZZ, so it is dropped at every draw -- kept, every draw after the first paired its own K_XZ
-        # with the first draw's factor (at 300,000 documents and 256 inducing documents: held-out
-        # RMSE 0.928 against 0.727 with a factor a draw)
-        strategy = self.model_.variational_strategy
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
@@ -594,8 +588,6 @@ class SparseGPLVSMRegressor(
                 for _ in range(draws):
                     for vectors in variational:
                         vectors.resample(generator)
-                    if variational:
-                        strategy._clear_cache()
                     with shared_evaluation(self.model_):  # one draw: K_ZX and diag K_XX share the norms
                         f = self.model_(xb)
                         out = self.likelihood_(f) if include_noise else f
@@ -604,8 +596,6 @@ class SparseGPLVSMRegressor(
                         variance += out.variance.clamp_min(0)
                 for vectors in variational:
                     vectors.use_mean()
-                if variational:  # nothing of the last draw is left for a later evaluation at the means
-                    strategy._clear_cache()
                 idx = idx.to(device)
                 m = first / draws
                 mean[idx] = m
