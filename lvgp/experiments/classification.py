@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -553,17 +554,10 @@ class ClassificationStudy(SizedCells, Study):
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
 
-    def shared_texts(self, cells: list[dict]) -> list[str]:
-        """The documents the cells whose methods read texts through the encoder (``raw_texts``) encode:
-        every split's and size's training and test documents (the methods of a split and size read the
-        same; the test documents are every cell's, unless ``test_size`` subsamples them per split)."""
-        texts: dict[str, None] = {}
-        for split, size in sorted(
-            {(c["split"], c["params"]["train_size"]) for c in cells if self.method(c["method"]).raw_texts}
-        ):
-            for part in raw_cell_texts(self, split, size):
-                texts.update(dict.fromkeys(part))
-        return list(texts)
+    def encoder_texts(self, split: int, size: int) -> Iterable[Sequence[str]]:
+        """A cell's training and test documents (the methods of a split and size read the same; the test
+        documents are every cell's, unless ``test_size`` subsamples them per split)."""
+        return raw_cell_texts(self, split, size)
 
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)

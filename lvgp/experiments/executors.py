@@ -147,12 +147,16 @@ class ProcessExecutor(Executor):
         check_number("threads", threads, integer=True, minimum=1, allow_none=True)
         self.jobs, self.threads = jobs, threads
 
+    def worker_threads(self) -> int:
+        """Each worker's threads: ``threads``, or :func:`default_threads` of ``jobs``."""
+        return self.threads or default_threads(self.jobs)
+
     def total_threads(self) -> int:
-        """The threads of all workers together (``jobs`` x ``threads``)."""
-        return self.jobs * (self.threads or default_threads(self.jobs))
+        """The threads of all workers together (``jobs`` x :meth:`worker_threads`)."""
+        return self.jobs * self.worker_threads()
 
     def run(self, fn, context, cells):
-        threads = self.threads or default_threads(self.jobs)
+        threads = self.worker_threads()
         ctx = multiprocessing.get_context("spawn")
         # read by the workers' OpenMP when they start (they inherit the environment); this process's
         # own environment is given back as it was when the study ends

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -386,16 +387,10 @@ class OpenSetStudy(SizedCells, Study):
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
 
-    def shared_texts(self, cells: list[dict]) -> list[str]:
-        """The documents the cells whose methods read texts through the encoder encode: every split's
-        labelled texts of every size and its test documents."""
-        texts: dict[str, None] = {}
-        for split, n in sorted(
-            {(c["split"], c["params"]["per_class"]) for c in cells if self.method(c["method"]).raw_texts}
-        ):
-            texts.update(dict.fromkeys(self.split(split).training(n)[0]))
-            texts.update(dict.fromkeys(self.split(split).test_texts))
-        return list(texts)
+    def encoder_texts(self, split: int, size: int) -> Iterable[Sequence[str]]:
+        """A split's labelled texts at ``size`` a class, and its test documents."""
+        data = self.split(split)
+        return (data.training(size)[0], data.test_texts)
 
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)

@@ -41,6 +41,7 @@ from .study import (
     mean_cell,
     option,
     recorded_warnings,
+    unique_texts,
     write_json,
 )
 
@@ -369,12 +370,9 @@ class RegressionStudy(Study):
     def shared_texts(self, cells: list[dict]) -> list[str]:
         """The documents the cells whose methods read texts through the encoder encode: every such
         split's training, dev and test documents (each split's methods and settings read the same)."""
-        texts: dict[str, None] = {}
-        for split in sorted({c["split"] for c in cells if self.method(c["method"]).raw_texts}):
-            data = prepare_split(self, split)
-            for part in (data.train_texts, data.dev_texts, data.test_texts):
-                texts.update(dict.fromkeys(part))
-        return list(texts)
+        splits = sorted({c["split"] for c in cells if self.method(c["method"]).raw_texts})
+        data = (prepare_split(self, split) for split in splits)
+        return unique_texts(part for d in data for part in (d.train_texts, d.dev_texts, d.test_texts))
 
     def summarize(self, cells: list[dict]) -> list[dict]:
         return select(cells, self)

@@ -18,7 +18,7 @@ import subprocess
 import types
 import typing
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -527,12 +527,28 @@ class SizedCells:
             for s in range(study.splits)
         ]
 
+    def shared_texts(self, cells: list[dict]) -> list[str]:
+        """:meth:`Study.shared_texts`: the :meth:`encoder_texts` of every split and size of ``cells`` whose
+        method reads texts through the encoder, each text once."""
+        study: Any = self
+        sizes = {(c["split"], c["params"][self.size_key]) for c in cells if study.method(c["method"]).raw_texts}
+        return unique_texts(part for split, size in sorted(sizes) for part in self.encoder_texts(split, size))
+
+    def encoder_texts(self, split: int, size: int) -> Iterable[Sequence[str]]:
+        """The lists of texts a cell of ``split`` and ``size`` encodes (its training and test documents)."""
+        raise NotImplementedError
+
     def summarize(self, cells: list[dict]) -> list[dict]:
         study: Any = self
         return sorted(
             ({k: v for k, v in c.items() if k != "params"} for c in cells),
             key=lambda r: (study.method_order(r["method"]), r[self.size_key], r["split"]),
         )
+
+
+def unique_texts(parts: Iterable[Sequence[str]]) -> list[str]:
+    """The texts of ``parts`` once each, in the order they first come."""
+    return list(dict.fromkeys(text for part in parts for text in part))
 
 
 def load_study(directory: str | Path) -> Study:
