@@ -123,7 +123,16 @@ def main() -> None:
     print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
 
 
-SCORES = ("entropy", "max-probability", "variance", "energy", "max-decision", "mahalanobis", "nearest-cosine")
+SCORES = (
+    "entropy",
+    "max-probability",
+    "variance",
+    "energy",
+    "entropy-variance",
+    "max-decision",
+    "mahalanobis",
+    "nearest-cosine",
+)
 
 if __name__ == "__main__":
     main()

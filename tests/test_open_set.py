@@ -204,6 +204,101 @@ def test_gp_novelty_score_is_a_checked_parameter_and_saved(fitted_gp, tmp_path):
     clf.set_params(novelty_score="entropy")
 
 
+def test_reference_quantiles_count_the_reference_below_ties_half():
+    from lvgp.base.novelty import normalized_entropy, reference_quantiles
+
+    reference = np.array([0.3, 0.1, 0.2, 0.2])
+    got = reference_quantiles(np.array([0.0, 0.1, 0.2, 0.25, 0.9]), reference)
+    want = [sum((r < v) + 0.5 * (r == v) for r in reference) / 4 for v in (0.0, 0.1, 0.2, 0.25, 0.9)]
+    np.testing.assert_allclose(got, want)
+    assert got[0] == 0.0 and got[-1] == 1.0
+    with pytest.raises(ValueError, match="reference"):
+        reference_quantiles(np.array([0.5]), np.array([np.nan]))
+    np.testing.assert_allclose(normalized_entropy(np.array([[0.5, 0.5], [1.0, 0.0]])), [1.0, 0.0], atol=1e-12)
+
+
+def test_gp_entropy_variance_score_is_the_mean_quantile_among_leave_one_out_documents(fitted_gp):
+    r"""``"entropy-variance"`` against its definition written out: each training document's latent
+    posterior given the *other* documents by an explicit solve per document (R&W eq. 2.23-2.24, not the
+    closed-form leave-one-out of eq. 5.12 the estimator uses), its tempered expected softmax's normalized
+    entropy and its variance ratio; each test text's two scores' shares of those below it (ties half),
+    averaged, negated."""
+    from lvgp.models.gpc.models import expected_softmax
+
+    clf = fitted_gp
+    model, likelihood = clf.model_, clf.likelihood_
+    x = model.train_inputs[0]
+    with torch.no_grad():
+        model.train()
+        likelihood.train()
+        try:
+            K_y = likelihood(model(x)).covariance_matrix  # C x n x n
+        finally:
+            model.eval()
+            likelihood.eval()
+        K = model.covar_module(x).to_dense().expand_as(K_y)
+        m = model.mean_module.constant.reshape(-1, 1)
+        residual = likelihood.transformed_targets - m  # C x n
+        n = x.shape[0]
+        loo_mean, loo_var = torch.empty(n, K.shape[0], dtype=K.dtype), torch.empty(n, K.shape[0], dtype=K.dtype)
+        for i in range(n):
+            o = torch.tensor([j for j in range(n) if j != i])
+            k_io = K[:, i, o]  # C x (n - 1)
+            solve = torch.linalg.solve(K_y[:, o][:, :, o], k_io.unsqueeze(-1)).squeeze(-1)
+            loo_mean[i] = m.squeeze(-1) + (solve * residual[:, o]).sum(-1)
+            loo_var[i] = K[:, i, i] - (solve * k_io).sum(-1)
+        proba = expected_softmax(loo_mean, loo_var, clf.predict_samples, clf._class_seeds()).numpy()
+    proba = clf._temper(proba)
+    ref_entropy = -np.sum(proba * np.log(np.clip(proba, 1e-300, None)), axis=1) / np.log(proba.shape[1])
+    ref_variance = np.mean(np.clip(loo_var.numpy() / K.diagonal(dim1=-2, dim2=-1).mT.numpy(), 0, 1), axis=1)
+    got_entropy, got_variance = clf.novelty_reference()
+    np.testing.assert_allclose(got_entropy, ref_entropy, atol=1e-8)
+    np.testing.assert_allclose(got_variance, ref_variance, atol=1e-8)
+
+    rng = np.random.default_rng(4)
+    test = _texts("pos", 3, rng) + ["good awful", "great dull bad nice"]
+    entropy = -probability_novelty(clf.predict_proba(test), "entropy") / np.log(2)
+    _, var, prior = clf.predict_latent(test, return_prior=True)
+    variance = np.mean(np.clip(var / prior, 0, 1), axis=1)
+
+    def share_below(v, reference):
+        return sum((r < v) + 0.5 * (r == v) for r in reference) / len(reference)
+
+    want = [-(share_below(e, ref_entropy) + share_below(v, ref_variance)) / 2 for e, v in zip(entropy, variance)]
+    score = clf.set_params(novelty_score="entropy-variance").score_samples(test)
+    clf.set_params(novelty_score="entropy")
+    np.testing.assert_allclose(score, want, atol=1e-9)
+    assert np.all((score >= -1) & (score <= 0))
+
+
+def test_gp_entropy_variance_score_ranks_an_unseen_topic_lowest_and_keeps_its_reference(fitted_gp):
+    clf = fitted_gp.set_params(novelty_score="entropy-variance")
+    rng = np.random.default_rng(5)
+    inside = _texts("pos", 5, rng) + _texts("neg", 5, rng)
+    before = dict(clf.__dict__)
+    with pytest.warns(EmptyDocumentsWarning, match="score_samples: 1 of 11 documents have no known word") as caught:
+        score = clf.score_samples(inside + ["tax bank loan rate"])
+    assert len([w for w in caught if issubclass(w.category, EmptyDocumentsWarning)]) == 1
+    assert score[-1] == score.min() and score[-1] < np.median(score[:-1])
+    first = clf.novelty_reference()
+    assert clf.novelty_reference() is first  # kept between calls
+    assert clf.__dict__.keys() == before.keys() and all(clf.__dict__[k] is v for k, v in before.items())
+    clf.set_params(novelty_score="entropy")
+
+
+def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp):
+    from lvgp.experiments.open_set import novelty_scores
+
+    test = ["good great fine", "bad awful", "good awful dull", "nice weak"]
+    name, scores = novelty_scores(fitted_gp, test, fitted_gp.predict_proba(test))
+    assert name == "entropy"
+    for kind in ("entropy", "max-probability", "variance", "energy", "entropy-variance"):
+        np.testing.assert_allclose(
+            scores[kind], fitted_gp.set_params(novelty_score=kind).score_samples(test), atol=1e-12
+        )
+    fitted_gp.set_params(novelty_score="entropy")
+
+
 @pytest.mark.parametrize("inference", ["laplace", "variational"])
 def test_every_gp_inference_scores_the_unseen_class_lower(inference):
     rng = np.random.default_rng(3)
@@ -218,6 +313,10 @@ def test_every_gp_inference_scores_the_unseen_class_lower(inference):
         mixed = [f"{a} {b}" for a, b in zip(rng.choice(WORDS["pos"], 6), rng.choice(WORDS["neg"], 6))]
         for kind in NOVELTY_SCORES:
             clf.set_params(novelty_score=kind)
+            if kind == "entropy-variance":  # its reference is the Dirichlet inference's closed-form leave-one-out
+                with pytest.raises(ValueError, match="novelty_score='entropy-variance' needs inference='dirichlet'"):
+                    clf.score_samples(["good"])
+                continue
             inside = clf.score_samples(_texts("pos", 6, rng) + _texts("neg", 6, rng))
             mean, var = clf.predict_latent(mixed)
             assert mean.shape == var.shape == (6, 1 if inference == "variational" else 2)
@@ -305,7 +404,13 @@ def test_open_set_study_end_to_end(corpus, tmp_path):
         assert len(r["roc"]["tpr"]) == 101 and r["novelty_score"] in r["scores"]
         assert r["scores"][r["novelty_score"]]["oos_auroc"] == r["oos_auroc"]
     by = {(r["method"], r["split"], r["per_class"]): r for r in records}
-    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == {"entropy", "max-probability", "variance", "energy"}
+    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == {
+        "entropy",
+        "max-probability",
+        "variance",
+        "energy",
+        "entropy-variance",
+    }
     assert set(by["tfidf-encoder-logreg", 0, 4]["scores"]) == {"entropy", "max-probability", "energy"}
     assert by["svm", 0, 4]["novelty_score"] == "max-decision"
     assert by["encoder-mahalanobis", 0, 4]["novelty_score"] == "mahalanobis"

@@ -18,6 +18,12 @@ document, **higher meaning more typical of the training classes**. What it is ma
   evidence, Milios et al. 2018) at the posterior median, which falls where no class has evidence,
   whether the classes are confused or not; for the softmax inferences minus the free energy of the
   logits (Liu, Wang, Owens & Li, NeurIPS 2020);
+* ``"entropy-variance"`` -- (GP classifiers, Dirichlet inference) the entropy and the variance ratio
+  together, each on the scale of in-scope texts the model did not fit: minus the mean of the two
+  scores' quantiles among the training documents' leave-one-out scores (:func:`reference_quantiles`;
+  each a conformal p-value), in :math:`[-1, 0]`. The two disagree on which new topics they catch (on
+  20ng's dev documents, one is the better on some draws of held-out classes and the other on others:
+  ``benchmarks/README.md``, ``open_set_dev.py``);
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
@@ -41,6 +47,8 @@ __all__ = [
     "decision_novelty",
     "latent_energy",
     "variance_novelty",
+    "normalized_entropy",
+    "reference_quantiles",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
     "NOVELTY_SCORE_NAMES",
@@ -49,7 +57,7 @@ __all__ = [
 #: the novelty scores made of predictive probabilities
 PROBABILITY_SCORES = ("entropy", "max-probability")
 #: every novelty score a GP classifier offers (``LDKGPClassifier(novelty_score=...)``)
-NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance", "energy")
+NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance", "energy", "entropy-variance")
 #: recall of the in-scope documents at which FPR95 is read
 IN_SCOPE_RECALL = 0.95
 #: points of the ROC curve a record keeps (the curve is drawn from them)
@@ -92,6 +100,29 @@ def variance_novelty(var: np.ndarray, prior: np.ndarray) -> np.ndarray:
     (both ``n x C``): :math:`-\frac1C \sum_c \min(1, \mathbb V[f_c] / k_c(x, x))`, in :math:`[-1, 0]`."""
     ratio = np.asarray(var, dtype=np.float64) / np.maximum(np.asarray(prior, dtype=np.float64), 1e-300)
     return -np.mean(np.clip(ratio, 0.0, 1.0), axis=1)
+
+
+def normalized_entropy(proba: np.ndarray) -> np.ndarray:
+    r"""The entropy of ``n x C`` probabilities over its largest value :math:`\log C`: ``n`` values in
+    :math:`[0, 1]` (higher: less certain)."""
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2 or proba.shape[1] < 2:
+        raise ValueError(f"proba must be n x C with C >= 2; got shape {proba.shape}")
+    return -probability_novelty(proba, "entropy") / np.log(proba.shape[1])
+
+
+def reference_quantiles(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    r"""Each of ``values``' mid-quantile among ``reference`` (``m`` scores of in-scope documents):
+    :math:`(\#\{r < v\} + \#\{r \le v\}) / 2m`, in :math:`[0, 1]` -- the share of the reference
+    below ``v``, ties counted half (a conformal p-value of ``v``'s novelty where higher values are the
+    more novel). ``n`` values."""
+    reference = np.sort(np.asarray(reference, dtype=np.float64).ravel())
+    if reference.size == 0 or not np.isfinite(reference).all():
+        raise ValueError("reference must hold at least one finite score")
+    values = np.asarray(values, dtype=np.float64)
+    below = np.searchsorted(reference, values, side="left")
+    at_or_below = np.searchsorted(reference, values, side="right")
+    return (below + at_or_below) / (2.0 * reference.size)
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

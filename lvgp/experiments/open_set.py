@@ -37,8 +37,10 @@ from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, relia
 from ..base.novelty import (
     PROBABILITY_SCORES,
     latent_energy,
+    normalized_entropy,
     open_set_metrics,
     probability_novelty,
+    reference_quantiles,
     variance_novelty,
 )
 from ..datasets.loaders import corpus_names, load_corpus
@@ -422,6 +424,13 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
         mean, var, prior = model.predict_latent(X, return_prior=True)
         scores.setdefault("variance", variance_novelty(var, prior))
         scores.setdefault("energy", latent_energy(mean))
+        if proba is not None and getattr(model, "inference", None) == "dirichlet":
+            # the two together, each among the training documents' leave-one-out scores
+            entropy_reference, variance_reference = model.novelty_reference()
+            quantiles = reference_quantiles(normalized_entropy(proba), entropy_reference) + reference_quantiles(
+                -variance_novelty(var, prior), variance_reference
+            )
+            scores.setdefault("entropy-variance", -quantiles / 2)
     elif name == "entropy" and hasattr(model, "decision_function"):
         # logistic regression's logits: minus their free energy
         logits = np.asarray(model.decision_function(X), dtype=np.float64)

@@ -24,7 +24,15 @@ from ...base.device import check_dense_memory, check_device, state_to_cpu, to_ho
 from ...base.distributed import check_same_model, process_group
 from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
 from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
-from ...base.novelty import NOVELTY_SCORES, PROBABILITY_SCORES, latent_energy, probability_novelty, variance_novelty
+from ...base.novelty import (
+    NOVELTY_SCORES,
+    PROBABILITY_SCORES,
+    latent_energy,
+    normalized_entropy,
+    probability_novelty,
+    reference_quantiles,
+    variance_novelty,
+)
 from ...base.numerics import covariance_errors, default_dtype, exact_numerics
 from ...base.persistence import classes_from_plain, classes_to_plain
 from ...base.snapshot import KeptResult, gp_state
@@ -185,8 +193,10 @@ class LDKGPClassifier(
             ``"max-probability"``, or ``"variance"`` (minus the latent posterior variance over the prior
             variance, averaged over the classes: distance-aware only with a kernel that is, e.g.
             ``encoder_kernel="rbf"``), or ``"energy"`` (the log-sum-exp of the latent means: the Dirichlet
-            inference's log total evidence, where no class has evidence). Fixed before any out-of-scope text is seen; ``lvgp compare
-            open-set`` records every one.
+            inference's log total evidence, where no class has evidence), or ``"entropy-variance"``
+            (Dirichlet inference: the entropy and the variance ratio each as its quantile among the
+            training documents' leave-one-out scores, :meth:`novelty_reference`, minus their mean). Fixed
+            before any out-of-scope text is seen; ``lvgp compare open-set`` records every one.
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` (Dirichlet inference) or
             ``"evidence"`` (Dirichlet or Laplace): model selection among the sub-compositions of the kernel's
             top sum (with a sentence encoder: the words, the encoder, both), each fitted from the same start
@@ -310,6 +320,7 @@ class LDKGPClassifier(
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
+        self._check_novelty_score(strategy)
         if self.part_selection == "evidence" and not strategy.evidence:
             raise ValueError(
                 "part_selection='evidence' needs inference='dirichlet' or 'laplace' (an evidence each "
@@ -369,6 +380,7 @@ class LDKGPClassifier(
         ``unlabeled``: further texts that ``word_embeddings="corpus"`` learns word vectors from."""
         self._check_params()
         self._kept_posterior = KeptResult()
+        self._kept_novelty_reference = KeptResult()
         self._streams = Streams(self.random_state)  # random_state is read once a fit
         start = time.perf_counter()
         self._encode_clock = 0.0
@@ -389,6 +401,45 @@ class LDKGPClassifier(
         self.fit_seconds_ = time.perf_counter() - start
         self.encode_seconds_ = self._encode_clock
         return self
+
+    def _check_novelty_score(self, strategy: Inference) -> None:
+        if self.novelty_score == "entropy-variance" and not strategy.leave_one_out:
+            raise ValueError(
+                f"novelty_score='entropy-variance' needs inference='dirichlet' (its reference is the training "
+                f"documents' closed-form leave-one-out predictions); got inference={self.inference!r}"
+            )
+
+    def novelty_reference(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""What ``novelty_score="entropy-variance"`` puts each text's scores among: the training documents'
+        leave-one-out scores, ``n`` normalized entropies (of the tempered leave-one-out probabilities, the
+        expected softmax of :meth:`leave_one_out_latents`, over :math:`\log C`) and ``n`` variance ratios
+        (the leave-one-out latent variances over the prior variances, averaged over the classes), both in
+        :math:`[0, 1]`, higher the less typical. In-scope documents the model did not fit, at no refit
+        (Rasmussen & Williams, eq. 5.12): a text scoring like them is as typical as a held-out training
+        text. Kept between calls while the model, its parameters and the temperature are unchanged.
+
+        Raises:
+            ValueError: the inference is not ``"dirichlet"``.
+        """
+        check_is_fitted(self, "model_")
+        self._check_novelty_score(self._inference_strategy())
+        if not self._inference_strategy().leave_one_out:
+            raise ValueError(f"novelty_reference needs inference='dirichlet'; got inference={self.inference!r}")
+        box = self.__dict__.get("_kept_novelty_reference")
+        state, owners, key = gp_state(self.model_, self.likelihood_), (self.model_, self.likelihood_), self.temperature_
+        if box is not None:
+            kept = box.get(state, owners=owners, key=key)
+            if kept is not None:
+                return kept
+        mean, var = self.leave_one_out_latents()
+        with torch.no_grad():
+            proba = to_host(expected_softmax(mean, var, self.predict_samples, self._class_seeds()))
+            x = self.model_.train_inputs[0]
+            prior = torch.cat([self.model_.covar_module(x[i : i + 256], diag=True) for i in range(0, len(x), 256)], -1)
+            prior = prior + self._inference_strategy().intercept_variance(self)
+        prior = to_host((prior[:, None] if prior.dim() == 1 else prior.mT).expand_as(var))
+        value = (normalized_entropy(self._temper(proba)), -variance_novelty(to_host(var), prior))
+        return value if box is None else box.put(value, state, owners=owners, key=key)
 
     def _fitted_log_evidence(self) -> float:
         """The Dirichlet or Laplace inference's fitted objective times ``n``: the log marginal likelihood
@@ -707,6 +758,7 @@ class LDKGPClassifier(
     def _restore_fitted(self, payload: dict) -> None:
         est = self
         est._kept_posterior = KeptResult()
+        est._kept_novelty_reference = KeptResult()
         est.encoder_ = DocumentEncoder.from_dict(payload["encoder"])
         if "classes_dtype" in payload:  # format 1 (lvgp 0.1)
             dtype = payload["classes_dtype"]
@@ -855,14 +907,27 @@ class LDKGPClassifier(
         entropy of :meth:`predict_proba` (``"entropy"``), its largest probability (``"max-probability"``),
         or minus the mean over the classes of the latent posterior variance over the prior variance
         (``"variance"``, in :math:`[-1, 0]`; :meth:`predict_latent`), or the log-sum-exp of the latent
-        means (``"energy"``: the Dirichlet inference's log total evidence)."""
+        means (``"energy"``: the Dirichlet inference's log total evidence), or minus the mean of the
+        normalized entropy's and the variance ratio's quantiles among the training documents'
+        leave-one-out ones (``"entropy-variance"``, in :math:`[-1, 0]`: :meth:`novelty_reference`,
+        :func:`~lvgp.base.novelty.reference_quantiles`)."""
         check_params(self)
         if self.novelty_score in PROBABILITY_SCORES:
             return probability_novelty(self.predict_proba(X, block), self.novelty_score)
+        reference = self.novelty_reference() if self.novelty_score == "entropy-variance" else None
         mean, var, prior = self._latent_and_prior(X, block, "score_samples")
         if self.novelty_score == "energy":
             return latent_energy(mean)
-        return variance_novelty(var, prior)
+        if reference is None:
+            return variance_novelty(var, prior)
+        with warnings.catch_warnings():  # _latent_and_prior has warned of them, once
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            warnings.simplefilter("ignore", UnseenWordsWarning)
+            entropy = normalized_entropy(self.predict_proba(X, block))
+        quantiles = reference_quantiles(entropy, reference[0]) + reference_quantiles(
+            -variance_novelty(var, prior), reference[1]
+        )
+        return -quantiles / 2
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")
