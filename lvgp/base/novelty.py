@@ -49,6 +49,7 @@ __all__ = [
     "variance_novelty",
     "normalized_entropy",
     "reference_quantiles",
+    "entropy_variance_novelty",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
     "NOVELTY_SCORE_NAMES",
@@ -123,6 +124,17 @@ def reference_quantiles(values: np.ndarray, reference: np.ndarray) -> np.ndarray
     below = np.searchsorted(reference, values, side="left")
     at_or_below = np.searchsorted(reference, values, side="right")
     return (below + at_or_below) / (2.0 * reference.size)
+
+
+def entropy_variance_novelty(
+    proba: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    r"""The ``"entropy-variance"`` score: minus the mean of the :func:`normalized_entropy` of ``proba``'s
+    quantile among ``reference[0]`` and the variance ratio's (minus :func:`variance_novelty` of ``var``,
+    ``prior``) among ``reference[1]`` (:func:`reference_quantiles`; the references: in-scope documents'
+    scores, a GP classifier's ``novelty_reference()``), in :math:`[-1, 0]`. ``n`` values."""
+    entropy = reference_quantiles(normalized_entropy(proba), reference[0])
+    return -(entropy + reference_quantiles(-variance_novelty(var, prior), reference[1])) / 2
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

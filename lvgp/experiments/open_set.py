@@ -36,11 +36,10 @@ from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.novelty import (
     PROBABILITY_SCORES,
+    entropy_variance_novelty,
     latent_energy,
-    normalized_entropy,
     open_set_metrics,
     probability_novelty,
-    reference_quantiles,
     variance_novelty,
 )
 from ..datasets.loaders import corpus_names, load_corpus
@@ -426,11 +425,9 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
         scores.setdefault("energy", latent_energy(mean))
         if proba is not None and getattr(model, "inference", None) == "dirichlet":
             # the two together, each among the training documents' leave-one-out scores
-            entropy_reference, variance_reference = model.novelty_reference()
-            quantiles = reference_quantiles(normalized_entropy(proba), entropy_reference) + reference_quantiles(
-                -variance_novelty(var, prior), variance_reference
+            scores.setdefault(
+                "entropy-variance", entropy_variance_novelty(proba, var, prior, model.novelty_reference())
             )
-            scores.setdefault("entropy-variance", -quantiles / 2)
     elif name == "entropy" and hasattr(model, "decision_function"):
         # logistic regression's logits: minus their free energy
         logits = np.asarray(model.decision_function(X), dtype=np.float64)

@@ -27,10 +27,10 @@ from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgu
 from ...base.novelty import (
     NOVELTY_SCORES,
     PROBABILITY_SCORES,
+    entropy_variance_novelty,
     latent_energy,
     normalized_entropy,
     probability_novelty,
-    reference_quantiles,
     variance_novelty,
 )
 from ...base.numerics import covariance_errors, default_dtype, exact_numerics
@@ -923,11 +923,8 @@ class LDKGPClassifier(
         with warnings.catch_warnings():  # _latent_and_prior has warned of them, once
             warnings.simplefilter("ignore", EmptyDocumentsWarning)
             warnings.simplefilter("ignore", UnseenWordsWarning)
-            entropy = normalized_entropy(self.predict_proba(X, block))
-        quantiles = reference_quantiles(entropy, reference[0]) + reference_quantiles(
-            -variance_novelty(var, prior), reference[1]
-        )
-        return -quantiles / 2
+            proba = self.predict_proba(X, block)
+        return entropy_variance_novelty(proba, var, prior, reference)
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")
