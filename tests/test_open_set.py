@@ -130,6 +130,19 @@ def test_gp_probability_scores_are_those_of_its_probabilities(fitted_gp):
     fitted_gp.set_params(novelty_score="entropy")
 
 
+def _noisy_training_covariance(clf) -> torch.Tensor:
+    """``C x n x n``: each class's kernel matrix of the training documents plus its Dirichlet noise."""
+    model, likelihood = clf.model_, clf.likelihood_
+    with torch.no_grad():
+        model.train()
+        likelihood.train()
+        try:
+            return likelihood(model(model.train_inputs[0])).covariance_matrix
+        finally:
+            model.eval()
+            likelihood.eval()
+
+
 def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_gp):
     r"""``predict_latent`` and the ``"variance"`` score against the GP regression posterior of each class
     written out: :math:`k_{**} - k_*^\top K_y^{-1} k_*` with :math:`K_y` the classes' covariance plus their
@@ -141,17 +154,11 @@ def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_
     model, likelihood = clf.model_, clf.likelihood_
     x = model.train_inputs[0]
     xs = clf.encoder_.encode(test)[0] if hasattr(clf.encoder_, "encode") else None
+    K_y = _noisy_training_covariance(clf)
     with torch.no_grad():
         if xs is None:
             with clf._prediction_blocks(test, 256) as (_, _, blocks):
                 xs = torch.cat([xb for _, xb in blocks])
-        model.train()
-        likelihood.train()
-        try:
-            K_y = likelihood(model(x)).covariance_matrix  # C x n x n
-        finally:
-            model.eval()
-            likelihood.eval()
         from lvgp.bow.padded import pad_to_common_width
 
         a, b = pad_to_common_width(x, xs)
@@ -228,14 +235,8 @@ def test_gp_entropy_variance_score_is_the_mean_quantile_among_leave_one_out_docu
     clf = fitted_gp
     model, likelihood = clf.model_, clf.likelihood_
     x = model.train_inputs[0]
+    K_y = _noisy_training_covariance(clf)
     with torch.no_grad():
-        model.train()
-        likelihood.train()
-        try:
-            K_y = likelihood(model(x)).covariance_matrix  # C x n x n
-        finally:
-            model.eval()
-            likelihood.eval()
         K = model.covar_module(x).to_dense().expand_as(K_y)
         m = model.mean_module.constant.reshape(-1, 1)
         residual = likelihood.transformed_targets - m  # C x n
