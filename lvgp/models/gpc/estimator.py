@@ -422,7 +422,6 @@ class LDKGPClassifier(
             ValueError: the inference is not ``"dirichlet"``.
         """
         check_is_fitted(self, "model_")
-        self._check_novelty_score(self._inference_strategy())
         if not self._inference_strategy().leave_one_out:
             raise ValueError(f"novelty_reference needs inference='dirichlet'; got inference={self.inference!r}")
         box = self.__dict__.get("_kept_novelty_reference")
@@ -431,14 +430,12 @@ class LDKGPClassifier(
             kept = box.get(state, owners=owners, key=key)
             if kept is not None:
                 return kept
-        mean, var = self.leave_one_out_latents()
+        proba, var = self._loo_predictions()
+        x, intercept = self.model_.train_inputs[0], self._inference_strategy().intercept_variance(self)
         with torch.no_grad():
-            proba = to_host(expected_softmax(mean, var, self.predict_samples, self._class_seeds()))
-            x = self.model_.train_inputs[0]
-            prior = torch.cat([self.model_.covar_module(x[i : i + 256], diag=True) for i in range(0, len(x), 256)], -1)
-            prior = prior + self._inference_strategy().intercept_variance(self)
-        prior = to_host((prior[:, None] if prior.dim() == 1 else prior.mT).expand_as(var))
-        value = (normalized_entropy(self._temper(proba)), -variance_novelty(to_host(var), prior))
+            prior = torch.cat([self._prior_variances(x[i : i + 256], intercept) for i in range(0, len(x), 256)])
+        prior = to_host(prior.expand_as(var))
+        value = (normalized_entropy(self._temper(to_host(proba))), -variance_novelty(to_host(var), prior))
         return value if box is None else box.put(value, state, owners=owners, key=key)
 
     def _fitted_log_evidence(self) -> float:
@@ -503,11 +500,16 @@ class LDKGPClassifier(
     def _loo_log_proba(self) -> tuple[np.ndarray, np.ndarray]:
         """The ``n x C`` log probabilities of the leave-one-out predictions on the training documents
         (the expected softmax of :meth:`leave_one_out_latents`) and the training labels' codes."""
-        mean, var = self.leave_one_out_latents()
-        with torch.no_grad():
-            proba = expected_softmax(mean, var, self.predict_samples, self._class_seeds())
+        proba, _ = self._loo_predictions()
         truth = self.likelihood_.targets.cpu().numpy().astype(int)
         return torch.log(proba.clamp_min(1e-300)).cpu().numpy(), truth
+
+    def _loo_predictions(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training documents' leave-one-out predictive probabilities (the expected softmax of
+        :meth:`leave_one_out_latents`, untempered) and latent variances, ``n x C`` each."""
+        mean, var = self.leave_one_out_latents()
+        with torch.no_grad():
+            return expected_softmax(mean, var, self.predict_samples, self._class_seeds()), var
 
     def _loo_log_predictive(self) -> torch.Tensor:
         """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
@@ -852,8 +854,7 @@ class LDKGPClassifier(
             for idx, xb in blocks:
                 mean, var, _ = self._block_latents(xb, posterior)
                 var = strategy.marginal_variances(var)
-                prior = self.model_.covar_module(xb, diag=True) + intercept
-                prior = prior[:, None] if prior.dim() == 1 else prior.mT
+                prior = self._prior_variances(xb, intercept)
                 for k, value in enumerate((mean, var, prior.expand_as(var))):
                     if out[k] is None:
                         out[k] = torch.empty(n, value.shape[-1], dtype=value.dtype, device=self.device_)
@@ -875,6 +876,12 @@ class LDKGPClassifier(
                     out[k][rows] = value  # type: ignore[index]
         mean, var, prior = (to_host(t) for t in out)  # type: ignore[arg-type]
         return mean, var, prior
+
+    def _prior_variances(self, xb: torch.Tensor, intercept: torch.Tensor | float) -> torch.Tensor:
+        """The latent prior variances at documents ``xb``: ``n x C``, or ``n x 1`` where the classes share
+        one kernel (the kernel's diagonal plus the inference's ``intercept``)."""
+        prior = self.model_.covar_module(xb, diag=True) + intercept
+        return prior[:, None] if prior.dim() == 1 else prior.mT
 
     def predict_proba(self, X: Documents, block: int = 256) -> np.ndarray:
         """``n x n_classes`` predictive probabilities (latent posterior integrated out); without a
@@ -914,6 +921,7 @@ class LDKGPClassifier(
         check_params(self)
         if self.novelty_score in PROBABILITY_SCORES:
             return probability_novelty(self.predict_proba(X, block), self.novelty_score)
+        self._check_novelty_score(self._inference_strategy())
         reference = self.novelty_reference() if self.novelty_score == "entropy-variance" else None
         mean, var, prior = self._latent_and_prior(X, block, "score_samples")
         if self.novelty_score == "energy":
