@@ -19,6 +19,9 @@ from lvgp import LBFGS, LDKGPClassifier
 from lvgp.base.novelty import NOVELTY_SCORES, open_set_metrics, probability_novelty
 from lvgp.warnings import EmptyDocumentsWarning
 
+#: the GP classifier's own novelty score, which the tests that try the others set back
+DEFAULT_SCORE = LDKGPClassifier().novelty_score
+
 WORDS = {
     "pos": "good great fine nice lovely".split(),
     "neg": "bad awful poor dull weak".split(),
@@ -100,7 +103,7 @@ def test_every_classifier_says_which_novelty_score_it_returns():
     names = {c.__name__: getattr(c(), "novelty_score", None) for c in classifiers}
     assert {k: v for k, v in names.items() if v not in NOVELTY_SCORE_NAMES} == {}
     assert names["EncoderMahalanobis"] == "mahalanobis" and names["EncoderNearestNeighbor"] == "nearest-cosine"
-    assert names["LDKGPClassifier"] == "entropy" and names["EncoderLogisticRegression"] == "entropy"
+    assert names["LDKGPClassifier"] == "energy" and names["EncoderLogisticRegression"] == "entropy"
     from lvgp.baselines.text_classifiers import BowClassifier
 
     assert BowClassifier(model="svm").novelty_score == "max-decision"
@@ -127,7 +130,7 @@ def test_gp_probability_scores_are_those_of_its_probabilities(fitted_gp):
     for kind in ("entropy", "max-probability"):
         clf = fitted_gp.set_params(novelty_score=kind)
         np.testing.assert_array_equal(clf.score_samples(test), probability_novelty(proba, kind))
-    fitted_gp.set_params(novelty_score="entropy")
+    fitted_gp.set_params(novelty_score=DEFAULT_SCORE)
 
 
 def _noisy_training_covariance(clf) -> torch.Tensor:
@@ -174,7 +177,7 @@ def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_
     score = clf.set_params(novelty_score="variance").score_samples(test)
     np.testing.assert_allclose(score, -np.mean(ref_var / k_ss.mT.numpy(), axis=1), rtol=1e-6)
     assert np.all((score >= -1) & (score <= 0))
-    clf.set_params(novelty_score="entropy")
+    clf.set_params(novelty_score=DEFAULT_SCORE)
 
 
 def test_gp_energy_is_the_log_sum_exp_of_the_latent_means(fitted_gp):
@@ -184,7 +187,7 @@ def test_gp_energy_is_the_log_sum_exp_of_the_latent_means(fitted_gp):
     mean, _ = fitted_gp.predict_latent(test)
     clf = fitted_gp.set_params(novelty_score="energy")
     np.testing.assert_allclose(clf.score_samples(test), logsumexp(mean, axis=1), rtol=1e-12)
-    clf.set_params(novelty_score="entropy")
+    clf.set_params(novelty_score=DEFAULT_SCORE)
     from lvgp.base.novelty import latent_energy
 
     np.testing.assert_allclose(latent_energy(np.array([[2.0]])), [np.log(1 + np.exp(2.0))])  # one latent: (0, f)
@@ -195,11 +198,11 @@ def test_gp_documents_without_a_known_word_are_the_least_typical_by_variance(fit
     with pytest.warns(EmptyDocumentsWarning, match="score_samples: 1 of 3 documents have no known word"):
         score = clf.score_samples(["good great", "tax bank loan", "bad dull"])
     assert score[1] == -1.0 and score[0] > -1 and score[2] > -1
-    clf.set_params(novelty_score="entropy")
+    clf.set_params(novelty_score=DEFAULT_SCORE)
 
 
 def test_gp_novelty_score_is_a_checked_parameter_and_saved(fitted_gp, tmp_path):
-    assert fitted_gp.get_params()["novelty_score"] == "entropy"
+    assert fitted_gp.get_params()["novelty_score"] == DEFAULT_SCORE == "energy"
     with pytest.raises(ValueError, match="novelty_score"):
         LDKGPClassifier(novelty_score="magic").fit(["good film", "bad film"], [1, 0])
     clf = fitted_gp.set_params(novelty_score="variance")
@@ -208,7 +211,7 @@ def test_gp_novelty_score_is_a_checked_parameter_and_saved(fitted_gp, tmp_path):
     assert back.novelty_score == "variance"
     test = ["good fine", "awful weak"]
     np.testing.assert_array_equal(back.score_samples(test), clf.score_samples(test))
-    clf.set_params(novelty_score="entropy")
+    clf.set_params(novelty_score=DEFAULT_SCORE)
 
 
 def test_reference_quantiles_count_the_reference_below_ties_half():
@@ -267,7 +270,7 @@ def test_gp_entropy_variance_score_is_the_mean_quantile_among_leave_one_out_docu
 
     want = [-(share_below(e, ref_entropy) + share_below(v, ref_variance)) / 2 for e, v in zip(entropy, variance)]
     score = clf.set_params(novelty_score="entropy-variance").score_samples(test)
-    clf.set_params(novelty_score="entropy")
+    clf.set_params(novelty_score=DEFAULT_SCORE)
     np.testing.assert_allclose(score, want, atol=1e-9)
     assert np.all((score >= -1) & (score <= 0))
 
@@ -284,7 +287,7 @@ def test_gp_entropy_variance_score_ranks_an_unseen_topic_lowest_and_keeps_its_re
     first = clf.novelty_reference()
     assert clf.novelty_reference() is first  # kept between calls
     assert clf.__dict__.keys() == before.keys() and all(clf.__dict__[k] is v for k, v in before.items())
-    clf.set_params(novelty_score="entropy")
+    clf.set_params(novelty_score=DEFAULT_SCORE)
 
 
 def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp):
@@ -292,12 +295,12 @@ def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp)
 
     test = ["good great fine", "bad awful", "good awful dull", "nice weak"]
     name, scores = novelty_scores(fitted_gp, test, fitted_gp.predict_proba(test))
-    assert name == "entropy"
+    assert name == "energy"
     for kind in ("entropy", "max-probability", "variance", "energy", "entropy-variance"):
         np.testing.assert_allclose(
             scores[kind], fitted_gp.set_params(novelty_score=kind).score_samples(test), atol=1e-12
         )
-    fitted_gp.set_params(novelty_score="entropy")
+    fitted_gp.set_params(novelty_score=DEFAULT_SCORE)
 
 
 @pytest.mark.parametrize("inference", ["laplace", "variational"])

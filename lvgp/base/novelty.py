@@ -4,8 +4,8 @@ Every classifier in lvgp has ``score_samples(X)``, scikit-learn's novelty conven
 document, **higher meaning more typical of the training classes**. What it is made of:
 
 * ``"entropy"`` -- minus the entropy :math:`\sum_c p_c \log p_c` of the predictive probabilities
-  (the default of every classifier that gives probabilities: it falls both when the classes are
-  confused and, for a GP, when the latent posterior is wide);
+  (the default of every classifier that gives probabilities but the GP classifier: it falls both when
+  the classes are confused and, for a GP, when the latent posterior is wide);
 * ``"max-probability"`` -- the largest predictive probability (Hendrycks & Gimpel 2017);
 * ``"variance"`` -- (GP classifiers) minus the mean over the classes of the latent posterior
   variance divided by the latent prior variance at the document, :math:`-\frac1C \sum_c
@@ -17,7 +17,9 @@ document, **higher meaning more typical of the training classes**. What it is ma
   :math:`\mu_c`: for the Dirichlet inference the log of the total pseudo-count (the Dirichlet
   evidence, Milios et al. 2018) at the posterior median, which falls where no class has evidence,
   whether the classes are confused or not; for the softmax inferences minus the free energy of the
-  logits (Liu, Wang, Owens & Li, NeurIPS 2020);
+  logits (Liu, Wang, Owens & Li, NeurIPS 2020). The GP classifier's default: on dev documents of
+  held-out classes it ranked them at or above the entropy on average, by a rule fixed before the draws
+  it was chosen on (``benchmarks/README.md``, ``open_set_dev.py``);
 * ``"entropy-variance"`` -- (GP classifiers, Dirichlet inference) the entropy and the variance ratio
   together, each on the scale of in-scope texts the model did not fit: minus the mean of the two
   scores' quantiles among the training documents' leave-one-out scores (:func:`reference_quantiles`;

@@ -145,8 +145,8 @@ for _name, _label, _kernel, _default, _what in (
         family=ENCODER_GPC_FAMILY,
         default=_default,
         description=f"Dirichlet GP classifier on {_what}; the weights, output scale and noise fitted by the "
-        "marginal likelihood, the probabilities tempered as ldk-gpc-plus; novelty score: minus the predictive "
-        "entropy (LDKGPClassifier(novelty_score='entropy'))",
+        "marginal likelihood, the probabilities tempered as ldk-gpc-plus; novelty score: the log-sum-exp of the "
+        "latent means (LDKGPClassifier(novelty_score='energy'), its default)",
     )(_gp_method(_kernel))
 
 

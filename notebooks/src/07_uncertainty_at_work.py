@@ -92,7 +92,7 @@ rows = np.concatenate([rng.permutation(np.flatnonzero(train_labels == c))[:per_c
 clf = gp_classifier()
 clf.fit([train_texts[i] for i in rows], train_labels[rows])
 out = np.isin(test_labels, unknown)
-score = clf.score_samples(test_texts)  # minus the predictive entropy: higher is more typical
+score = clf.score_samples(test_texts)  # the GP's default: the log-sum-exp of its latent means; higher is more typical
 print(f"trained on {len(rows)} texts of {len(known)} topics; {out.sum()} of {len(out)} test texts out of scope")
 print(f"AUROC of the out-of-scope texts: {roc_auc_score(out, -score):.3f}")
 
@@ -109,7 +109,7 @@ print(f"flagged: {flagged[out].mean():.0%} of the out-of-scope texts, {flagged[~
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.hist([score[~out], score[out]], bins=30, label=["in scope", "out of scope (crude, trade)"], density=True)
 ax.axvline(threshold, color="k", ls="--", lw=1, label="threshold (95% of in-scope dev texts above)")
-ax.set_xlabel("score_samples: minus the predictive entropy")
+ax.set_xlabel("score_samples: the log-sum-exp of the latent means")
 ax.legend(fontsize=8)
 fig.tight_layout()
 plt.show()
