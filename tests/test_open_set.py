@@ -294,8 +294,16 @@ def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp)
     from lvgp.experiments.open_set import novelty_scores
 
     test = ["good great fine", "bad awful", "good awful dull", "nice weak"]
-    name, scores = novelty_scores(fitted_gp, test, fitted_gp.predict_proba(test))
-    assert name == "energy"
+    proba = fitted_gp.predict_proba(test)
+    passes = []
+    latent_and_prior = fitted_gp._latent_and_prior
+    fitted_gp._latent_and_prior = lambda *a, **k: passes.append(a) or latent_and_prior(*a, **k)
+    try:
+        name, scores = novelty_scores(fitted_gp, test, proba)
+    finally:
+        del fitted_gp._latent_and_prior
+    assert name == "energy" and list(scores)[0] == "energy"
+    assert len(passes) == 1  # the own score from the same latent pass as the others
     for kind in ("entropy", "max-probability", "variance", "energy", "entropy-variance"):
         np.testing.assert_allclose(
             scores[kind], fitted_gp.set_params(novelty_score=kind).score_samples(test), atol=1e-12

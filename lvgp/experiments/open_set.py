@@ -405,34 +405,32 @@ class OpenSetStudy(SizedCells, Study):
 # ------------------------------------------------------------------ one cell
 def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[str, dict[str, np.ndarray]]:
     """The method's own novelty score's name and every score it offers, by name: ``score_samples``'s
-    (its name: the classifier's ``novelty_score``, which every classifier of lvgp says), the
-    probability scores of ``proba``, a GP classifier's ``"variance"`` and ``"energy"``, and the energy of
-    logistic regression's logits."""
+    (its name: the classifier's ``novelty_score``, which every classifier of lvgp says; first), the
+    probability scores of ``proba``, a GP classifier's ``"variance"``, ``"energy"`` and (Dirichlet
+    inference) ``"entropy-variance"``, and the energy of logistic regression's logits.
+
+    Each score ``score_samples`` would compute from a prediction in hand is taken from it: the
+    probability scores from ``proba``, a GP's latent scores from one latent pass (one prediction of
+    each kind, not two; ``tests/test_open_set.py`` checks that they equal ``score_samples``)."""
     name = model.novelty_score
-    # a probability score is score_samples's own definition applied to the probabilities in hand (one
-    # prediction, not two: tests/test_open_set.py checks that they agree)
-    own = (
-        probability_novelty(proba, name) if proba is not None and name in PROBABILITY_SCORES else model.score_samples(X)
-    )
-    scores = {name: own}
+    scores: dict[str, np.ndarray] = {}
     if proba is not None:
         for kind in PROBABILITY_SCORES:
-            scores.setdefault(kind, probability_novelty(proba, kind))
+            scores[kind] = probability_novelty(proba, kind)
     # (an SVM's own score is already its largest decision value)
-    if hasattr(model, "predict_latent"):  # one latent pass for both
+    if hasattr(model, "predict_latent"):  # one latent pass for all of them
         mean, var, prior = model.predict_latent(X, return_prior=True)
-        scores.setdefault("variance", variance_novelty(var, prior))
-        scores.setdefault("energy", latent_energy(mean))
+        scores["variance"] = variance_novelty(var, prior)
+        scores["energy"] = latent_energy(mean)
         if proba is not None and getattr(model, "inference", None) == "dirichlet":
             # the two together, each among the training documents' leave-one-out scores
-            scores.setdefault(
-                "entropy-variance", entropy_variance_novelty(proba, var, prior, model.novelty_reference())
-            )
+            scores["entropy-variance"] = entropy_variance_novelty(proba, var, prior, model.novelty_reference())
     elif name == "entropy" and hasattr(model, "decision_function"):
         # logistic regression's logits: minus their free energy
         logits = np.asarray(model.decision_function(X), dtype=np.float64)
-        scores.setdefault("energy", latent_energy(logits[:, None] if logits.ndim == 1 else logits))
-    return name, scores
+        scores["energy"] = latent_energy(logits[:, None] if logits.ndim == 1 else logits)
+    own = scores.pop(name) if name in scores else model.score_samples(X)
+    return name, {name: own, **scores}
 
 
 def run_cell(study: OpenSetStudy, cell: dict) -> dict:
