@@ -98,8 +98,7 @@ def main() -> None:
     for seed in seeds:
         # one seed alone keeps the folders of before (root/<corpus>); several go to root/seed<k>/<corpus>
         folder = root if len(seeds) == 1 else root / f"seed{seed}"
-        print(f"\nseed {seed}\n\n| corpus | labelled a class | method | accuracy | " + " | ".join(SCORES) + " |")
-        print("|---|---|---|---|" + "---|" * len(SCORES))
+        print(f"\nseed {seed}\n\n{_HEADER}")
         for name, path, unknown, sizes, splits, dev_size in runs:
             study = OpenSetStudy(
                 dataset=path,
@@ -138,9 +137,7 @@ def _cells(rows: list[dict]) -> list[str]:
 def _means_over_seeds(records: list[dict], seeds: list[int], methods: list[str]) -> None:
     """Every method's scores over all the seeds' draws, and the GP classifiers' scores averaged over
     the corpora, sizes and GP methods: the figure a choice of the GP's score is made on."""
-    print(f"\nseeds {','.join(map(str, seeds))}: every draw\n")
-    print("| corpus | labelled a class | method | accuracy | " + " | ".join(SCORES) + " |")
-    print("|---|---|---|---|" + "---|" * len(SCORES))
+    print(f"\nseeds {','.join(map(str, seeds))}: every draw\n\n{_HEADER}")
     gp: dict[str, list[float]] = {}
     for corpus in dict.fromkeys(r["corpus"] for r in records):
         for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
@@ -170,6 +167,13 @@ SCORES = (
     "max-decision",
     "mahalanobis",
     "nearest-cosine",
+)
+#: the head of every table this script prints
+_HEADER = (
+    "| corpus | labelled a class | method | accuracy | "
+    + " | ".join(SCORES)
+    + " |\n|---|---|---|---|"
+    + "---|" * len(SCORES)
 )
 
 if __name__ == "__main__":
