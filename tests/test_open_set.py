@@ -287,6 +287,14 @@ def test_gp_entropy_variance_score_ranks_an_unseen_topic_lowest_and_keeps_its_re
     first = clf.novelty_reference()
     assert clf.novelty_reference() is first  # kept between calls
     assert clf.__dict__.keys() == before.keys() and all(clf.__dict__[k] is v for k, v in before.items())
+    passes = []
+    block_latents = clf._block_latents
+    clf._block_latents = lambda *a, **k: passes.append(a) or block_latents(*a, **k)
+    try:
+        clf.score_samples(inside)
+    finally:
+        del clf._block_latents
+    assert len(passes) == 1  # one block of 10 texts, one latent pass for the probabilities and the variances
     clf.set_params(novelty_score=DEFAULT_SCORE)
 
 

@@ -843,18 +843,25 @@ class LDKGPClassifier(
         their output scales as variances (a warning counts them; its novelty score ``"variance"`` is
         -1, the least typical). ``return_prior``: also the latent prior variances ``n x C`` (the
         denominators of the ``"variance"`` score)."""
-        mean_out, var_out, prior = self._latent_and_prior(X, block, "predict_latent")
+        mean_out, var_out, prior, _ = self._latent_and_prior(X, block, "predict_latent")
         return (mean_out, var_out, prior) if return_prior else (mean_out, var_out)
 
-    def _latent_and_prior(self, X: Documents, block: int, caller: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Means, variances and prior variances ``n x C`` of the latent functions (:meth:`predict_latent`)."""
+    def _latent_and_prior(
+        self, X: Documents, block: int, caller: str, with_proba: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Means, variances and prior variances ``n x C`` of the latent functions (:meth:`predict_latent`),
+        and with ``with_proba`` the probabilities :meth:`predict_proba` gives, from the same latent pass
+        (else ``None``)."""
         strategy = self._inference_strategy()
         intercept = strategy.intercept_variance(self)  # the prior's part beyond the kernel's
         with self._prediction_blocks(X, block) as (n, empty, blocks):
             posterior = self._posterior()
             out: list[torch.Tensor | None] = [None, None, None]
+            proba = torch.tensor(np.tile(self.class_prior_, (n, 1)), device=self.device_) if with_proba else None
             for idx, xb in blocks:
-                mean, var, _ = self._block_latents(xb, posterior)
+                mean, var, f = self._block_latents(xb, posterior)
+                if proba is not None:
+                    proba[idx] = strategy.block_proba(self, mean, var, f)
                 var = strategy.marginal_variances(var)
                 prior = self._prior_variances(xb, intercept)
                 for k, value in enumerate((mean, var, prior.expand_as(var))):
@@ -877,7 +884,11 @@ class LDKGPClassifier(
                         out[k] = torch.empty(n, width, dtype=value.dtype, device=self.device_)
                     out[k][rows] = value  # type: ignore[index]
         mean, var, prior = (to_host(t) for t in out)  # type: ignore[arg-type]
-        return mean, var, prior
+        if proba is None:
+            return mean, var, prior, None
+        proba_host, known = to_host(proba), to_host(torch.nonzero(~empty).ravel())
+        proba_host[known] = self._temper(proba_host[known])  # empty documents keep the training frequencies
+        return mean, var, prior, proba_host
 
     def _prior_variances(self, xb: torch.Tensor, intercept: torch.Tensor | float) -> torch.Tensor:
         """The latent prior variances at documents ``xb``: ``n x C``, or ``n x 1`` where the classes share
@@ -925,15 +936,12 @@ class LDKGPClassifier(
             return probability_novelty(self.predict_proba(X, block), self.novelty_score)
         self._check_novelty_score(self._inference_strategy())
         reference = self.novelty_reference() if self.novelty_score == "entropy-variance" else None
-        mean, var, prior = self._latent_and_prior(X, block, "score_samples")
+        # the probabilities of "entropy-variance" from the latent pass its variances come from
+        mean, var, prior, proba = self._latent_and_prior(X, block, "score_samples", with_proba=reference is not None)
         if self.novelty_score == "energy":
             return latent_energy(mean)
-        if reference is None:
+        if reference is None or proba is None:
             return variance_novelty(var, prior)
-        with warnings.catch_warnings():  # _latent_and_prior has warned of them, once
-            warnings.simplefilter("ignore", EmptyDocumentsWarning)
-            warnings.simplefilter("ignore", UnseenWordsWarning)
-            proba = self.predict_proba(X, block)
         return entropy_variance_novelty(proba, var, prior, reference)
 
     def predict(self, X: Documents) -> np.ndarray:
