@@ -857,7 +857,7 @@ class LDKGPClassifier(
         with self._prediction_blocks(X, block) as (n, empty, blocks):
             posterior = self._posterior()
             out: list[torch.Tensor | None] = [None, None, None]
-            proba = torch.tensor(np.tile(self.class_prior_, (n, 1)), device=self.device_) if with_proba else None
+            proba = self._class_prior_rows(n) if with_proba else None
             for idx, xb in blocks:
                 mean, var, f = self._block_latents(xb, posterior)
                 if proba is not None:
@@ -884,11 +884,7 @@ class LDKGPClassifier(
                         out[k] = torch.empty(n, width, dtype=value.dtype, device=self.device_)
                     out[k][rows] = value  # type: ignore[index]
         mean, var, prior = (to_host(t) for t in out)  # type: ignore[arg-type]
-        if proba is None:
-            return mean, var, prior, None
-        proba_host, known = to_host(proba), to_host(torch.nonzero(~empty).ravel())
-        proba_host[known] = self._temper(proba_host[known])  # empty documents keep the training frequencies
-        return mean, var, prior, proba_host
+        return mean, var, prior, None if proba is None else self._tempered_known(proba, empty)
 
     def _prior_variances(self, xb: torch.Tensor, intercept: torch.Tensor | float) -> torch.Tensor:
         """The latent prior variances at documents ``xb``: ``n x C``, or ``n x 1`` where the classes share
@@ -904,7 +900,7 @@ class LDKGPClassifier(
         ``block``: documents per batch (gpytorch's exact predictive forms each block's full
         covariance: memory grows with ``block``, time hardly)."""
         with self._prediction_blocks(X, block) as (n, empty, blocks):
-            out = torch.tensor(np.tile(self.class_prior_, (n, 1)), device=self.device_)
+            out = self._class_prior_rows(n)
             if empty.any():
                 warn(
                     f"{int(empty.sum())} of {n} documents have no known word: given the training class frequencies",
@@ -912,14 +908,22 @@ class LDKGPClassifier(
                     stacklevel=2,
                 )
             posterior = self._posterior()
-            known = torch.nonzero(~empty).ravel()
             for idx, xb in blocks:
                 mean, var, f = self._block_latents(xb, posterior)
                 out[idx] = self._inference_strategy().block_proba(self, mean, var, f)
-        proba = to_host(out)
-        known = to_host(known)
-        proba[known] = self._temper(proba[known])  # empty documents keep the training frequencies
-        return proba
+        return self._tempered_known(out, empty)
+
+    def _class_prior_rows(self, n: int) -> torch.Tensor:
+        """``n x C`` rows of the training class frequencies: the probabilities of documents without a known
+        word, which the blocks of known documents overwrite."""
+        return torch.tensor(np.tile(self.class_prior_, (n, 1)), device=self.device_)
+
+    def _tempered_known(self, proba: torch.Tensor, empty: torch.Tensor) -> np.ndarray:
+        """``proba`` on the host, the known documents' rows tempered (empty documents keep the training
+        frequencies)."""
+        out, known = to_host(proba), to_host(torch.nonzero(~empty).ravel())
+        out[known] = self._temper(out[known])
+        return out
 
     def score_samples(self, X: Documents, block: int = 256) -> np.ndarray:
         r"""``n`` novelty scores of the documents ``X``, higher meaning more typical of the training
