@@ -5,8 +5,11 @@ torch threads and on CUDA where there is one. Three paths side by side, in the s
 median of ``--repeats`` passes, interleaved:
 
 * **before** (issue 37's code): float32, batches of 32 texts sorted by their number of characters;
-* **float32**: batches of ``--batch-size`` texts (default: the encoder's, 16 on a CPU) sorted by their
-  number of tokens (issue 60's bucketing);
+* **sorted** (issue 60's first bucketing): float32, batches of ``--batch-size`` texts (default: the
+  encoder's, 16 on a CPU) sorted by their number of tokens, each padded to its own longest text (a
+  text's vector then depended on its batch-mates by ~1e-7);
+* **float32**: batches of ``--batch-size`` texts of one padded length (``padded_length``: a text's
+  vector depends on the text alone);
 * **bfloat16**: the same batches, the matrix products in bfloat16 (issue 60; ``precision="auto"``
   takes it on a CPU with native bfloat16 products), with the smallest cosine of its vectors to
   float32's;
@@ -120,6 +123,21 @@ def by_characters(encoder):
     return encoder
 
 
+def by_tokens(encoder):
+    """The encoder batching as issue 60's first bucketing did: batches of ``batch_size`` texts sorted by
+    their number of tokens, each padded to its own longest text."""
+
+    def batches(encodings, batch_size):
+        batch_size = batch_size or (16 if encoder.device.type == "cpu" else 64)
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+        for start in range(0, len(order), batch_size):
+            yield order[start : start + batch_size].tolist()
+
+    encoder._batches = batches
+    encoder._padded_length = lambda tokens: tokens
+    return encoder
+
+
 def timed(encoder, docs: list[str], batch_size: int | None) -> tuple[float, torch.Tensor]:
     start = time.perf_counter()
     vectors = encoder.encode(docs, cache=False, batch_size=batch_size)
@@ -161,6 +179,8 @@ def main() -> None:
         encoders = {p: SentenceEncoder.pretrained(NAME, device=args.device, precision=PRECISION[p]) for p in paths}
     if "before" in encoders:
         by_characters(encoders["before"])
+    if "sorted" in encoders:
+        by_tokens(encoders["sorted"])
     print(f"loading the models: {time.perf_counter() - start:.1f} s; device {args.device}", end="")
     if args.device.startswith("cuda"):
         print(f" ({torch.cuda.get_device_name(torch.device(args.device))})", end="")
@@ -200,7 +220,7 @@ def main() -> None:
 
 #: the paths compared: issue 37's (float32, batches by characters), and issue 60's in both precisions
 PATHS = ("before", "float32", "bfloat16")
-PRECISION = {"before": "float32", "float32": "float32", "bfloat16": "bfloat16"}
+PRECISION = {"before": "float32", "sorted": "float32", "float32": "float32", "bfloat16": "bfloat16"}
 
 
 if __name__ == "__main__":

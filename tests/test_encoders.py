@@ -248,16 +248,49 @@ def test_the_pretrained_encoder_gives_its_known_vectors():
 
 
 # ------------------------------------------------------------------ issue 60: bucketing and precision
-def test_batches_hold_texts_of_nearly_the_same_number_of_tokens(encoder):
+def test_batches_hold_texts_of_one_padded_length_the_longest_first(encoder):
     texts = ["fine " * n for n in (3, 40, 1, 12, 39, 2, 11, 41)]
     encodings = encoder.tokenizer.encode_batch(texts)
     batches = list(encoder._batches(encodings, 3))
     assert sorted(i for b in batches for i in b) == list(range(len(texts)))
     lengths = [[len(encodings[i].ids) for i in b] for b in batches]
-    # the longest first, and no batch mixes a short text with a long one
-    assert lengths == [[43, 42, 41], [14, 13, 5], [4, 3]]
-    # the tokenizer pads nothing: a batch is padded to its own longest text
+    # 43 tokens pad to 44, 42 and 41 to 42 (even lengths from 32 tokens), shorter texts to their own length
+    assert lengths == [[43], [42, 41], [14], [13], [5], [4], [3]]
+    # the tokenizer pads nothing: _forward pads a batch to its texts' padded length
     assert len(encoder.tokenizer.encode("fine").ids) == 3
+    hidden, mask = encoder._forward([encodings[1], encodings[4]])
+    assert hidden.shape[1] == mask.shape[1] == 42 and mask.sum(1).tolist() == [42, 41]
+
+
+def test_padded_length_pads_at_most_a_sixteenth_and_depends_on_the_length_alone():
+    from lvgp.encoders.sentence import padded_length
+
+    lengths = [padded_length(n) for n in range(1, 1025)]
+    assert lengths[:31] == list(range(1, 32))  # short texts are not padded
+    assert all(n <= p and 16 * (p - n) <= p for n, p in enumerate(lengths, start=1))
+    assert lengths == sorted(lengths)  # a longer text never pads to less
+    assert len(set(lengths)) < 200  # few padded lengths: batches of one length stay full
+
+
+def test_a_texts_vector_does_not_depend_on_the_texts_encoded_with_it(encoder):
+    """Bit-equal alone, in any batch size, order or list (float32 on a CPU), so a cache filled from
+    one list holds the vectors another list would compute. Padding each batch to its own longest
+    text, as before, moved a vector with its batch-mates (this model's products round differently
+    at most padded lengths: checked when the test was written)."""
+    import random
+
+    rng = random.Random(0)
+    words = ["film", "fine", "dull", "plot", "the", "was", "acting", "ending", "and", "a"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 50))) for _ in range(40)]
+    alone = torch.cat([encoder.encode([t], cache=False) for t in texts])
+    assert torch.equal(encoder.encode(texts, cache=False), alone)
+    for batch_size in (1, 3, 64):
+        order = rng.sample(range(len(texts)), 25)
+        out = encoder.encode([texts[i] for i in order], batch_size=batch_size, cache=False)
+        assert torch.equal(out, alone[order]), batch_size
+    # the token vectors too
+    one = encoder.token_vectors(texts[:1])[0].vectors
+    assert torch.equal(encoder.token_vectors(texts[5::-1])[-1].vectors, one)
 
 
 @pytest.mark.filterwarnings(

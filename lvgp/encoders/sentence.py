@@ -22,8 +22,15 @@ paths' vectors are cached apart. :func:`encoder_precision` sets the precision of
 estimators load by name (``sentence_encoder="all-MiniLM-L6-v2"``) for a block of code; the studies'
 ``--encoder-precision`` uses it.
 
-Texts are tokenized once, sorted by their number of tokens and batched (``batch_size`` texts of
-nearly the same length: a batch pads almost nothing).
+Texts are tokenized once and batched by their number of tokens: a text of ``n`` tokens is padded to
+:func:`padded_length` ``(n)`` (``n`` itself up to 31, then the next multiple of the largest power of two
+at most ``n / 16``: at most 1/16 of padding), and a batch holds texts of one padded length. So a
+text's vector depends on the text alone, not on the texts encoded with it: on a CPU in float32 it is
+the same to the last bit whichever list and batch it comes in (the matrix products' rounding depends
+on the padded length, not on the number of texts beside it; tested). Sorting by length and padding
+each batch to its own longest text, as before, changed a vector by up to ~1e-7 with its batch-mates,
+and a cached vector with the list it was first computed in (``benchmarks/README.md``,
+``encoder_throughput.py``). Vectors already in a cache stay as they were computed.
 
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
 built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
@@ -80,6 +87,23 @@ __all__ = [
 ]
 
 _FORMAT = "lvgp.encodings/1"
+
+
+def padded_length(tokens: int) -> int:
+    """The length a text of ``tokens`` tokens is padded to for the encoder's forward pass: ``tokens``
+    itself up to 31, else the next multiple of the largest power of two at most ``tokens / 16`` (32-63
+    tokens: even lengths; 64-127: multiples of 4; ...), so at most 1/16 of a padded batch is padding.
+    A function of the text's own length only: texts of one padded length form a batch, and a text's
+    vector does not depend on the others (module docstring).
+
+    >>> [padded_length(n) for n in (5, 31, 33, 65, 129, 250)]
+    [5, 31, 34, 68, 136, 256]
+    """
+    if tokens < 32:
+        return tokens
+    step = 1 << ((tokens // 16).bit_length() - 1)
+    return -(-tokens // step) * step
+
 
 #: the values of ``precision=``: ``"auto"`` resolves to one of the two others (:func:`resolve_precision`)
 PRECISIONS = ("auto", "float32", "bfloat16")
@@ -300,7 +324,7 @@ class SentenceEncoder:
         self.digest = digest
         self.max_length = max_length
         self.normalize = normalize
-        # unpadded encodings: a batch is padded to its own longest text (_forward)
+        # unpadded encodings: a batch is padded to its texts' padded length (_forward)
         tokenizer.enable_truncation(max_length=max_length)
         tokenizer.no_padding()
         pad_id = tokenizer.token_to_id("[PAD]")
@@ -413,22 +437,35 @@ class SentenceEncoder:
         return int(config.hidden_size)
 
     # ------------------------------------------------------------------ computing
+    def _padded_length(self, tokens: int) -> int:
+        """:func:`padded_length`, at most the model's positions."""
+        positions = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        padded = padded_length(tokens)
+        return min(padded, positions) if isinstance(positions, int) else padded
+
     def _batches(self, encodings: list[Any], batch_size: int | None) -> Iterator[list[int]]:
-        """Row indices in batches of ``batch_size`` texts of nearly the same number of tokens (the
-        longest first), so that a batch pads almost nothing. ``None``: 16 texts on a CPU (where
-        smaller batches of bucketed texts are the fastest: ``benchmarks/README.md``), 64 on a GPU."""
+        """Row indices in batches of at most ``batch_size`` texts of one padded length
+        (:func:`padded_length`; the longest first, each length's texts in their order), so that a
+        text's vector does not depend on the texts beside it and a batch pads at most 1/16. ``None``:
+        16 texts on a CPU (where smaller batches of bucketed texts are the fastest:
+        ``benchmarks/README.md``), 64 on a GPU."""
         if batch_size is None:
             batch_size = 16 if self.device.type == "cpu" else 64
         batch_size = check_count("batch_size", batch_size)
-        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
-        for start in range(0, len(order), batch_size):
-            yield order[start : start + batch_size].tolist()
+        groups: dict[int, list[int]] = {}
+        for i, e in enumerate(encodings):
+            groups.setdefault(self._padded_length(len(e.ids)), []).append(i)
+        for length in sorted(groups, reverse=True):
+            rows = groups[length]
+            for start in range(0, len(rows), batch_size):
+                yield rows[start : start + batch_size]
 
     @torch.inference_mode()
     def _forward(self, encodings: list[Any]) -> tuple[Tensor, Tensor]:
-        """``B x T x d`` contextual vectors of ``B`` unpadded encodings (padded here to the longest,
-        ``T`` tokens) and the ``B x T`` attention mask; the products in :attr:`precision`."""
-        length = max(len(e.ids) for e in encodings)
+        """``B x T x d`` contextual vectors of ``B`` unpadded encodings (padded here to ``T``, the
+        padded length of the longest: :func:`padded_length`) and the ``B x T`` attention mask; the
+        products in :attr:`precision`."""
+        length = self._padded_length(max(len(e.ids) for e in encodings))
         ids = torch.full((len(encodings), length), self._pad_id, dtype=torch.long)
         mask = torch.zeros(len(encodings), length, dtype=torch.long)
         for b, e in enumerate(encodings):
