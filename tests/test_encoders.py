@@ -260,6 +260,11 @@ def test_batches_hold_texts_of_one_padded_length_the_longest_first(encoder):
     assert len(encoder.tokenizer.encode("fine").ids) == 3
     hidden, mask = encoder._forward([encodings[1], encodings[4]])
     assert hidden.shape[1] == mask.shape[1] == 42 and mask.sum(1).tolist() == [42, 41]
+    # on a GPU (only the batching is looked at here): batch_size texts sorted by tokens, each batch
+    # padded to its longest
+    encoder.device = torch.device("cuda")
+    gpu = [[len(encodings[i].ids) for i in b] for b in encoder._batches(encodings, 3)]
+    assert gpu == [[43, 42, 41], [14, 13, 5], [4, 3]] and encoder._padded_length(41) == 41
 
 
 def test_padded_length_pads_at_most_a_sixteenth_and_depends_on_the_length_alone():

@@ -30,7 +30,9 @@ the same to the last bit whichever list and batch it comes in (the matrix produc
 on the padded length, not on the number of texts beside it; tested). Sorting by length and padding
 each batch to its own longest text, as before, changed a vector by up to ~1e-7 with its batch-mates,
 and a cached vector with the list it was first computed in (``benchmarks/README.md``,
-``encoder_throughput.py``). Vectors already in a cache stay as they were computed.
+``encoder_throughput.py``). Vectors already in a cache stay as they were computed. On a GPU, where a
+batch of a few texts leaves the device idle and the products' kernels are chosen by their shapes
+anyway, a batch holds ``batch_size`` texts sorted by their number of tokens, padded to its longest.
 
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
 built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
@@ -438,7 +440,10 @@ class SentenceEncoder:
 
     # ------------------------------------------------------------------ computing
     def _padded_length(self, tokens: int) -> int:
-        """:func:`padded_length`, at most the model's positions."""
+        """:func:`padded_length`, at most the model's positions, on a CPU; ``tokens`` on a GPU (a batch
+        pads to its longest text there: module docstring)."""
+        if self.device.type != "cpu":
+            return tokens
         positions = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
         padded = padded_length(tokens)
         return min(padded, positions) if isinstance(positions, int) else padded
@@ -446,12 +451,18 @@ class SentenceEncoder:
     def _batches(self, encodings: list[Any], batch_size: int | None) -> Iterator[list[int]]:
         """Row indices in batches of at most ``batch_size`` texts of one padded length
         (:func:`padded_length`; the longest first, each length's texts in their order), so that a
-        text's vector does not depend on the texts beside it and a batch pads at most 1/16. ``None``:
-        16 texts on a CPU (where smaller batches of bucketed texts are the fastest:
-        ``benchmarks/README.md``), 64 on a GPU."""
+        text's vector does not depend on the texts beside it and a batch pads at most 1/16; on a GPU,
+        ``batch_size`` texts sorted by their number of tokens (module docstring). ``None``: 16 texts on
+        a CPU (where smaller batches of bucketed texts are the fastest: ``benchmarks/README.md``), 64 on
+        a GPU."""
         if batch_size is None:
             batch_size = 16 if self.device.type == "cpu" else 64
         batch_size = check_count("batch_size", batch_size)
+        if self.device.type != "cpu":
+            order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+            for start in range(0, len(order), batch_size):
+                yield order[start : start + batch_size].tolist()
+            return
         groups: dict[int, list[int]] = {}
         for i, e in enumerate(encodings):
             groups.setdefault(self._padded_length(len(e.ids)), []).append(i)
