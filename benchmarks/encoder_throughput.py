@@ -1,8 +1,8 @@
 """Throughput of the sentence encoder (issues 37, 60): documents a second of
 ``SentenceEncoder.pretrained("all-MiniLM-L6-v2").encode`` (the on-disk cache off) on short texts
 (the Amazon review snippets) and long ones (20 newsgroups posts, truncated at 256 tokens), on 1 and 2
-torch threads and on CUDA where there is one. Three paths side by side, in the same run, each the
-median of ``--repeats`` passes, interleaved:
+torch threads and on CUDA where there is one. The paths of ``--paths`` (default: before, float32,
+bfloat16) side by side, in the same run, each the median of ``--repeats`` passes, interleaved:
 
 * **before** (issue 37's code): float32, batches of 32 texts sorted by their number of characters;
 * **sorted** (issue 60's first bucketing): float32, batches of ``--batch-size`` texts (default: the
@@ -218,8 +218,6 @@ def main() -> None:
             )
 
 
-#: the paths compared: issue 37's (float32, batches by characters), and issue 60's in both precisions
-PATHS = ("before", "float32", "bfloat16")
 PRECISION = {"before": "float32", "sorted": "float32", "float32": "float32", "bfloat16": "bfloat16"}
 
 
