@@ -326,6 +326,8 @@ class SentenceEncoder:
         self.digest = digest
         self.max_length = max_length
         self.normalize = normalize
+        # the model's positions, where it says (a padded length never exceeds them: _padded_length)
+        self._positions = positions if isinstance(positions, int) else None
         # unpadded encodings: a batch is padded to its texts' padded length (_forward)
         tokenizer.enable_truncation(max_length=max_length)
         tokenizer.no_padding()
@@ -444,9 +446,8 @@ class SentenceEncoder:
         pads to its longest text there: module docstring)."""
         if self.device.type != "cpu":
             return tokens
-        positions = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
         padded = padded_length(tokens)
-        return min(padded, positions) if isinstance(positions, int) else padded
+        return padded if self._positions is None else min(padded, self._positions)
 
     def _batches(self, encodings: list[Any], batch_size: int | None) -> Iterator[list[int]]:
         """Row indices in batches of at most ``batch_size`` texts of one padded length
