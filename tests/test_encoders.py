@@ -248,18 +248,22 @@ def test_the_pretrained_encoder_gives_its_known_vectors():
 
 
 # ------------------------------------------------------------------ issue 60: bucketing and precision
-def test_batches_hold_texts_of_one_padded_length_the_longest_first(encoder):
+def test_batches_hold_texts_of_one_padded_length_the_longest_first(encoder, monkeypatch):
     texts = ["fine " * n for n in (3, 40, 1, 12, 39, 2, 11, 41)]
     encodings = encoder.tokenizer.encode_batch(texts)
-    batches = list(encoder._batches(encodings, 3))
+    batches = list(encoder._batches(encodings, 2))
     assert sorted(i for b in batches for i in b) == list(range(len(texts)))
     lengths = [[len(encodings[i].ids) for i in b] for b in batches]
-    # 43 tokens pad to 44, 42 and 41 to 42 (even lengths from 32 tokens), shorter texts to their own length
-    assert lengths == [[43], [42, 41], [14], [13], [5], [4], [3]]
+    # 41-43 tokens pad to 48, 13-14 to 16, 3-5 to 8 (multiples of 8 below 256), each length's texts in their order
+    assert lengths == [[42, 41], [43], [14, 13], [5, 3], [4]]
+    # by default, as many texts as make CPU_BATCH_TOKENS tokens: here 100, so 2 of 48 tokens, 6 of 16, 12 of 8
+    monkeypatch.setattr(sentence_module, "CPU_BATCH_TOKENS", 100)
+    lengths = [[len(encodings[i].ids) for i in b] for b in encoder._batches(encodings, None)]
+    assert lengths == [[42, 41], [43], [14, 13], [5, 3, 4]]
     # the tokenizer pads nothing: _forward pads a batch to its texts' padded length
     assert len(encoder.tokenizer.encode("fine").ids) == 3
     hidden, mask = encoder._forward([encodings[1], encodings[4]])
-    assert hidden.shape[1] == mask.shape[1] == 42 and mask.sum(1).tolist() == [42, 41]
+    assert hidden.shape[1] == mask.shape[1] == 48 and mask.sum(1).tolist() == [42, 41]
     # on a GPU (only the batching is looked at here): batch_size texts sorted by tokens, each batch
     # padded to its longest
     encoder.device = torch.device("cuda")
@@ -267,12 +271,12 @@ def test_batches_hold_texts_of_one_padded_length_the_longest_first(encoder):
     assert gpu == [[43, 42, 41], [14, 13, 5], [4, 3]] and encoder._padded_length(41) == 41
 
 
-def test_padded_length_pads_at_most_a_sixteenth_and_depends_on_the_length_alone():
+def test_padded_length_pads_at_most_7_tokens_or_a_sixteenth_and_depends_on_the_length_alone():
     from lvgp.encoders.sentence import padded_length
 
     lengths = [padded_length(n) for n in range(1, 1025)]
-    assert lengths[:31] == list(range(1, 32))  # short texts are not padded
-    assert all(n <= p and 16 * (p - n) <= p for n, p in enumerate(lengths, start=1))
+    assert lengths[:16] == [8] * 8 + [16] * 8  # multiples of 8 below 256 tokens
+    assert all(n <= p and (p - n <= 7 or 16 * (p - n) <= p) for n, p in enumerate(lengths, start=1))
     assert lengths == sorted(lengths)  # a longer text never pads to less
     assert len(set(lengths)) < 200  # few padded lengths: batches of one length stay full
 
@@ -317,6 +321,14 @@ def test_bfloat16_vectors_are_close_to_float32_and_cached_apart(encoder, tmp_pat
     # the token vectors take the same path
     tokens = fast.token_vectors(texts[:2])
     assert all(t.vectors.dtype == torch.float32 for t in tokens)
+    # the linear layers' weights cast once give autocast's vectors (which casts them in every pass), to
+    # the bit, and leave the model's own weights float32
+    assert fast._bfloat16_weights and all(w.dtype == torch.bfloat16 for w in fast._bfloat16_weights.values())
+    assert all(p.dtype == torch.float32 for p in fast.model.parameters())
+    cast_once = fast.encode(texts, cache=False)
+    fast._bfloat16_weights = {}
+    assert torch.equal(fast.encode(texts, cache=False), cast_once)
+    assert not encoder._bfloat16_weights
 
 
 def test_auto_precision_takes_bfloat16_only_on_a_cpu_that_computes_it(monkeypatch):

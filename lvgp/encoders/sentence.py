@@ -23,11 +23,13 @@ estimators load by name (``sentence_encoder="all-MiniLM-L6-v2"``) for a block of
 ``--encoder-precision`` uses it.
 
 Texts are tokenized once and batched by their number of tokens: a text of ``n`` tokens is padded to
-:func:`padded_length` ``(n)`` (``n`` itself up to 31, then the next multiple of the largest power of two
-at most ``n / 16``: at most 1/16 of padding), and a batch holds texts of one padded length. So a
-text's vector depends on the text alone, not on the texts encoded with it: on a CPU in float32 it is
-the same to the last bit whichever list and batch it comes in (the matrix products' rounding depends
-on the padded length, not on the number of texts beside it; tested). Sorting by length and padding
+:func:`padded_length` ``(n)`` (the next multiple of 8 below 256 tokens, then of the largest power of
+two at most ``n / 16``: at most 7 tokens or 1/16 of padding), and a batch holds texts of one padded
+length, about :data:`CPU_BATCH_TOKENS` tokens of them. So a
+text's vector does not depend on its batch-mates' lengths; where the machine's matrix products round
+a row alike whatever the number of rows (an AMD EPYC in float32; the tests' small random model), it
+is the same to the last bit whichever list and batch it comes in; MKL's AVX-512 products on an Intel
+Xeon move it by up to ~3e-7 with the batch's number of rows (``benchmarks/README.md``). Sorting by length and padding
 each batch to its own longest text, as before, changed a vector by up to ~1e-7 with its batch-mates,
 and a cached vector with the list it was first computed in (``benchmarks/README.md``,
 ``encoder_throughput.py``). Vectors already in a cache stay as they were computed. On a GPU, where a
@@ -92,19 +94,23 @@ _FORMAT = "lvgp.encodings/1"
 
 
 def padded_length(tokens: int) -> int:
-    """The length a text of ``tokens`` tokens is padded to for the encoder's forward pass: ``tokens``
-    itself up to 31, else the next multiple of the largest power of two at most ``tokens / 16`` (32-63
-    tokens: even lengths; 64-127: multiples of 4; ...), so at most 1/16 of a padded batch is padding.
-    A function of the text's own length only: texts of one padded length form a batch, and a text's
-    vector does not depend on the others (module docstring).
+    """The length a text of ``tokens`` tokens is padded to for the encoder's forward pass: the next
+    multiple of 8 below 256 tokens, else of the largest power of two at most ``tokens / 16`` (256-511
+    tokens: multiples of 16; ...), so a text is padded by at most 7 tokens or 1/16. A function of the
+    text's own length only: texts of one padded length form a batch, and a text's vector does not
+    depend on the others (module docstring). Multiples of 8 rather than every length for short texts:
+    fewer lengths, so fewer and fuller batches (``benchmarks/README.md``, ``encoder_throughput.py``).
 
-    >>> [padded_length(n) for n in (5, 31, 33, 65, 129, 250)]
-    [5, 31, 34, 68, 136, 256]
+    >>> [padded_length(n) for n in (5, 31, 33, 65, 129, 250, 260)]
+    [8, 32, 40, 72, 136, 256, 272]
     """
-    if tokens < 32:
-        return tokens
-    step = 1 << ((tokens // 16).bit_length() - 1)
+    step = 8 if tokens < 256 else 1 << ((tokens // 16).bit_length() - 1)
     return -(-tokens // step) * step
+
+
+#: the tokens (texts x padded length) of a forward pass on a CPU when ``batch_size`` is not given:
+#: 16 texts of 256 tokens, more of shorter ones (``benchmarks/README.md``, ``encoder_throughput.py``)
+CPU_BATCH_TOKENS = 4096
 
 
 #: the values of ``precision=``: ``"auto"`` resolves to one of the two others (:func:`resolve_precision`)
@@ -318,6 +324,16 @@ class SentenceEncoder:
                 PerformanceWarning,
             )
         self.model = model.to(self.device).eval()
+        # bfloat16: the linear layers' weights cast once, here, not by autocast in every forward pass
+        # (which casts them again for each batch: 30-40% of a batch of short texts); the same values
+        # as autocast's cast, so the same vectors to the bit (tests/test_encoders.py)
+        self._bfloat16_weights: dict[str, Tensor] = {}
+        if self.precision == "bfloat16":
+            for module_name, module in self.model.named_modules():
+                if isinstance(module, torch.nn.Linear):
+                    for key, value in module.named_parameters(recurse=False):
+                        name = f"{module_name}.{key}" if module_name else key
+                        self._bfloat16_weights[name] = value.detach().to(torch.bfloat16)
         # the encoder's own copy: truncation and padding are settings of a tokenizer object, and
         # two encoders sharing one would change each other's output (and cache wrong vectors)
         tokenizer = type(tokenizer).from_str(tokenizer.to_str())
@@ -452,14 +468,14 @@ class SentenceEncoder:
     def _batches(self, encodings: list[Any], batch_size: int | None) -> Iterator[list[int]]:
         """Row indices in batches of at most ``batch_size`` texts of one padded length
         (:func:`padded_length`; the longest first, each length's texts in their order), so that a
-        text's vector does not depend on the texts beside it and a batch pads at most 1/16; on a GPU,
-        ``batch_size`` texts sorted by their number of tokens (module docstring). ``None``: 16 texts on
-        a CPU (where smaller batches of bucketed texts are the fastest: ``benchmarks/README.md``), 64 on
-        a GPU."""
-        if batch_size is None:
-            batch_size = 16 if self.device.type == "cpu" else 64
-        batch_size = check_count("batch_size", batch_size)
+        text's vector does not depend on the texts beside it; on a GPU, ``batch_size`` texts sorted by
+        their number of tokens (module docstring). ``None``: on a CPU as many texts as make
+        :data:`CPU_BATCH_TOKENS` tokens (16 of 256 tokens, 128 of 32: on a CPU batches of about 4,000
+        tokens are the fastest, ``benchmarks/README.md``), on a GPU 64."""
+        if batch_size is not None:
+            batch_size = check_count("batch_size", batch_size)
         if self.device.type != "cpu":
+            batch_size = batch_size or 64
             order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
             for start in range(0, len(order), batch_size):
                 yield order[start : start + batch_size].tolist()
@@ -469,8 +485,9 @@ class SentenceEncoder:
             groups.setdefault(self._padded_length(len(e.ids)), []).append(i)
         for length in sorted(groups, reverse=True):
             rows = groups[length]
-            for start in range(0, len(rows), batch_size):
-                yield rows[start : start + batch_size]
+            size = batch_size or max(1, CPU_BATCH_TOKENS // length)
+            for start in range(0, len(rows), size):
+                yield rows[start : start + size]
 
     @torch.inference_mode()
     def _forward(self, encodings: list[Any]) -> tuple[Tensor, Tensor]:
@@ -484,8 +501,13 @@ class SentenceEncoder:
             ids[b, : len(e.ids)] = torch.tensor(e.ids, dtype=torch.long)
             mask[b, : len(e.ids)] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
+        inputs = {"input_ids": ids, "attention_mask": mask}
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):
-            hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+            if self._bfloat16_weights:
+                out = torch.func.functional_call(self.model, self._bfloat16_weights, (), inputs, strict=False)
+            else:
+                out = self.model(**inputs)
+        hidden = out.last_hidden_state
         return hidden.float(), mask
 
     @property
@@ -512,7 +534,8 @@ class SentenceEncoder:
         Args:
             texts: ``n`` strings (an empty string is the vector of ``[CLS] [SEP]``).
             batch_size: texts per forward pass (texts of nearly the same number of tokens are
-                batched together; ``None``: 16 on a CPU, 64 on a GPU).
+                batched together; ``None``: :data:`CPU_BATCH_TOKENS` tokens a batch on a CPU, 64
+                texts on a GPU).
             verbose: a progress bar over the batches.
             cache: read and write each text's vector in the on-disk cache
                 ``$LVGP_DATA/encodings/<name>-<digest>/vectors.sqlite``, keyed by the weights' digest and
