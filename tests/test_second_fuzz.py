@@ -169,8 +169,11 @@ def encoder_regressor(tiny_encoder):
 def test_the_encoder_gp_takes_2d_targets_as_independent_outputs(encoder_regressor):
     """Defect 14: ``EncoderGPRegressor`` crashed on 2-D targets, which the GP-LVSM regressors take.
     Reference: each column fitted alone gives the same predictions (up to where L-BFGS stops: the
-    joint fit stops on the summed objective)."""
-    y2 = np.column_stack([Y, 10 - 3 * Y + np.sin(np.arange(len(Y)))])
+    joint fit stops on the summed objective). Each text's three copies get different targets: with equal
+    ones the evidence is largest at a vanishing length-scale (1e-13, every text its own island), where a
+    prediction at a training text turns on the last bit of a distance and falls to the prior mean."""
+    y = Y + np.random.default_rng(0).normal(0, 0.2, len(Y))
+    y2 = np.column_stack([y, 10 - 3 * y + np.sin(np.arange(len(Y)))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         both = encoder_regressor().fit(TEXTS, y2)
@@ -182,6 +185,7 @@ def test_the_encoder_gp_takes_2d_targets_as_independent_outputs(encoder_regresso
             np.testing.assert_allclose(mean[:, column], m, rtol=1e-3, atol=1e-4)
             np.testing.assert_allclose(std[:, column], s, rtol=2e-3)
             np.testing.assert_allclose(both.noise_[column], alone.noise_, rtol=2e-3)
+            assert alone.lengthscale_ > 1e-6  # far above a distance's rounding: not the degenerate fit above
 
 
 def test_the_encoder_gp_warns_when_its_noise_sits_at_the_floor(encoder_regressor):
