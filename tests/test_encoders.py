@@ -311,6 +311,7 @@ def test_bfloat16_vectors_are_close_to_float32_and_cached_apart(encoder, tmp_pat
         words=["film", "fine", "dull", "plot", "the", "was"], seed=3, precision="bfloat16"
     )
     assert fast.precision == "bfloat16" and encoder.precision == "float32"
+    assert fast.name == "random-bert" and repr(fast).startswith("SentenceEncoder('random-bert'")
     exact = encoder.encode(texts)
     approx = fast.encode(texts)
     assert approx.dtype == torch.float32
