@@ -25,13 +25,13 @@ estimators load by name (``sentence_encoder="all-MiniLM-L6-v2"``) for a block of
 Texts are tokenized once and batched by their number of tokens: a text of ``n`` tokens is padded to
 :func:`padded_length` ``(n)`` (the next multiple of 8 below 256 tokens, then of the largest power of
 two at most ``n / 16``: at most 7 tokens or 1/16 of padding), and a batch holds texts of one padded
-length, about :data:`CPU_BATCH_TOKENS` tokens of them. So a
-text's vector does not depend on its batch-mates' lengths; where the machine's matrix products round
-a row alike whatever the number of rows (an AMD EPYC in float32; the tests' small random model), it
-is the same to the last bit whichever list and batch it comes in; MKL's AVX-512 products on an Intel
-Xeon move it by up to ~3e-7 with the batch's number of rows (``benchmarks/README.md``). Sorting by length and padding
-each batch to its own longest text, as before, changed a vector by up to ~1e-7 with its batch-mates,
-and a cached vector with the list it was first computed in (``benchmarks/README.md``,
+length, about :data:`CPU_BATCH_TOKENS` tokens of them. So a text's vector does not depend on its
+batch-mates' lengths; where the machine's matrix products round a row alike whatever the number of
+rows (an AMD EPYC in float32; the tests' small random model), it is the same to the last bit
+whichever list and batch it comes in; MKL's AVX-512 products on an Intel Xeon move it by up to ~3e-7
+with the batch's number of rows (``benchmarks/README.md``). Sorting by length and padding each batch
+to its own longest text, as before, changed a vector by up to ~1e-7 with its batch-mates, and a cached
+vector with the list it was first computed in (``benchmarks/README.md``,
 ``encoder_throughput.py``). Vectors already in a cache stay as they were computed. On a GPU, where a
 batch of a few texts leaves the device idle and the products' kernels are chosen by their shapes
 anyway, a batch holds ``batch_size`` texts sorted by their number of tokens, padded to its longest.
@@ -325,8 +325,9 @@ class SentenceEncoder:
             )
         self.model = model.to(self.device).eval()
         # bfloat16: the linear layers' weights cast once, here, not by autocast in every forward pass
-        # (which casts them again for each batch: 30-40% of a batch of short texts); the same values
-        # as autocast's cast, so the same vectors to the bit (tests/test_encoders.py)
+        # (which casts them again for each batch: a large share of a batch of short texts, measured in
+        # benchmarks/README.md); the same values as autocast's cast, so the same vectors to the bit
+        # (tests/test_encoders.py)
         self._bfloat16_weights: dict[str, Tensor] = {}
         if self.precision == "bfloat16":
             for module_name, module in self.model.named_modules():
