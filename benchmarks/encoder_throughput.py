@@ -6,8 +6,8 @@ bfloat16) side by side, in the same run, each the median of ``--repeats`` passes
 
 * **before** (issue 37's code): float32, batches of 32 texts sorted by their number of characters;
 * **sorted** (issue 60's first bucketing): float32, batches of ``--batch-size`` texts (default: 16)
-  sorted by their number of tokens, each padded to its own longest text (a
-  text's vector then depended on its batch-mates by ~1e-7);
+  sorted by their number of tokens, each padded to its own longest text (a text's vector then
+  depended on its batch-mates by ~1e-7);
 * **float32**: batches of ``--batch-size`` texts of one padded length (``padded_length``; default:
   ``CPU_BATCH_TOKENS`` tokens a batch on a CPU): a text's vector does not depend on its batch-mates'
   lengths;

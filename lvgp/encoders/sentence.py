@@ -332,8 +332,7 @@ class SentenceEncoder:
         if self.precision == "bfloat16":
             for module_name, module in self.model.named_modules():
                 if isinstance(module, torch.nn.Linear):
-                    for key, value in module.named_parameters(recurse=False):
-                        path = f"{module_name}.{key}" if module_name else key
+                    for path, value in module.named_parameters(prefix=module_name, recurse=False):
                         self._bfloat16_weights[path] = value.detach().to(torch.bfloat16)
         # the encoder's own copy: truncation and padding are settings of a tokenizer object, and
         # two encoders sharing one would change each other's output (and cache wrong vectors)
