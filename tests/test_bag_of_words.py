@@ -339,3 +339,25 @@ def test_the_cross_product_of_two_sets_takes_their_shared_words_only():
             rows = torch.arange(len(x)).unsqueeze(-1).expand_as(x)[keep]
             c.index_put_((rows, x[keep]), d.weights[keep], accumulate=True)
         torch.testing.assert_close(me.bag_of_words_inner(d1, d2), dense[0] @ dense[1].mT, rtol=1e-14, atol=1e-16)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16])
+def test_unique_ids_are_torch_unique_to_the_bit(dtype):
+    """The distinct words of a set of documents by marking ids in a table of their range (the CPU's
+    path) equal torch.unique's sorted ids and inverse, dtypes included: padding (-1), batched shapes,
+    one id, no id, and a range too wide to mark (sorted, as torch.unique)."""
+    from lvgp.kernels.mean_embedding import unique_ids
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        torch.randint(PAD, high, shape, generator=g) for shape in [(1,), (5, 7), (3, 4, 9)] for high in (2, 50, 5000)
+    ]
+    cases += [torch.zeros(0, 4, dtype=torch.long), torch.tensor([7, 30_000, 7, PAD])]
+    if dtype != torch.int16:
+        cases.append(torch.tensor([3, 200_000, 3]))  # wider than the table: sorted
+    for ids in cases:
+        ids = ids.to(dtype)
+        words, inverse = unique_ids(ids)
+        expected_words, expected_inverse = torch.unique(ids, return_inverse=True)
+        assert words.dtype == expected_words.dtype and inverse.dtype == expected_inverse.dtype
+        assert torch.equal(words, expected_words) and torch.equal(inverse, expected_inverse)

@@ -208,6 +208,10 @@ class _PooledPlan:
 
 
 def _csr(crow: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    if len(cols) < 2**31 and max(size) < 2**31:
+        # int32 indices, which the CPU's sparse products take (int64 ones are copied to int32 at
+        # every product: four more operators each)
+        crow, cols = crow.to(torch.int32), cols.to(torch.int32)
     with warnings.catch_warnings():  # torch's notice that its sparse CSR tensors are "in beta"
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
         return torch.sparse_csr_tensor(crow, cols, values, size, check_invariants=False)
@@ -370,14 +374,17 @@ class _PooledRBF(torch.autograd.Function):
         m1 = xa.shape[0]
         store, ctx.store = ctx.store, None  # a second backward (retain_graph) forms the blocks again
         block = xa.new_empty(min(plan.chunk, xb.shape[0]), m1 if store is None else 0)  # kept blocks: none
-        weighted = xa.new_empty(min(plan.chunk, xb.shape[0]), m1)
+        # C_b^T P-bar into one buffer by addmm_ with beta=0 (its old values ignored): torch.mm(..., out=)
+        # of a sparse matrix zero-fills a new tensor, adds into it and copies it out, three passes
+        # over the block (benchmarks/README.md, issue 60); zeroed once, so its values are finite anyway
+        weighted = xa.new_zeros(min(plan.chunk, xb.shape[0]), m1)
         for b, ct_b in enumerate(plan.backward):
             a, c = b * plan.chunk, ct_b.shape[0]
             if store is not None:
                 gram = store[a * m1 : (a + c) * m1].view(c, m1)
             else:
                 gram = _gram_block(block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, ctx.compiled)
-            w = torch.mm(ct_b, grad, out=weighted[:c]).mul_(gram)
+            w = weighted[:c].addmm_(ct_b, grad, beta=0).mul_(gram)
             torch.mm(a_one.mT, w.mT, out=by_word[:, a : a + c])
             by_landmark.addmm_(left[a : a + c, : q + 1].mT, w)
         if store is not None:

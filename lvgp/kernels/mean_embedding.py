@@ -81,6 +81,33 @@ def document_weights(x: Tensor, dtype: torch.dtype, table: Tensor | None = None)
     return ids, weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
 
 
+#: the widest range of ids :func:`unique_ids` marks in a table, as a multiple of their number (wider
+#: ranges are sorted, as ``torch.unique`` does)
+_MARKED_RANGE_PER_ID = 4
+
+
+def unique_ids(ids: Tensor) -> tuple[Tensor, Tensor]:
+    """``torch.unique(ids, return_inverse=True)``: the sorted distinct word ids (``ids``' dtype) and each
+    position's index into them (``int64``, ``ids``' shape), the same tensors to the bit. On the CPU,
+    where the ids span at most a few times their number (a batch's word ids within the vocabulary),
+    by marking them in a table of their range instead of sorting them: a pass over the ids and one
+    over the range against the sort's ``N log N`` (``benchmarks/README.md``, issue 60). Elsewhere
+    (CUDA, where the sort reads back to the host once and this twice) the sort."""
+    flat = ids.reshape(-1)
+    if ids.device.type != "cpu" or flat.numel() == 0 or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        return torch.unique(ids, return_inverse=True)
+    low, high = (int(v) for v in torch.aminmax(flat))  # one read of both
+    span = high - low + 1
+    if span > _MARKED_RANGE_PER_ID * flat.numel() + 2**16:
+        return torch.unique(ids, return_inverse=True)
+    shifted = (flat if ids.dtype in (torch.int32, torch.int64) else flat.long()) - low  # int16 ids do not index
+    present = torch.zeros(span, dtype=torch.bool)
+    present[shifted] = True
+    words = present.nonzero().squeeze(1)
+    position = present.cumsum(0).sub_(1)  # int64: each marked id's index among the marked
+    return words.add_(low).to(ids.dtype), position[shifted].view(ids.shape)
+
+
 class Bags(typing.NamedTuple):
     """Documents as bags of distinct words for ``embedding_bag``'s offsets form: ``words``
     (local word ids, document after document), ``offsets`` (where each document starts),
@@ -210,9 +237,9 @@ class DocumentSet:
         return self.ids.dim() == 2
 
     def distinct(self) -> tuple[Tensor, Tensor]:
-        """The distinct word ids and each position's index into them (``torch.unique``)."""
+        """The distinct word ids and each position's index into them (:func:`unique_ids`)."""
         if "distinct" not in self.memo:
-            self.memo["distinct"] = torch.unique(self.ids, return_inverse=True)
+            self.memo["distinct"] = unique_ids(self.ids)
         return self.memo["distinct"]
 
     def bags(self) -> Bags:
@@ -321,7 +348,7 @@ def _union(d1: DocumentSet, d2: DocumentSet) -> tuple[Tensor, Bags, Bags]:
     def compute() -> tuple[Tensor, Bags, Bags]:
         if d1 is d2:
             return d1.distinct()[0], d1.bags(), d1.bags()
-        words, inverse = torch.unique(torch.cat([d1.ids.flatten(), d2.ids.flatten()]), return_inverse=True)
+        words, inverse = unique_ids(torch.cat([d1.ids.flatten(), d2.ids.flatten()]))
         b1 = bags(inverse[: d1.ids.numel()].view(d1.ids.shape), d1.weights, len(words))
         b2 = bags(inverse[d1.ids.numel() :].view(d2.ids.shape), d2.weights, len(words))
         return words, b1, b2
@@ -465,7 +492,7 @@ def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Te
         if d1.unbatched and d2.unbatched:
             pairs = [_shared_word_bags(d1, d2)]
         else:
-            _, inverse = torch.unique(torch.cat([ids1.flatten(), ids2.flatten()]), return_inverse=True)
+            _, inverse = unique_ids(torch.cat([ids1.flatten(), ids2.flatten()]))
             local1 = inverse[: ids1.numel()].view(ids1.shape)
             local2 = inverse[ids1.numel() :].view(ids2.shape)
             u = int(inverse.max()) + 1 if inverse.numel() else 1
@@ -557,7 +584,7 @@ def bag_of_words_self(d: DocumentSet) -> Tensor:
             out = torch.zeros(b.n, dtype=w.dtype, device=w.device).index_add_(0, b.rows(), b.weights.pow(2))
         else:
             flat_ids, flat_w = ids.reshape(-1, ids.shape[-1]), w.reshape(-1, w.shape[-1])
-            _, local = torch.unique(flat_ids, return_inverse=True)
+            _, local = unique_ids(flat_ids)
             b = bags(local, flat_w)
             out = torch.zeros(b.n, dtype=w.dtype, device=w.device).index_add_(0, b.rows(), b.weights.pow(2))
             out = out.view(ids.shape[:-1])
