@@ -105,6 +105,35 @@ def test_rbf_pooled_blocks_equal_the_whole_gram_in_value_and_gradient(monkeypatc
         )
 
 
+def test_rbf_pooled_takes_exp_alone_only_where_no_exponent_nears_the_cut_off(monkeypatch):
+    """A block is its product and one exp where every exponent is bounded far above exp's subnormal
+    range (through the landmarks' centre), else the clamped exp with its cut-off to 0. Both equal
+    C @ rbf_gram(...)^T in value and gradient; far vectors take the cut-off (entries exactly 0)."""
+    from lvgp.kernels import embedding
+
+    monkeypatch.setattr(embedding, "_POOLED_BLOCK", 16)
+    g = torch.Generator().manual_seed(4)
+    rows = torch.randint(0, 6, (60,), generator=g)
+    cols = torch.randint(0, 40, (60,), generator=g)
+    weights = torch.rand(60, generator=g, dtype=torch.float64)
+    dense = torch.zeros(6, 40, dtype=torch.float64).index_put_((rows, cols), weights, accumulate=True)
+    for spread, bounded in ((1.0, True), (60.0, False)):
+        xa = spread * torch.randn(5, 2, generator=g, dtype=torch.float64)
+        xb = spread * torch.randn(40, 2, generator=g, dtype=torch.float64)
+        gamma = torch.tensor(0.7, dtype=torch.float64)
+        assert embedding._exponents_bounded(xa, xb, gamma) is bounded
+        gram = embedding.rbf_gram(xa, xb, gamma)
+        if not bounded:  # some exponents below -706: the cut-off's zeros
+            assert (gram == 0).any()
+        pooled = embedding.rbf_pooled(xa, xb, gamma, rows, cols, weights, 6)
+        # far apart, the product's exponents lose |a|^2 gamma ulps to cancellation (1e-13 relative here)
+        torch.testing.assert_close(pooled, dense @ gram.mT, rtol=1e-13 if bounded else 1e-11, atol=1e-300)
+        torch.autograd.gradcheck(
+            lambda a, b, c: embedding.rbf_pooled(a, b, c, rows, cols, weights, 6),
+            tuple(t.clone().requires_grad_() for t in (xa, xb, gamma)),
+        )
+
+
 def test_rbf_pooled_takes_one_block_off_the_cpu(monkeypatch):
     """Issue 60: blocks in cache are a CPU's; on a GPU each block is a dozen launches forward and a
     dozen backward, so there the whole Gram is one block. One block (what a GPU runs) equals the

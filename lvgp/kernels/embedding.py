@@ -229,9 +229,28 @@ def _rbf_exponents(xa: Tensor, xb: Tensor, gamma: Tensor) -> tuple[Tensor, Tenso
     return left, right.mT.contiguous()
 
 
-def _rbf_block_(out: Tensor, left: Tensor, right: Tensor) -> Tensor:
-    """A block of the RBF Gram (a row per word of ``left``) into ``out``, in place."""
-    return _exp_nonpositive_(torch.mm(left, right, out=out))
+def _rbf_block_(out: Tensor, left: Tensor, right: Tensor, bounded: bool = False) -> Tensor:
+    """A block of the RBF Gram (a row per word of ``left``) into ``out``, in place. ``bounded``: every
+    exponent is known to be far above the subnormal range (:func:`_exponents_bounded`), so that the
+    product's ``exp`` alone is the block (one pass in place of :func:`_exp_nonpositive_`'s three; an
+    entry whose exponent rounded above 0 is 1 plus an ulp or two instead of 1)."""
+    exponents = torch.mm(left, right, out=out)
+    return exponents.exp_() if bounded else _exp_nonpositive_(exponents)
+
+
+def _exponents_bounded(xa: Tensor, xb: Tensor, gamma: Tensor) -> bool:
+    r"""Whether every exponent :math:`-\frac\gamma2\|\mathbf b_t - \mathbf a_j\|^2` of :func:`rbf_pooled`'s
+    Gram is above :func:`_exp_nonpositive_`'s floor (with a margin for the product's rounding), bounded
+    through the landmarks' centre :math:`\mathbf c`: :math:`\|\mathbf b - \mathbf a\| \le \|\mathbf b -
+    \mathbf c\| + \|\mathbf a - \mathbf c\|`. Costs a pass over the vectors and one read of the bound."""
+    if xa.shape[0] == 0 or xb.shape[0] == 0:
+        return True
+    with torch.no_grad():
+        centre = xa.mean(0)
+        reach = (xb - centre).norm(dim=1).max() + (xa - centre).norm(dim=1).max()
+        bound = float(0.5 * gamma * reach.square())
+    floor = -(math.floor(math.log(torch.finfo(xa.dtype).tiny)) + 2)  # 706 in float64, 86 in float32
+    return bound < floor - 6
 
 
 def _rbf_block_fused(xc: Tensor, xa: Tensor, gamma: Tensor) -> Tensor:
@@ -270,7 +289,14 @@ def compiled_blocks(enabled: bool = True) -> Iterator[None]:
 
 
 def _gram_block(
-    out: Tensor, xc: Tensor, xa: Tensor, gamma: Tensor, left: Tensor, right: Tensor, compiled: bool
+    out: Tensor,
+    xc: Tensor,
+    xa: Tensor,
+    gamma: Tensor,
+    left: Tensor,
+    right: Tensor,
+    compiled: bool,
+    bounded: bool = False,
 ) -> Tensor:
     """One block of :func:`rbf_pooled`'s Gram: the compiled loop where ``compiled`` (and compiling
     works), else the eager product and ``exp`` into ``out``."""
@@ -290,7 +316,7 @@ def _gram_block(
                 PerformanceWarning,
                 stacklevel=2,
             )
-    return _rbf_block_(out, left, right)
+    return _rbf_block_(out, left, right, bounded)
 
 
 #: :func:`kept_blocks`'s state: whether a forward keeps its blocks, and the buffers free for reuse
@@ -346,18 +372,19 @@ class _PooledRBF(torch.autograd.Function):
         m1, m2 = xa.shape[0], xb.shape[0]
         out = xa.new_zeros(plan.n, m1)
         compiled = _COMPILED["enabled"] and xa.device.type == "cpu"
+        bounded = not compiled and _exponents_bounded(xa, xb, gamma)
         # the blocks kept for the backward (kept_blocks()), or one buffer overwritten block after block
         store = _kept_buffer(m1 * m2, xa) if _KEPT["enabled"] and any(ctx.needs_input_grad[:3]) else None
         block = xa.new_empty(min(plan.chunk, m2), m1 if store is None else 0)
         for b, c_b in enumerate(plan.forward):
             a, c = b * plan.chunk, c_b.shape[1]
             target = store[a * m1 : (a + c) * m1].view(c, m1) if store is not None else block[:c]
-            gram = _gram_block(target, xb[a : a + c], xa, gamma, left[a : a + c], right, compiled)
+            gram = _gram_block(target, xb[a : a + c], xa, gamma, left[a : a + c], right, compiled, bounded)
             if gram.data_ptr() != target.data_ptr():  # the compiled block is a new tensor
                 gram = target.copy_(gram) if store is not None else gram
             out.addmm_(c_b, gram)
         ctx.save_for_backward(xa, xb, gamma, left, right)
-        ctx.plan, ctx.compiled, ctx.store = plan, compiled, store
+        ctx.plan, ctx.compiled, ctx.bounded, ctx.store = plan, compiled, bounded, store
         return out
 
     @staticmethod
@@ -383,7 +410,9 @@ class _PooledRBF(torch.autograd.Function):
             if store is not None:
                 gram = store[a * m1 : (a + c) * m1].view(c, m1)
             else:
-                gram = _gram_block(block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, ctx.compiled)
+                gram = _gram_block(
+                    block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, ctx.compiled, ctx.bounded
+                )
             w = weighted[:c].addmm_(ct_b, grad, beta=0).mul_(gram)
             torch.mm(a_one.mT, w.mT, out=by_word[:, a : a + c])
             by_landmark.addmm_(left[a : a + c, : q + 1].mT, w)
