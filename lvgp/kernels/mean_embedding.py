@@ -525,12 +525,13 @@ def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Te
 def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, Tensor, Tensor, int]:
     """For :math:`C_1 C_2^\top` of two unbatched sets: the first set's bags over the ``c`` words the
     two share (ids ``0 .. c - 1``; its other words go to row ``c``, which no entry of the second set
-    fills), and the second set's entries (ids, documents, weights; its words the first set lacks go
-    to row ``c + 1``, which no entry of the first set reads), with the rows, ``c + 2``. Only shared
-    words add to the product, so the dense block of the second set has ``c + 2`` rows, not one per
-    word of either set (a sparse GP's batch against its inducing documents: about a third). From
-    each set's memoized distinct words and bags, without a union of the two; one read back to the
-    host (``c``)."""
+    fills, and on the CPU its entries on them are left out, each document's offset recounted), and
+    the second set's entries (ids, documents, weights; its words the first set lacks go to row
+    ``c + 1``, which no entry of the first set reads), with the rows, ``c + 2``. Only shared words
+    add to the product, so the dense block of the second set has ``c + 2`` rows, not one per word of
+    either set (a sparse GP's batch against its inducing documents: about a third). From each set's
+    memoized distinct words and bags, without a union of the two; one read back to the host (``c``;
+    two on the CPU)."""
     b1, b2 = d1.bags(), d2.bags()
     if d1 is d2:
         return b1, b2.words, b2.rows(), b2.weights, len(d1.distinct()[0])
@@ -542,8 +543,14 @@ def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, T
     # per word of set 2 (and a last slot that takes set 1's words set 2 lacks): c + 1 where set 1 lacks it
     shared_id2 = torch.full((len(words2) + 1,), count + 1, dtype=words2.dtype, device=words2.device)
     shared_id2.scatter_(0, torch.where(shared, at, len(words2)), shared_id1)
+    first = Bags(shared_id1[b1.words], b1.offsets, b1.weights, b1.n)
+    if b1.words.device.type == "cpu":  # set 1's entries on shared words alone: the others read row c's zeros
+        kept = shared[b1.words].nonzero().squeeze(1)  # one read of their number (a GPU's step keeps its one)
+        counts = torch.bincount(b1.rows()[kept], minlength=b1.n)
+        offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
+        first = Bags(first.words[kept], offsets, b1.weights[kept], b1.n)
     return (
-        Bags(shared_id1[b1.words], b1.offsets, b1.weights, b1.n),
+        first,
         shared_id2[b2.words],
         b2.rows(),
         b2.weights,
