@@ -379,7 +379,8 @@ class _PooledRBF(torch.autograd.Function):
         for b, c_b in enumerate(plan.forward):
             a, c = b * plan.chunk, c_b.shape[1]
             target = store[a * m1 : (a + c) * m1].view(c, m1) if store is not None else block[:c]
-            gram = _gram_block(target, xb[a : a + c], xa, gamma, left[a : a + c], right, compiled, bounded)
+            words = xb[a : a + c] if compiled else xb  # the eager block reads left's rows, not these
+            gram = _gram_block(target, words, xa, gamma, left[a : a + c], right, compiled, bounded)
             if gram.data_ptr() != target.data_ptr():  # the compiled block is a new tensor
                 gram = target.copy_(gram) if store is not None else gram
             out.addmm_(c_b, gram)
@@ -411,7 +412,14 @@ class _PooledRBF(torch.autograd.Function):
                 gram = store[a * m1 : (a + c) * m1].view(c, m1)
             else:
                 gram = _gram_block(
-                    block[:c], xb[a : a + c], xa, gamma, left[a : a + c], right, ctx.compiled, ctx.bounded
+                    block[:c],
+                    xb[a : a + c] if ctx.compiled else xb,
+                    xa,
+                    gamma,
+                    left[a : a + c],
+                    right,
+                    ctx.compiled,
+                    ctx.bounded,
                 )
             w = weighted[:c].addmm_(ct_b, grad, beta=0).mul_(gram)
             torch.mm(a_one.mT, w.mT, out=by_word[:, a : a + c])
