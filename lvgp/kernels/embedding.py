@@ -49,6 +49,12 @@ __all__ = [
 ]
 
 
+def _exp_floor(dtype: torch.dtype) -> int:
+    """The lowest exponent :func:`_exp_nonpositive_` computes (-707 in float64, -86 in float32): two
+    above the log of the dtype's smallest normal number."""
+    return math.floor(math.log(torch.finfo(dtype).tiny)) + 2
+
+
 def _exp_nonpositive_(x: Tensor) -> Tensor:
     r""":math:`e^{\min(x, 0)}` in place, 0 where the exponent is below -86 in float32 (-707 in float64:
     just above the log of the smallest normal number; the entry would be below 4.5e-38 or 9e-308).
@@ -58,7 +64,7 @@ def _exp_nonpositive_(x: Tensor) -> Tensor:
     inputs are raised to a normal exponent first and their results set to 0 after (0 rather than a
     subnormal number, which some CPUs multiply slowly in the backward). Every other entry is the
     ``exp`` it was to the last bit."""
-    low = math.floor(math.log(torch.finfo(x.dtype).tiny)) + 2
+    low = _exp_floor(x.dtype)
     x.clamp_(min=low - 1, max=0).exp_()
     return torch.threshold_(x, math.exp(low), 0.0)
 
@@ -249,8 +255,7 @@ def _exponents_bounded(xa: Tensor, xb: Tensor, gamma: Tensor) -> bool:
         centre = xa.mean(0)
         reach = (xb - centre).norm(dim=1).max() + (xa - centre).norm(dim=1).max()
         bound = float(0.5 * gamma * reach.square())
-    floor = -(math.floor(math.log(torch.finfo(xa.dtype).tiny)) + 2)  # 706 in float64, 86 in float32
-    return bound < floor - 6
+    return -bound > _exp_floor(xa.dtype) + 6
 
 
 def _rbf_block_fused(xc: Tensor, xa: Tensor, gamma: Tensor) -> Tensor:

@@ -141,6 +141,11 @@ class Bags(typing.NamedTuple):
         return flipped
 
 
+def _bag_offsets(counts: Tensor) -> Tensor:
+    """Where each bag starts in ``embedding_bag``'s offsets form, from the entries of each bag."""
+    return torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
+
+
 def bags(local: Tensor, weights: Tensor, size: int | None = None) -> Bags:
     """Bags of one ``n x L`` tensor of local word ids and their ``1/|D_i|`` weights (0 on
     padding). Padding costs a long corpus nothing: ``embedding_bag`` over a padded ``n x L``
@@ -156,8 +161,7 @@ def bags(local: Tensor, weights: Tensor, size: int | None = None) -> Bags:
     keys, inverse = torch.unique(rows * size + local.flatten()[kept], return_inverse=True)
     summed = torch.zeros(len(keys), dtype=weights.dtype, device=weights.device)
     summed.index_add_(0, inverse, weights.flatten()[kept])
-    counts = torch.bincount(keys // size, minlength=n)
-    offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
+    offsets = _bag_offsets(torch.bincount(keys // size, minlength=n))
     return Bags(keys % size, offsets, summed, n, memo={})
 
 
@@ -546,8 +550,7 @@ def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, T
     first = Bags(shared_id1[b1.words], b1.offsets, b1.weights, b1.n)
     if b1.words.device.type == "cpu":  # set 1's entries on shared words alone: the others read row c's zeros
         kept = shared[b1.words].nonzero().squeeze(1)  # one read of their number (a GPU's step keeps its one)
-        counts = torch.bincount(b1.rows()[kept], minlength=b1.n)
-        offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
+        offsets = _bag_offsets(torch.bincount(b1.rows()[kept], minlength=b1.n))
         first = Bags(first.words[kept], offsets, b1.weights[kept], b1.n)
     return (
         first,
