@@ -295,7 +295,8 @@ def compiled_blocks(enabled: bool = True) -> Iterator[None]:
 
 def _gram_block(
     out: Tensor,
-    xc: Tensor,
+    rows: slice,
+    xb: Tensor,
     xa: Tensor,
     gamma: Tensor,
     left: Tensor,
@@ -303,13 +304,14 @@ def _gram_block(
     compiled: bool,
     bounded: bool = False,
 ) -> Tensor:
-    """One block of :func:`rbf_pooled`'s Gram: the compiled loop where ``compiled`` (and compiling
-    works), else the eager product and ``exp`` into ``out``."""
+    """The block of :func:`rbf_pooled`'s Gram of the words ``rows``: the compiled loop over their
+    vectors (``xb[rows]``) where ``compiled`` (and compiling works), else the eager product of their
+    exponents' rows (``left[rows]``) and ``exp`` into ``out``."""
     if compiled and _COMPILED["failed"] is None:
         try:
             if _COMPILED["block"] is None:
                 _COMPILED["block"] = torch.compile(_rbf_block_fused)
-            return _COMPILED["block"](xc, xa, gamma)
+            return _COMPILED["block"](xb[rows], xa, gamma)
         except Exception as err:  # noqa: BLE001 - any backend failure falls back to eager arithmetic
             from ..warnings import PerformanceWarning
 
@@ -321,7 +323,7 @@ def _gram_block(
                 PerformanceWarning,
                 stacklevel=2,
             )
-    return _rbf_block_(out, left, right, bounded)
+    return _rbf_block_(out, left[rows], right, bounded)
 
 
 #: :func:`kept_blocks`'s state: whether a forward keeps its blocks, and the buffers free for reuse
@@ -384,8 +386,7 @@ class _PooledRBF(torch.autograd.Function):
         for b, c_b in enumerate(plan.forward):
             a, c = b * plan.chunk, c_b.shape[1]
             target = store[a * m1 : (a + c) * m1].view(c, m1) if store is not None else block[:c]
-            words = xb[a : a + c] if compiled else xb  # the eager block reads left's rows, not these
-            gram = _gram_block(target, words, xa, gamma, left[a : a + c], right, compiled, bounded)
+            gram = _gram_block(target, slice(a, a + c), xb, xa, gamma, left, right, compiled, bounded)
             if gram.data_ptr() != target.data_ptr():  # the compiled block is a new tensor
                 gram = target.copy_(gram) if store is not None else gram
             out.addmm_(c_b, gram)
@@ -416,16 +417,7 @@ class _PooledRBF(torch.autograd.Function):
             if store is not None:
                 gram = store[a * m1 : (a + c) * m1].view(c, m1)
             else:
-                gram = _gram_block(
-                    block[:c],
-                    xb[a : a + c] if ctx.compiled else xb,
-                    xa,
-                    gamma,
-                    left[a : a + c],
-                    right,
-                    ctx.compiled,
-                    ctx.bounded,
-                )
+                gram = _gram_block(block[:c], slice(a, a + c), xb, xa, gamma, left, right, ctx.compiled, ctx.bounded)
             w = weighted[:c].addmm_(ct_b, grad, beta=0).mul_(gram)
             torch.mm(a_one.mT, w.mT, out=by_word[:, a : a + c])
             by_landmark.addmm_(left[a : a + c, : q + 1].mT, w)
