@@ -12,14 +12,27 @@ STAMP   := $(VENV)/.lvgp-installed
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# torch with pip (the CPU build: pip finds it where uv does not look), then the project with uv, which
+# installs in parallel (pip: 80-85 s, uv: 25-30 s on two cores, its cache empty; the same packages and
+# versions), torch held at the installed build by a constraint, so that nothing pulls a CUDA one. Where
+# uv cannot be installed, pip does it all. The project's own modules are byte-compiled once: an
+# editable install leaves them to every interpreter's import, which compiles them again each time where
+# PYTHONDONTWRITEBYTECODE is set.
+TORCH_PIN := $(VENV)/.torch-constraint.txt
+INSTALL    = if [ -x $(VENV)/bin/uv ]; then \
+	  $(VENV)/bin/uv pip install --quiet --python $(PY) --compile-bytecode --constraint $(TORCH_PIN) -e '.[$(1)]'; \
+	else $(PY) -m pip install --quiet --constraint $(TORCH_PIN) -e '.[$(1)]'; fi
+
 $(RUNTIME): $(PY) pyproject.toml
-	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[embeddings]'
+	echo 'torch==2.13.0' >$(TORCH_PIN)
+	$(PY) -m pip install --quiet uv || echo "no uv here: pip installs the project"
+	$(call INSTALL,embeddings)
+	$(PY) -m compileall -q lvgp >/dev/null
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(call INSTALL,dev)
 	touch $(STAMP)
 
 setup: $(STAMP)
