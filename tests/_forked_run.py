@@ -1,6 +1,6 @@
 """Run a script as ``python SCRIPT ARGS`` would -- as ``__main__``, its folder first on ``sys.path``, its
 output captured, the caller's environment -- in a process forked from a server that has imported torch,
-gpytorch, pyro, scikit-learn and lvgp once (multiprocessing's forkserver, one a test worker). The
+gpytorch, pyro, scikit-learn, lvgp and what they import on first use once (``PRELOAD``) (multiprocessing's forkserver, one a test worker). The
 examples' and benchmarks' smoke runs spend most of their seconds importing those; from a fork of the
 server they start at once. The server never runs a parallel region, so a forked run's OpenMP threads
 start as in a fresh interpreter, and no run sees another's state (each is a new fork of the clean server)."""
@@ -15,8 +15,24 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: imported once by the server: what every smoke run imports
-PRELOAD = ["torch", "gpytorch", "pyro", "sklearn.linear_model", "scipy.optimize", "lvgp", "lvgp.experiments"]
+#: imported once by the server: what every smoke run imports, and what most import on the way: torch's
+#: dynamo and inductor (797 modules, 1.1 s: the first torch optimizer imports them), the encoders'
+#: transformers (0.6 s), matplotlib's pyplot behind the studies' Agg backend (0.5 s). The server
+#: skips a module that is not installed (an optional extra)
+PRELOAD = [
+    "torch",
+    "torch._dynamo",
+    "gpytorch",
+    "pyro",
+    "sklearn.linear_model",
+    "scipy.optimize",
+    "lvgp",
+    "lvgp.experiments",
+    "lvgp.experiments.figures",
+    "safetensors.torch",
+    "tokenizers",
+    "transformers",
+]
 
 _context: multiprocessing.context.ForkServerContext | None = None
 
