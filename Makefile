@@ -1,5 +1,5 @@
 # Set-up and entry points. Every target creates (or reuses) ./.venv and installs
-# torch==2.13.0 *before* the project, so pip never resolves an unpinned CUDA build.
+# torch==2.13.0 *before* the project and holds it there, so neither pip nor uv resolves a CUDA build.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -18,14 +18,15 @@ $(PY):
 # uv cannot be installed, pip does it all. The project's own modules are byte-compiled once: an
 # editable install leaves them to every interpreter's import, which compiles them again each time where
 # PYTHONDONTWRITEBYTECODE is set.
+TORCH     := torch==2.13.0
 TORCH_PIN := $(VENV)/.torch-constraint.txt
 INSTALL    = if [ -x $(VENV)/bin/uv ]; then \
 	  $(VENV)/bin/uv pip install --quiet --python $(PY) --compile-bytecode --constraint $(TORCH_PIN) -e '.[$(1)]'; \
 	else $(PY) -m pip install --quiet --constraint $(TORCH_PIN) -e '.[$(1)]'; fi
 
 $(RUNTIME): $(PY) pyproject.toml
-	$(PY) -m pip install --quiet torch==2.13.0
-	echo 'torch==2.13.0' >$(TORCH_PIN)
+	$(PY) -m pip install --quiet $(TORCH)
+	echo '$(TORCH)' >$(TORCH_PIN)
 	$(PY) -m pip install --quiet uv || echo "no uv here: pip installs the project"
 	$(call INSTALL,embeddings)
 	$(PY) -m compileall -q lvgp >/dev/null

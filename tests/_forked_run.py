@@ -1,9 +1,10 @@
 """Run a script as ``python SCRIPT ARGS`` would -- as ``__main__``, its folder first on ``sys.path``, its
 output captured, the caller's environment -- in a process forked from a server that has imported torch,
-gpytorch, pyro, scikit-learn, lvgp and what they import on first use once (``PRELOAD``) (multiprocessing's forkserver, one a test worker). The
-examples' and benchmarks' smoke runs spend most of their seconds importing those; from a fork of the
-server they start at once. The server never runs a parallel region, so a forked run's OpenMP threads
-start as in a fresh interpreter, and no run sees another's state (each is a new fork of the clean server)."""
+gpytorch, pyro, scikit-learn, lvgp and what they import on first use once (``PRELOAD``;
+multiprocessing's forkserver, one a test worker). The examples' and benchmarks' smoke runs spend most
+of their seconds importing those; from a fork of the server they start at once. The server never runs
+a parallel region, so a forked run's OpenMP threads start as in a fresh interpreter, and no run sees
+another's state (each is a new fork of the clean server)."""
 
 from __future__ import annotations
 
