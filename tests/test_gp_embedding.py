@@ -12,7 +12,7 @@ import pyro
 import pytest
 import scipy.sparse as sp
 import torch
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import clone
 
 from lvgp import Adam, Vocabulary
@@ -263,6 +263,53 @@ def test_variational_predictions_are_the_posterior_expectation_of_the_sigmoid():
     assert std.max() > 0.05  # the posterior spread matters, so this is not the MAP in disguise
     np.testing.assert_allclose(proba[:, 1], reference, atol=0.03)
     assert np.mean(model.predict(x[60:]) == y[60:]) > 0.7
+
+
+def test_variational_predictions_with_new_words_and_three_classes_in_chunks(monkeypatch):
+    """The draws' path with new covariates (S' [Psi; 0], the block update) and a softmax: the logits
+    of the C classes are independent Gaussians under the mean-field posterior, so a product
+    Gauss-Hermite grid is the reference, for the draws taken in one chunk (one solve) and one at a
+    time."""
+    from lvgp.baselines import gp_embedding as module
+    from lvgp.baselines.gp_embedding import extended_smoothed_weights
+
+    rng = np.random.default_rng(5)
+    groups = {"a": "pqr", "b": "fgh", "c": "stu"}
+    vocab = [a + v + c for letters in groups.values() for a in letters for v in "aeiou" for c in "klmn"]
+    table = glove_like(vocab, seed=1)
+    seen = [w for w in vocab if w[1] in "aei"]  # the training texts use these; "o", "u" words are new
+    texts, labels = [], []
+    for i in range(60):
+        label = "abc"[i % 3]
+        texts.append(" ".join(rng.choice([w for w in seen if w[0] in groups[label]], 5)))
+        labels.append(label)
+    model = GPEmbeddingLogisticRegression(
+        embeddings=table, posterior="normal", optimizer=Adam(max_iter=40), predict_samples=3000, random_state=0
+    ).fit(texts, labels)
+    new_docs = [" ".join([w for w in vocab if w[0] == letter and w[1] in "ou"][:4]) for letter in "pfs"]
+    x, new_vectors = model._transform(new_docs)
+    assert new_vectors is not None and len(new_vectors) > 0
+    whole = model.predict_proba(new_docs)
+    monkeypatch.setattr(module, "_DRAW_CHUNK_ELEMENTS", 1)  # one draw a chunk
+    np.testing.assert_allclose(model.predict_proba(new_docs), whole, atol=0.03)
+    m = model.model_
+    with torch.no_grad():
+        (mu, s), (mb, sb) = (
+            (a.detach().numpy(), b.detach().numpy()) for a, b in map(model.guide_._get_loc_and_scale, ("psi", "bias"))
+        )
+        smoothing = extended_smoothed_weights(
+            m.embeddings, new_vectors, m.lengthscale, m.noise, torch.eye(len(mu), dtype=D), model._solver
+        ).numpy()  # (p + r) x p: S' [Psi; 0] = smoothing @ Psi
+    xs = np.asarray(x @ smoothing)
+    mean, std = xs @ mu + mb, np.sqrt((xs**2) @ (s**2) + sb**2)  # n x 3
+    assert std.max() > 0.05
+    nodes, weights = np.polynomial.hermite_e.hermegauss(16)
+    grid = np.stack(np.meshgrid(nodes, nodes, nodes, indexing="ij"), -1).reshape(-1, 3)
+    w = np.prod(np.stack(np.meshgrid(weights, weights, weights, indexing="ij"), -1).reshape(-1, 3), 1)
+    logits = mean[:, None, :] + std[:, None, :] * grid[None]
+    reference = (w[None, :, None] * softmax(logits, axis=2)).sum(1) / w.sum()
+    np.testing.assert_allclose(whole, reference, atol=0.03)
+    assert list(model.classes_[whole.argmax(1)]) == ["a", "b", "c"]
 
 
 def test_a_generator_as_random_state_is_read_at_fit_only():

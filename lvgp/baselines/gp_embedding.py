@@ -163,6 +163,11 @@ def smoothing_matrix(embeddings: Tensor, lengthscale: Tensor, noise: Tensor) -> 
     return torch.cholesky_solve(k, chol).mT  # (K+s I)^-1 K = K (K+s I)^-1 transposed; both symmetric products
 
 
+#: the draws of ``predict_proba`` (posterior="normal") are taken in chunks of about this many weights or
+#: logits (32 MiB in float64)
+_DRAW_CHUNK_ELEMENTS = 2**22
+
+
 def smoothed_weights(embeddings: Tensor, lengthscale: Tensor, noise: Tensor, psi: Tensor) -> tuple[Tensor, Tensor]:
     """S_theta Psi (``p x C``) = Psi - sigma^2 (K_l + sigma^2 I)^-1 Psi, and the Cholesky factor
     of K_l + sigma^2 I (differentiable in all arguments)."""
@@ -998,15 +1003,40 @@ class GPEmbeddingLogisticRegression(
             logits = self.decision_function(X)
             return self._probabilities(logits[:, None] if logits.ndim == 1 else logits)
         x, new_vectors = self._transform(X)
-        probabilities = []
+        with torch.no_grad(), pyro.settings.context(module_local_params=True):
+            (psi_loc, psi_scale), (bias_loc, bias_scale) = (
+                tuple(t.detach() for t in self.guide_._get_loc_and_scale(name)) for name in ("psi", "bias")
+            )
+        p, c = psi_loc.shape
+        # Psi ~ N(loc, diag scale^2) and b likewise (AutoNormal; both sites are real-valued, so a draw is
+        # loc + scale * eps). S' [Psi; 0] is linear in Psi: a chunk of k draws is one solve with k * C
+        # right-hand sides, not k factorizations of K_l + sigma^2 I
+        rows_of_weights = p + (0 if new_vectors is None else len(new_vectors))
+        k = max(1, min(self.predict_samples, _DRAW_CHUNK_ELEMENTS // (c * max(rows_of_weights, x.shape[0]))))
+        total = np.zeros((x.shape[0], max(c, 2)))
         # the posterior draws are seeded by the seed drawn at fit: every call gives the same
         # probabilities, and neither random_state nor the caller's torch stream moves
-        with torch.no_grad(), pyro.settings.context(module_local_params=True), seeded_torch(self._prediction_seed):
-            for _ in range(self.predict_samples):
-                draw = self.guide_()
-                weights = self._effective_weights(draw["psi"], new_vectors)
-                probabilities.append(self._probabilities(np.asarray(x @ to_host(weights)) + to_host(draw["bias"])))
-        return np.mean(probabilities, axis=0)
+        with torch.no_grad(), seeded_torch(self._prediction_seed):
+            for start in range(0, self.predict_samples, k):
+                draws = min(k, self.predict_samples - start)
+                psi = psi_loc + psi_scale * torch.randn((draws, p, c), dtype=psi_loc.dtype, device=psi_loc.device)
+                bias = bias_loc + bias_scale * torch.randn((draws, c), dtype=bias_loc.dtype, device=bias_loc.device)
+                weights = self._smoothed_draws(psi.permute(1, 0, 2).reshape(p, draws * c), new_vectors)
+                logits = np.asarray(x @ to_host(weights)).reshape(x.shape[0], draws, c) + to_host(bias)
+                if c == 1:
+                    positive = expit(logits[..., 0]).sum(1)
+                    total += np.stack([draws - positive, positive], axis=1)
+                else:
+                    total += softmax(logits, axis=2).sum(1)
+        return total / self.predict_samples
+
+    def _smoothed_draws(self, psi: Tensor, new_vectors: Tensor | None) -> Tensor:
+        """S_theta Psi for posterior draws of Psi stacked as columns (``p x (k C)``), with the fitted
+        factorization of K_l + sigma^2 I; with new covariates, S' [Psi; 0] (``(p + r) x (k C)``)."""
+        m = self.model_
+        if new_vectors is None:
+            return psi - m.noise**2 * self._solver(psi)
+        return extended_smoothed_weights(m.embeddings, new_vectors, m.lengthscale, m.noise, psi, self._solver)
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
