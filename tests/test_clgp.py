@@ -406,6 +406,8 @@ def test_compare_categorical_cli(tmp_path):
         "2",
         "--max-iter",
         "15",
+        "--impute-iter",
+        "15",
         "--out",
         str(out),
         "--quiet",
@@ -420,6 +422,7 @@ def test_compare_categorical_cli(tmp_path):
             r["perplexity"] >= 1 and r["zero_probability_values"] == 0
         ), r
     assert "CLGP" in (out / "table.md").read_text()
+    assert json.loads((out / "study.json").read_text())["impute_iter"] == 15
     assert (out / "latent_space.png").stat().st_size > 1000
     assert main(argv) == 0  # resumes: nothing to recompute
     assert json.loads((out / "results.json").read_text()) == records

@@ -100,7 +100,7 @@ def test_compare_commands_write_under_runs(page, command):
 _SMALL = {
     "regression": dict(splits=1, train_size=60, dev_size=30, test_size=30, max_iter=3, vb_max_iter=3, sparse_epochs=1),
     "topics": dict(folds=2, max_iter=2, documents=300),
-    "categorical": dict(splits=1, max_iter=5, inducing=8),
+    "categorical": dict(splits=1, max_iter=5, impute_iter=5, inducing=8),
     "classification": dict(splits=1, train_sizes=(20,), test_size=40, max_iter=3, ldk_max_iter=2, max_features=200),
     "matching": dict(sets=1, train=60, dev=10, test=10, max_iter=2, cca_components=(8,)),
     "open-set": dict(splits=1, per_class=(3,), test_size=60, ldk_max_iter=2),

@@ -55,6 +55,7 @@ def _clgp(covariance: str):
             covariance=covariance,
             elbo_samples=study.samples,
             optimizer=kind(max_iter=study.max_iter, lr=study.lr),
+            impute_iter=study.impute_iter,
             latent_scale=study.latent_scale,
             random_state=study.cell_seed(cell),
         )
@@ -87,6 +88,9 @@ class CategoricalStudy(Study):
     inducing: int = option(50, "inducing points M of CLGP")
     samples: int = option(5, "Monte Carlo samples per ELBO evaluation")
     max_iter: int = option(1000, "optimizer iterations of CLGP and LGM")
+    impute_iter: int = option(
+        300, "iterations fitting q(x) of the test rows (and of the dev rows, latent_scale=auto) of CLGP and LGM"
+    )
     lr: float = option(0.05, "learning rate of CLGP and LGM")
     optimizer: str = option("adam", "optimizer of CLGP and LGM", choices=("adam", "rmsprop"))
     latent_scale: str = option(
