@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -77,17 +78,15 @@ html_static_path = ["_static"]
 html_css_files = ["lvgp.css"]
 
 # MathJax bundled with the site (MathJax 2.7 from the jupyter-server-mathjax package, a dev
-# dependency), so that offline readers see typeset math, not raw LaTeX; the CDN only without it
-try:
-    import jupyter_server_mathjax as _mathjax_package
-except ImportError:  # pragma: no cover - the dev extra installs it
-    _mathjax_package = None
-if _mathjax_package is not None:
+# dependency), so that offline readers see typeset math, not raw LaTeX; the CDN only without it. The
+# package's files are found without importing it (its import loads jupyter_server and jsonschema:
+# 1.5-2 s of every build)
+_mathjax_spec = importlib.util.find_spec("jupyter_server_mathjax")  # None where the dev extra is not installed
+if _mathjax_spec is not None and _mathjax_spec.submodule_search_locations:
+    _mathjax_package_dir = Path(next(iter(_mathjax_spec.submodule_search_locations)))
     _mathjax_static = Path(__file__).parent / "_mathjax"
     if not (_mathjax_static / "mathjax" / "MathJax.js").exists():
-        shutil.copytree(
-            Path(_mathjax_package.__file__).parent / "static", _mathjax_static / "mathjax", dirs_exist_ok=True
-        )
+        shutil.copytree(_mathjax_package_dir / "static", _mathjax_static / "mathjax", dirs_exist_ok=True)
     html_static_path = ["_static", "_mathjax"]
     mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
     # Every page showed raw LaTeX (issue 59), for two reasons: the bundle ships MathJax's STIX-Web fonts
