@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 
 import torch
+from _before import run_child
 
 from lvgp import PAD, LatentDistributionKernel
 
@@ -132,12 +131,7 @@ def main(argv=None) -> int:
     print("\nscaling (lvgp only; each size in a fresh process; peak RSS of that process, torch import included)")
     print(f"{'n':>6} {'V':>6} {'distinct':>8} {'fwd+bwd s':>10} {'peak RSS MiB':>13}")
     for n_docs, v in sizes:
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n_docs), str(v), str(max_len if not args.quick else 20)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        out = run_child(__file__, ["--one", str(n_docs), str(v), str(max_len if not args.quick else 20)], check=True)
         row = json.loads(out.stdout)
         print(
             f"{row['n']:>6} {row['V']:>6} {row['distinct_words']:>8} {row['seconds']:>10.3f} {row['peak_rss_mib']:>13.0f}"

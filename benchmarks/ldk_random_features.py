@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
-import sys
 import time
 
 import numpy as np
 import torch
+from _before import run_child
 
 from lvgp import PAD, LatentDistributionKernel
 from lvgp.kernels import RandomFeatureLDK, gram_approximation_error
@@ -93,9 +92,7 @@ def main(argv=None) -> int:
     print(f"\nforward+backward of the Gram, n={n2} documents, V={v2}, fresh process each")
     rows = []
     for kind in ("exact", "rff", "nystrom"):
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", kind, str(n2), str(v2), str(d2)], capture_output=True, text=True
-        )
+        out = run_child(__file__, ["--child", kind, str(n2), str(v2), str(d2)])
         if out.returncode != 0:
             rows.append(
                 {

@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
-import sys
 import time
+
+from _before import run_child
 
 from lvgp import MiniBatch
 from lvgp.kernels import LDKSpec
@@ -53,12 +53,7 @@ def main(argv=None) -> int:
     sizes = [500, 2000] if args.quick else [int(s) for s in args.sizes.split(",")]
     rows = []
     for n in sizes:  # a fresh process per size: peak memory is per run
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", str(n), "--epochs", str(args.epochs)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        out = run_child(__file__, ["--child", str(n), "--epochs", str(args.epochs)], check=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     base = rows[0]
     print("sparse GP-LVSM, M=64, batch 256, q=2, one process per size")

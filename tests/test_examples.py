@@ -135,7 +135,9 @@ def test_every_benchmark_is_listed():
         if not (DRY_RUN_POSSIBLE and s in GPU_DRY_RUN_PARTS)
     ],
 )
-def test_benchmark_runs_in_quick_mode(script):
+def test_benchmark_runs_in_quick_mode(script, monkeypatch):
+    # the before/now children forked from the benchmark's process (benchmarks/_before.py): a smoke run
+    monkeypatch.setenv("LVGP_BENCHMARK_FORK", "1")
     out = run_script(BENCHMARKS_DIR / script, ["--quick"], timeout=900)
     assert out.returncode == 0, out.stderr
     assert BENCHMARKS[script] in out.stdout
@@ -187,3 +189,47 @@ def test_a_forked_run_is_the_scripts_own_run(tmp_path, monkeypatch):
         out = run_script(script, ["--quick", "x"], timeout=120)
         expected = "__main__ ['--quick', 'x'] 42 the caller's\n"
         assert (out.returncode, out.stdout, out.stderr) == (3, expected, "to stderr\n")
+
+
+def test_a_benchmarks_child_gives_the_same_forked_or_not(tmp_path, monkeypatch):
+    """``benchmarks/_before.py``: ``run_code`` and ``run_child`` give the same results from a fresh
+    interpreter and, under ``LVGP_BENCHMARK_FORK=1`` (the smoke runs), from a fork of the caller: the
+    other package's ``lvgp`` in place of the one loaded, the thread setting, the argument, the exit
+    status, the error output."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("_before_under_test", BENCHMARKS_DIR / "_before.py")
+    before = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(before)
+    other = tmp_path / "other"
+    (other / "lvgp").mkdir(parents=True)
+    (other / "lvgp" / "__init__.py").write_text("WHICH = 'the other'\n")
+    code = (
+        "import json, os, sys, torch, lvgp\nargs = json.loads(sys.argv[1])\n"
+        "print('a line before')\nprint(json.dumps({'which': getattr(lvgp, 'WHICH', 'today'), 'x': args['x'], "
+        "'omp': os.environ.get('OMP_NUM_THREADS'), 'threads': torch.get_num_threads()}))"
+    )
+    script = tmp_path / "script.py"
+    script.write_text("import sys\nprint(sys.argv[1:], __name__)\nprint('to stderr', file=sys.stderr)\nsys.exit(3)\n")
+    seen = {}
+    for fork in ("0", "1"):
+        monkeypatch.setenv("LVGP_BENCHMARK_FORK", fork)
+        assert before._may_fork() == (fork == "1")
+        seen[fork] = before.run_code(code, other, {"x": 1}, omp_threads="2")
+        with pytest.raises(RuntimeError, match="ValueError: boom"):
+            before.run_code("raise ValueError('boom')", before.ROOT, {})
+        child = before.run_child(script, ["--one", "2"])
+        assert (child.returncode, child.stdout, child.stderr) == (3, "['--one', '2'] __main__\n", "to stderr\n")
+        with pytest.raises(subprocess.CalledProcessError):
+            before.run_child(script, [], check=True)
+    # a fork sets torch's threads by OMP_NUM_THREADS, as torch does at import (where MKL_NUM_THREADS, set
+    # by this suite's conftest, does not decide it)
+    assert seen["1"].pop("threads") == 2
+    seen["0"].pop("threads")
+    assert seen["0"] == seen["1"] == {"which": "the other", "x": 1, "omp": "2"}, json.dumps(seen)
+    # today's tree: the lvgp loaded here, kept in the fork (still LVGP_BENCHMARK_FORK=1)
+    assert before.run_code(code, before.ROOT, {"x": 2}) == {"which": "today", "x": 2, "omp": "1", "threads": 1}
+    import lvgp
+
+    assert not hasattr(lvgp, "WHICH")  # the caller's lvgp is its own
