@@ -54,19 +54,17 @@ def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
     assert installed.returncode == 0, installed.stderr[-2000:]
     # away from the source tree, so that the installed copy is the one imported
     away = {"cwd": tmp_path, "env": {**os.environ, "PYTHONPATH": str(site)}}
-    imported = _run("-c", "import lvgp; print(lvgp.__file__)", **away)
-    assert imported.returncode == 0 and imported.stdout.startswith(str(site)), imported.stdout + imported.stderr
-    version = _run(str(site / "bin" / "lvgp"), "--version", **away)  # the console script pip wrote
-    assert version.returncode == 0 and version.stdout.startswith("lvgp "), version.stderr[-2000:]
-    cli = _run("-m", "lvgp", "compare", "--help", **away)
-    assert cli.returncode == 0 and "classification" in cli.stdout, cli.stderr[-2000:]
+    # one interpreter a check of the installed copy (each imports lvgp: 3-4 s on two cores)
     fit = (
-        "import lvgp; texts = ['good film', 'bad film', 'great plot', 'awful plot'] * 2; "
+        "import lvgp; print(lvgp.__file__); texts = ['good film', 'bad film', 'great plot', 'awful plot'] * 2; "
         "reg = lvgp.GPLVSMRegressor(optimizer=lvgp.Adam(max_iter=3), random_state=0).fit(texts, [1.0, -1.0, 1.0, -1.0] * 2); "
         "print(reg.predict(['good plot']))"
     )
     fitted = _run("-W", "ignore", "-c", fit, **away)
     assert fitted.returncode == 0, fitted.stderr[-2000:]
+    assert fitted.stdout.startswith(str(site)), fitted.stdout  # the installed copy is the one imported
+    cli = _run(str(site / "bin" / "lvgp"), "compare", "--help", **away)  # the console script pip wrote
+    assert cli.returncode == 0 and "classification" in cli.stdout, cli.stderr[-2000:]
     if importlib.util.find_spec("mypy") is not None:  # the installed package's annotations are read, not Any
         (tmp_path / "user.py").write_text("import lvgp\nwrong: int = lvgp.Vocabulary()\n")
         # lvgp's dependencies not analysed (their names Any): what is checked is lvgp's own, in 2 s instead of 10
@@ -75,3 +73,13 @@ def test_the_package_builds_ships_lvgp_alone_and_works_installed(tmp_path):
         )
         checked = _run("-m", "mypy", "--config-file", "mypy.ini", "--no-incremental", "user.py", **away)
         assert 'expression has type "Vocabulary"' in checked.stdout, checked.stdout[-2000:]
+
+
+def test_the_version_option_prints_the_packages_version(capsys):
+    from lvgp import __version__
+    from lvgp.experiments.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"lvgp {__version__}\n"
