@@ -10,6 +10,10 @@ one thread):
 2. ``CLGP.predict_proba`` (imputing hidden values of a categorical table): the predictive probabilities'
    200 draws were a loop over samples, now batches of them (the same draws); the estimates agree to
    rounding.
+3. ``GPEmbeddingLogisticRegression.predict_proba`` with ``posterior="normal"``: each posterior draw
+   factorized K_l + sigma^2 I of the words anew (a Cholesky of p x p a draw); now the draws come in
+   chunks, one solve with the fitted factor a chunk. The two codes draw differently: their estimates
+   differ by the Monte Carlo error.
 
     python benchmarks/predict_latency.py [--quick] [--sizes 200,600] [--before 6673703]
 """
@@ -70,7 +74,24 @@ def clgp(covariance, rows, hidden, impute_iter):
         loc, scale, model.predict_samples, torch.Generator().manual_seed(0), True))
     return {"whole": whole, "draws": draws, "values": [float(v) for p in probs for v in p.ravel()]}
 
-print(json.dumps([gplvsm(**job) if "n" in job else clgp(**job) for job in args["jobs"]]))
+def gp_embedding(docs, words, samples, max_iter):
+    import scipy.sparse as sp
+    from lvgp.baselines.gp_embedding import GPEmbeddingLogisticRegression
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(words, 8))
+    x = sp.random(docs + 200, words, density=10 / words, random_state=0, format="csr")
+    x.data[:] = 1.0
+    y = (np.asarray(x @ emb[:, 0]).ravel() > 0).astype(int)
+    model = GPEmbeddingLogisticRegression(embeddings=emb, posterior="normal", optimizer=Adam(max_iter=max_iter),
+                                          predict_samples=samples, random_state=0).fit(x[:docs], y[:docs])
+    whole, probs = timed(lambda: model.predict_proba(x[docs:]))
+    return {"whole": whole, "values": [float(v) for v in probs[:, 1]]}
+
+def run(job):
+    kind = job.pop("kind")
+    return {"gplvsm": gplvsm, "clgp": clgp, "gp_embedding": gp_embedding}[kind](**job)
+
+print(json.dumps([run(dict(job)) for job in args["jobs"]]))
 """
 
 
@@ -84,10 +105,18 @@ def main(argv=None) -> int:
     sizes = [60] if args.quick else [int(s) for s in args.sizes.split(",")]
     calls = 3 if args.quick else args.calls
     hidden = 6 if args.quick else 60
-    jobs = [{"n": n, "calls": calls, "max_iter": 5 if args.quick else 20} for n in sizes] + [
-        {"covariance": c, "rows": 40 if args.quick else 500, "hidden": hidden, "impute_iter": 20 if args.quick else 300}
+    clgp_jobs = [
+        {"kind": "clgp", "covariance": c, "rows": 40 if args.quick else 500, "hidden": hidden}
+        | {"impute_iter": 20 if args.quick else 300}
         for c in ("rbf", "linear")
     ]
+    embedding_jobs = [
+        {"kind": "gp_embedding", "docs": 100, "words": words, "samples": 50 if args.quick else 200}
+        | {"max_iter": 5 if args.quick else 100}
+        for words in ([100] if args.quick else [500, 2000])
+    ]
+    jobs = [{"kind": "gplvsm", "n": n, "calls": calls, "max_iter": 5 if args.quick else 20} for n in sizes]
+    jobs += clgp_jobs + embedding_jobs
     with tempfile.TemporaryDirectory() as tmp:
         before = run_code(CHILD, extract(args.before, Path(tmp) / "before"), {"jobs": jobs})
     now = run_code(CHILD, ROOT, {"jobs": jobs})
@@ -122,13 +151,26 @@ def main(argv=None) -> int:
     )
     print("| covariance | code | predict_proba s | draws s | draws: before / now | largest difference |")
     print("|---|---|---|---|---|---|")
-    for job, b, r in zip(jobs[len(sizes) :], before[len(sizes) :], now[len(sizes) :]):
+    first = len(sizes)
+    for job, b, r in zip(clgp_jobs, before[first:], now[first:]):
         diff = max(abs(x - y) for x, y in zip(b["values"], r["values"]))
         print(f"| {job['covariance']} | before ({args.before}) | {b['whole']:.2f} | {b['draws']:.3f} | | |")
         print(
             f"| {job['covariance']} | now | {r['whole']:.2f} | {r['draws']:.3f} "
             f"| **{b['draws'] / r['draws']:.1f}x** | {diff:.1e} |"
         )
+
+    print(
+        '\n3. GPEmbeddingLogisticRegression.predict_proba, posterior="normal" (the average over posterior draws), '
+        f"{embedding_jobs[0]['samples']} draws, 200 documents, one thread; the two codes draw differently: their "
+        "difference is the Monte Carlo error\n"
+    )
+    print("| words | code | predict_proba s | before / now | largest difference |\n|---|---|---|---|---|")
+    first += len(clgp_jobs)
+    for job, b, r in zip(embedding_jobs, before[first:], now[first:]):
+        diff = max(abs(x - y) for x, y in zip(b["values"], r["values"]))
+        print(f"| {job['words']} | before ({args.before}) | {b['whole']:.2f} | | |")
+        print(f"| {job['words']} | now | {r['whole']:.2f} | **{b['whole'] / r['whole']:.1f}x** | {diff:.3f} |")
     return 0
 
 

@@ -94,7 +94,7 @@ BENCHMARKS = {
     "laplace_cost.py": "| 60 | 6 | 1 |",
     "evidence_subset_dev.py": "| 0 | 30 |",
     "intent_scale.py": "| 20 | 240 | 100 |",
-    "predict_latency.py": "the same predictions, to the bit, from both codes",
+    "predict_latency.py": "3. GPEmbeddingLogisticRegression.predict_proba",
     "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
 }
 NEEDS_DATA = {
