@@ -64,7 +64,7 @@ def _parse(package: Path, returncode: int, stdout: str, stderr: str) -> dict:
 
 def _may_fork() -> bool:
     """Fork only where asked to (the smoke runs), where the platform can, and where torch (if it is
-    loaded) has never been given more than one thread here."""
+    loaded) computes on one thread (the smoke runs' setting: no OpenMP pool has been started)."""
     if os.environ.get("LVGP_BENCHMARK_FORK") != "1" or not hasattr(os, "fork"):
         return False
     torch = sys.modules.get("torch")
@@ -104,7 +104,7 @@ def _forked(code: str, package: Path, args: dict, omp_threads: str | None) -> tu
                 del sys.modules[name]
         sys.path.insert(0, str(package))
         os.chdir(package)
-        if "torch" in sys.modules:
+        if "torch" in sys.modules:  # what torch reads from OMP_NUM_THREADS at its load (unset: about its default)
             sys.modules["torch"].set_num_threads(int(omp_threads) if omp_threads else os.cpu_count() or 1)
         sys.argv = ["-c", json.dumps(args)]
         exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102 -- the benchmark's own code
