@@ -969,16 +969,6 @@ class GPEmbeddingLogisticRegression(
         vectors, _ = self._table.lookup(new_words)
         return x, torch.from_numpy(vectors.astype(np.float64)).to(self.device_)
 
-    def _effective_weights(self, psi: Tensor, new_vectors: Tensor | None, chol=None) -> Tensor:
-        m = self.model_
-        if chol is None:
-            weights, chol = smoothed_weights(m.embeddings, m.lengthscale, m.noise, psi)
-            if new_vectors is None:
-                return weights
-        elif new_vectors is None:
-            return self.smoothed_weights_
-        return extended_smoothed_weights(m.embeddings, new_vectors, m.lengthscale, m.noise, psi, chol)
-
     @staticmethod
     def _probabilities(logits: np.ndarray) -> np.ndarray:
         if logits.shape[1] == 1:
@@ -991,7 +981,7 @@ class GPEmbeddingLogisticRegression(
         check_is_fitted(self, "smoothed_weights_")
         x, new_vectors = self._transform(X)
         with torch.no_grad():
-            weights = self._effective_weights(self._psi, new_vectors, self._solver)
+            weights = self.smoothed_weights_ if new_vectors is None else self._smoothed(self._psi, new_vectors)
         logits = np.asarray(x @ to_host(weights)) + to_host(self.bias_)
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
@@ -1021,7 +1011,7 @@ class GPEmbeddingLogisticRegression(
                 draws = min(k, self.predict_samples - start)
                 psi = psi_loc + psi_scale * torch.randn((draws, p, c), dtype=psi_loc.dtype, device=psi_loc.device)
                 bias = bias_loc + bias_scale * torch.randn((draws, c), dtype=bias_loc.dtype, device=bias_loc.device)
-                weights = self._smoothed_draws(psi.permute(1, 0, 2).reshape(p, draws * c), new_vectors)
+                weights = self._smoothed(psi.permute(1, 0, 2).reshape(p, draws * c), new_vectors)
                 logits = np.asarray(x @ to_host(weights)).reshape(x.shape[0], draws, c) + to_host(bias)
                 if c == 1:
                     positive = expit(logits[..., 0]).sum(1)
@@ -1030,9 +1020,9 @@ class GPEmbeddingLogisticRegression(
                     total += softmax(logits, axis=2).sum(1)
         return total / self.predict_samples
 
-    def _smoothed_draws(self, psi: Tensor, new_vectors: Tensor | None) -> Tensor:
-        """S_theta Psi for posterior draws of Psi stacked as columns (``p x (k C)``), with the fitted
-        factorization of K_l + sigma^2 I; with new covariates, S' [Psi; 0] (``(p + r) x (k C)``)."""
+    def _smoothed(self, psi: Tensor, new_vectors: Tensor | None) -> Tensor:
+        """S_theta Psi (``p x m``: the mode's C columns, or posterior draws stacked as k C columns) with
+        the fitted factorization of K_l + sigma^2 I; with new covariates, S' [Psi; 0] (``(p + r) x m``)."""
         m = self.model_
         if new_vectors is None:
             return psi - m.noise**2 * self._solver(psi)
