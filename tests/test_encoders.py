@@ -302,6 +302,58 @@ def test_a_texts_vector_does_not_depend_on_the_texts_encoded_with_it(encoder):
     assert torch.equal(encoder.token_vectors(texts[5::-1])[-1].vectors, one)
 
 
+def test_worker_threads_share_the_batches_and_give_one_threads_vectors(encoder, monkeypatch):
+    """On a CPU with several torch threads, one worker thread a torch thread computes batches, each
+    batch on one thread: the vectors of one thread's serial pass (the threads' count restored after;
+    a worker's error raised in the caller, the other workers stopped)."""
+    import random
+    import threading
+
+    rng = random.Random(1)
+    words = ["film", "fine", "dull", "plot", "the", "was", "acting", "ending", "and", "a"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 120))) for _ in range(60)]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        serial = encoder.encode(texts, cache=False, batch_size=4)
+        tokens = encoder.token_vectors(texts[:9], batch_size=2)
+        torch.set_num_threads(2)
+        names: list[str] = []
+        forward = encoder._forward
+
+        def recorded(encodings):
+            names.append(threading.current_thread().name)
+            return forward(encodings)
+
+        monkeypatch.setattr(encoder, "_forward", recorded)
+        assert torch.equal(encoder.encode(texts, cache=False, batch_size=4), serial)
+        assert torch.get_num_threads() == 2
+        assert set(names) == {"lvgp-encoder-0", "lvgp-encoder-1"}, names  # both workers computed batches
+        again = encoder.token_vectors(texts[:9], batch_size=2)
+        assert all(torch.equal(a.vectors, b.vectors) and a.tokens == b.tokens for a, b in zip(again, tokens))
+        # one batch: no workers, the caller computes it on both threads
+        names.clear()
+        encoder.encode(texts[:2], cache=False)
+        assert names == [threading.current_thread().name]
+
+        calls = []
+
+        def failing(encodings):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("out of memory in a worker")
+            return forward(encodings)
+
+        monkeypatch.setattr(encoder, "_forward", failing)
+        with pytest.raises(RuntimeError, match="out of memory in a worker"):
+            encoder.encode(texts, cache=False, batch_size=1)
+        assert len(calls) < len(texts)  # stopped, not run to the end
+        assert torch.get_num_threads() == 2
+        assert not [t for t in threading.enumerate() if t.name.startswith("lvgp-encoder-")]
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.filterwarnings(
     "ignore::lvgp.warnings.PerformanceWarning"
 )  # a CPU that emulates bfloat16: slower, same test
@@ -322,14 +374,20 @@ def test_bfloat16_vectors_are_close_to_float32_and_cached_apart(encoder, tmp_pat
     # the token vectors take the same path
     tokens = fast.token_vectors(texts[:2])
     assert all(t.vectors.dtype == torch.float32 for t in tokens)
-    # the linear layers' weights cast once give autocast's vectors (which casts them in every pass), to
-    # the bit, and leave the model's own weights float32
-    assert fast._bfloat16_weights and all(w.dtype == torch.bfloat16 for w in fast._bfloat16_weights.values())
+    # the linear layers' weights cast once (in a copy of the model sharing its other tensors) give
+    # autocast's vectors (which casts them in every pass), to the bit, and leave the model's own
+    # weights float32
+    twin = fast._compute_model
+    linear = [m for m in twin.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear and all(p.dtype == torch.bfloat16 for m in linear for p in m.parameters())
     assert all(p.dtype == torch.float32 for p in fast.model.parameters())
+    own = {n: p for n, p in fast.model.named_parameters()}
+    shared = [n for n, p in twin.named_parameters() if p.dtype == torch.float32]
+    assert shared and all(twin.get_parameter(n) is own[n] for n in shared)  # embeddings, layer norms
     cast_once = fast.encode(texts, cache=False)
-    fast._bfloat16_weights = {}
+    fast._compute_model = fast.model
     assert torch.equal(fast.encode(texts, cache=False), cast_once)
-    assert not encoder._bfloat16_weights
+    assert encoder._compute_model is encoder.model
 
 
 def test_auto_precision_takes_bfloat16_only_on_a_cpu_that_computes_it(monkeypatch):

@@ -36,6 +36,14 @@ vector with the list it was first computed in (``benchmarks/README.md``,
 batch of a few texts leaves the device idle and the products' kernels are chosen by their shapes
 anyway, a batch holds ``batch_size`` texts sorted by their number of tokens, padded to its longest.
 
+**Threads** (issue 60). On a CPU with ``k = torch.get_num_threads()`` above one, ``k`` worker
+threads take the batches (the longest first), each batch computed on one thread, ``k`` at once (at
+most one worker a batch; a lone batch is computed on all ``k`` threads). A forward pass of a few
+thousand tokens leaves a second torch thread half idle (bfloat16 on two threads: 1.3-1.6x one
+thread's documents a second); two passes at once keep both busy (1.15x more on two threads,
+``benchmarks/README.md``), and a text's vector is then the one a single thread computes, on any
+number of threads. torch's thread count is as it was afterwards.
+
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
 built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
 lvgp never loads a model by name from a hub: the weights come out of a pinned, sha256-checked
@@ -51,12 +59,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import functools
 import hashlib
 import io
 import json
+import queue
+import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -260,6 +271,19 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
+def _with_bfloat16_linear_layers(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` whose linear layers' weights and biases are bfloat16 (the values
+    ``torch.autocast`` would cast them to in every pass) and which shares every other tensor with
+    ``model``, whose own weights stay as they are."""
+    memo: dict[int, Any] = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    twin = copy.deepcopy(model, memo)
+    for module in twin.modules():
+        if isinstance(module, torch.nn.Linear):
+            for name, value in list(module.named_parameters(recurse=False)):
+                setattr(module, name, torch.nn.Parameter(value.detach().to(torch.bfloat16), requires_grad=False))
+    return twin
+
+
 def _digest_of_state(model: torch.nn.Module, tokenizer: Any) -> str:
     digest = hashlib.sha256(tokenizer.to_str().encode())
     for key, value in sorted(model.state_dict().items()):
@@ -327,13 +351,12 @@ class SentenceEncoder:
         # bfloat16: the linear layers' weights cast once, here, not by autocast in every forward pass
         # (which casts them again for each batch: a large share of a batch of short texts, measured in
         # benchmarks/README.md); the same values as autocast's cast, so the same vectors to the bit
-        # (tests/test_encoders.py)
-        self._bfloat16_weights: dict[str, Tensor] = {}
+        # (tests/test_encoders.py). They live in a copy of the model that shares every other tensor
+        # with it (the model's own weights stay float32), not swapped in for each pass
+        # (torch.func.functional_call): worker threads run passes at once (_computed)
+        self._compute_model = self.model
         if self.precision == "bfloat16":
-            for module_name, module in self.model.named_modules():
-                if isinstance(module, torch.nn.Linear):
-                    for path, value in module.named_parameters(prefix=module_name, recurse=False):
-                        self._bfloat16_weights[path] = value.detach().to(torch.bfloat16)
+            self._compute_model = _with_bfloat16_linear_layers(self.model)
         # the encoder's own copy: truncation and padding are settings of a tokenizer object, and
         # two encoders sharing one would change each other's output (and cache wrong vectors)
         tokenizer = type(tokenizer).from_str(tokenizer.to_str())
@@ -489,6 +512,62 @@ class SentenceEncoder:
             for start in range(0, len(rows), size):
                 yield rows[start : start + size]
 
+    def _workers(self, batches: int) -> int:
+        """How many worker threads compute ``batches`` forward passes: on a CPU one per torch thread
+        (``torch.get_num_threads()``), at most one per batch; on a GPU one (module docstring)."""
+        if self.device.type != "cpu":
+            return 1
+        return max(1, min(torch.get_num_threads(), batches))
+
+    def _computed(
+        self, batches: list[list[int]], compute: Callable[[list[int]], Any]
+    ) -> Generator[tuple[list[int], Any], None, None]:
+        """``(batch, compute(batch))`` for every batch, in the order they are done: by
+        :meth:`_workers` threads that share torch's threads (each ``threads // workers`` of them; one
+        thread computes each batch alone), taking the batches in their order (the longest first).
+        An exception in a worker, or an interruption, stops the others after their current batch and
+        is raised here; torch's thread count is as it was afterwards."""
+        workers = self._workers(len(batches))
+        if workers <= 1:
+            for batch in batches:
+                yield batch, compute(batch)
+            return
+        threads = torch.get_num_threads()
+        todo: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
+        for batch in batches:
+            todo.put(batch)
+        done: queue.SimpleQueue[tuple[list[int], Any, BaseException | None]] = queue.SimpleQueue()
+        stop = threading.Event()
+
+        def work() -> None:
+            torch.set_num_threads(max(1, threads // workers))
+            while not stop.is_set():
+                try:
+                    batch = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((batch, compute(batch), None))
+                except BaseException as err:  # raised in the caller's thread
+                    done.put((batch, None, err))
+                    return
+
+        pool = [threading.Thread(target=work, name=f"lvgp-encoder-{i}", daemon=True) for i in range(workers)]
+        for thread in pool:
+            thread.start()
+        try:
+            for _ in batches:
+                batch, result, err = done.get()
+                if err is not None:
+                    raise err
+                yield batch, result
+        finally:
+            stop.set()
+            for thread in pool:
+                thread.join()
+            # torch.set_num_threads in a worker also sets the count new threads start with
+            torch.set_num_threads(threads)
+
     @torch.inference_mode()
     def _forward(self, encodings: list[Any]) -> tuple[Tensor, Tensor]:
         """``B x T x d`` contextual vectors of ``B`` unpadded encodings (padded here to ``T``, the
@@ -503,10 +582,7 @@ class SentenceEncoder:
         ids, mask = ids.to(self.device), mask.to(self.device)
         inputs = {"input_ids": ids, "attention_mask": mask}
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):
-            if self._bfloat16_weights:
-                out = torch.func.functional_call(self.model, self._bfloat16_weights, (), inputs, strict=False)
-            else:
-                out = self.model(**inputs)
+            out = self._compute_model(**inputs)
         hidden = out.last_hidden_state
         return hidden.float(), mask
 
@@ -557,14 +633,20 @@ class SentenceEncoder:
         todo = list(first.values())
         encodings = self.tokenizer.encode_batch([texts[i] for i in todo]) if todo else []
         batches = list(self._batches(encodings, batch_size))
-        for batch in progress_bar(batches, desc=f"encoding ({self.name})", verbose=verbose, unit="batch"):
+
+        def pooled(batch: list[int]) -> Tensor:
             hidden, mask = self._forward([encodings[j] for j in batch])
-            rows = [todo[j] for j in batch]
             weights = mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * weights).sum(-2) / weights.sum(-2).clamp_min(1)
+            vectors = (hidden * weights).sum(-2) / weights.sum(-2).clamp_min(1)
             if self.normalize:
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
-            out[rows] = pooled.float().cpu()
+                vectors = torch.nn.functional.normalize(vectors, p=2, dim=-1)
+            return vectors.float().cpu()
+
+        computed = self._computed(batches, pooled)
+        bar = progress_bar(computed, total=len(batches), desc=f"encoding ({self.name})", verbose=verbose, unit="batch")
+        with contextlib.closing(computed):  # an interruption stops the workers at once
+            for batch, vectors in bar:
+                out[[todo[j] for j in batch]] = vectors
         if todo:
             for i, k in enumerate(keys):
                 if k not in found and first[k] != i:
@@ -582,17 +664,21 @@ class SentenceEncoder:
         out: list[TokenVectors | None] = [None] * len(texts)
         encodings = self.tokenizer.encode_batch(texts) if texts else []
         batches = list(self._batches(encodings, batch_size))
-        for rows in progress_bar(batches, desc=f"token vectors ({self.name})", verbose=verbose, unit="batch"):
-            hidden, _ = self._forward([encodings[i] for i in rows])
-            for b, i in enumerate(rows):
-                enc = encodings[i]
-                length = len(enc.ids)
-                out[i] = TokenVectors(
-                    list(enc.tokens[:length]),
-                    torch.tensor(enc.offsets[:length], dtype=torch.long).reshape(length, 2),
-                    hidden[b, :length].float().cpu(),
-                    torch.tensor(enc.special_tokens_mask[:length], dtype=torch.bool),
-                )
+        computed = self._computed(batches, lambda rows: self._forward([encodings[i] for i in rows])[0])
+        bar = progress_bar(
+            computed, total=len(batches), desc=f"token vectors ({self.name})", verbose=verbose, unit="batch"
+        )
+        with contextlib.closing(computed):
+            for rows, hidden in bar:
+                for b, i in enumerate(rows):
+                    enc = encodings[i]
+                    length = len(enc.ids)
+                    out[i] = TokenVectors(
+                        list(enc.tokens[:length]),
+                        torch.tensor(enc.offsets[:length], dtype=torch.long).reshape(length, 2),
+                        hidden[b, :length].float().cpu(),
+                        torch.tensor(enc.special_tokens_mask[:length], dtype=torch.bool),
+                    )
         return [t for t in out if t is not None]
 
     def word_vectors(
