@@ -335,6 +335,12 @@ def test_worker_threads_share_the_batches_and_give_one_threads_vectors(encoder, 
         names.clear()
         encoder.encode(texts[:2], cache=False)
         assert names == [threading.current_thread().name]
+        # torch's own thread pool (not OpenMP's): one size for every thread, so no workers
+        names.clear()
+        monkeypatch.setattr(sentence_module, "_openmp_threads", lambda: False)
+        assert torch.equal(encoder.encode(texts, cache=False, batch_size=4), serial)
+        assert set(names) == {threading.current_thread().name}
+        monkeypatch.setattr(sentence_module, "_openmp_threads", lambda: True)
 
         calls = []
 

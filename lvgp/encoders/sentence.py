@@ -42,7 +42,8 @@ most one worker a batch; a lone batch is computed on all ``k`` threads). A forwa
 thousand tokens leaves a second torch thread half idle (bfloat16 on two threads: 1.3-1.6x one
 thread's documents a second); two passes at once keep both busy (1.15x more on two threads,
 ``benchmarks/README.md``), and a text's vector is then the one a single thread computes, on any
-number of threads. torch's thread count is as it was afterwards.
+number of threads. torch's thread count is as it was afterwards. (Where torch's threads are OpenMP's,
+as in its wheels; a build on its own thread pool computes one batch at a time, as before.)
 
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
 built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
@@ -269,6 +270,15 @@ def _is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+@functools.lru_cache(maxsize=1)
+def _openmp_threads() -> bool:
+    """Whether torch's CPU threads are OpenMP's (its Linux, macOS and Windows wheels), whose thread count
+    ``torch.set_num_threads`` sets for the calling thread alone: a worker thread of
+    :meth:`SentenceEncoder._computed` then computes on one. torch's own thread pool (a build with
+    ``ATen parallel backend: native``) has one size for all threads, fixed once it has run."""
+    return "parallel backend: OpenMP" in torch.__config__.parallel_info()
 
 
 def _with_bfloat16_linear_layers(model: torch.nn.Module) -> torch.nn.Module:
@@ -514,8 +524,9 @@ class SentenceEncoder:
 
     def _workers(self, batches: int) -> int:
         """How many worker threads compute ``batches`` forward passes: on a CPU one per torch thread
-        (``torch.get_num_threads()``), at most one per batch; on a GPU one (module docstring)."""
-        if self.device.type != "cpu":
+        (``torch.get_num_threads()``), at most one per batch; on a GPU, or where torch's threads are not
+        OpenMP's (:func:`_openmp_threads`), one (module docstring)."""
+        if self.device.type != "cpu" or not _openmp_threads():
             return 1
         return max(1, min(torch.get_num_threads(), batches))
 
