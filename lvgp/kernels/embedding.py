@@ -187,40 +187,57 @@ class _PooledPlan:
     def __init__(self, rows: Tensor, cols: Tensor, weights: Tensor, n: int, m2: int, chunk: int) -> None:
         self.n, self.chunk = n, chunk
         blocks = max(1, -(-m2 // chunk))
+        # int32 indices, which the CPU's sparse products take (int64 ones are copied to int32 at every
+        # product: four more operators each), converted once for all blocks; each block's indices and
+        # values are views (issue 60: a batch's plan is built at every step, and was a fifth of its
+        # operators when each block converted its own)
+        small = len(cols) < 2**31 and max(n, m2) < 2**31
+        index = torch.int32 if small else torch.int64
         block = torch.div(cols, chunk, rounding_mode="floor")
         local = cols - block * chunk
         key = block * n + rows
         order = torch.argsort(key * chunk + local)  # by block, then row, then column
         counts = torch.bincount(key, minlength=blocks * n).view(blocks, n)
-        crow = torch.cat([counts.new_zeros(blocks, 1), counts.cumsum(1)], 1)  # blocks x (n + 1), each from 0
+        # blocks x (n + 1), each from 0
+        crow = torch.cat([counts.new_zeros(blocks, 1), counts.cumsum(1)], 1).to(index)
         ends = counts.sum(1).cumsum(0).tolist()  # one read of the blocks' sizes
-        ids, values = local[order], weights[order]
+        ids, values = local[order].to(index), weights[order]
         self.forward: list[Tensor] = []
         self.backward: list[Tensor] = []
-        start = 0
-        for b, end in enumerate(ends):
-            size = (n, min(chunk, m2 - b * chunk))
-            self.forward.append(_csr(crow[b], ids[start:end], values[start:end], size))
-            start = end
-        order = torch.argsort(cols * n + rows)  # by column, then row
-        per_col = torch.bincount(cols, minlength=m2)
-        crow = torch.cat([per_col.new_zeros(1), per_col.cumsum(0)])  # m2 + 1
-        bounds = crow[::chunk].tolist() + [len(cols)]
-        ids, values = rows[order], weights[order]
-        for b in range(blocks):
-            a, c = b * chunk, min(chunk, m2 - b * chunk)
-            s, e = bounds[b], bounds[b + 1]
-            self.backward.append(_csr(crow[a : a + c + 1] - s, ids[s:e], values[s:e], (c, n)))
+        with _csr_in_beta():
+            start = 0
+            for b, end in enumerate(ends):
+                size = (n, min(chunk, m2 - b * chunk))
+                self.forward.append(_csr(crow[b], ids[start:end], values[start:end], size))
+                start = end
+            order = torch.argsort(cols * n + rows)  # by column, then row
+            per_col = torch.bincount(cols, minlength=m2)
+            # each block's row pointers from 0, all in one blocks x (chunk + 1) table (the last block's
+            # tail repeats its end)
+            crow = torch.cat([per_col.new_zeros(1), per_col.cumsum(0)])  # m2 + 1
+            padded = torch.cat([crow, crow[-1:].expand(blocks * chunk + 1 - len(crow))])
+            starts = padded[: blocks * chunk : chunk]
+            table = (padded[:-1].view(blocks, chunk) - starts[:, None]).to(index)
+            ends_b = (padded[chunk::chunk] - starts).to(index)
+            table = torch.cat([table, ends_b[:, None]], 1)  # blocks x (chunk + 1)
+            bounds = starts.tolist() + [len(cols)]
+            ids, values = rows[order].to(index), weights[order]
+            for b in range(blocks):
+                c = min(chunk, m2 - b * chunk)
+                s, e = bounds[b], bounds[b + 1]
+                self.backward.append(_csr(table[b, : c + 1], ids[s:e], values[s:e], (c, n)))
+
+
+@contextlib.contextmanager
+def _csr_in_beta() -> Iterator[None]:
+    """A block in which torch's notice that its sparse CSR tensors are "in beta" is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        yield
 
 
 def _csr(crow: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
-    if len(cols) < 2**31 and max(size) < 2**31:
-        # int32 indices, which the CPU's sparse products take (int64 ones are copied to int32 at
-        # every product: four more operators each)
-        crow, cols = crow.to(torch.int32), cols.to(torch.int32)
-    with warnings.catch_warnings():  # torch's notice that its sparse CSR tensors are "in beta"
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
-        return torch.sparse_csr_tensor(crow, cols, values, size, check_invariants=False)
+    return torch.sparse_csr_tensor(crow, cols, values, size, check_invariants=False)
 
 
 def _rbf_exponents(xa: Tensor, xb: Tensor, gamma: Tensor) -> tuple[Tensor, Tensor]:
