@@ -308,6 +308,7 @@ def test_worker_threads_share_the_batches_and_give_one_threads_vectors(encoder, 
     a worker's error raised in the caller, the other workers stopped)."""
     import random
     import threading
+    import time
 
     rng = random.Random(1)
     words = ["film", "fine", "dull", "plot", "the", "was", "acting", "ending", "and", "a"]
@@ -323,6 +324,7 @@ def test_worker_threads_share_the_batches_and_give_one_threads_vectors(encoder, 
 
         def recorded(encodings):
             names.append(threading.current_thread().name)
+            time.sleep(0.005)  # a batch takes long enough that the other worker takes one meanwhile
             return forward(encodings)
 
         monkeypatch.setattr(encoder, "_forward", recorded)
