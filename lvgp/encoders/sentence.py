@@ -37,12 +37,12 @@ batch of a few texts leaves the device idle and the products' kernels are chosen
 anyway, a batch holds ``batch_size`` texts sorted by their number of tokens, padded to its longest.
 
 **Threads** (issue 60). On a CPU with ``k = torch.get_num_threads()`` above one, ``k`` worker
-threads take the batches (the longest first), each batch computed on one thread, ``k`` at once (at
-most one worker a batch; a lone batch is computed on all ``k`` threads). A forward pass of a few
-thousand tokens leaves a second torch thread half idle (bfloat16 on two threads: 1.3-1.6x one
-thread's documents a second); two passes at once keep both busy (1.15x more on two threads,
-``benchmarks/README.md``), and a text's vector is then the one a single thread computes, on any
-number of threads. torch's thread count is as it was afterwards. (Where torch's threads are OpenMP's,
+threads take the batches (the longest first), each batch computed on one thread, ``k`` at once.
+With fewer batches than threads there are as many workers as batches, each on ``k // workers``
+threads (a lone batch on all ``k``). A forward pass of a few thousand tokens leaves a second torch
+thread half idle (bfloat16 on two threads: 1.3-1.6x one thread's documents a second); two passes at
+once keep both busy (1.15x more on two threads, ``benchmarks/README.md``), and where a call has at
+least ``k`` batches a text's vector is the one a single thread computes. torch's thread count is as it was afterwards. (Where torch's threads are OpenMP's,
 as in its wheels; a build on its own thread pool computes one batch at a time, as before.)
 
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
@@ -534,8 +534,8 @@ class SentenceEncoder:
         self, batches: list[list[int]], compute: Callable[[list[int]], Any]
     ) -> Generator[tuple[list[int], Any], None, None]:
         """``(batch, compute(batch))`` for every batch, in the order they are done: by
-        :meth:`_workers` threads that share torch's threads (each ``threads // workers`` of them; one
-        thread computes each batch alone), taking the batches in their order (the longest first).
+        :meth:`_workers` threads that share torch's threads (each ``threads // workers`` of them: one
+        where there are at least as many batches as threads), taking the batches in their order (the longest first).
         An exception in a worker, or an interruption, stops the others after their current batch and
         is raised here; torch's thread count is as it was afterwards."""
         workers = self._workers(len(batches))
