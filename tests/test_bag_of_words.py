@@ -341,6 +341,43 @@ def test_the_cross_product_of_two_sets_takes_their_shared_words_only():
         torch.testing.assert_close(me.bag_of_words_inner(d1, d2), dense[0] @ dense[1].mT, rtol=1e-14, atol=1e-16)
 
 
+def test_the_cross_product_on_the_cpu_is_a_csr_product_equal_to_embedding_bags(monkeypatch):
+    """On the CPU the cross product's sparse factor is a CSR tensor (torch's product runs on all its
+    threads; ``embedding_bag``'s forward on one): the same values as the ``embedding_bag`` path to
+    rounding, unbatched and batched, symmetric and not, the same to the bit on one thread and two."""
+    from lvgp.kernels import mean_embedding as me
+
+    g = torch.Generator().manual_seed(7)
+    x1 = torch.randint(1, 400, (40, 30), generator=g)
+    x2 = torch.randint(200, 600, (30, 25), generator=g)
+    x1[3, 5:] = PAD
+    pairs = [(x1, x2, False), (x1, x1, True), (torch.stack([x1, x1.flip(0)]), x2, False)]
+
+    def products():
+        out = []
+        for a, b, symmetric in pairs:
+            d1 = me.DocumentSet(*me.document_weights(a, torch.float64))
+            d2 = d1 if symmetric else me.DocumentSet(*me.document_weights(b, torch.float64))
+            out.append(me._bag_of_words_inner(d1, d2, symmetric))
+        return out
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = products()
+        torch.set_num_threads(2)
+        two = products()
+    finally:
+        torch.set_num_threads(threads)
+    sparse = me._bags_csr(me.DocumentSet(*me.document_weights(x1, torch.float64)).bags(), 400)
+    assert sparse is not None and sparse.layout == torch.sparse_csr and sparse.crow_indices().dtype == torch.int32
+    monkeypatch.setattr(me, "_bags_csr", lambda bags, size: None)  # the embedding_bag path
+    bagged = products()
+    for a, b, c in zip(one, two, bagged):
+        assert torch.equal(a, b)
+        torch.testing.assert_close(a, c, rtol=1e-14, atol=1e-16)
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16])
 def test_unique_ids_are_torch_unique_to_the_bit(dtype):
     """The distinct words of a set of documents by marking ids in a table of their range (the CPU's

@@ -96,6 +96,13 @@ def test_variational_kernel_samples_in_training_and_uses_means_in_eval():
     torch.testing.assert_close(k.latent, expected)
     wv.use_mean()
     torch.testing.assert_close(k.latent, wv.mean)
+    # a training step's sample: float32 normal draws, widened (predictions keep resample's float64 ones)
+    k.train()
+    with wv.one_sample(torch.Generator().manual_seed(5)):
+        noise = torch.randn(V, Q, generator=torch.Generator().manual_seed(5), dtype=torch.float32)
+        assert wv.latent_noise.dtype == torch.float64
+        assert torch.equal(wv.latent_noise, noise.double())
+        assert torch.equal(k.latent, wv.mean + wv.latent_scale * noise.double())
     with pytest.raises(ValueError, match="need a prior"):
         make_word_vectors(V, Q, variational=True, rho=None)
     assert not hasattr(LatentDistributionKernel(V, Q).word_vectors, "resample")  # point estimates

@@ -196,7 +196,11 @@ class _PooledPlan:
         block = torch.div(cols, chunk, rounding_mode="floor")
         local = cols - block * chunk
         key = block * n + rows
-        order = torch.argsort(key * chunk + local)  # by block, then row, then column
+        # the sort keys in int32 where they fit (a CPU sorts them ~1.7x as fast as int64 ones): the same
+        # order where every entry is one (document, word) pair's (the bags'), and where an entry is
+        # given twice its ties reorder only the terms of a sum
+        narrow = torch.int32 if blocks * chunk * n < 2**31 else cols.dtype
+        order = torch.argsort((key * chunk + local).to(narrow))  # by block, then row, then column
         counts = torch.bincount(key, minlength=blocks * n).view(blocks, n)
         # blocks x (n + 1), each from 0
         crow = torch.cat([counts.new_zeros(blocks, 1), counts.cumsum(1)], 1).to(index)
@@ -210,7 +214,7 @@ class _PooledPlan:
                 size = (n, min(chunk, m2 - b * chunk))
                 self.forward.append(_csr(crow[b], ids[start:end], values[start:end], size))
                 start = end
-            order = torch.argsort(cols * n + rows)  # by column, then row
+            order = torch.argsort((cols * n + rows).to(narrow))  # by column, then row
             per_col = torch.bincount(cols, minlength=m2)
             # each block's row pointers from 0, all in one blocks x (chunk + 1) table (the last block's
             # tail repeats its end)

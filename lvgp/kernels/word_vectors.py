@@ -401,8 +401,18 @@ class VariationalWordVectors(MAPWordVectors):
         """Draw a new sample of the vectors from q(X) (used until the next call). The draw replaces
         the buffer rather than writing into it: the graph of an earlier sample (several samples per
         objective, ``elbo_samples >= 2``) still needs the noise it was drawn with."""
-        noise = torch.randn(self.latent_noise.shape, generator=generator, dtype=self.dtype)
-        self.latent_noise = noise.to(self.latent_noise.device)
+        self._replace_noise(torch.randn(self.latent_noise.shape, generator=generator, dtype=self.dtype))
+
+    def _resample_for_training(self, generator: torch.Generator | None) -> None:
+        """:meth:`resample` for a training step: the standard normal draws made in float32 and widened
+        to the vectors' dtype. A CPU draws float32 normals about 5x as fast as float64 ones (one draw
+        per word and dimension at every step: ``benchmarks/README.md``, issue 60), and the Monte
+        Carlo sample of a step is no less a sample for its noise's 24-bit mantissa. Predictions keep
+        :meth:`resample`'s draws, so that a saved model predicts what it predicted."""
+        self._replace_noise(torch.randn(self.latent_noise.shape, generator=generator, dtype=torch.float32))
+
+    def _replace_noise(self, noise: Tensor) -> None:
+        self.latent_noise = noise.to(device=self.latent_noise.device, dtype=self.dtype)
 
     def use_mean(self) -> None:
         """Evaluate at the means of q(X) (the default in eval mode)."""
@@ -410,14 +420,14 @@ class VariationalWordVectors(MAPWordVectors):
 
     def sample_for_training(self) -> None:
         if self.training and not getattr(self, "_held", False):  # each training evaluation is one sample
-            self.resample(self.sample_generator)
+            self._resample_for_training(self.sample_generator)
 
     @contextlib.contextmanager
     def one_sample(self, generator: torch.Generator | None = None) -> Iterator[None]:
         """Draw one sample and keep it for every kernel evaluation inside the block: a sparse GP's
         step evaluates the kernel several times (``K_ZZ``, ``K_ZX``, ``diag K_XX``), all of which must
         see the same sample of the word vectors."""
-        self.resample(generator if generator is not None else self.sample_generator)
+        self._resample_for_training(generator if generator is not None else self.sample_generator)
         self._held = True
         try:
             yield
