@@ -101,12 +101,14 @@ def unique_ids(ids: Tensor) -> tuple[Tensor, Tensor]:
     span = high - low + 1
     if span > _MARKED_RANGE_PER_ID * flat.numel() + 2**16:
         return torch.unique(ids, return_inverse=True)
-    shifted = (flat if ids.dtype in (torch.int32, torch.int64) else flat.long()) - low  # int16 ids do not index
-    present = torch.zeros(span, dtype=torch.bool)
-    present[shifted] = True
+    shifted = flat.long() - low  # int64: scatter_ takes no other indices
+    # marked by scatter_ and read back by index_select: the same tensors as an indexed assignment and
+    # read, in about half the time on a CPU
+    mark = torch.ones((), dtype=torch.bool).expand(len(shifted))
+    present = torch.zeros(span, dtype=torch.bool).scatter_(0, shifted, mark)
     words = present.nonzero().squeeze(1)
     position = present.cumsum(0).sub_(1)  # int64: each marked id's index among the marked
-    return words.add_(low).to(ids.dtype), position[shifted].view(ids.shape)
+    return words.add_(low).to(ids.dtype), position.index_select(0, shifted).view(ids.shape)
 
 
 class Bags(typing.NamedTuple):
