@@ -199,8 +199,9 @@ class MiniBatch(FitOptions):
         ngd_lr: the natural-gradient step size of a variational distribution over inducing values, in
             (0, 1] (:class:`~lvgp.LDKGPClassifier`; an estimator without one refuses it).
         compile: take the Nystrom LDK's blocks from ``torch.compile`` during the fit on a CPU
-            (:func:`lvgp.kernels.compiled_blocks`: less time a step at review lengths after a warm-up
-            of seconds, both in ``benchmarks/README.md``; values move by rounding; it falls back, with
+            (:func:`lvgp.kernels.compiled_blocks`: a warm-up of seconds, then less time a step at review
+            lengths on some CPUs and more on others, both in ``benchmarks/README.md``: measure it on
+            yours; values move by rounding; it falls back, with
             a warning, where compiling fails). :class:`~lvgp.SparseGPLVSMRegressor` and the variational
             :class:`~lvgp.LDKGPClassifier`; default off.
     """

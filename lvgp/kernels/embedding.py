@@ -297,8 +297,9 @@ def compiled_blocks(enabled: bool = True) -> Iterator[None]:
     passes) -- the Nystrom LDK's step, forward and backward, which on a CPU is mostly those blocks.
     What it saves a step, and its warm-up, are measured in ``benchmarks/README.md``. Warm-up: the
     first call compiles (seconds with a warm inductor cache, longer on a fresh machine), and a second
-    block width compiles once more (then every width takes that kernel); so it pays in fits of
-    hundreds of steps, not in small ones, and it is not the default. Values move by
+    block width compiles once more (then every width takes that kernel); so it can pay only in fits
+    of hundreds of steps, and whether it does depends on the CPU (faster steps on one measured, slower
+    on another): it is not the default. Values move by
     rounding (1e-15 relative). Where compiling fails (no C++ compiler, an unsupported platform) it
     warns once (:class:`~lvgp.warnings.PerformanceWarning`) and computes eagerly. Off the CPU it
     changes nothing (there the Gram is one block)::
