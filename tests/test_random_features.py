@@ -158,7 +158,10 @@ def test_rbf_pooled_takes_one_block_off_the_cpu(monkeypatch):
         return pooled.detach(), a.grad, b.grad, c.grad
 
     blocks = value_and_gradients(16 * 6)  # 16 columns a block: 19 blocks
-    one = value_and_gradients(10**9)  # one block, as off the CPU
+    # one block, as off the CPU (benchmarks/large_n.py --one-block: 2**62 entries; a plan padded its
+    # transposed blocks' row pointers to the block's columns, 2**62 // 6 of them, before it took at
+    # most m2)
+    one = value_and_gradients(2**62)
     for x, y in zip(blocks, one):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-14)
 

@@ -185,6 +185,7 @@ class _PooledPlan:
     (:func:`rbf_pooled`'s ``memo``: the sparse GP's inducing documents reuse theirs at every step)."""
 
     def __init__(self, rows: Tensor, cols: Tensor, weights: Tensor, n: int, m2: int, chunk: int) -> None:
+        chunk = max(1, min(chunk, m2))  # a block never takes more columns than there are (one block: all)
         self.n, self.chunk = n, chunk
         blocks = max(1, -(-m2 // chunk))
         # int32 indices, which the CPU's sparse products take (int64 ones are copied to int32 at every
