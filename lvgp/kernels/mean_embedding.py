@@ -101,13 +101,15 @@ def unique_ids(ids: Tensor) -> tuple[Tensor, Tensor]:
     span = high - low + 1
     if span > _MARKED_RANGE_PER_ID * flat.numel() + 2**16:
         return torch.unique(ids, return_inverse=True)
-    shifted = flat.long() - low  # int64: scatter_ takes no other indices
-    # marked by scatter_ and read back by index_select: the same tensors as an indexed assignment and
-    # read, in about half the time on a CPU
-    mark = torch.ones((), dtype=torch.bool).expand(len(shifted))
-    present = torch.zeros(span, dtype=torch.bool).scatter_(0, shifted, mark)
+    shifted = (flat if ids.dtype in (torch.int32, torch.int64) else flat.long()) - low  # int16 ids do not index
+    present = torch.zeros(span, dtype=torch.bool)
+    if shifted.dtype == torch.int64:  # marked by scatter_ (int64 indices alone), in half an indexed assignment's time
+        present.scatter_(0, shifted, torch.ones((), dtype=torch.bool).expand(len(shifted)))
+    else:  # int32 ids (a compact corpus) are not copied to int64
+        present[shifted] = True
     words = present.nonzero().squeeze(1)
     position = present.cumsum(0).sub_(1)  # int64: each marked id's index among the marked
+    # read back by index_select (int32 or int64 indices), in a third of an indexed read's time
     return words.add_(low).to(ids.dtype), position.index_select(0, shifted).view(ids.shape)
 
 
