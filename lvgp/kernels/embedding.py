@@ -33,7 +33,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from ._hyper import check_degree, constrained_property, register_constrained
-from .mean_embedding import gram_quadratic_forms
+from .mean_embedding import _csr, _csr_in_beta, gram_quadratic_forms
 
 __all__ = [
     "EmbeddingKernel",
@@ -231,18 +231,6 @@ class _PooledPlan:
                 c = min(chunk, m2 - b * chunk)
                 s, e = bounds[b], bounds[b + 1]
                 self.backward.append(_csr(table[b, : c + 1], ids[s:e], values[s:e], (c, n)))
-
-
-@contextlib.contextmanager
-def _csr_in_beta() -> Iterator[None]:
-    """A block in which torch's notice that its sparse CSR tensors are "in beta" is not shown."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
-        yield
-
-
-def _csr(crow: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
-    return torch.sparse_csr_tensor(crow, cols, values, size, check_invariants=False)
 
 
 def _rbf_exponents(xa: Tensor, xb: Tensor, gamma: Tensor) -> tuple[Tensor, Tensor]:

@@ -24,9 +24,10 @@ table of word vectors, and the embedding Gram as a callable (``... x m1 x q``, `
 
 from __future__ import annotations
 
+import contextlib
 import typing
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -537,6 +538,18 @@ def _bag_of_words_inner(d1: DocumentSet, d2: DocumentSet, symmetric: bool) -> Te
         return torch.stack(parts).view(*batch, n1, n2) if parts else w1.new_zeros(*batch, n1, n2)
 
 
+@contextlib.contextmanager
+def _csr_in_beta() -> Iterator[None]:
+    """A block in which torch's notice that its sparse CSR tensors are "in beta" is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        yield
+
+
+def _csr(crow: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    return torch.sparse_csr_tensor(crow, cols, values, size, check_invariants=False)
+
+
 def _bags_csr(b: Bags, size: int) -> Tensor | None:
     """The bags' ``n x size`` weight matrix :math:`C` as a CSR tensor with ``int32`` indices, for a
     product with a dense block on the CPU, which torch runs on all its threads (``embedding_bag``'s
@@ -546,9 +559,8 @@ def _bags_csr(b: Bags, size: int) -> Tensor | None:
     if b.words.device.type != "cpu" or nnz == 0 or max(nnz, size, b.n) >= 2**31:
         return None
     crow = torch.cat([b.offsets, b.offsets.new_tensor([nnz])]).to(torch.int32)
-    with warnings.catch_warnings():  # torch's notice that sparse CSR tensors are "in beta"
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
-        return torch.sparse_csr_tensor(crow, b.words.to(torch.int32), b.weights, (b.n, size), check_invariants=False)
+    with _csr_in_beta():
+        return _csr(crow, b.words.to(torch.int32), b.weights, (b.n, size))
 
 
 def _shared_word_bags(d1: DocumentSet, d2: DocumentSet) -> tuple[Bags, Tensor, Tensor, Tensor, int]:

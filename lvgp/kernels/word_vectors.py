@@ -405,8 +405,8 @@ class VariationalWordVectors(MAPWordVectors):
 
     def _resample_for_training(self, generator: torch.Generator | None) -> None:
         """:meth:`resample` for a training step: the standard normal draws made in float32 and widened
-        to the vectors' dtype. A CPU draws float32 normals about 5x as fast as float64 ones (one draw
-        per word and dimension at every step: ``benchmarks/README.md``, issue 60), and the Monte
+        to the vectors' dtype. A CPU draws float32 normals several times as fast as float64 ones (one
+        draw per word and dimension at every step: ``benchmarks/README.md``, issue 60), and the Monte
         Carlo sample of a step is no less a sample for its noise's 24-bit mantissa. Predictions keep
         :meth:`resample`'s draws, so that a saved model predicts what it predicted."""
         self._replace_noise(torch.randn(self.latent_noise.shape, generator=generator, dtype=torch.float32))
@@ -426,7 +426,8 @@ class VariationalWordVectors(MAPWordVectors):
     def one_sample(self, generator: torch.Generator | None = None) -> Iterator[None]:
         """Draw one sample and keep it for every kernel evaluation inside the block: a sparse GP's
         step evaluates the kernel several times (``K_ZZ``, ``K_ZX``, ``diag K_XX``), all of which must
-        see the same sample of the word vectors."""
+        see the same sample of the word vectors. A training step's sample
+        (:meth:`_resample_for_training`: float32 normal draws, widened)."""
         self._resample_for_training(generator if generator is not None else self.sample_generator)
         self._held = True
         try:
