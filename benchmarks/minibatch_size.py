@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.docs, args.test, args.steps, args.max_length, args.batches = 400, 100, "4", 64, "64,256"
-    if args.threads is None:  # two threads spin against the suite's other worker (its quick run: 23.6 s there, under 7 s on one)
+    if args.threads is None:
+        # two threads spin against the test suite's other worker (its quick run: 23.6 s there; under 7 s on one)
         args.threads = 1 if args.quick else 2
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*did not converge")  # every fit ends at its step budget, by design
