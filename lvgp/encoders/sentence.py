@@ -42,8 +42,9 @@ With fewer batches than threads there are as many workers as batches, each on ``
 threads (a lone batch on all ``k``). A forward pass of a few thousand tokens leaves a second torch
 thread half idle (bfloat16 on two threads: 1.3-1.6x one thread's documents a second); two passes at
 once keep both busy (1.15x more on two threads, ``benchmarks/README.md``), and where a call has at
-least ``k`` batches a text's vector is the one a single thread computes. torch's thread count is as it was afterwards. (Where torch's threads are OpenMP's,
-as in its wheels; a build on its own thread pool computes one batch at a time, as before.)
+least ``k`` batches a text's vector is the one a single thread computes. torch's thread count is as
+it was afterwards. (Where torch's threads are OpenMP's, as in its wheels; a build on its own thread
+pool computes one batch at a time, as before.)
 
 The dependency (docs: "Pretrained encoders"): plain Hugging Face ``transformers`` (``BertModel``
 built from its config) with ``tokenizers`` and ``safetensors``, not sentence-transformers.
