@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 from lvgp import LBFGS, LDKGPClassifier
 from lvgp.base.novelty import probability_novelty
@@ -157,3 +158,33 @@ def test_power_strategies_run_in_the_study(corpus, tmp_path):
     assert set(records) == {"gp-entropy", "gp-power-entropy", "gp-power-bald"}
     assert [p["labels"] for p in records["gp-power-bald"]["curve"]] == [3, 8, 13]
     assert records["gp-power-entropy"]["curve"][0] == records["gp-entropy"]["curve"][0]
+
+
+def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(corpus, tmp_path):
+    """The pool strategies (not in the default set) run; their GP's kernel is the plain GP's plus the
+    pool's cluster kernel on the encoder's vectors (one part more, its weight learned), built once a
+    seed from every pool text."""
+    from lvgp.experiments.active import ActiveStudy, _gp_pool, pool_kernel
+    from lvgp.experiments.cli import main
+    from lvgp.kernels import ClusterKernel
+
+    out = tmp_path / "out"
+    argv = ["compare", "active", "--dataset", corpus, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
+    argv += ["--strategies", "random-gp,random-gp-pool,gp-pool-entropy,gp-pool-power-entropy"]
+    assert main(argv) == 0
+    records = {r["strategy"]: r for r in json.loads((out / "results.json").read_text())}
+    assert [p["labels"] for p in records["gp-pool-power-entropy"]["curve"]] == [3, 8, 13]
+    # the same first texts; the pool GP's own prediction from them
+    assert records["random-gp-pool"]["curve"][0] == records["gp-pool-entropy"]["curve"][0]
+    study = ActiveStudy(dataset=corpus, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    part = pool_kernel(study, 0)
+    assert isinstance(part, ClusterKernel) and part.cloud.shape[0] == len(study.split(0).pool_texts)
+    assert part.n_components == 6  # two a class
+    model = _gp_pool(study, {"method": "gp-pool-entropy", "split": 0, "params": {}}, None)
+    texts, labels = study.split(0).pool_texts[:9], study.split(0).pool_labels[:9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(texts, labels)
+    kernels = [m for m in model.model_.covar_module.modules() if isinstance(m, ClusterKernel)]
+    assert kernels and torch.equal(kernels[0].cloud, part.cloud)

@@ -96,6 +96,7 @@ BENCHMARKS = {
     "intent_scale.py": "| 20 | 240 | 100 |",
     "predict_latency.py": "3. GPEmbeddingLogisticRegression.predict_proba",
     "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
+    "point_cloud_dev.py": 'strategy {"strategy": "gp-pool-power-entropy"',
 }
 NEEDS_DATA = {
     "laplace_classifier.py",

@@ -77,10 +77,11 @@ def _tfidf_cosine(num_words, documents):
     return BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
 
 
-def _bag_of_words_beside_encoder(kind: str):
+def _bag_of_words_beside_encoder(kind: Any):
     """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
     :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
-    vectors, so distance-aware; :func:`~lvgp.kernels.packed.beside_encoder`)."""
+    vectors, so distance-aware; or several parts, names or gpytorch kernels on the unit vectors, each
+    with its own weight; :func:`~lvgp.kernels.packed.beside_encoder`)."""
 
     def of_dim(dim: int):
         def factory(num_words, documents):

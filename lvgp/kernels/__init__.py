@@ -16,6 +16,7 @@ from .embedding import (
 from .latent_distribution import LatentDistributionKernel
 from .level2 import LEVEL2_KERNELS, CosineLevel2, Level2Kernel, LinearLevel2, PolyLevel2, RBFLevel2
 from .packed import FeatureKernel, WordSetKernel, pack_documents, unpack_documents
+from .point_cloud import ClusterKernel, PointCloudKernel
 from .random_features import RandomFeatureLDK, gram_approximation_error
 from .spec import LDKSpec
 from .word_vectors import (
@@ -32,6 +33,8 @@ __all__ = [
     "LDKSpec",
     "FeatureKernel",
     "WordSetKernel",
+    "PointCloudKernel",
+    "ClusterKernel",
     "pack_documents",
     "unpack_documents",
     "BagOfWordsKernel",

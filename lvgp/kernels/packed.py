@@ -31,6 +31,7 @@ Example (the three-part kernel: bag of words, LDK and encoder, each with its own
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -236,11 +237,15 @@ class WordSetKernel(_PackedKernel):
 ENCODER_KERNELS = ("cosine", "rbf", "matern")
 
 
-def encoder_part(kind: str, feature_dim: int, *, weight: float = 1.0, weight_prior_sd: float | None = 0.5) -> Kernel:
+def encoder_part(
+    kind: str | Kernel, feature_dim: int, *, weight: float = 1.0, weight_prior_sd: float | None = 0.5
+) -> Kernel:
     r"""The encoder's part of a composed kernel over packed documents, with its own weight
     :math:`\mu`: ``"cosine"`` -- :math:`\mu\,\langle e_i, e_j\rangle / \|e_i\|\|e_j\|` (the linear kernel of the
     normalized vectors, its variance the weight); ``"rbf"`` / ``"matern"`` (5/2) -- :math:`\mu` times
-    the kernel of the normalized vectors (``ScaleKernel``).
+    the kernel of the normalized vectors (``ScaleKernel``); a gpytorch ``Kernel`` on :math:`\mathbb R^d`
+    (e.g. a :class:`~lvgp.kernels.PointCloudKernel` of the unlabelled texts' vectors) -- :math:`\mu`
+    times that kernel of the normalized vectors.
 
     Args:
         weight: :math:`\mu`'s start (e.g. where both parts weigh alike on the training documents).
@@ -251,31 +256,40 @@ def encoder_part(kind: str, feature_dim: int, *, weight: float = 1.0, weight_pri
     from gpytorch.kernels import LinearKernel, MaternKernel, RBFKernel, ScaleKernel
     from gpytorch.priors import LogNormalPrior
 
-    if kind not in ENCODER_KERNELS:
-        raise ValueError(f"encoder_kernel must be one of {ENCODER_KERNELS}; got {kind!r}")
+    if not isinstance(kind, Kernel) and kind not in ENCODER_KERNELS:
+        raise ValueError(f"encoder_kernel must be one of {ENCODER_KERNELS} or a gpytorch Kernel; got {kind!r}")
     if not (isinstance(weight, (int, float)) and weight > 0 and weight < float("inf")):
         raise ValueError(f"weight must be a positive finite number; got {weight!r}")
     prior = None if weight_prior_sd is None else LogNormalPrior(float(torch.log(torch.tensor(weight))), weight_prior_sd)
-    if kind == "cosine":
+    if isinstance(kind, str) and kind == "cosine":
         base = LinearKernel(variance_prior=prior)
         base.variance = torch.tensor(float(weight))
         return FeatureKernel(base, feature_dim, normalize=True)
-    inner = RBFKernel() if kind == "rbf" else MaternKernel(nu=2.5)
+    inner = kind if isinstance(kind, Kernel) else RBFKernel() if kind == "rbf" else MaternKernel(nu=2.5)
     part = ScaleKernel(FeatureKernel(inner, feature_dim, normalize=True), outputscale_prior=prior)
     part.outputscale = torch.tensor(float(weight))
     return part
 
 
-def beside_encoder(word_kernel: Kernel, word_ids: Tensor, feature_dim: int, kind: str) -> Kernel:
+def beside_encoder(
+    word_kernel: Kernel, word_ids: Tensor, feature_dim: int, kind: str | Kernel | Sequence[str | Kernel]
+) -> Kernel:
     r"""``word_kernel`` on the word ids of packed documents plus the encoder's part
     (:func:`encoder_part`), :math:`\mu` starting where both parts weigh alike: the mean
     self-similarity of ``word_kernel`` on the training documents ``word_ids`` (the encoder's parts
     have unit self-similarity on normalized vectors). What the estimators' ``sentence_encoder=``
     builds around their spec's kernel. Documents without a word (texts the encoder reads alone) are
-    left out of that mean; without any document with a word, :math:`\mu` starts at 1."""
+    left out of that mean; without any document with a word, :math:`\mu` starts at 1. Several
+    ``kind``\ s: one encoder part each, each with its own weight starting there."""
     with_words = word_ids[(word_ids != PAD).any(-1)]
     balance = 1.0
     if len(with_words):
         with torch.no_grad():
             balance = float(word_kernel(with_words, diag=True).mean())
-    return WordSetKernel(word_kernel, feature_dim) + encoder_part(kind, feature_dim, weight=balance)
+    kinds = list(kind) if isinstance(kind, (list, tuple)) else [kind]
+    if not kinds:
+        raise ValueError("kind must name at least one encoder part")
+    total: Kernel = WordSetKernel(word_kernel, feature_dim)
+    for one in kinds:
+        total = total + encoder_part(one, feature_dim, weight=balance)
+    return total

@@ -1,0 +1,304 @@
+"""The kernels of a cloud of unlabelled points. PointCloudKernel (Sindhwani, Niyogi & Belkin 2005):
+against the paper's formula with a general solve, the closed form on the cloud, the base kernel at
+gamma 0, positive semi-definiteness, the graph it is built from, its kept terms. ClusterKernel
+(Chapelle, Weston & Schölkopf 2003, Nyström coordinates): against a loop over inputs and a dense
+eigendecomposition. Both under gpytorch's kernel tests."""
+
+from __future__ import annotations
+
+import unittest
+
+import pytest
+import torch
+from gpytorch.kernels import LinearKernel, RBFKernel, ScaleKernel
+from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
+
+from lvgp.kernels import ClusterKernel, FeatureKernel, PointCloudKernel, pack_documents, point_cloud
+from lvgp.kernels.point_cloud import graph_laplacian, knn_graph, nearest_cloud_points
+
+D = torch.float64
+
+
+def _cloud(n=40, d=3, seed=0):
+    return torch.randn(n, d, dtype=D, generator=torch.Generator().manual_seed(seed))
+
+
+def _rbf(lengthscale=0.8):
+    base = RBFKernel().double()
+    base.lengthscale = lengthscale
+    return base
+
+
+def _paper(base, cloud, x, z, gamma, power, laplacian, k):
+    """Eq. (5)-(6) as written: k(x, z) - k_xP (I + M K)^-1 M k_Pz, M = gamma L^p, a general solve."""
+    lap = graph_laplacian(knn_graph(cloud, k), laplacian)
+    values, vectors = torch.linalg.eigh(lap)
+    m = gamma * (vectors * values.clamp_min(0) ** power) @ vectors.T
+    gram = base(cloud, cloud).to_dense()
+    n = len(cloud)
+    return base(x, z).to_dense() - base(x, cloud).to_dense() @ torch.linalg.solve(
+        torch.eye(n, dtype=D) + m @ gram, m @ base(cloud, z).to_dense()
+    )
+
+
+@pytest.mark.parametrize("power", [1, 2, 3])
+@pytest.mark.parametrize("laplacian", ["normalized", "unnormalized"])
+def test_the_kernel_is_the_papers_formula(power, laplacian):
+    cloud, x, z = _cloud(), _cloud(7, seed=1), _cloud(5, seed=2)
+    kernel = PointCloudKernel(_rbf(), cloud, n_neighbors=4, gamma=2.5, power=power, laplacian=laplacian)
+    expected = _paper(_rbf(), cloud, x, z, 2.5, power, laplacian, 4)
+    torch.testing.assert_close(kernel(x, z).to_dense(), expected, rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(kernel(x, diag=True), torch.diagonal(kernel(x, x).to_dense()), rtol=1e-12, atol=1e-13)
+
+
+def test_on_the_cloud_the_kernel_is_the_inverse_of_the_deformed_precision():
+    # with K invertible, (I + M K)^-1 M = (K^-1 + M)^-1 - ... : on the cloud k~ = (K^-1 + M)^-1
+    cloud = _cloud(30)
+    kernel = PointCloudKernel(_rbf(0.5), cloud, n_neighbors=5, gamma=3.0, power=2)
+    lap = graph_laplacian(knn_graph(cloud, 5))
+    gram = _rbf(0.5)(cloud, cloud).to_dense()
+    expected = torch.linalg.inv(torch.linalg.inv(gram) + 3.0 * lap @ lap)
+    torch.testing.assert_close(kernel(cloud, cloud).to_dense(), expected, rtol=1e-8, atol=1e-10)
+
+
+def test_gamma_zero_is_the_base_kernel_and_the_deformation_is_positive_semi_definite():
+    cloud, x = _cloud(), _cloud(25, seed=3)
+    plain = PointCloudKernel(_rbf(), cloud, gamma=0.0)
+    torch.testing.assert_close(plain(x, x).to_dense(), _rbf()(x, x).to_dense(), rtol=0, atol=0)
+    for gamma in (0.1, 10.0, 1e4):
+        gram = PointCloudKernel(_rbf(), cloud, n_neighbors=5, gamma=gamma)(x, x).to_dense()
+        assert torch.linalg.eigvalsh(gram).min() > -1e-10
+        # the deformation only removes: k~(x, x) <= k(x, x)
+        assert (torch.diagonal(gram) <= 1 + 1e-12).all()
+
+
+def test_the_deformation_pulls_a_cluster_together():
+    # two clusters sampled densely: the cloud's graph joins points of one cluster, so the deformed
+    # kernel's correlation within a cluster rises relative to the one across clusters
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(40, 2, dtype=D, generator=g) * 0.3
+    b = torch.randn(40, 2, dtype=D, generator=g) * 0.3 + torch.tensor([3.0, 0.0], dtype=D)
+    cloud = torch.cat([a, b])
+    x = torch.tensor([[-0.6, 0.0], [0.6, 0.0], [2.4, 0.0]], dtype=D)  # two in a's cluster, one in b's
+    base = _rbf(1.5)
+    k = PointCloudKernel(base, cloud, n_neighbors=6, gamma=100.0)(x, x).to_dense()
+    kb = _rbf(1.5)(x, x).to_dense()
+
+    def corr(m, i, j):
+        return m[i, j] / (m[i, i] * m[j, j]).sqrt()
+
+    assert corr(k, 0, 1) / corr(k, 1, 2) > 2 * corr(kb, 0, 1) / corr(kb, 1, 2)
+
+
+def test_the_graph_is_symmetric_and_each_point_has_its_neighbours():
+    cloud = _cloud(30)
+    w = knn_graph(cloud, 4)
+    assert torch.equal(w, w.T) and (torch.diagonal(w) == 0).all() and (w.sum(1) >= 4).all()
+    d2 = torch.cdist(cloud, cloud).fill_diagonal_(float("inf"))
+    nearest = d2.topk(4, largest=False).indices
+    assert (w.gather(1, nearest) == 1).all()
+    lap = graph_laplacian(w)
+    torch.testing.assert_close(lap @ (w.sum(1).sqrt()), torch.zeros(30, dtype=D), atol=1e-12, rtol=0)
+    torch.testing.assert_close(graph_laplacian(w, "unnormalized").sum(1), torch.zeros(30, dtype=D), atol=1e-12, rtol=0)
+
+
+def test_the_base_kernel_is_held_fixed_and_a_change_to_it_is_seen():
+    cloud, x = _cloud(), _cloud(6, seed=4)
+    base = _rbf(0.8)
+    kernel = PointCloudKernel(base, cloud, n_neighbors=5, gamma=5.0)
+    assert not any(p.requires_grad for p in base.parameters())
+    first = kernel(x, x).to_dense()
+    assert torch.equal(kernel(x.clone(), x.clone()).to_dense(), first)  # the kept term, by value
+    base.lengthscale = 1.3
+    torch.testing.assert_close(
+        kernel(x, x).to_dense(), PointCloudKernel(_rbf(1.3), cloud, n_neighbors=5, gamma=5.0)(x, x).to_dense()
+    )
+
+
+def test_the_kept_term_is_reused_for_equal_inputs():
+    cloud, x = _cloud(), _cloud(6, seed=4)
+    kernel = PointCloudKernel(_rbf(), cloud, n_neighbors=5)
+    calls = []
+    forward = kernel.base.forward
+    kernel.base.forward = lambda *a, **k: (calls.append(a[1].shape[-2]), forward(*a, **k))[1]
+    kernel(x, x).to_dense()
+    kernel(x.clone(), x.clone()).to_dense()
+    # the cross products with the cloud (40 columns) once; the base kernel between the inputs each call
+    assert calls.count(40) == 1 and calls.count(6) == 2
+
+
+def test_gradients_reach_the_parameters_around_it():
+    cloud, x = _cloud(), _cloud(6, seed=5)
+    kernel = ScaleKernel(PointCloudKernel(_rbf(), cloud, n_neighbors=5)).double()
+    kernel(x, x).to_dense().sum().backward()
+    assert kernel.raw_outputscale.grad is not None and torch.isfinite(kernel.raw_outputscale.grad)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"base": "rbf"}, TypeError, "base must be a gpytorch Kernel"),
+        ({"cloud": [[0.0, 1.0]]}, TypeError, "cloud must be a floating-point tensor"),
+        ({"cloud": torch.zeros(5, dtype=D)}, ValueError, "cloud must be n_P x d"),
+        ({"cloud": torch.tensor([[0.0, 1.0]] * 4 + [[float("nan"), 0.0]], dtype=D)}, ValueError, r"rows \[4\]"),
+        ({"n_neighbors": 40}, ValueError, "n_neighbors must be an integer in"),
+        ({"gamma": -1.0}, ValueError, "gamma must be a finite number at least 0"),
+        ({"power": 0}, ValueError, "power must be a positive integer"),
+        ({"laplacian": "random-walk"}, ValueError, "laplacian must be one of"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, match):
+    arguments = {"base": _rbf(), "cloud": _cloud(), **kwargs}
+    with pytest.raises(error, match=match):
+        PointCloudKernel(arguments.pop("base"), arguments.pop("cloud"), **arguments)
+
+
+def test_it_composes_inside_a_feature_kernel_and_saves_its_buffers():
+    cloud = torch.nn.functional.normalize(_cloud(30, d=4), dim=-1)
+    kernel = FeatureKernel(PointCloudKernel(LinearKernel().double(), cloud, n_neighbors=4), 4, normalize=True)
+    state = kernel.state_dict()
+    assert torch.equal(state["base.cloud"], cloud) and state["base.deformation"].shape == (30, 30)
+    again = FeatureKernel(PointCloudKernel(LinearKernel().double(), cloud, n_neighbors=4), 4, normalize=True)
+    again.load_state_dict(state)
+    x = pack_documents(torch.zeros(5, 1, dtype=torch.long), _cloud(5, d=4, seed=6))  # [features | word ids]
+    assert torch.equal(kernel(x, x).to_dense(), again(x, x).to_dense())
+
+
+class TestPointCloudKernelAsAGpytorchKernel(BaseKernelTestCase, unittest.TestCase):
+    """gpytorch's own kernel tests (batched inputs, diagonals, dtypes) on inputs of two columns, in the
+    default dtype; its batched-hyperparameter tests replaced (the kernel has one cloud)."""
+
+    def create_kernel_no_ard(self, cloud_dim=2, **kwargs):
+        base = RBFKernel()
+        base.lengthscale = 0.8
+        cloud = torch.randn(20, cloud_dim, generator=torch.Generator().manual_seed(0))
+        return PointCloudKernel(base, cloud, n_neighbors=3, gamma=2.0, **kwargs)
+
+    def create_data_no_batch(self):
+        return torch.randn(50, 2)
+
+    def create_data_single_batch(self):
+        return torch.randn(2, 3, 2)
+
+    def create_data_double_batch(self):
+        return torch.randn(3, 2, 50, 2)
+
+    def _active_dims(self, dims):
+        x = torch.randn(50, 10, dtype=D)
+        kernel = self.create_kernel_no_ard(len(dims), active_dims=dims).double()
+        plain = self.create_kernel_no_ard(len(dims)).double()
+        torch.testing.assert_close(kernel(x).to_dense(), plain(x[:, dims]).to_dense())
+
+    def test_active_dims_list(self):  # the cloud lives in the sliced space
+        self._active_dims([0, 2, 4, 6])
+
+    def test_active_dims_range(self):
+        self._active_dims(list(range(3, 9)))
+
+    def _refuses_a_batch(self, shape):
+        with pytest.raises(ValueError, match="batch_shape.* must be empty"):
+            self.create_kernel_no_ard(batch_shape=torch.Size(shape))
+
+    def test_kernel_getitem_single_batch(self):
+        self._refuses_a_batch([2])
+
+    def test_kernel_getitem_double_batch(self):
+        self._refuses_a_batch([3, 2])
+
+    def test_kernel_getitem_broadcast(self):
+        self._refuses_a_batch([2])
+
+    def test_smoke_double_batch_kernel_double_batch_x_no_ard(self):
+        self._refuses_a_batch([3, 2])
+
+
+def _cluster_reference(cloud, x, z, n_components, n_neighbors, power):
+    """The cluster kernel by loops: each input's neighbours by sorting its distances, the graph's
+    leading eigenpairs from a dense eigendecomposition, the Nyström coordinates summed point by point."""
+    n = len(cloud)
+    w = torch.zeros(n, n, dtype=D)
+    for i in range(n):
+        d = ((cloud - cloud[i]) ** 2).sum(-1)
+        d[i] = float("inf")
+        for j in torch.argsort(d, stable=True)[:n_neighbors]:
+            w[i, j] = w[j, i] = 1.0
+    degree = w.sum(1)
+    values, vectors = torch.linalg.eigh(w / torch.outer(degree.sqrt(), degree.sqrt()))
+    values, vectors = values.flip(0)[:n_components], vectors.flip(1)[:, :n_components]
+
+    def psi(point):
+        d = ((cloud - point) ** 2).sum(-1)
+        near = torch.argsort(d, stable=True)[:n_neighbors]
+        phi = torch.zeros(n_components, dtype=D)
+        for i in near:
+            phi += vectors[i] / degree[i].sqrt() / values
+        phi = phi * values ** (power / 2)
+        return phi / phi.norm()
+
+    return torch.stack([torch.stack([psi(a) @ psi(b) for b in z]) for a in x])
+
+
+@pytest.mark.parametrize("power", [0.0, 6.0])
+def test_the_cluster_kernel_is_the_loop_over_inputs_and_the_dense_eigenvectors(power):
+    cloud, x, z = _cloud(50), _cloud(6, seed=7), _cloud(4, seed=8)
+    kernel = ClusterKernel(cloud, n_components=5, n_neighbors=6, power=power)
+    expected = _cluster_reference(cloud, x, z, 5, 6, power)
+    torch.testing.assert_close(kernel(x, z).to_dense(), expected, rtol=1e-8, atol=1e-10)
+    torch.testing.assert_close(kernel(x, diag=True), torch.ones(6, dtype=D), rtol=1e-12, atol=1e-12)
+    # a cloud point is read through its neighbours, not itself: as a new input would be
+    on_cloud = _cluster_reference(cloud, cloud[:3], cloud[:3] + 0, 5, 6, power)
+    assert not torch.allclose(on_cloud, kernel(cloud[:3], cloud[:3]).to_dense())  # the reference counts itself
+    assert (nearest_cloud_points(cloud, cloud, 6) != torch.arange(50)[:, None]).all()
+
+
+@pytest.mark.parametrize("dense_up_to", [8192, 10])
+def test_the_cluster_kernel_is_near_one_within_a_cluster_and_near_zero_across(dense_up_to, monkeypatch):
+    # three clusters the graph does not join: the eigenvalue 1 three times, which LOBPCG (above 10
+    # points here) finds as the dense eigendecomposition does
+    monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", dense_up_to)
+    g = torch.Generator().manual_seed(1)
+    centres = torch.tensor([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]], dtype=D)
+    cloud = torch.cat([c + 0.5 * torch.randn(60, 2, dtype=D, generator=g) for c in centres])
+    kernel = ClusterKernel(cloud, n_components=3, n_neighbors=8, power=6.0)
+    x = centres + 0.3
+    gram = kernel(x, x).to_dense()
+    assert (gram[~torch.eye(3, dtype=torch.bool)].abs() < 0.2).all()
+    within = kernel(centres[:1] + 0.4, centres[:1] - 0.4).to_dense()
+    assert within.item() > 0.95
+    assert torch.linalg.eigvalsh(kernel(cloud, cloud).to_dense()).min() > -1e-10
+
+
+def test_the_cluster_kernel_is_the_same_for_the_same_cloud():
+    cloud, x = _cloud(80), _cloud(5, seed=9)
+    first = ClusterKernel(cloud, n_components=6, n_neighbors=5)(x, x).to_dense()
+    assert torch.equal(first, ClusterKernel(cloud.clone(), n_components=6, n_neighbors=5)(x, x).to_dense())
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"cloud": [[0.0, 1.0]]}, TypeError, "cloud must be a floating-point tensor"),
+        ({"cloud": torch.tensor([[0.0, 1.0]] * 30 + [[float("inf"), 0.0]], dtype=D)}, ValueError, r"rows \[30\]"),
+        ({"n_components": 40}, ValueError, "n_components must be an integer in"),
+        ({"n_neighbors": 0}, ValueError, "n_neighbors must be an integer in"),
+        ({"power": -1.0}, ValueError, "power must be a finite number at least 0"),
+        ({"batch_shape": torch.Size([2])}, ValueError, "batch_shape must be empty"),
+    ],
+)
+def test_the_cluster_kernels_bad_arguments_are_named(kwargs, error, match):
+    arguments = {"cloud": _cloud(), "n_components": 3, "n_neighbors": 4, **kwargs}
+    with pytest.raises(error, match=match):
+        ClusterKernel(arguments.pop("cloud"), **arguments)
+
+
+class TestClusterKernelAsAGpytorchKernel(TestPointCloudKernelAsAGpytorchKernel):
+    def create_kernel_no_ard(self, cloud_dim=2, **kwargs):
+        cloud = torch.randn(30, cloud_dim, generator=torch.Generator().manual_seed(0))
+        return ClusterKernel(cloud, n_components=4, n_neighbors=3, **kwargs)
+
+    def test_kernel_dtype_device(self):  # no parameters: its dtype is its buffers'
+        kernel = self.create_kernel_no_ard()
+        x = self.create_data_no_batch()
+        assert kernel(x, x).to_dense().dtype == x.dtype
+        kernel.double()
+        assert kernel.cloud.dtype == torch.float64 and kernel(x.double(), x.double()).to_dense().dtype == torch.float64
