@@ -6,6 +6,15 @@ Prints each strategy's learning curve and area under it, one seed a run:
 
     python benchmarks/point_cloud_dev.py --strategies gp-power-entropy,gp-pool-power-entropy,random --budget 200
     python benchmarks/point_cloud_dev.py --quick      # tiny, for the tests
+
+With ``--grid``, the kernels of the pool first, on the same split: a kernel-ridge proxy (centred one-hot
+targets, noise a tenth of the mean prior variance) trained on 1, 5, 10 and 20 pool texts a class (three
+draws) and scored on the held-out texts, for the encoder's cosine, an RBF kernel on its unit vectors,
+that kernel deformed by the pool (``PointCloudKernel``) and the cosine plus the pool's cluster kernel
+(``ClusterKernel``) at several settings; the deformed kernel's prior variance on the pool and off it;
+and the study's GP classifier with and without the cluster part at 1, 5 and 10 texts a class:
+
+    python benchmarks/point_cloud_dev.py --grid --threads 2
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ def main(argv=None) -> int:
     parser.add_argument("--held-out", type=int, default=3000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a synthetic corpus and a tiny budget")
+    parser.add_argument("--grid", action="store_true", help="the kernels' proxy grid and the classifier check")
     args = parser.parse_args(argv)
 
     import tempfile
@@ -66,6 +76,9 @@ def main(argv=None) -> int:
         )
     else:
         study = DevStudy(dataset="20ng", budget=args.budget, batch=10, splits=1, strategies=strategies)
+    if args.grid and not args.quick:
+        grid(study, args)
+        return 0
     for strategy in study.strategies:
         record = active.run_cell(study, {"method": strategy, "split": 0, "params": {}})
         curve = {p["labels"]: round(p["accuracy"], 4) for p in record["curve"]}
@@ -83,6 +96,113 @@ def main(argv=None) -> int:
             flush=True,
         )
     return 0
+
+
+def grid(study, args) -> None:
+    """The proxy grid, the deformed kernel's variances on and off the pool, and the classifier check
+    (module docstring)."""
+    import warnings
+
+    import numpy as np
+    import torch
+    from gpytorch.kernels import LinearKernel, RBFKernel
+
+    from lvgp.encoders import resolve_encoder
+    from lvgp.experiments import active
+    from lvgp.kernels import ClusterKernel, PointCloudKernel
+
+    split = study.split(0)
+    encoder = resolve_encoder(study.encoder, study.device)
+
+    def unit(texts):
+        return torch.nn.functional.normalize(
+            torch.as_tensor(np.asarray(encoder.encode(texts)), dtype=torch.float64), dim=-1
+        )
+
+    pool, held = unit(split.pool_texts), unit(split.test_texts)
+    classes = np.unique(split.pool_labels)
+    sizes = (1, 5, 10, 20)
+    draws = {
+        (n, d): np.concatenate(
+            [
+                np.random.default_rng([args.seed, n, d]).choice(
+                    np.flatnonzero(split.pool_labels == c), n, replace=False
+                )
+                for c in classes
+            ]
+        )
+        for n in sizes
+        for d in range(3)
+    }
+
+    def rbf(lengthscale):
+        k = RBFKernel().double()
+        k.lengthscale = lengthscale
+        return k
+
+    def cosine():
+        return LinearKernel().double()
+
+    def proxy(kernel) -> list[float]:
+        scores = []
+        for n in sizes:
+            accuracy = []
+            for d in range(3):
+                rows = draws[n, d]
+                with torch.no_grad():
+                    train = kernel(pool[rows], pool[rows]).to_dense()
+                    cross = kernel(held, pool[rows]).to_dense()
+                targets = torch.as_tensor((split.pool_labels[rows][:, None] == classes[None]).astype(float))
+                targets = targets - targets.mean(0)
+                noise = 0.1 * train.diagonal().mean()
+                alpha = torch.linalg.solve(train + noise * torch.eye(len(rows), dtype=train.dtype), targets)
+                accuracy.append(float(np.mean(classes[(cross @ alpha).argmax(1).numpy()] == split.test_labels)))
+            scores.append(float(np.mean(accuracy)))
+        return scores
+
+    print("| kernel (proxy: kernel ridge) | " + " | ".join(f"{n} a class" for n in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+
+    def row(name, kernel):
+        print(f"| {name} | " + " | ".join(f"{a:.3f}" for a in proxy(kernel)) + " |", flush=True)
+
+    row("cosine", cosine())
+    row("RBF 0.5", rbf(0.5))
+    for lengthscale, gamma, power in (
+        (0.5, 10.0, 2),
+        (0.5, 100.0, 2),
+        (0.5, 1000.0, 2),
+        (0.5, 100.0, 1),
+        (1.0, 100.0, 2),
+    ):
+        row(
+            f"RBF {lengthscale} deformed, gamma {gamma:g}, p {power}",
+            PointCloudKernel(rbf(lengthscale), pool, gamma=gamma, power=power),
+        )
+    for per_class in (1, 1.5, 2, 2.5):
+        for power in (0.0, 6.0):
+            cluster = ClusterKernel(pool, n_components=int(per_class * len(classes)), power=power)
+            row(f"cosine + cluster, {per_class:g} eigenvectors a class, t {power:g}", cosine() + cluster)
+    print("\n| deformed RBF (gamma 100, p 2) | prior variance on the pool | off it (held-out texts) |\n|---|---|---|")
+    for lengthscale in (0.5, 1.0, 2.0):
+        deformed = PointCloudKernel(rbf(lengthscale), pool)
+        with torch.no_grad():
+            on, off = deformed(pool[:300], diag=True).mean(), deformed(held[:300], diag=True).mean()
+        print(f"| length scale {lengthscale} | {on:.3f} | {off:.3f} |", flush=True)
+    print("\n| the study's GP classifier (predict_proba's accuracy) | 1 a class | 5 | 10 |\n|---|---|---|---|")
+    results = {"plain": [], "with the pool's cluster kernel": []}
+    for n in (1, 5, 10):
+        rows = draws[n, 0]
+        texts, labels = [split.pool_texts[i] for i in rows], split.pool_labels[rows]
+        for name, build in (("plain", active._gp), ("with the pool's cluster kernel", active._gp_pool)):
+            model = build(study, {"method": "dev", "split": 0, "params": {}}, None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(texts, labels)
+            proba = model.predict_proba(split.test_texts)
+            results[name].append(float(np.mean(model.classes_[proba.argmax(1)] == split.test_labels)))
+    for name, scores in results.items():
+        print(f"| {name} | " + " | ".join(f"{a:.3f}" for a in scores) + " |", flush=True)
 
 
 if __name__ == "__main__":

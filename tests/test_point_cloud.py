@@ -302,3 +302,41 @@ class TestClusterKernelAsAGpytorchKernel(TestPointCloudKernelAsAGpytorchKernel):
         assert kernel(x, x).to_dense().dtype == x.dtype
         kernel.double()
         assert kernel.cloud.dtype == torch.float64 and kernel(x.double(), x.double()).to_dense().dtype == torch.float64
+
+
+def test_a_classifier_with_the_pools_cluster_kernel_saves_and_loads_bit_exactly(tmp_path, tiny_encoder):
+    """The docs' recipe (docs/models/uncertainty.md, "Unlabelled texts in the kernel"): the tf-idf
+    cosine, the encoder's cosine and the pool's cluster kernel, each with its own weight; saved, then
+    loaded with the same factory, it predicts the same to the bit."""
+    import warnings
+
+    import numpy as np
+
+    import lvgp
+    from lvgp.bow.weighting import idf_weights
+    from lvgp.kernels import BagOfWordsKernel
+    from lvgp.kernels.packed import beside_encoder
+
+    texts = ["a great film", "an awful plot", "the striker scored", "a late goal won it"]
+    labels = ["film", "film", "football", "football"]
+    pool = ["a dull plot", "a fine cast", "great acting", "the keeper saved", "a red card", "the coach resigned"]
+    encoder = tiny_encoder(None, 0)  # what the pretrained encoder's name resolves to in this test
+    vectors = torch.as_tensor(np.asarray(encoder.encode(texts + pool)), dtype=D)
+    cluster = ClusterKernel(torch.nn.functional.normalize(vectors, dim=-1), n_components=4, n_neighbors=3)
+
+    def factory(num_words, documents):
+        bow = BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
+        return beside_encoder(bow, documents, encoder.dim, ("cosine", cluster))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = lvgp.LDKGPClassifier(
+            factory, sentence_encoder="all-MiniLM-L6-v2", class_hyperparameters="shared", random_state=0
+        )
+        clf.fit(texts, labels)
+        weights = [m for m in clf.model_.covar_module.modules() if isinstance(m, ScaleKernel)]
+        assert any(isinstance(m.base_kernel, FeatureKernel) and m.base_kernel.base is cluster for m in weights)
+        clf.save(tmp_path / "clf.pt")
+        again = lvgp.LDKGPClassifier.load(tmp_path / "clf.pt", kernel=factory)
+        probe = ["a fine film", "a goal", "the plot"]
+        np.testing.assert_array_equal(clf.predict_proba(probe), again.predict_proba(probe))
