@@ -162,6 +162,11 @@ def test_it_composes_inside_a_feature_kernel_and_saves_its_buffers():
     again.load_state_dict(state)
     x = pack_documents(torch.zeros(5, 1, dtype=torch.long), _cloud(5, d=4, seed=6))  # [features | word ids]
     assert torch.equal(kernel(x, x).to_dense(), again(x, x).to_dense())
+    from lvgp.kernels import BagOfWordsKernel
+    from lvgp.kernels.packed import beside_encoder
+
+    with pytest.raises(ValueError, match="at least one encoder part"):
+        beside_encoder(BagOfWordsKernel(3).double(), torch.zeros(5, 1, dtype=torch.long), 4, [])
 
 
 class TestPointCloudKernelAsAGpytorchKernel(BaseKernelTestCase, unittest.TestCase):

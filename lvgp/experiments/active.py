@@ -185,7 +185,7 @@ _LABELS = {
 }
 _LEARNERS = {
     "gp": ("the GP classifier", _gp),
-    "gp-pool": ("the GP classifier whose encoder part the unlabelled pool deforms", _gp_pool),
+    "gp-pool": ("the GP classifier with the unlabelled pool's cluster kernel as a third part", _gp_pool),
     "logreg": ("logistic regression on [tf-idf | encoder]", _encoder_logreg(tfidf=True)),
 }
 for _name, (_learner, _acquisition) in STRATEGIES.items():

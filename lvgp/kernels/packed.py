@@ -244,7 +244,7 @@ def encoder_part(
     :math:`\mu`: ``"cosine"`` -- :math:`\mu\,\langle e_i, e_j\rangle / \|e_i\|\|e_j\|` (the linear kernel of the
     normalized vectors, its variance the weight); ``"rbf"`` / ``"matern"`` (5/2) -- :math:`\mu` times
     the kernel of the normalized vectors (``ScaleKernel``); a gpytorch ``Kernel`` on :math:`\mathbb R^d`
-    (e.g. a :class:`~lvgp.kernels.PointCloudKernel` of the unlabelled texts' vectors) -- :math:`\mu`
+    (e.g. a :class:`~lvgp.kernels.ClusterKernel` of the unlabelled texts' vectors) -- :math:`\mu`
     times that kernel of the normalized vectors.
 
     Args:
