@@ -72,9 +72,10 @@ _NEIGHBOUR_ROWS = 2048
 
 def nearest_cloud_points(queries: Tensor, cloud: Tensor, n_neighbors: int, *, exclude_exact: bool = True) -> Tensor:
     r"""The indices of each query's ``n_neighbors`` nearest points of ``cloud`` (Euclidean distance):
-    ``*B x n x d`` and ``n_P x d`` -> ``*B x n x n_neighbors``, nearest first (ties to the lower
-    index). ``exclude_exact``: a cloud point equal to the query (squared distance below 1e-12 of the
-    scale) is not its neighbour, so that a cloud point and a new input are read alike."""
+    ``*B x n x d`` and ``n_P x d`` -> ``*B x n x n_neighbors``, nearest first (among points at the
+    same distance, ``torch.topk`` chooses). ``exclude_exact``: a cloud point equal to the query
+    (squared distance below 1e-12 of the scale) is not its neighbour, so that a cloud point and a new
+    input are read alike."""
     flat = queries.reshape(-1, queries.shape[-1])
     cloud_sq = (cloud * cloud).sum(-1)
     out = torch.empty(flat.shape[0], n_neighbors, dtype=torch.long, device=cloud.device)
@@ -91,7 +92,8 @@ def nearest_cloud_points(queries: Tensor, cloud: Tensor, n_neighbors: int, *, ex
 def knn_graph(points: Tensor, n_neighbors: int) -> Tensor:
     r"""The symmetric 0/1 adjacency of the ``n_neighbors``-nearest-neighbour graph of ``points``
     (``n x d``, Euclidean distance; :math:`w_{ij} = 1` where :math:`j` is among :math:`i`'s neighbours
-    or :math:`i` among :math:`j`'s): ``n x n``, zero diagonal. Ties go to the lower index."""
+    or :math:`i` among :math:`j`'s): ``n x n``, zero diagonal. Among points at the same distance,
+    ``torch.topk`` chooses."""
     n = points.shape[0]
     adjacency = torch.zeros(n, n, dtype=points.dtype, device=points.device)
     squared = (points * points).sum(-1)
@@ -135,7 +137,8 @@ class PointCloudKernel(Kernel):
         laplacian: ``"normalized"`` or ``"unnormalized"`` (:func:`graph_laplacian`).
 
     Shapes: ``x1``: ``*B x n1 x d``, ``x2``: ``*B x n2 x d`` -> ``*B x n1 x n2`` (``*B x n1`` with
-    ``diag=True``); the kernel has no batch of hyperparameters (one cloud, one deformation). Memory: the cloud's ``n_P x n_P`` deformation (200 MB in float64 at 5,000 points).
+    ``diag=True``); the kernel has no batch of hyperparameters (one cloud, one deformation). Memory:
+    the cloud's ``n_P x n_P`` deformation (200 MB in float64 at 5,000 points).
 
     Raises:
         TypeError: ``base`` is not a gpytorch ``Kernel`` or ``cloud`` not a floating tensor.
@@ -161,7 +164,8 @@ class PointCloudKernel(Kernel):
         _check_cloud(cloud)
         if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int) or not 1 <= n_neighbors < len(cloud):
             raise ValueError(
-                f"n_neighbors must be an integer in [1, {len(cloud) - 1}] (the cloud's points less one); got {n_neighbors!r}"
+                f"n_neighbors must be an integer in [1, {len(cloud) - 1}] (the cloud's points less one); "
+                f"got {n_neighbors!r}"
             )
         if not (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and 0 <= gamma < float("inf")):
             raise ValueError(f"gamma must be a finite number at least 0; got {gamma!r}")
