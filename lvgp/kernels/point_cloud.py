@@ -56,6 +56,7 @@ from linear_operator.operators import LinearOperator
 from torch import Tensor
 
 from .._random import numpy_generator
+from ..base.snapshot import TensorSnapshot
 
 __all__ = ["LAPLACIANS", "ClusterKernel", "PointCloudKernel", "graph_laplacian", "knn_graph", "nearest_cloud_points"]
 
@@ -161,12 +162,7 @@ class PointCloudKernel(Kernel):
     ) -> None:
         if not isinstance(base, Kernel):
             raise TypeError(f"base must be a gpytorch Kernel; got {type(base).__name__}")
-        _check_cloud(cloud)
-        if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int) or not 1 <= n_neighbors < len(cloud):
-            raise ValueError(
-                f"n_neighbors must be an integer in [1, {len(cloud) - 1}] (the cloud's points less one); "
-                f"got {n_neighbors!r}"
-            )
+        _check_cloud(cloud, n_neighbors)
         if not (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and 0 <= gamma < float("inf")):
             raise ValueError(f"gamma must be a finite number at least 0; got {gamma!r}")
         if isinstance(power, bool) or not isinstance(power, int) or power < 1:
@@ -185,18 +181,15 @@ class PointCloudKernel(Kernel):
             p.requires_grad_(False)
         self.register_buffer("cloud", cloud.detach().clone())
         self.register_buffer("deformation", self._deformation())
-        self._kept: list[tuple[Tensor, Tensor, bool, Tensor]] = []
+        self._kept: list[tuple[TensorSnapshot, bool, Tensor]] = []
 
     @property
     def is_stationary(self) -> bool:
         return False
 
-    def _base_state(self) -> list[Tensor]:
-        return [t.detach().clone() for t in self.base.state_dict().values()]
-
     def _deformation(self) -> Tensor:
         r""":math:`S = \gamma B (I + \gamma B K_{PP} B)^{-1} B`, :math:`B = L^{p/2}`: ``n_P x n_P``, symmetric."""
-        self._state = self._base_state()
+        self._state = TensorSnapshot(self.base.state_dict().values())
         self._kept = []
         cloud = self.cloud
         n = cloud.shape[0]
@@ -228,30 +221,25 @@ class PointCloudKernel(Kernel):
 
     def _term(self, x1: Tensor, x2: Tensor, diag: bool) -> Tensor:
         """:math:`k_{x_1 P} S k_{P x_2}` (its diagonal with ``diag``), kept for the last inputs."""
-        for k1, k2, d, term in self._kept:
-            if d == diag and _same(k1, x1) and _same(k2, x2):
+        for inputs, d, term in self._kept:
+            if d == diag and inputs.matches((x1, x2)):
                 return term
         with torch.no_grad():
             c1 = self._cross(x1)
             c2 = c1 if x2 is x1 else self._cross(x2)
             left = c1 @ self.deformation
             term = (left * c2).sum(-1) if diag else left @ c2.transpose(-1, -2)
-        self._kept = [(x1.detach().clone(), x2.detach().clone(), diag, term), *self._kept][:_KEPT_TERMS]
+        self._kept = [(TensorSnapshot((x1, x2)), diag, term), *self._kept][:_KEPT_TERMS]
         return term
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
-        state = self._base_state()
-        if len(state) != len(self._state) or not all(_same(a, b) for a, b in zip(state, self._state)):
+        if not self._state.matches(self.base.state_dict().values()):
             self.deformation = self._deformation()  # the base kernel was changed since: deform it again
         return _dense(self.base.forward(x1, x2, diag=diag, **params)) - self._term(x1, x2, diag)
 
 
 def _dense(x: Any) -> Tensor:
     return x.to_dense() if isinstance(x, LinearOperator) else x
-
-
-def _same(a: Tensor, b: Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and bool(torch.equal(a, b))
 
 
 class ClusterKernel(Kernel):
@@ -288,12 +276,7 @@ class ClusterKernel(Kernel):
     def __init__(
         self, cloud: Tensor, *, n_components: int = 40, n_neighbors: int = 10, power: float = 6.0, **kwargs: Any
     ) -> None:
-        _check_cloud(cloud)
-        if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int) or not 1 <= n_neighbors < len(cloud):
-            raise ValueError(
-                f"n_neighbors must be an integer in [1, {len(cloud) - 1}] (the cloud's points less one); "
-                f"got {n_neighbors!r}"
-            )
+        _check_cloud(cloud, n_neighbors)
         if isinstance(n_components, bool) or not isinstance(n_components, int) or not 1 <= n_components < len(cloud):
             raise ValueError(f"n_components must be an integer in [1, {len(cloud) - 1}]; got {n_components!r}")
         if not (isinstance(power, (int, float)) and not isinstance(power, bool) and 0 <= power < float("inf")):
@@ -356,7 +339,8 @@ class ClusterKernel(Kernel):
         return (c1 * c2).sum(-1) if diag else c1 @ c2.transpose(-1, -2)
 
 
-def _check_cloud(cloud: Any) -> None:
+def _check_cloud(cloud: Any, n_neighbors: Any) -> None:
+    """The checks both kernels make of their cloud and its number of neighbours."""
     if not torch.is_tensor(cloud) or not cloud.is_floating_point():
         raise TypeError(f"cloud must be a floating-point tensor; got {type(cloud).__name__}")
     if cloud.ndim != 2:
@@ -364,3 +348,8 @@ def _check_cloud(cloud: Any) -> None:
     bad = (~torch.isfinite(cloud)).any(-1).nonzero().flatten()
     if len(bad):
         raise ValueError(f"cloud has non-finite values in rows {bad[:10].tolist()} ({len(bad)} rows)")
+    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int) or not 1 <= n_neighbors < len(cloud):
+        raise ValueError(
+            f"n_neighbors must be an integer in [1, {len(cloud) - 1}] (the cloud's points less one); "
+            f"got {n_neighbors!r}"
+        )
