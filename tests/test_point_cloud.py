@@ -345,3 +345,21 @@ def test_a_classifier_with_the_pools_cluster_kernel_saves_and_loads_bit_exactly(
         again = lvgp.LDKGPClassifier.load(tmp_path / "clf.pt", kernel=factory)
         probe = ["a fine film", "a goal", "the plot"]
         np.testing.assert_array_equal(clf.predict_proba(probe), again.predict_proba(probe))
+
+
+def test_the_cluster_kernel_keeps_the_coordinates_of_its_last_inputs():
+    """A fit calls the kernel on its training inputs at every step: their coordinates are computed once
+    (compared by value) and are those a fresh computation gives, to the bit."""
+    cloud, x = _cloud(60), _cloud(7, seed=11)
+    kernel = ClusterKernel(cloud, n_components=4, n_neighbors=5)
+    calls = []
+    compute = kernel._coordinates
+    kernel._coordinates = lambda t: (calls.append(t.shape), compute(t))[1]
+    first = kernel(x, x).to_dense()
+    again = kernel(x.clone(), x.clone()).to_dense()
+    diag = kernel(x.clone(), diag=True)
+    assert len(calls) == 1 and torch.equal(first, again)
+    fresh = ClusterKernel(cloud, n_components=4, n_neighbors=5)
+    assert torch.equal(first, fresh(x, x).to_dense()) and torch.equal(diag, fresh(x, diag=True))
+    kernel(x + 1e-3, x + 1e-3).to_dense()
+    assert len(calls) == 2  # other values: computed
