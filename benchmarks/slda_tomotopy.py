@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--domain", default="movie", choices=("movie", "amazon"), help="review snippets of this domain")
-    parser.add_argument("--quick", action="store_true", help="1,000 training sentences, few iterations")
+    parser.add_argument("--quick", action="store_true", help="500 training and 300 test sentences, few iterations")
     parser.add_argument("--gibbs-iterations", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--profile", action="store_true", help="profile the SVI fit (top functions by own time)")
@@ -45,8 +45,9 @@ def main(argv=None) -> int:
     corpus = load_review_snippets(args.domain)
     perm = np.random.default_rng(0).permutation(len(corpus))
     # movie: 8,605 training sentences (the earlier runs); amazon (3,708 sentences): 70% of them
-    n_train = 1000 if args.quick else min(8605, int(0.7 * len(corpus)))
-    train, test = perm[:n_train], perm[n_train : n_train + 2000]
+    n_train = 500 if args.quick else min(8605, int(0.7 * len(corpus)))
+    n_test = 300 if args.quick else 2000
+    train, test = perm[:n_train], perm[n_train : n_train + n_test]
     texts = np.array(corpus.texts, dtype=object)
     y_train, y_test = corpus.y[train], corpus.y[test]
     vocab = Vocabulary(min_df=1, min_token_len=3).fit(texts[train])

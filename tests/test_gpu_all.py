@@ -67,7 +67,15 @@ def _rows(logs: Path) -> list[list[str]]:
 @pytest.mark.slow
 @pytest.mark.skipif(not DRY_RUN_POSSIBLE, reason="needs bash and timeout")
 def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
-    env = {**os.environ, "PYTHON": sys.executable, "LOGS": str(tmp_path / "logs"), "OMP_NUM_THREADS": "1"}
+    # the benchmarks' children forked from their parents (benchmarks/_before.py), as in their own smoke
+    # runs (tests/test_examples.py): 3-4 s of imports saved a child; a GPU run starts fresh interpreters
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "LOGS": str(tmp_path / "logs"),
+        "OMP_NUM_THREADS": "1",
+        "LVGP_BENCHMARK_FORK": "1",
+    }
     out = subprocess.run(
         ["bash", str(ROOT / "benchmarks" / "gpu_all.sh"), "--dry-run"],
         capture_output=True,

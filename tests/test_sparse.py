@@ -471,11 +471,12 @@ def test_an_int32_corpus_is_kept_as_given_and_fits_as_its_int64_copy(record_int3
         return est.fit(x, data.y)
 
     wide = fit(x32.long())
+    some = x32[:130]  # two whole blocks and a part
     with record_int32_casts() as cast:
         compact = fit(x32)
-        blocks = compact.predict(x32, return_std=True, block=64)  # predictions in blocks: each block cast
-    assert cast and max(cast) < x32.numel()  # batches and samples, never the corpus
-    for a, b in zip(blocks, wide.predict(x32.long(), return_std=True, block=64)):
+        blocks = compact.predict(some, return_std=True, block=64)  # predictions in blocks: each block cast
+    assert cast and max(cast) < some.numel()  # batches and samples, never the corpus nor what is predicted
+    for a, b in zip(blocks, wide.predict(some.long(), return_std=True, block=64)):
         np.testing.assert_array_equal(a, b)
     assert compact.kernel_kind_ == wide.kernel_kind_ == approximation
     assert compact.step_losses_ == wide.step_losses_
