@@ -78,7 +78,7 @@ BENCHMARKS = {
     "encoder_throughput.py": "| bfloat16 / before |",
     "encoder_precision.py": "| quick | 40 |",
     "encoder_design.py": "(a) contextual word vectors in place of GloVe",
-    "threads_under_load.py": "| beside one busy process |",
+    "threads_under_load.py": "| beside one idle stand-in (--quick) |",
     "torchrun_steps.py": "| processes | s a step |",
     "matching_speed.py": "The arithmetic floor of one evaluation",
     "matching_stopping.py": "| tol | patience |",
