@@ -236,13 +236,14 @@ def test_targets_are_standardized_inside_and_predictions_come_back_in_their_unit
     x = torch.from_numpy(corpus.docs[:n])
     optimizer = MiniBatch(batch_size=100, lr=0.05, max_epochs=40)
     settings = dict(inference=inference, random_state=0)
-    # one EM fit a target (the initial eta's scale given: "auto" would fit every candidate on dev first)
-    svi, em = dict(optimizer=optimizer), dict(optimizer=EM(max_iter=10), em_eta_scale=1.0)
-    settings.update(svi if inference == "svi" else em)
+    settings.update(optimizer=optimizer) if inference == "svi" else settings.update(optimizer=EM(max_iter=10))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        constant = SLDARegressor(4, **settings).fit(x, np.full(n, 100.0))
+        constant = SLDARegressor(4, **settings).fit(x, np.full(n, 100.0))  # the default: "auto" for the EM
         np.testing.assert_allclose(constant.predict(x[:20]), 100.0, atol=0.05)
+        # the affine pair: one EM fit each, its initial scale given ("auto" fits every candidate on dev first)
+        if inference == "em":
+            settings.update(em_eta_scale=1.0)
         base = SLDARegressor(4, **settings).fit(x, corpus.y[:n])
         shifted = SLDARegressor(4, **settings).fit(x, 1000 + 50 * corpus.y[:n])
         np.testing.assert_allclose(shifted.predict(x), 1000 + 50 * base.predict(x), rtol=1e-5, atol=1e-3)
