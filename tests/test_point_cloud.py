@@ -363,3 +363,28 @@ def test_the_cluster_kernel_keeps_the_coordinates_of_its_last_inputs():
     assert torch.equal(first, fresh(x, x).to_dense()) and torch.equal(diag, fresh(x, diag=True))
     kernel(x + 1e-3, x + 1e-3).to_dense()
     assert len(calls) == 2  # other values: computed
+
+
+def test_kept_results_are_forgotten_when_the_kernels_tensors_are_loaded_or_converted():
+    """The kept coordinates and deformation terms are computed from the kernel's own tensors: after
+    ``load_state_dict`` of another cloud's kernel, the loaded kernel gives that kernel's values (it gave
+    the first cloud's kept ones), and after ``.float()`` the coordinates are computed again."""
+    first, second, x = _cloud(60), _cloud(60, seed=12), _cloud(7, seed=13)
+    for make in (
+        lambda cloud: ClusterKernel(cloud, n_components=4, n_neighbors=5),
+        lambda cloud: PointCloudKernel(_rbf(), cloud, n_neighbors=5),
+    ):
+        kernel, other = make(first), make(second)
+        before = kernel(x, x).to_dense()
+        kernel.load_state_dict(other.state_dict())
+        after = kernel(x, x).to_dense()
+        assert not torch.equal(after, before)
+        torch.testing.assert_close(after, other(x, x).to_dense())
+    kernel = ClusterKernel(first, n_components=4, n_neighbors=5)
+    calls = []
+    compute = kernel._coordinates
+    kernel._coordinates = lambda t: (calls.append(t.shape), compute(t))[1]
+    kernel(x, x).to_dense()
+    kernel.float()
+    kernel(x, x).to_dense()
+    assert len(calls) == 2

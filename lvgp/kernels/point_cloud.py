@@ -120,7 +120,23 @@ def graph_laplacian(adjacency: Tensor, kind: str = "normalized") -> Tensor:
     return torch.diag((degree > 0).to(adjacency.dtype)) - scale[:, None] * adjacency * scale[None]
 
 
-class PointCloudKernel(Kernel):
+class _KeepsResults(Kernel):
+    """A kernel that keeps results for its last inputs in ``self._kept`` (compared by value), computed from
+    its own tensors: forgotten when those change in place (``load_state_dict``) or are converted (``.to``,
+    ``.double()``), so that a loaded or moved kernel computes from what it now holds."""
+
+    _kept: list
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        self._kept = []
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        self._kept = []
+        super()._load_from_state_dict(*args, **kwargs)
+
+
+class PointCloudKernel(_KeepsResults):
     r"""``base`` deformed by a cloud of points (module docstring): :math:`\tilde k(x, z) = k(x, z) -
     k_{xP} (I + \gamma L^p K_{PP})^{-1} \gamma L^p k_{Pz}`.
 
@@ -242,7 +258,7 @@ def _dense(x: Any) -> Tensor:
     return x.to_dense() if isinstance(x, LinearOperator) else x
 
 
-class ClusterKernel(Kernel):
+class ClusterKernel(_KeepsResults):
     r"""The cluster kernel of a cloud of points (module docstring): :math:`k(x, z) = \langle\psi(x),
     \psi(z)\rangle`, :math:`\psi` the normalized, eigenvalue-weighted Nyström coordinates of the cloud
     graph's leading eigenvectors.
