@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import LBFGS, GPLVSMRegressor, LatentDistributionKernel, MiniBatch, Vocabulary
 from lvgp.base.numerics import exact_numerics
-from lvgp.bow.padded import PAD
+from lvgp.bow.padded import PAD, pad_to_common_width
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec, make_word_vectors, shared_evaluation
 from lvgp.models.inducing import choose_inducing_documents
@@ -525,3 +525,110 @@ def test_predictions_average_the_closed_form_svgp_mean_over_the_draws_of_the_wor
     expected = torch.stack(draws).mean(0).numpy() * reg.y_std_ + reg.y_mean_
     np.testing.assert_allclose(reg.predict(texts), expected, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(reg.predict(texts), expected, rtol=1e-8, atol=1e-8)  # and again: nothing kept stale
+
+
+def _fitted_for_the_elbo(kernel, batch_size, num_inducing=8):
+    data = make_synonym_regression(n=60, random_state=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg = SparseGPLVSMRegressor(
+            kernel, num_inducing=num_inducing, optimizer=MiniBatch(batch_size=batch_size, max_steps=4), random_state=0
+        ).fit(data.texts, data.y)
+    x = reg.encoder_.transform(data.texts[:batch_size])
+    x = x[:, : int((x != PAD).sum(-1).max())]
+    return reg, x, torch.as_tensor((data.y[:batch_size] - reg.y_mean_) / reg.y_std_)
+
+
+def _terms_and_gradients(reg, elbo, draws=None):
+    """The ELBO's terms of one batch and every parameter's gradient of their sum, one draw of the vectors."""
+    model, likelihood = reg.model_, reg.likelihood_
+    model.train()
+    likelihood.train()
+    params = [p for p in [*model.parameters(), *likelihood.parameters()] if p.requires_grad]
+    for p in params:
+        p.grad = None
+    vectors = [m for m in model.modules() if hasattr(m, "one_sample")]
+    with exact_numerics(), contextlib.ExitStack() as stack:
+        for v in vectors:
+            stack.enter_context(v.one_sample(torch.Generator().manual_seed(draws or 0)))
+        stack.enter_context(shared_evaluation(model))
+        terms = elbo()
+    sum(terms).backward()
+    return [t.detach() for t in terms], [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
+
+
+@pytest.mark.parametrize("kernel", ["default", "map"])
+@pytest.mark.parametrize("batch_size", [16, 6])  # more documents than inducing ones (gpytorch's fused update), fewer
+def test_the_step_elbo_by_hand_is_gpytorchs_with_its_gradients(kernel, batch_size):
+    """The regressor's step computes the whitened SVGP ELBO itself (``whitened_gaussian_elbo``): its
+    terms (expected log-likelihood, KL, log prior) and the gradients of every parameter equal gpytorch's
+    ``VariationalELBO`` on the same model, batch and draw of the word vectors, to 1e-10 in float64."""
+    from lvgp.models.inducing import whitened_gaussian_elbo
+
+    spec = None if kernel == "default" else LDKSpec(latent_dim=2)
+    reg, x, y = _fitted_for_the_elbo(spec, batch_size)
+    mll = gpytorch.mlls.VariationalELBO(reg.likelihood_, reg.model_, num_data=60, combine_terms=False)
+    reference, reference_grads = _terms_and_gradients(reg, lambda: mll(reg.model_(x), y)[:3])
+    terms, grads = _terms_and_gradients(reg, lambda: whitened_gaussian_elbo(mll, x, y)[:3])
+    assert len(terms) == 3
+    for mine, theirs in zip(terms, reference):
+        assert float(mine) == pytest.approx(float(theirs), rel=1e-10, abs=1e-12)
+    assert any(g.abs().max() > 0 for g in grads)
+    for mine, theirs in zip(grads, reference_grads):
+        torch.testing.assert_close(mine, theirs, rtol=1e-10, atol=1e-10 * float(theirs.abs().max()) + 1e-300)
+    # combined (the added loss terms of variational vectors subtracted, as gpytorch does), as the regressor
+    # takes it for a kernel without variational vectors
+    combined = gpytorch.mlls.VariationalELBO(reg.likelihood_, reg.model_, num_data=60)
+    (reference,), reference_grads = _terms_and_gradients(reg, lambda: [combined(reg.model_(x), y)])
+    (mine,), grads = _terms_and_gradients(reg, lambda: [whitened_gaussian_elbo(combined, x, y)])
+    assert float(mine) == pytest.approx(float(reference), rel=1e-10)
+    for mine, theirs in zip(grads, reference_grads):
+        torch.testing.assert_close(mine, theirs, rtol=1e-10, atol=1e-10 * float(theirs.abs().max()) + 1e-300)
+
+
+def test_the_step_elbo_by_hand_starts_q_as_gpytorch_does_and_defers_what_it_does_not_write_out():
+    """The first call initializes q(v) as gpytorch's first call does (its draw from torch's generator);
+    a likelihood other than the Gaussian goes through gpytorch's ELBO as it is."""
+    import copy
+
+    from lvgp.models.inducing import whitened_gaussian_elbo
+
+    reg, x, y = _fitted_for_the_elbo(LDKSpec(latent_dim=2), 16)
+    reg.model_.variational_strategy.variational_params_initialized.fill_(0)
+    other = copy.deepcopy(reg.model_)
+    values = []
+    for model, elbo in ((reg.model_, whitened_gaussian_elbo), (other, lambda mll, x, y: mll(mll.model(x), y))):
+        mll = gpytorch.mlls.VariationalELBO(reg.likelihood_, model, num_data=60)
+        with exact_numerics():
+            torch.manual_seed(3)
+            values.append(float(elbo(mll, x, y)))
+        assert bool(model.variational_strategy.variational_params_initialized)
+    assert values[0] == pytest.approx(values[1], rel=1e-10)
+    torch.testing.assert_close(
+        reg.model_.variational_strategy._variational_distribution.variational_mean,
+        other.variational_strategy._variational_distribution.variational_mean,
+        rtol=0,
+        atol=0,
+    )
+    student = gpytorch.likelihoods.StudentTLikelihood().double()
+    mll = gpytorch.mlls.VariationalELBO(student, reg.model_, num_data=60)
+    with exact_numerics():
+        torch.manual_seed(0)
+        expected = float(mll(reg.model_(x), y))
+        torch.manual_seed(0)
+        assert float(whitened_gaussian_elbo(mll, x, y)) == expected
+
+
+def test_the_steps_kernel_blocks_at_once_are_the_lazy_ones():
+    """``training_blocks``: the one Gram of the inducing documents and the batch (a GPU's way) gives the
+    lazy blocks K_ZX, K_ZZ and diag K_XX (a CPU's way) up to rounding."""
+    from lvgp.models.inducing import training_blocks
+
+    reg, x, _ = _fitted_for_the_elbo(LDKSpec(latent_dim=2), 16)
+    z, x = pad_to_common_width(reg.model_.variational_strategy.inducing_points, x)
+    kernel = reg.model_.covar_module
+    with torch.no_grad():
+        lazy, at_once = training_blocks(kernel, z, x, at_once=False), training_blocks(kernel, z, x, at_once=True)
+    assert [tuple(b.shape) for b in lazy] == [(8, 16), (8, 8), (16,)]
+    for a, b in zip(lazy, at_once):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

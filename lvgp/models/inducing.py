@@ -6,12 +6,17 @@ one step (:func:`step_approximation`)."""
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
+import gpytorch
 import numpy as np
 import scipy.sparse as sp
 import torch
-from gpytorch.variational import VariationalStrategy
+from gpytorch.variational import CholeskyVariationalDistribution, VariationalStrategy
+from linear_operator.utils.cholesky import psd_safe_cholesky
+from linear_operator.utils.warnings import NumericalWarning
 from sklearn.cluster import kmeans_plusplus
 from sklearn.preprocessing import normalize
 
@@ -19,7 +24,18 @@ from .._random import numpy_generator, torch_generator
 from ..bow.padded import documents_at, pad_to_common_width, pad_to_width, padded_to_counts
 from ..kernels.spec import LDKSpec
 
-__all__ = ["PaddedVariationalStrategy", "choose_inducing_documents", "step_approximation"]
+try:  # gpytorch >= 1.15: the training step's predictive updates with a hand-written backward
+    from gpytorch.variational.variational_strategy import ComputePredictiveUpdates as _FusedPredictiveUpdates
+except ImportError:  # pragma: no cover - older gpytorch computes them by autograd, as here
+    _FusedPredictiveUpdates = None
+
+__all__ = [
+    "PaddedVariationalStrategy",
+    "choose_inducing_documents",
+    "step_approximation",
+    "training_blocks",
+    "whitened_gaussian_elbo",
+]
 
 
 class PaddedVariationalStrategy(VariationalStrategy):
@@ -48,15 +64,117 @@ class PaddedVariationalStrategy(VariationalStrategy):
         variational_inducing_covar: Any = None,
         **kwargs: Any,
     ) -> Any:
+        x, inducing_points = self._padded(x, inducing_points)
+        return super().forward(x, inducing_points, inducing_values, variational_inducing_covar, **kwargs)
+
+    def _padded(self, x: torch.Tensor, inducing_points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(x.shape[-1], inducing_points.shape[-1], self.__dict__.get("_width", 0))
         self.__dict__["_width"] = width
-        return super().forward(
-            pad_to_width(x, width),
-            pad_to_width(inducing_points, width),
-            inducing_values,
-            variational_inducing_covar,
-            **kwargs,
-        )
+        return pad_to_width(x, width), pad_to_width(inducing_points, width)
+
+    def training_marginals(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""The mean and variance of :math:`q(\mathbf f)` at training documents ``x`` (``B x L``): the values
+        (and gradients) of ``self(x)``'s ``mean`` and ``variance`` in training, without the linear operators.
+        With :math:`L L^\top = K_{ZZ} + \epsilon I`, :math:`A = L^{-1} K_{ZX}` and :math:`q(\mathbf v) =
+        \mathcal N(\mathbf m, S S^\top)` (whitened, Hensman et al. 2015 eq. 9 with Matthews 2017's
+        :math:`\mathbf u = L\mathbf v`):
+
+        .. math:: \mu_i = \mu(x_i) + (A^\top\mathbf m)_i, \qquad
+            \sigma_i^2 = k(x_i, x_i) + \epsilon + (A^\top (S S^\top - I) A)_{ii},
+
+        the variances floored at gpytorch's ``min_variance`` with its ``NumericalWarning``, as
+        ``MultivariateNormal.variance`` floors them. The kernel's blocks: :func:`training_blocks`."""
+        self._clear_cache()
+        if not (self.variational_params_initialized.item() and self.updated_strategy.item()):
+            self(x)  # gpytorch's first call: q(v) initialized from the prior (its draw), or an old file's whitened
+        model = self.model
+        x, z = self._padded(x, self.inducing_points)
+        m = z.shape[-2]
+        k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
+        eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
+        chol = psd_safe_cholesky(k_zz + self.jitter_val * eye)
+        q = self._variational_distribution
+        s = q.chol_variational_covar.tril()
+        middle = s @ s.mT - eye  # S S^T - I
+        # gpytorch's own arithmetic (its fused update where it uses it: fewer inducing documents than the
+        # batch), so that the gradients agree with its step to rounding, not only to the K_ZZ's conditioning
+        if _FusedPredictiveUpdates is not None and m < x.shape[-2]:
+            mean_update, variance_update = _FusedPredictiveUpdates.apply(chol, k_zx, middle, q.variational_mean)
+        else:
+            a = torch.linalg.solve_triangular(chol, k_zx, upper=False)
+            mean_update = (a.mT @ q.variational_mean.unsqueeze(-1)).squeeze(-1)
+            variance_update = (a.mT * (middle @ a).mT).sum(-1)
+        mean = model.mean_module(x) + mean_update
+        variance = k_xx + self.jitter_val + variance_update
+        floor = gpytorch.settings.min_variance.value(variance.dtype)
+        if variance.lt(floor).any():  # as gpytorch's MultivariateNormal.variance
+            warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel=2)
+            variance = variance.clamp_min(floor)
+        return mean, variance
+
+    def whitened_kl(self) -> torch.Tensor:
+        r""":math:`\mathrm{KL}(\mathcal N(\mathbf m, S S^\top)\,\|\,\mathcal N(0, I)) = \frac12(\|S\|_F^2 +
+        \|\mathbf m\|^2 - M - 2\sum_i\log|S_{ii}|)`: the value of gpytorch's ``kl_divergence()``
+        without the linear operators."""
+        q = self._variational_distribution
+        s, mean = q.chol_variational_covar.tril(), q.variational_mean
+        log_det = s.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)
+        return 0.5 * (s.square().sum((-2, -1)) + mean.square().sum(-1) - mean.shape[-1] - 2 * log_det)
+
+
+def training_blocks(
+    kernel: Any, z: torch.Tensor, x: torch.Tensor, at_once: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``K_ZX`` (``M x B``), ``K_ZZ`` (``M x M``) and ``diag K_XX`` (``B``) of inducing documents ``z`` and a
+    batch ``x`` (padded to one width), as gpytorch's strategy evaluates them for :class:`SparseGPLVSM`:
+    lazily, each block its own kernel call (the least arithmetic: a CPU's way), or ``at_once``, one Gram of
+    the ``M + B`` documents sliced (about half the launches: a GPU's way,
+    :meth:`lvgp.models.sparse.SparseGPLVSM.forward`)."""
+    if at_once:
+        m = z.shape[-2]
+        full = kernel(torch.cat([z, x], dim=-2)).to_dense()
+        return full[..., :m, m:], full[..., :m, :m], full[..., m:, m:].diagonal(dim1=-2, dim2=-1)
+    return kernel(z, x).to_dense(), kernel(z, z).to_dense(), kernel(x, diag=True)
+
+
+def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, y: torch.Tensor) -> Any:
+    r"""``mll(mll.model(x), y)`` for a Gaussian likelihood: the terms of the whitened SVGP ELBO per datum
+    (Hensman et al. 2013 eq. 4; ``combine_terms=False``: the expected log-likelihood, the KL, the log
+    prior and, where the model has them, its added losses; else their combination, as gpytorch's), from
+    :meth:`PaddedVariationalStrategy.training_marginals` and the closed forms
+
+    .. math:: \mathbb E_{q(f_i)}\log\mathcal N(y_i\mid f_i, \sigma_n^2) = -\tfrac12\Big[\frac{(y_i - \mu_i)^2
+        + \sigma_i^2}{\sigma_n^2} + \log\sigma_n^2 + \log 2\pi\Big]
+
+    and :meth:`PaddedVariationalStrategy.whitened_kl`. The same values and gradients as gpytorch's (to
+    rounding: ``tests/test_sparse.py``) with about a tenth fewer operators a step and none of the
+    linear operators' bookkeeping (``benchmarks/step_anatomy.py``). Other likelihoods, variational
+    distributions or strategies, and ``beta != 1``, go through gpytorch's ``mll`` as they are."""
+    model, likelihood = mll.model, mll.likelihood
+    strategy = getattr(model, "variational_strategy", None)
+    if (
+        type(likelihood) is not gpytorch.likelihoods.GaussianLikelihood
+        or not isinstance(strategy, PaddedVariationalStrategy)
+        or type(strategy._variational_distribution) is not CholeskyVariationalDistribution
+        or mll.beta != 1.0
+        or x.dim() != 2
+    ):
+        return mll(model(x), y)
+    mean, variance = strategy.training_marginals(x)
+    noise = likelihood.noise_covar.noise.squeeze(-1)
+    expected = -0.5 * (((y - mean).square() + variance) / noise + noise.log() + math.log(2 * math.pi))
+    log_likelihood = expected.sum(-1).div(x.shape[-2])
+    kl = strategy.whitened_kl().div(mll.num_data)
+    added = [term.loss() for term in model.added_loss_terms()]
+    added_loss = torch.zeros_like(log_likelihood)
+    for loss in added:
+        added_loss = added_loss + loss
+    log_prior = torch.zeros_like(log_likelihood)
+    for _, module, prior, closure, _ in mll.named_priors():
+        log_prior = log_prior + prior.log_prob(closure(module)).sum().div(mll.num_data)
+    if mll.combine_terms:
+        return log_likelihood - kl + log_prior - added_loss
+    return (log_likelihood, kl, log_prior, added_loss) if added else (log_likelihood, kl, log_prior)
 
 
 #: k-means++ seeds among at most this many documents (or 20 per inducing document, if more): a uniform

@@ -11,7 +11,10 @@ noise, and the Gaussian prior :math:`\mathcal N(0, \rho^{-1} I)` on every latent
 
 gpytorch's ``VariationalELBO`` with the latent-vector prior registered on the kernel: the
 prior enters once per epoch's worth of data (divided by ``n`` like the KL), not once per
-mini-batch, so it keeps its weight relative to the likelihood whatever the batch size.
+mini-batch, so it keeps its weight relative to the likelihood whatever the batch size. A step
+computes that ELBO's terms itself, from the kernel's blocks and closed forms
+(:func:`~lvgp.models.inducing.whitened_gaussian_elbo`: gpytorch's values and gradients, without its
+linear operators' bookkeeping).
 
 Inducing points. LDK's inputs are word-index sets, not points of a vector space, so
 inducing inputs cannot be moved by gradients. lvgp uses **fixed inducing documents whose
@@ -69,7 +72,12 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, warn
-from .inducing import PaddedVariationalStrategy, choose_inducing_documents, step_approximation
+from .inducing import (
+    PaddedVariationalStrategy,
+    choose_inducing_documents,
+    step_approximation,
+    whitened_gaussian_elbo,
+)
 from .mixins import (
     FittedVocabularyMixin,
     KernelParamsMixin,
@@ -392,12 +400,12 @@ class SparseGPLVSMRegressor(
             evaluation of the step: K_ZZ, K_ZX and diag K_XX see the same vectors)."""
             if not variational:
                 with shared_evaluation(self.model_):
-                    return -mll(self.model_(xb), yb)
+                    return -whitened_gaussian_elbo(mll, xb, yb)
             with contextlib.ExitStack() as stack:
                 for vectors in variational:
                     stack.enter_context(vectors.one_sample(samples))
                 stack.enter_context(shared_evaluation(self.model_))
-                log_likelihood, kl_inducing, log_prior = mll(self.model_(xb), yb)[:3]
+                log_likelihood, kl_inducing, log_prior = whitened_gaussian_elbo(mll, xb, yb)[:3]
             kl_vectors = sum((v.kl() for v in variational), torch.zeros((), dtype=log_likelihood.dtype))
             return -(log_likelihood - kl_inducing + log_prior - kl_vectors / n)
 
