@@ -15,7 +15,7 @@ first step (setup: the inducing documents, the kernel's start, the data to the d
 (flat in n when the model's memory does not grow with n), and the operations a step dispatches:
 ``torch.profiler`` over steps 4-6 of a fit on the first 8,000 documents (the setup left out) -- on a GPU the CUDA kernels launched (and the fraction of a step's wall time they run,
 the GPU busy fraction: their time over the step's), on CPU the leaf ATen operators (each would be a launch on a GPU),
-and the operators whose result the host reads before going on (``item()``, data-dependent sizes of ``nonzero``
+and the operators whose result the host reads before going on (``item()``, ``equal``, data-dependent sizes of ``nonzero``
 and ``unique``: on a GPU each waits for the queue to drain). With
 ``--before COMMIT`` the same rows for the code at that commit, measured in the same run.
 
@@ -194,10 +194,11 @@ def dispatched(waiting=2, active=3):
         return len(kernels) / active, sum(e.device_time_total for e in kernels) / 1e6 / wall, reads
     return sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children) / active, 0.0, reads
 
-# operators whose result the host must read before it can go on (a value, or a size that depends on
-# the data): on a GPU each waits for every kernel queued before it
+# operators whose result the host must read before it can go on (a value -- `equal` and `is_nonzero`
+# included, counted since 2026-12-01 -- or a size that depends on the data): on a GPU each waits for
+# every kernel queued before it
 HOST_READS = {"aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::unique_dim",
-              "aten::unique_consecutive", "aten::masked_select"}
+              "aten::unique_consecutive", "aten::masked_select", "aten::equal", "aten::is_nonzero"}
 
 def host_reads(events):
     return sum(1 for e in events if e.name in HOST_READS)
