@@ -632,3 +632,43 @@ def test_the_steps_kernel_blocks_at_once_are_the_lazy_ones():
     assert [tuple(b.shape) for b in lazy] == [(8, 16), (8, 8), (16,)]
     for a, b in zip(lazy, at_once):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_the_step_reads_the_strategys_flags_once_and_finds_the_inducing_documents_by_identity():
+    """Host reads (a wait on a GPU): the variational strategy's two flags are read once and then only
+    where they were written; the inducing documents, padded once, reach the kernel as one tensor, whose
+    document set is found by identity, not by comparing values (``torch.equal``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from lvgp.models.inducing import whitened_gaussian_elbo
+
+    class Reads(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.counts = {"equal": 0, "item": 0}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = {torch.ops.aten.equal.default: "equal", torch.ops.aten._local_scalar_dense.default: "item"}
+            if func in name:
+                self.counts[name[func]] += 1
+            return func(*args, **(kwargs or {}))
+
+    reg, x, y = _fitted_for_the_elbo(LDKSpec(latent_dim=2), 16)
+    strategy = reg.model_.variational_strategy
+    mll = gpytorch.mlls.VariationalELBO(reg.likelihood_, reg.model_, num_data=60)
+    seen = []
+    for forget in (False, True, False):  # the batch's sets built by the first call; the flags forgotten
+        if forget:
+            strategy.__dict__.pop("_flags_seen")
+        with exact_numerics(), torch.no_grad(), Reads() as reads:
+            whitened_gaussian_elbo(mll, x, y)
+        seen.append(reads.counts)
+    assert seen[2]["item"] == seen[1]["item"] - 2
+    assert seen[1]["equal"] == seen[2]["equal"] == 0
+    padded = strategy.__dict__["_padded_inducing"][2]
+    whitened_gaussian_elbo(mll, x, y)
+    assert strategy.__dict__["_padded_inducing"][2] is padded
+    strategy.variational_params_initialized.fill_(0)  # written: read again, and q(v) started anew
+    with exact_numerics(), torch.no_grad():
+        whitened_gaussian_elbo(mll, x, y)
+    assert bool(strategy.variational_params_initialized)

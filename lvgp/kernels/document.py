@@ -248,7 +248,10 @@ class DocumentKernel(Kernel):
                     and held[0]._version == held_key[4]  # the held ids are still those the set was built from
                     and torch.equal(held[0], x)
                 ):
-                    key, hit = held_key, held
+                    # kept under these ids from now on: the next call with the same tensor finds it by
+                    # its storage, without comparing values (a read on the host: on a GPU, a wait)
+                    del cache[held_key]
+                    hit = cache[key] = (x, held[1])
                     break
         if hit is not None:
             cache.move_to_end(key)

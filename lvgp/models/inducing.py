@@ -72,6 +72,22 @@ class PaddedVariationalStrategy(VariationalStrategy):
         self.__dict__["_width"] = width
         return pad_to_width(x, width), pad_to_width(inducing_points, width)
 
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        self.__dict__.pop("_padded_inducing", None)  # kept for the inducing points before .to() / .double()
+        self.__dict__.pop("_flags_seen", None)
+        return super()._apply(fn, *args, **kwargs)
+
+    def _kept_padded_inducing(self, z: torch.Tensor) -> torch.Tensor:
+        """The inducing documents padded to ``z``'s width, as ``torch.long``, one tensor from step to step
+        (while they and the width stay), so that the kernel finds their document set by identity: a fresh
+        copy at every step is found only by comparing values, which on a GPU waits for the queue each time."""
+        points, kept = self.inducing_points, self.__dict__.get("_padded_inducing")
+        if kept is not None and kept[0] is points and kept[1] == points._version and kept[2].shape == z.shape:
+            return kept[2]
+        z = z.long()
+        self.__dict__["_padded_inducing"] = (points, points._version, z)
+        return z
+
     def training_marginals(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The mean and variance of :math:`q(\mathbf f)` at training documents ``x`` (``B x L``): the values
         (and gradients) of ``self(x)``'s ``mean`` and ``variance`` in training, without the linear operators.
@@ -85,10 +101,15 @@ class PaddedVariationalStrategy(VariationalStrategy):
         the variances floored at gpytorch's ``min_variance`` with its ``NumericalWarning``, as
         ``MultivariateNormal.variance`` floors them. The kernel's blocks: :func:`training_blocks`."""
         self._clear_cache()
-        if not (self.variational_params_initialized.item() and self.updated_strategy.item()):
-            self(x)  # gpytorch's first call: q(v) initialized from the prior (its draw), or an old file's whitened
+        flags = (self.variational_params_initialized, self.updated_strategy)
+        seen = self.__dict__.get("_flags_seen")  # the flags read once, then again only where they were written
+        if seen is None or any(kept is not f or version != f._version for (kept, version), f in zip(seen, flags)):
+            if not all(bool(f.item()) for f in flags):
+                self(x)  # gpytorch's first call: q(v) initialized from the prior (its draw), or an old file's whitened
+            self.__dict__["_flags_seen"] = [(f, f._version) for f in flags]
         model = self.model
         x, z = self._padded(x, self.inducing_points)
+        x, z = x.long(), self._kept_padded_inducing(z)  # the kernel's own dtype: converted once, not in each call
         m = z.shape[-2]
         k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
         eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
