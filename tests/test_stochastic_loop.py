@@ -449,3 +449,27 @@ def test_the_slda_em_runs_in_the_one_loop_with_its_rule_and_ctrl_c(monkeypatch):
             docs, corpus.y
         )
     assert model.n_iter_ == 3 and not model.converged_
+
+
+def test_adam_in_its_multi_tensor_form_is_the_per_parameter_loop_bit_for_bit():
+    """``lvgp.base.fitting.torch_adam`` (``foreach=True``: a few operators a step over all parameters) gives
+    the values of torch's per-parameter loop, to the bit, on parameters of several shapes and scales."""
+    from lvgp.base.fitting import torch_adam
+
+    def trajectory(make):
+        g = torch.Generator().manual_seed(0)
+        params = [
+            torch.randn(shape, generator=g, dtype=torch.float64, requires_grad=True) for shape in ((), (3,), (4, 5))
+        ]
+        target = [torch.randn(p.shape, generator=g, dtype=torch.float64) * 10 for p in params]
+        opt = make(params)
+        for _ in range(50):
+            opt.zero_grad()
+            sum(((p - t) ** 4).sum() + (p * t).sin().sum() for p, t in zip(params, target)).backward()
+            opt.step()
+        return [p.detach().clone() for p in params]
+
+    multi = trajectory(lambda params: torch_adam(params, lr=0.05))
+    loop = trajectory(lambda params: torch.optim.Adam(params, lr=0.05, foreach=False))
+    assert all(torch.equal(a, b) for a, b in zip(multi, loop))
+    assert not torch.equal(multi[2], trajectory(lambda params: torch.optim.Adam(params, lr=0.04, foreach=False))[2])

@@ -550,6 +550,13 @@ class _Params:
                 p.copy_(v)
 
 
+def torch_adam(params: Iterable[torch.Tensor], lr: float) -> torch.optim.Adam:
+    """torch's Adam (its defaults but ``lr``) in the multi-tensor form (``foreach=True``): each update a
+    few operators over all the parameters instead of about ten per parameter, as torch already runs it
+    on CUDA. The same values as its per-parameter loop, bit for bit on a CPU (tested)."""
+    return torch.optim.Adam(params, lr=float(lr), foreach=True)
+
+
 def fit_adam(
     params: Sequence[torch.nn.Parameter],
     objective: Callable[[], torch.Tensor],
@@ -574,14 +581,14 @@ def fit_adam(
     kept), the budget, or Ctrl-C (the fit ends where it is). The parameters that require a gradient
     are fitted."""
     params = [p for p in params if p.requires_grad]
-    adam = torch.optim.Adam(params, lr=float(lr))
+    optimizer = torch_adam(params, lr)
 
     def step(it: int) -> torch.Tensor:
         for p in params:
             p.grad = None
         loss = objective()
         loss.backward()
-        adam.step()
+        optimizer.step()
         return loss
 
     return fit_stochastic(

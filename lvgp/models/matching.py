@@ -69,7 +69,7 @@ from ..base.constraints import RUNTIME, Boolean, Embeddings, Integer, Options, R
 from ..base.device import FLOAT_DTYPES, check_device, state_to_cpu, to_host
 from ..base.embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, resolve_embeddings
 from ..base.fit_options import LBFGS, EarlyStopping, FitOptionsArgument, FitOptionsMixin, MiniBatch
-from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state
+from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, minimize, parameter_state, torch_adam
 from ..base.linalg import dual_cca
 from ..base.numerics import default_dtype
 from ..bow.padded import PAD, pad_to_common_width, padded_to_counts
@@ -606,7 +606,7 @@ class LDKMatcher(KernelParamsMixin, FitOptionsMixin, SavedParamsMixin, BaseEstim
         g = torch_generator(seed)
         batch = int(optimizer.batch_size)
         batches = max(1, n // batch)
-        opt = torch.optim.Adam(params, lr=float(optimizer.lr))
+        opt = torch_adam(params, optimizer.lr)
 
         def epoch(it: int) -> torch.Tensor:
             perm = torch.randperm(n, generator=g)

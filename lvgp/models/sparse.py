@@ -52,7 +52,7 @@ from ..base.device import check_device, state_to_cpu, to_host
 from ..base.distributed import backward_on_share, check_same_model, process_group
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
-from ..base.fitting import FitResult, PlateauStopping, fit_stochastic
+from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, torch_adam
 from ..base.numerics import NOISE_FLOOR, exact_numerics, warn_about_fitted_noise
 from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
@@ -390,7 +390,7 @@ class SparseGPLVSMRegressor(
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n, combine_terms=not variational)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
         optimizer = self._optimizer_options()
-        opt = torch.optim.Adam(params, lr=float(optimizer.lr))
+        opt = torch_adam(params, optimizer.lr)
         streams = Streams.of_seed(seed, positions=_STEP_STREAMS)
         g = torch_generator(streams.root)  # the batches' order
         samples = streams.torch("word-vector draws")  # the word vectors' draws, one a step

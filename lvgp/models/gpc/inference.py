@@ -25,6 +25,7 @@ from linear_operator.utils.errors import NotPSDError
 from sklearn.exceptions import ConvergenceWarning
 
 from ..._random import torch_generator
+from ...base import fitting
 from ...base.distributed import backward_on_share, process_group
 from ...base.fit_options import LBFGS, FitOptions, MiniBatch
 from ...base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
@@ -457,7 +458,7 @@ class VariationalInference(Inference):
         ]
         optimizer, stopping = est._optimizer_options(), est._stopping()
         ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
-        adam = torch.optim.Adam(others, lr=float(optimizer.lr))
+        adam = fitting.torch_adam(others, optimizer.lr)
         batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
         g = torch_generator(seed)
         est.model_.train()
