@@ -92,8 +92,8 @@ class PaddedVariationalStrategy(VariationalStrategy):
         r"""The mean and variance of :math:`q(\mathbf f)` at training documents ``x`` (``B x L``): the values
         (and gradients) of ``self(x)``'s ``mean`` and ``variance`` in training, without the linear operators.
         With :math:`L L^\top = K_{ZZ} + \epsilon I`, :math:`A = L^{-1} K_{ZX}` and :math:`q(\mathbf v) =
-        \mathcal N(\mathbf m, S S^\top)` (whitened, Hensman et al. 2015 eq. 9 with Matthews 2017's
-        :math:`\mathbf u = L\mathbf v`):
+        \mathcal N(\mathbf m, S S^\top)` (the SVGP marginals of Hensman, Fusi & Lawrence 2013, whitened
+        as Matthews 2017 and gpytorch's ``VariationalStrategy``: :math:`\mathbf u = L\mathbf v`):
 
         .. math:: \mu_i = \mu(x_i) + (A^\top\mathbf m)_i, \qquad
             \sigma_i^2 = k(x_i, x_i) + \epsilon + (A^\top (S S^\top - I) A)_{ii},
@@ -160,23 +160,26 @@ def training_blocks(
 
 def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, y: torch.Tensor) -> Any:
     r"""``mll(mll.model(x), y)`` for a Gaussian likelihood: the terms of the whitened SVGP ELBO per datum
-    (Hensman et al. 2013 eq. 4; ``combine_terms=False``: the expected log-likelihood, the KL, the log
-    prior and, where the model has them, its added losses; else their combination, as gpytorch's), from
+    (Hensman, Fusi & Lawrence 2013's bound, scaled as gpytorch's ``VariationalELBO`` scales it; with
+    ``combine_terms=False`` the expected log-likelihood, the KL, the log prior and, where the model has
+    them, its added losses; else their combination, as gpytorch's), from
     :meth:`PaddedVariationalStrategy.training_marginals` and the closed forms
 
     .. math:: \mathbb E_{q(f_i)}\log\mathcal N(y_i\mid f_i, \sigma_n^2) = -\tfrac12\Big[\frac{(y_i - \mu_i)^2
         + \sigma_i^2}{\sigma_n^2} + \log\sigma_n^2 + \log 2\pi\Big]
 
     and :meth:`PaddedVariationalStrategy.whitened_kl`. The same values and gradients as gpytorch's (to
-    rounding: ``tests/test_sparse.py``) with about a tenth fewer operators a step and none of the
-    linear operators' bookkeeping (``benchmarks/step_anatomy.py``). Other likelihoods, variational
-    distributions or strategies, and ``beta != 1``, go through gpytorch's ``mll`` as they are."""
+    rounding: ``tests/test_sparse.py``) with fewer operators and none of the linear operators'
+    bookkeeping (``benchmarks/step_anatomy.py``). Other likelihoods (a noise with a batch shape
+    included), variational distributions or strategies, and ``beta != 1``, go through gpytorch's ``mll``
+    as they are."""
     model, likelihood = mll.model, mll.likelihood
     strategy = getattr(model, "variational_strategy", None)
     if (
         type(likelihood) is not gpytorch.likelihoods.GaussianLikelihood
         or not isinstance(strategy, PaddedVariationalStrategy)
         or type(strategy._variational_distribution) is not CholeskyVariationalDistribution
+        or likelihood.noise_covar.noise.numel() != 1
         or mll.beta != 1.0
         or x.dim() != 2
     ):
