@@ -539,7 +539,7 @@ def _fitted_for_the_elbo(kernel, batch_size, num_inducing=8):
     return reg, x, torch.as_tensor((data.y[:batch_size] - reg.y_mean_) / reg.y_std_)
 
 
-def _terms_and_gradients(reg, elbo, draws=None):
+def _terms_and_gradients(reg, elbo):
     """The ELBO's terms of one batch and every parameter's gradient of their sum, one draw of the vectors."""
     model, likelihood = reg.model_, reg.likelihood_
     model.train()
@@ -550,7 +550,7 @@ def _terms_and_gradients(reg, elbo, draws=None):
     vectors = [m for m in model.modules() if hasattr(m, "one_sample")]
     with exact_numerics(), contextlib.ExitStack() as stack:
         for v in vectors:
-            stack.enter_context(v.one_sample(torch.Generator().manual_seed(draws or 0)))
+            stack.enter_context(v.one_sample(torch.Generator().manual_seed(0)))
         stack.enter_context(shared_evaluation(model))
         terms = elbo()
     sum(terms).backward()
