@@ -19,6 +19,7 @@ from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD, pad_to_common_width
 from lvgp.datasets import make_synonym_regression
 from lvgp.kernels import LDKSpec, make_word_vectors, shared_evaluation
+from lvgp.kernels.spec import variational_word_vectors
 from lvgp.models.inducing import choose_inducing_documents
 from lvgp.models.sparse import SparseGPLVSM, SparseGPLVSMRegressor
 from lvgp.warnings import EmptyDocumentsWarning
@@ -547,7 +548,7 @@ def _terms_and_gradients(reg, elbo):
     params = [p for p in [*model.parameters(), *likelihood.parameters()] if p.requires_grad]
     for p in params:
         p.grad = None
-    vectors = [m for m in model.modules() if hasattr(m, "one_sample")]
+    vectors = variational_word_vectors(model.covar_module)
     with exact_numerics(), contextlib.ExitStack() as stack:
         for v in vectors:
             stack.enter_context(v.one_sample(torch.Generator().manual_seed(0)))

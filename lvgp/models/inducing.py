@@ -21,6 +21,7 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.preprocessing import normalize
 
 from .._random import numpy_generator, torch_generator
+from ..base.fitting import log_prior
 from ..bow.padded import documents_at, pad_to_common_width, pad_to_width, padded_to_counts
 from ..kernels.spec import LDKSpec
 
@@ -190,15 +191,11 @@ def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, 
     log_likelihood = expected.sum(-1).div(x.shape[-2])
     kl = strategy.whitened_kl().div(mll.num_data)
     added = [term.loss() for term in model.added_loss_terms()]
-    added_loss = torch.zeros_like(log_likelihood)
-    for loss in added:
-        added_loss = added_loss + loss
-    log_prior = torch.zeros_like(log_likelihood)
-    for _, module, prior, closure, _ in mll.named_priors():
-        log_prior = log_prior + prior.log_prob(closure(module)).sum().div(mll.num_data)
+    added_loss = sum(added, torch.zeros_like(log_likelihood))
+    prior = log_prior(mll).div(mll.num_data)  # the likelihood's and the model's, as gpytorch's mll adds them
     if mll.combine_terms:
-        return log_likelihood - kl + log_prior - added_loss
-    return (log_likelihood, kl, log_prior, added_loss) if added else (log_likelihood, kl, log_prior)
+        return log_likelihood - kl + prior - added_loss
+    return (log_likelihood, kl, prior, added_loss) if added else (log_likelihood, kl, prior)
 
 
 #: k-means++ seeds among at most this many documents (or 20 per inducing document, if more): a uniform
