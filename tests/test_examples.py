@@ -63,6 +63,7 @@ BENCHMARKS = {
     "laplace_classifier.py": "| r8 | 30 | laplace |",
     "sparse_gplvsm.py": "ratio us/doc",
     "step_anatomy.py": "the ELBO by hand saves",
+    "fused_step.py": "| fused (eager) |",
     "ldk_random_features.py": "memory ratio",
     "scale_out.py": "identical step losses",
     "slda_tomotopy.py": "held-out pR^2",

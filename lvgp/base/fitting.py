@@ -550,10 +550,14 @@ class _Params:
                 p.copy_(v)
 
 
-def torch_adam(params: Iterable[torch.Tensor], lr: float) -> torch.optim.Adam:
+def torch_adam(params: Iterable[torch.Tensor], lr: float, fused: bool = False) -> torch.optim.Adam:
     """torch's Adam (its defaults but ``lr``) in the multi-tensor form (``foreach=True``): each update a
     few operators over all the parameters instead of about ten per parameter, as torch already runs it
-    on CUDA. The same values as its per-parameter loop, bit for bit on a CPU (tested)."""
+    on CUDA. The same values as its per-parameter loop, bit for bit on a CPU (tested). ``fused``: torch's
+    fused implementation instead (one operator an update, its step counts kept as tensors: no read on
+    the host; values equal to rounding), for the compiled sparse step."""
+    if fused:
+        return torch.optim.Adam(params, lr=float(lr), fused=True)
     return torch.optim.Adam(params, lr=float(lr), foreach=True)
 
 

@@ -72,6 +72,8 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, warn
+from .fused_step import FusedSparseObjective
+from .fused_step import unsupported as unsupported_fused
 from .inducing import (
     PaddedVariationalStrategy,
     choose_inducing_documents,
@@ -390,7 +392,17 @@ class SparseGPLVSMRegressor(
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n, combine_terms=not variational)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
         optimizer = self._optimizer_options()
-        opt = torch_adam(params, optimizer.lr)
+        # MiniBatch(compile=True) with a kernel the fused objective takes: the steps after the first (which
+        # initializes q(v) as gpytorch does) evaluate it, compiled, on bags built on the host, with torch's
+        # fused Adam; other kernels take the compiled blocks of rbf_pooled (compiled_blocks below)
+        # (one process: a step taken again eagerly, below, would be one rank's decision alone)
+        fused: dict[str, Any] = {
+            "objective": None,
+            "wanted": bool(optimizer.compile) and bool(variational) and world_size == 1,
+        }
+        if fused["wanted"] and unsupported_fused(self.model_, self.likelihood_) is not None:
+            fused["wanted"] = False
+        opt = torch_adam(params, optimizer.lr, fused=fused["wanted"])
         streams = Streams.of_seed(seed, positions=_STEP_STREAMS)
         g = torch_generator(streams.root)  # the batches' order
         samples = streams.torch("word-vector draws")  # the word vectors' draws, one a step
@@ -422,8 +434,10 @@ class SparseGPLVSMRegressor(
                 return "max_epochs"
             return None
 
-        def share_loss(idx: torch.Tensor) -> torch.Tensor:
+        def share_loss(idx: torch.Tensor, eager: bool = False) -> torch.Tensor:
             idx_device = idx.to(device)
+            if fused["objective"] is not None and not eager:
+                return fused["objective"](documents_at(x, idx, lengths[idx]), targets[idx_device], samples)
             return objective(documents_at(x_device, idx_device, lengths[idx]), targets[idx_device])
 
         def step(it: int) -> torch.Tensor:
@@ -433,13 +447,23 @@ class SparseGPLVSMRegressor(
             order["next"] += int(optimizer.batch_size)
             opt.zero_grad()
             loss = backward_on_share(batch, share_loss, params, rank, world_size, device)
+            if fused["objective"] is not None and not fused["objective"].usable(stacklevel=5):
+                # a Cholesky factorization of the fused step failed: the step again, through the eager
+                # objective (its own draw of the vectors), whose factorization adds jitter or says why not
+                opt.zero_grad()
+                loss = backward_on_share(
+                    batch, lambda idx: share_loss(idx, eager=True), params, rank, world_size, device
+                )
             opt.step()
+            if fused["objective"] is None and fused["wanted"]:
+                fused["objective"] = FusedSparseObjective(self.model_, self.likelihood_, n, compile=True)
             sizes.append(len(batch))
             if order["next"] >= n:
                 epoch_ends.append(it + 1)
             return loss
 
-        with exact_numerics(), compiled_blocks(bool(optimizer.compile)), kept_blocks():
+        # the fused objective's first (eager) step takes the eager blocks: a compiled block would be a warm-up for one step
+        with exact_numerics(), compiled_blocks(bool(optimizer.compile) and not fused["wanted"]), kept_blocks():
             # every rank sees the same losses, hence the same decisions; rank 0 reports
             result = fit_stochastic(
                 step,

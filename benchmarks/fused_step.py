@@ -1,0 +1,208 @@
+"""The sparse GP-LVSM's step through the kernel stack (eager) and fused and compiled (issue 60).
+
+``MiniBatch(compile=True)`` makes the regressor's steps after the first evaluate
+:func:`lvgp.models.fused_step.fused_objective` -- its bags built on the host, the kernel and the ELBO one
+function of tensors, ``torch.compile``'d whole (forward and backward, dynamic shapes) -- with torch's
+fused Adam. This script fits the regressor both ways on the same corpus (the default kernel with its
+Nystrom map, as ``"auto"`` chooses at review lengths) and prints for each:
+
+* the operators of a step (forward, backward, Adam; ``torch.profiler`` over two steps near the end of
+  the fit, divided by two), counted two ways: the **leaf** ATen operators (``large_n.py``'s count: an
+  operator with no operator inside it, e.g. the ``resolve_conj`` checks inside a CPU ``mm``, not the
+  ``mm``) and the **top-level** ones (the operators the step itself calls: inside a compiled graph, its
+  extern calls -- ``mm``, ``linalg_cholesky_ex``, ``_embedding_bag`` -- beside inductor's own fused loops,
+  which are no operators; on a GPU each of these is a kernel launch, and inductor's loops launch one
+  each more);
+* the host reads a step (operators whose result the host reads: each a wait for a GPU's queue);
+* the median step time of the last steps, and the compiled fit's warm-up (its first fused step, less a
+  steady step);
+* the fused objective's loss and gradients against the eager step's, on one batch and one draw of the
+  word vectors (relative to each gradient).
+
+``--quick`` (the tests): 300 documents, 16 inducing, the fused objective eagerly (no inductor build).
+
+    python benchmarks/fused_step.py [--docs 8000] [--threads 2] [--steps 12] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import statistics
+import time
+import warnings
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.profiler import ProfilerActivity, profile, schedule
+
+HOST_READS = {
+    "aten::_local_scalar_dense", "aten::nonzero", "aten::_unique2", "aten::unique_dim",
+    "aten::unique_consecutive", "aten::masked_select", "aten::equal", "aten::is_nonzero",
+}  # fmt: skip
+
+
+def _spec() -> Any:
+    from lvgp import SparseGPLVSMRegressor
+    from lvgp.kernels import LDKSpec
+
+    return LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
+
+
+def fit_profiled(data: Any, args: argparse.Namespace, compile: bool) -> dict[str, Any]:
+    """A fit of ``args.steps`` steps; its step times and the operators of two steps near its end."""
+    from lvgp import MiniBatch, SparseGPLVSMRegressor
+
+    ends: list[float] = []
+    state: dict[str, Any] = {"profiler": None}
+
+    def step_ended(*_: Any) -> None:
+        ends.append(time.perf_counter())
+        if state["profiler"] is not None:
+            state["profiler"].step()
+
+    estimator = SparseGPLVSMRegressor(
+        _spec(),
+        num_inducing=args.inducing,
+        optimizer=MiniBatch(batch_size=args.batch, max_steps=args.steps, compile=compile),
+        num_words=data.num_words,
+        random_state=0,
+    )
+    captured: list[list[Any]] = []
+    hook = register_optimizer_step_post_hook(step_ended)
+    start = time.perf_counter()
+    try:
+        plan = schedule(wait=args.steps - 4, warmup=1, active=2, repeat=1)
+        with profile(activities=[ProfilerActivity.CPU], schedule=plan, on_trace_ready=lambda p: captured.append(list(p.events()))) as prof:  # fmt: skip
+            state["profiler"] = prof
+            estimator.fit(torch.from_numpy(data.X), data.y)
+            state["profiler"] = None
+    finally:
+        hook.remove()
+    events = captured[0]
+    leaf = [e for e in events if e.name.startswith("aten::") and not e.cpu_children]
+    top = [
+        e
+        for e in events
+        if e.name.startswith("aten::") and not (e.cpu_parent is not None and e.cpu_parent.name.startswith("aten::"))
+    ]
+    steps = [b - a for a, b in zip([start, *ends], ends)]
+    steady = statistics.median(steps[-5:])
+    return {
+        "estimator": estimator,
+        "leaf": len(leaf) / 2,
+        "top": len(top) / 2,
+        "reads": sum(e.name in HOST_READS for e in leaf) / 2,
+        "top_names": collections.Counter(e.name for e in top),
+        "step_ms": 1e3 * steady,
+        "warm_up_s": steps[1] - steady if compile else 0.0,
+    }
+
+
+def gaps(estimator: Any, data: Any, args: argparse.Namespace, compile: bool) -> tuple[float, dict[str, float]]:
+    """The fused objective (compiled or not) against the eager step on one batch: the relative loss gap
+    and each gradient's relative gap (by parameter name)."""
+    import gpytorch
+
+    from lvgp.base.numerics import exact_numerics
+    from lvgp.bow.padded import document_lengths, documents_at
+    from lvgp.kernels import shared_evaluation
+    from lvgp.kernels.spec import variational_word_vectors
+    from lvgp.models.fused_step import FusedSparseObjective
+    from lvgp.models.inducing import whitened_gaussian_elbo
+
+    model, likelihood = estimator.model_, estimator.likelihood_
+    model.train()
+    likelihood.train()
+    x = torch.from_numpy(data.X).long()
+    rows = torch.arange(args.batch)
+    xb = documents_at(x, rows, document_lengths(x)[rows])
+    yb = torch.as_tensor((data.y[: args.batch] - estimator.y_mean_) / estimator.y_std_, dtype=torch.float64)
+    n = len(x)
+    named = [(k, p) for k, p in [*model.named_parameters(), *likelihood.named_parameters()] if p.requires_grad]
+    params = [p for _, p in named]
+
+    def eager() -> torch.Tensor:
+        mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n, combine_terms=False)
+        vectors = variational_word_vectors(model.covar_module)
+        with exact_numerics(), contextlib.ExitStack() as stack:
+            for v in vectors:
+                stack.enter_context(v.one_sample(torch.Generator().manual_seed(0)))
+            stack.enter_context(shared_evaluation(model))
+            log_likelihood, kl, log_prior = whitened_gaussian_elbo(mll, xb, yb)[:3]
+        return -(log_likelihood - kl + log_prior - sum(v.kl() for v in vectors) / n)
+
+    fused = FusedSparseObjective(model, likelihood, n, compile=compile)
+    results = []
+    for objective in (eager, lambda: fused(xb, yb, torch.Generator().manual_seed(0))):
+        for p in params:
+            p.grad = None
+        loss = objective()
+        loss.backward()
+        results.append((float(loss), [p.grad.clone() for p in params]))
+    (l0, g0), (l1, g1) = results
+    relative = {k.rsplit(".", 1)[-1]: float((a - b).norm() / b.norm()) for (k, _), a, b in zip(named, g1, g0)}
+    return abs(l1 - l0) / abs(l0), relative
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=8000)
+    parser.add_argument("--num-words", type=int, default=50_000)
+    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--inducing", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--quick", action="store_true", help="small, and the fused objective eagerly (the tests)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.docs, args.num_words, args.max_length, args.inducing, args.batch = 300, 2000, 40, 16, 32
+        args.threads, args.steps = 1, 8
+    torch.set_num_threads(args.threads)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)
+    warnings.simplefilter("ignore")
+    from lvgp.datasets import make_zipf_topic_documents
+
+    data = make_zipf_topic_documents(
+        args.docs, num_words=args.num_words, max_length=args.max_length, random_state=0, n_jobs=args.threads
+    )
+    compiled = not args.quick
+    if args.quick:  # the fused objective as it is, without inductor's build
+        torch.compile = lambda fn, **_: fn  # type: ignore[assignment]
+    print(
+        f"{args.docs} documents of at most {args.max_length} tokens (V = {data.num_words:,}), {args.inducing} inducing, "
+        f"batches of {args.batch}, {args.threads} thread(s), {args.steps} steps; torch {torch.__version__}\n"
+    )
+    print("| step | ops / step (leaf) | ops / step (top-level) | host reads / step | step ms | warm-up s |")
+    print("|---|---|---|---|---|---|")
+    rows = {}
+    for name, compile in (("eager (kernel stack)", False), ("fused, compiled" if compiled else "fused (eager)", True)):
+        r = rows[name] = fit_profiled(data, args, compile)
+        print(
+            f"| {name} | {r['leaf']:.0f} | {r['top']:.0f} | {r['reads']:.0f} | {r['step_ms']:.0f} | "
+            f"{r['warm_up_s']:.1f} |",
+            flush=True,
+        )
+    (eager, fused) = rows.values()
+    print(
+        f"\nthe fused step: {eager['leaf'] / fused['leaf']:.1f}x fewer leaf operators, "
+        f"{eager['top'] / fused['top']:.1f}x fewer top-level ones; step time {fused['step_ms'] / eager['step_ms']:.2f}x "
+        "the eager step's"
+    )
+    print(
+        "its top-level operators:",
+        ", ".join(f"{k.removeprefix('aten::')} {v / 2:g}" for k, v in fused["top_names"].most_common()),
+    )
+    loss_gap, gradient_gaps = gaps(eager["estimator"], data, args, compile=compiled)
+    print(f"fused vs eager on one batch: loss {loss_gap:.1e} relative; each gradient, relative:")
+    print(", ".join(f"{k} {v:.1e}" for k, v in gradient_gaps.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,405 @@
+r"""The sparse GP-LVSM's training objective as one function of tensors, for ``torch.compile`` (issue 60).
+
+An eager step of :class:`~lvgp.SparseGPLVSMRegressor` dispatches about 1,500 operators
+(``benchmarks/step_anatomy.py``): the kernel decides, while it runs, which documents it has seen
+(caches keyed by identity and value), how to bag a batch (``unique``, ``nonzero``: sizes the host
+reads) and which branch to take (``item()``), and each of those is a break in any compiled graph. Here
+the batch's bags are built *on the host, before the step* (NumPy, as a data loader collates a batch):
+its distinct words, each document's distinct words and weights as a padded table, the documents' norm
+floors and their bag-of-words cosines. What is left is a function of tensors with no data-dependent
+branch, :func:`fused_objective`, which ``torch.compile`` takes whole (forward and backward), and which
+an eager run checks against the kernel stack (``tests/test_fused_step.py``: the loss and every gradient
+to 1e-10 in float64).
+
+It is the step of the estimator's default kernel with a Nystrom map
+(:meth:`LDKSpec.variational_bow <lvgp.kernels.LDKSpec.variational_bow>`, ``approximation="nystrom"``,
+what ``"auto"`` picks at review lengths): variational word vectors with the RBF embedding
+kernel, the landmarks' map :math:`\phi(\mathbf x) = L^{-1}k(Z_\ell, \mathbf x)`, the cosine level 2 of
+the mean embeddings plus :math:`\lambda` times the tf-idf cosine (``identity_form="separate"``), an
+output scale, a constant mean, a Gaussian likelihood and the whitened SVGP ELBO
+(:func:`lvgp.models.inducing.whitened_gaussian_elbo`). :func:`unsupported` says why any other model
+takes the eager step.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import gpytorch
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from gpytorch.constraints import GreaterThan, Positive
+from gpytorch.kernels import ScaleKernel
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.means import ConstantMean
+from gpytorch.variational import CholeskyVariationalDistribution
+from linear_operator.utils.warnings import NumericalWarning
+from torch import Tensor
+
+from ..bow.padded import PAD
+from ..warnings import PerformanceWarning
+
+__all__ = ["DocumentTable", "FusedSparseObjective", "document_table", "fused_objective", "unsupported"]
+
+
+class DocumentTable(NamedTuple):
+    """A set of ``n`` documents as the fused objective takes them, built on the host
+    (:func:`document_table`): ``words`` (``u``, the distinct word ids, sorted); the documents as bags
+    (``embedding_bag``'s offsets form) -- ``local`` (``nnz``, each document's distinct words in turn, as
+    indices into ``words``), ``offsets`` (``n``, where each document starts) and ``weights`` (``nnz``,
+    their shares of the document, as the kernel's word weights make them); ``floor`` (``n``, the
+    rounding floor of the squared norms of the latent part:
+    :meth:`LatentDistributionKernel._norm_floor <lvgp.kernels.LatentDistributionKernel>` for an RBF
+    embedding kernel) and ``counts`` (the ``n x V`` sparse matrix of the weights: the bag-of-words
+    part's inner products)."""
+
+    words: Tensor
+    local: Tensor
+    offsets: Tensor
+    weights: Tensor
+    floor: Tensor
+    counts: sp.csr_matrix
+
+
+def document_table(ids: np.ndarray, word_weights: np.ndarray | None, num_words: int) -> DocumentTable:
+    """:class:`DocumentTable` of padded documents ``ids`` (``n x L``, padding ``-1``), with the kernel's
+    per-word weights ``word_weights`` (``None``: each token counts 1), in float64. The weights are
+    :func:`lvgp.kernels.mean_embedding.document_weights`' (a token's weight over its document's total),
+    summed over a document's repeats of a word, as its bags sum them."""
+    ids = np.asarray(ids)
+    n, width = ids.shape
+    mask = ids != PAD
+    safe = np.where(mask, ids, 0).astype(np.int64)
+    weights = (np.ones_like(safe, dtype=np.float64) if word_weights is None else word_weights[safe]) * mask
+    weights = weights / np.maximum(weights.sum(-1, keepdims=True), np.finfo(np.float64).tiny)
+    kept = np.flatnonzero(weights.ravel() > 0)
+    rows = kept // max(1, width)
+    keys, inverse = np.unique(rows * num_words + safe.ravel()[kept], return_inverse=True)
+    summed = np.bincount(inverse, weights=weights.ravel()[kept], minlength=len(keys))
+    rows, vocab = keys // num_words, keys % num_words
+    words, local = np.unique(vocab, return_inverse=True)
+    distinct = np.bincount(rows, minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(distinct)[:-1]]).astype(np.int64)
+    totals = np.bincount(rows, weights=summed, minlength=n)  # the RBF kernel's k(x, x) = 1 for every word
+    floor = 4 * distinct * np.finfo(np.float64).eps * np.abs(totals)
+    counts = sp.csr_matrix((summed, (rows, vocab)), shape=(n, num_words))
+    return DocumentTable(
+        torch.from_numpy(words),
+        torch.from_numpy(local.astype(np.int64)),
+        torch.from_numpy(offsets),
+        torch.from_numpy(summed),
+        torch.from_numpy(floor),
+        counts,
+    )
+
+
+def _inverse_norms(squared: np.ndarray) -> np.ndarray:
+    """``1 / sqrt(s)``, 0 where ``s <= 0`` (:func:`lvgp.kernels.level2.inverse_norm`)."""
+    return np.where(squared > 0, 1 / np.sqrt(np.maximum(squared, np.finfo(np.float64).tiny)), 0.0)
+
+
+def bag_of_words_cosines(left: DocumentTable, right: DocumentTable | None = None) -> Tensor:
+    r"""The tf-idf cosines :math:`\langle\phi_i,\phi_j\rangle / (\|\phi_i\|\|\phi_j\|)` of two document sets
+    (``right=None``: ``left`` with itself), ``n1 x n2`` float64: the bag-of-words part of the kernel, a
+    constant of the data."""
+    same = right is None
+    other = left if right is None else right
+    gram = np.asarray((left.counts @ other.counts.T).todense())
+    r1 = _inverse_norms(np.diagonal(gram).copy() if same else left.counts.multiply(left.counts).sum(1).A1)
+    r2 = r1 if same else _inverse_norms(other.counts.multiply(other.counts).sum(1).A1)
+    return torch.from_numpy(gram * r1[:, None] * r2[None, :])
+
+
+def _softplus_transform(constraint: Any) -> float | None:
+    """The lower bound ``b`` of a ``softplus(raw) + b`` constraint (gpytorch's ``Positive`` and
+    ``GreaterThan`` with their default transform), ``None`` for any other."""
+    if not isinstance(constraint, (GreaterThan, Positive)) or not constraint.enforced:
+        return None
+    transform = constraint._transform
+    default = isinstance(transform, torch.nn.Softplus) and transform.beta == 1 and transform.threshold == 20
+    if not (default or transform is F.softplus):
+        return None
+    return 0.0 if isinstance(constraint, Positive) else float(constraint.lower_bound)
+
+
+def unsupported(model: Any, likelihood: Any) -> str | None:
+    """Why the fused objective cannot take ``model``'s step (``None``: it can): the model and kernel
+    the module docstring describes, unbatched, in float64, on a CPU or a GPU."""
+    from ..kernels.embedding import RBFEmbedding
+    from ..kernels.level2 import CosineLevel2
+    from ..kernels.random_features import RandomFeatureLDK
+    from ..kernels.word_vectors import VariationalWordVectors
+    from .inducing import PaddedVariationalStrategy
+
+    strategy = getattr(model, "variational_strategy", None)
+    if not isinstance(strategy, PaddedVariationalStrategy) or type(strategy) is not PaddedVariationalStrategy:
+        return "the model's strategy is not lvgp's PaddedVariationalStrategy"
+    if type(strategy._variational_distribution) is not CholeskyVariationalDistribution:
+        return "the variational distribution is not a CholeskyVariationalDistribution"
+    if type(likelihood) is not GaussianLikelihood or likelihood.noise_covar.noise.numel() != 1:
+        return "the likelihood is not a GaussianLikelihood with one noise"
+    if type(model.mean_module) is not ConstantMean or model.mean_module.constant.numel() != 1:
+        return "the mean is not one constant"
+    covar = model.covar_module
+    if type(covar) is not ScaleKernel or covar.outputscale.numel() != 1:
+        return "the covariance is not a ScaleKernel of one output scale"
+    kernel = covar.base_kernel
+    if type(kernel) is not RandomFeatureLDK or kernel.features != "nystrom":
+        return "the kernel is not an LDK with a Nystrom map (approximation='nystrom')"
+    if kernel.batch_shape != torch.Size() or kernel.active_dims is not None:
+        return "the kernel has a batch shape or active dimensions"
+    if type(kernel.embedding) is not RBFEmbedding or type(kernel.level2) is not CosineLevel2:
+        return "the kernel's embedding is not RBF or its level 2 is not the cosine"
+    if not (kernel.has_identity and kernel.identity_form == "separate"):
+        return "the kernel has no separate bag-of-words part (identity_form='separate')"
+    vectors = kernel.word_vectors
+    if type(vectors) is not VariationalWordVectors:
+        return "the word vectors are not variational"
+    if vectors.word_features is not None or vectors._extra is not None:
+        return "the word vectors have pretrained features or extra words"
+    if any(p.requires_grad for p in kernel.embedding.parameters()):
+        return "the embedding kernel's bandwidth is learned"
+    if any(True for _ in model.named_priors()) or any(True for _ in likelihood.named_priors()):
+        return "the model has gpytorch priors"
+    constrained = [covar.raw_outputscale_constraint, kernel.raw_identity_weight_constraint]
+    constrained += [likelihood.noise_covar.raw_noise_constraint, vectors.raw_latent_scale_constraint]
+    if any(_softplus_transform(c) is None for c in constrained):
+        return "a constraint is not softplus(raw) + a bound"
+    if vectors.raw_latent.dtype != torch.float64:
+        return "the model is not in float64"
+    return None
+
+
+def _rbf(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
+    r""":math:`\exp(\frac\gamma2(2\,\mathbf a^\top\mathbf b - \|\mathbf a\|^2 - \|\mathbf b\|^2))`, the
+    exponent in ``[-707, 0]`` (float64): :func:`lvgp.kernels.embedding.rbf_gram`'s values, but that its
+    entries below ``exp(-707)`` (about 1e-307) are 0 there, to keep subnormal numbers out of its ``exp``."""
+    exponent = (2 * (xa @ xb.mT) - xa.pow(2).sum(-1).unsqueeze(-1) - xb.pow(2).sum(-1).unsqueeze(-2)) * (0.5 * gamma)
+    return exponent.clamp(min=math.floor(math.log(torch.finfo(xa.dtype).tiny)) + 1, max=0).exp()
+
+
+def _inverse_norm(squared: Tensor) -> Tensor:
+    positive = squared > 0
+    return torch.where(positive, squared.clamp_min(torch.finfo(squared.dtype).tiny).rsqrt(), torch.zeros_like(squared))
+
+
+def _pooled(columns: Tensor, local: Tensor, offsets: Tensor, weights: Tensor) -> Tensor:
+    r""":math:`\sum_s w_{is}\,k(\mathbf x_{v_{is}}, Z_\ell)`, each document's weighted sum of its distinct
+    words' kernel values with the landmarks ``columns`` (``u x m``, one row a word) over its bag: ``n x m``."""
+    return F.embedding_bag(local, columns, offsets, mode="sum", per_sample_weights=weights)
+
+
+def fused_objective(
+    raw_latent: Tensor,
+    raw_latent_scale: Tensor,
+    noise: Tensor,
+    rho: float,
+    gamma: Tensor,
+    landmarks: Tensor,
+    jitter_landmarks: float,
+    raw_identity_weight: Tensor,
+    raw_outputscale: Tensor,
+    constant: Tensor,
+    raw_noise: Tensor,
+    bounds: tuple[float, float, float, float],
+    variational_mean: Tensor,
+    variational_chol: Tensor,
+    jitter: float,
+    z_words: Tensor,
+    z_local: Tensor,
+    z_offsets: Tensor,
+    z_weights: Tensor,
+    z_floor: Tensor,
+    z_bow: Tensor,
+    x_words: Tensor,
+    x_local: Tensor,
+    x_offsets: Tensor,
+    x_weights: Tensor,
+    x_floor: Tensor,
+    zx_bow: Tensor,
+    y: Tensor,
+    num_data: int,
+    min_variance: float,
+) -> tuple[Tensor, Tensor]:
+    r"""Minus the ELBO per datum of one batch (``()``) and its status (``3``, int64): the number of
+    variances floored and the ``info`` of the two Cholesky factorizations (landmarks, ``K_ZZ``; 0 where
+    they succeeded), read by the caller once, after the step, instead of a check on the host inside it.
+
+    The constrained values are ``softplus(raw) + bound`` (gpytorch's ``Positive`` and ``GreaterThan``), the
+    ``bounds`` those of the latent scales, ``identity_weight``, ``outputscale`` and ``noise_variance``.
+    The word vectors: a draw ``raw_latent + latent_scale * noise`` of :math:`q(\mathbf X)` (``V x q``
+    each), whose KL to the prior :math:`\mathcal N(0, \rho^{-1})` is
+    :meth:`lvgp.kernels.word_vectors.VariationalWordVectors.kl`'s. The kernel (``RandomFeatureLDK`` with a Nystrom map): ``L_l L_l^T = k(Z_l, Z_l) + j I`` of the
+    ``landmarks``' vectors, each document's features :math:`L_\ell^{-1}\sum_s w_s k(Z_\ell, \mathbf x_s)`,
+    the cosine of the features plus ``identity_weight`` times the bag-of-words cosine (``z_bow``:
+    ``M x M``, ``zx_bow``: ``M x B``), times ``outputscale``; a squared norm at or below its ``floor``
+    counts as 0, and ``diag K_XX`` is ``outputscale * (1 + identity_weight)`` (the cosine's unit
+    diagonal). The ELBO (:meth:`lvgp.models.inducing.PaddedVariationalStrategy.training_marginals` and
+    :func:`~lvgp.models.inducing.whitened_gaussian_elbo`): ``L L^T = K_ZZ + jitter I``, ``A = L^{-1} K_ZX``,
+    ``mu = constant + A^T m``, ``sigma^2 = diag K_XX + jitter + diag(A^T (S S^T - I) A)`` floored at
+    ``min_variance``, the Gaussian expected log-likelihood averaged over the batch, minus the KL of
+    :math:`q(\mathbf v)` and the word vectors' KL over ``num_data``."""
+    latent_scale, identity_weight, outputscale, noise_variance = (
+        F.softplus(raw) + bound
+        for raw, bound in zip((raw_latent_scale, raw_identity_weight, raw_outputscale, raw_noise), bounds)
+    )
+    vectors = raw_latent + latent_scale * noise
+    z_landmarks = vectors[landmarks]
+    k_ll = _rbf(z_landmarks, z_landmarks, gamma)
+    scale = k_ll.diagonal().mean().detach()
+    eye_l = torch.eye(k_ll.shape[-1], dtype=k_ll.dtype, device=k_ll.device)
+    chol_l, info_l = torch.linalg.cholesky_ex(k_ll + jitter_landmarks * scale * eye_l)
+
+    def features(words: Tensor, local: Tensor, offsets: Tensor, weights: Tensor) -> Tensor:
+        pooled = _pooled(_rbf(vectors[words], z_landmarks, gamma), local, offsets, weights)
+        return torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT
+
+    f_z = features(z_words, z_local, z_offsets, z_weights)
+    f_x = features(x_words, x_local, x_offsets, x_weights)
+    lin_zz = f_z @ f_z.mT
+    s_z = lin_zz.diagonal()
+    s_x = f_x.pow(2).sum(-1)
+    r_z = _inverse_norm(torch.where(s_z <= z_floor, torch.zeros_like(s_z), s_z))
+    r_x = _inverse_norm(torch.where(s_x <= x_floor, torch.zeros_like(s_x), s_x))
+    cos_zz = lin_zz * r_z.unsqueeze(-1) * r_z.unsqueeze(-2)
+    cos_zx = (f_z @ f_x.mT) * r_z.unsqueeze(-1) * r_x.unsqueeze(-2)
+    k_zz = outputscale * (cos_zz + identity_weight * z_bow)
+    k_zx = outputscale * (cos_zx + identity_weight * zx_bow)
+    k_xx = outputscale * (1 + identity_weight)
+
+    m = k_zz.shape[-1]
+    eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
+    chol, info = torch.linalg.cholesky_ex(k_zz + jitter * eye)
+    s = variational_chol.tril()
+    a = torch.linalg.solve_triangular(chol, k_zx, upper=False)
+    mean = constant + a.mT @ variational_mean
+    variance = k_xx + jitter + (a * ((s @ s.mT - eye) @ a)).sum(-2)
+    floored = (variance < min_variance).sum()
+    variance = variance.clamp_min(min_variance)
+    expected = -0.5 * (((y - mean).square() + variance) / noise_variance + noise_variance.log() + math.log(2 * math.pi))
+    log_likelihood = expected.sum(-1) / y.shape[-1]
+    log_det = s.diagonal().abs().log().sum()
+    kl_inducing = 0.5 * (s.square().sum() + variational_mean.square().sum() - m - 2 * log_det)
+    variance_x = latent_scale.pow(2)
+    kl_vectors = 0.5 * (rho * (raw_latent.pow(2) + variance_x) - 1 - torch.log(rho * variance_x)).sum()
+    status = torch.stack([floored, info_l.to(floored.dtype), info.to(floored.dtype)])
+    return -(log_likelihood - kl_inducing / num_data - kl_vectors / num_data), status
+
+
+class FusedSparseObjective:
+    """The training objective of a sparse GP-LVSM whose model :func:`unsupported` accepts, as
+    :func:`fused_objective` (eager, or ``torch.compile``'d with ``compile=True``): ``objective(x, y)``
+    for a batch of padded documents ``x`` (``B x L``, on the host: its bags are built there) and targets
+    ``y`` (``B``, on the model's device) is minus the ELBO per datum, the value and gradients of the
+    eager step (:mod:`lvgp.models.sparse`'s objective with one draw of the word vectors, drawn here by the
+    module's own :meth:`~lvgp.kernels.word_vectors.VariationalWordVectors.one_sample`).
+
+    The inducing documents' table and bag-of-words cosines are built once; a batch's on each call.
+    After a call, :meth:`usable` reads its status (one read, after the loss's: no further wait on a GPU):
+    floored variances warn as gpytorch's; a failed Cholesky factorization (where the eager step's
+    ``psd_safe_cholesky`` would add jitter, or raise) makes the step's values unusable."""
+
+    def __init__(self, model: Any, likelihood: Any, num_data: int, compile: bool = False) -> None:
+        reason = unsupported(model, likelihood)
+        if reason is not None:
+            raise ValueError(f"the fused objective does not apply: {reason}")
+        self.model, self.likelihood, self.num_data = model, likelihood, int(num_data)
+        self.kernel = model.covar_module.base_kernel
+        self.vectors = self.kernel.word_vectors
+        table = self.kernel.word_weights
+        if table is not None and self.kernel.num_words > len(table):  # as the kernel extends it
+            table = torch.cat([table, table.max().expand(self.kernel.num_words - len(table))])
+        self._word_weights = None if table is None else table.detach().cpu().to(torch.float64).numpy()
+        strategy = model.variational_strategy
+        self._inducing = document_table(
+            strategy.inducing_points.cpu().numpy(), self._word_weights, self.kernel.num_words
+        )
+        self._z_bow = bag_of_words_cosines(self._inducing)
+        noise_covar, vectors = likelihood.noise_covar, self.vectors
+        constraints = (
+            vectors.raw_latent_scale_constraint,
+            self.kernel.raw_identity_weight_constraint,
+            model.covar_module.raw_outputscale_constraint,
+            noise_covar.raw_noise_constraint,
+        )
+        bounds = [_softplus_transform(c) for c in constraints]
+        self._bounds: tuple[float, float, float, float] = tuple(float(b or 0.0) for b in bounds)  # type: ignore[assignment]
+        self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported() checks)
+        self._rho = float(vectors.rho)  # read once: a read at every step would wait for a GPU's queue
+        self._tables: tuple[torch.device, tuple[Tensor, ...]] | None = None
+        self.compiled = bool(compile)
+        self.function = torch.compile(fused_objective, dynamic=True) if compile else fused_objective
+        self.status = torch.zeros(3, dtype=torch.long)
+
+    def _inducing_on(self, device: torch.device) -> tuple[Tensor, ...]:
+        """The inducing documents' tables and bag-of-words cosines on ``device``, moved there once."""
+        if self._tables is None or self._tables[0] != device:
+            z = self._inducing
+            self._tables = (device, tuple(t.to(device) for t in (*z[:5], self._z_bow)))
+        return self._tables[1]
+
+    def usable(self, stacklevel: int = 2) -> bool:
+        """Whether the last call's values can be used: ``False`` where a Cholesky factorization failed
+        (the caller takes the step again through the eager objective); gpytorch's ``NumericalWarning``
+        where variances were floored."""
+        floored, info_landmarks, info = (int(v) for v in self.status.tolist())
+        if floored:
+            floor = gpytorch.settings.min_variance.value(torch.float64)
+            warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel)
+        return info_landmarks == 0 and info == 0
+
+    def __call__(self, x: Tensor, y: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        device = y.device
+        batch = document_table(x.cpu().numpy(), self._word_weights, self.kernel.num_words)
+        tables = self._inducing_on(device)
+        # the batch's tables travel to the device as they are (a CPU's "copies" are the tensors themselves)
+        to = lambda t: t.to(device, non_blocking=True) if t.device != device else t  # noqa: E731
+        covar, kernel, strategy = self.model.covar_module, self.kernel, self.model.variational_strategy
+        q = strategy._variational_distribution
+        vectors, noise_covar = self.vectors, self.likelihood.noise_covar
+        with vectors.one_sample(generator):
+            noise = vectors.latent_noise
+        args = (
+            vectors.raw_latent,
+            vectors.raw_latent_scale,
+            noise,
+            self._rho,
+            self._gamma,
+            kernel.landmarks,
+            float(kernel.jitter),
+            kernel.raw_identity_weight,
+            covar.raw_outputscale,
+            self.model.mean_module.raw_constant,
+            noise_covar.raw_noise,
+            self._bounds,
+            q.variational_mean,
+            q.chol_variational_covar,
+            float(strategy.jitter_val),
+            *tables,
+            *(to(t) for t in batch[:5]),
+            to(bag_of_words_cosines(self._inducing, batch)),
+            y,
+            self.num_data,
+            gpytorch.settings.min_variance.value(torch.float64),
+        )
+        if self.compiled:
+            try:
+                # the Python floats (rho, the jitters, the bounds) as constants of the graph, not inputs:
+                # dynamo would otherwise make a tensor of each at every call
+                with torch._dynamo.config.patch(specialize_float=True):
+                    loss, self.status = self.function(*args)
+                return loss
+            except Exception as err:  # noqa: BLE001 - any backend failure: the same function, eagerly
+                self.compiled, self.function = False, fused_objective
+                warnings.warn(
+                    f"torch.compile of the fused sparse step failed ({type(err).__name__}: {str(err)[:200]}); "
+                    "computing it eagerly (the same values, more operators a step)",
+                    PerformanceWarning,
+                    stacklevel=3,
+                )
+        loss, self.status = self.function(*args)
+        return loss

@@ -1,0 +1,198 @@
+"""The sparse GP-LVSM's fused objective (issue 60): a function of tensors, its bags built on the host,
+against the eager step through the kernel stack -- the same loss and gradients to 1e-10 in float64, the
+same tables as the kernel's own bags and floors, a fit with ``compile=True`` on the eager step's
+trajectory, a clean fallback where compiling fails, and a whole graph for ``torch.compile``."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from lvgp import MiniBatch, SparseGPLVSMRegressor
+from lvgp.base.numerics import exact_numerics
+from lvgp.bow.padded import PAD, document_lengths, documents_at
+from lvgp.datasets import make_zipf_topic_documents
+from lvgp.kernels import LDKSpec, shared_evaluation
+from lvgp.kernels.spec import variational_word_vectors
+from lvgp.models import fused_step
+from lvgp.models.fused_step import FusedSparseObjective, document_table, unsupported
+from lvgp.models.inducing import whitened_gaussian_elbo
+from lvgp.warnings import PerformanceWarning
+
+NYSTROM = LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_zipf_topic_documents(240, num_words=1500, max_length=40, random_state=0)
+
+
+def _fitted(corpus, steps=3, batch_size=32, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SparseGPLVSMRegressor(
+            NYSTROM,
+            num_inducing=12,
+            optimizer=MiniBatch(batch_size=batch_size, max_steps=steps, **options),
+            num_words=corpus.num_words,
+            random_state=0,
+        ).fit(torch.from_numpy(corpus.X), corpus.y)
+
+
+def _loss_and_gradients(reg, objective):
+    model, likelihood = reg.model_, reg.likelihood_
+    model.train()
+    likelihood.train()
+    params = [p for p in [*model.parameters(), *likelihood.parameters()] if p.requires_grad]
+    for p in params:
+        p.grad = None
+    loss = objective()
+    loss.backward()
+    return loss.detach(), [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
+
+
+def _eager_step(reg, x, y, n, seed):
+    """The regressor's eager objective (lvgp.models.sparse), one draw of the vectors from ``seed``."""
+    model, likelihood = reg.model_, reg.likelihood_
+    mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n, combine_terms=False)
+    vectors = variational_word_vectors(model.covar_module)
+    with exact_numerics(), contextlib.ExitStack() as stack:
+        for v in vectors:
+            stack.enter_context(v.one_sample(torch.Generator().manual_seed(seed)))
+        stack.enter_context(shared_evaluation(model))
+        log_likelihood, kl, log_prior = whitened_gaussian_elbo(mll, x, y)[:3]
+    return -(log_likelihood - kl + log_prior - sum(v.kl() for v in vectors) / n)
+
+
+def _batch(reg, corpus, rows):
+    x = torch.from_numpy(corpus.X).long()
+    y = torch.as_tensor((corpus.y - reg.y_mean_) / reg.y_std_, dtype=torch.float64)
+    rows = torch.as_tensor(rows)
+    return documents_at(x, rows, document_lengths(x)[rows]), y[rows]
+
+
+@pytest.mark.parametrize("rows", [range(32), range(200, 205)])  # more documents than inducing ones, fewer
+def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows):
+    reg = _fitted(corpus)
+    assert unsupported(reg.model_, reg.likelihood_) is None
+    x, y = _batch(reg, corpus, list(rows))
+    n = len(corpus.y)
+    reference, reference_grads = _loss_and_gradients(reg, lambda: _eager_step(reg, x, y, n, seed=7))
+    objective = FusedSparseObjective(reg.model_, reg.likelihood_, n)
+    loss, grads = _loss_and_gradients(reg, lambda: objective(x, y, torch.Generator().manual_seed(7)))
+    assert float(loss) == pytest.approx(float(reference), rel=1e-12)
+    assert all(g.abs().max() > 0 for g in reference_grads)
+    for mine, theirs in zip(grads, reference_grads):
+        assert float((mine - theirs).norm() / theirs.norm()) < 1e-10  # the issue's 1e-10, relative to each gradient
+    # another draw is another loss: the noise is the module's own draw, not a constant
+    other = objective(x, y, torch.Generator().manual_seed(8))
+    assert float(other) != pytest.approx(float(loss), rel=1e-6)
+
+
+def test_the_host_tables_are_the_kernels_bags_and_floors(corpus):
+    """``document_table``'s distinct words, weights and norm floors are those the kernel computes for
+    the same documents (its bags over the distinct words, its ``_norm_floor``)."""
+    reg = _fitted(corpus, steps=1)
+    kernel = reg.model_.covar_module.base_kernel
+    x, _ = _batch(reg, corpus, [3, 17, 17, 40, 99])
+    x[0, 2] = x[0, 0]  # a repeated word: its weights summed
+    table = document_table(x.numpy(), kernel.word_weights.numpy(), kernel.num_words)
+    d = kernel._prepare(x, torch.float64)
+    words, _ = d.distinct()
+    bags = d.bags()
+    torch.testing.assert_close(table.words, words)
+    dense = torch.zeros(len(x), len(words), dtype=torch.float64)
+    dense[bags.rows(), bags.words] = bags.weights
+    rows = torch.repeat_interleave(
+        torch.arange(len(x)), torch.diff(table.offsets, append=torch.tensor([len(table.local)]))
+    )
+    mine = torch.zeros_like(dense)
+    mine[rows, table.local] = table.weights
+    torch.testing.assert_close(mine, dense, rtol=1e-15, atol=0)
+    torch.testing.assert_close(table.floor, kernel._norm_floor(x, kernel.latent.detach()), rtol=1e-15, atol=0)
+    assert (mine[2] == mine[1]).all() and mine.sum(-1).allclose(torch.ones(5, dtype=torch.float64))
+
+
+def test_a_fit_with_compile_follows_the_eager_trajectory(corpus, monkeypatch):
+    """``MiniBatch(compile=True)``: the steps after the first take the fused objective (here eager:
+    ``torch.compile`` made the identity, so that the suite does not pay inductor's warm-up; the compiled
+    graph's equality is ``benchmarks/fused_step.py``'s), on the eager fit's draws: the same losses and
+    predictions to rounding."""
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: calls.append(kw) or fn)
+    eager, fused = _fitted(corpus, steps=10), _fitted(corpus, steps=10, compile=True)
+    assert calls == [{"dynamic": True}]
+    np.testing.assert_allclose(fused.step_losses_, eager.step_losses_, rtol=1e-10)
+    x = torch.from_numpy(corpus.X[:20])
+    np.testing.assert_allclose(fused.predict(x), eager.predict(x), rtol=1e-9, atol=1e-12)
+
+
+def test_a_failed_compile_falls_back_to_the_same_function_eagerly(corpus, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: broken)
+    eager = _fitted(corpus, steps=6)
+    with pytest.warns(PerformanceWarning, match="no C\\+\\+ compiler"):
+        fused = _fitted(corpus, steps=6, compile=True)
+    np.testing.assert_allclose(fused.step_losses_, eager.step_losses_, rtol=1e-10)
+
+
+def test_the_objective_is_one_graph_for_torch_compile(corpus):
+    """No graph break (``fullgraph=True``: dynamo captures the whole function, with dynamic shapes) and
+    the values of the eager function. Dynamo's capture alone (``backend="eager"``, 3 s): AOTAutograd and
+    inductor's build (10 s and 20-40 s more here) run in ``benchmarks/fused_step.py``."""
+    torch._dynamo.reset()
+    reg = _fitted(corpus)
+    x, y = _batch(reg, corpus, range(24))
+    objective = FusedSparseObjective(reg.model_, reg.likelihood_, len(corpus.y))
+    reference, reference_grads = _loss_and_gradients(reg, lambda: objective(x, y, torch.Generator().manual_seed(1)))
+    objective.function = torch.compile(fused_step.fused_objective, backend="eager", fullgraph=True, dynamic=True)
+    loss, grads = _loss_and_gradients(reg, lambda: objective(x, y, torch.Generator().manual_seed(1)))
+    assert float(loss) == pytest.approx(float(reference), rel=1e-12)
+    for mine, theirs in zip(grads, reference_grads):
+        assert float((mine - theirs).norm() / theirs.norm()) < 1e-10
+
+
+def test_unsupported_models_say_why_and_keep_the_eager_step(corpus):
+    reg = _fitted(corpus, steps=1)
+    assert unsupported(reg.model_, gpytorch.likelihoods.StudentTLikelihood()) is not None
+    exact = SparseGPLVSMRegressor(
+        NYSTROM.replace(approximation="exact"), num_inducing=12, optimizer=MiniBatch(batch_size=32, max_steps=1),
+        num_words=corpus.num_words, random_state=0,
+    ).fit(torch.from_numpy(corpus.X), corpus.y)  # fmt: skip
+    assert "Nystrom" in unsupported(exact.model_, exact.likelihood_)
+    with pytest.raises(ValueError, match="does not apply: the kernel is not an LDK with a Nystrom map"):
+        FusedSparseObjective(exact.model_, exact.likelihood_, 10)
+    assert PAD == -1  # the host tables read padding as -1
+
+
+def test_a_failed_factorization_retakes_the_step_eagerly_and_floored_variances_warn(corpus, monkeypatch):
+    """The fused objective reports its Cholesky factorizations' ``info`` instead of checking them inside
+    the step; where one failed, the step is taken again through the eager objective (whose factorization
+    adds jitter or raises). Floored variances warn as gpytorch's."""
+    from linear_operator.utils.warnings import NumericalWarning
+
+    from lvgp.models import sparse
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)
+    original = fused_step.fused_objective
+
+    def failing(*args):
+        loss, status = original(*args)
+        return loss, status + torch.tensor([1, 0, 1])  # one floored variance, a failed K_ZZ factorization
+
+    monkeypatch.setattr(fused_step, "fused_objective", failing)
+    eager_calls = []
+    by_hand = sparse.whitened_gaussian_elbo
+    monkeypatch.setattr(sparse, "whitened_gaussian_elbo", lambda *a: eager_calls.append(1) or by_hand(*a))
+    with pytest.warns(NumericalWarning, match="rounded up"):
+        reg = _fitted(corpus, steps=5, compile=True)
+    assert len(eager_calls) == 5  # the first step (eager), then each of the four fused steps again
+    assert np.isfinite(reg.step_losses_).all() and len(reg.step_losses_) == 5
