@@ -71,9 +71,10 @@ def figures(part: str, log: str) -> list[tuple[str, str, str, str]]:
     elif part.startswith("large"):
         rows = tables(log)
         for row in rows:
-            if "model" not in row or row.get("code") != "now":
+            if "model" not in row or row.get("code") not in ("now", "now, compiled"):
                 continue
-            name = f"{row['model']} at n = {row['n']}"
+            compiled = " (compiled)" if row.get("code") == "now, compiled" else ""
+            name = f"{row['model']}{compiled} at n = {row['n']}"
             launches = number(row.get("ops / step", ""))
             out.append((f"{name}: step ms", row.get("step ms", "-"), "", ""))
             out.append(

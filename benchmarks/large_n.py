@@ -255,8 +255,14 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--compile",
         action="store_true",
-        help="also run today's code with MiniBatch(compile=True) (rbf_pooled's blocks from torch.compile; the row "
-        "'now, compiled'; its warm-up is in its setup and its first steps)",
+        help="also run today's code with MiniBatch(compile=True) (the sparse GP-LVSM: its fused objective, compiled; "
+        "the classifier: rbf_pooled's blocks from torch.compile; the row 'now, compiled'; its warm-up is in its setup "
+        "and its first steps)",
+    )
+    parser.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="run only today's code with MiniBatch(compile=True) (the row 'now, compiled'; gpu_all.sh's compiled part)",
     )
     parser.add_argument(
         "--rounds",
@@ -301,8 +307,8 @@ def main(argv=None) -> int:
     step_ms: dict[tuple[str, int], float] = {}
     cut: dict[tuple[str, str, int], tuple[int, int, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        codes = {"now": ROOT}
-        if args.compile:
+        codes = {} if args.compile_only else {"now": ROOT}
+        if args.compile or args.compile_only:
             codes["now, compiled"] = ROOT
         if args.before:
             codes[args.before] = extract(args.before, Path(tmp) / "before")
