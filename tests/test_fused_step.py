@@ -21,7 +21,7 @@ from lvgp.datasets import make_zipf_topic_documents
 from lvgp.kernels import LDKSpec, shared_evaluation
 from lvgp.kernels.spec import variational_word_vectors
 from lvgp.models import fused_step
-from lvgp.models.fused_step import FusedSparseObjective, document_table, unsupported
+from lvgp.models.fused_step import FusedSparseObjective, document_bags, step_table, unsupported
 from lvgp.models.inducing import whitened_gaussian_elbo
 from lvgp.warnings import PerformanceWarning
 
@@ -96,27 +96,29 @@ def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows)
 
 
 def test_the_host_tables_are_the_kernels_bags_and_floors(corpus):
-    """``document_table``'s distinct words, weights and norm floors are those the kernel computes for
-    the same documents (its bags over the distinct words, its ``_norm_floor``)."""
+    """``document_bags``' words, weights and norm floors are those the kernel computes for the same
+    documents (its bags over the distinct words, its ``_norm_floor``); ``step_table`` joins the inducing
+    documents' and a batch's bags over the distinct words of both."""
     reg = _fitted(corpus, steps=1)
     kernel = reg.model_.covar_module.base_kernel
     x, _ = _batch(reg, corpus, [3, 17, 17, 40, 99])
     x[0, 2] = x[0, 0]  # a repeated word: its weights summed
-    table = document_table(x.numpy(), kernel.word_weights.numpy(), kernel.num_words)
+    bags = document_bags(x.numpy(), kernel.word_weights.numpy(), kernel.num_words)
     d = kernel._prepare(x, torch.float64)
     words, _ = d.distinct()
-    bags = d.bags()
-    torch.testing.assert_close(table.words, words)
-    dense = torch.zeros(len(x), len(words), dtype=torch.float64)
-    dense[bags.rows(), bags.words] = bags.weights
-    rows = torch.repeat_interleave(
-        torch.arange(len(x)), torch.diff(table.offsets, append=torch.tensor([len(table.local)]))
-    )
-    mine = torch.zeros_like(dense)
-    mine[rows, table.local] = table.weights
-    torch.testing.assert_close(mine, dense, rtol=1e-15, atol=0)
-    torch.testing.assert_close(table.floor, kernel._norm_floor(x, kernel.latent.detach()), rtol=1e-15, atol=0)
-    assert (mine[2] == mine[1]).all() and mine.sum(-1).allclose(torch.ones(5, dtype=torch.float64))
+    reference = torch.zeros(len(x), kernel.num_words, dtype=torch.float64)
+    reference[d.bags().rows()[:, None], words[d.bags().words][:, None]] = d.bags().weights[:, None]
+    np.testing.assert_allclose(bags.counts.toarray(), reference.numpy(), rtol=1e-15, atol=0)
+    torch.testing.assert_close(torch.from_numpy(bags.floor), kernel._norm_floor(x, kernel.latent.detach()))
+    z, _ = _batch(reg, corpus, [5, 6])
+    inducing = document_bags(z.numpy(), kernel.word_weights.numpy(), kernel.num_words)
+    table_words, local, offsets, weights, floor = step_table(inducing, bags)
+    np.testing.assert_array_equal(table_words, np.unique(np.concatenate([z[z != PAD], x[x != PAD]])))
+    rows = np.repeat(np.arange(7), np.diff(offsets, append=len(local)))
+    joined = np.zeros((7, kernel.num_words))
+    joined[rows, table_words[local]] = weights
+    np.testing.assert_array_equal(joined, np.vstack([inducing.counts.toarray(), bags.counts.toarray()]))
+    np.testing.assert_array_equal(floor, np.concatenate([inducing.floor, bags.floor]))
 
 
 def test_a_fit_with_compile_follows_the_eager_trajectory(corpus, monkeypatch):
@@ -153,7 +155,7 @@ def test_the_objective_is_one_graph_for_torch_compile(corpus):
     x, y = _batch(reg, corpus, range(24))
     objective = FusedSparseObjective(reg.model_, reg.likelihood_, len(corpus.y))
     reference, reference_grads = _loss_and_gradients(reg, lambda: objective(x, y, torch.Generator().manual_seed(1)))
-    objective.function = torch.compile(fused_step.fused_objective, backend="eager", fullgraph=True, dynamic=True)
+    objective.function = torch.compile(fused_step.packed_objective, backend="eager", fullgraph=True, dynamic=True)
     loss, grads = _loss_and_gradients(reg, lambda: objective(x, y, torch.Generator().manual_seed(1)))
     assert float(loss) == pytest.approx(float(reference), rel=1e-12)
     for mine, theirs in zip(grads, reference_grads):

@@ -43,30 +43,36 @@ from torch import Tensor
 from ..bow.padded import PAD
 from ..warnings import PerformanceWarning
 
-__all__ = ["DocumentTable", "FusedSparseObjective", "document_table", "fused_objective", "unsupported"]
+__all__ = [
+    "DocumentBags",
+    "FusedSparseObjective",
+    "bag_of_words_cosines",
+    "document_bags",
+    "fused_objective",
+    "packed_objective",
+    "step_table",
+    "unsupported",
+]
 
 
-class DocumentTable(NamedTuple):
-    """A set of ``n`` documents as the fused objective takes them, built on the host
-    (:func:`document_table`): ``words`` (``u``, the distinct word ids, sorted); the documents as bags
-    (``embedding_bag``'s offsets form) -- ``local`` (``nnz``, each document's distinct words in turn, as
-    indices into ``words``), ``offsets`` (``n``, where each document starts) and ``weights`` (``nnz``,
-    their shares of the document, as the kernel's word weights make them); ``floor`` (``n``, the
-    rounding floor of the squared norms of the latent part:
-    :meth:`LatentDistributionKernel._norm_floor <lvgp.kernels.LatentDistributionKernel>` for an RBF
-    embedding kernel) and ``counts`` (the ``n x V`` sparse matrix of the weights: the bag-of-words
-    part's inner products)."""
+class DocumentBags(NamedTuple):
+    """A set of ``n`` padded documents as bags, built on the host with NumPy (:func:`document_bags`):
+    ``vocab`` (``nnz``, each document's distinct word ids in turn), ``offsets`` (``n``, where each
+    document starts in ``vocab``), ``weights`` (``nnz``, the words' shares of their documents, as the
+    kernel's word weights make them), ``floor`` (``n``, the rounding floor of the squared norms of the
+    latent part: :meth:`LatentDistributionKernel._norm_floor <lvgp.kernels.LatentDistributionKernel>` for
+    an RBF embedding kernel) and ``counts`` (the ``n x V`` sparse matrix of the weights: the
+    bag-of-words part's inner products)."""
 
-    words: Tensor
-    local: Tensor
-    offsets: Tensor
-    weights: Tensor
-    floor: Tensor
+    vocab: np.ndarray
+    offsets: np.ndarray
+    weights: np.ndarray
+    floor: np.ndarray
     counts: sp.csr_matrix
 
 
-def document_table(ids: np.ndarray, word_weights: np.ndarray | None, num_words: int) -> DocumentTable:
-    """:class:`DocumentTable` of padded documents ``ids`` (``n x L``, padding ``-1``), with the kernel's
+def document_bags(ids: np.ndarray, word_weights: np.ndarray | None, num_words: int) -> DocumentBags:
+    """:class:`DocumentBags` of padded documents ``ids`` (``n x L``, padding ``-1``), with the kernel's
     per-word weights ``word_weights`` (``None``: each token counts 1), in float64. The weights are
     :func:`lvgp.kernels.mean_embedding.document_weights`' (a token's weight over its document's total),
     summed over a document's repeats of a word, as its bags sum them."""
@@ -81,20 +87,24 @@ def document_table(ids: np.ndarray, word_weights: np.ndarray | None, num_words: 
     keys, inverse = np.unique(rows * num_words + safe.ravel()[kept], return_inverse=True)
     summed = np.bincount(inverse, weights=weights.ravel()[kept], minlength=len(keys))
     rows, vocab = keys // num_words, keys % num_words
-    words, local = np.unique(vocab, return_inverse=True)
     distinct = np.bincount(rows, minlength=n)
     offsets = np.concatenate([[0], np.cumsum(distinct)[:-1]]).astype(np.int64)
     totals = np.bincount(rows, weights=summed, minlength=n)  # the RBF kernel's k(x, x) = 1 for every word
     floor = 4 * distinct * np.finfo(np.float64).eps * np.abs(totals)
     counts = sp.csr_matrix((summed, (rows, vocab)), shape=(n, num_words))
-    return DocumentTable(
-        torch.from_numpy(words),
-        torch.from_numpy(local.astype(np.int64)),
-        torch.from_numpy(offsets),
-        torch.from_numpy(summed),
-        torch.from_numpy(floor),
-        counts,
-    )
+    return DocumentBags(vocab, offsets, summed, floor, counts)
+
+
+def step_table(inducing: DocumentBags, batch: DocumentBags) -> tuple[np.ndarray, ...]:
+    """The inducing documents and a batch as one table for :func:`fused_objective` (the inducing
+    documents first): the distinct word ids of both (``u``, sorted), the bags' entries as indices into
+    them (``nnz``), the bags' offsets (``M + B``), their weights (``nnz``) and the floors (``M + B``)."""
+    vocab = np.concatenate([inducing.vocab, batch.vocab])
+    words, local = np.unique(vocab, return_inverse=True)
+    offsets = np.concatenate([inducing.offsets, batch.offsets + len(inducing.vocab)])
+    weights = np.concatenate([inducing.weights, batch.weights])
+    floor = np.concatenate([inducing.floor, batch.floor])
+    return words, local.astype(np.int64), offsets, weights, floor
 
 
 def _inverse_norms(squared: np.ndarray) -> np.ndarray:
@@ -102,7 +112,7 @@ def _inverse_norms(squared: np.ndarray) -> np.ndarray:
     return np.where(squared > 0, 1 / np.sqrt(np.maximum(squared, np.finfo(np.float64).tiny)), 0.0)
 
 
-def bag_of_words_cosines(left: DocumentTable, right: DocumentTable | None = None) -> Tensor:
+def bag_of_words_cosines(left: DocumentBags, right: DocumentBags | None = None) -> np.ndarray:
     r"""The tf-idf cosines :math:`\langle\phi_i,\phi_j\rangle / (\|\phi_i\|\|\phi_j\|)` of two document sets
     (``right=None``: ``left`` with itself), ``n1 x n2`` float64: the bag-of-words part of the kernel, a
     constant of the data."""
@@ -111,7 +121,7 @@ def bag_of_words_cosines(left: DocumentTable, right: DocumentTable | None = None
     gram = np.asarray((left.counts @ other.counts.T).todense())
     r1 = _inverse_norms(np.diagonal(gram).copy() if same else left.counts.multiply(left.counts).sum(1).A1)
     r2 = r1 if same else _inverse_norms(other.counts.multiply(other.counts).sum(1).A1)
-    return torch.from_numpy(gram * r1[:, None] * r2[None, :])
+    return gram * r1[:, None] * r2[None, :]
 
 
 def _softplus_transform(constraint: Any) -> float | None:
@@ -209,17 +219,12 @@ def fused_objective(
     variational_mean: Tensor,
     variational_chol: Tensor,
     jitter: float,
-    z_words: Tensor,
-    z_local: Tensor,
-    z_offsets: Tensor,
-    z_weights: Tensor,
-    z_floor: Tensor,
+    words: Tensor,
+    local: Tensor,
+    offsets: Tensor,
+    weights: Tensor,
+    floor: Tensor,
     z_bow: Tensor,
-    x_words: Tensor,
-    x_local: Tensor,
-    x_offsets: Tensor,
-    x_weights: Tensor,
-    x_floor: Tensor,
     zx_bow: Tensor,
     y: Tensor,
     num_data: int,
@@ -240,7 +245,7 @@ def fused_objective(
     counts as 0, and ``diag K_XX`` is ``outputscale * (1 + identity_weight)`` (the cosine's unit
     diagonal). The ELBO (:meth:`lvgp.models.inducing.PaddedVariationalStrategy.training_marginals` and
     :func:`~lvgp.models.inducing.whitened_gaussian_elbo`): ``L L^T = K_ZZ + jitter I``, ``A = L^{-1} K_ZX``,
-    ``mu = constant + A^T m``, ``sigma^2 = diag K_XX + jitter + diag(A^T (S S^T - I) A)`` floored at
+    ``mu = constant + A^T m``, ``sigma^2 = diag K_XX + jitter + |S^T a_i|^2 - |a_i|^2`` floored at
     ``min_variance``, the Gaussian expected log-likelihood averaged over the batch, minus the KL of
     :math:`q(\mathbf v)` and the word vectors' KL over ``num_data``."""
     latent_scale, identity_weight, outputscale, noise_variance = (
@@ -254,30 +259,28 @@ def fused_objective(
     eye_l = torch.eye(k_ll.shape[-1], dtype=k_ll.dtype, device=k_ll.device)
     chol_l, info_l = torch.linalg.cholesky_ex(k_ll + jitter_landmarks * scale * eye_l)
 
-    def features(words: Tensor, local: Tensor, offsets: Tensor, weights: Tensor) -> Tensor:
-        pooled = _pooled(_rbf(vectors[words], z_landmarks, gamma), local, offsets, weights)
-        return torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT
-
-    f_z = features(z_words, z_local, z_offsets, z_weights)
-    f_x = features(x_words, x_local, x_offsets, x_weights)
-    lin_zz = f_z @ f_z.mT
-    s_z = lin_zz.diagonal()
-    s_x = f_x.pow(2).sum(-1)
-    r_z = _inverse_norm(torch.where(s_z <= z_floor, torch.zeros_like(s_z), s_z))
-    r_x = _inverse_norm(torch.where(s_x <= x_floor, torch.zeros_like(s_x), s_x))
-    cos_zz = lin_zz * r_z.unsqueeze(-1) * r_z.unsqueeze(-2)
-    cos_zx = (f_z @ f_x.mT) * r_z.unsqueeze(-1) * r_x.unsqueeze(-2)
+    # every document's features at once, the M inducing documents first: L_l^{-1} (sum_s w_s k(Z_l, x_s))
+    pooled = _pooled(_rbf(vectors[words], z_landmarks, gamma), local, offsets, weights)
+    features = torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT
+    m = z_bow.shape[-1]
+    lin = features[:m] @ features.mT  # M x (M + B): the inducing documents' Gram with themselves and the batch
+    s_z = lin[:, :m].diagonal()
+    s_x = features[m:].pow(2).sum(-1)
+    r_z = _inverse_norm(torch.where(s_z <= floor[:m], torch.zeros_like(s_z), s_z))
+    r_x = _inverse_norm(torch.where(s_x <= floor[m:], torch.zeros_like(s_x), s_x))
+    cos_zz = lin[:, :m] * r_z.unsqueeze(-1) * r_z.unsqueeze(-2)
+    cos_zx = lin[:, m:] * r_z.unsqueeze(-1) * r_x.unsqueeze(-2)
     k_zz = outputscale * (cos_zz + identity_weight * z_bow)
     k_zx = outputscale * (cos_zx + identity_weight * zx_bow)
     k_xx = outputscale * (1 + identity_weight)
 
-    m = k_zz.shape[-1]
     eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
     chol, info = torch.linalg.cholesky_ex(k_zz + jitter * eye)
     s = variational_chol.tril()
     a = torch.linalg.solve_triangular(chol, k_zx, upper=False)
     mean = constant + a.mT @ variational_mean
-    variance = k_xx + jitter + (a * ((s @ s.mT - eye) @ a)).sum(-2)
+    # diag(A^T (S S^T - I) A) = |S^T a_i|^2 - |a_i|^2
+    variance = k_xx + jitter + ((s.mT @ a).square().sum(-2) - a.square().sum(-2))
     floored = (variance < min_variance).sum()
     variance = variance.clamp_min(min_variance)
     expected = -0.5 * (((y - mean).square() + variance) / noise_variance + noise_variance.log() + math.log(2 * math.pi))
@@ -290,10 +293,35 @@ def fused_objective(
     return -(log_likelihood - kl_inducing / num_data - kl_vectors / num_data), status
 
 
+def packed_objective(
+    parameters: tuple,
+    ints: Tensor,
+    floats: Tensor,
+    num_distinct: int,
+    nnz: int,
+    z_bow: Tensor,
+    y: Tensor,
+    num_data: int,
+    min_variance: float,
+) -> tuple[Tensor, Tensor]:
+    """:func:`fused_objective` of ``parameters`` (its first fifteen arguments) and a step's table packed in
+    two tensors (what :class:`FusedSparseObjective` passes): ``ints``, the ``words`` (``num_distinct``),
+    ``local`` (``nnz``) and ``offsets`` of :func:`step_table` one after the other; ``floats``, its
+    ``weights`` and ``floor``, then the ``M x B`` bag-of-words cosines, flattened."""
+    words, local, offsets = ints[:num_distinct], ints[num_distinct : num_distinct + nnz], ints[num_distinct + nnz :]
+    documents, m = offsets.shape[0], z_bow.shape[0]
+    weights, floor = floats[:nnz], floats[nnz : nnz + documents]
+    zx_bow = floats[nnz + documents :].view(m, documents - m)
+    table = (words, local, offsets, weights, floor, z_bow, zx_bow)
+    # the first fifteen arguments as one tuple, which mypy cannot count
+    return fused_objective(*parameters, *table, y, num_data, min_variance)  # type: ignore[call-arg]
+
+
 class FusedSparseObjective:
     """The training objective of a sparse GP-LVSM whose model :func:`unsupported` accepts, as
     :func:`fused_objective` (eager, or ``torch.compile``'d with ``compile=True``): ``objective(x, y)``
-    for a batch of padded documents ``x`` (``B x L``, on the host: its bags are built there) and targets
+    for a batch of padded documents ``x`` (``B x L``, a tensor or a NumPy array on the host: its bags are
+    built there) and targets
     ``y`` (``B``, on the model's device) is minus the ELBO per datum, the value and gradients of the
     eager step (:mod:`lvgp.models.sparse`'s objective with one draw of the word vectors, drawn here by the
     module's own :meth:`~lvgp.kernels.word_vectors.VariationalWordVectors.one_sample`).
@@ -315,7 +343,7 @@ class FusedSparseObjective:
             table = torch.cat([table, table.max().expand(self.kernel.num_words - len(table))])
         self._word_weights = None if table is None else table.detach().cpu().to(torch.float64).numpy()
         strategy = model.variational_strategy
-        self._inducing = document_table(
+        self._inducing = document_bags(
             strategy.inducing_points.cpu().numpy(), self._word_weights, self.kernel.num_words
         )
         self._z_bow = bag_of_words_cosines(self._inducing)
@@ -330,16 +358,15 @@ class FusedSparseObjective:
         self._bounds: tuple[float, float, float, float] = tuple(float(b or 0.0) for b in bounds)  # type: ignore[assignment]
         self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported() checks)
         self._rho = float(vectors.rho)  # read once: a read at every step would wait for a GPU's queue
-        self._tables: tuple[torch.device, tuple[Tensor, ...]] | None = None
+        self._tables: tuple[torch.device, Tensor] | None = None
         self.compiled = bool(compile)
-        self.function = torch.compile(fused_objective, dynamic=True) if compile else fused_objective
+        self.function = torch.compile(packed_objective, dynamic=True) if compile else packed_objective
         self.status = torch.zeros(3, dtype=torch.long)
 
-    def _inducing_on(self, device: torch.device) -> tuple[Tensor, ...]:
-        """The inducing documents' tables and bag-of-words cosines on ``device``, moved there once."""
+    def _inducing_on(self, device: torch.device) -> Tensor:
+        """The inducing documents' bag-of-words cosines on ``device``, moved there once."""
         if self._tables is None or self._tables[0] != device:
-            z = self._inducing
-            self._tables = (device, tuple(t.to(device) for t in (*z[:5], self._z_bow)))
+            self._tables = (device, torch.from_numpy(self._z_bow).to(device))
         return self._tables[1]
 
     def usable(self, stacklevel: int = 2) -> bool:
@@ -352,18 +379,24 @@ class FusedSparseObjective:
             warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel)
         return info_landmarks == 0 and info == 0
 
-    def __call__(self, x: Tensor, y: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    def __call__(self, x: Tensor | np.ndarray, y: Tensor, generator: torch.Generator | None = None) -> Tensor:
         device = y.device
-        batch = document_table(x.cpu().numpy(), self._word_weights, self.kernel.num_words)
-        tables = self._inducing_on(device)
-        # the batch's tables travel to the device as they are (a CPU's "copies" are the tensors themselves)
-        to = lambda t: t.to(device, non_blocking=True) if t.device != device else t  # noqa: E731
+        ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()  # a NumPy batch: no operator at all
+        batch = document_bags(ids, self._word_weights, self.kernel.num_words)
+        words, local, offsets, weights, floor = step_table(self._inducing, batch)
+        # the batch's table in two arrays (integers, floats), split inside the function: two tensors a step
+        # to make from NumPy and, on a GPU, to copy
+        ints = torch.from_numpy(np.concatenate([words, local, offsets]))
+        zx_bow = bag_of_words_cosines(self._inducing, batch)
+        floats = torch.from_numpy(np.concatenate([weights, floor, zx_bow.ravel()]))
+        if device.type != "cpu":
+            ints, floats = ints.to(device, non_blocking=True), floats.to(device, non_blocking=True)
         covar, kernel, strategy = self.model.covar_module, self.kernel, self.model.variational_strategy
         q = strategy._variational_distribution
         vectors, noise_covar = self.vectors, self.likelihood.noise_covar
         with vectors.one_sample(generator):
             noise = vectors.latent_noise
-        args = (
+        parameters = (
             vectors.raw_latent,
             vectors.raw_latent_scale,
             noise,
@@ -379,12 +412,18 @@ class FusedSparseObjective:
             q.variational_mean,
             q.chol_variational_covar,
             float(strategy.jitter_val),
-            *tables,
-            *(to(t) for t in batch[:5]),
-            to(bag_of_words_cosines(self._inducing, batch)),
+        )
+        min_variance = gpytorch.settings.min_variance.value(torch.float64)
+        args = (
+            parameters,
+            ints,
+            floats,
+            len(words),
+            len(local),
+            self._inducing_on(device),
             y,
             self.num_data,
-            gpytorch.settings.min_variance.value(torch.float64),
+            min_variance,
         )
         if self.compiled:
             try:
@@ -394,7 +433,7 @@ class FusedSparseObjective:
                     loss, self.status = self.function(*args)
                 return loss
             except Exception as err:  # noqa: BLE001 - any backend failure: the same function, eagerly
-                self.compiled, self.function = False, fused_objective
+                self.compiled, self.function = False, packed_objective
                 warnings.warn(
                     f"torch.compile of the fused sparse step failed ({type(err).__name__}: {str(err)[:200]}); "
                     "computing it eagerly (the same values, more operators a step)",

@@ -385,6 +385,8 @@ class SparseGPLVSMRegressor(
         n = x.shape[0]
         # batches are drawn on the host and cut to their longest document by the lengths kept there
         lengths = document_lengths(x)
+        host_ids, host_lengths = x.numpy(), lengths.numpy()  # views of the host's tensors (the fused step's batches)
+        host_targets = targets.cpu().numpy()
         x_device, targets = x.to(device), targets.to(device)
         variational = variational_word_vectors(self.model_.covar_module)
         # with variational word vectors the ELBO's terms are combined here: gpytorch's VariationalELBO
@@ -434,30 +436,39 @@ class SparseGPLVSMRegressor(
                 return "max_epochs"
             return None
 
-        def share_loss(idx: torch.Tensor, eager: bool = False) -> torch.Tensor:
+        def share_loss(idx: torch.Tensor) -> torch.Tensor:
             idx_device = idx.to(device)
-            if fused["objective"] is not None and not eager:
-                return fused["objective"](documents_at(x, idx, lengths[idx]), targets[idx_device], samples)
             return objective(documents_at(x_device, idx_device, lengths[idx]), targets[idx_device])
+
+        def fused_backward(rows: np.ndarray) -> torch.Tensor:
+            """The fused objective's loss on the documents ``rows`` (its batch taken with NumPy on the host:
+            no operator but the targets' one), and its backward."""
+            ids = host_ids[rows, : int(host_lengths[rows].max(initial=1))]
+            yb = torch.from_numpy(host_targets[rows])
+            loss = fused["objective"](ids, yb if device.type == "cpu" else yb.to(device, non_blocking=True), samples)
+            loss.backward()
+            return loss
 
         def step(it: int) -> torch.Tensor:
             if order["next"] >= n:  # a new epoch: a new permutation of the documents
                 order["perm"], order["next"] = torch.randperm(n, generator=g), 0
-            batch = order["perm"][order["next"] : order["next"] + int(optimizer.batch_size)]
-            order["next"] += int(optimizer.batch_size)
+                order["rows"] = order["perm"].numpy()  # the same permutation, for the fused step's NumPy batches
+            start, stop = order["next"], order["next"] + int(optimizer.batch_size)
+            order["next"] = stop
             opt.zero_grad()
-            loss = backward_on_share(batch, share_loss, params, rank, world_size, device)
-            if fused["objective"] is not None and not fused["objective"].usable(stacklevel=5):
-                # a Cholesky factorization of the fused step failed: the step again, through the eager
-                # objective (its own draw of the vectors), whose factorization adds jitter or says why not
-                opt.zero_grad()
-                loss = backward_on_share(
-                    batch, lambda idx: share_loss(idx, eager=True), params, rank, world_size, device
-                )
+            if fused["objective"] is not None:
+                loss = fused_backward(order["rows"][start:stop])
+                if not fused["objective"].usable(stacklevel=5):
+                    # a Cholesky factorization of the fused step failed: the step again, through the eager
+                    # objective (its own draw of the vectors), whose factorization adds jitter or says why not
+                    opt.zero_grad()
+                    loss = backward_on_share(order["perm"][start:stop], share_loss, params, rank, 1, device)
+            else:
+                loss = backward_on_share(order["perm"][start:stop], share_loss, params, rank, world_size, device)
             opt.step()
             if fused["objective"] is None and fused["wanted"]:
                 fused["objective"] = FusedSparseObjective(self.model_, self.likelihood_, n, compile=True)
-            sizes.append(len(batch))
+            sizes.append(min(stop, n) - start)
             if order["next"] >= n:
                 epoch_ends.append(it + 1)
             return loss
