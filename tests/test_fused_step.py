@@ -25,6 +25,8 @@ from lvgp.models.fused_step import FusedSparseObjective, document_bags, step_tab
 from lvgp.models.inducing import whitened_gaussian_elbo
 from lvgp.warnings import PerformanceWarning
 
+from .test_sparse import _terms_and_gradients
+
 NYSTROM = LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
 
 
@@ -46,15 +48,9 @@ def _fitted(corpus, steps=3, batch_size=32, **options):
 
 
 def _loss_and_gradients(reg, objective):
-    model, likelihood = reg.model_, reg.likelihood_
-    model.train()
-    likelihood.train()
-    params = [p for p in [*model.parameters(), *likelihood.parameters()] if p.requires_grad]
-    for p in params:
-        p.grad = None
-    loss = objective()
-    loss.backward()
-    return loss.detach(), [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
+    """The loss and every parameter's gradient (``tests/test_sparse.py``'s helper, one term)."""
+    (loss,), grads = _terms_and_gradients(reg, lambda: [objective()])
+    return loss, grads
 
 
 def _eager_step(reg, x, y, n, seed):
