@@ -198,18 +198,18 @@ class MiniBatch(FitOptions):
         convergence_window: the plateau's window.
         ngd_lr: the natural-gradient step size of a variational distribution over inducing values, in
             (0, 1] (:class:`~lvgp.LDKGPClassifier`; an estimator without one refuses it).
-        compile: ``torch.compile`` in the fit. :class:`~lvgp.SparseGPLVSMRegressor` with its default kernel
-            and a Nystrom map (what ``approximation="auto"`` picks at review lengths; the conditions:
+        compile: ``torch.compile`` in the fit. :class:`~lvgp.SparseGPLVSMRegressor` on a GPU with its default
+            kernel and a Nystrom map (what ``approximation="auto"`` picks at review lengths; the conditions:
             :func:`lvgp.models.fused_step.unsupported`), in one process: the steps after the first evaluate
             the fused objective (:mod:`lvgp.models.fused_step`: bags built on the host, the kernel and the
             ELBO one compiled graph, forward and backward) with torch's fused Adam -- the eager step's
-            values to rounding, a small fraction of its operators (what a GPU launches), a warm-up of
-            20-40 s on two CPU cores, and on a CPU *slower* steps than the eager kernel stack's
-            hand-blocked ones (the figures: ``benchmarks/fused_step.py`` in ``benchmarks/README.md``).
-            Other kernels, and the variational :class:`~lvgp.LDKGPClassifier`, take the Nystrom LDK's
-            blocks from ``torch.compile`` on a CPU (:func:`lvgp.kernels.compiled_blocks`: less time a
-            step at review lengths on some CPUs and more on others). Values move by rounding; where
-            compiling fails it warns and computes eagerly. Default off.
+            values to rounding with a small fraction of its operators, each of which a GPU launches. On a
+            CPU that step was slower than the eager one (its hand-blocked landmark columns), after a
+            warm-up of 30-60 s (:func:`~lvgp.models.fused_step.fused_steps` takes it there too); so there,
+            as for other kernels and the variational :class:`~lvgp.LDKGPClassifier`, the Nystrom LDK's
+            blocks come from ``torch.compile`` (:func:`lvgp.kernels.compiled_blocks`: less time a step at
+            review lengths on some CPUs and more on others). The figures: ``benchmarks/README.md``. Values
+            move by rounding; where compiling fails it warns and computes eagerly. Default off.
     """
 
     batch_size: int | None = None

@@ -23,8 +23,10 @@ takes the eager step.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import gpytorch
@@ -49,6 +51,8 @@ __all__ = [
     "bag_of_words_cosines",
     "document_bags",
     "fused_objective",
+    "fused_step_wanted",
+    "fused_steps",
     "packed_objective",
     "step_table",
     "unsupported",
@@ -315,6 +319,35 @@ def packed_objective(
     table = (words, local, offsets, weights, floor, z_bow, zx_bow)
     # the first fifteen arguments as one tuple, which mypy cannot count
     return fused_objective(*parameters, *table, y, num_data, min_variance)  # type: ignore[call-arg]
+
+
+#: :func:`fused_steps`' state: whether ``MiniBatch(compile=True)`` takes the fused step on a CPU too
+_ON_CPU = {"enabled": False}
+
+
+@contextlib.contextmanager
+def fused_steps(enabled: bool = True) -> Iterator[None]:
+    """Inside this block, ``MiniBatch(compile=True)`` takes the fused, compiled step on a CPU too. By
+    default it does so on a GPU only: on two CPU cores it cut a step's operators from 2,678 to 50 (what a
+    GPU launches one at a time) but took 2.6x the eager step's time, after a warm-up of 30-60 s on a
+    fresh machine (``benchmarks/fused_step.py``), so there ``compile=True`` compiles the Nystrom LDK's
+    blocks instead (:func:`lvgp.kernels.compiled_blocks`). For measuring the fused step where no GPU is::
+
+        with lvgp.models.fused_step.fused_steps():
+            SparseGPLVSMRegressor(optimizer=MiniBatch(compile=True)).fit(X, y)
+    """
+    previous = _ON_CPU["enabled"]
+    _ON_CPU["enabled"] = bool(enabled)
+    try:
+        yield
+    finally:
+        _ON_CPU["enabled"] = previous
+
+
+def fused_step_wanted(device: torch.device) -> bool:
+    """Whether ``MiniBatch(compile=True)`` takes the fused step on ``device`` (a GPU; a CPU inside
+    :func:`fused_steps`)."""
+    return device.type != "cpu" or _ON_CPU["enabled"]
 
 
 class FusedSparseObjective:

@@ -72,7 +72,7 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, warn
-from .fused_step import FusedSparseObjective
+from .fused_step import FusedSparseObjective, fused_step_wanted
 from .fused_step import unsupported as unsupported_fused
 from .inducing import (
     PaddedVariationalStrategy,
@@ -394,13 +394,13 @@ class SparseGPLVSMRegressor(
         mll = gpytorch.mlls.VariationalELBO(self.likelihood_, self.model_, num_data=n, combine_terms=not variational)
         params = [p for p in list(self.model_.parameters()) + list(self.likelihood_.parameters()) if p.requires_grad]
         optimizer = self._optimizer_options()
-        # MiniBatch(compile=True) with a kernel the fused objective takes: the steps after the first (which
-        # initializes q(v) as gpytorch does) evaluate it, compiled, on bags built on the host, with torch's
-        # fused Adam; other kernels take the compiled blocks of rbf_pooled (compiled_blocks below)
+        # MiniBatch(compile=True) on a GPU (a CPU inside fused_steps()) with a kernel the fused objective
+        # takes: the steps after the first (which initializes q(v) as gpytorch does) evaluate it, compiled, on
+        # bags built on the host, with torch's fused Adam; else the compiled blocks of rbf_pooled (below)
         # (one process: a step taken again eagerly, below, would be one rank's decision alone)
         fused: dict[str, Any] = {
             "objective": None,
-            "wanted": bool(optimizer.compile) and bool(variational) and world_size == 1,
+            "wanted": bool(optimizer.compile) and bool(variational) and world_size == 1 and fused_step_wanted(device),
         }
         if fused["wanted"] and unsupported_fused(self.model_, self.likelihood_) is not None:
             fused["wanted"] = False
