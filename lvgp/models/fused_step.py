@@ -329,7 +329,7 @@ _ON_CPU = {"enabled": False}
 def fused_steps(enabled: bool = True) -> Iterator[None]:
     """Inside this block, ``MiniBatch(compile=True)`` takes the fused, compiled step on a CPU too. By
     default it does so on a GPU only: on two CPU cores it cut a step's operators from 2,678 to 50 (what a
-    GPU launches one at a time) but took 2.6x the eager step's time, after a warm-up of 30-60 s on a
+    GPU launches one at a time) but took 2.6-3.7x the eager step's time, after a warm-up of 30-60 s on a
     fresh machine (``benchmarks/fused_step.py``), so there ``compile=True`` compiles the Nystrom LDK's
     blocks instead (:func:`lvgp.kernels.compiled_blocks`). For measuring the fused step where no GPU is::
 
