@@ -1,12 +1,12 @@
 r"""The sparse GP-LVSM's training objective as one function of tensors, for ``torch.compile`` (issue 60).
 
-An eager step of :class:`~lvgp.SparseGPLVSMRegressor` dispatches about 1,500 operators
+An eager step of :class:`~lvgp.SparseGPLVSMRegressor` dispatches operators by the thousand
 (``benchmarks/step_anatomy.py``): the kernel decides, while it runs, which documents it has seen
 (caches keyed by identity and value), how to bag a batch (``unique``, ``nonzero``: sizes the host
 reads) and which branch to take (``item()``), and each of those is a break in any compiled graph. Here
 the batch's bags are built *on the host, before the step* (NumPy, as a data loader collates a batch):
-its distinct words, each document's distinct words and weights as a padded table, the documents' norm
-floors and their bag-of-words cosines. What is left is a function of tensors with no data-dependent
+the distinct words of the inducing documents and the batch, each document's bag (its distinct words and
+their weights), the documents' norm floors and their bag-of-words cosines. What is left is a function of tensors with no data-dependent
 branch, :func:`fused_objective`, which ``torch.compile`` takes whole (forward and backward), and which
 an eager run checks against the kernel stack (``tests/test_fused_step.py``: the loss and every gradient
 to 1e-10 in float64).
@@ -328,10 +328,10 @@ _ON_CPU = {"enabled": False}
 @contextlib.contextmanager
 def fused_steps(enabled: bool = True) -> Iterator[None]:
     """Inside this block, ``MiniBatch(compile=True)`` takes the fused, compiled step on a CPU too. By
-    default it does so on a GPU only: on two CPU cores it cut a step's operators from 2,678 to 50 (what a
-    GPU launches one at a time) but took 2.6-3.7x the eager step's time, after a warm-up of 30-60 s on a
-    fresh machine (``benchmarks/fused_step.py``), so there ``compile=True`` compiles the Nystrom LDK's
-    blocks instead (:func:`lvgp.kernels.compiled_blocks`). For measuring the fused step where no GPU is::
+    default it does so on a GPU only: on a CPU it cuts a step's operators (what a GPU launches one at a
+    time) to a small fraction but takes longer than the eager step, after a warm-up of about a minute on
+    a fresh machine (the figures: ``benchmarks/README.md``, ``fused_step.py``), so there ``compile=True``
+    compiles the Nystrom LDK's blocks instead (:func:`lvgp.kernels.compiled_blocks`). For measuring the fused step where no GPU is::
 
         with lvgp.models.fused_step.fused_steps():
             SparseGPLVSMRegressor(optimizer=MiniBatch(compile=True)).fit(X, y)
