@@ -156,8 +156,9 @@ def unsupported(model: Any, likelihood: Any) -> str | None:
         return "the variational distribution is not a CholeskyVariationalDistribution"
     if type(likelihood) is not GaussianLikelihood or likelihood.noise_covar.noise.numel() != 1:
         return "the likelihood is not a GaussianLikelihood with one noise"
-    if type(model.mean_module) is not ConstantMean or model.mean_module.constant.numel() != 1:
-        return "the mean is not one constant"
+    mean = model.mean_module
+    if type(mean) is not ConstantMean or mean.constant.numel() != 1 or mean.constant is not mean.raw_constant:
+        return "the mean is not one unconstrained constant"
     covar = model.covar_module
     if type(covar) is not ScaleKernel or covar.outputscale.numel() != 1:
         return "the covariance is not a ScaleKernel of one output scale"
@@ -190,8 +191,8 @@ def unsupported(model: Any, likelihood: Any) -> str | None:
 
 def _rbf(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
     r""":math:`\exp(\frac\gamma2(2\,\mathbf a^\top\mathbf b - \|\mathbf a\|^2 - \|\mathbf b\|^2))`, the
-    exponent in ``[-707, 0]`` (float64): :func:`lvgp.kernels.embedding.rbf_gram`'s values, but that its
-    entries below ``exp(-707)`` (about 1e-307) are 0 there, to keep subnormal numbers out of its ``exp``."""
+    exponent clamped to ``[-708, 0]`` (float64): :func:`lvgp.kernels.embedding.rbf_gram`'s values, but that
+    its entries at or below ``exp(-707)`` (about 1e-307) are 0 there."""
     exponent = (2 * (xa @ xb.mT) - xa.pow(2).sum(-1).unsqueeze(-1) - xb.pow(2).sum(-1).unsqueeze(-2)) * (0.5 * gamma)
     return exponent.clamp(min=math.floor(math.log(torch.finfo(xa.dtype).tiny)) + 1, max=0).exp()
 
@@ -354,9 +355,8 @@ class FusedSparseObjective:
     """The training objective of a sparse GP-LVSM whose model :func:`unsupported` accepts, as
     :func:`fused_objective` (eager, or ``torch.compile``'d with ``compile=True``): ``objective(x, y)``
     for a batch of padded documents ``x`` (``B x L``, a tensor or a NumPy array on the host: its bags are
-    built there) and targets
-    ``y`` (``B``, on the model's device) is minus the ELBO per datum, the value and gradients of the
-    eager step (:mod:`lvgp.models.sparse`'s objective with one draw of the word vectors, drawn here by the
+    built there) and targets ``y`` (``B``, on the model's device) is minus the ELBO per datum, the value
+    and gradients of the eager step (:mod:`lvgp.models.sparse`'s objective with one draw of the word vectors, drawn here by the
     module's own :meth:`~lvgp.kernels.word_vectors.VariationalWordVectors.one_sample`).
 
     The inducing documents' table and bag-of-words cosines are built once; a batch's on each call.
