@@ -205,11 +205,12 @@ class MiniBatch(FitOptions):
             ELBO one compiled graph, forward and backward) with torch's fused Adam -- the eager step's
             values to rounding with a small fraction of its operators, each of which a GPU launches. On a
             CPU that step was slower than the eager one (its hand-blocked landmark columns), after a
-            warm-up of about a minute on a fresh machine (:func:`~lvgp.models.fused_step.fused_steps` takes it there too); so there,
-            as for other kernels and the variational :class:`~lvgp.LDKGPClassifier`, the Nystrom LDK's
-            blocks come from ``torch.compile`` (:func:`lvgp.kernels.compiled_blocks`: less time a step at
-            review lengths on some CPUs and more on others). The figures: ``benchmarks/README.md``. Values
-            move by rounding; where compiling fails it warns and computes eagerly. Default off.
+            warm-up of about a minute on a fresh machine (:func:`~lvgp.models.fused_step.fused_steps`
+            takes it there too); so on a CPU, as for other kernels and the variational
+            :class:`~lvgp.LDKGPClassifier`, the Nystrom LDK's blocks come from ``torch.compile`` instead
+            (:func:`lvgp.kernels.compiled_blocks`: less time a step at review lengths on some CPUs and
+            more on others; on a GPU it changes nothing for them). The figures: ``benchmarks/README.md``.
+            Values move by rounding; where compiling fails it warns and computes eagerly. Default off.
     """
 
     batch_size: int | None = None
