@@ -43,6 +43,7 @@ from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
 from ..bow.padded import PAD
+from ..kernels.level2 import inverse_norm
 from ..warnings import PerformanceWarning
 
 __all__ = [
@@ -197,11 +198,6 @@ def _rbf(xa: Tensor, xb: Tensor, gamma: Tensor) -> Tensor:
     return exponent.clamp(min=math.floor(math.log(torch.finfo(xa.dtype).tiny)) + 1, max=0).exp()
 
 
-def _inverse_norm(squared: Tensor) -> Tensor:
-    positive = squared > 0
-    return torch.where(positive, squared.clamp_min(torch.finfo(squared.dtype).tiny).rsqrt(), torch.zeros_like(squared))
-
-
 def _pooled(columns: Tensor, local: Tensor, offsets: Tensor, weights: Tensor) -> Tensor:
     r""":math:`\sum_s w_{is}\,k(\mathbf x_{v_{is}}, Z_\ell)`, each document's weighted sum of its distinct
     words' kernel values with the landmarks ``columns`` (``u x m``, one row a word) over its bag: ``n x m``."""
@@ -271,8 +267,8 @@ def fused_objective(
     lin = features[:m] @ features.mT  # M x (M + B): the inducing documents' Gram with themselves and the batch
     s_z = lin[:, :m].diagonal()
     s_x = features[m:].pow(2).sum(-1)
-    r_z = _inverse_norm(torch.where(s_z <= floor[:m], torch.zeros_like(s_z), s_z))
-    r_x = _inverse_norm(torch.where(s_x <= floor[m:], torch.zeros_like(s_x), s_x))
+    r_z = inverse_norm(torch.where(s_z <= floor[:m], torch.zeros_like(s_z), s_z))
+    r_x = inverse_norm(torch.where(s_x <= floor[m:], torch.zeros_like(s_x), s_x))
     cos_zz = lin[:, :m] * r_z.unsqueeze(-1) * r_z.unsqueeze(-2)
     cos_zx = lin[:, m:] * r_z.unsqueeze(-1) * r_x.unsqueeze(-2)
     k_zz = outputscale * (cos_zz + identity_weight * z_bow)
