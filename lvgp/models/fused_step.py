@@ -45,6 +45,7 @@ from torch import Tensor
 from ..bow.padded import PAD
 from ..kernels.level2 import inverse_norm
 from ..warnings import PerformanceWarning
+from .inducing import PaddedVariationalStrategy, gaussian_expected_log_likelihood, whitened_kl
 
 __all__ = [
     "DocumentBags",
@@ -148,7 +149,6 @@ def unsupported(model: Any, likelihood: Any) -> str | None:
     from ..kernels.level2 import CosineLevel2
     from ..kernels.random_features import RandomFeatureLDK
     from ..kernels.word_vectors import VariationalWordVectors
-    from .inducing import PaddedVariationalStrategy
 
     strategy = getattr(model, "variational_strategy", None)
     if not isinstance(strategy, PaddedVariationalStrategy) or type(strategy) is not PaddedVariationalStrategy:
@@ -284,10 +284,8 @@ def fused_objective(
     variance = k_xx + jitter + ((s.mT @ a).square().sum(-2) - a.square().sum(-2))
     floored = (variance < min_variance).sum()
     variance = variance.clamp_min(min_variance)
-    expected = -0.5 * (((y - mean).square() + variance) / noise_variance + noise_variance.log() + math.log(2 * math.pi))
-    log_likelihood = expected.sum(-1) / y.shape[-1]
-    log_det = s.diagonal().abs().log().sum()
-    kl_inducing = 0.5 * (s.square().sum() + variational_mean.square().sum() - m - 2 * log_det)
+    log_likelihood = gaussian_expected_log_likelihood(y, mean, variance, noise_variance).sum(-1) / y.shape[-1]
+    kl_inducing = whitened_kl(variational_mean, variational_chol)
     variance_x = latent_scale.pow(2)
     kl_vectors = 0.5 * (rho * (raw_latent.pow(2) + variance_x) - 1 - torch.log(rho * variance_x)).sum()
     status = torch.stack([floored, info_l.to(floored.dtype), info.to(floored.dtype)])

@@ -34,8 +34,10 @@ __all__ = [
     "PaddedVariationalStrategy",
     "choose_inducing_documents",
     "step_approximation",
+    "gaussian_expected_log_likelihood",
     "training_blocks",
     "whitened_gaussian_elbo",
+    "whitened_kl",
 ]
 
 
@@ -135,13 +137,27 @@ class PaddedVariationalStrategy(VariationalStrategy):
         return mean, variance
 
     def whitened_kl(self) -> torch.Tensor:
-        r""":math:`\mathrm{KL}(\mathcal N(\mathbf m, S S^\top)\,\|\,\mathcal N(0, I)) = \frac12(\|S\|_F^2 +
-        \|\mathbf m\|^2 - M - 2\sum_i\log|S_{ii}|)`: the value of gpytorch's ``kl_divergence()``
-        without the linear operators."""
+        r"""The KL of :math:`q(\mathbf v)` to the whitened prior (:func:`lvgp.models.inducing.whitened_kl`): the
+        value of gpytorch's ``kl_divergence()`` without the linear operators."""
         q = self._variational_distribution
-        s, mean = q.chol_variational_covar.tril(), q.variational_mean
-        log_det = s.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)
-        return 0.5 * (s.square().sum((-2, -1)) + mean.square().sum(-1) - mean.shape[-1] - 2 * log_det)
+        return whitened_kl(q.variational_mean, q.chol_variational_covar)
+
+
+def whitened_kl(mean: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
+    r""":math:`\mathrm{KL}(\mathcal N(\mathbf m, S S^\top)\,\|\,\mathcal N(0, I)) = \frac12(\|S\|_F^2 +
+    \|\mathbf m\|^2 - M - 2\sum_i\log|S_{ii}|)` of ``mean`` (``*b x M``) and the lower triangle ``S`` of
+    ``chol`` (``*b x M x M``): ``*b``."""
+    s = chol.tril()
+    log_det = s.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)
+    return 0.5 * (s.square().sum((-2, -1)) + mean.square().sum(-1) - mean.shape[-1] - 2 * log_det)
+
+
+def gaussian_expected_log_likelihood(
+    y: torch.Tensor, mean: torch.Tensor, variance: torch.Tensor, noise: torch.Tensor
+) -> torch.Tensor:
+    r""":math:`\mathbb E_{\mathcal N(f_i\mid\mu_i, \sigma_i^2)}\log\mathcal N(y_i\mid f_i, \sigma_n^2) =
+    -\tfrac12[((y_i - \mu_i)^2 + \sigma_i^2)/\sigma_n^2 + \log\sigma_n^2 + \log 2\pi]`, elementwise."""
+    return -0.5 * (((y - mean).square() + variance) / noise + noise.log() + math.log(2 * math.pi))
 
 
 def training_blocks(
@@ -187,8 +203,7 @@ def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, 
         return mll(model(x), y)
     mean, variance = strategy.training_marginals(x)
     noise = likelihood.noise_covar.noise.squeeze(-1)
-    expected = -0.5 * (((y - mean).square() + variance) / noise + noise.log() + math.log(2 * math.pi))
-    log_likelihood = expected.sum(-1).div(x.shape[-2])
+    log_likelihood = gaussian_expected_log_likelihood(y, mean, variance, noise).sum(-1).div(x.shape[-2])
     kl = strategy.whitened_kl().div(mll.num_data)
     added = [term.loss() for term in model.added_loss_terms()]
     added_loss = sum(added, torch.zeros_like(log_likelihood))
