@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import statistics
 import time
 import warnings
@@ -111,10 +110,9 @@ def gaps(estimator: Any, data: Any, args: argparse.Namespace, compile: bool) -> 
 
     from lvgp.base.numerics import exact_numerics
     from lvgp.bow.padded import document_lengths, documents_at
-    from lvgp.kernels import shared_evaluation
     from lvgp.kernels.spec import variational_word_vectors
     from lvgp.models.fused_step import FusedSparseObjective
-    from lvgp.models.inducing import whitened_gaussian_elbo
+    from lvgp.models.sparse import step_loss
 
     model, likelihood = estimator.model_, estimator.likelihood_
     model.train()
@@ -129,13 +127,9 @@ def gaps(estimator: Any, data: Any, args: argparse.Namespace, compile: bool) -> 
 
     def eager() -> torch.Tensor:
         mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n, combine_terms=False)
-        vectors = variational_word_vectors(model.covar_module)
-        with exact_numerics(), contextlib.ExitStack() as stack:
-            for v in vectors:
-                stack.enter_context(v.one_sample(torch.Generator().manual_seed(0)))
-            stack.enter_context(shared_evaluation(model))
-            log_likelihood, kl, log_prior = whitened_gaussian_elbo(mll, xb, yb)[:3]
-        return -(log_likelihood - kl + log_prior - sum(v.kl() for v in vectors) / n)
+        variational = variational_word_vectors(model.covar_module)
+        with exact_numerics():
+            return step_loss(mll, xb, yb, variational, torch.Generator().manual_seed(0))
 
     fused = FusedSparseObjective(model, likelihood, n, compile=compile)
     results = []

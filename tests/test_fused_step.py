@@ -5,7 +5,6 @@ trajectory, a clean fallback where compiling fails, and a whole graph for ``torc
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import gpytorch
@@ -15,14 +14,13 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import MiniBatch, SparseGPLVSMRegressor
-from lvgp.base.numerics import exact_numerics
 from lvgp.bow.padded import PAD, document_lengths, documents_at
 from lvgp.datasets import make_zipf_topic_documents
-from lvgp.kernels import LDKSpec, shared_evaluation
+from lvgp.kernels import LDKSpec
 from lvgp.kernels.spec import variational_word_vectors
 from lvgp.models import fused_step
 from lvgp.models.fused_step import FusedSparseObjective, document_bags, step_table, unsupported
-from lvgp.models.inducing import whitened_gaussian_elbo
+from lvgp.models.sparse import step_loss
 from lvgp.warnings import PerformanceWarning
 
 from .test_sparse import _terms_and_gradients
@@ -55,16 +53,11 @@ def _loss_and_gradients(reg, objective):
 
 
 def _eager_step(reg, x, y, n, seed):
-    """The regressor's eager objective (lvgp.models.sparse), one draw of the vectors from ``seed``."""
+    """The regressor's eager objective (``lvgp.models.sparse.step_loss``), one draw of the vectors from ``seed``."""
     model, likelihood = reg.model_, reg.likelihood_
     mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n, combine_terms=False)
-    vectors = variational_word_vectors(model.covar_module)
-    with exact_numerics(), contextlib.ExitStack() as stack:
-        for v in vectors:
-            stack.enter_context(v.one_sample(torch.Generator().manual_seed(seed)))
-        stack.enter_context(shared_evaluation(model))
-        log_likelihood, kl, log_prior = whitened_gaussian_elbo(mll, x, y)[:3]
-    return -(log_likelihood - kl + log_prior - sum(v.kl() for v in vectors) / n)
+    variational = variational_word_vectors(model.covar_module)
+    return step_loss(mll, x, y, variational, torch.Generator().manual_seed(seed))
 
 
 def _batch(reg, corpus, rows):

@@ -91,7 +91,7 @@ from .mixins import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor"]
+__all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "step_loss"]
 
 
 class SparseGPLVSM(gpytorch.models.ApproximateGP):
@@ -119,6 +119,30 @@ class SparseGPLVSM(gpytorch.models.ApproximateGP):
         if x.is_cuda:
             covar = covar.evaluate_kernel()
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
+
+
+def step_loss(
+    mll: gpytorch.mlls.VariationalELBO,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    variational: list[Any],
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Minus the ELBO per datum of a batch ``x``, ``y`` as :class:`SparseGPLVSMRegressor`'s eager step takes
+    it (:func:`~lvgp.models.inducing.whitened_gaussian_elbo` in a shared evaluation). With ``variational``
+    word vector modules (``mll`` then with ``combine_terms=False``): one draw of them from ``generator`` for
+    every kernel evaluation of the step (K_ZZ, K_ZX and diag K_XX see the same vectors), and their KL to
+    the prior over the number of training documents."""
+    if not variational:
+        with shared_evaluation(mll.model):
+            return -whitened_gaussian_elbo(mll, x, y)
+    with contextlib.ExitStack() as stack:
+        for vectors in variational:
+            stack.enter_context(vectors.one_sample(generator))
+        stack.enter_context(shared_evaluation(mll.model))
+        log_likelihood, kl_inducing, log_prior = whitened_gaussian_elbo(mll, x, y)[:3]
+    kl_vectors = sum((v.kl() for v in variational), torch.zeros((), dtype=log_likelihood.dtype))
+    return -(log_likelihood - kl_inducing + log_prior - kl_vectors / mll.num_data)
 
 
 #: the streams of the fit's seed beside the batches' order (the root's), drawn by position before
@@ -409,20 +433,6 @@ class SparseGPLVSMRegressor(
         g = torch_generator(streams.root)  # the batches' order
         samples = streams.torch("word-vector draws")  # the word vectors' draws, one a step
 
-        def objective(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-            """Minus the ELBO per datum of a batch (one draw of variational word vectors for every kernel
-            evaluation of the step: K_ZZ, K_ZX and diag K_XX see the same vectors)."""
-            if not variational:
-                with shared_evaluation(self.model_):
-                    return -whitened_gaussian_elbo(mll, xb, yb)
-            with contextlib.ExitStack() as stack:
-                for vectors in variational:
-                    stack.enter_context(vectors.one_sample(samples))
-                stack.enter_context(shared_evaluation(self.model_))
-                log_likelihood, kl_inducing, log_prior = whitened_gaussian_elbo(mll, xb, yb)[:3]
-            kl_vectors = sum((v.kl() for v in variational), torch.zeros((), dtype=log_likelihood.dtype))
-            return -(log_likelihood - kl_inducing + log_prior - kl_vectors / n)
-
         self.model_.train()
         self.likelihood_.train()
         self.loss_curve_: list[float] = []
@@ -438,7 +448,9 @@ class SparseGPLVSMRegressor(
 
         def share_loss(idx: torch.Tensor) -> torch.Tensor:
             idx_device = idx.to(device)
-            return objective(documents_at(x_device, idx_device, lengths[idx]), targets[idx_device])
+            return step_loss(
+                mll, documents_at(x_device, idx_device, lengths[idx]), targets[idx_device], variational, samples
+            )
 
         def fused_backward(rows: np.ndarray) -> torch.Tensor:
             """The fused objective's loss on the documents ``rows`` (its batch taken with NumPy on the host:
