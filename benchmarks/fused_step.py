@@ -31,7 +31,6 @@ import argparse
 import collections
 import statistics
 import time
-import warnings
 from typing import Any
 
 import torch
@@ -145,29 +144,16 @@ def gaps(estimator: Any, data: Any, args: argparse.Namespace, compile: bool) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from step_anatomy import add_review_corpus_options, review_corpus
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=8000)
-    parser.add_argument("--num-words", type=int, default=50_000)
-    parser.add_argument("--max-length", type=int, default=512)
-    parser.add_argument("--inducing", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--threads", type=int, default=2)
+    add_review_corpus_options(parser)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--quick", action="store_true", help="small, and the fused objective eagerly (the tests)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.docs, args.num_words, args.max_length, args.inducing, args.batch = 300, 2000, 40, 16, 32
-        args.threads, args.steps = 1, 8
-    torch.set_num_threads(args.threads)
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(args.threads)
-    warnings.simplefilter("ignore")
-    from lvgp.datasets import make_zipf_topic_documents
-
-    data = make_zipf_topic_documents(
-        args.docs, num_words=args.num_words, max_length=args.max_length, random_state=0, n_jobs=args.threads
-    )
+        args.steps = 8
+    data = review_corpus(args)
     compiled = not args.quick
     if args.quick:  # the fused objective as it is, without inductor's build
         torch.compile = lambda fn, **_: fn  # type: ignore[assignment]

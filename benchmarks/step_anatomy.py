@@ -220,14 +220,40 @@ def hand_written_elbo(data: Any, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_review_corpus_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a sparse step's setting at review lengths, shared with ``fused_step.py``: the
+    generated corpus, the inducing documents, the batch and the threads."""
     parser.add_argument("--docs", type=int, default=8000)
     parser.add_argument("--num-words", type=int, default=50_000)
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--inducing", type=int, default=256)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
+
+
+def review_corpus(args: argparse.Namespace) -> Any:
+    """The threads set (torch's and the BLAS pools') and the generated corpus of those options; with
+    ``args.quick``, 300 documents of 40 tokens (V = 2,000), 16 inducing, batches of 32, one thread.
+    ``args.num_words`` becomes the corpus's."""
+    if args.quick:
+        args.docs, args.num_words, args.max_length, args.inducing, args.batch, args.threads = 300, 2000, 40, 16, 32, 1
+    torch.set_num_threads(args.threads)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)
+    warnings.simplefilter("ignore")
+    from lvgp.datasets import make_zipf_topic_documents
+
+    data = make_zipf_topic_documents(
+        args.docs, num_words=args.num_words, max_length=args.max_length, random_state=0, n_jobs=args.threads
+    )
+    args.num_words = data.num_words
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_review_corpus_options(parser)
     parser.add_argument("--models", default="sparse-gplvsm,variational-gpc")
     parser.add_argument("--top", type=int, default=25, help="the sites with the most compute operators")
     parser.add_argument("--repeats", type=int, default=11, help="timed evaluations of each objective (median)")
@@ -235,22 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="300 documents of 40 tokens, 16 inducing, batches of 32")
     args = parser.parse_args(argv)
     if args.quick:
-        args.docs, args.num_words, args.max_length, args.inducing, args.batch = 300, 2000, 40, 16, 32
-        args.threads, args.top, args.repeats = 1, 8, 1
-    torch.set_num_threads(args.threads)
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(args.threads)
-    warnings.simplefilter("ignore")
+        args.top, args.repeats = 8, 1
     import lvgp.kernels.embedding
-    from lvgp.datasets import make_zipf_topic_documents
 
     if not args.cpu_blocks:  # the Nystrom columns in one block, as off the CPU (large_n.py --one-block)
         lvgp.kernels.embedding._POOLED_BLOCK = 2**62
-    data = make_zipf_topic_documents(
-        args.docs, num_words=args.num_words, max_length=args.max_length, random_state=0, n_jobs=args.threads
-    )
-    args.num_words = data.num_words
+    data = review_corpus(args)
     print(
         f"{args.docs} documents of at most {args.max_length} tokens, {args.inducing} inducing, batches of {args.batch}, "
         f"{args.threads} thread(s), {'the CPU blocks' if args.cpu_blocks else 'one Nystrom block'}; torch {torch.__version__}\n"
