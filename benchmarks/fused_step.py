@@ -43,33 +43,44 @@ HOST_READS = {
 }  # fmt: skip
 
 
-def _spec() -> Any:
-    from lvgp import SparseGPLVSMRegressor
+MODELS = ("sparse-gplvsm", "variational-gpc")
+
+
+def _estimator(model: str, data: Any, args: argparse.Namespace, compile: bool) -> tuple[Any, Any, Any]:
+    """The estimator (the default kernel with its Nystrom map, as ``"auto"`` chooses at review lengths) and
+    the documents and targets it is fitted on: the regressor for ``args.steps`` steps on the corpus; the
+    4-class variational classifier for one epoch of ``args.steps`` batches (a step is one natural-gradient
+    and one Adam step)."""
+    from lvgp import LDKGPClassifier, MiniBatch, SparseGPLVSMRegressor
     from lvgp.kernels import LDKSpec
 
-    return LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
+    common = dict(num_inducing=args.inducing, num_words=data.num_words, random_state=0)
+    x = torch.from_numpy(data.X)
+    if model == "sparse-gplvsm":
+        spec = LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
+        options = MiniBatch(batch_size=args.batch, max_steps=args.steps, compile=compile)
+        return SparseGPLVSMRegressor(spec, optimizer=options, **common), x, data.y
+    spec = LDKSpec(**LDKGPClassifier._default_kernel).replace(approximation="nystrom")
+    options = MiniBatch(batch_size=args.batch, max_epochs=1, compile=compile)
+    n = args.steps * args.batch
+    return LDKGPClassifier(spec, inference="variational", optimizer=options, **common), x[:n], data.labels[:n]
 
 
-def fit_profiled(data: Any, args: argparse.Namespace, compile: bool) -> dict[str, Any]:
+def fit_profiled(model: str, data: Any, args: argparse.Namespace, compile: bool) -> dict[str, Any]:
     """A fit of ``args.steps`` steps; its step times and the operators of two steps near its end."""
-    from lvgp import MiniBatch, SparseGPLVSMRegressor
     from lvgp.models.fused_step import fused_steps
 
     ends: list[float] = []
     state: dict[str, Any] = {"profiler": None}
 
-    def step_ended(*_: Any) -> None:
+    def step_ended(optimizer: Any, *_: Any) -> None:
+        if type(optimizer).__name__ != "Adam":  # the classifier's natural-gradient step comes before its Adam step
+            return
         ends.append(time.perf_counter())
         if state["profiler"] is not None:
             state["profiler"].step()
 
-    estimator = SparseGPLVSMRegressor(
-        _spec(),
-        num_inducing=args.inducing,
-        optimizer=MiniBatch(batch_size=args.batch, max_steps=args.steps, compile=compile),
-        num_words=data.num_words,
-        random_state=0,
-    )
+    estimator, x, y = _estimator(model, data, args, compile)
     captured: list[list[Any]] = []
     hook = register_optimizer_step_post_hook(step_ended)
     start = time.perf_counter()
@@ -78,7 +89,7 @@ def fit_profiled(data: Any, args: argparse.Namespace, compile: bool) -> dict[str
         with profile(activities=[ProfilerActivity.CPU], schedule=plan, on_trace_ready=lambda p: captured.append(list(p.events()))) as prof:  # fmt: skip
             state["profiler"] = prof
             with fused_steps():  # the fused step on this CPU too (by default a GPU's)
-                estimator.fit(torch.from_numpy(data.X), data.y)
+                estimator.fit(x, y)
             state["profiler"] = None
     finally:
         hook.remove()
@@ -97,42 +108,61 @@ def fit_profiled(data: Any, args: argparse.Namespace, compile: bool) -> dict[str
         "top": len(top) / 2,
         "reads": sum(e.name in HOST_READS for e in leaf) / 2,
         "top_names": collections.Counter(e.name for e in top),
+        "leaf_names": collections.Counter(e.name for e in leaf),
         "step_ms": 1e3 * steady,
         "warm_up_s": steps[1] - steady if compile else 0.0,
     }
 
 
-def gaps(estimator: Any, data: Any, args: argparse.Namespace, compile: bool) -> tuple[float, dict[str, float]]:
+def gaps(
+    model: str, estimator: Any, data: Any, args: argparse.Namespace, compile: bool
+) -> tuple[float, dict[str, float]]:
     """The fused objective (compiled or not) against the eager step on one batch: the relative loss gap
     and each gradient's relative gap (by parameter name)."""
     import gpytorch
+    import numpy as np
 
     from lvgp.base.numerics import exact_numerics
     from lvgp.bow.padded import document_lengths, documents_at
+    from lvgp.kernels import shared_evaluation
     from lvgp.kernels.spec import variational_word_vectors
-    from lvgp.models.fused_step import FusedSparseObjective
+    from lvgp.models.fused_step import FusedClassifierObjective, FusedSparseObjective
+    from lvgp.models.inducing import whitened_softmax_elbo
     from lvgp.models.sparse import step_loss
 
-    model, likelihood = estimator.model_, estimator.likelihood_
-    model.train()
+    gp, likelihood = estimator.model_, estimator.likelihood_
+    gp.train()
     likelihood.train()
     x = torch.from_numpy(data.X).long()
     rows = torch.arange(args.batch)
     xb = documents_at(x, rows, document_lengths(x)[rows])
-    yb = torch.as_tensor((data.y[: args.batch] - estimator.y_mean_) / estimator.y_std_, dtype=torch.float64)
-    n = len(x)
-    named = [(k, p) for k, p in [*model.named_parameters(), *likelihood.named_parameters()] if p.requires_grad]
+    n = len(x) if model == "sparse-gplvsm" else args.steps * args.batch
+    named = [(k, p) for k, p in [*gp.named_parameters(), *likelihood.named_parameters()] if p.requires_grad]
     params = [p for _, p in named]
+    if model == "sparse-gplvsm":
+        yb = torch.as_tensor((data.y[: args.batch] - estimator.y_mean_) / estimator.y_std_, dtype=torch.float64)
 
-    def eager() -> torch.Tensor:
-        mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n, combine_terms=False)
-        variational = variational_word_vectors(model.covar_module)
-        with exact_numerics():
-            return step_loss(mll, xb, yb, variational, torch.Generator().manual_seed(0))
+        def eager() -> torch.Tensor:
+            mll = gpytorch.mlls.VariationalELBO(likelihood, gp, num_data=n, combine_terms=False)
+            variational = variational_word_vectors(gp.covar_module)
+            with exact_numerics():
+                return step_loss(mll, xb, yb, variational, torch.Generator().manual_seed(0))
 
-    fused = FusedSparseObjective(model, likelihood, n, compile=compile)
+        sparse = FusedSparseObjective(gp, likelihood, n, compile=compile)
+        fused = lambda: sparse(xb, yb, torch.Generator().manual_seed(0))  # noqa: E731
+    else:
+        yb = torch.as_tensor(np.searchsorted(estimator.classes_, data.labels[: args.batch]))
+        draws = torch.randn(10, args.batch, len(estimator.classes_), dtype=torch.float64, generator=torch.Generator().manual_seed(0))  # fmt: skip
+
+        def eager() -> torch.Tensor:
+            mll = gpytorch.mlls.VariationalELBO(likelihood, gp, num_data=n)
+            with exact_numerics(), shared_evaluation(gp):
+                return -whitened_softmax_elbo(mll, xb, yb, draws)
+
+        classifier = FusedClassifierObjective(gp, likelihood, n, compile=compile)
+        fused = lambda: classifier(xb, yb, draws)  # noqa: E731
     results = []
-    for objective in (eager, lambda: fused(xb, yb, torch.Generator().manual_seed(0))):
+    for objective in (eager, fused):
         for p in params:
             p.grad = None
         loss = objective()
@@ -149,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_review_corpus_options(parser)
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--models", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
     parser.add_argument("--quick", action="store_true", help="small, and the fused objective eagerly (the tests)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -159,31 +190,42 @@ def main(argv: list[str] | None = None) -> int:
         torch.compile = lambda fn, **_: fn  # type: ignore[assignment]
     print(
         f"{args.docs} documents of at most {args.max_length} tokens (V = {data.num_words:,}), {args.inducing} inducing, "
-        f"batches of {args.batch}, {args.threads} thread(s), {args.steps} steps; torch {torch.__version__}\n"
+        f"batches of {args.batch}, {args.threads} thread(s), {args.steps} steps; torch {torch.__version__}"
     )
-    print("| step | ops / step (leaf) | ops / step (top-level) | host reads / step | step ms | warm-up s |")
-    print("|---|---|---|---|---|---|")
-    rows = {}
-    for name, compile in (("eager (kernel stack)", False), ("fused, compiled" if compiled else "fused (eager)", True)):
-        r = rows[name] = fit_profiled(data, args, compile)
+    for model in args.models.split(","):
+        if model not in MODELS:
+            parser.error(f"--models: {model!r} is not one of {', '.join(MODELS)}")
+        print(f"\n{model}\n")
+        print("| step | ops / step (leaf) | ops / step (top-level) | host reads / step | step ms | warm-up s |")
+        print("|---|---|---|---|---|---|")
+        rows = {}
+        for name, compile in (
+            ("eager (kernel stack)", False),
+            ("fused, compiled" if compiled else "fused (eager)", True),
+        ):
+            r = rows[name] = fit_profiled(model, data, args, compile)
+            print(
+                f"| {name} | {r['leaf']:.0f} | {r['top']:.0f} | {r['reads']:.0f} | {r['step_ms']:.0f} | "
+                f"{r['warm_up_s']:.1f} |",
+                flush=True,
+            )
+        (eager, fused) = rows.values()
         print(
-            f"| {name} | {r['leaf']:.0f} | {r['top']:.0f} | {r['reads']:.0f} | {r['step_ms']:.0f} | "
-            f"{r['warm_up_s']:.1f} |",
-            flush=True,
+            f"\nthe fused step: {eager['leaf'] / fused['leaf']:.1f}x fewer leaf operators, "
+            f"{eager['top'] / fused['top']:.1f}x fewer top-level ones; step time {fused['step_ms'] / eager['step_ms']:.2f}x "
+            "the eager step's"
         )
-    (eager, fused) = rows.values()
-    print(
-        f"\nthe fused step: {eager['leaf'] / fused['leaf']:.1f}x fewer leaf operators, "
-        f"{eager['top'] / fused['top']:.1f}x fewer top-level ones; step time {fused['step_ms'] / eager['step_ms']:.2f}x "
-        "the eager step's"
-    )
-    print(
-        "its top-level operators:",
-        ", ".join(f"{k.removeprefix('aten::')} {v / 2:g}" for k, v in fused["top_names"].most_common()),
-    )
-    loss_gap, gradient_gaps = gaps(eager["estimator"], data, args, compile=compiled)
-    print(f"fused vs eager on one batch: loss {loss_gap:.1e} relative; each gradient, relative:")
-    print(", ".join(f"{k} {v:.1e}" for k, v in gradient_gaps.items()))
+        print(
+            "its top-level operators:",
+            ", ".join(f"{k.removeprefix('aten::')} {v / 2:g}" for k, v in fused["top_names"].most_common()),
+        )
+        print(
+            "its leaf operators:",
+            ", ".join(f"{k.removeprefix('aten::')} {v / 2:g}" for k, v in fused["leaf_names"].most_common()),
+        )
+        loss_gap, gradient_gaps = gaps(model, eager["estimator"], data, args, compile=compiled)
+        print(f"fused vs eager on one batch: loss {loss_gap:.1e} relative; each gradient, relative:")
+        print(", ".join(f"{k} {v:.1e}" for k, v in gradient_gaps.items()), flush=True)
     return 0
 
 

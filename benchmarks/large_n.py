@@ -255,9 +255,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--compile",
         action="store_true",
-        help="also run today's code with MiniBatch(compile=True) (the sparse GP-LVSM: its fused objective, compiled; "
-        "the classifier: rbf_pooled's blocks from torch.compile; the row 'now, compiled'; its warm-up is in its setup "
-        "and its first steps)",
+        help="also run today's code with MiniBatch(compile=True) (the sparse GP-LVSM and the variational classifier: "
+        "their fused objectives, compiled, on a GPU; on a CPU rbf_pooled's blocks from torch.compile; the row 'now, "
+        "compiled'; its warm-up is in its setup and its first steps)",
     )
     parser.add_argument(
         "--compile-only",

@@ -198,16 +198,17 @@ class MiniBatch(FitOptions):
         convergence_window: the plateau's window.
         ngd_lr: the natural-gradient step size of a variational distribution over inducing values, in
             (0, 1] (:class:`~lvgp.LDKGPClassifier`; an estimator without one refuses it).
-        compile: ``torch.compile`` in the fit. :class:`~lvgp.SparseGPLVSMRegressor` on a GPU with its default
-            kernel and a Nystrom map (what ``approximation="auto"`` picks at review lengths; the conditions:
-            :func:`lvgp.models.fused_step.unsupported`), in one process: the steps after the first evaluate
-            the fused objective (:mod:`lvgp.models.fused_step`: bags built on the host, the kernel and the
-            ELBO one compiled graph, forward and backward) with torch's fused Adam -- the eager step's
-            values to rounding with a small fraction of its operators, each of which a GPU launches. On a
-            CPU that step was slower than the eager one (its hand-blocked landmark columns), after a
-            warm-up of about a minute on a fresh machine (:func:`~lvgp.models.fused_step.fused_steps`
-            takes it there too); so on a CPU, as for other kernels and the variational
-            :class:`~lvgp.LDKGPClassifier`, the Nystrom LDK's blocks come from ``torch.compile`` instead
+        compile: ``torch.compile`` in the fit. :class:`~lvgp.SparseGPLVSMRegressor` and the variational
+            :class:`~lvgp.LDKGPClassifier` of more than two classes, on a GPU, with their default kernels and a
+            Nystrom map (what ``approximation="auto"`` picks at review lengths; the conditions:
+            :func:`lvgp.models.fused_step.unsupported` and :func:`~lvgp.models.fused_step.unsupported_classifier`),
+            in one process: the steps after the first evaluate the fused objective (:mod:`lvgp.models.fused_step`:
+            bags built on the host, the kernel and the ELBO one compiled graph, forward and backward) with
+            torch's fused Adam -- the eager step's values to rounding with a small fraction of its operators,
+            each of which a GPU launches. On a CPU those steps were slower than the eager ones (their
+            hand-blocked landmark columns), after a warm-up of about a minute on a fresh machine
+            (:func:`~lvgp.models.fused_step.fused_steps` takes them there too); so on a CPU, as for other
+            kernels, the Nystrom LDK's blocks come from ``torch.compile`` instead
             (:func:`lvgp.kernels.compiled_blocks`: less time a step at review lengths on some CPUs and
             more on others; on a GPU it changes nothing for them). The figures: ``benchmarks/README.md``.
             Values move by rounding; where compiling fails it warns and computes eagerly. Default off.

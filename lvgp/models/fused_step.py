@@ -1,4 +1,5 @@
-r"""The sparse GP-LVSM's training objective as one function of tensors, for ``torch.compile`` (issue 60).
+r"""The sparse GP-LVSM's and the variational GP classifier's training objectives as functions of tensors,
+for ``torch.compile`` (issue 60).
 
 An eager step of :class:`~lvgp.SparseGPLVSMRegressor` dispatches operators by the thousand
 (``benchmarks/step_anatomy.py``): the kernel decides, while it runs, which documents it has seen
@@ -19,6 +20,13 @@ the mean embeddings plus :math:`\lambda` times the tf-idf cosine (``identity_for
 output scale, a constant mean, a Gaussian likelihood and the whitened SVGP ELBO
 (:func:`lvgp.models.inducing.whitened_gaussian_elbo`). :func:`unsupported` says why any other model
 takes the eager step.
+
+The variational :class:`~lvgp.LDKGPClassifier` of ``C > 2`` classes has its own, on the same host tables:
+:func:`fused_softmax_objective` (:class:`FusedClassifierObjective`), the classifier's default kernel with a
+Nystrom map (MAP word vectors, the linear level 2), ``C`` whitened SVGPs with natural-parameter ``q(v)``
+(their natural gradients as gpytorch's, for its ``NGD``) and the softmax ELBO by Monte Carlo on the
+marginals (:func:`lvgp.models.inducing.whitened_softmax_elbo`); :func:`unsupported_classifier` says why
+any other classifier takes the eager step.
 """
 
 from __future__ import annotations
@@ -49,15 +57,19 @@ from .inducing import PaddedVariationalStrategy, gaussian_expected_log_likelihoo
 
 __all__ = [
     "DocumentBags",
+    "FusedClassifierObjective",
     "FusedSparseObjective",
     "bag_of_words_cosines",
     "document_bags",
     "fused_objective",
+    "fused_softmax_objective",
     "fused_step_wanted",
     "fused_steps",
     "packed_objective",
+    "packed_softmax_objective",
     "step_table",
     "unsupported",
+    "unsupported_classifier",
 ]
 
 
@@ -463,6 +475,270 @@ class FusedSparseObjective:
                 self.compiled, self.function = False, packed_objective
                 warnings.warn(
                     f"torch.compile of the fused sparse step failed ({type(err).__name__}: {str(err)[:200]}); "
+                    "computing it eagerly (the same values, more operators a step)",
+                    PerformanceWarning,
+                    stacklevel=3,
+                )
+        loss, self.status = self.function(*args)
+        return loss
+
+
+# ------------------------------------------------------------------ the variational GP classifier's step
+
+
+def unsupported_classifier(model: Any, likelihood: Any) -> str | None:
+    """Why the fused objective cannot take the variational classifier's step (``None``: it can): the
+    :class:`~lvgp.models.gpc.models.LDKClassificationGP` of more than two classes (``C`` whitened SVGPs with a
+    natural-parameter ``q(v)``) under gpytorch's ``SoftmaxLikelihood`` without mixing weights, with the
+    classifier's default kernel with a Nystrom map (MAP word vectors, the RBF embedding kernel of a fixed
+    bandwidth, the linear level 2, no bag-of-words part), unbatched, in float64."""
+    from gpytorch.likelihoods import SoftmaxLikelihood
+    from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
+
+    from ..kernels.embedding import RBFEmbedding
+    from ..kernels.level2 import LinearLevel2
+    from ..kernels.random_features import RandomFeatureLDK
+    from ..kernels.word_vectors import MAPWordVectors
+
+    multitask = getattr(model, "variational_strategy", None)
+    if not isinstance(multitask, IndependentMultitaskVariationalStrategy) or type(multitask) is not (
+        IndependentMultitaskVariationalStrategy
+    ):
+        return "the model's strategy is not an IndependentMultitaskVariationalStrategy (a binary classifier's probit)"
+    strategy = multitask.base_variational_strategy
+    if type(strategy) is not PaddedVariationalStrategy:
+        return "the classes' strategy is not lvgp's PaddedVariationalStrategy"
+    if not isinstance(strategy._variational_distribution, NaturalVariationalDistribution):
+        return "the variational distribution is not a NaturalVariationalDistribution"
+    if type(likelihood) is not SoftmaxLikelihood or likelihood.mixing_weights is not None:
+        return "the likelihood is not a SoftmaxLikelihood without mixing weights"
+    mean = model.mean_module
+    if type(mean) is not ConstantMean or mean.constant is not mean.raw_constant:
+        return "the mean is not an unconstrained constant per class"
+    covar = model.covar_module
+    if type(covar) is not ScaleKernel:
+        return "the covariance is not a ScaleKernel"
+    kernel = covar.base_kernel
+    if type(kernel) is not RandomFeatureLDK or kernel.features != "nystrom":
+        return "the kernel is not an LDK with a Nystrom map (approximation='nystrom')"
+    if kernel.batch_shape != torch.Size() or kernel.active_dims is not None:
+        return "the kernel has a batch shape or active dimensions"
+    if type(kernel.embedding) is not RBFEmbedding or type(kernel.level2) is not LinearLevel2:
+        return "the kernel's embedding is not RBF or its level 2 is not the linear one"
+    if kernel.has_identity:
+        return "the kernel has a bag-of-words part"
+    if kernel.word_weights is not None:
+        return "the kernel weighs its words (word_weights)"
+    vectors = kernel.word_vectors
+    if type(vectors) is not MAPWordVectors:
+        return "the word vectors are not MAP point estimates"
+    if vectors.word_features is not None or vectors._extra is not None:
+        return "the word vectors have pretrained features or extra words"
+    if any(p.requires_grad for p in kernel.embedding.parameters()):
+        return "the embedding kernel's bandwidth is learned"
+    priors = [(module, prior) for _, module, prior, _, _ in model.named_priors()]
+    if len(priors) != 1 or priors[0][0] is not vectors or any(True for _ in likelihood.named_priors()):
+        return "the model has gpytorch priors beside the word vectors' own"
+    if any(True for _ in model.added_loss_terms()):
+        return "the model has added loss terms"
+    if _softplus_transform(covar.raw_outputscale_constraint) is None:
+        return "the output scale's constraint is not softplus(raw) + a bound"
+    if vectors.raw_latent.dtype != torch.float64:
+        return "the model is not in float64"
+    return None
+
+
+class _NaturalMoments(torch.autograd.Function):
+    r"""``q(v)``'s moments from its natural parameters :math:`\theta_1 = \Sigma^{-1}\mathbf m`,
+    :math:`\theta_2 = -\frac12\Sigma^{-1}` (``*b x M``, ``*b x M x M``): ``(m, Sigma, log det Sigma, info)``,
+    ``info`` the Cholesky factorization's of :math:`-2\theta_2` (0 where it succeeded; ``cholesky_ex``: no
+    check on the host). As gpytorch's ``_NaturalToMuVarSqrt``, the backward returns the gradient with
+    respect to the *expectation* parameters :math:`\eta_1 = \mathbf m`, :math:`\eta_2 = \Sigma +
+    \mathbf m\mathbf m^\top` in the natural parameters' place -- the natural gradient that
+    ``gpytorch.optim.NGD`` steps by: :math:`\partial/\partial\eta_2 = \partial/\partial\Sigma`,
+    :math:`\partial/\partial\eta_1 = \partial/\partial\mathbf m - 2(\partial/\partial\Sigma)\mathbf m`.
+    The log determinant's gradient :math:`\Sigma^{-1}` is the precision :math:`-2\theta_2` itself (no
+    factorization of :math:`\Sigma`, which gpytorch takes for its Cholesky factor)."""
+
+    @staticmethod
+    def forward(ctx: Any, natural_vec: Tensor, natural_mat: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        precision = -2 * natural_mat
+        chol_precision, info = torch.linalg.cholesky_ex(precision)
+        eye = torch.eye(natural_mat.shape[-1], dtype=natural_mat.dtype, device=natural_mat.device)
+        inverse = torch.linalg.solve_triangular(chol_precision, eye.expand_as(natural_mat), upper=False)
+        sigma = inverse.mT @ inverse
+        mean = (sigma @ natural_vec.unsqueeze(-1)).squeeze(-1)
+        log_det = -2 * chol_precision.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        ctx.save_for_backward(mean, precision)
+        ctx.mark_non_differentiable(info)
+        return mean, sigma, log_det, info
+
+    @staticmethod
+    def backward(
+        ctx: Any, grad_mean: Tensor, grad_sigma: Tensor, grad_log_det: Tensor, grad_info: Any
+    ) -> tuple[Tensor, Tensor]:
+        mean, precision = ctx.saved_tensors
+        grad = 0.5 * (grad_sigma + grad_sigma.mT) + grad_log_det[..., None, None] * precision
+        return grad_mean - 2 * (grad @ mean.unsqueeze(-1)).squeeze(-1), grad
+
+
+def fused_softmax_objective(
+    raw_latent: Tensor,
+    rho: float,
+    gamma: Tensor,
+    landmarks: Tensor,
+    jitter_landmarks: float,
+    raw_outputscale: Tensor,
+    outputscale_bound: float,
+    constant: Tensor,
+    natural_vec: Tensor,
+    natural_mat: Tensor,
+    jitter: float,
+    words: Tensor,
+    local: Tensor,
+    offsets: Tensor,
+    weights: Tensor,
+    y: Tensor,
+    draws: Tensor,
+    num_data: int,
+    min_variance: float,
+) -> tuple[Tensor, Tensor]:
+    r"""Minus the ELBO per datum of the variational classifier's batch (``()``) and its status (``4``,
+    int64: the variances floored, the ``info`` of the landmarks', the classes' ``K_ZZ`` and the natural
+    parameters' Cholesky factorizations), the value and gradients of
+    :func:`lvgp.models.inducing.whitened_softmax_elbo` on the same ``draws`` (``S x B x C``).
+
+    The word vectors are ``raw_latent`` (``V x q``) under the prior :math:`\mathcal N(0, \rho^{-1})`; the kernel
+    (``RandomFeatureLDK`` with a Nystrom map and the linear level 2) is each document's features'
+    inner product (:func:`fused_objective`'s features, without the cosine), times each class's
+    ``softplus(raw_outputscale) + outputscale_bound`` (``C``, or one for all). The table (``words``,
+    ``local``, ``offsets``, ``weights``: :func:`step_table`) holds the ``M`` inducing documents, then the
+    batch (``B = len(y)``). Per class, ``L L^T = K_ZZ + jitter I``, ``A = L^{-1} K_ZX``, ``q(v) = N(m,
+    Sigma)`` from the natural parameters (:class:`_NaturalMoments`), ``mu = constant + A^T m``, ``sigma^2 =
+    diag K_XX + jitter + diag(A^T (Sigma - I) A)`` floored at ``min_variance``; the expected log-likelihood
+    :math:`\frac1S\sum_s\log\mathrm{softmax}(\boldsymbol\mu_i + \boldsymbol\sigma_i\odot\boldsymbol\epsilon_{si})_{y_i}`
+    averaged over the batch, minus the classes' whitened KLs and minus the vectors' log prior, both over
+    ``num_data``."""
+    outputscale = F.softplus(raw_outputscale) + outputscale_bound
+    z_landmarks = raw_latent[landmarks]
+    k_ll = _rbf(z_landmarks, z_landmarks, gamma)
+    scale = k_ll.diagonal().mean().detach()
+    eye_l = torch.eye(k_ll.shape[-1], dtype=k_ll.dtype, device=k_ll.device)
+    chol_l, info_l = torch.linalg.cholesky_ex(k_ll + jitter_landmarks * scale * eye_l)
+    pooled = _pooled(_rbf(raw_latent[words], z_landmarks, gamma), local, offsets, weights)
+    features = torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT
+    m = natural_vec.shape[-1]
+    lin = features[:m] @ features.mT  # M x (M + B)
+    k_xx = features[m:].pow(2).sum(-1)
+    scales = outputscale.reshape(-1, 1, 1)  # C x 1 x 1, or 1 x 1 x 1 for one output scale
+    eye = torch.eye(m, dtype=lin.dtype, device=lin.device)
+    chol, info = torch.linalg.cholesky_ex(scales * lin[:, :m] + jitter * eye)
+    a = torch.linalg.solve_triangular(chol, scales * lin[:, m:], upper=False)  # C x M x B
+    q_mean, sigma, log_det, info_q = _NaturalMoments.apply(natural_vec, natural_mat)
+    mean = constant.unsqueeze(-1) + (a.mT @ q_mean.unsqueeze(-1)).squeeze(-1)  # C x B
+    variance = scales.squeeze(-1) * k_xx + jitter + ((a * (sigma @ a)).sum(-2) - a.square().sum(-2))
+    floored = (variance < min_variance).sum()
+    variance = variance.clamp_min(min_variance)
+    f = mean.mT + variance.mT.sqrt() * draws  # S x B x C
+    log_p = torch.log_softmax(f, dim=-1).gather(-1, y.expand(f.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+    log_likelihood = log_p.mean(0).sum(-1) / y.shape[-1]
+    kl = 0.5 * (sigma.diagonal(dim1=-2, dim2=-1).sum(-1) + q_mean.square().sum(-1) - m - log_det).sum()
+    log_prior = -0.5 * rho * raw_latent.square().sum() + raw_latent.numel() * 0.5 * (
+        math.log(rho) - math.log(2 * math.pi)
+    )
+    status = torch.stack(
+        [floored, info_l.to(floored.dtype), info.max().to(floored.dtype), info_q.max().to(floored.dtype)]
+    )
+    return -(log_likelihood - kl / num_data + log_prior / num_data), status
+
+
+def packed_softmax_objective(
+    parameters: tuple,
+    ints: Tensor,
+    weights: Tensor,
+    num_distinct: int,
+    y: Tensor,
+    draws: Tensor,
+    num_data: int,
+    min_variance: float,
+) -> tuple[Tensor, Tensor]:
+    """:func:`fused_softmax_objective` of ``parameters`` (its first eleven arguments) and a step's table with
+    its integers packed in one tensor (``ints``: the ``words`` (``num_distinct``), ``local`` (as many as
+    ``weights``) and ``offsets`` of :func:`step_table` one after the other)."""
+    nnz = weights.shape[0]
+    words, local, offsets = ints[:num_distinct], ints[num_distinct : num_distinct + nnz], ints[num_distinct + nnz :]
+    return fused_softmax_objective(*parameters, words, local, offsets, weights, y, draws, num_data, min_variance)  # type: ignore[call-arg]
+
+
+class FusedClassifierObjective:
+    """The training objective of a variational GP classifier whose model :func:`unsupported_classifier`
+    accepts, as :func:`fused_softmax_objective` (eager, or ``torch.compile``'d with ``compile=True``):
+    ``objective(x, y, draws)`` for a batch of padded documents ``x`` (``B x L``, a NumPy array or a tensor:
+    its bags are built on the host), class codes ``y`` (``B``) and the softmax ELBO's standard normal
+    ``draws`` (``S x B x C``), both on the model's device, is minus the ELBO per datum, the value and
+    gradients of the classifier's eager step (:func:`lvgp.models.inducing.whitened_softmax_elbo`), the
+    natural parameters' gradients included. :meth:`usable` reads the status after the step as
+    :class:`FusedSparseObjective`'s does; a failed factorization of the natural parameters is where the
+    eager step's gpytorch conversion would add jitter or raise ``NotPSDError`` (the fit's undoing of a
+    natural-gradient step)."""
+
+    def __init__(self, model: Any, likelihood: Any, num_data: int, compile: bool = False) -> None:
+        reason = unsupported_classifier(model, likelihood)
+        if reason is not None:
+            raise ValueError(f"the fused objective does not apply: {reason}")
+        self.model, self.likelihood, self.num_data = model, likelihood, int(num_data)
+        self.kernel = model.covar_module.base_kernel
+        self.strategy = model.variational_strategy.base_variational_strategy
+        self._inducing = document_bags(self.strategy.inducing_points.cpu().numpy(), None, self.kernel.num_words)
+        self._bound = float(_softplus_transform(model.covar_module.raw_outputscale_constraint) or 0.0)
+        self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported_classifier() checks)
+        self._rho = float(self.kernel.word_vectors.rho)  # read once, not at every step
+        self.compiled = bool(compile)
+        self.function = torch.compile(packed_softmax_objective, dynamic=True) if compile else packed_softmax_objective
+        self.status = torch.zeros(4, dtype=torch.long)
+
+    def usable(self, stacklevel: int = 2) -> bool:
+        """Whether the last call's values can be used (every Cholesky factorization succeeded); gpytorch's
+        ``NumericalWarning`` where variances were floored."""
+        floored, *infos = (int(v) for v in self.status.tolist())
+        if floored:
+            floor = gpytorch.settings.min_variance.value(torch.float64)
+            warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel)
+        return not any(infos)
+
+    def __call__(self, x: Tensor | np.ndarray, y: Tensor, draws: Tensor) -> Tensor:
+        device = y.device
+        ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()
+        batch = document_bags(ids, None, self.kernel.num_words)
+        words, local, offsets, weights, _ = step_table(self._inducing, batch)
+        ints, floats = torch.from_numpy(np.concatenate([words, local, offsets])), torch.from_numpy(weights)
+        if device.type != "cpu":
+            ints, floats = ints.to(device, non_blocking=True), floats.to(device, non_blocking=True)
+        q = self.strategy._variational_distribution
+        parameters = (
+            self.kernel.word_vectors.raw_latent,
+            self._rho,
+            self._gamma,
+            self.kernel.landmarks,
+            float(self.kernel.jitter),
+            self.model.covar_module.raw_outputscale,
+            self._bound,
+            self.model.mean_module.raw_constant,
+            q.natural_vec,
+            q.natural_mat,
+            float(self.strategy.jitter_val),
+        )
+        min_variance = gpytorch.settings.min_variance.value(torch.float64)
+        args = (parameters, ints, floats, len(words), y, draws, self.num_data, min_variance)
+        if self.compiled:
+            try:
+                with torch._dynamo.config.patch(specialize_float=True):
+                    loss, self.status = self.function(*args)
+                return loss
+            except Exception as err:  # noqa: BLE001 - any backend failure: the same function, eagerly
+                self.compiled, self.function = False, packed_softmax_objective
+                warnings.warn(
+                    f"torch.compile of the fused classifier step failed ({type(err).__name__}: {str(err)[:200]}); "
                     "computing it eagerly (the same values, more operators a step)",
                     PerformanceWarning,
                     stacklevel=3,

@@ -14,7 +14,13 @@ import gpytorch
 import numpy as np
 import scipy.sparse as sp
 import torch
-from gpytorch.variational import CholeskyVariationalDistribution, VariationalStrategy
+from gpytorch.variational import (
+    CholeskyVariationalDistribution,
+    IndependentMultitaskVariationalStrategy,
+    NaturalVariationalDistribution,
+    VariationalStrategy,
+)
+from gpytorch.variational.natural_variational_distribution import _NaturalToMuVarSqrt
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from linear_operator.utils.warnings import NumericalWarning
 from sklearn.cluster import kmeans_plusplus
@@ -38,6 +44,7 @@ __all__ = [
     "training_blocks",
     "whitened_gaussian_elbo",
     "whitened_kl",
+    "whitened_softmax_elbo",
 ]
 
 
@@ -91,7 +98,9 @@ class PaddedVariationalStrategy(VariationalStrategy):
         self.__dict__["_padded_inducing"] = (points, points._version, z)
         return z
 
-    def training_marginals(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def training_marginals(
+        self, x: torch.Tensor, moments: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The mean and variance of :math:`q(\mathbf f)` at training documents ``x`` (``B x L``): the values
         (and gradients) of ``self(x)``'s ``mean`` and ``variance`` in training, without the linear operators.
         With :math:`L L^\top = K_{ZZ} + \epsilon I`, :math:`A = L^{-1} K_{ZX}` and :math:`q(\mathbf v) =
@@ -102,14 +111,10 @@ class PaddedVariationalStrategy(VariationalStrategy):
             \sigma_i^2 = k(x_i, x_i) + \epsilon + (A^\top (S S^\top - I) A)_{ii},
 
         the variances floored at gpytorch's ``min_variance`` with its ``NumericalWarning``, as
-        ``MultivariateNormal.variance`` floors them. The kernel's blocks: :func:`training_blocks`."""
-        self._clear_cache()
-        flags = (self.variational_params_initialized, self.updated_strategy)
-        seen = self.__dict__.get("_flags_seen")  # the flags read once, then again only where they were written
-        if seen is None or any(kept is not f or version != f._version for (kept, version), f in zip(seen, flags)):
-            if not all(bool(f.item()) for f in flags):
-                self(x)  # gpytorch's first call: q(v) initialized from the prior (its draw), or an old file's whitened
-            self.__dict__["_flags_seen"] = [(f, f._version) for f in flags]
+        ``MultivariateNormal.variance`` floors them. The kernel's blocks: :func:`training_blocks`. ``moments``:
+        :math:`(\mathbf m, S)` as :meth:`variational_moments` gives them (``None``: computed here); with a batch
+        shape (``*b``, the classifier's classes), the marginals are ``*b x B``."""
+        self.initialize_for(x)
         model = self.model
         x, z = self._padded(x, self.inducing_points)
         x, z = x.long(), self._kept_padded_inducing(z)  # the kernel's own dtype: converted once, not in each call
@@ -117,16 +122,15 @@ class PaddedVariationalStrategy(VariationalStrategy):
         k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
         eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
         chol = psd_safe_cholesky(k_zz + self.jitter_val * eye)
-        q = self._variational_distribution
-        s = q.chol_variational_covar.tril()
+        q_mean, s = self.variational_moments() if moments is None else moments
         middle = s @ s.mT - eye  # S S^T - I
         # gpytorch's own arithmetic (its fused update where it uses it: fewer inducing documents than the
         # batch), so that the gradients agree with its step to rounding, not only to the K_ZZ's conditioning
         if _FusedPredictiveUpdates is not None and m < x.shape[-2]:
-            mean_update, variance_update = _FusedPredictiveUpdates.apply(chol, k_zx, middle, q.variational_mean)
+            mean_update, variance_update = _FusedPredictiveUpdates.apply(chol, k_zx, middle, q_mean)
         else:
             a = torch.linalg.solve_triangular(chol, k_zx, upper=False)
-            mean_update = (a.mT @ q.variational_mean.unsqueeze(-1)).squeeze(-1)
+            mean_update = (a.mT @ q_mean.unsqueeze(-1)).squeeze(-1)
             variance_update = (a.mT * (middle @ a).mT).sum(-1)
         mean = model.mean_module(x) + mean_update
         variance = k_xx + self.jitter_val + variance_update
@@ -136,11 +140,36 @@ class PaddedVariationalStrategy(VariationalStrategy):
             variance = variance.clamp_min(floor)
         return mean, variance
 
-    def whitened_kl(self) -> torch.Tensor:
-        r"""The KL of :math:`q(\mathbf v)` to the whitened prior (:func:`lvgp.models.inducing.whitened_kl`): the
-        value of gpytorch's ``kl_divergence()`` without the linear operators."""
+    def initialize_for(self, x: torch.Tensor) -> None:
+        """gpytorch's first call on ``x`` where it has not been made: ``q(v)`` initialized from the prior (its
+        draw), or an old file's strategy whitened. Its two flags are read once, then again only where they
+        were written (each read waits for a GPU's queue)."""
+        self._clear_cache()
+        flags = (self.variational_params_initialized, self.updated_strategy)
+        seen = self.__dict__.get("_flags_seen")
+        if seen is None or any(kept is not f or version != f._version for (kept, version), f in zip(seen, flags)):
+            if not all(bool(f.item()) for f in flags):
+                self(x)
+            self.__dict__["_flags_seen"] = [(f, f._version) for f in flags]
+
+    def variational_moments(self) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""The mean :math:`\mathbf m` (``*b x M``) and lower Cholesky factor :math:`S` (``*b x M x M``) of
+        :math:`q(\mathbf v)`, as gpytorch's distribution makes them: a ``CholeskyVariationalDistribution``'s
+        parameters, or a ``NaturalVariationalDistribution``'s natural parameters mapped by gpytorch's own
+        ``_NaturalToMuVarSqrt`` (whose backward gives the natural gradient that ``gpytorch.optim.NGD`` steps
+        by)."""
         q = self._variational_distribution
-        return whitened_kl(q.variational_mean, q.chol_variational_covar)
+        if isinstance(q, NaturalVariationalDistribution):
+            return _NaturalToMuVarSqrt.apply(q.natural_vec, q.natural_mat)
+        if not isinstance(q, CholeskyVariationalDistribution):
+            raise TypeError(f"variational_moments: {type(q).__name__} is neither a Cholesky nor a natural distribution")
+        return q.variational_mean, q.chol_variational_covar.tril()
+
+    def whitened_kl(self, moments: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        r"""The KL of :math:`q(\mathbf v)` to the whitened prior (:func:`lvgp.models.inducing.whitened_kl`): the
+        value of gpytorch's ``kl_divergence()`` without the linear operators (``*b``, one per batch member).
+        ``moments``: as for :meth:`training_marginals`."""
+        return whitened_kl(*(self.variational_moments() if moments is None else moments))
 
 
 def whitened_kl(mean: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
@@ -211,6 +240,50 @@ def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, 
     if mll.combine_terms:
         return log_likelihood - kl + prior - added_loss
     return (log_likelihood, kl, prior, added_loss) if added else (log_likelihood, kl, prior)
+
+
+def whitened_softmax_elbo(
+    mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, y: torch.Tensor, draws: torch.Tensor
+) -> Any:
+    r"""The ELBO per datum of ``C`` whitened SVGPs (an ``IndependentMultitaskVariationalStrategy`` of a
+    :class:`PaddedVariationalStrategy`, batch shape ``C``) under gpytorch's ``SoftmaxLikelihood`` (no mixing
+    weights), for a batch ``x`` (``B x L``) with class codes ``y`` (``B``): the terms gpytorch's
+    ``VariationalELBO`` combines (the expected log-likelihood averaged over the batch, the KL of
+    :math:`q(\mathbf v)` summed over the classes and the log prior, both over ``num_data``), with the expected
+    log-likelihood by Monte Carlo on each document's *marginals*
+
+    .. math:: \mathbb E_{q(\mathbf f_i)}\log\mathrm{softmax}(\mathbf f_i)_{y_i} pprox rac1S\sum_s
+        \log\mathrm{softmax}(oldsymbol\mu_i + oldsymbol\sigma_i\odotoldsymbol\epsilon_{si})_{y_i},
+
+    ``draws`` the ``S x B x C`` standard normal :math:`oldsymbol\epsilon` (drawn by the caller from its
+    stream). The likelihood factorizes over documents, so the marginals :math:`\mathcal N(\mu_{ic},
+    \sigma_{ic}^2)` (:meth:`PaddedVariationalStrategy.training_marginals`) give the same expectation as
+    gpytorch's draws of the batch's joint ``B x B`` covariance (``SoftmaxLikelihood.expected_log_prob``),
+    without its factorization per class and with independent errors across documents (a lower variance of
+    the batch's sum). The value is minus the step's loss of the variational classifier
+    (:class:`lvgp.LDKGPClassifier`, ``inference="variational"``)."""
+    model, likelihood = mll.model, mll.likelihood
+    multitask = getattr(model, "variational_strategy", None)
+    strategy = getattr(multitask, "base_variational_strategy", None)
+    if (
+        type(likelihood) is not gpytorch.likelihoods.SoftmaxLikelihood
+        or likelihood.mixing_weights is not None
+        or not isinstance(multitask, IndependentMultitaskVariationalStrategy)
+        or not isinstance(strategy, PaddedVariationalStrategy)
+    ):
+        raise TypeError(
+            "whitened_softmax_elbo: needs a SoftmaxLikelihood without mixing weights and an "
+            "IndependentMultitaskVariationalStrategy of a PaddedVariationalStrategy"
+        )
+    strategy.initialize_for(x)  # before the moments: the first call initializes q(v)
+    moments = strategy.variational_moments()
+    mean, variance = strategy.training_marginals(x, moments)  # C x B
+    f = mean.mT + variance.mT.sqrt() * draws  # S x B x C
+    log_p = torch.log_softmax(f, dim=-1).gather(-1, y.expand(f.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+    log_likelihood = log_p.mean(0).sum(-1).div(x.shape[-2])
+    kl = strategy.whitened_kl(moments).sum().div(mll.num_data / mll.beta)
+    added = sum((term.loss() for term in model.added_loss_terms()), torch.zeros_like(log_likelihood))
+    return log_likelihood - kl + log_prior(mll).div(mll.num_data) - added
 
 
 #: k-means++ seeds among at most this many documents (or 20 per inducing document, if more): a uniform

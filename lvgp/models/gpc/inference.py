@@ -24,7 +24,7 @@ import torch
 from linear_operator.utils.errors import NotPSDError
 from sklearn.exceptions import ConvergenceWarning
 
-from ..._random import torch_generator
+from ..._random import child_seed, torch_generator
 from ...base import fitting
 from ...base.distributed import backward_on_share, process_group
 from ...base.fit_options import LBFGS, FitOptions, MiniBatch
@@ -35,7 +35,8 @@ from ...kernels import compiled_blocks, kept_blocks, shared_evaluation
 from ...kernels.spec import word_vector_modules
 from ...warnings import warn
 from ..dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
-from ..inducing import choose_inducing_documents
+from ..fused_step import FusedClassifierObjective, fused_step_wanted, unsupported_classifier
+from ..inducing import choose_inducing_documents, whitened_softmax_elbo
 from ..laplace import SoftmaxLaplaceGP, expected_softmax_correlated
 from .models import (
     DirichletLDKGP,
@@ -46,7 +47,14 @@ from .models import (
     expected_softmax,
 )
 
-__all__ = ["Inference", "DirichletInference", "LaplaceInference", "VariationalInference", "INFERENCE_STRATEGIES"]
+__all__ = [
+    "Inference",
+    "DirichletInference",
+    "LaplaceInference",
+    "VariationalInference",
+    "INFERENCE_STRATEGIES",
+    "natural_gradient_step",
+]
 
 #: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
 #: ``ngd_lr`` each time, before it gives up with a ``CovarianceError``
@@ -401,7 +409,9 @@ class LaplaceInference(_EvidenceInference):
 class VariationalInference(Inference):
     """SVGPs on inducing documents (k-means++ among the training documents) with the softmax likelihood
     (the probit for two classes), by natural-gradient steps of ``q(u)`` and Adam steps of the rest on
-    mini-batches."""
+    mini-batches. The softmax ELBO's expected log-likelihood is a Monte Carlo average over each document's
+    marginals (:func:`lvgp.models.inducing.whitened_softmax_elbo`, gpytorch's ``num_likelihood_samples``
+    draws a document, from the fit's own stream); the probit's is gpytorch's quadrature."""
 
     name = "variational"
     optimizer_kind = MiniBatch
@@ -445,8 +455,11 @@ class VariationalInference(Inference):
     ) -> None:
         targets = self.build(est, x, codes, seed)
         device = est.device_
+        n_classes = len(est.classes_)
+        binary = n_classes == 2
         # batches are drawn on the host and cut to their longest document by the lengths kept there
         n, lengths = x.shape[0], document_lengths(x)
+        host_targets = targets
         x_device, targets = x.to(device), targets.to(device)
         mll = gpytorch.mlls.VariationalELBO(est.likelihood_, est.model_, num_data=n)
         natural = list(est.model_.variational_parameters())
@@ -457,20 +470,44 @@ class VariationalInference(Inference):
             if p.requires_grad and id(p) not in natural_ids
         ]
         optimizer, stopping = est._optimizer_options(), est._stopping()
+        # inside a torch.distributed group (torchrun): each process takes its share of every batch
+        rank, world_size = process_group()
+        # MiniBatch(compile=True) on a GPU (a CPU inside lvgp.models.fused_step.fused_steps()) with the kernel
+        # the fused objective takes: the steps after the first (which initializes q(v) as gpytorch does)
+        # evaluate it, compiled, on bags built on the host, with torch's fused Adam; else the compiled blocks
+        # of rbf_pooled (below). One process: a step taken again eagerly would be one rank's decision alone
+        fused: dict[str, Any] = {
+            "objective": None,
+            "wanted": bool(optimizer.compile)
+            and not binary
+            and world_size == 1
+            and fused_step_wanted(device)
+            and unsupported_classifier(est.model_, est.likelihood_) is None,
+        }
         ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
-        adam = fitting.torch_adam(others, optimizer.lr)
+        adam = fitting.torch_adam(others, optimizer.lr, fused=fused["wanted"])
         batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
         g = torch_generator(seed)
         est.model_.train()
         est.likelihood_.train()
+        host_ids, host_lengths = x.cpu().numpy(), lengths.numpy()  # the fused step's batches, taken with NumPy
 
-        # inside a torch.distributed group (torchrun): each process takes its share of every batch
-        rank, world_size = process_group()
+        # the softmax ELBO's Monte Carlo draws (gpytorch's num_likelihood_samples a document and class), a step's
+        # for its whole batch from the fit's own stream; each process takes its share's columns
+        softmax = not binary
+        draws = torch_generator(child_seed(seed, "softmax likelihood draws"))
+        n_draws = int(gpytorch.settings.num_likelihood_samples.value())
+        dtype = est.model_.mean_module.raw_constant.dtype
+        step_draws: dict[str, torch.Tensor] = {}
 
         def share_loss(rows: torch.Tensor) -> torch.Tensor:
             rows_device = rows.to(device)
+            batch = documents_at(x_device, rows_device, lengths[rows])
             with shared_evaluation(est.model_):  # K_ZZ, K_ZX and diag K_XX: each set's norms once
-                return -mll(est.model_(documents_at(x_device, rows_device, lengths[rows])), targets[rows_device])
+                if softmax:
+                    share = step_draws["eps"][:, rank::world_size].to(device)
+                    return -whitened_softmax_elbo(mll, batch, targets[rows_device], share)
+                return -mll(est.model_(batch), targets[rows_device])
 
         # q(u) before the last natural-gradient step, and how often a step was undone (see _NGD_BACKOFF)
         before_step: dict[str, Any] = {"natural": None, "undone": 0}
@@ -488,23 +525,56 @@ class VariationalInference(Inference):
                 group["lr"] /= 2
             before_step["undone"] += 1
 
+        def fused_backward(picked: np.ndarray) -> torch.Tensor:
+            """The fused objective's loss on the documents ``picked`` (their ids taken with NumPy on the host),
+            and its backward."""
+            ids = host_ids[picked, : int(host_lengths[picked].max(initial=1))]
+            yb, eps = host_targets[torch.from_numpy(picked)], step_draws["eps"]
+            if device.type != "cpu":
+                yb, eps = yb.to(device, non_blocking=True), eps.to(device, non_blocking=True)
+            loss = fused["objective"](ids, yb, eps)
+            loss.backward()
+            return loss
+
         def epoch(it: int) -> torch.Tensor:
             perm = torch.randperm(n, generator=g)
-            total = torch.zeros((), dtype=torch.float64, device=device)
+            order = perm.numpy()  # the batches' rows on the host (the fused step's)
+            losses = []
             for b in range(0, n, batch):
-                rows = perm[b : b + batch]
+                picked = order[b : b + batch]
+                if softmax:
+                    step_draws["eps"] = torch.randn(n_draws, len(picked), n_classes, dtype=dtype, generator=draws)
+                eager = fused["objective"] is None
                 while True:
                     ngd.zero_grad()
                     adam.zero_grad()
                     try:
-                        loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
+                        if not eager:
+                            loss = fused_backward(picked)
+                            if not fused["objective"].usable(stacklevel=6):
+                                # a Cholesky factorization of the fused step failed: the step again, eagerly, where
+                                # gpytorch adds jitter or raises (and a natural-gradient step is undone, below)
+                                eager = True
+                                continue
+                        else:
+                            rows = perm[b : b + batch]
+                            loss = backward_on_share(rows, share_loss, [*natural, *others], rank, world_size, device)
                         break
                     except NotPSDError as err:
                         undo_natural_step(err)
-                before_step["natural"] = [p.detach().clone() for p in natural]
-                ngd.step()
+                with torch.no_grad():  # q(u) before this step, kept for its undoing (one copy into the buffers)
+                    if before_step["natural"] is None:
+                        before_step["natural"] = [p.detach().clone() for p in natural]
+                    else:
+                        torch._foreach_copy_(before_step["natural"], natural)
+                natural_gradient_step(ngd)
                 adam.step()
-                total = total + loss.detach() * len(rows)
+                if fused["objective"] is None and fused["wanted"]:
+                    fused["objective"] = FusedClassifierObjective(est.model_, est.likelihood_, n, compile=True)
+                losses.append((loss.detach(), len(picked)))
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for loss, size in losses:  # the epoch's mean loss, summed in the order of its steps
+                total = total + loss * size
             return total / n
 
         def snapshot() -> Any:
@@ -521,7 +591,7 @@ class VariationalInference(Inference):
         with (
             exact_numerics(),
             covariance_errors("the variational GP classifier", hint),
-            compiled_blocks(bool(optimizer.compile)),
+            compiled_blocks(bool(optimizer.compile) and not fused["wanted"]),
             kept_blocks(),
         ):
             # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
@@ -584,6 +654,18 @@ class VariationalInference(Inference):
             probs = est.likelihood_(f).probs
             return torch.stack([1 - probs, probs], dim=-1)
         return super().block_proba(est, mean, var, f)
+
+
+def natural_gradient_step(ngd: gpytorch.optim.NGD) -> None:
+    r"""``ngd.step()``: gpytorch's natural-gradient step :math:`\theta \leftarrow \theta - \mathrm{lr}\,n\,
+    \nabla_\eta` (its gradients, with respect to the expectation parameters), as one multi-tensor operator
+    for each parameter group (the same arithmetic, one operator a step where the loop dispatches one a
+    parameter)."""
+    with torch.no_grad():
+        for group in ngd.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                torch._foreach_add_(params, [p.grad for p in params], alpha=-group["lr"] * ngd.num_data)
 
 
 #: the inferences by name (``LDKGPClassifier(inference=...)``), one stateless instance each
