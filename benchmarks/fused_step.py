@@ -1,13 +1,15 @@
-"""The sparse GP-LVSM's step through the kernel stack (eager) and fused and compiled (issue 60).
+"""The sparse GP-LVSM's and the variational GP classifier's steps through the kernel stack (eager) and
+fused and compiled (issue 60).
 
 ``MiniBatch(compile=True)`` on a GPU (on a CPU inside :func:`lvgp.models.fused_step.fused_steps`, as
 here) makes the regressor's steps after the first evaluate
 :func:`lvgp.models.fused_step.fused_objective` -- its bags built on the host, the kernel and the ELBO one
 function of tensors, ``torch.compile``'d whole (forward and backward, dynamic shapes) -- with torch's
-fused Adam. This script fits the regressor both ways on the same corpus (the default kernel with its
+fused Adam; the 4-class variational classifier's, :func:`lvgp.models.fused_step.fused_softmax_objective`.
+This script fits each model (``--models``) both ways on the same corpus (the default kernel with its
 Nystrom map, as ``"auto"`` chooses at review lengths) and prints for each:
 
-* the operators of a step (forward, backward, Adam; ``torch.profiler`` over two steps near the end of
+* the operators of a step (forward, backward, Adam and the classifier's natural-gradient step; ``torch.profiler`` over two steps near the end of
   the fit, divided by two), counted two ways: the **leaf** ATen operators (``large_n.py``'s count: an
   operator with no operator inside it, e.g. the ``resolve_conj`` checks inside a CPU ``mm``, not the
   ``mm``) and the **top-level** ones (the operators the step itself calls: inside a compiled graph, its
@@ -22,7 +24,7 @@ Nystrom map, as ``"auto"`` chooses at review lengths) and prints for each:
 
 ``--quick`` (the tests): 300 documents, 16 inducing, the fused objective eagerly (no inductor build).
 
-    python benchmarks/fused_step.py [--docs 8000] [--threads 2] [--steps 12] [--quick]
+    python benchmarks/fused_step.py [--docs 8000] [--threads 2] [--steps 12] [--models ...] [--quick]
 """
 
 from __future__ import annotations
