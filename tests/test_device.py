@@ -542,3 +542,38 @@ def test_loss_buffer_reads_back_in_windows_and_names_the_step_that_diverged() ->
     buffer.append(torch.tensor(float("nan")))
     with pytest.raises(FloatingPointError, match="the ELBO became nan at step 10; lower lr"):
         buffer.flush()
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])  # a GPU's default (the CPU's: test_fused_*)
+@pytest.mark.parametrize("model", ["sparse-gplvsm", "variational-gpc"])
+def test_the_fused_step_on_a_gpu_follows_the_eager_fit(monkeypatch, model: str, device: str) -> None:
+    """On a GPU, ``MiniBatch(compile=True)`` takes the fused step of the regressor and of the variational
+    classifier after the first (``torch.compile`` made the identity here: the function, its host tables
+    and its status on the device; the compiled graph on a GPU is ``gpu_all.sh``'s part
+    ``large-50k-compiled``), on the eager fit's trajectory."""
+    from lvgp.datasets import make_zipf_topic_documents
+    from lvgp.models import fused_step
+
+    compiled: list[Any] = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled.append(fn) or fn)
+    corpus = make_zipf_topic_documents(160, num_words=800, max_length=30, random_state=0)
+    x = torch.from_numpy(corpus.X)
+
+    def fit(compile: bool) -> list[float]:
+        common: dict[str, Any] = dict(num_inducing=12, num_words=corpus.num_words, random_state=0, device=device)
+        with warnings.catch_warnings(), fused_step.fused_steps(device == "cpu"):
+            warnings.simplefilter("ignore")
+            if model == "sparse-gplvsm":
+                spec = LDKSpec(**lvgp.SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
+                options = MiniBatch(batch_size=32, max_steps=8, compile=compile)
+                return lvgp.SparseGPLVSMRegressor(spec, optimizer=options, **common).fit(x, corpus.y).step_losses_
+            spec = LDKSpec(**lvgp.LDKGPClassifier._default_kernel).replace(approximation="nystrom")
+            options = MiniBatch(batch_size=32, max_epochs=2, compile=compile)
+            clf = lvgp.LDKGPClassifier(spec, inference="variational", optimizer=options, **common)
+            return clf.fit(x, corpus.labels).loss_curve_
+
+    eager, fused = fit(False), fit(True)
+    assert compiled == [
+        fused_step.packed_objective if model == "sparse-gplvsm" else fused_step.packed_softmax_objective
+    ]
+    np.testing.assert_allclose(fused, eager, rtol=1e-9)
