@@ -154,12 +154,34 @@ def _softplus_transform(constraint: Any) -> float | None:
     return 0.0 if isinstance(constraint, Positive) else float(constraint.lower_bound)
 
 
+def _unsupported_nystrom_kernel(
+    kernel: Any, level2: type, level2_name: str, vectors: type, vectors_name: str
+) -> str | None:
+    """Why ``kernel`` is not the fused objectives' LDK (``None``: it is): a ``RandomFeatureLDK`` with a Nystrom
+    map, unbatched, on all dimensions, with the RBF embedding kernel of a fixed bandwidth, the level 2
+    ``level2`` and word vectors of type ``vectors`` without pretrained features or extra words."""
+    from ..kernels.embedding import RBFEmbedding
+    from ..kernels.random_features import RandomFeatureLDK
+
+    if type(kernel) is not RandomFeatureLDK or kernel.features != "nystrom":
+        return "the kernel is not an LDK with a Nystrom map (approximation='nystrom')"
+    if kernel.batch_shape != torch.Size() or kernel.active_dims is not None:
+        return "the kernel has a batch shape or active dimensions"
+    if type(kernel.embedding) is not RBFEmbedding or type(kernel.level2) is not level2:
+        return f"the kernel's embedding is not RBF or its level 2 is not {level2_name}"
+    if type(kernel.word_vectors) is not vectors:
+        return f"the word vectors are not {vectors_name}"
+    if kernel.word_vectors.word_features is not None or kernel.word_vectors._extra is not None:
+        return "the word vectors have pretrained features or extra words"
+    if any(p.requires_grad for p in kernel.embedding.parameters()):
+        return "the embedding kernel's bandwidth is learned"
+    return None
+
+
 def unsupported(model: Any, likelihood: Any) -> str | None:
     """Why the fused objective cannot take ``model``'s step (``None``: it can): the model and kernel
     the module docstring describes, unbatched, in float64, on a CPU or a GPU."""
-    from ..kernels.embedding import RBFEmbedding
     from ..kernels.level2 import CosineLevel2
-    from ..kernels.random_features import RandomFeatureLDK
     from ..kernels.word_vectors import VariationalWordVectors
 
     strategy = getattr(model, "variational_strategy", None)
@@ -176,21 +198,12 @@ def unsupported(model: Any, likelihood: Any) -> str | None:
     if type(covar) is not ScaleKernel or covar.outputscale.numel() != 1:
         return "the covariance is not a ScaleKernel of one output scale"
     kernel = covar.base_kernel
-    if type(kernel) is not RandomFeatureLDK or kernel.features != "nystrom":
-        return "the kernel is not an LDK with a Nystrom map (approximation='nystrom')"
-    if kernel.batch_shape != torch.Size() or kernel.active_dims is not None:
-        return "the kernel has a batch shape or active dimensions"
-    if type(kernel.embedding) is not RBFEmbedding or type(kernel.level2) is not CosineLevel2:
-        return "the kernel's embedding is not RBF or its level 2 is not the cosine"
+    reason = _unsupported_nystrom_kernel(kernel, CosineLevel2, "the cosine", VariationalWordVectors, "variational")
+    if reason is not None:
+        return reason
     if not (kernel.has_identity and kernel.identity_form == "separate"):
         return "the kernel has no separate bag-of-words part (identity_form='separate')"
     vectors = kernel.word_vectors
-    if type(vectors) is not VariationalWordVectors:
-        return "the word vectors are not variational"
-    if vectors.word_features is not None or vectors._extra is not None:
-        return "the word vectors have pretrained features or extra words"
-    if any(p.requires_grad for p in kernel.embedding.parameters()):
-        return "the embedding kernel's bandwidth is learned"
     if any(True for _ in model.named_priors()) or any(True for _ in likelihood.named_priors()):
         return "the model has gpytorch priors"
     constrained = [covar.raw_outputscale_constraint, kernel.raw_identity_weight_constraint]
@@ -214,6 +227,30 @@ def _pooled(columns: Tensor, local: Tensor, offsets: Tensor, weights: Tensor) ->
     r""":math:`\sum_s w_{is}\,k(\mathbf x_{v_{is}}, Z_\ell)`, each document's weighted sum of its distinct
     words' kernel values with the landmarks ``columns`` (``u x m``, one row a word) over its bag: ``n x m``."""
     return F.embedding_bag(local, columns, offsets, mode="sum", per_sample_weights=weights)
+
+
+def _nystrom_features(
+    vectors: Tensor,
+    landmarks: Tensor,
+    gamma: Tensor,
+    jitter_landmarks: float,
+    words: Tensor,
+    local: Tensor,
+    offsets: Tensor,
+    weights: Tensor,
+) -> tuple[Tensor, Tensor]:
+    r"""Every document's Nystrom features at once (``n x D``, the table's documents in order: the inducing
+    documents first) and the landmarks' factorization's ``info``: ``L_l L_l^T = k(Z_l, Z_l) + j s I`` of the
+    ``landmarks``' vectors (``s`` the mean of its diagonal, ``j = jitter_landmarks``), then
+    :math:`L_\ell^{-1}\sum_s w_s k(Z_\ell, \mathbf x_s)` over each document's bag (one ``embedding_bag`` of
+    the distinct ``words``' columns, one triangular solve)."""
+    z_landmarks = vectors[landmarks]
+    k_ll = _rbf(z_landmarks, z_landmarks, gamma)
+    scale = k_ll.diagonal().mean().detach()
+    eye_l = torch.eye(k_ll.shape[-1], dtype=k_ll.dtype, device=k_ll.device)
+    chol_l, info_l = torch.linalg.cholesky_ex(k_ll + jitter_landmarks * scale * eye_l)
+    pooled = _pooled(_rbf(vectors[words], z_landmarks, gamma), local, offsets, weights)
+    return torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT, info_l
 
 
 def fused_objective(
@@ -266,15 +303,7 @@ def fused_objective(
         for raw, bound in zip((raw_latent_scale, raw_identity_weight, raw_outputscale, raw_noise), bounds)
     )
     vectors = raw_latent + latent_scale * noise
-    z_landmarks = vectors[landmarks]
-    k_ll = _rbf(z_landmarks, z_landmarks, gamma)
-    scale = k_ll.diagonal().mean().detach()
-    eye_l = torch.eye(k_ll.shape[-1], dtype=k_ll.dtype, device=k_ll.device)
-    chol_l, info_l = torch.linalg.cholesky_ex(k_ll + jitter_landmarks * scale * eye_l)
-
-    # every document's features at once, the M inducing documents first: L_l^{-1} (sum_s w_s k(Z_l, x_s))
-    pooled = _pooled(_rbf(vectors[words], z_landmarks, gamma), local, offsets, weights)
-    features = torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT
+    features, info_l = _nystrom_features(vectors, landmarks, gamma, jitter_landmarks, words, local, offsets, weights)
     m = z_bow.shape[-1]
     lin = features[:m] @ features.mT  # M x (M + B): the inducing documents' Gram with themselves and the batch
     s_z = lin[:, :m].diagonal()
@@ -357,7 +386,49 @@ def fused_step_wanted(device: torch.device) -> bool:
     return device.type != "cpu" or _ON_CPU["enabled"]
 
 
-class FusedSparseObjective:
+class _CompiledObjective:
+    """What both fused objectives share: their packed function, ``torch.compile``'d or not, the fallback to
+    it eagerly where compiling fails, and the status the last call left (floored variances first, then the
+    Cholesky factorizations' ``info``)."""
+
+    def _start(self, function: Any, what: str, compile: bool, status_size: int) -> None:
+        self.eager_function, self.what, self.compiled = function, what, bool(compile)
+        self.function = torch.compile(function, dynamic=True) if compile else function
+        self.status = torch.zeros(status_size, dtype=torch.long)
+
+    def usable(self, stacklevel: int = 2) -> bool:
+        """Whether the last call's values can be used: ``False`` where a Cholesky factorization failed
+        (the caller takes the step again through the eager objective); gpytorch's ``NumericalWarning``
+        where variances were floored."""
+        floored, *infos = (int(v) for v in self.status.tolist())
+        if floored:
+            floor = gpytorch.settings.min_variance.value(torch.float64)
+            warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel)
+        return not any(infos)
+
+    def _evaluate(self, args: tuple) -> Tensor:
+        """The loss of ``self.function(*args)``, its status kept; a failed compile warns and computes it
+        eagerly from then on."""
+        if self.compiled:
+            try:
+                # the Python floats (rho, the jitters, the bounds) as constants of the graph, not inputs:
+                # dynamo would otherwise make a tensor of each at every call
+                with torch._dynamo.config.patch(specialize_float=True):
+                    loss, self.status = self.function(*args)
+                return loss
+            except Exception as err:  # noqa: BLE001 - any backend failure: the same function, eagerly
+                self.compiled, self.function = False, self.eager_function
+                warnings.warn(
+                    f"torch.compile of the fused {self.what} step failed ({type(err).__name__}: {str(err)[:200]}); "
+                    "computing it eagerly (the same values, more operators a step)",
+                    PerformanceWarning,
+                    stacklevel=4,
+                )
+        loss, self.status = self.function(*args)
+        return loss
+
+
+class FusedSparseObjective(_CompiledObjective):
     """The training objective of a sparse GP-LVSM whose model :func:`unsupported` accepts, as
     :func:`fused_objective` (eager, or ``torch.compile``'d with ``compile=True``): ``objective(x, y)``
     for a batch of padded documents ``x`` (``B x L``, a tensor or a NumPy array on the host: its bags are
@@ -398,25 +469,13 @@ class FusedSparseObjective:
         self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported() checks)
         self._rho = float(vectors.rho)  # read once: a read at every step would wait for a GPU's queue
         self._tables: tuple[torch.device, Tensor] | None = None
-        self.compiled = bool(compile)
-        self.function = torch.compile(packed_objective, dynamic=True) if compile else packed_objective
-        self.status = torch.zeros(3, dtype=torch.long)
+        self._start(packed_objective, "sparse", compile, status_size=3)
 
     def _inducing_on(self, device: torch.device) -> Tensor:
         """The inducing documents' bag-of-words cosines on ``device``, moved there once."""
         if self._tables is None or self._tables[0] != device:
             self._tables = (device, torch.from_numpy(self._z_bow).to(device))
         return self._tables[1]
-
-    def usable(self, stacklevel: int = 2) -> bool:
-        """Whether the last call's values can be used: ``False`` where a Cholesky factorization failed
-        (the caller takes the step again through the eager objective); gpytorch's ``NumericalWarning``
-        where variances were floored."""
-        floored, info_landmarks, info = (int(v) for v in self.status.tolist())
-        if floored:
-            floor = gpytorch.settings.min_variance.value(torch.float64)
-            warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel)
-        return info_landmarks == 0 and info == 0
 
     def __call__(self, x: Tensor | np.ndarray, y: Tensor, generator: torch.Generator | None = None) -> Tensor:
         device = y.device
@@ -464,23 +523,7 @@ class FusedSparseObjective:
             self.num_data,
             min_variance,
         )
-        if self.compiled:
-            try:
-                # the Python floats (rho, the jitters, the bounds) as constants of the graph, not inputs:
-                # dynamo would otherwise make a tensor of each at every call
-                with torch._dynamo.config.patch(specialize_float=True):
-                    loss, self.status = self.function(*args)
-                return loss
-            except Exception as err:  # noqa: BLE001 - any backend failure: the same function, eagerly
-                self.compiled, self.function = False, packed_objective
-                warnings.warn(
-                    f"torch.compile of the fused sparse step failed ({type(err).__name__}: {str(err)[:200]}); "
-                    "computing it eagerly (the same values, more operators a step)",
-                    PerformanceWarning,
-                    stacklevel=3,
-                )
-        loss, self.status = self.function(*args)
-        return loss
+        return self._evaluate(args)
 
 
 # ------------------------------------------------------------------ the variational GP classifier's step
@@ -495,9 +538,7 @@ def unsupported_classifier(model: Any, likelihood: Any) -> str | None:
     from gpytorch.likelihoods import SoftmaxLikelihood
     from gpytorch.variational import IndependentMultitaskVariationalStrategy, NaturalVariationalDistribution
 
-    from ..kernels.embedding import RBFEmbedding
     from ..kernels.level2 import LinearLevel2
-    from ..kernels.random_features import RandomFeatureLDK
     from ..kernels.word_vectors import MAPWordVectors
 
     multitask = getattr(model, "variational_strategy", None)
@@ -519,23 +560,14 @@ def unsupported_classifier(model: Any, likelihood: Any) -> str | None:
     if type(covar) is not ScaleKernel:
         return "the covariance is not a ScaleKernel"
     kernel = covar.base_kernel
-    if type(kernel) is not RandomFeatureLDK or kernel.features != "nystrom":
-        return "the kernel is not an LDK with a Nystrom map (approximation='nystrom')"
-    if kernel.batch_shape != torch.Size() or kernel.active_dims is not None:
-        return "the kernel has a batch shape or active dimensions"
-    if type(kernel.embedding) is not RBFEmbedding or type(kernel.level2) is not LinearLevel2:
-        return "the kernel's embedding is not RBF or its level 2 is not the linear one"
+    reason = _unsupported_nystrom_kernel(kernel, LinearLevel2, "the linear one", MAPWordVectors, "MAP point estimates")
+    if reason is not None:
+        return reason
     if kernel.has_identity:
         return "the kernel has a bag-of-words part"
     if kernel.word_weights is not None:
         return "the kernel weighs its words (word_weights)"
     vectors = kernel.word_vectors
-    if type(vectors) is not MAPWordVectors:
-        return "the word vectors are not MAP point estimates"
-    if vectors.word_features is not None or vectors._extra is not None:
-        return "the word vectors have pretrained features or extra words"
-    if any(p.requires_grad for p in kernel.embedding.parameters()):
-        return "the embedding kernel's bandwidth is learned"
     priors = [(module, prior) for _, module, prior, _, _ in model.named_priors()]
     if len(priors) != 1 or priors[0][0] is not vectors or any(True for _ in likelihood.named_priors()):
         return "the model has gpytorch priors beside the word vectors' own"
@@ -620,13 +652,7 @@ def fused_softmax_objective(
     averaged over the batch, minus the classes' whitened KLs and minus the vectors' log prior, both over
     ``num_data``."""
     outputscale = F.softplus(raw_outputscale) + outputscale_bound
-    z_landmarks = raw_latent[landmarks]
-    k_ll = _rbf(z_landmarks, z_landmarks, gamma)
-    scale = k_ll.diagonal().mean().detach()
-    eye_l = torch.eye(k_ll.shape[-1], dtype=k_ll.dtype, device=k_ll.device)
-    chol_l, info_l = torch.linalg.cholesky_ex(k_ll + jitter_landmarks * scale * eye_l)
-    pooled = _pooled(_rbf(raw_latent[words], z_landmarks, gamma), local, offsets, weights)
-    features = torch.linalg.solve_triangular(chol_l, pooled.mT, upper=False).mT
+    features, info_l = _nystrom_features(raw_latent, landmarks, gamma, jitter_landmarks, words, local, offsets, weights)
     m = natural_vec.shape[-1]
     lin = features[:m] @ features.mT  # M x (M + B)
     k_xx = features[m:].pow(2).sum(-1)
@@ -670,7 +696,7 @@ def packed_softmax_objective(
     return fused_softmax_objective(*parameters, words, local, offsets, weights, y, draws, num_data, min_variance)  # type: ignore[call-arg]
 
 
-class FusedClassifierObjective:
+class FusedClassifierObjective(_CompiledObjective):
     """The training objective of a variational GP classifier whose model :func:`unsupported_classifier`
     accepts, as :func:`fused_softmax_objective` (eager, or ``torch.compile``'d with ``compile=True``):
     ``objective(x, y, draws)`` for a batch of padded documents ``x`` (``B x L``, a NumPy array or a tensor:
@@ -693,18 +719,7 @@ class FusedClassifierObjective:
         self._bound = float(_softplus_transform(model.covar_module.raw_outputscale_constraint) or 0.0)
         self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported_classifier() checks)
         self._rho = float(self.kernel.word_vectors.rho)  # read once, not at every step
-        self.compiled = bool(compile)
-        self.function = torch.compile(packed_softmax_objective, dynamic=True) if compile else packed_softmax_objective
-        self.status = torch.zeros(4, dtype=torch.long)
-
-    def usable(self, stacklevel: int = 2) -> bool:
-        """Whether the last call's values can be used (every Cholesky factorization succeeded); gpytorch's
-        ``NumericalWarning`` where variances were floored."""
-        floored, *infos = (int(v) for v in self.status.tolist())
-        if floored:
-            floor = gpytorch.settings.min_variance.value(torch.float64)
-            warnings.warn(f"Negative variance values detected; rounded up to {floor}", NumericalWarning, stacklevel)
-        return not any(infos)
+        self._start(packed_softmax_objective, "classifier", compile, status_size=4)
 
     def __call__(self, x: Tensor | np.ndarray, y: Tensor, draws: Tensor) -> Tensor:
         device = y.device
@@ -730,18 +745,4 @@ class FusedClassifierObjective:
         )
         min_variance = gpytorch.settings.min_variance.value(torch.float64)
         args = (parameters, ints, floats, len(words), y, draws, self.num_data, min_variance)
-        if self.compiled:
-            try:
-                with torch._dynamo.config.patch(specialize_float=True):
-                    loss, self.status = self.function(*args)
-                return loss
-            except Exception as err:  # noqa: BLE001 - any backend failure: the same function, eagerly
-                self.compiled, self.function = False, packed_softmax_objective
-                warnings.warn(
-                    f"torch.compile of the fused classifier step failed ({type(err).__name__}: {str(err)[:200]}); "
-                    "computing it eagerly (the same values, more operators a step)",
-                    PerformanceWarning,
-                    stacklevel=3,
-                )
-        loss, self.status = self.function(*args)
-        return loss
+        return self._evaluate(args)
