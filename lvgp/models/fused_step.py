@@ -542,11 +542,9 @@ def unsupported_classifier(model: Any, likelihood: Any) -> str | None:
     from ..kernels.word_vectors import MAPWordVectors
 
     multitask = getattr(model, "variational_strategy", None)
-    if not isinstance(multitask, IndependentMultitaskVariationalStrategy) or type(multitask) is not (
-        IndependentMultitaskVariationalStrategy
-    ):
+    if type(multitask) is not IndependentMultitaskVariationalStrategy:
         return "the model's strategy is not an IndependentMultitaskVariationalStrategy (a binary classifier's probit)"
-    strategy = multitask.base_variational_strategy
+    strategy = getattr(multitask, "base_variational_strategy", None)
     if type(strategy) is not PaddedVariationalStrategy:
         return "the classes' strategy is not lvgp's PaddedVariationalStrategy"
     if not isinstance(strategy._variational_distribution, NaturalVariationalDistribution):

@@ -252,10 +252,10 @@ def whitened_softmax_elbo(
     :math:`q(\mathbf v)` summed over the classes and the log prior, both over ``num_data``), with the expected
     log-likelihood by Monte Carlo on each document's *marginals*
 
-    .. math:: \mathbb E_{q(\mathbf f_i)}\log\mathrm{softmax}(\mathbf f_i)_{y_i} pprox rac1S\sum_s
-        \log\mathrm{softmax}(oldsymbol\mu_i + oldsymbol\sigma_i\odotoldsymbol\epsilon_{si})_{y_i},
+    .. math:: \mathbb E_{q(\mathbf f_i)}\log\mathrm{softmax}(\mathbf f_i)_{y_i} \approx \frac1S\sum_s
+        \log\mathrm{softmax}(\boldsymbol\mu_i + \boldsymbol\sigma_i\odot\boldsymbol\epsilon_{si})_{y_i},
 
-    ``draws`` the ``S x B x C`` standard normal :math:`oldsymbol\epsilon` (drawn by the caller from its
+    ``draws`` the ``S x B x C`` standard normal :math:`\boldsymbol\epsilon` (drawn by the caller from its
     stream). The likelihood factorizes over documents, so the marginals :math:`\mathcal N(\mu_{ic},
     \sigma_{ic}^2)` (:meth:`PaddedVariationalStrategy.training_marginals`) give the same expectation as
     gpytorch's draws of the batch's joint ``B x B`` covariance (``SoftmaxLikelihood.expected_log_prob``),
