@@ -244,3 +244,22 @@ def test_docstrings_point_to_measurements_instead_of_quoting_them():
                 if cites and _MEASURED.search(sentence):
                     quoting.append(f"{_module(path)}.{getattr(node, 'name', '')}: {' '.join(sentence.split())[:160]}")
     assert not quoting, "\n".join(quoting)
+
+
+def test_no_text_file_holds_control_characters():
+    """A docstring passed through another program's string literal can turn the ``\\a``, ``\\b`` and ``\\f``
+    of its LaTeX into control characters (``\\approx`` became a bell and "pprox"): Sphinx builds the page
+    without a warning and the equation renders broken. No source, test, benchmark or documentation text
+    holds one (tabs, line feeds and carriage returns aside)."""
+    top = ROOT.parent
+    files = [*ROOT.rglob("*.py"), *top.glob("tests/*.py"), *top.glob("benchmarks/*.py"), *top.glob("*.md")]
+    files += [*top.glob("benchmarks/*.md"), *top.glob("results/*.md"), *top.glob("docs/**/*.md")]
+    control = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+    found = [
+        f"{path.relative_to(top)}:{number}: {line.strip()[:80]!r}"
+        for path in files
+        if "_build" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1)
+        if control.search(line)
+    ]
+    assert not found, "\n".join(found)
