@@ -1,7 +1,8 @@
 """Data-parallel training under torchrun (issue 41): 2 gloo processes on CPU, each fitting the same
 estimator on the same data inside a torch.distributed group, follow the single-process trajectory for
 the same global batch and seed, to 1e-6 -- the sparse GP-LVSM and the variational GP classifier
-(binary: its likelihood is deterministic quadrature)."""
+(binary: its likelihood is deterministic quadrature; three classes: the softmax ELBO's Monte Carlo draws,
+one set a global batch, each process taking its share's columns)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,14 @@ def fit_both() -> dict:
         optimizer=MiniBatch(batch_size=45, max_epochs=4),
         random_state=0,
     ).fit(texts, (y > np.median(y)).astype(int))
+    # three classes: the softmax ELBO's Monte Carlo draws, one set a global batch, each process its share's
+    three = LDKGPClassifier(
+        LDKSpec(latent_dim=2, rho=0.1),
+        inference="variational",
+        num_inducing=16,
+        optimizer=MiniBatch(batch_size=45, max_epochs=3),
+        random_state=0,
+    ).fit(texts, np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])))
     from lvgp.base.distributed import process_group
 
     return {
@@ -61,6 +70,8 @@ def fit_both() -> dict:
         "reg_pred": reg.predict(texts[:20]).tolist(),
         "clf_loss": list(clf.loss_curve_),
         "clf_proba": clf.predict_proba(texts[:20]).tolist(),
+        "softmax_loss": list(three.loss_curve_),
+        "softmax_proba": three.predict_proba(texts[:20]).tolist(),
     }
 
 
