@@ -32,7 +32,7 @@ def corpus():
     return make_zipf_topic_documents(240, num_words=1500, max_length=40, random_state=0)  # 4 classes
 
 
-def _fitted(corpus, epochs=2, on_cpu=True, kernel=NYSTROM, labels=None, **options):
+def _fitted(corpus, epochs=2, on_cpu=True, kernel=NYSTROM, labels=None, class_hyperparameters="per-class", **options):
     """A fitted variational classifier (batches of 32, 12 inducing documents); with ``compile=True``, its
     fused step taken on this CPU (``fused_steps``)."""
     with warnings.catch_warnings(), fused_step.fused_steps(on_cpu):
@@ -43,6 +43,7 @@ def _fitted(corpus, epochs=2, on_cpu=True, kernel=NYSTROM, labels=None, **option
             num_inducing=12,
             optimizer=MiniBatch(batch_size=32, max_epochs=epochs, **options),
             num_words=corpus.num_words,
+            class_hyperparameters=class_hyperparameters,
             random_state=0,
         ).fit(torch.from_numpy(corpus.X), corpus.labels if labels is None else labels)
 
@@ -115,12 +116,16 @@ def test_the_softmax_elbo_by_hand_is_gpytorchs_terms_and_a_loop_over_the_margina
         assert float((mine - theirs).abs().max()) < 0.02
 
 
-@pytest.mark.parametrize("rows", [range(32), range(200, 205)])  # more documents than inducing ones, fewer
-def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows):
+@pytest.mark.parametrize(
+    "rows, scales",
+    [(range(32), "per-class"), (range(200, 205), "per-class"), (range(32), "shared")],
+    ids=["more documents than inducing ones", "fewer", "one output scale for all classes"],
+)
+def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows, scales):
     """Against the eager step on one batch and one set of draws: the loss to 1e-12, every gradient (the
     natural parameters' natural gradients, through gpytorch's map there and ``_NaturalMoments`` here)
     to 1e-10 relative; other draws, another loss."""
-    clf = _fitted(corpus)
+    clf = _fitted(corpus, class_hyperparameters=scales)
     assert unsupported_classifier(clf.model_, clf.likelihood_) is None
     x, y = _batch(clf, corpus, rows)
     n = len(corpus.labels)
