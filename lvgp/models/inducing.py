@@ -20,7 +20,6 @@ from gpytorch.variational import (
     NaturalVariationalDistribution,
     VariationalStrategy,
 )
-from gpytorch.variational.natural_variational_distribution import _NaturalToMuVarSqrt
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from linear_operator.utils.warnings import NumericalWarning
 from sklearn.cluster import kmeans_plusplus
@@ -155,12 +154,14 @@ class PaddedVariationalStrategy(VariationalStrategy):
     def variational_moments(self) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The mean :math:`\mathbf m` (``*b x M``) and lower Cholesky factor :math:`S` (``*b x M x M``) of
         :math:`q(\mathbf v)`, as gpytorch's distribution makes them: a ``CholeskyVariationalDistribution``'s
-        parameters, or a ``NaturalVariationalDistribution``'s natural parameters mapped by gpytorch's own
-        ``_NaturalToMuVarSqrt`` (whose backward gives the natural gradient that ``gpytorch.optim.NGD`` steps
+        parameters, or a ``NaturalVariationalDistribution``'s natural parameters mapped by the distribution
+        itself (gpytorch's map, whose backward gives the natural gradient that ``gpytorch.optim.NGD`` steps
         by)."""
         q = self._variational_distribution
         if isinstance(q, NaturalVariationalDistribution):
-            return _NaturalToMuVarSqrt.apply(q.natural_vec, q.natural_mat)
+            # gpytorch's q(v): its mean and a CholLinearOperator of the factor, whose cholesky() is that factor
+            dist = q()
+            return dist.mean, dist.lazy_covariance_matrix.cholesky().to_dense()
         if not isinstance(q, CholeskyVariationalDistribution):
             raise TypeError(f"variational_moments: {type(q).__name__} is neither a Cholesky nor a natural distribution")
         return q.variational_mean, q.chol_variational_covar.tril()
