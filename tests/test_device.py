@@ -549,8 +549,8 @@ def test_loss_buffer_reads_back_in_windows_and_names_the_step_that_diverged() ->
 def test_the_fused_step_on_a_gpu_follows_the_eager_fit(monkeypatch, model: str, device: str) -> None:
     """On a GPU, ``MiniBatch(compile=True)`` takes the fused step of the regressor and of the variational
     classifier after the first (``torch.compile`` made the identity here: the function, its host tables
-    and its status on the device; the compiled graph on a GPU is ``gpu_all.sh``'s part
-    ``large-50k-compiled``), on the eager fit's trajectory."""
+    and its status on the device; the compiled graphs on a GPU are ``gpu_all.sh``'s parts
+    ``large-50k-compiled`` and ``large-50k-compiled-gpc``), on the eager fit's trajectory."""
     from lvgp.datasets import make_zipf_topic_documents
     from lvgp.models import fused_step
 
