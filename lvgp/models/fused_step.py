@@ -391,10 +391,40 @@ class _CompiledObjective:
     it eagerly where compiling fails, and the status the last call left (floored variances first, then the
     Cholesky factorizations' ``info``)."""
 
-    def _start(self, function: Any, what: str, compile: bool, status_size: int) -> None:
+    def __init__(
+        self,
+        model: Any,
+        likelihood: Any,
+        num_data: int,
+        reason: str | None,
+        function: Any,
+        what: str,
+        compile: bool,
+        status_size: int,
+    ) -> None:
+        """``reason``: the ``unsupported`` check's answer for ``model`` (a ``ValueError`` unless ``None``);
+        ``function``: the packed objective, compiled with ``compile``; ``what``: its name in the warning."""
+        if reason is not None:
+            raise ValueError(f"the fused objective does not apply: {reason}")
+        self.model, self.likelihood, self.num_data = model, likelihood, int(num_data)
+        self.kernel = model.covar_module.base_kernel
         self.eager_function, self.what, self.compiled = function, what, bool(compile)
         self.function = torch.compile(function, dynamic=True) if compile else function
         self.status = torch.zeros(status_size, dtype=torch.long)
+
+    def _batch_bags(self, x: Tensor | np.ndarray, word_weights: np.ndarray | None) -> DocumentBags:
+        """A batch's bags, built on the host (a NumPy batch: no operator at all)."""
+        ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()
+        return document_bags(ids, word_weights, self.kernel.num_words)
+
+    @staticmethod
+    def _packed(device: torch.device, ints: np.ndarray, floats: np.ndarray) -> tuple[Tensor, Tensor]:
+        """A step's table packed in two tensors (integers, floats) on ``device``: two tensors a step to make
+        from NumPy and, on a GPU, to copy."""
+        packed = torch.from_numpy(ints), torch.from_numpy(floats)
+        if device.type != "cpu":
+            return packed[0].to(device, non_blocking=True), packed[1].to(device, non_blocking=True)
+        return packed
 
     def usable(self, stacklevel: int = 2) -> bool:
         """Whether the last call's values can be used: ``False`` where a Cholesky factorization failed
@@ -443,10 +473,7 @@ class FusedSparseObjective(_CompiledObjective):
 
     def __init__(self, model: Any, likelihood: Any, num_data: int, compile: bool = False) -> None:
         reason = unsupported(model, likelihood)
-        if reason is not None:
-            raise ValueError(f"the fused objective does not apply: {reason}")
-        self.model, self.likelihood, self.num_data = model, likelihood, int(num_data)
-        self.kernel = model.covar_module.base_kernel
+        super().__init__(model, likelihood, num_data, reason, packed_objective, "sparse", compile, status_size=3)
         self.vectors = self.kernel.word_vectors
         table = self.kernel.word_weights
         if table is not None and self.kernel.num_words > len(table):  # as the kernel extends it
@@ -469,7 +496,6 @@ class FusedSparseObjective(_CompiledObjective):
         self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported() checks)
         self._rho = float(vectors.rho)  # read once: a read at every step would wait for a GPU's queue
         self._tables: tuple[torch.device, Tensor] | None = None
-        self._start(packed_objective, "sparse", compile, status_size=3)
 
     def _inducing_on(self, device: torch.device) -> Tensor:
         """The inducing documents' bag-of-words cosines on ``device``, moved there once."""
@@ -479,16 +505,13 @@ class FusedSparseObjective(_CompiledObjective):
 
     def __call__(self, x: Tensor | np.ndarray, y: Tensor, generator: torch.Generator | None = None) -> Tensor:
         device = y.device
-        ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()  # a NumPy batch: no operator at all
-        batch = document_bags(ids, self._word_weights, self.kernel.num_words)
+        batch = self._batch_bags(x, self._word_weights)
         words, local, offsets, weights, floor = step_table(self._inducing, batch)
-        # the batch's table in two arrays (integers, floats), split inside the function: two tensors a step
-        # to make from NumPy and, on a GPU, to copy
-        ints = torch.from_numpy(np.concatenate([words, local, offsets]))
         zx_bow = bag_of_words_cosines(self._inducing, batch)
-        floats = torch.from_numpy(np.concatenate([weights, floor, zx_bow.ravel()]))
-        if device.type != "cpu":
-            ints, floats = ints.to(device, non_blocking=True), floats.to(device, non_blocking=True)
+        # the batch's table in two arrays (integers, floats), split inside packed_objective
+        ints, floats = self._packed(
+            device, np.concatenate([words, local, offsets]), np.concatenate([weights, floor, zx_bow.ravel()])
+        )
         covar, kernel, strategy = self.model.covar_module, self.kernel, self.model.variational_strategy
         q = strategy._variational_distribution
         vectors, noise_covar = self.vectors, self.likelihood.noise_covar
@@ -708,25 +731,19 @@ class FusedClassifierObjective(_CompiledObjective):
 
     def __init__(self, model: Any, likelihood: Any, num_data: int, compile: bool = False) -> None:
         reason = unsupported_classifier(model, likelihood)
-        if reason is not None:
-            raise ValueError(f"the fused objective does not apply: {reason}")
-        self.model, self.likelihood, self.num_data = model, likelihood, int(num_data)
-        self.kernel = model.covar_module.base_kernel
+        super().__init__(
+            model, likelihood, num_data, reason, packed_softmax_objective, "classifier", compile, status_size=4
+        )
         self.strategy = model.variational_strategy.base_variational_strategy
         self._inducing = document_bags(self.strategy.inducing_points.cpu().numpy(), None, self.kernel.num_words)
         self._bound = float(_softplus_transform(model.covar_module.raw_outputscale_constraint) or 0.0)
         self._gamma = self.kernel.embedding.gamma.detach().reshape(())  # not learned (unsupported_classifier() checks)
         self._rho = float(self.kernel.word_vectors.rho)  # read once, not at every step
-        self._start(packed_softmax_objective, "classifier", compile, status_size=4)
 
     def __call__(self, x: Tensor | np.ndarray, y: Tensor, draws: Tensor) -> Tensor:
         device = y.device
-        ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()
-        batch = document_bags(ids, None, self.kernel.num_words)
-        words, local, offsets, weights, _ = step_table(self._inducing, batch)
-        ints, floats = torch.from_numpy(np.concatenate([words, local, offsets])), torch.from_numpy(weights)
-        if device.type != "cpu":
-            ints, floats = ints.to(device, non_blocking=True), floats.to(device, non_blocking=True)
+        words, local, offsets, weights, _ = step_table(self._inducing, self._batch_bags(x, None))
+        ints, floats = self._packed(device, np.concatenate([words, local, offsets]), weights)
         q = self.strategy._variational_distribution
         parameters = (
             self.kernel.word_vectors.raw_latent,
