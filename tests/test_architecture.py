@@ -250,11 +250,13 @@ def test_no_text_file_holds_control_characters():
     """A docstring passed through another program's string literal can turn the ``\\a``, ``\\b`` and ``\\f``
     of its LaTeX into control characters (``\\approx`` became a bell and "pprox"): Sphinx builds the page
     without a warning and the equation renders broken. No source, test, benchmark or documentation text
-    holds one (tabs, line feeds and carriage returns aside)."""
+    holds one (line feeds and carriage returns aside), nor a tab: ``\\t`` turns ``\\tfrac`` and ``\\top`` into a
+    tab and "frac", "op" the same way, and none of these files indents with tabs."""
     top = ROOT.parent
     files = [*ROOT.rglob("*.py"), *top.glob("tests/*.py"), *top.glob("benchmarks/*.py"), *top.glob("*.md")]
     files += [*top.glob("benchmarks/*.md"), *top.glob("results/*.md"), *top.glob("docs/**/*.md")]
-    control = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+    files += [*top.glob("examples/*.py"), *top.glob("notebooks/src/*.py")]
+    control = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
     found = [
         f"{path.relative_to(top)}:{number}: {line.strip()[:80]!r}"
         for path in files

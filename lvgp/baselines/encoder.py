@@ -245,9 +245,9 @@ class EncoderMahalanobis(_EncoderDetector):
     within-class scatter), shrunk towards a scaled identity by Ledoit & Wolf's rule (with fewer texts
     than the encoder's dimensions the sample covariance is singular).
 
-    * :meth:`decision_function`: ``n x C`` values :math:`-	frac12 (e - \mu_c)^	op \Sigma^{-1} (e - \mu_c)`;
+    * :meth:`decision_function`: ``n x C`` values :math:`-\tfrac12 (e - \mu_c)^\top \Sigma^{-1} (e - \mu_c)`;
     * :meth:`predict`: the nearest class mean in that metric; :meth:`predict_proba`: linear discriminant
-      analysis's posterior, :math:`\propto \pi_c \exp(-	frac12 d_c^2)` with the training class frequencies;
+      analysis's posterior, :math:`\propto \pi_c \exp(-\tfrac12 d_c^2)` with the training class frequencies;
     * :meth:`score_samples`: minus the smallest squared distance, :math:`-\min_c d_c^2` (higher: more typical).
 
     Args:
