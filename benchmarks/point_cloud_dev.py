@@ -7,6 +7,9 @@ Prints each strategy's learning curve and area under it, one seed a run:
     python benchmarks/point_cloud_dev.py --strategies gp-power-entropy,gp-pool-power-entropy,random --budget 200
     python benchmarks/point_cloud_dev.py --quick      # tiny, for the tests
 
+``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
+takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``).
+
 With ``--grid``, the kernels of the pool first, on the same split: a kernel-ridge proxy (centred one-hot
 targets, noise a tenth of the mean prior variance) trained on 1, 5, 10 and 20 pool texts a class (three
 draws) and scored on the held-out texts, for the encoder's cosine, an RBF kernel on its unit vectors,
@@ -29,6 +32,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strategies", default="gp-power-entropy,gp-pool-power-entropy,random")
     parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--dataset", default="20ng", help="20ng or r8: its training part alone")
+    parser.add_argument(
+        "--vocabulary-from",
+        default="labelled",
+        choices=("labelled", "pool"),
+        help="the word parts fitted on each round's labelled texts or on the whole pool (ActiveStudy's option)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=5000)
     parser.add_argument("--held-out", type=int, default=3000)
@@ -72,10 +82,23 @@ def main(argv=None) -> int:
         path = Path(tempfile.mkdtemp(prefix="point-cloud-dev-")) / "toy.tsv"
         toy_corpus(path)
         study = active.ActiveStudy(
-            dataset=str(path), budget=12, batch=4, splits=1, strategies=strategies, ldk_max_iter=5
+            dataset=str(path),
+            budget=12,
+            batch=4,
+            splits=1,
+            strategies=strategies,
+            ldk_max_iter=5,
+            vocabulary_from=args.vocabulary_from,
         )
     else:
-        study = DevStudy(dataset="20ng", budget=args.budget, batch=10, splits=1, strategies=strategies)
+        study = DevStudy(
+            dataset=args.dataset,
+            budget=args.budget,
+            batch=10,
+            splits=1,
+            strategies=strategies,
+            vocabulary_from=args.vocabulary_from,
+        )
     if args.grid and not args.quick:
         grid(study, args)
         return 0

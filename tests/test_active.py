@@ -188,3 +188,57 @@ def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(corpus, tmp_path):
         model.fit(texts, labels)
     kernels = [m for m in model.model_.covar_module.modules() if isinstance(m, ClusterKernel)]
     assert kernels and torch.equal(kernels[0].cloud, part.cloud)
+
+
+def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_text(corpus, tmp_path):
+    """``--vocabulary-from pool``: the GP's vocabulary is the whole pool's and its tf-idf weights the pool's
+    idf (scikit-learn's smoothed idf of the pool's texts), whatever the labelled texts; logistic regression's
+    vectorizer is fitted on the labelled texts and the unlabelled rest, i.e. on the pool (its vocabulary and
+    idf those of a vectorizer fitted on the pool's texts alone); the study runs and says so in its table."""
+    from lvgp.baselines.encoder import EncoderLogisticRegression, default_tfidf
+    from lvgp.bow.weighting import idf_weights
+    from lvgp.experiments.active import ActiveStudy, _gp, pool_vocabulary, run_cell
+    from lvgp.experiments.cli import main
+    from lvgp.kernels import BagOfWordsKernel
+
+    options = dict(dataset=corpus, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    study = ActiveStudy(**options, vocabulary_from="pool")
+    split = study.split(0)
+    vocabulary, idf = pool_vocabulary(study, 0)
+    ids = vocabulary.encode(split.pool_texts)
+    words = {w for t in split.pool_texts for w in t.split() if not w.isdigit()}  # the tokenizer drops numbers
+    assert set(vocabulary.words) == words - {"note"} or set(vocabulary.words) == words
+    np.testing.assert_array_equal(idf, idf_weights(ids, len(vocabulary)))
+    cell = {"method": "gp-entropy", "split": 0, "params": {}}
+    labelled = split.start  # one text a class: "note i" words of 3 texts, of the 45 the pool holds
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pooled = _gp(study, cell, None).fit([split.pool_texts[i] for i in labelled], split.pool_labels[labelled])
+        alone = _gp(ActiveStudy(**options), cell, None)
+        alone.fit([split.pool_texts[i] for i in labelled], split.pool_labels[labelled])
+    assert pooled.encoder_.vocabulary is vocabulary and len(alone.encoder_.vocabulary) < len(vocabulary)
+    (bow,) = [m for m in pooled.model_.covar_module.modules() if isinstance(m, BagOfWordsKernel)]
+    weights = bow.word_weights.numpy()  # the pool's idf, up to the kernel's scale (the cosine does not see it)
+    np.testing.assert_allclose(weights / weights[0], idf / idf[0], rtol=1e-13)
+
+    # logistic regression: fit(X, y, unlabeled) fits the tf-idf on both; the study passes the pool's rest
+    rest = [t for i, t in enumerate(split.pool_texts) if i not in set(labelled)]
+    model = EncoderLogisticRegression(tfidf=True, Cs=(1.0,)).fit(
+        [split.pool_texts[i] for i in labelled], split.pool_labels[labelled], unlabeled=rest
+    )
+    reference = default_tfidf().fit(split.pool_texts)
+    assert model.tfidf_.vocabulary_ == reference.vocabulary_ and model.n_unlabeled_ == len(rest)
+    np.testing.assert_allclose(model.tfidf_.idf_, reference.idf_, rtol=1e-15)
+    with pytest.warns(UserWarning, match="3 unlabeled texts are not used"):
+        EncoderLogisticRegression(Cs=(1.0,)).fit(split.pool_texts[:6], split.pool_labels[:6], unlabeled=rest[:3])
+    record = run_cell(study, {"method": "logreg-entropy", "split": 0, "params": {}})
+    labelled_record = run_cell(ActiveStudy(**options), {"method": "logreg-entropy", "split": 0, "params": {}})
+    assert [p["labels"] for p in record["curve"]] == [3, 8, 13]
+    assert record["curve"][0]["log_loss"] != labelled_record["curve"][0]["log_loss"]  # other features
+
+    out = tmp_path / "out"
+    argv = ["compare", "active", "--dataset", corpus, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--vocabulary-from", "pool"]
+    argv += ["--strategies", "gp-power-entropy,random"]
+    assert main(argv) == 0
+    assert "Word parts fitted on the whole pool's texts" in (out / "table.md").read_text()

@@ -103,10 +103,22 @@ class _EncoderFeatures(BaseEstimator):
             return clone(self.tfidf)
         return default_tfidf(self.min_df)
 
-    def _fit_features(self, X: list[str]) -> Any:
+    def _fit_features(self, X: list[str], unlabeled: Any = None) -> Any:
+        """The training texts' features; ``unlabeled``: further texts the tf-idf part's vocabulary and
+        idf are fitted on beside ``X`` (their labels, if any, are never read); ``n_unlabeled_`` counts them."""
         self.encode_seconds_ = 0.0
-        if self.tfidf is not False:
-            self.tfidf_ = self._vectorizer().fit(X)
+        extra = [] if unlabeled is None else check_texts(unlabeled, "unlabeled")
+        self.n_unlabeled_ = 0
+        if extra and self.tfidf is False:
+            warn(
+                f"{len(extra)} unlabeled texts are not used: they extend the tf-idf part's vocabulary and idf, and "
+                "this model has none (tfidf=False)",
+                UserWarning,
+                stacklevel=4,
+            )
+        elif self.tfidf is not False:
+            self.tfidf_ = self._vectorizer().fit(X + extra)
+            self.n_unlabeled_ = len(extra)
         return self._features(X)
 
     def _features(self, X: list[str]) -> Any:
@@ -190,12 +202,15 @@ class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, Class
         self.device = device
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, unlabeled=None):
+        """Fit on texts ``X`` and labels ``y``; ``unlabeled``: further texts (an active learner's pool, the
+        documents to classify) that the tf-idf part's vocabulary and idf are fitted on beside ``X``: words
+        of no labelled text still count in a text's norm, and the idf is estimated from more texts."""
         check_params(self)
         X = check_texts(X)
         check_labels(y, len(X))
         y = np.asarray(y)
-        features = self._fit_features(X)
+        features = self._fit_features(X, unlabeled)
         self.model_ = logistic_regression_cv(features, y, self.Cs, sklearn_random_state(self.random_state))
         self.C_ = float(self.model_.C)
         self.best_params_ = {"C": self.C_}
@@ -392,13 +407,15 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
         self.device = device
         self.random_state = random_state
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, unlabeled=None):
+        """Fit on texts ``X`` and targets ``y``, alpha chosen on ``(X_val, y_val)`` or by CV; ``unlabeled``:
+        further texts the tf-idf part's vocabulary and idf are fitted on beside ``X``."""
         check_params(self)
         X = check_texts(X)
         y = check_targets_array(y, len(X))
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
-        F = self._fit_features(X)
+        F = self._fit_features(X, unlabeled)
         if X_val is not None:
             X_val = check_texts(X_val, "X_val")
             y_val = check_targets_array(y_val, len(X_val), "y_val")

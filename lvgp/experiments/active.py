@@ -31,6 +31,14 @@ plus :math:`\\mu` times the encoder's cosine, the classification study's ``bow-g
 logistic regression the classification study's ``tfidf-encoder-logreg``. The summary adds the area
 under each learning curve (the mean accuracy over the curve's points) and the labels each strategy
 needs to reach ``random``'s accuracy at the full budget on the same split.
+
+``--vocabulary-from``: the texts the word parts are fitted on. ``labelled`` (the default, the studies
+committed before it): the GP's vocabulary and idf and logistic regression's tf-idf vectorizer are
+fitted on the labelled texts of each round (20 texts at 20ng's start: a test text's words are mostly
+unknown to it). ``pool``: on the whole pool's texts, labelled and unlabelled, once a seed (no label
+read; the pool is at hand from the start of pool-based active learning, as the pool GP's cluster
+kernel takes it): the vocabulary is the pool's, the idf the pool's document frequencies, and words of
+no labelled text still count in a text's norm.
 """
 
 from __future__ import annotations
@@ -126,10 +134,35 @@ def power_batch(scores: np.ndarray, k: int, rng: np.random.Generator, beta: floa
 
 # ------------------------------------------------------------------ the learners
 def _gp(study, cell, data):
+    return _gp_on_texts(study, cell, "cosine")
+
+
+def _gp_on_texts(study: ActiveStudy, cell: dict, encoder_parts: Any) -> Any:
+    """The study's GP classifier, the cosine of the tf-idf vectors beside ``encoder_parts`` on the encoder's
+    vectors; with ``--vocabulary-from pool`` its vocabulary and idf the pool's (:func:`pool_vocabulary`)."""
     from .classification import _gp_classifier_on_texts
     from .open_set import _bag_of_words_beside_encoder
 
-    return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder("cosine"))
+    if study.vocabulary_from == "labelled":
+        return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts))
+    vocabulary, idf = pool_vocabulary(study, cell["split"])
+    model = _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts, idf))
+    return model.set_params(vocabulary=vocabulary)
+
+
+@functools.lru_cache(maxsize=2)
+def pool_vocabulary(study: ActiveStudy, split: int) -> tuple[Any, np.ndarray]:
+    """``--vocabulary-from pool``: the GP's vocabulary (the study's cut, ``--min-df-fraction`` of the pool's
+    texts) fitted on the whole pool's texts, and the pool's idf over it (:func:`~lvgp.bow.weighting.idf_weights`),
+    made once a seed."""
+    from ..bow.vocabulary import Vocabulary
+    from ..bow.weighting import idf_weights
+    from .classification import _cut_vocabulary
+
+    texts = study.split(split).pool_texts
+    vocabulary = (_cut_vocabulary(study) or Vocabulary()).fit(texts)
+    ids = vocabulary.encode(texts, on_empty="keep", name="the pool")
+    return vocabulary, idf_weights(ids, len(vocabulary))
 
 
 #: the pool GP's cluster part (``ClusterKernel``): eigenvectors kept a class, the transfer power and the
@@ -163,11 +196,8 @@ def pool_kernel(study: ActiveStudy, split: int) -> Any:
 def _gp_pool(study, cell, data):
     """``_gp``'s kernel plus a third part, the pool's cluster kernel on the encoder's unit vectors, with
     its own weight (log-normal prior around the balanced start, as the encoder's cosine)."""
-    from .classification import _gp_classifier_on_texts
-    from .open_set import _bag_of_words_beside_encoder
-
     part = pool_kernel(study, cell["split"])  # no parameters: every fit shares it
-    return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(("cosine", part)))
+    return _gp_on_texts(study, cell, ("cosine", part))
 
 
 _LABELS = {
@@ -237,6 +267,12 @@ class ActiveStudy(Study):
     encoder: str = option("all-MiniLM-L6-v2", "pretrained sentence encoder (lvgp.encoders.ENCODERS)")
     encoder_precision: str = encoder_precision_option()
     ldk_max_iter: int = option(50, "L-BFGS iterations of the GP classifier (at least 300)")
+    vocabulary_from: str = option(
+        "labelled",
+        "the texts the GP's vocabulary and idf and logistic regression's tf-idf are fitted on: labelled (each "
+        "round's labelled texts) or pool (the whole pool's texts, once a seed; no label read)",
+        choices=("labelled", "pool"),
+    )
     seed: int = option(0, "seed of the study", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
@@ -351,6 +387,9 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     power_rng = Streams.of_seed(study.seed).numpy(f"active power draws {cell['split']}")
     labelled = list(split.start)
     unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
+    # --vocabulary-from pool: the GP reads the pool's vocabulary (its builder); logistic regression's
+    # tf-idf is fitted on the labelled texts and the unlabelled rest, the whole pool
+    pool_tfidf = study.vocabulary_from == "pool" and STRATEGIES[strategy][0] == "logreg"
     curve: list[dict] = []
     fit_seconds = acquire_seconds = 0.0
     encode_seconds = 0.0
@@ -359,7 +398,10 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
             model = study.estimator(cell)
             x = [split.pool_texts[i] for i in labelled]
             start = time.perf_counter()
-            model.fit(x, split.pool_labels[labelled])
+            if pool_tfidf:
+                model.fit(x, split.pool_labels[labelled], unlabeled=[split.pool_texts[i] for i in unlabelled])
+            else:
+                model.fit(x, split.pool_labels[labelled])
             fit_seconds += time.perf_counter() - start
             encode_seconds += getattr(model, "encode_seconds_", 0.0) or 0.0
             proba = model.predict_proba(split.test_texts)
@@ -466,7 +508,9 @@ def table_markdown(records: list[dict], study: ActiveStudy) -> str:
         f"{study.splits} seeds (area: the mean accuracy over the curve's points; the best in bold); {PARTIAL_NOTE}. "
         "Above LogReg entropy at: the curve's points (labelled-text counts) where the strategy's mean accuracy is above "
         "logistic-regression uncertainty sampling's, of all points. Seconds: the fits and acquisitions of one run, "
-        "the encoding apart.\n"
+        "the encoding apart. Word parts fitted on "
+        + ("the whole pool's texts" if study.vocabulary_from == "pool" else "each round's labelled texts")
+        + " (--vocabulary-from).\n"
     )
 
 

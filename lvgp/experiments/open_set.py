@@ -69,25 +69,31 @@ BUILTIN = corpus_names("classification")
 
 
 # ------------------------------------------------------------------ the methods (in table order)
-def _tfidf_cosine(num_words, documents):
-    """The cosine of the tf-idf vectors (idf of the training documents' word ids ``documents``)."""
+def _tfidf_cosine(num_words, documents, idf=None):
+    """The cosine of the tf-idf vectors: idf of the training documents' word ids ``documents``, or
+    ``idf`` (``num_words`` weights, e.g. of a larger set of texts the vocabulary was fitted on)."""
     from ..bow.weighting import idf_weights
     from ..kernels import BagOfWordsKernel
 
-    return BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
+    if idf is None:
+        idf = idf_weights(documents, num_words)
+    elif len(idf) != num_words:
+        raise ValueError(f"idf has {len(idf)} weights for a vocabulary of {num_words} words")
+    return BagOfWordsKernel(num_words, "cosine", word_weights=idf).double()
 
 
-def _bag_of_words_beside_encoder(kind: Any):
+def _bag_of_words_beside_encoder(kind: Any, idf=None):
     """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
     :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
     vectors, so distance-aware; or several parts, names or gpytorch kernels on the unit vectors, each
-    with its own weight; :func:`~lvgp.kernels.packed.beside_encoder`)."""
+    with its own weight; :func:`~lvgp.kernels.packed.beside_encoder`). ``idf``: the tf-idf's weights
+    (default: the training documents' idf)."""
 
     def of_dim(dim: int):
         def factory(num_words, documents):
             from ..kernels.packed import beside_encoder
 
-            return beside_encoder(_tfidf_cosine(num_words, documents), documents, dim, kind)
+            return beside_encoder(_tfidf_cosine(num_words, documents, idf), documents, dim, kind)
 
         return factory
 
