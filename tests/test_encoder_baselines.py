@@ -99,6 +99,34 @@ def test_the_default_tf_idf_part_is_sublinear_and_keeps_the_negations(encoder):
     assert ridge.tfidf_.min_df == 2 and "not" in ridge.tfidf_.vocabulary_
 
 
+def test_unlabeled_texts_extend_the_tf_idf_part_and_change_nothing_else(encoder):
+    """fit(..., unlabeled=U): the tf-idf part is fitted on X and U (its vocabulary and idf those of the
+    default vectorizer fitted on both), the model on X's features alone, which are then X's rows of that
+    vectorizer beside the encoder's vectors (checked against logistic regression on features built by
+    hand); ridge reads the same part; without a tf-idf part U is unused, with a warning."""
+    from scipy import sparse
+
+    from lvgp.baselines.encoder import default_tfidf
+
+    labelled, unlabeled = list(TEXTS[:6]), list(TEXTS[6:]) + ["a story of rain and wind"]
+    est = EncoderLogisticRegression(encoder, tfidf=True, Cs=(1.0,), random_state=0)
+    est.fit(labelled, LABELS[:6], unlabeled=unlabeled)
+    hand = default_tfidf().fit(labelled + unlabeled)
+    assert est.tfidf_.vocabulary_ == hand.vocabulary_ and "rain" in hand.vocabulary_ and est.n_unlabeled_ == 7
+    np.testing.assert_allclose(est.tfidf_.idf_, hand.idf_)
+    features = sparse.hstack([hand.transform(labelled), sparse.csr_matrix(encoder.encode(labelled).double().numpy())])
+    reference = LogisticRegression(C=1.0, max_iter=5000).fit(features, LABELS[:6])
+    np.testing.assert_allclose(est.model_.coef_, reference.coef_, rtol=1e-6, atol=1e-8)
+    alone = EncoderLogisticRegression(encoder, tfidf=True, Cs=(1.0,), random_state=0).fit(labelled, LABELS[:6])
+    assert len(alone.tfidf_.vocabulary_) < len(hand.vocabulary_) and alone.n_unlabeled_ == 0
+    ridge = EncoderRidge(encoder, tfidf=True, alphas=(1.0,)).fit(labelled, Y[:6], unlabeled=unlabeled)
+    assert ridge.tfidf_.vocabulary_ == hand.vocabulary_ and ridge.n_unlabeled_ == 7
+    with pytest.warns(UserWarning, match="7 unlabeled texts are not used"):
+        EncoderLogisticRegression(encoder, Cs=(1.0,)).fit(labelled, LABELS[:6], unlabeled=unlabeled)
+    with pytest.raises(TypeError, match="unlabeled must hold strings"):
+        est.fit(labelled, LABELS[:6], unlabeled=["fine", 3])
+
+
 def test_ridge_takes_the_alpha_of_the_lowest_dev_rmse(encoder):
     train, dev = slice(0, 8), slice(8, 12)
     alphas = (0.01, 1.0, 100.0)
