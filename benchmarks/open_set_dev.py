@@ -11,6 +11,14 @@ every score it offers and its in-scope accuracy.
     python benchmarks/open_set_dev.py                   # r8 (2 unknown) and 20ng (5 unknown), 10 and 50 a class
     python benchmarks/open_set_dev.py --seed 5,6,7      # nine draws, then the GP scores' means over them
     python benchmarks/open_set_dev.py --quick           # a toy corpus and a tiny random encoder (seconds)
+
+``--unseen-words whole-bag``: the GP classifiers' tf-idf cosine over each scored text's whole bag of
+words -- its words that no labelled text has counted in its norm, at the largest idf (their document
+frequency among the labelled texts is 0) -- in place of the library's policy, which drops them before
+the cosine (a text of unseen words alone is then compared by its few known ones). Emulated exactly:
+the GP's word list is fitted on the labelled and the scored texts, its idf on the labelled ones alone
+(:func:`whole_bag_vocabulary`; ``tests/test_open_set.py`` checks the kernel against the cosine of the
+whole bags). One process (``--jobs`` is ignored).
 """
 
 from __future__ import annotations
@@ -67,10 +75,21 @@ def main() -> None:
         "test studies' seed 0; 0: the test studies' unknown classes, to tell their classes from their test documents",
     )
     parser.add_argument("--out", default=None, help="keep the study folders here (default: a temporary folder)")
+    parser.add_argument(
+        "--unseen-words",
+        default="drop",
+        choices=("drop", "whole-bag"),
+        help="the GP classifiers' scored texts: their unseen words dropped (the library's policy) or counted in "
+        "the tf-idf norm (module docstring)",
+    )
     args = parser.parse_args()
 
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
+
+    if args.unseen_words == "whole-bag":
+        OpenSetStudy = whole_bag_study()  # noqa: N806  (the study class this run uses)
+        args.jobs = 1
 
     limit_threads(1)
     warnings.simplefilter("ignore")
@@ -122,6 +141,35 @@ def main() -> None:
         print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
     if len(seeds) > 1:
         _means_over_seeds(every, seeds, methods)
+
+
+def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
+    """The GP's word list of the whole-bag emulation: fitted on the labelled and the scored texts
+    (the library's default :class:`~lvgp.Vocabulary`, which cuts no word by its frequency). The GP's idf
+    stays that of its training documents, so a word of the scored texts alone weighs the largest idf,
+    and it meets no training document: only the scored text's norm sees it."""
+    from lvgp import Vocabulary
+
+    return Vocabulary().fit(list(labelled) + list(scored))
+
+
+def whole_bag_study():
+    """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split."""
+    import dataclasses
+
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    @dataclasses.dataclass(frozen=True)
+    class WholeBagStudy(OpenSetStudy):
+        def estimator(self, cell: dict, data=None):
+            model = super().estimator(cell, data)
+            if cell["method"].startswith("gpc-"):
+                split = self.split(cell["split"])
+                labelled, _ = split.training(cell["params"]["per_class"])
+                model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
+            return model
+
+    return WholeBagStudy
 
 
 def _cells(rows: list[dict]) -> list[str]:

@@ -1,0 +1,79 @@
+"""``benchmarks/open_set_dev.py``'s whole-bag emulation (issue 57): a GP word list fitted on the labelled
+and the scored texts, the idf on the labelled ones, gives the GP's tf-idf cosine of each scored text's
+whole bag of words (its unseen words in its norm at the largest idf), checked against that cosine
+computed word by word; and the classifier reads it."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from lvgp.bow.weighting import idf_weights
+from lvgp.kernels import BagOfWordsKernel
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("_open_set_dev", ROOT / "benchmarks" / "open_set_dev.py")
+dev = importlib.util.module_from_spec(spec)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+try:
+    spec.loader.exec_module(dev)
+finally:
+    sys.path.remove(str(ROOT / "benchmarks"))
+
+LABELLED = ["good great film great", "bad awful film plot", "money bank loan loan", "bank rate money"]
+SCORED = ["great unseen words here film film", "totally novel topic entirely", "bank money", "awful awful plot twist"]
+
+
+def test_the_whole_bag_vocabulary_gives_the_cosine_of_the_whole_bags():
+    vocabulary = dev.whole_bag_vocabulary(LABELLED, SCORED)
+    labelled = vocabulary.encode(LABELLED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scored = vocabulary.encode(SCORED, on_empty="keep")
+    idf = idf_weights(labelled, len(vocabulary))  # the GP's: its training documents' idf
+    kernel = BagOfWordsKernel(len(vocabulary), "cosine", word_weights=idf).double()
+    emulated = kernel(scored, labelled).to_dense().detach().numpy()
+
+    # the reference: each text's tf-idf over all its words, df among the labelled texts (0 for a word they lack)
+    df = collections.Counter(w for t in LABELLED for w in set(vocabulary.tokenize(t)))
+    n = len(LABELLED)
+
+    def bag(text):
+        counts = collections.Counter(vocabulary.tokenize(text))
+        return {w: c * (math.log((1 + n) / (1 + df[w])) + 1) for w, c in counts.items()}
+
+    def cosine(a, b):
+        dot = sum(v * b.get(w, 0.0) for w, v in a.items())
+        return dot / math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
+
+    reference = np.array([[cosine(bag(s), bag(t)) for t in LABELLED] for s in SCORED])
+    np.testing.assert_allclose(emulated, reference, rtol=1e-12, atol=1e-15)
+    # the library's policy drops the unseen words: the first text is then nearer the labelled ones
+    dropped = dev.whole_bag_vocabulary(LABELLED, [])
+    idf_dropped = idf_weights(dropped.encode(LABELLED), len(dropped))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = dropped.encode(SCORED[:1])
+    near = BagOfWordsKernel(len(dropped), "cosine", word_weights=idf_dropped).double()
+    assert near(first, dropped.encode(LABELLED)).to_dense()[0, 0].item() > reference[0, 0] + 0.1
+
+
+def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(tmp_path, tiny_encoder):
+    tiny_encoder(None, 0)
+    rng = np.random.default_rng(0)
+    words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
+    rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note{i}\t{c}" for i in range(12) for c in words]
+    path = tmp_path / "toy.tsv"
+    path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
+    study = dev.whole_bag_study()(dataset=str(path), unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5)
+    cell = {"method": "gpc-bow", "split": 0, "params": {"per_class": 3}}
+    model = study.estimator(cell)
+    split = study.split(0)
+    assert set(model.vocabulary.words) == set(dev.whole_bag_vocabulary(split.training(3)[0], split.test_texts).words)
+    assert study.estimator({**cell, "method": "svm"}).get_params().get("vocabulary") is None
