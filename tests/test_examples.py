@@ -87,6 +87,7 @@ BENCHMARKS = {
     "large_n.py": "| variational-gpc | now | 1,000 |",
     "sparse_auto_rule.py": "| auto chooses |",
     "open_set_dev.py": "The GP classifiers' scores, mean AUROC over every (corpus, size, GP method): ",
+    "open_set_score_selection_dev.py": "chosen score ",
     "dirichlet_evidence.py": "| one factorization (s) | speed-up |",
     "part_selection_dev.py": "*loo's pick - sum*",
     "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",
