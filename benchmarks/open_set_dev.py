@@ -95,22 +95,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     root = Path(args.out or tempfile.mkdtemp(prefix="open-set-dev-"))
     root.mkdir(parents=True, exist_ok=True)
-    runs = []
-    if args.quick:
-        toy_corpus(root / "toy.tsv")
-        runs.append(("toy", str(root / "toy.tsv"), 1, (5,), 1, 60))
-    else:
-        from lvgp.datasets.loaders import load_corpus
-
-        for name in args.datasets.split(","):
-            corpus = load_corpus(name, "classification")  # its training part only
-            path = root / f"{name}-train.tsv"
-            if not path.exists():
-                clean = [" ".join(t.split()) for t in corpus.train_texts]  # no tab or newline inside a row
-                rows = [f"{t}\t{label}" for t, label in zip(clean, corpus.train_labels)]
-                path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
-            sizes = tuple(int(n) for n in args.per_class.split(","))
-            runs.append((name, str(path), UNKNOWN[name], sizes, args.splits, args.dev_size))
+    runs = dev_runs(root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick)
     methods = ("gpc-bow-encoder-rbf,tfidf-encoder-logreg,encoder-knn,svm" if args.quick else args.methods).split(",")
     seeds = [int(seed) for seed in (args.seed or ("1,2" if args.quick else "1")).split(",")]
     every: list[dict] = []  # the records of every seed
@@ -118,17 +103,9 @@ def main() -> None:
         # one seed alone keeps the folders of before (root/<corpus>); several go to root/seed<k>/<corpus>
         folder = root if len(seeds) == 1 else root / f"seed{seed}"
         print(f"\nseed {seed}\n\n{_HEADER}")
-        for name, path, unknown, sizes, splits, dev_size in runs:
-            study = OpenSetStudy(
-                dataset=path,
-                unknown_classes=unknown,
-                per_class=sizes,
-                splits=splits,
-                methods=tuple(methods),
-                test_size=dev_size,
-                ldk_max_iter=5 if args.quick else 50,
-                seed=seed,
-            )
+        for run in runs:
+            name, sizes = run[0], run[3]
+            study = dev_study(run, methods, seed, args.quick, OpenSetStudy)
             executor = InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
             records = study.run(folder / name, executor, progress=False)["records"]
             (folder / f"{name}.json").write_text(json.dumps(records))
@@ -141,6 +118,44 @@ def main() -> None:
         print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
     if len(seeds) > 1:
         _means_over_seeds(every, seeds, methods)
+
+
+def dev_runs(root: Path, datasets: str, per_class: str, splits: int, dev_size: int, quick: bool) -> list[tuple]:
+    """The corpora of a dev run, ``(name, TSV of its training part alone, unknown classes, texts a class,
+    splits, dev documents a split)`` each; with ``quick`` the toy corpus (and the tiny encoder)."""
+    if quick:
+        toy_corpus(root / "toy.tsv")
+        return [("toy", str(root / "toy.tsv"), 1, (5,), 1, 60)]
+    from lvgp.datasets.loaders import load_corpus
+
+    runs = []
+    for name in datasets.split(","):
+        corpus = load_corpus(name, "classification")  # its training part only
+        path = root / f"{name}-train.tsv"
+        if not path.exists():
+            clean = [" ".join(t.split()) for t in corpus.train_texts]  # no tab or newline inside a row
+            rows = [f"{t}\t{label}" for t, label in zip(clean, corpus.train_labels)]
+            path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
+        runs.append((name, str(path), UNKNOWN[name], tuple(int(n) for n in per_class.split(",")), splits, dev_size))
+    return runs
+
+
+def dev_study(run: tuple, methods: list[str], seed: int, quick: bool, study_class=None):
+    """The open-set study of one of :func:`dev_runs`' corpora on its training part (``study_class``: an
+    ``OpenSetStudy`` or a subclass)."""
+    if study_class is None:
+        from lvgp.experiments.open_set import OpenSetStudy as study_class
+    _, path, unknown, sizes, splits, dev_size = run
+    return study_class(
+        dataset=path,
+        unknown_classes=unknown,
+        per_class=sizes,
+        splits=splits,
+        methods=tuple(methods),
+        test_size=dev_size,
+        ldk_max_iter=5 if quick else 50,
+        seed=seed,
+    )
 
 
 def whole_bag_vocabulary(labelled: list[str], scored: list[str]):

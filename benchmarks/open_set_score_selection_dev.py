@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 KINDS = ("energy", "entropy", "variance", "entropy-variance")
-UNKNOWN = {"r8": 2, "20ng": 5}
 
 
 def leave_one_out_scores(model) -> dict[str, np.ndarray]:
@@ -81,43 +80,22 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from open_set_dev import toy_corpus
+    from open_set_dev import dev_runs, dev_study
 
     from lvgp.base.novelty import open_set_metrics
-    from lvgp.datasets.loaders import load_corpus
     from lvgp.experiments.executors import limit_threads
-    from lvgp.experiments.open_set import OpenSetStudy, novelty_scores
+    from lvgp.experiments.open_set import novelty_scores
 
     limit_threads(1)
     warnings.simplefilter("ignore")
     root = Path(tempfile.mkdtemp(prefix="score-selection-dev-"))
-    runs = []
-    if args.quick:
-        toy_corpus(root / "toy.tsv")
-        runs.append(("toy", str(root / "toy.tsv"), 1, (5,), 1, 60))
-    else:
-        for name in args.datasets.split(","):
-            corpus = load_corpus(name, "classification")  # its training part only
-            path = root / f"{name}-train.tsv"
-            clean = [" ".join(t.split()) for t in corpus.train_texts]
-            path.write_text(
-                "\n".join(["text\tlabel", *[f"{t}\t{c}" for t, c in zip(clean, corpus.train_labels)]]) + "\n"
-            )
-            runs.append((name, str(path), UNKNOWN[name], (10, 50), 3, args.dev_size))
+    runs = dev_runs(root, args.datasets, "10,50", 3, args.dev_size, args.quick)
     methods = args.methods.split(",")
     rows = []
     for seed in [int(s) for s in args.seed.split(",")]:
-        for name, path, unknown, sizes, splits, dev_size in runs:
-            study = OpenSetStudy(
-                dataset=path,
-                unknown_classes=unknown,
-                per_class=sizes,
-                splits=splits,
-                methods=tuple(methods),
-                test_size=dev_size,
-                ldk_max_iter=5 if args.quick else 50,
-                seed=seed,
-            )
+        for run in runs:
+            name, sizes, splits = run[0], run[3], run[4]
+            study = dev_study(run, methods, seed, args.quick)
             for n in sizes:
                 for split_index in range(splits):
                     split = study.split(split_index)

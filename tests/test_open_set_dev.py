@@ -6,25 +6,16 @@ computed word by word; and the classifier reads it."""
 from __future__ import annotations
 
 import collections
-import importlib.util
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from lvgp.bow.weighting import idf_weights
 from lvgp.kernels import BagOfWordsKernel
+from tests._benchmarks import benchmark_module
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("_open_set_dev", ROOT / "benchmarks" / "open_set_dev.py")
-dev = importlib.util.module_from_spec(spec)
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    spec.loader.exec_module(dev)
-finally:
-    sys.path.remove(str(ROOT / "benchmarks"))
+dev = benchmark_module("open_set_dev.py", "_open_set_dev")
 
 LABELLED = ["good great film great", "bad awful film plot", "money bank loan loan", "bank rate money"]
 SCORED = ["great unseen words here film film", "totally novel topic entirely", "bank money", "awful awful plot twist"]

@@ -3,22 +3,14 @@ GP's exact posterior, checked against quadrature on a grid where the posterior h
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("_softmax_gp_exact", ROOT / "benchmarks" / "softmax_gp_exact.py")
-exact = importlib.util.module_from_spec(spec)
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    spec.loader.exec_module(exact)
-finally:
-    sys.path.remove(str(ROOT / "benchmarks"))
+from tests._benchmarks import benchmark_module
+
+exact = benchmark_module("softmax_gp_exact.py", "_softmax_gp_exact")
 
 
 def test_elliptical_slice_draws_have_the_posteriors_moments(monkeypatch):
