@@ -241,4 +241,4 @@ def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_te
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--vocabulary-from", "pool"]
     argv += ["--strategies", "gp-power-entropy,random"]
     assert main(argv) == 0
-    assert "Word parts fitted on the whole pool's texts" in (out / "table.md").read_text()
+    assert "Word parts fitted on the whole pool's texts (--vocabulary-from pool)" in (out / "table.md").read_text()

@@ -508,9 +508,13 @@ def table_markdown(records: list[dict], study: ActiveStudy) -> str:
         f"{study.splits} seeds (area: the mean accuracy over the curve's points; the best in bold); {PARTIAL_NOTE}. "
         "Above LogReg entropy at: the curve's points (labelled-text counts) where the strategy's mean accuracy is above "
         "logistic-regression uncertainty sampling's, of all points. Seconds: the fits and acquisitions of one run, "
-        "the encoding apart. Word parts fitted on "
-        + ("the whole pool's texts" if study.vocabulary_from == "pool" else "each round's labelled texts")
-        + " (--vocabulary-from).\n"
+        "the encoding apart."
+        + (
+            " Word parts fitted on the whole pool's texts (--vocabulary-from pool)."
+            if study.vocabulary_from == "pool"
+            else ""
+        )
+        + "\n"
     )
 
 
