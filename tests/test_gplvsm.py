@@ -3,6 +3,7 @@ estimator's scikit-learn behaviour, persistence, and bad input."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import gpytorch
@@ -353,6 +354,49 @@ def test_minimize_stops_cleanly_on_interrupt():
         result = minimize([p], objective, max_iter=100, tol=0.0)
     assert result.interrupted and result.n_iter >= 1 and result.best_iter == int(np.argmin(result.loss_curve)) + 1
     assert float(p.max()) < 3.0
+
+
+def test_lbfgs_rejects_a_trial_point_where_the_objective_fails_and_goes_on(monkeypatch):
+    """A line search's trial point where the covariance's Cholesky fails (or the loss is not finite) is
+    rejected, as botorch's scipy fit does, and L-BFGS goes on from the accepted iterates: the same minimum
+    as without the failures, the rejected points counted in the message; the starting point failing
+    raises; scipy's success right after a line search that rejected a point is not convergence."""
+    import scipy.optimize
+
+    from lvgp.base import fitting
+    from lvgp.base.fitting import minimize
+
+    def fit(fail_beyond, start=(100.0, 120.0)):
+        p = torch.nn.Parameter(torch.tensor(start, dtype=torch.float64))
+        failed = []
+
+        def objective():
+            if float(p.detach().abs().max()) > fail_beyond:  # the covariance of a far point: not PD
+                failed.append(p.detach().clone())
+                torch.linalg.cholesky(-torch.eye(2, dtype=torch.float64))
+            return torch.log(torch.cosh(p - 1.0)).sum()  # flat far out: L-BFGS's second step overshoots
+
+        return minimize([p], objective, max_iter=200, tol=1e-12), p.detach(), failed
+
+    free, p_free, none = fit(math.inf)
+    guarded, p_guarded, failed = fit(125.0)  # the free fit's trials reach 141
+    assert free.converged and not none and len(failed) == 1
+    assert "1 trial point(s) of the line search rejected" in guarded.message and "LinAlgError" in guarded.message
+    torch.testing.assert_close(p_guarded, p_free, atol=1e-5, rtol=0)
+    torch.testing.assert_close(p_guarded, torch.ones(2, dtype=torch.float64), atol=1e-5, rtol=0)
+    with pytest.raises(torch.linalg.LinAlgError):
+        fit(1.0)  # the starting point itself
+
+    def one_step_then_success(fun, x0, jac, method, callback, options):  # scipy's answer after a rejection
+        fun(x0)
+        fun(x0 + 500.0)  # rejected
+        fun(x0 + 1.0)
+        callback(scipy.optimize.OptimizeResult(x=x0 + 1.0, fun=0.0))
+        return scipy.optimize.OptimizeResult(x=x0 + 1.0, success=True, message="CONVERGENCE")
+
+    monkeypatch.setattr(fitting.scipy.optimize, "minimize", one_step_then_success)
+    last, _, _ = fit(125.0)
+    assert not last.converged and last.n_iter == 1 and "rejected" in last.message
 
 
 def test_covariance_failure_is_a_clear_error():

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 import torch
-from linear_operator.utils.errors import NanError
+from linear_operator.utils.errors import NanError, NotPSDError
 from sklearn.exceptions import ConvergenceWarning
 
 from ..warnings import warn as warn_user
@@ -753,6 +753,11 @@ def minimize(
 _ADVICE = "lower lr, raise rho, or try the other optimizer"
 
 
+#: what an objective raises at a point where its covariance is not positive definite or not finite
+#: (a Cholesky that fails, linear_operator's refusal, :func:`diverged`'s error, a non-finite loss)
+_FAILED_AT_A_POINT = (torch.linalg.LinAlgError, NotPSDError, FloatingPointError)
+
+
 def _run_lbfgs(
     flat: _Params,
     evaluate: Callable[[], torch.Tensor],
@@ -761,9 +766,26 @@ def _run_lbfgs(
     rule: RelativeChangeStopping,
     result: FitResult,
 ) -> None:
+    """scipy's L-BFGS-B over ``flat``. A trial point of the line search where the objective fails
+    (:data:`_FAILED_AT_A_POINT`; after a first point that did not) is rejected as botorch's scipy fit
+    does: its loss is infinite, so the line search backtracks towards the last accepted iterate. The
+    fit goes on; ``result.message`` counts the rejected points, and a fit whose last iteration's line
+    search rejected one has not converged. (The starting point failing raises.)"""
+    rejected: list[str] = []
+    started = [False]  # the starting point evaluated
+    last_rejected = [-1]  # the iterations accepted when a point was last rejected
+
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         flat.set(x)
-        loss = evaluate()
+        try:
+            loss = evaluate()
+        except _FAILED_AT_A_POINT as err:
+            if not started[0]:
+                raise
+            rejected.append(f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:160]}")
+            last_rejected[0] = result.n_iter
+            return math.inf, np.zeros_like(x)
+        started[0] = True
         return loss.item(), flat.grad()
 
     def callback(intermediate_result: scipy.optimize.OptimizeResult) -> None:
@@ -779,5 +801,12 @@ def _run_lbfgs(
         options={"maxiter": max_iter, **rule.scipy_options(), "maxcor": 20},
     )
     flat.set(res.x)
-    result.converged = bool(res.success)
+    # scipy may call it converged on the short step that backtracking left: not where that step's
+    # line search rejected a point (the iteration after the rejection must be a whole one)
+    result.converged = bool(res.success) and last_rejected[0] < result.n_iter - 1
     result.message = str(res.message)
+    if rejected:
+        result.message += (
+            f"; {len(rejected)} trial point(s) of the line search rejected, the objective failing there "
+            f"(first: {rejected[0]}; last at iteration {last_rejected[0] + 1})"
+        )
