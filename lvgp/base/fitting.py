@@ -676,7 +676,10 @@ def minimize(
 
     A ``KeyboardInterrupt`` stops fitting; the best parameters seen (by validation score
     if given, else by objective) are kept and ``result.interrupted`` is set. Without any parameter
-    that requires a gradient the objective is evaluated once (``n_iter`` 0, converged).
+    that requires a gradient the objective is evaluated once (``n_iter`` 0, converged). A trial point
+    of the line search where the objective fails -- a covariance that is not positive definite, a
+    loss that is not finite -- is rejected and the search backtracks (``result.message`` counts such
+    points); the starting point failing raises.
     """
     if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1; got {max_iter}")
