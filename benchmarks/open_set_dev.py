@@ -12,6 +12,9 @@ every score it offers and its in-scope accuracy.
     python benchmarks/open_set_dev.py --seed 5,6,7      # nine draws, then the GP scores' means over them
     python benchmarks/open_set_dev.py --quick           # a toy corpus and a tiny random encoder (seconds)
 
+``--gp-tf sublinear``: the GP classifiers' tf-idf parts count a word said ``c`` times as ``1 + ln c``
+(scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does) instead of ``c``.
+
 ``--unseen-words whole-bag``: the GP classifiers' tf-idf cosine over each scored text's whole bag of
 words -- its words that no labelled text has counted in its norm, at the largest idf (their document
 frequency among the labelled texts is 0) -- in place of the library's policy, which drops them before
@@ -76,6 +79,12 @@ def main() -> None:
     )
     parser.add_argument("--out", default=None, help="keep the study folders here (default: a temporary folder)")
     parser.add_argument(
+        "--gp-tf",
+        default="raw",
+        choices=("raw", "sublinear"),
+        help="the GP classifiers' tf-idf counts: raw (the studies') or 1 + ln count (module docstring)",
+    )
+    parser.add_argument(
         "--unseen-words",
         default="drop",
         choices=("drop", "whole-bag"),
@@ -87,9 +96,9 @@ def main() -> None:
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    if args.unseen_words == "whole-bag":
-        OpenSetStudy = whole_bag_study()  # noqa: N806  (the study class this run uses)
-        args.jobs = 1
+    if args.unseen_words == "whole-bag" or args.gp_tf == "sublinear":
+        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", args.gp_tf == "sublinear")  # noqa: N806
+        args.jobs = 1  # (the study class of this run is defined here: one process)
 
     limit_threads(1)
     warnings.simplefilter("ignore")
@@ -168,23 +177,38 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
     return Vocabulary().fit(list(labelled) + list(scored))
 
 
-def whole_bag_study():
-    """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split."""
-    import dataclasses
+#: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
+_TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
-    from lvgp.experiments.open_set import OpenSetStudy
+
+def variant_study(whole_bag: bool = True, sublinear_tf: bool = False):
+    """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
+    and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf``)."""
+    import dataclasses
+    import functools
+
+    from lvgp.encoders import resolve_encoder
+    from lvgp.experiments.open_set import OpenSetStudy, _bag_of_words_beside_encoder, _tfidf_cosine
 
     @dataclasses.dataclass(frozen=True)
-    class WholeBagStudy(OpenSetStudy):
+    class VariantStudy(OpenSetStudy):
         def estimator(self, cell: dict, data=None):
             model = super().estimator(cell, data)
-            if cell["method"].startswith("gpc-"):
+            if whole_bag and cell["method"].startswith("gpc-"):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
                 model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
+            if sublinear_tf and cell["method"] in _TFIDF_GPS:
+                part = _TFIDF_GPS[cell["method"]]
+                if part is None:
+                    kernel = functools.partial(_tfidf_cosine, sublinear_tf=True)
+                else:
+                    dim = resolve_encoder(self.encoder, self.device).dim
+                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=True)(dim)
+                model.set_params(kernel=kernel)
             return model
 
-    return WholeBagStudy
+    return VariantStudy
 
 
 def _cells(rows: list[dict]) -> list[str]:

@@ -96,6 +96,33 @@ def test_closed_form_the_identity_word_kernel_is_scikit_learns_tfidf_kernel(corp
         np.testing.assert_allclose(separate(x, diag=True).numpy(), lam * np.diag(expected), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("weighting,level2", list(itertools.product(["tf", "idf"], ["linear", "cosine"])))
+def test_sublinear_counts_are_scikit_learns_sublinear_tf(corpus, weighting, level2):
+    """``sublinear_tf=True``: the Gram of scikit-learn's ``TfidfVectorizer(sublinear_tf=True)`` vectors
+    (``1 + ln count``), L1- or L2-normalized, to 1e-10 -- the Gram, a cross-Gram, the diagonal, a batch
+    of two corpora and the features; repeated words now weigh less than their counts."""
+    vocab, x = corpus
+    weights = idf_weights(x, len(vocab)) if weighting == "idf" else None
+    options = dict(vocabulary=vocab.words, tokenizer=vocab.tokenize, lowercase=False, token_pattern=None)
+    features = TfidfVectorizer(norm=None, sublinear_tf=True, use_idf=weighting == "idf", **options).fit_transform(TEXTS)
+    features = normalize(features, norm="l1" if level2 == "linear" else "l2")
+    expected = (features @ features.T).toarray()
+    bow = BagOfWordsKernel(len(vocab), level2, word_weights=weights, sublinear_tf=True)
+    with torch.no_grad():
+        np.testing.assert_allclose(bow(x).to_dense().numpy(), expected, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(bow(x[:3], x[3:]).to_dense().numpy(), expected[:3, 3:], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(bow(x, diag=True).numpy(), np.diag(expected), rtol=0, atol=1e-10)
+        batch = torch.stack([x, x.flip(0)])  # two corpora: a word's count is its own document's
+        np.testing.assert_allclose(bow(batch).to_dense()[1].numpy(), expected[::-1, ::-1], rtol=0, atol=1e-10)
+        dense = bow.features(x).to_dense().numpy()
+        np.testing.assert_allclose(normalize(dense, norm="l1"), normalize(features.toarray(), norm="l1"), atol=1e-12)
+        plain = BagOfWordsKernel(len(vocab), level2, word_weights=weights)(x).to_dense().numpy()
+    assert not np.allclose(plain, expected)  # "cat" twice in the first text, "the" dropped: another kernel
+    assert "sublinear" in repr(bow)
+    with pytest.raises(TypeError, match="sublinear_tf must be True or False"):
+        BagOfWordsKernel(len(vocab), sublinear_tf="yes")
+
+
 COMBOS = list(itertools.product(EMBEDDINGS, LEVEL2_KERNELS))
 HP = dict(gamma=0.7, a=0.5, b=3, zeta=1.3, c=0.4, d=2)
 V, Q = 12, 3

@@ -62,9 +62,37 @@ def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(tmp_path, t
     rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note{i}\t{c}" for i in range(12) for c in words]
     path = tmp_path / "toy.tsv"
     path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
-    study = dev.whole_bag_study()(dataset=str(path), unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5)
+    study = dev.variant_study(whole_bag=True)(
+        dataset=str(path), unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
     cell = {"method": "gpc-bow", "split": 0, "params": {"per_class": 3}}
     model = study.estimator(cell)
     split = study.split(0)
     assert set(model.vocabulary.words) == set(dev.whole_bag_vocabulary(split.training(3)[0], split.test_texts).words)
     assert study.estimator({**cell, "method": "svm"}).get_params().get("vocabulary") is None
+
+
+def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(tmp_path, tiny_encoder):
+    """``--gp-tf sublinear``: the GP classifiers with a tf-idf part count words as ``1 + ln c`` (their
+    fitted kernels' ``BagOfWordsKernel``), their vocabulary the study's; other methods are as they were."""
+    from lvgp.kernels import BagOfWordsKernel
+
+    tiny_encoder(None, 0)
+    rng = np.random.default_rng(0)
+    words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
+    rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note{i}\t{c}" for i in range(12) for c in words]
+    path = tmp_path / "toy.tsv"
+    path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
+    study = dev.variant_study(whole_bag=False, sublinear_tf=True)(
+        dataset=str(path), unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(3)
+    for method in ("gpc-bow", "gpc-bow-encoder-rbf"):
+        model = study.estimator({"method": method, "split": 0, "params": {"per_class": 3}})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(list(texts), labels)
+        parts = [m for m in model.model_.covar_module.modules() if isinstance(m, BagOfWordsKernel)]
+        assert parts and all(p.sublinear_tf for p in parts), method
+        assert model.vocabulary is None  # the study's own word list, fitted on the labelled texts
+    assert study.estimator({"method": "svm", "split": 0, "params": {"per_class": 3}}).get_params().get("kernel") is None

@@ -69,9 +69,10 @@ BUILTIN = corpus_names("classification")
 
 
 # ------------------------------------------------------------------ the methods (in table order)
-def _tfidf_cosine(num_words, documents, idf=None):
+def _tfidf_cosine(num_words, documents, idf=None, sublinear_tf=False):
     """The cosine of the tf-idf vectors: idf of the training documents' word ids ``documents``, or
-    ``idf`` (``num_words`` weights, e.g. of a larger set of texts the vocabulary was fitted on)."""
+    ``idf`` (``num_words`` weights, e.g. of a larger set of texts the vocabulary was fitted on); with
+    ``sublinear_tf``, counts as ``1 + ln count`` (:class:`~lvgp.kernels.BagOfWordsKernel`)."""
     from ..bow.weighting import idf_weights
     from ..kernels import BagOfWordsKernel
 
@@ -79,21 +80,21 @@ def _tfidf_cosine(num_words, documents, idf=None):
         idf = idf_weights(documents, num_words)
     elif len(idf) != num_words:
         raise ValueError(f"idf has {len(idf)} weights for a vocabulary of {num_words} words")
-    return BagOfWordsKernel(num_words, "cosine", word_weights=idf).double()
+    return BagOfWordsKernel(num_words, "cosine", word_weights=idf, sublinear_tf=sublinear_tf).double()
 
 
-def _bag_of_words_beside_encoder(kind: Any, idf=None):
+def _bag_of_words_beside_encoder(kind: Any, idf=None, sublinear_tf=False):
     """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
     :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
     vectors, so distance-aware; or several parts, names or gpytorch kernels on the unit vectors, each
     with its own weight; :func:`~lvgp.kernels.packed.beside_encoder`). ``idf``: the tf-idf's weights
-    (default: the training documents' idf)."""
+    (default: the training documents' idf); ``sublinear_tf``: counts as ``1 + ln count``."""
 
     def of_dim(dim: int):
         def factory(num_words, documents):
             from ..kernels.packed import beside_encoder
 
-            return beside_encoder(_tfidf_cosine(num_words, documents, idf), documents, dim, kind)
+            return beside_encoder(_tfidf_cosine(num_words, documents, idf, sublinear_tf), documents, dim, kind)
 
         return factory
 

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from .._typing import TensorLike
 from ..base.validation import check_number
-from ..bow.padded import check_padded
+from ..bow.padded import PAD, check_padded
 from . import mean_embedding as me
 from .document import DocumentKernel
 from .level2 import LEVEL2_KERNELS, Level2Kernel
@@ -44,6 +44,9 @@ class BagOfWordsKernel(DocumentKernel):
             tf(-idf) vectors), ``"rbf"``, ``"poly"``, or a :class:`~lvgp.kernels.level2.Level2Kernel`.
         word_weights: ``None`` (term frequencies) or ``num_words`` positive weights, e.g.
             :func:`lvgp.bow.weighting.idf_weights` of the training documents (tf-idf).
+        sublinear_tf: a word's count :math:`c` in a document enters as :math:`1 + \ln c` (scikit-learn's
+            ``TfidfVectorizer(sublinear_tf=True)``): a word repeated ten times weighs 3.3 times a word
+            said once, not ten times.
         **options: the level-2 kernel's hyper-parameters (``zeta``, ``c``, ``d`` and their
             ``*_prior``, ``*_constraint``) and gpytorch's ``batch_shape``, ``active_dims``, ``eps``.
 
@@ -61,9 +64,12 @@ class BagOfWordsKernel(DocumentKernel):
         level2: str | Level2Kernel = "linear",
         *,
         word_weights: TensorLike | None = None,
+        sublinear_tf: bool = False,
         **options: Any,
     ) -> None:
         check_number("num_words", num_words, integer=True, minimum=1)
+        if not isinstance(sublinear_tf, bool):
+            raise TypeError(f"sublinear_tf must be True or False; got {sublinear_tf!r}")
         level2_names = {name for cls in LEVEL2_KERNELS.values() for name in cls.options}
         unknown = set(options) - level2_names - {"batch_shape", "active_dims", "eps"}
         if unknown:
@@ -77,10 +83,25 @@ class BagOfWordsKernel(DocumentKernel):
         # dtype and device of the kernel's values (moves with .double(), .to(...); not saved)
         self.register_buffer("_probe", torch.zeros(()), persistent=False)
         self._set_word_weights(word_weights, self._num_words)
+        self.sublinear_tf = sublinear_tf
 
     @property
     def num_words(self) -> int:
         return self._num_words
+
+    def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        r"""The documents' token weights (:meth:`DocumentKernel._weights`); with ``sublinear_tf`` each token
+        of a word said :math:`c` times in its document weighs :math:`(1 + \ln c) / c` of it, so that the
+        word's bag entry is :math:`(1 + \ln c)\,w_v`, L1-normalized again."""
+        ids, weights = super()._weights(x, dtype)
+        if not self.sublinear_tf or x.numel() == 0:
+            return ids, weights
+        row = torch.arange(x[..., 0].numel(), device=x.device).view(x.shape[:-1]).unsqueeze(-1)  # batches too
+        key = torch.where(x != PAD, row * (self.num_words + 1) + x + 1, 0)  # padding: key 0, weight 0
+        _, position, counts = torch.unique(key, return_inverse=True, return_counts=True)
+        c = counts[position].to(dtype)
+        weights = weights * (1 + torch.log(c)) / c
+        return ids, weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
 
     def _forward_state(self) -> Tensor:
         return self._probe
@@ -108,4 +129,4 @@ class BagOfWordsKernel(DocumentKernel):
 
     def extra_repr(self) -> str:
         weights = "tf-idf" if self.word_weights is not None else "tf"
-        return f"num_words={self.num_words}, {weights}"
+        return f"num_words={self.num_words}, {'sublinear ' if self.sublinear_tf else ''}{weights}"
