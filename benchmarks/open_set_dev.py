@@ -13,7 +13,8 @@ every score it offers and its in-scope accuracy.
     python benchmarks/open_set_dev.py --quick           # a toy corpus and a tiny random encoder (seconds)
 
 ``--gp-tf sublinear``: the GP classifiers' tf-idf parts count a word said ``c`` times as ``1 + ln c``
-(scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does) instead of ``c``.
+(scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
+each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
 
 ``--unseen-words whole-bag``: the GP classifiers' tf-idf cosine over each scored text's whole bag of
 words -- its words that no labelled text has counted in its norm, at the largest idf (their document
@@ -80,9 +81,10 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="keep the study folders here (default: a temporary folder)")
     parser.add_argument(
         "--gp-tf",
-        default="raw",
-        choices=("raw", "sublinear"),
-        help="the GP classifiers' tf-idf counts: raw (the studies') or 1 + ln count (module docstring)",
+        default="study",
+        choices=("study", "raw", "sublinear"),
+        help="the GP classifiers' tf-idf counts: the study's (gpc-bow sublinear, the others raw), raw counts for "
+        "all, or 1 + ln count for all (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -96,8 +98,9 @@ def main() -> None:
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    if args.unseen_words == "whole-bag" or args.gp_tf == "sublinear":
-        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", args.gp_tf == "sublinear")  # noqa: N806
+    if args.unseen_words == "whole-bag" or args.gp_tf != "study":
+        counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
+        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts)  # noqa: N806
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
     limit_threads(1)
@@ -181,9 +184,10 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
 
-def variant_study(whole_bag: bool = True, sublinear_tf: bool = False):
+def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
-    and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf``)."""
+    and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
+    (``False``); ``None`` keeps each method's own."""
     import dataclasses
     import functools
 
@@ -198,13 +202,13 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool = False):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
                 model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
-            if sublinear_tf and cell["method"] in _TFIDF_GPS:
+            if sublinear_tf is not None and cell["method"] in _TFIDF_GPS:
                 part = _TFIDF_GPS[cell["method"]]
                 if part is None:
-                    kernel = functools.partial(_tfidf_cosine, sublinear_tf=True)
+                    kernel = functools.partial(_tfidf_cosine, sublinear_tf=sublinear_tf)
                 else:
                     dim = resolve_encoder(self.encoder, self.device).dim
-                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=True)(dim)
+                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=sublinear_tf)(dim)
                 model.set_params(kernel=kernel)
             return model
 

@@ -77,10 +77,16 @@ def main() -> None:
     parser.add_argument("--methods", default="gpc-bow-encoder-rbf,gpc-bow")
     parser.add_argument("--draws", type=int, default=4, help="draws of held-out known classes a cell")
     parser.add_argument("--dev-size", type=int, default=2000)
+    parser.add_argument(
+        "--gp-tf",
+        default="study",
+        choices=("study", "raw", "sublinear"),
+        help="the GP classifiers' tf-idf counts (open_set_dev.py's option; the table of benchmarks/README.md: raw)",
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from open_set_dev import dev_runs, dev_study
+    from open_set_dev import dev_runs, dev_study, variant_study
 
     from lvgp.base.novelty import open_set_metrics
     from lvgp.experiments.executors import limit_threads
@@ -95,7 +101,8 @@ def main() -> None:
     for seed in [int(s) for s in args.seed.split(",")]:
         for run in runs:
             name, sizes, splits = run[0], run[3], run[4]
-            study = dev_study(run, methods, seed, args.quick)
+            counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
+            study = dev_study(run, methods, seed, args.quick, None if counts is None else variant_study(False, counts))
             for n in sizes:
                 for split_index in range(splits):
                     split = study.split(split_index)

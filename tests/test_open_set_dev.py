@@ -62,7 +62,7 @@ def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(tmp_path, t
     rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note{i}\t{c}" for i in range(12) for c in words]
     path = tmp_path / "toy.tsv"
     path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
-    study = dev.variant_study(whole_bag=True)(
+    study = dev.variant_study(whole_bag=True, sublinear_tf=False)(
         dataset=str(path), unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
     )
     cell = {"method": "gpc-bow", "split": 0, "params": {"per_class": 3}}
@@ -96,3 +96,15 @@ def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(tmp_path, tin
         assert parts and all(p.sublinear_tf for p in parts), method
         assert model.vocabulary is None  # the study's own word list, fitted on the labelled texts
     assert study.estimator({"method": "svm", "split": 0, "params": {"per_class": 3}}).get_params().get("kernel") is None
+    # the study's own (None): gpc-bow sublinear (chosen on dev), the encoder GPs' tf-idf raw; raw (False) for all
+    for counts, expected in ((None, {"gpc-bow": True, "gpc-bow-encoder-rbf": False}), (False, {"gpc-bow": False})):
+        own = dev.variant_study(whole_bag=False, sublinear_tf=counts)(
+            dataset=str(path), unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+        )
+        for method, sublinear in expected.items():
+            model = own.estimator({"method": method, "split": 0, "params": {"per_class": 3}})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(list(texts), labels)
+            parts = [m for m in model.model_.covar_module.modules() if isinstance(m, BagOfWordsKernel)]
+            assert [p.sublinear_tf for p in parts] == [sublinear], (counts, method)
