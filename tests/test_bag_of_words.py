@@ -119,6 +119,9 @@ def test_sublinear_counts_are_scikit_learns_sublinear_tf(corpus, weighting, leve
         plain = BagOfWordsKernel(len(vocab), level2, word_weights=weights)(x).to_dense().numpy()
     assert not np.allclose(plain, expected)  # "cat" twice in the first text, "the" dropped: another kernel
     assert "sublinear" in repr(bow)
+    bow.sublinear_tf = False  # switched after use: the kept document sets are not reused
+    with torch.no_grad():
+        np.testing.assert_allclose(bow(x).to_dense().numpy(), plain, rtol=0, atol=1e-12)
     with pytest.raises(TypeError, match="sublinear_tf must be True or False"):
         BagOfWordsKernel(len(vocab), sublinear_tf="yes")
 

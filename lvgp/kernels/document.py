@@ -229,6 +229,7 @@ class DocumentKernel(Kernel):
             dtype,
             self.num_words,
             None if table is None else (table.data_ptr(), table._version),
+            getattr(self, "sublinear_tf", False),  # a bag-of-words kernel's counts (its own weights)
         )
         key = (
             x.untyped_storage().data_ptr(),
