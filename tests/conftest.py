@@ -49,6 +49,21 @@ def tiny_encoder(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def toy_topics_tsv(tmp_path, tiny_encoder):
+    """The path of a TSV (columns text and label) of three made-up topics, 20 texts each, for the
+    studies' tests; the pretrained encoder's name resolves to a tiny random BERT (``tiny_encoder``)."""
+    import numpy as np
+
+    tiny_encoder(None, 0)
+    rng = np.random.default_rng(2)
+    words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
+    rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note {i}\t{c}" for i in range(20) for c in words]
+    path = tmp_path / "toy.tsv"
+    path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
+    return str(path)
+
+
+@pytest.fixture
 def record_int32_casts(monkeypatch):
     """``with record_int32_casts() as sizes:``: inside the block, every ``Tensor.long()`` of an int32
     tensor appends that tensor's number of elements to ``sizes`` (to check that an estimator casts an

@@ -65,22 +65,11 @@ def test_acquisitions_are_the_scores_they_are_made_of():
         np.testing.assert_array_equal(acquisition_scores(clf, "bald", pool, 5), bald(mean, var, seed=5))
 
 
-@pytest.fixture
-def corpus(tmp_path, tiny_encoder):
-    tiny_encoder(None, 0)  # the pretrained encoder's name resolves to a tiny random BERT
-    rng = np.random.default_rng(2)
-    words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
-    rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note {i}\t{c}" for i in range(20) for c in words]
-    path = tmp_path / "toy.tsv"
-    path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
-    return str(path)
-
-
-def test_active_study_end_to_end(corpus, tmp_path):
+def test_active_study_end_to_end(toy_topics_tsv, tmp_path):
     from lvgp.experiments.cli import main
 
     out = tmp_path / "out"
-    argv = ["compare", "active", "--dataset", corpus, "--budget", "17", "--batch", "5", "--splits", "2"]
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "17", "--batch", "5", "--splits", "2"]
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
@@ -113,10 +102,10 @@ def test_active_study_end_to_end(corpus, tmp_path):
         (["--strategies", "gp-magic"], "unknown method 'gp-magic'"),
     ],
 )
-def test_active_study_refuses_bad_options(corpus, tmp_path, extra, match, capsys):
+def test_active_study_refuses_bad_options(toy_topics_tsv, tmp_path, extra, match, capsys):
     from lvgp.experiments.cli import main
 
-    argv = ["compare", "active", "--dataset", corpus, "--out", str(tmp_path / "o"), "--quiet", *extra]
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--out", str(tmp_path / "o"), "--quiet", *extra]
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2 and match in capsys.readouterr().err
@@ -144,13 +133,13 @@ def test_power_batch_draws_without_replacement_in_proportion_to_the_scores():
         power_batch(scores, 6, rng)
 
 
-def test_power_strategies_run_in_the_study(corpus, tmp_path):
+def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):
     """The power strategies are not in the default set; named, they run, start from the same texts as
     the GP's top-k entropy and choose other ones."""
     from lvgp.experiments.cli import main
 
     out = tmp_path / "out"
-    argv = ["compare", "active", "--dataset", corpus, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
     argv += ["--strategies", "gp-entropy,gp-power-entropy,gp-power-bald"]
     assert main(argv) == 0
@@ -160,7 +149,7 @@ def test_power_strategies_run_in_the_study(corpus, tmp_path):
     assert records["gp-power-entropy"]["curve"][0] == records["gp-entropy"]["curve"][0]
 
 
-def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(corpus, tmp_path):
+def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(toy_topics_tsv, tmp_path):
     """The pool strategies (not in the default set) run; their GP's kernel is the plain GP's plus the
     pool's cluster kernel on the encoder's vectors (one part more, its weight learned), built once a
     seed from every pool text."""
@@ -169,7 +158,7 @@ def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(corpus, tmp_path):
     from lvgp.kernels import ClusterKernel
 
     out = tmp_path / "out"
-    argv = ["compare", "active", "--dataset", corpus, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
     argv += ["--strategies", "random-gp-pool,gp-pool-power-entropy"]
     assert main(argv) == 0
@@ -177,7 +166,7 @@ def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(corpus, tmp_path):
     assert [p["labels"] for p in records["gp-pool-power-entropy"]["curve"]] == [3, 8, 13]
     # the same first texts; the pool GP's own prediction from them
     assert records["random-gp-pool"]["curve"][0] == records["gp-pool-power-entropy"]["curve"][0]
-    study = ActiveStudy(dataset=corpus, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    study = ActiveStudy(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
     part = pool_kernel(study, 0)
     assert isinstance(part, ClusterKernel) and part.cloud.shape[0] == len(study.split(0).pool_texts)
     assert part.n_components == 6  # two a class
@@ -190,7 +179,7 @@ def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(corpus, tmp_path):
     assert kernels and torch.equal(kernels[0].cloud, part.cloud)
 
 
-def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_text(corpus, tmp_path):
+def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_text(toy_topics_tsv, tmp_path):
     """``--vocabulary-from pool``: the GP's vocabulary is the whole pool's and its tf-idf weights the pool's
     idf (scikit-learn's smoothed idf of the pool's texts), whatever the labelled texts; logistic regression's
     vectorizer is fitted on the labelled texts and the unlabelled rest, i.e. on the pool (its vocabulary and
@@ -201,7 +190,7 @@ def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_te
     from lvgp.experiments.cli import main
     from lvgp.kernels import BagOfWordsKernel
 
-    options = dict(dataset=corpus, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
     study = ActiveStudy(**options, vocabulary_from="pool")
     split = study.split(0)
     vocabulary, idf = pool_vocabulary(study, 0)
@@ -237,7 +226,7 @@ def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_te
     assert record["curve"][0]["log_loss"] != labelled_record["curve"][0]["log_loss"]  # other features
 
     out = tmp_path / "out"
-    argv = ["compare", "active", "--dataset", corpus, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--vocabulary-from", "pool"]
     argv += ["--strategies", "gp-power-entropy,random"]
     assert main(argv) == 0

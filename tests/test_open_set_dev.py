@@ -10,7 +10,6 @@ import math
 import warnings
 
 import numpy as np
-import pytest
 
 from lvgp.bow.weighting import idf_weights
 from lvgp.kernels import BagOfWordsKernel
@@ -56,21 +55,9 @@ def test_the_whole_bag_vocabulary_gives_the_cosine_of_the_whole_bags():
     assert near(first, dropped.encode(LABELLED)).to_dense()[0, 0].item() > reference[0, 0] + 0.1
 
 
-@pytest.fixture
-def toy(tmp_path, tiny_encoder):
-    """A TSV of three made-up topics (12 texts each), the pretrained encoder's name a tiny random BERT."""
-    tiny_encoder(None, 0)
-    rng = np.random.default_rng(0)
-    words = {"pos": "good great fine nice", "neg": "bad awful poor dull", "money": "tax bank money loan"}
-    rows = [" ".join(rng.choice(words[c].split(), 4)) + f" note{i}\t{c}" for i in range(12) for c in words]
-    path = tmp_path / "toy.tsv"
-    path.write_text("\n".join(["text\tlabel", *rows]) + "\n")
-    return str(path)
-
-
-def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(toy):
+def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(toy_topics_tsv):
     study = dev.variant_study(whole_bag=True, sublinear_tf=False)(
-        dataset=toy, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
     )
     cell = {"method": "gpc-bow", "split": 0, "params": {"per_class": 3}}
     model = study.estimator(cell)
@@ -79,13 +66,13 @@ def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(toy):
     assert study.estimator({**cell, "method": "svm"}).get_params().get("vocabulary") is None
 
 
-def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(toy):
+def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(toy_topics_tsv):
     """``--gp-tf sublinear``: the GP classifiers with a tf-idf part count words as ``1 + ln c`` (their
     fitted kernels' ``BagOfWordsKernel``), their vocabulary the study's; other methods are as they were."""
     from lvgp.kernels import BagOfWordsKernel
 
     study = dev.variant_study(whole_bag=False, sublinear_tf=True)(
-        dataset=toy, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
     )
     texts, labels = study.split(0).training(3)
     for method in ("gpc-bow", "gpc-bow-encoder-rbf"):
@@ -100,7 +87,7 @@ def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(toy):
     # the study's own (None): gpc-bow sublinear (chosen on dev), the encoder GPs' tf-idf raw; raw (False) for all
     for counts, expected in ((None, {"gpc-bow": True, "gpc-bow-encoder-rbf": False}), (False, {"gpc-bow": False})):
         own = dev.variant_study(whole_bag=False, sublinear_tf=counts)(
-            dataset=toy, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+            dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
         )
         for method, sublinear in expected.items():
             model = own.estimator({"method": method, "split": 0, "params": {"per_class": 3}})
