@@ -97,12 +97,13 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="score-selection-dev-"))
     runs = dev_runs(root, args.datasets, "10,50", 3, args.dev_size, args.quick)
     methods = args.methods.split(",")
+    counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
+    study_class = None if counts is None else variant_study(False, counts)
     rows = []
     for seed in [int(s) for s in args.seed.split(",")]:
         for run in runs:
             name, sizes, splits = run[0], run[3], run[4]
-            counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
-            study = dev_study(run, methods, seed, args.quick, None if counts is None else variant_study(False, counts))
+            study = dev_study(run, methods, seed, args.quick, study_class)
             for n in sizes:
                 for split_index in range(splits):
                     split = study.split(split_index)
