@@ -255,6 +255,7 @@ SCORES = (
     "variance",
     "energy",
     "entropy-variance",
+    "energy-variance",
     "max-decision",
     "mahalanobis",
     "nearest-cosine",

@@ -37,7 +37,7 @@ def leave_one_out_scores(model) -> dict[str, np.ndarray]:
     from lvgp.base.novelty import latent_energy, reference_quantiles
 
     mean, _ = model.leave_one_out_latents()
-    entropy, variance = model.novelty_reference()  # normalized entropy, variance ratio: higher less typical
+    entropy, variance, _ = model.novelty_reference()  # normalized entropy, variance ratio: higher less typical
     return {
         "energy": latent_energy(np.asarray(mean)),
         "entropy": -entropy * np.log(len(model.classes_)),

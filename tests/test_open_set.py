@@ -227,12 +227,12 @@ def test_reference_quantiles_count_the_reference_below_ties_half():
     np.testing.assert_allclose(normalized_entropy(np.array([[0.5, 0.5], [1.0, 0.0]])), [1.0, 0.0], atol=1e-12)
 
 
-def test_gp_entropy_variance_score_is_the_mean_quantile_among_leave_one_out_documents(fitted_gp):
-    r"""``"entropy-variance"`` against its definition written out: each training document's latent
-    posterior given the *other* documents by an explicit solve per document (R&W eq. 2.23-2.24, not the
-    closed-form leave-one-out of eq. 5.12 the estimator uses), its tempered expected softmax's normalized
-    entropy and its variance ratio; each test text's two scores' shares of those below it (ties half),
-    averaged, negated."""
+def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(fitted_gp):
+    r"""``"entropy-variance"`` and ``"energy-variance"`` against their definition written out: each
+    training document's latent posterior given the *other* documents by an explicit solve per document
+    (R&W eq. 2.23-2.24, not the closed-form leave-one-out of eq. 5.12 the estimator uses), its tempered
+    expected softmax's normalized entropy, its minus energy and its variance ratio; each test text's two
+    scores' shares of those below it (ties half), averaged, negated."""
     from lvgp.models.gpc.models import expected_softmax
 
     clf = fitted_gp
@@ -255,9 +255,11 @@ def test_gp_entropy_variance_score_is_the_mean_quantile_among_leave_one_out_docu
     proba = clf._temper(proba)
     ref_entropy = -np.sum(proba * np.log(np.clip(proba, 1e-300, None)), axis=1) / np.log(proba.shape[1])
     ref_variance = np.mean(np.clip(loo_var.numpy() / K.diagonal(dim1=-2, dim2=-1).mT.numpy(), 0, 1), axis=1)
-    got_entropy, got_variance = clf.novelty_reference()
+    ref_energy = -torch.logsumexp(loo_mean, dim=1).numpy()
+    got_entropy, got_variance, got_energy = clf.novelty_reference()
     np.testing.assert_allclose(got_entropy, ref_entropy, atol=1e-8)
     np.testing.assert_allclose(got_variance, ref_variance, atol=1e-8)
+    np.testing.assert_allclose(got_energy, ref_energy, atol=1e-8)
 
     rng = np.random.default_rng(4)
     test = _texts("pos", 3, rng) + ["good awful", "great dull bad nice"]
@@ -273,6 +275,14 @@ def test_gp_entropy_variance_score_is_the_mean_quantile_among_leave_one_out_docu
     clf.set_params(novelty_score=DEFAULT_SCORE)
     np.testing.assert_allclose(score, want, atol=1e-9)
     assert np.all((score >= -1) & (score <= 0))
+    # "energy-variance": minus the log-sum-exp of the latent means in place of the entropy
+    mean, _ = clf.predict_latent(test)
+    minus_energy = [-np.log(np.sum(np.exp(row))) for row in mean]
+    want = [-(share_below(e, ref_energy) + share_below(v, ref_variance)) / 2 for e, v in zip(minus_energy, variance)]
+    score = clf.set_params(novelty_score="energy-variance").score_samples(test)
+    clf.set_params(novelty_score=DEFAULT_SCORE)
+    np.testing.assert_allclose(score, want, atol=1e-9)
+    assert np.all((score >= -1) & (score <= 0)) and len(set(score.tolist())) > 1
 
 
 def test_gp_entropy_variance_score_ranks_an_unseen_topic_lowest_and_keeps_its_reference(fitted_gp):
@@ -312,7 +322,7 @@ def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp)
         del fitted_gp._latent_and_prior
     assert name == "energy" and list(scores)[0] == "energy"
     assert len(passes) == 1  # the own score from the same latent pass as the others
-    for kind in ("entropy", "max-probability", "variance", "energy", "entropy-variance"):
+    for kind in ("entropy", "max-probability", "variance", "energy", "entropy-variance", "energy-variance"):
         np.testing.assert_allclose(
             scores[kind], fitted_gp.set_params(novelty_score=kind).score_samples(test), atol=1e-12
         )
@@ -333,8 +343,8 @@ def test_every_gp_inference_scores_the_unseen_class_lower(inference):
         mixed = [f"{a} {b}" for a, b in zip(rng.choice(WORDS["pos"], 6), rng.choice(WORDS["neg"], 6))]
         for kind in NOVELTY_SCORES:
             clf.set_params(novelty_score=kind)
-            if kind == "entropy-variance":  # its reference is the Dirichlet inference's closed-form leave-one-out
-                with pytest.raises(ValueError, match="novelty_score='entropy-variance' needs inference='dirichlet'"):
+            if kind in ("entropy-variance", "energy-variance"):  # the Dirichlet inference's leave-one-out reference
+                with pytest.raises(ValueError, match=f"novelty_score='{kind}' needs inference='dirichlet'"):
                     clf.score_samples(["good"])
                 continue
             inside = clf.score_samples(_texts("pos", 6, rng) + _texts("neg", 6, rng))
@@ -430,8 +440,11 @@ def test_open_set_study_end_to_end(corpus, tmp_path):
         "variance",
         "energy",
         "entropy-variance",
+        "energy-variance",
     }
     assert set(by["tfidf-encoder-logreg", 0, 4]["scores"]) == {"entropy", "max-probability", "energy"}
+    assert by["gpc-bow-encoder-rbf", 0, 4]["novelty_score"] == "energy-variance"  # the stationary kernel's (dev)
+    assert by["gpc-encoder", 0, 4]["novelty_score"] == "energy"
     assert by["svm", 0, 4]["novelty_score"] == "max-decision"
     assert by["encoder-mahalanobis", 0, 4]["novelty_score"] == "mahalanobis"
     assert "log_loss" not in by["encoder-knn", 0, 4]

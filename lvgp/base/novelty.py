@@ -26,6 +26,9 @@ document, **higher meaning more typical of the training classes**. What it is ma
   each a conformal p-value), in :math:`[-1, 0]`. The two disagree on which new topics they catch (on
   20ng's dev documents, one is the better on some draws of held-out classes and the other on others:
   ``benchmarks/README.md``, ``open_set_dev.py``);
+* ``"energy-variance"`` -- (GP classifiers, Dirichlet inference) the same with the energy in place of
+  the entropy: minus the mean of minus the energy's quantile and the variance ratio's among the
+  training documents' leave-one-out ones (:func:`energy_variance_novelty`), in :math:`[-1, 0]`;
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
@@ -38,13 +41,14 @@ of out-of-scope documents accepted at 95% recall of the in-scope ones (FPR95).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = [
     "PROBABILITY_SCORES",
     "NOVELTY_SCORES",
+    "REFERENCE_SCORES",
     "probability_novelty",
     "decision_novelty",
     "latent_energy",
@@ -52,6 +56,8 @@ __all__ = [
     "normalized_entropy",
     "reference_quantiles",
     "entropy_variance_novelty",
+    "energy_variance_novelty",
+    "NoveltyReference",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
     "NOVELTY_SCORE_NAMES",
@@ -60,7 +66,10 @@ __all__ = [
 #: the novelty scores made of predictive probabilities
 PROBABILITY_SCORES = ("entropy", "max-probability")
 #: every novelty score a GP classifier offers (``LDKGPClassifier(novelty_score=...)``)
-NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance", "energy", "entropy-variance")
+NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance", "energy", "entropy-variance", "energy-variance")
+#: the novelty scores made of quantiles among the training documents' leave-one-out scores (Dirichlet
+#: inference: :class:`NoveltyReference`)
+REFERENCE_SCORES = ("entropy-variance", "energy-variance")
 #: recall of the in-scope documents at which FPR95 is read
 IN_SCOPE_RECALL = 0.95
 #: points of the ROC curve a record keeps (the curve is drawn from them)
@@ -128,15 +137,40 @@ def reference_quantiles(values: np.ndarray, reference: np.ndarray) -> np.ndarray
     return (below + at_or_below) / (2.0 * reference.size)
 
 
+class NoveltyReference(NamedTuple):
+    r"""In-scope documents' scores that :data:`REFERENCE_SCORES` put a text's scores among, ``m`` values
+    each, all higher the less typical (a GP classifier's ``novelty_reference()``: its training documents'
+    leave-one-out ones)."""
+
+    #: the :func:`normalized_entropy` of the (tempered) predictive probabilities, in :math:`[0, 1]`
+    entropy: np.ndarray
+    #: the variance ratio, minus :func:`variance_novelty`, in :math:`[0, 1]`
+    variance: np.ndarray
+    #: minus the :func:`latent_energy` of the latent means
+    energy: np.ndarray
+
+
 def entropy_variance_novelty(
-    proba: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: tuple[np.ndarray, np.ndarray]
+    proba: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: NoveltyReference
 ) -> np.ndarray:
     r"""The ``"entropy-variance"`` score: minus the mean of the :func:`normalized_entropy` of ``proba``'s
-    quantile among ``reference[0]`` and the variance ratio's (minus :func:`variance_novelty` of ``var``,
-    ``prior``) among ``reference[1]`` (:func:`reference_quantiles`; the references: in-scope documents'
-    scores, a GP classifier's ``novelty_reference()``), in :math:`[-1, 0]`. ``n`` values."""
-    entropy = reference_quantiles(normalized_entropy(proba), reference[0])
-    return -(entropy + reference_quantiles(-variance_novelty(var, prior), reference[1])) / 2
+    quantile among ``reference.entropy`` and the variance ratio's (minus :func:`variance_novelty` of
+    ``var``, ``prior``) among ``reference.variance`` (:func:`reference_quantiles`; the references:
+    in-scope documents' scores, a GP classifier's ``novelty_reference()``), in :math:`[-1, 0]`. ``n``
+    values."""
+    entropy = reference_quantiles(normalized_entropy(proba), reference.entropy)
+    return -(entropy + reference_quantiles(-variance_novelty(var, prior), reference.variance)) / 2
+
+
+def energy_variance_novelty(
+    mean: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: NoveltyReference
+) -> np.ndarray:
+    r"""The ``"energy-variance"`` score: minus the mean of minus the :func:`latent_energy` of the
+    ``n x C`` latent means ``mean``'s quantile among ``reference.energy`` and the variance ratio's
+    (minus :func:`variance_novelty` of ``var``, ``prior``) among ``reference.variance``
+    (:func:`reference_quantiles`), in :math:`[-1, 0]`. ``n`` values."""
+    energy = reference_quantiles(-latent_energy(mean), reference.energy)
+    return -(energy + reference_quantiles(-variance_novelty(var, prior), reference.variance)) / 2
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

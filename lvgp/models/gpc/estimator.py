@@ -27,6 +27,9 @@ from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgu
 from ...base.novelty import (
     NOVELTY_SCORES,
     PROBABILITY_SCORES,
+    REFERENCE_SCORES,
+    NoveltyReference,
+    energy_variance_novelty,
     entropy_variance_novelty,
     latent_energy,
     normalized_entropy,
@@ -197,7 +200,8 @@ class LDKGPClassifier(
             the classes: distance-aware only with a kernel that is, e.g. ``encoder_kernel="rbf"``), or
             ``"entropy-variance"``
             (Dirichlet inference: the entropy and the variance ratio each as its quantile among the
-            training documents' leave-one-out scores, :meth:`novelty_reference`, minus their mean). Fixed
+            training documents' leave-one-out scores, :meth:`novelty_reference`, minus their mean), or
+            ``"energy-variance"`` (the same with minus the energy in place of the entropy). Fixed
             before any out-of-scope text is seen; ``lvgp compare open-set`` records every one.
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` (Dirichlet inference) or
             ``"evidence"`` (Dirichlet or Laplace): model selection among the sub-compositions of the kernel's
@@ -405,20 +409,22 @@ class LDKGPClassifier(
         return self
 
     def _check_novelty_score(self, strategy: Inference) -> None:
-        if self.novelty_score == "entropy-variance" and not strategy.leave_one_out:
+        if self.novelty_score in REFERENCE_SCORES and not strategy.leave_one_out:
             raise ValueError(
-                f"novelty_score='entropy-variance' needs inference='dirichlet' (its reference is the training "
+                f"novelty_score={self.novelty_score!r} needs inference='dirichlet' (its reference is the training "
                 f"documents' closed-form leave-one-out predictions); got inference={self.inference!r}"
             )
 
-    def novelty_reference(self) -> tuple[np.ndarray, np.ndarray]:
-        r"""What ``novelty_score="entropy-variance"`` puts each text's scores among: the training documents'
-        leave-one-out scores, ``n`` normalized entropies (of the tempered leave-one-out probabilities, the
-        expected softmax of :meth:`leave_one_out_latents`, over :math:`\log C`) and ``n`` variance ratios
-        (the leave-one-out latent variances over the prior variances, averaged over the classes), both in
-        :math:`[0, 1]`, higher the less typical. In-scope documents the model did not fit, at no refit
-        (Rasmussen & Williams, eq. 5.12): a text scoring like them is as typical as a held-out training
-        text. Kept between calls while the model, its parameters and the temperature are unchanged.
+    def novelty_reference(self) -> NoveltyReference:
+        r"""What ``novelty_score="entropy-variance"`` and ``"energy-variance"`` put each text's scores among:
+        the training documents' leave-one-out scores (:class:`~lvgp.base.novelty.NoveltyReference`), ``n``
+        normalized entropies (of the tempered leave-one-out probabilities, the expected softmax of
+        :meth:`leave_one_out_latents`, over :math:`\log C`), ``n`` variance ratios (the leave-one-out latent
+        variances over the prior variances, averaged over the classes), both in :math:`[0, 1]`, and ``n``
+        minus energies (the log-sum-exp of the leave-one-out latent means), all higher the less typical.
+        In-scope documents the model did not fit, at no refit (Rasmussen & Williams, eq. 5.12): a text
+        scoring like them is as typical as a held-out training text. Kept between calls while the model,
+        its parameters and the temperature are unchanged.
 
         Raises:
             ValueError: the inference is not ``"dirichlet"``.
@@ -432,12 +438,16 @@ class LDKGPClassifier(
             kept = box.get(state, owners=owners, key=key)
             if kept is not None:
                 return kept
-        proba, var = self._loo_predictions()
+        proba, var, mean = self._loo_predictions()
         x, intercept = self.model_.train_inputs[0], self._inference_strategy().intercept_variance(self)
         with torch.no_grad():
             prior = torch.cat([self._prior_variances(x[i : i + 256], intercept) for i in range(0, len(x), 256)])
         prior = to_host(prior.expand_as(var))
-        value = (normalized_entropy(self._temper(to_host(proba))), -variance_novelty(to_host(var), prior))
+        value = NoveltyReference(
+            normalized_entropy(self._temper(to_host(proba))),
+            -variance_novelty(to_host(var), prior),
+            -latent_energy(to_host(mean)),
+        )
         return value if box is None else box.put(value, state, owners=owners, key=key)
 
     def _fitted_log_evidence(self) -> float:
@@ -502,16 +512,16 @@ class LDKGPClassifier(
     def _loo_log_proba(self) -> tuple[np.ndarray, np.ndarray]:
         """The ``n x C`` log probabilities of the leave-one-out predictions on the training documents
         (the expected softmax of :meth:`leave_one_out_latents`) and the training labels' codes."""
-        proba, _ = self._loo_predictions()
+        proba, *_ = self._loo_predictions()
         truth = self.likelihood_.targets.cpu().numpy().astype(int)
         return torch.log(proba.clamp_min(1e-300)).cpu().numpy(), truth
 
-    def _loo_predictions(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def _loo_predictions(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The training documents' leave-one-out predictive probabilities (the expected softmax of
-        :meth:`leave_one_out_latents`, untempered) and latent variances, ``n x C`` each."""
+        :meth:`leave_one_out_latents`, untempered), latent variances and latent means, ``n x C`` each."""
         mean, var = self.leave_one_out_latents()
         with torch.no_grad():
-            return expected_softmax(mean, var, self.predict_samples, self._class_seeds()), var
+            return expected_softmax(mean, var, self.predict_samples, self._class_seeds()), var, mean
 
     def _loo_log_predictive(self) -> torch.Tensor:
         """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
@@ -934,18 +944,23 @@ class LDKGPClassifier(
         means (``"energy"``: the Dirichlet inference's log total evidence), or minus the mean of the
         normalized entropy's and the variance ratio's quantiles among the training documents'
         leave-one-out ones (``"entropy-variance"``, in :math:`[-1, 0]`: :meth:`novelty_reference`,
-        :func:`~lvgp.base.novelty.reference_quantiles`)."""
+        :func:`~lvgp.base.novelty.reference_quantiles`), or the same of minus the energy and the variance
+        ratio (``"energy-variance"``)."""
         check_params(self)
         if self.novelty_score in PROBABILITY_SCORES:
             return probability_novelty(self.predict_proba(X, block), self.novelty_score)
         self._check_novelty_score(self._inference_strategy())
-        reference = self.novelty_reference() if self.novelty_score == "entropy-variance" else None
+        reference = self.novelty_reference() if self.novelty_score in REFERENCE_SCORES else None
         # the probabilities of "entropy-variance" from the latent pass its variances come from
-        mean, var, prior, proba = self._latent_and_prior(X, block, "score_samples", with_proba=reference is not None)
+        with_proba = self.novelty_score == "entropy-variance"
+        mean, var, prior, proba = self._latent_and_prior(X, block, "score_samples", with_proba=with_proba)
         if self.novelty_score == "energy":
             return latent_energy(mean)
-        if reference is None or proba is None:
+        if reference is None:
             return variance_novelty(var, prior)
+        if self.novelty_score == "energy-variance":
+            return energy_variance_novelty(mean, var, prior, reference)
+        assert proba is not None
         return entropy_variance_novelty(proba, var, prior, reference)
 
     def predict(self, X: Documents) -> np.ndarray:
