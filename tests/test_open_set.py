@@ -285,8 +285,9 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     assert np.all((score >= -1) & (score <= 0)) and len(set(score.tolist())) > 1
 
 
-def test_gp_entropy_variance_score_ranks_an_unseen_topic_lowest_and_keeps_its_reference(fitted_gp):
-    clf = fitted_gp.set_params(novelty_score="entropy-variance")
+@pytest.mark.parametrize("kind", ["entropy-variance", "energy-variance"])
+def test_gp_quantile_scores_rank_an_unseen_topic_lowest_and_keep_their_reference(fitted_gp, kind):
+    clf = fitted_gp.set_params(novelty_score=kind)
     rng = np.random.default_rng(5)
     inside = _texts("pos", 5, rng) + _texts("neg", 5, rng)
     before = dict(clf.__dict__)
