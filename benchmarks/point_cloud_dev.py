@@ -8,7 +8,9 @@ Prints each strategy's learning curve and area under it, one seed a run:
     python benchmarks/point_cloud_dev.py --quick      # tiny, for the tests
 
 ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
-takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``).
+takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
+GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
+log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``).
 
 With ``--grid``, the kernels of the pool first, on the same split: a kernel-ridge proxy (centred one-hot
 targets, noise a tenth of the mean prior variance) trained on 1, 5, 10 and 20 pool texts a class (three
@@ -39,6 +41,13 @@ def main(argv=None) -> int:
         choices=("labelled", "pool"),
         help="the word parts fitted on each round's labelled texts or on the whole pool (ActiveStudy's option)",
     )
+    parser.add_argument(
+        "--part-selection",
+        default="none",
+        choices=("none", "loo"),
+        help="the GP learners' part selection: their kernel as composed, or the sub-composition of its top sum "
+        "(the words, the encoder, the pool's cluster part) kept by the leave-one-out log predictive at every refit",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=5000)
     parser.add_argument("--held-out", type=int, default=3000)
@@ -62,6 +71,8 @@ def main(argv=None) -> int:
 
     @dataclasses.dataclass(frozen=True)
     class DevStudy(active.ActiveStudy):
+        part_selection = args.part_selection  # (a class variable of the study, read by its GP learners)
+
         def split(self, split: int) -> active.ActiveSplit:  # the training part alone
             corpus = classification_corpus(self.dataset)
             texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
@@ -81,7 +92,12 @@ def main(argv=None) -> int:
 
         path = Path(tempfile.mkdtemp(prefix="point-cloud-dev-")) / "toy.tsv"
         toy_corpus(path)
-        study = active.ActiveStudy(
+
+        @dataclasses.dataclass(frozen=True)
+        class QuickStudy(active.ActiveStudy):
+            part_selection = args.part_selection
+
+        study = QuickStudy(
             dataset=str(path),
             budget=12,
             batch=4,

@@ -399,6 +399,47 @@ def test_lbfgs_rejects_a_trial_point_where_the_objective_fails_and_goes_on(monke
     assert not last.converged and last.n_iter == 1 and "rejected" in last.message
 
 
+def test_a_prior_outside_its_support_is_a_rejected_point_not_an_error():
+    """A positive weight under a log-normal prior whose softplus underflows to exactly 0 at a line
+    search's far trial point (seen in the active study's part selection: a sub-composition's weight
+    driven down): ``log_prior`` gives -inf there (torch's support check would raise a ValueError), the
+    objective is infinite, and L-BFGS rejects the point and goes on."""
+    from gpytorch.constraints import Positive
+    from gpytorch.priors import LogNormalPrior
+
+    from lvgp.base.fitting import log_prior, minimize
+
+    class Weighted(gpytorch.Module):
+        def __init__(self, raw):
+            super().__init__()
+            self.register_parameter("raw_weight", torch.nn.Parameter(torch.tensor([raw], dtype=torch.float64)))
+            self.register_constraint("raw_weight", Positive())
+            self.register_prior("weight_prior", LogNormalPrior(0.0, 0.5), lambda m: m.weight)
+
+        @property
+        def weight(self):
+            return self.raw_weight_constraint.transform(self.raw_weight)
+
+    at_zero = Weighted(-800.0)  # softplus(-800) is exactly 0 in float64
+    assert float(at_zero.weight.detach()) == 0.0
+    assert float(log_prior(at_zero).detach()) == -math.inf
+    assert math.isfinite(float(log_prior(Weighted(-700.0)).detach()))
+    # a loss falling without bound as the weight shrinks: its far trial points underflow
+    module = Weighted(-700.0)
+    trials = []
+
+    def objective():
+        trials.append(float(module.raw_weight.detach()))
+        return -log_prior(module) + 1e4 * module.raw_weight.sum()
+
+    result = minimize(list(module.parameters()), objective, max_iter=30)
+    assert min(trials) < -800.0  # a trial point where the weight is exactly 0: rejected, not a ValueError
+    assert "rejected" in result.message and "FloatingPointError" in result.message
+    # (near the underflow the prior's gradient overflows while its value is finite: rejected too)
+    weight = module.weight.detach()
+    assert float(weight) > 0.0 and math.isfinite(float(log_prior(module).detach()))
+
+
 def test_covariance_failure_is_a_clear_error():
     class Broken(gpytorch.kernels.Kernel):
         def forward(self, x1, x2, diag=False, **params):

@@ -120,6 +120,18 @@ def divergence_named(
         raise
 
 
+def _log_density(prior: Any, value: torch.Tensor) -> torch.Tensor:
+    r"""``prior``'s log density summed over ``value``: :math:`-\infty` where a value lies outside its
+    support (checked here, so torch's argument validation does not raise)."""
+    try:
+        support = prior.support
+    except NotImplementedError:  # a prior that does not say: torch's own check decides
+        support = None
+    if support is not None and not bool(support.check(value.detach()).all()):
+        return value.sum() * 0.0 - math.inf  # on the graph, so a caller's backward() still runs
+    return prior.log_prob(value).sum()
+
+
 def log_prior(
     module: torch.nn.Module, exclude: torch.nn.Module | Sequence[torch.nn.Module] | None = None
 ) -> torch.Tensor:
@@ -127,14 +139,19 @@ def log_prior(
     parameters' current values (what gpytorch's marginal log likelihoods add for MAP-II), leaving
     out the priors registered inside ``exclude`` (a sub-module whose prior the caller counts its own
     way, e.g. the word vectors' :math:`\frac\rho2\sum_v\|\mathbf x_v\|^2` through ``penalty()``).
-    A zero scalar when there are none (``exclude`` may be several modules)."""
+    A zero scalar when there are none (``exclude`` may be several modules).
+
+    A value outside a prior's support (a positive weight whose softplus underflowed to exactly 0 at a
+    line search's far trial point) has log density :math:`-\infty`: the objective is infinite there,
+    and an L-BFGS fit rejects the point (:func:`minimize`) where torch's support check would have raised
+    a ``ValueError``."""
     excluded = [] if exclude is None else [exclude] if isinstance(exclude, torch.nn.Module) else list(exclude)
     skip = {id(m) for part in excluded for m in part.modules()}
     total: torch.Tensor | None = None
     for _, prior_module, prior, closure, _ in module.named_priors():  # type: ignore[operator]
         if id(prior_module) in skip:
             continue
-        term = prior.log_prob(closure(prior_module)).sum()
+        term = _log_density(prior, closure(prior_module))
         total = term if total is None else total + term
     if total is None:
         first = next(module.parameters(), None)
@@ -770,8 +787,8 @@ def _run_lbfgs(
     result: FitResult,
 ) -> None:
     """scipy's L-BFGS-B over ``flat``. A trial point of the line search where the objective fails
-    (:data:`_FAILED_AT_A_POINT`; after a first point that did not) is rejected as botorch's scipy fit
-    does: its loss is infinite, so the line search backtracks towards the last accepted iterate. The
+    (:data:`_FAILED_AT_A_POINT`, or its gradient is not finite; after a first point that did not) is
+    rejected as botorch's scipy fit does: its loss is infinite, so the line search backtracks towards the last accepted iterate. The
     fit goes on; ``result.message`` counts the rejected points, and a fit whose last iteration's line
     search rejected one has not converged. (The starting point failing raises.)"""
     rejected: list[str] = []
@@ -782,6 +799,9 @@ def _run_lbfgs(
         flat.set(x)
         try:
             loss = evaluate()
+            grad = flat.grad()
+            if not np.isfinite(grad).all():  # a finite loss whose gradient overflows: scipy's next x is NaN
+                raise FloatingPointError(f"the gradient is not finite at iteration {result.n_iter + 1}")
         except _FAILED_AT_A_POINT as err:
             if not started[0]:
                 raise
@@ -789,7 +809,7 @@ def _run_lbfgs(
             last_rejected[0] = result.n_iter
             return math.inf, np.zeros_like(x)
         started[0] = True
-        return loss.item(), flat.grad()
+        return loss.item(), grad
 
     def callback(intermediate_result: scipy.optimize.OptimizeResult) -> None:
         flat.set(intermediate_result.x)
@@ -810,6 +830,6 @@ def _run_lbfgs(
     result.message = str(res.message)
     if rejected:
         result.message += (
-            f"; {len(rejected)} trial point(s) of the line search rejected, the objective failing there "
+            f"; {len(rejected)} trial point(s) of the line search rejected, the objective or its gradient failing there "
             f"(first: {rejected[0]}; last at iteration {last_rejected[0] + 1})"
         )
