@@ -301,6 +301,33 @@ def test_classifier_loo_selection_keeps_the_signal_part(data):
         LDKGPClassifier(two_parts, num_words=V, inference="laplace", part_selection="loo").fit(x, labels)
 
 
+def test_classifier_loo_selection_keeps_the_whole_kernel_with_a_class_of_one_document(data):
+    """A class of one training document leaves nothing to judge its left-out document by: the selection
+    keeps the full sum and says why (the active study's first round, one text a class, is this case);
+    with two documents in every class it selects again."""
+    from lvgp.models.gpc.estimator import LDKGPClassifier as Classifier
+
+    x, y = data
+    labels = np.digitize(y, [-0.5, 0.5])
+    rows = [int(np.flatnonzero(labels == 0)[0]), *np.flatnonzero(labels != 0)[:30].tolist()]
+    settings = dict(num_words=V, class_hyperparameters="shared", part_selection="loo", random_state=0)
+    settings["optimizer"] = LBFGS(max_iter=20)
+    clf = Classifier(two_parts, **settings)
+    with pytest.warns(
+        UserWarning, match=r"kept the whole kernel .*1 of 3 classes have a single training document \(0\)"
+    ):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=Warning, message="^(?!part_selection)")
+            clf.fit(x[rows], labels[rows])
+    assert clf.selected_parts_ == ("BagOfWordsKernel", "BagOfWordsKernel-2") and len(clf.part_scores_) == 1
+    two = [int(i) for i in np.flatnonzero(labels == 0)[:2]] + rows[1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", message="^(?!part_selection)")
+        again = Classifier(two_parts, **settings).fit(x[two], labels[two])
+    assert len(again.part_scores_) == 3  # the sum and each part alone
+
+
 HELD = 30.0
 
 

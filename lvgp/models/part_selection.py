@@ -16,6 +16,7 @@ from .._random import torch_generator
 from ..kernels.composition import count_hyperparameters, occam_score, part_names, part_subsets, restrict_to_parts
 from ..kernels.spec import variational_word_vectors, word_vector_modules
 from ..kernels.word_vectors import VariationalWordVectors
+from ..warnings import warn
 
 __all__ = ["PartSelectionMixin", "check_evidence_comparable", "plain_part_scores"]
 
@@ -85,6 +86,12 @@ class PartSelectionMixin:
         model, likelihood = self.model_, self.likelihood_  # type: ignore[attr-defined]
         return count_hyperparameters(torch.nn.ModuleList([model, likelihood]), variational_word_vectors(model))
 
+    def _loo_unreliable(self) -> str | None:
+        """Why the leave-one-out scores cannot choose among the sub-compositions of this fit (``None``:
+        they can). A classifier says so when a class has a single training document (:meth:`_fit_parts`
+        then keeps the full sum)."""
+        return None
+
     def _fit_parts(self, fit_one: Callable[[], T], n: int) -> T:
         """``fit_one()`` (a fit with the kernel builder keeping :attr:`_parts`) once without selection;
         with it, once for each sub-composition of the top sum (the full sum first), keeping the fitted
@@ -92,11 +99,20 @@ class PartSelectionMixin:
         :func:`~lvgp.kernels.composition.occam_score` (``"evidence"``), or the leave-one-out log predictive
         probability (``"loo"``) of the sum and of the sub-compositions whose gain over the sum exceeds one
         standard error of the sum of the documents' paired gains (the sum is kept unless the documents
-        say otherwise). Returns the kept fit's ``fit_one()`` value."""
+        say otherwise). With ``"loo"``, a fit whose leave-one-out scores cannot choose
+        (:meth:`_loo_unreliable`: a class of one training document) keeps the full sum, with a warning.
+        Returns the kept fit's ``fit_one()`` value."""
         self._parts = None
         result = fit_one()
         names = part_names(self._covariance())
-        if self.part_selection is None or len(names) < 2:
+        unreliable = self._loo_unreliable() if self.part_selection == "loo" and len(names) > 1 else None
+        if unreliable is not None:
+            warn(
+                f"part_selection='loo' kept the whole kernel ({' + '.join(names)}): {unreliable}",
+                UserWarning,
+                stacklevel=4,
+            )
+        if self.part_selection is None or len(names) < 2 or unreliable is not None:
             self.selected_parts_ = names
             if self.part_selection is not None:
                 self.part_scores_ = [self._part_score(names, tuple(range(len(names))), n)]

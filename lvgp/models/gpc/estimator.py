@@ -523,6 +523,21 @@ class LDKGPClassifier(
         with torch.no_grad():
             return expected_softmax(mean, var, self.predict_samples, self._class_seeds()), var, mean
 
+    def _loo_unreliable(self) -> str | None:
+        """``part_selection="loo"`` cannot choose when a class has a single training document: left out,
+        that document's class has no example, every composition predicts it badly, and the least confident
+        one scores best (on the active study's dev runs at one text a class it kept compositions that
+        classified below chance)."""
+        counts = np.bincount(self.likelihood_.targets.cpu().numpy().astype(int), minlength=len(self.classes_))
+        single = [str(self.classes_[c]) for c in np.flatnonzero(counts < 2)]
+        if not single:
+            return None
+        names = ", ".join(single[:5]) + (f" and {len(single) - 5} more" if len(single) > 5 else "")
+        return (
+            f"{len(single)} of {len(counts)} classes have a single training document ({names}); the "
+            "leave-one-out scores need at least two a class"
+        )
+
     def _loo_log_predictive(self) -> torch.Tensor:
         """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
         training labels, tempered by the temperature fitted on them where ``calibration="temperature"``
