@@ -527,7 +527,7 @@ class LDKGPClassifier(
         """``part_selection="loo"`` cannot choose when a class has a single training document: left out,
         that document's class has no example, every composition predicts it badly, and the least confident
         one scores best (on the active study's dev runs at one text a class it kept compositions that
-        classified below chance)."""
+        classified at chance or below)."""
         counts = np.bincount(self.likelihood_.targets.cpu().numpy().astype(int), minlength=len(self.classes_))
         single = [str(self.classes_[c]) for c in np.flatnonzero(counts < 2)]
         if not single:
