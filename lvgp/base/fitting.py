@@ -788,9 +788,10 @@ def _run_lbfgs(
 ) -> None:
     """scipy's L-BFGS-B over ``flat``. A trial point of the line search where the objective fails
     (:data:`_FAILED_AT_A_POINT`, or its gradient is not finite; after a first point that did not) is
-    rejected as botorch's scipy fit does: its loss is infinite, so the line search backtracks towards the last accepted iterate. The
-    fit goes on; ``result.message`` counts the rejected points, and a fit whose last iteration's line
-    search rejected one has not converged. (The starting point failing raises.)"""
+    rejected as botorch's scipy fit does: its loss is infinite, so the line search backtracks towards
+    the last accepted iterate. The fit goes on; ``result.message`` counts the rejected points, and a fit
+    whose last iteration's line search rejected one has not converged. (The starting point failing
+    raises.)"""
     rejected: list[str] = []
     started = [False]  # the starting point evaluated
     last_rejected = [-1]  # the iterations accepted when a point was last rejected
@@ -830,6 +831,6 @@ def _run_lbfgs(
     result.message = str(res.message)
     if rejected:
         result.message += (
-            f"; {len(rejected)} trial point(s) of the line search rejected, the objective or its gradient failing there "
-            f"(first: {rejected[0]}; last at iteration {last_rejected[0] + 1})"
+            f"; {len(rejected)} trial point(s) of the line search rejected, the objective or its gradient "
+            f"failing there (first: {rejected[0]}; last at iteration {last_rejected[0] + 1})"
         )
