@@ -70,9 +70,11 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
 
     @dataclasses.dataclass(frozen=True)
-    class DevStudy(active.ActiveStudy):
+    class SelectingStudy(active.ActiveStudy):
         part_selection = args.part_selection  # (a class variable of the study, read by its GP learners)
 
+    @dataclasses.dataclass(frozen=True)
+    class DevStudy(SelectingStudy):
         def split(self, split: int) -> active.ActiveSplit:  # the training part alone
             corpus = classification_corpus(self.dataset)
             texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
@@ -92,12 +94,7 @@ def main(argv=None) -> int:
 
         path = Path(tempfile.mkdtemp(prefix="point-cloud-dev-")) / "toy.tsv"
         toy_corpus(path)
-
-        @dataclasses.dataclass(frozen=True)
-        class QuickStudy(active.ActiveStudy):
-            part_selection = args.part_selection
-
-        study = QuickStudy(
+        study = SelectingStudy(
             dataset=str(path),
             budget=12,
             batch=4,

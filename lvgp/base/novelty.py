@@ -158,8 +158,7 @@ def entropy_variance_novelty(
     ``var``, ``prior``) among ``reference.variance`` (:func:`reference_quantiles`; the references:
     in-scope documents' scores, a GP classifier's ``novelty_reference()``), in :math:`[-1, 0]`. ``n``
     values."""
-    entropy = reference_quantiles(normalized_entropy(proba), reference.entropy)
-    return -(entropy + reference_quantiles(-variance_novelty(var, prior), reference.variance)) / 2
+    return _with_the_variance(reference_quantiles(normalized_entropy(proba), reference.entropy), var, prior, reference)
 
 
 def energy_variance_novelty(
@@ -169,8 +168,15 @@ def energy_variance_novelty(
     ``n x C`` latent means ``mean``'s quantile among ``reference.energy`` and the variance ratio's
     (minus :func:`variance_novelty` of ``var``, ``prior``) among ``reference.variance``
     (:func:`reference_quantiles`), in :math:`[-1, 0]`. ``n`` values."""
-    energy = reference_quantiles(-latent_energy(mean), reference.energy)
-    return -(energy + reference_quantiles(-variance_novelty(var, prior), reference.variance)) / 2
+    return _with_the_variance(reference_quantiles(-latent_energy(mean), reference.energy), var, prior, reference)
+
+
+def _with_the_variance(
+    quantile: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: NoveltyReference
+) -> np.ndarray:
+    """Minus the mean of a score's ``quantile`` and the variance ratio's quantile among ``reference.variance``:
+    the second half of every :data:`REFERENCE_SCORES` score."""
+    return -(quantile + reference_quantiles(-variance_novelty(var, prior), reference.variance)) / 2
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

@@ -89,6 +89,9 @@ class BagOfWordsKernel(DocumentKernel):
     def num_words(self) -> int:
         return self._num_words
 
+    def _weights_setting(self) -> tuple:
+        return (*super()._weights_setting(), self.sublinear_tf)  # the counts decide the weights too
+
     def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         r"""The documents' token weights (:meth:`DocumentKernel._weights`); with ``sublinear_tf`` each token
         of a word said :math:`c` times in its document weighs :math:`(1 + \ln c) / c` of it, so that the

@@ -222,15 +222,7 @@ class DocumentKernel(Kernel):
         slice of a fresh concatenation with the batch at every step). An optimizer evaluates the
         kernel on the same training documents at every step: their weights, distinct words, bags
         and bag-of-words Gram are computed once."""
-        table = self.word_weights
-        setting = (
-            x.dtype,
-            x.device,
-            dtype,
-            self.num_words,
-            None if table is None else (table.data_ptr(), table._version),
-            getattr(self, "sublinear_tf", False),  # a bag-of-words kernel's counts (its own weights)
-        )
+        setting = (x.dtype, x.device, dtype, self.num_words, *self._weights_setting())
         key = (
             x.untyped_storage().data_ptr(),
             x.storage_offset(),
@@ -315,6 +307,13 @@ class DocumentKernel(Kernel):
                 "one objective evaluation (the loss), and take the optimizer's step after it"
             )
         return hit[1]
+
+    def _weights_setting(self) -> tuple:
+        """What decides :meth:`_weights` beside the documents, part of :meth:`_prepare`'s cache key: the
+        word weights' table (its storage and version). A kernel that weighs tokens its own way adds its
+        settings."""
+        table = self.word_weights
+        return (None if table is None else (table.data_ptr(), table._version),)
 
     def _weights(self, x: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """:func:`~lvgp.kernels.mean_embedding.document_weights` with this kernel's word weights

@@ -513,8 +513,11 @@ class LDKGPClassifier(
         """The ``n x C`` log probabilities of the leave-one-out predictions on the training documents
         (the expected softmax of :meth:`leave_one_out_latents`) and the training labels' codes."""
         proba, *_ = self._loo_predictions()
-        truth = self.likelihood_.targets.cpu().numpy().astype(int)
-        return torch.log(proba.clamp_min(1e-300)).cpu().numpy(), truth
+        return torch.log(proba.clamp_min(1e-300)).cpu().numpy(), self._training_codes()
+
+    def _training_codes(self) -> np.ndarray:
+        """The ``n`` training labels' class codes (positions in ``classes_``), as the posterior holds them."""
+        return self.likelihood_.targets.cpu().numpy().astype(int)
 
     def _loo_predictions(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The training documents' leave-one-out predictive probabilities (the expected softmax of
@@ -528,7 +531,7 @@ class LDKGPClassifier(
         that document's class has no example, every composition predicts it badly, and the least confident
         one scores best (on the active study's dev runs at one text a class it kept compositions that
         classified at chance or below)."""
-        counts = np.bincount(self.likelihood_.targets.cpu().numpy().astype(int), minlength=len(self.classes_))
+        counts = np.bincount(self._training_codes(), minlength=len(self.classes_))
         single = [str(self.classes_[c]) for c in np.flatnonzero(counts < 2)]
         if not single:
             return None
