@@ -13,7 +13,7 @@ import torch
 
 from lvgp import LBFGS, LDKGPClassifier
 from lvgp.base.novelty import probability_novelty
-from lvgp.experiments.active import BALD_SAMPLES, acquisition_scores, bald
+from lvgp.experiments.active import BALD_SAMPLES, EPIG_SAMPLES, acquisition_scores, bald, epig
 
 
 def test_bald_is_the_loop_over_texts_and_draws():
@@ -46,6 +46,58 @@ def test_bald_is_zero_without_latent_uncertainty_and_reads_one_column_as_two_log
         bald(mean, np.zeros(2))
 
 
+def test_epig_is_the_loop_over_pairs_classes_and_draws():
+    r"""EPIG against its definition written out a pair at a time: each class's 2 x 2 covariance factored
+    by ``numpy.linalg.cholesky``, the joint predictive table :math:`\tfrac1S\sum_s p_s p_s^{*\top}` from the
+    same draws, its mutual information, averaged over the targets."""
+    rng = np.random.default_rng(2)
+    n, m, C = 3, 4, 3
+    mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
+    var, target_var = rng.uniform(0.2, 2.0, size=(n, C)), rng.uniform(0.2, 2.0, size=(m, C))
+    rho = rng.uniform(-0.9, 0.9, size=(C, n, m))
+    cov = rho * np.sqrt(var.T[:, :, None] * target_var.T[:, None, :])
+    draws = np.random.default_rng(11).standard_normal((2, EPIG_SAMPLES, C))
+
+    def softmax(f):
+        return np.exp(f) / np.exp(f).sum()
+
+    expected = np.zeros(n)
+    for i in range(n):
+        for j in range(m):
+            joint = np.zeros((C, C))
+            for s in range(EPIG_SAMPLES):
+                f, f_t = np.empty(C), np.empty(C)
+                for c in range(C):
+                    L = np.linalg.cholesky(np.array([[var[i, c], cov[c, i, j]], [cov[c, i, j], target_var[j, c]]]))
+                    pair = np.array([mean[i, c], target_mean[j, c]]) + L @ draws[:, s, c]
+                    f[c], f_t[c] = pair
+                joint += np.outer(softmax(f), softmax(f_t)) / EPIG_SAMPLES
+            outer = np.outer(joint.sum(1), joint.sum(0))
+            expected[i] += np.sum(joint * np.log(joint / outer)) / m
+    got = epig(mean, var, target_mean, target_var, cov, seed=11)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-14)
+    assert np.all(got >= 0)
+
+
+def test_epig_values_what_a_label_says_about_the_targets():
+    """Two candidates equally uncertain, one correlated with the targets and one not (an outlier): only the
+    first informs their labels; without latent uncertainty nothing does; one column is read as the logits
+    (0, f); bad shapes are refused."""
+    mean, var = np.zeros((2, 2)), np.full((2, 2), 4.0)
+    target_mean, target_var = np.zeros((5, 2)), np.full((5, 2), 4.0)
+    cov = np.zeros((2, 2, 5))
+    cov[:, 0] = 0.95 * 4.0
+    got = epig(mean, var, target_mean, target_var, cov)
+    assert got[0] > 0.05 and got[1] < 0.001
+    np.testing.assert_allclose(epig(mean, np.zeros((2, 2)), target_mean, np.zeros((5, 2)), 0 * cov), 0.0, atol=1e-12)
+    one = epig(mean[:, :1], var[:, :1], target_mean[:, :1], target_var[:, :1], cov[:1])
+    assert one.shape == (2,) and one[0] > one[1]
+    with pytest.raises(ValueError, match="cov C x n x m"):
+        epig(mean, var, target_mean, target_var, cov[:, :, :4])
+    with pytest.raises(ValueError, match="n_samples must be at least 1"):
+        epig(mean, var, target_mean, target_var, cov, n_samples=0)
+
+
 def test_acquisitions_are_the_scores_they_are_made_of():
     rng = np.random.default_rng(1)
     words = {"a": "good great fine nice".split(), "b": "bad awful poor dull".split()}
@@ -63,6 +115,14 @@ def test_acquisitions_are_the_scores_they_are_made_of():
         np.testing.assert_allclose(variance, -clf.set_params(novelty_score="variance").score_samples(pool))
         mean, var = clf.predict_latent(pool)
         np.testing.assert_array_equal(acquisition_scores(clf, "bald", pool, 5), bald(mean, var, seed=5))
+        targets = ["fine nice", "dull bad"]
+        cross = clf.predict_latent_cross(pool, targets)
+        np.testing.assert_array_equal(
+            acquisition_scores(clf, "epig", pool, 5, targets),
+            epig(cross.x_mean, cross.x_var, cross.z_mean, cross.z_var, cross.cov, seed=5),
+        )
+        with pytest.raises(ValueError, match="epig acquisition needs target texts"):
+            acquisition_scores(clf, "epig", pool, 5)
 
 
 def test_active_study_end_to_end(toy_topics_tsv, tmp_path):

@@ -180,6 +180,61 @@ def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_
     clf.set_params(novelty_score=DEFAULT_SCORE)
 
 
+@pytest.mark.parametrize("block", [256, 2])
+def test_gp_latent_cross_covariances_are_the_closed_form_ones(fitted_gp, block):
+    r"""``predict_latent_cross`` against each class's GP regression posterior written out:
+    :math:`k(a, b) - k_a^\top K_y^{-1} k_b` (R&W eq. 2.24) with :math:`K_y` the classes' covariance plus
+    their Dirichlet noise; its marginals are ``predict_latent``'s; a document without a known word gets
+    the prior and no covariance."""
+    from lvgp.bow.padded import pad_to_common_width
+
+    clf = fitted_gp
+    rng = np.random.default_rng(3)
+    X = _texts("pos", 2, rng) + ["good dull", "tax bank"]
+    Z = _texts("neg", 2, rng) + ["great awful bad"]
+    with pytest.warns(EmptyDocumentsWarning, match="predict_latent_cross: 1 of 7 documents"):
+        cross = clf.predict_latent_cross(X, Z, block=block)
+    C = len(clf.classes_)
+    assert cross.x_mean.shape == (4, C) and cross.z_var.shape == (3, C) and cross.cov.shape == (C, 4, 3)
+    model = clf.model_
+    x = model.train_inputs[0]
+    with torch.no_grad():
+        with clf._prediction_blocks(X[:3], 256) as (_, _, blocks):
+            xa = torch.cat([xb for _, xb in blocks])
+        with clf._prediction_blocks(Z, 256) as (_, _, blocks):
+            xz = torch.cat([xb for _, xb in blocks])
+        kernel = model.covar_module
+        k_a = kernel(*pad_to_common_width(x, xa)).to_dense()
+        k_z = kernel(*pad_to_common_width(x, xz)).to_dense()
+        k_az = kernel(*pad_to_common_width(xa, xz)).to_dense()
+        ref = k_az - k_a.mT @ torch.linalg.solve(_noisy_training_covariance(clf), k_z)  # C x 3 x 3
+    np.testing.assert_allclose(cross.cov[:, :3], ref.numpy(), rtol=1e-6, atol=1e-10)
+    # the document without a known word: the prior, no covariance with anything
+    np.testing.assert_array_equal(cross.cov[:, 3], 0.0)
+    np.testing.assert_allclose(cross.x_mean[3], model.mean_module.constant.detach().reshape(-1).expand(C))
+    np.testing.assert_allclose(cross.x_var[3], model.covar_module.outputscale.detach().reshape(-1).expand(C))
+    mean, var = clf.predict_latent(X[:3])
+    np.testing.assert_allclose(cross.x_mean[:3], mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cross.x_var[:3], var, rtol=1e-10, atol=1e-12)
+    mean, var = clf.predict_latent(Z)
+    np.testing.assert_allclose(cross.z_mean, mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cross.z_var, var, rtol=1e-10, atol=1e-12)
+    # a set against itself: the covariances' diagonal is the variances
+    same = clf.predict_latent_cross(Z, Z)
+    np.testing.assert_allclose(np.diagonal(same.cov, axis1=1, axis2=2).T, var, rtol=1e-8, atol=1e-12)
+
+
+def test_gp_latent_cross_covariances_refuse_other_inferences_and_mixed_forms(fitted_gp):
+    with pytest.raises(TypeError, match="X and Z must be documents of one form; got texts and padded"):
+        fitted_gp.predict_latent_cross(["good"], torch.tensor([[1, 2]]))
+    clf = fitted_gp.set_params(inference="laplace")
+    try:
+        with pytest.raises(ValueError, match="predict_latent_cross needs inference='dirichlet'"):
+            clf.predict_latent_cross(["good"], ["bad"])
+    finally:
+        clf.set_params(inference="dirichlet")
+
+
 def test_gp_energy_is_the_log_sum_exp_of_the_latent_means(fitted_gp):
     from scipy.special import logsumexp
 

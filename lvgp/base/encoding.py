@@ -34,7 +34,7 @@ import scipy.sparse as sp
 import torch
 
 from .._typing import Documents
-from ..bow.padded import COMPACT_IDS, PAD, check_padded, counts_to_padded
+from ..bow.padded import COMPACT_IDS, PAD, check_padded, counts_to_padded, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, warn
 from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, needs_texts, resolve_embeddings
@@ -42,7 +42,15 @@ from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
-__all__ = ["KINDS", "input_kind", "BagOfWordsInputMixin", "DocumentEncoder", "take_documents", "empty_rows"]
+__all__ = [
+    "KINDS",
+    "input_kind",
+    "stack_documents",
+    "BagOfWordsInputMixin",
+    "DocumentEncoder",
+    "take_documents",
+    "empty_rows",
+]
 
 KINDS = ("texts", "counts", "padded")
 
@@ -81,6 +89,25 @@ def input_kind(X: Documents) -> str:
         "X must be a list of texts (strings or token lists), a document-term count matrix "
         f"(scipy.sparse or numpy), or a padded torch.long tensor; got {type(X).__name__}"
     )
+
+
+def stack_documents(X: Documents, Z: Documents, names: tuple[str, str] = ("X", "Z")) -> tuple[Documents, int]:
+    """``X``'s documents followed by ``Z``'s, in the form they share (texts, a count matrix, padded ids:
+    :func:`input_kind`), and ``X``'s number: an estimator's pass over both at once, where the encoder's
+    state during a prediction (unseen words' vectors) serves one call. ``TypeError`` when the two
+    forms differ."""
+    X, Z = as_documents(X, names[0]), as_documents(Z, names[1])
+    kind = input_kind(X)
+    if input_kind(Z) != kind:
+        raise TypeError(f"{names[0]} and {names[1]} must be documents of one form; got {kind} and {input_kind(Z)}")
+    if kind == "padded":
+        x, z = pad_to_common_width(X, Z)
+        return torch.cat([x, z.to(x.dtype)]), X.shape[0]
+    if kind == "counts":
+        if sp.issparse(X) or sp.issparse(Z):
+            return sp.vstack([sp.csr_matrix(X), sp.csr_matrix(Z)]).tocsr(), X.shape[0]
+        return np.vstack([X, Z]), X.shape[0]
+    return [*X, *Z], len(X)
 
 
 class BagOfWordsInputMixin:

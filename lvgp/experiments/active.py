@@ -25,6 +25,9 @@ Strategies (the records' ``strategy``):
   score (entropy, BALD) to the power :math:`\beta = 1`, their default (:func:`power_batch`), where
   the other strategies take the top ``--batch``: a batch of many near-identical top texts is
   what a top-k batch risks with many classes.
+* ``gp-power-epig``, ``gp-pool-power-epig`` (not in the default set) -- the power acquisition of EPIG
+  (Bickford Smith et al., AISTATS 2023; :func:`epig`): the information a text's label gives about the
+  labels of ``EPIG_TARGETS`` target texts drawn afresh from the unlabelled pool every round.
 
 The GP classifier is the open-set study's ``gpc-bow-encoder`` (the cosine of the tf-idf vectors
 plus :math:`\\mu` times the encoder's cosine, the classification study's ``bow-gpc-encoder``); the
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import torch
 
 from .._random import Streams, numpy_generator
 from ..base.constraints import Integer, Real
@@ -85,6 +89,8 @@ STRATEGIES = {
     "gp-pool-entropy": ("gp-pool", "entropy"),
     "gp-pool-power-entropy": ("gp-pool", "power-entropy"),
     "random-gp-pool": ("gp-pool", "random"),
+    "gp-power-epig": ("gp", "power-epig"),
+    "gp-pool-power-epig": ("gp-pool", "power-epig"),
 }
 #: the strategies a study runs unless ``--strategies`` names others
 DEFAULT_STRATEGIES = ("gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", "random", "random-gp")
@@ -92,6 +98,12 @@ DEFAULT_STRATEGIES = ("gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", 
 POWER_BETA = 1.0
 #: latent draws of BALD's expectation
 BALD_SAMPLES = 64
+#: latent draws of each candidate-target pair's joint predictive in EPIG (:func:`epig`)
+EPIG_SAMPLES = 64
+#: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter)
+EPIG_TARGETS = 100
+#: the candidate x target x draw x class entries :func:`epig` holds at once (2^22: 32 MB a float64 array)
+_EPIG_CHUNK = 2**22
 
 
 def bald(mean: np.ndarray, var: np.ndarray, n_samples: int = BALD_SAMPLES, seed: int = 0) -> np.ndarray:
@@ -115,6 +127,79 @@ def bald(mean: np.ndarray, var: np.ndarray, n_samples: int = BALD_SAMPLES, seed:
         return -np.sum(q * np.log(np.clip(q, 1e-300, None)), axis=-1)
 
     return np.clip(entropy(p.mean(axis=0)) - entropy(p).mean(axis=0), 0.0, None)
+
+
+def epig(
+    mean: np.ndarray,
+    var: np.ndarray,
+    target_mean: np.ndarray,
+    target_var: np.ndarray,
+    cov: np.ndarray,
+    n_samples: int = EPIG_SAMPLES,
+    seed: int = 0,
+) -> np.ndarray:
+    r"""The expected predictive information gain of each candidate text (EPIG; Bickford Smith, Kirsch,
+    Farquhar, Gal, Foster & Rainforth, AISTATS 2023): the mutual information between its label and the
+    label of a target text, averaged over the targets, :math:`\tfrac1m \sum_j I(y; y^*_j \mid \mathbf x,
+    \mathbf x^*_j)`, under the joint predictive :math:`p(y, y^*) = \mathbb E_f[\mathrm{softmax}(f(\mathbf
+    x))_y\, \mathrm{softmax}(f(\mathbf x^*))_{y^*}]`. Where BALD values what a label says about the latent
+    functions anywhere, EPIG values only what it says about the labels of the targets (texts like
+    those the classifier will be asked about): it passes over outliers whose label informs nothing else.
+
+    The latents are the classifier's, independent across the classes with each class's pair jointly
+    Gaussian: candidate means and variances ``mean``, ``var`` (``n x C``), targets' ``target_mean``,
+    ``target_var`` (``m x C``), their covariances ``cov`` (``C x n x m``;
+    :meth:`~lvgp.models.LDKGPClassifier.predict_latent_cross`). Each pair's expectation by ``n_samples``
+    draws, the same standard normal draws :math:`\epsilon, \epsilon'` for every pair (from ``seed``):
+    :math:`f = \mu + \sqrt v\,\epsilon`, :math:`f^* = \mu^* + (c/\sqrt v)\,\epsilon + \sqrt{v^* - c^2/v}\,
+    \epsilon'` (the pair's Cholesky factor); the mutual information is that of the draws' joint table, so
+    at least 0. One latent column (a binary classifier's) is read as the logits :math:`(0, f)`. ``n``
+    values."""
+    mean, var = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
+    target_mean, target_var = np.asarray(target_mean, dtype=np.float64), np.asarray(target_var, dtype=np.float64)
+    cov = np.asarray(cov, dtype=np.float64)
+    n, C = mean.shape if mean.ndim == 2 else (-1, -1)
+    m = target_mean.shape[0] if target_mean.ndim == 2 else -1
+    if (
+        min(n, m) < 0
+        or var.shape != mean.shape
+        or target_mean.shape != (m, C)
+        or target_var.shape != (m, C)
+        or cov.shape != (C, n, m)
+    ):
+        raise ValueError(
+            f"mean and var must be n x C, target_mean and target_var m x C and cov C x n x m; got {mean.shape}, "
+            f"{var.shape}, {target_mean.shape}, {target_var.shape} and {cov.shape}"
+        )
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be at least 1; got {n_samples}")
+    draws = numpy_generator(seed).standard_normal((2, n_samples, C))
+    eps, eps_target = torch.from_numpy(draws[0]), torch.from_numpy(draws[1])
+    sd = torch.from_numpy(np.sqrt(np.clip(var, 0.0, None)))
+    mu, mu_t, var_t = torch.from_numpy(mean), torch.from_numpy(target_mean), torch.from_numpy(target_var)
+    # the target's regression on the candidate's draw: c / sqrt(v), and what is left of its variance
+    loading = torch.from_numpy(cov).permute(1, 2, 0) / torch.where(sd > 0, sd, 1.0)[:, None, :]  # n x m x C
+    loading = torch.where(sd[:, None, :] > 0, loading, 0.0)
+
+    def softmax(f: torch.Tensor) -> torch.Tensor:
+        if C == 1:
+            f = torch.cat([torch.zeros_like(f), f], dim=-1)
+        return torch.softmax(f, dim=-1)
+
+    out = np.empty(n)
+    chunk = max(1, _EPIG_CHUNK // max(1, m * n_samples * C))
+    for start in range(0, n, chunk):
+        rows = slice(start, min(n, start + chunk))
+        p = softmax(mu[rows, None, :] + sd[rows, None, :] * eps)  # b x S x C'
+        load = loading[rows]  # b x m x C
+        rest = (var_t[None] - load * load).clamp_min(0.0).sqrt()  # b x m x C
+        f_t = mu_t[None, :, None, :] + load[:, :, None, :] * eps + rest[:, :, None, :] * eps_target  # b x m x S x C
+        p_t = softmax(f_t)
+        joint = torch.einsum("bsc,bmsd->bmcd", p, p_t) / n_samples  # b x m x C' x C'
+        outer = joint.sum(-1, keepdim=True) * joint.sum(-2, keepdim=True)
+        terms = torch.where(joint > 0, joint * (torch.log(joint) - torch.log(outer.clamp_min(1e-300))), 0.0)
+        out[rows] = terms.sum((-2, -1)).mean(-1).clamp_min(0.0).numpy()
+    return out
 
 
 def power_batch(scores: np.ndarray, k: int, rng: np.random.Generator, beta: float = POWER_BETA) -> np.ndarray:
@@ -212,6 +297,8 @@ _LABELS = {
     "gp-pool-entropy": "GP + pool, entropy",
     "gp-pool-power-entropy": "GP + pool, power entropy",
     "random-gp-pool": "random, GP + pool",
+    "gp-power-epig": "GP, power EPIG",
+    "gp-pool-power-epig": "GP + pool, power EPIG",
 }
 _LEARNERS = {
     "gp": ("the GP classifier", _gp),
@@ -363,12 +450,20 @@ class ActiveStudy(Study):
         learning_curves(records, self, out / "learning_curves.png")
 
 
-def acquisition_scores(model: Any, acquisition: str, texts: list[str], seed: int) -> np.ndarray:
+def acquisition_scores(
+    model: Any, acquisition: str, texts: list[str], seed: int, targets: list[str] | None = None
+) -> np.ndarray:
     """Higher: label sooner. ``entropy``: the predictive entropy; ``bald``: :func:`bald` of the
     latent posterior; ``variance``: the latent variance ratio (minus ``score_samples``'s
-    ``"variance"``)."""
+    ``"variance"``); ``epig``: :func:`epig` of the joint latent posterior at ``texts`` and the
+    ``targets`` (:meth:`~lvgp.models.LDKGPClassifier.predict_latent_cross`)."""
     if acquisition == "entropy":
         return -probability_novelty(model.predict_proba(texts), "entropy")
+    if acquisition == "epig":
+        if not targets:
+            raise ValueError("the epig acquisition needs target texts")
+        cross = model.predict_latent_cross(texts, targets)
+        return epig(cross.x_mean, cross.x_var, cross.z_mean, cross.z_var, cross.cov, seed=seed)
     mean, var, prior = model.predict_latent(texts, return_prior=True)
     if acquisition == "bald":
         return bald(mean, var, seed=seed)
@@ -385,6 +480,7 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     rng = Streams.of_seed(study.seed).numpy(f"active random {cell['split']}")
     bald_seed = Streams.of_seed(study.seed).seed("bald draws")
     power_rng = Streams.of_seed(study.seed).numpy(f"active power draws {cell['split']}")
+    target_rng = Streams.of_seed(study.seed).numpy(f"active epig targets {cell['split']}")
     labelled = list(split.start)
     unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
     # --vocabulary-from pool: the GP reads the pool's vocabulary (its builder); logistic regression's
@@ -422,7 +518,11 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
             else:
                 pool = [split.pool_texts[i] for i in unlabelled]
                 # a power acquisition draws its batch in proportion to its score; the others take the top
-                scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed)
+                targets = None
+                if acquisition.endswith("epig"):  # the targets: unlabelled texts, drawn afresh every round
+                    drawn = target_rng.choice(len(pool), min(EPIG_TARGETS, len(pool)), replace=False)
+                    targets = [pool[i] for i in drawn]
+                scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed, targets)
                 if acquisition.startswith("power-"):
                     chosen = unlabelled[power_batch(np.clip(scores, 0.0, None), take, power_rng)]
                 else:

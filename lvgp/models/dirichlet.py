@@ -244,6 +244,20 @@ class SharedDirichletPosterior:
             var[:, group.classes] -= (V * V).sum(-2).mT
         return mean, var.clamp_min(0.0)
 
+    def cross_covariance(self, k_a: Tensor, k_b: Tensor, k_ab: Tensor) -> Tensor:
+        r"""``C x a x b``: each class's posterior covariance between the latents at two blocks of test
+        documents, :math:`k(\mathbf a, \mathbf b) - \mathbf k_a^\top \mathbf K_c^{-1} \mathbf k_b` (R&W eq. 2.24),
+        from their cross-covariances with the training documents ``k_a`` (``n x a``), ``k_b`` (``n x b``) and with
+        each other ``k_ab`` (``a x b``); each :math:`\mathbf K_c^{-1}` by Woodbury as in :meth:`predict`."""
+        B_a, B_b = self.A_inv @ k_a, self.A_inv @ k_b
+        base = k_ab - k_a.mT @ B_b  # k(a, b) - k_a^T A^-1 k_b
+        cov = base.expand(self.noise.shape[0], *base.shape).clone()
+        for group in self.groups:
+            V_a = torch.linalg.solve_triangular(group.R, group.own(B_a), upper=False)  # g x m x a
+            V_b = torch.linalg.solve_triangular(group.R, group.own(B_b), upper=False)  # g x m x b
+            cov[group.classes] -= V_a.mT @ V_b
+        return cov
+
     def leave_one_out(self) -> tuple[Tensor, Tensor]:
         r"""Each training document's latent mean and variance given the others, ``C x n`` each:
         :math:`\tilde y_i - \alpha_i / [\mathbf K_c^{-1}]_{ii}` and :math:`1 / [\mathbf K_c^{-1}]_{ii} -

@@ -39,7 +39,7 @@ All three tie the word vectors to pretrained embeddings on request (``word_embed
 in training that have an embedding then enter prediction with their embedding-implied vectors.
 """
 
-from .estimator import CLASS_HYPERPARAMETERS, INFERENCES, TEMPERATURE_PRIOR_SD, LDKGPClassifier
+from .estimator import CLASS_HYPERPARAMETERS, INFERENCES, TEMPERATURE_PRIOR_SD, LatentCross, LDKGPClassifier
 from .inference import (
     INFERENCE_STRATEGIES,
     DirichletInference,
@@ -51,6 +51,7 @@ from .models import DirichletLDKGP, LDKClassificationGP, _NaturalDistribution, c
 
 __all__ = [
     "LDKGPClassifier",
+    "LatentCross",
     "INFERENCES",
     "CLASS_HYPERPARAMETERS",
     "TEMPERATURE_PRIOR_SD",

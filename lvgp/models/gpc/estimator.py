@@ -7,7 +7,7 @@ import contextlib
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 import gpytorch
 import numpy as np
@@ -22,7 +22,7 @@ from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ...base.device import check_dense_memory, check_device, state_to_cpu, to_host
 from ...base.distributed import check_same_model, process_group
-from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, take_documents
+from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, stack_documents, take_documents
 from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.novelty import (
     NOVELTY_SCORES,
@@ -41,7 +41,7 @@ from ...base.persistence import classes_from_plain, classes_to_plain
 from ...base.snapshot import KeptResult, gp_state
 from ...base.targets import check_labels, true_class_log_proba
 from ...base.validation import check_block
-from ...bow.padded import PAD, documents_at
+from ...bow.padded import PAD, documents_at, pad_to_width
 from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
@@ -65,7 +65,7 @@ from .models import class_draw_seeds, expected_softmax
 if TYPE_CHECKING:
     pass
 
-__all__ = ["LDKGPClassifier", "INFERENCES", "CLASS_HYPERPARAMETERS"]
+__all__ = ["LDKGPClassifier", "LatentCross", "INFERENCES", "CLASS_HYPERPARAMETERS"]
 
 #: the inferences ``inference=`` takes (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)
 INFERENCES = tuple(INFERENCE_STRATEGIES)
@@ -78,6 +78,21 @@ TEMPERATURE_PRIOR_SD = 1.0
 
 #: the classes' output scales and additional noise, one each per class or one for all classes
 CLASS_HYPERPARAMETERS = ("per-class", "shared")
+
+
+class LatentCross(NamedTuple):
+    """The latent posterior at two sets of documents (:meth:`LDKGPClassifier.predict_latent_cross`)."""
+
+    #: ``n x C``: the means at ``X``
+    x_mean: np.ndarray
+    #: ``n x C``: the variances at ``X``
+    x_var: np.ndarray
+    #: ``m x C``: the means at ``Z``
+    z_mean: np.ndarray
+    #: ``m x C``: the variances at ``Z``
+    z_var: np.ndarray
+    #: ``C x n x m``: each class's covariances between the latents at ``X`` and at ``Z``
+    cov: np.ndarray
 
 
 def _plain_rows(rows: np.ndarray | None) -> list[int] | None:
@@ -873,6 +888,59 @@ class LDKGPClassifier(
         denominators of the ``"variance"`` score)."""
         mean_out, var_out, prior, _ = self._latent_and_prior(X, block, "predict_latent")
         return (mean_out, var_out, prior) if return_prior else (mean_out, var_out)
+
+    def predict_latent_cross(self, X: Documents, Z: Documents, block: int = 256) -> LatentCross:
+        r"""The latent functions' joint posterior at two sets of documents, class by class: the means and
+        variances at ``X`` (``n x C``) and at ``Z`` (``m x C``), and each class's covariances between them,
+        :math:`\operatorname{cov}(f_c(\mathbf x_i), f_c(\mathbf z_j)) = k(\mathbf x_i, \mathbf z_j) - \mathbf
+        k_i^\top \mathbf K_c^{-1} \mathbf k_j` (``C x n x m``; R&W eq. 2.24 of the ``C`` regressions of
+        Milios et al. 2018, independent a posteriori). What a prediction-oriented acquisition reads
+        (:func:`lvgp.experiments.active.epig`). The Dirichlet inference only (``ValueError`` otherwise). A
+        document no part of the kernel reads gets the latent prior and no covariance (a warning counts
+        them). ``block``: the ``X`` documents a pass; all of ``Z`` is in every pass (``C x block x m``)."""
+        check_is_fitted(self, "model_")
+        strategy = self._inference_strategy()
+        if not strategy.cross_covariances:
+            raise ValueError(
+                f"predict_latent_cross needs inference='dirichlet' (independent latents a class); got "
+                f"inference={self.inference!r}"
+            )
+        both, n = stack_documents(X, Z)
+        with self._prediction_blocks(both, block) as (total, empty, blocks):
+            posterior = self._posterior()
+            parts = list(blocks)
+            width = strategy.latent_width(self)
+            prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
+            scale = self.model_.covar_module.outputscale.reshape(-1).expand(width)
+            mean = prior_mean.expand(total, width).clone()
+            var = scale.expand(total, width).clone()
+            cov = torch.zeros(width, n, total - n, dtype=mean.dtype, device=self.device_)
+            z_parts = [(idx[idx >= n], xb[idx >= n]) for idx, xb in parts if (idx >= n).any()]
+            if z_parts:
+                z_rows = torch.cat([idx for idx, _ in z_parts])
+                z_width = max(xb.shape[-1] for _, xb in z_parts)
+                zb = torch.cat([pad_to_width(xb, z_width) for _, xb in z_parts])
+                z_mean, z_var, _ = self._block_latents(zb, posterior)
+                mean[z_rows], var[z_rows] = z_mean, strategy.marginal_variances(z_var)
+                for idx, xb in parts:
+                    rows = idx[idx < n]
+                    if len(rows):
+                        x_mean, x_var, x_cov = strategy.block_cross_latents(self, xb[idx < n], zb, posterior)
+                        mean[rows], var[rows] = x_mean, x_var
+                        cov[:, rows[:, None], (z_rows - n)[None, :]] = x_cov
+            else:  # every Z document empty: the X documents' marginals alone
+                for idx, xb in parts:
+                    x_mean, x_var, _ = self._block_latents(xb, posterior)
+                    mean[idx], var[idx] = x_mean, strategy.marginal_variances(x_var)
+            if empty.any():
+                warn(
+                    f"predict_latent_cross: {int(empty.sum())} of {total} documents of X and Z have no known word: "
+                    "given the latent prior and no covariance (no part of the kernel reads them)",
+                    EmptyDocumentsWarning,
+                    stacklevel=2,
+                )
+        mean_host, var_host = to_host(mean), to_host(var)
+        return LatentCross(mean_host[:n], var_host[:n], mean_host[n:], var_host[n:], to_host(cov))
 
     def _latent_and_prior(
         self, X: Documents, block: int, caller: str, with_proba: bool = False

@@ -86,6 +86,9 @@ class Inference:
     evidence: ClassVar[bool] = True
     #: has closed-form leave-one-out predictions (``calibration="temperature"``, ``part_selection="loo"``)
     leave_one_out: ClassVar[bool] = False
+    #: gives the latents' posterior cross-covariances between two blocks of documents
+    #: (:meth:`block_cross_latents`, ``predict_latent_cross``)
+    cross_covariances: ClassVar[bool] = False
 
     def dense_copies(self, est: Any) -> int | None:
         """``n x n`` float64 matrices the fit holds at once (its memory guard), ``None`` for none."""
@@ -126,6 +129,14 @@ class Inference:
         with shared_evaluation(est.model_):  # the block's K_ZX and diag K_XX: its norms once
             f = est.model_(xb)
             return f.mean, f.variance, f
+
+    def block_cross_latents(
+        self, est: Any, xa: torch.Tensor, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The latents' posterior means and variances at a block ``xa`` of documents (``a x C``) and each
+        class's cross-covariances between them and the documents ``xb`` (``C x a x b``), where the classes'
+        latents are independent a posteriori (:attr:`cross_covariances`)."""
+        raise NotImplementedError
 
     def marginal_variances(self, var: torch.Tensor) -> torch.Tensor:
         """The latents' marginal variances ``n x C`` of :meth:`block_latents`' second output."""
@@ -196,6 +207,7 @@ class DirichletInference(_EvidenceInference):
 
     name = "dirichlet"
     leave_one_out = True
+    cross_covariances = True
 
     def dense_copies(self, est: Any) -> int | None:
         if est.class_hyperparameters == "shared":
@@ -290,6 +302,26 @@ class DirichletInference(_EvidenceInference):
             return (*posterior.predict(k_star, est.model_.covar_module(xb, diag=True)), None)
         mean, var, _ = super().block_latents(est, xb, posterior)
         return mean.mT, var.mT, None
+
+    def block_cross_latents(
+        self, est: Any, xa: torch.Tensor, xb: torch.Tensor, posterior: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The ``C`` regressions' posteriors (independent given the hyper-parameters): the shared
+        inference's from its one factorization
+        (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.cross_covariance`), else gpytorch's joint
+        prediction at the two blocks together, class by class."""
+        kernel = est.model_.covar_module
+        if isinstance(posterior, SharedDirichletPosterior):
+            train = est.model_.train_inputs[0]
+            k_a = kernel(*pad_to_common_width(train, xa)).to_dense()
+            k_b = kernel(*pad_to_common_width(train, xb)).to_dense()
+            k_ab = kernel(*pad_to_common_width(xa, xb)).to_dense()
+            mean, var = posterior.predict(k_a, kernel(xa, diag=True))
+            return mean, var, posterior.cross_covariance(k_a, k_b, k_ab)
+        a, b = pad_to_common_width(xa, xb)
+        f = est.model_(torch.cat([a, b]))  # batch C over the a + b documents
+        size = xa.shape[0]
+        return f.mean[:, :size].mT, f.variance[:, :size].mT, f.covariance_matrix[:, :size, size:]
 
 
 class LaplaceInference(_EvidenceInference):
