@@ -224,6 +224,23 @@ def test_gp_latent_cross_covariances_are_the_closed_form_ones(fitted_gp, block):
     np.testing.assert_allclose(np.diagonal(same.cov, axis1=1, axis2=2).T, var, rtol=1e-8, atol=1e-12)
 
 
+def test_stack_documents_keeps_each_form():
+    import scipy.sparse as sp
+
+    from lvgp.base.encoding import stack_documents
+    from lvgp.bow.padded import PAD
+
+    both, n = stack_documents(["a b", "c"], iter(["d"]))
+    assert both == ["a b", "c", "d"] and n == 2
+    both, n = stack_documents(torch.tensor([[1, 2]]), torch.tensor([[3, 4, 5], [6, PAD, PAD]]))
+    assert n == 1 and torch.equal(both, torch.tensor([[1, 2, PAD], [3, 4, 5], [6, PAD, PAD]]))
+    dense = np.array([[1, 0, 2], [0, 1, 0]])
+    both, n = stack_documents(dense, sp.csr_matrix(dense[:1]))
+    assert n == 2 and sp.issparse(both) and np.array_equal(both.toarray(), dense[[0, 1, 0]])
+    both, n = stack_documents(dense, dense[1:])
+    assert n == 2 and np.array_equal(both, dense[[0, 1, 1]])
+
+
 def test_gp_latent_cross_covariances_refuse_other_inferences_and_mixed_forms(fitted_gp):
     with pytest.raises(TypeError, match="X and Z must be documents of one form; got texts and padded"):
         fitted_gp.predict_latent_cross(["good"], torch.tensor([[1, 2]]))
