@@ -224,6 +224,37 @@ def test_gp_latent_cross_covariances_are_the_closed_form_ones(fitted_gp, block):
     np.testing.assert_allclose(np.diagonal(same.cov, axis1=1, axis2=2).T, var, rtol=1e-8, atol=1e-12)
 
 
+def test_gp_latent_cross_covariances_per_class_are_gpytorch_joint_posterior_written_out():
+    """With per-class hyper-parameters the covariances come from gpytorch's joint prediction at both
+    blocks: the same closed form, each class with its own output scale and noise."""
+    from lvgp.bow.padded import pad_to_common_width
+
+    rng = np.random.default_rng(5)
+    X = _texts("pos", 8, rng) + _texts("neg", 8, rng)
+    clf = LDKGPClassifier(class_hyperparameters="per-class", optimizer=LBFGS(max_iter=15), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, ["pos"] * 8 + ["neg"] * 8)
+        A, Z = _texts("pos", 2, rng) + ["good dull"], _texts("neg", 2, rng)
+        cross = clf.predict_latent_cross(A, Z)
+        mean, var = clf.predict_latent(A)
+    model = clf.model_
+    with torch.no_grad():
+        docs = []
+        for texts in (A, Z):
+            with clf._prediction_blocks(texts, 256) as (_, _, blocks):
+                docs.append(torch.cat([xb for _, xb in blocks]))
+        x = model.train_inputs[0]
+        kernel = model.covar_module
+        k_a = kernel(*pad_to_common_width(x, docs[0])).to_dense()  # C x n x a: each class's output scale
+        k_z = kernel(*pad_to_common_width(x, docs[1])).to_dense()
+        k_az = kernel(*pad_to_common_width(*docs)).to_dense()
+        ref = k_az - k_a.mT @ torch.linalg.solve(_noisy_training_covariance(clf), k_z)
+    np.testing.assert_allclose(cross.cov, ref.numpy(), rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(cross.x_mean, mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(cross.x_var, var, rtol=1e-8, atol=1e-12)
+
+
 def test_stack_documents_keeps_each_form():
     import scipy.sparse as sp
 
