@@ -909,9 +909,8 @@ class LDKGPClassifier(
         with self._prediction_blocks(both, block) as (total, empty, blocks):
             posterior = self._posterior()
             parts = list(blocks)
-            width = strategy.latent_width(self)
-            prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
-            scale = self.model_.covar_module.outputscale.reshape(-1).expand(width)
+            prior_mean, scale = self._unread_prior(strategy, strategy.intercept_variance(self))
+            width = len(prior_mean)
             mean = prior_mean.expand(total, width).clone()
             var = scale.expand(total, width).clone()
             cov = torch.zeros(width, n, total - n, dtype=mean.dtype, device=self.device_)
@@ -972,15 +971,21 @@ class LDKGPClassifier(
                     stacklevel=3,
                 )
                 rows = torch.nonzero(empty).ravel().to(self.device_)
-                width = strategy.latent_width(self)
-                prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
-                scale = (self.model_.covar_module.outputscale + intercept).reshape(-1).expand(width)
+                prior_mean, scale = self._unread_prior(strategy, intercept)
+                width = len(prior_mean)
                 for k, value in enumerate((prior_mean, scale, scale)):
                     if out[k] is None:
                         out[k] = torch.empty(n, width, dtype=value.dtype, device=self.device_)
                     out[k][rows] = value  # type: ignore[index]
         mean, var, prior = (to_host(t) for t in out)  # type: ignore[arg-type]
         return mean, var, prior, None if proba is None else self._tempered_known(proba, empty)
+
+    def _unread_prior(self, strategy: Inference, intercept: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
+        """The latents' prior means and variances (one a latent function) at a document no part of the kernel
+        reads: the classes' constant means, and their output scales plus the inference's ``intercept``."""
+        width = strategy.latent_width(self)
+        prior_mean = self.model_.mean_module.constant.reshape(-1).expand(width)
+        return prior_mean, (self.model_.covar_module.outputscale + intercept).reshape(-1).expand(width)
 
     def _prior_variances(self, xb: torch.Tensor, intercept: torch.Tensor | float) -> torch.Tensor:
         """The latent prior variances at documents ``xb``: ``n x C``, or ``n x 1`` where the classes share
