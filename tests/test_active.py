@@ -194,19 +194,21 @@ def test_power_batch_draws_without_replacement_in_proportion_to_the_scores():
 
 
 def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):
-    """The power strategies are not in the default set; named, they run, start from the same texts as
-    the GP's top-k entropy and choose other ones."""
+    """The power strategies (EPIG's among them) are not in the default set; named, they run and start
+    from the same texts as the GP's top-k entropy."""
     from lvgp.experiments.cli import main
 
     out = tmp_path / "out"
     argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
-    argv += ["--strategies", "gp-entropy,gp-power-entropy,gp-power-bald"]
+    argv += ["--strategies", "gp-entropy,gp-power-entropy,gp-power-bald,gp-power-epig,gp-pool-power-epig"]
     assert main(argv) == 0
     records = {r["strategy"]: r for r in json.loads((out / "results.json").read_text())}
-    assert set(records) == {"gp-entropy", "gp-power-entropy", "gp-power-bald"}
-    assert [p["labels"] for p in records["gp-power-bald"]["curve"]] == [3, 8, 13]
+    assert set(records) == {"gp-entropy", "gp-power-entropy", "gp-power-bald", "gp-power-epig", "gp-pool-power-epig"}
+    for strategy in ("gp-power-bald", "gp-power-epig", "gp-pool-power-epig"):
+        assert [p["labels"] for p in records[strategy]["curve"]] == [3, 8, 13]
     assert records["gp-power-entropy"]["curve"][0] == records["gp-entropy"]["curve"][0]
+    assert records["gp-power-epig"]["curve"][0] == records["gp-entropy"]["curve"][0]
 
 
 def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(toy_topics_tsv, tmp_path):
