@@ -10,7 +10,9 @@ Prints each strategy's learning curve and area under it, one seed a run:
 ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
 takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
-log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``).
+log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--cross-fit``: then
+each strategy's learner fitted on each strategy's labelled texts at the budget, scored on the held-out
+texts (``cross`` lines): is it the texts a learner chose or its predictor that ends its curve where it ends.
 
 With ``--grid``, the kernels of the pool first, on the same split: a kernel-ridge proxy (centred one-hot
 targets, noise a tenth of the mean prior variance) trained on 1, 5, 10 and 20 pool texts a class (three
@@ -54,6 +56,11 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a synthetic corpus and a tiny budget")
     parser.add_argument("--grid", action="store_true", help="the kernels' proxy grid and the classifier check")
+    parser.add_argument(
+        "--cross-fit",
+        action="store_true",
+        help="then every strategy's learner fitted on every strategy's labelled texts at the budget (--quick: always)",
+    )
     args = parser.parse_args(argv)
 
     import tempfile
@@ -69,9 +76,23 @@ def main(argv=None) -> int:
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
 
+    #: strategy -> the texts and labels of its run's last fit (the labelled set at the budget)
+    final_sets: dict[str, tuple[list, np.ndarray]] = {}
+
     @dataclasses.dataclass(frozen=True)
     class SelectingStudy(active.ActiveStudy):
         part_selection = args.part_selection  # (a class variable of the study, read by its GP learners)
+
+        def estimator(self, cell):
+            model = super().estimator(cell)
+            fit = model.fit
+
+            def recording_fit(X, y, **kwargs):
+                final_sets[cell["method"]] = (list(X), np.asarray(y))
+                return fit(X, y, **kwargs)
+
+            model.fit = recording_fit
+            return model
 
     @dataclasses.dataclass(frozen=True)
     class DevStudy(SelectingStudy):
@@ -131,7 +152,34 @@ def main(argv=None) -> int:
             ),
             flush=True,
         )
+    if args.cross_fit or args.quick:
+        cross_fit(study, final_sets)
     return 0
+
+
+def cross_fit(study, final_sets: dict) -> None:
+    """Every strategy's learner fitted on every strategy's labelled texts at the budget, scored on the
+    held-out texts: whether a learner's curve ends where it does through its choice of texts or through
+    its predictor (``--cross-fit``)."""
+    import numpy as np
+
+    from lvgp.experiments import active
+
+    split = study.split(0)
+    learners: dict[str, str] = {}  # learner ("gp", "gp-pool", "logreg") -> a strategy that has it
+    for strategy in study.strategies:
+        learners.setdefault(active.STRATEGIES[strategy][0], strategy)
+    for learner, strategy in learners.items():
+        for chooser, (texts, labels) in final_sets.items():
+            cell = {"method": strategy, "split": 0, "params": {}}
+            model = active.ActiveStudy.estimator(study, cell)  # not the recording one
+            if study.vocabulary_from == "pool" and learner == "logreg":
+                model.fit(texts, labels, unlabeled=split.pool_texts)
+            else:
+                model.fit(texts, labels)
+            predicted = model.classes_[np.argmax(model.predict_proba(split.test_texts), axis=1)]
+            accuracy = round(float(np.mean(predicted == split.test_labels)), 4)
+            print("cross " + json.dumps({"learner": learner, "labelled by": chooser, "accuracy": accuracy}), flush=True)
 
 
 def grid(study, args) -> None:

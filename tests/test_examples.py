@@ -99,7 +99,7 @@ BENCHMARKS = {
     "intent_scale.py": "| 20 | 240 | 100 |",
     "predict_latency.py": "3. GPEmbeddingLogisticRegression.predict_proba",
     "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
-    "point_cloud_dev.py": 'strategy {"strategy": "gp-pool-power-entropy"',
+    "point_cloud_dev.py": 'cross {"learner": "gp-pool", "labelled by": "random"',
 }
 NEEDS_DATA = {
     "laplace_classifier.py",
