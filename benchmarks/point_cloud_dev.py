@@ -161,6 +161,8 @@ def cross_fit(study, final_sets: dict) -> None:
     """Every strategy's learner fitted on every strategy's labelled texts at the budget, scored on the
     held-out texts: whether a learner's curve ends where it does through its choice of texts or through
     its predictor (``--cross-fit``)."""
+    import collections
+
     import numpy as np
 
     from lvgp.experiments import active
@@ -173,8 +175,14 @@ def cross_fit(study, final_sets: dict) -> None:
         for chooser, (texts, labels) in final_sets.items():
             cell = {"method": strategy, "split": 0, "params": {}}
             model = active.ActiveStudy.estimator(study, cell)  # not the recording one
-            if study.vocabulary_from == "pool" and learner == "logreg":
-                model.fit(texts, labels, unlabeled=split.pool_texts)
+            if study.vocabulary_from == "pool" and learner == "logreg":  # the pool's other texts, as run_cell
+                labelled, rest = collections.Counter(texts), []
+                for text in split.pool_texts:
+                    if labelled[text] > 0:
+                        labelled[text] -= 1
+                    else:
+                        rest.append(text)
+                model.fit(texts, labels, unlabeled=rest)
             else:
                 model.fit(texts, labels)
             predicted = model.classes_[np.argmax(model.predict_proba(split.test_texts), axis=1)]
