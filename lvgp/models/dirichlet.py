@@ -232,30 +232,40 @@ class SharedDirichletPosterior:
         alpha, _ = _posterior_weights(self.A_inv, Q, self.groups)
         self.alpha = alpha.mT  # n x C: K_c^-1 r_c
 
-    def predict(self, k_star: Tensor, k_diag: Tensor) -> tuple[Tensor, Tensor]:
-        """Means and variances ``b x C`` at documents with cross-covariances ``k_star`` (``n x b``) and prior
-        variances ``k_diag`` (``b``)."""
-        mean = self.means + k_star.mT @ self.alpha
+    def solved(self, k_star: Tensor) -> tuple[Tensor, list[Tensor]]:
+        r"""What :meth:`predict` and :meth:`cross_covariance` read of documents with cross-covariances
+        ``k_star`` (``n x b``): :math:`\mathbf A^{-1}\mathbf k_*` (``n x b``) and each group's :math:`\mathbf V =
+        \mathbf R_c^{-1}\mathbf U_c^\top\mathbf A^{-1}\mathbf k_*` (``g x m x b``), so that :math:`\mathbf k_a^\top
+        \mathbf K_c^{-1}\mathbf k_b = \mathbf k_a^\top\mathbf A^{-1}\mathbf k_b + \mathbf V_a^\top\mathbf V_b`."""
         B = self.A_inv @ k_star  # A^-1 k*, n x b
+        return B, [torch.linalg.solve_triangular(group.R, group.own(B), upper=False) for group in self.groups]
+
+    def predict(
+        self, k_star: Tensor, k_diag: Tensor, solved: tuple[Tensor, list[Tensor]] | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Means and variances ``b x C`` at documents with cross-covariances ``k_star`` (``n x b``) and prior
+        variances ``k_diag`` (``b``); ``solved``: their :meth:`solved`, where the caller has it."""
+        mean = self.means + k_star.mT @ self.alpha
+        B, Vs = self.solved(k_star) if solved is None else solved
         base = k_diag - (k_star * B).sum(0)  # k** - k*^T A^-1 k*
         var = base[:, None].repeat(1, self.noise.shape[0])
-        for group in self.groups:
-            V = torch.linalg.solve_triangular(group.R, group.own(B), upper=False)  # g x m x b
+        for group, V in zip(self.groups, Vs):
             var[:, group.classes] -= (V * V).sum(-2).mT
         return mean, var.clamp_min(0.0)
 
-    def cross_covariance(self, k_a: Tensor, k_b: Tensor, k_ab: Tensor) -> Tensor:
+    def cross_covariance(
+        self, k_a: Tensor, k_ab: Tensor, solved_a: tuple[Tensor, list[Tensor]], solved_b: tuple[Tensor, list[Tensor]]
+    ) -> Tensor:
         r"""``C x a x b``: each class's posterior covariance between the latents at two blocks of test
         documents, :math:`k(\mathbf a, \mathbf b) - \mathbf k_a^\top \mathbf K_c^{-1} \mathbf k_b` (R&W eq. 2.24),
-        from their cross-covariances with the training documents ``k_a`` (``n x a``), ``k_b`` (``n x b``) and with
-        each other ``k_ab`` (``a x b``); each :math:`\mathbf K_c^{-1}` by Woodbury as in :meth:`predict`."""
-        B_a, B_b = self.A_inv @ k_a, self.A_inv @ k_b
+        from the first block's cross-covariances with the training documents ``k_a`` (``n x a``), the two
+        blocks' ``k_ab`` (``a x b``) and both blocks' :meth:`solved` (the second's made once for many first
+        blocks); each :math:`\mathbf K_c^{-1}` by Woodbury as in :meth:`predict`."""
+        (_, V_a), (B_b, V_b) = solved_a, solved_b
         base = k_ab - k_a.mT @ B_b  # k(a, b) - k_a^T A^-1 k_b
         cov = base.expand(self.noise.shape[0], *base.shape).clone()
-        for group in self.groups:
-            V_a = torch.linalg.solve_triangular(group.R, group.own(B_a), upper=False)  # g x m x a
-            V_b = torch.linalg.solve_triangular(group.R, group.own(B_b), upper=False)  # g x m x b
-            cov[group.classes] -= V_a.mT @ V_b
+        for group, left, right in zip(self.groups, V_a, V_b):
+            cov[group.classes] -= left.mT @ right
         return cov
 
     def leave_one_out(self) -> tuple[Tensor, Tensor]:

@@ -921,10 +921,11 @@ class LDKGPClassifier(
                 zb = torch.cat([pad_to_width(xb, z_width) for _, xb in z_parts])
                 z_mean, z_var, _ = self._block_latents(zb, posterior)
                 mean[z_rows], var[z_rows] = z_mean, strategy.marginal_variances(z_var)
+                target = strategy.cross_target(self, zb, posterior)  # once for every block of X
                 for idx, xb in parts:
                     rows = idx[idx < n]
                     if len(rows):
-                        x_mean, x_var, x_cov = strategy.block_cross_latents(self, xb[idx < n], zb, posterior)
+                        x_mean, x_var, x_cov = strategy.block_cross_latents(self, xb[idx < n], target, posterior)
                         mean[rows], var[rows] = x_mean, x_var
                         cov[:, rows[:, None], (z_rows - n)[None, :]] = x_cov
             else:  # every Z document empty: the X documents' marginals alone

@@ -130,12 +130,17 @@ class Inference:
             f = est.model_(xb)
             return f.mean, f.variance, f
 
+    def cross_target(self, est: Any, xb: torch.Tensor, posterior: Any) -> Any:
+        """What :meth:`block_cross_latents` reads of the documents ``xb`` it takes covariances with, made
+        once for all the blocks it is called with (:attr:`cross_covariances`)."""
+        raise NotImplementedError
+
     def block_cross_latents(
-        self, est: Any, xa: torch.Tensor, xb: torch.Tensor, posterior: Any
+        self, est: Any, xa: torch.Tensor, target: Any, posterior: Any
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The latents' posterior means and variances at a block ``xa`` of documents (``a x C``) and each
-        class's cross-covariances between them and the documents ``xb`` (``C x a x b``), where the classes'
-        latents are independent a posteriori (:attr:`cross_covariances`)."""
+        class's cross-covariances between them and the documents of ``target`` (:meth:`cross_target`;
+        ``C x a x b``), where the classes' latents are independent a posteriori (:attr:`cross_covariances`)."""
         raise NotImplementedError
 
     def marginal_variances(self, var: torch.Tensor) -> torch.Tensor:
@@ -303,21 +308,30 @@ class DirichletInference(_EvidenceInference):
         mean, var, _ = super().block_latents(est, xb, posterior)
         return mean.mT, var.mT, None
 
+    def cross_target(self, est: Any, xb: torch.Tensor, posterior: Any) -> tuple[torch.Tensor, Any]:
+        """The documents ``xb`` and, for the shared inference, their cross-covariances with the training
+        documents solved against its one factorization
+        (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.solved`)."""
+        if not isinstance(posterior, SharedDirichletPosterior):
+            return xb, None
+        k_b = est.model_.covar_module(*pad_to_common_width(est.model_.train_inputs[0], xb)).to_dense()
+        return xb, posterior.solved(k_b)
+
     def block_cross_latents(
-        self, est: Any, xa: torch.Tensor, xb: torch.Tensor, posterior: Any
+        self, est: Any, xa: torch.Tensor, target: tuple[torch.Tensor, Any], posterior: Any
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The ``C`` regressions' posteriors (independent given the hyper-parameters): the shared
         inference's from its one factorization
         (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.cross_covariance`), else gpytorch's joint
         prediction at the two blocks together, class by class."""
+        xb, solved_b = target
         kernel = est.model_.covar_module
         if isinstance(posterior, SharedDirichletPosterior):
-            train = est.model_.train_inputs[0]
-            k_a = kernel(*pad_to_common_width(train, xa)).to_dense()
-            k_b = kernel(*pad_to_common_width(train, xb)).to_dense()
+            k_a = kernel(*pad_to_common_width(est.model_.train_inputs[0], xa)).to_dense()
             k_ab = kernel(*pad_to_common_width(xa, xb)).to_dense()
-            mean, var = posterior.predict(k_a, kernel(xa, diag=True))
-            return mean, var, posterior.cross_covariance(k_a, k_b, k_ab)
+            solved_a = posterior.solved(k_a)
+            mean, var = posterior.predict(k_a, kernel(xa, diag=True), solved_a)
+            return mean, var, posterior.cross_covariance(k_a, k_ab, solved_a, solved_b)
         a, b = pad_to_common_width(xa, xb)
         f = est.model_(torch.cat([a, b]))  # batch C over the a + b documents
         size = xa.shape[0]
