@@ -256,6 +256,8 @@ SCORES = (
     "energy",
     "entropy-variance",
     "energy-variance",
+    "class-variance",
+    "energy-class-variance",
     "max-decision",
     "mahalanobis",
     "nearest-cosine",

@@ -37,7 +37,8 @@ def leave_one_out_scores(model) -> dict[str, np.ndarray]:
     from lvgp.base.novelty import reference_quantiles
 
     # normalized entropy, variance ratio, minus the energy of the leave-one-out latent means: higher less typical
-    entropy, variance, minus_energy = model.novelty_reference()
+    reference = model.novelty_reference()
+    entropy, variance, minus_energy = reference.entropy, reference.variance, reference.energy
     return {
         "energy": -minus_energy,
         "entropy": -entropy * np.log(len(model.classes_)),

@@ -16,7 +16,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 import lvgp
 from lvgp import LBFGS, LDKGPClassifier
-from lvgp.base.novelty import NOVELTY_SCORES, open_set_metrics, probability_novelty
+from lvgp.base.novelty import NOVELTY_SCORES, REFERENCE_SCORES, open_set_metrics, probability_novelty
 from lvgp.warnings import EmptyDocumentsWarning
 
 #: the GP classifier's own novelty score, which the tests that try the others set back
@@ -359,10 +359,13 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     ref_entropy = -np.sum(proba * np.log(np.clip(proba, 1e-300, None)), axis=1) / np.log(proba.shape[1])
     ref_variance = np.mean(np.clip(loo_var.numpy() / K.diagonal(dim1=-2, dim2=-1).mT.numpy(), 0, 1), axis=1)
     ref_energy = -torch.logsumexp(loo_mean, dim=1).numpy()
-    got_entropy, got_variance, got_energy = clf.novelty_reference()
+    loo_ratio = loo_var.numpy() / K.diagonal(dim1=-2, dim2=-1).mT.numpy()
+    ref_class_variance = np.array([min(1.0, loo_ratio[i, int(torch.argmax(loo_mean[i]))]) for i in range(n)])
+    got_entropy, got_variance, got_energy, got_class_variance = clf.novelty_reference()
     np.testing.assert_allclose(got_entropy, ref_entropy, atol=1e-8)
     np.testing.assert_allclose(got_variance, ref_variance, atol=1e-8)
     np.testing.assert_allclose(got_energy, ref_energy, atol=1e-8)
+    np.testing.assert_allclose(got_class_variance, ref_class_variance, atol=1e-8)
 
     rng = np.random.default_rng(4)
     test = _texts("pos", 3, rng) + ["good awful", "great dull bad nice"]
@@ -386,9 +389,45 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     clf.set_params(novelty_score=DEFAULT_SCORE)
     np.testing.assert_allclose(score, want, atol=1e-9)
     assert np.all((score >= -1) & (score <= 0)) and len(set(score.tolist())) > 1
+    # "energy-class-variance": the variance ratio of the class with the largest latent mean in place of the
+    # classes' average, among the training documents' leave-one-out ones of their own such class
+    class_variance = [min(1.0, (var / prior)[i, int(np.argmax(mean[i]))]) for i in range(len(test))]
+    want = [
+        -(share_below(e, ref_energy) + share_below(v, ref_class_variance)) / 2
+        for e, v in zip(minus_energy, class_variance)
+    ]
+    score = clf.set_params(novelty_score="energy-class-variance").score_samples(test)
+    clf.set_params(novelty_score=DEFAULT_SCORE)
+    np.testing.assert_allclose(score, want, atol=1e-9)
+    assert np.all((score >= -1) & (score <= 0)) and len(set(score.tolist())) > 1
+    score = clf.set_params(novelty_score="class-variance").score_samples(test)
+    clf.set_params(novelty_score=DEFAULT_SCORE)
+    np.testing.assert_allclose(score, -np.array(class_variance), atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["entropy-variance", "energy-variance"])
+def test_class_variance_ratio_is_the_predicted_classs_ratio():
+    """:func:`class_variance_ratio` against a loop: the ratio of the column with the largest mean (the first
+    on ties), clipped to [0, 1]; one column is its own class; mismatched shapes are named."""
+    from lvgp.base.novelty import class_variance_ratio, variance_novelty
+
+    rng = np.random.default_rng(0)
+    mean, var, prior = rng.normal(size=(7, 4)), rng.uniform(0, 2, (7, 4)), rng.uniform(0.5, 1.5, (7, 4))
+    mean[0] = [1.0, 3.0, 3.0, 0.0]  # a tie: the first of the two
+    want = [min(1.0, var[i, int(np.argmax(mean[i]))] / prior[i, int(np.argmax(mean[i]))]) for i in range(7)]
+    got = class_variance_ratio(mean, var, prior)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert got[0] == min(1.0, var[0, 1] / prior[0, 1])
+    np.testing.assert_allclose(
+        class_variance_ratio(mean[:, :1], var[:, :1], prior[:, :1]), np.minimum(1, var[:, 0] / prior[:, 0])
+    )
+    # where the predicted class's variance is small, the others' large, the class ratio is small and the mean is not
+    near = class_variance_ratio(np.array([[2.0, -1.0, -1.0]]), np.array([[0.05, 0.9, 0.9]]), np.ones((1, 3)))
+    assert near[0] == pytest.approx(0.05) and -variance_novelty(np.array([[0.05, 0.9, 0.9]]), np.ones((1, 3)))[0] > 0.6
+    with pytest.raises(ValueError, match="mean, var and prior must be n x C arrays of one shape"):
+        class_variance_ratio(mean, var[:, :2], prior)
+
+
+@pytest.mark.parametrize("kind", ["entropy-variance", "energy-variance", "class-variance", "energy-class-variance"])
 def test_gp_quantile_scores_rank_an_unseen_topic_lowest_and_keep_their_reference(fitted_gp, kind):
     clf = fitted_gp.set_params(novelty_score=kind)
     rng = np.random.default_rng(5)
@@ -426,7 +465,8 @@ def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp)
         del fitted_gp._latent_and_prior
     assert name == "energy" and list(scores)[0] == "energy"
     assert len(passes) == 1  # the own score from the same latent pass as the others
-    for kind in ("entropy", "max-probability", "variance", "energy", "entropy-variance", "energy-variance"):
+    assert set(scores) == set(NOVELTY_SCORES)
+    for kind in NOVELTY_SCORES:
         np.testing.assert_allclose(
             scores[kind], fitted_gp.set_params(novelty_score=kind).score_samples(test), atol=1e-12
         )
@@ -447,7 +487,7 @@ def test_every_gp_inference_scores_the_unseen_class_lower(inference):
         mixed = [f"{a} {b}" for a, b in zip(rng.choice(WORDS["pos"], 6), rng.choice(WORDS["neg"], 6))]
         for kind in NOVELTY_SCORES:
             clf.set_params(novelty_score=kind)
-            if kind in ("entropy-variance", "energy-variance"):  # the Dirichlet inference's leave-one-out reference
+            if kind in REFERENCE_SCORES:  # the Dirichlet inference's leave-one-out reference
                 with pytest.raises(ValueError, match=f"novelty_score='{kind}' needs inference='dirichlet'"):
                     clf.score_samples(["good"])
                 continue
@@ -538,16 +578,9 @@ def test_open_set_study_end_to_end(corpus, tmp_path):
         assert len(r["roc"]["tpr"]) == 101 and r["novelty_score"] in r["scores"]
         assert r["scores"][r["novelty_score"]]["oos_auroc"] == r["oos_auroc"]
     by = {(r["method"], r["split"], r["per_class"]): r for r in records}
-    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == {
-        "entropy",
-        "max-probability",
-        "variance",
-        "energy",
-        "entropy-variance",
-        "energy-variance",
-    }
+    assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == set(NOVELTY_SCORES)
     assert set(by["tfidf-encoder-logreg", 0, 4]["scores"]) == {"entropy", "max-probability", "energy"}
-    assert by["gpc-bow-encoder-rbf", 0, 4]["novelty_score"] == "energy-variance"  # the stationary kernel's (dev)
+    assert by["gpc-bow-encoder-rbf", 0, 4]["novelty_score"] == "energy-class-variance"  # the stationary kernel's (dev)
     assert by["gpc-encoder", 0, 4]["novelty_score"] == "energy"
     assert by["svm", 0, 4]["novelty_score"] == "max-decision"
     assert by["encoder-mahalanobis", 0, 4]["novelty_score"] == "mahalanobis"

@@ -29,6 +29,18 @@ document, **higher meaning more typical of the training classes**. What it is ma
 * ``"energy-variance"`` -- (GP classifiers, Dirichlet inference) the same with the energy in place of
   the entropy: minus the mean of minus the energy's quantile and the variance ratio's among the
   training documents' leave-one-out ones (:func:`energy_variance_novelty`), in :math:`[-1, 0]`;
+* ``"class-variance"`` -- (GP classifiers) minus the variance ratio of one class, the one with the
+  largest latent mean, :math:`-\mathbb V[f_{\hat c}(x) \mid \mathcal D] / k_{\hat c}(x, x)` with
+  :math:`\hat c = \arg\max_c \mu_c(x)` (:func:`class_variance_ratio`), in :math:`[-1, 0]`. Class-conditional,
+  as the Mahalanobis distance to the nearest class mean is: the Dirichlet inference gives each class's
+  latent function low noise at that class's own documents only, so the predicted class's variance is small
+  near its own documents, where the classes' average also falls near other classes' documents (on dev
+  documents of held-out classes it ranked them above ``"variance"`` on nearly every draw:
+  ``benchmarks/README.md``, "The predicted class's variance");
+* ``"energy-class-variance"`` -- (GP classifiers, Dirichlet inference) ``"energy-variance"`` with the
+  predicted class's variance ratio in place of the classes' average (:func:`energy_class_variance_novelty`;
+  its reference: each training document's leave-one-out variance ratio of the class with its largest
+  leave-one-out latent mean);
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
@@ -57,6 +69,8 @@ __all__ = [
     "reference_quantiles",
     "entropy_variance_novelty",
     "energy_variance_novelty",
+    "class_variance_ratio",
+    "energy_class_variance_novelty",
     "NoveltyReference",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
@@ -66,10 +80,18 @@ __all__ = [
 #: the novelty scores made of predictive probabilities
 PROBABILITY_SCORES = ("entropy", "max-probability")
 #: every novelty score a GP classifier offers (``LDKGPClassifier(novelty_score=...)``)
-NOVELTY_SCORES = (*PROBABILITY_SCORES, "variance", "energy", "entropy-variance", "energy-variance")
+NOVELTY_SCORES = (
+    *PROBABILITY_SCORES,
+    "variance",
+    "energy",
+    "entropy-variance",
+    "energy-variance",
+    "class-variance",
+    "energy-class-variance",
+)
 #: the novelty scores made of quantiles among the training documents' leave-one-out scores (Dirichlet
 #: inference: :class:`NoveltyReference`)
-REFERENCE_SCORES = ("entropy-variance", "energy-variance")
+REFERENCE_SCORES = ("entropy-variance", "energy-variance", "energy-class-variance")
 #: recall of the in-scope documents at which FPR95 is read
 IN_SCOPE_RECALL = 0.95
 #: points of the ROC curve a record keeps (the curve is drawn from them)
@@ -114,6 +136,25 @@ def variance_novelty(var: np.ndarray, prior: np.ndarray) -> np.ndarray:
     return -np.mean(np.clip(ratio, 0.0, 1.0), axis=1)
 
 
+def class_variance_ratio(mean: np.ndarray, var: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    r"""The variance ratio of the class with the largest latent mean: :math:`\min(1, \mathbb V[f_{\hat c}] /
+    k_{\hat c}(x, x))`, :math:`\hat c = \arg\max_c \mu_c(x)` (the first on ties), of ``n x C`` latent means
+    ``mean``, posterior variances ``var`` and prior variances ``prior``; one column (a binary classifier's
+    single latent function) is its own class. ``n`` values in :math:`[0, 1]`, higher the less typical (minus
+    the ``"class-variance"`` score).
+
+    Raises:
+        ValueError: the three are not ``n x C`` arrays of one shape.
+    """
+    mean, var, prior = (np.asarray(a, dtype=np.float64) for a in (mean, var, prior))
+    if mean.ndim != 2 or var.shape != mean.shape or prior.shape != mean.shape:
+        raise ValueError(
+            f"mean, var and prior must be n x C arrays of one shape; got {mean.shape}, {var.shape} and {prior.shape}"
+        )
+    rows, top = np.arange(len(mean)), np.argmax(mean, axis=1)
+    return np.clip(var[rows, top] / np.maximum(prior[rows, top], 1e-300), 0.0, 1.0)
+
+
 def normalized_entropy(proba: np.ndarray) -> np.ndarray:
     r"""The entropy of ``n x C`` probabilities over its largest value :math:`\log C`: ``n`` values in
     :math:`[0, 1]` (higher: less certain)."""
@@ -148,6 +189,8 @@ class NoveltyReference(NamedTuple):
     variance: np.ndarray
     #: minus the :func:`latent_energy` of the latent means
     energy: np.ndarray
+    #: the :func:`class_variance_ratio`, in :math:`[0, 1]`
+    class_variance: np.ndarray
 
 
 def entropy_variance_novelty(
@@ -158,7 +201,8 @@ def entropy_variance_novelty(
     ``var``, ``prior``) among ``reference.variance`` (:func:`reference_quantiles`; the references:
     in-scope documents' scores, a GP classifier's ``novelty_reference()``), in :math:`[-1, 0]`. ``n``
     values."""
-    return _with_the_variance(reference_quantiles(normalized_entropy(proba), reference.entropy), var, prior, reference)
+    variance = reference_quantiles(-variance_novelty(var, prior), reference.variance)
+    return -(reference_quantiles(normalized_entropy(proba), reference.entropy) + variance) / 2
 
 
 def energy_variance_novelty(
@@ -168,15 +212,19 @@ def energy_variance_novelty(
     ``n x C`` latent means ``mean``'s quantile among ``reference.energy`` and the variance ratio's
     (minus :func:`variance_novelty` of ``var``, ``prior``) among ``reference.variance``
     (:func:`reference_quantiles`), in :math:`[-1, 0]`. ``n`` values."""
-    return _with_the_variance(reference_quantiles(-latent_energy(mean), reference.energy), var, prior, reference)
+    variance = reference_quantiles(-variance_novelty(var, prior), reference.variance)
+    return -(reference_quantiles(-latent_energy(mean), reference.energy) + variance) / 2
 
 
-def _with_the_variance(
-    quantile: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: NoveltyReference
+def energy_class_variance_novelty(
+    mean: np.ndarray, var: np.ndarray, prior: np.ndarray, reference: NoveltyReference
 ) -> np.ndarray:
-    """Minus the mean of a score's ``quantile`` and the variance ratio's quantile among ``reference.variance``:
-    the second half of every :data:`REFERENCE_SCORES` score."""
-    return -(quantile + reference_quantiles(-variance_novelty(var, prior), reference.variance)) / 2
+    r"""The ``"energy-class-variance"`` score: minus the mean of minus the :func:`latent_energy` of the
+    ``n x C`` latent means ``mean``'s quantile among ``reference.energy`` and the predicted class's variance
+    ratio's (:func:`class_variance_ratio` of ``mean``, ``var``, ``prior``) among ``reference.class_variance``
+    (:func:`reference_quantiles`), in :math:`[-1, 0]`. ``n`` values."""
+    variance = reference_quantiles(class_variance_ratio(mean, var, prior), reference.class_variance)
+    return -(reference_quantiles(-latent_energy(mean), reference.energy) + variance) / 2
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

@@ -29,6 +29,8 @@ from ...base.novelty import (
     PROBABILITY_SCORES,
     REFERENCE_SCORES,
     NoveltyReference,
+    class_variance_ratio,
+    energy_class_variance_novelty,
     energy_variance_novelty,
     entropy_variance_novelty,
     latent_energy,
@@ -216,8 +218,12 @@ class LDKGPClassifier(
             ``"entropy-variance"``
             (Dirichlet inference: the entropy and the variance ratio each as its quantile among the
             training documents' leave-one-out scores, :meth:`novelty_reference`, minus their mean), or
-            ``"energy-variance"`` (the same with minus the energy in place of the entropy). Fixed
-            before any out-of-scope text is seen; ``lvgp compare open-set`` records every one.
+            ``"energy-variance"`` (the same with minus the energy in place of the entropy), or
+            ``"class-variance"`` (minus the variance ratio of the class with the largest latent mean:
+            class-conditional, as a Mahalanobis distance to the nearest class mean is), or
+            ``"energy-class-variance"`` (``"energy-variance"`` with that class's variance ratio in place of
+            the classes' average). Fixed before any out-of-scope text is seen; ``lvgp compare open-set``
+            records every one.
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` (Dirichlet inference) or
             ``"evidence"`` (Dirichlet or Laplace): model selection among the sub-compositions of the kernel's
             top sum (with a sentence encoder: the words, the encoder, both), each fitted from the same start
@@ -431,12 +437,14 @@ class LDKGPClassifier(
             )
 
     def novelty_reference(self) -> NoveltyReference:
-        r"""What ``novelty_score="entropy-variance"`` and ``"energy-variance"`` put each text's scores among:
-        the training documents' leave-one-out scores (:class:`~lvgp.base.novelty.NoveltyReference`), ``n``
-        normalized entropies (of the tempered leave-one-out probabilities, the expected softmax of
-        :meth:`leave_one_out_latents`, over :math:`\log C`), ``n`` variance ratios (the leave-one-out latent
-        variances over the prior variances, averaged over the classes), both in :math:`[0, 1]`, and ``n``
-        minus energies (the log-sum-exp of the leave-one-out latent means), all higher the less typical.
+        r"""What ``novelty_score="entropy-variance"``, ``"energy-variance"`` and ``"energy-class-variance"`` put
+        each text's scores among: the training documents' leave-one-out scores
+        (:class:`~lvgp.base.novelty.NoveltyReference`), ``n`` normalized entropies (of the tempered
+        leave-one-out probabilities, the expected softmax of :meth:`leave_one_out_latents`, over
+        :math:`\log C`), ``n`` variance ratios (the leave-one-out latent variances over the prior variances,
+        averaged over the classes), both in :math:`[0, 1]`, ``n`` minus energies (the log-sum-exp of the
+        leave-one-out latent means) and ``n`` class variance ratios (the leave-one-out variance ratio of the
+        class with the largest leave-one-out latent mean, in :math:`[0, 1]`), all higher the less typical.
         In-scope documents the model did not fit, at no refit (Rasmussen & Williams, eq. 5.12): a text
         scoring like them is as typical as a held-out training text. Kept between calls while the model,
         its parameters and the temperature are unchanged.
@@ -458,10 +466,12 @@ class LDKGPClassifier(
         with torch.no_grad():
             prior = torch.cat([self._prior_variances(x[i : i + 256], intercept) for i in range(0, len(x), 256)])
         prior = to_host(prior.expand_as(var))
+        var, mean = to_host(var), to_host(mean)
         value = NoveltyReference(
             normalized_entropy(self._temper(to_host(proba))),
-            -variance_novelty(to_host(var), prior),
-            -latent_energy(to_host(mean)),
+            -variance_novelty(var, prior),
+            -latent_energy(mean),
+            class_variance_ratio(mean, var, prior),
         )
         return value if box is None else box.put(value, state, owners=owners, key=key)
 
@@ -1037,7 +1047,10 @@ class LDKGPClassifier(
         normalized entropy's and the variance ratio's quantiles among the training documents'
         leave-one-out ones (``"entropy-variance"``, in :math:`[-1, 0]`: :meth:`novelty_reference`,
         :func:`~lvgp.base.novelty.reference_quantiles`), or the same of minus the energy and the variance
-        ratio (``"energy-variance"``)."""
+        ratio (``"energy-variance"``), or minus the variance ratio of the class with the largest latent mean
+        (``"class-variance"``, in :math:`[-1, 0]`: :func:`~lvgp.base.novelty.class_variance_ratio`), or the
+        same as ``"energy-variance"`` with that ratio in place of the classes' average
+        (``"energy-class-variance"``)."""
         check_params(self)
         if self.novelty_score in PROBABILITY_SCORES:
             return probability_novelty(self.predict_proba(X, block), self.novelty_score)
@@ -1048,10 +1061,14 @@ class LDKGPClassifier(
         mean, var, prior, proba = self._latent_and_prior(X, block, "score_samples", with_proba=with_proba)
         if self.novelty_score == "energy":
             return latent_energy(mean)
+        if self.novelty_score == "class-variance":
+            return -class_variance_ratio(mean, var, prior)
         if reference is None:
             return variance_novelty(var, prior)
         if self.novelty_score == "energy-variance":
             return energy_variance_novelty(mean, var, prior, reference)
+        if self.novelty_score == "energy-class-variance":
+            return energy_class_variance_novelty(mean, var, prior, reference)
         assert proba is not None
         return entropy_variance_novelty(proba, var, prior, reference)
 
