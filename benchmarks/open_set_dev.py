@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lvgp.base.novelty import NOVELTY_SCORE_NAMES
+
 UNKNOWN = {"r8": 2, "20ng": 5}
 METHODS = (
     "gpc-bow,gpc-bow-encoder-rbf,gpc-bow-encoder,gpc-encoder-rbf,gpc-encoder,tfidf-encoder-logreg,encoder-logreg,"
@@ -249,19 +251,8 @@ def _means_over_seeds(records: list[dict], seeds: list[int], methods: list[str])
         )
 
 
-SCORES = (
-    "entropy",
-    "max-probability",
-    "variance",
-    "energy",
-    "entropy-variance",
-    "energy-variance",
-    "class-variance",
-    "energy-class-variance",
-    "max-decision",
-    "mahalanobis",
-    "nearest-cosine",
-)
+#: the columns of every table this script prints: every score a method of the study offers
+SCORES = NOVELTY_SCORE_NAMES
 #: the head of every table this script prints
 _HEADER = (
     "| corpus | labelled a class | method | accuracy | "
