@@ -12,7 +12,8 @@ takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
 log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--cross-fit``: then
 each strategy's learner fitted on each strategy's labelled texts at the budget, scored on the held-out
-texts (``cross`` lines): is it the texts a learner chose or its predictor that ends its curve where it ends.
+texts (``cross`` lines, with the GP learners' fitted part weights): is it the texts a learner chose or its
+predictor that ends its curve where it ends.
 
 With ``--grid``, the kernels of the pool first, on the same split: a kernel-ridge proxy (centred one-hot
 targets, noise a tenth of the mean prior variance) trained on 1, 5, 10 and 20 pool texts a class (three
@@ -187,7 +188,26 @@ def cross_fit(study, final_sets: dict) -> None:
                 model.fit(texts, labels)
             predicted = model.classes_[np.argmax(model.predict_proba(split.test_texts), axis=1)]
             accuracy = round(float(np.mean(predicted == split.test_labels)), 4)
-            print("cross " + json.dumps({"learner": learner, "labelled by": chooser, "accuracy": accuracy}), flush=True)
+            line = {"learner": learner, "labelled by": chooser, "accuracy": accuracy}
+            if learner != "logreg":  # the fitted weights of the kernel's parts (the words, the encoder, the pool)
+                line["part weights"] = part_weights(model)
+            print("cross " + json.dumps(line), flush=True)
+
+
+def part_weights(model) -> list[float]:
+    """The fitted weights of a GP classifier's top sum's parts, in the sum's order: a part's own output
+    scale (``ScaleKernel``) or its linear kernel's variance (the encoder's cosine), 1 for a part without
+    one (the words' cosine, weighed by the classes' output scales alone); means over the classes."""
+    from gpytorch.kernels import AdditiveKernel
+
+    top = next(m for m in model.model_.covar_module.modules() if isinstance(m, AdditiveKernel))
+    weights = []
+    for part in top.kernels:
+        scale = getattr(part, "outputscale", None)
+        if scale is None:
+            scale = getattr(getattr(part, "base", None), "variance", None)
+        weights.append(1.0 if scale is None else round(float(scale.detach().mean()), 4))
+    return weights
 
 
 def grid(study, args) -> None:
