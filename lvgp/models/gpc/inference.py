@@ -301,12 +301,16 @@ class DirichletInference(_EvidenceInference):
         """The shared inference's closed form from its one factorization (``posterior``), else
         gpytorch's prediction, class by class (batch ``C x n`` turned ``n x C``)."""
         if isinstance(posterior, SharedDirichletPosterior):
-            train = est.model_.train_inputs[0]
-            a, b = pad_to_common_width(train, xb)
-            k_star = est.model_.covar_module(a, b).to_dense()
+            k_star = self._with_training(est, xb)
             return (*posterior.predict(k_star, est.model_.covar_module(xb, diag=True)), None)
         mean, var, _ = super().block_latents(est, xb, posterior)
         return mean.mT, var.mT, None
+
+    @staticmethod
+    def _with_training(est: Any, xb: torch.Tensor) -> torch.Tensor:
+        """``n x b``: the kernel (with the output scale) between the training documents and the documents
+        ``xb``, padded to one width; what the shared posterior's solves take."""
+        return est.model_.covar_module(*pad_to_common_width(est.model_.train_inputs[0], xb)).to_dense()
 
     def cross_target(self, est: Any, xb: torch.Tensor, posterior: Any) -> tuple[torch.Tensor, Any]:
         """The documents ``xb`` and, for the shared inference, their cross-covariances with the training
@@ -314,8 +318,7 @@ class DirichletInference(_EvidenceInference):
         (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.solved`)."""
         if not isinstance(posterior, SharedDirichletPosterior):
             return xb, None
-        k_b = est.model_.covar_module(*pad_to_common_width(est.model_.train_inputs[0], xb)).to_dense()
-        return xb, posterior.solved(k_b)
+        return xb, posterior.solved(self._with_training(est, xb))
 
     def block_cross_latents(
         self, est: Any, xa: torch.Tensor, target: tuple[torch.Tensor, Any], posterior: Any
@@ -327,7 +330,7 @@ class DirichletInference(_EvidenceInference):
         xb, solved_b = target
         kernel = est.model_.covar_module
         if isinstance(posterior, SharedDirichletPosterior):
-            k_a = kernel(*pad_to_common_width(est.model_.train_inputs[0], xa)).to_dense()
+            k_a = self._with_training(est, xa)
             k_ab = kernel(*pad_to_common_width(xa, xb)).to_dense()
             solved_a = posterior.solved(k_a)
             mean, var = posterior.predict(k_a, kernel(xa, diag=True), solved_a)
