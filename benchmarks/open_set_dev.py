@@ -16,6 +16,9 @@ every score it offers and its in-scope accuracy.
 (scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
 each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
 
+``--gpc-objective loo``: the GP classifiers' hyper-parameters by the leave-one-out log probability of the
+labelled texts after the evidence (``LDKGPClassifier(objective="loo")``).
+
 ``--unseen-words whole-bag``: the GP classifiers' tf-idf cosine over each scored text's whole bag of
 words -- its words that no labelled text has counted in its norm, at the largest idf (their document
 frequency among the labelled texts is 0) -- in place of the library's policy, which drops them before
@@ -95,6 +98,12 @@ def main() -> None:
         help="the GP classifiers' scored texts: their unseen words dropped (the library's policy) or counted in "
         "the tf-idf norm (module docstring)",
     )
+    parser.add_argument(
+        "--gpc-objective",
+        default="evidence",
+        choices=("evidence", "loo"),
+        help="what the GP classifiers' hyper-parameters maximize (the study's --gpc-objective)",
+    )
     args = parser.parse_args()
 
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
@@ -119,7 +128,7 @@ def main() -> None:
         print(f"\nseed {seed}\n\n{_HEADER}")
         for run in runs:
             name, sizes = run[0], run[3]
-            study = dev_study(run, methods, seed, args.quick, OpenSetStudy)
+            study = dev_study(run, methods, seed, args.quick, OpenSetStudy, args.gpc_objective)
             executor = InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
             records = study.run(folder / name, executor, progress=False)["records"]
             (folder / f"{name}.json").write_text(json.dumps(records))
@@ -154,9 +163,9 @@ def dev_runs(root: Path, datasets: str, per_class: str, splits: int, dev_size: i
     return runs
 
 
-def dev_study(run: tuple, methods: list[str], seed: int, quick: bool, study_class=None):
+def dev_study(run: tuple, methods: list[str], seed: int, quick: bool, study_class=None, gpc_objective="evidence"):
     """The open-set study of one of :func:`dev_runs`' corpora on its training part (``study_class``: an
-    ``OpenSetStudy`` or a subclass)."""
+    ``OpenSetStudy`` or a subclass; ``gpc_objective``: the study's option)."""
     if study_class is None:
         from lvgp.experiments.open_set import OpenSetStudy as study_class
     _, path, unknown, sizes, splits, dev_size = run
@@ -169,6 +178,7 @@ def dev_study(run: tuple, methods: list[str], seed: int, quick: bool, study_clas
         test_size=dev_size,
         ldk_max_iter=5 if quick else 50,
         seed=seed,
+        gpc_objective=gpc_objective,
     )
 
 

@@ -10,7 +10,8 @@ Prints each strategy's learning curve and area under it, one seed a run:
 ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
 takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
-log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--cross-fit``: then
+log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--gpc-objective loo``: the GP learners' hyper-parameters by the leave-one-out log probability of the labelled
+texts after the evidence (with a class of one labelled text, the evidence's, with a warning). ``--cross-fit``: then
 each strategy's learner fitted on each strategy's labelled texts at the budget, scored on the held-out
 texts (``cross`` lines, with the GP learners' fitted part weights): is it the texts a learner chose or its
 predictor that ends its curve where it ends.
@@ -50,6 +51,12 @@ def main(argv=None) -> int:
         choices=("none", "loo"),
         help="the GP learners' part selection: their kernel as composed, or the sub-composition of its top sum "
         "(the words, the encoder, the pool's cluster part) kept by the leave-one-out log predictive at every refit",
+    )
+    parser.add_argument(
+        "--gpc-objective",
+        default="evidence",
+        choices=("evidence", "loo"),
+        help="what the GP learners' hyper-parameters maximize (the study's --gpc-objective)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=5000)
@@ -124,6 +131,7 @@ def main(argv=None) -> int:
             strategies=strategies,
             ldk_max_iter=5,
             vocabulary_from=args.vocabulary_from,
+            gpc_objective=args.gpc_objective,
         )
     else:
         study = DevStudy(
@@ -133,6 +141,7 @@ def main(argv=None) -> int:
             splits=1,
             strategies=strategies,
             vocabulary_from=args.vocabulary_from,
+            gpc_objective=args.gpc_objective,
         )
     if args.grid and not args.quick:
         grid(study, args)

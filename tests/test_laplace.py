@@ -516,7 +516,7 @@ def test_the_studies_take_a_subsets_evidence_only_where_a_method_fixes_its_word_
         ("laplace", study.LAPLACE_EVIDENCE_DOCUMENTS),
         ("variational", None),
     ):
-        options = SimpleNamespace(gpc_inference=inference)
+        options = SimpleNamespace(gpc_inference=inference, gpc_objective="evidence")
         plus = LDKGPClassifier(class_hyperparameters="shared", max_evidence_documents=study.GPC_EVIDENCE_DOCUMENTS)
         assert study.with_gpc_inference(plus, options).max_evidence_documents == expected
         assert study.with_gpc_inference(LDKGPClassifier(), options).max_evidence_documents is None

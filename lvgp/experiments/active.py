@@ -69,6 +69,7 @@ from .study import (
     Study,
     check_encoder_methods,
     encoder_precision_option,
+    gpc_objective_option,
     mean_cell,
     option,
     recorded_warnings,
@@ -360,6 +361,7 @@ class ActiveStudy(Study):
         "round's labelled texts) or pool (the whole pool's texts, once a seed; no label read)",
         choices=("labelled", "pool"),
     )
+    gpc_objective: str = gpc_objective_option()
     seed: int = option(0, "seed of the study", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 

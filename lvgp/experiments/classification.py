@@ -47,6 +47,7 @@ from .study import (
     Study,
     check_encoder_methods,
     encoder_precision_option,
+    gpc_objective_option,
     mean_cell,
     option,
     recorded_warnings,
@@ -175,10 +176,10 @@ ENCODER_GPC_FAMILY = "gpc-encoder"
 
 def with_gpc_inference(model, study):
     """A GP classification method's classifier with the study's ``--gpc-inference``: the Dirichlet
-    inference as built, or the Laplace / variational inference of the softmax likelihood (which need
+    inference as built (its hyper-parameters by ``--gpc-objective``), or the Laplace / variational inference of the softmax likelihood (which need
     no temperature: their probabilities are the likelihood's own)."""
     if study.gpc_inference == "dirichlet":
-        return model
+        return model.set_params(objective=study.gpc_objective)
     # the variational inference has no evidence to take of a subset (max_evidence_documents)
     if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer
         return model.set_params(inference="variational", calibration=None, optimizer=None, max_evidence_documents=None)
@@ -500,6 +501,7 @@ class ClassificationStudy(SizedCells, Study):
         choices=("dirichlet", "laplace", "variational"),
         before="dirichlet",
     )
+    gpc_objective: str = gpc_objective_option()
     part_selection: str = option(
         "none",
         "the encoder GP classifiers' composition (bow-gpc-encoder, ldk-gpc-encoder): none (the sum of the word "

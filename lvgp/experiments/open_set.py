@@ -62,6 +62,7 @@ from .study import (
     Study,
     check_encoder_methods,
     encoder_precision_option,
+    gpc_objective_option,
     mean_cell,
     option,
     recorded_warnings,
@@ -341,6 +342,7 @@ class OpenSetStudy(SizedCells, Study):
     encoder_precision: str = encoder_precision_option()
     embeddings: str = option("glove-6b-50d", "pretrained word vectors of gpc-ldk-encoder's word part")
     ldk_max_iter: int = option(50, "L-BFGS iterations of the GP classifiers (at least 300 where they need it)")
+    gpc_objective: str = gpc_objective_option()
     seed: int = option(0, "seed of the unknown classes, the samples and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 

@@ -664,6 +664,18 @@ def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> An
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
+def gpc_objective_option() -> Any:
+    """The ``gpc_objective`` option of the studies with Dirichlet GP classifiers
+    (``LDKGPClassifier(objective=...)``); studies written before it existed maximized the evidence."""
+    return option(
+        "evidence",
+        "what the Dirichlet GP classifiers' hyper-parameters maximize: evidence (the marginal likelihood) or loo "
+        "(after it, the leave-one-out log probability of the training labels; LDKGPClassifier(objective='loo'))",
+        choices=("evidence", "loo"),
+        before="evidence",
+    )
+
+
 def encoder_precision_option() -> Any:
     """The ``encoder_precision`` option of the studies whose methods read texts through the sentence
     encoder (:func:`_run_cell` runs each cell inside :func:`lvgp.encoders.encoder_precision` of it).

@@ -61,7 +61,13 @@ from ..mixins import (
     word_source,
 )
 from ..part_selection import PartSelectionMixin
-from .inference import INFERENCE_STRATEGIES, Inference
+from .inference import (
+    HYPERPARAMETER_OBJECTIVES,
+    INFERENCE_STRATEGIES,
+    TEMPERATURE_PRIOR_SD,
+    DirichletInference,
+    Inference,
+)
 from .models import class_draw_seeds, expected_softmax
 
 if TYPE_CHECKING:
@@ -72,11 +78,6 @@ __all__ = ["LDKGPClassifier", "LatentCross", "INFERENCES", "CLASS_HYPERPARAMETER
 #: the inferences ``inference=`` takes (:data:`~lvgp.models.gpc.inference.INFERENCE_STRATEGIES`)
 INFERENCES = tuple(INFERENCE_STRATEGIES)
 
-
-#: sd of the prior of ``calibration="temperature"`` on log T (a MAP fit, not the leave-one-out log loss
-#: alone): weakly informative -- T in [e^-2, e^2] at two sd, the range dev documents chose (0.4-1.2 on
-#: 20ng and r8) well inside -- and what keeps a few documents from driving T to its bound
-TEMPERATURE_PRIOR_SD = 1.0
 
 #: the classes' output scales and additional noise, one each per class or one for all classes
 CLASS_HYPERPARAMETERS = ("per-class", "shared")
@@ -246,12 +247,27 @@ class LDKGPClassifier(
             well from fewer documents (``evidence_subset_dev.py``). Learned (MAP) word vectors would see
             the subset's words alone: use it with fixed ones. ``evidence_documents_``: the subset's rows
             (``None`` when the evidence read every document).
+        objective: what the hyper-parameters maximize (Dirichlet inference): ``"evidence"`` (the default: the
+            log marginal likelihood of the transformed labels' regressions, plus the log priors), or
+            ``"loo"``: from the evidence's optimum, the mean log probability of each training label under
+            its closed-form leave-one-out prediction (the expected softmax of :meth:`leave_one_out_latents`,
+            tempered with a temperature fitted jointly where ``calibration="temperature"``, as the
+            predictions will be; Geisser's predictive criterion, R&W sec. 5.4.2, of the labels rather than
+            of the regressions' targets, which the Dirichlet transform only approximates). MAP word vectors
+            stay the evidence's; no hyper-parameter prior enters the second stage. A class with fewer than
+            two training documents (in the evidence's subset, with ``max_evidence_documents``) keeps the
+            evidence's hyper-parameters, with a warning. About twice the fit's cost. Not with
+            ``early_stopping`` or ``part_selection="evidence"`` (``ValueError``). On dev documents it traded
+            accuracy against the latent variance's distance-awareness (``benchmarks/README.md``).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
     ``validation_curve_`` (the held-out fit's; ``None`` and ``[]`` without early stopping;
     ``fit_seconds_`` includes the held-out fit), ``selected_parts_`` (the names of the kept parts of the
-    kernel's top sum), with ``part_selection`` ``part_scores_``. A ``ConvergenceWarning``
+    kernel's top sum), with ``part_selection`` ``part_scores_``; with the Dirichlet inference ``objective_``
+    (``"loo"``, or ``"evidence"`` where the hyper-parameters are the evidence's) and ``loo_loss_curve_`` (the
+    leave-one-out stage's objective a step; ``[]`` without it; ``n_iter_`` counts both stages' iterations,
+    ``loss_curve_`` the evidence's alone). A ``ConvergenceWarning``
     says when the budget ends before the convergence criterion (L-BFGS's, or for the variational
     inference a relative change of the epoch loss below ``tol`` over 10 epochs).
     """
@@ -280,6 +296,7 @@ class LDKGPClassifier(
         novelty_score: str = "energy",
         part_selection: str | None = None,
         max_evidence_documents: int | None = None,
+        objective: str = "evidence",
     ):
         self.kernel = kernel
         self.inference = inference
@@ -300,6 +317,7 @@ class LDKGPClassifier(
         self.novelty_score = novelty_score
         self.part_selection = part_selection
         self.max_evidence_documents = max_evidence_documents
+        self.objective = objective
 
     _first_format_version = 1  # files of lvgp 0.1 load
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
@@ -330,6 +348,7 @@ class LDKGPClassifier(
         "novelty_score": [Options(*NOVELTY_SCORES)],
         "part_selection": [None, Options(*PART_SELECTIONS)],
         "max_evidence_documents": [None, Integer(2)],
+        "objective": [Options(*HYPERPARAMETER_OBJECTIVES)],
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
@@ -357,6 +376,21 @@ class LDKGPClassifier(
             raise ValueError(
                 "part_selection='loo' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
             )
+        if self.objective == "loo":
+            if not strategy.leave_one_out:
+                raise ValueError(
+                    f"objective='loo' needs inference='dirichlet' (its leave-one-out predictions are closed-form); got "
+                    f"inference={self.inference!r}"
+                )
+            if self._early_stopping_options() is not None:
+                raise ValueError(
+                    "objective='loo' and early_stopping choose the fit's end two ways: pass early_stopping=False"
+                )
+            if self.part_selection == "evidence":
+                raise ValueError(
+                    "part_selection='evidence' compares the evidence each sub-composition reaches, which objective='loo' "
+                    "leaves; pass part_selection='loo' or objective='evidence'"
+                )
         if self.max_evidence_documents is not None and not (
             self.inference == "laplace" or (self.inference == "dirichlet" and self.class_hyperparameters == "shared")
         ):
@@ -501,19 +535,10 @@ class LDKGPClassifier(
         likelihood.train()
         try:
             with torch.no_grad(), exact_numerics(), covariance_errors("Dirichlet GP classifier", "Try a larger rho."):
-                prior = model(model.train_inputs[0])
-                covariance = likelihood(prior).covariance_matrix  # C x n x n
-                noise = covariance.diagonal(dim1=-2, dim2=-1) - prior.variance
-                precision = torch.cholesky_inverse(torch.linalg.cholesky(covariance))
-                residual = likelihood.transformed_targets - prior.mean
-                alpha = (precision @ residual.unsqueeze(-1)).squeeze(-1)
-                diag = precision.diagonal(dim1=-2, dim2=-1)
-                mean = likelihood.transformed_targets - alpha / diag
-                var = (1.0 / diag - noise).clamp_min(0.0)
+                return DirichletInference.per_class_leave_one_out(model, likelihood)
         finally:
             model.eval()
             likelihood.eval()
-        return mean.mT, var.mT
 
     def _fit_temperature(self, loo: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         r"""``calibration="temperature"``: the :math:`T` whose tempered probabilities
@@ -803,6 +828,8 @@ class LDKGPClassifier(
                 "temperature": getattr(self, "temperature_", 1.0),
                 "mc_draws": getattr(self, "_mc_draws", "by-position"),
                 "evidence_documents": _plain_rows(getattr(self, "evidence_documents_", None)),
+                "objective": getattr(self, "objective_", None),
+                "loo_loss_curve": list(getattr(self, "loo_loss_curve_", [])),
                 **self._saved_parts(),
                 **(
                     {"log_marginal_likelihood": self.log_marginal_likelihood_}
@@ -848,6 +875,8 @@ class LDKGPClassifier(
         rows = fit.get("evidence_documents")  # saved before max_evidence_documents: every document
         est.evidence_documents_ = None if rows is None else np.asarray(rows, dtype=np.int64)
         est._restore_parts(fit)
+        if fit.get("objective") is not None:  # saved before objective=: no attribute, as before
+            est.objective_, est.loo_loss_curve_ = fit["objective"], list(fit["loo_loss_curve"])
 
     def _class_seeds(self) -> list[int] | None:
         """The Monte Carlo draws' streams: one per class label (:func:`class_draw_seeds`), or
