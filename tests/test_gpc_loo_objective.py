@@ -175,3 +175,23 @@ def test_a_loo_fit_saved_and_loaded_predicts_the_same_bits(tmp_path):
     assert loaded.objective == "loo" and loaded.objective_ == "loo"
     assert loaded.loo_loss_curve_ == clf.loo_loss_curve_ and loaded.temperature_ == clf.temperature_
     np.testing.assert_array_equal(loaded.predict_proba(x), clf.predict_proba(x))
+
+
+def test_the_studies_pass_gpc_objective_to_their_dirichlet_classifiers():
+    import dataclasses
+    from types import SimpleNamespace
+
+    from lvgp.experiments.active import ActiveStudy
+    from lvgp.experiments.classification import ClassificationStudy, with_gpc_inference
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    for study in (ClassificationStudy, OpenSetStudy, ActiveStudy):
+        field = {f.name: f for f in dataclasses.fields(study)}["gpc_objective"]
+        assert field.default == "evidence" and field.metadata["before"] == "evidence"
+        assert field.metadata["choices"] == ("evidence", "loo")
+    for objective in ("evidence", "loo"):
+        options = SimpleNamespace(gpc_inference="dirichlet", gpc_objective=objective)
+        assert with_gpc_inference(LDKGPClassifier(), options).objective == objective
+    # the softmax inferences have no closed-form leave-one-out stage: the study refuses the pair
+    with pytest.raises(ValueError, match="--gpc-objective loo needs --gpc-inference dirichlet"):
+        ClassificationStudy(dataset="r8", gpc_inference="laplace", gpc_objective="loo").validate()

@@ -543,6 +543,11 @@ class ClassificationStudy(SizedCells, Study):
             raise ValueError(f"dev_path_iter must be a non-negative integer; got {self.dev_path_iter!r}")
         check_encoder_methods(self)
         encoders = [m for m in self.methods if self.method(m).family == ENCODER_GPC_FAMILY]
+        if self.gpc_objective == "loo" and self.gpc_inference != "dirichlet":
+            raise ValueError(
+                f"--gpc-objective loo needs --gpc-inference dirichlet (closed-form leave-one-out predictions); got "
+                f"--gpc-inference {self.gpc_inference}"
+            )
         if self.gpc_inference == "variational" and encoders:
             raise ValueError(
                 f"--gpc-inference variational: {', '.join(encoders)} read the texts through the sentence encoder, "
