@@ -176,8 +176,9 @@ ENCODER_GPC_FAMILY = "gpc-encoder"
 
 def with_gpc_inference(model, study):
     """A GP classification method's classifier with the study's ``--gpc-inference``: the Dirichlet
-    inference as built (its hyper-parameters by ``--gpc-objective``), or the Laplace / variational inference of the softmax likelihood (which need
-    no temperature: their probabilities are the likelihood's own)."""
+    inference as built (its hyper-parameters by ``--gpc-objective``), or the Laplace / variational
+    inference of the softmax likelihood (which need no temperature: their probabilities are the
+    likelihood's own)."""
     if study.gpc_inference == "dirichlet":
         return model.set_params(objective=study.gpc_objective)
     # the variational inference has no evidence to take of a subset (max_evidence_documents)

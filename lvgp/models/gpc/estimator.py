@@ -256,10 +256,10 @@ class LDKGPClassifier(
             of the regressions' targets, which the Dirichlet transform only approximates). MAP word vectors
             stay the evidence's; no hyper-parameter prior enters the second stage. A class with fewer than
             two training documents (in the evidence's subset, with ``max_evidence_documents``) keeps the
-            evidence's hyper-parameters, with a warning. The second stage costs several times the first (autograd
-            through the leave-one-out formula; 4-9x at 500 documents on the dev runs). Not with
-            ``early_stopping`` or ``part_selection="evidence"`` (``ValueError``). On dev documents it lowered the
-            log loss from about ten documents a class and lost accuracy with fewer; no study adopted it
+            evidence's hyper-parameters, with a warning. The second stage costs several times the first
+            (autograd through the leave-one-out formula; 4-9x at 500 documents on the dev runs). Not with
+            ``early_stopping`` or ``part_selection="evidence"`` (``ValueError``). On dev documents it lowered
+            the log loss from about ten documents a class and lost accuracy with fewer; no study adopted it
             (``benchmarks/README.md``, "``--gpc-objective loo``").
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
