@@ -259,8 +259,8 @@ class LDKGPClassifier(
             evidence's hyper-parameters, with a warning. The second stage costs several times the first
             (autograd through the leave-one-out formula; 4-9x at 500 documents on the dev runs). Not with
             ``early_stopping`` or ``part_selection="evidence"`` (``ValueError``). On dev documents it lowered
-            the log loss from about ten documents a class and lost accuracy with fewer; no study adopted it
-            (``benchmarks/README.md``, "``--gpc-objective loo``").
+            the log loss from about ten documents a class and lost accuracy with fewer; no study's default
+            (``benchmarks/README.md``, "``--gpc-objective loo``"; ``results/README.md``, active learning).
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
