@@ -10,8 +10,9 @@ Prints each strategy's learning curve and area under it, one seed a run:
 ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
 takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
-log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--gpc-objective loo``: the GP learners' hyper-parameters by the leave-one-out log probability of the labelled
-texts after the evidence (with a class of one labelled text, the evidence's, with a warning). ``--cross-fit``: then
+log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--gpc-objective loo``:
+the GP learners' hyper-parameters by the leave-one-out log probability of the labelled texts after the
+evidence (with a class of one labelled text, the evidence's, with a warning). ``--cross-fit``: then
 each strategy's learner fitted on each strategy's labelled texts at the budget, scored on the held-out
 texts (``cross`` lines, with the GP learners' fitted part weights): is it the texts a learner chose or its
 predictor that ends its curve where it ends.

@@ -39,7 +39,7 @@ COMPARE = [
 
 
 #: the commands that made the committed results (``results/README.md``, which the docs' results pages
-#: include): they parse too, and write where the results are
+#: include): they parse too (they may write into ``results/``)
 RESULTS_COMPARE = [
     ("results/README.md", c) for c in _shell_commands(ROOT / "results" / "README.md") if c.startswith("lvgp compare")
 ]
