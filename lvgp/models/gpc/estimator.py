@@ -67,6 +67,7 @@ from .inference import (
     TEMPERATURE_PRIOR_SD,
     DirichletInference,
     Inference,
+    single_document_classes,
 )
 from .models import class_draw_seeds, expected_softmax
 
@@ -583,13 +584,11 @@ class LDKGPClassifier(
         that document's class has no example, every composition predicts it badly, and the least confident
         one scores best (on the active study's dev runs at one text a class it kept compositions that
         classified at chance or below)."""
-        counts = np.bincount(self._training_codes(), minlength=len(self.classes_))
-        single = [str(self.classes_[c]) for c in np.flatnonzero(counts < 2)]
-        if not single:
+        single = single_document_classes(self._training_codes(), self.classes_)
+        if single is None:
             return None
-        names = ", ".join(single[:5]) + (f" and {len(single) - 5} more" if len(single) > 5 else "")
         return (
-            f"{len(single)} of {len(counts)} classes have a single training document ({names}); the "
+            f"{single[0]} of {single[1]} classes have a single training document ({single[2]}); the "
             "leave-one-out scores need at least two a class"
         )
 

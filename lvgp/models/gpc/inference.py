@@ -67,6 +67,19 @@ TEMPERATURE_PRIOR_SD = 1.0
 #: evidence, or after it the leave-one-out log probability of the training labels
 HYPERPARAMETER_OBJECTIVES = ("evidence", "loo")
 
+
+def single_document_classes(codes: np.ndarray, classes: np.ndarray) -> tuple[int, int, str] | None:
+    """The classes with fewer than two of the documents whose class codes are ``codes`` (positions in
+    ``classes``), which have no leave-one-out prediction worth the name: how many, of how many, and their
+    names (the first five, then how many more); ``None`` when there is none."""
+    counts = np.bincount(codes, minlength=len(classes))
+    single = [str(classes[c]) for c in np.flatnonzero(counts < 2)]
+    if not single:
+        return None
+    names = ", ".join(single[:5]) + (f" and {len(single) - 5} more" if len(single) > 5 else "")
+    return len(single), len(counts), names
+
+
 #: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
 #: ``ngd_lr`` each time, before it gives up with a ``CovarianceError``
 _NGD_BACKOFF = 10
@@ -331,14 +344,12 @@ class DirichletInference(_EvidenceInference):
         leave-one-out predictions given the subset. A class with fewer than two documents has no
         leave-one-out prediction worth the name: the evidence's hyper-parameters are kept, with a warning."""
         fit_codes = codes if rows is None else codes[rows.cpu().numpy()]
-        counts = np.bincount(fit_codes, minlength=len(est.classes_))
-        single = [str(est.classes_[c]) for c in np.flatnonzero(counts < 2)]
-        if single:
-            names = ", ".join(single[:5]) + (f" and {len(single) - 5} more" if len(single) > 5 else "")
+        single = single_document_classes(fit_codes, est.classes_)
+        if single is not None:
             where = "the evidence's subset" if rows is not None else "the training documents"
             warn(
-                f"objective='loo': {len(single)} of {len(counts)} classes have fewer than two documents in {where} "
-                f"({names}), so no leave-one-out prediction; the hyper-parameters are the evidence's",
+                f"objective='loo': {single[0]} of {single[1]} classes have fewer than two documents in {where} "
+                f"({single[2]}), so no leave-one-out prediction; the hyper-parameters are the evidence's",
                 UserWarning,
                 stacklevel=5,
             )
