@@ -145,3 +145,24 @@ def gp_predict(K_train, K_cross, K_test_diag, y, outputscale, noise, mean):
     pred_mean = mean + k_star @ np.linalg.solve(K, y - mean)
     pred_var = outputscale * K_test_diag + noise - np.einsum("ij,ji->i", k_star, np.linalg.solve(K, k_star.T))
     return pred_mean, pred_var
+
+
+def dirichlet_leave_one_out(K, noise, targets, means, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's latent posterior given the others, by an explicit solve a document and class
+    (R&W eq. 2.23-2.24 on the other documents; not the closed form of eq. 5.12): ``n x C`` means and
+    variances of the Dirichlet GP's ``C`` regressions with kernel ``K`` (``n x n``, or ``C x n x n``: a
+    class's own, its output scale included), noise ``noise`` (``C x n``), transformed targets ``targets``
+    (``C x n``) and constant means ``means`` (``C``); among ``rows`` of the documents alone (default all)."""
+    K, noise, targets, means = (np.asarray(a, dtype=np.float64) for a in (K, noise, targets, means))
+    rows = np.arange(noise.shape[1]) if rows is None else np.asarray(rows)
+    C, m = len(means), len(rows)
+    mean, var = np.zeros((m, C)), np.zeros((m, C))
+    for c in range(C):
+        Kc = (K[c] if K.ndim == 3 else K)[np.ix_(rows, rows)]
+        for j in range(m):
+            rest = np.delete(np.arange(m), j)
+            cov = Kc[np.ix_(rest, rest)] + np.diag(noise[c, rows[rest]])
+            k = Kc[rest, j]
+            mean[j, c] = means[c] + k @ np.linalg.solve(cov, targets[c, rows[rest]] - means[c])
+            var[j, c] = Kc[j, j] - k @ np.linalg.solve(cov, k)
+    return mean, var

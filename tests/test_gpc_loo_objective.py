@@ -23,6 +23,7 @@ from lvgp.kernels import LDKSpec
 from lvgp.models.gpc import TEMPERATURE_PRIOR_SD, LDKGPClassifier, expected_softmax
 from lvgp.models.gpc.inference import DirichletInference
 
+from . import reference as ref
 from .test_gpc import three_classes
 
 
@@ -56,25 +57,13 @@ def _fit(x, y, objective, hyperparameters="shared", kernel=_bag_of_words, **para
 
 def _explicit_loo(clf, rows=None):
     """``m x C`` leave-one-out latent means and variances by an explicit solve a document and class (among
-    ``rows`` of the training documents, default all)."""
+    ``rows`` of the training documents, default all): :func:`tests.reference.dirichlet_leave_one_out`."""
     model, lik = clf.model_, clf.likelihood_
-    train = model.train_inputs[0]
     with torch.no_grad():
-        K = model.covar_module(train).to_dense().numpy()
+        K = model.covar_module(model.train_inputs[0]).to_dense().numpy()
         noise = (lik.noise_covar.noise + lik.second_noise_covar.noise).numpy()
         targets, means = lik.transformed_targets.numpy(), model.mean_module.constant.numpy().ravel()
-    rows = np.arange(train.shape[0]) if rows is None else np.asarray(rows)
-    C = len(clf.classes_)
-    mean, var = np.zeros((len(rows), C)), np.zeros((len(rows), C))
-    for c in range(C):
-        Kc = (K[c] if K.ndim == 3 else K)[np.ix_(rows, rows)]
-        for j in range(len(rows)):
-            rest = np.delete(np.arange(len(rows)), j)
-            cov = Kc[np.ix_(rest, rest)] + np.diag(noise[c, rows[rest]])
-            k = Kc[rest, j]
-            mean[j, c] = means[c] + k @ np.linalg.solve(cov, targets[c, rows[rest]] - means[c])
-            var[j, c] = Kc[j, j] - k @ np.linalg.solve(cov, k)
-    return mean, var
+    return ref.dirichlet_leave_one_out(K, noise, targets, means, rows)
 
 
 def _reference_objective(clf, y):

@@ -19,6 +19,8 @@ from lvgp import LBFGS, LDKGPClassifier
 from lvgp.base.novelty import NOVELTY_SCORES, REFERENCE_SCORES, open_set_metrics, probability_novelty
 from lvgp.warnings import EmptyDocumentsWarning
 
+from . import reference as ref
+
 #: the GP classifier's own novelty score, which the tests that try the others set back
 DEFAULT_SCORE = LDKGPClassifier().novelty_score
 
@@ -344,16 +346,15 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     K_y = _noisy_training_covariance(clf)
     with torch.no_grad():
         K = model.covar_module(x).to_dense().expand_as(K_y)
-        m = model.mean_module.constant.reshape(-1, 1)
-        residual = likelihood.transformed_targets - m  # C x n
+        noise = K_y.diagonal(dim1=-2, dim2=-1) - K.diagonal(dim1=-2, dim2=-1)  # C x n
+        means = model.mean_module.constant.reshape(-1)
         n = x.shape[0]
-        loo_mean, loo_var = torch.empty(n, K.shape[0], dtype=K.dtype), torch.empty(n, K.shape[0], dtype=K.dtype)
-        for i in range(n):
-            o = torch.tensor([j for j in range(n) if j != i])
-            k_io = K[:, i, o]  # C x (n - 1)
-            solve = torch.linalg.solve(K_y[:, o][:, :, o], k_io.unsqueeze(-1)).squeeze(-1)
-            loo_mean[i] = m.squeeze(-1) + (solve * residual[:, o]).sum(-1)
-            loo_var[i] = K[:, i, i] - (solve * k_io).sum(-1)
+        loo_mean, loo_var = (
+            torch.from_numpy(a)
+            for a in ref.dirichlet_leave_one_out(
+                K.numpy(), noise.numpy(), likelihood.transformed_targets.numpy(), means.numpy()
+            )
+        )
         proba = expected_softmax(loo_mean, loo_var, clf.predict_samples, clf._class_seeds()).numpy()
     proba = clf._temper(proba)
     ref_entropy = -np.sum(proba * np.log(np.clip(proba, 1e-300, None)), axis=1) / np.log(proba.shape[1])
