@@ -19,6 +19,10 @@ each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw)
 ``--gpc-objective loo``: the GP classifiers' hyper-parameters by the leave-one-out log probability of the
 labelled texts after the evidence (``LDKGPClassifier(objective="loo")``).
 
+``--unlabeled-texts all`` (the default here) or ``known-classes``: the study's option, the unlabelled texts
+of ``gpc-pool-bow-encoder-rbf`` -- every row of the training part that is not a dev document, or the known
+classes' rows alone.
+
 ``--unseen-words whole-bag``: the GP classifiers' tf-idf cosine over each scored text's whole bag of
 words -- its words that no labelled text has counted in its norm, at the largest idf (their document
 frequency among the labelled texts is 0) -- in place of the library's policy, which drops them before
@@ -42,8 +46,8 @@ from lvgp.base.novelty import NOVELTY_SCORE_NAMES
 
 UNKNOWN = {"r8": 2, "20ng": 5}
 METHODS = (
-    "gpc-bow,gpc-bow-encoder-rbf,gpc-bow-encoder,gpc-encoder-rbf,gpc-encoder,tfidf-encoder-logreg,encoder-logreg,"
-    "encoder-mahalanobis,encoder-knn,svm"
+    "gpc-bow,gpc-bow-encoder-rbf,gpc-pool-bow-encoder-rbf,gpc-bow-encoder,gpc-encoder-rbf,gpc-encoder,"
+    "tfidf-encoder-logreg,encoder-logreg,encoder-mahalanobis,encoder-knn,svm"
 )
 
 
@@ -99,6 +103,12 @@ def main() -> None:
         "the tf-idf norm (module docstring)",
     )
     parser.add_argument(
+        "--unlabeled-texts",
+        default="all",
+        choices=("all", "known-classes"),
+        help="the pool GP's unlabelled texts (the study's --unlabeled-texts; module docstring)",
+    )
+    parser.add_argument(
         "--gpc-objective",
         default="evidence",
         choices=("evidence", "loo"),
@@ -119,7 +129,11 @@ def main() -> None:
     root = Path(args.out or tempfile.mkdtemp(prefix="open-set-dev-"))
     root.mkdir(parents=True, exist_ok=True)
     runs = dev_runs(root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick)
-    methods = ("gpc-bow-encoder-rbf,tfidf-encoder-logreg,encoder-knn,svm" if args.quick else args.methods).split(",")
+    methods = (
+        "gpc-bow-encoder-rbf,gpc-pool-bow-encoder-rbf,tfidf-encoder-logreg,encoder-knn,svm"
+        if args.quick
+        else args.methods
+    ).split(",")
     seeds = [int(seed) for seed in (args.seed or ("1,2" if args.quick else "1")).split(",")]
     every: list[dict] = []  # the records of every seed
     for seed in seeds:
@@ -128,7 +142,7 @@ def main() -> None:
         print(f"\nseed {seed}\n\n{_HEADER}")
         for run in runs:
             name, sizes = run[0], run[3]
-            study = dev_study(run, methods, seed, args.quick, OpenSetStudy, args.gpc_objective)
+            study = dev_study(run, methods, seed, args.quick, OpenSetStudy, args.gpc_objective, args.unlabeled_texts)
             executor = InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
             records = study.run(folder / name, executor, progress=False)["records"]
             (folder / f"{name}.json").write_text(json.dumps(records))
@@ -163,9 +177,17 @@ def dev_runs(root: Path, datasets: str, per_class: str, splits: int, dev_size: i
     return runs
 
 
-def dev_study(run: tuple, methods: list[str], seed: int, quick: bool, study_class=None, gpc_objective="evidence"):
+def dev_study(
+    run: tuple,
+    methods: list[str],
+    seed: int,
+    quick: bool,
+    study_class=None,
+    gpc_objective="evidence",
+    unlabeled_texts="all",
+):
     """The open-set study of one of :func:`dev_runs`' corpora on its training part (``study_class``: an
-    ``OpenSetStudy`` or a subclass; ``gpc_objective``: the study's option)."""
+    ``OpenSetStudy`` or a subclass; ``gpc_objective`` and ``unlabeled_texts``: the study's options)."""
     if study_class is None:
         from lvgp.experiments.open_set import OpenSetStudy as study_class
     _, path, unknown, sizes, splits, dev_size = run
@@ -179,6 +201,7 @@ def dev_study(run: tuple, methods: list[str], seed: int, quick: bool, study_clas
         ldk_max_iter=5 if quick else 50,
         seed=seed,
         gpc_objective=gpc_objective,
+        unlabeled_texts=unlabeled_texts,
     )
 
 

@@ -610,6 +610,68 @@ def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_
     assert {r["n_train"] for r in records} == {20}  # every class of the training file is known
 
 
+def test_the_unlabelled_texts_are_the_training_files_rows_that_are_not_test_documents(corpus, tmp_path):
+    """The point cloud of ``gpc-pool-bow-encoder-rbf`` (``--unlabeled-texts``): a TSV alone lends its test
+    documents from its own rows, so they are left out (the rows ``--test-size`` did not draw stay in, labelled
+    or not); ``all`` keeps every class's, ``known-classes`` the known classes' alone, ``none`` nothing; with a
+    separate test file every training row is in."""
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    splits = {
+        kind: OpenSetStudy(
+            dataset=corpus, unknown_classes=1, per_class=(4, 8), test_size=50, seed=3, unlabeled_texts=kind
+        ).split(0)
+        for kind in ("all", "known-classes", "none")
+    }
+    split = splits["all"]
+    cloud = set(split.cloud_rows.tolist())
+    assert len(cloud) == 120 - 50 and len(split.cloud_texts()) == 70
+    labelled = {int(i) for c in split.known for i in split.order[c][:8]}
+    assert labelled <= cloud  # the labelled texts are in the cloud too
+    assert not set(split.test_texts) & set(split.cloud_texts())  # (the toy rows are distinct texts)
+    assert set(split.pool_labels[split.cloud_rows]) == {*split.known, *split.unknown}
+    known = splits["known-classes"]
+    assert known.cloud_rows.tolist() == [i for i in split.cloud_rows if split.pool_labels[i] in split.known]
+    assert labelled <= set(known.cloud_rows.tolist()) and set(known.pool_labels[known.cloud_rows]) == set(known.known)
+    assert len(splits["none"].cloud_rows) == 0
+    assert known.test_texts == split.test_texts == splits["none"].test_texts  # the option moves no test document
+    test = _tsv(tmp_path / "test.tsv", [("good fine", "pos"), ("what time is it", "oos")] * 3)
+    split = OpenSetStudy(dataset=corpus, unknown_label="oos", test_dataset=test, unlabeled_texts="all").split(0)
+    assert split.cloud_rows.tolist() == list(range(120))
+
+
+def test_the_pool_gp_adds_the_unlabelled_texts_cluster_kernel(corpus, tmp_path):
+    """``gpc-pool-bow-encoder-rbf`` runs in the study and records its cloud's size; its kernel is
+    ``gpc-bow-encoder-rbf``'s plus a cluster kernel of the cloud's texts, two eigenvectors a *known* class,
+    shared by the cells of a split; its own score is the stationary GPs'."""
+    from lvgp.experiments.cli import main
+    from lvgp.experiments.open_set import OpenSetStudy, _gpc_pool, cloud_kernel
+    from lvgp.kernels import ClusterKernel
+
+    out = tmp_path / "out"
+    argv = ["compare", "open-set", "--dataset", corpus, "--unknown-classes", "1", "--per-class", "4", "--splits", "1"]
+    argv += ["--test-size", "60", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--unlabeled-texts", "all"]
+    argv += ["--methods", "gpc-pool-bow-encoder-rbf,gpc-bow-encoder-rbf"]
+    assert main(argv) == 0
+    by = {r["method"]: r for r in json.loads((out / "results.json").read_text())}
+    assert by["gpc-pool-bow-encoder-rbf"]["n_unlabeled"] == 60
+    assert by["gpc-pool-bow-encoder-rbf"]["unlabeled_texts"] == "all"
+    assert "n_unlabeled" not in by["gpc-bow-encoder-rbf"]
+    assert by["gpc-pool-bow-encoder-rbf"]["novelty_score"] == "energy-class-variance"
+    assert 0 <= by["gpc-pool-bow-encoder-rbf"]["oos_auroc"] <= 1
+    study = OpenSetStudy(
+        dataset=corpus, unknown_classes=1, per_class=(4,), test_size=60, ldk_max_iter=5, unlabeled_texts="all"
+    )
+    part = cloud_kernel(study, 0)
+    assert part is cloud_kernel(study, 0)  # once a split
+    assert isinstance(part, ClusterKernel) and part.cloud.shape[0] == 60 and part.n_components == 2 * 3
+    x, y = study.split(0).training(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _gpc_pool(study, {"method": "gpc-pool-bow-encoder-rbf", "split": 0, "params": {}}, None).fit(x, y)
+    assert [m for m in model.model_.covar_module.modules() if isinstance(m, ClusterKernel)] == [part]
+
+
 @pytest.mark.parametrize(
     "extra,match",
     [
@@ -617,6 +679,10 @@ def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_
         (["--unknown-label", "nope"], "--unknown-label 'nope' is the label of no row"),
         (["--unknown-classes", "3"], "--unknown-classes 3: .* has 4 classes and at least 2 must stay known"),
         (["--dataset", "r8", "--test-dataset", "x.tsv", "--unknown-classes", "1"], "has its own test split"),
+        (
+            ["--unknown-classes", "1", "--methods", "gpc-pool-bow-encoder-rbf"],
+            "gpc-pool-bow-encoder-rbf reads unlabelled texts: pass --unlabeled-texts",
+        ),
     ],
 )
 def test_open_set_study_refuses_bad_options_before_any_cell(corpus, tmp_path, extra, match, capsys):

@@ -61,7 +61,8 @@ from ..base.metrics import log_loss
 from ..base.novelty import probability_novelty, variance_novelty
 from ..datasets.loaders import corpus_names
 from .classification import _encoder_logreg, _style
-from .open_set import classification_corpus
+# (the pool GP's cluster settings lived here before: still importable from this module)
+from .open_set import POOL_COMPONENTS_PER_CLASS, POOL_NEIGHBOURS, POOL_POWER, classification_corpus  # noqa: F401
 from .registry import register_method, register_study
 from .study import (
     DEVICE_HELP,
@@ -251,32 +252,14 @@ def pool_vocabulary(study: ActiveStudy, split: int) -> tuple[Any, np.ndarray]:
     return vocabulary, idf_weights(ids, len(vocabulary))
 
 
-#: the pool GP's cluster part (``ClusterKernel``): eigenvectors kept a class, the transfer power and the
-#: neighbours of the pool's graph; chosen on 20ng's training part alone (``benchmarks/point_cloud_dev.py``)
-POOL_COMPONENTS_PER_CLASS = 2
-POOL_POWER = 6.0
-POOL_NEIGHBOURS = 10
-
-
 @functools.lru_cache(maxsize=2)
 def pool_kernel(study: ActiveStudy, split: int) -> Any:
-    """The cluster part of ``gp-pool``: :class:`~lvgp.kernels.ClusterKernel` of the whole pool's unit
-    vectors (labelled and unlabelled texts), with 2 eigenvectors a class, made once a seed."""
-    import torch
-
-    from ..encoders import resolve_encoder
-    from ..kernels import ClusterKernel
+    """The cluster part of ``gp-pool``: :func:`~lvgp.experiments.open_set.cluster_kernel_of_texts` of the
+    whole pool's texts (labelled and unlabelled), with 2 eigenvectors a class, made once a seed."""
+    from .open_set import cluster_kernel_of_texts
 
     data = study.split(split)
-    encoder = resolve_encoder(study.encoder, study.device)
-    vectors = torch.as_tensor(np.asarray(encoder.encode(data.pool_texts)), dtype=torch.float64)
-    components = min(POOL_COMPONENTS_PER_CLASS * len(np.unique(data.pool_labels)), len(vectors) - 1)
-    return ClusterKernel(
-        torch.nn.functional.normalize(vectors, dim=-1),
-        n_components=components,
-        n_neighbors=min(POOL_NEIGHBOURS, len(vectors) - 1),
-        power=POOL_POWER,
-    )
+    return cluster_kernel_of_texts(study.encoder, study.device, data.pool_texts, len(np.unique(data.pool_labels)))
 
 
 def _gp_pool(study, cell, data):

@@ -9,6 +9,12 @@ nested, a class with fewer texts gives all of them). The test documents are the 
 size (every row of an unknown class or label among them); ``--test-size`` subsamples them. The
 test documents of known classes are in scope, the others out of scope.
 
+``--unlabeled-texts`` gives the methods that read unlabelled texts (``gpc-pool-bow-encoder-rbf``) the
+training file's texts that are not test documents, their labels unread: the known classes' alone
+(``known-classes``: the protocol's unknown classes are never trained on), or all of them (``all``: the
+unknown classes' too, open-world semi-supervised learning, where unlabelled traffic holds texts of no
+known class). The other methods read the labelled texts alone.
+
 Every method is fitted on the labelled texts and records, on the in-scope test documents, the
 accuracy, macro-F1, log loss and expected calibration error; on all test documents its novelty score
 (``score_samples``: higher is more typical, :mod:`lvgp.base.novelty`) against which are out of scope:
@@ -204,6 +210,62 @@ def _gpc_bow(study, cell, data):
 GPC_BOW_SUBLINEAR_TF = True
 
 
+#: the cluster part of the GP classifiers that read unlabelled texts (``ClusterKernel``; the active study's
+#: ``gp-pool-*`` and the open-set study's ``gpc-pool-bow-encoder-rbf``): eigenvectors kept a class, the
+#: transfer power and the neighbours of the texts' graph; chosen on 20ng's training part alone
+#: (``benchmarks/point_cloud_dev.py``)
+POOL_COMPONENTS_PER_CLASS = 2
+POOL_POWER = 6.0
+POOL_NEIGHBOURS = 10
+
+
+def cluster_kernel_of_texts(encoder: str, device: str, texts: Sequence[str], n_classes: int) -> Any:
+    """:class:`~lvgp.kernels.ClusterKernel` of the encoder's unit vectors of ``texts`` (the point cloud: the
+    unlabelled texts, with the labelled ones), :data:`POOL_COMPONENTS_PER_CLASS` eigenvectors for each of
+    ``n_classes`` classes, :data:`POOL_NEIGHBOURS` neighbours and the transfer power :data:`POOL_POWER`."""
+    import torch
+
+    from ..encoders import resolve_encoder
+    from ..kernels import ClusterKernel
+
+    vectors = torch.as_tensor(np.asarray(resolve_encoder(encoder, device).encode(list(texts))), dtype=torch.float64)
+    return ClusterKernel(
+        torch.nn.functional.normalize(vectors, dim=-1),
+        n_components=min(POOL_COMPONENTS_PER_CLASS * n_classes, len(vectors) - 1),
+        n_neighbors=min(POOL_NEIGHBOURS, len(vectors) - 1),
+        power=POOL_POWER,
+    )
+
+
+#: the methods that read the split's unlabelled texts (:meth:`OpenSetSplit.cloud_texts`)
+CLOUD_METHODS = ("gpc-pool-bow-encoder-rbf",)
+
+
+@functools.lru_cache(maxsize=2)
+def cloud_kernel(study: OpenSetStudy, split: int) -> Any:
+    """``gpc-pool-bow-encoder-rbf``'s cluster part: :func:`cluster_kernel_of_texts` of the split's
+    :meth:`OpenSetSplit.cloud_texts` (``--unlabeled-texts``; their labels never read), 2 eigenvectors a *known*
+    class; made once a split (it has no parameters: the cells of a split share it)."""
+    data = study.split(split)
+    return cluster_kernel_of_texts(study.encoder, study.device, data.cloud_texts(), len(data.known))
+
+
+@register_method(
+    KIND,
+    "gpc-pool-bow-encoder-rbf",
+    "GP classifier (BoW + encoder RBF + unlabelled texts)",
+    raw_texts=True,
+    family=ENCODER_GPC_FAMILY,
+    description="gpc-bow-encoder-rbf's kernel plus a third part with its own weight: the cluster kernel of the "
+    "unlabelled texts of --unlabeled-texts (known-classes or all; labelled texts among them, no label read), as the "
+    "active study's gp-pool; novelty score: the energy and the predicted class's variance, as the stationary GPs'. "
+    "Semi-supervised: the baselines do not read the unlabelled texts",
+)
+def _gpc_pool(study, cell, data):
+    part = cloud_kernel(study, cell["split"])
+    return _gp_method(_bag_of_words_beside_encoder(("rbf", part)), STATIONARY_GP_NOVELTY_SCORE)(study, cell, data)
+
+
 @register_method(
     KIND,
     "gpc-ldk-encoder",
@@ -293,11 +355,20 @@ class OpenSetSplit:
     test_texts: list[str]
     test_labels: np.ndarray
     out_of_scope: np.ndarray
+    #: the rows of ``pool_texts`` (the training file) that the methods reading unlabelled texts read (their
+    #: point cloud; ``--unlabeled-texts``): none; the known classes' rows, labelled or not; or every row that is
+    #: not a test document (of every class, the unknown ones' and ``--unknown-label``'s too). A test document is
+    #: never among them
+    cloud_rows: np.ndarray
 
     def training(self, per_class: int) -> tuple[list[str], np.ndarray]:
         """The first ``per_class`` texts of each known class (all of a class with fewer)."""
         rows = np.sort(np.concatenate([self.order[c][:per_class] for c in self.known]))
         return [self.pool_texts[i] for i in rows], self.pool_labels[rows]
+
+    def cloud_texts(self) -> list[str]:
+        """The texts of :attr:`cloud_rows`, the unlabelled texts a semi-supervised method may read."""
+        return [self.pool_texts[i] for i in self.cloud_rows]
 
 
 @functools.lru_cache(maxsize=4)
@@ -343,6 +414,15 @@ class OpenSetStudy(SizedCells, Study):
     embeddings: str = option("glove-6b-50d", "pretrained word vectors of gpc-ldk-encoder's word part")
     ldk_max_iter: int = option(50, "L-BFGS iterations of the GP classifiers (at least 300 where they need it)")
     gpc_objective: str = gpc_objective_option()
+    unlabeled_texts: str = option(
+        "none",
+        "the unlabelled texts of the methods that read them (gpc-pool-bow-encoder-rbf): none; known-classes: the "
+        "known classes' training texts, labelled or not (the unknown classes' never read); all: every training text "
+        "that is not a test document, the unknown classes' and --unknown-label's too (open-world semi-supervised "
+        "learning: the unknown classes are then not 'never trained on')",
+        choices=("none", "known-classes", "all"),
+        before="none",
+    )
     seed: int = option(0, "seed of the unknown classes, the samples and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
@@ -363,6 +443,12 @@ class OpenSetStudy(SizedCells, Study):
         if self.test_dataset is not None and self.dataset in BUILTIN:
             raise ValueError(f"--test-dataset replaces a TSV's held-out rows; {self.dataset} has its own test split")
         check_encoder_methods(self)
+        reading = [m for m in self.methods if m in CLOUD_METHODS]
+        if reading and self.unlabeled_texts == "none":
+            raise ValueError(
+                f"{', '.join(reading)} reads unlabelled texts: pass --unlabeled-texts known-classes (the known classes' "
+                "training texts) or all (every training text that is not a test document)"
+            )
 
     def check_data(self) -> None:
         split = self.split(0)  # bad input fails here, before any cell runs
@@ -400,10 +486,12 @@ class OpenSetStudy(SizedCells, Study):
             own_split = len(test.test_texts) > 0  # a built-in corpus's test split; a TSV's rows
             test_texts = list(test.test_texts if own_split else test.train_texts)
             test_labels = np.asarray(test.test_labels if own_split else test.train_labels).astype(str)
+            test_rows = None  # no test document is a row of the training file
         else:  # a TSV alone: the rows not labelled at the largest size
             labelled = np.concatenate([order[c][: max(self.per_class)] for c in known])
             rest = np.setdiff1d(np.arange(len(labels)), labelled)
             test_texts, test_labels = [texts[i] for i in rest], labels[rest]
+            test_rows = rest
         if self.unknown_label is not None and self.unknown_label not in set(classes) | set(test_labels.tolist()):
             raise ValueError(
                 f"--unknown-label {self.unknown_label!r} is the label of no row of {self.dataset}"
@@ -420,20 +508,28 @@ class OpenSetStudy(SizedCells, Study):
                 .choice(len(test_labels), self.test_size, replace=False)
             )
             test_texts, test_labels, out = [test_texts[i] for i in keep], test_labels[keep], out[keep]
+            test_rows = None if test_rows is None else test_rows[keep]
         if out.all() or not out.any():
             raise ValueError(
                 f"split {split} of {self.dataset}: {int(out.sum())} of {len(out)} test documents are out of scope; the "
                 "study needs some in scope and some out (check --unknown-classes, --unknown-label, --test-dataset)"
             )
-        return OpenSetSplit(unknown, known, order, texts, labels, test_texts, test_labels, out)
+        cloud = np.arange(len(labels)) if test_rows is None else np.setdiff1d(np.arange(len(labels)), test_rows)
+        if self.unlabeled_texts == "none":
+            cloud = cloud[:0]
+        elif self.unlabeled_texts == "known-classes":
+            cloud = cloud[np.isin(labels[cloud], known)]
+        return OpenSetSplit(unknown, known, order, texts, labels, test_texts, test_labels, out, cloud)
 
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
 
     def encoder_texts(self, split: int, size: int) -> Iterable[Sequence[str]]:
-        """A split's labelled texts at ``size`` a class, and its test documents."""
+        """A split's labelled texts at ``size`` a class, its test documents, and with a method of
+        :data:`CLOUD_METHODS` its unlabelled texts."""
         data = self.split(split)
-        return (data.training(size)[0], data.test_texts)
+        cloud = (data.cloud_texts(),) if len(data.cloud_rows) and set(CLOUD_METHODS) & set(self.methods) else ()
+        return (data.training(size)[0], data.test_texts, *cloud)
 
     def table(self, records: list[dict]) -> str:
         return table_markdown(records, self)
@@ -524,6 +620,9 @@ def run_cell(study: OpenSetStudy, cell: dict) -> dict:
         )
     if encode_seconds is not None:
         record["encode_seconds"] = encode_seconds
+    if cell["method"] in CLOUD_METHODS:
+        # the texts of its point cloud, labelled ones among them
+        record.update(unlabeled_texts=study.unlabeled_texts, n_unlabeled=len(split.cloud_rows))
     measured = {kind: open_set_metrics(values, split.out_of_scope) for kind, values in scores.items()}
     record.update(measured[name])
     record["scores"] = {kind: {k: v for k, v in m.items() if k != "roc"} for kind, m in measured.items()}
