@@ -61,8 +61,12 @@ from ..base.metrics import log_loss
 from ..base.novelty import probability_novelty, variance_novelty
 from ..datasets.loaders import corpus_names
 from .classification import _encoder_logreg, _style
-# (the pool GP's cluster settings lived here before: still importable from this module)
-from .open_set import POOL_COMPONENTS_PER_CLASS, POOL_NEIGHBOURS, POOL_POWER, classification_corpus  # noqa: F401
+from .open_set import (  # the pool GP's cluster settings lived here before: still importable from here
+    POOL_COMPONENTS_PER_CLASS,  # noqa: F401
+    POOL_NEIGHBOURS,  # noqa: F401
+    POOL_POWER,  # noqa: F401
+    classification_corpus,
+)
 from .registry import register_method, register_study
 from .study import (
     DEVICE_HELP,
