@@ -273,6 +273,24 @@ def test_the_cluster_kernel_is_near_one_within_a_cluster_and_near_zero_across(de
     assert torch.linalg.eigvalsh(kernel(cloud, cloud).to_dense()).min() > -1e-10
 
 
+def test_many_eigenvectors_of_a_larger_cloud_come_from_the_dense_subset_as_from_the_whole(monkeypatch):
+    """Above the dense limit, with many eigenvectors kept, the leading ones of the dense matrix alone
+    (LAPACK's ``evr``): the same kernel as the whole dense eigendecomposition's; with few, LOBPCG as before."""
+    cloud, x = _cloud(300, seed=3), _cloud(7, seed=4)
+    whole = ClusterKernel(cloud, n_components=12, n_neighbors=6)
+    monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", 100)
+    monkeypatch.setattr(point_cloud, "_DENSE_SUBSET_COMPONENTS", 10)
+    calls = []
+    lobpcg = __import__("scipy.sparse.linalg", fromlist=["lobpcg"]).lobpcg
+    monkeypatch.setattr("scipy.sparse.linalg.lobpcg", lambda *a, **k: calls.append(1) or lobpcg(*a, **k))
+    subset = ClusterKernel(cloud, n_components=12, n_neighbors=6)
+    assert not calls
+    torch.testing.assert_close(subset.eigenvalues, whole.eigenvalues, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(subset(x, x).to_dense(), whole(x, x).to_dense(), rtol=1e-8, atol=1e-10)
+    ClusterKernel(cloud, n_components=8, n_neighbors=6)  # fewer than _DENSE_SUBSET_COMPONENTS: LOBPCG
+    assert calls
+
+
 def test_the_cluster_kernel_is_the_same_for_the_same_cloud():
     cloud, x = _cloud(80), _cloud(5, seed=9)
     first = ClusterKernel(cloud, n_components=6, n_neighbors=5)(x, x).to_dense()

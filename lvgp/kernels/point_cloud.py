@@ -67,6 +67,13 @@ _KEPT_TERMS = 4
 #: clouds up to this many points: the cluster kernel's spectrum by a dense eigendecomposition (8,192:
 #: ~25 s on two cores); larger ones by LOBPCG on the sparse graph
 _DENSE_SPECTRUM = 8192
+#: larger clouds up to this many points, with at least :data:`_DENSE_SUBSET_COMPONENTS` eigenvectors kept: the
+#: leading ones of the dense matrix alone (LAPACK's ``evr``, :func:`scipy.linalg.eigh` with
+#: ``subset_by_index``): LOBPCG's block grows with the eigenvectors kept (2 a class: 300 for an intent set of
+#: 150 classes) and is then the slower (``benchmarks/README.md``, ``cluster_spectrum_cost.py``). 20,000
+#: points: a 3.2 GB matrix
+_DENSE_SUBSET_SPECTRUM = 20_000
+_DENSE_SUBSET_COMPONENTS = 100
 #: rows of the cloud's distances computed at once when finding neighbours
 _NEIGHBOUR_ROWS = 2048
 
@@ -275,7 +282,8 @@ class ClusterKernel(_KeepsResults):
     No hyperparameters are learned (wrap it in ``ScaleKernel`` for an output scale). The eigenvectors
     come from a dense eigendecomposition up to 8,192 points and from LOBPCG on the sparse graph above
     (a fixed start: the same kernel for the same cloud; a block method, as a graph of several
-    components repeats the eigenvalue 1); a call costs the distances of its inputs to the cloud,
+    components repeats the eigenvalue 1), but for 100 eigenvectors or more up to 20,000 points, where
+    LOBPCG's growing block is slower than the dense matrix's leading eigenvectors alone; a call costs the distances of its inputs to the cloud,
     :math:`n \times n_P \times d`.
 
     Shapes: ``x1``: ``*B x n1 x d``, ``x2``: ``*B x n2 x d`` -> ``*B x n1 x n2`` (``*B x n1`` with
@@ -331,6 +339,12 @@ class ClusterKernel(_KeepsResults):
         if n <= _DENSE_SPECTRUM:  # every eigenvalue's multiplicity found (disconnected clusters share 1)
             values, vectors = np.linalg.eigh(affinity.toarray())
             values, vectors = values[-self.n_components :], vectors[:, -self.n_components :]
+        elif n <= _DENSE_SUBSET_SPECTRUM and self.n_components >= _DENSE_SUBSET_COMPONENTS:  # dense, the leading alone
+            import scipy.linalg
+
+            values, vectors = scipy.linalg.eigh(
+                affinity.toarray(), subset_by_index=[n - self.n_components, n - 1], driver="evr", overwrite_a=True
+            )
         else:  # a block method: a Krylov one (eigsh) finds one vector of a repeated eigenvalue
             start = numpy_generator(0).standard_normal((n, self.n_components))
             values, vectors = scipy.sparse.linalg.lobpcg(affinity, start, largest=True, tol=1e-9, maxiter=2000)
