@@ -7,6 +7,7 @@ eigendecomposition. Both under gpytorch's kernel tests."""
 from __future__ import annotations
 
 import unittest
+import warnings
 
 import pytest
 import torch
@@ -289,6 +290,33 @@ def test_many_eigenvectors_of_a_larger_cloud_come_from_the_dense_subset_as_from_
     torch.testing.assert_close(subset(x, x).to_dense(), whole(x, x).to_dense(), rtol=1e-8, atol=1e-10)
     ClusterKernel(cloud, n_components=8, n_neighbors=6)  # fewer than _DENSE_SUBSET_COMPONENTS: LOBPCG
     assert calls
+
+
+def test_a_lobpcg_that_misses_its_tolerance_gives_way_to_the_dense_route_or_says_so(monkeypatch):
+    """LOBPCG's iterate short of its tolerance is not used where the dense matrix fits: the kernel is the
+    dense eigendecomposition's; above that limit its iterate is kept with lvgp's warning naming the sizes.
+    (The miss is simulated: scipy's warning added to a converged run.)"""
+    import scipy.sparse.linalg
+
+    cloud, x = _cloud(300, seed=3), _cloud(7, seed=4)
+    whole = ClusterKernel(cloud, n_components=12, n_neighbors=6)
+    lobpcg = scipy.sparse.linalg.lobpcg
+
+    def missing(*args, **kwargs):
+        warnings.warn(
+            "Exited at iteration 2000 ... not reaching the requested tolerance 1e-09.", UserWarning, stacklevel=2
+        )
+        return lobpcg(*args, **kwargs)
+
+    monkeypatch.setattr(scipy.sparse.linalg, "lobpcg", missing)
+    monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning reaches the user: the dense route answers
+        fallback = ClusterKernel(cloud, n_components=12, n_neighbors=6)
+    torch.testing.assert_close(fallback(x, x).to_dense(), whole(x, x).to_dense(), rtol=1e-8, atol=1e-10)
+    monkeypatch.setattr(point_cloud, "_DENSE_SUBSET_SPECTRUM", 200)
+    with pytest.warns(UserWarning, match="LOBPCG did not reach its tolerance for 12 eigenvectors of a cloud of 300"):
+        ClusterKernel(cloud, n_components=12, n_neighbors=6)
 
 
 def test_the_cluster_kernel_is_the_same_for_the_same_cloud():
