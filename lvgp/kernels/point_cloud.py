@@ -284,8 +284,8 @@ class ClusterKernel(_KeepsResults):
     (a fixed start: the same kernel for the same cloud; a block method, as a graph of several
     components repeats the eigenvalue 1), but for 100 eigenvectors or more up to 20,000 points, where
     LOBPCG's growing block is slower than the dense matrix's leading eigenvectors alone, and where LOBPCG
-    misses its tolerance (up to 20,000 points; above, with a warning); a call costs the distances of its inputs to the cloud,
-    :math:`n \times n_P \times d`.
+    misses its tolerance (up to 20,000 points; above, with a warning); a call costs the distances of its
+    inputs to the cloud, :math:`n \times n_P \times d`.
 
     Shapes: ``x1``: ``*B x n1 x d``, ``x2``: ``*B x n2 x d`` -> ``*B x n1 x n2`` (``*B x n1`` with
     ``diag=True``: ones).
