@@ -96,3 +96,20 @@ def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(toy_topics_ts
                 model.fit(list(texts), labels)
             parts = [m for m in model.model_.covar_module.modules() if isinstance(m, BagOfWordsKernel)]
             assert [p.sublinear_tf for p in parts] == [sublinear], (counts, method)
+
+
+def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
+    texts = ["one two\tthree four five", "a b", "short text here\nand more", "x y z"]
+    labels = ["p", "q", "p", "q"]
+    whole = tmp_path / "whole.tsv"
+    assert dev.write_training_tsv(whole, texts, labels) == 0
+    assert whole.read_text().splitlines() == [
+        "text\tlabel",
+        "one two three four five\tp",
+        "a b\tq",
+        "short text here and more\tp",
+        "x y z\tq",
+    ]
+    cut = tmp_path / "cut.tsv"
+    assert dev.write_training_tsv(cut, texts, labels, first_words=3) == 1  # "a b": fewer than 3 words
+    assert cut.read_text().splitlines() == ["text\tlabel", "one two three\tp", "short text here\tp", "x y z\tq"]
