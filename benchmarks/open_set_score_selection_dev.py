@@ -5,7 +5,8 @@ on r8, the entropy and variance together with the stationary kernel on 20ng). A 
 texts can choose it without an out-of-scope text: hold out a quarter of the known classes (at least
 one), fit the GP on the rest, score the kept texts by their leave-one-out predictions (in scope, not
 fitted: ``novelty_reference``, from ``leave_one_out_latents``) and the held-out classes' texts by the refitted
-model (out of scope), and take the score with the best AUROC over ``--draws`` such draws.
+model (out of scope), and take the score with the best AUROC over ``--draws`` such draws: the library's
+:func:`lvgp.models.gpc.choose_novelty_score`.
 
 Measured on the open-set protocol of ``open_set_dev.py`` (the training parts alone, 2,000 dev documents
 a split, 3 splits a seed): each cell's chosen score's AUROC on the dev documents against the energy (the
@@ -13,6 +14,9 @@ GP's default) and every other score.
 
     python benchmarks/open_set_score_selection_dev.py --datasets r8,20ng --seed 8,9
     python benchmarks/open_set_score_selection_dev.py --quick     # a toy corpus and a tiny random encoder
+    python benchmarks/open_set_score_selection_dev.py --datasets r8,20ng,r52 --seed 34,35 \
+        --methods gpc-bow-encoder-rbf,gpc-encoder-rbf --kinds energy,energy-class-variance   # rule 13
+    (and --datasets 20ng,r52 --first-words 12: texts cut to their first 12 words)
 """
 
 from __future__ import annotations
@@ -28,46 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+#: the scores compared by default (the table of benchmarks/README.md, 2026-12-01); ``--kinds`` names others
 KINDS = ("energy", "entropy", "variance", "entropy-variance")
-
-
-def leave_one_out_scores(model) -> dict[str, np.ndarray]:
-    """The training texts' scores of every kind from their leave-one-out predictions (higher: more typical),
-    on the scales ``score_samples`` gives a new text."""
-    from lvgp.base.novelty import reference_quantiles
-
-    # normalized entropy, variance ratio, minus the energy of the leave-one-out latent means: higher less typical
-    reference = model.novelty_reference()
-    entropy, variance, minus_energy = reference.entropy, reference.variance, reference.energy
-    return {
-        "energy": -minus_energy,
-        "entropy": -entropy * np.log(len(model.classes_)),
-        "variance": -variance,
-        "entropy-variance": -(reference_quantiles(entropy, entropy) + reference_quantiles(variance, variance)) / 2,
-    }
-
-
-def held_out_class_aurocs(model, X: list[str], y: np.ndarray, draws: int, rng) -> dict[str, float]:
-    """Each kind's AUROC of held-out known classes against the kept texts' leave-one-out scores, mean over
-    ``draws`` draws of a quarter of the classes (module docstring)."""
-    from sklearn.base import clone
-
-    from lvgp.base.novelty import open_set_metrics
-    from lvgp.experiments.open_set import novelty_scores
-
-    classes = np.unique(y)
-    aurocs: dict[str, list[float]] = {k: [] for k in KINDS}
-    for _ in range(draws):
-        hold = rng.choice(classes, max(1, round(len(classes) / 4)), replace=False)
-        keep = ~np.isin(y, hold)
-        kept = clone(model).fit([X[i] for i in np.flatnonzero(keep)], y[keep])
-        outside_texts = [X[i] for i in np.flatnonzero(~keep)]
-        _, outside = novelty_scores(kept, outside_texts, kept.predict_proba(outside_texts))
-        inside = leave_one_out_scores(kept)
-        mask = np.r_[np.zeros(int(keep.sum()), bool), np.ones(int((~keep).sum()), bool)]
-        for k in KINDS:
-            aurocs[k].append(open_set_metrics(np.concatenate([inside[k], outside[k]]), mask)["oos_auroc"])
-    return {k: float(np.mean(v)) for k, v in aurocs.items()}
 
 
 def main() -> None:
@@ -78,6 +44,10 @@ def main() -> None:
     parser.add_argument("--methods", default="gpc-bow-encoder-rbf,gpc-bow")
     parser.add_argument("--draws", type=int, default=4, help="draws of held-out known classes a cell")
     parser.add_argument("--dev-size", type=int, default=2000)
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the candidate scores, comma-separated")
+    parser.add_argument(
+        "--first-words", type=int, default=None, help="each text cut to its first N words (open_set_dev.py's option)"
+    )
     parser.add_argument(
         "--gp-tf",
         default="study",
@@ -92,11 +62,13 @@ def main() -> None:
     from lvgp.base.novelty import open_set_metrics
     from lvgp.experiments.executors import limit_threads
     from lvgp.experiments.open_set import novelty_scores
+    from lvgp.models.gpc import choose_novelty_score
 
     limit_threads(1)
     warnings.simplefilter("ignore")
     root = Path(tempfile.mkdtemp(prefix="score-selection-dev-"))
-    runs = dev_runs(root, args.datasets, "10,50", 3, args.dev_size, args.quick)
+    runs = dev_runs(root, args.datasets, "10,50", 3, args.dev_size, args.quick, args.first_words)
+    kinds = args.kinds.split(",")
     methods = args.methods.split(",")
     counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
     study_class = None if counts is None else variant_study(False, counts)
@@ -115,20 +87,18 @@ def main() -> None:
                         model = study.estimator(cell).fit(texts, labels)
                         proba = model.predict_proba(split.test_texts)
                         _, dev = novelty_scores(model, split.test_texts, proba)
-                        dev_auroc = {k: open_set_metrics(dev[k], split.out_of_scope)["oos_auroc"] for k in KINDS}
+                        dev_auroc = {k: open_set_metrics(dev[k], split.out_of_scope)["oos_auroc"] for k in kinds}
                         start = time.perf_counter()
                         rng = np.random.default_rng([seed, n, split_index, 57])
-                        chosen = held_out_class_aurocs(model, texts, labels, args.draws, rng)
-                        choice = max(chosen, key=chosen.__getitem__)
+                        choice = choose_novelty_score(model, texts, labels, kinds, n_draws=args.draws, random_state=rng)
+                        choice = choice.score
                         rows.append(
                             {"corpus": name, "seed": seed, "per_class": n, "method": method, "choice": choice,
                              "dev": dev_auroc, "seconds": time.perf_counter() - start}
                         )  # fmt: skip
                         print(json.dumps(rows[-1]), flush=True)
-    print(
-        "\n| corpus | a class | method | chosen (cells) | chosen's AUROC | energy | entropy | variance | entropy-variance |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| corpus | a class | method | chosen (cells) | chosen's AUROC | " + " | ".join(kinds) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(kinds))
     cells = collections.defaultdict(list)
     for r in rows:
         cells[r["corpus"], r["per_class"], r["method"]].append(r)
@@ -136,12 +106,12 @@ def main() -> None:
     for (name, n, method), group in cells.items():
         picks = collections.Counter(r["choice"] for r in group)
         chosen = float(np.mean([r["dev"][r["choice"]] for r in group]))
-        means = {k: float(np.mean([r["dev"][k] for r in group])) for k in KINDS}
+        means = {k: float(np.mean([r["dev"][k] for r in group])) for k in kinds}
         chosen_mean.append(chosen)
         energy_mean.append(means["energy"])
         print(
             f"| {name} | {n} | {method} | {', '.join(f'{k} {c}' for k, c in picks.most_common())} | {chosen:.4f} | "
-            + " | ".join(f"{means[k]:.4f}" for k in KINDS)
+            + " | ".join(f"{means[k]:.4f}" for k in kinds)
             + " |"
         )
     print(f"\nchosen score {np.mean(chosen_mean):.4f}, energy {np.mean(energy_mean):.4f} (mean over the rows)")

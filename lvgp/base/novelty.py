@@ -227,6 +227,47 @@ def energy_class_variance_novelty(
     return -(reference_quantiles(-latent_energy(mean), reference.energy) + variance) / 2
 
 
+#: the novelty scores a :class:`NoveltyReference` gives for the in-scope documents behind it (every GP score
+#: but the largest probability, which it does not hold): :func:`leave_one_out_novelty`
+LEAVE_ONE_OUT_SCORES = tuple(kind for kind in NOVELTY_SCORES if kind != "max-probability")
+
+
+def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int) -> np.ndarray:
+    r"""The novelty score ``kind`` of the in-scope documents behind ``reference`` (a GP classifier's
+    training documents' leave-one-out scores: ``novelty_reference()``), on the scale its ``score_samples``
+    gives a new text, higher meaning more typical: ``m`` values. Scored beside new texts, the two sides are
+    one score (:func:`~lvgp.models.gpc.score_selection.choose_novelty_score` ranks held-out classes' texts
+    against them).
+
+    * ``"energy"``: minus ``reference.energy``; ``"entropy"``: minus the normalized entropy times
+      :math:`\log C` (``n_classes``: :math:`C`); ``"variance"``, ``"class-variance"``: minus the ratios;
+    * ``"entropy-variance"``, ``"energy-variance"``, ``"energy-class-variance"``: minus the mean of the two
+      parts' :func:`reference_quantiles` among the reference itself (each document among all, itself
+      included, as a new text is).
+
+    Raises:
+        ValueError: ``kind`` is not one of :data:`LEAVE_ONE_OUT_SCORES` (``"max-probability"``: the
+            reference does not hold the leave-one-out probabilities), or ``n_classes`` is below 2.
+    """
+    if kind not in LEAVE_ONE_OUT_SCORES:
+        raise ValueError(f"kind must be one of {LEAVE_ONE_OUT_SCORES}; got {kind!r}")
+    if int(n_classes) < 2:
+        raise ValueError(f"n_classes must be at least 2; got {n_classes!r}")
+    energy, variance = np.asarray(reference.energy, float), np.asarray(reference.variance, float)
+    class_variance = np.asarray(reference.class_variance, float)
+    if kind == "energy":
+        return -energy
+    if kind == "entropy":
+        return -np.asarray(reference.entropy, float) * np.log(int(n_classes))
+    if kind == "variance":
+        return -variance
+    if kind == "class-variance":
+        return -class_variance
+    first = {"entropy-variance": np.asarray(reference.entropy, float)}.get(kind, energy)
+    second = class_variance if kind == "energy-class-variance" else variance
+    return -(reference_quantiles(first, first) + reference_quantiles(second, second)) / 2
+
+
 def decision_novelty(decision: np.ndarray) -> np.ndarray:
     """The largest decision value of each document: ``n x C`` values, or ``n`` of a binary
     classifier (the positive class's; the negative class's is minus it, so the largest is :math:`|d|`)."""

@@ -48,6 +48,7 @@ from .inference import (
     VariationalInference,
 )
 from .models import DirichletLDKGP, LDKClassificationGP, _NaturalDistribution, class_draw_seeds, expected_softmax
+from .score_selection import NoveltyScoreChoice, choose_novelty_score
 
 __all__ = [
     "LDKGPClassifier",
@@ -65,4 +66,6 @@ __all__ = [
     "expected_softmax",
     "class_draw_seeds",
     "_NaturalDistribution",
+    "choose_novelty_score",
+    "NoveltyScoreChoice",
 ]

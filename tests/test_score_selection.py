@@ -1,0 +1,136 @@
+"""The GP classifier's novelty score chosen by held-out known classes (issue 57): the in-scope side's
+leave-one-out scores are each score's own formula applied to the reference (checked against the score
+functions on the same rows), and the choice is a loop written out by hand (its AUROCs to 1e-12)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import roc_auc_score
+
+from lvgp import LBFGS, LDKGPClassifier
+from lvgp.base.novelty import (
+    LEAVE_ONE_OUT_SCORES,
+    NoveltyReference,
+    class_variance_ratio,
+    energy_class_variance_novelty,
+    energy_variance_novelty,
+    entropy_variance_novelty,
+    latent_energy,
+    leave_one_out_novelty,
+    normalized_entropy,
+    probability_novelty,
+    variance_novelty,
+)
+from lvgp.models.gpc import choose_novelty_score
+
+#: five classes on a ring of ten words, each class four neighbours: a held-out class shares its words
+#: with the two classes beside it, so no score tells it apart perfectly
+RING = "good great fine nice bad awful poor dull tax bank".split()
+
+
+def _corpus(per_class: int = 8, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for k in range(5):
+        words = [RING[(2 * k + j) % len(RING)] for j in range(4)]
+        texts += [" ".join(rng.choice(words, 3)) for _ in range(per_class)]
+        labels += [f"c{k}"] * per_class
+    return texts, np.array(labels)
+
+
+def _classifier(**params) -> LDKGPClassifier:
+    return LDKGPClassifier(class_hyperparameters="shared", optimizer=LBFGS(max_iter=20), random_state=0, **params)
+
+
+def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
+    """Rows scored as new texts against a reference made of those very rows give the reference's own
+    leave-one-out scores, for every kind (the quantile kinds count each row among all, itself too)."""
+    rng = np.random.default_rng(0)
+    n, c = 9, 3
+    mean, var, prior = rng.normal(size=(n, c)), rng.uniform(0.1, 1.2, (n, c)), rng.uniform(0.8, 1.2, (n, c))
+    proba = rng.dirichlet(np.ones(c), size=n)
+    reference = NoveltyReference(
+        normalized_entropy(proba),
+        -variance_novelty(var, prior),
+        -latent_energy(mean),
+        class_variance_ratio(mean, var, prior),
+    )
+    want = {
+        "energy": latent_energy(mean),
+        "entropy": probability_novelty(proba, "entropy"),
+        "variance": variance_novelty(var, prior),
+        "class-variance": -class_variance_ratio(mean, var, prior),
+        "entropy-variance": entropy_variance_novelty(proba, var, prior, reference),
+        "energy-variance": energy_variance_novelty(mean, var, prior, reference),
+        "energy-class-variance": energy_class_variance_novelty(mean, var, prior, reference),
+    }
+    assert set(want) == set(LEAVE_ONE_OUT_SCORES)
+    for kind, values in want.items():
+        np.testing.assert_allclose(leave_one_out_novelty(reference, kind, c), values, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        leave_one_out_novelty(reference, "max-probability", c)
+    with pytest.raises(ValueError, match="n_classes must be at least 2"):
+        leave_one_out_novelty(reference, "entropy", 1)
+
+
+def test_choose_novelty_score_is_the_loop_written_out():
+    X, y = _corpus()
+    candidates = ("energy", "variance", "energy-class-variance")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        choice = choose_novelty_score(_classifier(), X, y, candidates, n_draws=2, random_state=3)
+        again = choose_novelty_score(_classifier(), X, y, candidates, n_draws=2, random_state=3)
+        by_hand: dict[str, list[float]] = {k: [] for k in candidates}
+        for hold in choice.held_out:
+            assert len(hold) == 1  # a quarter of 5 classes
+            out = np.isin(y, hold)
+            model = clone(_classifier()).fit([X[i] for i in np.flatnonzero(~out)], y[~out])
+            ref = model.novelty_reference()
+
+            def share_below(v, values):
+                return np.array([(np.sum(values < x) + 0.5 * np.sum(values == x)) / len(values) for x in v])
+
+            inside = {
+                "energy": -ref.energy,
+                "variance": -ref.variance,
+                "energy-class-variance": -(
+                    share_below(ref.energy, ref.energy) + share_below(ref.class_variance, ref.class_variance)
+                )
+                / 2,
+            }
+            for kind in candidates:
+                outside = model.set_params(novelty_score=kind).score_samples([X[i] for i in np.flatnonzero(out)])
+                scores = np.concatenate([inside[kind], outside])
+                flags = np.r_[np.zeros(int((~out).sum())), np.ones(int(out.sum()))]
+                by_hand[kind].append(roc_auc_score(flags, -scores))
+    assert [h.tolist() for h in choice.held_out] == [h.tolist() for h in again.held_out]
+    for kind in candidates:
+        assert choice.aurocs[kind] == pytest.approx(np.mean(by_hand[kind]), abs=1e-12)
+    assert len(set(choice.aurocs.values())) == 3 and 0.5 < min(choice.aurocs.values()) < max(choice.aurocs.values()) < 1
+    assert choice.score == max(candidates, key=choice.aurocs.__getitem__)
+    # one candidate: itself, whatever its AUROC
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert choose_novelty_score(_classifier(), X, y, ["variance"], n_draws=1, random_state=0).score == "variance"
+
+
+def test_choose_novelty_score_refuses_what_it_cannot_do():
+    X, y = _corpus(per_class=3)
+    with pytest.raises(ValueError, match="candidates must be among"):
+        choose_novelty_score(_classifier(), X, y, ["max-probability"])
+    with pytest.raises(ValueError, match="inference='dirichlet'"):
+        choose_novelty_score(_classifier(inference="laplace"), X, y)
+    with pytest.raises(ValueError, match="y has 2 classes; holding some out needs at least 3"):
+        choose_novelty_score(_classifier(), X[:6], y[:6])
+    with pytest.raises(ValueError, match="X has 15 texts and y 14 labels"):
+        choose_novelty_score(_classifier(), X, y[:-1])
+    with pytest.raises(ValueError, match="n_draws must be a positive integer"):
+        choose_novelty_score(_classifier(), X, y, n_draws=0)
+    with pytest.raises(ValueError, match=r"held_out_fraction must be in \(0, 1\)"):
+        choose_novelty_score(_classifier(), X, y, held_out_fraction=1.0)
+    with pytest.raises(ValueError, match="candidates must name at least one"):
+        choose_novelty_score(_classifier(), X, y, [])
