@@ -559,7 +559,7 @@ def corpus(tmp_path, tiny_encoder):
     return _tsv(tmp_path / "toy.tsv", rows)
 
 
-def test_open_set_study_end_to_end(corpus, tmp_path):
+def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     from lvgp.experiments.cli import main
 
     methods = "gpc-bow-encoder-rbf,gpc-encoder,tfidf-encoder-logreg,encoder-mahalanobis,encoder-knn,svm"
@@ -589,8 +589,12 @@ def test_open_set_study_end_to_end(corpus, tmp_path):
     table = (out / "table.md").read_text()
     assert "GP classifier (BoW + encoder RBF)" in table and "FPR95" in table and "Every novelty score" in table
     assert (out / "roc.png").stat().st_size > 10_000
-    # resumed: the report from the cells alone
+    # resumed: the report from the cells alone, and it says so (results.json is rewritten from them)
+    capsys.readouterr()
     assert main(["compare", "open-set", "--report-only", "--out", str(out), "--quiet"]) == 0
+    assert (
+        f"report only: results.json and the table rebuilt from {out / 'cells'} (24 records)" in capsys.readouterr().out
+    )
 
 
 def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_path):

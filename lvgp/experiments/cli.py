@@ -139,6 +139,10 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = make_executor(args.jobs, args.ray, args.report_only, args.threads)
     summary = study.run(args.out, executor, progress=not args.quiet, force=args.force)
     print(summary["table"])
+    if args.report_only:  # (a merged or edited results.json beside cells/ is rewritten from the cells)
+        print(
+            f"report only: results.json and the table rebuilt from {out / 'cells'} ({len(summary['records'])} records)"
+        )
     if getattr(executor, "skipped", 0):
         print(f"report only: {executor.skipped} cells not run (shown as '–' or left out of the means)")
     for cell, error in summary["failures"]:

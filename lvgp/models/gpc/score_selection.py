@@ -9,7 +9,7 @@ that selection, with known classes standing in for unknown ones.
 
     from lvgp.models.gpc.score_selection import choose_novelty_score
 
-    choice = choose_novelty_score(LDKGPClassifier(...), texts, labels, random_state=0)
+    choice = choose_novelty_score(LDKGPClassifier(...), texts, labels, random_state=seed)
     clf = LDKGPClassifier(..., novelty_score=choice.score).fit(texts, labels)
 
 Each draw refits the classifier on the kept classes' texts: ``n_draws`` fits of about
