@@ -90,8 +90,9 @@ def main() -> None:
                         dev_auroc = {k: open_set_metrics(dev[k], split.out_of_scope)["oos_auroc"] for k in kinds}
                         start = time.perf_counter()
                         rng = np.random.default_rng([seed, n, split_index, 57])
-                        choice = choose_novelty_score(model, texts, labels, kinds, n_draws=args.draws, random_state=rng)
-                        choice = choice.score
+                        choice = choose_novelty_score(
+                            model, texts, labels, kinds, n_draws=args.draws, random_state=rng
+                        ).score
                         rows.append(
                             {"corpus": name, "seed": seed, "per_class": n, "method": method, "choice": choice,
                              "dev": dev_auroc, "seconds": time.perf_counter() - start}

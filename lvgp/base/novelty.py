@@ -263,7 +263,7 @@ def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int
         return -variance
     if kind == "class-variance":
         return -class_variance
-    first = {"entropy-variance": np.asarray(reference.entropy, float)}.get(kind, energy)
+    first = np.asarray(reference.entropy, float) if kind == "entropy-variance" else energy
     second = class_variance if kind == "energy-class-variance" else variance
     return -(reference_quantiles(first, first) + reference_quantiles(second, second)) / 2
 
