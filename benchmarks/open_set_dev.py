@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="r8,20ng")
     parser.add_argument("--per-class", default="10,50")
     parser.add_argument("--splits", type=int, default=3)
-    parser.add_argument("--dev-size", type=int, default=2000, help="dev documents a split")
+    parser.add_argument("--dev-size", type=int, default=2000, help="dev documents a split (0: every one)")
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument(
         "--first-words",
@@ -156,7 +156,7 @@ def main() -> None:
             executor = InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
             records = study.run(folder / name, executor, progress=False)["records"]
             (folder / f"{name}.json").write_text(json.dumps(records))
-            every += [{**r, "corpus": name} for r in records]
+            every += [{**r, "corpus": name, "seed": seed} for r in records]
             for n in sizes:
                 for m in methods:
                     rows = [r for r in records if r["method"] == m and r["per_class"] == n]
@@ -165,6 +165,8 @@ def main() -> None:
         print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
     if len(seeds) > 1:
         _means_over_seeds(every, seeds, methods)
+    if ACCURACY_BASELINE in methods and len(methods) > 1:
+        print(accuracy_against(every, ACCURACY_BASELINE))
 
 
 def dev_runs(
@@ -221,7 +223,7 @@ def dev_study(
         per_class=sizes,
         splits=splits,
         methods=tuple(methods),
-        test_size=dev_size,
+        test_size=dev_size or None,  # 0: every dev document
         ldk_max_iter=5 if quick else 50,
         seed=seed,
         gpc_objective=gpc_objective,
@@ -306,6 +308,40 @@ def _means_over_seeds(records: list[dict], seeds: list[int], methods: list[str])
                 f"{kind} {np.mean(values):.4f}" for kind, values in sorted(gp.items(), key=lambda kv: -np.mean(kv[1]))
             )
         )
+
+
+#: the baseline each method's in-scope accuracy is compared with, draw by draw (:func:`accuracy_against`)
+ACCURACY_BASELINE = "tfidf-encoder-logreg"
+
+
+def accuracy_against(records: list[dict], baseline: str) -> str:
+    """A table of each method's in-scope accuracy minus ``baseline``'s on the same draw (corpus, seed, split,
+    size): the mean difference, its standard deviation over the draws, and in how many draws the method is
+    ahead. ``records``: the runs' records, each with its ``corpus`` and ``seed``."""
+    ours = {
+        (r["corpus"], r.get("seed"), r["split"], r["per_class"]): r["accuracy"]
+        for r in records
+        if r["method"] == baseline
+    }
+    lines = [
+        f"\nIn-scope accuracy minus {baseline}'s, draw by draw\n",
+        "| corpus | labelled a class | method | accuracy | difference | sd | draws ahead |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for corpus in dict.fromkeys(r["corpus"] for r in records):
+        for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
+            for m in dict.fromkeys(r["method"] for r in records):
+                rows = [r for r in records if (r["corpus"], r["per_class"], r["method"]) == (corpus, n, m)]
+                paired = [(r["accuracy"], ours.get((corpus, r.get("seed"), r["split"], n))) for r in rows]
+                diffs = np.array([a - b for a, b in paired if b is not None])
+                if m == baseline or not len(diffs):
+                    continue
+                sd = f"{diffs.std(ddof=1):.4f}" if len(diffs) > 1 else "–"
+                lines.append(
+                    f"| {corpus} | {n} | {m} | {np.mean([a for a, _ in paired]):.4f} | {diffs.mean():+.4f} | {sd} | "
+                    f"{int((diffs > 0).sum())} of {len(diffs)} |"
+                )
+    return "\n".join(lines)
 
 
 #: the columns of every table this script prints: every score a method of the study offers

@@ -113,3 +113,24 @@ def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     cut = tmp_path / "cut.tsv"
     assert dev.write_training_tsv(cut, texts, labels, first_words=3) == 1  # "a b": fewer than 3 words
     assert cut.read_text().splitlines() == ["text\tlabel", "one two three\tp", "short text here\tp", "x y z\tq"]
+
+
+def test_accuracy_against_pairs_each_draw_with_the_baselines_own():
+    """Each method's accuracy minus the baseline's on the same (corpus, seed, split, size), by hand."""
+
+    def record(method, seed, split, n, accuracy):
+        return {"corpus": "c", "seed": seed, "split": split, "per_class": n, "method": method, "accuracy": accuracy}
+
+    records = [
+        record("lr", 1, 0, 10, 0.90),
+        record("lr", 1, 1, 10, 0.80),
+        record("lr", 2, 0, 10, 0.70),
+        record("gp", 1, 0, 10, 0.95),
+        record("gp", 1, 1, 10, 0.75),
+        record("gp", 2, 0, 10, 0.72),
+        record("gp", 2, 0, 50, 0.99),  # no baseline at 50: no row
+    ]
+    table = dev.accuracy_against(records, "lr")
+    diffs = np.array([0.05, -0.05, 0.02])
+    rows = [line for line in table.splitlines() if line.startswith("| c |")]
+    assert rows == [f"| c | 10 | gp | {0.80666667:.4f} | {diffs.mean():+.4f} | {diffs.std(ddof=1):.4f} | 2 of 3 |"]

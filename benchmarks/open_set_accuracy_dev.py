@@ -1,0 +1,180 @@
+"""In-scope accuracy of the open-set GP against logistic regression on ``[tf-idf | encoder]``, draw by draw,
+and where the GP loses it (issue 57).
+
+The open-set study's draws (unknown classes, N labelled texts a known class) on a corpus's training part
+alone, as ``open_set_dev.py`` writes it (``--scored dev``: the in-scope documents of the training part's
+unlabelled rest, every one of them), or the built-in corpus's standard test split (``--scored test``: the
+same seeds draw the same unknown classes and labelled texts). Each draw fits logistic regression
+(``tfidf-encoder-logreg``) and the rows of ``--rows``:
+
+- ``gp``: the study's ``gpc-bow-encoder-rbf`` (tf-idf cosine plus an RBF kernel of the encoder's vectors,
+  the Dirichlet inference, hyper-parameters by the evidence);
+- ``gp-logreg-features``: the same classifier with a linear kernel on logistic regression's own features
+  (its fitted ``[tf-idf | encoder]`` vectors, each scaled to unit length): the kernel of the baseline, the GP's
+  inference;
+- ``gp-loo``: ``gp`` with ``objective="loo"`` (the hyper-parameters by the leave-one-out log probability);
+- ``gp-laplace``: ``gp`` with the Laplace inference (no tempering: that needs the Dirichlet inference).
+
+Prints, per corpus and size, each row's mean accuracy, its difference from logistic regression's on the same
+draw (mean, standard deviation over the draws, draws ahead) and the texts one of the two classifies right
+and the other wrong, summed over the draws.
+
+    python benchmarks/open_set_accuracy_dev.py                        # r8, seeds 36-41: 18 draws, dev documents
+    python benchmarks/open_set_accuracy_dev.py --scored test --rows gp
+    python benchmarks/open_set_accuracy_dev.py --quick                # a toy corpus and a tiny random encoder
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import types
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROWS = ("gp", "gp-logreg-features", "gp-loo", "gp-laplace")
+BASELINE = "tfidf-encoder-logreg"
+GP = "gpc-bow-encoder-rbf"
+
+
+def logreg_features_gp(gp, logreg, texts: list[str]):
+    """A clone of the fitted study GP ``gp``'s settings whose kernel is linear on ``logreg``'s fitted features of
+    ``texts`` (each row scaled to unit length: :class:`~lvgp.kernels.FeatureKernel`), looked up by text."""
+    import torch
+    from gpytorch.kernels import LinearKernel
+
+    from lvgp.kernels import FeatureKernel
+
+    table = dict(zip(texts, torch.as_tensor(np.asarray(logreg._features(texts).todense()))))
+    dim = len(next(iter(table.values())))
+
+    class LogRegFeaturesGP(type(gp)):
+        """The encoder's part reads logistic regression's features of each text."""
+
+        def _sentence_encoder(self):
+            return types.SimpleNamespace(dim=dim)
+
+        def _encoder_features(self, X, name):
+            return torch.stack([table[t] for t in X])
+
+    params = gp.get_params(deep=False)
+    params["kernel"] = FeatureKernel(LinearKernel(), dim, normalize=True)
+    return LogRegFeaturesGP(**params)
+
+
+def draws(args) -> list[dict]:
+    """One record per (corpus, seed, split, size, row): the in-scope documents' true and predicted labels."""
+    from open_set_dev import dev_runs, dev_study
+
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    root = Path(args.out or tempfile.mkdtemp(prefix="open-set-accuracy-"))
+    root.mkdir(parents=True, exist_ok=True)
+    runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick)
+    records = []
+    for run in runs:
+        corpus, sizes = run[0], run[3]
+        for seed in [int(s) for s in args.seed.split(",")]:
+            if args.scored == "test":
+                study = OpenSetStudy(
+                    dataset=corpus, unknown_classes=run[2], per_class=sizes, splits=run[4], seed=seed, methods=(GP,)
+                )
+            else:
+                study = dev_study(run, [GP, BASELINE], seed, args.quick)
+            for split in range(run[4]):
+                data = study.split(split)
+                inside = ~data.out_of_scope
+                texts = [t for t, keep in zip(data.test_texts, inside) if keep]
+                labels = data.test_labels[inside]
+                for n in sizes:
+                    x, y = data.training(n)
+
+                    def fitted(method, x=x, y=y, n=n, split=split, study=study):
+                        return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
+
+                    logreg = fitted(BASELINE).fit(x, y)
+                    models = {BASELINE: logreg}
+                    for row in args.rows.split(","):
+                        gp = fitted(GP)
+                        if row == "gp-logreg-features":
+                            gp = logreg_features_gp(gp, logreg, list(x) + texts)
+                        elif row == "gp-loo":
+                            gp.set_params(objective="loo")
+                        elif row == "gp-laplace":
+                            gp.set_params(inference="laplace", calibration=None)
+                        elif row != "gp":
+                            raise ValueError(f"--rows: unknown row {row!r}; choose among {', '.join(ROWS)}")
+                        models[row] = gp.fit(x, y)
+                    for row, model in models.items():
+                        pred = np.asarray(model.predict(texts))
+                        records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, pred=pred))
+                    records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=None, pred=labels))
+                print(f"{corpus} seed {seed} split {split}: {len(labels)} in-scope documents", flush=True)
+    return records
+
+
+def table(records: list[dict]) -> str:
+    """Each row against logistic regression, draw by draw (module docstring)."""
+    by_draw: dict[tuple, dict] = {}
+    for r in records:
+        by_draw.setdefault((r["corpus"], r["per_class"], r["seed"], r["split"]), {})[r["row"]] = r["pred"]
+    lines = [
+        "| corpus | labelled a class | row | draws | accuracy | minus LogReg | sd | draws ahead | texts it alone / "
+        "LogReg alone gets right |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for corpus in dict.fromkeys(k[0] for k in by_draw):
+        for n in sorted({k[1] for k in by_draw if k[0] == corpus}):
+            cells = [v for k, v in by_draw.items() if k[:2] == (corpus, n)]
+            rows = [row for row in cells[0] if row is not None]
+            for row in rows:
+                ours = [np.mean(c[row] == c[None]) for c in cells]
+                diffs = np.array([np.mean(c[row] == c[None]) - np.mean(c[BASELINE] == c[None]) for c in cells])
+                alone = sum(int(np.sum((c[row] == c[None]) & (c[BASELINE] != c[None]))) for c in cells)
+                theirs = sum(int(np.sum((c[row] != c[None]) & (c[BASELINE] == c[None]))) for c in cells)
+                if row == BASELINE:
+                    lines.append(f"| {corpus} | {n} | {row} | {len(cells)} | {np.mean(ours):.4f} | – | – | – | – |")
+                    continue
+                sd = f"{diffs.std(ddof=1):.4f}" if len(diffs) > 1 else "–"
+                lines.append(
+                    f"| {corpus} | {n} | {row} | {len(cells)} | {np.mean(ours):.4f} | {diffs.mean():+.4f} | {sd} | "
+                    f"{int((diffs > 0).sum())} | {alone} / {theirs} |"
+                )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
+    parser.add_argument("--datasets", default="r8")
+    parser.add_argument("--per-class", default="10,50")
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--seed", default=None, help="the draws' seeds (default 36,37,38,39,40,41; --quick: 1,2)")
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"among {', '.join(ROWS)}")
+    parser.add_argument(
+        "--scored",
+        default="dev",
+        choices=("dev", "test"),
+        help="the training part's unlabelled rest (dev) or the built-in corpus's test split (test)",
+    )
+    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
+    args = parser.parse_args()
+    if args.quick and args.scored == "test":
+        parser.error("--quick reads a toy corpus of training texts alone: --scored dev")
+    args.seed = args.seed or ("1,2" if args.quick else "36,37,38,39,40,41")
+    if args.quick:
+        args.rows = "gp,gp-logreg-features"
+
+    from lvgp.experiments.executors import limit_threads
+
+    limit_threads(1)
+    warnings.simplefilter("ignore")
+    records = draws(args)
+    print(f"\nIn-scope accuracy of {args.scored} documents against {BASELINE}'s on the same draws\n")
+    print(table(records))
+
+
+if __name__ == "__main__":
+    main()
