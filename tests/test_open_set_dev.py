@@ -115,7 +115,7 @@ def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     assert cut.read_text().splitlines() == ["text\tlabel", "one two three\tp", "short text here\tp", "x y z\tq"]
 
 
-def test_accuracy_against_pairs_each_draw_with_the_baselines_own():
+def test_paired_against_pairs_each_draw_with_the_baselines_own():
     """Each method's accuracy minus the baseline's on the same (corpus, seed, split, size), by hand."""
 
     def record(method, seed, split, n, accuracy):
@@ -130,7 +130,11 @@ def test_accuracy_against_pairs_each_draw_with_the_baselines_own():
         record("gp", 2, 0, 10, 0.72),
         record("gp", 2, 0, 50, 0.99),  # no baseline at 50: no row
     ]
-    table = dev.accuracy_against(records, "lr")
+    table = dev.paired_against(records, "lr")
     diffs = np.array([0.05, -0.05, 0.02])
     rows = [line for line in table.splitlines() if line.startswith("| c |")]
     assert rows == [f"| c | 10 | gp | {0.80666667:.4f} | {diffs.mean():+.4f} | {diffs.std(ddof=1):.4f} | 2 of 3 |"]
+    # the same pairing of another key: each record's own score's AUROC
+    auroc = [{**r, "oos_auroc": 1 - r["accuracy"]} for r in records]
+    rows = [line for line in dev.paired_against(auroc, "lr", "oos_auroc").splitlines() if line.startswith("| c |")]
+    assert rows == [f"| c | 10 | gp | {1 - 0.80666667:.4f} | {-diffs.mean():+.4f} | {diffs.std(ddof=1):.4f} | 1 of 3 |"]
