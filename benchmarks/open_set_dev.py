@@ -12,6 +12,10 @@ every score it offers and its in-scope accuracy.
     python benchmarks/open_set_dev.py --seed 5,6,7      # nine draws, then the GP scores' means over them
     python benchmarks/open_set_dev.py --quick           # a toy corpus and a tiny random encoder (seconds)
 
+``--dev-size 0``: every dev document of a split (default: 2,000 drawn). With ``tfidf-encoder-logreg`` or
+``encoder-mahalanobis`` among the methods, the last lines pair every method with it draw by draw, in in-scope
+accuracy or in its own score's AUROC (:func:`paired_against`).
+
 ``--gp-tf sublinear``: the GP classifiers' tf-idf parts count a word said ``c`` times as ``1 + ln c``
 (scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
 each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
