@@ -9,6 +9,9 @@ same seeds draw the same unknown classes and labelled texts). Each draw fits log
 
 - ``gp``: the study's ``gpc-bow-encoder-rbf`` (tf-idf cosine plus an RBF kernel of the encoder's vectors,
   the Dirichlet inference, hyper-parameters by the evidence);
+- ``gp-latent-mean``: ``gp``'s fit, each text's class the one of the largest latent mean (the argmax of the
+  regressions' posterior means, the plug-in decision) in place of the largest predictive probability (the
+  expected softmax over the latent Gaussian, Milios et al.'s predictive, which ``predict`` returns);
 - ``gp-logreg-features``: the same classifier with a linear kernel on logistic regression's own features
   (its fitted ``[tf-idf | encoder]`` vectors, each scaled to unit length): the kernel of the baseline, the GP's
   inference;
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROWS = ("gp", "gp-logreg-features", "gp-loo", "gp-laplace")
+ROWS = ("gp", "gp-latent-mean", "gp-logreg-features", "gp-loo", "gp-laplace")
 BASELINE = "tfidf-encoder-logreg"
 GP = "gpc-bow-encoder-rbf"
 
@@ -95,9 +98,13 @@ def draws(args) -> list[dict]:
                         return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
 
                     logreg = fitted(BASELINE).fit(x, y)
-                    models = {BASELINE: logreg}
+                    predictions = {BASELINE: np.asarray(logreg.predict(texts))}
                     for row in args.rows.split(","):
                         gp = fitted(GP)
+                        if row == "gp-latent-mean":
+                            gp.fit(x, y)
+                            predictions[row] = gp.classes_[np.argmax(gp.predict_latent(texts)[0], axis=1)]
+                            continue
                         if row == "gp-logreg-features":
                             gp = logreg_features_gp(gp, logreg, list(x) + texts)
                         elif row == "gp-loo":
@@ -106,9 +113,8 @@ def draws(args) -> list[dict]:
                             gp.set_params(inference="laplace", calibration=None)
                         elif row != "gp":
                             raise ValueError(f"--rows: unknown row {row!r}; choose among {', '.join(ROWS)}")
-                        models[row] = gp.fit(x, y)
-                    for row, model in models.items():
-                        pred = np.asarray(model.predict(texts))
+                        predictions[row] = np.asarray(gp.fit(x, y).predict(texts))
+                    for row, pred in predictions.items():
                         records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, pred=pred))
                     records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=None, pred=labels))
                 print(f"{corpus} seed {seed} split {split}: {len(labels)} in-scope documents", flush=True)
@@ -165,7 +171,7 @@ def main() -> None:
         parser.error("--quick reads a toy corpus of training texts alone: --scored dev")
     args.seed = args.seed or ("1,2" if args.quick else "36,37,38,39,40,41")
     if args.quick:
-        args.rows = "gp,gp-logreg-features"
+        args.rows = "gp,gp-latent-mean,gp-logreg-features"
 
     from lvgp.experiments.executors import limit_threads
 
