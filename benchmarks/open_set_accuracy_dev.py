@@ -36,6 +36,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from open_set_dev import dev_runs, dev_study, difference_cells  # (the sibling script: benchmarks/ is on the path)
 
 ROWS = ("gp", "gp-latent-mean", "gp-logreg-features", "gp-loo", "gp-laplace")
 BASELINE = "tfidf-encoder-logreg"
@@ -69,8 +70,6 @@ def logreg_features_gp(gp, logreg, texts: list[str]):
 
 def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, row): the in-scope documents' true and predicted labels."""
-    from open_set_dev import dev_runs, dev_study
-
     from lvgp.experiments.open_set import OpenSetStudy
 
     root = Path(args.out or tempfile.mkdtemp(prefix="open-set-accuracy-"))
@@ -143,10 +142,9 @@ def table(records: list[dict]) -> str:
                 if row == BASELINE:
                     lines.append(f"| {corpus} | {n} | {row} | {len(cells)} | {np.mean(ours):.4f} | – | – | – | – |")
                     continue
-                sd = f"{diffs.std(ddof=1):.4f}" if len(diffs) > 1 else "–"
                 lines.append(
-                    f"| {corpus} | {n} | {row} | {len(cells)} | {np.mean(ours):.4f} | {diffs.mean():+.4f} | {sd} | "
-                    f"{int((diffs > 0).sum())} | {alone} / {theirs} |"
+                    f"| {corpus} | {n} | {row} | {len(cells)} | {np.mean(ours):.4f} | {difference_cells(diffs)} | "
+                    f"{alone} / {theirs} |"
                 )
     return "\n".join(lines)
 

@@ -342,12 +342,18 @@ def paired_against(records: list[dict], baseline: str, key: str = "accuracy") ->
                 diffs = np.array([a - b for a, b in paired if b is not None])
                 if m == baseline or not len(diffs):
                     continue
-                sd = f"{diffs.std(ddof=1):.4f}" if len(diffs) > 1 else "–"
                 lines.append(
-                    f"| {corpus} | {n} | {m} | {np.mean([a for a, _ in paired]):.4f} | {diffs.mean():+.4f} | {sd} | "
-                    f"{int((diffs > 0).sum())} of {len(diffs)} |"
+                    f"| {corpus} | {n} | {m} | {np.mean([a for a, _ in paired]):.4f} | {difference_cells(diffs)} of "
+                    f"{len(diffs)} |"
                 )
     return "\n".join(lines)
+
+
+def difference_cells(diffs: np.ndarray) -> str:
+    """The cells of a draw-by-draw comparison: the mean difference, its standard deviation over the draws
+    (``–`` for one draw) and the number of draws where it is positive."""
+    sd = f"{diffs.std(ddof=1):.4f}" if len(diffs) > 1 else "–"
+    return f"{diffs.mean():+.4f} | {sd} | {int((diffs > 0).sum())}"
 
 
 #: the columns of every table this script prints: every score a method of the study offers
