@@ -44,8 +44,9 @@ GP = "gpc-bow-encoder-rbf"
 
 
 def logreg_features_gp(gp, logreg, texts: list[str]):
-    """A clone of the fitted study GP ``gp``'s settings whose kernel is linear on ``logreg``'s fitted features of
-    ``texts`` (each row scaled to unit length: :class:`~lvgp.kernels.FeatureKernel`), looked up by text."""
+    """A GP classifier with the settings of the (unfitted) study GP ``gp`` whose kernel is linear on the fitted
+    ``logreg``'s features of ``texts`` (each row scaled to unit length: :class:`~lvgp.kernels.FeatureKernel`),
+    looked up by text."""
     import torch
     from gpytorch.kernels import LinearKernel
 
@@ -93,13 +94,13 @@ def draws(args) -> list[dict]:
                 for n in sizes:
                     x, y = data.training(n)
 
-                    def fitted(method, x=x, y=y, n=n, split=split, study=study):
+                    def estimator(method, n=n, split=split, study=study):
                         return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
 
-                    logreg = fitted(BASELINE).fit(x, y)
+                    logreg = estimator(BASELINE).fit(x, y)
                     predictions = {BASELINE: np.asarray(logreg.predict(texts))}
                     for row in args.rows.split(","):
-                        gp = fitted(GP)
+                        gp = estimator(GP)
                         if row == "gp-latent-mean":
                             gp.fit(x, y)
                             predictions[row] = gp.classes_[np.argmax(gp.predict_latent(texts)[0], axis=1)]
@@ -110,8 +111,6 @@ def draws(args) -> list[dict]:
                             gp.set_params(objective="loo")
                         elif row == "gp-laplace":
                             gp.set_params(inference="laplace", calibration=None)
-                        elif row != "gp":
-                            raise ValueError(f"--rows: unknown row {row!r}; choose among {', '.join(ROWS)}")
                         predictions[row] = np.asarray(gp.fit(x, y).predict(texts))
                     for row, pred in predictions.items():
                         records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, pred=pred))
@@ -170,6 +169,9 @@ def main() -> None:
     args.seed = args.seed or ("1,2" if args.quick else "36,37,38,39,40,41")
     if args.quick:
         args.rows = "gp,gp-latent-mean,gp-logreg-features"
+    unknown = sorted(set(args.rows.split(",")) - set(ROWS))
+    if unknown:
+        parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")
 
     from lvgp.experiments.executors import limit_threads
 
