@@ -99,12 +99,18 @@ def draws(args) -> list[dict]:
 
                     logreg = estimator(BASELINE).fit(x, y)
                     predictions = {BASELINE: np.asarray(logreg.predict(texts))}
+                    study_gp = None  # the study's GP, fitted once for the rows "gp" and "gp-latent-mean"
                     for row in args.rows.split(","):
-                        gp = estimator(GP)
-                        if row == "gp-latent-mean":
-                            gp.fit(x, y)
-                            predictions[row] = gp.classes_[np.argmax(gp.predict_latent(texts)[0], axis=1)]
+                        if row in ("gp", "gp-latent-mean"):
+                            if study_gp is None:
+                                study_gp = estimator(GP).fit(x, y)
+                            if row == "gp":
+                                predictions[row] = np.asarray(study_gp.predict(texts))
+                            else:
+                                latent_mean = study_gp.predict_latent(texts)[0]
+                                predictions[row] = study_gp.classes_[np.argmax(latent_mean, axis=1)]
                             continue
+                        gp = estimator(GP)
                         if row == "gp-logreg-features":
                             gp = logreg_features_gp(gp, logreg, list(x) + texts)
                         elif row == "gp-loo":
