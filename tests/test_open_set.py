@@ -474,6 +474,42 @@ def test_the_open_set_studys_scores_of_a_gp_are_its_own_score_samples(fitted_gp)
     fitted_gp.set_params(novelty_score=DEFAULT_SCORE)
 
 
+def test_a_gp_gives_every_score_from_one_latent_pass(fitted_gp):
+    """``novelty_scores``: each score what ``score_samples`` gives with ``novelty_score`` set to it, all the latent
+    ones from one pass; the probability scores alone from ``predict_proba``."""
+    from lvgp.base.novelty import latent_novelty_scores
+
+    test = ["good great fine", "bad awful", "good awful dull", "nice weak"]
+    passes = []
+    latent_and_prior = fitted_gp._latent_and_prior
+    fitted_gp._latent_and_prior = lambda *a, **k: passes.append(k) or latent_and_prior(*a, **k)
+    try:
+        every = fitted_gp.novelty_scores(test)
+        assert len(passes) == 1 and passes[0]["with_proba"]  # the probabilities from the same pass
+        latent = fitted_gp.novelty_scores(test, ["energy", "class-variance"])
+        assert len(passes) == 2 and not passes[1]["with_proba"]
+        probability = fitted_gp.novelty_scores(test, ("max-probability",))
+        assert len(passes) == 2  # predict_proba's own pass
+    finally:
+        del fitted_gp._latent_and_prior
+    assert list(every) == list(NOVELTY_SCORES)  # the Dirichlet inference offers them all
+    for kind in NOVELTY_SCORES:
+        np.testing.assert_allclose(
+            every[kind], fitted_gp.set_params(novelty_score=kind).score_samples(test), atol=1e-12
+        )
+    fitted_gp.set_params(novelty_score=DEFAULT_SCORE)
+    assert list(latent) == ["energy", "class-variance"] and list(probability) == ["max-probability"]
+    np.testing.assert_array_equal(latent["energy"], every["energy"])
+    np.testing.assert_allclose(probability["max-probability"], every["max-probability"], atol=1e-12)
+    with pytest.raises(ValueError, match="kinds must be among"):
+        fitted_gp.novelty_scores(test, ["mahalanobis"])
+    mean, var, prior = fitted_gp.predict_latent(test, return_prior=True)
+    with pytest.raises(ValueError, match="'entropy-variance' is made of the predictive probabilities: pass proba"):
+        latent_novelty_scores(["entropy-variance"], mean, var, prior, reference=fitted_gp.novelty_reference())
+    with pytest.raises(ValueError, match="'energy-variance' needs the leave-one-out reference"):
+        latent_novelty_scores(["energy-variance"], mean, var, prior)
+
+
 @pytest.mark.parametrize("inference", ["laplace", "variational"])
 def test_every_gp_inference_scores_the_unseen_class_lower(inference):
     rng = np.random.default_rng(3)
@@ -496,6 +532,13 @@ def test_every_gp_inference_scores_the_unseen_class_lower(inference):
             mean, var = clf.predict_latent(mixed)
             assert mean.shape == var.shape == (6, 1 if inference == "variational" else 2)
             assert np.all(np.isfinite(inside)) and np.all(var > 0)
+        # every score but the reference ones, from one call
+        every = clf.novelty_scores(mixed)
+        assert list(every) == [k for k in NOVELTY_SCORES if k not in REFERENCE_SCORES]
+        for kind, score in every.items():
+            np.testing.assert_allclose(score, clf.set_params(novelty_score=kind).score_samples(mixed), atol=1e-12)
+        with pytest.raises(ValueError, match="novelty_score='energy-variance' needs inference='dirichlet'"):
+            clf.novelty_scores(mixed, ["energy", "energy-variance"])
 
 
 # ------------------------------------------------------------------ the encoder detectors

@@ -82,7 +82,17 @@ def test_choose_novelty_score_is_the_loop_written_out():
     candidates = ("energy", "variance", "energy-class-variance")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        choice = choose_novelty_score(_classifier(), X, y, candidates, n_draws=2, random_state=3)
+        passes = []
+        latent_and_prior = LDKGPClassifier._latent_and_prior
+
+        def counted(self, *a, **k):
+            passes.append(a)
+            return latent_and_prior(self, *a, **k)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(LDKGPClassifier, "_latent_and_prior", counted)
+            choice = choose_novelty_score(_classifier(), X, y, candidates, n_draws=2, random_state=3)
+        assert len(passes) == 2  # a draw's held-out texts: one latent pass for every candidate
         again = choose_novelty_score(_classifier(), X, y, candidates, n_draws=2, random_state=3)
         by_hand: dict[str, list[float]] = {k: [] for k in candidates}
         for hold in choice.held_out:

@@ -71,6 +71,7 @@ __all__ = [
     "energy_variance_novelty",
     "class_variance_ratio",
     "energy_class_variance_novelty",
+    "latent_novelty_scores",
     "NoveltyReference",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
@@ -225,6 +226,49 @@ def energy_class_variance_novelty(
     (:func:`reference_quantiles`), in :math:`[-1, 0]`. ``n`` values."""
     variance = reference_quantiles(class_variance_ratio(mean, var, prior), reference.class_variance)
     return -(reference_quantiles(-latent_energy(mean), reference.energy) + variance) / 2
+
+
+def latent_novelty_scores(
+    kinds: Any,
+    mean: np.ndarray,
+    var: np.ndarray,
+    prior: np.ndarray,
+    *,
+    proba: np.ndarray | None = None,
+    reference: NoveltyReference | None = None,
+) -> dict[str, np.ndarray]:
+    r"""The novelty scores ``kinds`` (values of :data:`NOVELTY_SCORES`) of one latent pass of a GP classifier,
+    by name: ``n x C`` latent posterior means ``mean``, variances ``var`` and prior variances ``prior``, the
+    predictive probabilities ``proba`` (``n x C``; the probability scores and ``"entropy-variance"`` need
+    them) and the training documents' leave-one-out ``reference`` (:data:`REFERENCE_SCORES` need it). What
+    a GP classifier's ``score_samples`` and ``novelty_scores`` compute, each score from the same pass.
+
+    Raises:
+        ValueError: a kind is not a GP classifier's score, or needs ``proba`` or ``reference`` and is not given it.
+    """
+    out: dict[str, np.ndarray] = {}
+    for kind in kinds:
+        if kind not in NOVELTY_SCORES:
+            raise ValueError(f"kinds must be among {NOVELTY_SCORES}; got {kind!r}")
+        if proba is None and (kind in PROBABILITY_SCORES or kind == "entropy-variance"):
+            raise ValueError(f"the novelty score {kind!r} is made of the predictive probabilities: pass proba")
+        if reference is None and kind in REFERENCE_SCORES:
+            raise ValueError(f"the novelty score {kind!r} needs the leave-one-out reference: pass reference")
+        if kind in PROBABILITY_SCORES:
+            out[kind] = probability_novelty(proba, kind)  # type: ignore[arg-type]
+        elif kind == "energy":
+            out[kind] = latent_energy(mean)
+        elif kind == "variance":
+            out[kind] = variance_novelty(var, prior)
+        elif kind == "class-variance":
+            out[kind] = -class_variance_ratio(mean, var, prior)
+        elif kind == "entropy-variance":
+            out[kind] = entropy_variance_novelty(proba, var, prior, reference)  # type: ignore[arg-type]
+        elif kind == "energy-variance":
+            out[kind] = energy_variance_novelty(mean, var, prior, reference)  # type: ignore[arg-type]
+        else:  # "energy-class-variance"
+            out[kind] = energy_class_variance_novelty(mean, var, prior, reference)  # type: ignore[arg-type]
+    return out
 
 
 #: the novelty scores a :class:`NoveltyReference` gives for the in-scope documents behind it (every GP score

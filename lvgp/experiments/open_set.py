@@ -42,14 +42,10 @@ from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.novelty import (
     PROBABILITY_SCORES,
-    class_variance_ratio,
-    energy_class_variance_novelty,
-    energy_variance_novelty,
-    entropy_variance_novelty,
     latent_energy,
+    latent_novelty_scores,
     open_set_metrics,
     probability_novelty,
-    variance_novelty,
 )
 from ..datasets.loaders import corpus_names, load_corpus
 from .classification import (
@@ -556,16 +552,13 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
     # (an SVM's own score is already its largest decision value)
     if hasattr(model, "predict_latent"):  # one latent pass for all of them
         mean, var, prior = model.predict_latent(X, return_prior=True)
-        scores["variance"] = variance_novelty(var, prior)
-        scores["energy"] = latent_energy(mean)
-        scores["class-variance"] = -class_variance_ratio(mean, var, prior)
+        kinds = ["variance", "energy", "class-variance"]
+        reference = None
         if getattr(model, "inference", None) == "dirichlet":
             # two together, each among the training documents' leave-one-out scores
             reference = model.novelty_reference()
-            if proba is not None:
-                scores["entropy-variance"] = entropy_variance_novelty(proba, var, prior, reference)
-            scores["energy-variance"] = energy_variance_novelty(mean, var, prior, reference)
-            scores["energy-class-variance"] = energy_class_variance_novelty(mean, var, prior, reference)
+            kinds += (["entropy-variance"] if proba is not None else []) + ["energy-variance", "energy-class-variance"]
+        scores.update(latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference))
     elif name == "entropy" and hasattr(model, "decision_function"):
         # logistic regression's logits: minus their free energy
         logits = np.asarray(model.decision_function(X), dtype=np.float64)

@@ -30,10 +30,8 @@ from ...base.novelty import (
     REFERENCE_SCORES,
     NoveltyReference,
     class_variance_ratio,
-    energy_class_variance_novelty,
-    energy_variance_novelty,
-    entropy_variance_novelty,
     latent_energy,
+    latent_novelty_scores,
     normalized_entropy,
     probability_novelty,
     variance_novelty,
@@ -466,10 +464,12 @@ class LDKGPClassifier(
         self.encode_seconds_ = self._encode_clock
         return self
 
-    def _check_novelty_score(self, strategy: Inference) -> None:
-        if self.novelty_score in REFERENCE_SCORES and not strategy.leave_one_out:
+    def _check_novelty_score(self, strategy: Inference, kind: str | None = None) -> None:
+        """A reference score (``kind``, default the estimator's ``novelty_score``) needs the Dirichlet inference."""
+        kind = self.novelty_score if kind is None else kind
+        if kind in REFERENCE_SCORES and not strategy.leave_one_out:
             raise ValueError(
-                f"novelty_score={self.novelty_score!r} needs inference='dirichlet' (its reference is the training "
+                f"novelty_score={kind!r} needs inference='dirichlet' (its reference is the training "
                 f"documents' closed-form leave-one-out predictions); got inference={self.inference!r}"
             )
 
@@ -1082,25 +1082,45 @@ class LDKGPClassifier(
         same as ``"energy-variance"`` with that ratio in place of the classes' average
         (``"energy-class-variance"``)."""
         check_params(self)
-        if self.novelty_score in PROBABILITY_SCORES:
-            return probability_novelty(self.predict_proba(X, block), self.novelty_score)
-        self._check_novelty_score(self._inference_strategy())
-        reference = self.novelty_reference() if self.novelty_score in REFERENCE_SCORES else None
-        # the probabilities of "entropy-variance" from the latent pass its variances come from
-        with_proba = self.novelty_score == "entropy-variance"
+        return self.novelty_scores(X, (self.novelty_score,), block)[self.novelty_score]
+
+    def novelty_scores(
+        self, X: Documents, kinds: tuple[str, ...] | list[str] | None = None, block: int = 256
+    ) -> dict[str, np.ndarray]:
+        r"""Several novelty scores of the documents ``X`` from one prediction, by name: each ``n`` values,
+        what :meth:`score_samples` returns with ``novelty_score`` set to it (:mod:`lvgp.base.novelty`). The
+        probability scores alone take :meth:`predict_proba`; any other takes one latent pass
+        (:meth:`predict_latent`, with the probabilities where a score needs them) and the leave-one-out
+        :meth:`novelty_reference` where one of :data:`~lvgp.base.novelty.REFERENCE_SCORES` is asked for
+        (:func:`~lvgp.base.novelty.latent_novelty_scores`).
+
+        Args:
+            X: the documents (or texts), ``n``.
+            kinds: values of ``novelty_score``; default: every score the inference offers (all of
+                :data:`~lvgp.base.novelty.NOVELTY_SCORES` with ``inference="dirichlet"``, all but the
+                reference scores otherwise).
+            block: documents a latent pass.
+
+        Raises:
+            ValueError: a kind is not a novelty score, or is a reference score and the inference is not
+                ``"dirichlet"``.
+        """
+        check_is_fitted(self, "model_")
+        strategy = self._inference_strategy()
+        if kinds is None:
+            kinds = tuple(k for k in NOVELTY_SCORES if strategy.leave_one_out or k not in REFERENCE_SCORES)
+        kinds = tuple(kinds)
+        for kind in kinds:
+            if kind not in NOVELTY_SCORES:
+                raise ValueError(f"kinds must be among {NOVELTY_SCORES}; got {kind!r}")
+            self._check_novelty_score(strategy, kind)
+        if all(kind in PROBABILITY_SCORES for kind in kinds):
+            probabilities = self.predict_proba(X, block)
+            return {kind: probability_novelty(probabilities, kind) for kind in kinds}
+        reference = self.novelty_reference() if any(k in REFERENCE_SCORES for k in kinds) else None
+        with_proba = any(k in PROBABILITY_SCORES or k == "entropy-variance" for k in kinds)
         mean, var, prior, proba = self._latent_and_prior(X, block, "score_samples", with_proba=with_proba)
-        if self.novelty_score == "energy":
-            return latent_energy(mean)
-        if self.novelty_score == "class-variance":
-            return -class_variance_ratio(mean, var, prior)
-        if reference is None:
-            return variance_novelty(var, prior)
-        if self.novelty_score == "energy-variance":
-            return energy_variance_novelty(mean, var, prior, reference)
-        if self.novelty_score == "energy-class-variance":
-            return energy_class_variance_novelty(mean, var, prior, reference)
-        assert proba is not None
-        return entropy_variance_novelty(proba, var, prior, reference)
+        return latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference)
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")

@@ -56,9 +56,9 @@ def choose_novelty_score(
 
     In each of ``n_draws`` draws, ``round(held_out_fraction * C)`` of the ``C`` classes of ``y`` (at least
     one, at most ``C - 2``) are held out and a clone of ``estimator`` is fitted on the other classes' texts.
-    Each candidate scores the held-out texts (``score_samples``: out of scope) and the kept texts by their
-    leave-one-out predictions (:func:`~lvgp.base.novelty.leave_one_out_novelty`: in scope, on the same
-    scale); its AUROC (out of scope the positive class) is averaged over the draws. The largest mean wins,
+    Each candidate scores the held-out texts (out of scope; ``novelty_scores``: one latent pass for all the
+    candidates) and the kept texts by their leave-one-out predictions
+    (:func:`~lvgp.base.novelty.leave_one_out_novelty`: in scope, on the same scale); its AUROC (out of scope the positive class) is averaged over the draws. The largest mean wins,
     a tie going to the earlier candidate.
 
     Args:
@@ -117,10 +117,10 @@ def choose_novelty_score(
         reference = model.novelty_reference()
         outside_texts = [X[int(i)] for i in out_rows]
         mask = np.r_[np.zeros(len(kept_rows), bool), np.ones(len(out_rows), bool)]
+        outside = model.novelty_scores(outside_texts, candidates)  # every candidate from one latent pass
         for kind in candidates:
             inside = leave_one_out_novelty(reference, kind, len(model.classes_))
-            outside = model.set_params(novelty_score=kind).score_samples(outside_texts)
-            aurocs[kind].append(open_set_metrics(np.concatenate([inside, outside]), mask)["oos_auroc"])
+            aurocs[kind].append(open_set_metrics(np.concatenate([inside, outside[kind]]), mask)["oos_auroc"])
         held_out.append(hold)
     means = {kind: float(np.mean(values)) for kind, values in aurocs.items()}
     best = max(means.values())
