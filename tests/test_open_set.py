@@ -503,6 +503,9 @@ def test_a_gp_gives_every_score_from_one_latent_pass(fitted_gp):
     np.testing.assert_allclose(probability["max-probability"], every["max-probability"], atol=1e-12)
     with pytest.raises(ValueError, match="kinds must be among"):
         fitted_gp.novelty_scores(test, ["mahalanobis"])
+    with pytest.warns(EmptyDocumentsWarning, match="novelty_scores: 1 of 2 documents have no known word"):
+        unread = fitted_gp.novelty_scores(["good great", "tax bank loan"], ["variance"])
+    assert unread["variance"][1] == -1.0  # the least typical
     mean, var, prior = fitted_gp.predict_latent(test, return_prior=True)
     with pytest.raises(ValueError, match="'entropy-variance' is made of the predictive probabilities: pass proba"):
         latent_novelty_scores(["entropy-variance"], mean, var, prior, reference=fitted_gp.novelty_reference())

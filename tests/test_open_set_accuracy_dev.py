@@ -27,3 +27,29 @@ def test_the_table_pairs_each_row_with_logistic_regression_draw_by_draw():
     diffs = np.array([0.0, -0.25])
     assert f"| c | 10 | {acc.BASELINE} | 2 | 0.8750 | – | – | – | – |" in lines
     assert f"| c | 10 | gp | 2 | 0.7500 | {diffs.mean():+.4f} | {diffs.std(ddof=1):.4f} | 0 | 1 / 2 |" in lines
+
+
+def test_the_output_scale_rows_scale_the_fit_and_restore_it():
+    import warnings
+
+    import torch
+
+    from lvgp import LBFGS, LDKGPClassifier
+
+    rng = np.random.default_rng(4)
+    words = {"pos": ["good", "great", "fine", "nice"], "neg": ["bad", "awful", "dull", "weak"]}
+    x = [" ".join(rng.choice(words[c], 3)) for c in ("pos", "neg") for _ in range(12)]
+    y = ["pos"] * 12 + ["neg"] * 12
+    test = ["good nice", "awful weak", "fine dull bad", "great"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gp = LDKGPClassifier(optimizer=LBFGS(max_iter=30), random_state=1).fit(x, y)
+        fitted = gp.model_.covar_module.outputscale.detach().clone()
+        rows = acc.output_scale_predictions(gp, test, [1e-6, 1.0])
+    assert list(rows) == ["gp x 1e-06", "gp x 1", "gp loo-scale"]
+    assert torch.equal(gp.model_.covar_module.outputscale, fitted)  # restored
+    np.testing.assert_array_equal(rows["gp x 1"], gp.predict(test))
+    # a vanishing output scale predicts from the classes' constant means alone: its leave-one-out log loss is
+    # about log 2, the fit's far below on a separable corpus, so the leave-one-out choice is the fit
+    np.testing.assert_array_equal(rows["gp loo-scale"], rows["gp x 1"])
+    assert list(rows["gp x 1"]) == ["pos", "neg", "neg", "pos"]

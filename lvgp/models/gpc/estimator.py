@@ -1082,7 +1082,7 @@ class LDKGPClassifier(
         same as ``"energy-variance"`` with that ratio in place of the classes' average
         (``"energy-class-variance"``)."""
         check_params(self)
-        return self.novelty_scores(X, (self.novelty_score,), block)[self.novelty_score]
+        return self._novelty_scores(X, (self.novelty_score,), block, "score_samples")[self.novelty_score]
 
     def novelty_scores(
         self, X: Documents, kinds: tuple[str, ...] | list[str] | None = None, block: int = 256
@@ -1105,6 +1105,12 @@ class LDKGPClassifier(
             ValueError: a kind is not a novelty score, or is a reference score and the inference is not
                 ``"dirichlet"``.
         """
+        return self._novelty_scores(X, kinds, block, "novelty_scores")
+
+    def _novelty_scores(
+        self, X: Documents, kinds: tuple[str, ...] | list[str] | None, block: int, caller: str
+    ) -> dict[str, np.ndarray]:
+        """:meth:`novelty_scores`; ``caller``: the method a warning names."""
         check_is_fitted(self, "model_")
         strategy = self._inference_strategy()
         if kinds is None:
@@ -1119,7 +1125,7 @@ class LDKGPClassifier(
             return {kind: probability_novelty(probabilities, kind) for kind in kinds}
         reference = self.novelty_reference() if any(k in REFERENCE_SCORES for k in kinds) else None
         with_proba = any(k in PROBABILITY_SCORES or k == "entropy-variance" for k in kinds)
-        mean, var, prior, proba = self._latent_and_prior(X, block, "score_samples", with_proba=with_proba)
+        mean, var, prior, proba = self._latent_and_prior(X, block, caller, with_proba=with_proba)
         return latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference)
 
     def predict(self, X: Documents) -> np.ndarray:
