@@ -16,7 +16,11 @@ same seeds draw the same unknown classes and labelled texts). Each draw fits log
   (its fitted ``[tf-idf | encoder]`` vectors, each scaled to unit length): the kernel of the baseline, the GP's
   inference;
 - ``gp-loo``: ``gp`` with ``objective="loo"`` (the hyper-parameters by the leave-one-out log probability);
-- ``gp-laplace``: ``gp`` with the Laplace inference (no tempering: that needs the Dirichlet inference).
+- ``gp-laplace``: ``gp`` with the Laplace inference (no tempering: that needs the Dirichlet inference);
+- ``gp-output-scale``: ``gp``'s fit with its output scale multiplied by each of ``--output-scales`` after the
+  evidence's fit (rows ``gp x c``: the regularization of the regressions on the transformed labels, stronger
+  below 1), and ``gp loo-scale``: the multiplier of the smallest leave-one-out log loss of the training labels
+  (the tempered expected softmax of the closed-form leave-one-out latents, the temperature refitted at each).
 
 Prints, per corpus and size, each row's mean accuracy, its difference from logistic regression's on the same
 draw (mean, standard deviation over the draws, draws ahead) and the texts one of the two classifies right
@@ -24,6 +28,7 @@ and the other wrong, summed over the draws.
 
     python benchmarks/open_set_accuracy_dev.py                        # r8, seeds 36-41: 18 draws, dev documents
     python benchmarks/open_set_accuracy_dev.py --scored test --rows gp
+    python benchmarks/open_set_accuracy_dev.py --rows gp-output-scale
     python benchmarks/open_set_accuracy_dev.py --quick                # a toy corpus and a tiny random encoder
 """
 
@@ -38,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from open_set_dev import dev_runs, dev_study, difference_cells  # (the sibling script: benchmarks/ is on the path)
 
-ROWS = ("gp", "gp-latent-mean", "gp-logreg-features", "gp-loo", "gp-laplace")
+ROWS = ("gp", "gp-latent-mean", "gp-logreg-features", "gp-loo", "gp-laplace", "gp-output-scale")
 BASELINE = "tfidf-encoder-logreg"
 GP = "gpc-bow-encoder-rbf"
 
@@ -67,6 +72,32 @@ def logreg_features_gp(gp, logreg, texts: list[str]):
     params = gp.get_params(deep=False)
     params["kernel"] = FeatureKernel(LinearKernel(), dim, normalize=True)
     return LogRegFeaturesGP(**params)
+
+
+def output_scale_predictions(gp, texts: list[str], scales: list[float]) -> dict[str, np.ndarray]:
+    """The fitted ``gp``'s predictions of ``texts`` with its output scale multiplied by each of ``scales`` (rows
+    ``gp x c``) and at the multiplier of the smallest tempered leave-one-out log loss (``gp loo-scale``, the
+    first on ties); the output scale is restored."""
+    import torch
+
+    from lvgp.models.gpc.estimator import _tempered_log_proba
+
+    scale_kernel = gp.model_.covar_module
+    fitted = scale_kernel.outputscale.detach().clone()
+    rows, losses = {}, []
+    try:
+        for c in scales:
+            with torch.no_grad():
+                scale_kernel.outputscale = fitted * c
+            log_p, truth = gp._loo_log_proba()
+            tempered = _tempered_log_proba(log_p, gp._fit_temperature((log_p, truth)))
+            losses.append(-float(np.mean(tempered[np.arange(len(truth)), truth])))
+            rows[f"gp x {c:g}"] = np.asarray(gp.predict(texts))
+    finally:
+        with torch.no_grad():
+            scale_kernel.outputscale = fitted
+    rows["gp loo-scale"] = rows[f"gp x {scales[int(np.argmin(losses))]:g}"]
+    return rows
 
 
 def draws(args) -> list[dict]:
@@ -101,11 +132,13 @@ def draws(args) -> list[dict]:
                     predictions = {BASELINE: np.asarray(logreg.predict(texts))}
                     study_gp = None  # the study's GP, fitted once for the rows "gp" and "gp-latent-mean"
                     for row in args.rows.split(","):
-                        if row in ("gp", "gp-latent-mean"):
+                        if row in ("gp", "gp-latent-mean", "gp-output-scale"):
                             if study_gp is None:
                                 study_gp = estimator(GP).fit(x, y)
                             if row == "gp":
                                 predictions[row] = np.asarray(study_gp.predict(texts))
+                            elif row == "gp-output-scale":
+                                predictions.update(output_scale_predictions(study_gp, texts, args.output_scales))
                             else:
                                 latent_mean = study_gp.predict_latent(texts)[0]
                                 predictions[row] = study_gp.classes_[np.argmax(latent_mean, axis=1)]
@@ -168,13 +201,19 @@ def main() -> None:
         choices=("dev", "test"),
         help="the training part's unlabelled rest (dev) or the built-in corpus's test split (test)",
     )
+    parser.add_argument(
+        "--output-scales",
+        default="0.125,0.25,0.5,1,2",
+        help="the row gp-output-scale's multipliers of the fitted output scale",
+    )
     parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
     args = parser.parse_args()
     if args.quick and args.scored == "test":
         parser.error("--quick reads a toy corpus of training texts alone: --scored dev")
     args.seed = args.seed or ("1,2" if args.quick else "36,37,38,39,40,41")
+    args.output_scales = [float(c) for c in args.output_scales.split(",")]
     if args.quick:
-        args.rows = "gp,gp-latent-mean,gp-logreg-features"
+        args.rows = "gp,gp-latent-mean,gp-logreg-features,gp-output-scale"
     unknown = sorted(set(args.rows.split(",")) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")
