@@ -20,7 +20,14 @@ same seeds draw the same unknown classes and labelled texts). Each draw fits log
 - ``gp-output-scale``: ``gp``'s fit with its output scale multiplied by each of ``--output-scales`` after the
   evidence's fit (rows ``gp x c``: the regularization of the regressions on the transformed labels, stronger
   below 1), and ``gp loo-scale``: the multiplier of the smallest leave-one-out log loss of the training labels
-  (the tempered expected softmax of the closed-form leave-one-out latents, the temperature refitted at each).
+  (the tempered expected softmax of the closed-form leave-one-out latents, the temperature refitted at each);
+- ``gp-kernel-logreg``: logistic regression on ``gp``'s fitted kernel (kernel logistic regression: the
+  representer theorem's features :math:`K_{tt}^{1/2}` of the labelled texts and :math:`K_{dt} K_{tt}^{-1/2}` of the
+  scored ones, the kernel's own weights and length-scale as the evidence fitted them), C by the baseline's own
+  cross-validation (:func:`~lvgp.baselines.encoder.logistic_regression_cv`, the same Cs): the GP's kernel with
+  logistic regression's inference, the posterior mode of a softmax likelihood at a prior scale chosen by
+  cross-validated log loss; ``gp-kernel-logreg-s``: the same at C = 1 with the kernel times ``gp``'s output scale
+  (the mode at the evidence's prior scale).
 
 Prints, per corpus and size, each row's mean accuracy, its difference from logistic regression's on the same
 draw (mean, standard deviation over the draws, draws ahead) and the texts one of the two classifies right
@@ -43,7 +50,18 @@ from pathlib import Path
 import numpy as np
 from open_set_dev import dev_runs, dev_study, difference_cells  # (the sibling script: benchmarks/ is on the path)
 
-ROWS = ("gp", "gp-latent-mean", "gp-logreg-features", "gp-loo", "gp-laplace", "gp-output-scale")
+ROWS = (
+    "gp",
+    "gp-latent-mean",
+    "gp-logreg-features",
+    "gp-loo",
+    "gp-laplace",
+    "gp-output-scale",
+    "gp-kernel-logreg",
+    "gp-kernel-logreg-s",
+)
+#: the rows that read the study GP's one fit
+STUDY_FIT_ROWS = ("gp", "gp-latent-mean", "gp-output-scale", "gp-kernel-logreg", "gp-kernel-logreg-s")
 BASELINE = "tfidf-encoder-logreg"
 GP = "gpc-bow-encoder-rbf"
 
@@ -100,6 +118,43 @@ def output_scale_predictions(gp, texts: list[str], scales: list[float]) -> dict[
     return rows
 
 
+def kernel_features(train: np.ndarray, cross: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Features whose inner products are the kernel: ``U sqrt(L)`` of the ``m x m`` kernel matrix ``train`` of the
+    labelled texts (``train = U L U^T``, eigenvalues below 1e-10 of the largest dropped) and ``cross U / sqrt(L)``
+    of the ``n x m`` cross-kernel ``cross`` of other texts (their projection on the labelled texts' span, where the
+    representer theorem puts a kernel method's solution)."""
+    lam, vectors = np.linalg.eigh(train)
+    keep = lam > lam.max() * 1e-10
+    lam, vectors = lam[keep], vectors[:, keep]
+    return vectors * np.sqrt(lam), cross @ vectors / np.sqrt(lam)
+
+
+def kernel_logreg_predictions(
+    gp, logreg, x: list[str], y: np.ndarray, texts: list[str], seed: int
+) -> dict[str, np.ndarray]:
+    """Rows ``gp-kernel-logreg`` and ``gp-kernel-logreg-s`` (module docstring) of the fitted ``gp`` (one shared
+    kernel for the classes), trained on ``x``, ``y``, predicting ``texts``; C among the baseline ``logreg``'s Cs by
+    folds shuffled by ``seed``."""
+    from sklearn.linear_model import LogisticRegression
+
+    from lvgp.baselines.encoder import logistic_regression_cv
+
+    documents = list(x) + list(texts)
+    # the kernel reads the documents as the GP's prediction does (tf-idf words and encoder vectors packed)
+    with gp._prediction_blocks(documents, len(documents)) as (n, _, blocks):
+        ((rows, packed),) = list(blocks)
+        if len(rows) != n:
+            raise ValueError("a document no part of the kernel reads")
+        kernel = gp.model_.covar_module.base_kernel(packed, packed[: len(x)]).to_dense().detach().cpu().numpy()
+    if kernel.ndim != 2:
+        raise ValueError("gp-kernel-logreg needs one kernel for the classes (class_hyperparameters='shared')")
+    train, cross = kernel_features(kernel[: len(x)], kernel[len(x) :])
+    cv = logistic_regression_cv(train, np.asarray(y), logreg.Cs, seed)
+    scale = float(np.sqrt(gp.model_.covar_module.outputscale.detach().cpu()))
+    fixed = LogisticRegression(C=1.0, max_iter=10_000).fit(train * scale, np.asarray(y))
+    return {"gp-kernel-logreg": cv.predict(cross), "gp-kernel-logreg-s": fixed.predict(cross * scale)}
+
+
 def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, row): the in-scope documents' true and predicted labels."""
     from lvgp.experiments.open_set import OpenSetStudy
@@ -130,15 +185,18 @@ def draws(args) -> list[dict]:
 
                     logreg = estimator(BASELINE).fit(x, y)
                     predictions = {BASELINE: np.asarray(logreg.predict(texts))}
-                    study_gp = None  # the study's GP, fitted once for the rows "gp" and "gp-latent-mean"
+                    study_gp = None  # the study's GP, fitted once for every row that reads its fit
                     for row in args.rows.split(","):
-                        if row in ("gp", "gp-latent-mean", "gp-output-scale"):
+                        if row in STUDY_FIT_ROWS:
                             if study_gp is None:
                                 study_gp = estimator(GP).fit(x, y)
                             if row == "gp":
                                 predictions[row] = np.asarray(study_gp.predict(texts))
                             elif row == "gp-output-scale":
                                 predictions.update(output_scale_predictions(study_gp, texts, args.output_scales))
+                            elif row.startswith("gp-kernel-logreg"):  # both rows from one kernel matrix
+                                if row not in predictions:
+                                    predictions.update(kernel_logreg_predictions(study_gp, logreg, x, y, texts, seed))
                             else:
                                 latent_mean = study_gp.predict_latent(texts)[0]
                                 predictions[row] = study_gp.classes_[np.argmax(latent_mean, axis=1)]
@@ -213,7 +271,7 @@ def main() -> None:
     args.seed = args.seed or ("1,2" if args.quick else "36,37,38,39,40,41")
     args.output_scales = [float(c) for c in args.output_scales.split(",")]
     if args.quick:
-        args.rows = "gp,gp-latent-mean,gp-logreg-features,gp-output-scale"
+        args.rows = "gp,gp-latent-mean,gp-logreg-features,gp-output-scale,gp-kernel-logreg"
     unknown = sorted(set(args.rows.split(",")) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")

@@ -53,3 +53,21 @@ def test_the_output_scale_rows_scale_the_fit_and_restore_it():
     # about log 2, the fit's far below on a separable corpus, so the leave-one-out choice is the fit
     np.testing.assert_array_equal(rows["gp loo-scale"], rows["gp x 1"])
     assert list(rows["gp x 1"]) == ["pos", "neg", "neg", "pos"]
+
+
+def test_kernel_features_give_logistic_regression_on_the_features_themselves():
+    """With a linear kernel ``K = X X^T``, logistic regression on the kernel's features is logistic regression on
+    ``X`` (the penalty ``||w||^2`` is the RKHS norm; the optimum lies in the labelled rows' span)."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 8))  # more rows than dimensions: K is of rank 8
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=30) > 0, "a", "b")
+    new = rng.normal(size=(12, 8))
+    train, cross = acc.kernel_features(X @ X.T, new @ X.T)
+    assert train.shape == (30, 8) and cross.shape == (12, 8)
+    np.testing.assert_allclose(train @ train.T, X @ X.T, atol=1e-10)
+    np.testing.assert_allclose(cross @ train.T, new @ X.T, atol=1e-10)
+    direct = LogisticRegression(C=0.7, tol=1e-10, max_iter=10_000).fit(X, y)
+    kernel = LogisticRegression(C=0.7, tol=1e-10, max_iter=10_000).fit(train, y)
+    np.testing.assert_allclose(kernel.predict_proba(cross), direct.predict_proba(new), atol=1e-6)
