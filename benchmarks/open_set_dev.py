@@ -20,6 +20,10 @@ accuracy or in its own score's AUROC (:func:`paired_against`).
 (scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
 each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
 
+``--encoder-weight fixed``: the tf-idf GPs' encoder part keeps its weight where both parts weigh alike on the
+labelled texts (the tf-idf cosine's mean self-similarity) instead of the evidence's
+(``beside_encoder(fit_weights=False)``; one process: ``--jobs 1``).
+
 ``--gpc-objective loo``: the GP classifiers' hyper-parameters by the leave-one-out log probability of the
 labelled texts after the evidence (``LDKGPClassifier(objective="loo")``).
 
@@ -110,6 +114,13 @@ def main() -> None:
         "all, or 1 + ln count for all (module docstring)",
     )
     parser.add_argument(
+        "--encoder-weight",
+        default="fitted",
+        choices=("fitted", "fixed"),
+        help="the tf-idf GPs' encoder part's weight: fitted by the evidence (the study's), or fixed where both "
+        "parts weigh alike (module docstring)",
+    )
+    parser.add_argument(
         "--unseen-words",
         default="drop",
         choices=("drop", "whole-bag"),
@@ -133,9 +144,10 @@ def main() -> None:
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    if args.unseen_words == "whole-bag" or args.gp_tf != "study":
+    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or args.encoder_weight == "fixed":
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
-        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts)  # noqa: N806
+        fit_weights = args.encoder_weight == "fitted"
+        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts, fit_weights)  # noqa: N806
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
     limit_threads(1)
@@ -250,15 +262,21 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
 
-def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None):
+def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, fit_weights: bool = True):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
-    (``False``); ``None`` keeps each method's own."""
+    (``False``); ``None`` keeps each method's own. ``fit_weights=False``: the tf-idf GPs' encoder parts keep
+    their weights where both parts weigh alike (``beside_encoder(fit_weights=False)``)."""
     import dataclasses
     import functools
 
     from lvgp.encoders import resolve_encoder
-    from lvgp.experiments.open_set import OpenSetStudy, _bag_of_words_beside_encoder, _tfidf_cosine
+    from lvgp.experiments.open_set import (
+        GPC_BOW_SUBLINEAR_TF,
+        OpenSetStudy,
+        _bag_of_words_beside_encoder,
+        _tfidf_cosine,
+    )
 
     @dataclasses.dataclass(frozen=True)
     class VariantStudy(OpenSetStudy):
@@ -268,13 +286,16 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
                 model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
-            if sublinear_tf is not None and cell["method"] in _TFIDF_GPS:
+            if (sublinear_tf is not None or not fit_weights) and cell["method"] in _TFIDF_GPS:
                 part = _TFIDF_GPS[cell["method"]]
+                counts = bool(sublinear_tf)  # (None: the encoder GPs' own, raw counts)
                 if part is None:
-                    kernel = functools.partial(_tfidf_cosine, sublinear_tf=sublinear_tf)
+                    kernel = functools.partial(
+                        _tfidf_cosine, sublinear_tf=GPC_BOW_SUBLINEAR_TF if sublinear_tf is None else counts
+                    )
                 else:
                     dim = resolve_encoder(self.encoder, self.device).dim
-                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=sublinear_tf)(dim)
+                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, fit_weights=fit_weights)(dim)
                 model.set_params(kernel=kernel)
             return model
 

@@ -89,18 +89,20 @@ def _tfidf_cosine(num_words, documents, idf=None, sublinear_tf=False):
     return BagOfWordsKernel(num_words, "cosine", word_weights=idf, sublinear_tf=sublinear_tf).double()
 
 
-def _bag_of_words_beside_encoder(kind: Any, idf=None, sublinear_tf=False):
+def _bag_of_words_beside_encoder(kind: Any, idf=None, sublinear_tf=False, fit_weights=True):
     """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
     :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
     vectors, so distance-aware; or several parts, names or gpytorch kernels on the unit vectors, each
     with its own weight; :func:`~lvgp.kernels.packed.beside_encoder`). ``idf``: the tf-idf's weights
-    (default: the training documents' idf); ``sublinear_tf``: counts as ``1 + ln count``."""
+    (default: the training documents' idf); ``sublinear_tf``: counts as ``1 + ln count``;
+    ``fit_weights=False``: each weight stays where both parts weigh alike."""
 
     def of_dim(dim: int):
         def factory(num_words, documents):
             from ..kernels.packed import beside_encoder
 
-            return beside_encoder(_tfidf_cosine(num_words, documents, idf, sublinear_tf), documents, dim, kind)
+            words = _tfidf_cosine(num_words, documents, idf, sublinear_tf)
+            return beside_encoder(words, documents, dim, kind, fit_weights=fit_weights)
 
         return factory
 

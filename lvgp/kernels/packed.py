@@ -238,7 +238,12 @@ ENCODER_KERNELS = ("cosine", "rbf", "matern")
 
 
 def encoder_part(
-    kind: str | Kernel, feature_dim: int, *, weight: float = 1.0, weight_prior_sd: float | None = 0.5
+    kind: str | Kernel,
+    feature_dim: int,
+    *,
+    weight: float = 1.0,
+    weight_prior_sd: float | None = 0.5,
+    fit_weight: bool = True,
 ) -> Kernel:
     r"""The encoder's part of a composed kernel over packed documents, with its own weight
     :math:`\mu`: ``"cosine"`` -- :math:`\mu\,\langle e_i, e_j\rangle / \|e_i\|\|e_j\|` (the linear kernel of the
@@ -252,6 +257,8 @@ def encoder_part(
         weight_prior_sd: a log-normal prior on :math:`\mu` with median ``weight`` and this sd of
             :math:`\log\mu` (``None``: no prior), as the LDK+BoW classifier's prior on its identity
             weight: with few documents the marginal likelihood can switch a part off.
+        fit_weight: ``False``: :math:`\mu` stays at ``weight`` (its raw parameter does not require a
+            gradient, so no fit moves it); the part's other parameters (an RBF's length-scale) are fitted.
     """
     from gpytorch.kernels import LinearKernel, MaternKernel, RBFKernel, ScaleKernel
     from gpytorch.priors import LogNormalPrior
@@ -264,15 +271,22 @@ def encoder_part(
     if isinstance(kind, str) and kind == "cosine":
         base = LinearKernel(variance_prior=prior)
         base.variance = torch.tensor(float(weight))
+        base.raw_variance.requires_grad_(bool(fit_weight))
         return FeatureKernel(base, feature_dim, normalize=True)
     inner = kind if isinstance(kind, Kernel) else RBFKernel() if kind == "rbf" else MaternKernel(nu=2.5)
     part = ScaleKernel(FeatureKernel(inner, feature_dim, normalize=True), outputscale_prior=prior)
     part.outputscale = torch.tensor(float(weight))
+    part.raw_outputscale.requires_grad_(bool(fit_weight))
     return part
 
 
 def beside_encoder(
-    word_kernel: Kernel, word_ids: Tensor, feature_dim: int, kind: str | Kernel | Sequence[str | Kernel]
+    word_kernel: Kernel,
+    word_ids: Tensor,
+    feature_dim: int,
+    kind: str | Kernel | Sequence[str | Kernel],
+    *,
+    fit_weights: bool = True,
 ) -> Kernel:
     r"""``word_kernel`` on the word ids of packed documents plus the encoder's part
     (:func:`encoder_part`), :math:`\mu` starting where both parts weigh alike: the mean
@@ -280,7 +294,9 @@ def beside_encoder(
     have unit self-similarity on normalized vectors). What the estimators' ``sentence_encoder=``
     builds around their spec's kernel. Documents without a word (texts the encoder reads alone) are
     left out of that mean; without any document with a word, :math:`\mu` starts at 1. Several
-    ``kind``\ s: one encoder part each, each with its own weight starting there."""
+    ``kind``\ s: one encoder part each, each with its own weight starting there. ``fit_weights=False``: the
+    weights stay there (:func:`encoder_part`'s ``fit_weight``): both parts weigh alike whatever the evidence
+    prefers."""
     with_words = word_ids[(word_ids != PAD).any(-1)]
     balance = 1.0
     if len(with_words):
@@ -291,5 +307,5 @@ def beside_encoder(
         raise ValueError("kind must name at least one encoder part")
     total: Kernel = WordSetKernel(word_kernel, feature_dim)
     for one in kinds:
-        total = total + encoder_part(one, feature_dim, weight=balance)
+        total = total + encoder_part(one, feature_dim, weight=balance, fit_weight=fit_weights)
     return total
