@@ -129,3 +129,48 @@ def test_the_other_encoder_parts_fit(encoder, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert np.isfinite(clf.predict_proba(TEST)).all()
+
+
+@pytest.mark.parametrize("kind", ["cosine", "rbf"])
+def test_a_fixed_encoder_weight_stays_where_both_parts_weigh_alike(encoder, kind):
+    """``beside_encoder(fit_weights=False)``: the encoder part's weight keeps its start (the word kernel's mean
+    self-similarity, 1 for a cosine) through the fit, the other parameters move; by default the fit moves it."""
+    from lvgp.kernels import BagOfWordsKernel
+    from lvgp.kernels.packed import beside_encoder
+
+    def factory(fit_weights):
+        def build(num_words, documents):
+            words = BagOfWordsKernel(num_words, "cosine").double()
+            return beside_encoder(words, documents, encoder.dim, kind, fit_weights=fit_weights)
+
+        return build
+
+    def weight(clf):
+        part = clf.model_.covar_module.base_kernel.kernels[1]
+        return part.base.variance if kind == "cosine" else part.outputscale
+
+    def raw(clf):
+        part = clf.model_.covar_module.base_kernel.kernels[1]
+        return part.base.raw_variance if kind == "cosine" else part.raw_outputscale
+
+    def fit(fit_weights):
+        clf = LDKGPClassifier(
+            factory(fit_weights),
+            sentence_encoder=encoder,
+            class_hyperparameters="shared",
+            optimizer=LBFGS(max_iter=15),
+            random_state=0,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return clf.fit(TEXTS, LABELS)
+
+    fixed, fitted = fit(False), fit(True)
+    assert not raw(fixed).requires_grad and raw(fitted).requires_grad
+    assert float(weight(fixed)) == pytest.approx(1.0, abs=1e-6)  # the tf-idf cosine's self-similarity
+    assert abs(float(weight(fitted)) - 1.0) > 1e-3
+    scale = fixed.model_.covar_module.outputscale
+    assert abs(float(scale) - float(fitted.model_.covar_module.outputscale)) > 1e-6  # the rest is fitted
+    if kind == "rbf":
+        lengthscale = fixed.model_.covar_module.base_kernel.kernels[1].base_kernel.base.lengthscale
+        assert abs(float(lengthscale) - 0.6931) > 1e-3  # moved from gpytorch's start, softplus(0)
