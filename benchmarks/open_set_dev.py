@@ -22,7 +22,9 @@ each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw)
 
 ``--encoder-weight fixed``: the tf-idf GPs' encoder part keeps its weight where both parts weigh alike on the
 labelled texts (the tf-idf cosine's mean self-similarity) instead of the evidence's
-(``beside_encoder(fit_weights=False)``; one process: ``--jobs 1``).
+(``beside_encoder(fit_weights=False)``; one process: ``--jobs 1``). ``--encoder-weight fixed-unit``: and the RBF
+part's length-scale fixed at 1 (on unit vectors exp(cos - 1)): with the weight held, the evidence can
+switch the encoder part off through the length-scale instead (r52 at 10 a class: ``benchmarks/README.md``, "Rule 15").
 
 ``--gpc-objective loo``: the GP classifiers' hyper-parameters by the leave-one-out log probability of the
 labelled texts after the evidence (``LDKGPClassifier(objective="loo")``).
@@ -116,9 +118,9 @@ def main() -> None:
     parser.add_argument(
         "--encoder-weight",
         default="fitted",
-        choices=("fitted", "fixed"),
+        choices=("fitted", "fixed", "fixed-unit"),
         help="the tf-idf GPs' encoder part's weight: fitted by the evidence (the study's), or fixed where both "
-        "parts weigh alike (module docstring)",
+        "parts weigh alike; fixed-unit: and the RBF part's length-scale fixed at 1 (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -144,10 +146,10 @@ def main() -> None:
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or args.encoder_weight == "fixed":
+    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or args.encoder_weight != "fitted":
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
-        fit_weights = args.encoder_weight == "fitted"
-        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts, fit_weights)  # noqa: N806
+        fit_weights, unit = args.encoder_weight == "fitted", args.encoder_weight == "fixed-unit"
+        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts, fit_weights, unit)  # noqa: N806
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
     limit_threads(1)
@@ -262,11 +264,35 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
 
-def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, fit_weights: bool = True):
+class UnitRBFBesideEncoder:
+    """The kernel factory of ``gpc-bow-encoder-rbf`` with the encoder part's weight where both parts weigh alike
+    and its RBF's length-scale fixed at 1 (on unit vectors exp(cos - 1)): ``--encoder-weight fixed-unit``. A new
+    RBF kernel at each call (each fit its own)."""
+
+    def __init__(self, dim: int, sublinear_tf: bool) -> None:
+        self.dim, self.sublinear_tf = dim, sublinear_tf
+
+    def __call__(self, num_words, documents):
+        from gpytorch.kernels import RBFKernel
+
+        from lvgp.experiments.open_set import _tfidf_cosine
+        from lvgp.kernels.packed import beside_encoder
+
+        rbf = RBFKernel()
+        rbf.lengthscale = 1.0
+        rbf.raw_lengthscale.requires_grad_(False)
+        words = _tfidf_cosine(num_words, documents, None, self.sublinear_tf)
+        return beside_encoder(words, documents, self.dim, rbf, fit_weights=False)
+
+
+def variant_study(
+    whole_bag: bool = True, sublinear_tf: bool | None = None, fit_weights: bool = True, unit_lengthscale: bool = False
+):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
     (``False``); ``None`` keeps each method's own. ``fit_weights=False``: the tf-idf GPs' encoder parts keep
-    their weights where both parts weigh alike (``beside_encoder(fit_weights=False)``)."""
+    their weights where both parts weigh alike (``beside_encoder(fit_weights=False)``); ``unit_lengthscale``:
+    their RBF parts' length-scale stays 1 (:class:`UnitRBFBesideEncoder`)."""
     import dataclasses
     import functools
 
@@ -295,7 +321,10 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, fit_
                     )
                 else:
                     dim = resolve_encoder(self.encoder, self.device).dim
-                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, fit_weights=fit_weights)(dim)
+                    if unit_lengthscale and part == "rbf":
+                        kernel = UnitRBFBesideEncoder(dim, counts)
+                    else:
+                        kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, fit_weights=fit_weights)(dim)
                 model.set_params(kernel=kernel)
             return model
 

@@ -10,6 +10,7 @@ import math
 import warnings
 
 import numpy as np
+import pytest
 
 from lvgp.bow.weighting import idf_weights
 from lvgp.kernels import BagOfWordsKernel
@@ -96,6 +97,28 @@ def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(toy_topics_ts
                 model.fit(list(texts), labels)
             parts = [m for m in model.model_.covar_module.modules() if isinstance(m, BagOfWordsKernel)]
             assert [p.sublinear_tf for p in parts] == [sublinear], (counts, method)
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_the_fixed_weight_study_keeps_the_encoder_part_where_both_parts_weigh_alike(toy_topics_tsv, unit):
+    """``--encoder-weight fixed`` (and ``fixed-unit``): the tf-idf GPs' encoder part keeps its weight at the tf-idf
+    cosine's self-similarity, 1, through the fit (and the RBF its length-scale 1); the counts stay the study's."""
+    from lvgp.kernels import BagOfWordsKernel
+
+    study = dev.variant_study(whole_bag=False, sublinear_tf=None, fit_weights=False, unit_lengthscale=unit)(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(3)
+    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(list(texts), labels)
+    part = model.model_.covar_module.base_kernel.kernels[1]
+    assert float(part.outputscale) == pytest.approx(1.0, abs=1e-6) and not part.raw_outputscale.requires_grad
+    rbf = part.base_kernel.base
+    assert (float(rbf.lengthscale) == pytest.approx(1.0, abs=1e-6)) == unit
+    bags = [m for m in model.model_.covar_module.modules() if isinstance(m, BagOfWordsKernel)]
+    assert [b.sublinear_tf for b in bags] == [False]
 
 
 def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
