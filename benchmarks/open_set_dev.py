@@ -117,10 +117,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--encoder-weight",
-        default="fitted",
-        choices=("fitted", "fixed", "fixed-unit"),
-        help="the tf-idf GPs' encoder part's weight: fitted by the evidence (the study's), or fixed where both "
-        "parts weigh alike; fixed-unit: and the RBF part's length-scale fixed at 1 (module docstring)",
+        default="study",
+        choices=ENCODER_WEIGHTS,
+        help="the tf-idf GPs' encoder part: the study's; its weight and length-scale fitted by the evidence; its "
+        "weight fixed where both parts weigh alike; and the RBF part's length-scale fixed at 1 (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -146,10 +146,9 @@ def main() -> None:
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or args.encoder_weight != "fitted":
+    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or args.encoder_weight != "study":
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
-        fit_weights, unit = args.encoder_weight == "fitted", args.encoder_weight == "fixed-unit"
-        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts, fit_weights, unit)  # noqa: N806
+        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts, args.encoder_weight)  # noqa: N806
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
     limit_threads(1)
@@ -261,38 +260,29 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
+#: ``--encoder-weight``'s choices (:func:`variant_study`)
+ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit")
+
+
+def _study_encoder_options(method: str) -> dict:
+    """The study's own ``fit_weights`` and ``lengthscale`` of a tf-idf GP's encoder part."""
+    from lvgp.experiments import open_set
+
+    if method == "gpc-bow-encoder-rbf":
+        return {"fit_weights": open_set.FIT_ENCODER_WEIGHT, "lengthscale": open_set.ENCODER_RBF_LENGTHSCALE}
+    return {"fit_weights": True, "lengthscale": None}
+
+
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
 
-class UnitRBFBesideEncoder:
-    """The kernel factory of ``gpc-bow-encoder-rbf`` with the encoder part's weight where both parts weigh alike
-    and its RBF's length-scale fixed at 1 (on unit vectors exp(cos - 1)): ``--encoder-weight fixed-unit``. A new
-    RBF kernel at each call (each fit its own)."""
-
-    def __init__(self, dim: int, sublinear_tf: bool) -> None:
-        self.dim, self.sublinear_tf = dim, sublinear_tf
-
-    def __call__(self, num_words, documents):
-        from gpytorch.kernels import RBFKernel
-
-        from lvgp.experiments.open_set import _tfidf_cosine
-        from lvgp.kernels.packed import beside_encoder
-
-        rbf = RBFKernel()
-        rbf.lengthscale = 1.0
-        rbf.raw_lengthscale.requires_grad_(False)
-        words = _tfidf_cosine(num_words, documents, None, self.sublinear_tf)
-        return beside_encoder(words, documents, self.dim, rbf, fit_weights=False)
-
-
-def variant_study(
-    whole_bag: bool = True, sublinear_tf: bool | None = None, fit_weights: bool = True, unit_lengthscale: bool = False
-):
+def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, encoder_weight: str = "study"):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
-    (``False``); ``None`` keeps each method's own. ``fit_weights=False``: the tf-idf GPs' encoder parts keep
-    their weights where both parts weigh alike (``beside_encoder(fit_weights=False)``); ``unit_lengthscale``:
-    their RBF parts' length-scale stays 1 (:class:`UnitRBFBesideEncoder`)."""
+    (``False``); ``None`` keeps each method's own. ``encoder_weight`` (:data:`ENCODER_WEIGHTS`): the tf-idf GPs'
+    encoder parts as the study builds them (``"study"``), their weight and length-scale fitted by the evidence
+    (``"fitted"``), the weight held where both parts weigh alike (``"fixed"``), and the RBF's length-scale held
+    at 1 too (``"fixed-unit"``; ``beside_encoder(fit_weights=False, lengthscale=1.0)``)."""
     import dataclasses
     import functools
 
@@ -312,7 +302,7 @@ def variant_study(
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
                 model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
-            if (sublinear_tf is not None or not fit_weights) and cell["method"] in _TFIDF_GPS:
+            if (sublinear_tf is not None or encoder_weight != "study") and cell["method"] in _TFIDF_GPS:
                 part = _TFIDF_GPS[cell["method"]]
                 counts = bool(sublinear_tf)  # (None: the encoder GPs' own, raw counts)
                 if part is None:
@@ -321,10 +311,14 @@ def variant_study(
                     )
                 else:
                     dim = resolve_encoder(self.encoder, self.device).dim
-                    if unit_lengthscale and part == "rbf":
-                        kernel = UnitRBFBesideEncoder(dim, counts)
+                    if encoder_weight == "study":
+                        held = _study_encoder_options(cell["method"])
                     else:
-                        kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, fit_weights=fit_weights)(dim)
+                        held = {
+                            "fit_weights": encoder_weight == "fitted",
+                            "lengthscale": 1.0 if encoder_weight == "fixed-unit" else None,
+                        }
+                    kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, **held)(dim)
                 model.set_params(kernel=kernel)
             return model
 

@@ -174,3 +174,24 @@ def test_a_fixed_encoder_weight_stays_where_both_parts_weigh_alike(encoder, kind
     if kind == "rbf":
         lengthscale = fixed.model_.covar_module.base_kernel.kernels[1].base_kernel.base.lengthscale
         assert abs(float(lengthscale) - 0.6931) > 1e-3  # moved from gpytorch's start, softplus(0)
+
+
+def test_an_encoder_part_can_hold_its_lengthscale():
+    """``encoder_part("rbf", lengthscale=1.0)``: the RBF of the unit vectors with its length-scale held, exp(cos - 1);
+    a length-scale for a part without one, or not positive, is refused."""
+    from lvgp.kernels.packed import encoder_part
+
+    part = encoder_part("rbf", 4, weight=2.0, fit_weight=False, lengthscale=1.0)
+    inner = part.base_kernel.base
+    assert float(inner.lengthscale) == pytest.approx(1.0) and not inner.raw_lengthscale.requires_grad
+    assert not part.raw_outputscale.requires_grad
+    x = torch.randn(5, 4, dtype=torch.float64)
+    unit = torch.nn.functional.normalize(x, dim=-1)
+    expected = 2.0 * torch.exp(unit @ unit.T - 1.0)
+    packed = torch.cat([x, torch.zeros(5, 1, dtype=torch.float64)], dim=-1)  # the features, then word ids
+    torch.testing.assert_close(part.double()(packed).to_dense(), expected, rtol=1e-6, atol=1e-8)
+    assert encoder_part("matern", 4, lengthscale=0.5).base_kernel.base.lengthscale.item() == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="lengthscale fixes the length-scale of an 'rbf' or 'matern' part"):
+        encoder_part("cosine", 4, lengthscale=1.0)
+    with pytest.raises(ValueError, match="lengthscale must be a positive finite number"):
+        encoder_part("rbf", 4, lengthscale=0.0)

@@ -105,7 +105,7 @@ def test_the_fixed_weight_study_keeps_the_encoder_part_where_both_parts_weigh_al
     cosine's self-similarity, 1, through the fit (and the RBF its length-scale 1); the counts stay the study's."""
     from lvgp.kernels import BagOfWordsKernel
 
-    study = dev.variant_study(whole_bag=False, sublinear_tf=None, fit_weights=False, unit_lengthscale=unit)(
+    study = dev.variant_study(whole_bag=False, sublinear_tf=None, encoder_weight="fixed-unit" if unit else "fixed")(
         dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
     )
     texts, labels = study.split(0).training(3)

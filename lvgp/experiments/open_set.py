@@ -89,20 +89,21 @@ def _tfidf_cosine(num_words, documents, idf=None, sublinear_tf=False):
     return BagOfWordsKernel(num_words, "cosine", word_weights=idf, sublinear_tf=sublinear_tf).double()
 
 
-def _bag_of_words_beside_encoder(kind: Any, idf=None, sublinear_tf=False, fit_weights=True):
+def _bag_of_words_beside_encoder(kind: Any, idf=None, sublinear_tf=False, fit_weights=True, lengthscale=None):
     """The kernel factory of the BoW+encoder GP classifiers: the cosine of the tf-idf vectors plus
     :math:`\\mu` times the encoder's part ``kind`` (``"cosine"``, or ``"rbf"``: stationary on the unit
     vectors, so distance-aware; or several parts, names or gpytorch kernels on the unit vectors, each
     with its own weight; :func:`~lvgp.kernels.packed.beside_encoder`). ``idf``: the tf-idf's weights
     (default: the training documents' idf); ``sublinear_tf``: counts as ``1 + ln count``;
-    ``fit_weights=False``: each weight stays where both parts weigh alike."""
+    ``fit_weights=False``: each weight stays where both parts weigh alike; ``lengthscale``: the RBF parts'
+    length-scale held there (:func:`~lvgp.kernels.packed.beside_encoder`)."""
 
     def of_dim(dim: int):
         def factory(num_words, documents):
             from ..kernels.packed import beside_encoder
 
             words = _tfidf_cosine(num_words, documents, idf, sublinear_tf)
-            return beside_encoder(words, documents, dim, kind, fit_weights=fit_weights)
+            return beside_encoder(words, documents, dim, kind, fit_weights=fit_weights, lengthscale=lengthscale)
 
         return factory
 
@@ -127,6 +128,11 @@ def _gp_method(kernel_of_dim, novelty_score: str):
     return build
 
 
+#: ``gpc-bow-encoder-rbf``'s encoder part: its weight fitted by the evidence (``True``) or held where both parts
+#: weigh alike (``False``), and its RBF length-scale held at this value (``None``: fitted)
+FIT_ENCODER_WEIGHT = True
+ENCODER_RBF_LENGTHSCALE: float | None = None
+
 #: the novelty score of the GP classifiers whose kernel has a stationary (RBF) part on the encoder's vectors: the
 #: energy, as every other GP's. Chosen on dev documents by rules fixed before the draws: on r8's and 20ng's
 #: training parts the energy and the predicted class's latent variance ratio together (``"energy-class-variance"``)
@@ -142,7 +148,7 @@ for _name, _label, _kernel, _default, _score, _what in (
     (
         "gpc-bow-encoder-rbf",
         "GP classifier (BoW + encoder RBF)",
-        _bag_of_words_beside_encoder("rbf"),
+        _bag_of_words_beside_encoder("rbf", fit_weights=FIT_ENCODER_WEIGHT, lengthscale=ENCODER_RBF_LENGTHSCALE),
         True,
         STATIONARY_GP_NOVELTY_SCORE,
         "the cosine of the tf-idf vectors plus mu times an RBF kernel of the encoder's unit vectors (stationary: "

@@ -244,6 +244,7 @@ def encoder_part(
     weight: float = 1.0,
     weight_prior_sd: float | None = 0.5,
     fit_weight: bool = True,
+    lengthscale: float | None = None,
 ) -> Kernel:
     r"""The encoder's part of a composed kernel over packed documents, with its own weight
     :math:`\mu`: ``"cosine"`` -- :math:`\mu\,\langle e_i, e_j\rangle / \|e_i\|\|e_j\|` (the linear kernel of the
@@ -259,6 +260,8 @@ def encoder_part(
             weight: with few documents the marginal likelihood can switch a part off.
         fit_weight: ``False``: :math:`\mu` stays at ``weight`` (its raw parameter does not require a
             gradient, so no fit moves it); the part's other parameters (an RBF's length-scale) are fitted.
+        lengthscale: ``"rbf"`` / ``"matern"``: the length-scale held at this value (not fitted; ``None``: fitted
+            from gpytorch's start). On unit vectors the RBF with length-scale 1 is :math:`\exp(\cos - 1)`.
     """
     from gpytorch.kernels import LinearKernel, MaternKernel, RBFKernel, ScaleKernel
     from gpytorch.priors import LogNormalPrior
@@ -267,6 +270,11 @@ def encoder_part(
         raise ValueError(f"encoder_kernel must be one of {ENCODER_KERNELS} or a gpytorch Kernel; got {kind!r}")
     if not (isinstance(weight, (int, float)) and weight > 0 and weight < float("inf")):
         raise ValueError(f"weight must be a positive finite number; got {weight!r}")
+    if lengthscale is not None:
+        if kind not in ("rbf", "matern"):
+            raise ValueError(f"lengthscale fixes the length-scale of an 'rbf' or 'matern' part; got kind={kind!r}")
+        if not (isinstance(lengthscale, (int, float)) and 0 < lengthscale < float("inf")):
+            raise ValueError(f"lengthscale must be a positive finite number or None; got {lengthscale!r}")
     prior = None if weight_prior_sd is None else LogNormalPrior(float(torch.log(torch.tensor(weight))), weight_prior_sd)
     if isinstance(kind, str) and kind == "cosine":
         base = LinearKernel(variance_prior=prior)
@@ -274,6 +282,9 @@ def encoder_part(
         base.raw_variance.requires_grad_(bool(fit_weight))
         return FeatureKernel(base, feature_dim, normalize=True)
     inner = kind if isinstance(kind, Kernel) else RBFKernel() if kind == "rbf" else MaternKernel(nu=2.5)
+    if lengthscale is not None:
+        inner.lengthscale = float(lengthscale)
+        inner.raw_lengthscale.requires_grad_(False)
     part = ScaleKernel(FeatureKernel(inner, feature_dim, normalize=True), outputscale_prior=prior)
     part.outputscale = torch.tensor(float(weight))
     part.raw_outputscale.requires_grad_(bool(fit_weight))
@@ -287,6 +298,7 @@ def beside_encoder(
     kind: str | Kernel | Sequence[str | Kernel],
     *,
     fit_weights: bool = True,
+    lengthscale: float | None = None,
 ) -> Kernel:
     r"""``word_kernel`` on the word ids of packed documents plus the encoder's part
     (:func:`encoder_part`), :math:`\mu` starting where both parts weigh alike: the mean
@@ -296,7 +308,8 @@ def beside_encoder(
     left out of that mean; without any document with a word, :math:`\mu` starts at 1. Several
     ``kind``\ s: one encoder part each, each with its own weight starting there. ``fit_weights=False``: the
     weights stay there (:func:`encoder_part`'s ``fit_weight``): both parts weigh alike whatever the evidence
-    prefers."""
+    prefers; ``lengthscale``: the ``"rbf"`` / ``"matern"`` parts' length-scale held there (with the weight held
+    and the length-scale free, the evidence can switch an RBF part off by a long length-scale instead)."""
     with_words = word_ids[(word_ids != PAD).any(-1)]
     balance = 1.0
     if len(with_words):
@@ -307,5 +320,6 @@ def beside_encoder(
         raise ValueError("kind must name at least one encoder part")
     total: Kernel = WordSetKernel(word_kernel, feature_dim)
     for one in kinds:
-        total = total + encoder_part(one, feature_dim, weight=balance, fit_weight=fit_weights)
+        fixed = lengthscale if isinstance(one, str) and one in ("rbf", "matern") else None
+        total = total + encoder_part(one, feature_dim, weight=balance, fit_weight=fit_weights, lengthscale=fixed)
     return total
