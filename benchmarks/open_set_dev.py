@@ -20,6 +20,9 @@ accuracy or in its own score's AUROC (:func:`paired_against`).
 (scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
 each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
 
+``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
+``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
+
 ``--encoder-weight fixed``: the tf-idf GPs' encoder part keeps its weight where both parts weigh alike on the
 labelled texts (the tf-idf cosine's mean self-similarity) instead of the evidence's
 (``beside_encoder(fit_weights=False)``; one process: ``--jobs 1``). ``--encoder-weight fixed-unit``: and the RBF
@@ -116,6 +119,12 @@ def main() -> None:
         "all, or 1 + ln count for all (module docstring)",
     )
     parser.add_argument(
+        "--paired-with",
+        default=None,
+        help="the --out folder of another run of the same corpora, seeds and methods (another variant): each method "
+        "paired with its run there, draw by draw",
+    )
+    parser.add_argument(
         "--encoder-weight",
         default="study",
         choices=ENCODER_WEIGHTS,
@@ -185,6 +194,8 @@ def main() -> None:
     for key, baseline in PAIRED_BASELINES.items():
         if baseline in methods and len(methods) > 1:
             print(paired_against(every, baseline, key))
+    if args.paired_with:
+        print(paired_with_run(every, Path(args.paired_with), seeds))
 
 
 def dev_runs(
@@ -391,6 +402,24 @@ def paired_against(records: list[dict], baseline: str, key: str = "accuracy") ->
                     f"{len(diffs)} |"
                 )
     return "\n".join(lines)
+
+
+def paired_with_run(records: list[dict], other: Path, seeds: list[int]) -> str:
+    """Each method of this run against the same method of the run saved in ``other`` (its ``--out``: the same
+    corpora, seeds and sizes, another variant), draw by draw: in-scope accuracy and own score's AUROC, this run's
+    minus the other's (:func:`paired_against`)."""
+    tables = []
+    for m in dict.fromkeys(r["method"] for r in records):
+        theirs = f"{m} ({other.name})"
+        both = [r for r in records if r["method"] == m]
+        for corpus in dict.fromkeys(r["corpus"] for r in both):
+            for seed in seeds:
+                folder = other if len(seeds) == 1 else other / f"seed{seed}"
+                saved = json.loads((folder / f"{corpus}.json").read_text())
+                both += [{**r, "method": theirs, "corpus": corpus, "seed": seed} for r in saved if r["method"] == m]
+        for key in PAIRED_BASELINES:
+            tables.append(paired_against(both, theirs, key))
+    return "\n".join(tables)
 
 
 def difference_cells(diffs: np.ndarray) -> str:

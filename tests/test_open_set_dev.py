@@ -161,3 +161,30 @@ def test_paired_against_pairs_each_draw_with_the_baselines_own():
     auroc = [{**r, "oos_auroc": 1 - r["accuracy"]} for r in records]
     rows = [line for line in dev.paired_against(auroc, "lr", "oos_auroc").splitlines() if line.startswith("| c |")]
     assert rows == [f"| c | 10 | gp | {1 - 0.80666667:.4f} | {-diffs.mean():+.4f} | {diffs.std(ddof=1):.4f} | 1 of 3 |"]
+
+
+def test_paired_with_run_pairs_each_method_with_its_run_saved_elsewhere(tmp_path):
+    """``--paired-with DIR``: this run's records against the same method's records saved in DIR (per seed), draw
+    by draw, in accuracy and in the own score's AUROC."""
+    import json
+
+    def record(split, accuracy, auroc):
+        return {"method": "gp", "split": split, "per_class": 10, "accuracy": accuracy, "oos_auroc": auroc}
+
+    for seed, values in ((1, [(0.80, 0.70), (0.90, 0.60)]), (2, [(0.70, 0.75), (0.85, 0.80)])):
+        (tmp_path / f"seed{seed}").mkdir()
+        saved = [record(split, *v) for split, v in enumerate(values)]
+        (tmp_path / f"seed{seed}" / "toy.json").write_text(json.dumps(saved))
+    ours = [
+        {**record(0, 0.82, 0.72), "corpus": "toy", "seed": 1},
+        {**record(1, 0.88, 0.66), "corpus": "toy", "seed": 1},
+        {**record(0, 0.75, 0.70), "corpus": "toy", "seed": 2},
+        {**record(1, 0.85, 0.81), "corpus": "toy", "seed": 2},
+    ]
+    text = dev.paired_with_run(ours, tmp_path, [1, 2])
+    accuracy = np.array([0.02, -0.02, 0.05, 0.0])
+    auroc = np.array([0.02, 0.06, -0.05, 0.01])
+    assert f"| toy | 10 | gp | {np.mean([0.82, 0.88, 0.75, 0.85]):.4f} | {accuracy.mean():+.4f} | " in text
+    assert f"{accuracy.std(ddof=1):.4f} | 2 of 4 |" in text
+    assert f"| toy | 10 | gp | {np.mean([0.72, 0.66, 0.70, 0.81]):.4f} | {auroc.mean():+.4f} | " in text
+    assert f"minus gp ({tmp_path.name})'s" in text
