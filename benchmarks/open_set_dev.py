@@ -20,6 +20,9 @@ accuracy or in its own score's AUROC (:func:`paired_against`).
 (scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
 each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
 
+``--encoder-weight loo``: after the evidence's fit, the encoder part's weight times the factor of 1/8, 1/4, 1/2, 1
+with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
+
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
 
@@ -129,7 +132,8 @@ def main() -> None:
         default="study",
         choices=ENCODER_WEIGHTS,
         help="the tf-idf GPs' encoder part: the study's; its weight and length-scale fitted by the evidence; its "
-        "weight fixed where both parts weigh alike; and the RBF part's length-scale fixed at 1 (module docstring)",
+        "weight fixed where both parts weigh alike; and the RBF part's length-scale fixed at 1; the evidence's "
+        "weight times the factor of the least leave-one-out log loss (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -272,7 +276,53 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 #: ``--encoder-weight``'s choices (:func:`variant_study`)
-ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit")
+ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo")
+#: ``--encoder-weight loo``: the multiples of the evidence's encoder weight it chooses among
+LOO_WEIGHT_FACTORS = (0.125, 0.25, 0.5, 1.0)
+
+
+def _encoder_weight(part) -> tuple:
+    """The encoder part's weight: ``(module, name)`` of its positive parameter (an RBF or Matern part's output
+    scale, a cosine part's linear variance)."""
+    return (part, "outputscale") if hasattr(part, "outputscale") else (part.base, "variance")
+
+
+def choose_encoder_weight(model, factors=LOO_WEIGHT_FACTORS) -> float:
+    """After the evidence's fit of ``model`` (a Dirichlet GP classifier with a tf-idf part and one encoder part, the
+    temperature calibrated): its encoder part's weight times the factor of ``factors`` whose training labels'
+    tempered leave-one-out log loss is the least (ties: the larger factor), the temperature refitted at it. The
+    chosen factor."""
+    import torch
+
+    from lvgp.models.gpc.estimator import _tempered_log_proba
+
+    module, name = _encoder_weight(model.model_.covar_module.base_kernel.kernels[1])
+    fitted = getattr(module, name).detach().clone()
+    losses = []
+    for factor in factors:
+        with torch.no_grad():
+            setattr(module, name, fitted * factor)
+        log_p, truth = model._loo_log_proba()
+        tempered = _tempered_log_proba(log_p, model._fit_temperature((log_p, truth)))
+        losses.append(-float(np.mean(tempered[np.arange(len(truth)), truth])))
+    best = max(i for i, loss in enumerate(losses) if loss == min(losses))
+    with torch.no_grad():
+        setattr(module, name, fitted * factors[best])
+    model.temperature_ = model._fit_temperature()
+    return float(factors[best])
+
+
+def leave_one_out_weight_classifier(model):
+    """``model`` (an unfitted study GP) whose ``fit`` ends with :func:`choose_encoder_weight`
+    (``--encoder-weight loo``)."""
+
+    class LeaveOneOutWeightGPC(type(model)):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.encoder_weight_factor_ = choose_encoder_weight(self)
+            return self
+
+    return LeaveOneOutWeightGPC(**model.get_params(deep=False))
 
 
 def _study_encoder_options(method: str) -> dict:
@@ -326,11 +376,13 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, enco
                         held = _study_encoder_options(cell["method"])
                     else:
                         held = {
-                            "fit_weights": encoder_weight == "fitted",
+                            "fit_weights": encoder_weight in ("fitted", "loo"),
                             "lengthscale": 1.0 if encoder_weight == "fixed-unit" else None,
                         }
                     kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, **held)(dim)
                 model.set_params(kernel=kernel)
+                if encoder_weight == "loo" and part is not None:
+                    model = leave_one_out_weight_classifier(model)
             return model
 
     return VariantStudy
