@@ -188,3 +188,36 @@ def test_paired_with_run_pairs_each_method_with_its_run_saved_elsewhere(tmp_path
     assert f"{accuracy.std(ddof=1):.4f} | 2 of 4 |" in text
     assert f"| toy | 10 | gp | {np.mean([0.72, 0.66, 0.70, 0.81]):.4f} | {auroc.mean():+.4f} | " in text
     assert f"minus gp ({tmp_path.name})'s" in text
+
+
+def test_the_leave_one_out_weight_study_picks_the_factor_of_the_least_loss(toy_topics_tsv):
+    """``--encoder-weight loo``: after the evidence's fit, the encoder weight is the fitted one times the factor
+    whose tempered leave-one-out log loss is the least, recomputed here by hand; the temperature refitted at it."""
+    import torch
+
+    from lvgp.models.gpc.estimator import _tempered_log_proba
+
+    study = dev.variant_study(whole_bag=False, sublinear_tf=None, encoder_weight="loo")(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(4,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(4)
+    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 4}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(list(texts), labels)
+        assert model.encoder_weight_factor_ in dev.LOO_WEIGHT_FACTORS
+        part = model.model_.covar_module.base_kernel.kernels[1]
+        chosen = part.outputscale.detach().clone()
+        fitted = chosen / model.encoder_weight_factor_
+        losses = []
+        for factor in dev.LOO_WEIGHT_FACTORS:
+            with torch.no_grad():
+                part.outputscale = fitted * factor
+            log_p, truth = model._loo_log_proba()
+            tempered = _tempered_log_proba(log_p, model._fit_temperature((log_p, truth)))
+            losses.append(-np.mean(tempered[np.arange(len(truth)), truth]))
+        with torch.no_grad():
+            part.outputscale = chosen
+        assert model.temperature_ == pytest.approx(model._fit_temperature())
+    best = max(i for i, loss in enumerate(losses) if loss == pytest.approx(min(losses), abs=1e-12))
+    assert model.encoder_weight_factor_ == dev.LOO_WEIGHT_FACTORS[best]
