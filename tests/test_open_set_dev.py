@@ -99,20 +99,25 @@ def test_the_sublinear_study_gives_its_tf_idf_gps_sublinear_counts(toy_topics_ts
             assert [p.sublinear_tf for p in parts] == [sublinear], (counts, method)
 
 
+def _fitted_variant_gp(tsv, encoder_weight: str, per_class: int):
+    """The study's gpc-bow-encoder-rbf of the toy corpus's first split under ``--encoder-weight``, fitted."""
+    study = dev.variant_study(whole_bag=False, sublinear_tf=None, encoder_weight=encoder_weight)(
+        dataset=tsv, unknown_classes=1, per_class=(per_class,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(per_class)
+    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": per_class}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(list(texts), labels)
+
+
 @pytest.mark.parametrize("unit", [False, True])
 def test_the_fixed_weight_study_keeps_the_encoder_part_where_both_parts_weigh_alike(toy_topics_tsv, unit):
     """``--encoder-weight fixed`` (and ``fixed-unit``): the tf-idf GPs' encoder part keeps its weight at the tf-idf
     cosine's self-similarity, 1, through the fit (and the RBF its length-scale 1); the counts stay the study's."""
     from lvgp.kernels import BagOfWordsKernel
 
-    study = dev.variant_study(whole_bag=False, sublinear_tf=None, encoder_weight="fixed-unit" if unit else "fixed")(
-        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
-    )
-    texts, labels = study.split(0).training(3)
-    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(list(texts), labels)
+    model = _fitted_variant_gp(toy_topics_tsv, "fixed-unit" if unit else "fixed", per_class=3)
     part = model.model_.covar_module.base_kernel.kernels[1]
     assert float(part.outputscale) == pytest.approx(1.0, abs=1e-6) and not part.raw_outputscale.requires_grad
     rbf = part.base_kernel.base
@@ -197,14 +202,9 @@ def test_the_leave_one_out_weight_study_picks_the_factor_of_the_least_loss(toy_t
 
     from lvgp.models.gpc.estimator import _tempered_log_proba
 
-    study = dev.variant_study(whole_bag=False, sublinear_tf=None, encoder_weight="loo")(
-        dataset=toy_topics_tsv, unknown_classes=1, per_class=(4,), splits=1, ldk_max_iter=5
-    )
-    texts, labels = study.split(0).training(4)
-    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 4}})
+    model = _fitted_variant_gp(toy_topics_tsv, "loo", per_class=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model.fit(list(texts), labels)
         assert model.encoder_weight_factor_ in dev.LOO_WEIGHT_FACTORS
         part = model.model_.covar_module.base_kernel.kernels[1]
         chosen = part.outputscale.detach().clone()
