@@ -20,17 +20,17 @@ accuracy or in its own score's AUROC (:func:`paired_against`).
 (scikit-learn's ``sublinear_tf``, as the baselines' tf-idf does); ``--gp-tf raw``: as ``c``; the default,
 each method's own (``gpc-bow`` sublinear since this choice, the encoder GPs raw).
 
-``--encoder-weight loo``: after the evidence's fit, the encoder part's weight times the factor of 1/8, 1/4, 1/2, 1
-with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
-
-``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
-``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
-
 ``--encoder-weight fixed``: the tf-idf GPs' encoder part keeps its weight where both parts weigh alike on the
 labelled texts (the tf-idf cosine's mean self-similarity) instead of the evidence's
 (``beside_encoder(fit_weights=False)``; one process: ``--jobs 1``). ``--encoder-weight fixed-unit``: and the RBF
 part's length-scale fixed at 1 (on unit vectors exp(cos - 1)): with the weight held, the evidence can
 switch the encoder part off through the length-scale instead (r52 at 10 a class: ``benchmarks/README.md``, "Rule 15").
+
+``--encoder-weight loo``: after the evidence's fit, the encoder part's weight times the factor of 1/8, 1/4, 1/2, 1
+with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
+
+``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
+``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
 
 ``--gpc-objective loo``: the GP classifiers' hyper-parameters by the leave-one-out log probability of the
 labelled texts after the evidence (``LDKGPClassifier(objective="loo")``).
