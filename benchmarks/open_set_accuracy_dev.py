@@ -98,8 +98,6 @@ def output_scale_predictions(gp, texts: list[str], scales: list[float]) -> dict[
     first on ties); the output scale is restored."""
     import torch
 
-    from lvgp.models.gpc.estimator import _tempered_log_proba
-
     scale_kernel = gp.model_.covar_module
     fitted = scale_kernel.outputscale.detach().clone()
     rows, losses = {}, []
@@ -107,9 +105,7 @@ def output_scale_predictions(gp, texts: list[str], scales: list[float]) -> dict[
         for c in scales:
             with torch.no_grad():
                 scale_kernel.outputscale = fitted * c
-            log_p, truth = gp._loo_log_proba()
-            tempered = _tempered_log_proba(log_p, gp._fit_temperature((log_p, truth)))
-            losses.append(-float(np.mean(tempered[np.arange(len(truth)), truth])))
+            losses.append(-float(gp._loo_log_predictive().mean()))  # tempered as the predictions are
             rows[f"gp x {c:g}"] = np.asarray(gp.predict(texts))
     finally:
         with torch.no_grad():

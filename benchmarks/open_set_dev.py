@@ -294,17 +294,13 @@ def choose_encoder_weight(model, factors=LOO_WEIGHT_FACTORS) -> float:
     chosen factor."""
     import torch
 
-    from lvgp.models.gpc.estimator import _tempered_log_proba
-
     module, name = _encoder_weight(model.model_.covar_module.base_kernel.kernels[1])
     fitted = getattr(module, name).detach().clone()
     losses = []
     for factor in factors:
         with torch.no_grad():
             setattr(module, name, fitted * factor)
-        log_p, truth = model._loo_log_proba()
-        tempered = _tempered_log_proba(log_p, model._fit_temperature((log_p, truth)))
-        losses.append(-float(np.mean(tempered[np.arange(len(truth)), truth])))
+        losses.append(-float(model._loo_log_predictive().mean()))  # tempered as the predictions are
     best = max(i for i, loss in enumerate(losses) if loss == min(losses))
     with torch.no_grad():
         setattr(module, name, fitted * factors[best])
