@@ -235,6 +235,8 @@ class WordSetKernel(_PackedKernel):
 
 #: the encoder parts :func:`encoder_part` builds
 ENCODER_KERNELS = ("cosine", "rbf", "matern")
+#: the encoder parts with a length-scale (``encoder_part(lengthscale=...)``)
+STATIONARY_ENCODER_KERNELS = ("rbf", "matern")
 
 
 def encoder_part(
@@ -271,7 +273,7 @@ def encoder_part(
     if not (isinstance(weight, (int, float)) and weight > 0 and weight < float("inf")):
         raise ValueError(f"weight must be a positive finite number; got {weight!r}")
     if lengthscale is not None:
-        if kind not in ("rbf", "matern"):
+        if kind not in STATIONARY_ENCODER_KERNELS:
             raise ValueError(f"lengthscale fixes the length-scale of an 'rbf' or 'matern' part; got kind={kind!r}")
         if not (isinstance(lengthscale, (int, float)) and 0 < lengthscale < float("inf")):
             raise ValueError(f"lengthscale must be a positive finite number or None; got {lengthscale!r}")
@@ -320,6 +322,6 @@ def beside_encoder(
         raise ValueError("kind must name at least one encoder part")
     total: Kernel = WordSetKernel(word_kernel, feature_dim)
     for one in kinds:
-        fixed = lengthscale if isinstance(one, str) and one in ("rbf", "matern") else None
+        fixed = lengthscale if isinstance(one, str) and one in STATIONARY_ENCODER_KERNELS else None
         total = total + encoder_part(one, feature_dim, weight=balance, fit_weight=fit_weights, lengthscale=fixed)
     return total

@@ -58,8 +58,8 @@ def choose_novelty_score(
     one, at most ``C - 2``) are held out and a clone of ``estimator`` is fitted on the other classes' texts.
     Each candidate scores the held-out texts (out of scope; ``novelty_scores``: one latent pass for all the
     candidates) and the kept texts by their leave-one-out predictions
-    (:func:`~lvgp.base.novelty.leave_one_out_novelty`: in scope, on the same scale); its AUROC (out of scope the positive class) is averaged over the draws. The largest mean wins,
-    a tie going to the earlier candidate.
+    (:func:`~lvgp.base.novelty.leave_one_out_novelty`: in scope, on the same scale); its AUROC (out of scope the
+    positive class) is averaged over the draws. The largest mean wins, a tie going to the earlier candidate.
 
     Args:
         estimator: an unfitted or fitted :class:`~lvgp.LDKGPClassifier` with the Dirichlet inference (its
