@@ -28,6 +28,8 @@ switch the encoder part off through the length-scale instead (r52 at 10 a class:
 
 ``--encoder-weight loo``: after the evidence's fit, the encoder part's weight times the factor of 1/8, 1/4, 1/2, 1
 with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
+``--encoder-weight loo-guarded`` (rule 18): a factor below 1 only where its leave-one-out gain exceeds one
+standard error and its leave-one-out accuracy is at most one text below 1's.
 
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
@@ -133,7 +135,7 @@ def main() -> None:
         choices=ENCODER_WEIGHTS,
         help="the tf-idf GPs' encoder part: the study's; its weight and length-scale fitted by the evidence; its "
         "weight fixed where both parts weigh alike; and the RBF part's length-scale fixed at 1; the evidence's "
-        "weight times the factor of the least leave-one-out log loss (module docstring)",
+        "weight times the factor of the least leave-one-out log loss, without or with rule 18's guards (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -276,7 +278,7 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 #: ``--encoder-weight``'s choices (:func:`variant_study`)
-ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo")
+ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo", "loo-guarded")
 #: ``--encoder-weight loo``: the multiples of the evidence's encoder weight it chooses among
 LOO_WEIGHT_FACTORS = (0.125, 0.25, 0.5, 1.0)
 
@@ -287,35 +289,56 @@ def _encoder_weight(part) -> tuple:
     return (part, "outputscale") if hasattr(part, "outputscale") else (part.base, "variance")
 
 
-def choose_encoder_weight(model, factors=LOO_WEIGHT_FACTORS) -> float:
+def choose_encoder_weight(model, factors=LOO_WEIGHT_FACTORS, guarded: bool = False) -> float:
     """After the evidence's fit of ``model`` (a Dirichlet GP classifier with a tf-idf part and one encoder part, the
     temperature calibrated): its encoder part's weight times the factor of ``factors`` whose training labels'
     tempered leave-one-out log loss is the least (ties: the larger factor), the temperature refitted at it. The
-    chosen factor."""
+    chosen factor.
+
+    ``guarded`` (rule 18): a factor other than the evidence's own (1, the last of ``factors``) is a candidate only
+    where (i) its mean paired gain in tempered leave-one-out log probability over 1 exceeds one standard error of
+    the ``n`` per-text differences and (ii) its leave-one-out accuracy is at least 1's minus one text
+    (``1 / n``); no candidate: 1."""
     import torch
 
+    if factors[-1] != 1.0:
+        raise ValueError(f"factors: the last must be 1.0 (the evidence's own weight), got {factors}")
     module, name = _encoder_weight(model.model_.covar_module.base_kernel.kernels[1])
     fitted = getattr(module, name).detach().clone()
-    losses = []
+    log_predictive, accuracy = [], []
     for factor in factors:
         with torch.no_grad():
             setattr(module, name, fitted * factor)
-        losses.append(-float(model._loo_log_predictive().mean()))  # tempered as the predictions are
-    best = max(i for i, loss in enumerate(losses) if loss == min(losses))
+        log_predictive.append(model._loo_log_predictive().numpy())  # tempered as the predictions are
+        if guarded:
+            log_p, truth = model._loo_log_proba()
+            accuracy.append(float(np.mean(log_p.argmax(1) == truth)))
+    losses = [-float(lp.mean()) for lp in log_predictive]
+    candidates = list(range(len(factors)))
+    if guarded:
+        n = len(log_predictive[-1])
+        gains = [lp - log_predictive[-1] for lp in log_predictive]
+        candidates = [
+            i
+            for i, gain in enumerate(gains[:-1])
+            if gain.mean() > gain.std(ddof=1) / np.sqrt(n) and accuracy[i] >= accuracy[-1] - 1.0 / n
+        ] + [len(factors) - 1]
+    least = min(losses[i] for i in candidates)
+    best = max(i for i in candidates if losses[i] == least)
     with torch.no_grad():
         setattr(module, name, fitted * factors[best])
     model.temperature_ = model._fit_temperature()
     return float(factors[best])
 
 
-def leave_one_out_weight_classifier(model):
+def leave_one_out_weight_classifier(model, guarded: bool = False):
     """``model`` (an unfitted study GP) whose ``fit`` ends with :func:`choose_encoder_weight`
-    (``--encoder-weight loo``)."""
+    (``--encoder-weight loo``; ``loo-guarded``: ``guarded=True``)."""
 
     class LeaveOneOutWeightGPC(type(model)):
         def fit(self, X, y):
             super().fit(X, y)
-            self.encoder_weight_factor_ = choose_encoder_weight(self)
+            self.encoder_weight_factor_ = choose_encoder_weight(self, guarded=guarded)
             return self
 
     return LeaveOneOutWeightGPC(**model.get_params(deep=False))
@@ -372,13 +395,13 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, enco
                         held = _study_encoder_options(cell["method"])
                     else:
                         held = {
-                            "fit_weights": encoder_weight in ("fitted", "loo"),
+                            "fit_weights": encoder_weight in ("fitted", "loo", "loo-guarded"),
                             "lengthscale": 1.0 if encoder_weight == "fixed-unit" else None,
                         }
                     kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, **held)(dim)
                 model.set_params(kernel=kernel)
-                if encoder_weight == "loo" and part is not None:
-                    model = leave_one_out_weight_classifier(model)
+                if encoder_weight in ("loo", "loo-guarded") and part is not None:
+                    model = leave_one_out_weight_classifier(model, guarded=encoder_weight == "loo-guarded")
             return model
 
     return VariantStudy
