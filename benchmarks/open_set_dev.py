@@ -29,7 +29,9 @@ switch the encoder part off through the length-scale instead (r52 at 10 a class:
 ``--encoder-weight loo``: after the evidence's fit, the encoder part's weight times the factor of 1/8, 1/4, 1/2, 1
 with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
 ``--encoder-weight loo-guarded`` (rule 18): a factor below 1 only where its leave-one-out gain exceeds one
-standard error and its leave-one-out accuracy is at most one text below 1's.
+standard error and its leave-one-out accuracy is at most one text below 1's. ``--encoder-weight loo-long``
+(rule 19): that guarded choice only where the labelled texts' median length is at least
+:data:`LONG_TEXT_WORDS` words, else the evidence's weight.
 
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
@@ -135,7 +137,7 @@ def main() -> None:
         choices=ENCODER_WEIGHTS,
         help="the tf-idf GPs' encoder part: the study's; its weight and length-scale fitted by the evidence; its "
         "weight fixed where both parts weigh alike; and the RBF part's length-scale fixed at 1; the evidence's "
-        "weight times the factor of the least leave-one-out log loss, without or with rule 18's guards (module docstring)",
+        "weight times the factor of the least leave-one-out log loss, without or with rule 18's guards, or those on long texts alone (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -278,9 +280,12 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 #: ``--encoder-weight``'s choices (:func:`variant_study`)
-ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo", "loo-guarded")
+ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo", "loo-guarded", "loo-long")
 #: ``--encoder-weight loo``: the multiples of the evidence's encoder weight it chooses among
 LOO_WEIGHT_FACTORS = (0.125, 0.25, 0.5, 1.0)
+#: ``--encoder-weight loo-long`` (rule 19): the guarded choice only where the labelled texts' median length
+#: reaches this many (whitespace-separated) words
+LONG_TEXT_WORDS = 20
 
 
 def _encoder_weight(part) -> tuple:
@@ -331,14 +336,20 @@ def choose_encoder_weight(model, factors=LOO_WEIGHT_FACTORS, guarded: bool = Fal
     return float(factors[best])
 
 
-def leave_one_out_weight_classifier(model, guarded: bool = False):
+def leave_one_out_weight_classifier(model, guarded: bool = False, min_words: int | None = None):
     """``model`` (an unfitted study GP) whose ``fit`` ends with :func:`choose_encoder_weight`
-    (``--encoder-weight loo``; ``loo-guarded``: ``guarded=True``)."""
+    (``--encoder-weight loo``; ``loo-guarded``: ``guarded=True``); with ``min_words`` (``loo-long``), only where the
+    labelled texts' median length is at least that many words (else the evidence's weight, factor 1)."""
 
     class LeaveOneOutWeightGPC(type(model)):
         def fit(self, X, y):
             super().fit(X, y)
-            self.encoder_weight_factor_ = choose_encoder_weight(self, guarded=guarded)
+            self.median_words_ = float(np.median([len(str(text).split()) for text in X]))
+            self.encoder_weight_factor_ = (
+                1.0
+                if min_words is not None and self.median_words_ < min_words
+                else choose_encoder_weight(self, guarded=guarded)
+            )
             return self
 
     return LeaveOneOutWeightGPC(**model.get_params(deep=False))
@@ -395,13 +406,17 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, enco
                         held = _study_encoder_options(cell["method"])
                     else:
                         held = {
-                            "fit_weights": encoder_weight in ("fitted", "loo", "loo-guarded"),
+                            "fit_weights": encoder_weight in ("fitted", "loo", "loo-guarded", "loo-long"),
                             "lengthscale": 1.0 if encoder_weight == "fixed-unit" else None,
                         }
                     kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, **held)(dim)
                 model.set_params(kernel=kernel)
-                if encoder_weight in ("loo", "loo-guarded") and part is not None:
-                    model = leave_one_out_weight_classifier(model, guarded=encoder_weight == "loo-guarded")
+                if encoder_weight in ("loo", "loo-guarded", "loo-long") and part is not None:
+                    model = leave_one_out_weight_classifier(
+                        model,
+                        guarded=encoder_weight != "loo",
+                        min_words=LONG_TEXT_WORDS if encoder_weight == "loo-long" else None,
+                    )
             return model
 
     return VariantStudy

@@ -275,3 +275,25 @@ def test_the_guarded_leave_one_out_weight_moves_only_past_one_standard_error_and
     assert dev.choose_encoder_weight(model, guarded=True) == 1.0 and float(model.part.outputscale) == 2.0
     with pytest.raises(ValueError, match="factors: the last must be 1.0"):
         dev.choose_encoder_weight(model, factors=(0.5, 0.25))
+
+
+def _encoder_weight_of(model) -> float:
+    """A fitted study GP's encoder part's weight (its RBF part's output scale)."""
+    return float(model.model_.covar_module.base_kernel.kernels[1].outputscale)
+
+
+def test_the_long_text_weight_study_keeps_the_evidence_weight_below_its_median_length(toy_topics_tsv, monkeypatch):
+    """``--encoder-weight loo-long`` (rule 19): labelled texts whose median length is below
+    :data:`LONG_TEXT_WORDS` keep the evidence's weight (factor 1, the fit of ``--encoder-weight fitted``); at or above
+    it, the guarded choice as ``loo-guarded`` makes it."""
+    monkeypatch.setattr(dev, "LONG_TEXT_WORDS", 10**6)
+    short = _fitted_variant_gp(toy_topics_tsv, "loo-long", per_class=4)
+    fitted = _fitted_variant_gp(toy_topics_tsv, "fitted", per_class=4)
+    assert short.encoder_weight_factor_ == 1.0 and short.median_words_ < 10**6
+    assert _encoder_weight_of(short) == _encoder_weight_of(fitted)
+    monkeypatch.setattr(dev, "LONG_TEXT_WORDS", 0)
+    long = _fitted_variant_gp(toy_topics_tsv, "loo-long", per_class=4)
+    guarded = _fitted_variant_gp(toy_topics_tsv, "loo-guarded", per_class=4)
+    assert long.encoder_weight_factor_ == guarded.encoder_weight_factor_ and _encoder_weight_of(
+        long
+    ) == _encoder_weight_of(guarded)
