@@ -44,6 +44,7 @@ __all__ = [
     "restrict_to_parts",
     "count_hyperparameters",
     "occam_score",
+    "encoder_part_weights",
     "PART_SELECTIONS",
 ]
 
@@ -90,6 +91,34 @@ def part_names(kernel: Kernel) -> tuple[str, ...]:
         count = sum(1 for n in names if n == name or n.startswith(name + "-"))
         names.append(name if count == 0 else f"{name}-{count + 1}")
     return tuple(names)
+
+
+def encoder_part_weights(kernel: Kernel) -> list[tuple[torch.nn.Module, str]]:
+    r"""The weight :math:`\mu` of each sentence-encoder part of ``kernel``'s top sum (the parts
+    :func:`part_names` calls ``"encoder"``), as ``(module, name)`` of its positive parameter: an
+    ``"rbf"`` / ``"matern"`` / kernel part's output scale (the ``ScaleKernel`` over its
+    :class:`~lvgp.kernels.FeatureKernel`), a ``"cosine"`` part's linear variance
+    (:func:`~lvgp.kernels.packed.encoder_part`). ``ValueError`` for an encoder part without either."""
+    from gpytorch.kernels import LinearKernel
+
+    from .packed import FeatureKernel
+
+    total = top_sum(kernel)
+    parts = list(total.kernels) if total is not None else [kernel]
+    weights: list[tuple[torch.nn.Module, str]] = []
+    for name, part in zip(part_names(kernel), parts):
+        if not name.startswith("encoder"):
+            continue
+        if isinstance(part, ScaleKernel):
+            weights.append((part, "outputscale"))
+        elif isinstance(part, FeatureKernel) and isinstance(part.base, LinearKernel):
+            weights.append((part.base, "variance"))
+        else:
+            raise ValueError(
+                f"the kernel's part {name!r} ({type(part).__name__}) has no weight: neither an output scale over it "
+                "nor a linear kernel's variance (lvgp.kernels.packed.encoder_part builds one)"
+            )
+    return weights
 
 
 def part_subsets(n_parts: int) -> list[tuple[int, ...]]:

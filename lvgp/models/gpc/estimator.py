@@ -45,8 +45,8 @@ from ...bow.padded import PAD, documents_at, pad_to_width
 from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
-from ...kernels.composition import PART_SELECTIONS
-from ...kernels.packed import ENCODER_KERNELS
+from ...kernels.composition import PART_SELECTIONS, encoder_part_weights, part_names
+from ...kernels.packed import ENCODER_KERNELS, unpack_documents
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
@@ -59,6 +59,7 @@ from ..mixins import (
     word_source,
 )
 from ..part_selection import PartSelectionMixin
+from .encoder_weight import ENCODER_WEIGHTS, LONG_TEXT_WORDS, select_encoder_weight
 from .inference import (
     HYPERPARAMETER_OBJECTIVES,
     INFERENCE_STRATEGIES,
@@ -260,6 +261,18 @@ class LDKGPClassifier(
             ``early_stopping`` or ``part_selection="evidence"`` (``ValueError``). On dev documents it lowered
             the log loss from about ten documents a class and lost accuracy with fewer; no study's default
             (``benchmarks/README.md``, "``--gpc-objective loo``"; ``results/README.md``, active learning).
+        encoder_weight: the weight :math:`\mu` of the sentence encoder's part beside the words (Dirichlet inference,
+            ``sentence_encoder``): ``"evidence"`` (the default: fitted with the other hyper-parameters), or
+            ``"loo"``: after the fit, :math:`\mu` times the factor of 1/8, 1/4, 1/2 or 1 of the least tempered
+            leave-one-out log loss of the training labels, a factor below 1 only where its paired gain over 1
+            exceeds one standard error and its leave-one-out accuracy is at most one document below 1's; kept at
+            the evidence's where the training documents' median length is below
+            :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (there every such choice lost accuracy
+            on dev documents; :mod:`lvgp.models.gpc.encoder_weight`). On long texts the evidence weighs the
+            encoder several times more than the labels do (``benchmarks/README.md``, rules 15-19). Fitted:
+            ``median_words_``, ``encoder_weight_factor_`` and ``encoder_weight_scores_`` (one dict a factor:
+            :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`; ``[]`` where the texts were too short
+            or part selection left no encoder part); ``None`` each with ``"evidence"``.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -298,6 +311,7 @@ class LDKGPClassifier(
         part_selection: str | None = None,
         max_evidence_documents: int | None = None,
         objective: str = "evidence",
+        encoder_weight: str = "evidence",
     ):
         self.kernel = kernel
         self.inference = inference
@@ -319,6 +333,7 @@ class LDKGPClassifier(
         self.part_selection = part_selection
         self.max_evidence_documents = max_evidence_documents
         self.objective = objective
+        self.encoder_weight = encoder_weight
 
     _first_format_version = 1  # files of lvgp 0.1 load
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
@@ -350,6 +365,7 @@ class LDKGPClassifier(
         "part_selection": [None, Options(*PART_SELECTIONS)],
         "max_evidence_documents": [None, Integer(2)],
         "objective": [Options(*HYPERPARAMETER_OBJECTIVES)],
+        "encoder_weight": [Options(*ENCODER_WEIGHTS)],
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
@@ -391,6 +407,17 @@ class LDKGPClassifier(
                 raise ValueError(
                     "part_selection='evidence' compares the evidence each sub-composition reaches, which objective='loo' "
                     "leaves; pass part_selection='loo' or objective='evidence'"
+                )
+        if self.encoder_weight == "loo":
+            if not strategy.leave_one_out:
+                raise ValueError(
+                    "encoder_weight='loo' needs inference='dirichlet' (its leave-one-out predictions are closed-form); "
+                    f"got inference={self.inference!r}"
+                )
+            if self.sentence_encoder is None:
+                raise ValueError(
+                    "encoder_weight='loo' scales the weight of the sentence encoder's part beside the words: pass "
+                    "sentence_encoder=..."
                 )
         if self.max_evidence_documents is not None and not (
             self.inference == "laplace" or (self.inference == "dirichlet" and self.class_hyperparameters == "shared")
@@ -460,9 +487,33 @@ class LDKGPClassifier(
         self.temperature_ = 1.0
         if self.calibration == "temperature":
             self.temperature_ = self._fit_temperature()
+        self._choose_encoder_weight(X)
         self.fit_seconds_ = time.perf_counter() - start
         self.encode_seconds_ = self._encode_clock
         return self
+
+    def _choose_encoder_weight(self, X: Documents) -> None:
+        """``encoder_weight="loo"``: the median length of the training documents ``X`` (whitespace-separated
+        words of texts; the word ids of padded or count input, with repetition) and, from
+        :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` on, the encoder weight the labels choose
+        (:func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`); ``None`` attributes otherwise."""
+        self.median_words_: float | None = None
+        self.encoder_weight_factor_: float | None = None
+        self.encoder_weight_scores_: list[dict[str, Any]] | None = None
+        if self.encoder_weight != "loo":
+            return
+        if self.encoder_.kind == "texts":
+            lengths = np.array([len(str(text).split()) for text in X])
+        else:
+            x = self._train[0]
+            ids = unpack_documents(x, self._sentence_encoder().dim)[0] if self.sentence_encoder is not None else x
+            lengths = (ids != PAD).sum(-1).cpu().numpy()
+        self.median_words_ = float(np.median(lengths))
+        kernel = self.model_.covar_module
+        if self.median_words_ < LONG_TEXT_WORDS or len(part_names(kernel)) < 2 or not encoder_part_weights(kernel):
+            self.encoder_weight_factor_, self.encoder_weight_scores_ = 1.0, []
+            return
+        self.encoder_weight_factor_, self.encoder_weight_scores_ = select_encoder_weight(self)
 
     def _check_novelty_score(self, strategy: Inference, kind: str | None = None) -> None:
         """A reference score (``kind``, default the estimator's ``novelty_score``) needs the Dirichlet inference."""
@@ -592,11 +643,11 @@ class LDKGPClassifier(
             "leave-one-out scores need at least two a class"
         )
 
-    def _loo_log_predictive(self) -> torch.Tensor:
+    def _loo_log_predictive(self, loo: tuple[np.ndarray, np.ndarray] | None = None) -> torch.Tensor:
         """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
         training labels, tempered by the temperature fitted on them where ``calibration="temperature"``
-        (as the predictions will be)."""
-        log_p, truth = self._loo_log_proba()
+        (as the predictions will be); ``loo``: :meth:`_loo_log_proba`'s result, if already computed."""
+        log_p, truth = self._loo_log_proba() if loo is None else loo
         temperature = self._fit_temperature((log_p, truth)) if self.calibration == "temperature" else 1.0
         return torch.from_numpy(_tempered_log_proba(log_p, temperature)[np.arange(len(truth)), truth])
 
@@ -831,6 +882,9 @@ class LDKGPClassifier(
                 "evidence_documents": _plain_rows(getattr(self, "evidence_documents_", None)),
                 "objective": getattr(self, "objective_", None),
                 "loo_loss_curve": list(getattr(self, "loo_loss_curve_", [])),
+                "median_words": getattr(self, "median_words_", None),
+                "encoder_weight_factor": getattr(self, "encoder_weight_factor_", None),
+                "encoder_weight_scores": getattr(self, "encoder_weight_scores_", None),
                 **self._saved_parts(),
                 **(
                     {"log_marginal_likelihood": self.log_marginal_likelihood_}
@@ -876,6 +930,9 @@ class LDKGPClassifier(
         rows = fit.get("evidence_documents")  # saved before max_evidence_documents: every document
         est.evidence_documents_ = None if rows is None else np.asarray(rows, dtype=np.int64)
         est._restore_parts(fit)
+        est.median_words_ = fit.get("median_words")  # saved before encoder_weight=: None, as the evidence's weight
+        est.encoder_weight_factor_ = fit.get("encoder_weight_factor")
+        est.encoder_weight_scores_ = fit.get("encoder_weight_scores")
         if fit.get("objective") is not None:  # saved before objective=: no attribute, as before
             est.objective_, est.loo_loss_curve_ = fit["objective"], list(fit["loo_loss_curve"])
 
