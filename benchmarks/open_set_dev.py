@@ -31,7 +31,8 @@ with the least tempered leave-one-out log loss of the training labels (:func:`ch
 ``--encoder-weight loo-guarded`` (rule 18): a factor below 1 only where its leave-one-out gain exceeds one
 standard error and its leave-one-out accuracy is at most one text below 1's. ``--encoder-weight loo-long``
 (rule 19): that guarded choice only where the labelled texts' median length is at least
-:data:`LONG_TEXT_WORDS` words, else the evidence's weight.
+:data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words, else the evidence's weight -- the library's
+``LDKGPClassifier(encoder_weight="loo")``, which the study's ``gpc-bow-encoder-rbf`` now uses (``study``).
 
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
@@ -281,75 +282,28 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 #: ``--encoder-weight``'s choices (:func:`variant_study`)
 ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo", "loo-guarded", "loo-long")
-#: ``--encoder-weight loo``: the multiples of the evidence's encoder weight it chooses among
-LOO_WEIGHT_FACTORS = (0.125, 0.25, 0.5, 1.0)
-#: ``--encoder-weight loo-long`` (rule 19): the guarded choice only where the labelled texts' median length
-#: reaches this many (whitespace-separated) words
-LONG_TEXT_WORDS = 20
 
 
-def _encoder_weight(part) -> tuple:
-    """The encoder part's weight: ``(module, name)`` of its positive parameter (an RBF or Matern part's output
-    scale, a cosine part's linear variance)."""
-    return (part, "outputscale") if hasattr(part, "outputscale") else (part.base, "variance")
+def choose_encoder_weight(model, guarded: bool = False) -> float:
+    """After the evidence's fit of ``model`` (a Dirichlet GP classifier with a tf-idf part and an encoder part, the
+    temperature calibrated): its encoder part's weight times the factor of
+    :data:`~lvgp.models.gpc.encoder_weight.ENCODER_WEIGHT_FACTORS` whose training labels' tempered leave-one-out
+    log loss is the least (ties: the larger factor), the temperature refitted at it; ``guarded`` (rule 18): behind
+    the two guards of :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`, the library's path. The
+    chosen factor."""
+    from lvgp.models.gpc.encoder_weight import select_encoder_weight
+
+    return select_encoder_weight(model, guarded=guarded)[0]
 
 
-def choose_encoder_weight(model, factors=LOO_WEIGHT_FACTORS, guarded: bool = False) -> float:
-    """After the evidence's fit of ``model`` (a Dirichlet GP classifier with a tf-idf part and one encoder part, the
-    temperature calibrated): its encoder part's weight times the factor of ``factors`` whose training labels'
-    tempered leave-one-out log loss is the least (ties: the larger factor), the temperature refitted at it. The
-    chosen factor.
-
-    ``guarded`` (rule 18): a factor other than the evidence's own (1, the last of ``factors``) is a candidate only
-    where (i) its mean paired gain in tempered leave-one-out log probability over 1 exceeds one standard error of
-    the ``n`` per-text differences and (ii) its leave-one-out accuracy is at least 1's minus one text
-    (``1 / n``); no candidate: 1."""
-    import torch
-
-    if factors[-1] != 1.0:
-        raise ValueError(f"factors: the last must be 1.0 (the evidence's own weight), got {factors}")
-    module, name = _encoder_weight(model.model_.covar_module.base_kernel.kernels[1])
-    fitted = getattr(module, name).detach().clone()
-    log_predictive, accuracy = [], []
-    for factor in factors:
-        with torch.no_grad():
-            setattr(module, name, fitted * factor)
-        log_predictive.append(model._loo_log_predictive().numpy())  # tempered as the predictions are
-        if guarded:
-            log_p, truth = model._loo_log_proba()
-            accuracy.append(float(np.mean(log_p.argmax(1) == truth)))
-    losses = [-float(lp.mean()) for lp in log_predictive]
-    candidates = list(range(len(factors)))
-    if guarded:
-        n = len(log_predictive[-1])
-        gains = [lp - log_predictive[-1] for lp in log_predictive]
-        candidates = [
-            i
-            for i, gain in enumerate(gains[:-1])
-            if gain.mean() > gain.std(ddof=1) / np.sqrt(n) and accuracy[i] >= accuracy[-1] - 1.0 / n
-        ] + [len(factors) - 1]
-    least = min(losses[i] for i in candidates)
-    best = max(i for i in candidates if losses[i] == least)
-    with torch.no_grad():
-        setattr(module, name, fitted * factors[best])
-    model.temperature_ = model._fit_temperature()
-    return float(factors[best])
-
-
-def leave_one_out_weight_classifier(model, guarded: bool = False, min_words: int | None = None):
-    """``model`` (an unfitted study GP) whose ``fit`` ends with :func:`choose_encoder_weight`
-    (``--encoder-weight loo``; ``loo-guarded``: ``guarded=True``); with ``min_words`` (``loo-long``), only where the
-    labelled texts' median length is at least that many words (else the evidence's weight, factor 1)."""
+def leave_one_out_weight_classifier(model, guarded: bool = False):
+    """``model`` (an unfitted study GP, the evidence's weight) whose ``fit`` ends with :func:`choose_encoder_weight`
+    (``--encoder-weight loo``; ``loo-guarded``: ``guarded=True``, on texts of any length)."""
 
     class LeaveOneOutWeightGPC(type(model)):
         def fit(self, X, y):
             super().fit(X, y)
-            self.median_words_ = float(np.median([len(str(text).split()) for text in X]))
-            self.encoder_weight_factor_ = (
-                1.0
-                if min_words is not None and self.median_words_ < min_words
-                else choose_encoder_weight(self, guarded=guarded)
-            )
+            self.encoder_weight_factor_ = choose_encoder_weight(self, guarded=guarded)
             return self
 
     return LeaveOneOutWeightGPC(**model.get_params(deep=False))
@@ -411,12 +365,12 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, enco
                         }
                     kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, **held)(dim)
                 model.set_params(kernel=kernel)
-                if encoder_weight in ("loo", "loo-guarded", "loo-long") and part is not None:
-                    model = leave_one_out_weight_classifier(
-                        model,
-                        guarded=encoder_weight != "loo",
-                        min_words=LONG_TEXT_WORDS if encoder_weight == "loo-long" else None,
-                    )
+                if encoder_weight != "study" and part is not None:
+                    # loo-long: the library's choice (LDKGPClassifier(encoder_weight="loo"), rule 19); every other
+                    # variant starts from the evidence's weight
+                    model.set_params(encoder_weight="loo" if encoder_weight == "loo-long" else "evidence")
+                if encoder_weight in ("loo", "loo-guarded") and part is not None:
+                    model = leave_one_out_weight_classifier(model, guarded=encoder_weight == "loo-guarded")
             return model
 
     return VariantStudy

@@ -200,17 +200,18 @@ def test_the_leave_one_out_weight_study_picks_the_factor_of_the_least_loss(toy_t
     whose tempered leave-one-out log loss is the least, recomputed here by hand; the temperature refitted at it."""
     import torch
 
+    from lvgp.models.gpc.encoder_weight import ENCODER_WEIGHT_FACTORS
     from lvgp.models.gpc.estimator import _tempered_log_proba
 
     model = _fitted_variant_gp(toy_topics_tsv, "loo", per_class=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert model.encoder_weight_factor_ in dev.LOO_WEIGHT_FACTORS
+        assert model.encoder_weight_factor_ in ENCODER_WEIGHT_FACTORS
         part = model.model_.covar_module.base_kernel.kernels[1]
         chosen = part.outputscale.detach().clone()
         fitted = chosen / model.encoder_weight_factor_
         losses = []
-        for factor in dev.LOO_WEIGHT_FACTORS:
+        for factor in ENCODER_WEIGHT_FACTORS:
             with torch.no_grad():
                 part.outputscale = fitted * factor
             log_p, truth = model._loo_log_proba()
@@ -220,61 +221,7 @@ def test_the_leave_one_out_weight_study_picks_the_factor_of_the_least_loss(toy_t
             part.outputscale = chosen
         assert model.temperature_ == pytest.approx(model._fit_temperature())
     best = max(i for i, loss in enumerate(losses) if loss == pytest.approx(min(losses), abs=1e-12))
-    assert model.encoder_weight_factor_ == dev.LOO_WEIGHT_FACTORS[best]
-
-
-class _CannedLeaveOneOut:
-    """A stand-in for a fitted study GP: its encoder part's weight, and per weight the leave-one-out log
-    probabilities of 4 training texts (of 2 classes; ``truth`` all 0) that :func:`choose_encoder_weight` reads."""
-
-    def __init__(self, canned: dict):
-        import types
-
-        import torch
-
-        self.canned = canned  # factor -> (per-text log probability of the truth, LOO predictions)
-        self.part = types.SimpleNamespace(outputscale=torch.tensor(2.0))
-        self.model_ = types.SimpleNamespace(
-            covar_module=types.SimpleNamespace(base_kernel=types.SimpleNamespace(kernels=[None, self.part]))
-        )
-
-    def _factor(self) -> float:
-        return round(float(self.part.outputscale) / 2.0, 6)
-
-    def _loo_log_predictive(self):
-        import torch
-
-        return torch.tensor(self.canned[self._factor()][0], dtype=torch.float64)
-
-    def _loo_log_proba(self):
-        predicted = np.array(self.canned[self._factor()][1])
-        log_p = np.where(np.arange(2) == predicted[:, None], -0.1, -2.0)
-        return log_p, np.zeros(4, dtype=int)
-
-    def _fit_temperature(self):
-        return 1.0
-
-
-def test_the_guarded_leave_one_out_weight_moves_only_past_one_standard_error_and_no_loss_of_accuracy():
-    """``--encoder-weight loo-guarded`` (rule 18) on canned leave-one-out values: 1/2 has the least loss but two
-    texts fewer right (guard ii), 1/4 gains less than a standard error (guard i), 1/8 passes both and is chosen;
-    unguarded, the least loss (1/2); no factor passing: the evidence's own weight."""
-    base = ([-0.5, -0.5, -0.5, -0.5], [0, 0, 1, 0])  # 3 of 4 right
-    canned = {
-        1.0: base,
-        0.5: ([-0.1, -0.1, -0.1, -0.1], [0, 1, 1, 1]),  # gain 0.4 (SE 0), 1 of 4 right: guard (ii)
-        0.25: ([-0.1, -0.8, -0.1, -0.8], [0, 0, 1, 0]),  # gain 0.05 +- 0.2 (SE): guard (i)
-        0.125: ([-0.3, -0.35, -0.3, -0.35], [0, 0, 1, 0]),  # gain 0.175 +- 0.014, 3 of 4 right
-    }
-    model = _CannedLeaveOneOut(canned)
-    assert dev.choose_encoder_weight(model, guarded=True) == 0.125
-    assert float(model.part.outputscale) == pytest.approx(0.25) and model.temperature_ == 1.0
-    assert dev.choose_encoder_weight(_CannedLeaveOneOut(canned)) == 0.5
-    no_pass = {1.0: base, 0.5: canned[0.5], 0.25: canned[0.25], 0.125: canned[0.25]}
-    model = _CannedLeaveOneOut(no_pass)
-    assert dev.choose_encoder_weight(model, guarded=True) == 1.0 and float(model.part.outputscale) == 2.0
-    with pytest.raises(ValueError, match="factors: the last must be 1.0"):
-        dev.choose_encoder_weight(model, factors=(0.5, 0.25))
+    assert model.encoder_weight_factor_ == ENCODER_WEIGHT_FACTORS[best]
 
 
 def _encoder_weight_of(model) -> float:
@@ -284,14 +231,16 @@ def _encoder_weight_of(model) -> float:
 
 def test_the_long_text_weight_study_keeps_the_evidence_weight_below_its_median_length(toy_topics_tsv, monkeypatch):
     """``--encoder-weight loo-long`` (rule 19): labelled texts whose median length is below
-    :data:`LONG_TEXT_WORDS` keep the evidence's weight (factor 1, the fit of ``--encoder-weight fitted``); at or above
-    it, the guarded choice as ``loo-guarded`` makes it."""
-    monkeypatch.setattr(dev, "LONG_TEXT_WORDS", 10**6)
+    ``LONG_TEXT_WORDS`` keep the evidence's weight (factor 1, the fit of ``--encoder-weight fitted``); at or above it,
+    the guarded choice as ``loo-guarded`` makes it: the library's ``encoder_weight="loo"``."""
+    from lvgp.models.gpc import estimator
+
+    monkeypatch.setattr(estimator, "LONG_TEXT_WORDS", 10**6)
     short = _fitted_variant_gp(toy_topics_tsv, "loo-long", per_class=4)
     fitted = _fitted_variant_gp(toy_topics_tsv, "fitted", per_class=4)
     assert short.encoder_weight_factor_ == 1.0 and short.median_words_ < 10**6
     assert _encoder_weight_of(short) == _encoder_weight_of(fitted)
-    monkeypatch.setattr(dev, "LONG_TEXT_WORDS", 0)
+    monkeypatch.setattr(estimator, "LONG_TEXT_WORDS", 0)
     long = _fitted_variant_gp(toy_topics_tsv, "loo-long", per_class=4)
     guarded = _fitted_variant_gp(toy_topics_tsv, "loo-guarded", per_class=4)
     assert long.encoder_weight_factor_ == guarded.encoder_weight_factor_ and _encoder_weight_of(
