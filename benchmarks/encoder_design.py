@@ -24,7 +24,12 @@ documents of the corpus's *training* part, never its test split; the classificat
 and 1% vocabulary cut for the word parts, the texts as written for the encoder.
 
     python benchmarks/encoder_design.py [--quick] [--datasets r8,20ng] [--sizes 50,200] [--samples 2]
-        [--dev 800] [--threads 2]
+        [--dev 800] [--threads 2] [--first-sample K] [--rows NAME,...]
+
+A row with the composed kernel's encoder weight chosen by the labels after the fit (``encoder_weight="loo"``,
+the open-set study's since rule 19) stands beside the same kernel at the evidence's weight; ``--first-sample``
+draws fresh samples past the ones used (``benchmarks/README.md``, "The labels' encoder weight in the
+classification study").
 
 ``--quick`` runs a tiny random BERT on the synthetic corpus (the code path; its numbers mean nothing).
 """
@@ -89,6 +94,10 @@ def rows(quick: bool, only: str | None = None) -> list[tuple[str, dict]]:
         ("logreg on tf-idf and encoder concatenated (tfidf-encoder-logreg)", dict(logreg=True)),
         ("GP on the concatenation's kernel (linear on tf-idf and encoder)", dict(alone=True, features="concatenation")),
         ("GP on tf-idf cosine + mu x encoder cosine (no LDK; mu by the marginal likelihood)", dict(bow=True)),
+        (
+            "GP on tf-idf cosine + mu x encoder cosine, mu chosen by the labels (encoder_weight='loo')",
+            dict(bow=True, encoder_weight="loo"),
+        ),
         ("encoder-gpc (the encoder's part alone, mean pooled)", dict(alone=True)),
         ("ldk-gpc-encoder (GloVe LDK + BoW + mean pooled)", dict(words=glove)),
         ("ldk-gpc-encoder, the priors on lambda and mu with sd 2", dict(words=glove, prior_sd=2.0)),
@@ -138,6 +147,7 @@ def build(change: dict, encoder, vocabulary, features: dict, quick: bool):
                 self.kernel_kind_ = "bow"
                 return beside_encoder(bow, ids, encoder.dim, "cosine").double()
 
+        options["encoder_weight"] = change.get("encoder_weight", "evidence")
         return BagOfWordsBesideEncoderGPC(LDKSpec(rho=0.1), **options)  # the spec is not built
     if "prior_sd" in change:
         sd = change["prior_sd"]
@@ -188,6 +198,9 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", default="r8,20ng")
     parser.add_argument("--sizes", default="50,200")
     parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument(
+        "--first-sample", type=int, default=0, help="the samples' indices start here (fresh draws: past those used)"
+    )
     parser.add_argument("--dev", type=int, default=800, help="dev documents per sample")
     parser.add_argument("--features", type=int, default=2048, help="random features of (b)")
     parser.add_argument("--threads", type=int, default=2)
@@ -218,7 +231,13 @@ def main(argv=None) -> int:
 
         encoder = shared_encoder("all-MiniLM-L6-v2")
         datasets, sizes, samples = args.datasets.split(","), [int(s) for s in args.sizes.split(",")], args.samples
-        data = {(d, s, k): dev_documents(d, k, s, args.dev) for d in datasets for s in sizes for k in range(samples)}
+        first = args.first_sample
+        data = {
+            (d, s, k - first): dev_documents(d, k, s, args.dev)
+            for d in datasets
+            for s in sizes
+            for k in range(first, first + samples)
+        }
     for dataset in datasets:
         results: dict[tuple[str, int], list[tuple[float, ...]]] = {}
         for size in sizes:
