@@ -210,3 +210,39 @@ def test_each_guard_vetoes_a_factor_on_canned_leave_one_out_values():
     assert weighting.select_encoder_weight(_CannedLeaveOneOut(canned), guarded=False)[0] == 0.5
     model = _CannedLeaveOneOut({1.0: base, 0.5: canned[0.5], 0.25: canned[0.25], 0.125: canned[0.25]})
     assert weighting.select_encoder_weight(model)[0] == 1.0 and float(model.part.outputscale) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"class_hyperparameters": "per-class"},
+        {"calibration": None},
+        {"part_selection": "loo"},
+        {"objective": "loo"},
+        {"encoder_kernel": "matern"},
+    ],
+    ids=["per-class", "untempered", "part-selection", "loo-objective", "matern"],
+)
+def test_the_choice_composes_with_the_other_options(encoder, options):
+    """Per-class hyper-parameters (a weight a class, all scaled alike), no temperature, part selection (a factor
+    only where an encoder part stays beside the words), the leave-one-out objective, a Matern part: a factor of the
+    grid, the chosen weight in the fitted kernel, finite predictions."""
+    evidence = _fit(encoder, LONG, **options)
+    chosen = _fit(encoder, LONG, encoder_weight="loo", **options)
+    factor = chosen.encoder_weight_factor_
+    assert factor in weighting.ENCODER_WEIGHT_FACTORS
+    parts = encoder_part_weights(chosen.model_.covar_module)
+    evidence_parts = encoder_part_weights(evidence.model_.covar_module)
+    if chosen.encoder_weight_scores_:
+        np.testing.assert_allclose(
+            torch.cat([getattr(m, n).detach().reshape(-1) for m, n in parts]).numpy(),
+            factor * torch.cat([getattr(m, n).detach().reshape(-1) for m, n in evidence_parts]).numpy(),
+            rtol=1e-12,
+        )
+    else:  # part selection kept a single part: nothing to weigh
+        assert factor == 1.0 and len(chosen.selected_parts_) == 1
+    if options.get("calibration", "temperature") is None:
+        assert chosen.temperature_ == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isfinite(chosen.predict_proba(TEST)).all()

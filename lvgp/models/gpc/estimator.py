@@ -46,7 +46,7 @@ from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS, encoder_part_weights, part_names
-from ...kernels.packed import ENCODER_KERNELS, unpack_documents
+from ...kernels.packed import ENCODER_KERNELS
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
@@ -493,22 +493,16 @@ class LDKGPClassifier(
         return self
 
     def _choose_encoder_weight(self, X: Documents) -> None:
-        """``encoder_weight="loo"``: the median length of the training documents ``X`` (whitespace-separated
-        words of texts; the word ids of padded or count input, with repetition) and, from
-        :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` on, the encoder weight the labels choose
-        (:func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`); ``None`` attributes otherwise."""
+        """``encoder_weight="loo"``: the median length of the training texts ``X`` (whitespace-separated words; the
+        sentence encoder reads texts only) and, from :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` on,
+        the encoder weight the labels choose (:func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`);
+        ``None`` attributes otherwise."""
         self.median_words_: float | None = None
         self.encoder_weight_factor_: float | None = None
         self.encoder_weight_scores_: list[dict[str, Any]] | None = None
         if self.encoder_weight != "loo":
             return
-        if self.encoder_.kind == "texts":
-            lengths = np.array([len(str(text).split()) for text in X])
-        else:
-            x = self._train[0]
-            ids = unpack_documents(x, self._sentence_encoder().dim)[0] if self.sentence_encoder is not None else x
-            lengths = (ids != PAD).sum(-1).cpu().numpy()
-        self.median_words_ = float(np.median(lengths))
+        self.median_words_ = float(np.median([len(str(text).split()) for text in X]))
         kernel = self.model_.covar_module
         if self.median_words_ < LONG_TEXT_WORDS or len(part_names(kernel)) < 2 or not encoder_part_weights(kernel):
             self.encoder_weight_factor_, self.encoder_weight_scores_ = 1.0, []
