@@ -19,7 +19,7 @@ can prefer a smoother, better calibrated kernel that ranks worse.
 
 The choice is made only where the training documents' median length is at least :data:`LONG_TEXT_WORDS`
 words: on short texts (12 words) every factor the guards let through lost accuracy on held-out documents,
-and the evidence's weight is kept (:attr:`~lvgp.LDKGPClassifier.encoder_weight_factor_` 1).
+and the evidence's weight is kept (``encoder_weight_factor_`` 1).
 """
 
 from __future__ import annotations
