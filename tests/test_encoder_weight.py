@@ -21,22 +21,11 @@ from lvgp.kernels.composition import encoder_part_weights  # noqa: E402
 from lvgp.kernels.packed import beside_encoder  # noqa: E402
 from lvgp.models.gpc import encoder_weight as weighting  # noqa: E402
 from lvgp.models.gpc.estimator import _tempered_log_proba  # noqa: E402
+from tests.test_encoder_gpc import TEXTS as GPC_TEXTS  # noqa: E402
+from tests.test_encoder_gpc import WORDS as GPC_WORDS  # noqa: E402
 
-WORDS = ["good", "bad", "film", "plot", "great", "awful", "fine", "poor"]
-SHORT = [
-    "good film",
-    "bad film",
-    "good plot",
-    "bad plot",
-    "great film",
-    "awful plot",
-    "great good film",
-    "awful bad plot",
-    "good great plot",
-    "bad awful film",
-    "fine film",
-    "poor plot",
-]
+WORDS = [*GPC_WORDS, "fine", "poor"]
+SHORT = [*GPC_TEXTS, "fine film", "poor plot"]  # test_encoder_gpc's texts, two more
 LABELS = np.array([1, 0] * 6)
 # the same texts at weighting.LONG_TEXT_WORDS words and more: 10 times each
 LONG = [" ".join([text] * 10) for text in SHORT]
