@@ -41,7 +41,7 @@ def encoder(tiny_encoder):
     return tiny_encoder(WORDS, seed=1)
 
 
-def _fit(encoder, **options):
+def _fit(encoder, texts=TEXTS, labels=LABELS, **options):
     options = {
         "sentence_encoder": encoder,
         "class_hyperparameters": "shared",
@@ -51,7 +51,7 @@ def _fit(encoder, **options):
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return LDKGPClassifier(SPEC, **options).fit(TEXTS, LABELS)
+        return LDKGPClassifier(SPEC, **options).fit(texts, labels)
 
 
 def test_the_kernel_is_the_word_kernel_plus_mu_times_the_cosine(encoder):

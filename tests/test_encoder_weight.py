@@ -15,14 +15,16 @@ pytest.importorskip("transformers")
 
 from gpytorch.kernels import LinearKernel, RBFKernel, ScaleKernel  # noqa: E402
 
-from lvgp import LBFGS, LDKGPClassifier  # noqa: E402
-from lvgp.kernels import BagOfWordsKernel, FeatureKernel, LDKSpec, WordSetKernel  # noqa: E402
+from lvgp import LDKGPClassifier  # noqa: E402
+from lvgp.kernels import BagOfWordsKernel, FeatureKernel, WordSetKernel  # noqa: E402
 from lvgp.kernels.composition import encoder_part_weights  # noqa: E402
 from lvgp.kernels.packed import beside_encoder  # noqa: E402
 from lvgp.models.gpc import encoder_weight as weighting  # noqa: E402
 from lvgp.models.gpc.estimator import _tempered_log_proba  # noqa: E402
+from tests.test_encoder_gpc import SPEC  # noqa: E402
 from tests.test_encoder_gpc import TEXTS as GPC_TEXTS  # noqa: E402
 from tests.test_encoder_gpc import WORDS as GPC_WORDS  # noqa: E402
+from tests.test_encoder_gpc import _fit as gpc_fit  # noqa: E402
 
 WORDS = [*GPC_WORDS, "fine", "poor"]
 SHORT = [*GPC_TEXTS, "fine film", "poor plot"]  # test_encoder_gpc's texts, two more
@@ -30,7 +32,6 @@ LABELS = np.array([1, 0] * 6)
 # the same texts at weighting.LONG_TEXT_WORDS words and more: 10 times each
 LONG = [" ".join([text] * 10) for text in SHORT]
 TEST = ["good film plot " * 8, "awful film " * 10, "great plot and a good film " * 4, "bad " * 20]
-SPEC = LDKSpec(latent_dim=2, rho=0.1, identity_weight="balanced")
 
 
 @pytest.fixture
@@ -39,17 +40,8 @@ def encoder(tiny_encoder):
 
 
 def _fit(encoder, texts, **options):
-    options = {
-        "sentence_encoder": encoder,
-        "class_hyperparameters": "shared",
-        "calibration": "temperature",
-        "optimizer": LBFGS(max_iter=15),
-        "random_state": 0,
-        **options,
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return LDKGPClassifier(SPEC, **options).fit(texts, LABELS)
+    """test_encoder_gpc's fit (a shared output scale, 15 L-BFGS steps), tempered, of ``texts`` and ``LABELS``."""
+    return gpc_fit(encoder, texts, LABELS, **{"calibration": "temperature", **options})
 
 
 def _weights(clf) -> list[float]:
