@@ -29,8 +29,8 @@ from tests.test_encoder_gpc import _fit as gpc_fit  # noqa: E402
 WORDS = [*GPC_WORDS, "fine", "poor"]
 SHORT = [*GPC_TEXTS, "fine film", "poor plot"]  # test_encoder_gpc's texts, two more
 LABELS = np.array([1, 0] * 6)
-# the same texts at weighting.LONG_TEXT_WORDS words and more: 10 times each
-LONG = [" ".join([text] * 10) for text in SHORT]
+# the same texts at weighting.LONG_TEXT_WORDS words and more: 20 times each
+LONG = [" ".join([text] * 20) for text in SHORT]
 TEST = ["good film plot " * 8, "awful film " * 10, "great plot and a good film " * 4, "bad " * 20]
 
 

@@ -134,9 +134,9 @@ def _gp_method(kernel_of_dim, novelty_score: str, encoder_weight: str = "evidenc
 FIT_ENCODER_WEIGHT = True
 ENCODER_RBF_LENGTHSCALE: float | None = None
 #: ``gpc-bow-encoder-rbf``'s ``LDKGPClassifier(encoder_weight=)``: after the evidence's fit, the encoder weight the
-#: labels' leave-one-out predictions choose behind two guards, on texts of 20 words and more in median
+#: labels' leave-one-out predictions choose behind two guards, on texts of 40 words and more in median
 #: (:mod:`lvgp.models.gpc.encoder_weight`). Earned on dev documents by a rule fixed before its draws
-#: (``benchmarks/README.md``, "Rule 19"): the energy AUROC and the accuracy up on long texts, short texts unchanged
+#: (``benchmarks/README.md``, "Rule 19", "Rule 20"): the energy AUROC and the accuracy up on long texts, short texts unchanged
 ENCODER_WEIGHT = "loo"
 
 #: the novelty score of the GP classifiers whose kernel has a stationary (RBF) part on the encoder's vectors: the
@@ -159,7 +159,7 @@ for _name, _label, _kernel, _default, _score, _weight, _what in (
         STATIONARY_GP_NOVELTY_SCORE,
         ENCODER_WEIGHT,
         "the cosine of the tf-idf vectors plus mu times an RBF kernel of the encoder's unit vectors (stationary: "
-        "its posterior variance grows away from the training texts); on texts of 20 words and more (median), mu "
+        "its posterior variance grows away from the training texts); on texts of 40 words and more (median), mu "
         "chosen after the fit by the labels' leave-one-out predictions (encoder_weight='loo')",
     ),
     (
