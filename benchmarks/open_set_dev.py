@@ -30,7 +30,7 @@ switch the encoder part off through the length-scale instead (r52 at 10 a class:
 with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
 ``--encoder-weight loo-guarded`` (rule 18): a factor below 1 only where its leave-one-out gain exceeds one
 standard error and its leave-one-out accuracy is at most one text below 1's. ``--encoder-weight loo-long``
-(rule 19): that guarded choice only where the labelled texts' median length is at least
+(rules 19-20): that guarded choice only where the labelled texts' median length is at least
 :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words, else the evidence's weight -- the library's
 ``LDKGPClassifier(encoder_weight="loo")``, which the study's ``gpc-bow-encoder-rbf`` now uses (``study``).
 
@@ -138,7 +138,8 @@ def main() -> None:
         choices=ENCODER_WEIGHTS,
         help="the tf-idf GPs' encoder part: the study's; its weight and length-scale fitted by the evidence; its "
         "weight fixed where both parts weigh alike; and the RBF part's length-scale fixed at 1; the evidence's "
-        "weight times the factor of the least leave-one-out log loss, without or with rule 18's guards, or those on long texts alone (module docstring)",
+        "weight times the factor of the least leave-one-out log loss, without or with rule 18's guards, or those "
+        "on long texts alone (module docstring)",
     )
     parser.add_argument(
         "--unseen-words",
@@ -366,7 +367,7 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, enco
                     kernel = _bag_of_words_beside_encoder(part, sublinear_tf=counts, **held)(dim)
                 model.set_params(kernel=kernel)
                 if encoder_weight != "study" and part is not None:
-                    # loo-long: the library's choice (LDKGPClassifier(encoder_weight="loo"), rule 19); every other
+                    # loo-long: the library's choice (LDKGPClassifier(encoder_weight="loo"), rules 19-20); every other
                     # variant starts from the evidence's weight
                     model.set_params(encoder_weight="loo" if encoder_weight == "loo-long" else "evidence")
                 if encoder_weight in ("loo", "loo-guarded") and part is not None:
