@@ -27,7 +27,7 @@ part's length-scale fixed at 1 (on unit vectors exp(cos - 1)): with the weight h
 switch the encoder part off through the length-scale instead (r52 at 10 a class: ``benchmarks/README.md``, "Rule 15").
 
 ``--encoder-weight loo``: after the evidence's fit, the encoder part's weight times the factor of 1/8, 1/4, 1/2, 1
-with the least tempered leave-one-out log loss of the training labels (:func:`choose_encoder_weight`).
+with the least tempered leave-one-out log loss of the training labels (:func:`leave_one_out_weight_classifier`).
 ``--encoder-weight loo-guarded`` (rule 18): a factor below 1 only where its leave-one-out gain exceeds one
 standard error and its leave-one-out accuracy is at most one text below 1's. ``--encoder-weight loo-long``
 (rules 19-20): that guarded choice only where the labelled texts' median length is at least
@@ -280,31 +280,20 @@ def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
     return Vocabulary().fit(list(labelled) + list(scored))
 
 
-#: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 #: ``--encoder-weight``'s choices (:func:`variant_study`)
 ENCODER_WEIGHTS = ("study", "fitted", "fixed", "fixed-unit", "loo", "loo-guarded", "loo-long")
 
 
-def choose_encoder_weight(model, guarded: bool = False) -> float:
-    """After the evidence's fit of ``model`` (a Dirichlet GP classifier with a tf-idf part and an encoder part, the
-    temperature calibrated): its encoder part's weight times the factor of
-    :data:`~lvgp.models.gpc.encoder_weight.ENCODER_WEIGHT_FACTORS` whose training labels' tempered leave-one-out
-    log loss is the least (ties: the larger factor), the temperature refitted at it; ``guarded`` (rule 18): behind
-    the two guards of :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`, the library's path. The
-    chosen factor."""
-    from lvgp.models.gpc.encoder_weight import select_encoder_weight
-
-    return select_encoder_weight(model, guarded=guarded)[0]
-
-
 def leave_one_out_weight_classifier(model, guarded: bool = False):
-    """``model`` (an unfitted study GP, the evidence's weight) whose ``fit`` ends with :func:`choose_encoder_weight`
-    (``--encoder-weight loo``; ``loo-guarded``: ``guarded=True``, on texts of any length)."""
+    """``model`` (an unfitted study GP, the evidence's weight) whose ``fit`` ends with the library's
+    :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight` (``--encoder-weight loo``: the least tempered
+    leave-one-out log loss, unguarded; ``loo-guarded``: ``guarded=True``, on texts of any length)."""
+    from lvgp.models.gpc.encoder_weight import select_encoder_weight
 
     class LeaveOneOutWeightGPC(type(model)):
         def fit(self, X, y):
             super().fit(X, y)
-            self.encoder_weight_factor_ = choose_encoder_weight(self, guarded=guarded)
+            self.encoder_weight_factor_ = select_encoder_weight(self, guarded=guarded)[0]
             return self
 
     return LeaveOneOutWeightGPC(**model.get_params(deep=False))
@@ -319,6 +308,7 @@ def _study_encoder_options(method: str) -> dict:
     return {"fit_weights": True, "lengthscale": None}
 
 
+#: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
 

@@ -136,7 +136,8 @@ ENCODER_RBF_LENGTHSCALE: float | None = None
 #: ``gpc-bow-encoder-rbf``'s ``LDKGPClassifier(encoder_weight=)``: after the evidence's fit, the encoder weight the
 #: labels' leave-one-out predictions choose behind two guards, on texts of 40 words and more in median
 #: (:mod:`lvgp.models.gpc.encoder_weight`). Earned on dev documents by a rule fixed before its draws
-#: (``benchmarks/README.md``, "Rule 19", "Rule 20"): the energy AUROC and the accuracy up on long texts, short texts unchanged
+#: (``benchmarks/README.md``, "Rule 19", "Rule 20"): the energy AUROC and the accuracy up on long texts, short
+#: texts unchanged
 ENCODER_WEIGHT = "loo"
 
 #: the novelty score of the GP classifiers whose kernel has a stationary (RBF) part on the encoder's vectors: the

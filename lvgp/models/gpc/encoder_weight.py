@@ -34,7 +34,13 @@ from ...kernels.composition import encoder_part_weights, part_names
 if TYPE_CHECKING:
     from .estimator import LDKGPClassifier
 
-__all__ = ["ENCODER_WEIGHTS", "ENCODER_WEIGHT_FACTORS", "LONG_TEXT_WORDS", "select_encoder_weight"]
+__all__ = [
+    "ENCODER_WEIGHTS",
+    "ENCODER_WEIGHT_FACTORS",
+    "LONG_TEXT_WORDS",
+    "weighable_encoder_parts",
+    "select_encoder_weight",
+]
 
 #: the values of :class:`~lvgp.LDKGPClassifier`'s ``encoder_weight``: the evidence's, or the labels' choice
 ENCODER_WEIGHTS = ("evidence", "loo")
@@ -43,6 +49,13 @@ ENCODER_WEIGHT_FACTORS = (0.125, 0.25, 0.5, 1.0)
 #: the median length (words) of the training documents from which ``encoder_weight="loo"`` chooses; below it
 #: the evidence's weight stays (``benchmarks/README.md``, rules 19 and 20: at 20 words it still lost accuracy)
 LONG_TEXT_WORDS = 40
+
+
+def weighable_encoder_parts(kernel: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
+    """The encoder parts' weights of ``kernel`` (:func:`~lvgp.kernels.composition.encoder_part_weights`) where its
+    top sum has another part beside them; ``[]`` where there is nothing to weigh them against (no encoder part, or
+    part selection kept a single part)."""
+    return encoder_part_weights(kernel) if len(part_names(kernel)) >= 2 else []
 
 
 def select_encoder_weight(
@@ -58,8 +71,8 @@ def select_encoder_weight(
     loss among all factors (ties: the larger factor), every factor eligible."""
     if not factors or factors[-1] != 1.0:
         raise ValueError(f"factors: the last must be 1.0 (the evidence's own weight); got {factors}")
-    weights = encoder_part_weights(model.model_.covar_module)
-    if not weights or len(part_names(model.model_.covar_module)) < 2:
+    weights = weighable_encoder_parts(model.model_.covar_module)
+    if not weights:
         raise ValueError(
             "encoder_weight='loo' scales the weight of a sentence encoder's part beside the words, and the "
             "kernel's top sum has none (sentence_encoder=... builds one)"
@@ -71,10 +84,11 @@ def select_encoder_weight(
             for (module, name), weight in zip(weights, fitted):
                 setattr(module, name, weight * factor)
 
-    log_predictive, accuracy = [], []
+    loo, log_predictive, accuracy = [], [], []
     for factor in factors:
         set_factor(factor)
         log_p, truth = model._loo_log_proba()
+        loo.append((log_p, truth))
         log_predictive.append(model._loo_log_predictive((log_p, truth)).numpy())  # tempered as the predictions are
         accuracy.append(float(np.mean(np.argmax(log_p, axis=1) == truth)))
     n = len(log_predictive[-1])
@@ -96,5 +110,6 @@ def select_encoder_weight(
     least = min(s["loo_log_loss"] for s in scores if s["eligible"])
     best = max(i for i, s in enumerate(scores) if s["eligible"] and s["loo_log_loss"] == least)
     set_factor(factors[best])
-    model.temperature_ = model._fit_temperature() if model.calibration == "temperature" else 1.0
+    # the chosen factor's leave-one-out predictions, already at hand
+    model.temperature_ = model._fit_temperature(loo[best]) if model.calibration == "temperature" else 1.0
     return float(factors[best]), scores

@@ -45,7 +45,7 @@ from ...bow.padded import PAD, documents_at, pad_to_width
 from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
-from ...kernels.composition import PART_SELECTIONS, encoder_part_weights, part_names
+from ...kernels.composition import PART_SELECTIONS
 from ...kernels.packed import ENCODER_KERNELS
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
@@ -59,7 +59,7 @@ from ..mixins import (
     word_source,
 )
 from ..part_selection import PartSelectionMixin
-from .encoder_weight import ENCODER_WEIGHTS, LONG_TEXT_WORDS, select_encoder_weight
+from .encoder_weight import ENCODER_WEIGHTS, LONG_TEXT_WORDS, select_encoder_weight, weighable_encoder_parts
 from .inference import (
     HYPERPARAMETER_OBJECTIVES,
     INFERENCE_STRATEGIES,
@@ -503,8 +503,7 @@ class LDKGPClassifier(
         if self.encoder_weight != "loo":
             return
         self.median_words_ = float(np.median([len(str(text).split()) for text in X]))
-        kernel = self.model_.covar_module
-        if self.median_words_ < LONG_TEXT_WORDS or len(part_names(kernel)) < 2 or not encoder_part_weights(kernel):
+        if self.median_words_ < LONG_TEXT_WORDS or not weighable_encoder_parts(self.model_.covar_module):
             self.encoder_weight_factor_, self.encoder_weight_scores_ = 1.0, []
             return
         self.encoder_weight_factor_, self.encoder_weight_scores_ = select_encoder_weight(self)
