@@ -4,7 +4,7 @@ The composed kernel :math:`s\,(k_{\text{words}} + \mu\,k_{\text{encoder}})`
 (:func:`~lvgp.kernels.packed.beside_encoder`) has its encoder weight :math:`\mu` fitted by the evidence of the
 Dirichlet classifier's transformed-label regressions. On long texts that evidence weighs the encoder several
 times more than the labels' own predictive log loss does (``benchmarks/README.md``, "The encoder part's
-weight", rules 15-19). After the evidence's fit, :func:`select_encoder_weight` scales :math:`\mu` (every encoder
+weight", rules 15-20). After the evidence's fit, :func:`select_encoder_weight` scales :math:`\mu` (every encoder
 part's) by the factor :math:`f \in \{1/8, 1/4, 1/2, 1\}` of the least tempered leave-one-out log loss of the
 training labels (closed-form, Rasmussen & Williams eqs. 5.10-5.12, as ``part_selection="loo"`` reads it; the
 temperature refitted at each factor, as the predictions will be), where :math:`f < 1` must pass two guards

@@ -267,9 +267,9 @@ class LDKGPClassifier(
             leave-one-out log loss of the training labels, a factor below 1 only where its paired gain over 1
             exceeds one standard error and its leave-one-out accuracy is at most one document below 1's; kept at
             the evidence's where the training documents' median length is below
-            :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (there every such choice lost accuracy
-            on dev documents; :mod:`lvgp.models.gpc.encoder_weight`). On long texts the evidence weighs the
-            encoder several times more than the labels do (``benchmarks/README.md``, rules 15-19). Fitted:
+            :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (at 12 and 20 words such choices lost
+            accuracy on dev documents; :mod:`lvgp.models.gpc.encoder_weight`). On long texts the evidence weighs the
+            encoder several times more than the labels do (``benchmarks/README.md``, rules 15-20). Fitted:
             ``median_words_``, ``encoder_weight_factor_`` and ``encoder_weight_scores_`` (one dict a factor:
             :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`; ``[]`` where the texts were too short
             or part selection left no encoder part); ``None`` each with ``"evidence"``.
