@@ -98,6 +98,30 @@ def test_the_labels_choose_the_encoder_weight_behind_both_guards(encoder, kind):
             np.testing.assert_allclose(chosen.predict_proba(TEST), evidence.predict_proba(TEST), rtol=1e-12)
 
 
+def test_the_fit_computes_each_factors_leave_one_out_predictions_once(encoder, monkeypatch):
+    """The temperature's leave-one-out predictions are the choice's reference at factor 1 (one pass a factor, not
+    one more); passing them or recomputing them gives the same choice and the same scores (to the last digits: the
+    posterior recomputed after the weight was set back sums in another order)."""
+    calls = []
+    original = LDKGPClassifier._loo_log_proba
+
+    def counted(self):
+        calls.append(1)
+        return original(self)
+
+    monkeypatch.setattr(LDKGPClassifier, "_loo_log_proba", counted)
+    chosen = _fit(encoder, LONG, encoder_kernel="rbf", encoder_weight="loo")
+    assert len(calls) == len(weighting.ENCODER_WEIGHT_FACTORS)
+    evidence = _fit(encoder, LONG, encoder_kernel="rbf")
+    again = weighting.select_encoder_weight(evidence)  # factor 1's predictions computed here
+    assert again[0] == chosen.encoder_weight_factor_
+    for mine, theirs in zip(again[1], chosen.encoder_weight_scores_, strict=True):
+        assert mine.keys() == theirs.keys() and mine["eligible"] == theirs["eligible"]
+        np.testing.assert_allclose([mine[k] for k in mine], [theirs[k] for k in mine], rtol=1e-10, atol=1e-15)
+    assert evidence.temperature_ == pytest.approx(chosen.temperature_, rel=1e-10)
+    assert _weights(evidence) == pytest.approx(_weights(chosen), rel=1e-12)
+
+
 def test_short_texts_keep_the_evidence_weight(encoder):
     """Median length below ``LONG_TEXT_WORDS``: no choice is made, the fit is the evidence's to the bit."""
     evidence = _fit(encoder, SHORT)

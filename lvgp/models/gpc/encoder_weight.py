@@ -59,7 +59,10 @@ def weighable_encoder_parts(kernel: torch.nn.Module) -> list[tuple[torch.nn.Modu
 
 
 def select_encoder_weight(
-    model: LDKGPClassifier, factors: tuple[float, ...] = ENCODER_WEIGHT_FACTORS, guarded: bool = True
+    model: LDKGPClassifier,
+    factors: tuple[float, ...] = ENCODER_WEIGHT_FACTORS,
+    guarded: bool = True,
+    reference: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, list[dict[str, Any]]]:
     """Scale the encoder parts' weights of ``model`` (a fitted Dirichlet :class:`~lvgp.LDKGPClassifier` whose
     kernel's top sum has a sentence encoder's part) by the chosen factor of ``factors`` (the last must be 1,
@@ -68,7 +71,9 @@ def select_encoder_weight(
     Returns the factor and one dict a factor: ``factor``, ``loo_log_loss`` (tempered), ``loo_gain`` and
     ``loo_gain_se`` (the mean paired gain in log probability over factor 1 and its standard error),
     ``loo_accuracy`` and ``eligible`` (both guards passed; factor 1 always). ``guarded=False``: the least
-    loss among all factors (ties: the larger factor), every factor eligible."""
+    loss among all factors (ties: the larger factor), every factor eligible. ``reference``: the fitted model's
+    leave-one-out predictions (``model._loo_log_proba()`` at the evidence's weight, factor 1), where the caller
+    has them (the estimator's fit, from its temperature): factor 1's are not computed again."""
     if not factors or factors[-1] != 1.0:
         raise ValueError(f"factors: the last must be 1.0 (the evidence's own weight); got {factors}")
     weights = weighable_encoder_parts(model.model_.covar_module)
@@ -87,7 +92,7 @@ def select_encoder_weight(
     loo, log_predictive, accuracy = [], [], []
     for factor in factors:
         set_factor(factor)
-        log_p, truth = model._loo_log_proba()
+        log_p, truth = reference if factor == 1.0 and reference is not None else model._loo_log_proba()
         loo.append((log_p, truth))
         log_predictive.append(model._loo_log_predictive((log_p, truth)).numpy())  # tempered as the predictions are
         accuracy.append(float(np.mean(np.argmax(log_p, axis=1) == truth)))

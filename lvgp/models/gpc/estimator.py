@@ -485,18 +485,21 @@ class LDKGPClassifier(
             self._fit(X, y, budget, unlabeled=unlabeled)
             self.best_iter_, self.validation_curve_ = budget, curve
         self.temperature_ = 1.0
+        loo = None
         if self.calibration == "temperature":
-            self.temperature_ = self._fit_temperature()
-        self._choose_encoder_weight(X)
+            loo = self._loo_log_proba()
+            self.temperature_ = self._fit_temperature(loo)
+        self._choose_encoder_weight(X, loo)
         self.fit_seconds_ = time.perf_counter() - start
         self.encode_seconds_ = self._encode_clock
         return self
 
-    def _choose_encoder_weight(self, X: Documents) -> None:
+    def _choose_encoder_weight(self, X: Documents, loo: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``encoder_weight="loo"``: the median length of the training texts ``X`` (whitespace-separated words; the
         sentence encoder reads texts only) and, from :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` on,
         the encoder weight the labels choose (:func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`);
-        ``None`` attributes otherwise."""
+        ``None`` attributes otherwise. ``loo``: the fit's leave-one-out predictions (:meth:`_loo_log_proba`), the
+        choice's reference at the evidence's weight, if the temperature's fit computed them."""
         self.median_words_: float | None = None
         self.encoder_weight_factor_: float | None = None
         self.encoder_weight_scores_: list[dict[str, Any]] | None = None
@@ -506,7 +509,7 @@ class LDKGPClassifier(
         if self.median_words_ < LONG_TEXT_WORDS or not weighable_encoder_parts(self.model_.covar_module):
             self.encoder_weight_factor_, self.encoder_weight_scores_ = 1.0, []
             return
-        self.encoder_weight_factor_, self.encoder_weight_scores_ = select_encoder_weight(self)
+        self.encoder_weight_factor_, self.encoder_weight_scores_ = select_encoder_weight(self, reference=loo)
 
     def _check_novelty_score(self, strategy: Inference, kind: str | None = None) -> None:
         """A reference score (``kind``, default the estimator's ``novelty_score``) needs the Dirichlet inference."""
