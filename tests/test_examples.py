@@ -56,6 +56,7 @@ BENCHMARKS_DIR = EXAMPLES_DIR.parent / "benchmarks"
 # benchmarks/README.md, never asserted); scripts reading real data run under the network marker
 BENCHMARKS = {
     "ldk_gram.py": "speed-up",
+    "mahalanobis_cost.py": "speed-up",
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",
     "clgp_xor.py": "final ELBO",

@@ -253,6 +253,18 @@ class _EncoderDetector(_EncoderFeatures, ClassifierMixin):
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
 
+def _squared_mahalanobis(vectors: np.ndarray, means: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    r"""``n x C`` squared Mahalanobis distances of ``vectors`` (``n x d``) to ``means`` (``C x d``) in the metric
+    ``precision`` (``d x d``, symmetric positive definite): :math:`\|R^\top (e_i - \mu_c)\|^2` with
+    :math:`R R^\top` the precision's Cholesky factorization, expanded into matrix products (clipped at 0 where
+    rounding would make a distance of a vector to itself negative)."""
+    root = np.linalg.cholesky(precision)
+    z = np.asarray(vectors, dtype=np.float64) @ root
+    m = np.asarray(means, dtype=np.float64) @ root
+    squared = (z * z).sum(axis=1)[:, None] - 2.0 * (z @ m.T) + (m * m).sum(axis=1)[None, :]
+    return np.maximum(squared, 0.0)
+
+
 class EncoderMahalanobis(_EncoderDetector):
     r"""The Mahalanobis detector on a sentence encoder's vectors (Lee, Lee, Lee & Shin, NeurIPS 2018;
     Podolskiy et al., AAAI 2021, found it the best out-of-scope detector on transformer features): the
@@ -295,9 +307,11 @@ class EncoderMahalanobis(_EncoderDetector):
         return self
 
     def _squared_distances(self, X: Any) -> np.ndarray:
-        vectors = self._vectors(X)
-        diff = vectors[:, None, :] - self.means_[None, :, :]  # n x C x d
-        return np.einsum("ncd,de,nce->nc", diff, self.precision_, diff)
+        r"""``n x C`` squared distances :math:`(e - \mu_c)^\top \Sigma^{-1} (e - \mu_c)`, as
+        :math:`\|z\|^2 - 2 z^\top m_c + \|m_c\|^2` with :math:`z = R^\top e`, :math:`m_c = R^\top \mu_c` and
+        :math:`\Sigma^{-1} = R R^\top` (Cholesky): two matrix products, no ``n x C x d`` temporary (an intent set's
+        5,500 queries of 150 classes: 0.07 s, not 2 minutes; ``benchmarks/mahalanobis_cost.py``)."""
+        return _squared_mahalanobis(self._vectors(X), self.means_, self.precision_)
 
     def decision_function(self, X):
         return -0.5 * self._squared_distances(X)
