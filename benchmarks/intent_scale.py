@@ -14,6 +14,7 @@ and the out-of-scope AUROC of the toy data are printed as a check, not as result
     python benchmarks/intent_scale.py                 # 10 and 100 a class, the subset of 2,000, and all at 10
     python benchmarks/intent_scale.py --inference laplace --per-class 10 --subset 300 --all-up-to 0
     python benchmarks/intent_scale.py --quick         # 12 classes, seconds
+    python benchmarks/intent_scale.py --study-files runs/intents   # the open-set study's TSVs of these queries
 """
 
 from __future__ import annotations
@@ -61,6 +62,26 @@ def out_of_scope(n: int, seed: int) -> list[str]:
     ]
 
 
+def write_study_files(folder: str, n_classes: int, per_class: int) -> tuple[str, str]:
+    """The open-set study's two TSVs of these queries (``text``, ``label``): ``train.tsv``, ``per_class`` queries a
+    class (labels ``intent0`` ...) and 100 out-of-scope ones labelled ``oos``; ``test.tsv``, 30 a class and 1,000
+    ``oos``. Returns their paths (``lvgp compare open-set --dataset train.tsv --test-dataset test.tsv
+    --unknown-label oos``; ``benchmarks/README.md``, "the whole open-set study at these sizes")."""
+    from pathlib import Path
+
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, (texts, labels), unknown in (
+        ("train.tsv", queries(n_classes, per_class, seed=1), out_of_scope(100, seed=3)),
+        ("test.tsv", queries(n_classes, 30, seed=2), out_of_scope(1000, seed=4)),
+    ):
+        rows = [f"{t}\tintent{c}" for t, c in zip(texts, labels)] + [f"{t}\toos" for t in unknown]
+        (root / name).write_text("\n".join(["text\tlabel", *rows]) + "\n")
+        paths.append(str(root / name))
+    return paths[0], paths[1]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -75,7 +96,21 @@ def main(argv=None) -> int:
         "--subset", type=int, default=None, help="max_evidence_documents (default: the studies', 2,000; Laplace 500)"
     )
     parser.add_argument("--no-predict", action="store_true", help="fit only (the predict and test columns empty)")
+    parser.add_argument(
+        "--study-files",
+        metavar="FOLDER",
+        default=None,
+        help="write the open-set study's train.tsv and test.tsv of these queries there (the largest --per-class a "
+        "class) and print the study's command; nothing is fitted",
+    )
     args = parser.parse_args(argv)
+    if args.study_files is not None:
+        train, test = write_study_files(args.study_files, args.classes, max(int(s) for s in args.per_class.split(",")))
+        print(
+            f"lvgp compare open-set --dataset {train} --test-dataset {test} --unknown-label oos "
+            f"--per-class {args.per_class} --splits 1 --threads {args.threads} --jobs 1 --out runs/intent-scale"
+        )
+        return 0
     from lvgp.experiments.executors import limit_threads
 
     limit_threads(args.threads)

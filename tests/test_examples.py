@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -148,6 +149,35 @@ def test_benchmark_runs_in_quick_mode(script, monkeypatch):
     out = run_script(BENCHMARKS_DIR / script, ["--quick"], timeout=900)
     assert out.returncode == 0, out.stderr
     assert BENCHMARKS[script] in out.stdout
+
+
+def test_intent_scale_writes_the_open_set_studys_files(tmp_path):
+    """``intent_scale.py --study-files``: the TSVs of the study run at an intent set's sizes (benchmarks/README.md),
+    which the open-set study reads with ``--unknown-label oos --test-dataset``."""
+    from lvgp.experiments.cli import main
+
+    args = ["--study-files", str(tmp_path), "--classes", "3", "--per-class", "2,4"]
+    out = run_script(BENCHMARKS_DIR / "intent_scale.py", args, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"--dataset {tmp_path / 'train.tsv'} --test-dataset {tmp_path / 'test.tsv'}" in out.stdout
+    train = [line.split("\t") for line in (tmp_path / "train.tsv").read_text().splitlines()]
+    test = [line.split("\t") for line in (tmp_path / "test.tsv").read_text().splitlines()]
+    assert train[0] == test[0] == ["text", "label"]
+    assert sorted({row[1] for row in train[1:]}) == ["intent0", "intent1", "intent2", "oos"]
+    assert [row[1] for row in train[1:]].count("oos") == 100 and len(train) == 1 + 3 * 4 + 100
+    assert [row[1] for row in test[1:]].count("oos") == 1000 and len(test) == 1 + 3 * 30 + 1000
+    argv = [
+        "compare",
+        "open-set",
+        "--dataset",
+        str(tmp_path / "train.tsv"),
+        "--test-dataset",
+        str(tmp_path / "test.tsv"),
+    ]
+    argv += ["--unknown-label", "oos", "--per-class", "4", "--splits", "1", "--methods", "svm"]
+    assert main([*argv, "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    (record,) = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert (record["n_train"], record["n_in_scope"], record["n_out_of_scope"]) == (12, 90, 1000)
 
 
 #: documentation pages whose ```python blocks must run as written (on tiny data)
