@@ -1,8 +1,8 @@
 """The Mahalanobis detector's scoring (``EncoderMahalanobis.score_samples`` / ``decision_function``) at an intent
 set's sizes: 150 classes, 384-dimensional unit vectors (MiniLM's), 5,500 queries; lvgp's two matrix products
-through the precision's Cholesky factor against the einsum over the ``n x C x d`` differences the detector used
-before (``np.einsum("ncd,de,nce->nc", ...)``, numpy's unoptimized contraction: ``n C d^2`` multiply-adds),
-measured in the same run on the same vectors, with their largest relative difference.
+through a square root of the precision (its eigendecomposition) against the einsum over the ``n x C x d``
+differences the detector used before (``np.einsum("ncd,de,nce->nc", ...)``, numpy's unoptimized contraction:
+``n C d^2`` multiply-adds), measured in the same run on the same vectors, with their largest relative difference.
 
     python benchmarks/mahalanobis_cost.py --threads 2      # the run recorded in benchmarks/README.md
     python benchmarks/mahalanobis_cost.py --quick          # seconds; what the test-suite runs

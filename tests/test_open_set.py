@@ -574,6 +574,23 @@ def test_mahalanobis_detector_is_the_loop_over_classes_with_ledoit_wolf(encoder)
     assert list(est.predict(test)) == list(est.classes_[ref.argmax(axis=1)])
 
 
+def test_squared_mahalanobis_is_the_einsum_also_for_a_singular_precision():
+    """The detector's distances as two matrix products through a square root of the precision equal the
+    contraction over every difference, for a positive definite precision and a singular one (a pseudo-inverse)."""
+    from lvgp.baselines.encoder import _squared_mahalanobis
+
+    rng = np.random.default_rng(9)
+    vectors, means = rng.standard_normal((7, 5)), rng.standard_normal((3, 5))
+    a = rng.standard_normal((5, 5))
+    low = rng.standard_normal((5, 2))
+    for precision in (a @ a.T + np.eye(5), low @ low.T):
+        diff = vectors[:, None, :] - means[None, :, :]
+        reference = np.einsum("ncd,de,nce->nc", diff, precision, diff)
+        np.testing.assert_allclose(_squared_mahalanobis(vectors, means, precision), reference, rtol=1e-10, atol=1e-12)
+    own = _squared_mahalanobis(means, means, low @ low.T)
+    assert (own >= 0.0).all() and np.abs(own.diagonal()).max() < 1e-12  # clipped: rounding never makes it negative
+
+
 def test_nearest_neighbour_detector_is_the_largest_cosine(encoder):
     from lvgp.baselines.encoder import EncoderNearestNeighbor
 

@@ -255,10 +255,12 @@ class _EncoderDetector(_EncoderFeatures, ClassifierMixin):
 
 def _squared_mahalanobis(vectors: np.ndarray, means: np.ndarray, precision: np.ndarray) -> np.ndarray:
     r"""``n x C`` squared Mahalanobis distances of ``vectors`` (``n x d``) to ``means`` (``C x d``) in the metric
-    ``precision`` (``d x d``, symmetric positive definite): :math:`\|R^\top (e_i - \mu_c)\|^2` with
-    :math:`R R^\top` the precision's Cholesky factorization, expanded into matrix products (clipped at 0 where
-    rounding would make a distance of a vector to itself negative)."""
-    root = np.linalg.cholesky(precision)
+    ``precision`` (``d x d``, symmetric positive semi-definite): :math:`\|R^\top (e_i - \mu_c)\|^2` with
+    :math:`R = U \Lambda^{1/2}` from the precision's eigendecomposition :math:`U \Lambda U^\top` (a singular
+    precision, a pseudo-inverse, is fine), expanded into matrix products (clipped at 0 where rounding would make a
+    distance of a vector to itself negative)."""
+    eigenvalues, eigenvectors = np.linalg.eigh(np.asarray(precision, dtype=np.float64))
+    root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
     z = np.asarray(vectors, dtype=np.float64) @ root
     m = np.asarray(means, dtype=np.float64) @ root
     squared = (z * z).sum(axis=1)[:, None] - 2.0 * (z @ m.T) + (m * m).sum(axis=1)[None, :]
@@ -309,7 +311,7 @@ class EncoderMahalanobis(_EncoderDetector):
     def _squared_distances(self, X: Any) -> np.ndarray:
         r"""``n x C`` squared distances :math:`(e - \mu_c)^\top \Sigma^{-1} (e - \mu_c)`, as
         :math:`\|z\|^2 - 2 z^\top m_c + \|m_c\|^2` with :math:`z = R^\top e`, :math:`m_c = R^\top \mu_c` and
-        :math:`\Sigma^{-1} = R R^\top` (Cholesky): two matrix products, no ``n x C x d`` temporary (an intent set's
+        :math:`\Sigma^{-1} = R R^\top`: two matrix products, no ``n x C x d`` temporary (an intent set's
         5,500 queries of 150 classes: 0.07 s, not 2 minutes; ``benchmarks/mahalanobis_cost.py``)."""
         return _squared_mahalanobis(self._vectors(X), self.means_, self.precision_)
 
