@@ -257,14 +257,16 @@ def _squared_mahalanobis(vectors: np.ndarray, means: np.ndarray, precision: np.n
     r"""``n x C`` squared Mahalanobis distances of ``vectors`` (``n x d``) to ``means`` (``C x d``) in the metric
     ``precision`` (``d x d``, symmetric positive semi-definite): :math:`\|R^\top (e_i - \mu_c)\|^2` with
     :math:`R = U \Lambda^{1/2}` from the precision's eigendecomposition :math:`U \Lambda U^\top` (a singular
-    precision, a pseudo-inverse, is fine), expanded into matrix products (clipped at 0 where rounding would make a
-    distance of a vector to itself negative)."""
+    precision, a pseudo-inverse, is fine): the squared Euclidean distances of the mapped vectors, scikit-learn's
+    ``euclidean_distances(squared=True)`` (matrix products, clipped at 0 where rounding would make a distance of a
+    vector to itself negative)."""
+    from sklearn.metrics.pairwise import euclidean_distances
+
     eigenvalues, eigenvectors = np.linalg.eigh(np.asarray(precision, dtype=np.float64))
     root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
     z = np.asarray(vectors, dtype=np.float64) @ root
     m = np.asarray(means, dtype=np.float64) @ root
-    squared = (z * z).sum(axis=1)[:, None] - 2.0 * (z @ m.T) + (m * m).sum(axis=1)[None, :]
-    return np.maximum(squared, 0.0)
+    return euclidean_distances(z, m, squared=True)
 
 
 class EncoderMahalanobis(_EncoderDetector):
