@@ -1,0 +1,312 @@
+"""The open-set GP's calibration on dev documents, and where its ECE with few labelled texts comes from (issue 57).
+
+The open-set study's draws (unknown classes, N labelled texts a known class) on a corpus's training part alone, as
+``open_set_dev.py`` writes it, each text cut to its first ``--first-words`` words (``0``: whole texts); scored on
+every in-scope document of the training part's unlabelled rest. The study's GP (``gpc-bow-encoder-rbf``) is
+tempered by the :math:`T` whose tempered leave-one-out predictions of the labelled texts have the least log loss
+(``LDKGPClassifier(calibration="temperature")``). Each row, draw by draw:
+
+- ``gp``: the study's GP as fitted;
+- ``gp-loo-as-new``: its fit, the temperature refitted on leave-one-out predictions made as a new text's would be:
+  a new text's words that no labelled text has are dropped before the tf-idf cosine (the library's policy), while a
+  labelled text keeps in its norm the words of no other labelled text; here each labelled text, left out, is
+  predicted by the GP of the other labelled texts (the fit's hyper-parameters) with those words dropped
+  (:func:`loo_as_new_latents`: one inverse and one matrix product a class);
+- ``gp-min-df-2``: the study's GP with its word part's vocabulary cut to words of at least two labelled texts
+  (``Vocabulary(min_df=2)``): the same consistency in the kernel itself;
+- ``logreg``: logistic regression on ``[tf-idf | encoder]`` (``tfidf-encoder-logreg``), for scale.
+
+Prints each draw's temperature, the leave-one-out predictions' accuracy and mean top probability at it, the scored
+documents' accuracy, mean top probability, ECE, and the ECE with every known class weighted alike (each document
+weighted by one over its class's count: a label-shift check where the corpus's classes are uneven), then the rows'
+means per corpus and size; and each row's AUROC of out-of-scope dev documents by its own novelty score (the GP's
+energy; logistic regression's entropy). ``benchmarks/README.md``, "Balanced short texts", reads it.
+
+    python benchmarks/open_set_calibration_dev.py                                  # r52 and 20ng cut to 12 words, seed 66
+    python benchmarks/open_set_calibration_dev.py --datasets r8,20ng --first-words 0 --rows gp,gp-loo-as-new,logreg
+    python benchmarks/open_set_calibration_dev.py --quick                          # a toy corpus, a tiny random encoder
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+from open_set_dev import dev_runs, dev_study  # (the sibling script: benchmarks/ is on the path)
+
+ROWS = ("gp", "gp-loo-as-new", "gp-min-df-2", "logreg")
+GP = "gpc-bow-encoder-rbf"
+BASELINE = "tfidf-encoder-logreg"
+
+
+def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False):
+    r"""``n x C`` latent means and variances: the fitted Dirichlet GP classifier ``gp``'s leave-one-out predictions
+    of its training texts, each text predicted by the GP of the other ``n - 1`` texts with the fit's
+    hyper-parameters, for each class :math:`c` (R&W eqs. 2.25-2.26 on the Dirichlet transform's targets and
+    noises): mean :math:`m_c + k_c(x_i', X_{-i}) A_{c,-i}^{-1} (\tilde y_{c,-i} - m_c)`, variance
+    :math:`k_c(x_i', x_i') - k_c(x_i', X_{-i}) A_{c,-i}^{-1} k_c(X_{-i}, x_i')`, :math:`A_c = K_c + \Sigma_c`.
+    ``x_i'``: text ``i`` with its word ids that no other training text has dropped (``drop_unshared``; as a new
+    text's unseen words are), or ``x_i`` itself (``drop_unshared=False``: the closed-form
+    :meth:`~lvgp.LDKGPClassifier.leave_one_out_latents`, R&W eq. 5.12). ``feature_dim``: the width of the
+    encoder's features before the word ids in the packed training inputs. The idf stays the fit's (all ``n``).
+
+    From one inverse :math:`G = A_c^{-1}` a class: with :math:`A_{-i}^{-1} = G_{-i,-i} - g g^\top / \gamma`
+    (:math:`g = G_{-i,i}`, :math:`\gamma = G_{ii}`) and :math:`\alpha = G (\tilde y - m)`, the mean is
+    :math:`m + k'^\top \alpha_{-i} - (k'^\top g) \alpha_i / \gamma` and the variance
+    :math:`k(x_i', x_i') - k'^\top G_{-i,-i} k' + (k'^\top g)^2 / \gamma` (``k'``: the cross-covariances
+    of ``x_i'``, one matrix product a class for all ``i``). ``brute_force``: one Cholesky factorization of
+    :math:`A_{c,-i}` a text instead (the reference the tests compare with)."""
+    import torch
+
+    from lvgp.bow.padded import PAD
+
+    model, likelihood = gp.model_, gp.likelihood_
+    inputs = model.train_inputs[0]
+    n = inputs.shape[0]
+    words = inputs[:, feature_dim:].long()
+    texts_with: dict[int, int] = {}  # word id -> number of training texts that have it
+    for row in words:
+        for w in set(row[row != PAD].tolist()):
+            texts_with[w] = texts_with.get(w, 0) + 1
+    scored = inputs.clone()
+    if drop_unshared:
+        for i in range(n):
+            kept = [w for w in words[i].tolist() if w != PAD and texts_with[w] >= 2]
+            new = torch.full((words.shape[1],), PAD, dtype=inputs.dtype)
+            new[: len(kept)] = torch.tensor(kept, dtype=inputs.dtype)
+            scored[i, feature_dim:] = new
+    model.train()
+    likelihood.train()
+    try:
+        with torch.no_grad():
+            prior = model(inputs)
+            noisy = likelihood(prior).covariance_matrix  # C x n x n
+            covariance, prior_mean = prior.covariance_matrix, prior.mean  # C x n x n, C x n
+            classes = covariance.shape[0]
+            cross = model.covar_module(scored, inputs).to_dense().expand(classes, n, n)  # row i: text i as scored
+            own = model.covar_module(scored, diag=True).expand(classes, n)
+            residual = likelihood.transformed_targets - prior_mean
+            if brute_force:
+                noise = noisy.diagonal(dim1=-2, dim2=-1) - prior.variance
+                mean = torch.empty(classes, n, dtype=covariance.dtype)  # (padded inputs hold integer ids)
+                var = torch.empty(classes, n, dtype=covariance.dtype)
+                for i in range(n):
+                    rest = torch.cat([torch.arange(i), torch.arange(i + 1, n)])
+                    factor = torch.linalg.cholesky(covariance[:, rest][:, :, rest] + torch.diag_embed(noise[:, rest]))
+                    k = cross[:, i, rest]
+                    solved = torch.cholesky_solve(k.unsqueeze(-1), factor).squeeze(-1)  # C x (n - 1)
+                    mean[:, i] = prior_mean[:, i] + (solved * residual[:, rest]).sum(-1)
+                    var[:, i] = own[:, i] - (solved * k).sum(-1)
+            else:
+                inverse = torch.cholesky_inverse(torch.linalg.cholesky(noisy))  # G, C x n x n
+                alpha = (inverse @ residual.unsqueeze(-1)).squeeze(-1)
+                gamma = inverse.diagonal(dim1=-2, dim2=-1)
+                off = cross * (1.0 - torch.eye(n, dtype=cross.dtype))  # k' of each text i, its own entry 0
+                k_g = (off * inverse.mT).sum(-1)  # k'^T g
+                mean = prior_mean + (off @ alpha.unsqueeze(-1)).squeeze(-1) - k_g * alpha / gamma
+                var = own - ((off @ inverse) * off).sum(-1) + k_g**2 / gamma
+    finally:
+        model.eval()
+        likelihood.eval()
+    return mean.mT, var.mT.clamp_min(0.0)
+
+
+def loo_as_new_log_proba(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False) -> np.ndarray:
+    """``n x C``: the log expected softmax (untempered, the classifier's draws) of :func:`loo_as_new_latents`."""
+    import torch
+
+    from lvgp.models.gpc.models import expected_softmax
+
+    mean, var = loo_as_new_latents(gp, feature_dim, drop_unshared, brute_force)
+    proba = expected_softmax(mean, var, gp.predict_samples, gp._class_seeds())
+    return torch.log(proba.clamp_min(1e-300)).cpu().numpy()
+
+
+def calibration(proba: np.ndarray, classes: np.ndarray, labels: np.ndarray, weights=None) -> dict:
+    """Accuracy, mean top probability and ECE (the library's equal-width bins) of ``proba`` (``n x C`` over
+    ``classes``) against ``labels``, each document weighted by ``weights`` (default: alike)."""
+    from lvgp.base.metrics import ECE_BINS
+
+    weights = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
+    weights = weights / weights.sum()
+    confidence = proba.max(axis=1)
+    correct = (np.asarray(classes)[proba.argmax(axis=1)] == np.asarray(labels)).astype(float)
+    index = np.minimum((confidence * ECE_BINS).astype(int), ECE_BINS - 1)
+    gap = np.bincount(index, weights * correct, ECE_BINS) - np.bincount(index, weights * confidence, ECE_BINS)
+    return {
+        "accuracy": float(weights @ correct),
+        "confidence": float(weights @ confidence),
+        "ece": float(np.abs(gap).sum()),
+    }
+
+
+def tempered(proba: np.ndarray, temperature: float) -> np.ndarray:
+    """``proba`` tempered by ``temperature`` (as the classifier tempers its predictions)."""
+    log_p = np.log(np.maximum(proba, 1e-300)) / temperature
+    log_p -= log_p.max(axis=1, keepdims=True)
+    p = np.exp(log_p)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def gp_record(gp, log_loo: np.ndarray, temperature: float, texts, labels, weights, auroc: float) -> dict:
+    """A GP row's record: its temperature, its leave-one-out predictions' accuracy and mean top probability at it,
+    the scored documents' calibration, alike and class-weighted, and ``auroc`` (its novelty score's)."""
+    truth = gp._training_codes()
+    loo = tempered(np.exp(log_loo), temperature)
+    saved = gp.temperature_
+    gp.temperature_ = temperature
+    try:
+        proba = gp.predict_proba(texts)
+    finally:
+        gp.temperature_ = saved
+    scored = calibration(proba, gp.classes_, labels)
+    return {
+        "T": temperature,
+        "loo_accuracy": float(np.mean(loo.argmax(axis=1) == truth)),
+        "loo_confidence": float(np.mean(loo.max(axis=1))),
+        **scored,
+        "ece_balanced": calibration(proba, gp.classes_, labels, weights)["ece"],
+        "auroc": auroc,
+    }
+
+
+def auroc_of(model, texts, out_of_scope) -> float:
+    """The AUROC of ``model``'s own novelty score (``score_samples``, higher: more typical) at telling the
+    out-of-scope ``texts`` (the positives) from the in-scope ones."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(out_of_scope, -np.asarray(model.score_samples(texts))))
+
+
+def draws(args) -> list[dict]:
+    """One record per (corpus, seed, split, size, row)."""
+    from lvgp.bow.vocabulary import Vocabulary
+    from lvgp.encoders import resolve_encoder
+
+    root = Path(args.out or tempfile.mkdtemp(prefix="open-set-calibration-"))
+    root.mkdir(parents=True, exist_ok=True)
+    runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
+    rows = args.rows.split(",")
+    records = []
+    for run in runs:
+        corpus, sizes = run[0], run[3]
+        for seed in [int(s) for s in args.seed.split(",")]:
+            study = dev_study(run, [GP, BASELINE], seed, args.quick)
+            feature_dim = resolve_encoder(study.encoder, study.device).dim
+            for split in range(run[4]):
+                data = study.split(split)
+                inside = ~data.out_of_scope
+                texts = [t for t, keep in zip(data.test_texts, inside) if keep]
+                labels = np.asarray(data.test_labels)[inside]
+                every_text, out_of_scope = list(data.test_texts), np.asarray(data.out_of_scope)
+                _, which, counts = np.unique(labels, return_inverse=True, return_counts=True)
+                weights = 1.0 / counts[which]
+                for n in sizes:
+                    x, y = data.training(n)
+
+                    def estimator(method, n=n, split=split, study=study):
+                        return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
+
+                    found = {}
+                    if {"gp", "gp-loo-as-new"} & set(rows):
+                        gp = estimator(GP).fit(x, y)
+                        log_loo, truth = gp._loo_log_proba()
+                        auroc = auroc_of(gp, every_text, out_of_scope)  # (the energy: no temperature in it)
+                        if "gp" in rows:
+                            found["gp"] = gp_record(gp, log_loo, gp.temperature_, texts, labels, weights, auroc)
+                        if "gp-loo-as-new" in rows:
+                            as_new = loo_as_new_log_proba(gp, feature_dim)
+                            temperature = gp._fit_temperature((as_new, truth))
+                            found["gp-loo-as-new"] = gp_record(gp, as_new, temperature, texts, labels, weights, auroc)
+                    if "gp-min-df-2" in rows:
+                        gp = estimator(GP).set_params(vocabulary=Vocabulary(min_df=2)).fit(x, y)
+                        log_loo, _ = gp._loo_log_proba()
+                        auroc = auroc_of(gp, every_text, out_of_scope)
+                        found["gp-min-df-2"] = gp_record(gp, log_loo, gp.temperature_, texts, labels, weights, auroc)
+                    if "logreg" in rows:
+                        logreg = estimator(BASELINE).fit(x, y)
+                        proba = logreg.predict_proba(texts)
+                        found["logreg"] = {
+                            **calibration(proba, logreg.classes_, labels),
+                            "ece_balanced": calibration(proba, logreg.classes_, labels, weights)["ece"],
+                            "auroc": auroc_of(logreg, every_text, out_of_scope),
+                        }
+                    for row in rows:
+                        record = dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, **found[row])
+                        records.append(record)
+                        print(draw_line(record), flush=True)
+    return records
+
+
+def _number(record: dict, key: str) -> str:
+    return f"{record[key]:.3f}" if key in record else "–"
+
+
+def draw_line(record: dict) -> str:
+    """One draw's row of the printed table."""
+    keys = ("T", "loo_accuracy", "loo_confidence", "accuracy", "confidence", "ece", "ece_balanced", "auroc")
+    head = f"| {record['corpus']} | {record['per_class']} | {record['seed']}/{record['split']} | {record['row']} | "
+    return head + " | ".join(_number(record, k) for k in keys) + " |"
+
+
+def table(records: list[dict]) -> str:
+    """The rows' means over the draws, per corpus and size: accuracy, mean top probability minus accuracy (above 0:
+    over-confident), ECE (mean, and the draws' range), class-weighted ECE, temperature, AUROC."""
+    lines = [
+        "| corpus | labelled a class | row | draws | accuracy | confidence - accuracy | ECE (range) | ECE, classes "
+        "alike | T | AUROC |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for corpus in dict.fromkeys(r["corpus"] for r in records):
+        for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
+            for row in dict.fromkeys(r["row"] for r in records):
+                cell = [r for r in records if (r["corpus"], r["per_class"], r["row"]) == (corpus, n, row)]
+                if not cell:
+                    continue
+                ece = [r["ece"] for r in cell]
+                gap = np.mean([r["confidence"] - r["accuracy"] for r in cell])
+                temperature = f"{np.mean([r['T'] for r in cell]):.3f}" if "T" in cell[0] else "–"
+                lines.append(
+                    f"| {corpus} | {n} | {row} | {len(cell)} | {np.mean([r['accuracy'] for r in cell]):.4f} | "
+                    f"{gap:+.4f} | {np.mean(ece):.4f} ({min(ece):.3f}-{max(ece):.3f}) | "
+                    f"{np.mean([r['ece_balanced'] for r in cell]):.4f} | {temperature} | "
+                    f"{np.mean([r['auroc'] for r in cell]):.4f} |"
+                )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
+    parser.add_argument("--datasets", default="r52,20ng")
+    parser.add_argument("--first-words", type=int, default=12, help="each text cut to its first N words (0: whole)")
+    parser.add_argument("--per-class", default="10,50")
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--seed", default=None, help="the draws' seeds (default 66; --quick: 1)")
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"among {', '.join(ROWS)}")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
+    args = parser.parse_args()
+    args.seed = args.seed or ("1" if args.quick else "66")
+    unknown = sorted(set(args.rows.split(",")) - set(ROWS))
+    if unknown:
+        parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")
+
+    from lvgp.experiments.executors import limit_threads
+
+    limit_threads(args.threads)
+    warnings.simplefilter("ignore")
+    print(
+        "| corpus | a class | seed/split | row | T | leave-one-out accuracy | its mean top probability | accuracy | "
+        "mean top probability | ECE | ECE, classes alike | AUROC |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    records = draws(args)
+    print("\nThe rows' means over the draws (in-scope dev documents; AUROC: the out-of-scope ones against them)\n")
+    print(table(records))
+
+
+if __name__ == "__main__":
+    main()
