@@ -1,4 +1,4 @@
-"""The open-set GP's calibration on dev documents, and where its ECE with few labelled texts comes from (issue 57).
+r"""The open-set GP's calibration on dev documents, and where its ECE with few labelled texts comes from (issue 57).
 
 The open-set study's draws (unknown classes, N labelled texts a known class) on a corpus's training part alone, as
 ``open_set_dev.py`` writes it, each text cut to its first ``--first-words`` words (``0``: whole texts); scored on
@@ -12,6 +12,9 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   labelled text keeps in its norm the words of no other labelled text; here each labelled text, left out, is
   predicted by the GP of the other labelled texts (the fit's hyper-parameters) with those words dropped
   (:func:`loo_as_new_latents`: one inverse and one matrix product a class);
+- ``gp-match`` and ``gp-match-as-new``: its fit, the temperature at which the tempered leave-one-out predictions'
+  mean top probability equals their accuracy (:func:`confidence_matching_temperature`: the ECE's own criterion, in
+  place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
 - ``gp-min-df-2``: the study's GP with its word part's vocabulary cut to words of at least two labelled texts
   (``Vocabulary(min_df=2)``): the same consistency in the kernel itself;
 - ``logreg``: logistic regression on ``[tf-idf | encoder]`` (``tfidf-encoder-logreg``), for scale.
@@ -23,7 +26,8 @@ means per corpus and size; and each row's AUROC of out-of-scope dev documents by
 energy; logistic regression's entropy). ``benchmarks/README.md``, "Balanced short texts", reads it.
 
     python benchmarks/open_set_calibration_dev.py                                  # r52 and 20ng cut to 12 words, seed 66
-    python benchmarks/open_set_calibration_dev.py --datasets r8,20ng --first-words 0 --rows gp,gp-loo-as-new,logreg
+    python benchmarks/open_set_calibration_dev.py --datasets r8,20ng --first-words 0 \
+        --rows gp,gp-loo-as-new,gp-match,gp-match-as-new,logreg
     python benchmarks/open_set_calibration_dev.py --quick                          # a toy corpus, a tiny random encoder
 """
 
@@ -37,7 +41,9 @@ from pathlib import Path
 import numpy as np
 from open_set_dev import dev_runs, dev_study  # (the sibling script: benchmarks/ is on the path)
 
-ROWS = ("gp", "gp-loo-as-new", "gp-min-df-2", "logreg")
+ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new", "gp-min-df-2", "logreg")
+#: the rows that read the study GP's one fit
+STUDY_FIT_ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new")
 GP = "gpc-bow-encoder-rbf"
 BASELINE = "tfidf-encoder-logreg"
 
@@ -143,6 +149,21 @@ def calibration(proba: np.ndarray, classes: np.ndarray, labels: np.ndarray, weig
     }
 
 
+def confidence_matching_temperature(log_proba: np.ndarray, truth: np.ndarray) -> float:
+    """The temperature in ``[e^-3, e^3]`` at which the tempered ``n x C`` probabilities' mean top probability equals
+    their accuracy against the codes ``truth`` (bisection on ``log T``: the mean top probability falls as ``T`` rises;
+    the accuracy does not move with ``T``); a bound where no temperature within them reaches it."""
+    accuracy = float(np.mean(log_proba.argmax(axis=1) == truth))
+    low, high = -3.0, 3.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if tempered(np.exp(log_proba), float(np.exp(middle))).max(axis=1).mean() > accuracy:
+            low = middle
+        else:
+            high = middle
+    return float(np.exp((low + high) / 2))
+
+
 def tempered(proba: np.ndarray, temperature: float) -> np.ndarray:
     """``proba`` tempered by ``temperature`` (as the classifier tempers its predictions)."""
     log_p = np.log(np.maximum(proba, 1e-300)) / temperature
@@ -211,16 +232,24 @@ def draws(args) -> list[dict]:
                         return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
 
                     found = {}
-                    if {"gp", "gp-loo-as-new"} & set(rows):
+                    if set(STUDY_FIT_ROWS) & set(rows):
                         gp = estimator(GP).fit(x, y)
                         log_loo, truth = gp._loo_log_proba()
                         auroc = auroc_of(gp, every_text, out_of_scope)  # (the energy: no temperature in it)
                         if "gp" in rows:
                             found["gp"] = gp_record(gp, log_loo, gp.temperature_, texts, labels, weights, auroc)
-                        if "gp-loo-as-new" in rows:
+                        if "gp-match" in rows:
+                            temperature = confidence_matching_temperature(log_loo, truth)
+                            found["gp-match"] = gp_record(gp, log_loo, temperature, texts, labels, weights, auroc)
+                        if {"gp-loo-as-new", "gp-match-as-new"} & set(rows):
                             as_new = loo_as_new_log_proba(gp, feature_dim)
-                            temperature = gp._fit_temperature((as_new, truth))
-                            found["gp-loo-as-new"] = gp_record(gp, as_new, temperature, texts, labels, weights, auroc)
+                            for row, fit_temperature in (
+                                ("gp-loo-as-new", gp._fit_temperature),
+                                ("gp-match-as-new", lambda loo: confidence_matching_temperature(*loo)),
+                            ):
+                                if row in rows:
+                                    temperature = fit_temperature((as_new, truth))
+                                    found[row] = gp_record(gp, as_new, temperature, texts, labels, weights, auroc)
                     if "gp-min-df-2" in rows:
                         gp = estimator(GP).set_params(vocabulary=Vocabulary(min_df=2)).fit(x, y)
                         log_loo, _ = gp._loo_log_proba()

@@ -79,3 +79,15 @@ def test_the_class_weighted_ece_by_hand():
     expected = abs(w[0] + w[1] - (w[0] + w[1] + w[2]) * 0.95) + w[3] * abs(1 - 0.65)
     assert weighted["ece"] == pytest.approx(expected)
     assert weighted["accuracy"] == pytest.approx(w[0] + w[1] + w[3])
+
+
+def test_the_confidence_matching_temperature_makes_the_mean_top_probability_the_accuracy():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(200, 4)) * 2
+    truth = np.where(rng.random(200) < 0.7, logits.argmax(axis=1), rng.integers(0, 4, 200))
+    log_proba = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    temperature = cal.confidence_matching_temperature(log_proba, truth)
+    accuracy = np.mean(log_proba.argmax(axis=1) == truth)
+    assert cal.tempered(np.exp(log_proba), temperature).max(axis=1).mean() == pytest.approx(accuracy, abs=1e-9)
+    # every prediction right: no temperature within the bounds reaches a mean top probability of 1
+    assert cal.confidence_matching_temperature(log_proba, log_proba.argmax(axis=1)) == pytest.approx(np.exp(-3.0))
