@@ -41,6 +41,8 @@ from pathlib import Path
 import numpy as np
 from open_set_dev import dev_runs, dev_study  # (the sibling script: benchmarks/ is on the path)
 
+from lvgp.models.gpc.estimator import _tempered_log_proba  # how the classifier tempers its predictions
+
 ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new", "gp-min-df-2", "logreg")
 #: the rows that read the study GP's one fit
 STUDY_FIT_ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new")
@@ -132,20 +134,17 @@ def loo_as_new_log_proba(gp, feature_dim: int, drop_unshared: bool = True, brute
 
 
 def calibration(proba: np.ndarray, classes: np.ndarray, labels: np.ndarray, weights=None) -> dict:
-    """Accuracy, mean top probability and ECE (the library's equal-width bins) of ``proba`` (``n x C`` over
-    ``classes``) against ``labels``, each document weighted by ``weights`` (default: alike)."""
-    from lvgp.base.metrics import ECE_BINS
+    """Accuracy, mean top probability and ECE (the library's :func:`~lvgp.base.metrics.reliability_bins`) of
+    ``proba`` (``n x C`` over ``classes``) against ``labels``, each document weighted by ``weights`` (default:
+    alike)."""
+    from lvgp.base.metrics import expected_calibration_error, reliability_bins
 
     weights = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
-    weights = weights / weights.sum()
-    confidence = proba.max(axis=1)
-    correct = (np.asarray(classes)[proba.argmax(axis=1)] == np.asarray(labels)).astype(float)
-    index = np.minimum((confidence * ECE_BINS).astype(int), ECE_BINS - 1)
-    gap = np.bincount(index, weights * correct, ECE_BINS) - np.bincount(index, weights * confidence, ECE_BINS)
+    correct = np.asarray(classes)[proba.argmax(axis=1)] == np.asarray(labels)
     return {
-        "accuracy": float(weights @ correct),
-        "confidence": float(weights @ confidence),
-        "ece": float(np.abs(gap).sum()),
+        "accuracy": float(np.average(correct, weights=weights)),
+        "confidence": float(np.average(proba.max(axis=1), weights=weights)),
+        "ece": expected_calibration_error(reliability_bins(proba, classes, labels, sample_weight=weights)),
     }
 
 
@@ -157,26 +156,18 @@ def confidence_matching_temperature(log_proba: np.ndarray, truth: np.ndarray) ->
     low, high = -3.0, 3.0
     for _ in range(60):
         middle = (low + high) / 2
-        if tempered(np.exp(log_proba), float(np.exp(middle))).max(axis=1).mean() > accuracy:
+        if np.exp(_tempered_log_proba(log_proba, float(np.exp(middle)))).max(axis=1).mean() > accuracy:
             low = middle
         else:
             high = middle
     return float(np.exp((low + high) / 2))
 
 
-def tempered(proba: np.ndarray, temperature: float) -> np.ndarray:
-    """``proba`` tempered by ``temperature`` (as the classifier tempers its predictions)."""
-    log_p = np.log(np.maximum(proba, 1e-300)) / temperature
-    log_p -= log_p.max(axis=1, keepdims=True)
-    p = np.exp(log_p)
-    return p / p.sum(axis=1, keepdims=True)
-
-
 def gp_record(gp, log_loo: np.ndarray, temperature: float, texts, labels, weights, auroc: float) -> dict:
     """A GP row's record: its temperature, its leave-one-out predictions' accuracy and mean top probability at it,
     the scored documents' calibration, alike and class-weighted, and ``auroc`` (its novelty score's)."""
     truth = gp._training_codes()
-    loo = tempered(np.exp(log_loo), temperature)
+    loo = np.exp(_tempered_log_proba(log_loo, temperature))
     saved = gp.temperature_
     gp.temperature_ = temperature
     try:

@@ -276,6 +276,15 @@ def test_calibration_metrics_closed_forms():
     confidence, accuracy = reliability_curve([bins, reliability_bins(proba[:1], classes, y[:1], bins=5)])
     np.testing.assert_allclose(confidence, [(0.7 + 0.6) / 2, (0.9 + 0.8 + 0.9) / 3])
     np.testing.assert_allclose(accuracy, [1 / 2, 2 / 3])
+    # integer weights: each document repeated that many times
+    weights = np.array([2, 0, 1, 3])
+    repeated = reliability_bins(np.repeat(proba, weights, axis=0), classes, np.repeat(y, weights), bins=5)
+    weighted = reliability_bins(proba, classes, y, bins=5, sample_weight=weights)
+    for key in ("count", "confidence", "correct"):
+        np.testing.assert_allclose(weighted[key], repeated[key])
+    assert expected_calibration_error(weighted) == pytest.approx(expected_calibration_error(repeated))
+    with pytest.raises(ValueError, match="sample_weight"):
+        reliability_bins(proba, classes, y, sample_weight=[1.0, -1.0, 1.0, 1.0])
 
 
 def test_the_svm_baselines_probabilities_are_platts_and_its_predictions_its_own():

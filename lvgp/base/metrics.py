@@ -45,17 +45,32 @@ def log_loss(proba: np.ndarray, classes: np.ndarray, y: np.ndarray) -> float:
     return float(-np.mean(true_class_log_proba(proba, classes, y)))
 
 
-def reliability_bins(proba: np.ndarray, classes: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict:
+def reliability_bins(
+    proba: np.ndarray, classes: np.ndarray, y: np.ndarray, bins: int = ECE_BINS, sample_weight=None
+) -> dict:
     """Per equal-width confidence bin: the number of documents, the sum of their confidences and
-    the number predicted right -- sums, so that bins of several samples add up."""
+    the number predicted right -- sums, so that bins of several samples add up. ``sample_weight``
+    (``n``, non-negative): each document counted that many times (the sums weighted; the ECE of
+    :func:`expected_calibration_error` then weighs the documents so)."""
     proba = np.asarray(proba, dtype=np.float64)
     confidence = proba.max(axis=1)
     correct = np.asarray(classes)[proba.argmax(axis=1)] == np.asarray(y)
     index = np.minimum((confidence * bins).astype(int), bins - 1)  # confidence 1.0 in the last bin
+    if sample_weight is None:
+        count = np.bincount(index, minlength=bins)
+        weight = np.ones(len(index))
+    else:
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        if weight.shape != index.shape or (weight < 0).any() or not np.isfinite(weight).all():
+            raise ValueError(
+                f"sample_weight: {len(index)} finite non-negative weights expected, one a document; got shape "
+                f"{weight.shape}"
+            )
+        count = np.bincount(index, weights=weight, minlength=bins)
     return {
-        "count": np.bincount(index, minlength=bins).tolist(),
-        "confidence": np.bincount(index, weights=confidence, minlength=bins).tolist(),
-        "correct": np.bincount(index, weights=correct.astype(float), minlength=bins).tolist(),
+        "count": count.tolist(),
+        "confidence": np.bincount(index, weights=weight * confidence, minlength=bins).tolist(),
+        "correct": np.bincount(index, weights=weight * correct, minlength=bins).tolist(),
     }
 
 
