@@ -651,6 +651,13 @@ def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     assert "log_loss" not in by["encoder-knn", 0, 4]
     table = (out / "table.md").read_text()
     assert "GP classifier (BoW + encoder RBF)" in table and "FPR95" in table and "Every novelty score" in table
+    # the paired block: the first method minus each other, split by split, from the records by hand
+    diffs = [
+        by["gpc-bow-encoder-rbf", s, 8]["oos_auroc"] - by["encoder-mahalanobis", s, 8]["oos_auroc"] for s in (0, 1)
+    ]
+    cell = f"{np.mean(diffs):+.3f} ± {np.std(diffs, ddof=1) / np.sqrt(2):.3f} ({sum(d > 0 for d in diffs)} of 2 ahead)"
+    assert f"| Mahalanobis (encoder) | 8 | {cell} |" in table
+    assert "GP classifier (BoW + encoder RBF) minus each method, split by split" in table
     assert (out / "roc.png").stat().st_size > 10_000
     # resumed: the report from the cells alone, and it says so (results.json is rewritten from them)
     capsys.readouterr()
@@ -658,6 +665,27 @@ def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     assert (
         f"report only: results.json and the table rebuilt from {out / 'cells'} (24 records)" in capsys.readouterr().out
     )
+
+
+def test_paired_differences_are_taken_over_the_splits_both_methods_ran():
+    from lvgp.experiments.open_set import paired_cell, paired_differences
+
+    def record(method, split, auroc):
+        return {"method": method, "split": split, "per_class": 10, "oos_auroc": auroc}
+
+    records = [
+        record("a", 0, 0.9),
+        record("a", 1, 0.8),
+        record("a", 2, 0.7),
+        record("b", 0, 0.85),
+        record("b", 2, 0.75),
+    ]
+    records.append(record("b", 1, None))  # a split without the figure is left out, not counted as a loss
+    diffs = paired_differences(records, "a", "b", 10, "oos_auroc")
+    np.testing.assert_allclose(diffs, [0.05, -0.05])
+    assert paired_cell(diffs) == f"+0.000 ± {0.05:.3f} (1 of 2 ahead)"
+    assert paired_cell(diffs[:1]) == "+0.050 (1 of 1 ahead)"  # no standard error from one split
+    assert paired_cell(paired_differences(records, "a", "c", 10, "oos_auroc")) == "–"
 
 
 def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_path):

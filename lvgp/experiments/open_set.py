@@ -684,6 +684,7 @@ def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
         "before testing); FPR95: the out-of-scope share accepted at 95% recall of the in-scope documents; accuracy, "
         f"log loss and ECE ({ECE_BINS} bins) on the in-scope documents.\n"
     )
+    text += paired_markdown(records, study, methods)
     kinds = sorted({k for r in records for k in r.get("scores", {})})
     lines = ["", "Every novelty score's AUROC (analysis only: each method's headline is its own score above)", ""]
     lines += ["| method | labelled a class | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
@@ -698,6 +699,51 @@ def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
                 cells.append(f"{np.mean(values):.3f}" if values else "–")
             lines.append(f"| {study.label(m)} | {n} | " + " | ".join(cells) + " |")
     return text + "\n".join(lines) + "\n"
+
+
+#: the columns the paired comparison reads: (record key, heading)
+PAIRED_COLUMNS = (("oos_auroc", "AUROC"), ("accuracy", "accuracy"))
+
+
+def paired_differences(records: list[dict], first: str, other: str, n: int, key: str) -> np.ndarray:
+    """``first``'s ``key`` minus ``other``'s, split by split, over the splits both ran at ``n`` a class
+    (in split order; empty when they share none)."""
+    a = {r["split"]: r[key] for r in _rows(records, first, n) if r.get(key) is not None}
+    b = {r["split"]: r[key] for r in _rows(records, other, n) if r.get(key) is not None}
+    return np.array([a[s] - b[s] for s in sorted(set(a) & set(b))], dtype=float)
+
+
+def paired_cell(diffs: np.ndarray) -> str:
+    """``mean ± standard error (k of m ahead)`` of per-split differences (``–`` with none; no standard
+    error from one split)."""
+    if len(diffs) == 0:
+        return "–"
+    se = f" ± {diffs.std(ddof=1) / np.sqrt(len(diffs)):.3f}" if len(diffs) > 1 else ""
+    return f"{diffs.mean():+.3f}{se} ({int((diffs > 0).sum())} of {len(diffs)} ahead)"
+
+
+def paired_markdown(records: list[dict], study: OpenSetStudy, methods: list[str]) -> str:
+    """The study's first method against each other method, split by split (a paired comparison: a
+    split's unknown classes and labelled texts, which move every method together, cancel): the mean
+    difference of the AUROC and of the in-scope accuracy with its standard error over the splits, and in
+    how many splits the first method is ahead. Empty with fewer than two methods."""
+    if len(methods) < 2:
+        return ""
+    first = methods[0]
+    lines = [
+        "",
+        f"{study.label(first)} minus each method, split by split (mean ± standard error over the splits both ran; "
+        f"in how many it is ahead)",
+        "",
+        "| method | labelled a class | " + " | ".join(h for _, h in PAIRED_COLUMNS) + " |",
+        "|---|---|" + "---|" * len(PAIRED_COLUMNS),
+    ]
+    for m in methods[1:]:
+        for n in study.per_class:
+            cells = [paired_cell(paired_differences(records, first, m, n, key)) for key, _ in PAIRED_COLUMNS]
+            if any(c != "–" for c in cells):
+                lines.append(f"| {study.label(m)} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
