@@ -577,7 +577,7 @@ def test_mahalanobis_detector_is_the_loop_over_classes_with_ledoit_wolf(encoder)
 def test_squared_mahalanobis_is_the_einsum_also_for_a_singular_precision():
     """The detector's distances as two matrix products through a square root of the precision equal the
     contraction over every difference, for a positive definite precision and a singular one (a pseudo-inverse)."""
-    from lvgp.baselines.encoder import _squared_mahalanobis
+    from lvgp.baselines.encoder import _precision_root, _squared_mahalanobis
 
     rng = np.random.default_rng(9)
     vectors, means = rng.standard_normal((7, 5)), rng.standard_normal((3, 5))
@@ -589,6 +589,15 @@ def test_squared_mahalanobis_is_the_einsum_also_for_a_singular_precision():
         np.testing.assert_allclose(_squared_mahalanobis(vectors, means, precision), reference, rtol=1e-10, atol=1e-12)
     own = _squared_mahalanobis(means, means, low @ low.T)
     assert (own >= 0.0).all() and np.abs(own.diagonal()).max() < 1e-12  # clipped: rounding never makes it negative
+    # through the square root a fitted detector keeps (one eigendecomposition at fit): R R^T is the precision
+    root = _precision_root(low @ low.T)
+    np.testing.assert_allclose(root @ root.T, low @ low.T, atol=1e-12)
+    np.testing.assert_array_equal(
+        _squared_mahalanobis(vectors, means, root=root), _squared_mahalanobis(vectors, means, low @ low.T)
+    )
+    for both in ({"precision": low @ low.T, "root": root}, {}):
+        with pytest.raises(TypeError, match="exactly one of precision and root"):
+            _squared_mahalanobis(vectors, means, **both)
 
 
 def test_nearest_neighbour_detector_is_the_largest_cosine(encoder):
