@@ -70,6 +70,7 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
     import torch
 
     from lvgp.bow.padded import PAD
+    from lvgp.models.gpc.inference import DirichletInference
 
     model, likelihood = gp.model_, gp.likelihood_
     inputs = model.train_inputs[0]
@@ -90,15 +91,14 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
     likelihood.train()
     try:
         with torch.no_grad():
-            prior = model(inputs)
-            noisy = likelihood(prior).covariance_matrix  # C x n x n
+            # G = A_c^-1 and alpha = G (y~ - m), the classifier's own (one factorization a class)
+            prior, noise, inverse, alpha = DirichletInference.per_class_precision(model, likelihood)
             covariance, prior_mean = prior.covariance_matrix, prior.mean  # C x n x n, C x n
             classes = covariance.shape[0]
             cross = model.covar_module(scored, inputs).to_dense().expand(classes, n, n)  # row i: text i as scored
             own = model.covar_module(scored, diag=True).expand(classes, n)
             residual = likelihood.transformed_targets - prior_mean
             if brute_force:
-                noise = noisy.diagonal(dim1=-2, dim2=-1) - prior.variance
                 mean = torch.empty(classes, n, dtype=covariance.dtype)  # (padded inputs hold integer ids)
                 var = torch.empty(classes, n, dtype=covariance.dtype)
                 for i in range(n):
@@ -109,8 +109,6 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
                     mean[:, i] = prior_mean[:, i] + (solved * residual[:, rest]).sum(-1)
                     var[:, i] = own[:, i] - (solved * k).sum(-1)
             else:
-                inverse = torch.cholesky_inverse(torch.linalg.cholesky(noisy))  # G, C x n x n
-                alpha = (inverse @ residual.unsqueeze(-1)).squeeze(-1)
                 gamma = inverse.diagonal(dim1=-2, dim2=-1)
                 off = cross * (1.0 - torch.eye(n, dtype=cross.dtype))  # k' of each text i, its own entry 0
                 k_g = (off * inverse.mT).sum(-1)  # k'^T g

@@ -313,18 +313,26 @@ class DirichletInference(_EvidenceInference):
         return self.per_class_leave_one_out(est.model_, est.likelihood_)
 
     @staticmethod
-    def per_class_leave_one_out(model: Any, likelihood: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        r"""``n x C``: the leave-one-out latent means and variances of per-class hyper-parameters, one
-        Cholesky factorization a class: with :math:`\mathbf K_y` a class's covariance plus its noise
-        :math:`\sigma^2_i` and :math:`\boldsymbol\alpha = \mathbf K_y^{-1}(\tilde{\mathbf y} - \mathbf m)`,
-        :math:`\tilde y_i - \alpha_i / [\mathbf K_y^{-1}]_{ii}` and :math:`1 / [\mathbf K_y^{-1}]_{ii} - \sigma^2_i`
-        (R&W eq. 5.12). ``model`` and ``likelihood`` in training mode."""
+    def per_class_precision(model: Any, likelihood: Any) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        r"""The training latents' prior (a batch of ``C`` Gaussians), each class's noises :math:`\sigma^2_i`
+        (``C x n``), the inverse :math:`\mathbf K_y^{-1}` of each class's covariance plus its noise (``C x n x n``)
+        and :math:`\boldsymbol\alpha = \mathbf K_y^{-1}(\tilde{\mathbf y} - \mathbf m)` (``C x n``): one Cholesky
+        factorization a class. ``model`` and ``likelihood`` in training mode."""
         prior = model(model.train_inputs[0])
         covariance = likelihood(prior).covariance_matrix  # C x n x n
         noise = covariance.diagonal(dim1=-2, dim2=-1) - prior.variance
         precision = torch.cholesky_inverse(torch.linalg.cholesky(covariance))
         residual = likelihood.transformed_targets - prior.mean
         alpha = (precision @ residual.unsqueeze(-1)).squeeze(-1)
+        return prior, noise, precision, alpha
+
+    @staticmethod
+    def per_class_leave_one_out(model: Any, likelihood: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""``n x C``: the leave-one-out latent means and variances of per-class hyper-parameters, from
+        :meth:`per_class_precision`: :math:`\tilde y_i - \alpha_i / [\mathbf K_y^{-1}]_{ii}` and
+        :math:`1 / [\mathbf K_y^{-1}]_{ii} - \sigma^2_i` (R&W eq. 5.12). ``model`` and ``likelihood`` in training
+        mode."""
+        _, noise, precision, alpha = DirichletInference.per_class_precision(model, likelihood)
         diag = precision.diagonal(dim1=-2, dim2=-1)
         mean = likelihood.transformed_targets - alpha / diag
         var = (1.0 / diag - noise).clamp_min(0.0)
