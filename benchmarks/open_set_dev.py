@@ -34,6 +34,10 @@ standard error and its leave-one-out accuracy is at most one text below 1's. ``-
 :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words, else the evidence's weight -- the library's
 ``LDKGPClassifier(encoder_weight="loo")``, which the study's ``gpc-bow-encoder-rbf`` now uses (``study``).
 
+``--encoder-part matern`` (rule 21): ``gpc-bow-encoder-rbf``'s stationary encoder part a Matern 5/2 kernel of the
+unit vectors in place of the RBF (the SNGP argument's other stationary kernel), every other setting the study's
+(one process: ``--jobs 1``).
+
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
 
@@ -160,14 +164,24 @@ def main() -> None:
         choices=("evidence", "loo"),
         help="what the GP classifiers' hyper-parameters maximize (the study's --gpc-objective)",
     )
+    parser.add_argument(
+        "--encoder-part",
+        default="study",
+        choices=("study", "matern"),
+        help="gpc-bow-encoder-rbf's stationary encoder part: the study's RBF, or a Matern 5/2 in its place (module "
+        "docstring)",
+    )
     args = parser.parse_args()
 
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or args.encoder_weight != "study":
+    variant = args.encoder_weight != "study" or args.encoder_part != "study"
+    if args.unseen_words == "whole-bag" or args.gp_tf != "study" or variant:
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
-        OpenSetStudy = variant_study(args.unseen_words == "whole-bag", counts, args.encoder_weight)  # noqa: N806
+        OpenSetStudy = variant_study(  # noqa: N806
+            args.unseen_words == "whole-bag", counts, args.encoder_weight, args.encoder_part
+        )
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
     limit_threads(1)
@@ -312,13 +326,18 @@ def _study_encoder_options(method: str) -> dict:
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 
 
-def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, encoder_weight: str = "study"):
+def variant_study(
+    whole_bag: bool = True, sublinear_tf: bool | None = None, encoder_weight: str = "study", encoder_part: str = "study"
+):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
     (``False``); ``None`` keeps each method's own. ``encoder_weight`` (:data:`ENCODER_WEIGHTS`): the tf-idf GPs'
     encoder parts as the study builds them (``"study"``), their weight and length-scale fitted by the evidence
     (``"fitted"``), the weight held where both parts weigh alike (``"fixed"``), and the RBF's length-scale held
-    at 1 too (``"fixed-unit"``; ``beside_encoder(fit_weights=False, lengthscale=1.0)``)."""
+    at 1 too (``"fixed-unit"``; ``beside_encoder(fit_weights=False, lengthscale=1.0)``). ``encoder_part``: the
+    stationary GP's (``gpc-bow-encoder-rbf``'s) encoder part as the study builds it (``"study"``, the RBF) or another
+    of :data:`lvgp.kernels.packed.STATIONARY_ENCODER_KERNELS` (``"matern"``: 5/2) in its place, everything else as
+    the study's."""
     import dataclasses
     import functools
 
@@ -338,8 +357,9 @@ def variant_study(whole_bag: bool = True, sublinear_tf: bool | None = None, enco
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
                 model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
-            if (sublinear_tf is not None or encoder_weight != "study") and cell["method"] in _TFIDF_GPS:
-                part = _TFIDF_GPS[cell["method"]]
+            other_part = encoder_part != "study" and cell["method"] == "gpc-bow-encoder-rbf"
+            if (sublinear_tf is not None or encoder_weight != "study" or other_part) and cell["method"] in _TFIDF_GPS:
+                part = encoder_part if other_part else _TFIDF_GPS[cell["method"]]
                 counts = bool(sublinear_tf)  # (None: the encoder GPs' own, raw counts)
                 if part is None:
                     kernel = functools.partial(

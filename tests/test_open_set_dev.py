@@ -126,6 +126,34 @@ def test_the_fixed_weight_study_keeps_the_encoder_part_where_both_parts_weigh_al
     assert [b.sublinear_tf for b in bags] == [False]
 
 
+def test_the_matern_variant_swaps_the_stationary_part_alone(toy_topics_tsv):
+    """``--encoder-part matern`` (rule 21): gpc-bow-encoder-rbf's encoder part is a Matern 5/2 kernel in place of the
+    RBF, fitted as the study fits the RBF (weight and length-scale free), and the study's encoder_weight is kept."""
+    from gpytorch.kernels import MaternKernel, RBFKernel
+
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    study = dev.variant_study(whole_bag=False, encoder_part="matern")(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(3)
+    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}})
+    plain = OpenSetStudy(dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5)
+    assert (
+        model.encoder_weight
+        == plain.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}}).encoder_weight
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(list(texts), labels)
+    kinds = [type(m) for m in model.model_.covar_module.modules() if isinstance(m, (MaternKernel, RBFKernel))]
+    assert kinds == [MaternKernel] and next(
+        m for m in model.model_.covar_module.modules() if isinstance(m, MaternKernel)
+    ).nu == pytest.approx(2.5)
+    part = model.model_.covar_module.base_kernel.kernels[1]
+    assert part.raw_outputscale.requires_grad
+
+
 def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     texts = ["one two\tthree four five", "a b", "short text here\nand more", "x y z"]
     labels = ["p", "q", "p", "q"]
