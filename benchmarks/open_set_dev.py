@@ -38,6 +38,10 @@ standard error and its leave-one-out accuracy is at most one text below 1's. ``-
 unit vectors in place of the RBF (the SNGP argument's other stationary kernel), every other setting the study's
 (one process: ``--jobs 1``).
 
+``--alpha-epsilon A`` (rule 22): the GP classifiers' Dirichlet pseudo-count ``A`` (Milios et al.'s default 0.01)
+in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
+own (log pseudo-counts; the energy is their log-sum-exp) and how noisy they are (one process: ``--jobs 1``).
+
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
 
@@ -171,16 +175,22 @@ def main() -> None:
         help="gpc-bow-encoder-rbf's stationary encoder part: the study's RBF, or a Matern 5/2 in its place (module "
         "docstring)",
     )
+    parser.add_argument(
+        "--alpha-epsilon",
+        type=float,
+        default=None,
+        help="the GP classifiers' Dirichlet pseudo-count in place of the study's 1e-6 (module docstring)",
+    )
     args = parser.parse_args()
 
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
-    variant = args.encoder_weight != "study" or args.encoder_part != "study"
+    variant = args.encoder_weight != "study" or args.encoder_part != "study" or args.alpha_epsilon is not None
     if args.unseen_words == "whole-bag" or args.gp_tf != "study" or variant:
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
         OpenSetStudy = variant_study(  # noqa: N806
-            args.unseen_words == "whole-bag", counts, args.encoder_weight, args.encoder_part
+            args.unseen_words == "whole-bag", counts, args.encoder_weight, args.encoder_part, args.alpha_epsilon
         )
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
@@ -327,7 +337,11 @@ _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf
 
 
 def variant_study(
-    whole_bag: bool = True, sublinear_tf: bool | None = None, encoder_weight: str = "study", encoder_part: str = "study"
+    whole_bag: bool = True,
+    sublinear_tf: bool | None = None,
+    encoder_weight: str = "study",
+    encoder_part: str = "study",
+    alpha_epsilon: float | None = None,
 ):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
@@ -337,7 +351,8 @@ def variant_study(
     at 1 too (``"fixed-unit"``; ``beside_encoder(fit_weights=False, lengthscale=1.0)``). ``encoder_part``: the
     stationary GP's (``gpc-bow-encoder-rbf``'s) encoder part as the study builds it (``"study"``, the RBF) or another
     of :data:`lvgp.kernels.packed.STATIONARY_ENCODER_KERNELS` (``"matern"``: 5/2) in its place, everything else as
-    the study's."""
+    the study's. ``alpha_epsilon``: the GP classifiers' Dirichlet pseudo-count in place of the study's (``None``: the
+    study's)."""
     import dataclasses
     import functools
 
@@ -353,6 +368,8 @@ def variant_study(
     class VariantStudy(OpenSetStudy):
         def estimator(self, cell: dict, data=None):
             model = super().estimator(cell, data)
+            if alpha_epsilon is not None and cell["method"].startswith("gpc-"):
+                model.set_params(alpha_epsilon=alpha_epsilon)
             if whole_bag and cell["method"].startswith("gpc-"):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])

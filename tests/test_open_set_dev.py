@@ -154,6 +154,20 @@ def test_the_matern_variant_swaps_the_stationary_part_alone(toy_topics_tsv):
     assert part.raw_outputscale.requires_grad
 
 
+def test_the_pseudo_count_variant_sets_every_gp_alone(toy_topics_tsv):
+    """``--alpha-epsilon`` (rule 22): every GP classifier of the study gets the pseudo-count, the baselines nothing."""
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    options = {"dataset": toy_topics_tsv, "unknown_classes": 1, "per_class": (3,), "splits": 1, "ldk_max_iter": 5}
+    study = dev.variant_study(whole_bag=False, alpha_epsilon=0.01)(**options)
+    plain = OpenSetStudy(**options)
+    for method in ("gpc-bow-encoder-rbf", "gpc-bow"):
+        cell = {"method": method, "split": 0, "params": {"per_class": 3}}
+        assert plain.estimator(cell).alpha_epsilon == 1e-6 and study.estimator(cell).alpha_epsilon == 0.01
+    cell = {"method": "tfidf-encoder-logreg", "split": 0, "params": {"per_class": 3}}
+    assert study.estimator(cell).get_params() == plain.estimator(cell).get_params()
+
+
 def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     texts = ["one two\tthree four five", "a b", "short text here\nand more", "x y z"]
     labels = ["p", "q", "p", "q"]
