@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from open_set_dev import dev_runs, dev_study  # (the sibling script: benchmarks/ is on the path)
 
-from lvgp.models.gpc.estimator import _tempered_log_proba  # how the classifier tempers its predictions
+from lvgp.models.gpc.estimator import _tempered_log_proba, _tempered_proba  # how the classifier tempers
 
 ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new", "gp-min-df-2", "logreg")
 #: the rows that read the study GP's one fit
@@ -161,17 +161,24 @@ def confidence_matching_temperature(log_proba: np.ndarray, truth: np.ndarray) ->
     return float(np.exp((low + high) / 2))
 
 
-def gp_record(gp, log_loo: np.ndarray, temperature: float, texts, labels, weights, auroc: float) -> dict:
-    """A GP row's record: its temperature, its leave-one-out predictions' accuracy and mean top probability at it,
-    the scored documents' calibration, alike and class-weighted, and ``auroc`` (its novelty score's)."""
-    truth = gp._training_codes()
-    loo = np.exp(_tempered_log_proba(log_loo, temperature))
+def untempered_proba(gp, texts) -> np.ndarray:
+    """``gp``'s predictive probabilities of ``texts`` before its temperature (one latent pass, which every row of
+    the fit tempers by its own temperature: :func:`gp_record`)."""
     saved = gp.temperature_
-    gp.temperature_ = temperature
+    gp.temperature_ = 1.0
     try:
-        proba = gp.predict_proba(texts)
+        return gp.predict_proba(texts)
     finally:
         gp.temperature_ = saved
+
+
+def gp_record(gp, log_loo: np.ndarray, temperature: float, raw, labels, weights, auroc: float) -> dict:
+    """A GP row's record: its temperature, its leave-one-out predictions' accuracy and mean top probability at it,
+    the scored documents' calibration (``raw``: :func:`untempered_proba`, tempered as the classifier tempers), alike
+    and class-weighted, and ``auroc`` (its novelty score's)."""
+    truth = gp._training_codes()
+    loo = np.exp(_tempered_log_proba(log_loo, temperature))
+    proba = _tempered_proba(raw, temperature)
     scored = calibration(proba, gp.classes_, labels)
     return {
         "T": temperature,
@@ -225,11 +232,12 @@ def draws(args) -> list[dict]:
                         gp = estimator(GP).fit(x, y)
                         log_loo, truth = gp._loo_log_proba()
                         auroc = auroc_of(gp, every_text, out_of_scope)  # (the energy: no temperature in it)
+                        raw = untempered_proba(gp, texts)
                         if "gp" in rows:
-                            found["gp"] = gp_record(gp, log_loo, gp.temperature_, texts, labels, weights, auroc)
+                            found["gp"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
                         if "gp-match" in rows:
                             temperature = confidence_matching_temperature(log_loo, truth)
-                            found["gp-match"] = gp_record(gp, log_loo, temperature, texts, labels, weights, auroc)
+                            found["gp-match"] = gp_record(gp, log_loo, temperature, raw, labels, weights, auroc)
                         if {"gp-loo-as-new", "gp-match-as-new"} & set(rows):
                             as_new = loo_as_new_log_proba(gp, feature_dim)
                             for row, fit_temperature in (
@@ -238,12 +246,13 @@ def draws(args) -> list[dict]:
                             ):
                                 if row in rows:
                                     temperature = fit_temperature((as_new, truth))
-                                    found[row] = gp_record(gp, as_new, temperature, texts, labels, weights, auroc)
+                                    found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
                     if "gp-min-df-2" in rows:
                         gp = estimator(GP).set_params(vocabulary=Vocabulary(min_df=2)).fit(x, y)
                         log_loo, _ = gp._loo_log_proba()
                         auroc = auroc_of(gp, every_text, out_of_scope)
-                        found["gp-min-df-2"] = gp_record(gp, log_loo, gp.temperature_, texts, labels, weights, auroc)
+                        raw = untempered_proba(gp, texts)
+                        found["gp-min-df-2"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
                     if "logreg" in rows:
                         logreg = estimator(BASELINE).fit(x, y)
                         proba = logreg.predict_proba(texts)

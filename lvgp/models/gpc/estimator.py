@@ -103,6 +103,16 @@ def _plain_rows(rows: np.ndarray | None) -> list[int] | None:
     return None if rows is None else [int(r) for r in rows]
 
 
+def _tempered_proba(proba: np.ndarray, temperature: float) -> np.ndarray:
+    r"""Probabilities ``proba`` (``n x C``) tempered: :math:`p_c^{1/T} / \sum_{c'} p_{c'}^{1/T}` (``T = 1``: as given)."""
+    if temperature == 1.0:
+        return proba
+    tempered = np.log(np.maximum(proba, 1e-300)) / temperature
+    tempered -= tempered.max(axis=1, keepdims=True)
+    tempered = np.exp(tempered)
+    return tempered / tempered.sum(axis=1, keepdims=True)
+
+
 def _tempered_log_proba(log_p: np.ndarray, temperature: float) -> np.ndarray:
     r"""Log probabilities ``log_p`` (``n x C``) tempered: :math:`\log(p_c^{1/T} / \sum_{c'} p_{c'}^{1/T})`."""
     tempered = log_p / temperature
@@ -648,14 +658,8 @@ class LDKGPClassifier(
         return torch.from_numpy(_tempered_log_proba(log_p, temperature)[np.arange(len(truth)), truth])
 
     def _temper(self, proba: np.ndarray) -> np.ndarray:
-        """Probabilities tempered by the fitted :math:`T` (``calibration="temperature"``)."""
-        temperature = getattr(self, "temperature_", 1.0)
-        if temperature == 1.0:
-            return proba
-        tempered = np.log(np.maximum(proba, 1e-300)) / temperature
-        tempered -= tempered.max(axis=1, keepdims=True)
-        tempered = np.exp(tempered)
-        return tempered / tempered.sum(axis=1, keepdims=True)
+        """Probabilities tempered by the fitted :math:`T` (``calibration="temperature"``; :func:`_tempered_proba`)."""
+        return _tempered_proba(proba, getattr(self, "temperature_", 1.0))
 
     def _held_out(self, X: Documents, y: TensorLike) -> tuple[np.ndarray, np.ndarray, int | None]:
         """The stratified training and validation rows of early stopping (and the vocabulary size
