@@ -48,7 +48,13 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from open_set_dev import dev_runs, dev_study, difference_cells  # (the sibling script: benchmarks/ is on the path)
+from open_set_dev import (
+    dev_runs,
+    dev_study,
+    difference_cells,
+    draw_arguments,
+    draw_seeds,
+)  # (the sibling script: benchmarks/ is on the path)
 
 ROWS = (
     "gp",
@@ -243,11 +249,7 @@ def table(records: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
-    parser.add_argument("--datasets", default="r8")
-    parser.add_argument("--per-class", default="10,50")
-    parser.add_argument("--splits", type=int, default=3)
-    parser.add_argument("--seed", default=None, help="the draws' seeds (default 36,37,38,39,40,41; --quick: 1,2)")
+    draw_arguments(parser, "r8", "36,37,38,39,40,41", quick_seed="1,2")
     parser.add_argument("--rows", default=",".join(ROWS), help=f"among {', '.join(ROWS)}")
     parser.add_argument(
         "--scored",
@@ -260,11 +262,10 @@ def main() -> None:
         default="0.125,0.25,0.5,1,2",
         help="the row gp-output-scale's multipliers of the fitted output scale",
     )
-    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
     args = parser.parse_args()
     if args.quick and args.scored == "test":
         parser.error("--quick reads a toy corpus of training texts alone: --scored dev")
-    args.seed = args.seed or ("1,2" if args.quick else "36,37,38,39,40,41")
+    draw_seeds(args)
     args.output_scales = [float(c) for c in args.output_scales.split(",")]
     if args.quick:
         args.rows = "gp,gp-latent-mean,gp-logreg-features,gp-output-scale,gp-kernel-logreg"
@@ -274,7 +275,7 @@ def main() -> None:
 
     from lvgp.experiments.executors import limit_threads
 
-    limit_threads(1)
+    limit_threads(args.threads)
     warnings.simplefilter("ignore")
     records = draws(args)
     print(f"\nIn-scope accuracy of {args.scored} documents against {BASELINE}'s on the same draws\n")

@@ -39,7 +39,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from open_set_dev import dev_runs, dev_study  # (the sibling script: benchmarks/ is on the path)
+from open_set_dev import (
+    dev_runs,
+    dev_study,
+    draw_arguments,
+    draw_seeds,
+)  # (the sibling script: benchmarks/ is on the path)
 
 from lvgp.models.gpc.estimator import _tempered_log_proba, _tempered_proba  # how the classifier tempers
 
@@ -307,17 +312,10 @@ def table(records: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
-    parser.add_argument("--datasets", default="r52,20ng")
-    parser.add_argument("--first-words", type=int, default=12, help="each text cut to its first N words (0: whole)")
-    parser.add_argument("--per-class", default="10,50")
-    parser.add_argument("--splits", type=int, default=3)
-    parser.add_argument("--seed", default=None, help="the draws' seeds (default 66; --quick: 1)")
+    draw_arguments(parser, "r52,20ng", "66", first_words=12)
     parser.add_argument("--rows", default=",".join(ROWS), help=f"among {', '.join(ROWS)}")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
     args = parser.parse_args()
-    args.seed = args.seed or ("1" if args.quick else "66")
+    draw_seeds(args)
     unknown = sorted(set(args.rows.split(",")) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")

@@ -232,6 +232,33 @@ def main() -> None:
         print(paired_with_run(every, Path(args.paired_with), seeds))
 
 
+def draw_arguments(
+    parser: argparse.ArgumentParser, datasets: str, seed: str, quick_seed: str = "1", first_words: int | None = None
+) -> None:
+    """The options this script's siblings (``open_set_{accuracy,calibration,threshold}_dev.py``) share:
+    ``--quick``, ``--datasets``, ``--first-words`` (where ``first_words`` is given: its default, 0 for whole
+    texts), ``--per-class``, ``--splits``, ``--seed`` (``seed``; ``quick_seed`` with ``--quick``: see
+    :func:`draw_seeds`), ``--threads`` and ``--out`` (where the training parts' TSVs are written)."""
+    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
+    parser.add_argument("--datasets", default=datasets)
+    if first_words is not None:
+        parser.add_argument(
+            "--first-words", type=int, default=first_words, help="each text cut to its first N words (0: whole)"
+        )
+    parser.add_argument("--per-class", default="10,50")
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--seed", default=None, help=f"the draws' seeds (default {seed}; --quick: {quick_seed})")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
+    parser.set_defaults(default_seed=seed, quick_seed=quick_seed)
+
+
+def draw_seeds(args: argparse.Namespace) -> list[int]:
+    """The seeds of :func:`draw_arguments`' ``--seed``, or its defaults (the quick one with ``--quick``)."""
+    args.seed = args.seed or (args.quick_seed if args.quick else args.default_seed)
+    return [int(s) for s in args.seed.split(",")]
+
+
 def dev_runs(
     root: Path, datasets: str, per_class: str, splits: int, dev_size: int, quick: bool, first_words: int | None = None
 ) -> list[tuple]:

@@ -29,7 +29,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from open_set_dev import dev_runs, dev_study  # (the sibling script: benchmarks/ is on the path)
+from open_set_dev import (
+    dev_runs,
+    dev_study,
+    draw_arguments,
+    draw_seeds,
+)  # (the sibling script: benchmarks/ is on the path)
 
 GP = "gpc-bow-encoder-rbf"
 #: the in-scope share a threshold should keep
@@ -112,17 +117,10 @@ def table(records: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
-    parser.add_argument("--datasets", default="r8,20ng,r52")
-    parser.add_argument("--first-words", type=int, default=0, help="each text cut to its first N words (0: whole)")
-    parser.add_argument("--per-class", default="10,50")
-    parser.add_argument("--splits", type=int, default=3)
+    draw_arguments(parser, "r8,20ng,r52", "72", first_words=0)
     parser.add_argument("--dev-size", type=int, default=2000, help="dev documents a split (0: every one)")
-    parser.add_argument("--seed", default=None, help="the draws' seeds (default 72; --quick: 1)")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
     args = parser.parse_args()
-    args.seed = args.seed or ("1" if args.quick else "72")
+    draw_seeds(args)
 
     from lvgp.experiments.executors import limit_threads
 

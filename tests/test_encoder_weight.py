@@ -190,11 +190,8 @@ class _CannedLeaveOneOut:
         predicted = np.array(self.canned[self._factor()][1])
         return np.where(np.arange(2) == predicted[:, None], -0.1, -2.0), np.zeros(4, dtype=int)
 
-    def _loo_log_predictive(self, loo=None):
-        return torch.tensor(self.canned[self._factor()][0], dtype=torch.float64)
-
-    def _fit_temperature(self, loo=None):
-        return 1.0
+    def _loo_tempered(self, loo=None):
+        return torch.tensor(self.canned[self._factor()][0], dtype=torch.float64), 1.0
 
 
 def test_each_guard_vetoes_a_factor_on_canned_leave_one_out_values():

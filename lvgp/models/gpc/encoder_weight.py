@@ -66,7 +66,7 @@ def select_encoder_weight(
 ) -> tuple[float, list[dict[str, Any]]]:
     """Scale the encoder parts' weights of ``model`` (a fitted Dirichlet :class:`~lvgp.LDKGPClassifier` whose
     kernel's top sum has a sentence encoder's part) by the chosen factor of ``factors`` (the last must be 1,
-    the evidence's own weight) and refit its temperature (``calibration="temperature"``).
+    the evidence's own weight) with the temperature fitted to that factor's predictions (``calibration="temperature"``).
 
     Returns the factor and one dict a factor: ``factor``, ``loo_log_loss`` (tempered), ``loo_gain`` and
     ``loo_gain_se`` (the mean paired gain in log probability over factor 1 and its standard error),
@@ -89,12 +89,13 @@ def select_encoder_weight(
             for (module, name), weight in zip(weights, fitted):
                 setattr(module, name, weight * factor)
 
-    loo, log_predictive, accuracy = [], [], []
+    temperatures, log_predictive, accuracy = [], [], []
     for factor in factors:
         set_factor(factor)
         log_p, truth = reference if factor == 1.0 and reference is not None else model._loo_log_proba()
-        loo.append((log_p, truth))
-        log_predictive.append(model._loo_log_predictive((log_p, truth)).numpy())  # tempered as the predictions are
+        tempered, temperature = model._loo_tempered((log_p, truth))  # tempered as the predictions are
+        log_predictive.append(tempered.numpy())
+        temperatures.append(temperature)
         accuracy.append(float(np.mean(np.argmax(log_p, axis=1) == truth)))
     n = len(log_predictive[-1])
     scores = []
@@ -115,6 +116,5 @@ def select_encoder_weight(
     least = min(s["loo_log_loss"] for s in scores if s["eligible"])
     best = max(i for i, s in enumerate(scores) if s["eligible"] and s["loo_log_loss"] == least)
     set_factor(factors[best])
-    # the chosen factor's leave-one-out predictions, already at hand
-    model.temperature_ = model._fit_temperature(loo[best]) if model.calibration == "temperature" else 1.0
+    model.temperature_ = temperatures[best]  # the one the chosen factor's predictions were tempered by
     return float(factors[best]), scores

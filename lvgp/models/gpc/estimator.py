@@ -66,6 +66,8 @@ from .inference import (
     TEMPERATURE_PRIOR_SD,
     DirichletInference,
     Inference,
+    _tempered_log_proba,
+    _tempered_proba,
     single_document_classes,
 )
 from .models import class_draw_seeds, expected_softmax
@@ -101,23 +103,6 @@ class LatentCross(NamedTuple):
 def _plain_rows(rows: np.ndarray | None) -> list[int] | None:
     """``evidence_documents_`` as a saved file holds it (a list, or ``None``)."""
     return None if rows is None else [int(r) for r in rows]
-
-
-def _tempered_proba(proba: np.ndarray, temperature: float) -> np.ndarray:
-    r"""Probabilities ``proba`` (``n x C``) tempered: :math:`p_c^{1/T} / \sum_{c'} p_{c'}^{1/T}` (``T = 1``: as given)."""
-    if temperature == 1.0:
-        return proba
-    tempered = np.log(np.maximum(proba, 1e-300)) / temperature
-    tempered -= tempered.max(axis=1, keepdims=True)
-    tempered = np.exp(tempered)
-    return tempered / tempered.sum(axis=1, keepdims=True)
-
-
-def _tempered_log_proba(log_p: np.ndarray, temperature: float) -> np.ndarray:
-    r"""Log probabilities ``log_p`` (``n x C``) tempered: :math:`\log(p_c^{1/T} / \sum_{c'} p_{c'}^{1/T})`."""
-    tempered = log_p / temperature
-    tempered = tempered - tempered.max(axis=1, keepdims=True)
-    return tempered - np.log(np.exp(tempered).sum(axis=1, keepdims=True))
 
 
 class LDKGPClassifier(
@@ -653,9 +638,14 @@ class LDKGPClassifier(
         """``part_selection="loo"`` (Dirichlet inference): the ``n`` log leave-one-out probabilities of the
         training labels, tempered by the temperature fitted on them where ``calibration="temperature"``
         (as the predictions will be); ``loo``: :meth:`_loo_log_proba`'s result, if already computed."""
+        return self._loo_tempered(loo)[0]
+
+    def _loo_tempered(self, loo: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[torch.Tensor, float]:
+        """:meth:`_loo_log_predictive`'s ``n`` log probabilities and the temperature they are tempered by (1 where
+        ``calibration`` is not ``"temperature"``)."""
         log_p, truth = self._loo_log_proba() if loo is None else loo
         temperature = self._fit_temperature((log_p, truth)) if self.calibration == "temperature" else 1.0
-        return torch.from_numpy(_tempered_log_proba(log_p, temperature)[np.arange(len(truth)), truth])
+        return torch.from_numpy(_tempered_log_proba(log_p, temperature)[np.arange(len(truth)), truth]), temperature
 
     def _temper(self, proba: np.ndarray) -> np.ndarray:
         """Probabilities tempered by the fitted :math:`T` (``calibration="temperature"``; :func:`_tempered_proba`)."""

@@ -63,6 +63,21 @@ __all__ = [
 #: 20ng and r8) well inside -- and what keeps a few documents from driving T to its bound
 TEMPERATURE_PRIOR_SD = 1.0
 
+
+def _tempered_proba(proba: np.ndarray, temperature: float) -> np.ndarray:
+    r"""Probabilities ``proba`` (``n x C``) tempered: :math:`p_c^{1/T} / \sum_{c'} p_{c'}^{1/T}` (``T = 1``: as given)."""
+    if temperature == 1.0:
+        return proba
+    return np.exp(_tempered_log_proba(np.log(np.maximum(proba, 1e-300)), temperature))
+
+
+def _tempered_log_proba(log_p: np.ndarray, temperature: float) -> np.ndarray:
+    r"""Log probabilities ``log_p`` (``n x C``) tempered: :math:`\log(p_c^{1/T} / \sum_{c'} p_{c'}^{1/T})`."""
+    tempered = log_p / temperature
+    tempered = tempered - tempered.max(axis=1, keepdims=True)
+    return tempered - np.log(np.exp(tempered).sum(axis=1, keepdims=True))
+
+
 #: what the Dirichlet classifier's hyper-parameters maximize (``LDKGPClassifier(objective=...)``): the
 #: evidence, or after it the leave-one-out log probability of the training labels
 HYPERPARAMETER_OBJECTIVES = ("evidence", "loo")
