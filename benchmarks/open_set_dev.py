@@ -42,6 +42,9 @@ unit vectors in place of the RBF (the SNGP argument's other stationary kernel), 
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
 own (log pseudo-counts; the energy is their log-sum-exp) and how noisy they are (one process: ``--jobs 1``).
 
+``--paired-scores A,B``: for each GP method, its AUROC under the novelty score ``B`` minus under ``A``, draw by
+draw (one fit gives both: :func:`paired_scores`; rule 23: ``energy,centred-energy``).
+
 ``--paired-with DIR``: each method paired draw by draw with the same method of the run saved in ``DIR`` (its
 ``--out``: the same corpora, seeds and sizes, another variant), in accuracy and in its own score's AUROC.
 
@@ -141,6 +144,11 @@ def main() -> None:
         "paired with its run there, draw by draw",
     )
     parser.add_argument(
+        "--paired-scores",
+        default=None,
+        help="two novelty scores A,B: for each GP method, B's AUROC minus A's, draw by draw (module docstring)",
+    )
+    parser.add_argument(
         "--encoder-weight",
         default="study",
         choices=ENCODER_WEIGHTS,
@@ -230,6 +238,8 @@ def main() -> None:
             print(paired_against(every, baseline, key))
     if args.paired_with:
         print(paired_with_run(every, Path(args.paired_with), seeds))
+    if args.paired_scores:
+        print(paired_scores(every, *args.paired_scores.split(",")))
 
 
 def draw_arguments(
@@ -515,6 +525,36 @@ def paired_with_run(records: list[dict], other: Path, seeds: list[int]) -> str:
         for key in PAIRED_BASELINES:
             tables.append(paired_against(both, theirs, key))
     return "\n".join(tables)
+
+
+def paired_scores(records: list[dict], first: str, second: str) -> str:
+    """A table of each GP method's AUROC under the novelty score ``second`` minus under ``first``, draw by draw
+    (the same fit: one record holds every score's), per corpus and size: the mean difference, its standard deviation
+    over the draws, and in how many draws ``second`` is ahead."""
+    lines = [
+        f"\nAUROC of {second} minus {first}, draw by draw (the same fits)\n",
+        f"| corpus | labelled a class | method | {first} | {second} | difference | sd | draws ahead |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for corpus in dict.fromkeys(r["corpus"] for r in records):
+        for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
+            for m in dict.fromkeys(r["method"] for r in records):
+                rows = [
+                    r
+                    for r in records
+                    if (r["corpus"], r["per_class"], r["method"]) == (corpus, n, m)
+                    and first in r["scores"]
+                    and second in r["scores"]
+                ]
+                if not rows:
+                    continue
+                a = np.array([r["scores"][first]["oos_auroc"] for r in rows])
+                b = np.array([r["scores"][second]["oos_auroc"] for r in rows])
+                lines.append(
+                    f"| {corpus} | {n} | {m} | {a.mean():.4f} | {b.mean():.4f} | {difference_cells(b - a)} of "
+                    f"{len(rows)} |"
+                )
+    return "\n".join(lines)
 
 
 def difference_cells(diffs: np.ndarray) -> str:

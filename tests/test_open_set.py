@@ -362,7 +362,8 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     ref_energy = -torch.logsumexp(loo_mean, dim=1).numpy()
     loo_ratio = loo_var.numpy() / K.diagonal(dim1=-2, dim2=-1).mT.numpy()
     ref_class_variance = np.array([min(1.0, loo_ratio[i, int(torch.argmax(loo_mean[i]))]) for i in range(n)])
-    got_entropy, got_variance, got_energy, got_class_variance = clf.novelty_reference()
+    reference = clf.novelty_reference()
+    got_entropy, got_variance, got_energy, got_class_variance = reference[:4]
     np.testing.assert_allclose(got_entropy, ref_entropy, atol=1e-8)
     np.testing.assert_allclose(got_variance, ref_variance, atol=1e-8)
     np.testing.assert_allclose(got_energy, ref_energy, atol=1e-8)
@@ -404,6 +405,45 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     score = clf.set_params(novelty_score="class-variance").score_samples(test)
     clf.set_params(novelty_score=DEFAULT_SCORE)
     np.testing.assert_allclose(score, -np.array(class_variance), atol=1e-12)
+    # "centred-energy": each class's mean leave-one-out energy over its own training documents (15 a class: no
+    # class falls back on the mean of all), subtracted weighed by the tempered probabilities
+    codes = np.searchsorted(clf.classes_, ["pos"] * 15 + ["neg"] * 15)
+    class_energy = np.array([np.mean([-ref_energy[i] for i in range(n) if codes[i] == c]) for c in range(2)])
+    np.testing.assert_allclose(reference.class_energy, class_energy, atol=1e-8)
+    np.testing.assert_allclose(
+        reference.centred_energy, [ref_energy[i] + proba[i] @ class_energy for i in range(n)], atol=1e-8
+    )
+    test_proba = clf.predict_proba(test)
+    want = [-e - p @ class_energy for e, p in zip(minus_energy, test_proba)]
+    score = clf.set_params(novelty_score="centred-energy").score_samples(test)
+    clf.set_params(novelty_score=DEFAULT_SCORE)
+    np.testing.assert_allclose(score, want, atol=1e-8)
+
+
+def test_class_reference_energies_are_the_classes_means_or_all_documents_mean():
+    """:func:`class_reference_energies` against a loop: a class's mean energy over its own documents, the mean over
+    every document for a class with fewer than ``min_documents`` (here one with 2, one with none); bad input named;
+    :func:`centred_energy_novelty` the energy minus the probability-weighed means."""
+    from lvgp.base.novelty import centred_energy_novelty, class_reference_energies, latent_energy
+
+    energy = np.array([1.0, 2.0, 3.0, -1.0, -2.0, 0.5, 0.7])
+    codes = np.array([0, 0, 0, 1, 1, 2, 2])
+    got = class_reference_energies(energy, codes, 4)
+    want = [np.mean(energy[codes == c]) if np.sum(codes == c) >= 3 else np.mean(energy) for c in range(4)]
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert got[0] == pytest.approx(2.0) and got[1] == got[2] == got[3] == pytest.approx(np.mean(energy))
+    np.testing.assert_allclose(class_reference_energies(energy, codes, 4, min_documents=1)[:3], [2.0, -1.5, 0.6])
+    with pytest.raises(ValueError, match="energy and codes must be of one non-zero length"):
+        class_reference_energies(energy, codes[:3], 4)
+    with pytest.raises(ValueError, match=r"codes must lie in \[0, 2\)"):
+        class_reference_energies(energy, codes, 2)
+    rng = np.random.default_rng(1)
+    mean, proba = rng.normal(size=(5, 4)), rng.dirichlet(np.ones(4), 5)
+    np.testing.assert_allclose(
+        centred_energy_novelty(mean, proba, got), [latent_energy(mean[i : i + 1])[0] - proba[i] @ got for i in range(5)]
+    )
+    with pytest.raises(ValueError, match="proba must be n x C with C = 4"):
+        centred_energy_novelty(mean, proba[:, :3], got)
 
 
 def test_class_variance_ratio_is_the_predicted_classs_ratio():
@@ -428,7 +468,9 @@ def test_class_variance_ratio_is_the_predicted_classs_ratio():
         class_variance_ratio(mean, var[:, :2], prior)
 
 
-@pytest.mark.parametrize("kind", ["entropy-variance", "energy-variance", "class-variance", "energy-class-variance"])
+@pytest.mark.parametrize(
+    "kind", ["entropy-variance", "energy-variance", "class-variance", "energy-class-variance", "centred-energy"]
+)
 def test_gp_quantile_scores_rank_an_unseen_topic_lowest_and_keep_their_reference(fitted_gp, kind):
     clf = fitted_gp.set_params(novelty_score=kind)
     rng = np.random.default_rng(5)

@@ -237,6 +237,25 @@ def test_paired_with_run_pairs_each_method_with_its_run_saved_elsewhere(tmp_path
     assert f"minus gp ({tmp_path.name})'s" in text
 
 
+def test_paired_scores_takes_two_scores_of_the_same_records_draw_by_draw():
+    """``--paired-scores A,B``: each method's AUROC under B minus under A, record by record, by hand; a method
+    without both scores (a baseline) has no row."""
+
+    def record(method, split, n, a, b=None):
+        scores = {"energy": {"oos_auroc": a}} | ({} if b is None else {"centred-energy": {"oos_auroc": b}})
+        return {"corpus": "c", "split": split, "per_class": n, "method": method, "scores": scores}
+
+    records = [record("gp", 0, 10, 0.70, 0.75), record("gp", 1, 10, 0.80, 0.78), record("gp", 2, 10, 0.60, 0.66)]
+    records += [record("gp", 0, 50, 0.90, 0.91), record("lr", 0, 10, 0.65)]
+    rows = [line for line in dev.paired_scores(records, "energy", "centred-energy").splitlines() if "| c |" in line]
+    diffs = np.array([0.05, -0.02, 0.06])
+    assert rows == [
+        f"| c | 10 | gp | 0.7000 | {np.mean([0.75, 0.78, 0.66]):.4f} | {diffs.mean():+.4f} | {diffs.std(ddof=1):.4f} "
+        "| 2 of 3 |",
+        f"| c | 50 | gp | 0.9000 | 0.9100 | {0.01:+.4f} | – | 1 of 1 |",
+    ]
+
+
 def test_the_leave_one_out_weight_study_picks_the_factor_of_the_least_loss(toy_topics_tsv):
     """``--encoder-weight loo``: after the evidence's fit, the encoder weight is the fitted one times the factor
     whose tempered leave-one-out log loss is the least, recomputed here by hand; the temperature refitted at it."""

@@ -15,6 +15,8 @@ from lvgp import LBFGS, LDKGPClassifier
 from lvgp.base.novelty import (
     LEAVE_ONE_OUT_SCORES,
     NoveltyReference,
+    centred_energy_novelty,
+    class_reference_energies,
     class_variance_ratio,
     energy_class_variance_novelty,
     energy_variance_novelty,
@@ -53,11 +55,14 @@ def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
     n, c = 9, 3
     mean, var, prior = rng.normal(size=(n, c)), rng.uniform(0.1, 1.2, (n, c)), rng.uniform(0.8, 1.2, (n, c))
     proba = rng.dirichlet(np.ones(c), size=n)
+    class_energy = class_reference_energies(latent_energy(mean), np.arange(n) % c, c)  # 3 rows a class
     reference = NoveltyReference(
         normalized_entropy(proba),
         -variance_novelty(var, prior),
         -latent_energy(mean),
         class_variance_ratio(mean, var, prior),
+        class_energy,
+        -centred_energy_novelty(mean, proba, class_energy),
     )
     want = {
         "energy": latent_energy(mean),
@@ -67,6 +72,7 @@ def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
         "entropy-variance": entropy_variance_novelty(proba, var, prior, reference),
         "energy-variance": energy_variance_novelty(mean, var, prior, reference),
         "energy-class-variance": energy_class_variance_novelty(mean, var, prior, reference),
+        "centred-energy": centred_energy_novelty(mean, proba, class_energy),
     }
     assert set(want) == set(LEAVE_ONE_OUT_SCORES)
     for kind, values in want.items():
@@ -75,6 +81,8 @@ def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
         leave_one_out_novelty(reference, "max-probability", c)
     with pytest.raises(ValueError, match="n_classes must be at least 2"):
         leave_one_out_novelty(reference, "entropy", 1)
+    with pytest.raises(ValueError, match="'centred-energy' needs reference.centred_energy"):
+        leave_one_out_novelty(reference._replace(centred_energy=None), "centred-energy", c)
 
 
 def test_choose_novelty_score_is_the_loop_written_out():

@@ -41,6 +41,13 @@ document, **higher meaning more typical of the training classes**. What it is ma
   predicted class's variance ratio in place of the classes' average (:func:`energy_class_variance_novelty`;
   its reference: each training document's leave-one-out variance ratio of the class with its largest
   leave-one-out latent mean);
+* ``"centred-energy"`` -- (GP classifiers, Dirichlet inference) the energy minus the energy in-scope texts of
+  the class the text is predicted to be score: :math:`\log \sum_c \exp \mu_c(x) - \sum_c p_c(x)\, \bar E_c`,
+  with :math:`p` the predictive probabilities and :math:`\bar E_c` the mean of the leave-one-out energies of
+  class :math:`c`'s training documents (:func:`class_reference_energies`; :func:`centred_energy_novelty`).
+  Where a class's own texts are spread out, its in-scope texts have little evidence and a low energy, and the
+  plain energy takes them for new; centred, each text is compared with its own class's texts (per-class
+  thresholds, as open-set recognition sets them: Bendale & Boult 2016);
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
@@ -71,6 +78,8 @@ __all__ = [
     "energy_variance_novelty",
     "class_variance_ratio",
     "energy_class_variance_novelty",
+    "class_reference_energies",
+    "centred_energy_novelty",
     "latent_novelty_scores",
     "NoveltyReference",
     "open_set_metrics",
@@ -89,10 +98,17 @@ NOVELTY_SCORES = (
     "energy-variance",
     "class-variance",
     "energy-class-variance",
+    "centred-energy",
 )
-#: the novelty scores made of quantiles among the training documents' leave-one-out scores (Dirichlet
-#: inference: :class:`NoveltyReference`)
-REFERENCE_SCORES = ("entropy-variance", "energy-variance", "energy-class-variance")
+#: the novelty scores made of the training documents' leave-one-out scores (Dirichlet inference:
+#: :class:`NoveltyReference`): quantiles among them, or the classes' mean energies
+REFERENCE_SCORES = ("entropy-variance", "energy-variance", "energy-class-variance", "centred-energy")
+#: the GP scores that read the predictive probabilities beside the latent posterior
+PROBABILITY_READING_SCORES = (*PROBABILITY_SCORES, "entropy-variance", "centred-energy")
+#: the fewest training documents of a class whose leave-one-out energies give its mean for ``"centred-energy"``;
+#: a class with fewer gets the mean over all training documents (a single document left out has no example of its
+#: class: its energy says nothing of the class's texts)
+CLASS_REFERENCE_MIN_DOCUMENTS = 3
 #: recall of the in-scope documents at which FPR95 is read
 IN_SCOPE_RECALL = 0.95
 #: points of the ROC curve a record keeps (the curve is drawn from them)
@@ -192,6 +208,12 @@ class NoveltyReference(NamedTuple):
     energy: np.ndarray
     #: the :func:`class_variance_ratio`, in :math:`[0, 1]`
     class_variance: np.ndarray
+    #: ``C`` values: each class's mean leave-one-out :func:`latent_energy` (:func:`class_reference_energies`;
+    #: higher: the class's texts more typical), what ``"centred-energy"`` subtracts
+    class_energy: np.ndarray | None = None
+    #: minus each document's ``"centred-energy"`` score (:func:`centred_energy_novelty` of its leave-one-out
+    #: latent means and tempered probabilities)
+    centred_energy: np.ndarray | None = None
 
 
 def entropy_variance_novelty(
@@ -228,6 +250,45 @@ def energy_class_variance_novelty(
     return -(reference_quantiles(-latent_energy(mean), reference.energy) + variance) / 2
 
 
+def class_reference_energies(
+    energy: np.ndarray, codes: np.ndarray, n_classes: int, min_documents: int = CLASS_REFERENCE_MIN_DOCUMENTS
+) -> np.ndarray:
+    r"""Each class's :math:`\bar E_c` for ``"centred-energy"``: the mean of ``energy`` (``m`` in-scope documents'
+    :func:`latent_energy`, a GP classifier's leave-one-out ones) over the documents of class ``c`` (``codes``:
+    ``m`` class codes in ``[0, n_classes)``), or over all ``m`` documents for a class with fewer than
+    ``min_documents``. ``n_classes`` values.
+
+    Raises:
+        ValueError: ``energy`` and ``codes`` differ in length or are empty, or a code is outside ``[0, n_classes)``.
+    """
+    energy = np.asarray(energy, dtype=np.float64).ravel()
+    codes = np.asarray(codes).ravel()
+    if energy.size == 0 or energy.size != codes.size:
+        raise ValueError(f"energy and codes must be of one non-zero length; got {energy.size} and {codes.size}")
+    if codes.min() < 0 or codes.max() >= int(n_classes):
+        raise ValueError(f"codes must lie in [0, {int(n_classes)}); got {codes.min()} to {codes.max()}")
+    counts = np.bincount(codes, minlength=int(n_classes))
+    sums = np.bincount(codes, weights=energy, minlength=int(n_classes))
+    means = sums / np.maximum(counts, 1)
+    return np.where(counts >= int(min_documents), means, energy.mean())
+
+
+def centred_energy_novelty(mean: np.ndarray, proba: np.ndarray, class_energy: np.ndarray) -> np.ndarray:
+    r"""The ``"centred-energy"`` score: :math:`\log \sum_c \exp \mu_c(x) - \sum_c p_c(x)\, \bar E_c`, the
+    :func:`latent_energy` of the ``n x C`` latent means ``mean`` minus the classes' reference energies
+    ``class_energy`` (``C``: :func:`class_reference_energies`) weighed by the ``n x C`` predictive
+    probabilities ``proba``. ``n`` values, higher: more typical.
+
+    Raises:
+        ValueError: the shapes disagree.
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    class_energy = np.asarray(class_energy, dtype=np.float64).ravel()
+    if proba.ndim != 2 or proba.shape[1] != class_energy.size:
+        raise ValueError(f"proba must be n x C with C = {class_energy.size} (class_energy); got shape {proba.shape}")
+    return latent_energy(mean) - proba @ class_energy
+
+
 def latent_novelty_scores(
     kinds: Any,
     mean: np.ndarray,
@@ -250,10 +311,12 @@ def latent_novelty_scores(
     for kind in kinds:
         if kind not in NOVELTY_SCORES:
             raise ValueError(f"kinds must be among {NOVELTY_SCORES}; got {kind!r}")
-        if proba is None and (kind in PROBABILITY_SCORES or kind == "entropy-variance"):
+        if proba is None and kind in PROBABILITY_READING_SCORES:
             raise ValueError(f"the novelty score {kind!r} is made of the predictive probabilities: pass proba")
         if reference is None and kind in REFERENCE_SCORES:
             raise ValueError(f"the novelty score {kind!r} needs the leave-one-out reference: pass reference")
+        if kind == "centred-energy" and reference.class_energy is None:  # type: ignore[union-attr]
+            raise ValueError("the novelty score 'centred-energy' needs reference.class_energy")
         if kind in PROBABILITY_SCORES:
             out[kind] = probability_novelty(proba, kind)  # type: ignore[arg-type]
         elif kind == "energy":
@@ -266,6 +329,8 @@ def latent_novelty_scores(
             out[kind] = entropy_variance_novelty(proba, var, prior, reference)  # type: ignore[arg-type]
         elif kind == "energy-variance":
             out[kind] = energy_variance_novelty(mean, var, prior, reference)  # type: ignore[arg-type]
+        elif kind == "centred-energy":
+            out[kind] = centred_energy_novelty(mean, proba, reference.class_energy)  # type: ignore[arg-type,union-attr]
         else:  # "energy-class-variance"
             out[kind] = energy_class_variance_novelty(mean, var, prior, reference)  # type: ignore[arg-type]
     return out
@@ -285,6 +350,7 @@ def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int
 
     * ``"energy"``: minus ``reference.energy``; ``"entropy"``: minus the normalized entropy times
       :math:`\log C` (``n_classes``: :math:`C`); ``"variance"``, ``"class-variance"``: minus the ratios;
+      ``"centred-energy"``: minus ``reference.centred_energy``;
     * ``"entropy-variance"``, ``"energy-variance"``, ``"energy-class-variance"``: minus the mean of the two
       parts' :func:`reference_quantiles` among the reference itself (each document among all, itself
       included, as a new text is).
@@ -307,6 +373,10 @@ def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int
         return -variance
     if kind == "class-variance":
         return -class_variance
+    if kind == "centred-energy":
+        if reference.centred_energy is None:
+            raise ValueError("the novelty score 'centred-energy' needs reference.centred_energy")
+        return -np.asarray(reference.centred_energy, float)
     first = np.asarray(reference.entropy, float) if kind == "entropy-variance" else energy
     second = class_variance if kind == "energy-class-variance" else variance
     return -(reference_quantiles(first, first) + reference_quantiles(second, second)) / 2

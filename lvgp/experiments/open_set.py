@@ -558,7 +558,8 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
     """The method's own novelty score's name and every score it offers, by name: ``score_samples``'s
     (its name: the classifier's ``novelty_score``, which every classifier of lvgp says; first), the
     probability scores of ``proba``, a GP classifier's ``"variance"``, ``"energy"``, ``"class-variance"`` and
-    (Dirichlet inference) ``"entropy-variance"``, ``"energy-variance"`` and ``"energy-class-variance"``, and the
+    (Dirichlet inference) ``"entropy-variance"``, ``"centred-energy"``, ``"energy-variance"`` and
+    ``"energy-class-variance"``, and the
     energy of logistic regression's logits.
 
     Each score ``score_samples`` would compute from a prediction in hand is taken from it: the
@@ -577,7 +578,8 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
         if getattr(model, "inference", None) == "dirichlet":
             # two together, each among the training documents' leave-one-out scores
             reference = model.novelty_reference()
-            kinds += (["entropy-variance"] if proba is not None else []) + ["energy-variance", "energy-class-variance"]
+            with_proba = ["entropy-variance", "centred-energy"] if proba is not None else []
+            kinds += with_proba + ["energy-variance", "energy-class-variance"]
         scores.update(latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference))
     elif name == "entropy" and hasattr(model, "decision_function"):
         # logistic regression's logits: minus their free energy

@@ -26,9 +26,12 @@ from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, stack_docume
 from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.novelty import (
     NOVELTY_SCORES,
+    PROBABILITY_READING_SCORES,
     PROBABILITY_SCORES,
     REFERENCE_SCORES,
     NoveltyReference,
+    centred_energy_novelty,
+    class_reference_energies,
     class_variance_ratio,
     latent_energy,
     latent_novelty_scores,
@@ -218,8 +221,9 @@ class LDKGPClassifier(
             ``"class-variance"`` (minus the variance ratio of the class with the largest latent mean:
             class-conditional, as a Mahalanobis distance to the nearest class mean is), or
             ``"energy-class-variance"`` (``"energy-variance"`` with that class's variance ratio in place of
-            the classes' average). Fixed before any out-of-scope text is seen; ``lvgp compare open-set``
-            records every one.
+            the classes' average), or ``"centred-energy"`` (Dirichlet inference: the energy minus the mean
+            leave-one-out energy of the class the text is predicted to be, weighed by the probabilities).
+            Fixed before any out-of-scope text is seen; ``lvgp compare open-set`` records every one.
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` (Dirichlet inference) or
             ``"evidence"`` (Dirichlet or Laplace): model selection among the sub-compositions of the kernel's
             top sum (with a sentence encoder: the words, the encoder, both), each fitted from the same start
@@ -523,7 +527,9 @@ class LDKGPClassifier(
         :math:`\log C`), ``n`` variance ratios (the leave-one-out latent variances over the prior variances,
         averaged over the classes), both in :math:`[0, 1]`, ``n`` minus energies (the log-sum-exp of the
         leave-one-out latent means) and ``n`` class variance ratios (the leave-one-out variance ratio of the
-        class with the largest leave-one-out latent mean, in :math:`[0, 1]`), all higher the less typical.
+        class with the largest leave-one-out latent mean, in :math:`[0, 1]`), all higher the less typical;
+        and for ``"centred-energy"`` the ``C`` classes' mean leave-one-out energies
+        (:func:`~lvgp.base.novelty.class_reference_energies`) and ``n`` minus centred energies.
         In-scope documents the model did not fit, at no refit (Rasmussen & Williams, eq. 5.12): a text
         scoring like them is as typical as a held-out training text. Kept between calls while the model,
         its parameters and the temperature are unchanged.
@@ -545,12 +551,16 @@ class LDKGPClassifier(
         with torch.no_grad():
             prior = torch.cat([self._prior_variances(x[i : i + 256], intercept) for i in range(0, len(x), 256)])
         prior = to_host(prior.expand_as(var))
-        var, mean = to_host(var), to_host(mean)
+        var, mean, tempered = to_host(var), to_host(mean), self._temper(to_host(proba))
+        energy = latent_energy(mean)
+        class_energy = class_reference_energies(energy, self._training_codes(), len(self.classes_))
         value = NoveltyReference(
-            normalized_entropy(self._temper(to_host(proba))),
+            normalized_entropy(tempered),
             -variance_novelty(var, prior),
-            -latent_energy(mean),
+            -energy,
             class_variance_ratio(mean, var, prior),
+            class_energy,
+            -centred_energy_novelty(mean, tempered, class_energy),
         )
         return value if box is None else box.put(value, state, owners=owners, key=key)
 
@@ -1127,7 +1137,8 @@ class LDKGPClassifier(
         ratio (``"energy-variance"``), or minus the variance ratio of the class with the largest latent mean
         (``"class-variance"``, in :math:`[-1, 0]`: :func:`~lvgp.base.novelty.class_variance_ratio`), or the
         same as ``"energy-variance"`` with that ratio in place of the classes' average
-        (``"energy-class-variance"``)."""
+        (``"energy-class-variance"``), or the energy minus the classes' mean leave-one-out energies weighed by
+        the predictive probabilities (``"centred-energy"``: :func:`~lvgp.base.novelty.centred_energy_novelty`)."""
         check_params(self)
         return self._novelty_scores(X, (self.novelty_score,), block, "score_samples")[self.novelty_score]
 
@@ -1171,7 +1182,7 @@ class LDKGPClassifier(
             probabilities = self.predict_proba(X, block)
             return {kind: probability_novelty(probabilities, kind) for kind in kinds}
         reference = self.novelty_reference() if any(k in REFERENCE_SCORES for k in kinds) else None
-        with_proba = any(k in PROBABILITY_SCORES or k == "entropy-variance" for k in kinds)
+        with_proba = any(k in PROBABILITY_READING_SCORES for k in kinds)
         mean, var, prior, proba = self._latent_and_prior(X, block, caller, with_proba=with_proba)
         return latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference)
 
