@@ -494,19 +494,27 @@ def paired_against(records: list[dict], baseline: str, key: str = "accuracy") ->
         f"| corpus | labelled a class | method | {key} | difference | sd | draws ahead |",
         "|---|---|---|---|---|---|---|",
     ]
+    for corpus, n, m, rows in _method_cells(records):
+        paired = [(r[key], theirs.get((corpus, r.get("seed"), r["split"], n))) for r in rows]
+        diffs = np.array([a - b for a, b in paired if b is not None])
+        if m == baseline or not len(diffs):
+            continue
+        lines.append(
+            f"| {corpus} | {n} | {m} | {np.mean([a for a, _ in paired]):.4f} | {difference_cells(diffs)} of "
+            f"{len(diffs)} |"
+        )
+    return "\n".join(lines)
+
+
+def _method_cells(records: list[dict]):
+    """Each (corpus, size, method) of ``records`` with its records, corpora and methods in the order they first
+    appear and sizes ascending; cells without a record left out."""
     for corpus in dict.fromkeys(r["corpus"] for r in records):
         for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
             for m in dict.fromkeys(r["method"] for r in records):
                 rows = [r for r in records if (r["corpus"], r["per_class"], r["method"]) == (corpus, n, m)]
-                paired = [(r[key], theirs.get((corpus, r.get("seed"), r["split"], n))) for r in rows]
-                diffs = np.array([a - b for a, b in paired if b is not None])
-                if m == baseline or not len(diffs):
-                    continue
-                lines.append(
-                    f"| {corpus} | {n} | {m} | {np.mean([a for a, _ in paired]):.4f} | {difference_cells(diffs)} of "
-                    f"{len(diffs)} |"
-                )
-    return "\n".join(lines)
+                if rows:
+                    yield corpus, n, m, rows
 
 
 def paired_with_run(records: list[dict], other: Path, seeds: list[int]) -> str:
@@ -536,24 +544,15 @@ def paired_scores(records: list[dict], first: str, second: str) -> str:
         f"| corpus | labelled a class | method | {first} | {second} | difference | sd | draws ahead |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for corpus in dict.fromkeys(r["corpus"] for r in records):
-        for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
-            for m in dict.fromkeys(r["method"] for r in records):
-                rows = [
-                    r
-                    for r in records
-                    if (r["corpus"], r["per_class"], r["method"]) == (corpus, n, m)
-                    and first in r["scores"]
-                    and second in r["scores"]
-                ]
-                if not rows:
-                    continue
-                a = np.array([r["scores"][first]["oos_auroc"] for r in rows])
-                b = np.array([r["scores"][second]["oos_auroc"] for r in rows])
-                lines.append(
-                    f"| {corpus} | {n} | {m} | {a.mean():.4f} | {b.mean():.4f} | {difference_cells(b - a)} of "
-                    f"{len(rows)} |"
-                )
+    for corpus, n, m, rows in _method_cells(records):
+        rows = [r for r in rows if first in r["scores"] and second in r["scores"]]
+        if not rows:
+            continue
+        a = np.array([r["scores"][first]["oos_auroc"] for r in rows])
+        b = np.array([r["scores"][second]["oos_auroc"] for r in rows])
+        lines.append(
+            f"| {corpus} | {n} | {m} | {a.mean():.4f} | {b.mean():.4f} | {difference_cells(b - a)} of {len(rows)} |"
+        )
     return "\n".join(lines)
 
 
