@@ -41,8 +41,8 @@ document, **higher meaning more typical of the training classes**. What it is ma
   predicted class's variance ratio in place of the classes' average (:func:`energy_class_variance_novelty`;
   its reference: each training document's leave-one-out variance ratio of the class with its largest
   leave-one-out latent mean);
-* ``"centred-energy"`` -- (GP classifiers, Dirichlet inference) the energy minus the energy in-scope texts of
-  the class the text is predicted to be score: :math:`\log \sum_c \exp \mu_c(x) - \sum_c p_c(x)\, \bar E_c`,
+* ``"centred-energy"`` -- (GP classifiers, Dirichlet inference) the energy minus the mean energy of the in-scope
+  texts of the class the text is predicted to be: :math:`\log \sum_c \exp \mu_c(x) - \sum_c p_c(x)\, \bar E_c`,
   with :math:`p` the predictive probabilities and :math:`\bar E_c` the mean of the leave-one-out energies of
   class :math:`c`'s training documents (:func:`class_reference_energies`; :func:`centred_energy_novelty`).
   Where a class's own texts are spread out, its in-scope texts have little evidence and a low energy, and the
