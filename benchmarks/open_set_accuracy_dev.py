@@ -167,7 +167,7 @@ def draws(args) -> list[dict]:
     records = []
     for run in runs:
         corpus, sizes = run[0], run[3]
-        for seed in [int(s) for s in args.seed.split(",")]:
+        for seed in args.seeds:
             if args.scored == "test":
                 study = OpenSetStudy(
                     dataset=corpus, unknown_classes=run[2], per_class=sizes, splits=run[4], seed=seed, methods=(GP,)

@@ -46,7 +46,7 @@ from open_set_dev import (
     draw_seeds,
 )  # (the sibling script: benchmarks/ is on the path)
 
-from lvgp.models.gpc.estimator import _tempered_log_proba, _tempered_proba  # how the classifier tempers
+from lvgp.models.gpc.inference import _tempered_log_proba, _tempered_proba  # how the classifier tempers
 
 ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new", "gp-min-df-2", "logreg")
 #: the rows that read the study GP's one fit
@@ -215,7 +215,7 @@ def draws(args) -> list[dict]:
     records = []
     for run in runs:
         corpus, sizes = run[0], run[3]
-        for seed in [int(s) for s in args.seed.split(",")]:
+        for seed in args.seeds:
             study = dev_study(run, [GP, BASELINE], seed, args.quick)
             feature_dim = resolve_encoder(study.encoder, study.device).dim
             for split in range(run[4]):

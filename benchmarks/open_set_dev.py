@@ -263,10 +263,10 @@ def draw_arguments(
     parser.set_defaults(default_seed=seed, quick_seed=quick_seed)
 
 
-def draw_seeds(args: argparse.Namespace) -> list[int]:
-    """The seeds of :func:`draw_arguments`' ``--seed``, or its defaults (the quick one with ``--quick``)."""
-    args.seed = args.seed or (args.quick_seed if args.quick else args.default_seed)
-    return [int(s) for s in args.seed.split(",")]
+def draw_seeds(args: argparse.Namespace) -> None:
+    """``args.seeds``: the seeds of :func:`draw_arguments`' ``--seed`` as ints, or its defaults (the quick one
+    with ``--quick``)."""
+    args.seeds = [int(s) for s in (args.seed or (args.quick_seed if args.quick else args.default_seed)).split(",")]
 
 
 def dev_runs(

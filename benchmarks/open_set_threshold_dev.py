@@ -64,7 +64,7 @@ def draws(args) -> list[dict]:
     records = []
     for run in runs:
         corpus, sizes = run[0], run[3]
-        for seed in [int(s) for s in args.seed.split(",")]:
+        for seed in args.seeds:
             study = dev_study(run, [GP], seed, args.quick)
             for split in range(run[4]):
                 data = study.split(split)

@@ -47,9 +47,9 @@ document, **higher meaning more typical of the training classes**. What it is ma
   class :math:`c`'s training documents (:func:`class_reference_energies`; :func:`centred_energy_novelty`).
   Where a class's own texts are spread out, its in-scope texts have little evidence and a low energy, and the
   plain energy takes them for new; centred, each text is compared with its own class's texts (per-class
-  thresholds, as open-set recognition sets them: Bendale & Boult 2016). Not a default: on fresh dev draws it helped on some
-  corpora with few labelled texts a class and cost on others, where a handful of leave-one-out energies a class make
-  a noisy mean (``benchmarks/README.md``, "Rule 23");
+  thresholds, as open-set recognition sets them: Bendale & Boult 2016). Not a default: on fresh dev draws it
+  helped on some corpora with few labelled texts a class and cost on others, where a handful of leave-one-out
+  energies a class make a noisy mean (``benchmarks/README.md``, "Rule 23");
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or

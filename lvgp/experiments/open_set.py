@@ -576,7 +576,7 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
         kinds = ["variance", "energy", "class-variance"]
         reference = None
         if getattr(model, "inference", None) == "dirichlet":
-            # two together, each among the training documents' leave-one-out scores
+            # the scores read against the training documents' leave-one-out ones
             reference = model.novelty_reference()
             with_proba = ["entropy-variance", "centred-energy"] if proba is not None else []
             kinds += with_proba + ["energy-variance", "energy-class-variance"]
