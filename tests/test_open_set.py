@@ -418,13 +418,26 @@ def test_gp_quantile_scores_are_the_mean_quantile_among_leave_one_out_documents(
     score = clf.set_params(novelty_score="centred-energy").score_samples(test)
     clf.set_params(novelty_score=DEFAULT_SCORE)
     np.testing.assert_allclose(score, want, atol=1e-8)
+    # "lifted-energy": each class's mean capped at the mean leave-one-out energy of all training documents, the
+    # shortfall added weighed by the tempered probabilities
+    overall = np.mean([-e for e in ref_energy])
+    shortfall = np.array([max(0.0, overall - class_energy[c]) for c in range(2)])
+    assert shortfall.min() == 0.0  # the class above the overall mean is left as it is
+    np.testing.assert_allclose(
+        reference.lifted_energy, [ref_energy[i] - proba[i] @ shortfall for i in range(n)], atol=1e-8
+    )
+    want = [-e + p @ shortfall for e, p in zip(minus_energy, test_proba)]
+    score = clf.set_params(novelty_score="lifted-energy").score_samples(test)
+    clf.set_params(novelty_score=DEFAULT_SCORE)
+    np.testing.assert_allclose(score, want, atol=1e-8)
 
 
 def test_class_reference_energies_are_the_classes_means_or_all_documents_mean():
     """:func:`class_reference_energies` against a loop: a class's mean energy over its own documents, the mean over
     every document for a class with fewer than ``min_documents`` (here one with 2, one with none); bad input named;
-    :func:`centred_energy_novelty` the energy minus the probability-weighed means."""
-    from lvgp.base.novelty import centred_energy_novelty, class_reference_energies, latent_energy
+    :func:`centred_energy_novelty` the energy minus the probability-weighed means, :func:`lifted_energy_novelty`
+    the energy plus the probability-weighed shortfalls from the overall mean."""
+    from lvgp.base.novelty import centred_energy_novelty, class_reference_energies, latent_energy, lifted_energy_novelty
 
     energy = np.array([1.0, 2.0, 3.0, -1.0, -2.0, 0.5, 0.7])
     codes = np.array([0, 0, 0, 1, 1, 2, 2])
@@ -444,6 +457,20 @@ def test_class_reference_energies_are_the_classes_means_or_all_documents_mean():
     )
     with pytest.raises(ValueError, match="proba must be n x C with C = 4"):
         centred_energy_novelty(mean, proba[:, :3], got)
+    # lifted: the energy plus each class's shortfall from the overall mean, weighed; a class above it adds nothing
+    overall = float(np.mean(energy))
+    lifted = lifted_energy_novelty(mean, proba, got, overall)
+    want = [
+        latent_energy(mean[i : i + 1])[0] + sum(proba[i, c] * max(0.0, overall - got[c]) for c in range(4))
+        for i in range(5)
+    ]
+    np.testing.assert_allclose(lifted, want, rtol=1e-13)
+    top = np.eye(4)[[0] * 5]  # every text certain of class 0, whose mean (2.0) is above the overall mean
+    np.testing.assert_allclose(lifted_energy_novelty(mean, top, got, overall), latent_energy(mean), rtol=1e-13)
+    with pytest.raises(ValueError, match="overall_energy must be finite"):
+        lifted_energy_novelty(mean, proba, got, float("nan"))
+    with pytest.raises(ValueError, match="proba must be n x C with C = 4"):
+        lifted_energy_novelty(mean, proba[:, :3], got, overall)
 
 
 def test_class_variance_ratio_is_the_predicted_classs_ratio():
@@ -469,7 +496,15 @@ def test_class_variance_ratio_is_the_predicted_classs_ratio():
 
 
 @pytest.mark.parametrize(
-    "kind", ["entropy-variance", "energy-variance", "class-variance", "energy-class-variance", "centred-energy"]
+    "kind",
+    [
+        "entropy-variance",
+        "energy-variance",
+        "class-variance",
+        "energy-class-variance",
+        "centred-energy",
+        "lifted-energy",
+    ],
 )
 def test_gp_quantile_scores_rank_an_unseen_topic_lowest_and_keep_their_reference(fitted_gp, kind):
     clf = fitted_gp.set_params(novelty_score=kind)

@@ -23,6 +23,7 @@ from lvgp.base.novelty import (
     entropy_variance_novelty,
     latent_energy,
     leave_one_out_novelty,
+    lifted_energy_novelty,
     normalized_entropy,
     probability_novelty,
     variance_novelty,
@@ -63,6 +64,7 @@ def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
         class_variance_ratio(mean, var, prior),
         class_energy,
         -centred_energy_novelty(mean, proba, class_energy),
+        -lifted_energy_novelty(mean, proba, class_energy, float(latent_energy(mean).mean())),
     )
     want = {
         "energy": latent_energy(mean),
@@ -73,6 +75,7 @@ def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
         "energy-variance": energy_variance_novelty(mean, var, prior, reference),
         "energy-class-variance": energy_class_variance_novelty(mean, var, prior, reference),
         "centred-energy": centred_energy_novelty(mean, proba, class_energy),
+        "lifted-energy": lifted_energy_novelty(mean, proba, class_energy, float(latent_energy(mean).mean())),
     }
     assert set(want) == set(LEAVE_ONE_OUT_SCORES)
     for kind, values in want.items():
@@ -83,6 +86,8 @@ def test_leave_one_out_novelty_scores_the_reference_as_new_texts():
         leave_one_out_novelty(reference, "entropy", 1)
     with pytest.raises(ValueError, match="'centred-energy' needs reference.centred_energy"):
         leave_one_out_novelty(reference._replace(centred_energy=None), "centred-energy", c)
+    with pytest.raises(ValueError, match="'lifted-energy' needs reference.lifted_energy"):
+        leave_one_out_novelty(reference._replace(lifted_energy=None), "lifted-energy", c)
 
 
 def test_choose_novelty_score_is_the_loop_written_out():

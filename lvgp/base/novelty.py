@@ -50,6 +50,12 @@ document, **higher meaning more typical of the training classes**. What it is ma
   thresholds, as open-set recognition sets them: Bendale & Boult 2016). Not a default: on fresh dev draws it
   helped on some corpora with few labelled texts a class and cost on others, where a handful of leave-one-out
   energies a class make a noisy mean (``benchmarks/README.md``, "Rule 23");
+* ``"lifted-energy"`` -- (GP classifiers, Dirichlet inference) the energy lifted for spread-out classes alone:
+  :math:`\log \sum_c \exp \mu_c(x) + \sum_c p_c(x) \max(0, \bar E - \bar E_c)`, with :math:`\bar E` the mean
+  leave-one-out energy of all training documents (:func:`lifted_energy_novelty`). A text predicted to be a class
+  whose own texts are less typical than the average training text is lifted by that shortfall; otherwise it
+  keeps its energy. ``"centred-energy"`` also pushes the texts of tight classes down, and a new topic near a
+  tight class with them (``benchmarks/README.md``, "Rule 24");
 * ``"max-decision"`` -- (SVMs) the largest decision value over the classes (:math:`|d|` for two).
 
 The score is fixed before any out-of-scope text is seen: by the estimator's documented default or
@@ -70,6 +76,7 @@ __all__ = [
     "PROBABILITY_SCORES",
     "NOVELTY_SCORES",
     "REFERENCE_SCORES",
+    "CLASS_ENERGY_SCORES",
     "probability_novelty",
     "decision_novelty",
     "latent_energy",
@@ -82,6 +89,7 @@ __all__ = [
     "energy_class_variance_novelty",
     "class_reference_energies",
     "centred_energy_novelty",
+    "lifted_energy_novelty",
     "latent_novelty_scores",
     "NoveltyReference",
     "open_set_metrics",
@@ -101,13 +109,16 @@ NOVELTY_SCORES = (
     "class-variance",
     "energy-class-variance",
     "centred-energy",
+    "lifted-energy",
 )
+#: the scores made of the classes' mean leave-one-out energies (:func:`class_reference_energies`)
+CLASS_ENERGY_SCORES = ("centred-energy", "lifted-energy")
 #: the novelty scores made of the training documents' leave-one-out scores (Dirichlet inference:
 #: :class:`NoveltyReference`): quantiles among them, or the classes' mean energies
-REFERENCE_SCORES = ("entropy-variance", "energy-variance", "energy-class-variance", "centred-energy")
+REFERENCE_SCORES = ("entropy-variance", "energy-variance", "energy-class-variance", *CLASS_ENERGY_SCORES)
 #: the GP scores that read the predictive probabilities beside the latent posterior
-PROBABILITY_READING_SCORES = (*PROBABILITY_SCORES, "entropy-variance", "centred-energy")
-#: the fewest training documents of a class whose leave-one-out energies give its mean for ``"centred-energy"``;
+PROBABILITY_READING_SCORES = (*PROBABILITY_SCORES, "entropy-variance", *CLASS_ENERGY_SCORES)
+#: the fewest training documents of a class whose leave-one-out energies give its mean for :data:`CLASS_ENERGY_SCORES`;
 #: a class with fewer gets the mean over all training documents (a single document left out has no example of its
 #: class: its energy says nothing of the class's texts)
 CLASS_REFERENCE_MIN_DOCUMENTS = 3
@@ -216,6 +227,9 @@ class NoveltyReference(NamedTuple):
     #: minus each document's ``"centred-energy"`` score (:func:`centred_energy_novelty` of its leave-one-out
     #: latent means and tempered probabilities)
     centred_energy: np.ndarray | None = None
+    #: minus each document's ``"lifted-energy"`` score (:func:`lifted_energy_novelty` of the same, the mean of
+    #: ``-energy`` the overall reference)
+    lifted_energy: np.ndarray | None = None
 
 
 def entropy_variance_novelty(
@@ -291,6 +305,25 @@ def centred_energy_novelty(mean: np.ndarray, proba: np.ndarray, class_energy: np
     return latent_energy(mean) - proba @ class_energy
 
 
+def lifted_energy_novelty(
+    mean: np.ndarray, proba: np.ndarray, class_energy: np.ndarray, overall_energy: float
+) -> np.ndarray:
+    r"""The ``"lifted-energy"`` score: :math:`\log \sum_c \exp \mu_c(x) + \sum_c p_c(x) \max(0, \bar E - \bar
+    E_c)`, the :func:`latent_energy` of the ``n x C`` latent means ``mean`` plus, weighed by the ``n x C``
+    predictive probabilities ``proba``, how far each class's reference energy ``class_energy`` (``C``:
+    :func:`class_reference_energies`) falls short of ``overall_energy`` (:math:`\bar E`, the mean over all
+    in-scope documents). Equal to :func:`centred_energy_novelty` with the references capped at
+    :math:`\bar E`, plus :math:`\bar E`. ``n`` values, higher: more typical.
+
+    Raises:
+        ValueError: the shapes disagree, or ``overall_energy`` is not finite.
+    """
+    if not np.isfinite(overall_energy):
+        raise ValueError(f"overall_energy must be finite; got {overall_energy!r}")
+    capped = np.minimum(np.asarray(class_energy, dtype=np.float64).ravel(), float(overall_energy))
+    return centred_energy_novelty(mean, proba, capped) + float(overall_energy)
+
+
 def latent_novelty_scores(
     kinds: Any,
     mean: np.ndarray,
@@ -317,8 +350,8 @@ def latent_novelty_scores(
             raise ValueError(f"the novelty score {kind!r} is made of the predictive probabilities: pass proba")
         if reference is None and kind in REFERENCE_SCORES:
             raise ValueError(f"the novelty score {kind!r} needs the leave-one-out reference: pass reference")
-        if kind == "centred-energy" and reference.class_energy is None:  # type: ignore[union-attr]
-            raise ValueError("the novelty score 'centred-energy' needs reference.class_energy")
+        if kind in CLASS_ENERGY_SCORES and reference.class_energy is None:  # type: ignore[union-attr]
+            raise ValueError(f"the novelty score {kind!r} needs reference.class_energy")
         if kind in PROBABILITY_SCORES:
             out[kind] = probability_novelty(proba, kind)  # type: ignore[arg-type]
         elif kind == "energy":
@@ -333,6 +366,9 @@ def latent_novelty_scores(
             out[kind] = energy_variance_novelty(mean, var, prior, reference)  # type: ignore[arg-type]
         elif kind == "centred-energy":
             out[kind] = centred_energy_novelty(mean, proba, reference.class_energy)  # type: ignore[arg-type,union-attr]
+        elif kind == "lifted-energy":
+            overall = -float(np.mean(reference.energy))  # type: ignore[union-attr]
+            out[kind] = lifted_energy_novelty(mean, proba, reference.class_energy, overall)  # type: ignore[arg-type,union-attr]
         else:  # "energy-class-variance"
             out[kind] = energy_class_variance_novelty(mean, var, prior, reference)  # type: ignore[arg-type]
     return out
@@ -352,7 +388,7 @@ def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int
 
     * ``"energy"``: minus ``reference.energy``; ``"entropy"``: minus the normalized entropy times
       :math:`\log C` (``n_classes``: :math:`C`); ``"variance"``, ``"class-variance"``: minus the ratios;
-      ``"centred-energy"``: minus ``reference.centred_energy``;
+      ``"centred-energy"``, ``"lifted-energy"``: minus ``reference.centred_energy``, ``reference.lifted_energy``;
     * ``"entropy-variance"``, ``"energy-variance"``, ``"energy-class-variance"``: minus the mean of the two
       parts' :func:`reference_quantiles` among the reference itself (each document among all, itself
       included, as a new text is).
@@ -375,10 +411,12 @@ def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int
         return -variance
     if kind == "class-variance":
         return -class_variance
-    if kind == "centred-energy":
-        if reference.centred_energy is None:
-            raise ValueError("the novelty score 'centred-energy' needs reference.centred_energy")
-        return -np.asarray(reference.centred_energy, float)
+    if kind in CLASS_ENERGY_SCORES:
+        field = kind.replace("-", "_")
+        values = getattr(reference, field)
+        if values is None:
+            raise ValueError(f"the novelty score {kind!r} needs reference.{field}")
+        return -np.asarray(values, float)
     first = np.asarray(reference.entropy, float) if kind == "entropy-variance" else energy
     second = class_variance if kind == "energy-class-variance" else variance
     return -(reference_quantiles(first, first) + reference_quantiles(second, second)) / 2

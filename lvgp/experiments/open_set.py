@@ -41,6 +41,7 @@ from .._random import Streams
 from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.novelty import (
+    CLASS_ENERGY_SCORES,
     PROBABILITY_SCORES,
     latent_energy,
     latent_novelty_scores,
@@ -558,7 +559,7 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
     """The method's own novelty score's name and every score it offers, by name: ``score_samples``'s
     (its name: the classifier's ``novelty_score``, which every classifier of lvgp says; first), the
     probability scores of ``proba``, a GP classifier's ``"variance"``, ``"energy"``, ``"class-variance"`` and
-    (Dirichlet inference) ``"entropy-variance"``, ``"centred-energy"``, ``"energy-variance"`` and
+    (Dirichlet inference) ``"entropy-variance"``, ``"centred-energy"``, ``"lifted-energy"``, ``"energy-variance"`` and
     ``"energy-class-variance"``, and the
     energy of logistic regression's logits.
 
@@ -578,7 +579,7 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
         if getattr(model, "inference", None) == "dirichlet":
             # the scores read against the training documents' leave-one-out ones
             reference = model.novelty_reference()
-            with_proba = ["entropy-variance", "centred-energy"] if proba is not None else []
+            with_proba = ["entropy-variance", *CLASS_ENERGY_SCORES] if proba is not None else []
             kinds += with_proba + ["energy-variance", "energy-class-variance"]
         scores.update(latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference))
     elif name == "entropy" and hasattr(model, "decision_function"):

@@ -35,6 +35,7 @@ from ...base.novelty import (
     class_variance_ratio,
     latent_energy,
     latent_novelty_scores,
+    lifted_energy_novelty,
     normalized_entropy,
     probability_novelty,
     variance_novelty,
@@ -222,7 +223,9 @@ class LDKGPClassifier(
             class-conditional, as a Mahalanobis distance to the nearest class mean is), or
             ``"energy-class-variance"`` (``"energy-variance"`` with that class's variance ratio in place of
             the classes' average), or ``"centred-energy"`` (Dirichlet inference: the energy minus the mean
-            leave-one-out energy of the class the text is predicted to be, weighed by the probabilities).
+            leave-one-out energy of the class the text is predicted to be, weighed by the probabilities), or
+            ``"lifted-energy"`` (Dirichlet inference: the energy plus, weighed likewise, how far that class's
+            mean falls short of all training documents' mean: spread-out classes' texts lifted alone).
             Fixed before any out-of-scope text is seen; ``lvgp compare open-set`` records every one.
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` (Dirichlet inference) or
             ``"evidence"`` (Dirichlet or Laplace): model selection among the sub-compositions of the kernel's
@@ -528,8 +531,8 @@ class LDKGPClassifier(
         averaged over the classes), both in :math:`[0, 1]`, ``n`` minus energies (the log-sum-exp of the
         leave-one-out latent means) and ``n`` class variance ratios (the leave-one-out variance ratio of the
         class with the largest leave-one-out latent mean, in :math:`[0, 1]`), all higher the less typical;
-        and for ``"centred-energy"`` the ``C`` classes' mean leave-one-out energies
-        (:func:`~lvgp.base.novelty.class_reference_energies`) and ``n`` minus centred energies.
+        and for ``"centred-energy"`` and ``"lifted-energy"`` the ``C`` classes' mean leave-one-out energies
+        (:func:`~lvgp.base.novelty.class_reference_energies`) and ``n`` minus centred and lifted energies.
         In-scope documents the model did not fit, at no refit (Rasmussen & Williams, eq. 5.12): a text
         scoring like them is as typical as a held-out training text. Kept between calls while the model,
         its parameters and the temperature are unchanged.
@@ -561,6 +564,7 @@ class LDKGPClassifier(
             class_variance_ratio(mean, var, prior),
             class_energy,
             -centred_energy_novelty(mean, tempered, class_energy),
+            -lifted_energy_novelty(mean, tempered, class_energy, float(energy.mean())),
         )
         return value if box is None else box.put(value, state, owners=owners, key=key)
 
@@ -1138,7 +1142,9 @@ class LDKGPClassifier(
         (``"class-variance"``, in :math:`[-1, 0]`: :func:`~lvgp.base.novelty.class_variance_ratio`), or the
         same as ``"energy-variance"`` with that ratio in place of the classes' average
         (``"energy-class-variance"``), or the energy minus the classes' mean leave-one-out energies weighed by
-        the predictive probabilities (``"centred-energy"``: :func:`~lvgp.base.novelty.centred_energy_novelty`)."""
+        the predictive probabilities (``"centred-energy"``: :func:`~lvgp.base.novelty.centred_energy_novelty`),
+        or the energy plus the shortfalls of those means from their overall mean, weighed likewise
+        (``"lifted-energy"``: :func:`~lvgp.base.novelty.lifted_energy_novelty`)."""
         check_params(self)
         return self._novelty_scores(X, (self.novelty_score,), block, "score_samples")[self.novelty_score]
 
