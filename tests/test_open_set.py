@@ -711,13 +711,13 @@ def corpus(tmp_path, tiny_encoder):
 def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     from lvgp.experiments.cli import main
 
-    methods = "gpc-bow-encoder-rbf,gpc-encoder,tfidf-encoder-logreg,encoder-mahalanobis,encoder-knn,svm"
+    methods = "gpc-bow-encoder-rbf,gpc-encoder,gpc-bow,tfidf-encoder-logreg,encoder-mahalanobis,encoder-knn,svm"
     out = tmp_path / "out"
     argv = ["compare", "open-set", "--dataset", corpus, "--unknown-classes", "1", "--per-class", "4,8"]
     argv += ["--splits", "2", "--ldk-max-iter", "5", "--methods", methods, "--out", str(out), "--quiet"]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
-    assert len(records) == 6 * 2 * 2
+    assert len(records) == 7 * 2 * 2
     for r in records:
         assert len(r["unknown_classes"]) == 1
         assert r["n_train"] == 3 * r["per_class"]  # the known classes only, nested samples
@@ -730,8 +730,8 @@ def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     by = {(r["method"], r["split"], r["per_class"]): r for r in records}
     assert set(by["gpc-bow-encoder-rbf", 0, 4]["scores"]) == set(NOVELTY_SCORES)
     assert set(by["tfidf-encoder-logreg", 0, 4]["scores"]) == {"entropy", "max-probability", "energy"}
-    assert by["gpc-bow-encoder-rbf", 0, 4]["novelty_score"] == "energy"  # every GP's since rule 12 (dev)
-    assert by["gpc-encoder", 0, 4]["novelty_score"] == "energy"
+    for method in ("gpc-bow-encoder-rbf", "gpc-encoder", "gpc-bow"):  # every GP's since rule 24 (dev)
+        assert by[method, 0, 4]["novelty_score"] == "lifted-energy"
     assert by["svm", 0, 4]["novelty_score"] == "max-decision"
     assert by["encoder-mahalanobis", 0, 4]["novelty_score"] == "mahalanobis"
     assert "log_loss" not in by["encoder-knn", 0, 4]
@@ -749,7 +749,7 @@ def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", "open-set", "--report-only", "--out", str(out), "--quiet"]) == 0
     assert (
-        f"report only: results.json and the table rebuilt from {out / 'cells'} (24 records)" in capsys.readouterr().out
+        f"report only: results.json and the table rebuilt from {out / 'cells'} (28 records)" in capsys.readouterr().out
     )
 
 
@@ -838,7 +838,7 @@ def test_the_pool_gp_adds_the_unlabelled_texts_cluster_kernel(corpus, tmp_path):
     assert by["gpc-pool-bow-encoder-rbf"]["n_unlabeled"] == 60
     assert by["gpc-pool-bow-encoder-rbf"]["unlabeled_texts"] == "all"
     assert "n_unlabeled" not in by["gpc-bow-encoder-rbf"]
-    assert by["gpc-pool-bow-encoder-rbf"]["novelty_score"] == "energy"
+    assert by["gpc-pool-bow-encoder-rbf"]["novelty_score"] == "lifted-energy"
     assert 0 <= by["gpc-pool-bow-encoder-rbf"]["oos_auroc"] <= 1
     study = OpenSetStudy(
         dataset=corpus, unknown_classes=1, per_class=(4,), test_size=60, ldk_max_iter=5, unlabeled_texts="all"
