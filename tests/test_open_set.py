@@ -495,17 +495,7 @@ def test_class_variance_ratio_is_the_predicted_classs_ratio():
         class_variance_ratio(mean, var[:, :2], prior)
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "entropy-variance",
-        "energy-variance",
-        "class-variance",
-        "energy-class-variance",
-        "centred-energy",
-        "lifted-energy",
-    ],
-)
+@pytest.mark.parametrize("kind", [*REFERENCE_SCORES, "class-variance"])
 def test_gp_quantile_scores_rank_an_unseen_topic_lowest_and_keep_their_reference(fitted_gp, kind):
     clf = fitted_gp.set_params(novelty_score=kind)
     rng = np.random.default_rng(5)
