@@ -142,7 +142,7 @@ ENCODER_RBF_LENGTHSCALE: float | None = None
 ENCODER_WEIGHT = "loo"
 
 #: the novelty score of the GP classifiers whose kernel has a stationary (RBF) part on the encoder's vectors: the
-#: energy, as every other GP's. Chosen on dev documents by rules fixed before the draws: on r8's and 20ng's
+#: lifted energy, as every other GP's (:data:`GP_NOVELTY_SCORE`). Chosen on dev documents by rules fixed before the draws: on r8's and 20ng's
 #: training parts the energy and the predicted class's latent variance ratio together (``"energy-class-variance"``)
 #: was ahead (``benchmarks/README.md``, "The energy and the variance together", "The predicted class's variance");
 #: on a wider dev suite, with r52's 52 classes and texts cut to their first 12 words beside them, the energy
