@@ -2,8 +2,8 @@
 and where the GP loses it (issue 57).
 
 The open-set study's draws (unknown classes, N labelled texts a known class) on a corpus's training part
-alone, as ``open_set_dev.py`` writes it (``--scored dev``: the in-scope documents of the training part's
-unlabelled rest, every one of them), or the built-in corpus's standard test split (``--scored test``: the
+alone, as ``open_set_dev.py`` writes it, each text cut to its first ``--first-words`` words where given
+(``--scored dev``: the in-scope documents of the training part's unlabelled rest, every one of them), or the built-in corpus's standard test split (``--scored test``: the
 same seeds draw the same unknown classes and labelled texts). Each draw fits logistic regression
 (``tfidf-encoder-logreg``) and the rows of ``--rows``:
 
@@ -36,6 +36,7 @@ and the other wrong, summed over the draws.
     python benchmarks/open_set_accuracy_dev.py                        # r8, seeds 36-41: 18 draws, dev documents
     python benchmarks/open_set_accuracy_dev.py --scored test --rows gp
     python benchmarks/open_set_accuracy_dev.py --rows gp-output-scale
+    python benchmarks/open_set_accuracy_dev.py --datasets r52 --first-words 12 --rows gp,gp-logreg-features
     python benchmarks/open_set_accuracy_dev.py --quick                # a toy corpus and a tiny random encoder
 """
 
@@ -163,7 +164,7 @@ def draws(args) -> list[dict]:
 
     root = Path(args.out or tempfile.mkdtemp(prefix="open-set-accuracy-"))
     root.mkdir(parents=True, exist_ok=True)
-    runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick)
+    runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
     records = []
     for run in runs:
         corpus, sizes = run[0], run[3]
@@ -249,7 +250,7 @@ def table(records: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    draw_arguments(parser, "r8", "36,37,38,39,40,41", quick_seed="1,2")
+    draw_arguments(parser, "r8", "36,37,38,39,40,41", quick_seed="1,2", first_words=0)
     parser.add_argument("--rows", default=",".join(ROWS), help=f"among {', '.join(ROWS)}")
     parser.add_argument(
         "--scored",
@@ -265,6 +266,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick and args.scored == "test":
         parser.error("--quick reads a toy corpus of training texts alone: --scored dev")
+    if args.first_words and args.scored == "test":
+        parser.error("--first-words cuts the training part's texts: --scored dev")
     draw_seeds(args)
     args.output_scales = [float(c) for c in args.output_scales.split(",")]
     if args.quick:
