@@ -3,8 +3,9 @@ and where the GP loses it (issue 57).
 
 The open-set study's draws (unknown classes, N labelled texts a known class) on a corpus's training part
 alone, as ``open_set_dev.py`` writes it, each text cut to its first ``--first-words`` words where given
-(``--scored dev``: the in-scope documents of the training part's unlabelled rest, every one of them), or the built-in corpus's standard test split (``--scored test``: the
-same seeds draw the same unknown classes and labelled texts). Each draw fits logistic regression
+(``--scored dev``: the in-scope documents of the training part's unlabelled rest, every one of them), or the
+built-in corpus's standard test split (``--scored test``: the same seeds draw the same unknown classes and
+labelled texts; its texts whole). Each draw fits logistic regression
 (``tfidf-encoder-logreg``) and the rows of ``--rows``:
 
 - ``gp``: the study's ``gpc-bow-encoder-rbf`` (tf-idf cosine plus an RBF kernel of the encoder's vectors,
