@@ -41,8 +41,9 @@ from .._random import Streams
 from ..base.constraints import Integer, Real
 from ..base.metrics import ECE_BINS, expected_calibration_error, log_loss, reliability_bins
 from ..base.novelty import (
-    CLASS_ENERGY_SCORES,
+    PROBABILITY_READING_SCORES,
     PROBABILITY_SCORES,
+    REFERENCE_SCORES,
     latent_energy,
     latent_novelty_scores,
     open_set_metrics,
@@ -589,8 +590,8 @@ def novelty_scores(model: Any, X: list[str], proba: np.ndarray | None) -> tuple[
         if getattr(model, "inference", None) == "dirichlet":
             # the scores read against the training documents' leave-one-out ones
             reference = model.novelty_reference()
-            with_proba = ["entropy-variance", *CLASS_ENERGY_SCORES] if proba is not None else []
-            kinds += with_proba + ["energy-variance", "energy-class-variance"]
+            reading = [k for k in REFERENCE_SCORES if k in PROBABILITY_READING_SCORES]  # these need proba
+            kinds += (reading if proba is not None else []) + [k for k in REFERENCE_SCORES if k not in reading]
         scores.update(latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference))
     elif name == "entropy" and hasattr(model, "decision_function"):
         # logistic regression's logits: minus their free energy
