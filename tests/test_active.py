@@ -46,12 +46,18 @@ def test_bald_is_zero_without_latent_uncertainty_and_reads_one_column_as_two_log
         bald(mean, np.zeros(2))
 
 
-def test_epig_is_the_loop_over_pairs_classes_and_draws():
+@pytest.mark.parametrize("C, chunk", [(3, None), (3, 1), (1, None)])
+def test_epig_is_the_loop_over_pairs_classes_and_draws(C, chunk, monkeypatch):
     r"""EPIG against its definition written out a pair at a time: each class's 2 x 2 covariance factored
     by ``numpy.linalg.cholesky``, the joint predictive table :math:`\tfrac1S\sum_s p_s p_s^{*\top}` from the
-    same draws, its mutual information, averaged over the targets."""
+    same draws, its mutual information, averaged over the targets; also a candidate a chunk, and one latent
+    column read as the logits (0, f)."""
+    import lvgp.experiments.active as active
+
+    if chunk is not None:
+        monkeypatch.setattr(active, "_EPIG_CHUNK", chunk)
     rng = np.random.default_rng(2)
-    n, m, C = 3, 4, 3
+    n, m = 3, 4
     mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
     var, target_var = rng.uniform(0.2, 2.0, size=(n, C)), rng.uniform(0.2, 2.0, size=(m, C))
     rho = rng.uniform(-0.9, 0.9, size=(C, n, m))
@@ -59,12 +65,13 @@ def test_epig_is_the_loop_over_pairs_classes_and_draws():
     draws = np.random.default_rng(11).standard_normal((2, EPIG_SAMPLES, C))
 
     def softmax(f):
+        f = np.concatenate([[0.0], f]) if C == 1 else f
         return np.exp(f) / np.exp(f).sum()
 
     expected = np.zeros(n)
     for i in range(n):
         for j in range(m):
-            joint = np.zeros((C, C))
+            joint = np.zeros((max(C, 2), max(C, 2)))
             for s in range(EPIG_SAMPLES):
                 f, f_t = np.empty(C), np.empty(C)
                 for c in range(C):
