@@ -411,6 +411,41 @@ def test_the_cluster_kernel_keeps_the_coordinates_of_its_last_inputs():
     assert len(calls) == 2  # other values: computed
 
 
+def test_the_cluster_kernel_remembers_each_inputs_neighbours(monkeypatch):
+    """An active learner scores the same pool texts round after round, a different subset each time: each
+    input's cloud neighbours are computed once (by its values), and a later call on a subset in another order,
+    among new inputs and in a batch shape, gives what a fresh kernel gives, to the bit; past the memory's limit
+    it starts afresh, with the same values."""
+    cloud, pool = _cloud(80), _cloud(30, seed=21)
+    kernel = ClusterKernel(cloud, n_components=4, n_neighbors=5)
+    computed = []
+    real = point_cloud.nearest_cloud_points
+    monkeypatch.setattr(
+        point_cloud, "nearest_cloud_points", lambda q, c, k, **kw: (computed.append(len(q)), real(q, c, k, **kw))[1]
+    )
+    torch.testing.assert_close(kernel.nearest(pool), real(pool, cloud, 5), rtol=0, atol=0)
+    subset = torch.cat([pool[[17, 3, 3, 25]], _cloud(2, seed=22)])  # a repeat, two new inputs
+    fresh = ClusterKernel(cloud, n_components=4, n_neighbors=5)
+    computed.clear()
+    got = kernel(subset, pool[:6]).to_dense()
+    assert computed == [2]  # the two new inputs alone
+    assert torch.equal(got, fresh(subset, pool[:6]).to_dense())
+    batch = torch.stack([pool[:4], pool[4:8]])
+    assert torch.equal(kernel.nearest(batch), real(batch.reshape(8, -1), cloud, 5).reshape(2, 4, 5))
+    # an estimator moves its kernel at every fit: a move that leaves the cloud as it was keeps the memory
+    computed.clear()
+    kernel.double().to("cpu")(pool, pool).to_dense()
+    assert computed == []
+    kernel.float()(pool.float(), pool.float()).to_dense()  # a converted cloud: computed again
+    assert computed == [30]
+    kernel = ClusterKernel(cloud, n_components=4, n_neighbors=5)
+    monkeypatch.setattr(point_cloud, "_NEAREST_MEMO_ROWS", 32)
+    kernel.nearest(pool)
+    computed.clear()
+    assert torch.equal(kernel.nearest(_cloud(10, seed=23)), real(_cloud(10, seed=23), cloud, 5))
+    assert computed == [10] and len(kernel._neighbour_index) == 10  # 30 + 10 over the limit: started afresh
+
+
 def test_kept_results_are_forgotten_when_the_kernels_tensors_are_loaded_or_converted():
     """The kept coordinates and deformation terms are computed from the kernel's own tensors: after
     ``load_state_dict`` of another cloud's kernel, the loaded kernel gives that kernel's values (it gave

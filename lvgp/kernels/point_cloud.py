@@ -48,6 +48,7 @@ leading coordinates: the kernel is near 1 within a cluster and near 0 across.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import torch
@@ -76,6 +77,9 @@ _DENSE_SUBSET_SPECTRUM = 20_000
 _DENSE_SUBSET_COMPONENTS = 100
 #: rows of the cloud's distances computed at once when finding neighbours
 _NEIGHBOUR_ROWS = 2048
+#: the inputs whose cloud neighbours a :class:`ClusterKernel` remembers (16 bytes of digest and ``n_neighbors``
+#: indices each); past it the memory starts afresh
+_NEAREST_MEMO_ROWS = 200_000
 
 
 def nearest_cloud_points(queries: Tensor, cloud: Tensor, n_neighbors: int, *, exclude_exact: bool = True) -> Tensor:
@@ -135,12 +139,17 @@ class _KeepsResults(Kernel):
     _kept: list
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        self._kept = []
-        return super()._apply(fn, *args, **kwargs)
+        out = super()._apply(fn, *args, **kwargs)
+        self._forget()
+        return out
 
     def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
-        self._kept = []
+        self._forget()
         super()._load_from_state_dict(*args, **kwargs)
+
+    def _forget(self) -> None:
+        """Drop what was kept (a subclass forgets more)."""
+        self._kept = []
 
 
 class PointCloudKernel(_KeepsResults):
@@ -297,6 +306,8 @@ class ClusterKernel(_KeepsResults):
     """
 
     has_lengthscale = False
+    _neighbour_index: dict[bytes, int]
+    _neighbour_rows: Tensor
 
     def __init__(
         self, cloud: Tensor, *, n_components: int = 40, n_neighbors: int = 10, power: float = 6.0, **kwargs: Any
@@ -315,6 +326,7 @@ class ClusterKernel(_KeepsResults):
         self.register_buffer("projection", torch.empty(0, dtype=cloud.dtype))
         self._spectrum()
         self._kept: list[tuple[TensorSnapshot, Tensor]] = []
+        self._forget_neighbours()
 
     @property
     def is_stationary(self) -> bool:
@@ -410,9 +422,52 @@ class ClusterKernel(_KeepsResults):
         return psi
 
     def _coordinates(self, x: Tensor) -> Tensor:
-        nearest = nearest_cloud_points(x.to(self.cloud.dtype), self.cloud, self.n_neighbors)
+        nearest = self.nearest(x)
         phi = self.projection[nearest].sum(-2)  # a(x) R; the 1/sqrt(d_x) goes with the normalization
         return torch.nn.functional.normalize(phi, dim=-1).to(x.dtype)
+
+    def nearest(self, x: Tensor) -> Tensor:
+        """The indices of each input's :attr:`n_neighbors` cloud points (:func:`nearest_cloud_points`):
+        ``*B x n x d`` -> ``*B x n x n_neighbors``. Remembered input by input, by a digest of its values:
+        an active learner scores the same pool texts and test documents round after round, each round a
+        different set of them, and their distances to the cloud, ``n x n_P x d``, were most of a round's
+        cost (``benchmarks/README.md``, ``epig_cost.py``). Up to :data:`_NEAREST_MEMO_ROWS` inputs; forgotten
+        with the cloud (``load_state_dict``, ``.to``)."""
+        x = x.to(self.cloud.dtype)
+        flat = x.reshape(-1, x.shape[-1])
+        host = flat.detach().cpu().contiguous().numpy()
+        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in host]
+        index = self._neighbour_index
+        missing = [i for i, key in enumerate(keys) if key not in index]
+        if missing:
+            if len(index) + len(missing) > _NEAREST_MEMO_ROWS:
+                self._forget_neighbours()
+                index, missing = self._neighbour_index, list(range(len(keys)))
+            found = nearest_cloud_points(flat[missing], self.cloud, self.n_neighbors)
+            start = len(self._neighbour_rows)
+            for offset, i in enumerate(missing):
+                index.setdefault(keys[i], start + offset)
+            self._neighbour_rows = torch.cat([self._neighbour_rows, found.to(self._neighbour_rows.device)])
+        rows = torch.as_tensor([index[key] for key in keys], dtype=torch.long, device=self._neighbour_rows.device)
+        return self._neighbour_rows[rows].to(self.cloud.device).reshape(*x.shape[:-1], self.n_neighbors)
+
+    def _forget_neighbours(self) -> None:
+        self._neighbour_index = {}
+        self._neighbour_rows = torch.empty(0, self.n_neighbors, dtype=torch.long, device=self.cloud.device)
+
+    def _forget(self) -> None:
+        super()._forget()
+        if "cloud" in self._buffers:  # after __init__ registered it
+            self._forget_neighbours()
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        # an estimator moves its kernel to its device and dtype at every fit: where that leaves the cloud as it was
+        # (the same tensor), its inputs' neighbours stay remembered
+        cloud, remembered = self._buffers.get("cloud"), (self._neighbour_index, self._neighbour_rows)
+        out = super()._apply(fn, *args, **kwargs)
+        if self._buffers.get("cloud") is cloud:
+            self._neighbour_index, self._neighbour_rows = remembered
+        return out
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
         c1 = self.coordinates(x1)
