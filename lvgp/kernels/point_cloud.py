@@ -432,7 +432,7 @@ class ClusterKernel(_KeepsResults):
         an active learner scores the same pool texts and test documents round after round, each round a
         different set of them, and their distances to the cloud, ``n x n_P x d``, were computed anew each
         time (``benchmarks/README.md``, ``epig_cost.py``). Up to :data:`_NEAREST_MEMO_ROWS` inputs; forgotten
-        with the cloud (``load_state_dict``, a ``.to`` that converts it); a repeated input computed once."""
+        with the cloud (``load_state_dict``, a ``.to`` that converts it)."""
         x = x.to(self.cloud.dtype)
         flat = x.reshape(-1, x.shape[-1])
         host = flat.detach().cpu().contiguous().numpy()
