@@ -139,17 +139,12 @@ class _KeepsResults(Kernel):
     _kept: list
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        out = super()._apply(fn, *args, **kwargs)
-        self._forget()
-        return out
+        self._kept = []
+        return super()._apply(fn, *args, **kwargs)
 
     def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
-        self._forget()
-        super()._load_from_state_dict(*args, **kwargs)
-
-    def _forget(self) -> None:
-        """Drop what was kept (a subclass forgets more)."""
         self._kept = []
+        super()._load_from_state_dict(*args, **kwargs)
 
 
 class PointCloudKernel(_KeepsResults):
@@ -455,19 +450,18 @@ class ClusterKernel(_KeepsResults):
         self._neighbour_index = {}
         self._neighbour_rows = torch.empty(0, self.n_neighbors, dtype=torch.long, device=self.cloud.device)
 
-    def _forget(self) -> None:
-        super()._forget()
-        if "cloud" in self._buffers:  # after __init__ registered it
-            self._forget_neighbours()
-
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        # an estimator moves its kernel to its device and dtype at every fit: where that leaves the cloud as it was
-        # (the same tensor), its inputs' neighbours stay remembered
-        cloud, remembered = self._buffers.get("cloud"), (self._neighbour_index, self._neighbour_rows)
+        # an estimator moves its kernel to its device and dtype at every fit: the inputs' neighbours are forgotten
+        # only where that converts the cloud (a new tensor)
+        cloud = self._buffers.get("cloud")
         out = super()._apply(fn, *args, **kwargs)
-        if self._buffers.get("cloud") is cloud:
-            self._neighbour_index, self._neighbour_rows = remembered
+        if self._buffers.get("cloud") is not cloud:
+            self._forget_neighbours()
         return out
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        self._forget_neighbours()  # the cloud is loaded in place: the same tensor, other values
+        super()._load_from_state_dict(*args, **kwargs)
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
         c1 = self.coordinates(x1)
