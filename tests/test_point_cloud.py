@@ -2,7 +2,7 @@
 against the paper's formula with a general solve, the closed form on the cloud, the base kernel at
 gamma 0, positive semi-definiteness, the graph it is built from, its kept terms. ClusterKernel
 (Chapelle, Weston & Schölkopf 2003, Nyström coordinates): against a loop over inputs and a dense
-eigendecomposition. Both under gpytorch's kernel tests."""
+eigendecomposition, its Lanczos route on graphs of several components against the dense one. Both under gpytorch's kernel tests."""
 
 from __future__ import annotations
 
@@ -257,10 +257,10 @@ def test_the_cluster_kernel_is_the_loop_over_inputs_and_the_dense_eigenvectors(p
     assert (nearest_cloud_points(cloud, cloud, 6) != torch.arange(50)[:, None]).all()
 
 
-@pytest.mark.parametrize("dense_up_to", [8192, 10])
+@pytest.mark.parametrize("dense_up_to", [1024, 10])
 def test_the_cluster_kernel_is_near_one_within_a_cluster_and_near_zero_across(dense_up_to, monkeypatch):
-    # three clusters the graph does not join: the eigenvalue 1 three times, which LOBPCG (above 10
-    # points here) finds as the dense eigendecomposition does
+    # three clusters the graph does not join: the eigenvalue 1 three times, which Lanczos (above 10 points
+    # here), run on each component, finds as the dense eigendecomposition does
     monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", dense_up_to)
     g = torch.Generator().manual_seed(1)
     centres = torch.tensor([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]], dtype=D)
@@ -272,50 +272,87 @@ def test_the_cluster_kernel_is_near_one_within_a_cluster_and_near_zero_across(de
     within = kernel(centres[:1] + 0.4, centres[:1] - 0.4).to_dense()
     assert within.item() > 0.95
     assert torch.linalg.eigvalsh(kernel(cloud, cloud).to_dense()).min() > -1e-10
+    torch.testing.assert_close(kernel.eigenvalues, torch.ones(3, dtype=D), rtol=0, atol=1e-12)
 
 
-def test_many_eigenvectors_of_a_larger_cloud_come_from_the_dense_subset_as_from_the_whole(monkeypatch):
-    """Above the dense limit, with many eigenvectors kept, the leading ones of the dense matrix alone
-    (LAPACK's ``evr``): the same kernel as the whole dense eigendecomposition's; with few, LOBPCG as before."""
+def _graph_affinity(adjacency):
+    import numpy as np
+    import scipy.sparse
+
+    adjacency = scipy.sparse.csr_matrix(np.maximum(adjacency, adjacency.T))
+    scale = scipy.sparse.diags(1 / np.sqrt(np.asarray(adjacency.sum(1)).ravel()))
+    return (scale @ adjacency @ scale).tocsr()
+
+
+@pytest.mark.parametrize("dense_up_to", [1024, 5])
+def test_the_leading_eigenpairs_of_a_graph_of_several_components_are_the_dense_ones(dense_up_to, monkeypatch):
+    """Three copies of one random graph (every eigenvalue three times, not only 1) and another graph, in a
+    shuffled order: the leading eigenvalues and the span of their eigenvectors are the dense
+    eigendecomposition's, by Lanczos on each component (the components above 5 points) as densely."""
+    import numpy as np
+    import scipy.sparse
+
+    from lvgp.kernels.point_cloud import leading_eigenpairs
+
+    monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", dense_up_to)
+    rng = np.random.default_rng(0)
+
+    def connected(m):
+        graph = np.triu(rng.random((m, m)) < 0.15, 1).astype(float)
+        graph[np.arange(m - 1), np.arange(1, m)] = 1.0  # a path through all: connected
+        return graph + graph.T
+
+    one, other = connected(60), connected(45)
+    blocks = scipy.sparse.block_diag([one, other, one, one]).toarray()
+    order = rng.permutation(len(blocks))
+    affinity = _graph_affinity(blocks[np.ix_(order, order)])
+    values, vectors = np.linalg.eigh(affinity.toarray())
+    for k in (4, 5, 8, 11, 15):  # each ends at a gap: no eigenvalue cut in two (15: dense for the 60-point ones)
+        assert values[-k] - values[-k - 1] > 1e-6
+        found, basis = leading_eigenpairs(affinity, k)
+        np.testing.assert_allclose(found, values[-k:], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(basis.T @ basis, np.eye(k), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(basis @ basis.T, vectors[:, -k:] @ vectors[:, -k:].T, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(affinity @ basis, basis * found, rtol=0, atol=1e-12)
+
+
+def test_lanczos_on_a_larger_cloud_gives_the_dense_eigendecompositions_kernel(monkeypatch):
+    import scipy.sparse.linalg
+
     cloud, x = _cloud(300, seed=3), _cloud(7, seed=4)
-    whole = ClusterKernel(cloud, n_components=12, n_neighbors=6)
+    dense = ClusterKernel(cloud, n_components=12, n_neighbors=6)
     monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", 100)
-    monkeypatch.setattr(point_cloud, "_DENSE_SUBSET_COMPONENTS", 10)
     calls = []
-    lobpcg = __import__("scipy.sparse.linalg", fromlist=["lobpcg"]).lobpcg
-    monkeypatch.setattr("scipy.sparse.linalg.lobpcg", lambda *a, **k: calls.append(1) or lobpcg(*a, **k))
-    subset = ClusterKernel(cloud, n_components=12, n_neighbors=6)
-    assert not calls
-    torch.testing.assert_close(subset.eigenvalues, whole.eigenvalues, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(subset(x, x).to_dense(), whole(x, x).to_dense(), rtol=1e-8, atol=1e-10)
-    ClusterKernel(cloud, n_components=8, n_neighbors=6)  # fewer than _DENSE_SUBSET_COMPONENTS: LOBPCG
+    eigsh = scipy.sparse.linalg.eigsh
+    monkeypatch.setattr(scipy.sparse.linalg, "eigsh", lambda *a, **k: calls.append(1) or eigsh(*a, **k))
+    lanczos = ClusterKernel(cloud, n_components=12, n_neighbors=6)
     assert calls
+    torch.testing.assert_close(lanczos.eigenvalues, dense.eigenvalues, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lanczos(x, x).to_dense(), dense(x, x).to_dense(), rtol=1e-10, atol=1e-12)
+    calls.clear()
+    ClusterKernel(cloud, n_components=80, n_neighbors=6)  # a quarter of the points or more: dense
+    assert not calls
 
 
-def test_a_lobpcg_that_misses_its_tolerance_gives_way_to_the_dense_route_or_says_so(monkeypatch):
-    """LOBPCG's iterate short of its tolerance is not used where the dense matrix fits: the kernel is the
-    dense eigendecomposition's; above that limit its iterate is kept with lvgp's warning naming the sizes.
-    (The miss is simulated: scipy's warning added to a converged run.)"""
+def test_lanczos_that_does_not_converge_gives_way_to_the_dense_route_or_says_so(monkeypatch):
+    """Where ARPACK does not converge, the dense matrix's leading eigenvectors alone (the same kernel) up to
+    _DENSE_SUBSET_SPECTRUM points; above, an error naming the sizes. (The failure is simulated.)"""
     import scipy.sparse.linalg
 
     cloud, x = _cloud(300, seed=3), _cloud(7, seed=4)
     whole = ClusterKernel(cloud, n_components=12, n_neighbors=6)
-    lobpcg = scipy.sparse.linalg.lobpcg
 
-    def missing(*args, **kwargs):
-        warnings.warn(
-            "Exited at iteration 2000 ... not reaching the requested tolerance 1e-09.", UserWarning, stacklevel=2
-        )
-        return lobpcg(*args, **kwargs)
+    def not_converging(*args, **kwargs):
+        raise scipy.sparse.linalg.ArpackNoConvergence("ARPACK error -1: No convergence", [], [])
 
-    monkeypatch.setattr(scipy.sparse.linalg, "lobpcg", missing)
+    monkeypatch.setattr(scipy.sparse.linalg, "eigsh", not_converging)
     monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", 100)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no warning reaches the user: the dense route answers
+        warnings.simplefilter("error")
         fallback = ClusterKernel(cloud, n_components=12, n_neighbors=6)
-    torch.testing.assert_close(fallback(x, x).to_dense(), whole(x, x).to_dense(), rtol=1e-8, atol=1e-10)
+    torch.testing.assert_close(fallback(x, x).to_dense(), whole(x, x).to_dense(), rtol=1e-10, atol=1e-12)
     monkeypatch.setattr(point_cloud, "_DENSE_SUBSET_SPECTRUM", 200)
-    with pytest.warns(UserWarning, match="LOBPCG did not reach its tolerance for 12 eigenvectors of a cloud of 300"):
+    with pytest.raises(RuntimeError, match="did not converge to 12 eigenvectors of a graph component of 300 points"):
         ClusterKernel(cloud, n_components=12, n_neighbors=6)
 
 

@@ -59,22 +59,28 @@ from torch import Tensor
 from .._random import numpy_generator
 from ..base.snapshot import TensorSnapshot
 
-__all__ = ["LAPLACIANS", "ClusterKernel", "PointCloudKernel", "graph_laplacian", "knn_graph", "nearest_cloud_points"]
+__all__ = [
+    "LAPLACIANS",
+    "ClusterKernel",
+    "PointCloudKernel",
+    "graph_laplacian",
+    "knn_graph",
+    "leading_eigenpairs",
+    "nearest_cloud_points",
+]
 
 #: the graph Laplacians :class:`PointCloudKernel` builds
 LAPLACIANS = ("normalized", "unnormalized")
 #: the deformation terms a kernel keeps (its last distinct inputs)
 _KEPT_TERMS = 4
-#: clouds up to this many points: the cluster kernel's spectrum by a dense eigendecomposition (8,192:
-#: ~25 s on two cores); larger ones by LOBPCG on the sparse graph
-_DENSE_SPECTRUM = 8192
-#: larger clouds up to this many points, with at least :data:`_DENSE_SUBSET_COMPONENTS` eigenvectors kept: the
-#: leading ones of the dense matrix alone (LAPACK's ``evr``, :func:`scipy.linalg.eigh` with
-#: ``subset_by_index``): LOBPCG's block grows with the eigenvectors kept (2 a class: 300 for an intent set of
-#: 150 classes) and is then the slower (``benchmarks/README.md``, ``cluster_spectrum_cost.py``). 20,000
-#: points: a 3.2 GB matrix
+#: graph components up to this many points: the cluster kernel's leading eigenpairs from a dense
+#: eigendecomposition (a repeated eigenvalue's every vector found); larger ones by Lanczos on the sparse graph
+#: (ARPACK's ``eigsh``), hundreds of times faster on a text cloud of thousands (``benchmarks/README.md``,
+#: ``cluster_spectrum_cost.py``)
+_DENSE_SPECTRUM = 1024
+#: where Lanczos does not converge, components up to this many points fall back to the dense matrix's leading
+#: eigenvectors alone (LAPACK's ``evr``; 20,000 points: a 3.2 GB matrix); larger ones raise
 _DENSE_SUBSET_SPECTRUM = 20_000
-_DENSE_SUBSET_COMPONENTS = 100
 #: rows of the cloud's distances computed at once when finding neighbours
 _NEIGHBOUR_ROWS = 2048
 #: the inputs whose cloud neighbours a :class:`ClusterKernel` remembers (16 bytes of digest and ``n_neighbors``
@@ -129,6 +135,78 @@ def graph_laplacian(adjacency: Tensor, kind: str = "normalized") -> Tensor:
         return torch.diag(degree) - adjacency
     scale = torch.where(degree > 0, degree.clamp_min(1e-300).rsqrt(), torch.zeros_like(degree))
     return torch.diag((degree > 0).to(adjacency.dtype)) - scale[:, None] * adjacency * scale[None]
+
+
+def leading_eigenpairs(affinity: Any, k: int) -> tuple[Any, Any]:
+    r"""The ``k`` largest eigenvalues (``k``, ascending) and their eigenvectors (``n x k``, orthonormal columns)
+    of a symmetric ``n x n`` scipy sparse matrix whose nonzeros are a graph's edges (the cluster kernel's
+    :math:`D^{-1/2} W D^{-1/2}`), ``1 <= k < n``.
+
+    Computed for each connected component of the graph on its own, as the matrix is block diagonal over them:
+    a graph of several components repeats its largest eigenvalue once a component (1 for the normalized
+    affinity), which a Krylov method started from one vector finds only once. A component of up to
+    :data:`_DENSE_SPECTRUM` points, or not four times the eigenpairs asked of it, by a dense
+    eigendecomposition; a larger one by Lanczos (ARPACK's ``eigsh``, to machine precision, from a fixed
+    start: the same pairs for the same matrix). Within a connected component an eigenvalue repeats only
+    through a symmetry of the graph, which points of real data do not have. Where Lanczos does not converge,
+    the dense matrix's leading eigenvectors alone (LAPACK's ``evr``) up to :data:`_DENSE_SUBSET_SPECTRUM`
+    points. The components' pairs are merged by eigenvalue (a stable order: ties by component).
+
+    Raises:
+        RuntimeError: Lanczos did not converge on a component larger than :data:`_DENSE_SUBSET_SPECTRUM`.
+    """
+    import numpy as np
+    import scipy.sparse.csgraph
+
+    n = affinity.shape[0]
+    n_parts, labels = scipy.sparse.csgraph.connected_components(affinity, directed=False)
+    if n_parts == 1:
+        parts, blocks = [np.arange(n)], [affinity]
+    else:
+        order = np.argsort(labels, kind="stable")
+        parts = np.split(order, np.cumsum(np.bincount(labels, minlength=n_parts))[:-1])
+        blocks = [affinity[rows][:, rows] for rows in parts]
+    values, owners, columns = [], [], []
+    for part, (rows, block) in enumerate(zip(parts, blocks)):
+        wanted = min(k, len(rows))
+        part_values, part_vectors = _component_eigenpairs(block, wanted)
+        values.append(part_values)
+        owners.append(np.full(wanted, part))
+        columns.append(part_vectors)
+    all_values = np.concatenate(values)
+    if n_parts == 1:
+        return all_values, columns[0]
+    kept = np.sort(np.argsort(-all_values, kind="stable")[:k])  # the k largest, in the components' order
+    kept = kept[np.argsort(all_values[kept], kind="stable")]  # ascending, as eigh and eigsh give them
+    starts = np.concatenate([[0], np.cumsum([len(v) for v in values])])
+    part_of, vectors = np.concatenate(owners), np.zeros((n, k))
+    for column, index in enumerate(kept):
+        part = part_of[index]
+        vectors[parts[part], column] = columns[part][:, index - starts[part]]
+    return all_values[kept], vectors
+
+
+def _component_eigenpairs(block: Any, wanted: int) -> tuple[Any, Any]:
+    """:func:`leading_eigenpairs` of one connected component: ``wanted`` pairs, ascending."""
+    import numpy as np
+    import scipy.linalg
+    import scipy.sparse.linalg
+
+    m = block.shape[0]
+    if m <= _DENSE_SPECTRUM or 4 * wanted >= m:
+        values, vectors = np.linalg.eigh(block.toarray())
+        return values[m - wanted :], vectors[:, m - wanted :]
+    start = numpy_generator(0).standard_normal(m)
+    try:
+        return scipy.sparse.linalg.eigsh(block, k=wanted, which="LA", tol=0, v0=start)
+    except scipy.sparse.linalg.ArpackNoConvergence:
+        if m > _DENSE_SUBSET_SPECTRUM:
+            raise RuntimeError(
+                f"ClusterKernel: Lanczos did not converge to {wanted} eigenvectors of a graph component of {m} "
+                f"points, and above {_DENSE_SUBSET_SPECTRUM} points the dense route is not taken; keep fewer "
+                "eigenvectors (n_components) or a smaller cloud"
+            ) from None
+        return scipy.linalg.eigh(block.toarray(), subset_by_index=[m - wanted, m - 1], driver="evr", overwrite_a=True)
 
 
 class _KeepsResults(Kernel):
@@ -284,12 +362,10 @@ class ClusterKernel(_KeepsResults):
             coordinates unweighted; larger: the leading clusters weigh more).
 
     No hyperparameters are learned (wrap it in ``ScaleKernel`` for an output scale). The eigenvectors
-    come from a dense eigendecomposition up to 8,192 points and from LOBPCG on the sparse graph above
-    (a fixed start: the same kernel for the same cloud; a block method, as a graph of several
-    components repeats the eigenvalue 1), but for 100 eigenvectors or more up to 20,000 points, where
-    LOBPCG's growing block is slower than the dense matrix's leading eigenvectors alone, and where LOBPCG
-    misses its tolerance (up to 20,000 points; above, with a warning); a call costs the distances of its
-    inputs to the cloud, :math:`n \times n_P \times d`.
+    come from :func:`leading_eigenpairs`: each connected component of the graph on its own (a graph of
+    several components repeats the eigenvalue 1), by Lanczos on the sparse graph, or a dense
+    eigendecomposition for a component of up to 1,024 points; the same kernel for the same cloud. A call
+    costs the distances of its inputs to the cloud, :math:`n \times n_P \times d`.
 
     Shapes: ``x1``: ``*B x n1 x d``, ``x2``: ``*B x n2 x d`` -> ``*B x n1 x n2`` (``*B x n1`` with
     ``diag=True``: ones).
@@ -333,7 +409,6 @@ class ClusterKernel(_KeepsResults):
         a(x) R / \sqrt{d_x}`."""
         import numpy as np
         import scipy.sparse
-        import scipy.sparse.linalg
 
         cloud = self.cloud
         n, k = cloud.shape[0], self.n_neighbors
@@ -344,15 +419,7 @@ class ClusterKernel(_KeepsResults):
         degree = np.asarray(adjacency.sum(1)).ravel()
         scale = scipy.sparse.diags(1 / np.sqrt(degree))
         affinity = (scale @ adjacency @ scale).tocsr()
-        if n <= _DENSE_SPECTRUM:  # every eigenvalue's multiplicity found (disconnected clusters share 1)
-            values, vectors = np.linalg.eigh(affinity.toarray())
-            values, vectors = values[-self.n_components :], vectors[:, -self.n_components :]
-        elif n <= _DENSE_SUBSET_SPECTRUM and self.n_components >= _DENSE_SUBSET_COMPONENTS:
-            values, vectors = self._dense_leading(affinity)
-        else:  # a block method: a Krylov one (eigsh) finds one vector of a repeated eigenvalue
-            values, vectors = self._lobpcg(affinity)
-            if values is None:  # not converged: the dense matrix's leading eigenvectors where it fits
-                values, vectors = self._dense_leading(affinity)
+        values, vectors = leading_eigenpairs(affinity, self.n_components)
         order = np.argsort(-values, kind="stable")
         values, vectors = values[order], vectors[:, order]
         signs = np.sign(vectors[np.abs(vectors).argmax(0), np.arange(vectors.shape[1])])  # a fixed sign each
@@ -361,48 +428,6 @@ class ClusterKernel(_KeepsResults):
         projection = vectors / np.sqrt(degree)[:, None] * lam ** (self.power / 2 - 1)
         self.eigenvalues = torch.as_tensor(values, dtype=cloud.dtype, device=cloud.device)
         self.projection = torch.as_tensor(projection, dtype=cloud.dtype, device=cloud.device)
-
-    def _dense_leading(self, affinity: Any) -> tuple[Any, Any]:
-        """The leading :attr:`n_components` eigenpairs of the dense matrix alone (LAPACK's ``evr``)."""
-        import scipy.linalg
-
-        n = affinity.shape[0]
-        return scipy.linalg.eigh(
-            affinity.toarray(), subset_by_index=[n - self.n_components, n - 1], driver="evr", overwrite_a=True
-        )
-
-    def _lobpcg(self, affinity: Any) -> tuple[Any, Any]:
-        """LOBPCG's leading eigenpairs from a fixed start, or ``(None, None)`` where it does not reach its
-        tolerance and the cloud fits :data:`_DENSE_SUBSET_SPECTRUM` (its iterate may then be far from an
-        eigenbasis: residuals in the hundreds were seen on a text cloud). Above it, its best iterate with
-        lvgp's warning naming the sizes."""
-        import warnings
-
-        import scipy.sparse.linalg
-
-        from ..warnings import warn
-
-        n = affinity.shape[0]
-        start = numpy_generator(0).standard_normal((n, self.n_components))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            values, vectors = scipy.sparse.linalg.lobpcg(affinity, start, largest=True, tol=1e-9, maxiter=2000)
-        missed = any("requested tolerance" in str(w.message) for w in caught)
-        for w in caught:  # the solver's other warnings (ill-conditioned blocks) as they were
-            if not (missed and "requested tolerance" in str(w.message)):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if not missed:
-            return values, vectors
-        if n <= _DENSE_SUBSET_SPECTRUM:
-            return None, None
-        warn(
-            f"ClusterKernel: LOBPCG did not reach its tolerance for {self.n_components} eigenvectors of a cloud of "
-            f"{n} points (above {_DENSE_SUBSET_SPECTRUM} the dense route is not taken); its best iterate is used. "
-            "Fewer points or eigenvectors converge more readily",
-            UserWarning,
-            stacklevel=4,
-        )
-        return values, vectors
 
     def coordinates(self, x: Tensor) -> Tensor:
         r""":math:`\psi(x)`: ``*B x n x d`` -> ``*B x n x r``, unit rows (a row of zeros where every
