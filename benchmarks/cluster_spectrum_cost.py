@@ -10,12 +10,15 @@ LOBPCG (a block method: the graph's components repeat the eigenvalue 1). Now fro
 :func:`lvgp.kernels.point_cloud.leading_eigenpairs`: Lanczos (ARPACK's ``eigsh``) on each component.
 
 The cloud: ``--dataset r8`` or ``20ng`` (the training texts' sentence-encoder vectors: the active study's
-pool; downloads the data and the encoder on the first run), or unit vectors of ``--clusters`` blurred
-Gaussian clusters in 384 dimensions (a sentence encoder's size). The graph of 10 neighbours. Prints each
-route's seconds, the ratios, and how far apart their eigenvalues and the kernels' projections are.
+pool; with ``--with-test`` the test texts too, as the open-set study's ``--unlabeled-texts all``; downloads
+the data and the encoder on the first run), or unit vectors of ``--clusters`` blurred Gaussian clusters in
+384 dimensions (a sentence encoder's size; their graph falls apart into the clusters). The graph of 10
+neighbours. Prints its connected components, each route's seconds, the ratios, and how far apart their
+eigenvalues and the kernels' projections are.
 
     python benchmarks/cluster_spectrum_cost.py --dataset r8 --components 16 --threads 1
-    python benchmarks/cluster_spectrum_cost.py --points 9000 --components 150 --threads 2
+    python benchmarks/cluster_spectrum_cost.py --dataset r8 --with-test --components 300 --threads 1
+    python benchmarks/cluster_spectrum_cost.py --points 9000 --components 150 --threads 1
     python benchmarks/cluster_spectrum_cost.py --quick
 """
 
@@ -28,6 +31,7 @@ import time
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=("r8", "20ng"), default=None, help="the training texts' vectors")
+    parser.add_argument("--with-test", action="store_true", help="the test texts in the cloud too (--dataset)")
     parser.add_argument("--points", type=int, default=9000, help="synthetic points (without --dataset)")
     parser.add_argument("--components", type=int, default=150)
     parser.add_argument("--clusters", type=int, default=75)
@@ -42,6 +46,7 @@ def main() -> None:
     import scipy.sparse
     import scipy.sparse.linalg
     import torch
+    from scipy.sparse.csgraph import connected_components
     from threadpoolctl import threadpool_limits
 
     from lvgp.kernels.point_cloud import leading_eigenpairs, nearest_cloud_points
@@ -53,9 +58,10 @@ def main() -> None:
         from lvgp.datasets import load_text_classification
         from lvgp.encoders import resolve_encoder
 
-        texts = load_text_classification(args.dataset).train_texts
+        corpus = load_text_classification(args.dataset)
+        texts = corpus.train_texts + (corpus.test_texts if args.with_test else [])
         cloud = torch.as_tensor(np.asarray(resolve_encoder("all-MiniLM-L6-v2", "cpu").encode(list(texts))))
-        what = f"{args.dataset}'s {len(texts):,} training texts"
+        what = f"{args.dataset}'s {len(texts):,} {'training and test' if args.with_test else 'training'} texts"
     else:
         rng = np.random.default_rng(0)
         centres = rng.normal(size=(args.clusters, 384))
@@ -104,7 +110,10 @@ def main() -> None:
             pairs[name] = route()
             timings[name] = time.perf_counter() - start
     now = next(iter(routes))
-    print(f"\n{what}, {r} eigenvectors, {args.threads} thread{'s' if args.threads > 1 else ''}\n")
+    parts = connected_components(affinity, directed=False)[0]
+    graph = "a connected graph" if parts == 1 else f"a graph of {parts} connected components"
+    threads = f"{args.threads} thread{'s' if args.threads > 1 else ''}"
+    print(f"\n{what} ({graph}), {r} eigenvectors, {threads}\n")
     print("| route | s | before / now |\n|---|---|---|")
     for name, seconds in timings.items():
         print(f"| {name} | {seconds:.2f} | {seconds / timings[now]:.1f}x |")

@@ -374,6 +374,8 @@ class ClusterKernel(_KeepsResults):
         TypeError: ``cloud`` is not a floating tensor.
         ValueError: ``cloud`` not 2-D, not finite, or too small for ``n_neighbors`` and
             ``n_components``; ``power`` negative; a ``batch_shape``.
+        RuntimeError: Lanczos did not converge on a graph component above 20,000 points
+            (:func:`leading_eigenpairs`).
     """
 
     has_lengthscale = False
