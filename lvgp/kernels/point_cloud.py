@@ -144,16 +144,16 @@ def leading_eigenpairs(affinity: Any, k: int) -> tuple[Any, Any]:
 
     Computed for each connected component of the graph on its own, as the matrix is block diagonal over them:
     a graph of several components repeats its largest eigenvalue once a component (1 for the normalized
-    affinity), which a Krylov method started from one vector finds only once. A component of up to
-    :data:`_DENSE_SPECTRUM` points, or not four times the eigenpairs asked of it, by a dense
-    eigendecomposition; a larger one by Lanczos (ARPACK's ``eigsh``, to machine precision, from a fixed
-    start: the same pairs for the same matrix). Within a connected component an eigenvalue repeats only
-    through a symmetry of the graph, which points of real data do not have. Where Lanczos does not converge,
-    the dense matrix's leading eigenvectors alone (LAPACK's ``evr``) up to :data:`_DENSE_SUBSET_SPECTRUM`
-    points. The components' pairs are merged by eigenvalue (a stable order: ties by component).
+    affinity), which a Krylov method started from one vector finds only once. A component of up to 1,024
+    points, or of fewer than four times the eigenpairs asked of it, by a dense eigendecomposition; a larger
+    one by Lanczos (ARPACK's ``eigsh``, to machine precision, from a fixed start: the same pairs for the same
+    matrix). Within a connected component a leading eigenvalue repeats only through a symmetry of the
+    graph, which a nearest-neighbour graph of real data rarely has. Where Lanczos does not converge, the
+    dense matrix's leading eigenvectors alone (LAPACK's ``evr``), for a component of up to 20,000 points.
+    The components' pairs are merged by eigenvalue (a stable order: ties by component).
 
     Raises:
-        RuntimeError: Lanczos did not converge on a component larger than :data:`_DENSE_SUBSET_SPECTRUM`.
+        RuntimeError: Lanczos did not converge on a component of more than 20,000 points.
     """
     import numpy as np
     import scipy.sparse.csgraph
@@ -199,13 +199,13 @@ def _component_eigenpairs(block: Any, wanted: int) -> tuple[Any, Any]:
     start = numpy_generator(0).standard_normal(m)
     try:
         return scipy.sparse.linalg.eigsh(block, k=wanted, which="LA", tol=0, v0=start)
-    except scipy.sparse.linalg.ArpackNoConvergence:
+    except scipy.sparse.linalg.ArpackError as error:  # no convergence, or ARPACK's other failures
         if m > _DENSE_SUBSET_SPECTRUM:
             raise RuntimeError(
                 f"ClusterKernel: Lanczos did not converge to {wanted} eigenvectors of a graph component of {m} "
-                f"points, and above {_DENSE_SUBSET_SPECTRUM} points the dense route is not taken; keep fewer "
-                "eigenvectors (n_components) or a smaller cloud"
-            ) from None
+                f"points ({error}), and above {_DENSE_SUBSET_SPECTRUM} points the dense route is not taken; keep "
+                "fewer eigenvectors (n_components) or a smaller cloud"
+            ) from error
         return scipy.linalg.eigh(block.toarray(), subset_by_index=[m - wanted, m - 1], driver="evr", overwrite_a=True)
 
 
