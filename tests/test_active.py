@@ -140,8 +140,8 @@ def test_active_study_end_to_end(toy_topics_tsv, tmp_path):
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
-    strategies = ["gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", "random", "random-gp"]
-    assert sorted({r["strategy"] for r in records}) == sorted(strategies) and len(records) == 12
+    strategies = ["gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", "random", "random-gp", "gp-pool-power-epig"]
+    assert sorted({r["strategy"] for r in records}) == sorted(strategies) and len(records) == 14
     for r in records:
         # one text a class to start, batches of 5, the last batch cut to the budget
         assert [p["labels"] for p in r["curve"]] == [3, 8, 13, 17]
