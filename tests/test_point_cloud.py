@@ -316,6 +316,24 @@ def test_the_leading_eigenpairs_of_a_graph_of_several_components_are_the_dense_o
         np.testing.assert_allclose(affinity @ basis, basis * found, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "shape, k, match",
+    [
+        ((4, 3), 1, "square"),
+        ((4, 4), 0, r"k must be an integer in \[1, 3\]"),
+        ((4, 4), 4, "k must"),
+        ((4, 4), 1.0, "k"),
+    ],
+)
+def test_the_leading_eigenpairs_bad_arguments_are_named(shape, k, match):
+    import scipy.sparse
+
+    from lvgp.kernels.point_cloud import leading_eigenpairs
+
+    with pytest.raises(ValueError, match=match):
+        leading_eigenpairs(scipy.sparse.csr_matrix(shape), k)
+
+
 def test_lanczos_on_a_larger_cloud_gives_the_dense_eigendecompositions_kernel(monkeypatch):
     import scipy.sparse.linalg
 

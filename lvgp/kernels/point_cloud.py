@@ -153,12 +153,17 @@ def leading_eigenpairs(affinity: Any, k: int) -> tuple[Any, Any]:
     The components' pairs are merged by eigenvalue (a stable order: ties by component).
 
     Raises:
+        ValueError: ``affinity`` not square, or ``k`` not an integer in ``[1, n - 1]``.
         RuntimeError: Lanczos did not converge on a component of more than 20,000 points.
     """
     import numpy as np
     import scipy.sparse.csgraph
 
+    if len(affinity.shape) != 2 or affinity.shape[0] != affinity.shape[1]:
+        raise ValueError(f"affinity must be a square n x n matrix; got the shape {tuple(affinity.shape)}")
     n = affinity.shape[0]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
+        raise ValueError(f"k must be an integer in [1, {n - 1}] (the eigenpairs of an {n} x {n} matrix); got {k!r}")
     n_parts, labels = scipy.sparse.csgraph.connected_components(affinity, directed=False)
     if n_parts == 1:
         parts, blocks = [np.arange(n)], [affinity]
