@@ -49,7 +49,7 @@ def main() -> None:
     from scipy.sparse.csgraph import connected_components
     from threadpoolctl import threadpool_limits
 
-    from lvgp.kernels.point_cloud import leading_eigenpairs, nearest_cloud_points
+    from lvgp.kernels.point_cloud import cloud_affinity, leading_eigenpairs
 
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -70,13 +70,8 @@ def main() -> None:
         what = f"{args.points:,} synthetic points in {args.clusters} clusters"
     cloud = torch.nn.functional.normalize(cloud.double(), dim=-1)
 
-    # the graph as ClusterKernel._spectrum builds it
-    n, k, r = len(cloud), 10, args.components
-    nearest = nearest_cloud_points(cloud, cloud, k).numpy()
-    adjacency = scipy.sparse.csr_matrix((np.ones(n * k), (np.repeat(np.arange(n), k), nearest.ravel())), (n, n))
-    adjacency = adjacency.maximum(adjacency.T)
-    scale = scipy.sparse.diags(1 / np.sqrt(np.asarray(adjacency.sum(1)).ravel()))
-    affinity = (scale @ adjacency @ scale).tocsr()
+    n, r = len(cloud), args.components
+    affinity, _ = cloud_affinity(cloud, 10)  # the graph as ClusterKernel builds it
 
     def whole():
         values, vectors = np.linalg.eigh(affinity.toarray())

@@ -275,15 +275,6 @@ def test_the_cluster_kernel_is_near_one_within_a_cluster_and_near_zero_across(de
     torch.testing.assert_close(kernel.eigenvalues, torch.ones(3, dtype=D), rtol=0, atol=1e-12)
 
 
-def _graph_affinity(adjacency):
-    import numpy as np
-    import scipy.sparse
-
-    adjacency = scipy.sparse.csr_matrix(np.maximum(adjacency, adjacency.T))
-    scale = scipy.sparse.diags(1 / np.sqrt(np.asarray(adjacency.sum(1)).ravel()))
-    return (scale @ adjacency @ scale).tocsr()
-
-
 @pytest.mark.parametrize("dense_up_to", [1024, 5])
 def test_the_leading_eigenpairs_of_a_graph_of_several_components_are_the_dense_ones(dense_up_to, monkeypatch):
     """Three copies of one random graph (every eigenvalue three times, not only 1) and another graph, in a
@@ -292,7 +283,7 @@ def test_the_leading_eigenpairs_of_a_graph_of_several_components_are_the_dense_o
     import numpy as np
     import scipy.sparse
 
-    from lvgp.kernels.point_cloud import leading_eigenpairs
+    from lvgp.kernels.point_cloud import leading_eigenpairs, normalized_affinity
 
     monkeypatch.setattr(point_cloud, "_DENSE_SPECTRUM", dense_up_to)
     rng = np.random.default_rng(0)
@@ -305,7 +296,7 @@ def test_the_leading_eigenpairs_of_a_graph_of_several_components_are_the_dense_o
     one, other = connected(60), connected(45)
     blocks = scipy.sparse.block_diag([one, other, one, one]).toarray()
     order = rng.permutation(len(blocks))
-    affinity = _graph_affinity(blocks[np.ix_(order, order)])
+    affinity, _ = normalized_affinity(scipy.sparse.csr_matrix(blocks[np.ix_(order, order)]))
     values, vectors = np.linalg.eigh(affinity.toarray())
     for k in (4, 5, 8, 11, 15):  # each ends at a gap: no eigenvalue cut in two (15: dense for the 60-point ones)
         assert values[-k] - values[-k - 1] > 1e-6

@@ -63,10 +63,12 @@ __all__ = [
     "LAPLACIANS",
     "ClusterKernel",
     "PointCloudKernel",
+    "cloud_affinity",
     "graph_laplacian",
     "knn_graph",
     "leading_eigenpairs",
     "nearest_cloud_points",
+    "normalized_affinity",
 ]
 
 #: the graph Laplacians :class:`PointCloudKernel` builds
@@ -137,6 +139,32 @@ def graph_laplacian(adjacency: Tensor, kind: str = "normalized") -> Tensor:
     return torch.diag((degree > 0).to(adjacency.dtype)) - scale[:, None] * adjacency * scale[None]
 
 
+def cloud_affinity(cloud: Tensor, n_neighbors: int) -> tuple[Any, Any]:
+    r"""The cluster kernel's graph of a cloud (``n x d``): its normalized affinity :math:`D^{-1/2} W D^{-1/2}`
+    (a scipy CSR matrix, ``n x n``) and the degrees :math:`d = W 1` (``n``), :math:`W` the symmetric 0/1
+    adjacency of the ``n_neighbors``-nearest-neighbour graph (:math:`w_{ij} = 1` where :math:`j` is among
+    :math:`i`'s neighbours or :math:`i` among :math:`j`'s; :func:`nearest_cloud_points`)."""
+    import numpy as np
+    import scipy.sparse
+
+    n = cloud.shape[0]
+    nearest = nearest_cloud_points(cloud, cloud, n_neighbors).cpu().numpy()
+    rows = np.repeat(np.arange(n), n_neighbors)
+    adjacency = scipy.sparse.csr_matrix((np.ones(n * n_neighbors), (rows, nearest.ravel())), shape=(n, n))
+    return normalized_affinity(adjacency.maximum(adjacency.T))
+
+
+def normalized_affinity(adjacency: Any) -> tuple[Any, Any]:
+    r""":math:`D^{-1/2} W D^{-1/2}` (scipy CSR) and the degrees :math:`d = W 1` of a symmetric scipy sparse
+    ``n x n`` adjacency :math:`W` whose every node has an edge."""
+    import numpy as np
+    import scipy.sparse
+
+    degree = np.asarray(adjacency.sum(1)).ravel()
+    scale = scipy.sparse.diags(1 / np.sqrt(degree))
+    return (scale @ adjacency @ scale).tocsr(), degree
+
+
 def leading_eigenpairs(affinity: Any, k: int) -> tuple[Any, Any]:
     r"""The ``k`` largest eigenvalues (``k``, ascending) and their eigenvectors (``n x k``, orthonormal columns)
     of a symmetric ``n x n`` scipy sparse matrix whose nonzeros are a graph's edges (the cluster kernel's
@@ -166,28 +194,19 @@ def leading_eigenpairs(affinity: Any, k: int) -> tuple[Any, Any]:
         raise ValueError(f"k must be an integer in [1, {n - 1}] (the eigenpairs of an {n} x {n} matrix); got {k!r}")
     n_parts, labels = scipy.sparse.csgraph.connected_components(affinity, directed=False)
     if n_parts == 1:
-        parts, blocks = [np.arange(n)], [affinity]
-    else:
-        order = np.argsort(labels, kind="stable")
-        parts = np.split(order, np.cumsum(np.bincount(labels, minlength=n_parts))[:-1])
-        blocks = [affinity[rows][:, rows] for rows in parts]
-    values, owners, columns = [], [], []
-    for part, (rows, block) in enumerate(zip(parts, blocks)):
-        wanted = min(k, len(rows))
-        part_values, part_vectors = _component_eigenpairs(block, wanted)
-        values.append(part_values)
-        owners.append(np.full(wanted, part))
-        columns.append(part_vectors)
-    all_values = np.concatenate(values)
-    if n_parts == 1:
-        return all_values, columns[0]
+        return _component_eigenpairs(affinity, k)
+    order = np.argsort(labels, kind="stable")
+    parts = np.split(order, np.cumsum(np.bincount(labels, minlength=n_parts))[:-1])
+    pairs = [_component_eigenpairs(affinity[rows][:, rows], min(k, len(rows))) for rows in parts]
+    all_values = np.concatenate([values for values, _ in pairs])
+    part_of = np.concatenate([np.full(len(values), part) for part, (values, _) in enumerate(pairs)])
+    local = np.concatenate([np.arange(len(values)) for values, _ in pairs])
     kept = np.sort(np.argsort(-all_values, kind="stable")[:k])  # the k largest, in the components' order
     kept = kept[np.argsort(all_values[kept], kind="stable")]  # ascending, as eigh and eigsh give them
-    starts = np.concatenate([[0], np.cumsum([len(v) for v in values])])
-    part_of, vectors = np.concatenate(owners), np.zeros((n, k))
+    vectors = np.zeros((n, k))
     for column, index in enumerate(kept):
         part = part_of[index]
-        vectors[parts[part], column] = columns[part][:, index - starts[part]]
+        vectors[parts[part], column] = pairs[part][1][:, local[index]]
     return all_values[kept], vectors
 
 
@@ -415,17 +434,9 @@ class ClusterKernel(_KeepsResults):
         :math:`R = D^{-1/2} V \Lambda^{t/2 - 1}` (``n_P x r``) of the coordinates: :math:`\tilde\phi(x) =
         a(x) R / \sqrt{d_x}`."""
         import numpy as np
-        import scipy.sparse
 
         cloud = self.cloud
-        n, k = cloud.shape[0], self.n_neighbors
-        nearest = nearest_cloud_points(cloud, cloud, k).cpu().numpy()
-        rows = np.repeat(np.arange(n), k)
-        adjacency = scipy.sparse.csr_matrix((np.ones(n * k), (rows, nearest.ravel())), shape=(n, n))
-        adjacency = adjacency.maximum(adjacency.T)  # symmetric 0/1: i among j's neighbours or j among i's
-        degree = np.asarray(adjacency.sum(1)).ravel()
-        scale = scipy.sparse.diags(1 / np.sqrt(degree))
-        affinity = (scale @ adjacency @ scale).tocsr()
+        affinity, degree = cloud_affinity(cloud, self.n_neighbors)
         values, vectors = leading_eigenpairs(affinity, self.n_components)
         order = np.argsort(-values, kind="stable")
         values, vectors = values[order], vectors[:, order]
