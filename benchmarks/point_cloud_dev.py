@@ -7,7 +7,8 @@ Prints each strategy's learning curve and area under it, one seed a run:
     python benchmarks/point_cloud_dev.py --strategies gp-power-entropy,gp-pool-power-entropy,random --budget 200
     python benchmarks/point_cloud_dev.py --quick      # tiny, for the tests
 
-``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
+``--epig-estimator`` sets EPIG's estimator for the run (``"monte-carlo"`` or ``"second-order"``:
+``lvgp.experiments.active.epig``). ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
 takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
 log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--gpc-objective loo``:
@@ -59,6 +60,12 @@ def main(argv=None) -> int:
         choices=("evidence", "loo"),
         help="what the GP learners' hyper-parameters maximize (the study's --gpc-objective)",
     )
+    parser.add_argument(
+        "--epig-estimator",
+        default=None,
+        choices=("monte-carlo", "second-order"),
+        help="EPIG's estimator (lvgp.experiments.active.epig; default: the study's, EPIG_ESTIMATOR)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=5000)
     parser.add_argument("--held-out", type=int, default=3000)
@@ -84,6 +91,8 @@ def main(argv=None) -> int:
 
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
+    if args.epig_estimator is not None:
+        active.EPIG_ESTIMATOR = args.epig_estimator
 
     #: strategy -> the texts and labels of its run's last fit (the labelled set at the budget)
     final_sets: dict[str, tuple[list, np.ndarray]] = {}

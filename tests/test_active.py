@@ -81,9 +81,69 @@ def test_epig_is_the_loop_over_pairs_classes_and_draws(C, chunk, monkeypatch):
                 joint += np.outer(softmax(f), softmax(f_t)) / EPIG_SAMPLES
             outer = np.outer(joint.sum(1), joint.sum(0))
             expected[i] += np.sum(joint * np.log(joint / outer)) / m
-    got = epig(mean, var, target_mean, target_var, cov, seed=11)
+    got = epig(mean, var, target_mean, target_var, cov, seed=11, estimator="monte-carlo")
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-14)
     assert np.all(got >= 0)
+
+
+@pytest.mark.parametrize("C", [3, 1])
+def test_epig_second_order_is_its_formula_written_out(C):
+    r"""The second-order estimator against its formula a pair at a time: each text's softmax Jacobian averaged
+    over its own draws, :math:`\tfrac12 \sum_{c,d} (\sum_k c_k \tilde G_{ck} \tilde G^*_{dk})^2` with
+    :math:`\tilde G_{ck} = \mathbb E[\partial_k p_c] / \sqrt{\bar p_c}`, capped at the smaller entropy of the two
+    mean predictives; one column read as the logits (0, f)."""
+    rng = np.random.default_rng(5)
+    n, m, S = 3, 4, 50
+    mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
+    var, target_var = rng.uniform(0.2, 2.0, size=(n, C)), rng.uniform(0.2, 2.0, size=(m, C))
+    rho = rng.uniform(-0.9, 0.9, size=(C, n, m))
+    rho[:, 0, 0] = 0.999  # a pair strong enough for the cap
+    cov = rho * np.sqrt(var.T[:, :, None] * target_var.T[:, None, :])
+    eps = np.random.default_rng(11).standard_normal((S, C))
+
+    def jacobian_and_entropy(mu, v):
+        L = max(C, 2)
+        G, p_bar = np.zeros((L, C)), np.zeros(L)
+        for s in range(S):
+            f = mu + np.sqrt(v) * eps[s]
+            logits = np.concatenate([[0.0], f]) if C == 1 else f
+            p = np.exp(logits) / np.exp(logits).sum()
+            p_bar += p / S
+            for c in range(L):
+                for k in range(C):
+                    label = 1 if C == 1 else k
+                    G[c, k] += p[c] * ((c == label) - p[label]) / S
+        return G / np.sqrt(p_bar)[:, None], -np.sum(p_bar * np.log(p_bar))
+
+    expected = np.zeros(n)
+    for i in range(n):
+        G, h = jacobian_and_entropy(mean[i], var[i])
+        for j in range(m):
+            G_t, h_t = jacobian_and_entropy(target_mean[j], target_var[j])
+            table = sum(cov[k, i, j] * np.outer(G[:, k], G_t[:, k]) for k in range(C))
+            expected[i] += min(0.5 * np.sum(table**2), h, h_t) / m
+    got = epig(mean, var, target_mean, target_var, cov, n_samples=S, seed=11, estimator="second-order")
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-15)
+
+
+def test_epig_second_order_is_the_information_of_weakly_coupled_labels():
+    """Against the Monte Carlo tables at 20,000 draws less those of the same draws without the covariances (the
+    tables' upward bias taken out): within 8% at correlations up to 0.4. No covariance: 0 exactly, where the
+    Monte Carlo tables of 64 draws give every pair the information of their independent draws."""
+    rng = np.random.default_rng(2)
+    n, m, C = 4, 3, 3
+    mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
+    var, target_var = rng.uniform(0.5, 2.0, size=(n, C)), rng.uniform(0.5, 2.0, size=(m, C))
+    cov = rng.uniform(-0.4, 0.4, size=(C, n, m)) * np.sqrt(var.T[:, :, None] * target_var.T[:, None, :])
+    second = epig(mean, var, target_mean, target_var, cov, n_samples=4096, estimator="second-order")
+    values = (mean, var, target_mean, target_var)
+    tables = epig(*values, cov, n_samples=20_000, estimator="monte-carlo")
+    unbiased = tables - epig(*values, 0 * cov, n_samples=20_000, estimator="monte-carlo")
+    np.testing.assert_allclose(second, unbiased, rtol=0.08)
+    assert np.all(epig(*values, 0 * cov, estimator="second-order") == 0)
+    assert np.all(epig(*values, 0 * cov, estimator="monte-carlo") > 1e-3)
+    with pytest.raises(ValueError, match="estimator must be 'monte-carlo' or 'second-order'"):
+        epig(*values, cov, estimator="exact")
 
 
 def test_epig_values_what_a_label_says_about_the_targets():
@@ -161,6 +221,19 @@ def test_active_study_end_to_end(toy_topics_tsv, tmp_path):
     assert main(["compare", "active", "--report-only", "--out", str(out), "--quiet"]) == 0
 
 
+def test_active_table_leaves_a_dash_where_the_curves_start_above_half_the_budget():
+    """52 classes start at 52 labels: a budget of 102 has no point at its half (51), and the table says "–"
+    there, not a mean of nothing."""
+    from lvgp.experiments.active import ActiveStudy, table_markdown
+
+    study = ActiveStudy(dataset="r52", budget=102, batch=10, splits=1, strategies=("random",))
+    curve = [{"labels": n, "accuracy": 0.5 + n / 1000, "log_loss": 1.0} for n in (52, 62, 72, 82, 92, 102)]
+    record = {"method": "random", "split": 0, "curve": curve, "aulc": 0.58, "final_accuracy": 0.602}
+    record |= {"final_log_loss": 1.0, "labels_to_random_final": 102, "fit_seconds": 1.0, "acquire_seconds": 0.0}
+    row = table_markdown([record], study).splitlines()[2]
+    assert row.split(" | ")[2] == "–" and "nan" not in row and "0.602 ± 0.000" in row
+
+
 @pytest.mark.parametrize(
     "extra,match",
     [
@@ -201,7 +274,7 @@ def test_power_batch_draws_without_replacement_in_proportion_to_the_scores():
 
 
 def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):
-    """The power strategies (EPIG's among them) are not in the default set; named, they run and start
+    """The power strategies (the pool's EPIG alone among them in the default set), named, run and start
     from the same texts as the GP's top-k entropy."""
     from lvgp.experiments.cli import main
 

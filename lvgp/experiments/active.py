@@ -116,8 +116,12 @@ DEFAULT_STRATEGIES = (
 POWER_BETA = 1.0
 #: latent draws of BALD's expectation
 BALD_SAMPLES = 64
-#: latent draws of each candidate-target pair's joint predictive in EPIG (:func:`epig`)
+#: latent draws of each text in EPIG (:func:`epig`; with ``"monte-carlo"``, of each candidate-target pair)
 EPIG_SAMPLES = 64
+#: how :func:`epig` computes each pair's mutual information: ``"second-order"``, its expansion in the pair's latent
+#: covariances, or ``"monte-carlo"``, from the table of the pair's draws (the study's until 2026-12-03, whose
+#: upward bias was most of every score: ``benchmarks/README.md``, "EPIG's estimator")
+EPIG_ESTIMATOR = "second-order"
 #: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter)
 EPIG_TARGETS = 100
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
@@ -157,6 +161,7 @@ def epig(
     cov: np.ndarray,
     n_samples: int = EPIG_SAMPLES,
     seed: int = 0,
+    estimator: str | None = None,
 ) -> np.ndarray:
     r"""The expected predictive information gain of each candidate text (EPIG; Bickford Smith, Kirsch,
     Farquhar, Gal, Foster & Rainforth, AISTATS 2023): the mutual information between its label and the
@@ -169,12 +174,26 @@ def epig(
     The latents are the classifier's, independent across the classes with each class's pair jointly
     Gaussian: candidate means and variances ``mean``, ``var`` (``n x C``), targets' ``target_mean``,
     ``target_var`` (``m x C``), their covariances ``cov`` (``C x n x m``;
-    :meth:`~lvgp.models.LDKGPClassifier.predict_latent_cross`). Each pair's expectation by ``n_samples``
-    draws, the same standard normal draws :math:`\epsilon, \epsilon'` for every pair (from ``seed``):
-    :math:`f = \mu + \sqrt v\,\epsilon`, :math:`f^* = \mu^* + (c/\sqrt v)\,\epsilon + \sqrt{v^* - c^2/v}\,
-    \epsilon'` (the pair's Cholesky factor); the mutual information is that of the draws' joint table, so
-    at least 0. One latent column (a binary classifier's) is read as the logits :math:`(0, f)`. ``n``
-    values."""
+    :meth:`~lvgp.models.LDKGPClassifier.predict_latent_cross`). One latent column (a binary classifier's) is read
+    as the logits :math:`(0, f)`. ``n`` values, at least 0. ``estimator`` (default :data:`EPIG_ESTIMATOR`):
+
+    * ``"monte-carlo"``: each pair's expectation by ``n_samples`` draws, the same standard normal draws
+      :math:`\epsilon, \epsilon'` for every pair (from ``seed``): :math:`f = \mu + \sqrt v\,\epsilon`,
+      :math:`f^* = \mu^* + (c/\sqrt v)\,\epsilon + \sqrt{v^* - c^2/v}\,\epsilon'` (the pair's Cholesky factor);
+      the mutual information is that of the draws' joint table. That table's information is biased upwards: a
+      pair with no covariance at all gets the information of ``n_samples`` independent draws' table, which on
+      the active study's pools is most of every score.
+    * ``"second-order"``: the mutual information to second order in the covariances, with no pair's draws.
+      For weakly dependent labels :math:`I(y; y^*) = \tfrac12 \sum_{c,d} \mathrm{Cov}(p_c, p^*_d)^2 / (\bar p_c
+      \bar p^*_d) + O(\mathrm{Cov}^3)` (half the :math:`\chi^2` divergence of the joint from its margins'
+      product), and for jointly Gaussian latents :math:`\mathrm{Cov}(p_c(f), p^*_d(f^*)) = \sum_k c_k\,
+      \mathbb E[\partial_k p_c]\, \mathbb E[\partial_k p^*_d] + O(c^2)` (Stein's lemma, each class's latents
+      independent of the others'). So :math:`I \approx \tfrac12\, \mathbf c^\top (M \circ M^*)\, \mathbf c` with
+      :math:`M = \tilde G^\top \tilde G`, :math:`\tilde G_{ck} = \mathbb E[p_c(\delta_{ck} - p_k)] /
+      \sqrt{\bar p_c}` (the softmax's mean Jacobian, from ``n_samples`` draws of each text's own latents) and
+      :math:`M^*` the target's; capped at the smaller of the two labels' predictive entropies, a bound on any
+      mutual information. Exact as the covariances vanish, the regime of a pool's texts against random
+      targets."""
     mean, var = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
     target_mean, target_var = np.asarray(target_mean, dtype=np.float64), np.asarray(target_var, dtype=np.float64)
     cov = np.asarray(cov, dtype=np.float64)
@@ -193,6 +212,11 @@ def epig(
         )
     if n_samples < 1:
         raise ValueError(f"n_samples must be at least 1; got {n_samples}")
+    estimator = EPIG_ESTIMATOR if estimator is None else estimator
+    if estimator == "second-order":
+        return _epig_second_order(mean, var, target_mean, target_var, cov, n_samples, seed)
+    if estimator != "monte-carlo":
+        raise ValueError(f"estimator must be 'monte-carlo' or 'second-order'; got {estimator!r}")
     draws = numpy_generator(seed).standard_normal((2, n_samples, C))
     eps, eps_target = torch.from_numpy(draws[0]), torch.from_numpy(draws[1])
     sd = torch.from_numpy(np.sqrt(np.clip(var, 0.0, None)))
@@ -221,6 +245,50 @@ def epig(
         information = (
             _xlogx_sum(joint, (1, 3)) - _xlogx_sum(joint.sum(3), (1,)) - _xlogx_sum(joint.sum(1), (2,))
         )  # b x m
+        out[rows] = information.mean(-1).clamp_min(0.0).numpy()
+    return out
+
+
+def _epig_second_order(
+    mean: np.ndarray,
+    var: np.ndarray,
+    target_mean: np.ndarray,
+    target_var: np.ndarray,
+    cov: np.ndarray,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """:func:`epig`'s ``"second-order"`` estimator (its docstring): each text's weighted mean Jacobian product
+    ``M`` (``K x K``, ``K`` latent columns) from its own draws, then per pair ``c^T (M o M*) c / 2``, capped."""
+    C = mean.shape[1]
+    eps = torch.from_numpy(numpy_generator(seed).standard_normal((n_samples, C)))
+
+    def moments(mu: np.ndarray, v: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """``M`` of each text (``t x K x K``) and the entropy of its mean predictive (``t``)."""
+        f = torch.from_numpy(mu)[:, None, :] + torch.from_numpy(np.sqrt(np.clip(v, 0.0, None)))[:, None, :] * eps
+        p = _softmax_last(f, inplace=True)  # t x S x L (L = 2 for one column: the logits (0, f))
+        p_bar = p.mean(1)  # t x L
+        if C == 1:  # d p_c / d f = p_c (delta_c1 - p_1): the column of the second logit
+            jacobian = (p * (torch.tensor([0.0, 1.0], dtype=p.dtype) - p[..., 1:])).mean(1)[..., None]  # t x 2 x 1
+        else:  # E[diag(p) - p p^T]
+            jacobian = torch.diag_embed(p_bar) - torch.einsum("tsc,tsk->tck", p, p) / n_samples
+        weighted = jacobian / p_bar.clamp_min(1e-300).sqrt()[..., None]
+        entropy = -(p_bar * p_bar.clamp_min(1e-300).log()).sum(-1)
+        return weighted.transpose(1, 2) @ weighted, entropy
+
+    M, entropy = moments(mean, var)
+    M_t, entropy_t = moments(target_mean, target_var)
+    n, m = mean.shape[0], target_mean.shape[0]
+    c = torch.from_numpy(cov).permute(1, 2, 0)  # n x m x K
+    out = np.empty(n)
+    chunk = max(1, _EPIG_CHUNK // max(1, m * C * C))
+    for start in range(0, n, chunk):
+        rows = slice(start, min(n, start + chunk))
+        b = rows.stop - rows.start
+        outer = c[rows, :, :, None] * c[rows, :, None, :]  # b x m x K x K
+        outer.mul_(M_t[None])
+        information = torch.bmm(outer.reshape(b, m, C * C), M[rows].reshape(b, C * C, 1))[..., 0] / 2  # b x m
+        information = torch.minimum(information, torch.minimum(entropy[rows, None], entropy_t[None]))
         out[rows] = information.mean(-1).clamp_min(0.0).numpy()
     return out
 

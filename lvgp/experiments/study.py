@@ -52,7 +52,10 @@ def _fmt(v) -> str:
 
 def mean_cell(values, expected: int, bold: bool = False) -> str:
     """One results-table cell: ``mean ± std`` of ``values``, bold when ``bold``, and marked
-    ``(k of n)`` when only k of the study's ``expected`` samples are in (a partial or resumed study)."""
+    ``(k of n)`` when only k of the study's ``expected`` samples are in (a partial or resumed study); "–" when
+    there is none (a quantity no sample has, such as a learning curve's accuracy below its first point)."""
+    if len(values) == 0:
+        return "–"
     text = f"{np.mean(values):.3f} ± {np.std(values):.3f}"
     text = f"**{text}**" if bold else text
     return text if len(values) >= expected else f"{text} ({len(values)} of {expected})"
