@@ -86,12 +86,16 @@ def test_epig_is_the_loop_over_pairs_classes_and_draws(C, chunk, monkeypatch):
     assert np.all(got >= 0)
 
 
-@pytest.mark.parametrize("C", [3, 1])
-def test_epig_second_order_is_its_formula_written_out(C):
+@pytest.mark.parametrize("C, chunk", [(3, None), (3, 1), (1, None)])
+def test_epig_second_order_is_its_formula_written_out(C, chunk, monkeypatch):
     r"""The second-order estimator against its formula a pair at a time: each text's softmax Jacobian averaged
     over its own draws, :math:`\tfrac12 \sum_{c,d} (\sum_k c_k \tilde G_{ck} \tilde G^*_{dk})^2` with
     :math:`\tilde G_{ck} = \mathbb E[\partial_k p_c] / \sqrt{\bar p_c}`, capped at the smaller entropy of the two
-    mean predictives; one column read as the logits (0, f)."""
+    mean predictives; also a candidate a chunk, and one column read as the logits (0, f)."""
+    import lvgp.experiments.active as active
+
+    if chunk is not None:
+        monkeypatch.setattr(active, "_EPIG_CHUNK", chunk)
     rng = np.random.default_rng(5)
     n, m, S = 3, 4, 50
     mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))

@@ -276,19 +276,20 @@ def _epig_second_order(
         entropy = -(p_bar * p_bar.clamp_min(1e-300).log()).sum(-1)
         return weighted.transpose(1, 2) @ weighted, entropy
 
-    M, entropy = moments(mean, var)
     M_t, entropy_t = moments(target_mean, target_var)
     n, m = mean.shape[0], target_mean.shape[0]
     c = torch.from_numpy(cov).permute(1, 2, 0)  # n x m x K
     out = np.empty(n)
-    chunk = max(1, _EPIG_CHUNK // max(1, m * C * C))
+    # a chunk of candidates: their pairs' outer products (b x m x K x K) and their own draws (b x S x L), the larger
+    chunk = max(1, _EPIG_CHUNK // max(1, m * C * C, n_samples * max(C, 2)))
     for start in range(0, n, chunk):
         rows = slice(start, min(n, start + chunk))
         b = rows.stop - rows.start
+        M, entropy = moments(mean[rows], var[rows])
         outer = c[rows, :, :, None] * c[rows, :, None, :]  # b x m x K x K
         outer.mul_(M_t[None])
-        information = torch.bmm(outer.reshape(b, m, C * C), M[rows].reshape(b, C * C, 1))[..., 0] / 2  # b x m
-        information = torch.minimum(information, torch.minimum(entropy[rows, None], entropy_t[None]))
+        information = torch.bmm(outer.reshape(b, m, C * C), M.reshape(b, C * C, 1))[..., 0] / 2  # b x m
+        information = torch.minimum(information, torch.minimum(entropy[:, None], entropy_t[None]))
         out[rows] = information.mean(-1).clamp_min(0.0).numpy()
     return out
 
