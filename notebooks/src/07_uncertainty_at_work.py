@@ -209,7 +209,7 @@ random_history = active_run(
 # (the GP's entropy, BALD and latent variance, top-10 or drawn in proportion, with and without the
 # pool in the kernel, and EPIG; logistic regression's uncertainty sampling; random texts) over three
 # seeds to 200 labels on r8 and 400 on 20ng: the GP with the pool, drawing by EPIG, reached random
-# sampling's full-budget accuracy at 45 labels on r8 and 190 on 20ng. `lvgp compare open-set`
+# sampling's full-budget accuracy at 48 labels on r8 and 197 on 20ng. `lvgp compare open-set`
 # (`results/open-set/`) measures the out-of-scope scores against every detector, draw by draw.
 
 # %%
