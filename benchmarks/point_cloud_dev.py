@@ -8,8 +8,8 @@ Prints each strategy's learning curve and area under it, one seed a run:
     python benchmarks/point_cloud_dev.py --quick      # tiny, for the tests
 
 ``--epig-estimator`` sets EPIG's estimator for the run (``"monte-carlo"`` or ``"second-order"``:
-``lvgp.experiments.active.epig``). ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's option); ``--dataset r8``
-takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
+``lvgp.experiments.active.epig``). ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's
+option); ``--dataset r8`` takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
 log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--gpc-objective loo``:
 the GP learners' hyper-parameters by the leave-one-out log probability of the labelled texts after the

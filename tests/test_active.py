@@ -101,7 +101,7 @@ def test_epig_second_order_is_its_formula_written_out(C, chunk, monkeypatch):
     mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
     var, target_var = rng.uniform(0.2, 2.0, size=(n, C)), rng.uniform(0.2, 2.0, size=(m, C))
     rho = rng.uniform(-0.9, 0.9, size=(C, n, m))
-    rho[:, 0, 0] = 0.999  # a pair strong enough for the cap
+    rho[:, 0, 0] = 0.999  # a pair as strongly coupled as a pair can be
     cov = rho * np.sqrt(var.T[:, :, None] * target_var.T[:, None, :])
     eps = np.random.default_rng(11).standard_normal((S, C))
 
