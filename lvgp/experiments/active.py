@@ -194,8 +194,8 @@ def epig(
       :math:`M^*` the target's; capped at the smaller of the two labels' predictive entropies, a bound on any
       mutual information. Exact as the covariances vanish, the regime of a pool's texts against random targets;
       it falls short of the information as the correlations near 1 and the latents' variances grow (the softmax
-      saturating): within 2% at correlation 0.6 and variances of 0.5-2, 24% short at 0.6 and half the
-      information at 0.999 with variances of 25 (``benchmarks/README.md``, "EPIG's estimator")."""
+      saturating), ranking such pairs above weaker ones still (``benchmarks/README.md``, "EPIG's estimator", says
+      by how much)."""
     mean, var = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
     target_mean, target_var = np.asarray(target_mean, dtype=np.float64), np.asarray(target_var, dtype=np.float64)
     cov = np.asarray(cov, dtype=np.float64)
