@@ -275,7 +275,7 @@ def _epig_second_order(
         else:  # E[diag(p) - p p^T]
             jacobian = torch.diag_embed(p_bar) - torch.einsum("tsc,tsk->tck", p, p) / n_samples
         weighted = jacobian / p_bar.clamp_min(1e-300).sqrt()[..., None]
-        entropy = -(p_bar * p_bar.clamp_min(1e-300).log()).sum(-1)
+        entropy = -_xlogx_sum(p_bar, (-1,))
         return weighted.transpose(1, 2) @ weighted, entropy
 
     M_t, entropy_t = moments(target_mean, target_var)
