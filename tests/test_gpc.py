@@ -274,6 +274,34 @@ def test_shared_dirichlet_predictions_are_gpytorchs_per_class_ones():
             np.testing.assert_allclose(ours[1].numpy(), gpytorch_s[1].numpy(), rtol=1e-7, atol=1e-10)
 
 
+def test_predictions_in_blocks_of_like_lengths_are_each_documents_own_and_padding_may_sit_anywhere():
+    """The prediction blocks take the documents in order of their lengths (a block as wide as its
+    longest): every result lands in its own row, equal to one document a block's; padded ids with
+    padding before a row's words predict as the same rows left-aligned (they were cut to their number
+    of words before)."""
+    from lvgp import PAD
+
+    x, y = three_classes(40, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), optimizer=LBFGS(max_iter=5), random_state=0).fit(x, y)
+    rng = np.random.default_rng(1)
+    short = three_classes(12, 7)[0]
+    test = [" ".join([t] * int(rng.integers(1, 6))) for t in short]  # lengths 1-5 times the texts', shuffled
+    one, blocks = clf.predict_proba(test, block=1), clf.predict_proba(test, block=5)
+    np.testing.assert_allclose(blocks, one, rtol=1e-12, atol=1e-14)
+    cross, cross_one = (
+        clf.predict_latent_cross(test[:7], test[7:], block=3),
+        clf.predict_latent_cross(test[:7], test[7:], block=1),
+    )
+    for got, expected in zip(cross, cross_one):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    ids = clf.encoder_.transform(test[:4])
+    shifted = torch.full((4, ids.shape[1] + 3), PAD)
+    shifted[:, 3:] = ids  # three columns of padding before every row's words
+    np.testing.assert_allclose(clf.predict_proba(shifted), clf.predict_proba(ids), rtol=1e-12, atol=1e-14)
+
+
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
     clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=60), random_state=0)

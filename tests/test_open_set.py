@@ -125,6 +125,18 @@ def fitted_gp():
     return clf
 
 
+def _documents_in_row_order(clf, texts):
+    """The documents as the classifier's kernel takes them, in the texts' order (its prediction blocks
+    come in order of the documents' lengths), padded to one width."""
+    from lvgp.bow.padded import pad_to_width
+
+    with clf._prediction_blocks(texts, 256) as (_, _, blocks):
+        parts = list(blocks)
+    width = max(xb.shape[-1] for _, xb in parts)
+    rows = torch.cat([idx for idx, _ in parts])
+    return torch.cat([pad_to_width(xb, width) for _, xb in parts])[torch.argsort(rows)]
+
+
 def test_gp_probability_scores_are_those_of_its_probabilities(fitted_gp):
     rng = np.random.default_rng(1)
     test = _texts("pos", 4, rng) + ["good bad", "great awful dull"]
@@ -162,8 +174,7 @@ def test_gp_latent_posterior_and_variance_score_are_the_closed_form_ones(fitted_
     K_y = _noisy_training_covariance(clf)
     with torch.no_grad():
         if xs is None:
-            with clf._prediction_blocks(test, 256) as (_, _, blocks):
-                xs = torch.cat([xb for _, xb in blocks])
+            xs = _documents_in_row_order(clf, test)
         from lvgp.bow.padded import pad_to_common_width
 
         a, b = pad_to_common_width(x, xs)
@@ -201,10 +212,7 @@ def test_gp_latent_cross_covariances_are_the_closed_form_ones(fitted_gp, block):
     model = clf.model_
     x = model.train_inputs[0]
     with torch.no_grad():
-        with clf._prediction_blocks(X[:3], 256) as (_, _, blocks):
-            xa = torch.cat([xb for _, xb in blocks])
-        with clf._prediction_blocks(Z, 256) as (_, _, blocks):
-            xz = torch.cat([xb for _, xb in blocks])
+        xa, xz = _documents_in_row_order(clf, X[:3]), _documents_in_row_order(clf, Z)
         kernel = model.covar_module
         k_a = kernel(*pad_to_common_width(x, xa)).to_dense()
         k_z = kernel(*pad_to_common_width(x, xz)).to_dense()
@@ -242,10 +250,7 @@ def test_gp_latent_cross_covariances_per_class_are_gpytorch_joint_posterior_writ
         mean, var = clf.predict_latent(A)
     model = clf.model_
     with torch.no_grad():
-        docs = []
-        for texts in (A, Z):
-            with clf._prediction_blocks(texts, 256) as (_, _, blocks):
-                docs.append(torch.cat([xb for _, xb in blocks]))
+        docs = [_documents_in_row_order(clf, texts) for texts in (A, Z)]
         x = model.train_inputs[0]
         kernel = model.covar_module
         k_a = kernel(*pad_to_common_width(x, docs[0])).to_dense()  # C x n x a: each class's output scale

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 import torch
 
 from .._typing import Documents
-from ..bow.padded import COMPACT_IDS, PAD, check_padded, counts_to_padded, pad_to_common_width
+from ..bow.padded import COMPACT_IDS, PAD, check_padded, counts_to_padded, left_aligned, pad_to_common_width
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, warn
 from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, needs_texts, resolve_embeddings
@@ -217,7 +217,8 @@ class DocumentEncoder:
             self.num_words = int(X.shape[1])
             x = counts_to_padded(X, name)
         else:
-            x = _ids(check_padded(X, name), compact)  # integer ids only: floats are an error, not rounded
+            # integer ids only: floats are an error, not rounded; padding before a word moved after the row's words
+            x = left_aligned(_ids(check_padded(X, name), compact))
             if x.dim() != 2:
                 raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
             if self.num_words_option is not None:
@@ -266,7 +267,7 @@ class DocumentEncoder:
                     f"{name} has {X.shape[1]} columns but the estimator was fitted on {self.num_words} words"
                 )
             return counts_to_padded(X, name)
-        x = _ids(check_padded(X, name, self.num_words, allow_empty=True), compact)
+        x = left_aligned(_ids(check_padded(X, name, self.num_words, allow_empty=True), compact))
         if x.dim() != 2:
             raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
         return x

@@ -117,8 +117,24 @@ def document_lengths(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([(x[start : start + rows] != PAD).sum(-1) for start in range(0, x.shape[0], rows)])
 
 
+def left_aligned(x: torch.Tensor) -> torch.Tensor:
+    """Padded documents ``*b x n x L`` with each row's words first and its padding after them: the same
+    multisets of words, in the layout in which a row's number of words is the width it needs
+    (:func:`trim_to_longest`, :func:`documents_at`). ``x`` itself where no row has padding before a
+    word (:func:`~lvgp.bow.Vocabulary.encode`'s and :func:`counts_to_padded`'s output); otherwise each
+    row's words keep their order."""
+    if x.dim() < 2 or x.shape[-1] < 2 or x.numel() == 0:
+        return x
+    pad = x == PAD
+    if not bool((pad[..., :-1] & ~pad[..., 1:]).any()):
+        return x
+    order = torch.sort(pad.to(torch.uint8), dim=-1, stable=True).indices
+    return x.gather(-1, order)
+
+
 def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """The rows of ``n x L`` padded documents cut to their longest document (at least one column).
+    """The rows of ``n x L`` left-aligned padded documents (:func:`left_aligned`) cut to their longest
+    document (at least one column).
     ``lengths``: the rows' :func:`document_lengths` where the caller keeps them on the host, so
     that cutting a batch on a GPU reads nothing back from it."""
     longest = document_lengths(x) if lengths is None else lengths
@@ -130,7 +146,10 @@ def documents_at(x: torch.Tensor, rows: torch.Tensor | np.ndarray, lengths: torc
     estimator: cut to their longest document (:func:`trim_to_longest`, ``lengths`` its host-side
     lengths of those rows), and ``int64`` where the corpus keeps its ids in a :data:`COMPACT_IDS`
     dtype (other inputs, e.g. documents packed with features as float64, as they are)."""
-    batch = trim_to_longest(x[rows], lengths)
+    if lengths is None:
+        batch = trim_to_longest(x[rows])
+    else:  # the columns cut before the rows are gathered: no copy of the corpus's full width
+        batch = x[:, : max(1, int(lengths.max()))][rows] if len(lengths) else x[rows, :1]
     return batch.long() if batch.dtype in COMPACT_IDS else batch
 
 
