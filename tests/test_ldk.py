@@ -16,6 +16,7 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 from torch.func import functional_call
 
 from lvgp import PAD, LatentDistributionKernel
+from lvgp.bow.padded import pad_to_width
 from lvgp.kernels import EMBEDDINGS, LEVEL2_KERNELS, make_word_vectors
 
 from . import reference as ref
@@ -708,3 +709,31 @@ def test_the_bandwidth_collapse_maps_to_the_same_kernel_values():
         torch.testing.assert_close(kernel(docs).to_dense(), before, rtol=1e-12, atol=1e-12)
     if isinstance(kernel.word_vectors, MAPWordVectors):
         assert kernel.word_vectors.rho == pytest.approx(2.0)
+
+
+def test_document_sets_are_shared_by_the_same_documents_at_any_width():
+    """A prediction pads the training documents or each block to the other's width: the kernel serves
+    the set it derived from the documents at one width to the same documents at another (padding
+    columns alone beyond the common ones), the same values as a fresh kernel's; it never serves it for
+    documents that differ in a column beyond the narrower's width, and derives a set from the columns
+    that hold a word alone (:func:`~lvgp.kernels.document.without_padding_columns`)."""
+    from lvgp.kernels.document import same_documents, without_padding_columns
+
+    k = make_kernel("rbf", "cosine", identity_weight=0.5)
+    with torch.no_grad():
+        first = k(X1, X2).to_dense()
+        held = {id(d) for _, d in k._document_sets.values()}
+        wider = pad_to_width(X1, 9)
+        torch.testing.assert_close(k(wider, pad_to_width(X2, 9)).to_dense(), first, rtol=0, atol=1e-12)
+        assert {id(d) for _, d in k._document_sets.values()} <= held  # no set derived again
+        fresh = make_kernel("rbf", "cosine", identity_weight=0.5)  # the same parameters, no set held
+        torch.testing.assert_close(first, fresh(X1, X2).to_dense(), rtol=0, atol=1e-12)
+        other = wider.clone()
+        other[1, 6] = 3  # a word past X1's width: other documents
+        assert not same_documents(X1, other) and same_documents(X1, wider) and same_documents(wider, X1)
+        torch.testing.assert_close(k(other, X2).to_dense(), fresh(other, X2).to_dense(), rtol=0, atol=1e-12)
+        assert not same_documents(X1, X1[:3]) and not same_documents(X1, X1.flip(0))
+    x = torch.tensor([[PAD, 4, PAD, PAD, PAD], [1, PAD, 2, PAD, PAD]])  # padding inside a row is kept
+    assert torch.equal(without_padding_columns(x), x[:, :3])
+    assert without_padding_columns(torch.full((2, 4), PAD)).shape == (2, 1)
+    assert without_padding_columns(X2) is X2
