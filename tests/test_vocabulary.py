@@ -126,3 +126,93 @@ def test_trim_to_longest_cuts_padding_columns_with_or_without_host_lengths():
     assert torch.equal(trim_to_longest(x[:2], document_lengths(x)[:2]), x[:2, :2])
     empty = torch.full((2, 4), PAD)
     assert trim_to_longest(empty).shape == (2, 1)  # at least one column
+
+
+def _tokens_written_out(text: str, lowercase: bool = True, shortest: int = 3, stop=None) -> list[str]:
+    """The tokenization rules without the memo: NFC, lower-case, the pattern, the filters."""
+    import unicodedata
+
+    from lvgp.bow.vocabulary import ENGLISH_STOP_WORDS, _token_pattern
+
+    stop = ENGLISH_STOP_WORDS if stop is None else stop
+    text = unicodedata.normalize("NFC", text)
+    text = text.lower() if lowercase else text
+    return [t for t in _token_pattern().findall(text) if len(t) >= shortest and t not in stop]
+
+
+def test_the_token_memo_serves_the_tokens_of_the_rules_for_each_set_of_options(monkeypatch):
+    """A text tokenized again comes from the memo (:class:`~lvgp.bow.vocabulary.TokenMemo`): the same
+    tokens as the rules written out, for each set of options (lower-casing, shortest token, stop words
+    are part of its key), a fresh list every call, the same words held once (interned)."""
+    from lvgp.bow import vocabulary
+
+    memo = vocabulary.TokenMemo()
+    monkeypatch.setattr(vocabulary, "TOKENS", memo)
+    text = "Great GREAT films, and the Film's ending: no über-cliché"
+    for options, expected in (
+        ({}, _tokens_written_out(text)),
+        ({"lowercase": False}, _tokens_written_out(text, lowercase=False)),
+        ({"min_token_len": 1, "stop_words": None}, _tokens_written_out(text, shortest=1, stop=frozenset())),
+        ({"stop_words": ["film", "great"]}, _tokens_written_out(text, stop=frozenset({"film", "great"}))),
+    ):
+        vocab = Vocabulary(**options)
+        first = vocab.tokenize(text)
+        assert first == expected
+        first.append("changed")  # the caller's list, not the memo's
+        assert vocab.tokenize(text) == expected
+    assert len(memo) == 4  # one entry a set of options
+    again = Vocabulary().tokenize("a great film")
+    assert again[0] is Vocabulary().tokenize(text)[0]  # "great", held once
+    # documents given as tokens are not memoized, and are taken verbatim
+    assert Vocabulary().tokenize(["The", "x"]) == ["The", "x"] and len(memo) == 5
+    memo.clear()
+    assert len(memo) == 0 and Vocabulary().tokenize(text) == _tokens_written_out(text)
+
+
+def test_the_token_memo_is_bounded_and_forgets_the_least_recent_text_first(monkeypatch):
+    from lvgp.bow import vocabulary
+
+    memo = vocabulary.TokenMemo()
+    monkeypatch.setattr(vocabulary, "TOKENS", memo)
+    monkeypatch.setattr(vocabulary, "TOKEN_MEMO_TOKENS", 12)  # each text counts its tokens plus one
+    vocab = Vocabulary()
+    texts = [f"alpha beta gamma {word}" for word in ("delta", "epsilon", "zeta", "theta")]  # 4 tokens each
+    for text in texts[:2]:
+        vocab.tokenize(text)
+    assert len(memo) == 2 and memo._tokens == 10
+    vocab.tokenize(texts[0])  # the first is now the most recent
+    vocab.tokenize(texts[2])  # over the bound: the second goes
+    key = (texts[1], True, 3, vocabulary.ENGLISH_STOP_WORDS)
+    assert memo.get(key) is None and memo.get((texts[0], *key[1:])) is not None and memo._tokens == 10
+    vocab.tokenize("apple banana cherry dates elder figs grape honeydew kiwi lemon mango nectarine")  # 13: not held
+    assert len(memo) == 2
+    monkeypatch.setattr(vocabulary, "TOKEN_MEMO_TOKENS", 0)  # off
+    memo.clear()
+    assert vocab.tokenize(texts[3]) == ["alpha", "beta", "gamma", "theta"] and len(memo) == 0
+
+
+def test_encode_pads_every_row_as_a_loop_would_also_when_truncating():
+    """:func:`~lvgp.bow.vocabulary._padded`'s one flat assignment against a row-by-row loop: empty
+    rows, rows longer than ``max_len``, one row."""
+    from lvgp.bow.vocabulary import _padded
+
+    rng = np.random.default_rng(0)
+    ids = [list(rng.integers(0, 50, size=n)) for n in (0, 3, 7, 1, 0, 12)]
+    for width in (1, 5, 12, 20):
+        expected = np.full((len(ids), width), PAD, dtype=np.int64)
+        for i, row in enumerate(ids):
+            expected[i, : min(len(row), width)] = row[:width]
+        np.testing.assert_array_equal(_padded(ids, width), expected)
+    np.testing.assert_array_equal(_padded([[4, 2]], 3), [[4, 2, PAD]])
+    assert _padded([], 2).shape == (0, 2)
+
+
+def test_left_aligned_moves_padding_after_each_rows_words():
+    from lvgp.bow.padded import left_aligned
+
+    x = torch.tensor([[PAD, 3, PAD, 5], [1, 2, PAD, PAD], [PAD, PAD, PAD, PAD]])
+    assert torch.equal(left_aligned(x), torch.tensor([[3, 5, PAD, PAD], [1, 2, PAD, PAD], [PAD] * 4]))
+    aligned = torch.tensor([[4, 4, PAD], [7, PAD, PAD]])
+    assert left_aligned(aligned) is aligned  # nothing to move: the tensor itself
+    batched = torch.stack([x, x.flip(0)])
+    assert torch.equal(left_aligned(batched)[1], left_aligned(x.flip(0)))

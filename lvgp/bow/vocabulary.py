@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 import sys
+import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -65,9 +68,74 @@ def _token_pattern() -> re.Pattern:
 
 _FORMAT = "lvgp.Vocabulary/1"
 
+#: the tokens :class:`TokenMemo` holds at most, over all its texts (each text counts its tokens plus one):
+#: about 32 MB of references to the (interned) tokens; 0 switches the memo off
+TOKEN_MEMO_TOKENS = 2**22
+
+
+class TokenMemo:
+    """The tokens of recently tokenized texts, by the text and the tokenizer's options (lower-casing, the
+    shortest token, the stop words): a text tokenized again, by any :class:`Vocabulary` with the same
+    options, is a lookup, not a pass of the regular expression. An active learner's pool is tokenized
+    again by every round's new vocabulary, a test set by every refit (``benchmarks/README.md``,
+    ``active_round.py``). Bounded by :data:`TOKEN_MEMO_TOKENS`, the least recently used text forgotten
+    first; the tokens are interned, so that a word of many texts is held once. Tokenizing is a pure
+    function of the text and the options: the memo changes no result. :meth:`clear` empties it
+    (``lvgp.bow.vocabulary.TOKENS.clear()``)."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
+        self._tokens = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> tuple[str, ...] | None:
+        with self._lock:
+            hit = self._held.get(key)
+            if hit is not None:
+                self._held.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple, tokens: tuple[str, ...]) -> None:
+        limit = TOKEN_MEMO_TOKENS
+        with self._lock:
+            if len(tokens) + 1 > limit or key in self._held:
+                return
+            self._held[key] = tokens
+            self._tokens += len(tokens) + 1
+            while self._tokens > limit:
+                _, old = self._held.popitem(last=False)
+                self._tokens -= len(old) + 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self._tokens = 0
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+#: the memo every :class:`Vocabulary` tokenizes through
+TOKENS = TokenMemo()
+
 
 def _is_pretokenized(doc) -> bool:
     return isinstance(doc, (list, tuple)) and all(isinstance(t, str) for t in doc)
+
+
+def _padded(ids: list[list[int]], width: int) -> np.ndarray:
+    """The ``n x width`` ``int64`` array of the rows' ids (each cut to ``width``), padded with :data:`PAD`:
+    every id written by one flat assignment, not a row at a time."""
+    given = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    lengths = np.minimum(given, width)
+    total = int(lengths.sum())
+    rows = (r[:width] for r in ids) if bool((given > width).any()) else ids
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=total)
+    out = np.full((len(ids), width), PAD, dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths  # each row's first entry in flat
+    where = np.arange(total) + np.repeat(np.arange(len(ids)) * width - starts, lengths)
+    out.reshape(-1)[where] = flat
+    return out
 
 
 class Vocabulary:
@@ -82,6 +150,10 @@ class Vocabulary:
 
     Word ids are assigned in alphabetical order (as scikit-learn's ``CountVectorizer``
     does), after the ``min_df``/``max_df``/``max_features`` filters.
+
+    The tokens of recently tokenized strings are remembered (:class:`TokenMemo`, bounded by
+    :data:`TOKEN_MEMO_TOKENS`): a text seen again, by this vocabulary or another with the same
+    tokenizer options, is not tokenized again.
 
     Args:
         min_df: keep words occurring in at least this many training documents (int)
@@ -135,12 +207,22 @@ class Vocabulary:
         """Tokens of one document (see the class docstring for the rules)."""
         if _is_pretokenized(doc):
             return list(doc)
+        return list(self._string_tokens(doc, self._stop_set()))
+
+    def _string_tokens(self, doc: object, stop: frozenset[str]) -> tuple[str, ...]:
+        """:meth:`tokenize` of a string, through the memo of recent texts (:class:`TokenMemo`); ``stop``:
+        :meth:`_stop_set`."""
         if not isinstance(doc, str):
             raise TypeError(f"a document must be a string or a list of string tokens; got {type(doc).__name__}")
-        text = unicodedata.normalize("NFC", doc)
-        text = text.lower() if self.lowercase else text
-        stop = self._stop_set()
-        return [t for t in _token_pattern().findall(text) if len(t) >= self.min_token_len and t not in stop]
+        key = (doc, self.lowercase, self.min_token_len, stop)
+        tokens = TOKENS.get(key)
+        if tokens is None:
+            text = unicodedata.normalize("NFC", doc)
+            text = text.lower() if self.lowercase else text
+            shortest, intern = self.min_token_len, sys.intern
+            tokens = tuple(intern(t) for t in _token_pattern().findall(text) if len(t) >= shortest and t not in stop)
+            TOKENS.put(key, tokens)
+        return tokens
 
     def token_spans(self, doc: str) -> tuple[str, list[tuple[str, int, int]]]:
         """The text :meth:`tokenize` reads (``doc`` NFC-normalized, lower-cased if ``lowercase``)
@@ -160,10 +242,12 @@ class Vocabulary:
         ]
         return text, spans
 
-    def _tokenize_all(self, docs, name: str) -> list[list[str]]:
+    def _tokenize_all(self, docs, name: str) -> list[Sequence[str]]:
+        """The tokens of every document (read-only sequences: a text's come from the memo)."""
         if isinstance(docs, str):
             raise TypeError(f"{name} must be a sequence of documents, not a single string")
-        return [self.tokenize(d) for d in docs]
+        stop = self._stop_set()
+        return [list(d) if _is_pretokenized(d) else self._string_tokens(d, stop) for d in docs]
 
     # ------------------------------------------------------------------ fitting
     def _check_options(self) -> None:
@@ -283,9 +367,23 @@ class Vocabulary:
         self._check_fitted()
         index = self._fitted_index
         added: dict[str, int] = {}
-        out, dropped_tokens, dropped_types, dropped_docs = [], 0, set(), 0
+        out: list[list[int]] = []
+        dropped_types: set[str] = set()
+        dropped_tokens = dropped_docs = 0
+        get = index.get
         for toks in self._tokenize_all(docs, "docs"):
-            ids, lost = [], 0
+            if extend is None:  # the lookups by map, the lost tokens counted only where there are any
+                found = list(map(get, toks))
+                if None in found:
+                    out.append([i for i in found if i is not None])
+                    dropped_tokens += len(found) - len(out[-1])
+                    dropped_types.update(t for t, i in zip(toks, found) if i is None)
+                    dropped_docs += 1
+                else:
+                    out.append(cast(list[int], found))
+                continue
+            ids: list[int] = []
+            lost = 0
             for t in toks:
                 i = index.get(t)
                 if i is None and extend is not None and t in extend:
@@ -377,11 +475,7 @@ class Vocabulary:
                 TruncationWarning,
                 stacklevel=4,
             )
-        out = np.full((len(ids), width), PAD, dtype=np.int64)
-        for i, row in enumerate(ids):
-            row = row[:width]
-            out[i, : len(row)] = row
-        return torch.from_numpy(out), added
+        return torch.from_numpy(_padded(ids, width)), added
 
     def fit_encode(self, docs, max_len: int | None = None, on_empty: str = "raise") -> torch.Tensor:
         """``fit(docs)`` then ``encode(docs)``."""
