@@ -60,6 +60,7 @@ BENCHMARKS = {
     "mahalanobis_cost.py": "speed-up",
     "epig_cost.py": "largest relative difference between the two",
     "epig_estimator.py": "| second order, 64 draws a text |",
+    "active_round.py": "largest difference between the two codes' results",
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",
     "clgp_xor.py": "final ELBO",
