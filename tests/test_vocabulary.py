@@ -216,3 +216,11 @@ def test_left_aligned_moves_padding_after_each_rows_words():
     assert left_aligned(aligned) is aligned  # nothing to move: the tensor itself
     batched = torch.stack([x, x.flip(0)])
     assert torch.equal(left_aligned(batched)[1], left_aligned(x.flip(0)))
+    # every estimator's encoder: what it fits on and predicts at is left-aligned (the blocks and mini-batches
+    # are cut to their rows' number of words)
+    from lvgp.base.encoding import DocumentEncoder
+
+    encoder = DocumentEncoder()
+    aligned_x = left_aligned(x)
+    assert torch.equal(encoder.fit_transform(x[:2]), aligned_x[:2])
+    assert torch.equal(encoder.transform(x), aligned_x) and torch.equal(encoder.transform(x, compact=True), aligned_x)
