@@ -58,7 +58,8 @@ else:
     split = study.split(0)
     pool_texts, pool_labels, test_texts = split.pool_texts, split.pool_labels, split.test_texts
     rest = np.setdiff1d(np.arange(len(pool_labels)), split.start)
-    chosen = np.concatenate([split.start, np.random.default_rng(args["seed"]).choice(rest, args["labelled"], replace=False)])
+    extra = np.random.default_rng(args["seed"]).choice(rest, args["labelled"], replace=False)
+    chosen = np.concatenate([split.start, extra])
     model = study.estimator({"method": "gp-pool-power-epig", "split": 0, "params": {}})
 rng = np.random.default_rng(args["seed"] + 1)
 unlabelled = np.setdiff1d(np.arange(len(pool_labels)), chosen)
@@ -70,7 +71,8 @@ for name, call in (("cross", lambda: model.predict_latent_cross(candidates, targ
                    ("proba", lambda: model.predict_proba(test_texts))):
     first, result = timed(call)
     again = min(timed(call)[0] for _ in range(args["repeats"]))
-    values = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in (result if name == "cross" else [result])])
+    parts = result if name == "cross" else [result]
+    values = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in parts])
     np.save(args["save"] + "-" + name + ".npy", values)
     out[name] = {"first": first, "again": again}
 if args["profile"]:

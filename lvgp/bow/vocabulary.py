@@ -69,7 +69,7 @@ def _token_pattern() -> re.Pattern:
 _FORMAT = "lvgp.Vocabulary/1"
 
 #: the tokens :class:`TokenMemo` holds at most, over all its texts (each text counts its tokens plus one):
-#: about 32 MB of references to the (interned) tokens; 0 switches the memo off
+#: about 32 MB of references to the (interned) tokens, beside the texts it keeps as keys; 0 switches the memo off
 TOKEN_MEMO_TOKENS = 2**22
 
 

@@ -245,9 +245,9 @@ class DocumentKernel(Kernel):
         documents (:func:`same_documents`: equal ids up to columns of padding only, on a GPU of one
         width, compared by value: a sparse GP's inducing documents reach the kernel as a slice of a
         fresh concatenation with the batch at every step, and a prediction pads the training
-        documents or each block to the other's width). An optimizer evaluates the kernel on the same training documents at every
-        step, and a prediction in blocks at every block: their weights, distinct words, bags and
-        bag-of-words Gram are computed once."""
+        documents or each block to the other's width). An optimizer evaluates the kernel on the same
+        training documents at every step, and a prediction in blocks at every block: their weights,
+        distinct words, bags and bag-of-words Gram are computed once."""
         setting = (x.dtype, x.device, dtype, self.num_words, *self._weights_setting())
         key = (
             x.untyped_storage().data_ptr(),
