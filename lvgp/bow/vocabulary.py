@@ -89,6 +89,8 @@ class TokenMemo:
         self._lock = threading.Lock()
 
     def get(self, key: tuple) -> tuple[str, ...] | None:
+        """The tokens held for ``key`` (``(text, lowercase, min_token_len, stop words)``), now the most
+        recently used, or ``None``."""
         with self._lock:
             hit = self._held.get(key)
             if hit is not None:
@@ -96,6 +98,8 @@ class TokenMemo:
             return hit
 
     def put(self, key: tuple, tokens: tuple[str, ...]) -> None:
+        """Hold ``tokens`` for ``key``, forgetting the least recently used texts beyond the bound (a text
+        of more tokens than the bound is not held)."""
         limit = TOKEN_MEMO_TOKENS
         with self._lock:
             if len(tokens) + 1 > limit or key in self._held:
@@ -107,6 +111,7 @@ class TokenMemo:
                 self._tokens -= len(old) + 1
 
     def clear(self) -> None:
+        """Forget every text."""
         with self._lock:
             self._held.clear()
             self._tokens = 0
