@@ -7,9 +7,10 @@ fit.
 
 each called once on a fresh process (the first round: nothing tokenized yet, the cluster kernel's nearest
 pool points not yet remembered) and again (every later round calls them on the same texts; the fastest of
-``--repeats``). Printed: seconds, the ratios, and the largest difference between the two codes' results
-(their fits differ in the last digits: a document set now derived from a block cut to its words sums no
-padding columns).
+``--repeats``); and ``Vocabulary.tokenize`` over the candidates alone, twice (a text tokenized first costs
+the memo its interning; again, a lookup). Printed: seconds, the ratios, and the largest difference between the
+two codes' results (their fits differ in the last digits: a document set now derived from a block cut to its
+words sums no padding columns).
 
 With ``--profile``, cProfile of one more call of ``predict_latent_cross`` by each code (the code before's: the
 profile that led to the change).
@@ -82,6 +83,14 @@ if args["profile"]:
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(12)
     out["profile"] = text.getvalue()
+# the tokenizer alone over the candidates: a fresh memo's first pass (where there is one) and a second
+from lvgp.bow import vocabulary as vocabulary_module
+memo = getattr(vocabulary_module, "TOKENS", None)
+if memo is not None:
+    memo.clear()
+vocab = vocabulary_module.Vocabulary()
+out["tokenize"] = {"first": timed(lambda: [vocab.tokenize(t) for t in candidates])[0],
+                   "again": timed(lambda: [vocab.tokenize(t) for t in candidates])[0]}
 print(json.dumps(out))
 """
 
@@ -138,7 +147,12 @@ def main(argv=None) -> int:
             f"| {label} | {b['first']:.2f} | {n['first']:.2f} | {b['again']:.2f} | {n['again']:.2f} "
             f"| {b['again'] / n['again']:.1f}x |"
         )
-    print(f"\nfit before / now: {before['fit']:.2f} / {now['fit']:.2f} s")
+    b, n = before["tokenize"], now["tokenize"]
+    print(
+        f"\n`Vocabulary.tokenize` of the {now['candidates']} candidates, first / again (s): before {b['first']:.2f} / "
+        f"{b['again']:.2f}, now {n['first']:.2f} / {n['again']:.2f}"
+    )
+    print(f"fit before / now: {before['fit']:.2f} / {now['fit']:.2f} s")
     print(
         "largest difference between the two codes' results: predict_latent_cross "
         f"{differences['cross']:.1e}, predict_proba {differences['proba']:.1e}"
