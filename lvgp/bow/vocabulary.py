@@ -377,31 +377,20 @@ class Vocabulary:
         dropped_tokens = dropped_docs = 0
         get = index.get
         for toks in self._tokenize_all(docs, "docs"):
-            if extend is None:  # the lookups by map, the lost tokens counted only where there are any
-                found = list(map(get, toks))
-                if None in found:
-                    out.append([i for i in found if i is not None])
-                    dropped_tokens += len(found) - len(out[-1])
-                    dropped_types.update(t for t, i in zip(toks, found) if i is None)
-                    dropped_docs += 1
-                else:
-                    out.append(cast(list[int], found))
+            found = list(map(get, toks))  # the lookups by map; the unknown tokens looked at only where there are any
+            if None not in found:
+                out.append(cast(list[int], found))
                 continue
-            ids: list[int] = []
-            lost = 0
-            for t in toks:
-                i = index.get(t)
-                if i is None and extend is not None and t in extend:
-                    i = added.setdefault(t, len(index) + len(added))
-                if i is None:
-                    lost += 1
-                    dropped_types.add(t)
-                else:
-                    ids.append(i)
-            if lost:
-                dropped_tokens += lost
+            if extend is not None:  # unknown tokens of extend: new ids, in order of first appearance
+                found = [
+                    added.setdefault(t, len(index) + len(added)) if i is None and t in extend else i
+                    for t, i in zip(toks, found)
+                ]
+            out.append([i for i in found if i is not None])
+            if len(out[-1]) < len(found):
+                dropped_tokens += len(found) - len(out[-1])
+                dropped_types.update(t for t, i in zip(toks, found) if i is None)
                 dropped_docs += 1
-            out.append(ids)
         if dropped_tokens:
             without = " without a pretrained vector" if extend is not None else ""
             warn(
