@@ -716,8 +716,8 @@ def test_document_sets_are_shared_by_the_same_documents_at_any_width():
     the set it derived from the documents at one width to the same documents at another (padding
     columns alone beyond the common ones), the same values as a fresh kernel's; it never serves it for
     documents that differ in a column beyond the narrower's width, and derives a set from the columns
-    that hold a word alone (:func:`~lvgp.kernels.document.without_padding_columns`)."""
-    from lvgp.kernels.document import same_documents, without_padding_columns
+    that hold a word alone (:func:`~lvgp.bow.padded.without_padding_columns`)."""
+    from lvgp.bow.padded import same_documents, without_padding_columns
 
     k = make_kernel("rbf", "cosine", identity_weight=0.5)
     with torch.no_grad():

@@ -132,9 +132,34 @@ def left_aligned(x: torch.Tensor) -> torch.Tensor:
     return x.gather(-1, order)
 
 
+def same_documents(x1: torch.Tensor, x2: torch.Tensor) -> bool:
+    """Whether padded documents ``x1`` and ``x2`` (``*b x n x L1`` and ``*b x n x L2``) hold the same words:
+    equal ids in their common columns, and padding alone in the wider one's other columns (padding changes
+    no kernel value, nor anything a :class:`~lvgp.kernels.mean_embedding.DocumentSet` derives)."""
+    if x1.shape[:-1] != x2.shape[:-1]:
+        return False
+    width = min(x1.shape[-1], x2.shape[-1])
+    wider = x1 if x1.shape[-1] > width else x2
+    return torch.equal(x1[..., :width], x2[..., :width]) and bool((wider[..., width:] == PAD).all())
+
+
+def without_padding_columns(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (``*b x n x L`` padded documents) without its trailing columns that hold padding alone (a view;
+    at least one column): a block of short documents padded to a long one's width, as a prediction
+    pads each block to the training documents', costs the sets derived from it nothing beyond its
+    words. On the CPU; elsewhere ``x`` as given (its width read back to the host would be a wait at
+    every mini-batch step, whose batches are cut to their longest document already)."""
+    if x.shape[-1] <= 1 or x.numel() == 0 or x.device.type != "cpu":
+        return x
+    used = torch.nonzero((x != PAD).reshape(-1, x.shape[-1]).any(0)).ravel()
+    width = int(used[-1]) + 1 if len(used) else 1
+    return x if width == x.shape[-1] else x[..., :width]
+
+
 def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
     """The rows of ``n x L`` left-aligned padded documents (:func:`left_aligned`) cut to their longest
-    document (at least one column).
+    document (at least one column), from their number of words (:func:`without_padding_columns` cuts
+    documents of any layout, from the ids themselves).
     ``lengths``: the rows' :func:`document_lengths` where the caller keeps them on the host, so
     that cutting a batch on a GPU reads nothing back from it."""
     longest = document_lengths(x) if lengths is None else lengths

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from .._typing import TensorLike
 from ..base.shapes import broadcast_shapes
-from ..bow.padded import PAD, check_padded, pad_to_common_width
+from ..bow.padded import check_padded, pad_to_common_width, same_documents, without_padding_columns
 from . import mean_embedding as me
 from .level2 import Level2Kernel, make_level2
 
@@ -89,30 +89,6 @@ class InnerProducts(NamedTuple):
 
 def _no_floor(x: Tensor, latent: Tensor) -> None:
     return None
-
-
-def same_documents(x1: Tensor, x2: Tensor) -> bool:
-    """Whether padded documents ``x1`` and ``x2`` (``*b x n x L1`` and ``*b x n x L2``) hold the same words:
-    equal ids in their common columns, and padding alone in the wider one's other columns (padding changes
-    no kernel value, nor anything a :class:`~lvgp.kernels.mean_embedding.DocumentSet` derives)."""
-    if x1.shape[:-1] != x2.shape[:-1]:
-        return False
-    width = min(x1.shape[-1], x2.shape[-1])
-    wider = x1 if x1.shape[-1] > width else x2
-    return torch.equal(x1[..., :width], x2[..., :width]) and bool((wider[..., width:] == PAD).all())
-
-
-def without_padding_columns(x: Tensor) -> Tensor:
-    """``x`` (``*b x n x L`` padded documents) without its trailing columns that hold padding alone (a view;
-    at least one column): a block of short documents padded to a long one's width, as a prediction
-    pads each block to the training documents', costs the sets derived from it nothing beyond its
-    words. On the CPU; elsewhere ``x`` as given (its width read back to the host would be a wait at
-    every mini-batch step, whose batches are cut to their longest document already)."""
-    if x.shape[-1] <= 1 or x.numel() == 0 or x.device.type != "cpu":
-        return x
-    used = torch.nonzero((x != PAD).reshape(-1, x.shape[-1]).any(0)).ravel()
-    width = int(used[-1]) + 1 if len(used) else 1
-    return x if width == x.shape[-1] else x[..., :width]
 
 
 class DocumentKernel(Kernel):
@@ -242,10 +218,10 @@ class DocumentKernel(Kernel):
         small cache of the last sets, keyed by ``x``'s storage, offset, strides, shape and version
         (the entry holds ``x``, so its storage cannot be reused by other documents while cached),
         the kernel's word ids in use and the word weights; failing that, a cached set of the same
-        documents (:func:`same_documents`: equal ids up to columns of padding only, on a GPU of one
-        width, compared by value: a sparse GP's inducing documents reach the kernel as a slice of a
-        fresh concatenation with the batch at every step, and a prediction pads the training
-        documents or each block to the other's width). An optimizer evaluates the kernel on the same
+        documents (:func:`~lvgp.bow.padded.same_documents`: equal ids up to columns of padding only,
+        on a GPU of one width, compared by value: a sparse GP's inducing documents reach the kernel as
+        a slice of a fresh concatenation with the batch at every step, and a prediction pads the
+        training documents or each block to the other's width). An optimizer evaluates the kernel on the same
         training documents at every step, and a prediction in blocks at every block: their weights,
         distinct words, bags and bag-of-words Gram are computed once."""
         setting = (x.dtype, x.device, dtype, self.num_words, *self._weights_setting())
