@@ -302,6 +302,37 @@ def test_predictions_in_blocks_of_like_lengths_are_each_documents_own_and_paddin
     np.testing.assert_allclose(clf.predict_proba(shifted), clf.predict_proba(ids), rtol=1e-12, atol=1e-14)
 
 
+def test_texts_predict_unpadded_as_through_the_whole_padded_corpus(monkeypatch):
+    """Texts are encoded without padding for prediction and each block padded to its own longest
+    (:meth:`DocumentEncoder.predicting_unpadded`): the same predictions as through the corpus padded to its
+    longest text (:meth:`DocumentEncoder.predicting`, before), also where unseen words with a pretrained
+    vector are extra words of the kernel and where a text has no known word."""
+    from lvgp.base.encoding import DocumentEncoder
+
+    corpus = make_synonym_regression(n=80, noise=0.0, random_state=0)
+    embeddings, _ = synonym_embeddings(corpus, random_state=0)
+    labels = (corpus.y > np.median(corpus.y)).astype(int)
+    clf = LDKGPClassifier(
+        LDKSpec(latent_dim=2, rho=0.1, word_embeddings=embeddings), optimizer=LBFGS(max_iter=3), random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(corpus.texts[:20], labels[:20])
+    test = [*corpus.texts[20:], "qqqq zzzz"]
+    added = clf.encoder_.vocabulary.encode_ragged(test, clf.encoder_._available_embeddings())[1]
+    assert added, "no unseen word with a vector: the extension is not exercised"
+
+    def predictions():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return (clf.predict_proba(test, block=7), *clf.predict_latent_cross(test[:25], test[25:], block=6))
+
+    unpadded = predictions()
+    monkeypatch.setattr(DocumentEncoder, "predicting_unpadded", DocumentEncoder.predicting)
+    for got, expected in zip(unpadded, predictions()):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
     clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=60), random_state=0)

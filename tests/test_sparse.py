@@ -133,6 +133,33 @@ def test_regressor_learns_with_minibatches_and_handles_input():
         SparseGPLVSMRegressor().fit(corpus.texts[:5], corpus.y[:4])
 
 
+def test_texts_predict_unpadded_as_through_the_whole_padded_corpus(monkeypatch):
+    """The sparse regressor predicts texts without padding them all to the longest
+    (:meth:`DocumentEncoder.predicting_unpadded`, each block padded to its own longest): the same means and
+    standard deviations as through the padded corpus (:meth:`DocumentEncoder.predicting`), with variational
+    word vectors' draws and a text without a known word."""
+    from lvgp.base.encoding import DocumentEncoder
+
+    corpus = make_synonym_regression(n=120, noise=0.05, random_state=2)
+    reg = SparseGPLVSMRegressor(
+        LDKSpec(latent_dim=2, variational=True),
+        num_inducing=16,
+        optimizer=MiniBatch(batch_size=32, max_epochs=2, lr=0.03),
+        random_state=0,
+    ).fit(corpus.texts[:80], corpus.y[:80])
+    test = [" ".join([t] * (1 + i % 4)) for i, t in enumerate(corpus.texts[80:])] + ["qqqq zzzz"]
+
+    def predictions():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            return reg.predict(test, return_std=True, block=7)
+
+    unpadded = predictions()
+    monkeypatch.setattr(DocumentEncoder, "predicting_unpadded", DocumentEncoder.predicting)
+    for got, expected in zip(unpadded, predictions()):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_kmeanspp_inducing_documents_are_distinct_and_cover_the_corpus():
     """10 topics with disjoint vocabularies (documents of one topic are near each other, those
     of two topics orthogonal): 10 k-means++ documents hit every topic, for every seed, while

@@ -191,20 +191,57 @@ def test_the_token_memo_is_bounded_and_forgets_the_least_recent_text_first(monke
     assert vocab.tokenize(texts[3]) == ["alpha", "beta", "gamma", "theta"] and len(memo) == 0
 
 
-def test_encode_pads_every_row_as_a_loop_would_also_when_truncating():
-    """:func:`~lvgp.bow.vocabulary._padded`'s one flat assignment against a row-by-row loop: empty
-    rows, rows longer than ``max_len``, one row."""
-    from lvgp.bow.vocabulary import _padded
+def test_ragged_ids_pad_every_row_as_a_loop_would_also_when_truncating():
+    """:meth:`~lvgp.bow.RaggedIds.padded`'s one flat assignment against a row-by-row loop: empty rows, rows
+    longer than ``width``, a selection of rows in any order (repeated too), no row."""
+    from lvgp.bow import RaggedIds
 
     rng = np.random.default_rng(0)
     ids = [list(rng.integers(0, 50, size=n)) for n in (0, 3, 7, 1, 0, 12)]
-    for width in (1, 5, 12, 20):
-        expected = np.full((len(ids), width), PAD, dtype=np.int64)
-        for i, row in enumerate(ids):
+    ragged = RaggedIds.from_rows(ids)
+    assert len(ragged) == 6 and ragged.lengths.tolist() == [0, 3, 7, 1, 0, 12]
+
+    def loop(rows, width):
+        expected = np.full((len(rows), width), PAD, dtype=np.int64)
+        for i, row in enumerate(rows):
             expected[i, : min(len(row), width)] = row[:width]
-        np.testing.assert_array_equal(_padded(ids, width), expected)
-    np.testing.assert_array_equal(_padded([[4, 2]], 3), [[4, 2, PAD]])
-    assert _padded([], 2).shape == (0, 2)
+        return expected
+
+    for width in (1, 5, 12, 20):
+        np.testing.assert_array_equal(ragged.padded(width=width).numpy(), loop(ids, width))
+    np.testing.assert_array_equal(ragged.padded().numpy(), loop(ids, 12))  # the longest row's width
+    for rows in ([2, 0, 5], [4, 0], [3, 3, 1], np.array([5, 2])):
+        picked = [ids[r] for r in rows]
+        width = max(1, max(map(len, picked)))
+        np.testing.assert_array_equal(ragged.padded(torch.as_tensor(rows)).numpy(), loop(picked, width))
+    assert ragged.padded([4, 0]).shape == (2, 1)  # two empty rows: one column of padding
+    assert ragged.padded([]).shape == (0, 1) and RaggedIds.from_rows([]).padded().shape == (0, 1)
+    assert RaggedIds.from_rows([[4, 2]]).padded(width=3).tolist() == [[4, 2, PAD]]
+    with pytest.raises(ValueError, match="offsets"):
+        RaggedIds(np.arange(3), np.array([0, 2, 1, 3]))
+    with pytest.raises(ValueError, match="offsets"):
+        RaggedIds(np.arange(3), np.array([0, 2]))
+
+
+def test_encode_ragged_gives_the_rows_of_encode_and_its_warning():
+    """:meth:`Vocabulary.encode_ragged` holds the ids of :meth:`Vocabulary.encode`'s rows, with and without
+    ``extend``, and counts the unseen words alike; a text without a known word is a row of length 0."""
+    texts = ["the cat sat", "a dog ran far", "zebra quokka", "the cat and the dog", "cat"]
+    vocab = Vocabulary(min_df=1, stop_words=None).fit(texts[:2])
+    with pytest.warns(UnseenWordsWarning) as padded_warning:
+        padded = vocab.encode(texts, on_empty="keep")
+    with pytest.warns(UnseenWordsWarning) as ragged_warning:
+        ragged, added = vocab.encode_ragged(texts)
+    assert added == [] and str(ragged_warning[0].message) == str(padded_warning[0].message)
+    assert torch.equal(ragged.padded(), padded) and ragged.lengths[2] == 0
+    extend = {"zebra", "and"}
+    with pytest.warns(UnseenWordsWarning):
+        padded, added_padded = vocab.encode_extended(texts, extend, on_empty="keep")
+    with pytest.warns(UnseenWordsWarning):
+        ragged, added = vocab.encode_ragged(texts, extend)
+    assert added == added_padded == ["zebra", "and"] and torch.equal(ragged.padded(), padded)
+    with pytest.raises(TypeError, match="pool must be a sequence"):
+        vocab.encode_ragged("the cat", name="pool")
 
 
 def test_left_aligned_moves_padding_after_each_rows_words():

@@ -34,7 +34,15 @@ import scipy.sparse as sp
 import torch
 
 from .._typing import Documents
-from ..bow.padded import COMPACT_IDS, PAD, check_padded, counts_to_padded, left_aligned, pad_to_common_width
+from ..bow.padded import (
+    COMPACT_IDS,
+    PAD,
+    RaggedIds,
+    check_padded,
+    counts_to_padded,
+    left_aligned,
+    pad_to_common_width,
+)
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, warn
 from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, needs_texts, resolve_embeddings
@@ -304,6 +312,32 @@ class DocumentEncoder:
         vectors, _ = embeddings.lookup(added)
         with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / self.feature_scale):
             yield x
+
+    @contextlib.contextmanager
+    def predicting_unpadded(
+        self, X: Documents, word_vectors: WordVectors | None = None, name: str = "X", compact: bool = False
+    ) -> Iterator[torch.Tensor | RaggedIds]:
+        """As :meth:`predicting`, for an estimator that pads each block of documents to its own longest
+        (a padded corpus is as wide as its longest document): texts yielded unpadded, as
+        :class:`~lvgp.bow.padded.RaggedIds` with the same ids as :meth:`predicting`'s rows and the same
+        extra words of ``word_vectors`` inside the block; other documents as :meth:`predicting`'s padded
+        tensor."""
+        docs = as_documents(X, name)
+        if self.kind != "texts" or input_kind(docs) != "texts":
+            with self.predicting(docs, word_vectors, name, compact) as x:
+                yield x
+            return
+        if self.vocabulary is None:
+            raise TypeError(f"{name} is text, but the estimator was fitted on {self.kind} without a vocabulary")
+        embeddings, scale = self._available_embeddings(), self.feature_scale
+        tied = word_vectors is not None and word_vectors.word_features is not None and scale is not None
+        ids, added = self.vocabulary.encode_ragged(list(docs), embeddings if tied else None, name=name)
+        if not added or word_vectors is None or scale is None:  # added words only where tied
+            yield ids
+            return
+        vectors, _ = embeddings.lookup(added)
+        with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / scale):
+            yield ids
 
     def _available_embeddings(self) -> Any:
         if self.word_embeddings is None or self.feature_scale is None:

@@ -2,6 +2,7 @@
 
 from .padded import (
     PAD,
+    RaggedIds,
     check_padded,
     counts_to_padded,
     document_lengths,
@@ -14,6 +15,7 @@ from .vocabulary import Vocabulary
 
 __all__ = [
     "PAD",
+    "RaggedIds",
     "Vocabulary",
     "check_padded",
     "counts_to_padded",

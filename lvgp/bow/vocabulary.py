@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
 import sys
@@ -20,7 +19,7 @@ import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..warnings import EmptyDocumentsWarning, TruncationWarning, UnseenWordsWarning, warn
-from .padded import PAD, _rows_text
+from .padded import PAD, RaggedIds, _rows_text
 
 #: the negations among scikit-learn's English stop words: words that reverse a sentence's sense
 #: ("not good"), which a stop list made for topics drops and a sentiment model needs
@@ -126,21 +125,6 @@ TOKENS = TokenMemo()
 
 def _is_pretokenized(doc) -> bool:
     return isinstance(doc, (list, tuple)) and all(isinstance(t, str) for t in doc)
-
-
-def _padded(ids: list[list[int]], width: int) -> np.ndarray:
-    """The ``n x width`` ``int64`` array of the rows' ids (each cut to ``width``), padded with :data:`PAD`:
-    every id written by one flat assignment, not a row at a time."""
-    given = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    lengths = np.minimum(given, width)
-    total = int(lengths.sum())
-    rows = (r[:width] for r in ids) if bool((given > width).any()) else ids
-    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=total)
-    out = np.full((len(ids), width), PAD, dtype=np.int64)
-    starts = np.cumsum(lengths) - lengths  # each row's first entry in flat
-    where = np.arange(total) + np.repeat(np.arange(len(ids)) * width - starts, lengths)
-    out.reshape(-1)[where] = flat
-    return out
 
 
 class Vocabulary:
@@ -362,7 +346,9 @@ class Vocabulary:
         return f"Vocabulary(size={size}, min_df={self.min_df}, max_features={self.max_features})"
 
     # ------------------------------------------------------------------ encoding
-    def _known_ids(self, docs, extend=None, stacklevel: int = 3) -> tuple[list[list[int]], list[str]]:
+    def _known_ids(
+        self, docs, extend=None, stacklevel: int = 3, name: str = "docs"
+    ) -> tuple[list[list[int]], list[str]]:
         """Ids of the known words of each document, and the words appended by ``extend``.
 
         ``extend``: a container of words (e.g. :class:`~lvgp.datasets.WordEmbeddings`); unknown
@@ -376,7 +362,7 @@ class Vocabulary:
         dropped_types: set[str] = set()
         dropped_tokens = dropped_docs = 0
         get = index.get
-        for toks in self._tokenize_all(docs, "docs"):
+        for toks in self._tokenize_all(docs, name):
             found = list(map(get, toks))  # the lookups by map; the unknown tokens looked at only where there are any
             if None not in found:
                 out.append(cast(list[int], found))
@@ -469,7 +455,18 @@ class Vocabulary:
                 TruncationWarning,
                 stacklevel=4,
             )
-        return torch.from_numpy(_padded(ids, width)), added
+        return RaggedIds.from_rows(ids).padded(width=width), added
+
+    def encode_ragged(
+        self, docs: Iterable[str | Sequence[str]], extend=None, name: str = "docs"
+    ) -> tuple[RaggedIds, list[str]]:
+        """The known words' ids of each document without padding (:class:`~lvgp.bow.padded.RaggedIds`;
+        ``.padded(rows)`` pads a block of them to its own longest document), and the words ``extend``
+        added (as :meth:`encode_extended`; ``[]`` without it). Unseen words are dropped with the same
+        :class:`~lvgp.warnings.UnseenWordsWarning` as :meth:`encode`'s; a document without a known word is
+        a row of length 0 (no warning: the caller decides what it means). ``name`` names ``docs`` in errors."""
+        ids, added = self._known_ids(docs, extend, name=name)
+        return RaggedIds.from_rows(ids), added
 
     def fit_encode(self, docs, max_len: int | None = None, on_empty: str = "raise") -> torch.Tensor:
         """``fit(docs)`` then ``encode(docs)``."""

@@ -58,6 +58,7 @@ from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
 from ..bow.padded import (
     PAD,
+    RaggedIds,
     document_lengths,
     documents_at,
 )
@@ -617,16 +618,17 @@ class SparseGPLVSMRegressor(
         standard deviation of an average inducing document (with an ``EmptyDocumentsWarning``)."""
         check_is_fitted(self, "model_")
         block = check_block(block)
-        with self.encoder_.predicting(X, self._word_vectors(), compact=True) as x:  # int32 ids cast by block
+        # texts unpadded, each block padded to its own longest; int32 ids cast by block
+        with self.encoder_.predicting_unpadded(X, self._word_vectors(), compact=True) as x:
             return self._predict_encoded(x, return_std, include_noise, block)
 
     def _predict_encoded(
-        self, x: torch.Tensor, return_std: bool, include_noise: bool, block: int
+        self, x: torch.Tensor | RaggedIds, return_std: bool, include_noise: bool, block: int
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         device = self.device_
-        empty = (x == PAD).all(-1)
-        mean = torch.empty(x.shape[0], dtype=torch.float64, device=device)
-        std = torch.empty(x.shape[0], dtype=torch.float64, device=device)
+        empty = torch.from_numpy(x.lengths == 0) if isinstance(x, RaggedIds) else (x == PAD).all(-1)
+        mean = torch.empty(len(empty), dtype=torch.float64, device=device)
+        std = torch.empty(len(empty), dtype=torch.float64, device=device)
         rows = torch.nonzero(~empty).ravel()
         variational = variational_word_vectors(self.model_.covar_module)
         draws = int(self.predict_samples) if variational else 1
@@ -635,7 +637,7 @@ class SparseGPLVSMRegressor(
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
-                xb = documents_at(x, idx).to(device)
+                xb = (x.padded(idx) if isinstance(x, RaggedIds) else documents_at(x, idx)).to(device)
                 # with variational word vectors: the moments of the mixture over draws of the vectors
                 # (mean of the means; mean of the variances plus variance of the means), as the exact model
                 first = torch.zeros(len(idx), dtype=torch.float64, device=device)
