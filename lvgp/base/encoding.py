@@ -27,7 +27,7 @@ import contextlib
 import copy
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -291,27 +291,8 @@ class DocumentEncoder:
         kept: inside the block they are extra words of ``word_vectors`` (ids from
         ``num_words``) with their embedding-implied vectors; nothing is stored. Otherwise as
         :meth:`transform` (``compact``: as there, for an estimator that predicts in blocks)."""
-        embeddings = self._available_embeddings()
-        if (
-            embeddings is None
-            or word_vectors is None
-            or word_vectors.word_features is None
-            or self.kind != "texts"
-            or self.vocabulary is None
-            or self.feature_scale is None
-        ):
-            yield self.transform(X, name, compact)
-            return
-        X = as_documents(X, name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", EmptyDocumentsWarning)  # the estimator reports them itself
-            x, added = self.vocabulary.encode_extended(list(X), embeddings, on_empty="keep", name=name)
-        if not added:
-            yield x
-            return
-        vectors, _ = embeddings.lookup(added)
-        with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / self.feature_scale):
-            yield x
+        with self._encoded_for_prediction(X, word_vectors, name, compact, ragged=False) as x:
+            yield cast(torch.Tensor, x)
 
     @contextlib.contextmanager
     def predicting_unpadded(
@@ -322,22 +303,37 @@ class DocumentEncoder:
         :class:`~lvgp.bow.padded.RaggedIds` with the same ids as :meth:`predicting`'s rows and the same
         extra words of ``word_vectors`` inside the block; other documents as :meth:`predicting`'s padded
         tensor."""
+        with self._encoded_for_prediction(X, word_vectors, name, compact, ragged=True) as x:
+            yield x
+
+    @contextlib.contextmanager
+    def _encoded_for_prediction(
+        self, X: Documents, word_vectors: WordVectors | None, name: str, compact: bool, ragged: bool
+    ) -> Iterator[torch.Tensor | RaggedIds]:
+        """:meth:`predicting` (``ragged=False``) and :meth:`predicting_unpadded` (``ragged=True``): the
+        vocabulary's ids, with the pretrained words' extra ids where ``word_vectors`` are tied to the
+        embeddings, or :meth:`transform`'s."""
         docs = as_documents(X, name)
-        if self.kind != "texts" or input_kind(docs) != "texts":
-            with self.predicting(docs, word_vectors, name, compact) as x:
-                yield x
-            return
-        if self.vocabulary is None:
-            raise TypeError(f"{name} is text, but the estimator was fitted on {self.kind} without a vocabulary")
         embeddings, scale = self._available_embeddings(), self.feature_scale
-        tied = word_vectors is not None and word_vectors.word_features is not None and scale is not None
-        ids, added = self.vocabulary.encode_ragged(list(docs), embeddings if tied else None, name=name)
-        if not added or word_vectors is None or scale is None:  # added words only where tied
-            yield ids
+        tied = embeddings is not None and word_vectors is not None and word_vectors.word_features is not None
+        tied = tied and scale is not None
+        vocabulary = self.vocabulary
+        if self.kind != "texts" or vocabulary is None or not (tied or (ragged and input_kind(docs) == "texts")):
+            yield self.transform(docs, name, compact)
+            return
+        x: torch.Tensor | RaggedIds
+        if ragged:
+            x, added = vocabulary.encode_ragged(list(docs), embeddings if tied else None, name=name)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", EmptyDocumentsWarning)  # the estimator reports them itself
+                x, added = vocabulary.encode_extended(list(docs), embeddings, on_empty="keep", name=name)
+        if not added or word_vectors is None or scale is None:  # words are added only where tied
+            yield x
             return
         vectors, _ = embeddings.lookup(added)
         with word_vectors.extra_words(np.asarray(vectors, dtype=np.float64) / scale):
-            yield ids
+            yield x
 
     def _available_embeddings(self) -> Any:
         if self.word_embeddings is None or self.feature_scale is None:

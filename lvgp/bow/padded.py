@@ -110,77 +110,6 @@ COMPACT_IDS = (torch.int16, torch.int32)
 _LENGTH_BLOCK = 2**24
 
 
-def document_lengths(x: torch.Tensor) -> torch.Tensor:
-    """Number of words (with repetition) of each document: a ``(..., n)`` int64 tensor. A large
-    ``n x L`` corpus is counted in blocks of rows: ``sum`` casts the whole mask to int64 first
-    (4.7 GB over a million documents of 512 slots, the peak of a sparse GP-LVSM's setup)."""
-    if x.dim() != 2 or x.numel() <= _LENGTH_BLOCK:
-        return (x != PAD).sum(-1)
-    rows = max(1, _LENGTH_BLOCK // x.shape[-1])
-    return torch.cat([(x[start : start + rows] != PAD).sum(-1) for start in range(0, x.shape[0], rows)])
-
-
-def left_aligned(x: torch.Tensor) -> torch.Tensor:
-    """Padded documents ``*b x n x L`` with each row's words first and its padding after them: the same
-    multisets of words, in the layout in which a row's number of words is the width it needs
-    (:func:`trim_to_longest`, :func:`documents_at`). ``x`` itself where no row has padding before a
-    word (:func:`~lvgp.bow.Vocabulary.encode`'s and :func:`counts_to_padded`'s output); otherwise each
-    row's words keep their order."""
-    if x.dim() < 2 or x.shape[-1] < 2 or x.numel() == 0:
-        return x
-    pad = x == PAD
-    if not bool((pad[..., :-1] & ~pad[..., 1:]).any()):
-        return x
-    order = torch.sort(pad.to(torch.uint8), dim=-1, stable=True).indices
-    return x.gather(-1, order)
-
-
-def same_documents(x1: torch.Tensor, x2: torch.Tensor) -> bool:
-    """Whether padded documents ``x1`` and ``x2`` (``*b x n x L1`` and ``*b x n x L2``) hold the same words:
-    equal ids in their common columns, and padding alone in the wider one's other columns (padding changes
-    no kernel value, nor anything a :class:`~lvgp.kernels.mean_embedding.DocumentSet` derives)."""
-    if x1.shape[:-1] != x2.shape[:-1]:
-        return False
-    width = min(x1.shape[-1], x2.shape[-1])
-    wider = x1 if x1.shape[-1] > width else x2
-    return torch.equal(x1[..., :width], x2[..., :width]) and bool((wider[..., width:] == PAD).all())
-
-
-def without_padding_columns(x: torch.Tensor) -> torch.Tensor:
-    """``x`` (``*b x n x L`` padded documents) without its trailing columns that hold padding alone (a view;
-    at least one column): a block of short documents padded to a long one's width, as a prediction
-    pads each block to the training documents', costs the sets derived from it nothing beyond its
-    words. On the CPU; elsewhere ``x`` as given (its width read back to the host would be a wait at
-    every mini-batch step, whose batches are cut to their longest document already)."""
-    if x.shape[-1] <= 1 or x.numel() == 0 or x.device.type != "cpu":
-        return x
-    used = torch.nonzero((x != PAD).reshape(-1, x.shape[-1]).any(0)).ravel()
-    width = int(used[-1]) + 1 if len(used) else 1
-    return x if width == x.shape[-1] else x[..., :width]
-
-
-def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """The rows of ``n x L`` left-aligned padded documents (:func:`left_aligned`) cut to their longest
-    document (at least one column), from their number of words (:func:`without_padding_columns` cuts
-    documents of any layout, from the ids themselves).
-    ``lengths``: the rows' :func:`document_lengths` where the caller keeps them on the host, so
-    that cutting a batch on a GPU reads nothing back from it."""
-    longest = document_lengths(x) if lengths is None else lengths
-    return x[:, : max(1, int(longest.max()))]
-
-
-def documents_at(x: torch.Tensor, rows: torch.Tensor | np.ndarray, lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """The documents ``x[rows]`` as the kernel takes them from a corpus held by a mini-batch
-    estimator: cut to their longest document (:func:`trim_to_longest`, ``lengths`` its host-side
-    lengths of those rows), and ``int64`` where the corpus keeps its ids in a :data:`COMPACT_IDS`
-    dtype (other inputs, e.g. documents packed with features as float64, as they are)."""
-    if lengths is None:
-        batch = trim_to_longest(x[rows])
-    else:  # the columns cut before the rows are gathered: no copy of the corpus's full width
-        batch = x[:, : max(1, int(lengths.max()))][rows] if len(lengths) else x[rows, :1]
-    return batch.long() if batch.dtype in COMPACT_IDS else batch
-
-
 class RaggedIds:
     """Documents' word ids without padding: row ``i``'s ids are ``flat[offsets[i] : offsets[i + 1]]``.
 
@@ -243,6 +172,85 @@ class RaggedIds:
 
     def __repr__(self) -> str:
         return f"RaggedIds({len(self)} documents, {len(self.flat)} ids)"
+
+
+def document_lengths(x: torch.Tensor | RaggedIds) -> torch.Tensor:
+    """Number of words (with repetition) of each document: a ``(..., n)`` int64 tensor (of
+    :class:`RaggedIds`: their :attr:`~RaggedIds.lengths`). A large
+    ``n x L`` corpus is counted in blocks of rows: ``sum`` casts the whole mask to int64 first
+    (4.7 GB over a million documents of 512 slots, the peak of a sparse GP-LVSM's setup)."""
+    if isinstance(x, RaggedIds):
+        return torch.from_numpy(x.lengths)
+    if x.dim() != 2 or x.numel() <= _LENGTH_BLOCK:
+        return (x != PAD).sum(-1)
+    rows = max(1, _LENGTH_BLOCK // x.shape[-1])
+    return torch.cat([(x[start : start + rows] != PAD).sum(-1) for start in range(0, x.shape[0], rows)])
+
+
+def left_aligned(x: torch.Tensor) -> torch.Tensor:
+    """Padded documents ``*b x n x L`` with each row's words first and its padding after them: the same
+    multisets of words, in the layout in which a row's number of words is the width it needs
+    (:func:`trim_to_longest`, :func:`documents_at`). ``x`` itself where no row has padding before a
+    word (:func:`~lvgp.bow.Vocabulary.encode`'s and :func:`counts_to_padded`'s output); otherwise each
+    row's words keep their order."""
+    if x.dim() < 2 or x.shape[-1] < 2 or x.numel() == 0:
+        return x
+    pad = x == PAD
+    if not bool((pad[..., :-1] & ~pad[..., 1:]).any()):
+        return x
+    order = torch.sort(pad.to(torch.uint8), dim=-1, stable=True).indices
+    return x.gather(-1, order)
+
+
+def same_documents(x1: torch.Tensor, x2: torch.Tensor) -> bool:
+    """Whether padded documents ``x1`` and ``x2`` (``*b x n x L1`` and ``*b x n x L2``) hold the same words:
+    equal ids in their common columns, and padding alone in the wider one's other columns (padding changes
+    no kernel value, nor anything a :class:`~lvgp.kernels.mean_embedding.DocumentSet` derives)."""
+    if x1.shape[:-1] != x2.shape[:-1]:
+        return False
+    width = min(x1.shape[-1], x2.shape[-1])
+    wider = x1 if x1.shape[-1] > width else x2
+    return torch.equal(x1[..., :width], x2[..., :width]) and bool((wider[..., width:] == PAD).all())
+
+
+def without_padding_columns(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (``*b x n x L`` padded documents) without its trailing columns that hold padding alone (a view;
+    at least one column): a block of short documents padded to a long one's width, as a prediction
+    pads each block to the training documents', costs the sets derived from it nothing beyond its
+    words. On the CPU; elsewhere ``x`` as given (its width read back to the host would be a wait at
+    every mini-batch step, whose batches are cut to their longest document already)."""
+    if x.shape[-1] <= 1 or x.numel() == 0 or x.device.type != "cpu":
+        return x
+    used = torch.nonzero((x != PAD).reshape(-1, x.shape[-1]).any(0)).ravel()
+    width = int(used[-1]) + 1 if len(used) else 1
+    return x if width == x.shape[-1] else x[..., :width]
+
+
+def trim_to_longest(x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """The rows of ``n x L`` left-aligned padded documents (:func:`left_aligned`) cut to their longest
+    document (at least one column), from their number of words (:func:`without_padding_columns` cuts
+    documents of any layout, from the ids themselves).
+    ``lengths``: the rows' :func:`document_lengths` where the caller keeps them on the host, so
+    that cutting a batch on a GPU reads nothing back from it."""
+    longest = document_lengths(x) if lengths is None else lengths
+    return x[:, : max(1, int(longest.max()))]
+
+
+def documents_at(
+    x: torch.Tensor | RaggedIds, rows: torch.Tensor | np.ndarray, lengths: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The documents ``x[rows]`` as the kernel takes them from a corpus held by a mini-batch
+    estimator: cut to their longest document (:func:`trim_to_longest`, ``lengths`` its host-side
+    lengths of those rows), and ``int64`` where the corpus keeps its ids in a :data:`COMPACT_IDS`
+    dtype (other inputs, e.g. documents packed with features as float64, as they are). Of
+    :class:`RaggedIds`: those rows padded to their longest (:meth:`RaggedIds.padded`)."""
+    if isinstance(x, RaggedIds):
+        return x.padded(rows)
+    if lengths is None:
+        batch = trim_to_longest(x[rows])
+    else:  # the columns cut before the rows are gathered: no copy of the corpus's full width
+        batch = x[:, : max(1, int(lengths.max()))][rows] if len(lengths) else x[rows, :1]
+    return batch.long() if batch.dtype in COMPACT_IDS else batch
 
 
 def counts_to_padded(counts, name: str = "X") -> torch.Tensor:

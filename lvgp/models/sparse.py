@@ -57,7 +57,6 @@ from ..base.numerics import NOISE_FLOOR, exact_numerics, warn_about_fitted_noise
 from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
 from ..bow.padded import (
-    PAD,
     RaggedIds,
     document_lengths,
     documents_at,
@@ -626,7 +625,7 @@ class SparseGPLVSMRegressor(
         self, x: torch.Tensor | RaggedIds, return_std: bool, include_noise: bool, block: int
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         device = self.device_
-        empty = torch.from_numpy(x.lengths == 0) if isinstance(x, RaggedIds) else (x == PAD).all(-1)
+        empty = document_lengths(x) == 0
         mean = torch.empty(len(empty), dtype=torch.float64, device=device)
         std = torch.empty(len(empty), dtype=torch.float64, device=device)
         rows = torch.nonzero(~empty).ravel()
@@ -637,7 +636,7 @@ class SparseGPLVSMRegressor(
         with torch.no_grad(), exact_numerics():
             for b in range(0, len(rows), block):
                 idx = rows[b : b + block]
-                xb = (x.padded(idx) if isinstance(x, RaggedIds) else documents_at(x, idx)).to(device)
+                xb = documents_at(x, idx).to(device)
                 # with variational word vectors: the moments of the mixture over draws of the vectors
                 # (mean of the means; mean of the variances plus variance of the means), as the exact model
                 first = torch.zeros(len(idx), dtype=torch.float64, device=device)

@@ -45,7 +45,7 @@ from ...base.persistence import classes_from_plain, classes_to_plain
 from ...base.snapshot import KeptResult, gp_state
 from ...base.targets import check_labels, true_class_log_proba
 from ...base.validation import check_block
-from ...bow.padded import RaggedIds, document_lengths, documents_at, pad_to_width
+from ...bow.padded import document_lengths, documents_at, pad_to_width
 from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
@@ -961,8 +961,7 @@ class LDKGPClassifier(
         # longest: 20ng's pool 11,173 x 4,299); padded ids as given, int32 ids cast block by block
         word_vectors = modules[0] if len(modules) == 1 else None
         with self.encoder_.predicting_unpadded(X, word_vectors, compact=True) as x:
-            n = len(x) if isinstance(x, RaggedIds) else x.shape[0]
-            lengths = torch.from_numpy(x.lengths) if isinstance(x, RaggedIds) else document_lengths(x)
+            lengths = document_lengths(x)
             # a document without a known word is left out only where no part of the kernel reads it: with a
             # sentence encoder its vector does
             empty = (lengths == 0) & (self.sentence_encoder is None)
@@ -975,14 +974,14 @@ class LDKGPClassifier(
             def blocks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
-                    xb = x.padded(idx) if isinstance(x, RaggedIds) else documents_at(x, idx, lengths[idx])
+                    xb = documents_at(x, idx, lengths[idx])
                     if features is not None:
                         xb = torch.cat([features[idx], xb.double()], dim=-1)
                     yield idx.to(self.device_), xb.to(self.device_)
 
             with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", GPInputWarning)
-                yield n, empty, blocks()
+                yield len(lengths), empty, blocks()
 
     def predict_latent(self, X: Documents, block: int = 256, return_prior: bool = False) -> tuple[np.ndarray, ...]:
         r"""The latent functions' posterior marginals at the documents ``X``: means and variances,
