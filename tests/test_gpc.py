@@ -333,6 +333,23 @@ def test_texts_predict_unpadded_as_through_the_whole_padded_corpus(monkeypatch):
         np.testing.assert_array_equal(got, expected)
 
 
+def test_padded_ids_predict_with_word_vectors_tied_to_embeddings():
+    """A classifier fitted on texts with word vectors tied to pretrained embeddings predicts padded ids of its
+    vocabulary (``encoder_.transform``'s) as it predicts the texts they came from (no word unseen: nothing to
+    add). They raised a ``TypeError`` before: the tied path tokenized every input as text."""
+    corpus = make_synonym_regression(n=60, noise=0.0, random_state=0)
+    embeddings, _ = synonym_embeddings(corpus, random_state=0)
+    labels = (corpus.y > np.median(corpus.y)).astype(int)
+    clf = LDKGPClassifier(
+        LDKSpec(latent_dim=2, rho=0.1, word_embeddings=embeddings), optimizer=LBFGS(max_iter=3), random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(corpus.texts[:30], labels[:30])
+    texts = corpus.texts[:10]  # training texts: every word known
+    np.testing.assert_array_equal(clf.predict_proba(clf.encoder_.transform(texts)), clf.predict_proba(texts))
+
+
 def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     x, y = three_classes(240, 5)
     clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.1), optimizer=LBFGS(max_iter=60), random_state=0)

@@ -318,7 +318,7 @@ class DocumentEncoder:
         tied = embeddings is not None and word_vectors is not None and word_vectors.word_features is not None
         tied = tied and scale is not None
         vocabulary = self.vocabulary
-        if self.kind != "texts" or vocabulary is None or not (tied or (ragged and input_kind(docs) == "texts")):
+        if self.kind != "texts" or vocabulary is None or input_kind(docs) != "texts" or not (tied or ragged):
             yield self.transform(docs, name, compact)
             return
         x: torch.Tensor | RaggedIds
