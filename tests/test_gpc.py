@@ -302,14 +302,10 @@ def test_predictions_in_blocks_of_like_lengths_are_each_documents_own_and_paddin
     np.testing.assert_allclose(clf.predict_proba(shifted), clf.predict_proba(ids), rtol=1e-12, atol=1e-14)
 
 
-def test_texts_predict_unpadded_as_through_the_whole_padded_corpus(monkeypatch):
-    """Texts are encoded without padding for prediction and each block padded to its own longest
-    (:meth:`DocumentEncoder.predicting_unpadded`): the same predictions as through the corpus padded to its
-    longest text (:meth:`DocumentEncoder.predicting`, before), also where unseen words with a pretrained
-    vector are extra words of the kernel and where a text has no known word."""
-    from lvgp.base.encoding import DocumentEncoder
-
-    corpus = make_synonym_regression(n=80, noise=0.0, random_state=0)
+def _tied_classifier(n: int, n_fit: int):
+    """A synonym corpus of ``n`` texts and a classifier fitted on its first ``n_fit`` (above or below the median
+    target), its word vectors tied to the corpus's pretrained embeddings (three L-BFGS steps)."""
+    corpus = make_synonym_regression(n=n, noise=0.0, random_state=0)
     embeddings, _ = synonym_embeddings(corpus, random_state=0)
     labels = (corpus.y > np.median(corpus.y)).astype(int)
     clf = LDKGPClassifier(
@@ -317,7 +313,18 @@ def test_texts_predict_unpadded_as_through_the_whole_padded_corpus(monkeypatch):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(corpus.texts[:20], labels[:20])
+        clf.fit(corpus.texts[:n_fit], labels[:n_fit])
+    return corpus, clf
+
+
+def test_texts_predict_unpadded_as_through_the_whole_padded_corpus(monkeypatch):
+    """Texts are encoded without padding for prediction and each block padded to its own longest
+    (:meth:`DocumentEncoder.predicting_unpadded`): the same predictions as through the corpus padded to its
+    longest text (:meth:`DocumentEncoder.predicting`, before), also where unseen words with a pretrained
+    vector are extra words of the kernel and where a text has no known word."""
+    from lvgp.base.encoding import DocumentEncoder
+
+    corpus, clf = _tied_classifier(n=80, n_fit=20)
     test = [*corpus.texts[20:], "qqqq zzzz"]
     added = clf.encoder_.vocabulary.encode_ragged(test, clf.encoder_._available_embeddings())[1]
     assert added, "no unseen word with a vector: the extension is not exercised"
@@ -337,15 +344,7 @@ def test_padded_ids_predict_with_word_vectors_tied_to_embeddings():
     """A classifier fitted on texts with word vectors tied to pretrained embeddings predicts padded ids of its
     vocabulary (``encoder_.transform``'s) as it predicts the texts they came from (no word unseen: nothing to
     add). They raised a ``TypeError`` before: the tied path tokenized every input as text."""
-    corpus = make_synonym_regression(n=60, noise=0.0, random_state=0)
-    embeddings, _ = synonym_embeddings(corpus, random_state=0)
-    labels = (corpus.y > np.median(corpus.y)).astype(int)
-    clf = LDKGPClassifier(
-        LDKSpec(latent_dim=2, rho=0.1, word_embeddings=embeddings), optimizer=LBFGS(max_iter=3), random_state=0
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(corpus.texts[:30], labels[:30])
+    corpus, clf = _tied_classifier(n=60, n_fit=30)
     texts = corpus.texts[:10]  # training texts: every word known
     np.testing.assert_array_equal(clf.predict_proba(clf.encoder_.transform(texts)), clf.predict_proba(texts))
 
