@@ -12,6 +12,7 @@ from gpytorch.kernels import LinearKernel, MaternKernel, RBFKernel, ScaleKernel
 
 from lvgp import PAD, BagOfWordsKernel, LatentDistributionKernel, PaddedExactGP
 from lvgp.bow import pad_to_width
+from lvgp.bow.padded import padded_source
 from lvgp.kernels import FeatureKernel, WordSetKernel, pack_documents, unpack_documents
 
 V, D = 12, 5
@@ -145,3 +146,31 @@ def test_three_part_gp_trains_and_predicts_the_closed_form_posterior():
         expected_var = Kss - (Ks * torch.linalg.solve(K, Ks.T).T).sum(-1) + likelihood.noise
     torch.testing.assert_close(mean, expected_mean, atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(var, expected_var, atol=1e-6, rtol=1e-6)
+
+
+def test_a_padded_copy_reads_its_sources_word_ids_until_either_changes():
+    """Packed documents are padded to a common width at every kernel call: the copy's word ids are its
+    source's, converted and checked once (the same tensor), and its Gram is the source's; a copy or a
+    source changed in place is read again, never from a stale source."""
+    ids, f = _data(6, 4, 7)
+    x = pack_documents(ids, f)
+    word_part = WordSetKernel(LatentDistributionKernel(V, 2, seed=0), D).double()
+    wide = pad_to_width(x, x.shape[-1] + 3)
+    assert padded_source(wide) is x and padded_source(pad_to_width(ids, 9)) is None  # integer sets: no mark
+    first = word_part.word_ids(x)
+    assert word_part.word_ids(wide) is first
+    assert padded_source(pad_to_width(wide, wide.shape[-1] + 2)) is wide  # a copy of a copy: its source in turn
+    with torch.no_grad():
+        torch.testing.assert_close(word_part(wide).to_dense(), word_part(x).to_dense(), atol=0, rtol=0)
+    changed = pad_to_width(x, x.shape[-1] + 1)
+    changed[0, D] = (changed[0, D] + 1) % V  # another word for document 0
+    assert padded_source(changed) is None
+    assert torch.equal(word_part.word_ids(changed)[0, :4], unpack_documents(changed, D)[0][0, :4])
+    copy = pad_to_width(x, x.shape[-1] + 1)
+    x[1, D] = PAD  # the source changes after its copy was made
+    assert padded_source(copy) is None
+    assert torch.equal(word_part.word_ids(copy), unpack_documents(copy, D)[0])
+    bad = pad_to_width(x, x.shape[-1] + 1)
+    bad[2, D] = V  # an id out of range in the copy alone is still caught
+    with pytest.raises(ValueError):
+        word_part.word_ids(bad)

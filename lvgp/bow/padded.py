@@ -83,14 +83,37 @@ def check_padded(
     return x
 
 
+#: the attribute by which :func:`pad_to_width` marks a floating (packed, :mod:`lvgp.kernels.packed`) copy with its
+#: source (:func:`padded_source`)
+_PADDED_FROM = "_lvgp_padded_from"
+
+
 def pad_to_width(x: torch.Tensor, width: int) -> torch.Tensor:
-    """Pad the last dimension of a padded tensor with :data:`PAD` up to ``width``."""
+    """Pad the last dimension of a padded tensor with :data:`PAD` up to ``width``. A floating tensor's copy
+    (packed documents ``[features | word ids]``) remembers its source: :func:`padded_source`."""
     extra = width - x.shape[-1]
     if extra < 0:
         raise ValueError(f"cannot pad a tensor of width {x.shape[-1]} to the smaller width {width}")
     if extra == 0:
         return x
-    return torch.cat([x, x.new_full((*x.shape[:-1], extra), PAD)], dim=-1)
+    out = torch.cat([x, x.new_full((*x.shape[:-1], extra), PAD)], dim=-1)
+    if out.is_floating_point() and not out.is_inference():
+        setattr(out, _PADDED_FROM, (x, x._version, out._version))
+    return out
+
+
+def padded_source(x: torch.Tensor) -> torch.Tensor | None:
+    """The tensor of which ``x`` is :func:`pad_to_width`'s copy, where neither has changed in place since
+    (their version counters); else ``None``. Packed documents are padded to a common width at every kernel
+    call (gpytorch's ``Kernel.__call__`` needs one width): :meth:`lvgp.kernels.WordSetKernel.word_ids` reads
+    the source's word ids, converted and checked once, in place of the copy's again."""
+    mark = getattr(x, _PADDED_FROM, None)
+    if mark is None:
+        return None
+    source, source_version, own_version = mark
+    if x._version != own_version or source._version != source_version:
+        return None
+    return source
 
 
 def pad_to_common_width(x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

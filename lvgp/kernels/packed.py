@@ -39,7 +39,7 @@ from gpytorch.kernels import Kernel
 from linear_operator.operators import LinearOperator
 from torch import Tensor
 
-from ..bow.padded import PAD, check_padded, pad_to_common_width
+from ..bow.padded import PAD, check_padded, pad_to_common_width, padded_source
 from .document import DocumentKernel
 
 __all__ = [
@@ -193,8 +193,13 @@ class WordSetKernel(_PackedKernel):
 
     def word_ids(self, x: Tensor, name: str = "x") -> Tensor:
         """The padded word-index sets of packed documents ``x``: ``*B x n x L`` long, checked
-        (ids below the kernel's ``num_words``; :data:`~lvgp.PAD` pads)."""
+        (ids below the kernel's ``num_words``; :data:`~lvgp.PAD` pads). For a copy that
+        :func:`~lvgp.pad_to_width` padded (:func:`~lvgp.bow.padded.padded_source`), its source's
+        word ids, as wide as the source's (padding changes no kernel value)."""
         _check_packed(x, name, self.feature_dim)
+        source = padded_source(x)
+        if source is not None:
+            return self.word_ids(source, name)
         key = (x.untyped_storage().data_ptr(), x.storage_offset(), tuple(x.stride()), tuple(x.shape), x._version)
         cache = self.__dict__.setdefault("_word_ids", OrderedDict())
         hit = cache.get(key)
