@@ -878,17 +878,19 @@ class _VectorStore:
 
         if not self.path.is_file():
             return {}
-        out: dict[str, Tensor] = {}
         unique = list(dict.fromkeys(keys))
+        stored: list[str] = []  # the keys whose blob has the vector's size, and their blobs
+        blobs: list[bytes] = []
+        size = 4 * self.dim
         try:
             with contextlib.closing(self._reader()) as db:
                 for start in range(0, len(unique), self._CHUNK):
                     chunk = unique[start : start + self._CHUNK]
                     marks = ",".join("?" * len(chunk))
                     for key, blob in db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
-                        vector = torch.frombuffer(bytearray(blob), dtype=torch.float32) if blob else None
-                        if vector is not None and vector.numel() == self.dim and bool(torch.isfinite(vector).all()):
-                            out[key] = vector
+                        if isinstance(blob, bytes) and len(blob) == size:
+                            stored.append(key)
+                            blobs.append(blob)
                         else:
                             self.invalid.add(key)
         except sqlite3.OperationalError as err:
@@ -900,7 +902,13 @@ class _VectorStore:
         except sqlite3.DatabaseError as err:  # not a database, malformed: damaged
             self._damaged(err)
             return {}
-        return out
+        if not blobs:
+            return {}
+        # one array of every stored vector, checked at once (a text's own tensor and check cost more than its read)
+        vectors = torch.frombuffer(bytearray(b"".join(blobs)), dtype=torch.float32).reshape(len(blobs), self.dim)
+        finite = torch.isfinite(vectors).all(-1).tolist()
+        self.invalid.update(key for key, ok in zip(stored, finite) if not ok)
+        return {key: vectors[i] for i, (key, ok) in enumerate(zip(stored, finite)) if ok}
 
     def put(self, vectors: dict[str, Tensor]) -> None:
         """Store ``vectors``: new keys are added (keys already stored keep their vector, but for
