@@ -5,6 +5,8 @@ Gram matrices; padding (wider test documents) changes nothing."""
 
 from __future__ import annotations
 
+import io
+
 import gpytorch
 import pytest
 import torch
@@ -12,6 +14,7 @@ from gpytorch.kernels import LinearKernel, MaternKernel, RBFKernel, ScaleKernel
 
 from lvgp import PAD, BagOfWordsKernel, LatentDistributionKernel, PaddedExactGP
 from lvgp.bow import pad_to_width
+from lvgp.bow.padded import _PADDED_COPIES as padded_copies
 from lvgp.bow.padded import padded_source
 from lvgp.kernels import FeatureKernel, WordSetKernel, pack_documents, unpack_documents
 
@@ -174,3 +177,9 @@ def test_a_padded_copy_reads_its_sources_word_ids_until_either_changes():
     bad[2, D] = V  # an id out of range in the copy alone is still caught
     with pytest.raises(ValueError):
         word_part.word_ids(bad)
+    buffer = io.BytesIO()
+    torch.save(copy, buffer)
+    assert padded_source(torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)) is None  # nothing saved
+    before = len(padded_copies)
+    del wide, changed, copy, bad
+    assert len(padded_copies) < before  # a copy's record goes with it

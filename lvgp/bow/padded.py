@@ -10,7 +10,8 @@ width, at least the length of the longest document. Batched corpora are
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -83,14 +84,25 @@ def check_padded(
     return x
 
 
-#: the attribute by which :func:`pad_to_width` marks a floating (packed, :mod:`lvgp.kernels.packed`) copy with its
-#: source (:func:`padded_source`)
-_PADDED_FROM = "_lvgp_padded_from"
+#: :func:`pad_to_width`'s floating (packed, :mod:`lvgp.kernels.packed`) copies still alive, by ``id``: a weak
+#: reference to the copy (its callback removes the entry), its source, and both version counters then
+#: (:func:`padded_source`). Kept beside the tensors, not on them: nothing of it is saved or copied with a tensor.
+_PADDED_COPIES: dict[int, tuple[weakref.ref, torch.Tensor, int, int]] = {}
+
+
+def _forget_copy(key: int) -> Callable[[weakref.ref], None]:
+    def forget(ref: weakref.ref) -> None:
+        entry = _PADDED_COPIES.get(key)
+        if entry is not None and entry[0] is ref:
+            del _PADDED_COPIES[key]
+
+    return forget
 
 
 def pad_to_width(x: torch.Tensor, width: int) -> torch.Tensor:
     """Pad the last dimension of a padded tensor with :data:`PAD` up to ``width``. A floating tensor's copy
-    (packed documents ``[features | word ids]``) remembers its source: :func:`padded_source`."""
+    (packed documents ``[features | word ids]``) is remembered with its source while it lives:
+    :func:`padded_source`."""
     extra = width - x.shape[-1]
     if extra < 0:
         raise ValueError(f"cannot pad a tensor of width {x.shape[-1]} to the smaller width {width}")
@@ -98,7 +110,8 @@ def pad_to_width(x: torch.Tensor, width: int) -> torch.Tensor:
         return x
     out = torch.cat([x, x.new_full((*x.shape[:-1], extra), PAD)], dim=-1)
     if out.is_floating_point() and not out.is_inference():
-        setattr(out, _PADDED_FROM, (x, x._version, out._version))
+        key = id(out)
+        _PADDED_COPIES[key] = (weakref.ref(out, _forget_copy(key)), x, x._version, out._version)
     return out
 
 
@@ -107,10 +120,10 @@ def padded_source(x: torch.Tensor) -> torch.Tensor | None:
     (their version counters); else ``None``. Packed documents are padded to a common width at every kernel
     call (gpytorch's ``Kernel.__call__`` needs one width): :meth:`lvgp.kernels.WordSetKernel.word_ids` reads
     the source's word ids, converted and checked once, in place of the copy's again."""
-    mark = getattr(x, _PADDED_FROM, None)
-    if mark is None:
+    entry = _PADDED_COPIES.get(id(x))
+    if entry is None or entry[0]() is not x:
         return None
-    source, source_version, own_version = mark
+    _, source, source_version, own_version = entry
     if x._version != own_version or source._version != source_version:
         return None
     return source
