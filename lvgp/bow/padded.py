@@ -110,15 +110,19 @@ def pad_to_width(x: torch.Tensor, width: int) -> torch.Tensor:
         return x
     out = torch.cat([x, x.new_full((*x.shape[:-1], extra), PAD)], dim=-1)
     if out.is_floating_point() and not out.is_inference():
+        # a copy of a copy remembers the first source: no chain of copies kept alive (PaddedExactGP widens its
+        # training inputs at every wider prediction)
+        source = padded_source(x)
+        source = x if source is None else source
         key = id(out)
-        _PADDED_COPIES[key] = (weakref.ref(out, _forget_copy(key)), x, x._version, out._version)
+        _PADDED_COPIES[key] = (weakref.ref(out, _forget_copy(key)), source, source._version, out._version)
     return out
 
 
 def padded_source(x: torch.Tensor) -> torch.Tensor | None:
-    """The tensor of which ``x`` is :func:`pad_to_width`'s copy, where neither has changed in place since
-    (their version counters); else ``None``. Packed documents are padded to a common width at every kernel
-    call (gpytorch's ``Kernel.__call__`` needs one width): :meth:`lvgp.kernels.WordSetKernel.word_ids` reads
+    """The tensor of which ``x`` is :func:`pad_to_width`'s copy (or a copy's copy), where neither has changed in
+    place since (their version counters); else ``None``. Packed documents are padded to a common width at every
+    kernel call (gpytorch's ``Kernel.__call__`` needs one width): :meth:`lvgp.kernels.WordSetKernel.word_ids` reads
     the source's word ids, converted and checked once, in place of the copy's again."""
     entry = _PADDED_COPIES.get(id(x))
     if entry is None or entry[0]() is not x:
