@@ -635,12 +635,13 @@ class SentenceEncoder:
         out = torch.empty(len(texts), self.dim, dtype=torch.float32)
         keys = [self._text_key(t) for t in texts]
         store = self._cache() if cache else None
-        found = store.get(keys) if store is not None else {}
+        found, stored = store.get(keys) if store is not None else ({}, out[:0])
+        hits = [i for i, k in enumerate(keys) if k in found]
+        if hits:  # one gather of the stored rows
+            out[hits] = stored[[found[keys[i]] for i in hits]]
         first: dict[str, int] = {}  # each missing text's first row
         for i, k in enumerate(keys):
-            if k in found:
-                out[i] = found[k]
-            elif k not in first:
+            if k not in found and k not in first:
                 first[k] = i
         todo = list(first.values())
         encodings = self.tokenizer.encode_batch([texts[i] for i in todo]) if todo else []
@@ -871,13 +872,14 @@ class _VectorStore:
                 "damaged", f"the encoding cache {self.path} is damaged ({err}); moved to {aside.name}, recomputing"
             )
 
-    def get(self, keys: Sequence[str]) -> dict[str, Tensor]:
-        """The stored vectors of those of ``keys`` that are stored and usable (the others'
-        keys go to :attr:`invalid`)."""
+    def get(self, keys: Sequence[str]) -> tuple[dict[str, int], Tensor]:
+        """The stored vectors of those of ``keys`` that are stored and usable: each such key's row, and the
+        rows (``m x d`` float32); the other keys go to :attr:`invalid`."""
         import sqlite3
 
+        nothing: tuple[dict[str, int], Tensor] = ({}, torch.empty(0, self.dim))
         if not self.path.is_file():
-            return {}
+            return nothing
         unique = list(dict.fromkeys(keys))
         stored: list[str] = []  # the keys whose blob has the vector's size, and their blobs
         blobs: list[bytes] = []
@@ -895,20 +897,20 @@ class _VectorStore:
                             self.invalid.add(key)
         except sqlite3.OperationalError as err:
             if "no such table" in str(err):  # an empty file: a writer has not made the table yet
-                return {}
+                return nothing
             # locked past the timeout, or the file cannot be opened: read nothing, damage nothing
             self._warn_once("read", f"the encoding cache {self.path} cannot be read ({err}); encoding without it")
-            return {}
+            return nothing
         except sqlite3.DatabaseError as err:  # not a database, malformed: damaged
             self._damaged(err)
-            return {}
+            return nothing
         if not blobs:
-            return {}
+            return nothing
         # one array of every stored vector, checked at once (a text's own tensor and check cost more than its read)
         vectors = torch.frombuffer(bytearray(b"".join(blobs)), dtype=torch.float32).reshape(len(blobs), self.dim)
         finite = torch.isfinite(vectors).all(-1).tolist()
         self.invalid.update(key for key, ok in zip(stored, finite) if not ok)
-        return {key: vectors[i] for i, (key, ok) in enumerate(zip(stored, finite)) if ok}
+        return {key: i for i, (key, ok) in enumerate(zip(stored, finite)) if ok}, vectors
 
     def put(self, vectors: dict[str, Tensor]) -> None:
         """Store ``vectors``: new keys are added (keys already stored keep their vector, but for
