@@ -180,6 +180,9 @@ def test_a_padded_copy_reads_its_sources_word_ids_until_either_changes():
     buffer = io.BytesIO()
     torch.save(copy, buffer)
     assert padded_source(torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)) is None  # nothing saved
+    with torch.inference_mode():
+        made = pack_documents(ids, f)
+    assert padded_source(pad_to_width(made, made.shape[-1] + 1)) is None  # an inference tensor has no versions
     before = len(padded_copies)
     del wide, changed, copy, bad
     assert len(padded_copies) < before  # a copy's record goes with it

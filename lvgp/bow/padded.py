@@ -109,7 +109,7 @@ def pad_to_width(x: torch.Tensor, width: int) -> torch.Tensor:
     if extra == 0:
         return x
     out = torch.cat([x, x.new_full((*x.shape[:-1], extra), PAD)], dim=-1)
-    if out.is_floating_point() and not out.is_inference():
+    if out.is_floating_point() and not (out.is_inference() or x.is_inference()):  # they have no version counters
         # a copy of a copy remembers the first source: no chain of copies kept alive (PaddedExactGP widens its
         # training inputs at every wider prediction)
         source = padded_source(x)
