@@ -636,13 +636,17 @@ class SentenceEncoder:
         keys = [self._text_key(t) for t in texts]
         store = self._cache() if cache else None
         found, stored = store.get(keys) if store is not None else ({}, out[:0])
-        hits = [i for i, k in enumerate(keys) if k in found]
-        if hits:  # one gather of the stored rows
-            out[hits] = stored[[found[keys[i]] for i in hits]]
+        hits: list[int] = []  # the rows stored, and their rows in ``stored``
+        picked: list[int] = []
         first: dict[str, int] = {}  # each missing text's first row
         for i, k in enumerate(keys):
-            if k not in found and k not in first:
+            if k in found:
+                hits.append(i)
+                picked.append(found[k])
+            elif k not in first:
                 first[k] = i
+        if hits:  # one gather of the stored rows
+            out[hits] = stored[picked]
         todo = list(first.values())
         encodings = self.tokenizer.encode_batch([texts[i] for i in todo]) if todo else []
         batches = list(self._batches(encodings, batch_size))
