@@ -157,3 +157,27 @@ def test_choose_novelty_score_refuses_what_it_cannot_do():
         choose_novelty_score(_classifier(), X, y, held_out_fraction=1.0)
     with pytest.raises(ValueError, match="candidates must name at least one"):
         choose_novelty_score(_classifier(), X, y, [])
+
+
+def test_held_out_words_pass_quietly_and_draws_that_cannot_choose_say_so():
+    """The held-out classes' unseen words and empty texts are what the draws are made of: no warning for
+    them. Classes that share no word make every held-out text new to every score: every candidate's
+    AUROC is 1 in every draw, and a warning says the first candidate is returned by default. Where the
+    classes share words (the ring), the draws differ and nothing is said."""
+    disjoint = ["alpha beta", "beta gamma", "delta epsilon", "epsilon zeta", "eta theta", "theta iota"]
+    X = [text for text in disjoint for _ in range(2)]
+    y = np.repeat(["a", "b", "c"], 4)
+    candidates = ["energy", "variance"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        choice = choose_novelty_score(_classifier(), X, y, candidates, n_draws=2, random_state=0)
+    kinds = [w.category.__name__ for w in caught]
+    assert "UnseenWordsWarning" not in kinds and "EmptyDocumentsWarning" not in kinds, kinds
+    ties = [str(w.message) for w in caught if "cannot tell them apart" in str(w.message)]
+    assert len(ties) == 1 and "'energy', the first candidate" in ties[0] and "2 draws (1.000, 1.000)" in ties[0]
+    assert choice.score == "energy" and choice.aurocs == {"energy": 1.0, "variance": 1.0}
+    ring, labels = _corpus()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        choose_novelty_score(_classifier(), ring, labels, candidates, n_draws=2, random_state=3)
+    assert not [w for w in caught if "cannot tell them apart" in str(w.message)]

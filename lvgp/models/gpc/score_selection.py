@@ -18,6 +18,7 @@ Each draw refits the classifier on the kept classes' texts: ``n_draws`` fits of 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..._random import numpy_generator
 from ...base.novelty import LEAVE_ONE_OUT_SCORES, leave_one_out_novelty, open_set_metrics
+from ...warnings import EmptyDocumentsWarning, LVGPWarning, UnseenWordsWarning, warn
 
 #: the candidates :func:`choose_novelty_score` compares by default: the energy (the classifier's default) and
 #: the energy with the predicted class's variance ratio
@@ -60,6 +62,14 @@ def choose_novelty_score(
     candidates) and the kept texts by their leave-one-out predictions
     (:func:`~lvgp.base.novelty.leave_one_out_novelty`: in scope, on the same scale); its AUROC (out of scope the
     positive class) is averaged over the draws. The largest mean wins, a tie going to the earlier candidate.
+
+    The held-out classes' words are often missing from a draw's vocabulary, and some of their texts may have
+    no known word at all: that is what a new class looks like, so scoring them raises no
+    :class:`~lvgp.warnings.UnseenWordsWarning` or :class:`~lvgp.warnings.EmptyDocumentsWarning` (the fits'
+    and every other warning pass through). Where every draw gives every candidate the same AUROC (for
+    example held-out texts that share no word with the kept ones: each score ranks them all as new), the
+    draws cannot tell the candidates apart and an :class:`~lvgp.warnings.LVGPWarning` says that the first
+    candidate is returned by default.
 
     Args:
         estimator: an unfitted or fitted :class:`~lvgp.LDKGPClassifier` with the Dirichlet inference (its
@@ -117,11 +127,24 @@ def choose_novelty_score(
         reference = model.novelty_reference()
         outside_texts = [X[int(i)] for i in out_rows]
         mask = np.r_[np.zeros(len(kept_rows), bool), np.ones(len(out_rows), bool)]
-        outside = model.novelty_scores(outside_texts, candidates)  # every candidate from one latent pass
+        with warnings.catch_warnings():  # the held-out classes' words: unseen by design
+            warnings.simplefilter("ignore", UnseenWordsWarning)
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            outside = model.novelty_scores(outside_texts, candidates)  # every candidate from one latent pass
         for kind in candidates:
             inside = leave_one_out_novelty(reference, kind, len(model.classes_))
             aurocs[kind].append(open_set_metrics(np.concatenate([inside, outside[kind]]), mask)["oos_auroc"])
         held_out.append(hold)
     means = {kind: float(np.mean(values)) for kind, values in aurocs.items()}
+    if len(candidates) > 1 and all(len(set(draw)) == 1 for draw in zip(*aurocs.values())):
+        warn(
+            f"choose_novelty_score: every candidate scored the same AUROC in each of the {int(n_draws)} draws "
+            f"({', '.join(f'{a:.3f}' for a in aurocs[candidates[0]])}), so the draws cannot tell them apart; "
+            f"{candidates[0]!r}, the first candidate, is returned by default. Held-out texts that share no word "
+            "with the kept ones look new to every score: more texts, or words shared between classes, make "
+            "the draws informative",
+            LVGPWarning,
+            stacklevel=2,
+        )
     best = max(means.values())
     return NoveltyScoreChoice(next(k for k in candidates if means[k] == best), means, held_out)
