@@ -108,7 +108,7 @@ def test_the_softmax_elbo_by_hand_is_gpytorchs_terms_and_a_loop_over_the_margina
         assert float(total) == pytest.approx(loop / len(y) - float(kl) + float(log_prior), rel=1e-12)
         # the same expectation as gpytorch's estimate from its joint draws, within the Monte Carlo error
         many = _draws(clf, len(y), seed=4, samples=20_000)
-        torch.manual_seed(0)  # 20,000 of gpytorch's draws, in ten calls: one call of 20,000 takes 10 s, of 2,000 0.2 s
+        torch.manual_seed(0)  # 20,000 of gpytorch's draws in ten calls: one call of 20,000 took 20 s, of 2,000 0.2 s
         with gpytorch.settings.num_likelihood_samples(2_000):
             theirs = torch.stack([likelihood.expected_log_prob(y, q_f) for _ in range(10)]).mean(0)
         f = mean.mT + variance.mT.sqrt() * many
