@@ -742,6 +742,9 @@ def test_expected_softmax_in_blocks_of_rows_is_the_whole_ones(monkeypatch):
     mean = torch.randn(50, 7, generator=g, dtype=torch.float64)
     var = torch.rand(50, 7, generator=g, dtype=torch.float64)
     whole = models.expected_softmax(mean, var, 64, list(range(7)))
+    # the formula written out (out of place; the function adds the mean into the draws in place): to the bit
+    written = torch.softmax(mean + var.sqrt() * models.class_draws(64, list(range(7)), mean.dtype).unsqueeze(1), -1)
+    assert torch.equal(whole, written.mean(0))
     monkeypatch.setattr(models, "_SOFTMAX_BLOCK", 64 * 7 * 6)  # six rows a block
     blocked = models.expected_softmax(mean, var, 64, list(range(7)))
     np.testing.assert_allclose(blocked.numpy(), whole.numpy(), rtol=0, atol=1e-15)

@@ -157,13 +157,20 @@ def expected_softmax(
     sd = var.clamp_min(0).sqrt()
     n, C = mean.shape[-2], mean.shape[-1]
     rows = max(1, _SOFTMAX_BLOCK // (n_samples * C))
+
+    def block(m: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        draws = s * eps  # S x rows x C
+        if torch.broadcast_shapes(draws.shape, m.shape) == draws.shape:
+            draws += m  # in place: one S x rows x C buffer fewer, the same sums as m + s * eps
+        else:  # a mean of more dimensions than the variance's
+            draws = m + draws
+        return torch.softmax(draws, dim=-1).mean(0)
+
     if mean.dim() != 2 or n <= rows:
-        return torch.softmax(mean + sd * eps, dim=-1).mean(0)
+        return block(mean, sd)
     # many documents and classes (the leave-one-out predictions of 15,000 documents of 150 classes: 576
     # million draws): blocks of rows, each row's values as in one piece
-    return torch.cat(
-        [torch.softmax(mean[a : a + rows] + sd[a : a + rows] * eps, dim=-1).mean(0) for a in range(0, n, rows)]
-    )
+    return torch.cat([block(mean[a : a + rows], sd[a : a + rows]) for a in range(0, n, rows)])
 
 
 #: draws x documents x classes of one block of :func:`expected_softmax` (256 MB of float64)
