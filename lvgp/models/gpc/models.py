@@ -161,7 +161,7 @@ def expected_softmax(
     def block(m: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         draws = s * eps  # S x rows x C
         if torch.broadcast_shapes(draws.shape, m.shape) == draws.shape:
-            draws += m  # in place: one S x rows x C buffer fewer, the same sums as m + s * eps
+            draws += m  # in place: one S x rows x C allocation fewer, the same sums as m + s * eps
         else:  # a mean of more dimensions than the variance's
             draws = m + draws
         return torch.softmax(draws, dim=-1).mean(0)
