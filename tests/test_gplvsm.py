@@ -547,3 +547,43 @@ def test_kept_factorizations_give_the_recomputed_predictions_and_are_dropped_whe
         warnings.simplefilter("ignore")
         model.fit(train, corpus.y[:60])
     assert model._kept_predictions.value is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GPLVSMRegressor(optimizer=Adam(max_iter=15), random_state=0),  # variational word vectors' draws
+        lambda: GPLVSMRegressor(LDKSpec.paper(), optimizer=LBFGS(max_iter=15), random_state=0),
+        lambda: GPRBFRegressor(optimizer=LBFGS(max_iter=15)),
+    ],
+    ids=["default", "paper", "gp-rbf"],
+)
+def test_texts_predict_block_by_block_as_through_the_whole_padded_corpus(make, monkeypatch):
+    """The exact regressors pad texts block by block, each block of like lengths to its own longest
+    (``DocumentEncoder.predicting_unpadded``): the means and standard deviations of the whole padded corpus
+    (``predicting``), row by row in the caller's order, with a text without a known word and texts of very
+    different lengths in blocks of 7; to rounding (blocks of other rows and widths: 1e-12 relative)."""
+    import lvgp.models.estimator_base as base
+    from lvgp.base.encoding import DocumentEncoder
+
+    corpus = make_synonym_regression(n=120, noise=0.05, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = make().fit(corpus.texts[:60], corpus.y[:60])
+    test = [" ".join([t] * (1 + 5 * (i % 3))) for i, t in enumerate(corpus.texts[60:])] + ["qqqq zzzz"]
+    monkeypatch.setattr(base, "_PREDICT_BLOCK", 7)
+    seen = []
+    blocks = base._RaggedDocuments.blocks
+    monkeypatch.setattr(base._RaggedDocuments, "blocks", lambda self, size: seen.append(size) or blocks(self, size))
+
+    def predictions():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            return reg.predict(test, return_std=True)
+
+    unpadded = predictions()
+    assert seen and seen[0] == 7  # the blocks of the unpadded texts were taken
+    monkeypatch.setattr(DocumentEncoder, "predicting_unpadded", DocumentEncoder.predicting)
+    for got, expected in zip(unpadded, predictions()):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert np.isfinite(unpadded[1]).all() and len(unpadded[0]) == len(test)

@@ -44,6 +44,7 @@ from ..base.snapshot import KeptResult, gp_state
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
+from ..bow.padded import RaggedIds, document_lengths, documents_at
 from ..kernels.spec import variational_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from ..warnings import warn as warn_user
@@ -55,6 +56,41 @@ if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
 
 _PREDICT_BLOCK = 2048
+
+
+class _RaggedDocuments:
+    """Documents to predict held without one padded array: their word ids (:class:`~lvgp.bow.padded.RaggedIds`)
+    and, with a sentence encoder, its ``n x d`` vectors of them. :meth:`block` pads the documents of some rows
+    to the longest of them (packed with their vectors): a padded corpus is as wide as its longest document
+    (20ng's test split: 7,528 texts, one of them of thousands of words), and every kernel part's cost grows
+    with the width."""
+
+    def __init__(self, ids: RaggedIds, features: torch.Tensor | None, rows: torch.Tensor | None = None) -> None:
+        self.ids, self.features = ids, features
+        self.rows = torch.arange(len(ids)) if rows is None else rows  # the documents' rows of ``ids``
+        self.lengths = document_lengths(ids)[self.rows]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, rows: torch.Tensor) -> _RaggedDocuments:
+        """The documents at ``rows`` (of these)."""
+        return _RaggedDocuments(self.ids, self.features, self.rows[rows])
+
+    def blocks(self, size: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``(rows, documents)`` of blocks of at most ``size`` documents of like lengths (each padded to its own
+        longest; rows of these documents): every document once."""
+        order = torch.argsort(self.lengths, stable=True)
+        return [(idx, self.block(idx)) for idx in order.split(size)]
+
+    def block(self, rows: torch.Tensor) -> torch.Tensor:
+        """The documents at ``rows`` (of these), padded to their longest, packed with their vectors."""
+        from ..kernels.packed import pack_documents
+
+        padded = documents_at(self.ids, self.rows[rows])
+        return padded if self.features is None else pack_documents(padded, self.features[self.rows[rows]])
+
+
 #: the most memory a variational regressor keeps between predictions for its training-set
 #: factorizations, one per Monte Carlo sample of its word vectors (estimated at 3 n^2 numbers each: the
 #: kernel matrix, its Cholesky factor and the predictive variances' cache); above it, every call
@@ -134,6 +170,11 @@ class ExactGPRegressorBase(
     def _word_ids(self, x: torch.Tensor) -> torch.Tensor:
         """The padded word ids of documents :meth:`_documents` returned (for the empty-document policy)."""
         return x
+
+    def _document_features(self, X: Documents, name: str) -> torch.Tensor | None:
+        """What :meth:`_documents` packs beside the word ids of the texts ``X`` (a sentence encoder's ``n x d``
+        vectors), or ``None``: for documents padded block by block (:class:`_RaggedDocuments`)."""
+        return None
 
     def _build_model(
         self, inputs: torch.Tensor, targets: torch.Tensor, seed: int, state_dict: dict | None = None
@@ -445,17 +486,26 @@ class ExactGPRegressorBase(
 
         return score
 
-    def _moments(self, x: torch.Tensor, samples: int, variances: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    def _moments(
+        self, x: torch.Tensor | _RaggedDocuments, samples: int, variances: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictive mean and variance of the latent f (standardized units), ``n`` or
-        ``n x B``, for non-empty padded documents ``x``: exact GP moments, or with
+        ``n x B``, for non-empty padded documents ``x`` (or documents padded block by block,
+        :class:`_RaggedDocuments`: the blocks padded once for all samples): exact GP moments, or with
         ``samples > 1`` the moments of the equal-weight mixture over Monte Carlo samples of
         the latent quantities (mean of means; mean of variances plus variance of means).
         Samples come from a generator seeded at fit time, so predictions are reproducible.
         ``variances=False``: the means alone (gpytorch's ``skip_posterior_variances``: no solve
         against the training covariance for them), the variances NaN."""
         model = self.model_
-        shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
+        n = len(x) if isinstance(x, _RaggedDocuments) else x.shape[0]
+        shape = (n,) if model.num_outputs == 1 else (n, model.num_outputs)
         device = self.device_
+        blocks: list[tuple[Any, torch.Tensor]]
+        if isinstance(x, _RaggedDocuments):
+            blocks = [(rows.to(device), xb) for rows, xb in x.blocks(_PREDICT_BLOCK)]
+        else:
+            blocks = [(slice(a, a + _PREDICT_BLOCK), x[a : a + _PREDICT_BLOCK]) for a in range(0, n, _PREDICT_BLOCK)]
         first = torch.zeros(shape, dtype=torch.float64, device=device)
         second = torch.zeros(shape, dtype=torch.float64, device=device)
         variance = torch.zeros(shape, dtype=torch.float64, device=device)
@@ -477,9 +527,8 @@ class ExactGPRegressorBase(
                         # the training covariance changed: this sample's factorization, kept from an
                         # earlier call, or None (gpytorch computes it)
                         model.prediction_strategy = kept[sample] if kept is not None else None
-                    for start in range(0, x.shape[0], _PREDICT_BLOCK):
-                        rows = slice(start, start + _PREDICT_BLOCK)
-                        dist = model(self._model_inputs(x[rows]).to(device))
+                    for rows, xb in blocks:
+                        dist = model(self._model_inputs(xb).to(device))
                         m = dist.mean.mT if dist.mean.dim() == 2 else dist.mean
                         first[rows] += m
                         second[rows] += m * m
@@ -555,38 +604,45 @@ class ExactGPRegressorBase(
             ``mean`` (``n`` or ``n x B``) or ``(mean, std)``, numpy, in target units.
         """
         check_is_fitted(self, "model_")
-        with self._encoder.predicting(X, self._word_vectors()) as x:
-            mean, var = self._predict_encoded(self._documents(x, X, "X"), include_noise, variances=return_std)
+        # texts unpadded, each block padded to its own longest (a padded corpus is as wide as its longest text)
+        with self._encoder.predicting_unpadded(X, self._word_vectors()) as x:
+            docs = (
+                _RaggedDocuments(x, self._document_features(X, "X"))
+                if isinstance(x, RaggedIds)
+                else self._documents(x, X, "X")
+            )
+            mean, var = self._predict_encoded(docs, include_noise, variances=return_std)
         mean = to_host(mean) * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
         return mean, np.sqrt(to_host(var)) * self.y_std_
 
     def _predict_encoded(
-        self, x: torch.Tensor, include_noise: bool, variances: bool = True
+        self, x: torch.Tensor | _RaggedDocuments, include_noise: bool, variances: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictive mean and variance (standardized units, on the model's device) of documents
-        ``x`` (on the host; :meth:`_documents`); ``variances=False``: the means alone (the variances of
-        the documents with a known word NaN, :meth:`_moments`)."""
-        empty = (
-            empty_rows(self._word_ids(x))
-            if self._empty_documents_use_prior
-            else torch.zeros(x.shape[0], dtype=torch.bool)
-        )
+        ``x`` (on the host; :meth:`_documents`, or :class:`_RaggedDocuments`); ``variances=False``: the means
+        alone (the variances of the documents with a known word NaN, :meth:`_moments`)."""
+        n = len(x) if isinstance(x, _RaggedDocuments) else x.shape[0]
+        if not self._empty_documents_use_prior:
+            empty = torch.zeros(n, dtype=torch.bool)
+        else:
+            empty = x.lengths == 0 if isinstance(x, _RaggedDocuments) else empty_rows(self._word_ids(x))
         model, lik = self.model_, self.likelihood_
         model.eval()
-        shape = (x.shape[0],) if model.num_outputs == 1 else (x.shape[0], model.num_outputs)
+        shape = (n,) if model.num_outputs == 1 else (n, model.num_outputs)
         mean = torch.empty(shape, dtype=torch.float64, device=self.device_)
         var = torch.empty(shape, dtype=torch.float64, device=self.device_)
         noise = lik.noise.detach().reshape(()) if include_noise else 0.0
         rows = torch.nonzero(~empty)[:, 0]
         if rows.numel():
-            m, v = self._moments(x[rows], self._latent_samples("predict"), variances)
+            docs = x.take(rows) if isinstance(x, _RaggedDocuments) else x[rows]
+            m, v = self._moments(docs, self._latent_samples("predict"), variances)
             rows = rows.to(self.device_)
             mean[rows], var[rows] = m, v + noise
         if empty.any():
             warn_user(
-                f"{int(empty.sum())} of {x.shape[0]} documents have no known word: predicted with the prior",
+                f"{int(empty.sum())} of {n} documents have no known word: predicted with the prior",
                 EmptyDocumentsWarning,
                 stacklevel=3,
             )
