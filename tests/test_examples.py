@@ -61,6 +61,7 @@ BENCHMARKS = {
     "epig_cost.py": "largest relative difference between the two",
     "epig_estimator.py": "| second order, 64 draws a text |",
     "active_round.py": "largest difference between the two codes' results",
+    "exact_predict_unpadded.py": "largest relative difference between the two codes' predictions",
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",
     "clgp_xor.py": "final ELBO",
