@@ -87,8 +87,9 @@ class _RaggedDocuments:
         """The documents at ``rows`` (of these), padded to their longest, packed with their vectors."""
         from ..kernels.packed import pack_documents
 
-        padded = documents_at(self.ids, self.rows[rows])
-        return padded if self.features is None else pack_documents(padded, self.features[self.rows[rows]])
+        at = self.rows[rows]
+        padded = documents_at(self.ids, at)
+        return padded if self.features is None else pack_documents(padded, self.features[at])
 
 
 #: the most memory a variational regressor keeps between predictions for its training-set
