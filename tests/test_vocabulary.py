@@ -140,6 +140,37 @@ def _tokens_written_out(text: str, lowercase: bool = True, shortest: int = 3, st
     return [t for t in _token_pattern().findall(text) if len(t) >= shortest and t not in stop]
 
 
+def test_ascii_texts_take_the_ascii_pattern_and_give_the_tokens_of_the_unicode_one(monkeypatch):
+    """An ASCII text is tokenized by runs of ASCII letters of the shortest length or more
+    (:func:`~lvgp.bow.vocabulary._ascii_token_pattern`, four times as fast): the same tokens and spans as the
+    Unicode pattern with its length filter, on random ASCII texts of letters, digits, underscores, punctuation and
+    space, for every option; a text with one non-ASCII character takes the Unicode pattern."""
+    from lvgp.bow import vocabulary
+
+    monkeypatch.setattr(vocabulary, "TOKENS", vocabulary.TokenMemo())
+    rng = np.random.default_rng(0)
+    alphabet = np.array(list("abcdeXYZ" * 4 + "0129_'-.,;: \t\n\x7f~"))
+    texts = ["".join(rng.choice(alphabet, size=rng.integers(0, 80))) for _ in range(300)]
+    texts += ["", "a", "ab abc ABCD", "x1y2zz3www", "___abc___", "DON'T stop", "résumé and cafe"]
+    for options in (
+        {},
+        {"lowercase": False},
+        {"min_token_len": 1, "stop_words": None},
+        {"min_token_len": 2, "stop_words": ["abc", "xyz"]},
+        {"min_token_len": 5, "lowercase": False, "stop_words": None},
+    ):
+        vocab = Vocabulary(**options)
+        stop = vocab._stop_set()
+        shortest, lowercase = vocab.min_token_len, vocab.lowercase
+        for text in texts:
+            expected = _tokens_written_out(text, lowercase=lowercase, shortest=shortest, stop=stop)
+            assert vocab.tokenize(text) == expected, (options, text)
+            read, spans = vocab.token_spans(text)
+            assert [t for t, _, _ in spans] == expected and all(read[a:b] == t for t, a, b in spans)
+    assert vocabulary._token_matches("abc", 3)[0] is vocabulary._ascii_token_pattern(3)
+    assert vocabulary._token_matches("abc é", 3) == (vocabulary._token_pattern(), 3)
+
+
 def test_the_token_memo_serves_the_tokens_of_the_rules_for_each_set_of_options(monkeypatch):
     """A text tokenized again comes from the memo (:class:`~lvgp.bow.vocabulary.TokenMemo`): the same
     tokens as the rules written out, for each set of options (lower-casing, shortest token, stop words

@@ -65,6 +65,23 @@ def _token_pattern() -> re.Pattern:
     return re.compile(rf"[^\W\d_](?:[^\W\d_]|[{marks}])*")
 
 
+@functools.lru_cache(maxsize=8)
+def _ascii_token_pattern(shortest: int) -> re.Pattern:
+    """:func:`_token_pattern`'s tokens of at least ``shortest`` characters, in an ASCII text: runs of at least
+    ``shortest`` ASCII letters (such a text has no other letter and no combining mark, and a run too short has no
+    match inside it either). The same tokens as the Unicode classes, about four times as fast through Python's
+    ``re`` (``benchmarks/README.md``, "Tokenizing ASCII texts")."""
+    return re.compile(rf"[A-Za-z]{{{int(shortest)},}}")
+
+
+def _token_matches(text: str, shortest: int) -> tuple[re.Pattern, int]:
+    """The pattern that finds the tokens of ``text`` (:func:`_ascii_token_pattern` where it is ASCII, else
+    :func:`_token_pattern`) and the shortest match still to drop (1 where the pattern has no shorter one)."""
+    if text.isascii():
+        return _ascii_token_pattern(shortest), 1
+    return _token_pattern(), shortest
+
+
 _FORMAT = "lvgp.Vocabulary/1"
 
 #: the tokens :class:`TokenMemo` holds at most, over all its texts (each text counts its tokens plus one):
@@ -208,8 +225,9 @@ class Vocabulary:
         if tokens is None:
             text = unicodedata.normalize("NFC", doc)
             text = text.lower() if self.lowercase else text
-            shortest, intern = self.min_token_len, sys.intern
-            tokens = tuple(intern(t) for t in _token_pattern().findall(text) if len(t) >= shortest and t not in stop)
+            pattern, shortest = _token_matches(text, self.min_token_len)
+            intern = sys.intern
+            tokens = tuple(intern(t) for t in pattern.findall(text) if len(t) >= shortest and t not in stop)
             TOKENS.put(key, tokens)
         return tokens
 
@@ -224,10 +242,11 @@ class Vocabulary:
         text = unicodedata.normalize("NFC", doc)
         text = text.lower() if self.lowercase else text
         stop = self._stop_set()
+        pattern, shortest = _token_matches(text, self.min_token_len)
         spans = [
             (m.group(), m.start(), m.end())
-            for m in _token_pattern().finditer(text)
-            if len(m.group()) >= self.min_token_len and m.group() not in stop
+            for m in pattern.finditer(text)
+            if len(m.group()) >= shortest and m.group() not in stop
         ]
         return text, spans
 
