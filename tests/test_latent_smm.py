@@ -310,3 +310,36 @@ def test_predict_proba_is_platt_scaling_on_the_fitted_gram(multi_class, tmp_path
     first = binary.predict_proba(two)[:, 0]
     order = np.argsort(decision)
     assert np.all(np.diff(first[order]) >= -1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::lvgp.warnings.UnseenWordsWarning")
+def test_texts_are_decided_block_by_block_as_through_the_whole_padded_corpus(monkeypatch):
+    """``decision_function`` reads texts unpadded and computes the kernel in blocks of like lengths, each
+    padded to its own longest (blocks of 7 here): the kernel values of the whole corpus padded at once, in
+    every row (texts of very different lengths, one without a known word: zeros and a warning with the
+    count), for texts and for padded word ids alike."""
+    from lvgp.models import latent_smm
+    from lvgp.warnings import EmptyDocumentsWarning
+
+    x, y = three_classes(60, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smm = LatentSMMClassifier(optimizer=LBFGS(max_iter=10), random_state=0).fit(x, y)
+    test, _ = three_classes(40, 4)
+    test = [" ".join([t] * (1 + 9 * (i % 6 == 0))) for i, t in enumerate(test)]  # a tail of long texts
+    test[5] = "qqq zzz"  # no known word
+    with smm.encoder_.predicting(test, smm.kernel_.word_vectors) as padded, torch.no_grad():
+        known = (padded != -1).any(-1)
+        expected = np.zeros((len(test), len(x)))
+        expected[known.numpy()] = smm.kernel_(padded[known], smm._x).to_dense().numpy()
+        ids = padded.clone()
+    monkeypatch.setattr(latent_smm, "PREDICT_BLOCK", 7)
+    for documents in (test, ids):
+        with pytest.warns(EmptyDocumentsWarning, match="1 of 40 documents have no known word"):
+            cross = smm._cross_gram(documents)
+        np.testing.assert_allclose(cross, expected, rtol=1e-12, atol=1e-14)
+        assert not cross[5].any() and np.abs(cross[known.numpy()]).min() > 0
+    with pytest.warns(EmptyDocumentsWarning):
+        values = smm.decision_function(test)
+    assert values.shape == (40, 3)  # three pairs
+    np.testing.assert_allclose(values, smm.svc_.decision_function(expected), rtol=1e-10, atol=1e-12)
