@@ -110,12 +110,16 @@ class SentenceEncoderMixin:
         self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
         return features
 
+    def _document_features(self, X: Documents, name: str) -> torch.Tensor | None:
+        """What is packed beside the word ids of the texts ``X``: the sentence encoder's ``n x d`` vectors
+        (:meth:`_encoder_features`), or ``None`` without a sentence encoder."""
+        return None if self.sentence_encoder is None else self._encoder_features(X, name)
+
     def _with_encoder(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
-        """``x`` packed with the sentence encoder's vectors of the texts ``X`` (``x`` itself without
-        a sentence encoder)."""
-        if self.sentence_encoder is None:
-            return x
-        return pack_documents(x, self._encoder_features(X, name))
+        """``x`` packed with :meth:`_document_features` of the texts ``X`` (``x`` itself without a sentence
+        encoder)."""
+        features = self._document_features(X, name)
+        return x if features is None else pack_documents(x, features)
 
 
 class FittedVocabularyMixin:

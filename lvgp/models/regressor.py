@@ -182,9 +182,6 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
     def _documents(self, x: torch.Tensor, X: Documents, name: str) -> torch.Tensor:
         return self._with_encoder(x, X, name)
 
-    def _document_features(self, X: Documents, name: str) -> torch.Tensor | None:
-        return None if self.sentence_encoder is None else self._encoder_features(X, name)
-
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None, unlabeled: Any = None) -> Self:
         """As :meth:`ExactGPRegressorBase.fit <lvgp.models.estimator_base.ExactGPRegressorBase.fit>`;
         ``encode_seconds_``: the seconds it spent in the sentence encoder (0 without one)."""

@@ -50,7 +50,7 @@ from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
-from ...kernels.packed import ENCODER_KERNELS
+from ...kernels.packed import ENCODER_KERNELS, pack_documents
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
@@ -969,14 +969,14 @@ class LDKGPClassifier(
             # blocks of like lengths: a block is as wide as its longest document (20ng's pool: a sixth of the
             # padded entries of blocks in row order); every result is written back by its rows
             rows = rows[torch.argsort(lengths[rows], stable=True)]
-            features = self._encoder_features(X, "X") if self.sentence_encoder is not None else None
+            features = self._document_features(X, "X")
 
             def blocks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
                 for b in range(0, len(rows), block):
                     idx = rows[b : b + block]
                     xb = documents_at(x, idx, lengths[idx])
                     if features is not None:
-                        xb = torch.cat([features[idx], xb.double()], dim=-1)
+                        xb = pack_documents(xb, features[idx])
                     yield idx.to(self.device_), xb.to(self.device_)
 
             with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
