@@ -6,7 +6,9 @@ one thread):
    Monte Carlo sample of the word vectors (32 by default) and solved for the variances even when only
    the means were asked for; now each sample's factorization is kept between calls while the model is
    unchanged, and the means alone skip the variances' solves. The predictions of both must be the same
-   numbers, to the bit.
+   numbers to rounding (1e-12 relative; printed: the largest difference, 0 for the same bits). They were
+   the same bits on the Xeon host of the README's figures; on an AMD EPYC host they differ in the last bit
+   (3e-16), the same operations rounding otherwise.
 2. ``CLGP.predict_proba`` (imputing hidden values of a categorical table): the predictive probabilities'
    200 draws were a loop over samples, now batches of them (the same draws); the estimates agree to
    rounding.
@@ -67,8 +69,8 @@ def gplvsm(n, calls, max_iter):
         "mean_call": float(np.median([t for t, _ in means])),
         "std_call": float(np.median([t for t, _ in stds])),
         "batch": batch,
-        "values": [float(v) for _, m in means for v in m] + [float(v) for _, (m, s) in stds for v in (*m, *s)]
-        + [float(v) for v in (*batch_mean, *batch_std)],
+        "values": [float(v) for _, m in means for v in m] + [float(v) for _, (m, s) in stds for v in (*m, *s)],
+        "batch_values": [float(v) for v in (*batch_mean, *batch_std)],
     }
 
 def clgp(covariance, rows, hidden, impute_iter):
@@ -105,6 +107,11 @@ print(json.dumps([run(dict(job)) for job in args["jobs"]]))
 """
 
 
+def _relative(before: list[float], now: list[float]) -> float:
+    """The largest relative difference between two codes' values (0: the same bits)."""
+    return max((abs(x - y) / max(abs(x), 1e-300) for x, y in zip(before, now)), default=0.0)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the test suite's run)")
@@ -139,7 +146,7 @@ def main(argv=None) -> int:
         "| training texts | samples | code | first call s | a call, means s | a call, means and std s "
         "| 100 texts s |\n|---|---|---|---|---|---|---|"
     )
-    same = True
+    worst_one, worst_batch = 0.0, 0.0
     for n, b, r in zip(sizes, before, now):
         for name, x in ((f"before ({args.before})", b), ("now", r)):
             print(
@@ -150,10 +157,17 @@ def main(argv=None) -> int:
             f"| {n} | | before / now | {b['first'] / r['first']:.2f}x | **{b['mean_call'] / r['mean_call']:.1f}x** "
             f"| **{b['std_call'] / r['std_call']:.1f}x** | {b['batch'] / r['batch']:.2f}x |"
         )
-        same = same and b["values"] == r["values"]
-    if not same:
-        raise SystemExit("the GP-LVSM's predictions of the two codes differ")
-    print("\nthe same predictions, to the bit, from both codes")
+        worst_one = max(worst_one, _relative(b["values"], r["values"]))
+        worst_batch = max(worst_batch, _relative(b["batch_values"], r["batch_values"]))
+    if max(worst_one, worst_batch) > 1e-12:
+        raise SystemExit(
+            f"the GP-LVSM's predictions of the two codes differ: {worst_one:.1e} (one text), {worst_batch:.1e} (100 "
+            "texts) relative"
+        )
+    print(
+        f"\nthe same predictions from both codes to rounding: largest relative difference {worst_one:.1e} for one "
+        f"text, {worst_batch:.1e} for 100 texts (0 is the same bits)"
+    )
 
     print(
         f"\n2. CLGP.predict_proba of a 10-column table (10 values a column; every value of {hidden} rows hidden in "
