@@ -63,7 +63,6 @@ BENCHMARKS = {
     "active_round.py": "largest difference between the two codes' results",
     "exact_predict_unpadded.py": "largest relative difference between the two codes' predictions",
     "tokenize_ascii.py": "encoded test sets: equal",
-    "latent_smm_predict.py": "largest difference between the two codes' decision values",
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",
     "clgp_xor.py": "final ELBO",
