@@ -169,6 +169,8 @@ def test_ascii_texts_take_the_ascii_pattern_and_give_the_tokens_of_the_unicode_o
             assert [t for t, _, _ in spans] == expected and all(read[a:b] == t for t, a, b in spans)
     assert vocabulary._token_matches("abc", 3)[0] is vocabulary._ascii_token_pattern(3)
     assert vocabulary._token_matches("abc é", 3) == (vocabulary._token_pattern(), 3)
+    # options tokenize checks nothing of (fit refuses them) take the Unicode pattern, as before: no empty token
+    assert Vocabulary(min_token_len=0, stop_words=None).tokenize("ab, c") == ["ab", "c"]
 
 
 def test_the_token_memo_serves_the_tokens_of_the_rules_for_each_set_of_options(monkeypatch):

@@ -78,7 +78,7 @@ def _ascii_token_pattern(shortest: int) -> re.Pattern:
 def _token_matches(text: str, shortest: int) -> tuple[re.Pattern, int]:
     """The pattern that finds the tokens of ``text`` (:func:`_ascii_token_pattern` where it is ASCII, else
     :func:`_token_pattern`) and the shortest match still to drop (1 where the pattern has no shorter one)."""
-    if text.isascii():
+    if text.isascii() and isinstance(shortest, int) and shortest >= 1:  # else (unchecked options) as before
         return _ascii_token_pattern(shortest), 1
     return _token_pattern(), shortest
 
@@ -230,7 +230,7 @@ class Vocabulary:
             found = pattern.findall(text)
             if shortest > 1:
                 found = [t for t in found if len(t) >= shortest]
-            # the stop words dropped and the tokens interned in C (itertools, map): a third of the filter's time
+            # the stop words dropped and the tokens interned in C (itertools, map): a sixth of the filter's time
             tokens = tuple(map(sys.intern, itertools.filterfalse(stop.__contains__, found)))
             TOKENS.put(key, tokens)
         return tokens
