@@ -59,13 +59,16 @@ _PREDICT_BLOCK = 2048
 
 
 class _RaggedDocuments:
-    """Documents to predict held without one padded array: their word ids (:class:`~lvgp.bow.padded.RaggedIds`)
+    """Documents to predict held without one padded array: their word ids (:class:`~lvgp.bow.padded.RaggedIds`,
+    or a padded tensor, whose blocks are cut to their longest)
     and, with a sentence encoder, its ``n x d`` vectors of them. :meth:`block` pads the documents of some rows
     to the longest of them (packed with their vectors): a padded corpus is as wide as its longest document
     (20ng's test split: 7,528 texts, one of them of thousands of words), and every kernel part's cost grows
     with the width."""
 
-    def __init__(self, ids: RaggedIds, features: torch.Tensor | None, rows: torch.Tensor | None = None) -> None:
+    def __init__(
+        self, ids: RaggedIds | torch.Tensor, features: torch.Tensor | None, rows: torch.Tensor | None = None
+    ) -> None:
         self.ids, self.features = ids, features
         self.rows = torch.arange(len(ids)) if rows is None else rows  # the documents' rows of ``ids``
         self.lengths = document_lengths(ids)[self.rows]

@@ -58,13 +58,14 @@ from ..base.fitting import minimize
 from ..base.novelty import decision_novelty, probability_novelty
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels
-from ..bow.padded import document_lengths, documents_at, trim_to_longest
+from ..bow.padded import document_lengths, trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
 from ..kernels.assembly import assemble_covariance
 from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
+from .estimator_base import _RaggedDocuments
 from .mixins import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
 
 if TYPE_CHECKING:
@@ -504,12 +505,10 @@ class LatentSMMClassifier(
                     EmptyDocumentsWarning,
                     stacklevel=3,
                 )
-            rows = torch.nonzero(~empty).ravel()
-            rows = rows[torch.argsort(lengths[rows], stable=True)]
+            docs = _RaggedDocuments(x, None).take(torch.nonzero(~empty).ravel())
             with torch.no_grad():
-                for idx in rows.split(PREDICT_BLOCK):
-                    block = documents_at(x, idx, lengths[idx]).to(self.device_)
-                    cross[idx.numpy()] = to_host(self.kernel_(block, self._x).to_dense())
+                for idx, block in docs.blocks(PREDICT_BLOCK):
+                    cross[docs.rows[idx].numpy()] = to_host(self.kernel_(block.to(self.device_), self._x).to_dense())
         return cross
 
     def decision_function(self, X: Documents) -> np.ndarray:
