@@ -23,7 +23,7 @@ from pathlib import Path
 from _before import ROOT, extract, run_code
 
 #: each model's code before: the commit before its predictions were padded block by block
-BEFORE = {"gplvsm": "8598ccc", "latent-smm": "e3e681c"}
+BEFORE = {"gplvsm": "8598ccc", "latent-smm": "fd807db"}
 
 CHILD = r"""
 import json, resource, sys, time, warnings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -140,6 +141,29 @@ DRY_RUN_POSSIBLE = shutil.which("bash") is not None and shutil.which("timeout") 
 
 def test_every_benchmark_is_listed():
     assert {p.name for p in BENCHMARKS_DIR.glob("[!_]*.py")} == set(BENCHMARKS)  # _helpers are not scripts
+
+
+def test_every_commit_a_benchmark_names_is_in_the_history():
+    """A benchmark's code "before" is extracted with ``git archive`` (``benchmarks/_before.py``): a commit amended
+    away is still in the working checkout's object store (and in a local ``git clone``'s), but not in a clone
+    from the remote, where the benchmark's quick run fails. Every abbreviated hash (seven hex digits, a letter
+    and a digit among them) a script names must be an ancestor of ``HEAD``."""
+    root = BENCHMARKS_DIR.parent
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    named = {
+        (script.name, commit)
+        for script in sorted(BENCHMARKS_DIR.glob("*.py"))
+        for commit in re.findall(r"\b[0-9a-f]{7}\b", script.read_text())
+        if re.search("[a-f]", commit) and re.search("[0-9]", commit)
+    }
+    assert named, "no commit found: the pattern no longer matches how the scripts name them"
+    outside = [
+        (name, commit)
+        for name, commit in sorted(named)
+        if subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", commit, "HEAD"]).returncode != 0
+    ]
+    assert not outside, f"commits not in HEAD's history: {outside}"
 
 
 @pytest.mark.parametrize(
