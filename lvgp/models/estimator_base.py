@@ -80,18 +80,21 @@ class _RaggedDocuments:
         """The documents at ``rows`` (of these)."""
         return _RaggedDocuments(self.ids, self.features, self.rows[rows])
 
-    def blocks(self, size: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def blocks(self, size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """``(rows, documents)`` of blocks of at most ``size`` documents of like lengths (each padded to its own
-        longest; rows of these documents): every document once."""
+        longest; rows of these documents, ascending lengths): every document once, each block padded as it is
+        reached (a caller that reads them more than once keeps a list); no block of no documents."""
         order = torch.argsort(self.lengths, stable=True)
-        return [(idx, self.block(idx)) for idx in order.split(size)]
+        return ((idx, self.block(idx)) for idx in order.split(size) if len(idx))  # split gives () one empty part
 
     def block(self, rows: torch.Tensor) -> torch.Tensor:
-        """The documents at ``rows`` (of these), padded to their longest, packed with their vectors."""
+        """The documents at ``rows`` (of these), padded to their longest, packed with their vectors; ``int64``
+        ids where the corpus keeps compact ones (:func:`~lvgp.bow.padded.documents_at`, given the rows' lengths:
+        a padded corpus is cut to their longest before its rows are gathered)."""
         from ..kernels.packed import pack_documents
 
         at = self.rows[rows]
-        padded = documents_at(self.ids, at)
+        padded = documents_at(self.ids, at, self.lengths[rows])
         return padded if self.features is None else pack_documents(padded, self.features[at])
 
 

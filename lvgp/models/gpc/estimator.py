@@ -45,15 +45,16 @@ from ...base.persistence import classes_from_plain, classes_to_plain
 from ...base.snapshot import KeptResult, gp_state
 from ...base.targets import check_labels, true_class_log_proba
 from ...base.validation import check_block
-from ...bow.padded import document_lengths, documents_at, pad_to_width
+from ...bow.padded import pad_to_width
 from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
-from ...kernels.packed import ENCODER_KERNELS, pack_documents
+from ...kernels.packed import ENCODER_KERNELS
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
+from ..estimator_base import _RaggedDocuments
 from ..inducing import step_approximation
 from ..mixins import (
     FittedVocabularyMixin,
@@ -961,27 +962,17 @@ class LDKGPClassifier(
         # longest: 20ng's pool 11,173 x 4,299); padded ids as given, int32 ids cast block by block
         word_vectors = modules[0] if len(modules) == 1 else None
         with self.encoder_.predicting_unpadded(X, word_vectors, compact=True) as x:
-            lengths = document_lengths(x)
+            documents = _RaggedDocuments(x, self._document_features(X, "X"))
             # a document without a known word is left out only where no part of the kernel reads it: with a
             # sentence encoder its vector does
-            empty = (lengths == 0) & (self.sentence_encoder is None)
-            rows = torch.nonzero(~empty).ravel()
+            empty = (documents.lengths == 0) & (self.sentence_encoder is None)
+            read = documents.take(torch.nonzero(~empty).ravel())
             # blocks of like lengths: a block is as wide as its longest document (20ng's pool: a sixth of the
             # padded entries of blocks in row order); every result is written back by its rows
-            rows = rows[torch.argsort(lengths[rows], stable=True)]
-            features = self._document_features(X, "X")
-
-            def blocks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-                for b in range(0, len(rows), block):
-                    idx = rows[b : b + block]
-                    xb = documents_at(x, idx, lengths[idx])
-                    if features is not None:
-                        xb = pack_documents(xb, features[idx])
-                    yield idx.to(self.device_), xb.to(self.device_)
-
+            blocks = ((read.rows[idx].to(self.device_), xb.to(self.device_)) for idx, xb in read.blocks(block))
             with torch.no_grad(), exact_numerics(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", GPInputWarning)
-                yield len(lengths), empty, blocks()
+                yield len(documents), empty, blocks
 
     def predict_latent(self, X: Documents, block: int = 256, return_prior: bool = False) -> tuple[np.ndarray, ...]:
         r"""The latent functions' posterior marginals at the documents ``X``: means and variances,
