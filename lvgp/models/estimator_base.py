@@ -67,25 +67,30 @@ class _RaggedDocuments:
     with the width."""
 
     def __init__(
-        self, ids: RaggedIds | torch.Tensor, features: torch.Tensor | None, rows: torch.Tensor | None = None
+        self,
+        ids: RaggedIds | torch.Tensor,
+        features: torch.Tensor | None,
+        rows: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
     ) -> None:
         self.ids, self.features = ids, features
         self.rows = torch.arange(len(ids)) if rows is None else rows  # the documents' rows of ``ids``
-        self.lengths = document_lengths(ids)[self.rows]
+        # their numbers of words (given: those of ``rows``, read once by the documents taken from)
+        self.lengths = document_lengths(ids)[self.rows] if lengths is None else lengths
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def take(self, rows: torch.Tensor) -> _RaggedDocuments:
         """The documents at ``rows`` (of these)."""
-        return _RaggedDocuments(self.ids, self.features, self.rows[rows])
+        return _RaggedDocuments(self.ids, self.features, self.rows[rows], self.lengths[rows])
 
     def blocks(self, size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """``(rows, documents)`` of blocks of at most ``size`` documents of like lengths (each padded to its own
         longest; rows of these documents, ascending lengths): every document once, each block padded as it is
         reached (a caller that reads them more than once keeps a list); no block of no documents."""
         order = torch.argsort(self.lengths, stable=True)
-        return ((idx, self.block(idx)) for idx in order.split(size) if len(idx))  # split gives () one empty part
+        return ((idx, self.block(idx)) for idx in order.split(size) if len(idx))  # no rows: split gives one empty part
 
     def block(self, rows: torch.Tensor) -> torch.Tensor:
         """The documents at ``rows`` (of these), padded to their longest, packed with their vectors; ``int64``
