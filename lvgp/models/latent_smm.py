@@ -58,7 +58,7 @@ from ..base.fitting import minimize
 from ..base.novelty import decision_novelty, probability_novelty
 from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.targets import check_labels
-from ..bow.padded import document_lengths, trim_to_longest
+from ..bow.padded import trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
 from ..kernels.assembly import assemble_covariance
@@ -496,8 +496,8 @@ class LatentSMMClassifier(
         and memory grow with the width and the rows of a call. Every value is written back by its row."""
         check_is_fitted(self, "svc_")
         with self.encoder_.predicting_unpadded(X, self.kernel_.word_vectors) as x:
-            lengths = document_lengths(x)
-            n, empty = len(lengths), lengths == 0
+            documents = _RaggedDocuments(x, None)
+            n, empty = len(documents), documents.lengths == 0
             cross = np.zeros((n, self._x.shape[0]))
             if empty.any():
                 warn(
@@ -505,7 +505,7 @@ class LatentSMMClassifier(
                     EmptyDocumentsWarning,
                     stacklevel=3,
                 )
-            docs = _RaggedDocuments(x, None).take(torch.nonzero(~empty).ravel())
+            docs = documents.take(torch.nonzero(~empty).ravel())
             with torch.no_grad():
                 for idx, block in docs.blocks(PREDICT_BLOCK):
                     cross[docs.rows[idx].numpy()] = to_host(self.kernel_(block.to(self.device_), self._x).to_dense())
