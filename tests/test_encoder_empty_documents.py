@@ -172,14 +172,14 @@ def test_a_study_on_short_texts_predicts_its_empty_test_texts_through_the_encode
 
 def test_the_regressor_with_an_encoder_packs_each_block_as_the_whole_corpus(encoder, monkeypatch):
     """With a sentence encoder the regressor pads the texts block by block and packs each block with its
-    texts' vectors (``_RaggedDocuments``): the predictions of the whole packed corpus, to rounding, texts
+    texts' vectors (``RaggedDocuments``): the predictions of the whole packed corpus, to rounding, texts
     without a known word included (their vectors read, not the prior)."""
-    import lvgp.models.estimator_base as base
+    import lvgp.models.prediction_blocks as prediction_blocks
     from lvgp.base.encoding import DocumentEncoder
 
     reg = GPLVSMRegressor(sentence_encoder="all-MiniLM-L6-v2", optimizer=Adam(max_iter=15), random_state=0)
     est = _quiet_fit(reg, TEXTS, _targets("regressor"))  # the default kernel: word vectors' draws, the encoder
-    monkeypatch.setattr(base, "_PREDICT_BLOCK", 3)
+    monkeypatch.setattr(prediction_blocks, "PREDICT_BLOCK", 3)
     texts = NEW + ["sushi and code and a plate of ramen with fresh bread"] + TEXTS[:5]
     unpadded = _outputs(est, texts)
     monkeypatch.setattr(DocumentEncoder, "predicting_unpadded", DocumentEncoder.predicting)

@@ -318,7 +318,7 @@ def test_texts_are_decided_block_by_block_as_through_the_whole_padded_corpus(mon
     padded to its own longest (blocks of 7 here): the kernel values of the whole corpus padded at once, in
     every row (texts of very different lengths, one without a known word: zeros and a warning with the
     count), for texts and for padded word ids alike."""
-    from lvgp.models import latent_smm
+    from lvgp.models import prediction_blocks
     from lvgp.warnings import EmptyDocumentsWarning
 
     x, y = three_classes(60, 3)
@@ -333,7 +333,7 @@ def test_texts_are_decided_block_by_block_as_through_the_whole_padded_corpus(mon
         expected = np.zeros((len(test), len(x)))
         expected[known.numpy()] = smm.kernel_(padded[known], smm._x).to_dense().numpy()
         ids = padded.clone()
-    monkeypatch.setattr(latent_smm, "PREDICT_BLOCK", 7)
+    monkeypatch.setattr(prediction_blocks, "PREDICT_BLOCK", 7)
     for documents in (test, ids):
         with pytest.warns(EmptyDocumentsWarning, match="1 of 40 documents have no known word"):
             cross = smm._cross_gram(documents)

@@ -1,5 +1,5 @@
 """The documents the exact models and the GP classifiers predict, held unpadded and padded block by block
-(``lvgp.models.estimator_base._RaggedDocuments``): every document in exactly one block, blocks of ascending
+(``lvgp.models.prediction_blocks.RaggedDocuments``): every document in exactly one block, blocks of ascending
 lengths each cut to its own longest, ``int64`` ids from a compact padded corpus, the encoder's vectors packed
 by row, and no block at all for no documents (the GP classifier's call where every text is unread)."""
 
@@ -12,7 +12,7 @@ import torch
 from lvgp import PAD
 from lvgp.bow.padded import RaggedIds
 from lvgp.kernels.packed import pack_documents
-from lvgp.models.estimator_base import _RaggedDocuments
+from lvgp.models.prediction_blocks import RaggedDocuments
 
 ROWS = [[3], [1, 2, 5, 7], [], [4, 4], [0, 6, 2], [9], [8, 1]]
 
@@ -30,7 +30,7 @@ def test_every_document_once_in_blocks_of_like_lengths_cut_to_their_longest(ids,
     x = RaggedIds.from_rows(ROWS) if ids == "ragged" else _padded(getattr(torch, ids))
     features = torch.arange(len(ROWS) * 2, dtype=torch.float64).reshape(-1, 2) if with_features else None
     taken = torch.tensor([6, 0, 1, 3, 4, 5])  # the empty document left out, rows out of order
-    docs = _RaggedDocuments(x, features).take(taken)
+    docs = RaggedDocuments(x, features).take(taken)
     seen = []
     widths = []
     for idx, block in docs.blocks(2):
@@ -50,5 +50,5 @@ def test_every_document_once_in_blocks_of_like_lengths_cut_to_their_longest(ids,
 
 
 def test_no_documents_give_no_block():
-    docs = _RaggedDocuments(RaggedIds.from_rows(ROWS), None).take(torch.tensor([], dtype=torch.int64))
+    docs = RaggedDocuments(RaggedIds.from_rows(ROWS), None).take(torch.tensor([], dtype=torch.int64))
     assert len(docs) == 0 and list(docs.blocks(4)) == []

@@ -44,64 +44,18 @@ from ..base.snapshot import KeptResult, gp_state
 from ..base.splits import early_stopping_split
 from ..base.targets import check_targets_array
 from ..base.validation import standardization
-from ..bow.padded import RaggedIds, document_lengths, documents_at
+from ..bow.padded import RaggedIds
 from ..kernels.spec import variational_word_vectors
 from ..warnings import EmptyDocumentsWarning
 from ..warnings import warn as warn_user
+from . import prediction_blocks
 from .exact import MEANS, LogPosterior, SharedKernelExactGP
 from .mixins import SavedParamsMixin
 from .part_selection import PartSelectionMixin, fixed_draws
+from .prediction_blocks import RaggedDocuments
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
-
-_PREDICT_BLOCK = 2048
-
-
-class _RaggedDocuments:
-    """Documents to predict held without one padded array: their word ids (:class:`~lvgp.bow.padded.RaggedIds`,
-    or a padded tensor, whose blocks are cut to their longest)
-    and, with a sentence encoder, its ``n x d`` vectors of them. :meth:`block` pads the documents of some rows
-    to the longest of them (packed with their vectors): a padded corpus is as wide as its longest document
-    (20ng's test split: 7,528 texts, one of them of thousands of words), and every kernel part's cost grows
-    with the width."""
-
-    def __init__(
-        self,
-        ids: RaggedIds | torch.Tensor,
-        features: torch.Tensor | None,
-        rows: torch.Tensor | None = None,
-        lengths: torch.Tensor | None = None,
-    ) -> None:
-        self.ids, self.features = ids, features
-        self.rows = torch.arange(len(ids)) if rows is None else rows  # the documents' rows of ``ids``
-        # their numbers of words (given: those of ``rows``, read once by the documents taken from)
-        self.lengths = document_lengths(ids)[self.rows] if lengths is None else lengths
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def take(self, rows: torch.Tensor) -> _RaggedDocuments:
-        """The documents at ``rows`` (of these)."""
-        return _RaggedDocuments(self.ids, self.features, self.rows[rows], self.lengths[rows])
-
-    def blocks(self, size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """``(rows, documents)`` of blocks of at most ``size`` documents of like lengths (each padded to its own
-        longest; rows of these documents, ascending lengths): every document once, each block padded as it is
-        reached (a caller that reads them more than once keeps a list); no block of no documents."""
-        order = torch.argsort(self.lengths, stable=True)
-        return ((idx, self.block(idx)) for idx in order.split(size) if len(idx))  # no rows: split gives one empty part
-
-    def block(self, rows: torch.Tensor) -> torch.Tensor:
-        """The documents at ``rows`` (of these), padded to their longest, packed with their vectors; ``int64``
-        ids where the corpus keeps compact ones (:func:`~lvgp.bow.padded.documents_at`, given the rows' lengths:
-        a padded corpus is cut to their longest before its rows are gathered)."""
-        from ..kernels.packed import pack_documents
-
-        at = self.rows[rows]
-        padded = documents_at(self.ids, at, self.lengths[rows])
-        return padded if self.features is None else pack_documents(padded, self.features[at])
-
 
 #: the most memory a variational regressor keeps between predictions for its training-set
 #: factorizations, one per Monte Carlo sample of its word vectors (estimated at 3 n^2 numbers each: the
@@ -185,7 +139,7 @@ class ExactGPRegressorBase(
 
     def _document_features(self, X: Documents, name: str) -> torch.Tensor | None:
         """What :meth:`_documents` packs beside the word ids of the texts ``X`` (a sentence encoder's ``n x d``
-        vectors), or ``None``: for documents padded block by block (:class:`_RaggedDocuments`)."""
+        vectors), or ``None``: for documents padded block by block (:class:`RaggedDocuments`)."""
         return None
 
     def _build_model(
@@ -499,25 +453,26 @@ class ExactGPRegressorBase(
         return score
 
     def _moments(
-        self, x: torch.Tensor | _RaggedDocuments, samples: int, variances: bool = True
+        self, x: torch.Tensor | RaggedDocuments, samples: int, variances: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictive mean and variance of the latent f (standardized units), ``n`` or
         ``n x B``, for non-empty padded documents ``x`` (or documents padded block by block,
-        :class:`_RaggedDocuments`: the blocks padded once for all samples): exact GP moments, or with
+        :class:`RaggedDocuments`: the blocks padded once for all samples): exact GP moments, or with
         ``samples > 1`` the moments of the equal-weight mixture over Monte Carlo samples of
         the latent quantities (mean of means; mean of variances plus variance of means).
         Samples come from a generator seeded at fit time, so predictions are reproducible.
         ``variances=False``: the means alone (gpytorch's ``skip_posterior_variances``: no solve
         against the training covariance for them), the variances NaN."""
         model = self.model_
-        n = len(x) if isinstance(x, _RaggedDocuments) else x.shape[0]
+        n = len(x) if isinstance(x, RaggedDocuments) else x.shape[0]
         shape = (n,) if model.num_outputs == 1 else (n, model.num_outputs)
         device = self.device_
         blocks: list[tuple[Any, torch.Tensor]]
-        if isinstance(x, _RaggedDocuments):
-            blocks = [(rows.to(device), xb) for rows, xb in x.blocks(_PREDICT_BLOCK)]
+        if isinstance(x, RaggedDocuments):
+            blocks = [(rows.to(device), xb) for rows, xb in x.blocks()]
         else:
-            blocks = [(slice(a, a + _PREDICT_BLOCK), x[a : a + _PREDICT_BLOCK]) for a in range(0, n, _PREDICT_BLOCK)]
+            size = prediction_blocks.PREDICT_BLOCK
+            blocks = [(slice(a, a + size), x[a : a + size]) for a in range(0, n, size)]
         first = torch.zeros(shape, dtype=torch.float64, device=device)
         second = torch.zeros(shape, dtype=torch.float64, device=device)
         variance = torch.zeros(shape, dtype=torch.float64, device=device)
@@ -623,7 +578,7 @@ class ExactGPRegressorBase(
         # texts unpadded, each block padded to its own longest (a padded corpus is as wide as its longest text)
         with self._encoder.predicting_unpadded(X, self._word_vectors()) as x:
             docs = (
-                _RaggedDocuments(x, self._document_features(X, "X"))
+                RaggedDocuments(x, self._document_features(X, "X"))
                 if isinstance(x, RaggedIds)
                 else self._documents(x, X, "X")
             )
@@ -634,16 +589,16 @@ class ExactGPRegressorBase(
         return mean, np.sqrt(to_host(var)) * self.y_std_
 
     def _predict_encoded(
-        self, x: torch.Tensor | _RaggedDocuments, include_noise: bool, variances: bool = True
+        self, x: torch.Tensor | RaggedDocuments, include_noise: bool, variances: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictive mean and variance (standardized units, on the model's device) of documents
-        ``x`` (on the host; :meth:`_documents`, or :class:`_RaggedDocuments`); ``variances=False``: the means
+        ``x`` (on the host; :meth:`_documents`, or :class:`RaggedDocuments`); ``variances=False``: the means
         alone (the variances of the documents with a known word NaN, :meth:`_moments`)."""
-        n = len(x) if isinstance(x, _RaggedDocuments) else x.shape[0]
+        n = len(x) if isinstance(x, RaggedDocuments) else x.shape[0]
         if not self._empty_documents_use_prior:
             empty = torch.zeros(n, dtype=torch.bool)
         else:
-            empty = x.lengths == 0 if isinstance(x, _RaggedDocuments) else empty_rows(self._word_ids(x))
+            empty = x.lengths == 0 if isinstance(x, RaggedDocuments) else empty_rows(self._word_ids(x))
         model, lik = self.model_, self.likelihood_
         model.eval()
         shape = (n,) if model.num_outputs == 1 else (n, model.num_outputs)
@@ -652,7 +607,7 @@ class ExactGPRegressorBase(
         noise = lik.noise.detach().reshape(()) if include_noise else 0.0
         rows = torch.nonzero(~empty)[:, 0]
         if rows.numel():
-            docs = x.take(rows) if isinstance(x, _RaggedDocuments) else x[rows]
+            docs = x.take(rows) if isinstance(x, RaggedDocuments) else x[rows]
             m, v = self._moments(docs, self._latent_samples("predict"), variances)
             rows = rows.to(self.device_)
             mean[rows], var[rows] = m, v + noise

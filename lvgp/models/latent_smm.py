@@ -65,16 +65,13 @@ from ..kernels.assembly import assemble_covariance
 from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
-from .estimator_base import _RaggedDocuments
 from .mixins import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
+from .prediction_blocks import RaggedDocuments
 
 if TYPE_CHECKING:
     pass
 
 __all__ = ["LatentSMMClassifier", "WARM_START_PARAMS", "MULTI_CLASS", "equivalent_rho", "pairwise_duals"]
-
-#: the most documents :meth:`LatentSMMClassifier.decision_function` computes the kernel of at once
-PREDICT_BLOCK = 2048
 
 #: how several classes are separated: pairwise machines with votes (LIBSVM's, the thesis), or one
 #: machine per class against the rest
@@ -491,12 +488,12 @@ class LatentSMMClassifier(
         without any known word have the zero mean embedding (``K = 0``: decided by the offsets alone).
 
         Texts are read unpadded (:meth:`DocumentEncoder.predicting_unpadded`) and computed in blocks of
-        :data:`PREDICT_BLOCK` documents of like lengths, each padded to its own longest: a padded corpus is as
+        :data:`~lvgp.models.prediction_blocks.PREDICT_BLOCK` documents of like lengths, each padded to its own longest: a padded corpus is as
         wide as its longest document (20ng's test split: 9,679 words, the median 159), and the kernel's cost
         and memory grow with the width and the rows of a call. Every value is written back by its row."""
         check_is_fitted(self, "svc_")
         with self.encoder_.predicting_unpadded(X, self.kernel_.word_vectors) as x:
-            documents = _RaggedDocuments(x, None)
+            documents = RaggedDocuments(x, None)
             n, empty = len(documents), documents.lengths == 0
             cross = np.zeros((n, self._x.shape[0]))
             if empty.any():
@@ -507,7 +504,7 @@ class LatentSMMClassifier(
                 )
             docs = documents.take(torch.nonzero(~empty).ravel())
             with torch.no_grad():
-                for idx, block in docs.blocks(PREDICT_BLOCK):
+                for idx, block in docs.blocks():
                     cross[docs.rows[idx].numpy()] = to_host(self.kernel_(block.to(self.device_), self._x).to_dense())
         return cross
 

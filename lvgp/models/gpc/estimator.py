@@ -54,7 +54,6 @@ from ...kernels.packed import ENCODER_KERNELS
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
-from ..estimator_base import _RaggedDocuments
 from ..inducing import step_approximation
 from ..mixins import (
     FittedVocabularyMixin,
@@ -64,6 +63,7 @@ from ..mixins import (
     word_source,
 )
 from ..part_selection import PartSelectionMixin
+from ..prediction_blocks import RaggedDocuments
 from .encoder_weight import ENCODER_WEIGHTS, LONG_TEXT_WORDS, select_encoder_weight, weighable_encoder_parts
 from .inference import (
     HYPERPARAMETER_OBJECTIVES,
@@ -962,7 +962,7 @@ class LDKGPClassifier(
         # longest: 20ng's pool 11,173 x 4,299); padded ids as given, int32 ids cast block by block
         word_vectors = modules[0] if len(modules) == 1 else None
         with self.encoder_.predicting_unpadded(X, word_vectors, compact=True) as x:
-            documents = _RaggedDocuments(x, self._document_features(X, "X"))
+            documents = RaggedDocuments(x, self._document_features(X, "X"))
             # a document without a known word is left out only where no part of the kernel reads it: with a
             # sentence encoder its vector does
             empty = (documents.lengths == 0) & (self.sentence_encoder is None)
