@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -67,9 +67,6 @@ from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
 from .mixins import FittedVocabularyMixin, KernelParamsMixin, SavedParamsMixin, word_source
 from .prediction_blocks import RaggedDocuments
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["LatentSMMClassifier", "WARM_START_PARAMS", "MULTI_CLASS", "equivalent_rho", "pairwise_duals"]
 

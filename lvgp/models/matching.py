@@ -51,7 +51,7 @@ import contextlib
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -79,9 +79,6 @@ from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_sp
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from .mixins import KernelParamsMixin, SavedParamsMixin
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["LDKMatcher", "precision_at", "INITS"]
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import gpytorch
 import numpy as np
@@ -87,9 +87,6 @@ from .mixins import (
     saved_approximation,
     word_source,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["SparseGPLVSM", "SparseGPLVSMRegressor", "step_loss"]
 

@@ -7,7 +7,7 @@ import contextlib
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, Self
+from typing import Any, NamedTuple, Self
 
 import gpytorch
 import numpy as np
@@ -76,9 +76,6 @@ from .inference import (
     single_document_classes,
 )
 from .models import class_draw_seeds, expected_softmax
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["LDKGPClassifier", "LatentCross", "INFERENCES", "CLASS_HYPERPARAMETERS"]
 
