@@ -42,6 +42,10 @@ unit vectors in place of the RBF (the SNGP argument's other stationary kernel), 
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
 own (log pseudo-counts; the energy is their log-sum-exp) and how noisy they are (one process: ``--jobs 1``).
 
+``--paired-auroc-with M1,M2``: those baselines (of ``--methods``) in place of the Mahalanobis detector for the
+AUROC pairings, one table each; with the ``--out`` of a finished run, the same command reads its records again
+(the study resumes) and prints them at once.
+
 ``--paired-scores A,B``: for each GP method, its AUROC under the novelty score ``B`` minus under ``A``, draw by
 draw (one fit gives both: :func:`paired_scores`; rule 23: ``energy,centred-energy``).
 
@@ -144,6 +148,11 @@ def main() -> None:
         "paired with its run there, draw by draw",
     )
     parser.add_argument(
+        "--paired-auroc-with",
+        default=None,
+        help="baselines M1,M2,... each method's AUROC is paired with, draw by draw (default: encoder-mahalanobis)",
+    )
+    parser.add_argument(
         "--paired-scores",
         default=None,
         help="two novelty scores A,B: for each GP method, B's AUROC minus A's, draw by draw (module docstring)",
@@ -233,7 +242,9 @@ def main() -> None:
         print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
     if len(seeds) > 1:
         _means_over_seeds(every, seeds, methods)
-    for key, baseline in PAIRED_BASELINES.items():
+    pairs = [("accuracy", PAIRED_BASELINES["accuracy"])]
+    pairs += [("oos_auroc", b) for b in (args.paired_auroc_with or PAIRED_BASELINES["oos_auroc"]).split(",")]
+    for key, baseline in pairs:
         if baseline in methods and len(methods) > 1:
             print(paired_against(every, baseline, key))
     if args.paired_with:
