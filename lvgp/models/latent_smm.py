@@ -485,9 +485,10 @@ class LatentSMMClassifier(
         without any known word have the zero mean embedding (``K = 0``: decided by the offsets alone).
 
         Texts are read unpadded (:meth:`DocumentEncoder.predicting_unpadded`) and computed in blocks of
-        :data:`~lvgp.models.prediction_blocks.PREDICT_BLOCK` documents of like lengths, each padded to its own longest: a padded corpus is as
-        wide as its longest document (20ng's test split: 9,679 words, the median 159), and the kernel's cost
-        and memory grow with the width and the rows of a call. Every value is written back by its row."""
+        :data:`~lvgp.models.prediction_blocks.PREDICT_BLOCK` documents of like lengths, each padded to its own
+        longest: a padded corpus is as wide as its longest document (20ng's test split: 9,679 words, the median
+        159), and the kernel's cost and memory grow with the width and the rows of a call. Every value is written
+        back by its row."""
         check_is_fitted(self, "svc_")
         with self.encoder_.predicting_unpadded(X, self.kernel_.word_vectors) as x:
             documents = RaggedDocuments(x, None)
