@@ -856,6 +856,11 @@ def test_the_pool_gp_adds_the_unlabelled_texts_cluster_kernel(corpus, tmp_path):
         (["--unknown-classes", "3"], "--unknown-classes 3: .* has 4 classes and at least 2 must stay known"),
         (["--dataset", "r8", "--test-dataset", "x.tsv", "--unknown-classes", "1"], "has its own test split"),
         (
+            ["--unknown-classes", "1", "--per-class", "5,30"],
+            ": 30 of 30 test documents are out of scope \\(a file alone: its in-scope test documents are the known "
+            "classes' rows beyond --per-class 30, and no known class has more than 30\\)",
+        ),
+        (
             ["--unknown-classes", "1", "--methods", "gpc-pool-bow-encoder-rbf"],
             "gpc-pool-bow-encoder-rbf reads unlabelled texts: pass --unlabeled-texts",
         ),

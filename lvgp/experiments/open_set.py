@@ -535,9 +535,17 @@ class OpenSetStudy(SizedCells, Study):
             test_texts, test_labels, out = [test_texts[i] for i in keep], test_labels[keep], out[keep]
             test_rows = None if test_rows is None else test_rows[keep]
         if out.all() or not out.any():
+            # a TSV alone: its in-scope test documents are the known classes' rows beyond the largest size
+            alone = (
+                f" (a file alone: its in-scope test documents are the known classes' rows beyond --per-class "
+                f"{max(self.per_class)}, and no known class has more than {max(len(order[c]) for c in known)})"
+                if test_rows is not None and all(len(order[c]) <= max(self.per_class) for c in known)
+                else ""
+            )
             raise ValueError(
-                f"split {split} of {self.dataset}: {int(out.sum())} of {len(out)} test documents are out of scope; the "
-                "study needs some in scope and some out (check --unknown-classes, --unknown-label, --test-dataset)"
+                f"split {split} of {self.dataset}: {int(out.sum())} of {len(out)} test documents are out of scope{alone}; "
+                "the study needs some in scope and some out (check --unknown-classes, --unknown-label, --test-dataset, "
+                "--per-class)"
             )
         cloud = np.arange(len(labels)) if test_rows is None else np.setdiff1d(np.arange(len(labels)), test_rows)
         if self.unlabeled_texts == "none":
