@@ -770,7 +770,8 @@ def paired_markdown(records: list[dict], study: OpenSetStudy, methods: list[str]
 
 def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
     """The out-of-scope ROC curves, one panel per size: the true-positive rate (out-of-scope texts
-    flagged) against the false-positive rate (in-scope texts flagged), averaged over the splits."""
+    flagged) against the false-positive rate (in-scope texts flagged), averaged over the splits; one
+    legend entry a method beside the panels, its mean AUROC at each size."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -779,8 +780,10 @@ def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
     sizes = [n for n in study.per_class if any(r["per_class"] == n and "roc" in r for r in records)]
     if not sizes:
         return
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4.4 * len(sizes), 4.9), squeeze=False)
+    # square panels side by side and one legend beside them: a method's colour and its AUROC at each size
+    fig, axes = plt.subplots(1, len(sizes), figsize=(3.6 * len(sizes) + 3.9, 4.0), squeeze=False)
     handles: dict[str, Any] = {}
+    aurocs: dict[str, list[str]] = {}
     for ax, n in zip(axes.flat, sizes):
         ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
         for i, m in enumerate(study.methods):
@@ -791,17 +794,18 @@ def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
             tpr = np.mean([r["roc"]["tpr"] for r in rows], axis=0)
             auroc = np.mean([r["oos_auroc"] for r in rows])
             style = {**_style(i), "marker": None}
-            (handles[study.label(m)],) = ax.plot(fpr, tpr, lw=1.4, **style)
-            handles[f"{study.label(m)} ({auroc:.3f} at {n})"] = handles.pop(study.label(m))
+            (handles[m],) = ax.plot(fpr, tpr, lw=1.4, **style)
+            aurocs.setdefault(m, []).append(f"{auroc:.3f} at {n}")
         ax.set_title(f"{n} labelled texts a known class", fontsize=10)
         ax.set_xlabel("in-scope texts flagged (FPR)")
         ax.set_ylabel("out-of-scope texts flagged (TPR)")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_aspect("equal")
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=2, fontsize=7)
-    fig.suptitle(f"{study.dataset}: out-of-scope ROC (mean over splits; AUROC in the legend)", fontsize=11)
-    rows_of_legend = -(-len(handles) // 2)
-    fig.tight_layout(rect=(0, min(0.45, 0.035 * rows_of_legend + 0.03), 1, 1))
-    fig.savefig(path, dpi=120)
+    labels = [f"{study.label(m)}\nAUROC {', '.join(aurocs[m])}" for m in handles]
+    right = 1 - 3.9 / fig.get_figwidth()
+    fig.suptitle(f"{study.dataset}: out-of-scope ROC (mean over splits)", fontsize=11, x=right / 2)
+    fig.tight_layout(rect=(0, 0, right, 1))
+    fig.legend(handles.values(), labels, loc="center left", bbox_to_anchor=(right, 0.5), fontsize=7, labelspacing=0.9)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
