@@ -842,8 +842,7 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
         return
     cols = min(2, len(sizes))  # two panels a row: readable at a page's width
     rows = -(-len(sizes) // cols)
-    height = 3.9 * rows + 0.6  # inches: the panels, and the legend's band below them
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, height), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.9 * rows), squeeze=False)
     handles: dict[str, Any] = {}
     for ax, n in zip(axes.flat, sizes):
         ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
@@ -862,10 +861,18 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
         ax.set_aspect("equal")
     for ax in axes.flat[len(sizes) :]:
         ax.set_visible(False)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(3, len(handles)), fontsize=8)
     fig.suptitle(f"{study.dataset}: reliability ({ECE_BINS} confidence bins, samples pooled)", fontsize=11)
-    fig.tight_layout(rect=(0, 0.6 / height, 1, 1))
-    fig.savefig(path, dpi=120)
+    fig.tight_layout()
+    # the legend below the panels, as many rows as it needs: the saved figure is cropped to take it in
+    fig.legend(
+        handles.values(),
+        handles.keys(),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0),
+        ncol=min(3, len(handles)),
+        fontsize=8,
+    )
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
