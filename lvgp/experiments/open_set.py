@@ -771,7 +771,7 @@ def paired_markdown(records: list[dict], study: OpenSetStudy, methods: list[str]
 def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
     """The out-of-scope ROC curves, one panel per size: the true-positive rate (out-of-scope texts
     flagged) against the false-positive rate (in-scope texts flagged), averaged over the splits; one
-    legend entry a method beside the panels, its mean AUROC at each size."""
+    legend entry a method below the panels, its mean AUROC at each size."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -780,8 +780,8 @@ def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
     sizes = [n for n in study.per_class if any(r["per_class"] == n and "roc" in r for r in records)]
     if not sizes:
         return
-    # square panels side by side and one legend beside them: a method's colour and its AUROC at each size
-    fig, axes = plt.subplots(1, len(sizes), figsize=(3.6 * len(sizes) + 3.9, 4.0), squeeze=False)
+    # square panels side by side and one legend below them: a method's colour and its AUROC at each size
+    fig, axes = plt.subplots(1, len(sizes), figsize=(max(4.2 * len(sizes), 6.0), 4.3), squeeze=False)
     handles: dict[str, Any] = {}
     aurocs: dict[str, list[str]] = {}
     for ax, n in zip(axes.flat, sizes):
@@ -803,9 +803,17 @@ def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
         ax.set_ylim(0, 1)
         ax.set_aspect("equal")
     labels = [f"{study.label(m)}\nAUROC {', '.join(aurocs[m])}" for m in handles]
-    right = 1 - 3.9 / fig.get_figwidth()
-    fig.suptitle(f"{study.dataset}: out-of-scope ROC (mean over splits)", fontsize=11, x=right / 2)
-    fig.tight_layout(rect=(0, 0, right, 1))
-    fig.legend(handles.values(), labels, loc="center left", bbox_to_anchor=(right, 0.5), fontsize=7, labelspacing=0.9)
+    fig.suptitle(f"{study.dataset}: out-of-scope ROC (mean over splits)", fontsize=11)
+    fig.tight_layout()
+    # the saved figure is cropped to take in the legend, as many rows as it needs
+    fig.legend(
+        handles.values(),
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0),
+        ncol=min(3, len(labels)),
+        fontsize=7.5,
+        labelspacing=0.9,
+    )
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
