@@ -544,8 +544,8 @@ class OpenSetStudy(SizedCells, Study):
             )
             raise ValueError(
                 f"split {split} of {self.dataset}: {int(out.sum())} of {len(out)} test documents are out of scope"
-                f"{alone}; the study needs some in scope and some out (check --unknown-classes, --unknown-label, --test-dataset, "
-                "--per-class)"
+                f"{alone}; the study needs some in scope and some out (check --unknown-classes, --unknown-label, "
+                "--test-dataset, --per-class)"
             )
         cloud = np.arange(len(labels)) if test_rows is None else np.setdiff1d(np.arange(len(labels)), test_rows)
         if self.unlabeled_texts == "none":
