@@ -3,9 +3,11 @@ attributes a warning to the user's line that called into lvgp."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings as _warnings
+from collections.abc import Iterator
 from typing import Any
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -68,8 +70,28 @@ def use_short_format() -> None:
     """Show every warning as one line, ``Category: message``, without the file and line that
     raised it (Python's default prints the path of the installation, which says nothing to a
     reader of a notebook or a log). The tutorials call it in their first cell. It replaces
-    ``warnings.formatwarning`` for the whole process."""
+    ``warnings.formatwarning`` for the whole process (:func:`short_format`: for a block)."""
     _warnings.formatwarning = _one_line
+
+
+@contextlib.contextmanager
+def short_format(prefix: str = "") -> Iterator[None]:
+    """:func:`use_short_format` inside the ``with`` block alone, each line after ``prefix``; the
+    format before it comes back on leaving. The ``lvgp`` command shows its warnings so
+    (``lvgp: EmptyDocumentsWarning: ...``), as it shows its errors, where the default format named
+    the frame the warning was attributed to (``<frozen runpy>:88`` under ``python -m lvgp``)."""
+    before = _warnings.formatwarning
+
+    def one_line(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    ) -> str:
+        return prefix + _one_line(message, category, filename, lineno, line)
+
+    _warnings.formatwarning = one_line
+    try:
+        yield
+    finally:
+        _warnings.formatwarning = before
 
 
 #: (category, message, file, line) of the warnings shown under Python's ``"default"`` action: see :func:`warn`

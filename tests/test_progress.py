@@ -55,6 +55,42 @@ def test_short_warning_format_is_one_line_without_paths(capsys):
     assert text == "UnseenWordsWarning: 3 of 10 words unseen\n"
 
 
+def test_the_short_format_of_a_block_is_undone_on_leaving_it():
+    import warnings
+
+    import lvgp.warnings as lvgp_warnings
+
+    original = warnings.formatwarning
+    with lvgp_warnings.short_format("lvgp: "):
+        text = warnings.formatwarning("3 of 10 words unseen", lvgp_warnings.UnseenWordsWarning, "/some/file.py", 12)
+    assert text == "lvgp: UnseenWordsWarning: 3 of 10 words unseen\n"
+    assert warnings.formatwarning is original
+    with pytest.raises(KeyError), lvgp_warnings.short_format():
+        raise KeyError("out of the block by an exception")
+    assert warnings.formatwarning is original
+
+
+def test_the_command_shows_a_warning_on_one_line_after_its_name(tmp_path):
+    """``lvgp ...`` prints its warnings as its errors, ``lvgp: Category: message``, not after the
+    frame the warning was attributed to (``<frozen runpy>:88:`` under ``python -m lvgp``)."""
+    from tests._forked_run import run_script
+
+    rows = [(f"{w} {w} text {i}", c) for c, w in [("a", "apple"), ("b", "boat"), ("c", "cat")] for i in range(12)]
+    rows += [(f"dog {i}", "d") for i in range(4)]  # a known class of 4 texts, fewer than --per-class 6
+    data = tmp_path / "toy.tsv"
+    data.write_text("\n".join(["text\tlabel", *(f"{t}\t{label}" for t, label in rows)]) + "\n")
+    argv = ["compare", "open-set", "--dataset", str(data), "--unknown-label", "c", "--per-class", "6"]
+    argv += ["--splits", "1", "--methods", "svm", "--out", str(tmp_path / "o"), "--quiet"]
+    # the command's own process (pytest records the warnings of its own): `python -m lvgp ARGS` as a user runs it
+    script = tmp_path / "lvgp_command.py"
+    script.write_text("from lvgp.experiments.cli import main\n\nraise SystemExit(main())\n")
+    out = run_script(script, argv, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [line for line in out.stderr.splitlines() if "Warning:" in line]
+    assert lines and all(line.startswith("lvgp: ") for line in lines), lines
+    assert "lvgp: UserWarning: 1 known classes have fewer training texts than --per-class 6" in lines[0], lines
+
+
 @pytest.mark.parametrize("method", ["adam", "lbfgs", "stochastic"])
 def test_a_fit_logging_to_a_file_redraws_at_most_once_a_second(method, capsys):
     """The loss in the bar's postfix must not force a redraw per iteration (tqdm's

@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
 
+    from ..warnings import short_format
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
@@ -173,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        return args.run(args)
+        with short_format("lvgp: "):  # one line a warning, as an error: not the frame it was attributed to
+            return args.run(args)
     except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as err:
         # bad input or a missing extra: one line
         parser.exit(2, f"lvgp: error: {err}\n")
