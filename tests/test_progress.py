@@ -88,7 +88,7 @@ def test_the_command_shows_a_warning_on_one_line_after_its_name(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     lines = [line for line in out.stderr.splitlines() if "Warning:" in line]
     assert lines and all(line.startswith("lvgp: ") for line in lines), lines
-    assert "lvgp: UserWarning: 1 known classes have fewer training texts than --per-class 6" in lines[0], lines
+    assert "lvgp: UserWarning: 1 known class has fewer training texts than --per-class 6" in lines[0], lines
 
 
 @pytest.mark.parametrize("method", ["adam", "lbfgs", "stochastic"])

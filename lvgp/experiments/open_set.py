@@ -481,9 +481,11 @@ class OpenSetStudy(SizedCells, Study):
         if small:
             from ..warnings import warn
 
+            one = len(small) == 1
             warn(
-                f"{len(small)} known classes have fewer training texts than --per-class {max(self.per_class)} "
-                f"(e.g. {dict(list(small.items())[:3])}): they give all of theirs",
+                f"{len(small)} known {'class has' if one else 'classes have'} fewer training texts than --per-class "
+                f"{max(self.per_class)} (e.g. {dict(list(small.items())[:3])}): "
+                f"{'it gives all of its' if one else 'they give all of theirs'}",
                 UserWarning,
                 stacklevel=2,
             )
