@@ -41,6 +41,27 @@ def test_fits_are_silent_unless_verbose(make, capsys):
     assert "it/s" in loud.err or "s/it" in loud.err or "|" in loud.err
 
 
+def test_a_verbose_fit_shows_the_encoding_of_the_texts_the_cache_lacks(tiny_encoder, capsys):
+    """The encoder's batches are a first fit's longest wait (a study's corpus: minutes on a thread).
+    ``verbose=True`` shows them beside the fit's own bar, and no encoding bar where the cache holds every
+    text; ``verbose=False`` shows nothing."""
+    from lvgp import LBFGS, LDKGPClassifier
+
+    encoder = tiny_encoder(None, 0)
+    labels = ["pos", "neg", "pos", "neg", "pos", "neg"]
+
+    def fit(texts, verbose):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            LDKGPClassifier(sentence_encoder=encoder, optimizer=LBFGS(max_iter=2), verbose=verbose).fit(texts, labels)
+        return capsys.readouterr().err
+
+    bar = f"encoding ({encoder.name})"
+    assert fit(TEXTS, False) == ""  # the texts encoded into the cache, silently
+    assert bar not in fit(TEXTS, True)  # all cached: the fit's bar alone
+    assert bar in fit([t + " again" for t in TEXTS], True)  # new texts: their batches shown
+
+
 def test_short_warning_format_is_one_line_without_paths(capsys):
     import warnings
 

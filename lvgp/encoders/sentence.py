@@ -660,7 +660,13 @@ class SentenceEncoder:
             return vectors.float().cpu()
 
         computed = self._computed(batches, pooled)
-        bar = progress_bar(computed, total=len(batches), desc=f"encoding ({self.name})", verbose=verbose, unit="batch")
+        bar = progress_bar(  # none where the cache held every text
+            computed,
+            total=len(batches),
+            desc=f"encoding ({self.name})",
+            verbose=verbose and bool(batches),
+            unit="batch",
+        )
         with contextlib.closing(computed):  # an interruption stops the workers at once
             for batch, vectors in bar:
                 out[[todo[j] for j in batch]] = vectors

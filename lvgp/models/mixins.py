@@ -104,9 +104,12 @@ class SentenceEncoderMixin:
         return resolve_encoder(self.sentence_encoder, self.device)
 
     def _encoder_features(self, X: Documents, name: str) -> torch.Tensor:
-        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64."""
+        """The sentence encoder's vectors of the texts ``X``: ``n x d`` float64; with the estimator's
+        ``verbose``, a progress bar over the batches the cache does not hold (a first fit on a corpus
+        spends most of its time there)."""
         start = time.perf_counter()
-        features = self._sentence_encoder().encode(check_texts(X, name)).double()
+        verbose = bool(getattr(self, "verbose", False))
+        features = self._sentence_encoder().encode(check_texts(X, name), verbose=verbose).double()
         self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
         return features
 
