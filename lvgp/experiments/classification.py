@@ -823,6 +823,15 @@ def table_markdown(records: list[dict], study: ClassificationStudy) -> str:
     )
 
 
+def save_with_legend_below(fig: Any, handles: list, labels: list[str], path: Path, **options: Any) -> None:
+    """``fig`` laid out, a legend of ``labels`` below its panels (three columns, as many rows as it
+    needs; ``options`` go to ``fig.legend``), saved to ``path`` cropped to take the legend in. The
+    reliability diagrams' and the open-set ROC figure's."""
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=min(3, len(labels)), **options)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+
+
 def _style(i: int) -> dict:
     """Line style of the ``i``-th method: matplotlib's ten colours, then the same with dashed lines
     and square markers (a study of more than ten methods stays readable)."""
@@ -862,17 +871,7 @@ def reliability_figure(records: list[dict], study: ClassificationStudy, path: Pa
     for ax in axes.flat[len(sizes) :]:
         ax.set_visible(False)
     fig.suptitle(f"{study.dataset}: reliability ({ECE_BINS} confidence bins, samples pooled)", fontsize=11)
-    fig.tight_layout()
-    # the legend below the panels, as many rows as it needs: the saved figure is cropped to take it in
-    fig.legend(
-        handles.values(),
-        handles.keys(),
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0),
-        ncol=min(3, len(handles)),
-        fontsize=8,
-    )
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    save_with_legend_below(fig, list(handles.values()), list(handles.keys()), path, fontsize=8)
     plt.close(fig)
 
 

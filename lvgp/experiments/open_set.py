@@ -57,6 +57,7 @@ from .classification import (
     _gp_classifier_on_texts,
     _ldk_gpc_plus,
     _style,
+    save_with_legend_below,
 )
 from .registry import default_methods, register_method, register_study
 from .study import (
@@ -538,10 +539,11 @@ class OpenSetStudy(SizedCells, Study):
             test_rows = None if test_rows is None else test_rows[keep]
         if out.all() or not out.any():
             # a TSV alone: its in-scope test documents are the known classes' rows beyond the largest size
+            largest = max(len(order[c]) for c in known)
             alone = (
                 f" (a file alone: its in-scope test documents are the known classes' rows beyond --per-class "
-                f"{max(self.per_class)}, and no known class has more than {max(len(order[c]) for c in known)})"
-                if test_rows is not None and all(len(order[c]) <= max(self.per_class) for c in known)
+                f"{max(self.per_class)}, and no known class has more than {largest})"
+                if test_rows is not None and largest <= max(self.per_class)
                 else ""
             )
             raise ValueError(
@@ -806,16 +808,5 @@ def roc_figure(records: list[dict], study: OpenSetStudy, path: Path) -> None:
         ax.set_aspect("equal")
     labels = [f"{study.label(m)}\nAUROC {', '.join(aurocs[m])}" for m in handles]
     fig.suptitle(f"{study.dataset}: out-of-scope ROC (mean over splits)", fontsize=11)
-    fig.tight_layout()
-    # the saved figure is cropped to take in the legend, as many rows as it needs
-    fig.legend(
-        handles.values(),
-        labels,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0),
-        ncol=min(3, len(labels)),
-        fontsize=7.5,
-        labelspacing=0.9,
-    )
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    save_with_legend_below(fig, list(handles.values()), labels, path, fontsize=7.5, labelspacing=0.9)
     plt.close(fig)

@@ -94,6 +94,7 @@ class SentenceEncoderMixin:
 
     sentence_encoder: Any
     device: Any
+    verbose: bool
 
     def _check_savable(self) -> None:
         check_encoder_named(self.sentence_encoder, "sentence_encoder")
@@ -108,8 +109,7 @@ class SentenceEncoderMixin:
         ``verbose``, a progress bar over the batches the cache does not hold (a first fit on a corpus
         spends most of its time there)."""
         start = time.perf_counter()
-        verbose = bool(getattr(self, "verbose", False))
-        features = self._sentence_encoder().encode(check_texts(X, name), verbose=verbose).double()
+        features = self._sentence_encoder().encode(check_texts(X, name), verbose=bool(self.verbose)).double()
         self._encode_clock = getattr(self, "_encode_clock", 0.0) + time.perf_counter() - start
         return features
 
