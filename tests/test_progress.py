@@ -41,24 +41,62 @@ def test_fits_are_silent_unless_verbose(make, capsys):
     assert "it/s" in loud.err or "s/it" in loud.err or "|" in loud.err
 
 
-def test_a_verbose_fit_shows_the_encoding_of_the_texts_the_cache_lacks(tiny_encoder, capsys):
-    """The encoder's batches are a first fit's longest wait (a study's corpus: minutes on a thread).
-    ``verbose=True`` shows them beside the fit's own bar, and no encoding bar where the cache holds every
-    text; ``verbose=False`` shows nothing."""
-    from lvgp import LBFGS, LDKGPClassifier
+ENCODING_ESTIMATORS = [
+    "LDKGPClassifier",
+    "GPLVSMRegressor",
+    "EncoderLogisticRegression",
+    "EncoderMahalanobis",
+    "EncoderNearestNeighbor",
+    "EncoderRidge",
+    "EncoderGPRegressor",
+]
 
-    encoder = tiny_encoder(None, 0)
+
+def _encoding_estimator(name):
+    """``(make(encoder, verbose), targets)`` of the estimator ``name`` (:data:`ENCODING_ESTIMATORS`): every
+    estimator that encodes texts."""
+    from lvgp import LBFGS, LDKGPClassifier
+    from lvgp.baselines.encoder import (
+        EncoderGPRegressor,
+        EncoderLogisticRegression,
+        EncoderMahalanobis,
+        EncoderNearestNeighbor,
+        EncoderRidge,
+    )
+
     labels = ["pos", "neg", "pos", "neg", "pos", "neg"]
+    return {
+        "LDKGPClassifier": (
+            lambda e, v: LDKGPClassifier(sentence_encoder=e, optimizer=LBFGS(max_iter=2), verbose=v),
+            labels,
+        ),
+        "GPLVSMRegressor": (lambda e, v: GPLVSMRegressor(sentence_encoder=e, optimizer=Adam(max_iter=2), verbose=v), Y),
+        "EncoderLogisticRegression": (lambda e, v: EncoderLogisticRegression(e, tfidf=True, verbose=v), labels),
+        "EncoderMahalanobis": (lambda e, v: EncoderMahalanobis(e, verbose=v), labels),
+        "EncoderNearestNeighbor": (lambda e, v: EncoderNearestNeighbor(e, verbose=v), labels),
+        "EncoderRidge": (lambda e, v: EncoderRidge(e, cv=2, verbose=v), Y),
+        "EncoderGPRegressor": (lambda e, v: EncoderGPRegressor(e, optimizer=LBFGS(max_iter=2), verbose=v), Y),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ENCODING_ESTIMATORS)
+def test_a_verbose_fit_shows_the_encoding_of_the_texts_the_cache_lacks(name, tiny_encoder, capsys):
+    """The encoder's batches are a first fit's longest wait (a study's corpus: minutes on a thread).
+    ``verbose=True`` shows them (beside the fit's own bar, where it has one), and no encoding bar where the
+    cache holds every text; ``verbose=False`` shows nothing. Every estimator that encodes texts, the
+    baselines on the encoder's vectors included."""
+    make, targets = _encoding_estimator(name)
+    encoder = tiny_encoder(None, 0)
 
     def fit(texts, verbose):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            LDKGPClassifier(sentence_encoder=encoder, optimizer=LBFGS(max_iter=2), verbose=verbose).fit(texts, labels)
+            make(encoder, verbose).fit(texts, targets)
         return capsys.readouterr().err
 
     bar = f"encoding ({encoder.name})"
     assert fit(TEXTS, False) == ""  # the texts encoded into the cache, silently
-    assert bar not in fit(TEXTS, True)  # all cached: the fit's bar alone
+    assert bar not in fit(TEXTS, True)  # all cached: no encoding bar
     assert bar in fit([t + " again" for t in TEXTS], True)  # new texts: their batches shown
 
 

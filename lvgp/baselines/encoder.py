@@ -89,6 +89,7 @@ class _EncoderFeatures(BaseEstimator):
     tfidf: bool | TfidfVectorizer
     min_df: int | float
     device: str
+    verbose: bool
 
     def _encoder(self) -> SentenceEncoder:
         return resolve_encoder(self.encoder, self.device)
@@ -123,7 +124,7 @@ class _EncoderFeatures(BaseEstimator):
 
     def _features(self, X: list[str]) -> Any:
         start = time.perf_counter()
-        vectors = self._encoder().encode(X).double().numpy()
+        vectors = self._encoder().encode(X, verbose=bool(self.verbose)).double().numpy()
         # the encoding (the model's loading included), counted apart from the fit in the studies
         self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
         if self.tfidf is False:
@@ -137,6 +138,7 @@ _FEATURE_CONSTRAINTS: dict[str, list] = {
     "tfidf": [Boolean(), Instance(TfidfVectorizer)],
     "min_df": [Integer(1), Real(0, 1, open_low=True)],
     "device": [Instance(str, torch.device, name="a torch device")],
+    "verbose": [Boolean()],
 }
 
 
@@ -173,6 +175,8 @@ class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, Class
         Cs: the inverse regularization strengths tried by stratified 3-fold CV on the log loss
             (with fewer documents than two folds allow, the largest, with a warning).
         device: where the encoder computes.
+        verbose: a progress bar over the encoder's batches of the texts its cache lacks (a first fit on a
+            corpus spends most of its time there).
 
     Fitted: ``C_`` (``best_params_``), ``classes_``, ``model_``, ``tfidf_`` (the fitted vectorizer, with
     ``tfidf``), ``encode_seconds_`` (the time spent encoding the training texts, the encoder's loading
@@ -194,6 +198,7 @@ class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, Class
         Cs=(0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0),
         device: str = "cpu",
         random_state=None,
+        verbose: bool = False,
     ):
         self.encoder = encoder
         self.tfidf = tfidf
@@ -201,6 +206,7 @@ class EncoderLogisticRegression(ProbabilityNoveltyMixin, _EncoderFeatures, Class
         self.Cs = Cs
         self.device = device
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y, unlabeled=None):
         """Fit on texts ``X`` and labels ``y``; ``unlabeled``: further texts (an active learner's pool, the
@@ -294,6 +300,7 @@ class EncoderMahalanobis(_EncoderDetector):
     Args:
         encoder: a name of :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`.
         device: where the encoder computes.
+        verbose: a progress bar over the encoder's batches of the texts its cache lacks.
 
     Fitted: ``classes_``, ``means_`` (``C x d``), ``precision_`` (``d x d``), ``whitening_`` (``d x d``, :math:`R` with
     :math:`R R^\top` the precision: the scoring's map, from one eigendecomposition at fit), ``shrinkage_`` (Ledoit-Wolf's),
@@ -303,11 +310,13 @@ class EncoderMahalanobis(_EncoderDetector):
     _parameter_constraints: dict[str, list] = {
         "encoder": _FEATURE_CONSTRAINTS["encoder"],
         "device": _FEATURE_CONSTRAINTS["device"],
+        "verbose": _FEATURE_CONSTRAINTS["verbose"],
     }
 
-    def __init__(self, encoder: str = _DEFAULT, *, device: str = "cpu"):
+    def __init__(self, encoder: str = _DEFAULT, *, device: str = "cpu", verbose: bool = False):
         self.encoder = encoder
         self.device = device
+        self.verbose = verbose
 
     def fit(self, X, y):
         from sklearn.covariance import LedoitWolf
@@ -358,6 +367,7 @@ class EncoderNearestNeighbor(_EncoderDetector):
         encoder: a name of :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`.
         n_neighbors: how many closest training texts :meth:`score_samples` averages over (1: the nearest).
         device: where the encoder computes.
+        verbose: a progress bar over the encoder's batches of the texts its cache lacks.
 
     Fitted: ``classes_``, ``vectors_`` (the training texts' unit vectors), ``codes_`` (their classes'
     positions in ``classes_``), ``encode_seconds_``.
@@ -366,13 +376,15 @@ class EncoderNearestNeighbor(_EncoderDetector):
     _parameter_constraints: dict[str, list] = {
         "encoder": _FEATURE_CONSTRAINTS["encoder"],
         "device": _FEATURE_CONSTRAINTS["device"],
+        "verbose": _FEATURE_CONSTRAINTS["verbose"],
         "n_neighbors": [Integer(1)],
     }
 
-    def __init__(self, encoder: str = _DEFAULT, *, n_neighbors: int = 1, device: str = "cpu"):
+    def __init__(self, encoder: str = _DEFAULT, *, n_neighbors: int = 1, device: str = "cpu", verbose: bool = False):
         self.encoder = encoder
         self.n_neighbors = n_neighbors
         self.device = device
+        self.verbose = verbose
 
     @staticmethod
     def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -407,7 +419,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
     """Ridge regression on a pretrained sentence encoder's vectors (module docstring).
 
     ``fit(X, y, X_val, y_val)`` chooses alpha by the RMSE on the dev texts (without them, ``cv``
-    folds shuffled by ``random_state``) and refits on ``X`` only. ``tfidf`` and ``min_df`` as
+    folds shuffled by ``random_state``) and refits on ``X`` only. ``tfidf``, ``min_df`` and ``verbose`` as
     :class:`EncoderLogisticRegression`'s. Fitted: ``alpha_``, ``dev_rmse_``, ``model_`` (and ``tfidf_``).
     """
 
@@ -428,6 +440,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
         cv: int = 5,
         device: str = "cpu",
         random_state=None,
+        verbose: bool = False,
     ):
         self.encoder = encoder
         self.tfidf = tfidf
@@ -436,6 +449,7 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
         self.cv = cv
         self.device = device
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y, X_val=None, y_val=None, unlabeled=None):
         """Fit on texts ``X`` and targets ``y``, alpha chosen on ``(X_val, y_val)`` or by CV; ``unlabeled``:
@@ -508,7 +522,8 @@ class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, Regre
     ``n x B``. Fitted: ``model_``, ``noise_``, ``lengthscale_`` (arrays of ``B`` for 2-D targets),
     ``n_iter_``, ``converged_``. ``device``: where the encoder (given by name) and the GP compute. A
     fitted noise at its floor or its ceiling is warned about
-    (:func:`~lvgp.base.numerics.warn_about_fitted_noise`)."""
+    (:func:`~lvgp.base.numerics.warn_about_fitted_noise`). ``verbose``: progress bars over the encoder's
+    batches of the texts its cache lacks and over the L-BFGS iterations."""
 
     _optimizer_defaults = (LBFGS(max_iter=200, tol=1e-7),)
     _parameter_constraints: dict[str, list] = {
@@ -517,6 +532,7 @@ class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, Regre
         "optimizer": [None, FitOptionsArgument(LBFGS, name="optimizer")],
         "noise_init": [Real(1e-4, open_low=True)],
         "device": [Instance(str, torch.device, name="a torch device")],
+        "verbose": [Boolean()],
     }
 
     def __init__(
@@ -527,16 +543,18 @@ class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, Regre
         optimizer: LBFGS | None = None,
         noise_init: float = 0.5,
         device="cpu",
+        verbose: bool = False,
     ):
         self.encoder = encoder
         self.kernel = kernel
         self.optimizer = optimizer
         self.noise_init = noise_init
         self.device = device
+        self.verbose = verbose
 
     def _x(self, X: Any, name: str = "X") -> torch.Tensor:
         start = time.perf_counter()
-        vectors = resolve_encoder(self.encoder, self.device).encode(check_texts(X, name))
+        vectors = resolve_encoder(self.encoder, self.device).encode(check_texts(X, name), verbose=bool(self.verbose))
         self.encode_seconds_ = getattr(self, "encode_seconds_", 0.0) + time.perf_counter() - start
         return vectors.double().to(self.device_)
 
@@ -569,6 +587,7 @@ class EncoderGPRegressor(FitOptionsMixin, SavedParamsMixin, BaseEstimator, Regre
                 objective,
                 max_iter=int(optimizer.max_iter),
                 tol=float(optimizer.tol),
+                verbose=bool(self.verbose),
             )
         self.n_iter_, self.converged_ = result.n_iter, bool(result.converged)
         model.eval()
