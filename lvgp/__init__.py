@@ -4,7 +4,7 @@
   over padded word-index sets (:class:`Vocabulary` makes them from texts; :data:`PAD` pads);
   ``identity_weight`` puts the bag of words inside it. :class:`BagOfWordsKernel` -- the tf(-idf)
   kernel on its own. :class:`LDKSpec` -- an estimator's LDK settings (``kernel=``), built on its
-  training documents.
+  training documents; :class:`BagOfWordsSpec` -- the tf-idf kernel's, the same way.
 * :class:`GPLVSM` / :class:`GPLVSMRegressor` -- GP-LVSM as a gpytorch ``ExactGP`` and as a
   scikit-learn estimator, trained by MAP (:class:`LogPosterior`).
 * :class:`SLDARegressor` / :class:`SLDAClassifier` -- supervised LDA (Pyro SVI or the paper's EM).
@@ -23,7 +23,7 @@ from . import warnings
 from ._version import __version__ as __version__
 from .base.fit_options import EM, LBFGS, Adam, EarlyStopping, MiniBatch, RMSprop
 from .bow import PAD, Vocabulary, counts_to_padded, pad_to_common_width, pad_to_width, padded_to_counts
-from .kernels import BagOfWordsKernel, LatentDistributionKernel, LDKSpec
+from .kernels import BagOfWordsKernel, BagOfWordsSpec, LatentDistributionKernel, LDKSpec
 from .models import (
     GPLVSM,
     CovarianceError,
@@ -95,6 +95,7 @@ __all__ = [
     "pad_to_common_width",
     "LatentDistributionKernel",
     "LDKSpec",
+    "BagOfWordsSpec",
     "BagOfWordsKernel",
     "LBFGS",
     "Adam",

@@ -179,7 +179,7 @@ def test_a_spec_file_refuses_a_kernel_argument(tmp_path):
 def test_a_kernel_smaller_than_the_vocabulary_says_what_to_pass():
     with pytest.raises(ValueError, match=r"takes 3 words but the vocabulary has \d+: pass the fitted vocabulary="):
         GPLVSMRegressor(LatentDistributionKernel(3, 2), optimizer=LBFGS(max_iter=2)).fit(TEXTS, Y)
-    with pytest.raises(TypeError, match="kernel must be None, an lvgp LDKSpec, a gpytorch Kernel"):
+    with pytest.raises(TypeError, match="kernel must be None, an lvgp LDKSpec or BagOfWordsSpec, a gpytorch Kernel"):
         GPLVSMRegressor("rbf").fit(TEXTS, Y)
     with pytest.raises(TypeError, match="kernel must be None or an lvgp LDKSpec"):
         lvgp.LatentSMMClassifier(_user_kernel_factory).fit(TEXTS, LABELS)

@@ -401,13 +401,11 @@ def _bag_of_words_beside_encoder(dim: int):
     documents) plus mu times the cosine of the encoder's vectors (:func:`~lvgp.kernels.packed.beside_encoder`)."""
 
     def factory(num_words, documents):
-        from ..bow.weighting import idf_weights
-        from ..kernels import BagOfWordsKernel
+        from ..kernels import BagOfWordsSpec
         from ..kernels.packed import beside_encoder
 
         # documents: the training documents' word ids (the classifier unpacks them)
-        bow = BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
-        return beside_encoder(bow, documents, dim, "cosine")
+        return beside_encoder(BagOfWordsSpec().build(num_words, documents), documents, dim, "cosine")
 
     return factory
 

@@ -81,13 +81,13 @@ BUILTIN = corpus_names("classification")
 def _tfidf_cosine(num_words, documents, idf=None, sublinear_tf=False):
     """The cosine of the tf-idf vectors: idf of the training documents' word ids ``documents``, or
     ``idf`` (``num_words`` weights, e.g. of a larger set of texts the vocabulary was fitted on); with
-    ``sublinear_tf``, counts as ``1 + ln count`` (:class:`~lvgp.kernels.BagOfWordsKernel`)."""
-    from ..bow.weighting import idf_weights
-    from ..kernels import BagOfWordsKernel
+    ``sublinear_tf``, counts as ``1 + ln count`` (:class:`~lvgp.kernels.BagOfWordsKernel`; without ``idf``,
+    :class:`~lvgp.kernels.BagOfWordsSpec`'s kernel)."""
+    from ..kernels import BagOfWordsKernel, BagOfWordsSpec
 
     if idf is None:
-        idf = idf_weights(documents, num_words)
-    elif len(idf) != num_words:
+        return BagOfWordsSpec(sublinear_tf=sublinear_tf).build(num_words, documents)
+    if len(idf) != num_words:
         raise ValueError(f"idf has {len(idf)} weights for a vocabulary of {num_words} words")
     return BagOfWordsKernel(num_words, "cosine", word_weights=idf, sublinear_tf=sublinear_tf).double()
 

@@ -18,7 +18,7 @@ from .level2 import LEVEL2_KERNELS, CosineLevel2, Level2Kernel, LinearLevel2, Po
 from .packed import FeatureKernel, WordSetKernel, pack_documents, unpack_documents
 from .point_cloud import ClusterKernel, PointCloudKernel
 from .random_features import RandomFeatureLDK, gram_approximation_error
-from .spec import LDKSpec
+from .spec import BagOfWordsSpec, LDKSpec
 from .word_vectors import (
     MAPWordVectors,
     NegativeLatentKL,
@@ -31,6 +31,7 @@ from .word_vectors import (
 __all__ = [
     "LatentDistributionKernel",
     "LDKSpec",
+    "BagOfWordsSpec",
     "FeatureKernel",
     "WordSetKernel",
     "PointCloudKernel",

@@ -2,7 +2,8 @@
 model's covariance.
 
 :func:`assemble_covariance` takes what ``kernel=`` may be -- an :class:`~lvgp.kernels.LDKSpec`, a
-gpytorch ``Kernel`` over padded word-index sets, or a factory -- and returns the covariance with what
+:class:`~lvgp.kernels.BagOfWordsSpec`, a gpytorch ``Kernel`` over padded word-index sets, or a factory -- and
+returns the covariance with what
 the estimator asks around it: the spec's approximation decided (``approximation=``, what ``"auto"``
 stands for on the documents of a step), the sentence encoder's part beside the words
 (:func:`~lvgp.kernels.packed.beside_encoder`), the output scale (``ScaleKernel``), and the kind of the
@@ -20,7 +21,7 @@ import torch
 from gpytorch.kernels import Kernel, ScaleKernel
 
 from .packed import beside_encoder
-from .spec import LDKSpec, resolve_kernel
+from .spec import BagOfWordsSpec, LDKSpec, resolve_kernel
 
 __all__ = ["Covariance", "EncoderPart", "assemble_covariance", "kernel_kind", "KERNEL_KINDS"]
 
@@ -65,7 +66,9 @@ def assemble_covariance(
     encoder: EncoderPart | None = None,
     scale: bool = True,
 ) -> Covariance:
-    """The model's covariance for ``kernel=`` (a spec, a gpytorch ``Kernel`` or a factory).
+    """The model's covariance for ``kernel=`` (a spec, a gpytorch ``Kernel`` or a factory). A
+    :class:`~lvgp.kernels.BagOfWordsSpec` is built as a spec is (the encoder's part beside it, the output
+    scale around it; kind ``"exact"``), its approximation and the word vectors' options unread.
 
     Args:
         num_words, documents: the vocabulary's size and the training documents' padded word ids
@@ -78,12 +81,15 @@ def assemble_covariance(
         encoder: the sentence encoder's part beside the words (a spec's kernel only).
         scale: wrap a spec's kernel in a ``ScaleKernel`` (the classifiers scale per class themselves).
     """
-    if not isinstance(kernel, LDKSpec):
+    if isinstance(kernel, BagOfWordsSpec):
+        built = kernel.build(num_words, documents)
+    elif isinstance(kernel, LDKSpec):
+        spec = kernel
+        if approximation is not None and spec.approximation == "auto":
+            spec = spec.replace(approximation=approximation)
+        built = spec.build(num_words, documents, word_features=word_features, words=words, seed=seed)
+    else:
         return Covariance(resolve_kernel(kernel, num_words, documents), "user")
-    spec = kernel
-    if approximation is not None and spec.approximation == "auto":
-        spec = spec.replace(approximation=approximation)
-    built = spec.build(num_words, documents, word_features=word_features, words=words, seed=seed)
     kind = kernel_kind(built)
     if encoder is not None:
         built = beside_encoder(built, documents, encoder.dim, encoder.kind).double()

@@ -64,6 +64,7 @@ from .word_vectors import VariationalWordVectors, WordVectors, make_word_vectors
 
 __all__ = [
     "LDKSpec",
+    "BagOfWordsSpec",
     "APPROXIMATIONS",
     "KernelArg",
     "resolve_kernel",
@@ -497,6 +498,99 @@ class LDKSpec:
         return cls(**values)
 
 
+_BAG_OF_WORDS_CONSTRAINTS: dict[str, list] = {
+    "level2": [Options(*LEVEL2_KERNELS)],
+    "word_weighting": [Options(*WORD_WEIGHTINGS)],
+    "sublinear_tf": [Boolean()],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class BagOfWordsSpec:
+    r"""The bag-of-words kernel an lvgp estimator builds on its training documents, as an
+    :class:`LDKSpec` is the latent distribution kernel: :class:`~lvgp.kernels.BagOfWordsKernel` with the
+    inverse document frequencies of the training documents (the defaults: the cosine of the tf-idf
+    vectors, scikit-learn's ``TfidfVectorizer`` with ``smooth_idf=True`` and L2-normalized rows).
+
+    Where an :class:`LDKSpec` would stand (``kernel=`` of :class:`~lvgp.LDKGPClassifier`,
+    :class:`~lvgp.GPLVSMRegressor`, ...), the estimator builds it on its training documents; with a
+    ``sentence_encoder``, the encoder's part ``encoder_kernel`` goes beside it with its own weight
+    :math:`\mu`, starting where both parts weigh alike, as beside a spec's LDK
+    (:func:`~lvgp.kernels.packed.beside_encoder`): the tf-idf cosine plus :math:`\mu` times an RBF
+    kernel of the encoder's unit vectors is ``LDKGPClassifier(BagOfWordsSpec(),
+    sentence_encoder="all-MiniLM-L6-v2", encoder_kernel="rbf")``, the open-set study's
+    ``gpc-bow-encoder-rbf`` kernel. ``save`` writes its fields, so that ``load`` needs no ``kernel=``;
+    ``set_params(kernel__sublinear_tf=True)`` and ``GridSearchCV`` grids over ``kernel__*`` work as for
+    an :class:`LDKSpec`. It is also a factory ``spec(num_words, documents)`` (:meth:`build`), which any
+    ``kernel=`` that takes one accepts.
+
+    Args:
+        level2: ``"cosine"`` (the cosine of the tf(-idf) vectors), ``"linear"``
+            (:math:`\langle\phi_i, \phi_j\rangle` of the L1-normalized word measures), ``"rbf"`` or ``"poly"``
+            (their hyper-parameters fitted with the model's).
+        word_weighting: ``"idf"`` (the training documents' smoothed inverse document frequencies,
+            :func:`~lvgp.bow.weighting.idf_weights`) or ``"uniform"`` (term frequencies).
+        sublinear_tf: a word said :math:`c` times in a document counts :math:`1 + \ln c`
+            (``TfidfVectorizer(sublinear_tf=True)``).
+
+    Example:
+        >>> import torch
+        >>> docs = torch.tensor([[0, 1, 1], [1, 2, -1], [2, -1, -1]])  # padded word ids, -1 = PAD
+        >>> kernel = BagOfWordsSpec().build(3, docs)
+        >>> kernel(docs).to_dense().diagonal()
+        tensor([1., 1., 1.], dtype=torch.float64)
+    """
+
+    level2: str = "cosine"
+    word_weighting: str = "idf"
+    sublinear_tf: bool = False
+
+    def replace(self, **changes: Any) -> BagOfWordsSpec:
+        """A copy with ``changes`` (an unknown name is a ``TypeError`` naming it)."""
+        unknown = sorted(set(changes) - set(self.get_params()))
+        if unknown:
+            raise TypeError(
+                f"BagOfWordsSpec has no field {', '.join(unknown)}; its fields: {sorted(self.get_params())}"
+            )
+        return dataclasses.replace(self, **changes)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields, as scikit-learn's ``get_params`` (for ``clone`` and ``kernel__*`` grids)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __sklearn_clone__(self) -> BagOfWordsSpec:
+        return self  # frozen: a clone may share it
+
+    def check(self, name: str = "kernel") -> BagOfWordsSpec:
+        """``TypeError``/``ValueError`` naming the field (``kernel.level2``) for a bad setting; returns the spec."""
+        check_values(self.get_params(), _BAG_OF_WORDS_CONSTRAINTS, prefix=f"{name}.")
+        return self
+
+    def build(self, num_words: int, documents: torch.Tensor, **unused: Any) -> Kernel:
+        """The float64 :class:`~lvgp.kernels.BagOfWordsKernel` of ``num_words`` words, its idf (with
+        ``word_weighting="idf"``) from the training ``documents`` (``n x L`` padded word ids, documents
+        without a word counted among the ``n``). ``unused``: what :meth:`LDKSpec.build` takes beside
+        (pretrained word vectors, the words, a seed), which a bag of words does not read."""
+        from .bag_of_words import BagOfWordsKernel
+
+        self.check()
+        weights = word_weights(documents, num_words, self.word_weighting)
+        return BagOfWordsKernel(num_words, self.level2, word_weights=weights, sublinear_tf=self.sublinear_tf).double()
+
+    def __call__(self, num_words: int, documents: torch.Tensor) -> Kernel:
+        """:meth:`build`: a spec is a kernel factory ``(num_words, documents) -> Kernel`` too."""
+        return self.build(num_words, documents)
+
+    def to_plain(self) -> dict[str, Any]:
+        """The fields as plain values (``torch.load(weights_only=True)`` reads them); :meth:`from_plain`
+        inverts it."""
+        return dict(self.get_params())
+
+    @classmethod
+    def from_plain(cls, values: Mapping[str, Any]) -> BagOfWordsSpec:
+        return cls(**values)
+
+
 @functools.cache
 def _presets() -> dict[str, LDKSpec]:
     """The presets :meth:`LDKSpec.__repr__` writes a spec from, in order of preference on a tie."""
@@ -594,7 +688,7 @@ def check_kernel_arg(kernel: Any, name: str = "kernel") -> None:
     ``None``, the estimator's default spec, passes)."""
     if kernel is None:
         return
-    if isinstance(kernel, LDKSpec):
+    if isinstance(kernel, (LDKSpec, BagOfWordsSpec)):
         kernel.check(name)
     elif isinstance(kernel, type):
         raise TypeError(f"{name} must be {_class_problem(kernel)}; got {kernel!r}")
@@ -616,13 +710,16 @@ def _class_problem(cls: type) -> str:
         )
     if cls is LDKSpec:
         return "an LDKSpec instance, not the class: pass LDKSpec(...) (or None for the default)"
+    if cls is BagOfWordsSpec:
+        return "a BagOfWordsSpec instance, not the class: pass BagOfWordsSpec(...)"
     return f"an LDKSpec, a gpytorch Kernel or a factory function, not the class {name}"
 
 
 class KernelArgument(Constraint):
     """The constraint of an estimator's ``kernel=`` (``lvgp.base.constraints``): ``None`` (the
     estimator's default spec), an :class:`LDKSpec` whose fields are checked here (the errors name
-    ``kernel.<field>``), or -- unless ``specs_only`` -- a gpytorch ``Kernel`` or a factory.
+    ``kernel.<field>``), or -- unless ``specs_only`` -- a :class:`BagOfWordsSpec` (checked the same way), a
+    gpytorch ``Kernel`` or a factory.
 
     ``takes``: the estimator's capabilities, declared in its constraint table: spec field -> the values
     it can take (a spec with another value is a ``ParameterError`` naming every such field, the values
@@ -642,6 +739,8 @@ class KernelArgument(Constraint):
         if isinstance(value, LDKSpec):
             value.check("kernel")  # raises, naming the field
             self.check_capabilities(value)
+        if isinstance(value, BagOfWordsSpec):
+            value.check("kernel")
         if isinstance(value, type):
             return _class_problem(value)
         return None
@@ -659,7 +758,10 @@ class KernelArgument(Constraint):
     def describe(self) -> str:
         if self.specs_only:
             return "None or an lvgp LDKSpec"
-        return "None, an lvgp LDKSpec, a gpytorch Kernel over padded word-index sets, or a factory callable(num_words)"
+        return (
+            "None, an lvgp LDKSpec or BagOfWordsSpec, a gpytorch Kernel over padded word-index sets, or a factory "
+            "callable(num_words)"
+        )
 
 
 def kernel_num_words(kernel: Kernel) -> int | None:

@@ -54,6 +54,7 @@ _LEGACY_RENAMES = {"train_gamma": "learn_gamma", "learn_gamma": "learn_gamma", "
 _LEGACY_DROPPED = ("memory_budget_gib",)
 
 _SPEC_TAG = "__lvgp_ldk_spec__"
+_BAG_OF_WORDS_SPEC_TAG = "__lvgp_bag_of_words_spec__"
 _USER_KERNEL_TAG = "__lvgp_user_kernel__"
 _FIT_OPTIONS_TAG = "__lvgp_fit_options__"
 
@@ -157,13 +158,16 @@ class KernelParamsMixin(FrozenParamsMixin):
     _default_kernel: dict[str, Any] = {}
 
     def _replaced_kernel(self, fields: dict[str, Any]) -> Any:
-        """``kernel__<field>=``: the kernel's :class:`~lvgp.kernels.LDKSpec` with ``fields`` changed (with
-        ``kernel=None``, the estimator's default spec); refused for a user kernel."""
-        spec = self._spec
+        """``kernel__<field>=``: the kernel's :class:`~lvgp.kernels.LDKSpec` (or
+        :class:`~lvgp.kernels.BagOfWordsSpec`) with ``fields`` changed (with ``kernel=None``, the estimator's
+        default spec); refused for a user kernel."""
+        from ..kernels.spec import BagOfWordsSpec
+
+        spec = self.kernel if isinstance(self.kernel, BagOfWordsSpec) else self._spec
         if spec is None:
             raise ValueError(
-                f"kernel__{next(iter(fields))}: kernel__* parameters set fields of an LDKSpec; this estimator's "
-                f"kernel is a {type(self.kernel).__name__}"
+                f"kernel__{next(iter(fields))}: kernel__* parameters set fields of an LDKSpec or a BagOfWordsSpec; "
+                f"this estimator's kernel is a {type(self.kernel).__name__}"
             )
         return spec.replace(**fields)
 
@@ -312,7 +316,7 @@ class SavedParamsMixin:
     def _saved_params(self) -> dict:
         """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
         from ..base.persistence import plain_value
-        from ..kernels.spec import LDKSpec
+        from ..kernels.spec import BagOfWordsSpec, LDKSpec
 
         out: dict[str, Any] = {}
         for name, value in self.get_params(deep=False).items():
@@ -330,6 +334,8 @@ class SavedParamsMixin:
                     out[name] = value
                 elif isinstance(value, LDKSpec):
                     out[name] = {_SPEC_TAG: value.to_plain()}
+                elif isinstance(value, BagOfWordsSpec):
+                    out[name] = {_BAG_OF_WORDS_SPEC_TAG: value.to_plain()}
                 else:
                     out[name] = {_USER_KERNEL_TAG: _describe_kernel(value)}
             else:
@@ -339,7 +345,7 @@ class SavedParamsMixin:
     @classmethod
     def _restored_params(cls, params: dict, kernel: Any = None, path: Any = None) -> dict:
         from ..base.persistence import restored_value
-        from ..kernels.spec import LDKSpec
+        from ..kernels.spec import BagOfWordsSpec, LDKSpec
 
         params = {
             k: v if k in ("vocabulary", "kernel") or k.endswith("embeddings") else restored_value(v)
@@ -358,8 +364,12 @@ class SavedParamsMixin:
             raise ValueError(f"{path} names its kernel ({saved!r}): load it without kernel=")
         if (saved is None or (isinstance(saved, dict) and _SPEC_TAG in saved)) and kernel is not None:
             raise ValueError(f"{path} was fitted with an LDKSpec, which it holds: load it without kernel=")
+        if isinstance(saved, dict) and _BAG_OF_WORDS_SPEC_TAG in saved and kernel is not None:
+            raise ValueError(f"{path} was fitted with a BagOfWordsSpec, which it holds: load it without kernel=")
         if isinstance(saved, dict) and _SPEC_TAG in saved:
             params["kernel"] = LDKSpec.from_plain(saved[_SPEC_TAG])
+        elif isinstance(saved, dict) and _BAG_OF_WORDS_SPEC_TAG in saved:
+            params["kernel"] = BagOfWordsSpec.from_plain(saved[_BAG_OF_WORDS_SPEC_TAG])
         elif isinstance(saved, dict) and _USER_KERNEL_TAG in saved:
             if kernel is None:
                 raise ValueError(

@@ -42,7 +42,7 @@ per_class, n_test, rounds, batch = (4, 120, 2, 5) if smoke_test else (20, 2189, 
 # %%
 from sklearn.metrics import roc_auc_score
 
-from lvgp import LBFGS, LDKGPClassifier
+from lvgp import LBFGS, BagOfWordsSpec, LDKGPClassifier
 from lvgp.baselines.encoder import EncoderLogisticRegression, EncoderMahalanobis
 from lvgp.datasets.loaders import load_corpus
 from lvgp.encoders import SentenceEncoder
@@ -69,26 +69,12 @@ print(f"{len(train_texts)} training and {len(test_texts)} test texts; classes: {
 # whose own labelled texts are spread out, so that their texts do not look new. Both were chosen on dev
 # documents, never on out-of-scope test texts (`docs/models/uncertainty.md`, "When to trust which score").
 
+
 # %%
-from lvgp.bow.weighting import idf_weights
-from lvgp.kernels import BagOfWordsKernel
-from lvgp.kernels.packed import beside_encoder
-
-
-def tfidf_beside(encoder_parts):
-    """A kernel factory: of the training documents' word ids ``documents``, the tf-idf cosine plus each
-    of ``encoder_parts`` on the encoder's vectors ("rbf", "cosine", or a kernel) with its own weight."""
-
-    def factory(num_words, documents):
-        bow = BagOfWordsKernel(num_words, "cosine", word_weights=idf_weights(documents, num_words)).double()
-        return beside_encoder(bow, documents, encoder.dim, encoder_parts)
-
-    return factory
-
-
-def gp_classifier(encoder_parts="rbf", **options):
+def gp_classifier(kernel, **options):
+    """The studies' GP classifier settings around ``kernel`` (a spec, or a factory of the kernel)."""
     return LDKGPClassifier(
-        tfidf_beside(encoder_parts),
+        kernel,
         sentence_encoder=encoder,
         class_hyperparameters="shared",
         alpha_epsilon=1e-6,
@@ -105,7 +91,8 @@ known = sorted(set(train_labels.tolist()) - set(unknown))
 rows = np.concatenate([rng.permutation(np.flatnonzero(train_labels == c))[:per_class] for c in known])
 labelled_texts = [train_texts[i] for i in rows]
 # encoder_weight="loo": on long texts the labels' leave-one-out predictions may lower mu after the fit (the study's)
-clf = gp_classifier("rbf", novelty_score="lifted-energy", encoder_weight="loo")
+# BagOfWordsSpec(): the tf-idf cosine of the labelled texts' words; the encoder's RBF part beside it (encoder_kernel)
+clf = gp_classifier(BagOfWordsSpec(), encoder_kernel="rbf", novelty_score="lifted-energy", encoder_weight="loo")
 clf.fit(labelled_texts, train_labels[rows])
 out = np.isin(test_labels, unknown)
 score = clf.score_samples(test_texts)  # the lifted energy; higher is more typical of the six topics
@@ -157,6 +144,7 @@ plt.show()
 
 # %%
 from lvgp.experiments.open_set import cluster_kernel_of_texts
+from lvgp.kernels.packed import beside_encoder
 
 classes = sorted(set(train_labels.tolist()))
 
@@ -176,12 +164,18 @@ start = [int(rng.choice(pool[train_labels[pool] == c])) for c in classes if (tra
 pool_part = cluster_kernel_of_texts(encoder, "cpu", [train_texts[i] for i in pool], len(classes))
 
 
+def tfidf_encoder_and_pool(num_words, documents):
+    """The kernel of the labelled texts' word ids ``documents``: the tf-idf cosine plus the encoder's cosine
+    and the pool's cluster kernel, each with its own weight (two encoder parts: a factory, not a spec)."""
+    return beside_encoder(BagOfWordsSpec().build(num_words, documents), documents, encoder.dim, ("cosine", pool_part))
+
+
 def active_run(choose, label):
     """The learning curve of a GP that labels the texts ``choose(gp, unlabelled)`` picks each round."""
     labelled = {i: label(i) for i in start}  # text -> its label, one a topic to start
     curve = []
     for round_ in range(rounds + 1):
-        gp = gp_classifier(("cosine", pool_part))
+        gp = gp_classifier(tfidf_encoder_and_pool)
         gp.fit([train_texts[i] for i in labelled], list(labelled.values()))
         curve.append((len(labelled), np.mean(gp.predict(test_texts) == test_labels)))
         print(f"{len(labelled):3d} labelled: test accuracy {curve[-1][1]:.3f}")
