@@ -80,7 +80,7 @@ __all__ = [
 APPROXIMATIONS = ("auto", "exact", *FEATURE_MAPS)
 
 #: what an estimator's ``kernel=`` accepts: ``None`` (the estimator's default spec), an
-#: :class:`LDKSpec`, a gpytorch ``Kernel`` or a factory ``callable(num_words) -> Kernel``
+#: :class:`LDKSpec`, a :class:`BagOfWordsSpec`, a gpytorch ``Kernel`` or a factory ``callable(num_words) -> Kernel``
 KernelArg = Any
 
 
@@ -536,9 +536,11 @@ class BagOfWordsSpec:
     Example:
         >>> import torch
         >>> docs = torch.tensor([[0, 1, 1], [1, 2, -1], [2, -1, -1]])  # padded word ids, -1 = PAD
-        >>> kernel = BagOfWordsSpec().build(3, docs)
-        >>> kernel(docs).to_dense().diagonal()
-        tensor([1., 1., 1.], dtype=torch.float64)
+        >>> kernel = BagOfWordsSpec().build(3, docs)  # the idf of these three documents
+        >>> kernel(docs).to_dense().numpy().round(3)  # the cosines of their tf-idf vectors
+        array([[1.   , 0.591, 0.   ],
+               [0.591, 1.   , 0.707],
+               [0.   , 0.707, 1.   ]])
     """
 
     level2: str = "cosine"
