@@ -568,11 +568,10 @@ class BagOfWordsSpec:
         check_values(self.get_params(), _BAG_OF_WORDS_CONSTRAINTS, prefix=f"{name}.")
         return self
 
-    def build(self, num_words: int, documents: torch.Tensor, **unused: Any) -> Kernel:
+    def build(self, num_words: int, documents: torch.Tensor) -> Kernel:
         """The float64 :class:`~lvgp.kernels.BagOfWordsKernel` of ``num_words`` words, its idf (with
         ``word_weighting="idf"``) from the training ``documents`` (``n x L`` padded word ids, documents
-        without a word counted among the ``n``). ``unused``: what :meth:`LDKSpec.build` takes beside
-        (pretrained word vectors, the words, a seed), which a bag of words does not read."""
+        without a word counted among the ``n``)."""
         from .bag_of_words import BagOfWordsKernel
 
         self.check()
