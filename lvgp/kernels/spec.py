@@ -27,7 +27,7 @@ import dataclasses
 import functools
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -127,8 +127,29 @@ _CONSTRAINTS: dict[str, list] = {
 }
 
 
+class _FrozenFields:
+    """scikit-learn's protocol for the frozen dataclasses of kernel settings (:class:`LDKSpec`,
+    :class:`BagOfWordsSpec`): ``get_params`` (their fields), ``replace`` and ``clone`` sharing them."""
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (an unknown name is a ``TypeError`` naming it)."""
+        unknown = sorted(set(changes) - set(self.get_params()))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} has no field {', '.join(unknown)}; its fields: {sorted(self.get_params())}"
+            )
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields, as scikit-learn's ``get_params`` (for ``clone`` and ``kernel__*`` grids)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def __sklearn_clone__(self) -> Self:
+        return self  # frozen: a clone may share it
+
+
 @dataclasses.dataclass(frozen=True)
-class LDKSpec:
+class LDKSpec(_FrozenFields):
     r"""The latent distribution kernel an lvgp estimator builds on its training documents.
 
     Args:
@@ -277,21 +298,7 @@ class LDKSpec:
         )
         return cls(**{**settings, **changes})
 
-    # ------------------------------------------------------------------ scikit-learn's protocol
-    def replace(self, **changes: Any) -> LDKSpec:
-        """A copy with ``changes`` (an unknown name is a ``TypeError`` naming it)."""
-        unknown = sorted(set(changes) - set(self.get_params()))
-        if unknown:
-            raise TypeError(f"LDKSpec has no field {', '.join(unknown)}; its fields: {sorted(self.get_params())}")
-        return dataclasses.replace(self, **changes)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The fields, as scikit-learn's ``get_params`` (for ``clone`` and ``kernel__*`` grids)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def __sklearn_clone__(self) -> LDKSpec:
-        return self  # frozen: a clone may share it
-
+    # ------------------------------------------------------------------ checks
     def check(self, name: str = "kernel") -> LDKSpec:
         """``TypeError``/``ValueError`` naming the field (``kernel.latent_dim``) for a bad setting;
         returns the spec."""
@@ -506,7 +513,7 @@ _BAG_OF_WORDS_CONSTRAINTS: dict[str, list] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class BagOfWordsSpec:
+class BagOfWordsSpec(_FrozenFields):
     r"""The bag-of-words kernel an lvgp estimator builds on its training documents, as an
     :class:`LDKSpec` is the latent distribution kernel: :class:`~lvgp.kernels.BagOfWordsKernel` with the
     inverse document frequencies of the training documents (the defaults: the cosine of the tf-idf
@@ -546,22 +553,6 @@ class BagOfWordsSpec:
     level2: str = "cosine"
     word_weighting: str = "idf"
     sublinear_tf: bool = False
-
-    def replace(self, **changes: Any) -> BagOfWordsSpec:
-        """A copy with ``changes`` (an unknown name is a ``TypeError`` naming it)."""
-        unknown = sorted(set(changes) - set(self.get_params()))
-        if unknown:
-            raise TypeError(
-                f"BagOfWordsSpec has no field {', '.join(unknown)}; its fields: {sorted(self.get_params())}"
-            )
-        return dataclasses.replace(self, **changes)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The fields, as scikit-learn's ``get_params`` (for ``clone`` and ``kernel__*`` grids)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def __sklearn_clone__(self) -> BagOfWordsSpec:
-        return self  # frozen: a clone may share it
 
     def check(self, name: str = "kernel") -> BagOfWordsSpec:
         """``TypeError``/``ValueError`` naming the field (``kernel.level2``) for a bad setting; returns the spec."""
