@@ -80,7 +80,8 @@ def test_with_an_encoder_it_is_the_open_set_studys_kernel_to_the_bit(tiny_encode
     """``LDKGPClassifier(BagOfWordsSpec(), sentence_encoder=..., encoder_kernel=...)`` is the studies' hand-written
     factory (the tf-idf cosine beside the encoder's part, :func:`~lvgp.kernels.packed.beside_encoder`):
     ``gpc-bow-encoder-rbf`` and ``gpc-bow-encoder`` of the open-set study give the same probabilities and
-    novelty scores, and without an encoder the sublinear spec is ``gpc-bow``'s kernel."""
+    novelty scores. Without an encoder, the sublinear spec taken as a spec (assembled, no output scale in a
+    classifier) gives what ``gpc-bow``'s factory (which builds the same spec's kernel) gives as a user kernel."""
     from lvgp.experiments.open_set import _bag_of_words_beside_encoder, _tfidf_cosine
 
     encoder = tiny_encoder(None, 0)
