@@ -59,6 +59,13 @@ _USER_KERNEL_TAG = "__lvgp_user_kernel__"
 _FIT_OPTIONS_TAG = "__lvgp_fit_options__"
 
 
+def _saved_specs() -> dict[Any, tuple[str, str]]:
+    """The kernel specs a saved file holds by their fields: class -> (its tag in the file, what it is called)."""
+    from ..kernels.spec import BagOfWordsSpec, LDKSpec
+
+    return {LDKSpec: (_SPEC_TAG, "an LDKSpec"), BagOfWordsSpec: (_BAG_OF_WORDS_SPEC_TAG, "a BagOfWordsSpec")}
+
+
 def word_source(word_embeddings: Any, sentence_encoder: Any = None, device: Any = "cpu") -> Any:
     """A spec's ``word_embeddings`` with each ``"contextual"`` part turned into the
     :class:`~lvgp.encoders.ContextualWordEmbeddings` of the estimator's ``sentence_encoder`` (the
@@ -316,8 +323,8 @@ class SavedParamsMixin:
     def _saved_params(self) -> dict:
         """``get_params()`` as plain values (``torch.load(weights_only=True)`` can read them)."""
         from ..base.persistence import plain_value
-        from ..kernels.spec import BagOfWordsSpec, LDKSpec
 
+        specs = _saved_specs()
         out: dict[str, Any] = {}
         for name, value in self.get_params(deep=False).items():
             if name == "vocabulary" and value is not None:
@@ -332,10 +339,8 @@ class SavedParamsMixin:
             elif name == "kernel":
                 if value is None or isinstance(value, str):  # a covariance by name (EncoderGPRegressor)
                     out[name] = value
-                elif isinstance(value, LDKSpec):
-                    out[name] = {_SPEC_TAG: value.to_plain()}
-                elif isinstance(value, BagOfWordsSpec):
-                    out[name] = {_BAG_OF_WORDS_SPEC_TAG: value.to_plain()}
+                elif (tag := next((t for c, (t, _) in specs.items() if isinstance(value, c)), None)) is not None:
+                    out[name] = {tag: value.to_plain()}  # a spec, by its fields
                 else:
                     out[name] = {_USER_KERNEL_TAG: _describe_kernel(value)}
             else:
@@ -345,7 +350,7 @@ class SavedParamsMixin:
     @classmethod
     def _restored_params(cls, params: dict, kernel: Any = None, path: Any = None) -> dict:
         from ..base.persistence import restored_value
-        from ..kernels.spec import BagOfWordsSpec, LDKSpec
+        from ..kernels.spec import LDKSpec
 
         params = {
             k: v if k in ("vocabulary", "kernel") or k.endswith("embeddings") else restored_value(v)
@@ -362,14 +367,14 @@ class SavedParamsMixin:
         saved = params.get("kernel")
         if isinstance(saved, str) and kernel is not None:
             raise ValueError(f"{path} names its kernel ({saved!r}): load it without kernel=")
-        if (saved is None or (isinstance(saved, dict) and _SPEC_TAG in saved)) and kernel is not None:
-            raise ValueError(f"{path} was fitted with an LDKSpec, which it holds: load it without kernel=")
-        if isinstance(saved, dict) and _BAG_OF_WORDS_SPEC_TAG in saved and kernel is not None:
-            raise ValueError(f"{path} was fitted with a BagOfWordsSpec, which it holds: load it without kernel=")
-        if isinstance(saved, dict) and _SPEC_TAG in saved:
-            params["kernel"] = LDKSpec.from_plain(saved[_SPEC_TAG])
-        elif isinstance(saved, dict) and _BAG_OF_WORDS_SPEC_TAG in saved:
-            params["kernel"] = BagOfWordsSpec.from_plain(saved[_BAG_OF_WORDS_SPEC_TAG])
+        specs = _saved_specs()
+        tags = saved if isinstance(saved, dict) else {}
+        held = next((c for c, (tag, _) in specs.items() if tag in tags), None)
+        if (saved is None or held is not None) and kernel is not None:  # None: the default LDKSpec
+            what = specs[held or LDKSpec][1]
+            raise ValueError(f"{path} was fitted with {what}, which it holds: load it without kernel=")
+        if held is not None:
+            params["kernel"] = held.from_plain(tags[specs[held][0]])
         elif isinstance(saved, dict) and _USER_KERNEL_TAG in saved:
             if kernel is None:
                 raise ValueError(
