@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU figures of issues 41 and 60 in one command, for the moment a GPU is at hand (issue 60):
 #
-#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: under 8 minutes (the parts' limits
-#                                              # add up to 450 s; a part that runs out is named, the rest run;
-#                                              # on an H200, 2026-11-30: about 4 minutes)
+#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: at most 11 minutes (the parts' limits
+#                                              # add up to 660 s; a part that runs out is named, the rest run;
+#                                              # on an H200, 2026-11-30, before the two compiled parts: 252 s)
+#   PARTS=tests,large-50k bash benchmarks/gpu_all.sh   # only the parts named (a comma-separated list):
+#                                              # the whole run in two commands where one may last 10 minutes
 #   bash benchmarks/gpu_all.sh --dry-run       # the same parts on the CPU at tiny sizes (the script's test)
 #   bash benchmarks/gpu_all.sh --prepare DIR   # where the data cache is: the encoder's bundle (config,
 #                                              # tokenizer, texts: a few MB) for a machine without it
@@ -26,13 +28,14 @@
 #              the bundle of --prepare in $BUNDLE, default gpu_all_bundle/, with random weights)
 # and then one table of the figures against the goals (benchmarks/_gpu_table.py).
 #
-# Environment: PYTHON (default python3), LOGS, BUNDLE. The repository root goes first on PYTHONPATH,
-# so an lvgp that is not installed (a copied working tree) is the one measured.
+# Environment: PYTHON (default python3), LOGS, BUNDLE, PARTS (default: every part). The repository root
+# goes first on PYTHONPATH, so an lvgp that is not installed (a copied working tree) is the one measured.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PYTHON=${PYTHON:-python3}
 LOGS=${LOGS:-gpu_all_logs}
 BUNDLE=${BUNDLE:-gpu_all_bundle}
+PARTS=${PARTS:-}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mode=gpu
 case "${1:-}" in
@@ -43,6 +46,13 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: $0 [--dry-run | --prepare DIR]" >&2; exit 2 ;;
 esac
+KNOWN_PARTS="tests gpu large-50k large-1m large-1m-b1024 large-50k-compiled large-50k-compiled-gpc encoder"
+for name in ${PARTS//,/ }; do
+  case " $KNOWN_PARTS " in
+    *" $name "*) ;;
+    *) echo "PARTS: no part is named '$name' (the parts: $KNOWN_PARTS)" >&2; exit 2 ;;
+  esac
+done
 if [ "$mode" = gpu ] && ! "$PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
   echo "no CUDA device here: run with --dry-run for the CPU check of this script" >&2
   exit 2
@@ -54,6 +64,7 @@ mkdir -p "$LOGS"
 part() {
   local name=$1 limit=$2
   shift 2
+  case ",$PARTS," in ",," | *",$name,"*) ;; *) return 0 ;; esac
   local start=$SECONDS
   echo "== $name: $*" >&2
   timeout --kill-after=10 "$limit" "$@" >"$LOGS/$name.log" 2>&1

@@ -93,6 +93,7 @@ BENCHMARKS = {
     "matching_speed.py": "The arithmetic floor of one evaluation",
     "matching_stopping.py": "| tol | patience |",
     "large_n.py": "| variational-gpc | now | 1,000 |",
+    "fused_host_tables.py": "speed-up of the host's share on a GPU",
     "sparse_auto_rule.py": "| auto chooses |",
     "open_set_dev.py": "The GP classifiers' scores, mean AUROC over every (corpus, size, GP method): ",
     "open_set_score_selection_dev.py": "chosen score ",

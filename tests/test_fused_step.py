@@ -111,6 +111,51 @@ def test_the_host_tables_are_the_kernels_bags_and_floors(corpus):
     np.testing.assert_array_equal(floor, np.concatenate([inducing.floor, bags.floor]))
 
 
+def test_the_table_is_the_same_by_the_vocabulary_marks_and_by_the_sort(corpus):
+    """``step_table`` reads the distinct words off a mark per vocabulary word, or, for a vocabulary more than
+    16 times the entries, sorts them: the same table either way."""
+    rng = np.random.default_rng(0)
+    x, z = corpus.X[rng.choice(len(corpus.X), 20, replace=False)], corpus.X[:8]
+    marks = step_table(document_bags(z, None, corpus.num_words), document_bags(x, None, corpus.num_words))
+    wide = 10**7  # the same documents in a vocabulary of ten million words: the sort
+    assert wide > 16 * int((z != PAD).sum() + (x != PAD).sum())
+    sort = step_table(document_bags(z, None, wide), document_bags(x, None, wide))
+    for mine, theirs in zip(marks, sort, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_the_cosines_on_a_device_are_the_hosts(corpus, monkeypatch):
+    """``table_cosines`` (the dense table's product, a GPU's few launches) gives ``bag_of_words_cosines``'
+    values (the host's sparse product), an empty document's row 0 as there; the objective with its cosines
+    computed that way (forced here on the CPU) gives the host path's loss and gradients."""
+    rng = np.random.default_rng(1)
+    x, z = corpus.X[rng.choice(len(corpus.X), 30, replace=False)].copy(), corpus.X[:9]
+    x[4] = PAD  # an empty document
+    weights = rng.uniform(0.5, 2.0, corpus.num_words)
+    inducing, batch = document_bags(z, weights, corpus.num_words), document_bags(x, weights, corpus.num_words)
+    words, local, offsets, table_weights, _ = step_table(inducing, batch)
+    on_device = fused_step.table_cosines(
+        torch.from_numpy(local), torch.from_numpy(offsets), torch.from_numpy(table_weights), 9, len(words)
+    )
+    host = fused_step.bag_of_words_cosines(inducing, batch)
+    assert host.shape == tuple(on_device.shape) == (9, 30) and not host[:, 4].any()
+    np.testing.assert_allclose(on_device.numpy(), host, rtol=1e-13, atol=1e-15)
+    reg = _fitted(corpus)
+    xb, yb = _batch(reg, corpus, range(24))
+    objective = FusedSparseObjective(reg.model_, reg.likelihood_, len(corpus.y))
+    reference, reference_grads = _loss_and_gradients(reg, lambda: objective(xb, yb, torch.Generator().manual_seed(3)))
+    asked, decide = [], fused_step.cosines_on_device
+    monkeypatch.setattr(fused_step, "cosines_on_device", lambda *args: asked.append(args) or True)
+    loss, grads = _loss_and_gradients(reg, lambda: objective(xb, yb, torch.Generator().manual_seed(3)))
+    assert asked and asked[0][0] == torch.device("cpu")
+    assert float(loss) == pytest.approx(float(reference), rel=1e-12)
+    for mine, theirs in zip(grads, reference_grads):
+        assert float((mine - theirs).norm() / theirs.norm()) < 1e-10
+    assert not decide(torch.device("cpu"), 512, 1000)  # a CPU keeps the sparse product
+    assert decide(torch.device("cuda"), 512, 1000)
+    assert not decide(torch.device("cuda"), 2048, 2**16)  # 1 GB of table: the host's
+
+
 def test_a_fit_with_compile_follows_the_eager_trajectory(corpus, monkeypatch):
     """``MiniBatch(compile=True)``: the steps after the first take the fused objective (here eager:
     ``torch.compile`` made the identity, so that this test does not pay a second inductor build; the

@@ -97,3 +97,26 @@ def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
     # the quick runs tests/test_examples.py leaves to this one print what it expects of them
     for script, part in GPU_DRY_RUN_PARTS.items():
         assert BENCHMARKS[script] in (tmp_path / "logs" / f"{part}.log").read_text(), script
+
+
+@pytest.mark.skipif(not DRY_RUN_POSSIBLE, reason="needs bash and timeout")
+def test_parts_runs_the_parts_it_names_and_refuses_a_name_it_does_not_know(tmp_path):
+    # the device tool's command lasts at most 10 minutes and the parts' limits add up to 11: PARTS splits a run
+    env = {**os.environ, "PYTHON": sys.executable, "LOGS": str(tmp_path / "logs"), "OMP_NUM_THREADS": "1"}
+    script = str(ROOT / "benchmarks" / "gpu_all.sh")
+    out = subprocess.run(
+        ["bash", script, "--dry-run"], capture_output=True, text=True, env={**env, "PARTS": "encoder"}, timeout=300
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [line.split("\t")[0] for line in (tmp_path / "logs" / "parts.tsv").read_text().splitlines()] == ["encoder"]
+    assert "| encoder | status, seconds | ok," in out.stdout
+    out = subprocess.run(
+        ["bash", script, "--dry-run"],
+        capture_output=True,
+        text=True,
+        env={**env, "PARTS": "tests,larg-50k", "LOGS": str(tmp_path / "refused")},
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "PARTS: no part is named 'larg-50k'" in out.stderr and "large-50k-compiled-gpc" in out.stderr
+    assert not (tmp_path / "refused").exists()  # refused before any part ran

@@ -60,6 +60,7 @@ __all__ = [
     "FusedClassifierObjective",
     "FusedSparseObjective",
     "bag_of_words_cosines",
+    "cosines_on_device",
     "document_bags",
     "fused_objective",
     "fused_softmax_objective",
@@ -68,6 +69,7 @@ __all__ = [
     "packed_objective",
     "packed_softmax_objective",
     "step_table",
+    "table_cosines",
     "unsupported",
     "unsupported_classifier",
 ]
@@ -93,32 +95,52 @@ def document_bags(ids: np.ndarray, word_weights: np.ndarray | None, num_words: i
     """:class:`DocumentBags` of padded documents ``ids`` (``n x L``, padding ``-1``), with the kernel's
     per-word weights ``word_weights`` (``None``: each token counts 1), in float64. The weights are
     :func:`lvgp.kernels.mean_embedding.document_weights`' (a token's weight over its document's total),
-    summed over a document's repeats of a word, as its bags sum them."""
+    summed over a document's repeats of a word, as its bags sum them (here as the repeats times the
+    token's weight: a word's tokens in a document weigh the same).
+
+    One sort of the ``(document, word)`` keys (counting repeats, no inverse permutation) and the sparse
+    matrix built from its sorted rows as they are: the host's cost of a step's bags (a GPU waits for it)."""
     ids = np.asarray(ids)
     n, width = ids.shape
     mask = ids != PAD
     safe = np.where(mask, ids, 0).astype(np.int64)
-    weights = (np.ones_like(safe, dtype=np.float64) if word_weights is None else word_weights[safe]) * mask
-    weights = weights / np.maximum(weights.sum(-1, keepdims=True), np.finfo(np.float64).tiny)
-    kept = np.flatnonzero(weights.ravel() > 0)
-    rows = kept // max(1, width)
-    keys, inverse = np.unique(rows * num_words + safe.ravel()[kept], return_inverse=True)
-    summed = np.bincount(inverse, weights=weights.ravel()[kept], minlength=len(keys))
-    rows, vocab = keys // num_words, keys % num_words
+    token_weights = (np.ones_like(safe, dtype=np.float64) if word_weights is None else word_weights[safe]) * mask
+    totals = np.maximum(token_weights.sum(-1), np.finfo(np.float64).tiny)
+    kept = np.flatnonzero(token_weights.ravel() > 0)
+    # the keys in 32 bits where they fit (a sort of half the bytes)
+    key_type = np.int32 if n * num_words < 2**31 else np.int64
+    keys = (kept // max(1, width)).astype(key_type) * key_type(num_words) + safe.ravel()[kept].astype(key_type)
+    keys, repeats = np.unique(keys, return_counts=True)
+    rows, vocab = (keys // num_words).astype(np.int64), (keys % num_words).astype(np.int64)
+    shares = (1.0 if word_weights is None else word_weights[vocab]) / totals[rows]
+    summed = repeats * shares
     distinct = np.bincount(rows, minlength=n)
-    offsets = np.concatenate([[0], np.cumsum(distinct)[:-1]]).astype(np.int64)
-    totals = np.bincount(rows, weights=summed, minlength=n)  # the RBF kernel's k(x, x) = 1 for every word
-    floor = 4 * distinct * np.finfo(np.float64).eps * np.abs(totals)
-    counts = sp.csr_matrix((summed, (rows, vocab)), shape=(n, num_words))
-    return DocumentBags(vocab, offsets, summed, floor, counts)
+    bounds = np.concatenate([[0], np.cumsum(distinct)]).astype(np.int64)
+    weight_sums = np.bincount(rows, weights=summed, minlength=n)  # the RBF kernel's k(x, x) = 1 for every word
+    floor = 4 * distinct * np.finfo(np.float64).eps * np.abs(weight_sums)
+    # the keys are sorted: each row's words are in order, the matrix's CSR arrays are the bags themselves
+    counts = sp.csr_matrix((summed, vocab, bounds), shape=(n, num_words))
+    return DocumentBags(vocab, bounds[:-1], summed, floor, counts)
 
 
 def step_table(inducing: DocumentBags, batch: DocumentBags) -> tuple[np.ndarray, ...]:
     """The inducing documents and a batch as one table for :func:`fused_objective` (the inducing
     documents first): the distinct word ids of both (``u``, sorted), the bags' entries as indices into
-    them (``nnz``), the bags' offsets (``M + B``), their weights (``nnz``) and the floors (``M + B``)."""
+    them (``nnz``), the bags' offsets (``M + B``), their weights (``nnz``) and the floors (``M + B``).
+
+    The distinct words are read off a mark per vocabulary word (``V`` entries, no sort) where the
+    vocabulary is at most 16 times the entries; a sort of the entries (``np.unique``) otherwise."""
     vocab = np.concatenate([inducing.vocab, batch.vocab])
-    words, local = np.unique(vocab, return_inverse=True)
+    num_words = inducing.counts.shape[1]
+    if num_words <= 16 * len(vocab):
+        present = np.zeros(num_words, dtype=bool)
+        present[vocab] = True
+        words = np.flatnonzero(present)
+        position = np.zeros(num_words, dtype=np.int64)
+        position[words] = np.arange(len(words))
+        local = position[vocab]
+    else:
+        words, local = np.unique(vocab, return_inverse=True)
     offsets = np.concatenate([inducing.offsets, batch.offsets + len(inducing.vocab)])
     weights = np.concatenate([inducing.weights, batch.weights])
     floor = np.concatenate([inducing.floor, batch.floor])
@@ -140,6 +162,34 @@ def bag_of_words_cosines(left: DocumentBags, right: DocumentBags | None = None) 
     r1 = _inverse_norms(np.diagonal(gram).copy() if same else left.counts.multiply(left.counts).sum(1).A1)
     r2 = r1 if same else _inverse_norms(other.counts.multiply(other.counts).sum(1).A1)
     return gram * r1[:, None] * r2[None, :]
+
+
+#: the most entries of the dense ``(M + B) x u`` table :func:`table_cosines` builds on a device (2**26: 512 MB in
+#: float64); a larger step's cosines are computed on the host (:func:`bag_of_words_cosines`)
+DEVICE_COSINES_MAX_ENTRIES = 2**26
+
+
+def cosines_on_device(device: torch.device, documents: int, num_distinct: int) -> bool:
+    """Whether a step's bag-of-words cosines are computed on ``device`` (:func:`table_cosines`: a GPU's
+    few launches in place of the host's sparse product, which it would wait for) rather than on the host."""
+    return device.type != "cpu" and documents * num_distinct <= DEVICE_COSINES_MAX_ENTRIES
+
+
+def table_cosines(local: Tensor, offsets: Tensor, weights: Tensor, num_inducing: int, num_distinct: int) -> Tensor:
+    r"""The bag-of-words cosines of a step's table (:func:`step_table`'s ``local``, ``offsets`` and ``weights``,
+    the ``M = num_inducing`` inducing documents first), ``M x B``, on the table's device: what
+    :func:`bag_of_words_cosines` computes on the host from the documents' sparse rows, here from a dense
+    ``(M + B) x u`` copy of the table (``u = num_distinct``) and one matrix product -- a few kernels on a GPU
+    and no wait for the host's sparse product. No value is read back."""
+    documents, nnz = offsets.shape[0], local.shape[0]
+    positions = torch.arange(nnz, device=local.device, dtype=offsets.dtype)
+    rows = torch.searchsorted(offsets, positions, right=True) - 1
+    dense = weights.new_zeros(documents, num_distinct)
+    dense[rows, local] = weights
+    squared = weights.new_zeros(documents).index_add_(0, rows, weights * weights)
+    inverse = torch.where(squared > 0, squared.clamp_min(torch.finfo(weights.dtype).tiny).rsqrt(), 0.0)
+    gram = dense[:num_inducing] @ dense[num_inducing:].T
+    return gram * inverse[:num_inducing, None] * inverse[None, num_inducing:]
 
 
 def _softplus_transform(constraint: Any) -> float | None:
@@ -340,6 +390,7 @@ def packed_objective(
     num_distinct: int,
     nnz: int,
     z_bow: Tensor,
+    zx_bow: Tensor,
     y: Tensor,
     num_data: int,
     min_variance: float,
@@ -347,11 +398,9 @@ def packed_objective(
     """:func:`fused_objective` of ``parameters`` (its first fifteen arguments) and a step's table packed in
     two tensors (what :class:`FusedSparseObjective` passes): ``ints``, the ``words`` (``num_distinct``),
     ``local`` (``nnz``) and ``offsets`` of :func:`step_table` one after the other; ``floats``, its
-    ``weights`` and ``floor``, then the ``M x B`` bag-of-words cosines, flattened."""
+    ``weights`` and ``floor``; ``z_bow`` and ``zx_bow``, the bag-of-words cosines (``M x M``, ``M x B``)."""
     words, local, offsets = ints[:num_distinct], ints[num_distinct : num_distinct + nnz], ints[num_distinct + nnz :]
-    documents, m = offsets.shape[0], z_bow.shape[0]
-    weights, floor = floats[:nnz], floats[nnz : nnz + documents]
-    zx_bow = floats[nnz + documents :].view(m, documents - m)
+    weights, floor = floats[:nnz], floats[nnz:]
     table = (words, local, offsets, weights, floor, z_bow, zx_bow)
     # the first fifteen arguments as one tuple, which mypy cannot count
     return fused_objective(*parameters, *table, y, num_data, min_variance)  # type: ignore[call-arg]
@@ -507,11 +556,15 @@ class FusedSparseObjective(_CompiledObjective):
         device = y.device
         batch = self._batch_bags(x, self._word_weights)
         words, local, offsets, weights, floor = step_table(self._inducing, batch)
-        zx_bow = bag_of_words_cosines(self._inducing, batch)
         # the batch's table in two arrays (integers, floats), split inside packed_objective
-        ints, floats = self._packed(
-            device, np.concatenate([words, local, offsets]), np.concatenate([weights, floor, zx_bow.ravel()])
-        )
+        ints, floats = self._packed(device, np.concatenate([words, local, offsets]), np.concatenate([weights, floor]))
+        nnz, m = len(local), len(self._inducing.offsets)
+        if cosines_on_device(device, len(offsets), len(words)):
+            zx_bow = table_cosines(
+                ints[len(words) : len(words) + nnz], ints[len(words) + nnz :], floats[:nnz], m, len(words)
+            )
+        else:
+            zx_bow = torch.from_numpy(bag_of_words_cosines(self._inducing, batch)).to(device)
         covar, kernel, strategy = self.model.covar_module, self.kernel, self.model.variational_strategy
         q = strategy._variational_distribution
         vectors, noise_covar = self.vectors, self.likelihood.noise_covar
@@ -540,8 +593,9 @@ class FusedSparseObjective(_CompiledObjective):
             ints,
             floats,
             len(words),
-            len(local),
+            nnz,
             self._inducing_on(device),
+            zx_bow,
             y,
             self.num_data,
             min_variance,
