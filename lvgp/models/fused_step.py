@@ -7,8 +7,9 @@ An eager step of :class:`~lvgp.SparseGPLVSMRegressor` dispatches operators by th
 reads) and which branch to take (``item()``), and each of those is a break in any compiled graph. Here
 the batch's bags are built *on the host, before the step* (NumPy, as a data loader collates a batch):
 the distinct words of the inducing documents and the batch, each document's bag (its distinct words and
-their weights), the documents' norm floors and their bag-of-words cosines. What is left is a function of tensors with no data-dependent
-branch, :func:`fused_objective`, which ``torch.compile`` takes whole (forward and backward), and which
+their weights), the documents' norm floors and their bag-of-words cosines (on a GPU, those from the same
+table on the device: :func:`table_cosines`, which the GPU computes faster than the host would hand them
+over). What is left is a function of tensors with no data-dependent branch, :func:`fused_objective`, which ``torch.compile`` takes whole (forward and backward), and which
 an eager run checks against the kernel stack (``tests/test_fused_step.py``: the loss and every gradient
 to 1e-10 in float64).
 
