@@ -9,9 +9,9 @@ the batch's bags are built *on the host, before the step* (NumPy, as a data load
 the distinct words of the inducing documents and the batch, each document's bag (its distinct words and
 their weights), the documents' norm floors and their bag-of-words cosines (on a GPU, those from the same
 table on the device: :func:`table_cosines`, which the GPU computes faster than the host would hand them
-over). What is left is a function of tensors with no data-dependent branch, :func:`fused_objective`, which ``torch.compile`` takes whole (forward and backward), and which
-an eager run checks against the kernel stack (``tests/test_fused_step.py``: the loss and every gradient
-to 1e-10 in float64).
+over). What is left is a function of tensors with no data-dependent branch, :func:`fused_objective`,
+which ``torch.compile`` takes whole (forward and backward), and which an eager run checks against the
+kernel stack (``tests/test_fused_step.py``: the loss and every gradient to 1e-10 in float64).
 
 It is the step of the estimator's default kernel with a Nystrom map
 (:meth:`LDKSpec.variational_bow <lvgp.kernels.LDKSpec.variational_bow>`, ``approximation="nystrom"``,
