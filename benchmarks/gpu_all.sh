@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU figures of issues 41 and 60 in one command, for the moment a GPU is at hand (issue 60):
 #
-#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: at most 11 minutes (the parts' limits
-#                                              # add up to 660 s; a part that runs out is named, the rest run;
+#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: at most 12 minutes (the parts' limits
+#                                              # add up to 720 s; a part that runs out is named, the rest run;
 #                                              # on an H200, 2026-11-30, before the two compiled parts: 252 s)
 #   PARTS=tests,large-50k bash benchmarks/gpu_all.sh   # only the parts named (a comma-separated list):
 #                                              # the whole run in two commands where one may last 10 minutes
@@ -24,6 +24,8 @@
 #              objective compiled (lvgp.models.fused_step), the warm-up in the first steps
 #   large-50k-compiled-gpc  the variational GP classifier the same way (one epoch), a part of its own so
 #              that one model's build running long leaves the other's figures
+#   host-tables  benchmarks/fused_host_tables.py: the host's tables of a fused step (what the GPU waits for),
+#              today's against the code before their change, and the cosines on the GPU (table_cosines)
 #   encoder    benchmarks/encoder_throughput.py on CUDA (the pretrained weights where cached, else
 #              the bundle of --prepare in $BUNDLE, default gpu_all_bundle/, with random weights)
 # and then one table of the figures against the goals (benchmarks/_gpu_table.py).
@@ -35,7 +37,7 @@ cd "$(dirname "$0")/.." || exit 1
 PYTHON=${PYTHON:-python3}
 LOGS=${LOGS:-gpu_all_logs}
 BUNDLE=${BUNDLE:-gpu_all_bundle}
-PARTS=${PARTS:-}
+export PARTS=${PARTS:-}  # read by the table (_gpu_table.py)
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mode=gpu
 case "${1:-}" in
@@ -46,7 +48,7 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: $0 [--dry-run | --prepare DIR]" >&2; exit 2 ;;
 esac
-KNOWN_PARTS="tests gpu large-50k large-1m large-1m-b1024 large-50k-compiled large-50k-compiled-gpc encoder"
+KNOWN_PARTS="tests gpu large-50k large-1m large-1m-b1024 large-50k-compiled large-50k-compiled-gpc host-tables encoder"
 for name in ${PARTS//,/ }; do
   case " $KNOWN_PARTS " in
     *" $name "*) ;;
@@ -82,6 +84,7 @@ if [ "$mode" = dry ]; then
   part large-50k 300 "$PYTHON" benchmarks/large_n.py --quick --models sparse-gplvsm,variational-gpc,svgp-dense
   part large-1m 300 "$PYTHON" benchmarks/large_n.py --docs 2000 --max-steps 3 --max-length 40 --inducing 16 \
     --batch 128 --models sparse-gplvsm --threads 1 --no-profile
+  part host-tables 300 "$PYTHON" benchmarks/fused_host_tables.py --quick
   part encoder 300 "$PYTHON" benchmarks/encoder_throughput.py --quick
 else
   part tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
@@ -96,6 +99,7 @@ else
     --models sparse-gplvsm --compile-only
   part large-50k-compiled-gpc 120 "$PYTHON" benchmarks/large_n.py --docs 50000 --device cuda \
     --models variational-gpc --compile-only
+  part host-tables 60 "$PYTHON" benchmarks/fused_host_tables.py --device cuda
   if [ -d "$BUNDLE" ]; then
     part encoder 50 "$PYTHON" benchmarks/encoder_throughput.py --bundle "$BUNDLE" --device cuda --threads 1 \
       --batch-size 64 --repeats 3 --paths float32,bfloat16

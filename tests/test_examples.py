@@ -136,7 +136,12 @@ NEEDS_DATA = {
 
 #: quick runs that ``benchmarks/gpu_all.sh --dry-run`` makes with the same options: where bash and timeout
 #: are at hand, tests/test_gpu_all.py checks their output in its logs and they are not run a second time here
-GPU_DRY_RUN_PARTS = {"gpu.py": "gpu", "large_n.py": "large-50k", "encoder_throughput.py": "encoder"}
+GPU_DRY_RUN_PARTS = {
+    "gpu.py": "gpu",
+    "large_n.py": "large-50k",
+    "fused_host_tables.py": "host-tables",
+    "encoder_throughput.py": "encoder",
+}
 DRY_RUN_POSSIBLE = shutil.which("bash") is not None and shutil.which("timeout") is not None
 
 

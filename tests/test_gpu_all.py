@@ -32,7 +32,13 @@ sparse-gplvsm step / svgp-dense step at n = 1,000,000: 7.4x
 
 def test_the_table_reads_each_parts_figures_and_judges_the_goals(tmp_path):
     (tmp_path / "parts.tsv").write_text(
-        "tests\t0\t40\tpytest\ngpu\t0\t30\tgpu.py\nlarge-1m\t0\t100\tlarge_n.py\nencoder\t124\t60\tencoder_throughput.py\n"
+        "tests\t0\t40\tpytest\ngpu\t0\t30\tgpu.py\nlarge-1m\t0\t100\tlarge_n.py\nhost-tables\t0\t20\tfused_host_tables.py\n"
+        "encoder\t124\t60\tencoder_throughput.py\n"
+    )
+    (tmp_path / "host-tables.log").write_text(
+        "| code | bags ms | bags + table ms | host's tables a step ms | / before |\n|---|---|---|---|---|\n"
+        "| e1c23d7 | 4.51 | 8.07 | 15.11 | 1.00x |\n| now, on a GPU (cosines there) | 2.67 | 2.51 | 2.51 | 0.17x |\n"
+        "table_cosines on cuda (synchronized, median): 0.434 ms\n"
     )
     (tmp_path / "tests.log").write_text("....\n12 passed, 1 skipped in 30.1s\n")
     (tmp_path / "gpu.log").write_text('{"part": "gram", "cpu": {}, "gpu": {}, "cpu_over_gpu": 41.5}\n')
@@ -55,12 +61,21 @@ def test_the_table_reads_each_parts_figures_and_judges_the_goals(tmp_path):
     assert rows["large-1m", "sparse-gplvsm epoch at n = 1,000,000 (extrapolated)"] == ["452 s", "< 60 s", "**no**"]
     assert rows["encoder", "encoder, 20ng (176 tokens): bfloat16 docs/s"][0] == "4100.0"
     assert rows["encoder", "status, seconds"][0] == "timed out, 60 s"
-    assert rows["all", "seconds"] == ["230 s", "< 480 s", "yes"]
+    assert rows["host-tables", "host's tables of a fused step, e1c23d7: ms"][0] == "15.11"
+    assert rows["host-tables", "host's tables of a fused step, now, on a GPU (cosines there): ms"][0] == "2.51"
+    assert rows["host-tables", "table_cosines on cuda: ms"][0] == "0.434"
+    assert rows["all", "seconds"] == ["250 s", "< 480 s", "yes"]
+    # a run of the parts PARTS= named: their seconds, the whole run's goal not judged on them
+    rows = {(r[0], r[1]): r[2:] for r in _rows(tmp_path, PARTS="tests,gpu,large-1m,host-tables,encoder")}
+    assert rows["all", "seconds (the parts PARTS named)"] == ["250 s", "", ""] and ("all", "seconds") not in rows
 
 
-def _rows(logs: Path) -> list[list[str]]:
+def _rows(logs: Path, **env: str) -> list[list[str]]:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "_gpu_table.py"), str(logs)], capture_output=True, text=True
+        [sys.executable, str(ROOT / "benchmarks" / "_gpu_table.py"), str(logs)],
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "PARTS"}, **env},
     )
     assert out.returncode == 1  # a part timed out: said, and the exit status says it
     assert "parts that did not finish: encoder" in out.stdout
@@ -88,7 +103,7 @@ def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
         timeout=900,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    for part in ("tests", "gpu", "large-50k", "large-1m", "encoder"):
+    for part in ("tests", "gpu", "large-50k", "large-1m", "host-tables", "encoder"):
         assert f"| {part} | status, seconds | ok," in out.stdout
     assert "sparse-gplvsm at n = 1,000: ops (GPU: kernels) / step" in out.stdout
     assert "sparse-gplvsm step / svgp-dense step (n = 1,000)" in out.stdout
@@ -101,7 +116,7 @@ def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
 
 @pytest.mark.skipif(not DRY_RUN_POSSIBLE, reason="needs bash and timeout")
 def test_parts_runs_the_parts_it_names_and_refuses_a_name_it_does_not_know(tmp_path):
-    # the device tool's command lasts at most 10 minutes and the parts' limits add up to 11: PARTS splits a run.
+    # the device tool's command lasts at most 10 minutes and the parts' limits add up to 12: PARTS splits a run.
     # PYTHON=echo: each part's command is printed to its log, not run (the parts themselves: the dry run above)
     env = {**os.environ, "PYTHON": "echo", "LOGS": str(tmp_path / "logs")}
     script = str(ROOT / "benchmarks" / "gpu_all.sh")
