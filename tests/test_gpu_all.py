@@ -139,3 +139,15 @@ def test_parts_runs_the_parts_it_names_and_refuses_a_name_it_does_not_know(tmp_p
     assert out.returncode == 2
     assert "PARTS: no part is named 'larg-50k'" in out.stderr and "large-50k-compiled-gpc" in out.stderr
     assert not (tmp_path / "refused").exists()  # refused before any part ran
+
+
+def test_every_part_the_script_runs_is_a_name_parts_takes():
+    """``KNOWN_PARTS`` (what ``PARTS=`` accepts) lists the names of the script's ``part`` calls, both modes' alike:
+    a part added without its name there would be refused by ``PARTS=``."""
+    import re
+
+    script = (ROOT / "benchmarks" / "gpu_all.sh").read_text()
+    known = re.search(r'^KNOWN_PARTS="([^"]*)"', script, flags=re.M).group(1).split()
+    called = re.findall(r"^\s+part (\S+) \d+ ", script, flags=re.M)
+    assert set(called) == set(known) and len(known) == len(set(known))
+    assert len(called) > len(known)  # the dry run's calls and the GPU run's
