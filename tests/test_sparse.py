@@ -614,6 +614,48 @@ def test_the_step_elbo_by_hand_is_gpytorchs_with_its_gradients(kernel, batch_siz
         torch.testing.assert_close(mine, theirs, rtol=1e-10, atol=1e-10 * float(theirs.abs().max()) + 1e-300)
 
 
+@pytest.mark.filterwarnings("ignore::lvgp.warnings.UnseenWordsWarning")  # the empty document
+@pytest.mark.parametrize("kernel", ["default", "map"])
+def test_predictions_by_hand_are_gpytorchs(kernel, monkeypatch):
+    """``predict`` takes each draw's marginals from ``gaussian_predictive_marginals`` (the SVGP marginals
+    without gpytorch's linear operators): means and standard deviations, with and without the noise, equal
+    those of gpytorch's ``likelihood(model(x))`` draw by draw, to 1e-12 in float64, over several blocks
+    and an empty document (the prior's path)."""
+    import lvgp.models.sparse as sparse_module
+    from lvgp.models.inducing import gaussian_predictive_marginals
+
+    spec = None if kernel == "default" else LDKSpec(latent_dim=2)
+    reg, x, _ = _fitted_for_the_elbo(spec, 16)
+    assert bool(variational_word_vectors(reg.model_.covar_module)) == (kernel == "default")
+    texts = list(make_synonym_regression(n=40, random_state=9).texts) + ["zzzz qqqq"]
+
+    def gpytorchs(model, likelihood, x, include_noise=True):
+        f = model(x)
+        out = likelihood(f) if include_noise else f
+        return out.mean, out.variance
+
+    def both(include_noise):
+        with pytest.warns(EmptyDocumentsWarning):
+            mine = reg.predict(texts, return_std=True, include_noise=include_noise, block=16)
+        with monkeypatch.context() as patch, pytest.warns(EmptyDocumentsWarning):
+            patch.setattr(sparse_module, "gaussian_predictive_marginals", gpytorchs)
+            theirs = reg.predict(texts, return_std=True, include_noise=include_noise, block=16)
+        return mine, theirs
+
+    for include_noise in (True, False):
+        (mean, std), (ref_mean, ref_std) = both(include_noise)
+        np.testing.assert_allclose(mean, ref_mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(std, ref_std, rtol=1e-12)
+        assert np.all(std > 0)
+    # a likelihood other than GaussianLikelihood (or a batched strategy) goes through gpytorch's call as it is
+    with torch.no_grad(), exact_numerics():
+        other = gpytorch.likelihoods.FixedNoiseGaussianLikelihood(torch.full((len(x),), 0.1, dtype=torch.float64))
+        mean, variance = gaussian_predictive_marginals(reg.model_, other, x)
+        ref_mean, ref_variance = gpytorchs(reg.model_, other, x)
+    torch.testing.assert_close(mean, ref_mean, rtol=0, atol=0)
+    torch.testing.assert_close(variance, ref_variance, rtol=0, atol=0)
+
+
 def test_the_step_elbo_by_hand_starts_q_as_gpytorch_does_and_defers_what_it_does_not_write_out():
     """The first call initializes q(v) as gpytorch's first call does (its draw from torch's generator);
     a likelihood other than the Gaussian goes through gpytorch's ELBO as it is."""

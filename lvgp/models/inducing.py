@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - older gpytorch computes them by autogr
 __all__ = [
     "PaddedVariationalStrategy",
     "choose_inducing_documents",
+    "gaussian_predictive_marginals",
     "step_approximation",
     "gaussian_expected_log_likelihood",
     "training_blocks",
@@ -221,15 +222,8 @@ def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, 
     included), variational distributions or strategies, and ``beta != 1``, go through gpytorch's ``mll``
     as they are."""
     model, likelihood = mll.model, mll.likelihood
-    strategy = getattr(model, "variational_strategy", None)
-    if (
-        type(likelihood) is not gpytorch.likelihoods.GaussianLikelihood
-        or not isinstance(strategy, PaddedVariationalStrategy)
-        or type(strategy._variational_distribution) is not CholeskyVariationalDistribution
-        or likelihood.noise_covar.noise.numel() != 1
-        or mll.beta != 1.0
-        or x.dim() != 2
-    ):
+    strategy = _whitened_gaussian_strategy(model, likelihood, x)
+    if strategy is None or mll.beta != 1.0:
         return mll(model(x), y)
     mean, variance = strategy.training_marginals(x)
     noise = likelihood.noise_covar.noise.squeeze(-1)
@@ -241,6 +235,46 @@ def whitened_gaussian_elbo(mll: gpytorch.mlls.VariationalELBO, x: torch.Tensor, 
     if mll.combine_terms:
         return log_likelihood - kl + prior - added_loss
     return (log_likelihood, kl, prior, added_loss) if added else (log_likelihood, kl, prior)
+
+
+def _whitened_gaussian_strategy(model: Any, likelihood: Any, x: torch.Tensor) -> PaddedVariationalStrategy | None:
+    """``model``'s strategy where its marginals at ``x`` can be computed without gpytorch's linear operators
+    (:meth:`PaddedVariationalStrategy.training_marginals`): a :class:`PaddedVariationalStrategy` with a
+    ``CholeskyVariationalDistribution``, a ``GaussianLikelihood`` of one noise and a ``B x L`` batch;
+    ``None`` otherwise (gpytorch's path)."""
+    strategy = getattr(model, "variational_strategy", None)
+    if (
+        type(likelihood) is not gpytorch.likelihoods.GaussianLikelihood
+        or not isinstance(strategy, PaddedVariationalStrategy)
+        or type(strategy._variational_distribution) is not CholeskyVariationalDistribution
+        or likelihood.noise_covar.noise.numel() != 1
+        or x.dim() != 2
+    ):
+        return None
+    return strategy
+
+
+def gaussian_predictive_marginals(
+    model: Any, likelihood: Any, x: torch.Tensor, include_noise: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The predictive means and variances (``B`` each) of a sparse GP with a Gaussian likelihood at documents
+    ``x`` (``B x L``): those of ``likelihood(model(x))`` (``include_noise``) or ``model(x)``, the SVGP marginals
+    :math:`\mu_i = \mu(x_i) + (A^\top\mathbf m)_i` and :math:`\sigma_i^2 = k(x_i, x_i) + \epsilon +
+    (A^\top(S S^\top - I)A)_{ii}` (plus :math:`\sigma_n^2`) of
+    :meth:`PaddedVariationalStrategy.training_marginals`, without gpytorch's lazy kernel tensors and linear
+    operators (each draw of a prediction's variational word vectors paid their bookkeeping), for a
+    :class:`PaddedVariationalStrategy` with a ``CholeskyVariationalDistribution``, a ``GaussianLikelihood`` of one
+    noise and a ``B x L`` batch; gpytorch's call otherwise. The same values to rounding (``tests/test_sparse.py``).
+    Call under ``torch.no_grad()`` with the model in eval mode."""
+    strategy = _whitened_gaussian_strategy(model, likelihood, x)
+    if strategy is None:
+        f = model(x)
+        out = likelihood(f) if include_noise else f
+        return out.mean, out.variance
+    mean, variance = strategy.training_marginals(x)
+    if include_noise:
+        variance = variance + likelihood.noise_covar.noise.squeeze(-1)
+    return mean, variance
 
 
 def whitened_softmax_elbo(

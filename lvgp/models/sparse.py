@@ -77,6 +77,7 @@ from .fused_step import unsupported as unsupported_fused
 from .inducing import (
     PaddedVariationalStrategy,
     choose_inducing_documents,
+    gaussian_predictive_marginals,
     step_approximation,
     whitened_gaussian_elbo,
 )
@@ -642,11 +643,12 @@ class SparseGPLVSMRegressor(
                     for vectors in variational:
                         vectors.resample(generator)
                     with shared_evaluation(self.model_):  # one draw: K_ZX and diag K_XX share the norms
-                        f = self.model_(xb)
-                        out = self.likelihood_(f) if include_noise else f
-                        first += out.mean
-                        second += out.mean * out.mean
-                        variance += out.variance.clamp_min(0)
+                        draw_mean, draw_variance = gaussian_predictive_marginals(
+                            self.model_, self.likelihood_, xb, include_noise
+                        )
+                        first += draw_mean
+                        second += draw_mean * draw_mean
+                        variance += draw_variance.clamp_min(0)
                 for vectors in variational:
                     vectors.use_mean()
                 idx = idx.to(device)
