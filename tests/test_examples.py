@@ -110,7 +110,7 @@ BENCHMARKS = {
     "evidence_subset_dev.py": "| 0 | 30 |",
     "intent_scale.py": "| 20 | 240 | 100 |",
     "predict_latency.py": "3. GPEmbeddingLogisticRegression.predict_proba",
-    "sparse_predict.py": "the same predictions from both paths to rounding",
+    "sparse_predict.py": "the same predictions from every path to rounding",
     "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
     "point_cloud_dev.py": 'cross {"learner": "gp-pool", "labelled by": "random"',
     "cluster_spectrum_cost.py": "now against dense, whole (before, to 8,192): largest eigenvalue difference",

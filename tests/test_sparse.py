@@ -620,7 +620,8 @@ def test_predictions_by_hand_are_gpytorchs(kernel, monkeypatch):
     """``predict`` takes each draw's marginals from ``gaussian_predictive_marginals`` (the SVGP marginals
     without gpytorch's linear operators): means and standard deviations, with and without the noise, equal
     those of gpytorch's ``likelihood(model(x))`` draw by draw, to 1e-12 in float64, over several blocks
-    and an empty document (the prior's path)."""
+    and an empty document (the prior's path). The first block's factors of ``K_ZZ`` (one a draw) are kept
+    between calls: a second call computes none and predicts the same; a changed parameter computes them afresh."""
     import lvgp.models.sparse as sparse_module
     from lvgp.models.inducing import gaussian_predictive_marginals
 
@@ -629,7 +630,7 @@ def test_predictions_by_hand_are_gpytorchs(kernel, monkeypatch):
     assert bool(variational_word_vectors(reg.model_.covar_module)) == (kernel == "default")
     texts = list(make_synonym_regression(n=40, random_state=9).texts) + ["zzzz qqqq"]
 
-    def gpytorchs(model, likelihood, x, include_noise=True):
+    def gpytorchs(model, likelihood, x, include_noise=True, factors=None, draw=0):
         f = model(x)
         out = likelihood(f) if include_noise else f
         return out.mean, out.variance
@@ -647,6 +648,27 @@ def test_predictions_by_hand_are_gpytorchs(kernel, monkeypatch):
         np.testing.assert_allclose(mean, ref_mean, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(std, ref_std, rtol=1e-12)
         assert np.all(std > 0)
+    # K_ZZ's factor of each draw is kept between calls: a call evaluates none while the model is unchanged,
+    # and predicts what it did; a changed parameter computes them afresh, as a new estimator would
+    from lvgp.models.inducing import PaddedVariationalStrategy
+
+    factor = PaddedVariationalStrategy.inducing_factor
+    computed = []
+    monkeypatch.setattr(PaddedVariationalStrategy, "inducing_factor", lambda self: computed.append(1) or factor(self))
+    draws = reg.predict_samples if kernel == "default" else 1
+    with pytest.warns(EmptyDocumentsWarning):
+        again = reg.predict(texts, return_std=True, block=16)
+    assert computed == []
+    np.testing.assert_array_equal(again[0], both(True)[0][0])
+    with torch.no_grad():
+        reg.model_.covar_module.raw_outputscale.add_(0.3)
+    with pytest.warns(EmptyDocumentsWarning):
+        moved = reg.predict(texts, return_std=True, block=16)
+    assert len(computed) == draws
+    (_, _), (ref_mean, ref_std) = both(True)
+    np.testing.assert_allclose(moved[0], ref_mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(moved[1], ref_std, rtol=1e-12)
+    assert not np.allclose(moved[1], again[1])
     # a likelihood other than GaussianLikelihood (or a batched strategy) goes through gpytorch's call as it is
     with torch.no_grad(), exact_numerics():
         other = gpytorch.likelihoods.FixedNoiseGaussianLikelihood(torch.full((len(x),), 0.1, dtype=torch.float64))

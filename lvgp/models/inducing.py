@@ -99,7 +99,10 @@ class PaddedVariationalStrategy(VariationalStrategy):
         return z
 
     def training_marginals(
-        self, x: torch.Tensor, moments: tuple[torch.Tensor, torch.Tensor] | None = None
+        self,
+        x: torch.Tensor,
+        moments: tuple[torch.Tensor, torch.Tensor] | None = None,
+        factor: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The mean and variance of :math:`q(\mathbf f)` at training documents ``x`` (``B x L``): the values
         (and gradients) of ``self(x)``'s ``mean`` and ``variance`` in training, without the linear operators.
@@ -113,15 +116,22 @@ class PaddedVariationalStrategy(VariationalStrategy):
         the variances floored at gpytorch's ``min_variance`` with its ``NumericalWarning``, as
         ``MultivariateNormal.variance`` floors them. The kernel's blocks: :func:`training_blocks`. ``moments``:
         :math:`(\mathbf m, S)` as :meth:`variational_moments` gives them (``None``: computed here); with a batch
-        shape (``*b``, the classifier's classes), the marginals are ``*b x B``."""
+        shape (``*b``, the classifier's classes), the marginals are ``*b x B``. ``factor``: :math:`L` as
+        :meth:`inducing_factor` gives it for the kernel as it is (``K_ZZ`` is then not evaluated; ``None``:
+        computed here)."""
         self.initialize_for(x)
         model = self.model
         x, z = self._padded(x, self.inducing_points)
         x, z = x.long(), self._kept_padded_inducing(z)  # the kernel's own dtype: converted once, not in each call
         m = z.shape[-2]
-        k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
-        eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
-        chol = psd_safe_cholesky(k_zz + self.jitter_val * eye)
+        if factor is None:
+            k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
+            eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
+            chol = psd_safe_cholesky(k_zz + self.jitter_val * eye)
+        else:
+            k_zx, k_xx = model.covar_module(z, x).to_dense(), model.covar_module(x, diag=True)
+            eye = torch.eye(m, dtype=k_zx.dtype, device=k_zx.device)
+            chol = factor
         q_mean, s = self.variational_moments() if moments is None else moments
         middle = s @ s.mT - eye  # S S^T - I
         # gpytorch's own arithmetic (its fused update where it uses it: fewer inducing documents than the
@@ -151,6 +161,15 @@ class PaddedVariationalStrategy(VariationalStrategy):
             if not all(bool(f.item()) for f in flags):
                 self(x)
             self.__dict__["_flags_seen"] = [(f, f._version) for f in flags]
+
+    def inducing_factor(self) -> torch.Tensor:
+        r"""The lower Cholesky factor :math:`L` of :math:`K_{ZZ} + \epsilon I` (``*b x M x M``) of the inducing
+        documents, for the kernel as it is (a draw of variational word vectors is a new one), as
+        :meth:`training_marginals` computes it."""
+        z = self.inducing_points
+        z = self._kept_padded_inducing(pad_to_width(z, max(z.shape[-1], self.__dict__.get("_width", 0))))
+        k_zz = self.model.covar_module(z, z).to_dense()
+        return psd_safe_cholesky(k_zz + self.jitter_val * torch.eye(z.shape[-2], dtype=k_zz.dtype, device=k_zz.device))
 
     def variational_moments(self) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The mean :math:`\mathbf m` (``*b x M``) and lower Cholesky factor :math:`S` (``*b x M x M``) of
@@ -255,7 +274,12 @@ def _whitened_gaussian_strategy(model: Any, likelihood: Any, x: torch.Tensor) ->
 
 
 def gaussian_predictive_marginals(
-    model: Any, likelihood: Any, x: torch.Tensor, include_noise: bool = True
+    model: Any,
+    likelihood: Any,
+    x: torch.Tensor,
+    include_noise: bool = True,
+    factors: list[torch.Tensor | None] | None = None,
+    draw: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The predictive means and variances (``B`` each) of a sparse GP with a Gaussian likelihood at documents
     ``x`` (``B x L``): those of ``likelihood(model(x))`` (``include_noise``) or ``model(x)``, the SVGP marginals
@@ -265,13 +289,22 @@ def gaussian_predictive_marginals(
     operators (each draw of a prediction's variational word vectors paid their bookkeeping), for a
     :class:`PaddedVariationalStrategy` with a ``CholeskyVariationalDistribution``, a ``GaussianLikelihood`` of one
     noise and a ``B x L`` batch; gpytorch's call otherwise. The same values to rounding (``tests/test_sparse.py``).
-    Call under ``torch.no_grad()`` with the model in eval mode."""
+    Call under ``torch.no_grad()`` with the model in eval mode.
+
+    ``factors``: a list whose entry ``draw`` holds ``K_ZZ``'s factor (:meth:`PaddedVariationalStrategy.inducing_factor`)
+    for the kernel as it is -- the ``draw``-th draw of a prediction's word vectors -- or ``None``, then computed and
+    put there: a caller keeps the list between calls while the model is unchanged and its draws are the same."""
     strategy = _whitened_gaussian_strategy(model, likelihood, x)
     if strategy is None:
         f = model(x)
         out = likelihood(f) if include_noise else f
         return out.mean, out.variance
-    mean, variance = strategy.training_marginals(x)
+    factor = None
+    if factors is not None:
+        if factors[draw] is None:
+            factors[draw] = strategy.inducing_factor()
+        factor = factors[draw]
+    mean, variance = strategy.training_marginals(x, factor=factor)
     if include_noise:
         variance = variance + likelihood.noise_covar.noise.squeeze(-1)
     return mean, variance

@@ -54,6 +54,7 @@ from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, torch_adam
 from ..base.numerics import NOISE_FLOOR, exact_numerics, warn_about_fitted_noise
+from ..base.snapshot import KeptResult, gp_state
 from ..base.targets import check_targets_array
 from ..base.validation import check_block, standardization
 from ..bow.padded import (
@@ -72,6 +73,7 @@ from ..kernels.spec import (
     word_vector_modules,
 )
 from ..warnings import EmptyDocumentsWarning, warn
+from .estimator_base import KEPT_PREDICTION_BYTES
 from .fused_step import FusedSparseObjective, fused_step_wanted
 from .fused_step import unsupported as unsupported_fused
 from .inducing import (
@@ -352,6 +354,7 @@ class SparseGPLVSMRegressor(
         targets = torch.from_numpy((y - self.y_mean_) / self.y_std_)
         seed = Streams(self.random_state).root
         self._predict_seed = Streams.of_seed(seed, positions=_STEP_STREAMS).seed("predictive draws")
+        self._kept_factors = KeptResult()
         rank, world_size = process_group()
         start = time.perf_counter()
         if self.distributed:
@@ -582,6 +585,7 @@ class SparseGPLVSMRegressor(
         inducing = payload["inducing"]
         est.y_mean_, est.y_std_ = float(payload["y_mean"]), float(payload["y_std"])
         est._predict_seed = int(payload.get("predict_seed", 0))
+        est._kept_factors = KeptResult()
         est.device_ = check_device(est.device)
         with seeded_torch(NUMERICS_SEED):  # the variational mean's initial jitter, overwritten by the state
             est._build(
@@ -619,6 +623,29 @@ class SparseGPLVSMRegressor(
         with self.encoder_.predicting_unpadded(X, self._word_vectors(), compact=True) as x:
             return self._predict_encoded(x, return_std, include_noise, block)
 
+    def _kept_inducing_factors(self, draws: int) -> list[torch.Tensor | None] | None:
+        """The Cholesky factors of ``K_ZZ`` (plus jitter) of a prediction's ``draws`` draws of the word vectors
+        (one without variational vectors), kept between calls while the model and its parameters and buffers are
+        those they were computed from (compared by value) and while they fit in
+        :data:`~lvgp.models.estimator_base.KEPT_PREDICTION_BYTES`; an entry is ``None`` until a call computes it.
+        The draws come from a generator seeded at fit time, so the k-th draw of every call's first block is the same
+        (the later blocks' draws continue the generator's stream: their factors are computed each call). ``None``:
+        nothing is kept (too large, or an estimator fitted before they were kept). Predicting leaves the
+        estimator's ``__dict__`` as it was (the box is made at fit and at load); pickles and copies start without
+        them."""
+        box = self.__dict__.get("_kept_factors")
+        if box is None:
+            return None
+        m = int(self.model_.variational_strategy.inducing_points.shape[-2])
+        if draws * m * m * 8 > KEPT_PREDICTION_BYTES:
+            box.clear()
+            return None
+        state = gp_state(self.model_, self.likelihood_)  # the word vectors at their means, between calls
+        kept = box.get(state, owners=(self.model_,), key=(self._predict_seed, draws))
+        if kept is not None:
+            return kept
+        return box.put([None] * draws, state, owners=(self.model_,), key=(self._predict_seed, draws))
+
     def _predict_encoded(
         self, x: torch.Tensor | RaggedIds, return_std: bool, include_noise: bool, block: int
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -629,6 +656,7 @@ class SparseGPLVSMRegressor(
         rows = torch.nonzero(~empty).ravel()
         variational = variational_word_vectors(self.model_.covar_module)
         draws = int(self.predict_samples) if variational else 1
+        factors = self._kept_inducing_factors(draws)
         # draws from a generator seeded at fit time: predictions are a function of the fitted model
         generator = torch_generator(self._predict_seed) if variational else None
         with torch.no_grad(), exact_numerics():
@@ -639,12 +667,12 @@ class SparseGPLVSMRegressor(
                 # (mean of the means; mean of the variances plus variance of the means), as the exact model
                 first = torch.zeros(len(idx), dtype=torch.float64, device=device)
                 second, variance = torch.zeros_like(first), torch.zeros_like(first)
-                for _ in range(draws):
+                for draw in range(draws):
                     for vectors in variational:
                         vectors.resample(generator)
                     with shared_evaluation(self.model_):  # one draw: K_ZX and diag K_XX share the norms
                         draw_mean, draw_variance = gaussian_predictive_marginals(
-                            self.model_, self.likelihood_, xb, include_noise
+                            self.model_, self.likelihood_, xb, include_noise, factors if b == 0 else None, draw
                         )
                         first += draw_mean
                         second += draw_mean * draw_mean
