@@ -62,6 +62,16 @@ class KeptResult:
         self._entry = None if value is None else (tuple(owners), key, TensorSnapshot(state), value)
         return value
 
+    def slots(self, count: int, state: Iterable[torch.Tensor], owners: tuple[Any, ...] = (), key: Any = None) -> list:
+        """A list of at least ``count`` entries, each ``None`` until a caller puts what it computed there (the
+        k-th of a prediction's draws, say): the kept list while ``owners``, ``key`` and ``state`` are those it was
+        made from (extended with ``None`` to ``count``), else a new one, kept."""
+        kept = self.get(state, owners=owners, key=key)
+        if kept is None:
+            return self.put([None] * count, state, owners=owners, key=key)
+        kept.extend([None] * (count - len(kept)))
+        return kept
+
     def clear(self) -> None:
         """Keep nothing."""
         self._entry = None

@@ -533,11 +533,7 @@ class ExactGPRegressorBase(
             box.clear()
             return None
         state = gp_state(self.model_, self.likelihood_)  # the word vectors at their means, between calls
-        kept = box.get(state, owners=(self.model_,), key=self._sample_seed)
-        if kept is not None:
-            kept.extend([None] * (samples - len(kept)))
-            return kept
-        return box.put([None] * samples, state, owners=(self.model_,), key=self._sample_seed)
+        return box.slots(samples, state, owners=(self.model_,), key=self._sample_seed)
 
     def _set_fit_result(self, result: FitResult, warn: bool = True) -> None:
         self.fit_result_ = result

@@ -126,12 +126,11 @@ class PaddedVariationalStrategy(VariationalStrategy):
         m = z.shape[-2]
         if factor is None:
             k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
-            eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
-            chol = psd_safe_cholesky(k_zz + self.jitter_val * eye)
+            chol = self._jittered_factor(k_zz)
         else:
             k_zx, k_xx = model.covar_module(z, x).to_dense(), model.covar_module(x, diag=True)
-            eye = torch.eye(m, dtype=k_zx.dtype, device=k_zx.device)
             chol = factor
+        eye = torch.eye(m, dtype=k_zx.dtype, device=k_zx.device)
         q_mean, s = self.variational_moments() if moments is None else moments
         middle = s @ s.mT - eye  # S S^T - I
         # gpytorch's own arithmetic (its fused update where it uses it: fewer inducing documents than the
@@ -168,8 +167,12 @@ class PaddedVariationalStrategy(VariationalStrategy):
         :meth:`training_marginals` computes it."""
         z = self.inducing_points
         z = self._kept_padded_inducing(pad_to_width(z, max(z.shape[-1], self.__dict__.get("_width", 0))))
-        k_zz = self.model.covar_module(z, z).to_dense()
-        return psd_safe_cholesky(k_zz + self.jitter_val * torch.eye(z.shape[-2], dtype=k_zz.dtype, device=k_zz.device))
+        return self._jittered_factor(self.model.covar_module(z, z).to_dense())
+
+    def _jittered_factor(self, k_zz: torch.Tensor) -> torch.Tensor:
+        """The lower Cholesky factor of ``k_zz`` plus the strategy's jitter on the diagonal."""
+        eye = torch.eye(k_zz.shape[-1], dtype=k_zz.dtype, device=k_zz.device)
+        return psd_safe_cholesky(k_zz + self.jitter_val * eye)
 
     def variational_moments(self) -> tuple[torch.Tensor, torch.Tensor]:
         r"""The mean :math:`\mathbf m` (``*b x M``) and lower Cholesky factor :math:`S` (``*b x M x M``) of

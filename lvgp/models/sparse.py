@@ -624,9 +624,9 @@ class SparseGPLVSMRegressor(
             return self._predict_encoded(x, return_std, include_noise, block)
 
     def _kept_inducing_factors(self, draws: int) -> list[torch.Tensor | None] | None:
-        """The Cholesky factors of ``K_ZZ`` (plus jitter) of a prediction's ``draws`` draws of the word vectors
-        (one without variational vectors), kept between calls while the model and its parameters and buffers are
-        those they were computed from (compared by value) and while they fit in
+        """The Cholesky factors of ``K_ZZ`` (plus jitter) of a prediction's first ``draws`` (or more) draws of the
+        word vectors (one without variational vectors), kept between calls while the model and its parameters and
+        buffers are those they were computed from (compared by value) and while they fit in
         :data:`~lvgp.models.estimator_base.KEPT_PREDICTION_BYTES`; an entry is ``None`` until a call computes it.
         The draws come from a generator seeded at fit time, so the k-th draw of every call's first block is the same
         (the later blocks' draws continue the generator's stream: their factors are computed each call). ``None``:
@@ -641,10 +641,7 @@ class SparseGPLVSMRegressor(
             box.clear()
             return None
         state = gp_state(self.model_, self.likelihood_)  # the word vectors at their means, between calls
-        kept = box.get(state, owners=(self.model_,), key=(self._predict_seed, draws))
-        if kept is not None:
-            return kept
-        return box.put([None] * draws, state, owners=(self.model_,), key=(self._predict_seed, draws))
+        return box.slots(draws, state, owners=(self.model_,), key=self._predict_seed)
 
     def _predict_encoded(
         self, x: torch.Tensor | RaggedIds, return_std: bool, include_noise: bool, block: int
