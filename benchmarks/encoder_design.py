@@ -37,6 +37,7 @@ classification study").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import time
@@ -208,83 +209,85 @@ def main(argv=None) -> int:
         "--rows", default=None, help="run only the rows whose names contain one of these (comma-separated)"
     )
     args = parser.parse_args(argv)
-    from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
-    from lvgp.baselines.encoder import EncoderLogisticRegression
-    from lvgp.bow.vocabulary import Vocabulary
-    from lvgp.experiments.executors import limit_threads
+    with contextlib.ExitStack() as scratch:  # --quick's cache folder, removed at the end
+        from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
+        from lvgp.baselines.encoder import EncoderLogisticRegression
+        from lvgp.bow.vocabulary import Vocabulary
+        from lvgp.experiments.executors import limit_threads
 
-    limit_threads(args.threads)
-    warnings.simplefilter("ignore")
-    if args.quick:
-        import tempfile
+        limit_threads(args.threads)
+        warnings.simplefilter("ignore")
+        if args.quick:
+            import tempfile
 
-        from lvgp.encoders import SentenceEncoder, sentence
+            from lvgp.encoders import SentenceEncoder, sentence
 
-        os.environ["LVGP_DATA"] = tempfile.mkdtemp()  # the tiny model's encodings stay out of the user's cache
-        texts, labels, words = quick_texts()
-        encoder = SentenceEncoder.from_config({"hidden_size": 16, "intermediate_size": 32}, words=words, seed=0)
-        sentence.shared_encoder = lambda name="x", device="cpu": encoder  # noqa: ARG005 -- no download
-        data = {("synthetic", 40, 0): (texts[:40], labels[:40], texts[40:], labels[40:])}
-        datasets, sizes, samples = ["synthetic"], [40], 1
-    else:
-        from lvgp.encoders import shared_encoder
+            # the tiny model's encodings stay out of the user's cache, in a folder removed at exit
+            os.environ["LVGP_DATA"] = scratch.enter_context(tempfile.TemporaryDirectory())
+            texts, labels, words = quick_texts()
+            encoder = SentenceEncoder.from_config({"hidden_size": 16, "intermediate_size": 32}, words=words, seed=0)
+            sentence.shared_encoder = lambda name="x", device="cpu": encoder  # noqa: ARG005 -- no download
+            data = {("synthetic", 40, 0): (texts[:40], labels[:40], texts[40:], labels[40:])}
+            datasets, sizes, samples = ["synthetic"], [40], 1
+        else:
+            from lvgp.encoders import shared_encoder
 
-        encoder = shared_encoder("all-MiniLM-L6-v2")
-        datasets, sizes, samples = args.datasets.split(","), [int(s) for s in args.sizes.split(",")], args.samples
-        first = args.first_sample
-        data = {
-            (d, s, k - first): dev_documents(d, k, s, args.dev)
-            for d in datasets
-            for s in sizes
-            for k in range(first, first + samples)
-        }
-    for dataset in datasets:
-        results: dict[tuple[str, int], list[tuple[float, ...]]] = {}
-        for size in sizes:
-            for split in range(samples):
-                x_train, y_train, x_dev, y_dev = data[(dataset, size, split)]
-                start = time.perf_counter()
-                chosen = rows(args.quick, args.rows)
-                if any(change.get("features") == "tokens" for _, change in chosen):
-                    train_f, scale = token_distribution_features(encoder, x_train, None, args.features)
-                    dev_f, _ = token_distribution_features(encoder, x_dev, scale, args.features)
-                else:
-                    train_f, dev_f = [torch.zeros(1)] * len(x_train), [torch.zeros(1)] * len(x_dev)
-                token_seconds = time.perf_counter() - start
-                concatenation = EncoderLogisticRegression(encoder, tfidf=True, min_df=1 if args.quick else 0.01)
-                concatenated = [
-                    *concatenation._fit_features(x_train).toarray(),
-                    *concatenation._features(x_dev).toarray(),
-                ]
-                features = {
-                    "tokens": dict(zip(x_train + x_dev, [*train_f, *dev_f])),
-                    "concatenation": dict(zip(x_train + x_dev, torch.as_tensor(np.array(concatenated)))),
-                }
-                vocabulary = None if args.quick else Vocabulary(min_df=0.01)
-                for name, change in chosen:
-                    model = build(change, encoder, vocabulary, features, args.quick)
-                    start = time.perf_counter()
-                    model.fit(x_train, y_train)
-                    proba = model.predict_proba(x_dev)
-                    seconds = time.perf_counter() - start - getattr(model, "encode_seconds_", 0.0)
-                    accuracy = float(np.mean(model.classes_[proba.argmax(1)] == y_dev))
-                    loss = log_loss(proba, model.classes_, y_dev)
-                    ece = expected_calibration_error(reliability_bins(proba, model.classes_, y_dev))
-                    results.setdefault((name, size), []).append((accuracy, loss, ece, seconds))
-                print(f"{dataset} {size} sample {split}: token features {token_seconds:.0f} s", flush=True)
-        print(
-            f"\n{dataset}: dev accuracy / log loss / ECE (mean over {samples} samples, {len(y_dev)} dev documents), "
-            "seconds of fit and prediction beside the encoding"
-        )
-        print("| row | " + " | ".join(f"{n} documents" for n in sizes) + " |")
-        print("|---|" + "---|" * len(sizes))
-        for name, _ in rows(args.quick, args.rows):
-            cells = []
+            encoder = shared_encoder("all-MiniLM-L6-v2")
+            datasets, sizes, samples = args.datasets.split(","), [int(s) for s in args.sizes.split(",")], args.samples
+            first = args.first_sample
+            data = {
+                (d, s, k - first): dev_documents(d, k, s, args.dev)
+                for d in datasets
+                for s in sizes
+                for k in range(first, first + samples)
+            }
+        for dataset in datasets:
+            results: dict[tuple[str, int], list[tuple[float, ...]]] = {}
             for size in sizes:
-                acc, loss, ece, sec = np.mean(results[(name, size)], axis=0)
-                cells.append(f"{acc:.3f} / {loss:.3f} / {ece:.3f} ({sec:.0f} s)")
-            print(f"| {name} | " + " | ".join(cells) + " |")
-    return 0
+                for split in range(samples):
+                    x_train, y_train, x_dev, y_dev = data[(dataset, size, split)]
+                    start = time.perf_counter()
+                    chosen = rows(args.quick, args.rows)
+                    if any(change.get("features") == "tokens" for _, change in chosen):
+                        train_f, scale = token_distribution_features(encoder, x_train, None, args.features)
+                        dev_f, _ = token_distribution_features(encoder, x_dev, scale, args.features)
+                    else:
+                        train_f, dev_f = [torch.zeros(1)] * len(x_train), [torch.zeros(1)] * len(x_dev)
+                    token_seconds = time.perf_counter() - start
+                    concatenation = EncoderLogisticRegression(encoder, tfidf=True, min_df=1 if args.quick else 0.01)
+                    concatenated = [
+                        *concatenation._fit_features(x_train).toarray(),
+                        *concatenation._features(x_dev).toarray(),
+                    ]
+                    features = {
+                        "tokens": dict(zip(x_train + x_dev, [*train_f, *dev_f])),
+                        "concatenation": dict(zip(x_train + x_dev, torch.as_tensor(np.array(concatenated)))),
+                    }
+                    vocabulary = None if args.quick else Vocabulary(min_df=0.01)
+                    for name, change in chosen:
+                        model = build(change, encoder, vocabulary, features, args.quick)
+                        start = time.perf_counter()
+                        model.fit(x_train, y_train)
+                        proba = model.predict_proba(x_dev)
+                        seconds = time.perf_counter() - start - getattr(model, "encode_seconds_", 0.0)
+                        accuracy = float(np.mean(model.classes_[proba.argmax(1)] == y_dev))
+                        loss = log_loss(proba, model.classes_, y_dev)
+                        ece = expected_calibration_error(reliability_bins(proba, model.classes_, y_dev))
+                        results.setdefault((name, size), []).append((accuracy, loss, ece, seconds))
+                    print(f"{dataset} {size} sample {split}: token features {token_seconds:.0f} s", flush=True)
+            print(
+                f"\n{dataset}: dev accuracy / log loss / ECE (mean over {samples} samples, "
+                f"{len(y_dev)} dev documents), seconds of fit and prediction beside the encoding"
+            )
+            print("| row | " + " | ".join(f"{n} documents" for n in sizes) + " |")
+            print("|---|" + "---|" * len(sizes))
+            for name, _ in rows(args.quick, args.rows):
+                cells = []
+                for size in sizes:
+                    acc, loss, ece, sec = np.mean(results[(name, size)], axis=0)
+                    cells.append(f"{acc:.3f} / {loss:.3f} / {ece:.3f} ({sec:.0f} s)")
+                print(f"| {name} | " + " | ".join(cells) + " |")
+        return 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ accuracy deltas of ``benchmarks/README.md``). A second run reads both caches and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import torch
@@ -35,36 +36,41 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="the first N texts of each corpus (a quick look)")
     parser.add_argument("--quick", action="store_true", help="a tiny random BERT on 40 made-up texts, no cache")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    from lvgp.encoders import SentenceEncoder
+    with contextlib.ExitStack() as scratch:  # --quick's cache folder, removed at the end
+        torch.set_num_threads(args.threads)
+        from lvgp.encoders import SentenceEncoder
 
-    if args.quick:
-        import os
-        import tempfile
+        if args.quick:
+            import os
+            import tempfile
 
-        os.environ["LVGP_DATA"] = tempfile.mkdtemp()  # the tiny model's vectors stay out of the cache
-        args.corpora = "quick"
-        exact, fast = (SentenceEncoder.from_config(max_length=128, precision=p) for p in ("float32", "bfloat16"))
-    else:
-        exact = SentenceEncoder.pretrained(precision="float32")
-        fast = SentenceEncoder.pretrained(precision="bfloat16")
-    print(f"{exact!r} against {fast!r}; {args.threads} threads")
-    print("| corpus | texts | float32 s | bfloat16 s | min cosine | 0.1% quantile | mean cosine | texts below 0.995 |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name in args.corpora.split(","):
-        texts = corpus(name)[: args.limit]
-        seconds = {}
-        vectors = {}
-        for label, encoder in (("float32", exact), ("bfloat16", fast)):
-            start = time.perf_counter()
-            vectors[label] = encoder.encode(texts, verbose=True)
-            seconds[label] = time.perf_counter() - start
-        cosine = (vectors["float32"] * vectors["bfloat16"]).sum(-1).double()
+            # the tiny model's vectors stay out of the cache, in a folder removed at exit
+            os.environ["LVGP_DATA"] = scratch.enter_context(tempfile.TemporaryDirectory())
+            args.corpora = "quick"
+            exact, fast = (SentenceEncoder.from_config(max_length=128, precision=p) for p in ("float32", "bfloat16"))
+        else:
+            exact = SentenceEncoder.pretrained(precision="float32")
+            fast = SentenceEncoder.pretrained(precision="bfloat16")
+        print(f"{exact!r} against {fast!r}; {args.threads} threads")
         print(
-            f"| {name} | {len(texts):,} | {seconds['float32']:.0f} | {seconds['bfloat16']:.0f} | "
-            f"{cosine.min():.5f} | {cosine.quantile(0.001):.5f} | {cosine.mean():.6f} | {int((cosine < 0.995).sum())} |",
-            flush=True,
+            "| corpus | texts | float32 s | bfloat16 s | min cosine | 0.1% quantile | mean cosine | texts below 0.995 |"
         )
+        print("|---|---|---|---|---|---|---|---|")
+        for name in args.corpora.split(","):
+            texts = corpus(name)[: args.limit]
+            seconds = {}
+            vectors = {}
+            for label, encoder in (("float32", exact), ("bfloat16", fast)):
+                start = time.perf_counter()
+                vectors[label] = encoder.encode(texts, verbose=True)
+                seconds[label] = time.perf_counter() - start
+            cosine = (vectors["float32"] * vectors["bfloat16"]).sum(-1).double()
+            print(
+                f"| {name} | {len(texts):,} | {seconds['float32']:.0f} | {seconds['bfloat16']:.0f} | "
+                f"{cosine.min():.5f} | {cosine.quantile(0.001):.5f} | {cosine.mean():.6f} | "
+                f"{int((cosine < 0.995).sum())} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -44,10 +44,8 @@ and the other wrong, summed over the draws.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import types
 import warnings
-from pathlib import Path
 
 import numpy as np
 from open_set_dev import (
@@ -56,6 +54,7 @@ from open_set_dev import (
     difference_cells,
     draw_arguments,
     draw_seeds,
+    scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
 
 ROWS = (
@@ -163,61 +162,62 @@ def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, row): the in-scope documents' true and predicted labels."""
     from lvgp.experiments.open_set import OpenSetStudy
 
-    root = Path(args.out or tempfile.mkdtemp(prefix="open-set-accuracy-"))
-    root.mkdir(parents=True, exist_ok=True)
-    runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
-    records = []
-    for run in runs:
-        corpus, sizes = run[0], run[3]
-        for seed in args.seeds:
-            if args.scored == "test":
-                study = OpenSetStudy(
-                    dataset=corpus, unknown_classes=run[2], per_class=sizes, splits=run[4], seed=seed, methods=(GP,)
-                )
-            else:
-                study = dev_study(run, [GP, BASELINE], seed, args.quick)
-            for split in range(run[4]):
-                data = study.split(split)
-                inside = ~data.out_of_scope
-                texts = [t for t, keep in zip(data.test_texts, inside) if keep]
-                labels = data.test_labels[inside]
-                for n in sizes:
-                    x, y = data.training(n)
+    with scratch_folder(args.out, "open-set-accuracy-") as root:
+        runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
+        records = []
+        for run in runs:
+            corpus, sizes = run[0], run[3]
+            for seed in args.seeds:
+                if args.scored == "test":
+                    study = OpenSetStudy(
+                        dataset=corpus, unknown_classes=run[2], per_class=sizes, splits=run[4], seed=seed, methods=(GP,)
+                    )
+                else:
+                    study = dev_study(run, [GP, BASELINE], seed, args.quick)
+                for split in range(run[4]):
+                    data = study.split(split)
+                    inside = ~data.out_of_scope
+                    texts = [t for t, keep in zip(data.test_texts, inside) if keep]
+                    labels = data.test_labels[inside]
+                    for n in sizes:
+                        x, y = data.training(n)
 
-                    def estimator(method, n=n, split=split, study=study):
-                        return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
+                        def estimator(method, n=n, split=split, study=study):
+                            return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
 
-                    logreg = estimator(BASELINE).fit(x, y)
-                    predictions = {BASELINE: np.asarray(logreg.predict(texts))}
-                    study_gp = None  # the study's GP, fitted once for every row that reads its fit
-                    for row in args.rows.split(","):
-                        if row in STUDY_FIT_ROWS:
-                            if study_gp is None:
-                                study_gp = estimator(GP).fit(x, y)
-                            if row == "gp":
-                                predictions[row] = np.asarray(study_gp.predict(texts))
-                            elif row == "gp-output-scale":
-                                predictions.update(output_scale_predictions(study_gp, texts, args.output_scales))
-                            elif row.startswith("gp-kernel-logreg"):  # both rows from one kernel matrix
-                                if row not in predictions:
-                                    predictions.update(kernel_logreg_predictions(study_gp, logreg, x, y, texts, seed))
-                            else:
-                                latent_mean = study_gp.predict_latent(texts)[0]
-                                predictions[row] = study_gp.classes_[np.argmax(latent_mean, axis=1)]
-                            continue
-                        gp = estimator(GP)
-                        if row == "gp-logreg-features":
-                            gp = logreg_features_gp(gp, logreg, list(x) + texts)
-                        elif row == "gp-loo":
-                            gp.set_params(objective="loo")
-                        elif row == "gp-laplace":
-                            gp.set_params(inference="laplace", calibration=None)
-                        predictions[row] = np.asarray(gp.fit(x, y).predict(texts))
-                    for row, pred in predictions.items():
-                        records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, pred=pred))
-                    records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=None, pred=labels))
-                print(f"{corpus} seed {seed} split {split}: {len(labels)} in-scope documents", flush=True)
-    return records
+                        logreg = estimator(BASELINE).fit(x, y)
+                        predictions = {BASELINE: np.asarray(logreg.predict(texts))}
+                        study_gp = None  # the study's GP, fitted once for every row that reads its fit
+                        for row in args.rows.split(","):
+                            if row in STUDY_FIT_ROWS:
+                                if study_gp is None:
+                                    study_gp = estimator(GP).fit(x, y)
+                                if row == "gp":
+                                    predictions[row] = np.asarray(study_gp.predict(texts))
+                                elif row == "gp-output-scale":
+                                    predictions.update(output_scale_predictions(study_gp, texts, args.output_scales))
+                                elif row.startswith("gp-kernel-logreg"):  # both rows from one kernel matrix
+                                    if row not in predictions:
+                                        predictions.update(
+                                            kernel_logreg_predictions(study_gp, logreg, x, y, texts, seed)
+                                        )
+                                else:
+                                    latent_mean = study_gp.predict_latent(texts)[0]
+                                    predictions[row] = study_gp.classes_[np.argmax(latent_mean, axis=1)]
+                                continue
+                            gp = estimator(GP)
+                            if row == "gp-logreg-features":
+                                gp = logreg_features_gp(gp, logreg, list(x) + texts)
+                            elif row == "gp-loo":
+                                gp.set_params(objective="loo")
+                            elif row == "gp-laplace":
+                                gp.set_params(inference="laplace", calibration=None)
+                            predictions[row] = np.asarray(gp.fit(x, y).predict(texts))
+                        for row, pred in predictions.items():
+                            records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, pred=pred))
+                        records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=None, pred=labels))
+                    print(f"{corpus} seed {seed} split {split}: {len(labels)} in-scope documents", flush=True)
+        return records
 
 
 def table(records: list[dict]) -> str:

@@ -34,9 +34,7 @@ energy; logistic regression's entropy). ``benchmarks/README.md``, "Balanced shor
 from __future__ import annotations
 
 import argparse
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 from open_set_dev import (
@@ -44,6 +42,7 @@ from open_set_dev import (
     dev_study,
     draw_arguments,
     draw_seeds,
+    scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
 
 from lvgp.models.gpc.inference import _tempered_log_proba, _tempered_proba  # how the classifier tempers
@@ -208,69 +207,68 @@ def draws(args) -> list[dict]:
     from lvgp.bow.vocabulary import Vocabulary
     from lvgp.encoders import resolve_encoder
 
-    root = Path(args.out or tempfile.mkdtemp(prefix="open-set-calibration-"))
-    root.mkdir(parents=True, exist_ok=True)
-    runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
-    rows = args.rows.split(",")
-    records = []
-    for run in runs:
-        corpus, sizes = run[0], run[3]
-        for seed in args.seeds:
-            study = dev_study(run, [GP, BASELINE], seed, args.quick)
-            feature_dim = resolve_encoder(study.encoder, study.device).dim
-            for split in range(run[4]):
-                data = study.split(split)
-                inside = ~data.out_of_scope
-                texts = [t for t, keep in zip(data.test_texts, inside) if keep]
-                labels = np.asarray(data.test_labels)[inside]
-                every_text, out_of_scope = list(data.test_texts), np.asarray(data.out_of_scope)
-                _, which, counts = np.unique(labels, return_inverse=True, return_counts=True)
-                weights = 1.0 / counts[which]
-                for n in sizes:
-                    x, y = data.training(n)
+    with scratch_folder(args.out, "open-set-calibration-") as root:
+        runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
+        rows = args.rows.split(",")
+        records = []
+        for run in runs:
+            corpus, sizes = run[0], run[3]
+            for seed in args.seeds:
+                study = dev_study(run, [GP, BASELINE], seed, args.quick)
+                feature_dim = resolve_encoder(study.encoder, study.device).dim
+                for split in range(run[4]):
+                    data = study.split(split)
+                    inside = ~data.out_of_scope
+                    texts = [t for t, keep in zip(data.test_texts, inside) if keep]
+                    labels = np.asarray(data.test_labels)[inside]
+                    every_text, out_of_scope = list(data.test_texts), np.asarray(data.out_of_scope)
+                    _, which, counts = np.unique(labels, return_inverse=True, return_counts=True)
+                    weights = 1.0 / counts[which]
+                    for n in sizes:
+                        x, y = data.training(n)
 
-                    def estimator(method, n=n, split=split, study=study):
-                        return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
+                        def estimator(method, n=n, split=split, study=study):
+                            return study.estimator({"method": method, "split": split, "params": {"per_class": n}})
 
-                    found = {}
-                    if set(STUDY_FIT_ROWS) & set(rows):
-                        gp = estimator(GP).fit(x, y)
-                        log_loo, truth = gp._loo_log_proba()
-                        auroc = auroc_of(gp, every_text, out_of_scope)  # (the energy: no temperature in it)
-                        raw = untempered_proba(gp, texts)
-                        if "gp" in rows:
-                            found["gp"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
-                        if "gp-match" in rows:
-                            temperature = confidence_matching_temperature(log_loo, truth)
-                            found["gp-match"] = gp_record(gp, log_loo, temperature, raw, labels, weights, auroc)
-                        if {"gp-loo-as-new", "gp-match-as-new"} & set(rows):
-                            as_new = loo_as_new_log_proba(gp, feature_dim)
-                            for row, fit_temperature in (
-                                ("gp-loo-as-new", gp._fit_temperature),
-                                ("gp-match-as-new", lambda loo: confidence_matching_temperature(*loo)),
-                            ):
-                                if row in rows:
-                                    temperature = fit_temperature((as_new, truth))
-                                    found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
-                    if "gp-min-df-2" in rows:
-                        gp = estimator(GP).set_params(vocabulary=Vocabulary(min_df=2)).fit(x, y)
-                        log_loo, _ = gp._loo_log_proba()
-                        auroc = auroc_of(gp, every_text, out_of_scope)
-                        raw = untempered_proba(gp, texts)
-                        found["gp-min-df-2"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
-                    if "logreg" in rows:
-                        logreg = estimator(BASELINE).fit(x, y)
-                        proba = logreg.predict_proba(texts)
-                        found["logreg"] = {
-                            **calibration(proba, logreg.classes_, labels),
-                            "ece_balanced": calibration(proba, logreg.classes_, labels, weights)["ece"],
-                            "auroc": auroc_of(logreg, every_text, out_of_scope),
-                        }
-                    for row in rows:
-                        record = dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, **found[row])
-                        records.append(record)
-                        print(draw_line(record), flush=True)
-    return records
+                        found = {}
+                        if set(STUDY_FIT_ROWS) & set(rows):
+                            gp = estimator(GP).fit(x, y)
+                            log_loo, truth = gp._loo_log_proba()
+                            auroc = auroc_of(gp, every_text, out_of_scope)  # (the energy: no temperature in it)
+                            raw = untempered_proba(gp, texts)
+                            if "gp" in rows:
+                                found["gp"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
+                            if "gp-match" in rows:
+                                temperature = confidence_matching_temperature(log_loo, truth)
+                                found["gp-match"] = gp_record(gp, log_loo, temperature, raw, labels, weights, auroc)
+                            if {"gp-loo-as-new", "gp-match-as-new"} & set(rows):
+                                as_new = loo_as_new_log_proba(gp, feature_dim)
+                                for row, fit_temperature in (
+                                    ("gp-loo-as-new", gp._fit_temperature),
+                                    ("gp-match-as-new", lambda loo: confidence_matching_temperature(*loo)),
+                                ):
+                                    if row in rows:
+                                        temperature = fit_temperature((as_new, truth))
+                                        found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
+                        if "gp-min-df-2" in rows:
+                            gp = estimator(GP).set_params(vocabulary=Vocabulary(min_df=2)).fit(x, y)
+                            log_loo, _ = gp._loo_log_proba()
+                            auroc = auroc_of(gp, every_text, out_of_scope)
+                            raw = untempered_proba(gp, texts)
+                            found["gp-min-df-2"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
+                        if "logreg" in rows:
+                            logreg = estimator(BASELINE).fit(x, y)
+                            proba = logreg.predict_proba(texts)
+                            found["logreg"] = {
+                                **calibration(proba, logreg.classes_, labels),
+                                "ece_balanced": calibration(proba, logreg.classes_, labels, weights)["ece"],
+                                "auroc": auroc_of(logreg, every_text, out_of_scope),
+                            }
+                        for row in rows:
+                            record = dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, **found[row])
+                            records.append(record)
+                            print(draw_line(record), flush=True)
+        return records
 
 
 def _number(record: dict, key: str) -> str:

@@ -75,9 +75,11 @@ whole bags). One process (``--jobs`` is ignored).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -213,44 +215,61 @@ def main() -> None:
 
     limit_threads(1)
     warnings.simplefilter("ignore")
-    root = Path(args.out or tempfile.mkdtemp(prefix="open-set-dev-"))
-    root.mkdir(parents=True, exist_ok=True)
-    runs = dev_runs(root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick, args.first_words)
-    methods = (
-        "gpc-bow-encoder-rbf,gpc-pool-bow-encoder-rbf,tfidf-encoder-logreg,encoder-knn,svm"
-        if args.quick
-        else args.methods
-    ).split(",")
-    seeds = [int(seed) for seed in (args.seed or ("1,2" if args.quick else "1")).split(",")]
-    every: list[dict] = []  # the records of every seed
-    for seed in seeds:
-        # one seed alone keeps the folders of before (root/<corpus>); several go to root/seed<k>/<corpus>
-        folder = root if len(seeds) == 1 else root / f"seed{seed}"
-        print(f"\nseed {seed}\n\n{_HEADER}")
-        for run in runs:
-            name, sizes = run[0], run[3]
-            study = dev_study(run, methods, seed, args.quick, OpenSetStudy, args.gpc_objective, args.unlabeled_texts)
-            executor = InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
-            records = study.run(folder / name, executor, progress=False)["records"]
-            (folder / f"{name}.json").write_text(json.dumps(records))
-            every += [{**r, "corpus": name, "seed": seed} for r in records]
-            for n in sizes:
-                for m in methods:
-                    rows = [r for r in records if r["method"] == m and r["per_class"] == n]
-                    if rows:
-                        print(f"| {name} | {n} | {m} | " + " | ".join(_cells(rows)) + " |")
-        print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
-    if len(seeds) > 1:
-        _means_over_seeds(every, seeds, methods)
-    pairs = [("accuracy", PAIRED_BASELINES["accuracy"])]
-    pairs += [("oos_auroc", b) for b in (args.paired_auroc_with or PAIRED_BASELINES["oos_auroc"]).split(",")]
-    for key, baseline in pairs:
-        if baseline in methods and len(methods) > 1:
-            print(paired_against(every, baseline, key))
-    if args.paired_with:
-        print(paired_with_run(every, Path(args.paired_with), seeds))
-    if args.paired_scores:
-        print(paired_scores(every, *args.paired_scores.split(",")))
+    with scratch_folder(args.out, "open-set-dev-") as root:
+        runs = dev_runs(root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick, args.first_words)
+        methods = (
+            "gpc-bow-encoder-rbf,gpc-pool-bow-encoder-rbf,tfidf-encoder-logreg,encoder-knn,svm"
+            if args.quick
+            else args.methods
+        ).split(",")
+        seeds = [int(seed) for seed in (args.seed or ("1,2" if args.quick else "1")).split(",")]
+        every: list[dict] = []  # the records of every seed
+        for seed in seeds:
+            # one seed alone keeps the folders of before (root/<corpus>); several go to root/seed<k>/<corpus>
+            folder = root if len(seeds) == 1 else root / f"seed{seed}"
+            print(f"\nseed {seed}\n\n{_HEADER}")
+            for run in runs:
+                name, sizes = run[0], run[3]
+                study = dev_study(
+                    run, methods, seed, args.quick, OpenSetStudy, args.gpc_objective, args.unlabeled_texts
+                )
+                executor = (
+                    InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
+                )
+                records = study.run(folder / name, executor, progress=False)["records"]
+                (folder / f"{name}.json").write_text(json.dumps(records))
+                every += [{**r, "corpus": name, "seed": seed} for r in records]
+                for n in sizes:
+                    for m in methods:
+                        rows = [r for r in records if r["method"] == m and r["per_class"] == n]
+                        if rows:
+                            print(f"| {name} | {n} | {m} | " + " | ".join(_cells(rows)) + " |")
+            print("\nAUROC of out-of-scope dev documents, mean over the splits; * the method's own score (its default)")
+        if len(seeds) > 1:
+            _means_over_seeds(every, seeds, methods)
+        pairs = [("accuracy", PAIRED_BASELINES["accuracy"])]
+        pairs += [("oos_auroc", b) for b in (args.paired_auroc_with or PAIRED_BASELINES["oos_auroc"]).split(",")]
+        for key, baseline in pairs:
+            if baseline in methods and len(methods) > 1:
+                print(paired_against(every, baseline, key))
+        if args.paired_with:
+            print(paired_with_run(every, Path(args.paired_with), seeds))
+        if args.paired_scores:
+            print(paired_scores(every, *args.paired_scores.split(",")))
+
+
+@contextlib.contextmanager
+def scratch_folder(out: str | None, prefix: str) -> Iterator[Path]:
+    """``out`` (made if missing), kept; without it a temporary folder named ``prefix...``, removed when the block
+    ends, also on an error or Ctrl-C (the study folders of a run without ``--out``: nothing left in the temporary
+    directory, however many runs)."""
+    if out:
+        root = Path(out)
+        root.mkdir(parents=True, exist_ok=True)
+        yield root
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        yield Path(folder)
 
 
 def draw_arguments(

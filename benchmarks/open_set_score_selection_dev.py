@@ -25,7 +25,6 @@ import argparse
 import collections
 import json
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -57,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from open_set_dev import dev_runs, dev_study, variant_study
+    from open_set_dev import dev_runs, dev_study, scratch_folder, variant_study
 
     from lvgp.base.novelty import open_set_metrics
     from lvgp.experiments.executors import limit_threads
@@ -66,56 +65,56 @@ def main() -> None:
 
     limit_threads(1)
     warnings.simplefilter("ignore")
-    root = Path(tempfile.mkdtemp(prefix="score-selection-dev-"))
-    runs = dev_runs(root, args.datasets, "10,50", 3, args.dev_size, args.quick, args.first_words)
-    kinds = args.kinds.split(",")
-    methods = args.methods.split(",")
-    counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
-    study_class = None if counts is None else variant_study(False, counts)
-    rows = []
-    for seed in [int(s) for s in args.seed.split(",")]:
-        for run in runs:
-            name, sizes, splits = run[0], run[3], run[4]
-            study = dev_study(run, methods, seed, args.quick, study_class)
-            for n in sizes:
-                for split_index in range(splits):
-                    split = study.split(split_index)
-                    texts, labels = split.training(n)
-                    texts, labels = list(texts), np.asarray(labels)
-                    for method in methods:
-                        cell = {"method": method, "split": split_index, "params": {"per_class": n}}
-                        model = study.estimator(cell).fit(texts, labels)
-                        proba = model.predict_proba(split.test_texts)
-                        _, dev = novelty_scores(model, split.test_texts, proba)
-                        dev_auroc = {k: open_set_metrics(dev[k], split.out_of_scope)["oos_auroc"] for k in kinds}
-                        start = time.perf_counter()
-                        rng = np.random.default_rng([seed, n, split_index, 57])
-                        choice = choose_novelty_score(
-                            model, texts, labels, kinds, n_draws=args.draws, random_state=rng
-                        ).score
-                        rows.append(
-                            {"corpus": name, "seed": seed, "per_class": n, "method": method, "choice": choice,
-                             "dev": dev_auroc, "seconds": time.perf_counter() - start}
-                        )  # fmt: skip
-                        print(json.dumps(rows[-1]), flush=True)
-    print("\n| corpus | a class | method | chosen (cells) | chosen's AUROC | " + " | ".join(kinds) + " |")
-    print("|---|---|---|---|---|" + "---|" * len(kinds))
-    cells = collections.defaultdict(list)
-    for r in rows:
-        cells[r["corpus"], r["per_class"], r["method"]].append(r)
-    chosen_mean, energy_mean = [], []
-    for (name, n, method), group in cells.items():
-        picks = collections.Counter(r["choice"] for r in group)
-        chosen = float(np.mean([r["dev"][r["choice"]] for r in group]))
-        means = {k: float(np.mean([r["dev"][k] for r in group])) for k in kinds}
-        chosen_mean.append(chosen)
-        energy_mean.append(means["energy"])
-        print(
-            f"| {name} | {n} | {method} | {', '.join(f'{k} {c}' for k, c in picks.most_common())} | {chosen:.4f} | "
-            + " | ".join(f"{means[k]:.4f}" for k in kinds)
-            + " |"
-        )
-    print(f"\nchosen score {np.mean(chosen_mean):.4f}, energy {np.mean(energy_mean):.4f} (mean over the rows)")
+    with scratch_folder(None, "score-selection-dev-") as root:
+        runs = dev_runs(root, args.datasets, "10,50", 3, args.dev_size, args.quick, args.first_words)
+        kinds = args.kinds.split(",")
+        methods = args.methods.split(",")
+        counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
+        study_class = None if counts is None else variant_study(False, counts)
+        rows = []
+        for seed in [int(s) for s in args.seed.split(",")]:
+            for run in runs:
+                name, sizes, splits = run[0], run[3], run[4]
+                study = dev_study(run, methods, seed, args.quick, study_class)
+                for n in sizes:
+                    for split_index in range(splits):
+                        split = study.split(split_index)
+                        texts, labels = split.training(n)
+                        texts, labels = list(texts), np.asarray(labels)
+                        for method in methods:
+                            cell = {"method": method, "split": split_index, "params": {"per_class": n}}
+                            model = study.estimator(cell).fit(texts, labels)
+                            proba = model.predict_proba(split.test_texts)
+                            _, dev = novelty_scores(model, split.test_texts, proba)
+                            dev_auroc = {k: open_set_metrics(dev[k], split.out_of_scope)["oos_auroc"] for k in kinds}
+                            start = time.perf_counter()
+                            rng = np.random.default_rng([seed, n, split_index, 57])
+                            choice = choose_novelty_score(
+                                model, texts, labels, kinds, n_draws=args.draws, random_state=rng
+                            ).score
+                            rows.append(
+                                {"corpus": name, "seed": seed, "per_class": n, "method": method, "choice": choice,
+                                 "dev": dev_auroc, "seconds": time.perf_counter() - start}
+                            )  # fmt: skip
+                            print(json.dumps(rows[-1]), flush=True)
+        print("\n| corpus | a class | method | chosen (cells) | chosen's AUROC | " + " | ".join(kinds) + " |")
+        print("|---|---|---|---|---|" + "---|" * len(kinds))
+        cells = collections.defaultdict(list)
+        for r in rows:
+            cells[r["corpus"], r["per_class"], r["method"]].append(r)
+        chosen_mean, energy_mean = [], []
+        for (name, n, method), group in cells.items():
+            picks = collections.Counter(r["choice"] for r in group)
+            chosen = float(np.mean([r["dev"][r["choice"]] for r in group]))
+            means = {k: float(np.mean([r["dev"][k] for r in group])) for k in kinds}
+            chosen_mean.append(chosen)
+            energy_mean.append(means["energy"])
+            print(
+                f"| {name} | {n} | {method} | {', '.join(f'{k} {c}' for k, c in picks.most_common())} | {chosen:.4f} | "
+                + " | ".join(f"{means[k]:.4f}" for k in kinds)
+                + " |"
+            )
+        print(f"\nchosen score {np.mean(chosen_mean):.4f}, energy {np.mean(energy_mean):.4f} (mean over the rows)")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,7 @@ reads it.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 from open_set_dev import (
@@ -34,6 +32,7 @@ from open_set_dev import (
     dev_study,
     draw_arguments,
     draw_seeds,
+    scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
 
 GP = "gpc-bow-encoder-rbf"
@@ -56,42 +55,41 @@ def thresholds(gp, x_train, inside_scores: np.ndarray) -> dict[str, float]:
 
 def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, threshold)."""
-    root = Path(args.out or tempfile.mkdtemp(prefix="open-set-threshold-"))
-    root.mkdir(parents=True, exist_ok=True)
-    runs = dev_runs(
-        root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick, args.first_words or None
-    )
-    records = []
-    for run in runs:
-        corpus, sizes = run[0], run[3]
-        for seed in args.seeds:
-            study = dev_study(run, [GP], seed, args.quick)
-            for split in range(run[4]):
-                data = study.split(split)
-                out = np.asarray(data.out_of_scope)
-                for n in sizes:
-                    x, y = data.training(n)
-                    cell = {"method": GP, "split": split, "params": {"per_class": n}}
-                    gp = study.estimator(cell).fit(x, y)
-                    scores = np.asarray(gp.score_samples(list(data.test_texts)))
-                    for row, threshold in thresholds(gp, x, scores[~out]).items():
-                        record = {
-                            "corpus": corpus,
-                            "seed": seed,
-                            "split": split,
-                            "per_class": n,
-                            "row": row,
-                            "threshold": threshold,
-                            "kept": float(np.mean(scores[~out] >= threshold)),
-                            "fpr": float(np.mean(scores[out] >= threshold)),
-                        }
-                        records.append(record)
-                        print(
-                            f"| {corpus} | {n} | {seed}/{split} | {row} | {threshold:.3f} | {record['kept']:.3f} | "
-                            f"{record['fpr']:.3f} |",
-                            flush=True,
-                        )
-    return records
+    with scratch_folder(args.out, "open-set-threshold-") as root:
+        runs = dev_runs(
+            root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick, args.first_words or None
+        )
+        records = []
+        for run in runs:
+            corpus, sizes = run[0], run[3]
+            for seed in args.seeds:
+                study = dev_study(run, [GP], seed, args.quick)
+                for split in range(run[4]):
+                    data = study.split(split)
+                    out = np.asarray(data.out_of_scope)
+                    for n in sizes:
+                        x, y = data.training(n)
+                        cell = {"method": GP, "split": split, "params": {"per_class": n}}
+                        gp = study.estimator(cell).fit(x, y)
+                        scores = np.asarray(gp.score_samples(list(data.test_texts)))
+                        for row, threshold in thresholds(gp, x, scores[~out]).items():
+                            record = {
+                                "corpus": corpus,
+                                "seed": seed,
+                                "split": split,
+                                "per_class": n,
+                                "row": row,
+                                "threshold": threshold,
+                                "kept": float(np.mean(scores[~out] >= threshold)),
+                                "fpr": float(np.mean(scores[out] >= threshold)),
+                            }
+                            records.append(record)
+                            print(
+                                f"| {corpus} | {n} | {seed}/{split} | {row} | {threshold:.3f} | {record['kept']:.3f} | "
+                                f"{record['fpr']:.3f} |",
+                                flush=True,
+                            )
+        return records
 
 
 def table(records: list[dict]) -> str:

@@ -31,6 +31,7 @@ and the study's GP classifier with and without the cluster part at 1, 5 and 10 t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -79,7 +80,6 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
 
-    import tempfile
     import warnings
     from pathlib import Path
 
@@ -126,55 +126,56 @@ def main(argv=None) -> int:
                 [texts[i] for i in pool], pool_labels, start, [texts[i] for i in held], labels[held]
             )
 
-    strategies = tuple(args.strategies.split(","))
-    if args.quick:  # the toy corpus and tiny encoder of open_set_dev.py, its own rows held out
-        sys.path.insert(0, str(Path(__file__).parent))
-        from open_set_dev import toy_corpus
+    with contextlib.ExitStack() as scratch:  # the quick run's toy corpus, removed at the end
+        strategies = tuple(args.strategies.split(","))
+        if args.quick:  # the toy corpus and tiny encoder of open_set_dev.py, its own rows held out
+            sys.path.insert(0, str(Path(__file__).parent))
+            from open_set_dev import scratch_folder, toy_corpus
 
-        path = Path(tempfile.mkdtemp(prefix="point-cloud-dev-")) / "toy.tsv"
-        toy_corpus(path)
-        study = SelectingStudy(
-            dataset=str(path),
-            budget=12,
-            batch=4,
-            splits=1,
-            strategies=strategies,
-            ldk_max_iter=5,
-            vocabulary_from=args.vocabulary_from,
-            gpc_objective=args.gpc_objective,
-        )
-    else:
-        study = DevStudy(
-            dataset=args.dataset,
-            budget=args.budget,
-            batch=10,
-            splits=1,
-            strategies=strategies,
-            vocabulary_from=args.vocabulary_from,
-            gpc_objective=args.gpc_objective,
-        )
-    if args.grid and not args.quick:
-        grid(study, args)
+            path = scratch.enter_context(scratch_folder(None, "point-cloud-dev-")) / "toy.tsv"
+            toy_corpus(path)
+            study = SelectingStudy(
+                dataset=str(path),
+                budget=12,
+                batch=4,
+                splits=1,
+                strategies=strategies,
+                ldk_max_iter=5,
+                vocabulary_from=args.vocabulary_from,
+                gpc_objective=args.gpc_objective,
+            )
+        else:
+            study = DevStudy(
+                dataset=args.dataset,
+                budget=args.budget,
+                batch=10,
+                splits=1,
+                strategies=strategies,
+                vocabulary_from=args.vocabulary_from,
+                gpc_objective=args.gpc_objective,
+            )
+        if args.grid and not args.quick:
+            grid(study, args)
+            return 0
+        for strategy in study.strategies:
+            record = active.run_cell(study, {"method": strategy, "split": 0, "params": {}})
+            curve = {p["labels"]: round(p["accuracy"], 4) for p in record["curve"]}
+            print(
+                "strategy "
+                + json.dumps(
+                    {
+                        "strategy": strategy,
+                        "aulc": round(record["aulc"], 4),
+                        "final": record["final_accuracy"],
+                        "seconds": round(record["fit_seconds"] + record["acquire_seconds"], 1),
+                        "curve": curve,
+                    }
+                ),
+                flush=True,
+            )
+        if args.cross_fit or args.quick:
+            cross_fit(study, final_sets)
         return 0
-    for strategy in study.strategies:
-        record = active.run_cell(study, {"method": strategy, "split": 0, "params": {}})
-        curve = {p["labels"]: round(p["accuracy"], 4) for p in record["curve"]}
-        print(
-            "strategy "
-            + json.dumps(
-                {
-                    "strategy": strategy,
-                    "aulc": round(record["aulc"], 4),
-                    "final": record["final_accuracy"],
-                    "seconds": round(record["fit_seconds"] + record["acquire_seconds"], 1),
-                    "curve": curve,
-                }
-            ),
-            flush=True,
-        )
-    if args.cross_fit or args.quick:
-        cross_fit(study, final_sets)
-    return 0
 
 
 def cross_fit(study, final_sets: dict) -> None:

@@ -33,28 +33,29 @@ def study_timings() -> tuple[float, float, int]:
     from lvgp.experiments.ray_executor import RayExecutor
     from lvgp.experiments.regression import RegressionStudy
 
-    tmp = Path(tempfile.mkdtemp())
-    corpus = make_synonym_regression(n=400, noise=0.1, random_state=0)
-    path = tmp / "data.tsv"
-    path.write_text("text\ttarget\n" + "".join(f"{t}\t{y:.6f}\n" for t, y in zip(corpus.texts, corpus.y)))
-    study = RegressionStudy(
-        dataset=str(path),
-        splits=4,
-        train_size=150,
-        dev_size=100,
-        latent_dims=(1, 2, 4),
-        rhos=(0.1, 1.0, 10.0),
-        max_iter=20,
-        min_df=1,
-        methods=("gplvsm", "ridge"),
-    )
-    n_cells = len(study.cells())
-    start = time.perf_counter()
-    study.run(tmp / "inprocess", InProcessExecutor(), progress=False)
-    local = time.perf_counter() - start
-    start = time.perf_counter()
-    study.run(tmp / "ray", RayExecutor("local", num_cpus=2), progress=False)
-    ray_seconds = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        corpus = make_synonym_regression(n=400, noise=0.1, random_state=0)
+        path = tmp / "data.tsv"
+        path.write_text("text\ttarget\n" + "".join(f"{t}\t{y:.6f}\n" for t, y in zip(corpus.texts, corpus.y)))
+        study = RegressionStudy(
+            dataset=str(path),
+            splits=4,
+            train_size=150,
+            dev_size=100,
+            latent_dims=(1, 2, 4),
+            rhos=(0.1, 1.0, 10.0),
+            max_iter=20,
+            min_df=1,
+            methods=("gplvsm", "ridge"),
+        )
+        n_cells = len(study.cells())
+        start = time.perf_counter()
+        study.run(tmp / "inprocess", InProcessExecutor(), progress=False)
+        local = time.perf_counter() - start
+        start = time.perf_counter()
+        study.run(tmp / "ray", RayExecutor("local", num_cpus=2), progress=False)
+        ray_seconds = time.perf_counter() - start
     return local, ray_seconds, n_cells
 
 

@@ -67,7 +67,8 @@ def launch(processes: int, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
-        command += ["--master-addr", "127.0.0.1", "--master-port", str(port), __file__, "--worker", str(out)]
+        command += ["--master-addr", "127.0.0.1", "--master-port", str(port), "--log-dir", str(Path(tmp) / "logs")]
+        command += [__file__, "--worker", str(out)]  # (torchrun's logs: by default a folder it leaves in /tmp)
         command += ["--docs", str(args.docs), "--warm", str(args.warm), "--steps", str(args.steps)]
         command += ["--batch", str(args.batch), "--inducing", str(args.inducing)]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -51,6 +51,7 @@ def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str, envi
         os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
     os.environ.clear()  # the caller's now, not the server's when it started
     os.environ.update(environ)
+    tempfile.tempdir = None  # read from the caller's TMPDIR again, as a fresh interpreter does
     os.chdir(cwd)
     sys.argv = [script, *args]
     sys.path.insert(0, str(Path(script).parent))

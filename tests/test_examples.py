@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -29,10 +33,27 @@ def test_every_example_is_listed():
     assert found == set(EXAMPLES), f"unlisted: {found - set(EXAMPLES)}; missing: {set(EXAMPLES) - found}"
 
 
+@contextlib.contextmanager
+def leaves_no_temporary_files(monkeypatch):
+    """The block's runs with ``TMPDIR`` a fresh folder of their own, which must be empty at the end: a script
+    run without ``--out`` cleans its temporary folders up, also after many runs (a short path, under the
+    system's temporary directory, for the programs that put a socket there). torch's compiler keeps its cache
+    where it would be without this (``TORCHINDUCTOR_CACHE_DIR``, else its default in the system's temporary
+    directory): a cache meant to stay, which a fresh folder would also make cold at every run."""
+    inductor_cache = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", os.environ.get("TORCHINDUCTOR_CACHE_DIR", str(inductor_cache)))
+    with tempfile.TemporaryDirectory(prefix="lvgp-smoke-") as folder:
+        monkeypatch.setenv("TMPDIR", folder)
+        yield
+        left = sorted(p.name for p in Path(folder).iterdir())
+        assert not left, f"left in the temporary directory: {left}"
+
+
 @pytest.mark.parametrize("script", sorted(EXAMPLES))
-def test_example_runs(script):
-    proc = run_script(EXAMPLES_DIR / script, ["--tiny", *EXAMPLES[script]], timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_example_runs(script, monkeypatch):
+    with leaves_no_temporary_files(monkeypatch):
+        proc = run_script(EXAMPLES_DIR / script, ["--tiny", *EXAMPLES[script]], timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_cli_help():
@@ -184,8 +205,9 @@ def test_every_commit_a_benchmark_names_is_in_the_history():
 def test_benchmark_runs_in_quick_mode(script, monkeypatch):
     # the before/now children forked from the benchmark's process (benchmarks/_before.py): a smoke run
     monkeypatch.setenv("LVGP_BENCHMARK_FORK", "1")
-    out = run_script(BENCHMARKS_DIR / script, ["--quick"], timeout=900)
-    assert out.returncode == 0, out.stderr
+    with leaves_no_temporary_files(monkeypatch):
+        out = run_script(BENCHMARKS_DIR / script, ["--quick"], timeout=900)
+        assert out.returncode == 0, out.stderr
     assert BENCHMARKS[script] in out.stdout
 
 

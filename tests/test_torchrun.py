@@ -90,7 +90,8 @@ def test_two_torchrun_processes_follow_the_single_process_trajectory(tmp_path):
     out = tmp_path / "out.json"
     root = Path(__file__).resolve().parent.parent
     command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2"]
-    command += ["--master-addr", "127.0.0.1", "--master-port", str(_free_port()), str(script), str(out)]
+    command += ["--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--log-dir", str(tmp_path / "logs")]
+    command += [str(script), str(out)]  # (without --log-dir, torchrun leaves a folder in the temporary directory)
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=root)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -131,7 +132,7 @@ def test_the_scaling_page_runs_as_written_under_torchrun(tmp_path):
     block = re.findall(r"```python\n(.*?)```", (root / "docs" / "models" / "scaling.md").read_text(), flags=re.S)[0]
     (tmp_path / "train.py").write_text(block)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    command += ["--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "train.py"]
+    command += ["--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--log-dir", "logs", "train.py"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-3000:]
     assert SparseGPLVSMRegressor.load(tmp_path / "model.pt").predict(["a b c"]).shape == (1,)
