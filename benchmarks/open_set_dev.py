@@ -135,7 +135,9 @@ def main() -> None:
         "the GP scores' means over all of them); 1 (the default; 1,2 with --quick): other draws than the committed "
         "test studies' seed 0; 0: the test studies' unknown classes, to tell their classes from their test documents",
     )
-    parser.add_argument("--out", default=None, help="keep the study folders here (default: a temporary folder)")
+    parser.add_argument(
+        "--out", default=None, help="keep the study folders here (default: a temporary folder, removed at the end)"
+    )
     parser.add_argument(
         "--gp-tf",
         default="study",
@@ -289,7 +291,9 @@ def draw_arguments(
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--seed", default=None, help=f"the draws' seeds (default {seed}; --quick: {quick_seed})")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=None, help="the training parts' TSVs (default: a temporary folder)")
+    parser.add_argument(
+        "--out", default=None, help="the training parts' TSVs (default: a temporary folder, removed at the end)"
+    )
     parser.set_defaults(default_seed=seed, quick_seed=quick_seed)
 
 
