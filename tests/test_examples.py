@@ -84,6 +84,7 @@ BENCHMARKS = {
     "epig_estimator.py": "| second order, 64 draws a text |",
     "active_round.py": "largest difference between the two codes' results",
     "exact_predict_unpadded.py": "largest relative difference between the two codes' predictions",
+    "platt_scaling.py": "Platt's probabilities: LIBSVM's against written out, in one run",
     "tokenize_ascii.py": "encoded test sets: equal",
     "clgp_step.py": "ratio to N=",
     "clgp_fit.py": "fit speed-up",

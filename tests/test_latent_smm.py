@@ -268,13 +268,18 @@ def test_warm_start_continues_from_the_fitted_vectors(gamma):
 
 @pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
 def test_predict_proba_is_platt_scaling_on_the_fitted_gram(multi_class, tmp_path):
-    """Issue 59: the latent SMM had no ``predict_proba``. References: one-vs-one is LIBSVM's
-    ``SVC(probability=True)`` on the fitted Gram; one-vs-rest normalizes each class's Platt
-    sigmoid; with two classes the probability is monotone in the decision value; a saved and
-    reloaded machine gives the same probabilities."""
+    """Issue 59: the latent SMM had no ``predict_proba``. Its Platt sigmoids are those of
+    :mod:`lvgp.base.platt` (tested against loops of the papers' equations in ``tests/test_platt.py``) on the
+    fitted Gram, its labels and its scheme, and its probabilities are theirs applied to the machines' decision
+    values; the fit raises no warning of scikit-learn's (its ``SVC(probability=True)`` is deprecated since 1.9);
+    the probabilities stay close to LIBSVM's, where scikit-learn still has them (other folds: not equal); a saved
+    and reloaded machine gives the same bits, and a file saved before the sigmoids were fits them again."""
+    from lvgp.base.platt import platt_probabilities, platt_sigmoids
+
     texts, y = three_classes(45, seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("error", FutureWarning)
         smm = LatentSMMClassifier(
             LDKSpec(latent_dim=2, rho=0.1), multi_class=multi_class, optimizer=LBFGS(max_iter=5), random_state=0
         ).fit(texts, y)
@@ -284,22 +289,36 @@ def test_predict_proba_is_platt_scaling_on_the_fitted_gram(multi_class, tmp_path
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
     with torch.no_grad():
         gram = smm.kernel_(smm._x).to_dense().numpy()
-    cross = smm._cross_gram(test)
-    if multi_class == "ovo":
-        reference = SVC(C=smm.C, kernel="precomputed", tol=smm.svm_tol, probability=True, random_state=0)
-        expected = reference.fit(gram, smm._y).predict_proba(cross)
-    else:
-        columns = [
-            SVC(C=smm.C, kernel="precomputed", tol=smm.svm_tol, probability=True, random_state=0)
-            .fit(gram, (smm._y == c).astype(int))
-            .predict_proba(cross)[:, 1]
-            for c in range(3)
-        ]
-        expected = np.stack(columns, axis=1)
-        expected /= expected.sum(1, keepdims=True)
-    np.testing.assert_allclose(proba, expected, rtol=1e-12)
+    sigmoids = platt_sigmoids(gram, smm._y, multi_class, C=smm.C, tol=smm.svm_tol, seed=0)
+    np.testing.assert_allclose(smm.platt_sigmoids_, sigmoids, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(
+        proba, platt_probabilities(smm.decision_function(test), smm.platt_sigmoids_, multi_class)
+    )
+    assert np.mean(proba.argmax(1) == np.searchsorted(smm.classes_, smm.predict(test))) >= 0.9
+    if "probability" in SVC().get_params():  # LIBSVM's own Platt scaling, on its own folds
+        cross = smm._cross_gram(test)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            if multi_class == "ovo":
+                reference = SVC(C=smm.C, kernel="precomputed", tol=smm.svm_tol, probability=True, random_state=0)
+                libsvm = reference.fit(gram, smm._y).predict_proba(cross)
+            else:
+                machines = [
+                    SVC(C=smm.C, kernel="precomputed", tol=smm.svm_tol, probability=True, random_state=0)
+                    for _ in range(3)
+                ]
+                libsvm = np.stack(
+                    [m.fit(gram, (smm._y == c).astype(int)).predict_proba(cross)[:, 1] for c, m in enumerate(machines)],
+                    axis=1,
+                )
+                libsvm /= libsvm.sum(1, keepdims=True)
+        assert np.abs(proba - libsvm).max() < 0.15 and np.abs(proba - libsvm).mean() < 0.05
     smm.save(tmp_path / "smm.pt")
     np.testing.assert_array_equal(LatentSMMClassifier.load(tmp_path / "smm.pt").predict_proba(test), proba)
+    payload = torch.load(tmp_path / "smm.pt", weights_only=True)
+    del payload["platt_sigmoids"]
+    torch.save(payload, tmp_path / "older.pt")
+    np.testing.assert_allclose(LatentSMMClassifier.load(tmp_path / "older.pt").predict_proba(test), proba, atol=1e-9)
     # two classes: the probability of classes_[0] grows with the decision value (positive for it)
     two, labels = synonym_classification(40, seed=2)
     with warnings.catch_warnings():

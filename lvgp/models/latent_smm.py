@@ -57,6 +57,7 @@ from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.novelty import decision_novelty, probability_novelty
 from ..base.persistence import classes_from_plain, classes_to_plain
+from ..base.platt import platt_probabilities, platt_sigmoids
 from ..base.targets import check_labels
 from ..bow.padded import trim_to_longest
 from ..bow.vocabulary import Vocabulary
@@ -428,9 +429,10 @@ class LatentSMMClassifier(
     _fitted_attribute = "svc_"
 
     def _fitted_payload(self) -> dict:
-        """The vocabulary, the training documents and labels, the kernel's state; :meth:`load`
-        solves the SVM dual again on the same Gram (LIBSVM is deterministic)."""
+        """The vocabulary, the training documents and labels, the kernel's state, Platt's sigmoids;
+        :meth:`load` solves the SVM dual again on the same Gram (LIBSVM is deterministic)."""
         return {
+            "platt_sigmoids": torch.from_numpy(np.array(self.platt_sigmoids_, dtype=np.float64)),
             "encoder": self.encoder_.to_dict(),
             "classes": classes_to_plain(self.classes_),
             "train_x": self._x.cpu().clone(),
@@ -465,7 +467,10 @@ class LatentSMMClassifier(
         with torch.no_grad():
             gram = to_host(est.kernel_(est._x).to_dense())
         est.svc_ = est._svc(gram)
-        est._fit_platt(gram)
+        if "platt_sigmoids" in payload:
+            est.platt_sigmoids_ = payload["platt_sigmoids"].numpy()
+        else:  # a file saved before the sigmoids were (they came from LIBSVM's folds then: close, not equal)
+            est._fit_platt(gram)
         est.objective_curve_, est.n_iter_, est.converged_ = (
             list(fit["objective_curve"]),
             fit["n_iter"],
@@ -560,34 +565,26 @@ class LatentSMMClassifier(
         return self.classes_[self.svc_.predict(self._cross_gram(X))]
 
     def predict_proba(self, X: Documents) -> np.ndarray:
-        r"""``n x n_classes`` class probabilities by Platt scaling, as LIBSVM's
-        ``SVC(probability=True)`` gives them, on the fitted kernel (its word vectors fixed): sigmoids of
-        the machines' decision values fitted by 5-fold cross-validation over the training documents
-        (Platt 1999; Lin, Lin & Weng 2007), then for one-vs-one LIBSVM's pairwise coupling (Wu, Lin &
-        Weng 2004); for one-vs-rest each class's sigmoid, normalized over the classes. Fitted at the end
-        of ``fit`` (deterministic: LIBSVM's folds take ``NUMERICS_SEED``). As with scikit-learn's
-        ``SVC``, the most probable class can differ from :meth:`predict`'s vote on a few documents."""
+        r"""``n x n_classes`` class probabilities by Platt scaling, LIBSVM's algorithm for
+        ``SVC(probability=True)`` (:mod:`lvgp.base.platt`; scikit-learn removes that option in 1.11) on the
+        fitted kernel (its word vectors fixed): sigmoids of the machines' decision values, fitted to decision
+        values cross-validated in 5 folds over the training documents (Platt 1999; Lin, Lin & Weng 2007), then
+        for one-vs-one the pairs coupled (Wu, Lin & Weng 2004); for one-vs-rest each class's sigmoid,
+        normalized over the classes. The sigmoids are fitted at the end of ``fit`` (deterministic: the folds
+        take ``NUMERICS_SEED``) and saved with the machine. As with scikit-learn's ``SVC``, the most probable
+        class can differ from :meth:`predict`'s vote on a few documents."""
         check_is_fitted(self, "svc_")
-        platt = self._platt_machines
-        cross = self._cross_gram(X)
-        if isinstance(platt, list):  # one-vs-rest: each class's sigmoid, normalized
-            scores = np.stack([m.predict_proba(cross)[:, 1] for m in platt], axis=1)
-            total = scores.sum(axis=1, keepdims=True)
-            return np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[1])
-        return platt.predict_proba(cross)
+        return platt_probabilities(self.decision_function(X), self.platt_sigmoids_, self._platt_scheme())
+
+    def _platt_scheme(self) -> str:
+        """How :mod:`lvgp.base.platt` reads :meth:`decision_function`'s columns."""
+        if len(self.classes_) == 2:
+            return "binary"  # one machine, positive for classes_[0]
+        return "ovr" if isinstance(self.svc_, OneVersusRestSVC) else "ovo"
 
     def _fit_platt(self, gram: np.ndarray) -> None:
-        """Platt's machines on the training ``gram`` (at the end of ``fit`` and ``load``: ``predict_proba``
-        changes no attribute, as scikit-learn's conventions ask)."""
-
-        def machine(targets: np.ndarray) -> SVC:
-            svc = SVC(C=self.C, kernel="precomputed", tol=self.svm_tol, probability=True, random_state=NUMERICS_SEED)
-            return svc.fit(gram, targets)
-
-        k = len(self.classes_)
-        platt: SVC | list[SVC] = (
-            [machine((self._y == c).astype(int)) for c in range(k)]
-            if isinstance(self.svc_, OneVersusRestSVC) and k > 2
-            else machine(self._y)
+        """Platt's sigmoids of the machines on the training ``gram`` (``platt_sigmoids_``, ``M x 2``: at the
+        end of ``fit``, so that ``predict_proba`` changes no attribute, as scikit-learn's conventions ask)."""
+        self.platt_sigmoids_ = platt_sigmoids(
+            gram, self._y, self._platt_scheme(), C=self.C, tol=self.svm_tol, seed=NUMERICS_SEED
         )
-        self._platt_machines = platt
