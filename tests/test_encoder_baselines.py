@@ -145,10 +145,10 @@ def test_gp_predicts_the_closed_form_posterior(encoder):
     x = encoder.encode(TEXTS).double()
     test = ["good acting", "poor story", "film"]
     xs = encoder.encode(test).double()
-    scale = float(est.model_.covar_module.outputscale)
+    scale = float(est.model_.covar_module.outputscale.detach())
     ell = est.lengthscale_
-    noise = float(est.likelihood_.noise)
-    constant = float(est.model_.mean_module.constant)
+    noise = float(est.likelihood_.noise.detach())
+    constant = float(est.model_.mean_module.constant.detach())
 
     def rbf(a, b):
         return scale * torch.exp(-0.5 * torch.cdist(a, b) ** 2 / ell**2)

@@ -82,7 +82,7 @@ def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows)
         assert float((mine - theirs).norm() / theirs.norm()) < 1e-10  # the 1e-10, relative to each gradient
     # another draw is another loss: the noise is the module's own draw, not a constant
     other = objective(x, y, torch.Generator().manual_seed(8))
-    assert float(other) != pytest.approx(float(loss), rel=1e-6)
+    assert float(other.detach()) != pytest.approx(float(loss.detach()), rel=1e-6)
 
 
 def test_the_host_tables_are_the_kernels_bags_and_floors(corpus):

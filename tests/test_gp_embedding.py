@@ -49,7 +49,7 @@ def test_smoothing_matrix_matches_a_dense_solve_and_a_loop_kernel():
     for i in range(0, 40, 7):
         for j in range(0, 40, 5):
             assert abs(k[i, j].item() - np.exp(-0.5 * float(((e[i] - e[j]) ** 2).sum()) / 1.1**2)) < 1e-12
-    dense = k @ np.linalg.inv(k.numpy() + 0.36 * np.eye(40))
+    dense = k.numpy() @ np.linalg.inv(k.numpy() + 0.36 * np.eye(40))
     np.testing.assert_allclose(smoothing_matrix(e, ls, s).numpy(), dense, atol=1e-10)
     psi = torch.randn(40, 2, generator=g, dtype=D)
     weights, _ = smoothed_weights(e, ls, s, psi)

@@ -342,7 +342,9 @@ class CovariateSmoother(PyroModule):
 def _as_torch_sparse(x: sp.spmatrix) -> Tensor:
     coo = sp.coo_matrix(x)
     index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-    return torch.sparse_coo_tensor(index, torch.from_numpy(coo.data.astype(np.float64)), tuple(coo.shape)).coalesce()
+    values = torch.from_numpy(coo.data.astype(np.float64))
+    # scipy's row and column indices are in range: torch's check (a warning while neither is asked for) is not needed
+    return torch.sparse_coo_tensor(index, values, tuple(coo.shape), check_invariants=False).coalesce()
 
 
 class GPEmbeddingLogisticRegression(
