@@ -76,10 +76,28 @@ def torch_generator(seed: int, device: str | torch.device | None = None) -> torc
     return generator.manual_seed(int(seed))
 
 
+def restored_torch_generator(device: str, state: torch.Tensor) -> torch.Generator:
+    """A torch generator on ``device`` at ``state`` (another's ``get_state()``): one that pickling kept as
+    its state, restored."""
+    generator = torch.Generator(device=device)
+    generator.set_state(state)
+    return generator
+
+
+def _default_rng(random_state: object) -> np.random.Generator:
+    """``numpy.random.default_rng(random_state)``, a legacy ``RandomState`` (scikit-learn's convention for
+    ``random_state``) included on every numpy the package admits: numpy 2.2 and later wrap its bit
+    generator in a ``Generator``; earlier ones refuse it, so the same wrapping is done here (the same
+    draws on either)."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.Generator(random_state._bit_generator)
+    return np.random.default_rng(random_state)  # type: ignore[arg-type]
+
+
 def numpy_generator(seed: int | list[int] | np.random.SeedSequence | None) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``: a numpy generator of a seed (or of a list of integers, as
     numpy's ``SeedSequence`` takes them) drawn from :class:`Streams` or given by a user."""
-    return np.random.default_rng(seed)
+    return _default_rng(seed)
 
 
 def child_seed(seed: int, name: str) -> int:
@@ -104,13 +122,13 @@ def derive_seed(random_state: int | np.random.Generator | None) -> int:
     """One 31-bit seed from an estimator's ``random_state`` (``None``: fresh entropy): the one way
     every lvgp estimator turns its ``random_state`` into randomness (torch generators, numpy
     generators, pyro's scope)."""
-    return int(np.random.default_rng(random_state).integers(2**31 - 1))
+    return int(_default_rng(random_state).integers(2**31 - 1))
 
 
 def derive_seeds(random_state: int | np.random.Generator | None, count: int) -> list[int]:
     """``count`` 31-bit seeds from one ``random_state`` (for independent streams of one fit: an
     initialization, Monte Carlo predictions, restarts); the first is :func:`derive_seed`'s."""
-    return [int(s) for s in np.random.default_rng(random_state).integers(2**31 - 1, size=count)]
+    return [int(s) for s in _default_rng(random_state).integers(2**31 - 1, size=count)]
 
 
 @contextlib.contextmanager
