@@ -594,3 +594,25 @@ def test_texts_predict_block_by_block_as_through_the_whole_padded_corpus(make, m
     for got, expected in zip(unpadded, predictions()):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     assert np.isfinite(unpadded[1]).all() and len(unpadded[0]) == len(test)
+
+
+def test_variational_word_vectors_pickle_and_copy_with_their_generators_state():
+    """The training draws' generator survives pickling and ``copy.deepcopy`` by its state (torch before 2.4
+    cannot pickle a ``torch.Generator``): the copies draw what the original draws next."""
+    import copy
+    import pickle
+
+    from lvgp.kernels.word_vectors import VariationalWordVectors
+
+    words = VariationalWordVectors(12, 2, rho=1.0, seed=0)
+    words.sample_generator = torch.Generator().manual_seed(3)
+    words.train()
+    words.sample_for_training()  # the generator moved on from its seed
+    copies = [pickle.loads(pickle.dumps(words)), copy.deepcopy(words)]
+    words.sample_for_training()
+    for other in copies:
+        assert other.sample_generator is not words.sample_generator
+        other.sample_for_training()
+        assert torch.equal(other.latent_noise, words.latent_noise)
+    plain = VariationalWordVectors(12, 2, rho=1.0, seed=0)  # no generator of its own: torch's global one
+    assert pickle.loads(pickle.dumps(plain)).sample_generator is None

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import gpytorch
 import torch
@@ -42,7 +42,7 @@ from gpytorch.mlls import AddedLossTerm
 from gpytorch.priors import NormalPrior
 from torch import Tensor, nn
 
-from .._random import torch_generator
+from .._random import restored_torch_generator, torch_generator
 from .._typing import TensorLike
 from ..base.shapes import broadcast_shapes
 from ..base.validation import check_number
@@ -348,6 +348,13 @@ class NegativeLatentKL(AddedLossTerm):
         return -self.word_vectors.kl()
 
 
+class _SavedGenerator(NamedTuple):
+    """A ``torch.Generator`` as pickling keeps it: its device and its state (``get_state()``)."""
+
+    device: str
+    state: Tensor
+
+
 class VariationalWordVectors(MAPWordVectors):
     r"""A factorized Gaussian posterior :math:`q(x_{vk}) = \mathcal N(W\mathbf e_v + \delta_{vk}, s_{vk}^2)`
     with the prior :math:`\mathcal N(0, \rho^{-1})` on the residual. In training mode the kernel
@@ -375,6 +382,21 @@ class VariationalWordVectors(MAPWordVectors):
         self.sample_generator: torch.Generator | None = None
         self.register_added_loss_term("latent_kl")
         self.update_added_loss_term("latent_kl", NegativeLatentKL(self))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The module's state for pickling and ``copy.deepcopy``, ``sample_generator`` as its device and state
+        (torch before 2.4 cannot pickle a ``torch.Generator``; the package admits torch 2.2)."""
+        state = dict(super().__getstate__())
+        generator = state.get("sample_generator")
+        if isinstance(generator, torch.Generator):
+            state["sample_generator"] = _SavedGenerator(str(generator.device), generator.get_state())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        saved = state.get("sample_generator")
+        if isinstance(saved, _SavedGenerator):
+            state = {**state, "sample_generator": restored_torch_generator(saved.device, saved.state)}
+        super().__setstate__(state)
 
     def _register_prior(self, rho: float) -> None:
         # the prior enters through the KL (an added loss term), not as a gpytorch prior
