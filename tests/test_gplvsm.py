@@ -597,7 +597,7 @@ def test_texts_predict_block_by_block_as_through_the_whole_padded_corpus(make, m
 
 
 def test_variational_word_vectors_pickle_and_copy_with_their_generators_state():
-    """The training draws' generator survives pickling and ``copy.deepcopy`` by its state (torch before 2.4
+    """The training draws' generator survives pickling and ``copy.deepcopy`` by its state (torch 2.2
     cannot pickle a ``torch.Generator``): the copies draw what the original draws next."""
     import copy
     import pickle

@@ -385,7 +385,7 @@ class VariationalWordVectors(MAPWordVectors):
 
     def __getstate__(self) -> dict[str, Any]:
         """The module's state for pickling and ``copy.deepcopy``, ``sample_generator`` as its device and state
-        (torch before 2.4 cannot pickle a ``torch.Generator``; the package admits torch 2.2)."""
+        (torch 2.2, which the package admits, cannot pickle a ``torch.Generator``; 2.13 can)."""
         state = dict(super().__getstate__())
         generator = state.get("sample_generator")
         if isinstance(generator, torch.Generator):
