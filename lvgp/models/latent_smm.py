@@ -204,7 +204,8 @@ class LatentSMMClassifier(
 
     Fitted: ``classes_``, ``kernel_`` (the LDK with the learned word vectors), ``svc_`` (LIBSVM
     on the final training Gram), ``objective_curve_`` (eq. 4.19 per L-BFGS iteration),
-    ``n_iter_``, ``converged_``, ``word_vectors_``, ``fit_seconds_``, ``n_evaluations_``.
+    ``n_iter_``, ``converged_``, ``word_vectors_``, ``fit_seconds_``, ``n_evaluations_``, ``platt_sigmoids_``
+    (each machine's Platt sigmoid :math:`(A, B)`, :meth:`predict_proba`'s; :mod:`lvgp.base.platt`).
     A ``ConvergenceWarning`` says when the optimizer's ``max_iter`` ends the fit first; Ctrl-C keeps the
     best vectors so far.
     """
