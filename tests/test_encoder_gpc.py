@@ -169,7 +169,7 @@ def test_a_fixed_encoder_weight_stays_where_both_parts_weigh_alike(encoder, kind
     assert not raw(fixed).requires_grad and raw(fitted).requires_grad
     assert float(weight(fixed)) == pytest.approx(1.0, abs=1e-6)  # the tf-idf cosine's self-similarity
     assert abs(float(weight(fitted).detach()) - 1.0) > 1e-3
-    scale = fixed.model_.covar_module.outputscale
+    scale = fixed.model_.covar_module.outputscale.detach()
     assert abs(float(scale) - float(fitted.model_.covar_module.outputscale.detach())) > 1e-6  # the rest is fitted
     if kind == "rbf":
         lengthscale = fixed.model_.covar_module.base_kernel.kernels[1].base_kernel.base.lengthscale
@@ -195,3 +195,105 @@ def test_an_encoder_part_can_hold_its_lengthscale():
         encoder_part("cosine", 4, lengthscale=1.0)
     with pytest.raises(ValueError, match="lengthscale must be a positive finite number"):
         encoder_part("rbf", 4, lengthscale=0.0)
+
+
+def test_an_encoder_kernel_object_fits_as_the_part_of_its_name_and_stays_unfitted(encoder):
+    """``encoder_kernel=RBFKernel()`` is the part ``"rbf"`` builds (gpytorch's RBF of the unit vectors under the
+    weight mu): the same fit and predictions, to the bit, also with a kernel per class; ``MaternKernel(nu=2.5)`` is
+    ``"matern"``. The user's object is copied at every fit, never fitted itself, and ``get_params`` gives it back."""
+    from gpytorch.kernels import MaternKernel, RBFKernel
+
+    for name, user in (("rbf", RBFKernel()), ("matern", MaternKernel(nu=2.5))):
+        start = {k: v.clone() for k, v in user.state_dict().items()}
+        for per_class in ("shared", "per-class"):
+            by_name = _fit(encoder, encoder_kernel=name, class_hyperparameters=per_class)
+            by_object = _fit(encoder, encoder_kernel=user, class_hyperparameters=per_class)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                np.testing.assert_array_equal(by_object.predict_proba(TEST), by_name.predict_proba(TEST))
+            assert by_object.get_params()["encoder_kernel"] is user
+            fitted = [m for m in by_object.model_.modules() if isinstance(m, type(user))]
+            assert fitted and all(m is not user for m in fitted)
+        assert all(torch.equal(v, user.state_dict()[k]) for k, v in start.items())  # the fits moved copies only
+
+
+def test_a_list_of_encoder_kernels_is_one_weighted_part_each(encoder):
+    """``encoder_kernel=["cosine", RQKernel()]``: the word kernel plus mu1 times the cosine plus mu2 times the
+    rational quadratic of the unit vectors (its formula by hand), both weights starting where the parts weigh
+    alike; a list of one name is that name's part."""
+    from gpytorch.kernels import RQKernel
+
+    from lvgp.kernels.composition import part_names
+
+    clf = _fit(encoder, encoder_kernel=["cosine", RQKernel()], optimizer=LBFGS(max_iter=3))
+    composed = clf.model_.covar_module.base_kernel
+    assert part_names(composed) == ("words", "encoder", "encoder-2")
+    words, cosine, rq = composed.kernels
+    x = clf.model_.train_inputs[0]
+    d = encoder.dim
+    unit = torch.nn.functional.normalize(x[:, :d], dim=-1)
+    with torch.no_grad():
+        inner = rq.base_kernel.base
+        distance2 = torch.cdist(unit, unit).square() / inner.lengthscale.squeeze() ** 2
+        alpha = inner.alpha.squeeze()
+        rational = (1 + distance2 / (2 * alpha)).pow(-alpha)
+        expected = (
+            words.base(x[:, d:].long()).to_dense()
+            + cosine.base.variance.squeeze() * unit @ unit.T
+            + rq.outputscale * rational
+        )
+        torch.testing.assert_close(composed(x).to_dense(), expected)
+    fresh = LDKGPClassifier(SPEC, sentence_encoder=encoder, encoder_kernel=("cosine", RQKernel()), random_state=0)
+    fresh.encoder_ = clf.encoder_
+    start = fresh._kernel(0, x).kernels
+    with torch.no_grad():
+        balance = start[0].base(x[:, d:].long(), diag=True).mean()
+        torch.testing.assert_close(start[1].base.variance.squeeze(), balance)
+        torch.testing.assert_close(start[2].outputscale, balance)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(
+            _fit(encoder, encoder_kernel=["rbf"]).predict_proba(TEST),
+            _fit(encoder, encoder_kernel="rbf").predict_proba(TEST),
+        )
+
+
+def test_a_file_of_an_encoder_kernel_object_reloads_with_it_given_again(encoder, tmp_path):
+    """A file describes a kernel of ``encoder_kernel`` but does not hold its code: ``load`` asks for it (a
+    ``ValueError`` naming the file), refuses one of other names or places, and with it predicts to the bit; a
+    file of names alone keeps them (a tuple as a tuple) and refuses ``encoder_kernel=``."""
+    from gpytorch.kernels import RQKernel
+
+    clf = _fit(encoder, sentence_encoder="all-MiniLM-L6-v2", encoder_kernel=["cosine", RQKernel()])
+    path = tmp_path / "user.pt"
+    clf.save(path)
+    with pytest.raises(ValueError, match="pass the same encoder_kernel again"):
+        LDKGPClassifier.load(path)
+    with pytest.raises(ValueError, match="differs in its names or places"):
+        LDKGPClassifier.load(path, encoder_kernel=[RQKernel(), "cosine"])
+    with pytest.raises(ValueError, match="differs in its names or places"):
+        LDKGPClassifier.load(path, encoder_kernel=RQKernel())
+    loaded = LDKGPClassifier.load(path, encoder_kernel=["cosine", RQKernel()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(loaded.predict_proba(TEST), clf.predict_proba(TEST))
+    named = _fit(
+        encoder, sentence_encoder="all-MiniLM-L6-v2", encoder_kernel=("cosine", "rbf"), optimizer=LBFGS(max_iter=2)
+    )
+    named.save(tmp_path / "named.pt")
+    assert LDKGPClassifier.load(tmp_path / "named.pt").encoder_kernel == ("cosine", "rbf")
+    with pytest.raises(ValueError, match="load it without encoder_kernel="):
+        LDKGPClassifier.load(tmp_path / "named.pt", encoder_kernel=("cosine", "rbf"))
+
+
+def test_bad_encoder_kernels_are_named(encoder):
+    from gpytorch.kernels import RBFKernel
+
+    for bad, error, what in (
+        ([], ValueError, "a non-empty list"),
+        (["rbf", "sigmoid"], ValueError, "one of"),
+        (RBFKernel, TypeError, "a gpytorch Kernel instance"),  # the class, not an instance
+        (["rbf", 3], TypeError, "a gpytorch Kernel instance"),
+    ):
+        with pytest.raises(error, match=f"encoder_kernel.*{what}"):
+            LDKGPClassifier(SPEC, sentence_encoder=encoder, encoder_kernel=bad).fit(TEXTS, LABELS)

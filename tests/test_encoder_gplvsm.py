@@ -103,3 +103,29 @@ def test_the_default_encoder_part_is_the_rbf_of_the_unit_vectors(encoder):
     word_part, enc_part = reg.model_.covar_module.base_kernel.kernels
     assert isinstance(enc_part, ScaleKernel) and isinstance(enc_part.base_kernel.base, RBFKernel)
     assert enc_part.base_kernel.normalize
+
+
+def test_an_encoder_kernel_object_or_list_is_composed_as_the_classifiers_and_reloads_with_it(encoder, tmp_path):
+    """``encoder_kernel=MaternKernel(nu=2.5)`` fits and predicts as ``"matern"`` to the bit, the user's object
+    unfitted; ``["cosine", RQKernel()]`` is one weighted part each, and its file reloads, bit-exactly, with the
+    same list given again (a file does not hold a kernel's code)."""
+    from gpytorch.kernels import MaternKernel, RQKernel
+
+    from lvgp.kernels.composition import part_names
+
+    user = MaternKernel(nu=2.5)
+    start = {k: v.clone() for k, v in user.state_dict().items()}
+    by_name, by_object = _fit(encoder, encoder_kernel="matern"), _fit(encoder, encoder_kernel=user)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(by_object.predict(TEST, return_std=True), by_name.predict(TEST, return_std=True))
+    assert all(torch.equal(v, user.state_dict()[k]) for k, v in start.items())
+    reg = _fit(encoder, sentence_encoder="all-MiniLM-L6-v2", encoder_kernel=["cosine", RQKernel()])
+    assert part_names(reg.model_.covar_module.base_kernel) == ("words", "encoder", "encoder-2")
+    reg.save(tmp_path / "reg.pt")
+    with pytest.raises(ValueError, match="pass the same encoder_kernel again"):
+        GPLVSMRegressor.load(tmp_path / "reg.pt")
+    loaded = GPLVSMRegressor.load(tmp_path / "reg.pt", encoder_kernel=["cosine", RQKernel()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(loaded.predict(TEST, return_std=True), reg.predict(TEST, return_std=True))

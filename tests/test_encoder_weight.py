@@ -184,7 +184,7 @@ class _CannedLeaveOneOut:
         self.model_ = types.SimpleNamespace(covar_module=ScaleKernel(kernel))
 
     def _factor(self) -> float:
-        return round(float(self.part.outputscale) / 2.0, 6)
+        return round(float(self.part.outputscale.detach()) / 2.0, 6)
 
     def _loo_log_proba(self):
         predicted = np.array(self.canned[self._factor()][1])

@@ -168,8 +168,8 @@ def test_fit_save_load_predicts_bit_identically(name, tmp_path, tiny_encoder):
 
 @pytest.mark.parametrize("name", ["CLGP", "LDARegression", "SLDAClassifier", "GPEmbeddingLogisticRegression"])
 def test_the_new_files_refuse_what_they_are_not(name, tmp_path):
-    """The estimators that got save/load with format 3 read that format only, refuse ``kernel=`` (none
-    has a kernel parameter), and a file of another class is a ValueError naming the file."""
+    """The estimators that got save/load with format 3 read that format only, refuse ``kernel=`` and
+    ``encoder_kernel=`` (none has such a parameter), and a file of another class is a ValueError naming the file."""
     from lvgp.base.persistence import SavedFileError
 
     cls = getattr(lvgp, name)
@@ -179,6 +179,8 @@ def test_the_new_files_refuse_what_they_are_not(name, tmp_path):
     est.save(tmp_path / "model.pt")
     with pytest.raises(TypeError, match="takes no kernel="):
         cls.load(tmp_path / "model.pt", kernel=LDKSpec())
+    with pytest.raises(TypeError, match="takes no encoder_kernel="):
+        cls.load(tmp_path / "model.pt", encoder_kernel="rbf")
     payload = torch.load(tmp_path / "model.pt", weights_only=True)
     payload["format"] = f"lvgp.{name}/1"
     torch.save(payload, tmp_path / "old.pt")

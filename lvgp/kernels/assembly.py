@@ -14,13 +14,14 @@ encoder part. The word-vector modules of the result are :func:`~lvgp.kernels.spe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from gpytorch.kernels import Kernel, ScaleKernel
 
-from .packed import beside_encoder
+from .packed import beside_encoder, fresh_encoder_kinds
 from .spec import BagOfWordsSpec, LDKSpec, resolve_kernel
 
 __all__ = ["Covariance", "EncoderPart", "assemble_covariance", "kernel_kind", "KERNEL_KINDS"]
@@ -33,10 +34,12 @@ KERNEL_KINDS = ("exact", "nystrom", "rff", "user")
 @dataclass(frozen=True)
 class EncoderPart:
     """The sentence encoder's part beside the words: the width of its vectors in the packed documents
-    (:func:`~lvgp.kernels.packed.pack_documents`) and its kernel's name (``ENCODER_KERNELS``)."""
+    (:func:`~lvgp.kernels.packed.pack_documents`) and the estimator's ``encoder_kernel`` (a name of
+    ``ENCODER_KERNELS``, a gpytorch ``Kernel``, or a sequence of those: one part each; a kernel is copied
+    where the covariance is assembled, :func:`~lvgp.kernels.packed.fresh_encoder_kinds`)."""
 
     dim: int
-    kind: str
+    kind: str | Kernel | Sequence[str | Kernel]
 
 
 @dataclass(frozen=True)
@@ -92,5 +95,5 @@ def assemble_covariance(
         return Covariance(resolve_kernel(kernel, num_words, documents), "user")
     kind = kernel_kind(built)
     if encoder is not None:
-        built = beside_encoder(built, documents, encoder.dim, encoder.kind).double()
+        built = beside_encoder(built, documents, encoder.dim, fresh_encoder_kinds(encoder.kind)).double()
     return Covariance(ScaleKernel(built) if scale else built, kind)

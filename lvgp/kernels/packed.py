@@ -39,15 +39,18 @@ from gpytorch.kernels import Kernel
 from linear_operator.operators import LinearOperator
 from torch import Tensor
 
+from ..base.constraints import Constraint
 from ..bow.padded import PAD, check_padded, pad_to_common_width, padded_source
 from .document import DocumentKernel
 
 __all__ = [
     "ENCODER_KERNELS",
+    "EncoderKernelArgument",
     "FeatureKernel",
     "WordSetKernel",
     "beside_encoder",
     "encoder_part",
+    "fresh_encoder_kinds",
     "pack_documents",
     "unpack_documents",
 ]
@@ -242,6 +245,40 @@ class WordSetKernel(_PackedKernel):
 ENCODER_KERNELS = ("cosine", "rbf", "matern")
 #: the encoder parts with a length-scale (``encoder_part(lengthscale=...)``)
 STATIONARY_ENCODER_KERNELS = ("rbf", "matern")
+
+
+class EncoderKernelArgument(Constraint):
+    r"""The constraint of the estimators' ``encoder_kernel=`` (``lvgp.base.constraints``): a name of
+    :data:`~lvgp.kernels.packed.ENCODER_KERNELS`, a gpytorch ``Kernel`` instance on :math:`\mathbb R^d` (it is
+    copied at every fit: fitting never changes the parameter), or a non-empty list or tuple of those (one encoder
+    part each, each with its own weight: :func:`beside_encoder`)."""
+
+    def accepts_type(self, value: Any) -> bool:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return all(isinstance(one, (str, Kernel)) for one in items)
+
+    def problem(self, value: Any) -> str | None:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if not items:
+            return "a non-empty list"
+        names = [one for one in items if isinstance(one, str)]
+        return None if all(one in ENCODER_KERNELS for one in names) else self.describe()
+
+    def describe(self) -> str:
+        return (
+            f"one of {ENCODER_KERNELS}, a gpytorch Kernel instance on the encoder's vectors, or a non-empty list of "
+            "those"
+        )
+
+
+def fresh_encoder_kinds(kind: str | Kernel | Sequence[str | Kernel]) -> tuple[str | Kernel, ...]:
+    """``encoder_kernel``'s parts as a tuple, a gpytorch ``Kernel`` among them deep-copied (a fit moves its
+    copy's parameters, never the user's object; each call gives new copies, so that no two models share
+    one)."""
+    import copy
+
+    items = list(kind) if isinstance(kind, (list, tuple)) else [kind]
+    return tuple(copy.deepcopy(one) if isinstance(one, Kernel) else one for one in items)
 
 
 def encoder_part(

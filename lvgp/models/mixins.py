@@ -269,15 +269,23 @@ class SavedParamsMixin:
         torch.save(payload, Path(path))
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None, kernel: Any = None) -> Self:
+    def load(
+        cls,
+        path: str | Path,
+        device: str | torch.device | None = None,
+        kernel: Any = None,
+        encoder_kernel: Any = None,
+    ) -> Self:
         """An estimator written by :meth:`save`, read with ``torch.load(weights_only=True)``, on
         ``device`` (default: the device it was fitted on, which must exist here). ``kernel``: for a
         model fitted with a user kernel, the same gpytorch kernel or factory (a file holds its state,
-        not its code); estimators without a ``kernel`` parameter refuse it. A file ``save`` did not
+        not its code); ``encoder_kernel``: likewise for a model whose ``encoder_kernel`` held a gpytorch
+        kernel (the same value again: the kernel, or the list with the same names and kernels in the same
+        places); estimators without such a parameter refuse it. A file ``save`` did not
         write, or a damaged one, is a ``ValueError`` naming the file."""
         from ..base.persistence import SavedFileError
 
-        est, payload = cls._from_saved(path, device, kernel)
+        est, payload = cls._from_saved(path, device, kernel, encoder_kernel)
         try:
             est._restore_fitted(payload)
         except (KeyError, TypeError, AttributeError, IndexError) as err:
@@ -286,6 +294,7 @@ class SavedParamsMixin:
             raise ValueError(
                 f"{path}: the saved model state does not fit the model its parameters build"
                 + (" with the kernel= given" if kernel is not None else "")
+                + (" with the encoder_kernel= given" if encoder_kernel is not None else "")
                 + f" ({str(err).splitlines()[0][:300]})"
             ) from None
         return est
@@ -336,6 +345,9 @@ class SavedParamsMixin:
                 plain = value.to_plain()
                 fields = {k: plain_value(v, f"{name}.{k}") for k, v in plain["fields"].items()}
                 out[name] = {_FIT_OPTIONS_TAG: {**plain, "fields": fields}}
+            elif name == "encoder_kernel" and not _names_only(value):  # what its kernels were (load takes them)
+                parts = [_saved_encoder_kind(one) for one in (value if isinstance(value, (list, tuple)) else [value])]
+                out[name] = parts if isinstance(value, (list, tuple)) else parts[0]
             elif name == "kernel":
                 if value is None or isinstance(value, str):  # a covariance by name (EncoderGPRegressor)
                     out[name] = value
@@ -420,20 +432,25 @@ class SavedParamsMixin:
         return f"lvgp.{cls.__name__}/{cls._format_version}"
 
     @classmethod
-    def _from_saved(cls, path: str | Path, device: str | torch.device | None, kernel: Any = None) -> tuple[Any, dict]:
+    def _from_saved(
+        cls, path: str | Path, device: str | torch.device | None, kernel: Any = None, encoder_kernel: Any = None
+    ) -> tuple[Any, dict]:
         """A new estimator with the saved parameters (on ``device`` where given) and the payload of
         the file ``save`` wrote (:func:`lvgp.base.persistence.read_saved`: a ``ValueError`` naming the
         file for anything it did not write); files of format 1 (lvgp 0.1) are read too."""
         from ..base.persistence import SavedFileError, read_saved
 
-        if kernel is not None and "kernel" not in cls._get_param_names():  # type: ignore[attr-defined]
-            raise TypeError(f"{cls.__name__}.load takes no kernel=: a {cls.__name__} has no kernel parameter")
+        for given, name in ((kernel, "kernel"), (encoder_kernel, "encoder_kernel")):
+            if given is not None and name not in cls._get_param_names():  # type: ignore[attr-defined]
+                raise TypeError(f"{cls.__name__}.load takes no {name}=: a {cls.__name__} has no {name} parameter")
         legacy = f"lvgp.{cls.__name__}/1"
         versions = range(cls._format_version, cls._first_format_version - 1, -1)
         formats = tuple(f"lvgp.{cls.__name__}/{v}" for v in versions)
         payload = read_saved(path, cls.__name__, formats)
         try:
             params = cls._restored_params(payload["params"], kernel, path)
+            if "encoder_kernel" in params or encoder_kernel is not None:
+                params["encoder_kernel"] = _restored_encoder_kind(params.get("encoder_kernel"), encoder_kernel, path)
             if payload["format"] == legacy:
                 state = payload.get("state_dict", payload.get("model", {}))
                 params = cls._legacy_params(params, state.keys())
@@ -454,6 +471,44 @@ class SavedParamsMixin:
             return cls(**params), payload
         except TypeError as err:
             raise SavedFileError(f"{path} is damaged or of another lvgp: its parameters do not fit ({err})") from None
+
+
+def _names_only(kind: Any) -> bool:
+    """Whether ``encoder_kernel`` holds names alone (a file holds them by value)."""
+    return all(isinstance(one, str) for one in (kind if isinstance(kind, (list, tuple)) else [kind]))
+
+
+def _saved_encoder_kind(kind: Any) -> Any:
+    """One part of ``encoder_kernel`` as a file holds it: a name as it is, a gpytorch kernel as what it was."""
+    return kind if isinstance(kind, str) else {_USER_KERNEL_TAG: _describe_kernel(kind)}
+
+
+def _restored_encoder_kind(saved: Any, given: Any, path: Any) -> Any:
+    """``encoder_kernel`` of a saved estimator: the saved names, or -- where the file held gpytorch kernels,
+    which it describes but does not hold -- ``given``, the same value passed to ``load`` again (a ``ValueError``
+    naming the file where it is missing or does not match the saved names and places)."""
+    items = saved if isinstance(saved, list) else [saved]
+    users = [one for one in items if isinstance(one, dict) and _USER_KERNEL_TAG in one]
+    if not users:
+        if given is not None:
+            raise ValueError(f"{path} names its encoder kernel ({saved!r}): load it without encoder_kernel=")
+        return saved
+    if given is None:
+        raise ValueError(
+            f"{path} was fitted with encoder_kernel={saved!r}: a file describes a gpytorch kernel but does not hold "
+            "it; pass the same encoder_kernel again, load(path, encoder_kernel=...), and its saved state fills it"
+        )
+    got = list(given) if isinstance(given, (list, tuple)) else [given]
+    same = isinstance(given, (list, tuple)) == isinstance(saved, list) and len(got) == len(items)
+    same = same and all(
+        not isinstance(g, str) if isinstance(one, dict) else g == one for one, g in zip(items, got, strict=False)
+    )
+    if not same:
+        raise ValueError(
+            f"{path} was fitted with encoder_kernel={saved!r}; the encoder_kernel= given ({given!r}) differs in its "
+            "names or places"
+        )
+    return given
 
 
 def _describe_kernel(kernel: Any) -> str:

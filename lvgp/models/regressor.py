@@ -13,7 +13,7 @@ from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels.assembly import EncoderPart
 from ..kernels.composition import PART_SELECTIONS
-from ..kernels.packed import ENCODER_KERNELS
+from ..kernels.packed import EncoderKernelArgument
 from ..kernels.spec import (
     KernelArg,
     KernelArgument,
@@ -26,6 +26,10 @@ from .gplvsm import GPLVSM
 from .mixins import KernelParamsMixin, SentenceEncoderMixin, word_source
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpytorch.kernels import Kernel
+
     from ..bow.vocabulary import Vocabulary
     from ..kernels.word_vectors import WordVectors
 
@@ -99,8 +103,11 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             one without a vocabulary word (in training too): the encoder reads it, and the word part gives
             it the empty set's value.
         encoder_kernel: the encoder's part with a spec: ``"rbf"`` (default), ``"cosine"`` or ``"matern"``
-            (of the normalized vectors). The RBF was chosen on dev sentences of the regression study
-            (``results/README.md``).
+            (of the normalized vectors), a gpytorch ``Kernel`` instance on the normalized vectors (copied at
+            every fit, its parameters fitted with the rest, times the part's weight :math:`\mu`), or a list of
+            those (one part each, each with its own weight, e.g. ``["cosine", "rbf"]``); a model fitted with a
+            kernel here is saved with what it was, and :meth:`load` takes the same ``encoder_kernel`` again.
+            The RBF was chosen on dev sentences of the regression study (``results/README.md``).
         part_selection: ``None`` (default: the kernel as composed), ``"loo"`` or ``"evidence"``: model
             selection among the sub-compositions of the covariance's top sum (with a sentence encoder:
             the words, the encoder, both), each fitted from the same start (three fits for two parts;
@@ -147,7 +154,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         device: str | torch.device = "cpu",
         verbose: bool = False,
         sentence_encoder: str | SentenceEncoder | None = None,
-        encoder_kernel: str = "rbf",
+        encoder_kernel: str | Kernel | Sequence[str | Kernel] = "rbf",
         part_selection: str | None = None,
     ):
         self.kernel = kernel
@@ -211,7 +218,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         "elbo_samples": [Integer(1)],
         "predict_samples": [Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
-        "encoder_kernel": [Options(*ENCODER_KERNELS)],
+        "encoder_kernel": [EncoderKernelArgument()],
         "part_selection": [None, Options(*PART_SELECTIONS)],
     }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Self
 
 import gpytorch
@@ -50,7 +50,7 @@ from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
-from ...kernels.packed import ENCODER_KERNELS
+from ...kernels.packed import EncoderKernelArgument
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
@@ -203,8 +203,12 @@ class LDKGPClassifier(
             without a vocabulary word (in training too): the encoder reads it, and the word part gives it
             the empty set's value.
         encoder_kernel: the encoder's part with a spec: ``"cosine"``, ``"rbf"`` or ``"matern"`` (of the
-            normalized vectors). ``encode_seconds_``: the seconds the fit spent encoding (the model's
-            loading included; 0 without a sentence encoder).
+            normalized vectors), a gpytorch ``Kernel`` instance on the normalized vectors (e.g.
+            ``gpytorch.kernels.RQKernel()``: copied at every fit, its parameters fitted with the rest, times
+            the part's weight :math:`\mu`), or a list of those (one part each, each with its own weight, e.g.
+            ``["cosine", "rbf"]``). A model fitted with a kernel here is saved with what it was, and
+            :meth:`load` takes the same ``encoder_kernel`` again. ``encode_seconds_``: the seconds the fit
+            spent encoding (the model's loading included; 0 without a sentence encoder).
         novelty_score: what :meth:`score_samples` returns (higher: more typical of the training classes;
             :mod:`lvgp.base.novelty`): ``"energy"`` (the default: the log-sum-exp of the latent means, the
             Dirichlet inference's log total evidence, which falls where no class has evidence; chosen
@@ -306,7 +310,7 @@ class LDKGPClassifier(
         device: str | torch.device = "cpu",
         verbose: bool = False,
         sentence_encoder: str | SentenceEncoder | None = None,
-        encoder_kernel: str = "cosine",
+        encoder_kernel: str | Kernel | Sequence[str | Kernel] = "cosine",
         novelty_score: str = "energy",
         part_selection: str | None = None,
         max_evidence_documents: int | None = None,
@@ -360,7 +364,7 @@ class LDKGPClassifier(
         "num_inducing": [Integer(1)],
         "predict_samples": [Integer(1)],
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
-        "encoder_kernel": [Options(*ENCODER_KERNELS)],
+        "encoder_kernel": [EncoderKernelArgument()],
         "novelty_score": [Options(*NOVELTY_SCORES)],
         "part_selection": [None, Options(*PART_SELECTIONS)],
         "max_evidence_documents": [None, Integer(2)],
