@@ -202,6 +202,7 @@ def test_an_encoder_kernel_object_fits_as_the_part_of_its_name_and_stays_unfitte
     weight mu): the same fit and predictions, to the bit, also with a kernel per class; ``MaternKernel(nu=2.5)`` is
     ``"matern"``. The user's object is copied at every fit, never fitted itself, and ``get_params`` gives it back."""
     from gpytorch.kernels import MaternKernel, RBFKernel
+    from sklearn.base import clone
 
     for name, user in (("rbf", RBFKernel()), ("matern", MaternKernel(nu=2.5))):
         start = {k: v.clone() for k, v in user.state_dict().items()}
@@ -215,6 +216,9 @@ def test_an_encoder_kernel_object_fits_as_the_part_of_its_name_and_stays_unfitte
             fitted = [m for m in by_object.model_.modules() if isinstance(m, type(user))]
             assert fitted and all(m is not user for m in fitted)
         assert all(torch.equal(v, user.state_dict()[k]) for k, v in start.items())  # the fits moved copies only
+    twin = clone(LDKGPClassifier(SPEC, encoder_kernel=["cosine", user]))  # what GridSearchCV does to a candidate
+    assert twin.encoder_kernel[0] == "cosine" and type(twin.encoder_kernel[1]) is MaternKernel
+    assert twin.encoder_kernel[1] is not user
 
 
 def test_a_list_of_encoder_kernels_is_one_weighted_part_each(encoder):
