@@ -36,7 +36,9 @@ standard error and its leave-one-out accuracy is at most one text below 1's. ``-
 
 ``--encoder-part matern`` (rule 21): ``gpc-bow-encoder-rbf``'s stationary encoder part a Matern 5/2 kernel of the
 unit vectors in place of the RBF (the SNGP argument's other stationary kernel), every other setting the study's
-(one process: ``--jobs 1``).
+(one process: ``--jobs 1``). ``--encoder-part cosine-rbf`` (rule 25): a cosine part of the encoder's vectors beside
+the RBF, each with its own weight (``encoder_kernel=["cosine", "rbf"]``): logistic regression's kernel for the
+classes, the RBF for the distance.
 
 ``--alpha-epsilon A`` (rule 22): the GP classifiers' Dirichlet pseudo-count ``A`` (Milios et al.'s default 0.01)
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
@@ -192,9 +194,9 @@ def main() -> None:
     parser.add_argument(
         "--encoder-part",
         default="study",
-        choices=("study", "matern"),
-        help="gpc-bow-encoder-rbf's stationary encoder part: the study's RBF, or a Matern 5/2 in its place (module "
-        "docstring)",
+        choices=("study", "matern", "cosine-rbf"),
+        help="gpc-bow-encoder-rbf's stationary encoder part: the study's RBF, a Matern 5/2 in its place, or a cosine "
+        "part beside the RBF (module docstring)",
     )
     parser.add_argument(
         "--alpha-epsilon",
@@ -405,6 +407,8 @@ def _study_encoder_options(method: str) -> dict:
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
+#: ``--encoder-part`` values that stand for several encoder parts, each with its own weight
+_ENCODER_PARTS = {"cosine-rbf": ("cosine", "rbf")}
 
 
 def variant_study(
@@ -447,7 +451,7 @@ def variant_study(
                 model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
             other_part = encoder_part != "study" and cell["method"] == "gpc-bow-encoder-rbf"
             if (sublinear_tf is not None or encoder_weight != "study" or other_part) and cell["method"] in _TFIDF_GPS:
-                part = encoder_part if other_part else _TFIDF_GPS[cell["method"]]
+                part = _ENCODER_PARTS.get(encoder_part, encoder_part) if other_part else _TFIDF_GPS[cell["method"]]
                 counts = bool(sublinear_tf)  # (None: the encoder GPs' own, raw counts)
                 if part is None:
                     kernel = functools.partial(

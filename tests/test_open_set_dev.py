@@ -154,6 +154,29 @@ def test_the_matern_variant_swaps_the_stationary_part_alone(toy_topics_tsv):
     assert part.raw_outputscale.requires_grad
 
 
+def test_the_cosine_rbf_variant_adds_a_cosine_part_beside_the_rbf(toy_topics_tsv):
+    """``--encoder-part cosine-rbf`` (rule 25): gpc-bow-encoder-rbf's encoder parts are a cosine and the RBF, each
+    with its own fitted weight, beside the tf-idf cosine."""
+    from gpytorch.kernels import LinearKernel, RBFKernel
+
+    from lvgp.kernels.composition import encoder_part_weights, part_names
+
+    study = dev.variant_study(whole_bag=False, encoder_part="cosine-rbf")(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(3)
+    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(list(texts), labels)
+    composed = model.model_.covar_module.base_kernel
+    assert part_names(composed) == ("words", "encoder", "encoder-2")
+    assert isinstance(composed.kernels[1].base, LinearKernel) and isinstance(
+        composed.kernels[2].base_kernel.base, RBFKernel
+    )
+    assert all(getattr(m, "raw_" + name).requires_grad for m, name in encoder_part_weights(composed))
+
+
 def test_the_pseudo_count_variant_sets_every_gp_alone(toy_topics_tsv):
     """``--alpha-epsilon`` (rule 22): every GP classifier of the study gets the pseudo-count, the baselines nothing."""
     from lvgp.experiments.open_set import OpenSetStudy
