@@ -749,3 +749,19 @@ def test_expected_softmax_in_blocks_of_rows_is_the_whole_ones(monkeypatch):
     blocked = models.expected_softmax(mean, var, 64, list(range(7)))
     np.testing.assert_allclose(blocked.numpy(), whole.numpy(), rtol=0, atol=1e-15)
     assert blocked.shape == (50, 7)
+
+
+@pytest.mark.parametrize("inference", ["dirichlet", "laplace"])
+def test_a_budget_that_ends_the_fit_advises_by_what_the_kernel_fits(inference):
+    """The ConvergenceWarning of an evidence fit its budget ended: with MAP word vectors the advice says the budget
+    acts as an early stop and offers early_stopping (converging over-fits them: ``ldk_gpc_convergence.py``); a kernel
+    without fitted word vectors gets the plain advice."""
+    from lvgp.kernels import BagOfWordsSpec
+
+    x, y = three_classes(30, 4)
+    for kernel, advice in (
+        (LDKSpec(latent_dim=2, rho=0.5), "with MAP word vectors the budget acts as an early stop"),
+        (BagOfWordsSpec(), "increase max_iter or tol$"),
+    ):
+        with pytest.warns(ConvergenceWarning, match=f"GP classifier did not converge in 2 L-BFGS iterations.*{advice}"):
+            LDKGPClassifier(kernel, inference=inference, optimizer=LBFGS(max_iter=2), random_state=0).fit(x, y)
