@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import ElasticNet, Ridge
 from sklearn.model_selection import GridSearchCV
 
-from lvgp.baselines.linear import DevTunedLinearRegression
+from lvgp.baselines.linear import DevTunedLinearRegression, TfidfRidge
 from lvgp.baselines.text_classifiers import BowClassifier, KernelSVMClassifier
 
 
@@ -47,6 +47,37 @@ def test_dev_choice_matches_a_hand_loop_and_the_model_never_sees_the_dev_rows(ki
         Ridge(alpha=best[0]) if best[1] is None else ElasticNet(alpha=best[0], l1_ratio=best[1], max_iter=20000)
     ).fit(F, y[:60])
     np.testing.assert_allclose(model.predict(texts[60:]), refit.predict(F_val), rtol=1e-6, atol=1e-9)
+
+
+def test_the_tfidf_ridge_is_a_hand_loop_over_alpha_on_scikit_learns_tfidf():
+    """``TfidfRidge``: the default vectorizer (sublinear tf-idf, the stop words but the negations) fitted on the
+    training texts alone, alpha the dev-best of a hand loop, the ridge refit on the training texts; without a dev
+    split the folds choose; a vectorizer of one's own is cloned, never fitted; bad arguments are named."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from lvgp.baselines.encoder import default_tfidf
+
+    texts, y = word_corpus(90)
+    alphas = (0.01, 0.1, 1.0, 10.0)
+    model = TfidfRidge(alphas=alphas).fit(texts[:60], y[:60], texts[60:], y[60:])
+    tfidf = default_tfidf().fit(texts[:60])
+    F, F_val = tfidf.transform(texts[:60]), tfidf.transform(texts[60:])
+    rmse = {a: float(np.sqrt(np.mean((Ridge(alpha=a).fit(F, y[:60]).predict(F_val) - y[60:]) ** 2))) for a in alphas}
+    assert model.alpha_ == min(rmse, key=rmse.get) and model.dev_rmse_ == pytest.approx(min(rmse.values()), rel=1e-9)
+    refit = Ridge(alpha=model.alpha_).fit(F, y[:60])
+    np.testing.assert_allclose(model.predict(texts[60:]), refit.predict(F_val), rtol=1e-9, atol=1e-12)
+    assert model.tfidf_.vocabulary_ == tfidf.vocabulary_  # the dev texts' words are no features
+    folds = TfidfRidge(alphas=(0.01, 1.0, 100.0), cv=3, random_state=0).fit(texts, y)
+    assert folds.alpha_ in (0.01, 1.0, 100.0)
+    own = TfidfVectorizer(min_df=2)
+    assert TfidfRidge(vectorizer=own).fit(texts, y).tfidf_.min_df == 2 and not hasattr(own, "vocabulary_")
+    assert clone(TfidfRidge(vectorizer=own)).get_params()["vectorizer"] is not own
+    with pytest.raises(ValueError, match="min_df=2 applies to the default vectorizer"):
+        TfidfRidge(vectorizer=own, min_df=2).fit(texts, y)
+    with pytest.raises(ValueError, match="both X_val and y_val"):
+        TfidfRidge().fit(texts, y, X_val=texts)
+    with pytest.raises(TypeError, match="vectorizer"):
+        TfidfRidge(vectorizer="tfidf").fit(texts, y)
 
 
 def test_without_a_dev_split_the_folds_choose_and_bad_arguments_are_named():

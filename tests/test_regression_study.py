@@ -49,8 +49,9 @@ def test_study_writes_records_table_figures_and_resumes(tsv, tmp_path, capsys):
     out = tmp_path / "study"
     assert main(["compare", "regression", "--dataset", str(tsv), *ARGS, "--out", str(out)]) == 0
     records = json.loads((out / "results.json").read_text())
-    assert {r["method"] for r in records} == {"gplvsm", "gplvsm-default", "gp-rbf", "ridge", "lasso", "elasticnet"}
-    assert len(records) == 6 * 2
+    defaults = {"gplvsm", "gplvsm-default", "gp-rbf", "ridge", "lasso", "elasticnet", "tfidf-ridge"}
+    assert {r["method"] for r in records} == defaults
+    assert len(records) == 7 * 2
     for r in records:
         assert {"method", "split", "rmse", "dev_rmse", "hyperparameters", "fit_seconds", "n_test"} <= set(r)
         assert r["n_train"] + r["dropped_empty_train"] == 40 and r["n_dev"] == 20 and r["n_test"] == 30
@@ -71,7 +72,10 @@ def test_study_writes_records_table_figures_and_resumes(tsv, tmp_path, capsys):
     assert all("coef" in c for c in cells if c["method"] == "ridge" and c["split"] == 0)
     assert all(c["chosen"]["gamma"] > 0 for c in cells if c["method"] == "gp-rbf")
     table = (out / "table.md").read_text()
-    assert "| data set | GP-LVSM | GP-LVSM (lvgp's default) | GP regression | Ridge | Lasso | Elastic net |" in table
+    assert (
+        "| data set | GP-LVSM | GP-LVSM (lvgp's default) | GP regression | Ridge | Lasso | Elastic net | Ridge (tf-idf) |"
+        in table
+    )
     assert "**" in table
     for name in ("rmse_vs_q.png", "rmse_vs_rho.png", "word_map.png"):
         assert (out / name).stat().st_size > 1000
@@ -239,3 +243,70 @@ def test_word_map_labels_do_not_overlap():
     plt.close(fig)
     assert len(boxes) + omitted == 60 and omitted < 10
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "my_methods.py"  # the docs' plugin
+
+
+@pytest.fixture
+def plugin_folder(tmp_path, monkeypatch):
+    """The documentation's plugin (``examples/plugins/my_methods.py``) as ``lvgp_test_plugin.py`` in the current
+    directory; the registry, the environment and ``sys.path`` as they were after the test."""
+    import sys
+
+    from lvgp.experiments import registry
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "lvgp_test_plugin.py").write_text(PLUGIN.read_text())
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(registry, "_METHODS", {k: dict(v) for k, v in registry._METHODS.items()})
+    monkeypatch.setattr(registry, "_LOADED_PLUGINS", set())
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "lvgp_test_plugin", raising=False)
+    return folder
+
+
+def test_a_plugins_method_runs_beside_the_built_in_ones_in_worker_processes(tsv, tmp_path, plugin_folder, capsys):
+    """``--plugin MODULE`` imports a module of the current directory that registers a method; ``--methods`` takes
+    it, the processes of ``--jobs 2`` import it too (the registry reads ``LVGP_PLUGINS``), and its records are
+    scored as the built-in ones'; its RidgeCV on sklearn's tf-idf is the pipeline fitted by hand. A report of the
+    finished study without the plugin says what to pass; a plugin that cannot be imported is one line, exit 2."""
+    import os
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import RidgeCV
+    from sklearn.pipeline import make_pipeline
+
+    from lvgp.experiments import registry
+    from lvgp.experiments.regression import RegressionStudy, prepare_split
+
+    out = tmp_path / "study"
+    args = ["compare", "regression", "--dataset", str(tsv), *ARGS, "--methods", "my-ridge-cv,ridge", "--out", str(out)]
+    assert main([*args, "--plugin", "lvgp_test_plugin", "--jobs", "2"]) == 0
+    records = json.loads((out / "results.json").read_text())
+    assert sorted((r["method"], r["split"]) for r in records) == [
+        ("my-ridge-cv", 0),
+        ("my-ridge-cv", 1),
+        ("ridge", 0),
+        ("ridge", 1),
+    ]
+    study = RegressionStudy(dataset=str(tsv), splits=2, train_size=40, dev_size=20, min_df=1)
+    data = prepare_split(study, 1)
+    by_hand = make_pipeline(TfidfVectorizer(sublinear_tf=True), RidgeCV(alphas=np.logspace(-3, 3, 13)))
+    by_hand.fit(data.train_texts, data.y_train)
+    rmse = float(np.sqrt(np.mean((by_hand.predict(data.test_texts) - data.y_test) ** 2)))
+    mine = next(r for r in records if r["method"] == "my-ridge-cv" and r["split"] == 1)
+    assert mine["rmse"] == pytest.approx(rmse, rel=1e-9)  # data.y_* are standardized already
+    assert "Ridge (tf-idf, alpha by CV)" in (out / "table.md").read_text()
+    capsys.readouterr()
+    assert main(["compare", "regression", "--report-only", "--out", str(out), "--plugin=lvgp_test_plugin"]) == 0
+    registry._METHODS["regression"].pop("my-ridge-cv")  # a new session, without the plugin
+    registry._LOADED_PLUGINS.clear()
+    os.environ[registry.PLUGINS_ENV] = ""
+    with pytest.raises(SystemExit):
+        main(["compare", "regression", "--report-only", "--out", str(out)])
+    assert "pass --plugin MODULE" in capsys.readouterr().err
+    assert main([*args, "--plugin", "no_such_lvgp_plugin"]) == 2
+    assert "--plugin no_such_lvgp_plugin: the module cannot be imported (ModuleNotFoundError" in capsys.readouterr().err

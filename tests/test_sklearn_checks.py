@@ -193,6 +193,7 @@ NOT_CHECKED = {
     "BagOfClustersClassifier": "takes raw texts only",
     "EncoderLogisticRegression": "takes raw texts only (a sentence encoder reads them)",
     "EncoderRidge": "takes raw texts only (a sentence encoder reads them)",
+    "TfidfRidge": "takes raw texts only (its tf-idf vectorizer reads them; tests/test_linear_baselines.py)",
     "EncoderMahalanobis": "takes raw texts only (a sentence encoder reads them)",
     "EncoderNearestNeighbor": "takes raw texts only (a sentence encoder reads them)",
     "EncoderGPRegressor": "takes raw texts only (a sentence encoder reads them)",

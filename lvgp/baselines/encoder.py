@@ -80,6 +80,31 @@ def default_tfidf(min_df: int | float = 1) -> TfidfVectorizer:
     return TfidfVectorizer(sublinear_tf=True, min_df=min_df, stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS))
 
 
+def dev_tuned_ridge(
+    F: Any, y: np.ndarray, dev: tuple[Any, np.ndarray] | None, alphas: Any, cv: int, random_state: Any
+) -> tuple[Ridge, float, float]:
+    """scikit-learn's ``Ridge`` on the features ``F`` (``n x p``, dense or sparse) and targets ``y``, alpha among
+    ``alphas`` by the lowest RMSE on the ``dev`` features and targets (a ``PredefinedSplit``: the training rows never
+    score), or without them by ``cv`` folds of ``F`` shuffled by ``random_state``; then refit on ``F`` alone (the
+    GP-LVSM paper's protocol for its linear baselines). Returns the model, its alpha and that RMSE."""
+    if dev is not None:
+        F_val, y_val = dev
+        split: Any = PredefinedSplit(np.r_[np.full(F.shape[0], -1), np.zeros(F_val.shape[0], dtype=int)])
+        stack = sparse.vstack if sparse.issparse(F) else np.vstack
+        F_search, y_search = stack([F, F_val]), np.r_[y, y_val]
+    else:
+        split, F_search, y_search = KFold(cv, shuffle=True, random_state=sklearn_random_state(random_state)), F, y
+    search = GridSearchCV(
+        Ridge(), {"alpha": [float(a) for a in alphas]}, scoring="neg_root_mean_squared_error", cv=split, refit=False
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(F_search, y_search)
+    best = int(np.argmax(search.cv_results_["mean_test_score"]))
+    alpha = float(search.cv_results_["params"][best]["alpha"])
+    return Ridge(alpha=alpha).fit(F, y), alpha, float(-search.cv_results_["mean_test_score"][best])
+
+
 class _EncoderFeatures(BaseEstimator):
     """The features of the encoder baselines: the encoder's unit vectors, with ``tfidf`` beside
     L2-normalized tf-idf vectors fitted on the training texts (``True``: :func:`default_tfidf`; a
@@ -460,30 +485,11 @@ class EncoderRidge(_EncoderFeatures, RegressorMixin):
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         F = self._fit_features(X, unlabeled)
+        dev = None
         if X_val is not None:
             X_val = check_texts(X_val, "X_val")
-            y_val = check_targets_array(y_val, len(X_val), "y_val")
-            F_val = self._features(X_val)
-            split: Any = PredefinedSplit(np.r_[np.full(len(X), -1), np.zeros(len(X_val), dtype=int)])
-            stack = sparse.vstack if sparse.issparse(F) else np.vstack
-            F_search, y_search = stack([F, F_val]), np.r_[y, y_val]
-        else:
-            split, F_search, y_search = (
-                KFold(self.cv, shuffle=True, random_state=sklearn_random_state(self.random_state)),
-                F,
-                y,
-            )
-        search = GridSearchCV(
-            Ridge(), {"alpha": [float(a) for a in self.alphas]}, scoring="neg_root_mean_squared_error", cv=split
-        )
-        search.set_params(refit=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            search.fit(F_search, y_search)
-        best = int(np.argmax(search.cv_results_["mean_test_score"]))
-        self.alpha_ = float(search.cv_results_["params"][best]["alpha"])
-        self.dev_rmse_ = float(-search.cv_results_["mean_test_score"][best])
-        self.model_ = Ridge(alpha=self.alpha_).fit(F, y)
+            dev = (self._features(X_val), check_targets_array(y_val, len(X_val), "y_val"))
+        self.model_, self.alpha_, self.dev_rmse_ = dev_tuned_ridge(F, y, dev, self.alphas, self.cv, self.random_state)
         return self
 
     def predict(self, X):

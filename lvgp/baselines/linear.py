@@ -1,6 +1,8 @@
 """Ridge, lasso and elastic net on bag-of-words vectors, with the regularization chosen
 on a development split -- the GP-LVSM paper's linear baselines ("we choose the parameters
-for these regularizers so as to minimize the prediction errors on development data")."""
+for these regularizers so as to minimize the prediction errors on development data"),
+:class:`DevTunedLinearRegression` -- and the ridge a practitioner runs on tf-idf vectors of the texts,
+:class:`TfidfRidge`."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import ElasticNet, Lasso, Ridge
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import sklearn_random_state
-from ..base.constraints import Instance, Integer, Options, RandomState, check_params, documents_input
+from ..base.constraints import Instance, Integer, Options, RandomState, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.targets import check_targets_array
 from ..bow.padded import padded_to_counts
@@ -147,3 +150,68 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
     def predict(self, X):
         check_is_fitted(self, "model_")
         return self.model_.predict(self._features(self._encoder.transform(X)))
+
+
+class TfidfRidge(RegressorMixin, BaseEstimator):
+    """Ridge regression on tf-idf vectors of the texts as written: the bag-of-words ridge a practitioner runs,
+    beside the paper's ridge on raw counts of lvgp's vocabulary (:class:`DevTunedLinearRegression`).
+
+    Args:
+        vectorizer: ``None`` for :func:`~lvgp.baselines.encoder.default_tfidf` (sublinear term frequencies,
+            L2-normalized rows, scikit-learn's English stop words but the negations, words of ``min_df`` training
+            texts; the tf-idf part of the encoder baselines, chosen on dev documents), or a ``TfidfVectorizer`` of
+            your own (cloned at ``fit``; its own ``min_df``).
+        min_df: the default vectorizer's ``min_df``.
+        alphas: the regularization strengths tried.
+        cv: folds that choose alpha when ``fit`` gets no dev split.
+        random_state: shuffles those folds.
+
+    ``fit(X, y, X_val, y_val)``: the vectorizer fitted on the training texts ``X``, alpha chosen by the RMSE on the
+    dev texts (or ``cv`` shuffled folds of ``X`` without them) and the ridge refit on ``X`` alone
+    (:func:`~lvgp.baselines.encoder.dev_tuned_ridge`). Fitted: ``tfidf_``, ``alpha_``, ``dev_rmse_``, ``model_``.
+    """
+
+    def __init__(self, *, vectorizer=None, min_df: int | float = 1, alphas=None, cv: int = 5, random_state=None):
+        self.vectorizer = vectorizer
+        self.min_df = min_df
+        self.alphas = alphas
+        self.cv = cv
+        self.random_state = random_state
+
+    _parameter_constraints: dict[str, list] = {
+        "vectorizer": [None, Instance(TfidfVectorizer)],
+        "min_df": [Integer(1), Real(0, 1, open_low=True)],
+        "alphas": [None, Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")],
+        "cv": [Integer(2)],
+        "random_state": [RandomState()],
+    }
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        from sklearn.base import clone
+
+        from ..encoders.sentence import check_texts
+        from .encoder import RIDGE_ALPHAS, default_tfidf, dev_tuned_ridge
+
+        check_params(self)
+        if self.vectorizer is not None and self.min_df != 1:
+            raise ValueError(f"min_df={self.min_df!r} applies to the default vectorizer; set your vectorizer's own")
+        X = check_texts(X)
+        y = check_targets_array(y, len(X))
+        if (X_val is None) != (y_val is None):
+            raise ValueError("pass both X_val and y_val, or neither")
+        self.tfidf_ = (default_tfidf(self.min_df) if self.vectorizer is None else clone(self.vectorizer)).fit(X)
+        dev = None
+        if X_val is not None:
+            X_val = check_texts(X_val, "X_val")
+            dev = (self.tfidf_.transform(X_val), check_targets_array(y_val, len(X_val), "y_val"))
+        alphas = RIDGE_ALPHAS if self.alphas is None else self.alphas
+        self.model_, self.alpha_, self.dev_rmse_ = dev_tuned_ridge(
+            self.tfidf_.transform(X), y, dev, alphas, self.cv, self.random_state
+        )
+        return self
+
+    def predict(self, X):
+        from ..encoders.sentence import check_texts
+
+        check_is_fitted(self, "model_")
+        return self.model_.predict(self.tfidf_.transform(check_texts(X)))

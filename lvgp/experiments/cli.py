@@ -41,6 +41,14 @@ def _add_runner_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray", default=None, metavar="ADDRESS", help="run cells on a Ray cluster ('local' starts one)"
     )
     parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (repeatable): a module that registers methods of your own "
+        "(lvgp.experiments.registry.register_method), then named in --methods; the processes of --jobs import it too",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--report-only",
@@ -159,13 +167,31 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated
 
 
+def _plugin_arguments(argv: list[str]) -> list[str]:
+    """The modules of every ``--plugin MODULE`` (or ``--plugin=MODULE``) in ``argv``, read before the parser is
+    built, whose ``--methods`` lists the plugins' methods."""
+    found = []
+    for i, word in enumerate(argv):
+        if word == "--plugin" and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif word.startswith("--plugin="):
+            found.append(word.split("=", 1)[1])
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``lvgp`` command with ``argv`` (default: the process's arguments); the exit status."""
     import signal
     import threading
 
     from ..warnings import short_format
+    from .registry import load_plugins
 
+    try:  # the plugins register their methods before the parser lists them
+        load_plugins(_plugin_arguments(sys.argv[1:] if argv is None else argv))
+    except ValueError as err:
+        print(f"lvgp: error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):

@@ -18,6 +18,7 @@ import os
 import traceback
 
 from .executors import Executor, _call
+from .registry import PLUGINS_ENV
 
 EXTRA_HINT = "--ray needs Ray: pip install 'lvgp[ray]'"
 
@@ -79,6 +80,8 @@ class RayExecutor(Executor):
         if ray.is_initialized():
             return ray, False
         env = {"env_vars": {"OMP_NUM_THREADS": str(self.threads_per_cell)}}
+        if os.environ.get(PLUGINS_ENV):  # --plugin: the workers import the same modules (which they must find)
+            env["env_vars"][PLUGINS_ENV] = os.environ[PLUGINS_ENV]
         if self.address == "local":
             start_local_ray(self.num_cpus, env)
             return ray, True

@@ -16,17 +16,42 @@ cell; :mod:`lvgp.experiments.selection`). Registering a method makes it known to
 A **study** is a frozen dataclass of options that subclasses :class:`~lvgp.experiments.study.Study`
 and is registered with :func:`register_study`; the CLI (``lvgp compare KIND``) lists the
 registered studies.
+
+**Your own methods on the command line**: a module that registers them is a *plugin*,
+``lvgp compare KIND --plugin MODULE --methods my-svm,svm ...`` imports it (the current directory
+first, as ``python -m`` does) before the options are read; :func:`load_plugins` records it in the
+environment variable :data:`PLUGINS_ENV`, so the processes of ``--jobs`` import it too before they
+look a method up (``--ray`` passes the variable to its workers, which must find the module: installed, or
+on their ``PYTHONPATH``). A resumed or ``--report-only`` run needs the same ``--plugin`` again (a
+study's files name its methods, not where they came from).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .selection import CellGrid, InnerDev
 
-__all__ = ["Method", "register_method", "methods", "method", "default_methods", "register_study", "studies"]
+__all__ = [
+    "Method",
+    "PLUGINS_ENV",
+    "register_method",
+    "methods",
+    "method",
+    "default_methods",
+    "register_study",
+    "studies",
+    "load_plugins",
+]
+
+#: the environment variable that names the plugin modules (comma-separated) every process of a study imports
+#: before it looks a method up (:func:`load_plugins` sets it)
+PLUGINS_ENV = "LVGP_PLUGINS"
 
 #: ``build(study, cell, data)``: the unfitted estimator of one cell (``data``: what the study
 #: prepared for the cell's split, e.g. its vocabulary)
@@ -131,8 +156,39 @@ def register_method(
     return decorate
 
 
+_LOADED_PLUGINS: set[str] = set()
+
+
+def load_plugins(modules: Iterable[str]) -> None:
+    """Import the plugin ``modules`` (each registers methods with :func:`register_method`), the current
+    directory searched first as ``python -m`` does, and add them to :data:`PLUGINS_ENV`, which the processes a
+    study starts inherit. A module that cannot be imported is a ``ValueError`` naming it and why."""
+    names = [m.strip() for m in modules if m.strip()]
+    if names and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        if name in _LOADED_PLUGINS:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as err:  # noqa: BLE001 -- any failure of the user's module is reported as its own
+            raise ValueError(f"--plugin {name}: the module cannot be imported ({type(err).__name__}: {err})") from err
+        _LOADED_PLUGINS.add(name)
+    listed = [m for m in os.environ.get(PLUGINS_ENV, "").split(",") if m]
+    os.environ[PLUGINS_ENV] = ",".join(dict.fromkeys(listed + names))
+
+
+def _plugins_from_environment() -> None:
+    """Import the modules :data:`PLUGINS_ENV` names that this process has not (a worker of ``--jobs``)."""
+    listed = [m for m in os.environ.get(PLUGINS_ENV, "").split(",") if m]
+    if any(m not in _LOADED_PLUGINS for m in listed):
+        load_plugins(listed)
+
+
 def methods(task: str) -> dict[str, Method]:
-    """The methods of the study kind ``task``, in registration order."""
+    """The methods of the study kind ``task``, in registration order (the plugins' of :data:`PLUGINS_ENV`
+    included)."""
+    _plugins_from_environment()
     return dict(_METHODS.get(task, {}))
 
 
@@ -140,12 +196,16 @@ def method(task: str, name: str) -> Method:
     """Method ``name`` of ``task`` (``ValueError`` naming the known ones otherwise)."""
     known = methods(task)
     if name not in known:
-        raise ValueError(f"unknown method {name!r}; known: {', '.join(known)}")
+        raise ValueError(
+            f"unknown method {name!r}; known: {', '.join(known)} (a method of your own: register it in a module, "
+            "lvgp.experiments.registry.register_method, and pass --plugin MODULE)"
+        )
     return known[name]
 
 
 def default_methods(task: str) -> tuple[str, ...]:
     """The names of ``task``'s methods registered with ``default=True``."""
+    _plugins_from_environment()
     return tuple(name for name, m in _METHODS.get(task, {}).items() if m.default)
 
 

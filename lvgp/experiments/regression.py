@@ -199,6 +199,29 @@ for _kind, _label in (("ridge", "Ridge"), ("lasso", "Lasso"), ("elasticnet", "El
     register_method("regression", _kind, _label, uses_dev=True, default=True, record=_linear_record)(_linear(_kind))
 
 
+#: the tf-idf ridge's grid of the vectorizer's min_df (one cell each, the dev-best kept): scikit-learn's default 1
+#: and the study's vocabulary's usual 2
+TFIDF_MIN_DFS = (1, 2)
+
+
+@register_method(
+    "regression",
+    "tfidf-ridge",
+    "Ridge (tf-idf)",
+    selection=CellGrid(lambda study: [{"min_df": m} for m in TFIDF_MIN_DFS]),
+    uses_dev=True,
+    default=True,
+    description="ridge on tf-idf vectors of the sentences as written (default_tfidf: sublinear counts, the stop "
+    "words but the negations); the vectorizer's min_df (1 or 2) and alpha on dev: the practitioner's bag-of-words "
+    "ridge beside the paper's ridge on raw counts",
+    record=lambda est, cell, data: {"chosen": {"alpha": est.alpha_}},
+)
+def _tfidf_ridge(study, cell, data):
+    from ..baselines.linear import TfidfRidge
+
+    return TfidfRidge(min_df=cell["params"]["min_df"], random_state=study.cell_seed(cell))
+
+
 def _encoder_ridge(tfidf: bool):
     def build(study, cell, data):
         from ..baselines.encoder import EncoderRidge
