@@ -310,3 +310,30 @@ def test_a_plugins_method_runs_beside_the_built_in_ones_in_worker_processes(tsv,
     assert "pass --plugin MODULE" in capsys.readouterr().err
     assert main([*args, "--plugin", "no_such_lvgp_plugin"]) == 2
     assert "--plugin no_such_lvgp_plugin: the module cannot be imported (ModuleNotFoundError" in capsys.readouterr().err
+
+
+def test_the_vocabulary_diagnostics_plugin_differs_from_its_built_in_methods_in_its_words(tsv, plugin_folder):
+    """``benchmarks/plugins/vocabulary_diagnostic.py`` (``benchmarks/README.md``): its GP-LVSM is ``gplvsm-default``'s
+    but for the negations its vocabulary keeps, and its ridge ``tfidf-ridge``'s on the GP's words."""
+    import sys
+
+    from lvgp.experiments import registry
+    from lvgp.experiments.regression import RegressionStudy, prepare_split
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"))
+    sys.modules.pop("vocabulary_diagnostic", None)
+    registry.load_plugins(["vocabulary_diagnostic"])
+    study = RegressionStudy(dataset=str(tsv), splits=1, train_size=40, dev_size=20, min_df=1)
+    data = prepare_split(study, 0)
+    cell = {"method": "gplvsm-default-negations", "split": 0, "params": {}}
+    gp = study.build(cell, data)
+    built_in = study.build({**cell, "method": "gplvsm-default"}, data)
+    assert {k: v for k, v in gp.get_params().items() if k != "vocabulary"} == {
+        k: v for k, v in built_in.get_params().items() if k != "vocabulary"
+    }
+    kept = set(gp.vocabulary.fit(["it is not good", "no never the film"]).words)
+    assert {"not", "never", "good", "film"} <= kept and not kept & {"it", "is", "no", "the"}  # 'no': two letters
+    ridge = study.build({"method": "tfidf-ridge-study-vocab", "split": 0, "params": {}}, data)
+    ridge.fit(data.train_texts, data.y_train, data.dev_texts, data.y_dev)
+    assert "not" not in ridge.tfidf_.vocabulary_ and all(len(w) >= 3 for w in ridge.tfidf_.vocabulary_)
+    sys.modules.pop("vocabulary_diagnostic", None)
