@@ -40,6 +40,13 @@ from .._random import numpy_generator
 MIN_PROBABILITY = 1e-7
 
 
+def _platt_p_q(f_ab: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`p = 1/(1+\exp(f_{ab}))` and :math:`q = 1 - p`, each without overflow or cancellation (as LIBSVM)."""
+    decay = np.exp(-np.abs(f_ab))
+    small, large = decay / (1.0 + decay), 1.0 / (1.0 + decay)
+    return np.where(f_ab >= 0, small, large), np.where(f_ab >= 0, large, small)
+
+
 def _log_loss_terms(f_ab: np.ndarray, targets: np.ndarray) -> float:
     """Minus the log-likelihood of the smoothed ``targets`` under :math:`1/(1+\\exp(f_{ab}))`, in LIBSVM's
     overflow-safe form."""
@@ -64,11 +71,7 @@ def fit_sigmoid(decision_values: np.ndarray, positive: np.ndarray) -> tuple[floa
     a, b = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
     value = _log_loss_terms(f * a + b, targets)
     for _ in range(max_iter):
-        f_ab = f * a + b
-        # p = 1 / (1 + exp(f_ab)) and q = 1 - p, each without overflow or cancellation (as LIBSVM)
-        decay = np.exp(-np.abs(f_ab))
-        small, large = decay / (1.0 + decay), 1.0 / (1.0 + decay)
-        p, q = np.where(f_ab >= 0, small, large), np.where(f_ab >= 0, large, small)
+        p, q = _platt_p_q(f * a + b)
         d2 = p * q
         h11 = sigma + float((f * f * d2).sum())
         h22 = sigma + float(d2.sum())
@@ -97,9 +100,7 @@ def fit_sigmoid(decision_values: np.ndarray, positive: np.ndarray) -> tuple[floa
 def sigmoid_probability(decision_values: np.ndarray, a: float | np.ndarray, b: float | np.ndarray) -> np.ndarray:
     r""":math:`1/(1 + \exp(Af + B))` elementwise (``a``, ``b`` broadcast against the values), clipped to
     ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]`` as LIBSVM's predictions are."""
-    f_ab = np.asarray(decision_values, dtype=np.float64) * a + b
-    decay = np.exp(-np.abs(f_ab))
-    probability = np.where(f_ab >= 0, decay / (1.0 + decay), 1.0 / (1.0 + decay))
+    probability, _ = _platt_p_q(np.asarray(decision_values, dtype=np.float64) * a + b)
     return np.clip(probability, MIN_PROBABILITY, 1.0 - MIN_PROBABILITY)
 
 

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import ElasticNet, Lasso, Ridge
@@ -23,6 +23,7 @@ from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.targets import check_targets_array
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
+from ..encoders.sentence import check_texts
 
 KINDS = ("ridge", "lasso", "elasticnet")
 FEATURES = ("counts", "frequencies")
@@ -192,9 +193,6 @@ class TfidfRidge(RegressorMixin, BaseEstimator):
     }
 
     def fit(self, X, y, X_val=None, y_val=None):
-        from sklearn.base import clone
-
-        from ..encoders.sentence import check_texts
         from .encoder import default_tfidf, dev_tuned_ridge
 
         check_params(self)
@@ -216,7 +214,5 @@ class TfidfRidge(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        from ..encoders.sentence import check_texts
-
         check_is_fitted(self, "model_")
         return self.model_.predict(self.tfidf_.transform(check_texts(X)))

@@ -168,15 +168,11 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _plugin_arguments(argv: list[str]) -> list[str]:
-    """The modules of every ``--plugin MODULE`` (or ``--plugin=MODULE``) in ``argv``, read before the parser is
-    built, whose ``--methods`` lists the plugins' methods."""
-    found = []
-    for i, word in enumerate(argv):
-        if word == "--plugin" and i + 1 < len(argv):
-            found.append(argv[i + 1])
-        elif word.startswith("--plugin="):
-            found.append(word.split("=", 1)[1])
-    return found
+    """The modules of every ``--plugin MODULE`` (or ``--plugin=MODULE``) in ``argv``, read by argparse before the
+    parser is built, whose ``--methods`` lists the plugins' methods."""
+    early = argparse.ArgumentParser(prog="lvgp", add_help=False, allow_abbrev=False)
+    early.add_argument("--plugin", action="append", default=[])
+    return early.parse_known_args(argv)[0].plugin
 
 
 def main(argv: list[str] | None = None) -> int:

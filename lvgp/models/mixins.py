@@ -488,8 +488,7 @@ def _restored_encoder_kind(saved: Any, given: Any, path: Any) -> Any:
     which it describes but does not hold -- ``given``, the same value passed to ``load`` again (a ``ValueError``
     naming the file where it is missing or does not match the saved names and places)."""
     items = saved if isinstance(saved, list) else [saved]
-    users = [one for one in items if isinstance(one, dict) and _USER_KERNEL_TAG in one]
-    if not users:
+    if not any(isinstance(one, dict) and _USER_KERNEL_TAG in one for one in items):
         if given is not None:
             raise ValueError(f"{path} names its encoder kernel ({saved!r}): load it without encoder_kernel=")
         return saved
