@@ -485,6 +485,7 @@ HOST_ONLY = {
     "KernelSVMClassifier",
     "MeanEmbeddingClassifier",
     "MultinomialModel",
+    "TfidfLogisticRegression",
     "TfidfRidge",
     "UniformModel",
     "UnigramDirichletMultinomial",

@@ -12,7 +12,7 @@ from sklearn.linear_model import ElasticNet, Ridge
 from sklearn.model_selection import GridSearchCV
 
 from lvgp.baselines.linear import DevTunedLinearRegression, TfidfRidge
-from lvgp.baselines.text_classifiers import BowClassifier, KernelSVMClassifier
+from lvgp.baselines.text_classifiers import BowClassifier, KernelSVMClassifier, TfidfLogisticRegression
 
 
 def word_corpus(n, seed=0):
@@ -90,7 +90,62 @@ def test_without_a_dev_split_the_folds_choose_and_bad_arguments_are_named():
         DevTunedLinearRegression("lars").fit(texts, y)
 
 
-@pytest.mark.parametrize("estimator", [BowClassifier(Cs=(1.0,)), KernelSVMClassifier(kernel="rbf", random_state=0)])
+def test_the_tfidf_logistic_regression_is_a_hand_loop_over_c_on_the_log_loss():
+    """``TfidfLogisticRegression``: the default vectorizer fitted on the training texts, C the best mean held-out
+    log loss of a hand loop over the same stratified folds, the model refit on every text; a vectorizer of one's own
+    is cloned; empty texts refused at fit (rows named), counted at prediction; bad arguments named."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+
+    from lvgp._random import sklearn_random_state
+    from lvgp.base.splits import stratified_folds
+    from lvgp.baselines.encoder import default_tfidf
+    from lvgp.warnings import EmptyDocumentsWarning
+
+    texts, y = word_corpus(90)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(str)
+    Cs = (0.1, 10.0, 1000.0)
+    model = TfidfLogisticRegression(Cs=Cs, random_state=3).fit(texts, labels)
+    tfidf = default_tfidf().fit(texts)
+    F = tfidf.transform(texts)
+    folds = stratified_folds(labels, 3, sklearn_random_state(3))
+    loss = {
+        C: np.mean(
+            [
+                log_loss(
+                    labels[test],
+                    LogisticRegression(C=C, max_iter=5000).fit(F[train], labels[train]).predict_proba(F[test]),
+                )
+                for train, test in folds
+            ]
+        )
+        for C in Cs
+    }
+    assert model.C_ == min(loss, key=loss.get) and model.tfidf_.vocabulary_ == tfidf.vocabulary_
+    reference = LogisticRegression(C=model.C_, max_iter=5000).fit(F, labels)
+    np.testing.assert_allclose(model.predict_proba(texts[:9]), reference.predict_proba(F[:9]), rtol=1e-6, atol=1e-9)
+    assert list(model.predict(texts[:9])) == list(reference.predict(F[:9]))
+    p = model.predict_proba(texts[:9])
+    np.testing.assert_allclose(model.score_samples(texts[:9]), np.sum(p * np.log(p), axis=1), rtol=1e-9)
+    assert TfidfLogisticRegression().fit(texts, labels).C_ in (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
+    own = TfidfVectorizer(min_df=2)
+    assert TfidfLogisticRegression(vectorizer=own).fit(texts, labels).tfidf_.min_df == 2
+    assert not hasattr(own, "vocabulary_")
+    with pytest.raises(ValueError, match="min_df=2 applies to the default vectorizer"):
+        TfidfLogisticRegression(vectorizer=own, min_df=2).fit(texts, labels)
+    with pytest.raises(TypeError, match="vectorizer"):
+        TfidfLogisticRegression(vectorizer="tfidf").fit(texts, labels)
+    with pytest.raises(ValueError, match=r"empty documents at rows \[4\]"):
+        TfidfLogisticRegression().fit(texts[:4] + [" "] + texts[5:], labels)
+    with pytest.warns(EmptyDocumentsWarning, match="1 of 2 documents are empty"):
+        assert model.predict_proba(["", texts[0]]).shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [BowClassifier(Cs=(1.0,)), KernelSVMClassifier(kernel="rbf", random_state=0), TfidfLogisticRegression(Cs=(1.0,))],
+)
 def test_text_classifiers_follow_scikit_learn_conventions(estimator):
     texts, y = word_corpus(60)
     labels = np.where(y > np.median(y), "high", "low")
@@ -100,7 +155,7 @@ def test_text_classifiers_follow_scikit_learn_conventions(estimator):
     fitted = clone(estimator).fit(texts, labels)
     assert fitted is not None and set(fitted.classes_) == {"high", "low"}
     assert not hasattr(estimator, "model_")  # fit on the clone left the prototype unfitted
-    key = "Cs" if isinstance(estimator, BowClassifier) else "kernel"
+    key = "kernel" if isinstance(estimator, KernelSVMClassifier) else "Cs"
     values = [(0.1,), (10.0,)] if key == "Cs" else ["rbf", "poly"]
     search = GridSearchCV(estimator, {key: values}, cv=2).fit(texts, labels)
     assert search.best_params_[key] in values

@@ -49,6 +49,7 @@ NOT_SAVED = {
     "KernelSVMClassifier",
     "MeanEmbeddingClassifier",
     "MultinomialModel",
+    "TfidfLogisticRegression",
     "TfidfRidge",
     "UniformModel",
     "UnigramDirichletMultinomial",

@@ -194,6 +194,7 @@ NOT_CHECKED = {
     "EncoderLogisticRegression": "takes raw texts only (a sentence encoder reads them)",
     "EncoderRidge": "takes raw texts only (a sentence encoder reads them)",
     "TfidfRidge": "takes raw texts only (its tf-idf vectorizer reads them; tests/test_linear_baselines.py)",
+    "TfidfLogisticRegression": "takes raw texts only (its tf-idf vectorizer reads them; tests/test_linear_baselines.py)",
     "EncoderMahalanobis": "takes raw texts only (a sentence encoder reads them)",
     "EncoderNearestNeighbor": "takes raw texts only (a sentence encoder reads them)",
     "EncoderGPRegressor": "takes raw texts only (a sentence encoder reads them)",

@@ -82,11 +82,13 @@ def _gp_embed_logreg(study, cell, data):
     )
 
 
-@register_method("classification", "logreg", "LogReg (BoW)", default=True)
-def _logreg(study, cell, data):
-    from ..baselines.text_classifiers import BowClassifier
+@register_method(
+    "classification", "logreg", "LogReg (BoW)", default=True, record=lambda model, cell, data: dict(C=model.C_)
+)
+def _logreg(study, cell, data):  # tf-idf as practitioners run it, chosen on dev (benchmarks/bow_baseline_dev.py)
+    from ..baselines.text_classifiers import TfidfLogisticRegression
 
-    return BowClassifier(model="logreg", random_state=study.cell_seed(cell))
+    return TfidfLogisticRegression(random_state=study.cell_seed(cell))
 
 
 @register_method("classification", "mean-embedding", "Mean embedding", default=True)
