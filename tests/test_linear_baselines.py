@@ -142,6 +142,31 @@ def test_the_tfidf_logistic_regression_is_a_hand_loop_over_c_on_the_log_loss():
         assert model.predict_proba(["", texts[0]]).shape == (2, 3)
 
 
+def test_the_bow_svm_on_a_vectorizer_is_the_svm_on_its_features_by_hand():
+    """``BowClassifier(vectorizer=...)``: the vectorizer (cloned) fitted on the training texts, the SVM's C the CV's of
+    :func:`tuned_linear_classifier` on its features, Platt's sigmoids on them; no lvgp vocabulary is kept (nor one of
+    an earlier fit); without a vectorizer the paper's features as before."""
+    from lvgp.baselines.encoder import default_tfidf
+    from lvgp.baselines.text_classifiers import platt_scaling, tuned_linear_classifier
+
+    texts, y = word_corpus(90)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(str)
+    own = default_tfidf()
+    model = BowClassifier("svm", vectorizer=own, random_state=2).fit(texts, labels)
+    assert not hasattr(own, "vocabulary_") and not hasattr(model, "vocabulary_")
+    F = default_tfidf().fit(texts).transform(texts)
+    svm = tuned_linear_classifier(F, labels, "svm", model.Cs, 2)
+    assert model.model_.C == svm.C
+    np.testing.assert_allclose(model.decision_function(texts[:7]), svm.decision_function(F[:7]), rtol=1e-9)
+    sigmoids = platt_scaling(svm, F, labels, random_state=2)
+    np.testing.assert_allclose(model.predict_proba(texts[:7]), sigmoids.predict_proba(F[:7]), rtol=1e-9)
+    paper = BowClassifier("svm", random_state=2).fit(texts, labels)
+    assert hasattr(paper, "vocabulary_")
+    assert not hasattr(paper.set_params(vectorizer=default_tfidf()).fit(texts, labels), "vocabulary_")
+    with pytest.raises(TypeError, match="vectorizer"):
+        BowClassifier(vectorizer="tfidf").fit(texts, labels)
+
+
 @pytest.mark.parametrize(
     "estimator",
     [BowClassifier(Cs=(1.0,)), KernelSVMClassifier(kernel="rbf", random_state=0), TfidfLogisticRegression(Cs=(1.0,))],

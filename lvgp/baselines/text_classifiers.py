@@ -129,10 +129,13 @@ class _TextClassifier(ClassifierMixin, BaseEstimator):
             warnings.simplefilter("ignore", UnseenWordsWarning)  # unseen test words: not features of a BoW model
             return self.vocabulary_.counts(texts)
 
+    def _fit_vocabulary(self, texts) -> None:
+        self.vocabulary_ = self._vocab(texts)
+
     def fit(self, X, y):
         check_params(self)
         X, y = _check_texts(X, y)
-        self.vocabulary_ = self._vocab(X)
+        self._fit_vocabulary(X)
         features = self._fit_features(X)
         self.model_ = tuned_linear_classifier(features, y, self._model_name, self.Cs, self.random_state)
         self.classes_ = self.model_.classes_
@@ -173,18 +176,40 @@ _CS = Instance(list, tuple, np.ndarray, name="a sequence of positive numbers")
 
 
 class BowClassifier(_TextClassifier):
-    """Logistic regression (``model="logreg"``) or linear SVM (``"svm"``) on tf-idf vectors."""
+    """Logistic regression (``model="logreg"``) or linear SVM (``"svm"``) on tf-idf vectors, C among ``Cs`` by
+    stratified 3-fold CV on accuracy.
+
+    Args:
+        model: ``"logreg"`` or ``"svm"``.
+        Cs: the inverse regularization strengths tried.
+        vectorizer: ``None`` for the paper's features (counts of lvgp's :class:`~lvgp.Vocabulary`, ``min_df=1``:
+            stop words and tokens under three letters out; ``TfidfTransformer()``), or a ``TfidfVectorizer``
+            (cloned at ``fit``), e.g. :func:`~lvgp.baselines.encoder.default_tfidf` -- what the studies' linear SVM
+            reads, chosen on dev documents (``benchmarks/bow_baseline_dev.py --svm``).
+        random_state: shuffles the CV folds (and Platt's).
+
+    Fitted: ``model_``, ``classes_``, ``tfidf_`` (the ``TfidfTransformer`` or the vectorizer), ``vocabulary_`` (the
+    paper's features only), ``calibrated_`` (the SVM's Platt sigmoids).
+    """
 
     _parameter_constraints: dict[str, list] = {
         "model": [Options("logreg", "svm")],
         "Cs": [_CS],
+        "vectorizer": [None, Instance(TfidfVectorizer)],
         "random_state": [RandomState()],
     }
 
-    def __init__(self, model: str = "logreg", *, Cs=(0.1, 1.0, 10.0, 100.0), random_state=None):
+    def __init__(self, model: str = "logreg", *, Cs=(0.1, 1.0, 10.0, 100.0), vectorizer=None, random_state=None):
         self.model = model
         self.Cs = Cs
+        self.vectorizer = vectorizer
         self.random_state = random_state
+
+    def _fit_vocabulary(self, texts) -> None:
+        if self.vectorizer is None:
+            super()._fit_vocabulary(texts)
+        else:  # the vectorizer reads the texts: no lvgp vocabulary (nor one of an earlier fit)
+            self.__dict__.pop("vocabulary_", None)
 
     @property
     def _is_margin_classifier(self) -> bool:  # type: ignore[override]
@@ -197,10 +222,15 @@ class BowClassifier(_TextClassifier):
         return self.model
 
     def _features(self, X):
+        if self.vectorizer is not None:
+            return self.tfidf_.transform(X)
         return self.tfidf_.transform(self._counts(X))
 
     def _fit_features(self, X):
-        self.tfidf_ = TfidfTransformer().fit(self._counts(X))
+        if self.vectorizer is not None:
+            self.tfidf_ = clone(self.vectorizer).fit(X)
+        else:
+            self.tfidf_ = TfidfTransformer().fit(self._counts(X))
         return self._features(X)
 
     def fit(self, X, y):

@@ -106,10 +106,11 @@ def _bag_of_clusters(study, cell, data):
 
 
 @register_method("classification", "svm", "Linear SVM (BoW)", default=True)
-def _svm(study, cell, data):
+def _svm(study, cell, data):  # on default_tfidf's features, chosen on dev (benchmarks/bow_baseline_dev.py --svm)
+    from ..baselines.encoder import default_tfidf
     from ..baselines.text_classifiers import BowClassifier
 
-    return BowClassifier(model="svm", random_state=study.cell_seed(cell))
+    return BowClassifier(model="svm", vectorizer=default_tfidf(), random_state=study.cell_seed(cell))
 
 
 @register_method("classification", "slda", "sLDA (20 topics)")

@@ -357,13 +357,15 @@ def _encoder_knn(study, cell, data):
     "svm",
     "Linear SVM (tf-idf)",
     default=True,
-    description="linear SVM on tf-idf vectors, C by CV (probabilities: Platt's); novelty score: the largest decision "
+    description="linear SVM on tf-idf vectors of the texts as written (default_tfidf), C by CV (probabilities: "
+    "Platt's); novelty score: the largest decision "
     "value",
 )
-def _svm(study, cell, data):
+def _svm(study, cell, data):  # the classification study's (default_tfidf's features)
+    from ..baselines.encoder import default_tfidf
     from ..baselines.text_classifiers import BowClassifier
 
-    return BowClassifier(model="svm", random_state=study.cell_seed(cell))
+    return BowClassifier(model="svm", vectorizer=default_tfidf(), random_state=study.cell_seed(cell))
 
 
 # ------------------------------------------------------------------ the data
