@@ -40,6 +40,11 @@ unit vectors in place of the RBF (the SNGP argument's other stationary kernel), 
 the RBF, each with its own weight (``encoder_kernel=["cosine", "rbf"]``): logistic regression's kernel for the
 classes, the RBF for the distance.
 
+``--gp-vocabulary negations`` (rule 26): the tf-idf GPs' words those of the baselines' tf-idf as near as lvgp's
+:class:`~lvgp.Vocabulary` reads them -- scikit-learn's stop words but the negations, tokens of two letters or more
+(``default_tfidf``'s; its digits excepted: lvgp's tokens are letters) -- in place of the study's (every stop word out,
+three letters or more).
+
 ``--alpha-epsilon A`` (rule 22): the GP classifiers' Dirichlet pseudo-count ``A`` (Milios et al.'s default 0.01)
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
 own (log pseudo-counts; the energy is their log-sum-exp) and how noisy they are (one process: ``--jobs 1``).
@@ -199,6 +204,12 @@ def main() -> None:
         "part beside the RBF (module docstring)",
     )
     parser.add_argument(
+        "--gp-vocabulary",
+        choices=("study", "negations"),
+        default="study",
+        help="the tf-idf GPs' vocabulary: the study's, or the stop words but the negations out, 2+ letters (rule 26)",
+    )
+    parser.add_argument(
         "--alpha-epsilon",
         type=float,
         default=None,
@@ -210,10 +221,16 @@ def main() -> None:
     from lvgp.experiments.open_set import OpenSetStudy
 
     variant = args.encoder_weight != "study" or args.encoder_part != "study" or args.alpha_epsilon is not None
+    variant = variant or args.gp_vocabulary != "study"
     if args.unseen_words == "whole-bag" or args.gp_tf != "study" or variant:
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
         OpenSetStudy = variant_study(  # noqa: N806
-            args.unseen_words == "whole-bag", counts, args.encoder_weight, args.encoder_part, args.alpha_epsilon
+            args.unseen_words == "whole-bag",
+            counts,
+            args.encoder_weight,
+            args.encoder_part,
+            args.alpha_epsilon,
+            args.gp_vocabulary,
         )
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
@@ -405,6 +422,14 @@ def _study_encoder_options(method: str) -> dict:
     return {"fit_weights": True, "lengthscale": None}
 
 
+def negations_vocabulary():
+    """``--gp-vocabulary negations``: lvgp's :class:`~lvgp.Vocabulary` of scikit-learn's stop words but the negations,
+    tokens of two letters or more (unfitted)."""
+    from lvgp.bow.vocabulary import ENGLISH_STOP_WORDS_BUT_NEGATIONS, Vocabulary
+
+    return Vocabulary(stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS), min_token_len=2)
+
+
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
 #: ``--encoder-part`` values that stand for several encoder parts, each with its own weight
@@ -417,6 +442,7 @@ def variant_study(
     encoder_weight: str = "study",
     encoder_part: str = "study",
     alpha_epsilon: float | None = None,
+    vocabulary: str = "study",
 ):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
@@ -427,7 +453,8 @@ def variant_study(
     stationary GP's (``gpc-bow-encoder-rbf``'s) encoder part as the study builds it (``"study"``, the RBF) or another
     of :data:`lvgp.kernels.packed.STATIONARY_ENCODER_KERNELS` (``"matern"``: 5/2) in its place, everything else as
     the study's. ``alpha_epsilon``: the GP classifiers' Dirichlet pseudo-count in place of the study's (``None``: the
-    study's)."""
+    study's). ``vocabulary``: the tf-idf GPs' words, the study's (``"study"``) or :func:`negations_vocabulary`'s
+    (``"negations"``)."""
     import dataclasses
     import functools
 
@@ -445,6 +472,8 @@ def variant_study(
             model = super().estimator(cell, data)
             if alpha_epsilon is not None and cell["method"].startswith("gpc-"):
                 model.set_params(alpha_epsilon=alpha_epsilon)
+            if vocabulary == "negations" and cell["method"] in _TFIDF_GPS:
+                model.set_params(vocabulary=negations_vocabulary())
             if whole_bag and cell["method"].startswith("gpc-"):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])

@@ -330,3 +330,21 @@ def test_the_long_text_weight_study_keeps_the_evidence_weight_below_its_median_l
     assert long.encoder_weight_factor_ == guarded.encoder_weight_factor_ and _encoder_weight_of(
         long
     ) == _encoder_weight_of(guarded)
+
+
+def test_the_negations_vocabulary_study_gives_its_tf_idf_gps_the_baselines_words(toy_topics_tsv):
+    """``--gp-vocabulary negations`` (rule 26): the GP classifiers with a tf-idf part read scikit-learn's stop words
+    but the negations, tokens of two letters or more; every other setting and method is the study's."""
+    from lvgp.bow.vocabulary import ENGLISH_STOP_WORDS_BUT_NEGATIONS
+
+    study = dev.variant_study(whole_bag=False, vocabulary="negations")(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    for method in ("gpc-bow", "gpc-bow-encoder-rbf"):
+        vocabulary = study.estimator({"method": method, "split": 0, "params": {"per_class": 3}}).vocabulary
+        assert vocabulary.min_token_len == 2 and set(vocabulary.stop_words) == set(ENGLISH_STOP_WORDS_BUT_NEGATIONS)
+        assert vocabulary.tokenize("it is not an ok film") == ["not", "ok", "film"]
+    assert (
+        study.estimator({"method": "svm", "split": 0, "params": {"per_class": 3}}).get_params().get("vocabulary")
+        is None
+    )
