@@ -83,7 +83,13 @@ def _gp_embed_logreg(study, cell, data):
 
 
 @register_method(
-    "classification", "logreg", "LogReg (BoW)", default=True, record=lambda model, cell, data: dict(C=model.C_)
+    "classification",
+    "logreg",
+    "LogReg (BoW)",
+    default=True,
+    record=lambda model, cell, data: dict(C=model.C_),
+    description="logistic regression on tf-idf (default_tfidf: sublinear counts of the texts as written, the stop "
+    "words but the negations), C in 0.1 ... 1e4 by stratified 3-fold CV on the log loss",
 )
 def _logreg(study, cell, data):  # tf-idf as practitioners run it, chosen on dev (benchmarks/bow_baseline_dev.py)
     from ..baselines.text_classifiers import TfidfLogisticRegression
@@ -105,7 +111,14 @@ def _bag_of_clusters(study, cell, data):
     return BagOfClustersClassifier(embeddings=study.embeddings, random_state=study.cell_seed(cell))
 
 
-@register_method("classification", "svm", "Linear SVM (BoW)", default=True)
+@register_method(
+    "classification",
+    "svm",
+    "Linear SVM (BoW)",
+    default=True,
+    description="linear SVM on default_tfidf's features, C in 0.1 ... 100 by stratified 3-fold CV on accuracy "
+    "(probabilities: Platt's)",
+)
 def _svm(study, cell, data):  # on default_tfidf's features, chosen on dev (benchmarks/bow_baseline_dev.py --svm)
     from ..baselines.encoder import default_tfidf
     from ..baselines.text_classifiers import BowClassifier
