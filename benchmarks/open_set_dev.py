@@ -43,7 +43,8 @@ classes, the RBF for the distance.
 ``--gp-vocabulary negations`` (rule 26): the tf-idf GPs' words those of the baselines' tf-idf as near as lvgp's
 :class:`~lvgp.Vocabulary` reads them -- scikit-learn's stop words but the negations, tokens of two letters or more
 (``default_tfidf``'s; its digits excepted: lvgp's tokens are letters) -- in place of the study's (every stop word out,
-three letters or more).
+three letters or more). ``--gp-vocabulary two-letters`` (rule 27): the study's words and tokens of two letters
+(*vs*, which marks r8's *earn*, among them; every stop word still out).
 
 ``--alpha-epsilon A`` (rule 22): the GP classifiers' Dirichlet pseudo-count ``A`` (Milios et al.'s default 0.01)
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
@@ -205,9 +206,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--gp-vocabulary",
-        choices=("study", "negations"),
+        choices=("study", "negations", "two-letters"),
         default="study",
-        help="the tf-idf GPs' vocabulary: the study's, or the stop words but the negations out, 2+ letters (rule 26)",
+        help="the tf-idf GPs' vocabulary: the study's, or the stop words but the negations out, 2+ letters (rule 26), "
+        "or the study's with tokens of 2 letters (rule 27)",
     )
     parser.add_argument(
         "--alpha-epsilon",
@@ -453,8 +455,8 @@ def variant_study(
     stationary GP's (``gpc-bow-encoder-rbf``'s) encoder part as the study builds it (``"study"``, the RBF) or another
     of :data:`lvgp.kernels.packed.STATIONARY_ENCODER_KERNELS` (``"matern"``: 5/2) in its place, everything else as
     the study's. ``alpha_epsilon``: the GP classifiers' Dirichlet pseudo-count in place of the study's (``None``: the
-    study's). ``vocabulary``: the tf-idf GPs' words, the study's (``"study"``) or :func:`negations_vocabulary`'s
-    (``"negations"``)."""
+    study's). ``vocabulary``: the tf-idf GPs' words, the study's (``"study"``), :func:`negations_vocabulary`'s
+    (``"negations"``) or the study's with tokens of two letters (``"two-letters"``)."""
     import dataclasses
     import functools
 
@@ -474,6 +476,10 @@ def variant_study(
                 model.set_params(alpha_epsilon=alpha_epsilon)
             if vocabulary == "negations" and cell["method"] in _TFIDF_GPS:
                 model.set_params(vocabulary=negations_vocabulary())
+            if vocabulary == "two-letters" and cell["method"] in _TFIDF_GPS:
+                from lvgp.bow.vocabulary import Vocabulary
+
+                model.set_params(vocabulary=Vocabulary(min_token_len=2))
             if whole_bag and cell["method"].startswith("gpc-"):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])

@@ -348,3 +348,18 @@ def test_the_negations_vocabulary_study_gives_its_tf_idf_gps_the_baselines_words
         study.estimator({"method": "svm", "split": 0, "params": {"per_class": 3}}).get_params().get("vocabulary")
         is None
     )
+
+
+def test_the_two_letter_study_gives_its_tf_idf_gps_the_studys_words_and_two_letter_tokens(toy_topics_tsv):
+    """``--gp-vocabulary two-letters`` (rule 27): the study's vocabulary (every English stop word out) with tokens of
+    two letters; other methods untouched."""
+    study = dev.variant_study(whole_bag=False, vocabulary="two-letters")(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    for method in ("gpc-bow", "gpc-bow-encoder-rbf"):
+        vocabulary = study.estimator({"method": method, "split": 0, "params": {"per_class": 3}}).vocabulary
+        assert vocabulary.tokenize("shr 12 cts vs 10 cts, it is not ok") == ["shr", "cts", "vs", "cts", "ok"]
+    assert (
+        study.estimator({"method": "svm", "split": 0, "params": {"per_class": 3}}).get_params().get("vocabulary")
+        is None
+    )
