@@ -44,7 +44,8 @@ classes, the RBF for the distance.
 :class:`~lvgp.Vocabulary` reads them -- scikit-learn's stop words but the negations, tokens of two letters or more
 (``default_tfidf``'s; its digits excepted: lvgp's tokens are letters) -- in place of the study's (every stop word out,
 three letters or more). ``--gp-vocabulary two-letters`` (rule 27): the study's words and tokens of two letters
-(*vs*, which marks r8's *earn*, among them; every stop word still out).
+(*vs*, which marks r8's *earn*, among them; every stop word still out) -- the study's own since rule 27 earned it, so
+that ``study`` and ``two-letters`` are now the same.
 
 ``--alpha-epsilon A`` (rule 22): the GP classifiers' Dirichlet pseudo-count ``A`` (Milios et al.'s default 0.01)
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's

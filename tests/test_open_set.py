@@ -896,3 +896,20 @@ def test_an_exact_gp_classifier_too_large_for_memory_says_so_before_allocating(m
         LDKGPClassifier(random_state=0).fit(X * 300, labels)
     with pytest.raises(MemoryError, match=r"40 classes: 6 dense"):
         LDKGPClassifier(class_hyperparameters="shared", random_state=0).fit(X * 300, labels)
+
+
+def test_the_tf_idf_gps_read_tokens_of_two_letters(toy_topics_tsv):
+    """Rule 27 (``benchmarks/README.md``): the study's tf-idf GPs read its vocabulary with tokens of two letters or
+    more (every English stop word still out, the study's cut kept); the encoder-alone GPs are as they were."""
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    for cut in (0.0, 0.05):
+        study = OpenSetStudy(dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, min_df_fraction=cut)
+        for method in ("gpc-bow", "gpc-bow-encoder", "gpc-bow-encoder-rbf"):
+            vocabulary = study.estimator({"method": method, "split": 0, "params": {"per_class": 3}}).vocabulary
+            assert vocabulary.tokenize("shr 12 cts vs 10 cts, it is") == ["shr", "cts", "vs", "cts"]
+            assert vocabulary.min_df == (cut or 1)
+    assert (
+        study.estimator({"method": "gpc-encoder-rbf", "split": 0, "params": {"per_class": 3}}).vocabulary.min_token_len
+        == 3
+    )
