@@ -9,39 +9,45 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+PLUGINS = Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"
 
 
-def test_the_diagnostics_svms_differ_from_the_studys_in_their_words_alone(toy_topics_tsv):
-    from lvgp.bow.vocabulary import Vocabulary
+@pytest.fixture
+def isolated_registry(monkeypatch):
+    """The registry, the plugins' environment variable, ``sys.path`` and ``sys.modules`` as they were after the test
+    (a plugin left in the environment would be imported by every study's worker process after it)."""
     from lvgp.experiments import registry
+
+    monkeypatch.setattr(registry, "_METHODS", {k: dict(v) for k, v in registry._METHODS.items()})
+    monkeypatch.setattr(registry, "_LOADED_PLUGINS", set())
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")
+    monkeypatch.setattr(sys, "path", [str(PLUGINS), *sys.path])
+    monkeypatch.delitem(sys.modules, "svm_features_diagnostic", raising=False)
+    return registry
+
+
+def test_the_diagnostics_svms_differ_from_the_studys_in_their_words_alone(toy_topics_tsv, isolated_registry):
+    from lvgp.bow.vocabulary import Vocabulary
     from lvgp.experiments.open_set import OpenSetStudy
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"))
-    sys.modules.pop("svm_features_diagnostic", None)
-    try:
-        registry.load_plugins(["svm_features_diagnostic"])
-        study = OpenSetStudy(dataset=toy_topics_tsv, unknown_classes=1, per_class=(5,), splits=1)
-        texts, labels = study.split(0).training(5)
-        texts = [f"{t} 1986 not it" for t in texts]
-        cell = {"split": 0, "params": {"per_class": 5}}
-        built_in = study.estimator({**cell, "method": "svm"})
-        for method in ("svm-gp-words", "svm-letters"):
-            svm = study.estimator({**cell, "method": method})
-            ours = {k: v for k, v in svm.get_params().items() if not k.startswith("vectorizer")}
-            assert ours == {k: v for k, v in built_in.get_params().items() if not k.startswith("vectorizer")}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                words = set(svm.fit(texts, labels).tfidf_.vocabulary_)
-            assert "1986" not in words and svm.tfidf_.sublinear_tf
-            assert ("not" in words) == (method == "svm-letters")  # lvgp's vocabulary drops every stop word
-        gp_words = study.estimator({**cell, "method": "svm-gp-words"}).fit(texts, labels).tfidf_.vocabulary_
-        assert set(gp_words) == set(Vocabulary().fit(texts).words)
-        assert np.all(
-            np.isfinite(study.estimator({**cell, "method": "svm-letters"}).fit(texts, labels).score_samples(texts))
-        )
-    finally:
-        for method in ("svm-gp-words", "svm-letters"):
-            registry._METHODS["open-set"].pop(method, None)
-        registry._LOADED_PLUGINS.discard("svm_features_diagnostic")
-        sys.modules.pop("svm_features_diagnostic", None)
-        sys.path.remove(str(Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"))
+    isolated_registry.load_plugins(["svm_features_diagnostic"])
+    study = OpenSetStudy(dataset=toy_topics_tsv, unknown_classes=1, per_class=(5,), splits=1)
+    texts, labels = study.split(0).training(5)
+    texts = [f"{t} 1986 not it" for t in texts]
+    cell = {"split": 0, "params": {"per_class": 5}}
+    built_in = study.estimator({**cell, "method": "svm"})
+    for method in ("svm-gp-words", "svm-letters"):
+        svm = study.estimator({**cell, "method": method})
+        ours = {k: v for k, v in svm.get_params().items() if not k.startswith("vectorizer")}
+        assert ours == {k: v for k, v in built_in.get_params().items() if not k.startswith("vectorizer")}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            words = set(svm.fit(texts, labels).tfidf_.vocabulary_)
+        assert "1986" not in words and svm.tfidf_.sublinear_tf
+        assert ("not" in words) == (method == "svm-letters")  # lvgp's vocabulary drops every stop word
+    gp_words = study.estimator({**cell, "method": "svm-gp-words"}).fit(texts, labels).tfidf_.vocabulary_
+    assert set(gp_words) == set(Vocabulary().fit(texts).words)
+    letters = study.estimator({**cell, "method": "svm-letters"}).fit(texts, labels)
+    assert np.all(np.isfinite(letters.score_samples(texts)))
