@@ -61,6 +61,7 @@ __all__ = [
     "EncoderRidge",
     "default_tfidf",
     "logistic_regression_cv",
+    "unfitted_tfidf",
 ]
 
 _DEFAULT = "all-MiniLM-L6-v2"
@@ -78,6 +79,17 @@ def default_tfidf(min_df: int | float = 1) -> TfidfVectorizer:
     corpora among lvgp's vocabulary (raw counts, every stop word out), scikit-learn's defaults with
     sublinear counts, and their variants (``benchmarks/tfidf_baseline_dev.py``)."""
     return TfidfVectorizer(sublinear_tf=True, min_df=min_df, stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS))
+
+
+def unfitted_tfidf(vectorizer: TfidfVectorizer | None, min_df: int | float, what: str = "the default vectorizer"):
+    """An unfitted copy of a baseline's tf-idf part: :func:`default_tfidf` (``min_df``) for ``vectorizer=None``, else
+    a clone of the user's ``TfidfVectorizer`` (its own ``min_df``; a ``min_df`` other than 1 beside it is a
+    ``ValueError``: it would be ignored). ``what`` names the default in that error."""
+    if vectorizer is None:
+        return default_tfidf(min_df)
+    if min_df != 1:
+        raise ValueError(f"min_df={min_df!r} applies to {what}; set your vectorizer's own min_df")
+    return clone(vectorizer)
 
 
 def dev_tuned_ridge(
@@ -121,13 +133,8 @@ class _EncoderFeatures(BaseEstimator):
 
     def _vectorizer(self) -> TfidfVectorizer:
         """An unfitted copy of the tf-idf part (``min_df`` applies to the default one alone)."""
-        if isinstance(self.tfidf, TfidfVectorizer):
-            if self.min_df != 1:
-                raise ValueError(
-                    f"min_df={self.min_df!r} applies to tfidf=True's vectorizer; with a TfidfVectorizer, set its own min_df"
-                )
-            return clone(self.tfidf)
-        return default_tfidf(self.min_df)
+        own = self.tfidf if isinstance(self.tfidf, TfidfVectorizer) else None
+        return unfitted_tfidf(own, self.min_df, "tfidf=True's vectorizer")
 
     def _fit_features(self, X: list[str], unlabeled: Any = None) -> Any:
         """The training texts' features; ``unlabeled``: further texts the tf-idf part's vocabulary and

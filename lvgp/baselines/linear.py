@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import ElasticNet, Lasso, Ridge
@@ -193,16 +193,14 @@ class TfidfRidge(RegressorMixin, BaseEstimator):
     }
 
     def fit(self, X, y, X_val=None, y_val=None):
-        from .encoder import default_tfidf, dev_tuned_ridge
+        from .encoder import dev_tuned_ridge, unfitted_tfidf
 
         check_params(self)
-        if self.vectorizer is not None and self.min_df != 1:
-            raise ValueError(f"min_df={self.min_df!r} applies to the default vectorizer; set your vectorizer's own")
         X = check_texts(X)
         y = check_targets_array(y, len(X))
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
-        self.tfidf_ = (default_tfidf(self.min_df) if self.vectorizer is None else clone(self.vectorizer)).fit(X)
+        self.tfidf_ = unfitted_tfidf(self.vectorizer, self.min_df).fit(X)
         dev = None
         if X_val is not None:
             X_val = check_texts(X_val, "X_val")

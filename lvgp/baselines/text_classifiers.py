@@ -293,13 +293,11 @@ class TfidfLogisticRegression(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y):
-        from .encoder import default_tfidf, logistic_regression_cv
+        from .encoder import logistic_regression_cv, unfitted_tfidf
 
         check_params(self)
-        if self.vectorizer is not None and self.min_df != 1:
-            raise ValueError(f"min_df={self.min_df!r} applies to the default vectorizer; set your vectorizer's own")
         X, y = _check_texts(X, y)
-        self.tfidf_ = (default_tfidf(self.min_df) if self.vectorizer is None else clone(self.vectorizer)).fit(X)
+        self.tfidf_ = unfitted_tfidf(self.vectorizer, self.min_df).fit(X)
         Cs = TFIDF_LOGREG_CS if self.Cs is None else self.Cs
         self.model_ = logistic_regression_cv(self.tfidf_.transform(X), y, Cs, sklearn_random_state(self.random_state))
         self.C_ = float(self.model_.C)
