@@ -10,12 +10,15 @@ documents for any fold, callers get ``[]`` and must say what they do instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from scipy import sparse
+from sklearn.model_selection import KFold, PredefinedSplit, StratifiedKFold, train_test_split
 
-from .._random import numpy_generator
+from .._random import numpy_generator, sklearn_random_state
 
-__all__ = ["stratified_folds", "dev_split", "early_stopping_split"]
+__all__ = ["stratified_folds", "dev_split", "early_stopping_split", "dev_or_folds"]
 
 
 def stratified_folds(y, n_folds: int = 3, random_state: int | None = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -75,3 +78,18 @@ def early_stopping_split(
         )
     perm = numpy_generator(seed).permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def dev_or_folds(
+    F: Any, y: np.ndarray, dev: tuple[Any, np.ndarray] | None, cv: int, random_state: Any
+) -> tuple[Any, Any, np.ndarray]:
+    """``(split, F_search, y_search)`` for a ``GridSearchCV(..., cv=split, refit=False)`` that chooses on dev data
+    (the GP-LVSM paper's linear baselines): with ``dev = (F_val, y_val)``, the training rows ``F`` (``n x p``, dense
+    or sparse) and the dev rows stacked, and a ``PredefinedSplit`` in which the training rows never score and the
+    dev rows are the one test fold; without, ``cv`` shuffled folds (``random_state``) of ``F`` itself."""
+    if dev is None:
+        return KFold(cv, shuffle=True, random_state=sklearn_random_state(random_state)), F, y
+    F_val, y_val = dev
+    split = PredefinedSplit(np.r_[np.full(F.shape[0], -1), np.zeros(F_val.shape[0], dtype=int)])
+    stacked = sparse.vstack([F, F_val]).tocsr() if sparse.issparse(F) else np.vstack([F, F_val])
+    return split, stacked, np.r_[y, y_val]

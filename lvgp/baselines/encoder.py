@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.metrics import log_loss
-from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
+from sklearn.model_selection import GridSearchCV
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import sklearn_random_state
@@ -44,7 +44,7 @@ from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.novelty import ProbabilityNoveltyMixin
 from ..base.numerics import warn_about_fitted_noise
-from ..base.splits import stratified_folds
+from ..base.splits import dev_or_folds, stratified_folds
 from ..base.targets import check_labels, check_targets_array
 from ..base.validation import standardization
 from ..bow.vocabulary import ENGLISH_STOP_WORDS_BUT_NEGATIONS
@@ -99,13 +99,7 @@ def dev_tuned_ridge(
     ``alphas`` by the lowest RMSE on the ``dev`` features and targets (a ``PredefinedSplit``: the training rows never
     score), or without them by ``cv`` folds of ``F`` shuffled by ``random_state``; then refit on ``F`` alone (the
     GP-LVSM paper's protocol for its linear baselines). Returns the model, its alpha and that RMSE."""
-    if dev is not None:
-        F_val, y_val = dev
-        split: Any = PredefinedSplit(np.r_[np.full(F.shape[0], -1), np.zeros(F_val.shape[0], dtype=int)])
-        stack = sparse.vstack if sparse.issparse(F) else np.vstack
-        F_search, y_search = stack([F, F_val]), np.r_[y, y_val]
-    else:
-        split, F_search, y_search = KFold(cv, shuffle=True, random_state=sklearn_random_state(random_state)), F, y
+    split, F_search, y_search = dev_or_folds(F, y, dev, cv, random_state)
     search = GridSearchCV(
         Ridge(), {"alpha": [float(a) for a in alphas]}, scoring="neg_root_mean_squared_error", cv=split, refit=False
     )

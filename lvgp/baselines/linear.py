@@ -9,17 +9,16 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import ElasticNet, Lasso, Ridge
-from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
+from sklearn.model_selection import GridSearchCV
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import sklearn_random_state
 from ..base.constraints import Instance, Integer, Options, RandomState, Real, check_params, documents_input
 from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.splits import dev_or_folds
 from ..base.targets import check_targets_array
 from ..bow.padded import padded_to_counts
 from ..bow.vocabulary import Vocabulary
@@ -113,15 +112,11 @@ class DevTunedLinearRegression(BagOfWordsInputMixin, RegressorMixin, BaseEstimat
         self.vocabulary_ = self._encoder.vocabulary
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
+        dev = None
         if X_val is not None:
             F_val = self._features(self._encoder.transform(X_val, "X_val"))
-            y_val = check_targets_array(y_val, F_val.shape[0], "y_val")
-            # train rows never score, dev rows are the one test fold
-            split = PredefinedSplit(np.r_[np.full(F.shape[0], -1), np.zeros(F_val.shape[0], dtype=int)])
-            F_search, y_search = sparse.vstack([F, F_val]).tocsr(), np.r_[y, y_val]
-        else:
-            split = KFold(self.cv, shuffle=True, random_state=sklearn_random_state(self.random_state))
-            F_search, y_search = F, y
+            dev = (F_val, check_targets_array(y_val, F_val.shape[0], "y_val"))
+        split, F_search, y_search = dev_or_folds(F, y, dev, self.cv, self.random_state)
         candidates = self._candidates()
         search = GridSearchCV(
             self._make(*candidates[0]),
