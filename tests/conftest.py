@@ -85,3 +85,23 @@ def record_int32_casts(monkeypatch):
             yield sizes
 
     return recording
+
+
+@pytest.fixture
+def isolated_registry(monkeypatch):
+    """``lvgp.experiments.registry`` with the methods, the loaded plugins, the plugins' environment variable and
+    ``sys.path`` as they were once the test ends (a plugin left in the environment would be imported by every study's
+    worker process after it); ``benchmarks/plugins`` first on the path. Returns the registry module."""
+    import sys
+    from pathlib import Path
+
+    from lvgp.experiments import registry
+
+    monkeypatch.setattr(registry, "_METHODS", {k: dict(v) for k, v in registry._METHODS.items()})
+    monkeypatch.setattr(registry, "_LOADED_PLUGINS", set())
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")
+    plugins = Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"
+    monkeypatch.setattr(sys, "path", [str(plugins), *sys.path])
+    for name in ("vocabulary_diagnostic", "svm_features_diagnostic"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return registry

@@ -249,21 +249,15 @@ PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "my_m
 
 
 @pytest.fixture
-def plugin_folder(tmp_path, monkeypatch):
+def plugin_folder(tmp_path, monkeypatch, isolated_registry):
     """The documentation's plugin (``examples/plugins/my_methods.py``) as ``lvgp_test_plugin.py`` in the current
-    directory; the registry, the environment and ``sys.path`` as they were after the test."""
+    directory; the registry, the environment and ``sys.path`` as they were after the test (``isolated_registry``)."""
     import sys
-
-    from lvgp.experiments import registry
 
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / "lvgp_test_plugin.py").write_text(PLUGIN.read_text())
     monkeypatch.chdir(folder)
-    monkeypatch.setattr(registry, "_METHODS", {k: dict(v) for k, v in registry._METHODS.items()})
-    monkeypatch.setattr(registry, "_LOADED_PLUGINS", set())
-    monkeypatch.setenv(registry.PLUGINS_ENV, "")
-    monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "lvgp_test_plugin", raising=False)
     return folder
 
@@ -312,17 +306,12 @@ def test_a_plugins_method_runs_beside_the_built_in_ones_in_worker_processes(tsv,
     assert "--plugin no_such_lvgp_plugin: the module cannot be imported (ModuleNotFoundError" in capsys.readouterr().err
 
 
-def test_the_vocabulary_diagnostics_plugin_differs_from_its_built_in_methods_in_its_words(tsv, plugin_folder):
+def test_the_vocabulary_diagnostics_plugin_differs_from_its_built_in_methods_in_its_words(tsv, isolated_registry):
     """``benchmarks/plugins/vocabulary_diagnostic.py`` (``benchmarks/README.md``): its GP-LVSM is ``gplvsm-default``'s
     but for the negations its vocabulary keeps, and its ridge ``tfidf-ridge``'s on the GP's words."""
-    import sys
-
-    from lvgp.experiments import registry
     from lvgp.experiments.regression import RegressionStudy, prepare_split
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"))
-    sys.modules.pop("vocabulary_diagnostic", None)
-    registry.load_plugins(["vocabulary_diagnostic"])
+    isolated_registry.load_plugins(["vocabulary_diagnostic"])
     study = RegressionStudy(dataset=str(tsv), splits=1, train_size=40, dev_size=20, min_df=1)
     data = prepare_split(study, 0)
     cell = {"method": "gplvsm-default-negations", "split": 0, "params": {}}
@@ -336,4 +325,3 @@ def test_the_vocabulary_diagnostics_plugin_differs_from_its_built_in_methods_in_
     ridge = study.build({"method": "tfidf-ridge-study-vocab", "split": 0, "params": {}}, data)
     ridge.fit(data.train_texts, data.y_train, data.dev_texts, data.y_dev)
     assert "not" not in ridge.tfidf_.vocabulary_ and all(len(w) >= 3 for w in ridge.tfidf_.vocabulary_)
-    sys.modules.pop("vocabulary_diagnostic", None)

@@ -4,28 +4,9 @@ letters without the digits."""
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
-import pytest
-
-PLUGINS = Path(__file__).resolve().parent.parent / "benchmarks" / "plugins"
-
-
-@pytest.fixture
-def isolated_registry(monkeypatch):
-    """The registry, the plugins' environment variable, ``sys.path`` and ``sys.modules`` as they were after the test
-    (a plugin left in the environment would be imported by every study's worker process after it)."""
-    from lvgp.experiments import registry
-
-    monkeypatch.setattr(registry, "_METHODS", {k: dict(v) for k, v in registry._METHODS.items()})
-    monkeypatch.setattr(registry, "_LOADED_PLUGINS", set())
-    monkeypatch.setenv(registry.PLUGINS_ENV, "")
-    monkeypatch.setattr(sys, "path", [str(PLUGINS), *sys.path])
-    monkeypatch.delitem(sys.modules, "svm_features_diagnostic", raising=False)
-    return registry
 
 
 def test_the_diagnostics_svms_differ_from_the_studys_in_their_words_alone(toy_topics_tsv, isolated_registry):
