@@ -49,6 +49,7 @@ __all__ = [
     "FeatureKernel",
     "WordSetKernel",
     "beside_encoder",
+    "encoder_kernel_parts",
     "encoder_part",
     "fresh_encoder_kinds",
     "pack_documents",
@@ -247,6 +248,11 @@ ENCODER_KERNELS = ("cosine", "rbf", "matern")
 STATIONARY_ENCODER_KERNELS = ("rbf", "matern")
 
 
+def encoder_kernel_parts(kind: Any) -> list:
+    """The parts of an ``encoder_kernel`` value as a list: a list or tuple's items, or the single name or kernel."""
+    return list(kind) if isinstance(kind, (list, tuple)) else [kind]
+
+
 class EncoderKernelArgument(Constraint):
     r"""The constraint of the estimators' ``encoder_kernel=`` (``lvgp.base.constraints``): a name of
     :data:`~lvgp.kernels.packed.ENCODER_KERNELS`, a gpytorch ``Kernel`` instance on :math:`\mathbb R^d` (it is
@@ -254,11 +260,11 @@ class EncoderKernelArgument(Constraint):
     part each, each with its own weight: :func:`beside_encoder`)."""
 
     def accepts_type(self, value: Any) -> bool:
-        items = value if isinstance(value, (list, tuple)) else [value]
+        items = encoder_kernel_parts(value)
         return all(isinstance(one, (str, Kernel)) for one in items)
 
     def problem(self, value: Any) -> str | None:
-        items = value if isinstance(value, (list, tuple)) else [value]
+        items = encoder_kernel_parts(value)
         if not items:
             return "a non-empty list"
         names = [one for one in items if isinstance(one, str)]
@@ -277,8 +283,7 @@ def fresh_encoder_kinds(kind: str | Kernel | Sequence[str | Kernel]) -> tuple[st
     one)."""
     import copy
 
-    items = list(kind) if isinstance(kind, (list, tuple)) else [kind]
-    return tuple(copy.deepcopy(one) if isinstance(one, Kernel) else one for one in items)
+    return tuple(copy.deepcopy(one) if isinstance(one, Kernel) else one for one in encoder_kernel_parts(kind))
 
 
 def encoder_part(
@@ -359,7 +364,7 @@ def beside_encoder(
     if len(with_words):
         with torch.no_grad():
             balance = float(word_kernel(with_words, diag=True).mean())
-    kinds = list(kind) if isinstance(kind, (list, tuple)) else [kind]
+    kinds = encoder_kernel_parts(kind)
     if not kinds:
         raise ValueError("kind must name at least one encoder part")
     total: Kernel = WordSetKernel(word_kernel, feature_dim)

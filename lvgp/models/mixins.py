@@ -25,7 +25,7 @@ from ..base.embeddings import spec_from_plain, spec_to_plain
 from ..base.fit_options import FIT_OPTIONS_FORMAT, FitOptions, FrozenParamsMixin
 from ..bow.vocabulary import Vocabulary
 from ..encoders.sentence import SentenceEncoder, check_texts, resolve_encoder
-from ..kernels.packed import pack_documents
+from ..kernels.packed import encoder_kernel_parts, pack_documents
 
 #: the fields of LDKSpec that estimators of lvgp 0.1 (saved files of format /1) took as their own
 #: arguments, and the names some of them had there
@@ -346,7 +346,7 @@ class SavedParamsMixin:
                 fields = {k: plain_value(v, f"{name}.{k}") for k, v in plain["fields"].items()}
                 out[name] = {_FIT_OPTIONS_TAG: {**plain, "fields": fields}}
             elif name == "encoder_kernel" and not _names_only(value):  # what its kernels were (load takes them)
-                parts = [_saved_encoder_kind(one) for one in (value if isinstance(value, (list, tuple)) else [value])]
+                parts = [_saved_encoder_kind(one) for one in encoder_kernel_parts(value)]
                 out[name] = parts if isinstance(value, (list, tuple)) else parts[0]
             elif name == "kernel":
                 if value is None or isinstance(value, str):  # a covariance by name (EncoderGPRegressor)
@@ -475,7 +475,7 @@ class SavedParamsMixin:
 
 def _names_only(kind: Any) -> bool:
     """Whether ``encoder_kernel`` holds names alone (a file holds them by value)."""
-    return all(isinstance(one, str) for one in (kind if isinstance(kind, (list, tuple)) else [kind]))
+    return all(isinstance(one, str) for one in encoder_kernel_parts(kind))
 
 
 def _saved_encoder_kind(kind: Any) -> Any:
@@ -487,7 +487,7 @@ def _restored_encoder_kind(saved: Any, given: Any, path: Any) -> Any:
     """``encoder_kernel`` of a saved estimator: the saved names, or -- where the file held gpytorch kernels,
     which it describes but does not hold -- ``given``, the same value passed to ``load`` again (a ``ValueError``
     naming the file where it is missing or does not match the saved names and places)."""
-    items = saved if isinstance(saved, list) else [saved]
+    items = encoder_kernel_parts(saved)
     if not any(isinstance(one, dict) and _USER_KERNEL_TAG in one for one in items):
         if given is not None:
             raise ValueError(f"{path} names its encoder kernel ({saved!r}): load it without encoder_kernel=")
@@ -497,7 +497,7 @@ def _restored_encoder_kind(saved: Any, given: Any, path: Any) -> Any:
             f"{path} was fitted with encoder_kernel={saved!r}: a file describes a gpytorch kernel but does not hold "
             "it; pass the same encoder_kernel again, load(path, encoder_kernel=...), and its saved state fills it"
         )
-    got = list(given) if isinstance(given, (list, tuple)) else [given]
+    got = encoder_kernel_parts(given)
     same = isinstance(given, (list, tuple)) == isinstance(saved, list) and len(got) == len(items)
     same = same and all(
         not isinstance(g, str) if isinstance(one, dict) else g == one for one, g in zip(items, got, strict=False)
