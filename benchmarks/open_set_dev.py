@@ -425,12 +425,15 @@ def _study_encoder_options(method: str) -> dict:
     return {"fit_weights": True, "lengthscale": None}
 
 
-def negations_vocabulary():
-    """``--gp-vocabulary negations``: lvgp's :class:`~lvgp.Vocabulary` of scikit-learn's stop words but the negations,
-    tokens of two letters or more (unfitted)."""
+def gp_vocabulary(name: str):
+    """``--gp-vocabulary``'s unfitted words of the tf-idf GPs: ``"negations"`` scikit-learn's stop words but the
+    negations, tokens of two letters or more (gp_vocabulary_dev.py's), ``"two-letters"`` the study's with tokens of
+    two letters (the study's own since rule 27), ``"study"`` none (each method's own)."""
     from lvgp.bow.vocabulary import ENGLISH_STOP_WORDS_BUT_NEGATIONS, Vocabulary
 
-    return Vocabulary(stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS), min_token_len=2)
+    if name == "negations":
+        return Vocabulary(stop_words=sorted(ENGLISH_STOP_WORDS_BUT_NEGATIONS), min_token_len=2)
+    return Vocabulary(min_token_len=2) if name == "two-letters" else None
 
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
@@ -456,8 +459,7 @@ def variant_study(
     stationary GP's (``gpc-bow-encoder-rbf``'s) encoder part as the study builds it (``"study"``, the RBF) or another
     of :data:`lvgp.kernels.packed.STATIONARY_ENCODER_KERNELS` (``"matern"``: 5/2) in its place, everything else as
     the study's. ``alpha_epsilon``: the GP classifiers' Dirichlet pseudo-count in place of the study's (``None``: the
-    study's). ``vocabulary``: the tf-idf GPs' words, the study's (``"study"``), :func:`negations_vocabulary`'s
-    (``"negations"``) or the study's with tokens of two letters (``"two-letters"``)."""
+    study's). ``vocabulary``: the tf-idf GPs' words (:func:`gp_vocabulary`)."""
     import dataclasses
     import functools
 
@@ -475,12 +477,9 @@ def variant_study(
             model = super().estimator(cell, data)
             if alpha_epsilon is not None and cell["method"].startswith("gpc-"):
                 model.set_params(alpha_epsilon=alpha_epsilon)
-            if vocabulary == "negations" and cell["method"] in _TFIDF_GPS:
-                model.set_params(vocabulary=negations_vocabulary())
-            if vocabulary == "two-letters" and cell["method"] in _TFIDF_GPS:
-                from lvgp.bow.vocabulary import Vocabulary
-
-                model.set_params(vocabulary=Vocabulary(min_token_len=2))
+            words = gp_vocabulary(vocabulary)
+            if words is not None and cell["method"] in _TFIDF_GPS:
+                model.set_params(vocabulary=words)
             if whole_bag and cell["method"].startswith("gpc-"):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
