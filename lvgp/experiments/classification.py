@@ -119,7 +119,7 @@ def _bag_of_clusters(study, cell, data):
     description="linear SVM on default_tfidf's features, C in 0.1 ... 100 by stratified 3-fold CV on accuracy "
     "(probabilities: Platt's)",
 )
-def _svm(study, cell, data):  # on default_tfidf's features, chosen on dev (benchmarks/bow_baseline_dev.py --svm)
+def _linear_svm(study, cell, data):  # default_tfidf's features, chosen on dev (bow_baseline_dev.py --svm)
     from ..baselines.encoder import default_tfidf
     from ..baselines.text_classifiers import BowClassifier
 

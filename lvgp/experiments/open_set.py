@@ -55,6 +55,7 @@ from .classification import (
     _encoder_logreg,
     _gp_classifier_on_texts,
     _ldk_gpc_plus,
+    _linear_svm,
     _style,
     save_with_legend_below,
 )
@@ -373,20 +374,14 @@ def _encoder_knn(study, cell, data):
     return EncoderNearestNeighbor(study.encoder, device=study.device)
 
 
-@register_method(
+register_method(
     KIND,
     "svm",
     "Linear SVM (tf-idf)",
     default=True,
     description="linear SVM on tf-idf vectors of the texts as written (default_tfidf), C by CV (probabilities: "
-    "Platt's); novelty score: the largest decision "
-    "value",
-)
-def _svm(study, cell, data):  # the classification study's (default_tfidf's features)
-    from ..baselines.encoder import default_tfidf
-    from ..baselines.text_classifiers import BowClassifier
-
-    return BowClassifier(model="svm", vectorizer=default_tfidf(), random_state=study.cell_seed(cell))
+    "Platt's); novelty score: the largest decision value",
+)(_linear_svm)  # the classification study's
 
 
 # ------------------------------------------------------------------ the data
