@@ -54,32 +54,31 @@ def fit_variant(variant: str, train: list[str], y: np.ndarray, seed: int, cs=Non
     from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
 
     from lvgp.baselines.encoder import default_tfidf, logistic_regression_cv
-    from lvgp.baselines.text_classifiers import BowClassifier
+    from lvgp.baselines.text_classifiers import BowClassifier, TfidfLogisticRegression
     from lvgp.bow.vocabulary import Vocabulary
 
     wide = WIDE_CS if cs is None else cs
-    if variant in ("study", "wide", "svm"):
+    if variant in ("study", "wide", "svm", "svm-default-tfidf"):
         model = BowClassifier(
-            model="svm" if variant == "svm" else "logreg",
+            model="svm" if variant.startswith("svm") else "logreg",
             Cs=wide if variant == "wide" else STUDY_CS,
+            vectorizer=default_tfidf() if variant == "svm-default-tfidf" else None,  # the studies' SVM now
             random_state=seed,
         ).fit(train, y)
         return model.predict_proba, float(model.model_.C)
-    if variant == "svm-default-tfidf":  # the studies' SVM since this benchmark
-        model = BowClassifier(model="svm", vectorizer=default_tfidf(), random_state=seed).fit(train, y)
-        return model.predict_proba, float(model.model_.C)
-    if variant in ("wide-logloss",):
-        vocabulary = Vocabulary(min_df=1).fit(train)
-        transformer = TfidfTransformer().fit(vocabulary.counts(train))
+    if variant in ("default-tfidf", "sklearn"):  # the study's logreg since this benchmark, and scikit-learn's tf-idf
+        words = default_tfidf() if variant == "default-tfidf" else TfidfVectorizer(sublinear_tf=True)
+        logreg = TfidfLogisticRegression(vectorizer=words, Cs=wide, random_state=seed).fit(train, y)
+        return logreg.predict_proba, logreg.C_
+    # wide-logloss: the paper's features (lvgp's vocabulary, raw counts), C by the log loss
+    vocabulary = Vocabulary(min_df=1).fit(train)
+    transformer = TfidfTransformer().fit(vocabulary.counts(train))
 
-        def features(texts):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return transformer.transform(vocabulary.counts(texts))
+    def features(texts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return transformer.transform(vocabulary.counts(texts))
 
-    else:
-        vectorizer = (default_tfidf() if variant == "default-tfidf" else TfidfVectorizer(sublinear_tf=True)).fit(train)
-        features = vectorizer.transform
     model = logistic_regression_cv(features(train), y, wide, seed)
     return (lambda texts: model.predict_proba(features(texts))), float(model.C)
 
