@@ -13,6 +13,8 @@
 * :class:`SparseGPLVSMRegressor` -- sparse variational GP-LVSM (inducing documents, mini-batch SVI) for large n.
 * :class:`LatentSMMClassifier` / :class:`LDKGPClassifier` -- classification with LDK (latent
   support measure machine; variational GP classification).
+* :class:`OpenSetClassifier` -- any of them with a reject option: ``unknown_label`` below a novelty
+  threshold chosen from in-scope texts alone (:mod:`lvgp.models.open_set`).
 * :class:`LDKMatcher` -- cross-domain matching of documents (e.g. across languages) with LDK.
 * :class:`LBFGS`, :class:`Adam`, :class:`RMSprop`, :class:`EM`, :class:`MiniBatch`, :class:`EarlyStopping` -- how an estimator
   fits (``optimizer=``, ``early_stopping=``; :mod:`lvgp.base.fit_options`).
@@ -32,6 +34,7 @@ from .models import (
     LDKGPClassifier,
     LDKMatcher,
     LogPosterior,
+    OpenSetClassifier,
     PaddedExactGP,
     SharedKernelExactGP,
     SparseGPLVSMRegressor,
@@ -106,6 +109,7 @@ __all__ = [
     "GPLVSM",
     "GPLVSMRegressor",
     "LDKMatcher",
+    "OpenSetClassifier",
     "LatentSMMClassifier",
     "LDKGPClassifier",
     "SparseGPLVSMRegressor",

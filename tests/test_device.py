@@ -485,6 +485,7 @@ HOST_ONLY = {
     "KernelSVMClassifier",
     "MeanEmbeddingClassifier",
     "MultinomialModel",
+    "OpenSetClassifier",  # computes where its classifier does (that one takes device=)
     "TfidfLogisticRegression",
     "TfidfRidge",
     "UniformModel",

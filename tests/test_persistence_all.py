@@ -49,6 +49,7 @@ NOT_SAVED = {
     "KernelSVMClassifier",
     "MeanEmbeddingClassifier",
     "MultinomialModel",
+    "OpenSetClassifier",  # its classifier saves itself (classifier_.save); the wrapper: a threshold
     "TfidfLogisticRegression",
     "TfidfRidge",
     "UniformModel",

@@ -198,6 +198,7 @@ NOT_CHECKED = {
     "EncoderMahalanobis": "takes raw texts only (a sentence encoder reads them)",
     "EncoderNearestNeighbor": "takes raw texts only (a sentence encoder reads them)",
     "EncoderGPRegressor": "takes raw texts only (a sentence encoder reads them)",
+    "OpenSetClassifier": "a meta-estimator over a classifier; its conventions: tests/test_open_set_classifier.py",
 }
 
 

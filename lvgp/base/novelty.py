@@ -91,6 +91,8 @@ __all__ = [
     "centred_energy_novelty",
     "lifted_energy_novelty",
     "latent_novelty_scores",
+    "leave_one_out_novelty",
+    "conformal_threshold",
     "NoveltyReference",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
@@ -420,6 +422,43 @@ def leave_one_out_novelty(reference: NoveltyReference, kind: str, n_classes: int
     first = np.asarray(reference.entropy, float) if kind == "entropy-variance" else energy
     second = class_variance if kind == "energy-class-variance" else variance
     return -(reference_quantiles(first, first) + reference_quantiles(second, second)) / 2
+
+
+def conformal_threshold(scores: Any, keep: float = IN_SCOPE_RECALL) -> float:
+    r"""The threshold on a novelty score that accepts (``score >= threshold``) at least the share ``keep`` of
+    in-scope texts, from ``m`` in-scope reference ``scores`` (held-out texts', cross-validated ones', or a GP's
+    leave-one-out ones: texts the model did not fit): the :math:`k`-th smallest with
+    :math:`k = \lfloor (m + 1)(1 - \mathrm{keep}) \rfloor`, the split-conformal rule (Vovk, Gammerman & Shafer
+    2005; Angelopoulos & Bates 2021, eq. 1 read for the lower tail). When a new in-scope text's score and the
+    reference scores are exchangeable, it is accepted with probability at least ``keep``; a reference that holds
+    more typical texts than new in-scope ones (in-sample scores) breaks that, and the threshold is too high.
+    With fewer than :math:`1 / (1 - \mathrm{keep}) - 1` reference scores no threshold can promise it:
+    :math:`-\infty` (every text accepted), with a ``RuntimeWarning``.
+
+    Raises:
+        ValueError: ``keep`` is not in (0, 1), or the scores are empty or not finite (naming the rows).
+    """
+    from warnings import warn
+
+    keep = float(keep)
+    if not 0.0 < keep < 1.0:
+        raise ValueError(f"keep must be in (0, 1); got {keep!r}")
+    values = np.asarray(scores, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise ValueError("scores is empty: the threshold needs in-scope reference scores")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"scores must be finite; {bad.size} are not, in rows {bad[:10].tolist()}")
+    k = int(np.floor((values.size + 1) * (1.0 - keep) + 1e-9))
+    if k < 1:
+        warn(
+            f"{values.size} reference scores cannot promise keep={keep}: the threshold is -inf (every text "
+            f"accepted); {int(np.ceil(1.0 / (1.0 - keep) - 1.0 - 1e-9))} are needed",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return float("-inf")
+    return float(np.partition(values, k - 1)[k - 1])
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

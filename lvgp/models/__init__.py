@@ -6,6 +6,7 @@ from .gpc import LDKGPClassifier
 from .gplvsm import GPLVSM, PaddedExactGP
 from .latent_smm import LatentSMMClassifier
 from .matching import LDKMatcher
+from .open_set import OpenSetClassifier
 from .regressor import GPLVSMRegressor
 from .sparse import SparseGPLVSMRegressor
 
@@ -17,6 +18,7 @@ __all__ = [
     "SparseGPLVSMRegressor",
     "LatentSMMClassifier",
     "LDKGPClassifier",
+    "OpenSetClassifier",
     "LogPosterior",
     "SharedKernelExactGP",
     "CovarianceError",

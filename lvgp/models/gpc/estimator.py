@@ -33,8 +33,10 @@ from ...base.novelty import (
     centred_energy_novelty,
     class_reference_energies,
     class_variance_ratio,
+    conformal_threshold,
     latent_energy,
     latent_novelty_scores,
+    leave_one_out_novelty,
     lifted_energy_novelty,
     normalized_entropy,
     probability_novelty,
@@ -569,6 +571,35 @@ class LDKGPClassifier(
             -lifted_energy_novelty(mean, tempered, class_energy, float(energy.mean())),
         )
         return value if box is None else box.put(value, state, owners=owners, key=key)
+
+    def novelty_threshold(self, keep: float = 0.95) -> float:
+        r"""The threshold on :meth:`score_samples` (``novelty_score``'s scale) below which a text is out of scope,
+        chosen without held-out texts: the split-conformal quantile
+        (:func:`~lvgp.base.novelty.conformal_threshold`) of the training documents' leave-one-out scores
+        (:meth:`novelty_reference`, :func:`~lvgp.base.novelty.leave_one_out_novelty`): each labelled text scored
+        by the GP of the others, an in-scope text the model did not fit, from the fit's one factorization (no
+        refit). A new in-scope text is accepted with probability about ``keep``; a text left out is a little less
+        typical than a new in-scope one (it keeps in its tf-idf norm the words no other labelled text has), so
+        the threshold errs low: more in-scope texts kept, and more out-of-scope ones accepted, than a threshold
+        of held-out in-scope texts (:class:`~lvgp.models.open_set.OpenSetClassifier` takes either).
+
+        Raises:
+            ValueError: ``keep`` is not in (0, 1); the inference is not ``"dirichlet"``; ``novelty_score`` is
+                ``"max-probability"`` (the leave-one-out reference holds no probabilities).
+        """
+        check_is_fitted(self, "model_")
+        if not 0.0 < float(keep) < 1.0:
+            raise ValueError(f"keep must be in (0, 1); got {keep!r}")
+        if self.novelty_score == "max-probability":
+            raise ValueError(
+                "novelty_threshold: novelty_score='max-probability' has no leave-one-out reference (the texts' "
+                "left-out probabilities are not kept); take the threshold from held-out in-scope texts, or use "
+                "novelty_score='entropy'"
+            )
+        if not self._inference_strategy().leave_one_out:
+            raise ValueError(f"novelty_threshold needs inference='dirichlet'; got inference={self.inference!r}")
+        scores = leave_one_out_novelty(self.novelty_reference(), self.novelty_score, len(self.classes_))
+        return conformal_threshold(scores, keep)
 
     def _fitted_log_evidence(self) -> float:
         """The Dirichlet or Laplace inference's fitted objective times ``n``: the log marginal likelihood
@@ -1147,8 +1178,13 @@ class LDKGPClassifier(
         return self._novelty_scores(X, (self.novelty_score,), block, "score_samples")[self.novelty_score]
 
     def novelty_scores(
-        self, X: Documents, kinds: tuple[str, ...] | list[str] | None = None, block: int = 256
-    ) -> dict[str, np.ndarray]:
+        self,
+        X: Documents,
+        kinds: tuple[str, ...] | list[str] | None = None,
+        block: int = 256,
+        *,
+        return_proba: bool = False,
+    ) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], np.ndarray]:
         r"""Several novelty scores of the documents ``X`` from one prediction, by name: each ``n`` values,
         what :meth:`score_samples` returns with ``novelty_score`` set to it (:mod:`lvgp.base.novelty`). The
         probability scores alone take :meth:`predict_proba`; any other takes one latent pass
@@ -1162,16 +1198,26 @@ class LDKGPClassifier(
                 :data:`~lvgp.base.novelty.NOVELTY_SCORES` with ``inference="dirichlet"``, all but the
                 reference scores otherwise).
             block: documents a latent pass.
+            return_proba: also return :meth:`predict_proba`'s ``n x C`` probabilities, from the same pass (a
+                classifier that rejects texts below a threshold reads both: one prediction, not two).
+
+        Returns:
+            The scores by name; with ``return_proba``, ``(scores, probabilities)``.
 
         Raises:
             ValueError: a kind is not a novelty score, or is a reference score and the inference is not
                 ``"dirichlet"``.
         """
-        return self._novelty_scores(X, kinds, block, "novelty_scores")
+        return self._novelty_scores(X, kinds, block, "novelty_scores", return_proba=return_proba)
 
     def _novelty_scores(
-        self, X: Documents, kinds: tuple[str, ...] | list[str] | None, block: int, caller: str
-    ) -> dict[str, np.ndarray]:
+        self,
+        X: Documents,
+        kinds: tuple[str, ...] | list[str] | None,
+        block: int,
+        caller: str,
+        return_proba: bool = False,
+    ) -> Any:
         """:meth:`novelty_scores`; ``caller``: the method a warning names."""
         check_is_fitted(self, "model_")
         strategy = self._inference_strategy()
@@ -1184,11 +1230,13 @@ class LDKGPClassifier(
             self._check_novelty_score(strategy, kind)
         if all(kind in PROBABILITY_SCORES for kind in kinds):
             probabilities = self.predict_proba(X, block)
-            return {kind: probability_novelty(probabilities, kind) for kind in kinds}
+            scores = {kind: probability_novelty(probabilities, kind) for kind in kinds}
+            return (scores, probabilities) if return_proba else scores
         reference = self.novelty_reference() if any(k in REFERENCE_SCORES for k in kinds) else None
-        with_proba = any(k in PROBABILITY_READING_SCORES for k in kinds)
+        with_proba = return_proba or any(k in PROBABILITY_READING_SCORES for k in kinds)
         mean, var, prior, proba = self._latent_and_prior(X, block, caller, with_proba=with_proba)
-        return latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference)
+        scores = latent_novelty_scores(kinds, mean, var, prior, proba=proba, reference=reference)
+        return (scores, proba) if return_proba else scores
 
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")

@@ -1,0 +1,255 @@
+r"""A classifier that says "none of my classes": any lvgp classifier with a threshold on its novelty score.
+
+:class:`OpenSetClassifier` wraps a classifier with ``score_samples`` (every classifier of lvgp has it,
+:mod:`lvgp.base.novelty`) and predicts ``unknown_label`` for a text whose score falls below a threshold chosen
+at ``fit`` from in-scope texts alone -- never from out-of-scope ones:
+
+* ``threshold="leave-one-out"`` -- the classifier's own :meth:`novelty_threshold
+  <lvgp.LDKGPClassifier.novelty_threshold>`: the GP classifier's (Dirichlet inference) labelled texts, each
+  scored by the GP of the others, from the fit's one factorization: no refit;
+* ``threshold="cross-validation"`` -- each labelled text scored by the classifier fitted on the other folds
+  (``cv`` stratified folds; a class with fewer texts than folds is always trained on and never scored), any
+  classifier;
+* ``threshold="auto"`` -- the first where the classifier offers it (``novelty_threshold``; for the GP
+  classifier, the Dirichlet inference and any score but ``"max-probability"``), else the second;
+* a number -- the threshold itself, on ``score_samples``' scale (say, from held-out in-scope texts).
+
+Each takes the split-conformal quantile of its in-scope scores (:func:`~lvgp.base.novelty.conformal_threshold`):
+a new in-scope text whose score is exchangeable with theirs is accepted with probability at least ``keep``.
+A text left out of a fit is a little less typical than a new in-scope text scored by the model fitted on all of
+them (fewer labelled texts beside it; with the tf-idf kernel, words of its own in its norm), so both ways err
+on the safe side: more in-scope texts kept, and more out-of-scope ones accepted, than promised
+(``benchmarks/README.md``, "A threshold without held-out texts").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self, cast
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .._random import sklearn_random_state
+from .._typing import Documents
+from ..base.constraints import Anything, Integer, Options, RandomState, Real, check_params
+from ..base.encoding import take_documents
+from ..base.novelty import conformal_threshold
+from ..base.splits import stratified_folds
+from ..base.targets import check_labels
+
+__all__ = ["OpenSetClassifier", "THRESHOLDS"]
+
+#: how :class:`OpenSetClassifier` chooses its threshold (or a number: the threshold itself)
+THRESHOLDS = ("auto", "leave-one-out", "cross-validation")
+
+
+def _default_classifier() -> Any:
+    from .gpc import LDKGPClassifier
+
+    return LDKGPClassifier()
+
+
+class OpenSetClassifier(ClassifierMixin, BaseEstimator):
+    r"""A classifier with a reject option: ``unknown_label`` for texts below a novelty threshold (module docstring).
+
+    Args:
+        classifier: an unfitted classifier with ``fit``, ``predict`` and ``score_samples`` (cloned at ``fit``);
+            ``None``: :class:`~lvgp.LDKGPClassifier` with its defaults.
+        keep: the share of in-scope texts to accept (0.95: the operating point of the studies' FPR95).
+        threshold: ``"auto"``, ``"leave-one-out"``, ``"cross-validation"`` (module docstring), or a number on
+            ``score_samples``' scale.
+        cv: the folds of ``threshold="cross-validation"`` (fewer where a class has fewer texts).
+        unknown_label: what :meth:`predict` says for a text below the threshold; not a training label.
+        random_state: the folds' shuffling.
+
+    Fitted: ``classifier_`` (fitted on every labelled text), ``threshold_``, ``threshold_source_``
+    (``"leave-one-out"``, ``"cross-validation"`` or ``"given"``), ``reference_scores_`` (the in-scope scores the
+    threshold is the quantile of; empty for a given one), ``classes_`` (the known classes; ``unknown_label`` is
+    not among them).
+
+    Example:
+        >>> import lvgp
+        >>> texts = [f"{a} {b}" for a in ("film", "movie", "actor", "scene", "plot") for b in ("great", "dull")]
+        >>> texts += [f"{a} {b}" for a in ("goal", "match", "coach", "team", "league") for b in ("won", "lost")]
+        >>> labels = ["cinema"] * 10 + ["sport"] * 10
+        >>> clf = lvgp.OpenSetClassifier(keep=0.9, unknown_label="oos").fit(texts, labels)
+        >>> clf.threshold_source_  # the GP classifier's own, from its leave-one-out scores
+        'leave-one-out'
+        >>> clf.predict(["a great film", "the team won", "my parcel is late"])
+        array(['cinema', 'sport', 'oos'], dtype='<U6')
+    """
+
+    _parameter_constraints: dict[str, list] = {
+        "classifier": [None, Anything()],
+        "keep": [Real(0.0, 1.0, open_low=True, open_high=True)],
+        "threshold": [Options(*THRESHOLDS), Real()],
+        "cv": [Integer(2)],
+        "unknown_label": [Anything()],
+        "random_state": [RandomState()],
+    }
+
+    def __init__(
+        self,
+        classifier: Any = None,
+        *,
+        keep: float = 0.95,
+        threshold: str | float = "auto",
+        cv: int = 5,
+        unknown_label: Any = "out-of-scope",
+        random_state: int | None = None,
+    ):
+        self.classifier = classifier
+        self.keep = keep
+        self.threshold = threshold
+        self.cv = cv
+        self.unknown_label = unknown_label
+        self.random_state = random_state
+
+    @property
+    def novelty_score(self) -> str:
+        """The score :meth:`score_samples` returns: the classifier's."""
+        classifier = self.classifier if self.classifier is not None else _default_classifier()
+        return classifier.novelty_score
+
+    def _unfitted(self) -> Any:
+        classifier = clone(self.classifier) if self.classifier is not None else _default_classifier()
+        missing = [m for m in ("fit", "predict", "score_samples") if not callable(getattr(classifier, m, None))]
+        if missing:
+            raise TypeError(
+                f"classifier must have fit, predict and score_samples; {type(classifier).__name__} lacks "
+                f"{', '.join(missing)}"
+            )
+        return classifier
+
+    def fit(self, X: Documents, y: Any, **fit_params: Any) -> Self:
+        """Fit the classifier on the labelled texts ``X``, ``y`` (every one in scope: no row may be labelled
+        ``unknown_label``) and choose the threshold; ``fit_params`` go to each of the classifier's fits
+        (``unlabeled=`` texts, say).
+
+        Raises:
+            ValueError: a row is labelled ``unknown_label``; ``threshold="leave-one-out"`` with a classifier
+                without ``novelty_threshold``; too few texts a class for two folds.
+        """
+        check_params(self)
+        classifier = self._unfitted()
+        labels = np.asarray(y)
+        check_labels(labels, len(labels))
+        unknown = np.flatnonzero(np.asarray([label == self.unknown_label for label in labels.tolist()], dtype=bool))
+        if unknown.size:
+            raise ValueError(
+                f"y: {unknown.size} rows are labelled unknown_label={self.unknown_label!r} (rows "
+                f"{unknown[:10].tolist()}): out-of-scope texts are never trained on; drop them or choose another "
+                "unknown_label"
+            )
+        source = self._threshold_source(classifier)
+        self.classifier_ = classifier.fit(X, labels, **fit_params)
+        self.classes_ = self.classifier_.classes_
+        if source == "given":
+            self.threshold_, self.reference_scores_ = float(self.threshold), np.empty(0)
+        elif source == "leave-one-out" and self._leave_one_out_offered():
+            self.threshold_ = float(self.classifier_.novelty_threshold(self.keep))
+            self.reference_scores_ = self._leave_one_out_scores()
+        else:
+            source = "cross-validation"
+            self.reference_scores_ = self._cross_validated_scores(X, labels, fit_params)
+            self.threshold_ = conformal_threshold(self.reference_scores_, self.keep)
+        self.threshold_source_ = source
+        return self
+
+    def _threshold_source(self, classifier: Any) -> str:
+        if not isinstance(self.threshold, str):
+            return "given"
+        has_own = callable(getattr(classifier, "novelty_threshold", None))
+        if self.threshold == "leave-one-out" and not has_own:
+            raise ValueError(
+                f"threshold='leave-one-out' needs a classifier with novelty_threshold (LDKGPClassifier); "
+                f"{type(classifier).__name__} has none: use threshold='cross-validation'"
+            )
+        if self.threshold == "auto":
+            return "leave-one-out" if has_own else "cross-validation"
+        return self.threshold
+
+    def _leave_one_out_offered(self) -> bool:
+        """Whether the fitted classifier has leave-one-out scores of its ``novelty_score`` (the GP classifier:
+        the Dirichlet inference, any score but ``"max-probability"``); ``threshold="auto"`` falls back to
+        cross-validation where it has not, ``"leave-one-out"`` says why."""
+        try:
+            self.classifier_.novelty_threshold(self.keep)
+        except ValueError:
+            if self.threshold == "leave-one-out":
+                raise
+            return False
+        return True
+
+    def _leave_one_out_scores(self) -> np.ndarray:
+        from ..base.novelty import leave_one_out_novelty
+
+        clf = self.classifier_
+        return leave_one_out_novelty(clf.novelty_reference(), clf.novelty_score, len(clf.classes_))
+
+    def _cross_validated_scores(self, X: Documents, y: np.ndarray, fit_params: dict) -> np.ndarray:
+        """The out-of-fold scores of the texts the folds score (``m`` values)."""
+        folds = stratified_folds(y, int(self.cv), sklearn_random_state(self.random_state))
+        if not folds:
+            raise ValueError(
+                "threshold='cross-validation' needs two folds: some class must have at least 2 labelled texts"
+            )
+        scores = []
+        for train, test in folds:
+            fold = clone(self.classifier_).fit(take_documents(X, train), y[train], **fit_params)
+            scores.append(np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64))
+        return np.concatenate(scores)
+
+    def _scores_and_labels(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
+        """``score_samples`` and the classifier's labels of ``X``: from one prediction where the classifier
+        offers both at once (the GP classifier's ``novelty_scores(return_proba=True)``), else two calls."""
+        check_is_fitted(self, "classifier_")
+        clf = self.classifier_
+        from .gpc import LDKGPClassifier
+
+        if isinstance(clf, LDKGPClassifier):
+            both = clf.novelty_scores(X, (clf.novelty_score,), return_proba=True)
+            scores, proba = cast(tuple[dict[str, np.ndarray], np.ndarray], both)
+            return np.asarray(scores[clf.novelty_score]), clf.classes_[np.argmax(proba, axis=1)]
+        return np.asarray(clf.score_samples(X)), np.asarray(clf.predict(X))
+
+    def score_samples(self, X: Documents) -> np.ndarray:
+        """``n`` novelty scores of ``X``: the classifier's ``score_samples`` (higher: more typical)."""
+        check_is_fitted(self, "classifier_")
+        return np.asarray(self.classifier_.score_samples(X))
+
+    def decision_function(self, X: Documents) -> np.ndarray:
+        """``n`` values, ``score_samples(X) - threshold_``: below 0, out of scope (scikit-learn's outlier
+        detectors' convention)."""
+        return self.score_samples(X) - self.threshold_
+
+    def predict_proba(self, X: Documents) -> np.ndarray:
+        """``n x len(classes_)``: the classifier's probabilities over the known classes (no mass for
+        ``unknown_label``: a text's typicality is :meth:`score_samples`, not a class)."""
+        check_is_fitted(self, "classifier_")
+        return self.classifier_.predict_proba(X)
+
+    def predict(self, X: Documents) -> np.ndarray:
+        """``n`` labels: the classifier's, or ``unknown_label`` where ``score_samples`` is below ``threshold_``
+        (an object array when ``unknown_label`` is not of the classes' type)."""
+        scores, labels = self._scores_and_labels(X)
+        rejected = scores < self.threshold_
+        if not rejected.any():
+            return labels
+        try:
+            out = labels.copy()
+            out[rejected] = self.unknown_label
+            if np.all(out[rejected] == self.unknown_label):
+                return out
+        except (ValueError, TypeError):
+            pass
+        out = labels.astype(object)
+        out[rejected] = self.unknown_label
+        return out
+
+    def predict_with_rejection(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
+        """``(labels, rejected)``: the classifier's ``n`` labels and a boolean mask of the texts below the
+        threshold, from one prediction (:meth:`predict` is the labels with ``unknown_label`` at the mask)."""
+        scores, labels = self._scores_and_labels(X)
+        return labels, scores < self.threshold_
