@@ -235,3 +235,58 @@ def test_bad_arguments_name_themselves(data):
         OpenSetClassifier(threshold="held-out").fit(x, y)
     with pytest.raises(ValueError, match="needs two folds"):
         OpenSetClassifier(TfidfLogisticRegression(), threshold="cross-validation").fit(x[:2], ["a", "b"])
+
+
+def test_save_and_load_keep_the_classifier_and_its_threshold(fitted, data, tmp_path):
+    """Bit-identical predictions after a round trip (``tests/test_persistence_all.py`` checks every output); the
+    loaded wrapper's ``classifier`` is an unfitted copy of the saved one's parameters."""
+    _, _, held_out, new = data
+    fitted.save(tmp_path / "flagger.pt")
+    again = OpenSetClassifier.load(tmp_path / "flagger.pt")
+    assert again.threshold_ == fitted.threshold_ and again.threshold_source_ == "leave-one-out"
+    np.testing.assert_array_equal(again.reference_scores_, fitted.reference_scores_)
+    np.testing.assert_array_equal(again.predict(held_out[:10] + new[:10]), fitted.predict(held_out[:10] + new[:10]))
+    assert again.classifier.get_params() == fitted.classifier_.get_params()
+    assert again.unknown_label == "oos" and not hasattr(again.classifier, "model_")
+    # the classifier's own file is not a wrapper's, and the wrapper's is not the classifier's
+    fitted.classifier_.save(tmp_path / "gp.pt")
+    with pytest.raises(ValueError, match="is not a saved OpenSetClassifier"):
+        OpenSetClassifier.load(tmp_path / "gp.pt")
+    with pytest.raises(ValueError, match="is not a saved LDKGPClassifier"):
+        LDKGPClassifier.load(tmp_path / "flagger.pt")
+
+
+def test_what_a_file_cannot_hold_is_refused_before_writing(data, tmp_path):
+    from gpytorch.kernels import RBFKernel
+
+    x, y, _, _ = data
+    sklearn_inside = OpenSetClassifier(TfidfLogisticRegression(Cs=(1.0,)), cv=2).fit(x, y)
+    with pytest.raises(TypeError, match="TfidfLogisticRegression, has no lvgp file; save this wrapper with joblib"):
+        sklearn_inside.save(tmp_path / "a.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own_kernel = OpenSetClassifier(
+            _gp(kernel=lvgp.BagOfWordsSpec(), sentence_encoder=None, encoder_kernel=[RBFKernel()]), cv=2
+        )
+    assert not (tmp_path / "a.pt").exists()
+    with pytest.raises(TypeError, match=r"save: the classifier's encoder_kernel holds a gpytorch kernel"):
+        own_kernel.classifier_ = own_kernel.classifier  # unfitted, but its parameters are what save reads
+        own_kernel._check_savable()
+
+
+@pytest.mark.parametrize(
+    "module, name, match",
+    [
+        ("os", "system", "not an lvgp estimator"),
+        ("lvgp.models.gpc", "Nothing", "is not in this lvgp"),
+        ("lvgp.baselines.text_classifiers", "TfidfLogisticRegression", "is not a classifier lvgp saves"),
+        ("lvgp.models.regressor", "GPLVSMRegressor", "is not a classifier lvgp saves"),
+    ],
+)
+def test_a_file_names_only_lvgp_classifiers_that_save(module, name, match):
+    """A saved wrapper names its classifier's class; nothing outside lvgp is imported on a file's word."""
+    from lvgp.models.open_set import _saved_classifier_class
+
+    with pytest.raises(ValueError, match=match):
+        _saved_classifier_class(module, name)
+    assert _saved_classifier_class("lvgp.models.gpc.estimator", "LDKGPClassifier") is LDKGPClassifier

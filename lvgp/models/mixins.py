@@ -438,15 +438,32 @@ class SavedParamsMixin:
         """A new estimator with the saved parameters (on ``device`` where given) and the payload of
         the file ``save`` wrote (:func:`lvgp.base.persistence.read_saved`: a ``ValueError`` naming the
         file for anything it did not write); files of format 1 (lvgp 0.1) are read too."""
-        from ..base.persistence import SavedFileError, read_saved
+        from ..base.persistence import read_saved
 
         for given, name in ((kernel, "kernel"), (encoder_kernel, "encoder_kernel")):
             if given is not None and name not in cls._get_param_names():  # type: ignore[attr-defined]
                 raise TypeError(f"{cls.__name__}.load takes no {name}=: a {cls.__name__} has no {name} parameter")
-        legacy = f"lvgp.{cls.__name__}/1"
+        payload = read_saved(path, cls.__name__, cls._readable_formats())
+        return cls._from_payload(payload, path, device, kernel, encoder_kernel), payload
+
+    @classmethod
+    def _readable_formats(cls) -> tuple[str, ...]:
+        """The formats :meth:`load` reads, the current one first."""
         versions = range(cls._format_version, cls._first_format_version - 1, -1)
-        formats = tuple(f"lvgp.{cls.__name__}/{v}" for v in versions)
-        payload = read_saved(path, cls.__name__, formats)
+        return tuple(f"lvgp.{cls.__name__}/{v}" for v in versions)
+
+    @classmethod
+    def _from_payload(
+        cls, payload: dict, path: Any, device: str | torch.device | None, kernel: Any = None, encoder_kernel: Any = None
+    ) -> Any:
+        """A new estimator with the parameters of a saved ``payload`` (its format checked; ``path``: the file it
+        came from, for messages), on ``device`` where given: :meth:`_from_saved` after reading the file, and an
+        estimator whose file holds another's (``OpenSetClassifier``'s classifier) for that one."""
+        from ..base.persistence import SavedFileError
+
+        legacy = f"lvgp.{cls.__name__}/1"
+        if payload.get("format") not in cls._readable_formats():
+            raise SavedFileError(f"{path} is damaged: it holds a {payload.get('format')!r}, not a saved {cls.__name__}")
         try:
             params = cls._restored_params(payload["params"], kernel, path)
             if "encoder_kernel" in params or encoder_kernel is not None:
@@ -468,7 +485,7 @@ class SavedParamsMixin:
                 raise TypeError(f"{cls.__name__}.load takes no device=: a {cls.__name__} computes on the host")
             params["device"] = device
         try:
-            return cls(**params), payload
+            return cls(**params)
         except TypeError as err:
             raise SavedFileError(f"{path} is damaged or of another lvgp: its parameters do not fit ({err})") from None
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Self, cast
 
 import numpy as np
+import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -35,8 +36,10 @@ from .._typing import Documents
 from ..base.constraints import Anything, Integer, Options, RandomState, Real, check_params
 from ..base.encoding import take_documents
 from ..base.novelty import conformal_threshold
+from ..base.persistence import SavedFileError, plain_value, restored_value
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
+from .mixins import SavedParamsMixin, _names_only, _saved_specs
 
 __all__ = ["OpenSetClassifier", "THRESHOLDS"]
 
@@ -50,7 +53,27 @@ def _default_classifier() -> Any:
     return LDKGPClassifier()
 
 
-class OpenSetClassifier(ClassifierMixin, BaseEstimator):
+#: the parameters a saved file holds by value (``classifier``: the fitted classifier's own file, inside)
+_PLAIN_PARAMS = ("keep", "threshold", "cv", "unknown_label", "random_state")
+
+
+def _saved_classifier_class(module: str, name: str) -> type[SavedParamsMixin]:
+    """The class of a wrapped classifier's file: an estimator of lvgp's own modules that lvgp saves, nothing else
+    (a file names it; no other module is imported on its word)."""
+    import importlib
+
+    if not (isinstance(module, str) and module.startswith("lvgp.") and isinstance(name, str)):
+        raise SavedFileError(f"the saved classifier is {module!r}.{name!r}, not an lvgp estimator")
+    try:
+        kind = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise SavedFileError(f"the saved classifier {module}.{name} is not in this lvgp") from None
+    if not (isinstance(kind, type) and issubclass(kind, SavedParamsMixin) and issubclass(kind, ClassifierMixin)):
+        raise SavedFileError(f"the saved classifier {module}.{name} is not a classifier lvgp saves")
+    return kind
+
+
+class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
     r"""A classifier with a reject option: ``unknown_label`` for texts below a novelty threshold (module docstring).
 
     Args:
@@ -67,6 +90,11 @@ class OpenSetClassifier(ClassifierMixin, BaseEstimator):
     (``"leave-one-out"``, ``"cross-validation"`` or ``"given"``), ``reference_scores_`` (the in-scope scores the
     threshold is the quantile of; empty for a given one), ``classes_`` (the known classes; ``unknown_label`` is
     not among them).
+
+    :meth:`save` / :meth:`load` write and read the fitted wrapper with its classifier's own file inside
+    (``torch.load(weights_only=True)``; a classifier lvgp saves, with a kernel a file can hold: a spec, not a
+    gpytorch kernel of your own). A wrapped scikit-learn composition (the baselines) is saved as scikit-learn's
+    are: ``joblib``, trusted files only.
 
     Example:
         >>> import lvgp
@@ -253,3 +281,58 @@ class OpenSetClassifier(ClassifierMixin, BaseEstimator):
         threshold, from one prediction (:meth:`predict` is the labels with ``unknown_label`` at the mask)."""
         scores, labels = self._scores_and_labels(X)
         return labels, scores < self.threshold_
+
+    # ------------------------------------------------------------------ persistence (SavedParamsMixin's hooks)
+    _fitted_attribute = "classifier_"
+
+    def _check_savable(self) -> None:
+        clf = self.classifier_
+        if not callable(getattr(clf, "_fitted_payload", None)) or not isinstance(clf, SavedParamsMixin):
+            raise TypeError(
+                f"save: the classifier, a {type(clf).__name__}, has no lvgp file; save this wrapper with joblib "
+                "(trusted files only), as scikit-learn estimators are"
+            )
+        clf._check_savable()
+        params = clf.get_params(deep=False)
+        for name, held in (("kernel", self._kernel_in_file), ("encoder_kernel", _names_only)):
+            if name in params and not held(params[name]):
+                raise TypeError(
+                    f"save: the classifier's {name} holds a gpytorch kernel of your own, which a file does not hold; "
+                    f"save the classifier alone (classifier_.save) and load it with {name}="
+                )
+        for name in _PLAIN_PARAMS:
+            plain_value(getattr(self, name), name)  # a TypeError naming the parameter, before anything is written
+
+    @staticmethod
+    def _kernel_in_file(kernel: Any) -> bool:
+        return kernel is None or isinstance(kernel, (str, *_saved_specs()))
+
+    def _saved_params(self) -> dict:
+        return {name: plain_value(getattr(self, name), name) for name in _PLAIN_PARAMS}
+
+    @classmethod
+    def _restored_params(cls, params: dict, kernel: Any = None, path: Any = None) -> dict:
+        return {name: restored_value(value) for name, value in params.items()}
+
+    def _fitted_payload(self) -> dict:
+        """The classifier's own file (its class's name beside it) and the threshold."""
+        clf = self.classifier_
+        inner = {"format": clf._format(), "params": clf._saved_params(), **clf._fitted_payload()}
+        return {
+            "classifier_module": type(clf).__module__,
+            "classifier_class": type(clf).__name__,
+            "classifier": inner,
+            "threshold": float(self.threshold_),
+            "threshold_source": self.threshold_source_,
+            "reference_scores": torch.as_tensor(np.asarray(self.reference_scores_, dtype=np.float64)),
+        }
+
+    def _restore_fitted(self, payload: dict) -> None:
+        kind = _saved_classifier_class(payload["classifier_module"], payload["classifier_class"])
+        clf = kind._from_payload(payload["classifier"], f"the classifier inside ({kind.__name__})", None)
+        clf._restore_fitted(payload["classifier"])
+        self.classifier = kind(**clf.get_params(deep=False))
+        self.classifier_, self.classes_ = clf, clf.classes_
+        self.threshold_ = float(payload["threshold"])
+        self.threshold_source_ = str(payload["threshold_source"])
+        self.reference_scores_ = payload["reference_scores"].numpy()
