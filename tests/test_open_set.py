@@ -749,6 +749,49 @@ def test_open_set_study_end_to_end(corpus, tmp_path, capsys):
     )
 
 
+def test_the_study_records_each_methods_reject_option_with_reject_keep(corpus, tmp_path):
+    """``--reject-keep``: the GP's threshold is its own ``novelty_threshold`` (leave-one-out), the SVM's the
+    conformal quantile of its 5-fold out-of-fold scores, each by hand on the cell's labelled texts; the shares
+    are those of the test documents' own scores at or above it; the table shows them."""
+    from lvgp.base.novelty import conformal_threshold
+    from lvgp.experiments.cli import main
+    from lvgp.experiments.open_set import OpenSetStudy
+    from lvgp.models.open_set import out_of_fold_scores
+
+    out = tmp_path / "out"
+    argv = ["compare", "open-set", "--dataset", corpus, "--unknown-classes", "1", "--per-class", "8", "--splits", "1"]
+    argv += ["--ldk-max-iter", "5", "--methods", "gpc-bow,svm", "--reject-keep", "0.9", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = {r["method"]: r for r in json.loads((out / "results.json").read_text())}
+    assert records["gpc-bow"]["reject_threshold_source"] == "leave-one-out"
+    assert records["svm"]["reject_threshold_source"] == "cross-validation"
+    study = OpenSetStudy(
+        dataset=corpus, unknown_classes=1, per_class=(8,), splits=1, ldk_max_iter=5, methods=("gpc-bow", "svm")
+    )
+    split = study.split(0)
+    x, y = split.training(8)
+    inside = ~split.out_of_scope
+    for method in ("gpc-bow", "svm"):
+        cell = {"method": method, "split": 0, "params": {"per_class": 8}}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = study.estimator(cell).fit(x, y)
+            if method == "gpc-bow":
+                threshold = model.novelty_threshold(0.9)
+            else:
+                threshold = conformal_threshold(
+                    out_of_fold_scores(study.estimator(cell), x, y, 5, study.cell_seed(cell)), 0.9
+                )
+            score = model.score_samples(split.test_texts)
+        r = records[method]
+        assert r["reject_threshold"] == pytest.approx(threshold, rel=1e-9, abs=1e-12)
+        assert r["reject_kept"] == pytest.approx(np.mean(score[inside] >= threshold))
+        assert r["reject_oos_accepted"] == pytest.approx(np.mean(score[~inside] >= threshold))
+    table = (out / "table.md").read_text()
+    assert "At each method's own threshold, chosen from its labelled texts alone to keep 0.9" in table
+    assert "| GP classifier (BoW) | 8 | leave-one-out |" in table and "| cross-validation |" in table
+
+
 def test_paired_differences_are_taken_over_the_splits_both_methods_ran():
     from lvgp.experiments.open_set import paired_cell, paired_differences
 

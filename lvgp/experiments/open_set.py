@@ -467,6 +467,14 @@ class OpenSetStudy(SizedCells, Study):
         choices=("none", "known-classes", "all"),
         before="none",
     )
+    reject_keep: float | None = option(
+        None,
+        "also record each method's reject option at a threshold chosen from its labelled texts alone to keep this "
+        "share of in-scope texts (lvgp.OpenSetClassifier's: the GP classifiers' leave-one-out scores, the others' "
+        "5-fold cross-validated ones; 5 more fits a cell): reject_kept and reject_oos_accepted (default: not "
+        "recorded)",
+        check=Real(0, 1, open_low=True, open_high=True),
+    )
     seed: int = option(0, "seed of the unknown classes, the samples and the methods", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
@@ -677,10 +685,45 @@ def run_cell(study: OpenSetStudy, cell: dict) -> dict:
     if cell["method"] in CLOUD_METHODS:
         # the texts of its point cloud, labelled ones among them
         record.update(unlabeled_texts=study.unlabeled_texts, n_unlabeled=len(split.cloud_rows))
+    if study.reject_keep is not None:
+        with recorded_warnings() as warned_reject:
+            record.update(reject_option(model, x_train, y_train, scores[name], split.out_of_scope, study, cell))
+        record["reject_warnings"] = warned_reject  # the folds' fits warn apart from the cell's
     measured = {kind: open_set_metrics(values, split.out_of_scope) for kind, values in scores.items()}
     record.update(measured[name])
     record["scores"] = {kind: {k: v for k, v in m.items() if k != "roc"} for kind, m in measured.items()}
     return record
+
+
+#: folds of the reject option's cross-validated thresholds (``--reject-keep``)
+REJECT_FOLDS = 5
+
+
+def reject_option(
+    model: Any, x_train: list[str], y_train: np.ndarray, score: np.ndarray, out: np.ndarray, study: Any, cell: dict
+) -> dict[str, Any]:
+    """The record's fields of ``--reject-keep``: the threshold :class:`lvgp.OpenSetClassifier` would choose for the
+    fitted ``model`` from its labelled texts alone (its leave-one-out scores where it offers them, else
+    ``REJECT_FOLDS`` cross-validated folds of a fresh estimator of the cell), and the shares of the in-scope and
+    out-of-scope test documents whose own score ``score`` is at or above it."""
+    from ..base.novelty import conformal_threshold
+    from ..models.open_set import leave_one_out_threshold, out_of_fold_scores
+
+    keep = float(study.reject_keep)
+    start = time.perf_counter()
+    threshold = leave_one_out_threshold(model, keep)
+    source = "leave-one-out"
+    if threshold is None:
+        reference = out_of_fold_scores(study.estimator(cell), x_train, y_train, REJECT_FOLDS, study.cell_seed(cell))
+        threshold, source = conformal_threshold(reference, keep), "cross-validation"
+    accepted = np.asarray(score) >= threshold
+    return {
+        "reject_threshold": float(threshold),
+        "reject_threshold_source": source,
+        "reject_kept": float(np.mean(accepted[~out])),
+        "reject_oos_accepted": float(np.mean(accepted[out])),
+        "reject_seconds": time.perf_counter() - start,
+    }
 
 
 # ------------------------------------------------------------------ the report
@@ -728,6 +771,7 @@ def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
         "before testing); FPR95: the out-of-scope share accepted at 95% recall of the in-scope documents; accuracy, "
         f"log loss and ECE ({ECE_BINS} bins) on the in-scope documents.\n"
     )
+    text += reject_markdown(records, study, methods)
     text += paired_markdown(records, study, methods)
     kinds = sorted({k for r in records for k in r.get("scores", {})})
     lines = ["", "Every novelty score's AUROC (analysis only: each method's headline is its own score above)", ""]
@@ -743,6 +787,39 @@ def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
                 cells.append(f"{np.mean(values):.3f}" if values else "–")
             lines.append(f"| {study.label(m)} | {n} | " + " | ".join(cells) + " |")
     return text + "\n".join(lines) + "\n"
+
+
+def reject_markdown(records: list[dict], study: OpenSetStudy, methods: list[str]) -> str:
+    """With ``--reject-keep``: each method's reject option at the threshold it chose from its labelled texts alone,
+    the in-scope test share kept and the out-of-scope share accepted (mean ± std over splits; the least accepted
+    per size in bold); empty without."""
+    if not any("reject_kept" in r for r in records):
+        return ""
+    keep = getattr(study, "reject_keep", None)
+    lines = [
+        "",
+        f"At each method's own threshold, chosen from its labelled texts alone to keep {keep} of the in-scope texts "
+        "(`--reject-keep`; lvgp.OpenSetClassifier's: the GP classifiers' leave-one-out scores, the others' "
+        f"{REJECT_FOLDS}-fold cross-validated ones): the in-scope test texts kept, the out-of-scope ones accepted",
+        "",
+        "| method | labelled a class | threshold from | in-scope kept | out-of-scope accepted |",
+        "|---|---|---|---|---|",
+    ]
+    for n in study.per_class:
+        accepted = {m: [r["reject_oos_accepted"] for r in _rows(records, m, n) if "reject_kept" in r] for m in methods}
+        least = min((np.mean(v) for v in accepted.values() if v), default=None)
+        for m in methods:
+            rows = [r for r in _rows(records, m, n) if "reject_kept" in r]
+            if not rows:
+                continue
+            sources = sorted({r["reject_threshold_source"] for r in rows})
+            kept = mean_cell([r["reject_kept"] for r in rows], study.splits)
+            bold = np.mean(accepted[m]) == least
+            lines.append(
+                f"| {study.label(m)} | {n} | {', '.join(sources)} | {kept} | "
+                f"{mean_cell(accepted[m], study.splits, bold=bold)} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 #: the columns the paired comparison reads: (record key, heading)

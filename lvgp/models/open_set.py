@@ -41,10 +41,44 @@ from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from .mixins import SavedParamsMixin, _names_only, _saved_specs
 
-__all__ = ["OpenSetClassifier", "THRESHOLDS"]
+__all__ = ["OpenSetClassifier", "THRESHOLDS", "out_of_fold_scores", "leave_one_out_threshold"]
 
 #: how :class:`OpenSetClassifier` chooses its threshold (or a number: the threshold itself)
 THRESHOLDS = ("auto", "leave-one-out", "cross-validation")
+
+
+def out_of_fold_scores(
+    classifier: Any, X: Documents, y: Any, cv: int = 5, random_state: Any = None, fit_params: dict | None = None
+) -> np.ndarray:
+    """``m`` in-scope scores of texts the model did not fit: each labelled text's ``score_samples`` under
+    ``classifier`` (cloned, fitted or not) fitted on the other folds (``cv`` stratified folds, fewer where a class
+    has fewer texts; a class with fewer texts than folds is always trained on and never scored), in fold order.
+
+    Raises:
+        ValueError: no class has two texts (no two folds).
+    """
+    y = np.asarray(y)
+    folds = stratified_folds(y, int(cv), sklearn_random_state(random_state))
+    if not folds:
+        raise ValueError("threshold='cross-validation' needs two folds: some class must have at least 2 labelled texts")
+    scores = []
+    for train, test in folds:
+        fold = clone(classifier).fit(take_documents(X, train), y[train], **(fit_params or {}))
+        scores.append(np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64))
+    return np.concatenate(scores)
+
+
+def leave_one_out_threshold(classifier: Any, keep: float) -> float | None:
+    """A fitted classifier's own threshold from its labelled texts' leave-one-out scores
+    (:meth:`lvgp.LDKGPClassifier.novelty_threshold`), or ``None`` where it offers none (another classifier; the GP
+    classifier with another inference than Dirichlet, or ``novelty_score="max-probability"``)."""
+    own = getattr(classifier, "novelty_threshold", None)
+    if not callable(own):
+        return None
+    try:
+        return float(own(keep))
+    except ValueError:
+        return None
 
 
 def _default_classifier() -> Any:
@@ -202,13 +236,9 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         """Whether the fitted classifier has leave-one-out scores of its ``novelty_score`` (the GP classifier:
         the Dirichlet inference, any score but ``"max-probability"``); ``threshold="auto"`` falls back to
         cross-validation where it has not, ``"leave-one-out"`` says why."""
-        try:
-            self.classifier_.novelty_threshold(self.keep)
-        except ValueError:
-            if self.threshold == "leave-one-out":
-                raise
-            return False
-        return True
+        if self.threshold == "leave-one-out":
+            self.classifier_.novelty_threshold(self.keep)  # its ValueError says why not
+        return leave_one_out_threshold(self.classifier_, self.keep) is not None
 
     def _leave_one_out_scores(self) -> np.ndarray:
         from ..base.novelty import leave_one_out_novelty
@@ -217,17 +247,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         return leave_one_out_novelty(clf.novelty_reference(), clf.novelty_score, len(clf.classes_))
 
     def _cross_validated_scores(self, X: Documents, y: np.ndarray, fit_params: dict) -> np.ndarray:
-        """The out-of-fold scores of the texts the folds score (``m`` values)."""
-        folds = stratified_folds(y, int(self.cv), sklearn_random_state(self.random_state))
-        if not folds:
-            raise ValueError(
-                "threshold='cross-validation' needs two folds: some class must have at least 2 labelled texts"
-            )
-        scores = []
-        for train, test in folds:
-            fold = clone(self.classifier_).fit(take_documents(X, train), y[train], **fit_params)
-            scores.append(np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64))
-        return np.concatenate(scores)
+        return out_of_fold_scores(self.classifier_, X, y, int(self.cv), self.random_state, fit_params)
 
     def _scores_and_labels(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
         """``score_samples`` and the classifier's labels of ``X``: from one prediction where the classifier
