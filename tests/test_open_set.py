@@ -792,6 +792,31 @@ def test_the_study_records_each_methods_reject_option_with_reject_keep(corpus, t
     assert "| GP classifier (BoW) | 8 | leave-one-out |" in table and "| cross-validation |" in table
 
 
+def test_the_reject_table_bolds_the_fewest_accepted_among_thresholds_that_kept_enough():
+    """A threshold that keeps fewer in-scope texts than asked accepts fewer of both: it is not the best."""
+    from types import SimpleNamespace
+
+    from lvgp.experiments.open_set import reject_markdown
+
+    def record(method, kept, accepted):
+        return {
+            "method": method,
+            "split": 0,
+            "per_class": 10,
+            "reject_kept": kept,
+            "reject_oos_accepted": accepted,
+            "reject_threshold_source": "cross-validation",
+        }
+
+    study = SimpleNamespace(reject_keep=0.95, per_class=(10,), splits=1, label=str)
+    table = reject_markdown(
+        [record("a", 0.90, 0.10), record("b", 0.96, 0.50), record("c", 0.97, 0.60)], study, ["a", "b", "c"]
+    )
+    assert "| a | 10 | cross-validation | 0.900 ± 0.000 | 0.100 ± 0.000 |" in table
+    assert "| b | 10 | cross-validation | 0.960 ± 0.000 | **0.500 ± 0.000** |" in table
+    assert reject_markdown([{"method": "a", "split": 0, "per_class": 10}], study, ["a"]) == ""
+
+
 def test_paired_differences_are_taken_over_the_splits_both_methods_ran():
     from lvgp.experiments.open_set import paired_cell, paired_differences
 

@@ -791,8 +791,9 @@ def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
 
 def reject_markdown(records: list[dict], study: OpenSetStudy, methods: list[str]) -> str:
     """With ``--reject-keep``: each method's reject option at the threshold it chose from its labelled texts alone,
-    the in-scope test share kept and the out-of-scope share accepted (mean ± std over splits; the least accepted
-    per size in bold); empty without."""
+    the in-scope test share kept and the out-of-scope share accepted (mean ± std over splits; in bold, the least
+    accepted per size among the methods that kept at least the share asked for on average: a threshold that keeps
+    fewer in-scope texts accepts fewer of both); empty without."""
     if not any("reject_kept" in r for r in records):
         return ""
     keep = getattr(study, "reject_keep", None)
@@ -800,21 +801,32 @@ def reject_markdown(records: list[dict], study: OpenSetStudy, methods: list[str]
         "",
         f"At each method's own threshold, chosen from its labelled texts alone to keep {keep} of the in-scope texts "
         "(`--reject-keep`; lvgp.OpenSetClassifier's: the GP classifiers' leave-one-out scores, the others' "
-        f"{REJECT_FOLDS}-fold cross-validated ones): the in-scope test texts kept, the out-of-scope ones accepted",
+        f"{REJECT_FOLDS}-fold cross-validated ones): the in-scope test texts kept, the out-of-scope ones accepted (in "
+        f"bold the fewest accepted among the methods that kept at least {keep} on average)",
         "",
         "| method | labelled a class | threshold from | in-scope kept | out-of-scope accepted |",
         "|---|---|---|---|---|",
     ]
     for n in study.per_class:
-        accepted = {m: [r["reject_oos_accepted"] for r in _rows(records, m, n) if "reject_kept" in r] for m in methods}
-        least = min((np.mean(v) for v in accepted.values() if v), default=None)
+        rows_of = {m: [r for r in _rows(records, m, n) if "reject_kept" in r] for m in methods}
+        accepted = {m: [r["reject_oos_accepted"] for r in rows] for m, rows in rows_of.items()}
+        kept_enough = [
+            np.mean(accepted[m])
+            for m, rows in rows_of.items()
+            if rows and np.mean([r["reject_kept"] for r in rows]) >= keep
+        ]
+        least = min(kept_enough, default=None)
         for m in methods:
-            rows = [r for r in _rows(records, m, n) if "reject_kept" in r]
+            rows = rows_of[m]
             if not rows:
                 continue
             sources = sorted({r["reject_threshold_source"] for r in rows})
             kept = mean_cell([r["reject_kept"] for r in rows], study.splits)
-            bold = np.mean(accepted[m]) == least
+            bold = (
+                least is not None
+                and np.mean([r["reject_kept"] for r in rows]) >= keep
+                and np.mean(accepted[m]) == least
+            )
             lines.append(
                 f"| {study.label(m)} | {n} | {', '.join(sources)} | {kept} | "
                 f"{mean_cell(accepted[m], study.splits, bold=bold)} |"
