@@ -66,6 +66,10 @@ def fit_and_predict(name: str):
     if name == "LDKGPClassifier":
         m = lvgp.LDKGPClassifier(inference="variational", random_state=0).fit(texts, labels)
         return m.predict_proba(texts[:5])
+    if name == "OpenSetClassifier":  # the variational GP's draws in the folds' fits and the full one
+        gp = lvgp.LDKGPClassifier(inference="variational", random_state=0)
+        m = lvgp.OpenSetClassifier(gp, threshold="cross-validation", cv=2, random_state=0).fit(texts, labels)
+        return m.decision_function(texts[:5]), m.reference_scores_
     if name == "LDKMatcher":
         m = lvgp.LDKMatcher(LDKSpec(latent_dim=2, rho=0.01), optimizer=lvgp.LBFGS(max_iter=3), random_state=0).fit(
             texts[:20], texts[20:]

@@ -578,10 +578,11 @@ class LDKGPClassifier(
         (:func:`~lvgp.base.novelty.conformal_threshold`) of the training documents' leave-one-out scores
         (:meth:`novelty_reference`, :func:`~lvgp.base.novelty.leave_one_out_novelty`): each labelled text scored
         by the GP of the others, an in-scope text the model did not fit, from the fit's one factorization (no
-        refit). A new in-scope text is accepted with probability about ``keep``; a text left out is a little less
-        typical than a new in-scope one (it keeps in its tf-idf norm the words no other labelled text has), so
-        the threshold errs low: more in-scope texts kept, and more out-of-scope ones accepted, than a threshold
-        of held-out in-scope texts (:class:`~lvgp.models.open_set.OpenSetClassifier` takes either).
+        refit). A new in-scope text is accepted with probability about ``keep``: a text left out is a little less
+        typical than a new in-scope one (it keeps in its tf-idf norm the words no other labelled text has), which
+        errs on the safe side, while word vectors learned by MAP (fitted to the left-out text too) and new texts
+        that drift from the labelled ones err the other way (:mod:`lvgp.models.open_set`; its
+        :class:`~lvgp.models.open_set.OpenSetClassifier` takes this threshold or a cross-validated one).
 
         Raises:
             ValueError: ``keep`` is not in (0, 1); the inference is not ``"dirichlet"``; ``novelty_score`` is
