@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import NUMERICS_SEED, sklearn_random_state
 from ..base.constraints import Embeddings, Instance, Integer, Options, RandomState, Real, check_params
-from ..base.novelty import decision_novelty, probability_novelty
+from ..base.novelty import ProbabilityNoveltyMixin, decision_novelty, probability_novelty
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from ..bow.vocabulary import Vocabulary
@@ -255,7 +255,7 @@ class BowClassifier(_TextClassifier):
 TFIDF_LOGREG_CS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 
 
-class TfidfLogisticRegression(ClassifierMixin, BaseEstimator):
+class TfidfLogisticRegression(ProbabilityNoveltyMixin, ClassifierMixin, BaseEstimator):
     """L2 logistic regression on tf-idf vectors of the texts as written: the bag-of-words classifier a practitioner
     runs, beside the paper's (:class:`BowClassifier`: raw counts of lvgp's vocabulary, C in 0.1 ... 100 by accuracy).
     Chosen on dev documents of r8 and 20ng among the paper's and scikit-learn's pipelines (``benchmarks/README.md``,
@@ -282,9 +282,6 @@ class TfidfLogisticRegression(ClassifierMixin, BaseEstimator):
         "Cs": [None, _CS],
         "random_state": [RandomState()],
     }
-
-    #: the score :meth:`score_samples` returns
-    novelty_score = "entropy"
 
     def __init__(self, *, vectorizer=None, min_df: int | float = 1, Cs=None, random_state=None):
         self.vectorizer = vectorizer
@@ -321,11 +318,6 @@ class TfidfLogisticRegression(ClassifierMixin, BaseEstimator):
         """The logits: ``n x C`` (``n``, the positive class's, for two classes)."""
         features = self._features(X)
         return self.model_.decision_function(features)
-
-    def score_samples(self, X):
-        """``n`` novelty scores of the texts ``X``: minus the predictive entropy (higher: more typical of the
-        training classes)."""
-        return probability_novelty(self.predict_proba(X), "entropy")
 
 
 class KernelSVMClassifier(_TextClassifier):

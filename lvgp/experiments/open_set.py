@@ -704,18 +704,14 @@ def reject_option(
 ) -> dict[str, Any]:
     """The record's fields of ``--reject-keep``: the threshold :class:`lvgp.OpenSetClassifier` would choose for the
     fitted ``model`` from its labelled texts alone (its leave-one-out scores where it offers them, else
-    ``REJECT_FOLDS`` cross-validated folds of a fresh estimator of the cell), and the shares of the in-scope and
+    ``REJECT_FOLDS`` cross-validated folds of clones of it: :func:`lvgp.models.open_set.reject_threshold`), and the shares of the in-scope and
     out-of-scope test documents whose own score ``score`` is at or above it."""
-    from ..base.novelty import conformal_threshold
-    from ..models.open_set import leave_one_out_threshold, out_of_fold_scores
+    from ..models.open_set import reject_threshold
 
-    keep = float(study.reject_keep)
     start = time.perf_counter()
-    threshold = leave_one_out_threshold(model, keep)
-    source = "leave-one-out"
-    if threshold is None:
-        reference = out_of_fold_scores(study.estimator(cell), x_train, y_train, REJECT_FOLDS, study.cell_seed(cell))
-        threshold, source = conformal_threshold(reference, keep), "cross-validation"
+    threshold, source, _ = reject_threshold(
+        model, x_train, y_train, float(study.reject_keep), "auto", REJECT_FOLDS, study.cell_seed(cell)
+    )
     accepted = np.asarray(score) >= threshold
     return {
         "reject_threshold": float(threshold),

@@ -44,7 +44,7 @@ from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from .mixins import SavedParamsMixin, _names_only, _saved_specs
 
-__all__ = ["OpenSetClassifier", "THRESHOLDS", "out_of_fold_scores", "leave_one_out_threshold"]
+__all__ = ["OpenSetClassifier", "THRESHOLDS", "out_of_fold_scores", "leave_one_out_threshold", "reject_threshold"]
 
 #: how :class:`OpenSetClassifier` chooses its threshold (or a number: the threshold itself)
 THRESHOLDS = ("auto", "leave-one-out", "cross-validation")
@@ -82,6 +82,38 @@ def leave_one_out_threshold(classifier: Any, keep: float) -> float | None:
         return float(own(keep))
     except ValueError:
         return None
+
+
+def reject_threshold(
+    classifier: Any,
+    X: Documents,
+    y: Any,
+    keep: float,
+    how: str = "auto",
+    cv: int = 5,
+    random_state: Any = None,
+    fit_params: dict | None = None,
+) -> tuple[float, str, np.ndarray]:
+    """The threshold :class:`OpenSetClassifier` chooses for a ``classifier`` fitted on ``X``, ``y``:
+    ``(threshold, source, reference scores)``. ``how="auto"``: its leave-one-out threshold where it offers one
+    (:func:`leave_one_out_threshold`), else the conformal quantile of :func:`out_of_fold_scores` (``cv`` folds of
+    clones of it); ``"leave-one-out"``: the former or its ``ValueError`` saying why not; ``"cross-validation"``:
+    the latter."""
+    from ..base.novelty import leave_one_out_novelty
+
+    if how == "leave-one-out":
+        classifier.novelty_threshold(keep)  # its ValueError says why it offers none
+    if how in ("auto", "leave-one-out"):
+        own = leave_one_out_threshold(classifier, keep)
+        if own is not None:
+            reference = classifier.novelty_reference()
+            return (
+                own,
+                "leave-one-out",
+                leave_one_out_novelty(reference, classifier.novelty_score, len(classifier.classes_)),
+            )
+    reference = out_of_fold_scores(classifier, X, y, cv, random_state, fit_params)
+    return conformal_threshold(reference, keep), "cross-validation", reference
 
 
 def _default_classifier() -> Any:
@@ -207,50 +239,28 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
                 f"{unknown[:10].tolist()}): out-of-scope texts are never trained on; drop them or choose another "
                 "unknown_label"
             )
-        source = self._threshold_source(classifier)
+        self._check_threshold_source(classifier)
         self.classifier_ = classifier.fit(X, labels, **fit_params)
         self.classes_ = self.classifier_.classes_
-        if source == "given":
-            self.threshold_, self.reference_scores_ = float(self.threshold), np.empty(0)
-        elif source == "leave-one-out" and self._leave_one_out_offered():
-            self.threshold_ = float(self.classifier_.novelty_threshold(self.keep))
-            self.reference_scores_ = self._leave_one_out_scores()
+        if isinstance(self.threshold, str):
+            self.threshold_, self.threshold_source_, self.reference_scores_ = reject_threshold(
+                self.classifier_, X, labels, self.keep, self.threshold, int(self.cv), self.random_state, fit_params
+            )
         else:
-            source = "cross-validation"
-            self.reference_scores_ = self._cross_validated_scores(X, labels, fit_params)
-            self.threshold_ = conformal_threshold(self.reference_scores_, self.keep)
-        self.threshold_source_ = source
+            self.threshold_, self.threshold_source_, self.reference_scores_ = (
+                float(self.threshold),
+                "given",
+                np.empty(0),
+            )
         return self
 
-    def _threshold_source(self, classifier: Any) -> str:
-        if not isinstance(self.threshold, str):
-            return "given"
-        has_own = callable(getattr(classifier, "novelty_threshold", None))
-        if self.threshold == "leave-one-out" and not has_own:
+    def _check_threshold_source(self, classifier: Any) -> None:
+        """``threshold="leave-one-out"`` with a classifier that has no ``novelty_threshold``: refused before the fit."""
+        if self.threshold == "leave-one-out" and not callable(getattr(classifier, "novelty_threshold", None)):
             raise ValueError(
                 f"threshold='leave-one-out' needs a classifier with novelty_threshold (LDKGPClassifier); "
                 f"{type(classifier).__name__} has none: use threshold='cross-validation'"
             )
-        if self.threshold == "auto":
-            return "leave-one-out" if has_own else "cross-validation"
-        return self.threshold
-
-    def _leave_one_out_offered(self) -> bool:
-        """Whether the fitted classifier has leave-one-out scores of its ``novelty_score`` (the GP classifier:
-        the Dirichlet inference, any score but ``"max-probability"``); ``threshold="auto"`` falls back to
-        cross-validation where it has not, ``"leave-one-out"`` says why."""
-        if self.threshold == "leave-one-out":
-            self.classifier_.novelty_threshold(self.keep)  # its ValueError says why not
-        return leave_one_out_threshold(self.classifier_, self.keep) is not None
-
-    def _leave_one_out_scores(self) -> np.ndarray:
-        from ..base.novelty import leave_one_out_novelty
-
-        clf = self.classifier_
-        return leave_one_out_novelty(clf.novelty_reference(), clf.novelty_score, len(clf.classes_))
-
-    def _cross_validated_scores(self, X: Documents, y: np.ndarray, fit_params: dict) -> np.ndarray:
-        return out_of_fold_scores(self.classifier_, X, y, int(self.cv), self.random_state, fit_params)
 
     def _scores_and_labels(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
         """``score_samples`` and the classifier's labels of ``X``: from one prediction where the classifier
