@@ -10,17 +10,22 @@ training, or has not. Without them, :class:`lvgp.OpenSetClassifier` takes the sp
   ``novelty_score`` (the lifted energy), under the GP of the other labelled texts, from the fit's one
   factorization (no refit);
 * ``cross-validation``: each labelled text scored by the GP fitted on the other folds (5 stratified folds);
-* ``in-sample``: the training texts' own scores, the optimistic threshold the docs warn about.
+* ``in-sample``: the training texts' own scores, the optimistic threshold the docs warn about;
+* ``leave-one-out-class``: ``class_conditional=True``'s thresholds, one per predicted class, from the same
+  leave-one-out scores grouped by the class each text's leave-one-out probabilities put first (a class with
+  fewer than 19 such texts takes the pooled one: at 10 texts a class, most).
 
 Beside them, the same for the study's logistic regression on ``[tf-idf | encoder]`` (``tfidf-encoder-logreg``,
-the entropy), whose only way is ``cross-validation`` (``logreg-cross-validation``). ``oracle`` and
+the entropy), whose only way is ``cross-validation`` (``logreg-cross-validation``, and its class-conditional
+thresholds ``logreg-cross-validation-class``). ``oracle`` and
 ``logreg-oracle``: the 5% quantile of the in-scope dev documents' own scores (the studies' FPR95).
 
 The open-set study's draws (unknown classes, N labelled texts a known class) on a corpus's training part alone,
 as ``open_set_dev.py`` writes it (texts cut to their first ``--first-words`` words where asked), scored on dev
 documents of the training part's unlabelled rest. Each threshold's row, draw by draw: the share of in-scope dev
-documents kept (the target: 0.95) and of out-of-scope ones accepted (``fpr``). Then the rows' means per corpus
-and size. ``benchmarks/README.md``, "A threshold without held-out texts", reads it.
+documents kept (the target: 0.95) and of out-of-scope ones accepted (``fpr``), and the in-scope share kept within
+each predicted class (of those with at least ``CLASS_MIN`` in-scope dev documents predicted as them): its mean
+distance from 0.95 (``class_gap``) and its least (``worst_class``). Then the rows' means per corpus and size. ``benchmarks/README.md``, "A threshold without held-out texts", reads it.
 
     python benchmarks/open_set_threshold_dev.py                       # r8, 20ng, r52, seed 94
     python benchmarks/open_set_threshold_dev.py --datasets 20ng,r52 --first-words 12
@@ -42,7 +47,8 @@ from open_set_dev import (
     scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
 
-from lvgp.base.novelty import conformal_threshold
+from lvgp.base.novelty import class_conditional_thresholds, conformal_threshold
+from lvgp.models.open_set import reject_threshold
 
 GP = "gpc-bow-encoder-rbf"
 LOGREG = "tfidf-encoder-logreg"
@@ -50,14 +56,36 @@ LOGREG = "tfidf-encoder-logreg"
 RECALL = 0.95
 #: the folds of the cross-validated thresholds
 FOLDS = 5
+#: the fewest in-scope dev documents predicted as a class for its own share kept to count
+CLASS_MIN = 20
 ROWS = (
     "leave-one-out",
+    "leave-one-out-class",
     "cross-validation",
     "in-sample",
     "oracle",
     "logreg-cross-validation",
+    "logreg-cross-validation-class",
     "logreg-oracle",
 )
+
+
+def class_shares(accepted: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
+    """The in-scope dev documents' share kept within each predicted class with at least ``CLASS_MIN`` of them:
+    the mean of |share - RECALL| over those classes and the least share (NaN where no class has enough)."""
+    shares = [accepted[predicted == c].mean() for c in np.unique(predicted) if (predicted == c).sum() >= CLASS_MIN]
+    if not shares:
+        return float("nan"), float("nan")
+    return float(np.mean(np.abs(np.asarray(shares) - RECALL))), float(min(shares))
+
+
+def class_thresholds(reference, classes: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """Each dev document's threshold under ``class_conditional=True``: its predicted class's, from a
+    :class:`lvgp.models.open_set.RejectReference` with the reference texts' predicted classes."""
+    index = {c: i for i, c in enumerate(classes.tolist())}
+    codes = np.asarray([index[c] for c in reference.predicted.tolist()])
+    per_class, _ = class_conditional_thresholds(reference.scores, codes, len(classes), RECALL)
+    return per_class[np.asarray([index[c] for c in predicted.tolist()])]
 
 
 def thresholds(gp, x_train, inside_scores: np.ndarray) -> dict[str, float]:
@@ -100,32 +128,54 @@ def draws(args) -> list[dict]:
                             start = time.perf_counter()
                             model = open_set_classifier(study.estimator(cell), seed).fit(x, y)
                             seconds = time.perf_counter() - start
-                            scores = np.asarray(model.score_samples(list(data.test_texts)))
+                            scores, predicted = model._scores_and_labels(list(data.test_texts))
                             if method == GP:
                                 rows = thresholds(model.classifier_, x, scores[~out])
                                 rows["cross-validation"] = model.threshold_
+                                loo = reject_threshold(
+                                    model.classifier_, x, y, RECALL, "leave-one-out", return_predictions=True
+                                )
+                                rows["leave-one-out-class"] = class_thresholds(loo, model.classes_, predicted)
                             else:
                                 oracle = float(np.quantile(scores[~out], 1.0 - RECALL, method="lower"))
-                                rows = {"logreg-cross-validation": model.threshold_, "logreg-oracle": oracle}
+                                folds = reject_threshold(
+                                    model.classifier_,
+                                    x,
+                                    y,
+                                    RECALL,
+                                    "cross-validation",
+                                    FOLDS,
+                                    seed,
+                                    return_predictions=True,
+                                )
+                                rows = {
+                                    "logreg-cross-validation": model.threshold_,
+                                    "logreg-cross-validation-class": class_thresholds(folds, model.classes_, predicted),
+                                    "logreg-oracle": oracle,
+                                }
                             for row, threshold in rows.items():
-                                found[row] = (threshold, scores, seconds)
+                                found[row] = (threshold, scores, predicted, seconds)
                         for row in ROWS:
-                            threshold, scores, seconds = found[row]
+                            threshold, scores, predicted, seconds = found[row]
+                            accepted = scores >= threshold
+                            gap, worst = class_shares(accepted[~out], np.asarray(predicted)[~out])
                             record = {
                                 "corpus": corpus,
                                 "seed": seed,
                                 "split": split,
                                 "per_class": n,
                                 "row": row,
-                                "threshold": threshold,
-                                "kept": float(np.mean(scores[~out] >= threshold)),
-                                "fpr": float(np.mean(scores[out] >= threshold)),
+                                "threshold": float(np.mean(threshold)),
+                                "kept": float(np.mean(accepted[~out])),
+                                "fpr": float(np.mean(accepted[out])),
+                                "class_gap": gap,
+                                "worst_class": worst,
                                 "fit_seconds": seconds,
                             }
                             records.append(record)
                             print(
-                                f"| {corpus} | {n} | {seed}/{split} | {row} | {threshold:.3f} | {record['kept']:.3f} | "
-                                f"{record['fpr']:.3f} |",
+                                f"| {corpus} | {n} | {seed}/{split} | {row} | {record['threshold']:.3f} | "
+                                f"{record['kept']:.3f} | {record['fpr']:.3f} | {gap:.3f} | {worst:.3f} |",
                                 flush=True,
                             )
         return records
@@ -135,8 +185,9 @@ def table(records: list[dict]) -> str:
     """Each row's means over the draws, per corpus and size: the in-scope share kept (and the draws' range), the
     out-of-scope share accepted."""
     lines = [
-        "| corpus | labelled a class | threshold | draws | in-scope kept (range) | out-of-scope accepted |",
-        "|---|---|---|---|---|---|",
+        "| corpus | labelled a class | threshold | draws | in-scope kept (range) | mean \\|kept - 0.95\\| "
+        "| out-of-scope accepted | predicted classes' mean \\|kept - 0.95\\| | least class's kept |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for corpus in dict.fromkeys(r["corpus"] for r in records):
         for n in sorted({r["per_class"] for r in records if r["corpus"] == corpus}):
@@ -147,7 +198,9 @@ def table(records: list[dict]) -> str:
                 kept = [r["kept"] for r in cell]
                 lines.append(
                     f"| {corpus} | {n} | {row} | {len(cell)} | {np.mean(kept):.3f} ({min(kept):.3f}-{max(kept):.3f}) "
-                    f"| {np.mean([r['fpr'] for r in cell]):.3f} |"
+                    f"| {np.mean(np.abs(np.asarray(kept) - RECALL)):.3f} | {np.mean([r['fpr'] for r in cell]):.3f} "
+                    f"| {np.nanmean([r['class_gap'] for r in cell]):.3f} "
+                    f"| {np.nanmean([r['worst_class'] for r in cell]):.3f} |"
                 )
     return "\n".join(lines)
 
@@ -164,12 +217,23 @@ def main() -> None:
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
     print(
-        "| corpus | a class | seed/split | threshold | value | in-scope kept | out-of-scope accepted |\n"
-        "|---|---|---|---|---|---|---|"
+        "| corpus | a class | seed/split | threshold | value (mean) | in-scope kept | out-of-scope accepted "
+        "| classes' gap | least class |\n|---|---|---|---|---|---|---|---|---|"
     )
     records = draws(args)
     print(f"\nEach threshold's means over the draws (dev documents; the target keeps {RECALL:.2f} of the in-scope)\n")
     print(table(records))
+    pooled = ("leave-one-out", "leave-one-out-class"), ("logreg-cross-validation", "logreg-cross-validation-class")
+    for one, per_class in pooled:
+        a = [r for r in records if r["row"] == one]
+        b = [r for r in records if r["row"] == per_class]
+        print(
+            f"\n{per_class} minus {one}, all {len(a)} draws: mean |kept - 0.95| "
+            f"{np.mean([abs(r['kept'] - RECALL) for r in b]) - np.mean([abs(r['kept'] - RECALL) for r in a]):+.4f}, "
+            f"out of scope accepted {np.mean([r['fpr'] for r in b]) - np.mean([r['fpr'] for r in a]):+.4f}, "
+            f"classes' gap {np.nanmean([r['class_gap'] for r in b]) - np.nanmean([r['class_gap'] for r in a]):+.4f}, "
+            f"least class {np.nanmean([r['worst_class'] for r in b]) - np.nanmean([r['worst_class'] for r in a]):+.4f}"
+        )
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ of out-of-scope documents accepted at 95% recall of the in-scope ones (FPR95).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -93,6 +94,8 @@ __all__ = [
     "latent_novelty_scores",
     "leave_one_out_novelty",
     "conformal_threshold",
+    "conformal_references_needed",
+    "class_conditional_thresholds",
     "NoveltyReference",
     "open_set_metrics",
     "ProbabilityNoveltyMixin",
@@ -459,6 +462,54 @@ def conformal_threshold(scores: Any, keep: float = IN_SCOPE_RECALL) -> float:
         )
         return float("-inf")
     return float(np.partition(values, k - 1)[k - 1])
+
+
+def conformal_references_needed(keep: float) -> int:
+    r"""The fewest reference scores with which :func:`conformal_threshold` can promise ``keep``:
+    :math:`\lceil 1 / (1 - \mathrm{keep}) \rceil - 1` (19 for 0.95, 9 for 0.9)."""
+    keep = float(keep)
+    if not 0.0 < keep < 1.0:
+        raise ValueError(f"keep must be in (0, 1); got {keep!r}")
+    return max(1, int(np.ceil(1.0 / (1.0 - keep) - 1e-9)) - 1)
+
+
+def class_conditional_thresholds(
+    scores: Any, groups: Any, n_groups: int, keep: float = IN_SCOPE_RECALL
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Mondrian split-conformal thresholds (Vovk, Gammerman & Shafer 2005, ch. 4.5): one for each of
+    ``n_groups`` groups, the :func:`conformal_threshold` of the reference ``scores`` in that group alone
+    (``groups``: ``m`` codes in ``[0, n_groups)``; for a reject option, the class the classifier predicts for
+    each reference text, which it predicts for a new text too). A new in-scope text of group :math:`g` whose
+    score is exchangeable with group :math:`g`'s reference scores is accepted with probability at least
+    ``keep`` *within its group*, so for any mix of groups among new texts; a single pooled threshold promises
+    ``keep`` only for the reference's mix. A group with fewer than :func:`conformal_references_needed`
+    reference scores cannot promise it and takes the pooled threshold of all ``m`` scores instead.
+
+    Returns:
+        ``(thresholds, pooled)``: ``n_groups`` thresholds and a boolean mask of the groups given the pooled one.
+
+    Raises:
+        ValueError: ``keep`` out of (0, 1); ``scores`` and ``groups`` of different lengths; a code outside
+            ``[0, n_groups)``; scores empty or not finite (:func:`conformal_threshold`).
+    """
+    values = np.asarray(scores, dtype=np.float64).ravel()
+    codes = np.asarray(groups).ravel()
+    if codes.shape != values.shape:
+        raise ValueError(f"groups has {codes.size} entries for {values.size} scores")
+    n_groups = int(n_groups)
+    if codes.size and (not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() >= n_groups):
+        bad = np.flatnonzero(~np.isin(codes, np.arange(n_groups)))
+        raise ValueError(f"groups must be codes in [0, {n_groups}); rows {bad[:10].tolist()} are not")
+    needed = conformal_references_needed(keep)
+    counts = np.bincount(codes.astype(np.int64), minlength=n_groups) if codes.size else np.zeros(n_groups, int)
+    pooled = counts < needed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the caller says which groups share the pooled one
+        shared = conformal_threshold(values, keep)
+    out = np.full(n_groups, shared)
+    for group in np.flatnonzero(~pooled):
+        out[group] = conformal_threshold(values[codes == group], keep)
+    return out, pooled
 
 
 def decision_novelty(decision: np.ndarray) -> np.ndarray:

@@ -709,13 +709,13 @@ def reject_option(
     from ..models.open_set import reject_threshold
 
     start = time.perf_counter()
-    threshold, source, _ = reject_threshold(
+    chosen = reject_threshold(
         model, x_train, y_train, float(study.reject_keep), "auto", REJECT_FOLDS, study.cell_seed(cell)
     )
-    accepted = np.asarray(score) >= threshold
+    accepted = np.asarray(score) >= chosen.threshold
     return {
-        "reject_threshold": float(threshold),
-        "reject_threshold_source": source,
+        "reject_threshold": float(chosen.threshold),
+        "reject_threshold_source": chosen.source,
         "reject_kept": float(np.mean(accepted[~out])),
         "reject_oos_accepted": float(np.mean(accepted[out])),
         "reject_seconds": time.perf_counter() - start,

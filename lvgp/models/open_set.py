@@ -16,6 +16,13 @@ at ``fit`` from in-scope texts alone -- never from out-of-scope ones:
 
 Each takes the split-conformal quantile of its in-scope scores (:func:`~lvgp.base.novelty.conformal_threshold`):
 a new in-scope text whose score is exchangeable with theirs is accepted with probability at least ``keep``.
+That holds for new texts drawn as the labelled ones were; where the classes' shares differ (an even labelled set,
+a test stream dominated by one class) and the classes' scores differ, the share kept moves with the mix.
+``class_conditional=True`` takes one threshold per predicted class instead
+(:func:`~lvgp.base.novelty.class_conditional_thresholds`, Mondrian conformal prediction): each reference text
+grouped by the class the model that did not fit it predicts, a new text judged by its predicted class's
+threshold, so that ``keep`` holds within every class and so for any mix of them; a class with fewer reference
+texts than the promise needs (19 for ``keep=0.95``) takes the pooled threshold, with a warning.
 The scores are not quite exchangeable. A text left out of a fit is a little less typical than a new in-scope
 text scored by the model fitted on all of them (fewer labelled texts beside it; with the tf-idf kernel, words of
 its own in its norm): on dev documents both ways erred on the safe side on average, more in-scope texts kept and
@@ -27,7 +34,8 @@ threshold keeps fewer than promised (``benchmarks/README.md``, "A threshold with
 
 from __future__ import annotations
 
-from typing import Any, Self, cast
+from typing import Any, NamedTuple, Self, cast
+from warnings import warn
 
 import numpy as np
 import torch
@@ -36,26 +44,41 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import sklearn_random_state
 from .._typing import Documents
-from ..base.constraints import Anything, Integer, Options, RandomState, Real, check_params
+from ..base.constraints import Anything, Boolean, Integer, Options, RandomState, Real, check_params
 from ..base.encoding import take_documents
-from ..base.novelty import conformal_threshold
+from ..base.novelty import class_conditional_thresholds, conformal_references_needed, conformal_threshold
 from ..base.persistence import SavedFileError, plain_value, restored_value
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
 from .mixins import SavedParamsMixin, _names_only, _saved_specs
 
-__all__ = ["OpenSetClassifier", "THRESHOLDS", "out_of_fold_scores", "leave_one_out_threshold", "reject_threshold"]
+__all__ = [
+    "OpenSetClassifier",
+    "THRESHOLDS",
+    "RejectReference",
+    "out_of_fold_scores",
+    "leave_one_out_threshold",
+    "reject_threshold",
+]
 
 #: how :class:`OpenSetClassifier` chooses its threshold (or a number: the threshold itself)
 THRESHOLDS = ("auto", "leave-one-out", "cross-validation")
 
 
 def out_of_fold_scores(
-    classifier: Any, X: Documents, y: Any, cv: int = 5, random_state: Any = None, fit_params: dict | None = None
-) -> np.ndarray:
+    classifier: Any,
+    X: Documents,
+    y: Any,
+    cv: int = 5,
+    random_state: Any = None,
+    fit_params: dict | None = None,
+    *,
+    return_predictions: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``m`` in-scope scores of texts the model did not fit: each labelled text's ``score_samples`` under
     ``classifier`` (cloned, fitted or not) fitted on the other folds (``cv`` stratified folds, fewer where a class
-    has fewer texts; a class with fewer texts than folds is always trained on and never scored), in fold order.
+    has fewer texts; a class with fewer texts than folds is always trained on and never scored), in fold order;
+    with ``return_predictions``, also the ``m`` labels those fold models predict for them.
 
     Raises:
         ValueError: no class has two texts (no two folds).
@@ -64,11 +87,30 @@ def out_of_fold_scores(
     folds = stratified_folds(y, int(cv), sklearn_random_state(random_state))
     if not folds:
         raise ValueError("threshold='cross-validation' needs two folds: some class must have at least 2 labelled texts")
-    scores = []
+    scores, predictions = [], []
     for train, test in folds:
         fold = clone(classifier).fit(take_documents(X, train), y[train], **(fit_params or {}))
-        scores.append(np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64))
+        if return_predictions:
+            score, predicted = _scores_and_predictions(fold, take_documents(X, test))
+            predictions.append(predicted)
+        else:
+            score = np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64)
+        scores.append(np.asarray(score, dtype=np.float64))
+    if return_predictions:
+        return np.concatenate(scores), np.concatenate(predictions)
     return np.concatenate(scores)
+
+
+def _scores_and_predictions(classifier: Any, X: Documents) -> tuple[np.ndarray, np.ndarray]:
+    """A fitted classifier's ``score_samples`` and ``predict`` of ``X``: from one prediction where it offers both
+    at once (the GP classifier's ``novelty_scores(return_proba=True)``), else two calls."""
+    from .gpc import LDKGPClassifier
+
+    if isinstance(classifier, LDKGPClassifier):
+        both = classifier.novelty_scores(X, (classifier.novelty_score,), return_proba=True)
+        scores, proba = cast(tuple[dict[str, np.ndarray], np.ndarray], both)
+        return np.asarray(scores[classifier.novelty_score]), classifier.classes_[np.argmax(proba, axis=1)]
+    return np.asarray(classifier.score_samples(X)), np.asarray(classifier.predict(X))
 
 
 def leave_one_out_threshold(classifier: Any, keep: float) -> float | None:
@@ -84,6 +126,18 @@ def leave_one_out_threshold(classifier: Any, keep: float) -> float | None:
         return None
 
 
+class RejectReference(NamedTuple):
+    """What :func:`reject_threshold` chose: the pooled ``threshold``, its ``source`` (``"leave-one-out"`` or
+    ``"cross-validation"``), the ``m`` in-scope reference ``scores`` it is the conformal quantile of, and (where
+    asked for) the ``m`` labels the classifier predicts for those texts, each by the model that did not fit it
+    (``None`` otherwise)."""
+
+    threshold: float
+    source: str
+    scores: np.ndarray
+    predicted: np.ndarray | None = None
+
+
 def reject_threshold(
     classifier: Any,
     X: Documents,
@@ -93,12 +147,15 @@ def reject_threshold(
     cv: int = 5,
     random_state: Any = None,
     fit_params: dict | None = None,
-) -> tuple[float, str, np.ndarray]:
-    """The threshold :class:`OpenSetClassifier` chooses for a ``classifier`` fitted on ``X``, ``y``:
-    ``(threshold, source, reference scores)``. ``how="auto"``: its leave-one-out threshold where it offers one
+    *,
+    return_predictions: bool = False,
+) -> RejectReference:
+    """The threshold :class:`OpenSetClassifier` chooses for a ``classifier`` fitted on ``X``, ``y``
+    (:class:`RejectReference`). ``how="auto"``: its leave-one-out threshold where it offers one
     (:func:`leave_one_out_threshold`), else the conformal quantile of :func:`out_of_fold_scores` (``cv`` folds of
     clones of it); ``"leave-one-out"``: the former or its ``ValueError`` saying why not; ``"cross-validation"``:
-    the latter."""
+    the latter. ``return_predictions``: also the reference texts' predicted labels (leave-one-out: the argmax of
+    :meth:`~lvgp.LDKGPClassifier.leave_one_out_predict_proba`; cross-validation: the fold models' ``predict``)."""
     from ..base.novelty import leave_one_out_novelty
 
     if how == "leave-one-out":
@@ -107,13 +164,16 @@ def reject_threshold(
         own = leave_one_out_threshold(classifier, keep)
         if own is not None:
             reference = classifier.novelty_reference()
-            return (
-                own,
-                "leave-one-out",
-                leave_one_out_novelty(reference, classifier.novelty_score, len(classifier.classes_)),
-            )
-    reference = out_of_fold_scores(classifier, X, y, cv, random_state, fit_params)
-    return conformal_threshold(reference, keep), "cross-validation", reference
+            scores = leave_one_out_novelty(reference, classifier.novelty_score, len(classifier.classes_))
+            predicted = None
+            if return_predictions:
+                predicted = classifier.classes_[np.argmax(classifier.leave_one_out_predict_proba(), axis=1)]
+            return RejectReference(own, "leave-one-out", scores, predicted)
+    if return_predictions:
+        scores, predicted = out_of_fold_scores(classifier, X, y, cv, random_state, fit_params, return_predictions=True)
+        return RejectReference(conformal_threshold(scores, keep), "cross-validation", scores, predicted)
+    scores = cast(np.ndarray, out_of_fold_scores(classifier, X, y, cv, random_state, fit_params))
+    return RejectReference(conformal_threshold(scores, keep), "cross-validation", scores)
 
 
 def _default_classifier() -> Any:
@@ -123,7 +183,7 @@ def _default_classifier() -> Any:
 
 
 #: the parameters a saved file holds by value (``classifier``: the fitted classifier's own file, inside)
-_PLAIN_PARAMS = ("keep", "threshold", "cv", "unknown_label", "random_state")
+_PLAIN_PARAMS = ("keep", "threshold", "cv", "unknown_label", "random_state", "class_conditional")
 
 
 def _saved_classifier_class(module: str, name: str) -> type[SavedParamsMixin]:
@@ -154,11 +214,15 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         cv: the folds of ``threshold="cross-validation"`` (fewer where a class has fewer texts).
         unknown_label: what :meth:`predict` says for a text below the threshold; not a training label.
         random_state: the folds' shuffling.
+        class_conditional: one threshold per predicted class (module docstring; not with a number as
+            ``threshold``).
 
-    Fitted: ``classifier_`` (fitted on every labelled text), ``threshold_``, ``threshold_source_``
+    Fitted: ``classifier_`` (fitted on every labelled text), ``threshold_`` (the pooled one), ``threshold_source_``
     (``"leave-one-out"``, ``"cross-validation"`` or ``"given"``), ``reference_scores_`` (the in-scope scores the
     threshold is the quantile of; empty for a given one), ``classes_`` (the known classes; ``unknown_label`` is
-    not among them).
+    not among them), ``class_thresholds_`` (one a class, in ``classes_``' order: each class's own with
+    ``class_conditional=True``, where it has enough reference texts, else ``threshold_``),
+    ``reference_predictions_`` (the classes predicted for the reference texts; ``class_conditional=True`` only).
 
     :meth:`save` / :meth:`load` write and read the fitted wrapper with its classifier's own file inside
     (``torch.load(weights_only=True)``; a classifier lvgp saves, with a kernel a file can hold: a spec, not a
@@ -184,6 +248,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         "cv": [Integer(2)],
         "unknown_label": [Anything()],
         "random_state": [RandomState()],
+        "class_conditional": [Boolean()],
     }
 
     def __init__(
@@ -195,6 +260,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         cv: int = 5,
         unknown_label: Any = "out-of-scope",
         random_state: int | None = None,
+        class_conditional: bool = False,
     ):
         self.classifier = classifier
         self.keep = keep
@@ -202,6 +268,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         self.cv = cv
         self.unknown_label = unknown_label
         self.random_state = random_state
+        self.class_conditional = class_conditional
 
     @property
     def novelty_score(self) -> str:
@@ -243,19 +310,61 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         self.classifier_ = classifier.fit(X, labels, **fit_params)
         self.classes_ = self.classifier_.classes_
         if isinstance(self.threshold, str):
-            self.threshold_, self.threshold_source_, self.reference_scores_ = reject_threshold(
-                self.classifier_, X, labels, self.keep, self.threshold, int(self.cv), self.random_state, fit_params
+            chosen = reject_threshold(
+                self.classifier_,
+                X,
+                labels,
+                self.keep,
+                self.threshold,
+                int(self.cv),
+                self.random_state,
+                fit_params,
+                return_predictions=bool(self.class_conditional),
             )
+            self.threshold_, self.threshold_source_, self.reference_scores_ = chosen[:3]
         else:
             self.threshold_, self.threshold_source_, self.reference_scores_ = (
                 float(self.threshold),
                 "given",
                 np.empty(0),
             )
+        self.class_thresholds_ = np.full(len(self.classes_), float(self.threshold_))
+        if self.class_conditional:
+            self.reference_predictions_ = np.asarray(chosen.predicted)
+            self.class_thresholds_ = self._class_thresholds(self.reference_scores_, self.reference_predictions_)
         return self
+
+    def _class_thresholds(self, scores: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+        """One threshold per class of ``classes_`` from the reference ``scores`` grouped by their ``predicted``
+        classes (:func:`~lvgp.base.novelty.class_conditional_thresholds`); a warning names the classes given the
+        pooled threshold."""
+        codes = self._class_codes(predicted)
+        thresholds, pooled = class_conditional_thresholds(scores, codes, len(self.classes_), self.keep)
+        if pooled.any():
+            counts = np.bincount(codes, minlength=len(self.classes_))
+            named = ", ".join(f"{self.classes_[c]!r} ({counts[c]})" for c in np.flatnonzero(pooled)[:10])
+            warn(
+                f"class_conditional: {int(pooled.sum())} of {len(self.classes_)} classes have fewer than "
+                f"{conformal_references_needed(self.keep)} reference texts predicted as them, too few to promise "
+                f"keep={self.keep} alone, and take the pooled threshold: {named}"
+                + (" ..." if pooled.sum() > 10 else ""),
+                UserWarning,
+                stacklevel=3,
+            )
+        return thresholds
+
+    def _class_codes(self, labels: np.ndarray) -> np.ndarray:
+        """Each label's position in ``classes_``."""
+        index = {label: i for i, label in enumerate(self.classes_.tolist())}
+        return np.asarray([index[label] for label in np.asarray(labels).tolist()], dtype=np.int64)
 
     def _check_threshold_source(self, classifier: Any) -> None:
         """``threshold="leave-one-out"`` with a classifier that has no ``novelty_threshold``: refused before the fit."""
+        if self.class_conditional and not isinstance(self.threshold, str):
+            raise ValueError(
+                "class_conditional=True chooses a threshold per class from reference scores; with a number as "
+                f"threshold ({self.threshold!r}) there are none: use threshold='auto'"
+            )
         if self.threshold == "leave-one-out" and not callable(getattr(classifier, "novelty_threshold", None)):
             raise ValueError(
                 f"threshold='leave-one-out' needs a classifier with novelty_threshold (LDKGPClassifier); "
@@ -266,14 +375,16 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         """``score_samples`` and the classifier's labels of ``X``: from one prediction where the classifier
         offers both at once (the GP classifier's ``novelty_scores(return_proba=True)``), else two calls."""
         check_is_fitted(self, "classifier_")
-        clf = self.classifier_
-        from .gpc import LDKGPClassifier
+        return _scores_and_predictions(self.classifier_, X)
 
-        if isinstance(clf, LDKGPClassifier):
-            both = clf.novelty_scores(X, (clf.novelty_score,), return_proba=True)
-            scores, proba = cast(tuple[dict[str, np.ndarray], np.ndarray], both)
-            return np.asarray(scores[clf.novelty_score]), clf.classes_[np.argmax(proba, axis=1)]
-        return np.asarray(clf.score_samples(X)), np.asarray(clf.predict(X))
+    def _margins_and_labels(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
+        """``score_samples(X)`` minus the threshold of each text's predicted class (:attr:`class_thresholds_`;
+        every class's is ``threshold_`` unless ``class_conditional``), and the predicted labels."""
+        scores, labels = self._scores_and_labels(X)
+        thresholds = getattr(self, "class_thresholds_", None)
+        if thresholds is None or np.all(thresholds == self.threshold_):
+            return scores - self.threshold_, labels
+        return scores - thresholds[self._class_codes(labels)], labels
 
     def score_samples(self, X: Documents) -> np.ndarray:
         """``n`` novelty scores of ``X``: the classifier's ``score_samples`` (higher: more typical)."""
@@ -281,9 +392,12 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         return np.asarray(self.classifier_.score_samples(X))
 
     def decision_function(self, X: Documents) -> np.ndarray:
-        """``n`` values, ``score_samples(X) - threshold_``: below 0, out of scope (scikit-learn's outlier
+        """``n`` values, ``score_samples(X)`` minus the threshold (``threshold_``; with ``class_conditional``,
+        the predicted class's of ``class_thresholds_``): below 0, out of scope (scikit-learn's outlier
         detectors' convention)."""
-        return self.score_samples(X) - self.threshold_
+        if not self.class_conditional:
+            return self.score_samples(X) - self.threshold_
+        return self._margins_and_labels(X)[0]
 
     def predict_proba(self, X: Documents) -> np.ndarray:
         """``n x len(classes_)``: the classifier's probabilities over the known classes (no mass for
@@ -294,8 +408,8 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
     def predict(self, X: Documents) -> np.ndarray:
         """``n`` labels: the classifier's, or ``unknown_label`` where ``score_samples`` is below ``threshold_``
         (an object array when ``unknown_label`` is not of the classes' type)."""
-        scores, labels = self._scores_and_labels(X)
-        rejected = scores < self.threshold_
+        margins, labels = self._margins_and_labels(X)
+        rejected = margins < 0
         if not rejected.any():
             return labels
         try:
@@ -312,8 +426,8 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
     def predict_with_rejection(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
         """``(labels, rejected)``: the classifier's ``n`` labels and a boolean mask of the texts below the
         threshold, from one prediction (:meth:`predict` is the labels with ``unknown_label`` at the mask)."""
-        scores, labels = self._scores_and_labels(X)
-        return labels, scores < self.threshold_
+        margins, labels = self._margins_and_labels(X)
+        return labels, margins < 0
 
     # ------------------------------------------------------------------ persistence (SavedParamsMixin's hooks)
     _fitted_attribute = "classifier_"
@@ -358,6 +472,12 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
             "threshold": float(self.threshold_),
             "threshold_source": self.threshold_source_,
             "reference_scores": torch.as_tensor(np.asarray(self.reference_scores_, dtype=np.float64)),
+            "class_thresholds": torch.as_tensor(np.asarray(self.class_thresholds_, dtype=np.float64)),
+            **(
+                {"reference_predictions": torch.as_tensor(self._class_codes(self.reference_predictions_))}
+                if self.class_conditional
+                else {}
+            ),
         }
 
     def _restore_fitted(self, payload: dict) -> None:
@@ -369,3 +489,10 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         self.threshold_ = float(payload["threshold"])
         self.threshold_source_ = str(payload["threshold_source"])
         self.reference_scores_ = payload["reference_scores"].numpy()
+        # files written before class_conditional: every class at the pooled threshold
+        held = payload.get("class_thresholds")
+        self.class_thresholds_ = (
+            held.numpy() if held is not None else np.full(len(self.classes_), self.threshold_, dtype=np.float64)
+        )
+        if "reference_predictions" in payload:
+            self.reference_predictions_ = self.classes_[payload["reference_predictions"].numpy()]

@@ -669,6 +669,24 @@ class LDKGPClassifier(
         with torch.no_grad():
             return expected_softmax(mean, var, self.predict_samples, self._class_seeds()), var, mean
 
+    def leave_one_out_predict_proba(self) -> np.ndarray:
+        r"""``n x n_classes``: each training document's predictive probabilities under the GP of the others
+        (Dirichlet inference), tempered as :meth:`predict_proba`'s are: the expected softmax of
+        :meth:`leave_one_out_latents` (Rasmussen & Williams, eq. 5.12), from the fit's one factorization (no refit).
+        Their argmax is the class a reject option groups each labelled text by
+        (:class:`~lvgp.models.open_set.OpenSetClassifier` with ``class_conditional=True``); their log loss, the
+        labelled texts' leave-one-out log loss.
+
+        Raises:
+            ValueError: the inference is not ``"dirichlet"``.
+        """
+        check_is_fitted(self, "model_")
+        if not self._inference_strategy().leave_one_out:
+            raise ValueError(
+                f"leave_one_out_predict_proba needs inference='dirichlet'; got inference={self.inference!r}"
+            )
+        return self._temper(to_host(self._loo_predictions()[0]))
+
     def _loo_unreliable(self) -> str | None:
         """``part_selection="loo"`` cannot choose when a class has a single training document: left out,
         that document's class has no example, every composition predicts it badly, and the least confident
