@@ -290,3 +290,156 @@ def test_a_file_names_only_lvgp_classifiers_that_save(module, name, match):
     with pytest.raises(ValueError, match=match):
         _saved_classifier_class(module, name)
     assert _saved_classifier_class("lvgp.models.gpc.estimator", "LDKGPClassifier") is LDKGPClassifier
+
+
+# ------------------------------------------------------------------ one threshold per predicted class
+def test_the_class_conditional_thresholds_are_each_groups_conformal_quantile_or_the_pooled_one():
+    from lvgp.base.novelty import class_conditional_thresholds, conformal_references_needed
+
+    assert [conformal_references_needed(k) for k in (0.5, 0.9, 0.95, 0.99)] == [1, 9, 19, 99]
+    rng = np.random.default_rng(5)
+    scores, groups = rng.normal(size=70), np.repeat([0, 1, 2, 3], [30, 25, 10, 5])
+    thresholds, pooled = class_conditional_thresholds(scores, groups, 5, 0.9)
+    for group, size in ((0, 30), (1, 25)):
+        k = int(np.floor((size + 1) * 0.1 + 1e-9))
+        assert thresholds[group] == np.sort(scores[groups == group])[k - 1]
+    # 10 scores promise 0.9 (k = 1, the least); 5 and none do not: the pooled threshold, k = 7 of 70
+    assert thresholds[2] == scores[groups == 2].min()
+    assert thresholds[3] == thresholds[4] == np.sort(scores)[6]
+    assert pooled.tolist() == [False, False, False, True, True]
+    # at the least number of scores that promises keep the threshold is finite, one fewer is the pooled one
+    for keep in (0.9, 0.95):
+        m = conformal_references_needed(keep)
+        assert np.isfinite(conformal_threshold(np.zeros(m), keep))
+        with pytest.warns(RuntimeWarning, match="cannot promise"):
+            conformal_threshold(np.zeros(m - 1), keep)
+
+
+def test_class_conditional_thresholds_keep_keep_within_each_class_whatever_the_mix():
+    """Two classes whose in-scope scores sit apart: one pooled threshold keeps ``keep`` of an even mix only, and
+    of the lower class far less; a threshold per class keeps ``keep`` of each, so of any mix (simulated draws)."""
+    from lvgp.base.novelty import class_conditional_thresholds
+
+    rng = np.random.default_rng(6)
+    keep, m, trials = 0.9, 40, 2000
+    pooled_kept, own_kept = np.zeros((trials, 2)), np.zeros((trials, 2))
+    for t in range(trials):
+        reference = np.concatenate([rng.normal(0.0, 1.0, m), rng.normal(-2.0, 1.0, m)])
+        groups = np.repeat([0, 1], m)
+        new = rng.normal([0.0, -2.0], 1.0)  # one new in-scope text of each class
+        own, _ = class_conditional_thresholds(reference, groups, 2, keep)
+        pooled_kept[t] = new >= conformal_threshold(reference, keep)
+        own_kept[t] = new >= own
+    tolerance = 3 * np.sqrt(keep * (1 - keep) / trials)
+    assert np.all(own_kept.mean(0) >= keep - tolerance) and np.all(own_kept.mean(0) <= keep + 0.05)
+    assert pooled_kept.mean() >= keep - tolerance  # the reference's even mix: kept
+    assert pooled_kept.mean(0)[1] < 0.85 < 0.97 < pooled_kept.mean(0)[0]  # but not within either class
+
+
+@pytest.mark.parametrize(
+    "scores, groups, match",
+    [
+        ([1.0, 2.0, 3.0], [0, 1], "groups has 2 entries for 3 scores"),
+        ([1.0, 2.0, 3.0], [0, 2, 1], r"groups must be codes in \[0, 2\); rows \[1\] are not"),
+        ([1.0, 2.0], [0.0, 1.0], r"groups must be codes in \[0, 2\)"),
+    ],
+)
+def test_bad_groups_are_refused(scores, groups, match):
+    from lvgp.base.novelty import class_conditional_thresholds
+
+    with pytest.raises(ValueError, match=match):
+        class_conditional_thresholds(scores, groups, 2, 0.5)
+
+
+def test_leave_one_out_probabilities_are_the_expected_softmax_of_the_leave_one_out_latents(fitted, data):
+    """Against a Monte Carlo average of the softmax over draws of the leave-one-out latents (numpy's own
+    draws, many more than the estimator's), tempered as ``predict_proba`` is."""
+    from scipy.special import softmax
+
+    gp = fitted.classifier_
+    proba = gp.leave_one_out_predict_proba()
+    assert proba.shape == (30, 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+    mean, var = (t.numpy() for t in gp.leave_one_out_latents())
+    draws = mean + np.sqrt(var) * np.random.default_rng(7).normal(size=(20000, *mean.shape))
+    np.testing.assert_allclose(proba, gp._temper(softmax(draws, axis=-1).mean(0)), atol=0.02)
+    # each text's class is put first by the others on these well-separated toy classes
+    assert np.mean(gp.classes_[proba.argmax(1)] == data[1]) >= 0.9
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        laplace = _gp(inference="laplace").fit(data[0], data[1])
+    with pytest.raises(ValueError, match="leave_one_out_predict_proba needs inference='dirichlet'"):
+        laplace.leave_one_out_predict_proba()
+
+
+def test_class_conditional_gp_thresholds_group_the_leave_one_out_scores_by_their_predicted_class(data):
+    x, y, held_out, new = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = OpenSetClassifier(_gp(), keep=0.9, unknown_label="oos", class_conditional=True).fit(x, y)
+    gp = clf.classifier_
+    loo = leave_one_out_novelty(gp.novelty_reference(), gp.novelty_score, 2)
+    predicted = gp.classes_[gp.leave_one_out_predict_proba().argmax(1)]
+    np.testing.assert_array_equal(clf.reference_scores_, loo)
+    np.testing.assert_array_equal(clf.reference_predictions_, predicted)
+    assert clf.threshold_ == conformal_threshold(loo, 0.9)  # the pooled one, as without class_conditional
+    for c, label in enumerate(clf.classes_):
+        assert clf.class_thresholds_[c] == conformal_threshold(loo[predicted == label], 0.9)
+    texts = held_out[:40] + new[:40]
+    scores, labels = gp.score_samples(texts), gp.predict(texts)
+    own = clf.class_thresholds_[(labels == "sport").astype(int)]
+    np.testing.assert_array_equal(clf.predict(texts), np.where(scores < own, "oos", labels))
+    np.testing.assert_allclose(clf.decision_function(texts), scores - own, rtol=1e-12)
+    labels_again, rejected = clf.predict_with_rejection(texts)
+    np.testing.assert_array_equal(labels_again, labels)
+    np.testing.assert_array_equal(rejected, scores < own)
+
+
+def test_class_conditional_cross_validated_thresholds_are_a_hand_loop_over_the_folds(data):
+    x, y, _, _ = data
+    clf = OpenSetClassifier(
+        TfidfLogisticRegression(Cs=(1.0, 10.0)), keep=0.9, cv=3, random_state=4, class_conditional=True
+    ).fit(x, y)
+    scores, predicted = np.empty(len(x)), np.empty(len(x), dtype=object)
+    for train, test in stratified_folds(y, 3, 4):
+        model = TfidfLogisticRegression(Cs=(1.0, 10.0)).fit([x[i] for i in train], y[train])
+        scores[test] = model.score_samples([x[i] for i in test])
+        predicted[test] = model.predict([x[i] for i in test])
+    for c, label in enumerate(clf.classes_):
+        mine = np.sort(scores[predicted == label])
+        k = int(np.floor((mine.size + 1) * 0.1 + 1e-9))
+        assert clf.class_thresholds_[c] == pytest.approx(mine[k - 1], rel=1e-12)
+
+
+def test_a_class_with_too_few_reference_texts_takes_the_pooled_threshold_with_a_warning(fitted, data):
+    """keep=0.95 needs 19 texts predicted as a class; the toy classes have 15 each."""
+    x, y, _, _ = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = OpenSetClassifier(_gp(), class_conditional=True)
+    with pytest.warns(UserWarning, match=r"2 of 2 classes have fewer than 19 reference texts.*'film' \(1\d\)"):
+        clf.fit(x, y)
+    np.testing.assert_array_equal(clf.class_thresholds_, [fitted.threshold_] * 2)
+    assert clf.threshold_ == fitted.threshold_
+
+
+def test_class_conditional_with_a_number_is_refused_and_the_thresholds_are_saved(data, tmp_path):
+    x, y, held_out, new = data
+    with pytest.raises(ValueError, match=r"class_conditional=True .* with a number as threshold \(-0.5\)"):
+        OpenSetClassifier(TfidfLogisticRegression(), threshold=-0.5, class_conditional=True).fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = OpenSetClassifier(_gp(), keep=0.9, class_conditional=True).fit(x, y)
+    clf.save(tmp_path / "per-class.pt")
+    again = OpenSetClassifier.load(tmp_path / "per-class.pt")
+    assert again.class_conditional
+    np.testing.assert_array_equal(again.class_thresholds_, clf.class_thresholds_)
+    np.testing.assert_array_equal(again.reference_predictions_, clf.reference_predictions_)
+    texts = held_out[:20] + new[:20]
+    np.testing.assert_array_equal(again.decision_function(texts), clf.decision_function(texts))
+    # a file written before class_conditional existed: every class at the pooled threshold
+    payload = clf._fitted_payload()
+    del payload["class_thresholds"], payload["reference_predictions"]
+    old = OpenSetClassifier(_gp(), keep=0.9)
+    old._restore_fitted(payload)
+    np.testing.assert_array_equal(old.class_thresholds_, [clf.threshold_] * 2)

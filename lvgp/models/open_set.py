@@ -342,7 +342,8 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         thresholds, pooled = class_conditional_thresholds(scores, codes, len(self.classes_), self.keep)
         if pooled.any():
             counts = np.bincount(codes, minlength=len(self.classes_))
-            named = ", ".join(f"{self.classes_[c]!r} ({counts[c]})" for c in np.flatnonzero(pooled)[:10])
+            names = self.classes_.tolist()
+            named = ", ".join(f"{names[c]!r} ({counts[c]})" for c in np.flatnonzero(pooled)[:10])
             warn(
                 f"class_conditional: {int(pooled.sum())} of {len(self.classes_)} classes have fewer than "
                 f"{conformal_references_needed(self.keep)} reference texts predicted as them, too few to promise "
