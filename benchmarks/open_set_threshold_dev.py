@@ -25,7 +25,8 @@ as ``open_set_dev.py`` writes it (texts cut to their first ``--first-words`` wor
 documents of the training part's unlabelled rest. Each threshold's row, draw by draw: the share of in-scope dev
 documents kept (the target: 0.95) and of out-of-scope ones accepted (``fpr``), and the in-scope share kept within
 each predicted class (of those with at least ``CLASS_MIN`` in-scope dev documents predicted as them): its mean
-distance from 0.95 (``class_gap``) and its least (``worst_class``). Then the rows' means per corpus and size. ``benchmarks/README.md``, "A threshold without held-out texts", reads it.
+distance from 0.95 (``class_gap``) and its least (``worst_class``). Then the rows' means per corpus and size.
+``benchmarks/README.md``, "A threshold without held-out texts" and "One threshold per predicted class", reads it.
 
     python benchmarks/open_set_threshold_dev.py                       # r8, 20ng, r52, seed 94
     python benchmarks/open_set_threshold_dev.py --datasets 20ng,r52 --first-words 12
