@@ -225,7 +225,7 @@ def test_bad_arguments_name_themselves(data):
         )
     with pytest.raises(ValueError, match="threshold='leave-one-out' needs a classifier with novelty_threshold"):
         OpenSetClassifier(TfidfLogisticRegression(), threshold="leave-one-out").fit(x, y)
-    with pytest.raises(TypeError, match="classifier must have fit, predict and score_samples; Ridge lacks"):
+    with pytest.raises(TypeError, match=r"must have fit, predict, score_samples \(reject_score=None\); Ridge lacks"):
         from sklearn.linear_model import Ridge
 
         OpenSetClassifier(Ridge()).fit(x, y)
@@ -443,3 +443,83 @@ def test_class_conditional_with_a_number_is_refused_and_the_thresholds_are_saved
     old = OpenSetClassifier(_gp(), keep=0.9)
     old._restore_fitted(payload)
     np.testing.assert_array_equal(old.class_thresholds_, [clf.threshold_] * 2)
+
+
+# ------------------------------------------------------------------ a score read off a classifier without score_samples
+def _pipeline_logreg(C: float = 1.0):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(TfidfVectorizer(), LogisticRegression(C=C))
+
+
+def test_a_scikit_learn_pipeline_is_wrapped_by_its_probabilities_entropy(data):
+    """A ``Pipeline`` has no ``score_samples``: ``reject_score="entropy"`` reads minus the entropy of its
+    ``predict_proba``, its threshold from the folds (a hand loop here), its labels the same call's argmax."""
+    from lvgp.base.novelty import probability_novelty
+
+    x, y, held_out, new = data
+    with pytest.raises(TypeError, match=r"lacks score_samples; reject_score='entropy' reads the score off"):
+        OpenSetClassifier(_pipeline_logreg()).fit(x, y)
+    clf = OpenSetClassifier(_pipeline_logreg(), keep=0.9, cv=3, random_state=2, reject_score="entropy").fit(x, y)
+    assert clf.threshold_source_ == "cross-validation" and clf.novelty_score == "entropy"
+    scores = np.empty(len(x))
+    for train, test in stratified_folds(y, 3, 2):
+        fold = _pipeline_logreg().fit([x[i] for i in train], y[train])
+        scores[test] = probability_novelty(fold.predict_proba([x[i] for i in test]), "entropy")
+    assert clf.threshold_ == pytest.approx(conformal_threshold(scores, 0.9), rel=1e-12)
+    texts = held_out[:30] + new[:30]
+    proba = clf.classifier_.predict_proba(texts)
+    own = (proba * np.log(proba)).sum(1)
+    np.testing.assert_allclose(clf.score_samples(texts), own, rtol=1e-12)
+    expected = np.where(own < clf.threshold_, "out-of-scope", clf.classes_[proba.argmax(1)])
+    np.testing.assert_array_equal(clf.predict(texts), expected)
+    np.testing.assert_array_equal(clf.classifier_.predict(texts), clf.classes_[proba.argmax(1)])
+
+
+def test_a_wrapped_pipeline_composes_with_grid_search(data):
+    from sklearn.model_selection import GridSearchCV
+
+    x, y, _, _ = data
+    wrapper = OpenSetClassifier(_pipeline_logreg(), keep=0.9, cv=3, random_state=0, reject_score="max-probability")
+    search = GridSearchCV(wrapper, {"classifier__logisticregression__C": [0.1, 10.0]}, cv=2).fit(x, y)
+    assert search.best_estimator_.classifier_.named_steps["logisticregression"].C in (0.1, 10.0)
+    assert search.best_estimator_.reject_score == "max-probability"
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_largest_decision_value_of_a_linear_svm(data, n_classes):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.svm import LinearSVC
+
+    x, y, held_out, new = data
+    if n_classes == 3:
+        x, y = x + new[:15], np.concatenate([y, ["food"] * 15])
+    svm = make_pipeline(TfidfVectorizer(), LinearSVC())
+    with pytest.raises(TypeError, match=r"must have fit, predict_proba \(reject_score='entropy'\); Pipeline lacks"):
+        OpenSetClassifier(svm, reject_score="entropy").fit(x, y)
+    clf = OpenSetClassifier(svm, keep=0.9, cv=3, random_state=1, reject_score="max-decision").fit(x, y)
+    texts = held_out[:20] + new[20:40]
+    decision = clf.classifier_.decision_function(texts)
+    if n_classes == 2:  # one value a text, the second class's: the largest of (-d, d) is |d|
+        own, labels = np.abs(decision), clf.classes_[(decision > 0).astype(int)]
+    else:
+        own, labels = decision.max(1), clf.classes_[decision.argmax(1)]
+    np.testing.assert_array_equal(clf.score_samples(texts), own)
+    np.testing.assert_array_equal(labels, clf.classifier_.predict(texts))
+    np.testing.assert_array_equal(clf.predict(texts), np.where(own < clf.threshold_, "out-of-scope", labels))
+
+
+def test_a_score_read_off_the_outputs_takes_the_folds_not_the_leave_one_out_threshold(data):
+    x, y, _, _ = data
+    with pytest.raises(ValueError, match=r"with reject_score='entropy' the threshold is cross-validated"):
+        OpenSetClassifier(_gp(), threshold="leave-one-out", reject_score="entropy").fit(x, y)
+    with pytest.raises(ValueError, match=r"^reject_score must be"):
+        OpenSetClassifier(_pipeline_logreg(), reject_score="energy").fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gp = OpenSetClassifier(_gp(), cv=2, random_state=0, reject_score="max-probability").fit(x, y)
+    assert gp.threshold_source_ == "cross-validation" and gp.novelty_score == "max-probability"
+    np.testing.assert_allclose(gp.score_samples(x[:5]), gp.classifier_.predict_proba(x[:5]).max(1), rtol=1e-12)

@@ -14,6 +14,12 @@ at ``fit`` from in-scope texts alone -- never from out-of-scope ones:
   classifier, the Dirichlet inference and any score but ``"max-probability"``), else the second;
 * a number -- the threshold itself, on ``score_samples``' scale (say, from held-out in-scope texts).
 
+The score is the classifier's ``score_samples``, or, with ``reject_score=``, one the wrapper reads off a classifier
+without it -- a scikit-learn ``LogisticRegression`` in a ``Pipeline``, say: ``"entropy"`` (minus the entropy of
+``predict_proba``), ``"max-probability"``, or ``"max-decision"`` (the largest ``decision_function`` value, its
+absolute value for two classes), each with the labels of the same call (the argmax, as scikit-learn's linear models
+predict). Those take the cross-validated threshold: the leave-one-out one is the GP classifier's own score's.
+
 Each takes the split-conformal quantile of its in-scope scores (:func:`~lvgp.base.novelty.conformal_threshold`):
 a new in-scope text whose score is exchangeable with theirs is accepted with probability at least ``keep``.
 That holds for new texts drawn as the labelled ones were; where the classes' shares differ (an even labelled set,
@@ -46,7 +52,13 @@ from .._random import sklearn_random_state
 from .._typing import Documents
 from ..base.constraints import Anything, Boolean, Integer, Options, RandomState, Real, check_params
 from ..base.encoding import take_documents
-from ..base.novelty import class_conditional_thresholds, conformal_references_needed, conformal_threshold
+from ..base.novelty import (
+    class_conditional_thresholds,
+    conformal_references_needed,
+    conformal_threshold,
+    decision_novelty,
+    probability_novelty,
+)
 from ..base.persistence import SavedFileError, plain_value, restored_value
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
@@ -56,6 +68,8 @@ __all__ = [
     "OpenSetClassifier",
     "THRESHOLDS",
     "RejectReference",
+    "SCORES",
+    "classifier_scores",
     "out_of_fold_scores",
     "leave_one_out_threshold",
     "reject_threshold",
@@ -63,6 +77,11 @@ __all__ = [
 
 #: how :class:`OpenSetClassifier` chooses its threshold (or a number: the threshold itself)
 THRESHOLDS = ("auto", "leave-one-out", "cross-validation")
+
+
+#: the scores :class:`OpenSetClassifier` reads off a classifier's outputs (``reject_score=``; ``None``: its
+#: ``score_samples``)
+SCORES = ("entropy", "max-probability", "max-decision")
 
 
 def out_of_fold_scores(
@@ -74,11 +93,13 @@ def out_of_fold_scores(
     fit_params: dict | None = None,
     *,
     return_predictions: bool = False,
+    score: str | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """``m`` in-scope scores of texts the model did not fit: each labelled text's ``score_samples`` under
-    ``classifier`` (cloned, fitted or not) fitted on the other folds (``cv`` stratified folds, fewer where a class
-    has fewer texts; a class with fewer texts than folds is always trained on and never scored), in fold order;
-    with ``return_predictions``, also the ``m`` labels those fold models predict for them.
+    """``m`` in-scope scores of texts the model did not fit: each labelled text's ``score_samples`` (or the
+    ``score`` of :data:`SCORES`: :func:`classifier_scores`) under ``classifier`` (cloned, fitted or not) fitted on
+    the other folds (``cv`` stratified folds, fewer where a class has fewer texts; a class with fewer texts than
+    folds is always trained on and never scored), in fold order; with ``return_predictions``, also the ``m``
+    labels those fold models predict for them.
 
     Raises:
         ValueError: no class has two texts (no two folds).
@@ -90,22 +111,37 @@ def out_of_fold_scores(
     scores, predictions = [], []
     for train, test in folds:
         fold = clone(classifier).fit(take_documents(X, train), y[train], **(fit_params or {}))
-        if return_predictions:
-            score, predicted = _scores_and_predictions(fold, take_documents(X, test))
+        if return_predictions or score is not None:
+            values, predicted = classifier_scores(fold, take_documents(X, test), score)
             predictions.append(predicted)
         else:
-            score = np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64)
-        scores.append(np.asarray(score, dtype=np.float64))
+            values = np.asarray(fold.score_samples(take_documents(X, test)), dtype=np.float64)
+        scores.append(np.asarray(values, dtype=np.float64))
     if return_predictions:
         return np.concatenate(scores), np.concatenate(predictions)
     return np.concatenate(scores)
 
 
-def _scores_and_predictions(classifier: Any, X: Documents) -> tuple[np.ndarray, np.ndarray]:
-    """A fitted classifier's ``score_samples`` and ``predict`` of ``X``: from one prediction where it offers both
-    at once (the GP classifier's ``novelty_scores(return_proba=True)``), else two calls."""
+def classifier_scores(classifier: Any, X: Documents, score: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A fitted classifier's ``n`` novelty scores of ``X`` (higher: more typical) and its ``n`` labels.
+
+    ``score=None``: its ``score_samples`` and ``predict``, from one prediction where it offers both at once (the
+    GP classifier's ``novelty_scores(return_proba=True)``), else two calls. ``"entropy"``, ``"max-probability"``:
+    :func:`~lvgp.base.novelty.probability_novelty` of ``predict_proba`` and the argmax of the same
+    probabilities; ``"max-decision"``: :func:`~lvgp.base.novelty.decision_novelty` of ``decision_function`` and the
+    argmax of the same values (for two classes, the second class where the value is positive).
+    """
     from .gpc import LDKGPClassifier
 
+    if score in ("entropy", "max-probability"):
+        proba = np.asarray(classifier.predict_proba(X), dtype=np.float64)
+        return probability_novelty(proba, score), np.asarray(classifier.classes_)[np.argmax(proba, axis=1)]
+    if score == "max-decision":
+        decision = np.asarray(classifier.decision_function(X), dtype=np.float64)
+        chosen = (decision > 0).astype(int) if decision.ndim == 1 else np.argmax(decision, axis=1)
+        return decision_novelty(decision), np.asarray(classifier.classes_)[chosen]
+    if score is not None:
+        raise ValueError(f"score must be None or one of {SCORES}; got {score!r}")
     if isinstance(classifier, LDKGPClassifier):
         both = classifier.novelty_scores(X, (classifier.novelty_score,), return_proba=True)
         scores, proba = cast(tuple[dict[str, np.ndarray], np.ndarray], both)
@@ -149,18 +185,26 @@ def reject_threshold(
     fit_params: dict | None = None,
     *,
     return_predictions: bool = False,
+    score: str | None = None,
 ) -> RejectReference:
     """The threshold :class:`OpenSetClassifier` chooses for a ``classifier`` fitted on ``X``, ``y``
     (:class:`RejectReference`). ``how="auto"``: its leave-one-out threshold where it offers one
     (:func:`leave_one_out_threshold`), else the conformal quantile of :func:`out_of_fold_scores` (``cv`` folds of
     clones of it); ``"leave-one-out"``: the former or its ``ValueError`` saying why not; ``"cross-validation"``:
     the latter. ``return_predictions``: also the reference texts' predicted labels (leave-one-out: the argmax of
-    :meth:`~lvgp.LDKGPClassifier.leave_one_out_predict_proba`; cross-validation: the fold models' ``predict``)."""
+    :meth:`~lvgp.LDKGPClassifier.leave_one_out_predict_proba`; cross-validation: the fold models' ``predict``).
+    ``score``: one of :data:`SCORES` read off the classifier's outputs (:func:`classifier_scores`), whose
+    threshold is cross-validated (``"leave-one-out"``: a ``ValueError``)."""
     from ..base.novelty import leave_one_out_novelty
 
+    if how == "leave-one-out" and score is not None:
+        raise ValueError(
+            f"threshold='leave-one-out' is the GP classifier's own score's; with score={score!r} the threshold is "
+            "cross-validated: use threshold='auto' or 'cross-validation'"
+        )
     if how == "leave-one-out":
         classifier.novelty_threshold(keep)  # its ValueError says why it offers none
-    if how in ("auto", "leave-one-out"):
+    if how in ("auto", "leave-one-out") and score is None:
         own = leave_one_out_threshold(classifier, keep)
         if own is not None:
             reference = classifier.novelty_reference()
@@ -170,9 +214,11 @@ def reject_threshold(
                 predicted = classifier.classes_[np.argmax(classifier.leave_one_out_predict_proba(), axis=1)]
             return RejectReference(own, "leave-one-out", scores, predicted)
     if return_predictions:
-        scores, predicted = out_of_fold_scores(classifier, X, y, cv, random_state, fit_params, return_predictions=True)
+        scores, predicted = out_of_fold_scores(
+            classifier, X, y, cv, random_state, fit_params, return_predictions=True, score=score
+        )
         return RejectReference(conformal_threshold(scores, keep), "cross-validation", scores, predicted)
-    scores = cast(np.ndarray, out_of_fold_scores(classifier, X, y, cv, random_state, fit_params))
+    scores = cast(np.ndarray, out_of_fold_scores(classifier, X, y, cv, random_state, fit_params, score=score))
     return RejectReference(conformal_threshold(scores, keep), "cross-validation", scores)
 
 
@@ -183,7 +229,7 @@ def _default_classifier() -> Any:
 
 
 #: the parameters a saved file holds by value (``classifier``: the fitted classifier's own file, inside)
-_PLAIN_PARAMS = ("keep", "threshold", "cv", "unknown_label", "random_state", "class_conditional")
+_PLAIN_PARAMS = ("keep", "threshold", "cv", "unknown_label", "random_state", "class_conditional", "reject_score")
 
 
 def _saved_classifier_class(module: str, name: str) -> type[SavedParamsMixin]:
@@ -206,8 +252,8 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
     r"""A classifier with a reject option: ``unknown_label`` for texts below a novelty threshold (module docstring).
 
     Args:
-        classifier: an unfitted classifier with ``fit``, ``predict`` and ``score_samples`` (cloned at ``fit``);
-            ``None``: :class:`~lvgp.LDKGPClassifier` with its defaults.
+        classifier: an unfitted classifier with ``fit``, ``predict`` and ``score_samples`` (or what
+            ``reject_score`` reads) (cloned at ``fit``); ``None``: :class:`~lvgp.LDKGPClassifier` with its defaults.
         keep: the share of in-scope texts to accept (0.95: the operating point of the studies' FPR95).
         threshold: ``"auto"``, ``"leave-one-out"``, ``"cross-validation"`` (module docstring), or a number on
             ``score_samples``' scale.
@@ -216,6 +262,9 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         random_state: the folds' shuffling.
         class_conditional: one threshold per predicted class (module docstring; not with a number as
             ``threshold``).
+        reject_score: ``None``, the classifier's ``score_samples``; or one the wrapper reads off its outputs, for a
+            classifier without ``score_samples`` (module docstring): ``"entropy"``, ``"max-probability"``
+            (``predict_proba``), ``"max-decision"`` (``decision_function``).
 
     Fitted: ``classifier_`` (fitted on every labelled text), ``threshold_`` (the pooled one), ``threshold_source_``
     (``"leave-one-out"``, ``"cross-validation"`` or ``"given"``), ``reference_scores_`` (the in-scope scores the
@@ -249,6 +298,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         "unknown_label": [Anything()],
         "random_state": [RandomState()],
         "class_conditional": [Boolean()],
+        "reject_score": [None, Options(*SCORES)],
     }
 
     def __init__(
@@ -261,6 +311,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         unknown_label: Any = "out-of-scope",
         random_state: int | None = None,
         class_conditional: bool = False,
+        reject_score: str | None = None,
     ):
         self.classifier = classifier
         self.keep = keep
@@ -269,20 +320,30 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         self.unknown_label = unknown_label
         self.random_state = random_state
         self.class_conditional = class_conditional
+        self.reject_score = reject_score
 
     @property
     def novelty_score(self) -> str:
-        """The score :meth:`score_samples` returns: the classifier's."""
+        """The score :meth:`score_samples` returns: ``reject_score``, or the classifier's own."""
+        if self.reject_score is not None:
+            return self.reject_score
         classifier = self.classifier if self.classifier is not None else _default_classifier()
         return classifier.novelty_score
 
     def _unfitted(self) -> Any:
         classifier = clone(self.classifier) if self.classifier is not None else _default_classifier()
-        missing = [m for m in ("fit", "predict", "score_samples") if not callable(getattr(classifier, m, None))]
+        needed = {None: ("fit", "predict", "score_samples"), "max-decision": ("fit", "decision_function")}
+        wanted = needed.get(self.reject_score, ("fit", "predict_proba"))
+        missing = [m for m in wanted if not callable(getattr(classifier, m, None))]
         if missing:
+            hint = (
+                "; reject_score='entropy' reads the score off predict_proba, 'max-decision' off decision_function"
+                if self.reject_score is None
+                else ""
+            )
             raise TypeError(
-                f"classifier must have fit, predict and score_samples; {type(classifier).__name__} lacks "
-                f"{', '.join(missing)}"
+                f"classifier must have {', '.join(wanted)} (reject_score={self.reject_score!r}); "
+                f"{type(classifier).__name__} lacks {', '.join(missing)}{hint}"
             )
         return classifier
 
@@ -320,6 +381,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
                 self.random_state,
                 fit_params,
                 return_predictions=bool(self.class_conditional),
+                score=self.reject_score,
             )
             self.threshold_, self.threshold_source_, self.reference_scores_ = chosen[:3]
         else:
@@ -366,6 +428,12 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
                 "class_conditional=True chooses a threshold per class from reference scores; with a number as "
                 f"threshold ({self.threshold!r}) there are none: use threshold='auto'"
             )
+        if self.threshold == "leave-one-out" and self.reject_score is not None:
+            raise ValueError(
+                "threshold='leave-one-out' is the GP classifier's own score's; with "
+                f"reject_score={self.reject_score!r} the threshold is cross-validated: use threshold='auto' or "
+                "'cross-validation'"
+            )
         if self.threshold == "leave-one-out" and not callable(getattr(classifier, "novelty_threshold", None)):
             raise ValueError(
                 f"threshold='leave-one-out' needs a classifier with novelty_threshold (LDKGPClassifier); "
@@ -376,7 +444,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         """``score_samples`` and the classifier's labels of ``X``: from one prediction where the classifier
         offers both at once (the GP classifier's ``novelty_scores(return_proba=True)``), else two calls."""
         check_is_fitted(self, "classifier_")
-        return _scores_and_predictions(self.classifier_, X)
+        return classifier_scores(self.classifier_, X, self.reject_score)
 
     def _margins_and_labels(self, X: Documents) -> tuple[np.ndarray, np.ndarray]:
         """``score_samples(X)`` minus the threshold of each text's predicted class (:attr:`class_thresholds_`;
@@ -388,8 +456,11 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         return scores - thresholds[self._class_codes(labels)], labels
 
     def score_samples(self, X: Documents) -> np.ndarray:
-        """``n`` novelty scores of ``X``: the classifier's ``score_samples`` (higher: more typical)."""
+        """``n`` novelty scores of ``X`` (higher: more typical): the classifier's ``score_samples``, or
+        ``reject_score`` read off its outputs."""
         check_is_fitted(self, "classifier_")
+        if self.reject_score is not None:
+            return classifier_scores(self.classifier_, X, self.reject_score)[0]
         return np.asarray(self.classifier_.score_samples(X))
 
     def decision_function(self, X: Documents) -> np.ndarray:
