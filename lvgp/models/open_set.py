@@ -162,6 +162,14 @@ def leave_one_out_threshold(classifier: Any, keep: float) -> float | None:
         return None
 
 
+def _no_leave_one_out(score: str) -> ValueError:
+    """The error of ``threshold="leave-one-out"`` with a score read off a classifier's outputs."""
+    return ValueError(
+        f"threshold='leave-one-out' is the GP classifier's own score's; with reject_score={score!r} the threshold "
+        "is cross-validated: use threshold='auto' or 'cross-validation'"
+    )
+
+
 class RejectReference(NamedTuple):
     """What :func:`reject_threshold` chose: the pooled ``threshold``, its ``source`` (``"leave-one-out"`` or
     ``"cross-validation"``), the ``m`` in-scope reference ``scores`` it is the conformal quantile of, and (where
@@ -198,10 +206,7 @@ def reject_threshold(
     from ..base.novelty import leave_one_out_novelty
 
     if how == "leave-one-out" and score is not None:
-        raise ValueError(
-            f"threshold='leave-one-out' is the GP classifier's own score's; with score={score!r} the threshold is "
-            "cross-validated: use threshold='auto' or 'cross-validation'"
-        )
+        raise _no_leave_one_out(score)
     if how == "leave-one-out":
         classifier.novelty_threshold(keep)  # its ValueError says why it offers none
     if how in ("auto", "leave-one-out") and score is None:
@@ -429,11 +434,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
                 f"threshold ({self.threshold!r}) there are none: use threshold='auto'"
             )
         if self.threshold == "leave-one-out" and self.reject_score is not None:
-            raise ValueError(
-                "threshold='leave-one-out' is the GP classifier's own score's; with "
-                f"reject_score={self.reject_score!r} the threshold is cross-validated: use threshold='auto' or "
-                "'cross-validation'"
-            )
+            raise _no_leave_one_out(self.reject_score)
         if self.threshold == "leave-one-out" and not callable(getattr(classifier, "novelty_threshold", None)):
             raise ValueError(
                 f"threshold='leave-one-out' needs a classifier with novelty_threshold (LDKGPClassifier); "
