@@ -68,7 +68,7 @@ __all__ = [
     "OpenSetClassifier",
     "THRESHOLDS",
     "RejectReference",
-    "SCORES",
+    "OUTPUT_SCORES",
     "classifier_scores",
     "out_of_fold_scores",
     "leave_one_out_threshold",
@@ -81,7 +81,7 @@ THRESHOLDS = ("auto", "leave-one-out", "cross-validation")
 
 #: the scores :class:`OpenSetClassifier` reads off a classifier's outputs (``reject_score=``; ``None``: its
 #: ``score_samples``)
-SCORES = ("entropy", "max-probability", "max-decision")
+OUTPUT_SCORES = ("entropy", "max-probability", "max-decision")
 
 
 def out_of_fold_scores(
@@ -96,7 +96,7 @@ def out_of_fold_scores(
     score: str | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``m`` in-scope scores of texts the model did not fit: each labelled text's ``score_samples`` (or the
-    ``score`` of :data:`SCORES`: :func:`classifier_scores`) under ``classifier`` (cloned, fitted or not) fitted on
+    ``score`` of :data:`OUTPUT_SCORES`: :func:`classifier_scores`) under ``classifier`` (cloned, fitted or not) fitted on
     the other folds (``cv`` stratified folds, fewer where a class has fewer texts; a class with fewer texts than
     folds is always trained on and never scored), in fold order; with ``return_predictions``, also the ``m``
     labels those fold models predict for them.
@@ -141,7 +141,7 @@ def classifier_scores(classifier: Any, X: Documents, score: str | None = None) -
         chosen = (decision > 0).astype(int) if decision.ndim == 1 else np.argmax(decision, axis=1)
         return decision_novelty(decision), np.asarray(classifier.classes_)[chosen]
     if score is not None:
-        raise ValueError(f"score must be None or one of {SCORES}; got {score!r}")
+        raise ValueError(f"score must be None or one of {OUTPUT_SCORES}; got {score!r}")
     if isinstance(classifier, LDKGPClassifier):
         both = classifier.novelty_scores(X, (classifier.novelty_score,), return_proba=True)
         scores, proba = cast(tuple[dict[str, np.ndarray], np.ndarray], both)
@@ -201,7 +201,7 @@ def reject_threshold(
     clones of it); ``"leave-one-out"``: the former or its ``ValueError`` saying why not; ``"cross-validation"``:
     the latter. ``return_predictions``: also the reference texts' predicted labels (leave-one-out: the argmax of
     :meth:`~lvgp.LDKGPClassifier.leave_one_out_predict_proba`; cross-validation: the fold models' ``predict``).
-    ``score``: one of :data:`SCORES` read off the classifier's outputs (:func:`classifier_scores`), whose
+    ``score``: one of :data:`OUTPUT_SCORES` read off the classifier's outputs (:func:`classifier_scores`), whose
     threshold is cross-validated (``"leave-one-out"``: a ``ValueError``)."""
     from ..base.novelty import leave_one_out_novelty
 
@@ -303,7 +303,7 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         "unknown_label": [Anything()],
         "random_state": [RandomState()],
         "class_conditional": [Boolean()],
-        "reject_score": [None, Options(*SCORES)],
+        "reject_score": [None, Options(*OUTPUT_SCORES)],
     }
 
     def __init__(
