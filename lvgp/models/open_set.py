@@ -96,10 +96,10 @@ def out_of_fold_scores(
     score: str | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``m`` in-scope scores of texts the model did not fit: each labelled text's ``score_samples`` (or the
-    ``score`` of :data:`OUTPUT_SCORES`: :func:`classifier_scores`) under ``classifier`` (cloned, fitted or not) fitted on
-    the other folds (``cv`` stratified folds, fewer where a class has fewer texts; a class with fewer texts than
-    folds is always trained on and never scored), in fold order; with ``return_predictions``, also the ``m``
-    labels those fold models predict for them.
+    ``score`` of :data:`OUTPUT_SCORES`: :func:`classifier_scores`) under ``classifier`` (cloned, fitted or not)
+    fitted on the other folds (``cv`` stratified folds, fewer where a class has fewer texts; a class with fewer
+    texts than folds is always trained on and never scored), in fold order; with ``return_predictions``, also the
+    ``m`` labels those fold models predict for them.
 
     Raises:
         ValueError: no class has two texts (no two folds).
