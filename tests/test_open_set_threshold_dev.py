@@ -44,3 +44,26 @@ def test_the_thresholds_are_the_quantiles_of_what_each_row_reads(fitted):
     assert np.mean(inside >= found["oracle"]) >= thr.RECALL
     # a left-out text is less typical than itself fitted: the in-sample threshold is the higher one
     assert found["in-sample"] > found["leave-one-out"]
+
+
+def test_the_class_rows_judge_each_text_by_its_predicted_classs_threshold():
+    """``leave-one-out-class``: each dev text against the threshold of the class it is predicted as, the
+    conformal quantile of that class's reference scores (a sort here); the shares kept within the classes with at
+    least ``CLASS_MIN`` texts."""
+    from lvgp.models.open_set import RejectReference
+
+    rng = np.random.default_rng(8)
+    scores = rng.normal(size=60)
+    predicted = np.array(["a"] * 30 + ["b"] * 30)
+    reference = RejectReference(0.0, "leave-one-out", scores, predicted)
+    classes = np.array(["a", "b"])
+    dev = np.array(["b", "a", "b"])
+    got = thr.class_thresholds(reference, classes, dev)
+    k = int(np.floor(31 * 0.05))
+    own = {c: np.sort(scores[predicted == c])[k - 1] for c in "ab"}
+    np.testing.assert_array_equal(got, [own["b"], own["a"], own["b"]])
+    accepted = np.array([True] * 19 + [False] + [True] * 25 + [False] * 5)
+    labels = np.array(["a"] * 20 + ["b"] * 30)
+    gap, worst = thr.class_shares(accepted, labels)
+    assert worst == pytest.approx(25 / 30) and gap == pytest.approx((0.0 + (0.95 - 25 / 30)) / 2)
+    assert all(np.isnan(thr.class_shares(accepted[:10], labels[:10])))  # no class with CLASS_MIN texts
