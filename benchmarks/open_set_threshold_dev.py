@@ -11,6 +11,10 @@ training, or has not. Without them, :class:`lvgp.OpenSetClassifier` takes the sp
   factorization (no refit);
 * ``cross-validation``: each labelled text scored by the GP fitted on the other folds (5 stratified folds);
 * ``in-sample``: the training texts' own scores, the optimistic threshold the docs warn about;
+* ``leave-one-out-as-new``: the conformal quantile of the same leave-one-out scores, each labelled text with its
+  words that no other labelled text has dropped, as a new text's unseen words are (``open_set_calibration_dev.py``'s
+  :func:`loo_as_new_latents`; the reference's class energies kept): how much of the threshold's caution is the
+  words of a text's own in its tf-idf norm;
 * ``leave-one-out-class``: ``class_conditional=True``'s thresholds, one per predicted class, from the same
   leave-one-out scores grouped by the class each text's leave-one-out probabilities put first (a class with
   fewer than 19 such texts takes the pooled one: at 10 texts a class, most).
@@ -40,6 +44,7 @@ import time
 import warnings
 
 import numpy as np
+from open_set_calibration_dev import loo_as_new_latents  # (the sibling scripts: benchmarks/ is on the path)
 from open_set_dev import (
     dev_runs,
     dev_study,
@@ -61,6 +66,7 @@ FOLDS = 5
 CLASS_MIN = 20
 ROWS = (
     "leave-one-out",
+    "leave-one-out-as-new",
     "leave-one-out-class",
     "cross-validation",
     "in-sample",
@@ -69,6 +75,25 @@ ROWS = (
     "logreg-cross-validation-class",
     "logreg-oracle",
 )
+
+
+def as_new_threshold(gp, feature_dim: int, drop_unshared: bool = True) -> float:
+    """The conformal quantile of the GP's lifted energies of its labelled texts left out *as new texts*: each
+    predicted by the GP of the others with its words of no other labelled text dropped
+    (:func:`open_set_calibration_dev.loo_as_new_latents`), its probabilities the expected softmax tempered as
+    ``predict_proba``'s, the reference's class energies and mean energy those of ``novelty_reference()``
+    (``drop_unshared=False``: no word dropped, the classifier's own ``novelty_threshold``)."""
+    from lvgp.base.novelty import lifted_energy_novelty
+    from lvgp.models.gpc.models import expected_softmax
+
+    if gp.novelty_score != "lifted-energy":
+        raise ValueError(f"as_new_threshold reads the lifted energy; the GP scores by {gp.novelty_score!r}")
+    mean, var = loo_as_new_latents(gp, feature_dim, drop_unshared)
+    proba = gp._temper(expected_softmax(mean, var, gp.predict_samples, gp._class_seeds()).cpu().numpy())
+    reference = gp.novelty_reference()
+    overall = -float(np.mean(reference.energy))
+    scores = lifted_energy_novelty(mean.cpu().numpy(), proba, reference.class_energy, overall)
+    return conformal_threshold(scores, RECALL)
 
 
 def class_shares(accepted: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
@@ -118,6 +143,9 @@ def draws(args) -> list[dict]:
             corpus, sizes = run[0], run[3]
             for seed in args.seeds:
                 study = dev_study(run, [GP, LOGREG], seed, args.quick)
+                from lvgp.encoders import resolve_encoder
+
+                feature_dim = resolve_encoder(study.encoder, study.device).dim
                 for split in range(run[4]):
                     data = study.split(split)
                     out = np.asarray(data.out_of_scope)
@@ -137,6 +165,7 @@ def draws(args) -> list[dict]:
                                     model.classifier_, x, y, RECALL, "leave-one-out", return_predictions=True
                                 )
                                 rows["leave-one-out-class"] = class_thresholds(loo, model.classes_, predicted)
+                                rows["leave-one-out-as-new"] = as_new_threshold(model.classifier_, feature_dim)
                             else:
                                 oracle = float(np.quantile(scores[~out], 1.0 - RECALL, method="lower"))
                                 folds = reject_threshold(
@@ -224,7 +253,11 @@ def main() -> None:
     records = draws(args)
     print(f"\nEach threshold's means over the draws (dev documents; the target keeps {RECALL:.2f} of the in-scope)\n")
     print(table(records))
-    pooled = ("leave-one-out", "leave-one-out-class"), ("logreg-cross-validation", "logreg-cross-validation-class")
+    pooled = (
+        ("leave-one-out", "leave-one-out-class"),
+        ("logreg-cross-validation", "logreg-cross-validation-class"),
+        ("leave-one-out", "leave-one-out-as-new"),
+    )
     for one, per_class in pooled:
         a = [r for r in records if r["row"] == one]
         b = [r for r in records if r["row"] == per_class]

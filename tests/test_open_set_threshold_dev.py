@@ -67,3 +67,17 @@ def test_the_class_rows_judge_each_text_by_its_predicted_classs_threshold():
     gap, worst = thr.class_shares(accepted, labels)
     assert worst == pytest.approx(25 / 30) and gap == pytest.approx((0.0 + (0.95 - 25 / 30)) / 2)
     assert all(np.isnan(thr.class_shares(accepted[:10], labels[:10])))  # no class with CLASS_MIN texts
+
+
+def test_the_as_new_threshold_without_dropping_a_word_is_the_classifiers_own(fitted):
+    """``leave-one-out-as-new`` with no word dropped is the closed-form leave-one-out threshold of the lifted
+    energy; with the words of a single labelled text dropped, the left-out texts look more typical (higher)."""
+    gp, _ = fitted
+    own = gp.set_params(novelty_score="lifted-energy")
+    try:
+        assert thr.as_new_threshold(own, 0, drop_unshared=False) == pytest.approx(own.novelty_threshold(0.95), rel=1e-7)
+        assert thr.as_new_threshold(own, 0) >= own.novelty_threshold(0.95) - 1e-9
+        with pytest.raises(ValueError, match="reads the lifted energy"):
+            thr.as_new_threshold(own.set_params(novelty_score="energy"), 0)
+    finally:
+        gp.set_params(novelty_score="energy")
