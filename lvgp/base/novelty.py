@@ -235,6 +235,9 @@ class NoveltyReference(NamedTuple):
     #: minus each document's ``"lifted-energy"`` score (:func:`lifted_energy_novelty` of the same, the mean of
     #: ``-energy`` the overall reference)
     lifted_energy: np.ndarray | None = None
+    #: ``m x C``: the (tempered) predictive probabilities themselves, whose argmax groups each document by the
+    #: class predicted for it (:func:`class_conditional_thresholds`)
+    proba: np.ndarray | None = None
 
 
 def entropy_variance_novelty(

@@ -453,10 +453,9 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         """``score_samples(X)`` minus the threshold of each text's predicted class (:attr:`class_thresholds_`;
         every class's is ``threshold_`` unless ``class_conditional``), and the predicted labels."""
         scores, labels = self._scores_and_labels(X)
-        thresholds = getattr(self, "class_thresholds_", None)
-        if thresholds is None or np.all(thresholds == self.threshold_):
+        if not self.class_conditional:
             return scores - self.threshold_, labels
-        return scores - thresholds[self._class_codes(labels)], labels
+        return scores - self.class_thresholds_[self._class_codes(labels)], labels
 
     def score_samples(self, X: Documents) -> np.ndarray:
         """``n`` novelty scores of ``X`` (higher: more typical): the classifier's ``score_samples``, or

@@ -544,9 +544,7 @@ class LDKGPClassifier(
         Raises:
             ValueError: the inference is not ``"dirichlet"``.
         """
-        check_is_fitted(self, "model_")
-        if not self._inference_strategy().leave_one_out:
-            raise ValueError(f"novelty_reference needs inference='dirichlet'; got inference={self.inference!r}")
+        self._check_leave_one_out("novelty_reference")
         box = self.__dict__.get("_kept_novelty_reference")
         state, owners, key = gp_state(self.model_, self.likelihood_), (self.model_, self.likelihood_), self.temperature_
         if box is not None:
@@ -569,8 +567,16 @@ class LDKGPClassifier(
             class_energy,
             -centred_energy_novelty(mean, tempered, class_energy),
             -lifted_energy_novelty(mean, tempered, class_energy, float(energy.mean())),
+            tempered,
         )
         return value if box is None else box.put(value, state, owners=owners, key=key)
+
+    def _check_leave_one_out(self, method: str) -> None:
+        """Fitted, with the inference whose leave-one-out predictions are closed-form (Dirichlet): else the
+        ``ValueError`` naming ``method``."""
+        check_is_fitted(self, "model_")
+        if not self._inference_strategy().leave_one_out:
+            raise ValueError(f"{method} needs inference='dirichlet'; got inference={self.inference!r}")
 
     def novelty_threshold(self, keep: float = 0.95) -> float:
         r"""The threshold on :meth:`score_samples` (``novelty_score``'s scale) below which a text is out of scope,
@@ -597,8 +603,7 @@ class LDKGPClassifier(
                 "left-out probabilities are not kept); take the threshold from held-out in-scope texts, or use "
                 "novelty_score='entropy'"
             )
-        if not self._inference_strategy().leave_one_out:
-            raise ValueError(f"novelty_threshold needs inference='dirichlet'; got inference={self.inference!r}")
+        self._check_leave_one_out("novelty_threshold")
         scores = leave_one_out_novelty(self.novelty_reference(), self.novelty_score, len(self.classes_))
         return conformal_threshold(scores, keep)
 
@@ -615,9 +620,7 @@ class LDKGPClassifier(
         :math:`1 / [\mathbf K_y^{-1}]_{ii} - \sigma^2_i` (Rasmussen & Williams, eq. 5.12). One Cholesky a
         class, or with ``class_hyperparameters="shared"`` one for all classes
         (:meth:`~lvgp.models.dirichlet.SharedDirichletPosterior.leave_one_out`)."""
-        check_is_fitted(self, "model_")
-        if not self._inference_strategy().leave_one_out:
-            raise ValueError("leave_one_out_latents needs inference='dirichlet'")
+        self._check_leave_one_out("leave_one_out_latents")
         model, likelihood = self.model_, self.likelihood_
         posterior = self._posterior()
         if isinstance(posterior, SharedDirichletPosterior):  # one factorization for all classes
@@ -680,12 +683,9 @@ class LDKGPClassifier(
         Raises:
             ValueError: the inference is not ``"dirichlet"``.
         """
-        check_is_fitted(self, "model_")
-        if not self._inference_strategy().leave_one_out:
-            raise ValueError(
-                f"leave_one_out_predict_proba needs inference='dirichlet'; got inference={self.inference!r}"
-            )
-        return self._temper(to_host(self._loo_predictions()[0]))
+        self._check_leave_one_out("leave_one_out_predict_proba")
+        # the reference's own: one leave-one-out pass serves its scores and these (kept between calls)
+        return np.array(self.novelty_reference().proba, copy=True)
 
     def _loo_unreliable(self) -> str | None:
         """``part_selection="loo"`` cannot choose when a class has a single training document: left out,
