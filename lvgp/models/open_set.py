@@ -429,7 +429,8 @@ class OpenSetClassifier(SavedParamsMixin, ClassifierMixin, BaseEstimator):
         return np.asarray([index[label] for label in np.asarray(labels).tolist()], dtype=np.int64)
 
     def _check_threshold_source(self, classifier: Any) -> None:
-        """``threshold="leave-one-out"`` with a classifier that has no ``novelty_threshold``: refused before the fit."""
+        """Refused before the fit: ``class_conditional`` with a number as threshold, ``threshold="leave-one-out"``
+        with a ``reject_score`` or with a classifier that has no ``novelty_threshold``."""
         if self.class_conditional and not isinstance(self.threshold, str):
             raise ValueError(
                 "class_conditional=True chooses a threshold per class from reference scores; with a number as "
