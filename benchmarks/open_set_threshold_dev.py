@@ -134,6 +134,8 @@ def open_set_classifier(estimator, seed: int):
 
 def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, threshold)."""
+    from lvgp.encoders import resolve_encoder
+
     with scratch_folder(args.out, "open-set-threshold-") as root:
         runs = dev_runs(
             root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick, args.first_words or None
@@ -143,8 +145,6 @@ def draws(args) -> list[dict]:
             corpus, sizes = run[0], run[3]
             for seed in args.seeds:
                 study = dev_study(run, [GP, LOGREG], seed, args.quick)
-                from lvgp.encoders import resolve_encoder
-
                 feature_dim = resolve_encoder(study.encoder, study.device).dim
                 for split in range(run[4]):
                     data = study.split(split)
