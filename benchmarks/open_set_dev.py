@@ -40,6 +40,11 @@ unit vectors in place of the RBF (the SNGP argument's other stationary kernel), 
 the RBF, each with its own weight (``encoder_kernel=["cosine", "rbf"]``): logistic regression's kernel for the
 classes, the RBF for the distance.
 
+``--encoder-part within-rbf`` / ``whitened-rbf``: the RBF of the unit vectors mapped by the Mahalanobis detector's
+whitening (the Ledoit-Wolf precision of the labelled texts' vectors centred on their classes' means, or on their
+overall mean: :func:`whitening_map`); a screen, not adopted (``benchmarks/README.md``, "The Mahalanobis detector's
+metric in the GP's RBF").
+
 ``--gp-vocabulary negations`` (rule 26): the tf-idf GPs' words those of the baselines' tf-idf as near as lvgp's
 :class:`~lvgp.Vocabulary` reads them -- scikit-learn's stop words but the negations, tokens of two letters or more
 (``default_tfidf``'s; its digits excepted: lvgp's tokens are letters) -- in place of the study's (every stop word out,
@@ -201,9 +206,9 @@ def main() -> None:
     parser.add_argument(
         "--encoder-part",
         default="study",
-        choices=("study", "matern", "cosine-rbf"),
-        help="gpc-bow-encoder-rbf's stationary encoder part: the study's RBF, a Matern 5/2 in its place, or a cosine "
-        "part beside the RBF (module docstring)",
+        choices=("study", "matern", "cosine-rbf", "whitened-rbf", "within-rbf"),
+        help="gpc-bow-encoder-rbf's stationary encoder part: the study's RBF, a Matern 5/2 in its place, a cosine "
+        "part beside the RBF, or the RBF in the Mahalanobis detector's metric (module docstring)",
     )
     parser.add_argument(
         "--gp-vocabulary",
@@ -487,6 +492,10 @@ def variant_study(
             other_part = encoder_part != "study" and cell["method"] == "gpc-bow-encoder-rbf"
             if (sublinear_tf is not None or encoder_weight != "study" or other_part) and cell["method"] in _TFIDF_GPS:
                 part = _ENCODER_PARTS.get(encoder_part, encoder_part) if other_part else _TFIDF_GPS[cell["method"]]
+                if other_part and encoder_part in WHITENED_PARTS:
+                    labelled, labels = self.split(cell["split"]).training(cell["params"]["per_class"])
+                    vectors = np.asarray(resolve_encoder(self.encoder, self.device).encode(labelled))
+                    part = WhitenedRBFPart(whitening_map(vectors, labels, within=encoder_part == "within-rbf"))
                 counts = bool(sublinear_tf)  # (None: the encoder GPs' own, raw counts)
                 if part is None:
                     kernel = functools.partial(
@@ -512,6 +521,57 @@ def variant_study(
             return model
 
     return VariantStudy
+
+
+#: ``--encoder-part`` values whose RBF reads the encoder's unit vectors through a whitening map (:func:`whitening_map`)
+WHITENED_PARTS = ("whitened-rbf", "within-rbf")
+
+
+def whitening_map(vectors: np.ndarray, labels: np.ndarray, within: bool) -> np.ndarray:
+    r"""``d x d``: :math:`R` with :math:`R R^\top` the Ledoit-Wolf precision of the labelled texts' unit vectors
+    ``vectors`` (``n x d``), centred on their classes' means (``within``: the Mahalanobis detector's shared
+    within-class scatter, read off the ``labels``) or on their overall mean (no label read), scaled so that the
+    mapped vectors' mean squared distance between labelled texts is the unit vectors' own (the RBF's length-scale
+    starts where the study's does)."""
+    from sklearn.covariance import LedoitWolf
+
+    from lvgp.baselines.encoder import _precision_root
+
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    if within:
+        codes = np.unique(labels, return_inverse=True)[1]
+        means = np.stack([unit[codes == c].mean(axis=0) for c in range(codes.max() + 1)])
+        centred = unit - means[codes]
+    else:
+        centred = unit - unit.mean(axis=0)
+    root = _precision_root(LedoitWolf(assume_centered=True).fit(centred).precision_)
+    mapped = unit @ root
+
+    def mean_square_distance(x: np.ndarray) -> float:
+        norms = (x**2).sum(axis=1)
+        return float((norms[:, None] + norms[None, :] - 2 * x @ x.T).mean())
+
+    return root * np.sqrt(mean_square_distance(unit) / mean_square_distance(mapped))
+
+
+def WhitenedRBFPart(matrix: np.ndarray):  # noqa: N802 (a factory of a kernel class made at import of torch)
+    """A gpytorch RBF kernel of ``x @ matrix`` (the encoder's normalized vectors mapped; stationary)."""
+    import torch
+    from gpytorch.kernels import Kernel, RBFKernel
+
+    class _Whitened(Kernel):
+        is_stationary = True
+
+        def __init__(self, matrix: torch.Tensor) -> None:
+            super().__init__()
+            self.base = RBFKernel()
+            self.register_buffer("matrix", matrix)
+
+        def forward(self, x1, x2, diag=False, **params):
+            m = self.matrix.to(x1.dtype)
+            return self.base.forward(x1 @ m, x2 @ m, diag=diag, **params)
+
+    return _Whitened(torch.as_tensor(matrix, dtype=torch.float64))
 
 
 def _cells(rows: list[dict]) -> list[str]:

@@ -177,6 +177,62 @@ def test_the_cosine_rbf_variant_adds_a_cosine_part_beside_the_rbf(toy_topics_tsv
     assert all(getattr(m, "raw_" + name).requires_grad for m, name in encoder_part_weights(composed))
 
 
+def test_the_whitening_map_is_the_mahalanobis_metric_at_the_unit_vectors_mean_distance():
+    """``whitening_map``: the mapped vectors' squared distances are the Ledoit-Wolf Mahalanobis ones (within the
+    classes or overall), computed here pair by pair, times one constant that gives them the unit vectors' mean."""
+    from sklearn.covariance import LedoitWolf
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(30, 6)) * np.array([3.0, 1.0, 1.0, 0.5, 0.2, 0.1])
+    labels = np.repeat(["a", "b", "c"], 10)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit_sq = ((unit[:, None, :] - unit[None, :, :]) ** 2).sum(-1)
+    for within in (True, False):
+        if within:
+            centred = unit.copy()
+            for c in "abc":
+                centred[labels == c] -= unit[labels == c].mean(axis=0)
+        else:
+            centred = unit - unit.mean(axis=0)
+        precision = LedoitWolf(assume_centered=True).fit(centred).precision_
+        by_hand = np.array([[(u - v) @ precision @ (u - v) for v in unit] for u in unit])
+        mapped = unit @ dev.whitening_map(vectors, labels, within=within)
+        sq = ((mapped[:, None, :] - mapped[None, :, :]) ** 2).sum(-1)
+        np.testing.assert_allclose(sq, by_hand * unit_sq.mean() / by_hand.mean(), rtol=1e-8, atol=1e-12)
+        assert sq.mean() == pytest.approx(unit_sq.mean())
+
+
+@pytest.mark.parametrize("part", ["within-rbf", "whitened-rbf"])
+def test_the_whitened_variants_give_the_rbf_the_mapped_unit_vectors(toy_topics_tsv, part):
+    """``--encoder-part within-rbf`` / ``whitened-rbf``: gpc-bow-encoder-rbf's encoder part is an RBF of the unit
+    vectors mapped by ``whitening_map`` of the split's labelled texts, its Gram the RBF of the mapped vectors."""
+    import torch
+    from gpytorch.kernels import RBFKernel
+
+    from lvgp.encoders import resolve_encoder
+
+    study = dev.variant_study(whole_bag=False, encoder_part=part)(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
+    texts, labels = study.split(0).training(3)
+    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(list(texts), labels)
+    vectors = np.asarray(resolve_encoder(study.encoder, study.device).encode(list(texts)))
+    matrix = dev.whitening_map(vectors, labels, within=part == "within-rbf")
+    whitened = model.model_.covar_module.base_kernel.kernels[1].base_kernel.base
+    np.testing.assert_allclose(whitened.matrix.numpy(), matrix, rtol=1e-12)
+    assert isinstance(whitened.base, RBFKernel) and whitened.is_stationary
+    z = torch.as_tensor(vectors / np.linalg.norm(vectors, axis=1, keepdims=True) @ matrix)
+    lengthscale = float(whitened.base.lengthscale.detach())
+    expected = torch.exp(-0.5 * torch.cdist(z, z) ** 2 / lengthscale**2)
+    unit = torch.nn.functional.normalize(torch.as_tensor(vectors), dim=-1)
+    with torch.no_grad():
+        got = whitened(unit, unit).to_dense()
+    torch.testing.assert_close(got, expected, rtol=1e-8, atol=1e-10)
+
+
 def test_the_pseudo_count_variant_sets_every_gp_alone(toy_topics_tsv):
     """``--alpha-epsilon`` (rule 22): every GP classifier of the study gets the pseudo-count, the baselines nothing."""
     from lvgp.experiments.open_set import OpenSetStudy
