@@ -154,14 +154,10 @@ def test_the_matern_variant_swaps_the_stationary_part_alone(toy_topics_tsv):
     assert part.raw_outputscale.requires_grad
 
 
-def test_the_cosine_rbf_variant_adds_a_cosine_part_beside_the_rbf(toy_topics_tsv):
-    """``--encoder-part cosine-rbf`` (rule 25): gpc-bow-encoder-rbf's encoder parts are a cosine and the RBF, each
-    with its own fitted weight, beside the tf-idf cosine."""
-    from gpytorch.kernels import LinearKernel, RBFKernel
-
-    from lvgp.kernels.composition import encoder_part_weights, part_names
-
-    study = dev.variant_study(whole_bag=False, encoder_part="cosine-rbf")(
+def _fitted_encoder_part_variant(toy_topics_tsv, encoder_part: str):
+    """The ``--encoder-part`` variant study of the toy corpus, its split's 3 labelled texts a class and its
+    gpc-bow-encoder-rbf fitted on them."""
+    study = dev.variant_study(whole_bag=False, encoder_part=encoder_part)(
         dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
     )
     texts, labels = study.split(0).training(3)
@@ -169,6 +165,17 @@ def test_the_cosine_rbf_variant_adds_a_cosine_part_beside_the_rbf(toy_topics_tsv
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(list(texts), labels)
+    return study, texts, labels, model
+
+
+def test_the_cosine_rbf_variant_adds_a_cosine_part_beside_the_rbf(toy_topics_tsv):
+    """``--encoder-part cosine-rbf`` (rule 25): gpc-bow-encoder-rbf's encoder parts are a cosine and the RBF, each
+    with its own fitted weight, beside the tf-idf cosine."""
+    from gpytorch.kernels import LinearKernel, RBFKernel
+
+    from lvgp.kernels.composition import encoder_part_weights, part_names
+
+    study, texts, labels, model = _fitted_encoder_part_variant(toy_topics_tsv, "cosine-rbf")
     composed = model.model_.covar_module.base_kernel
     assert part_names(composed) == ("words", "encoder", "encoder-2")
     assert isinstance(composed.kernels[1].base, LinearKernel) and isinstance(
@@ -211,14 +218,7 @@ def test_the_whitened_variants_give_the_rbf_the_mapped_unit_vectors(toy_topics_t
 
     from lvgp.encoders import resolve_encoder
 
-    study = dev.variant_study(whole_bag=False, encoder_part=part)(
-        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
-    )
-    texts, labels = study.split(0).training(3)
-    model = study.estimator({"method": "gpc-bow-encoder-rbf", "split": 0, "params": {"per_class": 3}})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(list(texts), labels)
+    study, texts, labels, model = _fitted_encoder_part_variant(toy_topics_tsv, part)
     vectors = np.asarray(resolve_encoder(study.encoder, study.device).encode(list(texts)))
     matrix = dev.whitening_map(vectors, labels, within=part == "within-rbf")
     whitened = model.model_.covar_module.base_kernel.kernels[1].base_kernel.base
