@@ -495,7 +495,7 @@ def variant_study(
                 if other_part and encoder_part in WHITENED_PARTS:
                     labelled, labels = self.split(cell["split"]).training(cell["params"]["per_class"])
                     vectors = np.asarray(resolve_encoder(self.encoder, self.device).encode(labelled))
-                    part = WhitenedRBFPart(whitening_map(vectors, labels, within=encoder_part == "within-rbf"))
+                    part = whitened_rbf_part(whitening_map(vectors, labels, within=encoder_part == "within-rbf"))
                 counts = bool(sublinear_tf)  # (None: the encoder GPs' own, raw counts)
                 if part is None:
                     kernel = functools.partial(
@@ -554,7 +554,7 @@ def whitening_map(vectors: np.ndarray, labels: np.ndarray, within: bool) -> np.n
     return root * np.sqrt(mean_square_distance(unit) / mean_square_distance(mapped))
 
 
-def WhitenedRBFPart(matrix: np.ndarray):  # noqa: N802 (a factory of a kernel class made at import of torch)
+def whitened_rbf_part(matrix: np.ndarray):
     """A gpytorch RBF kernel of ``x @ matrix`` (the encoder's normalized vectors mapped; stationary)."""
     import torch
     from gpytorch.kernels import Kernel, RBFKernel
