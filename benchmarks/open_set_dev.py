@@ -533,25 +533,17 @@ def whitening_map(vectors: np.ndarray, labels: np.ndarray, within: bool) -> np.n
     within-class scatter, read off the ``labels``) or on their overall mean (no label read), scaled so that the
     mapped vectors' mean squared distance between labelled texts is the unit vectors' own (the RBF's length-scale
     starts where the study's does)."""
-    from sklearn.covariance import LedoitWolf
+    from sklearn.metrics.pairwise import euclidean_distances
 
-    from lvgp.baselines.encoder import _precision_root
+    from lvgp.baselines.encoder import _precision_root, _within_class_scatter
 
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    if within:
-        codes = np.unique(labels, return_inverse=True)[1]
-        means = np.stack([unit[codes == c].mean(axis=0) for c in range(codes.max() + 1)])
-        centred = unit - means[codes]
-    else:
-        centred = unit - unit.mean(axis=0)
-    root = _precision_root(LedoitWolf(assume_centered=True).fit(centred).precision_)
-    mapped = unit @ root
-
-    def mean_square_distance(x: np.ndarray) -> float:
-        norms = (x**2).sum(axis=1)
-        return float((norms[:, None] + norms[None, :] - 2 * x @ x.T).mean())
-
-    return root * np.sqrt(mean_square_distance(unit) / mean_square_distance(mapped))
+    # no label read: one class, centred on the overall mean
+    codes = np.unique(labels, return_inverse=True)[1] if within else np.zeros(len(unit), dtype=np.int64)
+    _, scatter = _within_class_scatter(unit, codes, int(codes.max()) + 1)
+    root = _precision_root(scatter.precision_)
+    spread = euclidean_distances(unit, squared=True).mean() / euclidean_distances(unit @ root, squared=True).mean()
+    return root * np.sqrt(spread)
 
 
 def whitened_rbf_part(matrix: np.ndarray):

@@ -293,6 +293,17 @@ def _precision_root(precision: np.ndarray) -> np.ndarray:
     return eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
 
 
+def _within_class_scatter(vectors: np.ndarray, codes: np.ndarray, n_classes: int) -> tuple[np.ndarray, Any]:
+    r"""The classes' mean vectors (``n_classes x d``) and the Ledoit-Wolf estimate (a fitted
+    ``sklearn.covariance.LedoitWolf``) of the covariance the classes share: the within-class scatter of ``vectors``
+    (``n x d``) about their classes' means, ``codes`` (``n``) the classes' positions -- the Mahalanobis detector's
+    metric (Lee et al. 2018), shrunk towards a scaled identity where there are fewer texts than dimensions."""
+    from sklearn.covariance import LedoitWolf
+
+    means = np.stack([vectors[codes == c].mean(axis=0) for c in range(n_classes)])
+    return means, LedoitWolf(assume_centered=True).fit(vectors - means[codes])
+
+
 def _squared_mahalanobis(
     vectors: np.ndarray, means: np.ndarray, precision: np.ndarray | None = None, *, root: np.ndarray | None = None
 ) -> np.ndarray:
@@ -345,12 +356,9 @@ class EncoderMahalanobis(_EncoderDetector):
         self.verbose = verbose
 
     def fit(self, X, y):
-        from sklearn.covariance import LedoitWolf
-
         vectors, codes = self._fit_vectors(X, y)
         counts = np.bincount(codes, minlength=len(self.classes_))
-        self.means_ = np.stack([vectors[codes == c].mean(axis=0) for c in range(len(self.classes_))])
-        scatter = LedoitWolf(assume_centered=True).fit(vectors - self.means_[codes])
+        self.means_, scatter = _within_class_scatter(vectors, codes, len(self.classes_))
         self.precision_ = scatter.precision_
         self.whitening_ = _precision_root(self.precision_)
         self.shrinkage_ = float(scatter.shrinkage_)
