@@ -855,6 +855,31 @@ def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_
     assert {r["n_train"] for r in records} == {20}  # every class of the training file is known
 
 
+def test_a_test_label_of_no_training_row_is_out_of_scope_with_a_warning_that_counts_it(corpus, tmp_path):
+    """A test file's label that no training row has, besides ``--unknown-label``, is out of scope (a test file's
+    own out-of-scope label), and the study says so with its counts: a misspelt in-scope label is not scored as out
+    of scope unnoticed."""
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    rows = [("good fine", "pos"), ("bad awful", "neg"), ("what time is it", "oos"), ("great nice", "pso")] * 3
+    test = _tsv(tmp_path / "test.tsv", rows)
+    study = OpenSetStudy(dataset=corpus, unknown_label="oos", test_dataset=test, per_class=(5,))
+    with pytest.warns(
+        UserWarning,
+        match=r"3 test documents of .*test.tsv carry a label of no training row "
+        r"\(\{'pso': 3\}\): out of scope, as --unknown-label 'oos' and the unknown classes' are",
+    ):
+        study.check_data()
+    split = study.split(0)
+    assert split.out_of_scope.tolist() == [False, False, True, True] * 3
+    clean = [r for r in rows if r[1] != "pso"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no unseen label, no warning
+        OpenSetStudy(
+            dataset=corpus, unknown_label="oos", test_dataset=_tsv(tmp_path / "t2.tsv", clean), per_class=(5,)
+        ).check_data()
+
+
 def test_the_unlabelled_texts_are_the_training_files_rows_that_are_not_test_documents(corpus, tmp_path):
     """The point cloud of ``gpc-pool-bow-encoder-rbf`` (``--unlabeled-texts``): a TSV alone lends its test
     documents from its own rows, so they are left out (the rows ``--test-size`` did not draw stay in, labelled

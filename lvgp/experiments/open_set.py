@@ -7,7 +7,8 @@ permutation drawn per split and class are labelled (``--per-class N1,N2,...``: t
 nested, a class with fewer texts gives all of them). The test documents are the standard test split
 (20ng, r8), the rows of ``--test-dataset``, or for a TSV alone the rows not labelled at the largest
 size (every row of an unknown class or label among them); ``--test-size`` subsamples them. The
-test documents of known classes are in scope, the others out of scope.
+test documents of known classes are in scope, the others out of scope (a test label that no training
+row has, besides ``--unknown-label``, too: the study warns with their counts).
 
 ``--unlabeled-texts`` gives the methods that read unlabelled texts (``gpc-pool-bow-encoder-rbf``) the
 training file's texts that are not test documents, their labels unread: the known classes' alone
@@ -503,11 +504,27 @@ class OpenSetStudy(SizedCells, Study):
             )
 
     def check_data(self) -> None:
+        from ..warnings import warn
+
         split = self.split(0)  # bad input fails here, before any cell runs
+        # a test label no training row has is out of scope (a test file's own out-of-scope label): said with counts,
+        # so that a misspelt in-scope label is not scored as out of scope unnoticed
+        labels, counts = np.unique(split.test_labels, return_counts=True)
+        seen = {*split.pool_labels.tolist(), self.unknown_label}
+        unseen = {str(c): int(n) for c, n in zip(labels.tolist(), counts.tolist()) if c not in seen}
+        if unseen:
+            n = sum(unseen.values())
+            warn(
+                f"{n} test document{'s' if n > 1 else ''} of {self.test_dataset or self.dataset} "
+                f"{'carry' if n > 1 else 'carries'} a label of no training row "
+                f"({dict(list(unseen.items())[:5])}{' ...' if len(unseen) > 5 else ''}): out of scope, as "
+                f"{'--unknown-label ' + repr(self.unknown_label) + ' and ' if self.unknown_label else ''}the unknown "
+                "classes' are",
+                UserWarning,
+                stacklevel=2,
+            )
         small = {c: len(split.order[c]) for c in split.known if len(split.order[c]) < max(self.per_class)}
         if small:
-            from ..warnings import warn
-
             one = len(small) == 1
             warn(
                 f"{len(small)} known {'class has' if one else 'classes have'} fewer training texts than --per-class "
