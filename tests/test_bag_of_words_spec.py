@@ -102,6 +102,33 @@ def test_with_an_encoder_it_is_the_open_set_studys_kernel_to_the_bit(tiny_encode
             np.testing.assert_array_equal(b, a)
 
 
+def test_the_docs_study_gp_is_the_open_set_studys_classifier_setting_for_setting(tiny_encoder):
+    """docs/models/uncertainty.md's ``study_gp`` has every setting of the open-set study's ``gpc-bow-encoder-rbf``
+    (its vocabulary, L-BFGS budget, evidence subset, score, ...) but the cell's seed; its kernel, given as a spec
+    and ``encoder_kernel``, is the study's hand-written factory to the bit (the test above)."""
+    import re
+    import textwrap
+    from pathlib import Path
+
+    from lvgp.experiments.open_set import OpenSetStudy
+    from lvgp.experiments.registry import _METHODS
+
+    tiny_encoder(None, 0)  # the study's encoder name resolves to a tiny random one (its dimension read here)
+    page = (Path(__file__).resolve().parent.parent / "docs" / "models" / "uncertainty.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, flags=re.S) if "study_gp =" in b]
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(block), "docs/models/uncertainty.md", "exec"), namespace)  # noqa: S102 -- our docs
+    docs = namespace["study_gp"].get_params(deep=False)
+    cell = {"method": "gpc-bow-encoder-rbf", "split": 0, "per_class": 10, "params": {}}
+    study = _METHODS["open-set"]["gpc-bow-encoder-rbf"].build(OpenSetStudy(dataset="r8", unknown_classes=2), cell, None)
+    built = study.get_params(deep=False)
+    assert docs["kernel"] == BagOfWordsSpec() and docs["encoder_kernel"] == "rbf"  # the factory's equal, above
+    assert docs["vocabulary"] == built["vocabulary"]  # unfitted: their settings
+    assert repr(docs["optimizer"]) == repr(built["optimizer"])
+    skip = {"kernel", "encoder_kernel", "optimizer", "random_state"}
+    assert {k: v for k, v in docs.items() if k not in skip} == {k: v for k, v in built.items() if k not in skip}
+
+
 def test_a_saved_model_holds_its_spec_and_reloads_bit_identically(tmp_path, tiny_encoder):
     """The file holds the spec's fields: ``load`` needs no ``kernel=`` (a user factory's file does) and refuses
     one; the loaded classifier predicts to the bit."""
