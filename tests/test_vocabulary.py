@@ -294,3 +294,14 @@ def test_left_aligned_moves_padding_after_each_rows_words():
     aligned_x = left_aligned(x)
     assert torch.equal(encoder.fit_transform(x[:2]), aligned_x[:2])
     assert torch.equal(encoder.transform(x), aligned_x) and torch.equal(encoder.transform(x, compact=True), aligned_x)
+
+
+def test_the_repr_shows_the_size_and_every_setting_that_is_not_the_default():
+    """Two vocabularies that tokenize differently never print alike (the open-set study's two-letter tokens printed as
+    the default before); a stop-word list prints as its length."""
+    assert repr(Vocabulary()) == "Vocabulary(size=unfitted)"
+    assert repr(Vocabulary(min_token_len=2)) == "Vocabulary(size=unfitted, min_token_len=2)"
+    assert repr(Vocabulary(min_df=2, stop_words=["a", "b"], lowercase=False)) == (
+        "Vocabulary(size=unfitted, min_df=2, stop_words=<2 words>, lowercase=False)"
+    )
+    assert repr(Vocabulary(stop_words=None).fit(["good film", "bad film"])) == "Vocabulary(size=3, stop_words=None)"

@@ -365,8 +365,16 @@ class Vocabulary:
         return self._fitted_index[word]
 
     def __repr__(self) -> str:
+        """The size and every setting that is not the default (scikit-learn's ``print_changed_only``), so that two
+        vocabularies that tokenize differently never print alike; a stop-word list prints as its length."""
         size = len(self._words) if self._words is not None else "unfitted"
-        return f"Vocabulary(size={size}, min_df={self.min_df}, max_features={self.max_features})"
+        defaults = Vocabulary().get_config()
+        changed = []
+        for name, value in self.get_config().items():
+            if value != defaults[name]:
+                shown = f"<{len(value)} words>" if name == "stop_words" and isinstance(value, list) else repr(value)
+                changed.append(f", {name}={shown}")
+        return f"Vocabulary(size={size}{''.join(changed)})"
 
     # ------------------------------------------------------------------ encoding
     def _known_ids(
