@@ -120,8 +120,8 @@ def test_the_docs_study_gp_is_the_open_set_studys_classifier_setting_for_setting
     exec(compile(textwrap.dedent(block), "docs/models/uncertainty.md", "exec"), namespace)  # noqa: S102 -- our docs
     docs = namespace["study_gp"].get_params(deep=False)
     cell = {"method": "gpc-bow-encoder-rbf", "split": 0, "per_class": 10, "params": {}}
-    study = _METHODS["open-set"]["gpc-bow-encoder-rbf"].build(OpenSetStudy(dataset="r8", unknown_classes=2), cell, None)
-    built = study.get_params(deep=False)
+    model = _METHODS["open-set"]["gpc-bow-encoder-rbf"].build(OpenSetStudy(dataset="r8", unknown_classes=2), cell, None)
+    built = model.get_params(deep=False)
     assert docs["kernel"] == BagOfWordsSpec() and docs["encoder_kernel"] == "rbf"  # the factory's equal, above
     assert docs["vocabulary"] == built["vocabulary"]  # unfitted: their settings
     assert repr(docs["optimizer"]) == repr(built["optimizer"])

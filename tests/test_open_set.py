@@ -867,7 +867,7 @@ def test_a_test_label_of_no_training_row_is_out_of_scope_with_a_warning_that_cou
     with pytest.warns(
         UserWarning,
         match=r"3 test documents of .*test.tsv carry a label of no training row "
-        r"\(\{'pso': 3\}\): out of scope, as --unknown-label 'oos' and the unknown classes' are",
+        r"\(\{'pso': 3\}\): they count as out of scope, as the unknown classes' test documents do",
     ):
         study.check_data()
     split = study.split(0)

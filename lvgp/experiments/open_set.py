@@ -517,9 +517,9 @@ class OpenSetStudy(SizedCells, Study):
             warn(
                 f"{n} test document{'s' if n > 1 else ''} of {self.test_dataset or self.dataset} "
                 f"{'carry' if n > 1 else 'carries'} a label of no training row "
-                f"({dict(list(unseen.items())[:5])}{' ...' if len(unseen) > 5 else ''}): out of scope, as "
-                f"{'--unknown-label ' + repr(self.unknown_label) + ' and ' if self.unknown_label else ''}the unknown "
-                "classes' are",
+                f"({dict(list(unseen.items())[:5])}{' ...' if len(unseen) > 5 else ''}): "
+                f"{'they count' if n > 1 else 'it counts'} as out of scope, "
+                "as the unknown classes' test documents do",
                 UserWarning,
                 stacklevel=2,
             )
