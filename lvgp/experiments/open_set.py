@@ -405,6 +405,8 @@ class OpenSetSplit:
     #: not a test document (of every class, the unknown ones' and ``--unknown-label``'s too). A test document is
     #: never among them
     cloud_rows: np.ndarray
+    #: the test labels of no training row (out of scope: a test file's own out-of-scope label, or a misspelt one)
+    unseen_labels: tuple[str, ...]
 
     def training(self, per_class: int) -> tuple[list[str], np.ndarray]:
         """The first ``per_class`` texts of each known class (all of a class with fewer)."""
@@ -510,8 +512,8 @@ class OpenSetStudy(SizedCells, Study):
         # a test label no training row has is out of scope (a test file's own out-of-scope label): said with counts,
         # so that a misspelt in-scope label is not scored as out of scope unnoticed
         labels, counts = np.unique(split.test_labels, return_counts=True)
-        seen = {*split.pool_labels.tolist(), self.unknown_label}
-        unseen = {str(c): int(n) for c, n in zip(labels.tolist(), counts.tolist()) if c not in seen}
+        named = set(split.unseen_labels) - {self.unknown_label}
+        unseen = {str(c): int(n) for c, n in zip(labels.tolist(), counts.tolist()) if c in named}
         if unseen:
             n = sum(unseen.values())
             warn(
@@ -599,7 +601,7 @@ class OpenSetStudy(SizedCells, Study):
             cloud = cloud[:0]
         elif self.unlabeled_texts == "known-classes":
             cloud = cloud[np.isin(labels[cloud], known)]
-        return OpenSetSplit(unknown, known, order, texts, labels, test_texts, test_labels, out, cloud)
+        return OpenSetSplit(unknown, known, order, texts, labels, test_texts, test_labels, out, cloud, tuple(unseen))
 
     def run_cell(self, cell: dict) -> dict:
         return run_cell(self, cell)
