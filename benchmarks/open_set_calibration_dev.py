@@ -17,17 +17,32 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
 - ``gp-min-df-2``: the study's GP with its word part's vocabulary cut to words of at least two labelled texts
   (``Vocabulary(min_df=2)``): the same consistency in the kernel itself;
+- ``gp-hindsight`` and ``gp-hindsight-ece``: its fit, the temperature chosen *on the scored documents themselves*
+  (hindsight, never a method: what a temperature could do at best), the one of their least log loss and the one of
+  their least ECE (:func:`hindsight_ece_temperature`): how much of the ECE is the temperature's estimate from the
+  labelled texts and how much a one-parameter tempering cannot remove;
+- ``gp-temperature-posterior``: its fit, the probabilities averaged over the temperature's posterior in place of
+  tempered at its mode (:func:`temperature_posterior`: the leave-one-out predictions' likelihood times the
+  classifier's log-normal prior on :math:`T`, on a grid): with 60-150 labelled texts the mode moves far between
+  draws;
+- ``gp-cv-temperature``: its fit, the temperature fitted (the classifier's criterion: least log loss, its prior) to
+  out-of-fold predictions in place of the closed-form leave-one-out ones: the labelled texts in 5 stratified folds,
+  each fold predicted by the GP refitted, hyper-parameters and all, on the other four (:func:`out_of_fold_log_proba`;
+  scikit-learn's ``CalibratedClassifierCV(ensemble=False)`` protocol); the leave-one-out predictions use the
+  hyper-parameters of a fit that saw the left-out text;
 - ``logreg``: logistic regression on ``[tf-idf | encoder]`` (``tfidf-encoder-logreg``), for scale.
 
 Prints each draw's temperature, the leave-one-out predictions' accuracy and mean top probability at it, the scored
 documents' accuracy, mean top probability, ECE, and the ECE with every known class weighted alike (each document
 weighted by one over its class's count: a label-shift check where the corpus's classes are uneven), then the rows'
 means per corpus and size; and each row's AUROC of out-of-scope dev documents by its own novelty score (the GP's
-energy; logistic regression's entropy). ``benchmarks/README.md``, "Balanced short texts", reads it.
+energy; logistic regression's entropy). ``benchmarks/README.md``, "Balanced short texts" and "What a temperature
+could do at best", reads it.
 
     python benchmarks/open_set_calibration_dev.py                                  # r52 and 20ng cut to 12 words, seed 66
     python benchmarks/open_set_calibration_dev.py --datasets r8,20ng --first-words 0 \
         --rows gp,gp-loo-as-new,gp-match,gp-match-as-new,logreg
+    python benchmarks/open_set_calibration_dev.py --rows gp,gp-hindsight,gp-hindsight-ece,gp-temperature-posterior
     python benchmarks/open_set_calibration_dev.py --quick                          # a toy corpus, a tiny random encoder
 """
 
@@ -47,9 +62,29 @@ from open_set_dev import (
 
 from lvgp.models.gpc.inference import _tempered_log_proba, _tempered_proba  # how the classifier tempers
 
-ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new", "gp-min-df-2", "logreg")
+ROWS = (
+    "gp",
+    "gp-loo-as-new",
+    "gp-match",
+    "gp-match-as-new",
+    "gp-hindsight",
+    "gp-hindsight-ece",
+    "gp-temperature-posterior",
+    "gp-cv-temperature",
+    "gp-min-df-2",
+    "logreg",
+)
 #: the rows that read the study GP's one fit
-STUDY_FIT_ROWS = ("gp", "gp-loo-as-new", "gp-match", "gp-match-as-new")
+STUDY_FIT_ROWS = (
+    "gp",
+    "gp-loo-as-new",
+    "gp-match",
+    "gp-match-as-new",
+    "gp-hindsight",
+    "gp-hindsight-ece",
+    "gp-temperature-posterior",
+    "gp-cv-temperature",
+)
 GP = "gpc-bow-encoder-rbf"
 BASELINE = "tfidf-encoder-logreg"
 
@@ -165,6 +200,66 @@ def confidence_matching_temperature(log_proba: np.ndarray, truth: np.ndarray) ->
     return float(np.exp((low + high) / 2))
 
 
+def hindsight_ece_temperature(proba: np.ndarray, classes: np.ndarray, labels: np.ndarray) -> float:
+    """The temperature on a grid of 241 in ``[e^-3, e^3]`` (even in ``log T``) whose tempered ``proba`` (``n x C``
+    over ``classes``) have the least ECE against ``labels`` (the ECE is not smooth in ``T``: a grid, not a
+    minimizer)."""
+    grid = np.exp(np.linspace(-3.0, 3.0, 241))
+    eces = [calibration(_tempered_proba(proba, float(t)), classes, labels)["ece"] for t in grid]
+    return float(grid[int(np.argmin(eces))])
+
+
+def temperature_posterior(log_loo: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""A grid of 241 temperatures in ``[e^-3, e^3]`` (even in ``log T``) and their posterior weights: the tempered
+    leave-one-out predictions' likelihood of the labels ``truth``, :math:`\prod_i p_{i,y_i}^{(T)}`, times the
+    classifier's prior :math:`\log T \sim N(0, 1)` (the same objective whose mode the classifier's temperature
+    is, times ``n``), normalized."""
+    from lvgp.models.gpc.inference import TEMPERATURE_PRIOR_SD
+
+    log_grid = np.linspace(-3.0, 3.0, 241)
+    log_post = np.array(
+        [
+            _tempered_log_proba(log_loo, float(np.exp(t)))[np.arange(len(truth)), truth].sum()
+            - t**2 / (2 * TEMPERATURE_PRIOR_SD**2)
+            for t in log_grid
+        ]
+    )
+    weights = np.exp(log_post - log_post.max())
+    return np.exp(log_grid), weights / weights.sum()
+
+
+def posterior_tempered(proba: np.ndarray, grid: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``proba`` (``n x C``) tempered at each temperature of ``grid`` and averaged with ``weights`` (those of
+    negligible weight, below ``1e-6`` of the whole, skipped)."""
+    keep = weights > 1e-6
+    return sum(w * _tempered_proba(proba, float(t)) for t, w in zip(grid[keep], weights[keep])) / weights[keep].sum()
+
+
+def out_of_fold_log_proba(estimator, texts, labels, folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n x C`` log probabilities (untempered; columns ``estimator``'s fitted ``classes_`` after a fit on all
+    ``texts``, here the sorted unique ``labels``) of ``folds``-fold stratified out-of-fold predictions: each fold by
+    a clone of the unfitted ``estimator`` fitted on the other folds; and the labels' codes. A text whose class no
+    other fold holds cannot be predicted out of fold: its row is left out of both (a class of one labelled text)."""
+    from sklearn.base import clone
+    from sklearn.model_selection import StratifiedKFold
+
+    classes, truth = np.unique(np.asarray(labels), return_inverse=True)
+    log_proba = np.full((len(texts), len(classes)), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # classes of fewer texts than folds
+        split = list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(truth)), truth))
+    for train, held in split:
+        fold = clone(estimator).fit([texts[i] for i in train], [labels[i] for i in train])
+        proba = untempered_proba(fold, [texts[i] for i in held])
+        columns = np.searchsorted(classes, fold.classes_)
+        rows = np.full((len(held), len(classes)), 1e-300)
+        rows[:, columns] = np.maximum(proba, 1e-300)
+        known = np.isin(truth[held], columns)
+        log_proba[held[known]] = np.log(rows[known] / rows[known].sum(axis=1, keepdims=True))
+    kept = ~np.isnan(log_proba[:, 0])
+    return log_proba[kept], truth[kept]
+
+
 def untempered_proba(gp, texts) -> np.ndarray:
     """``gp``'s predictive probabilities of ``texts`` before its temperature (one latent pass, which every row of
     the fit tempers by its own temperature: :func:`gp_record`)."""
@@ -176,13 +271,20 @@ def untempered_proba(gp, texts) -> np.ndarray:
         gp.temperature_ = saved
 
 
-def gp_record(gp, log_loo: np.ndarray, temperature: float, raw, labels, weights, auroc: float) -> dict:
+def gp_record(gp, log_loo: np.ndarray, temperature, raw, labels, weights, auroc: float) -> dict:
     """A GP row's record: its temperature, its leave-one-out predictions' accuracy and mean top probability at it,
     the scored documents' calibration (``raw``: :func:`untempered_proba`, tempered as the classifier tempers), alike
-    and class-weighted, and ``auroc`` (its novelty score's)."""
+    and class-weighted, and ``auroc`` (its novelty score's). ``temperature``: a float, or a grid and its weights
+    (:func:`temperature_posterior`; the record's ``T`` is then their weighted mean)."""
     truth = gp._training_codes()
-    loo = np.exp(_tempered_log_proba(log_loo, temperature))
-    proba = _tempered_proba(raw, temperature)
+    if isinstance(temperature, tuple):
+        grid, posterior = temperature
+        loo = posterior_tempered(np.exp(log_loo), grid, posterior)
+        proba = posterior_tempered(raw, grid, posterior)
+        temperature = float(np.sum(grid * posterior))
+    else:
+        loo = np.exp(_tempered_log_proba(log_loo, temperature))
+        proba = _tempered_proba(raw, temperature)
     scored = calibration(proba, gp.classes_, labels)
     return {
         "T": temperature,
@@ -241,6 +343,25 @@ def draws(args) -> list[dict]:
                             if "gp-match" in rows:
                                 temperature = confidence_matching_temperature(log_loo, truth)
                                 found["gp-match"] = gp_record(gp, log_loo, temperature, raw, labels, weights, auroc)
+                            if "gp-hindsight" in rows:
+                                codes = np.searchsorted(gp.classes_, labels)
+                                assert np.array_equal(gp.classes_[codes], labels)  # every scored text in scope
+                                temperature = gp._fit_temperature((np.log(np.maximum(raw, 1e-300)), codes))
+                                found["gp-hindsight"] = gp_record(gp, log_loo, temperature, raw, labels, weights, auroc)
+                            if "gp-hindsight-ece" in rows:
+                                temperature = hindsight_ece_temperature(raw, gp.classes_, labels)
+                                found["gp-hindsight-ece"] = gp_record(
+                                    gp, log_loo, temperature, raw, labels, weights, auroc
+                                )
+                            if "gp-temperature-posterior" in rows:
+                                found["gp-temperature-posterior"] = gp_record(
+                                    gp, log_loo, temperature_posterior(log_loo, truth), raw, labels, weights, auroc
+                                )
+                            if "gp-cv-temperature" in rows:
+                                oof = out_of_fold_log_proba(estimator(GP), list(x), list(y), seed=split)
+                                found["gp-cv-temperature"] = gp_record(
+                                    gp, log_loo, gp._fit_temperature(oof), raw, labels, weights, auroc
+                                )
                             if {"gp-loo-as-new", "gp-match-as-new"} & set(rows):
                                 as_new = loo_as_new_log_proba(gp, feature_dim)
                                 for row, fit_temperature in (

@@ -1,7 +1,9 @@
 """``benchmarks/open_set_calibration_dev.py`` (issue 57): its leave-one-out predictions of texts scored as new
 ones -- from one inverse a class -- equal a Cholesky factorization of the other texts' matrix a text, reproduce the
 classifier's closed form when no word is dropped, and drop exactly the words of no other training text (the texts
-without such words keep their predictions); its ECE with every class weighted alike, by hand."""
+without such words keep their predictions); its ECE with every class weighted alike, by hand; the hindsight
+temperature is the grid's least ECE; the temperature's posterior peaks at the classifier's temperature; out-of-fold
+predictions come from the other folds alone."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from lvgp import LBFGS, LDKGPClassifier
 from tests._benchmarks import benchmark_module
@@ -92,3 +95,65 @@ def test_the_confidence_matching_temperature_makes_the_mean_top_probability_the_
     assert tempered.max(axis=1).mean() == pytest.approx(accuracy, abs=1e-9)
     # every prediction right: no temperature within the bounds reaches a mean top probability of 1
     assert cal.confidence_matching_temperature(log_proba, log_proba.argmax(axis=1)) == pytest.approx(np.exp(-3.0))
+
+
+def test_the_hindsight_ece_temperature_is_the_grids_least_ece():
+    rng = np.random.default_rng(1)
+    classes = np.array(["a", "b", "c"])
+    logits = rng.normal(size=(300, 3)) * 1.5
+    labels = classes[np.where(rng.random(300) < 0.8, logits.argmax(axis=1), rng.integers(0, 3, 300))]
+    # probabilities far too flat: the tempering that calibrates them sharpens (T < 1)
+    proba = np.exp(logits / 4 - np.log(np.exp(logits / 4).sum(axis=1, keepdims=True)))
+    temperature = cal.hindsight_ece_temperature(proba, classes, labels)
+    best = cal.calibration(cal._tempered_proba(proba, temperature), classes, labels)["ece"]
+    assert temperature < 1.0
+    for other in np.exp(np.linspace(-3.0, 3.0, 241)):
+        assert best <= cal.calibration(cal._tempered_proba(proba, float(other)), classes, labels)["ece"] + 1e-12
+    assert best < cal.calibration(proba, classes, labels)["ece"]
+
+
+def test_the_temperature_posterior_peaks_at_the_classifiers_temperature(fitted):
+    log_loo, truth = fitted._loo_log_proba()
+    grid, weights = cal.temperature_posterior(log_loo, truth)
+    assert weights.sum() == pytest.approx(1.0) and np.all(weights >= 0)
+    # the classifier's temperature is the posterior's mode (the grid's step: 0.025 in log T)
+    assert abs(np.log(grid[np.argmax(weights)]) - np.log(fitted._fit_temperature())) <= 0.0125 + 1e-9
+    proba = np.exp(log_loo)
+    averaged = cal.posterior_tempered(proba, grid, weights)
+    np.testing.assert_allclose(averaged.sum(axis=1), 1.0)
+    # every tempering keeps a text's top class, so their average does too
+    np.testing.assert_array_equal(averaged.argmax(axis=1), proba.argmax(axis=1))
+
+
+class _TrainingFrequencies(ClassifierMixin, BaseEstimator):
+    """Predicts every text by its training labels' frequencies (a stand-in with a ``temperature_``)."""
+
+    def fit(self, x, y):
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.frequencies_ = counts / counts.sum()
+        self.temperature_ = 0.5
+        return self
+
+    def predict_proba(self, x):
+        assert self.temperature_ == 1.0  # read untempered
+        return np.tile(self.frequencies_, (len(x), 1))
+
+
+def test_out_of_fold_predictions_come_from_the_other_folds_alone():
+    from sklearn.model_selection import StratifiedKFold
+
+    labels = ["a"] * 6 + ["b"] * 9 + ["c"] * 5 + ["lone"]
+    texts = [f"text {i}" for i in range(len(labels))]
+    log_proba, truth = cal.out_of_fold_log_proba(_TrainingFrequencies(), texts, labels, folds=5, seed=3)
+    # the class of one text cannot be predicted out of fold: its text is left out
+    assert len(truth) == len(labels) - 1 and 3 not in truth
+    codes = np.unique(labels, return_inverse=True)[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folds = list(StratifiedKFold(5, shuffle=True, random_state=3).split(np.zeros(len(codes)), codes))
+    expected = np.empty((len(labels), 4))
+    for train, held in folds:
+        counts = np.bincount(codes[train], minlength=4).astype(float)
+        expected[held] = np.log(np.maximum(counts / counts.sum(), 1e-300))
+    np.testing.assert_allclose(np.exp(log_proba).sum(axis=1), 1.0)
+    np.testing.assert_allclose(log_proba, expected[codes != 3], rtol=1e-12)
