@@ -122,6 +122,7 @@ BENCHMARKS = {
     "open_set_accuracy_dev.py": "| toy | 5 | gp-kernel-logreg-s | 2 | ",
     "open_set_calibration_dev.py": "| toy | 5 | gp-loo-as-new | 1 | ",
     "open_set_threshold_dev.py": "| toy | 5 | leave-one-out | 1 | ",
+    "softmax_nodes.py": "| 15 | 1 | Latin hypercube nodes | 256 |",
     "dirichlet_evidence.py": "| one factorization (s) | speed-up |",
     "part_selection_dev.py": "*loo's pick - sum*",
     "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",

@@ -765,3 +765,30 @@ def test_a_budget_that_ends_the_fit_advises_by_what_the_kernel_fits(inference):
     ):
         with pytest.warns(ConvergenceWarning, match=f"GP classifier did not converge in 2 L-BFGS iterations.*{advice}"):
             LDKGPClassifier(kernel, inference=inference, optimizer=LBFGS(max_iter=2), random_state=0).fit(x, y)
+
+
+def test_the_softmax_nodes_are_a_latin_hypercube_of_the_normal_a_class_keeps_wherever_it_sorts():
+    """Each class's nodes are the midpoint quantiles of the standard normal in its own stream's order (their mean
+    exactly 0); a class keeps its column wherever it sorts; and at the same number of nodes the expected softmax is
+    nearer a many-node reference than with independent normal draws (on a fixed random case)."""
+    from scipy.stats import norm
+
+    from lvgp._random import torch_generator
+    from lvgp.models.gpc import models
+
+    nodes = models.class_draws(100, [11, 12, 13], torch.float64)
+    quantiles = norm.ppf((np.arange(100) + 0.5) / 100)
+    for c in range(3):
+        np.testing.assert_allclose(np.sort(nodes[:, c].numpy()), quantiles, rtol=0, atol=1e-12)
+    assert torch.all(nodes.mean(0).abs() < 1e-14)
+    assert not torch.equal(nodes[:, 0], nodes[:, 1])  # each class its own order
+    assert torch.equal(models.class_draws(100, [13, 11], torch.float64), nodes[:, [2, 0]])
+    g = torch.Generator().manual_seed(1)
+    mean = torch.randn(400, 6, generator=g, dtype=torch.float64)
+    var = 4 * torch.rand(400, 6, generator=g, dtype=torch.float64)
+    reference = models.expected_softmax(mean, var, 2**16, list(range(100, 106)))
+    seeds = list(range(6))
+    ours = models.expected_softmax(mean, var, 256, seeds)
+    independent = torch.stack([torch.randn(256, dtype=torch.float64, generator=torch_generator(s)) for s in seeds], -1)
+    plain = torch.softmax(mean + var.sqrt() * independent.unsqueeze(1), -1).mean(0)
+    assert (ours - reference).abs().mean() < 0.5 * (plain - reference).abs().mean()

@@ -369,10 +369,17 @@ def predictive(
 
 
 def class_draws(n_samples: int, class_seeds: list[int], dtype: torch.dtype) -> Tensor:
-    """``n_samples x C`` standard normal draws, column ``c`` from the stream ``class_seeds[c]`` (one
+    r"""``n_samples x C`` standard normal nodes, column ``c`` from the stream ``class_seeds[c]`` (one
     per class label): the fixed Monte Carlo nodes of the classifiers' expected softmax, which a class
-    keeps wherever its label sorts. Drawn on the CPU (the same on every device)."""
-    columns = [torch.randn(n_samples, dtype=dtype, generator=torch_generator(s)) for s in class_seeds]
+    keeps wherever its label sorts. A Latin hypercube: every column holds the ``S = n_samples``
+    midpoint quantiles :math:`\Phi^{-1}((k + 1/2) / S)`, :math:`k = 0, \dots, S - 1`, in the order of
+    a random permutation from its class's stream, so that each class's nodes cover the normal evenly
+    (their mean exactly 0: no class's probability is raised or lowered alike for every document, as
+    independent draws' sample mean does) and the permutations pair them across classes at random: at the
+    same cost, nearer many draws' value than independent draws (``benchmarks/README.md``, "The
+    predictive's Monte Carlo error"). Made on the CPU (the same on every device)."""
+    quantiles = torch.special.ndtri((torch.arange(n_samples, dtype=torch.float64) + 0.5) / n_samples).to(dtype)
+    columns = [quantiles[torch.randperm(n_samples, generator=torch_generator(s))] for s in class_seeds]
     return torch.stack(columns, dim=-1)
 
 
