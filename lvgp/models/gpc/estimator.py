@@ -177,10 +177,11 @@ class LDKGPClassifier(
             vectors over-fit the marginal likelihood when converged
             (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
         num_inducing: inducing documents of the variational inference.
-        predict_samples: Monte Carlo draws of the latent functions for the softmax probabilities (the
-            same draws for every document and call; each class's from a stream named by its label,
+        predict_samples: Monte Carlo nodes of the latent functions for the softmax probabilities (the
+            same nodes for every document and call: a Latin hypercube of the normal,
+            :func:`~lvgp.models.laplace.class_draws`; each class's order from a stream named by its label,
             :func:`class_draw_seeds`, so that a class's probability does not depend on where its label
-            sorts; renaming a class moves it by the Monte Carlo error, a few 0.01 at 256 draws). The
+            sorts; renaming a class moves it by the Monte Carlo error). The
             variational inference's fit draws by class position (its ELBO's Monte Carlo, q(u)'s start):
             there the labels' sort order moves the fit itself within that error (0.01 on a toy set).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
