@@ -76,6 +76,9 @@ STUDY_FIT_ROWS = (
 ROWS = (*STUDY_FIT_ROWS, "gp-min-df-2", "logreg")
 GP = "gpc-bow-encoder-rbf"
 BASELINE = "tfidf-encoder-logreg"
+#: the grid of :math:`\log T` of the hindsight and posterior rows: 241 even steps within the classifier's bounds
+#: ``[e^-3, e^3]`` on the temperature
+LOG_TEMPERATURE_GRID = np.linspace(-3.0, 3.0, 241)
 
 
 def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False):
@@ -190,31 +193,29 @@ def confidence_matching_temperature(log_proba: np.ndarray, truth: np.ndarray) ->
 
 
 def hindsight_ece_temperature(proba: np.ndarray, classes: np.ndarray, labels: np.ndarray) -> float:
-    """The temperature on a grid of 241 in ``[e^-3, e^3]`` (even in ``log T``) whose tempered ``proba`` (``n x C``
-    over ``classes``) have the least ECE against ``labels`` (the ECE is not smooth in ``T``: a grid, not a
-    minimizer)."""
-    grid = np.exp(np.linspace(-3.0, 3.0, 241))
+    """The temperature of :data:`LOG_TEMPERATURE_GRID` whose tempered ``proba`` (``n x C`` over ``classes``) have the
+    least ECE against ``labels`` (the ECE is not smooth in ``T``: a grid, not a minimizer)."""
+    grid = np.exp(LOG_TEMPERATURE_GRID)
     eces = [calibration(_tempered_proba(proba, float(t)), classes, labels)["ece"] for t in grid]
     return float(grid[int(np.argmin(eces))])
 
 
 def temperature_posterior(log_loo: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""A grid of 241 temperatures in ``[e^-3, e^3]`` (even in ``log T``) and their posterior weights: the tempered
+    r"""The temperatures of :data:`LOG_TEMPERATURE_GRID` and their posterior weights: the tempered
     leave-one-out predictions' likelihood of the labels ``truth``, :math:`\prod_i p_{i,y_i}^{(T)}`, times the
     classifier's prior :math:`\log T \sim N(0, 1)` (the same objective whose mode the classifier's temperature
     is, times ``n``), normalized."""
     from lvgp.models.gpc.inference import TEMPERATURE_PRIOR_SD
 
-    log_grid = np.linspace(-3.0, 3.0, 241)
     log_post = np.array(
         [
             _tempered_log_proba(log_loo, float(np.exp(t)))[np.arange(len(truth)), truth].sum()
             - t**2 / (2 * TEMPERATURE_PRIOR_SD**2)
-            for t in log_grid
+            for t in LOG_TEMPERATURE_GRID
         ]
     )
     weights = np.exp(log_post - log_post.max())
-    return np.exp(log_grid), weights / weights.sum()
+    return np.exp(LOG_TEMPERATURE_GRID), weights / weights.sum()
 
 
 def posterior_tempered(proba: np.ndarray, grid: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -107,7 +107,7 @@ def test_the_hindsight_ece_temperature_is_the_grids_least_ece():
     temperature = cal.hindsight_ece_temperature(proba, classes, labels)
     best = cal.calibration(cal._tempered_proba(proba, temperature), classes, labels)["ece"]
     assert temperature < 1.0
-    for other in np.exp(np.linspace(-3.0, 3.0, 241)):
+    for other in np.exp(cal.LOG_TEMPERATURE_GRID):
         assert best <= cal.calibration(cal._tempered_proba(proba, float(other)), classes, labels)["ece"] + 1e-12
     assert best < cal.calibration(proba, classes, labels)["ece"]
 
