@@ -385,10 +385,10 @@ def class_draws(n_samples: int, class_seeds: list[int], dtype: torch.dtype) -> T
 
 def expected_softmax_correlated(mean: Tensor, cov: Tensor, n_samples: int, class_seeds: list[int]) -> Tensor:
     r"""``n x C`` probabilities :math:`\mathbb E[\mathrm{softmax}(\mathbf f)]` under
-    :math:`\mathcal N(\text{mean}_i, \text{cov}_i)` per row, by Monte Carlo with ``n_samples`` fixed
-    draws: the standard normal draws of class ``c`` from its own stream (``class_seeds``, one per class
-    label), mapped through each covariance's symmetric square root, so that the result does not depend
-    on the classes' order."""
+    :math:`\mathcal N(\text{mean}_i, \text{cov}_i)` per row, averaged over ``n_samples`` fixed nodes:
+    the standard normal nodes of :func:`class_draws` (class ``c``'s order from its own stream, ``class_seeds``,
+    one per class label), mapped through each covariance's symmetric square root, so that the result does
+    not depend on the classes' order."""
     C = mean.shape[-1]
     if len(class_seeds) != C:
         raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {C} classes")

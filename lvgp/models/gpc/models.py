@@ -137,12 +137,12 @@ def expected_softmax(
     mean: torch.Tensor, var: torch.Tensor, n_samples: int, class_seeds: list[int] | None = None
 ) -> torch.Tensor:
     r"""``n x C`` class probabilities :math:`\mathbb E[\mathrm{softmax}(f)]` under independent
-    Gaussian marginals ``mean``, ``var`` (``n x C``) of the ``C`` latent functions, by Monte
-    Carlo with ``n_samples`` fixed draws, the same for every document and call: a deterministic
-    function of its inputs. ``class_seeds`` (one per class, :func:`class_draw_seeds`): each class's
-    draws come from its own stream, so that a class gets the same draws wherever its label sorts
-    (without them, the draws of column ``c`` are those of position ``c``, from
-    ``lvgp._random.NUMERICS_SEED``: the scheme of files saved before). (gpytorch's
+    Gaussian marginals ``mean``, ``var`` (``n x C``) of the ``C`` latent functions, averaged over
+    ``n_samples`` fixed nodes, the same for every document and call: a deterministic function of its
+    inputs. ``class_seeds`` (one per class, :func:`class_draw_seeds`): the Latin hypercube nodes of
+    :func:`~lvgp.models.laplace.class_draws`, each class's order from its own stream, so that a class gets
+    the same nodes wherever its label sorts (without them, independent normal draws, column ``c`` those
+    of position ``c``, from ``lvgp._random.NUMERICS_SEED``: the scheme of files saved before). (gpytorch's
     ``SoftmaxLikelihood`` would expand the lazy multitask covariance over the samples: GBs for long
     documents.)"""
     # drawn on the CPU (the same draws on every device), then moved
@@ -182,6 +182,6 @@ def class_draw_seeds(classes: np.ndarray) -> list[int]:
     (``lvgp._random.child_seed`` of ``NUMERICS_SEED``), so that the Monte Carlo probabilities
     of a class do not depend on its position: on which other labels there are, or on how they sort
     (labels ``1, 2, 10`` read as integers or as strings sort otherwise and predict the same). A
-    label of another text draws other numbers: renaming a class moves its probability by the Monte
-    Carlo error, of order ``1 / sqrt(predict_samples)`` (a few 0.01 at the default 256)."""
+    label of another text draws another order of its nodes: renaming a class moves its probability by
+    the nodes' error (``benchmarks/README.md``, "The predictive's Monte Carlo error")."""
     return [child_seed(NUMERICS_SEED, f"class {label}") for label in np.asarray(classes).tolist()]
