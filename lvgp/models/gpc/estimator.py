@@ -181,7 +181,9 @@ class LDKGPClassifier(
             same nodes for every document and call: a Latin hypercube of the normal,
             :func:`~lvgp.models.laplace.class_draws`; each class's order from a stream named by its label,
             :func:`class_draw_seeds`, so that a class's probability does not depend on where its label
-            sorts; renaming a class moves it by the Monte Carlo error). The
+            sorts; renaming a class moves it by the Monte Carlo error). With one or two labelled texts a
+            class the probabilities are near uniform and that error decides close calls: raise it there
+            (the cost is linear in it; ``benchmarks/README.md``, "Where 256 nodes are still too few"). The
             variational inference's fit draws by class position (its ELBO's Monte Carlo, q(u)'s start):
             there the labels' sort order moves the fit itself within that error (0.01 on a toy set).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
