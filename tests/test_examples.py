@@ -123,6 +123,7 @@ BENCHMARKS = {
     "open_set_calibration_dev.py": "| toy | 5 | gp-loo-as-new | 1 | ",
     "open_set_threshold_dev.py": "| toy | 5 | leave-one-out | 1 | ",
     "softmax_nodes.py": "| 15 | 1 | Latin hypercube nodes | 256 |",
+    "softmax_close_calls.py": "| 15 | 1 | 256, close calls by the error after the linear control (z = 2) again at 4,096 |",
     "dirichlet_evidence.py": "| one factorization (s) | speed-up |",
     "part_selection_dev.py": "*loo's pick - sum*",
     "tfidf_baseline_dev.py": "| amazon-snippets | sublinear-stop-negations |",

@@ -1,0 +1,109 @@
+"""Close calls of the expected softmax: more nodes for the rows whose top two classes the nodes' error could swap.
+
+The GP classifiers' expected softmax averages over 256 Latin hypercube nodes a class (``predict_samples``;
+``softmax_nodes.py``). Where a document's top two probabilities are nearly equal, the nodes' error decides its top
+class. A fix that keeps each row a function of its own latents: average every row over the 256 nodes, flag the
+rows whose gap between the top two probabilities is within ``z`` standard errors of zero, and average those again
+over 16 times as many nodes of the same scheme. Two estimates of the standard error from the 256 nodes' values of the
+gap: the independent draws' ``sd / sqrt(S)`` (which overstates the nodes' error: they are stratified), and the same
+after the gap's linear regression on the nodes (a control variate: the Latin hypercube removes each class's additive
+part of the error, the linear one among it).
+
+On random latent Gaussians (``softmax_nodes.py``'s cases: means ``N(0, scale^2)``, variances uniform up to
+``4 scale^2``, 2,000 documents), each row's share of documents flagged, the documents whose top class differs from a
+reference of ``--reference`` Latin hypercube nodes a class (other streams; a quarter of them for 150 classes), and
+its seconds on one thread with the ratio to the plain 256 nodes' in the same run.
+
+    python benchmarks/softmax_close_calls.py            # the run recorded in benchmarks/README.md
+    python benchmarks/softmax_close_calls.py --quick    # seconds; what the test-suite runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+#: (classes, scale) of the random latents (``softmax_nodes.py``'s)
+CASES = ((6, 1.0), (15, 1.0), (15, 3.0), (150, 1.0))
+#: the nodes a class, and those of a close call's second average
+NODES, MANY = 256, 4096
+
+
+def gap_standard_errors(mean, var, class_seeds: list[int]):
+    """The 256 nodes' estimate's gap between each row's top two classes, and its two standard errors (independent
+    draws'; after the linear control variate), ``rows`` each."""
+    import torch
+
+    from lvgp.models.laplace import class_draws
+
+    nodes = class_draws(NODES, class_seeds, mean.dtype)  # S x C
+    values = torch.softmax(mean + var.sqrt() * nodes.unsqueeze(1), dim=-1)  # S x rows x C
+    top = values.mean(0).topk(2, dim=-1).indices
+    pair = values.gather(-1, top.unsqueeze(0).expand(NODES, -1, -1))
+    gap = pair[..., 0] - pair[..., 1]  # S x rows
+    design = torch.cat([torch.ones(NODES, 1, dtype=mean.dtype), nodes], dim=1)
+    residual = gap - design @ torch.linalg.lstsq(design, gap).solution
+    return gap.mean(0), gap.std(0) / NODES**0.5, residual.std(0) / NODES**0.5
+
+
+def with_close_calls(mean, var, class_seeds: list[int], criterion: str, z: float):
+    """The expected softmax at 256 nodes, its close calls (``criterion``: ``"independent"`` or ``"linear"``, within
+    ``z`` standard errors) averaged again over 4,096; and the number of close calls."""
+    from lvgp.models.gpc.models import expected_softmax
+
+    proba = expected_softmax(mean, var, NODES, class_seeds)
+    gap, independent, linear = gap_standard_errors(mean, var, class_seeds)
+    close = (gap <= z * (independent if criterion == "independent" else linear)).nonzero().squeeze(-1)
+    if len(close):
+        proba = proba.index_copy(0, close, expected_softmax(mean[close], var[close], MANY, class_seeds))
+    return proba, len(close)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--documents", type=int, default=2000)
+    parser.add_argument("--reference", type=int, default=2**16)
+    args = parser.parse_args()
+    import torch
+
+    from lvgp.models.gpc.models import expected_softmax
+
+    torch.set_num_threads(1)
+    documents, reference_nodes = (200, 4096) if args.quick else (args.documents, args.reference)
+    cases = CASES[:2] if args.quick else CASES
+    rows = (
+        ("256 nodes", None, 0.0),
+        ("4,096 nodes", "all", 0.0),
+        ("256, close calls by independent draws' error (z = 3) again at 4,096", "independent", 3.0),
+        ("256, close calls by the error after the linear control (z = 2) again at 4,096", "linear", 2.0),
+    )
+    print("| classes | scale | estimate | close calls | top class moved | s | cost ratio |")
+    print("|---|---|---|---|---|---|---|")
+    g = torch.Generator().manual_seed(0)
+    for classes, scale in cases:
+        mean = torch.randn(documents, classes, dtype=torch.float64, generator=g) * scale
+        var = torch.rand(documents, classes, dtype=torch.float64, generator=g) * 4 * scale**2
+        seeds = list(range(classes))
+        many = reference_nodes if classes < 100 else reference_nodes // 4
+        reference = expected_softmax(mean, var, many, list(range(10_000, 10_000 + classes))).argmax(1)
+        plain = None
+        for name, criterion, z in rows:
+            start = time.perf_counter()
+            if criterion is None:
+                proba, close = expected_softmax(mean, var, NODES, seeds), 0
+            elif criterion == "all":
+                proba, close = expected_softmax(mean, var, MANY, seeds), documents
+            else:
+                proba, close = with_close_calls(mean, var, seeds, criterion, z)
+            seconds = time.perf_counter() - start
+            plain = plain or seconds
+            moved = int((proba.argmax(1) != reference).sum())
+            print(
+                f"| {classes} | {scale:g} | {name} | {close} of {documents} | {moved} | {seconds:.2f} | "
+                f"{seconds / plain:.1f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
