@@ -20,11 +20,10 @@ its seconds on one thread with the ratio to the plain 256 nodes' in the same run
 
 from __future__ import annotations
 
-import argparse
 import time
 
-#: (classes, scale) of the random latents (``softmax_nodes.py``'s)
-CASES = ((6, 1.0), (15, 1.0), (15, 3.0), (150, 1.0))
+from softmax_nodes import random_cases  # (the sibling script: benchmarks/ is on the path)
+
 #: the nodes a class, and those of a close call's second average
 NODES, MANY = 256, 4096
 
@@ -60,18 +59,9 @@ def with_close_calls(mean, var, class_seeds: list[int], criterion: str, z: float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--documents", type=int, default=2000)
-    parser.add_argument("--reference", type=int, default=2**16)
-    args = parser.parse_args()
-    import torch
-
+    _, _, documents, cases = random_cases(__doc__.splitlines()[0])
     from lvgp.models.gpc.models import expected_softmax
 
-    torch.set_num_threads(1)
-    documents, reference_nodes = (200, 4096) if args.quick else (args.documents, args.reference)
-    cases = CASES[:2] if args.quick else CASES
     rows = (
         ("256 nodes", None, 0.0),
         ("4,096 nodes", "all", 0.0),
@@ -80,12 +70,8 @@ def main() -> None:
     )
     print("| classes | scale | estimate | close calls | top class moved | s | cost ratio |")
     print("|---|---|---|---|---|---|---|")
-    g = torch.Generator().manual_seed(0)
-    for classes, scale in cases:
-        mean = torch.randn(documents, classes, dtype=torch.float64, generator=g) * scale
-        var = torch.rand(documents, classes, dtype=torch.float64, generator=g) * 4 * scale**2
+    for classes, scale, mean, var, many in cases:
         seeds = list(range(classes))
-        many = reference_nodes if classes < 100 else reference_nodes // 4
         reference = expected_softmax(mean, var, many, list(range(10_000, 10_000 + classes))).argmax(1)
         plain = None
         for name, criterion, z in rows:

@@ -45,19 +45,35 @@ def expected_softmax_with(nodes, mean, var, n_samples: int, class_seeds: list[in
         models.class_draws = saved
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def random_cases(description: str):
+    """The command line (``--quick``, ``--documents``, ``--reference``) of this script and ``softmax_close_calls.py``,
+    and their random latents: ``(arguments, generator, documents, [(classes, scale, mean, var, reference nodes of
+    the case)])`` on one thread, every case from the generator, which goes on (a quarter of the reference for 150
+    classes)."""
+    import torch
+
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--documents", type=int, default=2000)
     parser.add_argument("--reference", type=int, default=2**16)
     args = parser.parse_args()
+    torch.set_num_threads(1)
+    documents, reference = (200, 4096) if args.quick else (args.documents, args.reference)
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for classes, scale in CASES[:2] if args.quick else CASES:
+        mean = torch.randn(documents, classes, dtype=torch.float64, generator=g) * scale
+        var = torch.rand(documents, classes, dtype=torch.float64, generator=g) * 4 * scale**2
+        cases.append((classes, scale, mean, var, reference if classes < 100 else reference // 4))
+    return args, g, documents, cases
+
+
+def main() -> None:
+    args, g, documents, cases = random_cases(__doc__.splitlines()[0])
     import torch
 
     from lvgp.models.laplace import class_draws
 
-    torch.set_num_threads(1)
-    documents, reference_draws = (200, 4096) if args.quick else (args.documents, args.reference)
-    cases = CASES[:2] if args.quick else CASES
     estimates = (
         ("independent draws", independent_draws, 256),
         ("Latin hypercube nodes", class_draws, 256),
@@ -66,11 +82,7 @@ def main() -> None:
     )
     print("| classes | scale | nodes | a class | mean error | largest error | top class moved | s |")
     print("|---|---|---|---|---|---|---|---|")
-    g = torch.Generator().manual_seed(0)
-    for classes, scale in cases:
-        mean = torch.randn(documents, classes, dtype=torch.float64, generator=g) * scale
-        var = torch.rand(documents, classes, dtype=torch.float64, generator=g) * 4 * scale**2
-        draws = reference_draws if classes < 100 else reference_draws // 4
+    for classes, scale, mean, var, draws in cases:
         seeds = list(range(10_000, 10_000 + classes))
         reference = expected_softmax_with(independent_draws, mean, var, draws, seeds)
         for name, nodes, n_samples in estimates:
