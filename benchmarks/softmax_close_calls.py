@@ -12,7 +12,8 @@ part of the error, the linear one among it).
 On random latent Gaussians (``softmax_nodes.py``'s cases: means ``N(0, scale^2)``, variances uniform up to
 ``4 scale^2``, 2,000 documents), each row's share of documents flagged, the documents whose top class differs from a
 reference of ``--reference`` Latin hypercube nodes a class (other streams; a quarter of them for 150 classes), and
-its seconds on one thread with the ratio to the plain 256 nodes' in the same run.
+its seconds on one thread with the ratio to the plain 256 nodes' in the same run (a refined row's seconds count the
+256 nodes' pass twice: for the probabilities and for the criterion).
 
     python benchmarks/softmax_close_calls.py            # the run recorded in benchmarks/README.md
     python benchmarks/softmax_close_calls.py --quick    # seconds; what the test-suite runs
