@@ -12,8 +12,8 @@ part of the error, the linear one among it).
 On random latent Gaussians (``softmax_nodes.py``'s cases: means ``N(0, scale^2)``, variances uniform up to
 ``4 scale^2``, 2,000 documents), each row's share of documents flagged, the documents whose top class differs from a
 reference of ``--reference`` Latin hypercube nodes a class (other streams; a quarter of them for 150 classes), and
-its seconds on one thread with the ratio to the plain 256 nodes' in the same run (a refined row's seconds count the
-256 nodes' pass twice: for the probabilities and for the criterion).
+its seconds on one thread with the ratio to the plain 256 nodes' in the same run (a refined row's seconds: one pass
+of the 256 nodes for the probabilities and the criterion, the regression, the second average).
 
     python benchmarks/softmax_close_calls.py            # the run recorded in benchmarks/README.md
     python benchmarks/softmax_close_calls.py --quick    # seconds; what the test-suite runs
@@ -30,20 +30,22 @@ NODES, MANY = 256, 4096
 
 
 def gap_standard_errors(mean, var, class_seeds: list[int]):
-    """The 256 nodes' estimate's gap between each row's top two classes, and its two standard errors (independent
-    draws'; after the linear control variate), ``rows`` each."""
+    """The expected softmax at 256 nodes (``rows x C``: the library's ``expected_softmax`` to rounding, its formula
+    in one piece, not in blocks of rows), and from the same nodes' values each row's gap between its top two classes and the gap's two
+    standard errors (independent draws'; after the linear control variate), ``rows`` each."""
     import torch
 
     from lvgp.models.laplace import class_draws
 
     nodes = class_draws(NODES, class_seeds, mean.dtype)  # S x C
     values = torch.softmax(mean + var.sqrt() * nodes.unsqueeze(1), dim=-1)  # S x rows x C
-    top = values.mean(0).topk(2, dim=-1).indices
+    proba = values.mean(0)
+    top = proba.topk(2, dim=-1).indices
     pair = values.gather(-1, top.unsqueeze(0).expand(NODES, -1, -1))
     gap = pair[..., 0] - pair[..., 1]  # S x rows
     design = torch.cat([torch.ones(NODES, 1, dtype=mean.dtype), nodes], dim=1)
     residual = gap - design @ torch.linalg.lstsq(design, gap).solution
-    return gap.mean(0), gap.std(0) / NODES**0.5, residual.std(0) / NODES**0.5
+    return proba, gap.mean(0), gap.std(0) / NODES**0.5, residual.std(0) / NODES**0.5
 
 
 def with_close_calls(mean, var, class_seeds: list[int], criterion: str, z: float):
@@ -51,8 +53,7 @@ def with_close_calls(mean, var, class_seeds: list[int], criterion: str, z: float
     ``z`` standard errors) averaged again over 4,096; and the number of close calls."""
     from lvgp.models.gpc.models import expected_softmax
 
-    proba = expected_softmax(mean, var, NODES, class_seeds)
-    gap, independent, linear = gap_standard_errors(mean, var, class_seeds)
+    proba, gap, independent, linear = gap_standard_errors(mean, var, class_seeds)  # one pass of the 256 nodes
     close = (gap <= z * (independent if criterion == "independent" else linear)).nonzero().squeeze(-1)
     if len(close):
         proba = proba.index_copy(0, close, expected_softmax(mean[close], var[close], MANY, class_seeds))
