@@ -15,6 +15,7 @@ and the out-of-scope AUROC of the toy data are printed as a check, not as result
     python benchmarks/intent_scale.py --inference laplace --per-class 10 --subset 300 --all-up-to 0
     python benchmarks/intent_scale.py --quick         # 12 classes, seconds
     python benchmarks/intent_scale.py --study-files runs/intents   # the open-set study's TSVs of these queries
+    python benchmarks/intent_scale.py --device cuda --all-up-to 15000   # on a GPU, the whole evidence at 15,000 too
 """
 
 from __future__ import annotations
@@ -82,6 +83,32 @@ def write_study_files(folder: str, n_classes: int, per_class: int) -> tuple[str,
     return paths[0], paths[1]
 
 
+def device_name(device: str) -> str:
+    """`` (NVIDIA H100 80GB HBM3)`` for a CUDA device, else empty."""
+    import torch
+
+    return f" ({torch.cuda.get_device_name(torch.device(device))})" if device.startswith("cuda") else ""
+
+
+def synchronize(device: str) -> None:
+    """Wait for the device's queued kernels (a GPU's timings), nothing on a CPU."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(torch.device(device))
+
+
+def device_peak_gib(device: str) -> str:
+    """The GPU memory's peak since the last call (GiB, allocated by torch), ``-`` on a CPU."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return "-"
+    peak = torch.cuda.max_memory_allocated(torch.device(device)) / 2**30
+    torch.cuda.reset_peak_memory_stats(torch.device(device))
+    return f"{peak:.1f}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -96,6 +123,10 @@ def main(argv=None) -> int:
         "--subset", type=int, default=None, help="max_evidence_documents (default: the studies', 2,000; Laplace 500)"
     )
     parser.add_argument("--no-predict", action="store_true", help="fit only (the predict and test columns empty)")
+    parser.add_argument(
+        "--predict-samples", type=int, default=256, help="the expected softmax's nodes (predict_samples; default 256)"
+    )
+    parser.add_argument("--device", default="cpu", help="the classifier's device (cpu, cuda); peak GiB: the host's")
     parser.add_argument(
         "--study-files",
         metavar="FOLDER",
@@ -132,13 +163,14 @@ def main(argv=None) -> int:
     test_x, test_y = queries(n_classes, 30, seed=1)
     oos = out_of_scope(1000 if not args.quick else 60, seed=2)
     print(
-        f"{args.inference}; {n_classes} classes; {len(test_x):,} in-scope and {len(oos):,} out-of-scope test queries; {args.threads} thread(s)"
+        f"{args.inference}; {n_classes} classes; {len(test_x):,} in-scope and {len(oos):,} out-of-scope test queries; "
+        f"{args.threads} thread(s); device {args.device}{device_name(args.device)}; {args.predict_samples} softmax nodes"
     )
     print(
         "| a class | documents | evidence of | L-BFGS iterations | the last mode's Newton steps | fit s | predict s | "
-        "peak GiB | accuracy | OOS AUROC |"
+        "peak GiB | GPU peak GiB | accuracy | OOS AUROC |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for per_class in sizes:
         x, y = queries(n_classes, per_class, seed=0)
         for m in ([None] if len(y) <= args.all_up_to else []) + ([subset] if len(y) > subset else []):
@@ -151,11 +183,14 @@ def main(argv=None) -> int:
                 optimizer=LBFGS(max_iter=PLUS_GPC_MAX_ITER),
                 max_evidence_documents=m,
                 random_state=0,
+                device=args.device,
+                **({} if args.predict_samples == 256 else {"predict_samples": args.predict_samples}),
             )
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(x, y)
+                synchronize(args.device)
                 fit_seconds = time.perf_counter() - start
                 start = time.perf_counter()
                 proba = None if args.no_predict else model.predict_proba(test_x + oos)
@@ -168,11 +203,12 @@ def main(argv=None) -> int:
                 entropy = -(proba * np.log(np.maximum(proba, 1e-300))).sum(1)
                 auroc = roc_auc_score(np.r_[np.zeros(len(test_x)), np.ones(len(oos))], entropy)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            device_peak = device_peak_gib(args.device)
             what = "all" if m is None else f"{m:,}"
             newton = model.model_.last_search[0] if args.inference == "laplace" else "-"
             print(
                 f"| {per_class} | {len(y):,} | {what} | {model.n_iter_} | {newton} | {fit_seconds:.1f} | {predict_seconds:.1f} | "
-                f"{peak:.1f} | {accuracy:.3f} | {auroc:.3f} |"
+                f"{peak:.1f} | {device_peak} | {accuracy:.3f} | {auroc:.3f} |"
             )
     return 0
 
