@@ -17,7 +17,10 @@ labelled texts; its texts whole). Each draw fits logistic regression
   (its fitted ``[tf-idf | encoder]`` vectors, each scaled to unit length): the kernel of the baseline, the GP's
   inference;
 - ``gp-loo``: ``gp`` with ``objective="loo"`` (the hyper-parameters by the leave-one-out log probability);
-- ``gp-laplace``: ``gp`` with the Laplace inference (no tempering: that needs the Dirichlet inference);
+- ``gp-laplace``: ``gp`` with the Laplace inference (no tempering, the novelty score ``energy`` and the encoder's
+  weight by the evidence: the others need the Dirichlet inference);
+  ``gp-laplace-many-draws``: its fit, its expected softmax (over the latents' correlated Gaussian a text) from
+  ``MANY_DRAWS`` nodes in place of 256, and from each of ``--laplace-nodes`` (rows ``gp-laplace N nodes``);
 - ``gp-output-scale``: ``gp``'s fit with its output scale multiplied by each of ``--output-scales`` after the
   evidence's fit (rows ``gp x c``: the regularization of the regressions on the transformed labels, stronger
   below 1), and ``gp loo-scale``: the multiplier of the smallest leave-one-out log loss of the training labels
@@ -66,6 +69,7 @@ ROWS = (
     "gp-logreg-features",
     "gp-loo",
     "gp-laplace",
+    "gp-laplace-many-draws",
     "gp-output-scale",
     "gp-kernel-logreg",
     "gp-kernel-logreg-s",
@@ -201,6 +205,7 @@ def draws(args) -> list[dict]:
                         logreg = estimator(BASELINE).fit(x, y)
                         predictions = {BASELINE: np.asarray(logreg.predict(texts))}
                         study_gp = None  # the study's GP, fitted once for every row that reads its fit
+                        laplace_gp = None  # the Laplace inference's, once for both of its rows
                         for row in args.rows.split(","):
                             if row in STUDY_FIT_ROWS:
                                 if study_gp is None:
@@ -224,13 +229,29 @@ def draws(args) -> list[dict]:
                                     latent_mean = study_gp.predict_latent(texts)[0]
                                     predictions[row] = study_gp.classes_[np.argmax(latent_mean, axis=1)]
                                 continue
+                            if row.startswith("gp-laplace"):
+                                if laplace_gp is None:
+                                    laplace_gp = estimator(GP).set_params(
+                                        inference="laplace",
+                                        calibration=None,
+                                        novelty_score="energy",
+                                        encoder_weight="evidence",
+                                    )
+                                    laplace_nodes = laplace_gp.fit(x, y).predict_samples
+                                if row == "gp-laplace":
+                                    counts = {row: laplace_nodes}
+                                else:
+                                    counts = {f"gp-laplace {c} nodes": c for c in args.laplace_nodes}
+                                    counts[row] = MANY_DRAWS
+                                for name, count in counts.items():
+                                    laplace_gp.set_params(predict_samples=count)
+                                    predictions[name] = np.asarray(laplace_gp.predict(texts))
+                                continue
                             gp = estimator(GP)
                             if row == "gp-logreg-features":
                                 gp = logreg_features_gp(gp, logreg, list(x) + texts)
                             elif row == "gp-loo":
                                 gp.set_params(objective="loo")
-                            elif row == "gp-laplace":
-                                gp.set_params(inference="laplace", calibration=None)
                             predictions[row] = np.asarray(gp.fit(x, y).predict(texts))
                         for row, pred in predictions.items():
                             records.append(dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, pred=pred))
@@ -283,7 +304,13 @@ def main() -> None:
         default="0.125,0.25,0.5,1,2",
         help="the row gp-output-scale's multipliers of the fitted output scale",
     )
+    parser.add_argument(
+        "--laplace-nodes",
+        default="1024,4096",
+        help="the row gp-laplace-many-draws' other node counts of the expected softmax (besides MANY_DRAWS)",
+    )
     args = parser.parse_args()
+    args.laplace_nodes = [int(c) for c in args.laplace_nodes.split(",") if c]
     if args.quick and args.scored == "test":
         parser.error("--quick reads a toy corpus of training texts alone: --scored dev")
     if args.first_words and args.scored == "test":
@@ -291,7 +318,10 @@ def main() -> None:
     draw_seeds(args)
     args.output_scales = [float(c) for c in args.output_scales.split(",")]
     if args.quick:
-        args.rows = "gp,gp-latent-mean,gp-logreg-features,gp-output-scale,gp-kernel-logreg,gp-many-draws"
+        args.rows = (
+            "gp,gp-latent-mean,gp-logreg-features,gp-output-scale,gp-kernel-logreg,gp-many-draws,gp-laplace,"
+            "gp-laplace-many-draws"
+        )
     unknown = sorted(set(args.rows.split(",")) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")

@@ -184,8 +184,8 @@ class LDKGPClassifier(
             sorts; renaming a class moves it by the Monte Carlo error). With one or two labelled texts a
             class the probabilities are near uniform and that error decides close calls: raise it there
             (the cost is linear in it; ``benchmarks/README.md``, "Where 256 nodes are still too few"), and
-            with ``inference="laplace"`` and many classes, where the latents are wide and correlated between
-            the classes (``benchmarks/README.md``, "On an H100": more nodes moved the top class). The
+            with ``inference="laplace"`` and many classes, whose latents can be so wide that each node's softmax
+            is nearly one-hot (``benchmarks/README.md``, "The Laplace inference's nodes on real texts"). The
             variational inference's fit draws by class position (its ELBO's Monte Carlo, q(u)'s start):
             there the labels' sort order moves the fit itself within that error (0.01 on a toy set).
         vocabulary: for text input, a :class:`~lvgp.Vocabulary` (unfitted: fitted on the training texts).
