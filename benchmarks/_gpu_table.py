@@ -5,8 +5,9 @@ figures its output holds against the goals of the large-N issue (41) and of issu
 
 Reads ``LOGS/parts.tsv`` (part, exit status, seconds, command) and each ``LOGS/<part>.log``:
 pytest's summary line, ``gpu.py``'s JSON lines, and the markdown tables and closing lines of
-``large_n.py`` and ``encoder_throughput.py``. With ``PARTS`` set in the environment (``gpu_all.sh``
-exports it), the parts run are not the whole run, and the whole run's time goal is not judged on them.
+``large_n.py``, ``encoder_throughput.py`` and ``intent_scale.py``. With ``PARTS`` set in the environment
+(``gpu_all.sh`` exports it), the parts run are not the whole run, and the whole run's time goal is not
+judged on them.
 A helper of the script, not a benchmark itself.
 """
 
@@ -143,6 +144,11 @@ def figures(part: str, log: str) -> list[tuple[str, str, str, str]]:
             match = re.match(r"table_cosines on (\S+) \(synchronized, median\): ([\d.]+) ms", line)
             if match:
                 out.append((f"table_cosines on {match.group(1)}: ms", match.group(2), "", ""))
+    elif part == "intent":
+        for row in tables(log):
+            if "fit s" in row:
+                name = f"intent_scale, {row.get('documents')} documents, the evidence of {row.get('evidence of')}"
+                out.append((f"{name}: fit s / predict s", f"{row['fit s']} / {row.get('predict s', '-')}", "", ""))
     elif part == "encoder":
         for row in tables(log):
             rates = {k: v for k, v in row.items() if k.endswith("docs/s") and not k.startswith("tf-idf")}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The GPU figures of issues 41 and 60 in one command, for the moment a GPU is at hand (issue 60):
+# The GPU figures of issues 41, 57 and 60 in one command, for the moment a GPU is at hand (issue 60):
 #
-#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: at most 12 minutes (the parts' limits
-#                                              # add up to 720 s; a part that runs out is named, the rest run;
+#   bash benchmarks/gpu_all.sh                 # on a machine with CUDA: at most 14 minutes (the parts' limits
+#                                              # add up to 810 s; a part that runs out is named, the rest run;
 #                                              # on an H200, 2026-11-30, before the two compiled parts: 252 s)
 #   PARTS=tests,large-50k bash benchmarks/gpu_all.sh   # only the parts named (a comma-separated list):
 #                                              # the whole run in two commands where one may last 10 minutes
@@ -28,6 +28,9 @@
 #              today's against the code before their change, and the cosines on the GPU (table_cosines)
 #   encoder    benchmarks/encoder_throughput.py on CUDA (the pretrained weights where cached, else
 #              the bundle of --prepare in $BUNDLE, default gpu_all_bundle/, with random weights)
+#   intent     benchmarks/intent_scale.py on CUDA (issue 57): the Dirichlet GP classifier at an intent set's
+#              sizes, 150 classes of synthetic queries, 1,500 and 15,000 documents, the evidence of a subset of
+#              2,000 and of all 15,000 (on an H100, 2026-12-05: about 50 s)
 # and then one table of the figures against the goals (benchmarks/_gpu_table.py).
 #
 # Environment: PYTHON (default python3), LOGS, BUNDLE, PARTS (default: every part). The repository root
@@ -48,7 +51,7 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: $0 [--dry-run | --prepare DIR]" >&2; exit 2 ;;
 esac
-KNOWN_PARTS="tests gpu large-50k large-1m large-1m-b1024 large-50k-compiled large-50k-compiled-gpc host-tables encoder"
+KNOWN_PARTS="tests gpu large-50k large-1m large-1m-b1024 large-50k-compiled large-50k-compiled-gpc host-tables encoder intent"
 for name in ${PARTS//,/ }; do
   case " $KNOWN_PARTS " in
     *" $name "*) ;;
@@ -86,6 +89,7 @@ if [ "$mode" = dry ]; then
     --batch 128 --models sparse-gplvsm --threads 1 --no-profile
   part host-tables 300 "$PYTHON" benchmarks/fused_host_tables.py --quick
   part encoder 300 "$PYTHON" benchmarks/encoder_throughput.py --quick
+  part intent 300 "$PYTHON" benchmarks/intent_scale.py --quick
 else
   part tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_device.py
   part gpu 110 "$PYTHON" benchmarks/gpu.py --parts gram,sparse --gram-sizes 2000x10000,2000x50000,8000x10000
@@ -107,5 +111,6 @@ else
     part encoder 50 "$PYTHON" benchmarks/encoder_throughput.py --device cuda --threads 1 --batch-size 64 \
       --repeats 3 --paths float32,bfloat16
   fi
+  part intent 90 "$PYTHON" benchmarks/intent_scale.py --device cuda --threads 2 --all-up-to 15000
 fi
 "$PYTHON" benchmarks/_gpu_table.py "$LOGS"

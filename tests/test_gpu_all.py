@@ -33,7 +33,12 @@ sparse-gplvsm step / svgp-dense step at n = 1,000,000: 7.4x
 def test_the_table_reads_each_parts_figures_and_judges_the_goals(tmp_path):
     (tmp_path / "parts.tsv").write_text(
         "tests\t0\t40\tpytest\ngpu\t0\t30\tgpu.py\nlarge-1m\t0\t100\tlarge_n.py\nhost-tables\t0\t20\tfused_host_tables.py\n"
-        "encoder\t124\t60\tencoder_throughput.py\n"
+        "encoder\t124\t60\tencoder_throughput.py\nintent\t0\t50\tintent_scale.py\n"
+    )
+    (tmp_path / "intent.log").write_text(
+        "| a class | documents | evidence of | L-BFGS iterations | the last mode's Newton steps | fit s | predict s | "
+        "peak GiB | GPU peak GiB | accuracy | OOS AUROC |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| 100 | 15,000 | all | 38 | - | 28.9 | 0.3 | 1.6 | 10.2 | 0.937 | 1.000 |\n"
     )
     (tmp_path / "host-tables.log").write_text(
         "| code | bags ms | bags + table ms | host's tables a step ms | / before |\n|---|---|---|---|---|\n"
@@ -64,10 +69,11 @@ def test_the_table_reads_each_parts_figures_and_judges_the_goals(tmp_path):
     assert rows["host-tables", "host's tables of a fused step, e1c23d7: ms"][0] == "15.11"
     assert rows["host-tables", "host's tables of a fused step, now, on a GPU (cosines there): ms"][0] == "2.51"
     assert rows["host-tables", "table_cosines on cuda: ms"][0] == "0.434"
-    assert rows["all", "seconds"] == ["250 s", "< 480 s", "yes"]
+    assert rows["intent", "intent_scale, 15,000 documents, the evidence of all: fit s / predict s"][0] == "28.9 / 0.3"
+    assert rows["all", "seconds"] == ["300 s", "< 480 s", "yes"]
     # a run of the parts PARTS= named: their seconds, the whole run's goal not judged on them
-    rows = {(r[0], r[1]): r[2:] for r in _rows(tmp_path, PARTS="tests,gpu,large-1m,host-tables,encoder")}
-    assert rows["all", "seconds (the parts PARTS named)"] == ["250 s", "", ""] and ("all", "seconds") not in rows
+    rows = {(r[0], r[1]): r[2:] for r in _rows(tmp_path, PARTS="tests,gpu,large-1m,host-tables,encoder,intent")}
+    assert rows["all", "seconds (the parts PARTS named)"] == ["300 s", "", ""] and ("all", "seconds") not in rows
 
 
 def _rows(logs: Path, **env: str) -> list[list[str]]:
@@ -103,7 +109,7 @@ def test_the_dry_run_runs_every_part_on_the_cpu(tmp_path):
         timeout=900,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    for part in ("tests", "gpu", "large-50k", "large-1m", "host-tables", "encoder"):
+    for part in ("tests", "gpu", "large-50k", "large-1m", "host-tables", "encoder", "intent"):
         assert f"| {part} | status, seconds | ok," in out.stdout
     assert "sparse-gplvsm at n = 1,000: ops (GPU: kernels) / step" in out.stdout
     assert "sparse-gplvsm step / svgp-dense step (n = 1,000)" in out.stdout
