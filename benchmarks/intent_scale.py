@@ -164,7 +164,8 @@ def main(argv=None) -> int:
     oos = out_of_scope(1000 if not args.quick else 60, seed=2)
     print(
         f"{args.inference}; {n_classes} classes; {len(test_x):,} in-scope and {len(oos):,} out-of-scope test queries; "
-        f"{args.threads} thread(s); device {args.device}{device_name(args.device)}; {args.predict_samples} softmax nodes"
+        f"{args.threads} thread(s); device {args.device}{device_name(args.device)}; "
+        f"{args.predict_samples} softmax nodes a class"
     )
     print(
         "| a class | documents | evidence of | L-BFGS iterations | the last mode's Newton steps | fit s | predict s | "
@@ -184,7 +185,7 @@ def main(argv=None) -> int:
                 max_evidence_documents=m,
                 random_state=0,
                 device=args.device,
-                **({} if args.predict_samples == 256 else {"predict_samples": args.predict_samples}),
+                predict_samples=args.predict_samples,
             )
             start = time.perf_counter()
             with warnings.catch_warnings():
