@@ -17,8 +17,9 @@ labelled texts; its texts whole). Each draw fits logistic regression
   (its fitted ``[tf-idf | encoder]`` vectors, each scaled to unit length): the kernel of the baseline, the GP's
   inference;
 - ``gp-loo``: ``gp`` with ``objective="loo"`` (the hyper-parameters by the leave-one-out log probability);
-- ``gp-laplace``: ``gp`` with the Laplace inference (no tempering, the novelty score ``energy`` and the encoder's
-  weight by the evidence: the others need the Dirichlet inference);
+- ``gp-laplace``: ``gp`` with the Laplace inference as the studies' ``--gpc-inference laplace`` takes it (the
+  evidence of at most ``LAPLACE_EVIDENCE_DOCUMENTS``, no tempering), the novelty score ``energy`` and the encoder's
+  weight by the evidence (the others need the Dirichlet inference);
   ``gp-laplace-many-draws``: its fit, its expected softmax (over the latents' correlated Gaussian a text) from
   ``MANY_DRAWS`` nodes in place of 256, and from each of ``--laplace-nodes`` (rows ``gp-laplace N nodes``);
 - ``gp-output-scale``: ``gp``'s fit with its output scale multiplied by each of ``--output-scales`` after the
@@ -177,6 +178,7 @@ def kernel_logreg_predictions(
 
 def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, row): the in-scope documents' true and predicted labels."""
+    from lvgp.experiments.classification import LAPLACE_EVIDENCE_DOCUMENTS
     from lvgp.experiments.open_set import OpenSetStudy
 
     with scratch_folder(args.out, "open-set-accuracy-") as root:
@@ -236,6 +238,7 @@ def draws(args) -> list[dict]:
                                         calibration=None,
                                         novelty_score="energy",
                                         encoder_weight="evidence",
+                                        max_evidence_documents=LAPLACE_EVIDENCE_DOCUMENTS,
                                     )
                                     laplace_nodes = laplace_gp.fit(x, y).predict_samples
                                 if row == "gp-laplace":
