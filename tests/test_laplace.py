@@ -472,8 +472,9 @@ def test_an_under_confident_laplace_fit_says_so():
     with torch.no_grad():  # the scale free constant means ran to (2e3), its mode found again
         clf.model_.covar_module.outputscale = 2e3
         clf.model_.log_evidence()
-    with pytest.warns(UncertaintyWarning, match="under-confident"):
+    with pytest.warns(UncertaintyWarning, match="under-confident") as record:
         LaplaceInference().after_fit(clf)
+    assert "a count over the 256 nodes of predict_samples" in str(record[0].message)  # what the flat latents cost
     noisy = np.where(rng.random(60) < 0.4, rng.integers(0, 3, 60), labels)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncertaintyWarning)

@@ -550,7 +550,10 @@ class LaplaceInference(_EvidenceInference):
         training data the approximate evidence grows with the output scale and the mode saturates, where
         the softmax's curvature W vanishes: the Laplace posterior then keeps most of the prior's variance
         and averaging the softmax over it flattens the probabilities toward uniform (R&W sec. 3.4's
-        approximation, not the model, is at fault; ``benchmarks/README.md`` measures it)."""
+        approximation, not the model, is at fault; ``benchmarks/README.md`` measures it). Each node's softmax is
+        then nearly one-hot, so a probability is nearly a count over the ``predict_samples`` nodes, and with many
+        classes their error moves the top class of close texts (``benchmarks/README.md``, "The Laplace
+        inference's nodes on real texts"): the warning says so."""
         from ...warnings import UncertaintyWarning
 
         model = est.model_
@@ -567,7 +570,9 @@ class LaplaceInference(_EvidenceInference):
                 f"the Laplace GP classifier's probabilities are under-confident: on {len(rows)} training documents "
                 f"their mean top probability is {float(predictive_top):.2f}, its mode's softmax's "
                 f"{float(mode_top):.2f}. The evidence chose an output scale of {scale:.3g}, where the saturated "
-                "mode leaves the latents most of their prior variance (near-separable training data). Use "
+                "mode leaves the latents most of their prior variance (near-separable training data), and each "
+                f"probability is nearly a count over the {est.predict_samples} nodes of predict_samples, whose "
+                "error moves the top class of close texts (raise it where the classes are many). Use "
                 "inference='dirichlet' (with calibration='temperature'), or a kernel whose scale a prior bounds.",
                 UncertaintyWarning,
                 stacklevel=5,
