@@ -474,7 +474,8 @@ def test_an_under_confident_laplace_fit_says_so():
         clf.model_.log_evidence()
     with pytest.warns(UncertaintyWarning, match="under-confident") as record:
         LaplaceInference().after_fit(clf)
-    assert "a count over the 256 nodes of predict_samples" in str(record[0].message)  # what the flat latents cost
+    # what the flat latents cost (read off the warning whichever others the block records)
+    assert any("a count over the 256 nodes of predict_samples" in str(w.message) for w in record)
     noisy = np.where(rng.random(60) < 0.4, rng.integers(0, 3, 60), labels)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncertaintyWarning)
