@@ -90,14 +90,6 @@ def device_name(device: str) -> str:
     return f" ({torch.cuda.get_device_name(torch.device(device))})" if device.startswith("cuda") else ""
 
 
-def synchronize(device: str) -> None:
-    """Wait for the device's queued kernels (a GPU's timings), nothing on a CPU."""
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(torch.device(device))
-
-
 def device_peak_gib(device: str) -> str:
     """The GPU memory's peak since the last call (GiB, allocated by torch), ``-`` on a CPU."""
     import torch
@@ -145,6 +137,8 @@ def main(argv=None) -> int:
     from lvgp.experiments.executors import limit_threads
 
     limit_threads(args.threads)
+    import torch
+    from gpu import sync  # (the sibling script: benchmarks/ is on the path)
     from sklearn.metrics import roc_auc_score
 
     from lvgp import LBFGS, LDKGPClassifier
@@ -191,7 +185,7 @@ def main(argv=None) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(x, y)
-                synchronize(args.device)
+                sync(torch.device(args.device))  # the device's queued kernels, a GPU's timings
                 fit_seconds = time.perf_counter() - start
                 start = time.perf_counter()
                 proba = None if args.no_predict else model.predict_proba(test_x + oos)

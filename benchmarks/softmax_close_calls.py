@@ -31,8 +31,8 @@ NODES, MANY = 256, 4096
 
 def gap_standard_errors(mean, var, class_seeds: list[int]):
     """The expected softmax at 256 nodes (``rows x C``: the library's ``expected_softmax`` to rounding, its formula
-    in one piece, not in blocks of rows), and from the same nodes' values each row's gap between its top two classes and the gap's two
-    standard errors (independent draws'; after the linear control variate), ``rows`` each."""
+    in one piece, not in blocks of rows), and from the same nodes' values each row's gap between its top two classes
+    and the gap's two standard errors (independent draws'; after the linear control variate), ``rows`` each."""
     import torch
 
     from lvgp.models.laplace import class_draws
