@@ -156,6 +156,7 @@ def kernel_logreg_predictions(
     """Rows ``gp-kernel-logreg`` and ``gp-kernel-logreg-s`` (module docstring) of the fitted ``gp`` (one shared
     kernel for the classes), trained on ``x``, ``y``, predicting ``texts``; C among the baseline ``logreg``'s Cs by
     folds shuffled by ``seed``."""
+    import torch
     from sklearn.linear_model import LogisticRegression
 
     from lvgp.baselines.encoder import logistic_regression_cv
@@ -166,9 +167,16 @@ def kernel_logreg_predictions(
         ((rows, packed),) = list(blocks)
         if len(rows) != n:
             raise ValueError("a document no part of the kernel reads")
+        # the block holds the documents sorted by length: each document's position in it, in document order
+        position = torch.argsort(rows)
+        packed = packed[position]
         kernel = gp.model_.covar_module.base_kernel(packed, packed[: len(x)]).to_dense().detach().cpu().numpy()
+        (train_inputs,) = gp.model_.train_inputs  # the fit's own labelled texts, in their order
+        fitted = gp.model_.covar_module.base_kernel(train_inputs).to_dense().detach().cpu().numpy()
     if kernel.ndim != 2:
         raise ValueError("gp-kernel-logreg needs one kernel for the classes (class_hyperparameters='shared')")
+    if not np.allclose(kernel[: len(x)], fitted, rtol=1e-8, atol=1e-10):
+        raise AssertionError("the labelled texts' kernel differs from the fit's: documents out of order")
     train, cross = kernel_features(kernel[: len(x)], kernel[len(x) :])
     cv = logistic_regression_cv(train, np.asarray(y), logreg.Cs, seed)
     scale = float(np.sqrt(gp.model_.covar_module.outputscale.detach().cpu()))
