@@ -392,14 +392,18 @@ def dev_study(
     )
 
 
-def whole_bag_vocabulary(labelled: list[str], scored: list[str]):
-    """The GP's word list of the whole-bag emulation: fitted on the labelled and the scored texts
-    (the library's default :class:`~lvgp.Vocabulary`, which cuts no word by its frequency). The GP's idf
-    stays that of its training documents, so a word of the scored texts alone weighs the largest idf,
-    and it meets no training document: only the scored text's norm sees it."""
+def whole_bag_vocabulary(labelled: list[str], scored: list[str], words=None):
+    """The GP's word list of the whole-bag emulation: ``words`` (the GP's own unfitted
+    :class:`~lvgp.Vocabulary`, its tokens and stop words; default the library's, which cuts no word by its
+    frequency) fitted on the labelled and the scored texts. The GP's idf stays that of its training
+    documents, so a word of the scored texts alone weighs the largest idf, and it meets no training
+    document: only the scored text's norm sees it."""
+    import copy
+
     from lvgp import Vocabulary
 
-    return Vocabulary().fit(list(labelled) + list(scored))
+    vocabulary = Vocabulary() if words is None else copy.deepcopy(words)  # (fitted anew below)
+    return vocabulary.fit(list(labelled) + list(scored))
 
 
 #: ``--encoder-weight``'s choices (:func:`variant_study`)
@@ -488,7 +492,8 @@ def variant_study(
             if whole_bag and cell["method"].startswith("gpc-"):
                 split = self.split(cell["split"])
                 labelled, _ = split.training(cell["params"]["per_class"])
-                model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts))
+                words = model.get_params()["vocabulary"]  # the GP's own tokens (the study's two-letter ones)
+                model.set_params(vocabulary=whole_bag_vocabulary(labelled, split.test_texts, words))
             other_part = encoder_part != "study" and cell["method"] == "gpc-bow-encoder-rbf"
             if (sublinear_tf is not None or encoder_weight != "study" or other_part) and cell["method"] in _TFIDF_GPS:
                 part = _ENCODER_PARTS.get(encoder_part, encoder_part) if other_part else _TFIDF_GPS[cell["method"]]

@@ -60,10 +60,16 @@ def test_the_whole_bag_study_gives_its_gp_classifiers_that_word_list(toy_topics_
     study = dev.variant_study(whole_bag=True, sublinear_tf=False)(
         dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
     )
+    study_without = dev.variant_study(whole_bag=False, sublinear_tf=False)(
+        dataset=toy_topics_tsv, unknown_classes=1, per_class=(3,), splits=1, ldk_max_iter=5
+    )
     cell = {"method": "gpc-bow", "split": 0, "params": {"per_class": 3}}
     model = study.estimator(cell)
     split = study.split(0)
-    assert set(model.vocabulary.words) == set(dev.whole_bag_vocabulary(split.training(3)[0], split.test_texts).words)
+    words = study_without.estimator(cell).vocabulary  # the study's own tokens, unfitted
+    expected = dev.whole_bag_vocabulary(split.training(3)[0], split.test_texts, words)
+    assert set(model.vocabulary.words) == set(expected.words)
+    assert model.vocabulary.min_token_len == words.min_token_len == 2  # the study GP's two-letter tokens kept
     assert study.estimator({**cell, "method": "svm"}).get_params().get("vocabulary") is None
 
 
