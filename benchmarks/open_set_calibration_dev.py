@@ -16,7 +16,7 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   mean top probability equals their accuracy (:func:`confidence_matching_temperature`: the ECE's own criterion, in
   place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
 - ``gp-min-df-2``: the study's GP with its word part's vocabulary cut to words of at least two labelled texts
-  (``Vocabulary(min_df=2)``): the same consistency in the kernel itself;
+  (its own vocabulary with ``min_df=2``: :func:`min_df_2_vocabulary`): the same consistency in the kernel itself;
 - ``gp-hindsight`` and ``gp-hindsight-ece``: its fit, the temperature chosen *on the scored documents themselves*
   (hindsight, never a method: what a temperature could do at best), the one of their least log loss and the one of
   their least ECE (:func:`hindsight_ece_temperature`): how much of the ECE is the temperature's estimate from the
@@ -225,6 +225,21 @@ def posterior_tempered(proba: np.ndarray, grid: np.ndarray, weights: np.ndarray)
     return sum(w * _tempered_proba(proba, float(t)) for t, w in zip(grid[keep], weights[keep])) / weights[keep].sum()
 
 
+def min_df_2_vocabulary(words):
+    """The row ``gp-min-df-2``'s word list: the study GP's own unfitted vocabulary ``words`` (its tokens, of two
+    letters or more since rule 27, and its stop words) with words of at least two labelled texts alone."""
+    from lvgp.bow.vocabulary import Vocabulary
+
+    return Vocabulary(
+        min_df=2,
+        max_df=words.max_df,
+        max_features=words.max_features,
+        stop_words=words.stop_words,
+        min_token_len=words.min_token_len,
+        lowercase=words.lowercase,
+    )
+
+
 def out_of_fold_log_proba(estimator, texts, labels, folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The ``n x C`` log probabilities (untempered; columns ``estimator``'s fitted ``classes_`` after a fit on all
     ``texts``, here the sorted unique ``labels``) of ``folds``-fold stratified out-of-fold predictions: each fold by
@@ -296,7 +311,6 @@ def auroc_of(model, texts, out_of_scope) -> float:
 
 def draws(args) -> list[dict]:
     """One record per (corpus, seed, split, size, row)."""
-    from lvgp.bow.vocabulary import Vocabulary
     from lvgp.encoders import resolve_encoder
 
     with scratch_folder(args.out, "open-set-calibration-") as root:
@@ -362,7 +376,8 @@ def draws(args) -> list[dict]:
                                         temperature = fit_temperature((as_new, truth))
                                         found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
                         if "gp-min-df-2" in rows:
-                            gp = estimator(GP).set_params(vocabulary=Vocabulary(min_df=2)).fit(x, y)
+                            gp = estimator(GP)
+                            gp.set_params(vocabulary=min_df_2_vocabulary(gp.vocabulary)).fit(x, y)
                             log_loo, _ = gp._loo_log_proba()
                             auroc = auroc_of(gp, every_text, out_of_scope)
                             raw = untempered_proba(gp, texts)

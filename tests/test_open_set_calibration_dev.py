@@ -3,7 +3,7 @@ ones -- from one inverse a class -- equal a Cholesky factorization of the other 
 classifier's closed form when no word is dropped, and drop exactly the words of no other training text (the texts
 without such words keep their predictions); its ECE with every class weighted alike, by hand; the hindsight
 temperature is the grid's least ECE; the temperature's posterior peaks at the classifier's temperature; out-of-fold
-predictions come from the other folds alone."""
+predictions come from the other folds alone; the min_df=2 row keeps the GP's own tokens."""
 
 from __future__ import annotations
 
@@ -157,3 +157,15 @@ def test_out_of_fold_predictions_come_from_the_other_folds_alone():
         expected[held] = np.log(np.maximum(counts / counts.sum(), 1e-300))
     np.testing.assert_allclose(np.exp(log_proba).sum(axis=1), 1.0)
     np.testing.assert_allclose(log_proba, expected[codes != 3], rtol=1e-12)
+
+
+def test_the_min_df_2_row_keeps_the_gps_own_tokens():
+    """``gp-min-df-2`` cuts the study GP's own vocabulary (two-letter tokens since rule 27), not the library's
+    default one (three letters): the row compares word frequencies alone."""
+    from lvgp.bow.vocabulary import Vocabulary
+
+    own = Vocabulary(min_token_len=2, stop_words=["the"])
+    cut = cal.min_df_2_vocabulary(own)
+    assert (cut.min_df, cut.min_token_len, cut.stop_words) == (2, 2, ["the"])
+    texts = ["an ox ran", "an ox sat", "the cat ran"]
+    assert set(cut.fit(texts).words) == {"an", "ox", "ran"}  # each in two texts; "cat" and "sat" in one
