@@ -16,6 +16,7 @@ import warnings
 import gpytorch
 import numpy as np
 import pytest
+import sklearn
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
@@ -419,6 +420,40 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
     np.testing.assert_allclose(tempered, p / p.sum(1, keepdims=True), rtol=1e-10)
     with pytest.raises(ValueError, match="inference='dirichlet'"):
         LDKGPClassifier(inference="variational", calibration="temperature").fit(x, y)
+
+
+@pytest.mark.skipif(
+    tuple(int(part) for part in sklearn.__version__.split(".")[:2]) < (1, 8),
+    reason="CalibratedClassifierCV(method='temperature') is scikit-learn 1.8's",
+)
+def test_held_out_texts_temper_the_classifier_through_scikit_learns_calibration():
+    """A user with labelled texts held out from the fit tempers the fitted classifier on them with scikit-learn's
+    ``CalibratedClassifierCV(FrozenEstimator(clf), method="temperature")`` (texts in, no refit): its probabilities
+    are ``softmax(beta log p)`` of the classifier's own, ``beta`` the calibrator's, and its classes and decisions
+    the classifier's."""
+    from scipy.special import softmax
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.frozen import FrozenEstimator
+
+    rng = np.random.default_rng(5)
+    topics = {"film": ["film", "actor", "scene", "plot"], "bank": ["bank", "loan", "rate", "money"]}
+    shared = ["good", "day", "new", "big", "time", "film", "bank"]  # shared words make close calls
+
+    def texts(n):
+        labels = rng.choice(sorted(topics), n)
+        return [" ".join([*rng.choice(topics[c], 1), *rng.choice(shared, 3)]) for c in labels], labels
+
+    (x, y), (held, held_y), (test, _) = texts(30), texts(30), texts(20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LDKGPClassifier(optimizer=LBFGS(max_iter=10), random_state=0).fit(x, y)
+        calibrated = CalibratedClassifierCV(FrozenEstimator(clf), method="temperature").fit(held, held_y)
+        proba, own = calibrated.predict_proba(test), clf.predict_proba(test)
+    (calibrator,) = calibrated.calibrated_classifiers_[0].calibrators
+    np.testing.assert_allclose(proba, softmax(calibrator.beta_ * np.log(own), axis=1), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(calibrated.classes_, clf.classes_)
+    np.testing.assert_array_equal(calibrated.predict(test), clf.predict(test))
+    assert 0 < calibrator.beta_ < 50 and not np.allclose(proba, own)
 
 
 @pytest.mark.parametrize("latent_dim", [2, 4, 16, 64])
