@@ -422,6 +422,37 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
         LDKGPClassifier(inference="variational", calibration="temperature").fit(x, y)
 
 
+def test_a_dirichlet_fit_whose_noise_holds_the_labels_warns_that_it_found_no_signal():
+    """A fit with signal stays silent (noise share well below the ceiling); the same classifier with its output
+    scale near zero and a large additional noise -- the evidence's noise-only mode that one labelled text a class
+    can reach -- warns ``NoSignalWarning`` with the share, computed here class by class from the likelihood's
+    transformation noises."""
+    from lvgp.base.numerics import NOISE_CEILING
+    from lvgp.models.gpc.inference import DirichletInference
+    from lvgp.warnings import NoSignalWarning
+
+    rng = np.random.default_rng(2)
+    pos, neg = ["good", "great", "fine", "nice"], ["bad", "awful", "dull", "weak"]
+    x = [" ".join(rng.choice(pos, 3)) for _ in range(6)] + [" ".join(rng.choice(neg, 3)) for _ in range(6)]
+    y = ["pos"] * 6 + ["neg"] * 6
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = LDKGPClassifier(optimizer=LBFGS(max_iter=20), random_state=0).fit(x, y)
+    assert not [w for w in caught if issubclass(w.category, NoSignalWarning)]
+    model, likelihood = clf.model_, clf.likelihood_
+    with torch.no_grad():
+        model.covar_module.outputscale = torch.full_like(model.covar_module.outputscale, 1e-4)
+        likelihood.second_noise = torch.full_like(likelihood.second_noise, 50.0)
+        diag = model.covar_module(model.train_inputs[0], diag=True)
+        shares = [
+            float(((likelihood.noise[c] + 50.0) / (diag + likelihood.noise[c] + 50.0)).mean())
+            for c in range(len(clf.classes_))
+        ]
+    assert min(shares) > NOISE_CEILING
+    with pytest.warns(NoSignalWarning, match=rf"noise holds {min(shares):.4f} or more of the prior variance"):
+        DirichletInference().after_fit(clf)
+
+
 @pytest.mark.skipif(
     tuple(int(part) for part in sklearn.__version__.split(".")[:2]) < (1, 8),
     reason="CalibratedClassifierCV(method='temperature') is scikit-learn 1.8's",

@@ -315,6 +315,38 @@ class DirichletInference(_EvidenceInference):
         if est.objective == "loo":
             self._maximize_leave_one_out(est, fit_inputs, rows, codes)
 
+    def after_fit(self, est: Any, documents: int = 300) -> None:
+        r"""A :class:`~lvgp.warnings.NoSignalWarning` when, in every class's regression on the transformed labels,
+        the noise holds more than :data:`~lvgp.base.numerics.NOISE_CEILING` of the prior variance at (up to
+        ``documents``) training documents: the mean over them of :math:`(\sigma_i^2 + \sigma_a^2) /
+        (s\,k(x_i, x_i) + \sigma_i^2 + \sigma_a^2)`, with :math:`\sigma_i^2` the labels' transformation noise
+        (Milios et al. 2018, eq. 7), :math:`\sigma_a^2` the learned additional noise and :math:`s` the output
+        scale. The evidence then explains the labels by noise: every text gets the classes' constant means, and
+        their tiny differences decide its class (with one labelled text a class, r8's first active round put
+        every test document in one class on one seed of six: ``benchmarks/README.md``, "One labelled text a
+        class")."""
+        from ...base.numerics import NOISE_CEILING
+        from ...warnings import NoSignalWarning
+
+        model, likelihood = est.model_, est.likelihood_
+        with torch.no_grad(), exact_numerics():
+            x = model.train_inputs[0]
+            rows = torch.arange(min(documents, x.shape[0]), device=x.device)
+            prior = model.covar_module(x[rows], diag=True)  # (C x) m: the output scale times k(x_i, x_i)
+            noise = likelihood.noise[..., rows] + likelihood.second_noise.reshape(-1, 1)  # C x m
+            share = (noise / (prior + noise)).mean(-1)  # a class each
+        if float(share.min()) > NOISE_CEILING:
+            warn(
+                f"the Dirichlet GP classifier found no signal: in every class's regression the noise holds "
+                f"{float(share.min()):.4f} or more of the prior variance at the training documents (output scale "
+                f"{float(model.covar_module.outputscale.max()):.3g}, additional noise "
+                f"{float(likelihood.second_noise.max()):.3g}), so every text gets about the classes' constant means "
+                "and their small differences decide its class. Label more texts a class, or compare with a linear "
+                "baseline (logistic regression on tf-idf) to see whether there is signal to find",
+                NoSignalWarning,
+                stacklevel=5,
+            )
+
     def leave_one_out_latents(
         self, est: Any, inputs: torch.Tensor, rows: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
