@@ -42,7 +42,8 @@ class UncertaintyWarning(LVGPWarning):
 
 
 class NoSignalWarning(LVGPWarning):
-    """A fitted regressor's noise holds nearly all of its standardized training targets' variance:
+    """A fitted regressor's noise holds nearly all of its standardized training targets' variance (or, in
+    the Dirichlet GP classifier, nearly all of every class's prior variance at its training documents):
     it found no signal and predicts about their mean; the message gives the noise and what to try."""
 
 
