@@ -321,10 +321,10 @@ class DirichletInference(_EvidenceInference):
         ``documents``) training documents: the mean over them of :math:`(\sigma_i^2 + \sigma_a^2) /
         (s\,k(x_i, x_i) + \sigma_i^2 + \sigma_a^2)`, with :math:`\sigma_i^2` the labels' transformation noise
         (Milios et al. 2018, eq. 7), :math:`\sigma_a^2` the learned additional noise and :math:`s` the output
-        scale. The evidence then explains the labels by noise: every text gets the classes' constant means, and
-        their tiny differences decide its class (with one labelled text a class, r8's first active round put
-        every test document in one class on one seed of six: ``benchmarks/README.md``, "One labelled text a
-        class")."""
+        scale. The evidence then explains the labels by noise: every text's latent means stay close to the
+        classes' constant means, and small differences decide its class (with one labelled text a class, r8's
+        first active round put every test document in one class on one seed of six: ``benchmarks/README.md``,
+        "One labelled text a class")."""
         from ...base.numerics import NOISE_CEILING
         from ...warnings import NoSignalWarning
 
@@ -340,9 +340,10 @@ class DirichletInference(_EvidenceInference):
                 f"the Dirichlet GP classifier found no signal: in every class's regression the noise holds "
                 f"{float(share.min()):.4f} or more of the prior variance at the training documents (output scale "
                 f"{float(model.covar_module.outputscale.max()):.3g}, additional noise "
-                f"{float(likelihood.second_noise.max()):.3g}), so every text gets about the classes' constant means "
-                "and their small differences decide its class. Label more texts a class, or compare with a linear "
-                "baseline (logistic regression on tf-idf) to see whether there is signal to find",
+                f"{float(likelihood.second_noise.max()):.3g}), so every text's latent means stay close to the classes' "
+                "constant means and small differences decide its class: at best a weak signal, at worst the "
+                "largest constant takes every text. Label more texts a class, or compare with a linear baseline "
+                "(logistic regression on tf-idf) to see whether there is signal to find",
                 NoSignalWarning,
                 stacklevel=5,
             )
