@@ -226,18 +226,14 @@ def posterior_tempered(proba: np.ndarray, grid: np.ndarray, weights: np.ndarray)
 
 
 def min_df_2_vocabulary(words):
-    """The row ``gp-min-df-2``'s word list: the study GP's own unfitted vocabulary ``words`` (its tokens, of two
-    letters or more since rule 27, and its stop words) with words of at least two labelled texts alone."""
-    from lvgp.bow.vocabulary import Vocabulary
+    """The row ``gp-min-df-2``'s word list: a copy of the study GP's own unfitted vocabulary ``words`` (its tokens,
+    of two letters or more since rule 27, its stop words and every other setting; copied as the classifier's encoder
+    copies it) with words of at least two labelled texts alone."""
+    import copy
 
-    return Vocabulary(
-        min_df=2,
-        max_df=words.max_df,
-        max_features=words.max_features,
-        stop_words=words.stop_words,
-        min_token_len=words.min_token_len,
-        lowercase=words.lowercase,
-    )
+    vocabulary = copy.deepcopy(words)
+    vocabulary.min_df = 2
+    return vocabulary
 
 
 def out_of_fold_log_proba(estimator, texts, labels, folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
