@@ -56,6 +56,10 @@ that ``study`` and ``two-letters`` are now the same.
 in place of the study's 1e-6, which sets how far the transformed labels of the other classes lie below a text's
 own (log pseudo-counts; the energy is their log-sum-exp) and how noisy they are (one process: ``--jobs 1``).
 
+``--noise-prior-sd none`` (rule 32): the GP classifiers' learned additional noise without the library's log-normal
+prior (``LDKGPClassifier(noise_prior_sd=None)``: the evidence alone, as before the prior); a number: that prior's
+sd in place of the library's (one process: ``--jobs 1``).
+
 ``--paired-auroc-with M1,M2``: those baselines (of ``--methods``) in place of the Mahalanobis detector for the
 AUROC pairings, one table each; with the ``--out`` of a finished run, the same command reads its records again
 (the study resumes) and prints them at once.
@@ -223,13 +227,20 @@ def main() -> None:
         default=None,
         help="the GP classifiers' Dirichlet pseudo-count in place of the study's 1e-6 (module docstring)",
     )
+    parser.add_argument(
+        "--noise-prior-sd",
+        default=None,
+        help="the GP classifiers' noise_prior_sd in place of the library's: a positive number, or 'none' (no prior; "
+        "module docstring)",
+    )
     args = parser.parse_args()
+    noise_prior_sd = LIBRARY if args.noise_prior_sd is None else noise_prior_sd_argument(args.noise_prior_sd)
 
     from lvgp.experiments.executors import InProcessExecutor, ProcessExecutor, limit_threads
     from lvgp.experiments.open_set import OpenSetStudy
 
     variant = args.encoder_weight != "study" or args.encoder_part != "study" or args.alpha_epsilon is not None
-    variant = variant or args.gp_vocabulary != "study"
+    variant = variant or args.gp_vocabulary != "study" or noise_prior_sd is not LIBRARY
     if args.unseen_words == "whole-bag" or args.gp_tf != "study" or variant:
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
         OpenSetStudy = variant_study(  # noqa: N806
@@ -239,6 +250,7 @@ def main() -> None:
             args.encoder_part,
             args.alpha_epsilon,
             args.gp_vocabulary,
+            noise_prior_sd,
         )
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
@@ -447,6 +459,20 @@ def gp_vocabulary(name: str):
 
 #: the GP methods with a tf-idf part: their encoder part (None: the tf-idf cosine alone)
 _TFIDF_GPS = {"gpc-bow": None, "gpc-bow-encoder": "cosine", "gpc-bow-encoder-rbf": "rbf"}
+#: ``variant_study(noise_prior_sd=)``'s default: the GP classifiers' own ``noise_prior_sd``
+LIBRARY = "library"
+
+
+def noise_prior_sd_argument(text: str) -> float | None:
+    """``--noise-prior-sd``'s value: ``"none"`` (no prior) or a positive number (``ValueError`` otherwise)."""
+    if text.strip().lower() == "none":
+        return None
+    value = float(text)
+    if not (value > 0 and np.isfinite(value)):
+        raise ValueError(f"--noise-prior-sd must be a positive number or 'none'; got {text!r}")
+    return value
+
+
 #: ``--encoder-part`` values that stand for several encoder parts, each with its own weight
 _ENCODER_PARTS = {"cosine-rbf": ("cosine", "rbf")}
 
@@ -458,6 +484,7 @@ def variant_study(
     encoder_part: str = "study",
     alpha_epsilon: float | None = None,
     vocabulary: str = "study",
+    noise_prior_sd: float | str | None = LIBRARY,
 ):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
@@ -468,7 +495,9 @@ def variant_study(
     stationary GP's (``gpc-bow-encoder-rbf``'s) encoder part as the study builds it (``"study"``, the RBF) or another
     of :data:`lvgp.kernels.packed.STATIONARY_ENCODER_KERNELS` (``"matern"``: 5/2) in its place, everything else as
     the study's. ``alpha_epsilon``: the GP classifiers' Dirichlet pseudo-count in place of the study's (``None``: the
-    study's). ``vocabulary``: the tf-idf GPs' words (:func:`gp_vocabulary`)."""
+    study's). ``vocabulary``: the tf-idf GPs' words (:func:`gp_vocabulary`). ``noise_prior_sd``: the GP
+    classifiers' ``noise_prior_sd`` (a positive number, or ``None``: no prior) in place of the library's
+    (:data:`LIBRARY`, the default)."""
     import dataclasses
     import functools
 
@@ -486,6 +515,8 @@ def variant_study(
             model = super().estimator(cell, data)
             if alpha_epsilon is not None and cell["method"].startswith("gpc-"):
                 model.set_params(alpha_epsilon=alpha_epsilon)
+            if noise_prior_sd is not LIBRARY and cell["method"].startswith("gpc-"):
+                model.set_params(noise_prior_sd=noise_prior_sd)
             words = gp_vocabulary(vocabulary)
             if words is not None and cell["method"] in _TFIDF_GPS:
                 model.set_params(vocabulary=words)

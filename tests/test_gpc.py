@@ -25,6 +25,7 @@ from lvgp.datasets import make_synonym_regression, synonym_embeddings
 from lvgp.kernels import LDKSpec
 from lvgp.kernels.spec import tied_projection_scale
 from lvgp.models.gpc import LDKGPClassifier
+from lvgp.warnings import UnseenWordsWarning
 
 from . import reference as ref
 
@@ -156,7 +157,8 @@ def test_shared_dirichlet_evidence_gradient_is_finite_differences_and_a_per_clas
 
 def test_the_evidence_of_a_subset_fits_the_subsets_hyperparameters_and_conditions_on_every_document(tmp_path):
     """max_evidence_documents: the hyper-parameters are a fit's on the stratified subset alone (a kernel
-    with no data-dependent part and no prior: the scaled objective is the subset's own per document),
+    with no data-dependent part and no prior, the additional noise's too: the scaled objective is the subset's own
+    per document),
     the posterior conditions on all documents; the subset is stratified, of the asked size and
     reproducible; m >= n changes nothing; it needs the shared Dirichlet inference."""
     from lvgp import BagOfWordsKernel
@@ -170,6 +172,7 @@ def test_the_evidence_of_a_subset_fits_the_subsets_hyperparameters_and_condition
             vocabulary=vocab,
             class_hyperparameters="shared",
             optimizer=LBFGS(max_iter=15),
+            noise_prior_sd=None,
             random_state=0,
             **options,
         )
@@ -451,6 +454,56 @@ def test_a_dirichlet_fit_whose_noise_holds_the_labels_warns_that_it_found_no_sig
     assert min(shares) > NOISE_CEILING
     with pytest.warns(NoSignalWarning, match=rf"noise holds {min(shares):.4f} or more of the prior variance"):
         DirichletInference().after_fit(clf)
+
+
+def test_the_noise_prior_keeps_one_text_a_class_out_of_the_noise_only_mode():
+    """Eight classes of one labelled text each, their words disjoint: the evidence alone
+    (``noise_prior_sd=None``) explains every label by the additional noise -- output scale near 0, one class
+    for every text, ``NoSignalWarning`` -- where the default log-normal prior on that noise keeps the signal:
+    no warning, every labelled text and a new text of each class classified right."""
+    from lvgp.warnings import NoSignalWarning
+
+    topics = [[chr(97 + c) * 3 + chr(97 + j) + "ing" for j in range(6)] for c in range(8)]
+    rng = np.random.default_rng(0)
+    x = [" ".join(rng.choice(words[:4], 4)) for words in topics]
+    # a new text of each class: its labelled text's most frequent word and a word not seen in training
+    new = [f"{max(text.split(), key=text.split().count)} {words[5]}" for text, words in zip(x, topics)]
+    y = [f"topic{c}" for c in range(8)]
+    settings = {"alpha_epsilon": 1e-6, "class_hyperparameters": "shared", "random_state": 0}
+    with pytest.warns(NoSignalWarning, match="found no signal"):
+        alone = LDKGPClassifier(noise_prior_sd=None, **settings).fit(x, y)
+    assert float(alone.model_.covar_module.outputscale.max()) < 0.01
+    assert len(set(alone.predict(x))) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoSignalWarning)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnseenWordsWarning)
+            clf = LDKGPClassifier(**settings).fit(x, y)
+            assert list(clf.predict(x)) == y and list(clf.predict(new)) == y
+    assert clf.noise_prior_sd == 1.0 and float(clf.model_.covar_module.outputscale.max()) > 1.0
+
+
+@pytest.mark.parametrize("sd", [0.5, 1.0, 2.0])
+def test_the_noise_prior_is_gpytorchs_log_normal_around_the_start(sd):
+    """``DirichletInference.noise_log_prior`` is gpytorch's ``LogNormalPrior(log 0.1, sd)`` at the additional
+    noises, summed over the classes, up to a constant (compared at two values of each class's noise); ``None``
+    without ``noise_prior_sd``."""
+    from gpytorch.priors import LogNormalPrior
+
+    from lvgp.models.gpc.inference import ADDITIONAL_NOISE_START, DirichletInference
+
+    x, y = ["good great fine", "bad awful dull", "fine nice good", "dull weak bad"], ["pos", "neg", "pos", "neg"]
+    clf = LDKGPClassifier(optimizer=LBFGS(max_iter=2), noise_prior_sd=sd, random_state=0).fit(x, y)
+    likelihood = clf.likelihood_
+    reference = LogNormalPrior(torch.tensor(math.log(ADDITIONAL_NOISE_START), dtype=torch.float64), torch.tensor(sd))
+    log_density = DirichletInference.noise_log_prior(clf, likelihood)
+    values = []
+    for noises in ([0.03, 2.0], [0.5, 0.007]):
+        with torch.no_grad():
+            likelihood.second_noise = torch.tensor(noises, dtype=torch.float64).reshape(likelihood.second_noise.shape)
+            values.append((float(log_density()), float(reference.log_prob(likelihood.second_noise).sum())))
+    assert values[0][0] - values[1][0] == pytest.approx(values[0][1] - values[1][1], rel=1e-12)
+    assert DirichletInference.noise_log_prior(clf.set_params(noise_prior_sd=None), likelihood) is None
 
 
 @pytest.mark.skipif(

@@ -253,6 +253,28 @@ def test_the_pseudo_count_variant_sets_every_gp_alone(toy_topics_tsv):
     assert study.estimator(cell).get_params() == plain.estimator(cell).get_params()
 
 
+def test_the_noise_prior_variant_sets_every_gp_alone(toy_topics_tsv):
+    """``--noise-prior-sd`` (rule 32): ``none`` switches the GP classifiers' prior off, a number sets its sd, the
+    default keeps the library's; the baselines get nothing; anything else is refused, naming the option."""
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    options = {"dataset": toy_topics_tsv, "unknown_classes": 1, "per_class": (3,), "splits": 1, "ldk_max_iter": 5}
+    assert dev.noise_prior_sd_argument("none") is None and dev.noise_prior_sd_argument("0.5") == 0.5
+    for bad in ("0", "-1", "inf"):
+        with pytest.raises(ValueError, match="--noise-prior-sd"):
+            dev.noise_prior_sd_argument(bad)
+    plain = OpenSetStudy(**options)
+    for value in (None, 0.5):
+        study = dev.variant_study(whole_bag=False, noise_prior_sd=value)(**options)
+        for method in ("gpc-bow-encoder-rbf", "gpc-bow"):
+            cell = {"method": method, "split": 0, "params": {"per_class": 3}}
+            assert plain.estimator(cell).noise_prior_sd == 1.0 and study.estimator(cell).noise_prior_sd == value
+        cell = {"method": "tfidf-encoder-logreg", "split": 0, "params": {"per_class": 3}}
+        assert study.estimator(cell).get_params() == plain.estimator(cell).get_params()
+    cell = {"method": "gpc-bow", "split": 0, "params": {"per_class": 3}}
+    assert dev.variant_study(whole_bag=False)(**options).estimator(cell).noise_prior_sd == 1.0
+
+
 def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     texts = ["one two\tthree four five", "a b", "short text here\nand more", "x y z"]
     labels = ["p", "q", "p", "q"]

@@ -108,6 +108,7 @@ estimators = st.one_of(
         specs,
         optimizer=st.builds(LBFGS, max_iter=integers(1, 3)),
         alpha_epsilon=reals([0.01, 0.1]),
+        noise_prior_sd=st.sampled_from([None, 0.5, 1.0]),
         class_hyperparameters=st.sampled_from(["per-class", "shared"]),
         random_state=random_states,
     ),

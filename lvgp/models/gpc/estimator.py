@@ -148,6 +148,14 @@ class LDKGPClassifier(
         alpha_epsilon: the Dirichlet prior's pseudo-count of the other classes (Milios et al.'s
             :math:`\alpha_\epsilon`, 0.01 as they suggest). Tune it with the other
             hyper-parameters, on dev documents (what the studies chose: ``results/README.md``).
+        noise_prior_sd: the Dirichlet inference's learned additional noise :math:`\sigma_a^2` (beside the labels'
+            transformation noise; one a class, or one for all with ``class_hyperparameters="shared"``) under a
+            log-normal prior with median its start 0.1 and this sd of :math:`\log\sigma_a^2` (gpytorch's
+            ``LogNormalPrior``; ``None``: the evidence alone). With one or two labelled texts a class the evidence
+            can prefer explaining every label by this noise: the output scale falls towards 0, every text's latent
+            means are the classes' constants and the largest takes every text. The prior outweighs that mode there
+            and weighs no more than a few documents in a fit of tens a class (``benchmarks/README.md``, "One
+            labelled text a class").
         calibration: ``None`` or ``"temperature"`` (Dirichlet inference): the probabilities tempered by the
             :math:`T` that minimizes the log loss of the fitted classifier's closed-form leave-one-out
             predictions on its training documents, under a prior :math:`\log T \sim \mathcal N(0, 1)`
@@ -306,6 +314,7 @@ class LDKGPClassifier(
         inference: str = "dirichlet",
         class_hyperparameters: str = "per-class",
         alpha_epsilon: float = 0.01,
+        noise_prior_sd: float | None = 1.0,
         calibration: str | None = None,
         optimizer: LBFGS | MiniBatch | None = None,
         early_stopping: bool | EarlyStopping = False,
@@ -328,6 +337,7 @@ class LDKGPClassifier(
         self.inference = inference
         self.class_hyperparameters = class_hyperparameters
         self.alpha_epsilon = alpha_epsilon
+        self.noise_prior_sd = noise_prior_sd
         self.calibration = calibration
         self.optimizer = optimizer
         self.early_stopping = early_stopping
@@ -366,6 +376,7 @@ class LDKGPClassifier(
         "kernel": [KernelArgument(takes={"variational": (False,)}, why="the GP classifier fits MAP word vectors")],
         "inference": [Options(*INFERENCES)],
         "alpha_epsilon": [Real(0, open_low=True)],
+        "noise_prior_sd": [None, Real(0, open_low=True)],
         "calibration": [None, Options("temperature")],
         "class_hyperparameters": [Options(*CLASS_HYPERPARAMETERS)],
         "num_inducing": [Integer(1)],

@@ -15,6 +15,7 @@ an inference is one more subclass of :class:`Inference` in :data:`INFERENCE_STRA
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -55,6 +56,7 @@ __all__ = [
     "INFERENCE_STRATEGIES",
     "HYPERPARAMETER_OBJECTIVES",
     "TEMPERATURE_PRIOR_SD",
+    "ADDITIONAL_NOISE_START",
     "natural_gradient_step",
 ]
 
@@ -62,6 +64,10 @@ __all__ = [
 #: alone): weakly informative -- T in [e^-2, e^2] at two sd, the range dev documents chose (0.4-1.2 on
 #: 20ng and r8) well inside -- and what keeps a few documents from driving T to its bound
 TEMPERATURE_PRIOR_SD = 1.0
+
+#: the Dirichlet inference's learned additional noise :math:`\sigma_a^2` at the start of a fit, and the median of
+#: its log-normal prior (``LDKGPClassifier(noise_prior_sd=)``)
+ADDITIONAL_NOISE_START = 0.1
 
 
 def _tempered_proba(proba: np.ndarray, temperature: float) -> np.ndarray:
@@ -213,15 +219,19 @@ class _EvidenceInference(Inference):
         budget: int | None,
         validate: Callable[[], float] | None,
         desc: str,
+        own_log_prior: Callable[[], torch.Tensor] | None = None,
     ) -> Any:
         """L-BFGS on minus ``evidence()`` (the inference's log marginal likelihood, or its approximation)
-        plus the log priors -- the word vectors' once, through their ``penalty()``, and the other
-        hyper-parameters' (e.g. ``identity_weight_prior``) -- per document; sets the fit's curves and
-        returns :func:`~lvgp.base.fitting.minimize`'s result."""
+        plus the log priors -- the word vectors' once, through their ``penalty()``, the other
+        hyper-parameters' (e.g. ``identity_weight_prior``) and ``own_log_prior()`` (a prior the inference
+        adds to its own parameters without registering it: saved models keep their state's keys) -- per
+        document; sets the fit's curves and returns :func:`~lvgp.base.fitting.minimize`'s result."""
         vectors = word_vector_modules(model)
 
         def objective() -> torch.Tensor:
             priors = log_prior(model, exclude=vectors)
+            if own_log_prior is not None:
+                priors = priors + own_log_prior()
             return -(evidence() + priors - sum((v.penalty() for v in vectors), torch.zeros(()))) / n
 
         optimizer, stopping = est._optimizer_options(), est._stopping()
@@ -269,7 +279,7 @@ class DirichletInference(_EvidenceInference):
             dtype=torch.float64,
             shared_noise=shared,
         ).double()
-        likelihood.second_noise = torch.full_like(likelihood.second_noise, 0.1)
+        likelihood.second_noise = torch.full_like(likelihood.second_noise, ADDITIONAL_NOISE_START)
         model = DirichletLDKGP(x, likelihood, est._kernel(seed, x), shared).to(est.device_)
         est.model_, est.likelihood_ = model, likelihood
 
@@ -306,7 +316,9 @@ class DirichletInference(_EvidenceInference):
                     return scale * shared_dirichlet_log_evidence(*self.shared_terms(est, fit_inputs, rows))
                 return likelihood(model(inputs)).log_prob(likelihood.transformed_targets).sum()
 
-        result = self._maximize_evidence(est, model, evidence, n, budget, validate, "LDK GP classifier")
+        result = self._maximize_evidence(
+            est, model, evidence, n, budget, validate, "LDK GP classifier", self.noise_log_prior(est, likelihood)
+        )
         if budget is None:  # a chosen budget ends the fit by design
             result.warn_if_unconverged(
                 "the Dirichlet GP classifier", _budget_advice(model), unit="L-BFGS iterations", stacklevel=4
@@ -314,6 +326,27 @@ class DirichletInference(_EvidenceInference):
         est.objective_, est.loo_loss_curve_ = "evidence", []
         if est.objective == "loo":
             self._maximize_leave_one_out(est, fit_inputs, rows, codes)
+
+    @staticmethod
+    def noise_log_prior(est: Any, likelihood: Any) -> Callable[[], torch.Tensor] | None:
+        r"""The log density of ``noise_prior_sd``'s prior on the learned additional noise, summed over its
+        classes (``None`` when ``noise_prior_sd`` is ``None``): :math:`\sigma_a^2 \sim
+        \mathrm{LogNormal}(\log \sigma_0^2, s^2)` with :math:`\sigma_0^2` its start
+        (:data:`ADDITIONAL_NOISE_START`), i.e. :math:`-\log\sigma_a^2 - (\log\sigma_a^2 - \log\sigma_0^2)^2 / 2s^2`
+        up to a constant -- gpytorch's ``LogNormalPrior`` at the noise, not registered on the likelihood (a saved
+        model's state keeps its keys). With one labelled text a class the evidence can prefer explaining the labels
+        by this noise alone (:meth:`after_fit`'s state); the prior weighs as much as a few documents, so it decides
+        there and hardly moves a fit of tens of documents a class."""
+        sd = getattr(est, "noise_prior_sd", None)
+        if sd is None:
+            return None
+        centre = math.log(ADDITIONAL_NOISE_START)
+
+        def log_density() -> torch.Tensor:
+            log_noise = likelihood.second_noise.log()
+            return -(log_noise + (log_noise - centre) ** 2 / (2 * float(sd) ** 2)).sum()
+
+        return log_density
 
     def after_fit(self, est: Any, documents: int = 300) -> None:
         r"""A :class:`~lvgp.warnings.NoSignalWarning` when, in every class's regression on the transformed labels,
@@ -335,15 +368,20 @@ class DirichletInference(_EvidenceInference):
             prior = model.covar_module(x[rows], diag=True)  # (C x) m: the output scale times k(x_i, x_i)
             noise = likelihood.noise[..., rows] + likelihood.second_noise.reshape(-1, 1)  # C x m
             share = (noise / (prior + noise)).mean(-1)  # a class each
+            scale, extra = float(model.covar_module.outputscale.max()), float(likelihood.second_noise.max())
         if float(share.min()) > NOISE_CEILING:
+            prior_advice = (
+                "set noise_prior_sd (None here: the evidence alone) to keep the additional noise near its start, "
+                if getattr(est, "noise_prior_sd", None) is None
+                else ""
+            )
             warn(
                 f"the Dirichlet GP classifier found no signal: in every class's regression the noise holds "
                 f"{float(share.min()):.4f} or more of the prior variance at the training documents (output scale "
-                f"{float(model.covar_module.outputscale.max()):.3g}, additional noise "
-                f"{float(likelihood.second_noise.max()):.3g}), so every text's latent means stay close to the classes' "
+                f"{scale:.3g}, additional noise {extra:.3g}), so every text's latent means stay close to the classes' "
                 "constant means and small differences decide its class: at best a weak signal, at worst the "
-                "largest constant takes every text. Label more texts a class, or compare with a linear baseline "
-                "(logistic regression on tf-idf) to see whether there is signal to find",
+                f"largest constant takes every text. Label more texts a class, {prior_advice}or compare with a linear "
+                "baseline (logistic regression on tf-idf) to see whether there is signal to find",
                 NoSignalWarning,
                 stacklevel=5,
             )
