@@ -151,7 +151,7 @@ class LDKGPClassifier(
         noise_prior_sd: the Dirichlet inference's learned additional noise :math:`\sigma_a^2` (beside the labels'
             transformation noise; one a class, or one for all with ``class_hyperparameters="shared"``) under a
             log-normal prior with median its start 0.1 and this sd of :math:`\log\sigma_a^2` (gpytorch's
-            ``LogNormalPrior``; ``None``: the evidence alone). With one or two labelled texts a class the evidence
+            ``LogNormalPrior``; ``None``: the evidence alone). With a single labelled text a class the evidence
             can prefer explaining every label by this noise: the output scale falls towards 0, every text's latent
             means are the classes' constants and the largest takes every text. The prior outweighs that mode there
             and weighs no more than a few documents in a fit of tens a class (``benchmarks/README.md``, "One
