@@ -153,9 +153,10 @@ class LDKGPClassifier(
             log-normal prior with median its start 0.1 and this sd of :math:`\log\sigma_a^2` (gpytorch's
             ``LogNormalPrior``; ``None``: the evidence alone). With a single labelled text a class the evidence
             can prefer explaining every label by this noise: the output scale falls towards 0, every text's latent
-            means are the classes' constants and the largest takes every text. The prior outweighs that mode there
-            and weighs no more than a few documents in a fit of tens a class (``benchmarks/README.md``, "One
-            labelled text a class").
+            means are the classes' constants and the largest takes every text; with a noise a class it can do so
+            for most classes, and still let the noises grow at ten texts a class. The prior, weighing as a few
+            documents do, outweighs those modes and leaves fits whose noise the evidence keeps small where they
+            were (``benchmarks/README.md``, "One labelled text a class").
         calibration: ``None`` or ``"temperature"`` (Dirichlet inference): the probabilities tempered by the
             :math:`T` that minimizes the log loss of the fitted classifier's closed-form leave-one-out
             predictions on its training documents, under a prior :math:`\log T \sim \mathcal N(0, 1)`

@@ -336,7 +336,7 @@ class DirichletInference(_EvidenceInference):
         up to a constant -- gpytorch's ``LogNormalPrior`` at the noise, not registered on the likelihood (a saved
         model's state keeps its keys). With one labelled text a class the evidence can prefer explaining the labels
         by this noise alone (:meth:`after_fit`'s state); the prior weighs as much as a few documents, so it decides
-        there and hardly moves a fit of tens of documents a class."""
+        there, and in a fit of tens of documents a class it moves only noises the evidence had let grow."""
         sd = getattr(est, "noise_prior_sd", None)
         if sd is None:
             return None
