@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 
 from gpytorch.kernels import LinearKernel, RBFKernel, ScaleKernel  # noqa: E402
 
-from lvgp import LDKGPClassifier  # noqa: E402
+from lvgp import LBFGS, LDKGPClassifier  # noqa: E402
 from lvgp.kernels import BagOfWordsKernel, FeatureKernel, WordSetKernel  # noqa: E402
 from lvgp.kernels.composition import encoder_part_weights  # noqa: E402
 from lvgp.kernels.packed import beside_encoder  # noqa: E402
@@ -248,3 +248,27 @@ def test_the_choice_composes_with_the_other_options(encoder, options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert np.isfinite(chosen.predict_proba(TEST)).all()
+
+
+def test_one_text_a_class_keeps_the_evidences_weight_and_says_so(encoder):
+    """Long texts, one a class: no leave-one-out prediction has an example of its class, so the choice (and the
+    temperature) keep their defaults -- the evidence's weight, T = 1 -- with one warning naming both."""
+    texts, labels = [LONG[0], LONG[1]], LABELS[:2]
+    assert labels[0] != labels[1]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = LDKGPClassifier(
+            SPEC,
+            sentence_encoder=encoder,
+            class_hyperparameters="shared",
+            optimizer=LBFGS(max_iter=15),
+            random_state=0,
+            calibration="temperature",
+            encoder_weight="loo",
+        ).fit(texts, labels)
+    said = [str(w.message) for w in caught if "single training document" in str(w.message)]
+    assert len(said) == 1 and "temperature_ = 1 and the evidence's encoder weight" in said[0]
+    assert clf.median_words_ >= weighting.LONG_TEXT_WORDS
+    assert clf.encoder_weight_factor_ == 1.0 and clf.encoder_weight_scores_ == [] and clf.temperature_ == 1.0
+    evidence = gpc_fit(encoder, texts, labels, calibration="temperature")
+    assert _weights(clf) == _weights(evidence)

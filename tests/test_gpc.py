@@ -425,6 +425,41 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
         LDKGPClassifier(inference="variational", calibration="temperature").fit(x, y)
 
 
+def test_one_text_a_class_keeps_the_temperature_at_one_and_says_so():
+    """With a single training document a class, each leave-one-out prediction is of a text whose class has no
+    example left: the log loss of those predictions is least at a flattening temperature (computed here by hand),
+    which would carry no information about the classes' texts. The fit keeps T = 1 with a warning; one class with a
+    second document gives the predictions something to say, and the temperature is fitted again, silently."""
+    from lvgp.models.gpc import TEMPERATURE_PRIOR_SD, expected_softmax
+
+    x, y = three_classes(40, 6)
+    first = [int(np.flatnonzero(y == c)[0]) for c in range(3)]
+    options = dict(optimizer=LBFGS(max_iter=10), calibration="temperature", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.warns(UserWarning, match="every one of the 3 classes has a single training document"):
+            single = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), **options).fit([x[i] for i in first], y[first])
+    assert single.temperature_ == 1.0
+    mean, var = single.leave_one_out_latents()
+    log_p = np.log(expected_softmax(mean, var, single.predict_samples, single._class_seeds()).numpy())
+    codes = np.searchsorted(single.classes_, y[first])
+
+    def loss(t):  # the criterion of a fitted temperature (as in the test above)
+        z = log_p / t
+        z = z - z.max(1, keepdims=True)
+        return -np.mean(z[np.arange(3), codes] - np.log(np.exp(z).sum(1))) + np.log(t) ** 2 / (
+            2 * TEMPERATURE_PRIOR_SD**2 * 3
+        )
+
+    assert loss(2.0) < loss(1.0)  # what the guard keeps out: the criterion would flatten the probabilities
+    second = first + [int(np.flatnonzero(y == 0)[1])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a UserWarning: the later filter comes first
+        fitted = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), **options).fit([x[i] for i in second], y[second])
+    assert fitted.temperature_ != 1.0 and fitted.temperature_ == pytest.approx(fitted._fit_temperature())
+
+
 def test_a_dirichlet_fit_whose_noise_holds_the_labels_warns_that_it_found_no_signal():
     """A fit with signal stays silent (noise share well below the ceiling); the same classifier with its output
     scale near zero and a large additional noise -- the evidence's noise-only mode that one labelled text a class

@@ -161,11 +161,12 @@ class LDKGPClassifier(
             :math:`T` that minimizes the log loss of the fitted classifier's closed-form leave-one-out
             predictions on its training documents, under a prior :math:`\log T \sim \mathcal N(0, 1)`
             (``temperature_``; no refit; ``T`` within ``[e^-3, e^3]``; the prior keeps a few documents from
-            driving it there from a handful of texts). The Dirichlet GP's expected softmax is flattened by
-            the wide latent marginals of a few documents a class: with few documents it is under-confident,
-            and the temperature (below 1 on such data) cuts its expected calibration error; measured on
-            dev documents in ``benchmarks/README.md`` (``gpc_calibration.py``) and on the studies' test
-            sets in ``results/README.md``.
+            driving it there from a handful of texts; where every class has a single training document, ``T = 1``
+            with a warning: no leave-one-out prediction then has an example of its class). The Dirichlet GP's
+            expected softmax is flattened by the wide latent marginals of a few documents a class: with few
+            documents it is under-confident, and the temperature (below 1 on such data) cuts its expected
+            calibration error; measured on dev documents in ``benchmarks/README.md`` (``gpc_calibration.py``) and
+            on the studies' test sets in ``results/README.md``.
         optimizer: ``None`` or the inference's: the Dirichlet inference an :class:`~lvgp.LBFGS` (defaults
             ``max_iter=100, tol=1e-6``); the variational one a :class:`~lvgp.MiniBatch` (defaults
             ``batch_size=None`` (full batch), ``max_epochs=200``, ``lr=0.03`` (Adam's, for the kernel's
@@ -286,13 +287,14 @@ class LDKGPClassifier(
             ``"loo"``: after the fit, :math:`\mu` times the factor of 1/8, 1/4, 1/2 or 1 of the least tempered
             leave-one-out log loss of the training labels, a factor below 1 only where its paired gain over 1
             exceeds one standard error and its leave-one-out accuracy is at most one document below 1's; kept at
-            the evidence's where the training documents' median length is below
+            the evidence's where every class has a single training document (with a warning) or where the
+            training documents' median length is below
             :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (at 12 and 20 words such choices lost
             accuracy on dev documents; :mod:`lvgp.models.gpc.encoder_weight`). On long texts the evidence weighs the
             encoder several times more than the labels do (``benchmarks/README.md``, rules 15-20). Fitted:
             ``median_words_``, ``encoder_weight_factor_`` and ``encoder_weight_scores_`` (one dict a factor:
-            :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`; ``[]`` where the texts were too short
-            or part selection left no encoder part); ``None`` each with ``"evidence"``.
+            :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`; ``[]`` where the texts were too short,
+            every class had a single document or part selection left no encoder part); ``None`` each with ``"evidence"``.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -509,6 +511,8 @@ class LDKGPClassifier(
             self.best_iter_, self.validation_curve_ = budget, curve
         self.temperature_ = 1.0
         loo = None
+        if self.calibration == "temperature" or self.encoder_weight == "loo":
+            self._warn_single_document_classes()
         if self.calibration == "temperature":
             loo = self._loo_log_proba()
             self.temperature_ = self._fit_temperature(loo)
@@ -529,7 +533,11 @@ class LDKGPClassifier(
         if self.encoder_weight != "loo":
             return
         self.median_words_ = float(np.median([len(str(text).split()) for text in X]))
-        if self.median_words_ < LONG_TEXT_WORDS or not weighable_encoder_parts(self.model_.covar_module):
+        if (
+            self.median_words_ < LONG_TEXT_WORDS
+            or not weighable_encoder_parts(self.model_.covar_module)
+            or not _has_repeated_class(self._training_codes())
+        ):
             self.encoder_weight_factor_, self.encoder_weight_scores_ = 1.0, []
             return
         self.encoder_weight_factor_, self.encoder_weight_scores_ = select_encoder_weight(self, reference=loo)
@@ -663,6 +671,8 @@ class LDKGPClassifier(
         from scipy.optimize import minimize_scalar
 
         log_p, truth = self._loo_log_proba() if loo is None else loo
+        if not _has_repeated_class(truth):
+            return 1.0  # the prior's mode: no prediction speaks of calibration (_warn_single_document_classes)
 
         def loss(log_t: float) -> float:
             fit = -np.mean(_tempered_log_proba(log_p, float(np.exp(log_t)))[np.arange(len(truth)), truth])
@@ -671,6 +681,29 @@ class LDKGPClassifier(
             return float(fit + log_t**2 / (2 * TEMPERATURE_PRIOR_SD**2 * len(truth)))
 
         return float(np.exp(minimize_scalar(loss, bounds=(-3.0, 3.0), method="bounded").x))
+
+    def _warn_single_document_classes(self) -> None:
+        """Where every class has a single training document, none of the leave-one-out predictions that
+        ``calibration="temperature"`` and ``encoder_weight="loo"`` read has an example of its class: each is a
+        prediction of a text of an unseen class. They would flatten the probabilities (``benchmarks/README.md``,
+        "The temperature at one text a class"); the fit keeps ``T = 1`` (its prior's mode) and the evidence's
+        encoder weight, and says so."""
+        if _has_repeated_class(self._training_codes()):
+            return
+        kept = [
+            what
+            for what, on in (
+                ("temperature_ = 1", self.calibration == "temperature"),
+                ("the evidence's encoder weight", self.encoder_weight == "loo"),
+            )
+            if on
+        ]
+        warn(
+            f"every one of the {len(self.classes_)} classes has a single training document, so no leave-one-out "
+            f"prediction has an example of its class: the fit keeps {' and '.join(kept)}",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _loo_log_proba(self) -> tuple[np.ndarray, np.ndarray]:
         """The ``n x C`` log probabilities of the leave-one-out predictions on the training documents
@@ -1277,3 +1310,10 @@ class LDKGPClassifier(
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def _has_repeated_class(codes: np.ndarray) -> bool:
+    """Whether some class has at least two of the documents whose class codes are ``codes``: the leave-one-out
+    predictions of ``calibration="temperature"`` and ``encoder_weight="loo"`` speak of the classes' texts only
+    then (:meth:`LDKGPClassifier._warn_single_document_classes`)."""
+    return bool(len(codes)) and int(np.bincount(codes).max()) >= 2
