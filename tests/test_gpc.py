@@ -370,6 +370,20 @@ def test_dirichlet_classifier_learns_synonyms_and_predicts_deterministically():
     np.testing.assert_allclose(empty, np.tile(clf.class_prior_, (2, 1)))
 
 
+def _temperature_criterion(log_p, codes, t):
+    """What calibration="temperature" minimizes, written out: the mean log loss of the leave-one-out log
+    probabilities ``log_p`` (``n x C``) of the labels ``codes`` tempered by ``t``, plus the prior log T ~ N(0, sd^2)
+    per document."""
+    from lvgp.models.gpc import TEMPERATURE_PRIOR_SD
+
+    n = len(codes)
+    z = log_p / t
+    z = z - z.max(1, keepdims=True)
+    return -np.mean(z[np.arange(n), codes] - np.log(np.exp(z).sum(1))) + np.log(t) ** 2 / (
+        2 * TEMPERATURE_PRIOR_SD**2 * n
+    )
+
+
 @pytest.mark.parametrize("hyperparameters", ["per-class", "shared"])
 def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_without_each_document(hyperparameters):
     """calibration="temperature": the closed-form leave-one-out latents equal the exact GP posterior of
@@ -396,7 +410,6 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
         K = model.covar_module(train).to_dense().numpy()  # C x n x n (the output scales included)
         noise = lik.noise.numpy()  # C x n: the fixed Dirichlet noise plus the learned one
         targets, means = lik.transformed_targets.numpy(), model.mean_module.constant.numpy().ravel()
-    n = len(y)
     expected_mean, expected_var = ref.dirichlet_leave_one_out(K, noise, targets, means)
     np.testing.assert_allclose(mean.numpy(), expected_mean, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(var.numpy(), expected_var, rtol=1e-6, atol=1e-9)
@@ -405,14 +418,8 @@ def test_temperature_is_fitted_on_leave_one_out_predictions_equal_to_refits_with
 
     log_p = np.log(expected_softmax(mean, var, clf.predict_samples, clf._class_seeds()).numpy())
 
-    from lvgp.models.gpc import TEMPERATURE_PRIOR_SD
-
-    def loss(t):  # the mean leave-one-out log loss, plus the prior log T ~ N(0, sd^2) per document
-        z = log_p / t
-        z = z - z.max(1, keepdims=True)
-        return -np.mean(z[np.arange(n), y] - np.log(np.exp(z).sum(1))) + np.log(t) ** 2 / (
-            2 * TEMPERATURE_PRIOR_SD**2 * n
-        )
+    def loss(t):
+        return _temperature_criterion(log_p, y, t)
 
     t = clf.temperature_
     assert t != 1.0 and loss(t) <= min(loss(t * 1.05), loss(t / 1.05), loss(1.0))
@@ -430,7 +437,7 @@ def test_one_text_a_class_keeps_the_temperature_at_one_and_says_so():
     example left: the log loss of those predictions is least at a flattening temperature (computed here by hand),
     which would carry no information about the classes' texts. The fit keeps T = 1 with a warning; one class with a
     second document gives the predictions something to say, and the temperature is fitted again, silently."""
-    from lvgp.models.gpc import TEMPERATURE_PRIOR_SD, expected_softmax
+    from lvgp.models.gpc import expected_softmax
 
     x, y = three_classes(40, 6)
     first = [int(np.flatnonzero(y == c)[0]) for c in range(3)]
@@ -444,14 +451,10 @@ def test_one_text_a_class_keeps_the_temperature_at_one_and_says_so():
     log_p = np.log(expected_softmax(mean, var, single.predict_samples, single._class_seeds()).numpy())
     codes = np.searchsorted(single.classes_, y[first])
 
-    def loss(t):  # the criterion of a fitted temperature (as in the test above)
-        z = log_p / t
-        z = z - z.max(1, keepdims=True)
-        return -np.mean(z[np.arange(3), codes] - np.log(np.exp(z).sum(1))) + np.log(t) ** 2 / (
-            2 * TEMPERATURE_PRIOR_SD**2 * 3
-        )
-
-    assert loss(2.0) < loss(1.0)  # what the guard keeps out: the criterion would flatten the probabilities
+    # what the guard keeps out: the criterion would flatten the probabilities
+    assert _temperature_criterion(log_p, codes, 2.0) < _temperature_criterion(
+        log_p, codes, 1.0
+    )  # what the guard keeps out: the criterion would flatten the probabilities
     second = first + [int(np.flatnonzero(y == 0)[1])]
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)

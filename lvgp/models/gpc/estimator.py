@@ -75,6 +75,7 @@ from .inference import (
     Inference,
     _tempered_log_proba,
     _tempered_proba,
+    has_repeated_class,
     single_document_classes,
 )
 from .models import class_draw_seeds, expected_softmax
@@ -536,7 +537,7 @@ class LDKGPClassifier(
         if (
             self.median_words_ < LONG_TEXT_WORDS
             or not weighable_encoder_parts(self.model_.covar_module)
-            or not _has_repeated_class(self._training_codes())
+            or not has_repeated_class(self._training_codes())
         ):
             self.encoder_weight_factor_, self.encoder_weight_scores_ = 1.0, []
             return
@@ -671,7 +672,7 @@ class LDKGPClassifier(
         from scipy.optimize import minimize_scalar
 
         log_p, truth = self._loo_log_proba() if loo is None else loo
-        if not _has_repeated_class(truth):
+        if not has_repeated_class(truth):
             return 1.0  # the prior's mode: no prediction speaks of calibration (_warn_single_document_classes)
 
         def loss(log_t: float) -> float:
@@ -688,7 +689,7 @@ class LDKGPClassifier(
         prediction of a text of an unseen class. They would flatten the probabilities (``benchmarks/README.md``,
         "The temperature at one text a class"); the fit keeps ``T = 1`` (its prior's mode) and the evidence's
         encoder weight, and says so."""
-        if _has_repeated_class(self._training_codes()):
+        if has_repeated_class(self._training_codes()):
             return
         kept = [
             what
@@ -1310,10 +1311,3 @@ class LDKGPClassifier(
     def predict(self, X: Documents) -> np.ndarray:
         check_is_fitted(self, "model_")
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-
-def _has_repeated_class(codes: np.ndarray) -> bool:
-    """Whether some class has at least two of the documents whose class codes are ``codes``: the leave-one-out
-    predictions of ``calibration="temperature"`` and ``encoder_weight="loo"`` speak of the classes' texts only
-    then (:meth:`LDKGPClassifier._warn_single_document_classes`)."""
-    return bool(len(codes)) and int(np.bincount(codes).max()) >= 2

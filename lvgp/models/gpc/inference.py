@@ -101,6 +101,14 @@ def single_document_classes(codes: np.ndarray, classes: np.ndarray) -> tuple[int
     return len(single), len(counts), names
 
 
+def has_repeated_class(codes: np.ndarray) -> bool:
+    """Whether some class has at least two of the documents whose class codes are ``codes`` (where
+    :func:`single_document_classes` names every class, none has): the leave-one-out predictions of
+    ``calibration="temperature"`` and ``encoder_weight="loo"`` speak of the classes' texts only then
+    (``LDKGPClassifier._warn_single_document_classes``)."""
+    return bool(len(codes)) and int(np.bincount(codes).max()) >= 2
+
+
 #: how often a fit undoes a natural-gradient step that left q(u) not positive definite, halving
 #: ``ngd_lr`` each time, before it gives up with a ``CovarianceError``
 _NGD_BACKOFF = 10
