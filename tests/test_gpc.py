@@ -452,9 +452,7 @@ def test_one_text_a_class_keeps_the_temperature_at_one_and_says_so():
     codes = np.searchsorted(single.classes_, y[first])
 
     # what the guard keeps out: the criterion would flatten the probabilities
-    assert _temperature_criterion(log_p, codes, 2.0) < _temperature_criterion(
-        log_p, codes, 1.0
-    )  # what the guard keeps out: the criterion would flatten the probabilities
+    assert _temperature_criterion(log_p, codes, 2.0) < _temperature_criterion(log_p, codes, 1.0)
     second = first + [int(np.flatnonzero(y == 0)[1])]
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
