@@ -137,6 +137,7 @@ BENCHMARKS = {
     "predict_latency.py": "3. GPEmbeddingLogisticRegression.predict_proba",
     "sparse_predict.py": "the same predictions from every path to rounding",
     "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
+    "power_beta_dev.py": "The selection's choice on toy: beta = ",
     "point_cloud_dev.py": 'cross {"learner": "gp-pool", "labelled by": "random"',
     "cluster_spectrum_cost.py": "now against dense, whole (before, to 8,192): largest eigenvalue difference",
 }

@@ -112,7 +112,8 @@ DEFAULT_STRATEGIES = (
     "random-gp",
     "gp-pool-power-epig",
 )
-#: the exponent of the power acquisitions (Kirsch et al. 2023's default; not tuned here)
+#: the exponent of the power acquisitions (Kirsch et al. 2023's default; greedier and flatter exponents tried on
+#: dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 POWER_BETA = 1.0
 #: latent draws of BALD's expectation
 BALD_SAMPLES = 64

@@ -1,0 +1,159 @@
+"""The power acquisition's exponent beta on dev draws (issue 57): the active study's protocol (one text a
+class, batches of 10, ``gp-pool-power-epig``) with its pool and its held-out texts both drawn from a data set's
+training part, so that no test document is read; one study folder a beta, the same draws for each.
+
+The rule, written before the first run (2026-12-06): on 20ng (pool 5,000, held out 3,000, budget 400) the primary
+metric is the GP's accuracy at half the budget, mean over the seeds; a beta other than 1 (Kirsch et al.'s default)
+is adopted only if its paired difference to beta = 1 there is positive and above one standard error of the
+paired differences, and its area under the curve is not below beta = 1's by more than one standard error; among
+those, the highest mean at half the budget. Then on r8 (pool: its training part less 1,500 held-out texts, budget
+200) the chosen beta's paired difference at half the budget must not be below minus one standard error, or beta
+stays 1: one constant for every data set.
+
+    python benchmarks/power_beta_dev.py --dataset 20ng --betas 1,2,4,0.5 --random --out /tmp/beta-dev
+    python benchmarks/power_beta_dev.py --dataset r8 --betas 1,4,2 --out /tmp/beta-dev
+    python benchmarks/power_beta_dev.py --quick        # a toy corpus, a tiny random encoder, two betas: seconds
+
+A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``). Printed: a table a beta (``--random``: and
+random sampling with logistic regression at the budget, for reference), the selection's choice (the 20ng
+part of the rule) and the betas the check (the r8 part) vetoes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import sys
+from pathlib import Path
+
+import numpy as np
+
+STRATEGY = "gp-pool-power-epig"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="20ng", help="20ng or r8: its training part alone")
+    parser.add_argument("--betas", default="1,2,4,0.5", help="the exponents; the first is the reference")
+    parser.add_argument("--seed", type=int, default=209, help="the first seed (the draws: seed + k, k < --seeds)")
+    parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--random", action="store_true", help="also random sampling with logistic regression")
+    parser.add_argument("--out", default=None, help="the study folders (default: a temporary folder, removed)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="a toy corpus and a tiny random encoder")
+    args = parser.parse_args(argv)
+
+    import warnings
+
+    from lvgp.experiments import active
+    from lvgp.experiments.executors import InProcessExecutor, limit_threads
+    from lvgp.experiments.open_set import classification_corpus
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from open_set_dev import scratch_folder, toy_corpus
+
+    limit_threads(args.threads)
+    warnings.simplefilter("ignore")
+    betas = [float(b) for b in args.betas.split(",")]
+    sizes = {"20ng": (5000, 3000, 400), "r8": (None, 1500, 200)}  # pool, held out, budget
+
+    @dataclasses.dataclass(frozen=True)
+    class DevStudy(active.ActiveStudy):
+        held_out: int = 3000
+
+        @functools.lru_cache(maxsize=4)  # noqa: B019  (frozen and hashable)
+        def split(self, split: int) -> active.ActiveSplit:  # the training part alone
+            corpus = classification_corpus(self.dataset)
+            texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
+            rng = np.random.default_rng([self.seed + split, 57])
+            order = rng.permutation(len(labels))
+            held, rest = order[: self.held_out], order[self.held_out :]
+            rest = np.sort(rest[: self.pool_size] if self.pool_size else rest)
+            pool_labels = labels[rest]
+            start = np.array([rng.choice(np.flatnonzero(pool_labels == c)) for c in np.unique(pool_labels)])
+            return active.ActiveSplit(
+                [texts[i] for i in rest], pool_labels, start, [texts[i] for i in held], labels[held]
+            )
+
+    with scratch_folder(args.out, "power-beta-dev-") as root:
+        if args.quick:
+            toy_corpus(root / "toy.tsv")
+            dataset, (pool, held, budget), batch, extra = str(root / "toy.tsv"), (None, 40, 24), 4, {"ldk_max_iter": 5}
+            name, seeds, betas = "toy", min(args.seeds, 2), betas[:2]
+        else:
+            dataset, (pool, held, budget), batch, extra = args.dataset, sizes[args.dataset], 10, {}
+            name, seeds = args.dataset, args.seeds
+
+        def run(beta: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
+            study = DevStudy(
+                dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
+                seed=args.seed, held_out=held, **extra,
+            )  # fmt: skip
+            original = active.power_batch
+            active.power_batch = lambda scores, k, rng: original(scores, k, rng, beta)
+            try:
+                records = study.run(root / f"{name}-beta{beta:g}", InProcessExecutor(args.threads), progress=False)
+            finally:
+                active.power_batch = original
+            out: dict[str, dict[int, dict]] = {}
+            for r in records["records"]:
+                out.setdefault(r["method"], {})[r["split"]] = r
+            return out
+
+        runs = {b: run(b, (STRATEGY, "random") if args.random and b == betas[0] else (STRATEGY,)) for b in betas}
+        half = budget // 2
+        print(rule_table(runs, betas, half, name, seeds))
+    return 0
+
+
+def _at(record: dict, labels: int) -> float:
+    """The curve's accuracy at its last point with at most ``labels`` labelled texts (r8's 98 for 100)."""
+    return [p["accuracy"] for p in record["curve"] if p["labels"] <= labels][-1]
+
+
+def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int) -> str:
+    """The table a beta and the rule's choice (the module docstring)."""
+
+    def se(x: np.ndarray) -> float:
+        return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+    reference = runs[betas[0]][STRATEGY]
+    lines = [
+        f"{name}, {seeds} seeds: the GP ({STRATEGY}) at half the budget ({half} labels), paired against beta = "
+        f"{betas[0]:g}",
+        "",
+        "| beta | accuracy at half | paired difference at half | paired difference of the area |",
+        "|---|---|---|---|",
+    ]
+    qualified, below = [], []
+    for beta in betas:
+        cells = runs[beta][STRATEGY]
+        at_half = np.array([_at(cells[s], half) for s in sorted(cells)])
+        d = np.array([_at(cells[s], half) - _at(reference[s], half) for s in sorted(cells)])
+        a = np.array([cells[s]["aulc"] - reference[s]["aulc"] for s in sorted(cells)])
+        lines.append(
+            f"| {beta:g} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} |"
+        )
+        if beta != betas[0] and d.mean() > 0 and d.mean() > se(d) and a.mean() >= -se(a):
+            qualified.append((at_half.mean(), beta))
+        if d.mean() < -se(d):
+            below.append(beta)
+    random = runs[betas[0]].get("random")
+    if random:
+        gap = np.array([_at(reference[s], half) - random[s]["final_accuracy"] for s in sorted(reference)])
+        lines.append(
+            f"\nbeta = {betas[0]:g} at half the budget minus random sampling (logistic regression) at the budget: "
+            f"{gap.mean():+.4f} ± {se(gap):.4f} ({int((gap >= 0).sum())} of {len(gap)} at or above)"
+        )
+    choice = max(qualified)[1] if qualified else betas[0]
+    lines.append(f"\nThe selection's choice on {name}: beta = {choice:g}")
+    lines.append(
+        f"Below beta = {betas[0]:g} by more than one standard error at half the budget (vetoed by the check on "
+        f"{name}): {', '.join(f'{b:g}' for b in below) or 'none'}"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
