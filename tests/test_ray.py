@@ -24,15 +24,26 @@ def ray_cluster():
     when Ray's fixed 30 s startup wait runs out on a busy machine). If it still cannot start, the
     Ray tests are skipped, saying why: a load-induced timeout is the machine's, not lvgp's (issue 59:
     two fixture errors on a fresh clone at load 3-6)."""
+    import shutil
+    import tempfile
+
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
-    try:
-        start_local_ray(2, {"env_vars": {"OMP_NUM_THREADS": "1"}})
-    except RayStartupError as err:
-        pytest.skip(f"Ray did not start on this busy machine: {err}")
-    yield
-    ray.shutdown()
+    # Ray's session folder in a short-named temporary folder of its own (Unix socket paths are limited to
+    # about 107 bytes), removed at the end: not /tmp/ray left behind by the suite
+    folder = tempfile.mkdtemp(prefix="lvgp-ray-")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_TMPDIR", folder)
+        try:
+            try:
+                start_local_ray(2, {"env_vars": {"OMP_NUM_THREADS": "1"}})
+            except RayStartupError as err:
+                pytest.skip(f"Ray did not start on this busy machine: {err}")
+            yield
+        finally:
+            ray.shutdown()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
