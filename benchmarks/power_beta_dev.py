@@ -107,13 +107,9 @@ def main(argv=None) -> int:
     return 0
 
 
-def _at(record: dict, labels: int) -> float:
-    """The curve's accuracy at its last point with at most ``labels`` labelled texts (r8's 98 for 100)."""
-    return [p["accuracy"] for p in record["curve"] if p["labels"] <= labels][-1]
-
-
 def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int) -> str:
     """The table a beta and the rule's choice (the module docstring)."""
+    from lvgp.experiments.active import _at  # the study's own: the last point at most ``half`` (r8's 98 for 100)
 
     def se(x: np.ndarray) -> float:
         return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
