@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -61,13 +60,11 @@ def worker(out: str, docs: int, warm: int, steps: int, batch: int, inducing: int
 
 
 def launch(processes: int, args: argparse.Namespace) -> dict:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
-        command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes)]
-        command += ["--master-addr", "127.0.0.1", "--master-port", str(port), "--log-dir", str(Path(tmp) / "logs")]
+        # --standalone: torchrun's store listens on a port it chooses itself (no free port chosen here to race for)
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes)]
+        command += ["--log-dir", str(Path(tmp) / "logs")]
         command += [__file__, "--worker", str(out)]  # (torchrun's logs: by default a folder it leaves in /tmp)
         command += ["--docs", str(args.docs), "--warm", str(args.warm), "--steps", str(args.steps)]
         command += ["--batch", str(args.batch), "--inducing", str(args.inducing)]

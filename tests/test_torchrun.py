@@ -7,7 +7,6 @@ one set a global batch, each process taking its share's columns)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import textwrap
@@ -75,12 +74,6 @@ def fit_both() -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_two_torchrun_processes_follow_the_single_process_trajectory(tmp_path):
     import os
     from pathlib import Path
@@ -89,8 +82,10 @@ def test_two_torchrun_processes_follow_the_single_process_trajectory(tmp_path):
     script.write_text(SCRIPT)
     out = tmp_path / "out.json"
     root = Path(__file__).resolve().parent.parent
-    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2"]
-    command += ["--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--log-dir", str(tmp_path / "logs")]
+    # --standalone: the agent's store listens on a port of its own choosing (a free port chosen here could be
+    # taken by another process before torchrun listens on it)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command += ["--log-dir", str(tmp_path / "logs")]
     command += [str(script), str(out)]  # (without --log-dir, torchrun leaves a folder in the temporary directory)
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=root)
@@ -131,8 +126,8 @@ def test_the_scaling_page_runs_as_written_under_torchrun(tmp_path):
     root = Path(__file__).resolve().parent.parent
     block = re.findall(r"```python\n(.*?)```", (root / "docs" / "models" / "scaling.md").read_text(), flags=re.S)[0]
     (tmp_path / "train.py").write_text(block)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    command += ["--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--log-dir", "logs", "train.py"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command += ["--log-dir", "logs", "train.py"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-3000:]
     assert SparseGPLVSMRegressor.load(tmp_path / "model.pt").predict(["a b c"]).shape == (1,)

@@ -518,21 +518,19 @@ class SparseGPLVSMRegressor(
         self.fit_result_ = result
 
     def _fit_distributed(self, x: torch.Tensor, targets: torch.Tensor, seed: int) -> None:
-        import socket
         import tempfile
 
         import torch.multiprocessing as mp
 
-        with socket.socket() as sock:  # a free loopback port for the process group
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
         with tempfile.TemporaryDirectory() as tmp:
-            out = f"{tmp}/rank0.pt"
+            # The processes meet through a file, not a port: a free port chosen here could be taken by
+            # another process before rank 0 listens on it (EADDRINUSE, seen on CI).
+            rendezvous, out = f"{tmp}/rendezvous", f"{tmp}/rank0.pt"
             mp.start_processes(
                 _distributed_worker,
                 args=(
                     self.world_size,
-                    port,
+                    rendezvous,
                     self.get_params(deep=False),
                     x,
                     targets,
@@ -717,7 +715,7 @@ def _check_picklable(params: dict[str, Any], world_size: int) -> None:
 def _distributed_worker(
     rank: int,
     world_size: int,
-    port: int,
+    rendezvous: str,
     params: dict,
     x: torch.Tensor,
     targets: torch.Tensor,
@@ -733,7 +731,7 @@ def _distributed_worker(
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world_size)
     try:
         est = SparseGPLVSMRegressor(**{**params, "distributed": False})
         est._train(x, targets, seed, num_words, word_features, rank=rank, world_size=world_size)
