@@ -14,9 +14,20 @@ stays 1: one constant for every data set.
     python benchmarks/power_beta_dev.py --dataset r8 --betas 1,4,2 --out /tmp/beta-dev
     python benchmarks/power_beta_dev.py --quick        # a toy corpus, a tiny random encoder, two betas: seconds
 
-A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``). Printed: a table a beta (``--random``: and
-random sampling with logistic regression at the budget, for reference), the selection's choice (the 20ng
-part of the rule) and the betas the check (the r8 part) vetoes.
+EPIG's target count (``EPIG_TARGETS``, 100 target texts drawn from the unlabelled pool every round), by the same
+rule with 100 in beta = 1's place, written before its first run (2026-12-06, fresh dev seeds 215-220): a
+count other than 100 is adopted only if 20ng selects it (paired difference at half the budget positive and above
+one standard error, area not more than one standard error behind) and r8 does not veto it (not more than one
+standard error behind at half its budget). Its cost is part of the verdict, not of the rule: the acquisition's
+seconds grow with the count.
+
+    python benchmarks/power_beta_dev.py --dataset 20ng --epig-targets 100,300 --seed 215 --out /tmp/targets-dev
+    python benchmarks/power_beta_dev.py --dataset r8 --epig-targets 100,300 --seed 215 --out /tmp/targets-dev
+
+A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``). Printed: a
+table a setting (``--random``: and random sampling with logistic regression at the budget, for reference), the
+seconds a run, the selection's choice (the 20ng part of the rule) and the settings the check (the r8 part)
+vetoes.
 """
 
 from __future__ import annotations
@@ -36,6 +47,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="20ng", help="20ng or r8: its training part alone")
     parser.add_argument("--betas", default="1,2,4,0.5", help="the exponents; the first is the reference")
+    parser.add_argument(
+        "--epig-targets", default=None, help="EPIG's target counts instead of the exponents; the first is the reference"
+    )
     parser.add_argument("--seed", type=int, default=209, help="the first seed (the draws: seed + k, k < --seeds)")
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--random", action="store_true", help="also random sampling with logistic regression")
@@ -55,7 +69,8 @@ def main(argv=None) -> int:
 
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
-    betas = [float(b) for b in args.betas.split(",")]
+    lever = "targets" if args.epig_targets else "beta"
+    betas = [float(b) for b in (args.epig_targets or args.betas).split(",")]
     sizes = {"20ng": (5000, 3000, 400), "r8": (None, 1500, 200)}  # pool, held out, budget
 
     @dataclasses.dataclass(frozen=True)
@@ -90,12 +105,15 @@ def main(argv=None) -> int:
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
                 seed=args.seed, held_out=held, **extra,
             )  # fmt: skip
-            original = active.power_batch
-            active.power_batch = lambda scores, k, rng: original(scores, k, rng, beta)
+            original, targets = active.power_batch, active.EPIG_TARGETS
+            if lever == "beta":
+                active.power_batch = lambda scores, k, rng: original(scores, k, rng, beta)
+            else:  # read by run_cell at each round
+                active.EPIG_TARGETS = int(beta)
             try:
-                records = study.run(root / f"{name}-beta{beta:g}", InProcessExecutor(args.threads), progress=False)
+                records = study.run(root / f"{name}-{lever}{beta:g}", InProcessExecutor(args.threads), progress=False)
             finally:
-                active.power_batch = original
+                active.power_batch, active.EPIG_TARGETS = original, targets
             out: dict[str, dict[int, dict]] = {}
             for r in records["records"]:
                 out.setdefault(r["method"], {})[r["split"]] = r
@@ -103,12 +121,12 @@ def main(argv=None) -> int:
 
         runs = {b: run(b, (STRATEGY, "random") if args.random and b == betas[0] else (STRATEGY,)) for b in betas}
         half = budget // 2
-        print(rule_table(runs, betas, half, name, seeds))
+        print(rule_table(runs, betas, half, name, seeds, "beta" if lever == "beta" else "EPIG targets"))
     return 0
 
 
-def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int) -> str:
-    """The table a beta and the rule's choice (the module docstring)."""
+def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int, setting: str = "beta") -> str:
+    """The table a setting (a beta or a target count) and the rule's choice (the module docstring)."""
     from lvgp.experiments.active import _at  # the study's own: the last point at most ``half`` (r8's 98 for 100)
 
     def se(x: np.ndarray) -> float:
@@ -116,11 +134,11 @@ def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int)
 
     reference = runs[betas[0]][STRATEGY]
     lines = [
-        f"{name}, {seeds} seeds: the GP ({STRATEGY}) at half the budget ({half} labels), paired against beta = "
+        f"{name}, {seeds} seeds: the GP ({STRATEGY}) at half the budget ({half} labels), paired against {setting} = "
         f"{betas[0]:g}",
         "",
-        "| beta | accuracy at half | paired difference at half | paired difference of the area |",
-        "|---|---|---|---|",
+        f"| {setting} | accuracy at half | paired difference at half | paired difference of the area | s a run |",
+        "|---|---|---|---|---|",
     ]
     qualified, below = [], []
     for beta in betas:
@@ -128,8 +146,10 @@ def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int)
         at_half = np.array([_at(cells[s], half) for s in sorted(cells)])
         d = np.array([_at(cells[s], half) - _at(reference[s], half) for s in sorted(cells)])
         a = np.array([cells[s]["aulc"] - reference[s]["aulc"] for s in sorted(cells)])
+        seconds = np.mean([cells[s]["fit_seconds"] + cells[s]["acquire_seconds"] for s in cells])
         lines.append(
-            f"| {beta:g} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} |"
+            f"| {beta:g} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} "
+            f"| {seconds:.0f} |"
         )
         if beta != betas[0] and d.mean() > 0 and d.mean() > se(d) and a.mean() >= -se(a):
             qualified.append((at_half.mean(), beta))
@@ -139,13 +159,13 @@ def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int)
     if random:
         gap = np.array([_at(reference[s], half) - random[s]["final_accuracy"] for s in sorted(reference)])
         lines.append(
-            f"\nbeta = {betas[0]:g} at half the budget minus random sampling (logistic regression) at the budget: "
+            f"\n{setting} = {betas[0]:g} at half the budget minus random sampling (logistic regression) at the budget: "
             f"{gap.mean():+.4f} ± {se(gap):.4f} ({int((gap >= 0).sum())} of {len(gap)} at or above)"
         )
     choice = max(qualified)[1] if qualified else betas[0]
-    lines.append(f"\nThe selection's choice on {name}: beta = {choice:g}")
+    lines.append(f"\nThe selection's choice on {name}: {setting} = {choice:g}")
     lines.append(
-        f"Below beta = {betas[0]:g} by more than one standard error at half the budget (vetoed by the check on "
+        f"Below {setting} = {betas[0]:g} by more than one standard error at half the budget (vetoed by the check on "
         f"{name}): {', '.join(f'{b:g}' for b in below) or 'none'}"
     )
     return "\n".join(lines)
