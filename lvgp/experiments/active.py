@@ -123,7 +123,8 @@ EPIG_SAMPLES = 64
 #: covariances, or ``"monte-carlo"``, from the table of the pair's draws (the study's until 2026-12-03, whose
 #: upward bias was most of every score: ``benchmarks/README.md``, "EPIG's estimator")
 EPIG_ESTIMATOR = "second-order"
-#: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter)
+#: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter; 300 tried on dev
+#: draws and not adopted: ``benchmarks/power_beta_dev.py``)
 EPIG_TARGETS = 100
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
 #: tables' target x class x class where the classes outnumber the draws); 2^20, 8 MB of float64: smaller chunks
