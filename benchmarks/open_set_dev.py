@@ -299,6 +299,38 @@ def main() -> None:
             print(paired_scores(every, *args.paired_scores.split(",")))
 
 
+def training_part_split(
+    dataset: str,
+    rng: np.random.Generator,
+    pool_size: int | None,
+    held_out: int,
+    held_out_first: bool,
+    sort_pool: bool,
+):
+    """An active study's split drawn from a data set's training part alone (dev draws: no test document read): the
+    part's rows permuted by ``rng``, ``held_out`` of them the scored texts and ``pool_size`` (``None``: the rest)
+    the pool, then one pool text a class to start (the same ``rng``, classes in sorted order). ``held_out_first``:
+    the held-out rows are the permutation's first, else the pool's are; ``sort_pool``: the pool in the part's
+    order. Each dev script keeps its stream and order (``power_beta_dev.py``: held out first, the pool sorted;
+    ``point_cloud_dev.py``: the pool first, in drawn order), so that its recorded draws are drawn again."""
+    from lvgp.experiments import active
+    from lvgp.experiments.open_set import classification_corpus
+
+    corpus = classification_corpus(dataset)
+    texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
+    order = rng.permutation(len(labels))
+    if held_out_first:
+        held, rest = order[:held_out], order[held_out:]
+        pool = rest[:pool_size] if pool_size else rest
+    else:
+        end = pool_size if pool_size else len(order) - held_out
+        pool, held = order[:end], order[end : end + held_out]
+    pool = np.sort(pool) if sort_pool else pool
+    pool_labels = labels[pool]
+    start = np.array([rng.choice(np.flatnonzero(pool_labels == c)) for c in np.unique(pool_labels)])
+    return active.ActiveSplit([texts[i] for i in pool], pool_labels, start, [texts[i] for i in held], labels[held])
+
+
 @contextlib.contextmanager
 def scratch_folder(out: str | None, prefix: str) -> Iterator[Path]:
     """``out`` (made if missing), kept; without it a temporary folder named ``prefix...``, removed when the block

@@ -87,7 +87,6 @@ def main(argv=None) -> int:
 
     from lvgp.experiments import active
     from lvgp.experiments.executors import limit_threads
-    from lvgp.experiments.open_set import classification_corpus
 
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
@@ -112,19 +111,14 @@ def main(argv=None) -> int:
             model.fit = recording_fit
             return model
 
+    sys.path.insert(0, str(Path(__file__).parent))
+    from open_set_dev import training_part_split
+
     @dataclasses.dataclass(frozen=True)
     class DevStudy(SelectingStudy):
         def split(self, split: int) -> active.ActiveSplit:  # the training part alone
-            corpus = classification_corpus(self.dataset)
-            texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
             rng = np.random.default_rng([args.seed, split, 57])
-            order = rng.permutation(len(labels))
-            pool, held = order[: args.pool], order[args.pool : args.pool + args.held_out]
-            pool_labels = labels[pool]
-            start = np.array([rng.choice(np.flatnonzero(pool_labels == c)) for c in np.unique(pool_labels)])
-            return active.ActiveSplit(
-                [texts[i] for i in pool], pool_labels, start, [texts[i] for i in held], labels[held]
-            )
+            return training_part_split(self.dataset, rng, args.pool, args.held_out, False, False)
 
     with contextlib.ExitStack() as scratch:  # the quick run's toy corpus, removed at the end
         strategies = tuple(args.strategies.split(","))

@@ -62,10 +62,9 @@ def main(argv=None) -> int:
 
     from lvgp.experiments import active
     from lvgp.experiments.executors import InProcessExecutor, limit_threads
-    from lvgp.experiments.open_set import classification_corpus
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from open_set_dev import scratch_folder, toy_corpus
+    from open_set_dev import scratch_folder, toy_corpus, training_part_split
 
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
@@ -79,17 +78,8 @@ def main(argv=None) -> int:
 
         @functools.lru_cache(maxsize=4)  # noqa: B019  (frozen and hashable)
         def split(self, split: int) -> active.ActiveSplit:  # the training part alone
-            corpus = classification_corpus(self.dataset)
-            texts, labels = list(corpus.train_texts), np.asarray(corpus.train_labels).astype(str)
             rng = np.random.default_rng([self.seed + split, 57])
-            order = rng.permutation(len(labels))
-            held, rest = order[: self.held_out], order[self.held_out :]
-            rest = np.sort(rest[: self.pool_size] if self.pool_size else rest)
-            pool_labels = labels[rest]
-            start = np.array([rng.choice(np.flatnonzero(pool_labels == c)) for c in np.unique(pool_labels)])
-            return active.ActiveSplit(
-                [texts[i] for i in rest], pool_labels, start, [texts[i] for i in held], labels[held]
-            )
+            return training_part_split(self.dataset, rng, self.pool_size, self.held_out, True, True)
 
     with scratch_folder(args.out, "power-beta-dev-") as root:
         if args.quick:
