@@ -68,8 +68,9 @@ def main(argv=None) -> int:
 
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
-    lever = "targets" if args.epig_targets else "beta"
-    betas = [float(b) for b in (args.epig_targets or args.betas).split(",")]
+    # the setting varied: its name in the study folders and in the table, and its values (the first the reference)
+    lever, setting = ("targets", "EPIG targets") if args.epig_targets else ("beta", "beta")
+    values = [float(v) for v in (args.epig_targets or args.betas).split(",")]
     sizes = {"20ng": (5000, 3000, 400), "r8": (None, 1500, 200)}  # pool, held out, budget
 
     @dataclasses.dataclass(frozen=True)
@@ -85,23 +86,23 @@ def main(argv=None) -> int:
         if args.quick:
             toy_corpus(root / "toy.tsv")
             dataset, (pool, held, budget), batch, extra = str(root / "toy.tsv"), (None, 40, 24), 4, {"ldk_max_iter": 5}
-            name, seeds, betas = "toy", min(args.seeds, 2), betas[:2]
+            name, seeds, values = "toy", min(args.seeds, 2), values[:2]
         else:
             dataset, (pool, held, budget), batch, extra = args.dataset, sizes[args.dataset], 10, {}
             name, seeds = args.dataset, args.seeds
 
-        def run(beta: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
+        def run(value: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
             study = DevStudy(
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
                 seed=args.seed, held_out=held, **extra,
             )  # fmt: skip
             original, targets = active.power_batch, active.EPIG_TARGETS
             if lever == "beta":
-                active.power_batch = lambda scores, k, rng: original(scores, k, rng, beta)
+                active.power_batch = lambda scores, k, rng: original(scores, k, rng, value)
             else:  # read by run_cell at each round
-                active.EPIG_TARGETS = int(beta)
+                active.EPIG_TARGETS = int(value)
             try:
-                records = study.run(root / f"{name}-{lever}{beta:g}", InProcessExecutor(args.threads), progress=False)
+                records = study.run(root / f"{name}-{lever}{value:g}", InProcessExecutor(args.threads), progress=False)
             finally:
                 active.power_batch, active.EPIG_TARGETS = original, targets
             out: dict[str, dict[int, dict]] = {}
@@ -109,53 +110,54 @@ def main(argv=None) -> int:
                 out.setdefault(r["method"], {})[r["split"]] = r
             return out
 
-        runs = {b: run(b, (STRATEGY, "random") if args.random and b == betas[0] else (STRATEGY,)) for b in betas}
+        runs = {v: run(v, (STRATEGY, "random") if args.random and v == values[0] else (STRATEGY,)) for v in values}
         half = budget // 2
-        print(rule_table(runs, betas, half, name, seeds, "beta" if lever == "beta" else "EPIG targets"))
+        print(rule_table(runs, values, half, name, seeds, setting))
     return 0
 
 
-def rule_table(runs: dict, betas: list[float], half: int, name: str, seeds: int, setting: str = "beta") -> str:
-    """The table a setting (a beta or a target count) and the rule's choice (the module docstring)."""
+def rule_table(runs: dict, values: list[float], half: int, name: str, seeds: int, setting: str = "beta") -> str:
+    """The table a value of the setting (a beta or a target count; ``values[0]`` the reference) and the rule's
+    choice (the module docstring)."""
     from lvgp.experiments.active import _at  # the study's own: the last point at most ``half`` (r8's 98 for 100)
 
     def se(x: np.ndarray) -> float:
         return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
 
-    reference = runs[betas[0]][STRATEGY]
+    reference = runs[values[0]][STRATEGY]
     lines = [
         f"{name}, {seeds} seeds: the GP ({STRATEGY}) at half the budget ({half} labels), paired against {setting} = "
-        f"{betas[0]:g}",
+        f"{values[0]:g}",
         "",
         f"| {setting} | accuracy at half | paired difference at half | paired difference of the area | s a run |",
         "|---|---|---|---|---|",
     ]
     qualified, below = [], []
-    for beta in betas:
-        cells = runs[beta][STRATEGY]
+    for value in values:
+        cells = runs[value][STRATEGY]
         at_half = np.array([_at(cells[s], half) for s in sorted(cells)])
         d = np.array([_at(cells[s], half) - _at(reference[s], half) for s in sorted(cells)])
         a = np.array([cells[s]["aulc"] - reference[s]["aulc"] for s in sorted(cells)])
         seconds = np.mean([cells[s]["fit_seconds"] + cells[s]["acquire_seconds"] for s in cells])
         lines.append(
-            f"| {beta:g} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} "
+            f"| {value:g} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} "
             f"| {seconds:.0f} |"
         )
-        if beta != betas[0] and d.mean() > 0 and d.mean() > se(d) and a.mean() >= -se(a):
-            qualified.append((at_half.mean(), beta))
+        if value != values[0] and d.mean() > 0 and d.mean() > se(d) and a.mean() >= -se(a):
+            qualified.append((at_half.mean(), value))
         if d.mean() < -se(d):
-            below.append(beta)
-    random = runs[betas[0]].get("random")
+            below.append(value)
+    random = runs[values[0]].get("random")
     if random:
         gap = np.array([_at(reference[s], half) - random[s]["final_accuracy"] for s in sorted(reference)])
         lines.append(
-            f"\n{setting} = {betas[0]:g} at half the budget minus random sampling (logistic regression) at the budget: "
+            f"\n{setting} = {values[0]:g} at half the budget minus random sampling (logistic regression) at the budget: "
             f"{gap.mean():+.4f} ± {se(gap):.4f} ({int((gap >= 0).sum())} of {len(gap)} at or above)"
         )
-    choice = max(qualified)[1] if qualified else betas[0]
+    choice = max(qualified)[1] if qualified else values[0]
     lines.append(f"\nThe selection's choice on {name}: {setting} = {choice:g}")
     lines.append(
-        f"Below {setting} = {betas[0]:g} by more than one standard error at half the budget (vetoed by the check on "
+        f"Below {setting} = {values[0]:g} by more than one standard error at half the budget (vetoed by the check on "
         f"{name}): {', '.join(f'{b:g}' for b in below) or 'none'}"
     )
     return "\n".join(lines)
