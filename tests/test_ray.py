@@ -24,7 +24,6 @@ def ray_cluster():
     when Ray's fixed 30 s startup wait runs out on a busy machine). If it still cannot start, the
     Ray tests are skipped, saying why: a load-induced timeout is the machine's, not lvgp's (issue 59:
     two fixture errors on a fresh clone at load 3-6)."""
-    import shutil
     import tempfile
 
     import ray.cloudpickle
@@ -32,8 +31,10 @@ def ray_cluster():
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
     # Ray's session folder in a short-named temporary folder of its own (Unix socket paths are limited to
     # about 107 bytes), removed at the end: not /tmp/ray left behind by the suite
-    folder = tempfile.mkdtemp(prefix="lvgp-ray-")
-    with pytest.MonkeyPatch.context() as patch:
+    with (
+        tempfile.TemporaryDirectory(prefix="lvgp-ray-", ignore_cleanup_errors=True) as folder,
+        pytest.MonkeyPatch.context() as patch,
+    ):
         patch.setenv("RAY_TMPDIR", folder)
         try:
             try:
@@ -42,8 +43,7 @@ def ray_cluster():
                 pytest.skip(f"Ray did not start on this busy machine: {err}")
             yield
         finally:
-            ray.shutdown()
-            shutil.rmtree(folder, ignore_errors=True)
+            ray.shutdown()  # before the folder goes
 
 
 @pytest.fixture
