@@ -377,3 +377,33 @@ def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_te
     argv += ["--strategies", "gp-power-entropy,random"]
     assert main(argv) == 0
     assert "Word parts fitted on the whole pool's texts (--vocabulary-from pool)" in (out / "table.md").read_text()
+
+
+@pytest.mark.parametrize("share", [0.0, 0.4])
+def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy_topics_tsv, share, monkeypatch):
+    """``RANDOM_SHARE`` (0 in the studies): of a batch of 5, ``round(5 share)`` texts are drawn at random from the
+    pool texts the acquisition's top-k left, the others are its top-k; share 0 is the top-k batch alone."""
+    from lvgp.experiments import active
+
+    pools: list[list[str]] = []
+
+    def scores(model, acquisition, pool, seed, targets=None):  # the pool's order is the ranking
+        pools.append(list(pool))
+        return -np.arange(len(pool), dtype=np.float64)
+
+    monkeypatch.setattr(active, "acquisition_scores", scores)
+    monkeypatch.setattr(active, "RANDOM_SHARE", share)
+    study = active.ActiveStudy(
+        dataset=toy_topics_tsv, budget=13, batch=5, splits=1, strategies=("gp-entropy",), test_size=15, ldk_max_iter=3
+    )
+    record = active.run_cell(study, {"method": "gp-entropy", "split": 0})
+    assert [p["labels"] for p in record["curve"]] == [3, 8, 13]
+    first, second = pools
+    chosen = [t for t in first if t not in second]
+    n_random = round(5 * share)
+    assert len(chosen) == 5 and chosen[: 5 - n_random] == first[: 5 - n_random]  # the top-k part
+    if n_random:  # the rest not the next of the ranking (a draw of 2 from the 37 left: the top 2 with odds 1/666)
+        assert chosen[5 - n_random :] != first[5 - n_random : 5]
+        rng = active.Streams.of_seed(0).numpy("active mixed random 0")
+        left = np.setdiff1d(np.arange(len(first)), np.arange(5 - n_random))
+        assert sorted(chosen[5 - n_random :]) == sorted(first[i] for i in rng.choice(left, n_random, replace=False))

@@ -126,6 +126,10 @@ EPIG_ESTIMATOR = "second-order"
 #: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter; 300 tried on dev
 #: draws and not adopted: ``benchmarks/power_beta_dev.py``)
 EPIG_TARGETS = 100
+#: the share of each batch an acquiring strategy draws at random from the unlabelled pool, the rest its
+#: acquisition's (rounded to whole texts; 0: every text its acquisition's, the studies' protocol; tried on dev
+#: draws: ``benchmarks/power_beta_dev.py``)
+RANDOM_SHARE = 0.0
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
 #: tables' target x class x class where the classes outnumber the draws); 2^20, 8 MB of float64: smaller chunks
 #: stay in cache, 2^22 took 1.2x and 2^23 1.5x the time on 20ng's 20 classes (``benchmarks/epig_cost.py``)
@@ -577,6 +581,7 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     bald_seed = Streams.of_seed(study.seed).seed("bald draws")
     power_rng = Streams.of_seed(study.seed).numpy(f"active power draws {cell['split']}")
     target_rng = Streams.of_seed(study.seed).numpy(f"active epig targets {cell['split']}")
+    mixed_rng = Streams.of_seed(study.seed).numpy(f"active mixed random {cell['split']}")
     labelled = list(split.start)
     unlabelled = np.setdiff1d(np.arange(len(split.pool_labels)), labelled)
     # --vocabulary-from pool: the GP reads the pool's vocabulary (its builder); logistic regression's
@@ -619,10 +624,14 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                     drawn = target_rng.choice(len(pool), min(EPIG_TARGETS, len(pool)), replace=False)
                     targets = [pool[i] for i in drawn]
                 scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed, targets)
+                n_random = int(round(RANDOM_SHARE * take))
                 if acquisition.startswith("power-"):
-                    chosen = unlabelled[power_batch(np.clip(scores, 0.0, None), take, power_rng)]
+                    chosen = unlabelled[power_batch(np.clip(scores, 0.0, None), take - n_random, power_rng)]
                 else:
-                    chosen = unlabelled[np.argsort(-scores, kind="stable")[:take]]
+                    chosen = unlabelled[np.argsort(-scores, kind="stable")[: take - n_random]]
+                if n_random:  # the batch's random part, from the texts its acquisition left
+                    rest = np.setdiff1d(unlabelled, chosen)
+                    chosen = np.concatenate([chosen, mixed_rng.choice(rest, n_random, replace=False)])
             acquire_seconds += time.perf_counter() - start
             labelled += chosen.tolist()
             unlabelled = np.setdiff1d(unlabelled, chosen)
