@@ -127,8 +127,8 @@ EPIG_ESTIMATOR = "second-order"
 #: draws and not adopted: ``benchmarks/power_beta_dev.py``)
 EPIG_TARGETS = 100
 #: the share of each batch an acquiring strategy draws at random from the unlabelled pool, the rest its
-#: acquisition's (rounded to whole texts; 0: every text its acquisition's, the studies' protocol; tried on dev
-#: draws: ``benchmarks/power_beta_dev.py``)
+#: acquisition's (rounded to whole texts; 0: every text its acquisition's, the studies' protocol; 0.2 tried on
+#: dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 RANDOM_SHARE = 0.0
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
 #: tables' target x class x class where the classes outnumber the draws); 2^20, 8 MB of float64: smaller chunks
