@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-whole", action="store_true", help="not the whole dense eigendecomposition")
     parser.add_argument("--skip-lobpcg", action="store_true", help="not LOBPCG (slow for many eigenvectors)")
-    parser.add_argument("--quick", action="store_true", help="1,200 synthetic points, 40 eigenvectors")
+    parser.add_argument("--quick", action="store_true", help="1,200 synthetic points, 40 eigenvectors, one thread")
     args = parser.parse_args()
 
     import numpy as np
@@ -51,9 +51,10 @@ def main() -> None:
 
     from lvgp.kernels.point_cloud import cloud_affinity, leading_eigenpairs
 
-    torch.set_num_threads(args.threads)
     if args.quick:
-        args.dataset, args.points, args.components, args.clusters = None, 1200, 40, 20
+        # one thread: a smoke run beside the test suite's other worker (two threads spun against it: 4-6x the time)
+        args.dataset, args.points, args.components, args.clusters, args.threads = None, 1200, 40, 20, 1
+    torch.set_num_threads(args.threads)
     if args.dataset:
         from lvgp.datasets import load_text_classification
         from lvgp.encoders import resolve_encoder

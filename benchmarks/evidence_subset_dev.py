@@ -38,7 +38,12 @@ def main(argv=None) -> int:
     parser.add_argument("--subsets", default="1000,2000")
     parser.add_argument("--splits", type=int, default=1)
     parser.add_argument("--first-split", type=int, default=0, help="the first split's number (its seed)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads (default 2; 1 with --quick: a smoke run beside the test suite's other worker)",
+    )
     parser.add_argument(
         "--inference",
         choices=("dirichlet", "laplace"),
@@ -46,6 +51,8 @@ def main(argv=None) -> int:
         help="laplace: the softmax likelihood's Laplace inference (no temperature; try --per-class 25 --subsets 250)",
     )
     args = parser.parse_args(argv)
+    if args.threads is None:  # two threads of a quick run spin against the other worker's
+        args.threads = 1 if args.quick else 2
     from lvgp.experiments.executors import limit_threads
 
     limit_threads(args.threads)
