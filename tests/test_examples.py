@@ -169,6 +169,7 @@ GPU_DRY_RUN_PARTS = {
     "large_n.py": "large-50k",
     "fused_host_tables.py": "host-tables",
     "encoder_throughput.py": "encoder",
+    "intent_scale.py": "intent",
 }
 DRY_RUN_POSSIBLE = shutil.which("bash") is not None and shutil.which("timeout") is not None
 
