@@ -47,23 +47,33 @@ def _forkserver() -> multiprocessing.context.ForkServerContext:
 
 
 def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str, environ: dict[str, str]) -> None:
+    """The run: ``script`` a path, or ``-m NAME`` for a module run as ``python -m NAME`` runs it (the working
+    folder first on ``sys.path``)."""
     for fd, path in ((1, stdout), (2, stderr)):
         os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
     os.environ.clear()  # the caller's now, not the server's when it started
     os.environ.update(environ)
     tempfile.tempdir = None  # read from the caller's TMPDIR again, as a fresh interpreter does
     os.chdir(cwd)
+    if script.startswith("-m "):
+        sys.argv = [script, *args]  # runpy sets argv[0] to the module's file
+        sys.path.insert(0, cwd)
+        runpy.run_module(script.removeprefix("-m "), run_name="__main__", alter_sys=True)
+        return
     sys.argv = [script, *args]
     sys.path.insert(0, str(Path(script).parent))
     runpy.run_path(script, run_name="__main__")
 
 
-def run_script(script: Path, args: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_script(
+    script: Path | str, args: list[str], timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """``subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=timeout)``,
-    from a fork of the server (module docstring); ``returncode`` is the script's exit status. Where the
-    platform has no forkserver (Windows), that very ``subprocess.run``."""
+    from a fork of the server (module docstring); ``returncode`` is the script's exit status. ``script`` may
+    be ``"-m NAME"``: ``python -m NAME ARGS``. Where the platform has no forkserver (Windows), that very
+    ``subprocess.run``."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
-        command = [sys.executable, str(script), *args]
+        command = [sys.executable, *str(script).split(" ", 1), *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -57,18 +56,13 @@ def test_example_runs(script, monkeypatch):
 
 
 def test_cli_help():
-    out = subprocess.run([sys.executable, "-m", "lvgp", "--help"], capture_output=True, text=True, timeout=120)
+    out = run_script("-m lvgp", ["--help"], timeout=120)  # python -m lvgp --help, forked (tests/_forked_run.py)
     assert out.returncode == 0 and "demo" in out.stdout and "compare" in out.stdout
 
 
 @pytest.mark.network
 def test_demo_runs_on_real_data(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-m", "lvgp", "demo", "--tiny", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    out = run_script("-m lvgp", ["demo", "--tiny", "--out", str(tmp_path)], timeout=900)
     assert out.returncode == 0, out.stderr
     assert "Amazon review snippets" in out.stdout and "GP-LVSM (lvgp's default)" in out.stdout
     assert "95% cover" in out.stdout and "NLPD" in out.stdout and "MAP GP-LVSM loses on single sentences" in out.stdout
@@ -292,6 +286,9 @@ def test_a_forked_run_is_the_scripts_own_run(tmp_path, monkeypatch):
             monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
         out = run_script(script, ["--quick", "x"], timeout=120)
         expected = "__main__ ['--quick', 'x'] 42 the caller's\n"
+        assert (out.returncode, out.stdout, out.stderr) == (3, expected, "to stderr\n")
+        # "-m NAME": python -m NAME, run from the working folder (first on sys.path), argv[0] the module's file
+        out = run_script("-m script", ["--quick", "x"], timeout=120, cwd=tmp_path)
         assert (out.returncode, out.stdout, out.stderr) == (3, expected, "to stderr\n")
 
 
