@@ -33,10 +33,10 @@ it and r8 does not veto it, as above.
     python benchmarks/power_beta_dev.py --dataset 20ng --random-shares 0,0.2 --seed 221 --out /tmp/share-dev
     python benchmarks/power_beta_dev.py --dataset r8 --random-shares 0,0.2 --seed 221 --out /tmp/share-dev
 
-A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``, ``<dataset>-share<s>/cells``). Printed: a
-table a setting (``--random``: and random sampling with logistic regression at the budget, for reference), the
-seconds a run, the selection's choice (the 20ng part of the rule) and the settings the check (the r8 part)
-vetoes.
+A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``,
+``<dataset>-share<s>/cells``). Printed: a table a setting (``--random``: and random sampling with logistic regression
+at the budget, for reference), the seconds a run, the selection's choice (the 20ng part of the rule) and the settings
+the check (the r8 part) vetoes.
 """
 
 from __future__ import annotations

@@ -402,7 +402,7 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
     chosen = [t for t in first if t not in second]
     n_random = round(5 * share)
     assert len(chosen) == 5 and chosen[: 5 - n_random] == first[: 5 - n_random]  # the top-k part
-    if n_random:  # the rest not the next of the ranking (a draw of 2 from the 37 left: the top 2 with odds 1/666)
+    if n_random:  # the rest not the next two of the ranking (2 drawn of the 39 left: those two with odds 1/741)
         assert chosen[5 - n_random :] != first[5 - n_random : 5]
         rng = active.Streams.of_seed(0).numpy("active mixed random 0")
         left = np.setdiff1d(np.arange(len(first)), np.arange(5 - n_random))
