@@ -152,7 +152,14 @@ def test_two_processes_share_one_cache(encoder, tmp_path):
     """Two processes encode overlapping lists into one file at once: both get the cache-free
     vectors, and the file holds every text once."""
     texts = [f"text number {i} with a fine film" for i in range(40)]
-    context = multiprocessing.get_context("spawn")
+    # two processes forked from the smoke runs' server (torch, transformers and lvgp imported there once;
+    # tests/_forked_run.py), or spawned where the platform has no forkserver: each its own process and connection
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        from tests._forked_run import _forkserver
+
+        context = _forkserver()
+    else:
+        context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     workers = [
         context.Process(target=_encode_in_a_process, args=(str(tmp_path / "data"), part, queue))
