@@ -55,14 +55,25 @@ def _main(script: str, args: list[str], stdout: str, stderr: str, cwd: str, envi
     os.environ.update(environ)
     tempfile.tempdir = None  # read from the caller's TMPDIR again, as a fresh interpreter does
     os.chdir(cwd)
+    sys.argv = [script, *args]  # (a module's run: runpy sets argv[0] to the module's file)
     if script.startswith("-m "):
-        sys.argv = [script, *args]  # runpy sets argv[0] to the module's file
         sys.path.insert(0, cwd)
         runpy.run_module(script.removeprefix("-m "), run_name="__main__", alter_sys=True)
-        return
-    sys.argv = [script, *args]
-    sys.path.insert(0, str(Path(script).parent))
-    runpy.run_path(script, run_name="__main__")
+    else:
+        sys.path.insert(0, str(Path(script).parent))
+        runpy.run_path(script, run_name="__main__")
+
+
+def has_forkserver() -> bool:
+    """Whether the platform has multiprocessing's forkserver (not Windows): where it has none, the runs here are
+    fresh interpreters."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def process_context() -> multiprocessing.context.BaseContext:
+    """The context whose ``Process`` forks from the server (module docstring), or spawn's where the platform
+    has no forkserver: for a test's own worker processes."""
+    return _forkserver() if has_forkserver() else multiprocessing.get_context("spawn")
 
 
 def run_script(
@@ -72,8 +83,9 @@ def run_script(
     from a fork of the server (module docstring); ``returncode`` is the script's exit status. ``script`` may
     be ``"-m NAME"``: ``python -m NAME ARGS``. Where the platform has no forkserver (Windows), that very
     ``subprocess.run``."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        command = [sys.executable, *str(script).split(" ", 1), *args]
+    if not has_forkserver():
+        head = ["-m", str(script).removeprefix("-m ")] if str(script).startswith("-m ") else [str(script)]
+        command = [sys.executable, *head, *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"

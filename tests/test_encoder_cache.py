@@ -8,7 +8,6 @@ mode, and a full disk SQLite's own error, put in the way of lvgp's connection.""
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 import warnings
 
@@ -154,12 +153,9 @@ def test_two_processes_share_one_cache(encoder, tmp_path):
     texts = [f"text number {i} with a fine film" for i in range(40)]
     # two processes forked from the smoke runs' server (torch, transformers and lvgp imported there once;
     # tests/_forked_run.py), or spawned where the platform has no forkserver: each its own process and connection
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        from tests._forked_run import _forkserver
+    from tests._forked_run import process_context
 
-        context = _forkserver()
-    else:
-        context = multiprocessing.get_context("spawn")
+    context = process_context()
     queue = context.Queue()
     workers = [
         context.Process(target=_encode_in_a_process, args=(str(tmp_path / "data"), part, queue))

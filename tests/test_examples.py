@@ -273,8 +273,10 @@ def test_a_forked_run_is_the_scripts_own_run(tmp_path, monkeypatch):
     forkserver and, where a platform has none, from a subprocess."""
     import multiprocessing
 
-    (tmp_path / "helper_module.py").write_text("VALUE = 41\n")
-    script = tmp_path / "script.py"
+    folder = tmp_path / "a folder"  # a space in the path: one argument all the same
+    folder.mkdir()
+    (folder / "helper_module.py").write_text("VALUE = 41\n")
+    script = folder / "script.py"
     script.write_text(
         "import os, sys\nfrom helper_module import VALUE\n"
         "print(__name__, sys.argv[1:], VALUE + 1, os.environ['LVGP_FORKED_RUN_CHECK'])\n"
@@ -288,7 +290,7 @@ def test_a_forked_run_is_the_scripts_own_run(tmp_path, monkeypatch):
         expected = "__main__ ['--quick', 'x'] 42 the caller's\n"
         assert (out.returncode, out.stdout, out.stderr) == (3, expected, "to stderr\n")
         # "-m NAME": python -m NAME, run from the working folder (first on sys.path), argv[0] the module's file
-        out = run_script("-m script", ["--quick", "x"], timeout=120, cwd=tmp_path)
+        out = run_script("-m script", ["--quick", "x"], timeout=120, cwd=folder)
         assert (out.returncode, out.stdout, out.stderr) == (3, expected, "to stderr\n")
 
 
