@@ -14,7 +14,7 @@ stays 1: one constant for every data set.
     python benchmarks/power_beta_dev.py --dataset r8 --betas 1,4,2 --out /tmp/beta-dev
     python benchmarks/power_beta_dev.py --quick        # a toy corpus, a tiny random encoder, two betas: seconds
 
-EPIG's target count (``EPIG_TARGETS``, 100 target texts drawn from the unlabelled pool every round), by the same
+EPIG's target count (``--epig-targets``, 100 target texts drawn from the unlabelled pool every round), by the same
 rule with 100 in beta = 1's place, written before its first run (2026-12-06, fresh dev seeds 215-220): a
 count other than 100 is adopted only if 20ng selects it (paired difference at half the budget positive and above
 one standard error, area not more than one standard error behind) and r8 does not veto it (not more than one
@@ -24,7 +24,7 @@ seconds grow with the count.
     python benchmarks/power_beta_dev.py --dataset 20ng --epig-targets 100,300 --seed 215 --out /tmp/targets-dev
     python benchmarks/power_beta_dev.py --dataset r8 --epig-targets 100,300 --seed 215 --out /tmp/targets-dev
 
-A share of every batch drawn at random (``RANDOM_SHARE``, 0: the whole batch the acquisition's), by the same rule
+A share of every batch drawn at random (``--random-share``, 0: the whole batch the acquisition's), by the same rule
 with 0 in beta = 1's place, written before its first run (2026-12-06, fresh dev seeds 221-226): the GP's lead over
 random texts halves from 200 to 400 labels on 20ng's whole training part, and random texts among the acquired ones
 are the common mend for a batch that drifts from the pool's distribution. A share is adopted only if 20ng selects
@@ -111,21 +111,14 @@ def main(argv=None) -> int:
             name, seeds = args.dataset, args.seeds
 
         def run(value: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
+            setting = {"beta": {"power_beta": value}, "targets": {"epig_targets": int(value)}}.get(
+                lever, {"random_share": value}
+            )  # the study's option of the lever
             study = DevStudy(
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
-                seed=args.seed, held_out=held, **extra,
+                seed=args.seed, held_out=held, **extra, **setting,
             )  # fmt: skip
-            original, targets, share = active.power_batch, active.EPIG_TARGETS, active.RANDOM_SHARE
-            if lever == "beta":
-                active.power_batch = lambda scores, k, rng: original(scores, k, rng, value)
-            elif lever == "targets":  # read by run_cell at each round
-                active.EPIG_TARGETS = int(value)
-            else:
-                active.RANDOM_SHARE = value
-            try:
-                records = study.run(root / f"{name}-{lever}{value:g}", InProcessExecutor(args.threads), progress=False)
-            finally:
-                active.power_batch, active.EPIG_TARGETS, active.RANDOM_SHARE = original, targets, share
+            records = study.run(root / f"{name}-{lever}{value:g}", InProcessExecutor(args.threads), progress=False)
             out: dict[str, dict[int, dict]] = {}
             for r in records["records"]:
                 out.setdefault(r["method"], {})[r["split"]] = r

@@ -381,7 +381,7 @@ def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_te
 
 @pytest.mark.parametrize("share", [0.0, 0.4])
 def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy_topics_tsv, share, monkeypatch):
-    """``RANDOM_SHARE`` (0 in the studies): of a batch of 5, ``round(5 share)`` texts are drawn at random from the
+    """``--random-share`` (0 in the studies): of a batch of 5, ``round(5 share)`` texts are drawn at random from the
     pool texts the acquisition's top-k left, the others are its top-k; share 0 is the top-k batch alone."""
     from lvgp.experiments import active
 
@@ -392,10 +392,10 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
         return -np.arange(len(pool), dtype=np.float64)
 
     monkeypatch.setattr(active, "acquisition_scores", scores)
-    monkeypatch.setattr(active, "RANDOM_SHARE", share)
     study = active.ActiveStudy(
-        dataset=toy_topics_tsv, budget=13, batch=5, splits=1, strategies=("gp-entropy",), test_size=15, ldk_max_iter=3
-    )
+        dataset=toy_topics_tsv, budget=13, batch=5, splits=1, strategies=("gp-entropy",), test_size=15, ldk_max_iter=3,
+        random_share=share,
+    )  # fmt: skip
     record = active.run_cell(study, {"method": "gp-entropy", "split": 0})
     assert [p["labels"] for p in record["curve"]] == [3, 8, 13]
     first, second = pools
@@ -407,3 +407,57 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
         rng = active.Streams.of_seed(0).numpy("active mixed random 0")
         left = np.setdiff1d(np.arange(len(first)), np.arange(5 - n_random))
         assert sorted(chosen[5 - n_random :]) == sorted(first[i] for i in rng.choice(left, n_random, replace=False))
+
+
+def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topics_tsv, tmp_path, monkeypatch, capsys):
+    """``--power-beta``, ``--epig-targets`` and ``--random-share`` reach the acquisition (the exponent handed to
+    :func:`power_batch`, the target texts of each round, the batch's random part), are recorded in ``study.json``,
+    named in the table's note when away from their defaults (and not otherwise), and bad values are refused by
+    name; a ``study.json`` written before the options existed reads back with the defaults."""
+    from lvgp.experiments import active
+    from lvgp.experiments.cli import main
+    from lvgp.experiments.study import load_study
+
+    betas, target_counts, batch_sizes, pool_sizes = [], [], [], []
+    original_batch, original_scores = active.power_batch, active.acquisition_scores
+
+    def power_batch(scores, k, rng, beta=active.POWER_BETA):
+        betas.append(beta)
+        batch_sizes.append(k)
+        return original_batch(scores, k, rng, beta)
+
+    def scores(model, acquisition, pool, seed, targets=None):
+        target_counts.append(len(targets))
+        pool_sizes.append(len(pool))
+        return original_scores(model, acquisition, pool, seed, targets)
+
+    monkeypatch.setattr(active, "power_batch", power_batch)
+    monkeypatch.setattr(active, "acquisition_scores", scores)
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "3", "--quiet", "--strategies", "gp-power-epig"]
+    out = tmp_path / "set"
+    assert main([*argv, "--out", str(out), "--power-beta", "2", "--epig-targets", "7", "--random-share", "0.2"]) == 0
+    assert betas == [2.0, 2.0] and target_counts == [7, 7] and batch_sizes == [4, 4]  # one of 5 drawn at random
+    settings = json.loads((out / "study.json").read_text())
+    assert (settings["power_beta"], settings["epig_targets"], settings["random_share"]) == (2.0, 7, 0.2)
+    table = (out / "table.md").read_text()
+    assert "exponent 2 (--power-beta; default 1)" in table and "target texts 7 a round (--epig-targets" in table
+    assert "A share of 0.2 of each acquired batch drawn at random (--random-share; default 0)" in table
+
+    betas.clear(), target_counts.clear(), batch_sizes.clear(), pool_sizes.clear()
+    assert main([*argv, "--out", str(tmp_path / "default")]) == 0
+    assert betas == [1.0, 1.0] and batch_sizes == [5, 5]
+    assert target_counts == [min(100, n) for n in pool_sizes] == [42, 37]  # the toy pool has fewer than 100 texts
+    assert "--power-beta" not in (tmp_path / "default" / "table.md").read_text()
+
+    old = {k: v for k, v in settings.items() if k not in ("power_beta", "epig_targets", "random_share")}
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "study.json").write_text(json.dumps(old))
+    study = load_study(tmp_path / "old")
+    assert (study.power_beta, study.epig_targets, study.random_share) == (1.0, 100, 0.0)
+
+    capsys.readouterr()
+    for flag, value in (("--random-share", "1.5"), ("--power-beta", "0"), ("--epig-targets", "0")):
+        with pytest.raises(SystemExit) as exited:
+            main([*argv, "--out", str(tmp_path / "bad"), flag, value])
+        assert exited.value.code == 2 and flag in capsys.readouterr().err, flag

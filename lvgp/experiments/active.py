@@ -22,12 +22,12 @@ Strategies (the records' ``strategy``):
 * ``gp-power-entropy``, ``gp-power-bald`` (not in the default set) -- stochastic batch acquisition
   (Kirsch, Farquhar, Atighehchian, Jesson, Branchaud-Charron & Gal, TMLR 2023, "power"
   acquisition): the batch is drawn without replacement with probabilities proportional to the
-  score (entropy, BALD) to the power :math:`\beta = 1`, their default (:func:`power_batch`), where
-  the other strategies take the top ``--batch``: a batch of many near-identical top texts is
-  what a top-k batch risks with many classes.
+  score (entropy, BALD) to the power :math:`\beta` (``--power-beta``, default 1, their default;
+  :func:`power_batch`), where the other strategies take the top ``--batch``: a batch of many
+  near-identical top texts is what a top-k batch risks with many classes.
 * ``gp-power-epig``, ``gp-pool-power-epig`` -- the power acquisition of EPIG (Bickford Smith et al.,
-  AISTATS 2023; :func:`epig`): the information a text's label gives about the labels of ``EPIG_TARGETS``
-  target texts drawn afresh from the unlabelled pool every round. ``gp-pool-power-epig``, the GP with the
+  AISTATS 2023; :func:`epig`): the information a text's label gives about the labels of ``--epig-targets``
+  (100) target texts drawn afresh from the unlabelled pool every round. ``gp-pool-power-epig``, the GP with the
   pool's cluster kernel (``gp-pool-*``, below), is in the default set: the studies' best acquisition.
 * ``gp-pool-entropy``, ``gp-pool-power-entropy``, ``random-gp-pool`` (not in the default set) -- the GP
   with the unlabelled pool's cluster kernel as a third part of its kernel (:func:`pool_kernel`).
@@ -45,6 +45,11 @@ unknown to it). ``pool``: on the whole pool's texts, labelled and unlabelled, on
 read; the pool is at hand from the start of pool-based active learning, as the pool GP's cluster
 kernel takes it): the vocabulary is the pool's, the idf the pool's document frequencies, and words of
 no labelled text still count in a text's norm.
+
+``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its
+acquisition left (default 0: the whole batch the acquisition's). ``--power-beta``, ``--epig-targets``
+and ``--random-share`` away from their defaults are named in the table's note; their defaults are the
+settings that dev draws of the training parts kept (``benchmarks/power_beta_dev.py``).
 """
 
 from __future__ import annotations
@@ -112,8 +117,8 @@ DEFAULT_STRATEGIES = (
     "random-gp",
     "gp-pool-power-epig",
 )
-#: the exponent of the power acquisitions (Kirsch et al. 2023's default; greedier and flatter exponents tried on
-#: dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
+#: the exponent of the power acquisitions, ``--power-beta``'s default (Kirsch et al. 2023's default; greedier and
+#: flatter exponents tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 POWER_BETA = 1.0
 #: latent draws of BALD's expectation
 BALD_SAMPLES = 64
@@ -123,12 +128,12 @@ EPIG_SAMPLES = 64
 #: covariances, or ``"monte-carlo"``, from the table of the pair's draws (the study's until 2026-12-03, whose
 #: upward bias was most of every score: ``benchmarks/README.md``, "EPIG's estimator")
 EPIG_ESTIMATOR = "second-order"
-#: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter; 300 tried on dev
-#: draws and not adopted: ``benchmarks/power_beta_dev.py``)
+#: target texts of EPIG, drawn from the unlabelled pool every round (the texts whose labels matter),
+#: ``--epig-targets``'s default (300 tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 EPIG_TARGETS = 100
 #: the share of each batch an acquiring strategy draws at random from the unlabelled pool, the rest its
-#: acquisition's (rounded to whole texts; 0: every text its acquisition's, the studies' protocol; 0.2 tried on
-#: dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
+#: acquisition's, ``--random-share``'s default (rounded to whole texts; 0: every text its acquisition's, the studies'
+#: protocol; 0.2 tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 RANDOM_SHARE = 0.0
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
 #: tables' target x class x class where the classes outnumber the draws); 2^20, 8 MB of float64: smaller chunks
@@ -460,6 +465,20 @@ class ActiveStudy(Study):
         choices=("labelled", "pool"),
     )
     gpc_objective: str = gpc_objective_option()
+    power_beta: float = option(
+        POWER_BETA,
+        "the exponent of the power acquisitions (gp-power-*, gp-pool-power-*): a batch is drawn with probabilities "
+        "proportional to the score to this power (1: Kirsch et al.'s default; larger: greedier)",
+    )
+    epig_targets: int = option(
+        EPIG_TARGETS, "EPIG's target texts, drawn afresh from the unlabelled pool every round (the *-epig strategies)"
+    )
+    random_share: float = option(
+        RANDOM_SHARE,
+        "the share of each batch an acquiring strategy draws at random from the texts its acquisition left "
+        "(0: the whole batch the acquisition's)",
+        check=Real(0, 1),
+    )
     seed: int = option(0, "seed of the study", check=Integer(0))
     device: str = option("cpu", DEVICE_HELP)
 
@@ -621,12 +640,13 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 # a power acquisition draws its batch in proportion to its score; the others take the top
                 targets = None
                 if acquisition.endswith("epig"):  # the targets: unlabelled texts, drawn afresh every round
-                    drawn = target_rng.choice(len(pool), min(EPIG_TARGETS, len(pool)), replace=False)
+                    drawn = target_rng.choice(len(pool), min(study.epig_targets, len(pool)), replace=False)
                     targets = [pool[i] for i in drawn]
                 scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed, targets)
-                n_random = int(round(RANDOM_SHARE * take))
+                n_random = int(round(study.random_share * take))
                 if acquisition.startswith("power-"):
-                    chosen = unlabelled[power_batch(np.clip(scores, 0.0, None), take - n_random, power_rng)]
+                    scores = np.clip(scores, 0.0, None)
+                    chosen = unlabelled[power_batch(scores, take - n_random, power_rng, study.power_beta)]
                 else:
                     chosen = unlabelled[np.argsort(-scores, kind="stable")[: take - n_random]]
                 if n_random:  # the batch's random part, from the texts its acquisition left
@@ -676,6 +696,22 @@ def _points_above(rows: list[dict], reference: list[dict] | None) -> str:
     return f"{sum(mine[k] > theirs[k] for k in shared)} of {len(shared)}"
 
 
+def acquisition_settings(study: ActiveStudy) -> list[str]:
+    """The acquisition's settings of ``study`` that are not the studies' protocol (``--power-beta``,
+    ``--epig-targets``, ``--random-share`` away from their defaults), as the table's note names them."""
+    notes = []
+    if study.power_beta != POWER_BETA:
+        notes.append(f"Power acquisitions' exponent {study.power_beta:g} (--power-beta; default {POWER_BETA:g})")
+    if study.epig_targets != EPIG_TARGETS:
+        notes.append(f"EPIG's target texts {study.epig_targets} a round (--epig-targets; default {EPIG_TARGETS})")
+    if study.random_share != RANDOM_SHARE:
+        notes.append(
+            f"A share of {study.random_share:g} of each acquired batch drawn at random (--random-share; default "
+            f"{RANDOM_SHARE:g})"
+        )
+    return notes
+
+
 def table_markdown(records: list[dict], study: ActiveStudy) -> str:
     """One row a strategy: the area under its learning curve, its accuracy at half and at the full
     budget, its final log loss, the labels it needs to reach random's final accuracy, at how many
@@ -719,6 +755,7 @@ def table_markdown(records: list[dict], study: ActiveStudy) -> str:
             if study.vocabulary_from == "pool"
             else ""
         )
+        + "".join(f" {note}." for note in acquisition_settings(study))
         + "\n"
     )
 
