@@ -444,7 +444,8 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
     assert "exponent 2 (--power-beta; default 1)" in table and "target texts 7 a round (--epig-targets" in table
     assert "A share of 0.2 of each acquired batch drawn at random (--random-share; default 0)" in table
 
-    betas.clear(), target_counts.clear(), batch_sizes.clear(), pool_sizes.clear()
+    for seen in (betas, target_counts, batch_sizes, pool_sizes):
+        seen.clear()
     assert main([*argv, "--out", str(tmp_path / "default")]) == 0
     assert betas == [1.0, 1.0] and batch_sizes == [5, 5]
     assert target_counts == [min(100, n) for n in pool_sizes] == [42, 37]  # the toy pool has fewer than 100 texts
