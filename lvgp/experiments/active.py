@@ -468,7 +468,7 @@ class ActiveStudy(Study):
     power_beta: float = option(
         POWER_BETA,
         "the exponent of the power acquisitions (gp-power-*, gp-pool-power-*): a batch is drawn with probabilities "
-        "proportional to the score to this power (1: Kirsch et al.'s default; larger: greedier)",
+        "proportional to the score to this power (1: Kirsch et al.'s choice; larger: greedier)",
     )
     epig_targets: int = option(
         EPIG_TARGETS, "EPIG's target texts, drawn afresh from the unlabelled pool every round (the *-epig strategies)"
