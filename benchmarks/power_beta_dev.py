@@ -111,9 +111,8 @@ def main(argv=None) -> int:
             name, seeds = args.dataset, args.seeds
 
         def run(value: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
-            setting = {"beta": {"power_beta": value}, "targets": {"epig_targets": int(value)}}.get(
-                lever, {"random_share": value}
-            )  # the study's option of the lever
+            options = {"beta": "power_beta", "targets": "epig_targets", "share": "random_share"}  # the lever's option
+            setting = {options[lever]: int(value) if lever == "targets" else value}
             study = DevStudy(
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
                 seed=args.seed, held_out=held, **extra, **setting,
