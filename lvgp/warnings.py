@@ -61,6 +61,12 @@ class MissingEmbeddingsWarning(LVGPWarning):
     """Vocabulary words have no pretrained vector; the message counts them."""
 
 
+class MixedCodeWarning(LVGPWarning):
+    """A study resumed beside finished cells that other code ran (another commit, uncommitted changes, or
+    another lvgp version, by each record's ``provenance``): its records will mix the two; the message counts
+    the cells by the code that ran them."""
+
+
 def _one_line(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
 ) -> str:

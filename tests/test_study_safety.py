@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -252,3 +253,31 @@ def test_report_only_needs_no_data(tmp_path, capsys):
     tsv.unlink()
     assert main(["compare", "classification", "--report-only", "--out", str(tmp_path / "o")]) == 0
     assert "logreg" in capsys.readouterr().out.lower()
+
+
+def test_resuming_beside_cells_of_other_code_warns_counting_them(tmp_path):
+    """A study resumed beside finished cells that other code ran (here: two cells whose provenance names
+    another commit, as cells copied from an older study would) warns with the counts by code before it runs
+    its cells, keeps those records as they are, and does not warn where every finished cell is this code's
+    or where nothing is left to run."""
+    from lvgp.experiments.study import code_label, provenance
+    from lvgp.warnings import MixedCodeWarning
+
+    tsv, out = _tsv(tmp_path / "a.tsv"), tmp_path / "study"
+    _study(tsv, splits=2, methods=("ridge",)).run(out, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixedCodeWarning)  # this code's cells, and nothing left to run: silent
+        _study(tsv, splits=2, methods=("ridge",)).run(out, progress=False)
+        _study(tsv, splits=3, methods=("ridge",)).run(out, progress=False)
+    old = {"lvgp": "0.1.0", "git_commit": "0123456789abcdef", "git_dirty": False}
+    for path in sorted((out / "cells" / "ridge").glob("split[01]/*.json")):
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({**record, "provenance": old}))
+    with pytest.warns(MixedCodeWarning) as caught:
+        result = _study(tsv, splits=4, methods=("ridge",)).run(out, progress=False)
+    message = str(caught[0].message)
+    assert f"2 of the 3 finished cells in {out} were run by other code than this run" in message
+    assert f"({code_label(provenance())}): 2 by 0123456" in message
+    assert {c["split"]: c["provenance"] == old for c in result["cells"]} == {0: True, 1: True, 2: False, 3: False}
+    assert code_label({"git_commit": "0123456789", "git_dirty": True}) == "0123456 with changes"
+    assert code_label({"lvgp": "0.2.0", "git_commit": None}) == "lvgp 0.2.0"

@@ -28,7 +28,7 @@ from .._random import cell_random_state
 from ..base.device import check_device
 from ..base.fitting import interrupts_raise
 from ..base.progress import progress_bar
-from ..warnings import EmptyDocumentsWarning, warn
+from ..warnings import EmptyDocumentsWarning, MixedCodeWarning, warn
 from . import registry
 from .executors import Executor, InProcessExecutor, ProcessExecutor
 from .registry import Method
@@ -205,6 +205,8 @@ def run_study(
             done.append(record)
         else:
             todo.append(cell)
+    if done and todo:
+        warn_other_code(done, directory.root)
     if start is not None and todo:
         start(todo)
     failures: list[tuple[dict, str]] = []
@@ -226,6 +228,36 @@ def run_study(
         FIT_PROGRESS.reset(token)
         bar.close()
     return records, failures
+
+
+def code_label(provenance: dict | None) -> str:
+    """The code a record's ``provenance`` names, short: ``"1dd1035"``, ``"1dd1035 with changes"`` (tracked
+    files differed from the commit), or ``"lvgp 0.2.0"`` outside a git checkout."""
+    provenance = provenance or {}
+    commit = provenance.get("git_commit")
+    if commit:
+        return commit[:7] + (" with changes" if provenance.get("git_dirty") else "")
+    return f"lvgp {provenance.get('lvgp', '?')}"
+
+
+def warn_other_code(done: list[dict], root: Path) -> None:
+    """:class:`~lvgp.warnings.MixedCodeWarning` where finished cells of ``root`` were run by other code than
+    this process's (:func:`code_label` of their ``provenance``): the cells about to run will sit beside them
+    in one table. Cells copied from another study, or left from before a change, are kept as they are."""
+    now = code_label(provenance())
+    others: dict[str, int] = {}
+    for record in done:
+        label = code_label(record.get("provenance"))
+        if label != now:
+            others[label] = others.get(label, 0) + 1
+    if others:
+        counts = ", ".join(f"{n} by {label}" for label, n in sorted(others.items(), key=lambda kv: -kv[1]))
+        warn(
+            f"{sum(others.values())} of the {len(done)} finished cells in {root} were run by other code than this "
+            f"run ({now}): {counts}. The study's records will mix the two (each record's provenance names its "
+            "code); delete those cells to recompute them with this code",
+            MixedCodeWarning,
+        )
 
 
 def _collect(results, directory: StudyDirectory, done: list[dict], failures: list, bar) -> Iterator[dict]:
