@@ -258,8 +258,9 @@ def test_report_only_needs_no_data(tmp_path, capsys):
 def test_resuming_beside_cells_of_other_code_warns_counting_them(tmp_path):
     """A study resumed beside finished cells that other code ran (here: two cells whose provenance names
     another commit, as cells copied from an older study would) warns with the counts by code before it runs
-    its cells, keeps those records as they are, and does not warn where every finished cell is this code's
-    or where nothing is left to run."""
+    its cells, keeps those records as they are, and does not warn where every finished cell is this code's,
+    where nothing is left to run, or in a report (``--report-only``), which runs nothing."""
+    from lvgp.experiments.executors import ReportOnlyExecutor
     from lvgp.experiments.study import code_label, provenance
     from lvgp.warnings import MixedCodeWarning
 
@@ -273,6 +274,9 @@ def test_resuming_beside_cells_of_other_code_warns_counting_them(tmp_path):
     for path in sorted((out / "cells" / "ridge").glob("split[01]/*.json")):
         record = json.loads(path.read_text())
         path.write_text(json.dumps({**record, "provenance": old}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixedCodeWarning)  # a report runs nothing: silent
+        _study(tsv, splits=4, methods=("ridge",)).run(out, ReportOnlyExecutor(), progress=False)
     with pytest.warns(MixedCodeWarning) as caught:
         result = _study(tsv, splits=4, methods=("ridge",)).run(out, progress=False)
     message = str(caught[0].message)

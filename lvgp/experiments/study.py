@@ -30,7 +30,7 @@ from ..base.fitting import interrupts_raise
 from ..base.progress import progress_bar
 from ..warnings import EmptyDocumentsWarning, MixedCodeWarning, warn
 from . import registry
-from .executors import Executor, InProcessExecutor, ProcessExecutor
+from .executors import Executor, InProcessExecutor, ProcessExecutor, ReportOnlyExecutor
 from .registry import Method
 from .selection import InnerDev
 
@@ -205,7 +205,7 @@ def run_study(
             done.append(record)
         else:
             todo.append(cell)
-    if done and todo:
+    if done and todo and not isinstance(executor, ReportOnlyExecutor):  # cells will run beside the finished ones
         warn_other_code(done, directory.root)
     if start is not None and todo:
         start(todo)
@@ -485,8 +485,6 @@ class Study:
 
         ``out`` holding cells of a study with other settings (:meth:`conflicts_with`) is refused,
         naming them; ``force`` deletes those cells and recomputes."""
-        from .executors import ReportOnlyExecutor
-
         out = Path(out)
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out {out} is a file, not a directory")
@@ -533,8 +531,6 @@ class Study:
         need the records only: :attr:`figures_from_records`)."""
         out = Path(out)
         if (out / "cells").is_dir():
-            from .executors import ReportOnlyExecutor
-
             return self.run(out, ReportOnlyExecutor(), progress=False)
         records = self.committed_records(out)
         text = self.table(records) if records else "no finished cells\n"
