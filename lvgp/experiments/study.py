@@ -254,8 +254,8 @@ def warn_other_code(done: list[dict], root: Path) -> None:
         counts = ", ".join(f"{n} by {label}" for label, n in sorted(others.items(), key=lambda kv: -kv[1]))
         warn(
             f"{sum(others.values())} of the {len(done)} finished cells in {root} were run by other code than this "
-            f"run ({now}): {counts}. The study's table will mix their records with this run's (each record's provenance "
-            "names its code); delete those cells to recompute them with this code",
+            f"run ({now}): {counts}. The study's table will mix their records with this run's (each record's "
+            "provenance names its code); delete those cells to recompute them with this code",
             MixedCodeWarning,
         )
 
