@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -285,3 +286,28 @@ def test_resuming_beside_cells_of_other_code_warns_counting_them(tmp_path):
     assert {c["split"]: c["provenance"] == old for c in result["cells"]} == {0: True, 1: True, 2: False, 3: False}
     assert code_label({"git_commit": "0123456789", "git_dirty": True}) == "0123456 with changes"
     assert code_label({"lvgp": "0.2.0", "git_commit": None}) == "lvgp 0.2.0"
+
+
+def test_cells_of_a_commit_with_the_same_library_code_are_this_codes():
+    """Commits that changed docs, results or benchmarks only leave ``lvgp/`` the same tree: their cells are
+    this code's (no warning); a commit whose ``lvgp/`` differs, a commit not in the checkout, or a record with
+    uncommitted changes are not."""
+    import subprocess
+
+    from lvgp.experiments.study import library_tree, provenance, same_library
+
+    current = provenance()
+    if not current["git_commit"] or current["git_dirty"]:
+        pytest.skip("needs a clean git checkout (the tests of a clone)")
+    root = Path(__file__).resolve().parent.parent
+    log = subprocess.run(["git", "-C", str(root), "log", "--format=%H", "-n", "200"], capture_output=True, text=True)
+    here = library_tree(current["git_commit"])
+    same = [c for c in log.stdout.split()[1:] if library_tree(c) == here]
+    other = [c for c in log.stdout.split()[1:] if library_tree(c) not in (here, None)]
+    if not same or not other:
+        pytest.skip("the clone's history has no earlier commit of each kind (a shallow clone)")
+    clean = {**current, "git_dirty": False}
+    assert same_library({**clean, "git_commit": same[0]}, current)
+    assert not same_library({**clean, "git_commit": other[0]}, current)
+    assert not same_library({**clean, "git_commit": "0123456789abcdef"}, current)
+    assert not same_library({**clean, "git_commit": same[0], "git_dirty": True}, current)

@@ -240,15 +240,41 @@ def code_label(provenance: dict | None) -> str:
     return f"lvgp {provenance.get('lvgp', '?')}"
 
 
+@functools.cache
+def library_tree(commit: str) -> str | None:
+    """The git object of ``lvgp/`` at ``commit`` in the checkout lvgp is imported from (``None`` where there
+    is none, or the commit is not in it: a shallow clone, a copied record)."""
+    try:
+        return _git(Path(__file__).resolve().parent.parent.parent, "rev-parse", "--verify", "-q", f"{commit}:lvgp")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def same_library(a: dict | None, b: dict | None) -> bool:
+    """Whether two records' ``provenance`` name the same library code: the same :func:`code_label`, or two
+    clean commits whose ``lvgp/`` is the same tree (commits between them changed docs, results or
+    benchmarks only)."""
+    a, b = a or {}, b or {}
+    if code_label(a) == code_label(b):
+        return True
+    commits = a.get("git_commit"), b.get("git_commit")
+    if not all(commits) or a.get("git_dirty") or b.get("git_dirty"):
+        return False
+    trees = [library_tree(c) for c in commits]
+    return trees[0] is not None and trees[0] == trees[1]
+
+
 def warn_other_code(done: list[dict], root: Path) -> None:
-    """:class:`~lvgp.warnings.MixedCodeWarning` where finished cells of ``root`` were run by other code than
-    this process's (:func:`code_label` of their ``provenance``): the cells about to run will sit beside them
-    in one table. Cells copied from another study, or left from before a change, are kept as they are."""
-    now = code_label(provenance())
+    """:class:`~lvgp.warnings.MixedCodeWarning` where finished cells of ``root`` were run by other library code
+    than this process's (not :func:`same_library` by their ``provenance``): the cells about to run will sit
+    beside them in one table. Cells copied from another study, or left from before a change, are kept as
+    they are."""
+    current = provenance()
+    now = code_label(current)
     others: dict[str, int] = {}
     for record in done:
-        label = code_label(record.get("provenance"))
-        if label != now:
+        if not same_library(record.get("provenance"), current):
+            label = code_label(record.get("provenance"))
             others[label] = others.get(label, 0) + 1
     if others:
         counts = ", ".join(f"{n} by {label}" for label, n in sorted(others.items(), key=lambda kv: -kv[1]))
