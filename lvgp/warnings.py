@@ -62,9 +62,9 @@ class MissingEmbeddingsWarning(LVGPWarning):
 
 
 class MixedCodeWarning(LVGPWarning):
-    """A study resumed beside finished cells that other code ran (another commit, uncommitted changes, or
-    another lvgp version, by each record's ``provenance``): its table will mix their records with the run's;
-    the message counts the cells by the code that ran them."""
+    """A study resumed beside finished cells that other code ran (a commit of another ``lvgp/``, uncommitted
+    changes, or another lvgp version, by each record's ``provenance``): its table will mix their records with
+    the run's; the message counts the cells by the code that ran them."""
 
 
 def _one_line(
