@@ -106,6 +106,10 @@ def read_json(path: Path, what: str, kind: type = dict) -> Any:
     return value
 
 
+#: the directory lvgp is imported from (a git checkout's root, or the folder above an installed package)
+_IMPORTED_FROM = Path(__file__).resolve().parent.parent.parent
+
+
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=True
@@ -130,7 +134,7 @@ def provenance() -> dict:
 
     from .._version import __version__
 
-    root = Path(__file__).resolve().parent.parent.parent  # the directory lvgp is imported from
+    root = _IMPORTED_FROM
     commit, dirty = None, None
     try:  # only the checkout lvgp itself lives in (not a repository around site-packages)
         if Path(_git(root, "rev-parse", "--show-toplevel")).resolve() == root:
@@ -245,7 +249,7 @@ def library_tree(commit: str) -> str | None:
     """The git object of ``lvgp/`` at ``commit`` in the checkout lvgp is imported from (``None`` where there
     is none, or the commit is not in it: a shallow clone, a copied record)."""
     try:
-        return _git(Path(__file__).resolve().parent.parent.parent, "rev-parse", "--verify", "-q", f"{commit}:lvgp")
+        return _git(_IMPORTED_FROM, "rev-parse", "--verify", "-q", f"{commit}:lvgp")
     except (OSError, subprocess.SubprocessError):
         return None
 
