@@ -33,8 +33,21 @@ it and r8 does not veto it, as above.
     python benchmarks/power_beta_dev.py --dataset 20ng --random-shares 0,0.2 --seed 221 --out /tmp/share-dev
     python benchmarks/power_beta_dev.py --dataset r8 --random-shares 0,0.2 --seed 221 --out /tmp/share-dev
 
+The batch conditioned on its own texts (``--strategies``: ``gp-pool-greedy-epig``, whose texts are chosen one after
+another, each text's EPIG recomputed with the latent posterior conditioned on the texts chosen before it;
+``lvgp.experiments.active.conditioned_power_batch``), by the same rule with ``gp-pool-power-epig`` in beta = 1's
+place, written before its first run (2026-12-06, fresh dev seeds 227-232): the power acquisition draws every text of
+a batch from one round's scores, so two texts that tell the same thing can both be drawn; conditioning is the
+batch-aware mend (BatchBALD's), not tried before. Adopted (made the studies' default) only if 20ng selects it and r8
+does not veto it, as above; its cost is part of the verdict.
+
+    python benchmarks/power_beta_dev.py --dataset 20ng --strategies gp-pool-power-epig,gp-pool-greedy-epig --seed 227 \
+        --out /tmp/greedy-dev
+    python benchmarks/power_beta_dev.py --dataset r8 --strategies gp-pool-power-epig,gp-pool-greedy-epig --seed 227 \
+        --out /tmp/greedy-dev
+
 A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``,
-``<dataset>-share<s>/cells``). Printed: a table a setting (``--random``: and random sampling with logistic regression
+``<dataset>-share<s>/cells``, ``<dataset>-strategies/cells``). Printed: a table a setting (``--random``: and random sampling with logistic regression
 at the budget, for reference), the seconds a run, the selection's choice (the 20ng part of the rule) and the settings
 the check (the r8 part) vetoes.
 """
@@ -64,6 +77,9 @@ def main(argv=None) -> int:
         default=None,
         help="the batch's random shares instead of the exponents; the first the reference",
     )
+    parser.add_argument(
+        "--strategies", default=None, help="strategies instead of the exponents, one study; the first the reference"
+    )
     parser.add_argument("--seed", type=int, default=209, help="the first seed (the draws: seed + k, k < --seeds)")
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--random", action="store_true", help="also random sampling with logistic regression")
@@ -83,13 +99,15 @@ def main(argv=None) -> int:
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
     # the setting varied: its name in the study folders and in the table, and its values (the first the reference)
-    if args.epig_targets and args.random_shares:
-        parser.error("--epig-targets and --random-shares: one setting at a time")
+    if sum(bool(v) for v in (args.epig_targets, args.random_shares, args.strategies)) > 1:
+        parser.error("--epig-targets, --random-shares and --strategies: one setting at a time")
     lever, setting = (
         ("targets", "EPIG targets") if args.epig_targets else ("share", "random share") if args.random_shares
         else ("beta", "beta")
     )  # fmt: skip
-    values = [float(v) for v in (args.epig_targets or args.random_shares or args.betas).split(",")]
+    values: list = [float(v) for v in (args.epig_targets or args.random_shares or args.betas).split(",")]
+    if args.strategies:
+        lever, setting, values = "strategies", "strategy", args.strategies.split(",")
     sizes = {"20ng": (5000, 3000, 400), "r8": (None, 1500, 200)}  # pool, held out, budget
 
     @dataclasses.dataclass(frozen=True)
@@ -112,24 +130,33 @@ def main(argv=None) -> int:
 
         def run(value: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
             options = {"beta": "power_beta", "targets": "epig_targets", "share": "random_share"}  # the lever's option
-            setting = {options[lever]: int(value) if lever == "targets" else value}
+            setting = {} if lever == "strategies" else {options[lever]: int(value) if lever == "targets" else value}
+            folder = f"{name}-strategies" if lever == "strategies" else f"{name}-{lever}{value:g}"
             study = DevStudy(
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
                 seed=args.seed, held_out=held, **extra, **setting,
             )  # fmt: skip
-            records = study.run(root / f"{name}-{lever}{value:g}", InProcessExecutor(args.threads), progress=False)
+            records = study.run(root / folder, InProcessExecutor(args.threads), progress=False)
             out: dict[str, dict[int, dict]] = {}
             for r in records["records"]:
                 out.setdefault(r["method"], {})[r["split"]] = r
             return out
 
-        runs = {v: run(v, (STRATEGY, "random") if args.random and v == values[0] else (STRATEGY,)) for v in values}
+        if lever == "strategies":  # one study of every strategy, each strategy's cells read as the reference's
+            both = run(0.0, tuple(values) + (("random",) if args.random else ()))
+            runs = {v: {STRATEGY: both[v], **({"random": both["random"]} if args.random else {})} for v in values}
+        else:
+            runs = {v: run(v, (STRATEGY, "random") if args.random and v == values[0] else (STRATEGY,)) for v in values}
         half = budget // 2
         print(rule_table(runs, values, half, name, seeds, setting))
     return 0
 
 
-def rule_table(runs: dict, values: list[float], half: int, name: str, seeds: int, setting: str = "beta") -> str:
+def _show(value: float | str) -> str:
+    return value if isinstance(value, str) else f"{value:g}"
+
+
+def rule_table(runs: dict, values: list, half: int, name: str, seeds: int, setting: str = "beta") -> str:
     """The table a value of the setting (a beta or a target count; ``values[0]`` the reference) and the rule's
     choice (the module docstring)."""
     from lvgp.experiments.active import _at  # the study's own: the last point at most ``half`` (r8's 98 for 100)
@@ -139,8 +166,8 @@ def rule_table(runs: dict, values: list[float], half: int, name: str, seeds: int
 
     reference = runs[values[0]][STRATEGY]
     lines = [
-        f"{name}, {seeds} seeds: the GP ({STRATEGY}) at half the budget ({half} labels), paired against {setting} = "
-        f"{values[0]:g}",
+        f"{name}, {seeds} seeds: the GP ({'each' if setting == 'strategy' else STRATEGY}) at half the budget ({half} labels), paired against {setting} = "
+        f"{_show(values[0])}",
         "",
         f"| {setting} | accuracy at half | paired difference at half | paired difference of the area | s a run |",
         "|---|---|---|---|---|",
@@ -153,7 +180,7 @@ def rule_table(runs: dict, values: list[float], half: int, name: str, seeds: int
         a = np.array([cells[s]["aulc"] - reference[s]["aulc"] for s in sorted(cells)])
         seconds = np.mean([cells[s]["fit_seconds"] + cells[s]["acquire_seconds"] for s in cells])
         lines.append(
-            f"| {value:g} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} "
+            f"| {_show(value)} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} "
             f"| {seconds:.0f} |"
         )
         if value != values[0] and d.mean() > 0 and d.mean() > se(d) and a.mean() >= -se(a):
@@ -164,14 +191,14 @@ def rule_table(runs: dict, values: list[float], half: int, name: str, seeds: int
     if random:
         gap = np.array([_at(reference[s], half) - random[s]["final_accuracy"] for s in sorted(reference)])
         lines.append(
-            f"\n{setting} = {values[0]:g} at half the budget minus random sampling (logistic regression) at the budget: "
+            f"\n{setting} = {_show(values[0])} at half the budget minus random sampling (logistic regression) at the budget: "
             f"{gap.mean():+.4f} ± {se(gap):.4f} ({int((gap >= 0).sum())} of {len(gap)} at or above)"
         )
     choice = max(qualified)[1] if qualified else values[0]
-    lines.append(f"\nThe selection's choice on {name}: {setting} = {choice:g}")
+    lines.append(f"\nThe selection's choice on {name}: {setting} = {_show(choice)}")
     lines.append(
-        f"Below {setting} = {values[0]:g} by more than one standard error at half the budget (vetoed by the check on "
-        f"{name}): {', '.join(f'{b:g}' for b in below) or 'none'}"
+        f"Below {setting} = {_show(values[0])} by more than one standard error at half the budget (vetoed by the check on "
+        f"{name}): {', '.join(_show(b) for b in below) or 'none'}"
     )
     return "\n".join(lines)
 

@@ -194,6 +194,12 @@ def test_acquisitions_are_the_scores_they_are_made_of():
         )
         with pytest.raises(ValueError, match="epig acquisition needs target texts"):
             acquisition_scores(clf, "epig", pool, 5)
+    # one more document's noise a class: gpytorch's transformation noise of a training document of another class
+    # (column 0) and of the class's own (column 1), plus the learned additional noise
+    noise = clf.observation_noise()
+    training = clf.likelihood_.noise.detach().numpy()  # C x n: gpytorch's, the additional noise included
+    np.testing.assert_allclose(noise, [[training[0, 8], training[0, 0]], [training[1, 0], training[1, 8]]])
+    assert (noise[:, 0] > noise[:, 1]).all()
 
 
 def test_active_study_end_to_end(toy_topics_tsv, tmp_path):
@@ -277,6 +283,104 @@ def test_power_batch_draws_without_replacement_in_proportion_to_the_scores():
         power_batch(scores, 6, rng)
 
 
+class _JointGaussianClassifier:
+    """A stand-in for the fitted Dirichlet classifier: the latents of named texts jointly Gaussian, class by class
+    (means ``N x C``, covariances ``C x N x N``), the probabilities and observation noises given."""
+
+    def __init__(self, names, mean, cov, proba, noise):
+        self.index = {t: i for i, t in enumerate(names)}
+        self.mean, self.cov, self.proba, self.noise = mean, cov, proba, noise
+
+    def predict_latent_cross(self, X, Z):
+        from lvgp.models.gpc import LatentCross
+
+        x, z = [self.index[t] for t in X], [self.index[t] for t in Z]
+        var = np.diagonal(self.cov, axis1=1, axis2=2).T
+        return LatentCross(self.mean[x], var[x], self.mean[z], var[z], self.cov[:, x][:, :, z])
+
+    def predict_proba(self, X):
+        return self.proba[[self.index[t] for t in X]]
+
+    def observation_noise(self):
+        return self.noise
+
+
+def _joint_gaussian(n, m, C, seed):
+    rng = np.random.default_rng(seed)
+    names = [f"t{i}" for i in range(n)] + [f"z{j}" for j in range(m)]
+    root = rng.standard_normal((C, n + m, 4)) * 0.8
+    cov = root @ root.transpose(0, 2, 1) + 0.05 * np.eye(n + m)
+    mean = rng.standard_normal((n + m, C))
+    proba = rng.dirichlet(np.ones(C), size=n + m)
+    return names, mean, cov, proba
+
+
+def _epig_of(model, texts, targets, seed=3):
+    cross = model.predict_latent_cross(texts, targets)
+    return epig(cross.x_mean, cross.x_var, cross.z_mean, cross.z_var, cross.cov, seed=seed)
+
+
+def test_conditioned_power_batch_is_the_power_batch_where_a_label_adds_no_precision():
+    """With an infinite observation noise no choice moves another text's EPIG: the same texts in the same order as
+    :func:`power_batch` from the same draws (a shortlist of the highest keys that cuts nothing off)."""
+    from lvgp.experiments.active import conditioned_power_batch, power_batch
+
+    names, mean, cov, proba = _joint_gaussian(40, 12, 3, seed=1)
+    model = _JointGaussianClassifier(names, mean, cov, proba, np.full((3, 2), np.inf))
+    texts, targets = names[:40], names[40:]
+    scores = _epig_of(model, texts, targets)
+    for beta, shortlist in ((1.0, 10), (3.0, 2)):
+        picked = conditioned_power_batch(
+            model, texts, targets, scores, 8, np.random.default_rng(5), beta, seed=3, shortlist=shortlist
+        )
+        assert picked.tolist() == power_batch(scores, 8, np.random.default_rng(5), beta).tolist()
+    with pytest.raises(ValueError, match="scores must be 40"):
+        conditioned_power_batch(model, texts, targets, scores[:-1], 8, np.random.default_rng(5))
+
+
+def test_conditioning_on_a_text_is_the_gaussian_posterior_given_its_noisy_latent():
+    """:func:`condition_on_text` with the precision 1/(v_s + noise) is the joint Gaussian's posterior given one
+    noisy observation of text s's latent, class by class: the dense formula on the whole covariance."""
+    from lvgp.experiments.active import condition_on_text
+
+    n, m, C, s = 6, 5, 3, 2
+    names, mean, cov, proba = _joint_gaussian(n, m, C, seed=2)
+    noise = np.array([0.3, 1.0, 2.5])
+    posterior = cov - cov[:, :, s, None] * cov[:, None, s, :] / (cov[:, s, s] + noise)[:, None, None]
+    among, to_targets = cov[:, :n, :n].copy(), cov[:, :n, n:].copy()
+    var = np.diagonal(cov, axis1=1, axis2=2).T
+    var_out, target_var_out = condition_on_text(among, to_targets, var[:n], var[n:], s, 1.0 / (cov[:, s, s] + noise))
+    np.testing.assert_allclose(among, posterior[:, :n, :n], atol=1e-12)
+    np.testing.assert_allclose(to_targets, posterior[:, :n, n:], atol=1e-12)
+    np.testing.assert_allclose(var_out, np.diagonal(posterior, axis1=1, axis2=2).T[:n], atol=1e-12)
+    np.testing.assert_allclose(target_var_out, np.diagonal(posterior, axis1=1, axis2=2).T[n:], atol=1e-12)
+
+
+def test_conditioned_power_batch_passes_over_a_copy_of_a_chosen_text():
+    """Two copies of the text of the highest EPIG (their latents one variable) and a text about other targets:
+    the power batch of a large beta takes both copies; the conditioned batch takes one copy, then the other
+    text, whose information the first copy's label did not use up."""
+    from lvgp.experiments.active import conditioned_power_batch, power_batch
+
+    # latents of one class (C = 2, the second class's latents the first's negatives): texts a, a' (copies), b;
+    # targets za (follow a) and zb (follow b)
+    names = ["a", "a2", "b", "za", "zb"]
+    base = np.array([[1.0, 1.0, 0, 0.9, 0], [1.0, 1.0, 0, 0.9, 0], [0, 0, 0.8, 0, 0.7], [0.9, 0.9, 0, 1.0, 0],
+                     [0, 0, 0.7, 0, 1.0]])  # fmt: skip
+    base[[3, 4], [3, 4]] += 0.05
+    cov = np.stack([base, base])
+    mean = np.zeros((5, 2))
+    proba = np.full((5, 2), 0.5)
+    model = _JointGaussianClassifier(names, mean, cov, proba, np.full((2, 2), 0.01))
+    texts, targets = names[:3], names[3:]
+    scores = _epig_of(model, texts, targets)
+    assert scores[0] == scores[1] > scores[2] > 0
+    rng = np.random.default_rng(0)
+    assert sorted(power_batch(scores, 2, rng, beta=200.0).tolist()) == [0, 1]
+    picked = conditioned_power_batch(model, texts, targets, scores, 2, np.random.default_rng(0), 200.0, seed=3)
+    assert picked[0] in (0, 1) and picked[1] == 2
+
+
 def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):
     """The power strategies (the pool's EPIG alone among them in the default set), named, run and start
     from the same texts as the GP's top-k entropy."""
@@ -286,13 +390,17 @@ def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):
     argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
     argv += ["--strategies", "gp-entropy,gp-power-entropy,gp-power-bald,gp-power-epig,gp-pool-power-epig"]
+    argv[-1] += ",gp-pool-greedy-epig"
     assert main(argv) == 0
     records = {r["strategy"]: r for r in json.loads((out / "results.json").read_text())}
-    assert set(records) == {"gp-entropy", "gp-power-entropy", "gp-power-bald", "gp-power-epig", "gp-pool-power-epig"}
-    for strategy in ("gp-power-bald", "gp-power-epig", "gp-pool-power-epig"):
+    assert set(records) == {
+        "gp-entropy", "gp-power-entropy", "gp-power-bald", "gp-power-epig", "gp-pool-power-epig", "gp-pool-greedy-epig"
+    }  # fmt: skip
+    for strategy in ("gp-power-bald", "gp-power-epig", "gp-pool-power-epig", "gp-pool-greedy-epig"):
         assert [p["labels"] for p in records[strategy]["curve"]] == [3, 8, 13]
     assert records["gp-power-entropy"]["curve"][0] == records["gp-entropy"]["curve"][0]
     assert records["gp-power-epig"]["curve"][0] == records["gp-entropy"]["curve"][0]
+    assert records["gp-pool-greedy-epig"]["curve"][0] == records["gp-pool-power-epig"]["curve"][0]
 
 
 def test_the_pool_gp_reads_the_pool_through_a_cluster_kernel(toy_topics_tsv, tmp_path):

@@ -105,6 +105,7 @@ STRATEGIES = {
     "random-gp-pool": ("gp-pool", "random"),
     "gp-power-epig": ("gp", "power-epig"),
     "gp-pool-power-epig": ("gp-pool", "power-epig"),
+    "gp-pool-greedy-epig": ("gp-pool", "greedy-epig"),
 }
 #: the strategies a study runs unless ``--strategies`` names others: the issue's six, and the studies' best
 #: acquisition, EPIG with the pool's cluster kernel (``results/README.md``, "EPIG")
@@ -135,6 +136,8 @@ EPIG_TARGETS = 100
 #: acquisition's, ``--random-share``'s default (rounded to whole texts; 0: every text its acquisition's, the studies'
 #: protocol; 0.2 tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 RANDOM_SHARE = 0.0
+#: :func:`conditioned_power_batch`'s candidates: this many times the batch, the texts of the highest power keys
+GREEDY_SHORTLIST = 10
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
 #: tables' target x class x class where the classes outnumber the draws); 2^20, 8 MB of float64: smaller chunks
 #: stay in cache, 2^22 took 1.2x and 2^23 1.5x the time on 20ng's 20 classes (``benchmarks/epig_cost.py``)
@@ -339,6 +342,86 @@ def power_batch(scores: np.ndarray, k: int, rng: np.random.Generator, beta: floa
     return np.argsort(-keys, kind="stable")[:k]
 
 
+def conditioned_power_batch(
+    model: Any,
+    texts: list[str],
+    targets: list[str],
+    scores: np.ndarray,
+    k: int,
+    rng: np.random.Generator,
+    beta: float = POWER_BETA,
+    seed: int = 0,
+    shortlist: int = GREEDY_SHORTLIST,
+) -> np.ndarray:
+    r"""``k`` distinct positions of ``texts`` chosen one after another, each by the power acquisition of its
+    EPIG given the texts chosen before it: :func:`power_batch`'s keys :math:`\beta\log s_i + G_i` (the same Gumbel
+    draws from ``rng``), each text's score :math:`s_i` recomputed after every choice with the latent posterior
+    conditioned on the chosen texts' labels (a batch-aware acquisition in the manner of BatchBALD, Kirsch, van
+    Amersfoort & Gal 2019, with the power acquisition's draws). Where a label adds no precision (an infinite noise),
+    the batch is :func:`power_batch`'s to the text.
+
+    ``scores``: the texts' :func:`epig` against the ``targets`` (``n``, at least 0); ``model``: the fitted Dirichlet
+    classifier they came from. Only the ``shortlist`` times ``k`` texts of the highest keys are candidates
+    (conditioning lowers keys; a text further down would need every candidate above it to fall below its key): their
+    joint posterior with the targets and with one another comes from one
+    :meth:`~lvgp.models.LDKGPClassifier.predict_latent_cross`. Conditioning on a chosen text :math:`s`, class by class
+    (R&W eq. 2.24 with one more noisy observation): :math:`c(a, b) \leftarrow c(a, b) - c(a, s)\,c(s, b)\,w`, for
+    the candidates' and targets' variances and covariances alike, with :math:`w = \mathbb E_y[1/(v_s + \sigma^2_y)]`
+    the precision the label adds in expectation over the classifier's predictive :math:`p(y)` (its noise
+    :math:`\sigma^2_y`, :meth:`~lvgp.models.LDKGPClassifier.observation_noise`, is smaller in the label's own class);
+    the latent means are kept (their expectation over the label). ``k`` positions, in the order chosen."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (len(texts),) or (scores < 0).any() or not np.isfinite(scores).all():
+        raise ValueError(f"scores must be {len(texts)} finite numbers at least 0, one a text")
+    if not 0 <= k <= len(scores):
+        raise ValueError(f"k must be in [0, {len(scores)}]; got {k}")
+    if shortlist < 1:
+        raise ValueError(f"shortlist must be at least 1; got {shortlist}")
+    with np.errstate(divide="ignore"):
+        gumbel = rng.gumbel(size=len(scores))
+        keys = beta * np.log(scores) + gumbel
+    order = np.argsort(-keys, kind="stable")
+    short = order[: min(len(order), shortlist * k)]
+    if k <= 1 or len(short) <= k:
+        return order[:k]
+    m = len(targets)
+    cross = model.predict_latent_cross([texts[i] for i in short], list(targets) + [texts[i] for i in short])
+    mean, var = cross.x_mean, cross.x_var.copy()  # L x C
+    target_mean, target_var = cross.z_mean[:m], cross.z_var[:m].copy()  # m x C
+    to_targets, among = cross.cov[:, :, :m].copy(), cross.cov[:, :, m:].copy()  # C x L x m, C x L x L
+    proba = np.asarray(model.predict_proba([texts[i] for i in short]), dtype=np.float64)  # L x C
+    noise = np.asarray(model.observation_noise(), dtype=np.float64)  # C x 2: another class's label, its own
+    left = np.ones(len(short), dtype=bool)
+    chosen: list[int] = []
+    current = scores[short]
+    for step in range(k):
+        if step:
+            current = epig(mean, var, target_mean, target_var, to_targets, seed=seed)
+        with np.errstate(divide="ignore"):
+            key = np.where(left, beta * np.log(current) + gumbel[short], -np.inf)
+        s = int(np.argmax(key))
+        chosen.append(s)
+        left[s] = False
+        v = np.clip(np.diagonal(among, axis1=1, axis2=2)[:, s], 0.0, None)  # C: the chosen text's variances now
+        w = proba[s] / (v + noise[:, 1]) + (1.0 - proba[s]) / (v + noise[:, 0])  # C
+        var, target_var = condition_on_text(among, to_targets, var, target_var, s, w)
+    return short[chosen]
+
+
+def condition_on_text(
+    among: np.ndarray, to_targets: np.ndarray, var: np.ndarray, target_var: np.ndarray, s: int, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""One more observation of candidate ``s``'s latents, of precision ``w`` a class (``C``; :math:`1/(v_s +
+    \sigma^2)` for a noise :math:`\sigma^2`): the candidates' covariances ``among`` (``C x L x L``) and to the
+    targets ``to_targets`` (``C x L x m``) updated in place, :math:`c(a, b) - c(a, s)\,c(s, b)\,w` (R&W eq. 2.24);
+    the candidates' and targets' variances ``var`` (``L x C``) and ``target_var`` (``m x C``) returned updated (at
+    least 0)."""
+    a, b = among[:, :, s].copy(), to_targets[:, s, :].copy()  # C x L, C x m
+    among -= (w[:, None] * a)[:, :, None] * a[:, None, :]
+    to_targets -= (w[:, None] * a)[:, :, None] * b[:, None, :]
+    return np.clip(var - (w[:, None] * a * a).T, 0.0, None), np.clip(target_var - (w[:, None] * b * b).T, 0.0, None)
+
+
 # ------------------------------------------------------------------ the learners
 def _gp(study, cell, data):
     return _gp_on_texts(study, cell, "cosine")
@@ -403,6 +486,7 @@ _LABELS = {
     "random-gp-pool": "random, GP + pool",
     "gp-power-epig": "GP, power EPIG",
     "gp-pool-power-epig": "GP + pool, power EPIG",
+    "gp-pool-greedy-epig": "GP + pool, power EPIG conditioned in the batch",
 }
 _LEARNERS = {
     "gp": ("the GP classifier", _gp),
@@ -642,9 +726,16 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 if acquisition.endswith("epig"):  # the targets: unlabelled texts, drawn afresh every round
                     drawn = target_rng.choice(len(pool), min(study.epig_targets, len(pool)), replace=False)
                     targets = [pool[i] for i in drawn]
-                scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed, targets)
+                score = acquisition.removeprefix("power-").removeprefix("greedy-")
+                scores = acquisition_scores(model, score, pool, bald_seed, targets)
                 n_random = int(round(study.random_share * take))
-                if acquisition.startswith("power-"):
+                if acquisition.startswith("greedy-"):
+                    scores = np.clip(scores, 0.0, None)
+                    picked = conditioned_power_batch(
+                        model, pool, targets or [], scores, take - n_random, power_rng, study.power_beta, bald_seed
+                    )
+                    chosen = unlabelled[picked]
+                elif acquisition.startswith("power-"):
                     scores = np.clip(scores, 0.0, None)
                     chosen = unlabelled[power_batch(scores, take - n_random, power_rng, study.power_beta)]
                 else:

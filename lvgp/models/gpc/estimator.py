@@ -1142,6 +1142,22 @@ class LDKGPClassifier(
         mean_host, var_host = to_host(mean), to_host(var)
         return LatentCross(mean_host[:n], var_host[:n], mean_host[n:], var_host[n:], to_host(cov))
 
+    def observation_noise(self) -> np.ndarray:
+        r"""The noise variance of one more labelled document in each class's regression on the transformed
+        labels (Milios et al. 2018, eq. 7): ``C x 2``, column 0 where the document's label is another class
+        (:math:`\log(1/\alpha_\epsilon + 1)`), column 1 where it is the class itself (:math:`\log(1/(1 +
+        \alpha_\epsilon) + 1)`), each plus the class's learned additional noise. With
+        :meth:`predict_latent_cross`'s covariances, what conditioning the latent posterior on a text yet to be
+        labelled reads (:func:`lvgp.experiments.active.conditioned_power_batch`). The Dirichlet inference only
+        (``ValueError`` otherwise)."""
+        check_is_fitted(self, "model_")
+        if not self._inference_strategy().cross_covariances:
+            raise ValueError(f"observation_noise needs inference='dirichlet'; got inference={self.inference!r}")
+        eps = float(self.likelihood_.alpha_epsilon)
+        labels = np.log(1.0 / np.array([eps, 1.0 + eps]) + 1.0)  # another class's label, the class's own
+        extra = to_host(self.likelihood_.second_noise.detach()).reshape(-1, 1)  # 1 (shared) or C x 1
+        return np.broadcast_to(labels[None, :] + extra, (len(self.classes_), 2)).astype(np.float64).copy()
+
     def _latent_and_prior(
         self, X: Documents, block: int, caller: str, with_proba: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
