@@ -480,11 +480,16 @@ def test_a_dirichlet_fit_whose_noise_holds_the_labels_warns_that_it_found_no_sig
     assert not [w for w in caught if issubclass(w.category, NoSignalWarning)]
     model, likelihood = clf.model_, clf.likelihood_
     with torch.no_grad():
-        model.covar_module.outputscale = torch.full_like(model.covar_module.outputscale, 1e-4)
+        # an output scale that leaves the noise about 0.97 of the prior variance: counting the additional noise twice
+        # would print 0.98
+        model.covar_module.outputscale = torch.full_like(model.covar_module.outputscale, 1.0)
+        unit = float(model.covar_module(model.train_inputs[0], diag=True).mean())
+        model.covar_module.outputscale = torch.full_like(model.covar_module.outputscale, 1.5 / unit)
         likelihood.second_noise = torch.full_like(likelihood.second_noise, 50.0)
         diag = model.covar_module(model.train_inputs[0], diag=True)
+        transformation = likelihood.noise_covar.noise  # C x n, the additional noise (50) not included
         shares = [
-            float(((likelihood.noise[c] + 50.0) / (diag + likelihood.noise[c] + 50.0)).mean())
+            float(((transformation[c] + 50.0) / (diag + transformation[c] + 50.0)).mean())
             for c in range(len(clf.classes_))
         ]
     assert min(shares) > NOISE_CEILING

@@ -374,7 +374,7 @@ class DirichletInference(_EvidenceInference):
             x = model.train_inputs[0]
             rows = torch.arange(min(documents, x.shape[0]), device=x.device)
             prior = model.covar_module(x[rows], diag=True)  # (C x) m: the output scale times k(x_i, x_i)
-            noise = likelihood.noise[..., rows] + likelihood.second_noise.reshape(-1, 1)  # C x m
+            noise = likelihood.noise[..., rows]  # C x m: gpytorch's, the transformation's and the additional noise
             share = (noise / (prior + noise)).mean(-1)  # a class each
             scale, extra = float(model.covar_module.outputscale.max()), float(likelihood.second_noise.max())
         if float(share.min()) > NOISE_CEILING:
