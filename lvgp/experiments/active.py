@@ -29,6 +29,9 @@ Strategies (the records' ``strategy``):
   AISTATS 2023; :func:`epig`): the information a text's label gives about the labels of ``--epig-targets``
   (100) target texts drawn afresh from the unlabelled pool every round. ``gp-pool-power-epig``, the GP with the
   pool's cluster kernel (``gp-pool-*``, below), is in the default set: the studies' best acquisition.
+* ``gp-pool-greedy-epig`` (not in the default set) -- ``gp-pool-power-epig``'s batch chosen one text after
+  another, each text's EPIG recomputed with the latent posterior conditioned on the texts chosen before it
+  (:func:`conditioned_power_batch`): two texts that tell the same thing are not both drawn.
 * ``gp-pool-entropy``, ``gp-pool-power-entropy``, ``random-gp-pool`` (not in the default set) -- the GP
   with the unlabelled pool's cluster kernel as a third part of its kernel (:func:`pool_kernel`).
 
