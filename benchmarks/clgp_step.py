@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pyro
 import torch
+from _threads import add_threads_option, resolve_threads
 from pyro.infer import TraceMeanField_ELBO
 
 from lvgp.models.clgp.model import CategoricalLatentGP
@@ -44,12 +45,9 @@ def step_seconds(n: int, repeats: int, D: int = 10, K: int = 10, M: int = 50, Q:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats (for the tests)")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch intra-op threads (default torch's; 1 with --quick)"
-    )
+    add_threads_option(parser, default=None, what="torch intra-op threads")
     args = parser.parse_args(argv)
-    if args.threads is None and args.quick:  # a smoke run beside the test suite's other worker
-        args.threads = 1
+    resolve_threads(args, default=None)
     if args.threads:
         torch.set_num_threads(args.threads)
     sizes, repeats = ((100, 200, 400), 2) if args.quick else ((1000, 2000, 4000), 10)

@@ -46,6 +46,7 @@ import warnings
 
 import numpy as np
 import torch
+from _threads import add_threads_option, resolve_threads
 
 from lvgp import LBFGS
 from lvgp.kernels import LDKSpec
@@ -204,18 +205,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--dev", type=int, default=800, help="dev documents per sample")
     parser.add_argument("--features", type=int, default=2048, help="random features of (b)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads (default 2; 1 with --quick: a smoke run beside the test suite's other worker)",
-    )
+    add_threads_option(parser)
     parser.add_argument(
         "--rows", default=None, help="run only the rows whose names contain one of these (comma-separated)"
     )
     args = parser.parse_args(argv)
-    if args.threads is None:  # two threads of a quick run spin against the other worker's
-        args.threads = 1 if args.quick else 2
+    resolve_threads(args)
     with contextlib.ExitStack() as scratch:  # --quick's cache folder, removed at the end
         from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
         from lvgp.baselines.encoder import EncoderLogisticRegression

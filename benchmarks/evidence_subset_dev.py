@@ -21,6 +21,7 @@ import time
 import warnings
 
 import numpy as np
+from _threads import add_threads_option, resolve_threads
 
 
 def toy() -> tuple[list[str], np.ndarray]:
@@ -38,12 +39,7 @@ def main(argv=None) -> int:
     parser.add_argument("--subsets", default="1000,2000")
     parser.add_argument("--splits", type=int, default=1)
     parser.add_argument("--first-split", type=int, default=0, help="the first split's number (its seed)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads (default 2; 1 with --quick: a smoke run beside the test suite's other worker)",
-    )
+    add_threads_option(parser)
     parser.add_argument(
         "--inference",
         choices=("dirichlet", "laplace"),
@@ -51,8 +47,7 @@ def main(argv=None) -> int:
         help="laplace: the softmax likelihood's Laplace inference (no temperature; try --per-class 25 --subsets 250)",
     )
     args = parser.parse_args(argv)
-    if args.threads is None:  # two threads of a quick run spin against the other worker's
-        args.threads = 1 if args.quick else 2
+    resolve_threads(args)
     from lvgp.experiments.executors import limit_threads
 
     limit_threads(args.threads)

@@ -26,6 +26,7 @@ import time
 import warnings
 
 import numpy as np
+from _threads import add_threads_option, resolve_threads
 
 
 def word(prefix: str, i: int) -> str:
@@ -106,12 +107,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--classes", type=int, default=150)
     parser.add_argument("--per-class", default="10,100")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads (default 2; 1 with --quick: a smoke run beside the test suite's other worker)",
-    )
+    add_threads_option(parser)
     parser.add_argument(
         "--all-up-to", type=int, default=1500, help="also fit with the evidence of all documents up to this n"
     )
@@ -132,8 +128,7 @@ def main(argv=None) -> int:
         "class) and print the study's command; nothing is fitted",
     )
     args = parser.parse_args(argv)
-    if args.threads is None:  # two threads of a quick run spin against the other worker's
-        args.threads = 1 if args.quick else 2
+    resolve_threads(args)
     if args.study_files is not None:
         train, test = write_study_files(args.study_files, args.classes, max(int(s) for s in args.per_class.split(",")))
         print(

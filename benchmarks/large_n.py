@@ -38,6 +38,7 @@ import tempfile
 from pathlib import Path
 
 from _before import ROOT, extract, run_code
+from _threads import add_threads_option, resolve_threads
 
 CHILD = r"""
 import json, resource, sys, time, warnings
@@ -223,9 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--inducing", type=int, default=256)
     parser.add_argument("--features", type=int, default=384, help="the dense features' width of --models svgp-dense")
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch's threads (default 2; 1 with --quick, the test suite's own)"
-    )
+    add_threads_option(parser, what="torch's threads")
     parser.add_argument(
         "--max-length", type=int, default=512, help="tokens a document keeps (amazon-reviews lengths up to 512)"
     )
@@ -272,8 +271,7 @@ def main(argv=None) -> int:
         "a run was 20-25%% slower than the same code run next: compare the later rounds)",
     )
     args = parser.parse_args(argv)
-    if args.threads is None:
-        args.threads = 1 if args.quick else 2
+    resolve_threads(args)
     sizes = [1000] if args.quick else [int(s) for s in args.docs.split(",")]
     common = {
         "threads": args.threads,
