@@ -287,6 +287,8 @@ def test_gp_latent_cross_covariances_refuse_other_inferences_and_mixed_forms(fit
     try:
         with pytest.raises(ValueError, match="predict_latent_cross needs inference='dirichlet'"):
             clf.predict_latent_cross(["good"], ["bad"])
+        with pytest.raises(ValueError, match="observation_noise needs inference='dirichlet'"):
+            clf.observation_noise()
     finally:
         clf.set_params(inference="dirichlet")
 
