@@ -46,8 +46,20 @@ does not veto it, as above; its cost is part of the verdict.
     python benchmarks/power_beta_dev.py --dataset r8 --strategies gp-pool-power-epig,gp-pool-greedy-epig --seed 227 \
         --out /tmp/greedy-dev
 
+The conditioned batch with a greedier exponent (``--strategies gp-pool-power-epig,gp-pool-greedy-epig:beta=2``),
+by the same rule with ``gp-pool-power-epig`` at beta = 1 in beta = 1's place, written before its first run
+(2026-12-06, evening, fresh dev seeds 237-242): a greedier batch (beta 2) lifted 20ng at half the budget and lowered
+r8 (seeds 209-214), and the greedier a batch the more alike its texts; conditioning keeps a greedy batch from taking
+two texts that tell the same thing, so the two may together keep 20ng's gain without r8's loss. Adopted only if 20ng
+selects it and r8 does not veto it.
+
+    python benchmarks/power_beta_dev.py --dataset 20ng --strategies gp-pool-power-epig,gp-pool-greedy-epig:beta=2 \
+        --seed 237 --out /tmp/greedy-beta-dev
+    python benchmarks/power_beta_dev.py --dataset r8 --strategies gp-pool-power-epig,gp-pool-greedy-epig:beta=2 \
+        --seed 237 --out /tmp/greedy-beta-dev
+
 A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``,
-``<dataset>-share<s>/cells``, ``<dataset>-strategies/cells``). Printed: a table a setting (``--random``: and random sampling with logistic regression
+``<dataset>-share<s>/cells``, ``<dataset>-strategies/cells``, ``<dataset>-strategies-beta<b>/cells``). Printed: a table a setting (``--random``: and random sampling with logistic regression
 at the budget, for reference), the seconds a run, the selection's choice (the 20ng part of the rule) and the settings
 the check (the r8 part) vetoes.
 """
@@ -78,7 +90,9 @@ def main(argv=None) -> int:
         help="the batch's random shares instead of the exponents; the first the reference",
     )
     parser.add_argument(
-        "--strategies", default=None, help="strategies instead of the exponents, one study; the first the reference"
+        "--strategies",
+        default=None,
+        help="strategies instead of the exponents, each 'name' or 'name:beta=B' (at exponent B); the first the reference",
     )
     parser.add_argument("--seed", type=int, default=209, help="the first seed (the draws: seed + k, k < --seeds)")
     parser.add_argument("--seeds", type=int, default=6)
@@ -128,10 +142,12 @@ def main(argv=None) -> int:
             dataset, (pool, held, budget), batch, extra = args.dataset, sizes[args.dataset], 10, {}
             name, seeds = args.dataset, args.seeds
 
-        def run(value: float, strategies: tuple[str, ...]) -> dict[str, dict[int, dict]]:
+        def run(value: float, strategies: tuple[str, ...], beta: float | None = None) -> dict[str, dict[int, dict]]:
             options = {"beta": "power_beta", "targets": "epig_targets", "share": "random_share"}  # the lever's option
             setting = {} if lever == "strategies" else {options[lever]: int(value) if lever == "targets" else value}
             folder = f"{name}-strategies" if lever == "strategies" else f"{name}-{lever}{value:g}"
+            if beta is not None:  # a strategy of the strategies lever at another exponent: its own study
+                setting, folder = {"power_beta": beta}, f"{name}-strategies-beta{beta:g}"
             study = DevStudy(
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
                 seed=args.seed, held_out=held, **extra, **setting,
@@ -142,14 +158,31 @@ def main(argv=None) -> int:
                 out.setdefault(r["method"], {})[r["split"]] = r
             return out
 
-        if lever == "strategies":  # one study of every strategy, each strategy's cells read as the reference's
-            both = run(0.0, tuple(values) + (("random",) if args.random else ()))
-            runs = {v: {STRATEGY: both[v], **({"random": both["random"]} if args.random else {})} for v in values}
+        if lever == "strategies":  # a study of the strategies at the default exponent, one a "name:beta=B" exponent
+            entries = {v: strategy_entry(v) for v in values}
+            plain = tuple(v for v, (_, b) in entries.items() if b is None) + (("random",) if args.random else ())
+            cells = {**run(0.0, plain)} if plain else {}
+            for v, (strategy, b) in entries.items():
+                if b is not None:
+                    cells[v] = run(0.0, (strategy,), beta=b)[strategy]
+            runs = {v: {STRATEGY: cells[v], **({"random": cells["random"]} if args.random else {})} for v in values}
         else:
             runs = {v: run(v, (STRATEGY, "random") if args.random and v == values[0] else (STRATEGY,)) for v in values}
         half = budget // 2
         print(rule_table(runs, values, half, name, seeds, setting))
     return 0
+
+
+def strategy_entry(entry: str) -> tuple[str, float | None]:
+    """``--strategies``' entry: a strategy, or ``name:beta=B``, the strategy at the power acquisitions' exponent
+    ``B``: ``(name, B or None)``."""
+    name, _, option = entry.partition(":")
+    if not option:
+        return name, None
+    key, _, value = option.partition("=")
+    if key != "beta" or not value:
+        raise SystemExit(f"--strategies: {entry!r}: an entry is a strategy or 'strategy:beta=B'")
+    return name, float(value)
 
 
 def _show(value: float | str) -> str:
