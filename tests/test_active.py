@@ -210,7 +210,15 @@ def test_active_study_end_to_end(toy_topics_tsv, tmp_path):
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet"]
     assert main(argv) == 0
     records = json.loads((out / "results.json").read_text())
-    strategies = ["gp-entropy", "gp-bald", "gp-variance", "logreg-entropy", "random", "random-gp", "gp-pool-power-epig"]
+    strategies = [
+        "gp-entropy",
+        "gp-bald",
+        "gp-variance",
+        "logreg-entropy",
+        "random",
+        "random-gp",
+        "gp-pool-greedy-epig",
+    ]
     assert sorted({r["strategy"] for r in records}) == sorted(strategies) and len(records) == 14
     for r in records:
         # one text a class to start, batches of 5, the last batch cut to the budget
@@ -518,16 +526,22 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
 
 
 def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topics_tsv, tmp_path, monkeypatch, capsys):
-    """``--power-beta``, ``--epig-targets`` and ``--random-share`` reach the acquisition (the exponent handed to
-    :func:`power_batch`, the target texts of each round, the batch's random part), are recorded in ``study.json``,
+    """``--power-beta``, ``--greedy-beta``, ``--epig-targets`` and ``--random-share`` reach the acquisition (the
+    exponents handed to :func:`power_batch` and :func:`conditioned_power_batch`, the target texts of each round, the
+    batch's random part), are recorded in ``study.json``,
     named in the table's note when away from their defaults (and not otherwise), and bad values are refused by
     name; a ``study.json`` written before the options existed reads back with the defaults."""
     from lvgp.experiments import active
     from lvgp.experiments.cli import main
     from lvgp.experiments.study import load_study
 
-    betas, target_counts, batch_sizes, pool_sizes = [], [], [], []
+    betas, target_counts, batch_sizes, pool_sizes, greedy_betas = [], [], [], [], []
     original_batch, original_scores = active.power_batch, active.acquisition_scores
+    original_conditioned = active.conditioned_power_batch
+
+    def conditioned_power_batch(model, texts, targets, scores, k, rng, beta, seed):
+        greedy_betas.append(beta)
+        return original_conditioned(model, texts, targets, scores, k, rng, beta, seed)
 
     def power_batch(scores, k, rng, beta=active.POWER_BETA):
         betas.append(beta)
@@ -541,15 +555,21 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
 
     monkeypatch.setattr(active, "power_batch", power_batch)
     monkeypatch.setattr(active, "acquisition_scores", scores)
+    monkeypatch.setattr(active, "conditioned_power_batch", conditioned_power_batch)
     argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "3", "--quiet", "--strategies", "gp-power-epig"]
     out = tmp_path / "set"
-    assert main([*argv, "--out", str(out), "--power-beta", "2", "--epig-targets", "7", "--random-share", "0.2"]) == 0
-    assert betas == [2.0, 2.0] and target_counts == [7, 7] and batch_sizes == [4, 4]  # one of 5 drawn at random
+    argv_set = [*argv, "--out", str(out), "--power-beta", "2", "--epig-targets", "7", "--random-share", "0.2"]
+    argv_set[argv_set.index("gp-power-epig")] += ",gp-pool-greedy-epig"
+    assert main([*argv_set, "--greedy-beta", "3"]) == 0
+    assert betas == [2.0, 2.0] and target_counts == [7, 7] * 2 and batch_sizes == [4, 4]  # one of 5 drawn at random
+    assert greedy_betas == [3.0, 3.0]
     settings = json.loads((out / "study.json").read_text())
     assert (settings["power_beta"], settings["epig_targets"], settings["random_share"]) == (2.0, 7, 0.2)
+    assert settings["greedy_beta"] == 3.0
     table = (out / "table.md").read_text()
     assert "exponent 2 (--power-beta; default 1)" in table and "target texts 7 a round (--epig-targets" in table
+    assert "The conditioned batch's exponent 3 (--greedy-beta; default 2)" in table
     assert "A share of 0.2 of each acquired batch drawn at random (--random-share; default 0)" in table
 
     for seen in (betas, target_counts, batch_sizes, pool_sizes):
@@ -559,14 +579,19 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
     assert target_counts == [min(100, n) for n in pool_sizes] == [42, 37]  # the toy pool has fewer than 100 texts
     assert "--power-beta" not in (tmp_path / "default" / "table.md").read_text()
 
-    old = {k: v for k, v in settings.items() if k not in ("power_beta", "epig_targets", "random_share")}
+    old = {k: v for k, v in settings.items() if k not in ("power_beta", "greedy_beta", "epig_targets", "random_share")}
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "study.json").write_text(json.dumps(old))
     study = load_study(tmp_path / "old")
-    assert (study.power_beta, study.epig_targets, study.random_share) == (1.0, 100, 0.0)
+    assert (study.power_beta, study.greedy_beta, study.epig_targets, study.random_share) == (1.0, 2.0, 100, 0.0)
 
     capsys.readouterr()
-    for flag, value in (("--random-share", "1.5"), ("--power-beta", "0"), ("--epig-targets", "0")):
+    for flag, value in (
+        ("--random-share", "1.5"),
+        ("--power-beta", "0"),
+        ("--greedy-beta", "0"),
+        ("--epig-targets", "0"),
+    ):
         with pytest.raises(SystemExit) as exited:
             main([*argv, "--out", str(tmp_path / "bad"), flag, value])
         assert exited.value.code == 2 and flag in capsys.readouterr().err, flag

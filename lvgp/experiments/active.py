@@ -27,11 +27,12 @@ Strategies (the records' ``strategy``):
   near-identical top texts is what a top-k batch risks with many classes.
 * ``gp-power-epig``, ``gp-pool-power-epig`` -- the power acquisition of EPIG (Bickford Smith et al.,
   AISTATS 2023; :func:`epig`): the information a text's label gives about the labels of ``--epig-targets``
-  (100) target texts drawn afresh from the unlabelled pool every round. ``gp-pool-power-epig``, the GP with the
-  pool's cluster kernel (``gp-pool-*``, below), is in the default set: the studies' best acquisition.
-* ``gp-pool-greedy-epig`` (not in the default set) -- ``gp-pool-power-epig``'s batch chosen one text after
-  another, each text's EPIG recomputed with the latent posterior conditioned on the texts chosen before it
-  (:func:`conditioned_power_batch`): two texts that tell the same thing are not both drawn.
+  (100) target texts drawn afresh from the unlabelled pool every round; ``gp-pool-power-epig`` with the pool's
+  cluster kernel (``gp-pool-*``, below).
+* ``gp-pool-greedy-epig`` -- ``gp-pool-power-epig``'s batch chosen one text after another, each text's EPIG
+  recomputed with the latent posterior conditioned on the texts chosen before it (:func:`conditioned_power_batch`),
+  its keys at the exponent ``--greedy-beta`` (default 2): two texts that tell the same thing are not both drawn, so
+  the draw can be greedier. In the default set: the studies' best acquisition (``benchmarks/power_beta_dev.py``).
 * ``gp-pool-entropy``, ``gp-pool-power-entropy``, ``random-gp-pool`` (not in the default set) -- the GP
   with the unlabelled pool's cluster kernel as a third part of its kernel (:func:`pool_kernel`).
 
@@ -50,7 +51,7 @@ kernel takes it): the vocabulary is the pool's, the idf the pool's document freq
 no labelled text still count in a text's norm.
 
 ``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its
-acquisition left (default 0: the whole batch the acquisition's). ``--power-beta``, ``--epig-targets``
+acquisition left (default 0: the whole batch the acquisition's). ``--power-beta``, ``--greedy-beta``, ``--epig-targets``
 and ``--random-share`` away from their defaults are named in the table's note; their defaults are the
 settings that dev draws of the training parts kept (``benchmarks/power_beta_dev.py``).
 """
@@ -111,7 +112,8 @@ STRATEGIES = {
     "gp-pool-greedy-epig": ("gp-pool", "greedy-epig"),
 }
 #: the strategies a study runs unless ``--strategies`` names others: the issue's six, and the studies' best
-#: acquisition, EPIG with the pool's cluster kernel (``results/README.md``, "EPIG")
+#: acquisition, EPIG with the pool's cluster kernel, the batch conditioned on its own texts (``gp-pool-power-epig``
+#: until 2026-12-06; ``benchmarks/README.md``, "The batch conditioned on its own texts")
 DEFAULT_STRATEGIES = (
     "gp-entropy",
     "gp-bald",
@@ -119,7 +121,7 @@ DEFAULT_STRATEGIES = (
     "logreg-entropy",
     "random",
     "random-gp",
-    "gp-pool-power-epig",
+    "gp-pool-greedy-epig",
 )
 #: the exponent of the power acquisitions, ``--power-beta``'s default (Kirsch et al. 2023's default; greedier and
 #: flatter exponents tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
@@ -141,6 +143,10 @@ EPIG_TARGETS = 100
 RANDOM_SHARE = 0.0
 #: :func:`conditioned_power_batch`'s candidates: this many times the batch, the texts of the highest power keys
 GREEDY_SHORTLIST = 10
+#: the exponent of the conditioned batch (``gp-pool-greedy-epig``), ``--greedy-beta``'s default: conditioning keeps a
+#: greedier draw from taking alike texts (chosen on dev draws against ``gp-pool-power-epig`` at beta 1, where 1 for
+#: the conditioned batch was level: ``benchmarks/power_beta_dev.py``)
+GREEDY_BETA = 2.0
 #: the entries of :func:`epig`'s largest array a chunk of candidates (each: target x draw x class, or its joint
 #: tables' target x class x class where the classes outnumber the draws); 2^20, 8 MB of float64: smaller chunks
 #: stay in cache, 2^22 took 1.2x and 2^23 1.5x the time on 20ng's 20 classes (``benchmarks/epig_cost.py``)
@@ -557,6 +563,11 @@ class ActiveStudy(Study):
         "the exponent of the power acquisitions (gp-power-*, gp-pool-power-*): a batch is drawn with probabilities "
         "proportional to the score to this power (1: Kirsch et al.'s choice; larger: greedier)",
     )
+    greedy_beta: float = option(
+        GREEDY_BETA,
+        "the exponent of the conditioned batch (gp-pool-greedy-epig): each text drawn with probability proportional "
+        "to its EPIG given the texts chosen before it, to this power",
+    )
     epig_targets: int = option(
         EPIG_TARGETS, "EPIG's target texts, drawn afresh from the unlabelled pool every round (the *-epig strategies)"
     )
@@ -735,7 +746,7 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 if acquisition.startswith("greedy-"):
                     scores = np.clip(scores, 0.0, None)
                     picked = conditioned_power_batch(
-                        model, pool, targets or [], scores, take - n_random, power_rng, study.power_beta, bald_seed
+                        model, pool, targets or [], scores, take - n_random, power_rng, study.greedy_beta, bald_seed
                     )
                     chosen = unlabelled[picked]
                 elif acquisition.startswith("power-"):
@@ -792,10 +803,13 @@ def _points_above(rows: list[dict], reference: list[dict] | None) -> str:
 
 def acquisition_settings(study: ActiveStudy) -> list[str]:
     """The acquisition's settings of ``study`` that are not the studies' protocol (``--power-beta``,
-    ``--epig-targets``, ``--random-share`` away from their defaults), as the table's note names them."""
+    ``--greedy-beta``, ``--epig-targets``, ``--random-share`` away from their defaults), as the table's note names
+    them."""
     notes = []
     if study.power_beta != POWER_BETA:
         notes.append(f"Power acquisitions' exponent {study.power_beta:g} (--power-beta; default {POWER_BETA:g})")
+    if study.greedy_beta != GREEDY_BETA:
+        notes.append(f"The conditioned batch's exponent {study.greedy_beta:g} (--greedy-beta; default {GREEDY_BETA:g})")
     if study.epig_targets != EPIG_TARGETS:
         notes.append(f"EPIG's target texts {study.epig_targets} a round (--epig-targets; default {EPIG_TARGETS})")
     if study.random_share != RANDOM_SHARE:
