@@ -116,6 +116,26 @@ def test_resuming_with_other_settings_is_refused_naming_them_and_force_recompute
     assert {r["split"] for r in more["records"]} == {0, 1, 2}
 
 
+def test_a_resumed_study_keeps_the_reruns_its_study_json_names(tmp_path):
+    """``study.json``'s ``reruns`` (the records rerun since, their provenance and why: :func:`load_study`) describe
+    cells a resumed study keeps: a resume that adds splits writes the options and its provenance, and keeps them; a
+    study forced over other settings deletes those cells, and their ``reruns`` with them."""
+    from lvgp.experiments.study import load_study
+
+    a, b = _tsv(tmp_path / "a.tsv", seed=0), _tsv(tmp_path / "b.tsv", seed=1)
+    out = tmp_path / "study"
+    _study(a, splits=2, methods=("ridge",)).run(out, progress=False)
+    settings = json.loads((out / "study.json").read_text())
+    reruns = [{"methods": ["ridge"], "provenance": settings["provenance"], "why": "a test"}]
+    (out / "study.json").write_text(json.dumps({**settings, "reruns": reruns}))
+    _study(a, splits=3, methods=("ridge",)).run(out, progress=False)
+    resumed = json.loads((out / "study.json").read_text())
+    assert resumed["reruns"] == reruns and resumed["splits"] == 3
+    assert load_study(out).splits == 3
+    _study(b, splits=2, methods=("ridge",)).run(out, progress=False, force=True)
+    assert "reruns" not in json.loads((out / "study.json").read_text())
+
+
 def test_out_an_existing_file_is_one_line_exit_2(tmp_path, capsys):
     tsv = _tsv(tmp_path / "toy.tsv")
     target = tmp_path / "a_file"

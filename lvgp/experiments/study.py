@@ -522,8 +522,10 @@ class Study:
         if not isinstance(executor, ReportOnlyExecutor):  # a report runs no cell: it needs no data
             self.check_data()
         previous = out / "study.json"
+        settings = self.settings()
         if previous.exists() and (out / "cells").is_dir() and not isinstance(executor, ReportOnlyExecutor):
-            differ = self.conflicts_with(read_json(previous, "start the study afresh (its cells stay)"))
+            earlier = read_json(previous, "start the study afresh (its cells stay)")
+            differ = self.conflicts_with(earlier)
             if differ and not force:
                 raise ValueError(
                     f"--out {out} holds the cells of a study with other settings: {'; '.join(differ)}. Choose "
@@ -531,8 +533,10 @@ class Study:
                 )
             if differ:
                 shutil.rmtree(out / "cells")
+            elif "reruns" in earlier:  # the kept cells' reruns (load_study): still what their records are
+                settings["reruns"] = earlier["reruns"]
         if not (isinstance(executor, ReportOnlyExecutor) and previous.exists()):  # a report changes no setting
-            write_json(previous, self.settings())
+            write_json(previous, settings)
         start = None
         if isinstance(executor, ProcessExecutor) and executor.jobs > 1:
             threads = executor.total_threads()
