@@ -341,14 +341,24 @@ def power_batch(scores: np.ndarray, k: int, rng: np.random.Generator, beta: floa
     probabilities proportional to :math:`s_i^\beta`, one after another (Kirsch et al. 2023's power
     acquisition), by the Gumbel-top-k trick: the ``k`` largest :math:`\beta\log s_i + G_i` with
     :math:`G_i` standard Gumbel. A score of 0 is drawn only after every positive one."""
+    scores = _checked_power_draw(scores, k, "scores must be a vector of finite numbers at least 0")
+    return np.argsort(-_power_keys(scores, rng.gumbel(size=len(scores)), beta), kind="stable")[:k]
+
+
+def _checked_power_draw(scores: np.ndarray, k: int, message: str) -> np.ndarray:
+    """``scores`` as a float64 vector, ``ValueError(message)`` unless finite and at least 0, and ``k`` in range."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 1 or (scores < 0).any() or not np.isfinite(scores).all():
-        raise ValueError("scores must be a vector of finite numbers at least 0")
+        raise ValueError(message)
     if not 0 <= k <= len(scores):
         raise ValueError(f"k must be in [0, {len(scores)}]; got {k}")
+    return scores
+
+
+def _power_keys(scores: np.ndarray, gumbel: np.ndarray, beta: float) -> np.ndarray:
+    r"""The power acquisition's keys :math:`\beta\log s_i + G_i` (a score of 0: minus infinity)."""
     with np.errstate(divide="ignore"):
-        keys = beta * np.log(scores) + rng.gumbel(size=len(scores))
-    return np.argsort(-keys, kind="stable")[:k]
+        return beta * np.log(scores) + gumbel
 
 
 def conditioned_power_batch(
@@ -379,26 +389,23 @@ def conditioned_power_batch(
     the precision the label adds in expectation over the classifier's predictive :math:`p(y)` (its noise
     :math:`\sigma^2_y`, :meth:`~lvgp.models.LDKGPClassifier.observation_noise`, is smaller in the label's own class);
     the latent means are kept (their expectation over the label). ``k`` positions, in the order chosen."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (len(texts),) or (scores < 0).any() or not np.isfinite(scores).all():
-        raise ValueError(f"scores must be {len(texts)} finite numbers at least 0, one a text")
-    if not 0 <= k <= len(scores):
-        raise ValueError(f"k must be in [0, {len(scores)}]; got {k}")
+    message = f"scores must be {len(texts)} finite numbers at least 0, one a text"
+    if np.shape(scores) != (len(texts),):
+        raise ValueError(message)
+    scores = _checked_power_draw(scores, k, message)
     if shortlist < 1:
         raise ValueError(f"shortlist must be at least 1; got {shortlist}")
-    with np.errstate(divide="ignore"):
-        gumbel = rng.gumbel(size=len(scores))
-        keys = beta * np.log(scores) + gumbel
-    order = np.argsort(-keys, kind="stable")
+    gumbel = rng.gumbel(size=len(scores))
+    order = np.argsort(-_power_keys(scores, gumbel, beta), kind="stable")
     short = order[: min(len(order), shortlist * k)]
     if k <= 1 or len(short) <= k:
         return order[:k]
-    m = len(targets)
-    cross = model.predict_latent_cross([texts[i] for i in short], list(targets) + [texts[i] for i in short])
+    m, candidates = len(targets), [texts[i] for i in short]
+    cross = model.predict_latent_cross(candidates, list(targets) + candidates)
     mean, var = cross.x_mean, cross.x_var.copy()  # L x C
     target_mean, target_var = cross.z_mean[:m], cross.z_var[:m].copy()  # m x C
     to_targets, among = cross.cov[:, :, :m].copy(), cross.cov[:, :, m:].copy()  # C x L x m, C x L x L
-    proba = np.asarray(model.predict_proba([texts[i] for i in short]), dtype=np.float64)  # L x C
+    proba = np.asarray(model.predict_proba(candidates), dtype=np.float64)  # L x C
     noise = np.asarray(model.observation_noise(), dtype=np.float64)  # C x 2: another class's label, its own
     left = np.ones(len(short), dtype=bool)
     chosen: list[int] = []
@@ -406,9 +413,7 @@ def conditioned_power_batch(
     for step in range(k):
         if step:
             current = epig(mean, var, target_mean, target_var, to_targets, seed=seed)
-        with np.errstate(divide="ignore"):
-            key = np.where(left, beta * np.log(current) + gumbel[short], -np.inf)
-        s = int(np.argmax(key))
+        s = int(np.argmax(np.where(left, _power_keys(current, gumbel[short], beta), -np.inf)))
         chosen.append(s)
         left[s] = False
         v = np.clip(np.diagonal(among, axis1=1, axis2=2)[:, s], 0.0, None)  # C: the chosen text's variances now
@@ -743,14 +748,14 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 score = acquisition.removeprefix("power-").removeprefix("greedy-")
                 scores = acquisition_scores(model, score, pool, bald_seed, targets)
                 n_random = int(round(study.random_share * take))
-                if acquisition.startswith("greedy-"):
+                if acquisition.startswith(("greedy-", "power-")):  # drawn by the power keys: scores at least 0
                     scores = np.clip(scores, 0.0, None)
+                if acquisition.startswith("greedy-"):
                     picked = conditioned_power_batch(
                         model, pool, targets or [], scores, take - n_random, power_rng, study.greedy_beta, bald_seed
                     )
                     chosen = unlabelled[picked]
                 elif acquisition.startswith("power-"):
-                    scores = np.clip(scores, 0.0, None)
                     chosen = unlabelled[power_batch(scores, take - n_random, power_rng, study.power_beta)]
                 else:
                     chosen = unlabelled[np.argsort(-scores, kind="stable")[: take - n_random]]

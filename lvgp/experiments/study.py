@@ -522,7 +522,7 @@ class Study:
         if not isinstance(executor, ReportOnlyExecutor):  # a report runs no cell: it needs no data
             self.check_data()
         previous = out / "study.json"
-        settings = self.settings()
+        kept: dict = {}  # what the earlier study.json says of the cells this run keeps
         if previous.exists() and (out / "cells").is_dir() and not isinstance(executor, ReportOnlyExecutor):
             earlier = read_json(previous, "start the study afresh (its cells stay)")
             differ = self.conflicts_with(earlier)
@@ -534,9 +534,9 @@ class Study:
             if differ:
                 shutil.rmtree(out / "cells")
             elif "reruns" in earlier:  # the kept cells' reruns (load_study): still what their records are
-                settings["reruns"] = earlier["reruns"]
+                kept["reruns"] = earlier["reruns"]
         if not (isinstance(executor, ReportOnlyExecutor) and previous.exists()):  # a report changes no setting
-            write_json(previous, settings)
+            write_json(previous, {**self.settings(), **kept})
         start = None
         if isinstance(executor, ProcessExecutor) and executor.jobs > 1:
             threads = executor.total_threads()
