@@ -64,7 +64,8 @@ is the studies' default acquisition.
         --seed 237 --out /tmp/greedy-beta-dev
 
 A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``,
-``<dataset>-share<s>/cells``, ``<dataset>-strategies/cells``, ``<dataset>-strategies-beta<b>/cells``). Printed: a table a setting (``--random``: and random sampling with logistic regression
+``<dataset>-share<s>/cells``, ``<dataset>-strategies/cells``, ``<dataset>-strategies-beta<b>/cells``). Printed: a
+table a setting (``--random``: and random sampling with logistic regression
 at the budget, for reference), the seconds a run, the selection's choice (the 20ng part of the rule) and the settings
 the check (the r8 part) vetoes.
 """
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--strategies",
         default=None,
-        help="strategies instead of the exponents, each 'name' or 'name:beta=B' (at exponent B); the first the reference",
+        help="strategies instead of the exponents, each 'name' or 'name:beta=B' (at exponent B); the first the "
+        "reference",
     )
     parser.add_argument("--seed", type=int, default=209, help="the first seed (the draws: seed + k, k < --seeds)")
     parser.add_argument("--seeds", type=int, default=6)
@@ -206,7 +208,8 @@ def rule_table(runs: dict, values: list, half: int, name: str, seeds: int, setti
 
     reference = runs[values[0]][STRATEGY]
     lines = [
-        f"{name}, {seeds} seeds: the GP ({'each' if setting == 'strategy' else STRATEGY}) at half the budget ({half} labels), paired against {setting} = "
+        f"{name}, {seeds} seeds: the GP ({'each' if setting == 'strategy' else STRATEGY}) at half the budget "
+        f"({half} labels), paired against {setting} = "
         f"{_show(values[0])}",
         "",
         f"| {setting} | accuracy at half | paired difference at half | paired difference of the area | s a run |",
@@ -220,7 +223,8 @@ def rule_table(runs: dict, values: list, half: int, name: str, seeds: int, setti
         a = np.array([cells[s]["aulc"] - reference[s]["aulc"] for s in sorted(cells)])
         seconds = np.mean([cells[s]["fit_seconds"] + cells[s]["acquire_seconds"] for s in cells])
         lines.append(
-            f"| {_show(value)} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} | {a.mean():+.4f} ± {se(a):.4f} "
+            f"| {_show(value)} | {at_half.mean():.4f} | {d.mean():+.4f} ± {se(d):.4f} "
+            f"| {a.mean():+.4f} ± {se(a):.4f} "
             f"| {seconds:.0f} |"
         )
         if value != values[0] and d.mean() > 0 and d.mean() > se(d) and a.mean() >= -se(a):
@@ -231,13 +235,15 @@ def rule_table(runs: dict, values: list, half: int, name: str, seeds: int, setti
     if random:
         gap = np.array([_at(reference[s], half) - random[s]["final_accuracy"] for s in sorted(reference)])
         lines.append(
-            f"\n{setting} = {_show(values[0])} at half the budget minus random sampling (logistic regression) at the budget: "
+            f"\n{setting} = {_show(values[0])} at half the budget minus random sampling (logistic regression) at the "
+            "budget: "
             f"{gap.mean():+.4f} ± {se(gap):.4f} ({int((gap >= 0).sum())} of {len(gap)} at or above)"
         )
     choice = max(qualified)[1] if qualified else values[0]
     lines.append(f"\nThe selection's choice on {name}: {setting} = {_show(choice)}")
     lines.append(
-        f"Below {setting} = {_show(values[0])} by more than one standard error at half the budget (vetoed by the check on "
+        f"Below {setting} = {_show(values[0])} by more than one standard error at half the budget (vetoed by the check "
+        "on "
         f"{name}): {', '.join(_show(b) for b in below) or 'none'}"
     )
     return "\n".join(lines)
