@@ -63,6 +63,18 @@ is the studies' default acquisition.
     python benchmarks/power_beta_dev.py --dataset r8 --strategies gp-pool-power-epig,gp-pool-greedy-epig:beta=2 \
         --seed 237 --out /tmp/greedy-beta-dev
 
+The conditioned batch at a greedier exponent still
+(``--strategies gp-pool-greedy-epig:beta=2,gp-pool-greedy-epig:beta=4``), by the same rule with
+``gp-pool-greedy-epig`` at beta = 2 (the default) in beta = 1's place, written before its first run (2026-12-06,
+night, fresh dev seeds 243-248): from beta 1 to 2 the conditioned batch gained on both corpora, and 20ng's
+half-budget goal is still missed on its subsamples; conditioning may keep a greedier draw from taking alike texts at
+4 too. Adopted only if 20ng selects it and r8 does not veto it.
+
+    python benchmarks/power_beta_dev.py --dataset 20ng --seed 243 --out /tmp/greedy-beta4-dev \
+        --strategies gp-pool-greedy-epig:beta=2,gp-pool-greedy-epig:beta=4
+    python benchmarks/power_beta_dev.py --dataset r8 --seed 243 --out /tmp/greedy-beta4-dev \
+        --strategies gp-pool-greedy-epig:beta=2,gp-pool-greedy-epig:beta=4
+
 A run resumes from ``--out``'s folders (``<dataset>-beta<b>/cells``, ``<dataset>-targets<t>/cells``,
 ``<dataset>-share<s>/cells``, ``<dataset>-strategies/cells``, ``<dataset>-strategies-beta<b>/cells``). Printed: a
 table a setting (``--random``: and random sampling with logistic regression
