@@ -68,7 +68,9 @@ The conditioned batch at a greedier exponent still
 ``gp-pool-greedy-epig`` at beta = 2 (the default) in beta = 1's place, written before its first run (2026-12-06,
 night, fresh dev seeds 243-248): from beta 1 to 2 the conditioned batch gained on both corpora, and 20ng's
 half-budget goal is still missed on its subsamples; conditioning may keep a greedier draw from taking alike texts at
-4 too. Adopted only if 20ng selects it and r8 does not veto it.
+4 too. Adopted only if 20ng selects it and r8 does not veto it. **Not adopted**: level on both (20ng -0.0006 ±
+0.0054 at half the budget, r8 +0.0014 ± 0.0021; ``benchmarks/README.md``, "The batch conditioned on its own
+texts"); the exponent stays 2.
 
     python benchmarks/power_beta_dev.py --dataset 20ng --seed 243 --out /tmp/greedy-beta4-dev \
         --strategies gp-pool-greedy-epig:beta=2,gp-pool-greedy-epig:beta=4
