@@ -235,7 +235,8 @@ random_history = active_run(
 # pool in the kernel, and EPIG, drawn in proportion or conditioned in the batch as here; logistic
 # regression's uncertainty sampling; random texts) to 200 labels on r8 and 400 on 20ng: over eighteen
 # seeds the GP with the pool, its batches conditioned as here, reached random sampling's full-budget
-# accuracy at 61 labels on r8 and 242 on 20ng (where random needed 186 and 378). `lvgp compare open-set`
+# accuracy at 61 labels on r8, 242 on 20ng's subsamples and 197 on its whole training part (random
+# sampling itself: 186, 378 and 380). `lvgp compare open-set`
 # (`results/open-set/`) measures the out-of-scope scores against every detector, draw by draw.
 
 # %%
