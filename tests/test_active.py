@@ -389,6 +389,51 @@ def test_conditioned_power_batch_passes_over_a_copy_of_a_chosen_text():
     assert picked[0] in (0, 1) and picked[1] == 2
 
 
+def test_choose_texts_to_label_conditions_its_batch_on_its_own_texts():
+    """The user's function on the two copies of the top text: one copy, then the text about other targets (where
+    the plain power draw at the same exponent takes both copies); the same texts for the same ``random_state``."""
+    from lvgp.experiments.active import choose_texts_to_label, power_batch
+
+    names = ["a", "a2", "b", "za", "zb"]
+    base = np.array([[1.0, 1.0, 0, 0.9, 0], [1.0, 1.0, 0, 0.9, 0], [0, 0, 0.8, 0, 0.7], [0.9, 0.9, 0, 1.0, 0],
+                     [0, 0, 0.7, 0, 1.0]])  # fmt: skip
+    base[[3, 4], [3, 4]] += 0.05
+    model = _JointGaussianClassifier(names, np.zeros((5, 2)), np.stack([base, base]), np.full((5, 2), 0.5),
+                                     np.full((2, 2), 0.01))  # fmt: skip
+    texts, targets = names[:3], names[3:]
+    picked = choose_texts_to_label(model, texts, 2, targets=targets, beta=200.0, random_state=0, seed=3)
+    assert picked[0] in (0, 1) and picked[1] == 2
+    assert sorted(power_batch(_epig_of(model, texts, targets), 2, np.random.default_rng(0), beta=200.0)) == [0, 1]
+
+
+def test_choose_texts_to_label_draws_its_targets_from_the_texts_then_the_batch():
+    """Without ``targets``: ``n_targets`` of the texts drawn from ``random_state`` (a generator is used as given),
+    then :func:`conditioned_power_batch` from the same generator at :data:`GREEDY_BETA`; ``k`` distinct positions,
+    the same for the same seed; bad arguments refused by name."""
+    from lvgp.experiments.active import GREEDY_BETA, choose_texts_to_label, conditioned_power_batch
+
+    names, mean, cov, proba = _joint_gaussian(30, 0, 3, seed=4)
+    model = _JointGaussianClassifier(names, mean, cov, proba, np.full((3, 2), 0.2))
+    picked = choose_texts_to_label(model, names, 6, n_targets=12, random_state=np.random.default_rng(9))
+    rng = np.random.default_rng(9)
+    targets = [names[i] for i in rng.choice(30, 12, replace=False)]
+    scores = np.clip(_epig_of(model, names, targets, seed=0), 0.0, None)
+    expected = conditioned_power_batch(model, names, targets, scores, 6, rng, GREEDY_BETA, 0)
+    assert picked.tolist() == expected.tolist()
+    assert len(set(picked.tolist())) == 6 and all(0 <= i < 30 for i in picked)
+    again = choose_texts_to_label(model, names, 6, n_targets=12, random_state=9)
+    assert again.tolist() == choose_texts_to_label(model, names, 6, n_targets=12, random_state=9).tolist()
+    assert len(choose_texts_to_label(model, names, 30, random_state=1)) == 30  # every text: 30 targets at most
+    for bad, match in (({"k": 31}, "k must be an int in \\[0, 30\\]"), ({"k": True}, "k must be"),
+                       ({"n_targets": 0}, "n_targets must be")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            choose_texts_to_label(model, names, **{"k": 3, **bad})
+    with pytest.raises(TypeError, match="texts must be a non-empty list of strings"):
+        choose_texts_to_label(model, [], 1)
+    with pytest.raises(TypeError, match="targets must be a non-empty list of strings"):
+        choose_texts_to_label(model, names, 3, targets=[])
+
+
 def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):
     """The power strategies (the pool's EPIG alone among them in the default set), named, run and start
     from the same texts as the GP's top-k entropy."""

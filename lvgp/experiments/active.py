@@ -694,6 +694,44 @@ def acquisition_scores(
     raise ValueError(f"unknown acquisition {acquisition!r}")
 
 
+def choose_texts_to_label(
+    model: Any,
+    texts: list[str],
+    k: int,
+    *,
+    targets: list[str] | None = None,
+    n_targets: int = EPIG_TARGETS,
+    beta: float = GREEDY_BETA,
+    random_state: int | np.random.Generator | None = None,
+    seed: int = 0,
+) -> np.ndarray:
+    r"""The ``k`` texts of the unlabelled ``texts`` to label next: the positions (``k`` distinct ints, in the order
+    chosen) that the active study's default acquisition (``gp-pool-greedy-epig``) picks for the fitted Dirichlet
+    classifier ``model`` (an :class:`~lvgp.models.LDKGPClassifier`). Each text's :func:`epig` against the
+    ``targets`` -- texts like those the classifier will be asked about; by default ``n_targets`` of ``texts`` drawn
+    without replacement from ``random_state`` -- then the batch drawn one text at a time, in proportion to the
+    scores to the power ``beta``, each text's EPIG recomputed given the texts chosen before it
+    (:func:`conditioned_power_batch`). ``seed``: EPIG's standard normal draws. The study's rounds call it with their
+    own target texts and generators.
+
+    Label the chosen texts, add them to the labelled ones and refit: a loop a few lines long (the notebook "Uncertainty
+    at work")."""
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be a non-empty list of strings, the unlabelled texts")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= len(texts):
+        raise ValueError(f"k must be an int in [0, {len(texts)}] (the number of texts); got {k!r}")
+    rng = random_state if isinstance(random_state, np.random.Generator) else numpy_generator(random_state)
+    if targets is None:
+        if isinstance(n_targets, bool) or not isinstance(n_targets, (int, np.integer)) or n_targets < 1:
+            raise ValueError(f"n_targets must be an int at least 1; got {n_targets!r}")
+        targets = [texts[i] for i in rng.choice(len(texts), min(int(n_targets), len(texts)), replace=False)]
+    elif not targets or not all(isinstance(t, str) for t in targets):
+        raise TypeError("targets must be a non-empty list of strings")
+    scores = np.clip(acquisition_scores(model, "epig", texts, seed, list(targets)), 0.0, None)
+    return conditioned_power_batch(model, texts, list(targets), scores, int(k), rng, beta, seed)
+
+
 def run_cell(study: ActiveStudy, cell: dict) -> dict:
     """One strategy on one seed: the learning curve from one text a class to the budget."""
     strategy = cell["method"]
@@ -745,20 +783,20 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
                 if acquisition.endswith("epig"):  # the targets: unlabelled texts, drawn afresh every round
                     drawn = target_rng.choice(len(pool), min(study.epig_targets, len(pool)), replace=False)
                     targets = [pool[i] for i in drawn]
-                score = acquisition.removeprefix("power-").removeprefix("greedy-")
-                scores = acquisition_scores(model, score, pool, bald_seed, targets)
                 n_random = int(round(study.random_share * take))
-                if acquisition.startswith(("greedy-", "power-")):  # drawn by the power keys: scores at least 0
-                    scores = np.clip(scores, 0.0, None)
-                if acquisition.startswith("greedy-"):
-                    picked = conditioned_power_batch(
-                        model, pool, targets or [], scores, take - n_random, power_rng, study.greedy_beta, bald_seed
-                    )
+                if acquisition == "greedy-epig":  # the user's function, with the round's targets and generators
+                    picked = choose_texts_to_label(
+                        model, pool, take - n_random, targets=targets, beta=study.greedy_beta, random_state=power_rng,
+                        seed=bald_seed,
+                    )  # fmt: skip
                     chosen = unlabelled[picked]
-                elif acquisition.startswith("power-"):
-                    chosen = unlabelled[power_batch(scores, take - n_random, power_rng, study.power_beta)]
                 else:
-                    chosen = unlabelled[np.argsort(-scores, kind="stable")[: take - n_random]]
+                    scores = acquisition_scores(model, acquisition.removeprefix("power-"), pool, bald_seed, targets)
+                    if acquisition.startswith("power-"):  # drawn by the power keys: scores at least 0
+                        picked = power_batch(np.clip(scores, 0.0, None), take - n_random, power_rng, study.power_beta)
+                    else:
+                        picked = np.argsort(-scores, kind="stable")[: take - n_random]
+                    chosen = unlabelled[picked]
                 if n_random:  # the batch's random part, from the texts its acquisition left
                     rest = np.setdiff1d(unlabelled, chosen)
                     chosen = np.concatenate([chosen, mixed_rng.choice(rest, n_random, replace=False)])
