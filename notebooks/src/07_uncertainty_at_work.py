@@ -48,7 +48,7 @@ from lvgp import LBFGS, BagOfWordsSpec, LDKGPClassifier, OpenSetClassifier, Voca
 from lvgp.baselines.encoder import EncoderLogisticRegression, EncoderMahalanobis
 from lvgp.datasets.loaders import load_corpus
 from lvgp.encoders import SentenceEncoder
-from lvgp.experiments.active import EPIG_TARGETS, GREEDY_BETA, acquisition_scores, conditioned_power_batch
+from lvgp.experiments.active import choose_texts_to_label
 
 corpus = load_corpus("r8", "classification")
 train_texts, train_labels = list(corpus.train_texts), np.asarray(corpus.train_labels)
@@ -164,8 +164,8 @@ print(
 # part with its weight fitted. In each round it scores every unlabelled text by EPIG against 100
 # target texts drawn from the pool and draws the batch one text at a time, in proportion to the
 # squared scores (a top-10 by score takes ten texts of one region), each text's EPIG recomputed
-# with the latent posterior conditioned on the texts chosen before it (`conditioned_power_batch`);
-# the oracle labels them, and the classifier refits. The oracle is
+# with the latent posterior conditioned on the texts chosen before it (`choose_texts_to_label`, one
+# call); the oracle labels them, and the classifier refits. The oracle is
 # the corpus's labels, or you (`LVGP_INTERACTIVE=1`). Beside it, the same GP fed random texts.
 
 # %%
@@ -215,11 +215,8 @@ def active_run(choose, label):
 
 
 def by_epig(gp, unlabelled):
-    texts = [train_texts[i] for i in unlabelled]
-    targets = [texts[j] for j in rng.choice(len(texts), min(EPIG_TARGETS, len(texts)), replace=False)]
-    scores = acquisition_scores(gp, "epig", texts, seed=0, targets=targets)
-    # drawn by the power keys (exponent GREEDY_BETA), each text's EPIG conditioned on the texts chosen before it
-    return unlabelled[conditioned_power_batch(gp, texts, targets, np.clip(scores, 0.0, None), batch, rng, GREEDY_BETA)]
+    # EPIG against 100 of the unlabelled texts, the batch drawn one text at a time, each conditioned on those before
+    return unlabelled[choose_texts_to_label(gp, [train_texts[i] for i in unlabelled], batch, random_state=rng)]
 
 
 print("GP choosing by EPIG:")
