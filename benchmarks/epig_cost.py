@@ -1,4 +1,4 @@
-"""EPIG's acquisition scores (``lvgp.experiments.active.epig``) at the active study's sizes: every candidate of the
+"""EPIG's acquisition scores (``lvgp.models.acquisition.epig``) at the active study's sizes: every candidate of the
 unlabelled pool against 100 target texts, 64 latent draws a pair, the classes of r8 (8), 20ng (20) and an intent
 set (150). lvgp's Monte Carlo scoring (``estimator="monte-carlo"``, the study's until ``epig_estimator.py``) against
 the implementation it replaced (kept below as :func:`reference_epig`, verbatim:
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     from lvgp.experiments.executors import limit_threads
 
     limit_threads(args.threads)
-    from lvgp.experiments.active import EPIG_SAMPLES, epig
+    from lvgp.models.acquisition import EPIG_SAMPLES, epig
 
     rng = np.random.default_rng(0)
     print(

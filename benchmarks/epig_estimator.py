@@ -1,4 +1,4 @@
-"""EPIG's two estimators (``lvgp.experiments.active.epig``) on the active study's own latents: how much of the Monte
+"""EPIG's two estimators (``lvgp.models.acquisition.epig``) on the active study's own latents: how much of the Monte
 Carlo tables' score is their bias, and how close each estimator comes to the pairs' mutual information.
 
 The active study's pool GP (``gp-pool-power-epig``'s classifier, the pool's cluster kernel in its kernel) is fitted
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     limit_threads(args.threads)
     from scipy.stats import spearmanr
 
-    from lvgp.experiments.active import epig
+    from lvgp.models.acquisition import epig
 
     datasets = ["random latents"] if args.quick else args.datasets.split(",")
     draws, reference_rows = (64, 256, 1024), 200

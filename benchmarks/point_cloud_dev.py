@@ -8,7 +8,7 @@ Prints each strategy's learning curve and area under it, one seed a run:
     python benchmarks/point_cloud_dev.py --quick      # tiny, for the tests
 
 ``--epig-estimator`` sets EPIG's estimator for the run (``"monte-carlo"`` or ``"second-order"``:
-``lvgp.experiments.active.epig``). ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's
+``lvgp.models.acquisition.epig``). ``--vocabulary-from pool`` fits the word parts on the whole pool (the study's
 option); ``--dataset r8`` takes r8's training part (5,485 texts: pass ``--pool 3000 --held-out 2000``); ``--part-selection loo``: the
 GP learners keep, at every refit, the sub-composition of their kernel's top sum with the best leave-one-out
 log predictive (one-standard-error rule; ``LDKGPClassifier(part_selection="loo")``). ``--gpc-objective loo``:
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         "--epig-estimator",
         default=None,
         choices=("monte-carlo", "second-order"),
-        help="EPIG's estimator (lvgp.experiments.active.epig; default: the study's, EPIG_ESTIMATOR)",
+        help="EPIG's estimator (lvgp.models.acquisition.epig; default: the study's, EPIG_ESTIMATOR)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=5000)
@@ -90,8 +90,10 @@ def main(argv=None) -> int:
 
     limit_threads(args.threads)
     warnings.simplefilter("ignore")
-    if args.epig_estimator is not None:
-        active.EPIG_ESTIMATOR = args.epig_estimator
+    if args.epig_estimator is not None:  # read by lvgp.models.acquisition.epig, where it lives
+        from lvgp.models import acquisition
+
+        acquisition.EPIG_ESTIMATOR = args.epig_estimator
 
     #: strategy -> the texts and labels of its run's last fit (the labelled set at the budget)
     final_sets: dict[str, tuple[list, np.ndarray]] = {}

@@ -38,6 +38,7 @@ from .models import (
     PaddedExactGP,
     SharedKernelExactGP,
     SparseGPLVSMRegressor,
+    choose_texts_to_label,
     exact_numerics,
 )
 
@@ -118,6 +119,7 @@ __all__ = [
     "SharedKernelExactGP",
     "CovarianceError",
     "exact_numerics",
+    "choose_texts_to_label",
     "warnings",
     "all_estimators",
     *_LAZY,

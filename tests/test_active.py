@@ -52,10 +52,10 @@ def test_epig_is_the_loop_over_pairs_classes_and_draws(C, chunk, monkeypatch):
     by ``numpy.linalg.cholesky``, the joint predictive table :math:`\tfrac1S\sum_s p_s p_s^{*\top}` from the
     same draws, its mutual information, averaged over the targets; also a candidate a chunk, and one latent
     column read as the logits (0, f)."""
-    import lvgp.experiments.active as active
+    import lvgp.models.acquisition as acquisition
 
     if chunk is not None:
-        monkeypatch.setattr(active, "_EPIG_CHUNK", chunk)
+        monkeypatch.setattr(acquisition, "_EPIG_CHUNK", chunk)
     rng = np.random.default_rng(2)
     n, m = 3, 4
     mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
@@ -92,10 +92,10 @@ def test_epig_second_order_is_its_formula_written_out(C, chunk, monkeypatch):
     over its own draws, :math:`\tfrac12 \sum_{c,d} (\sum_k c_k \tilde G_{ck} \tilde G^*_{dk})^2` with
     :math:`\tilde G_{ck} = \mathbb E[\partial_k p_c] / \sqrt{\bar p_c}`, capped at the smaller entropy of the two
     mean predictives; also a candidate a chunk, and one column read as the logits (0, f)."""
-    import lvgp.experiments.active as active
+    import lvgp.models.acquisition as acquisition
 
     if chunk is not None:
-        monkeypatch.setattr(active, "_EPIG_CHUNK", chunk)
+        monkeypatch.setattr(acquisition, "_EPIG_CHUNK", chunk)
     rng = np.random.default_rng(5)
     n, m, S = 3, 4, 50
     mean, target_mean = rng.normal(size=(n, C)), rng.normal(size=(m, C))
@@ -545,6 +545,7 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
     """``--random-share`` (0 in the studies): of a batch of 5, ``round(5 share)`` texts are drawn at random from the
     pool texts the acquisition's top-k left, the others are its top-k; share 0 is the top-k batch alone."""
     from lvgp.experiments import active
+    from lvgp.models import acquisition
 
     pools: list[list[str]] = []
 
@@ -552,7 +553,7 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
         pools.append(list(pool))
         return -np.arange(len(pool), dtype=np.float64)
 
-    monkeypatch.setattr(active, "acquisition_scores", scores)
+    monkeypatch.setattr(acquisition, "acquisition_scores", scores)
     study = active.ActiveStudy(
         dataset=toy_topics_tsv, budget=13, batch=5, splits=1, strategies=("gp-entropy",), test_size=15, ldk_max_iter=3,
         random_share=share,
@@ -576,19 +577,19 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
     batch's random part), are recorded in ``study.json``,
     named in the table's note when away from their defaults (and not otherwise), and bad values are refused by
     name; a ``study.json`` written before the options existed reads back with the defaults."""
-    from lvgp.experiments import active
     from lvgp.experiments.cli import main
     from lvgp.experiments.study import load_study
+    from lvgp.models import acquisition
 
     betas, target_counts, batch_sizes, pool_sizes, greedy_betas = [], [], [], [], []
-    original_batch, original_scores = active.power_batch, active.acquisition_scores
-    original_conditioned = active.conditioned_power_batch
+    original_batch, original_scores = acquisition.power_batch, acquisition.acquisition_scores
+    original_conditioned = acquisition.conditioned_power_batch
 
     def conditioned_power_batch(model, texts, targets, scores, k, rng, beta, seed):
         greedy_betas.append(beta)
         return original_conditioned(model, texts, targets, scores, k, rng, beta, seed)
 
-    def power_batch(scores, k, rng, beta=active.POWER_BETA):
+    def power_batch(scores, k, rng, beta=acquisition.POWER_BETA):
         betas.append(beta)
         batch_sizes.append(k)
         return original_batch(scores, k, rng, beta)
@@ -598,9 +599,9 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
         pool_sizes.append(len(pool))
         return original_scores(model, acquisition, pool, seed, targets)
 
-    monkeypatch.setattr(active, "power_batch", power_batch)
-    monkeypatch.setattr(active, "acquisition_scores", scores)
-    monkeypatch.setattr(active, "conditioned_power_batch", conditioned_power_batch)
+    monkeypatch.setattr(acquisition, "power_batch", power_batch)
+    monkeypatch.setattr(acquisition, "acquisition_scores", scores)
+    monkeypatch.setattr(acquisition, "conditioned_power_batch", conditioned_power_batch)
     argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
     argv += ["--test-size", "15", "--ldk-max-iter", "3", "--quiet", "--strategies", "gp-power-epig"]
     out = tmp_path / "set"

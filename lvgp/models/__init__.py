@@ -1,6 +1,7 @@
 """Models built on the latent distribution kernel."""
 
 from ..base.numerics import CovarianceError, exact_numerics
+from .acquisition import choose_texts_to_label
 from .exact import LogPosterior, SharedKernelExactGP
 from .gpc import LDKGPClassifier
 from .gplvsm import GPLVSM, PaddedExactGP
@@ -23,4 +24,5 @@ __all__ = [
     "SharedKernelExactGP",
     "CovarianceError",
     "exact_numerics",
+    "choose_texts_to_label",
 ]

@@ -1095,7 +1095,7 @@ class LDKGPClassifier(
         :math:`\operatorname{cov}(f_c(\mathbf x_i), f_c(\mathbf z_j)) = k(\mathbf x_i, \mathbf z_j) - \mathbf
         k_i^\top \mathbf K_c^{-1} \mathbf k_j` (``C x n x m``; R&W eq. 2.24 of the ``C`` regressions of
         Milios et al. 2018, independent a posteriori). What a prediction-oriented acquisition reads
-        (:func:`lvgp.experiments.active.epig`). The Dirichlet inference only (``ValueError`` otherwise). A
+        (:func:`lvgp.models.acquisition.epig`). The Dirichlet inference only (``ValueError`` otherwise). A
         document no part of the kernel reads gets the latent prior and no covariance (a warning counts
         them). ``block``: the ``X`` documents a pass; all of ``Z`` is in every pass (``C x block x m``)."""
         check_is_fitted(self, "model_")
@@ -1148,7 +1148,7 @@ class LDKGPClassifier(
         (:math:`\log(1/\alpha_\epsilon + 1)`), column 1 where it is the class itself (:math:`\log(1/(1 +
         \alpha_\epsilon) + 1)`), each plus the class's learned additional noise. With
         :meth:`predict_latent_cross`'s covariances, what conditioning the latent posterior on a text yet to be
-        labelled reads (:func:`lvgp.experiments.active.conditioned_power_batch`). The Dirichlet inference only
+        labelled reads (:func:`lvgp.models.acquisition.conditioned_power_batch`). The Dirichlet inference only
         (``ValueError`` otherwise)."""
         check_is_fitted(self, "model_")
         if not self._inference_strategy().cross_covariances:
