@@ -44,11 +44,10 @@ per_class, n_test, rounds, batch = (4, 120, 2, 5) if smoke_test else (20, 2189, 
 # %%
 from sklearn.metrics import roc_auc_score
 
-from lvgp import LBFGS, BagOfWordsSpec, LDKGPClassifier, OpenSetClassifier, Vocabulary
+from lvgp import LBFGS, BagOfWordsSpec, LDKGPClassifier, OpenSetClassifier, Vocabulary, choose_texts_to_label
 from lvgp.baselines.encoder import EncoderLogisticRegression, EncoderMahalanobis
 from lvgp.datasets.loaders import load_corpus
 from lvgp.encoders import SentenceEncoder
-from lvgp.experiments.active import choose_texts_to_label
 
 corpus = load_corpus("r8", "classification")
 train_texts, train_labels = list(corpus.train_texts), np.asarray(corpus.train_labels)
