@@ -391,8 +391,13 @@ def test_conditioned_power_batch_passes_over_a_copy_of_a_chosen_text():
 
 def test_choose_texts_to_label_conditions_its_batch_on_its_own_texts():
     """The user's function on the two copies of the top text: one copy, then the text about other targets (where
-    the plain power draw at the same exponent takes both copies); the same texts for the same ``random_state``."""
-    from lvgp.experiments.active import choose_texts_to_label, power_batch
+    the plain power draw at the same exponent takes both copies). It is ``lvgp``'s, and the study's module still
+    imports it (with the other acquisitions, their home before ``lvgp.models.acquisition``)."""
+    import lvgp
+    import lvgp.experiments.active as active
+    from lvgp.models.acquisition import choose_texts_to_label, power_batch
+
+    assert lvgp.choose_texts_to_label is active.choose_texts_to_label is choose_texts_to_label
 
     names = ["a", "a2", "b", "za", "zb"]
     base = np.array([[1.0, 1.0, 0, 0.9, 0], [1.0, 1.0, 0, 0.9, 0], [0, 0, 0.8, 0, 0.7], [0.9, 0.9, 0, 1.0, 0],
@@ -410,7 +415,7 @@ def test_choose_texts_to_label_draws_its_targets_from_the_texts_then_the_batch()
     """Without ``targets``: ``n_targets`` of the texts drawn from ``random_state`` (a generator is used as given),
     then :func:`conditioned_power_batch` from the same generator at :data:`GREEDY_BETA`; ``k`` distinct positions,
     the same for the same seed; bad arguments refused by name."""
-    from lvgp.experiments.active import GREEDY_BETA, choose_texts_to_label, conditioned_power_batch
+    from lvgp.models.acquisition import GREEDY_BETA, choose_texts_to_label, conditioned_power_batch
 
     names, mean, cov, proba = _joint_gaussian(30, 0, 3, seed=4)
     model = _JointGaussianClassifier(names, mean, cov, proba, np.full((3, 2), 0.2))
@@ -549,7 +554,7 @@ def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy
 
     pools: list[list[str]] = []
 
-    def scores(model, acquisition, pool, seed, targets=None):  # the pool's order is the ranking
+    def scores(model, kind, pool, seed, targets=None):  # the pool's order is the ranking
         pools.append(list(pool))
         return -np.arange(len(pool), dtype=np.float64)
 
@@ -594,10 +599,10 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
         batch_sizes.append(k)
         return original_batch(scores, k, rng, beta)
 
-    def scores(model, acquisition, pool, seed, targets=None):
+    def scores(model, kind, pool, seed, targets=None):
         target_counts.append(len(targets))
         pool_sizes.append(len(pool))
-        return original_scores(model, acquisition, pool, seed, targets)
+        return original_scores(model, kind, pool, seed, targets)
 
     monkeypatch.setattr(acquisition, "power_batch", power_batch)
     monkeypatch.setattr(acquisition, "acquisition_scores", scores)
