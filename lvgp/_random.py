@@ -94,9 +94,13 @@ def _default_rng(random_state: object) -> np.random.Generator:
     return np.random.default_rng(random_state)  # type: ignore[arg-type]
 
 
-def numpy_generator(seed: int | list[int] | np.random.SeedSequence | None) -> np.random.Generator:
+def numpy_generator(
+    seed: int | list[int] | np.random.SeedSequence | np.random.Generator | None,
+) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``: a numpy generator of a seed (or of a list of integers, as
-    numpy's ``SeedSequence`` takes them) drawn from :class:`Streams` or given by a user."""
+    numpy's ``SeedSequence`` takes them) drawn from :class:`Streams` or given by a user; a user's
+    ``Generator`` is returned as it is (``default_rng``'s own rule), so a ``random_state`` of either
+    kind needs no branch."""
     return _default_rng(seed)
 
 

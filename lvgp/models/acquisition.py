@@ -380,7 +380,7 @@ def choose_texts_to_label(
         raise TypeError("texts must be a non-empty list of strings, the unlabelled texts")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= len(texts):
         raise ValueError(f"k must be an int in [0, {len(texts)}] (the number of texts); got {k!r}")
-    rng = random_state if isinstance(random_state, np.random.Generator) else numpy_generator(random_state)
+    rng = numpy_generator(random_state)  # a Generator as it is
     if targets is None:
         if isinstance(n_targets, bool) or not isinstance(n_targets, (int, np.integer)) or n_targets < 1:
             raise ValueError(f"n_targets must be an int at least 1; got {n_targets!r}")

@@ -116,7 +116,7 @@ def choose_novelty_score(
             f"y has {len(classes)} classes; holding some out needs at least 3 (two to fit on, one held out)"
         )
     n_held = min(max(1, round(float(held_out_fraction) * len(classes))), len(classes) - 2)
-    rng = random_state if isinstance(random_state, np.random.Generator) else numpy_generator(random_state)
+    rng = numpy_generator(random_state)  # a Generator as it is
     aurocs: dict[str, list[float]] = {c: [] for c in candidates}
     held_out = []
     for _ in range(int(n_draws)):
