@@ -184,7 +184,7 @@ def main(argv=None) -> int:
         if lever == "strategies":  # a study of the strategies at the default exponent, one a "name:beta=B" exponent
             entries = {v: strategy_entry(v) for v in values}
             plain = tuple(v for v, (_, b) in entries.items() if b is None) + (("random",) if args.random else ())
-            cells = {**run(0.0, plain)} if plain else {}
+            cells = run(0.0, plain) if plain else {}
             for v, (strategy, b) in entries.items():
                 if b is not None:
                     cells[v] = run(0.0, (strategy,), beta=b)[strategy]

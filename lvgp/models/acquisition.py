@@ -387,5 +387,6 @@ def choose_texts_to_label(
         targets = [texts[i] for i in rng.choice(len(texts), min(int(n_targets), len(texts)), replace=False)]
     elif not targets or not all(isinstance(t, str) for t in targets):
         raise TypeError("targets must be a non-empty list of strings")
-    scores = np.clip(acquisition_scores(model, "epig", texts, seed, list(targets)), 0.0, None)
-    return conditioned_power_batch(model, texts, list(targets), scores, int(k), rng, beta, seed)
+    targets = list(targets)
+    scores = np.clip(acquisition_scores(model, "epig", texts, seed, targets), 0.0, None)
+    return conditioned_power_batch(model, texts, targets, scores, int(k), rng, beta, seed)
