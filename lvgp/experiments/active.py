@@ -52,6 +52,10 @@ read; the pool is at hand from the start of pool-based active learning, as the p
 kernel takes it): the vocabulary is the pool's, the idf the pool's document frequencies, and words of
 no labelled text still count in a text's norm.
 
+``--encoder-part``: the GP learners' part on the encoder's unit vectors beside the tf-idf cosine, ``cosine`` (the
+default) or ``rbf`` (stationary, the open-set study's ``gpc-bow-encoder-rbf``'s part, its length-scale fitted by
+the evidence); the pool GP's cluster part stays beside it.
+
 ``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its
 acquisition left (default 0: the whole batch the acquisition's). ``--power-beta``, ``--greedy-beta``, ``--epig-targets``
 and ``--random-share`` away from their defaults are named in the table's note; their defaults are the
@@ -144,6 +148,10 @@ DEFAULT_STRATEGIES = (
 #: acquisition's, ``--random-share``'s default (rounded to whole texts; 0: every text its acquisition's, the studies'
 #: protocol; 0.2 tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
 RANDOM_SHARE = 0.0
+#: the GP learners' part on the encoder's unit vectors beside the tf-idf cosine, ``--encoder-part``'s default:
+#: the cosine, the study's GP since it was built (``"rbf"``: the open-set study's stationary part; tried on dev
+#: draws: ``benchmarks/power_beta_dev.py``)
+ENCODER_PART = "cosine"
 
 
 # ------------------------------------------------------------------ the learners
@@ -153,15 +161,25 @@ def _gp(study, cell, data):
 
 def _gp_on_texts(study: ActiveStudy, cell: dict, encoder_parts: Any) -> Any:
     """The study's GP classifier, the cosine of the tf-idf vectors beside ``encoder_parts`` on the encoder's
-    vectors; with ``--vocabulary-from pool`` its vocabulary and idf the pool's (:func:`pool_vocabulary`)."""
+    vectors (``"cosine"`` the study's ``--encoder-part``, replaced by it); with ``--vocabulary-from pool`` its
+    vocabulary and idf the pool's (:func:`pool_vocabulary`)."""
     from .classification import _gp_classifier_on_texts
     from .open_set import _bag_of_words_beside_encoder
 
+    encoder_parts = _with_encoder_part(encoder_parts, study.encoder_part)
     if study.vocabulary_from == "labelled":
         return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts))
     vocabulary, idf = pool_vocabulary(study, cell["split"])
     model = _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts, idf))
     return model.set_params(vocabulary=vocabulary)
+
+
+def _with_encoder_part(encoder_parts: Any, encoder_part: str) -> Any:
+    """``encoder_parts`` (``"cosine"``, or a tuple of ``"cosine"`` and kernels) with its ``"cosine"`` replaced by
+    ``encoder_part`` (``--encoder-part``: ``"cosine"`` or ``"rbf"``)."""
+    if isinstance(encoder_parts, tuple):
+        return tuple(encoder_part if part == "cosine" else part for part in encoder_parts)
+    return encoder_part if encoder_parts == "cosine" else encoder_parts
 
 
 @functools.lru_cache(maxsize=2)
@@ -271,6 +289,12 @@ class ActiveStudy(Study):
         "the texts the GP's vocabulary and idf and logistic regression's tf-idf are fitted on: labelled (each "
         "round's labelled texts) or pool (the whole pool's texts, once a seed; no label read)",
         choices=("labelled", "pool"),
+    )
+    encoder_part: str = option(
+        ENCODER_PART,
+        "the GP's part on the encoder's unit vectors beside the tf-idf cosine: cosine (linear) or rbf (stationary, "
+        "its length-scale fitted by the evidence, as the open-set study's gpc-bow-encoder-rbf)",
+        choices=("cosine", "rbf"),
     )
     gpc_objective: str = gpc_objective_option()
     power_beta: float = option(
@@ -497,9 +521,9 @@ def _points_above(rows: list[dict], reference: list[dict] | None) -> str:
 
 
 def acquisition_settings(study: ActiveStudy) -> list[str]:
-    """The acquisition's settings of ``study`` that are not the studies' protocol (``--power-beta``,
-    ``--greedy-beta``, ``--epig-targets``, ``--random-share`` away from their defaults), as the table's note names
-    them."""
+    """The acquisition's and the GP's settings of ``study`` that are not the studies' protocol (``--power-beta``,
+    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--random-share`` away from their defaults), as the
+    table's note names them."""
     notes = []
     if study.power_beta != POWER_BETA:
         notes.append(f"Power acquisitions' exponent {study.power_beta:g} (--power-beta; default {POWER_BETA:g})")
@@ -507,6 +531,8 @@ def acquisition_settings(study: ActiveStudy) -> list[str]:
         notes.append(f"The conditioned batch's exponent {study.greedy_beta:g} (--greedy-beta; default {GREEDY_BETA:g})")
     if study.epig_targets != EPIG_TARGETS:
         notes.append(f"EPIG's target texts {study.epig_targets} a round (--epig-targets; default {EPIG_TARGETS})")
+    if study.encoder_part != ENCODER_PART:
+        notes.append(f"The GP's encoder part {study.encoder_part} (--encoder-part; default {ENCODER_PART})")
     if study.random_share != RANDOM_SHARE:
         notes.append(
             f"A share of {study.random_share:g} of each acquired batch drawn at random (--random-share; default "
