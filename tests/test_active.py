@@ -545,6 +545,41 @@ def test_vocabulary_from_the_pool_fits_both_learners_word_parts_on_every_pool_te
     assert "Word parts fitted on the whole pool's texts (--vocabulary-from pool)" in (out / "table.md").read_text()
 
 
+def test_the_encoder_part_option_puts_an_rbf_in_the_gps_kernels_in_place_of_the_cosine(toy_topics_tsv, tmp_path):
+    """``--encoder-part rbf``: the GP learners' part on the encoder's vectors is an RBF kernel (the pool GP's
+    cluster part kept beside it), the cosine's linear kernel gone; the default keeps the cosine; the study runs and
+    its table names the setting."""
+    from gpytorch.kernels import LinearKernel, RBFKernel
+
+    from lvgp.experiments.active import ENCODER_PART, ActiveStudy, _gp, _gp_pool
+    from lvgp.experiments.cli import main
+    from lvgp.kernels.point_cloud import ClusterKernel
+
+    options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    split = ActiveStudy(**options).split(0)
+    texts, labels = split.pool_texts[:9], split.pool_labels[:9]
+    assert ENCODER_PART == "cosine" and ActiveStudy(**options).encoder_part == "cosine"
+
+    def kinds(study, learner):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = learner(study, {"method": "gp-pool-entropy", "split": 0, "params": {}}, None).fit(texts, labels)
+        found = {type(m) for m in model.model_.covar_module.modules()}
+        return RBFKernel in found, LinearKernel in found, ClusterKernel in found
+
+    rbf = ActiveStudy(**options, encoder_part="rbf")
+    assert kinds(ActiveStudy(**options), _gp) == (False, True, False)
+    assert kinds(rbf, _gp) == (True, False, False)
+    assert kinds(ActiveStudy(**options), _gp_pool) == (False, True, True)
+    assert kinds(rbf, _gp_pool) == (True, False, True)
+
+    out = tmp_path / "out"
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--encoder-part", "rbf"]
+    assert main([*argv, "--strategies", "gp-pool-greedy-epig,random"]) == 0
+    assert "The GP's encoder part rbf (--encoder-part; default cosine)" in (out / "table.md").read_text()
+
+
 @pytest.mark.parametrize("share", [0.0, 0.4])
 def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy_topics_tsv, share, monkeypatch):
     """``--random-share`` (0 in the studies): of a batch of 5, ``round(5 share)`` texts are drawn at random from the
