@@ -553,6 +553,7 @@ def test_the_encoder_part_option_puts_an_rbf_in_the_gps_kernels_in_place_of_the_
 
     from lvgp.experiments.active import ENCODER_PART, ActiveStudy, _gp, _gp_pool
     from lvgp.experiments.cli import main
+    from lvgp.experiments.study import load_study
     from lvgp.kernels.point_cloud import ClusterKernel
 
     options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
@@ -578,6 +579,14 @@ def test_the_encoder_part_option_puts_an_rbf_in_the_gps_kernels_in_place_of_the_
     argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--encoder-part", "rbf"]
     assert main([*argv, "--strategies", "gp-pool-greedy-epig,random"]) == 0
     assert "The GP's encoder part rbf (--encoder-part; default cosine)" in (out / "table.md").read_text()
+    # a study written before the option: the cosine, whatever the default (load_study; a resume compares with it)
+    settings = json.loads((out / "study.json").read_text())
+    assert settings["encoder_part"] == "rbf"
+    del settings["encoder_part"]
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "study.json").write_text(json.dumps(settings))
+    assert load_study(tmp_path / "old").encoder_part == "cosine"
+    assert rbf.conflicts_with(settings) == ["--encoder-part ('cosine' there, 'rbf' now)"]
 
 
 @pytest.mark.parametrize("share", [0.0, 0.4])

@@ -295,6 +295,7 @@ class ActiveStudy(Study):
         "the GP's part on the encoder's unit vectors beside the tf-idf cosine: cosine (linear) or rbf (stationary, "
         "its length-scale fitted by the evidence, as the open-set study's gpc-bow-encoder-rbf)",
         choices=("cosine", "rbf"),
+        before="cosine",
     )
     gpc_objective: str = gpc_objective_option()
     power_beta: float = option(
