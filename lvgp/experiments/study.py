@@ -496,15 +496,9 @@ class Study:
             return [f"kind ({previous.get('kind')!r} there, {self.kind!r} now)"]
         differ = []
         for field in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
-            if field.name in self.cell_choosing_options:
+            if field.name in self.cell_choosing_options or field.name not in previous:
                 continue
-            if field.name in previous:
-                before = _jsonable(previous[field.name])
-            elif "before" in field.metadata:  # an option added since: what those studies did (load_study)
-                before = _jsonable(field.metadata["before"])
-            else:
-                continue
-            now = _jsonable(getattr(self, field.name))
+            before, now = _jsonable(previous[field.name]), _jsonable(getattr(self, field.name))
             if before != now:
                 differ.append(f"--{field.name.replace('_', '-')} ({before!r} there, {now!r} now)")
         digest = self.data_digest()
@@ -729,7 +723,7 @@ def option(default: Any = dataclasses.MISSING, help: str = "", **metadata) -> An
     """A study setting: a dataclass field whose ``help`` (and ``choices``) the CLI shows.
     ``default=MISSING`` makes a required option. ``before=value``: what studies written before the
     option existed did, where that differs from the new default (:func:`load_study` reads their
-    ``study.json`` with it, and :meth:`Study.conflicts_with` compares a resumed run with it). ``check=``: the constraint of the value (of each element of a list
+    ``study.json`` with it). ``check=``: the constraint of the value (of each element of a list
     option; :mod:`lvgp.base.constraints`) where the type's default (:func:`check_option`) does not
     fit; ``allow_empty=True``: a list option may be empty."""
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
