@@ -588,6 +588,45 @@ def test_the_encoder_part_option_puts_an_rbf_in_the_gps_kernels_in_place_of_the_
     assert load_study(tmp_path / "old").encoder_part == "cosine"
 
 
+def test_the_encoder_weight_option_lets_the_labels_weigh_the_gps_encoder_parts(toy_topics_tsv, tmp_path, monkeypatch):
+    """``--encoder-weight loo``: the GP learners fit with ``LDKGPClassifier(encoder_weight="loo")``, which chooses a
+    factor of the encoder parts' weights (the pool GP's cluster part among them) by the labels' leave-one-out
+    predictions (on long texts: the toy's are short, so the threshold is lowered here); the default keeps the
+    evidence's; the study runs and its table names the setting; an older ``study.json`` reads as the evidence's."""
+    from lvgp.experiments.active import ENCODER_WEIGHT, ActiveStudy, _gp, _gp_pool
+    from lvgp.experiments.cli import main
+    from lvgp.experiments.study import load_study
+    from lvgp.models.gpc import estimator
+
+    monkeypatch.setattr(estimator, "LONG_TEXT_WORDS", 1)
+    options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    split = ActiveStudy(**options).split(0)
+    texts, labels = split.pool_texts[:12], split.pool_labels[:12]
+    assert ENCODER_WEIGHT == "evidence" and ActiveStudy(**options).encoder_weight == "evidence"
+    loo = ActiveStudy(**options, encoder_weight="loo")
+    for learner in (_gp, _gp_pool):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cell = {"method": "gp-pool-entropy", "split": 0, "params": {}}
+            chosen = learner(loo, cell, None).fit(texts, labels)
+            plain = learner(ActiveStudy(**options), cell, None).fit(texts, labels)
+        assert chosen.encoder_weight == "loo" and plain.encoder_weight == "evidence"
+        factors = [row["factor"] for row in chosen.encoder_weight_scores_]
+        assert factors == [0.125, 0.25, 0.5, 1.0] and chosen.encoder_weight_factor_ in factors
+        assert plain.encoder_weight_factor_ is None and plain.encoder_weight_scores_ is None  # no choice made
+
+    out = tmp_path / "out"
+    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--encoder-weight", "loo"]
+    assert main([*argv, "--strategies", "gp-pool-greedy-epig,random"]) == 0
+    assert "The GP's encoder weight loo (--encoder-weight; default evidence)" in (out / "table.md").read_text()
+    settings = json.loads((out / "study.json").read_text())
+    del settings["encoder_weight"]
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "study.json").write_text(json.dumps(settings))
+    assert load_study(tmp_path / "old").encoder_weight == "evidence"
+
+
 @pytest.mark.parametrize("share", [0.0, 0.4])
 def test_a_random_share_of_the_batch_is_drawn_from_what_the_acquisition_left(toy_topics_tsv, share, monkeypatch):
     """``--random-share`` (0 in the studies): of a batch of 5, ``round(5 share)`` texts are drawn at random from the

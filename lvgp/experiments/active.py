@@ -54,7 +54,9 @@ no labelled text still count in a text's norm.
 
 ``--encoder-part``: the GP learners' part on the encoder's unit vectors beside the tf-idf cosine, ``cosine`` (the
 default) or ``rbf`` (stationary, the open-set study's ``gpc-bow-encoder-rbf``'s part, its length-scale fitted by
-the evidence); the pool GP's cluster part stays beside it.
+the evidence); the pool GP's cluster part stays beside it. ``--encoder-weight``: the weight of the encoder's parts
+(the pool's cluster part among them) beside the words, ``evidence`` (the default) or ``loo`` (the labels' choice on
+long texts, the open-set study's ``gpc-bow-encoder-rbf``'s: :mod:`lvgp.models.gpc.encoder_weight`).
 
 ``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its
 acquisition left (default 0: the whole batch the acquisition's). ``--power-beta``, ``--greedy-beta``, ``--epig-targets``
@@ -152,6 +154,11 @@ RANDOM_SHARE = 0.0
 #: the cosine, the study's GP since it was built (``"rbf"``: the open-set study's stationary part; tried on dev
 #: draws: ``benchmarks/power_beta_dev.py``)
 ENCODER_PART = "cosine"
+#: the GP learners' ``LDKGPClassifier(encoder_weight=)``, ``--encoder-weight``'s default: the evidence's weight of
+#: the encoder's parts, the study's GP since it was built (``"loo"``: the open-set study's stationary GP's choice by
+#: the labels' leave-one-out predictions on long texts, :mod:`lvgp.models.gpc.encoder_weight`; tried on dev draws:
+#: ``benchmarks/power_beta_dev.py``)
+ENCODER_WEIGHT = "evidence"
 
 
 # ------------------------------------------------------------------ the learners
@@ -161,17 +168,18 @@ def _gp(study, cell, data):
 
 def _gp_on_texts(study: ActiveStudy, cell: dict, encoder_parts: Any) -> Any:
     """The study's GP classifier, the cosine of the tf-idf vectors beside ``encoder_parts`` on the encoder's
-    vectors (``"cosine"`` the study's ``--encoder-part``, replaced by it); with ``--vocabulary-from pool`` its
-    vocabulary and idf the pool's (:func:`pool_vocabulary`)."""
+    vectors (``"cosine"`` the study's ``--encoder-part``, replaced by it), their weight by ``--encoder-weight``; with
+    ``--vocabulary-from pool`` its vocabulary and idf the pool's (:func:`pool_vocabulary`)."""
     from .classification import _gp_classifier_on_texts
     from .open_set import _bag_of_words_beside_encoder
 
     encoder_parts = _with_encoder_part(encoder_parts, study.encoder_part)
     if study.vocabulary_from == "labelled":
-        return _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts))
+        model = _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts))
+        return model.set_params(encoder_weight=study.encoder_weight)
     vocabulary, idf = pool_vocabulary(study, cell["split"])
     model = _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts, idf))
-    return model.set_params(vocabulary=vocabulary)
+    return model.set_params(vocabulary=vocabulary, encoder_weight=study.encoder_weight)
 
 
 def _with_encoder_part(encoder_parts: Any, encoder_part: str) -> Any:
@@ -296,6 +304,14 @@ class ActiveStudy(Study):
         "its length-scale fitted by the evidence, as the open-set study's gpc-bow-encoder-rbf)",
         choices=("cosine", "rbf"),
         before="cosine",
+    )
+    encoder_weight: str = option(
+        ENCODER_WEIGHT,
+        "the weight of the GP's encoder parts beside the words: evidence (the marginal likelihood's) or loo (after "
+        "it, scaled by the factor the labels' leave-one-out predictions choose, on texts of 40 words and more; "
+        "LDKGPClassifier(encoder_weight='loo'), as the open-set study's gpc-bow-encoder-rbf)",
+        choices=("evidence", "loo"),
+        before="evidence",
     )
     gpc_objective: str = gpc_objective_option()
     power_beta: float = option(
@@ -523,8 +539,8 @@ def _points_above(rows: list[dict], reference: list[dict] | None) -> str:
 
 def acquisition_settings(study: ActiveStudy) -> list[str]:
     """The acquisition's and the GP's settings of ``study`` that are not the studies' protocol (``--power-beta``,
-    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--random-share`` away from their defaults), as the
-    table's note names them."""
+    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--encoder-weight``, ``--random-share`` away from their
+    defaults), as the table's note names them."""
     notes = []
     if study.power_beta != POWER_BETA:
         notes.append(f"Power acquisitions' exponent {study.power_beta:g} (--power-beta; default {POWER_BETA:g})")
@@ -534,6 +550,8 @@ def acquisition_settings(study: ActiveStudy) -> list[str]:
         notes.append(f"EPIG's target texts {study.epig_targets} a round (--epig-targets; default {EPIG_TARGETS})")
     if study.encoder_part != ENCODER_PART:
         notes.append(f"The GP's encoder part {study.encoder_part} (--encoder-part; default {ENCODER_PART})")
+    if study.encoder_weight != ENCODER_WEIGHT:
+        notes.append(f"The GP's encoder weight {study.encoder_weight} (--encoder-weight; default {ENCODER_WEIGHT})")
     if study.random_share != RANDOM_SHARE:
         notes.append(
             f"A share of {study.random_share:g} of each acquired batch drawn at random (--random-share; default "
