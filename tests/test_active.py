@@ -429,10 +429,13 @@ def test_choose_texts_to_label_draws_its_targets_from_the_texts_then_the_batch()
     again = choose_texts_to_label(model, names, 6, n_targets=12, random_state=9)
     assert again.tolist() == choose_texts_to_label(model, names, 6, n_targets=12, random_state=9).tolist()
     assert len(choose_texts_to_label(model, names, 30, random_state=1)) == 30  # every text: 30 targets at most
-    for bad, match in (({"k": 31}, "k must be an int in \\[0, 30\\]"), ({"k": True}, "k must be"),
-                       ({"n_targets": 0}, "n_targets must be")):  # fmt: skip
-        with pytest.raises(ValueError, match=match):
+    for bad, error, match in (({"k": 31}, ValueError, "k must be <= 30"), ({"k": -1}, ValueError, "k must be >= 0"),
+                              ({"n_targets": 0}, ValueError, "n_targets must be >= 1"),
+                              ({"k": True}, TypeError, "k must be an integer"),
+                              ({"n_targets": 2.0}, TypeError, "n_targets must be an integer")):  # fmt: skip
+        with pytest.raises(error, match=match):
             choose_texts_to_label(model, names, **{"k": 3, **bad})
+    assert len(choose_texts_to_label(model, names, np.int64(2), random_state=1)) == 2  # numpy integers taken
     with pytest.raises(TypeError, match="texts must be a non-empty list of strings"):
         choose_texts_to_label(model, [], 1)
     with pytest.raises(TypeError, match="targets must be a non-empty list of strings"):

@@ -21,6 +21,7 @@ import torch
 
 from .._random import numpy_generator
 from ..base.novelty import probability_novelty, variance_novelty
+from ..base.validation import check_count
 
 #: the exponent of the power acquisitions, ``--power-beta``'s default (Kirsch et al. 2023's default; greedier and
 #: flatter exponents tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
@@ -378,15 +379,15 @@ def choose_texts_to_label(
     texts = list(texts)
     if not texts or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a non-empty list of strings, the unlabelled texts")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= len(texts):
-        raise ValueError(f"k must be an int in [0, {len(texts)}] (the number of texts); got {k!r}")
+    k = check_count("k", k, minimum=0)
+    if k > len(texts):
+        raise ValueError(f"k must be <= {len(texts)} (the number of texts); got {k}")
     rng = numpy_generator(random_state)  # a Generator as it is
     if targets is None:
-        if isinstance(n_targets, bool) or not isinstance(n_targets, (int, np.integer)) or n_targets < 1:
-            raise ValueError(f"n_targets must be an int at least 1; got {n_targets!r}")
-        targets = [texts[i] for i in rng.choice(len(texts), min(int(n_targets), len(texts)), replace=False)]
+        n_targets = check_count("n_targets", n_targets)
+        targets = [texts[i] for i in rng.choice(len(texts), min(n_targets, len(texts)), replace=False)]
     elif not targets or not all(isinstance(t, str) for t in targets):
         raise TypeError("targets must be a non-empty list of strings")
     targets = list(targets)
     scores = np.clip(acquisition_scores(model, "epig", texts, seed, targets), 0.0, None)
-    return conditioned_power_batch(model, texts, targets, scores, int(k), rng, beta, seed)
+    return conditioned_power_batch(model, texts, targets, scores, k, rng, beta, seed)
