@@ -99,7 +99,9 @@ the active study's ``--encoder-weight loo``, ``LDKGPClassifier(encoder_weight="l
 (2026-12-06, late, fresh dev seeds 255-260): on the open-set study's dev draws the choice raised the stationary GP's
 in-scope accuracy on 20ng's long texts by 0.018 at 10 texts a class and 0.015 at 50 (``benchmarks/README.md``, "Rule
 19"); the active study's GP never had it. Adopted (``--encoder-weight``'s default) only if 20ng selects it and r8 does
-not veto it, as above; its cost is part of the verdict.
+not veto it, as above; its cost is part of the verdict. **Not adopted**: behind on 20ng (-0.0055 ± 0.0019 at half
+the budget, -0.0031 ± 0.0010 in area; ``benchmarks/README.md``, "The labels' choice of the encoder parts' weight");
+``--encoder-weight`` stays ``evidence``.
 
     python benchmarks/power_beta_dev.py --dataset 20ng --seed 255 --out /tmp/encoder-loo-dev \
         --strategies gp-pool-greedy-epig,gp-pool-greedy-epig:weight=loo
