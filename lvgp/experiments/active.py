@@ -58,10 +58,10 @@ the evidence); the pool GP's cluster part stays beside it. ``--encoder-weight``:
 (the pool's cluster part among them) beside the words, ``evidence`` (the default) or ``loo`` (the labels' choice on
 long texts, the open-set study's ``gpc-bow-encoder-rbf``'s: :mod:`lvgp.models.gpc.encoder_weight`).
 
-``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its
-acquisition left (default 0: the whole batch the acquisition's). ``--power-beta``, ``--greedy-beta``, ``--epig-targets``
-and ``--random-share`` away from their defaults are named in the table's note; their defaults are the
-settings that dev draws of the training parts kept (``benchmarks/power_beta_dev.py``).
+``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its acquisition left
+(default 0: the whole batch the acquisition's). ``--power-beta``, ``--greedy-beta``, ``--epig-targets``,
+``--encoder-part``, ``--encoder-weight`` and ``--random-share`` away from their defaults are named in the table's note;
+their defaults are the settings that dev draws of the training parts kept (``benchmarks/power_beta_dev.py``).
 """
 
 from __future__ import annotations
