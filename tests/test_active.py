@@ -555,8 +555,6 @@ def test_the_encoder_part_option_puts_an_rbf_in_the_gps_kernels_in_place_of_the_
     from gpytorch.kernels import LinearKernel, RBFKernel
 
     from lvgp.experiments.active import ENCODER_PART, ActiveStudy, _gp, _gp_pool
-    from lvgp.experiments.cli import main
-    from lvgp.experiments.study import load_study
     from lvgp.kernels.point_cloud import ClusterKernel
 
     options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
@@ -577,18 +575,9 @@ def test_the_encoder_part_option_puts_an_rbf_in_the_gps_kernels_in_place_of_the_
     assert kinds(ActiveStudy(**options), _gp_pool) == (False, True, True)
     assert kinds(rbf, _gp_pool) == (True, False, True)
 
-    out = tmp_path / "out"
-    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
-    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--encoder-part", "rbf"]
-    assert main([*argv, "--strategies", "gp-pool-greedy-epig,random"]) == 0
-    assert "The GP's encoder part rbf (--encoder-part; default cosine)" in (out / "table.md").read_text()
-    # a study written before the option: the cosine, whatever the default (load_study)
-    settings = json.loads((out / "study.json").read_text())
-    assert settings["encoder_part"] == "rbf"
-    del settings["encoder_part"]
-    (tmp_path / "old").mkdir()
-    (tmp_path / "old" / "study.json").write_text(json.dumps(settings))
-    assert load_study(tmp_path / "old").encoder_part == "cosine"
+    table, old = _run_with_the_option(toy_topics_tsv, tmp_path, "--encoder-part", "rbf")
+    assert "The GP's encoder part rbf (--encoder-part; default cosine)" in table
+    assert old.encoder_part == "cosine"  # a study written before the option: the cosine, whatever the default
 
 
 def test_the_encoder_weight_option_lets_the_labels_weigh_the_gps_encoder_parts(toy_topics_tsv, tmp_path, monkeypatch):
@@ -597,8 +586,6 @@ def test_the_encoder_weight_option_lets_the_labels_weigh_the_gps_encoder_parts(t
     predictions (on long texts: the toy's are short, so the threshold is lowered here); the default keeps the
     evidence's; the study runs and its table names the setting; an older ``study.json`` reads as the evidence's."""
     from lvgp.experiments.active import ENCODER_WEIGHT, ActiveStudy, _gp, _gp_pool
-    from lvgp.experiments.cli import main
-    from lvgp.experiments.study import load_study
     from lvgp.models.gpc import estimator
 
     monkeypatch.setattr(estimator, "LONG_TEXT_WORDS", 1)
@@ -618,16 +605,27 @@ def test_the_encoder_weight_option_lets_the_labels_weigh_the_gps_encoder_parts(t
         assert factors == [0.125, 0.25, 0.5, 1.0] and chosen.encoder_weight_factor_ in factors
         assert plain.encoder_weight_factor_ is None and plain.encoder_weight_scores_ is None  # no choice made
 
-    out = tmp_path / "out"
-    argv = ["compare", "active", "--dataset", toy_topics_tsv, "--budget", "13", "--batch", "5", "--splits", "1"]
-    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--encoder-weight", "loo"]
+    table, old = _run_with_the_option(toy_topics_tsv, tmp_path, "--encoder-weight", "loo")
+    assert "The GP's encoder weight loo (--encoder-weight; default evidence)" in table
+    assert old.encoder_weight == "evidence"
+
+
+def _run_with_the_option(dataset: str, folder, flag: str, value: str):
+    """The toy study of the conditioned batch and random texts run by the CLI with ``flag value``: its table's text,
+    and the study its ``study.json`` gives with the option left out (as one written before the option existed)."""
+    from lvgp.experiments.cli import main
+    from lvgp.experiments.study import load_study
+
+    out = folder / "out"
+    argv = ["compare", "active", "--dataset", dataset, "--budget", "13", "--batch", "5", "--splits", "1"]
+    argv += ["--test-size", "15", "--ldk-max-iter", "5", "--out", str(out), "--quiet", flag, value]
     assert main([*argv, "--strategies", "gp-pool-greedy-epig,random"]) == 0
-    assert "The GP's encoder weight loo (--encoder-weight; default evidence)" in (out / "table.md").read_text()
     settings = json.loads((out / "study.json").read_text())
-    del settings["encoder_weight"]
-    (tmp_path / "old").mkdir()
-    (tmp_path / "old" / "study.json").write_text(json.dumps(settings))
-    assert load_study(tmp_path / "old").encoder_weight == "evidence"
+    option = flag.removeprefix("--").replace("-", "_")
+    assert settings.pop(option) == value
+    (folder / "old").mkdir()
+    (folder / "old" / "study.json").write_text(json.dumps(settings))
+    return (out / "table.md").read_text(), load_study(folder / "old")
 
 
 @pytest.mark.parametrize("share", [0.0, 0.4])
