@@ -82,8 +82,9 @@ gp-pool-greedy-epig,gp-pool-greedy-epig:encoder=rbf``: the active study's ``--en
 with ``gp-pool-greedy-epig`` (the default, the encoder's cosine) in beta = 1's place, written before its first run
 (2026-12-06, late, fresh dev seeds 249-254): the open-set study's GP has had a stationary (RBF) part on the encoder's
 vectors since it was built, and at 10 and 50 texts a class on 20ng that GP's in-scope accuracy is 0.016-0.020 above
-the same GP with the cosine part (``results/README.md``, "Out-of-scope detection"); the active study's GP, older, kept
-the cosine, and 20ng's half-budget goal is missed on its subsamples by 0.009. Adopted (``--encoder-part``'s default)
+the same GP with the cosine part (``results/README.md``, "Out-of-scope detection"); the active study took the
+cosine GP (``gpc-bow-encoder``) as its learner and kept it, and 20ng's half-budget goal is missed on its subsamples
+by 0.009. Adopted (``--encoder-part``'s default)
 only if 20ng selects it and r8 does not veto it, as above; its cost is part of the verdict. **Not adopted**: behind on
 20ng (-0.0042 ± 0.0038 at half the budget, -0.0035 ± 0.0034 in area; ``benchmarks/README.md``, "The GP's part on the
 encoder's vectors"); ``--encoder-part`` stays ``cosine``.
