@@ -163,31 +163,22 @@ ENCODER_WEIGHT = "evidence"
 
 # ------------------------------------------------------------------ the learners
 def _gp(study, cell, data):
-    return _gp_on_texts(study, cell, "cosine")
+    return _gp_on_texts(study, cell, study.encoder_part)
 
 
 def _gp_on_texts(study: ActiveStudy, cell: dict, encoder_parts: Any) -> Any:
     """The study's GP classifier, the cosine of the tf-idf vectors beside ``encoder_parts`` on the encoder's
-    vectors (``"cosine"`` the study's ``--encoder-part``, replaced by it), their weight by ``--encoder-weight``; with
+    vectors (the learners pass ``--encoder-part``'s), their weight by ``--encoder-weight``; with
     ``--vocabulary-from pool`` its vocabulary and idf the pool's (:func:`pool_vocabulary`)."""
     from .classification import _gp_classifier_on_texts
     from .open_set import _bag_of_words_beside_encoder
 
-    encoder_parts = _with_encoder_part(encoder_parts, study.encoder_part)
     if study.vocabulary_from == "labelled":
         model = _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts))
         return model.set_params(encoder_weight=study.encoder_weight)
     vocabulary, idf = pool_vocabulary(study, cell["split"])
     model = _gp_classifier_on_texts(study, cell, _bag_of_words_beside_encoder(encoder_parts, idf))
     return model.set_params(vocabulary=vocabulary, encoder_weight=study.encoder_weight)
-
-
-def _with_encoder_part(encoder_parts: Any, encoder_part: str) -> Any:
-    """``encoder_parts`` (``"cosine"``, or a tuple of ``"cosine"`` and kernels) with its ``"cosine"`` replaced by
-    ``encoder_part`` (``--encoder-part``: ``"cosine"`` or ``"rbf"``)."""
-    if isinstance(encoder_parts, tuple):
-        return tuple(encoder_part if part == "cosine" else part for part in encoder_parts)
-    return encoder_part if encoder_parts == "cosine" else encoder_parts
 
 
 @functools.lru_cache(maxsize=2)
@@ -219,7 +210,7 @@ def _gp_pool(study, cell, data):
     """``_gp``'s kernel plus a third part, the pool's cluster kernel on the encoder's unit vectors, with
     its own weight (log-normal prior around the balanced start, as the encoder's cosine)."""
     part = pool_kernel(study, cell["split"])  # no parameters: every fit shares it
-    return _gp_on_texts(study, cell, ("cosine", part))
+    return _gp_on_texts(study, cell, (study.encoder_part, part))
 
 
 _LABELS = {
