@@ -47,10 +47,10 @@ def check_number(
         raise ValueError(f"{name} must be <= {maximum}; got {value!r}")
 
 
-def check_count(name: str, value: object, minimum: int = 1) -> int:
-    """``value`` as a Python ``int`` of at least ``minimum`` (numpy integers are taken), or a
-    ``ValueError``/``TypeError`` naming ``name``."""
-    check_number(name, value, integer=True, minimum=minimum)
+def check_count(name: str, value: object, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as a Python ``int`` of at least ``minimum`` and, if given, at most ``maximum`` (numpy integers
+    are taken), or a ``ValueError``/``TypeError`` naming ``name``."""
+    check_number(name, value, integer=True, minimum=minimum, maximum=maximum)
     return int(value)  # type: ignore[call-overload]  # an Integral, checked
 
 

@@ -379,9 +379,7 @@ def choose_texts_to_label(
     texts = list(texts)
     if not texts or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a non-empty list of strings, the unlabelled texts")
-    k = check_count("k", k, minimum=0)
-    if k > len(texts):
-        raise ValueError(f"k must be <= {len(texts)} (the number of texts); got {k}")
+    k = check_count("k", k, minimum=0, maximum=len(texts))  # at most the number of texts
     rng = numpy_generator(random_state)  # a Generator as it is
     if targets is None:
         n_targets = check_count("n_targets", n_targets)
