@@ -128,6 +128,8 @@ from pathlib import Path
 import numpy as np
 
 STRATEGY = "gp-pool-power-epig"
+#: ``--strategies`` entries' settings beside ``beta=``: the key, and the active study's option it sets
+ENTRY_OPTIONS = {"encoder": "encoder_part", "weight": "encoder_weight"}
 
 
 def main(argv=None) -> int:
@@ -206,12 +208,10 @@ def main(argv=None) -> int:
                     conditioned = active.STRATEGIES[strategies[0]][1].startswith("greedy-")
                     setting["greedy_beta" if conditioned else "power_beta"] = float(entry["beta"])
                     folder += f"-beta{float(entry['beta']):g}"
-                if "encoder" in entry:  # the GP's encoder part
-                    setting["encoder_part"] = entry["encoder"]
-                    folder += f"-encoder-{entry['encoder']}"
-                if "weight" in entry:  # the GP's encoder weight
-                    setting["encoder_weight"] = entry["weight"]
-                    folder += f"-weight-{entry['weight']}"
+                for key, option in ENTRY_OPTIONS.items():  # the GP's settings
+                    if key in entry:
+                        setting[option] = entry[key]
+                        folder += f"-{key}-{entry[key]}"
             study = DevStudy(
                 dataset=dataset, budget=budget, batch=batch, splits=seeds, strategies=strategies, pool_size=pool,
                 seed=args.seed, held_out=held, **extra, **setting,
@@ -242,9 +242,12 @@ def strategy_entry(entry: str) -> tuple[str, dict[str, str]]:
     ``beta=B``, the exponent ``B`` (``--greedy-beta`` for the conditioned batch, ``--power-beta`` for the others);
     ``encoder=E``, the GP's encoder part (``--encoder-part``: cosine or rbf); ``weight=W``, the GP's encoder weight
     (``--encoder-weight``: evidence or loo). ``(name, {key: value})``."""
+    from lvgp.experiments.active import ActiveStudy
+
+    choices = {field.name: field.metadata.get("choices") for field in dataclasses.fields(ActiveStudy)}
+    allowed = {key: choices[option] for key, option in ENTRY_OPTIONS.items()}  # the options' own choices
     name, *options = entry.split(":")
     settings: dict[str, str] = {}
-    allowed = {"encoder": ("cosine", "rbf"), "weight": ("evidence", "loo")}
     for option in options:
         key, _, value = option.partition("=")
         if key not in ("beta", *allowed) or not value or value not in allowed.get(key, (value,)):
