@@ -440,6 +440,11 @@ def test_choose_texts_to_label_draws_its_targets_from_the_texts_then_the_batch()
         choose_texts_to_label(model, [], 1)
     with pytest.raises(TypeError, match="targets must be a non-empty list of strings"):
         choose_texts_to_label(model, names, 3, targets=[])
+    # the library's check of texts (lvgp.encoders.sentence.check_texts): a bad row named, a lone string refused
+    with pytest.raises(TypeError, match=r"texts must hold strings; rows \[1\]"):
+        choose_texts_to_label(model, [names[0], 7], 1)
+    with pytest.raises(TypeError, match="targets must be a sequence of texts, not a single string"):
+        choose_texts_to_label(model, names, 3, targets="a plate of sushi")
 
 
 def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):

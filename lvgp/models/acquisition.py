@@ -22,6 +22,7 @@ import torch
 from .._random import numpy_generator
 from ..base.novelty import probability_novelty, variance_novelty
 from ..base.validation import check_count
+from ..encoders.sentence import check_texts
 
 #: the exponent of the power acquisitions, ``--power-beta``'s default (Kirsch et al. 2023's default; greedier and
 #: flatter exponents tried on dev draws and not adopted: ``benchmarks/power_beta_dev.py``)
@@ -376,16 +377,17 @@ def choose_texts_to_label(
 
     Label the chosen texts, add them to the labelled ones and refit: a loop a few lines long (the notebook "Uncertainty
     at work")."""
-    texts = list(texts)
-    if not texts or not all(isinstance(t, str) for t in texts):
+    texts = check_texts(texts)  # a list of strings, a bad row named
+    if not texts:
         raise TypeError("texts must be a non-empty list of strings, the unlabelled texts")
     k = check_count("k", k, minimum=0, maximum=len(texts))  # at most the number of texts
     rng = numpy_generator(random_state)  # a Generator as it is
     if targets is None:
         n_targets = check_count("n_targets", n_targets)
         targets = [texts[i] for i in rng.choice(len(texts), min(n_targets, len(texts)), replace=False)]
-    elif not targets or not all(isinstance(t, str) for t in targets):
-        raise TypeError("targets must be a non-empty list of strings")
-    targets = list(targets)
+    else:
+        targets = check_texts(targets, "targets")
+        if not targets:
+            raise TypeError("targets must be a non-empty list of strings")
     scores = np.clip(acquisition_scores(model, "epig", texts, seed, targets), 0.0, None)
     return conditioned_power_batch(model, texts, targets, scores, k, rng, beta, seed)
