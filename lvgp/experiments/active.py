@@ -97,9 +97,9 @@ from ..models.acquisition import (  # the acquisitions lived here before: still 
 )
 from .classification import _encoder_logreg, _style
 from .open_set import (  # the pool GP's cluster settings lived here before: still importable from here
-    POOL_COMPONENTS_PER_CLASS,  # noqa: F401
-    POOL_NEIGHBOURS,  # noqa: F401
-    POOL_POWER,  # noqa: F401
+    POOL_COMPONENTS_PER_CLASS,
+    POOL_NEIGHBOURS,
+    POOL_POWER,
     classification_corpus,
 )
 from .registry import register_method, register_study
@@ -159,6 +159,14 @@ ENCODER_PART = "cosine"
 #: the labels' leave-one-out predictions on long texts, :mod:`lvgp.models.gpc.encoder_weight`; tried on dev draws:
 #: ``benchmarks/power_beta_dev.py``)
 ENCODER_WEIGHT = "evidence"
+#: ``--pool-words``' default: the pool GP's cluster part reads the encoder's vectors alone (``"none"``; ``"lsa"``: a
+#: second cluster part beside it, its cloud each text's encoder vector joined to its words' coordinates, tried on
+#: dev draws: ``benchmarks/power_beta_dev.py``)
+POOL_WORDS = "none"
+#: ``--pool-words lsa``: the words' coordinates, the pool's tf-idf reduced by a truncated SVD to this many dimensions,
+#: and their share of the joined vector's squared norm (the encoder's the rest)
+POOL_WORDS_DIMENSIONS = 300
+POOL_WORDS_SHARE = 0.5
 
 
 # ------------------------------------------------------------------ the learners
@@ -206,10 +214,50 @@ def pool_kernel(study: ActiveStudy, split: int) -> Any:
     return cluster_kernel_of_texts(study.encoder, study.device, data.pool_texts, len(np.unique(data.pool_labels)))
 
 
+@functools.lru_cache(maxsize=2)
+def pool_words_kernel(study: ActiveStudy, split: int) -> Any:
+    """``--pool-words lsa``'s second cluster part: a
+    :class:`~lvgp.experiments.joined_cloud.JoinedCloudClusterKernel` whose cloud is the pool's
+    texts, each its encoder unit vector joined to its words' coordinates (:data:`POOL_WORDS_SHARE` of the squared
+    norm): the sublinear tf-idf (:func:`~lvgp.baselines.encoder.default_tfidf`, words of two pool texts or more) fitted
+    on the whole pool, reduced by a truncated SVD to :data:`POOL_WORDS_DIMENSIONS` dimensions and normalized. The
+    texts it reads are the pool's and the test documents' (no label read); 2 eigenvectors a class, as
+    :func:`pool_kernel`; made once a seed."""
+    import torch
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.preprocessing import normalize
+
+    from ..baselines.encoder import default_tfidf
+    from ..encoders import resolve_encoder
+    from .joined_cloud import JoinedCloudClusterKernel
+
+    data = study.split(split)
+    texts = list(data.pool_texts) + list(data.test_texts)
+    encoder = resolve_encoder(study.encoder, study.device)
+    vectors = normalize(np.asarray(encoder.encode(texts), dtype=np.float64))
+    tfidf = default_tfidf(min_df=2 if len(data.pool_texts) > 100 else 1).fit(data.pool_texts)
+    counts = tfidf.transform(texts)
+    dimensions = min(POOL_WORDS_DIMENSIONS, counts.shape[1] - 1, len(data.pool_texts) - 1)
+    words = normalize(TruncatedSVD(dimensions, random_state=0).fit(counts[: len(data.pool_texts)]).transform(counts))
+    joined = np.hstack([np.sqrt(1 - POOL_WORDS_SHARE) * vectors, np.sqrt(POOL_WORDS_SHARE) * words])
+    n_pool, n_classes = len(data.pool_texts), len(np.unique(data.pool_labels))
+    return JoinedCloudClusterKernel(
+        torch.as_tensor(joined[:n_pool]),
+        inputs=torch.as_tensor(vectors),
+        joined_inputs=torch.as_tensor(joined),
+        n_components=min(POOL_COMPONENTS_PER_CLASS * n_classes, n_pool - 1),
+        n_neighbors=min(POOL_NEIGHBOURS, n_pool - 1),
+        power=POOL_POWER,
+    )
+
+
 def _gp_pool(study, cell, data):
     """``_gp``'s kernel plus a third part, the pool's cluster kernel on the encoder's unit vectors, with
-    its own weight (log-normal prior around the balanced start, as the encoder's cosine)."""
+    its own weight (log-normal prior around the balanced start, as the encoder's cosine); with ``--pool-words
+    lsa`` a fourth, :func:`pool_words_kernel`, with its own weight too."""
     part = pool_kernel(study, cell["split"])  # no parameters: every fit shares it
+    if study.pool_words == "lsa":
+        return _gp_on_texts(study, cell, (study.encoder_part, part, pool_words_kernel(study, cell["split"])))
     return _gp_on_texts(study, cell, (study.encoder_part, part))
 
 
@@ -303,6 +351,13 @@ class ActiveStudy(Study):
         "LDKGPClassifier(encoder_weight='loo'), as the open-set study's gpc-bow-encoder-rbf)",
         choices=("evidence", "loo"),
         before="evidence",
+    )
+    pool_words: str = option(
+        POOL_WORDS,
+        "the pool GP's cluster parts (gp-pool-*): the encoder's vectors alone (none), or also a second cluster part, "
+        "its cloud each text's encoder vector joined to its words (the pool's tf-idf reduced by a truncated SVD: lsa)",
+        choices=("none", "lsa"),
+        before="none",
     )
     gpc_objective: str = gpc_objective_option()
     power_beta: float = option(
