@@ -615,6 +615,43 @@ def test_the_encoder_weight_option_lets_the_labels_weigh_the_gps_encoder_parts(t
     assert old.encoder_weight == "evidence"
 
 
+def test_the_pool_words_option_adds_a_cluster_part_of_the_texts_joined_to_their_words(toy_topics_tsv, tmp_path):
+    """``--pool-words lsa``: the pool GP's kernel gets a second cluster part beside the encoder's, whose cloud is the
+    pool's texts' encoder vectors joined to their words (the pool's tf-idf reduced by a truncated SVD), with its own
+    weight; it reads the pool's and the test documents' vectors (any other input is refused, its rows named); the plain
+    GP and the default are unchanged; the study runs and its table names the setting."""
+    from lvgp.experiments.active import POOL_WORDS, ActiveStudy, _gp, _gp_pool, pool_words_kernel
+    from lvgp.experiments.joined_cloud import JoinedCloudClusterKernel
+    from lvgp.kernels.point_cloud import ClusterKernel
+
+    options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
+    study, words = ActiveStudy(**options), ActiveStudy(**options, pool_words="lsa")
+    split = study.split(0)
+    texts, labels = split.pool_texts[:9], split.pool_labels[:9]
+    assert POOL_WORDS == "none" and study.pool_words == "none"
+
+    def parts(study, learner):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = learner(study, {"method": "gp-pool-entropy", "split": 0, "params": {}}, None).fit(texts, labels)
+            model.predict_proba(split.test_texts[:4])
+        return sorted(type(m).__name__ for m in model.model_.covar_module.modules() if isinstance(m, ClusterKernel))
+
+    assert parts(study, _gp_pool) == ["ClusterKernel"] and parts(words, _gp) == []
+    assert parts(words, _gp_pool) == ["ClusterKernel", "JoinedCloudClusterKernel"]
+    kernel = pool_words_kernel(words, 0)
+    assert isinstance(kernel, JoinedCloudClusterKernel)
+    assert kernel.cloud.shape[0] == len(split.pool_texts)
+    assert kernel.inputs.shape[0] == len(split.pool_texts) + len(split.test_texts)
+    stranger = torch.nn.functional.normalize(torch.ones(2, kernel.inputs.shape[1], dtype=torch.float64), dim=-1)
+    with pytest.raises(ValueError, match=r"rows \[0, 1\] of the inputs \(2 of 3\)"):
+        kernel(torch.cat([stranger, kernel.inputs[:1]])).to_dense()
+
+    table, old = _run_with_the_option(toy_topics_tsv, tmp_path, "--pool-words", "lsa")
+    assert "joined to the words (lsa; --pool-words; default none)" in table
+    assert old.pool_words == "none"
+
+
 def _run_with_the_option(dataset: str, folder, flag: str, value: str):
     """The toy study of the conditioned batch and random texts run by the CLI with ``flag value``: its table's text,
     and the study its ``study.json`` gives with the option left out (as one written before the option existed)."""

@@ -257,6 +257,28 @@ def test_the_cluster_kernel_is_the_loop_over_inputs_and_the_dense_eigenvectors(p
     assert (nearest_cloud_points(cloud, cloud, 6) != torch.arange(50)[:, None]).all()
 
 
+def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors():
+    """``JoinedCloudClusterKernel`` (the active study's ``--pool-words lsa`` part) reads each input as its joined
+    vector: the cluster kernel of the joined cloud at the joined inputs, to the bit; with each text's joined vector
+    its own input, it is the cluster kernel of the inputs; an input of no known text, or bad shapes, are refused."""
+    from lvgp.experiments.joined_cloud import JoinedCloudClusterKernel
+
+    inputs = _cloud(60)
+    joined = torch.cat([inputs, torch.tanh(3 * inputs[:, :2])], -1) / 2**0.5  # another geometry, other neighbours
+    options = dict(n_components=5, n_neighbors=6, power=6.0)
+    kernel = JoinedCloudClusterKernel(joined[:50], inputs=inputs, joined_inputs=joined, **options)
+    reference = ClusterKernel(joined[:50], **options)
+    x, z = inputs[[3, 55, 7]], inputs[[58, 1]]
+    torch.testing.assert_close(kernel(x, z).to_dense(), reference(joined[[3, 55, 7]], joined[[58, 1]]).to_dense())
+    alone = JoinedCloudClusterKernel(inputs[:50], inputs=inputs, joined_inputs=inputs, **options)
+    torch.testing.assert_close(alone(x, z).to_dense(), ClusterKernel(inputs[:50], **options)(x, z).to_dense())
+    assert not torch.allclose(kernel(x, z).to_dense(), alone(x, z).to_dense())  # the joined graph is another
+    with pytest.raises(ValueError, match=r"rows \[1\] of the inputs \(1 of 2\)"):
+        kernel(torch.stack([inputs[0], inputs[0] + 1e-3])).to_dense()
+    with pytest.raises(ValueError, match="joined_inputs"):
+        JoinedCloudClusterKernel(joined[:50], inputs=inputs, joined_inputs=joined[:40], **options)
+
+
 @pytest.mark.parametrize("dense_up_to", [1024, 10])
 def test_the_cluster_kernel_is_near_one_within_a_cluster_and_near_zero_across(dense_up_to, monkeypatch):
     # three clusters the graph does not join: the eigenvalue 1 three times, which Lanczos (above 10 points

@@ -16,8 +16,17 @@ def test_a_strategy_entry_names_its_settings():
     assert entry("gp-pool-greedy-epig:beta=4") == ("gp-pool-greedy-epig", {"beta": "4"})
     assert entry("gp-pool-greedy-epig:encoder=rbf") == ("gp-pool-greedy-epig", {"encoder": "rbf"})
     assert entry("gp-pool-greedy-epig:weight=loo") == ("gp-pool-greedy-epig", {"weight": "loo"})
+    assert entry("gp-pool-greedy-epig:words=lsa") == ("gp-pool-greedy-epig", {"words": "lsa"})
     both = entry("gp-pool-greedy-epig:beta=2:encoder=rbf")
     assert both == ("gp-pool-greedy-epig", {"beta": "2", "encoder": "rbf"})
-    for bad in ("x:beta=", "x:beta=two", "x:encoder=matern", "x:weight=evidenc", "x:depth=2", "x:beta"):
+    for bad in (
+        "x:beta=",
+        "x:beta=two",
+        "x:encoder=matern",
+        "x:weight=evidenc",
+        "x:words=glove",
+        "x:depth=2",
+        "x:beta",
+    ):
         with pytest.raises(SystemExit, match="--strategies"):
             entry(bad)

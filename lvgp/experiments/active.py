@@ -585,8 +585,8 @@ def _points_above(rows: list[dict], reference: list[dict] | None) -> str:
 
 def acquisition_settings(study: ActiveStudy) -> list[str]:
     """The acquisition's and the GP's settings of ``study`` that are not the studies' protocol (``--power-beta``,
-    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--encoder-weight``, ``--random-share`` away from their
-    defaults), as the table's note names them."""
+    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--encoder-weight``, ``--pool-words``, ``--random-share``
+    away from their defaults), as the table's note names them."""
     notes = []
     if study.power_beta != POWER_BETA:
         notes.append(f"Power acquisitions' exponent {study.power_beta:g} (--power-beta; default {POWER_BETA:g})")
@@ -598,6 +598,11 @@ def acquisition_settings(study: ActiveStudy) -> list[str]:
         notes.append(f"The GP's encoder part {study.encoder_part} (--encoder-part; default {ENCODER_PART})")
     if study.encoder_weight != ENCODER_WEIGHT:
         notes.append(f"The GP's encoder weight {study.encoder_weight} (--encoder-weight; default {ENCODER_WEIGHT})")
+    if study.pool_words != POOL_WORDS:
+        notes.append(
+            f"The pool GP's cluster parts: the encoder's and one of its vectors joined to the words ({study.pool_words}; "
+            f"--pool-words; default {POOL_WORDS})"
+        )
     if study.random_share != RANDOM_SHARE:
         notes.append(
             f"A share of {study.random_share:g} of each acquired batch drawn at random (--random-share; default "
