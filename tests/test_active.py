@@ -618,17 +618,18 @@ def test_the_encoder_weight_option_lets_the_labels_weigh_the_gps_encoder_parts(t
 def test_the_pool_words_option_adds_a_cluster_part_of_the_texts_joined_to_their_words(toy_topics_tsv, tmp_path):
     """``--pool-words lsa``: the pool GP's kernel gets a second cluster part beside the encoder's, whose cloud is the
     pool's texts' encoder vectors joined to their words (the pool's tf-idf reduced by a truncated SVD), with its own
-    weight; it reads the pool's and the test documents' vectors (any other input is refused, its rows named); the plain
-    GP and the default are unchanged; the study runs and its table names the setting."""
+    weight (the default); it reads the pool's and the test documents' vectors (any other input is refused, its rows
+    named); the plain GP is unchanged, and ``none`` is the encoder's part alone; the study runs and its table names the
+    setting; an older ``study.json`` reads as ``none``."""
     from lvgp.experiments.active import POOL_WORDS, ActiveStudy, _gp, _gp_pool, pool_words_kernel
     from lvgp.experiments.joined_cloud import JoinedCloudClusterKernel
     from lvgp.kernels.point_cloud import ClusterKernel
 
     options = dict(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15, ldk_max_iter=5)
-    study, words = ActiveStudy(**options), ActiveStudy(**options, pool_words="lsa")
+    study, words = ActiveStudy(**options, pool_words="none"), ActiveStudy(**options)
     split = study.split(0)
     texts, labels = split.pool_texts[:9], split.pool_labels[:9]
-    assert POOL_WORDS == "none" and study.pool_words == "none"
+    assert POOL_WORDS == "lsa" and words.pool_words == "lsa"
 
     def parts(study, learner):
         with warnings.catch_warnings():
@@ -647,9 +648,9 @@ def test_the_pool_words_option_adds_a_cluster_part_of_the_texts_joined_to_their_
     with pytest.raises(ValueError, match=r"rows \[0, 1\] of the inputs \(2 of 3\)"):
         kernel(torch.cat([stranger, kernel.inputs[:1]])).to_dense()
 
-    table, old = _run_with_the_option(toy_topics_tsv, tmp_path, "--pool-words", "lsa")
-    assert "joined to the words (lsa; --pool-words; default none)" in table
-    assert old.pool_words == "none"
+    table, old = _run_with_the_option(toy_topics_tsv, tmp_path, "--pool-words", "none")
+    assert "joined to their words: none (--pool-words; default lsa)" in table
+    assert old.pool_words == "none"  # a study written before the option: the encoder's part alone
 
 
 def _run_with_the_option(dataset: str, folder, flag: str, value: str):
