@@ -257,10 +257,11 @@ def test_the_cluster_kernel_is_the_loop_over_inputs_and_the_dense_eigenvectors(p
     assert (nearest_cloud_points(cloud, cloud, 6) != torch.arange(50)[:, None]).all()
 
 
-def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors():
+def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors(monkeypatch):
     """``JoinedCloudClusterKernel`` (the active study's ``--pool-words lsa`` part) reads each input as its joined
     vector: the cluster kernel of the joined cloud at the joined inputs, to the bit; with each text's joined vector
     its own input, it is the cluster kernel of the inputs; an input of no known text, or bad shapes, are refused."""
+    from lvgp.experiments import joined_cloud
     from lvgp.experiments.joined_cloud import JoinedCloudClusterKernel
 
     inputs = _cloud(60)
@@ -275,6 +276,18 @@ def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors():
     assert not torch.allclose(kernel(x, z).to_dense(), alone(x, z).to_dense())  # the joined graph is another
     with pytest.raises(ValueError, match=r"rows \[1\] of the inputs \(1 of 2\)"):
         kernel(torch.stack([inputs[0], inputs[0] + 1e-3])).to_dense()
+    # each input's text remembered: read again, nothing is searched; a loaded state forgets
+    searched = []
+    real = joined_cloud.nearest_cloud_points
+    monkeypatch.setattr(
+        joined_cloud, "nearest_cloud_points", lambda q, *a, **k: searched.append(len(q)) or real(q, *a, **k)
+    )
+    again = kernel.joined(inputs[[55, 3, 9]])
+    torch.testing.assert_close(again, joined[[55, 3, 9]], rtol=0, atol=0)
+    assert searched == [1]  # 55 and 3 were read above, 9 not
+    kernel.load_state_dict(kernel.state_dict())
+    kernel.joined(inputs[[55]])
+    assert searched == [1, 1]
     with pytest.raises(ValueError, match="joined_inputs"):
         JoinedCloudClusterKernel(joined[:50], inputs=inputs, joined_inputs=joined[:40], **options)
 

@@ -3,6 +3,7 @@ vector to its words' coordinates, read from the encoder vectors its learner's ke
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import torch
@@ -30,6 +31,8 @@ class JoinedCloudClusterKernel(ClusterKernel):
     Shapes: ``x1``: ``*B x n1 x d``, ``x2``: ``*B x n2 x d`` -> ``*B x n1 x n2``.
     """
 
+    _known_rows: dict[bytes, int]
+
     def __init__(self, cloud: Tensor, *, inputs: Tensor, joined_inputs: Tensor, **kwargs: Any) -> None:
         if (
             inputs.ndim != 2
@@ -46,16 +49,30 @@ class JoinedCloudClusterKernel(ClusterKernel):
         self.register_buffer("joined_inputs", joined_inputs.detach().clone().to(cloud.dtype))
 
     def joined(self, x: Tensor) -> Tensor:
-        """The joined vectors of inputs ``x``: ``*B x n x d`` -> ``*B x n x D``."""
+        """The joined vectors of inputs ``x``: ``*B x n x d`` -> ``*B x n x D``. Each input's known text is
+        remembered by a digest of its values (an active learner reads the same pool texts and test documents round
+        after round), forgotten with the cloud's neighbours."""
         flat = x.reshape(-1, x.shape[-1]).to(self.inputs.dtype)
-        known = nearest_cloud_points(flat, self.inputs, 1, exclude_exact=False)[:, 0]
-        unknown = ((flat - self.inputs[known]).norm(dim=-1) > _SAME_VECTOR).nonzero().flatten()
-        if len(unknown):
-            raise ValueError(
-                f"rows {unknown[:10].tolist()} of the inputs ({len(unknown)} of {len(flat)}) are not the encoder "
-                "vectors of a text this kernel was made with"
-            )
-        return self.joined_inputs[known].reshape(*x.shape[:-1], self.joined_inputs.shape[-1])
+        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat.detach().cpu().numpy()]
+        missing = [i for i, key in enumerate(keys) if key not in self._known_rows]
+        if missing:
+            queries = flat[missing]
+            known = nearest_cloud_points(queries, self.inputs, 1, exclude_exact=False)[:, 0]
+            far = ((queries - self.inputs[known]).norm(dim=-1) > _SAME_VECTOR).nonzero().flatten()
+            if len(far):
+                bad = [missing[i] for i in far.tolist()]
+                raise ValueError(
+                    f"rows {bad[:10]} of the inputs ({len(bad)} of {len(flat)}) are not the encoder vectors of a "
+                    "text this kernel was made with"
+                )
+            for i, row in zip(missing, known.tolist()):
+                self._known_rows[keys[i]] = row
+        rows = torch.as_tensor([self._known_rows[key] for key in keys], dtype=torch.long, device=self.inputs.device)
+        return self.joined_inputs[rows].reshape(*x.shape[:-1], self.joined_inputs.shape[-1])
+
+    def _forget_neighbours(self) -> None:
+        super()._forget_neighbours()
+        self._known_rows = {}
 
     def _coordinates(self, x: Tensor) -> Tensor:
         phi = self.projection[self.nearest(self.joined(x))].sum(-2)
