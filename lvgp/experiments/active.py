@@ -59,16 +59,17 @@ the evidence); the pool GP's cluster part stays beside it. ``--encoder-weight``:
 long texts, the open-set study's ``gpc-bow-encoder-rbf``'s: :mod:`lvgp.models.gpc.encoder_weight`).
 
 ``--pool-words``: the pool GP's cluster parts. ``none`` (the studies committed before it): the cluster kernel of the
-pool's encoder vectors alone. ``lsa`` (the default since 2026-12-06): beside it a second cluster kernel, with its own weight, whose cloud joins each
-pool text's encoder vector to its words -- the pool's sublinear tf-idf reduced by a truncated SVD
-(:func:`pool_words_kernel`; no label read): the encoder's vectors and the words find different neighbours, and
-joined they find more of a text's neighbours in its class than either alone (on 20ng's training part; encoding a long
-text whole, in pieces, did not).
+pool's encoder vectors alone. ``lsa`` (the default since 2026-12-06): beside it a second cluster kernel, with its own
+weight, whose cloud joins each pool text's encoder vector to its words -- the pool's sublinear tf-idf reduced by a
+truncated SVD (:func:`pool_words_kernel`; no label read): the encoder's vectors and the words find different
+neighbours, and joined they find more of a text's neighbours in its class than either alone (on 20ng's training part;
+encoding a long text whole, in pieces, did not).
 
 ``--random-share``: the share of each acquired batch drawn at random from the unlabelled texts its acquisition left
 (default 0: the whole batch the acquisition's). ``--power-beta``, ``--greedy-beta``, ``--epig-targets``,
 ``--encoder-part``, ``--encoder-weight``, ``--pool-words`` and ``--random-share`` away from their defaults are named in
-the table's note; their defaults are the settings that dev draws of the training parts kept (``benchmarks/power_beta_dev.py``).
+the table's note; their defaults are the settings that dev draws of the training parts kept
+(``benchmarks/power_beta_dev.py``).
 """
 
 from __future__ import annotations
@@ -224,13 +225,12 @@ def pool_kernel(study: ActiveStudy, split: int) -> Any:
 
 @functools.lru_cache(maxsize=2)
 def pool_words_kernel(study: ActiveStudy, split: int) -> Any:
-    """``--pool-words lsa``'s second cluster part: a
-    :class:`~lvgp.experiments.joined_cloud.JoinedCloudClusterKernel` whose cloud is the pool's
-    texts, each its encoder unit vector joined to its words' coordinates (:data:`POOL_WORDS_SHARE` of the squared
-    norm): the sublinear tf-idf (:func:`~lvgp.baselines.encoder.default_tfidf`, words of two pool texts or more) fitted
-    on the whole pool, reduced by a truncated SVD to :data:`POOL_WORDS_DIMENSIONS` dimensions and normalized. The
-    texts it reads are the pool's and the test documents' (no label read); 2 eigenvectors a class, as
-    :func:`pool_kernel`; made once a seed."""
+    """``--pool-words lsa``'s second cluster part: a :class:`~lvgp.experiments.joined_cloud.JoinedCloudClusterKernel`
+    whose cloud is the pool's texts, each its encoder unit vector joined to its words' coordinates
+    (:data:`POOL_WORDS_SHARE` of the squared norm): the sublinear tf-idf (:func:`~lvgp.baselines.encoder.default_tfidf`,
+    words of two pool texts or more; of one in a pool of 100 texts or fewer) fitted on the whole pool, reduced by a
+    truncated SVD to :data:`POOL_WORDS_DIMENSIONS` dimensions and normalized. The texts it reads are the pool's and the
+    test documents' (no label read); 2 eigenvectors a class, as :func:`pool_kernel`; made once a seed."""
     import torch
     from sklearn.decomposition import TruncatedSVD
     from sklearn.preprocessing import normalize
@@ -593,8 +593,8 @@ def _points_above(rows: list[dict], reference: list[dict] | None) -> str:
 
 def acquisition_settings(study: ActiveStudy) -> list[str]:
     """The acquisition's and the GP's settings of ``study`` that are not the studies' protocol (``--power-beta``,
-    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--encoder-weight``, ``--pool-words``, ``--random-share``
-    away from their defaults), as the table's note names them."""
+    ``--greedy-beta``, ``--epig-targets``, ``--encoder-part``, ``--encoder-weight``, ``--pool-words`` where a pool GP
+    ran, ``--random-share`` away from their defaults), as the table's note names them."""
     notes = []
     if study.power_beta != POWER_BETA:
         notes.append(f"Power acquisitions' exponent {study.power_beta:g} (--power-beta; default {POWER_BETA:g})")
@@ -610,8 +610,8 @@ def acquisition_settings(study: ActiveStudy) -> list[str]:
         STRATEGIES[m][0] == "gp-pool" for m in study.strategies if m in STRATEGIES
     ):
         notes.append(
-            f"The pool GP's second cluster part, of the texts' encoder vectors joined to their words: {study.pool_words} "
-            f"(--pool-words; default {POOL_WORDS})"
+            "The pool GP's second cluster part, of the texts' encoder vectors joined to their words: "
+            f"{study.pool_words} (--pool-words; default {POOL_WORDS})"
         )
     if study.random_share != RANDOM_SHARE:
         notes.append(
