@@ -82,7 +82,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._random import Streams
+from .._random import NUMERICS_SEED, Streams
 from ..base.constraints import Integer, Real
 from ..base.metrics import log_loss
 from ..datasets.loaders import corpus_names
@@ -246,7 +246,9 @@ def pool_words_kernel(study: ActiveStudy, split: int) -> Any:
     tfidf = default_tfidf(min_df=2 if len(data.pool_texts) > 100 else 1).fit(data.pool_texts)
     counts = tfidf.transform(texts)
     dimensions = min(POOL_WORDS_DIMENSIONS, counts.shape[1] - 1, len(data.pool_texts) - 1)
-    words = normalize(TruncatedSVD(dimensions, random_state=0).fit(counts[: len(data.pool_texts)]).transform(counts))
+    words = normalize(
+        TruncatedSVD(dimensions, random_state=NUMERICS_SEED).fit(counts[: len(data.pool_texts)]).transform(counts)
+    )
     joined = np.hstack([np.sqrt(1 - POOL_WORDS_SHARE) * vectors, np.sqrt(POOL_WORDS_SHARE) * words])
     n_pool, n_classes = len(data.pool_texts), len(np.unique(data.pool_labels))
     return JoinedCloudClusterKernel(
