@@ -3,14 +3,13 @@ vector to its words' coordinates, read from the encoder vectors its learner's ke
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..kernels import ClusterKernel
-from ..kernels.point_cloud import nearest_cloud_points
+from ..kernels.point_cloud import nearest_cloud_points, row_digests
 
 #: an input is a known text's encoder vector where it is within this Euclidean distance of it
 _SAME_VECTOR = 1e-6
@@ -53,7 +52,7 @@ class JoinedCloudClusterKernel(ClusterKernel):
         remembered by a digest of its values (an active learner reads the same pool texts and test documents round
         after round), forgotten with the cloud's neighbours."""
         flat = x.reshape(-1, x.shape[-1]).to(self.inputs.dtype)
-        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat.detach().cpu().numpy()]
+        keys = row_digests(flat)
         missing = [i for i, key in enumerate(keys) if key not in self._known_rows]
         if missing:
             queries = flat[missing]
@@ -70,10 +69,11 @@ class JoinedCloudClusterKernel(ClusterKernel):
         rows = torch.as_tensor([self._known_rows[key] for key in keys], dtype=torch.long, device=self.inputs.device)
         return self.joined_inputs[rows].reshape(*x.shape[:-1], self.joined_inputs.shape[-1])
 
+    def nearest(self, x: Tensor) -> Tensor:
+        """The indices of each input's :attr:`n_neighbors` cloud points, found in the joined space:
+        ``*B x n x d`` -> ``*B x n x n_neighbors`` (:meth:`~lvgp.kernels.ClusterKernel.nearest` of :meth:`joined`)."""
+        return super().nearest(self.joined(x))
+
     def _forget_neighbours(self) -> None:
         super()._forget_neighbours()
         self._known_rows = {}
-
-    def _coordinates(self, x: Tensor) -> Tensor:
-        phi = self.projection[self.nearest(self.joined(x))].sum(-2)
-        return torch.nn.functional.normalize(phi, dim=-1).to(x.dtype)

@@ -69,6 +69,7 @@ __all__ = [
     "leading_eigenpairs",
     "nearest_cloud_points",
     "normalized_affinity",
+    "row_digests",
 ]
 
 #: the graph Laplacians :class:`PointCloudKernel` builds
@@ -367,6 +368,13 @@ class PointCloudKernel(_KeepsResults):
         return _dense(self.base.forward(x1, x2, diag=diag, **params)) - self._term(x1, x2, diag)
 
 
+def row_digests(rows: Tensor) -> list[bytes]:
+    """A 16-byte digest of each row's values (``n x d`` -> ``n`` keys): how the cluster kernels remember what they
+    computed for an input they read again."""
+    host = rows.detach().cpu().contiguous().numpy()
+    return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in host]
+
+
 def _dense(x: Any) -> Tensor:
     return x.to_dense() if isinstance(x, LinearOperator) else x
 
@@ -473,8 +481,7 @@ class ClusterKernel(_KeepsResults):
         with the cloud (``load_state_dict``, a ``.to`` that converts it)."""
         x = x.to(self.cloud.dtype)
         flat = x.reshape(-1, x.shape[-1])
-        host = flat.detach().cpu().contiguous().numpy()
-        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in host]
+        keys = row_digests(flat)
         index = self._neighbour_index
         missing = [i for i, key in enumerate(keys) if key not in index]
         if missing:
