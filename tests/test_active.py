@@ -653,6 +653,51 @@ def test_the_pool_words_option_adds_a_cluster_part_of_the_texts_joined_to_their_
     assert old.pool_words == "none"  # a study written before the option: the encoder's part alone
 
 
+def test_the_words_cluster_kernel_of_texts_joins_each_texts_unit_vector_to_its_words_coordinates():
+    """``words_cluster_kernel_of_texts`` (the active study's ``--pool-words lsa`` part and the notebook's): its cloud
+    is the cloud texts' joined vectors; each joined vector is the text's encoder unit vector and its words' unit
+    coordinates (the cloud's sublinear tf-idf by a truncated SVD, fitted on the cloud alone), each half of the squared
+    norm -- checked against the pieces made by hand; it reads the other texts' vectors, refuses a stranger's, and a
+    cloud of one text is a ValueError."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from lvgp.encoders import SentenceEncoder
+    from lvgp.experiments.joined_cloud import WORDS_SHARE, JoinedCloudClusterKernel, words_cluster_kernel_of_texts
+
+    words = ["film", "fine", "dull", "plot", "actor", "score", "scene", "music"]
+    encoder = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=words, seed=3)
+    rng = np.random.default_rng(0)
+    cloud = [" ".join(rng.choice(words, 5)) for _ in range(12)]
+    others = ["film score music", "dull plot scene"]
+    kernel = words_cluster_kernel_of_texts(encoder, "cpu", cloud, others, n_classes=2)
+    assert isinstance(kernel, JoinedCloudClusterKernel)
+    assert kernel.cloud.shape[0] == len(cloud) and kernel.inputs.shape[0] == len(cloud) + len(others)
+    assert kernel.n_components == 4 and kernel.n_neighbors == min(10, len(cloud) - 1)
+    vectors = np.asarray(encoder.encode(cloud + others), dtype=np.float64)
+    units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.testing.assert_allclose(kernel.inputs.numpy(), units, atol=1e-12)
+    d = units.shape[1]
+    joined = kernel.joined_inputs.numpy()
+    np.testing.assert_allclose(joined[:, :d], np.sqrt(1 - WORDS_SHARE) * units, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(joined[:, d:], axis=1), np.sqrt(WORDS_SHARE), atol=1e-12)
+    np.testing.assert_array_equal(kernel.cloud.numpy(), joined[: len(cloud)])
+    # the words' coordinates span the cloud's tf-idf rows: a 12-text cloud keeps words of one text (min_df=1)
+    tfidf = TfidfVectorizer(sublinear_tf=True).fit(cloud).transform(cloud + others).toarray()
+    assert joined.shape[1] - d == min(300, tfidf.shape[1] - 1, len(cloud) - 1)
+    inner_words = joined[:, d:] @ joined[:, d:].T / WORDS_SHARE  # cosines of the reduced tf-idf rows
+    assert (
+        np.corrcoef(inner_words[np.triu_indices(len(joined), 1)], (tfidf @ tfidf.T)[np.triu_indices(len(joined), 1)])[
+            0, 1
+        ]
+        > 0.9
+    )
+    kernel(kernel.inputs[-2:], kernel.inputs[:3]).to_dense()  # the other texts are read
+    with pytest.raises(ValueError, match="not the encoder vectors of a text"):
+        kernel(torch.nn.functional.normalize(torch.ones(1, d, dtype=torch.float64), dim=-1)).to_dense()
+    with pytest.raises(ValueError, match="cloud_texts must hold 2 texts or more"):
+        words_cluster_kernel_of_texts(encoder, "cpu", cloud[:1], others, n_classes=2)
+
+
 def _run_with_the_option(dataset: str, folder, flag: str, value: str):
     """The toy study of the conditioned batch and random texts run by the CLI with ``flag value``: its table's text,
     and the study its ``study.json`` gives with the option left out (as one written before the option existed)."""

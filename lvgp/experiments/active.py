@@ -82,7 +82,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._random import NUMERICS_SEED, Streams
+from .._random import Streams
 from ..base.constraints import Integer, Real
 from ..base.metrics import log_loss
 from ..datasets.loaders import corpus_names
@@ -104,10 +104,11 @@ from ..models.acquisition import (  # the acquisitions lived here before: still 
     power_batch,  # noqa: F401
 )
 from .classification import _encoder_logreg, _style
+from .joined_cloud import words_cluster_kernel_of_texts
 from .open_set import (  # the pool GP's cluster settings lived here before: still importable from here
-    POOL_COMPONENTS_PER_CLASS,
-    POOL_NEIGHBOURS,
-    POOL_POWER,
+    POOL_COMPONENTS_PER_CLASS,  # noqa: F401
+    POOL_NEIGHBOURS,  # noqa: F401
+    POOL_POWER,  # noqa: F401
     classification_corpus,
 )
 from .registry import register_method, register_study
@@ -172,10 +173,6 @@ ENCODER_WEIGHT = "evidence"
 #: training parts (``benchmarks/power_beta_dev.py``); ``"none"``: the encoder's cluster part alone, the studies'
 #: before it
 POOL_WORDS = "lsa"
-#: ``--pool-words lsa``: the words' coordinates, the pool's tf-idf reduced by a truncated SVD to this many dimensions,
-#: and their share of the joined vector's squared norm (the encoder's the rest)
-POOL_WORDS_DIMENSIONS = 300
-POOL_WORDS_SHARE = 0.5
 
 
 # ------------------------------------------------------------------ the learners
@@ -225,40 +222,13 @@ def pool_kernel(study: ActiveStudy, split: int) -> Any:
 
 @functools.lru_cache(maxsize=2)
 def pool_words_kernel(study: ActiveStudy, split: int) -> Any:
-    """``--pool-words lsa``'s second cluster part: a :class:`~lvgp.experiments.joined_cloud.JoinedCloudClusterKernel`
-    whose cloud is the pool's texts, each its encoder unit vector joined to its words' coordinates
-    (:data:`POOL_WORDS_SHARE` of the squared norm): the sublinear tf-idf (:func:`~lvgp.baselines.encoder.default_tfidf`,
-    words of two pool texts or more; of one in a pool of 100 texts or fewer) fitted on the whole pool, reduced by a
-    truncated SVD to :data:`POOL_WORDS_DIMENSIONS` dimensions and normalized. The texts it reads are the pool's and the
-    test documents' (no label read); 2 eigenvectors a class, as :func:`pool_kernel`; made once a seed."""
-    import torch
-    from sklearn.decomposition import TruncatedSVD
-    from sklearn.preprocessing import normalize
-
-    from ..baselines.encoder import default_tfidf
-    from ..encoders import resolve_encoder
-    from .joined_cloud import JoinedCloudClusterKernel
-
+    """``--pool-words lsa``'s second cluster part:
+    :func:`~lvgp.experiments.joined_cloud.words_cluster_kernel_of_texts` whose cloud is the whole pool's texts and
+    which reads the test documents too (no label read); 2 eigenvectors a class, as :func:`pool_kernel`; made once a
+    seed."""
     data = study.split(split)
-    texts = list(data.pool_texts) + list(data.test_texts)
-    encoder = resolve_encoder(study.encoder, study.device)
-    vectors = normalize(np.asarray(encoder.encode(texts), dtype=np.float64))
-    tfidf = default_tfidf(min_df=2 if len(data.pool_texts) > 100 else 1).fit(data.pool_texts)
-    counts = tfidf.transform(texts)
-    dimensions = min(POOL_WORDS_DIMENSIONS, counts.shape[1] - 1, len(data.pool_texts) - 1)
-    words = normalize(
-        TruncatedSVD(dimensions, random_state=NUMERICS_SEED).fit(counts[: len(data.pool_texts)]).transform(counts)
-    )
-    joined = np.hstack([np.sqrt(1 - POOL_WORDS_SHARE) * vectors, np.sqrt(POOL_WORDS_SHARE) * words])
-    n_pool, n_classes = len(data.pool_texts), len(np.unique(data.pool_labels))
-    return JoinedCloudClusterKernel(
-        torch.as_tensor(joined[:n_pool]),
-        inputs=torch.as_tensor(vectors),
-        joined_inputs=torch.as_tensor(joined),
-        n_components=min(POOL_COMPONENTS_PER_CLASS * n_classes, n_pool - 1),
-        n_neighbors=min(POOL_NEIGHBOURS, n_pool - 1),
-        power=POOL_POWER,
-    )
+    n_classes = len(np.unique(data.pool_labels))
+    return words_cluster_kernel_of_texts(study.encoder, study.device, data.pool_texts, data.test_texts, n_classes)
 
 
 def _gp_pool(study, cell, data):

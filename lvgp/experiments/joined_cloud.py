@@ -1,18 +1,29 @@
 """The active study's ``--pool-words lsa`` part (issue 57): a cluster kernel whose cloud joins each text's encoder
-vector to its words' coordinates, read from the encoder vectors its learner's kernel sees."""
+vector to its words' coordinates, read from the encoder vectors its learner's kernel sees
+(:class:`JoinedCloudClusterKernel`), and the one way to make it from texts (:func:`words_cluster_kernel_of_texts`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from .._random import NUMERICS_SEED
+from ..encoders import SentenceEncoder
 from ..kernels import ClusterKernel
 from ..kernels.point_cloud import nearest_cloud_points, row_digests
 
 #: an input is a known text's encoder vector where it is within this Euclidean distance of it
 _SAME_VECTOR = 1e-6
+#: the words' coordinates: the cloud's tf-idf reduced by a truncated SVD to this many dimensions (fewer where the cloud
+#: has fewer texts or words), and their share of the joined vector's squared norm (the encoder's the rest)
+WORDS_DIMENSIONS = 300
+WORDS_SHARE = 0.5
+#: a cloud of at most this many texts keeps words of one text (``min_df=1``); a larger one words of two texts or more
+_SMALL_CLOUD = 100
 
 
 class JoinedCloudClusterKernel(ClusterKernel):
@@ -77,3 +88,49 @@ class JoinedCloudClusterKernel(ClusterKernel):
     def _forget_neighbours(self) -> None:
         super()._forget_neighbours()
         self._known_rows = {}
+
+
+def words_cluster_kernel_of_texts(
+    encoder: str | SentenceEncoder,
+    device: str,
+    cloud_texts: Sequence[str],
+    other_texts: Sequence[str],
+    n_classes: int,
+) -> JoinedCloudClusterKernel:
+    r"""A :class:`JoinedCloudClusterKernel` whose cloud is ``cloud_texts`` (the unlabelled pool, the labelled texts
+    among them), each text's encoder unit vector joined to its words' coordinates, :data:`WORDS_SHARE` of the
+    squared norm: the sublinear tf-idf (:func:`~lvgp.baselines.encoder.default_tfidf`; words of two cloud texts or
+    more, of one in a cloud of 100 texts or fewer) fitted on the cloud's texts, reduced by a truncated SVD to
+    :data:`WORDS_DIMENSIONS` dimensions and normalized. No label is read. ``encoder``: a name of
+    :data:`lvgp.encoders.ENCODERS` or a :class:`~lvgp.encoders.SentenceEncoder`.
+
+    The kernel reads the encoder vectors of ``cloud_texts`` and ``other_texts`` (the texts it will be asked about: the
+    test documents) and of no other text (a ``ValueError`` names the rows). Eigenvectors, neighbours and transfer power
+    as :func:`~lvgp.experiments.open_set.cluster_kernel_of_texts`, the encoder's cluster part it goes beside: a GP
+    classifier's fourth part, with its own weight (the active study's ``gp-pool-*`` with ``--pool-words lsa``)."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.preprocessing import normalize
+
+    from ..baselines.encoder import default_tfidf
+    from ..encoders import resolve_encoder
+    from .open_set import POOL_COMPONENTS_PER_CLASS, POOL_NEIGHBOURS, POOL_POWER
+
+    cloud_texts, other_texts = list(cloud_texts), list(other_texts)
+    if len(cloud_texts) < 2:
+        raise ValueError(f"cloud_texts must hold 2 texts or more, got {len(cloud_texts)}")
+    texts = cloud_texts + other_texts
+    vectors = normalize(np.asarray(resolve_encoder(encoder, device).encode(texts), dtype=np.float64))
+    n_cloud = len(cloud_texts)
+    tfidf = default_tfidf(min_df=2 if n_cloud > _SMALL_CLOUD else 1).fit(cloud_texts)
+    counts = tfidf.transform(texts)
+    dimensions = min(WORDS_DIMENSIONS, counts.shape[1] - 1, n_cloud - 1)
+    words = normalize(TruncatedSVD(dimensions, random_state=NUMERICS_SEED).fit(counts[:n_cloud]).transform(counts))
+    joined = np.hstack([np.sqrt(1 - WORDS_SHARE) * vectors, np.sqrt(WORDS_SHARE) * words])
+    return JoinedCloudClusterKernel(
+        torch.as_tensor(joined[:n_cloud]),
+        inputs=torch.as_tensor(vectors),
+        joined_inputs=torch.as_tensor(joined),
+        n_components=min(POOL_COMPONENTS_PER_CLASS * n_classes, n_cloud - 1),
+        n_neighbors=min(POOL_NEIGHBOURS, n_cloud - 1),
+        power=POOL_POWER,
+    )

@@ -158,16 +158,19 @@ print(
 # %% [markdown]
 # ## 2. Choosing which texts to label
 # Start from one labelled text a topic. The GP of the active study's best strategy
-# (`gp-pool-greedy-epig`): the tf-idf cosine, the encoder's cosine, and a cluster kernel of the whole
-# pool's encoder vectors (unlabelled texts shape the kernel: texts of one dense region covary), each
-# part with its weight fitted. In each round it scores every unlabelled text by EPIG against 100
-# target texts drawn from the pool and draws the batch one text at a time, in proportion to the
-# squared scores (a top-10 by score takes ten texts of one region), each text's EPIG recomputed
-# with the latent posterior conditioned on the texts chosen before it (`choose_texts_to_label`, one
-# call); the oracle labels them, and the classifier refits. The oracle is
-# the corpus's labels, or you (`LVGP_INTERACTIVE=1`). Beside it, the same GP fed random texts.
+# (`gp-pool-greedy-epig`): the tf-idf cosine, the encoder's cosine, and two cluster kernels of the whole
+# pool (unlabelled texts shape the kernel: texts of one dense region covary) -- one of its encoder vectors,
+# one of each text's encoder vector joined to its words' coordinates (the pool's tf-idf reduced to 300
+# dimensions: the words and the encoder find different neighbours), each part with its weight fitted.
+# In each round it scores every unlabelled text by EPIG against 100 target texts drawn from the pool
+# and draws the batch one text at a time, in proportion to the squared scores (a top-10 by score
+# takes ten texts of one region), each text's EPIG recomputed with the latent posterior conditioned on
+# the texts chosen before it (`choose_texts_to_label`, one call); the oracle labels them, and the
+# classifier refits. The oracle is the corpus's labels, or you (`LVGP_INTERACTIVE=1`). Beside it, the
+# same GP fed random texts.
 
 # %%
+from lvgp.experiments.joined_cloud import words_cluster_kernel_of_texts
 from lvgp.experiments.open_set import cluster_kernel_of_texts
 from lvgp.kernels.packed import beside_encoder
 
@@ -185,14 +188,18 @@ def oracle(i: int) -> str:
 
 pool = rng.choice(len(train_texts), 300 if smoke_test else 3000, replace=False)
 start = [int(rng.choice(pool[train_labels[pool] == c])) for c in classes if (train_labels[pool] == c).any()]
-# the pool's cluster kernel: 2 eigenvectors a class of its encoder vectors' neighbour graph, built once
-pool_part = cluster_kernel_of_texts(encoder, "cpu", [train_texts[i] for i in pool], len(classes))
+pool_texts = [train_texts[i] for i in pool]
+# the pool's cluster kernels, built once: 2 eigenvectors a class of the neighbour graph of its encoder vectors,
+# and of its texts' encoder vectors joined to their words (which reads the pool's and the test texts, no label)
+pool_part = cluster_kernel_of_texts(encoder, "cpu", pool_texts, len(classes))
+words_part = words_cluster_kernel_of_texts(encoder, "cpu", pool_texts, test_texts, len(classes))
 
 
 def tfidf_encoder_and_pool(num_words, documents):
     """The kernel of the labelled texts' word ids ``documents``: the tf-idf cosine plus the encoder's cosine
-    and the pool's cluster kernel, each with its own weight (two encoder parts: a factory, not a spec)."""
-    return beside_encoder(BagOfWordsSpec().build(num_words, documents), documents, encoder.dim, ("cosine", pool_part))
+    and the pool's two cluster kernels, each with its own weight (three encoder parts: a factory, not a spec)."""
+    parts = ("cosine", pool_part, words_part)
+    return beside_encoder(BagOfWordsSpec().build(num_words, documents), documents, encoder.dim, parts)
 
 
 def active_run(choose, label):
