@@ -132,6 +132,7 @@ BENCHMARKS = {
     "sparse_predict.py": "the same predictions from every path to rounding",
     "minibatch_size.py": "| batch | steps | epochs | CPU ms / step, setup included |",
     "power_beta_dev.py": "The selection's choice on toy: beta = ",
+    "active_paired.py": "| accuracy at the labels | 0.6300 | 0.6100 | +0.0200 ± 0.0000 | 3 of 3 |",
     "point_cloud_dev.py": 'cross {"learner": "gp-pool", "labelled by": "random"',
     "cluster_spectrum_cost.py": "now against dense, whole (before, to 8,192): largest eigenvalue difference",
 }
