@@ -237,9 +237,9 @@ random_history = active_run(
 # (the GP's entropy, BALD and latent variance, top-10 or drawn in proportion, with and without the
 # pool in the kernel, and EPIG, drawn in proportion or conditioned in the batch as here; logistic
 # regression's uncertainty sampling; random texts) to 200 labels on r8 and 400 on 20ng: over eighteen
-# seeds the GP with the pool, its batches conditioned as here, reached random sampling's full-budget
-# accuracy at 61 labels on r8, 242 on 20ng's subsamples and 197 on its whole training part (random
-# sampling itself: 186, 378 and 380). `lvgp compare open-set`
+# seeds the GP with the pool and its words, its batches conditioned as here, reached random sampling's
+# full-budget accuracy at 50 labels on r8 and 130 on 20ng's subsamples (random sampling itself: 186 and
+# 384; without the words 61 and 242). `lvgp compare open-set`
 # (`results/open-set/`) measures the out-of-scope scores against every detector, draw by draw.
 
 # %%
