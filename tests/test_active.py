@@ -696,6 +696,8 @@ def test_the_words_cluster_kernel_of_texts_joins_each_texts_unit_vector_to_its_w
         kernel(torch.nn.functional.normalize(torch.ones(1, d, dtype=torch.float64), dim=-1)).to_dense()
     with pytest.raises(ValueError, match="cloud_texts must hold 2 texts or more"):
         words_cluster_kernel_of_texts(encoder, "cpu", cloud[:1], others, n_classes=2)
+    with pytest.raises(TypeError, match="other_texts"):  # word ids are not texts: the argument named
+        words_cluster_kernel_of_texts(encoder, "cpu", cloud, [3, "a film"], n_classes=2)
 
 
 def _run_with_the_option(dataset: str, folder, flag: str, value: str):

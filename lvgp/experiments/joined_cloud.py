@@ -13,6 +13,7 @@ from torch import Tensor
 
 from .._random import NUMERICS_SEED
 from ..encoders import SentenceEncoder
+from ..encoders.sentence import check_texts
 from ..kernels import ClusterKernel
 from ..kernels.point_cloud import nearest_cloud_points, row_digests
 
@@ -115,7 +116,7 @@ def words_cluster_kernel_of_texts(
     from ..encoders import resolve_encoder
     from .open_set import POOL_COMPONENTS_PER_CLASS, POOL_NEIGHBOURS, POOL_POWER
 
-    cloud_texts, other_texts = list(cloud_texts), list(other_texts)
+    cloud_texts, other_texts = check_texts(cloud_texts, "cloud_texts"), check_texts(other_texts, "other_texts")
     if len(cloud_texts) < 2:
         raise ValueError(f"cloud_texts must hold 2 texts or more, got {len(cloud_texts)}")
     texts = cloud_texts + other_texts
