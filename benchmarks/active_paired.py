@@ -64,7 +64,9 @@ def report(first_side: str, second_side: str) -> str:
     if only:
         lines.append(f"seeds on one side only, left out: {only}")
     common = sorted(set(a) & set(b))
-    lines.append(f"seeds: {len(common)} ({common[0]}-{common[-1]})")
+    if not common:
+        raise SystemExit(f"no seed in both: {sorted(a)} and {sorted(b)}")
+    lines.append(f"seeds: {len(common)} ({', '.join(map(str, common))})")
     lines.append("| reading | first | second | first - second (paired) | seeds first at or ahead |")
     lines.append("|---|---|---|---|---|")
     for key, name in [("accuracy", "accuracy at the labels"), ("area", "area under the curve")]:
