@@ -114,7 +114,7 @@ def words_cluster_kernel_of_texts(
 
     from ..baselines.encoder import default_tfidf
     from ..encoders import resolve_encoder
-    from .open_set import POOL_COMPONENTS_PER_CLASS, POOL_NEIGHBOURS, POOL_POWER
+    from .open_set import cluster_part_settings
 
     cloud_texts, other_texts = check_texts(cloud_texts, "cloud_texts"), check_texts(other_texts, "other_texts")
     if len(cloud_texts) < 2:
@@ -131,7 +131,5 @@ def words_cluster_kernel_of_texts(
         torch.as_tensor(joined[:n_cloud]),
         inputs=torch.as_tensor(vectors),
         joined_inputs=torch.as_tensor(joined),
-        n_components=min(POOL_COMPONENTS_PER_CLASS * n_classes, n_cloud - 1),
-        n_neighbors=min(POOL_NEIGHBOURS, n_cloud - 1),
-        power=POOL_POWER,
+        **cluster_part_settings(n_cloud, n_classes),
     )

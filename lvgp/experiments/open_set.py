@@ -268,6 +268,17 @@ POOL_POWER = 6.0
 POOL_NEIGHBOURS = 10
 
 
+def cluster_part_settings(n_cloud: int, n_classes: int) -> dict[str, Any]:
+    """The :class:`~lvgp.kernels.ClusterKernel` arguments of a cloud of ``n_cloud`` texts and ``n_classes`` classes:
+    :data:`POOL_COMPONENTS_PER_CLASS` eigenvectors a class, :data:`POOL_NEIGHBOURS` neighbours (each at most
+    ``n_cloud - 1``) and the transfer power :data:`POOL_POWER` (every cluster part of the studies')."""
+    return {
+        "n_components": min(POOL_COMPONENTS_PER_CLASS * n_classes, n_cloud - 1),
+        "n_neighbors": min(POOL_NEIGHBOURS, n_cloud - 1),
+        "power": POOL_POWER,
+    }
+
+
 def cluster_kernel_of_texts(encoder: str, device: str, texts: Sequence[str], n_classes: int) -> Any:
     """:class:`~lvgp.kernels.ClusterKernel` of the encoder's unit vectors of ``texts`` (the point cloud: the
     unlabelled texts, with the labelled ones), :data:`POOL_COMPONENTS_PER_CLASS` eigenvectors for each of
@@ -279,10 +290,7 @@ def cluster_kernel_of_texts(encoder: str, device: str, texts: Sequence[str], n_c
 
     vectors = torch.as_tensor(np.asarray(resolve_encoder(encoder, device).encode(list(texts))), dtype=torch.float64)
     return ClusterKernel(
-        torch.nn.functional.normalize(vectors, dim=-1),
-        n_components=min(POOL_COMPONENTS_PER_CLASS * n_classes, len(vectors) - 1),
-        n_neighbors=min(POOL_NEIGHBOURS, len(vectors) - 1),
-        power=POOL_POWER,
+        torch.nn.functional.normalize(vectors, dim=-1), **cluster_part_settings(len(vectors), n_classes)
     )
 
 
