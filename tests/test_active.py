@@ -685,12 +685,8 @@ def test_the_words_cluster_kernel_of_texts_joins_each_texts_unit_vector_to_its_w
     tfidf = TfidfVectorizer(sublinear_tf=True).fit(cloud).transform(cloud + others).toarray()
     assert joined.shape[1] - d == min(300, tfidf.shape[1] - 1, len(cloud) - 1)
     inner_words = joined[:, d:] @ joined[:, d:].T / WORDS_SHARE  # cosines of the reduced tf-idf rows
-    assert (
-        np.corrcoef(inner_words[np.triu_indices(len(joined), 1)], (tfidf @ tfidf.T)[np.triu_indices(len(joined), 1)])[
-            0, 1
-        ]
-        > 0.9
-    )
+    pairs = np.triu_indices(len(joined), 1)
+    assert np.corrcoef(inner_words[pairs], (tfidf @ tfidf.T)[pairs])[0, 1] > 0.9
     kernel(kernel.inputs[-2:], kernel.inputs[:3]).to_dense()  # the other texts are read
     with pytest.raises(ValueError, match="not the encoder vectors of a text"):
         kernel(torch.nn.functional.normalize(torch.ones(1, d, dtype=torch.float64), dim=-1)).to_dense()
