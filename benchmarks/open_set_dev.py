@@ -75,7 +75,10 @@ labelled texts after the evidence (``LDKGPClassifier(objective="loo")``).
 
 ``--unlabeled-texts all`` (the default here) or ``known-classes``: the study's option, the unlabelled texts
 of ``gpc-pool-bow-encoder-rbf`` -- every row of the training part that is not a dev document, or the known
-classes' rows alone.
+classes' rows alone. ``--unlabeled-words lsa``: the study's option, beside the cluster part of the unlabelled
+texts' encoder vectors a second one, its cloud each text's encoder vector joined to its words' coordinates (the active
+study's ``--pool-words lsa``; ``none``, the default, the study's). The rule it was tried by is in
+``benchmarks/README.md``, "The words' cluster part in the open-set GP".
 
 ``--first-words N``: each text of the training part cut to its first ``N`` words (the rows left with fewer
 than 3 words are left out, their number printed): short texts, a stand-in for an intent set's queries.
@@ -202,6 +205,12 @@ def main() -> None:
         help="the pool GP's unlabelled texts (the study's --unlabeled-texts; module docstring)",
     )
     parser.add_argument(
+        "--unlabeled-words",
+        default="none",
+        choices=("none", "lsa"),
+        help="the pool GP's cluster part of its texts joined to their words (the study's --unlabeled-words)",
+    )
+    parser.add_argument(
         "--gpc-objective",
         default="evidence",
         choices=("evidence", "loo"),
@@ -272,7 +281,14 @@ def main() -> None:
             for run in runs:
                 name, sizes = run[0], run[3]
                 study = dev_study(
-                    run, methods, seed, args.quick, OpenSetStudy, args.gpc_objective, args.unlabeled_texts
+                    run,
+                    methods,
+                    seed,
+                    args.quick,
+                    OpenSetStudy,
+                    args.gpc_objective,
+                    args.unlabeled_texts,
+                    args.unlabeled_words,
                 )
                 executor = (
                     InProcessExecutor() if args.jobs == 1 or args.quick else ProcessExecutor(args.jobs, threads=1)
@@ -416,9 +432,11 @@ def dev_study(
     study_class=None,
     gpc_objective="evidence",
     unlabeled_texts="all",
+    unlabeled_words="none",
 ):
     """The open-set study of one of :func:`dev_runs`' corpora on its training part (``study_class``: an
-    ``OpenSetStudy`` or a subclass; ``gpc_objective`` and ``unlabeled_texts``: the study's options)."""
+    ``OpenSetStudy`` or a subclass; ``gpc_objective``, ``unlabeled_texts`` and ``unlabeled_words``: the study's
+    options)."""
     if study_class is None:
         from lvgp.experiments.open_set import OpenSetStudy as study_class
     _, path, unknown, sizes, splits, dev_size = run
@@ -433,6 +451,7 @@ def dev_study(
         seed=seed,
         gpc_objective=gpc_objective,
         unlabeled_texts=unlabeled_texts,
+        unlabeled_words=unlabeled_words,
     )
 
 

@@ -944,6 +944,48 @@ def test_the_pool_gp_adds_the_unlabelled_texts_cluster_kernel(corpus, tmp_path):
     assert [m for m in model.model_.covar_module.modules() if isinstance(m, ClusterKernel)] == [part]
 
 
+def test_the_unlabeled_words_option_adds_the_words_cluster_part(corpus, tmp_path):
+    """``--unlabeled-words lsa``: ``gpc-pool-bow-encoder-rbf``'s kernel gets, beside the encoder's cluster part, the
+    joined cloud's (:func:`~lvgp.experiments.joined_cloud.words_cluster_kernel_of_texts` of the split's unlabelled
+    texts, reading its test documents), made once a split; the records and the table name the setting; the default
+    (``none``) and a study written before the option have the encoder's part alone."""
+    from lvgp.experiments.cli import main
+    from lvgp.experiments.joined_cloud import JoinedCloudClusterKernel
+    from lvgp.experiments.open_set import UNLABELED_WORDS, OpenSetStudy, _gpc_pool, cloud_kernel, cloud_words_kernel
+    from lvgp.experiments.study import load_study
+    from lvgp.kernels import ClusterKernel
+
+    options = dict(dataset=corpus, unknown_classes=1, per_class=(4,), test_size=60, ldk_max_iter=5)
+    study = OpenSetStudy(**options, unlabeled_texts="all", unlabeled_words="lsa")
+    assert UNLABELED_WORDS == "none" and OpenSetStudy(**options, unlabeled_texts="all").unlabeled_words == "none"
+    words = cloud_words_kernel(study, 0)
+    assert words is cloud_words_kernel(study, 0)  # once a split
+    split = study.split(0)
+    assert isinstance(words, JoinedCloudClusterKernel) and words.cloud.shape[0] == len(split.cloud_rows) == 60
+    assert words.n_components == 2 * len(split.known) and len(words.inputs) == 60 + len(split.test_texts)
+    x, y = split.training(4)
+    cell = {"method": "gpc-pool-bow-encoder-rbf", "split": 0, "params": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _gpc_pool(study, cell, None).fit(x, y)
+        proba = model.predict_proba(split.test_texts)  # the test documents are read through their joined vectors
+    parts = [m for m in model.model_.covar_module.modules() if isinstance(m, ClusterKernel)]
+    assert parts == [cloud_kernel(study, 0), words] and np.allclose(proba.sum(axis=1), 1)
+    out = tmp_path / "out"
+    argv = ["compare", "open-set", "--dataset", corpus, "--unknown-classes", "1", "--per-class", "4", "--splits", "1"]
+    argv += ["--test-size", "60", "--ldk-max-iter", "5", "--out", str(out), "--quiet", "--unlabeled-texts", "all"]
+    assert main([*argv, "--methods", "gpc-pool-bow-encoder-rbf", "--unlabeled-words", "lsa"]) == 0
+    (record,) = json.loads((out / "results.json").read_text())
+    assert record["unlabeled_words"] == "lsa" and record["unlabeled_texts"] == "all"
+    table = (out / "table.md").read_text()
+    assert "unlabelled texts all (--unlabeled-texts); a cluster part of their encoder vectors joined to" in table
+    assert "their words: lsa (--unlabeled-words)" in table
+    study_file = json.loads((out / "study.json").read_text())
+    study_file.pop("unlabeled_words")  # a study written before the option
+    (out / "study.json").write_text(json.dumps(study_file))
+    assert load_study(out).unlabeled_words == "none"
+
+
 @pytest.mark.parametrize(
     "extra,match",
     [

@@ -294,6 +294,11 @@ def cluster_kernel_of_texts(encoder: str, device: str, texts: Sequence[str], n_c
     )
 
 
+#: ``--unlabeled-words``' default: the cluster part of the unlabelled texts' encoder vectors alone (``"none"``), or
+#: beside it a second cluster part whose cloud joins each text's encoder vector to its words' coordinates (``"lsa"``:
+#: the active study's ``--pool-words`` default); tried on dev draws (``benchmarks/open_set_dev.py --unlabeled-words``)
+UNLABELED_WORDS = "none"
+
 #: the methods that read the split's unlabelled texts (:meth:`OpenSetSplit.cloud_texts`)
 CLOUD_METHODS = ("gpc-pool-bow-encoder-rbf",)
 
@@ -319,8 +324,24 @@ def cloud_kernel(study: OpenSetStudy, split: int) -> Any:
     "Semi-supervised: the baselines do not read the unlabelled texts",
 )
 def _gpc_pool(study, cell, data):
-    part = cloud_kernel(study, cell["split"])
-    return _gp_method(_bag_of_words_beside_encoder(("rbf", part)), STATIONARY_GP_NOVELTY_SCORE)(study, cell, data)
+    parts: tuple[Any, ...] = ("rbf", cloud_kernel(study, cell["split"]))
+    if study.unlabeled_words == "lsa":
+        parts += (cloud_words_kernel(study, cell["split"]),)
+    return _gp_method(_bag_of_words_beside_encoder(parts), STATIONARY_GP_NOVELTY_SCORE)(study, cell, data)
+
+
+@functools.lru_cache(maxsize=2)
+def cloud_words_kernel(study: OpenSetStudy, split: int) -> Any:
+    """``--unlabeled-words lsa``: ``gpc-pool-bow-encoder-rbf``'s fourth part, with its own weight,
+    :func:`~lvgp.experiments.joined_cloud.words_cluster_kernel_of_texts` of the split's
+    :meth:`OpenSetSplit.cloud_texts` (each text's encoder vector joined to its words' coordinates; no label read),
+    reading the test documents too; 2 eigenvectors a *known* class, as :func:`cloud_kernel`; made once a split."""
+    from .joined_cloud import words_cluster_kernel_of_texts
+
+    data = study.split(split)
+    return words_cluster_kernel_of_texts(
+        study.encoder, study.device, data.cloud_texts(), data.test_texts, len(data.known)
+    )
 
 
 @register_method(
@@ -476,6 +497,14 @@ class OpenSetStudy(SizedCells, Study):
         "that is not a test document, the unknown classes' and --unknown-label's too (open-world semi-supervised "
         "learning: the unknown classes are then not 'never trained on')",
         choices=("none", "known-classes", "all"),
+        before="none",
+    )
+    unlabeled_words: str = option(
+        UNLABELED_WORDS,
+        "the cluster parts of the methods that read unlabelled texts (gpc-pool-bow-encoder-rbf): the encoder's "
+        "vectors alone (none), or also a second cluster part, its cloud each text's encoder vector joined to its "
+        "words (the unlabelled texts' tf-idf reduced by a truncated SVD: lsa; the active study's --pool-words)",
+        choices=("none", "lsa"),
         before="none",
     )
     reject_keep: float | None = option(
@@ -711,7 +740,11 @@ def run_cell(study: OpenSetStudy, cell: dict) -> dict:
         record["encode_seconds"] = encode_seconds
     if cell["method"] in CLOUD_METHODS:
         # the texts of its point cloud, labelled ones among them
-        record.update(unlabeled_texts=study.unlabeled_texts, n_unlabeled=len(split.cloud_rows))
+        record.update(
+            unlabeled_texts=study.unlabeled_texts,
+            unlabeled_words=study.unlabeled_words,
+            n_unlabeled=len(split.cloud_rows),
+        )
     if study.reject_keep is not None:
         with recorded_warnings() as warned_reject:
             record.update(reject_option(model, x_train, y_train, scores[name], split.out_of_scope, study, cell))
@@ -794,6 +827,13 @@ def table_markdown(records: list[dict], study: OpenSetStudy) -> str:
         "before testing); FPR95: the out-of-scope share accepted at 95% recall of the in-scope documents; accuracy, "
         f"log loss and ECE ({ECE_BINS} bins) on the in-scope documents.\n"
     )
+    if reading := [m for m in methods if m in CLOUD_METHODS]:
+        words = study.unlabeled_words
+        text += (
+            f"\n{', '.join(reading)}: unlabelled texts {study.unlabeled_texts} "
+            f"(--unlabeled-texts); a cluster part of their encoder vectors joined to their words: {words} "
+            "(--unlabeled-words).\n"
+        )
     text += reject_markdown(records, study, methods)
     text += paired_markdown(records, study, methods)
     kinds = sorted({k for r in records for k in r.get("scores", {})})
