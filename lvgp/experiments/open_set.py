@@ -320,7 +320,9 @@ def cloud_kernel(study: OpenSetStudy, split: int) -> Any:
     family=ENCODER_GPC_FAMILY,
     description="gpc-bow-encoder-rbf's kernel plus a third part with its own weight: the cluster kernel of the "
     "unlabelled texts of --unlabeled-texts (known-classes or all; labelled texts among them, no label read), as the "
-    "active study's gp-pool; novelty score: the stationary GPs' (the lifted energy). "
+    "active study's gp-pool; with --unlabeled-words lsa a fourth, the cluster kernel of those texts' encoder vectors "
+    "joined to their words (the active study's --pool-words lsa); novelty score: the stationary GPs' (the lifted "
+    "energy). "
     "Semi-supervised: the baselines do not read the unlabelled texts",
 )
 def _gpc_pool(study, cell, data):
