@@ -104,13 +104,13 @@ from ..models.acquisition import (  # the acquisitions lived here before: still 
     power_batch,  # noqa: F401
 )
 from .classification import _encoder_logreg, _style
-from .joined_cloud import words_cluster_kernel_of_texts
-from .open_set import (  # the pool GP's cluster settings lived here before: still importable from here
+from .cluster_parts import (  # the pool GP's cluster settings lived here before: still importable from here
     POOL_COMPONENTS_PER_CLASS,  # noqa: F401
     POOL_NEIGHBOURS,  # noqa: F401
     POOL_POWER,  # noqa: F401
-    classification_corpus,
 )
+from .joined_cloud import words_cluster_kernel_of_texts
+from .open_set import classification_corpus
 from .registry import register_method, register_study
 from .study import (
     DEVICE_HELP,
@@ -212,9 +212,9 @@ def pool_vocabulary(study: ActiveStudy, split: int) -> tuple[Any, np.ndarray]:
 
 @functools.lru_cache(maxsize=2)
 def pool_kernel(study: ActiveStudy, split: int) -> Any:
-    """The cluster part of ``gp-pool``: :func:`~lvgp.experiments.open_set.cluster_kernel_of_texts` of the
+    """The cluster part of ``gp-pool``: :func:`~lvgp.experiments.cluster_parts.cluster_kernel_of_texts` of the
     whole pool's texts (labelled and unlabelled), with 2 eigenvectors a class, made once a seed."""
-    from .open_set import cluster_kernel_of_texts
+    from .cluster_parts import cluster_kernel_of_texts
 
     data = study.split(split)
     return cluster_kernel_of_texts(study.encoder, study.device, data.pool_texts, len(np.unique(data.pool_labels)))

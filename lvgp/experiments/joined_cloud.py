@@ -107,14 +107,14 @@ def words_cluster_kernel_of_texts(
 
     The kernel reads the encoder vectors of ``cloud_texts`` and ``other_texts`` (the texts it will be asked about: the
     test documents) and of no other text (a ``ValueError`` names the rows). Eigenvectors, neighbours and transfer power
-    as :func:`~lvgp.experiments.open_set.cluster_kernel_of_texts`, the encoder's cluster part it goes beside: a GP
+    as :func:`~lvgp.experiments.cluster_parts.cluster_kernel_of_texts`, the encoder's cluster part it goes beside: a GP
     classifier's fourth part, with its own weight (the active study's ``gp-pool-*`` with ``--pool-words lsa``)."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.preprocessing import normalize
 
     from ..baselines.encoder import default_tfidf
     from ..encoders import resolve_encoder
-    from .open_set import cluster_part_settings
+    from .cluster_parts import cluster_part_settings
 
     cloud_texts, other_texts = check_texts(cloud_texts, "cloud_texts"), check_texts(other_texts, "other_texts")
     if len(cloud_texts) < 2:

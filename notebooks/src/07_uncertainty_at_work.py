@@ -170,8 +170,8 @@ print(
 # same GP fed random texts.
 
 # %%
+from lvgp.experiments.cluster_parts import cluster_kernel_of_texts
 from lvgp.experiments.joined_cloud import words_cluster_kernel_of_texts
-from lvgp.experiments.open_set import cluster_kernel_of_texts
 from lvgp.kernels.packed import beside_encoder
 
 classes = sorted(set(train_labels.tolist()))
