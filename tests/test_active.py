@@ -252,6 +252,23 @@ def test_active_table_leaves_a_dash_where_the_curves_start_above_half_the_budget
     assert row.split(" | ")[2] == "–" and "nan" not in row and "0.602 ± 0.000" in row
 
 
+def test_active_table_says_when_no_random_texts_ran():
+    """A study without ``random`` has no accuracy to reach: its table says so, not "0 of n reach it"; with
+    ``random`` the labels are read as before."""
+    from lvgp.experiments.active import ActiveStudy, table_markdown
+
+    curve = [{"labels": n, "accuracy": 0.5 + n / 100, "log_loss": 1.0} for n in (2, 6, 10)]
+    record = {"method": "logreg-entropy", "split": 0, "curve": curve, "aulc": 0.56, "final_accuracy": 0.6}
+    record |= {"final_log_loss": 1.0, "labels_to_random_final": None, "fit_seconds": 1.0, "acquire_seconds": 0.0}
+    alone = ActiveStudy(dataset="r8", budget=10, batch=4, splits=1, strategies=("logreg-entropy",))
+    row = table_markdown([record], alone).splitlines()[2]
+    assert row.split(" | ")[5] == "– (no random texts in this study)" and "reach it" not in row
+    both = ActiveStudy(dataset="r8", budget=10, batch=4, splits=1, strategies=("logreg-entropy", "random"))
+    random_texts = record | {"method": "random", "labels_to_random_final": 10}
+    rows = table_markdown([record | {"labels_to_random_final": 6}, random_texts], both).splitlines()[2:4]
+    assert [r.split(" | ")[5] for r in rows] == ["6", "10"]
+
+
 @pytest.mark.parametrize(
     "extra,match",
     [

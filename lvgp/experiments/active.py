@@ -616,6 +616,8 @@ def table_markdown(records: list[dict], study: ActiveStudy) -> str:
         reach_text = (f"{np.mean(reached):.0f}" if reached else "–") + (
             f" ({len(reached)} of {len(reach)} reach it)" if len(reached) < len(reach) else ""
         )
+        if "random" not in columns:  # nothing to reach: not "0 of n reach it"
+            reach_text = "– (no random texts in this study)"
         seconds = np.mean([r["fit_seconds"] + r["acquire_seconds"] for r in rows])
         above = _points_above(rows, columns.get("logreg-entropy")) if m != "logreg-entropy" else "–"
         lines.append(
