@@ -1,6 +1,7 @@
-"""The active study's ``--pool-words lsa`` part (issue 57): a cluster kernel whose cloud joins each text's encoder
-vector to its words' coordinates, read from the encoder vectors its learner's kernel sees
-(:class:`JoinedCloudClusterKernel`), and the one way to make it from texts (:func:`words_cluster_kernel_of_texts`)."""
+"""The active study's ``--pool-words lsa`` part and the open-set study's ``--unlabeled-words lsa`` (issue 57): a
+cluster kernel whose cloud joins each text's encoder vector to its words' coordinates, read from the encoder vectors
+its learner's kernel sees (:class:`JoinedCloudClusterKernel`), and the one way to make it from texts
+(:func:`words_cluster_kernel_of_texts`)."""
 
 from __future__ import annotations
 
