@@ -108,6 +108,7 @@ from .cluster_parts import (  # the pool GP's cluster settings lived here before
     POOL_COMPONENTS_PER_CLASS,  # noqa: F401
     POOL_NEIGHBOURS,  # noqa: F401
     POOL_POWER,  # noqa: F401
+    cluster_kernel_of_texts,
 )
 from .joined_cloud import words_cluster_kernel_of_texts
 from .open_set import classification_corpus
@@ -214,8 +215,6 @@ def pool_vocabulary(study: ActiveStudy, split: int) -> tuple[Any, np.ndarray]:
 def pool_kernel(study: ActiveStudy, split: int) -> Any:
     """The cluster part of ``gp-pool``: :func:`~lvgp.experiments.cluster_parts.cluster_kernel_of_texts` of the
     whole pool's texts (labelled and unlabelled), with 2 eigenvectors a class, made once a seed."""
-    from .cluster_parts import cluster_kernel_of_texts
-
     data = study.split(split)
     return cluster_kernel_of_texts(study.encoder, study.device, data.pool_texts, len(np.unique(data.pool_labels)))
 
@@ -613,11 +612,12 @@ def table_markdown(records: list[dict], study: ActiveStudy) -> str:
         half_acc = [a for r in rows if (a := _at(r, half)) is not None]
         reach = [r["labels_to_random_final"] for r in rows]
         reached = [v for v in reach if v is not None]
-        reach_text = (f"{np.mean(reached):.0f}" if reached else "–") + (
-            f" ({len(reached)} of {len(reach)} reach it)" if len(reached) < len(reach) else ""
-        )
         if "random" not in columns:  # nothing to reach: not "0 of n reach it"
             reach_text = "– (no random texts in this study)"
+        else:
+            reach_text = (f"{np.mean(reached):.0f}" if reached else "–") + (
+                f" ({len(reached)} of {len(reach)} reach it)" if len(reached) < len(reach) else ""
+            )
         seconds = np.mean([r["fit_seconds"] + r["acquire_seconds"] for r in rows])
         above = _points_above(rows, columns.get("logreg-entropy")) if m != "logreg-entropy" else "–"
         lines.append(

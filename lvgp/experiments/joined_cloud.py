@@ -17,6 +17,7 @@ from ..encoders import SentenceEncoder
 from ..encoders.sentence import check_texts
 from ..kernels import ClusterKernel
 from ..kernels.point_cloud import nearest_cloud_points, row_digests
+from .cluster_parts import cluster_part_settings
 
 #: an input is a known text's encoder vector where it is within this Euclidean distance of it
 _SAME_VECTOR = 1e-6
@@ -115,7 +116,6 @@ def words_cluster_kernel_of_texts(
 
     from ..baselines.encoder import default_tfidf
     from ..encoders import resolve_encoder
-    from .cluster_parts import cluster_part_settings
 
     cloud_texts, other_texts = check_texts(cloud_texts, "cloud_texts"), check_texts(other_texts, "other_texts")
     if len(cloud_texts) < 2:
