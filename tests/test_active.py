@@ -832,3 +832,22 @@ def test_the_acquisitions_settings_are_study_options_named_in_the_table(toy_topi
         with pytest.raises(SystemExit) as exited:
             main([*argv, "--out", str(tmp_path / "bad"), flag, value])
         assert exited.value.code == 2 and flag in capsys.readouterr().err, flag
+
+
+def test_a_runs_fit_seconds_count_the_models_making(toy_topics_tsv, monkeypatch):
+    """The pool strategies' cluster parts are made with the model, once a seed, outside ``fit``: a run's
+    ``fit_seconds`` counts the model's making too (here a making that takes 0.2 s, for each of the 3 rounds)."""
+    import time
+
+    from lvgp.experiments import active
+
+    study = active.ActiveStudy(dataset=toy_topics_tsv, budget=13, batch=5, splits=1, test_size=15)
+    build = active.ActiveStudy.estimator
+
+    def slow_estimator(self, cell, data=None):
+        time.sleep(0.2)
+        return build(self, cell, data)
+
+    monkeypatch.setattr(active.ActiveStudy, "estimator", slow_estimator)
+    record = active.run_cell(study, {"method": "logreg-entropy", "split": 0, "params": {}})
+    assert [p["labels"] for p in record["curve"]] == [3, 8, 13] and record["fit_seconds"] >= 0.6

@@ -1050,3 +1050,22 @@ def test_the_tf_idf_gps_read_tokens_of_two_letters(toy_topics_tsv):
         study.estimator({"method": "gpc-encoder-rbf", "split": 0, "params": {"per_class": 3}}).vocabulary.min_token_len
         == 3
     )
+
+
+def test_a_cells_fit_seconds_count_the_models_making(corpus, monkeypatch):
+    """``gpc-pool-*``'s cluster parts are made with the model, outside ``fit``: a cell's ``fit_seconds`` counts the
+    model's making too (here a making that takes 0.3 s)."""
+    import time
+
+    from lvgp.experiments import open_set
+
+    study = open_set.OpenSetStudy(dataset=corpus, unknown_classes=1, per_class=(8,), splits=1, methods=("svm",))
+    build = open_set.OpenSetStudy.estimator
+
+    def slow_estimator(self, cell, data=None):
+        time.sleep(0.3)
+        return build(self, cell, data)
+
+    monkeypatch.setattr(open_set.OpenSetStudy, "estimator", slow_estimator)
+    record = open_set.run_cell(study, {"method": "svm", "split": 0, "params": {"per_class": 8}})
+    assert record["fit_seconds"] >= 0.3 and 0 <= record["accuracy"] <= 1

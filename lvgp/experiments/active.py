@@ -468,9 +468,9 @@ def run_cell(study: ActiveStudy, cell: dict) -> dict:
     encode_seconds = 0.0
     with recorded_warnings() as warned:
         while True:
-            model = study.estimator(cell)
             x = [split.pool_texts[i] for i in labelled]
-            start = time.perf_counter()
+            start = time.perf_counter()  # the model's making counted: the pool's cluster parts, once a seed
+            model = study.estimator(cell)
             if pool_tfidf:
                 model.fit(x, split.pool_labels[labelled], unlabeled=[split.pool_texts[i] for i in unlabelled])
             else:
