@@ -113,6 +113,13 @@ def test_the_encoder_precision_option_reaches_the_cells_encoders(tmp_path, monke
     argv += ["--methods", "encoder-logreg", "--encoder-precision", "float32", "--out", str(tmp_path / "out"), "--quiet"]
     assert main(argv) == 0
     assert asked and set(asked) == {"float32"}
+    records = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [r["encoder_precision_resolved"] for r in records] == ["float32"]  # what the cell's process computed in
+    monkeypatch.setattr(sentence_module, "native_bfloat16", lambda: True)  # "auto" on a CPU with bfloat16 products
+    auto = [*argv[:-4], "auto", "--out", str(tmp_path / "out-auto"), "--quiet"]
+    assert main(auto) == 0 and asked[-1] == "auto"
+    records = json.loads((tmp_path / "out-auto" / "results.json").read_text())
+    assert [r["encoder_precision_resolved"] for r in records] == ["bfloat16"]
     argv[argv.index("--out") + 1] = str(tmp_path / "out2")
     with pytest.raises(SystemExit):
         main([*argv[:-3], "--encoder-precision", "half", *argv[-3:]])

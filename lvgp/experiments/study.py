@@ -309,14 +309,20 @@ def _collect(results, directory: StudyDirectory, done: list[dict], failures: lis
 
 def _run_cell(study: Study, cell: dict) -> dict:
     """What executors run for every cell (module level: process and Ray workers import it). A study
-    with an ``encoder_precision`` option runs the cell's encoders in it, in whichever process."""
+    with an ``encoder_precision`` option runs the cell's encoders in it, in whichever process, and its
+    records say what that process made of it: ``encoder_precision_resolved``, ``"float32"`` or
+    ``"bfloat16"`` (``"auto"`` is bfloat16 on a CPU with native bfloat16 products,
+    :func:`lvgp.encoders.sentence.resolve_precision`: the same study gives other vectors, hence other
+    records, on another machine)."""
     precision = getattr(study, "encoder_precision", None)
     if precision is None:
         return study.run_cell(cell)
-    from ..encoders.sentence import encoder_precision
+    from ..encoders.sentence import encoder_precision, resolve_precision
 
     with encoder_precision(precision):
-        return study.run_cell(cell)
+        record = study.run_cell(cell)
+    device = getattr(study, "device", "cpu")
+    return {**record, "encoder_precision_resolved": resolve_precision(precision, device)}
 
 
 class Study:
