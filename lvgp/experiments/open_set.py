@@ -67,6 +67,7 @@ from .cluster_parts import (  # the cluster parts' settings lived here before: s
     cluster_kernel_of_texts,
     cluster_part_settings,  # noqa: F401
 )
+from .joined_cloud import words_cluster_kernel_of_texts
 from .registry import default_methods, register_method, register_study
 from .study import (
     DEVICE_HELP,
@@ -310,8 +311,6 @@ def cloud_words_kernel(study: OpenSetStudy, split: int) -> Any:
     :func:`~lvgp.experiments.joined_cloud.words_cluster_kernel_of_texts` of the split's
     :meth:`OpenSetSplit.cloud_texts` (each text's encoder vector joined to its words' coordinates; no label read),
     reading the test documents too; 2 eigenvectors a *known* class, as :func:`cloud_kernel`; made once a split."""
-    from .joined_cloud import words_cluster_kernel_of_texts
-
     data = study.split(split)
     return words_cluster_kernel_of_texts(
         study.encoder, study.device, data.cloud_texts(), data.test_texts, len(data.known)
