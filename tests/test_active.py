@@ -670,7 +670,7 @@ def test_the_pool_words_option_adds_a_cluster_part_of_the_texts_joined_to_their_
     assert old.pool_words == "none"  # a study written before the option: the encoder's part alone
 
 
-def test_the_words_cluster_kernel_of_texts_joins_each_texts_unit_vector_to_its_words_coordinates():
+def test_the_words_cluster_kernel_of_texts_joins_each_texts_unit_vector_to_its_words_coordinates(monkeypatch):
     """``words_cluster_kernel_of_texts`` (the active study's ``--pool-words lsa`` part and the notebook's): its cloud
     is the cloud texts' joined vectors; each joined vector is the text's encoder unit vector and its words' unit
     coordinates (the cloud's sublinear tf-idf by a truncated SVD, fitted on the cloud alone), each half of the squared
@@ -705,12 +705,70 @@ def test_the_words_cluster_kernel_of_texts_joins_each_texts_unit_vector_to_its_w
     pairs = np.triu_indices(len(joined), 1)
     assert np.corrcoef(inner_words[pairs], (tfidf @ tfidf.T)[pairs])[0, 1] > 0.9
     kernel(kernel.inputs[-2:], kernel.inputs[:3]).to_dense()  # the other texts are read
+    # a composed GP's encoder columns are the known vectors to the bit: found by their digests, never searched for
+    from gpytorch.kernels import LinearKernel
+
+    from lvgp.experiments import joined_cloud
+    from lvgp.kernels.packed import FeatureKernel, pack_documents
+
+    columns = FeatureKernel(LinearKernel(), d, normalize=True).features(
+        pack_documents(torch.zeros(len(others), 3, dtype=torch.long), torch.as_tensor(encoder.encode(others)))
+    )
+    fresh = words_cluster_kernel_of_texts(encoder, "cpu", cloud, others, n_classes=2)
+    with monkeypatch.context() as patch:
+        patch.setattr(joined_cloud, "nearest_cloud_points", None)  # a search would fail
+        assert fresh.known_rows(columns).tolist() == [len(cloud), len(cloud) + 1]
     with pytest.raises(ValueError, match="not the encoder vectors of a text"):
         kernel(torch.nn.functional.normalize(torch.ones(1, d, dtype=torch.float64), dim=-1)).to_dense()
     with pytest.raises(ValueError, match="cloud_texts must hold 2 texts or more"):
         words_cluster_kernel_of_texts(encoder, "cpu", cloud[:1], others, n_classes=2)
     with pytest.raises(TypeError, match="other_texts"):  # word ids are not texts: the argument named
         words_cluster_kernel_of_texts(encoder, "cpu", cloud, [3, "a film"], n_classes=2)
+
+
+def test_the_words_cluster_kernel_reads_texts_named_after_it_was_made():
+    """``read_texts``: a text made known after the words' part was made gets the joined vector it would have had if
+    named then (the same tf-idf and SVD), its kernel values with it; the cloud does not move; reading the texts again
+    does not grow the kernel; a saved kernel that knows more texts loads into one made without them; a kernel made
+    from vectors takes new texts' vectors (``add_inputs``) and refuses texts."""
+    from lvgp.encoders import SentenceEncoder
+    from lvgp.experiments.joined_cloud import JoinedCloudClusterKernel, words_cluster_kernel_of_texts
+
+    words = ["film", "fine", "dull", "plot", "actor", "score", "scene", "music"]
+    encoder = SentenceEncoder.from_config({"hidden_size": 8, "intermediate_size": 16}, words=words, seed=3)
+    rng = np.random.default_rng(1)
+    cloud = [" ".join(rng.choice(words, 5)) for _ in range(12)]
+    others = ["film score music", "dull plot scene", "a fine actor"]
+    named = words_cluster_kernel_of_texts(encoder, "cpu", cloud, others, n_classes=2)
+    later = words_cluster_kernel_of_texts(encoder, "cpu", cloud, [], n_classes=2)
+    assert torch.equal(later.cloud, named.cloud) and torch.equal(later.projection, named.projection)
+    queries = named.inputs[-3:]
+    with pytest.raises(ValueError, match=r"rows \[0, 1, 2\] .*make their texts known first \(read_texts"):
+        later(queries).to_dense()
+    before = later(later.inputs[:4]).to_dense()  # neighbours found for four cloud texts, then more texts known
+    assert later.read_texts(others) is later and len(later.inputs) == len(cloud) + 3
+    torch.testing.assert_close(later.joined_inputs, named.joined_inputs)
+    torch.testing.assert_close(later(queries, later.inputs[:4]).to_dense(), named(queries, named.inputs[:4]).to_dense())
+    torch.testing.assert_close(later(later.inputs[:4]).to_dense(), before, rtol=0, atol=0)
+    later.read_texts(others[::-1])
+    assert len(later.inputs) == len(cloud) + 3  # known already: not added again
+    fresh = words_cluster_kernel_of_texts(encoder, "cpu", cloud, [], n_classes=2)
+    fresh.load_state_dict(later.state_dict())  # a saved kernel knows more texts
+    torch.testing.assert_close(fresh(queries).to_dense(), later(queries).to_dense(), rtol=0, atol=0)
+    options = dict(n_components=named.n_components, n_neighbors=named.n_neighbors, power=named.power)
+    plain = JoinedCloudClusterKernel(
+        named.cloud, inputs=named.inputs[:12], joined_inputs=named.joined_inputs[:12], **options
+    )
+    with pytest.raises(TypeError, match="no texts_reader: give the new texts' vectors to add_inputs"):
+        plain.read_texts(others)
+    with pytest.raises(ValueError, match=r"the known vectors' width"):
+        plain.add_inputs(named.inputs[-3:, :4], named.joined_inputs[-3:])
+    nan = named.joined_inputs[-3:].clone()
+    nan[1, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"joined_inputs has non-finite values in rows \[1\] \(1 rows\)"):
+        plain.add_inputs(named.inputs[-3:], nan)
+    plain.add_inputs(named.inputs[-3:], named.joined_inputs[-3:])
+    torch.testing.assert_close(plain(queries).to_dense(), named(queries).to_dense(), rtol=0, atol=0)
 
 
 def _run_with_the_option(dataset: str, folder, flag: str, value: str):

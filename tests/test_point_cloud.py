@@ -276,18 +276,32 @@ def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors(mon
     assert not torch.allclose(kernel(x, z).to_dense(), alone(x, z).to_dense())  # the joined graph is another
     with pytest.raises(ValueError, match=r"rows \[1\] of the inputs \(1 of 2\)"):
         kernel(torch.stack([inputs[0], inputs[0] + 1e-3])).to_dense()
-    # each input's text remembered: read again, nothing is searched; a loaded state forgets
+    # an input with a text's very values is found by its digest; another rounding of it is searched for once, and
+    # each text's neighbours once; a loaded state forgets
     searched = []
     real = joined_cloud.nearest_cloud_points
     monkeypatch.setattr(
-        joined_cloud, "nearest_cloud_points", lambda q, *a, **k: searched.append(len(q)) or real(q, *a, **k)
+        joined_cloud, "nearest_cloud_points", lambda q, *a, **k: searched.append(tuple(q.shape)) or real(q, *a, **k)
     )
-    again = kernel.joined(inputs[[55, 3, 9]])
-    torch.testing.assert_close(again, joined[[55, 3, 9]], rtol=0, atol=0)
-    assert searched == [1]  # 55 and 3 were read above, 9 not
-    kernel.load_state_dict(kernel.state_dict())
-    kernel.joined(inputs[[55]])
-    assert searched == [1, 1]
+    fresh = JoinedCloudClusterKernel(joined[:50], inputs=inputs, joined_inputs=joined, **options)
+    torch.testing.assert_close(fresh.joined(inputs[[55, 3, 9]]), joined[[55, 3, 9]], rtol=0, atol=0)
+    assert searched == []
+    rounded = inputs[[9, 12]] * (1 + 1e-12)
+    assert not torch.equal(rounded, inputs[[9, 12]])
+    torch.testing.assert_close(fresh.known_rows(rounded[None]), torch.tensor([[9, 12]]), rtol=0, atol=0)
+    assert searched == [(2, inputs.shape[1])]  # the inputs' rows searched, once
+    fresh.known_rows(rounded)
+    assert len(searched) == 1
+    batched = torch.stack([inputs[[3, 9, 3]], rounded[[1, 0, 1]]])  # a batch of two, texts read twice
+    torch.testing.assert_close(
+        fresh.nearest(batched), reference.nearest(joined[[3, 9, 3, 12, 9, 12]]).reshape(2, 3, -1), rtol=0, atol=0
+    )
+    assert searched[1:] == [(3, joined.shape[1])]  # three texts' neighbours, once each
+    fresh.nearest(inputs[[12, 3]])
+    assert len(searched) == 2
+    fresh.load_state_dict(fresh.state_dict())
+    fresh.nearest(rounded[:1])
+    assert searched[2:] == [(1, inputs.shape[1]), (1, joined.shape[1])]
     with pytest.raises(ValueError, match="joined_inputs"):
         JoinedCloudClusterKernel(joined[:50], inputs=inputs, joined_inputs=joined[:40], **options)
 

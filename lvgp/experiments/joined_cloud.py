@@ -5,7 +5,7 @@ its learner's kernel sees (:class:`JoinedCloudClusterKernel`), and the one way t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,41 +33,99 @@ class JoinedCloudClusterKernel(ClusterKernel):
     r"""A :class:`~lvgp.kernels.ClusterKernel` whose cloud, graph and neighbours live in a joined space -- a text's
     encoder unit vector beside its words' coordinates -- while its inputs are the encoder unit vectors of texts known
     when it was made (a composed GP's encoder columns). An input is read as the joined vector of the known text whose
-    encoder vector it is (within 1e-6); any other input is a ``ValueError`` naming its rows.
+    encoder vector it is: the first of ``inputs`` with its very values, else the nearest within 1e-6 (another
+    rounding of the same vector); any other input is a ``ValueError`` naming its rows. More texts are made known by
+    :meth:`add_inputs` (their vectors) or :meth:`read_texts` (their texts, where the kernel has a ``texts_reader``,
+    as :func:`words_cluster_kernel_of_texts` gives it): the cloud, its graph and spectrum do not move, so a known
+    text's kernel values neither.
 
     Args:
         cloud: ``n_P x D``, the joined vectors of the cloud's texts.
         inputs: ``m x d``, the encoder unit vectors of every text the kernel will read (the cloud's among them).
         joined_inputs: ``m x D``, their joined vectors, row by row.
+        texts_reader: ``None``, or a callable of texts giving their ``inputs`` and ``joined_inputs`` rows (what
+            :meth:`read_texts` calls; :class:`JoinedVectorsOfTexts`). Not part of the state dict.
         **kwargs: :class:`~lvgp.kernels.ClusterKernel`'s (``n_components``, ``n_neighbors``, ``power``).
 
     Shapes: ``x1``: ``*B x n1 x d``, ``x2``: ``*B x n2 x d`` -> ``*B x n1 x n2``.
     """
 
-    _known_rows: dict[bytes, int]
+    inputs: Tensor
+    joined_inputs: Tensor
+    #: each input's known row, by a digest of its values (:func:`~lvgp.kernels.point_cloud.row_digests`): the rows
+    #: of ``inputs`` themselves, made when first read, and the inputs matched to a row by distance since
+    _known_rows: dict[bytes, int] | None
+    #: ``m x n_neighbors``: each known text's cloud neighbours in the joined space, ``-1`` until first read
+    _row_neighbours: Tensor | None
 
-    def __init__(self, cloud: Tensor, *, inputs: Tensor, joined_inputs: Tensor, **kwargs: Any) -> None:
-        if (
-            inputs.ndim != 2
-            or joined_inputs.ndim != 2
-            or len(joined_inputs) != len(inputs)
-            or joined_inputs.shape[-1] != cloud.shape[-1]
-        ):
-            raise ValueError(
-                f"inputs ({tuple(inputs.shape)}) and joined_inputs ({tuple(joined_inputs.shape)}) must be m x d and "
-                f"m x {cloud.shape[-1]} (the cloud's width)"
-            )
+    def __init__(
+        self,
+        cloud: Tensor,
+        *,
+        inputs: Tensor,
+        joined_inputs: Tensor,
+        texts_reader: Callable[[Sequence[str]], tuple[Tensor, Tensor]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _check_known(inputs, joined_inputs, cloud.shape[-1], None)
         super().__init__(cloud, **kwargs)
         self.register_buffer("inputs", inputs.detach().clone().to(cloud.dtype))
         self.register_buffer("joined_inputs", joined_inputs.detach().clone().to(cloud.dtype))
+        self.texts_reader = texts_reader
 
-    def joined(self, x: Tensor) -> Tensor:
-        """The joined vectors of inputs ``x``: ``*B x n x d`` -> ``*B x n x D``. Each input's known text is
-        remembered by a digest of its values (an active learner reads the same pool texts and test documents round
-        after round), forgotten with the cloud's neighbours."""
+    def add_inputs(self, inputs: Tensor, joined_inputs: Tensor) -> JoinedCloudClusterKernel:
+        """Make more texts known: their encoder unit vectors ``inputs`` (``k x d``) and joined vectors
+        ``joined_inputs`` (``k x D``), row by row; a row whose encoder vector is known already (the very values) is
+        skipped, so that reading the same texts again does not grow the kernel. The cloud does not move. Returns
+        ``self``."""
+        _check_known(inputs, joined_inputs, self.cloud.shape[-1], self.inputs.shape[-1])
+        inputs = inputs.detach().to(self.inputs)
+        joined_inputs = joined_inputs.detach().to(self.joined_inputs)
+        known = self._digest_index()
+        new: list[int] = []
+        for row, key in enumerate(row_digests(inputs)):
+            if key not in known:
+                known[key] = len(self.inputs) + len(new)
+                new.append(row)
+        if new:
+            self.inputs = torch.cat([self.inputs, inputs[new]])
+            self.joined_inputs = torch.cat([self.joined_inputs, joined_inputs[new]])
+            if self._row_neighbours is not None:
+                unread = self._row_neighbours.new_full((len(new), self.n_neighbors), -1)
+                self._row_neighbours = torch.cat([self._row_neighbours, unread])
+        return self
+
+    def read_texts(self, texts: Sequence[str]) -> JoinedCloudClusterKernel:
+        """Make ``texts`` known (:meth:`add_inputs` of what the kernel's ``texts_reader`` gives for them: for a
+        kernel of :func:`words_cluster_kernel_of_texts`, the joined vectors they would have had if named when it was
+        made). Returns ``self``.
+
+        Raises:
+            TypeError: ``texts`` are not texts, or the kernel has no ``texts_reader`` (made from vectors: give the
+                new texts' vectors to :meth:`add_inputs`)."""
+        if self.texts_reader is None:
+            raise TypeError(
+                "this kernel was made from vectors and has no texts_reader: give the new texts' vectors to add_inputs"
+            )
+        return self.add_inputs(*self.texts_reader(check_texts(texts, "texts")))
+
+    def _digest_index(self) -> dict[bytes, int]:
+        """:attr:`_known_rows`, made from the known vectors' digests when first needed (the first row of equal
+        vectors)."""
+        if self._known_rows is None:
+            self._known_rows = {}
+            for row, key in enumerate(row_digests(self.inputs)):
+                self._known_rows.setdefault(key, row)
+        return self._known_rows
+
+    def known_rows(self, x: Tensor) -> Tensor:
+        """The row of ``inputs`` (and ``joined_inputs``) of each input: ``*B x n x d`` -> ``*B x n`` indices. An
+        input with the very values of a row is found by its digest; any other is searched for among the rows and
+        remembered (an active learner reads the same pool texts and test documents round after round)."""
         flat = x.reshape(-1, x.shape[-1]).to(self.inputs.dtype)
+        known_rows = self._digest_index()
         keys = row_digests(flat)
-        missing = [i for i, key in enumerate(keys) if key not in self._known_rows]
+        missing = [i for i, key in enumerate(keys) if key not in known_rows]
         if missing:
             queries = flat[missing]
             known = nearest_cloud_points(queries, self.inputs, 1, exclude_exact=False)[:, 0]
@@ -76,21 +134,99 @@ class JoinedCloudClusterKernel(ClusterKernel):
                 bad = [missing[i] for i in far.tolist()]
                 raise ValueError(
                     f"rows {bad[:10]} of the inputs ({len(bad)} of {len(flat)}) are not the encoder vectors of a "
-                    "text this kernel was made with"
+                    "text this kernel knows: make their texts known first (read_texts, or add_inputs)"
                 )
             for i, row in zip(missing, known.tolist()):
-                self._known_rows[keys[i]] = row
-        rows = torch.as_tensor([self._known_rows[key] for key in keys], dtype=torch.long, device=self.inputs.device)
-        return self.joined_inputs[rows].reshape(*x.shape[:-1], self.joined_inputs.shape[-1])
+                known_rows[keys[i]] = row
+        rows = [known_rows[key] for key in keys]
+        return torch.as_tensor(rows, dtype=torch.long, device=self.inputs.device).reshape(x.shape[:-1])
+
+    def joined(self, x: Tensor) -> Tensor:
+        """The joined vectors of inputs ``x``: ``*B x n x d`` -> ``*B x n x D`` (:meth:`known_rows`)."""
+        return self.joined_inputs[self.known_rows(x)]
 
     def nearest(self, x: Tensor) -> Tensor:
         """The indices of each input's :attr:`n_neighbors` cloud points, found in the joined space:
-        ``*B x n x d`` -> ``*B x n x n_neighbors`` (:meth:`~lvgp.kernels.ClusterKernel.nearest` of :meth:`joined`)."""
-        return super().nearest(self.joined(x))
+        ``*B x n x d`` -> ``*B x n x n_neighbors`` (:func:`~lvgp.kernels.point_cloud.nearest_cloud_points` of
+        :meth:`joined`, a cloud point not its own neighbour). Searched once a known text, when first read; one digest
+        of each input a call (:meth:`known_rows`)."""
+        rows = self.known_rows(x)
+        if self._row_neighbours is None:
+            self._row_neighbours = torch.full(
+                (len(self.inputs), self.n_neighbors), -1, dtype=torch.long, device=self.inputs.device
+            )
+        unread = rows.flatten().unique()
+        unread = unread[self._row_neighbours[unread, 0] < 0]
+        if len(unread):
+            found = nearest_cloud_points(self.joined_inputs[unread], self.cloud, self.n_neighbors)
+            self._row_neighbours[unread] = found.to(self._row_neighbours.device)
+        return self._row_neighbours[rows].to(self.cloud.device)
 
     def _forget_neighbours(self) -> None:
         super()._forget_neighbours()
-        self._known_rows = {}
+        self._known_rows, self._row_neighbours = None, None
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        # a saved kernel may know more texts than this one (add_inputs): its known vectors are taken at their size
+        for name in ("inputs", "joined_inputs"):
+            saved = state_dict.get(prefix + name)
+            if saved is not None and saved.shape != self._buffers[name].shape:
+                self._buffers[name] = self._buffers[name].new_empty(saved.shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def _check_known(inputs: Tensor, joined_inputs: Tensor, width: int, dim: int | None) -> None:
+    """``inputs`` ``m x d`` (``d = dim`` where given) and ``joined_inputs`` ``m x width``, finite tensors."""
+    if not (torch.is_tensor(inputs) and torch.is_tensor(joined_inputs)):
+        raise TypeError(
+            f"inputs and joined_inputs must be tensors; got {type(inputs).__name__} and {type(joined_inputs).__name__}"
+        )
+    if (
+        inputs.ndim != 2
+        or joined_inputs.ndim != 2
+        or len(joined_inputs) != len(inputs)
+        or joined_inputs.shape[-1] != width
+        or (dim is not None and inputs.shape[-1] != dim)
+    ):
+        what = "m x d" if dim is None else f"m x {dim} (the known vectors' width)"
+        raise ValueError(
+            f"inputs ({tuple(inputs.shape)}) and joined_inputs ({tuple(joined_inputs.shape)}) must be {what} and "
+            f"m x {width} (the cloud's width)"
+        )
+    for name, values in (("inputs", inputs), ("joined_inputs", joined_inputs)):
+        bad = (~torch.isfinite(values)).any(-1).nonzero().flatten()
+        if len(bad):
+            raise ValueError(f"{name} has non-finite values in rows {bad[:10].tolist()} ({len(bad)} rows)")
+
+
+class JoinedVectorsOfTexts:
+    """The map of :func:`words_cluster_kernel_of_texts` from texts to a :class:`JoinedCloudClusterKernel`'s known
+    vectors: ``texts`` -> (``m x d`` encoder unit vectors, normalized as a GP's encoder columns are; ``m x D`` joined
+    vectors: each text's encoder unit vector, scikit-learn's normalization, beside its words' coordinates -- the
+    cloud's fitted tf-idf and truncated SVD, normalized -- :data:`WORDS_SHARE` of the squared norm). The kernel's
+    ``texts_reader``.
+
+    Args:
+        encoder: a name of :data:`lvgp.encoders.ENCODERS` or a :class:`~lvgp.encoders.SentenceEncoder`.
+        device: the encoder's device.
+        tfidf: the fitted tf-idf vectorizer of the words (scikit-learn's).
+        svd: the fitted truncated SVD of its vectors (scikit-learn's).
+    """
+
+    def __init__(self, encoder: str | SentenceEncoder, device: str, tfidf: Any, svd: Any) -> None:
+        self.encoder, self.device, self.tfidf, self.svd = encoder, device, tfidf, svd
+
+    def __call__(self, texts: Sequence[str]) -> tuple[Tensor, Tensor]:
+        from sklearn.preprocessing import normalize
+
+        from ..encoders import resolve_encoder
+
+        raw = np.asarray(resolve_encoder(self.encoder, self.device).encode(list(texts)), dtype=np.float64)
+        words = normalize(self.svd.transform(self.tfidf.transform(texts)))
+        joined = np.hstack([np.sqrt(1 - WORDS_SHARE) * normalize(raw), np.sqrt(WORDS_SHARE) * words])
+        # the inputs: the GP's encoder columns to the bit (FeatureKernel's normalization), so that its inputs are found
+        # by digest; the joined vectors keep scikit-learn's (the studies' records unchanged)
+        return torch.nn.functional.normalize(torch.as_tensor(raw), dim=-1), torch.as_tensor(joined)
 
 
 def words_cluster_kernel_of_texts(
@@ -108,29 +244,30 @@ def words_cluster_kernel_of_texts(
     :data:`lvgp.encoders.ENCODERS` or a :class:`~lvgp.encoders.SentenceEncoder`.
 
     The kernel reads the encoder vectors of ``cloud_texts`` and ``other_texts`` (the texts it will be asked about: the
-    test documents) and of no other text (a ``ValueError`` names the rows). Eigenvectors, neighbours and transfer power
+    test documents), and of texts made known later by its :meth:`~JoinedCloudClusterKernel.read_texts` (the same
+    tf-idf and SVD: the joined vectors they would have had if named here); of no other text (a ``ValueError`` names
+    the rows). Eigenvectors, neighbours and transfer power
     as :func:`~lvgp.experiments.cluster_parts.cluster_kernel_of_texts`, the encoder's cluster part it goes beside: a GP
     classifier's fourth part, with its own weight (the active study's ``gp-pool-*`` with ``--pool-words lsa``)."""
     from sklearn.decomposition import TruncatedSVD
-    from sklearn.preprocessing import normalize
 
     from ..baselines.encoder import default_tfidf
-    from ..encoders import resolve_encoder
 
     cloud_texts, other_texts = check_texts(cloud_texts, "cloud_texts"), check_texts(other_texts, "other_texts")
     if len(cloud_texts) < 2:
         raise ValueError(f"cloud_texts must hold 2 texts or more, got {len(cloud_texts)}")
-    texts = cloud_texts + other_texts
-    vectors = normalize(np.asarray(resolve_encoder(encoder, device).encode(texts), dtype=np.float64))
     n_cloud = len(cloud_texts)
     tfidf = default_tfidf(min_df=2 if n_cloud > _SMALL_CLOUD else 1).fit(cloud_texts)
-    counts = tfidf.transform(texts)
+    counts = tfidf.transform(cloud_texts)
     dimensions = min(WORDS_DIMENSIONS, counts.shape[1] - 1, n_cloud - 1)
-    words = normalize(TruncatedSVD(dimensions, random_state=NUMERICS_SEED).fit(counts[:n_cloud]).transform(counts))
-    joined = np.hstack([np.sqrt(1 - WORDS_SHARE) * vectors, np.sqrt(WORDS_SHARE) * words])
+    reader = JoinedVectorsOfTexts(
+        encoder, device, tfidf, TruncatedSVD(dimensions, random_state=NUMERICS_SEED).fit(counts)
+    )
+    inputs, joined = reader(cloud_texts + other_texts)
     return JoinedCloudClusterKernel(
-        torch.as_tensor(joined[:n_cloud]),
-        inputs=torch.as_tensor(vectors),
-        joined_inputs=torch.as_tensor(joined),
+        joined[:n_cloud],
+        inputs=inputs,
+        joined_inputs=joined,
+        texts_reader=reader,
         **cluster_part_settings(n_cloud, n_classes),
     )
