@@ -5,7 +5,9 @@ lvgp's reading (an input found among the known texts by the digest of its values
 text) against the code before (kept below as :class:`BeforeJoinedCloudClusterKernel`, verbatim from commit
 ``db4acf6``: each input not seen searched for among every known text, then digested again and searched for in the
 joined space by :class:`~lvgp.kernels.ClusterKernel`'s own memory), measured in the same run on the same inputs, with
-whether their neighbours agree.
+whether their neighbours agree; then the search itself (``nearest_cloud_points``, every text's neighbours in the
+joined cloud) against its code before (kept below as :func:`reference_nearest`, verbatim from commit ``c4c5020``: a new
+tensor for each step of the distances; now in place).
 
     python benchmarks/joined_cloud_cost.py --threads 1      # the run recorded in benchmarks/README.md
     python benchmarks/joined_cloud_cost.py --quick          # seconds; what the test-suite runs
@@ -61,6 +63,23 @@ def before_class() -> Any:
     return BeforeJoinedCloudClusterKernel
 
 
+def reference_nearest(queries, cloud, n_neighbors, *, exclude_exact=True):
+    """``nearest_cloud_points`` as it was at commit ``c4c5020`` (a new tensor for each step of the distances)."""
+    import torch
+
+    flat = queries.reshape(-1, queries.shape[-1])
+    cloud_sq = (cloud * cloud).sum(-1)
+    out = torch.empty(flat.shape[0], n_neighbors, dtype=torch.long, device=cloud.device)
+    for start in range(0, flat.shape[0], 2048):
+        rows = flat[start : start + 2048]
+        rows_sq = (rows * rows).sum(-1, keepdim=True)
+        d2 = (rows_sq + cloud_sq - 2 * rows @ cloud.T).clamp_min(0)
+        if exclude_exact:
+            d2 = torch.where(d2 <= 1e-12 * (rows_sq + cloud_sq), torch.full_like(d2, float("inf")), d2)
+        out[start : start + len(rows)] = torch.topk(d2, n_neighbors, dim=-1, largest=False, sorted=True).indices
+    return out.reshape(*queries.shape[:-1], n_neighbors)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -109,7 +128,19 @@ def main(argv=None) -> int:
     agree = all(torch.equal(a, b) for a, b in zip(found["before (db4acf6)"], found["now"]))
     ratio = timings["before (db4acf6)"][1] / timings["now"][1]
     print(f"the neighbours of every read: {'equal' if agree else 'DIFFERENT'}; reading speed-up {ratio:.1f}x")
-    return 0 if agree else 1
+    # the search itself: every pool text and test document's neighbours in the joined cloud, once
+    from lvgp.kernels.point_cloud import nearest_cloud_points
+
+    searched, search_seconds = {}, {}
+    for name, search in (("before (c4c5020)", reference_nearest), ("now", nearest_cloud_points)):
+        start = time.perf_counter()
+        searched[name] = search(joined, joined[: args.pool], settings["n_neighbors"])
+        search_seconds[name] = time.perf_counter() - start
+        print(f"the search, {name}: {search_seconds[name]:.2f} s")
+    same = torch.equal(searched["before (c4c5020)"], searched["now"])
+    speed = search_seconds["before (c4c5020)"] / search_seconds["now"]
+    print(f"the search's neighbours: {'equal' if same else 'DIFFERENT'}; search speed-up {speed:.1f}x")
+    return 0 if agree and same else 1
 
 
 if __name__ == "__main__":

@@ -103,9 +103,11 @@ def nearest_cloud_points(queries: Tensor, cloud: Tensor, n_neighbors: int, *, ex
     for start in range(0, flat.shape[0], _NEIGHBOUR_ROWS):
         rows = flat[start : start + _NEIGHBOUR_ROWS]
         rows_sq = (rows * rows).sum(-1, keepdim=True)
-        d2 = (rows_sq + cloud_sq - 2 * rows @ cloud.T).clamp_min(0)
-        if exclude_exact:
-            d2 = torch.where(d2 <= 1e-12 * (rows_sq + cloud_sq), torch.full_like(d2, float("inf")), d2)
+        d2 = rows_sq + cloud_sq
+        near = d2 * 1e-12 if exclude_exact else None  # an exact match's threshold
+        d2.sub_(2 * rows @ cloud.T).clamp_min_(0)  # in place: a block of rows x n_P is the search's memory traffic
+        if near is not None:
+            d2.masked_fill_(d2 <= near, float("inf"))
         out[start : start + len(rows)] = torch.topk(d2, n_neighbors, dim=-1, largest=False, sorted=True).indices
     return out.reshape(*queries.shape[:-1], n_neighbors)
 
