@@ -107,7 +107,8 @@ class JoinedCloudClusterKernel(ClusterKernel):
             raise TypeError(
                 "this kernel was made from vectors and has no texts_reader: give the new texts' vectors to add_inputs"
             )
-        return self.add_inputs(*self.texts_reader(check_texts(texts, "texts")))
+        texts = check_texts(texts, "texts")
+        return self.add_inputs(*self.texts_reader(texts)) if texts else self
 
     def _digest_index(self) -> dict[bytes, int]:
         """:attr:`_known_rows`, made from the known vectors' digests when first needed (the first row of equal
