@@ -190,7 +190,16 @@ def draws(args) -> list[dict]:
     from lvgp.experiments.open_set import OpenSetStudy
 
     with scratch_folder(args.out, "open-set-accuracy-") as root:
-        runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
+        runs = dev_runs(
+            root,
+            args.datasets,
+            args.per_class,
+            args.splits,
+            0,
+            args.quick,
+            args.first_words or None,
+            args.unknown_classes,
+        )
         records = []
         for run in runs:
             corpus, sizes = run[0], run[3]

@@ -310,7 +310,16 @@ def draws(args) -> list[dict]:
     from lvgp.encoders import resolve_encoder
 
     with scratch_folder(args.out, "open-set-calibration-") as root:
-        runs = dev_runs(root, args.datasets, args.per_class, args.splits, 0, args.quick, args.first_words or None)
+        runs = dev_runs(
+            root,
+            args.datasets,
+            args.per_class,
+            args.splits,
+            0,
+            args.quick,
+            args.first_words or None,
+            args.unknown_classes,
+        )
         rows = args.rows.split(",")
         records = []
         for run in runs:

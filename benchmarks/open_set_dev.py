@@ -375,6 +375,12 @@ def draw_arguments(
             "--first-words", type=int, default=first_words, help="each text cut to its first N words (0: whole)"
         )
     parser.add_argument("--per-class", default="10,50")
+    parser.add_argument(
+        "--unknown-classes",
+        type=int,
+        default=None,
+        help="classes drawn out of scope a draw (default: r8 2, 20ng 5, r52 10)",
+    )
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--seed", default=None, help=f"the draws' seeds (default {seed}; --quick: {quick_seed})")
     parser.add_argument("--threads", type=int, default=1)
@@ -391,14 +397,22 @@ def draw_seeds(args: argparse.Namespace) -> None:
 
 
 def dev_runs(
-    root: Path, datasets: str, per_class: str, splits: int, dev_size: int, quick: bool, first_words: int | None = None
+    root: Path,
+    datasets: str,
+    per_class: str,
+    splits: int,
+    dev_size: int,
+    quick: bool,
+    first_words: int | None = None,
+    unknown: int | None = None,
 ) -> list[tuple]:
     """The corpora of a dev run, ``(name, TSV of its training part alone, unknown classes, texts a class,
     splits, dev documents a split)`` each; with ``quick`` the toy corpus (and the tiny encoder); with
-    ``first_words``, each text cut to its first that many words (rows left with fewer than 3 left out)."""
+    ``first_words``, each text cut to its first that many words (rows left with fewer than 3 left out); ``unknown``:
+    the unknown classes a draw of every corpus (default :data:`UNKNOWN`'s)."""
     if quick:
         toy_corpus(root / "toy.tsv")
-        return [("toy", str(root / "toy.tsv"), 1, (5,), 1, 60)]
+        return [("toy", str(root / "toy.tsv"), 1 if unknown is None else unknown, (5,), 1, 60)]
     from lvgp.datasets.loaders import load_corpus
 
     runs = []
@@ -409,7 +423,8 @@ def dev_runs(
             left_out = write_training_tsv(path, corpus.train_texts, corpus.train_labels, first_words)
             if left_out:
                 print(f"{name}: {left_out} of {len(corpus.train_texts)} texts have fewer than 3 words: left out")
-        runs.append((name, str(path), UNKNOWN[name], tuple(int(n) for n in per_class.split(",")), splits, dev_size))
+        classes = UNKNOWN[name] if unknown is None else unknown
+        runs.append((name, str(path), classes, tuple(int(n) for n in per_class.split(",")), splits, dev_size))
     return runs
 
 

@@ -138,7 +138,14 @@ def draws(args) -> list[dict]:
 
     with scratch_folder(args.out, "open-set-threshold-") as root:
         runs = dev_runs(
-            root, args.datasets, args.per_class, args.splits, args.dev_size, args.quick, args.first_words or None
+            root,
+            args.datasets,
+            args.per_class,
+            args.splits,
+            args.dev_size,
+            args.quick,
+            args.first_words or None,
+            args.unknown_classes,
         )
         records = []
         for run in runs:

@@ -292,6 +292,20 @@ def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     assert cut.read_text().splitlines() == ["text\tlabel", "one two three\tp", "short text here\tp", "x y z\tq"]
 
 
+def test_the_dev_runs_take_the_unknown_classes_given(tmp_path, monkeypatch):
+    """``--unknown-classes``: every corpus's draws hold that many unknown classes in place of its default."""
+    from types import SimpleNamespace
+
+    from lvgp.datasets import loaders
+
+    corpus = SimpleNamespace(train_texts=["one two three", "four five six"], train_labels=["p", "q"])
+    monkeypatch.setattr(loaders, "load_corpus", lambda name, task: corpus)
+    default = dev.dev_runs(tmp_path, "r8,20ng", "10", 3, 0, False)
+    assert [run[2] for run in default] == [dev.UNKNOWN["r8"], dev.UNKNOWN["20ng"]]
+    given = dev.dev_runs(tmp_path, "r8,20ng", "10", 3, 0, False, None, 7)
+    assert [run[2] for run in given] == [7, 7] and [run[:2] for run in given] == [run[:2] for run in default]
+
+
 def test_paired_against_pairs_each_draw_with_the_baselines_own():
     """Each method's accuracy minus the baseline's on the same (corpus, seed, split, size), by hand."""
 
