@@ -56,10 +56,10 @@ import warnings
 
 import numpy as np
 from open_set_dev import (
-    dev_runs,
     dev_study,
     difference_cells,
     draw_arguments,
+    draw_runs,
     draw_seeds,
     scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
@@ -190,16 +190,7 @@ def draws(args) -> list[dict]:
     from lvgp.experiments.open_set import OpenSetStudy
 
     with scratch_folder(args.out, "open-set-accuracy-") as root:
-        runs = dev_runs(
-            root,
-            args.datasets,
-            args.per_class,
-            args.splits,
-            0,
-            args.quick,
-            args.first_words or None,
-            args.unknown_classes,
-        )
+        runs = draw_runs(root, args)
         records = []
         for run in runs:
             corpus, sizes = run[0], run[3]

@@ -53,9 +53,9 @@ import warnings
 
 import numpy as np
 from open_set_dev import (
-    dev_runs,
     dev_study,
     draw_arguments,
+    draw_runs,
     draw_seeds,
     scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
@@ -310,16 +310,7 @@ def draws(args) -> list[dict]:
     from lvgp.encoders import resolve_encoder
 
     with scratch_folder(args.out, "open-set-calibration-") as root:
-        runs = dev_runs(
-            root,
-            args.datasets,
-            args.per_class,
-            args.splits,
-            0,
-            args.quick,
-            args.first_words or None,
-            args.unknown_classes,
-        )
+        runs = draw_runs(root, args)
         rows = args.rows.split(",")
         records = []
         for run in runs:

@@ -396,6 +396,21 @@ def draw_seeds(args: argparse.Namespace) -> None:
     args.seeds = [int(s) for s in (args.seed or (args.quick_seed if args.quick else args.default_seed)).split(",")]
 
 
+def draw_runs(root: Path, args: argparse.Namespace, dev_size: int = 0) -> list[tuple]:
+    """:func:`dev_runs` of the options :func:`draw_arguments` gives (``dev_size``: dev documents a split, 0: every
+    one)."""
+    return dev_runs(
+        root,
+        args.datasets,
+        args.per_class,
+        args.splits,
+        dev_size,
+        args.quick,
+        args.first_words or None,
+        args.unknown_classes,
+    )
+
+
 def dev_runs(
     root: Path,
     datasets: str,

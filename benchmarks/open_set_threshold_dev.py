@@ -46,9 +46,9 @@ import warnings
 import numpy as np
 from open_set_calibration_dev import loo_as_new_latents  # (the sibling scripts: benchmarks/ is on the path)
 from open_set_dev import (
-    dev_runs,
     dev_study,
     draw_arguments,
+    draw_runs,
     draw_seeds,
     scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
@@ -137,16 +137,7 @@ def draws(args) -> list[dict]:
     from lvgp.encoders import resolve_encoder
 
     with scratch_folder(args.out, "open-set-threshold-") as root:
-        runs = dev_runs(
-            root,
-            args.datasets,
-            args.per_class,
-            args.splits,
-            args.dev_size,
-            args.quick,
-            args.first_words or None,
-            args.unknown_classes,
-        )
+        runs = draw_runs(root, args, args.dev_size)
         records = []
         for run in runs:
             corpus, sizes = run[0], run[3]
