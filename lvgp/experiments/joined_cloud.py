@@ -16,7 +16,7 @@ from .._random import NUMERICS_SEED
 from ..encoders import SentenceEncoder
 from ..encoders.sentence import check_texts
 from ..kernels import ClusterKernel
-from ..kernels.point_cloud import nearest_cloud_points, row_digests
+from ..kernels.point_cloud import check_finite_rows, nearest_cloud_points, row_digests
 from .cluster_parts import cluster_part_settings
 
 #: an input is a known text's encoder vector where it is within this Euclidean distance of it
@@ -194,10 +194,8 @@ def _check_known(inputs: Tensor, joined_inputs: Tensor, width: int, dim: int | N
             f"inputs ({tuple(inputs.shape)}) and joined_inputs ({tuple(joined_inputs.shape)}) must be {what} and "
             f"m x {width} (the cloud's width)"
         )
-    for name, values in (("inputs", inputs), ("joined_inputs", joined_inputs)):
-        bad = (~torch.isfinite(values)).any(-1).nonzero().flatten()
-        if len(bad):
-            raise ValueError(f"{name} has non-finite values in rows {bad[:10].tolist()} ({len(bad)} rows)")
+    check_finite_rows(inputs, "inputs")
+    check_finite_rows(joined_inputs, "joined_inputs")
 
 
 class JoinedVectorsOfTexts:

@@ -63,6 +63,7 @@ __all__ = [
     "LAPLACIANS",
     "ClusterKernel",
     "PointCloudKernel",
+    "check_finite_rows",
     "cloud_affinity",
     "graph_laplacian",
     "knn_graph",
@@ -521,15 +522,20 @@ class ClusterKernel(_KeepsResults):
         return (c1 * c2).sum(-1) if diag else c1 @ c2.transpose(-1, -2)
 
 
+def check_finite_rows(values: Tensor, name: str) -> None:
+    """A ``ValueError`` naming the rows of ``values`` (``n x d``) that hold a non-finite value, and ``name``."""
+    bad = (~torch.isfinite(values)).any(-1).nonzero().flatten()
+    if len(bad):
+        raise ValueError(f"{name} has non-finite values in rows {bad[:10].tolist()} ({len(bad)} rows)")
+
+
 def _check_cloud(cloud: Any, n_neighbors: Any) -> None:
     """The checks both kernels make of their cloud and its number of neighbours."""
     if not torch.is_tensor(cloud) or not cloud.is_floating_point():
         raise TypeError(f"cloud must be a floating-point tensor; got {type(cloud).__name__}")
     if cloud.ndim != 2:
         raise ValueError(f"cloud must be n_P x d; got shape {tuple(cloud.shape)}")
-    bad = (~torch.isfinite(cloud)).any(-1).nonzero().flatten()
-    if len(bad):
-        raise ValueError(f"cloud has non-finite values in rows {bad[:10].tolist()} ({len(bad)} rows)")
+    check_finite_rows(cloud, "cloud")
     if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int) or not 1 <= n_neighbors < len(cloud):
         raise ValueError(
             f"n_neighbors must be an integer in [1, {len(cloud) - 1}] (the cloud's points less one); "
