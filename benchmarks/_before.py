@@ -53,6 +53,14 @@ def run_code(code: str, package: Path, args: dict, omp_threads: str | None = "1"
     return _parse(package, proc.returncode, proc.stdout, proc.stderr)
 
 
+def run_before_and_now(code: str, commit: str, args: dict) -> tuple[dict, dict]:
+    """:func:`run_code` of ``code`` against the ``lvgp`` of ``commit`` (extracted into a temporary folder, removed
+    after) and against today's tree, one after the other: ``(before, now)``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        before = run_code(code, extract(commit, Path(tmp) / "before"), args)
+    return before, run_code(code, ROOT, args)
+
+
 def _parse(package: Path, returncode: int, stdout: str, stderr: str) -> dict:
     if returncode != 0:
         killed = " (SIGKILL: the OOM killer?)" if returncode == -9 else ""

@@ -23,10 +23,8 @@ one thread):
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 
-from _before import ROOT, extract, run_code
+from _before import run_before_and_now
 
 BEFORE = "6673703"
 
@@ -134,9 +132,7 @@ def main(argv=None) -> int:
     ]
     jobs = [{"kind": "gplvsm", "n": n, "calls": calls, "max_iter": 5 if args.quick else 20} for n in sizes]
     jobs += clgp_jobs + embedding_jobs
-    with tempfile.TemporaryDirectory() as tmp:
-        before = run_code(CHILD, extract(args.before, Path(tmp) / "before"), {"jobs": jobs})
-    now = run_code(CHILD, ROOT, {"jobs": jobs})
+    before, now = run_before_and_now(CHILD, args.before, {"jobs": jobs})
 
     print(
         "1. GPLVSMRegressor (the default kernel: variational word vectors, Monte Carlo predictions), one "

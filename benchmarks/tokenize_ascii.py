@@ -14,10 +14,8 @@ codes' vocabularies and encoded test sets are equal.
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 
-from _before import ROOT, extract, run_code
+from _before import run_before_and_now
 
 BEFORE = "49e91a2"
 
@@ -57,9 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--before", default=BEFORE, help=f"commit of the code before (default {BEFORE})")
     args = parser.parse_args(argv)
     job = {"quick": args.quick, "dataset": args.dataset}
-    with tempfile.TemporaryDirectory() as tmp:
-        before = run_code(CHILD, extract(args.before, Path(tmp) / "before"), job)
-    now = run_code(CHILD, ROOT, job)
+    before, now = run_before_and_now(CHILD, args.before, job)
     name = "a synthetic corpus" if args.quick else args.dataset
     print(
         f"Vocabulary(min_df=2) of {name}: fit on {now['train']} texts, encode {now['test']} "

@@ -13,10 +13,8 @@ the seconds of the rounds after the first, their ratio, and whether the two code
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 
-from _before import ROOT, extract, run_code
+from _before import run_before_and_now
 
 BEFORE = "c4c5020"
 
@@ -61,9 +59,7 @@ def main(argv=None) -> int:
     parser.add_argument("--before", default=BEFORE, help=f"commit of the code before (default {BEFORE})")
     args = parser.parse_args(argv)
     job = {"quick": args.quick, "dataset": args.dataset, "labelled": args.labelled, "rounds": max(2, args.rounds)}
-    with tempfile.TemporaryDirectory() as tmp:
-        before = run_code(CHILD, extract(args.before, Path(tmp) / "before"), job)
-    now = run_code(CHILD, ROOT, job)
+    before, now = run_before_and_now(CHILD, args.before, job)
     name = "a synthetic corpus" if args.quick else args.dataset
     print(
         f"Vocabulary() of {name}'s first {now['labelled']} texts ({now['words']} words), encode_ragged of "
