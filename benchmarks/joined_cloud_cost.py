@@ -1,8 +1,8 @@
 """The words' cluster part (``JoinedCloudClusterKernel``, the active study's ``--pool-words lsa`` and the open-set
 study's ``--unlabeled-words lsa``) read as an active run reads it: round after round the labelled texts, the whole
 pool and the test documents, each input an encoder unit vector whose cloud neighbours are found in the joined space.
-lvgp's reading (an input found among the known texts by the digest of its values, its neighbours searched once a
-text) against the code before (kept below as :class:`BeforeJoinedCloudClusterKernel`, verbatim from commit
+lvgp's reading (an input found among the known texts by the digest of its values, its neighbours searched for once
+and kept by that digest in :class:`~lvgp.kernels.ClusterKernel`'s memory) against the code before (kept below as :class:`BeforeJoinedCloudClusterKernel`, verbatim from commit
 ``db4acf6``: each input not seen searched for among every known text, then digested again and searched for in the
 joined space by :class:`~lvgp.kernels.ClusterKernel`'s own memory), measured in the same run on the same inputs, with
 whether their neighbours agree; then the search itself (``nearest_cloud_points``, every text's neighbours in the

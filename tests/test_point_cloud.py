@@ -277,7 +277,7 @@ def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors(mon
     with pytest.raises(ValueError, match=r"rows \[1\] of the inputs \(1 of 2\)"):
         kernel(torch.stack([inputs[0], inputs[0] + 1e-3])).to_dense()
     # an input with a text's very values is found by its digest; another rounding of it is searched for once, and
-    # each text's neighbours once; a loaded state forgets
+    # the neighbours once an input's values (each known text once a call); a loaded state forgets
     searched = []
     real = joined_cloud.nearest_cloud_points
     monkeypatch.setattr(
@@ -296,12 +296,14 @@ def test_the_joined_cloud_kernel_is_the_cluster_kernel_of_the_joined_vectors(mon
     torch.testing.assert_close(
         fresh.nearest(batched), reference.nearest(joined[[3, 9, 3, 12, 9, 12]]).reshape(2, 3, -1), rtol=0, atol=0
     )
-    assert searched[1:] == [(3, joined.shape[1])]  # three texts' neighbours, once each
-    fresh.nearest(inputs[[12, 3]])
-    assert len(searched) == 2
+    assert searched[1:] == [(3, joined.shape[1])]  # three texts' neighbours (four inputs' values), once each
+    fresh.nearest(inputs[[12, 3, 3]])  # text 12's very values are new to the memory; text 3's are not
+    assert searched[2:] == [(1, joined.shape[1])]
+    fresh.nearest(batched)
+    assert len(searched) == 3
     fresh.load_state_dict(fresh.state_dict())
     fresh.nearest(rounded[:1])
-    assert searched[2:] == [(1, inputs.shape[1]), (1, joined.shape[1])]
+    assert searched[3:] == [(1, inputs.shape[1]), (1, joined.shape[1])]
     with pytest.raises(ValueError, match="joined_inputs"):
         JoinedCloudClusterKernel(joined[:50], inputs=inputs, joined_inputs=joined[:40], **options)
 
@@ -527,6 +529,11 @@ def test_the_cluster_kernel_remembers_each_inputs_neighbours(monkeypatch):
     assert torch.equal(got, fresh(subset, pool[:6]).to_dense())
     batch = torch.stack([pool[:4], pool[4:8]])
     assert torch.equal(kernel.nearest(batch), real(batch.reshape(8, -1), cloud, 5).reshape(2, 4, 5))
+    new = _cloud(2, seed=24)
+    computed.clear()
+    repeated = new[[0, 1, 0, 0]]  # an input read twice in one call is searched for once
+    assert torch.equal(kernel.nearest(repeated), real(repeated, cloud, 5))
+    assert computed == [2]
     # an estimator moves its kernel at every fit: a move that leaves the cloud as it was keeps the memory
     computed.clear()
     kernel.double().to("cpu")(pool, pool).to_dense()

@@ -55,8 +55,6 @@ class JoinedCloudClusterKernel(ClusterKernel):
     #: each input's known row, by a digest of its values (:func:`~lvgp.kernels.point_cloud.row_digests`): the rows
     #: of ``inputs`` themselves, made when first read, and the inputs matched to a row by distance since
     _known_rows: dict[bytes, int] | None
-    #: ``m x n_neighbors``: each known text's cloud neighbours in the joined space, ``-1`` until first read
-    _row_neighbours: Tensor | None
 
     def __init__(
         self,
@@ -90,9 +88,6 @@ class JoinedCloudClusterKernel(ClusterKernel):
         if new:
             self.inputs = torch.cat([self.inputs, inputs[new]])
             self.joined_inputs = torch.cat([self.joined_inputs, joined_inputs[new]])
-            if self._row_neighbours is not None:
-                unread = self._row_neighbours.new_full((len(new), self.n_neighbors), -1)
-                self._row_neighbours = torch.cat([self._row_neighbours, unread])
         return self
 
     def read_texts(self, texts: Sequence[str]) -> JoinedCloudClusterKernel:
@@ -124,15 +119,22 @@ class JoinedCloudClusterKernel(ClusterKernel):
         input with the very values of a row is found by its digest; any other is searched for among the rows and
         remembered (an active learner reads the same pool texts and test documents round after round)."""
         flat = x.reshape(-1, x.shape[-1]).to(self.inputs.dtype)
+        return self._rows_of(flat).reshape(x.shape[:-1])
+
+    def _rows_of(self, flat: Tensor, positions: list[int] | None = None) -> Tensor:
+        """:meth:`known_rows` of ``flat[positions]`` (``None``: every row of ``flat``, ``n x d``); an error names
+        every row of ``flat`` with an unknown input's values."""
+        queries = flat if positions is None else flat[positions]
         known_rows = self._digest_index()
-        keys = row_digests(flat)
+        keys = row_digests(queries)
         missing = [i for i, key in enumerate(keys) if key not in known_rows]
         if missing:
-            queries = flat[missing]
-            known = nearest_cloud_points(queries, self.inputs, 1, exclude_exact=False)[:, 0]
-            far = ((queries - self.inputs[known]).norm(dim=-1) > _SAME_VECTOR).nonzero().flatten()
-            if len(far):
-                bad = [missing[i] for i in far.tolist()]
+            unknown = queries[missing]
+            known = nearest_cloud_points(unknown, self.inputs, 1, exclude_exact=False)[:, 0]
+            far = ((unknown - self.inputs[known]).norm(dim=-1) > _SAME_VECTOR).nonzero().flatten()
+            if len(far):  # every row of flat with those values named (positions may hold the first of each alone)
+                far_keys = {keys[missing[i]] for i in far.tolist()}
+                bad = [i for i, key in enumerate(keys if queries is flat else row_digests(flat)) if key in far_keys]
                 raise ValueError(
                     f"rows {bad[:10]} of the inputs ({len(bad)} of {len(flat)}) are not the encoder vectors of a "
                     "text this kernel knows: make their texts known first (read_texts, or add_inputs)"
@@ -140,32 +142,23 @@ class JoinedCloudClusterKernel(ClusterKernel):
             for i, row in zip(missing, known.tolist()):
                 known_rows[keys[i]] = row
         rows = [known_rows[key] for key in keys]
-        return torch.as_tensor(rows, dtype=torch.long, device=self.inputs.device).reshape(x.shape[:-1])
+        return torch.as_tensor(rows, dtype=torch.long, device=self.inputs.device)
 
     def joined(self, x: Tensor) -> Tensor:
         """The joined vectors of inputs ``x``: ``*B x n x d`` -> ``*B x n x D`` (:meth:`known_rows`)."""
         return self.joined_inputs[self.known_rows(x)]
 
-    def nearest(self, x: Tensor) -> Tensor:
-        """The indices of each input's :attr:`n_neighbors` cloud points, found in the joined space:
-        ``*B x n x d`` -> ``*B x n x n_neighbors`` (:func:`~lvgp.kernels.point_cloud.nearest_cloud_points` of
-        :meth:`joined`, a cloud point not its own neighbour). Searched once a known text, when first read; one digest
-        of each input a call (:meth:`known_rows`)."""
-        rows = self.known_rows(x)
-        if self._row_neighbours is None:
-            self._row_neighbours = torch.full(
-                (len(self.inputs), self.n_neighbors), -1, dtype=torch.long, device=self.inputs.device
-            )
-        unread = rows.flatten().unique()
-        unread = unread[self._row_neighbours[unread, 0] < 0]
-        if len(unread):
-            found = nearest_cloud_points(self.joined_inputs[unread], self.cloud, self.n_neighbors)
-            self._row_neighbours[unread] = found.to(self._row_neighbours.device)
-        return self._row_neighbours[rows].to(self.cloud.device)
+    def _search(self, flat: Tensor, positions: list[int]) -> Tensor:
+        """The cloud neighbours of the inputs ``flat[positions]`` (``n x d``; those not remembered yet), found in the
+        joined space: ``k x n_neighbors`` (:func:`~lvgp.kernels.point_cloud.nearest_cloud_points` of their known
+        texts' joined vectors, :meth:`known_rows`; a cloud point not its own neighbour), each known text once a
+        call. :meth:`~lvgp.kernels.ClusterKernel.nearest` remembers them by the digest of each input's values."""
+        rows, inverse = self._rows_of(flat, positions).unique(return_inverse=True)  # another rounding: once
+        return nearest_cloud_points(self.joined_inputs[rows], self.cloud, self.n_neighbors)[inverse]
 
     def _forget_neighbours(self) -> None:
         super()._forget_neighbours()
-        self._known_rows, self._row_neighbours = None, None
+        self._known_rows = None
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         # a saved kernel may know more texts than this one (add_inputs): its known vectors are taken at their size

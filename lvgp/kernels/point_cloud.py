@@ -382,6 +382,16 @@ def _dense(x: Any) -> Tensor:
     return x.to_dense() if isinstance(x, LinearOperator) else x
 
 
+def _first_rows(keys: list[bytes], known: dict[bytes, int]) -> list[int]:
+    """The first row of each digest among ``keys`` that ``known`` lacks, in order: an input read twice in one call is
+    searched for once."""
+    first: dict[bytes, int] = {}
+    for row, key in enumerate(keys):
+        if key not in known:
+            first.setdefault(key, row)
+    return list(first.values())
+
+
 class ClusterKernel(_KeepsResults):
     r"""The cluster kernel of a cloud of points (module docstring): :math:`k(x, z) = \langle\psi(x),
     \psi(z)\rangle`, :math:`\psi` the normalized, eigenvalue-weighted Nyström coordinates of the cloud
@@ -486,18 +496,25 @@ class ClusterKernel(_KeepsResults):
         flat = x.reshape(-1, x.shape[-1])
         keys = row_digests(flat)
         index = self._neighbour_index
-        missing = [i for i, key in enumerate(keys) if key not in index]
+        missing = _first_rows(keys, index)
         if missing:
             if len(index) + len(missing) > _NEAREST_MEMO_ROWS:
                 self._forget_neighbours()
-                index, missing = self._neighbour_index, list(range(len(keys)))
-            found = nearest_cloud_points(flat[missing], self.cloud, self.n_neighbors)
+                index = self._neighbour_index
+                missing = _first_rows(keys, index)
+            found = self._search(flat, missing)
             start = len(self._neighbour_rows)
             for offset, i in enumerate(missing):
-                index.setdefault(keys[i], start + offset)
+                index[keys[i]] = start + offset
             self._neighbour_rows = torch.cat([self._neighbour_rows, found.to(self._neighbour_rows.device)])
         rows = torch.as_tensor([index[key] for key in keys], dtype=torch.long, device=self._neighbour_rows.device)
         return self._neighbour_rows[rows].to(self.cloud.device).reshape(*x.shape[:-1], self.n_neighbors)
+
+    def _search(self, flat: Tensor, positions: list[int]) -> Tensor:
+        """The cloud neighbours of the inputs ``flat[positions]`` (``n x d``; those :meth:`nearest` does not
+        remember yet), ``k x n_neighbors`` (:func:`nearest_cloud_points`); where a subclass searches elsewhere
+        (its errors name rows of ``flat``)."""
+        return nearest_cloud_points(flat[positions], self.cloud, self.n_neighbors)
 
     def _forget_neighbours(self) -> None:
         self._neighbour_index = {}
