@@ -911,6 +911,31 @@ def test_expected_softmax_in_blocks_of_rows_is_the_whole_ones(monkeypatch):
     assert blocked.shape == (50, 7)
 
 
+def test_expected_softmax_has_a_finite_gradient_where_a_variance_is_zero_or_below():
+    """A leave-one-out variance rounded to zero or below is clamped to zero: the probabilities are those of a variance
+    of zero, and the gradient is finite there (zero for that variance: ``clamp_min(0).sqrt()`` made it NaN, which the
+    leave-one-out fit's optimizer had to reject), the autograd of the square root elsewhere."""
+    from lvgp.models.gpc import models
+
+    g = torch.Generator().manual_seed(1)
+    mean = torch.randn(4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    var = torch.rand(4, 3, generator=g, dtype=torch.float64) + 0.1
+    var[0, 1], var[2, 0] = 0.0, -1e-12
+    var.requires_grad_(True)
+    proba = models.expected_softmax(mean, var, 32, [5, 6, 7])
+    clamped = var.detach().clamp_min(0)
+    torch.testing.assert_close(proba, models.expected_softmax(mean.detach(), clamped, 32, [5, 6, 7]), rtol=0, atol=0)
+    (proba * torch.arange(1.0, 4.0, dtype=torch.float64)).sum().backward()
+    assert torch.isfinite(var.grad).all() and torch.isfinite(mean.grad).all()
+    assert var.grad[0, 1] == 0 and var.grad[2, 0] == 0
+    positive = var.detach()[1:2].clone().requires_grad_(True)  # the square root's own gradient where var > 0
+    reference = torch.softmax(
+        mean.detach()[1:2] + positive.sqrt() * models.class_draws(32, [5, 6, 7], torch.float64).unsqueeze(1), -1
+    )
+    (reference.mean(0) * torch.arange(1.0, 4.0, dtype=torch.float64)).sum().backward()
+    torch.testing.assert_close(var.grad[1:2], positive.grad)
+
+
 @pytest.mark.parametrize("inference", ["dirichlet", "laplace"])
 def test_a_budget_that_ends_the_fit_advises_by_what_the_kernel_fits(inference):
     """The ConvergenceWarning of an evidence fit its budget ended: with MAP word vectors the advice says the budget

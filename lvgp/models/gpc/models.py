@@ -133,6 +133,14 @@ class LDKClassificationGP(gpytorch.models.ApproximateGP):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), covar)
 
 
+def standard_deviation(var: torch.Tensor) -> torch.Tensor:
+    """``sqrt(max(var, 0))``, elementwise, with a gradient of zero where ``var <= 0``: ``var.clamp_min(0).sqrt()``'s
+    is NaN there (the square root's infinite slope at 0 times the clamp's), which a leave-one-out variance rounded to
+    zero or below would pass to the optimizer."""
+    positive = var > 0
+    return torch.where(positive, torch.where(positive, var, torch.ones_like(var)).sqrt(), torch.zeros_like(var))
+
+
 def expected_softmax(
     mean: torch.Tensor, var: torch.Tensor, n_samples: int, class_seeds: list[int] | None = None
 ) -> torch.Tensor:
@@ -154,7 +162,7 @@ def expected_softmax(
             raise ValueError(f"class_seeds: {len(class_seeds)} seeds for {mean.shape[-1]} classes")
         eps = class_draws(n_samples, class_seeds, mean.dtype).unsqueeze(1)  # S x 1 x C
     eps = eps.to(mean.device)
-    sd = var.clamp_min(0).sqrt()
+    sd = standard_deviation(var)
     n, C = mean.shape[-2], mean.shape[-1]
     rows = max(1, _SOFTMAX_BLOCK // (n_samples * C))
 
