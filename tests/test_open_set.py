@@ -5,6 +5,7 @@ documents, the closed-form GP posterior, scikit-learn's metrics)."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -855,6 +856,31 @@ def test_open_set_study_takes_an_out_of_scope_label_and_a_test_file(corpus, tmp_
     assert {r["n_out_of_scope"] for r in records} == {6}  # the test file's 'oos' rows
     assert {r["n_in_scope"] for r in records} == {13}
     assert {r["n_train"] for r in records} == {20}  # every class of the training file is known
+
+
+def test_the_tfidf_gp_keeps_labelled_queries_of_stop_words_alone_and_records_their_count(tiny_encoder, tmp_path):
+    """An intent set holds queries of stop words alone ("no", "what is it"): the tf-idf GP (no encoder) keeps them as
+    the empty set (``on_empty="keep"``) where it raised, the cell's record counts them in its warnings, and its
+    scores are finite; the other methods read them as before."""
+    from lvgp.experiments.cli import main
+
+    tiny_encoder(None, 0)
+    rng = np.random.default_rng(8)
+    rows = [(" ".join(rng.choice(WORDS[c], 3)), c) for c in ("pos", "neg") for _ in range(8)]
+    rows += [(text, "no") for text in ("no", "not", "no no", "none", "nothing", "not it", "no not", "never")]
+    rows += [("what is it", "oos"), ("can you", "oos")]
+    test_rows = [(" ".join(rng.choice(WORDS[c], 3)), c) for c in ("pos", "neg") for _ in range(3)]
+    test_rows += [("no", "no"), ("not this", "no"), ("book a flight", "oos"), ("is it", "oos")]
+    out = tmp_path / "out"
+    argv = ["compare", "open-set", "--dataset", _tsv(tmp_path / "train.tsv", rows), "--unknown-label", "oos"]
+    argv += ["--test-dataset", _tsv(tmp_path / "test.tsv", test_rows), "--per-class", "5", "--splits", "1"]
+    argv += ["--methods", "gpc-bow,svm", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    records = {r["method"]: r for r in json.loads((out / "results.json").read_text())}
+    bow = records["gpc-bow"]
+    assert "error" not in bow and np.isfinite([bow["oos_auroc"], bow["accuracy"], bow["log_loss"]]).all()
+    assert re.search(r"5 of 15 training documents have no word .*kept as the empty set", str(bow["warnings"]))
+    assert "EmptyDocumentsWarning" not in records["svm"].get("warnings", {})
 
 
 def test_a_test_label_of_no_training_row_is_out_of_scope_with_a_warning_that_counts_it(corpus, tmp_path):

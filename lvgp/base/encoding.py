@@ -179,10 +179,12 @@ class DocumentEncoder:
         unlabeled: Documents | None = None,
         compact: bool = False,
         allow_empty: bool = False,
+        empty_advice: str = "",
     ) -> torch.Tensor:
         """Fit on training documents and encode them (empty documents raise, unless ``allow_empty``:
         a model with a part that reads the texts themselves -- a sentence encoder -- fits a text
-        without a known word as an all-padding row). ``unlabeled``: further texts for
+        without a known word as an all-padding row; ``empty_advice``: the estimator's own way out, added to that
+        error). ``unlabeled``: further texts for
         ``word_embeddings="corpus"`` (the vectors are learned from ``X`` and them). ``compact``:
         padded ids given as ``int32`` (or ``int16``) stay in that dtype, not copied to ``int64``
         (the mini-batch estimators take the corpus so and cast each batch: a million documents of
@@ -210,6 +212,7 @@ class DocumentEncoder:
                     f"{name}: {len(empty)} training documents have no word in the vocabulary after tokenizing "
                     f"(rows {empty[:10]}{' ...' if len(empty) > 10 else ''}); remove them from {name} (and y), or "
                     "pass vocabulary=lvgp.Vocabulary(stop_words=None) (and lower min_df) to keep their words"
+                    + empty_advice
                 )
             if self.word_embeddings is not None:
                 self.embeddings = resolve_embeddings(self.word_embeddings, docs + extra, self.vocabulary)

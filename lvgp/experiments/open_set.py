@@ -251,14 +251,19 @@ for _name, _label, _kernel, _default, _score, _weight, _tfidf, _what in (
     default=True,
     description="Dirichlet GP classifier on the cosine of the tf-idf vectors alone (no encoder; sublinear counts, "
     "1 + ln c, chosen on dev documents: benchmarks/open_set_dev.py --gp-tf; tokens of two letters or more, rule 27), "
-    "settings as the encoder GP classifiers'; "
+    "settings as the encoder GP classifiers'; a labelled text with no word of its vocabulary (a query of stop words) "
+    "is kept as the empty set, a zero row of its kernel (LDKGPClassifier(on_empty='keep')); "
     f"novelty score: {_SCORE_WHAT[GP_NOVELTY_SCORE]}",
 )
 def _gpc_bow(study, cell, data):
     model = _ldk_gpc_plus(study, cell, None)
     kernel = functools.partial(_tfidf_cosine, sublinear_tf=GPC_BOW_SUBLINEAR_TF)
     return model.set_params(
-        kernel=kernel, vocabulary=_tfidf_gp_vocabulary(study), device=study.device, novelty_score=GP_NOVELTY_SCORE
+        kernel=kernel,
+        vocabulary=_tfidf_gp_vocabulary(study),
+        device=study.device,
+        novelty_score=GP_NOVELTY_SCORE,
+        on_empty="keep",  # a query of stop words alone: a zero tf-idf row, as the linear baselines read it
     )
 
 

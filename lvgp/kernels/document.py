@@ -106,9 +106,17 @@ class DocumentKernel(Kernel):
         level2_options: the level-2 kernel's hyper-parameters (``zeta``, ``c``, ``d`` and their
             priors and constraints), when ``level2`` is a name.
         **kwargs: gpytorch's ``batch_shape``, ``active_dims``, ``eps``.
+
+    A padding-only row (a document without a known word) is a ``ValueError`` unless :attr:`allow_empty` is set
+    (``LDKGPClassifier(on_empty="keep")`` sets it on its kernel's document kernels): then it is the empty set, the
+    zero measure, and takes the level-2 kernel's value at the zero mean embedding (0 at a linear or cosine level 2,
+    :math:`\exp(-\gamma \|m\|^2)` against a document of embedding :math:`m` at an RBF one), as the word part of
+    a packed document does beside a sentence encoder (:class:`~lvgp.kernels.packed.WordSetKernel`).
     """
 
     has_lengthscale = False
+    #: padding-only rows are documents (the empty set) rather than an error
+    allow_empty: bool = False
 
     def __init__(self, level2: str | Level2Kernel = "linear", **kwargs: Any) -> None:
         level2_options = kwargs.pop("level2_options", {})
@@ -395,7 +403,7 @@ class DocumentKernel(Kernel):
         if last_dim_is_batch:
             raise NotImplementedError(f"{type(self).__name__} does not support last_dim_is_batch")
         if self.active_dims is not None:  # emptiness is known only after the column selection
-            x1, x2 = self._check(x1, "x1"), self._check(x2, "x2")
+            x1, x2 = self._check(x1, "x1", self.allow_empty), self._check(x2, "x2", self.allow_empty)
         # one evaluation for inputs repeated over a batch (e.g. 8 latent GPs of a softmax
         # classifier): the word Gram and its gradient are formed once, not once per element
         single1 = me.single_batch(x1)
@@ -465,7 +473,7 @@ class DocumentKernel(Kernel):
         diagonal of any output shaped like ``x1``'s Gram, which misreads a batched kernel's
         ``b x n`` diagonal when ``b == n``."""
         # with active_dims, emptiness is only known after column selection (checked in forward)
-        allow_empty = self.active_dims is not None
+        allow_empty = self.allow_empty or self.active_dims is not None
         x1 = self._check(x1, "x1", allow_empty)
         if x2 is not None:
             x2 = self._check(x2, "x2", allow_empty)

@@ -22,7 +22,7 @@ from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ...base.device import check_dense_memory, check_device, state_to_cpu, to_host
 from ...base.distributed import check_same_model, process_group
-from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, stack_documents, take_documents
+from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows, stack_documents, take_documents
 from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.novelty import (
     NOVELTY_SCORES,
@@ -52,6 +52,7 @@ from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
+from ...kernels.document import DocumentKernel
 from ...kernels.packed import EncoderKernelArgument
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
@@ -296,6 +297,14 @@ class LDKGPClassifier(
             ``median_words_``, ``encoder_weight_factor_`` and ``encoder_weight_scores_`` (one dict a factor:
             :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`; ``[]`` where the texts were too short,
             every class had a single document or part selection left no encoder part); ``None`` each with ``"evidence"``.
+        on_empty: a training text without a word of the vocabulary, where no ``sentence_encoder`` reads it:
+            ``"raise"`` (the default: a ``ValueError`` naming the rows) or ``"keep"`` (Dirichlet or Laplace
+            inference): it is kept as the empty set, an all-padding row its kernel gives the value at the zero
+            measure (:attr:`~lvgp.kernels.document.DocumentKernel.allow_empty`: 0 at a cosine or linear level 2, so
+            that it informs the classes' constant means alone, as a zero tf-idf row informs a linear model's
+            intercept), with an ``EmptyDocumentsWarning`` that counts and names them. For short texts such as
+            intent queries ("no", "what is it"), of stop words only. Prediction is as without it: a text with no
+            known word gets the training class frequencies.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -336,6 +345,7 @@ class LDKGPClassifier(
         max_evidence_documents: int | None = None,
         objective: str = "evidence",
         encoder_weight: str = "evidence",
+        on_empty: str = "raise",
     ):
         self.kernel = kernel
         self.inference = inference
@@ -359,6 +369,7 @@ class LDKGPClassifier(
         self.max_evidence_documents = max_evidence_documents
         self.objective = objective
         self.encoder_weight = encoder_weight
+        self.on_empty = on_empty
 
     _first_format_version = 1  # files of lvgp 0.1 load
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
@@ -392,6 +403,7 @@ class LDKGPClassifier(
         "max_evidence_documents": [None, Integer(2)],
         "objective": [Options(*HYPERPARAMETER_OBJECTIVES)],
         "encoder_weight": [Options(*ENCODER_WEIGHTS)],
+        "on_empty": [Options("raise", "keep")],
     }
 
     def _default_optimizer_kind(self) -> type[FitOptions]:
@@ -453,6 +465,11 @@ class LDKGPClassifier(
                 "(one factorization for all classes, whose posterior conditions on every document after the "
                 f"subset's fit); got inference={self.inference!r}, class_hyperparameters={self.class_hyperparameters!r}"
             )
+        if self.on_empty == "keep" and strategy.mini_batches:
+            raise ValueError(
+                "on_empty='keep' needs inference='dirichlet' or 'laplace' (the variational inference's inducing "
+                f"documents are drawn from the training documents); got inference={self.inference!r}"
+            )
         if self.sentence_encoder is not None and strategy.mini_batches:
             raise ValueError(
                 "sentence_encoder needs inference='dirichlet' or 'laplace' (the variational inference takes word "
@@ -487,6 +504,10 @@ class LDKGPClassifier(
             encoder=None if dim is None else EncoderPart(dim, self.encoder_kernel),
             scale=False,  # each class's output scale is the model's
         )
+        if dim is None and self.on_empty == "keep":
+            for module in kernel.modules():
+                if isinstance(module, DocumentKernel):
+                    module.allow_empty = True
         return self._restricted(kernel)
 
     # ------------------------------------------------------------------ fit
@@ -847,9 +868,25 @@ class LDKGPClassifier(
         strategy = self._inference_strategy()
         compact = strategy.mini_batches and self.sentence_encoder is None
         # with a sentence encoder a text without a known word is still a document: its vector
+        keep_empty = self.sentence_encoder is None and self.on_empty == "keep"
         x = self.encoder_.fit_transform(
-            X, "X", unlabeled=unlabeled, compact=compact, allow_empty=self.sentence_encoder is not None
+            X,
+            "X",
+            unlabeled=unlabeled,
+            compact=compact,
+            allow_empty=self.sentence_encoder is not None or keep_empty,
+            empty_advice="; or pass on_empty='keep' to keep them as the empty set",
         )
+        if keep_empty:
+            empty = torch.nonzero(empty_rows(x)).ravel().tolist()
+            if empty:
+                warn(
+                    f"X: {len(empty)} of {x.shape[0]} training documents have no word in the vocabulary (rows "
+                    f"{empty[:10]}{' ...' if len(empty) > 10 else ''}); kept as the empty set (on_empty='keep'): the "
+                    "kernel's value at the zero measure, 0 at a cosine or linear level 2",
+                    EmptyDocumentsWarning,
+                    stacklevel=4,
+                )
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)

@@ -1,0 +1,106 @@
+"""``LDKGPClassifier(on_empty="keep")``: training texts without a word of the vocabulary (short queries of stop words)
+kept as the empty set, where no sentence encoder reads them. Checked against the GP regression on the transformed
+labels written out with the empty documents' kernel rows zero (the kernel evaluated on the other documents alone)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from lvgp.bow.padded import pad_to_common_width
+from lvgp.kernels import BagOfWordsSpec, LDKSpec
+from lvgp.models.gpc import LDKGPClassifier
+from lvgp.warnings import EmptyDocumentsWarning
+
+TEXTS = [
+    "great film",
+    "no",
+    "awful film",
+    "what is it",
+    "great acting great music",
+    "awful plot",
+    "a fine cast",
+    "dull plot",
+    "great fun",
+    "it is not",
+    "dull acting",
+    "fine music",
+]
+LABELS = ["good", "bad", "bad", "bad", "good", "bad", "good", "bad", "good", "good", "bad", "good"]
+EMPTY = [1, 3, 9]  # of stop words alone
+
+
+def _classifier(**params) -> LDKGPClassifier:
+    return LDKGPClassifier(BagOfWordsSpec(), class_hyperparameters="shared", random_state=0, **params)
+
+
+def test_empty_training_texts_raise_by_default_and_the_error_offers_on_empty_keep():
+    with pytest.raises(ValueError, match=r"3 training documents have no word in the vocabulary .*rows \[1, 3, 9\].*"):
+        _classifier().fit(TEXTS, LABELS)
+    with pytest.raises(ValueError, match="on_empty='keep'"):
+        _classifier().fit(TEXTS, LABELS)
+    with pytest.raises(ValueError, match="on_empty must be"):
+        _classifier(on_empty="drop").fit(TEXTS, LABELS)
+    with pytest.raises(ValueError, match="on_empty='keep' needs inference='dirichlet' or 'laplace'"):
+        LDKGPClassifier(inference="variational", on_empty="keep").fit(TEXTS, LABELS)
+
+
+def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_gp_regression_written_out():
+    with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents .*rows \[1, 3, 9\].*kept as the empty"):
+        clf = _classifier(on_empty="keep").fit(TEXTS, LABELS)
+    model, lik = clf.model_, clf.likelihood_
+    inputs = model.train_inputs[0]
+    known = [i for i in range(len(TEXTS)) if i not in EMPTY]
+    n = len(TEXTS)
+    with torch.no_grad():
+        whole = model.covar_module(inputs).to_dense().numpy()
+        # the kernel of the other documents alone (no empty row passes the check there) and zeros around it
+        K = np.zeros((n, n))
+        K[np.ix_(known, known)] = model.covar_module(inputs[known]).to_dense().numpy()
+        noise = (lik.noise_covar.noise + lik.second_noise_covar.noise).numpy()  # C x n
+        targets, means = lik.transformed_targets.numpy(), model.mean_module.constant.numpy().ravel()
+    np.testing.assert_allclose(whole, K, rtol=1e-12, atol=1e-14)
+    assert (whole[EMPTY] == 0).all()
+    test = ["great plot", "awful music", "fine"]
+    with torch.no_grad():
+        x_test, x_known = pad_to_common_width(clf.encoder_.transform(test), inputs[known])
+        cross = np.zeros((len(test), n))
+        cross[:, known] = model.covar_module(x_test, x_known).to_dense().numpy()
+    mean, _ = clf.predict_latent(test)
+    for c in range(len(clf.classes_)):  # R&W eq. 2.23 on the transformed labels (Milios et al. 2018, eq. 8)
+        written = means[c] + cross @ np.linalg.solve(K + np.diag(noise[c]), targets[c] - means[c])
+        np.testing.assert_allclose(mean[:, c], written, rtol=1e-8, atol=1e-10)
+    # an empty text informs the classes' constant means alone: a fit without them has other means
+    rest = _classifier().fit([TEXTS[i] for i in known], [LABELS[i] for i in known])
+    assert not np.allclose(rest.model_.mean_module.constant.detach().numpy(), means)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"inference": "laplace"}, {"calibration": "temperature", "novelty_score": "lifted-energy"}, {"kernel": "ldk"}],
+    ids=["laplace", "temperature", "ldk"],
+)
+def test_kept_empty_texts_fit_every_inference_and_reload_bit_exactly(params, tmp_path):
+    params = dict(params)
+    if params.pop("kernel", None) == "ldk":
+        clf = LDKGPClassifier(LDKSpec(latent_dim=2, rho=0.5), random_state=0, on_empty="keep", **params)
+    else:
+        clf = _classifier(on_empty="keep", **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(TEXTS, LABELS)
+        proba = clf.predict_proba(["great plot", "no", "dull film"])
+        scores = clf.score_samples(["great plot", "dull film"])
+    assert np.isfinite(proba).all() and np.isfinite(scores).all()
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    np.testing.assert_allclose(proba[1], clf.class_prior_)  # a test text of no known word: the class frequencies
+    assert (proba[[0, 2]].argmax(1) == [clf.classes_.tolist().index("good"), clf.classes_.tolist().index("bad")]).all()
+    clf.save(tmp_path / "gpc.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = LDKGPClassifier.load(tmp_path / "gpc.pt")
+        assert loaded.on_empty == "keep"
+        np.testing.assert_array_equal(loaded.predict_proba(["great plot", "no", "dull film"]), proba)
