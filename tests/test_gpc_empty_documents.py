@@ -104,3 +104,30 @@ def test_kept_empty_texts_fit_every_inference_and_reload_bit_exactly(params, tmp
         loaded = LDKGPClassifier.load(tmp_path / "gpc.pt")
         assert loaded.on_empty == "keep"
         np.testing.assert_array_equal(loaded.predict_proba(["great plot", "no", "dull film"]), proba)
+
+
+def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_variational_inference():
+    """``ldk-gpc-plus`` (the classification study's default GP) keeps a labelled text of stop words alone, where its
+    cell failed on short texts; ``--gpc-inference variational`` raises as before (no inducing document is empty)."""
+    from types import SimpleNamespace
+
+    from lvgp.datasets import WordEmbeddings
+    from lvgp.experiments import classification as study
+
+    words = ["great", "film", "awful", "acting", "music", "plot", "fine", "cast", "dull", "fun"]
+    glove_like = WordEmbeddings("toy", words, np.random.default_rng(0).normal(size=(len(words), 3)))
+    models = {}
+    for inference, expected in (("dirichlet", "keep"), ("laplace", "keep"), ("variational", "raise")):
+        options = SimpleNamespace(
+            gpc_inference=inference,
+            gpc_objective="evidence",
+            embeddings=glove_like,
+            unlabeled="none",
+            ldk_max_iter=5,
+            cell_seed=lambda cell: 0,
+        )
+        models[inference] = study._ldk_gpc_plus(options, {}, None)
+        assert models[inference].on_empty == expected
+    with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents"):
+        proba = models["dirichlet"].fit(TEXTS, LABELS).predict_proba(["fine plot"])
+    assert np.isfinite(proba).all()

@@ -198,8 +198,10 @@ def with_gpc_inference(model, study):
     if study.gpc_inference == "dirichlet":
         return model.set_params(objective=study.gpc_objective)
     # the variational inference has no evidence to take of a subset (max_evidence_documents)
-    if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer
-        return model.set_params(inference="variational", calibration=None, optimizer=None, max_evidence_documents=None)
+    if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer; no empty text kept
+        return model.set_params(
+            inference="variational", calibration=None, optimizer=None, max_evidence_documents=None, on_empty="raise"
+        )
     # the Laplace inference's evidence costs C n^3 an evaluation: a method that takes a subset's evidence
     # (fixed word vectors, _ldk_gpc_plus) takes it beyond LAPLACE_EVIDENCE_DOCUMENTS (the mode and the
     # predictions on every document); learned word vectors (ldk-gpc) read every document
@@ -258,7 +260,9 @@ def plus_embeddings(study) -> str | tuple[str, str]:
     default=True,
     description="Dirichlet GP classifier on the LDK+BoW kernel; lambda (the mix, under a log-normal prior around "
     "the balanced start) and one output scale and noise for all classes fitted by the marginal likelihood; the "
-    "probabilities tempered by the temperature of its leave-one-out predictions (calibration='temperature')",
+    "probabilities tempered by the temperature of its leave-one-out predictions (calibration='temperature'); a "
+    "training text with no word of the vocabulary kept as the empty set (on_empty='keep'; not with --gpc-inference "
+    "variational)",
 )
 def _ldk_gpc_plus(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -272,6 +276,7 @@ def _ldk_gpc_plus(study, cell, data):
         optimizer=LBFGS(max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER)),
         random_state=study.cell_seed(cell),
         max_evidence_documents=GPC_EVIDENCE_DOCUMENTS,
+        on_empty="keep",  # a text of stop words alone: a zero row of the kernel, as the linear baselines read it
     )
     return with_gpc_inference(model, study)
 
