@@ -112,7 +112,7 @@ def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_va
     from types import SimpleNamespace
 
     from lvgp.datasets import WordEmbeddings
-    from lvgp.experiments import classification as study
+    from lvgp.experiments.registry import _METHODS
 
     words = ["great", "film", "awful", "acting", "music", "plot", "fine", "cast", "dull", "fun"]
     glove_like = WordEmbeddings("toy", words, np.random.default_rng(0).normal(size=(len(words), 3)))
@@ -126,7 +126,7 @@ def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_va
             ldk_max_iter=5,
             cell_seed=lambda cell: 0,
         )
-        models[inference] = study._ldk_gpc_plus(options, {}, None)
+        models[inference] = _METHODS["classification"]["ldk-gpc-plus"].build(options, {}, None)
         assert models[inference].on_empty == expected
     with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents"):
         proba = models["dirichlet"].fit(TEXTS, LABELS).predict_proba(["fine plot"])

@@ -198,10 +198,8 @@ def with_gpc_inference(model, study):
     if study.gpc_inference == "dirichlet":
         return model.set_params(objective=study.gpc_objective)
     # the variational inference has no evidence to take of a subset (max_evidence_documents)
-    if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer; no empty text kept
-        return model.set_params(
-            inference="variational", calibration=None, optimizer=None, max_evidence_documents=None, on_empty="raise"
-        )
+    if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer
+        return model.set_params(inference="variational", calibration=None, optimizer=None, max_evidence_documents=None)
     # the Laplace inference's evidence costs C n^3 an evaluation: a method that takes a subset's evidence
     # (fixed word vectors, _ldk_gpc_plus) takes it beyond LAPLACE_EVIDENCE_DOCUMENTS (the mode and the
     # predictions on every document); learned word vectors (ldk-gpc) read every document
@@ -252,6 +250,24 @@ def plus_embeddings(study) -> str | tuple[str, str]:
     return (study.embeddings, "corpus") if study.unlabeled == "pool" else study.embeddings
 
 
+def _ldk_gpc_plus(study, cell, data):
+    """The settings of ``ldk-gpc-plus``, the GP classifiers of the studies built on it share (with a sentence
+    encoder, other kernels, ...)."""
+    from ..kernels.spec import LDKSpec
+    from ..models.gpc import LDKGPClassifier
+
+    model = LDKGPClassifier(
+        LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight_prior_sd=PLUS_GPC_PRIOR_SD),
+        class_hyperparameters="shared",
+        alpha_epsilon=1e-6,
+        calibration="temperature",
+        optimizer=LBFGS(max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER)),
+        random_state=study.cell_seed(cell),
+        max_evidence_documents=GPC_EVIDENCE_DOCUMENTS,
+    )
+    return with_gpc_inference(model, study)
+
+
 @register_method(
     "classification",
     "ldk-gpc-plus",
@@ -264,21 +280,11 @@ def plus_embeddings(study) -> str | tuple[str, str]:
     "training text with no word of the vocabulary kept as the empty set (on_empty='keep'; not with --gpc-inference "
     "variational)",
 )
-def _ldk_gpc_plus(study, cell, data):
-    from ..kernels.spec import LDKSpec
-    from ..models.gpc import LDKGPClassifier
-
-    model = LDKGPClassifier(
-        LDKSpec.plus(plus_embeddings(study), rho=0.1, identity_weight_prior_sd=PLUS_GPC_PRIOR_SD),
-        class_hyperparameters="shared",
-        alpha_epsilon=1e-6,
-        calibration="temperature",
-        optimizer=LBFGS(max_iter=max(study.ldk_max_iter, PLUS_GPC_MAX_ITER)),
-        random_state=study.cell_seed(cell),
-        max_evidence_documents=GPC_EVIDENCE_DOCUMENTS,
-        on_empty="keep",  # a text of stop words alone: a zero row of the kernel, as the linear baselines read it
-    )
-    return with_gpc_inference(model, study)
+def _ldk_gpc_plus_method(study, cell, data):
+    model = _ldk_gpc_plus(study, cell, data)
+    if study.gpc_inference == "variational":  # no inducing document is empty
+        return model
+    return model.set_params(on_empty="keep")  # a text of stop words alone: a zero kernel row, as a zero tf-idf row
 
 
 #: L-BFGS budget of ldk-gpc-plus (a few hyper-parameters: it converges in 30-150 iterations)
