@@ -131,3 +131,40 @@ def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_va
     with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents"):
         proba = models["dirichlet"].fit(TEXTS, LABELS).predict_proba(["fine plot"])
     assert np.isfinite(proba).all()
+
+
+def test_the_latent_smm_keeps_empty_texts_as_the_zero_embedding_its_predictions_give_them(tmp_path):
+    """``LatentSMMClassifier(on_empty="keep")``: a training text of stop words alone is a zero row of the Gram (the
+    zero mean embedding, as its predictions read such a text), the machine is LIBSVM's on that Gram, and a saved
+    machine reloads to the bit; an RBF level 2, whose empty set is not 0, is refused."""
+    from sklearn.svm import SVC
+
+    from lvgp import LatentSMMClassifier
+
+    spec = LDKSpec(latent_dim=2, rho=0.5, level2="cosine")
+    with pytest.raises(ValueError, match="on_empty='keep'"):
+        LatentSMMClassifier(spec, random_state=0).fit(TEXTS, LABELS)
+    with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents .*rows \[1, 3, 9\]"):
+        smm = LatentSMMClassifier(spec, C=2.0, random_state=0, on_empty="keep").fit(TEXTS, LABELS)
+    with torch.no_grad():
+        gram = smm.kernel_(smm._x).to_dense().numpy()
+    assert (gram[EMPTY] == 0).all() and (gram[:, EMPTY] == 0).all()
+    reference = SVC(C=2.0, kernel="precomputed", tol=smm.svm_tol, random_state=0).fit(gram, LABELS)
+    test = ["great plot", "dull film", "no"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyDocumentsWarning)
+        cross = smm._cross_gram(test)  # the new texts' kernel rows ("no": zeros)
+        decision = smm.decision_function(test)
+    assert (cross[2] == 0).all()
+    # the one pair's machine (lvgp's sign: the pair's first class positive, LIBSVM's the second)
+    np.testing.assert_allclose(decision[:, 0], -reference.decision_function(cross), rtol=1e-6, atol=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyDocumentsWarning)
+        np.testing.assert_array_equal(smm.predict(test), reference.predict(cross))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyDocumentsWarning)
+        smm.save(tmp_path / "smm.pt")
+        loaded = LatentSMMClassifier.load(tmp_path / "smm.pt")
+        np.testing.assert_array_equal(loaded.decision_function(test), decision)
+    with pytest.raises(ValueError, match="level2 'linear' or 'cosine'"):
+        LatentSMMClassifier(LDKSpec(latent_dim=2, level2="rbf"), on_empty="keep").fit(TEXTS, LABELS)

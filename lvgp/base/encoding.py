@@ -393,3 +393,17 @@ def take_documents(X: Documents, rows: np.ndarray) -> Documents:
 def empty_rows(x: torch.Tensor) -> torch.Tensor:
     """Boolean mask of padding-only rows of an ``n x L`` tensor."""
     return (x == PAD).all(-1)
+
+
+def warn_kept_empty(x: torch.Tensor, stacklevel: int) -> None:
+    """An ``EmptyDocumentsWarning`` that counts and names the padding-only rows of the training documents ``x``
+    (``n x L``) an estimator keeps as the empty set (``on_empty="keep"``); none where there are none."""
+    empty = torch.nonzero(empty_rows(x)).ravel().tolist()
+    if empty:
+        warn(
+            f"X: {len(empty)} of {x.shape[0]} training documents have no word in the vocabulary (rows "
+            f"{empty[:10]}{' ...' if len(empty) > 10 else ''}); kept as the empty set (on_empty='keep'): the "
+            "kernel's value at the zero measure, 0 at a cosine or linear level 2",
+            EmptyDocumentsWarning,
+            stacklevel=stacklevel + 1,
+        )

@@ -318,7 +318,8 @@ def _plus_smm_grid(study) -> dict[str, list]:
     selection=InnerDev(_plus_smm_grid, folds=3),
     uses_unlabeled=True,
     default=True,
-    description="one-vs-rest SMM on the LDK+BoW kernel; lambda and C chosen by 3-fold CV inside the sample",
+    description="one-vs-rest SMM on the LDK+BoW kernel; lambda and C chosen by 3-fold CV inside the sample; a "
+    "training text with no word of the vocabulary kept as the zero mean embedding (on_empty='keep')",
 )
 def _latent_smm_plus(study, cell, data):
     from ..kernels.spec import LDKSpec
@@ -330,6 +331,7 @@ def _latent_smm_plus(study, cell, data):
         multi_class="ovr",
         optimizer=LBFGS(max_iter=study.ldk_max_iter),
         random_state=study.cell_seed(cell),
+        on_empty="keep",  # a text of stop words alone: a zero row of the Gram, as its predictions read one
     )
 
 

@@ -91,6 +91,14 @@ def _no_floor(x: Tensor, latent: Tensor) -> None:
     return None
 
 
+def allow_empty_documents(kernel: Module) -> None:
+    """Set :attr:`DocumentKernel.allow_empty` on every document kernel in ``kernel`` (its modules: a ``ScaleKernel``,
+    sums and products of them): padding-only rows become documents, the empty set."""
+    for module in kernel.modules():
+        if isinstance(module, DocumentKernel):
+            module.allow_empty = True
+
+
 class DocumentKernel(Kernel):
     r"""Base class of kernels between documents as weighted measures of their words (module
     docstring). Inputs are padded word-index sets: ``... x n x L`` integer tensors of word ids in

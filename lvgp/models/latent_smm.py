@@ -52,7 +52,7 @@ from .._random import NUMERICS_SEED, Streams
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, warn_kept_empty
 from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.novelty import decision_novelty, probability_novelty
@@ -63,6 +63,7 @@ from ..bow.padded import trim_to_longest
 from ..bow.vocabulary import Vocabulary
 from ..kernels import LatentDistributionKernel
 from ..kernels.assembly import assemble_covariance
+from ..kernels.document import allow_empty_documents
 from ..kernels.latent_distribution import collapsed_bandwidth, rescale_latent_space
 from ..kernels.spec import KernelArg, KernelArgument, LDKSpec
 from ..warnings import EmptyDocumentsWarning, warn
@@ -201,6 +202,10 @@ class LatentSMMClassifier(
         verbose: progress bar.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
+        on_empty: a training text without a word of the vocabulary: ``"raise"`` (the default: a ``ValueError``
+            naming the rows) or ``"keep"`` (a linear or cosine level 2): it is kept as the empty set, the zero mean
+            embedding (its kernel row 0, as the predictions read such a text: decided by the offsets alone), with an
+            ``EmptyDocumentsWarning`` that counts and names them; for short texts of stop words alone.
 
     Fitted: ``classes_``, ``kernel_`` (the LDK with the learned word vectors), ``svc_`` (LIBSVM
     on the final training Gram), ``objective_curve_`` (eq. 4.19 per L-BFGS iteration),
@@ -228,6 +233,7 @@ class LatentSMMClassifier(
         random_state: int | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
+        on_empty: str = "raise",
     ):
         self.kernel = kernel
         self.C = C
@@ -240,6 +246,7 @@ class LatentSMMClassifier(
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.on_empty = on_empty
 
     _parameter_constraints: dict[str, list] = {
         **RUNTIME,
@@ -262,11 +269,17 @@ class LatentSMMClassifier(
         "svm_tol": [Real(1e-10)],
         "warm_start": [Boolean()],
         "multi_class": [Options(*MULTI_CLASS)],
+        "on_empty": [Options("raise", "keep")],
     }
 
     def _check_params(self) -> LDKSpec:
         check_params(self)
         spec: LDKSpec = self._checked_spec()
+        if self.on_empty == "keep" and spec.level2 not in ("linear", "cosine"):
+            raise ValueError(
+                "on_empty='keep' needs the spec's level2 'linear' or 'cosine', where the empty set's kernel value is 0 "
+                f"as its predictions give a text without a known word; got level2={spec.level2!r}"
+            )
         return spec
 
     kernel_: LatentDistributionKernel
@@ -368,7 +381,12 @@ class LatentSMMClassifier(
         self.encoder_ = DocumentEncoder(
             self.vocabulary, self.num_words, word_source(spec.word_embeddings, None, self.device)
         )
-        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled)
+        keep_empty = self.on_empty == "keep"
+        x = self.encoder_.fit_transform(
+            X, "X", unlabeled=unlabeled, allow_empty=keep_empty, empty_advice="; or pass on_empty='keep'"
+        )
+        if keep_empty:
+            warn_kept_empty(x, stacklevel=4)
         self.classes_, self._y = check_labels(y, x.shape[0])
         seed = Streams(self.random_state).root
         if spec.init_scale is not None:
@@ -387,6 +405,8 @@ class LatentSMMClassifier(
             scale=False,
         )
         self.kernel_, self.kernel_kind_ = covariance.kernel, covariance.kind
+        if keep_empty:
+            allow_empty_documents(self.kernel_)
         if spec.identity_weight is not None:
             self.kernel_.raw_identity_weight.requires_grad_(False)
         return x
@@ -459,6 +479,8 @@ class LatentSMMClassifier(
             spec, est.encoder_.num_words, x, word_features=est.encoder_.word_features, words=words, scale=False
         )
         kernel = covariance.kernel
+        if est.on_empty == "keep":
+            allow_empty_documents(kernel)
         kernel.load_state_dict(payload["kernel"])
         fit = payload["fit"]
         est.device_ = check_device(est.device)

@@ -22,7 +22,13 @@ from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ...base.device import check_dense_memory, check_device, state_to_cpu, to_host
 from ...base.distributed import check_same_model, process_group
-from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows, stack_documents, take_documents
+from ...base.encoding import (
+    BagOfWordsInputMixin,
+    DocumentEncoder,
+    stack_documents,
+    take_documents,
+    warn_kept_empty,
+)
 from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.novelty import (
     NOVELTY_SCORES,
@@ -52,7 +58,7 @@ from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
-from ...kernels.document import DocumentKernel
+from ...kernels.document import allow_empty_documents
 from ...kernels.packed import EncoderKernelArgument
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
@@ -505,9 +511,7 @@ class LDKGPClassifier(
             scale=False,  # each class's output scale is the model's
         )
         if dim is None and self.on_empty == "keep":
-            for module in kernel.modules():
-                if isinstance(module, DocumentKernel):
-                    module.allow_empty = True
+            allow_empty_documents(kernel)
         return self._restricted(kernel)
 
     # ------------------------------------------------------------------ fit
@@ -878,15 +882,7 @@ class LDKGPClassifier(
             empty_advice="; or pass on_empty='keep' to keep them as the empty set",
         )
         if keep_empty:
-            empty = torch.nonzero(empty_rows(x)).ravel().tolist()
-            if empty:
-                warn(
-                    f"X: {len(empty)} of {x.shape[0]} training documents have no word in the vocabulary (rows "
-                    f"{empty[:10]}{' ...' if len(empty) > 10 else ''}); kept as the empty set (on_empty='keep'): the "
-                    "kernel's value at the zero measure, 0 at a cosine or linear level 2",
-                    EmptyDocumentsWarning,
-                    stacklevel=4,
-                )
+            warn_kept_empty(x, stacklevel=4)
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
