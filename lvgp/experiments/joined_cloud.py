@@ -16,7 +16,7 @@ from .._random import NUMERICS_SEED
 from ..encoders import SentenceEncoder
 from ..encoders.sentence import check_texts
 from ..kernels import ClusterKernel
-from ..kernels.point_cloud import check_finite_rows, nearest_cloud_points, row_digests
+from ..kernels.point_cloud import _first_rows, check_finite_rows, nearest_cloud_points, row_digests
 from .cluster_parts import cluster_part_settings
 
 #: an input is a known text's encoder vector where it is within this Euclidean distance of it
@@ -127,7 +127,7 @@ class JoinedCloudClusterKernel(ClusterKernel):
         queries = flat if positions is None else flat[positions]
         known_rows = self._digest_index()
         keys = row_digests(queries)
-        missing = [i for i, key in enumerate(keys) if key not in known_rows]
+        missing = _first_rows(keys, known_rows)  # an input repeated in the call: searched for once
         if missing:
             unknown = queries[missing]
             known = nearest_cloud_points(unknown, self.inputs, 1, exclude_exact=False)[:, 0]

@@ -55,7 +55,7 @@ from .classification import (
     ENCODER_GPC_FAMILY,
     _encoder_logreg,
     _gp_classifier_on_texts,
-    _ldk_gpc_plus,
+    _ldk_gpc_plus_method,
     _linear_svm,
     _style,
     save_with_legend_below,
@@ -256,14 +256,10 @@ for _name, _label, _kernel, _default, _score, _weight, _tfidf, _what in (
     f"novelty score: {_SCORE_WHAT[GP_NOVELTY_SCORE]}",
 )
 def _gpc_bow(study, cell, data):
-    model = _ldk_gpc_plus(study, cell, None)
+    model = _ldk_gpc_plus_method(study, cell, None)  # its settings, a text of stop words alone kept among them
     kernel = functools.partial(_tfidf_cosine, sublinear_tf=GPC_BOW_SUBLINEAR_TF)
     return model.set_params(
-        kernel=kernel,
-        vocabulary=_tfidf_gp_vocabulary(study),
-        device=study.device,
-        novelty_score=GP_NOVELTY_SCORE,
-        on_empty="keep",  # a query of stop words alone: a zero tf-idf row, as the linear baselines read it
+        kernel=kernel, vocabulary=_tfidf_gp_vocabulary(study), device=study.device, novelty_score=GP_NOVELTY_SCORE
     )
 
 
