@@ -15,7 +15,7 @@ import torch
 from scipy.special import expit, softmax
 from sklearn.base import clone
 
-from lvgp import Adam, Vocabulary
+from lvgp import LBFGS, Adam, Vocabulary
 from lvgp.base.embeddings import ppmi_svd_embeddings
 from lvgp.base.splits import dev_split, stratified_folds
 from lvgp.baselines.gp_embedding import (
@@ -367,6 +367,96 @@ def test_embedding_baselines():
         with pytest.warns(EmptyDocumentsWarning, match="1 of 3 documents are empty"):
             pred = model.predict(texts[40:42] + [""])
         assert len(pred) == 3 and pred[-1] in model.classes_
+
+
+def test_kept_empty_documents_observe_no_covariate_and_have_the_biases_as_logits():
+    """``on_empty="keep"``: a training document without a covariate (an all-zero row) is out of the covariates'
+    likelihood -- the direct multivariate-normal sum over the other rows -- and its label term is the softmax of
+    the biases alone: the fast MAP objective on rows with zero ones added is the objective on the others plus
+    those label terms, and the Pyro model's log joint agrees."""
+    from lvgp.baselines.gp_embedding import EigenCovariance, _as_torch_sparse
+
+    g = torch.Generator().manual_seed(5)
+    p, n, C, lengthscale, sigma = 15, 20, 2.0, 1.1, 0.7
+    e = torch.randn(p, 3, generator=g, dtype=D)
+    dense = (torch.rand(n, p, generator=g, dtype=D) < 0.25).to(D)
+    dense[dense.sum(1) == 0, 0] = 1.0
+    y = torch.randint(0, 3, (n + 2,), generator=g)
+    with_empty = torch.cat([dense[:4], torch.zeros(2, p, dtype=D), dense[4:]])  # rows 4 and 5 empty
+    y_empty, y_rest = y[4:6], torch.cat([y[:4], y[6:]])
+    psi, bias = torch.randn(p, 3, generator=g, dtype=D), torch.randn(3, generator=g, dtype=D)
+    k = rbf_covariance(e, e, torch.tensor(lengthscale, dtype=D)) + sigma**2 * torch.eye(p, dtype=D)
+    a2 = torch.einsum("ip,pq,iq->", dense, torch.linalg.inv(k), dense) / (n * p)
+    direct = torch.distributions.MultivariateNormal(torch.zeros(p, dtype=D), a2 * k).log_prob(dense).sum()
+    s2 = torch.tensor(sigma**2, dtype=D)
+    torch.testing.assert_close(
+        EigenCovariance(e, lengthscale, sp.csr_matrix(with_empty.numpy())).covariate_log_likelihood(s2), direct
+    )
+    torch.testing.assert_close(CovariateSmoother.covariate_log_likelihood(with_empty, torch.linalg.cholesky(k)), direct)
+    est = GPEmbeddingLogisticRegression(C=C)
+    est.C_ = C
+
+    def fast(x, labels):
+        cov = EigenCovariance(e, lengthscale, sp.csr_matrix(x.numpy()))
+        return float(
+            est._negative_log_posterior(cov, labels, 3, cov.u.mT @ psi, bias, torch.tensor(sigma, dtype=D))
+        ) * len(x)
+
+    empty_label_terms = -float(torch.log_softmax(bias, 0)[y_empty].sum())
+    assert fast(with_empty, y) == pytest.approx(fast(dense, y_rest) + empty_label_terms, rel=1e-10)
+    model = CovariateSmoother(e, 3, C, lengthscale, sigma)
+    conditioned = pyro.poutine.condition(model.model, data={"psi": psi, "bias": bias})
+    with pyro.settings.context(module_local_params=True), torch.no_grad():
+        joint = [
+            float(
+                pyro.poutine.trace(conditioned).get_trace(_as_torch_sparse(sp.csr_matrix(x.numpy())), t).log_prob_sum()
+            )
+            for x, t in ((with_empty, y), (dense, y_rest))
+        ]
+    assert joint[0] - joint[1] == pytest.approx(-empty_label_terms, rel=1e-10)
+
+
+@pytest.mark.parametrize("posterior", ["map", "normal"])
+def test_on_empty_keep_fits_texts_without_a_covariate(posterior, tmp_path):
+    texts, labels, vocab = letter_corpus(40, 2)
+    table = glove_like(vocab)
+    kept = texts[:3] + ["  ", "the and of it"] + texts[5:]  # blank, and stop words alone
+    with pytest.raises(ValueError, match=r"rows \[3\].*on_empty='keep'"):
+        GPEmbeddingLogisticRegression(embeddings=table).fit(kept, labels)
+    with pytest.raises(ValueError, match=r"rows \[4\].*on_empty='keep'"):
+        GPEmbeddingLogisticRegression(embeddings=table).fit(texts[:4] + ["the and of it"] + texts[5:], labels)
+    optimizer = LBFGS(max_iter=100) if posterior == "map" else Adam(max_iter=20)
+    est = GPEmbeddingLogisticRegression(
+        embeddings=table, on_empty="keep", posterior=posterior, optimizer=optimizer, random_state=0
+    )
+    with pytest.warns(EmptyDocumentsWarning, match=r"2 of 40 training documents have no covariate .*rows \[3, 4\]"):
+        est.fit(kept, labels)
+    # a text without a known word: the biases alone, as at prediction time
+    with pytest.warns(EmptyDocumentsWarning, match="no known word"):
+        proba = est.predict_proba(["the", ""])
+    if posterior == "map":
+        bias = float(est.bias_[0])
+        np.testing.assert_allclose(proba, [[1 - expit(bias), expit(bias)]] * 2, rtol=1e-12)
+    assert np.mean(est.predict(texts[5:]) == labels[5:]) > 0.9
+    est.save(tmp_path / "kept.pt")
+    loaded = GPEmbeddingLogisticRegression.load(tmp_path / "kept.pt")
+    assert loaded.on_empty == "keep"
+    np.testing.assert_array_equal(loaded.predict_proba(texts[5:]), est.predict_proba(texts[5:]))
+    counts = sp.csr_matrix(np.vstack([np.eye(6), np.zeros((1, 6)), np.eye(6)]))
+    emb = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(ValueError, match=r"rows \[6\]"):
+        GPEmbeddingLogisticRegression(embeddings=emb, C=1.0).fit(counts, [0, 1] * 6 + [0])
+    with pytest.raises(ValueError, match="none of the 3 training documents"):
+        GPEmbeddingLogisticRegression(embeddings=emb, C=1.0, on_empty="keep").fit(sp.csr_matrix((3, 6)), [0, 1, 0])
+
+
+def test_the_classification_studys_gp_embedding_keeps_texts_without_a_covariate():
+    from types import SimpleNamespace
+
+    from lvgp.experiments.registry import _METHODS
+
+    options = SimpleNamespace(embeddings="glove-6b-50d", max_features=100, max_iter=5, cell_seed=lambda cell: 0)
+    assert _METHODS["classification"]["gp-embed-logreg"].build(options, {}, None).on_empty == "keep"
 
 
 def test_stratified_sample_keeps_every_class():

@@ -25,7 +25,9 @@ the joint log density of the training data under the generative model, jointly o
     - \frac{1}{2C}\|\Psi\|_F^2 - \frac{1}{2\cdot 10^2}\|\mathbf b\|^2,
 
 the second term being section 2.1's model of the observed covariates (with an overall scale
-:math:`a^2`, profiled out, which leaves :math:`S_\theta` unchanged). Without it
+:math:`a^2`, profiled out, which leaves :math:`S_\theta` unchanged; its sum runs over the documents with a
+covariate: a training text without one, kept by ``on_empty="keep"``, has the biases alone as its logits and enters
+the first term only). Without it
 (``covariate_likelihood=False``: the label likelihood alone) the optimum drifts to
 :math:`\sigma \to 0`, :math:`S_\theta \to I`: the eigenvalues of :math:`S_\theta` are
 :math:`\lambda/(\lambda+\sigma^2) \le 1`, and un-shrunk features make every weight cheaper
@@ -254,14 +256,17 @@ class EigenCovariance:
             self.xu = torch.sparse.mm(sparse, u)
         self.xu_sq = self.xu.pow(2).sum(0)  # p: the rotated covariates' energy per eigenvector
         self.n = x.shape[0]
+        #: the documents with a covariate: an all-zero row (``on_empty="keep"``) observes none
+        self.n_observed = int((np.asarray(abs(x).sum(1)).ravel() > 0).sum())
 
     def shrinkage(self, s2: Tensor) -> Tensor:
         """Eigenvalues of S_theta: lambda / (lambda + sigma^2)."""
         return self.lam / (self.lam + s2)
 
     def covariate_log_likelihood(self, s2: Tensor) -> Tensor:
-        """log p(X | theta) with a^2 profiled out (as :meth:`CovariateSmoother.covariate_log_likelihood`)."""
-        n, p = self.n, len(self.lam)
+        """log p(X | theta) with a^2 profiled out (as :meth:`CovariateSmoother.covariate_log_likelihood`), over
+        the documents with a covariate."""
+        n, p = self.n_observed, len(self.lam)
         quad = (self.xu_sq / (self.lam + s2)).sum()
         logdet = torch.log(self.lam + s2).sum()
         return -0.5 * n * p * (torch.log(2 * math.pi * quad / (n * p)) + 1) - 0.5 * n * logdet
@@ -315,9 +320,13 @@ class CovariateSmoother(PyroModule):
     def covariate_log_likelihood(x: Tensor, chol: Tensor) -> Tensor:
         """log p(X | theta) with the scale a^2 profiled out: every document's covariate vector
         x_i ~ N(0, a^2 (K_l + sigma^2 I)) (section 2.1's generative model with an overall scale,
-        which leaves S_theta unchanged); a^2 = sum_i x_i^T (K_l + sigma^2 I)^-1 x_i / (n p)."""
-        n, p = x.shape
-        dense_t = (x.to_dense() if x.is_sparse else x).mT
+        which leaves S_theta unchanged); a^2 = sum_i x_i^T (K_l + sigma^2 I)^-1 x_i / (n p), over the n
+        documents with a covariate (an all-zero row, kept by ``on_empty="keep"``, observes none)."""
+        dense = x.to_dense() if x.is_sparse else x
+        n, p = int(dense.abs().sum(-1).gt(0).sum()), x.shape[1]
+        if n == 0:  # no document observes a covariate: an empty sum
+            return chol.new_zeros(())
+        dense_t = dense.mT
         quad = torch.linalg.solve_triangular(chol, dense_t, upper=False).pow(2).sum()
         logdet = 2 * torch.log(torch.diagonal(chol)).sum()
         scale = quad / (n * p)
@@ -384,6 +393,12 @@ class GPEmbeddingLogisticRegression(
             (defaults ``max_iter=30`` SVI steps, ``lr=0.05``; its budget alone ends the fit, so it takes no
             ``tol`` or ``convergence_window``).
         predict_samples: posterior draws averaged by ``predict_proba`` (``posterior="normal"``).
+        on_empty: a training text without a covariate -- no word of the vocabulary with an embedding, or blank --
+            or a count-matrix row of zeros: ``"raise"`` (the default: a ``ValueError`` naming the rows) or
+            ``"keep"`` (an ``EmptyDocumentsWarning`` counts and names them): its covariate vector is zero, so its
+            logits are the biases alone, as a new text's without a known word are; it enters the labels'
+            likelihood (it informs the biases) and not the covariates' (it observes no covariate, so
+            the log p(X | theta) of the module docstring sums over the other documents).
         device: where the covariance, its eigendecompositions and the fits compute: ``"cpu"``
             (default), ``"cuda"``, ``"cuda:1"`` or a ``torch.device`` (:mod:`lvgp.base.device`); the
             vocabulary, the choice of ``C`` (scikit-learn) and the predictions' sparse products stay on
@@ -419,6 +434,7 @@ class GPEmbeddingLogisticRegression(
         max_features: int | None = 2000,
         optimizer: LBFGS | Adam | None = None,
         predict_samples: int = 50,
+        on_empty: str = "raise",
         random_state: int | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
@@ -442,6 +458,7 @@ class GPEmbeddingLogisticRegression(
         self.max_features = max_features
         self.optimizer = optimizer
         self.predict_samples = predict_samples
+        self.on_empty = on_empty
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
@@ -471,8 +488,11 @@ class GPEmbeddingLogisticRegression(
             if bad:
                 raise TypeError(f"X: non-string documents at rows {bad[:10]} ({type(X[bad[0]]).__name__})")
             empty = [i for i, t in enumerate(X) if not t.strip()]
-            if empty:
-                raise ValueError(f"X: empty documents at rows {empty[:10]}")
+            if empty and self.on_empty == "raise":
+                raise ValueError(
+                    f"X: {len(empty)} empty documents (rows {empty[:10]}{' ...' if len(empty) > 10 else ''}); remove "
+                    "them from X (and y), or pass on_empty='keep' to keep them with the biases alone as their logits"
+                )
         return is_counts, X.shape[0] if is_counts else len(X)
 
     def _weights_of(self, counts: sp.csr_matrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
@@ -505,6 +525,7 @@ class GPEmbeddingLogisticRegression(
         "vocabulary": [None, Instance(Vocabulary, name="an lvgp.Vocabulary")],
         "max_features": [None, Integer(1)],
         "predict_samples": [Integer(1)],
+        "on_empty": [Options("raise", "keep")],
     }
 
     _optimizer_defaults = (LBFGS(max_iter=30, tol=1e-10), Adam(max_iter=30, lr=0.05))
@@ -531,10 +552,25 @@ class GPEmbeddingLogisticRegression(
             counts, emb = self._fit_counts_input(X)
         else:
             counts, emb = self._fit_text_input(list(X))
-        empty = np.flatnonzero(np.asarray(counts.sum(1)).ravel() == 0)
-        if len(empty):
+        empty = np.flatnonzero(np.asarray(counts.sum(1)).ravel() == 0).tolist()
+        if len(empty) == counts.shape[0]:
             raise ValueError(
-                f"X: documents with no covariate left (no word with an embedding) at rows {empty[:10].tolist()}"
+                f"X: none of the {counts.shape[0]} training documents has a covariate (a word with an embedding)"
+            )
+        if empty:
+            listed = f"rows {empty[:10]}{' ...' if len(empty) > 10 else ''}"
+            if self.on_empty == "raise":
+                raise ValueError(
+                    f"X: {len(empty)} training documents have no covariate left (no word with an embedding; {listed}); "
+                    "remove them from X (and y), or pass on_empty='keep' to keep them with the biases alone as their "
+                    "logits"
+                )
+            warn(
+                f"X: {len(empty)} of {counts.shape[0]} training documents have no covariate (no word with an "
+                f"embedding; {listed}); kept (on_empty='keep'): their logits are the biases alone, and they are out "
+                "of the covariates' likelihood",
+                EmptyDocumentsWarning,
+                stacklevel=2,
             )
         self.idf_ = TfidfTransformer(smooth_idf=True).fit(counts).idf_  # ln((1 + n)/(1 + df)) + 1
         self._idf_unseen = math.log(1 + counts.shape[0]) + 1.0
