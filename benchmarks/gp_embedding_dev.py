@@ -35,6 +35,7 @@ WIDE_CS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 
 def fit_variant(variant: str, train: list[str], y: np.ndarray, seed: int):
     """The fitted variant as ``(predict_proba of texts, covariates, converged or None)``."""
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.feature_extraction.text import TfidfTransformer
 
     from lvgp import LBFGS
@@ -60,8 +61,13 @@ def fit_variant(variant: str, train: list[str], y: np.ndarray, seed: int):
         optimizer=LBFGS(max_iter=STUDY_MAX_ITER if variant == "study" else CONVERGED_MAX_ITER),
         random_state=seed,
         on_empty="keep",
-    ).fit(train, y)
-    return model.predict_proba, len(model.words_), bool(model._map_converged)
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(train, y)
+    # every inner L-BFGS run converged: no ConvergenceWarning (of the fitted run's or the length-scale search's)
+    converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return model.predict_proba, len(model.words_), converged
 
 
 def cut_texts(train: list[str], dev: list[str]) -> tuple[list[str], list[str], np.ndarray]:

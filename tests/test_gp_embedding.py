@@ -6,6 +6,8 @@ embeddings must help, scikit-learn conventions, bad input, and the classificatio
 from __future__ import annotations
 
 import json
+import re
+import warnings
 
 import numpy as np
 import pyro
@@ -448,6 +450,32 @@ def test_on_empty_keep_fits_texts_without_a_covariate(posterior, tmp_path):
         GPEmbeddingLogisticRegression(embeddings=emb, C=1.0).fit(counts, [0, 1] * 6 + [0])
     with pytest.raises(ValueError, match="none of the 3 training documents"):
         GPEmbeddingLogisticRegression(embeddings=emb, C=1.0, on_empty="keep").fit(sp.csr_matrix((3, 6)), [0, 1, 0])
+
+
+def test_the_convergence_warning_says_whether_the_fitted_run_or_the_search_stopped_early():
+    """The warning names what stopped at ``max_iter``: the fitted length-scale's own L-BFGS run (the model is not
+    at its optimum) or only runs at length-scales the search tried (the fitted one converged)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    texts, labels, vocab = letter_corpus(40, 2)
+    table = glove_like(vocab)
+    kept = texts[:3] + ["  ", "the and of it"] + texts[5:]
+
+    def fit(max_iter):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = GPEmbeddingLogisticRegression(
+                embeddings=table, on_empty="keep", optimizer=LBFGS(max_iter=max_iter), random_state=0
+            ).fit(kept, labels)
+        return model, [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+    model, messages = fit(5)
+    assert not model._map_converged and len(messages) == 1 and "the MAP fit did not converge" in messages[0]
+    model, messages = fit(30)
+    assert model._map_converged and len(messages) == 1
+    assert re.search(r"search's MAP runs stopped at max_iter=30 .* at \d+ of the length-scales", messages[0])
+    model, messages = fit(300)
+    assert model._map_converged and messages == []
 
 
 def test_the_classification_studys_gp_embedding_keeps_texts_without_a_covariate():

@@ -731,9 +731,9 @@ class GPEmbeddingLogisticRegression(
 
     def _map_at(
         self, cov: EigenCovariance, y: Tensor, n_out: int, psi: Tensor, bias: Tensor, noise: float
-    ) -> tuple[float, Tensor, Tensor, float]:
+    ) -> tuple[float, Tensor, Tensor, float, bool]:
         """The MAP over (sigma, Psi, b) at ``cov``'s length-scale, by L-BFGS from (``psi``, ``bias``,
-        ``noise``): the negative log posterior per document, and the optimum."""
+        ``noise``): the negative log posterior per document, the optimum, and whether L-BFGS converged."""
         dtype = cov.lam.dtype
         rotated = (cov.u.mT @ psi).clone().requires_grad_(True)
         b = bias.clone().requires_grad_(True)
@@ -751,10 +751,9 @@ class GPEmbeddingLogisticRegression(
         optimizer = self._optimizer_options()
         result = minimize(params, objective, max_iter=int(optimizer.max_iter), tol=float(optimizer.tol))
         self.loss_curve_.extend(result.loss_curve)
-        self._map_converged = self._map_converged and result.converged
         with torch.no_grad():
             value = float(objective())
-        return value, cov.u @ rotated.detach(), b.detach(), float(self.min_noise + raw.detach().exp())
+        return value, cov.u @ rotated.detach(), b.detach(), float(self.min_noise + raw.detach().exp()), result.converged
 
     def _fit_map(
         self,
@@ -771,16 +770,19 @@ class GPEmbeddingLogisticRegression(
         bounded Brent on log l around the starting one (``learn_theta``). Returns Psi, b, sigma
         and the float64 decomposition at the chosen length-scale."""
         self.loss_curve_: list[float] = []
-        self._map_converged = True
         best: dict[str, Any] = {"value": math.inf}
+        stopped = []  # the length-scales whose inner run stopped at max_iter
 
         def at(log_l: float) -> float:
             same = abs(math.log(cov.lengthscale) - log_l) < 1e-12
             c = cov if same else EigenCovariance(e, math.exp(log_l), x, search=True, x_device=self._x_device)
             start: dict[str, Any] = best if "psi" in best else {"psi": psi, "bias": bias, "noise": noise}
-            value, p_, b_, s_ = self._map_at(c, y, n_out, start["psi"], start["bias"], start["noise"])
+            value, p_, b_, s_, converged = self._map_at(c, y, n_out, start["psi"], start["bias"], start["noise"])
+            stopped.extend([] if converged else [c.lengthscale])
             if value < best["value"]:
-                best.update(value=value, psi=p_, bias=b_, noise=s_, lengthscale=c.lengthscale, cov=c)
+                best.update(
+                    value=value, psi=p_, bias=b_, noise=s_, lengthscale=c.lengthscale, cov=c, converged=converged
+                )
             return value
 
         center = math.log(cov.lengthscale)
@@ -791,14 +793,25 @@ class GPEmbeddingLogisticRegression(
             )
             if abs(math.log(best["lengthscale"]) - center) > 1e-12:  # chosen on a float32 decomposition:
                 exact = EigenCovariance(e, best["lengthscale"], x, x_device=self._x_device)  # refit from a float64 one
-                _, best["psi"], best["bias"], best["noise"] = self._map_at(
+                _, best["psi"], best["bias"], best["noise"], best["converged"] = self._map_at(
                     exact, y, n_out, best["psi"], best["bias"], best["noise"]
                 )
                 best["cov"] = exact
+        # the fitted model's own run, and the search's: a candidate stopped early is ranked above its optimum
+        self._map_converged = bool(best["converged"])
+        max_iter = self._optimizer_options().max_iter
         if not self._map_converged:
             warn(
-                f"the MAP fit did not converge in max_iter={self._optimizer_options().max_iter} L-BFGS iterations; "
-                "increase the optimizer's max_iter",
+                f"the MAP fit did not converge in max_iter={max_iter} L-BFGS iterations; increase the optimizer's "
+                "max_iter",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        elif stopped:
+            warn(
+                f"the length-scale search's MAP runs stopped at max_iter={max_iter} L-BFGS iterations at "
+                f"{len(stopped)} of the length-scales it tried (the fitted one converged; a run stopped early ranks its "
+                "length-scale above its optimum); increase the optimizer's max_iter",
                 ConvergenceWarning,
                 stacklevel=4,
             )
