@@ -99,6 +99,13 @@ def allow_empty_documents(kernel: Module) -> None:
             module.allow_empty = True
 
 
+def reads_empty_documents(kernel: Module) -> bool:
+    """Whether ``kernel`` holds document kernels and every one reads padding-only rows as the empty set
+    (:func:`allow_empty_documents` set them)."""
+    documents = [module for module in kernel.modules() if isinstance(module, DocumentKernel)]
+    return bool(documents) and all(module.allow_empty for module in documents)
+
+
 class DocumentKernel(Kernel):
     r"""Base class of kernels between documents as weighted measures of their words (module
     docstring). Inputs are padded word-index sets: ``... x n x L`` integer tensors of word ids in
@@ -116,10 +123,11 @@ class DocumentKernel(Kernel):
         **kwargs: gpytorch's ``batch_shape``, ``active_dims``, ``eps``.
 
     A padding-only row (a document without a known word) is a ``ValueError`` unless :attr:`allow_empty` is set
-    (``LDKGPClassifier(on_empty="keep")`` sets it on its kernel's document kernels): then it is the empty set, the
-    zero measure, and takes the level-2 kernel's value at the zero mean embedding (0 at a linear or cosine level 2,
-    :math:`\exp(-\gamma \|m\|^2)` against a document of embedding :math:`m` at an RBF one), as the word part of
-    a packed document does beside a sentence encoder (:class:`~lvgp.kernels.packed.WordSetKernel`).
+    (``on_empty="keep"`` of ``LDKGPClassifier``, ``LatentSMMClassifier`` and ``GPLVSMRegressor`` sets it on their
+    kernels' document kernels): then it is the empty set, the zero measure, and takes the level-2 kernel's value at
+    the zero mean embedding (0 at a linear or cosine level 2, :math:`\exp(-\frac\zeta2 \|m\|^2)` against a document
+    of mean embedding :math:`m` at an RBF one, eq. 3.11), as the word part of a packed document does beside a
+    sentence encoder (:class:`~lvgp.kernels.packed.WordSetKernel`).
     """
 
     has_lengthscale = False

@@ -29,7 +29,7 @@ from .._random import Streams, torch_generator
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows, warn_kept_empty
 from ..base.fit_options import (
     LBFGS,
     Adam,
@@ -122,6 +122,10 @@ class ExactGPRegressorBase(
     #: whether training documents without any known word are fitted (a part of the model reads the
     #: texts themselves, e.g. a sentence encoder) rather than refused
     _fits_empty_documents = False
+    #: whether those are the user's choice (``on_empty="keep"``): an ``EmptyDocumentsWarning`` counts them
+    _keeps_empty_documents = False
+    #: the estimator's own way out, added to the error that refuses them
+    _empty_advice = ""
 
     # ------------------------------------------------------------------ subclass hooks
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
@@ -223,7 +227,11 @@ class ExactGPRegressorBase(
         stopping = self._early_stopping_options()
         policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
-        x = self._encoder.fit_transform(X, unlabeled=unlabeled, allow_empty=self._fits_empty_documents)
+        x = self._encoder.fit_transform(
+            X, unlabeled=unlabeled, allow_empty=self._fits_empty_documents, empty_advice=self._empty_advice
+        )
+        if self._keeps_empty_documents:
+            warn_kept_empty(x, stacklevel=2)
         x = self._documents(x, X, "X")
         n = x.shape[0]
         y_train = check_targets_array(y, n)
@@ -432,6 +440,11 @@ class ExactGPRegressorBase(
             if self._empty_documents_use_prior
             else torch.ones(x_val.shape[0], dtype=torch.bool)
         )
+        if not keep.any():
+            raise ValueError(
+                f"early stopping: none of the {x_val.shape[0]} validation documents has a known word, so none can score "
+                "the fit; pass X_val and y_val, a larger validation_fraction, or early_stopping=False"
+            )
         if not keep.all():
             warn_user(
                 f"{int((~keep).sum())} validation documents have no known word and are left out of early stopping",

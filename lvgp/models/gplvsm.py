@@ -19,6 +19,7 @@ from gpytorch.kernels import Kernel, ScaleKernel
 from torch import Tensor
 
 from ..bow.padded import check_padded, pad_to_width
+from ..kernels.document import reads_empty_documents
 from ..kernels.latent_distribution import LatentDistributionKernel
 from .exact import SharedKernelExactGP
 
@@ -89,7 +90,9 @@ class GPLVSM(PaddedInputsMixin, SharedKernelExactGP):
         **kernel_options: Any,
     ) -> None:
         if not train_x.dtype.is_floating_point:  # packed documents (floating) are read by their kernel's parts
-            check_padded(train_x, "train_x", num_words)
+            # a padding-only row is the empty set where every document kernel reads it so (allow_empty_documents)
+            allow_empty = kernel is not None and reads_empty_documents(kernel)
+            check_padded(train_x, "train_x", num_words, allow_empty=allow_empty)
         if train_x.dim() != 2:
             raise ValueError(f"train_x must be an (n x L) padded tensor; got shape {tuple(train_x.shape)}")
         if kernel is None:

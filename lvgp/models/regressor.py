@@ -13,6 +13,7 @@ from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels.assembly import EncoderPart
 from ..kernels.composition import PART_SELECTIONS
+from ..kernels.document import allow_empty_documents, reads_empty_documents
 from ..kernels.packed import EncoderKernelArgument
 from ..kernels.spec import (
     KernelArg,
@@ -116,6 +117,14 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             where its gain exceeds one standard error of the documents' paired gains (MAP word vectors saw
             the left-out text: optimistic for the part that holds them); ``"evidence"``: the
             fitted evidence with BIC's Occam factor (variational or fixed word vectors only, not MAP ones).
+        on_empty: a training text without a word of the vocabulary, where no ``sentence_encoder`` reads it:
+            ``"raise"`` (the default: a ``ValueError`` naming the rows) or ``"keep"`` (an
+            :class:`~lvgp.warnings.EmptyDocumentsWarning` counts and names them): it is kept as the empty set, the
+            value its document kernels give the zero measure
+            (:attr:`~lvgp.kernels.document.DocumentKernel.allow_empty`: 0 at a linear or cosine level 2, so that
+            it informs the constant mean alone; :math:`\exp(-\frac\zeta2\|m\|^2)` against a text of mean embedding
+            :math:`m` at an RBF one, eq. 3.11), as a sentence encoder's word part gives it. A new text without a known word
+            is predicted with the prior either way.
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
     ``vocabulary_`` (for text input, else ``None``), ``num_words_``, ``word_vectors_``
@@ -156,6 +165,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         sentence_encoder: str | SentenceEncoder | None = None,
         encoder_kernel: str | Kernel | Sequence[str | Kernel] = "rbf",
         part_selection: str | None = None,
+        on_empty: str = "raise",
     ):
         self.kernel = kernel
         self.mean = mean
@@ -174,6 +184,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         self.sentence_encoder = sentence_encoder
         self.encoder_kernel = encoder_kernel
         self.part_selection = part_selection
+        self.on_empty = on_empty
 
     _name = "GP-LVSM"
     _calibration_advice = (
@@ -210,7 +221,16 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
 
     @property
     def _fits_empty_documents(self) -> bool:  # type: ignore[override]
-        return self.sentence_encoder is not None
+        return self.sentence_encoder is not None or self.on_empty == "keep"
+
+    @property
+    def _keeps_empty_documents(self) -> bool:  # type: ignore[override]
+        """``on_empty="keep"`` without a sentence encoder (with one, every text is a document already)."""
+        return self.sentence_encoder is None and self.on_empty == "keep"
+
+    @property
+    def _empty_advice(self) -> str:  # type: ignore[override]
+        return "; or pass on_empty='keep' to keep them as the empty set"
 
     _parameter_constraints: dict[str, list] = {
         **ExactGPRegressorBase._parameter_constraints,
@@ -220,6 +240,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         "sentence_encoder": [None, Options(*ENCODERS), Instance(SentenceEncoder)],
         "encoder_kernel": [EncoderKernelArgument()],
         "part_selection": [None, Options(*PART_SELECTIONS)],
+        "on_empty": [Options("raise", "keep")],
     }
 
     def _check_params(self) -> None:
@@ -253,6 +274,14 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             self.num_words_, ids, word_features=features, words=words, seed=seed, encoder=encoder
         )
         covar = self._restricted(covar)
+        if self._keeps_empty_documents:
+            allow_empty_documents(covar)
+            if not reads_empty_documents(covar):
+                raise ValueError(
+                    "on_empty='keep' needs a covariance of document kernels (lvgp.kernels.DocumentKernel: the LDK, the "
+                    f"bag of words), which read a text without a known word as the empty set; {type(covar).__name__} "
+                    "holds none"
+                )
         model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=covar).double()
         self._init_hyperparameters(model)
         variational = variational_word_vectors(model.covar_module)
