@@ -797,7 +797,7 @@ class GPEmbeddingLogisticRegression(
                     exact, y, n_out, best["psi"], best["bias"], best["noise"]
                 )
                 best["cov"] = exact
-        # the fitted model's own run, and the search's: a candidate stopped early is ranked above its optimum
+        # the fitted model's own run, and the search's: a candidate stopped early scores worse than its optimum
         self._map_converged = bool(best["converged"])
         max_iter = self._optimizer_options().max_iter
         if not self._map_converged:
@@ -810,8 +810,8 @@ class GPEmbeddingLogisticRegression(
         elif stopped:
             warn(
                 f"the length-scale search's MAP runs stopped at max_iter={max_iter} L-BFGS iterations at "
-                f"{len(stopped)} of the length-scales it tried (the fitted one converged; a run stopped early ranks its "
-                "length-scale above its optimum); increase the optimizer's max_iter",
+                f"{len(stopped)} of the length-scales it tried (the fitted one converged; a run stopped early scores "
+                "its length-scale worse than its optimum would); increase the optimizer's max_iter",
                 ConvergenceWarning,
                 stacklevel=4,
             )

@@ -442,8 +442,8 @@ class ExactGPRegressorBase(
         )
         if not keep.any():
             raise ValueError(
-                f"early stopping: none of the {x_val.shape[0]} validation documents has a known word, so none can score "
-                "the fit; pass X_val and y_val, a larger validation_fraction, or early_stopping=False"
+                f"early stopping: none of the {x_val.shape[0]} validation documents has a known word, so none can "
+                "score the fit; pass X_val and y_val, a larger validation_fraction, or early_stopping=False"
             )
         if not keep.all():
             warn_user(

@@ -122,9 +122,9 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             :class:`~lvgp.warnings.EmptyDocumentsWarning` counts and names them): it is kept as the empty set, the
             value its document kernels give the zero measure
             (:attr:`~lvgp.kernels.document.DocumentKernel.allow_empty`: 0 at a linear or cosine level 2, so that
-            it informs the constant mean alone; :math:`\exp(-\frac\zeta2\|m\|^2)` against a text of mean embedding
-            :math:`m` at an RBF one, eq. 3.11), as a sentence encoder's word part gives it. A new text without a known word
-            is predicted with the prior either way.
+            it informs the constant mean alone; :math:`\exp(-\frac\zeta2\|m\|^2)` against a text of mean
+            embedding :math:`m` at an RBF one, eq. 3.11), as a sentence encoder's word part gives it. A new text
+            without a known word is predicted with the prior either way.
 
     Fitted attributes: ``model_`` (:class:`~lvgp.GPLVSM`), ``likelihood_``,
     ``vocabulary_`` (for text input, else ``None``), ``num_words_``, ``word_vectors_``
