@@ -21,7 +21,6 @@ the study drops it).
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -86,22 +85,10 @@ def cut_texts(train: list[str], dev: list[str]) -> tuple[list[str], list[str], n
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="r8 at 50 documents, one sample, 200 dev documents")
-    parser.add_argument("--datasets", default="r8,20ng")
-    parser.add_argument("--sizes", default="50,100,200,500")
-    parser.add_argument("--samples", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(argv)
-    from tfidf_baseline_dev import dev_scores, dev_split
+    from tfidf_baseline_dev import dev_scores, dev_split, encoder_dev_grid, samples_dev_parser
 
-    from lvgp.experiments.executors import limit_threads
-
-    limit_threads(1 if args.quick else args.threads)
-    warnings.simplefilter("ignore")
-    datasets = ["r8"] if args.quick else [d for d in args.datasets.split(",") if d]
-    sizes = [50] if args.quick else [int(s) for s in args.sizes.split(",")]
-    samples, n_dev = (1, 200) if args.quick else (args.samples, 1000)
+    parser = samples_dev_parser(__doc__, "r8 at 50 documents, one sample, 200 dev documents", threads=1)
+    datasets, sizes, samples, n_dev = encoder_dev_grid(parser.parse_args(argv), quick_dev=200)
     print("| corpus | documents | variant | dev accuracy | log loss | covariates | converged | s a fit |")
     print("|---|---|---|---|---|---|---|---|")
     means: dict[str, list[tuple[float, float, float]]] = {v: [] for v in VARIANTS}

@@ -141,16 +141,23 @@ def dev_scores(proba: np.ndarray, classes: np.ndarray, y_dev: np.ndarray) -> tup
     )
 
 
-def encoder_dev_parser(description: str, quick_help: str) -> argparse.ArgumentParser:
-    """The options of the dev scripts of issue 56 (this one, ``laplace_linear_ablation.py``,
-    ``gp_vocabulary_dev.py``): ``--quick``, ``--datasets``, ``--sizes``, ``--samples``, ``--encoder``, ``--threads``."""
+def samples_dev_parser(description: str, quick_help: str, threads: int = 2) -> argparse.ArgumentParser:
+    """The options of the dev scripts on the study's samples (:func:`dev_split`): ``--quick``, ``--datasets``,
+    ``--sizes``, ``--samples``, ``--threads`` (default ``threads``); read by :func:`encoder_dev_grid`."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--datasets", default="r8,20ng")
     parser.add_argument("--sizes", default="50,100,200,500")
     parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=threads, help="torch's threads")
+    return parser
+
+
+def encoder_dev_parser(description: str, quick_help: str) -> argparse.ArgumentParser:
+    """The options of the dev scripts of issue 56 (this one, ``laplace_linear_ablation.py``,
+    ``gp_vocabulary_dev.py``): :func:`samples_dev_parser`'s and ``--encoder``."""
+    parser = samples_dev_parser(description, quick_help)
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
-    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
     return parser
 
 
