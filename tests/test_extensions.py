@@ -153,6 +153,27 @@ def test_document_length_kernel():
         k.exponent = 1.5  # outside the [0, 1] constraint
 
 
+def test_document_length_kernel_reads_the_empty_set_as_length_zero_with_a_finite_gradient():
+    """``allow_empty`` (set by ``allow_empty_documents`` with the document kernels): a padding-only row is the empty
+    set, of length 0, its value ``0^p = 0``; the gradient in ``p`` stays finite there."""
+    from lvgp.kernels.document import allow_empty_documents, reads_empty_documents
+
+    x = torch.cat([X1, torch.full((1, X1.shape[-1]), PAD)])
+    k = DocumentLengthKernel(exponent=0.7)
+    with pytest.raises(ValueError, match=r"empty documents \(only padding\) in rows \[4\]"):
+        k(x).to_dense()
+    product = LatentDistributionKernel(V, Q, seed=0) * k
+    assert not reads_empty_documents(product)
+    allow_empty_documents(product)
+    assert k.allow_empty and reads_empty_documents(product)
+    value = k(x).to_dense()
+    lengths = torch.tensor([3.0, 4.0, 1.0, 4.0, 0.0])
+    torch.testing.assert_close(value, torch.outer(lengths, lengths) ** 0.7)
+    value.sum().backward()
+    assert torch.isfinite(k.raw_exponent.grad).all() and k.raw_exponent.grad.abs().sum() > 0
+    assert not reads_empty_documents(DocumentLengthKernel())  # no document kernel: nothing reads the empty set
+
+
 def small_embeddings() -> WordEmbeddings:
     corpus = make_synonym_regression(n=10, random_state=0)
     words = [w for group in corpus.positive_words + corpus.negative_words for w in group] + corpus.neutral_words[:-5]

@@ -91,6 +91,14 @@ def test_at_a_level2_rbf_the_empty_set_is_the_zero_embedding():
     np.testing.assert_allclose(gram[np.ix_(EMPTY, EMPTY)], outputscale, rtol=1e-12)
 
 
+def test_the_length_kernel_gives_the_empty_set_length_zero():
+    with pytest.warns(EmptyDocumentsWarning, match="kept as the empty"):
+        reg = _regressor(LDKSpec(latent_dim=2, rho=1.0, length_kernel=True), on_empty="keep").fit(TEXTS, TARGETS)
+    with torch.no_grad():
+        gram = reg.model_.covar_module(reg.model_.train_inputs[0]).to_dense().numpy()
+    assert (gram[EMPTY] == 0).all() and np.isfinite(reg.loss_curve_).all()
+
+
 def test_kept_empty_texts_reload_bit_exactly_and_early_stopping_needs_a_scorable_document(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

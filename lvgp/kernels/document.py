@@ -91,19 +91,31 @@ def _no_floor(x: Tensor, latent: Tensor) -> None:
     return None
 
 
+def _reads_word_ids(module: Module) -> bool:
+    """A kernel of lvgp's that reads padded word ids and can take padding-only rows: a :class:`DocumentKernel`, or a
+    :class:`~lvgp.kernels.DocumentLengthKernel` (the empty set's length is 0)."""
+    from .document_length import DocumentLengthKernel
+
+    return isinstance(module, (DocumentKernel, DocumentLengthKernel))
+
+
 def allow_empty_documents(kernel: Module) -> None:
     """Set :attr:`DocumentKernel.allow_empty` on every document kernel in ``kernel`` (its modules: a ``ScaleKernel``,
-    sums and products of them): padding-only rows become documents, the empty set."""
+    sums and products of them), and on a :class:`~lvgp.kernels.DocumentLengthKernel` beside them: padding-only rows
+    become documents, the empty set."""
     for module in kernel.modules():
-        if isinstance(module, DocumentKernel):
+        if _reads_word_ids(module):
             module.allow_empty = True
 
 
 def reads_empty_documents(kernel: Module) -> bool:
-    """Whether ``kernel`` holds document kernels and every one reads padding-only rows as the empty set
+    """Whether ``kernel`` holds document kernels and every one -- with every
+    :class:`~lvgp.kernels.DocumentLengthKernel` -- reads padding-only rows as the empty set
     (:func:`allow_empty_documents` set them)."""
-    documents = [module for module in kernel.modules() if isinstance(module, DocumentKernel)]
-    return bool(documents) and all(module.allow_empty for module in documents)
+    readers = [module for module in kernel.modules() if _reads_word_ids(module)]
+    return any(isinstance(module, DocumentKernel) for module in readers) and all(
+        module.allow_empty for module in readers
+    )
 
 
 class DocumentKernel(Kernel):

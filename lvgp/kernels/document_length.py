@@ -35,6 +35,9 @@ class DocumentLengthKernel(Kernel):
     """
 
     has_lengthscale = False
+    #: padding-only rows are documents of length 0, whose value is :math:`0^p = 0`, rather than an error
+    #: (:func:`~lvgp.kernels.document.allow_empty_documents` sets it, as on the document kernels beside it)
+    allow_empty: bool = False
 
     def __init__(
         self,
@@ -51,11 +54,11 @@ class DocumentLengthKernel(Kernel):
     exponent = constrained_property("exponent", "The exponent p, shape ``batch_shape``.")
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
-        check_padded(x1, "x1")
-        check_padded(x2, "x2")
+        check_padded(x1, "x1", allow_empty=self.allow_empty)
+        check_padded(x2, "x2", allow_empty=self.allow_empty)
         p = self.exponent.view(*self.batch_shape, 1)
         dtype = self.raw_exponent.dtype
-        l1 = document_lengths(x1).to(dtype).pow(p)
+        l1 = document_lengths(x1).to(dtype).pow(p)  # 0 at the empty set (p > 0; torch's gradient in p is 0 there)
         l2 = document_lengths(x2).to(dtype).pow(p)
         if diag:
             return l1 * l2
