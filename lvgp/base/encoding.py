@@ -179,16 +179,34 @@ class DocumentEncoder:
         unlabeled: Documents | None = None,
         compact: bool = False,
         allow_empty: bool = False,
-        empty_advice: str = "",
+        on_empty: str | None = None,
     ) -> torch.Tensor:
-        """Fit on training documents and encode them (empty documents raise, unless ``allow_empty``:
-        a model with a part that reads the texts themselves -- a sentence encoder -- fits a text
-        without a known word as an all-padding row; ``empty_advice``: the estimator's own way out, added to that
-        error). ``unlabeled``: further texts for
+        """Fit on training documents and encode them. A document without a known word is an all-padding row:
+        ``allow_empty`` fits it silently (a model with a part that reads the texts themselves -- a sentence
+        encoder -- reads it); else the estimator's ``on_empty`` decides: ``"keep"`` keeps it with an
+        ``EmptyDocumentsWarning`` that counts and names the rows (:func:`warn_kept_empty`), ``"raise"`` raises a
+        ``ValueError`` naming them that offers ``on_empty='keep'``, ``None`` (an estimator without the option)
+        raises without it. ``unlabeled``: further texts for
         ``word_embeddings="corpus"`` (the vectors are learned from ``X`` and them). ``compact``:
         padded ids given as ``int32`` (or ``int16``) stay in that dtype, not copied to ``int64``
         (the mini-batch estimators take the corpus so and cast each batch: a million documents of
         512 ids hold 2 GB instead of 4)."""
+        kept = on_empty == "keep" and not allow_empty
+        x = self._encode_training(X, name, unlabeled, compact, allow_empty or kept, on_empty)
+        if kept:
+            warn_kept_empty(x)
+        return x
+
+    def _encode_training(
+        self,
+        X: Documents,
+        name: str,
+        unlabeled: Documents | None,
+        compact: bool,
+        allow_empty: bool,
+        on_empty: str | None,
+    ) -> torch.Tensor:
+        """:meth:`fit_transform`'s fit and encoding; ``allow_empty``: padding-only rows are documents."""
         X = as_documents(X, name)
         self.kind = input_kind(X)
         if (X.shape[0] if hasattr(X, "shape") else len(X)) == 0:
@@ -212,7 +230,7 @@ class DocumentEncoder:
                     f"{name}: {len(empty)} training documents have no word in the vocabulary after tokenizing "
                     f"(rows {empty[:10]}{' ...' if len(empty) > 10 else ''}); remove them from {name} (and y), or "
                     "pass vocabulary=lvgp.Vocabulary(stop_words=None) (and lower min_df) to keep their words"
-                    + empty_advice
+                    + ("" if on_empty is None else "; or pass on_empty='keep' to keep them as the empty set")
                 )
             if self.word_embeddings is not None:
                 self.embeddings = resolve_embeddings(self.word_embeddings, docs + extra, self.vocabulary)
@@ -395,7 +413,7 @@ def empty_rows(x: torch.Tensor) -> torch.Tensor:
     return (x == PAD).all(-1)
 
 
-def warn_kept_empty(x: torch.Tensor, stacklevel: int) -> None:
+def warn_kept_empty(x: torch.Tensor) -> None:
     """An ``EmptyDocumentsWarning`` that counts and names the padding-only rows of the training documents ``x``
     (``n x L``) an estimator keeps as the empty set (``on_empty="keep"``); none where there are none."""
     empty = torch.nonzero(empty_rows(x)).ravel().tolist()
@@ -405,5 +423,4 @@ def warn_kept_empty(x: torch.Tensor, stacklevel: int) -> None:
             f"{empty[:10]}{' ...' if len(empty) > 10 else ''}); kept as the empty set (on_empty='keep'): the "
             "kernel's value at the zero measure, 0 at a cosine or linear level 2",
             EmptyDocumentsWarning,
-            stacklevel=stacklevel + 1,
         )

@@ -29,7 +29,7 @@ from .._random import Streams, torch_generator
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows, warn_kept_empty
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, empty_rows
 from ..base.fit_options import (
     LBFGS,
     Adam,
@@ -122,10 +122,8 @@ class ExactGPRegressorBase(
     #: whether training documents without any known word are fitted (a part of the model reads the
     #: texts themselves, e.g. a sentence encoder) rather than refused
     _fits_empty_documents = False
-    #: whether those are the user's choice (``on_empty="keep"``): an ``EmptyDocumentsWarning`` counts them
-    _keeps_empty_documents = False
-    #: the estimator's own way out, added to the error that refuses them
-    _empty_advice = ""
+    #: the estimator's ``on_empty`` for the others (:meth:`DocumentEncoder.fit_transform`): ``None`` where it has none
+    _on_empty: str | None = None
 
     # ------------------------------------------------------------------ subclass hooks
     def _model_inputs(self, x: torch.Tensor) -> torch.Tensor:
@@ -228,10 +226,8 @@ class ExactGPRegressorBase(
         policy = None if stopping is None else stopping.policy
         self._encoder = DocumentEncoder(self.vocabulary, self.num_words, self._word_embeddings())
         x = self._encoder.fit_transform(
-            X, unlabeled=unlabeled, allow_empty=self._fits_empty_documents, empty_advice=self._empty_advice
+            X, unlabeled=unlabeled, allow_empty=self._fits_empty_documents, on_empty=self._on_empty
         )
-        if self._keeps_empty_documents:
-            warn_kept_empty(x, stacklevel=2)
         x = self._documents(x, X, "X")
         n = x.shape[0]
         y_train = check_targets_array(y, n)

@@ -52,7 +52,7 @@ from .._random import NUMERICS_SEED, Streams
 from .._typing import Documents, TensorLike
 from ..base.constraints import RUNTIME, Boolean, Options, Real, check_params, documents_input
 from ..base.device import check_device, state_to_cpu, to_host
-from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder, warn_kept_empty
+from ..base.encoding import BagOfWordsInputMixin, DocumentEncoder
 from ..base.fit_options import LBFGS, FitOptionsArgument, FitOptionsMixin
 from ..base.fitting import minimize
 from ..base.novelty import decision_novelty, probability_novelty
@@ -381,12 +381,7 @@ class LatentSMMClassifier(
         self.encoder_ = DocumentEncoder(
             self.vocabulary, self.num_words, word_source(spec.word_embeddings, None, self.device)
         )
-        keep_empty = self.on_empty == "keep"
-        x = self.encoder_.fit_transform(
-            X, "X", unlabeled=unlabeled, allow_empty=keep_empty, empty_advice="; or pass on_empty='keep'"
-        )
-        if keep_empty:
-            warn_kept_empty(x, stacklevel=4)
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled, on_empty=self.on_empty)
         self.classes_, self._y = check_labels(y, x.shape[0])
         seed = Streams(self.random_state).root
         if spec.init_scale is not None:
@@ -405,7 +400,7 @@ class LatentSMMClassifier(
             scale=False,
         )
         self.kernel_, self.kernel_kind_ = covariance.kernel, covariance.kind
-        if keep_empty:
+        if self.on_empty == "keep":
             allow_empty_documents(self.kernel_)
         if spec.identity_weight is not None:
             self.kernel_.raw_identity_weight.requires_grad_(False)

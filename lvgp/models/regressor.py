@@ -221,16 +221,11 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
 
     @property
     def _fits_empty_documents(self) -> bool:  # type: ignore[override]
-        return self.sentence_encoder is not None or self.on_empty == "keep"
+        return self.sentence_encoder is not None
 
     @property
-    def _keeps_empty_documents(self) -> bool:  # type: ignore[override]
-        """``on_empty="keep"`` without a sentence encoder (with one, every text is a document already)."""
-        return self.sentence_encoder is None and self.on_empty == "keep"
-
-    @property
-    def _empty_advice(self) -> str:  # type: ignore[override]
-        return "; or pass on_empty='keep' to keep them as the empty set"
+    def _on_empty(self) -> str:  # type: ignore[override]
+        return self.on_empty
 
     _parameter_constraints: dict[str, list] = {
         **ExactGPRegressorBase._parameter_constraints,
@@ -274,7 +269,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
             self.num_words_, ids, word_features=features, words=words, seed=seed, encoder=encoder
         )
         covar = self._restricted(covar)
-        if self._keeps_empty_documents:
+        if self.on_empty == "keep" and not self._fits_empty_documents:  # with an encoder, its word part reads them
             allow_empty_documents(covar)
             if not reads_empty_documents(covar):
                 raise ValueError(

@@ -22,13 +22,7 @@ from ..._typing import Documents, TensorLike
 from ...base.constraints import RUNTIME, Boolean, Instance, Integer, Options, Real, check_params, documents_input
 from ...base.device import check_dense_memory, check_device, state_to_cpu, to_host
 from ...base.distributed import check_same_model, process_group
-from ...base.encoding import (
-    BagOfWordsInputMixin,
-    DocumentEncoder,
-    stack_documents,
-    take_documents,
-    warn_kept_empty,
-)
+from ...base.encoding import BagOfWordsInputMixin, DocumentEncoder, stack_documents, take_documents
 from ...base.fit_options import LBFGS, EarlyStopping, FitOptions, FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ...base.novelty import (
     NOVELTY_SCORES,
@@ -872,17 +866,14 @@ class LDKGPClassifier(
         strategy = self._inference_strategy()
         compact = strategy.mini_batches and self.sentence_encoder is None
         # with a sentence encoder a text without a known word is still a document: its vector
-        keep_empty = self.sentence_encoder is None and self.on_empty == "keep"
         x = self.encoder_.fit_transform(
             X,
             "X",
             unlabeled=unlabeled,
             compact=compact,
-            allow_empty=self.sentence_encoder is not None or keep_empty,
-            empty_advice="; or pass on_empty='keep' to keep them as the empty set",
+            allow_empty=self.sentence_encoder is not None,
+            on_empty=self.on_empty,
         )
-        if keep_empty:
-            warn_kept_empty(x, stacklevel=4)
         x = self._with_encoder(x, X, "X")
         self.classes_, codes = check_labels(y, x.shape[0])
         self.class_prior_ = np.bincount(codes) / len(codes)
