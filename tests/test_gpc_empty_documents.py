@@ -44,8 +44,7 @@ def test_empty_training_texts_raise_by_default_and_the_error_offers_on_empty_kee
         _classifier().fit(TEXTS, LABELS)
     with pytest.raises(ValueError, match="on_empty must be"):
         _classifier(on_empty="drop").fit(TEXTS, LABELS)
-    with pytest.raises(ValueError, match="on_empty='keep' needs inference='dirichlet' or 'laplace'"):
-        LDKGPClassifier(inference="variational", on_empty="keep").fit(TEXTS, LABELS)
+    # the variational inference keeps them too: tests/test_sparse_empty_documents.py
 
 
 def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_gp_regression_written_out():
@@ -106,9 +105,10 @@ def test_kept_empty_texts_fit_every_inference_and_reload_bit_exactly(params, tmp
         np.testing.assert_array_equal(loaded.predict_proba(["great plot", "no", "dull film"]), proba)
 
 
-def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_variational_inference():
+def test_the_classification_studys_plus_gp_keeps_empty_texts_with_every_inference():
     """``ldk-gpc-plus`` (the classification study's default GP) keeps a labelled text of stop words alone, where its
-    cell failed on short texts; ``--gpc-inference variational`` raises as before (no inducing document is empty)."""
+    cell failed on short texts, with every ``--gpc-inference`` (the variational one's inducing documents are the
+    others)."""
     from types import SimpleNamespace
 
     from lvgp.datasets import WordEmbeddings
@@ -117,7 +117,7 @@ def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_va
     words = ["great", "film", "awful", "acting", "music", "plot", "fine", "cast", "dull", "fun"]
     glove_like = WordEmbeddings("toy", words, np.random.default_rng(0).normal(size=(len(words), 3)))
     models = {}
-    for inference, expected in (("dirichlet", "keep"), ("laplace", "keep"), ("variational", "raise")):
+    for inference in ("dirichlet", "laplace", "variational"):
         options = SimpleNamespace(
             gpc_inference=inference,
             gpc_objective="evidence",
@@ -127,10 +127,11 @@ def test_the_classification_studys_plus_gp_keeps_empty_texts_but_not_with_the_va
             cell_seed=lambda cell: 0,
         )
         models[inference] = _METHODS["classification"]["ldk-gpc-plus"].build(options, {}, None)
-        assert models[inference].on_empty == expected
-    with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents"):
-        proba = models["dirichlet"].fit(TEXTS, LABELS).predict_proba(["fine plot"])
-    assert np.isfinite(proba).all()
+        assert models[inference].on_empty == "keep"
+    for inference in ("dirichlet", "variational"):
+        with pytest.warns(EmptyDocumentsWarning, match=r"3 of 12 training documents"):
+            proba = models[inference].fit(TEXTS, LABELS).predict_proba(["fine plot"])
+        assert np.isfinite(proba).all()
 
 
 def test_the_latent_smm_keeps_empty_texts_as_the_zero_embedding_its_predictions_give_them(tmp_path):

@@ -281,14 +281,11 @@ def _ldk_gpc_plus(study, cell, data):
     description="Dirichlet GP classifier on the LDK+BoW kernel; lambda (the mix, under a log-normal prior around "
     "the balanced start) and one output scale and noise for all classes fitted by the marginal likelihood; the "
     "probabilities tempered by the temperature of its leave-one-out predictions (calibration='temperature'); a "
-    "training text with no word of the vocabulary kept as the empty set (on_empty='keep'; not with --gpc-inference "
-    "variational)",
+    "training text with no word of the vocabulary kept as the empty set (on_empty='keep')",
 )
 def _ldk_gpc_plus_method(study, cell, data):
-    model = _ldk_gpc_plus(study, cell, data)
-    if study.gpc_inference == "variational":  # no inducing document is empty
-        return model
-    return model.set_params(on_empty="keep")  # a text of stop words alone: a zero kernel row, as a zero tf-idf row
+    # a text of stop words alone: a zero kernel row, as a zero tf-idf row (never an inducing document)
+    return _ldk_gpc_plus(study, cell, data).set_params(on_empty="keep")
 
 
 #: L-BFGS budget of ldk-gpc-plus (a few hyper-parameters: it converges in 30-150 iterations)

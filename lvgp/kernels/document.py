@@ -118,6 +118,18 @@ def reads_empty_documents(kernel: Module) -> bool:
     )
 
 
+def keep_empty_documents(kernel: Module) -> None:
+    """An estimator's ``on_empty="keep"``: :func:`allow_empty_documents` on ``kernel``, and a ``ValueError`` where
+    ``kernel`` holds no document kernel to read a text without a known word as the empty set
+    (:func:`reads_empty_documents`)."""
+    allow_empty_documents(kernel)
+    if not reads_empty_documents(kernel):
+        raise ValueError(
+            "on_empty='keep' needs a covariance of document kernels (lvgp.kernels.DocumentKernel: the LDK, the bag of "
+            f"words), which read a text without a known word as the empty set; {type(kernel).__name__} holds none"
+        )
+
+
 class DocumentKernel(Kernel):
     r"""Base class of kernels between documents as weighted measures of their words (module
     docstring). Inputs are padded word-index sets: ``... x n x L`` integer tensors of word ids in

@@ -463,8 +463,16 @@ class _CompiledObjective:
         self.status = torch.zeros(status_size, dtype=torch.long)
 
     def _batch_bags(self, x: Tensor | np.ndarray, word_weights: np.ndarray | None) -> DocumentBags:
-        """A batch's bags, built on the host (a NumPy batch: no operator at all)."""
+        """A batch's bags, built on the host (a NumPy batch: no operator at all). A document without a word is a
+        ``ValueError``: the fused objectives take each document's cosine with itself as 1, where the empty set's
+        is 0 (the training loops take the eager step for documents an estimator's ``on_empty="keep"`` kept)."""
         ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()
+        empty = ids.max(-1) == PAD if ids.shape[-1] else np.ones(ids.shape[0], dtype=bool)  # PAD: the smallest id
+        if empty.any():
+            raise ValueError(
+                f"x: rows {np.flatnonzero(empty)[:10].tolist()} hold no word; the fused objective takes documents of "
+                "at least one word (the empty set's kernel is the eager step's)"
+            )
         return document_bags(ids, word_weights, self.kernel.num_words)
 
     @staticmethod

@@ -27,7 +27,7 @@ from sklearn.preprocessing import normalize
 
 from .._random import numpy_generator, torch_generator
 from ..base.fitting import log_prior
-from ..bow.padded import documents_at, pad_to_common_width, pad_to_width, padded_to_counts
+from ..bow.padded import document_lengths, documents_at, pad_to_common_width, pad_to_width, padded_to_counts
 from ..kernels.spec import LDKSpec
 
 try:  # gpytorch >= 1.15: the training step's predictive updates with a hand-written backward
@@ -387,16 +387,25 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     """Indices of ``m`` inducing documents among the rows of ``x`` (``n x L`` padded):
     ``"kmeans++"`` (scikit-learn's greedy :func:`~sklearn.cluster.kmeans_plusplus` seeding on
     L2-normalized word-count vectors, so the squared distance is ``2 - 2 cos``; above
-    ``max(10,000, 20 m)`` documents, among a uniform sample of that many) or ``"random"``."""
-    n = x.shape[0]
-    if m >= n:
-        return np.arange(n)
-    if method == "random":
-        return np.sort(numpy_generator(seed).choice(n, m, replace=False))
-    if method != "kmeans++":
+    ``max(10,000, 20 m)`` documents, among a uniform sample of that many) or ``"random"``.
+
+    Padding-only rows (documents without a known word, which an estimator's ``on_empty="keep"`` trains on)
+    are never chosen: the kernel of the empty set is 0 at a cosine or linear level 2, a zero row and column
+    of ``K_ZZ``. Every other row is a candidate as if they were absent (without such rows, the same choice
+    as before them); ``m`` at or above the candidates' number takes them all."""
+    if method not in ("kmeans++", "random"):
         raise ValueError(f"inducing must be 'kmeans++' or 'random'; got {method!r}")
+    candidates = np.flatnonzero((document_lengths(x) > 0).numpy())
+    n = len(candidates)
+    if n == 0:
+        raise ValueError("the training documents hold no word: no inducing document can be chosen among them")
+    if m >= n:
+        return candidates
+    if method == "random":
+        return candidates[np.sort(numpy_generator(seed).choice(n, m, replace=False))]
     pool_size = max(_KMEANS_POOL, 20 * m)
     pool = np.arange(n) if n <= pool_size else np.sort(numpy_generator(seed).choice(n, pool_size, replace=False))
+    pool = candidates[pool]
     features = normalize(padded_to_counts(x[torch.from_numpy(pool)], num_words).astype(np.float64))
     _, chosen = kmeans_plusplus(_RowsFromCSR(features), m, random_state=seed)
     return np.sort(pool[chosen])

@@ -13,7 +13,7 @@ from ..base.fit_options import LBFGS, Adam, EarlyStopping, FitOptions
 from ..encoders.sentence import ENCODERS, SentenceEncoder
 from ..kernels.assembly import EncoderPart
 from ..kernels.composition import PART_SELECTIONS
-from ..kernels.document import allow_empty_documents, reads_empty_documents
+from ..kernels.document import keep_empty_documents
 from ..kernels.packed import EncoderKernelArgument
 from ..kernels.spec import (
     KernelArg,
@@ -270,13 +270,7 @@ class GPLVSMRegressor(KernelParamsMixin, SentenceEncoderMixin, ExactGPRegressorB
         )
         covar = self._restricted(covar)
         if self.on_empty == "keep" and not self._fits_empty_documents:  # with an encoder, its word part reads them
-            allow_empty_documents(covar)
-            if not reads_empty_documents(covar):
-                raise ValueError(
-                    "on_empty='keep' needs a covariance of document kernels (lvgp.kernels.DocumentKernel: the LDK, the "
-                    f"bag of words), which read a text without a known word as the empty set; {type(covar).__name__} "
-                    "holds none"
-                )
+            keep_empty_documents(covar)
         model = GPLVSM(inputs, targets, num_words=self.num_words_, mean=self.mean, kernel=covar).double()
         self._init_hyperparameters(model)
         variational = variational_word_vectors(model.covar_module)

@@ -63,7 +63,7 @@ from ..bow.padded import (
     documents_at,
 )
 from ..bow.vocabulary import Vocabulary
-from ..kernels.document import shared_evaluation
+from ..kernels.document import keep_empty_documents, shared_evaluation
 from ..kernels.embedding import compiled_blocks, kept_blocks
 from ..kernels.spec import (
     KernelArg,
@@ -204,6 +204,13 @@ class SparseGPLVSMRegressor(
         predict_samples: draws of variational word vectors (``LDKSpec(variational=True)``) whose
             predictive mixture a prediction is (mean of the means; mean of the variances plus the
             variance of the means); 1 draw, the means, for point word vectors.
+        on_empty: a training text without a word of the vocabulary: ``"raise"`` (the default: a ``ValueError``
+            naming the rows) or ``"keep"`` (an :class:`~lvgp.warnings.EmptyDocumentsWarning` counts and names
+            them): it is kept as the empty set, as by :class:`~lvgp.GPLVSMRegressor` (0 at a linear or cosine
+            level 2: its latent is the constant mean with no variance, and its target enters the ELBO through
+            the noise alone). It is never an inducing document, and a fit with such texts takes the eager step
+            where ``MiniBatch(compile=True)`` would take the fused one (whose diagonal gives every document a
+            word). A new text without a known word is predicted with the prior either way.
         random_state: seed of the inducing documents, the initialization and the batches.
         verbose: a tqdm progress bar over the steps.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
@@ -240,6 +247,7 @@ class SparseGPLVSMRegressor(
         predict_samples: int = 32,
         distributed: bool = False,
         world_size: int = 2,
+        on_empty: str = "raise",
         random_state: int | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
@@ -255,6 +263,7 @@ class SparseGPLVSMRegressor(
         self.predict_samples = predict_samples
         self.distributed = distributed
         self.world_size = world_size
+        self.on_empty = on_empty
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
@@ -299,6 +308,8 @@ class SparseGPLVSMRegressor(
         inducing = documents_at(x, self.inducing_indices_)
         words = self.encoder_.vocabulary.words if getattr(self, "encoder_", None) and self.encoder_.vocabulary else None
         kernel = self._kernel(x, inducing, seed, num_words, word_features, words, approximation)
+        if self.on_empty == "keep":  # the training documents without a known word: the empty set
+            keep_empty_documents(kernel)
         self.model_ = SparseGPLVSM(inducing, kernel, scale=False).double()
         self.likelihood_ = gpytorch.likelihoods.GaussianLikelihood().double()
         self.likelihood_.noise = torch.tensor(float(self.noise_init), dtype=torch.float64)
@@ -315,6 +326,7 @@ class SparseGPLVSMRegressor(
         "predict_samples": [Integer(1)],
         "distributed": [Boolean()],
         "world_size": [Integer(2)],
+        "on_empty": [Options("raise", "keep")],
     }
 
     def _check_params(self) -> None:
@@ -346,7 +358,7 @@ class SparseGPLVSMRegressor(
             self.num_words,
             None if spec is None else word_source(spec.word_embeddings, None, self.device),
         )
-        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled, compact=True)
+        x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled, compact=True, on_empty=self.on_empty)
         y = check_targets_array(y, x.shape[0])
         if y.ndim != 1:
             raise ValueError("SparseGPLVSMRegressor takes one target per document (y of shape n)")
@@ -428,6 +440,8 @@ class SparseGPLVSMRegressor(
             "wanted": bool(optimizer.compile) and bool(variational) and world_size == 1 and fused_step_wanted(device),
         }
         if fused["wanted"] and unsupported_fused(self.model_, self.likelihood_) is not None:
+            fused["wanted"] = False
+        if fused["wanted"] and bool((lengths == 0).any()):  # on_empty="keep": the empty set's diagonal is eager
             fused["wanted"] = False
         opt = torch_adam(params, optimizer.lr, fused=fused["wanted"])
         streams = Streams.of_seed(seed, positions=_STEP_STREAMS)

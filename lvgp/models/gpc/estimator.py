@@ -52,7 +52,7 @@ from ...bow.vocabulary import Vocabulary
 from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
-from ...kernels.document import allow_empty_documents
+from ...kernels.document import keep_empty_documents
 from ...kernels.packed import EncoderKernelArgument
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
@@ -298,13 +298,15 @@ class LDKGPClassifier(
             :func:`~lvgp.models.gpc.encoder_weight.select_encoder_weight`; ``[]`` where the texts were too short,
             every class had a single document or part selection left no encoder part); ``None`` each with ``"evidence"``.
         on_empty: a training text without a word of the vocabulary, where no ``sentence_encoder`` reads it:
-            ``"raise"`` (the default: a ``ValueError`` naming the rows) or ``"keep"`` (Dirichlet or Laplace
-            inference): it is kept as the empty set, an all-padding row its kernel gives the value at the zero
+            ``"raise"`` (the default: a ``ValueError`` naming the rows) or ``"keep"``: it is kept as the empty set,
+            an all-padding row its kernel gives the value at the zero
             measure (:attr:`~lvgp.kernels.document.DocumentKernel.allow_empty`: 0 at a cosine or linear level 2, so
             that it informs the classes' constant means alone, as a zero tf-idf row informs a linear model's
             intercept), with an ``EmptyDocumentsWarning`` that counts and names them. For short texts such as
-            intent queries ("no", "what is it"), of stop words only. Prediction is as without it: a text with no
-            known word gets the training class frequencies.
+            intent queries ("no", "what is it"), of stop words only. The variational inference never takes one as
+            an inducing document, and takes the eager step where ``MiniBatch(compile=True)`` would take the fused
+            one (whose diagonal gives every document a word). Prediction is as without it: a text with no known
+            word gets the training class frequencies.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and
@@ -465,11 +467,6 @@ class LDKGPClassifier(
                 "(one factorization for all classes, whose posterior conditions on every document after the "
                 f"subset's fit); got inference={self.inference!r}, class_hyperparameters={self.class_hyperparameters!r}"
             )
-        if self.on_empty == "keep" and strategy.mini_batches:
-            raise ValueError(
-                "on_empty='keep' needs inference='dirichlet' or 'laplace' (the variational inference's inducing "
-                f"documents are drawn from the training documents); got inference={self.inference!r}"
-            )
         if self.sentence_encoder is not None and strategy.mini_batches:
             raise ValueError(
                 "sentence_encoder needs inference='dirichlet' or 'laplace' (the variational inference takes word "
@@ -505,7 +502,7 @@ class LDKGPClassifier(
             scale=False,  # each class's output scale is the model's
         )
         if dim is None and self.on_empty == "keep":
-            allow_empty_documents(kernel)
+            keep_empty_documents(kernel)
         return self._restricted(kernel)
 
     # ------------------------------------------------------------------ fit
