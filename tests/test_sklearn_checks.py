@@ -48,7 +48,7 @@ EMPTY_DOCUMENTS = Failure(
     "the generated counts (dense and sparse) have all-zero rows: fitting on empty documents is an error by "
     "policy (README, Policies), not a silent intercept-only fit",
     ValueError,
-    r"X holds empty documents \(only padding\) in rows",
+    r"X holds empty documents \(only padding, or no count\) in rows",
 )
 NOT_AN_INPUT_KIND = Failure(
     "not one of the documented input kinds (texts, count matrix, padded tensor): a TypeError names them, "

@@ -233,3 +233,33 @@ def test_distributed_training_with_kept_texts_follows_the_single_process_traject
             LDKSpec(latent_dim=2), random_state=0, distributed=True, world_size=2, **params
         ).fit(TEXTS, TARGETS)
     np.testing.assert_allclose(parallel.step_losses_, single.step_losses_, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["padded", "counts"])
+def test_padded_and_count_input_is_kept_or_refused_as_texts_are(kind):
+    """``on_empty`` reads a padding-only row of a padded tensor, or a row of no count, as a text without a known
+    word: ``"raise"`` names the rows and offers ``"keep"``; ``"keep"`` fits, with the warning naming them."""
+    from lvgp import LBFGS, GPLVSMRegressor
+    from lvgp.bow.padded import padded_to_counts
+
+    x = torch.randint(0, 40, (30, 5), generator=torch.Generator().manual_seed(0))
+    x[[0, 7, 21]] = PAD
+    X = x if kind == "padded" else padded_to_counts(x, 40)
+    words = {"num_words": 40} if kind == "padded" else {}
+    y = np.random.default_rng(0).normal(size=30)
+    labels = np.arange(30) % 3
+    estimators = [
+        (GPLVSMRegressor(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=10), random_state=0, **words), y),
+        (_regressor(**words).set_params(num_inducing=6), y),
+        (LDKGPClassifier(LDKSpec(latent_dim=2), optimizer=LBFGS(max_iter=10), random_state=0, **words), labels),
+        (_classifier(**words).set_params(num_inducing=6), labels),
+    ]
+    for estimator, targets in estimators:
+        with pytest.raises(ValueError, match=r"X holds empty documents .* rows \[0, 7, 21\].*on_empty='keep'"):
+            estimator.fit(X, targets)
+        estimator.set_params(on_empty="keep")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            with pytest.warns(EmptyDocumentsWarning, match=r"3 of 30 training documents .*rows \[0, 7, 21\]"):
+                estimator.fit(X, targets)
+        assert np.isfinite(estimator.predict(X[1:4])).all()

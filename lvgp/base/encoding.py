@@ -247,14 +247,21 @@ class DocumentEncoder:
             x = counts_to_padded(X, name)
         else:
             # integer ids only: floats are an error, not rounded; padding before a word moved after the row's words
-            x = left_aligned(_ids(check_padded(X, name), compact))
+            x = left_aligned(_ids(check_padded(X, name, allow_empty=True), compact))
             if x.dim() != 2:
                 raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
             if self.num_words_option is not None:
                 check_padded(x, name, self.num_words_option, allow_empty=True)  # names the rows of bad ids
             largest = int(x.max()) + 1 if x.numel() else 0
             self.num_words = int(self.num_words_option or largest)
-        check_padded(x, name, self.num_words, allow_empty=allow_empty)
+        check_padded(x, name, self.num_words, allow_empty=True)
+        empty = torch.nonzero(empty_rows(x))[:, 0].tolist()
+        if empty and not allow_empty:
+            raise ValueError(
+                f"{name} holds empty documents (only padding, or no count) in rows {empty[:10]}"
+                f"{' ...' if len(empty) > 10 else ''} ({len(empty)} of {x.shape[0]}); remove them from {name} (and y)"
+                + ("" if on_empty is None else ", or pass on_empty='keep' to keep them as the empty set")
+            )
         return x
 
     def _unlabeled(self, unlabeled: Documents | None) -> list:
