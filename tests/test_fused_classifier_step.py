@@ -16,9 +16,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from lvgp import LDKGPClassifier, MiniBatch
 from lvgp.base.numerics import exact_numerics
-from lvgp.bow.padded import document_lengths, documents_at
+from lvgp.bow.padded import PAD, document_lengths, documents_at
 from lvgp.datasets import make_zipf_topic_documents
 from lvgp.kernels import LDKSpec, shared_evaluation
+from lvgp.kernels.document import allow_empty_documents
 from lvgp.models import fused_step
 from lvgp.models.fused_step import FusedClassifierObjective, unsupported_classifier
 from lvgp.models.inducing import whitened_softmax_elbo
@@ -117,17 +118,27 @@ def test_the_softmax_elbo_by_hand_is_gpytorchs_terms_and_a_loop_over_the_margina
 
 
 @pytest.mark.parametrize(
-    "rows, scales",
-    [(range(32), "per-class"), (range(200, 205), "per-class"), (range(32), "shared")],
-    ids=["more documents than inducing ones", "fewer", "one output scale for all classes"],
+    "rows, scales, empty",
+    [
+        (range(32), "per-class", []),
+        (range(200, 205), "per-class", []),
+        (range(32), "shared", []),
+        (range(32), "per-class", [3, 10, 20]),
+    ],
+    ids=["more documents than inducing ones", "fewer", "one output scale for all classes", "kept texts without a word"],
 )
-def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows, scales):
+def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows, scales, empty):
     """Against the eager step on one batch and one set of draws: the loss to 1e-12, every gradient (the
     natural parameters' natural gradients, through gpytorch's map there and ``_NaturalMoments`` here)
-    to 1e-10 relative; other draws, another loss."""
+    to 1e-10 relative; other draws, another loss. ``empty``: rows made padding-only, read as the empty set
+    (``on_empty="keep"``: the kernel's ``allow_empty``)."""
     clf = _fitted(corpus, class_hyperparameters=scales)
     assert unsupported_classifier(clf.model_, clf.likelihood_) is None
     x, y = _batch(clf, corpus, rows)
+    if empty:
+        allow_empty_documents(clf.model_.covar_module)
+        x = x.clone()
+        x[empty] = PAD
     n = len(corpus.labels)
     draws = _draws(clf, len(y), seed=7)
     reference, reference_grads = _loss_and_gradients(clf, lambda: _eager_step(clf, x, y, draws, n))

@@ -17,6 +17,7 @@ from lvgp import MiniBatch, SparseGPLVSMRegressor
 from lvgp.bow.padded import PAD, document_lengths, documents_at
 from lvgp.datasets import make_zipf_topic_documents
 from lvgp.kernels import LDKSpec
+from lvgp.kernels.document import allow_empty_documents
 from lvgp.kernels.spec import variational_word_vectors
 from lvgp.models import fused_step
 from lvgp.models.fused_step import FusedSparseObjective, document_bags, step_table, unsupported
@@ -67,11 +68,21 @@ def _batch(reg, corpus, rows):
     return documents_at(x, rows, document_lengths(x)[rows]), y[rows]
 
 
-@pytest.mark.parametrize("rows", [range(32), range(200, 205)])  # more documents than inducing ones, fewer
-def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows):
+@pytest.mark.parametrize(
+    "rows, empty",
+    [(range(32), []), (range(200, 205), []), (range(32), [3, 10, 20])],
+    ids=["more documents than inducing ones", "fewer", "kept texts without a word"],
+)
+def test_the_fused_objective_is_the_eager_steps_loss_and_gradients(corpus, rows, empty):
+    """``empty``: rows made padding-only, read as the empty set (``on_empty="keep"``: the kernel's ``allow_empty``),
+    whose diagonal is 0 where every other document's is the cosine's 1."""
     reg = _fitted(corpus)
     assert unsupported(reg.model_, reg.likelihood_) is None
     x, y = _batch(reg, corpus, list(rows))
+    if empty:
+        allow_empty_documents(reg.model_.covar_module)
+        x = x.clone()
+        x[empty] = PAD
     n = len(corpus.y)
     reference, reference_grads = _loss_and_gradients(reg, lambda: _eager_step(reg, x, y, n, seed=7))
     objective = FusedSparseObjective(reg.model_, reg.likelihood_, n)

@@ -3,8 +3,8 @@
 level 2). Checked against the ELBO written out: with kept texts in a batch, the expected log-likelihood is the
 other texts' (the model's own marginals on them alone) plus, for each kept text, the expectation under its
 latent ``N(c, jitter)`` -- the constant mean, no kernel variance -- in closed form (Gaussian) or over the same
-draws (softmax); the KL terms do not move. Inducing documents are never empty texts, and the fused step is
-not taken on them."""
+draws (softmax); the KL terms do not move. Inducing documents are never empty texts; the fused step reads them as
+the eager one does."""
 
 from __future__ import annotations
 
@@ -181,11 +181,11 @@ def test_the_variational_classifiers_elbo_is_the_other_texts_plus_each_kept_text
     assert np.isfinite(binary.loss_curve_).all()
 
 
-def test_the_fused_step_is_not_taken_on_kept_texts(monkeypatch):
-    """``MiniBatch(compile=True)`` where the fused step is wanted (a CPU inside ``fused_steps``; ``torch.compile``
-    made the identity): with kept texts in the training set the eager step is taken throughout (the fused
-    objectives give every document a word's unit diagonal), without them the fused one; the fused objective
-    refuses a batch with an empty document by its rows."""
+def test_the_fused_step_reads_kept_texts_as_the_eager_step_does(monkeypatch):
+    """``MiniBatch(compile=True)`` where the fused step is taken (a CPU inside ``fused_steps``; ``torch.compile``
+    made the identity): with kept texts in the training set the fused objectives are built and the fit follows the
+    eager fit's trajectory (the empty set's diagonal 0, where the regressor's fused objective gave every document
+    the cosine's unit one); the objectives against the eager step on one batch: ``tests/test_fused_step.py``."""
     import lvgp.models.gpc.inference as gpc_inference
     import lvgp.models.sparse as sparse
 
@@ -201,28 +201,27 @@ def test_the_fused_step_is_not_taken_on_kept_texts(monkeypatch):
 
     for module, name in ((sparse, "FusedSparseObjective"), (gpc_inference, "FusedClassifierObjective")):
         monkeypatch.setattr(module, name, recording(getattr(module, name)))
-    known_texts = [TEXTS[i] for i in KNOWN]
     regressor_spec = LDKSpec(**SparseGPLVSMRegressor._default_kernel).replace(approximation="nystrom")
     classifier_spec = LDKSpec(**LDKGPClassifier._default_kernel).replace(approximation="nystrom")
-    reg = SparseGPLVSMRegressor(
-        regressor_spec, num_inducing=4, optimizer=MiniBatch(batch_size=6, max_steps=6, compile=True),
-        on_empty="keep", random_state=0,
-    )  # fmt: skip
-    clf = LDKGPClassifier(
-        classifier_spec, inference="variational", num_inducing=4,
-        optimizer=MiniBatch(batch_size=6, max_epochs=2, compile=True), on_empty="keep", random_state=0,
-    )  # fmt: skip
-    with _quiet(), fused_step.fused_steps(True):
-        reg.fit(TEXTS, TARGETS)
-        clf.fit(TEXTS, LABELS)
-        assert built == []
-        reg.fit(known_texts, [TARGETS[i] for i in KNOWN])  # no text to keep: the fused steps
-        clf.fit(known_texts, [LABELS[i] for i in KNOWN])
+    fits = {}
+    for compiled in (False, True):
+        reg = SparseGPLVSMRegressor(
+            regressor_spec, num_inducing=4, optimizer=MiniBatch(batch_size=6, max_steps=8, compile=compiled),
+            on_empty="keep", random_state=0,
+        )  # fmt: skip
+        clf = LDKGPClassifier(
+            classifier_spec, inference="variational", num_inducing=4,
+            optimizer=MiniBatch(batch_size=6, max_epochs=3, compile=compiled), on_empty="keep", random_state=0,
+        )  # fmt: skip
+        with _quiet(), fused_step.fused_steps(True):
+            fits[compiled] = (reg.fit(TEXTS, TARGETS), clf.fit(TEXTS, LABELS))
     assert built == ["FusedSparseObjective", "FusedClassifierObjective"]
-    objective = fused_step.FusedSparseObjective(reg.model_, reg.likelihood_, len(KNOWN))
-    x = reg.vocabulary_.encode(TEXTS, on_empty="keep")
-    with pytest.raises(ValueError, match=r"x: rows \[1, 3, 9\] hold no word"):
-        objective(x, torch.zeros(len(TEXTS), dtype=torch.float64), torch.Generator().manual_seed(0))
+    (reg_eager, clf_eager), (reg_fused, clf_fused) = fits[False], fits[True]
+    np.testing.assert_allclose(reg_fused.step_losses_, reg_eager.step_losses_, rtol=1e-10)
+    np.testing.assert_allclose(clf_fused.loss_curve_, clf_eager.loss_curve_, rtol=1e-10)
+    test = ["great plot", "awful music"]
+    np.testing.assert_allclose(reg_fused.predict(test), reg_eager.predict(test), rtol=1e-9)
+    np.testing.assert_allclose(clf_fused.predict_proba(test), clf_eager.predict_proba(test), rtol=1e-9)
 
 
 def test_distributed_training_with_kept_texts_follows_the_single_process_trajectory():

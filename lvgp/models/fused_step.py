@@ -344,7 +344,8 @@ def fused_objective(
     the cosine of the features plus ``identity_weight`` times the bag-of-words cosine (``z_bow``:
     ``M x M``, ``zx_bow``: ``M x B``), times ``outputscale``; a squared norm at or below its ``floor``
     counts as 0, and ``diag K_XX`` is ``outputscale * (1 + identity_weight)`` (the cosine's unit
-    diagonal). The ELBO (:meth:`lvgp.models.inducing.PaddedVariationalStrategy.training_marginals` and
+    diagonal), 0 for a document whose features are zero (one of no word: the empty set). The ELBO
+    (:meth:`lvgp.models.inducing.PaddedVariationalStrategy.training_marginals` and
     :func:`~lvgp.models.inducing.whitened_gaussian_elbo`): ``L L^T = K_ZZ + jitter I``, ``A = L^{-1} K_ZX``,
     ``mu = constant + A^T m``, ``sigma^2 = diag K_XX + jitter + |S^T a_i|^2 - |a_i|^2`` floored at
     ``min_variance``, the Gaussian expected log-likelihood averaged over the batch, minus the KL of
@@ -365,7 +366,8 @@ def fused_objective(
     cos_zx = lin[:, m:] * r_z.unsqueeze(-1) * r_x.unsqueeze(-2)
     k_zz = outputscale * (cos_zz + identity_weight * z_bow)
     k_zx = outputscale * (cos_zx + identity_weight * zx_bow)
-    k_xx = outputscale * (1 + identity_weight)
+    # the cosine's unit diagonal; 0 for a document of no word (an estimator's on_empty="keep": the empty set)
+    k_xx = outputscale * (1 + identity_weight) * (s_x > floor[m:]).to(s_x.dtype)
 
     eye = torch.eye(m, dtype=k_zz.dtype, device=k_zz.device)
     chol, info = torch.linalg.cholesky_ex(k_zz + jitter * eye)
@@ -463,16 +465,8 @@ class _CompiledObjective:
         self.status = torch.zeros(status_size, dtype=torch.long)
 
     def _batch_bags(self, x: Tensor | np.ndarray, word_weights: np.ndarray | None) -> DocumentBags:
-        """A batch's bags, built on the host (a NumPy batch: no operator at all). A document without a word is a
-        ``ValueError``: the fused objectives take each document's cosine with itself as 1, where the empty set's
-        is 0 (the training loops take the eager step for documents an estimator's ``on_empty="keep"`` kept)."""
+        """A batch's bags, built on the host (a NumPy batch: no operator at all)."""
         ids = x if isinstance(x, np.ndarray) else x.cpu().numpy()
-        empty = ids.max(-1) == PAD if ids.shape[-1] else np.ones(ids.shape[0], dtype=bool)  # PAD: the smallest id
-        if empty.any():
-            raise ValueError(
-                f"x: rows {np.flatnonzero(empty)[:10].tolist()} hold no word; the fused objective takes documents of "
-                "at least one word (the empty set's kernel is the eager step's)"
-            )
         return document_bags(ids, word_weights, self.kernel.num_words)
 
     @staticmethod

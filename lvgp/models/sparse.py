@@ -208,9 +208,8 @@ class SparseGPLVSMRegressor(
             naming the rows) or ``"keep"`` (an :class:`~lvgp.warnings.EmptyDocumentsWarning` counts and names
             them): it is kept as the empty set, as by :class:`~lvgp.GPLVSMRegressor` (0 at a linear or cosine
             level 2: its latent is the constant mean with no variance, and its target enters the ELBO through
-            the noise alone). It is never an inducing document, and a fit with such texts takes the eager step
-            where ``MiniBatch(compile=True)`` would take the fused one (whose diagonal gives every document a
-            word). A new text without a known word is predicted with the prior either way.
+            the noise alone). It is never an inducing document. A new text without a known word is predicted with
+            the prior either way.
         random_state: seed of the inducing documents, the initialization and the batches.
         verbose: a tqdm progress bar over the steps.
         device: where fitting and prediction compute: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"`` or a
@@ -440,8 +439,6 @@ class SparseGPLVSMRegressor(
             "wanted": bool(optimizer.compile) and bool(variational) and world_size == 1 and fused_step_wanted(device),
         }
         if fused["wanted"] and unsupported_fused(self.model_, self.likelihood_) is not None:
-            fused["wanted"] = False
-        if fused["wanted"] and bool((lengths == 0).any()):  # on_empty="keep": the empty set's diagonal is eager
             fused["wanted"] = False
         opt = torch_adam(params, optimizer.lr, fused=fused["wanted"])
         streams = Streams.of_seed(seed, positions=_STEP_STREAMS)

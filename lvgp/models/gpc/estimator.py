@@ -304,9 +304,8 @@ class LDKGPClassifier(
             that it informs the classes' constant means alone, as a zero tf-idf row informs a linear model's
             intercept), with an ``EmptyDocumentsWarning`` that counts and names them. For short texts such as
             intent queries ("no", "what is it"), of stop words only. The variational inference never takes one as
-            an inducing document, and takes the eager step where ``MiniBatch(compile=True)`` would take the fused
-            one (whose diagonal gives every document a word). Prediction is as without it: a text with no known
-            word gets the training class frequencies.
+            an inducing document. Prediction is as without it: a text with no known word gets the training class
+            frequencies.
 
     Fitted: ``classes_``, ``class_prior_``, ``model_``, ``likelihood_``, ``loss_curve_``,
     ``word_vectors_``, ``n_iter_``, ``converged_``, ``fit_seconds_``, ``best_iter_`` and

@@ -758,9 +758,7 @@ class VariationalInference(Inference):
             and not binary
             and world_size == 1
             and fused_step_wanted(device)
-            and unsupported_classifier(est.model_, est.likelihood_) is None
-            # on_empty="keep": the empty set's diagonal is the eager step's
-            and not bool((lengths == 0).any()),
+            and unsupported_classifier(est.model_, est.likelihood_) is None,
         }
         ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
         adam = fitting.torch_adam(others, optimizer.lr, fused=fused["wanted"])
