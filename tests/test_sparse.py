@@ -92,6 +92,52 @@ def test_all_documents_as_inducing_points_recover_the_exact_gp():
         torch.testing.assert_close(ps.variance, pe.variance, atol=1e-5, rtol=1e-4)
 
 
+def test_with_kept_texts_all_other_documents_as_inducing_points_recover_the_exact_gp():
+    """The GPflow-style equivalence with texts kept as the empty set (``on_empty="keep"``): training documents with
+    padding-only rows, inducing points the others. The exact GP's Gram has zero rows and columns at the kept
+    texts (its log marginal likelihood: the others' plus each kept target's ``log N(y; c, noise)``); the sparse
+    ELBO at the optimal q(v) -- the others' posterior, which the kept targets do not inform -- equals it, and the
+    predictions at new documents coincide."""
+    from lvgp.kernels.document import allow_empty_documents
+
+    x_known, y, sparse, exact, likelihood = setup()
+    empty = [0, 9, 23]
+    x = _with_padding_rows(x_known, empty)
+    known = [i for i in range(x.shape[0]) if i not in empty]
+    y_all = torch.zeros(x.shape[0], dtype=torch.float64)
+    y_all[known] = y
+    y_all[empty] = torch.tensor([0.7, -1.2, 0.1], dtype=torch.float64)
+    allow_empty_documents(sparse.covar_module)
+    exact.set_train_data(x, y_all, strict=False)
+    n = x.shape[0]
+    with exact_numerics():
+        exact.train(), likelihood.train()
+        exact_mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, exact)(exact(x), y_all).item()
+        set_optimal_q(sparse, x_known, y, likelihood.noise.item())
+        sparse.train()
+        elbo = gpytorch.mlls.VariationalELBO(likelihood, sparse, num_data=n)(sparse(x), y_all).item()
+        assert abs(elbo - exact_mll) < 1e-7 * abs(exact_mll), (elbo, exact_mll)
+        # the kept targets' own term: the exact GP's likelihood without them differs by log N(y; c, noise) each
+        exact.set_train_data(x_known, y, strict=False)
+        known_mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, exact)(exact(x_known), y).item()
+        kept = torch.distributions.Normal(sparse.mean_module.constant, likelihood.noise.sqrt()).log_prob(y_all[empty])
+        assert exact_mll * n == pytest.approx(known_mll * len(known) + float(kept.sum()), rel=1e-10)
+        exact.set_train_data(x, y_all, strict=False)
+        exact.eval(), sparse.eval(), likelihood.eval()
+        with torch.no_grad():
+            test = x_known[:10].flip(-1)
+            pe, ps = exact(test), sparse(test)
+        torch.testing.assert_close(ps.mean, pe.mean, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ps.variance, pe.variance, atol=1e-5, rtol=1e-4)
+
+
+def _with_padding_rows(x: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """``x`` with padding-only rows at ``rows`` of the result, the others in order."""
+    out = torch.full((x.shape[0] + len(rows), x.shape[1]), PAD, dtype=x.dtype)
+    out[[i for i in range(out.shape[0]) if i not in rows]] = x
+    return out
+
+
 def test_trained_elbo_stays_below_the_exact_log_marginal_likelihood():
     x, y, sparse, exact, likelihood = setup(30)
     n = len(y)

@@ -26,7 +26,7 @@ from lvgp.models.inducing import choose_inducing_documents, whitened_gaussian_el
 from lvgp.warnings import EmptyDocumentsWarning
 from tests.test_gpc_empty_documents import EMPTY, TEXTS  # texts of stop words alone at rows EMPTY
 from tests.test_regressor_empty_documents import KNOWN, TARGETS
-from tests.test_sparse import _terms_and_gradients
+from tests.test_sparse import _terms_and_gradients, _with_padding_rows
 
 LABELS = [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]
 
@@ -57,15 +57,6 @@ def _classifier(**params) -> LDKGPClassifier:
     )
 
 
-def _with_empty_rows(x: torch.Tensor, rows: list[int]) -> torch.Tensor:
-    """``x`` with padding-only rows inserted before each position of ``rows`` (of the result)."""
-    out = []
-    source = iter(range(x.shape[0]))
-    for i in range(x.shape[0] + len(rows)):
-        out.append(torch.full((x.shape[1],), PAD, dtype=x.dtype) if i in rows else x[next(source)])
-    return torch.stack(out)
-
-
 @pytest.mark.parametrize("method", ["kmeans++", "random"])
 def test_inducing_documents_are_never_empty_and_the_others_choice_is_unchanged(method):
     generator = torch.Generator().manual_seed(0)
@@ -73,7 +64,7 @@ def test_inducing_documents_are_never_empty_and_the_others_choice_is_unchanged(m
     x[:, 4:][torch.rand(40, 2, generator=generator) < 0.5] = PAD
     chosen = choose_inducing_documents(x, 30, 8, method, seed=3)
     rows = [0, 5, 6, 30, 44]
-    with_empty = _with_empty_rows(x, rows)
+    with_empty = _with_padding_rows(x, rows)
     others = np.array([i for i in range(with_empty.shape[0]) if i not in rows])
     # the empty rows are not candidates: the same choice among the others, as rows of the larger tensor
     np.testing.assert_array_equal(choose_inducing_documents(with_empty, 30, 8, method, seed=3), others[chosen])
