@@ -244,6 +244,11 @@ class DocumentEncoder:
             )
         if self.kind == "counts":
             self.num_words = int(X.shape[1])
+            if self.num_words == 0:  # worded as scikit-learn's own check words it
+                raise ValueError(
+                    f"{name}: 0 feature(s) (shape={tuple(X.shape)}) while a minimum of 1 is required (a count matrix "
+                    "holds a column a word)"
+                )
             x = counts_to_padded(X, name)
         else:
             # integer ids only: floats are an error, not rounded; padding before a word moved after the row's words

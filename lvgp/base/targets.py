@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._typing import TensorLike
 from ..bow.padded import _rows_text
+from ..warnings import warn
 
-__all__ = ["check_targets_array", "check_labels", "true_class_log_proba"]
+__all__ = ["check_targets_array", "check_labels", "raveled_column", "true_class_log_proba"]
 
 
 def _require_target(y: object, name: str) -> None:
     """scikit-learn's wording for a missing target."""
     if y is None:
         raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
+
+
+def raveled_column(y: np.ndarray) -> np.ndarray:
+    """``y`` of shape ``n x 1`` raveled to ``n``, with scikit-learn's ``DataConversionWarning`` (its words, attributed
+    to the caller's line); any other ``y`` as it is."""
+    if y.ndim == 2 and y.shape[1] == 1:
+        warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
+            "(n_samples, ), for example using ravel().",
+            DataConversionWarning,
+        )
+        return y.ravel()
+    return y
 
 
 def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
@@ -48,10 +63,12 @@ def check_targets_array(y: TensorLike, n: int, name: str = "y") -> np.ndarray:
 
 
 def check_labels(y: TensorLike, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
-    """Validate class labels: one per document (``n``), no missing values, at least two
-    classes. Returns ``(classes, codes)`` as ``np.unique(y, return_inverse=True)``."""
+    """Validate class labels: one per document (``n``; a column vector ``n x 1`` is raveled with scikit-learn's
+    ``DataConversionWarning``), no missing values, at least two classes. Returns ``(classes, codes)`` as
+    ``np.unique(y, return_inverse=True)``."""
     _require_target(y, name)
     arr = np.asarray(y)
+    arr = raveled_column(arr)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must hold one label per document: {n} documents, {name} of shape {arr.shape}")
     if arr.dtype.kind == "f" or arr.dtype == object:

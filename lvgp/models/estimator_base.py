@@ -117,6 +117,13 @@ class ExactGPRegressorBase(
 
     _name = "GP"
     _fit_hint = "Try a larger noise_init."
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags: ``y`` of shape ``n x B`` fits ``B`` outputs (a column vector one, no warning)."""
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     #: whether documents without any known word are predicted with the prior (else the model handles them)
     _empty_documents_use_prior = True
     #: whether training documents without any known word are fitted (a part of the model reads the

@@ -55,7 +55,7 @@ from ..base.fit_options import FitOptionsArgument, FitOptionsMixin, MiniBatch
 from ..base.fitting import FitResult, PlateauStopping, fit_stochastic, torch_adam
 from ..base.numerics import NOISE_FLOOR, exact_numerics, warn_about_fitted_noise
 from ..base.snapshot import KeptResult, gp_state
-from ..base.targets import check_targets_array
+from ..base.targets import check_targets_array, raveled_column
 from ..base.validation import check_block, standardization
 from ..bow.padded import (
     RaggedIds,
@@ -359,6 +359,7 @@ class SparseGPLVSMRegressor(
         )
         x = self.encoder_.fit_transform(X, "X", unlabeled=unlabeled, compact=True, on_empty=self.on_empty)
         y = check_targets_array(y, x.shape[0])
+        y = raveled_column(y)
         if y.ndim != 1:
             raise ValueError("SparseGPLVSMRegressor takes one target per document (y of shape n)")
         self.y_mean_, self.y_std_ = (float(v) for v in standardization(y))
