@@ -253,3 +253,12 @@ def test_padded_and_count_input_is_kept_or_refused_as_texts_are(kind):
             with pytest.warns(EmptyDocumentsWarning, match=r"3 of 30 training documents .*rows \[0, 7, 21\]"):
                 estimator.fit(X, targets)
         assert np.isfinite(estimator.predict(X[1:4])).all()
+
+
+def test_a_padded_corpus_of_no_word_id_asks_for_num_words():
+    from lvgp import GPLVSMRegressor
+
+    with pytest.raises(ValueError, match=r"X holds no word id \(every row only padding\): pass num_words="):
+        GPLVSMRegressor(on_empty="keep").fit(torch.full((4, 3), PAD), [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match=r"X holds word ids >= num_words=5 \(largest 7\) in rows \[0\]"):
+        GPLVSMRegressor(num_words=5).fit(torch.tensor([[1, 7], [2, PAD]]), [1.0, 2.0])

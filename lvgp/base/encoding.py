@@ -255,11 +255,13 @@ class DocumentEncoder:
             x = left_aligned(_ids(check_padded(X, name, allow_empty=True), compact))
             if x.dim() != 2:
                 raise ValueError(f"{name} must be an (n x L) padded tensor; got shape {tuple(x.shape)}")
-            if self.num_words_option is not None:
-                check_padded(x, name, self.num_words_option, allow_empty=True)  # names the rows of bad ids
             largest = int(x.max()) + 1 if x.numel() else 0
             self.num_words = int(self.num_words_option or largest)
-        check_padded(x, name, self.num_words, allow_empty=True)
+            if self.num_words == 0:
+                raise ValueError(
+                    f"{name} holds no word id (every row only padding): pass num_words= to size the vocabulary"
+                )
+        check_padded(x, name, self.num_words, allow_empty=True)  # names the rows of ids beyond num_words
         empty = torch.nonzero(empty_rows(x))[:, 0].tolist()
         if empty and not allow_empty:
             raise ValueError(

@@ -391,8 +391,8 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
 
     Padding-only rows (documents without a known word, which an estimator's ``on_empty="keep"`` trains on)
     are never chosen: the kernel of the empty set is 0 at a cosine or linear level 2, a zero row and column
-    of ``K_ZZ``. Every other row is a candidate as if they were absent (without such rows, the same choice
-    as before them); ``m`` at or above the candidates' number takes them all."""
+    of ``K_ZZ``. The others are the candidates, chosen among as if they were all the rows (the same choice as on
+    them alone); ``m`` at or above their number takes them all."""
     if method not in ("kmeans++", "random"):
         raise ValueError(f"inducing must be 'kmeans++' or 'random'; got {method!r}")
     candidates = np.flatnonzero((document_lengths(x) > 0).numpy())

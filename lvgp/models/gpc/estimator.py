@@ -299,10 +299,10 @@ class LDKGPClassifier(
             every class had a single document or part selection left no encoder part); ``None`` each with ``"evidence"``.
         on_empty: a training text without a word of the vocabulary, where no ``sentence_encoder`` reads it:
             ``"raise"`` (the default: a ``ValueError`` naming the rows) or ``"keep"``: it is kept as the empty set,
-            an all-padding row its kernel gives the value at the zero
-            measure (:attr:`~lvgp.kernels.document.DocumentKernel.allow_empty`: 0 at a cosine or linear level 2, so
-            that it informs the classes' constant means alone, as a zero tf-idf row informs a linear model's
-            intercept), with an ``EmptyDocumentsWarning`` that counts and names them. For short texts such as
+            an all-padding row its kernel gives the value at the zero measure
+            (:attr:`~lvgp.kernels.document.DocumentKernel.allow_empty`: 0 at a cosine or linear level 2, so that it
+            informs the classes' constant means alone, as a zero tf-idf row informs a linear model's intercept),
+            with an ``EmptyDocumentsWarning`` that counts and names them. For short texts such as
             intent queries ("no", "what is it"), of stop words only. The variational inference never takes one as
             an inducing document. Prediction is as without it: a text with no known word gets the training class
             frequencies.
