@@ -145,7 +145,7 @@ ESTIMATORS = [
         optimizer=lvgp.MiniBatch(batch_size=16, max_epochs=2),
         on_empty="keep",
         random_state=0,
-    ),  # fmt: skip
+    ),
 ]
 
 
