@@ -45,6 +45,13 @@ def test_empty_training_texts_raise_by_default_and_the_error_offers_on_empty_kee
     with pytest.raises(ValueError, match="on_empty must be"):
         _classifier(on_empty="drop").fit(TEXTS, LABELS)
     # the variational inference keeps them too: tests/test_sparse_empty_documents.py
+    # a covariance with no document kernel has no empty set to give them
+    from gpytorch.kernels import LinearKernel
+
+    with pytest.raises(ValueError, match="on_empty='keep' needs a covariance of document kernels.*LinearKernel holds"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            LDKGPClassifier(lambda num_words: LinearKernel(), on_empty="keep").fit(TEXTS, LABELS)
 
 
 def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_gp_regression_written_out():
