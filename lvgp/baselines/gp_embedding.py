@@ -110,6 +110,7 @@ from ..base.persistence import classes_from_plain, classes_to_plain
 from ..base.pyro import pyro_param, svi_step
 from ..base.splits import stratified_folds
 from ..base.targets import check_labels
+from ..bow.padded import _rows_text
 from ..bow.vocabulary import Vocabulary
 from ..kernels.latent_distribution import rbf_gram
 from ..models.mixins import SavedParamsMixin
@@ -490,7 +491,7 @@ class GPEmbeddingLogisticRegression(
             empty = [i for i, t in enumerate(X) if not t.strip()]
             if empty and self.on_empty == "raise":
                 raise ValueError(
-                    f"X: {len(empty)} empty documents (rows {empty[:10]}{' ...' if len(empty) > 10 else ''}); remove "
+                    f"X: {len(empty)} empty documents (rows {_rows_text(empty)}); remove "
                     "them from X (and y), or pass on_empty='keep' to keep them with the biases alone as their logits"
                 )
         return is_counts, X.shape[0] if is_counts else len(X)
@@ -558,7 +559,7 @@ class GPEmbeddingLogisticRegression(
                 f"X: none of the {counts.shape[0]} training documents has a covariate (a word with an embedding)"
             )
         if empty:
-            listed = f"rows {empty[:10]}{' ...' if len(empty) > 10 else ''}"
+            listed = f"rows {_rows_text(empty)}"
             if self.on_empty == "raise":
                 raise ValueError(
                     f"X: {len(empty)} training documents have no covariate left (no word with an embedding; {listed}); "

@@ -26,8 +26,9 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.preprocessing import normalize
 
 from .._random import numpy_generator, torch_generator
+from ..base.encoding import empty_rows
 from ..base.fitting import log_prior
-from ..bow.padded import document_lengths, documents_at, pad_to_common_width, pad_to_width, padded_to_counts
+from ..bow.padded import documents_at, pad_to_common_width, pad_to_width, padded_to_counts
 from ..kernels.spec import LDKSpec
 
 try:  # gpytorch >= 1.15: the training step's predictive updates with a hand-written backward
@@ -395,7 +396,7 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     them alone); ``m`` at or above their number takes them all."""
     if method not in ("kmeans++", "random"):
         raise ValueError(f"inducing must be 'kmeans++' or 'random'; got {method!r}")
-    candidates = np.flatnonzero((document_lengths(x) > 0).numpy())
+    candidates = np.flatnonzero((~empty_rows(x)).cpu().numpy())
     n = len(candidates)
     if n == 0:
         raise ValueError("the training documents hold no word: no inducing document can be chosen among them")
