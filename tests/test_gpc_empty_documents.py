@@ -33,25 +33,30 @@ LABELS = ["good", "bad", "bad", "bad", "good", "bad", "good", "bad", "good", "go
 EMPTY = [1, 3, 9]  # of stop words alone
 
 
+def kernel_of_the_others(covar, inputs, known, x_test) -> tuple[np.ndarray, np.ndarray]:
+    """The training Gram of a model that kept the empty texts, checked to be the kernel of the ``known`` documents
+    alone (no padding-only row passes the kernel's check there) with zero rows and columns around it (``n x n``,
+    returned), and the new documents' ``x_test`` cross-covariance with the known ones, zero columns at the others
+    (``t x n``)."""
+    n = inputs.shape[0]
+    with torch.no_grad():
+        whole = covar(inputs).to_dense().numpy()
+        others = np.zeros((n, n))
+        others[np.ix_(known, known)] = covar(inputs[known]).to_dense().numpy()
+        x_test, x_known = pad_to_common_width(x_test, inputs[known])
+        cross = np.zeros((x_test.shape[0], n))
+        cross[:, known] = covar(x_test, x_known).to_dense().numpy()
+    np.testing.assert_allclose(whole, others, rtol=1e-12, atol=1e-14)
+    assert (whole[[i for i in range(n) if i not in known]] == 0).all()
+    return others, cross
+
+
 def _classifier(**params) -> LDKGPClassifier:
     return LDKGPClassifier(BagOfWordsSpec(), class_hyperparameters="shared", random_state=0, **params)
 
 
-def test_empty_training_texts_raise_by_default_and_the_error_offers_on_empty_keep():
-    with pytest.raises(ValueError, match=r"3 training documents have no word in the vocabulary .*rows \[1, 3, 9\].*"):
-        _classifier().fit(TEXTS, LABELS)
-    with pytest.raises(ValueError, match="on_empty='keep'"):
-        _classifier().fit(TEXTS, LABELS)
-    with pytest.raises(ValueError, match="on_empty must be"):
-        _classifier(on_empty="drop").fit(TEXTS, LABELS)
-    # the variational inference keeps them too: tests/test_sparse_empty_documents.py
-    # a covariance with no document kernel has no empty set to give them
-    from gpytorch.kernels import LinearKernel
-
-    with pytest.raises(ValueError, match="on_empty='keep' needs a covariance of document kernels.*LinearKernel holds"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", EmptyDocumentsWarning)
-            LDKGPClassifier(lambda num_words: LinearKernel(), on_empty="keep").fit(TEXTS, LABELS)
+# refused by default, the error offering on_empty="keep"; a covariance with no document kernel refused; the
+# variational inference's keep: tests/test_sparse_empty_documents.py
 
 
 def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_gp_regression_written_out():
@@ -60,21 +65,11 @@ def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_gp_regression_writt
     model, lik = clf.model_, clf.likelihood_
     inputs = model.train_inputs[0]
     known = [i for i in range(len(TEXTS)) if i not in EMPTY]
-    n = len(TEXTS)
+    test = ["great plot", "awful music", "fine"]
+    K, cross = kernel_of_the_others(model.covar_module, inputs, known, clf.encoder_.transform(test))
     with torch.no_grad():
-        whole = model.covar_module(inputs).to_dense().numpy()
-        # the kernel of the other documents alone (no empty row passes the check there) and zeros around it
-        K = np.zeros((n, n))
-        K[np.ix_(known, known)] = model.covar_module(inputs[known]).to_dense().numpy()
         noise = (lik.noise_covar.noise + lik.second_noise_covar.noise).numpy()  # C x n
         targets, means = lik.transformed_targets.numpy(), model.mean_module.constant.numpy().ravel()
-    np.testing.assert_allclose(whole, K, rtol=1e-12, atol=1e-14)
-    assert (whole[EMPTY] == 0).all()
-    test = ["great plot", "awful music", "fine"]
-    with torch.no_grad():
-        x_test, x_known = pad_to_common_width(clf.encoder_.transform(test), inputs[known])
-        cross = np.zeros((len(test), n))
-        cross[:, known] = model.covar_module(x_test, x_known).to_dense().numpy()
     mean, _ = clf.predict_latent(test)
     for c in range(len(clf.classes_)):  # R&W eq. 2.23 on the transformed labels (Milios et al. 2018, eq. 8)
         written = means[c] + cross @ np.linalg.solve(K + np.diag(noise[c]), targets[c] - means[c])

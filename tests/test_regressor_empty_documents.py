@@ -12,10 +12,9 @@ import pytest
 import torch
 
 from lvgp import LBFGS, EarlyStopping, GPLVSMRegressor
-from lvgp.bow.padded import pad_to_common_width
 from lvgp.kernels import LDKSpec
 from lvgp.warnings import EmptyDocumentsWarning
-from tests.test_gpc_empty_documents import EMPTY, TEXTS  # texts of stop words alone at rows EMPTY
+from tests.test_gpc_empty_documents import EMPTY, TEXTS, kernel_of_the_others  # stop words alone at rows EMPTY
 
 TARGETS = [1.0, 0.2, -1.0, -0.1, 1.4, -0.9, 0.6, -0.7, 1.1, 0.0, -0.8, 0.7]
 KNOWN = [i for i in range(len(TEXTS)) if i not in EMPTY]
@@ -27,20 +26,8 @@ def _regressor(spec=None, **params) -> GPLVSMRegressor:
     )
 
 
-def test_empty_training_texts_raise_by_default_and_the_error_offers_on_empty_keep():
-    with pytest.raises(ValueError, match=r"3 training documents have no word in the vocabulary .*rows \[1, 3, 9\]"):
-        _regressor().fit(TEXTS, TARGETS)
-    with pytest.raises(ValueError, match="on_empty='keep'"):
-        _regressor().fit(TEXTS, TARGETS)
-    with pytest.raises(ValueError, match="on_empty must be"):
-        _regressor(on_empty="drop").fit(TEXTS, TARGETS)
-    # a covariance without a document kernel has no empty set to give them
-    from gpytorch.kernels import LinearKernel, ScaleKernel
-
-    with pytest.raises(ValueError, match="on_empty='keep' needs a covariance of document kernels.*ScaleKernel holds"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", EmptyDocumentsWarning)
-            GPLVSMRegressor(lambda num_words: ScaleKernel(LinearKernel()), on_empty="keep").fit(TEXTS, TARGETS)
+# refused by default, the error offering on_empty="keep"; a covariance with no document kernel refused:
+# tests/test_sparse_empty_documents.py, for every estimator
 
 
 def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_predictive_written_out():
@@ -49,19 +36,12 @@ def test_kept_empty_texts_are_zero_rows_of_the_kernel_in_the_predictive_written_
     model, lik = reg.model_, reg.likelihood_
     inputs = model.train_inputs[0]
     n = len(TEXTS)
+    test = ["great plot", "awful music", "fine acting"]
+    x_test = reg.vocabulary_.encode(test)
+    K, cross = kernel_of_the_others(model.covar_module, inputs, KNOWN, x_test)
     with torch.no_grad():
-        whole = model.covar_module(inputs).to_dense().numpy()
-        K = np.zeros((n, n))  # the kernel of the other documents alone, zeros around it
-        K[np.ix_(KNOWN, KNOWN)] = model.covar_module(inputs[KNOWN]).to_dense().numpy()
         noise = float(lik.noise)
         targets, mean = model.train_targets.numpy(), float(model.mean_module.constant)
-    np.testing.assert_allclose(whole, K, rtol=1e-12, atol=1e-14)
-    assert (whole[EMPTY] == 0).all()
-    test = ["great plot", "awful music", "fine acting"]
-    with torch.no_grad():
-        x_test, x_known = pad_to_common_width(reg.vocabulary_.encode(test), inputs[KNOWN])
-        cross = np.zeros((len(test), n))
-        cross[:, KNOWN] = model.covar_module(x_test, x_known).to_dense().numpy()
         prior = model.covar_module(x_test, diag=True).numpy()
     shifted = K + noise * np.eye(n)
     written_mean = mean + cross @ np.linalg.solve(shifted, targets - mean)  # R&W eq. 2.23 (standardized units)

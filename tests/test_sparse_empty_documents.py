@@ -25,7 +25,9 @@ from lvgp.models import fused_step
 from lvgp.models.inducing import choose_inducing_documents, whitened_gaussian_elbo, whitened_softmax_elbo
 from lvgp.warnings import EmptyDocumentsWarning
 from tests.test_gpc_empty_documents import EMPTY, TEXTS  # texts of stop words alone at rows EMPTY
+from tests.test_gpc_empty_documents import _classifier as dirichlet_classifier
 from tests.test_regressor_empty_documents import KNOWN, TARGETS
+from tests.test_regressor_empty_documents import _regressor as exact_regressor
 from tests.test_sparse import _terms_and_gradients, _with_padding_rows
 
 LABELS = [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]
@@ -76,16 +78,42 @@ def test_inducing_documents_are_never_empty_and_the_others_choice_is_unchanged(m
         choose_inducing_documents(x, 30, 60, "first", seed=3)
 
 
-def test_the_mini_batch_estimators_raise_by_default_and_offer_keep():
-    for estimator, y in ((_regressor(), TARGETS), (_classifier(), LABELS)):
-        with pytest.raises(ValueError, match=r"3 training documents have no word .*rows \[1, 3, 9\].*on_empty='keep'"):
-            estimator.fit(TEXTS, y)
+@pytest.mark.parametrize("estimator", ["exact regressor", "sparse regressor", "classifier", "variational classifier"])
+def test_empty_training_texts_raise_by_default_and_the_error_offers_on_empty_keep(estimator):
+    model, y = {
+        "exact regressor": (exact_regressor(), TARGETS),
+        "sparse regressor": (_regressor(), TARGETS),
+        "classifier": (dirichlet_classifier(), LABELS),
+        "variational classifier": (_classifier(), LABELS),
+    }[estimator]
+    no_word = r"3 training documents have no word in the vocabulary .*rows \[1, 3, 9\].*on_empty='keep'"
+    with pytest.raises(ValueError, match=no_word):
+        model.fit(TEXTS, y)
     with pytest.raises(ValueError, match="on_empty must be"):
-        _regressor(on_empty="drop").fit(TEXTS, TARGETS)
+        model.set_params(on_empty="drop").fit(TEXTS, y)
+
+
+@pytest.mark.parametrize("estimator", ["exact regressor", "sparse regressor", "classifier"])
+def test_keep_refuses_a_covariance_with_no_document_kernel(estimator):
+    """A covariance with no document kernel has no empty set to give a kept text
+    (:func:`lvgp.kernels.document.keep_empty_documents`, which every estimator's ``on_empty="keep"`` calls)."""
     from gpytorch.kernels import LinearKernel, ScaleKernel
 
-    with _quiet(), pytest.raises(ValueError, match="on_empty='keep' needs a covariance of document kernels"):
-        _regressor(lambda num_words: ScaleKernel(LinearKernel()), on_empty="keep").fit(TEXTS, TARGETS)
+    from lvgp import GPLVSMRegressor
+
+    def kernel(num_words):
+        return ScaleKernel(LinearKernel())
+
+    model, y = {
+        "exact regressor": (GPLVSMRegressor(kernel, on_empty="keep"), TARGETS),
+        "sparse regressor": (_regressor(kernel, on_empty="keep"), TARGETS),
+        "classifier": (LDKGPClassifier(kernel, on_empty="keep"), LABELS),
+    }[estimator]
+    with (
+        _quiet(),
+        pytest.raises(ValueError, match="on_empty='keep' needs a covariance of document kernels.*ScaleKernel holds"),
+    ):
+        model.fit(TEXTS, y)
 
 
 def _gaussian_expectation(y: torch.Tensor, mean: torch.Tensor, variance: torch.Tensor, noise: torch.Tensor):
