@@ -21,7 +21,7 @@ import torch
 from gpytorch.kernels import LinearKernel, ScaleKernel
 
 import lvgp
-from lvgp import LBFGS, Adam, GPLVSMRegressor, LDKGPClassifier, LDKSpec
+from lvgp import LBFGS, Adam, GPLVSMRegressor, LDKGPClassifier, LDKSpec, MiniBatch
 from lvgp.kernels.packed import FeatureKernel
 from lvgp.warnings import EmptyDocumentsWarning
 
@@ -57,6 +57,9 @@ def _estimator(kind: str, kernel, **options):
         return LDKGPClassifier(kernel, **settings, **options)
     if kind == "laplace-classifier":
         return LDKGPClassifier(kernel, inference="laplace", **settings, **options)
+    if kind == "variational-classifier":  # every text an inducing document (27 of the default 128)
+        settings["optimizer"] = MiniBatch(batch_size=9, max_epochs=15)
+        return LDKGPClassifier(kernel, inference="variational", **settings, **options)
     return GPLVSMRegressor(kernel, **settings, **options)
 
 
@@ -81,7 +84,7 @@ def _quiet_fit(est, texts, y):
         return est.fit(texts, y)
 
 
-@pytest.mark.parametrize("kind", ["classifier", "laplace-classifier", "regressor"])
+@pytest.mark.parametrize("kind", ["classifier", "laplace-classifier", "variational-classifier", "regressor"])
 def test_the_encoder_alone_predicts_a_text_whatever_the_vocabulary_knows(encoder, kind):
     y = _targets(kind)
     plain = lvgp.Vocabulary()  # keeps none of STOPS' words, nor most of NEW's
@@ -98,23 +101,24 @@ def test_the_encoder_alone_predicts_a_text_whatever_the_vocabulary_knows(encoder
     )  # the stop-word texts were fitted as all-padding rows
     wide_fit = _quiet_fit(_estimator(kind, encoder_only, vocabulary=wide), TEXTS, y)
     np.testing.assert_allclose(narrow, _outputs(wide_fit, NEW), rtol=1e-9, atol=1e-12)
-    if kind == "classifier":  # and not the class frequencies (every row the same) any more (the Laplace
-        # evidence switches this random encoder's part off: its probabilities are near uniform by right)
+    if kind in ("classifier", "variational-classifier"):  # and not the class frequencies (every row the same)
+        # any more (the Laplace evidence switches this random encoder's part off: near uniform by right)
         assert np.ptp(narrow[:3], axis=0).max() > 1e-6
 
 
-@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+@pytest.mark.parametrize("kind", ["classifier", "variational-classifier", "regressor"])
 def test_the_composed_kernel_reads_a_text_without_a_known_word_through_its_vector(encoder, kind):
     y = _targets(kind)
-    spec = LDKSpec.plus(word_embeddings=None, learn_word_vectors=True) if kind == "classifier" else LDKSpec.paper()
+    classifier = kind.endswith("classifier")
+    spec = LDKSpec.plus(word_embeddings=None, learn_word_vectors=True) if classifier else LDKSpec.paper()
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmptyDocumentsWarning)
         est = _quiet_fit(_estimator(kind, spec), TEXTS, y)
         out = _outputs(est, NEW)
     assert np.isfinite(out).all()
     # the model at the packed rows: the word part gives the empty set's value, the encoder reads the text
-    x = est.encoder_.vocabulary.encode(NEW, on_empty="keep") if kind == "classifier" else None
-    if kind == "classifier":
+    x = est.encoder_.vocabulary.encode(NEW, on_empty="keep") if classifier else None
+    if classifier:
         assert x[:3].eq(lvgp.PAD).all()
         assert np.ptp(out[:3], axis=0).max() > 1e-6  # not one row of class frequencies
         packed = est._with_encoder(x, NEW, "X")
@@ -122,7 +126,9 @@ def test_the_composed_kernel_reads_a_text_without_a_known_word_through_its_vecto
             f = est.model_(packed)
             from lvgp.models.gpc import expected_softmax
 
-            direct = expected_softmax(f.mean.mT, f.variance.mT, est.predict_samples, est._class_seeds()).numpy()
+            # n x C: the variational q(f) is multitask, the Dirichlet one a batch of C over n
+            mean, var = (f.mean, f.variance) if kind == "variational-classifier" else (f.mean.mT, f.variance.mT)
+            direct = expected_softmax(mean, var, est.predict_samples, est._class_seeds()).numpy()
         np.testing.assert_allclose(out, direct, rtol=1e-9, atol=1e-12)
     else:
         prior_std = out[:3, 1]

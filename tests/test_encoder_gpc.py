@@ -112,8 +112,6 @@ def test_save_and_load_are_bit_exact(encoder, tmp_path):
 
 
 def test_bad_combinations_are_named(encoder):
-    with pytest.raises(ValueError, match="sentence_encoder needs inference='dirichlet'"):
-        LDKGPClassifier(SPEC, sentence_encoder=encoder, inference="variational").fit(TEXTS, LABELS)
     with pytest.raises(TypeError, match="X must be texts for the sentence encoder, not Tensor"):
         LDKGPClassifier(SPEC, sentence_encoder=encoder).fit(torch.tensor([[0, 1], [1, 2]]), [0, 1])
     with pytest.raises(ValueError, match="encoder_kernel"):

@@ -369,8 +369,7 @@ def test_the_classifier_refuses_what_the_laplace_inference_has_no_use_for():
 
 def test_the_classification_study_runs_its_gp_methods_with_the_laplace_inference(tiny_encoder, tmp_path):
     """``--gpc-inference laplace`` applies to every GP classification method (the word kernel's and
-    the encoder's), without the Dirichlet methods' temperature; ``variational`` is refused for the
-    encoder methods, naming them."""
+    the encoder's), without the Dirichlet methods' temperature."""
     import json
 
     from lvgp.experiments.cli import main
@@ -392,8 +391,6 @@ def test_the_classification_study_runs_its_gp_methods_with_the_laplace_inference
     assert "Laplace GP classifier" in warned["ConvergenceWarning"]["first"]
     settings = json.loads((tmp_path / "out" / "study.json").read_text())
     assert settings["gpc_inference"] == "laplace"
-    with pytest.raises(SystemExit):
-        main([*argv, "--gpc-inference", "variational", "--out", str(tmp_path / "v")])
 
 
 def test_separable_texts_keep_a_moderate_scale_with_the_intercept_in_the_covariance():

@@ -190,7 +190,7 @@ def _gpc_grid(study) -> dict[str, list]:
 
 
 #: the family of the GP classification methods that read the texts through the sentence encoder
-#: (``Method.family``): the variational inference takes word ids only
+#: (``Method.family``)
 ENCODER_GPC_FAMILY = "gpc-encoder"
 
 
@@ -526,7 +526,7 @@ class ClassificationStudy(SizedCells, Study):
         "dirichlet",
         "inference of every GP classification method (ldk-gpc*, encoder-gpc, bow-gpc-encoder): dirichlet (exact "
         "GPs on Dirichlet-transformed labels, tempered where the method says), laplace (the softmax likelihood, its "
-        "Laplace approximation) or variational (softmax SVGP; not with the encoder methods)",
+        "Laplace approximation) or variational (softmax SVGP on inducing documents, mini-batches)",
         choices=("dirichlet", "laplace", "variational"),
         before="dirichlet",
     )
@@ -577,10 +577,11 @@ class ClassificationStudy(SizedCells, Study):
                 f"--gpc-objective loo needs --gpc-inference dirichlet (closed-form leave-one-out predictions); got "
                 f"--gpc-inference {self.gpc_inference}"
             )
-        if self.gpc_inference == "variational" and encoders:
+        if self.gpc_inference == "variational" and encoders and self.part_selection != "none":
             raise ValueError(
-                f"--gpc-inference variational: {', '.join(encoders)} read the texts through the sentence encoder, "
-                "which the variational inference does not take (use dirichlet or laplace)"
+                f"--part-selection {self.part_selection} compares what each sub-composition of {', '.join(encoders)} "
+                "reaches by an evidence or closed-form leave-one-out predictions, which --gpc-inference variational "
+                "has not: use dirichlet (or laplace with evidence), or --part-selection none"
             )
 
     def check_data(self) -> None:

@@ -40,7 +40,7 @@ from linear_operator.operators import LinearOperator
 from torch import Tensor
 
 from ..base.constraints import Constraint
-from ..bow.padded import PAD, check_padded, pad_to_common_width, padded_source
+from ..bow.padded import PAD, check_padded, document_lengths, pad_to_common_width, padded_source
 from .document import DocumentKernel
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "encoder_part",
     "fresh_encoder_kinds",
     "pack_documents",
+    "packed_widths",
     "unpack_documents",
 ]
 
@@ -96,6 +97,14 @@ def unpack_documents(x: Tensor, feature_dim: int) -> tuple[Tensor, Tensor]:
             "(pack_documents(padded, features) makes them)"
         )
     return x[..., feature_dim:].long(), x[..., :feature_dim]
+
+
+def packed_widths(x: Tensor, feature_dim: int) -> Tensor:
+    """The columns each packed document ``x`` (``n x (d + L)``, :func:`pack_documents`) needs: its ``d``
+    features and its words, at least one word column (a document of no known word keeps one ``PAD``, so
+    that a batch of such documents cut to its widest, :func:`~lvgp.bow.padded.documents_at`, is still
+    packed). ``n`` int64; the features are never read as padding, whatever their values."""
+    return document_lengths(x[..., feature_dim:]).clamp_min(1) + feature_dim
 
 
 def _check_feature_dim(feature_dim: Any) -> int:

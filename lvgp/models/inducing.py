@@ -95,7 +95,7 @@ class PaddedVariationalStrategy(VariationalStrategy):
         points, kept = self.inducing_points, self.__dict__.get("_padded_inducing")
         if kept is not None and kept[0] is points and kept[1] == points._version and kept[2].shape == z.shape:
             return kept[2]
-        z = z.long()
+        z = _as_kernel_input(z)
         self.__dict__["_padded_inducing"] = (points, points._version, z)
         return z
 
@@ -123,7 +123,8 @@ class PaddedVariationalStrategy(VariationalStrategy):
         self.initialize_for(x)
         model = self.model
         x, z = self._padded(x, self.inducing_points)
-        x, z = x.long(), self._kept_padded_inducing(z)  # the kernel's own dtype: converted once, not in each call
+        # the kernel's own dtype: converted once, not in each call
+        x, z = _as_kernel_input(x), self._kept_padded_inducing(z)
         m = z.shape[-2]
         if factor is None:
             k_zx, k_zz, k_xx = training_blocks(model.covar_module, z, x, at_once=x.is_cuda)
@@ -195,6 +196,12 @@ class PaddedVariationalStrategy(VariationalStrategy):
         value of gpytorch's ``kl_divergence()`` without the linear operators (``*b``, one per batch member).
         ``moments``: as for :meth:`training_marginals`."""
         return whitened_kl(*(self.variational_moments() if moments is None else moments))
+
+
+def _as_kernel_input(x: torch.Tensor) -> torch.Tensor:
+    """Documents as the kernel takes them: word ids as ``torch.long``; documents packed with a sentence
+    encoder's vectors (floating, :func:`~lvgp.kernels.packed.pack_documents`) as they are."""
+    return x if x.dtype.is_floating_point else x.long()
 
 
 def whitened_kl(mean: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
@@ -384,19 +391,30 @@ def step_approximation(
     return spec.approximation_for(torch.cat(pad_to_common_width(inducing, documents_at(x, rows))))
 
 
-def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: str, seed: int) -> np.ndarray:
+def choose_inducing_documents(
+    x: torch.Tensor, num_words: int, m: int, method: str, seed: int, features: torch.Tensor | None = None
+) -> np.ndarray:
     """Indices of ``m`` inducing documents among the rows of ``x`` (``n x L`` padded):
     ``"kmeans++"`` (scikit-learn's greedy :func:`~sklearn.cluster.kmeans_plusplus` seeding on
     L2-normalized word-count vectors, so the squared distance is ``2 - 2 cos``; above
     ``max(10,000, 20 m)`` documents, among a uniform sample of that many) or ``"random"``.
 
-    Padding-only rows (documents without a known word, which an estimator's ``on_empty="keep"`` trains on)
-    are never chosen: the kernel of the empty set is 0 at a cosine or linear level 2, a zero row and column
-    of ``K_ZZ``. The others are the candidates, chosen among as if they were all the rows (the same choice as on
-    them alone); ``m`` at or above their number takes them all."""
+    ``features``: ``n x d`` further vectors of the documents (a sentence encoder's, the packed documents'
+    first columns: :func:`~lvgp.kernels.packed.pack_documents`), which the kernel reads beside the words. The
+    seeding's vector of a document is then its L2-normalized counts and its L2-normalized features, side by
+    side and each part scaled by :math:`1/\\sqrt 2`: the squared distance is the mean of the two parts'
+    ``2 - 2 cos``, both kinds of similarity weighed alike.
+
+    Without ``features``, padding-only rows (documents without a known word, which an estimator's
+    ``on_empty="keep"`` trains on) are never chosen: the kernel of the empty set is 0 at a cosine or linear
+    level 2, a zero row and column of ``K_ZZ``. The others are the candidates, chosen among as if they were
+    all the rows (the same choice as on them alone); ``m`` at or above their number takes them all. With
+    ``features`` every row is a candidate (its features are a point of the kernel's input)."""
     if method not in ("kmeans++", "random"):
         raise ValueError(f"inducing must be 'kmeans++' or 'random'; got {method!r}")
-    candidates = np.flatnonzero((~empty_rows(x)).cpu().numpy())
+    if features is not None and features.shape[0] != x.shape[0]:
+        raise ValueError(f"features must hold a vector a document: {features.shape[0]} rows for {x.shape[0]}")
+    candidates = np.arange(x.shape[0]) if features is not None else np.flatnonzero((~empty_rows(x)).cpu().numpy())
     n = len(candidates)
     if n == 0:
         raise ValueError("the training documents hold no word: no inducing document can be chosen among them")
@@ -407,8 +425,12 @@ def choose_inducing_documents(x: torch.Tensor, num_words: int, m: int, method: s
     pool_size = max(_KMEANS_POOL, 20 * m)
     pool = np.arange(n) if n <= pool_size else np.sort(numpy_generator(seed).choice(n, pool_size, replace=False))
     pool = candidates[pool]
-    features = normalize(padded_to_counts(x[torch.from_numpy(pool)], num_words).astype(np.float64))
-    _, chosen = kmeans_plusplus(_RowsFromCSR(features), m, random_state=seed)
+    rows = torch.from_numpy(pool)
+    seeding = normalize(padded_to_counts(x[rows], num_words).astype(np.float64))
+    if features is not None:
+        vectors = normalize(features[rows.to(features.device)].detach().cpu().double().numpy())
+        seeding = sp.hstack([seeding, sp.csr_matrix(vectors)], format="csr") / math.sqrt(2)
+    _, chosen = kmeans_plusplus(_RowsFromCSR(seeding), m, random_state=seed)
     return np.sort(pool[chosen])
 
 

@@ -188,7 +188,9 @@ class LDKGPClassifier(
             the default), or keeps the held-out fit's best iterate (``"keep-best"``). The MAP word
             vectors over-fit the marginal likelihood when converged
             (``benchmarks/ldk_gpc_convergence.py``): this is the principled early stop.
-        num_inducing: inducing documents of the variational inference.
+        num_inducing: inducing documents of the variational inference, chosen among the training documents by
+            k-means++ on their normalized word counts, beside their normalized encoder vectors with a
+            ``sentence_encoder`` (:func:`~lvgp.models.inducing.choose_inducing_documents`).
         predict_samples: Monte Carlo nodes of the latent functions for the softmax probabilities (the
             same nodes for every document and call: a Latin hypercube of the normal,
             :func:`~lvgp.models.laplace.class_draws`; each class's order from a stream named by its label,
@@ -210,7 +212,7 @@ class LDKGPClassifier(
             ``torch.device`` (:mod:`lvgp.base.device`); predictions come back as numpy arrays.
         sentence_encoder: ``None``, or a pretrained sentence encoder (a name of
             :data:`lvgp.encoders.ENCODERS`, or a :class:`~lvgp.encoders.SentenceEncoder`) whose vectors
-            of the texts enter the kernel beside their words (Dirichlet inference, text input). The
+            of the texts enter the kernel beside their words (every inference; text input). The
             documents then travel as packed rows ``[encoder vector | word ids]``
             (:func:`~lvgp.kernels.packed.pack_documents`). With an :class:`~lvgp.kernels.LDKSpec`, the
             kernel is the spec's over the word ids (:class:`~lvgp.kernels.packed.WordSetKernel`) plus
@@ -466,11 +468,10 @@ class LDKGPClassifier(
                 "(one factorization for all classes, whose posterior conditions on every document after the "
                 f"subset's fit); got inference={self.inference!r}, class_hyperparameters={self.class_hyperparameters!r}"
             )
-        if self.sentence_encoder is not None and strategy.mini_batches:
-            raise ValueError(
-                "sentence_encoder needs inference='dirichlet' or 'laplace' (the variational inference takes word "
-                "ids only)"
-            )
+
+    def _encoder_dim(self) -> int | None:
+        """The width of the sentence encoder's vectors in the packed documents (``None``: no encoder)."""
+        return None if self.sentence_encoder is None else int(self._sentence_encoder().dim)
 
     def _word_embeddings(self) -> Any:
         spec = self._spec
@@ -483,13 +484,14 @@ class LDKGPClassifier(
         full batch, the training documents' words as for the Dirichlet inference)."""
         encoder = self.encoder_
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
-        dim = None if self.sentence_encoder is None else self._sentence_encoder().dim
+        dim = self._encoder_dim()
         ids = x if dim is None else x[..., dim:].long()
         spec = self._spec
         approximation = None
         if spec is not None and inducing is not None and spec.approximation == "auto":
             batch_size = self._optimizer_options().batch_size  # None: a full batch
-            approximation = step_approximation(spec, ids, inducing, batch_size, seed)
+            inducing_ids = inducing if dim is None else inducing[..., dim:].long()
+            approximation = step_approximation(spec, ids, inducing_ids, batch_size, seed)
         kernel = self._assembled_kernel(
             encoder.num_words,
             ids,
@@ -893,7 +895,7 @@ class LDKGPClassifier(
                 copies,
                 self.device_,
                 f"the {self.inference} GP classifier on {x.shape[0]:,} documents and {len(self.classes_)} classes",
-                "Pass fewer documents, or inference='variational' (mini-batches; word ids only).",
+                "Pass fewer documents, or inference='variational' (mini-batches on inducing documents).",
             )
         self.validation_curve_, self.best_iter_ = [], None
 

@@ -33,6 +33,7 @@ from ...base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
 from ...base.numerics import covariance_errors, exact_numerics
 from ...bow.padded import document_lengths, documents_at, pad_to_common_width
 from ...kernels import compiled_blocks, kept_blocks, shared_evaluation
+from ...kernels.packed import packed_widths
 from ...kernels.spec import word_vector_modules
 from ...warnings import warn
 from ..dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
@@ -702,7 +703,9 @@ class VariationalInference(Inference):
         """``model_`` and ``likelihood_`` of the variational inference at their initial values (inducing
         documents chosen by k-means++ with ``seed``), on ``device_``; returns the training targets."""
         n_classes = len(est.classes_)
-        idx = choose_inducing_documents(x, est.encoder_.num_words, int(est.num_inducing), "kmeans++", seed)
+        dim = est._encoder_dim()
+        ids, features = (x, None) if dim is None else (x[:, dim:].long(), x[:, :dim])
+        idx = choose_inducing_documents(ids, est.encoder_.num_words, int(est.num_inducing), "kmeans++", seed, features)
         binary = n_classes == 2
         inducing = documents_at(x, idx)
         est.model_ = LDKClassificationGP(
@@ -733,8 +736,10 @@ class VariationalInference(Inference):
         device = est.device_
         n_classes = len(est.classes_)
         binary = n_classes == 2
-        # batches are drawn on the host and cut to their longest document by the lengths kept there
-        n, lengths = x.shape[0], document_lengths(x)
+        # batches are drawn on the host and cut to their longest document by the lengths kept there (the packed
+        # documents' widths: the encoder's vector and the words)
+        dim = est._encoder_dim()
+        n, lengths = x.shape[0], (document_lengths(x) if dim is None else packed_widths(x, dim))
         host_targets = targets
         x_device, targets = x.to(device), targets.to(device)
         mll = gpytorch.mlls.VariationalELBO(est.likelihood_, est.model_, num_data=n)
