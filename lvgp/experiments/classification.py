@@ -196,14 +196,18 @@ ENCODER_GPC_FAMILY = "gpc-encoder"
 
 def with_gpc_inference(model, study):
     """A GP classification method's classifier with the study's ``--gpc-inference``: the Dirichlet
-    inference as built (its hyper-parameters by ``--gpc-objective``), or the Laplace / variational
-    inference of the softmax likelihood (which need no temperature: their probabilities are the
-    likelihood's own)."""
+    inference as built (its hyper-parameters by ``--gpc-objective``), the Laplace inference of the softmax
+    likelihood (untempered), or the variational one, tempered where the method is (``calibration="temperature"``:
+    ``T`` from early stopping's held-out texts, whose fit also chooses the epochs; its softmax GP is as
+    under-confident as the Laplace one's, ``benchmarks/README.md``, "variational_encoder_gpc.py")."""
     if study.gpc_inference == "dirichlet":
         return model.set_params(objective=study.gpc_objective)
     # the variational inference has no evidence to take of a subset (max_evidence_documents)
     if study.gpc_inference == "variational":  # mini-batch fits: the estimator's own optimizer
-        return model.set_params(inference="variational", calibration=None, optimizer=None, max_evidence_documents=None)
+        tempered = model.calibration == "temperature"
+        return model.set_params(
+            inference="variational", optimizer=None, max_evidence_documents=None, early_stopping=tempered
+        )
     # the Laplace inference's evidence costs C n^3 an evaluation: a method that takes a subset's evidence
     # (fixed word vectors, _ldk_gpc_plus) takes it beyond LAPLACE_EVIDENCE_DOCUMENTS (the mode and the
     # predictions on every document); learned word vectors (ldk-gpc) read every document

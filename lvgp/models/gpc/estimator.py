@@ -159,9 +159,11 @@ class LDKGPClassifier(
             for most classes, and still let the noises grow at ten texts a class. The prior, weighing as a few
             documents do, outweighs those modes and leaves fits whose noise the evidence keeps small where they
             were (``benchmarks/README.md``, "One labelled text a class").
-        calibration: ``None`` or ``"temperature"`` (Dirichlet inference): the probabilities tempered by the
-            :math:`T` that minimizes the log loss of the fitted classifier's closed-form leave-one-out
-            predictions on its training documents, under a prior :math:`\log T \sim \mathcal N(0, 1)`
+        calibration: ``None`` or ``"temperature"``: the probabilities tempered by the :math:`T` that minimizes
+            the log loss of the fitted classifier's closed-form leave-one-out predictions on its training documents
+            (Dirichlet inference) -- or, with another inference, of early stopping's held-out texts under the fit
+            that chose the budget (``early_stopping`` needed: ``ValueError`` without it) --, under a prior
+            :math:`\log T \sim \mathcal N(0, 1)`
             (``temperature_``; no refit; ``T`` within ``[e^-3, e^3]``; the prior keeps a few documents from
             driving it there from a handful of texts; where every class has a single training document, ``T = 1``
             with a warning: no leave-one-out prediction then has an example of its class). The Dirichlet GP's
@@ -420,9 +422,11 @@ class LDKGPClassifier(
         check_params(self)
         self._checked_spec()
         strategy = self._inference_strategy()
-        if self.calibration == "temperature" and not strategy.leave_one_out:
+        if self.calibration == "temperature" and not strategy.leave_one_out and self._early_stopping_options() is None:
             raise ValueError(
-                "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form)"
+                "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form) "
+                f"or early_stopping (T from its held-out texts' predictions); got inference={self.inference!r} without "
+                "early_stopping"
             )
         self._check_novelty_score(strategy)
         if self.part_selection == "evidence" and not strategy.evidence:
@@ -520,20 +524,24 @@ class LDKGPClassifier(
         policy = None if stopping is None else stopping.policy
         budget: int | None = None
         curve: list[float] = []
+        self.temperature_ = 1.0  # the held-out predictions below are untempered
+        held_out: tuple[np.ndarray, np.ndarray] | None = None
         if policy == "keep-best":
-            self._fit_kept_best(X, y, unlabeled)
+            held_out = self._fit_kept_best(X, y, unlabeled)
         else:
             if policy == "refit":
-                budget, curve = self._early_stopping_budget(X, y, unlabeled)
+                budget, curve, held_out = self._early_stopping_budget(X, y, unlabeled)
             self._fit(X, y, budget, unlabeled=unlabeled)
             self.best_iter_, self.validation_curve_ = budget, curve
-        self.temperature_ = 1.0
         loo = None
-        if self.calibration == "temperature" or self.encoder_weight == "loo":
+        closed_form = self._inference_strategy().leave_one_out
+        if self.encoder_weight == "loo" or (self.calibration == "temperature" and closed_form):
             self._warn_single_document_classes()
-        if self.calibration == "temperature":
+        if self.calibration == "temperature" and closed_form:
             loo = self._loo_log_proba()
             self.temperature_ = self._fit_temperature(loo)
+        elif self.calibration == "temperature" and held_out is not None:
+            self.temperature_ = self._fit_temperature(held_out)
         self._choose_encoder_weight(X, loo)
         self.fit_seconds_ = time.perf_counter() - start
         self.encode_seconds_ = self._encode_clock
@@ -685,7 +693,8 @@ class LDKGPClassifier(
         leave-one-out predictions on its training documents (the expected softmax of
         :meth:`leave_one_out_latents`). No refit; the hyper-parameters are the full fit's (a slight
         optimism that the held-out ECE of ``results/README.md`` measures). ``loo``: those predictions
-        (:meth:`_loo_log_proba`), where the caller has them."""
+        (:meth:`_loo_log_proba`), where the caller has them, or other predictions of labelled texts in the same
+        form (early stopping's held-out texts: :meth:`_held_out_log_proba`)."""
         from scipy.optimize import minimize_scalar
 
         log_p, truth = self._loo_log_proba() if loo is None else loo
@@ -792,7 +801,10 @@ class LDKGPClassifier(
         from ...base.splits import early_stopping_split
 
         encoder = DocumentEncoder(self.vocabulary, self.num_words)
-        n = encoder.fit_transform(X, "X").shape[0]  # validates X before it is split
+        with warnings.catch_warnings():  # validates X before it is split, under the fit's own policy (which warns)
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            x = encoder.fit_transform(X, "X", allow_empty=self.sentence_encoder is not None, on_empty=self.on_empty)
+        n = x.shape[0]
         _, codes = check_labels(y, n)
         stopping = self._stopping()
         train, dev = early_stopping_split(n, float(stopping.validation_fraction), self._fit_streams().root, codes)
@@ -805,13 +817,16 @@ class LDKGPClassifier(
             )
         return train, dev, encoder.num_words if encoder.kind == "padded" else None
 
-    def _fit_kept_best(self, X: Documents, y: TensorLike, unlabeled: Documents | None) -> None:
+    def _fit_kept_best(
+        self, X: Documents, y: TensorLike, unlabeled: Documents | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """``early_stopping="keep-best"``: fit on the training part, validated on the held-out part,
-        and keep the best validated iterate (no refit)."""
+        and keep the best validated iterate (no refit). Returns the held-out texts' log probabilities
+        under it and their classes (:meth:`_held_out_log_proba`; ``None`` where no part was held out)."""
         train, dev, num_words = self._held_out(X, y)
         if not len(dev):
             self._fit(X, y, unlabeled=unlabeled)
-            return
+            return None
         labels = np.asarray(y)
         saved = self.num_words
         if num_words is not None and saved is None:
@@ -825,17 +840,20 @@ class LDKGPClassifier(
             )
         finally:
             self.num_words = saved
+        return self._held_out_log_proba(take_documents(X, dev), labels[dev])
 
     def _early_stopping_budget(
         self, X: Documents, y: TensorLike, unlabeled: Documents | None = None
-    ) -> tuple[int | None, list[float]]:
+    ) -> tuple[int | None, list[float], tuple[np.ndarray, np.ndarray] | None]:
         """The best iteration count (and the validation curve) of a fit on a stratified part of
-        ``X`` scored on the rest; ``(None, [])`` with a warning when no part can be held out."""
+        ``X`` scored on the rest, and the held-out texts' log probabilities under that fit's best iterate
+        with their classes (:meth:`_held_out_log_proba`, where ``calibration="temperature"`` reads them);
+        ``(None, [], None)`` with a warning when no part can be held out."""
         from sklearn.base import clone
 
         train, dev, num_words = self._held_out(X, y)
         if not len(dev):
-            return None, []
+            return None, [], None
         probe = clone(self).set_params(verbose=False)  # _fit on the parts: early stopping's patience, no hold-out
         probe._streams = self._fit_streams()
         if num_words is not None:
@@ -847,7 +865,24 @@ class LDKGPClassifier(
             validation=(take_documents(X, dev), labels[dev]),
             unlabeled=unlabeled,
         )
-        return probe.best_iter_, probe.validation_curve_
+        held_out = None
+        if self.calibration == "temperature" and not self._inference_strategy().leave_one_out:
+            held_out = probe._held_out_log_proba(take_documents(X, dev), labels[dev])
+        return probe.best_iter_, probe.validation_curve_, held_out
+
+    def _held_out_log_proba(self, X_dev: Documents, y_dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``calibration="temperature"`` without closed-form leave-one-out predictions: the ``n x C`` log
+        probabilities of early stopping's held-out texts ``X_dev`` under this fit (untempered: the fit's
+        ``temperature_`` is 1 then), and their labels' class codes; a held-out text of a class the fit never
+        saw (possible where a class has a single text) is left out of both (its log probability is the
+        floor's, whatever ``T``)."""
+        with warnings.catch_warnings():  # counted by the final model's predictions
+            warnings.simplefilter("ignore", UnseenWordsWarning)
+            warnings.simplefilter("ignore", EmptyDocumentsWarning)
+            proba = self.predict_proba(X_dev)
+        known = np.isin(y_dev, self.classes_)
+        codes = np.searchsorted(self.classes_, np.asarray(y_dev)[known])
+        return np.log(np.maximum(proba[known], 1e-300)), codes
 
     def _fit(
         self,
