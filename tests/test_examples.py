@@ -104,6 +104,7 @@ BENCHMARKS = {
     "encoder_throughput.py": "| bfloat16 / before |",
     "encoder_precision.py": "| quick | 40 |",
     "encoder_design.py": "(a) contextual word vectors in place of GloVe",
+    "variational_encoder_gpc.py": "| synthetic | 160 | variational, T from early stopping's held-out texts |",
     "threads_under_load.py": "| beside one idle stand-in (--quick) |",
     "torchrun_steps.py": "| processes | s a step |",
     "matching_speed.py": "The arithmetic floor of one evaluation",
