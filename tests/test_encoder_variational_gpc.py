@@ -199,3 +199,16 @@ def test_the_classification_studys_encoder_methods_run_with_the_variational_infe
         assert 0 <= record["accuracy"] <= 1 and np.isfinite(record["log_loss"])
     with pytest.raises(SystemExit):  # a selection among sub-compositions needs an evidence or closed-form LOO
         main([*argv, "--part-selection", "loo", "--out", str(tmp_path / "loo")])
+
+
+def test_inducing_documents_of_no_known_word_keep_one_word_column(encoder, monkeypatch):
+    """Inducing documents cut to their widest: where every one is a text of stop words alone, one column of
+    ``PAD`` stays beside the vectors (cut to the vectors alone, they were no packed documents)."""
+    import lvgp.models.gpc.inference as inference
+
+    monkeypatch.setattr(inference, "choose_inducing_documents", lambda *args: np.array([30, 31]))
+    clf = _fit(encoder, optimizer=MiniBatch(max_epochs=3))
+    inducing = _strategy(clf).inducing_points
+    assert inducing.shape == (2, encoder.dim + 1) and inducing[:, encoder.dim :].eq(PAD).all()
+    torch.testing.assert_close(inducing[:, : encoder.dim], _packed_training(clf)[30:, : encoder.dim])
+    assert np.isfinite(clf.loss_curve_).all()

@@ -97,6 +97,24 @@ def test_refit_takes_t_from_the_probes_held_out_predictions_and_tempers_every_pr
     np.testing.assert_array_equal(LDKGPClassifier.load(path).predict_proba(x[:30]), proba)
 
 
+def test_the_laplace_inference_takes_t_from_the_held_out_texts_too(corpus):
+    from lvgp import LBFGS
+
+    est = LDKGPClassifier(
+        inference="laplace",
+        optimizer=LBFGS(max_iter=5),
+        early_stopping=EarlyStopping(n_iter_no_change=2),
+        calibration="temperature",
+        num_words=corpus.num_words,
+        random_state=0,
+    )
+    _quiet_fit(est, corpus)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _, _, held_out = est._early_stopping_budget(torch.from_numpy(corpus.X), corpus.labels)
+    assert est.temperature_ != 1.0 and est.temperature_ == est._fit_temperature(held_out)
+
+
 def test_the_dirichlet_inference_keeps_its_leave_one_out_temperature_with_early_stopping(corpus):
     from lvgp import LBFGS
 

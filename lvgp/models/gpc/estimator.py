@@ -809,9 +809,11 @@ class LDKGPClassifier(
         stopping = self._stopping()
         train, dev = early_stopping_split(n, float(stopping.validation_fraction), self._fit_streams().root, codes)
         if not len(dev):
+            untempered = self.calibration == "temperature" and not self._inference_strategy().leave_one_out
             warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
-                "fitted with the full budget (the optimizer's max_iter / max_epochs)",
+                "fitted with the full budget (the optimizer's max_iter / max_epochs)"
+                + ("; calibration='temperature' keeps T = 1 (no held-out text to fit it to)" if untempered else ""),
                 UserWarning,
                 stacklevel=4,
             )

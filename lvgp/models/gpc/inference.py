@@ -707,7 +707,8 @@ class VariationalInference(Inference):
         ids, features = (x, None) if dim is None else (x[:, dim:].long(), x[:, :dim])
         idx = choose_inducing_documents(ids, est.encoder_.num_words, int(est.num_inducing), "kmeans++", seed, features)
         binary = n_classes == 2
-        inducing = documents_at(x, idx)
+        # packed: cut to the chosen documents' widths (their vectors and at least one word column)
+        inducing = documents_at(x, idx) if dim is None else documents_at(x, idx, packed_widths(x, dim)[idx])
         est.model_ = LDKClassificationGP(
             inducing,
             est._kernel(seed, x, inducing),
