@@ -16,6 +16,7 @@ and the out-of-scope AUROC of the toy data are printed as a check, not as result
     python benchmarks/intent_scale.py --quick         # 12 classes, seconds
     python benchmarks/intent_scale.py --study-files runs/intents   # the open-set study's TSVs of these queries
     python benchmarks/intent_scale.py --device cuda --all-up-to 15000   # on a GPU, the whole evidence at 15,000 too
+    python benchmarks/intent_scale.py --encoder --inference variational --per-class 100   # MiniLM beside the words
 """
 
 from __future__ import annotations
@@ -111,7 +112,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--all-up-to", type=int, default=1500, help="also fit with the evidence of all documents up to this n"
     )
-    parser.add_argument("--inference", choices=("dirichlet", "laplace"), default="dirichlet")
+    parser.add_argument("--inference", choices=("dirichlet", "laplace", "variational"), default="dirichlet")
+    parser.add_argument(
+        "--encoder",
+        action="store_true",
+        help="MiniLM beside the words: the tf-idf cosine plus mu times the encoder's cosine (the studies' "
+        "bow-gpc-encoder kernel; the queries encoded once before the fits)",
+    )
+    parser.add_argument("--batch-size", type=int, default=1024, help="the variational inference's mini-batches")
+    parser.add_argument("--max-epochs", type=int, default=20, help="the variational inference's epochs")
     parser.add_argument(
         "--subset", type=int, default=None, help="max_evidence_documents (default: the studies', 2,000; Laplace 500)"
     )
@@ -143,7 +152,8 @@ def main(argv=None) -> int:
     from gpu import sync  # (the sibling script: benchmarks/ is on the path)
     from sklearn.metrics import roc_auc_score
 
-    from lvgp import LBFGS, LDKGPClassifier
+    from lvgp import LBFGS, BagOfWordsSpec, LDKGPClassifier, MiniBatch
+    from lvgp.base.metrics import expected_calibration_error, reliability_bins
     from lvgp.experiments.classification import (
         GPC_EVIDENCE_DOCUMENTS,
         LAPLACE_EVIDENCE_DOCUMENTS,
@@ -158,26 +168,43 @@ def main(argv=None) -> int:
         n_classes, sizes, subset = 12, [5, 20], 100
     test_x, test_y = queries(n_classes, 30, seed=1)
     oos = out_of_scope(1000 if not args.quick else 60, seed=2)
+    variational = args.inference == "variational"
+    if args.encoder:
+        from lvgp.encoders import shared_encoder
+
+        start = time.perf_counter()  # every query encoded (cached) before the timings
+        shared_encoder("all-MiniLM-L6-v2").encode(
+            [t for s in sizes for t in queries(n_classes, s, seed=0)[0]] + test_x + oos
+        )
+        print(f"the queries encoded in {time.perf_counter() - start:.1f} s")
     print(
         f"{args.inference}; {n_classes} classes; {len(test_x):,} in-scope and {len(oos):,} out-of-scope test queries; "
         f"{args.threads} thread(s); device {args.device}{device_name(args.device)}; "
         f"{args.predict_samples} softmax nodes a class"
+        + ("; MiniLM beside the words" if args.encoder else "")
+        + (f"; batches of {args.batch_size:,}, {args.max_epochs} epochs, untempered" if variational else "")
     )
     print(
-        "| a class | documents | evidence of | L-BFGS iterations | the last mode's Newton steps | fit s | predict s | "
-        "peak GiB | GPU peak GiB | accuracy | OOS AUROC |"
+        "| a class | documents | evidence of | L-BFGS iterations (variational: epochs) | the last mode's Newton steps "
+        "| fit s | predict s | peak GiB | GPU peak GiB | accuracy | ECE | OOS AUROC |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for per_class in sizes:
         x, y = queries(n_classes, per_class, seed=0)
-        for m in ([None] if len(y) <= args.all_up_to else []) + ([subset] if len(y) > subset else []):
+        evidence = ([None] if len(y) <= args.all_up_to else []) + ([subset] if len(y) > subset else [])
+        for m in [None] if variational else evidence:
             model = LDKGPClassifier(
-                _tfidf_cosine,
+                BagOfWordsSpec() if args.encoder else _tfidf_cosine,
                 inference=args.inference,
                 class_hyperparameters="shared",
                 alpha_epsilon=1e-6,
                 calibration="temperature" if args.inference == "dirichlet" else None,
-                optimizer=LBFGS(max_iter=PLUS_GPC_MAX_ITER),
+                optimizer=(
+                    MiniBatch(batch_size=args.batch_size, max_epochs=args.max_epochs)
+                    if variational
+                    else LBFGS(max_iter=PLUS_GPC_MAX_ITER)
+                ),
+                sentence_encoder="all-MiniLM-L6-v2" if args.encoder else None,
                 max_evidence_documents=m,
                 random_state=0,
                 device=args.device,
@@ -192,20 +219,21 @@ def main(argv=None) -> int:
                 start = time.perf_counter()
                 proba = None if args.no_predict else model.predict_proba(test_x + oos)
                 predict_seconds = time.perf_counter() - start
-            accuracy = auroc = float("nan")
+            accuracy = auroc = ece = float("nan")
             if proba is None:
                 predict_seconds = float("nan")
             else:
                 accuracy = float(np.mean(model.classes_[proba[: len(test_x)].argmax(1)] == test_y))
+                ece = expected_calibration_error(reliability_bins(proba[: len(test_x)], model.classes_, test_y))
                 entropy = -(proba * np.log(np.maximum(proba, 1e-300))).sum(1)
                 auroc = roc_auc_score(np.r_[np.zeros(len(test_x)), np.ones(len(oos))], entropy)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             device_peak = device_peak_gib(args.device)
-            what = "all" if m is None else f"{m:,}"
+            what = "-" if variational else "all" if m is None else f"{m:,}"
             newton = model.model_.last_search[0] if args.inference == "laplace" else "-"
             print(
                 f"| {per_class} | {len(y):,} | {what} | {model.n_iter_} | {newton} | {fit_seconds:.1f} | {predict_seconds:.1f} | "
-                f"{peak:.1f} | {device_peak} | {accuracy:.3f} | {auroc:.3f} |"
+                f"{peak:.1f} | {device_peak} | {accuracy:.3f} | {ece:.3f} | {auroc:.3f} |"
             )
     return 0
 
