@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import os
 import time
 import types
 import warnings
@@ -220,15 +219,10 @@ def main(argv=None) -> int:
         limit_threads(args.threads)
         warnings.simplefilter("ignore")
         if args.quick:
-            import tempfile
+            from _quick_encoder import quick_encoder
 
-            from lvgp.encoders import SentenceEncoder, sentence
-
-            # the tiny model's encodings stay out of the user's cache, in a folder removed at exit
-            os.environ["LVGP_DATA"] = scratch.enter_context(tempfile.TemporaryDirectory())
             texts, labels, words = quick_texts()
-            encoder = SentenceEncoder.from_config({"hidden_size": 16, "intermediate_size": 32}, words=words, seed=0)
-            sentence.shared_encoder = lambda name="x", device="cpu": encoder  # noqa: ARG005 -- no download
+            encoder = quick_encoder(scratch, words)  # its encodings in a folder removed at exit
             data = {("synthetic", 40, 0): (texts[:40], labels[:40], texts[40:], labels[40:])}
             datasets, sizes, samples = ["synthetic"], [40], 1
         else:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 import warnings
@@ -89,14 +88,10 @@ def main(argv=None) -> int:
         limit_threads(args.threads)
         warnings.simplefilter("ignore")
         if args.quick:
-            import tempfile
+            from _quick_encoder import quick_encoder
 
-            from lvgp.encoders import SentenceEncoder
-
-            os.environ["LVGP_DATA"] = scratch.enter_context(tempfile.TemporaryDirectory())
             data, words = quick_documents()
-            tiny = SentenceEncoder.from_config({"hidden_size": 16, "intermediate_size": 32}, words=words, seed=0)
-            sentence.shared_encoder = lambda name="x", device="cpu": tiny  # noqa: ARG005 -- no download
+            quick_encoder(scratch, words)  # its encodings in a folder removed at exit
             cells = [("synthetic", data)]
         else:
             sizes = [int(s) for s in args.sizes.split(",")]

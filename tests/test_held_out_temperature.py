@@ -97,11 +97,12 @@ def test_refit_takes_t_from_the_probes_held_out_predictions_and_tempers_every_pr
     np.testing.assert_array_equal(LDKGPClassifier.load(path).predict_proba(x[:30]), proba)
 
 
-def test_the_laplace_inference_takes_t_from_the_held_out_texts_too(corpus):
+@pytest.mark.parametrize("inference", ["laplace", "dirichlet"])
+def test_with_early_stopping_laplace_takes_the_held_out_t_and_dirichlet_keeps_its_leave_one_out_t(corpus, inference):
     from lvgp import LBFGS
 
     est = LDKGPClassifier(
-        inference="laplace",
+        inference=inference,
         optimizer=LBFGS(max_iter=5),
         early_stopping=EarlyStopping(n_iter_no_change=2),
         calibration="temperature",
@@ -109,24 +110,14 @@ def test_the_laplace_inference_takes_t_from_the_held_out_texts_too(corpus):
         random_state=0,
     )
     _quiet_fit(est, corpus)
+    assert est.temperature_ != 1.0
+    if inference == "dirichlet":  # closed-form leave-one-out predictions: no held-out predictions taken
+        assert est.temperature_ == est._fit_temperature(est._loo_log_proba())
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, _, held_out = est._early_stopping_budget(torch.from_numpy(corpus.X), corpus.labels)
-    assert est.temperature_ != 1.0 and est.temperature_ == est._fit_temperature(held_out)
-
-
-def test_the_dirichlet_inference_keeps_its_leave_one_out_temperature_with_early_stopping(corpus):
-    from lvgp import LBFGS
-
-    est = LDKGPClassifier(
-        optimizer=LBFGS(max_iter=8),
-        early_stopping=EarlyStopping(n_iter_no_change=3),
-        calibration="temperature",
-        num_words=corpus.num_words,
-        random_state=0,
-    )
-    _quiet_fit(est, corpus)
-    assert est.temperature_ == est._fit_temperature(est._loo_log_proba())
+    assert est.temperature_ == est._fit_temperature(held_out)
 
 
 def test_early_stopping_with_a_sentence_encoder_keeps_a_text_without_a_known_word(tiny_encoder):
