@@ -21,6 +21,7 @@ from lvgp import EarlyStopping, LDKGPClassifier, MiniBatch
 from lvgp.base.splits import early_stopping_split
 from lvgp.datasets import make_zipf_topic_documents
 from lvgp.models.gpc.inference import TEMPERATURE_PRIOR_SD, _tempered_log_proba, _tempered_proba
+from lvgp.warnings import EmptyDocumentsWarning
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +139,26 @@ def test_early_stopping_with_a_sentence_encoder_keeps_a_text_without_a_known_wor
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(texts, labels)
     assert np.isfinite(est.predict_proba(["I am OK", "good plot"])).all()
+
+
+def test_early_stopping_keeps_a_text_of_stop_words_alone_under_on_empty_keep():
+    """The same validation before the split: ``on_empty="keep"`` was not passed to it, so such a text was refused
+    there though the fit keeps it."""
+    texts = ["good film", "bad film", "great plot", "awful plot", "I am OK", "it is a TV"] * 4
+    labels = ["pos", "neg", "pos", "neg", "pos", "neg"] * 4
+    est = LDKGPClassifier(
+        inference="variational",
+        optimizer=MiniBatch(max_epochs=5),
+        early_stopping=EarlyStopping(n_iter_no_change=2),
+        calibration="temperature",
+        on_empty="keep",
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.warns(EmptyDocumentsWarning, match="kept as the empty set"):
+            est.fit(texts, labels)
+    assert est.best_iter_ is not None and np.isfinite(est.predict_proba(["good plot"])).all()
 
 
 def test_the_classification_studys_variational_methods_are_tempered_where_the_method_is():
