@@ -15,6 +15,7 @@ printed) and read from the encoder's cache by the fits (``encode s``: those read
 
     python benchmarks/variational_encoder_gpc.py [--datasets 20ng,r8] [--sizes 1000,4000,9000] [--threads 2]
     python benchmarks/variational_encoder_gpc.py --quick     # a tiny random encoder and made-up texts, seconds
+    python benchmarks/variational_encoder_gpc.py --datasets 20ng --sizes 4000 --batch-size 1024 --max-epochs 40
 """
 
 from __future__ import annotations
@@ -77,10 +78,17 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", default="20ng,r8")
     parser.add_argument("--sizes", default="1000,4000,9000")
     parser.add_argument("--dev", type=int, default=2000, help="scored texts of the training part, not sampled")
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="the variational rows' mini-batches (default: the estimator's)"
+    )
+    parser.add_argument(
+        "--max-epochs", type=int, default=None, help="the variational rows' epochs (default: the estimator's)"
+    )
     add_threads_option(parser)
     args = parser.parse_args(argv)
     resolve_threads(args)
     with contextlib.ExitStack() as scratch:  # --quick's cache folder, removed at the end
+        from lvgp import MiniBatch
         from lvgp.base.metrics import expected_calibration_error, log_loss, reliability_bins
         from lvgp.encoders import sentence
         from lvgp.experiments.executors import limit_threads
@@ -109,6 +117,8 @@ def main(argv=None) -> int:
             reference = None
             for name, inference, changes in ROWS:
                 model = classifier("r8" if args.quick else dataset, inference, **changes)
+                if inference == "variational" and (args.batch_size or args.max_epochs):
+                    model.set_params(optimizer=MiniBatch(batch_size=args.batch_size, max_epochs=args.max_epochs))
                 start = time.perf_counter()
                 model.fit(x_train, y_train)
                 fit = time.perf_counter() - start - model.encode_seconds_

@@ -179,7 +179,9 @@ class LDKGPClassifier(
             (0, 1]; a step that leaves q(u) not positive definite (mini-batch curvature estimates scaled
             by n are noisy) is undone and the step size halved, at most 10 times, with a
             ``ConvergenceWarning``; ``ngd_lr_`` is the step size at the end). Unset fields take these
-            defaults.
+            defaults. At thousands of texts mini-batches (``MiniBatch(batch_size=1024, max_epochs=40)``) reach the
+            full batches' fit in a fraction of the time: the fits need steps, not epochs (``benchmarks/README.md``,
+            "variational_encoder_gpc.py").
         early_stopping: ``False``; ``True`` or an :class:`~lvgp.EarlyStopping`: choose the budget on
             held-out documents instead: a stratified ``validation_fraction`` (default 0.25) of the
             training documents (:func:`~lvgp.base.splits.dev_split`) is held out, a fit on the rest is
