@@ -53,7 +53,7 @@ from ...encoders.sentence import ENCODERS, SentenceEncoder
 from ...kernels.assembly import EncoderPart
 from ...kernels.composition import PART_SELECTIONS
 from ...kernels.document import keep_empty_documents
-from ...kernels.packed import EncoderKernelArgument
+from ...kernels.packed import EncoderKernelArgument, unpack_documents
 from ...kernels.spec import KernelArg, KernelArgument, word_vector_modules
 from ...warnings import EmptyDocumentsWarning, UnseenWordsWarning, warn
 from ..dirichlet import SharedDirichletPosterior
@@ -424,7 +424,7 @@ class LDKGPClassifier(
         check_params(self)
         self._checked_spec()
         strategy = self._inference_strategy()
-        if self.calibration == "temperature" and not strategy.leave_one_out and self._early_stopping_options() is None:
+        if self._held_out_temperature() and self._early_stopping_options() is None:
             raise ValueError(
                 "calibration='temperature' needs inference='dirichlet' (its leave-one-out predictions are closed-form) "
                 f"or early_stopping (T from its held-out texts' predictions); got inference={self.inference!r} without "
@@ -475,6 +475,11 @@ class LDKGPClassifier(
                 f"subset's fit); got inference={self.inference!r}, class_hyperparameters={self.class_hyperparameters!r}"
             )
 
+    def _held_out_temperature(self) -> bool:
+        """``calibration="temperature"`` without closed-form leave-one-out predictions: ``T`` from early stopping's
+        held-out texts (:meth:`_held_out_log_proba`)."""
+        return self.calibration == "temperature" and not self._inference_strategy().leave_one_out
+
     def _encoder_dim(self) -> int | None:
         """The width of the sentence encoder's vectors in the packed documents (``None``: no encoder)."""
         return None if self.sentence_encoder is None else int(self._sentence_encoder().dim)
@@ -491,12 +496,12 @@ class LDKGPClassifier(
         encoder = self.encoder_
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
         dim = self._encoder_dim()
-        ids = x if dim is None else x[..., dim:].long()
+        ids = x if dim is None else unpack_documents(x, dim)[0]
         spec = self._spec
         approximation = None
         if spec is not None and inducing is not None and spec.approximation == "auto":
             batch_size = self._optimizer_options().batch_size  # None: a full batch
-            inducing_ids = inducing if dim is None else inducing[..., dim:].long()
+            inducing_ids = inducing if dim is None else unpack_documents(inducing, dim)[0]
             approximation = step_approximation(spec, ids, inducing_ids, batch_size, seed)
         kernel = self._assembled_kernel(
             encoder.num_words,
@@ -536,13 +541,13 @@ class LDKGPClassifier(
             self._fit(X, y, budget, unlabeled=unlabeled)
             self.best_iter_, self.validation_curve_ = budget, curve
         loo = None
-        closed_form = self._inference_strategy().leave_one_out
-        if self.encoder_weight == "loo" or (self.calibration == "temperature" and closed_form):
+        loo_temperature = self.calibration == "temperature" and not self._held_out_temperature()
+        if self.encoder_weight == "loo" or loo_temperature:
             self._warn_single_document_classes()
-        if self.calibration == "temperature" and closed_form:
+        if loo_temperature:
             loo = self._loo_log_proba()
             self.temperature_ = self._fit_temperature(loo)
-        elif self.calibration == "temperature" and held_out is not None:
+        elif held_out is not None:  # only where _held_out_temperature()
             self.temperature_ = self._fit_temperature(held_out)
         self._choose_encoder_weight(X, loo)
         self.fit_seconds_ = time.perf_counter() - start
@@ -811,7 +816,7 @@ class LDKGPClassifier(
         stopping = self._stopping()
         train, dev = early_stopping_split(n, float(stopping.validation_fraction), self._fit_streams().root, codes)
         if not len(dev):
-            untempered = self.calibration == "temperature" and not self._inference_strategy().leave_one_out
+            untempered = self._held_out_temperature()
             warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
                 "fitted with the full budget (the optimizer's max_iter / max_epochs)"
@@ -826,7 +831,8 @@ class LDKGPClassifier(
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """``early_stopping="keep-best"``: fit on the training part, validated on the held-out part,
         and keep the best validated iterate (no refit). Returns the held-out texts' log probabilities
-        under it and their classes (:meth:`_held_out_log_proba`; ``None`` where no part was held out)."""
+        under it and their classes where the temperature reads them (:meth:`_held_out_log_proba`; else, or where
+        no part was held out, ``None``)."""
         train, dev, num_words = self._held_out(X, y)
         if not len(dev):
             self._fit(X, y, unlabeled=unlabeled)
@@ -844,7 +850,7 @@ class LDKGPClassifier(
             )
         finally:
             self.num_words = saved
-        return self._held_out_log_proba(take_documents(X, dev), labels[dev])
+        return self._held_out_log_proba(take_documents(X, dev), labels[dev]) if self._held_out_temperature() else None
 
     def _early_stopping_budget(
         self, X: Documents, y: TensorLike, unlabeled: Documents | None = None
@@ -869,9 +875,9 @@ class LDKGPClassifier(
             validation=(take_documents(X, dev), labels[dev]),
             unlabeled=unlabeled,
         )
-        held_out = None
-        if self.calibration == "temperature" and not self._inference_strategy().leave_one_out:
-            held_out = probe._held_out_log_proba(take_documents(X, dev), labels[dev])
+        held_out = (
+            probe._held_out_log_proba(take_documents(X, dev), labels[dev]) if self._held_out_temperature() else None
+        )
         return probe.best_iter_, probe.validation_curve_, held_out
 
     def _held_out_log_proba(self, X_dev: Documents, y_dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ from ...base.fitting import PlateauStopping, fit_stochastic, log_prior, minimize
 from ...base.numerics import covariance_errors, exact_numerics
 from ...bow.padded import document_lengths, documents_at, pad_to_common_width
 from ...kernels import compiled_blocks, kept_blocks, shared_evaluation
-from ...kernels.packed import packed_widths
+from ...kernels.packed import packed_widths, unpack_documents
 from ...kernels.spec import word_vector_modules
 from ...warnings import warn
 from ..dirichlet import SharedDirichletPosterior, shared_dirichlet_log_evidence
@@ -704,11 +704,11 @@ class VariationalInference(Inference):
         documents chosen by k-means++ with ``seed``), on ``device_``; returns the training targets."""
         n_classes = len(est.classes_)
         dim = est._encoder_dim()
-        ids, features = (x, None) if dim is None else (x[:, dim:].long(), x[:, :dim])
+        ids, features = (x, None) if dim is None else unpack_documents(x, dim)
         idx = choose_inducing_documents(ids, est.encoder_.num_words, int(est.num_inducing), "kmeans++", seed, features)
         binary = n_classes == 2
         # packed: cut to the chosen documents' widths (their vectors and at least one word column)
-        inducing = documents_at(x, idx) if dim is None else documents_at(x, idx, packed_widths(x, dim)[idx])
+        inducing = documents_at(x, idx) if dim is None else documents_at(x, idx, packed_widths(x[idx], dim))
         est.model_ = LDKClassificationGP(
             inducing,
             est._kernel(seed, x, inducing),
