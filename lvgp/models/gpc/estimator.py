@@ -173,15 +173,19 @@ class LDKGPClassifier(
             on the studies' test sets in ``results/README.md``.
         optimizer: ``None`` or the inference's: the Dirichlet inference an :class:`~lvgp.LBFGS` (defaults
             ``max_iter=100, tol=1e-6``); the variational one a :class:`~lvgp.MiniBatch` (defaults
-            ``batch_size=None`` (full batch), ``max_epochs=200``, ``lr=0.03`` (Adam's, for the kernel's
+            ``batch_size=1024`` texts a step (every text where there are fewer: one step an epoch);
+            ``max_steps=400`` and ``max_epochs=200``, the budget whichever ends first, in whole epochs: the
+            fewest that hold ``max_steps`` steps (27 epochs of 15,000 texts), or ``max_epochs`` (200 of
+            1,000 texts); a budget field set without the other is the budget alone (``MiniBatch(max_epochs=40)``
+            is 40 epochs whatever the texts); ``lr=0.03`` (Adam's, for the kernel's
             parameters), ``tol=1e-6`` and ``convergence_window=10`` (the relative change of the epoch
-            loss over that many epochs), ``ngd_lr=0.1``: the natural-gradient step size of q(u), in
+            loss over that many epochs; a mini-batch fit's loss seldom meets it, and the budget that ends it
+            says so in a ``ConvergenceWarning``), ``ngd_lr=0.1``: the natural-gradient step size of q(u), in
             (0, 1]; a step that leaves q(u) not positive definite (mini-batch curvature estimates scaled
             by n are noisy) is undone and the step size halved, at most 10 times, with a
             ``ConvergenceWarning``; ``ngd_lr_`` is the step size at the end). Unset fields take these
-            defaults. At thousands of texts mini-batches (``MiniBatch(batch_size=1024, max_epochs=40)``) reach the
-            full batches' fit in a fraction of the time: the fits need steps, not epochs (``benchmarks/README.md``,
-            "variational_encoder_gpc.py").
+            defaults. The fits need steps, not epochs: a step's batch is a fixed cost, whatever the texts
+            (the budget chosen on dev draws: ``benchmarks/README.md``, "Rule 37").
         early_stopping: ``False``; ``True`` or an :class:`~lvgp.EarlyStopping`: choose the budget on
             held-out documents instead: a stratified ``validation_fraction`` (default 0.25) of the
             training documents (:func:`~lvgp.base.splits.dev_split`) is held out, a fit on the rest is
@@ -382,12 +386,20 @@ class LDKGPClassifier(
     _renamed_params = {"n_mc_samples": "predict_samples"}  # (issue 58: one name per meaning)
     _optimizer_defaults = (
         LBFGS(max_iter=100, tol=1e-6),
-        MiniBatch(batch_size=None, max_epochs=200, lr=0.03, tol=1e-6, convergence_window=10, ngd_lr=0.1, compile=False),
+        MiniBatch(
+            batch_size=1024,
+            max_steps=400,
+            max_epochs=200,
+            lr=0.03,
+            tol=1e-6,
+            convergence_window=10,
+            ngd_lr=0.1,
+            compile=False,
+        ),
     )
     _early_stopping_default = EarlyStopping(
         validation_fraction=0.25, n_iter_no_change=10, validation_interval=1, policy="refit"
     )
-    _unused_optimizer_fields = ("max_steps",)
     _optimizer_kind_set_by = "inference"
 
     _parameter_constraints: dict[str, list] = {

@@ -769,6 +769,7 @@ class VariationalInference(Inference):
         ngd = gpytorch.optim.NGD(natural, num_data=n, lr=float(optimizer.ngd_lr))
         adam = fitting.torch_adam(others, optimizer.lr, fused=fused["wanted"])
         batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
+        epochs, budget_name = epoch_budget(n, batch, est.optimizer, optimizer)
         g = torch_generator(seed)
         est.model_.train()
         est.likelihood_.train()
@@ -879,14 +880,14 @@ class VariationalInference(Inference):
             # early stopping validates every epoch and keeps the best; else the plateau rule of the epoch losses
             result = fit_stochastic(
                 epoch,
-                max_iter=int(optimizer.max_epochs if budget is None else budget),
+                max_iter=int(epochs if budget is None else budget),
                 rule=(
                     None
                     if validate is not None
                     else PlateauStopping(window=int(optimizer.convergence_window), tol=float(optimizer.tol))
                 ),
                 what="the variational GP classifier",
-                budget="max_epochs",
+                budget=budget_name,
                 unit="epochs",
                 validate=validate,
                 validation_interval=int(stopping.validation_interval),
@@ -936,6 +937,25 @@ class VariationalInference(Inference):
             probs = est.likelihood_(f).probs
             return torch.stack([1 - probs, probs], dim=-1)
         return super().block_proba(est, mean, var, f)
+
+
+def epoch_budget(n: int, batch: int, given: Any, filled: MiniBatch) -> tuple[int, str]:
+    """The variational fit's budget in whole epochs of ``ceil(n / batch)`` steps, and the name of the field that
+    sets it: ``max_epochs``, or the fewest epochs that hold ``max_steps`` steps, whichever ends first. Where the
+    user's optimizer (``given``; ``None``: the defaults) sets one of the two and not the other, that one alone is
+    the budget (``MiniBatch(max_epochs=40)`` is 40 epochs whatever ``n``); else both (``filled``: every field
+    set) count."""
+    steps_an_epoch = -(-n // batch)
+    set_steps = given is not None and given.max_steps is not None
+    set_epochs = given is not None and given.max_epochs is not None
+    assert filled.max_epochs is not None and filled.max_steps is not None
+    by_epochs = int(filled.max_epochs)
+    by_steps = -(-int(filled.max_steps) // steps_an_epoch)
+    if set_epochs and not set_steps:
+        return by_epochs, "max_epochs"
+    if set_steps and not set_epochs:
+        return by_steps, "max_steps"
+    return (by_steps, "max_steps") if by_steps < by_epochs else (by_epochs, "max_epochs")
 
 
 def natural_gradient_step(ngd: gpytorch.optim.NGD) -> None:
