@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from lvgp import MiniBatch
+from lvgp import EarlyStopping, MiniBatch
 from lvgp.models.gpc import LDKGPClassifier
 from lvgp.models.gpc import inference as gpc_inference
 from lvgp.models.gpc.inference import epoch_budget
@@ -94,3 +94,24 @@ def test_where_a_batch_holds_every_text_the_default_is_the_full_batch_fit_to_the
     default, full = fits
     assert default.n_iter_ == full.n_iter_ and default.loss_curve_ == full.loss_curve_
     np.testing.assert_array_equal(default.predict_proba(x[30:]), full.predict_proba(x[30:]))
+
+
+def test_a_validation_interval_beyond_the_budget_in_epochs_is_refused_by_name():
+    """The estimator's check before the fit reads ``max_epochs``; the epochs of ``max_steps`` need the texts:
+    60 held-out-fit texts in batches of 16 make 4 steps an epoch, 12 steps three epochs."""
+    x, y = three_classes(80, 0)
+    clf = LDKGPClassifier(
+        inference="variational",
+        num_inducing=8,
+        optimizer=MiniBatch(batch_size=16, max_steps=12),
+        early_stopping=EarlyStopping(validation_interval=5),
+        random_state=0,
+    )
+    with pytest.raises(
+        ValueError, match=r"validation_interval=5 exceeds the fit's budget of 3 epochs \(max_steps=12, 60"
+    ):
+        clf.fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.set_params(early_stopping=EarlyStopping(validation_interval=3)).fit(x, y)
+    assert clf.best_iter_ == 3 and len(clf.validation_curve_) == 1

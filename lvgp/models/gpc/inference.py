@@ -770,6 +770,13 @@ class VariationalInference(Inference):
         adam = fitting.torch_adam(others, optimizer.lr, fused=fused["wanted"])
         batch = n if optimizer.batch_size is None else int(optimizer.batch_size)
         epochs, budget_name = epoch_budget(n, batch, est.optimizer, optimizer)
+        if validate is not None and budget is None and int(stopping.validation_interval) > epochs:
+            # the estimator's check before the fit reads max_epochs; the budget in epochs needs n
+            raise ValueError(
+                f"early_stopping.validation_interval={stopping.validation_interval} exceeds the fit's budget of "
+                f"{epochs} epochs ({budget_name}={getattr(optimizer, budget_name)}, {n:,} texts in batches of "
+                f"{batch:,}): nothing would be validated; take an interval of at most {epochs} or raise {budget_name}"
+            )
         g = torch_generator(seed)
         est.model_.train()
         est.likelihood_.train()
