@@ -503,8 +503,9 @@ class LDKGPClassifier(
     def _kernel(self, seed: int, x: torch.Tensor, inducing: torch.Tensor | None = None) -> Kernel:
         """The kernel on the training documents ``x`` (padded word ids, or packed with the sentence
         encoder's vectors); with the variational inference's ``inducing`` documents, ``"auto"`` is decided
-        on the documents of a step (:func:`~lvgp.models.inducing.step_approximation`; with the default
-        full batch, the training documents' words as for the Dirichlet inference)."""
+        on the documents of a step (:func:`~lvgp.models.inducing.step_approximation`: the inducing documents
+        and a batch; where one batch holds every text, the training documents' words as for the Dirichlet
+        inference)."""
         encoder = self.encoder_
         words = encoder.vocabulary.words if encoder.vocabulary is not None else None
         dim = self._encoder_dim()
