@@ -832,7 +832,7 @@ class LDKGPClassifier(
             untempered = self._held_out_temperature()
             warn(
                 f"early_stopping: {n} documents of {codes.max() + 1} classes leave no validation part; "
-                "fitted with the full budget (the optimizer's max_iter / max_epochs)"
+                "fitted with the full budget (the optimizer's max_iter, or max_steps / max_epochs)"
                 + ("; calibration='temperature' keeps T = 1 (no held-out text to fit it to)" if untempered else ""),
                 UserWarning,
                 stacklevel=4,
