@@ -70,13 +70,11 @@ def raw_documents(dataset: str, size: int, n_dev: int, seed: int = 0):
 
 
 def quick_documents(n: int = 240, seed: int = 0):
-    """Three classes of short made-up texts, and the words of a tiny encoder (``--quick``)."""
-    rng = np.random.default_rng(seed)
-    own = [["stock", "market", "shares"], ["match", "goal", "team"], ["rain", "storm", "cloud"]]
-    shared = ["today", "report", "people", "city", "week", "news"]
-    labels = rng.integers(0, 3, n)
-    texts = [" ".join(rng.choice(own[c] + shared, 6)) for c in labels]
-    words = sorted({w for ws in own for w in ws} | set(shared))
+    """Three classes of short made-up texts (``encoder_design.py``'s), 160 to fit and the rest scored, and the
+    words of a tiny encoder (``--quick``)."""
+    from encoder_design import quick_texts
+
+    texts, labels, words = quick_texts(n, seed)
     return (texts[:160], labels[:160], texts[160:], labels[160:]), words
 
 
