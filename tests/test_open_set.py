@@ -304,7 +304,36 @@ def test_gp_energy_is_the_log_sum_exp_of_the_latent_means(fitted_gp):
     clf.set_params(novelty_score=DEFAULT_SCORE)
     from lvgp.base.novelty import latent_energy
 
-    np.testing.assert_allclose(latent_energy(np.array([[2.0]])), [np.log(1 + np.exp(2.0))])  # one latent: (0, f)
+    # one latent f (a binary classifier's log odds): the two-class softmax latents (-f/2, f/2), so the score
+    # is |f|/2 + log(1 + exp(-|f|)) whichever class is the second, log 2 at no evidence
+    f = np.array([[-3.0], [-0.5], [0.0], [0.5], [3.0]])
+    np.testing.assert_allclose(latent_energy(f), np.abs(f[:, 0]) / 2 + np.log1p(np.exp(-np.abs(f[:, 0]))), rtol=1e-14)
+    np.testing.assert_allclose(latent_energy(f), latent_energy(np.hstack([-f / 2, f / 2])), rtol=1e-14)
+    np.testing.assert_array_equal(latent_energy(f), latent_energy(-f))
+    assert latent_energy(f)[2] == pytest.approx(np.log(2.0)) and np.all(latent_energy(f)[[0, 1, 3, 4]] > np.log(2.0))
+
+
+def test_binary_variational_gp_energy_ranks_texts_sure_of_either_class_above_texts_of_no_evidence():
+    """The variational classifier's binary fit has one latent function; its energy must not depend on which
+    class is the second: read as the logits (0, f), a text sure of the first class scored below an empty one."""
+    texts = [
+        "good great fine",
+        "great good film",
+        "fine good acting",
+        "bad dull awful",
+        "awful bad plot",
+        "dull bad weak",
+    ]
+    test = ["good great", "bad awful", "sushi plate"]  # the last has no known word: the latent prior
+    for labels in (["pos"] * 3 + ["neg"] * 3, ["neg"] * 3 + ["pos"] * 3):
+        clf = LDKGPClassifier(inference="variational", random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(texts, labels)
+            mean, _ = clf.predict_latent(test)
+            score = clf.set_params(novelty_score="energy").score_samples(test)
+        assert mean.shape == (3, 1) and mean[0, 0] * mean[1, 0] < 0  # the two texts on either side of the prior
+        assert score[0] > score[2] and score[1] > score[2]
 
 
 def test_gp_documents_without_a_known_word_are_the_least_typical_by_variance(fitted_gp):

@@ -151,16 +151,21 @@ def probability_novelty(proba: np.ndarray, kind: str = "entropy") -> np.ndarray:
 
 
 def latent_energy(mean: np.ndarray) -> np.ndarray:
-    r"""The ``"energy"`` score of ``n x C`` latent means (or logits): :math:`\log \sum_c \exp \mu_c`; one
-    column (a binary classifier's single latent function, the positive class's logit) is read as the
-    logits :math:`(0, \mu)`."""
+    r"""The ``"energy"`` score of ``n x C`` latent means (or logits): :math:`\log \sum_c \exp \mu_c`.
+
+    One column (a binary classifier's single latent function :math:`\mu`, the log odds of the second
+    class) is read as the two classes' latents :math:`(-\mu/2, \mu/2)` -- the binary logistic GP with kernel
+    :math:`K` is the two-class softmax GP with kernel :math:`K/2`, whose posterior mode's latents sum to zero
+    (the mode is :math:`K (y - \pi)`; Rasmussen & Williams 2006, sec. 3.5) -- so that the score is
+    :math:`|\mu|/2 + \log(1 + e^{-|\mu|})` and does not depend on which class is the second. (Read as
+    :math:`(0, \mu)`, a text sure of the first class would score below one with no evidence at all.)"""
     from scipy.special import logsumexp
 
     mean = np.asarray(mean, dtype=np.float64)
     if mean.ndim != 2:
         raise ValueError(f"mean must be n x C; got shape {mean.shape}")
     if mean.shape[1] == 1:
-        mean = np.hstack([np.zeros_like(mean), mean])
+        mean = np.hstack([-mean / 2, mean / 2])
     return logsumexp(mean, axis=1)
 
 
