@@ -94,6 +94,14 @@ def input_kind(X: Documents) -> str:
             isinstance(d, (list, tuple)) and all(isinstance(t, str) for t in d) for d in docs
         ):
             return "texts"
+        if any(isinstance(d, str) for d in docs):  # texts with some rows of another kind: name them
+            bad = [i for i, d in enumerate(docs) if not isinstance(d, str)]
+            kinds = sorted({type(docs[i]).__name__ for i in bad})
+            raise TypeError(
+                f"X must be a list of texts (strings); {len(bad)} of {len(docs)} rows are not: rows "
+                f"{bad[:10]}{' ...' if len(bad) > 10 else ''} ({', '.join(kinds)}). A missing text (None, NaN) "
+                "is no document: drop its row"
+            )
     raise TypeError(
         "X must be a list of texts (strings or token lists), a document-term count matrix "
         f"(scipy.sparse or numpy), or a padded torch.long tensor; got {type(X).__name__}"
