@@ -153,8 +153,9 @@ def probability_novelty(proba: np.ndarray, kind: str = "entropy") -> np.ndarray:
 def latent_energy(mean: np.ndarray) -> np.ndarray:
     r"""The ``"energy"`` score of ``n x C`` latent means (or logits): :math:`\log \sum_c \exp \mu_c`.
 
-    One column (a binary classifier's single latent function :math:`\mu`, the log odds of the second
-    class) is read as the two classes' latents :math:`(-\mu/2, \mu/2)` -- the binary logistic GP with kernel
+    One column (a binary classifier's single latent function :math:`\mu` of the second class: the variational
+    GP classifier's probit latent, a logistic regression's log odds) is read as the two classes' latents
+    :math:`(-\mu/2, \mu/2)`, symmetric as the two-class softmax is -- the binary logistic GP with kernel
     :math:`K` is the two-class softmax GP with kernel :math:`K/2`, whose posterior mode's latents sum to zero
     (the mode is :math:`K (y - \pi)`; Rasmussen & Williams 2006, sec. 3.5) -- so that the score is
     :math:`|\mu|/2 + \log(1 + e^{-|\mu|})` and does not depend on which class is the second. (Read as
