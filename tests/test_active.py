@@ -462,6 +462,14 @@ def test_choose_texts_to_label_draws_its_targets_from_the_texts_then_the_batch()
         choose_texts_to_label(model, [names[0], 7], 1)
     with pytest.raises(TypeError, match="targets must be a sequence of texts, not a single string"):
         choose_texts_to_label(model, names, 3, targets="a plate of sushi")
+    laplace = LDKGPClassifier(inference="laplace", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        laplace.fit(["good great", "great fine", "bad dull", "awful bad"], ["p", "p", "n", "n"])
+    with pytest.raises(
+        ValueError, match="model must be an LDKGPClassifier fitted with inference='dirichlet'.*'laplace'"
+    ):
+        choose_texts_to_label(laplace, ["good film", "bad plot"], 1)
 
 
 def test_power_strategies_run_in_the_study(toy_topics_tsv, tmp_path):

@@ -380,6 +380,12 @@ def choose_texts_to_label(
     texts = check_texts(texts)  # a list of strings, a bad row named
     if not texts:
         raise TypeError("texts must be a non-empty list of strings, the unlabelled texts")
+    if getattr(model, "inference", "dirichlet") != "dirichlet":  # (a model of other kind: its predict_latent_cross)
+        raise ValueError(
+            "model must be an LDKGPClassifier fitted with inference='dirichlet' (EPIG reads its independent latents "
+            f"a class and their cross-covariances); got {type(model).__name__} with "
+            f"inference={getattr(model, 'inference', None)!r}"
+        )
     k = check_count("k", k, minimum=0, maximum=len(texts))  # at most the number of texts
     rng = numpy_generator(random_state)  # a Generator as it is
     if targets is None:
