@@ -60,6 +60,13 @@ own (log pseudo-counts; the energy is their log-sum-exp) and how noisy they are 
 prior (``LDKGPClassifier(noise_prior_sd=None)``: the evidence alone, as before the prior); a number: that prior's
 sd in place of the library's (one process: ``--jobs 1``).
 
+``--gpc-inference laplace`` / ``variational`` (rule 39): the GP classifiers under that inference in place of the
+Dirichlet one, as the classification study's ``--gpc-inference`` builds them (``with_gpc_inference``: the Laplace
+fit untempered, the variational one tempered on early stopping's held-out texts), scored by the energy and the
+scores every inference offers (the Dirichlet reference scores, the lifted energy among them, need the Dirichlet
+leave-one-out predictions), the encoder part's weight the fit's own (``encoder_weight="evidence"``); compare the
+scores with ``--paired-scores energy,entropy`` (one process: ``--jobs 1``).
+
 ``--paired-auroc-with M1,M2``: those baselines (of ``--methods``) in place of the Mahalanobis detector for the
 AUROC pairings, one table each; with the ``--out`` of a finished run, the same command reads its records again
 (the study resumes) and prints them at once.
@@ -237,6 +244,12 @@ def main() -> None:
         help="the GP classifiers' Dirichlet pseudo-count in place of the study's 1e-6 (module docstring)",
     )
     parser.add_argument(
+        "--gpc-inference",
+        choices=("dirichlet", "laplace", "variational"),
+        default="dirichlet",
+        help="the GP classifiers' inference (module docstring; rule 39)",
+    )
+    parser.add_argument(
         "--noise-prior-sd",
         default=None,
         help="the GP classifiers' noise_prior_sd in place of the library's: a positive number, or 'none' (no prior; "
@@ -250,6 +263,7 @@ def main() -> None:
 
     variant = args.encoder_weight != "study" or args.encoder_part != "study" or args.alpha_epsilon is not None
     variant = variant or args.gp_vocabulary != "study" or noise_prior_sd is not LIBRARY
+    variant = variant or args.gpc_inference != "dirichlet"
     if args.unseen_words == "whole-bag" or args.gp_tf != "study" or variant:
         counts = None if args.gp_tf == "study" else args.gp_tf == "sublinear"
         OpenSetStudy = variant_study(  # noqa: N806
@@ -260,6 +274,7 @@ def main() -> None:
             args.alpha_epsilon,
             args.gp_vocabulary,
             noise_prior_sd,
+            args.gpc_inference,
         )
         args.jobs = 1  # (the study class of this run is defined here: one process)
 
@@ -566,6 +581,7 @@ def variant_study(
     alpha_epsilon: float | None = None,
     vocabulary: str = "study",
     noise_prior_sd: float | str | None = LIBRARY,
+    gpc_inference: str = "dirichlet",
 ):
     """``OpenSetStudy`` whose GP classifiers read :func:`whole_bag_vocabulary` of each split (``whole_bag``)
     and whose tf-idf parts count words as ``1 + ln count`` (``sublinear_tf=True``) or as their counts
@@ -578,7 +594,9 @@ def variant_study(
     the study's. ``alpha_epsilon``: the GP classifiers' Dirichlet pseudo-count in place of the study's (``None``: the
     study's). ``vocabulary``: the tf-idf GPs' words (:func:`gp_vocabulary`). ``noise_prior_sd``: the GP
     classifiers' ``noise_prior_sd`` (a positive number, or ``None``: no prior) in place of the library's
-    (:data:`LIBRARY`, the default)."""
+    (:data:`LIBRARY`, the default). ``gpc_inference``: the GP classifiers' inference (the study's
+    ``with_gpc_inference``); under another than the Dirichlet one they are scored by the energy, their encoder
+    weight the fit's own."""
     import dataclasses
     import functools
 
@@ -594,6 +612,9 @@ def variant_study(
     class VariantStudy(OpenSetStudy):
         def estimator(self, cell: dict, data=None):
             model = super().estimator(cell, data)
+            if gpc_inference != "dirichlet" and cell["method"].startswith("gpc-"):
+                # the Dirichlet reference scores and the labels' leave-one-out weight need the Dirichlet inference
+                model.set_params(novelty_score="energy", encoder_weight="evidence")
             if alpha_epsilon is not None and cell["method"].startswith("gpc-"):
                 model.set_params(alpha_epsilon=alpha_epsilon)
             if noise_prior_sd is not LIBRARY and cell["method"].startswith("gpc-"):
@@ -637,6 +658,7 @@ def variant_study(
                     model = leave_one_out_weight_classifier(model, guarded=encoder_weight == "loo-guarded")
             return model
 
+    VariantStudy.gpc_inference = gpc_inference  # what the study's GP builders read (with_gpc_inference)
     return VariantStudy
 
 
