@@ -12,6 +12,8 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   labelled text keeps in its norm the words of no other labelled text; here each labelled text, left out, is
   predicted by the GP of the other labelled texts (the fit's hyper-parameters) with those words dropped
   (:func:`loo_as_new_latents`: one inverse and one matrix product a class);
+- ``gp-loo-as-new-short`` (rule 40): ``gp-loo-as-new`` where the labelled texts' median length is below
+  :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (:func:`short_texts`), ``gp`` elsewhere;
 - ``gp-match`` and ``gp-match-as-new``: its fit, the temperature at which the tempered leave-one-out predictions'
   mean top probability equals their accuracy (:func:`confidence_matching_temperature`: the ECE's own criterion, in
   place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
@@ -66,6 +68,7 @@ from lvgp.models.gpc.inference import _tempered_log_proba, _tempered_proba  # ho
 STUDY_FIT_ROWS = (
     "gp",
     "gp-loo-as-new",
+    "gp-loo-as-new-short",
     "gp-match",
     "gp-match-as-new",
     "gp-hindsight",
@@ -149,6 +152,15 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
         model.eval()
         likelihood.eval()
     return mean.mT, var.mT.clamp_min(0.0)
+
+
+def short_texts(texts) -> bool:
+    """Rule 40's gate: the labelled texts' median length (whitespace-separated words, as
+    ``LDKGPClassifier(encoder_weight="loo")`` measures it) below
+    :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS`."""
+    from lvgp.models.gpc.encoder_weight import LONG_TEXT_WORDS
+
+    return bool(np.median([len(str(t).split()) for t in texts]) < LONG_TEXT_WORDS)
 
 
 def loo_as_new_log_proba(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False) -> np.ndarray:
@@ -362,7 +374,7 @@ def draws(args) -> list[dict]:
                                 found["gp-cv-temperature"] = gp_record(
                                     gp, log_loo, gp._fit_temperature(oof), raw, labels, weights, auroc
                                 )
-                            if {"gp-loo-as-new", "gp-match-as-new"} & set(rows):
+                            if {"gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short"} & set(rows):
                                 as_new = loo_as_new_log_proba(gp, feature_dim)
                                 for row, fit_temperature in (
                                     ("gp-loo-as-new", gp._fit_temperature),
@@ -371,6 +383,14 @@ def draws(args) -> list[dict]:
                                     if row in rows:
                                         temperature = fit_temperature((as_new, truth))
                                         found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
+                                if "gp-loo-as-new-short" in rows:  # rule 40: as new texts' below the median length
+                                    short = short_texts(x)
+                                    loo = as_new if short else log_loo
+                                    temperature = gp._fit_temperature((as_new, truth)) if short else gp.temperature_
+                                    found["gp-loo-as-new-short"] = {
+                                        **gp_record(gp, loo, temperature, raw, labels, weights, auroc),
+                                        "short": short,
+                                    }
                         if "gp-min-df-2" in rows:
                             gp = estimator(GP)
                             gp.set_params(vocabulary=min_df_2_vocabulary(gp.vocabulary)).fit(x, y)

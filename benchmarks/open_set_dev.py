@@ -89,7 +89,9 @@ study's ``--pool-words lsa``; ``none``, the default, the study's). The rule it w
 
 ``--first-words N``: each text of the training part cut to its first ``N`` words (the rows left with fewer
 than 3 words are left out, their number printed): short texts, a stand-in for an intent set's queries.
-``--datasets r52``: 52 topics, 10 of them unknown a split.
+``--datasets r52``: 52 topics, 10 of them unknown a split. ``--datasets 20ng+r52``: 20ng's newsgroups beside r52's
+topics of 20 training texts or more, each class cut to 150 (:func:`mixed_corpus`): 44 classes, 5 unknown a split, a
+stand-in for an intent set's many balanced classes.
 
 ``--unseen-words whole-bag``: the GP classifiers' tf-idf cosine over each scored text's whole bag of
 words -- its words that no labelled text has counted in its norm, at the largest idf (their document
@@ -114,7 +116,11 @@ import numpy as np
 
 from lvgp.base.novelty import NOVELTY_SCORE_NAMES
 
-UNKNOWN = {"r8": 2, "20ng": 5, "r52": 10}
+UNKNOWN = {"r8": 2, "20ng": 5, "r52": 10, "20ng+r52": 5}
+#: ``20ng+r52``: r52's topics of at least this many training texts beside 20ng's newsgroups, every class cut to at
+#: most :data:`MIXED_CAP` texts (a fixed draw): more balanced classes than either corpus has (:func:`mixed_corpus`)
+MIXED_MIN_TEXTS = 20
+MIXED_CAP = 150
 METHODS = (
     "gpc-bow,gpc-bow-encoder-rbf,gpc-pool-bow-encoder-rbf,gpc-bow-encoder,gpc-encoder-rbf,gpc-encoder,"
     "tfidf-encoder-logreg,encoder-logreg,encoder-mahalanobis,encoder-knn,svm"
@@ -447,7 +453,7 @@ def dev_runs(
 
     runs = []
     for name in datasets.split(","):
-        corpus = load_corpus(name, "classification")  # its training part only
+        corpus = mixed_corpus() if name == "20ng+r52" else load_corpus(name, "classification")  # its training part
         path = root / (f"{name}-train.tsv" if first_words is None else f"{name}-train-first{first_words}.tsv")
         if not path.exists():
             left_out = write_training_tsv(path, corpus.train_texts, corpus.train_labels, first_words)
@@ -456,6 +462,32 @@ def dev_runs(
         classes = UNKNOWN[name] if unknown is None else unknown
         runs.append((name, str(path), classes, tuple(int(n) for n in per_class.split(",")), splits, dev_size))
     return runs
+
+
+def mixed_corpus():
+    """``20ng+r52``'s training part: 20ng's 20 newsgroups and r52's topics of at least :data:`MIXED_MIN_TEXTS`
+    training texts (24), each class's texts cut to at most :data:`MIXED_CAP` (drawn once, seed 0), labels prefixed
+    by their corpus. 44 classes of 20 to 150 texts: a stand-in for an intent set's many balanced classes (issue 57),
+    where neither corpus alone has more than 20 balanced ones. The standard test splits are never read."""
+    from collections import Counter
+
+    from lvgp.datasets.loaders import ClassificationCorpus, load_corpus
+
+    rng = np.random.default_rng(0)
+    texts: list[str] = []
+    labels: list[str] = []
+    for name in ("20ng", "r52"):
+        corpus = load_corpus(name, "classification")
+        y = np.asarray(corpus.train_labels)
+        counts = Counter(y.tolist())
+        for c in sorted(counts):
+            if counts[c] < MIXED_MIN_TEXTS:
+                continue
+            rows = np.flatnonzero(y == c)
+            for i in sorted(rng.choice(rows, min(len(rows), MIXED_CAP), replace=False).tolist()):
+                texts.append(corpus.train_texts[i])
+                labels.append(f"{name}:{c}")
+    return ClassificationCorpus("20ng+r52", texts, np.asarray(labels), [], np.asarray([], dtype=str))
 
 
 def write_training_tsv(path: Path, texts, labels, first_words: int | None = None) -> int:

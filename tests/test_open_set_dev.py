@@ -275,6 +275,52 @@ def test_the_noise_prior_variant_sets_every_gp_alone(toy_topics_tsv):
     assert dev.variant_study(whole_bag=False)(**options).estimator(cell).noise_prior_sd == 1.0
 
 
+def test_the_inference_variant_builds_the_gps_under_it_scored_by_the_energy(toy_topics_tsv):
+    """``--gpc-inference`` (rule 39): every GP classifier of the study under that inference, as the classification
+    study's ``with_gpc_inference`` builds it (the Laplace fit untempered, the variational one tempered on early
+    stopping's held-out texts), scored by the energy with the fit's own encoder weight; the baselines as they are."""
+    from lvgp.experiments.open_set import OpenSetStudy
+
+    options = {"dataset": toy_topics_tsv, "unknown_classes": 1, "per_class": (3,), "splits": 1, "ldk_max_iter": 5}
+    plain = OpenSetStudy(**options)
+    for inference, calibration in (("laplace", None), ("variational", "temperature")):
+        study = dev.variant_study(whole_bag=False, gpc_inference=inference)(**options)
+        for method in ("gpc-bow-encoder-rbf", "gpc-bow"):
+            cell = {"method": method, "split": 0, "params": {"per_class": 3}}
+            model, before = study.estimator(cell), plain.estimator(cell)
+            assert before.inference == "dirichlet" and before.novelty_score == "lifted-energy"
+            assert (model.inference, model.calibration, model.novelty_score) == (inference, calibration, "energy")
+            assert model.encoder_weight == "evidence" and model.kernel is not None
+        cell = {"method": "tfidf-encoder-logreg", "split": 0, "params": {"per_class": 3}}
+        assert study.estimator(cell).get_params() == plain.estimator(cell).get_params()
+    assert OpenSetStudy.gpc_inference == "dirichlet"  # the variant's class, not the study's
+
+
+def test_the_mixed_corpus_takes_both_corpora_s_larger_classes_each_cut_to_the_cap(monkeypatch):
+    """``20ng+r52``: every class of at least MIXED_MIN_TEXTS texts of either corpus, labels prefixed by the corpus,
+    each class cut to MIXED_CAP texts drawn without repeats from its own; the smaller classes left out."""
+    from types import SimpleNamespace
+
+    from lvgp.datasets import loaders
+
+    monkeypatch.setattr(dev, "MIXED_MIN_TEXTS", 3)
+    monkeypatch.setattr(dev, "MIXED_CAP", 4)
+    corpora = {
+        "20ng": SimpleNamespace(train_texts=[f"ng {i}" for i in range(9)], train_labels=["a"] * 6 + ["b"] * 3),
+        "r52": SimpleNamespace(train_texts=[f"re {i}" for i in range(7)], train_labels=["a"] * 2 + ["c"] * 5),
+    }
+    monkeypatch.setattr(loaders, "load_corpus", lambda name, task: corpora[name])
+    corpus = dev.mixed_corpus()
+    labels = corpus.train_labels.tolist()
+    assert collections.Counter(labels) == {"20ng:a": 4, "20ng:b": 3, "r52:c": 4}  # r52's "a" (2 texts) left out
+    assert len(set(corpus.train_texts)) == len(corpus.train_texts) == 11
+    for text, label in zip(corpus.train_texts, labels):
+        source, i = text.split()
+        kept = corpora["20ng" if source == "ng" else "r52"].train_labels[int(i)]
+        assert label == f"{'20ng' if source == 'ng' else 'r52'}:{kept}"
+    assert dev.UNKNOWN["20ng+r52"] == 5 and corpus.test_texts == []
+
+
 def test_the_training_tsv_cuts_each_text_to_its_first_words(tmp_path):
     texts = ["one two\tthree four five", "a b", "short text here\nand more", "x y z"]
     labels = ["p", "q", "p", "q"]
