@@ -14,6 +14,8 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   (:func:`loo_as_new_latents`: one inverse and one matrix product a class);
 - ``gp-loo-as-new-short`` (rule 40): ``gp-loo-as-new`` where the labelled texts' median length is below
   :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (:func:`short_texts`), ``gp`` elsewhere;
+- ``gp-loo-midpoint``: its fit, the geometric mean of ``gp``'s temperature and ``gp-loo-as-new``'s (each biased one
+  way in some corpora: ``benchmarks/README.md``, "Rule 40");
 - ``gp-match`` and ``gp-match-as-new``: its fit, the temperature at which the tempered leave-one-out predictions'
   mean top probability equals their accuracy (:func:`confidence_matching_temperature`: the ECE's own criterion, in
   place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
@@ -69,6 +71,7 @@ STUDY_FIT_ROWS = (
     "gp",
     "gp-loo-as-new",
     "gp-loo-as-new-short",
+    "gp-loo-midpoint",
     "gp-match",
     "gp-match-as-new",
     "gp-hindsight",
@@ -374,7 +377,9 @@ def draws(args) -> list[dict]:
                                 found["gp-cv-temperature"] = gp_record(
                                     gp, log_loo, gp._fit_temperature(oof), raw, labels, weights, auroc
                                 )
-                            if {"gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short"} & set(rows):
+                            if {"gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short", "gp-loo-midpoint"} & set(
+                                rows
+                            ):
                                 as_new = loo_as_new_log_proba(gp, feature_dim)
                                 for row, fit_temperature in (
                                     ("gp-loo-as-new", gp._fit_temperature),
@@ -383,6 +388,11 @@ def draws(args) -> list[dict]:
                                     if row in rows:
                                         temperature = fit_temperature((as_new, truth))
                                         found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
+                                if "gp-loo-midpoint" in rows:  # the two temperatures' geometric mean
+                                    temperature = float(np.sqrt(gp.temperature_ * gp._fit_temperature((as_new, truth))))
+                                    found["gp-loo-midpoint"] = gp_record(
+                                        gp, log_loo, temperature, raw, labels, weights, auroc
+                                    )
                                 if "gp-loo-as-new-short" in rows:  # rule 40: as new texts' below the median length
                                     short = short_texts(x)
                                     loo = as_new if short else log_loo
