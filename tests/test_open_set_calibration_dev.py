@@ -169,3 +169,13 @@ def test_the_min_df_2_row_keeps_the_gps_own_tokens():
     assert (cut.min_df, cut.min_token_len, cut.stop_words) == (2, 2, ["the"])
     texts = ["an ox ran", "an ox sat", "the cat ran"]
     assert set(cut.fit(texts).words) == {"an", "ox", "ran"}  # each in two texts; "cat" and "sat" in one
+
+
+def test_rule_40s_gate_is_the_median_whitespace_length_below_long_text_words():
+    """``gp-loo-as-new-short``: the as-new temperature only where the labelled texts' median length (whitespace
+    words, as ``encoder_weight="loo"`` counts them) is below ``LONG_TEXT_WORDS``."""
+    from lvgp.models.gpc.encoder_weight import LONG_TEXT_WORDS
+
+    short, long = " ".join(["w"] * (LONG_TEXT_WORDS - 1)), " ".join(["w"] * LONG_TEXT_WORDS)
+    assert cal.short_texts([short, short, long]) and not cal.short_texts([short, long, long])
+    assert "gp-loo-as-new-short" in cal.STUDY_FIT_ROWS and "gp-loo-midpoint" in cal.STUDY_FIT_ROWS
