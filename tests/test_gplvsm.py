@@ -320,7 +320,7 @@ def test_bad_input_gives_clear_errors():
         est.fit(["great film", "the and of", "awful plot"], [1.0, 0.0, -1.0])
     with pytest.raises(TypeError, match="not a single string"):
         est.fit("great film", [1.0])
-    with pytest.raises(TypeError, match=r"2 of 8 rows are not: rows \[1, 4\] \(NoneType, float\)"):
+    with pytest.raises(TypeError, match=r"X must hold strings; rows \[1, 4\] are not \(NoneType, float: 2 of 8 rows\)"):
         est.fit([t if i not in (1, 4) else (None if i == 1 else float("nan")) for i, t in enumerate(TEXTS)], Y)
     with pytest.raises(TypeError, match="numeric regression targets"):
         est.fit(TEXTS, ["a"] * 8)

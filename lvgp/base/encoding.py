@@ -47,6 +47,7 @@ from ..bow.padded import (
 from ..bow.vocabulary import Vocabulary
 from ..warnings import EmptyDocumentsWarning, warn
 from .embeddings import embedding_features, embeddings_from_dict, embeddings_to_dict, needs_texts, resolve_embeddings
+from .validation import check_string_rows
 
 if TYPE_CHECKING:
     from ..kernels.word_vectors import WordVectors
@@ -95,13 +96,7 @@ def input_kind(X: Documents) -> str:
         ):
             return "texts"
         if any(isinstance(d, str) for d in docs):  # texts with some rows of another kind: name them
-            bad = [i for i, d in enumerate(docs) if not isinstance(d, str)]
-            kinds = sorted({type(docs[i]).__name__ for i in bad})
-            raise TypeError(
-                f"X must be a list of texts (strings); {len(bad)} of {len(docs)} rows are not: rows "
-                f"{bad[:10]}{' ...' if len(bad) > 10 else ''} ({', '.join(kinds)}). A missing text (None, NaN) "
-                "is no document: drop its row"
-            )
+            check_string_rows(docs, "X")
     raise TypeError(
         "X must be a list of texts (strings or token lists), a document-term count matrix "
         f"(scipy.sparse or numpy), or a padded torch.long tensor; got {type(X).__name__}"

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_number", "check_count", "check_block", "standardization"]
+__all__ = ["check_number", "check_count", "check_block", "check_string_rows", "standardization"]
 
 
 def check_number(
@@ -57,6 +57,18 @@ def check_count(name: str, value: object, minimum: int = 1, maximum: int | None 
 def check_block(block: object, name: str = "block") -> int:
     """A prediction block size: a positive integer (``ValueError``/``TypeError`` naming ``name``)."""
     return check_count(name, block)
+
+
+def check_string_rows(texts: list, name: str) -> None:
+    """A ``TypeError`` naming ``name``, the rows of ``texts`` that are not strings, their types and their number
+    (a missing text, ``None`` or ``NaN``, is no document); nothing where every row is a string."""
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        kinds = ", ".join(sorted({type(texts[i]).__name__ for i in bad}))
+        raise TypeError(
+            f"{name} must hold strings; rows {bad[:10]}{' ...' if len(bad) > 10 else ''} are not ({kinds}: "
+            f"{len(bad)} of {len(texts)} rows); a missing text (None, NaN) is no document: drop its row"
+        )
 
 
 def standardization(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

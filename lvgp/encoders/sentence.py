@@ -82,7 +82,7 @@ from .._random import seeded_torch
 from ..base.device import check_device
 from ..base.embeddings import remember_table
 from ..base.progress import progress_bar
-from ..base.validation import check_count
+from ..base.validation import check_count, check_string_rows
 from ..datasets.registry import DataUnavailableError, data_home, fetch
 
 if TYPE_CHECKING:
@@ -253,9 +253,7 @@ def check_texts(texts: Any, name: str = "texts") -> list[str]:
             f"{name} must be texts for the sentence encoder, not {type(texts).__name__} (ids and counts have none)"
         )
     texts = list(texts)
-    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-    if bad:
-        raise TypeError(f"{name} must hold strings; rows {bad[:10]} are not ({type(texts[bad[0]]).__name__})")
+    check_string_rows(texts, name)
     unencodable = [i for i, t in enumerate(texts) if not _is_unicode(t)]
     if unencodable:
         raise ValueError(
