@@ -80,6 +80,8 @@ STUDY_FIT_ROWS = (
     "gp-cv-temperature",
 )
 ROWS = (*STUDY_FIT_ROWS, "gp-min-df-2", "logreg")
+#: the rows that read the leave-one-out predictions made as new texts' (:func:`loo_as_new_log_proba`)
+AS_NEW_ROWS = ("gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short", "gp-loo-midpoint")
 GP = "gpc-bow-encoder-rbf"
 BASELINE = "tfidf-encoder-logreg"
 #: the grid of :math:`\log T` of the hindsight and posterior rows: 241 even steps within the classifier's bounds
@@ -158,12 +160,12 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
 
 
 def short_texts(texts) -> bool:
-    """Rule 40's gate: the labelled texts' median length (whitespace-separated words, as
+    """Rule 40's gate: the labelled texts' :func:`~lvgp.models.gpc.encoder_weight.median_words` (as
     ``LDKGPClassifier(encoder_weight="loo")`` measures it) below
     :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS`."""
-    from lvgp.models.gpc.encoder_weight import LONG_TEXT_WORDS
+    from lvgp.models.gpc.encoder_weight import LONG_TEXT_WORDS, median_words
 
-    return bool(np.median([len(str(t).split()) for t in texts]) < LONG_TEXT_WORDS)
+    return median_words(texts) < LONG_TEXT_WORDS
 
 
 def loo_as_new_log_proba(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False) -> np.ndarray:
@@ -377,26 +379,26 @@ def draws(args) -> list[dict]:
                                 found["gp-cv-temperature"] = gp_record(
                                     gp, log_loo, gp._fit_temperature(oof), raw, labels, weights, auroc
                                 )
-                            if {"gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short", "gp-loo-midpoint"} & set(
-                                rows
-                            ):
+                            if set(AS_NEW_ROWS) & set(rows):
                                 as_new = loo_as_new_log_proba(gp, feature_dim)
-                                for row, fit_temperature in (
-                                    ("gp-loo-as-new", gp._fit_temperature),
-                                    ("gp-match-as-new", lambda loo: confidence_matching_temperature(*loo)),
-                                ):
-                                    if row in rows:
-                                        temperature = fit_temperature((as_new, truth))
-                                        found[row] = gp_record(gp, as_new, temperature, raw, labels, weights, auroc)
+                                as_new_t = gp._fit_temperature((as_new, truth))  # the classifier's criterion
+                                if "gp-loo-as-new" in rows:
+                                    found["gp-loo-as-new"] = gp_record(
+                                        gp, as_new, as_new_t, raw, labels, weights, auroc
+                                    )
+                                if "gp-match-as-new" in rows:
+                                    temperature = confidence_matching_temperature(as_new, truth)
+                                    found["gp-match-as-new"] = gp_record(
+                                        gp, as_new, temperature, raw, labels, weights, auroc
+                                    )
                                 if "gp-loo-midpoint" in rows:  # the two temperatures' geometric mean
-                                    temperature = float(np.sqrt(gp.temperature_ * gp._fit_temperature((as_new, truth))))
+                                    temperature = float(np.sqrt(gp.temperature_ * as_new_t))
                                     found["gp-loo-midpoint"] = gp_record(
                                         gp, log_loo, temperature, raw, labels, weights, auroc
                                     )
                                 if "gp-loo-as-new-short" in rows:  # rule 40: as new texts' below the median length
                                     short = short_texts(x)
-                                    loo = as_new if short else log_loo
-                                    temperature = gp._fit_temperature((as_new, truth)) if short else gp.temperature_
+                                    loo, temperature = (as_new, as_new_t) if short else (log_loo, gp.temperature_)
                                     found["gp-loo-as-new-short"] = {
                                         **gp_record(gp, loo, temperature, raw, labels, weights, auroc),
                                         "short": short,

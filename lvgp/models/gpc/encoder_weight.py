@@ -38,6 +38,7 @@ __all__ = [
     "ENCODER_WEIGHTS",
     "ENCODER_WEIGHT_FACTORS",
     "LONG_TEXT_WORDS",
+    "median_words",
     "weighable_encoder_parts",
     "select_encoder_weight",
 ]
@@ -49,6 +50,12 @@ ENCODER_WEIGHT_FACTORS = (0.125, 0.25, 0.5, 1.0)
 #: the median length (words) of the training documents from which ``encoder_weight="loo"`` chooses; below it
 #: the evidence's weight stays (``benchmarks/README.md``, rules 19 and 20: at 20 words it still lost accuracy)
 LONG_TEXT_WORDS = 40
+
+
+def median_words(texts: Any) -> float:
+    """The median length of ``texts`` in whitespace-separated words: what :data:`LONG_TEXT_WORDS` is compared with
+    (the sentence encoder reads texts only, so the length is the texts', not the vocabulary's)."""
+    return float(np.median([len(str(text).split()) for text in texts]))
 
 
 def weighable_encoder_parts(kernel: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:

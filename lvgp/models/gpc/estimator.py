@@ -67,7 +67,13 @@ from ..mixins import (
 )
 from ..part_selection import PartSelectionMixin
 from ..prediction_blocks import RaggedDocuments
-from .encoder_weight import ENCODER_WEIGHTS, LONG_TEXT_WORDS, select_encoder_weight, weighable_encoder_parts
+from .encoder_weight import (
+    ENCODER_WEIGHTS,
+    LONG_TEXT_WORDS,
+    median_words,
+    select_encoder_weight,
+    weighable_encoder_parts,
+)
 from .inference import (
     HYPERPARAMETER_OBJECTIVES,
     INFERENCE_STRATEGIES,
@@ -578,7 +584,7 @@ class LDKGPClassifier(
         self.encoder_weight_scores_: list[dict[str, Any]] | None = None
         if self.encoder_weight != "loo":
             return
-        self.median_words_ = float(np.median([len(str(text).split()) for text in X]))
+        self.median_words_ = median_words(X)
         if (
             self.median_words_ < LONG_TEXT_WORDS
             or not weighable_encoder_parts(self.model_.covar_module)
