@@ -166,3 +166,14 @@ def dirichlet_leave_one_out(K, noise, targets, means, rows=None) -> tuple[np.nda
             mean[j, c] = means[c] + k @ np.linalg.solve(cov, targets[c, rows[rest]] - means[c])
             var[j, c] = Kc[j, j] - k @ np.linalg.solve(cov, k)
     return mean, var
+
+
+def untempered_proba(classifier, X) -> np.ndarray:
+    """A fitted classifier's ``predict_proba(X)`` at :math:`T = 1`: the probabilities its temperature
+    (``calibration="temperature"``) tempers, against which the tempered ones are checked. Its fitted
+    ``temperature_`` is restored afterwards, also where the prediction raises."""
+    tempered, classifier.temperature_ = classifier.temperature_, 1.0
+    try:
+        return classifier.predict_proba(X)
+    finally:
+        classifier.temperature_ = tempered

@@ -23,6 +23,8 @@ from lvgp.datasets import make_zipf_topic_documents
 from lvgp.models.gpc.inference import TEMPERATURE_PRIOR_SD, _tempered_log_proba, _tempered_proba
 from lvgp.warnings import EmptyDocumentsWarning
 
+from .reference import untempered_proba
+
 
 @pytest.fixture(scope="module")
 def corpus():
@@ -48,14 +50,6 @@ def _quiet_fit(est, corpus):
         return est.fit(torch.from_numpy(corpus.X), corpus.labels)
 
 
-def _untempered(est, x):
-    tempered, est.temperature_ = est.temperature_, 1.0
-    try:
-        return est.predict_proba(x)
-    finally:
-        est.temperature_ = tempered
-
-
 def test_the_temperature_needs_closed_form_loo_or_early_stopping(corpus):
     with pytest.raises(ValueError, match=r"or early_stopping \(T from its held-out texts' predictions\); got "):
         LDKGPClassifier(inference="variational", calibration="temperature").fit(
@@ -67,7 +61,7 @@ def test_keep_best_takes_t_from_its_own_held_out_predictions(corpus):
     est = _quiet_fit(_variational(corpus, policy="keep-best"), corpus)
     x = torch.from_numpy(corpus.X)
     _, dev = early_stopping_split(len(corpus.labels), 0.25, est._fit_streams().root, np.asarray(corpus.labels))
-    log_p = np.log(np.maximum(_untempered(est, x[dev]), 1e-300))
+    log_p = np.log(np.maximum(untempered_proba(est, x[dev]), 1e-300))
     truth = np.searchsorted(est.classes_, np.asarray(corpus.labels)[dev])
     grid = np.linspace(-3, 3, 6001)  # log T, steps of 1e-3
     objective = [
@@ -78,7 +72,9 @@ def test_keep_best_takes_t_from_its_own_held_out_predictions(corpus):
     best = float(np.exp(grid[int(np.argmin(objective))]))
     assert est.temperature_ != 1.0
     assert est.temperature_ == pytest.approx(best, rel=2e-3)
-    np.testing.assert_allclose(est.predict_proba(x[:20]), _tempered_proba(_untempered(est, x[:20]), best), rtol=1e-2)
+    np.testing.assert_allclose(
+        est.predict_proba(x[:20]), _tempered_proba(untempered_proba(est, x[:20]), best), rtol=1e-2
+    )
 
 
 def test_refit_takes_t_from_the_probes_held_out_predictions_and_tempers_every_prediction(corpus, tmp_path):
@@ -92,7 +88,7 @@ def test_refit_takes_t_from_the_probes_held_out_predictions_and_tempers_every_pr
     assert budget == est.best_iter_
     assert est._fit_temperature(held_out) == est.temperature_
     proba = est.predict_proba(x[:30])
-    np.testing.assert_allclose(proba, _tempered_proba(_untempered(est, x[:30]), est.temperature_), rtol=1e-12)
+    np.testing.assert_allclose(proba, _tempered_proba(untempered_proba(est, x[:30]), est.temperature_), rtol=1e-12)
     path = tmp_path / "gpc.pt"
     est.save(path)
     np.testing.assert_array_equal(LDKGPClassifier.load(path).predict_proba(x[:30]), proba)
