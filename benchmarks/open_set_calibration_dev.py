@@ -36,6 +36,13 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   hyper-parameters of a fit that saw the left-out text;
 - ``logreg``: logistic regression on ``[tf-idf | encoder]`` (``tfidf-encoder-logreg``), for scale.
 
+With ``--by-corpus`` (for ``20ng+r52``, whose labels are prefixed by their corpus: ``20ng:...``, ``r52:...``),
+each draw's study GP also gets the temperatures fitted (the classifier's criterion) on each corpus's part alone --
+its labelled texts' leave-one-out predictions, plain and as new texts', and its scored texts in hindsight -- with
+the two parts' accuracies and the shares of labelled and scored texts each part holds (:func:`corpus_breakdown`):
+whether the leave-one-out temperature's shortfall there comes from mixing two corpora under one temperature, or
+holds within each.
+
 Prints each draw's temperature, the leave-one-out predictions' accuracy and mean top probability at it, the scored
 documents' accuracy, mean top probability, ECE, and the ECE with every known class weighted alike (each document
 weighted by one over its class's count: a label-shift check where the corpus's classes are uneven), then the rows'
@@ -47,6 +54,7 @@ could do at best", reads it.
     python benchmarks/open_set_calibration_dev.py --datasets r8,20ng --first-words 0 \
         --rows gp,gp-loo-as-new,gp-match,gp-match-as-new,logreg
     python benchmarks/open_set_calibration_dev.py --rows gp,gp-hindsight,gp-hindsight-ece,gp-temperature-posterior
+    python benchmarks/open_set_calibration_dev.py --datasets 20ng+r52 --per-class 10 --rows gp --by-corpus
     python benchmarks/open_set_calibration_dev.py --quick                          # a toy corpus, a tiny random encoder
 """
 
@@ -314,6 +322,36 @@ def gp_record(gp, log_loo: np.ndarray, temperature, raw, labels, weights, auroc:
     }
 
 
+def corpus_breakdown(gp, log_loo: np.ndarray, as_new: np.ndarray, raw: np.ndarray, labels) -> list[dict]:
+    """``--by-corpus``: for each corpus of a mixed corpus's classes (the labels' prefix before ``":"``), the
+    temperatures the classifier's criterion (least log loss, its prior) fits to that corpus's labelled texts'
+    leave-one-out predictions (``log_loo``, and ``as_new``: :func:`loo_as_new_log_proba`) and, in hindsight, to its
+    scored texts' untempered probabilities ``raw`` (``n x C``, ``labels`` their classes, every one in scope); those
+    predictions' accuracies (the leave-one-out's untempered: a temperature moves no argmax); and the share of the
+    labelled and of the scored texts the corpus holds. Classes are told apart only by their prefix."""
+    truth = gp._training_codes()
+    codes = np.searchsorted(gp.classes_, labels)
+    corpus_of = np.array([str(c).split(":", 1)[0] for c in gp.classes_])
+    parts = []
+    for corpus in dict.fromkeys(corpus_of.tolist()):
+        labelled, scored = corpus_of[truth] == corpus, corpus_of[codes] == corpus
+        if not labelled.any() or not scored.any():
+            continue
+        parts.append(
+            {
+                "part": corpus,
+                "labelled_share": float(labelled.mean()),
+                "scored_share": float(scored.mean()),
+                "T_loo": gp._fit_temperature((log_loo[labelled], truth[labelled])),
+                "T_as_new": gp._fit_temperature((as_new[labelled], truth[labelled])),
+                "T_hindsight": gp._fit_temperature((np.log(np.maximum(raw[scored], 1e-300)), codes[scored])),
+                "loo_accuracy": float(np.mean(log_loo[labelled].argmax(axis=1) == truth[labelled])),
+                "accuracy": float(np.mean(raw[scored].argmax(axis=1) == codes[scored])),
+            }
+        )
+    return parts
+
+
 def auroc_of(model, texts, out_of_scope) -> float:
     """The AUROC of ``model``'s own novelty score (``score_samples``, higher: more typical) at telling the
     out-of-scope ``texts`` (the positives) from the in-scope ones."""
@@ -329,7 +367,8 @@ def draws(args) -> list[dict]:
     with scratch_folder(args.out, "open-set-calibration-") as root:
         runs = draw_runs(root, args)
         rows = args.rows.split(",")
-        records = []
+        records: list[dict] = []
+        breakdown: list[dict] = []  # --by-corpus's parts
         for run in runs:
             corpus, sizes = run[0], run[3]
             for seed in args.seeds:
@@ -379,6 +418,14 @@ def draws(args) -> list[dict]:
                                 found["gp-cv-temperature"] = gp_record(
                                     gp, log_loo, gp._fit_temperature(oof), raw, labels, weights, auroc
                                 )
+                            if args.by_corpus:
+                                parts = corpus_breakdown(
+                                    gp, log_loo, loo_as_new_log_proba(gp, feature_dim), raw, labels
+                                )
+                                for part in parts:
+                                    part.update(corpus=corpus, seed=seed, split=split, per_class=n)
+                                    print(part_line(part), flush=True)
+                                breakdown.extend(parts)
                             if set(AS_NEW_ROWS) & set(rows):
                                 as_new = loo_as_new_log_proba(gp, feature_dim)
                                 as_new_t = gp._fit_temperature((as_new, truth))  # the classifier's criterion
@@ -422,6 +469,7 @@ def draws(args) -> list[dict]:
                             record = dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, **found[row])
                             records.append(record)
                             print(draw_line(record), flush=True)
+        args.breakdown = breakdown
         return records
 
 
@@ -434,6 +482,30 @@ def draw_line(record: dict) -> str:
     keys = ("T", "loo_accuracy", "loo_confidence", "accuracy", "confidence", "ece", "ece_balanced", "auroc")
     head = f"| {record['corpus']} | {record['per_class']} | {record['seed']}/{record['split']} | {record['row']} | "
     return head + " | ".join(_number(record, k) for k in keys) + " |"
+
+
+#: the columns of ``--by-corpus``'s lines and table
+PART_KEYS = ("labelled_share", "scored_share", "T_loo", "T_as_new", "T_hindsight", "loo_accuracy", "accuracy")
+
+
+def part_line(part: dict) -> str:
+    """One draw's line of ``--by-corpus``: a corpus's part of a mixed corpus (:func:`corpus_breakdown`)."""
+    head = f"| {part['corpus']} | {part['per_class']} | {part['seed']}/{part['split']} | {part['part']} | "
+    return head + " | ".join(f"{part[k]:.3f}" for k in PART_KEYS) + " |"
+
+
+def part_table(parts: list[dict]) -> str:
+    """``--by-corpus``'s parts' means over the draws, per corpus, size and part."""
+    lines = [
+        "| corpus | labelled a class | part | draws | labelled share | scored share | T, leave-one-out | T, as new "
+        "texts' | T, hindsight | leave-one-out accuracy | accuracy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key in dict.fromkeys((p["corpus"], p["per_class"], p["part"]) for p in parts):
+        cell = [p for p in parts if (p["corpus"], p["per_class"], p["part"]) == key]
+        means = " | ".join(f"{np.mean([p[k] for p in cell]):.3f}" for k in PART_KEYS)
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {len(cell)} | {means} |")
+    return "\n".join(lines)
 
 
 def table(records: list[dict]) -> str:
@@ -466,11 +538,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     draw_arguments(parser, "r52,20ng", "66", first_words=12)
     parser.add_argument("--rows", default=",".join(ROWS), help=f"among {', '.join(ROWS)}")
+    parser.add_argument(
+        "--by-corpus",
+        action="store_true",
+        help="the study GP's temperatures on each corpus's part of a mixed corpus (labels 'corpus:class'; with gp)",
+    )
     args = parser.parse_args()
     draw_seeds(args)
     unknown = sorted(set(args.rows.split(",")) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")
+    if args.by_corpus and not set(STUDY_FIT_ROWS) & set(args.rows.split(",")):
+        parser.error("--by-corpus reads the study GP's fit: add a row that fits it (gp)")
 
     from lvgp.experiments.executors import limit_threads
 
@@ -483,6 +562,9 @@ def main() -> None:
     records = draws(args)
     print("\nThe rows' means over the draws (in-scope dev documents; AUROC: the out-of-scope ones against them)\n")
     print(table(records))
+    if args.by_corpus:
+        print("\nThe study GP's temperatures on each corpus's part (--by-corpus), means over the draws\n")
+        print(part_table(args.breakdown))
 
 
 if __name__ == "__main__":

@@ -179,3 +179,41 @@ def test_rule_40s_gate_is_the_median_whitespace_length_below_long_text_words():
     short, long = " ".join(["w"] * (LONG_TEXT_WORDS - 1)), " ".join(["w"] * LONG_TEXT_WORDS)
     assert cal.short_texts([short, short, long]) and not cal.short_texts([short, long, long])
     assert "gp-loo-as-new-short" in cal.STUDY_FIT_ROWS and "gp-loo-midpoint" in cal.STUDY_FIT_ROWS
+
+
+def test_the_breakdown_by_corpus_fits_each_parts_temperatures_on_its_own_texts():
+    """``--by-corpus``: classes grouped by their label's prefix; each part's temperatures are the classifier's
+    criterion on that part's labelled (leave-one-out) and scored texts alone; one part is the whole fit's."""
+    rng = np.random.default_rng(5)
+    words = {"a:pos": POS, "a:neg": NEG, "b:x": ["ox", "yak", "elk", "gnu"]}
+    x = [" ".join(rng.choice(w, 4)) for w in words.values() for _ in range(6)]
+    y = [label for label in words for _ in range(6)]
+    clf = LDKGPClassifier(optimizer=LBFGS(max_iter=15), calibration="temperature", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(x, y)
+    log_loo, truth = clf._loo_log_proba()
+    as_new = cal.loo_as_new_log_proba(clf, 0)
+    scored = [" ".join(rng.choice(w, 3)) for w in words.values() for _ in range(4)]
+    labels = np.array([label for label in words for _ in range(4)])
+    raw = cal.untempered_proba(clf, scored)
+    parts = {p["part"]: p for p in cal.corpus_breakdown(clf, log_loo, as_new, raw, labels)}
+    assert set(parts) == {"a", "b"}
+    assert parts["a"]["labelled_share"] == pytest.approx(2 / 3) and parts["b"]["scored_share"] == pytest.approx(1 / 3)
+    a = np.isin(clf.classes_[truth], ["a:pos", "a:neg"])
+    assert parts["a"]["T_loo"] == pytest.approx(clf._fit_temperature((log_loo[a], truth[a])))
+    assert parts["b"]["T_as_new"] == pytest.approx(clf._fit_temperature((as_new[~a], truth[~a])))
+    codes = np.searchsorted(clf.classes_, labels)
+    hind = clf._fit_temperature((np.log(raw[8:]), codes[8:]))
+    assert parts["b"]["T_hindsight"] == pytest.approx(hind)
+    assert parts["b"]["accuracy"] == pytest.approx(np.mean(raw[8:].argmax(axis=1) == codes[8:]))
+    # the classes of one corpus: its part is the whole, its leave-one-out temperature the classifier's own
+    one = clf.set_params(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one.fit(x, [f"c:{label}" for label in y])
+    log_loo, _ = one._loo_log_proba()
+    raw = cal.untempered_proba(one, scored)
+    (whole,) = cal.corpus_breakdown(one, log_loo, log_loo, raw, np.array([f"c:{label}" for label in labels]))
+    assert whole["part"] == "c" and whole["labelled_share"] == whole["scored_share"] == 1.0
+    assert whole["T_loo"] == pytest.approx(one.temperature_)
