@@ -333,7 +333,7 @@ def corpus_breakdown(gp, log_loo: np.ndarray, as_new: np.ndarray, raw: np.ndarra
     leave-one-out predictions (``log_loo``, and ``as_new``: :func:`loo_as_new_log_proba`) and, in hindsight, to its
     scored texts' untempered probabilities ``raw`` (``n x C``, ``labels`` their classes, every one in scope); those
     predictions' accuracies (the leave-one-out's untempered: a temperature moves no argmax); and the share of the
-    labelled and of the scored texts the corpus holds. Classes are told apart only by their prefix."""
+    labelled and of the scored texts the corpus holds. A label without ``":"`` is a corpus of its own."""
     truth = gp._training_codes()
     codes = np.searchsorted(gp.classes_, labels)
     corpus_of = np.array([str(c).split(":", 1)[0] for c in gp.classes_])

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from lvgp import LBFGS, LDKGPClassifier
 from tests._benchmarks import benchmark_module
@@ -208,7 +208,7 @@ def test_the_breakdown_by_corpus_fits_each_parts_temperatures_on_its_own_texts()
     assert parts["b"]["T_hindsight"] == pytest.approx(hind)
     assert parts["b"]["accuracy"] == pytest.approx(np.mean(raw[8:].argmax(axis=1) == codes[8:]))
     # the classes of one corpus: its part is the whole, its leave-one-out temperature the classifier's own
-    one = clf.set_params(random_state=0)
+    one = clone(clf)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         one.fit(x, [f"c:{label}" for label in y])
