@@ -357,6 +357,16 @@ def corpus_breakdown(gp, log_loo: np.ndarray, as_new: np.ndarray, raw: np.ndarra
     return parts
 
 
+def own_fit_record(gp, x, y, texts, labels, weights, every_text, out_of_scope) -> dict:
+    """The record (:func:`gp_record`) of a row with a GP fit of its own (``gp`` unfitted, a variant of the study's),
+    tempered by its own leave-one-out temperature: fitted on the labelled ``x``, ``y``, scored on the in-scope
+    ``texts`` (``labels``, class ``weights``), its AUROC over ``every_text`` (``out_of_scope`` the positives)."""
+    gp.fit(x, y)
+    log_loo, _ = gp._loo_log_proba()
+    auroc = auroc_of(gp, every_text, out_of_scope)
+    return gp_record(gp, log_loo, gp.temperature_, untempered_proba(gp, texts), labels, weights, auroc)
+
+
 def auroc_of(model, texts, out_of_scope) -> float:
     """The AUROC of ``model``'s own novelty score (``score_samples``, higher: more typical) at telling the
     out-of-scope ``texts`` (the positives) from the in-scope ones."""
@@ -365,8 +375,9 @@ def auroc_of(model, texts, out_of_scope) -> float:
     return float(roc_auc_score(out_of_scope, -np.asarray(model.score_samples(texts))))
 
 
-def draws(args) -> list[dict]:
-    """One record per (corpus, seed, split, size, row)."""
+def draws(args) -> tuple[list[dict], list[dict]]:
+    """One record per (corpus, seed, split, size, row); and, with ``--by-corpus``, one per (corpus, seed, split,
+    size, part) (:func:`corpus_breakdown`; else none)."""
     from lvgp.encoders import resolve_encoder
 
     with scratch_folder(args.out, "open-set-calibration-") as root:
@@ -423,16 +434,14 @@ def draws(args) -> list[dict]:
                                 found["gp-cv-temperature"] = gp_record(
                                     gp, log_loo, gp._fit_temperature(oof), raw, labels, weights, auroc
                                 )
+                            if args.by_corpus or set(AS_NEW_ROWS) & set(rows):
+                                as_new = loo_as_new_log_proba(gp, feature_dim)  # once for both
                             if args.by_corpus:
-                                parts = corpus_breakdown(
-                                    gp, log_loo, loo_as_new_log_proba(gp, feature_dim), raw, labels
-                                )
-                                for part in parts:
+                                for part in corpus_breakdown(gp, log_loo, as_new, raw, labels):
                                     part.update(corpus=corpus, seed=seed, split=split, per_class=n)
                                     print(part_line(part), flush=True)
-                                breakdown.extend(parts)
+                                    breakdown.append(part)
                             if set(AS_NEW_ROWS) & set(rows):
-                                as_new = loo_as_new_log_proba(gp, feature_dim)
                                 as_new_t = gp._fit_temperature((as_new, truth))  # the classifier's criterion
                                 if "gp-loo-as-new" in rows:
                                     found["gp-loo-as-new"] = gp_record(
@@ -455,22 +464,16 @@ def draws(args) -> list[dict]:
                                         **gp_record(gp, loo, temperature, raw, labels, weights, auroc),
                                         "short": short,
                                     }
+                        scoring = (texts, labels, weights, every_text, out_of_scope)
                         if "gp-min-df-2" in rows:
                             gp = estimator(GP)
-                            gp.set_params(vocabulary=min_df_2_vocabulary(gp.vocabulary)).fit(x, y)
-                            log_loo, _ = gp._loo_log_proba()
-                            auroc = auroc_of(gp, every_text, out_of_scope)
-                            raw = untempered_proba(gp, texts)
-                            found["gp-min-df-2"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
+                            gp.set_params(vocabulary=min_df_2_vocabulary(gp.vocabulary))
+                            found["gp-min-df-2"] = own_fit_record(gp, x, y, *scoring)
                         if "gp-per-class" in rows:
                             gp = estimator(GP).set_params(
                                 class_hyperparameters="per-class", max_evidence_documents=None
                             )
-                            gp.fit(x, y)
-                            log_loo, _ = gp._loo_log_proba()
-                            auroc = auroc_of(gp, every_text, out_of_scope)
-                            raw = untempered_proba(gp, texts)
-                            found["gp-per-class"] = gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc)
+                            found["gp-per-class"] = own_fit_record(gp, x, y, *scoring)
                         if "logreg" in rows:
                             logreg = estimator(BASELINE).fit(x, y)
                             proba = logreg.predict_proba(texts)
@@ -483,8 +486,7 @@ def draws(args) -> list[dict]:
                             record = dict(corpus=corpus, seed=seed, split=split, per_class=n, row=row, **found[row])
                             records.append(record)
                             print(draw_line(record), flush=True)
-        args.breakdown = breakdown
-        return records
+        return records, breakdown
 
 
 def _number(record: dict, key: str) -> str:
@@ -573,12 +575,12 @@ def main() -> None:
         "| corpus | a class | seed/split | row | T | leave-one-out accuracy | its mean top probability | accuracy | "
         "mean top probability | ECE | ECE, classes alike | AUROC |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    records = draws(args)
+    records, breakdown = draws(args)
     print("\nThe rows' means over the draws (in-scope dev documents; AUROC: the out-of-scope ones against them)\n")
     print(table(records))
     if args.by_corpus:
         print("\nThe study GP's temperatures on each corpus's part (--by-corpus), means over the draws\n")
-        print(part_table(args.breakdown))
+        print(part_table(breakdown))
 
 
 if __name__ == "__main__":
