@@ -39,7 +39,13 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   the per-class fit needs) in place of the study's one for all classes:
   whether a corpus's classes beside another corpus's calibrate as they do alone when their hyper-parameters are
   their own (``benchmarks/README.md``, "Where `20ng+r52`'s temperature falls short");
+- ``gp-lengthscale-1``: the study GP with its encoder RBF's length-scale held at :data:`HELD_LENGTHSCALE` (on unit
+  vectors :math:`\exp(\cos - 1)`) in place of the evidence's, its part's weight still fitted: whether the
+  shared length-scale the evidence fits is what parts a corpus's leave-one-out predictions from its new texts'
+  (``benchmarks/README.md``, "Rule 41");
 - ``logreg``: logistic regression on ``[tf-idf | encoder]`` (``tfidf-encoder-logreg``), for scale.
+With ``gp`` and another row, a second table pairs each row's draws with ``gp``'s: the differences of the ECE with
+classes alike, the accuracy and the AUROC, and the draws where the row is ahead (:func:`paired_table`).
 
 With ``--by-corpus`` (for ``20ng+r52``, whose labels are prefixed by their corpus: ``20ng:...``, ``r52:...``),
 each draw's study GP also gets the temperatures fitted (the classifier's criterion) on each corpus's part alone --
@@ -77,6 +83,7 @@ from open_set_dev import (
     scratch_folder,
 )  # (the sibling script: benchmarks/ is on the path)
 
+from lvgp.experiments.open_set import FIT_ENCODER_WEIGHT, _bag_of_words_beside_encoder  # the study GP's kernel
 from lvgp.models.gpc.inference import _tempered_log_proba, _tempered_proba  # how the classifier tempers
 
 #: the rows that read the study GP's one fit
@@ -92,10 +99,12 @@ STUDY_FIT_ROWS = (
     "gp-temperature-posterior",
     "gp-cv-temperature",
 )
-ROWS = (*STUDY_FIT_ROWS, "gp-min-df-2", "gp-per-class", "logreg")
+ROWS = (*STUDY_FIT_ROWS, "gp-min-df-2", "gp-per-class", "gp-lengthscale-1", "logreg")
 #: the rows that read the leave-one-out predictions made as new texts' (:func:`loo_as_new_log_proba`)
 AS_NEW_ROWS = ("gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short", "gp-loo-midpoint")
 GP = "gpc-bow-encoder-rbf"
+#: ``gp-lengthscale-1``'s length-scale of the encoder RBF, held
+HELD_LENGTHSCALE = 1.0
 BASELINE = "tfidf-encoder-logreg"
 #: the grid of :math:`\log T` of the hindsight and posterior rows: 241 even steps within the classifier's bounds
 #: ``[e^-3, e^3]`` on the temperature
@@ -474,6 +483,12 @@ def draws(args) -> tuple[list[dict], list[dict]]:
                                 class_hyperparameters="per-class", max_evidence_documents=None
                             )
                             found["gp-per-class"] = own_fit_record(gp, x, y, *scoring)
+                        if "gp-lengthscale-1" in rows:
+                            held = _bag_of_words_beside_encoder(
+                                "rbf", fit_weights=FIT_ENCODER_WEIGHT, lengthscale=HELD_LENGTHSCALE
+                            )
+                            gp = estimator(GP).set_params(kernel=held(feature_dim))
+                            found["gp-lengthscale-1"] = own_fit_record(gp, x, y, *scoring)
                         if "logreg" in rows:
                             logreg = estimator(BASELINE).fit(x, y)
                             proba = logreg.predict_proba(texts)
@@ -550,6 +565,41 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+#: :func:`paired_table`'s differences: the key, its heading, and whether lower is better
+PAIRED_KEYS = (("ece_balanced", "ECE, classes alike", True), ("accuracy", "accuracy", False), ("auroc", "AUROC", False))
+
+
+def paired_table(records: list[dict], reference: str = "gp") -> str:
+    """Each row's draws paired with ``reference``'s (the same corpus, size, seed and split), per corpus and size:
+    the mean difference (row minus ``reference``) of each of :data:`PAIRED_KEYS`, and the draws where the row is
+    ahead (strictly: a lower ECE, a higher accuracy or AUROC); and the differences' mean over the cells."""
+
+    def key(r: dict) -> tuple:
+        return r["corpus"], r["per_class"], r["seed"], r["split"]
+
+    base = {key(r): r for r in records if r["row"] == reference}
+    heads = " | ".join(f"{head}: minus {reference} (ahead)" for _, head, _ in PAIRED_KEYS)
+    lines = [f"| corpus | labelled a class | row | draws | {heads} |", "|---|---|---|---|" + "---|" * len(PAIRED_KEYS)]
+    for row in dict.fromkeys(r["row"] for r in records if r["row"] != reference):
+        cells: dict[tuple, list[tuple[dict, dict]]] = {}
+        for r in records:
+            if r["row"] == row and key(r) in base:
+                cells.setdefault((r["corpus"], r["per_class"]), []).append((r, base[key(r)]))
+        means = {k: [] for k, _, _ in PAIRED_KEYS}
+        for (corpus, n), pairs in cells.items():
+            parts = []
+            for k, _, lower in PAIRED_KEYS:
+                diff = np.array([r[k] - b[k] for r, b in pairs])
+                ahead = int(np.sum(diff < 0 if lower else diff > 0))
+                means[k].append(float(diff.mean()))
+                parts.append(f"{diff.mean():+.4f} ({ahead})")
+            lines.append(f"| {corpus} | {n} | {row} | {len(pairs)} | {' | '.join(parts)} |")
+        if cells:
+            average = " | ".join(f"{np.mean(means[k]):+.4f}" for k, _, _ in PAIRED_KEYS)
+            lines.append(f"| mean of {len(cells)} cells | | {row} | | {average} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     draw_arguments(parser, "r52,20ng", "66", first_words=12)
@@ -578,6 +628,10 @@ def main() -> None:
     records, breakdown = draws(args)
     print("\nThe rows' means over the draws (in-scope dev documents; AUROC: the out-of-scope ones against them)\n")
     print(table(records))
+    rows = args.rows.split(",")
+    if "gp" in rows and len(set(rows) - {"gp"}) > 0:
+        print("\nEach row's draws paired with the study GP's (row minus gp; draws ahead)\n")
+        print(paired_table(records))
     if args.by_corpus:
         print("\nThe study GP's temperatures on each corpus's part (--by-corpus), means over the draws\n")
         print(part_table(breakdown))
