@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from lvgp import LBFGS, LDKGPClassifier
@@ -217,3 +218,39 @@ def test_the_breakdown_by_corpus_fits_each_parts_temperatures_on_its_own_texts()
     (whole,) = cal.corpus_breakdown(one, log_loo, log_loo, raw, np.array([f"c:{label}" for label in labels]))
     assert whole["part"] == "c" and whole["labelled_share"] == whole["scored_share"] == 1.0
     assert whole["T_loo"] == pytest.approx(one.temperature_)
+
+
+def test_the_paired_table_subtracts_the_study_gps_own_draw():
+    """Each row's draw is paired with ``gp``'s of the same corpus, size, seed and split (not its neighbour's); the
+    draws ahead count a lower ECE, a higher accuracy and AUROC; the last line averages the cells."""
+
+    def record(row, seed, ece, accuracy, auroc, corpus="c", n=10):
+        return dict(
+            corpus=corpus, per_class=n, seed=seed, split=0, row=row, ece_balanced=ece, accuracy=accuracy, auroc=auroc
+        )
+
+    records = [
+        record("gp", 1, 0.05, 0.6, 0.7),
+        record("gp", 2, 0.03, 0.5, 0.8),
+        record("held", 2, 0.02, 0.5, 0.9),  # out of order: paired by its seed
+        record("held", 1, 0.07, 0.7, 0.7),
+        record("gp", 1, 0.04, 0.8, 0.9, n=50),
+        record("held", 1, 0.01, 0.9, 0.8, n=50),
+    ]
+    lines = cal.paired_table(records).splitlines()
+    assert lines[2] == "| c | 10 | held | 2 | +0.0050 (1) | +0.0500 (1) | +0.0500 (1) |"
+    assert lines[3] == "| c | 50 | held | 1 | -0.0300 (1) | +0.1000 (1) | -0.1000 (0) |"
+    assert lines[4] == "| mean of 2 cells | | held | | -0.0125 | +0.0750 | -0.0250 |"
+
+
+def test_rule_41s_row_holds_the_encoder_rbfs_lengthscale_and_fits_its_weight():
+    """``gp-lengthscale-1``'s kernel: the study GP's, its encoder RBF's length-scale held at 1 (no gradient), the
+    part's weight still fitted."""
+    from gpytorch.kernels import RBFKernel
+
+    kernel = cal._bag_of_words_beside_encoder("rbf", fit_weights=cal.FIT_ENCODER_WEIGHT, lengthscale=1.0)(4)(
+        50, torch.tensor([[1, 2], [3, 4]])
+    )
+    (rbf,) = [m for m in kernel.modules() if isinstance(m, RBFKernel)]
+    assert float(rbf.lengthscale) == pytest.approx(cal.HELD_LENGTHSCALE) and not rbf.raw_lengthscale.requires_grad
+    assert any(p.requires_grad for n, p in kernel.named_parameters() if "raw_outputscale" in n)
