@@ -376,6 +376,15 @@ def own_fit_record(gp, x, y, texts, labels, weights, every_text, out_of_scope) -
     return gp_record(gp, log_loo, gp.temperature_, untempered_proba(gp, texts), labels, weights, auroc)
 
 
+def held_lengthscale_kernel(feature_dim: int):
+    """``gp-lengthscale-1``'s kernel factory (``LDKGPClassifier(kernel=...)``): the study GP's composed kernel for
+    the encoder's dimension ``feature_dim``, its encoder RBF's length-scale held at :data:`HELD_LENGTHSCALE`, the
+    part's weight fitted as the study's (:data:`~lvgp.experiments.open_set.FIT_ENCODER_WEIGHT`)."""
+    return _bag_of_words_beside_encoder("rbf", fit_weights=FIT_ENCODER_WEIGHT, lengthscale=HELD_LENGTHSCALE)(
+        feature_dim
+    )
+
+
 def auroc_of(model, texts, out_of_scope) -> float:
     """The AUROC of ``model``'s own novelty score (``score_samples``, higher: more typical) at telling the
     out-of-scope ``texts`` (the positives) from the in-scope ones."""
@@ -484,10 +493,7 @@ def draws(args) -> tuple[list[dict], list[dict]]:
                             )
                             found["gp-per-class"] = own_fit_record(gp, x, y, *scoring)
                         if "gp-lengthscale-1" in rows:
-                            held = _bag_of_words_beside_encoder(
-                                "rbf", fit_weights=FIT_ENCODER_WEIGHT, lengthscale=HELD_LENGTHSCALE
-                            )
-                            gp = estimator(GP).set_params(kernel=held(feature_dim))
+                            gp = estimator(GP).set_params(kernel=held_lengthscale_kernel(feature_dim))
                             found["gp-lengthscale-1"] = own_fit_record(gp, x, y, *scoring)
                         if "logreg" in rows:
                             logreg = estimator(BASELINE).fit(x, y)

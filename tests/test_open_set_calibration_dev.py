@@ -245,12 +245,11 @@ def test_the_paired_table_subtracts_the_study_gps_own_draw():
 
 def test_rule_41s_row_holds_the_encoder_rbfs_lengthscale_and_fits_its_weight():
     """``gp-lengthscale-1``'s kernel: the study GP's, its encoder RBF's length-scale held at 1 (no gradient), the
-    part's weight still fitted."""
-    from gpytorch.kernels import RBFKernel
+    part's weight (the scale around the RBF) still fitted."""
+    from gpytorch.kernels import RBFKernel, ScaleKernel
 
-    kernel = cal._bag_of_words_beside_encoder("rbf", fit_weights=cal.FIT_ENCODER_WEIGHT, lengthscale=1.0)(4)(
-        50, torch.tensor([[1, 2], [3, 4]])
-    )
+    kernel = cal.held_lengthscale_kernel(4)(50, torch.tensor([[1, 2], [3, 4]]))
     (rbf,) = [m for m in kernel.modules() if isinstance(m, RBFKernel)]
-    assert float(rbf.lengthscale) == pytest.approx(cal.HELD_LENGTHSCALE) and not rbf.raw_lengthscale.requires_grad
-    assert any(p.requires_grad for n, p in kernel.named_parameters() if "raw_outputscale" in n)
+    assert cal.HELD_LENGTHSCALE == 1.0 and float(rbf.lengthscale) == 1.0 and not rbf.raw_lengthscale.requires_grad
+    (weight,) = [m for m in kernel.modules() if isinstance(m, ScaleKernel) and rbf in list(m.base_kernel.modules())]
+    assert weight.raw_outputscale.requires_grad
