@@ -336,6 +336,12 @@ def gp_record(gp, log_loo: np.ndarray, temperature, raw, labels, weights, auroc:
     }
 
 
+def hindsight_temperature(gp, raw: np.ndarray, codes: np.ndarray) -> float:
+    """The temperature ``gp``'s criterion (least log loss, its prior) fits to scored texts' untempered probabilities
+    ``raw`` (``n x C``) and their class indices ``codes``: chosen in hindsight, what one temperature could do."""
+    return gp._fit_temperature((np.log(np.maximum(raw, 1e-300)), codes))
+
+
 def corpus_breakdown(gp, log_loo: np.ndarray, as_new: np.ndarray, raw: np.ndarray, labels) -> list[dict]:
     """``--by-corpus``: for each corpus of a mixed corpus's classes (the labels' prefix before ``":"``), the
     temperatures the classifier's criterion (least log loss, its prior) fits to that corpus's labelled texts'
@@ -358,7 +364,7 @@ def corpus_breakdown(gp, log_loo: np.ndarray, as_new: np.ndarray, raw: np.ndarra
                 "scored_share": float(scored.mean()),
                 "T_loo": gp._fit_temperature((log_loo[labelled], truth[labelled])),
                 "T_as_new": gp._fit_temperature((as_new[labelled], truth[labelled])),
-                "T_hindsight": gp._fit_temperature((np.log(np.maximum(raw[scored], 1e-300)), codes[scored])),
+                "T_hindsight": hindsight_temperature(gp, raw[scored], codes[scored]),
                 "loo_accuracy": float(np.mean(log_loo[labelled].argmax(axis=1) == truth[labelled])),
                 "accuracy": float(np.mean(raw[scored].argmax(axis=1) == codes[scored])),
             }
@@ -436,7 +442,7 @@ def draws(args) -> tuple[list[dict], list[dict]]:
                             if "gp-hindsight" in rows:
                                 codes = np.searchsorted(gp.classes_, labels)
                                 assert np.array_equal(gp.classes_[codes], labels)  # every scored text in scope
-                                temperature = gp._fit_temperature((np.log(np.maximum(raw, 1e-300)), codes))
+                                temperature = hindsight_temperature(gp, raw, codes)
                                 found["gp-hindsight"] = gp_record(gp, log_loo, temperature, raw, labels, weights, auroc)
                             if "gp-hindsight-ece" in rows:
                                 temperature = hindsight_ece_temperature(raw, gp.classes_, labels)
@@ -617,10 +623,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     draw_seeds(args)
-    unknown = sorted(set(args.rows.split(",")) - set(ROWS))
+    rows = args.rows.split(",")
+    unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}; choose among {', '.join(ROWS)}")
-    if args.by_corpus and not set(STUDY_FIT_ROWS) & set(args.rows.split(",")):
+    if args.by_corpus and not set(STUDY_FIT_ROWS) & set(rows):
         parser.error("--by-corpus reads the study GP's fit: add a row that fits it (gp)")
 
     from lvgp.experiments.executors import limit_threads
@@ -634,8 +641,7 @@ def main() -> None:
     records, breakdown = draws(args)
     print("\nThe rows' means over the draws (in-scope dev documents; AUROC: the out-of-scope ones against them)\n")
     print(table(records))
-    rows = args.rows.split(",")
-    if "gp" in rows and len(set(rows) - {"gp"}) > 0:
+    if "gp" in rows and set(rows) - {"gp"}:
         print("\nEach row's draws paired with the study GP's (row minus gp; draws ahead)\n")
         print(paired_table(records))
     if args.by_corpus:
