@@ -16,6 +16,12 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   :data:`~lvgp.models.gpc.encoder_weight.LONG_TEXT_WORDS` words (:func:`short_texts`), ``gp`` elsewhere;
 - ``gp-loo-midpoint``: its fit, the geometric mean of ``gp``'s temperature and ``gp-loo-as-new``'s (each biased one
   way in some corpora: ``benchmarks/README.md``, "Rule 40");
+- ``gp-loo-balanced`` and ``gp-loo-balanced-as-new``: its fit, the temperature refitted on leave-one-out
+  predictions of one text of every class left out at once (:func:`loo_as_new_latents` with ``balanced=True``), so
+  that a left-out text's class keeps as many texts as the others (a text left out alone leaves its class one
+  short, a tenth of its texts at 10 a class), its words kept or made as a new text's;
+- ``gp-loo-balanced-as-new-short`` (rule 42): ``gp-loo-balanced-as-new`` where the labelled texts are short
+  (:func:`short_texts`), ``gp`` elsewhere;
 - ``gp-match`` and ``gp-match-as-new``: its fit, the temperature at which the tempered leave-one-out predictions'
   mean top probability equals their accuracy (:func:`confidence_matching_temperature`: the ECE's own criterion, in
   place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
@@ -92,6 +98,9 @@ STUDY_FIT_ROWS = (
     "gp-loo-as-new",
     "gp-loo-as-new-short",
     "gp-loo-midpoint",
+    "gp-loo-balanced",
+    "gp-loo-balanced-as-new",
+    "gp-loo-balanced-as-new-short",
     "gp-match",
     "gp-match-as-new",
     "gp-hindsight",
@@ -102,6 +111,8 @@ STUDY_FIT_ROWS = (
 ROWS = (*STUDY_FIT_ROWS, "gp-min-df-2", "gp-per-class", "gp-lengthscale-1", "logreg")
 #: the rows that read the leave-one-out predictions made as new texts' (:func:`loo_as_new_log_proba`)
 AS_NEW_ROWS = ("gp-loo-as-new", "gp-match-as-new", "gp-loo-as-new-short", "gp-loo-midpoint")
+#: the rows that read leave-one-out predictions of one text a class left out at once (``balanced=True``)
+BALANCED_ROWS = ("gp-loo-balanced", "gp-loo-balanced-as-new", "gp-loo-balanced-as-new-short")
 GP = "gpc-bow-encoder-rbf"
 #: ``gp-lengthscale-1``'s length-scale of the encoder RBF, held
 HELD_LENGTHSCALE = 1.0
@@ -111,7 +122,20 @@ BASELINE = "tfidf-encoder-logreg"
 LOG_TEMPERATURE_GRID = np.linspace(-3.0, 3.0, 241)
 
 
-def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False):
+def balanced_folds(codes) -> np.ndarray:
+    """``n`` fold numbers of training texts of class codes ``codes``: the ``k``-th text of each class (in training
+    order) in fold ``k``, so that a fold holds one text of every class that has ``k + 1`` texts or more."""
+    codes = np.asarray(codes)
+    folds = np.empty(len(codes), dtype=np.int64)
+    for code in np.unique(codes):
+        where = np.flatnonzero(codes == code)
+        folds[where] = np.arange(len(where))
+    return folds
+
+
+def loo_as_new_latents(
+    gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False, balanced: bool = False
+):
     r"""``n x C`` latent means and variances: the fitted Dirichlet GP classifier ``gp``'s leave-one-out predictions
     of its training texts, each text predicted by the GP of the other ``n - 1`` texts with the fit's
     hyper-parameters, for each class :math:`c` (R&W eqs. 2.25-2.26 on the Dirichlet transform's targets and
@@ -127,7 +151,17 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
     :math:`m + k'^\top \alpha_{-i} - (k'^\top g) \alpha_i / \gamma` and the variance
     :math:`k(x_i', x_i') - k'^\top G_{-i,-i} k' + (k'^\top g)^2 / \gamma` (``k'``: the cross-covariances
     of ``x_i'``, one matrix product a class for all ``i``). ``brute_force``: one Cholesky factorization of
-    :math:`A_{c,-i}` a text instead (the reference the tests compare with)."""
+    :math:`A_{c,-i}` a text instead (the reference the tests compare with).
+
+    ``balanced``: one text of every class left out at once (:func:`balanced_folds`), so that the left-out text's
+    class is not one text short of the others (a text left out alone leaves its class ``n_c - 1`` texts against the
+    others' ``n_c``: at 10 texts a class a tenth of its support, which a new text's prediction does not lose).
+    Each fold :math:`S` is predicted by the GP of the other folds' texts :math:`R`, its texts' words of no text in
+    :math:`R` dropped (``drop_unshared``): with :math:`K_{RR}^{-1} = G_{RR} - G_{RS} G_{SS}^{-1} G_{SR}`, the means
+    :math:`m_S + k'^\top\alpha - P_{SS} G_{SS}^{-1}\alpha_S` and variances :math:`k(x', x') - (P \circ k')\mathbf 1
+    + \mathrm{diag}(P_{SS} G_{SS}^{-1} P_{SS}^\top)`, :math:`P = k' G` (``k'``: the cross-covariances of the
+    fold's texts as scored, zero at the fold's own columns): one matrix product a class and a solve of the fold's
+    size a fold and class."""
     import torch
 
     from lvgp.bow.padded import PAD
@@ -137,14 +171,18 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
     inputs = model.train_inputs[0]
     n = inputs.shape[0]
     words = inputs[:, feature_dim:].long()
+    folds = balanced_folds(gp._training_codes()) if balanced else np.arange(n)
     texts_with: dict[int, int] = {}  # word id -> number of training texts that have it
-    for row in words:
+    in_fold: dict[tuple[int, int], int] = {}  # (fold, word id) -> number of the fold's texts that have it
+    for row, fold in zip(words, folds):
         for w in set(row[row != PAD].tolist()):
             texts_with[w] = texts_with.get(w, 0) + 1
+            in_fold[int(fold), w] = in_fold.get((int(fold), w), 0) + 1
     scored = inputs.clone()
     if drop_unshared:
         for i in range(n):
-            kept = [w for w in words[i].tolist() if w != PAD and texts_with[w] >= 2]
+            fold = int(folds[i])
+            kept = [w for w in words[i].tolist() if w != PAD and texts_with[w] > in_fold[fold, w]]
             new = torch.full((words.shape[1],), PAD, dtype=inputs.dtype)
             new[: len(kept)] = torch.tensor(kept, dtype=inputs.dtype)
             scored[i, feature_dim:] = new
@@ -162,13 +200,26 @@ def loo_as_new_latents(gp, feature_dim: int, drop_unshared: bool = True, brute_f
             if brute_force:
                 mean = torch.empty(classes, n, dtype=covariance.dtype)  # (padded inputs hold integer ids)
                 var = torch.empty(classes, n, dtype=covariance.dtype)
-                for i in range(n):
-                    rest = torch.cat([torch.arange(i), torch.arange(i + 1, n)])
+                for fold in np.unique(folds):
+                    held = torch.as_tensor(np.flatnonzero(folds == fold))
+                    rest = torch.as_tensor(np.flatnonzero(folds != fold))
                     factor = torch.linalg.cholesky(covariance[:, rest][:, :, rest] + torch.diag_embed(noise[:, rest]))
-                    k = cross[:, i, rest]
-                    solved = torch.cholesky_solve(k.unsqueeze(-1), factor).squeeze(-1)  # C x (n - 1)
-                    mean[:, i] = prior_mean[:, i] + (solved * residual[:, rest]).sum(-1)
-                    var[:, i] = own[:, i] - (solved * k).sum(-1)
+                    k = cross[:, held][:, :, rest]  # C x |S| x |R|
+                    solved = torch.cholesky_solve(k.mT, factor)  # C x |R| x |S|
+                    mean[:, held] = prior_mean[:, held] + (solved * residual[:, rest].unsqueeze(-1)).sum(-2)
+                    var[:, held] = own[:, held] - (solved * k.mT).sum(-2)
+            elif balanced:
+                folds_t = torch.as_tensor(folds)
+                off = cross * (folds_t[:, None] != folds_t[None, :]).to(cross.dtype)  # k', the fold's columns 0
+                P = off @ inverse  # k' G
+                mean = prior_mean + (off @ alpha.unsqueeze(-1)).squeeze(-1)
+                var = own - (P * off).sum(-1)
+                for fold in np.unique(folds):
+                    held = torch.as_tensor(np.flatnonzero(folds == fold))
+                    G_ss = inverse[:, held][:, :, held]
+                    P_ss = P[:, held][:, :, held]
+                    mean[:, held] -= (P_ss @ torch.linalg.solve(G_ss, alpha[:, held].unsqueeze(-1))).squeeze(-1)
+                    var[:, held] += (P_ss * torch.linalg.solve(G_ss, P_ss.mT).mT).sum(-1)
             else:
                 gamma = inverse.diagonal(dim1=-2, dim2=-1)
                 off = cross * (1.0 - torch.eye(n, dtype=cross.dtype))  # k' of each text i, its own entry 0
@@ -190,13 +241,15 @@ def short_texts(texts) -> bool:
     return median_words(texts) < LONG_TEXT_WORDS
 
 
-def loo_as_new_log_proba(gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False) -> np.ndarray:
+def loo_as_new_log_proba(
+    gp, feature_dim: int, drop_unshared: bool = True, brute_force: bool = False, balanced: bool = False
+) -> np.ndarray:
     """``n x C``: the log expected softmax (untempered, the classifier's draws) of :func:`loo_as_new_latents`."""
     import torch
 
     from lvgp.models.gpc.models import expected_softmax
 
-    mean, var = loo_as_new_latents(gp, feature_dim, drop_unshared, brute_force)
+    mean, var = loo_as_new_latents(gp, feature_dim, drop_unshared, brute_force, balanced)
     proba = expected_softmax(mean, var, gp.predict_samples, gp._class_seeds())
     return torch.log(proba.clamp_min(1e-300)).cpu().numpy()
 
@@ -382,6 +435,35 @@ def own_fit_record(gp, x, y, texts, labels, weights, every_text, out_of_scope) -
     return gp_record(gp, log_loo, gp.temperature_, untempered_proba(gp, texts), labels, weights, auroc)
 
 
+def balanced_records(gp, feature_dim: int, texts, rows, raw, labels, weights, auroc: float) -> dict:
+    """The records of :data:`BALANCED_ROWS` in ``rows`` for the study GP ``gp`` fitted on ``texts``: its fit, the
+    temperature refitted (the classifier's criterion) on the leave-one-out predictions of one text a class left out
+    at once (:func:`loo_as_new_latents` with ``balanced=True``), the texts' words kept (``gp-loo-balanced``) or made
+    as new texts' (``gp-loo-balanced-as-new``); ``gp-loo-balanced-as-new-short`` (rule 42): the latter where the
+    labelled texts are short (:func:`short_texts`), ``gp``'s own temperature elsewhere. ``raw``, ``labels``,
+    ``weights``, ``auroc``: as :func:`gp_record` reads them."""
+    truth = gp._training_codes()
+    found = {}
+    if "gp-loo-balanced" in rows:
+        loo = loo_as_new_log_proba(gp, feature_dim, drop_unshared=False, balanced=True)
+        found["gp-loo-balanced"] = gp_record(gp, loo, gp._fit_temperature((loo, truth)), raw, labels, weights, auroc)
+    short = short_texts(texts)
+    if "gp-loo-balanced-as-new" in rows or ("gp-loo-balanced-as-new-short" in rows and short):
+        loo = loo_as_new_log_proba(gp, feature_dim, balanced=True)
+        record = gp_record(gp, loo, gp._fit_temperature((loo, truth)), raw, labels, weights, auroc)
+        if "gp-loo-balanced-as-new" in rows:
+            found["gp-loo-balanced-as-new"] = record
+        if short:
+            found["gp-loo-balanced-as-new-short"] = {**record, "short": True}
+    if "gp-loo-balanced-as-new-short" in rows and not short:
+        log_loo, _ = gp._loo_log_proba()
+        found["gp-loo-balanced-as-new-short"] = {
+            **gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc),
+            "short": False,
+        }
+    return {row: found[row] for row in BALANCED_ROWS if row in rows}
+
+
 def held_lengthscale_kernel(feature_dim: int):
     """``gp-lengthscale-1``'s kernel factory (``LDKGPClassifier(kernel=...)``): the study GP's composed kernel for
     the encoder's dimension ``feature_dim``, its encoder RBF's length-scale held at :data:`HELD_LENGTHSCALE`, the
@@ -488,6 +570,8 @@ def draws(args) -> tuple[list[dict], list[dict]]:
                                         **gp_record(gp, loo, temperature, raw, labels, weights, auroc),
                                         "short": short,
                                     }
+                            if set(BALANCED_ROWS) & set(rows):
+                                found.update(balanced_records(gp, feature_dim, x, rows, raw, labels, weights, auroc))
                         scoring = (texts, labels, weights, every_text, out_of_scope)
                         if "gp-min-df-2" in rows:
                             gp = estimator(GP)

@@ -115,7 +115,7 @@ BENCHMARKS = {
     "open_set_dev.py": "The GP classifiers' scores, mean AUROC over every (corpus, size, GP method): ",
     "open_set_score_selection_dev.py": "chosen score ",
     "open_set_accuracy_dev.py": "| toy | 5 | gp-laplace-many-draws | 2 | ",
-    "open_set_calibration_dev.py": "| toy | 5 | gp-loo-as-new | 1 | ",
+    "open_set_calibration_dev.py": "| toy | 5 | gp-loo-balanced-as-new | 1 | ",
     "open_set_threshold_dev.py": "| toy | 5 | leave-one-out | 1 | ",
     "softmax_nodes.py": "| 15 | 1 | Latin hypercube nodes | 256 |",
     "softmax_close_calls.py": "| 15 | 1 | 256, close calls by the error after the linear control (z = 2) again at 4,096 |",

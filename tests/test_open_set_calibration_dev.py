@@ -253,3 +253,74 @@ def test_rule_41s_row_holds_the_encoder_rbfs_lengthscale_and_fits_its_weight():
     assert cal.HELD_LENGTHSCALE == 1.0 and float(rbf.lengthscale) == 1.0 and not rbf.raw_lengthscale.requires_grad
     (weight,) = [m for m in kernel.modules() if isinstance(m, ScaleKernel) and rbf in list(m.base_kernel.modules())]
     assert weight.raw_outputscale.requires_grad
+
+
+def test_balanced_folds_hold_one_text_of_each_class():
+    codes = np.array([2, 0, 2, 1, 0, 2])
+    folds = cal.balanced_folds(codes)
+    np.testing.assert_array_equal(folds, [0, 0, 1, 0, 1, 2])
+    for fold in np.unique(folds):
+        assert len(set(codes[folds == fold])) == np.sum(folds == fold)  # no class twice in a fold
+
+
+@pytest.mark.parametrize("drop_unshared", [True, False])
+def test_one_text_a_class_left_out_at_once_equals_the_refits_without_each_fold(fitted, drop_unshared):
+    """``balanced=True``: one inverse a class and a small solve a fold give the GP of the other folds' texts (a
+    Cholesky factorization of their matrix a fold), each fold's texts' words of no other fold's text dropped."""
+    mean, var = cal.loo_as_new_latents(fitted, 0, drop_unshared, balanced=True)
+    brute_mean, brute_var = cal.loo_as_new_latents(fitted, 0, drop_unshared, brute_force=True, balanced=True)
+    np.testing.assert_allclose(mean.numpy(), brute_mean.numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(var.numpy(), brute_var.numpy(), rtol=1e-7, atol=1e-9)
+    plain, _ = cal.loo_as_new_latents(fitted, 0, drop_unshared)
+    assert float((mean - plain).abs().max()) > 1e-4  # two texts out at once are not one
+
+
+def test_one_text_a_class_without_dropping_is_the_block_leave_out_closed_form(fitted):
+    """Without dropping words, fold ``S``'s latent means are :math:`\\tilde y_S - G_{SS}^{-1}\\alpha_S` and
+    variances :math:`\\mathrm{diag}(G_{SS}^{-1}) - \\sigma^2_S` (the block form of R&W eq. 5.12), ``G`` the inverse
+    of a class's covariance plus its noise."""
+    from lvgp.models.gpc.inference import DirichletInference
+
+    model, likelihood = fitted.model_, fitted.likelihood_
+    model.train()
+    likelihood.train()
+    try:
+        with torch.no_grad():
+            _, noise, G, alpha = DirichletInference.per_class_precision(model, likelihood)
+            targets = likelihood.transformed_targets
+    finally:
+        model.eval()
+        likelihood.eval()
+    folds = cal.balanced_folds(fitted._training_codes())
+    mean, var = cal.loo_as_new_latents(fitted, 0, drop_unshared=False, balanced=True)
+    for fold in np.unique(folds):
+        held = torch.as_tensor(np.flatnonzero(folds == fold))
+        block = torch.linalg.inv(G[:, held][:, :, held])  # C x |S| x |S|
+        expected_mean = targets[:, held] - (block @ alpha[:, held].unsqueeze(-1)).squeeze(-1)
+        expected_var = block.diagonal(dim1=-2, dim2=-1) - noise[:, held]
+        np.testing.assert_allclose(mean[held].numpy(), expected_mean.mT.numpy(), rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(var[held].numpy(), expected_var.mT.numpy(), rtol=1e-7, atol=1e-9)
+
+
+def test_rule_42s_rows_take_the_balanced_as_new_temperature_only_where_texts_are_short(fitted):
+    """``gp-loo-balanced-as-new-short``: the balanced as-new temperature where the labelled texts are short (the
+    fixture's texts: five words or fewer), the study GP's own elsewhere."""
+    assert set(cal.BALANCED_ROWS) <= set(cal.STUDY_FIT_ROWS)
+    scored = ["good great fine", "bad awful dull"]
+    labels = np.array(["pos", "neg"])
+    raw = cal.untempered_proba(fitted, scored)
+    weights = np.ones(2)
+    found = cal.balanced_records(fitted, 0, ["good fine"] * 3, cal.BALANCED_ROWS, raw, labels, weights, 0.5)
+    truth = fitted._training_codes()
+    as_new = cal.loo_as_new_log_proba(fitted, 0, balanced=True)
+    assert found["gp-loo-balanced-as-new"]["T"] == pytest.approx(fitted._fit_temperature((as_new, truth)))
+    assert found["gp-loo-balanced-as-new-short"]["T"] == found["gp-loo-balanced-as-new"]["T"]
+    assert found["gp-loo-balanced-as-new-short"]["short"]
+    kept = cal.loo_as_new_log_proba(fitted, 0, drop_unshared=False, balanced=True)
+    assert found["gp-loo-balanced"]["T"] == pytest.approx(fitted._fit_temperature((kept, truth)))
+    from lvgp.models.gpc.encoder_weight import LONG_TEXT_WORDS
+
+    long = [" ".join(["good"] * LONG_TEXT_WORDS)] * 3
+    found = cal.balanced_records(fitted, 0, long, ["gp-loo-balanced-as-new-short"], raw, labels, weights, 0.5)
+    assert found["gp-loo-balanced-as-new-short"]["T"] == fitted.temperature_
+    assert not found["gp-loo-balanced-as-new-short"]["short"]
