@@ -543,3 +543,27 @@ def test_warnings_point_at_the_users_line():
     kinds = {w.category.__name__ for w in caught}
     assert {"ConvergenceWarning", "UnseenWordsWarning", "EmptyDocumentsWarning"} <= kinds
     assert all(w.filename == __file__ for w in caught), [(w.category.__name__, w.filename) for w in caught]
+
+
+@pytest.mark.parametrize("inference", ["dirichlet", "laplace", "variational"])
+def test_the_gp_classifier_scores_no_documents_as_no_rows(inference):
+    """``score_samples([])`` (every novelty score) and ``predict_latent([])`` give no row, as ``predict`` and
+    ``predict_proba`` do (it raised an AttributeError: no block filled the latent outputs)."""
+    from lvgp import LDKGPClassifier
+
+    x = ["good great fine", "great nice good", "fine good nice", "bad awful dull", "awful weak bad", "dull bad weak"]
+    y = ["pos"] * 3 + ["neg"] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimizer = MiniBatch(max_steps=5) if inference == "variational" else LBFGS(max_iter=3)
+        clf = LDKGPClassifier(inference=inference, optimizer=optimizer, random_state=0).fit(x, y)
+    mean, var = clf.predict_latent([])
+    width = clf.predict_latent(["good"])[0].shape[1]  # a latent a class; one for two classes with a probit
+    assert mean.shape == var.shape == (0, width)
+    assert clf.predict_proba([]).shape == (0, 2) and clf.predict([]).shape == (0,)
+    for score in ("energy", "entropy", "max-probability", "variance") + (
+        ("lifted-energy",) * (inference == "dirichlet")
+    ):
+        clf.set_params(novelty_score=score)
+        scores = clf.score_samples([])
+        assert scores.shape == (0,) and scores.dtype == np.float64, score

@@ -1280,6 +1280,9 @@ class LDKGPClassifier(
                     if out[k] is None:
                         out[k] = torch.empty(n, width, dtype=value.dtype, device=self.device_)
                     out[k][rows] = value  # type: ignore[index]
+        if out[0] is None:  # no document at all: every output has no row, one column a latent function
+            prior_mean, _ = self._unread_prior(strategy, intercept)
+            out = [prior_mean.new_empty(0, len(prior_mean)) for _ in out]
         mean, var, prior = (to_host(t) for t in out)  # type: ignore[arg-type]
         return mean, var, prior, None if proba is None else self._tempered_known(proba, empty)
 
