@@ -20,8 +20,9 @@ tempered by the :math:`T` whose tempered leave-one-out predictions of the labell
   predictions of one text of every class left out at once (:func:`loo_as_new_latents` with ``balanced=True``), so
   that a left-out text's class keeps as many texts as the others (a text left out alone leaves its class one
   short, a tenth of its texts at 10 a class), its words kept or made as a new text's;
-- ``gp-loo-balanced-as-new-short`` (rule 42): ``gp-loo-balanced-as-new`` where the labelled texts are short
-  (:func:`short_texts`), ``gp`` elsewhere;
+- ``gp-loo-balanced-as-new-short``: ``gp-loo-balanced-as-new`` where the labelled texts are short (rule 40's gate,
+  :func:`short_texts`), ``gp`` elsewhere (no rule was written for it: ``benchmarks/README.md``, "The second
+  effect");
 - ``gp-match`` and ``gp-match-as-new``: its fit, the temperature at which the tempered leave-one-out predictions'
   mean top probability equals their accuracy (:func:`confidence_matching_temperature`: the ECE's own criterion, in
   place of the log loss's), of ``gp``'s and of ``gp-loo-as-new``'s leave-one-out predictions;
@@ -439,8 +440,8 @@ def balanced_records(gp, feature_dim: int, texts, rows, raw, labels, weights, au
     """The records of :data:`BALANCED_ROWS` in ``rows`` for the study GP ``gp`` fitted on ``texts``: its fit, the
     temperature refitted (the classifier's criterion) on the leave-one-out predictions of one text a class left out
     at once (:func:`loo_as_new_latents` with ``balanced=True``), the texts' words kept (``gp-loo-balanced``) or made
-    as new texts' (``gp-loo-balanced-as-new``); ``gp-loo-balanced-as-new-short`` (rule 42): the latter where the
-    labelled texts are short (:func:`short_texts`), ``gp``'s own temperature elsewhere. ``raw``, ``labels``,
+    as new texts' (``gp-loo-balanced-as-new``); ``gp-loo-balanced-as-new-short``: the latter where the labelled
+    texts are short (rule 40's gate, :func:`short_texts`), ``gp``'s own temperature elsewhere. ``raw``, ``labels``,
     ``weights``, ``auroc``: as :func:`gp_record` reads them."""
     truth = gp._training_codes()
     found = {}

@@ -302,9 +302,9 @@ def test_one_text_a_class_without_dropping_is_the_block_leave_out_closed_form(fi
         np.testing.assert_allclose(var[held].numpy(), expected_var.mT.numpy(), rtol=1e-7, atol=1e-9)
 
 
-def test_rule_42s_rows_take_the_balanced_as_new_temperature_only_where_texts_are_short(fitted):
-    """``gp-loo-balanced-as-new-short``: the balanced as-new temperature where the labelled texts are short (the
-    fixture's texts: five words or fewer), the study GP's own elsewhere."""
+def test_the_balanced_rows_take_the_as_new_temperature_only_where_texts_are_short(fitted):
+    """``gp-loo-balanced-as-new-short``: the balanced as-new temperature where the labelled texts are short (rule
+    40's gate; the fixture's texts: five words or fewer), the study GP's own elsewhere."""
     assert set(cal.BALANCED_ROWS) <= set(cal.STUDY_FIT_ROWS)
     scored = ["good great fine", "bad awful dull"]
     labels = np.array(["pos", "neg"])
