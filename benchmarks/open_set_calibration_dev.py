@@ -436,33 +436,30 @@ def own_fit_record(gp, x, y, texts, labels, weights, every_text, out_of_scope) -
     return gp_record(gp, log_loo, gp.temperature_, untempered_proba(gp, texts), labels, weights, auroc)
 
 
-def balanced_records(gp, feature_dim: int, texts, rows, raw, labels, weights, auroc: float) -> dict:
+def balanced_records(gp, feature_dim: int, texts, rows, log_loo, raw, labels, weights, auroc: float) -> dict:
     """The records of :data:`BALANCED_ROWS` in ``rows`` for the study GP ``gp`` fitted on ``texts``: its fit, the
     temperature refitted (the classifier's criterion) on the leave-one-out predictions of one text a class left out
     at once (:func:`loo_as_new_latents` with ``balanced=True``), the texts' words kept (``gp-loo-balanced``) or made
     as new texts' (``gp-loo-balanced-as-new``); ``gp-loo-balanced-as-new-short``: the latter where the labelled
-    texts are short (rule 40's gate, :func:`short_texts`), ``gp``'s own temperature elsewhere. ``raw``, ``labels``,
-    ``weights``, ``auroc``: as :func:`gp_record` reads them."""
+    texts are short (rule 40's gate, :func:`short_texts`), ``gp``'s own temperature on its leave-one-out
+    predictions ``log_loo`` elsewhere. ``raw``, ``labels``, ``weights``, ``auroc``: as :func:`gp_record` reads
+    them."""
     truth = gp._training_codes()
+    scoring = (raw, labels, weights, auroc)
     found = {}
     if "gp-loo-balanced" in rows:
         loo = loo_as_new_log_proba(gp, feature_dim, drop_unshared=False, balanced=True)
-        found["gp-loo-balanced"] = gp_record(gp, loo, gp._fit_temperature((loo, truth)), raw, labels, weights, auroc)
+        found["gp-loo-balanced"] = gp_record(gp, loo, gp._fit_temperature((loo, truth)), *scoring)
     short = short_texts(texts)
     if "gp-loo-balanced-as-new" in rows or ("gp-loo-balanced-as-new-short" in rows and short):
         loo = loo_as_new_log_proba(gp, feature_dim, balanced=True)
-        record = gp_record(gp, loo, gp._fit_temperature((loo, truth)), raw, labels, weights, auroc)
+        as_new = gp_record(gp, loo, gp._fit_temperature((loo, truth)), *scoring)
         if "gp-loo-balanced-as-new" in rows:
-            found["gp-loo-balanced-as-new"] = record
-        if short:
-            found["gp-loo-balanced-as-new-short"] = {**record, "short": True}
-    if "gp-loo-balanced-as-new-short" in rows and not short:
-        log_loo, _ = gp._loo_log_proba()
-        found["gp-loo-balanced-as-new-short"] = {
-            **gp_record(gp, log_loo, gp.temperature_, raw, labels, weights, auroc),
-            "short": False,
-        }
-    return {row: found[row] for row in BALANCED_ROWS if row in rows}
+            found["gp-loo-balanced-as-new"] = as_new
+    if "gp-loo-balanced-as-new-short" in rows:
+        record = as_new if short else gp_record(gp, log_loo, gp.temperature_, *scoring)
+        found["gp-loo-balanced-as-new-short"] = {**record, "short": short}
+    return found
 
 
 def held_lengthscale_kernel(feature_dim: int):
@@ -572,7 +569,9 @@ def draws(args) -> tuple[list[dict], list[dict]]:
                                         "short": short,
                                     }
                             if set(BALANCED_ROWS) & set(rows):
-                                found.update(balanced_records(gp, feature_dim, x, rows, raw, labels, weights, auroc))
+                                found.update(
+                                    balanced_records(gp, feature_dim, x, rows, log_loo, raw, labels, weights, auroc)
+                                )
                         scoring = (texts, labels, weights, every_text, out_of_scope)
                         if "gp-min-df-2" in rows:
                             gp = estimator(GP)

@@ -310,7 +310,8 @@ def test_the_balanced_rows_take_the_as_new_temperature_only_where_texts_are_shor
     labels = np.array(["pos", "neg"])
     raw = cal.untempered_proba(fitted, scored)
     weights = np.ones(2)
-    found = cal.balanced_records(fitted, 0, ["good fine"] * 3, cal.BALANCED_ROWS, raw, labels, weights, 0.5)
+    log_loo, _ = fitted._loo_log_proba()
+    found = cal.balanced_records(fitted, 0, ["good fine"] * 3, cal.BALANCED_ROWS, log_loo, raw, labels, weights, 0.5)
     truth = fitted._training_codes()
     as_new = cal.loo_as_new_log_proba(fitted, 0, balanced=True)
     assert found["gp-loo-balanced-as-new"]["T"] == pytest.approx(fitted._fit_temperature((as_new, truth)))
@@ -321,6 +322,6 @@ def test_the_balanced_rows_take_the_as_new_temperature_only_where_texts_are_shor
     from lvgp.models.gpc.encoder_weight import LONG_TEXT_WORDS
 
     long = [" ".join(["good"] * LONG_TEXT_WORDS)] * 3
-    found = cal.balanced_records(fitted, 0, long, ["gp-loo-balanced-as-new-short"], raw, labels, weights, 0.5)
+    found = cal.balanced_records(fitted, 0, long, ["gp-loo-balanced-as-new-short"], log_loo, raw, labels, weights, 0.5)
     assert found["gp-loo-balanced-as-new-short"]["T"] == fitted.temperature_
     assert not found["gp-loo-balanced-as-new-short"]["short"]
